@@ -1,0 +1,83 @@
+//! The command line, in one place: these clap structs and their `///` comments are the help.
+
+use std::ffi::OsString;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Installs, starts, restarts and verifies the Oysterun Host, and keeps its provider commands
+/// (claude, codex) durable across setup, restarts and upgrades.
+#[derive(Debug, Parser)]
+#[command(
+    name = "oyster",
+    version,
+    propagate_version = true,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes, before or after the subcommand.
+#[derive(Debug, Args, Clone)]
+pub struct GlobalArgs {
+    /// The stack: `production` (default), `staging`, or a custom name.
+    #[arg(long, global = true, default_value = crate::stack::DEFAULT_STACK, value_name = "NAME")]
+    pub stack: String,
+    /// The stack's port; recorded in its config.json by commands that sync the config.
+    #[arg(long, global = true, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: Option<u16>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Find and configure the provider commands (claude, codex).
+    #[command(subcommand)]
+    Providers(ProvidersCommand),
+    /// Read and synchronize the stack's config.json.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProvidersCommand {
+    /// Show what resolution finds now, without writing anything.
+    Resolve {
+        /// Providers to resolve (default: all).
+        providers: Vec<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Save a provider's command (Host Preferences): a full path makes it `manual`; an empty
+    /// string disables it.
+    Set {
+        provider: String,
+        /// An absolute path (`~/` is expanded), or "" to disable the provider.
+        #[arg(allow_hyphen_values = true)]
+        command: OsString,
+    },
+    /// Hand a provider back to discovery (`auto`).
+    Auto { provider: String },
+    /// Show each provider's intent, command, state and authentication (home shown as ~).
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// The stack config sync: migrate, merge what resolution finds, record --port; writes only
+    /// when something changed.
+    Sync,
+    /// Print the config with secrets redacted and home shown as ~.
+    Show {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}

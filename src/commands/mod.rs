@@ -1,0 +1,56 @@
+//! One module per command; each returns an [`ExitStatus`].
+
+pub mod config;
+pub mod providers;
+
+use std::io::Write;
+
+use crate::cli::{Cli, Command};
+use crate::resolve::Search;
+use crate::stack::{Stack, StackEnv};
+use crate::ExitStatus;
+
+/// What every command starts from: the stack, and where resolution searches.
+pub struct Ctx {
+    pub stack: Stack,
+    pub search: Search,
+    pub port: Option<u16>,
+}
+
+impl Ctx {
+    pub fn from_process(global: &crate::cli::GlobalArgs) -> anyhow::Result<Ctx> {
+        let stack = Stack::new(&global.stack, &StackEnv::from_process())?;
+        let search = Search::from_process(&stack.home);
+        Ok(Ctx {
+            stack,
+            search,
+            port: global.port,
+        })
+    }
+
+    /// Notes printed on stderr whenever an override or fallback is in effect.
+    pub fn announce_overrides(&self) {
+        if self.stack.config_dir_overridden {
+            eprintln!(
+                "oyster: note: OYSTERUN_CONFIG_DIR is set; using {} as the config dir",
+                self.stack.tilde(&self.stack.config_dir)
+            );
+        }
+    }
+}
+
+pub fn dispatch(cli: Cli) -> anyhow::Result<ExitStatus> {
+    let ctx = Ctx::from_process(&cli.global)?;
+    match cli.command {
+        Command::Providers(cmd) => providers::run(&ctx, cmd),
+        Command::Config(cmd) => config::run(&ctx, cmd),
+    }
+}
+
+/// Writes a JSON document and a newline to stdout.
+pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    Ok(())
+}

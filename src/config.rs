@@ -1,0 +1,559 @@
+//! The durable provider config (CONTRACT.md §2, seed 000 "Durable Intent").
+//!
+//! `config.json` belongs to Oysterun; oyster owns a handful of keys in it and keeps every other
+//! key, value and order exactly. The document is edited as a preserve-order
+//! `serde_json::Value`, validated with positions before anything is changed, and written only
+//! when its value changed.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde_json::{Map, Value};
+
+use crate::fsutil::{self, FsError};
+use crate::registry::{Provider, PROVIDERS};
+use crate::resolve::{self, Intent, Resolution, Search};
+
+/// The key holding `{provider: intent}`.
+pub const INTENT_KEY: &str = "provider_command_intent";
+/// The key holding the stack's port.
+pub const PORT_KEY: &str = "port";
+/// The key holding the AgentFolder.
+pub const BROWSE_KEY: &str = "default_browse_path";
+/// The key holding the Release Setup mode.
+pub const MODE_KEY: &str = "connection_mode";
+
+/// Why a config could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path} is not valid JSON: {msg} at line {line}, column {column}. Fix or restore the file; oyster changed nothing")]
+    Syntax {
+        path: PathBuf,
+        msg: String,
+        line: usize,
+        column: usize,
+    },
+    #[error("{path}: `{key}` has the wrong type: {msg} at line {line}, column {column}. Fix the value; oyster changed nothing")]
+    Type {
+        path: PathBuf,
+        key: String,
+        msg: String,
+        line: usize,
+        column: usize,
+    },
+    #[error("{path} starts with a UTF-8 byte-order mark (line 1, column 1); save it without the BOM. oyster changed nothing")]
+    Bom { path: PathBuf },
+    #[error(
+        "{path} is empty (line 1, column 1); put `{{}}` in it or delete it. oyster changed nothing"
+    )]
+    Empty { path: PathBuf },
+    #[error("could not read {path}: {source}")]
+    Read { path: PathBuf, source: io::Error },
+    #[error(transparent)]
+    Fs(#[from] FsError),
+}
+
+impl ConfigError {
+    /// Whether this is the user's input being wrong (exit 2) rather than an I/O failure.
+    pub fn is_invalid_input(&self) -> bool {
+        matches!(
+            self,
+            ConfigError::Syntax { .. }
+                | ConfigError::Type { .. }
+                | ConfigError::Bom { .. }
+                | ConfigError::Empty { .. }
+                | ConfigError::Fs(FsError::Symlink { .. })
+        )
+    }
+}
+
+/// One semantic change made to the document, for output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub key: String,
+    pub from: Value,
+    pub to: Value,
+}
+
+impl fmt::Display for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} -> {}", self.key, self.from, self.to)
+    }
+}
+
+/// A loaded `config.json`.
+#[derive(Debug, Clone)]
+pub struct ConfigDoc {
+    pub path: PathBuf,
+    map: Map<String, Value>,
+    original: Option<Map<String, Value>>,
+}
+
+impl ConfigDoc {
+    /// Reads and validates `path`; a missing file is an empty document.
+    pub fn load(path: &Path) -> Result<ConfigDoc, ConfigError> {
+        fsutil::refuse_symlink(path)?;
+        match std::fs::read(path) {
+            Ok(bytes) => Self::parse(path, &bytes),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(ConfigDoc {
+                path: path.to_owned(),
+                map: Map::new(),
+                original: None,
+            }),
+            Err(source) => Err(ConfigError::Read {
+                path: path.to_owned(),
+                source,
+            }),
+        }
+    }
+
+    /// Parses bytes, refusing anything oyster could not rewrite faithfully.
+    pub fn parse(path: &Path, bytes: &[u8]) -> Result<ConfigDoc, ConfigError> {
+        let path = path.to_owned();
+        if bytes.starts_with(b"\xEF\xBB\xBF") {
+            return Err(ConfigError::Bom { path });
+        }
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Err(ConfigError::Empty { path });
+        }
+        let value: Value = serde_json::from_slice(bytes).map_err(|e| ConfigError::Syntax {
+            msg: message_of(&e),
+            line: e.line(),
+            column: e.column(),
+            path: path.clone(),
+        })?;
+        let current = RefCell::new(String::from("(top level)"));
+        let mut de = serde_json::Deserializer::from_slice(bytes);
+        OwnedKeys { current: &current }
+            .deserialize(&mut de)
+            .map_err(|e| ConfigError::Type {
+                key: current.borrow().clone(),
+                msg: message_of(&e),
+                line: e.line(),
+                column: e.column(),
+                path: path.clone(),
+            })?;
+        let Value::Object(map) = value else {
+            unreachable!("validated as an object above")
+        };
+        Ok(ConfigDoc {
+            path,
+            original: Some(map.clone()),
+            map,
+        })
+    }
+
+    /// The whole document.
+    pub fn value(&self) -> &Map<String, Value> {
+        &self.map
+    }
+
+    /// Whether the file exists on disk.
+    pub fn exists(&self) -> bool {
+        self.original.is_some()
+    }
+
+    /// Whether the document differs semantically from what was read.
+    pub fn changed(&self) -> bool {
+        self.original.as_ref() != Some(&self.map)
+    }
+
+    /// The bytes oyster writes: two-space JSON, as Oysterun's own writer emits, and a newline.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = serde_json::to_vec_pretty(&self.map).expect("a JSON map serializes");
+        out.push(b'\n');
+        out
+    }
+
+    /// The configured command string, if any (a non-string never passes validation).
+    pub fn command(&self, p: &Provider) -> Option<&str> {
+        self.map.get(p.command_key).and_then(Value::as_str)
+    }
+
+    /// The recorded intent, if one is recorded.
+    pub fn recorded_intent(&self, p: &Provider) -> Option<Intent> {
+        let v = self.map.get(INTENT_KEY)?.get(p.id)?;
+        serde_json::from_value(v.clone()).ok()
+    }
+
+    /// The recorded intent, or what migration would record.
+    pub fn intent(&self, p: &Provider) -> Intent {
+        self.recorded_intent(p)
+            .unwrap_or_else(|| migrated_intent(p, self.map.get(p.command_key)))
+    }
+
+    pub fn port(&self) -> Option<u16> {
+        self.map
+            .get(PORT_KEY)
+            .and_then(Value::as_u64)
+            .and_then(|p| u16::try_from(p).ok())
+    }
+
+    /// Sets a top-level key, recording the change when the value differs.
+    pub fn set(&mut self, key: &str, value: Value, changes: &mut Vec<Change>) {
+        let from = self.map.get(key).cloned().unwrap_or(Value::Null);
+        let present = self.map.contains_key(key);
+        if present && from == value {
+            return;
+        }
+        changes.push(Change {
+            key: key.to_owned(),
+            from,
+            to: value.clone(),
+        });
+        self.map.insert(key.to_owned(), value);
+    }
+
+    fn set_intent(&mut self, p: &Provider, intent: Intent, changes: &mut Vec<Change>) {
+        let before = self.recorded_intent(p);
+        if before == Some(intent) {
+            return;
+        }
+        let entry = self
+            .map
+            .entry(INTENT_KEY)
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !entry.is_object() {
+            *entry = Value::Object(Map::new());
+        }
+        let obj = entry.as_object_mut().expect("made an object above");
+        obj.insert(p.id.to_owned(), Value::String(intent.as_str().to_owned()));
+        changes.push(Change {
+            key: format!("{INTENT_KEY}.{}", p.id),
+            from: before.map_or(Value::Null, |i| Value::String(i.as_str().into())),
+            to: Value::String(intent.as_str().into()),
+        });
+    }
+
+    /// Records an intent for every provider that has none (the legacy migration).
+    pub fn migrate(&mut self, changes: &mut Vec<Change>) {
+        for p in PROVIDERS {
+            if self.recorded_intent(p).is_none() {
+                let intent = migrated_intent(p, self.map.get(p.command_key));
+                self.set_intent(p, intent, changes);
+            }
+        }
+    }
+
+    /// The preservation-first merge of one provider with what resolution found now.
+    ///
+    /// `disabled` keeps the command null; `manual` keeps it verbatim; `auto` takes the resolved
+    /// path, and when nothing was found keeps whatever is there: a detector `null` never
+    /// overwrites a value.
+    pub fn merge(&mut self, p: &Provider, resolution: &Resolution, changes: &mut Vec<Change>) {
+        match self.intent(p) {
+            Intent::Disabled => self.set(p.command_key, Value::Null, changes),
+            Intent::Manual => {}
+            Intent::Auto => {
+                if let Some(path) = &resolution.resolved {
+                    let s = path.to_string_lossy().into_owned();
+                    self.set(p.command_key, Value::String(s), changes);
+                }
+            }
+        }
+    }
+
+    /// Migrates, resolves and merges every provider: the stack config sync's provider part.
+    pub fn sync_providers(&mut self, search: &Search, changes: &mut Vec<Change>) {
+        self.migrate(changes);
+        for p in PROVIDERS {
+            let r = self.resolve(p, search);
+            self.merge(p, &r, changes);
+        }
+    }
+
+    /// Resolves one provider under its (recorded or migrated) intent.
+    pub fn resolve(&self, p: &Provider, search: &Search) -> Resolution {
+        resolve::resolve(p, self.intent(p), self.command(p), search)
+    }
+
+    /// Host Preferences save: a command makes the provider `manual`, `None` disables it.
+    pub fn save_preference(
+        &mut self,
+        p: &Provider,
+        command: Option<&Path>,
+        changes: &mut Vec<Change>,
+    ) {
+        self.migrate(changes);
+        match command {
+            Some(path) => {
+                self.set_intent(p, Intent::Manual, changes);
+                let s = path.to_string_lossy().into_owned();
+                self.set(p.command_key, Value::String(s), changes);
+            }
+            None => {
+                self.set_intent(p, Intent::Disabled, changes);
+                self.set(p.command_key, Value::Null, changes);
+            }
+        }
+    }
+
+    /// Hands a provider back to discovery.
+    pub fn set_auto(&mut self, p: &Provider, search: &Search, changes: &mut Vec<Change>) {
+        self.migrate(changes);
+        self.set_intent(p, Intent::Auto, changes);
+        let r = self.resolve(p, search);
+        self.merge(p, &r, changes);
+    }
+}
+
+/// The migration rule for a provider with no recorded intent.
+pub fn migrated_intent(p: &Provider, command: Option<&Value>) -> Intent {
+    match command.and_then(Value::as_str).map(str::trim) {
+        None | Some("") => Intent::Auto,
+        Some(bare) if bare == p.binary || bare == p.id => Intent::Auto,
+        Some(_) => Intent::Manual,
+    }
+}
+
+/// Reads, edits and (only when it changed) atomically writes a config under its lock.
+///
+/// The directory is created 0700 when missing; a new file is 0600, an existing one keeps its
+/// mode.
+pub fn update<T>(
+    path: &Path,
+    edit: impl FnOnce(&mut ConfigDoc, &mut Vec<Change>) -> anyhow::Result<T>,
+) -> anyhow::Result<(T, Vec<Change>)> {
+    if let Some(dir) = path.parent() {
+        fsutil::create_dir_all(dir, 0o700).map_err(ConfigError::from)?;
+    }
+    let _lock = fsutil::lock_sidecar(path).map_err(ConfigError::from)?;
+    let mut doc = ConfigDoc::load(path)?;
+    let mut changes = Vec::new();
+    let out = edit(&mut doc, &mut changes)?;
+    if doc.changed() {
+        fsutil::write_atomic(path, &doc.to_bytes(), None).map_err(ConfigError::from)?;
+    }
+    Ok((out, changes))
+}
+
+/// serde_json's message without its trailing " at line L column C".
+fn message_of(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" at line ") {
+        Some(i) => s[..i].to_owned(),
+        None => s,
+    }
+}
+
+/// Validates the types of the keys oyster owns, so errors carry serde_json's positions.
+struct OwnedKeys<'a> {
+    current: &'a RefCell<String>,
+}
+
+impl<'de> DeserializeSeed<'de> for OwnedKeys<'_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for OwnedKeys<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object at the top level")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<String>()? {
+            *self.current.borrow_mut() = key.clone();
+            if PROVIDERS.iter().any(|p| p.command_key == key) {
+                map.next_value::<Option<String>>()?;
+            } else if key == INTENT_KEY {
+                map.next_value::<Option<IntentTable>>()?;
+            } else if key == PORT_KEY {
+                map.next_value::<Option<u16>>()?;
+            } else if key == BROWSE_KEY || key == MODE_KEY {
+                map.next_value::<Option<String>>()?;
+            } else {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+        *self.current.borrow_mut() = String::from("(top level)");
+        Ok(())
+    }
+}
+
+/// `provider_command_intent`: supported providers must hold a valid intent; other keys are
+/// kept as they are.
+struct IntentTable;
+
+impl<'de> de::Deserialize<'de> for IntentTable {
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = IntentTable;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object mapping providers to \"auto\", \"manual\" or \"disabled\"")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<IntentTable, A::Error> {
+                while let Some(key) = map.next_key::<String>()? {
+                    if PROVIDERS.iter().any(|p| p.id == key) {
+                        map.next_value::<Intent>()?;
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(IntentTable)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn p0() -> &'static Provider {
+        &PROVIDERS[0]
+    }
+
+    fn parse(s: &str) -> Result<ConfigDoc, ConfigError> {
+        ConfigDoc::parse(Path::new("/c/config.json"), s.as_bytes())
+    }
+
+    #[test]
+    fn migration_table() {
+        let bare = Value::String(p0().binary.into());
+        for (cmd, want) in [
+            (None, Intent::Auto),
+            (Some(Value::Null), Intent::Auto),
+            (Some(json!("")), Intent::Auto),
+            (Some(json!("   ")), Intent::Auto),
+            (Some(bare), Intent::Auto),
+            (Some(json!("/opt/x/bin/thing")), Intent::Manual),
+            (Some(json!("~/bin/thing")), Intent::Manual),
+            (Some(json!("other-name")), Intent::Manual),
+        ] {
+            assert_eq!(migrated_intent(p0(), cmd.as_ref()), want, "{cmd:?}");
+        }
+    }
+
+    #[test]
+    fn type_errors_name_key_line_and_column() {
+        let key = p0().command_key;
+        let e = parse(&format!("{{\n  \"a\": 1,\n  \"{key}\": 5\n}}")).unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, ConfigError::Type { line: 3, .. }), "{msg}");
+        assert!(msg.contains(key) && msg.contains("line 3"), "{msg}");
+        let id = PROVIDERS[1].id;
+        let e = parse(&format!(
+            "{{\"{INTENT_KEY}\": {{\"{id}\": \"sometimes\"}}}}"
+        ))
+        .unwrap_err();
+        assert!(e.to_string().contains("provider_command_intent"), "{e}");
+        assert!(parse("{\"provider_command_intent\": {\"other\": 1}}").is_ok());
+        assert!(matches!(parse("[]"), Err(ConfigError::Type { .. })));
+        assert!(matches!(
+            parse("{\"port\": 70000}"),
+            Err(ConfigError::Type { .. })
+        ));
+        assert!(matches!(parse("{\"a\": "), Err(ConfigError::Syntax { .. })));
+        assert!(matches!(parse(""), Err(ConfigError::Empty { .. })));
+        assert!(matches!(parse("\u{feff}{}"), Err(ConfigError::Bom { .. })));
+    }
+
+    #[test]
+    fn merge_never_writes_a_detector_null_over_a_value() {
+        let mut doc = parse(&format!("{{\"{}\": \"/old/x\"}}", p0().command_key)).unwrap();
+        let mut changes = vec![];
+        doc.migrate(&mut changes);
+        assert_eq!(doc.intent(p0()), Intent::Manual);
+        let nothing = Resolution {
+            resolved: None,
+            source: None,
+            reason: Some("x".into()),
+        };
+        doc.merge(p0(), &nothing, &mut changes);
+        assert_eq!(doc.command(p0()), Some("/old/x"));
+        doc.set_intent(p0(), Intent::Auto, &mut changes);
+        doc.merge(p0(), &nothing, &mut changes);
+        assert_eq!(doc.command(p0()), Some("/old/x"));
+    }
+
+    fn arb_doc() -> impl Strategy<Value = String> {
+        let cmd = prop_oneof![
+            Just("null".to_string()),
+            Just("\"\"".to_string()),
+            Just(format!("\"{}\"", PROVIDERS[0].binary)),
+            Just("\"/nowhere/bin/x\"".to_string()),
+            Just("\"rel/x\"".to_string()),
+        ];
+        let intent = prop_oneof![
+            Just(None),
+            Just(Some("auto")),
+            Just(Some("manual")),
+            Just(Some("disabled"))
+        ];
+        (cmd.clone(), cmd, intent.clone(), intent, any::<bool>()).prop_map(
+            |(c0, c1, i0, i1, extra)| {
+                let mut intents = vec![];
+                if let Some(i) = i0 {
+                    intents.push(format!("\"{}\": \"{i}\"", PROVIDERS[0].id));
+                }
+                if let Some(i) = i1 {
+                    intents.push(format!("\"{}\": \"{i}\"", PROVIDERS[1].id));
+                }
+                format!(
+                    "{{{}\"{}\": {c0}, \"{}\": {c1}, \"{INTENT_KEY}\": {{{}}}, \"history\": [1]}}",
+                    if extra {
+                        "\"zz\": {\"resume\": true}, "
+                    } else {
+                        ""
+                    },
+                    PROVIDERS[0].command_key,
+                    PROVIDERS[1].command_key,
+                    intents.join(", ")
+                )
+            },
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn sync_is_idempotent_and_keeps_unknown_keys(text in arb_doc(), found in any::<bool>()) {
+            let dir = tempfile::tempdir().unwrap();
+            let bin = dir.path().join(PROVIDERS[0].binary);
+            if found {
+                std::fs::write(&bin, "").unwrap();
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
+            let search = Search { path_var: Some(dir.path().as_os_str().into()), fallback_dirs: vec![] };
+            let mut doc = parse(&text).unwrap();
+            let before = doc.value().clone();
+            let mut changes = vec![];
+            doc.sync_providers(&search, &mut changes);
+            let once = doc.to_bytes();
+            let mut again = ConfigDoc::parse(Path::new("/c"), &once).unwrap();
+            let mut changes2 = vec![];
+            again.sync_providers(&search, &mut changes2);
+            prop_assert!(changes2.is_empty(), "second sync changed {:?}", changes2);
+            prop_assert!(!again.changed());
+            // Unknown keys survive, in order.
+            let keys: Vec<_> = before.keys().collect();
+            let after: Vec<_> = doc.value().keys().filter(|k| before.contains_key(*k)).collect();
+            prop_assert_eq!(keys, after);
+            prop_assert_eq!(&doc.value()["history"], &json!([1]));
+            for p in PROVIDERS {
+                match doc.intent(p) {
+                    Intent::Disabled => prop_assert!(doc.value()[p.command_key].is_null()),
+                    Intent::Manual => prop_assert_eq!(&doc.value()[p.command_key], &before[p.command_key]),
+                    Intent::Auto => {
+                        let had = &before[p.command_key];
+                        if doc.resolve(p, &search).resolved.is_none() {
+                            prop_assert_eq!(&doc.value()[p.command_key], had);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

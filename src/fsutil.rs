@@ -1,0 +1,172 @@
+//! The one atomic-write helper and the sidecar lock every read-modify-write takes.
+//!
+//! A write goes to a temp file in the same directory with an explicit mode, is `fsync`ed,
+//! renamed over the target, and the directory is `fsync`ed; an unchanged file is not touched
+//! at all (same bytes, same mtime, same inode). Never through a symlink.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// A failed filesystem step, naming the file.
+#[derive(Debug, thiserror::Error)]
+pub enum FsError {
+    #[error("{path} is a symlink; oyster replaces files atomically and will not write through a link. Replace the link with a regular file (or remove it) and run again")]
+    Symlink { path: PathBuf },
+    #[error("could not {action} {path}: {source}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+}
+
+fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> FsError + 'a {
+    move |source| FsError::Io {
+        action,
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Refuses when `path` itself is a symlink (a dangling one included).
+pub fn refuse_symlink(path: &Path) -> Result<(), FsError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_symlink() => Err(FsError::Symlink {
+            path: path.to_owned(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// The temp file name used next to `path`; deterministic so a write killed half-way leaves at
+/// most one stale temp file, which the next write (under the same lock) reuses.
+pub fn temp_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.oyster-tmp"))
+}
+
+/// Writes `bytes` to `path` atomically with `mode` (kept from an existing file when `None`,
+/// else 0600). Returns `false`, touching nothing, when the file already holds these bytes.
+///
+/// The caller holds the lock for `path` (see [`lock_sidecar`]).
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<bool, FsError> {
+    refuse_symlink(path)?;
+    let existing_mode = match std::fs::metadata(path) {
+        Ok(m) => {
+            if std::fs::read(path).is_ok_and(|old| old == bytes) {
+                return Ok(false);
+            }
+            Some(m.permissions().mode() & 0o7777)
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(io_err("read", path)(e)),
+    };
+    let mode = mode.or(existing_mode).unwrap_or(0o600);
+    let tmp = temp_path(path);
+    let result = (|| {
+        let _ = std::fs::remove_file(&tmp);
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)
+            .map_err(io_err("create", &tmp))?;
+        f.write_all(bytes).map_err(io_err("write", &tmp))?;
+        // The umask may have narrowed the mode given to open; set it exactly.
+        f.set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(io_err("set the mode of", &tmp))?;
+        f.sync_all().map_err(io_err("sync", &tmp))?;
+        std::fs::rename(&tmp, path).map_err(io_err("rename into place", path))?;
+        sync_dir(path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map(|()| true)
+}
+
+/// `fsync`s the directory holding `path`, so the rename survives a power cut.
+fn sync_dir(path: &Path) -> Result<(), FsError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_err("sync the directory", dir))
+}
+
+/// An exclusive lock on `<path>.lock`, released on drop.
+pub struct Lock {
+    _file: File,
+}
+
+/// Takes an exclusive lock on the sidecar `<path>.lock` (not the file being renamed, whose
+/// inode changes on every write), creating it 0600 if needed. Blocks until it is free.
+pub fn lock_sidecar(path: &Path) -> Result<Lock, FsError> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let lock_path = PathBuf::from(name);
+    refuse_symlink(&lock_path)?;
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&lock_path)
+        .map_err(io_err("open the lock file", &lock_path))?;
+    file.lock().map_err(io_err("lock", &lock_path))?;
+    Ok(Lock { _file: file })
+}
+
+/// Creates a directory and its parents with `mode` for the ones created.
+pub fn create_dir_all(dir: &Path, mode: u32) -> Result<(), FsError> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(mode)
+        .create(dir)
+        .map_err(io_err("create the directory", dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn unchanged_bytes_touch_nothing_and_changes_keep_the_mode() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("f.json");
+        assert!(write_atomic(&p, b"one", None).unwrap());
+        assert_eq!(std::fs::metadata(&p).unwrap().mode() & 0o7777, 0o600);
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let ino = std::fs::metadata(&p).unwrap().ino();
+        assert!(!write_atomic(&p, b"one", None).unwrap());
+        assert_eq!(std::fs::metadata(&p).unwrap().ino(), ino);
+        assert!(write_atomic(&p, b"two", None).unwrap());
+        let m = std::fs::metadata(&p).unwrap();
+        assert_eq!(
+            (m.mode() & 0o7777, std::fs::read(&p).unwrap()),
+            (0o640, b"two".to_vec())
+        );
+        assert!(!temp_path(&p).exists());
+    }
+
+    #[test]
+    fn never_writes_through_a_symlink() {
+        let t = tempfile::tempdir().unwrap();
+        let target = t.path().join("target");
+        std::fs::write(&target, "keep").unwrap();
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(matches!(
+            write_atomic(&link, b"x", None),
+            Err(FsError::Symlink { .. })
+        ));
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+    }
+}

@@ -1,0 +1,164 @@
+//! The shared test context: a temp HOME, a controlled PATH, fake providers that record any
+//! execution, and helpers to run the real `oyster` binary.
+
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_oyster");
+
+pub struct TestContext {
+    pub dir: tempfile::TempDir,
+    pub home: PathBuf,
+    /// Directories on the PATH given to oyster, in order.
+    pub path_dirs: Vec<PathBuf>,
+    /// Where a fake provider appends a line when something executes it.
+    pub exec_log: PathBuf,
+    pub extra_env: Vec<(String, String)>,
+}
+
+impl TestContext {
+    pub fn new() -> TestContext {
+        Self::with_home_name("home")
+    }
+
+    /// A context whose HOME has a name of the caller's choosing (hostile characters welcome).
+    pub fn with_home_name(name: &str) -> TestContext {
+        let dir = tempfile::Builder::new()
+            .prefix("oyster-it-")
+            .tempdir()
+            .unwrap();
+        let home = dir.path().join(name);
+        std::fs::create_dir_all(&home).unwrap();
+        let exec_log = dir.path().join("exec.log");
+        TestContext {
+            home,
+            path_dirs: vec![],
+            exec_log,
+            extra_env: vec![],
+            dir,
+        }
+    }
+
+    /// A path under the test's private directory (outside HOME).
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub fn config_path(&self) -> PathBuf {
+        self.home.join(".oysterun/config.json")
+    }
+
+    pub fn write_config(&self, text: &str) {
+        std::fs::create_dir_all(self.config_path().parent().unwrap()).unwrap();
+        std::fs::write(self.config_path(), text).unwrap();
+    }
+
+    pub fn read_config(&self) -> serde_json::Value {
+        let text = std::fs::read_to_string(self.config_path()).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// Writes an executable that records every execution to `exec_log`, then exits 0.
+    pub fn fake_exe(&self, path: &Path) -> PathBuf {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let script = format!(
+            "#!/bin/sh\necho \"executed $0 $*\" >> '{}'\nexit 0\n",
+            self.exec_log.display()
+        );
+        std::fs::write(path, script).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path.to_owned()
+    }
+
+    /// Fails the test if anything executed a fake provider.
+    pub fn assert_nothing_executed(&self) {
+        if let Ok(log) = std::fs::read_to_string(&self.exec_log) {
+            panic!("discovery executed a provider:\n{log}");
+        }
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(BIN);
+        c.env_clear()
+            .env("HOME", &self.home)
+            .env(
+                "PATH",
+                std::env::join_paths(&self.path_dirs).unwrap_or_default(),
+            )
+            .current_dir(self.dir.path());
+        for (k, v) in &self.extra_env {
+            c.env(k, v);
+        }
+        c
+    }
+
+    pub fn run<I, S>(&self, args: I) -> Run
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let out = self.cmd().args(args).output().unwrap();
+        Run(out)
+    }
+}
+
+/// A finished oyster run.
+pub struct Run(pub Output);
+
+impl Run {
+    pub fn code(&self) -> i32 {
+        self.0.status.code().unwrap_or(-1)
+    }
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.0.stdout).into_owned()
+    }
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.0.stderr).into_owned()
+    }
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.0.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout(),
+                self.stderr()
+            )
+        })
+    }
+    #[track_caller]
+    pub fn ok(self) -> Run {
+        assert_eq!(
+            self.code(),
+            0,
+            "stdout:\n{}\nstderr:\n{}",
+            self.stdout(),
+            self.stderr()
+        );
+        self
+    }
+    #[track_caller]
+    pub fn fails_with(self, code: i32) -> Run {
+        assert_eq!(
+            self.code(),
+            code,
+            "stdout:\n{}\nstderr:\n{}",
+            self.stdout(),
+            self.stderr()
+        );
+        self
+    }
+}
+
+/// The provider ids, read from the binary's own registry through `providers resolve`.
+pub fn provider_ids() -> Vec<String> {
+    let t = TestContext::new();
+    t.run(["providers", "resolve", "--json"]).ok().json()["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["provider"].as_str().unwrap().to_owned())
+        .collect()
+}
