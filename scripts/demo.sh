@@ -15,6 +15,7 @@ cat > "$HOME/.local/bin/claude" <<SH
 echo "claude was executed" >> "$DEMO/executed.log"
 SH
 chmod +x "$HOME/.local/bin/claude"
+ORIG_PATH="$PATH"
 export PATH="/usr/bin:/bin"
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
@@ -32,6 +33,25 @@ step "Status: availability, separate from authentication; home shown as ~"
 run providers status
 step "The config as stored (secrets would be redacted)"
 run config show
+
+# The Host: a real Node server standing in for Oysterun's (tests/fixtures/oysterun).
+ROOTDIR="$DEMO/oysterun"
+mkdir -p "$ROOTDIR/host-service"
+cp "$ROOT/tests/fixtures/oysterun/host-service/server.mjs" "$ROOTDIR/host-service/"
+NODE_BIN="$(command -v node || true)"
+[ -z "$NODE_BIN" ] && NODE_BIN="$(PATH="/usr/local/bin:/usr/bin:/bin:$ORIG_PATH" command -v node)"
+PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+cleanup_host() { "$OYSTER" host stop --stack demo >/dev/null 2>&1 || true; }
+trap 'cleanup_host; rm -rf "$DEMO"' EXIT
+
+step "Generate the LaunchAgent plist (printed, nothing written)"
+run agent print --stack demo --port "$PORT" --root "$ROOTDIR" --node-bin "$NODE_BIN"
+step "Start the Host directly (pid file), wait for /health, verify its live environment"
+run host start --stack demo --port "$PORT" --root "$ROOTDIR" --node-bin "$NODE_BIN"
+step "Host status"
+run host status --stack demo
+step "Stop it (only the exact recorded pid is signalled)"
+run host stop --stack demo
 
 if [ -e "$DEMO/executed.log" ]; then
   echo "FAIL: discovery executed a provider" >&2; exit 1

@@ -4,6 +4,8 @@ use std::ffi::OsString;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::plan::HostArgs;
+
 /// Installs, starts, restarts and verifies the Oysterun Host, and keeps its provider commands
 /// (claude, codex) durable across setup, restarts and upgrades.
 #[derive(Debug, Parser)]
@@ -39,6 +41,52 @@ pub enum Command {
     /// Read and synchronize the stack's config.json.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// The LaunchAgent: generate, install, restart and verify the launchd job.
+    #[command(subcommand)]
+    Agent(AgentCommand),
+    /// Direct (pid-file) Host startup, for Linux and macOS without launchd.
+    #[command(subcommand)]
+    Host(HostCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AgentCommand {
+    /// Print the LaunchAgent plist that would be installed (no side effects).
+    Print {
+        #[command(flatten)]
+        host: HostArgs,
+    },
+    /// Sync the config and rewrite the plist if its bytes change (run after upgrades).
+    Regenerate {
+        #[command(flatten)]
+        host: HostArgs,
+        /// Write the plist but leave the running job alone.
+        #[arg(long)]
+        no_restart: bool,
+        /// Print a unified diff of what would change; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HostCommand {
+    /// Start the Host directly with the generated environment and a pid file.
+    Start {
+        #[command(flatten)]
+        host: HostArgs,
+        /// Seconds to wait for GET /health to answer 200.
+        #[arg(long, default_value_t = 30, value_name = "SECS")]
+        wait: u64,
+    },
+    /// Stop the Host recorded in the pid file (only that exact process).
+    Stop,
+    /// Show whether the directly started Host runs, answers /health and has its environment.
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

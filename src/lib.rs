@@ -1,14 +1,23 @@
 //! oyster: the Oysterun Host's launchd manager and provider-command keeper.
 
+pub mod agentplist;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod direct;
 pub mod error;
 pub mod fsutil;
+pub mod launchctl;
+pub mod launchenv;
+pub mod node;
+pub mod plan;
+pub mod process;
 pub mod redact;
 pub mod registry;
 pub mod resolve;
+pub mod root;
 pub mod stack;
+pub mod verify;
 
 use std::ffi::OsString;
 use std::io::{self, Write};

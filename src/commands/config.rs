@@ -39,10 +39,7 @@ pub fn run(ctx: &Ctx, cmd: ConfigCommand) -> anyhow::Result<ExitStatus> {
 pub fn sync(ctx: &Ctx) -> anyhow::Result<Vec<Change>> {
     let path = ctx.stack.config_path();
     let ((), changes) = config::update(&path, |doc, changes| {
-        doc.sync_providers(&ctx.search, changes);
-        if let Some(port) = ctx.port {
-            doc.set(config::PORT_KEY, Value::from(port), changes);
-        }
+        crate::plan::sync(ctx, doc, changes);
         Ok(())
     })
     .with_context(|| format!("syncing {}", ctx.stack.tilde(&path)))?;

@@ -1,6 +1,8 @@
 //! One module per command; each returns an [`ExitStatus`].
 
+pub mod agent;
 pub mod config;
+pub mod host;
 pub mod providers;
 
 use std::io::Write;
@@ -44,6 +46,8 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitStatus> {
     match cli.command {
         Command::Providers(cmd) => providers::run(&ctx, cmd),
         Command::Config(cmd) => config::run(&ctx, cmd),
+        Command::Agent(cmd) => agent::run(&ctx, cmd),
+        Command::Host(cmd) => host::run(&ctx, cmd),
     }
 }
 

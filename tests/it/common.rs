@@ -106,6 +106,91 @@ impl TestContext {
     }
 }
 
+impl TestContext {
+    /// Copies the Node Host fixture to `<test dir>/<name>` and returns that root.
+    pub fn fixture_root(&self, name: &str) -> PathBuf {
+        let root = self.path(name);
+        let src =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/oysterun/host-service");
+        std::fs::create_dir_all(root.join("host-service")).unwrap();
+        std::fs::copy(src.join("server.mjs"), root.join("host-service/server.mjs")).unwrap();
+        root
+    }
+
+    /// Sets a fixture failure switch (`crash-on-start`, `unhealthy`, …) in a root.
+    pub fn fixture_flag(root: &Path, flag: &str, content: &str) {
+        std::fs::write(root.join("host-service").join(flag), content).unwrap();
+    }
+
+    /// Every live process whose environment carries this test's HOME.
+    pub fn own_processes(&self) -> Vec<u32> {
+        let needle = format!("HOME={}", self.home.display());
+        let mut pids = vec![];
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
+            if pid == std::process::id() {
+                continue;
+            }
+            let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
+                continue;
+            };
+            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| {
+                    s.rsplit_once(')')
+                        .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
+                })
+                .unwrap_or(true);
+            if !zombie && env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+}
+
+impl Drop for TestContext {
+    /// Stops, by pid, whatever this test started (processes carrying its own HOME).
+    fn drop(&mut self) {
+        for pid in self.own_processes() {
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+        }
+    }
+}
+
+/// The machine's real node (v20+), found on the test runner's PATH.
+pub fn real_node() -> PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join("node"))
+        .find(|p| p.is_file())
+        .expect("the tests need node (v20+) on PATH")
+}
+
+/// A port nothing listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Parses plist bytes with Python's plistlib (an independent reader) into JSON.
+pub fn plistlib(bytes: &[u8]) -> serde_json::Value {
+    use std::io::Write;
+    let mut child = Command::new("python3")
+        .args(["-c", "import sys, json, plistlib; print(json.dumps(plistlib.loads(sys.stdin.buffer.read())))"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "plistlib rejected the plist");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// A finished oyster run.
 pub struct Run(pub Output);
 

@@ -1,6 +1,8 @@
 //! oyster's integration tests: the binary as a user runs it, in a temp HOME.
 
+mod agent_plist;
 mod common;
 mod config_store;
+mod direct;
 mod providers;
 mod registry_guard;

@@ -1,0 +1,153 @@
+//! The LaunchAgent generator (CONTRACT.md §4).
+//!
+//! The plist is built as a value with the `plist` crate (never a string template, so `&`, `<`
+//! and quotes are escaped), keys sorted at every level as CoreFoundation writes them, rendered
+//! as XML 1.0 with tabs and a trailing newline, and parsed back before anyone writes it.
+
+use std::path::Path;
+
+use plist::{Dictionary, Value};
+
+use crate::fsutil::{self, FsError};
+use crate::launchenv::LaunchEnv;
+
+/// Everything that goes into the plist.
+pub struct AgentSpec<'a> {
+    pub label: &'a str,
+    pub node_bin: &'a Path,
+    pub root: &'a Path,
+    pub env: &'a LaunchEnv,
+    pub log_path: &'a Path,
+}
+
+/// Renders the plist bytes. Same inputs, same bytes.
+pub fn render(spec: &AgentSpec<'_>) -> anyhow::Result<Vec<u8>> {
+    let s = |p: &Path| Value::String(p.to_string_lossy().into_owned());
+    let mut env = Dictionary::new();
+    for (k, v) in &spec.env.vars {
+        env.insert(k.clone(), Value::String(v.clone()));
+    }
+    let mut d = Dictionary::new();
+    d.insert("EnvironmentVariables".into(), Value::Dictionary(env));
+    d.insert("KeepAlive".into(), Value::Boolean(true));
+    d.insert("Label".into(), Value::String(spec.label.to_owned()));
+    d.insert("ProcessType".into(), Value::String("Interactive".into()));
+    d.insert(
+        "ProgramArguments".into(),
+        Value::Array(vec![
+            s(spec.node_bin),
+            s(&spec.root.join(crate::root::SERVER)),
+        ]),
+    );
+    d.insert("RunAtLoad".into(), Value::Boolean(true));
+    d.insert("StandardErrorPath".into(), s(spec.log_path));
+    d.insert("StandardOutPath".into(), s(spec.log_path));
+    d.insert("ThrottleInterval".into(), Value::Integer(10.into()));
+    d.insert(
+        "WorkingDirectory".into(),
+        s(&spec.root.join("host-service")),
+    );
+    let value = sorted(Value::Dictionary(d));
+    let mut out = Vec::new();
+    plist::to_writer_xml(&mut out, &value)?;
+    out.push(b'\n');
+    let back = Value::from_reader_xml(out.as_slice())
+        .map_err(|e| anyhow::anyhow!("the generated plist does not parse back: {e}"))?;
+    anyhow::ensure!(
+        back == value,
+        "the generated plist parses back to a different value"
+    );
+    Ok(out)
+}
+
+/// Sorts dictionary keys at every level (CoreFoundation's order).
+fn sorted(v: Value) -> Value {
+    match v {
+        Value::Dictionary(d) => {
+            let mut items: Vec<(String, Value)> = d.into_iter().collect();
+            items.sort_by(|a, b| a.0.cmp(&b.0));
+            Value::Dictionary(items.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
+/// What oyster reads back from an installed plist.
+#[derive(Debug, Clone, Default)]
+pub struct Installed {
+    pub bytes: Vec<u8>,
+    pub node_bin: Option<String>,
+    pub repo_root: Option<String>,
+}
+
+/// Reads the installed plist, if there is one that parses; a broken one is said, not fatal.
+pub fn read_installed(path: &Path) -> Option<Installed> {
+    let bytes = std::fs::read(path).ok()?;
+    let value = match Value::from_reader(std::io::Cursor::new(&bytes)) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!(
+                "oyster: note: the installed {} does not parse ({e}); ignoring its pins",
+                path.display()
+            );
+            return Some(Installed {
+                bytes,
+                ..Default::default()
+            });
+        }
+    };
+    let env = value
+        .as_dictionary()
+        .and_then(|d| d.get("EnvironmentVariables"))
+        .and_then(Value::as_dictionary);
+    let get = |k: &str| {
+        env.and_then(|e| e.get(k))
+            .and_then(Value::as_string)
+            .map(str::to_owned)
+    };
+    Some(Installed {
+        node_bin: get(crate::launchenv::NODE_BIN),
+        repo_root: get(crate::launchenv::REPO_ROOT),
+        bytes,
+    })
+}
+
+/// Writes the plist when its bytes change: log dir first (launchd cannot open a log in a missing
+/// directory), then an atomic 0644 write, never through a symlink. Returns whether it wrote.
+pub fn write(plist_path: &Path, bytes: &[u8], log_dir: &Path) -> Result<bool, FsError> {
+    fsutil::create_dir_all(log_dir, 0o755)?;
+    if let Some(dir) = plist_path.parent() {
+        fsutil::create_dir_all(dir, 0o755)?;
+    }
+    fsutil::write_atomic(plist_path, bytes, Some(0o644))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::launchenv::{generate, EnvInputs};
+    use std::path::PathBuf;
+
+    #[test]
+    fn golden_plist_for_fixed_inputs() {
+        let dirs = vec![PathBuf::from("/Users/a & b/.local/bin")];
+        let env = generate(&EnvInputs {
+            node_bin: Path::new("/opt/homebrew/bin/node"),
+            provider_dirs: &dirs,
+            config_dir: Path::new("/Users/a & b/.oysterun"),
+            port: 8802,
+            root: Path::new("/opt/oysterun <1.0>"),
+        })
+        .unwrap();
+        let bytes = render(&AgentSpec {
+            label: "com.oysterun.host",
+            node_bin: Path::new("/opt/homebrew/bin/node"),
+            root: Path::new("/opt/oysterun <1.0>"),
+            env: &env,
+            log_path: Path::new("/Users/a & b/.oysterun/logs/oysterun-host.log"),
+        })
+        .unwrap();
+        insta::assert_snapshot!(String::from_utf8(bytes).unwrap());
+    }
+}

@@ -1,0 +1,172 @@
+//! `oyster host start|stop|status`: direct (pid-file) startup.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::cli::HostCommand;
+use crate::commands::{print_json, Ctx};
+use crate::direct::{self, Owner, StartOptions, Stopped};
+use crate::launchctl::Launchctl;
+use crate::plan::{self, Writes};
+use crate::verify;
+use crate::ExitStatus;
+
+pub fn run(ctx: &Ctx, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
+    ctx.announce_overrides();
+    let stack = &ctx.stack;
+    match cmd {
+        HostCommand::Start { host, wait } => {
+            refuse_if_agent_loaded(ctx)?;
+            let plan = plan::plan(ctx, &host, Writes::Sync)?;
+            crate::commands::config::report(ctx, &plan.changes);
+            eprintln!(
+                "Starting the Host (node {} {}) on 127.0.0.1:{}…",
+                plan.node.version,
+                stack.tilde(&plan.node.path),
+                plan.port
+            );
+            let started = direct::start(
+                stack,
+                &plan,
+                &StartOptions {
+                    wait: Duration::from_secs(wait),
+                    settle: Duration::from_millis(1000),
+                },
+            )?;
+            println!(
+                "Host started: pid {}, /health 200 after {} ms, environment verified; log {}",
+                started.pid,
+                started.health_after.as_millis(),
+                stack.tilde(&stack.log_path())
+            );
+            Ok(ExitStatus::Success)
+        }
+        HostCommand::Stop => {
+            match direct::stop(stack)? {
+                Stopped::NotRunning => println!("The Host is not running (no pid file)."),
+                Stopped::StaleRemoved(rec) => println!(
+                    "The Host is not running (pid {} is gone); removed the stale pid file.",
+                    rec.pid
+                ),
+                Stopped::ForeignLeftAlone(rec) => println!(
+                    "pid {} now belongs to another process, which was not signalled; removed the stale pid file.",
+                    rec.pid
+                ),
+                Stopped::Stopped { pid, killed } => println!(
+                    "Host stopped (pid {pid}{}).",
+                    if killed { ", needed SIGKILL after SIGTERM" } else { "" }
+                ),
+            }
+            Ok(ExitStatus::Success)
+        }
+        HostCommand::Status { json } => {
+            let st = status(ctx)?;
+            if json {
+                print_json(&st)?;
+            } else {
+                match st.pid {
+                    Some(pid) if st.running => println!(
+                        "Host running: pid {pid}, port {}, /health {}, environment {}",
+                        st.port.map_or("?".into(), |p| p.to_string()),
+                        st.health.map_or("no answer".into(), |h| h.to_string()),
+                        if st.verified {
+                            "verified"
+                        } else {
+                            "NOT verified"
+                        }
+                    ),
+                    _ => println!("Host not running ({})", st.detail),
+                }
+                if let Some(why) = &st.env {
+                    println!("  {why}");
+                }
+            }
+            Ok(if st.running {
+                ExitStatus::Success
+            } else {
+                ExitStatus::Failure
+            })
+        }
+    }
+}
+
+/// `host status --json`.
+#[derive(Serialize)]
+struct HostStatus {
+    running: bool,
+    pid: Option<u32>,
+    port: Option<u16>,
+    health: Option<u16>,
+    verified: bool,
+    env: Option<String>,
+    detail: String,
+    pid_file: String,
+    log: String,
+}
+
+fn status(ctx: &Ctx) -> anyhow::Result<HostStatus> {
+    let stack = &ctx.stack;
+    let mut st = HostStatus {
+        running: false,
+        pid: None,
+        port: None,
+        health: None,
+        verified: false,
+        env: None,
+        detail: String::new(),
+        pid_file: stack.tilde(&stack.pid_path()),
+        log: stack.tilde(&stack.log_path()),
+    };
+    match direct::owner(stack)? {
+        Owner::None => st.detail = "no pid file".into(),
+        Owner::Stale(rec) => {
+            st.detail = format!("stale pid file: pid {} is gone", rec.pid);
+        }
+        Owner::Foreign(rec, _) => {
+            st.detail = format!("stale pid file: pid {} belongs to another process", rec.pid);
+        }
+        Owner::Ours(rec, live) => {
+            st.running = true;
+            st.pid = Some(rec.pid);
+            st.port = Some(rec.port);
+            st.health = verify::health(rec.port, Duration::from_secs(2));
+            st.detail = "running".into();
+            // Compare with what the generator produces now for the same root and node.
+            let args = plan::HostArgs {
+                root: rec.root().map(Into::into),
+                node_bin: Some(rec.node.clone()),
+            };
+            match plan::plan(ctx, &args, Writes::None) {
+                Ok(plan) => {
+                    let check = verify::check_env(&live, &plan.env);
+                    st.verified = check == verify::EnvCheck::Verified;
+                    st.env = Some(check.describe());
+                }
+                Err(e) => {
+                    st.env = Some(format!("could not compute the expected environment: {e:#}"))
+                }
+            }
+        }
+    }
+    Ok(st)
+}
+
+/// Direct startup must not run a second Host beside a loaded LaunchAgent.
+fn refuse_if_agent_loaded(ctx: &Ctx) -> anyhow::Result<()> {
+    let Ok(lc) = Launchctl::locate() else {
+        // No launchctl: no LaunchAgent can be loaded (Linux, or launchd-less macOS).
+        return Ok(());
+    };
+    let domain = lc.domain()?;
+    if let Some(info) = lc.print(&domain.target(&ctx.stack.label))? {
+        anyhow::bail!(
+            "the LaunchAgent {} is loaded in {} (state {}); it owns the Host. Use `oyster agent restart`, \
+             or `oyster agent uninstall` before starting the Host directly",
+            ctx.stack.label,
+            domain.name,
+            info.state().unwrap_or("unknown")
+        );
+    }
+    Ok(())
+}

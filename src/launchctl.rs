@@ -1,0 +1,238 @@
+//! The only module that runs `launchctl`: `/bin/launchctl`, or `$OYSTER_LAUNCHCTL` when set
+//! (every status and doctor output then says so). Also the parser for `launchctl print`.
+//!
+//! # Platform
+//! On macOS this drives the real launchd. Elsewhere it drives whatever `$OYSTER_LAUNCHCTL`
+//! names — in this project's tests, the bundled simulator (`launchd/`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::process::{self, ChildEnv, Finished, ProcessError};
+
+/// The system launchctl.
+pub const SYSTEM_LAUNCHCTL: &str = "/bin/launchctl";
+/// The variable that points oyster at another launchctl.
+pub const OVERRIDE_VAR: &str = "OYSTER_LAUNCHCTL";
+
+/// `print`/`kickstart` of a label that is not loaded.
+pub const NOT_LOADED: i32 = 113;
+
+/// A launchctl call that failed, with everything needed to understand it.
+#[derive(Debug, thiserror::Error)]
+#[error("`{argv}` exited with {code}: {}", stderr.trim().lines().next().unwrap_or("(no output)"))]
+pub struct LaunchctlError {
+    pub argv: String,
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// A located launchctl.
+#[derive(Debug, Clone)]
+pub struct Launchctl {
+    pub path: PathBuf,
+    /// Set when `$OYSTER_LAUNCHCTL` chose it.
+    pub overridden: bool,
+}
+
+/// Where `launchctl` is and why it is not usable.
+#[derive(Debug, thiserror::Error)]
+pub enum LocateError {
+    #[error(
+        "{OVERRIDE_VAR} is {0:?}, which is not an absolute path to an executable; fix or unset it"
+    )]
+    BadOverride(String),
+    #[error("launchctl was not found at {SYSTEM_LAUNCHCTL}; launchd is macOS-only. Use `oyster host start` for direct startup, or set {OVERRIDE_VAR} to a launchctl-compatible program")]
+    Missing,
+}
+
+impl Launchctl {
+    /// `$OYSTER_LAUNCHCTL` if set, else `/bin/launchctl` if present.
+    pub fn locate() -> Result<Launchctl, LocateError> {
+        if let Some(v) = std::env::var_os(OVERRIDE_VAR).filter(|v| !v.is_empty()) {
+            let p = PathBuf::from(&v);
+            if !p.is_absolute() || crate::resolve::check_executable(&p).is_err() {
+                return Err(LocateError::BadOverride(v.to_string_lossy().into_owned()));
+            }
+            return Ok(Launchctl {
+                path: p,
+                overridden: true,
+            });
+        }
+        let p = PathBuf::from(SYSTEM_LAUNCHCTL);
+        if crate::resolve::check_executable(&p).is_ok() {
+            Ok(Launchctl {
+                path: p,
+                overridden: false,
+            })
+        } else {
+            Err(LocateError::Missing)
+        }
+    }
+
+    /// What output says about which launchctl is in use.
+    pub fn describe(&self) -> String {
+        if self.overridden {
+            format!("{} (from {OVERRIDE_VAR})", self.path.display())
+        } else {
+            self.path.display().to_string()
+        }
+    }
+
+    /// Runs one launchctl call; a non-zero exit is returned as data, not an error.
+    pub fn call(&self, args: &[&str]) -> Result<Finished, ProcessError> {
+        process::run(&self.path, args, ChildEnv::Inherit, Duration::from_secs(30))
+    }
+
+    /// Runs one call and turns a non-zero exit into a [`LaunchctlError`].
+    pub fn ok(&self, args: &[&str]) -> anyhow::Result<Finished> {
+        let f = self.call(args)?;
+        if f.code == 0 {
+            Ok(f)
+        } else {
+            Err(failed(f).into())
+        }
+    }
+
+    /// `print <target>`: `None` when the label is not loaded (113).
+    pub fn print(&self, target: &str) -> anyhow::Result<Option<PrintInfo>> {
+        let f = self.call(&["print", target])?;
+        match f.code {
+            0 => Ok(Some(parse_print(&f.stdout))),
+            NOT_LOADED => Ok(None),
+            _ => Err(failed(f).into()),
+        }
+    }
+
+    /// Finds the per-user domain: `gui/<uid>`, or `user/<uid>` (said aloud) when there is no
+    /// GUI session (SSH, nobody at the screen).
+    pub fn domain(&self) -> anyhow::Result<Domain> {
+        // SAFETY: getuid cannot fail.
+        let uid = unsafe { libc::getuid() };
+        let gui = format!("gui/{uid}");
+        let f = self.call(&["print", &gui])?;
+        if f.code == 0 {
+            return Ok(Domain {
+                name: gui,
+                fallback_note: None,
+            });
+        }
+        let user = format!("user/{uid}");
+        Ok(Domain {
+            fallback_note: Some(format!(
+                "the GUI domain {gui} is not available (launchctl exit {}; no console session?), \
+                 using {user}; the Host will run while this user has a session",
+                f.code
+            )),
+            name: user,
+        })
+    }
+}
+
+/// A launchd domain chosen for this user.
+#[derive(Debug, Clone)]
+pub struct Domain {
+    pub name: String,
+    /// Set when oyster fell back from `gui/<uid>`.
+    pub fallback_note: Option<String>,
+}
+
+impl Domain {
+    pub fn target(&self, label: &str) -> String {
+        format!("{}/{label}", self.name)
+    }
+}
+
+fn failed(f: Finished) -> LaunchctlError {
+    LaunchctlError {
+        argv: f.argv.join(" "),
+        code: f.code,
+        stdout: f.stdout,
+        stderr: f.stderr,
+    }
+}
+
+/// The depth-one facts of a `launchctl print` block.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PrintInfo {
+    pub fields: BTreeMap<String, String>,
+}
+
+impl PrintInfo {
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.fields.get(key).map(String::as_str)
+    }
+    pub fn state(&self) -> Option<&str> {
+        self.get("state")
+    }
+    pub fn pid(&self) -> Option<u32> {
+        self.get("pid").and_then(|p| p.parse().ok())
+    }
+    pub fn path(&self) -> Option<&Path> {
+        self.get("path").map(Path::new)
+    }
+    /// `last exit code`, as printed (`(never exited)`, `78: EX_CONFIG`, `0`).
+    pub fn last_exit_code(&self) -> Option<&str> {
+        self.get("last exit code")
+    }
+    pub fn running(&self) -> bool {
+        self.state() == Some("running") && self.pid().is_some()
+    }
+}
+
+/// Parses `key = value` lines indented by exactly one tab; nested blocks (which carry their own
+/// `state` and `pid`) are skipped whole.
+pub fn parse_print(text: &str) -> PrintInfo {
+    let mut fields = BTreeMap::new();
+    let mut depth = 0usize;
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if depth == 1 && line.starts_with('\t') && !line.starts_with("\t\t") {
+            if let Some((k, v)) = trimmed.split_once(" = ") {
+                if v != "{" {
+                    fields.entry(k.to_owned()).or_insert_with(|| v.to_owned());
+                }
+            }
+        }
+        if trimmed.ends_with('{') {
+            depth += 1;
+        } else if trimmed == "}" {
+            depth = depth.saturating_sub(1);
+        }
+    }
+    PrintInfo { fields }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "gui/501/com.oysterun.host = {\n\tactive count = 1\n\tpath = /Users/u/Library/LaunchAgents/com.oysterun.host.plist\n\ttype = LaunchAgent\n\tstate = running\n\tprogram = /opt/homebrew/bin/node\n\targuments = {\n\t\t/opt/homebrew/bin/node\n\t\t/opt/oysterun/host-service/server.mjs\n\t}\n\tenvironment = {\n\t\tPATH => /usr/bin\n\t}\n\tendpoints = {\n\t\t\"x\" = {\n\t\t\tstate = waiting\n\t\t\tpid = 9\n\t\t}\n\t}\n\tpid = 1076\n\tlast exit code = (never exited)\n}\n";
+
+    #[test]
+    fn parses_depth_one_only() {
+        let p = parse_print(SAMPLE);
+        assert_eq!(p.state(), Some("running"));
+        assert_eq!(p.pid(), Some(1076));
+        assert_eq!(
+            p.path(),
+            Some(Path::new(
+                "/Users/u/Library/LaunchAgents/com.oysterun.host.plist"
+            ))
+        );
+        assert_eq!(p.last_exit_code(), Some("(never exited)"));
+        assert!(p.running());
+    }
+
+    #[test]
+    fn nested_state_and_pid_never_leak_up() {
+        let text = "x = {\n\tstate = not running\n\tsub = {\n\t\tstate = running\n\t\tpid = 5\n\t}\n\tlast exit code = 78: EX_CONFIG\n}\n";
+        let p = parse_print(text);
+        assert_eq!(p.state(), Some("not running"));
+        assert_eq!(p.pid(), None);
+        assert!(!p.running());
+        assert_eq!(p.last_exit_code(), Some("78: EX_CONFIG"));
+    }
+}

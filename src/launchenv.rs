@@ -1,0 +1,183 @@
+//! The launch environment generator (CONTRACT.md §3): the one place that decides what the Host
+//! process sees, for the LaunchAgent, direct startup and any installer oyster runs.
+//!
+//! Exactly five variables, and a PATH built only from the pinned Node's directory, the resolved
+//! provider directories and fixed system directories. Nothing is taken from the caller's
+//! environment, no profile is sourced, and an unsafe entry is an error, never written.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::error::Invalid;
+
+/// The fixed directories that end every generated PATH, in order.
+pub const SYSTEM_PATH: [&str; 6] = [
+    "/opt/homebrew/bin",
+    "/usr/local/bin",
+    "/usr/bin",
+    "/bin",
+    "/usr/sbin",
+    "/sbin",
+];
+
+pub const NODE_BIN: &str = "OYSTERUN_NODE_BIN";
+pub const PATH: &str = "PATH";
+pub const CONFIG_DIR: &str = "OYSTERUN_CONFIG_DIR";
+pub const PORT: &str = "OYSTERUN_PORT";
+pub const REPO_ROOT: &str = "OYSTERUN_REPO_ROOT";
+
+/// The generated Host environment, sorted by name (as the plist stores it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchEnv {
+    pub vars: BTreeMap<String, String>,
+}
+
+impl LaunchEnv {
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.vars.get(key).map(String::as_str)
+    }
+
+    /// The variables as pairs, for a child's environment.
+    pub fn pairs(&self) -> Vec<(String, String)> {
+        self.vars
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+}
+
+/// Inputs to the generator.
+pub struct EnvInputs<'a> {
+    pub node_bin: &'a Path,
+    /// Directories of resolved, non-disabled providers, in registry order.
+    pub provider_dirs: &'a [PathBuf],
+    pub config_dir: &'a Path,
+    pub port: u16,
+    pub root: &'a Path,
+}
+
+/// Builds the Host environment.
+pub fn generate(inputs: &EnvInputs<'_>) -> Result<LaunchEnv, Invalid> {
+    let node_dir = inputs.node_bin.parent().ok_or_else(|| {
+        Invalid(format!(
+            "node path {} has no directory",
+            inputs.node_bin.display()
+        ))
+    })?;
+    let entries = std::iter::once(node_dir)
+        .chain(inputs.provider_dirs.iter().map(PathBuf::as_path))
+        .chain(SYSTEM_PATH.iter().map(Path::new));
+    let path = build_path(entries)?;
+    let mut vars = BTreeMap::new();
+    vars.insert(NODE_BIN.to_owned(), value(NODE_BIN, inputs.node_bin)?);
+    vars.insert(PATH.to_owned(), path);
+    vars.insert(CONFIG_DIR.to_owned(), value(CONFIG_DIR, inputs.config_dir)?);
+    vars.insert(PORT.to_owned(), inputs.port.to_string());
+    vars.insert(REPO_ROOT.to_owned(), value(REPO_ROOT, inputs.root)?);
+    Ok(LaunchEnv { vars })
+}
+
+/// Joins directories into a PATH: each once, in first-seen order; every entry must be an
+/// absolute UTF-8 path without `:`, a line break or NUL.
+pub fn build_path<'a>(entries: impl IntoIterator<Item = &'a Path>) -> Result<String, Invalid> {
+    let mut seen: Vec<String> = Vec::new();
+    for dir in entries {
+        let s = dir
+            .to_str()
+            .ok_or_else(|| Invalid(format!("PATH entry {} is not valid UTF-8", dir.display())))?;
+        let why = if !dir.is_absolute() {
+            Some("is not an absolute path")
+        } else if s.contains(':') {
+            Some("contains `:`, the PATH separator")
+        } else if s.contains(['\n', '\r']) {
+            Some("contains a line break")
+        } else if s.contains('\0') {
+            Some("contains a NUL byte")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(Invalid(format!(
+                "cannot put {s:?} on the Host's PATH: it {why}. Move the executable to a \
+                 directory whose path is plain (or point the provider at one with \
+                 `oyster providers set`)"
+            )));
+        }
+        let normalized = crate::resolve::normalize(dir)
+            .to_string_lossy()
+            .into_owned();
+        if !seen.contains(&normalized) {
+            seen.push(normalized);
+        }
+    }
+    Ok(seen.join(":"))
+}
+
+fn value(name: &str, path: &Path) -> Result<String, Invalid> {
+    let s = path
+        .to_str()
+        .ok_or_else(|| Invalid(format!("{name} ({}) is not valid UTF-8", path.display())))?;
+    if s.contains(['\n', '\r', '\0']) {
+        return Err(Invalid(format!(
+            "{name} ({s:?}) contains a line break or NUL"
+        )));
+    }
+    Ok(s.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn exactly_five_variables_in_order() {
+        let dirs = vec![
+            PathBuf::from("/u/.local/bin"),
+            PathBuf::from("/usr/local/bin"),
+        ];
+        let env = generate(&EnvInputs {
+            node_bin: Path::new("/opt/homebrew/bin/node"),
+            provider_dirs: &dirs,
+            config_dir: Path::new("/u/.oysterun"),
+            port: 8802,
+            root: Path::new("/opt/oysterun"),
+        })
+        .unwrap();
+        assert_eq!(env.vars.len(), 5);
+        assert_eq!(
+            env.get(PATH),
+            Some("/opt/homebrew/bin:/u/.local/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin")
+        );
+    }
+
+    #[test]
+    fn unsafe_entries_are_errors() {
+        for bad in ["rel/bin", "/a:b", "/a\nb", "/a\rb"] {
+            assert!(build_path([Path::new(bad)]).is_err(), "{bad:?}");
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn path_has_each_entry_once_in_first_seen_order(
+            picks in proptest::collection::vec(0usize..6, 0..20)
+        ) {
+            let pool = ["/a", "/b/c", "/usr/bin", "/bin", "/a/", "/b/./c"];
+            let dirs: Vec<&Path> = picks.iter().map(|i| Path::new(pool[*i])).collect();
+            let path = build_path(dirs.iter().copied()).unwrap();
+            let parts: Vec<&str> = if path.is_empty() { vec![] } else { path.split(':').collect() };
+            let mut uniq = parts.clone();
+            uniq.dedup();
+            uniq.sort();
+            uniq.dedup();
+            prop_assert_eq!(uniq.len(), parts.len(), "duplicates in {}", path);
+            let mut expect: Vec<String> = vec![];
+            for d in &dirs {
+                let n = crate::resolve::normalize(d).to_string_lossy().into_owned();
+                if !expect.contains(&n) { expect.push(n); }
+            }
+            prop_assert_eq!(parts, expect.iter().map(String::as_str).collect::<Vec<_>>());
+        }
+    }
+}

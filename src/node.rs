@@ -1,0 +1,198 @@
+//! The pinned Node (CONTRACT.md §3): which `node` runs the Host, and proof that it is ≥ 20.
+//!
+//! Order: `--node-bin`, `OYSTERUN_NODE_BIN` (invalid → error, never a silent fallback), the
+//! installed plist's pin while still valid (said aloud when it is not), then resolution with the
+//! provider search order. The version comes from `node --version`, cached by the binary's
+//! identity (path, size, mtime, inode) so an unchanged pin costs no Node start.
+
+use std::fmt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::Invalid;
+use crate::process::{self, ChildEnv};
+use crate::resolve::{self, Search};
+
+/// The oldest Node major the Host supports.
+pub const MIN_MAJOR: u32 = 20;
+
+/// Where the pin came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    Flag,
+    Env,
+    InstalledPlist,
+    Resolved,
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Origin::Flag => "--node-bin",
+            Origin::Env => "OYSTERUN_NODE_BIN",
+            Origin::InstalledPlist => "the installed LaunchAgent",
+            Origin::Resolved => "resolution",
+        })
+    }
+}
+
+/// A Node binary proven usable.
+#[derive(Debug, Clone)]
+pub struct NodePin {
+    pub path: PathBuf,
+    pub version: String,
+    pub origin: Origin,
+}
+
+/// The inputs to pinning, gathered by the caller.
+pub struct PinRequest<'a> {
+    pub flag: Option<&'a Path>,
+    pub env: Option<&'a str>,
+    pub installed: Option<&'a str>,
+    pub search: &'a Search,
+    /// Where the version cache lives; `None` writes nothing (planning, dry runs).
+    pub cache: Option<&'a Path>,
+}
+
+/// Pins Node, printing a note when it passes over the installed plist's stale pin.
+pub fn pin(req: &PinRequest<'_>) -> anyhow::Result<NodePin> {
+    if let Some(flag) = req.flag {
+        return check(flag, Origin::Flag, req.cache).map_err(|e| Invalid(e).into());
+    }
+    if let Some(env) = req.env {
+        return check(Path::new(env), Origin::Env, req.cache).map_err(|e| Invalid(e).into());
+    }
+    if let Some(installed) = req.installed {
+        match check(Path::new(installed), Origin::InstalledPlist, req.cache) {
+            Ok(pin) => return Ok(pin),
+            Err(why) => eprintln!("oyster: note: {why}; resolving node again"),
+        }
+    }
+    let Some((path, _)) = resolve::search_binary("node", req.search) else {
+        let dirs: Vec<String> = req
+            .search
+            .fallback_dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect();
+        return Err(anyhow::anyhow!(
+            "no `node` was found on PATH or in {}; install Node {MIN_MAJOR} or newer, or pass \
+             --node-bin /full/path/to/node",
+            dirs.join(", ")
+        ));
+    };
+    check(&path, Origin::Resolved, req.cache).map_err(anyhow::Error::msg)
+}
+
+/// Checks one candidate: absolute, executable, `--version` ≥ [`MIN_MAJOR`].
+fn check(path: &Path, origin: Origin, cache: Option<&Path>) -> Result<NodePin, String> {
+    if !path.is_absolute() {
+        return Err(format!(
+            "node from {origin} ({}) is not an absolute path; give the full path to node",
+            path.display()
+        ));
+    }
+    let path = resolve::normalize(path);
+    resolve::check_executable(&path)
+        .map_err(|why| format!("node from {origin} ({}) {why}", path.display()))?;
+    let version = version_of(&path, cache)
+        .map_err(|why| format!("node from {origin} ({}): {why}", path.display()))?;
+    let major = parse_major(&version).ok_or_else(|| {
+        format!(
+            "node from {origin} ({}) printed {version:?} for --version, which is not a Node version",
+            path.display()
+        )
+    })?;
+    if major < MIN_MAJOR {
+        return Err(format!(
+            "node from {origin} ({}) is {version}; the Host needs Node {MIN_MAJOR} or newer. \
+             Install a newer Node or pass --node-bin",
+            path.display()
+        ));
+    }
+    Ok(NodePin {
+        path,
+        version,
+        origin,
+    })
+}
+
+/// `v20.1.0` → 20.
+pub fn parse_major(version: &str) -> Option<u32> {
+    let rest = version.trim().strip_prefix('v')?;
+    let mut parts = rest.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor_ok = parts.next().is_some_and(|m| m.parse::<u32>().is_ok());
+    minor_ok.then_some(major)
+}
+
+/// The cache key: what changes when the binary at `path` is replaced or upgraded.
+fn identity(path: &Path) -> Option<String> {
+    let m = std::fs::metadata(path).ok()?;
+    Some(format!(
+        "{}\t{}\t{}.{}\t{}\t{}",
+        path.display(),
+        m.len(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ino(),
+        m.dev()
+    ))
+}
+
+fn version_of(path: &Path, cache: Option<&Path>) -> Result<String, String> {
+    let id = identity(path);
+    if let (Some(cache), Some(id)) = (cache, &id) {
+        if let Ok(text) = std::fs::read_to_string(cache) {
+            if let Some((key, version)) = text.trim_end().rsplit_once('\t') {
+                if key == id {
+                    return Ok(version.to_owned());
+                }
+            }
+        }
+    }
+    let out = process::run(
+        path,
+        &["--version"],
+        ChildEnv::Exactly(&[]),
+        Duration::from_secs(15),
+    )
+    .map_err(|e| e.to_string())?;
+    if out.code != 0 {
+        return Err(format!(
+            "`--version` exited with {}: {}",
+            out.code,
+            out.stderr.trim()
+        ));
+    }
+    let version = out.stdout.lines().next().unwrap_or("").trim().to_owned();
+    if let (Some(cache), Some(id)) = (cache, id) {
+        if parse_major(&version).is_some() {
+            // Best effort: a cache that cannot be written only costs a Node start next time.
+            if let Some(dir) = cache.parent() {
+                let _ = crate::fsutil::create_dir_all(dir, 0o700);
+            }
+            let _ = crate::fsutil::write_atomic(
+                cache,
+                format!("{id}\t{version}\n").as_bytes(),
+                Some(0o600),
+            );
+        }
+    }
+    Ok(version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions() {
+        assert_eq!(parse_major("v20.20.2\n"), Some(20));
+        assert_eq!(parse_major("v18.0.0"), Some(18));
+        assert_eq!(parse_major("20.1.0"), None);
+        assert_eq!(parse_major("vx.1"), None);
+        assert_eq!(parse_major("v22"), None);
+    }
+}

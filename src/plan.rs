@@ -1,0 +1,152 @@
+//! The Host plan: everything one start of the Host needs, computed once and shared by the
+//! LaunchAgent, direct startup and setup — the merged config, the pinned Node, the root, the
+//! port, the generated environment and the plist bytes.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::agentplist::{self, AgentSpec, Installed};
+use crate::commands::Ctx;
+use crate::config::{self, Change, ConfigDoc};
+use crate::error::Invalid;
+use crate::launchenv::{self, EnvInputs, LaunchEnv};
+use crate::node::{self, NodePin, PinRequest};
+use crate::registry::PROVIDERS;
+use crate::resolve::Intent;
+
+/// Where the Host comes from, on every command that starts or describes it.
+#[derive(Debug, Args, Clone, Default)]
+pub struct HostArgs {
+    /// The Oysterun install root (holding host-service/server.mjs) [default: OYSTERUN_ROOT, the
+    /// installed LaunchAgent's root, then <bin>/../share/oysterun].
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// The Node (v20+) that runs the Host [default: OYSTERUN_NODE_BIN, the installed pin, then
+    /// node found like a provider].
+    #[arg(long, value_name = "PATH")]
+    pub node_bin: Option<PathBuf>,
+}
+
+/// One planned Host.
+pub struct Plan {
+    pub doc: ConfigDoc,
+    pub changes: Vec<Change>,
+    pub root: PathBuf,
+    pub node: NodePin,
+    pub port: u16,
+    pub env: LaunchEnv,
+    pub plist: Vec<u8>,
+    pub installed: Option<Installed>,
+}
+
+/// Whether planning may write (the config sync and the node version cache).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Writes {
+    /// `agent print`, `--dry-run`, setup's plan: nothing on disk changes.
+    None,
+    /// Sync the config (under its lock) and cache the node version.
+    Sync,
+}
+
+/// Builds the plan; with [`Writes::Sync`] the config sync is written first.
+pub fn plan(ctx: &Ctx, args: &HostArgs, writes: Writes) -> anyhow::Result<Plan> {
+    let stack = &ctx.stack;
+    let (doc, changes) = match writes {
+        Writes::Sync => {
+            let path = stack.config_path();
+            config::update(&path, |doc, changes| {
+                sync(ctx, doc, changes);
+                Ok(doc.clone())
+            })?
+        }
+        Writes::None => {
+            let mut doc = ConfigDoc::load(&stack.config_path())?;
+            let mut changes = vec![];
+            sync(ctx, &mut doc, &mut changes);
+            (doc, changes)
+        }
+    };
+    let port = doc.port().or(stack.default_port).ok_or_else(|| {
+        Invalid(format!(
+            "stack {} has no port yet; pass --port N once and it is recorded in {}",
+            stack.name,
+            stack.tilde(&stack.config_path())
+        ))
+    })?;
+    let installed = agentplist::read_installed(&stack.plist_path());
+    let root_env = std::env::var_os("OYSTERUN_ROOT")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    let root = crate::root::find(
+        args.root.as_deref(),
+        root_env.as_deref(),
+        installed.as_ref().and_then(|i| i.repo_root.as_deref()),
+    )?;
+    let node_env = std::env::var("OYSTERUN_NODE_BIN")
+        .ok()
+        .filter(|v| !v.is_empty());
+    let cache = stack.run_dir.join("node-version.cache");
+    let node = node::pin(&PinRequest {
+        flag: args.node_bin.as_deref(),
+        env: node_env.as_deref(),
+        installed: installed.as_ref().and_then(|i| i.node_bin.as_deref()),
+        search: &ctx.search,
+        cache: (writes == Writes::Sync).then_some(cache.as_path()),
+    })?;
+    let provider_dirs = provider_dirs(ctx, &doc);
+    let env = launchenv::generate(&EnvInputs {
+        node_bin: &node.path,
+        provider_dirs: &provider_dirs,
+        config_dir: &stack.config_dir,
+        port,
+        root: &root,
+    })?;
+    let plist = agentplist::render(&AgentSpec {
+        label: &stack.label,
+        node_bin: &node.path,
+        root: &root,
+        env: &env,
+        log_path: &stack.log_path(),
+    })?;
+    Ok(Plan {
+        doc,
+        changes,
+        root,
+        node,
+        port,
+        env,
+        plist,
+        installed,
+    })
+}
+
+/// The stack config sync applied to a document: providers, then `--port`.
+pub fn sync(ctx: &Ctx, doc: &mut ConfigDoc, changes: &mut Vec<Change>) {
+    doc.sync_providers(&ctx.search, changes);
+    if let Some(port) = ctx.port {
+        doc.set(config::PORT_KEY, serde_json::Value::from(port), changes);
+    }
+}
+
+/// Directories of resolved, non-disabled providers, in registry order.
+fn provider_dirs(ctx: &Ctx, doc: &ConfigDoc) -> Vec<PathBuf> {
+    PROVIDERS
+        .iter()
+        .filter(|p| doc.intent(p) != Intent::Disabled)
+        .filter_map(|p| doc.resolve(p, &ctx.search).resolved)
+        .filter_map(|path| path.parent().map(Path::to_path_buf))
+        .collect()
+}
+
+impl Plan {
+    /// Whether the installed plist differs from the planned one.
+    pub fn plist_changed(&self) -> bool {
+        self.installed.as_ref().map(|i| i.bytes.as_slice()) != Some(self.plist.as_slice())
+    }
+
+    /// The server script.
+    pub fn server(&self) -> PathBuf {
+        self.root.join(crate::root::SERVER)
+    }
+}

@@ -1,0 +1,180 @@
+//! The one door through which oyster runs another program (`launchctl`, `node --version`, npm).
+//!
+//! Always an absolute path, never a shell; stdin is null, stdout and stderr are captured, the
+//! child gets its own process group, and a timeout kills the whole group.
+
+use std::io::Read;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Output captured from a finished program is capped at this many bytes per stream.
+pub const OUTPUT_CAP: usize = 1 << 20;
+
+/// A program run that did not produce an exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    #[error("`{argv}` could not be started: {source}")]
+    Spawn {
+        argv: String,
+        source: std::io::Error,
+    },
+    #[error("`{argv}` did not finish within {secs} s and was killed")]
+    Timeout { argv: String, secs: u64 },
+    #[error("`{argv}` was killed by signal {signal}")]
+    Signaled { argv: String, signal: i32 },
+}
+
+/// What a finished program printed and returned.
+#[derive(Debug, Clone)]
+pub struct Finished {
+    pub argv: Vec<String>,
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// The environment a child gets.
+pub enum ChildEnv<'a> {
+    /// This process's environment (e.g. `launchctl`, which needs nothing special).
+    Inherit,
+    /// Exactly these variables and nothing else.
+    Exactly(&'a [(String, String)]),
+}
+
+/// Runs `program args…` and waits at most `timeout`.
+pub fn run(
+    program: &Path,
+    args: &[&str],
+    env: ChildEnv<'_>,
+    timeout: Duration,
+) -> Result<Finished, ProcessError> {
+    debug_assert!(
+        program.is_absolute(),
+        "the process door takes absolute paths"
+    );
+    let argv: Vec<String> = std::iter::once(program.display().to_string())
+        .chain(args.iter().map(|a| a.to_string()))
+        .collect();
+    let shown = argv.join(" ");
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    if let ChildEnv::Exactly(vars) = env {
+        cmd.env_clear();
+        cmd.envs(vars.iter().map(|(k, v)| (k, v)));
+    }
+    let mut child = cmd.spawn().map_err(|source| ProcessError::Spawn {
+        argv: shown.clone(),
+        source,
+    })?;
+    let pgid = child.id() as i32;
+    let out = child.stdout.take().map(reader);
+    let err = child.stderr.take().map(reader);
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                // SAFETY: signalling our own child's process group.
+                unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                let _ = child.wait();
+                return Err(ProcessError::Timeout {
+                    argv: shown,
+                    secs: timeout.as_secs().max(1),
+                });
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
+            Err(source) => {
+                return Err(ProcessError::Spawn {
+                    argv: shown,
+                    source,
+                })
+            }
+        }
+    };
+    let join = |h: Option<std::thread::JoinHandle<Vec<u8>>>| {
+        h.and_then(|h| h.join().ok())
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    };
+    let (stdout, stderr) = (join(out), join(err));
+    match status.code() {
+        Some(code) => Ok(Finished {
+            argv,
+            code,
+            stdout,
+            stderr,
+        }),
+        None => Err(ProcessError::Signaled {
+            argv: shown,
+            signal: status.signal().unwrap_or(0),
+        }),
+    }
+}
+
+/// Reads a stream to its end on a thread, keeping at most [`OUTPUT_CAP`] bytes.
+fn reader(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = r.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let room = OUTPUT_CAP.saturating_sub(kept.len());
+            kept.extend_from_slice(&buf[..n.min(room)]);
+        }
+        kept
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn captures_both_streams_and_the_code() {
+        let f = run(
+            Path::new("/bin/sh"),
+            &["-c", "echo out; echo err >&2; exit 3"],
+            ChildEnv::Exactly(&[]),
+            Duration::from_secs(5),
+        )
+        .unwrap();
+        assert_eq!(
+            (f.code, f.stdout.as_str(), f.stderr.as_str()),
+            (3, "out\n", "err\n")
+        );
+    }
+
+    #[test]
+    fn a_hung_program_is_killed_with_its_group() {
+        let t0 = Instant::now();
+        let e = run(
+            Path::new("/bin/sh"),
+            &["-c", "sleep 30 & sleep 30"],
+            ChildEnv::Inherit,
+            Duration::from_millis(200),
+        )
+        .unwrap_err();
+        assert!(matches!(e, ProcessError::Timeout { .. }), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn output_is_capped() {
+        let f = run(
+            Path::new("/bin/sh"),
+            &["-c", "head -c 3000000 /dev/zero"],
+            ChildEnv::Inherit,
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        assert_eq!(f.stdout.len(), OUTPUT_CAP);
+    }
+}

@@ -1,0 +1,217 @@
+//! Proof that a Host really runs as generated: the live process's environment read from the
+//! kernel, `GET /health`, and a settle period that catches crash loops.
+//!
+//! # Platform
+//! The environment comes from `sysinfo`: `KERN_PROCARGS2` on macOS (which the kernel silently
+//! empties for some processes), `/proc/<pid>/environ` on Linux. An empty or unreadable
+//! environment is reported as "could not check", never as success.
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System, UpdateKind};
+
+use crate::launchenv::LaunchEnv;
+
+/// What the kernel says about one live process.
+#[derive(Debug, Clone)]
+pub struct LiveProcess {
+    pub pid: u32,
+    pub start_time: u64,
+    pub cmd: Vec<String>,
+    /// Empty when the kernel would not show it.
+    pub environ: Vec<OsString>,
+}
+
+/// Reads a live process, or `None` when there is no such process.
+pub fn inspect(pid: u32) -> Option<LiveProcess> {
+    let mut sys = System::new();
+    let spid = Pid::from_u32(pid);
+    sys.refresh_processes_specifics(
+        ProcessesToUpdate::Some(&[spid]),
+        true,
+        ProcessRefreshKind::nothing()
+            .with_environ(UpdateKind::Always)
+            .with_cmd(UpdateKind::Always),
+    );
+    let p = sys.process(spid)?;
+    // A zombie has exited; it is not a running Host.
+    if matches!(
+        p.status(),
+        sysinfo::ProcessStatus::Zombie | sysinfo::ProcessStatus::Dead
+    ) {
+        return None;
+    }
+    Some(LiveProcess {
+        pid,
+        start_time: p.start_time(),
+        cmd: p
+            .cmd()
+            .iter()
+            .map(|c| c.to_string_lossy().into_owned())
+            .collect(),
+        environ: p.environ().to_vec(),
+    })
+}
+
+impl LiveProcess {
+    /// The value of one variable in the live environment.
+    pub fn var(&self, key: &str) -> Option<String> {
+        self.environ.iter().find_map(|kv| {
+            let s = kv.to_string_lossy();
+            let (k, v) = s.split_once('=')?;
+            (k == key).then(|| v.to_owned())
+        })
+    }
+
+    /// Whether this process runs `server` (the identity check before any signal).
+    pub fn runs(&self, server: &Path) -> bool {
+        let s = server.to_string_lossy();
+        self.cmd.iter().any(|a| *a == s)
+    }
+}
+
+/// The outcome of comparing a live environment with the generated one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnvCheck {
+    Verified,
+    /// `(variable, expected, found)` for each difference.
+    Mismatch(Vec<(String, String, Option<String>)>),
+    /// The kernel showed no environment (macOS hides it for some processes).
+    Unreadable,
+}
+
+impl EnvCheck {
+    pub fn describe(&self) -> String {
+        match self {
+            EnvCheck::Verified => "the live environment matches the generated one".into(),
+            EnvCheck::Unreadable => {
+                "the live environment could not be read from the kernel, so it is unverified".into()
+            }
+            EnvCheck::Mismatch(diffs) => diffs
+                .iter()
+                .map(|(k, want, got)| {
+                    format!(
+                        "{k} is {} but should be {want:?}",
+                        got.as_deref()
+                            .map_or("unset".to_owned(), |g| format!("{g:?}"))
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; "),
+        }
+    }
+}
+
+/// Compares every generated variable with the live process.
+pub fn check_env(live: &LiveProcess, expected: &LaunchEnv) -> EnvCheck {
+    if live.environ.is_empty() {
+        return EnvCheck::Unreadable;
+    }
+    let diffs: Vec<_> = expected
+        .vars
+        .iter()
+        .filter_map(|(k, want)| {
+            let got = live.var(k);
+            (got.as_deref() != Some(want.as_str())).then(|| (k.clone(), want.clone(), got))
+        })
+        .collect();
+    if diffs.is_empty() {
+        EnvCheck::Verified
+    } else {
+        EnvCheck::Mismatch(diffs)
+    }
+}
+
+/// One `GET /health` on `127.0.0.1:port`: the HTTP status, or `None` when nothing answered.
+pub fn health(port: u16, timeout: Duration) -> Option<u16> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut s = TcpStream::connect_timeout(&addr, timeout).ok()?;
+    s.set_read_timeout(Some(timeout)).ok()?;
+    s.set_write_timeout(Some(timeout)).ok()?;
+    s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut head = [0u8; 64];
+    let mut n = 0;
+    while n < 12 {
+        match s.read(&mut head[n..]) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => n += k,
+        }
+    }
+    let line = std::str::from_utf8(&head[..n]).ok()?;
+    line.strip_prefix("HTTP/1.")?.get(2..5)?.parse().ok()
+}
+
+/// Polls `/health` until it answers 200, `alive()` turns false, or `timeout` passes.
+/// Returns the time it took when healthy.
+pub fn wait_healthy(
+    port: u16,
+    timeout: Duration,
+    mut alive: impl FnMut() -> bool,
+) -> Result<Duration, HealthFailure> {
+    let t0 = Instant::now();
+    let mut last = None;
+    loop {
+        if !alive() {
+            return Err(HealthFailure::Exited);
+        }
+        last = health(port, Duration::from_millis(500)).or(last);
+        if last == Some(200) {
+            return Ok(t0.elapsed());
+        }
+        if t0.elapsed() >= timeout {
+            return Err(HealthFailure::Timeout(last));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Why `/health` never said 200.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HealthFailure {
+    /// The process exited while we waited.
+    Exited,
+    /// The last status seen, if any answer came at all.
+    Timeout(Option<u16>),
+}
+
+impl std::fmt::Display for HealthFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HealthFailure::Exited => f.write_str("the Host exited before answering /health"),
+            HealthFailure::Timeout(None) => f.write_str("nothing answered GET /health"),
+            HealthFailure::Timeout(Some(code)) => {
+                write!(f, "GET /health answered {code}, never 200")
+            }
+        }
+    }
+}
+
+/// The last `max` bytes of a log, for failure messages (lossy UTF-8, whole lines).
+pub fn log_tail(path: &Path, max: u64) -> String {
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return format!("(no log at {})", path.display());
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    let start = len.saturating_sub(max);
+    use std::io::Seek;
+    let _ = f.seek(std::io::SeekFrom::Start(start));
+    let mut buf = Vec::new();
+    let _ = f.take(max).read_to_end(&mut buf);
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    let text = if start > 0 {
+        text.split_once('\n')
+            .map_or(text.clone(), |(_, rest)| rest.to_owned())
+    } else {
+        text
+    };
+    if text.trim().is_empty() {
+        "(the log is empty)".into()
+    } else {
+        text
+    }
+}

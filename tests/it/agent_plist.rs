@@ -1,0 +1,490 @@
+//! The launch environment and the LaunchAgent plist through the binary (CONTRACT.md §3, §4).
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use crate::common::{plistlib, real_node, TestContext};
+
+fn ctx_with_root(home_name: &str) -> (TestContext, PathBuf) {
+    let t = TestContext::with_home_name(home_name);
+    let root = t.fixture_root("root");
+    (t, root)
+}
+
+fn print(t: &TestContext, root: &Path, extra: &[&str]) -> crate::common::Run {
+    let node = real_node();
+    let mut args = vec![
+        "agent",
+        "print",
+        "--root",
+        root.to_str().unwrap(),
+        "--node-bin",
+        node.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    t.run(args)
+}
+
+#[test]
+fn plistlib_agrees_on_every_value_with_hostile_paths() {
+    let (mut t, root) = ctx_with_root("we & <they> \"q\" 'x' y");
+    let claude = t.fake_exe(&t.home.join(".local/bin/claude"));
+    let codex_dir = t.path("odd & <dir>");
+    t.path_dirs.push(codex_dir.clone());
+    t.fake_exe(&codex_dir.join("codex"));
+    let out = print(&t, &root, &[]).ok();
+    let v = plistlib(&out.0.stdout);
+    let node = real_node();
+    let node_dir = node.parent().unwrap().to_str().unwrap().to_owned();
+    let mut path = vec![
+        node_dir.clone(),
+        claude.parent().unwrap().display().to_string(),
+        codex_dir.display().to_string(),
+    ];
+    for d in [
+        "/opt/homebrew/bin",
+        "/usr/local/bin",
+        "/usr/bin",
+        "/bin",
+        "/usr/sbin",
+        "/sbin",
+    ] {
+        if !path.iter().any(|p| p == d) {
+            path.push(d.to_owned());
+        }
+    }
+    let log = t.home.join(".oysterun/logs/oysterun-host.log");
+    assert_eq!(
+        v,
+        json!({
+            "Label": "com.oysterun.host",
+            "ProgramArguments": [node, root.join("host-service/server.mjs")],
+            "WorkingDirectory": root.join("host-service"),
+            "EnvironmentVariables": {
+                "OYSTERUN_NODE_BIN": node,
+                "PATH": path.join(":"),
+                "OYSTERUN_CONFIG_DIR": t.home.join(".oysterun"),
+                "OYSTERUN_PORT": "8802",
+                "OYSTERUN_REPO_ROOT": root,
+            },
+            "RunAtLoad": true,
+            "KeepAlive": true,
+            "ThrottleInterval": 10,
+            "ProcessType": "Interactive",
+            "StandardOutPath": log,
+            "StandardErrorPath": log,
+        })
+    );
+    let text = out.stdout();
+    assert!(text.contains("&amp;") && text.contains("&lt;they>") || text.contains("&lt;they&gt;"));
+    assert!(text.ends_with("</plist>\n"));
+    assert!(
+        !t.home.join("Library").exists(),
+        "print has no side effects"
+    );
+    assert!(!t.config_path().exists(), "print writes no config");
+    t.assert_nothing_executed();
+}
+
+#[test]
+fn keys_are_sorted_and_same_inputs_give_same_bytes() {
+    let (t, root) = ctx_with_root("home");
+    let a = print(&t, &root, &[]).ok().0.stdout;
+    let b = print(&t, &root, &[]).ok().0.stdout;
+    assert_eq!(a, b);
+    let text = String::from_utf8(a).unwrap();
+    let keys: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("\t<key>"))
+        .map(|l| {
+            l.trim()
+                .trim_start_matches("<key>")
+                .trim_end_matches("</key>")
+        })
+        .collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+    assert!(text.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE plist"));
+}
+
+#[test]
+fn secrets_and_the_callers_environment_never_reach_the_plist() {
+    let (mut t, root) = ctx_with_root("home");
+    t.write_config(r#"{"auth_token": "SECRET-TOKEN", "password_hash": "SECRET-HASH"}"#);
+    let secret_dir = t.path("SECRET-DIR");
+    std::fs::create_dir_all(&secret_dir).unwrap();
+    t.path_dirs.push(secret_dir);
+    t.extra_env
+        .push(("ANTHROPIC_API_KEY".into(), "SECRET-KEY".into()));
+    t.extra_env
+        .push(("NODE_OPTIONS".into(), "--require SECRET-HOOK".into()));
+    let out = print(&t, &root, &[]).ok();
+    let text = out.stdout() + &out.stderr();
+    assert!(!text.contains("SECRET"), "{text}");
+    let node = real_node();
+    let args = [
+        "agent",
+        "regenerate",
+        "--no-restart",
+        "--root",
+        root.to_str().unwrap(),
+        "--node-bin",
+        node.to_str().unwrap(),
+    ];
+    let r = t.run(args).ok();
+    assert!(!(r.stdout() + &r.stderr()).contains("SECRET"));
+    let plist =
+        std::fs::read_to_string(t.home.join("Library/LaunchAgents/com.oysterun.host.plist"))
+            .unwrap();
+    assert!(!plist.contains("SECRET"), "{plist}");
+}
+
+#[test]
+fn unsafe_path_entries_are_errors_never_written() {
+    // `:` reaches the generator through a manual command, a line break through discovery on
+    // PATH, and both through a HOME whose ~/.local/bin holds the provider.
+    for (how, bad_dir) in [
+        ("manual", "has:colon"),
+        ("path", "has\nnewline"),
+        ("home", "home:colon"),
+    ] {
+        let (mut t, root) = if how == "home" {
+            ctx_with_root(bad_dir)
+        } else {
+            ctx_with_root("home")
+        };
+        let dir = match how {
+            "home" => t.home.join(".local/bin"),
+            _ => t.path(bad_dir),
+        };
+        t.fake_exe(&dir.join("claude"));
+        match how {
+            "manual" => {
+                t.run([
+                    "providers",
+                    "set",
+                    "claude",
+                    dir.join("claude").to_str().unwrap(),
+                ])
+                .ok();
+            }
+            "path" => t.path_dirs.push(dir.clone()),
+            _ => {}
+        }
+        let r = print(&t, &root, &[]).fails_with(2);
+        assert!(r.stderr().contains("PATH"), "{how}: {}", r.stderr());
+        let node = real_node();
+        t.run([
+            "agent",
+            "regenerate",
+            "--no-restart",
+            "--root",
+            root.to_str().unwrap(),
+            "--node-bin",
+            node.to_str().unwrap(),
+        ])
+        .fails_with(2);
+        assert!(!t
+            .home
+            .join("Library/LaunchAgents")
+            .join("com.oysterun.host.plist")
+            .exists());
+    }
+}
+
+#[test]
+fn provider_in_the_node_directory_appears_once() {
+    let (t, root) = ctx_with_root("home");
+    let nodedir = t.path("nodedir");
+    std::fs::create_dir_all(&nodedir).unwrap();
+    std::os::unix::fs::symlink(real_node(), nodedir.join("node")).unwrap();
+    t.fake_exe(&nodedir.join("claude"));
+    t.run([
+        "providers",
+        "set",
+        "claude",
+        nodedir.join("claude").to_str().unwrap(),
+    ])
+    .ok();
+    let r = t
+        .run([
+            "agent",
+            "print",
+            "--root",
+            root.to_str().unwrap(),
+            "--node-bin",
+            nodedir.join("node").to_str().unwrap(),
+        ])
+        .ok();
+    let v = plistlib(&r.0.stdout);
+    let path = v["EnvironmentVariables"]["PATH"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(path.matches(nodedir.to_str().unwrap()).count(), 1, "{path}");
+    assert!(path.starts_with(nodedir.to_str().unwrap()));
+}
+
+#[test]
+fn disabled_and_broken_manual_providers_add_no_path_entry() {
+    let (t, root) = ctx_with_root("home");
+    let dir = t.path("prov");
+    t.fake_exe(&dir.join("claude"));
+    t.run(["providers", "set", "claude", ""]).ok();
+    t.run(["providers", "set", "codex", "/nowhere/codex"]).ok();
+    let v = plistlib(&print(&t, &root, &[]).ok().0.stdout);
+    let path = v["EnvironmentVariables"]["PATH"].as_str().unwrap();
+    assert!(
+        !path.contains("/prov") && !path.contains("/nowhere"),
+        "{path}"
+    );
+}
+
+fn fake_node(t: &TestContext, name: &str, version: &str, mode: u32) -> PathBuf {
+    let p = t.path(name);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(
+        &p,
+        format!(
+            "#!/bin/sh\necho ran >> '{}'\necho {version}\n",
+            t.path(&format!("{name}.runs")).display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+    p
+}
+
+#[test]
+fn node_too_old_missing_or_not_executable_is_a_clear_error() {
+    let (mut t, root) = ctx_with_root("home");
+    let r = root.to_str().unwrap();
+    let old = fake_node(&t, "old/node", "v18.19.0", 0o755);
+    let e = t
+        .run([
+            "agent",
+            "print",
+            "--root",
+            r,
+            "--node-bin",
+            old.to_str().unwrap(),
+        ])
+        .fails_with(2)
+        .stderr();
+    assert!(
+        e.contains("v18.19.0") && e.contains(old.to_str().unwrap()) && e.contains("20"),
+        "{e}"
+    );
+    let noexec = fake_node(&t, "noexec/node", "v20.0.0", 0o644);
+    let garbage = fake_node(&t, "garbage/node", "hello", 0o755);
+    for (node, expect) in [
+        (noexec, "not executable"),
+        (PathBuf::from("/nowhere/node"), "does not exist"),
+        (garbage, "not a Node version"),
+    ] {
+        let n = node.to_str().unwrap();
+        let e = t
+            .run(["agent", "print", "--root", r, "--node-bin", n])
+            .fails_with(2)
+            .stderr();
+        assert!(e.contains(expect), "{n}: {e}");
+    }
+    // No node anywhere (PATH empty, nothing in the fallback dirs under this HOME).
+    if !Path::new("/opt/homebrew/bin/node").exists() && !Path::new("/usr/local/bin/node").exists() {
+        let e = t
+            .run(["agent", "print", "--root", r])
+            .fails_with(1)
+            .stderr();
+        assert!(
+            e.contains("no `node` was found") && e.contains("--node-bin"),
+            "{e}"
+        );
+    }
+    // OYSTERUN_NODE_BIN invalid: an error, never a silent fallback to the node on PATH.
+    t.path_dirs.push(real_node().parent().unwrap().to_owned());
+    t.extra_env
+        .push(("OYSTERUN_NODE_BIN".into(), old.display().to_string()));
+    let e = t
+        .run(["agent", "print", "--root", r])
+        .fails_with(2)
+        .stderr();
+    assert!(
+        e.contains("OYSTERUN_NODE_BIN") && e.contains("v18.19.0"),
+        "{e}"
+    );
+}
+
+#[test]
+fn node_version_is_cached_by_binary_identity() {
+    let (t, root) = ctx_with_root("home");
+    let node = fake_node(&t, "n/node", "v22.1.0", 0o755);
+    let runs = t.path("n/node.runs");
+    let args = [
+        "agent",
+        "regenerate",
+        "--no-restart",
+        "--root",
+        root.to_str().unwrap(),
+        "--node-bin",
+        node.to_str().unwrap(),
+    ];
+    t.run(args).ok();
+    t.run(args).ok();
+    t.run(args).ok();
+    let count = |p: &Path| {
+        std::fs::read_to_string(p)
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    };
+    assert_eq!(
+        count(&runs),
+        1,
+        "an unchanged node is asked for its version once"
+    );
+    // Upgrading the binary (new bytes) invalidates the cache.
+    std::fs::write(
+        &node,
+        format!(
+            "#!/bin/sh\necho ran >> '{}'\necho v22.2.0\n\n",
+            runs.display()
+        ),
+    )
+    .unwrap();
+    t.run(args).ok();
+    assert_eq!(count(&runs), 2);
+}
+
+#[test]
+fn regenerate_writes_only_on_change_atomically_0644() {
+    let (t, root) = ctx_with_root("home");
+    let node = real_node();
+    let args = [
+        "agent",
+        "regenerate",
+        "--no-restart",
+        "--root",
+        root.to_str().unwrap(),
+        "--node-bin",
+        node.to_str().unwrap(),
+    ];
+    let r = t.run(args).ok();
+    assert!(r.stdout().contains("written"), "{}", r.stdout());
+    let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.plist");
+    let m = std::fs::metadata(&plist).unwrap();
+    assert_eq!(m.mode() & 0o777, 0o644);
+    assert!(
+        t.home.join(".oysterun/logs").is_dir(),
+        "log dir created first"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let r = t.run(args).ok();
+    assert!(r.stdout().contains("unchanged"), "{}", r.stdout());
+    let m2 = std::fs::metadata(&plist).unwrap();
+    assert_eq!(
+        (m.ino(), m.mtime(), m.mtime_nsec()),
+        (m2.ino(), m2.mtime(), m2.mtime_nsec())
+    );
+    // The file equals `agent print`.
+    let printed = t.run(["agent", "print"]).ok().0.stdout;
+    assert_eq!(
+        printed,
+        std::fs::read(&plist).unwrap(),
+        "print uses the installed pins and matches the file"
+    );
+    // A new provider changes PATH: rewritten.
+    t.fake_exe(&t.home.join("bin/codex"));
+    let dry = t.run(["agent", "regenerate", "--dry-run"]).ok().stdout();
+    assert!(
+        dry.contains("-\t\t<string>") && dry.contains("+\t\t<string>") && dry.contains("/bin:"),
+        "{dry}"
+    );
+    assert_eq!(
+        std::fs::metadata(&plist).unwrap().ino(),
+        m.ino(),
+        "dry run writes nothing"
+    );
+    t.run(["agent", "regenerate", "--no-restart"]).ok();
+    assert!(std::fs::read_to_string(&plist)
+        .unwrap()
+        .contains(&t.home.join("bin").display().to_string()));
+}
+
+#[test]
+fn a_symlinked_plist_is_refused() {
+    let (t, root) = ctx_with_root("home");
+    let agents = t.home.join("Library/LaunchAgents");
+    std::fs::create_dir_all(&agents).unwrap();
+    let target = t.path("elsewhere.plist");
+    std::fs::write(&target, "keep").unwrap();
+    std::os::unix::fs::symlink(&target, agents.join("com.oysterun.host.plist")).unwrap();
+    let node = real_node();
+    let r = t.run([
+        "agent",
+        "regenerate",
+        "--no-restart",
+        "--root",
+        root.to_str().unwrap(),
+        "--node-bin",
+        node.to_str().unwrap(),
+    ]);
+    assert_ne!(r.code(), 0);
+    assert!(r.stderr().contains("symlink"), "{}", r.stderr());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+}
+
+#[test]
+fn root_discovery_and_its_errors() {
+    let (mut t, root) = ctx_with_root("home");
+    let node = real_node();
+    let n = node.to_str().unwrap();
+    let e = t
+        .run([
+            "agent",
+            "print",
+            "--node-bin",
+            n,
+            "--root",
+            t.path("nothing").to_str().unwrap(),
+        ])
+        .fails_with(2)
+        .stderr();
+    assert!(
+        e.contains("host-service/server.mjs") && e.contains("--root"),
+        "{e}"
+    );
+    let e = t
+        .run(["agent", "print", "--node-bin", n])
+        .fails_with(2)
+        .stderr();
+    assert!(e.contains("OYSTERUN_ROOT"), "{e}");
+    t.extra_env
+        .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
+    let v = plistlib(&t.run(["agent", "print", "--node-bin", n]).ok().0.stdout);
+    assert_eq!(v["EnvironmentVariables"]["OYSTERUN_REPO_ROOT"], json!(root));
+}
+
+#[test]
+fn custom_stacks_need_a_port_once() {
+    let (t, root) = ctx_with_root("home");
+    let node = real_node();
+    let base = [
+        "agent",
+        "print",
+        "--root",
+        root.to_str().unwrap(),
+        "--node-bin",
+        node.to_str().unwrap(),
+        "--stack",
+        "dev",
+    ];
+    let e = t.run(base).fails_with(2).stderr();
+    assert!(e.contains("--port"), "{e}");
+    t.run(["config", "sync", "--stack", "dev", "--port", "18001"])
+        .ok();
+    let v = plistlib(&t.run(base).ok().0.stdout);
+    assert_eq!(v["Label"], "com.oysterun.host.dev");
+    assert_eq!(v["EnvironmentVariables"]["OYSTERUN_PORT"], "18001");
+}

@@ -1,0 +1,205 @@
+//! Direct (pid-file) startup with the real Node fixture (CONTRACT.md §6).
+
+use std::process::{Command, Stdio};
+
+use crate::common::{free_port, real_node, TestContext};
+
+fn start_args(root: &std::path::Path, port: u16) -> Vec<String> {
+    [
+        "host",
+        "start",
+        "--stack",
+        "it",
+        "--root",
+        root.to_str().unwrap(),
+        "--node-bin",
+        real_node().to_str().unwrap(),
+        "--port",
+        &port.to_string(),
+        "--wait",
+        "10",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+fn live_env(pid: u32) -> Vec<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    raw.split(|b| *b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect()
+}
+
+#[test]
+fn start_status_stop_with_the_live_environment_read_back() {
+    let mut t = TestContext::new();
+    t.extra_env
+        .push(("SECRET_TOKEN".into(), "do-not-inherit".into()));
+    let claude = t.fake_exe(&t.home.join(".local/bin/claude"));
+    let root = t.fixture_root("root");
+    let port = free_port();
+    let r = t.run(start_args(&root, port)).ok();
+    assert!(
+        r.stdout().contains("environment verified"),
+        "{}",
+        r.stdout()
+    );
+    let pid_file = t.home.join(".oysterun-stacks/it/run/oysterun-host.pid");
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+
+    // Independently of oyster: the kernel's view of the Host's environment.
+    let env = live_env(pid);
+    let node_dir = real_node().parent().unwrap().display().to_string();
+    let want_path = format!(
+        "PATH={node_dir}:{}:/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+        claude.parent().unwrap().display()
+    )
+    .replace(&format!("{node_dir}:/usr/bin"), &node_dir);
+    let path_line = env.iter().find(|kv| kv.starts_with("PATH=")).unwrap();
+    let dedup: Vec<&str> = {
+        let mut seen = vec![];
+        for p in want_path.trim_start_matches("PATH=").split(':') {
+            if !seen.contains(&p) {
+                seen.push(p);
+            }
+        }
+        seen
+    };
+    assert_eq!(path_line.trim_start_matches("PATH="), dedup.join(":"));
+    assert!(env.contains(&format!("OYSTERUN_NODE_BIN={}", real_node().display())));
+    assert!(env.contains(&format!("OYSTERUN_PORT={port}")));
+    assert!(env.contains(&format!("HOME={}", t.home.display())));
+    assert!(!env.iter().any(|kv| kv.contains("SECRET")), "{env:?}");
+    let names: Vec<&str> = env.iter().map(|kv| kv.split('=').next().unwrap()).collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        [
+            "HOME",
+            "LOGNAME",
+            "OYSTERUN_CONFIG_DIR",
+            "OYSTERUN_NODE_BIN",
+            "OYSTERUN_PORT",
+            "OYSTERUN_REPO_ROOT",
+            "PATH",
+            "SHELL",
+            "TMPDIR",
+            "USER"
+        ]
+    );
+
+    let st = t
+        .run(["host", "status", "--stack", "it", "--json"])
+        .ok()
+        .json();
+    assert_eq!(
+        (
+            st["running"].as_bool(),
+            st["pid"].as_u64(),
+            st["health"].as_u64(),
+            st["verified"].as_bool()
+        ),
+        (Some(true), Some(pid as u64), Some(200), Some(true)),
+        "{st}"
+    );
+
+    // A second start is refused while the Host lives.
+    let e = t.run(start_args(&root, port)).fails_with(1).stderr();
+    assert!(e.contains("already running"), "{e}");
+
+    let r = t.run(["host", "stop", "--stack", "it"]).ok();
+    assert!(r.stdout().contains(&format!("pid {pid}")), "{}", r.stdout());
+    assert!(!pid_file.exists());
+    assert!(t.own_processes().is_empty(), "the Host is gone");
+    let st = t
+        .run(["host", "status", "--stack", "it", "--json"])
+        .fails_with(1)
+        .json();
+    assert_eq!(st["running"], false);
+    t.assert_nothing_executed();
+}
+
+#[test]
+fn stop_never_signals_a_foreign_process() {
+    let t = TestContext::new();
+    let mut foreign = Command::new("sleep")
+        .arg("30")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let run_dir = t.home.join(".oysterun/run");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    std::fs::write(
+        run_dir.join("oysterun-host.pid"),
+        format!(
+            "{}\nstart_time=1\nserver=/x/host-service/server.mjs\nport=8802\n",
+            foreign.id()
+        ),
+    )
+    .unwrap();
+    let r = t.run(["host", "stop"]).ok();
+    assert!(r.stdout().contains("not signalled"), "{}", r.stdout());
+    assert!(
+        foreign.try_wait().unwrap().is_none(),
+        "the foreign process is alive"
+    );
+    assert!(!run_dir.join("oysterun-host.pid").exists());
+    foreign.kill().unwrap();
+    foreign.wait().unwrap();
+    // A pid file naming a dead pid is stale: reported, removed.
+    std::fs::write(
+        run_dir.join("oysterun-host.pid"),
+        format!("{}\n", foreign.id()),
+    )
+    .unwrap();
+    let r = t.run(["host", "stop"]).ok();
+    assert!(r.stdout().contains("stale"), "{}", r.stdout());
+}
+
+#[test]
+fn a_host_that_crashes_on_start_fails_with_the_log_tail_and_leaves_nothing() {
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    TestContext::fixture_flag(&root, "crash-on-start", "");
+    let e = t.run(start_args(&root, free_port())).fails_with(1).stderr();
+    assert!(
+        e.contains("exited") && e.contains("crash-on-start is set"),
+        "{e}"
+    );
+    assert!(!t
+        .home
+        .join(".oysterun-stacks/it/run/oysterun-host.pid")
+        .exists());
+    assert!(t.own_processes().is_empty());
+}
+
+#[test]
+fn a_host_that_never_answers_health_is_stopped_after_the_wait() {
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    TestContext::fixture_flag(&root, "unhealthy", "");
+    let mut args = start_args(&root, free_port());
+    let n = args.len();
+    args[n - 1] = "2".into();
+    let e = t.run(args).fails_with(1).stderr();
+    assert!(e.contains("503"), "{e}");
+    assert!(t.own_processes().is_empty());
+}
+
+#[test]
+fn a_host_that_dies_right_after_health_is_a_crash_loop() {
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    TestContext::fixture_flag(&root, "crash-after-ms", "300");
+    let e = t.run(start_args(&root, free_port())).fails_with(1).stderr();
+    assert!(e.contains("crash loop") || e.contains("exited"), "{e}");
+    assert!(t.own_processes().is_empty());
+}
