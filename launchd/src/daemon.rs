@@ -1,0 +1,335 @@
+//! The supervisor daemon: one per state directory, started on demand by the client, owning
+//! every loaded job. It exits by itself once no job has been loaded for a moment.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::job::{self, Job};
+use crate::proto::{self, Reply, Request};
+use crate::state;
+
+/// How long the daemon stays with no job loaded before it exits.
+const IDLE_EXIT: Duration = Duration::from_millis(750);
+/// How long a booted-out label lingers after its process exited, unless a knob says otherwise.
+const DEFAULT_DRAIN_MS: u64 = 1000;
+
+struct Daemon {
+    state_dir: PathBuf,
+    jobs: BTreeMap<String, Job>,
+    home: String,
+    user: String,
+    shell: String,
+    /// The drain time from the last bootout's knobs.
+    drain: BTreeMap<String, Duration>,
+}
+
+/// Runs the daemon for `state_dir` until it is idle. Returns at once if another daemon owns it.
+pub fn run(state_dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(state_dir)?;
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(state_dir.join("daemon.lock"))?;
+    if lock.try_lock().is_err() {
+        return Ok(());
+    }
+    let sock = state_dir.join("daemon.sock");
+    let _ = std::fs::remove_file(&sock);
+    let listener = UnixListener::bind(&sock)?;
+    listener.set_nonblocking(true)?;
+    std::fs::write(
+        state_dir.join("daemon.pid"),
+        format!("{}\n", std::process::id()),
+    )?;
+    let (user, shell) = state::passwd();
+    let mut d = Daemon {
+        state_dir: state_dir.to_owned(),
+        jobs: BTreeMap::new(),
+        home: std::env::var("HOME").unwrap_or_else(|_| "/".into()),
+        user,
+        shell,
+        drain: BTreeMap::new(),
+    };
+    let mut idle_since = Some(Instant::now());
+    loop {
+        loop {
+            match listener.accept() {
+                Ok((stream, _)) => d.serve(stream),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(_) => break,
+            }
+        }
+        d.tick();
+        if d.jobs.is_empty() {
+            let since = *idle_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= IDLE_EXIT {
+                break;
+            }
+        } else {
+            idle_since = None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = std::fs::remove_file(&sock);
+    let _ = std::fs::remove_file(state_dir.join("daemon.pid"));
+    drop(lock);
+    Ok(())
+}
+
+impl Daemon {
+    fn serve(&mut self, stream: UnixStream) {
+        let _ = stream.set_nonblocking(false);
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+        let mut line = String::new();
+        let mut reader = BufReader::new(&stream);
+        if reader.read_line(&mut line).is_err() {
+            return;
+        }
+        let reply = match serde_json::from_str::<Request>(&line) {
+            Ok(req) => self.handle(&req),
+            Err(e) => Reply::raw(64, format!("bad request: {e}\n")),
+        };
+        let mut out = serde_json::to_string(&reply).unwrap_or_default();
+        out.push('\n');
+        let mut w = &stream;
+        let _ = w.write_all(out.as_bytes());
+    }
+
+    fn handle(&mut self, req: &Request) -> Reply {
+        let args: Vec<&str> = req.args.iter().map(String::as_str).collect();
+        match args.as_slice() {
+            ["bootstrap", domain, plist] => self.bootstrap(domain, plist, req),
+            ["bootout", target] => self.bootout_label(target, req),
+            ["bootout", domain, plist] => self.bootout_plist(domain, plist, req),
+            ["kickstart", rest @ ..] => self.kickstart(rest, req),
+            ["print", target] => self.print(target, req),
+            _ => Reply::usage(&format!("unsupported arguments: {}", req.args.join(" "))),
+        }
+    }
+
+    fn bootstrap(&mut self, domain: &str, plist: &str, req: &Request) -> Reply {
+        const VERB: &str = "Bootstrap";
+        let Some((d, None)) = proto::parse_target(domain) else {
+            return Reply::usage("bootstrap <domain-target> <path>");
+        };
+        if let Err(code) = proto::check_domain(&d, &req.knobs) {
+            return Reply::failed(VERB, code);
+        }
+        if let Some(code) = state::take_injected_failure(&self.state_dir, &req.knobs) {
+            return Reply::failed(VERB, code);
+        }
+        let def = match job::load(Path::new(plist)) {
+            Ok(def) => def,
+            Err(code) => return Reply::failed(VERB, code),
+        };
+        if state::is_disabled(&self.state_dir, &d.name(), &def.label) {
+            let code = knob_code(req, "LAUNCHD_SIM_DISABLED_CODE", 5);
+            return Reply::failed(VERB, code);
+        }
+        if self.jobs.contains_key(&def.label) {
+            // Loaded, or still draining after a bootout.
+            let code = knob_code(req, "LAUNCHD_SIM_BUSY_CODE", 5);
+            return Reply::failed(VERB, code);
+        }
+        let label = def.label.clone();
+        let mut job = Job::new(def, d.name());
+        if job.def.run_at_load {
+            job.spawn(&self.home, &self.user, &self.shell);
+        }
+        self.jobs.insert(label, job);
+        Reply::ok("")
+    }
+
+    fn bootout_label(&mut self, target: &str, req: &Request) -> Reply {
+        let Some((d, Some(label))) = proto::parse_target(target) else {
+            return Reply::usage("bootout <service-target> | <domain-target> <path>");
+        };
+        if let Err(code) = proto::check_domain(&d, &req.knobs) {
+            return Reply::failed("Boot-out", code);
+        }
+        self.bootout(&label, req, 3)
+    }
+
+    fn bootout_plist(&mut self, domain: &str, plist: &str, req: &Request) -> Reply {
+        let Some((d, None)) = proto::parse_target(domain) else {
+            return Reply::usage("bootout <domain-target> <path>");
+        };
+        if let Err(code) = proto::check_domain(&d, &req.knobs) {
+            return Reply::failed("Boot-out", code);
+        }
+        let label = self
+            .jobs
+            .values()
+            .find(|j| j.def.plist_path == plist && !j.draining())
+            .map(|j| j.def.label.clone());
+        match label {
+            Some(label) => self.bootout(&label, req, 5),
+            None => Reply::failed("Boot-out", 5),
+        }
+    }
+
+    /// Starts draining: SIGTERM now, SIGKILL after the exit timeout; the label lingers until the
+    /// process is gone and the drain time has passed. Returns before the process exits.
+    fn bootout(&mut self, label: &str, req: &Request, missing: i32) -> Reply {
+        let drain = Duration::from_millis(
+            req.knobs
+                .get("LAUNCHD_SIM_DRAIN_MS")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(DEFAULT_DRAIN_MS),
+        );
+        let Some(job) = self.jobs.get_mut(label).filter(|j| !j.draining()) else {
+            return Reply::failed("Boot-out", missing);
+        };
+        job.sigterm_at = Some(Instant::now());
+        job.next_spawn = None;
+        if job.child.is_some() {
+            job.signal(libc::SIGTERM);
+        } else {
+            job.drained_at = Some(Instant::now());
+        }
+        self.drain.insert(label.to_owned(), drain);
+        Reply::ok("")
+    }
+
+    fn kickstart(&mut self, rest: &[&str], req: &Request) -> Reply {
+        let mut kill = false;
+        let mut print_pid = false;
+        let mut target = None;
+        for a in rest {
+            match *a {
+                "-k" => kill = true,
+                "-p" => print_pid = true,
+                "-kp" | "-pk" => {
+                    kill = true;
+                    print_pid = true
+                }
+                "-s" => {}
+                t if !t.starts_with('-') && target.is_none() => target = Some(t),
+                _ => return Reply::usage("kickstart [-k] [-p] <service-target>"),
+            }
+        }
+        let Some((d, Some(label))) = target.and_then(proto::parse_target) else {
+            return Reply::usage("kickstart [-k] [-p] <service-target>");
+        };
+        if let Err(code) = proto::check_domain(&d, &req.knobs) {
+            return Reply::failed("Kickstart", code);
+        }
+        let (home, user, shell) = (self.home.clone(), self.user.clone(), self.shell.clone());
+        let Some(job) = self.jobs.get_mut(&label).filter(|j| !j.draining()) else {
+            return proto::not_found(&label, &d);
+        };
+        if job.child.is_some() {
+            if !kill {
+                let code = knob_code(req, "LAUNCHD_SIM_KICKSTART_RUNNING", 0);
+                if code != 0 {
+                    return Reply::failed("Kickstart", code);
+                }
+                return Reply::ok(pid_line(job.pid(), print_pid, req.stdout_tty));
+            }
+            job.signal(libc::SIGTERM);
+            let deadline = Instant::now() + job::EXIT_TIMEOUT;
+            while !job.reap() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if job.child.is_some() {
+                job.signal(libc::SIGKILL);
+                while !job.reap() {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+        }
+        // Kickstart runs the captured definition; it never re-reads the plist.
+        job.spawn(&home, &user, &shell);
+        Reply::ok(pid_line(job.pid(), print_pid, req.stdout_tty))
+    }
+
+    fn print(&mut self, target: &str, req: &Request) -> Reply {
+        let Some((d, label)) = proto::parse_target(target) else {
+            return Reply::usage("print <domain-target> | <service-target>");
+        };
+        if let Err(code) = proto::check_domain(&d, &req.knobs) {
+            return Reply::raw(
+                code,
+                format!(
+                    "Could not print domain: {code}: {}\n",
+                    proto::strerror(code)
+                ),
+            );
+        }
+        match label {
+            None => {
+                let name = d.name();
+                Reply::ok(domain_print(
+                    &name,
+                    self.jobs.values().filter(|j| j.domain == name),
+                ))
+            }
+            Some(label) => match self.jobs.get(&label) {
+                Some(job) => Reply::ok(job.print()),
+                None => proto::not_found(&label, &d),
+            },
+        }
+    }
+
+    /// Reaps exits, respawns KeepAlive jobs after their throttle, finishes drains.
+    fn tick(&mut self) {
+        let now = Instant::now();
+        let mut gone = vec![];
+        for (label, job) in self.jobs.iter_mut() {
+            job.reap();
+            if job.child.is_none() && !job.draining() {
+                if let Some(at) = job.next_spawn {
+                    if now >= at {
+                        job.spawn(&self.home, &self.user, &self.shell);
+                    }
+                }
+            }
+            if let Some(sent) = job.sigterm_at {
+                if job.child.is_some() && sent.elapsed() >= job::EXIT_TIMEOUT {
+                    job.signal(libc::SIGKILL);
+                }
+                let linger = self.drain.get(label).copied().unwrap_or_default();
+                if job.drained_at.is_some_and(|t| t.elapsed() >= linger) {
+                    gone.push(label.clone());
+                }
+            }
+        }
+        for label in gone {
+            self.jobs.remove(&label);
+            self.drain.remove(&label);
+        }
+    }
+}
+
+fn knob_code(req: &Request, knob: &str, default: i32) -> i32 {
+    req.knobs
+        .get(knob)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// `kickstart -p`: `service spawned with pid: N` on a terminal, a bare `N` on a pipe.
+fn pid_line(pid: Option<u32>, print_pid: bool, tty: bool) -> String {
+    match (print_pid, pid) {
+        (true, Some(pid)) if tty => format!("service spawned with pid: {pid}\n"),
+        (true, Some(pid)) => format!("{pid}\n"),
+        _ => String::new(),
+    }
+}
+
+fn domain_print<'a>(name: &str, jobs: impl Iterator<Item = &'a Job>) -> String {
+    let mut o = format!(
+        "{name} = {{\n\ttype = {}\n\tservices = {{\n",
+        name.split('/').next().unwrap_or("")
+    );
+    for j in jobs {
+        let pid = j.pid().map_or("-".to_owned(), |p| p.to_string());
+        o += &format!("\t\t{pid}\t-\t{}\n", j.def.label);
+    }
+    o += "\t}\n}\n";
+    o
+}

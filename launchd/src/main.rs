@@ -1,0 +1,233 @@
+//! `launchctl-sim`: a `launchctl`-compatible stand-in for per-user launchd, so oyster's
+//! lifecycle runs for real off macOS. See `launchd/README.md` for what it models and what not.
+//!
+//! `enable`, `disable` and `print-disabled` are answered here from the state directory; every
+//! job verb goes to the supervisor daemon for that directory, started on demand.
+
+mod daemon;
+mod job;
+mod proto;
+mod state;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+use proto::{Reply, Request};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("__daemon") {
+        let dir = args.get(1).map(PathBuf::from).unwrap_or_else(state_dir);
+        return match daemon::run(&dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("launchctl-sim daemon: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let reply = dispatch(args);
+    print!("{}", reply.stdout);
+    eprint!("{}", reply.stderr);
+    let _ = std::io::stdout().flush();
+    ExitCode::from(u8::try_from(reply.code).unwrap_or(1))
+}
+
+/// `$LAUNCHD_SIM_STATE`, or `$HOME/.launchd-sim`.
+fn state_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("LAUNCHD_SIM_STATE").filter(|v| !v.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let home = std::env::var_os("HOME").unwrap_or_else(|| "/tmp".into());
+    PathBuf::from(home).join(".launchd-sim")
+}
+
+fn knobs() -> BTreeMap<String, String> {
+    std::env::vars()
+        .filter(|(k, _)| k.starts_with("LAUNCHD_SIM_"))
+        .collect()
+}
+
+fn dispatch(args: Vec<String>) -> Reply {
+    let knobs = knobs();
+    let state = state_dir();
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    match a.as_slice() {
+        [] | ["help"] => Reply::raw(
+            64,
+            "Usage: launchctl <subcommand> ... | help [subcommand]\n",
+        ),
+        [verb @ ("enable" | "disable"), target] => {
+            let Some((d, Some(label))) = proto::parse_target(target) else {
+                return Reply::usage(&format!("{verb} <service-target>"));
+            };
+            if let Err(code) = proto::check_domain(&d, &knobs) {
+                return Reply::failed(
+                    if *verb == "enable" {
+                        "Enable"
+                    } else {
+                        "Disable"
+                    },
+                    code,
+                );
+            }
+            match state::set_disabled(&state, &d.name(), &label, *verb == "disable") {
+                Ok(()) => Reply::ok(""),
+                Err(e) => Reply::raw(1, format!("{verb}: {e}\n")),
+            }
+        }
+        ["print-disabled", domain] => {
+            let Some((d, None)) = proto::parse_target(domain) else {
+                return Reply::usage("print-disabled <domain-target>");
+            };
+            if let Err(code) = proto::check_domain(&d, &knobs) {
+                return Reply::failed("Print-disabled", code);
+            }
+            let bool_style = knobs
+                .get("LAUNCHD_SIM_PRINT_DISABLED_STYLE")
+                .is_some_and(|v| v == "bool");
+            let mut out = String::from("disabled services = {\n");
+            if let Some(labels) = state::read_overrides(&state).get(&d.name()) {
+                for (label, disabled) in labels {
+                    let word = match (bool_style, disabled) {
+                        (true, true) => "true",
+                        (true, false) => "false",
+                        (false, true) => "disabled",
+                        (false, false) => "enabled",
+                    };
+                    out += &format!("\t\"{label}\" => {word}\n");
+                }
+            }
+            out += "}\n";
+            Reply::ok(out)
+        }
+        ["bootstrap", _, _] => send(&state, args.clone(), knobs, true),
+        [verb @ ("bootout" | "kickstart" | "print"), ..] => {
+            if *verb == "print" && a.len() == 2 {
+                if let Some((d, None)) = proto::parse_target(a[1]) {
+                    // A domain print answers without a daemon.
+                    if let Err(code) = proto::check_domain(&d, &knobs) {
+                        return Reply::raw(
+                            code,
+                            format!(
+                                "Could not print domain: {code}: {}\n",
+                                proto::strerror(code)
+                            ),
+                        );
+                    }
+                }
+            }
+            match send(&state, args.clone(), knobs.clone(), false) {
+                // No daemon: nothing is loaded.
+                r if r.code == -1 => not_loaded(verb, &a, &knobs),
+                r => r,
+            }
+        }
+        _ => Reply::usage(&format!("unrecognized subcommand: {}", args.join(" "))),
+    }
+}
+
+/// The answer when no daemon runs (so nothing is loaded).
+fn not_loaded(verb: &str, a: &[&str], knobs: &BTreeMap<String, String>) -> Reply {
+    let flags_ok = |f: &&str| verb == "kickstart" && ["-k", "-p", "-kp", "-pk", "-s"].contains(f);
+    if a.iter().skip(1).any(|s| s.starts_with('-') && !flags_ok(s)) {
+        return Reply::usage(&format!("{verb}: unrecognized option"));
+    }
+    let target = a
+        .iter()
+        .skip(1)
+        .find(|s| !s.starts_with('-'))
+        .copied()
+        .unwrap_or("");
+    let Some((d, label)) = proto::parse_target(target) else {
+        return Reply::usage(&format!("{verb} <target>"));
+    };
+    if let Err(code) = proto::check_domain(&d, knobs) {
+        return Reply::failed(verb, code);
+    }
+    match (verb, label) {
+        ("print", None) => Reply::ok(format!(
+            "{} = {{\n\ttype = {}\n\tservices = {{\n\t}}\n}}\n",
+            d.name(),
+            d.kind
+        )),
+        ("bootout", Some(_)) => Reply::failed("Boot-out", 3),
+        ("bootout", None) => Reply::failed("Boot-out", 5),
+        (_, Some(label)) => proto::not_found(&label, &d),
+        (_, None) => Reply::usage(&format!("{verb} <service-target>")),
+    }
+}
+
+/// Sends a request to the daemon; starts it first when `start` is set. `code == -1` means no
+/// daemon was running and none was started.
+fn send(state: &Path, args: Vec<String>, knobs: BTreeMap<String, String>, start: bool) -> Reply {
+    let req = Request {
+        args,
+        knobs,
+        stdout_tty: std::io::stdout().is_terminal(),
+    };
+    let line = serde_json::to_string(&req).unwrap_or_default() + "\n";
+    let sock = state.join("daemon.sock");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut started = false;
+    loop {
+        if let Ok(stream) = UnixStream::connect(&sock) {
+            if let Some(reply) = exchange(&stream, &line) {
+                return reply;
+            }
+            // The daemon closed without answering (it was exiting): try again.
+        } else if !start {
+            return Reply::raw(-1, "");
+        } else if !started {
+            if let Err(e) = spawn_daemon(state) {
+                return Reply::raw(
+                    1,
+                    format!("launchctl-sim: could not start the daemon: {e}\n"),
+                );
+            }
+            started = true;
+        }
+        if Instant::now() >= deadline {
+            return Reply::raw(1, "launchctl-sim: the daemon did not answer\n");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn exchange(stream: &UnixStream, line: &str) -> Option<Reply> {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
+    let mut w = stream;
+    w.write_all(line.as_bytes()).ok()?;
+    let mut out = String::new();
+    BufReader::new(stream).read_line(&mut out).ok()?;
+    serde_json::from_str(&out).ok()
+}
+
+fn spawn_daemon(state: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(state)?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(state.join("daemon.log"))?;
+    let mut cmd = Command::new(std::env::current_exe()?);
+    cmd.arg("__daemon")
+        .arg(state)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    // SAFETY: setsid is async-signal-safe; the daemon must outlive this client's session.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setsid();
+            Ok(())
+        });
+    }
+    // The child is not waited for: it outlives this process, and init reaps it.
+    let _ = cmd.spawn()?;
+    Ok(())
+}

@@ -1,0 +1,152 @@
+//! What the `launchctl-sim` client and its supervisor daemon say to each other, and the
+//! launchctl facts both need: targets, error codes and their messages.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// One launchctl invocation, forwarded to the daemon.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Request {
+    pub args: Vec<String>,
+    /// The caller's `LAUNCHD_SIM_*` variables: knobs apply per call.
+    pub knobs: BTreeMap<String, String>,
+    /// Whether the caller's stdout is a terminal (`kickstart -p` prints differently).
+    pub stdout_tty: bool,
+}
+
+/// What launchctl would have printed and returned.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Reply {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Reply {
+    pub fn ok(stdout: impl Into<String>) -> Reply {
+        Reply {
+            code: 0,
+            stdout: stdout.into(),
+            stderr: String::new(),
+        }
+    }
+
+    /// `<Verb> failed: N: <strerror>`, as launchctl prints errors.
+    pub fn failed(verb: &str, code: i32) -> Reply {
+        let mut stderr = format!("{verb} failed: {code}: {}\n", strerror(code));
+        if code == 5 {
+            stderr.push_str("Try re-running the command as root for richer errors.\n");
+        }
+        Reply {
+            code,
+            stdout: String::new(),
+            stderr,
+        }
+    }
+
+    pub fn raw(code: i32, stderr: impl Into<String>) -> Reply {
+        Reply {
+            code,
+            stdout: String::new(),
+            stderr: stderr.into(),
+        }
+    }
+
+    pub fn usage(msg: &str) -> Reply {
+        Reply::raw(64, format!("Usage error: {msg}\n"))
+    }
+}
+
+/// The messages real launchctl pairs with its exit codes.
+pub fn strerror(code: i32) -> &'static str {
+    match code {
+        2 => "No such file or directory",
+        3 => "No such process",
+        5 => "Input/output error",
+        36 => "Operation now in progress",
+        37 => "Operation already in progress",
+        64 => "Usage error",
+        78 => "EX_CONFIG",
+        112 => "Could not find specified domain",
+        113 => "Could not find specified service",
+        119 => "Service is disabled",
+        122 => "Path had bad ownership/permissions",
+        125 => "Domain does not support specified action",
+        134 => "Service cannot load in requested session",
+        _ => "Unknown error",
+    }
+}
+
+/// `gui/<uid>` or `user/<uid>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Domain {
+    pub kind: String,
+    pub uid: u32,
+}
+
+impl Domain {
+    pub fn name(&self) -> String {
+        format!("{}/{}", self.kind, self.uid)
+    }
+}
+
+/// Parses `gui/501` or `gui/501/label`.
+pub fn parse_target(s: &str) -> Option<(Domain, Option<String>)> {
+    let mut parts = s.splitn(3, '/');
+    let kind = parts.next()?;
+    if kind != "gui" && kind != "user" {
+        return None;
+    }
+    let uid = parts.next()?.parse().ok()?;
+    let label = parts.next().filter(|l| !l.is_empty()).map(str::to_owned);
+    Some((
+        Domain {
+            kind: kind.to_owned(),
+            uid,
+        },
+        label,
+    ))
+}
+
+/// Checks that a domain exists for this caller: 112 for another user's, 125 for a GUI domain
+/// when the `LAUNCHD_SIM_NO_GUI` knob says nobody is at the console.
+pub fn check_domain(d: &Domain, knobs: &BTreeMap<String, String>) -> Result<(), i32> {
+    // SAFETY: getuid cannot fail.
+    let me = unsafe { libc::getuid() };
+    if d.uid != me {
+        return Err(112);
+    }
+    if d.kind == "gui" && knobs.get("LAUNCHD_SIM_NO_GUI").is_some_and(|v| v == "1") {
+        return Err(125);
+    }
+    Ok(())
+}
+
+/// The message launchctl prints when a label is not loaded.
+pub fn not_found(label: &str, d: &Domain) -> Reply {
+    Reply::raw(
+        113,
+        format!(
+            "Could not find service \"{label}\" in domain for user {}: {}\n",
+            d.kind, d.uid
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets() {
+        let (d, l) = parse_target("gui/501/com.x.y").unwrap();
+        assert_eq!(
+            (d.name(), l.as_deref()),
+            ("gui/501".into(), Some("com.x.y"))
+        );
+        assert_eq!(parse_target("user/0").unwrap().1, None);
+        assert!(parse_target("system/com.x").is_none());
+        assert!(parse_target("gui/abc/x").is_none());
+    }
+}

@@ -1,0 +1,90 @@
+//! The simulator's per-user state on disk: disabled labels (which, as in launchd, persist across
+//! reboots and plist deletion) and the fault-injection counter.
+
+use std::collections::BTreeMap;
+use std::collections::BTreeMap as Map;
+use std::ffi::CStr;
+use std::path::{Path, PathBuf};
+
+fn disabled_path(state: &Path) -> PathBuf {
+    state.join("disabled.json")
+}
+
+/// `{"gui/501": {"label": true}}`: true = disabled, false = explicitly enabled.
+pub fn read_overrides(state: &Path) -> Map<String, Map<String, bool>> {
+    std::fs::read(disabled_path(state))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
+}
+
+pub fn set_disabled(
+    state: &Path,
+    domain: &str,
+    label: &str,
+    disabled: bool,
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(state)?;
+    let mut all = read_overrides(state);
+    all.entry(domain.to_owned())
+        .or_default()
+        .insert(label.to_owned(), disabled);
+    let tmp = state.join(format!(".disabled.json.{}", std::process::id()));
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&all)?)?;
+    std::fs::rename(tmp, disabled_path(state))
+}
+
+pub fn is_disabled(state: &Path, domain: &str, label: &str) -> bool {
+    read_overrides(state)
+        .get(domain)
+        .and_then(|m| m.get(label))
+        .copied()
+        .unwrap_or(false)
+}
+
+/// `LAUNCHD_SIM_FAIL_BOOTSTRAP=CODE[:COUNT]`: fail the next COUNT bootstraps (all, without a
+/// count) with CODE. The count is kept in the state directory so it spans calls.
+pub fn take_injected_failure(state: &Path, knobs: &BTreeMap<String, String>) -> Option<i32> {
+    let spec = knobs.get("LAUNCHD_SIM_FAIL_BOOTSTRAP")?;
+    let (code, count) = match spec.split_once(':') {
+        Some((c, n)) => (c.parse().ok()?, Some(n.parse::<u32>().ok()?)),
+        None => (spec.parse().ok()?, None),
+    };
+    let Some(limit) = count else {
+        return Some(code);
+    };
+    let counter = state.join("fail-bootstrap.count");
+    let used: u32 = std::fs::read_to_string(&counter)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(0);
+    if used >= limit {
+        return None;
+    }
+    let _ = std::fs::write(&counter, format!("{}\n", used + 1));
+    Some(code)
+}
+
+/// The user's name and shell from the user database (what launchd gives jobs).
+pub fn passwd() -> (String, String) {
+    // SAFETY: getpwuid_r writes only into buffers we own; strings are copied before return.
+    unsafe {
+        let mut pwd: libc::passwd = std::mem::zeroed();
+        let mut buf = vec![0 as libc::c_char; 4096];
+        let mut result: *mut libc::passwd = std::ptr::null_mut();
+        let rc = libc::getpwuid_r(
+            libc::getuid(),
+            &mut pwd,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut result,
+        );
+        if rc != 0 || result.is_null() {
+            return ("unknown".into(), "/bin/sh".into());
+        }
+        (
+            CStr::from_ptr(pwd.pw_name).to_string_lossy().into_owned(),
+            CStr::from_ptr(pwd.pw_shell).to_string_lossy().into_owned(),
+        )
+    }
+}

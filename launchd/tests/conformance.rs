@@ -1,0 +1,459 @@
+//! Conformance of launchctl-sim with ../shared/LAUNCHD.md: exit codes, stderr lines, `print`
+//! layout, the drain race, the stale-definition trap, environment isolation, KeepAlive and
+//! throttling. Every test uses its own state directory and HOME, and kills what it started.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const SIM: &str = env!("CARGO_BIN_EXE_launchctl-sim");
+
+struct Sim {
+    dir: tempfile::TempDir,
+    uid: u32,
+    env: Vec<(String, String)>,
+}
+
+impl Sim {
+    fn new() -> Sim {
+        Sim {
+            dir: tempfile::Builder::new().prefix("sim-").tempdir().unwrap(),
+            // SAFETY: getuid cannot fail.
+            uid: unsafe { libc::getuid() },
+            env: vec![],
+        }
+    }
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+    fn run(&self, args: &[&str]) -> Output {
+        let mut c = Command::new(SIM);
+        c.args(args)
+            .env_clear()
+            .env("HOME", self.home())
+            .env("PATH", "/usr/bin:/bin")
+            .env("LAUNCHD_SIM_STATE", self.dir.path().join("state"))
+            .env("CALLER_SECRET", "from-the-shell");
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
+        c.output().unwrap()
+    }
+    fn gui(&self) -> String {
+        format!("gui/{}", self.uid)
+    }
+    fn target(&self, label: &str) -> String {
+        format!("gui/{}/{label}", self.uid)
+    }
+    /// Writes a job plist running `sh -c SCRIPT`.
+    fn plist(&self, label: &str, script: &str, extra: &str) -> PathBuf {
+        let dir = self.home().join("Library/LaunchAgents");
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(format!("{label}.plist"));
+        let xml = format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<plist version=\"1.0\">\n<dict>\n\
+             <key>Label</key><string>{label}</string>\n\
+             <key>ProgramArguments</key><array><string>/bin/sh</string><string>-c</string><string>{script}</string></array>\n\
+             <key>RunAtLoad</key><true/>\n{extra}</dict>\n</plist>\n"
+        );
+        std::fs::write(&p, xml).unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+        p
+    }
+    fn field(&self, label: &str, key: &str) -> Option<String> {
+        let out = self.run(&["print", &self.target(label)]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.lines()
+            .filter(|l| l.starts_with('\t') && !l.starts_with("\t\t"))
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix(&format!("{key} = "))
+                    .map(str::to_owned)
+            })
+    }
+    fn wait_for(&self, what: &str, mut f: impl FnMut() -> bool) {
+        let t0 = Instant::now();
+        while !f() {
+            assert!(
+                t0.elapsed() < Duration::from_secs(15),
+                "timed out waiting for {what}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        // Kill, by pid, every process carrying this test's HOME (jobs and the daemon).
+        let needle = format!("HOME={}", self.home().display());
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            if let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) {
+                if env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
+                    unsafe { libc::kill(pid, libc::SIGKILL) };
+                }
+            }
+        }
+    }
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap()
+}
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+fn environ(pid: u32) -> Vec<String> {
+    let raw = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    raw.split(|b| *b == 0)
+        .filter(|s| !s.is_empty())
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect()
+}
+
+const LOOP: &str = "while :; do sleep 0.05; done";
+
+#[test]
+fn unloaded_labels_answer_113_3_and_5() {
+    let s = Sim::new();
+    let o = s.run(&["print", &s.target("x.y")]);
+    assert_eq!(code(&o), 113);
+    assert!(
+        stderr(&o).contains("Could not find service \"x.y\" in domain for user gui:"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(code(&s.run(&["kickstart", "-k", &s.target("x.y")])), 113);
+    let o = s.run(&["bootout", &s.target("x.y")]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (3, "Boot-out failed: 3: No such process\n")
+    );
+    let p = s.plist("x.y", LOOP, "");
+    assert_eq!(code(&s.run(&["bootout", &s.gui(), p.to_str().unwrap()])), 5);
+    assert_eq!(code(&s.run(&["bootout", "--wait", &s.target("x.y")])), 64);
+    assert_eq!(code(&s.run(&["frobnicate"])), 64);
+    assert_eq!(code(&s.run(&["print", "gui/99999/x"])), 112);
+}
+
+#[test]
+fn bootstrap_print_layout_and_already_loaded() {
+    let s = Sim::new();
+    let p = s.plist("a.b", LOOP, "<key>KeepAlive</key><true/>\n");
+    let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
+    assert_eq!(
+        (code(&o), stdout(&o).as_str(), stderr(&o).as_str()),
+        (0, "", "")
+    );
+    let o = s.run(&["print", &s.target("a.b")]);
+    let text = stdout(&o);
+    assert!(
+        text.starts_with(&format!("{} = {{\n", s.target("a.b"))),
+        "{text}"
+    );
+    assert!(text.ends_with("}\n"));
+    for line in [
+        "\ttype = LaunchAgent\n",
+        "\tstate = running\n",
+        "\tlast exit code = (never exited)\n",
+        "\tproperties = keepalive | runatload\n",
+        "\texit timeout = 5\n",
+    ] {
+        assert!(text.contains(line), "{line:?} in\n{text}");
+    }
+    assert_eq!(s.field("a.b", "path").as_deref(), p.to_str());
+    assert!(s.field("a.b", "pid").unwrap().parse::<u32>().is_ok());
+    let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
+    assert_eq!(code(&o), 5);
+    assert_eq!(stderr(&o), "Bootstrap failed: 5: Input/output error\nTry re-running the command as root for richer errors.\n");
+    let mut s = s;
+    s.env.push(("LAUNCHD_SIM_BUSY_CODE".into(), "37".into()));
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        37
+    );
+}
+
+#[test]
+fn the_job_gets_launchds_environment_not_the_callers() {
+    let s = Sim::new();
+    let p = s.plist(
+        "env.t",
+        LOOP,
+        "<key>EnvironmentVariables</key><dict><key>FOO</key><string>$HOME/x</string></dict>\n",
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    let pid: u32 = s.field("env.t", "pid").unwrap().parse().unwrap();
+    let env = environ(pid);
+    assert!(
+        env.contains(&"PATH=/usr/bin:/bin:/usr/sbin:/sbin".to_string()),
+        "{env:?}"
+    );
+    assert!(env.contains(&"XPC_SERVICE_NAME=env.t".to_string()));
+    assert!(
+        env.contains(&"FOO=$HOME/x".to_string()),
+        "no expansion: {env:?}"
+    );
+    assert!(env.contains(&format!("HOME={}", s.home().display())));
+    assert!(
+        !env.iter().any(|kv| kv.contains("CALLER_SECRET")),
+        "{env:?}"
+    );
+    // The plist's PATH overrides the default.
+    let q = s.plist(
+        "env.u",
+        LOOP,
+        "<key>EnvironmentVariables</key><dict><key>PATH</key><string>/opt/x:/bin</string></dict>\n",
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), q.to_str().unwrap()])),
+        0
+    );
+    let pid: u32 = s.field("env.u", "pid").unwrap().parse().unwrap();
+    assert!(environ(pid).contains(&"PATH=/opt/x:/bin".to_string()));
+}
+
+#[test]
+fn kickstart_never_rereads_the_plist() {
+    let s = Sim::new();
+    let p = s.plist(
+        "stale.t",
+        LOOP,
+        "<key>EnvironmentVariables</key><dict><key>GEN</key><string>one</string></dict>\n",
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    let old: u32 = s.field("stale.t", "pid").unwrap().parse().unwrap();
+    s.plist(
+        "stale.t",
+        LOOP,
+        "<key>EnvironmentVariables</key><dict><key>GEN</key><string>two</string></dict>\n",
+    );
+    let o = s.run(&["kickstart", "-k", "-p", &s.target("stale.t")]);
+    assert_eq!(code(&o), 0);
+    let new: u32 = stdout(&o).trim().parse().expect("bare pid on a pipe");
+    assert_ne!(old, new);
+    assert!(
+        environ(new).contains(&"GEN=one".to_string()),
+        "the captured definition runs"
+    );
+    // Only bootout + bootstrap picks up the edit.
+    assert_eq!(code(&s.run(&["bootout", &s.target("stale.t")])), 0);
+    s.wait_for("drain", || {
+        code(&s.run(&["print", &s.target("stale.t")])) == 113
+    });
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    let pid: u32 = s.field("stale.t", "pid").unwrap().parse().unwrap();
+    assert!(environ(pid).contains(&"GEN=two".to_string()));
+}
+
+#[test]
+fn bootout_returns_before_the_process_is_gone_and_the_label_lingers() {
+    let mut s = Sim::new();
+    s.env.push(("LAUNCHD_SIM_DRAIN_MS".into(), "300".into()));
+    let slow = "trap 'sleep 1; exit 0' TERM; while :; do sleep 0.05; done";
+    let p = s.plist("drain.t", slow, "<key>KeepAlive</key><true/>\n");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    let pid: u32 = s.field("drain.t", "pid").unwrap().parse().unwrap();
+    let t0 = Instant::now();
+    assert_eq!(code(&s.run(&["bootout", &s.target("drain.t")])), 0);
+    assert!(
+        t0.elapsed() < Duration::from_millis(900),
+        "bootout waited for the process"
+    );
+    assert!(
+        Path::new(&format!("/proc/{pid}")).exists(),
+        "still alive right after bootout"
+    );
+    assert_eq!(s.field("drain.t", "state").as_deref(), Some("SIGTERMed"));
+    let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
+    assert_eq!(code(&o), 5, "bootstrap while draining fails with 5");
+    assert_eq!(
+        code(&s.run(&["bootout", &s.target("drain.t")])),
+        3,
+        "already booting out"
+    );
+    s.wait_for("label gone", || {
+        code(&s.run(&["print", &s.target("drain.t")])) == 113
+    });
+    assert!(t0.elapsed() >= Duration::from_millis(1000));
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+}
+
+#[test]
+fn disabled_labels_fail_bootstrap_until_enabled() {
+    let mut s = Sim::new();
+    let p = s.plist("dis.t", LOOP, "");
+    assert_eq!(code(&s.run(&["disable", &s.target("dis.t")])), 0);
+    let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
+    assert_eq!(code(&o), 5);
+    let o = s.run(&["print-disabled", &s.gui()]);
+    assert_eq!(
+        stdout(&o),
+        "disabled services = {\n\t\"dis.t\" => disabled\n}\n"
+    );
+    s.env
+        .push(("LAUNCHD_SIM_DISABLED_CODE".into(), "119".into()));
+    let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (119, "Bootstrap failed: 119: Service is disabled\n")
+    );
+    assert_eq!(code(&s.run(&["enable", &s.target("dis.t")])), 0);
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    s.env
+        .push(("LAUNCHD_SIM_PRINT_DISABLED_STYLE".into(), "bool".into()));
+    assert!(stdout(&s.run(&["print-disabled", &s.gui()])).contains("\"dis.t\" => false"));
+}
+
+#[test]
+fn keepalive_respawns_after_the_throttle_interval() {
+    let s = Sim::new();
+    let p = s.plist(
+        "crash.t",
+        "exit 3",
+        "<key>KeepAlive</key><true/>\n<key>ThrottleInterval</key><integer>1</integer>\n",
+    );
+    let t0 = Instant::now();
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    s.wait_for("first exit", || {
+        s.field("crash.t", "last exit code").as_deref() == Some("3")
+    });
+    assert_eq!(
+        s.field("crash.t", "state").as_deref(),
+        Some("spawn scheduled")
+    );
+    assert!(s.field("crash.t", "successive crashes").is_some());
+    s.wait_for("respawn", || {
+        s.field("crash.t", "runs")
+            .and_then(|r| r.parse::<u32>().ok())
+            >= Some(3)
+    });
+    assert!(
+        t0.elapsed() >= Duration::from_millis(1900),
+        "throttled to one run a second"
+    );
+}
+
+#[test]
+fn unusable_paths_end_as_ex_config_and_bad_plists_are_refused() {
+    let s = Sim::new();
+    let p = s.plist(
+        "cfg.t",
+        LOOP,
+        "<key>WorkingDirectory</key><string>/nonexistent/dir</string>\n",
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    assert_eq!(
+        s.field("cfg.t", "last exit code").as_deref(),
+        Some("78: EX_CONFIG")
+    );
+    let q = s.plist(
+        "log.t",
+        LOOP,
+        "<key>StandardOutPath</key><string>/nonexistent/dir/out.log</string>\n",
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), q.to_str().unwrap()])),
+        0
+    );
+    assert_eq!(
+        s.field("log.t", "last exit code").as_deref(),
+        Some("78: EX_CONFIG")
+    );
+    let w = s.plist("mode.t", LOOP, "");
+    std::fs::set_permissions(&w, std::fs::Permissions::from_mode(0o666)).unwrap();
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), w.to_str().unwrap()])),
+        122
+    );
+    let missing = s.home().join("nope.plist");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), missing.to_str().unwrap()])),
+        2
+    );
+    let junk = s.home().join("junk.plist");
+    std::fs::write(&junk, "not a plist").unwrap();
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), junk.to_str().unwrap()])),
+        5
+    );
+}
+
+#[test]
+fn no_gui_domain_and_injected_failures() {
+    let mut s = Sim::new();
+    let p = s.plist("gui.t", LOOP, "");
+    s.env.push(("LAUNCHD_SIM_NO_GUI".into(), "1".into()));
+    assert_eq!(code(&s.run(&["print", &s.gui()])), 125);
+    let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (
+            125,
+            "Bootstrap failed: 125: Domain does not support specified action\n"
+        )
+    );
+    let user = format!("user/{}", s.uid);
+    s.env
+        .push(("LAUNCHD_SIM_FAIL_BOOTSTRAP".into(), "5:2".into()));
+    assert_eq!(code(&s.run(&["bootstrap", &user, p.to_str().unwrap()])), 5);
+    assert_eq!(code(&s.run(&["bootstrap", &user, p.to_str().unwrap()])), 5);
+    assert_eq!(code(&s.run(&["bootstrap", &user, p.to_str().unwrap()])), 0);
+    assert_eq!(code(&s.run(&["print", &format!("{user}/gui.t")])), 0);
+}
+
+#[test]
+fn the_daemon_exits_once_nothing_is_loaded() {
+    let s = Sim::new();
+    let p = s.plist("idle.t", LOOP, "");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    let pidfile = s.dir.path().join("state/daemon.pid");
+    let daemon: u32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let job: u32 = s.field("idle.t", "pid").unwrap().parse().unwrap();
+    assert_eq!(code(&s.run(&["bootout", &s.target("idle.t")])), 0);
+    s.wait_for("daemon exit", || !pidfile.exists());
+    let alive = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|st| !st.rsplit_once(')').unwrap().1.trim_start().starts_with('Z'))
+    };
+    s.wait_for("processes gone", || !alive(daemon) && !alive(job));
+}
