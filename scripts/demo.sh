@@ -1,59 +1,63 @@
 #!/usr/bin/env bash
-# `make demo`: oyster end to end in a throw-away HOME, printed step by step.
+# `make demo`: oyster's main job in a throw-away HOME, printed step by step: resolve providers,
+# install the LaunchAgent into the bundled launchd simulator with a real Node Host, verify it,
+# add a provider, regenerate and see the Host's new PATH verified, then uninstall.
 # Nothing outside the temp directory is touched, and nothing is left running.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 OYSTER="$ROOT/target/debug/oyster"
+SIM="$ROOT/target/debug/launchctl-sim"
+NODE_BIN="$(command -v node)" || { echo "make demo needs node (v20+) on PATH" >&2; exit 1; }
 DEMO="$(mktemp -d "${TMPDIR:-/tmp}/oyster-demo.XXXXXX")"
-trap 'rm -rf "$DEMO"' EXIT
 
 export HOME="$DEMO/home"
-mkdir -p "$HOME/.local/bin"
-# A stand-in provider: it records any execution, so the demo can show discovery never runs it.
-cat > "$HOME/.local/bin/claude" <<SH
-#!/bin/sh
-echo "claude was executed" >> "$DEMO/executed.log"
-SH
-chmod +x "$HOME/.local/bin/claude"
-ORIG_PATH="$PATH"
+export OYSTER_LAUNCHCTL="$SIM" LAUNCHD_SIM_STATE="$DEMO/launchd" LAUNCHD_SIM_DRAIN_MS=300
 export PATH="/usr/bin:/bin"
+mkdir -p "$HOME/.local/bin" "$DEMO/oysterun/host-service"
+# The Host: a real Node server standing in for Oysterun's (tests/fixtures/oysterun).
+cp "$ROOT/tests/fixtures/oysterun/host-service/server.mjs" "$DEMO/oysterun/host-service/"
+PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+STACK=(--stack demo)
+HOSTARGS=(--root "$DEMO/oysterun" --node-bin "$NODE_BIN")
+
+cleanup() {
+  "$OYSTER" agent uninstall "${STACK[@]}" >/dev/null 2>&1 || true
+  # The simulator's daemon exits by itself once nothing is loaded; wait for it, by its pid.
+  for _ in $(seq 50); do [ -e "$LAUNCHD_SIM_STATE/daemon.pid" ] || break; sleep 0.1; done
+  rm -rf "$DEMO"
+}
+trap cleanup EXIT
+
+# A stand-in provider that records any execution: discovery must never run it.
+fake_provider() {
+  printf '#!/bin/sh\necho "%s was executed" >> "%s/executed.log"\n' "$1" "$DEMO" > "$2/$1"
+  chmod +x "$2/$1"
+}
+fake_provider claude "$HOME/.local/bin"
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 run() { printf '$ oyster %s\n' "$*"; "$OYSTER" "$@"; }
 
-step "Resolve providers (claude is in ~/.local/bin, codex is nowhere)"
+step "Resolve providers (claude is in ~/.local/bin, codex is nowhere); nothing is executed"
 run providers resolve
-step "Sync the stack config: migrate, merge what was found, record intent"
-run config sync
-step "A second sync changes nothing (the file keeps its bytes and mtime)"
-run config sync
-step "The user owns codex's command (manual), even though it is not installed yet"
-run providers set codex "~/tools/codex"
-step "Status: availability, separate from authentication; home shown as ~"
-run providers status
-step "The config as stored (secrets would be redacted)"
-run config show
-
-# The Host: a real Node server standing in for Oysterun's (tests/fixtures/oysterun).
-ROOTDIR="$DEMO/oysterun"
-mkdir -p "$ROOTDIR/host-service"
-cp "$ROOT/tests/fixtures/oysterun/host-service/server.mjs" "$ROOTDIR/host-service/"
-NODE_BIN="$(command -v node || true)"
-[ -z "$NODE_BIN" ] && NODE_BIN="$(PATH="/usr/local/bin:/usr/bin:/bin:$ORIG_PATH" command -v node)"
-PORT="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-cleanup_host() { "$OYSTER" host stop --stack demo >/dev/null 2>&1 || true; }
-trap 'cleanup_host; rm -rf "$DEMO"' EXIT
-
-step "Generate the LaunchAgent plist (printed, nothing written)"
-run agent print --stack demo --port "$PORT" --root "$ROOTDIR" --node-bin "$NODE_BIN"
-step "Start the Host directly (pid file), wait for /health, verify its live environment"
-run host start --stack demo --port "$PORT" --root "$ROOTDIR" --node-bin "$NODE_BIN"
-step "Host status"
-run host status --stack demo
-step "Stop it (only the exact recorded pid is signalled)"
-run host stop --stack demo
+step "Install the LaunchAgent into the launchd simulator and verify the running Host"
+run agent install "${STACK[@]}" --port "$PORT" "${HOSTARGS[@]}"
+step "Status: installed, loaded, running and verified are separate facts"
+run agent status "${STACK[@]}"
+step "Install codex in ~/bin, then regenerate: the plist changes, so oyster reloads (not kickstart)"
+mkdir -p "$HOME/bin"; fake_provider codex "$HOME/bin"
+run agent regenerate "${STACK[@]}"
+step "The Host's live PATH, read from the kernel (/proc/<pid>/environ)"
+PID="$("$OYSTER" agent status "${STACK[@]}" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')"
+tr '\0' '\n' < "/proc/$PID/environ" | grep -E '^(PATH|OYSTERUN_NODE_BIN)=' | sed "s#$HOME#~#g"
+step "Regenerate again: nothing changed, so the running Host is left alone"
+run agent regenerate "${STACK[@]}"
+step "Uninstall: boot the job out, remove the plist, keep config and logs"
+run agent uninstall "${STACK[@]}"
+step "The audit log (one JSON line per lifecycle step)"
+sed "s#$HOME#~#g" "$HOME/.oysterun-stacks/demo/logs/service-control.jsonl" | cut -c1-150
 
 if [ -e "$DEMO/executed.log" ]; then
   echo "FAIL: discovery executed a provider" >&2; exit 1
 fi
-printf '\n\033[1mDemo finished: no provider was executed, nothing left behind.\033[0m\n'
+printf '\n\033[1mDemo finished: Host installed, verified, regenerated and removed; no provider executed.\033[0m\n'

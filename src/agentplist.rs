@@ -113,6 +113,22 @@ pub fn read_installed(path: &Path) -> Option<Installed> {
     })
 }
 
+/// The `EnvironmentVariables` of plist bytes (for verifying a rolled-back job).
+pub fn read_env(bytes: &[u8]) -> LaunchEnv {
+    let vars = Value::from_reader(std::io::Cursor::new(bytes))
+        .ok()
+        .and_then(|v| v.into_dictionary())
+        .and_then(|mut d| d.remove("EnvironmentVariables"))
+        .and_then(Value::into_dictionary)
+        .map(|e| {
+            e.into_iter()
+                .filter_map(|(k, v)| v.into_string().map(|s| (k, s)))
+                .collect()
+        })
+        .unwrap_or_default();
+    LaunchEnv { vars }
+}
+
 /// Writes the plist when its bytes change: log dir first (launchd cannot open a log in a missing
 /// directory), then an atomic 0644 write, never through a symlink. Returns whether it wrote.
 pub fn write(plist_path: &Path, bytes: &[u8], log_dir: &Path) -> Result<bool, FsError> {

@@ -56,7 +56,18 @@ pub enum AgentCommand {
         #[command(flatten)]
         host: HostArgs,
     },
-    /// Sync the config and rewrite the plist if its bytes change (run after upgrades).
+    /// Write the LaunchAgent, load it into launchd, and verify the running Host.
+    Install {
+        #[command(flatten)]
+        host: HostArgs,
+        /// Write the plist only; launchd starts it at the next login.
+        #[arg(long)]
+        no_start: bool,
+        #[command(flatten)]
+        verify: VerifyArgs,
+    },
+    /// Sync the config and rewrite the plist if its bytes change (run after upgrades); a loaded
+    /// job whose definition changed is reloaded and verified.
     Regenerate {
         #[command(flatten)]
         host: HostArgs,
@@ -64,9 +75,47 @@ pub enum AgentCommand {
         #[arg(long)]
         no_restart: bool,
         /// Print a unified diff of what would change; write nothing.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "no_restart")]
         dry_run: bool,
+        #[command(flatten)]
+        verify: VerifyArgs,
     },
+    /// Restart the Host: reload when the definition changed (kickstart never re-reads a plist),
+    /// else `kickstart -k`; then verify, rolling back a changed plist that does not verify.
+    Restart {
+        #[command(flatten)]
+        host: HostArgs,
+        #[command(flatten)]
+        verify: VerifyArgs,
+    },
+    /// Show installed, loaded, running and verified as separate facts.
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Boot the job out and remove the plist; config, history and logs are kept.
+    Uninstall,
+}
+
+/// How long verification waits.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct VerifyArgs {
+    /// Seconds to wait for the new instance to run and answer GET /health with 200.
+    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    pub wait: u64,
+    /// Milliseconds the pid must stay unchanged after /health answered (catches crash loops).
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    pub settle_ms: u64,
+}
+
+impl VerifyArgs {
+    pub fn timing(&self) -> crate::lifecycle::Timing {
+        crate::lifecycle::Timing {
+            wait: std::time::Duration::from_secs(self.wait),
+            settle: std::time::Duration::from_millis(self.settle_ms),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

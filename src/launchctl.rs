@@ -158,6 +158,9 @@ fn failed(f: Finished) -> LaunchctlError {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PrintInfo {
     pub fields: BTreeMap<String, String>,
+    /// The job definition's `environment = { K => V }` block (what launchd will give the
+    /// next instance; not proof of what the live process has).
+    pub environment: BTreeMap<String, String>,
 }
 
 impl PrintInfo {
@@ -186,14 +189,21 @@ impl PrintInfo {
 /// `state` and `pid`) are skipped whole.
 pub fn parse_print(text: &str) -> PrintInfo {
     let mut fields = BTreeMap::new();
+    let mut environment = BTreeMap::new();
     let mut depth = 0usize;
+    let mut in_env = false;
     for line in text.lines() {
         let trimmed = line.trim();
         if depth == 1 && line.starts_with('\t') && !line.starts_with("\t\t") {
+            in_env = trimmed == "environment = {";
             if let Some((k, v)) = trimmed.split_once(" = ") {
                 if v != "{" {
                     fields.entry(k.to_owned()).or_insert_with(|| v.to_owned());
                 }
+            }
+        } else if depth == 2 && in_env {
+            if let Some((k, v)) = trimmed.split_once(" => ") {
+                environment.insert(k.to_owned(), v.to_owned());
             }
         }
         if trimmed.ends_with('{') {
@@ -202,14 +212,17 @@ pub fn parse_print(text: &str) -> PrintInfo {
             depth = depth.saturating_sub(1);
         }
     }
-    PrintInfo { fields }
+    PrintInfo {
+        fields,
+        environment,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const SAMPLE: &str = "gui/501/com.oysterun.host = {\n\tactive count = 1\n\tpath = /Users/u/Library/LaunchAgents/com.oysterun.host.plist\n\ttype = LaunchAgent\n\tstate = running\n\tprogram = /opt/homebrew/bin/node\n\targuments = {\n\t\t/opt/homebrew/bin/node\n\t\t/opt/oysterun/host-service/server.mjs\n\t}\n\tenvironment = {\n\t\tPATH => /usr/bin\n\t}\n\tendpoints = {\n\t\t\"x\" = {\n\t\t\tstate = waiting\n\t\t\tpid = 9\n\t\t}\n\t}\n\tpid = 1076\n\tlast exit code = (never exited)\n}\n";
+    const SAMPLE: &str = "gui/501/com.oysterun.host = {\n\tactive count = 1\n\tpath = /Users/u/Library/LaunchAgents/com.oysterun.host.plist\n\ttype = LaunchAgent\n\tstate = running\n\tprogram = /opt/homebrew/bin/node\n\targuments = {\n\t\t/opt/homebrew/bin/node\n\t\t/opt/oysterun/host-service/server.mjs\n\t}\n\tdefault environment = {\n\t\tPATH => /default\n\t\tHOME => /h\n\t}\n\tenvironment = {\n\t\tPATH => /usr/bin\n\t}\n\tendpoints = {\n\t\t\"x\" = {\n\t\t\tstate = waiting\n\t\t\tpid = 9\n\t\t}\n\t}\n\tpid = 1076\n\tlast exit code = (never exited)\n}\n";
 
     #[test]
     fn parses_depth_one_only() {
@@ -224,6 +237,15 @@ mod tests {
         );
         assert_eq!(p.last_exit_code(), Some("(never exited)"));
         assert!(p.running());
+        assert_eq!(
+            p.environment.get("PATH").map(String::as_str),
+            Some("/usr/bin")
+        );
+        assert_eq!(
+            p.environment.len(),
+            1,
+            "default environment is not the job's"
+        );
     }
 
     #[test]

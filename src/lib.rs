@@ -1,6 +1,7 @@
 //! oyster: the Oysterun Host's launchd manager and provider-command keeper.
 
 pub mod agentplist;
+pub mod audit;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -9,6 +10,7 @@ pub mod error;
 pub mod fsutil;
 pub mod launchctl;
 pub mod launchenv;
+pub mod lifecycle;
 pub mod node;
 pub mod plan;
 pub mod process;

@@ -1,14 +1,22 @@
-//! `oyster agent …`: the LaunchAgent plist and (with the lifecycle) the launchd job.
+//! `oyster agent …`: the LaunchAgent plist and the launchd job.
 
 use std::io::Write;
+use std::time::Duration;
 
+use serde::Serialize;
+
+use crate::agentplist;
 use crate::cli::AgentCommand;
-use crate::commands::Ctx;
-use crate::plan::{self, Writes};
+use crate::commands::{print_json, Ctx};
+use crate::launchctl::Launchctl;
+use crate::lifecycle::{Agent, Outcome};
+use crate::plan::{self, Plan, Writes};
+use crate::verify;
 use crate::ExitStatus;
 
 pub fn run(ctx: &Ctx, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
     ctx.announce_overrides();
+    let stack = &ctx.stack;
     match cmd {
         AgentCommand::Print { host } => {
             let plan = plan::plan(ctx, &host, Writes::None)?;
@@ -21,49 +29,275 @@ pub fn run(ctx: &Ctx, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
             ..
         } => {
             let plan = plan::plan(ctx, &host, Writes::None)?;
-            let path = ctx.stack.plist_path();
-            let old = plan
-                .installed
-                .as_ref()
-                .map(|i| String::from_utf8_lossy(&i.bytes).into_owned())
-                .unwrap_or_default();
-            let new = String::from_utf8_lossy(&plan.plist);
-            for c in &plan.changes {
-                eprintln!("would change config: {c}");
-            }
-            if !plan.plist_changed() {
-                println!("{}: unchanged", ctx.stack.tilde(&path));
+            dry_run(ctx, &plan)
+        }
+        AgentCommand::Install {
+            host,
+            no_start,
+            verify,
+        } => {
+            let plan = synced_plan(ctx, &host)?;
+            if no_start {
+                write_only(ctx, &plan)?;
+                println!("Not started (--no-start): launchd starts it at the next login, or run `oyster agent restart --stack {}`.", stack.name);
                 return Ok(ExitStatus::Success);
             }
-            let shown = path.display().to_string();
-            let diff = similar::TextDiff::from_lines(old.as_str(), new.as_ref());
-            let mut out = std::io::stdout().lock();
-            write!(
-                out,
-                "{}",
-                diff.unified_diff()
-                    .context_radius(3)
-                    .header(&format!("a{shown}"), &format!("b{shown}"))
-            )?;
+            let agent = Agent::new(stack)?;
+            let outcome = agent.apply(&plan, "install", false, verify.timing())?;
+            report(ctx, &plan, &outcome);
             Ok(ExitStatus::Success)
         }
         AgentCommand::Regenerate {
-            host, no_restart, ..
+            host,
+            no_restart,
+            verify,
+            ..
         } => {
-            let plan = plan::plan(ctx, &host, Writes::Sync)?;
-            crate::commands::config::report(ctx, &plan.changes);
-            let path = ctx.stack.plist_path();
-            let wrote = crate::agentplist::write(&path, &plan.plist, &ctx.stack.log_dir)?;
-            let shown = ctx.stack.tilde(&path);
-            println!("{shown}: {}", if wrote { "written" } else { "unchanged" });
-            if wrote && !no_restart {
-                println!(
-                    "The running Host keeps its old definition until it is reloaded: run \
-                     `oyster agent restart --stack {}`.",
-                    ctx.stack.name
-                );
+            let plan = synced_plan(ctx, &host)?;
+            if no_restart {
+                write_only(ctx, &plan)?;
+                return Ok(ExitStatus::Success);
+            }
+            let agent = match Agent::new(stack) {
+                Ok(a) => a,
+                Err(e) => {
+                    write_only(ctx, &plan)?;
+                    println!("Not reloaded: {e:#}");
+                    return Ok(ExitStatus::Success);
+                }
+            };
+            match agent.print()? {
+                None => {
+                    write_only(ctx, &plan)?;
+                    println!("The LaunchAgent is not loaded; `oyster agent install --stack {}` loads it.", stack.name);
+                }
+                Some(info) if !plan.plist_changed() && agent.loaded_matches(&info, &plan) => {
+                    println!(
+                        "{}: unchanged; the running Host is left alone.",
+                        stack.tilde(&stack.plist_path())
+                    );
+                }
+                Some(_) => {
+                    let outcome = agent.apply(&plan, "regenerate", false, verify.timing())?;
+                    report(ctx, &plan, &outcome);
+                }
             }
             Ok(ExitStatus::Success)
         }
+        AgentCommand::Restart { host, verify } => {
+            let plan = synced_plan(ctx, &host)?;
+            let agent = Agent::new(stack)?;
+            if plan.installed.is_none() && agent.print()?.is_none() {
+                anyhow::bail!(
+                    "the LaunchAgent {} is not installed; run `oyster agent install --stack {}`",
+                    stack.label,
+                    stack.name
+                );
+            }
+            let outcome = agent.apply(&plan, "restart", true, verify.timing())?;
+            report(ctx, &plan, &outcome);
+            Ok(ExitStatus::Success)
+        }
+        AgentCommand::Status { json } => status(ctx, json),
+        AgentCommand::Uninstall => {
+            let agent = Agent::new(stack)?;
+            let was_loaded = agent.uninstall()?;
+            println!(
+                "{}{} removed. Kept: config {}, logs {}.",
+                if was_loaded {
+                    "Booted out the job; "
+                } else {
+                    ""
+                },
+                stack.tilde(&stack.plist_path()),
+                stack.tilde(&stack.config_path()),
+                stack.tilde(&stack.log_dir)
+            );
+            Ok(ExitStatus::Success)
+        }
     }
+}
+
+fn synced_plan(ctx: &Ctx, host: &plan::HostArgs) -> anyhow::Result<Plan> {
+    let plan = plan::plan(ctx, host, Writes::Sync)?;
+    crate::commands::config::report(ctx, &plan.changes);
+    Ok(plan)
+}
+
+fn write_only(ctx: &Ctx, plan: &Plan) -> anyhow::Result<()> {
+    let path = ctx.stack.plist_path();
+    let wrote = agentplist::write(&path, &plan.plist, &ctx.stack.log_dir)?;
+    println!(
+        "{}: {}",
+        ctx.stack.tilde(&path),
+        if wrote { "written" } else { "unchanged" }
+    );
+    Ok(())
+}
+
+fn report(ctx: &Ctx, plan: &Plan, outcome: &Outcome) {
+    let how = match (outcome.reloaded, outcome.was_loaded) {
+        (true, true) => "reloaded (bootout, bootstrap)",
+        (true, false) => "loaded (bootstrap)",
+        (false, _) => "running",
+    };
+    println!(
+        "Host verified: {} {how}, pid {}, /health 200 after {} ms, live environment matches.",
+        ctx.stack.label,
+        outcome.verified.pid,
+        outcome.verified.health_after.as_millis()
+    );
+    println!(
+        "  PATH={}",
+        crate::redact::tilde_text(
+            &ctx.stack.home,
+            plan.env.get(crate::launchenv::PATH).unwrap_or("")
+        )
+    );
+}
+
+fn dry_run(ctx: &Ctx, plan: &Plan) -> anyhow::Result<ExitStatus> {
+    let path = ctx.stack.plist_path();
+    for c in &plan.changes {
+        eprintln!("would change config: {c}");
+    }
+    if !plan.plist_changed() {
+        println!("{}: unchanged", ctx.stack.tilde(&path));
+        return Ok(ExitStatus::Success);
+    }
+    let old = plan
+        .installed
+        .as_ref()
+        .map(|i| String::from_utf8_lossy(&i.bytes).into_owned())
+        .unwrap_or_default();
+    let new = String::from_utf8_lossy(&plan.plist);
+    let shown = path.display().to_string();
+    let diff = similar::TextDiff::from_lines(old.as_str(), new.as_ref());
+    write!(
+        std::io::stdout().lock(),
+        "{}",
+        diff.unified_diff()
+            .context_radius(3)
+            .header(&format!("a{shown}"), &format!("b{shown}"))
+    )?;
+    Ok(ExitStatus::Success)
+}
+
+/// `agent status --json`: the four facts stay separate.
+#[derive(Serialize)]
+struct AgentStatus {
+    label: String,
+    installed: bool,
+    loaded: bool,
+    running: bool,
+    verified: bool,
+    state: Option<String>,
+    pid: Option<u32>,
+    last_exit_code: Option<String>,
+    health: Option<u16>,
+    environment: Option<String>,
+    in_sync: Option<bool>,
+    plist_path: String,
+    launchctl: Option<String>,
+    launchctl_overridden: bool,
+    domain: Option<String>,
+    notes: Vec<String>,
+}
+
+fn status(ctx: &Ctx, json: bool) -> anyhow::Result<ExitStatus> {
+    let stack = &ctx.stack;
+    let plist = stack.plist_path();
+    let installed = agentplist::read_installed(&plist);
+    let mut st = AgentStatus {
+        label: stack.label.clone(),
+        installed: installed.is_some(),
+        loaded: false,
+        running: false,
+        verified: false,
+        state: None,
+        pid: None,
+        last_exit_code: None,
+        health: None,
+        environment: None,
+        in_sync: plan::plan(ctx, &Default::default(), Writes::None)
+            .ok()
+            .map(|p| !p.plist_changed()),
+        plist_path: stack.tilde(&plist),
+        launchctl: None,
+        launchctl_overridden: false,
+        domain: None,
+        notes: vec![],
+    };
+    match Launchctl::locate() {
+        Err(e) => st.notes.push(e.to_string()),
+        Ok(lc) => {
+            st.launchctl = Some(lc.describe());
+            st.launchctl_overridden = lc.overridden;
+            let domain = lc.domain()?;
+            if let Some(n) = &domain.fallback_note {
+                st.notes.push(n.clone());
+            }
+            if let Some(info) = lc.print(&domain.target(&stack.label))? {
+                st.loaded = true;
+                st.running = info.running();
+                st.state = info.state().map(str::to_owned);
+                st.pid = info.pid();
+                st.last_exit_code = info.last_exit_code().map(str::to_owned);
+                if let (Some(pid), Some(inst)) = (info.pid().filter(|_| st.running), &installed) {
+                    let expected = agentplist::read_env(&inst.bytes);
+                    let port = expected
+                        .get(crate::launchenv::PORT)
+                        .and_then(|p| p.parse().ok())
+                        .unwrap_or(0);
+                    st.health = verify::health(port, Duration::from_secs(2));
+                    let check =
+                        verify::inspect(pid).map(|live| verify::check_env(&live, &expected));
+                    st.verified =
+                        check == Some(verify::EnvCheck::Verified) && st.health == Some(200);
+                    st.environment = check.map(|c| c.describe());
+                }
+            }
+            st.domain = Some(domain.name);
+        }
+    }
+    if json {
+        print_json(&st)?;
+    } else {
+        let yn = |b: bool| if b { "yes" } else { "no" };
+        println!("{} ({})", st.label, st.plist_path);
+        println!("  installed: {}", yn(st.installed));
+        println!(
+            "  loaded:    {}{}",
+            yn(st.loaded),
+            st.domain
+                .as_ref()
+                .map_or(String::new(), |d| format!(" in {d}"))
+        );
+        println!(
+            "  running:   {}{}",
+            yn(st.running),
+            st.pid.map_or(String::new(), |p| format!(" (pid {p})"))
+        );
+        println!("  verified:  {}", yn(st.verified));
+        if let Some(code) = &st.last_exit_code {
+            println!("  last exit code: {code}");
+        }
+        if let Some(env) = &st.environment {
+            println!("  environment: {env}");
+        }
+        if st.in_sync == Some(false) {
+            println!("  the installed plist differs from what oyster generates now; run `oyster agent regenerate`");
+        }
+        if let Some(lc) = &st.launchctl {
+            println!("  launchctl: {lc}");
+        }
+        for n in &st.notes {
+            println!("  note: {n}");
+        }
+    }
+    Ok(if st.verified {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
 }

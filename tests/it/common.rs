@@ -159,6 +159,53 @@ impl Drop for TestContext {
     }
 }
 
+/// The launchd simulator binary, built beside oyster by `cargo test --workspace`.
+pub fn sim_bin() -> PathBuf {
+    let p = Path::new(BIN).parent().unwrap().join("launchctl-sim");
+    assert!(
+        p.exists(),
+        "{} is missing: run the tests with `cargo test --workspace` (make test does)",
+        p.display()
+    );
+    p
+}
+
+impl TestContext {
+    /// Points oyster at the simulator with this test's own state, fast drains.
+    pub fn use_sim(&mut self) {
+        let state = self.path("launchd-state");
+        self.extra_env
+            .push(("OYSTER_LAUNCHCTL".into(), sim_bin().display().to_string()));
+        self.extra_env
+            .push(("LAUNCHD_SIM_STATE".into(), state.display().to_string()));
+        self.extra_env
+            .push(("LAUNCHD_SIM_DRAIN_MS".into(), "200".into()));
+    }
+
+    /// Runs the simulator directly with this test's state.
+    pub fn sim(&self, args: &[&str]) -> Run {
+        let mut c = Command::new(sim_bin());
+        c.args(args).env_clear().env("HOME", &self.home);
+        for (k, v) in &self.extra_env {
+            c.env(k, v);
+        }
+        Run(c.output().unwrap())
+    }
+
+    /// Waits (bounded) until nothing carrying this test's HOME runs: jobs and the sim daemon.
+    pub fn wait_no_processes(&self) {
+        let t0 = std::time::Instant::now();
+        while !self.own_processes().is_empty() {
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(10),
+                "processes left: {:?}",
+                self.own_processes()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
 /// The machine's real node (v20+), found on the test runner's PATH.
 pub fn real_node() -> PathBuf {
     std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())

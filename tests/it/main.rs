@@ -4,5 +4,6 @@ mod agent_plist;
 mod common;
 mod config_store;
 mod direct;
+mod lifecycle;
 mod providers;
 mod registry_guard;

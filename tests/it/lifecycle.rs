@@ -1,0 +1,383 @@
+//! The LaunchAgent lifecycle against the launchd simulator with the real Node Host
+//! (CONTRACT.md §5): install, restart, regenerate, the stale-definition trap, rollback, and the
+//! ways launchd and the Host fail.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{free_port, real_node, TestContext};
+
+struct Lc {
+    t: TestContext,
+    root: PathBuf,
+    port: u16,
+}
+
+impl Lc {
+    fn new() -> Lc {
+        let mut t = TestContext::new();
+        t.use_sim();
+        let root = t.fixture_root("root");
+        Lc {
+            t,
+            root,
+            port: free_port(),
+        }
+    }
+    fn args(&self, verb: &str) -> Vec<String> {
+        let mut a: Vec<String> = ["agent", verb, "--stack", "lc"].map(String::from).to_vec();
+        if verb != "status" && verb != "uninstall" {
+            a.extend(
+                [
+                    "--root",
+                    self.root.to_str().unwrap(),
+                    "--node-bin",
+                    real_node().to_str().unwrap(),
+                ]
+                .map(String::from),
+            );
+            a.extend(["--port".to_string(), self.port.to_string()]);
+        }
+        if ["install", "restart", "regenerate"].contains(&verb) {
+            a.extend(["--wait", "10", "--settle-ms", "300"].map(String::from));
+        }
+        a
+    }
+    fn agent(&self, verb: &str) -> crate::common::Run {
+        self.t.run(self.args(verb))
+    }
+    fn status(&self) -> serde_json::Value {
+        let mut a = self.args("status");
+        a.push("--json".into());
+        self.t.run(a).json()
+    }
+    fn plist(&self) -> PathBuf {
+        self.t
+            .home
+            .join("Library/LaunchAgents/com.oysterun.host.lc.plist")
+    }
+    fn live_env(&self) -> (u32, Vec<String>) {
+        let pid = self.status()["pid"].as_u64().expect("a running pid") as u32;
+        let raw = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+        (
+            pid,
+            raw.split(|b| *b == 0)
+                .filter(|s| !s.is_empty())
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect(),
+        )
+    }
+    fn live_path(&self) -> String {
+        self.live_env()
+            .1
+            .into_iter()
+            .find_map(|kv| kv.strip_prefix("PATH=").map(str::to_owned))
+            .unwrap()
+    }
+}
+
+#[test]
+fn install_status_uninstall_leaves_config_and_logs_and_no_process() {
+    let l = Lc::new();
+    let r = l.agent("install").ok();
+    assert!(
+        r.stdout().contains("Host verified") && r.stdout().contains("loaded (bootstrap)"),
+        "{}",
+        r.stdout()
+    );
+    assert!(
+        r.stderr().contains("OYSTER_LAUNCHCTL"),
+        "the override is said: {}",
+        r.stderr()
+    );
+    let st = l.status();
+    for k in [
+        "installed",
+        "loaded",
+        "running",
+        "verified",
+        "launchctl_overridden",
+        "in_sync",
+    ] {
+        assert_eq!(st[k], true, "{k}: {st}");
+    }
+    assert_eq!(
+        st["plist_path"],
+        "~/Library/LaunchAgents/com.oysterun.host.lc.plist"
+    );
+    assert!(st["domain"].as_str().unwrap().starts_with("gui/"));
+    let (pid, env) = l.live_env();
+    assert!(env.contains(&format!("OYSTERUN_NODE_BIN={}", real_node().display())));
+    assert!(
+        env.contains(&"XPC_SERVICE_NAME=com.oysterun.host.lc".to_string()),
+        "launchd's own variables are there too"
+    );
+
+    // A second install with nothing changed leaves the running Host alone.
+    let r = l.agent("install").ok();
+    assert!(r.stdout().contains(&format!("pid {pid}")), "{}", r.stdout());
+
+    let r = l.agent("uninstall").ok();
+    assert!(r.stdout().contains("removed"), "{}", r.stdout());
+    let st =
+        l.t.run(["agent", "status", "--stack", "lc", "--json"])
+            .fails_with(1)
+            .json();
+    assert_eq!(
+        (
+            st["installed"].as_bool(),
+            st["loaded"].as_bool(),
+            st["running"].as_bool()
+        ),
+        (Some(false), Some(false), Some(false))
+    );
+    assert!(!l.plist().exists());
+    assert!(
+        l.t.home
+            .join(".oysterun-stacks/lc/host/config.json")
+            .exists(),
+        "config kept"
+    );
+    let audit = std::fs::read_to_string(
+        l.t.home
+            .join(".oysterun-stacks/lc/logs/service-control.jsonl"),
+    )
+    .unwrap();
+    let lines: Vec<serde_json::Value> = audit
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert!(lines
+        .iter()
+        .any(|v| v["action"] == "install" && v["step"] == "verify" && v["outcome"] == "ok"));
+    assert!(lines
+        .iter()
+        .any(|v| v["action"] == "uninstall" && v["step"] == "remove-plist"));
+    l.t.wait_no_processes();
+}
+
+#[test]
+fn restart_without_changes_kickstarts_a_new_verified_pid() {
+    let l = Lc::new();
+    l.agent("install").ok();
+    let (old, _) = l.live_env();
+    let r = l.agent("restart").ok();
+    assert!(r.stderr().contains("kickstart -k"), "{}", r.stderr());
+    let (new, _) = l.live_env();
+    assert_ne!(old, new);
+    assert!(r.stdout().contains(&format!("pid {new}")));
+}
+
+#[test]
+fn regenerate_after_a_provider_change_reloads_and_the_live_path_changes() {
+    let l = Lc::new();
+    l.agent("install").ok();
+    let before = l.live_path();
+    let dir = l.t.home.join(".local/bin");
+    l.t.fake_exe(&dir.join("codex"));
+    let r = l.agent("regenerate").ok();
+    assert!(
+        r.stdout().contains("reloaded (bootout, bootstrap)"),
+        "{}",
+        r.stdout()
+    );
+    let after = l.live_path();
+    assert_ne!(before, after);
+    assert!(after.split(':').any(|d| Path::new(d) == dir), "{after}");
+    // Nothing changed since: regenerate leaves the Host alone.
+    let (pid, _) = l.live_env();
+    let r = l.agent("regenerate").ok();
+    assert!(r.stdout().contains("left alone"), "{}", r.stdout());
+    assert_eq!(l.live_env().0, pid);
+    l.t.assert_nothing_executed();
+}
+
+#[test]
+fn a_plist_edited_behind_oysters_back_is_noticed_by_restart() {
+    let l = Lc::new();
+    l.agent("install").ok();
+    let good = std::fs::read(l.plist()).unwrap();
+    let text = String::from_utf8(good.clone())
+        .unwrap()
+        .replace("/usr/sbin:", "/tampered:");
+    std::fs::write(l.plist(), &text).unwrap();
+    let r = l.agent("restart").ok();
+    assert!(r.stdout().contains("reloaded"), "{}", r.stdout());
+    assert_eq!(
+        std::fs::read(l.plist()).unwrap(),
+        good,
+        "rewritten from the generator"
+    );
+    assert!(!l.live_path().contains("/tampered"));
+
+    // Worse: the tampered plist was loaded by hand and then the file put back. The file matches,
+    // but the loaded definition does not; kickstart would keep running the stale one.
+    std::fs::write(l.plist(), &text).unwrap();
+    let target = format!(
+        "{}/com.oysterun.host.lc",
+        l.status()["domain"].as_str().unwrap()
+    );
+    l.t.sim(&["bootout", &target]).ok();
+    let t0 = std::time::Instant::now();
+    while l.t.sim(&["print", &target]).code() != 113 {
+        assert!(t0.elapsed().as_secs() < 10);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let domain = l.status()["domain"].as_str().unwrap().to_owned();
+    l.t.sim(&["bootstrap", &domain, l.plist().to_str().unwrap()])
+        .ok();
+    std::fs::write(l.plist(), &good).unwrap();
+    let r = l.agent("restart").ok();
+    assert!(r.stderr().contains("does not match"), "{}", r.stderr());
+    assert!(!l.live_path().contains("/tampered"));
+}
+
+#[test]
+fn a_host_that_crashes_with_the_new_environment_is_rolled_back() {
+    let l = Lc::new();
+    l.agent("install").ok();
+    let good = std::fs::read(l.plist()).unwrap();
+    let good_path = l.live_path();
+    // The new provider's directory makes the Host crash on start.
+    let dir = l.t.path("poison");
+    l.t.fake_exe(&dir.join("claude"));
+    std::fs::write(dir.join(".crash-host"), "").unwrap();
+    l.t.run([
+        "providers",
+        "set",
+        "claude",
+        dir.join("claude").to_str().unwrap(),
+        "--stack",
+        "lc",
+    ])
+    .ok();
+    let r = l.agent("regenerate").fails_with(1);
+    let e = r.stderr();
+    assert!(
+        e.contains("last exit code") && e.contains("rollback: restored the previous plist"),
+        "{e}"
+    );
+    assert!(
+        e.contains(".crash-host is on PATH"),
+        "the log tail is shown: {e}"
+    );
+    assert_eq!(
+        std::fs::read(l.plist()).unwrap(),
+        good,
+        "the last good plist is back"
+    );
+    let st = l.status();
+    assert_eq!(
+        (st["running"].as_bool(), st["verified"].as_bool()),
+        (Some(true), Some(true)),
+        "{st}"
+    );
+    assert_eq!(l.live_path(), good_path);
+    let audit = std::fs::read_to_string(
+        l.t.home
+            .join(".oysterun-stacks/lc/logs/service-control.jsonl"),
+    )
+    .unwrap();
+    assert!(audit.contains("\"step\":\"rollback\""));
+}
+
+#[test]
+fn a_first_install_whose_host_never_answers_health_is_removed_again() {
+    let l = Lc::new();
+    TestContext::fixture_flag(&l.root, "unhealthy", "");
+    let mut a = l.args("install");
+    let i = a.iter().position(|x| x == "--wait").unwrap();
+    a[i + 1] = "2".into();
+    let e = l.t.run(a).fails_with(1).stderr();
+    assert!(e.contains("503") && e.contains("no previous plist"), "{e}");
+    assert!(!l.plist().exists());
+    let st =
+        l.t.run(["agent", "status", "--stack", "lc", "--json"])
+            .fails_with(1)
+            .json();
+    assert_eq!(st["loaded"], false);
+    l.t.wait_no_processes();
+}
+
+#[test]
+fn missing_launchctl_is_a_clear_error() {
+    let mut l = Lc::new();
+    l.t.extra_env.retain(|(k, _)| k != "OYSTER_LAUNCHCTL");
+    l.t.extra_env
+        .push(("OYSTER_LAUNCHCTL".into(), "/nonexistent/launchctl".into()));
+    let e = l.agent("install").fails_with(1).stderr();
+    assert!(
+        e.contains("OYSTER_LAUNCHCTL") && e.contains("/nonexistent/launchctl"),
+        "{e}"
+    );
+    if !Path::new("/bin/launchctl").exists() {
+        l.t.extra_env.retain(|(k, _)| k != "OYSTER_LAUNCHCTL");
+        let e = l.agent("install").fails_with(1).stderr();
+        assert!(
+            e.contains("launchctl was not found") && e.contains("oyster host start"),
+            "{e}"
+        );
+        let st =
+            l.t.run(["agent", "status", "--stack", "lc", "--json"])
+                .fails_with(1)
+                .json();
+        assert!(st["notes"][0].as_str().unwrap().contains("not found"));
+    }
+}
+
+#[test]
+fn without_a_gui_session_the_user_domain_is_used_and_said() {
+    let mut l = Lc::new();
+    l.t.extra_env
+        .push(("LAUNCHD_SIM_NO_GUI".into(), "1".into()));
+    let r = l.agent("install").ok();
+    assert!(r.stderr().contains("using user/"), "{}", r.stderr());
+    assert!(l.status()["domain"].as_str().unwrap().starts_with("user/"));
+}
+
+#[test]
+fn a_disabled_label_is_enabled_before_bootstrap() {
+    let l = Lc::new();
+    let uid = unsafe { libc::getuid() };
+    l.t.sim(&["disable", &format!("gui/{uid}/com.oysterun.host.lc")])
+        .ok();
+    l.agent("install").ok();
+    assert_eq!(l.status()["verified"], true);
+}
+
+#[test]
+fn bootstrap_failures_are_retried_with_the_reason_printed() {
+    let mut l = Lc::new();
+    l.t.extra_env
+        .push(("LAUNCHD_SIM_FAIL_BOOTSTRAP".into(), "5:3".into()));
+    let r = l.agent("install").ok();
+    assert_eq!(r.stderr().matches("retrying").count(), 3, "{}", r.stderr());
+    // A code that is not transient fails at once with launchctl's words.
+    let mut l = Lc::new();
+    l.t.extra_env
+        .push(("LAUNCHD_SIM_FAIL_BOOTSTRAP".into(), "122".into()));
+    let e = l.agent("install").fails_with(1).stderr();
+    assert!(e.contains("exited 122") && e.contains("ownership"), "{e}");
+}
+
+#[test]
+fn direct_start_is_refused_while_the_agent_is_loaded() {
+    let l = Lc::new();
+    l.agent("install").ok();
+    let port = l.port.to_string();
+    let e =
+        l.t.run([
+            "host",
+            "start",
+            "--stack",
+            "lc",
+            "--root",
+            l.root.to_str().unwrap(),
+            "--node-bin",
+            real_node().to_str().unwrap(),
+            "--port",
+            &port,
+        ])
+        .fails_with(1)
+        .stderr();
+    assert!(e.contains("LaunchAgent") && e.contains("loaded"), "{e}");
+}
