@@ -47,6 +47,30 @@ pub enum Command {
     /// Direct (pid-file) Host startup, for Linux and macOS without launchd.
     #[command(subcommand)]
     Host(HostCommand),
+    /// Release Setup: plan providers, config, AgentFolder and service; ask; then apply (a
+    /// cancel changes nothing, a failure rolls back).
+    Setup(SetupArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SetupArgs {
+    /// How the Host connects; recorded as connection_mode. Every mode keeps manual commands
+    /// and disabled providers.
+    #[arg(long, value_enum, default_value = "direct")]
+    pub mode: crate::setup::Mode,
+    /// Where agents live, recorded as default_browse_path [default: ~/OysterunAgents].
+    #[arg(long, value_name = "DIR")]
+    pub agent_folder: Option<std::path::PathBuf>,
+    /// Install missing providers without asking (the only way without a terminal).
+    #[arg(long)]
+    pub install_providers: bool,
+    /// Configure everything but do not start the Host.
+    #[arg(long)]
+    pub no_start: bool,
+    #[command(flatten)]
+    pub host: HostArgs,
+    #[command(flatten)]
+    pub verify: VerifyArgs,
 }
 
 #[derive(Debug, Subcommand)]

@@ -18,6 +18,7 @@ pub mod redact;
 pub mod registry;
 pub mod resolve;
 pub mod root;
+pub mod setup;
 pub mod stack;
 pub mod verify;
 

@@ -48,6 +48,21 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitStatus> {
         Command::Config(cmd) => config::run(&ctx, cmd),
         Command::Agent(cmd) => agent::run(&ctx, cmd),
         Command::Host(cmd) => host::run(&ctx, cmd),
+        Command::Setup(args) => {
+            ctx.announce_overrides();
+            crate::setup::run(
+                &ctx,
+                &crate::setup::SetupOptions {
+                    mode: args.mode,
+                    agent_folder: args.agent_folder,
+                    install_providers: args.install_providers,
+                    no_start: args.no_start,
+                    host: args.host,
+                    timing: args.verify.timing(),
+                },
+            )?;
+            Ok(ExitStatus::Success)
+        }
     }
 }
 

@@ -7,3 +7,4 @@ mod direct;
 mod lifecycle;
 mod providers;
 mod registry_guard;
+mod setup;

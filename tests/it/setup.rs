@@ -1,0 +1,400 @@
+//! Release Setup (CONTRACT.md §7): the side-effect-free cancel through a real pseudo-terminal,
+//! non-interactive runs, rollback after each kind of failure, and the merge in every mode.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::json;
+
+use crate::common::{free_port, real_node, TestContext, BIN};
+
+const CANCELLED: &str = "Installation cancelled; no changes were made.";
+
+struct Setup {
+    t: TestContext,
+    root: PathBuf,
+    node: PathBuf,
+    port: u16,
+}
+
+impl Setup {
+    /// A HOME with no provider installed, a node prefix whose npm is a recording fake.
+    fn new(npm_exit: i32) -> Setup {
+        let mut t = TestContext::new();
+        let root = t.fixture_root("root");
+        let bin = t.path("nodepfx/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();
+        let log = t.path("npm.log");
+        let npm = format!(
+            "#!/bin/sh\necho \"$*\" >> '{log}'\n[ {npm_exit} -ne 0 ] && {{ echo 'npm ERR! simulated failure' >&2; exit {npm_exit}; }}\n\
+             case \"$5\" in @anthropic-ai/claude-code) b=claude;; @openai/codex) b=codex;; *) exit 9;; esac\n\
+             if [ \"$1\" = install ]; then mkdir -p \"$4/bin\"; printf '#!/bin/sh\\necho executed >> {exec}\\n' > \"$4/bin/$b\"; chmod +x \"$4/bin/$b\";\n\
+             else rm -f \"$4/bin/$b\"; fi\n",
+            log = log.display(),
+            exec = t.exec_log.display(),
+        );
+        std::fs::write(bin.join("npm"), npm).unwrap();
+        std::fs::set_permissions(bin.join("npm"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::create_dir_all(t.path("tmp")).unwrap();
+        t.extra_env
+            .push(("TMPDIR".into(), t.path("tmp").display().to_string()));
+        Setup {
+            t,
+            root,
+            node: bin.join("node"),
+            port: free_port(),
+        }
+    }
+
+    fn args(&self, extra: &[&str]) -> Vec<String> {
+        let mut a: Vec<String> = vec![
+            "setup".into(),
+            "--stack".into(),
+            "st".into(),
+            "--port".into(),
+            self.port.to_string(),
+        ];
+        a.extend(
+            [
+                "--root",
+                self.root.to_str().unwrap(),
+                "--node-bin",
+                self.node.to_str().unwrap(),
+                "--wait",
+                "10",
+                "--settle-ms",
+                "300",
+            ]
+            .map(String::from),
+        );
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    }
+
+    fn npm_calls(&self) -> Vec<String> {
+        std::fs::read_to_string(self.t.path("npm.log"))
+            .map(|s| s.lines().map(str::to_owned).collect())
+            .unwrap_or_default()
+    }
+
+    fn config(&self) -> PathBuf {
+        self.t.home.join(".oysterun-stacks/st/host/config.json")
+    }
+
+    /// Every path under HOME, TMPDIR and the node prefix with its type, mode and content, and
+    /// (when `mtimes`) its mtime: a cancel must not even touch a file; a rollback restores
+    /// content.
+    fn snapshot(&self, mtimes: bool, skip_logs: bool) -> BTreeMap<String, Entry> {
+        let mut out = BTreeMap::new();
+        for base in [
+            self.t.home.clone(),
+            self.t.path("tmp"),
+            self.t.path("nodepfx"),
+        ] {
+            walk(&base, mtimes, &mut out);
+        }
+        if skip_logs {
+            out.retain(|k, _| !k.contains("/logs"));
+        }
+        out
+    }
+
+    /// Runs setup on a real pseudo-terminal, typing `answer` at the prompt.
+    fn pty(&self, answer: &[u8], extra: &[&str]) -> serde_json::Value {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pty_drive.py");
+        let hex: String = answer.iter().map(|b| format!("{b:02x}")).collect();
+        let mut c = Command::new(python3());
+        c.arg(script).arg(hex).arg(BIN).args(self.args(extra));
+        c.env_clear().env("HOME", &self.t.home).env(
+            "PATH",
+            std::env::join_paths(&self.t.path_dirs).unwrap_or_default(),
+        );
+        for (k, v) in &self.t.extra_env {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "pty_drive failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+}
+
+/// (is a directory, mode, content or link target, mtime in ns or 0)
+type Entry = (bool, u32, Vec<u8>, i64);
+
+fn walk(dir: &Path, mtimes: bool, out: &mut BTreeMap<String, Entry>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        let m = std::fs::symlink_metadata(&p).unwrap();
+        let content = if m.file_type().is_symlink() {
+            std::fs::read_link(&p)
+                .unwrap()
+                .into_os_string()
+                .into_encoded_bytes()
+        } else if m.is_file() {
+            std::fs::read(&p).unwrap()
+        } else {
+            vec![]
+        };
+        let mtime = if mtimes {
+            m.mtime() * 1_000_000_000 + m.mtime_nsec()
+        } else {
+            0
+        };
+        out.insert(
+            p.display().to_string(),
+            (m.is_dir(), m.mode(), content, mtime),
+        );
+        if m.is_dir() {
+            walk(&p, mtimes, out);
+        }
+    }
+}
+
+/// The real python3 interpreter (not a version-manager shim, which would need the runner's
+/// PATH; the child's PATH is the controlled one).
+fn python3() -> PathBuf {
+    static EXE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    EXE.get_or_init(|| {
+        let out = Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("the PTY tests need python3");
+        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+    })
+    .clone()
+}
+
+#[test]
+fn every_way_of_saying_no_at_a_real_terminal_changes_nothing() {
+    for (name, answer) in [
+        ("Enter", &b"\r"[..]),
+        ("n", b"n\r"),
+        ("no", b"no\r"),
+        ("EOF", b"\x04"),
+        ("Ctrl-C", b"\x03"),
+    ] {
+        // With and without an existing config.
+        for existing in [false, true] {
+            let s = Setup::new(0);
+            if existing {
+                std::fs::create_dir_all(s.config().parent().unwrap()).unwrap();
+                std::fs::write(s.config(), "{\"keep\": 1}").unwrap();
+            }
+            let before = s.snapshot(true, false);
+            let r = s.pty(answer, &[]);
+            let output = r["output"].as_str().unwrap();
+            assert_eq!(r["prompted"], true, "{name}: {output}");
+            assert!(
+                output.contains("Claude Code and Codex CLI are not installed"),
+                "{name}: {output}"
+            );
+            assert!(
+                output.contains("install -g --prefix"),
+                "the exact command is named: {output}"
+            );
+            assert_eq!(r["code"], 0, "{name}: {output}");
+            assert_eq!(output.matches(CANCELLED).count(), 1, "{name}: {output}");
+            assert!(output.trim_end().ends_with(CANCELLED), "{name}: {output}");
+            assert_eq!(
+                s.snapshot(true, false),
+                before,
+                "{name} (existing config: {existing}) changed the tree"
+            );
+            assert!(s.npm_calls().is_empty(), "{name}");
+            assert!(s.t.own_processes().is_empty(), "{name}: a process was left");
+            s.t.assert_nothing_executed();
+        }
+    }
+}
+
+#[test]
+fn yes_at_the_terminal_installs_through_the_pinned_npm_and_continues() {
+    let s = Setup::new(0);
+    let r = s.pty(b"y\r", &["--no-start"]);
+    let output = r["output"].as_str().unwrap();
+    assert_eq!(r["code"], 0, "{output}");
+    assert!(output.contains("Setup complete"), "{output}");
+    let prefix = s.t.path("nodepfx");
+    assert_eq!(
+        s.npm_calls(),
+        [
+            format!(
+                "install -g --prefix {} @anthropic-ai/claude-code",
+                prefix.display()
+            ),
+            format!("install -g --prefix {} @openai/codex", prefix.display())
+        ]
+    );
+    let cfg: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(s.config()).unwrap()).unwrap();
+    assert_eq!(cfg["claude_command"], json!(prefix.join("bin/claude")));
+    assert_eq!(cfg["codex_command"], json!(prefix.join("bin/codex")));
+    assert_eq!(
+        cfg["provider_command_intent"],
+        json!({"claude": "auto", "codex": "auto"})
+    );
+    assert_eq!(
+        cfg["default_browse_path"],
+        json!(s.t.home.join("OysterunAgents"))
+    );
+    assert!(s.t.home.join("OysterunAgents").is_dir());
+    s.t.assert_nothing_executed();
+}
+
+#[test]
+fn without_a_terminal_it_never_prompts_and_installs_only_when_told() {
+    let s = Setup::new(0);
+    let r = s.t.run(s.args(&["--no-start"])).ok();
+    assert!(!r.stdout().contains("[y/N]"));
+    assert!(r.stdout().contains("--install-providers"), "{}", r.stdout());
+    assert!(s.npm_calls().is_empty());
+    let cfg: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(s.config()).unwrap()).unwrap();
+    assert_eq!(cfg["connection_mode"], "direct");
+    assert_eq!(
+        cfg.get("claude_command"),
+        None,
+        "a detector null is never written"
+    );
+
+    let s = Setup::new(0);
+    s.t.run(s.args(&["--no-start", "--install-providers"])).ok();
+    assert_eq!(s.npm_calls().len(), 2);
+}
+
+#[test]
+fn a_failed_install_changes_nothing_else() {
+    let s = Setup::new(1);
+    let before = s.snapshot(false, false);
+    let e =
+        s.t.run(s.args(&["--install-providers"]))
+            .fails_with(1)
+            .stderr();
+    assert!(
+        e.contains("simulated failure") && e.contains("rolled back"),
+        "{e}"
+    );
+    assert_eq!(s.npm_calls()[0].split(' ').next(), Some("install"));
+    assert_eq!(
+        s.npm_calls().last().unwrap().split(' ').next(),
+        Some("uninstall")
+    );
+    assert_eq!(s.snapshot(false, false), before);
+}
+
+#[test]
+fn a_failure_at_the_agent_folder_undoes_the_install_and_the_config() {
+    let s = Setup::new(0);
+    std::fs::write(s.t.path("afile"), "").unwrap();
+    let bad = s.t.path("afile/agents");
+    let before = s.snapshot(false, false);
+    let e =
+        s.t.run(s.args(&[
+            "--install-providers",
+            "--agent-folder",
+            bad.to_str().unwrap(),
+        ]))
+        .fails_with(1)
+        .stderr();
+    assert!(
+        e.contains("rolled back") && e.contains("uninstalled"),
+        "{e}"
+    );
+    let calls = s.npm_calls();
+    assert_eq!(
+        calls.iter().filter(|c| c.starts_with("uninstall")).count(),
+        2,
+        "{calls:?}"
+    );
+    assert_eq!(
+        s.snapshot(false, false),
+        before,
+        "config, locks and directories are gone again"
+    );
+}
+
+#[test]
+fn a_host_that_crashes_on_start_rolls_setup_back_to_the_old_config() {
+    let s = Setup::new(0);
+    std::fs::create_dir_all(s.config().parent().unwrap()).unwrap();
+    let original = "{\"claude_command\": \"/x/claude\", \"history\": [1]}";
+    std::fs::write(s.config(), original).unwrap();
+    TestContext::fixture_flag(&s.root, "crash-on-start", "");
+    let before = s.snapshot(false, true);
+    let e = s.t.run(s.args(&[])).fails_with(1).stderr();
+    assert!(
+        e.contains("crash-on-start") && e.contains("restored"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read_to_string(s.config()).unwrap(), original);
+    assert!(!s.t.home.join("OysterunAgents").exists());
+    assert_eq!(s.snapshot(false, true), before);
+    assert!(s.t.own_processes().is_empty());
+}
+
+#[test]
+fn every_mode_keeps_a_manual_command_and_a_disabled_provider() {
+    for mode in ["direct", "cloud-direct", "managed", "managed-pending"] {
+        let mut s = Setup::new(0);
+        // codex is installed on PATH, but disabled: it must stay disabled.
+        let dir = s.t.path("onpath");
+        s.t.fake_exe(&dir.join("codex"));
+        s.t.path_dirs.push(dir);
+        std::fs::create_dir_all(s.config().parent().unwrap()).unwrap();
+        std::fs::write(s.config(), r#"{"claude_command": "/opt/mine/claude", "codex_command": null, "provider_command_intent": {"claude": "manual", "codex": "disabled"}}"#).unwrap();
+        s.t.run(s.args(&["--no-start", "--mode", mode])).ok();
+        let cfg: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(s.config()).unwrap()).unwrap();
+        assert_eq!(cfg["claude_command"], "/opt/mine/claude", "{mode}");
+        assert_eq!(cfg["codex_command"], json!(null), "{mode}");
+        assert_eq!(
+            cfg["provider_command_intent"],
+            json!({"claude": "manual", "codex": "disabled"}),
+            "{mode}"
+        );
+        assert_eq!(cfg["connection_mode"], mode);
+        assert!(s.npm_calls().is_empty(), "{mode}: nothing to install");
+        s.t.assert_nothing_executed();
+    }
+}
+
+#[test]
+fn with_launchd_setup_installs_and_verifies_the_agent() {
+    let mut s = Setup::new(0);
+    s.t.use_sim();
+    let r = s.t.run(s.args(&[])).ok();
+    assert!(
+        r.stdout().contains("LaunchAgent") && r.stdout().contains("Host verified"),
+        "{}",
+        r.stdout()
+    );
+    let st =
+        s.t.run(["agent", "status", "--stack", "st", "--json"])
+            .ok()
+            .json();
+    assert_eq!(st["verified"], true);
+    s.t.run(["agent", "uninstall", "--stack", "st"]).ok();
+    s.t.wait_no_processes();
+}
+
+#[test]
+fn direct_setup_starts_and_verifies_the_host() {
+    let s = Setup::new(0);
+    let r = s.t.run(s.args(&[])).ok();
+    assert!(
+        r.stdout().contains("Host started directly") && r.stdout().contains("environment verified"),
+        "{}",
+        r.stdout()
+    );
+    s.t.run(["host", "stop", "--stack", "st"]).ok();
+}
