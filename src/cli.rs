@@ -50,6 +50,15 @@ pub enum Command {
     /// Release Setup: plan providers, config, AgentFolder and service; ask; then apply (a
     /// cancel changes nothing, a failure rolls back).
     Setup(SetupArgs),
+    /// Check node, providers, the plist, launchd, the live Host and the log dir; say the fix.
+    Doctor {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Also run `<provider> --version` (only that: never login, model or auth).
+        #[arg(long)]
+        probe: bool,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -21,6 +21,9 @@ pub struct Provider {
     pub npm_package: &'static str,
     /// What `<binary> --version` prints for the real thing (`doctor --probe` only).
     pub version_pattern: &'static str,
+    /// Directories (relative to HOME) where the provider's own native installer keeps its
+    /// versions; a command whose real path lies under one is owned by that installer.
+    pub native_dirs: &'static [&'static str],
 }
 
 /// Every supported provider, in registry order (the order of `PATH` entries and of output).
@@ -32,6 +35,7 @@ pub static PROVIDERS: &[Provider] = &[
         command_key: "claude_command",
         npm_package: "@anthropic-ai/claude-code",
         version_pattern: r"^\d+\.\d+\.\d+ \(Claude Code\)",
+        native_dirs: &[".local/share/claude", ".claude/local"],
     },
     Provider {
         id: "codex",
@@ -40,6 +44,7 @@ pub static PROVIDERS: &[Provider] = &[
         command_key: "codex_command",
         npm_package: "@openai/codex",
         version_pattern: r"^codex-cli \d+\.\d+\.\d+",
+        native_dirs: &[],
     },
 ];
 
@@ -103,6 +108,22 @@ mod tests {
                 assert_ne!(a.command_key, b.command_key);
             }
         }
+    }
+
+    #[test]
+    fn version_patterns_compile_and_tell_the_real_banner_from_an_impostor() {
+        for p in PROVIDERS {
+            let re = regex_lite::Regex::new(p.version_pattern).unwrap();
+            assert!(
+                !re.is_match("1.0.0"),
+                "{}: a bare version is not proof",
+                p.id
+            );
+            assert!(!re.is_match("dancer's shell 0.1"));
+        }
+        let re = |i: usize| regex_lite::Regex::new(PROVIDERS[i].version_pattern).unwrap();
+        assert!(re(0).is_match("2.0.14 (Claude Code)"));
+        assert!(re(1).is_match("codex-cli 0.46.0"));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod config;
+pub mod doctor;
 pub mod host;
 pub mod providers;
 
@@ -48,6 +49,10 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitStatus> {
         Command::Config(cmd) => config::run(&ctx, cmd),
         Command::Agent(cmd) => agent::run(&ctx, cmd),
         Command::Host(cmd) => host::run(&ctx, cmd),
+        Command::Doctor { json, probe } => {
+            ctx.announce_overrides();
+            doctor::run(&ctx, json, probe)
+        }
         Command::Setup(args) => {
             ctx.announce_overrides();
             crate::setup::run(

@@ -4,6 +4,7 @@ mod agent_plist;
 mod common;
 mod config_store;
 mod direct;
+mod doctor;
 mod lifecycle;
 mod providers;
 mod registry_guard;
