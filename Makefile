@@ -1,7 +1,7 @@
 # oyster — the two commands a newcomer needs are `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: build test lint demo bench clean
+.PHONY: build test lint demo bench clean install uninstall
 
 build:
 	$(CARGO) build --workspace --locked
@@ -26,3 +26,22 @@ clean:
 ## The main job, in a throw-away HOME, printed step by step.
 demo: build
 	bash scripts/demo.sh
+
+## Install the binary, shell completions and man page: make install PREFIX=/usr/local [DESTDIR=…]
+PREFIX ?= /usr/local
+BINDIR = $(DESTDIR)$(PREFIX)/bin
+SHAREDIR = $(DESTDIR)$(PREFIX)/share
+install:
+	$(CARGO) build --release --locked -p oyster
+	install -d $(BINDIR) $(SHAREDIR)/man/man1 $(SHAREDIR)/bash-completion/completions \
+		$(SHAREDIR)/zsh/site-functions $(SHAREDIR)/fish/vendor_completions.d
+	install -m 0755 target/release/oyster $(BINDIR)/oyster
+	target/release/oyster man > $(SHAREDIR)/man/man1/oyster.1
+	target/release/oyster completions bash > $(SHAREDIR)/bash-completion/completions/oyster
+	target/release/oyster completions zsh > $(SHAREDIR)/zsh/site-functions/_oyster
+	target/release/oyster completions fish > $(SHAREDIR)/fish/vendor_completions.d/oyster.fish
+
+uninstall:
+	rm -f $(BINDIR)/oyster $(SHAREDIR)/man/man1/oyster.1 \
+		$(SHAREDIR)/bash-completion/completions/oyster $(SHAREDIR)/zsh/site-functions/_oyster \
+		$(SHAREDIR)/fish/vendor_completions.d/oyster.fish

@@ -50,6 +50,15 @@ pub enum Command {
     /// Release Setup: plan providers, config, AgentFolder and service; ask; then apply (a
     /// cancel changes nothing, a failure rolls back).
     Setup(SetupArgs),
+    /// Print a shell completion script (for packagers).
+    #[command(hide = true)]
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page in roff (for packagers).
+    #[command(hide = true)]
+    Man,
     /// Check node, providers, the plist, launchd, the live Host and the log dir; say the fix.
     Doctor {
         /// Print JSON.

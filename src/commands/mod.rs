@@ -43,8 +43,23 @@ impl Ctx {
 }
 
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitStatus> {
+    // Packaging helpers need no HOME and no stack.
+    match &cli.command {
+        Command::Completions { shell } => {
+            let mut cmd = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(*shell, &mut cmd, "oyster", &mut std::io::stdout());
+            return Ok(ExitStatus::Success);
+        }
+        Command::Man => {
+            let cmd = <Cli as clap::CommandFactory>::command();
+            clap_mangen::Man::new(cmd).render(&mut std::io::stdout())?;
+            return Ok(ExitStatus::Success);
+        }
+        _ => {}
+    }
     let ctx = Ctx::from_process(&cli.global)?;
     match cli.command {
+        Command::Completions { .. } | Command::Man => unreachable!("handled above"),
         Command::Providers(cmd) => providers::run(&ctx, cmd),
         Command::Config(cmd) => config::run(&ctx, cmd),
         Command::Agent(cmd) => agent::run(&ctx, cmd),

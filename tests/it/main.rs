@@ -6,6 +6,7 @@ mod config_store;
 mod direct;
 mod doctor;
 mod lifecycle;
+mod packaging;
 mod providers;
 mod registry_guard;
 mod setup;
