@@ -18,6 +18,8 @@ lint:
 ## Benchmarks (release build); the table is printed and written to target/bench/latest.md.
 bench:
 	$(CARGO) build --release --workspace --locked
+	@[ -x /usr/bin/time ] || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null || \
+		apt-get install -y -qq time >/dev/null 2>&1 || echo "note: GNU time missing; no memory column"
 	python3 scripts/bench.py
 
 clean:

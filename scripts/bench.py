@@ -1,82 +1,160 @@
 #!/usr/bin/env python3
-"""oyster benchmarks: medians of whole-command runs, compared with the idioms they replace.
+"""oyster benchmarks: whole-command medians and peak memory, compared with what they replace.
 
-Run with `make bench` (it builds the release binary first). Each command runs in a fresh temp
-HOME with a fake provider in ~/.local/bin. Prints a Markdown table and writes it to
-target/bench/latest.md. This is a measurement, never a pass/fail test.
+Run with `make bench` (it builds release binaries first). Everything runs in a fresh temp HOME
+with stand-in providers in ~/.local/bin, the launchd simulator and the Node Host fixture.
+Prints a Markdown table and writes it to target/bench/latest.md. A measurement, never a test.
 """
+import json
 import os
 import pathlib
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-OYSTER = ROOT / "target" / "release" / "oyster"
-RUNS = int(os.environ.get("BENCH_RUNS", "60"))
+REL = ROOT / "target" / "release"
+OYSTER = REL / "oyster"
+SIM = REL / "launchctl-sim"
+RUNS = int(os.environ.get("BENCH_RUNS", "40"))
+RESTARTS = int(os.environ.get("BENCH_RESTARTS", "8"))
+TIME = pathlib.Path("/usr/bin/time")
 
 
-def measure(argv, env):
-    """Median and p90 wall time in ms over RUNS runs, after 3 warm-ups."""
+def run_once(argv, env):
+    """Wall time (ms) of one run, spawned directly (posix_spawn)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    actions = [(os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2)]
+    t0 = time.perf_counter()
+    pid = os.posix_spawn(str(argv[0]), [str(a) for a in argv], env, file_actions=actions)
+    _, status = os.waitpid(pid, 0)
+    os.close(devnull)
+    ms = (time.perf_counter() - t0) * 1000
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"benchmark command failed: {' '.join(map(str, argv))}")
+    return ms
+
+
+def peak_rss_kib(argv, env):
+    """Peak RSS of the program itself, from GNU time (a small forker: Linux counts the
+    pre-exec address space into ru_maxrss, so a child of this Python would report Python's)."""
+    if not TIME.exists():
+        return None
+    out = subprocess.run([str(TIME), "-f", "%M", *map(str, argv)], env=env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=True)
+    return int(out.stderr.strip().splitlines()[-1])
+
+
+def measure(argv, env, runs=RUNS):
     for _ in range(3):
-        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)
-    times = []
-    for _ in range(RUNS):
+        run_once(argv, env)
+    times = sorted(run_once(argv, env) for _ in range(runs))
+    rss = peak_rss_kib(argv, env)
+    return statistics.median(times), times[max(0, int(len(times) * 0.9) - 1)], "n/a" if rss is None else rss
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def host_own_start_ms(node, root, home):
+    """How long the Host fixture itself takes from exec to answering /health 200."""
+    samples = []
+    for _ in range(RESTARTS):
+        port = free_port()
+        env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "OYSTERUN_PORT": str(port)}
         t0 = time.perf_counter()
-        subprocess.run(argv, env=env, stdout=subprocess.DEVNULL, check=True)
-        times.append((time.perf_counter() - t0) * 1000)
-    times.sort()
-    return statistics.median(times), times[int(len(times) * 0.9) - 1]
+        p = subprocess.Popen([node, str(root / "host-service/server.mjs")], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.005)
+        samples.append((time.perf_counter() - t0) * 1000)
+        p.terminate()
+        p.wait()
+    return statistics.median(samples)
 
 
 def main():
-    if not OYSTER.exists():
-        sys.exit(f"{OYSTER} is missing; run `make bench`, which builds it")
-    home = pathlib.Path(tempfile.mkdtemp(prefix="oyster-bench-"))
+    for b in (OYSTER, SIM):
+        if not b.exists():
+            sys.exit(f"{b} is missing; run `make bench`, which builds it")
+    work = pathlib.Path(tempfile.mkdtemp(prefix="oyster-bench-"))
+    home = work / "home"
+    env = {"HOME": str(home), "PATH": f"{home}/.local/bin:/usr/bin:/bin",
+           "OYSTER_LAUNCHCTL": str(SIM), "LAUNCHD_SIM_STATE": str(work / "sim"),
+           "LAUNCHD_SIM_DRAIN_MS": "200"}
+    node = shutil.which("node")
+    true_bin = shutil.which("true") or "/bin/true"
     try:
-        local_bin = home / ".local" / "bin"
-        local_bin.mkdir(parents=True)
+        (home / ".local/bin").mkdir(parents=True)
         for name in ("claude", "codex"):
-            exe = local_bin / name
+            exe = home / ".local/bin" / name
             exe.write_text("#!/bin/sh\nexit 0\n")
             exe.chmod(0o755)
-        env = {"HOME": str(home), "PATH": f"{local_bin}:/usr/bin:/bin"}
-        node = shutil.which("node") or "node"
-        true_bin = shutil.which("true") or "/bin/true"
-        cases = [
-            ("/bin/true (process start floor)", [true_bin]),
-            ("oyster providers resolve --json", [str(OYSTER), "providers", "resolve", "--json"]),
-            (
-                "node execSync('command -v claude; codex') (the replaced idiom)",
-                [node, "-e", "const {execSync}=require('child_process');"
-                 "for (const p of ['claude','codex']) execSync('command -v '+p)"],
-            ),
-        ]
+        root = work / "oysterun"
+        (root / "host-service").mkdir(parents=True)
+        shutil.copy(ROOT / "tests/fixtures/oysterun/host-service/server.mjs", root / "host-service")
+        port = free_port()
+        stack = ["--stack", "bench", "--port", str(port), "--root", str(root), "--node-bin", node]
+        subprocess.run([OYSTER, "agent", "install", *stack, "--settle-ms", "0"], env=env, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         rows = []
-        for name, argv in cases:
-            med, p90 = measure(argv, env)
-            rows.append((name, med, p90))
-        floor = rows[0][1]
+        floor = measure([true_bin], env)
+        rows.append(("/bin/true (process start floor)", *floor))
+        resolve = measure([OYSTER, "providers", "resolve", "--json"], env)
+        rows.append(("oyster providers resolve --json", *resolve))
+        idiom = measure([node, "-e", "const {execSync}=require('child_process');"
+                         "for (const p of ['claude','codex']) execSync('command -v '+p)"], env)
+        rows.append(("node execSync('command -v claude/codex') (replaced idiom)", *idiom))
+        regen = measure([OYSTER, "agent", "regenerate", "--no-restart", *stack], env)
+        rows.append(("oyster agent regenerate --no-restart (unchanged)", *regen))
+        restart = measure([OYSTER, "agent", "restart", "--stack", "bench", "--settle-ms", "0"], env, RESTARTS)
+        rows.append(("oyster agent restart --settle-ms 0 (simulator, real Node Host)", *restart))
+        host_ms = host_own_start_ms(node, root, home)
+        subprocess.run([OYSTER, "agent", "uninstall", "--stack", "bench"], env=env, check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
         lines = [
-            f"# oyster benchmarks ({RUNS} runs each, medians)",
+            f"# oyster benchmarks ({RUNS} runs each, {RESTARTS} restarts; medians)",
             "",
-            "| command | median ms | p90 ms | × /bin/true |",
+            "| command | median ms | p90 ms | peak RSS KiB |",
             "|---|---:|---:|---:|",
         ]
-        for name, med, p90 in rows:
-            lines.append(f"| {name} | {med:.2f} | {p90:.2f} | {med / floor:.1f} |")
-        resolve, idiom = rows[1][1], rows[2][1]
-        lines += ["", f"resolve / node idiom: {resolve / idiom * 100:.1f}%"]
+        for name, med, p90, rss in rows:
+            lines.append(f"| {name} | {med:.2f} | {p90:.2f} | {rss} |")
+        lines += [
+            f"| Host fixture alone: exec to /health 200 | {host_ms:.2f} | | |",
+            "",
+            "| ratio | value | target |",
+            "|---|---:|---:|",
+            f"| resolve / node idiom | {resolve[0] / idiom[0] * 100:.1f}% | ≤ 5% |",
+            f"| resolve / /bin/true | {resolve[0] / floor[0]:.2f}× | ≤ 3× |",
+            f"| unchanged regenerate / /bin/true | {regen[0] / floor[0]:.2f}× | ≤ 10× |",
+            f"| restart overhead over the Host's own start | {restart[0] - host_ms:.0f} ms | |",
+        ]
         text = "\n".join(lines) + "\n"
         print(text)
         out = ROOT / "target" / "bench"
         out.mkdir(parents=True, exist_ok=True)
         (out / "latest.md").write_text(text)
     finally:
-        shutil.rmtree(home, ignore_errors=True)
+        subprocess.run([OYSTER, "agent", "uninstall", "--stack", "bench"], env=env,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -206,12 +206,16 @@ impl TestContext {
     }
 }
 
+/// A tool on the test runner's PATH (children get a controlled PATH, so look it up here).
+pub fn runner_tool(name: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+}
+
 /// The machine's real node (v20+), found on the test runner's PATH.
 pub fn real_node() -> PathBuf {
-    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .map(|d| d.join("node"))
-        .find(|p| p.is_file())
-        .expect("the tests need node (v20+) on PATH")
+    runner_tool("node").expect("the tests need node (v20+) on PATH")
 }
 
 /// A port nothing listens on right now.

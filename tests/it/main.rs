@@ -10,3 +10,4 @@ mod packaging;
 mod providers;
 mod registry_guard;
 mod setup;
+mod syscalls;
