@@ -516,6 +516,68 @@ mod tests {
         )
     }
 
+    /// Arbitrary JSON values, biased towards the keys and shapes oyster owns.
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::from),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            ".{0,12}".prop_map(Value::from),
+            prop_oneof![
+                Just("auto"),
+                Just("manual"),
+                Just("disabled"),
+                Just("/a/b"),
+                Just("")
+            ]
+            .prop_map(Value::from),
+        ];
+        leaf.prop_recursive(3, 24, 6, |inner| {
+            let key = prop_oneof![
+                Just(PROVIDERS[0].command_key.to_owned()),
+                Just(PROVIDERS[1].command_key.to_owned()),
+                Just(INTENT_KEY.to_owned()),
+                Just(PROVIDERS[0].id.to_owned()),
+                Just(PORT_KEY.to_owned()),
+                "[a-z_]{1,6}",
+            ];
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                proptest::collection::vec((key, inner), 0..6)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        /// Fuzz: no byte string makes the parser panic; whatever parses survives a sync and
+        /// re-parses to what was written, and a second sync changes nothing.
+        #[test]
+        fn parser_never_panics_on_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let _ = ConfigDoc::parse(Path::new("/c"), &bytes);
+        }
+
+        #[test]
+        fn any_accepted_document_syncs_idempotently(v in arb_json()) {
+            let text = serde_json::to_vec(&v).unwrap();
+            let Ok(mut doc) = ConfigDoc::parse(Path::new("/c"), &text) else { return Ok(()) };
+            let search = Search { path_var: None, fallback_dirs: vec![] };
+            let mut changes = vec![];
+            doc.sync_providers(&search, &mut changes);
+            let written = doc.to_bytes();
+            let mut again = ConfigDoc::parse(Path::new("/c"), &written).expect("oyster parses what it wrote");
+            prop_assert_eq!(again.value(), doc.value());
+            let mut changes2 = vec![];
+            again.sync_providers(&search, &mut changes2);
+            prop_assert!(changes2.is_empty(), "{:?}", changes2);
+        }
+    }
+
     proptest! {
         #[test]
         fn sync_is_idempotent_and_keeps_unknown_keys(text in arb_doc(), found in any::<bool>()) {

@@ -248,6 +248,46 @@ mod tests {
         );
     }
 
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Fuzz: any text parses without panicking.
+        #[test]
+        fn print_parser_never_panics(text in r"(\PC|\t|\n|\{|\}| = | => ){0,200}") {
+            let _ = parse_print(&text);
+        }
+
+        /// Generated print output with nested blocks (carrying their own state and pid) yields
+        /// exactly the depth-one fields.
+        #[test]
+        fn depth_one_fields_are_recovered_exactly(
+            fields in proptest::collection::btree_map("[a-z][a-z ]{0,10}[a-z]", "[ -~&&[^{}]]{1,20}", 0..8),
+            nested in proptest::collection::vec(("[a-z]{1,8}", "[a-z0-9]{1,8}"), 0..4),
+        ) {
+            let mut text = String::from("gui/501/x = {\n");
+            for (i, (k, v)) in fields.iter().enumerate() {
+                let v = v.trim();
+                if v.is_empty() || v.ends_with('{') { continue; }
+                text += &format!("\t{k} = {v}\n");
+                if i < nested.len() {
+                    let (name, val) = &nested[i];
+                    text += &format!("\t{name}block = {{\n\t\tstate = {val}\n\t\tpid = 1\n\t\tdeeper = {{\n\t\t\tpath = /x\n\t\t}}\n\t}}\n");
+                }
+            }
+            text += "}\n";
+            let p = parse_print(&text);
+            for (k, v) in &fields {
+                let v = v.trim();
+                if v.is_empty() || v.ends_with('{') { continue; }
+                prop_assert_eq!(p.get(k), Some(v));
+            }
+            if !fields.contains_key("pid") { prop_assert_eq!(p.pid(), None); }
+            if !fields.contains_key("state") { prop_assert_eq!(p.state(), None); }
+        }
+    }
+
     #[test]
     fn nested_state_and_pid_never_leak_up() {
         let text = "x = {\n\tstate = not running\n\tsub = {\n\t\tstate = running\n\t\tpid = 5\n\t}\n\tlast exit code = 78: EX_CONFIG\n}\n";

@@ -159,6 +159,25 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3000))]
+
+        /// Fuzz: any entries either fail with an error or give a PATH whose every entry is an
+        /// absolute, plain directory that appears once.
+        #[test]
+        fn path_is_safe_or_refused(entries in proptest::collection::vec(r"(/|[a-z]|:|\n|\r| |&|<|\.)*", 0..8)) {
+            let dirs: Vec<&Path> = entries.iter().map(Path::new).collect();
+            if let Ok(path) = build_path(dirs.iter().copied()) {
+                if !path.is_empty() {
+                    let parts: Vec<&str> = path.split(':').collect();
+                    for (i, p) in parts.iter().enumerate() {
+                        prop_assert!(p.starts_with('/'), "{:?}", p);
+                        prop_assert!(!p.contains(['\n', '\r', '\0']));
+                        prop_assert!(!parts[..i].contains(p), "duplicate {:?}", p);
+                    }
+                }
+            }
+        }
+
         #[test]
         fn path_has_each_entry_once_in_first_seen_order(
             picks in proptest::collection::vec(0usize..6, 0..20)

@@ -126,6 +126,30 @@ fn unknown_keys_history_and_order_survive_a_real_change() {
     assert!(text.ends_with("}\n"));
 }
 
+/// Regression (found by fuzzing): floats in keys oyster does not own were re-rounded on a real
+/// change. Numbers now keep every digit (serde_json's arbitrary precision); only an exponent's
+/// sign is normalized (`1e400` is written `1e+400`, the same number).
+#[test]
+fn numbers_in_unknown_keys_keep_every_digit_across_a_rewrite() {
+    let t = TestContext::new();
+    t.write_config(
+        r#"{"ratio": -7.071105831100485e+102, "sum": 0.30000000000000004, "big": 123456789012345678901234567890, "money": 1.50, "huge": 1e400, "claude_command": "claude"}"#,
+    );
+    t.fake_exe(&t.home.join("bin/claude"));
+    t.run(["config", "sync"]).ok();
+    let text = std::fs::read_to_string(t.config_path()).unwrap();
+    for kept in [
+        "-7.071105831100485e+102",
+        "0.30000000000000004",
+        "123456789012345678901234567890",
+        "1.50",
+        "1e+400",
+    ] {
+        assert!(text.contains(kept), "{kept} was rewritten:\n{text}");
+    }
+    assert!(text.contains("/bin/claude"), "and the real change happened");
+}
+
 #[test]
 fn corrupt_input_is_refused_with_position_and_never_rewritten() {
     let t = TestContext::new();

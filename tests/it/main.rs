@@ -11,3 +11,4 @@ mod providers;
 mod registry_guard;
 mod setup;
 mod syscalls;
+mod torture;
