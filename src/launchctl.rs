@@ -16,6 +16,9 @@ pub const SYSTEM_LAUNCHCTL: &str = "/bin/launchctl";
 /// The variable that points oyster at another launchctl.
 pub const OVERRIDE_VAR: &str = "OYSTER_LAUNCHCTL";
 
+/// The variable that changes how long one launchctl call may take (default 30 s).
+pub const TIMEOUT_VAR: &str = "OYSTER_LAUNCHCTL_TIMEOUT_SECS";
+
 /// `print`/`kickstart` of a label that is not loaded.
 pub const NOT_LOADED: i32 = 113;
 
@@ -35,6 +38,8 @@ pub struct Launchctl {
     pub path: PathBuf,
     /// Set when `$OYSTER_LAUNCHCTL` chose it.
     pub overridden: bool,
+    /// How long one call may take before it is killed.
+    pub timeout: Duration,
 }
 
 /// Where `launchctl` is and why it is not usable.
@@ -51,6 +56,19 @@ pub enum LocateError {
 impl Launchctl {
     /// `$OYSTER_LAUNCHCTL` if set, else `/bin/launchctl` if present.
     pub fn locate() -> Result<Launchctl, LocateError> {
+        let timeout = match std::env::var(TIMEOUT_VAR)
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            Some(secs) if secs > 0 => Duration::from_secs(secs),
+            _ => Duration::from_secs(30),
+        };
+        let mut found = Self::locate_path()?;
+        found.timeout = timeout;
+        Ok(found)
+    }
+
+    fn locate_path() -> Result<Launchctl, LocateError> {
         if let Some(v) = std::env::var_os(OVERRIDE_VAR).filter(|v| !v.is_empty()) {
             let p = PathBuf::from(&v);
             if !p.is_absolute() || crate::resolve::check_executable(&p).is_err() {
@@ -59,6 +77,7 @@ impl Launchctl {
             return Ok(Launchctl {
                 path: p,
                 overridden: true,
+                timeout: Duration::ZERO,
             });
         }
         let p = PathBuf::from(SYSTEM_LAUNCHCTL);
@@ -66,6 +85,7 @@ impl Launchctl {
             Ok(Launchctl {
                 path: p,
                 overridden: false,
+                timeout: Duration::ZERO,
             })
         } else {
             Err(LocateError::Missing)
@@ -74,16 +94,22 @@ impl Launchctl {
 
     /// What output says about which launchctl is in use.
     pub fn describe(&self) -> String {
+        let mut s = self.path.display().to_string();
         if self.overridden {
-            format!("{} (from {OVERRIDE_VAR})", self.path.display())
-        } else {
-            self.path.display().to_string()
+            s += &format!(" (from {OVERRIDE_VAR})");
         }
+        if self.timeout != Duration::from_secs(30) {
+            s += &format!(
+                ", calls time out after {} s ({TIMEOUT_VAR})",
+                self.timeout.as_secs()
+            );
+        }
+        s
     }
 
     /// Runs one launchctl call; a non-zero exit is returned as data, not an error.
     pub fn call(&self, args: &[&str]) -> Result<Finished, ProcessError> {
-        process::run(&self.path, args, ChildEnv::Inherit, Duration::from_secs(30))
+        process::run(&self.path, args, ChildEnv::Inherit, self.timeout)
     }
 
     /// Runs one call and turns a non-zero exit into a [`LaunchctlError`].
@@ -118,6 +144,11 @@ impl Launchctl {
                 name: gui,
                 fallback_note: None,
             });
+        }
+        // Only "no such domain" (112) and "not supported here" (125) mean there is no GUI
+        // session; any other failure is launchctl failing, and is said as such.
+        if f.code != 112 && f.code != 125 {
+            return Err(failed(f).into());
         }
         let user = format!("user/{uid}");
         Ok(Domain {

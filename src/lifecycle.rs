@@ -49,7 +49,7 @@ impl<'a> Agent<'a> {
     /// Locates launchctl and the domain, saying aloud when it falls back to `user/<uid>`.
     pub fn new(stack: &'a Stack) -> anyhow::Result<Agent<'a>> {
         let lc = Launchctl::locate()?;
-        if lc.overridden {
+        if lc.overridden || lc.timeout != Duration::from_secs(30) {
             eprintln!("oyster: note: using launchctl {}", lc.describe());
         }
         let domain = lc.domain()?;

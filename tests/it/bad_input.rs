@@ -1,0 +1,238 @@
+//! The rest of the bad-input catalogue (docs/bad-input.md): huge and non-UTF-8 configs, a full
+//! disk, a read-only directory, a hanging launchctl. Each names the problem and loses nothing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::common::{real_node, TestContext};
+
+/// A tmpfs mounted for one test (root only); unmounted on drop.
+struct Mount(PathBuf);
+
+impl Mount {
+    fn tmpfs(dir: &Path, opts: &str) -> Option<Mount> {
+        std::fs::create_dir_all(dir).unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", opts, "tmpfs"])
+            .arg(dir)
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !ok {
+            eprintln!("skipped: cannot mount a tmpfs here (needs root and mount permission)");
+            return None;
+        }
+        Some(Mount(dir.to_owned()))
+    }
+    fn remount(&self, opts: &str) {
+        let ok = Command::new("mount")
+            .args(["-o", &format!("remount,{opts}")])
+            .arg(&self.0)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_huge_config_is_handled_and_preserved() {
+    let t = TestContext::new();
+    let blob: String = "x".repeat(1 << 20);
+    let mut text = String::from("{");
+    for i in 0..20 {
+        text += &format!("\"k{i}\": \"{blob}\", ");
+    }
+    text += "\"claude_command\": \"claude\"}";
+    t.write_config(&text);
+    t.fake_exe(&t.home.join("bin/claude"));
+    t.run(["config", "sync"]).ok();
+    let v = t.read_config();
+    assert_eq!(v["k19"].as_str().unwrap().len(), 1 << 20);
+    assert!(v["claude_command"]
+        .as_str()
+        .unwrap()
+        .ends_with("/bin/claude"));
+}
+
+#[test]
+fn a_non_utf8_config_is_refused_with_its_position() {
+    let t = TestContext::new();
+    std::fs::create_dir_all(t.config_path().parent().unwrap()).unwrap();
+    let bytes = b"{\n  \"name\": \"caf\xe9\"\n}".to_vec();
+    std::fs::write(t.config_path(), &bytes).unwrap();
+    let e = t.run(["config", "sync"]).fails_with(2).stderr();
+    assert!(e.contains("config.json") && e.contains("line 2"), "{e}");
+    assert_eq!(std::fs::read(t.config_path()).unwrap(), bytes);
+}
+
+#[test]
+fn a_full_disk_fails_the_write_and_keeps_the_old_file() {
+    let t = TestContext::new();
+    let dir = t.home.join(".oysterun");
+    let Some(_m) = Mount::tmpfs(&dir, "size=64k") else {
+        return;
+    };
+    let original = format!(
+        "{{\"pad\": \"{}\", \"claude_command\": \"/old\"}}",
+        "p".repeat(20_000)
+    );
+    std::fs::write(dir.join("config.json"), &original).unwrap();
+    // Fill the rest of the disk.
+    let _ = std::fs::write(dir.join("filler"), vec![0u8; 64 * 1024]);
+    let e = t
+        .run(["providers", "set", "claude", "/new/claude"])
+        .fails_with(1)
+        .stderr();
+    assert!(
+        e.contains("config.json") && (e.contains("No space left") || e.contains("space")),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("config.json")).unwrap(),
+        original
+    );
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(!names.iter().any(|n| n.contains("oyster-tmp")), "{names:?}");
+}
+
+#[test]
+fn a_read_only_config_dir_is_an_error_that_changes_nothing() {
+    let t = TestContext::new();
+    let dir = t.home.join(".oysterun");
+    let Some(m) = Mount::tmpfs(&dir, "size=1m") else {
+        return;
+    };
+    std::fs::write(dir.join("config.json"), "{\"claude_command\": \"/old\"}").unwrap();
+    std::fs::write(dir.join("config.json.lock"), "").unwrap();
+    m.remount("ro");
+    let e = t
+        .run(["providers", "set", "claude", "/new/claude"])
+        .fails_with(1)
+        .stderr();
+    assert!(
+        e.contains("Read-only file system") && e.contains(".oysterun"),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("config.json")).unwrap(),
+        "{\"claude_command\": \"/old\"}"
+    );
+    // Read-only commands still work.
+    t.run(["providers", "status", "--json"]).ok();
+}
+
+#[test]
+fn a_hanging_launchctl_is_killed_and_named() {
+    let mut t = TestContext::new();
+    let fake = t.path("launchctl");
+    std::fs::write(&fake, "#!/bin/sh\nexec /bin/sleep 60\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    t.extra_env
+        .push(("OYSTER_LAUNCHCTL".into(), fake.display().to_string()));
+    t.extra_env
+        .push(("OYSTER_LAUNCHCTL_TIMEOUT_SECS".into(), "1".into()));
+    let root = t.fixture_root("root");
+    let t0 = Instant::now();
+    let e = t
+        .run([
+            "agent",
+            "install",
+            "--root",
+            root.to_str().unwrap(),
+            "--node-bin",
+            real_node().to_str().unwrap(),
+        ])
+        .fails_with(1)
+        .stderr();
+    assert!(
+        t0.elapsed() < Duration::from_secs(10),
+        "bounded: {:?}",
+        t0.elapsed()
+    );
+    assert!(
+        e.contains("did not finish within 1 s") && e.contains("launchctl"),
+        "{e}"
+    );
+    assert!(
+        e.contains("OYSTER_LAUNCHCTL_TIMEOUT_SECS"),
+        "the knob is said: {e}"
+    );
+    assert!(
+        t.own_processes().is_empty(),
+        "the hung launchctl was killed"
+    );
+}
+
+/// Regression: any failing `print gui/<uid>` (here a launchctl that exits 127) was read as "no
+/// GUI session" and oyster silently moved to user/<uid>. Only 112 and 125 mean that.
+#[test]
+fn a_broken_launchctl_is_not_mistaken_for_a_missing_gui_session() {
+    let mut t = TestContext::new();
+    let fake = t.path("launchctl");
+    std::fs::write(&fake, "#!/bin/sh\necho 'launchctl: broken' >&2\nexit 127\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    t.extra_env
+        .push(("OYSTER_LAUNCHCTL".into(), fake.display().to_string()));
+    let root = t.fixture_root("root");
+    let e = t
+        .run([
+            "agent",
+            "install",
+            "--root",
+            root.to_str().unwrap(),
+            "--node-bin",
+            real_node().to_str().unwrap(),
+        ])
+        .fails_with(1)
+        .stderr();
+    assert!(
+        e.contains("exited with 127") && e.contains("launchctl: broken"),
+        "{e}"
+    );
+    assert!(!e.contains("using user/"), "no silent domain fallback: {e}");
+}
+
+/// Every test docs/bad-input.md names exists, so the catalogue cannot drift from the suite.
+#[test]
+fn the_bad_input_catalogue_names_only_real_tests() {
+    let top = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(top.join("docs/bad-input.md")).unwrap();
+    let mut named = 0;
+    for cell in doc.split('`').skip(1).step_by(2) {
+        let (Some((module, _)), Some((_, func))) = (cell.split_once("::"), cell.rsplit_once("::"))
+        else {
+            continue;
+        };
+        if func == "*"
+            || module == "file"
+            || !module.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+        {
+            continue;
+        }
+        let text = [
+            top.join(format!("tests/it/{module}.rs")),
+            top.join(format!("src/{module}.rs")),
+        ]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .unwrap_or_else(|| panic!("docs/bad-input.md names module {module}, which has no file"));
+        assert!(
+            text.contains(&format!("fn {func}(")),
+            "docs/bad-input.md names {cell}, which does not exist"
+        );
+        named += 1;
+    }
+    assert!(named > 30, "the catalogue names its tests ({named} found)");
+}
