@@ -310,15 +310,13 @@ enum Undo {
     NpmUninstall {
         install_idx: usize,
     },
-    Config {
+    /// A file's previous bytes (`None`: it did not exist), restored with `mode`.
+    File {
         path: PathBuf,
         bytes: Option<Vec<u8>>,
+        mode: Option<u32>,
     },
     AgentFolder(PathBuf),
-    Plist {
-        path: PathBuf,
-        bytes: Option<Vec<u8>>,
-    },
     StopHost,
 }
 
@@ -378,9 +376,10 @@ fn apply_steps(
     // 2. The config: the same preservation-first merge, plus mode, AgentFolder and installs.
     let path = st.config_path();
     let before = std::fs::read(&path).ok();
-    journal.push(Undo::Config {
+    journal.push(Undo::File {
         path: path.clone(),
         bytes: before,
+        mode: None,
     });
     let ((), changes) = config::update(&path, |doc, changes| {
         // Migrate first: an installed path set before migration would read as user-owned.
@@ -416,9 +415,10 @@ fn apply_steps(
     match (&sp.service, opts.no_start) {
         (Service::Launchd(_), true) => {
             let plist = st.plist_path();
-            journal.push(Undo::Plist {
+            journal.push(Undo::File {
                 path: plist.clone(),
                 bytes: std::fs::read(&plist).ok(),
+                mode: Some(0o644),
             });
             let wrote = crate::agentplist::write(&plist, &plan.plist, &st.log_dir)?;
             println!(
@@ -526,15 +526,6 @@ fn roll_back(ctx: &Ctx, sp: &SetupPlan, journal: Vec<Undo>) -> Vec<String> {
                 ))
             }
             Undo::StopHost => direct::stop(st).map(|_| "stopped the Host it started".to_owned()),
-            Undo::Plist { path, bytes } => match bytes {
-                Some(b) => fsutil::write_atomic(&path, &b, Some(0o644))
-                    .map(|_| format!("restored {}", st.tilde(&path)))
-                    .map_err(Into::into),
-                None => std::fs::remove_file(&path)
-                    .or_else(ignore_missing)
-                    .map(|()| format!("removed {}", st.tilde(&path)))
-                    .map_err(Into::into),
-            },
             Undo::AgentFolder(dir) => match std::fs::remove_dir(&dir) {
                 Ok(()) => Ok(format!("removed the AgentFolder {}", st.tilde(&dir))),
                 Err(_) => Ok(format!(
@@ -542,8 +533,8 @@ fn roll_back(ctx: &Ctx, sp: &SetupPlan, journal: Vec<Undo>) -> Vec<String> {
                     st.tilde(&dir)
                 )),
             },
-            Undo::Config { path, bytes } => match bytes {
-                Some(b) => fsutil::write_atomic(&path, &b, None)
+            Undo::File { path, bytes, mode } => match bytes {
+                Some(b) => fsutil::write_atomic(&path, &b, mode)
                     .map(|_| format!("restored {}", st.tilde(&path)))
                     .map_err(Into::into),
                 None => std::fs::remove_file(&path)

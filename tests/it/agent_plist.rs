@@ -13,6 +13,21 @@ fn ctx_with_root(home_name: &str) -> (TestContext, PathBuf) {
     (t, root)
 }
 
+/// `agent regenerate --no-restart --root ROOT --node-bin NODE`.
+fn regen_args(root: &Path, node: &Path) -> Vec<String> {
+    [
+        "agent",
+        "regenerate",
+        "--no-restart",
+        "--root",
+        root.to_str().unwrap(),
+        "--node-bin",
+        node.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
 fn print(t: &TestContext, root: &Path, extra: &[&str]) -> crate::common::Run {
     let node = real_node();
     let mut args = vec![
@@ -125,16 +140,8 @@ fn secrets_and_the_callers_environment_never_reach_the_plist() {
     let text = out.stdout() + &out.stderr();
     assert!(!text.contains("SECRET"), "{text}");
     let node = real_node();
-    let args = [
-        "agent",
-        "regenerate",
-        "--no-restart",
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        node.to_str().unwrap(),
-    ];
-    let r = t.run(args).ok();
+    let args = regen_args(&root, &node);
+    let r = t.run(&args).ok();
     assert!(!(r.stdout() + &r.stderr()).contains("SECRET"));
     let plist =
         std::fs::read_to_string(t.home.join("Library/LaunchAgents/com.oysterun.host.plist"))
@@ -177,16 +184,7 @@ fn unsafe_path_entries_are_errors_never_written() {
         let r = print(&t, &root, &[]).fails_with(2);
         assert!(r.stderr().contains("PATH"), "{how}: {}", r.stderr());
         let node = real_node();
-        t.run([
-            "agent",
-            "regenerate",
-            "--no-restart",
-            "--root",
-            root.to_str().unwrap(),
-            "--node-bin",
-            node.to_str().unwrap(),
-        ])
-        .fails_with(2);
+        t.run(regen_args(&root, &node)).fails_with(2);
         assert!(!t
             .home
             .join("Library/LaunchAgents")
@@ -322,18 +320,10 @@ fn node_version_is_cached_by_binary_identity() {
     let (t, root) = ctx_with_root("home");
     let node = fake_node(&t, "n/node", "v22.1.0", 0o755);
     let runs = t.path("n/node.runs");
-    let args = [
-        "agent",
-        "regenerate",
-        "--no-restart",
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        node.to_str().unwrap(),
-    ];
-    t.run(args).ok();
-    t.run(args).ok();
-    t.run(args).ok();
+    let args = regen_args(&root, &node);
+    t.run(&args).ok();
+    t.run(&args).ok();
+    t.run(&args).ok();
     let count = |p: &Path| {
         std::fs::read_to_string(p)
             .map(|s| s.lines().count())
@@ -353,7 +343,7 @@ fn node_version_is_cached_by_binary_identity() {
         ),
     )
     .unwrap();
-    t.run(args).ok();
+    t.run(&args).ok();
     assert_eq!(count(&runs), 2);
 }
 
@@ -361,16 +351,8 @@ fn node_version_is_cached_by_binary_identity() {
 fn regenerate_writes_only_on_change_atomically_0644() {
     let (t, root) = ctx_with_root("home");
     let node = real_node();
-    let args = [
-        "agent",
-        "regenerate",
-        "--no-restart",
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        node.to_str().unwrap(),
-    ];
-    let r = t.run(args).ok();
+    let args = regen_args(&root, &node);
+    let r = t.run(&args).ok();
     assert!(r.stdout().contains("written"), "{}", r.stdout());
     let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.plist");
     let m = std::fs::metadata(&plist).unwrap();
@@ -380,7 +362,7 @@ fn regenerate_writes_only_on_change_atomically_0644() {
         "log dir created first"
     );
     std::thread::sleep(std::time::Duration::from_millis(20));
-    let r = t.run(args).ok();
+    let r = t.run(&args).ok();
     assert!(r.stdout().contains("unchanged"), "{}", r.stdout());
     let m2 = std::fs::metadata(&plist).unwrap();
     assert_eq!(
@@ -421,15 +403,7 @@ fn a_symlinked_plist_is_refused() {
     std::fs::write(&target, "keep").unwrap();
     std::os::unix::fs::symlink(&target, agents.join("com.oysterun.host.plist")).unwrap();
     let node = real_node();
-    let r = t.run([
-        "agent",
-        "regenerate",
-        "--no-restart",
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        node.to_str().unwrap(),
-    ]);
+    let r = t.run(regen_args(&root, &node));
     assert_ne!(r.code(), 0);
     assert!(r.stderr().contains("symlink"), "{}", r.stderr());
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");

@@ -131,15 +131,20 @@ fn a_read_only_config_dir_is_an_error_that_changes_nothing() {
     t.run(["providers", "status", "--json"]).ok();
 }
 
-#[test]
-fn a_hanging_launchctl_is_killed_and_named() {
-    let mut t = TestContext::new();
-    let fake = t.path("launchctl");
-    std::fs::write(&fake, "#!/bin/sh\nexec /bin/sleep 60\n").unwrap();
+/// Points oyster at a launchctl that is this shell script.
+fn fake_launchctl(t: &mut TestContext, script: &str) {
     use std::os::unix::fs::PermissionsExt;
+    let fake = t.path("launchctl");
+    std::fs::write(&fake, script).unwrap();
     std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
     t.extra_env
         .push(("OYSTER_LAUNCHCTL".into(), fake.display().to_string()));
+}
+
+#[test]
+fn a_hanging_launchctl_is_killed_and_named() {
+    let mut t = TestContext::new();
+    fake_launchctl(&mut t, "#!/bin/sh\nexec /bin/sleep 60\n");
     t.extra_env
         .push(("OYSTER_LAUNCHCTL_TIMEOUT_SECS".into(), "1".into()));
     let root = t.fixture_root("root");
@@ -179,12 +184,10 @@ fn a_hanging_launchctl_is_killed_and_named() {
 #[test]
 fn a_broken_launchctl_is_not_mistaken_for_a_missing_gui_session() {
     let mut t = TestContext::new();
-    let fake = t.path("launchctl");
-    std::fs::write(&fake, "#!/bin/sh\necho 'launchctl: broken' >&2\nexit 127\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    t.extra_env
-        .push(("OYSTER_LAUNCHCTL".into(), fake.display().to_string()));
+    fake_launchctl(
+        &mut t,
+        "#!/bin/sh\necho 'launchctl: broken' >&2\nexit 127\n",
+    );
     let root = t.fixture_root("root");
     let e = t
         .run([
