@@ -395,6 +395,18 @@ fn regenerate_writes_only_on_change_atomically_0644() {
 }
 
 #[test]
+fn an_unchanged_plist_with_a_mode_launchd_refuses_is_fixed() {
+    let (t, root) = ctx_with_root("home");
+    let node = real_node();
+    t.run(regen_args(&root, &node)).ok();
+    let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.plist");
+    std::fs::set_permissions(&plist, std::fs::Permissions::from_mode(0o666)).unwrap();
+    let r = t.run(regen_args(&root, &node)).ok();
+    assert!(r.stdout().contains("written"), "{}", r.stdout());
+    assert_eq!(std::fs::metadata(&plist).unwrap().mode() & 0o777, 0o644);
+}
+
+#[test]
 fn a_symlinked_plist_is_refused() {
     let (t, root) = ctx_with_root("home");
     let agents = t.home.join("Library/LaunchAgents");
