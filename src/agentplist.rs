@@ -73,51 +73,43 @@ fn sorted(v: Value) -> Value {
     }
 }
 
-/// What oyster reads back from an installed plist.
+/// What oyster reads back from an installed plist: its bytes and its `EnvironmentVariables`
+/// (empty when the plist does not parse).
 #[derive(Debug, Clone, Default)]
 pub struct Installed {
     pub bytes: Vec<u8>,
-    pub node_bin: Option<String>,
-    pub repo_root: Option<String>,
+    pub env: LaunchEnv,
 }
 
-/// Reads the installed plist, if there is one that parses; a broken one is said, not fatal.
+impl Installed {
+    /// The Node it pins.
+    pub fn node_bin(&self) -> Option<&str> {
+        self.env.get(crate::launchenv::NODE_BIN)
+    }
+    /// The Oysterun root it runs.
+    pub fn repo_root(&self) -> Option<&str> {
+        self.env.get(crate::launchenv::REPO_ROOT)
+    }
+}
+
+/// Reads the installed plist, if there is one; one that does not parse is said, not fatal.
 pub fn read_installed(path: &Path) -> Option<Installed> {
     let bytes = std::fs::read(path).ok()?;
-    let value = match Value::from_reader(std::io::Cursor::new(&bytes)) {
-        Ok(v) => v,
-        Err(e) => {
-            eprintln!(
-                "oyster: note: the installed {} does not parse ({e}); ignoring its pins",
-                path.display()
-            );
-            return Some(Installed {
-                bytes,
-                ..Default::default()
-            });
-        }
-    };
-    let env = value
-        .as_dictionary()
-        .and_then(|d| d.get("EnvironmentVariables"))
-        .and_then(Value::as_dictionary);
-    let get = |k: &str| {
-        env.and_then(|e| e.get(k))
-            .and_then(Value::as_string)
-            .map(str::to_owned)
-    };
-    Some(Installed {
-        node_bin: get(crate::launchenv::NODE_BIN),
-        repo_root: get(crate::launchenv::REPO_ROOT),
-        bytes,
-    })
+    let env = read_env(&bytes).unwrap_or_else(|e| {
+        eprintln!(
+            "oyster: note: the installed {} does not parse ({e}); ignoring its pins",
+            path.display()
+        );
+        LaunchEnv::default()
+    });
+    Some(Installed { bytes, env })
 }
 
-/// The `EnvironmentVariables` of plist bytes (for verifying a rolled-back job).
-pub fn read_env(bytes: &[u8]) -> LaunchEnv {
-    let vars = Value::from_reader(std::io::Cursor::new(bytes))
-        .ok()
-        .and_then(|v| v.into_dictionary())
+/// The `EnvironmentVariables` of plist bytes.
+pub fn read_env(bytes: &[u8]) -> Result<LaunchEnv, plist::Error> {
+    let value = Value::from_reader(std::io::Cursor::new(bytes))?;
+    let vars = value
+        .into_dictionary()
         .and_then(|mut d| d.remove("EnvironmentVariables"))
         .and_then(Value::into_dictionary)
         .map(|e| {
@@ -126,7 +118,7 @@ pub fn read_env(bytes: &[u8]) -> LaunchEnv {
                 .collect()
         })
         .unwrap_or_default();
-    LaunchEnv { vars }
+    Ok(LaunchEnv { vars })
 }
 
 /// Writes the plist when its bytes change: log dir first (launchd cannot open a log in a missing

@@ -27,7 +27,7 @@ pub const PORT: &str = "OYSTERUN_PORT";
 pub const REPO_ROOT: &str = "OYSTERUN_REPO_ROOT";
 
 /// The generated Host environment, sorted by name (as the plist stores it).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LaunchEnv {
     pub vars: BTreeMap<String, String>,
 }
@@ -35,6 +35,11 @@ pub struct LaunchEnv {
 impl LaunchEnv {
     pub fn get(&self, key: &str) -> Option<&str> {
         self.vars.get(key).map(String::as_str)
+    }
+
+    /// `OYSTERUN_PORT`, when it is a port.
+    pub fn port(&self) -> Option<u16> {
+        self.get(PORT).and_then(|p| p.parse().ok())
     }
 
     /// The variables as pairs, for a child's environment.

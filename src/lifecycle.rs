@@ -345,11 +345,8 @@ impl<'a> Agent<'a> {
                 Some(bytes) => {
                     agentplist::write(&plist, bytes, &self.stack.log_dir)?;
                     self.reload(action, false)?;
-                    let old_env = agentplist::read_env(bytes);
-                    let port = old_env
-                        .get(crate::launchenv::PORT)
-                        .and_then(|p| p.parse().ok())
-                        .unwrap_or(0);
+                    let old_env = agentplist::read_env(bytes).unwrap_or_default();
+                    let port = old_env.port().unwrap_or(0);
                     match self.verify(&old_env, port, None, timing) {
                         Ok(v) => Ok(format!("restored the previous plist; the previous Host runs again (pid {})", v.pid)),
                         Err(e) => Ok(format!("restored and reloaded the previous plist, but it did not verify either: {e}")),

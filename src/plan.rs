@@ -81,7 +81,7 @@ pub fn plan(ctx: &Ctx, args: &HostArgs, writes: Writes) -> anyhow::Result<Plan> 
     let root = crate::root::find(
         args.root.as_deref(),
         root_env.as_deref(),
-        installed.as_ref().and_then(|i| i.repo_root.as_deref()),
+        installed.as_ref().and_then(Installed::repo_root),
     )?;
     let node_env = std::env::var("OYSTERUN_NODE_BIN")
         .ok()
@@ -90,7 +90,7 @@ pub fn plan(ctx: &Ctx, args: &HostArgs, writes: Writes) -> anyhow::Result<Plan> 
     let node = node::pin(&PinRequest {
         flag: args.node_bin.as_deref(),
         env: node_env.as_deref(),
-        installed: installed.as_ref().and_then(|i| i.node_bin.as_deref()),
+        installed: installed.as_ref().and_then(Installed::node_bin),
         search: &ctx.search,
         cache: (writes == Writes::Sync).then_some(cache.as_path()),
     })?;

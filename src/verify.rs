@@ -126,6 +126,41 @@ pub fn check_env(live: &LiveProcess, expected: &LaunchEnv) -> EnvCheck {
     }
 }
 
+/// What a running Host looks like against the environment it should have.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveCheck {
+    /// `/health`'s status, if anything answered.
+    pub health: Option<u16>,
+    /// The environment comparison; `None` when the process is gone.
+    pub env: Option<EnvCheck>,
+}
+
+impl LiveCheck {
+    /// Verified: the environment matches and `/health` said 200.
+    pub fn verified(&self) -> bool {
+        self.env == Some(EnvCheck::Verified) && self.health == Some(200)
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "/health {}; {}",
+            self.health.map_or("no answer".into(), |h| h.to_string()),
+            self.env
+                .as_ref()
+                .map_or("the process is gone".into(), EnvCheck::describe)
+        )
+    }
+}
+
+/// Checks the running `pid` against `expected` (its port comes from `OYSTERUN_PORT`).
+pub fn check_live(pid: u32, expected: &LaunchEnv) -> LiveCheck {
+    let health = expected
+        .port()
+        .and_then(|port| health(port, Duration::from_secs(2)));
+    let env = inspect(pid).map(|live| check_env(&live, expected));
+    LiveCheck { health, env }
+}
+
 /// One `GET /health` on `127.0.0.1:port`: the HTTP status, or `None` when nothing answered.
 pub fn health(port: u16, timeout: Duration) -> Option<u16> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));

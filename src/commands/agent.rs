@@ -1,7 +1,6 @@
 //! `oyster agent …`: the LaunchAgent plist and the launchd job.
 
 use std::io::Write;
-use std::time::Duration;
 
 use serde::Serialize;
 
@@ -244,17 +243,10 @@ fn status(ctx: &Ctx, json: bool) -> anyhow::Result<ExitStatus> {
                 st.pid = info.pid();
                 st.last_exit_code = info.last_exit_code().map(str::to_owned);
                 if let (Some(pid), Some(inst)) = (info.pid().filter(|_| st.running), &installed) {
-                    let expected = agentplist::read_env(&inst.bytes);
-                    let port = expected
-                        .get(crate::launchenv::PORT)
-                        .and_then(|p| p.parse().ok())
-                        .unwrap_or(0);
-                    st.health = verify::health(port, Duration::from_secs(2));
-                    let check =
-                        verify::inspect(pid).map(|live| verify::check_env(&live, &expected));
-                    st.verified =
-                        check == Some(verify::EnvCheck::Verified) && st.health == Some(200);
-                    st.environment = check.map(|c| c.describe());
+                    let live = verify::check_live(pid, &inst.env);
+                    st.health = live.health;
+                    st.verified = live.verified();
+                    st.environment = live.env.as_ref().map(verify::EnvCheck::describe);
                 }
             }
             st.domain = Some(domain.name);

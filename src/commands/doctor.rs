@@ -267,22 +267,12 @@ pub fn run(ctx: &Ctx, json: bool, probe: bool) -> anyhow::Result<ExitStatus> {
                         }),
                     ));
                     if let (Some(pid), Some(inst)) = (info.pid().filter(|_| running), &installed) {
-                        let expected = agentplist::read_env(&inst.bytes);
-                        let port = expected
-                            .get(crate::launchenv::PORT)
-                            .and_then(|p| p.parse().ok())
-                            .unwrap_or(0);
-                        let health = verify::health(port, Duration::from_secs(2));
-                        let env = verify::inspect(pid).map(|l| verify::check_env(&l, &expected));
-                        let ok = env == Some(verify::EnvCheck::Verified) && health == Some(200);
+                        let live = verify::check_live(pid, &inst.env);
+                        let ok = live.verified();
                         checks.push(check(
                             "live host",
                             if ok { Level::Ok } else { Level::Fail },
-                            format!(
-                                "pid {pid}: /health {}; {}",
-                                health.map_or("no answer".into(), |h| h.to_string()),
-                                env.map_or("the process is gone".into(), |e| e.describe())
-                            ),
+                            format!("pid {pid}: {}", live.describe()),
                             (!ok).then(|| format!("`oyster agent restart --stack {}`", st.name)),
                         ));
                     }

@@ -75,7 +75,7 @@ pub fn run(ctx: &Ctx, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
             ctx.announce_overrides();
             let doc = ConfigDoc::load(&ctx.stack.config_path())?;
             let rows: Vec<_> = list.into_iter().map(|p| row(ctx, &doc, p)).collect();
-            show(rows, json, None)
+            show(rows, json)
         }
         ProvidersCommand::Status { json } => {
             ctx.announce_overrides();
@@ -84,7 +84,7 @@ pub fn run(ctx: &Ctx, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
                 .iter()
                 .map(|p| redacted(&ctx.stack.home, row(ctx, &doc, p)))
                 .collect();
-            show(rows, json, Some(&ctx.stack.home))
+            show(rows, json)
         }
         ProvidersCommand::Set { provider, command } => {
             let p = registry::lookup(&provider)?;
@@ -163,7 +163,7 @@ fn save(
     Ok(ExitStatus::Success)
 }
 
-fn show(rows: Vec<ProviderRow>, json: bool, _home: Option<&Path>) -> anyhow::Result<ExitStatus> {
+fn show(rows: Vec<ProviderRow>, json: bool) -> anyhow::Result<ExitStatus> {
     if json {
         print_json(&Rows { providers: rows })?;
         return Ok(ExitStatus::Success);

@@ -122,6 +122,19 @@ impl TestContext {
         std::fs::write(root.join("host-service").join(flag), content).unwrap();
     }
 
+    /// Copies the Host fixture and pins it with `OYSTERUN_ROOT` and `OYSTERUN_NODE_BIN` (the
+    /// real node), so Host commands need no --root/--node-bin. Returns the root.
+    pub fn pin_host_env(&mut self) -> PathBuf {
+        let root = self.fixture_root("root");
+        self.extra_env
+            .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
+        self.extra_env.push((
+            "OYSTERUN_NODE_BIN".into(),
+            real_node().display().to_string(),
+        ));
+        root
+    }
+
     /// Every live process whose environment carries this test's HOME.
     pub fn own_processes(&self) -> Vec<u32> {
         let needle = format!("HOME={}", self.home.display());

@@ -5,19 +5,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{free_port, TestContext};
 
 fn ready() -> (TestContext, Vec<String>) {
     let mut t = TestContext::new();
     t.use_sim();
-    let root = t.fixture_root("root");
+    t.pin_host_env();
     t.fake_exe(&t.home.join(".local/bin/claude"));
-    t.extra_env
-        .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
-    t.extra_env.push((
-        "OYSTERUN_NODE_BIN".into(),
-        real_node().display().to_string(),
-    ));
     let port = free_port().to_string();
     t.run([
         "agent",
@@ -138,13 +132,7 @@ fn a_crashed_host_fails_the_launchd_check() {
         .json()["pid"]
         .as_u64()
         .unwrap();
-    let root = PathBuf::from(
-        &t.extra_env
-            .iter()
-            .find(|(k, _)| k == "OYSTERUN_ROOT")
-            .unwrap()
-            .1,
-    );
+    let root = t.path("root");
     TestContext::fixture_flag(&root, "crash-on-start", "");
     unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     let t0 = Instant::now();
@@ -176,14 +164,7 @@ fn fake_provider(t: &TestContext, dir: &Path, body: &str) -> PathBuf {
 #[test]
 fn probe_runs_only_version_and_believes_only_the_right_banner() {
     let mut t = TestContext::new();
-    t.extra_env.push((
-        "OYSTERUN_ROOT".into(),
-        t.fixture_root("root").display().to_string(),
-    ));
-    t.extra_env.push((
-        "OYSTERUN_NODE_BIN".into(),
-        real_node().display().to_string(),
-    ));
+    t.pin_host_env();
     let dir = t.path("p");
     t.path_dirs.push(dir.clone());
     let cases: [(&str, &str, &str); 4] = [

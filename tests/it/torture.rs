@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::common::{real_node, TestContext};
+use crate::common::TestContext;
 
 /// A small deterministic generator, so a failing run can be replayed.
 struct Lcg(u64);
@@ -84,13 +84,7 @@ fn sigkill_during_config_writes_never_tears_the_file() {
 #[test]
 fn sigkill_during_plist_writes_leaves_a_whole_plist() {
     let mut t = TestContext::new();
-    let root = t.fixture_root("root");
-    t.extra_env
-        .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
-    t.extra_env.push((
-        "OYSTERUN_NODE_BIN".into(),
-        real_node().display().to_string(),
-    ));
+    t.pin_host_env();
     let dirs: Vec<PathBuf> = ["a", "b"].iter().map(|d| t.path(d)).collect();
     let mut variants = vec![];
     for d in &dirs {
@@ -136,13 +130,7 @@ fn sigkill_during_plist_writes_leaves_a_whole_plist() {
 #[test]
 fn concurrent_set_sync_and_regenerate_lose_no_update() {
     let mut t = TestContext::new();
-    let root = t.fixture_root("root");
-    t.extra_env
-        .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
-    t.extra_env.push((
-        "OYSTERUN_NODE_BIN".into(),
-        real_node().display().to_string(),
-    ));
+    t.pin_host_env();
     t.write_config(r#"{"history": {"s1": "keep"}}"#);
     const ROUNDS: usize = 25;
     std::thread::scope(|s| {
