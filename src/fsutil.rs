@@ -40,14 +40,48 @@ pub fn refuse_symlink(path: &Path) -> Result<(), FsError> {
     }
 }
 
-/// The temp file name used next to `path`; deterministic so a write killed half-way leaves at
-/// most one stale temp file, which the next write (under the same lock) reuses.
-pub fn temp_path(path: &Path) -> PathBuf {
+/// The prefix of every temp file written next to `path`: `.<name>.oyster-tmp.`.
+fn temp_prefix(path: &Path) -> String {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy())
         .unwrap_or_default();
-    path.with_file_name(format!(".{name}.oyster-tmp"))
+    format!(".{name}.oyster-tmp.")
+}
+
+/// This writer's temp file next to `path`: the prefix plus our pid, so two writers never share
+/// one and a stale one names the writer that left it.
+pub fn temp_path(path: &Path) -> PathBuf {
+    path.with_file_name(format!("{}{}", temp_prefix(path), std::process::id()))
+}
+
+/// Removes temp files for `path` left by writers that are gone (killed half-way through a
+/// write). A live writer's temp file is left alone. Runs on every write, changed or not, so a
+/// run that finds the bytes already in place still cleans up after a killed one.
+fn sweep_stale_temps(path: &Path) {
+    let (Some(dir), prefix) = (path.parent(), temp_prefix(path)) else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(&prefix)) else {
+            continue;
+        };
+        // Ours (a pid reused since an earlier run) or a writer that no longer exists.
+        let stale = match pid.parse::<i32>() {
+            Ok(p) if p > 0 && p != std::process::id() as i32 => {
+                nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None)
+                    == Err(nix::errno::Errno::ESRCH)
+            }
+            _ => true,
+        };
+        if stale {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Writes `bytes` to `path` atomically with `mode` (kept from an existing file when `None`,
@@ -56,6 +90,7 @@ pub fn temp_path(path: &Path) -> PathBuf {
 /// The caller holds the lock for `path` (see [`lock_sidecar`]).
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<bool, FsError> {
     refuse_symlink(path)?;
+    sweep_stale_temps(path);
     let existing_mode = match std::fs::metadata(path) {
         Ok(m) => {
             if std::fs::read(path).is_ok_and(|old| old == bytes) {
@@ -69,7 +104,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<bool
     let mode = mode.or(existing_mode).unwrap_or(0o600);
     let tmp = temp_path(path);
     let result = (|| {
-        let _ = std::fs::remove_file(&tmp);
         let mut f = OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -154,6 +188,28 @@ mod tests {
             (0o640, b"two".to_vec())
         );
         assert!(!temp_path(&p).exists());
+    }
+
+    #[test]
+    fn an_unchanged_write_still_removes_a_killed_writers_temp_file() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("f.plist");
+        assert!(write_atomic(&p, b"same", None).unwrap());
+        // A writer that died between creating its temp file and the rename.
+        let mut dead = std::process::Command::new("true").spawn().unwrap();
+        let dead_pid = dead.id();
+        dead.wait().unwrap();
+        let stale = p.with_file_name(format!(".f.plist.oyster-tmp.{dead_pid}"));
+        std::fs::write(&stale, b"half").unwrap();
+        // A live writer's temp file (this test's parent, which outlives us) is not touched.
+        let live = p.with_file_name(format!(
+            ".f.plist.oyster-tmp.{}",
+            std::os::unix::process::parent_id()
+        ));
+        std::fs::write(&live, b"busy").unwrap();
+        assert!(!write_atomic(&p, b"same", None).unwrap());
+        assert!(!stale.exists(), "the dead writer's temp file survived");
+        assert!(live.exists(), "a live writer's temp file was removed");
     }
 
     #[test]
