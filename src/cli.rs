@@ -4,7 +4,7 @@ use std::ffi::OsString;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::plan::HostArgs;
+use crate::host::plan::HostArgs;
 
 /// Installs, starts, restarts and verifies the Oysterun Host, and keeps its provider commands
 /// (claude, codex) durable across setup, restarts and upgrades.
@@ -26,7 +26,7 @@ pub struct Cli {
 #[derive(Debug, Args, Clone)]
 pub struct GlobalArgs {
     /// The stack: `production` (default), `staging`, or a custom name.
-    #[arg(long, global = true, default_value = crate::stack::DEFAULT_STACK, value_name = "NAME")]
+    #[arg(long, global = true, default_value = crate::host::stack::DEFAULT_STACK, value_name = "NAME")]
     pub stack: String,
     /// The stack's port; recorded in its config.json by commands that sync the config.
     #[arg(long, global = true, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
@@ -152,8 +152,8 @@ pub struct VerifyArgs {
 }
 
 impl VerifyArgs {
-    pub fn timing(&self) -> crate::lifecycle::Timing {
-        crate::lifecycle::Timing {
+    pub fn timing(&self) -> crate::agent::lifecycle::Timing {
+        crate::agent::lifecycle::Timing {
             wait: std::time::Duration::from_secs(self.wait),
             settle: std::time::Duration::from_millis(self.settle_ms),
         }

@@ -36,7 +36,7 @@ pub struct Invalid(pub String);
 pub fn exit_status_of(err: &anyhow::Error) -> ExitStatus {
     let invalid = err.chain().any(|cause| {
         cause.is::<Invalid>()
-            || cause.is::<crate::registry::UnsupportedProvider>()
+            || cause.is::<crate::provider::registry::UnsupportedProvider>()
             || cause
                 .downcast_ref::<crate::config::ConfigError>()
                 .is_some_and(|e| e.is_invalid_input())

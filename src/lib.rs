@@ -1,25 +1,16 @@
 //! oyster: the Oysterun Host's launchd manager and provider-command keeper.
 
-pub mod agentplist;
-pub mod audit;
+pub mod agent;
 pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod direct;
 pub mod error;
-pub mod fsutil;
-pub mod launchctl;
-pub mod launchenv;
-pub mod lifecycle;
-pub mod node;
-pub mod plan;
-pub mod process;
-pub mod redact;
-pub mod registry;
-pub mod resolve;
-pub mod root;
+pub mod host;
+pub mod output;
+pub mod provider;
 pub mod setup;
-pub mod stack;
+pub mod sys;
 pub mod verify;
 
 use std::ffi::OsString;

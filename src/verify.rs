@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System, UpdateKind};
 
-use crate::launchenv::LaunchEnv;
+use crate::host::launchenv::LaunchEnv;
 
 /// What the kernel says about one live process.
 #[derive(Debug, Clone)]

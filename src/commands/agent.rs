@@ -4,12 +4,12 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use crate::agentplist;
+use crate::agent::launchctl::Launchctl;
+use crate::agent::lifecycle::{Agent, Outcome};
+use crate::agent::plist as agentplist;
 use crate::cli::AgentCommand;
 use crate::commands::{print_json, Ctx};
-use crate::launchctl::Launchctl;
-use crate::lifecycle::{Agent, Outcome};
-use crate::plan::{self, Plan, Writes};
+use crate::host::plan::{self, Plan, Writes};
 use crate::verify;
 use crate::ExitStatus;
 
@@ -148,9 +148,9 @@ fn report(ctx: &Ctx, plan: &Plan, outcome: &Outcome) {
     );
     println!(
         "  PATH={}",
-        crate::redact::tilde_text(
+        crate::output::redact::tilde_text(
             &ctx.stack.home,
-            plan.env.get(crate::launchenv::PATH).unwrap_or("")
+            plan.env.get(crate::host::launchenv::PATH).unwrap_or("")
         )
     );
 }

@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::cli::ConfigCommand;
 use crate::commands::{print_json, Ctx};
 use crate::config::{self, Change, ConfigDoc};
-use crate::redact;
+use crate::output::redact;
 use crate::ExitStatus;
 
 pub fn run(ctx: &Ctx, cmd: ConfigCommand) -> anyhow::Result<ExitStatus> {
@@ -39,7 +39,7 @@ pub fn run(ctx: &Ctx, cmd: ConfigCommand) -> anyhow::Result<ExitStatus> {
 pub fn sync(ctx: &Ctx) -> anyhow::Result<Vec<Change>> {
     let path = ctx.stack.config_path();
     let ((), changes) = config::update(&path, |doc, changes| {
-        crate::plan::sync(ctx, doc, changes);
+        crate::host::plan::sync(ctx, doc, changes);
         Ok(())
     })
     .with_context(|| format!("syncing {}", ctx.stack.tilde(&path)))?;

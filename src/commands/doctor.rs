@@ -9,15 +9,15 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::agentplist;
+use crate::agent::launchctl::Launchctl;
+use crate::agent::plist as agentplist;
 use crate::commands::providers::{redacted, row, ProviderRow};
 use crate::commands::{print_json, Ctx};
 use crate::config::ConfigDoc;
-use crate::launchctl::Launchctl;
-use crate::plan::{self, Writes};
-use crate::process::{self, ChildEnv};
-use crate::registry::{Provider, PROVIDERS};
-use crate::resolve::Intent;
+use crate::host::plan::{self, Writes};
+use crate::provider::registry::{Provider, PROVIDERS};
+use crate::provider::resolve::Intent;
+use crate::sys::process::{self, ChildEnv};
 use crate::verify;
 use crate::ExitStatus;
 
@@ -63,7 +63,7 @@ fn check(name: &str, status: Level, detail: impl Into<String>, fix: Option<Strin
 pub fn run(ctx: &Ctx, json: bool, probe: bool) -> anyhow::Result<ExitStatus> {
     let st = &ctx.stack;
     let home = &st.home;
-    let tilde = |s: &str| crate::redact::tilde_text(home, s);
+    let tilde = |s: &str| crate::output::redact::tilde_text(home, s);
     let mut checks = vec![];
     if st.config_dir_overridden {
         checks.push(check(
@@ -383,7 +383,7 @@ fn probe_version(ctx: &Ctx, plan: &plan::Plan, p: &Provider, path: &Path) -> (Le
     ) {
         Err(e) => (
             Level::Fail,
-            crate::redact::tilde_text(&ctx.stack.home, &e.to_string()),
+            crate::output::redact::tilde_text(&ctx.stack.home, &e.to_string()),
         ),
         Ok(out) => {
             let first: String = out

@@ -4,11 +4,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::agent::launchctl::Launchctl;
 use crate::cli::HostCommand;
 use crate::commands::{print_json, Ctx};
 use crate::direct::{self, Owner, StartOptions, Stopped};
-use crate::launchctl::Launchctl;
-use crate::plan::{self, Writes};
+use crate::host::plan::{self, Writes};
 use crate::verify;
 use crate::ExitStatus;
 

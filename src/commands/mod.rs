@@ -9,8 +9,8 @@ pub mod providers;
 use std::io::Write;
 
 use crate::cli::{Cli, Command};
-use crate::resolve::Search;
-use crate::stack::{Stack, StackEnv};
+use crate::host::stack::{Stack, StackEnv};
+use crate::provider::resolve::Search;
 use crate::ExitStatus;
 
 /// What every command starts from: the stack, and where resolution searches.

@@ -11,9 +11,9 @@ use crate::cli::ProvidersCommand;
 use crate::commands::{print_json, Ctx};
 use crate::config::{self, ConfigDoc};
 use crate::error::Invalid;
-use crate::redact;
-use crate::registry::{self, Provider};
-use crate::resolve::{Intent, Source};
+use crate::output::redact;
+use crate::provider::registry::{self, Provider};
+use crate::provider::resolve::{Intent, Source};
 use crate::ExitStatus;
 
 /// One provider's row in `resolve`, `status` and `doctor` (CONTRACT.md "Machine-readable shapes").
@@ -132,7 +132,7 @@ fn parse_command(ctx: &Ctx, p: &Provider, command: &str) -> Result<Option<PathBu
             id = p.id
         )));
     }
-    Ok(Some(crate::resolve::normalize(&expanded)))
+    Ok(Some(crate::provider::resolve::normalize(&expanded)))
 }
 
 fn save(

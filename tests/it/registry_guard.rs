@@ -1,24 +1,10 @@
-//! The no-id-branching guard: only `src/registry.rs` may name a provider id.
+//! The no-id-branching guard: only `src/provider/registry.rs` may name a provider id.
 //!
 //! Any string literal equal to an id outside the registry fails the build. That covers every
 //! comparison shape at once (`==`, `!=`, `match` arms, `.contains(..)`, `matches!`), and also
 //! catches ids smuggled into tables elsewhere. Comments are blanked first, so they may explain.
 
 use std::path::Path;
-
-fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-    if !dir.exists() {
-        return;
-    }
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let p = entry.unwrap().path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|e| e == "rs") {
-            out.push(p);
-        }
-    }
-}
 
 /// Blanks `//` comments (keeping line numbers) so prose can mention ids.
 fn strip_comments(line: &str) -> &str {
@@ -45,12 +31,11 @@ fn provider_ids_appear_only_in_the_registry() {
         "the registry lists the supported providers: {ids:?}"
     );
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = vec![];
-    rust_files(&root.join("src"), &mut files);
-    rust_files(&root.join("launchd/src"), &mut files);
+    let mut files = super::common::rust_files(&root.join("src"));
+    files.extend(super::common::rust_files(&root.join("launchd/src")));
     let mut hits = vec![];
     for f in &files {
-        if f.ends_with("src/registry.rs") {
+        if f.ends_with("src/provider/registry.rs") {
             continue;
         }
         let text = std::fs::read_to_string(f).unwrap();
@@ -67,7 +52,7 @@ fn provider_ids_appear_only_in_the_registry() {
     }
     assert!(
         hits.is_empty(),
-        "provider ids outside src/registry.rs (use a registry field instead):\n{}",
+        "provider ids outside src/provider/registry.rs (use a registry field instead):\n{}",
         hits.join("\n")
     );
 }

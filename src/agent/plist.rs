@@ -8,8 +8,8 @@ use std::path::Path;
 
 use plist::{Dictionary, Value};
 
-use crate::fsutil::{self, FsError};
-use crate::launchenv::LaunchEnv;
+use crate::host::launchenv::LaunchEnv;
+use crate::sys::fs::{self as fsutil, FsError};
 
 /// Everything that goes into the plist.
 pub struct AgentSpec<'a> {
@@ -36,7 +36,7 @@ pub fn render(spec: &AgentSpec<'_>) -> anyhow::Result<Vec<u8>> {
         "ProgramArguments".into(),
         Value::Array(vec![
             s(spec.node_bin),
-            s(&spec.root.join(crate::root::SERVER)),
+            s(&spec.root.join(crate::host::root::SERVER)),
         ]),
     );
     d.insert("RunAtLoad".into(), Value::Boolean(true));
@@ -84,11 +84,11 @@ pub struct Installed {
 impl Installed {
     /// The Node it pins.
     pub fn node_bin(&self) -> Option<&str> {
-        self.env.get(crate::launchenv::NODE_BIN)
+        self.env.get(crate::host::launchenv::NODE_BIN)
     }
     /// The Oysterun root it runs.
     pub fn repo_root(&self) -> Option<&str> {
-        self.env.get(crate::launchenv::REPO_ROOT)
+        self.env.get(crate::host::launchenv::REPO_ROOT)
     }
 }
 
@@ -150,7 +150,7 @@ pub fn write(plist_path: &Path, bytes: &[u8], log_dir: &Path) -> Result<bool, Fs
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::launchenv::{generate, EnvInputs};
+    use crate::host::launchenv::{generate, EnvInputs};
     use std::path::PathBuf;
 
     #[test]

@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::fsutil;
-use crate::plan::Plan;
-use crate::stack::Stack;
+use crate::host::plan::Plan;
+use crate::host::stack::Stack;
+use crate::sys::fs as fsutil;
 use crate::verify::{self, EnvCheck, LiveProcess};
 
 /// What the pid file records.

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::process::{self, ChildEnv, Finished, ProcessError};
+use crate::sys::process::{self, ChildEnv, Finished, ProcessError};
 
 /// The system launchctl.
 pub const SYSTEM_LAUNCHCTL: &str = "/bin/launchctl";
@@ -71,7 +71,7 @@ impl Launchctl {
     fn locate_path() -> Result<Launchctl, LocateError> {
         if let Some(v) = std::env::var_os(OVERRIDE_VAR).filter(|v| !v.is_empty()) {
             let p = PathBuf::from(&v);
-            if !p.is_absolute() || crate::resolve::check_executable(&p).is_err() {
+            if !p.is_absolute() || crate::provider::resolve::check_executable(&p).is_err() {
                 return Err(LocateError::BadOverride(v.to_string_lossy().into_owned()));
             }
             return Ok(Launchctl {
@@ -81,7 +81,7 @@ impl Launchctl {
             });
         }
         let p = PathBuf::from(SYSTEM_LAUNCHCTL);
-        if crate::resolve::check_executable(&p).is_ok() {
+        if crate::provider::resolve::check_executable(&p).is_ok() {
             Ok(Launchctl {
                 path: p,
                 overridden: false,

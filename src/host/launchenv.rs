@@ -108,7 +108,7 @@ pub fn build_path<'a>(entries: impl IntoIterator<Item = &'a Path>) -> Result<Str
                  `oyster providers set`)"
             )));
         }
-        let normalized = crate::resolve::normalize(dir)
+        let normalized = crate::provider::resolve::normalize(dir)
             .to_string_lossy()
             .into_owned();
         if !seen.contains(&normalized) {
@@ -198,7 +198,7 @@ mod tests {
             prop_assert_eq!(uniq.len(), parts.len(), "duplicates in {}", path);
             let mut expect: Vec<String> = vec![];
             for d in &dirs {
-                let n = crate::resolve::normalize(d).to_string_lossy().into_owned();
+                let n = crate::provider::resolve::normalize(d).to_string_lossy().into_owned();
                 if !expect.contains(&n) { expect.push(n); }
             }
             prop_assert_eq!(parts, expect.iter().map(String::as_str).collect::<Vec<_>>());

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::Invalid;
-use crate::process::{self, ChildEnv};
-use crate::resolve::{self, Search};
+use crate::provider::resolve::{self, Search};
+use crate::sys::process::{self, ChildEnv};
 
 /// The oldest Node major the Host supports.
 pub const MIN_MAJOR: u32 = 20;
@@ -171,9 +171,9 @@ fn version_of(path: &Path, cache: Option<&Path>) -> Result<String, String> {
         if parse_major(&version).is_some() {
             // Best effort: a cache that cannot be written only costs a Node start next time.
             if let Some(dir) = cache.parent() {
-                let _ = crate::fsutil::create_dir_all(dir, 0o700);
+                let _ = crate::sys::fs::create_dir_all(dir, 0o700);
             }
-            let _ = crate::fsutil::write_atomic(
+            let _ = crate::sys::fs::write_atomic(
                 cache,
                 format!("{id}\t{version}\n").as_bytes(),
                 Some(0o600),

@@ -59,7 +59,7 @@ fn check(dir: &Path, origin: &str) -> Result<PathBuf, Invalid> {
             .map_err(|e| Invalid(format!("cannot make {} absolute: {e}", dir.display())))?
             .join(dir)
     };
-    let root = crate::resolve::normalize(&abs);
+    let root = crate::provider::resolve::normalize(&abs);
     if root.join(SERVER).is_file() {
         Ok(root)
     } else {

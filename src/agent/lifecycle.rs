@@ -8,12 +8,12 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::agentplist;
-use crate::audit::Audit;
-use crate::launchctl::{Domain, Launchctl, PrintInfo};
-use crate::launchenv::LaunchEnv;
-use crate::plan::Plan;
-use crate::stack::Stack;
+use crate::agent::launchctl::{Domain, Launchctl, PrintInfo};
+use crate::agent::plist as agentplist;
+use crate::host::launchenv::LaunchEnv;
+use crate::host::plan::Plan;
+use crate::host::stack::Stack;
+use crate::output::audit::Audit;
 use crate::verify::{self, EnvCheck};
 
 /// How long oyster waits for a booted-out label to disappear.

@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::fsutil::{self, FsError};
-use crate::registry::{Provider, PROVIDERS};
-use crate::resolve::{self, Intent, Resolution, Search};
+use crate::provider::registry::{Provider, PROVIDERS};
+use crate::provider::resolve::{self, Intent, Resolution, Search};
+use crate::sys::fs::{self as fsutil, FsError};
 
 /// The key holding `{provider: intent}`.
 pub const INTENT_KEY: &str = "provider_command_intent";

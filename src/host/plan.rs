@@ -6,14 +6,14 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use crate::agentplist::{self, AgentSpec, Installed};
+use crate::agent::plist::{self as agentplist, AgentSpec, Installed};
 use crate::commands::Ctx;
 use crate::config::{self, Change, ConfigDoc};
 use crate::error::Invalid;
-use crate::launchenv::{self, EnvInputs, LaunchEnv};
-use crate::node::{self, NodePin, PinRequest};
-use crate::registry::PROVIDERS;
-use crate::resolve::Intent;
+use crate::host::launchenv::{self, EnvInputs, LaunchEnv};
+use crate::host::node::{self, NodePin, PinRequest};
+use crate::provider::registry::PROVIDERS;
+use crate::provider::resolve::Intent;
 
 /// Where the Host comes from, on every command that starts or describes it.
 #[derive(Debug, Args, Clone, Default)]
@@ -78,7 +78,7 @@ pub fn plan(ctx: &Ctx, args: &HostArgs, writes: Writes) -> anyhow::Result<Plan> 
     let root_env = std::env::var_os("OYSTERUN_ROOT")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from);
-    let root = crate::root::find(
+    let root = crate::host::root::find(
         args.root.as_deref(),
         root_env.as_deref(),
         installed.as_ref().and_then(Installed::repo_root),
@@ -147,6 +147,6 @@ impl Plan {
 
     /// The server script.
     pub fn server(&self) -> PathBuf {
-        self.root.join(crate::root::SERVER)
+        self.root.join(crate::host::root::SERVER)
     }
 }

@@ -12,17 +12,17 @@ use std::time::Duration;
 use clap::ValueEnum;
 use serde_json::Value;
 
+use crate::agent::launchctl::Launchctl;
+use crate::agent::lifecycle::{Agent, Timing};
 use crate::commands::Ctx;
 use crate::config;
 use crate::direct;
 use crate::error::Invalid;
-use crate::fsutil;
-use crate::launchctl::Launchctl;
-use crate::lifecycle::{Agent, Timing};
-use crate::plan::{self, HostArgs, Plan, Writes};
-use crate::process::{self, ChildEnv};
-use crate::registry::{Provider, PROVIDERS};
-use crate::resolve::{self, Intent};
+use crate::host::plan::{self, HostArgs, Plan, Writes};
+use crate::provider::registry::{Provider, PROVIDERS};
+use crate::provider::resolve::{self, Intent};
+use crate::sys::fs as fsutil;
+use crate::sys::process::{self, ChildEnv};
 
 /// The exact words a cancelled setup prints.
 pub const CANCELLED: &str = "Installation cancelled; no changes were made.";
@@ -198,7 +198,7 @@ fn show(ctx: &Ctx, opts: &SetupOptions, sp: &SetupPlan) {
             (intent, Some(path)) => format!("{} ({})", st.tilde(path), intent.as_str()),
             (Intent::Manual, None) => format!(
                 "unavailable, manual command kept: {}",
-                crate::redact::tilde_text(&st.home, r.reason.as_deref().unwrap_or(""))
+                crate::output::redact::tilde_text(&st.home, r.reason.as_deref().unwrap_or(""))
             ),
             (Intent::Auto, None) => match sp.installs.iter().find(|i| i.provider.id == p.id) {
                 Some(i) => format!("not installed; can be installed with `{}`", i.shown()),
@@ -420,7 +420,7 @@ fn apply_steps(
                 bytes: std::fs::read(&plist).ok(),
                 mode: Some(0o644),
             });
-            let wrote = crate::agentplist::write(&plist, &plan.plist, &st.log_dir)?;
+            let wrote = crate::agent::plist::write(&plist, &plan.plist, &st.log_dir)?;
             println!(
                 "{}: {} (not started: --no-start)",
                 st.tilde(&plist),

@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
 
-use crate::stack::Stack;
+use crate::host::stack::Stack;
 
 pub struct Audit {
     path: PathBuf,
@@ -42,7 +42,7 @@ impl Audit {
             "step": step,
             "outcome": outcome,
             "pid": pid,
-            "detail": crate::redact::tilde_text(&self.home, detail),
+            "detail": crate::output::redact::tilde_text(&self.home, detail),
         });
         let result = (|| -> std::io::Result<()> {
             if let Some(dir) = self.path.parent() {

@@ -11,7 +11,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::registry::Provider;
+use crate::provider::registry::Provider;
 
 /// Who owns a provider's command (CONTRACT.md §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -294,7 +294,7 @@ mod tests {
     }
 
     fn provider() -> &'static Provider {
-        &crate::registry::PROVIDERS[0]
+        &crate::provider::registry::PROVIDERS[0]
     }
 
     #[test]

@@ -141,7 +141,7 @@ impl Stack {
 
     /// Renders a path for people: the home directory prints as `~`.
     pub fn tilde(&self, path: &Path) -> String {
-        crate::redact::tilde(&self.home, path)
+        crate::output::redact::tilde(&self.home, path)
     }
 }
 

@@ -1,0 +1,5 @@
+//! The operating system, wrapped once: atomic writes and locks, the subprocess door, the user
+//! database and signals.
+
+pub mod fs;
+pub mod process;
