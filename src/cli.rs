@@ -1,10 +1,9 @@
 //! The command line, in one place: these clap structs and their `///` comments are the help.
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
-
-use crate::host::plan::HostArgs;
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// Installs, starts, restarts and verifies the Oysterun Host, and keeps its provider commands
 /// (claude, codex) durable across setup, restarts and upgrades.
@@ -13,7 +12,8 @@ use crate::host::plan::HostArgs;
     name = "oyster",
     version,
     propagate_version = true,
-    max_term_width = 100
+    max_term_width = 100,
+    after_long_help = ENVIRONMENT_HELP
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -21,6 +21,23 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
+
+/// The environment variables oyster reads, for `--help` and the man page. (They are read
+/// once into the run's context; clap's `env =` would hide whether a value came from a flag or
+/// the environment, which oyster always says.)
+pub const ENVIRONMENT_HELP: &str = "\
+Environment:
+  HOME                           the home directory (~); the stack's files and the plist live under it
+  OYSTERUN_STACKS_DIR            where non-production stacks live [default: ~/.oysterun-stacks]; absolute
+  OYSTERUN_CONFIG_DIR            overrides the stack's config dir (said in output); absolute
+  OYSTERUN_ROOT                  the Oysterun install root, when --root is not given
+  OYSTERUN_NODE_BIN              the Node to pin, when --node-bin is not given (must be valid)
+  OYSTER_LAUNCHCTL               a launchctl-compatible program instead of /bin/launchctl (said in output)
+  OYSTER_LAUNCHCTL_TIMEOUT_SECS  how long one launchctl call may take [default: 30, at most 3600]
+  NO_COLOR                       no colour, even on a terminal
+  PATH                           searched for providers and node (never given to the Host)
+
+Exit status: 0 success (a cancel included), 1 the operation failed, 2 invalid input or usage.";
 
 /// Options every command takes, before or after the subcommand.
 #[derive(Debug, Args, Clone)]
@@ -75,10 +92,10 @@ pub struct SetupArgs {
     /// How the Host connects; recorded as connection_mode. Every mode keeps manual commands
     /// and disabled providers.
     #[arg(long, value_enum, default_value = "direct")]
-    pub mode: crate::setup::Mode,
+    pub mode: ModeArg,
     /// Where agents live, recorded as default_browse_path [default: ~/OysterunAgents].
     #[arg(long, value_name = "DIR")]
-    pub agent_folder: Option<std::path::PathBuf>,
+    pub agent_folder: Option<PathBuf>,
     /// Install missing providers without asking (the only way without a terminal).
     #[arg(long)]
     pub install_providers: bool,
@@ -160,6 +177,49 @@ impl VerifyArgs {
     }
 }
 
+/// Where the Host comes from, on every command that starts or describes it.
+#[derive(Debug, Args, Clone, Default)]
+pub struct HostArgs {
+    /// The Oysterun install root (holding host-service/server.mjs) [default: OYSTERUN_ROOT, the
+    /// installed LaunchAgent's root, then <bin>/../share/oysterun].
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// The Node (v20+) that runs the Host [default: OYSTERUN_NODE_BIN, the installed pin, then
+    /// node found like a provider].
+    #[arg(long, value_name = "PATH")]
+    pub node_bin: Option<PathBuf>,
+}
+
+impl HostArgs {
+    pub fn inputs(&self) -> crate::host::plan::HostInputs {
+        crate::host::plan::HostInputs {
+            root: self.root.clone(),
+            node_bin: self.node_bin.clone(),
+        }
+    }
+}
+
+/// How the Host connects (setup's `--mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    Direct,
+    CloudDirect,
+    Managed,
+    ManagedPending,
+}
+
+impl From<ModeArg> for crate::setup::Mode {
+    fn from(m: ModeArg) -> Self {
+        use crate::setup::Mode;
+        match m {
+            ModeArg::Direct => Mode::Direct,
+            ModeArg::CloudDirect => Mode::CloudDirect,
+            ModeArg::Managed => Mode::Managed,
+            ModeArg::ManagedPending => Mode::ManagedPending,
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum HostCommand {
     /// Start the Host directly with the generated environment and a pid file.
@@ -185,6 +245,7 @@ pub enum ProvidersCommand {
     /// Show what resolution finds now, without writing anything.
     Resolve {
         /// Providers to resolve (default: all).
+        #[arg(value_parser = ProviderName)]
         providers: Vec<String>,
         /// Print JSON.
         #[arg(long)]
@@ -193,13 +254,17 @@ pub enum ProvidersCommand {
     /// Save a provider's command (Host Preferences): a full path makes it `manual`; an empty
     /// string disables it.
     Set {
+        #[arg(value_parser = ProviderName)]
         provider: String,
         /// An absolute path (`~/` is expanded), or "" to disable the provider.
         #[arg(allow_hyphen_values = true)]
         command: OsString,
     },
     /// Hand a provider back to discovery (`auto`).
-    Auto { provider: String },
+    Auto {
+        #[arg(value_parser = ProviderName)]
+        provider: String,
+    },
     /// Show each provider's intent, command, state and authentication (home shown as ~).
     Status {
         /// Print JSON.
@@ -219,4 +284,38 @@ pub enum ConfigCommand {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// A provider name, checked against the registry while the command line is parsed: an
+/// unsupported name fails closed (exit 2) before oyster touches any file, and completions
+/// offer the supported names.
+#[derive(Debug, Clone, Copy)]
+pub struct ProviderName;
+
+impl clap::builder::TypedValueParser for ProviderName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        crate::provider::registry::lookup(&value.to_string_lossy())
+            .map(|p| p.id.to_owned())
+            .map_err(|e| {
+                clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("{e}\n"))
+                    .with_cmd(cmd)
+            })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            crate::provider::registry::PROVIDERS
+                .iter()
+                .map(|p| clap::builder::PossibleValue::new(p.id)),
+        ))
+    }
 }

@@ -1,8 +1,8 @@
-//! Exit statuses and the classification of errors into them.
+//! Exit statuses, and errors that carry their kind from where they are made.
 //!
-//! Domain modules return their own `thiserror` types; [`exit_status_of`] walks an `anyhow`
-//! chain once, at the top, to decide between 1 (the operation failed) and 2 (the input was
-//! invalid: bad flag, unsupported provider, corrupt config).
+//! An input error (exit 2) is an [`Invalid`] when it is created, or a domain error whose type
+//! says so (`ConfigError`, `FsError` for a file that is not a regular file); everything else is
+//! an operational failure (exit 1). [`Interrupted`] ends a run that a signal stopped.
 
 use std::process::ExitCode;
 
@@ -27,18 +27,62 @@ impl From<ExitStatus> for ExitCode {
     }
 }
 
-/// Invalid input described in a sentence that says what is wrong and how to fix it.
+/// Invalid input: what is wrong, and (when there is one) the fix, printed as `hint:`.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Invalid(pub String);
+#[error("{msg}")]
+pub struct Invalid {
+    pub msg: String,
+    pub hint: Option<String>,
+}
 
-/// Decides the exit status for an error: 2 when any cause is an input error, else 1.
+impl Invalid {
+    pub fn new(msg: impl Into<String>) -> Invalid {
+        Invalid {
+            msg: msg.into(),
+            hint: None,
+        }
+    }
+
+    pub fn hint(mut self, hint: impl Into<String>) -> Invalid {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+/// A failure with the fix to print as `hint:`.
+#[derive(Debug, thiserror::Error)]
+#[error("{msg}")]
+pub struct Failed {
+    pub msg: String,
+    pub hint: Option<String>,
+}
+
+impl Failed {
+    pub fn new(msg: impl Into<String>, hint: impl Into<String>) -> Failed {
+        Failed {
+            msg: msg.into(),
+            hint: Some(hint.into()),
+        }
+    }
+}
+
+/// A run stopped by SIGINT, SIGTERM or SIGHUP, after its rollback (exit 128 + the signal).
+#[derive(Debug, thiserror::Error)]
+#[error("interrupted by {0}; {1}")]
+pub struct Interrupted(pub crate::sys::signal::Signal, pub String);
+
+/// Decides the exit status for an error: 2 when its kind says the input was invalid, else 1.
 pub fn exit_status_of(err: &anyhow::Error) -> ExitStatus {
     let invalid = err.chain().any(|cause| {
         cause.is::<Invalid>()
-            || cause.is::<crate::provider::registry::UnsupportedProvider>()
             || cause
                 .downcast_ref::<crate::config::ConfigError>()
+                .is_some_and(|e| e.is_invalid_input())
+            || cause
+                .downcast_ref::<crate::sys::fs::FsError>()
+                .is_some_and(|e| e.is_invalid_input())
+            || cause
+                .downcast_ref::<crate::agent::launchctl::LocateError>()
                 .is_some_and(|e| e.is_invalid_input())
     });
     if invalid {
@@ -46,4 +90,26 @@ pub fn exit_status_of(err: &anyhow::Error) -> ExitStatus {
     } else {
         ExitStatus::Failure
     }
+}
+
+/// The message (each cause once) and the hint of an error chain.
+pub fn render(err: &anyhow::Error) -> (String, Option<String>) {
+    let hint = err.chain().find_map(|c| {
+        c.downcast_ref::<Invalid>()
+            .and_then(|i| i.hint.clone())
+            .or_else(|| c.downcast_ref::<Failed>().and_then(|f| f.hint.clone()))
+    });
+    // `{:#}` joins causes with ": "; a cause whose text the message already holds is dropped.
+    let mut text = String::new();
+    for cause in err.chain() {
+        let s = cause.to_string();
+        if text.contains(&s) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&s);
+    }
+    (text, hint)
 }

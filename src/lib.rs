@@ -1,9 +1,21 @@
 //! oyster: the Oysterun Host's launchd manager and provider-command keeper.
+//!
+//! The pipeline, top to bottom (an import may only point down; `tests/it/architecture.rs`
+//! enforces it):
+//!
+//! - [`cli`] parses; [`context`] is built once; [`commands`] is the user interface;
+//! - [`setup`], [`agent`] (plist, launchctl, lifecycle), [`direct`] (pid-file startup) and
+//!   [`verify`] act on the Host;
+//! - [`host`] (stack paths, root, node, the one launch environment, the plan), [`config`] and
+//!   [`provider`] (registry, resolver, provider state) decide what the Host gets;
+//! - [`sys`] (files, locks, processes, users, signals) and [`output`] (printer, redaction,
+//!   audit) talk to the operating system and to people.
 
 pub mod agent;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod context;
 pub mod direct;
 pub mod error;
 pub mod host;
@@ -14,14 +26,14 @@ pub mod sys;
 pub mod verify;
 
 use std::ffi::OsString;
-use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::Parser;
 
 pub use error::ExitStatus;
 
-/// Runs oyster with these arguments and returns its exit code.
+/// Runs oyster with these arguments and returns its exit code: parse, build the context,
+/// dispatch, map the outcome to an exit code.
 ///
 /// A closed stdout (`oyster … | head`) is not an error: the reader has what it wanted.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
@@ -32,19 +44,38 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
-    match commands::dispatch(cli) {
+    let out = output::printer();
+    if let Some(result) = commands::packaging(&cli) {
+        return finish(result);
+    }
+    let ctx = match context::Context::new(
+        &cli.global.stack,
+        cli.global.port,
+        context::EnvSnapshot::from_process(),
+    ) {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            out.error(&e.to_string(), None);
+            return ExitStatus::Invalid.into();
+        }
+    };
+    finish(commands::dispatch(&ctx, cli.command))
+}
+
+fn finish(result: anyhow::Result<ExitStatus>) -> ExitCode {
+    let out = output::printer();
+    match result {
+        // A reader that went away took what it wanted; a read command ends quietly.
+        Ok(_) if out.stdout_closed() => ExitCode::SUCCESS,
         Ok(status) => status.into(),
-        Err(err) if is_broken_pipe(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            let _ = writeln!(io::stderr(), "oyster: error: {err:#}");
+            if let Some(sig) = err.downcast_ref::<error::Interrupted>() {
+                out.error(&format!("{err:#}"), None);
+                return ExitCode::from(sys::signal::exit_code(sig.0));
+            }
+            let (text, hint) = error::render(&err);
+            out.error(&text, hint.as_deref());
             error::exit_status_of(&err).into()
         }
     }
-}
-
-fn is_broken_pipe(err: &anyhow::Error) -> bool {
-    err.chain().any(|c| {
-        c.downcast_ref::<io::Error>()
-            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
-    })
 }

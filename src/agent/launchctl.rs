@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::context::EnvSnapshot;
 use crate::sys::process::{self, ChildEnv, Finished, ProcessError};
 
 /// The system launchctl.
@@ -45,6 +46,8 @@ pub struct Launchctl {
 /// Where `launchctl` is and why it is not usable.
 #[derive(Debug, thiserror::Error)]
 pub enum LocateError {
+    #[error("{TIMEOUT_VAR} is {0:?}; give a whole number of seconds from 1 to {MAX_TIMEOUT_SECS}, or unset it")]
+    BadTimeout(String),
     #[error(
         "{OVERRIDE_VAR} is {0:?}, which is not an absolute path to an executable; fix or unset it"
     )]
@@ -53,43 +56,47 @@ pub enum LocateError {
     Missing,
 }
 
+impl LocateError {
+    /// A variable the user set is wrong (exit 2); a missing launchctl is a failure (exit 1).
+    pub fn is_invalid_input(&self) -> bool {
+        !matches!(self, LocateError::Missing)
+    }
+}
+
+/// The longest one launchctl call may be allowed to take.
+pub const MAX_TIMEOUT_SECS: u64 = 3600;
+
 impl Launchctl {
     /// `$OYSTER_LAUNCHCTL` if set, else `/bin/launchctl` if present.
-    pub fn locate() -> Result<Launchctl, LocateError> {
-        let timeout = match std::env::var(TIMEOUT_VAR)
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-        {
-            Some(secs) if secs > 0 => Duration::from_secs(secs),
-            _ => Duration::from_secs(30),
+    pub fn locate(env: &EnvSnapshot) -> Result<Launchctl, LocateError> {
+        let timeout = match env.launchctl_timeout.as_deref() {
+            None => Duration::from_secs(30),
+            Some(v) => match v.trim().parse::<u64>() {
+                Ok(secs @ 1..=MAX_TIMEOUT_SECS) => Duration::from_secs(secs),
+                _ => return Err(LocateError::BadTimeout(v.to_owned())),
+            },
         };
-        let mut found = Self::locate_path()?;
-        found.timeout = timeout;
-        Ok(found)
-    }
-
-    fn locate_path() -> Result<Launchctl, LocateError> {
-        if let Some(v) = std::env::var_os(OVERRIDE_VAR).filter(|v| !v.is_empty()) {
-            let p = PathBuf::from(&v);
-            if !p.is_absolute() || crate::provider::resolve::check_executable(&p).is_err() {
-                return Err(LocateError::BadOverride(v.to_string_lossy().into_owned()));
+        let (path, overridden) = match &env.launchctl {
+            Some(v) => {
+                let p = PathBuf::from(v);
+                if !p.is_absolute() || crate::provider::resolve::check_executable(&p).is_err() {
+                    return Err(LocateError::BadOverride(v.to_string_lossy().into_owned()));
+                }
+                (p, true)
             }
-            return Ok(Launchctl {
-                path: p,
-                overridden: true,
-                timeout: Duration::ZERO,
-            });
-        }
-        let p = PathBuf::from(SYSTEM_LAUNCHCTL);
-        if crate::provider::resolve::check_executable(&p).is_ok() {
-            Ok(Launchctl {
-                path: p,
-                overridden: false,
-                timeout: Duration::ZERO,
-            })
-        } else {
-            Err(LocateError::Missing)
-        }
+            None => {
+                let p = PathBuf::from(SYSTEM_LAUNCHCTL);
+                if crate::provider::resolve::check_executable(&p).is_err() {
+                    return Err(LocateError::Missing);
+                }
+                (p, false)
+            }
+        };
+        Ok(Launchctl {
+            path,
+            overridden,
+            timeout,
+        })
     }
 
     /// What output says about which launchctl is in use.
@@ -135,8 +142,7 @@ impl Launchctl {
     /// Finds the per-user domain: `gui/<uid>`, or `user/<uid>` (said aloud) when there is no
     /// GUI session (SSH, nobody at the screen).
     pub fn domain(&self) -> anyhow::Result<Domain> {
-        // SAFETY: getuid cannot fail.
-        let uid = unsafe { libc::getuid() };
+        let uid = crate::sys::user::uid();
         let gui = format!("gui/{uid}");
         let f = self.call(&["print", &gui])?;
         if f.code == 0 {

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::agent::launchctl::{Domain, Launchctl, PrintInfo};
 use crate::agent::plist as agentplist;
+use crate::context::Context;
 use crate::host::launchenv::LaunchEnv;
 use crate::host::plan::Plan;
 use crate::host::stack::Stack;
@@ -47,14 +48,15 @@ pub struct Verified {
 
 impl<'a> Agent<'a> {
     /// Locates launchctl and the domain, saying aloud when it falls back to `user/<uid>`.
-    pub fn new(stack: &'a Stack) -> anyhow::Result<Agent<'a>> {
-        let lc = Launchctl::locate()?;
+    pub fn new(ctx: &'a Context) -> anyhow::Result<Agent<'a>> {
+        let stack = &ctx.stack;
+        let lc = Launchctl::locate(&ctx.env)?;
         if lc.overridden || lc.timeout != Duration::from_secs(30) {
-            eprintln!("oyster: note: using launchctl {}", lc.describe());
+            crate::tell!("oyster: note: using launchctl {}", lc.describe());
         }
         let domain = lc.domain()?;
         if let Some(note) = &domain.fallback_note {
-            eprintln!("oyster: note: {note}");
+            crate::tell!("oyster: note: {note}");
         }
         Ok(Agent {
             lc,
@@ -119,11 +121,11 @@ impl<'a> Agent<'a> {
         }
         if reload {
             if stale && !wrote {
-                eprintln!("The loaded job does not match the plist oyster generates (edited behind oyster's back?); reloading it.");
+                crate::tell!("The loaded job does not match the plist oyster generates (edited behind oyster's back?); reloading it.");
             }
             self.reload(action, before.is_some())?;
         } else {
-            eprintln!("Restarting {} with kickstart -k…", self.target());
+            crate::tell!("Restarting {} with kickstart -k…", self.target());
             self.lc.ok(&["kickstart", "-k", &self.target()])?;
             self.audit.record(action, "kickstart", "ok", None, "");
         }
@@ -177,7 +179,7 @@ impl<'a> Agent<'a> {
                 }
                 5 | 37 if t0.elapsed() < BOOTSTRAP_RETRY => {
                     let loaded = self.print()?.is_some();
-                    eprintln!(
+                    crate::tell!(
                         "launchctl bootstrap exited {} ({}); {}, retrying…",
                         f.code,
                         f.stderr.lines().next().unwrap_or("").trim(),
@@ -239,7 +241,7 @@ impl<'a> Agent<'a> {
                 );
             }
             if !said && t0.elapsed() > Duration::from_millis(300) {
-                eprintln!("Waiting for launchd to finish booting out {target}…");
+                crate::tell!("Waiting for launchd to finish booting out {target}…");
                 said = true;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -283,7 +285,7 @@ impl<'a> Agent<'a> {
                 ));
             }
             if !said && t0.elapsed() > Duration::from_millis(500) {
-                eprintln!("Waiting for launchd to start the Host…");
+                crate::tell!("Waiting for launchd to start the Host…");
                 said = true;
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -338,7 +340,7 @@ impl<'a> Agent<'a> {
             .and_then(|i| i.last_exit_code().map(str::to_owned))
             .unwrap_or_else(|| "unknown".into());
         let plist = self.stack.plist_path();
-        eprintln!("Verification failed: {failure}. Rolling back…");
+        crate::tell!("Verification failed: {failure}. Rolling back…");
         let restored = (|| -> anyhow::Result<String> {
             self.bootout(action)?;
             match &previous {
@@ -377,7 +379,7 @@ impl<'a> Agent<'a> {
         let log = self.stack.log_path();
         format!(
             "the Host did not verify: {failure}\n--- last lines of {} ---\n{}",
-            self.stack.tilde(&log),
+            log.display(),
             verify::log_tail(&log, 16 * 1024).trim_end()
         )
     }

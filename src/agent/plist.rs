@@ -92,14 +92,40 @@ impl Installed {
     }
 }
 
+/// The largest plist oyster reads (CONTRACT.md §9).
+pub const MAX_PLIST_BYTES: u64 = 1 << 20;
+
+/// Values of secret-named variables a user added to the installed plist by hand, so no output
+/// shows them.
+pub fn secret_values_on_disk(path: &Path) -> Vec<String> {
+    let Ok(Some(bytes)) = fsutil::read_regular(path, MAX_PLIST_BYTES) else {
+        return vec![];
+    };
+    read_env(&bytes)
+        .map(|env| {
+            env.vars
+                .into_iter()
+                .filter(|(k, _)| crate::output::redact::is_secret_key(k))
+                .map(|(_, v)| v)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Reads the installed plist, if there is one; one that does not parse is said, not fatal.
 pub fn read_installed(path: &Path) -> Option<Installed> {
-    let bytes = std::fs::read(path).ok()?;
+    let bytes = match fsutil::read_regular(path, MAX_PLIST_BYTES) {
+        Ok(b) => b?,
+        Err(e) => {
+            crate::output::printer().note(&format!("ignoring the installed plist: {e}"));
+            return None;
+        }
+    };
     let env = read_env(&bytes).unwrap_or_else(|e| {
-        eprintln!(
-            "oyster: note: the installed {} does not parse ({e}); ignoring its pins",
+        crate::output::printer().note(&format!(
+            "the installed {} does not parse ({e}); ignoring its pins",
             path.display()
-        );
+        ));
         LaunchEnv::default()
     });
     Some(Installed { bytes, env })
@@ -139,7 +165,7 @@ pub fn write(plist_path: &Path, bytes: &[u8], log_dir: &Path) -> Result<bool, Fs
             |source| FsError::Io {
                 action: "set the mode of",
                 path: plist_path.to_owned(),
-                source,
+                cause: source,
             },
         )?;
         return Ok(true);

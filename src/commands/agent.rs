@@ -1,25 +1,23 @@
 //! `oyster agent …`: the LaunchAgent plist and the launchd job.
 
-use std::io::Write;
-
 use serde::Serialize;
 
 use crate::agent::launchctl::Launchctl;
 use crate::agent::lifecycle::{Agent, Outcome};
 use crate::agent::plist as agentplist;
 use crate::cli::AgentCommand;
-use crate::commands::{print_json, Ctx};
+use crate::context::Context;
 use crate::host::plan::{self, Plan, Writes};
 use crate::verify;
 use crate::ExitStatus;
 
-pub fn run(ctx: &Ctx, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
+pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
     ctx.announce_overrides();
     let stack = &ctx.stack;
     match cmd {
         AgentCommand::Print { host } => {
-            let plan = plan::plan(ctx, &host, Writes::None)?;
-            std::io::stdout().lock().write_all(&plan.plist)?;
+            let plan = plan::plan(ctx, &host.inputs(), Writes::None)?;
+            ctx.out.raw(&plan.plist);
             Ok(ExitStatus::Success)
         }
         AgentCommand::Regenerate {
@@ -27,7 +25,7 @@ pub fn run(ctx: &Ctx, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
             dry_run: true,
             ..
         } => {
-            let plan = plan::plan(ctx, &host, Writes::None)?;
+            let plan = plan::plan(ctx, &host.inputs(), Writes::None)?;
             dry_run(ctx, &plan)
         }
         AgentCommand::Install {
@@ -38,10 +36,10 @@ pub fn run(ctx: &Ctx, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
             let plan = synced_plan(ctx, &host)?;
             if no_start {
                 write_only(ctx, &plan)?;
-                println!("Not started (--no-start): launchd starts it at the next login, or run `oyster agent restart --stack {}`.", stack.name);
+                crate::say!("Not started (--no-start): launchd starts it at the next login, or run `oyster agent restart --stack {}`.", stack.name);
                 return Ok(ExitStatus::Success);
             }
-            let agent = Agent::new(stack)?;
+            let agent = Agent::new(ctx)?;
             let outcome = agent.apply(&plan, "install", false, verify.timing())?;
             report(ctx, &plan, &outcome);
             Ok(ExitStatus::Success)
@@ -57,23 +55,23 @@ pub fn run(ctx: &Ctx, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
                 write_only(ctx, &plan)?;
                 return Ok(ExitStatus::Success);
             }
-            let agent = match Agent::new(stack) {
+            let agent = match Agent::new(ctx) {
                 Ok(a) => a,
                 Err(e) => {
                     write_only(ctx, &plan)?;
-                    println!("Not reloaded: {e:#}");
+                    crate::say!("Not reloaded: {e:#}");
                     return Ok(ExitStatus::Success);
                 }
             };
             match agent.print()? {
                 None => {
                     write_only(ctx, &plan)?;
-                    println!("The LaunchAgent is not loaded; `oyster agent install --stack {}` loads it.", stack.name);
+                    crate::say!("The LaunchAgent is not loaded; `oyster agent install --stack {}` loads it.", stack.name);
                 }
                 Some(info) if !plan.plist_changed() && agent.loaded_matches(&info, &plan) => {
-                    println!(
+                    crate::say!(
                         "{}: unchanged; the running Host is left alone.",
-                        stack.tilde(&stack.plist_path())
+                        stack.plist_path().display()
                     );
                 }
                 Some(_) => {
@@ -85,7 +83,7 @@ pub fn run(ctx: &Ctx, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
         }
         AgentCommand::Restart { host, verify } => {
             let plan = synced_plan(ctx, &host)?;
-            let agent = Agent::new(stack)?;
+            let agent = Agent::new(ctx)?;
             if plan.installed.is_none() && agent.print()?.is_none() {
                 anyhow::bail!(
                     "the LaunchAgent {} is not installed; run `oyster agent install --stack {}`",
@@ -99,69 +97,66 @@ pub fn run(ctx: &Ctx, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
         }
         AgentCommand::Status { json } => status(ctx, json),
         AgentCommand::Uninstall => {
-            let agent = Agent::new(stack)?;
+            let agent = Agent::new(ctx)?;
             let was_loaded = agent.uninstall()?;
-            println!(
+            crate::say!(
                 "{}{} removed. Kept: config {}, logs {}.",
                 if was_loaded {
                     "Booted out the job; "
                 } else {
                     ""
                 },
-                stack.tilde(&stack.plist_path()),
-                stack.tilde(&stack.config_path()),
-                stack.tilde(&stack.log_dir)
+                stack.plist_path().display(),
+                stack.config_path().display(),
+                stack.log_dir.display()
             );
             Ok(ExitStatus::Success)
         }
     }
 }
 
-fn synced_plan(ctx: &Ctx, host: &plan::HostArgs) -> anyhow::Result<Plan> {
-    let plan = plan::plan(ctx, host, Writes::Sync)?;
-    crate::commands::config::report(ctx, &plan.changes);
+fn synced_plan(ctx: &Context, host: &crate::cli::HostArgs) -> anyhow::Result<Plan> {
+    let plan = plan::plan(ctx, &host.inputs(), Writes::Sync)?;
+    crate::config::report(&ctx.stack, &plan.changes);
     Ok(plan)
 }
 
-fn write_only(ctx: &Ctx, plan: &Plan) -> anyhow::Result<()> {
+fn write_only(ctx: &Context, plan: &Plan) -> anyhow::Result<()> {
     let path = ctx.stack.plist_path();
     let wrote = agentplist::write(&path, &plan.plist, &ctx.stack.log_dir)?;
-    println!(
+    crate::say!(
         "{}: {}",
-        ctx.stack.tilde(&path),
+        path.display(),
         if wrote { "written" } else { "unchanged" }
     );
     Ok(())
 }
 
-fn report(ctx: &Ctx, plan: &Plan, outcome: &Outcome) {
+fn report(ctx: &Context, plan: &Plan, outcome: &Outcome) {
     let how = match (outcome.reloaded, outcome.was_loaded) {
         (true, true) => "reloaded (bootout, bootstrap)",
         (true, false) => "loaded (bootstrap)",
         (false, _) => "running",
     };
-    println!(
+    crate::say!(
         "Host verified: {} {how}, pid {}, /health 200 after {} ms, live environment matches.",
         ctx.stack.label,
         outcome.verified.pid,
         outcome.verified.health_after.as_millis()
     );
-    println!(
+    crate::say!(
         "  PATH={}",
-        crate::output::redact::tilde_text(
-            &ctx.stack.home,
-            plan.env.get(crate::host::launchenv::PATH).unwrap_or("")
-        )
+        (plan.env.get(crate::host::launchenv::PATH).unwrap_or("")).to_string()
     );
 }
 
-fn dry_run(ctx: &Ctx, plan: &Plan) -> anyhow::Result<ExitStatus> {
+fn dry_run(ctx: &Context, plan: &Plan) -> anyhow::Result<ExitStatus> {
     let path = ctx.stack.plist_path();
     for c in &plan.changes {
-        eprintln!("would change config: {c}");
+        crate::tell!("would change config: {c}");
     }
     if !plan.plist_changed() {
-        println!("{}: unchanged", ctx.stack.tilde(&path));
+        crate::say!("{}: unchanged", path.display());
         return Ok(ExitStatus::Success);
     }
     let old = plan
@@ -172,13 +167,13 @@ fn dry_run(ctx: &Ctx, plan: &Plan) -> anyhow::Result<ExitStatus> {
     let new = String::from_utf8_lossy(&plan.plist);
     let shown = path.display().to_string();
     let diff = similar::TextDiff::from_lines(old.as_str(), new.as_ref());
-    write!(
-        std::io::stdout().lock(),
-        "{}",
-        diff.unified_diff()
-            .context_radius(3)
-            .header(&format!("a{shown}"), &format!("b{shown}"))
-    )?;
+    let text = diff
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a{shown}"), &format!("b{shown}"))
+        .to_string();
+    // Through the printer: a key a user added to the plist by hand is redacted here too.
+    ctx.out.out(text.trim_end_matches('\n'));
     Ok(ExitStatus::Success)
 }
 
@@ -203,7 +198,7 @@ struct AgentStatus {
     notes: Vec<String>,
 }
 
-fn status(ctx: &Ctx, json: bool) -> anyhow::Result<ExitStatus> {
+fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
     let stack = &ctx.stack;
     let plist = stack.plist_path();
     let installed = agentplist::read_installed(&plist);
@@ -221,13 +216,13 @@ fn status(ctx: &Ctx, json: bool) -> anyhow::Result<ExitStatus> {
         in_sync: plan::plan(ctx, &Default::default(), Writes::None)
             .ok()
             .map(|p| !p.plist_changed()),
-        plist_path: stack.tilde(&plist),
+        plist_path: plist.display().to_string(),
         launchctl: None,
         launchctl_overridden: false,
         domain: None,
         notes: vec![],
     };
-    match Launchctl::locate() {
+    match Launchctl::locate(&ctx.env) {
         Err(e) => st.notes.push(e.to_string()),
         Ok(lc) => {
             st.launchctl = Some(lc.describe());
@@ -253,38 +248,38 @@ fn status(ctx: &Ctx, json: bool) -> anyhow::Result<ExitStatus> {
         }
     }
     if json {
-        print_json(&st)?;
+        crate::output::printer().json(&st);
     } else {
         let yn = |b: bool| if b { "yes" } else { "no" };
-        println!("{} ({})", st.label, st.plist_path);
-        println!("  installed: {}", yn(st.installed));
-        println!(
+        crate::say!("{} ({})", st.label, st.plist_path);
+        crate::say!("  installed: {}", yn(st.installed));
+        crate::say!(
             "  loaded:    {}{}",
             yn(st.loaded),
             st.domain
                 .as_ref()
                 .map_or(String::new(), |d| format!(" in {d}"))
         );
-        println!(
+        crate::say!(
             "  running:   {}{}",
             yn(st.running),
             st.pid.map_or(String::new(), |p| format!(" (pid {p})"))
         );
-        println!("  verified:  {}", yn(st.verified));
+        crate::say!("  verified:  {}", yn(st.verified));
         if let Some(code) = &st.last_exit_code {
-            println!("  last exit code: {code}");
+            crate::say!("  last exit code: {code}");
         }
         if let Some(env) = &st.environment {
-            println!("  environment: {env}");
+            crate::say!("  environment: {env}");
         }
         if st.in_sync == Some(false) {
-            println!("  the installed plist differs from what oyster generates now; run `oyster agent regenerate`");
+            crate::say!("  the installed plist differs from what oyster generates now; run `oyster agent regenerate`");
         }
         if let Some(lc) = &st.launchctl {
-            println!("  launchctl: {lc}");
+            crate::say!("  launchctl: {lc}");
         }
         for n in &st.notes {
-            println!("  note: {n}");
+            crate::say!("  note: {n}");
         }
     }
     Ok(if st.verified {

@@ -1,22 +1,26 @@
 //! `oyster doctor [--json] [--probe]`: one row per check with ok/warn/fail and the fix.
 //!
-//! Doctor only reads. It keeps "the command is available" apart from "the provider is
-//! authenticated": discovery never authenticates, so authentication stays `not_checked`.
-//! `--probe` is the one place a provider is executed, and then only `--version`.
+//! Doctor only reads. Each check is one function returning its rows; a check that cannot run
+//! (a corrupt config, launchctl failing) is a failed row and the others still run, so the
+//! document is printed exactly when it is needed most. It keeps "the command is available"
+//! apart from "the provider is authenticated": discovery never authenticates. `--probe` is the
+//! one place a provider is executed, and then only `--version`.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::agent::launchctl::Launchctl;
-use crate::agent::plist as agentplist;
-use crate::commands::providers::{redacted, row, ProviderRow};
-use crate::commands::{print_json, Ctx};
+use crate::agent::plist::{self as agentplist, Installed};
 use crate::config::ConfigDoc;
-use crate::host::plan::{self, Writes};
+use crate::context::Context;
+use crate::host::plan::{self as plan, Plan, Writes};
+use crate::output::Tone;
 use crate::provider::registry::{Provider, PROVIDERS};
 use crate::provider::resolve::Intent;
+use crate::provider::status::{ProviderStatus, State};
 use crate::sys::process::{self, ChildEnv};
 use crate::verify;
 use crate::ExitStatus;
@@ -37,20 +41,6 @@ pub struct Check {
     pub fix: Option<String>,
 }
 
-#[derive(Serialize)]
-struct ProviderReport {
-    #[serde(flatten)]
-    row: ProviderRow,
-    installer: &'static str,
-    probe: Option<String>,
-}
-
-#[derive(Serialize)]
-struct Report {
-    checks: Vec<Check>,
-    providers: Vec<ProviderReport>,
-}
-
 fn check(name: &str, status: Level, detail: impl Into<String>, fix: Option<String>) -> Check {
     Check {
         check: name.to_owned(),
@@ -60,20 +50,105 @@ fn check(name: &str, status: Level, detail: impl Into<String>, fix: Option<Strin
     }
 }
 
-pub fn run(ctx: &Ctx, json: bool, probe: bool) -> anyhow::Result<ExitStatus> {
+#[derive(Serialize)]
+struct ProviderReport {
+    #[serde(flatten)]
+    status: ProviderStatus,
+    installer: Option<&'static str>,
+    probe: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Report {
+    ok: bool,
+    stack: String,
+    port: Option<u16>,
+    checks: Vec<Check>,
+    providers: Vec<ProviderReport>,
+    /// The full environment the Host gets (the generated variables plus launchd's base).
+    environment: Option<BTreeMap<String, String>>,
+}
+
+pub fn run(ctx: &Context, json: bool, probe: bool) -> anyhow::Result<ExitStatus> {
     let st = &ctx.stack;
-    let home = &st.home;
-    let tilde = |s: &str| crate::output::redact::tilde_text(home, s);
     let mut checks = vec![];
     if st.config_dir_overridden {
         checks.push(check(
             "config dir",
             Level::Warn,
-            format!("OYSTERUN_CONFIG_DIR is set: {}", st.tilde(&st.config_dir)),
+            format!("OYSTERUN_CONFIG_DIR is set: {}", st.config_dir.display()),
             None,
         ));
     }
-    let doc = match ConfigDoc::load(&st.config_path()) {
+    let doc = config_check(ctx, &mut checks);
+    let plan = doc
+        .as_ref()
+        .map(|_| plan::plan(ctx, &Default::default(), Writes::None));
+    checks.push(node_check(&plan));
+    let mut providers = vec![];
+    if let Some(doc) = &doc {
+        for p in PROVIDERS {
+            providers.push(provider_check(
+                ctx,
+                doc,
+                p,
+                plan_ok(&plan),
+                probe,
+                &mut checks,
+            ));
+        }
+    }
+    let installed = agentplist::read_installed(&st.plist_path());
+    checks.push(plist_check(ctx, installed.as_ref(), plan_ok(&plan)));
+    checks.extend(launchd_checks(ctx, installed.as_ref()));
+    checks.push(log_dir_check(ctx));
+    let environment = plan_ok(&plan)
+        .and_then(|p| p.host_environment(&st.home).ok())
+        .map(|v| v.into_iter().collect());
+    let report = Report {
+        ok: !checks.iter().any(|c| c.status == Level::Fail),
+        stack: st.name.clone(),
+        port: plan_ok(&plan).map(|p| p.port).or(st.default_port),
+        checks,
+        providers,
+        environment,
+    };
+    print(ctx, json, &report);
+    Ok(if report.ok {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
+fn plan_ok(plan: &Option<anyhow::Result<Plan>>) -> Option<&Plan> {
+    plan.as_ref().and_then(|p| p.as_ref().ok())
+}
+
+fn print(ctx: &Context, json: bool, report: &Report) {
+    if json {
+        ctx.out.json(report);
+        return;
+    }
+    for c in &report.checks {
+        let (tag, tone) = match c.status {
+            Level::Ok => ("ok  ", Tone::Ok),
+            Level::Warn => ("warn", Tone::Warn),
+            Level::Fail => ("FAIL", Tone::Fail),
+        };
+        ctx.out
+            .out_toned(tone, &format!("[{tag}] {}: {}", c.check, c.detail));
+        if let Some(fix) = &c.fix {
+            crate::say!("       fix: {fix}");
+        }
+    }
+    crate::say!("authentication: not checked (discovery never runs a provider's login)");
+}
+
+/// The config parses; one holding secrets is not readable by others.
+fn config_check(ctx: &Context, checks: &mut Vec<Check>) -> Option<ConfigDoc> {
+    let path = ctx.stack.config_path();
+    match ConfigDoc::load(&path) {
         Ok(doc) => {
             let what = if doc.exists() {
                 "valid"
@@ -83,221 +158,266 @@ pub fn run(ctx: &Ctx, json: bool, probe: bool) -> anyhow::Result<ExitStatus> {
             checks.push(check(
                 "config",
                 Level::Ok,
-                format!("{} {what}", st.tilde(&st.config_path())),
+                format!("{} {what}", path.display()),
                 None,
             ));
-            doc
+            let secrets = crate::output::redact::secret_values(&serde_json::Value::Object(
+                doc.value().clone(),
+            ));
+            let mode = std::fs::metadata(&path).map(|m| {
+                use std::os::unix::fs::PermissionsExt;
+                m.permissions().mode() & 0o777
+            });
+            if let (false, Ok(mode)) = (secrets.is_empty(), mode) {
+                if mode & 0o077 != 0 {
+                    checks.push(check(
+                        "config mode",
+                        Level::Warn,
+                        format!(
+                            "{} holds secrets and is readable by others (mode {mode:04o})",
+                            path.display()
+                        ),
+                        Some(format!("chmod 600 {}", path.display())),
+                    ));
+                }
+            }
+            Some(doc)
         }
         Err(e) => {
             checks.push(check(
                 "config",
                 Level::Fail,
-                tilde(&e.to_string()),
-                Some("fix or restore the file".into()),
+                e.to_string(),
+                Some("fix or restore the file; the other checks ran without it".into()),
             ));
-            return finish(json, checks, vec![]);
+            None
         }
-    };
+    }
+}
 
-    // Node, root and the generated plist, all read-only.
-    let plan = plan::plan(ctx, &Default::default(), Writes::None);
-    match &plan {
-        Ok(p) => checks.push(check("node", Level::Ok, format!("{} {} (from {})", st.tilde(&p.node.path), p.node.version, p.node.origin), None)),
-        Err(e) => checks.push(check(
+/// Node, root and the generator, read-only.
+fn node_check(plan: &Option<anyhow::Result<Plan>>) -> Check {
+    match plan {
+        None => check("node/root", Level::Warn, "not checked: the config is not usable", None),
+        Some(Ok(p)) => check(
+            "node",
+            Level::Ok,
+            format!("{} {} (from {})", p.node.path.display(), p.node.version, p.node.origin),
+            None,
+        ),
+        Some(Err(e)) => check(
             "node/root",
             Level::Fail,
-            tilde(&format!("{e:#}")),
+            format!("{e:#}"),
             Some("pass --node-bin/--root to `oyster agent regenerate`, or set OYSTERUN_NODE_BIN/OYSTERUN_ROOT".into()),
-        )),
+        ),
     }
+}
 
-    // Providers.
-    let mut providers = vec![];
-    for p in PROVIDERS {
-        let r = redacted(home, row(ctx, &doc, p));
-        let resolved = doc.resolve(p, &ctx.search).resolved;
-        let installer = resolved
-            .as_deref()
-            .map_or("unknown", |path| installer_of(home, p, path));
-        let (level, fix) = match (doc.intent(p), &resolved) {
-            (Intent::Disabled, _) => (Level::Ok, None),
-            (_, Some(_)) => (Level::Ok, None),
-            (Intent::Manual, None) => (Level::Fail, Some(format!("`oyster providers set {} /full/path` or `oyster providers auto {}`", p.id, p.id))),
-            (Intent::Auto, None) => (Level::Warn, Some(format!("install it (`oyster setup --install-providers`) or `oyster providers set {} /full/path`", p.id))),
-        };
-        let mut detail = format!(
-            "{} ({}), {}{}",
-            r.state,
-            r.intent.as_str(),
-            r.resolved
-                .clone()
-                .or_else(|| r.reason.clone())
-                .unwrap_or_default(),
-            r.source.map_or(String::new(), |s| format!(
-                ", source {}",
-                crate::commands::providers::source_name(s)
-            ))
-        );
-        if resolved.is_some() {
-            detail.push_str(&format!(", installed by {installer}"));
-        }
-        let mut report = ProviderReport {
-            row: r,
-            installer,
-            probe: None,
-        };
-        if probe {
-            if let (Some(path), Ok(plan)) = (&resolved, &plan) {
-                let (lvl, said) = probe_version(ctx, plan, p, path);
-                if lvl == Level::Fail {
-                    report.row.state = "unavailable";
-                }
-                checks.push(check(
-                    &format!("{} --version", p.id),
-                    lvl,
-                    said.clone(),
-                    (lvl != Level::Ok).then(|| {
-                        format!("check that {} really is {}", st.tilde(path), p.display_name)
-                    }),
-                ));
-                report.probe = Some(said);
-            }
-        }
-        checks.push(check(&format!("provider {}", p.id), level, detail, fix));
-        providers.push(report);
+/// One provider: its state, who installed it, and with `--probe` its `--version` banner.
+fn provider_check(
+    ctx: &Context,
+    doc: &ConfigDoc,
+    p: &'static Provider,
+    plan: Option<&Plan>,
+    probe: bool,
+    checks: &mut Vec<Check>,
+) -> ProviderReport {
+    let status = doc.status(p, &ctx.search);
+    let installer = status
+        .resolved
+        .as_deref()
+        .map(|path| installer_of(&ctx.stack.home, p, Path::new(path)));
+    let (level, fix) = match (status.intent, status.state) {
+        (Intent::Disabled, _) | (_, State::Available) => (Level::Ok, None),
+        (Intent::Manual, _) => (
+            Level::Fail,
+            Some(format!("`oyster providers set {id} /full/path` or `oyster providers auto {id}`", id = p.id)),
+        ),
+        (Intent::Auto, _) => (
+            Level::Warn,
+            Some(format!(
+                "install it (`oyster setup --install-providers`), point oyster at it with `oyster providers set {id} /full/path`, or, if you do not use {name}, disable it with `oyster providers set {id} \"\"`",
+                id = p.id,
+                name = p.display_name
+            )),
+        ),
+    };
+    let mut detail = match status.state {
+        State::Disabled => "disabled by the user".to_owned(),
+        _ => format!("{} ({}), {}", status.state, status.intent, status.detail()),
+    };
+    if let Some(source) = status.source {
+        detail.push_str(&format!(", source {}", source.as_str()));
     }
+    if let Some(by) = installer.filter(|i| *i != "unknown") {
+        detail.push_str(&format!(", installed by {by}"));
+    }
+    let mut report = ProviderReport {
+        status,
+        installer,
+        probe: None,
+    };
+    if let (true, Some(path), Some(plan)) = (probe, report.status.resolved.clone(), plan) {
+        let path = Path::new(&path);
+        let (lvl, said) = probe_version(ctx, plan, p, path);
+        if lvl == Level::Fail {
+            report.status.state = State::Unavailable;
+        }
+        checks.push(check(
+            &format!("{} --version", p.id),
+            lvl,
+            said.clone(),
+            (lvl != Level::Ok)
+                .then(|| format!("check that {} really is {}", path.display(), p.display_name)),
+        ));
+        report.probe = Some(said);
+    }
+    checks.push(check(&format!("provider {}", p.id), level, detail, fix));
+    report
+}
 
-    // The plist against the generator.
+/// The installed plist against what the generator makes now.
+fn plist_check(ctx: &Context, installed: Option<&Installed>, plan: Option<&Plan>) -> Check {
+    let st = &ctx.stack;
     let plist_path = st.plist_path();
-    let installed = agentplist::read_installed(&plist_path);
-    match (&installed, &plan) {
-        (None, _) => checks.push(check(
+    match (installed, plan) {
+        (None, _) => check(
             "plist",
             Level::Warn,
-            format!("{} is not installed", st.tilde(&plist_path)),
+            format!("{} is not installed", plist_path.display()),
             Some(format!("`oyster agent install --stack {}`", st.name)),
-        )),
-        (Some(_), Ok(p)) if !p.plist_changed() => checks.push(check(
+        ),
+        (Some(i), Some(p)) if i.bytes == p.plist => check(
             "plist",
             Level::Ok,
-            format!("{} matches the generator", st.tilde(&plist_path)),
+            format!("{} matches the generator", plist_path.display()),
             None,
-        )),
-        (Some(i), Ok(p)) => {
+        ),
+        (Some(i), Some(p)) => {
             let old = String::from_utf8_lossy(&i.bytes).into_owned();
             let new = String::from_utf8_lossy(&p.plist).into_owned();
-            let diff = similar::TextDiff::from_lines(&old, &new);
-            let changed: Vec<String> = diff
+            let changed: Vec<String> = similar::TextDiff::from_lines(&old, &new)
                 .iter_all_changes()
                 .filter(|c| c.tag() != similar::ChangeTag::Equal)
                 .map(|c| {
-                    format!(
-                        "{}{}",
-                        if c.tag() == similar::ChangeTag::Insert {
-                            "+"
-                        } else {
-                            "-"
-                        },
-                        c.value().trim()
-                    )
+                    let sign = if c.tag() == similar::ChangeTag::Insert {
+                        "+"
+                    } else {
+                        "-"
+                    };
+                    format!("{sign}{}", c.value().trim())
                 })
                 .collect();
-            checks.push(check(
+            check(
                 "plist",
                 Level::Warn,
-                tilde(&format!(
-                    "{} differs from the generator: {}",
-                    st.tilde(&plist_path),
+                format!(
+                    "{} differs from what oyster generates now: {}",
+                    plist_path.display(),
                     changed.join(" ")
-                )),
+                ),
                 Some(format!("`oyster agent regenerate --stack {}`", st.name)),
-            ));
+            )
         }
-        (Some(_), Err(_)) => checks.push(check(
+        (Some(_), None) => check(
             "plist",
             Level::Warn,
             "cannot compare: the generator failed (see node/root)",
             None,
-        )),
+        ),
     }
+}
 
-    // launchd and the live Host.
-    match Launchctl::locate() {
-        Err(e) => checks.push(check("launchd", Level::Warn, e.to_string(), None)),
-        Ok(lc) => {
-            if lc.overridden {
-                checks.push(check(
-                    "launchctl",
-                    Level::Warn,
-                    format!("OYSTER_LAUNCHCTL override in effect: {}", lc.describe()),
-                    Some("unset OYSTER_LAUNCHCTL to use /bin/launchctl".into()),
-                ));
-            }
-            let domain = lc.domain()?;
-            if let Some(n) = &domain.fallback_note {
-                checks.push(check("domain", Level::Warn, n.clone(), None));
-            }
-            match lc.print(&domain.target(&st.label))? {
-                None => checks.push(check(
-                    "launchd",
-                    Level::Warn,
-                    format!("{} is not loaded in {}", st.label, domain.name),
-                    installed
-                        .as_ref()
-                        .map(|_| format!("`oyster agent restart --stack {}`", st.name)),
-                )),
-                Some(info) => {
-                    let running = info.running();
-                    checks.push(check(
-                        "launchd",
-                        if running { Level::Ok } else { Level::Fail },
-                        format!(
-                            "{} in {}: state = {}, last exit code = {}",
-                            st.label,
-                            domain.name,
-                            info.state().unwrap_or("?"),
-                            info.last_exit_code().unwrap_or("?")
-                        ),
-                        (!running).then(|| {
-                            format!(
-                                "see {} and run `oyster agent restart --stack {}`",
-                                st.tilde(&st.log_path()),
-                                st.name
-                            )
-                        }),
-                    ));
-                    if let (Some(pid), Some(inst)) = (info.pid().filter(|_| running), &installed) {
-                        let live = verify::check_live(pid, &inst.env);
-                        let ok = live.verified();
-                        checks.push(check(
-                            "live host",
-                            if ok { Level::Ok } else { Level::Fail },
-                            format!("pid {pid}: {}", live.describe()),
-                            (!ok).then(|| format!("`oyster agent restart --stack {}`", st.name)),
-                        ));
-                    }
-                }
-            }
-        }
-    }
-
-    // The log directory.
-    let log_dir = &st.log_dir;
-    let probe_dir = if log_dir.exists() {
-        log_dir.as_path()
-    } else {
-        log_dir
-            .ancestors()
-            .find(|a| a.exists())
-            .unwrap_or(Path::new("/"))
+/// launchctl, the domain, the job and the live Host. A launchctl that fails is one failed row.
+fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
+    let st = &ctx.stack;
+    let lc = match Launchctl::locate(&ctx.env) {
+        Err(e) => return vec![check("launchd", Level::Warn, e.to_string(), None)],
+        Ok(lc) => lc,
     };
+    let mut checks = vec![];
+    if lc.overridden {
+        checks.push(check(
+            "launchctl",
+            Level::Warn,
+            format!("OYSTER_LAUNCHCTL override in effect: {}", lc.describe()),
+            Some("unset OYSTER_LAUNCHCTL to use /bin/launchctl".into()),
+        ));
+    }
+    let result = (|| -> anyhow::Result<()> {
+        let domain = lc.domain()?;
+        if let Some(n) = &domain.fallback_note {
+            checks.push(check("domain", Level::Warn, n.clone(), None));
+        }
+        let Some(info) = lc.print(&domain.target(&st.label))? else {
+            checks.push(check(
+                "launchd",
+                Level::Warn,
+                format!("{} is not loaded in {}", st.label, domain.name),
+                installed.map(|_| format!("`oyster agent restart --stack {}`", st.name)),
+            ));
+            return Ok(());
+        };
+        let running = info.running();
+        checks.push(check(
+            "launchd",
+            if running { Level::Ok } else { Level::Fail },
+            format!(
+                "{} in {}: state = {}, last exit code = {}",
+                st.label,
+                domain.name,
+                info.state().unwrap_or("?"),
+                info.last_exit_code().unwrap_or("?")
+            ),
+            (!running).then(|| {
+                format!(
+                    "see {} and run `oyster agent restart --stack {}`",
+                    st.log_path().display(),
+                    st.name
+                )
+            }),
+        ));
+        if let (Some(pid), Some(inst)) = (info.pid().filter(|_| running), installed) {
+            let live = verify::check_live(pid, &inst.env);
+            let ok = live.verified();
+            checks.push(check(
+                "live host",
+                if ok { Level::Ok } else { Level::Fail },
+                format!("pid {pid}: {}", live.describe()),
+                (!ok).then(|| format!("`oyster agent restart --stack {}`", st.name)),
+            ));
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        checks.push(check(
+            "launchd",
+            Level::Fail,
+            format!("launchctl failed: {e:#}"),
+            Some(format!(
+                "check {} (run it by hand to see its error)",
+                lc.path.display()
+            )),
+        ));
+    }
+    checks
+}
+
+/// launchd exits 78 when it cannot open the Host log.
+fn log_dir_check(ctx: &Context) -> Check {
+    let log_dir = &ctx.stack.log_dir;
+    let probe_dir = log_dir
+        .ancestors()
+        .find(|a| a.exists())
+        .unwrap_or(Path::new("/"));
     let writable = writable(probe_dir);
-    checks.push(check(
+    check(
         "log dir",
         if writable { Level::Ok } else { Level::Fail },
         format!(
             "{} {}",
-            st.tilde(log_dir),
+            log_dir.display(),
             if writable {
                 "is writable"
             } else {
@@ -307,48 +427,14 @@ pub fn run(ctx: &Ctx, json: bool, probe: bool) -> anyhow::Result<ExitStatus> {
         (!writable).then(|| {
             format!(
                 "make {} writable by this user (launchd exits 78 when it cannot open the log)",
-                st.tilde(log_dir)
+                log_dir.display()
             )
         }),
-    ));
-    finish(json, checks, providers)
-}
-
-fn finish(
-    json: bool,
-    checks: Vec<Check>,
-    providers: Vec<ProviderReport>,
-) -> anyhow::Result<ExitStatus> {
-    let failed = checks.iter().any(|c| c.status == Level::Fail);
-    if json {
-        print_json(&Report { checks, providers })?;
-    } else {
-        for c in &checks {
-            let tag = match c.status {
-                Level::Ok => "ok  ",
-                Level::Warn => "warn",
-                Level::Fail => "FAIL",
-            };
-            println!("[{tag}] {}: {}", c.check, c.detail);
-            if let Some(fix) = &c.fix {
-                println!("       fix: {fix}");
-            }
-        }
-        println!("authentication: not checked (discovery never runs a provider's login)");
-    }
-    Ok(if failed {
-        ExitStatus::Failure
-    } else {
-        ExitStatus::Success
-    })
+    )
 }
 
 fn writable(dir: &Path) -> bool {
-    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) else {
-        return false;
-    };
-    // SAFETY: a valid C string for the duration of the call.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
+    nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).is_ok()
 }
 
 /// Which installer owns a command, proven from its path (symlinks followed) only.
@@ -372,19 +458,18 @@ pub fn installer_of(home: &Path, p: &Provider, path: &Path) -> &'static str {
 
 /// Runs `<command> --version` only: no shell, the generated environment, a timeout, output
 /// capped; a banner that does not match the registry's pattern means "not that provider".
-fn probe_version(ctx: &Ctx, plan: &plan::Plan, p: &Provider, path: &Path) -> (Level, String) {
-    let mut env = crate::direct::base_env(&ctx.stack.home);
-    env.extend(plan.env.pairs());
+fn probe_version(ctx: &Context, plan: &Plan, p: &Provider, path: &Path) -> (Level, String) {
+    let env = match plan.host_environment(&ctx.stack.home) {
+        Ok(env) => env,
+        Err(e) => return (Level::Fail, format!("{e:#}")),
+    };
     match process::run(
         path,
         &["--version"],
         ChildEnv::Exactly(&env),
         Duration::from_secs(5),
     ) {
-        Err(e) => (
-            Level::Fail,
-            crate::output::redact::tilde_text(&ctx.stack.home, &e.to_string()),
-        ),
+        Err(e) => (Level::Fail, e.to_string()),
         Ok(out) => {
             let first: String = out
                 .stdout

@@ -6,24 +6,24 @@ use serde::Serialize;
 
 use crate::agent::launchctl::Launchctl;
 use crate::cli::HostCommand;
-use crate::commands::{print_json, Ctx};
+use crate::context::Context;
 use crate::direct::{self, Owner, StartOptions, Stopped};
 use crate::host::plan::{self, Writes};
 use crate::verify;
 use crate::ExitStatus;
 
-pub fn run(ctx: &Ctx, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
+pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
     ctx.announce_overrides();
     let stack = &ctx.stack;
     match cmd {
         HostCommand::Start { host, wait } => {
             refuse_if_agent_loaded(ctx)?;
-            let plan = plan::plan(ctx, &host, Writes::Sync)?;
-            crate::commands::config::report(ctx, &plan.changes);
-            eprintln!(
+            let plan = plan::plan(ctx, &host.inputs(), Writes::Sync)?;
+            crate::config::report(&ctx.stack, &plan.changes);
+            crate::tell!(
                 "Starting the Host (node {} {}) on 127.0.0.1:{}…",
                 plan.node.version,
-                stack.tilde(&plan.node.path),
+                plan.node.path.display(),
                 plan.port
             );
             let started = direct::start(
@@ -34,26 +34,26 @@ pub fn run(ctx: &Ctx, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
                     settle: Duration::from_millis(1000),
                 },
             )?;
-            println!(
+            crate::say!(
                 "Host started: pid {}, /health 200 after {} ms, environment verified; log {}",
                 started.pid,
                 started.health_after.as_millis(),
-                stack.tilde(&stack.log_path())
+                stack.log_path().display()
             );
             Ok(ExitStatus::Success)
         }
         HostCommand::Stop => {
             match direct::stop(stack)? {
-                Stopped::NotRunning => println!("The Host is not running (no pid file)."),
-                Stopped::StaleRemoved(rec) => println!(
+                Stopped::NotRunning => crate::say!("The Host is not running (no pid file)."),
+                Stopped::StaleRemoved(rec) => crate::say!(
                     "The Host is not running (pid {} is gone); removed the stale pid file.",
                     rec.pid
                 ),
-                Stopped::ForeignLeftAlone(rec) => println!(
+                Stopped::ForeignLeftAlone(rec) => crate::say!(
                     "pid {} now belongs to another process, which was not signalled; removed the stale pid file.",
                     rec.pid
                 ),
-                Stopped::Stopped { pid, killed } => println!(
+                Stopped::Stopped { pid, killed } => crate::say!(
                     "Host stopped (pid {pid}{}).",
                     if killed { ", needed SIGKILL after SIGTERM" } else { "" }
                 ),
@@ -63,10 +63,10 @@ pub fn run(ctx: &Ctx, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
         HostCommand::Status { json } => {
             let st = status(ctx)?;
             if json {
-                print_json(&st)?;
+                crate::output::printer().json(&st);
             } else {
                 match st.pid {
-                    Some(pid) if st.running => println!(
+                    Some(pid) if st.running => crate::say!(
                         "Host running: pid {pid}, port {}, /health {}, environment {}",
                         st.port.map_or("?".into(), |p| p.to_string()),
                         st.health.map_or("no answer".into(), |h| h.to_string()),
@@ -76,10 +76,10 @@ pub fn run(ctx: &Ctx, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
                             "NOT verified"
                         }
                     ),
-                    _ => println!("Host not running ({})", st.detail),
+                    _ => crate::say!("Host not running ({})", st.detail),
                 }
                 if let Some(why) = &st.env {
-                    println!("  {why}");
+                    crate::say!("  {why}");
                 }
             }
             Ok(if st.running {
@@ -105,7 +105,7 @@ struct HostStatus {
     log: String,
 }
 
-fn status(ctx: &Ctx) -> anyhow::Result<HostStatus> {
+fn status(ctx: &Context) -> anyhow::Result<HostStatus> {
     let stack = &ctx.stack;
     let mut st = HostStatus {
         running: false,
@@ -115,8 +115,8 @@ fn status(ctx: &Ctx) -> anyhow::Result<HostStatus> {
         verified: false,
         env: None,
         detail: String::new(),
-        pid_file: stack.tilde(&stack.pid_path()),
-        log: stack.tilde(&stack.log_path()),
+        pid_file: stack.pid_path().display().to_string(),
+        log: stack.log_path().display().to_string(),
     };
     match direct::owner(stack)? {
         Owner::None => st.detail = "no pid file".into(),
@@ -133,7 +133,7 @@ fn status(ctx: &Ctx) -> anyhow::Result<HostStatus> {
             st.health = verify::health(rec.port, Duration::from_secs(2));
             st.detail = "running".into();
             // Compare with what the generator produces now for the same root and node.
-            let args = plan::HostArgs {
+            let args = plan::HostInputs {
                 root: rec.root().map(Into::into),
                 node_bin: Some(rec.node.clone()),
             };
@@ -153,8 +153,8 @@ fn status(ctx: &Ctx) -> anyhow::Result<HostStatus> {
 }
 
 /// Direct startup must not run a second Host beside a loaded LaunchAgent.
-fn refuse_if_agent_loaded(ctx: &Ctx) -> anyhow::Result<()> {
-    let Ok(lc) = Launchctl::locate() else {
+fn refuse_if_agent_loaded(ctx: &Context) -> anyhow::Result<()> {
+    let Ok(lc) = Launchctl::locate(&ctx.env) else {
         // No launchctl: no LaunchAgent can be loaded (Linux, or launchd-less macOS).
         return Ok(());
     };

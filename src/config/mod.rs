@@ -7,7 +7,6 @@
 
 use std::cell::RefCell;
 use std::fmt;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
@@ -50,8 +49,12 @@ pub enum ConfigError {
         "{path} is empty (line 1, column 1); put `{{}}` in it or delete it. oyster changed nothing"
     )]
     Empty { path: PathBuf },
-    #[error("could not read {path}: {source}")]
-    Read { path: PathBuf, source: io::Error },
+    #[error("{path}: `{key}` {why}. Fix the value (or remove the key); oyster changed nothing")]
+    BadValue {
+        path: PathBuf,
+        key: &'static str,
+        why: String,
+    },
     #[error(transparent)]
     Fs(#[from] FsError),
 }
@@ -65,8 +68,8 @@ impl ConfigError {
                 | ConfigError::Type { .. }
                 | ConfigError::Bom { .. }
                 | ConfigError::Empty { .. }
-                | ConfigError::Fs(FsError::Symlink { .. })
-        )
+                | ConfigError::BadValue { .. }
+        ) || matches!(self, ConfigError::Fs(e) if e.is_invalid_input())
     }
 }
 
@@ -95,17 +98,12 @@ pub struct ConfigDoc {
 impl ConfigDoc {
     /// Reads and validates `path`; a missing file is an empty document.
     pub fn load(path: &Path) -> Result<ConfigDoc, ConfigError> {
-        fsutil::refuse_symlink(path)?;
-        match std::fs::read(path) {
-            Ok(bytes) => Self::parse(path, &bytes),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(ConfigDoc {
+        match fsutil::read_regular(path, MAX_CONFIG_BYTES)? {
+            Some(bytes) => Self::parse(path, &bytes),
+            None => Ok(ConfigDoc {
                 path: path.to_owned(),
                 map: Map::new(),
                 original: None,
-            }),
-            Err(source) => Err(ConfigError::Read {
-                path: path.to_owned(),
-                source,
             }),
         }
     }
@@ -139,6 +137,7 @@ impl ConfigDoc {
         let Value::Object(map) = value else {
             unreachable!("validated as an object above")
         };
+        check_values(&path, &map)?;
         Ok(ConfigDoc {
             path,
             original: Some(map.clone()),
@@ -190,6 +189,20 @@ impl ConfigDoc {
             .get(PORT_KEY)
             .and_then(Value::as_u64)
             .and_then(|p| u16::try_from(p).ok())
+    }
+
+    /// The provider's state: intent, stored command, and what resolution finds now.
+    pub fn status(
+        &self,
+        p: &'static Provider,
+        search: &Search,
+    ) -> crate::provider::status::ProviderStatus {
+        crate::provider::status::ProviderStatus::new(
+            p,
+            self.intent(p),
+            self.map.get(p.command_key),
+            self.resolve(p, search),
+        )
     }
 
     /// Sets a top-level key, recording the change when the value differs.
@@ -297,6 +310,62 @@ impl ConfigDoc {
         self.set_intent(p, Intent::Auto, changes);
         let r = self.resolve(p, search);
         self.merge(p, &r, changes);
+    }
+}
+
+/// The largest `config.json` oyster reads (CONTRACT.md §9).
+pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// Values that parse but cannot be used are refused where they enter (CONTRACT.md §9): a port
+/// outside 1–65535 and an AgentFolder that is not an absolute path (launchd and the Host
+/// expand nothing, so `~/x`, `x` or `""` would mean a directory relative to wherever they run).
+fn check_values(path: &Path, map: &Map<String, Value>) -> Result<(), ConfigError> {
+    let bad = |key: &'static str, why: String| ConfigError::BadValue {
+        path: path.to_owned(),
+        key,
+        why,
+    };
+    if let Some(Value::Number(n)) = map.get(PORT_KEY) {
+        if n.as_u64().is_none_or(|p| !(1..=65535).contains(&p)) {
+            return Err(bad(
+                PORT_KEY,
+                format!("is {n}, not a port between 1 and 65535"),
+            ));
+        }
+    }
+    if let Some(Value::String(dir)) = map.get(BROWSE_KEY) {
+        if !Path::new(dir).is_absolute() {
+            return Err(bad(
+                BROWSE_KEY,
+                format!("is {dir:?}, not an absolute path (give the full path, e.g. /Users/you/OysterunAgents)"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The secret values in the config at `path` (empty when it cannot be read), for the printer.
+pub fn secret_values_on_disk(path: &Path) -> Vec<String> {
+    match fsutil::read_regular(path, MAX_CONFIG_BYTES) {
+        Ok(Some(bytes)) => serde_json::from_slice::<Value>(&bytes)
+            .map(|v| crate::output::redact::secret_values(&v))
+            .unwrap_or_default(),
+        _ => vec![],
+    }
+}
+
+/// Prints what a sync changed (values redacted; home shown as `~` by the printer).
+pub fn report(stack: &crate::host::stack::Stack, changes: &[Change]) {
+    let path = stack.config_path();
+    if changes.is_empty() {
+        crate::say!("{}: unchanged", path.display());
+        return;
+    }
+    crate::say!("{}: updated", path.display());
+    for c in changes {
+        let from = crate::output::redact::redact_value(&c.from);
+        let to = crate::output::redact::redact_value(&c.to);
+        crate::say!("  {}: {from} -> {to}", c.key);
     }
 }
 

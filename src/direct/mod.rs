@@ -5,17 +5,17 @@
 //! session, and the Host log. The pid file is written atomically under a lock and records the
 //! process's start time, so `stop` can prove a pid is still our Host before signalling it.
 
-use std::ffi::CStr;
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use crate::host::plan::Plan;
 use crate::host::stack::Stack;
 use crate::sys::fs as fsutil;
+use crate::sys::process;
+use crate::sys::signal::{self, Signal};
 use crate::verify::{self, EnvCheck, LiveProcess};
 
 /// What the pid file records.
@@ -137,14 +137,14 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
         Owner::Ours(rec, _) => anyhow::bail!(
             "the Host is already running (pid {}, from {}); stop it with `oyster host stop --stack {}`",
             rec.pid,
-            stack.tilde(&pid_path),
+            pid_path.display(),
             stack.name
         ),
-        Owner::Stale(rec) => eprintln!(
+        Owner::Stale(rec) => crate::tell!(
             "oyster: note: removing a stale pid file (pid {} is not running)",
             rec.pid
         ),
-        Owner::Foreign(rec, _) => eprintln!(
+        Owner::Foreign(rec, _) => crate::tell!(
             "oyster: note: removing a stale pid file (pid {} now belongs to another process, which is left alone)",
             rec.pid
         ),
@@ -159,27 +159,16 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
         .mode(0o600)
         .open(&log_path)
         .map_err(|e| anyhow::anyhow!("could not open the Host log {}: {e}", log_path.display()))?;
-    let mut cmd = Command::new(&plan.node.path);
-    cmd.arg(plan.server())
-        .current_dir(plan.root.join("host-service"))
-        .env_clear()
-        .envs(base_env(&stack.home))
-        .envs(plan.env.pairs())
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log);
-    // SAFETY: setsid is async-signal-safe; it detaches the Host from our terminal and session.
-    unsafe {
-        cmd.pre_exec(|| {
-            if libc::setsid() == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| anyhow::anyhow!("could not start {}: {e}", plan.node.path.display()))?;
+    let env = plan.host_environment(&stack.home)?;
+    let server = plan.server();
+    let mut child = process::spawn_detached(
+        &plan.node.path,
+        &[server.as_os_str()],
+        &plan.root.join("host-service"),
+        &env,
+        log,
+    )
+    .map_err(|e| anyhow::anyhow!("could not start {}: {e}", plan.node.path.display()))?;
     let pid = child.id();
     let start_time = verify::inspect(pid).map_or(0, |p| p.start_time);
     let rec = PidRecord {
@@ -198,7 +187,7 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
             let _ = std::fs::remove_file(&pid_path);
             Err(StartFailed {
                 what,
-                log: stack.tilde(&log_path),
+                log: log_path.display().to_string(),
                 tail: verify::log_tail(&log_path, 4096),
             }
             .into())
@@ -238,9 +227,7 @@ fn verify_start(child: &mut Child, plan: &Plan, opts: &StartOptions) -> Result<D
 
 /// SIGTERM one pid, wait up to `grace`, then SIGKILL. Returns whether it had to escalate.
 pub fn terminate(pid: u32, grace: Duration) -> bool {
-    let pid_t = pid as libc::pid_t;
-    // SAFETY: plain signal delivery to a pid whose identity the caller checked.
-    unsafe { libc::kill(pid_t, libc::SIGTERM) };
+    let _ = signal::kill(pid, Signal::SIGTERM);
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
         if verify::inspect(pid).is_none() {
@@ -248,8 +235,7 @@ pub fn terminate(pid: u32, grace: Duration) -> bool {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    // SAFETY: as above.
-    unsafe { libc::kill(pid_t, libc::SIGKILL) };
+    let _ = signal::kill(pid, Signal::SIGKILL);
     let deadline = Instant::now() + Duration::from_secs(2);
     while verify::inspect(pid).is_some() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
@@ -287,59 +273,4 @@ pub fn stop(stack: &Stack) -> anyhow::Result<Stopped> {
     std::fs::remove_file(&pid_path)
         .map_err(|e| anyhow::anyhow!("could not remove {}: {e}", pid_path.display()))?;
     Ok(outcome)
-}
-
-/// What launchd gives every job besides its plist's variables, from the user database rather
-/// than the caller's environment.
-pub fn base_env(home: &Path) -> Vec<(String, String)> {
-    let (user, shell) = passwd_entry().unwrap_or_else(|| ("unknown".into(), "/bin/sh".into()));
-    vec![
-        ("HOME".into(), home.to_string_lossy().into_owned()),
-        ("USER".into(), user.clone()),
-        ("LOGNAME".into(), user),
-        ("SHELL".into(), shell),
-        ("TMPDIR".into(), user_tmpdir()),
-    ]
-}
-
-fn passwd_entry() -> Option<(String, String)> {
-    // SAFETY: getpwuid_r writes into the buffers we own; the strings are copied before return.
-    unsafe {
-        let mut pwd: libc::passwd = std::mem::zeroed();
-        let mut buf = vec![0 as libc::c_char; 4096];
-        let mut result: *mut libc::passwd = std::ptr::null_mut();
-        let rc = libc::getpwuid_r(
-            libc::getuid(),
-            &mut pwd,
-            buf.as_mut_ptr(),
-            buf.len(),
-            &mut result,
-        );
-        if rc != 0 || result.is_null() {
-            return None;
-        }
-        let name = CStr::from_ptr(pwd.pw_name).to_string_lossy().into_owned();
-        let shell = CStr::from_ptr(pwd.pw_shell).to_string_lossy().into_owned();
-        Some((name, shell))
-    }
-}
-
-/// # Platform
-/// macOS gives each user a private temp dir (`confstr(_CS_DARWIN_USER_TEMP_DIR)`); elsewhere
-/// the system's `/tmp`.
-fn user_tmpdir() -> String {
-    #[cfg(target_os = "macos")]
-    {
-        let mut buf = vec![0 as libc::c_char; 1024];
-        // SAFETY: confstr writes at most buf.len() bytes into our buffer.
-        let n =
-            unsafe { libc::confstr(libc::_CS_DARWIN_USER_TEMP_DIR, buf.as_mut_ptr(), buf.len()) };
-        if n > 0 && n <= buf.len() {
-            // SAFETY: confstr NUL-terminated what it wrote.
-            return unsafe { CStr::from_ptr(buf.as_ptr()) }
-                .to_string_lossy()
-                .into_owned();
-        }
-    }
-    "/tmp".into()
 }

@@ -51,6 +51,26 @@ impl LaunchEnv {
     }
 }
 
+/// The whole environment a started Host gets: what launchd gives every job from the user
+/// database (`HOME`, `USER`, `LOGNAME`, `SHELL`, `TMPDIR`; never the caller's environment),
+/// overridden by the generated variables, as launchd lets a plist's `EnvironmentVariables`
+/// override its defaults. Direct startup, setup's npm and doctor's probe run with exactly
+/// this; the plist carries the generated part and launchd adds the rest.
+pub fn host_environment(
+    generated: &LaunchEnv,
+    home: &Path,
+) -> Result<Vec<(String, String)>, crate::sys::user::AccountError> {
+    let account = crate::sys::user::account()?;
+    let mut vars: BTreeMap<String, String> = BTreeMap::new();
+    vars.insert("HOME".into(), home.to_string_lossy().into_owned());
+    vars.insert("USER".into(), account.name.clone());
+    vars.insert("LOGNAME".into(), account.name);
+    vars.insert("SHELL".into(), account.shell);
+    vars.insert("TMPDIR".into(), crate::sys::user::tmpdir());
+    vars.extend(generated.vars.clone());
+    Ok(vars.into_iter().collect())
+}
+
 /// Inputs to the generator.
 pub struct EnvInputs<'a> {
     pub node_bin: &'a Path,
@@ -64,7 +84,7 @@ pub struct EnvInputs<'a> {
 /// Builds the Host environment.
 pub fn generate(inputs: &EnvInputs<'_>) -> Result<LaunchEnv, Invalid> {
     let node_dir = inputs.node_bin.parent().ok_or_else(|| {
-        Invalid(format!(
+        Invalid::new(format!(
             "node path {} has no directory",
             inputs.node_bin.display()
         ))
@@ -87,9 +107,9 @@ pub fn generate(inputs: &EnvInputs<'_>) -> Result<LaunchEnv, Invalid> {
 pub fn build_path<'a>(entries: impl IntoIterator<Item = &'a Path>) -> Result<String, Invalid> {
     let mut seen: Vec<String> = Vec::new();
     for dir in entries {
-        let s = dir
-            .to_str()
-            .ok_or_else(|| Invalid(format!("PATH entry {} is not valid UTF-8", dir.display())))?;
+        let s = dir.to_str().ok_or_else(|| {
+            Invalid::new(format!("PATH entry {} is not valid UTF-8", dir.display()))
+        })?;
         let why = if !dir.is_absolute() {
             Some("is not an absolute path")
         } else if s.contains(':') {
@@ -102,7 +122,7 @@ pub fn build_path<'a>(entries: impl IntoIterator<Item = &'a Path>) -> Result<Str
             None
         };
         if let Some(why) = why {
-            return Err(Invalid(format!(
+            return Err(Invalid::new(format!(
                 "cannot put {s:?} on the Host's PATH: it {why}. Move the executable to a \
                  directory whose path is plain (or point the provider at one with \
                  `oyster providers set`)"
@@ -121,9 +141,9 @@ pub fn build_path<'a>(entries: impl IntoIterator<Item = &'a Path>) -> Result<Str
 fn value(name: &str, path: &Path) -> Result<String, Invalid> {
     let s = path
         .to_str()
-        .ok_or_else(|| Invalid(format!("{name} ({}) is not valid UTF-8", path.display())))?;
+        .ok_or_else(|| Invalid::new(format!("{name} ({}) is not valid UTF-8", path.display())))?;
     if s.contains(['\n', '\r', '\0']) {
-        return Err(Invalid(format!(
+        return Err(Invalid::new(format!(
             "{name} ({s:?}) contains a line break or NUL"
         )));
     }

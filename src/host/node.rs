@@ -58,15 +58,15 @@ pub struct PinRequest<'a> {
 /// Pins Node, printing a note when it passes over the installed plist's stale pin.
 pub fn pin(req: &PinRequest<'_>) -> anyhow::Result<NodePin> {
     if let Some(flag) = req.flag {
-        return check(flag, Origin::Flag, req.cache).map_err(|e| Invalid(e).into());
+        return check(flag, Origin::Flag, req.cache).map_err(|e| Invalid::new(e).into());
     }
     if let Some(env) = req.env {
-        return check(Path::new(env), Origin::Env, req.cache).map_err(|e| Invalid(e).into());
+        return check(Path::new(env), Origin::Env, req.cache).map_err(|e| Invalid::new(e).into());
     }
     if let Some(installed) = req.installed {
         match check(Path::new(installed), Origin::InstalledPlist, req.cache) {
             Ok(pin) => return Ok(pin),
-            Err(why) => eprintln!("oyster: note: {why}; resolving node again"),
+            Err(why) => crate::tell!("oyster: note: {why}; resolving node again"),
         }
     }
     let Some((path, _)) = resolve::search_binary("node", req.search) else {

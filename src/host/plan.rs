@@ -4,27 +4,19 @@
 
 use std::path::{Path, PathBuf};
 
-use clap::Args;
-
 use crate::agent::plist::{self as agentplist, AgentSpec, Installed};
-use crate::commands::Ctx;
 use crate::config::{self, Change, ConfigDoc};
+use crate::context::Context;
 use crate::error::Invalid;
 use crate::host::launchenv::{self, EnvInputs, LaunchEnv};
 use crate::host::node::{self, NodePin, PinRequest};
 use crate::provider::registry::PROVIDERS;
 use crate::provider::resolve::Intent;
 
-/// Where the Host comes from, on every command that starts or describes it.
-#[derive(Debug, Args, Clone, Default)]
-pub struct HostArgs {
-    /// The Oysterun install root (holding host-service/server.mjs) [default: OYSTERUN_ROOT, the
-    /// installed LaunchAgent's root, then <bin>/../share/oysterun].
-    #[arg(long, value_name = "DIR")]
+/// Where the Host comes from, when the user said (`--root`, `--node-bin`).
+#[derive(Debug, Clone, Default)]
+pub struct HostInputs {
     pub root: Option<PathBuf>,
-    /// The Node (v20+) that runs the Host [default: OYSTERUN_NODE_BIN, the installed pin, then
-    /// node found like a provider].
-    #[arg(long, value_name = "PATH")]
     pub node_bin: Option<PathBuf>,
 }
 
@@ -50,7 +42,7 @@ pub enum Writes {
 }
 
 /// Builds the plan; with [`Writes::Sync`] the config sync is written first.
-pub fn plan(ctx: &Ctx, args: &HostArgs, writes: Writes) -> anyhow::Result<Plan> {
+pub fn plan(ctx: &Context, args: &HostInputs, writes: Writes) -> anyhow::Result<Plan> {
     let stack = &ctx.stack;
     let (doc, changes) = match writes {
         Writes::Sync => {
@@ -68,24 +60,20 @@ pub fn plan(ctx: &Ctx, args: &HostArgs, writes: Writes) -> anyhow::Result<Plan> 
         }
     };
     let port = doc.port().or(stack.default_port).ok_or_else(|| {
-        Invalid(format!(
+        Invalid::new(format!(
             "stack {} has no port yet; pass --port N once and it is recorded in {}",
             stack.name,
-            stack.tilde(&stack.config_path())
+            stack.config_path().display()
         ))
     })?;
     let installed = agentplist::read_installed(&stack.plist_path());
-    let root_env = std::env::var_os("OYSTERUN_ROOT")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from);
+    let root_env = ctx.env.root.clone();
     let root = crate::host::root::find(
         args.root.as_deref(),
         root_env.as_deref(),
         installed.as_ref().and_then(Installed::repo_root),
     )?;
-    let node_env = std::env::var("OYSTERUN_NODE_BIN")
-        .ok()
-        .filter(|v| !v.is_empty());
+    let node_env = ctx.env.node_bin.clone();
     let cache = stack.run_dir.join("node-version.cache");
     let node = node::pin(&PinRequest {
         flag: args.node_bin.as_deref(),
@@ -122,7 +110,7 @@ pub fn plan(ctx: &Ctx, args: &HostArgs, writes: Writes) -> anyhow::Result<Plan> 
 }
 
 /// The stack config sync applied to a document: providers, then `--port`.
-pub fn sync(ctx: &Ctx, doc: &mut ConfigDoc, changes: &mut Vec<Change>) {
+pub fn sync(ctx: &Context, doc: &mut ConfigDoc, changes: &mut Vec<Change>) {
     doc.sync_providers(&ctx.search, changes);
     if let Some(port) = ctx.port {
         doc.set(config::PORT_KEY, serde_json::Value::from(port), changes);
@@ -130,7 +118,7 @@ pub fn sync(ctx: &Ctx, doc: &mut ConfigDoc, changes: &mut Vec<Change>) {
 }
 
 /// Directories of resolved, non-disabled providers, in registry order.
-fn provider_dirs(ctx: &Ctx, doc: &ConfigDoc) -> Vec<PathBuf> {
+fn provider_dirs(ctx: &Context, doc: &ConfigDoc) -> Vec<PathBuf> {
     PROVIDERS
         .iter()
         .filter(|p| doc.intent(p) != Intent::Disabled)
@@ -143,6 +131,12 @@ impl Plan {
     /// Whether the installed plist differs from the planned one.
     pub fn plist_changed(&self) -> bool {
         self.installed.as_ref().map(|i| i.bytes.as_slice()) != Some(self.plist.as_slice())
+    }
+
+    /// The full environment the Host gets when oyster starts it (direct startup, setup's npm,
+    /// doctor's probe): the one generator's output plus launchd's base.
+    pub fn host_environment(&self, home: &Path) -> anyhow::Result<Vec<(String, String)>> {
+        Ok(launchenv::host_environment(&self.env, home)?)
     }
 
     /// The server script.

@@ -29,18 +29,18 @@ pub fn find(
             "the installed LaunchAgent's OYSTERUN_REPO_ROOT",
         ) {
             Ok(root) => return Ok(root),
-            Err(e) => eprintln!("oyster: note: {e}; looking for the packaged root"),
+            Err(e) => crate::tell!("oyster: note: {e}; looking for the packaged root"),
         }
     }
     let packaged = packaged_root();
     match &packaged {
         Some(dir) => check(dir, "the packaged location").map_err(|e| {
-            Invalid(format!(
+            Invalid::new(format!(
                 "{e}. Point oyster at your Oysterun install with --root DIR or OYSTERUN_ROOT"
             ))
         }),
-        None => Err(Invalid(
-            "could not find the Oysterun install root; pass --root DIR or set OYSTERUN_ROOT".into(),
+        None => Err(Invalid::new(
+            "could not find the Oysterun install root; pass --root DIR or set OYSTERUN_ROOT",
         )),
     }
 }
@@ -56,14 +56,14 @@ fn check(dir: &Path, origin: &str) -> Result<PathBuf, Invalid> {
         dir.to_owned()
     } else {
         std::env::current_dir()
-            .map_err(|e| Invalid(format!("cannot make {} absolute: {e}", dir.display())))?
+            .map_err(|e| Invalid::new(format!("cannot make {} absolute: {e}", dir.display())))?
             .join(dir)
     };
     let root = crate::provider::resolve::normalize(&abs);
     if root.join(SERVER).is_file() {
         Ok(root)
     } else {
-        Err(Invalid(format!(
+        Err(Invalid::new(format!(
             "the Oysterun root from {origin} ({}) has no {SERVER}",
             root.display()
         )))

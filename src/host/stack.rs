@@ -3,7 +3,7 @@
 //! The table in CONTRACT.md "Stacks, paths and labels" lives here and nowhere else; every
 //! other module asks a [`Stack`] for its paths.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::error::Invalid;
 
@@ -34,21 +34,6 @@ pub struct StackEnv {
     pub config_dir: Option<PathBuf>,
 }
 
-impl StackEnv {
-    pub fn from_process() -> Self {
-        let nonempty = |k: &str| {
-            std::env::var_os(k)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        StackEnv {
-            home: nonempty("HOME"),
-            stacks_dir: nonempty("OYSTERUN_STACKS_DIR"),
-            config_dir: nonempty("OYSTERUN_CONFIG_DIR"),
-        }
-    }
-}
-
 /// Checks a stack name: `production`, `staging`, or `[a-z][a-z0-9-]{0,31}`.
 pub fn validate_name(name: &str) -> Result<(), Invalid> {
     let bytes = name.as_bytes();
@@ -61,7 +46,7 @@ pub fn validate_name(name: &str) -> Result<(), Invalid> {
     if ok {
         Ok(())
     } else {
-        Err(Invalid(format!(
+        Err(Invalid::new(format!(
             "invalid stack name {name:?}: use `production`, `staging`, or a name matching \
              [a-z][a-z0-9-]{{0,31}} (a lowercase letter, then up to 31 lowercase letters, digits or dashes)"
         )))
@@ -72,13 +57,26 @@ impl Stack {
     pub fn new(name: &str, env: &StackEnv) -> Result<Stack, Invalid> {
         validate_name(name)?;
         let home = env.home.clone().ok_or_else(|| {
-            Invalid("HOME is not set; oyster needs it to find the stack's files".into())
+            Invalid::new("HOME is not set; oyster needs it to find the stack's files")
         })?;
         if !home.is_absolute() {
-            return Err(Invalid(format!(
+            return Err(Invalid::new(format!(
                 "HOME is {}, which is not an absolute path",
                 home.display()
             )));
+        }
+        for (var, value) in [
+            ("OYSTERUN_STACKS_DIR", &env.stacks_dir),
+            ("OYSTERUN_CONFIG_DIR", &env.config_dir),
+        ] {
+            if let Some(v) = value.as_ref().filter(|v| !v.is_absolute()) {
+                return Err(Invalid::new(format!(
+                    "{var} is {:?}, not an absolute path; launchd and the Host expand nothing, so \
+                     `~` or a relative path would mean a directory relative to wherever they run",
+                    v.display().to_string()
+                ))
+                .hint(format!("set {var} to a full path, e.g. {var}=\"$HOME/…\"")));
+            }
         }
         let stacks = env
             .stacks_dir
@@ -138,16 +136,12 @@ impl Stack {
     pub fn audit_path(&self) -> PathBuf {
         self.log_dir.join("service-control.jsonl")
     }
-
-    /// Renders a path for people: the home directory prints as `~`.
-    pub fn tilde(&self, path: &Path) -> String {
-        crate::output::redact::tilde(&self.home, path)
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn env() -> StackEnv {
         StackEnv {

@@ -15,7 +15,6 @@ pub struct Audit {
     path: PathBuf,
     stack: String,
     label: String,
-    home: PathBuf,
 }
 
 impl Audit {
@@ -24,7 +23,6 @@ impl Audit {
             path: stack.audit_path(),
             stack: stack.name.clone(),
             label: stack.label.clone(),
-            home: stack.home.clone(),
         }
     }
 
@@ -42,7 +40,7 @@ impl Audit {
             "step": step,
             "outcome": outcome,
             "pid": pid,
-            "detail": crate::output::redact::tilde_text(&self.home, detail),
+            "detail": crate::output::printer().human(detail),
         });
         let result = (|| -> std::io::Result<()> {
             if let Some(dir) = self.path.parent() {
@@ -57,7 +55,7 @@ impl Audit {
             f.write_all(format!("{line}\n").as_bytes())
         })();
         if let Err(e) = result {
-            eprintln!(
+            crate::tell!(
                 "oyster: warning: could not append to {}: {e}",
                 self.path.display()
             );

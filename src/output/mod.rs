@@ -1,4 +1,7 @@
 //! Everything oyster says: the printer, redaction, and the audit log.
 
 pub mod audit;
+pub mod printer;
 pub mod redact;
+
+pub use printer::{printer, Tone};

@@ -3,3 +3,4 @@
 
 pub mod registry;
 pub mod resolve;
+pub mod status;

@@ -3,10 +3,9 @@
 //! Resolution is a pure walk over file metadata: no shell, no `which`, no subprocess, and never
 //! an execution of the thing found. The same walk finds `node` for the launch environment.
 
-use std::ffi::{CString, OsString};
+use std::ffi::OsString;
 use std::fmt;
 use std::io;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -35,6 +34,12 @@ impl Intent {
     }
 }
 
+impl std::fmt::Display for Intent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Which resolution step found a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -45,6 +50,16 @@ pub enum Source {
     Path,
     /// Steps 3–6: the fixed fallback directories.
     Fallback,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Configured => "configured",
+            Source::Path => "path",
+            Source::Fallback => "fallback",
+        }
+    }
 }
 
 /// Where to look, captured once so that tests can inject their own directories.
@@ -60,11 +75,6 @@ pub struct Search {
 pub const SYSTEM_FALLBACK_DIRS: [&str; 2] = ["/opt/homebrew/bin", "/usr/local/bin"];
 
 impl Search {
-    /// The contract's search: the process `PATH`, then the four fallback directories.
-    pub fn from_process(home: &Path) -> Search {
-        Search::new(std::env::var_os("PATH"), home)
-    }
-
     pub fn new(path_var: Option<OsString>, home: &Path) -> Search {
         let mut fallback_dirs: Vec<PathBuf> =
             SYSTEM_FALLBACK_DIRS.iter().map(PathBuf::from).collect();
@@ -135,7 +145,7 @@ pub fn check_executable(path: &Path) -> Result<(), NotExecutable> {
         Ok(m) => m,
         Err(e) => {
             return Err(match e.raw_os_error() {
-                Some(libc::ELOOP) => NotExecutable::SymlinkLoop,
+                Some(nix::libc::ELOOP) => NotExecutable::SymlinkLoop,
                 _ if e.kind() == io::ErrorKind::NotFound => {
                     if std::fs::symlink_metadata(path).is_ok() {
                         NotExecutable::BrokenSymlink
@@ -154,9 +164,7 @@ pub fn check_executable(path: &Path) -> Result<(), NotExecutable> {
     if !target.is_file() {
         return Err(NotExecutable::NotRegularFile);
     }
-    let c = CString::new(path.as_os_str().as_bytes()).map_err(|_| NotExecutable::Missing)?;
-    // SAFETY: `c` is a valid NUL-terminated string that outlives the call.
-    if unsafe { libc::access(c.as_ptr(), libc::X_OK) } != 0 {
+    if nix::unistd::access(path, nix::unistd::AccessFlags::X_OK).is_err() {
         return Err(NotExecutable::NoExecutePermission(
             target.permissions().mode(),
         ));

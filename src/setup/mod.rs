@@ -5,20 +5,18 @@
 //! lock file, no directory, no cache, no temp file, no background process), so there is nothing
 //! to roll back. A failure after a side effect undoes every earlier one, in reverse order.
 
-use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use clap::ValueEnum;
 use serde_json::Value;
 
 use crate::agent::launchctl::Launchctl;
 use crate::agent::lifecycle::{Agent, Timing};
-use crate::commands::Ctx;
 use crate::config;
+use crate::context::Context;
 use crate::direct;
 use crate::error::Invalid;
-use crate::host::plan::{self, HostArgs, Plan, Writes};
+use crate::host::plan::{self, HostInputs, Plan, Writes};
 use crate::provider::registry::{Provider, PROVIDERS};
 use crate::provider::resolve::{self, Intent};
 use crate::sys::fs as fsutil;
@@ -28,7 +26,7 @@ use crate::sys::process::{self, ChildEnv};
 pub const CANCELLED: &str = "Installation cancelled; no changes were made.";
 
 /// How the Host connects (recorded as `connection_mode`; every mode merges the same way).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     Direct,
     CloudDirect,
@@ -53,21 +51,21 @@ pub struct SetupOptions {
     pub agent_folder: Option<PathBuf>,
     pub install_providers: bool,
     pub no_start: bool,
-    pub host: HostArgs,
+    pub host: HostInputs,
     pub timing: Timing,
 }
 
 /// Which service manager starts the Host.
-enum Service {
+pub enum Service {
     Launchd(Launchctl),
     Direct,
 }
 
 /// One provider install: npm next to the pinned Node, `--prefix` pinned to that Node's prefix.
-struct Install {
-    provider: &'static Provider,
-    npm: PathBuf,
-    prefix: PathBuf,
+pub struct Install {
+    pub provider: &'static Provider,
+    pub npm: PathBuf,
+    pub prefix: PathBuf,
 }
 
 impl Install {
@@ -80,7 +78,7 @@ impl Install {
             self.provider.npm_package.to_owned(),
         ]
     }
-    fn shown(&self) -> String {
+    pub fn shown(&self) -> String {
         format!("{} {}", self.npm.display(), self.argv("install").join(" "))
     }
     fn installed_path(&self) -> PathBuf {
@@ -89,42 +87,15 @@ impl Install {
 }
 
 /// The complete plan, computed without writing anything.
-struct SetupPlan {
-    plan: Plan,
-    installs: Vec<Install>,
-    agent_folder: PathBuf,
-    service: Service,
+pub struct SetupPlan {
+    pub plan: Plan,
+    pub installs: Vec<Install>,
+    pub agent_folder: PathBuf,
+    pub service: Service,
 }
 
-/// Runs setup: plan, show, maybe ask, apply.
-pub fn run(ctx: &Ctx, opts: &SetupOptions) -> anyhow::Result<()> {
-    let sp = make_plan(ctx, opts)?;
-    show(ctx, opts, &sp);
-    let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
-    let install = if sp.installs.is_empty() {
-        false
-    } else if opts.install_providers {
-        true
-    } else if interactive {
-        if !confirm(&sp.installs)? {
-            println!("{CANCELLED}");
-            return Ok(());
-        }
-        true
-    } else {
-        for i in &sp.installs {
-            println!(
-                "note: {} is not installed and will stay unavailable; pass --install-providers to run `{}`",
-                i.provider.id,
-                i.shown()
-            );
-        }
-        false
-    };
-    apply(ctx, opts, sp, install)
-}
-
-fn make_plan(ctx: &Ctx, opts: &SetupOptions) -> anyhow::Result<SetupPlan> {
+/// Plans setup without writing anything.
+pub fn make_plan(ctx: &Context, opts: &SetupOptions) -> anyhow::Result<SetupPlan> {
     let plan = plan::plan(ctx, &opts.host, Writes::None)?;
     let node_bin = &plan.node.path;
     let node_dir = node_bin.parent().unwrap_or(Path::new("/"));
@@ -152,7 +123,7 @@ fn make_plan(ctx: &Ctx, opts: &SetupOptions) -> anyhow::Result<SetupPlan> {
         (None, Some(existing)) => PathBuf::from(existing),
         (None, None) => ctx.stack.home.join("OysterunAgents"),
     };
-    let service = match Launchctl::locate() {
+    let service = match Launchctl::locate(&ctx.env) {
         Ok(lc) => Service::Launchd(lc),
         Err(_) => Service::Direct,
     };
@@ -164,7 +135,7 @@ fn make_plan(ctx: &Ctx, opts: &SetupOptions) -> anyhow::Result<SetupPlan> {
     })
 }
 
-fn expand(ctx: &Ctx, dir: &Path) -> Result<PathBuf, Invalid> {
+fn expand(ctx: &Context, dir: &Path) -> Result<PathBuf, Invalid> {
     let s = dir.to_string_lossy();
     let p = match s.strip_prefix("~/") {
         Some(rest) => ctx.stack.home.join(rest),
@@ -172,131 +143,11 @@ fn expand(ctx: &Ctx, dir: &Path) -> Result<PathBuf, Invalid> {
         None => dir.to_owned(),
     };
     if !p.is_absolute() {
-        return Err(Invalid(format!(
+        return Err(Invalid::new(format!(
             "--agent-folder {s:?} is not a full path; give an absolute path or one starting with ~/"
         )));
     }
     Ok(resolve::normalize(&p))
-}
-
-fn show(ctx: &Ctx, opts: &SetupOptions, sp: &SetupPlan) {
-    let st = &ctx.stack;
-    println!(
-        "Oysterun setup for stack {} (mode: {})",
-        st.name,
-        opts.mode.as_str()
-    );
-    println!(
-        "  node:        {} {}",
-        st.tilde(&sp.plan.node.path),
-        sp.plan.node.version
-    );
-    for p in PROVIDERS {
-        let r = sp.plan.doc.resolve(p, &ctx.search);
-        let line = match (sp.plan.doc.intent(p), &r.resolved) {
-            (Intent::Disabled, _) => "disabled (kept disabled)".to_owned(),
-            (intent, Some(path)) => format!("{} ({})", st.tilde(path), intent.as_str()),
-            (Intent::Manual, None) => format!(
-                "unavailable, manual command kept: {}",
-                crate::output::redact::tilde_text(&st.home, r.reason.as_deref().unwrap_or(""))
-            ),
-            (Intent::Auto, None) => match sp.installs.iter().find(|i| i.provider.id == p.id) {
-                Some(i) => format!("not installed; can be installed with `{}`", i.shown()),
-                None => "not installed".to_owned(),
-            },
-        };
-        println!("  {:<12} {line}", format!("{}:", p.id));
-    }
-    println!("  config:      {}", st.tilde(&st.config_path()));
-    let exists = if sp.agent_folder.is_dir() {
-        "exists"
-    } else {
-        "will be created"
-    };
-    println!("  AgentFolder: {} ({exists})", st.tilde(&sp.agent_folder));
-    match &sp.service {
-        Service::Launchd(lc) => println!(
-            "  service:     LaunchAgent {} via {}",
-            st.tilde(&st.plist_path()),
-            lc.describe()
-        ),
-        Service::Direct => println!(
-            "  service:     direct start with a pid file ({}); launchctl is not available here",
-            st.tilde(&st.pid_path())
-        ),
-    }
-    println!(
-        "  start:       {}",
-        if opts.no_start {
-            "no (--no-start)"
-        } else {
-            "yes, then verify"
-        }
-    );
-}
-
-/// Asks the one question. Enter, n, no, anything else, EOF or Ctrl-C say no.
-fn confirm(installs: &[Install]) -> anyhow::Result<bool> {
-    let names: Vec<&str> = installs.iter().map(|i| i.provider.display_name).collect();
-    let cmds: Vec<String> = installs
-        .iter()
-        .map(|i| format!("`{}`", i.shown()))
-        .collect();
-    let (is, it) = if installs.len() == 1 {
-        ("is", "it")
-    } else {
-        ("are", "them")
-    };
-    print!(
-        "{} {is} not installed. Install {it} now with {}? [y/N] ",
-        names.join(" and "),
-        cmds.join(" and ")
-    );
-    std::io::stdout().flush()?;
-    let _guard = CancelOnInterrupt::install();
-    let mut line = String::new();
-    let n = std::io::stdin().lock().read_line(&mut line)?;
-    if n == 0 {
-        // EOF: end the prompt's line before the message.
-        println!();
-    }
-    let answer = line.trim().to_ascii_lowercase();
-    Ok(answer == "y" || answer == "yes")
-}
-
-/// While the question is open, Ctrl-C prints the cancel message and exits 0. Nothing has been
-/// changed at that point, so leaving at once is exactly "no changes were made".
-struct CancelOnInterrupt {
-    previous: libc::sighandler_t,
-}
-
-extern "C" fn on_interrupt(_: libc::c_int) {
-    const MSG: &[u8] = b"\nInstallation cancelled; no changes were made.\n";
-    // SAFETY: write and _exit are async-signal-safe.
-    unsafe {
-        libc::write(1, MSG.as_ptr().cast(), MSG.len());
-        libc::_exit(0);
-    }
-}
-
-impl CancelOnInterrupt {
-    fn install() -> CancelOnInterrupt {
-        // SAFETY: installing a handler that only calls async-signal-safe functions.
-        let previous = unsafe {
-            libc::signal(
-                libc::SIGINT,
-                on_interrupt as *const () as libc::sighandler_t,
-            )
-        };
-        CancelOnInterrupt { previous }
-    }
-}
-
-impl Drop for CancelOnInterrupt {
-    fn drop(&mut self) {
-        // SAFETY: restoring the handler that was in place before.
-        unsafe { libc::signal(libc::SIGINT, self.previous) };
-    }
 }
 
 /// One side effect and how to take it back.
@@ -320,7 +171,13 @@ enum Undo {
     StopHost,
 }
 
-fn apply(ctx: &Ctx, opts: &SetupOptions, sp: SetupPlan, install: bool) -> anyhow::Result<()> {
+/// Applies a plan; on failure every earlier side effect is rolled back.
+pub fn apply(
+    ctx: &Context,
+    opts: &SetupOptions,
+    sp: SetupPlan,
+    install: bool,
+) -> anyhow::Result<()> {
     let mut journal: Vec<Undo> = vec![created_paths(ctx, &sp)];
     let result = apply_steps(ctx, opts, &sp, install, &mut journal);
     if let Err(err) = result {
@@ -336,19 +193,19 @@ fn apply(ctx: &Ctx, opts: &SetupOptions, sp: SetupPlan, install: bool) -> anyhow
 }
 
 fn apply_steps(
-    ctx: &Ctx,
+    ctx: &Context,
     opts: &SetupOptions,
     sp: &SetupPlan,
     install: bool,
     journal: &mut Vec<Undo>,
 ) -> anyhow::Result<()> {
     let st = &ctx.stack;
-    let base = npm_env(ctx, &sp.plan);
+    let base = sp.plan.host_environment(&ctx.stack.home)?;
     // 1. Provider installs.
     let mut installed: Vec<(&Provider, PathBuf)> = vec![];
     if install {
         for (idx, i) in sp.installs.iter().enumerate() {
-            println!("Installing {}: {}", i.provider.display_name, i.shown());
+            crate::say!("Installing {}: {}", i.provider.display_name, i.shown());
             let args = i.argv("install");
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let out = process::run(
@@ -403,12 +260,12 @@ fn apply_steps(
         );
         Ok(())
     })?;
-    crate::commands::config::report(ctx, &changes);
+    crate::config::report(&ctx.stack, &changes);
     // 3. The AgentFolder.
     if !sp.agent_folder.is_dir() {
         fsutil::create_dir_all(&sp.agent_folder, 0o755)?;
         journal.push(Undo::AgentFolder(sp.agent_folder.clone()));
-        println!("Created the AgentFolder {}", st.tilde(&sp.agent_folder));
+        crate::say!("Created the AgentFolder {}", sp.agent_folder.display());
     }
     // 4. The service, planned again now that the config holds the merged values.
     let plan = plan::plan(ctx, &opts.host, Writes::None)?;
@@ -421,23 +278,23 @@ fn apply_steps(
                 mode: Some(0o644),
             });
             let wrote = crate::agent::plist::write(&plist, &plan.plist, &st.log_dir)?;
-            println!(
+            crate::say!(
                 "{}: {} (not started: --no-start)",
-                st.tilde(&plist),
+                plist.display(),
                 if wrote { "written" } else { "unchanged" }
             );
         }
         (Service::Launchd(_), false) => {
             // The lifecycle rolls its own plist back when the Host does not verify.
-            let agent = Agent::new(st)?;
+            let agent = Agent::new(ctx)?;
             let outcome = agent.apply(&plan, "setup", false, opts.timing)?;
-            println!(
+            crate::say!(
                 "Host verified: pid {}, /health 200 after {} ms.",
                 outcome.verified.pid,
                 outcome.verified.health_after.as_millis()
             );
         }
-        (Service::Direct, true) => println!(
+        (Service::Direct, true) => crate::say!(
             "Not started (--no-start); `oyster host start --stack {}` starts it.",
             st.name
         ),
@@ -451,19 +308,19 @@ fn apply_steps(
                 },
             )?;
             journal.push(Undo::StopHost);
-            println!(
+            crate::say!(
                 "Host started directly: pid {}, /health 200 after {} ms, environment verified.",
                 started.pid,
                 started.health_after.as_millis()
             );
         }
     }
-    println!("Setup complete.");
+    crate::say!("Setup complete.");
     Ok(())
 }
 
 /// What setup's steps may create: the directory chains under HOME and the lock and pid files.
-fn created_paths(ctx: &Ctx, sp: &SetupPlan) -> Undo {
+fn created_paths(ctx: &Context, sp: &SetupPlan) -> Undo {
     let st = &ctx.stack;
     let mut files: Vec<PathBuf> = vec![
         st.config_dir.join("config.json.lock"),
@@ -497,15 +354,8 @@ fn created_paths(ctx: &Ctx, sp: &SetupPlan) -> Undo {
     Undo::Created { files, dirs }
 }
 
-/// The environment npm runs with: the Host's generated one plus what launchd would give.
-fn npm_env(ctx: &Ctx, plan: &Plan) -> Vec<(String, String)> {
-    let mut env = direct::base_env(&ctx.stack.home);
-    env.extend(plan.env.pairs());
-    env
-}
-
 /// Undoes the journal in reverse; returns what was undone, in words.
-fn roll_back(ctx: &Ctx, sp: &SetupPlan, journal: Vec<Undo>) -> Vec<String> {
+fn roll_back(ctx: &Context, sp: &SetupPlan, journal: Vec<Undo>) -> Vec<String> {
     let st = &ctx.stack;
     let mut said = vec![];
     for undo in journal.into_iter().rev() {
@@ -527,46 +377,49 @@ fn roll_back(ctx: &Ctx, sp: &SetupPlan, journal: Vec<Undo>) -> Vec<String> {
             }
             Undo::StopHost => direct::stop(st).map(|_| "stopped the Host it started".to_owned()),
             Undo::AgentFolder(dir) => match std::fs::remove_dir(&dir) {
-                Ok(()) => Ok(format!("removed the AgentFolder {}", st.tilde(&dir))),
+                Ok(()) => Ok(format!("removed the AgentFolder {}", dir.display())),
                 Err(_) => Ok(format!(
                     "kept the AgentFolder {} (no longer empty)",
-                    st.tilde(&dir)
+                    dir.display()
                 )),
             },
             Undo::File { path, bytes, mode } => match bytes {
                 Some(b) => fsutil::write_atomic(&path, &b, mode)
-                    .map(|_| format!("restored {}", st.tilde(&path)))
+                    .map(|_| format!("restored {}", path.display()))
                     .map_err(Into::into),
                 None => std::fs::remove_file(&path)
                     .or_else(ignore_missing)
-                    .map(|()| format!("removed {}", st.tilde(&path)))
+                    .map(|()| format!("removed {}", path.display()))
                     .map_err(Into::into),
             },
             Undo::NpmUninstall { install_idx } => {
                 let i = &sp.installs[install_idx];
                 let args = i.argv("uninstall");
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                let env = npm_env(ctx, &sp.plan);
-                process::run(
-                    &i.npm,
-                    &args,
-                    ChildEnv::Exactly(&env),
-                    Duration::from_secs(300),
-                )
-                .map_err(anyhow::Error::from)
-                .and_then(|f| {
-                    if f.code == 0 {
-                        Ok(format!("uninstalled {}", i.provider.npm_package))
-                    } else {
-                        anyhow::bail!("`npm uninstall` exited {}", f.code)
-                    }
-                })
+                sp.plan
+                    .host_environment(&ctx.stack.home)
+                    .and_then(|env| {
+                        process::run(
+                            &i.npm,
+                            &args,
+                            ChildEnv::Exactly(&env),
+                            Duration::from_secs(300),
+                        )
+                        .map_err(anyhow::Error::from)
+                    })
+                    .and_then(|f| {
+                        if f.code == 0 {
+                            Ok(format!("uninstalled {}", i.provider.npm_package))
+                        } else {
+                            anyhow::bail!("`npm uninstall` exited {}", f.code)
+                        }
+                    })
             }
         };
         said.push(outcome.unwrap_or_else(|e| format!("could not undo a step: {e:#}")));
     }
     for s in &said {
-        eprintln!("rolled back: {s}");
+        crate::tell!("rolled back: {s}");
     }
     said
 }

@@ -14,20 +14,92 @@ use std::path::{Path, PathBuf};
 pub enum FsError {
     #[error("{path} is a symlink; oyster replaces files atomically and will not write through a link. Replace the link with a regular file (or remove it) and run again")]
     Symlink { path: PathBuf },
-    #[error("could not {action} {path}: {source}")]
+    #[error("could not {action} {path}: {cause}")]
     Io {
         action: &'static str,
         path: PathBuf,
-        source: io::Error,
+        // Not a `#[source]`: the message already says it, and `{:#}` would say it twice.
+        cause: io::Error,
     },
+    #[error("{path} is {kind}, not a regular file; oyster reads only regular files. Replace it with the real file (or remove it) and run again")]
+    NotRegular { path: PathBuf, kind: &'static str },
+    #[error("{path} is larger than {cap} bytes, more than this file can reasonably hold; check what wrote it, or move it aside and run again")]
+    TooLarge { path: PathBuf, cap: u64 },
+}
+
+impl FsError {
+    /// Whether the file itself is wrong (exit 2) rather than the system failing (exit 1).
+    pub fn is_invalid_input(&self) -> bool {
+        !matches!(self, FsError::Io { .. })
+    }
 }
 
 fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> FsError + 'a {
-    move |source| FsError::Io {
+    move |cause| FsError::Io {
         action,
         path: path.to_owned(),
-        source,
+        cause,
     }
+}
+
+/// Reads a regular file of at most `cap` bytes, never through a symlink and never blocking on
+/// a FIFO or device (opened non-blocking, checked with `fstat` before any read). `None` when
+/// there is no such file.
+pub fn read_regular(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, FsError> {
+    use std::io::Read;
+    use std::os::unix::fs::FileTypeExt;
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(nix::libc::ELOOP) => {
+            return Err(FsError::Symlink {
+                path: path.to_owned(),
+            })
+        }
+        Err(e) => return Err(io_err("open", path)(e)),
+    };
+    let meta = file.metadata().map_err(io_err("inspect", path))?;
+    let ft = meta.file_type();
+    let kind = if ft.is_file() {
+        None
+    } else if ft.is_dir() {
+        Some("a directory")
+    } else if ft.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if ft.is_socket() {
+        Some("a socket")
+    } else if ft.is_char_device() || ft.is_block_device() {
+        Some("a device")
+    } else {
+        Some("a special file")
+    };
+    if let Some(kind) = kind {
+        return Err(FsError::NotRegular {
+            path: path.to_owned(),
+            kind,
+        });
+    }
+    if meta.len() > cap {
+        return Err(FsError::TooLarge {
+            path: path.to_owned(),
+            cap,
+        });
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_err("read", path))?;
+    if bytes.len() as u64 > cap {
+        return Err(FsError::TooLarge {
+            path: path.to_owned(),
+            cap,
+        });
+    }
+    Ok(Some(bytes))
 }
 
 /// Refuses when `path` itself is a symlink (a dangling one included).

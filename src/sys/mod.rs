@@ -3,3 +3,5 @@
 
 pub mod fs;
 pub mod process;
+pub mod signal;
+pub mod user;

@@ -72,7 +72,7 @@ pub fn run(
         argv: shown.clone(),
         source,
     })?;
-    let pgid = child.id() as i32;
+    let pgid = child.id();
     let out = child.stdout.take().map(reader);
     let err = child.stderr.take().map(reader);
     let deadline = Instant::now() + timeout;
@@ -80,8 +80,7 @@ pub fn run(
         match child.try_wait() {
             Ok(Some(status)) => break status,
             Ok(None) if Instant::now() >= deadline => {
-                // SAFETY: signalling our own child's process group.
-                unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                let _ = super::signal::killpg(pgid, super::signal::Signal::SIGKILL);
                 let _ = child.wait();
                 return Err(ProcessError::Timeout {
                     argv: shown,
@@ -115,6 +114,36 @@ pub fn run(
             signal: status.signal().unwrap_or(0),
         }),
     }
+}
+
+/// Starts a long-running program detached from oyster: its own session (no controlling
+/// terminal, so a Ctrl-C in oyster's terminal never reaches it), exactly `env`, stdin null and
+/// both streams appended to `log`. Used for the directly started Host.
+pub fn spawn_detached(
+    program: &Path,
+    args: &[&std::ffi::OsStr],
+    cwd: &Path,
+    env: &[(String, String)],
+    log: std::fs::File,
+) -> std::io::Result<std::process::Child> {
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(cwd)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    // SAFETY: the closure runs in the forked child before exec and calls only setsid, which
+    // is async-signal-safe; it allocates nothing and touches no lock.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::unistd::setsid()
+                .map(drop)
+                .map_err(std::io::Error::from)
+        });
+    }
+    cmd.spawn()
 }
 
 /// Reads a stream to its end on a thread, keeping at most [`OUTPUT_CAP`] bytes.

@@ -42,23 +42,34 @@ impl Drop for Mount {
 }
 
 #[test]
-fn a_huge_config_is_handled_and_preserved() {
+fn a_large_config_is_handled_and_one_over_the_cap_is_refused_untouched() {
     let t = TestContext::new();
     let blob: String = "x".repeat(1 << 20);
-    let mut text = String::from("{");
-    for i in 0..20 {
-        text += &format!("\"k{i}\": \"{blob}\", ");
-    }
-    text += "\"claude_command\": \"claude\"}";
-    t.write_config(&text);
+    let config_with = |n: usize| {
+        let mut text = String::from("{");
+        for i in 0..n {
+            text += &format!("\"k{i}\": \"{blob}\", ");
+        }
+        text + "\"claude_command\": \"claude\"}"
+    };
+    t.write_config(&config_with(12));
     t.fake_exe(&t.home.join("bin/claude"));
     t.run(["config", "sync"]).ok();
     let v = t.read_config();
-    assert_eq!(v["k19"].as_str().unwrap().len(), 1 << 20);
+    assert_eq!(v["k11"].as_str().unwrap().len(), 1 << 20);
     assert!(v["claude_command"]
         .as_str()
         .unwrap()
         .ends_with("/bin/claude"));
+    // Over the 16 MiB cap (CONTRACT.md §9): refused as input, nothing read into memory whole.
+    t.write_config(&config_with(20));
+    let before = std::fs::read(t.config_path()).unwrap();
+    let e = t.run(["config", "sync"]).fails_with(2).stderr();
+    assert!(
+        e.contains("config.json") && e.contains("larger than"),
+        "{e}"
+    );
+    assert_eq!(std::fs::read(t.config_path()).unwrap(), before);
 }
 
 #[test]

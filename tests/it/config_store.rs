@@ -270,10 +270,16 @@ fn show_redacts_secrets_and_home() {
             "default_browse_path": "{}/OysterunAgents"}}"#,
         t.home.display()
     ));
-    for args in [vec!["config", "show"], vec!["config", "show", "--json"]] {
+    for (args, path) in [
+        (vec!["config", "show"], "~/OysterunAgents".to_owned()),
+        (
+            vec!["config", "show", "--json"],
+            format!("{}/OysterunAgents", t.home.display()),
+        ),
+    ] {
         let r = t.run(&args).ok();
         assert!(!r.stdout().contains("SECRET"), "{}", r.stdout());
-        assert!(r.stdout().contains("~/OysterunAgents"));
+        assert!(r.stdout().contains(&path), "{args:?}: {}", r.stdout());
     }
     let v = t.run(["config", "show", "--json"]).ok().json();
     assert_eq!(v["auth_token"], "<redacted>");

@@ -76,7 +76,10 @@ fn healthy_setup_is_all_ok_but_the_override_is_said() {
         (claude["state"].as_str(), claude["authentication"].as_str()),
         (Some("available"), Some("not_checked"))
     );
-    assert_eq!(claude["resolved"], "~/.local/bin/claude");
+    assert_eq!(
+        claude["resolved"],
+        format!("{}/.local/bin/claude", t.home.display())
+    );
     let human = t.run(["doctor", "--stack", "doc"]).ok().stdout();
     assert!(
         human.contains("OYSTER_LAUNCHCTL override in effect"),
@@ -92,7 +95,11 @@ fn drift_between_plist_and_generator_is_a_warning_with_the_fix() {
     let v = t.run(&args).ok().json();
     assert_eq!(status_of(&v, "plist"), "warn");
     let detail = checks(&v).into_iter().find(|c| c.0 == "plist").unwrap().2;
-    assert!(detail.contains("+") && detail.contains("~/bin"), "{detail}");
+    let home_bin = format!("{}/bin", t.home.display());
+    assert!(
+        detail.contains("+") && detail.contains(&home_bin),
+        "{detail}"
+    );
     let human = t.run(["doctor", "--stack", "doc"]).ok().stdout();
     assert!(human.contains("oyster agent regenerate"), "{human}");
 }
@@ -229,11 +236,18 @@ fn secrets_never_appear_in_status_doctor_or_config_output() {
         let r = t.run(&args);
         let all = r.stdout() + &r.stderr();
         assert!(!all.contains("SECRET"), "{args:?}: {all}");
-        assert!(
-            !all.contains(t.home.to_str().unwrap())
-                || args[0] == "agent" && args[1] == "regenerate",
-            "{args:?} shows the home path: {all}"
-        );
+        // People see `~`; documents carry absolute paths and never `~` (CONTRACT.md §10).
+        if args.contains(&"--json") {
+            assert!(
+                !r.stdout().contains('~'),
+                "{args:?} prints ~ in JSON: {all}"
+            );
+        } else {
+            assert!(
+                !all.contains(t.home.to_str().unwrap()),
+                "{args:?} shows the home path: {all}"
+            );
+        }
     }
     let plist = std::fs::read_to_string(
         t.home

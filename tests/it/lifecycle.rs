@@ -102,7 +102,10 @@ fn install_status_uninstall_leaves_config_and_logs_and_no_process() {
     }
     assert_eq!(
         st["plist_path"],
-        "~/Library/LaunchAgents/com.oysterun.host.lc.plist"
+        format!(
+            "{}/Library/LaunchAgents/com.oysterun.host.lc.plist",
+            l.t.home.display()
+        )
     );
     assert!(st["domain"].as_str().unwrap().starts_with("gui/"));
     let (pid, env) = l.live_env();
@@ -304,7 +307,8 @@ fn missing_launchctl_is_a_clear_error() {
     l.t.extra_env.retain(|(k, _)| k != "OYSTER_LAUNCHCTL");
     l.t.extra_env
         .push(("OYSTER_LAUNCHCTL".into(), "/nonexistent/launchctl".into()));
-    let e = l.agent("install").fails_with(1).stderr();
+    // A variable the user set wrong is invalid input (2), like a bad OYSTERUN_NODE_BIN.
+    let e = l.agent("install").fails_with(2).stderr();
     assert!(
         e.contains("OYSTER_LAUNCHCTL") && e.contains("/nonexistent/launchctl"),
         "{e}"

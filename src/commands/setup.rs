@@ -1,0 +1,155 @@
+//! `oyster setup`: Release Setup's face — the plan as the user sees it, the one `[y/N]`
+//! question (default No), and the cancel line. The planning and the applying with rollback
+//! live in [`crate::setup`].
+
+use std::io::IsTerminal;
+
+use crate::cli::SetupArgs;
+use crate::context::Context;
+use crate::provider::registry::PROVIDERS;
+use crate::provider::resolve::Intent;
+use crate::provider::status::State;
+use crate::setup::{self, Install, Service, SetupOptions, SetupPlan, CANCELLED};
+use crate::sys::signal::{self, InterruptGuard};
+use crate::ExitStatus;
+
+/// Runs setup: plan, show, maybe ask, apply.
+pub fn run(ctx: &Context, args: SetupArgs) -> anyhow::Result<ExitStatus> {
+    let opts = SetupOptions {
+        mode: args.mode.into(),
+        agent_folder: args.agent_folder,
+        install_providers: args.install_providers,
+        no_start: args.no_start,
+        host: args.host.inputs(),
+        timing: args.verify.timing(),
+    };
+    let sp = setup::make_plan(ctx, &opts)?;
+    show(ctx, &opts, &sp);
+    let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let install = if sp.installs.is_empty() {
+        false
+    } else if opts.install_providers {
+        true
+    } else if interactive {
+        if !confirm(ctx, &sp.installs)? {
+            crate::say!("{CANCELLED}");
+            return Ok(ExitStatus::Success);
+        }
+        true
+    } else {
+        for i in &sp.installs {
+            crate::say!(
+                "note: {} is not installed and will stay unavailable; pass --install-providers to run `{}`",
+                i.provider.id,
+                i.shown()
+            );
+        }
+        false
+    };
+    setup::apply(ctx, &opts, sp, install)?;
+    Ok(ExitStatus::Success)
+}
+
+fn show(ctx: &Context, opts: &SetupOptions, sp: &SetupPlan) {
+    let st = &ctx.stack;
+    crate::say!(
+        "Oysterun setup for stack {} (mode: {})",
+        st.name,
+        opts.mode.as_str()
+    );
+    crate::say!(
+        "  node:        {} {}",
+        sp.plan.node.path.display(),
+        sp.plan.node.version
+    );
+    for p in PROVIDERS {
+        let status = sp.plan.doc.status(p, &ctx.search);
+        let line = match (status.state, status.intent) {
+            (State::Disabled, _) => "disabled (kept disabled)".to_owned(),
+            (State::Available, intent) => format!("{} ({intent})", status.detail()),
+            (State::Unavailable, Intent::Manual) => {
+                format!("unavailable, manual command kept: {}", status.detail())
+            }
+            (State::Unavailable, _) => match sp.installs.iter().find(|i| i.provider.id == p.id) {
+                Some(i) => format!("not installed; can be installed with `{}`", i.shown()),
+                None => "not installed".to_owned(),
+            },
+        };
+        crate::say!("  {:<12} {line}", format!("{}:", p.id));
+    }
+    crate::say!("  config:      {}", st.config_path().display());
+    let exists = if sp.agent_folder.is_dir() {
+        "exists"
+    } else {
+        "will be created"
+    };
+    crate::say!("  AgentFolder: {} ({exists})", sp.agent_folder.display());
+    match &sp.service {
+        Service::Launchd(lc) => crate::say!(
+            "  service:     LaunchAgent {} via {}",
+            st.plist_path().display(),
+            lc.describe()
+        ),
+        Service::Direct => crate::say!(
+            "  service:     direct start with a pid file ({}); launchctl is not available here",
+            st.pid_path().display()
+        ),
+    }
+    crate::say!(
+        "  start:       {}",
+        if opts.no_start {
+            "no (--no-start)"
+        } else {
+            "yes, then verify"
+        }
+    );
+}
+
+/// Asks the one question. Enter, n, no, anything else, EOF or Ctrl-C say no.
+fn confirm(ctx: &Context, installs: &[Install]) -> anyhow::Result<bool> {
+    let names: Vec<&str> = installs.iter().map(|i| i.provider.display_name).collect();
+    let cmds: Vec<String> = installs
+        .iter()
+        .map(|i| format!("`{}`", i.shown()))
+        .collect();
+    let (is, it) = if installs.len() == 1 {
+        ("is", "it")
+    } else {
+        ("are", "them")
+    };
+    ctx.out.out_inline(&format!(
+        "{} {is} not installed. Install {it} now with {}? [y/N] ",
+        names.join(" and "),
+        cmds.join(" and ")
+    ));
+    // Ctrl-C while the question is open is "no": the read returns, nothing has changed.
+    let _guard = InterruptGuard::install();
+    let line = read_answer()?;
+    if line.is_none() {
+        // EOF or Ctrl-C: end the prompt's line before the message.
+        ctx.out.raw(b"\n");
+    }
+    let answer = line.unwrap_or_default().trim().to_ascii_lowercase();
+    Ok(answer == "y" || answer == "yes")
+}
+
+/// Reads one line from stdin byte by byte, so an interrupt ends the read (`EINTR`) instead of
+/// being retried. `None` on EOF or interrupt.
+fn read_answer() -> anyhow::Result<Option<String>> {
+    use std::os::fd::AsFd;
+    let stdin = std::io::stdin();
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    loop {
+        match nix::unistd::read(stdin.as_fd(), &mut byte) {
+            Ok(0) if line.is_empty() => return Ok(None),
+            Ok(0) => break,
+            Ok(_) if byte[0] == b'\n' => break,
+            Ok(_) => line.push(byte[0]),
+            Err(nix::errno::Errno::EINTR) if signal::received().is_some() => return Ok(None),
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(std::io::Error::from(e).into()),
+        }
+    }
+    Ok(Some(String::from_utf8_lossy(&line).into_owned()))
+}

@@ -1,0 +1,106 @@
+//! The per-run context: the stack, the environment oyster reads (captured once), where
+//! resolution searches, and the printer. Built once by `lib.rs`, passed down to every command.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use crate::host::stack::{Stack, StackEnv};
+use crate::output::printer::{printer, Printer};
+use crate::provider::resolve::Search;
+
+/// Every environment variable oyster reads, captured once at start (documented in `--help`'s
+/// ENVIRONMENT section). Nothing below reads `std::env` again, so a run sees one consistent
+/// environment and tests can see exactly what oyster was given.
+#[derive(Debug, Clone, Default)]
+pub struct EnvSnapshot {
+    /// `HOME`: `~`, as launchd's.
+    pub home: Option<PathBuf>,
+    /// `PATH`: searched for providers and node (discovery only; never given to the Host).
+    pub path: Option<OsString>,
+    /// `OYSTERUN_STACKS_DIR`.
+    pub stacks_dir: Option<PathBuf>,
+    /// `OYSTERUN_CONFIG_DIR`.
+    pub config_dir: Option<PathBuf>,
+    /// `OYSTERUN_ROOT`.
+    pub root: Option<PathBuf>,
+    /// `OYSTERUN_NODE_BIN`.
+    pub node_bin: Option<String>,
+    /// `OYSTER_LAUNCHCTL`.
+    pub launchctl: Option<OsString>,
+    /// `OYSTER_LAUNCHCTL_TIMEOUT_SECS`.
+    pub launchctl_timeout: Option<String>,
+}
+
+impl EnvSnapshot {
+    /// Reads the process environment; empty values count as unset.
+    pub fn from_process() -> EnvSnapshot {
+        let os = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+        let path = |k: &str| os(k).map(PathBuf::from);
+        let text = |k: &str| os(k).map(|v| v.to_string_lossy().into_owned());
+        EnvSnapshot {
+            home: path("HOME"),
+            path: std::env::var_os("PATH"),
+            stacks_dir: path("OYSTERUN_STACKS_DIR"),
+            config_dir: path("OYSTERUN_CONFIG_DIR"),
+            root: path("OYSTERUN_ROOT"),
+            node_bin: text("OYSTERUN_NODE_BIN"),
+            launchctl: os("OYSTER_LAUNCHCTL"),
+            launchctl_timeout: text("OYSTER_LAUNCHCTL_TIMEOUT_SECS"),
+        }
+    }
+
+    /// What shapes a stack's paths.
+    pub fn stack_env(&self) -> StackEnv {
+        StackEnv {
+            home: self.home.clone(),
+            stacks_dir: self.stacks_dir.clone(),
+            config_dir: self.config_dir.clone(),
+        }
+    }
+}
+
+/// What every command starts from.
+pub struct Context {
+    pub stack: Stack,
+    pub search: Search,
+    /// `--port`, recorded in the stack's config by commands that sync it.
+    pub port: Option<u16>,
+    pub env: EnvSnapshot,
+    pub out: &'static Printer,
+}
+
+impl Context {
+    /// Builds the context for `stack`; the printer learns the home directory and the secret
+    /// values in the stack's config, so no output can show them.
+    pub fn new(
+        stack_name: &str,
+        port: Option<u16>,
+        env: EnvSnapshot,
+    ) -> Result<Context, crate::error::Invalid> {
+        let stack = Stack::new(stack_name, &env.stack_env())?;
+        let search = Search::new(env.path.clone(), &stack.home);
+        let out = printer();
+        out.set_home(&stack.home);
+        out.add_secrets(crate::config::secret_values_on_disk(&stack.config_path()));
+        out.add_secrets(crate::agent::plist::secret_values_on_disk(
+            &stack.plist_path(),
+        ));
+        Ok(Context {
+            stack,
+            search,
+            port,
+            env,
+            out,
+        })
+    }
+
+    /// Notes printed whenever an override or fallback is in effect.
+    pub fn announce_overrides(&self) {
+        if self.stack.config_dir_overridden {
+            self.out.note(&format!(
+                "OYSTERUN_CONFIG_DIR is set; using {} as the config dir",
+                self.stack.config_dir.display()
+            ));
+        }
+    }
+}

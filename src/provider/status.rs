@@ -1,0 +1,93 @@
+//! One provider's state, as `providers resolve|status`, `doctor` and `setup` all report it
+//! (CONTRACT.md §8 and "Machine-readable shapes"): intent, command, what resolution finds now,
+//! and authentication kept apart from availability.
+
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::registry::Provider;
+use super::resolve::{Intent, Resolution, Source};
+
+/// Whether a provider can be used now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum State {
+    Available,
+    Unavailable,
+    Disabled,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Available => "available",
+            State::Unavailable => "unavailable",
+            State::Disabled => "disabled",
+        }
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Authentication is never discovered (discovery runs no provider), so it is `not_checked`
+/// unless a runtime error was recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Authentication {
+    NotChecked,
+}
+
+/// One provider's row (CONTRACT.md "Machine-readable shapes"); paths are absolute (the printer
+/// shows `~` to people).
+#[derive(Debug, Clone, Serialize)]
+pub struct ProviderStatus {
+    pub provider: &'static str,
+    pub intent: Intent,
+    /// What `config.json` holds (secrets redacted).
+    pub command: Value,
+    pub resolved: Option<String>,
+    pub source: Option<Source>,
+    pub state: State,
+    pub reason: Option<String>,
+    pub authentication: Authentication,
+}
+
+impl ProviderStatus {
+    /// The state from the intent and what resolution found: the one place that decides it.
+    pub fn new(
+        p: &'static Provider,
+        intent: Intent,
+        command: Option<&Value>,
+        r: Resolution,
+    ) -> ProviderStatus {
+        let state = match (intent, &r.resolved) {
+            (Intent::Disabled, _) => State::Disabled,
+            (_, Some(_)) => State::Available,
+            (_, None) => State::Unavailable,
+        };
+        ProviderStatus {
+            provider: p.id,
+            intent,
+            command: crate::output::redact::redact_value(command.unwrap_or(&Value::Null)),
+            resolved: r.resolved.map(|p| p.to_string_lossy().into_owned()),
+            source: r.source,
+            state,
+            reason: r.reason,
+            authentication: Authentication::NotChecked,
+        }
+    }
+
+    /// The path found, or why nothing was.
+    pub fn detail(&self) -> &str {
+        self.resolved
+            .as_deref()
+            .or(self.reason.as_deref())
+            .unwrap_or("")
+    }
+}

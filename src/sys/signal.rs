@@ -1,0 +1,115 @@
+//! Signals, through `nix`: sending them only to a checked pid (never ≤ 0, which would reach a
+//! process group or every process), and catching SIGINT/SIGTERM/SIGHUP as a flag that long
+//! waits poll, so an interrupted run can roll back before it exits (CONTRACT.md §9).
+
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use nix::errno::Errno;
+pub use nix::sys::signal::Signal;
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet};
+use nix::unistd::Pid;
+
+/// A pid oyster may signal: positive and within `pid_t`. `None` for anything else (0 or a
+/// value that would cast to -1 must never reach `kill`).
+pub fn checked_pid(pid: u32) -> Option<Pid> {
+    i32::try_from(pid)
+        .ok()
+        .filter(|p| *p > 0)
+        .map(Pid::from_raw)
+}
+
+/// Sends `sig` to exactly `pid`.
+pub fn kill(pid: u32, sig: Signal) -> Result<(), Errno> {
+    let pid = checked_pid(pid).ok_or(Errno::EINVAL)?;
+    nix::sys::signal::kill(pid, sig)
+}
+
+/// Sends `sig` to the process group led by `pgid`.
+pub fn killpg(pgid: u32, sig: Signal) -> Result<(), Errno> {
+    let pgid = checked_pid(pgid).ok_or(Errno::EINVAL)?;
+    nix::sys::signal::killpg(pgid, sig)
+}
+
+/// Whether a process with this pid exists (a zombie counts until it is reaped).
+pub fn exists(pid: u32) -> bool {
+    checked_pid(pid).is_some_and(|p| nix::sys::signal::kill(p, None) != Err(Errno::ESRCH))
+}
+
+static RECEIVED: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn record(sig: nix::libc::c_int) {
+    // Only an atomic store: async-signal-safe.
+    RECEIVED.store(sig, Ordering::SeqCst);
+}
+
+/// While alive, SIGINT, SIGTERM and SIGHUP only set a flag ([`received`]) instead of killing
+/// oyster; blocking reads return `EINTR` (no `SA_RESTART`). Dropping it restores the previous
+/// handlers, so commands that do not poll keep the default Ctrl-C.
+pub struct InterruptGuard {
+    previous: Vec<(Signal, SigAction)>,
+}
+
+const CAUGHT: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
+
+impl InterruptGuard {
+    /// Starts catching the three signals.
+    pub fn install() -> InterruptGuard {
+        let action = SigAction::new(
+            SigHandler::Handler(record),
+            SaFlags::empty(),
+            SigSet::empty(),
+        );
+        let mut previous = vec![];
+        for sig in CAUGHT {
+            // SAFETY: the handler only stores to an atomic, which is async-signal-safe, and
+            // the previous action is put back on drop.
+            if let Ok(old) = unsafe { nix::sys::signal::sigaction(sig, &action) } {
+                previous.push((sig, old));
+            }
+        }
+        InterruptGuard { previous }
+    }
+}
+
+impl Drop for InterruptGuard {
+    fn drop(&mut self) {
+        for (sig, old) in self.previous.drain(..) {
+            // SAFETY: restoring the action that was installed before ours.
+            let _ = unsafe { nix::sys::signal::sigaction(sig, &old) };
+        }
+    }
+}
+
+/// The signal caught since the guard was installed, if any.
+pub fn received() -> Option<Signal> {
+    match RECEIVED.load(Ordering::SeqCst) {
+        0 => None,
+        n => Signal::try_from(n).ok(),
+    }
+}
+
+/// The conventional exit code for a run ended by `sig`: 128 + its number (130, 143, 129).
+pub fn exit_code(sig: Signal) -> u8 {
+    128u8.saturating_add(sig as i32 as u8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pids_that_would_reach_a_group_or_everyone_are_refused() {
+        assert!(checked_pid(0).is_none());
+        assert!(checked_pid(u32::MAX).is_none(), "would cast to -1");
+        assert!(checked_pid(1 << 31).is_none());
+        assert_eq!(kill(u32::MAX, Signal::SIGTERM), Err(Errno::EINVAL));
+        assert_eq!(checked_pid(42).map(Pid::as_raw), Some(42));
+    }
+
+    #[test]
+    fn exit_codes_follow_the_shell_convention() {
+        assert_eq!(exit_code(Signal::SIGINT), 130);
+        assert_eq!(exit_code(Signal::SIGTERM), 143);
+        assert_eq!(exit_code(Signal::SIGHUP), 129);
+    }
+}
