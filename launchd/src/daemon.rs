@@ -7,6 +7,8 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::Signal;
+
 use crate::job::{self, Job};
 use crate::proto::{self, Reply, Request};
 use crate::state;
@@ -187,7 +189,7 @@ impl Daemon {
         job.sigterm_at = Some(Instant::now());
         job.next_spawn = None;
         if job.child.is_some() {
-            job.signal(libc::SIGTERM);
+            job.signal(Signal::SIGTERM);
         } else {
             job.drained_at = Some(Instant::now());
         }
@@ -230,13 +232,13 @@ impl Daemon {
                 }
                 return Reply::ok(pid_line(job.pid(), print_pid, req.stdout_tty));
             }
-            job.signal(libc::SIGTERM);
+            job.signal(Signal::SIGTERM);
             let deadline = Instant::now() + job::EXIT_TIMEOUT;
             while !job.reap() && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(5));
             }
             if job.child.is_some() {
-                job.signal(libc::SIGKILL);
+                job.signal(Signal::SIGKILL);
                 while !job.reap() {
                     std::thread::sleep(Duration::from_millis(5));
                 }
@@ -290,7 +292,7 @@ impl Daemon {
             }
             if let Some(sent) = job.sigterm_at {
                 if job.child.is_some() && sent.elapsed() >= job::EXIT_TIMEOUT {
-                    job.signal(libc::SIGKILL);
+                    job.signal(Signal::SIGKILL);
                 }
                 let linger = self.drain.get(label).copied().unwrap_or_default();
                 if job.drained_at.is_some_and(|t| t.elapsed() >= linger) {

@@ -9,6 +9,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use nix::errno::Errno;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use plist::Value;
 
 /// launchd's default PATH for jobs.
@@ -39,8 +42,7 @@ pub type LoadError = i32;
 /// Reads and checks a plist as launchd does at bootstrap.
 pub fn load(path: &Path) -> Result<Definition, LoadError> {
     let meta = std::fs::symlink_metadata(path).map_err(|_| 2)?;
-    // SAFETY: getuid cannot fail.
-    let me = unsafe { libc::getuid() };
+    let me = nix::unistd::getuid().as_raw();
     // launchd refuses a plist the user does not own, one others can write, and (as modelled
     // here) a symlink: write a real file.
     if meta.file_type().is_symlink() || meta.uid() != me || meta.mode() & 0o022 != 0 {
@@ -232,10 +234,12 @@ impl Job {
                 cmd.current_dir("/");
             }
         }
-        // SAFETY: setsid is async-signal-safe; each job leads its own session, as under launchd.
+        // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
+        // calls are allowed; setsid(2) is one, and the closure touches no memory of the parent.
+        // Each job leads its own session, as under launchd.
         unsafe {
             cmd.pre_exec(|| {
-                libc::setsid();
+                nix::unistd::setsid()?;
                 Ok(())
             });
         }
@@ -279,11 +283,11 @@ impl Job {
         }
     }
 
-    /// Sends a signal to the running instance, if any.
-    pub fn signal(&self, sig: i32) {
+    /// Sends a signal to the running instance, if any. The pid is a child this daemon spawned
+    /// and has not reaped, so it cannot have been reused.
+    pub fn signal(&self, sig: Signal) {
         if let Some(pid) = self.pid() {
-            // SAFETY: signalling a child this daemon spawned and has not reaped.
-            unsafe { libc::kill(pid as i32, sig) };
+            let _ = kill_pid(pid, sig);
         }
     }
 
@@ -349,13 +353,22 @@ impl Job {
     }
 }
 
+/// Signals one process. A pid that does not fit a positive `pid_t` is refused: 0 and negative
+/// values would signal a whole process group (-1: every process we may signal).
+pub fn kill_pid(pid: u32, sig: Signal) -> nix::Result<()> {
+    match i32::try_from(pid) {
+        Ok(p) if p > 0 => kill(Pid::from_raw(p), sig),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
 fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        libc::SIGTERM => "Terminated",
-        libc::SIGKILL => "Killed",
-        libc::SIGINT => "Interrupt",
-        libc::SIGABRT => "Abort trap",
-        libc::SIGSEGV => "Segmentation fault",
+    match Signal::try_from(sig) {
+        Ok(Signal::SIGTERM) => "Terminated",
+        Ok(Signal::SIGKILL) => "Killed",
+        Ok(Signal::SIGINT) => "Interrupt",
+        Ok(Signal::SIGABRT) => "Abort trap",
+        Ok(Signal::SIGSEGV) => "Segmentation fault",
         _ => "Signal",
     }
 }

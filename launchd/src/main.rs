@@ -220,10 +220,12 @@ fn spawn_daemon(state: &Path) -> std::io::Result<()> {
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
-    // SAFETY: setsid is async-signal-safe; the daemon must outlive this client's session.
+    // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
+    // calls are allowed; setsid(2) is one, and the closure touches no memory of the parent. The
+    // daemon leads its own session so it outlives this client's.
     unsafe {
         cmd.pre_exec(|| {
-            libc::setsid();
+            nix::unistd::setsid()?;
             Ok(())
         });
     }

@@ -112,9 +112,7 @@ pub fn parse_target(s: &str) -> Option<(Domain, Option<String>)> {
 /// Checks that a domain exists for this caller: 112 for another user's, 125 for a GUI domain
 /// when the `LAUNCHD_SIM_NO_GUI` knob says nobody is at the console.
 pub fn check_domain(d: &Domain, knobs: &BTreeMap<String, String>) -> Result<(), i32> {
-    // SAFETY: getuid cannot fail.
-    let me = unsafe { libc::getuid() };
-    if d.uid != me {
+    if d.uid != nix::unistd::getuid().as_raw() {
         return Err(112);
     }
     if d.kind == "gui" && knobs.get("LAUNCHD_SIM_NO_GUI").is_some_and(|v| v == "1") {

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::collections::BTreeMap as Map;
-use std::ffi::CStr;
 use std::path::{Path, PathBuf};
 
 fn disabled_path(state: &Path) -> PathBuf {
@@ -67,24 +66,9 @@ pub fn take_injected_failure(state: &Path, knobs: &BTreeMap<String, String>) -> 
 
 /// The user's name and shell from the user database (what launchd gives jobs).
 pub fn passwd() -> (String, String) {
-    // SAFETY: getpwuid_r writes only into buffers we own; strings are copied before return.
-    unsafe {
-        let mut pwd: libc::passwd = std::mem::zeroed();
-        let mut buf = vec![0 as libc::c_char; 4096];
-        let mut result: *mut libc::passwd = std::ptr::null_mut();
-        let rc = libc::getpwuid_r(
-            libc::getuid(),
-            &mut pwd,
-            buf.as_mut_ptr(),
-            buf.len(),
-            &mut result,
-        );
-        if rc != 0 || result.is_null() {
-            return ("unknown".into(), "/bin/sh".into());
-        }
-        (
-            CStr::from_ptr(pwd.pw_name).to_string_lossy().into_owned(),
-            CStr::from_ptr(pwd.pw_shell).to_string_lossy().into_owned(),
-        )
+    // nix retries getpwuid_r with a larger buffer on ERANGE, so a long entry is not lost.
+    match nix::unistd::User::from_uid(nix::unistd::getuid()) {
+        Ok(Some(u)) => (u.name, u.shell.to_string_lossy().into_owned()),
+        _ => ("unknown".into(), "/bin/sh".into()),
     }
 }

@@ -1,11 +1,17 @@
 //! Conformance of launchctl-sim with ../shared/LAUNCHD.md: exit codes, stderr lines, `print`
 //! layout, the drain race, the stale-definition trap, environment isolation, KeepAlive and
 //! throttling. Every test uses its own state directory and HOME, and kills what it started.
+//!
+//! Processes are found through `sysinfo` (no `/proc`), so the harness also runs on macOS.
 
+use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use sysinfo::{ProcessRefreshKind, ProcessStatus, ProcessesToUpdate, System, UpdateKind};
 
 const SIM: &str = env!("CARGO_BIN_EXE_launchctl-sim");
 
@@ -19,8 +25,7 @@ impl Sim {
     fn new() -> Sim {
         Sim {
             dir: tempfile::Builder::new().prefix("sim-").tempdir().unwrap(),
-            // SAFETY: getuid cannot fail.
-            uid: unsafe { libc::getuid() },
+            uid: nix::unistd::getuid().as_raw(),
             env: vec![],
         }
     }
@@ -86,19 +91,78 @@ impl Sim {
 
 impl Drop for Sim {
     fn drop(&mut self) {
-        // Kill, by pid, every process carrying this test's HOME (jobs and the daemon).
+        // Kill, by pid, this test's daemon, every process carrying this test's HOME (the jobs),
+        // and their descendants. Nothing is matched by name.
         let needle = format!("HOME={}", self.home().display());
-        for e in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-                continue;
-            };
-            if let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) {
-                if env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
+        let state = self.dir.path().join("state");
+        let mut sys = System::new();
+        sys.refresh_processes_specifics(
+            ProcessesToUpdate::All,
+            true,
+            ProcessRefreshKind::nothing()
+                .with_environ(UpdateKind::Always)
+                .with_cmd(UpdateKind::Always),
+        );
+        let mut doomed: BTreeSet<sysinfo::Pid> = sys
+            .processes()
+            .iter()
+            .filter(|(_, p)| {
+                let daemon = p.cmd().get(1).is_some_and(|a| a == "__daemon")
+                    && p.cmd().get(2).is_some_and(|a| Path::new(a) == state);
+                daemon || p.environ().iter().any(|kv| *kv == *needle)
+            })
+            .map(|(pid, _)| *pid)
+            .collect();
+        loop {
+            let before = doomed.len();
+            for (pid, p) in sys.processes() {
+                if p.parent().is_some_and(|parent| doomed.contains(&parent)) {
+                    doomed.insert(*pid);
                 }
             }
+            if doomed.len() == before {
+                break;
+            }
+        }
+        doomed.remove(&sysinfo::Pid::from_u32(std::process::id()));
+        for pid in doomed {
+            kill_pid(pid.as_u32(), Signal::SIGKILL);
         }
     }
+}
+
+/// Signals one process by pid; refuses pids that would address a process group.
+fn kill_pid(pid: u32, sig: Signal) {
+    if let Ok(p) = i32::try_from(pid) {
+        if p > 0 {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), sig);
+        }
+    }
+}
+
+/// The kernel's view of one process: `None` when it is gone or a zombie.
+fn process_env(pid: u32) -> Option<Vec<String>> {
+    let mut sys = System::new();
+    let spid = sysinfo::Pid::from_u32(pid);
+    sys.refresh_processes_specifics(
+        ProcessesToUpdate::Some(&[spid]),
+        true,
+        ProcessRefreshKind::nothing().with_environ(UpdateKind::Always),
+    );
+    let p = sys.process(spid)?;
+    if matches!(p.status(), ProcessStatus::Zombie | ProcessStatus::Dead) {
+        return None;
+    }
+    Some(
+        p.environ()
+            .iter()
+            .map(|kv| kv.to_string_lossy().into_owned())
+            .collect(),
+    )
+}
+
+fn alive(pid: u32) -> bool {
+    process_env(pid).is_some()
 }
 
 fn code(o: &Output) -> i32 {
@@ -110,15 +174,28 @@ fn stderr(o: &Output) -> String {
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
-fn environ(pid: u32) -> Vec<String> {
-    let raw = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-    raw.split(|b| *b == 0)
-        .filter(|s| !s.is_empty())
-        .map(|s| String::from_utf8_lossy(s).into_owned())
+/// A job's environment as the kernel shows it. Where the kernel hides it (macOS, for
+/// platform binaries such as `/bin/sh`), the dump an `ENV_LOOP` job wrote at start is used.
+fn environ(home: &Path, pid: u32) -> Vec<String> {
+    let live = process_env(pid).unwrap_or_default();
+    if !live.is_empty() {
+        return live;
+    }
+    let dump = home.join(format!("env.{pid}"));
+    let t0 = Instant::now();
+    while !dump.exists() && t0.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::read_to_string(dump)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
         .collect()
 }
 
 const LOOP: &str = "while :; do sleep 0.05; done";
+/// A loop that first dumps its environment to `$HOME/env.<pid>` (see `environ`).
+const ENV_LOOP: &str = "/usr/bin/env > \"$HOME/env.$$\"; while :; do sleep 0.05; done";
 
 #[test]
 fn unloaded_labels_answer_113_3_and_5() {
@@ -186,7 +263,7 @@ fn the_job_gets_launchds_environment_not_the_callers() {
     let s = Sim::new();
     let p = s.plist(
         "env.t",
-        LOOP,
+        ENV_LOOP,
         "<key>EnvironmentVariables</key><dict><key>FOO</key><string>$HOME/x</string></dict>\n",
     );
     assert_eq!(
@@ -194,7 +271,7 @@ fn the_job_gets_launchds_environment_not_the_callers() {
         0
     );
     let pid: u32 = s.field("env.t", "pid").unwrap().parse().unwrap();
-    let env = environ(pid);
+    let env = environ(&s.home(), pid);
     assert!(
         env.contains(&"PATH=/usr/bin:/bin:/usr/sbin:/sbin".to_string()),
         "{env:?}"
@@ -212,7 +289,7 @@ fn the_job_gets_launchds_environment_not_the_callers() {
     // The plist's PATH overrides the default.
     let q = s.plist(
         "env.u",
-        LOOP,
+        ENV_LOOP,
         "<key>EnvironmentVariables</key><dict><key>PATH</key><string>/opt/x:/bin</string></dict>\n",
     );
     assert_eq!(
@@ -220,7 +297,7 @@ fn the_job_gets_launchds_environment_not_the_callers() {
         0
     );
     let pid: u32 = s.field("env.u", "pid").unwrap().parse().unwrap();
-    assert!(environ(pid).contains(&"PATH=/opt/x:/bin".to_string()));
+    assert!(environ(&s.home(), pid).contains(&"PATH=/opt/x:/bin".to_string()));
 }
 
 #[test]
@@ -228,7 +305,7 @@ fn kickstart_never_rereads_the_plist() {
     let s = Sim::new();
     let p = s.plist(
         "stale.t",
-        LOOP,
+        ENV_LOOP,
         "<key>EnvironmentVariables</key><dict><key>GEN</key><string>one</string></dict>\n",
     );
     assert_eq!(
@@ -238,7 +315,7 @@ fn kickstart_never_rereads_the_plist() {
     let old: u32 = s.field("stale.t", "pid").unwrap().parse().unwrap();
     s.plist(
         "stale.t",
-        LOOP,
+        ENV_LOOP,
         "<key>EnvironmentVariables</key><dict><key>GEN</key><string>two</string></dict>\n",
     );
     let o = s.run(&["kickstart", "-k", "-p", &s.target("stale.t")]);
@@ -246,7 +323,7 @@ fn kickstart_never_rereads_the_plist() {
     let new: u32 = stdout(&o).trim().parse().expect("bare pid on a pipe");
     assert_ne!(old, new);
     assert!(
-        environ(new).contains(&"GEN=one".to_string()),
+        environ(&s.home(), new).contains(&"GEN=one".to_string()),
         "the captured definition runs"
     );
     // Only bootout + bootstrap picks up the edit.
@@ -259,7 +336,7 @@ fn kickstart_never_rereads_the_plist() {
         0
     );
     let pid: u32 = s.field("stale.t", "pid").unwrap().parse().unwrap();
-    assert!(environ(pid).contains(&"GEN=two".to_string()));
+    assert!(environ(&s.home(), pid).contains(&"GEN=two".to_string()));
 }
 
 #[test]
@@ -280,10 +357,7 @@ fn bootout_returns_before_the_process_is_gone_and_the_label_lingers() {
         t0.elapsed() < Duration::from_millis(900),
         "bootout waited for the process"
     );
-    assert!(
-        Path::new(&format!("/proc/{pid}")).exists(),
-        "still alive right after bootout"
-    );
+    assert!(alive(pid), "still alive right after bootout");
     assert_eq!(s.field("drain.t", "state").as_deref(), Some("SIGTERMed"));
     let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
     assert_eq!(code(&o), 5, "bootstrap while draining fails with 5");
@@ -451,9 +525,5 @@ fn the_daemon_exits_once_nothing_is_loaded() {
     let job: u32 = s.field("idle.t", "pid").unwrap().parse().unwrap();
     assert_eq!(code(&s.run(&["bootout", &s.target("idle.t")])), 0);
     s.wait_for("daemon exit", || !pidfile.exists());
-    let alive = |pid: u32| {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|st| !st.rsplit_once(')').unwrap().1.trim_start().starts_with('Z'))
-    };
     s.wait_for("processes gone", || !alive(daemon) && !alive(job));
 }
