@@ -20,11 +20,12 @@ const DEFAULT_DRAIN_MS: u64 = 1000;
 
 struct Daemon {
     state_dir: PathBuf,
+    /// Loaded jobs by service target (`gui/501/label`): each domain has its own namespace.
     jobs: BTreeMap<String, Job>,
     home: String,
     user: String,
     shell: String,
-    /// The drain time from the last bootout's knobs.
+    /// The drain time from the last bootout's knobs, by service target.
     drain: BTreeMap<String, Duration>,
 }
 
@@ -128,21 +129,26 @@ impl Daemon {
             Ok(def) => def,
             Err(code) => return Reply::failed(VERB, code),
         };
+        if !def.session_types.iter().any(|t| t == d.session_type()) {
+            // "Service cannot load in requested session": launchctl reports it as 5 (or 125).
+            let code = knob_code(req, "LAUNCHD_SIM_SESSION_CODE", 5);
+            return Reply::failed(VERB, code);
+        }
         if state::is_disabled(&self.state_dir, &d.name(), &def.label) {
             let code = knob_code(req, "LAUNCHD_SIM_DISABLED_CODE", 5);
             return Reply::failed(VERB, code);
         }
-        if self.jobs.contains_key(&def.label) {
+        let key = d.target(&def.label);
+        if self.jobs.contains_key(&key) {
             // Loaded, or still draining after a bootout.
             let code = knob_code(req, "LAUNCHD_SIM_BUSY_CODE", 5);
             return Reply::failed(VERB, code);
         }
-        let label = def.label.clone();
         let mut job = Job::new(def, d.name());
         if job.def.run_at_load {
             job.spawn(&self.home, &self.user, &self.shell);
         }
-        self.jobs.insert(label, job);
+        self.jobs.insert(key, job);
         Reply::ok("")
     }
 
@@ -153,7 +159,7 @@ impl Daemon {
         if let Err(code) = proto::check_domain(&d, &req.knobs) {
             return Reply::failed("Boot-out", code);
         }
-        self.bootout(&label, req, 3)
+        self.bootout(&d.target(&label), req, 3)
     }
 
     fn bootout_plist(&mut self, domain: &str, plist: &str, req: &Request) -> Reply {
@@ -163,27 +169,28 @@ impl Daemon {
         if let Err(code) = proto::check_domain(&d, &req.knobs) {
             return Reply::failed("Boot-out", code);
         }
-        let label = self
+        let name = d.name();
+        let key = self
             .jobs
-            .values()
-            .find(|j| j.def.plist_path == plist && !j.draining())
-            .map(|j| j.def.label.clone());
-        match label {
-            Some(label) => self.bootout(&label, req, 5),
+            .iter()
+            .find(|(_, j)| j.domain == name && j.def.plist_path == plist && !j.draining())
+            .map(|(k, _)| k.clone());
+        match key {
+            Some(key) => self.bootout(&key, req, 5),
             None => Reply::failed("Boot-out", 5),
         }
     }
 
     /// Starts draining: SIGTERM now, SIGKILL after the exit timeout; the label lingers until the
     /// process is gone and the drain time has passed. Returns before the process exits.
-    fn bootout(&mut self, label: &str, req: &Request, missing: i32) -> Reply {
+    fn bootout(&mut self, key: &str, req: &Request, missing: i32) -> Reply {
         let drain = Duration::from_millis(
             req.knobs
                 .get("LAUNCHD_SIM_DRAIN_MS")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(DEFAULT_DRAIN_MS),
         );
-        let Some(job) = self.jobs.get_mut(label).filter(|j| !j.draining()) else {
+        let Some(job) = self.jobs.get_mut(key).filter(|j| !j.draining()) else {
             return Reply::failed("Boot-out", missing);
         };
         job.sigterm_at = Some(Instant::now());
@@ -193,7 +200,7 @@ impl Daemon {
         } else {
             job.drained_at = Some(Instant::now());
         }
-        self.drain.insert(label.to_owned(), drain);
+        self.drain.insert(key.to_owned(), drain);
         Reply::ok("")
     }
 
@@ -221,7 +228,11 @@ impl Daemon {
             return Reply::failed("Kickstart", code);
         }
         let (home, user, shell) = (self.home.clone(), self.user.clone(), self.shell.clone());
-        let Some(job) = self.jobs.get_mut(&label).filter(|j| !j.draining()) else {
+        let Some(job) = self
+            .jobs
+            .get_mut(&d.target(&label))
+            .filter(|j| !j.draining())
+        else {
             return proto::not_found(&label, &d);
         };
         if job.child.is_some() {
@@ -270,7 +281,7 @@ impl Daemon {
                     self.jobs.values().filter(|j| j.domain == name),
                 ))
             }
-            Some(label) => match self.jobs.get(&label) {
+            Some(label) => match self.jobs.get(&d.target(&label)) {
                 Some(job) => Reply::ok(job.print()),
                 None => proto::not_found(&label, &d),
             },
@@ -281,7 +292,7 @@ impl Daemon {
     fn tick(&mut self) {
         let now = Instant::now();
         let mut gone = vec![];
-        for (label, job) in self.jobs.iter_mut() {
+        for (key, job) in self.jobs.iter_mut() {
             job.reap();
             if job.child.is_none() && !job.draining() {
                 if let Some(at) = job.next_spawn {
@@ -294,15 +305,15 @@ impl Daemon {
                 if job.child.is_some() && sent.elapsed() >= job::EXIT_TIMEOUT {
                     job.signal(Signal::SIGKILL);
                 }
-                let linger = self.drain.get(label).copied().unwrap_or_default();
+                let linger = self.drain.get(key).copied().unwrap_or_default();
                 if job.drained_at.is_some_and(|t| t.elapsed() >= linger) {
-                    gone.push(label.clone());
+                    gone.push(key.clone());
                 }
             }
         }
-        for label in gone {
-            self.jobs.remove(&label);
-            self.drain.remove(&label);
+        for key in gone {
+            self.jobs.remove(&key);
+            self.drain.remove(&key);
         }
     }
 }

@@ -34,6 +34,8 @@ pub struct Definition {
     pub run_at_load: bool,
     pub keep_alive: bool,
     pub throttle_interval: u64,
+    /// `LimitLoadToSessionType` (a string or an array); without it, `Aqua` only (TN2083).
+    pub session_types: Vec<String>,
 }
 
 /// Why a plist could not be bootstrapped: the launchctl exit code.
@@ -90,6 +92,14 @@ pub fn load(path: &Path) -> Result<Definition, LoadError> {
         .get("ThrottleInterval")
         .and_then(Value::as_signed_integer)
         .map_or(10, |n| n.max(0) as u64);
+    let session_types = match d.get("LimitLoadToSessionType") {
+        Some(Value::String(t)) => vec![t.clone()],
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|v| v.as_string().map(str::to_owned))
+            .collect(),
+        _ => vec!["Aqua".to_owned()],
+    };
     Ok(Definition {
         label,
         plist_path: path.to_string_lossy().into_owned(),
@@ -101,6 +111,7 @@ pub fn load(path: &Path) -> Result<Definition, LoadError> {
         run_at_load: boolean("RunAtLoad"),
         keep_alive: boolean("KeepAlive"),
         throttle_interval,
+        session_types,
     })
 }
 

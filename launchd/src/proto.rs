@@ -89,6 +89,22 @@ impl Domain {
     pub fn name(&self) -> String {
         format!("{}/{}", self.kind, self.uid)
     }
+
+    /// The session type a job must allow to load here: `gui/<uid>` is the user's Aqua session,
+    /// `user/<uid>` a Background session.
+    pub fn session_type(&self) -> &'static str {
+        if self.kind == "gui" {
+            "Aqua"
+        } else {
+            "Background"
+        }
+    }
+
+    /// The service target `<domain>/<label>`: jobs are looked up per domain, so a job loaded in
+    /// `user/<uid>` is not visible in `gui/<uid>`.
+    pub fn target(&self, label: &str) -> String {
+        format!("{}/{label}", self.name())
+    }
 }
 
 /// Parses `gui/501` or `gui/501/label`.

@@ -51,6 +51,9 @@ impl Sim {
     fn target(&self, label: &str) -> String {
         format!("gui/{}/{label}", self.uid)
     }
+    fn user(&self) -> String {
+        format!("user/{}", self.uid)
+    }
     /// Writes a job plist running `sh -c SCRIPT`.
     fn plist(&self, label: &str, script: &str, extra: &str) -> PathBuf {
         let dir = self.home().join("Library/LaunchAgents");
@@ -194,6 +197,10 @@ fn environ(home: &Path, pid: u32) -> Vec<String> {
 }
 
 const LOOP: &str = "while :; do sleep 0.05; done";
+/// What Homebrew (and oyster) write, so one plist loads in `gui/<uid>` and `user/<uid>`.
+const BOTH_SESSIONS: &str = "<key>LimitLoadToSessionType</key><array><string>Aqua</string>\
+     <string>Background</string><string>LoginWindow</string><string>StandardIO</string>\
+     <string>System</string></array>\n";
 /// A loop that first dumps its environment to `$HOME/env.<pid>` (see `environ`).
 const ENV_LOOP: &str = "/usr/bin/env > \"$HOME/env.$$\"; while :; do sleep 0.05; done";
 
@@ -488,7 +495,7 @@ fn unusable_paths_end_as_ex_config_and_bad_plists_are_refused() {
 #[test]
 fn no_gui_domain_and_injected_failures() {
     let mut s = Sim::new();
-    let p = s.plist("gui.t", LOOP, "");
+    let p = s.plist("gui.t", LOOP, BOTH_SESSIONS);
     s.env.push(("LAUNCHD_SIM_NO_GUI".into(), "1".into()));
     assert_eq!(code(&s.run(&["print", &s.gui()])), 125);
     let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
@@ -526,4 +533,65 @@ fn the_daemon_exits_once_nothing_is_loaded() {
     assert_eq!(code(&s.run(&["bootout", &s.target("idle.t")])), 0);
     s.wait_for("daemon exit", || !pidfile.exists());
     s.wait_for("processes gone", || !alive(daemon) && !alive(job));
+}
+
+#[test]
+fn session_types_decide_where_a_plist_loads_and_domains_are_separate() {
+    let mut s = Sim::new();
+    // No LimitLoadToSessionType: Aqua only, refused by the Background session of user/<uid>.
+    let aqua = s.plist("aqua.t", LOOP, "");
+    let o = s.run(&["bootstrap", &s.user(), aqua.to_str().unwrap()]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (
+            5,
+            "Bootstrap failed: 5: Input/output error\nTry re-running the command as root for richer errors.\n"
+        )
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), aqua.to_str().unwrap()])),
+        0
+    );
+    // A string naming Background loads in user/<uid> only.
+    let bg = s.plist(
+        "bg.t",
+        LOOP,
+        "<key>LimitLoadToSessionType</key><string>Background</string>\n",
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), bg.to_str().unwrap()])),
+        5
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.user(), bg.to_str().unwrap()])),
+        0
+    );
+    // Loaded in user/<uid> is not visible in gui/<uid>.
+    assert_eq!(code(&s.run(&["print", &format!("{}/bg.t", s.user())])), 0);
+    assert_eq!(code(&s.run(&["print", &s.target("bg.t")])), 113);
+    assert_eq!(code(&s.run(&["bootout", &s.target("bg.t")])), 3);
+    // An array with both loads in both; each domain has its own instance.
+    let both = s.plist("both.t", LOOP, BOTH_SESSIONS);
+    for domain in [s.gui(), s.user()] {
+        assert_eq!(
+            code(&s.run(&["bootstrap", &domain, both.to_str().unwrap()])),
+            0,
+            "{domain}"
+        );
+    }
+    let gui_pid = s.field("both.t", "pid").unwrap();
+    let out = stdout(&s.run(&["print", &format!("{}/both.t", s.user())]));
+    assert!(out.contains("\tdomain = user/"), "{out}");
+    assert!(!out.contains(&format!("\tpid = {gui_pid}\n")), "{out}");
+    // The refusal code is a knob: some reports show 125.
+    s.env
+        .push(("LAUNCHD_SIM_SESSION_CODE".into(), "125".into()));
+    let o = s.run(&["bootstrap", &s.user(), aqua.to_str().unwrap()]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (
+            125,
+            "Bootstrap failed: 125: Domain does not support specified action\n"
+        )
+    );
 }
