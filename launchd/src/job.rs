@@ -346,8 +346,8 @@ impl Job {
             LastExit::Never => o += "\tlast exit code = (never exited)\n",
             LastExit::Code(EX_CONFIG) => o += "\tlast exit code = 78: EX_CONFIG\n",
             LastExit::Code(c) => o += &format!("\tlast exit code = {c}\n"),
+            // After a signal death launchd prints this line instead of `last exit code`.
             LastExit::Signal(s) => {
-                o += "\tlast exit code = (never exited)\n";
                 o += &format!("\tlast terminating signal = {}: {s}\n", signal_name(s));
             }
         }
@@ -373,13 +373,24 @@ pub fn kill_pid(pid: u32, sig: Signal) -> nix::Result<()> {
     }
 }
 
+/// The signal's description as macOS's `strsignal` words it (`Terminated: 15`).
 fn signal_name(sig: i32) -> &'static str {
     match Signal::try_from(sig) {
-        Ok(Signal::SIGTERM) => "Terminated",
-        Ok(Signal::SIGKILL) => "Killed",
+        Ok(Signal::SIGHUP) => "Hangup",
         Ok(Signal::SIGINT) => "Interrupt",
+        Ok(Signal::SIGQUIT) => "Quit",
+        Ok(Signal::SIGILL) => "Illegal instruction",
+        Ok(Signal::SIGTRAP) => "Trace/BPT trap",
         Ok(Signal::SIGABRT) => "Abort trap",
+        Ok(Signal::SIGBUS) => "Bus error",
+        Ok(Signal::SIGFPE) => "Floating point exception",
+        Ok(Signal::SIGKILL) => "Killed",
+        Ok(Signal::SIGUSR1) => "User defined signal 1",
         Ok(Signal::SIGSEGV) => "Segmentation fault",
-        _ => "Signal",
+        Ok(Signal::SIGUSR2) => "User defined signal 2",
+        Ok(Signal::SIGPIPE) => "Broken pipe",
+        Ok(Signal::SIGALRM) => "Alarm clock",
+        Ok(Signal::SIGTERM) => "Terminated",
+        _ => "Unknown signal",
     }
 }

@@ -137,15 +137,21 @@ pub fn check_domain(d: &Domain, knobs: &BTreeMap<String, String>) -> Result<(), 
     Ok(())
 }
 
-/// The message launchctl prints when a label is not loaded.
+/// `Could not find service "LABEL" in domain for user gui: 501` (`for uid: 501` in a user
+/// domain): launchctl's line for 113 (ProcursusTeam/launchctl `launchctl.c`).
+pub fn not_found_line(label: &str, d: &Domain) -> String {
+    let domain = if d.kind == "gui" {
+        format!("user gui: {}", d.uid)
+    } else {
+        format!("uid: {}", d.uid)
+    };
+    format!("Could not find service \"{label}\" in domain for {domain}\n")
+}
+
+/// `print`/`kickstart` of a label that is not loaded: 113, with `Bad request.` on the line
+/// before the `Could not find service` one (toss-agent-runtime#40).
 pub fn not_found(label: &str, d: &Domain) -> Reply {
-    Reply::raw(
-        113,
-        format!(
-            "Could not find service \"{label}\" in domain for user {}: {}\n",
-            d.kind, d.uid
-        ),
-    )
+    Reply::raw(113, format!("Bad request.\n{}", not_found_line(label, d)))
 }
 
 #[cfg(test)]

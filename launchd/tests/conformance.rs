@@ -207,14 +207,26 @@ const ENV_LOOP: &str = "/usr/bin/env > \"$HOME/env.$$\"; while :; do sleep 0.05;
 #[test]
 fn unloaded_labels_answer_113_3_and_5() {
     let s = Sim::new();
-    let o = s.run(&["print", &s.target("x.y")]);
-    assert_eq!(code(&o), 113);
-    assert!(
-        stderr(&o).contains("Could not find service \"x.y\" in domain for user gui:"),
-        "{}",
-        stderr(&o)
+    // Two lines, "Bad request." first (toss-agent-runtime#40), for print and kickstart.
+    let missing = format!(
+        "Bad request.\nCould not find service \"x.y\" in domain for user gui: {}\n",
+        s.uid
     );
-    assert_eq!(code(&s.run(&["kickstart", "-k", &s.target("x.y")])), 113);
+    for args in [vec!["print"], vec!["kickstart"], vec!["kickstart", "-k"]] {
+        let mut args = args;
+        let target = s.target("x.y");
+        args.push(&target);
+        let o = s.run(&args);
+        assert_eq!((code(&o), stderr(&o)), (113, missing.clone()), "{args:?}");
+    }
+    let o = s.run(&["print", &format!("{}/x.y", s.user())]);
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "Bad request.\nCould not find service \"x.y\" in domain for uid: {}\n",
+            s.uid
+        )
+    );
     let o = s.run(&["bootout", &s.target("x.y")]);
     assert_eq!(
         (code(&o), stderr(&o).as_str()),
@@ -594,4 +606,40 @@ fn session_types_decide_where_a_plist_loads_and_domains_are_separate() {
             "Bootstrap failed: 125: Domain does not support specified action\n"
         )
     );
+}
+
+#[test]
+fn a_signal_death_prints_the_signal_instead_of_the_exit_code() {
+    let s = Sim::new();
+    // The first run kills itself with SIGTERM after a moment; KeepAlive respawns it after the
+    // throttle, so there is a window with `spawn scheduled` and no process. Later runs stay up.
+    let p = s.plist(
+        "sig.t",
+        "[ -e \"$HOME/once\" ] &amp;&amp; exec sleep 30; touch \"$HOME/once\"; sleep 0.2; kill -TERM $$; sleep 5",
+        "<key>KeepAlive</key><true/>\n<key>ThrottleInterval</key><integer>2</integer>\n",
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    s.wait_for("the signal death", || {
+        s.field("sig.t", "last terminating signal").is_some()
+    });
+    let text = stdout(&s.run(&["print", &s.target("sig.t")]));
+    assert!(
+        text.contains("\tlast terminating signal = Terminated: 15\n"),
+        "{text}"
+    );
+    assert!(!text.contains("last exit code"), "instead of: {text}");
+    assert!(text.contains("\tstate = spawn scheduled\n"), "{text}");
+    assert!(text.contains("\tsuccessive crashes = 1\n"), "{text}");
+    assert!(text.contains("\truns = 1\n"), "{text}");
+    assert!(
+        !text.contains("\tpid = "),
+        "no pid while not running: {text}"
+    );
+    s.wait_for("the respawn", || {
+        s.field("sig.t", "runs").as_deref() == Some("2") && s.field("sig.t", "pid").is_some()
+    });
+    assert_eq!(s.field("sig.t", "state").as_deref(), Some("running"));
 }
