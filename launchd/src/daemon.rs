@@ -209,15 +209,13 @@ impl Daemon {
         let mut print_pid = false;
         let mut target = None;
         for a in rest {
-            match *a {
-                "-k" => kill = true,
-                "-p" => print_pid = true,
-                "-kp" | "-pk" => {
-                    kill = true;
-                    print_pid = true
+            match a.strip_prefix('-') {
+                // getopt("pks"): flags may be combined (`-kp`).
+                Some(flags) if proto::kickstart_flags(a) => {
+                    kill |= flags.contains('k');
+                    print_pid |= flags.contains('p');
                 }
-                "-s" => {}
-                t if !t.starts_with('-') && target.is_none() => target = Some(t),
+                None if target.is_none() => target = Some(*a),
                 _ => return Reply::usage("kickstart [-k] [-p] <service-target>"),
             }
         }
@@ -237,22 +235,30 @@ impl Daemon {
         };
         if job.child.is_some() {
             if !kill {
-                let code = knob_code(req, "LAUNCHD_SIM_KICKSTART_RUNNING", 0);
-                if code != 0 {
-                    return Reply::failed("Kickstart", code);
-                }
-                return Reply::ok(pid_line(job.pid(), print_pid, req.stdout_tty));
+                // Already running: EALREADY, and launchctl prints nothing for it
+                // (ProcursusTeam/launchctl kickstart.c).
+                return match knob_code(req, "LAUNCHD_SIM_KICKSTART_RUNNING", 37) {
+                    0 => Reply::ok(pid_line(job.pid(), print_pid, req.stdout_tty)),
+                    37 => Reply::raw(37, ""),
+                    code => Reply::raw(
+                        code,
+                        format!(
+                            "Could not kickstart service \"{label}\": {code}: {}\n",
+                            proto::strerror(code)
+                        ),
+                    ),
+                };
             }
-            job.signal(Signal::SIGTERM);
-            let deadline = Instant::now() + job::EXIT_TIMEOUT;
-            while !job.reap() && Instant::now() < deadline {
+            // `-k` kills with SIGKILL: the instance gets no chance to shut down cleanly, and
+            // `print` then shows `last terminating signal = Killed: 9` (kirodotdev/KiroCrew#1562).
+            job.signal(Signal::SIGKILL);
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !job.reap() {
+                if Instant::now() >= deadline {
+                    let pid = job.pid().unwrap_or_default();
+                    return Reply::raw(1, format!("launchctl-sim: pid {pid} survived SIGKILL\n"));
+                }
                 std::thread::sleep(Duration::from_millis(5));
-            }
-            if job.child.is_some() {
-                job.signal(Signal::SIGKILL);
-                while !job.reap() {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
             }
         }
         // Kickstart runs the captured definition; it never re-reads the plist.

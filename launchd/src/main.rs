@@ -134,7 +134,7 @@ fn dispatch(args: Vec<String>) -> Reply {
 
 /// The answer when no daemon runs (so nothing is loaded).
 fn not_loaded(verb: &str, a: &[&str], knobs: &BTreeMap<String, String>) -> Reply {
-    let flags_ok = |f: &&str| verb == "kickstart" && ["-k", "-p", "-kp", "-pk", "-s"].contains(f);
+    let flags_ok = |f: &&str| verb == "kickstart" && proto::kickstart_flags(f);
     if a.iter().skip(1).any(|s| s.starts_with('-') && !flags_ok(s)) {
         return Reply::usage(&format!("{verb}: unrecognized option"));
     }

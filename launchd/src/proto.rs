@@ -78,6 +78,12 @@ pub fn strerror(code: i32) -> &'static str {
     }
 }
 
+/// Whether `arg` is a flag group `kickstart` accepts (getopt `"pks"`: `-k`, `-p`, `-kp`, …).
+pub fn kickstart_flags(arg: &str) -> bool {
+    arg.strip_prefix('-')
+        .is_some_and(|f| !f.is_empty() && f.chars().all(|c| "kps".contains(c)))
+}
+
 /// `gui/<uid>` or `user/<uid>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Domain {
@@ -168,5 +174,15 @@ mod tests {
         assert_eq!(parse_target("user/0").unwrap().1, None);
         assert!(parse_target("system/com.x").is_none());
         assert!(parse_target("gui/abc/x").is_none());
+    }
+
+    #[test]
+    fn kickstart_flag_groups() {
+        for ok in ["-k", "-p", "-s", "-kp", "-pk", "-kps"] {
+            assert!(kickstart_flags(ok), "{ok}");
+        }
+        for bad in ["-", "-x", "-kx", "k", "--k", "gui/1/x"] {
+            assert!(!kickstart_flags(bad), "{bad}");
+        }
     }
 }

@@ -643,3 +643,58 @@ fn a_signal_death_prints_the_signal_instead_of_the_exit_code() {
     });
     assert_eq!(s.field("sig.t", "state").as_deref(), Some("running"));
 }
+
+/// A job that notes a SIGTERM in `$HOME/got-term` before it exits 0.
+const TERM_NOTED: &str =
+    "trap 'touch \"$HOME/got-term\"; exit 0' TERM; while :; do sleep 0.05; done";
+
+#[test]
+fn kickstart_is_37_on_a_running_job_and_k_kills_with_sigkill() {
+    let mut s = Sim::new();
+    let p = s.plist("ks.t", TERM_NOTED, "<key>KeepAlive</key><true/>\n");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    let old: u32 = s.field("ks.t", "pid").unwrap().parse().unwrap();
+    // Without -k on a running job: EALREADY, no message, nothing restarted.
+    for flags in [&[][..], &["-p"][..]] {
+        let mut args = vec!["kickstart"];
+        args.extend_from_slice(flags);
+        let target = s.target("ks.t");
+        args.push(&target);
+        let o = s.run(&args);
+        assert_eq!(
+            (code(&o), stdout(&o).as_str(), stderr(&o).as_str()),
+            (37, "", ""),
+            "{args:?}"
+        );
+    }
+    assert_eq!(s.field("ks.t", "pid"), Some(old.to_string()));
+    // -k: SIGKILL, so the TERM trap never runs; a new instance starts at once.
+    let o = s.run(&["kickstart", "-kp", &s.target("ks.t")]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let new: u32 = stdout(&o).trim().parse().expect("bare pid on a pipe");
+    assert_ne!(old, new);
+    assert!(
+        !alive(old),
+        "the old instance is gone when kickstart returns"
+    );
+    let text = stdout(&s.run(&["print", &s.target("ks.t")]));
+    assert!(
+        text.contains("\tlast terminating signal = Killed: 9\n"),
+        "{text}"
+    );
+    assert!(!text.contains("last exit code"), "{text}");
+    assert!(text.contains(&format!("\tpid = {new}\n")), "{text}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        !s.home().join("got-term").exists(),
+        "-k must not send SIGTERM first"
+    );
+    // The older reading (exit 0, the running pid) stays available as a knob.
+    s.env
+        .push(("LAUNCHD_SIM_KICKSTART_RUNNING".into(), "0".into()));
+    let o = s.run(&["kickstart", "-p", &s.target("ks.t")]);
+    assert_eq!((code(&o), stdout(&o)), (0, format!("{new}\n")));
+}
