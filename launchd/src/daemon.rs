@@ -109,6 +109,7 @@ impl Daemon {
             ["bootout", target] => self.bootout_label(target, req),
             ["bootout", domain, plist] => self.bootout_plist(domain, plist, req),
             ["kickstart", rest @ ..] => self.kickstart(rest, req),
+            ["kill", signal, target] => self.kill(signal, target, req),
             ["print", target] => self.print(target, req),
             _ => Reply::usage(&format!("unsupported arguments: {}", req.args.join(" "))),
         }
@@ -264,6 +265,32 @@ impl Daemon {
         // Kickstart runs the captured definition; it never re-reads the plist.
         job.spawn(&home, &user, &shell);
         Reply::ok(pid_line(job.pid(), print_pid, req.stdout_tty))
+    }
+
+    /// `kill SIGNAL TARGET`: signals the running instance and nothing else; what happens next
+    /// (KeepAlive's respawn after the throttle, a drain) follows from the exit.
+    fn kill(&mut self, signal: &str, target: &str, req: &Request) -> Reply {
+        let Some(sig) = proto::parse_signal(signal) else {
+            return Reply::raw(64, "Invalid signal.\n");
+        };
+        let Some((d, Some(label))) = proto::parse_target(target) else {
+            return Reply::usage("kill <signal-name|signal-number> <service-target>");
+        };
+        if let Err(code) = proto::check_domain(&d, &req.knobs) {
+            return Reply::failed("Kill", code);
+        }
+        let Some(job) = self.jobs.get(&d.target(&label)) else {
+            // The clone's kill.c prints no "Bad request." line of its own for 113.
+            return Reply::raw(113, proto::not_found_line(&label, &d));
+        };
+        match job.pid() {
+            // ESRCH, worded as ProcursusTeam/launchctl kill.c words it.
+            None => Reply::raw(3, "No process to signal.\n"),
+            Some(_) => {
+                job.signal(sig);
+                Reply::ok("")
+            }
+        }
     }
 
     fn print(&mut self, target: &str, req: &Request) -> Reply {

@@ -107,6 +107,11 @@ fn dispatch(args: Vec<String>) -> Reply {
             Reply::ok(out)
         }
         ["bootstrap", _, _] => send(&state, args.clone(), knobs, true),
+        ["kill", signal, target] => match send(&state, args.clone(), knobs.clone(), false) {
+            // No daemon: nothing is loaded.
+            r if r.code == -1 => kill_not_loaded(signal, target, &knobs),
+            r => r,
+        },
         [verb @ ("bootout" | "kickstart" | "print"), ..] => {
             if *verb == "print" && a.len() == 2 {
                 if let Some((d, None)) = proto::parse_target(a[1]) {
@@ -130,6 +135,20 @@ fn dispatch(args: Vec<String>) -> Reply {
         }
         _ => Reply::usage(&format!("unrecognized subcommand: {}", args.join(" "))),
     }
+}
+
+/// `kill` when no daemon runs: the same checks as the daemon's, then 113.
+fn kill_not_loaded(signal: &str, target: &str, knobs: &BTreeMap<String, String>) -> Reply {
+    if proto::parse_signal(signal).is_none() {
+        return Reply::raw(64, "Invalid signal.\n");
+    }
+    let Some((d, Some(label))) = proto::parse_target(target) else {
+        return Reply::usage("kill <signal-name|signal-number> <service-target>");
+    };
+    if let Err(code) = proto::check_domain(&d, knobs) {
+        return Reply::failed("Kill", code);
+    }
+    Reply::raw(113, proto::not_found_line(&label, &d))
 }
 
 /// The answer when no daemon runs (so nothing is loaded).

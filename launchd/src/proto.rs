@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
 /// One launchctl invocation, forwarded to the daemon.
@@ -82,6 +83,21 @@ pub fn strerror(code: i32) -> &'static str {
 pub fn kickstart_flags(arg: &str) -> bool {
     arg.strip_prefix('-')
         .is_some_and(|f| !f.is_empty() && f.chars().all(|c| "kps".contains(c)))
+}
+
+/// The signal of `launchctl kill SIGNAL TARGET`: a number, or a name with or without `SIG`, in
+/// any case, with an optional leading `-` (ProcursusTeam/launchctl `kill.c`). Numbers are this
+/// system's (the common ones, 1–15, are the same on macOS and Linux).
+pub fn parse_signal(arg: &str) -> Option<Signal> {
+    let s = arg.strip_prefix('-').unwrap_or(arg);
+    let s = match s.get(..3) {
+        Some(sig) if s.len() > 3 && sig.eq_ignore_ascii_case("sig") => &s[3..],
+        _ => s,
+    };
+    if let Ok(n) = s.parse::<i32>() {
+        return Signal::try_from(n).ok();
+    }
+    format!("SIG{}", s.to_ascii_uppercase()).parse().ok()
 }
 
 /// `gui/<uid>` or `user/<uid>`.
@@ -174,6 +190,25 @@ mod tests {
         assert_eq!(parse_target("user/0").unwrap().1, None);
         assert!(parse_target("system/com.x").is_none());
         assert!(parse_target("gui/abc/x").is_none());
+    }
+
+    #[test]
+    fn signals_by_number_and_name() {
+        for (arg, sig) in [
+            ("SIGTERM", Signal::SIGTERM),
+            ("TERM", Signal::SIGTERM),
+            ("term", Signal::SIGTERM),
+            ("-SIGTERM", Signal::SIGTERM),
+            ("15", Signal::SIGTERM),
+            ("-9", Signal::SIGKILL),
+            ("SIGKILL", Signal::SIGKILL),
+            ("sigHup", Signal::SIGHUP),
+        ] {
+            assert_eq!(parse_signal(arg), Some(sig), "{arg}");
+        }
+        for bad in ["", "0", "-0", "SIG", "NOPE", "SIGNOPE", "999", "gui/1/x"] {
+            assert_eq!(parse_signal(bad), None, "{bad}");
+        }
     }
 
     #[test]

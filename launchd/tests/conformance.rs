@@ -698,3 +698,78 @@ fn kickstart_is_37_on_a_running_job_and_k_kills_with_sigkill() {
     let o = s.run(&["kickstart", "-p", &s.target("ks.t")]);
     assert_eq!((code(&o), stdout(&o)), (0, format!("{new}\n")));
 }
+
+#[test]
+fn kill_signals_the_instance_and_keepalive_respawns_it_after_the_throttle() {
+    let s = Sim::new();
+    let target = s.target("kill.t");
+    let missing = format!(
+        "Could not find service \"kill.t\" in domain for user gui: {}\n",
+        s.uid
+    );
+    // Not loaded (no daemon yet): 113.
+    let o = s.run(&["kill", "SIGTERM", &target]);
+    assert_eq!((code(&o), stderr(&o)), (113, missing.clone()));
+    let o = s.run(&["kill", "SIGNOPE", &target]);
+    assert_eq!((code(&o), stderr(&o).as_str()), (64, "Invalid signal.\n"));
+    let p = s.plist(
+        "kill.t",
+        TERM_NOTED,
+        "<key>KeepAlive</key><true/>\n<key>ThrottleInterval</key><integer>2</integer>\n",
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    // Not loaded, with the daemon running for another label: 113 too.
+    let o = s.run(&["kill", "TERM", &s.target("other.t")]);
+    assert_eq!(code(&o), 113);
+    std::thread::sleep(Duration::from_millis(150)); // the trap is set
+    let old: u32 = s.field("kill.t", "pid").unwrap().parse().unwrap();
+
+    // The graceful restart: kill SIGTERM, wait for the pid to go, then kickstart.
+    let o = s.run(&["kill", "SIGTERM", &target]);
+    assert_eq!(
+        (code(&o), stdout(&o).as_str(), stderr(&o).as_str()),
+        (0, "", "")
+    );
+    s.wait_for("launchd to see the exit", || {
+        s.field("kill.t", "state").as_deref() == Some("spawn scheduled")
+    });
+    assert!(!alive(old));
+    assert!(
+        s.home().join("got-term").exists(),
+        "the job saw SIGTERM and shut down itself"
+    );
+    let text = stdout(&s.run(&["print", &target]));
+    assert!(text.contains("\tlast exit code = 0\n"), "{text}");
+    assert!(text.contains("\tstate = spawn scheduled\n"), "{text}");
+    // Nothing to signal while the throttle holds the respawn.
+    let o = s.run(&["kill", "TERM", &target]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (3, "No process to signal.\n")
+    );
+    // kickstart starts it at once instead of after the throttle.
+    let t0 = Instant::now();
+    assert_eq!(code(&s.run(&["kickstart", &target])), 0);
+    let new: u32 = s.field("kill.t", "pid").unwrap().parse().unwrap();
+    assert_ne!(old, new);
+    assert!(t0.elapsed() < Duration::from_secs(1));
+
+    // A signal number works too; KeepAlive respawns only after ThrottleInterval (2 s).
+    let t1 = Instant::now();
+    assert_eq!(code(&s.run(&["kill", "9", &target])), 0);
+    s.wait_for("the SIGKILL death", || {
+        s.field("kill.t", "last terminating signal").as_deref() == Some("Killed: 9")
+    });
+    s.wait_for("the respawn", || {
+        s.field("kill.t", "runs").as_deref() == Some("3")
+            && s.field("kill.t", "state").as_deref() == Some("running")
+    });
+    assert!(
+        t1.elapsed() >= Duration::from_millis(1500),
+        "respawned after the throttle, not at once: {:?}",
+        t1.elapsed()
+    );
+}
