@@ -170,20 +170,30 @@ impl Daemon {
         if let Err(code) = proto::check_domain(&d, &req.knobs) {
             return Reply::failed("Boot-out", code);
         }
-        let name = d.name();
-        let key = self
-            .jobs
-            .iter()
-            .find(|(_, j)| j.domain == name && j.def.plist_path == plist && !j.draining())
-            .map(|(k, _)| k.clone());
-        match key {
-            Some(key) => self.bootout(&key, req, 5),
-            None => Reply::failed("Boot-out", 5),
+        if let Some(missing) = proto::missing_plist(plist) {
+            return missing;
         }
+        // launchd finds the service by the plist's Label; a file it cannot read as a plist is
+        // matched by the path a job was loaded from.
+        let name = d.name();
+        let key = match job::read_label(Path::new(plist)) {
+            Some(label) => d.target(&label),
+            None => self
+                .jobs
+                .iter()
+                .find(|(_, j)| j.domain == name && j.def.plist_path == plist)
+                .map_or_else(String::new, |(k, _)| k.clone()),
+        };
+        // Not loaded: 113 in the plist form (nix-installer#520).
+        self.bootout(&key, req, 113)
     }
 
     /// Starts draining: SIGTERM now, SIGKILL after the exit timeout; the label lingers until the
     /// process is gone and the drain time has passed. Returns before the process exits.
+    /// `missing` is the answer for a label that is not loaded (or already booting out).
+    ///
+    /// `LAUNCHD_SIM_BOOTOUT_IN_PROGRESS=N`: the next N bootouts that find the label (loaded or
+    /// draining) answer 36 "Operation now in progress" while the bootout goes on regardless.
     fn bootout(&mut self, key: &str, req: &Request, missing: i32) -> Reply {
         let drain = Duration::from_millis(
             req.knobs
@@ -191,9 +201,26 @@ impl Daemon {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(DEFAULT_DRAIN_MS),
         );
-        let Some(job) = self.jobs.get_mut(key).filter(|j| !j.draining()) else {
+        let Some(job) = self.jobs.get_mut(key) else {
             return Reply::failed("Boot-out", missing);
         };
+        let in_progress = req
+            .knobs
+            .get("LAUNCHD_SIM_BOOTOUT_IN_PROGRESS")
+            .and_then(|v| v.parse().ok())
+            .is_some_and(|n| state::take_counted(&self.state_dir, "bootout-in-progress.count", n));
+        let answer = if in_progress {
+            Reply::failed("Boot-out", 36)
+        } else {
+            Reply::ok("")
+        };
+        if job.draining() {
+            return if in_progress {
+                answer
+            } else {
+                Reply::failed("Boot-out", missing)
+            };
+        }
         job.sigterm_at = Some(Instant::now());
         job.next_spawn = None;
         if job.child.is_some() {
@@ -202,7 +229,7 @@ impl Daemon {
             job.drained_at = Some(Instant::now());
         }
         self.drain.insert(key.to_owned(), drain);
-        Reply::ok("")
+        answer
     }
 
     fn kickstart(&mut self, rest: &[&str], req: &Request) -> Reply {

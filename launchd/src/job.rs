@@ -115,6 +115,13 @@ pub fn load(path: &Path) -> Result<Definition, LoadError> {
     })
 }
 
+/// The `Label` of a plist, if it can be read as one (plist-form `bootout` finds the service by it).
+pub fn read_label(path: &Path) -> Option<String> {
+    let value = Value::from_file(path).ok()?;
+    let label = value.as_dictionary()?.get("Label")?.as_string()?;
+    Some(label.to_owned())
+}
+
 /// How the last instance ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LastExit {

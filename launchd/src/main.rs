@@ -176,7 +176,13 @@ fn not_loaded(verb: &str, a: &[&str], knobs: &BTreeMap<String, String>) -> Reply
             d.kind
         )),
         ("bootout", Some(_)) => Reply::failed("Boot-out", 3),
-        ("bootout", None) => Reply::failed("Boot-out", 5),
+        ("bootout", None) => match a.get(2) {
+            Some(plist) => {
+                proto::missing_plist(plist).unwrap_or_else(|| Reply::failed("Boot-out", 113))
+            }
+            // Booting out a whole domain (a logout) is not modelled.
+            None => Reply::usage("bootout <service-target> | <domain-target> <path>"),
+        },
         (_, Some(label)) => proto::not_found(&label, &d),
         (_, None) => Reply::usage(&format!("{verb} <service-target>")),
     }

@@ -159,6 +159,17 @@ pub fn check_domain(d: &Domain, knobs: &BTreeMap<String, String>) -> Result<(), 
     Ok(())
 }
 
+/// Plist-form `bootout` of a file that does not exist: 2, with the path on the line before
+/// (nix-installer#1234).
+pub fn missing_plist(plist: &str) -> Option<Reply> {
+    if std::path::Path::new(plist).exists() {
+        return None;
+    }
+    let mut reply = Reply::failed("Boot-out", 2);
+    reply.stderr = format!("{plist}: No such file or directory\n{}", reply.stderr);
+    Some(reply)
+}
+
 /// `Could not find service "LABEL" in domain for user gui: 501` (`for uid: 501` in a user
 /// domain): launchctl's line for 113 (ProcursusTeam/launchctl `launchctl.c`).
 pub fn not_found_line(label: &str, d: &Domain) -> String {

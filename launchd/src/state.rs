@@ -52,16 +52,22 @@ pub fn take_injected_failure(state: &Path, knobs: &BTreeMap<String, String>) -> 
     let Some(limit) = count else {
         return Some(code);
     };
-    let counter = state.join("fail-bootstrap.count");
+    take_counted(state, "fail-bootstrap.count", limit).then_some(code)
+}
+
+/// True for the first `limit` calls that ask, false after: the count is kept in `file` in the
+/// state directory, so it spans calls (and daemon restarts).
+pub fn take_counted(state: &Path, file: &str, limit: u32) -> bool {
+    let counter = state.join(file);
     let used: u32 = std::fs::read_to_string(&counter)
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(0);
     if used >= limit {
-        return None;
+        return false;
     }
     let _ = std::fs::write(&counter, format!("{}\n", used + 1));
-    Some(code)
+    true
 }
 
 /// The user's name and shell from the user database (what launchd gives jobs).

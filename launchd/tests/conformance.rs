@@ -232,8 +232,28 @@ fn unloaded_labels_answer_113_3_and_5() {
         (code(&o), stderr(&o).as_str()),
         (3, "Boot-out failed: 3: No such process\n")
     );
+    // The plist form answers 113 for an unloaded label (nix-installer#520), 2 for no file.
     let p = s.plist("x.y", LOOP, "");
-    assert_eq!(code(&s.run(&["bootout", &s.gui(), p.to_str().unwrap()])), 5);
+    let o = s.run(&["bootout", &s.gui(), p.to_str().unwrap()]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (
+            113,
+            "Boot-out failed: 113: Could not find specified service\n"
+        )
+    );
+    let gone = s.home().join("gone.plist");
+    let o = s.run(&["bootout", &s.gui(), gone.to_str().unwrap()]);
+    assert_eq!(
+        (code(&o), stderr(&o)),
+        (
+            2,
+            format!(
+                "{}: No such file or directory\nBoot-out failed: 2: No such file or directory\n",
+                gone.display()
+            )
+        )
+    );
     assert_eq!(code(&s.run(&["bootout", "--wait", &s.target("x.y")])), 64);
     assert_eq!(code(&s.run(&["frobnicate"])), 64);
     assert_eq!(code(&s.run(&["print", "gui/99999/x"])), 112);
@@ -772,4 +792,64 @@ fn kill_signals_the_instance_and_keepalive_respawns_it_after_the_throttle() {
         "respawned after the throttle, not at once: {:?}",
         t1.elapsed()
     );
+}
+
+#[test]
+fn plist_form_bootout_finds_the_label_and_answers_113_once_it_is_going() {
+    let mut s = Sim::new();
+    s.env.push(("LAUNCHD_SIM_DRAIN_MS".into(), "300".into()));
+    let p = s.plist("pf.t", LOOP, "");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    // Loaded in gui/<uid> only: the user domain does not have it.
+    assert_eq!(
+        code(&s.run(&["bootout", &s.user(), p.to_str().unwrap()])),
+        113
+    );
+    assert_eq!(code(&s.run(&["bootout", &s.gui(), p.to_str().unwrap()])), 0);
+    // Already booting out: not loaded as far as bootout is concerned.
+    assert_eq!(
+        code(&s.run(&["bootout", &s.gui(), p.to_str().unwrap()])),
+        113
+    );
+    s.wait_for("drain", || {
+        code(&s.run(&["print", &s.target("pf.t")])) == 113
+    });
+}
+
+#[test]
+fn bootout_can_answer_36_while_the_job_keeps_draining() {
+    let mut s = Sim::new();
+    s.env.push(("LAUNCHD_SIM_DRAIN_MS".into(), "300".into()));
+    s.env
+        .push(("LAUNCHD_SIM_BOOTOUT_IN_PROGRESS".into(), "2".into()));
+    let slow = "trap 'sleep 0.5; exit 0' TERM; while :; do sleep 0.05; done";
+    let p = s.plist("busy.t", slow, "<key>KeepAlive</key><true/>\n");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    let target = s.target("busy.t");
+    let o = s.run(&["bootout", &target]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (36, "Boot-out failed: 36: Operation now in progress\n")
+    );
+    // The bootout goes on regardless: SIGTERM was sent, the label drains.
+    assert_eq!(s.field("busy.t", "state").as_deref(), Some("SIGTERMed"));
+    // Re-issued (as Homebrew does while it gets 36): 36 again, then the usual "not loaded".
+    assert_eq!(code(&s.run(&["bootout", &target])), 36);
+    assert_eq!(code(&s.run(&["bootout", &target])), 3);
+    s.wait_for("the label to go", || {
+        code(&s.run(&["print", &target])) == 113
+    });
+    // The count is used up: the next load and bootout behave normally.
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    assert_eq!(code(&s.run(&["bootout", &target])), 0);
 }
