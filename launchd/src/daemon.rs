@@ -145,7 +145,13 @@ impl Daemon {
             let code = knob_code(req, "LAUNCHD_SIM_BUSY_CODE", 5);
             return Reply::failed(VERB, code);
         }
-        let mut job = Job::new(def, d.name());
+        // The system's default exit timeout for agents, as launchd had it at load time.
+        let exit_timeout = req
+            .knobs
+            .get("LAUNCHD_SIM_EXIT_TIMEOUT")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(job::EXIT_TIMEOUT_SECS);
+        let mut job = Job::new(def, d.name(), exit_timeout);
         if job.def.run_at_load {
             job.spawn(&self.home, &self.user, &self.shell);
         }
@@ -361,8 +367,8 @@ impl Daemon {
                     }
                 }
             }
-            if let Some(sent) = job.sigterm_at {
-                if job.child.is_some() && sent.elapsed() >= job::EXIT_TIMEOUT {
+            if job.draining() {
+                if job.past_exit_timeout() {
                     job.signal(Signal::SIGKILL);
                 }
                 let linger = self.drain.get(key).copied().unwrap_or_default();

@@ -16,8 +16,9 @@ use plist::Value;
 
 /// launchd's default PATH for jobs.
 pub const DEFAULT_PATH: &str = "/usr/bin:/bin:/usr/sbin:/sbin";
-/// How long launchd waits after SIGTERM before SIGKILL (agents).
-pub const EXIT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long launchd waits after SIGTERM before SIGKILL, in seconds, for agents that do not set
+/// `ExitTimeOut` (`print` shows `exit timeout = 5`).
+pub const EXIT_TIMEOUT_SECS: u64 = 5;
 /// launchd's `EX_CONFIG`: the program, a log path or the working directory could not be used.
 pub const EX_CONFIG: i32 = 78;
 
@@ -36,6 +37,8 @@ pub struct Definition {
     pub throttle_interval: u64,
     /// `LimitLoadToSessionType` (a string or an array); without it, `Aqua` only (TN2083).
     pub session_types: Vec<String>,
+    /// `ExitTimeOut`: seconds from SIGTERM to SIGKILL; 0 means never (launchd.plist(5)).
+    pub exit_timeout: Option<u64>,
 }
 
 /// Why a plist could not be bootstrapped: the launchctl exit code.
@@ -112,6 +115,10 @@ pub fn load(path: &Path) -> Result<Definition, LoadError> {
         keep_alive: boolean("KeepAlive"),
         throttle_interval,
         session_types,
+        exit_timeout: d
+            .get("ExitTimeOut")
+            .and_then(Value::as_signed_integer)
+            .map(|n| n.max(0) as u64),
     })
 }
 
@@ -145,11 +152,15 @@ pub struct Job {
     pub sigterm_at: Option<Instant>,
     /// Set when a booted-out job's process has exited; the label lingers a while after.
     pub drained_at: Option<Instant>,
+    /// Seconds from SIGTERM to SIGKILL at bootout; 0 = never.
+    pub exit_timeout: u64,
 }
 
 impl Job {
-    pub fn new(def: Definition, domain: String) -> Job {
+    /// A job loaded now; `default_exit_timeout` applies when the plist sets no `ExitTimeOut`.
+    pub fn new(def: Definition, domain: String, default_exit_timeout: u64) -> Job {
         Job {
+            exit_timeout: def.exit_timeout.unwrap_or(default_exit_timeout),
             def,
             domain,
             child: None,
@@ -169,6 +180,15 @@ impl Job {
 
     pub fn draining(&self) -> bool {
         self.sigterm_at.is_some()
+    }
+
+    /// Whether a booted-out instance has outlived its exit timeout and must get SIGKILL.
+    pub fn past_exit_timeout(&self) -> bool {
+        self.child.is_some()
+            && self.exit_timeout > 0
+            && self
+                .sigterm_at
+                .is_some_and(|t| t.elapsed() >= Duration::from_secs(self.exit_timeout))
     }
 
     /// The `state = …` line of `print`.
@@ -341,7 +361,7 @@ impl Job {
         }
         o += "\t}\n";
         o += &format!("\tdomain = {} [100020]\n", self.domain);
-        o += &format!("\texit timeout = {}\n", EXIT_TIMEOUT.as_secs());
+        o += &format!("\texit timeout = {}\n", self.exit_timeout);
         o += &format!("\truns = {}\n", self.runs);
         if let Some(pid) = self.pid() {
             o += &format!("\tpid = {pid}\n");

@@ -853,3 +853,53 @@ fn bootout_can_answer_36_while_the_job_keeps_draining() {
     );
     assert_eq!(code(&s.run(&["bootout", &target])), 0);
 }
+
+#[test]
+fn bootout_escalates_to_sigkill_after_the_exit_timeout() {
+    let mut s = Sim::new();
+    // Ignores SIGTERM, so only the SIGKILL after the exit timeout ends it.
+    let stubborn = "trap '' TERM; while :; do sleep 0.05; done";
+    let default = s.plist("to5.t", stubborn, "");
+    let key = s.plist(
+        "to1.t",
+        stubborn,
+        "<key>ExitTimeOut</key><integer>1</integer>\n",
+    );
+    for p in [&default, &key] {
+        assert_eq!(
+            code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+            0
+        );
+    }
+    // The knob is the system default at load time; a plist's ExitTimeOut still wins.
+    s.env.push(("LAUNCHD_SIM_EXIT_TIMEOUT".into(), "2".into()));
+    let knob = s.plist("to2.t", stubborn, "");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), knob.to_str().unwrap()])),
+        0
+    );
+    let mut jobs = vec![];
+    for (label, secs) in [("to1.t", 1u64), ("to2.t", 2), ("to5.t", 5)] {
+        assert_eq!(
+            s.field(label, "exit timeout"),
+            Some(secs.to_string()),
+            "{label}"
+        );
+        let pid: u32 = s.field(label, "pid").unwrap().parse().unwrap();
+        jobs.push((label, secs, pid));
+    }
+    std::thread::sleep(Duration::from_millis(100)); // the traps are set
+    let t0 = Instant::now();
+    for (label, _, _) in &jobs {
+        assert_eq!(code(&s.run(&["bootout", &s.target(label)])), 0);
+    }
+    assert!(t0.elapsed() < Duration::from_millis(900), "bootout waited");
+    for (label, secs, pid) in jobs {
+        s.wait_for(label, || !alive(pid));
+        let took = t0.elapsed();
+        assert!(
+            took >= Duration::from_secs(secs) && took < Duration::from_secs(secs + 3),
+            "{label}: SIGKILL after {secs} s, not {took:?}"
+        );
+    }
+}
