@@ -348,7 +348,7 @@ impl Daemon {
                 ))
             }
             Some(label) => match self.jobs.get(&d.target(&label)) {
-                Some(job) => Reply::ok(job.print()),
+                Some(job) => Reply::ok(job.print(&extra_env(req))),
                 None => proto::not_found(&label, &d),
             },
         }
@@ -382,6 +382,22 @@ impl Daemon {
             self.drain.remove(&key);
         }
     }
+}
+
+/// `LAUNCHD_SIM_PRINT_EXTRA_ENV=K=V[,K=V…]`: keys launchd adds to the printed `environment`
+/// block (e.g. `MallocSpaceEfficient => 1` on Apple jobs). Printed only; the process does not get
+/// them.
+fn extra_env(req: &Request) -> Vec<(String, String)> {
+    req.knobs
+        .get("LAUNCHD_SIM_PRINT_EXTRA_ENV")
+        .map(|spec| {
+            spec.split(',')
+                .filter_map(|kv| kv.split_once('='))
+                .filter(|(k, _)| !k.is_empty())
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn knob_code(req: &Request, knob: &str, default: i32) -> i32 {

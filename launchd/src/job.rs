@@ -329,8 +329,9 @@ impl Job {
         }
     }
 
-    /// Renders `launchctl print <domain>/<label>`.
-    pub fn print(&self) -> String {
+    /// Renders `launchctl print <domain>/<label>`. `extra_env` are keys launchd adds to the
+    /// printed `environment` block of its own (the definition's keys win on a clash).
+    pub fn print(&self, extra_env: &[(String, String)]) -> String {
         let d = &self.def;
         let mut o = format!("{}/{} = {{\n", self.domain, d.label);
         o += &format!("\tactive count = {}\n", u32::from(self.child.is_some()));
@@ -356,6 +357,9 @@ impl Job {
         o += "\tenvironment = {\n";
         let mut env = d.environment.clone();
         env.insert("XPC_SERVICE_NAME".into(), d.label.clone());
+        for (k, v) in extra_env {
+            env.entry(k.clone()).or_insert_with(|| v.clone());
+        }
         for (k, v) in &env {
             o += &format!("\t\t{k} => {v}\n");
         }

@@ -903,3 +903,55 @@ fn bootout_escalates_to_sigkill_after_the_exit_timeout() {
         );
     }
 }
+
+#[test]
+fn launchd_may_add_keys_to_the_printed_environment() {
+    let mut s = Sim::new();
+    let p = s.plist(
+        "xenv.t",
+        ENV_LOOP,
+        "<key>EnvironmentVariables</key><dict><key>OURS</key><string>1</string></dict>\n",
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    let block = |s: &Sim| -> Vec<String> {
+        let text = stdout(&s.run(&["print", &s.target("xenv.t")]));
+        let start = text
+            .find("\tenvironment = {\n")
+            .expect("an environment block");
+        text[start..]
+            .lines()
+            .skip(1)
+            .take_while(|l| *l != "\t}")
+            .map(str::to_owned)
+            .collect()
+    };
+    // launchd's own XPC_SERVICE_NAME is always there.
+    assert_eq!(
+        block(&s),
+        ["\t\tOURS => 1", "\t\tXPC_SERVICE_NAME => xenv.t"]
+    );
+    s.env.push((
+        "LAUNCHD_SIM_PRINT_EXTRA_ENV".into(),
+        "MallocSpaceEfficient=1,OURS=theirs".into(),
+    ));
+    assert_eq!(
+        block(&s),
+        [
+            "\t\tMallocSpaceEfficient => 1",
+            "\t\tOURS => 1",
+            "\t\tXPC_SERVICE_NAME => xenv.t"
+        ],
+        "added keys are printed; the definition's own value wins"
+    );
+    // Printed only: the process was not given them.
+    let pid: u32 = s.field("xenv.t", "pid").unwrap().parse().unwrap();
+    let env = environ(&s.home(), pid);
+    assert!(env.contains(&"OURS=1".to_string()), "{env:?}");
+    assert!(
+        !env.iter().any(|kv| kv.starts_with("MallocSpaceEfficient=")),
+        "{env:?}"
+    );
+}
