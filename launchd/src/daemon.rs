@@ -7,6 +7,8 @@ use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::Signal;
+
 use crate::job::{self, Job};
 use crate::proto::{self, Reply, Request};
 use crate::state;
@@ -18,11 +20,12 @@ const DEFAULT_DRAIN_MS: u64 = 1000;
 
 struct Daemon {
     state_dir: PathBuf,
+    /// Loaded jobs by service target (`gui/501/label`): each domain has its own namespace.
     jobs: BTreeMap<String, Job>,
     home: String,
     user: String,
     shell: String,
-    /// The drain time from the last bootout's knobs.
+    /// The drain time from the last bootout's knobs, by service target.
     drain: BTreeMap<String, Duration>,
 }
 
@@ -106,6 +109,7 @@ impl Daemon {
             ["bootout", target] => self.bootout_label(target, req),
             ["bootout", domain, plist] => self.bootout_plist(domain, plist, req),
             ["kickstart", rest @ ..] => self.kickstart(rest, req),
+            ["kill", signal, target] => self.kill(signal, target, req),
             ["print", target] => self.print(target, req),
             _ => Reply::usage(&format!("unsupported arguments: {}", req.args.join(" "))),
         }
@@ -126,21 +130,32 @@ impl Daemon {
             Ok(def) => def,
             Err(code) => return Reply::failed(VERB, code),
         };
+        if !def.session_types.iter().any(|t| t == d.session_type()) {
+            // "Service cannot load in requested session": launchctl reports it as 5 (or 125).
+            let code = knob_code(req, "LAUNCHD_SIM_SESSION_CODE", 5);
+            return Reply::failed(VERB, code);
+        }
         if state::is_disabled(&self.state_dir, &d.name(), &def.label) {
             let code = knob_code(req, "LAUNCHD_SIM_DISABLED_CODE", 5);
             return Reply::failed(VERB, code);
         }
-        if self.jobs.contains_key(&def.label) {
+        let key = d.target(&def.label);
+        if self.jobs.contains_key(&key) {
             // Loaded, or still draining after a bootout.
             let code = knob_code(req, "LAUNCHD_SIM_BUSY_CODE", 5);
             return Reply::failed(VERB, code);
         }
-        let label = def.label.clone();
-        let mut job = Job::new(def, d.name());
+        // The system's default exit timeout for agents, as launchd had it at load time.
+        let exit_timeout = req
+            .knobs
+            .get("LAUNCHD_SIM_EXIT_TIMEOUT")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(job::EXIT_TIMEOUT_SECS);
+        let mut job = Job::new(def, d.name(), exit_timeout);
         if job.def.run_at_load {
             job.spawn(&self.home, &self.user, &self.shell);
         }
-        self.jobs.insert(label, job);
+        self.jobs.insert(key, job);
         Reply::ok("")
     }
 
@@ -151,7 +166,7 @@ impl Daemon {
         if let Err(code) = proto::check_domain(&d, &req.knobs) {
             return Reply::failed("Boot-out", code);
         }
-        self.bootout(&label, req, 3)
+        self.bootout(&d.target(&label), req, 3)
     }
 
     fn bootout_plist(&mut self, domain: &str, plist: &str, req: &Request) -> Reply {
@@ -161,38 +176,66 @@ impl Daemon {
         if let Err(code) = proto::check_domain(&d, &req.knobs) {
             return Reply::failed("Boot-out", code);
         }
-        let label = self
-            .jobs
-            .values()
-            .find(|j| j.def.plist_path == plist && !j.draining())
-            .map(|j| j.def.label.clone());
-        match label {
-            Some(label) => self.bootout(&label, req, 5),
-            None => Reply::failed("Boot-out", 5),
+        if let Some(missing) = proto::missing_plist(plist) {
+            return missing;
         }
+        // launchd finds the service by the plist's Label; a file it cannot read as a plist is
+        // matched by the path a job was loaded from.
+        let name = d.name();
+        let key = match job::read_label(Path::new(plist)) {
+            Some(label) => d.target(&label),
+            None => self
+                .jobs
+                .iter()
+                .find(|(_, j)| j.domain == name && j.def.plist_path == plist)
+                .map_or_else(String::new, |(k, _)| k.clone()),
+        };
+        // Not loaded: 113 in the plist form (nix-installer#520).
+        self.bootout(&key, req, 113)
     }
 
     /// Starts draining: SIGTERM now, SIGKILL after the exit timeout; the label lingers until the
     /// process is gone and the drain time has passed. Returns before the process exits.
-    fn bootout(&mut self, label: &str, req: &Request, missing: i32) -> Reply {
+    /// `missing` is the answer for a label that is not loaded (or already booting out).
+    ///
+    /// `LAUNCHD_SIM_BOOTOUT_IN_PROGRESS=N`: the next N bootouts that find the label (loaded or
+    /// draining) answer 36 "Operation now in progress" while the bootout goes on regardless.
+    fn bootout(&mut self, key: &str, req: &Request, missing: i32) -> Reply {
         let drain = Duration::from_millis(
             req.knobs
                 .get("LAUNCHD_SIM_DRAIN_MS")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(DEFAULT_DRAIN_MS),
         );
-        let Some(job) = self.jobs.get_mut(label).filter(|j| !j.draining()) else {
+        let Some(job) = self.jobs.get_mut(key) else {
             return Reply::failed("Boot-out", missing);
         };
+        let in_progress = req
+            .knobs
+            .get("LAUNCHD_SIM_BOOTOUT_IN_PROGRESS")
+            .and_then(|v| v.parse().ok())
+            .is_some_and(|n| state::take_counted(&self.state_dir, "bootout-in-progress.count", n));
+        let answer = if in_progress {
+            Reply::failed("Boot-out", 36)
+        } else {
+            Reply::ok("")
+        };
+        if job.draining() {
+            return if in_progress {
+                answer
+            } else {
+                Reply::failed("Boot-out", missing)
+            };
+        }
         job.sigterm_at = Some(Instant::now());
         job.next_spawn = None;
         if job.child.is_some() {
-            job.signal(libc::SIGTERM);
+            job.signal(Signal::SIGTERM);
         } else {
             job.drained_at = Some(Instant::now());
         }
-        self.drain.insert(label.to_owned(), drain);
-        Reply::ok("")
+        self.drain.insert(key.to_owned(), drain);
+        answer
     }
 
     fn kickstart(&mut self, rest: &[&str], req: &Request) -> Reply {
@@ -200,15 +243,13 @@ impl Daemon {
         let mut print_pid = false;
         let mut target = None;
         for a in rest {
-            match *a {
-                "-k" => kill = true,
-                "-p" => print_pid = true,
-                "-kp" | "-pk" => {
-                    kill = true;
-                    print_pid = true
+            match a.strip_prefix('-') {
+                // getopt("pks"): flags may be combined (`-kp`).
+                Some(flags) if proto::kickstart_flags(a) => {
+                    kill |= flags.contains('k');
+                    print_pid |= flags.contains('p');
                 }
-                "-s" => {}
-                t if !t.starts_with('-') && target.is_none() => target = Some(t),
+                None if target.is_none() => target = Some(*a),
                 _ => return Reply::usage("kickstart [-k] [-p] <service-target>"),
             }
         }
@@ -219,32 +260,70 @@ impl Daemon {
             return Reply::failed("Kickstart", code);
         }
         let (home, user, shell) = (self.home.clone(), self.user.clone(), self.shell.clone());
-        let Some(job) = self.jobs.get_mut(&label).filter(|j| !j.draining()) else {
+        let Some(job) = self
+            .jobs
+            .get_mut(&d.target(&label))
+            .filter(|j| !j.draining())
+        else {
             return proto::not_found(&label, &d);
         };
         if job.child.is_some() {
             if !kill {
-                let code = knob_code(req, "LAUNCHD_SIM_KICKSTART_RUNNING", 0);
-                if code != 0 {
-                    return Reply::failed("Kickstart", code);
-                }
-                return Reply::ok(pid_line(job.pid(), print_pid, req.stdout_tty));
+                // Already running: EALREADY, and launchctl prints nothing for it
+                // (ProcursusTeam/launchctl kickstart.c).
+                return match knob_code(req, "LAUNCHD_SIM_KICKSTART_RUNNING", 37) {
+                    0 => Reply::ok(pid_line(job.pid(), print_pid, req.stdout_tty)),
+                    37 => Reply::raw(37, ""),
+                    code => Reply::raw(
+                        code,
+                        format!(
+                            "Could not kickstart service \"{label}\": {code}: {}\n",
+                            proto::strerror(code)
+                        ),
+                    ),
+                };
             }
-            job.signal(libc::SIGTERM);
-            let deadline = Instant::now() + job::EXIT_TIMEOUT;
-            while !job.reap() && Instant::now() < deadline {
+            // `-k` kills with SIGKILL: the instance gets no chance to shut down cleanly, and
+            // `print` then shows `last terminating signal = Killed: 9` (kirodotdev/KiroCrew#1562).
+            job.signal(Signal::SIGKILL);
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while !job.reap() {
+                if Instant::now() >= deadline {
+                    let pid = job.pid().unwrap_or_default();
+                    return Reply::raw(1, format!("launchctl-sim: pid {pid} survived SIGKILL\n"));
+                }
                 std::thread::sleep(Duration::from_millis(5));
-            }
-            if job.child.is_some() {
-                job.signal(libc::SIGKILL);
-                while !job.reap() {
-                    std::thread::sleep(Duration::from_millis(5));
-                }
             }
         }
         // Kickstart runs the captured definition; it never re-reads the plist.
         job.spawn(&home, &user, &shell);
         Reply::ok(pid_line(job.pid(), print_pid, req.stdout_tty))
+    }
+
+    /// `kill SIGNAL TARGET`: signals the running instance and nothing else; what happens next
+    /// (KeepAlive's respawn after the throttle, a drain) follows from the exit.
+    fn kill(&mut self, signal: &str, target: &str, req: &Request) -> Reply {
+        let Some(sig) = proto::parse_signal(signal) else {
+            return Reply::raw(64, "Invalid signal.\n");
+        };
+        let Some((d, Some(label))) = proto::parse_target(target) else {
+            return Reply::usage("kill <signal-name|signal-number> <service-target>");
+        };
+        if let Err(code) = proto::check_domain(&d, &req.knobs) {
+            return Reply::failed("Kill", code);
+        }
+        let Some(job) = self.jobs.get(&d.target(&label)) else {
+            // The clone's kill.c prints no "Bad request." line of its own for 113.
+            return Reply::raw(113, proto::not_found_line(&label, &d));
+        };
+        match job.pid() {
+            // ESRCH, worded as ProcursusTeam/launchctl kill.c words it.
+            None => Reply::raw(3, "No process to signal.\n"),
+            Some(_) => {
+                job.signal(sig);
+                Reply::ok("")
+            }
+        }
     }
 
     fn print(&mut self, target: &str, req: &Request) -> Reply {
@@ -268,8 +347,8 @@ impl Daemon {
                     self.jobs.values().filter(|j| j.domain == name),
                 ))
             }
-            Some(label) => match self.jobs.get(&label) {
-                Some(job) => Reply::ok(job.print()),
+            Some(label) => match self.jobs.get(&d.target(&label)) {
+                Some(job) => Reply::ok(job.print(&extra_env(req))),
                 None => proto::not_found(&label, &d),
             },
         }
@@ -279,7 +358,7 @@ impl Daemon {
     fn tick(&mut self) {
         let now = Instant::now();
         let mut gone = vec![];
-        for (label, job) in self.jobs.iter_mut() {
+        for (key, job) in self.jobs.iter_mut() {
             job.reap();
             if job.child.is_none() && !job.draining() {
                 if let Some(at) = job.next_spawn {
@@ -288,21 +367,37 @@ impl Daemon {
                     }
                 }
             }
-            if let Some(sent) = job.sigterm_at {
-                if job.child.is_some() && sent.elapsed() >= job::EXIT_TIMEOUT {
-                    job.signal(libc::SIGKILL);
+            if job.draining() {
+                if job.past_exit_timeout() {
+                    job.signal(Signal::SIGKILL);
                 }
-                let linger = self.drain.get(label).copied().unwrap_or_default();
+                let linger = self.drain.get(key).copied().unwrap_or_default();
                 if job.drained_at.is_some_and(|t| t.elapsed() >= linger) {
-                    gone.push(label.clone());
+                    gone.push(key.clone());
                 }
             }
         }
-        for label in gone {
-            self.jobs.remove(&label);
-            self.drain.remove(&label);
+        for key in gone {
+            self.jobs.remove(&key);
+            self.drain.remove(&key);
         }
     }
+}
+
+/// `LAUNCHD_SIM_PRINT_EXTRA_ENV=K=V[,K=V…]`: keys launchd adds to the printed `environment`
+/// block (e.g. `MallocSpaceEfficient => 1` on Apple jobs). Printed only; the process does not get
+/// them.
+fn extra_env(req: &Request) -> Vec<(String, String)> {
+    req.knobs
+        .get("LAUNCHD_SIM_PRINT_EXTRA_ENV")
+        .map(|spec| {
+            spec.split(',')
+                .filter_map(|kv| kv.split_once('='))
+                .filter(|(k, _)| !k.is_empty())
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 fn knob_code(req: &Request, knob: &str, default: i32) -> i32 {

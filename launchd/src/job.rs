@@ -9,12 +9,16 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use nix::errno::Errno;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 use plist::Value;
 
 /// launchd's default PATH for jobs.
 pub const DEFAULT_PATH: &str = "/usr/bin:/bin:/usr/sbin:/sbin";
-/// How long launchd waits after SIGTERM before SIGKILL (agents).
-pub const EXIT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long launchd waits after SIGTERM before SIGKILL, in seconds, for agents that do not set
+/// `ExitTimeOut` (`print` shows `exit timeout = 5`).
+pub const EXIT_TIMEOUT_SECS: u64 = 5;
 /// launchd's `EX_CONFIG`: the program, a log path or the working directory could not be used.
 pub const EX_CONFIG: i32 = 78;
 
@@ -31,6 +35,10 @@ pub struct Definition {
     pub run_at_load: bool,
     pub keep_alive: bool,
     pub throttle_interval: u64,
+    /// `LimitLoadToSessionType` (a string or an array); without it, `Aqua` only (TN2083).
+    pub session_types: Vec<String>,
+    /// `ExitTimeOut`: seconds from SIGTERM to SIGKILL; 0 means never (launchd.plist(5)).
+    pub exit_timeout: Option<u64>,
 }
 
 /// Why a plist could not be bootstrapped: the launchctl exit code.
@@ -39,8 +47,7 @@ pub type LoadError = i32;
 /// Reads and checks a plist as launchd does at bootstrap.
 pub fn load(path: &Path) -> Result<Definition, LoadError> {
     let meta = std::fs::symlink_metadata(path).map_err(|_| 2)?;
-    // SAFETY: getuid cannot fail.
-    let me = unsafe { libc::getuid() };
+    let me = nix::unistd::getuid().as_raw();
     // launchd refuses a plist the user does not own, one others can write, and (as modelled
     // here) a symlink: write a real file.
     if meta.file_type().is_symlink() || meta.uid() != me || meta.mode() & 0o022 != 0 {
@@ -88,6 +95,14 @@ pub fn load(path: &Path) -> Result<Definition, LoadError> {
         .get("ThrottleInterval")
         .and_then(Value::as_signed_integer)
         .map_or(10, |n| n.max(0) as u64);
+    let session_types = match d.get("LimitLoadToSessionType") {
+        Some(Value::String(t)) => vec![t.clone()],
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|v| v.as_string().map(str::to_owned))
+            .collect(),
+        _ => vec!["Aqua".to_owned()],
+    };
     Ok(Definition {
         label,
         plist_path: path.to_string_lossy().into_owned(),
@@ -99,7 +114,19 @@ pub fn load(path: &Path) -> Result<Definition, LoadError> {
         run_at_load: boolean("RunAtLoad"),
         keep_alive: boolean("KeepAlive"),
         throttle_interval,
+        session_types,
+        exit_timeout: d
+            .get("ExitTimeOut")
+            .and_then(Value::as_signed_integer)
+            .map(|n| n.max(0) as u64),
     })
+}
+
+/// The `Label` of a plist, if it can be read as one (plist-form `bootout` finds the service by it).
+pub fn read_label(path: &Path) -> Option<String> {
+    let value = Value::from_file(path).ok()?;
+    let label = value.as_dictionary()?.get("Label")?.as_string()?;
+    Some(label.to_owned())
 }
 
 /// How the last instance ended.
@@ -125,11 +152,15 @@ pub struct Job {
     pub sigterm_at: Option<Instant>,
     /// Set when a booted-out job's process has exited; the label lingers a while after.
     pub drained_at: Option<Instant>,
+    /// Seconds from SIGTERM to SIGKILL at bootout; 0 = never.
+    pub exit_timeout: u64,
 }
 
 impl Job {
-    pub fn new(def: Definition, domain: String) -> Job {
+    /// A job loaded now; `default_exit_timeout` applies when the plist sets no `ExitTimeOut`.
+    pub fn new(def: Definition, domain: String, default_exit_timeout: u64) -> Job {
         Job {
+            exit_timeout: def.exit_timeout.unwrap_or(default_exit_timeout),
             def,
             domain,
             child: None,
@@ -149,6 +180,15 @@ impl Job {
 
     pub fn draining(&self) -> bool {
         self.sigterm_at.is_some()
+    }
+
+    /// Whether a booted-out instance has outlived its exit timeout and must get SIGKILL.
+    pub fn past_exit_timeout(&self) -> bool {
+        self.child.is_some()
+            && self.exit_timeout > 0
+            && self
+                .sigterm_at
+                .is_some_and(|t| t.elapsed() >= Duration::from_secs(self.exit_timeout))
     }
 
     /// The `state = …` line of `print`.
@@ -232,10 +272,12 @@ impl Job {
                 cmd.current_dir("/");
             }
         }
-        // SAFETY: setsid is async-signal-safe; each job leads its own session, as under launchd.
+        // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
+        // calls are allowed; setsid(2) is one, and the closure touches no memory of the parent.
+        // Each job leads its own session, as under launchd.
         unsafe {
             cmd.pre_exec(|| {
-                libc::setsid();
+                nix::unistd::setsid()?;
                 Ok(())
             });
         }
@@ -279,16 +321,17 @@ impl Job {
         }
     }
 
-    /// Sends a signal to the running instance, if any.
-    pub fn signal(&self, sig: i32) {
+    /// Sends a signal to the running instance, if any. The pid is a child this daemon spawned
+    /// and has not reaped, so it cannot have been reused.
+    pub fn signal(&self, sig: Signal) {
         if let Some(pid) = self.pid() {
-            // SAFETY: signalling a child this daemon spawned and has not reaped.
-            unsafe { libc::kill(pid as i32, sig) };
+            let _ = kill_pid(pid, sig);
         }
     }
 
-    /// Renders `launchctl print <domain>/<label>`.
-    pub fn print(&self) -> String {
+    /// Renders `launchctl print <domain>/<label>`. `extra_env` are keys launchd adds to the
+    /// printed `environment` block of its own (the definition's keys win on a clash).
+    pub fn print(&self, extra_env: &[(String, String)]) -> String {
         let d = &self.def;
         let mut o = format!("{}/{} = {{\n", self.domain, d.label);
         o += &format!("\tactive count = {}\n", u32::from(self.child.is_some()));
@@ -314,12 +357,15 @@ impl Job {
         o += "\tenvironment = {\n";
         let mut env = d.environment.clone();
         env.insert("XPC_SERVICE_NAME".into(), d.label.clone());
+        for (k, v) in extra_env {
+            env.entry(k.clone()).or_insert_with(|| v.clone());
+        }
         for (k, v) in &env {
             o += &format!("\t\t{k} => {v}\n");
         }
         o += "\t}\n";
         o += &format!("\tdomain = {} [100020]\n", self.domain);
-        o += &format!("\texit timeout = {}\n", EXIT_TIMEOUT.as_secs());
+        o += &format!("\texit timeout = {}\n", self.exit_timeout);
         o += &format!("\truns = {}\n", self.runs);
         if let Some(pid) = self.pid() {
             o += &format!("\tpid = {pid}\n");
@@ -331,8 +377,8 @@ impl Job {
             LastExit::Never => o += "\tlast exit code = (never exited)\n",
             LastExit::Code(EX_CONFIG) => o += "\tlast exit code = 78: EX_CONFIG\n",
             LastExit::Code(c) => o += &format!("\tlast exit code = {c}\n"),
+            // After a signal death launchd prints this line instead of `last exit code`.
             LastExit::Signal(s) => {
-                o += "\tlast exit code = (never exited)\n";
                 o += &format!("\tlast terminating signal = {}: {s}\n", signal_name(s));
             }
         }
@@ -349,13 +395,33 @@ impl Job {
     }
 }
 
+/// Signals one process. A pid that does not fit a positive `pid_t` is refused: 0 and negative
+/// values would signal a whole process group (-1: every process we may signal).
+pub fn kill_pid(pid: u32, sig: Signal) -> nix::Result<()> {
+    match i32::try_from(pid) {
+        Ok(p) if p > 0 => kill(Pid::from_raw(p), sig),
+        _ => Err(Errno::EINVAL),
+    }
+}
+
+/// The signal's description as macOS's `strsignal` words it (`Terminated: 15`).
 fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        libc::SIGTERM => "Terminated",
-        libc::SIGKILL => "Killed",
-        libc::SIGINT => "Interrupt",
-        libc::SIGABRT => "Abort trap",
-        libc::SIGSEGV => "Segmentation fault",
-        _ => "Signal",
+    match Signal::try_from(sig) {
+        Ok(Signal::SIGHUP) => "Hangup",
+        Ok(Signal::SIGINT) => "Interrupt",
+        Ok(Signal::SIGQUIT) => "Quit",
+        Ok(Signal::SIGILL) => "Illegal instruction",
+        Ok(Signal::SIGTRAP) => "Trace/BPT trap",
+        Ok(Signal::SIGABRT) => "Abort trap",
+        Ok(Signal::SIGBUS) => "Bus error",
+        Ok(Signal::SIGFPE) => "Floating point exception",
+        Ok(Signal::SIGKILL) => "Killed",
+        Ok(Signal::SIGUSR1) => "User defined signal 1",
+        Ok(Signal::SIGSEGV) => "Segmentation fault",
+        Ok(Signal::SIGUSR2) => "User defined signal 2",
+        Ok(Signal::SIGPIPE) => "Broken pipe",
+        Ok(Signal::SIGALRM) => "Alarm clock",
+        Ok(Signal::SIGTERM) => "Terminated",
+        _ => "Unknown signal",
     }
 }

@@ -107,6 +107,11 @@ fn dispatch(args: Vec<String>) -> Reply {
             Reply::ok(out)
         }
         ["bootstrap", _, _] => send(&state, args.clone(), knobs, true),
+        ["kill", signal, target] => match send(&state, args.clone(), knobs.clone(), false) {
+            // No daemon: nothing is loaded.
+            r if r.code == -1 => kill_not_loaded(signal, target, &knobs),
+            r => r,
+        },
         [verb @ ("bootout" | "kickstart" | "print"), ..] => {
             if *verb == "print" && a.len() == 2 {
                 if let Some((d, None)) = proto::parse_target(a[1]) {
@@ -132,9 +137,23 @@ fn dispatch(args: Vec<String>) -> Reply {
     }
 }
 
+/// `kill` when no daemon runs: the same checks as the daemon's, then 113.
+fn kill_not_loaded(signal: &str, target: &str, knobs: &BTreeMap<String, String>) -> Reply {
+    if proto::parse_signal(signal).is_none() {
+        return Reply::raw(64, "Invalid signal.\n");
+    }
+    let Some((d, Some(label))) = proto::parse_target(target) else {
+        return Reply::usage("kill <signal-name|signal-number> <service-target>");
+    };
+    if let Err(code) = proto::check_domain(&d, knobs) {
+        return Reply::failed("Kill", code);
+    }
+    Reply::raw(113, proto::not_found_line(&label, &d))
+}
+
 /// The answer when no daemon runs (so nothing is loaded).
 fn not_loaded(verb: &str, a: &[&str], knobs: &BTreeMap<String, String>) -> Reply {
-    let flags_ok = |f: &&str| verb == "kickstart" && ["-k", "-p", "-kp", "-pk", "-s"].contains(f);
+    let flags_ok = |f: &&str| verb == "kickstart" && proto::kickstart_flags(f);
     if a.iter().skip(1).any(|s| s.starts_with('-') && !flags_ok(s)) {
         return Reply::usage(&format!("{verb}: unrecognized option"));
     }
@@ -157,7 +176,13 @@ fn not_loaded(verb: &str, a: &[&str], knobs: &BTreeMap<String, String>) -> Reply
             d.kind
         )),
         ("bootout", Some(_)) => Reply::failed("Boot-out", 3),
-        ("bootout", None) => Reply::failed("Boot-out", 5),
+        ("bootout", None) => match a.get(2) {
+            Some(plist) => {
+                proto::missing_plist(plist).unwrap_or_else(|| Reply::failed("Boot-out", 113))
+            }
+            // Booting out a whole domain (a logout) is not modelled.
+            None => Reply::usage("bootout <service-target> | <domain-target> <path>"),
+        },
         (_, Some(label)) => proto::not_found(&label, &d),
         (_, None) => Reply::usage(&format!("{verb} <service-target>")),
     }
@@ -220,10 +245,12 @@ fn spawn_daemon(state: &Path) -> std::io::Result<()> {
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
-    // SAFETY: setsid is async-signal-safe; the daemon must outlive this client's session.
+    // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
+    // calls are allowed; setsid(2) is one, and the closure touches no memory of the parent. The
+    // daemon leads its own session so it outlives this client's.
     unsafe {
         cmd.pre_exec(|| {
-            libc::setsid();
+            nix::unistd::setsid()?;
             Ok(())
         });
     }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
 /// One launchctl invocation, forwarded to the daemon.
@@ -78,6 +79,27 @@ pub fn strerror(code: i32) -> &'static str {
     }
 }
 
+/// Whether `arg` is a flag group `kickstart` accepts (getopt `"pks"`: `-k`, `-p`, `-kp`, …).
+pub fn kickstart_flags(arg: &str) -> bool {
+    arg.strip_prefix('-')
+        .is_some_and(|f| !f.is_empty() && f.chars().all(|c| "kps".contains(c)))
+}
+
+/// The signal of `launchctl kill SIGNAL TARGET`: a number, or a name with or without `SIG`, in
+/// any case, with an optional leading `-` (ProcursusTeam/launchctl `kill.c`). Numbers are this
+/// system's (the common ones, 1–15, are the same on macOS and Linux).
+pub fn parse_signal(arg: &str) -> Option<Signal> {
+    let s = arg.strip_prefix('-').unwrap_or(arg);
+    let s = match s.get(..3) {
+        Some(sig) if s.len() > 3 && sig.eq_ignore_ascii_case("sig") => &s[3..],
+        _ => s,
+    };
+    if let Ok(n) = s.parse::<i32>() {
+        return Signal::try_from(n).ok();
+    }
+    format!("SIG{}", s.to_ascii_uppercase()).parse().ok()
+}
+
 /// `gui/<uid>` or `user/<uid>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Domain {
@@ -88,6 +110,22 @@ pub struct Domain {
 impl Domain {
     pub fn name(&self) -> String {
         format!("{}/{}", self.kind, self.uid)
+    }
+
+    /// The session type a job must allow to load here: `gui/<uid>` is the user's Aqua session,
+    /// `user/<uid>` a Background session.
+    pub fn session_type(&self) -> &'static str {
+        if self.kind == "gui" {
+            "Aqua"
+        } else {
+            "Background"
+        }
+    }
+
+    /// The service target `<domain>/<label>`: jobs are looked up per domain, so a job loaded in
+    /// `user/<uid>` is not visible in `gui/<uid>`.
+    pub fn target(&self, label: &str) -> String {
+        format!("{}/{label}", self.name())
     }
 }
 
@@ -112,9 +150,7 @@ pub fn parse_target(s: &str) -> Option<(Domain, Option<String>)> {
 /// Checks that a domain exists for this caller: 112 for another user's, 125 for a GUI domain
 /// when the `LAUNCHD_SIM_NO_GUI` knob says nobody is at the console.
 pub fn check_domain(d: &Domain, knobs: &BTreeMap<String, String>) -> Result<(), i32> {
-    // SAFETY: getuid cannot fail.
-    let me = unsafe { libc::getuid() };
-    if d.uid != me {
+    if d.uid != nix::unistd::getuid().as_raw() {
         return Err(112);
     }
     if d.kind == "gui" && knobs.get("LAUNCHD_SIM_NO_GUI").is_some_and(|v| v == "1") {
@@ -123,15 +159,32 @@ pub fn check_domain(d: &Domain, knobs: &BTreeMap<String, String>) -> Result<(), 
     Ok(())
 }
 
-/// The message launchctl prints when a label is not loaded.
+/// Plist-form `bootout` of a file that does not exist: 2, with the path on the line before
+/// (nix-installer#1234).
+pub fn missing_plist(plist: &str) -> Option<Reply> {
+    if std::path::Path::new(plist).exists() {
+        return None;
+    }
+    let mut reply = Reply::failed("Boot-out", 2);
+    reply.stderr = format!("{plist}: No such file or directory\n{}", reply.stderr);
+    Some(reply)
+}
+
+/// `Could not find service "LABEL" in domain for user gui: 501` (`for uid: 501` in a user
+/// domain): launchctl's line for 113 (ProcursusTeam/launchctl `launchctl.c`).
+pub fn not_found_line(label: &str, d: &Domain) -> String {
+    let domain = if d.kind == "gui" {
+        format!("user gui: {}", d.uid)
+    } else {
+        format!("uid: {}", d.uid)
+    };
+    format!("Could not find service \"{label}\" in domain for {domain}\n")
+}
+
+/// `print`/`kickstart` of a label that is not loaded: 113, with `Bad request.` on the line
+/// before the `Could not find service` one (toss-agent-runtime#40).
 pub fn not_found(label: &str, d: &Domain) -> Reply {
-    Reply::raw(
-        113,
-        format!(
-            "Could not find service \"{label}\" in domain for user {}: {}\n",
-            d.kind, d.uid
-        ),
-    )
+    Reply::raw(113, format!("Bad request.\n{}", not_found_line(label, d)))
 }
 
 #[cfg(test)]
@@ -148,5 +201,34 @@ mod tests {
         assert_eq!(parse_target("user/0").unwrap().1, None);
         assert!(parse_target("system/com.x").is_none());
         assert!(parse_target("gui/abc/x").is_none());
+    }
+
+    #[test]
+    fn signals_by_number_and_name() {
+        for (arg, sig) in [
+            ("SIGTERM", Signal::SIGTERM),
+            ("TERM", Signal::SIGTERM),
+            ("term", Signal::SIGTERM),
+            ("-SIGTERM", Signal::SIGTERM),
+            ("15", Signal::SIGTERM),
+            ("-9", Signal::SIGKILL),
+            ("SIGKILL", Signal::SIGKILL),
+            ("sigHup", Signal::SIGHUP),
+        ] {
+            assert_eq!(parse_signal(arg), Some(sig), "{arg}");
+        }
+        for bad in ["", "0", "-0", "SIG", "NOPE", "SIGNOPE", "999", "gui/1/x"] {
+            assert_eq!(parse_signal(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn kickstart_flag_groups() {
+        for ok in ["-k", "-p", "-s", "-kp", "-pk", "-kps"] {
+            assert!(kickstart_flags(ok), "{ok}");
+        }
+        for bad in ["-", "-x", "-kx", "k", "--k", "gui/1/x"] {
+            assert!(!kickstart_flags(bad), "{bad}");
+        }
     }
 }

@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::collections::BTreeMap as Map;
-use std::ffi::CStr;
 use std::path::{Path, PathBuf};
 
 fn disabled_path(state: &Path) -> PathBuf {
@@ -53,38 +52,29 @@ pub fn take_injected_failure(state: &Path, knobs: &BTreeMap<String, String>) -> 
     let Some(limit) = count else {
         return Some(code);
     };
-    let counter = state.join("fail-bootstrap.count");
+    take_counted(state, "fail-bootstrap.count", limit).then_some(code)
+}
+
+/// True for the first `limit` calls that ask, false after: the count is kept in `file` in the
+/// state directory, so it spans calls (and daemon restarts).
+pub fn take_counted(state: &Path, file: &str, limit: u32) -> bool {
+    let counter = state.join(file);
     let used: u32 = std::fs::read_to_string(&counter)
         .ok()
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or(0);
     if used >= limit {
-        return None;
+        return false;
     }
     let _ = std::fs::write(&counter, format!("{}\n", used + 1));
-    Some(code)
+    true
 }
 
 /// The user's name and shell from the user database (what launchd gives jobs).
 pub fn passwd() -> (String, String) {
-    // SAFETY: getpwuid_r writes only into buffers we own; strings are copied before return.
-    unsafe {
-        let mut pwd: libc::passwd = std::mem::zeroed();
-        let mut buf = vec![0 as libc::c_char; 4096];
-        let mut result: *mut libc::passwd = std::ptr::null_mut();
-        let rc = libc::getpwuid_r(
-            libc::getuid(),
-            &mut pwd,
-            buf.as_mut_ptr(),
-            buf.len(),
-            &mut result,
-        );
-        if rc != 0 || result.is_null() {
-            return ("unknown".into(), "/bin/sh".into());
-        }
-        (
-            CStr::from_ptr(pwd.pw_name).to_string_lossy().into_owned(),
-            CStr::from_ptr(pwd.pw_shell).to_string_lossy().into_owned(),
-        )
+    // nix retries getpwuid_r with a larger buffer on ERANGE, so a long entry is not lost.
+    match nix::unistd::User::from_uid(nix::unistd::getuid()) {
+        Ok(Some(u)) => (u.name, u.shell.to_string_lossy().into_owned()),
+        _ => ("unknown".into(), "/bin/sh".into()),
     }
 }

@@ -1,11 +1,17 @@
 //! Conformance of launchctl-sim with ../shared/LAUNCHD.md: exit codes, stderr lines, `print`
 //! layout, the drain race, the stale-definition trap, environment isolation, KeepAlive and
 //! throttling. Every test uses its own state directory and HOME, and kills what it started.
+//!
+//! Processes are found through `sysinfo` (no `/proc`), so the harness also runs on macOS.
 
+use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+use sysinfo::{ProcessRefreshKind, ProcessStatus, ProcessesToUpdate, System, UpdateKind};
 
 const SIM: &str = env!("CARGO_BIN_EXE_launchctl-sim");
 
@@ -19,8 +25,7 @@ impl Sim {
     fn new() -> Sim {
         Sim {
             dir: tempfile::Builder::new().prefix("sim-").tempdir().unwrap(),
-            // SAFETY: getuid cannot fail.
-            uid: unsafe { libc::getuid() },
+            uid: nix::unistd::getuid().as_raw(),
             env: vec![],
         }
     }
@@ -45,6 +50,9 @@ impl Sim {
     }
     fn target(&self, label: &str) -> String {
         format!("gui/{}/{label}", self.uid)
+    }
+    fn user(&self) -> String {
+        format!("user/{}", self.uid)
     }
     /// Writes a job plist running `sh -c SCRIPT`.
     fn plist(&self, label: &str, script: &str, extra: &str) -> PathBuf {
@@ -86,19 +94,78 @@ impl Sim {
 
 impl Drop for Sim {
     fn drop(&mut self) {
-        // Kill, by pid, every process carrying this test's HOME (jobs and the daemon).
+        // Kill, by pid, this test's daemon, every process carrying this test's HOME (the jobs),
+        // and their descendants. Nothing is matched by name.
         let needle = format!("HOME={}", self.home().display());
-        for e in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-                continue;
-            };
-            if let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) {
-                if env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
-                    unsafe { libc::kill(pid, libc::SIGKILL) };
+        let state = self.dir.path().join("state");
+        let mut sys = System::new();
+        sys.refresh_processes_specifics(
+            ProcessesToUpdate::All,
+            true,
+            ProcessRefreshKind::nothing()
+                .with_environ(UpdateKind::Always)
+                .with_cmd(UpdateKind::Always),
+        );
+        let mut doomed: BTreeSet<sysinfo::Pid> = sys
+            .processes()
+            .iter()
+            .filter(|(_, p)| {
+                let daemon = p.cmd().get(1).is_some_and(|a| a == "__daemon")
+                    && p.cmd().get(2).is_some_and(|a| Path::new(a) == state);
+                daemon || p.environ().iter().any(|kv| *kv == *needle)
+            })
+            .map(|(pid, _)| *pid)
+            .collect();
+        loop {
+            let before = doomed.len();
+            for (pid, p) in sys.processes() {
+                if p.parent().is_some_and(|parent| doomed.contains(&parent)) {
+                    doomed.insert(*pid);
                 }
             }
+            if doomed.len() == before {
+                break;
+            }
+        }
+        doomed.remove(&sysinfo::Pid::from_u32(std::process::id()));
+        for pid in doomed {
+            kill_pid(pid.as_u32(), Signal::SIGKILL);
         }
     }
+}
+
+/// Signals one process by pid; refuses pids that would address a process group.
+fn kill_pid(pid: u32, sig: Signal) {
+    if let Ok(p) = i32::try_from(pid) {
+        if p > 0 {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), sig);
+        }
+    }
+}
+
+/// The kernel's view of one process: `None` when it is gone or a zombie.
+fn process_env(pid: u32) -> Option<Vec<String>> {
+    let mut sys = System::new();
+    let spid = sysinfo::Pid::from_u32(pid);
+    sys.refresh_processes_specifics(
+        ProcessesToUpdate::Some(&[spid]),
+        true,
+        ProcessRefreshKind::nothing().with_environ(UpdateKind::Always),
+    );
+    let p = sys.process(spid)?;
+    if matches!(p.status(), ProcessStatus::Zombie | ProcessStatus::Dead) {
+        return None;
+    }
+    Some(
+        p.environ()
+            .iter()
+            .map(|kv| kv.to_string_lossy().into_owned())
+            .collect(),
+    )
+}
+
+fn alive(pid: u32) -> bool {
+    process_env(pid).is_some()
 }
 
 fn code(o: &Output) -> i32 {
@@ -110,34 +177,83 @@ fn stderr(o: &Output) -> String {
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
-fn environ(pid: u32) -> Vec<String> {
-    let raw = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
-    raw.split(|b| *b == 0)
-        .filter(|s| !s.is_empty())
-        .map(|s| String::from_utf8_lossy(s).into_owned())
+/// A job's environment as the kernel shows it. Where the kernel hides it (macOS, for
+/// platform binaries such as `/bin/sh`), the dump an `ENV_LOOP` job wrote at start is used.
+fn environ(home: &Path, pid: u32) -> Vec<String> {
+    let live = process_env(pid).unwrap_or_default();
+    if !live.is_empty() {
+        return live;
+    }
+    let dump = home.join(format!("env.{pid}"));
+    let t0 = Instant::now();
+    while !dump.exists() && t0.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::read_to_string(dump)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
         .collect()
 }
 
 const LOOP: &str = "while :; do sleep 0.05; done";
+/// What Homebrew (and oyster) write, so one plist loads in `gui/<uid>` and `user/<uid>`.
+const BOTH_SESSIONS: &str = "<key>LimitLoadToSessionType</key><array><string>Aqua</string>\
+     <string>Background</string><string>LoginWindow</string><string>StandardIO</string>\
+     <string>System</string></array>\n";
+/// A loop that first dumps its environment to `$HOME/env.<pid>` (see `environ`).
+const ENV_LOOP: &str = "/usr/bin/env > \"$HOME/env.$$\"; while :; do sleep 0.05; done";
 
 #[test]
 fn unloaded_labels_answer_113_3_and_5() {
     let s = Sim::new();
-    let o = s.run(&["print", &s.target("x.y")]);
-    assert_eq!(code(&o), 113);
-    assert!(
-        stderr(&o).contains("Could not find service \"x.y\" in domain for user gui:"),
-        "{}",
-        stderr(&o)
+    // Two lines, "Bad request." first (toss-agent-runtime#40), for print and kickstart.
+    let missing = format!(
+        "Bad request.\nCould not find service \"x.y\" in domain for user gui: {}\n",
+        s.uid
     );
-    assert_eq!(code(&s.run(&["kickstart", "-k", &s.target("x.y")])), 113);
+    for args in [vec!["print"], vec!["kickstart"], vec!["kickstart", "-k"]] {
+        let mut args = args;
+        let target = s.target("x.y");
+        args.push(&target);
+        let o = s.run(&args);
+        assert_eq!((code(&o), stderr(&o)), (113, missing.clone()), "{args:?}");
+    }
+    let o = s.run(&["print", &format!("{}/x.y", s.user())]);
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "Bad request.\nCould not find service \"x.y\" in domain for uid: {}\n",
+            s.uid
+        )
+    );
     let o = s.run(&["bootout", &s.target("x.y")]);
     assert_eq!(
         (code(&o), stderr(&o).as_str()),
         (3, "Boot-out failed: 3: No such process\n")
     );
+    // The plist form answers 113 for an unloaded label (nix-installer#520), 2 for no file.
     let p = s.plist("x.y", LOOP, "");
-    assert_eq!(code(&s.run(&["bootout", &s.gui(), p.to_str().unwrap()])), 5);
+    let o = s.run(&["bootout", &s.gui(), p.to_str().unwrap()]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (
+            113,
+            "Boot-out failed: 113: Could not find specified service\n"
+        )
+    );
+    let gone = s.home().join("gone.plist");
+    let o = s.run(&["bootout", &s.gui(), gone.to_str().unwrap()]);
+    assert_eq!(
+        (code(&o), stderr(&o)),
+        (
+            2,
+            format!(
+                "{}: No such file or directory\nBoot-out failed: 2: No such file or directory\n",
+                gone.display()
+            )
+        )
+    );
     assert_eq!(code(&s.run(&["bootout", "--wait", &s.target("x.y")])), 64);
     assert_eq!(code(&s.run(&["frobnicate"])), 64);
     assert_eq!(code(&s.run(&["print", "gui/99999/x"])), 112);
@@ -186,7 +302,7 @@ fn the_job_gets_launchds_environment_not_the_callers() {
     let s = Sim::new();
     let p = s.plist(
         "env.t",
-        LOOP,
+        ENV_LOOP,
         "<key>EnvironmentVariables</key><dict><key>FOO</key><string>$HOME/x</string></dict>\n",
     );
     assert_eq!(
@@ -194,7 +310,7 @@ fn the_job_gets_launchds_environment_not_the_callers() {
         0
     );
     let pid: u32 = s.field("env.t", "pid").unwrap().parse().unwrap();
-    let env = environ(pid);
+    let env = environ(&s.home(), pid);
     assert!(
         env.contains(&"PATH=/usr/bin:/bin:/usr/sbin:/sbin".to_string()),
         "{env:?}"
@@ -212,7 +328,7 @@ fn the_job_gets_launchds_environment_not_the_callers() {
     // The plist's PATH overrides the default.
     let q = s.plist(
         "env.u",
-        LOOP,
+        ENV_LOOP,
         "<key>EnvironmentVariables</key><dict><key>PATH</key><string>/opt/x:/bin</string></dict>\n",
     );
     assert_eq!(
@@ -220,7 +336,7 @@ fn the_job_gets_launchds_environment_not_the_callers() {
         0
     );
     let pid: u32 = s.field("env.u", "pid").unwrap().parse().unwrap();
-    assert!(environ(pid).contains(&"PATH=/opt/x:/bin".to_string()));
+    assert!(environ(&s.home(), pid).contains(&"PATH=/opt/x:/bin".to_string()));
 }
 
 #[test]
@@ -228,7 +344,7 @@ fn kickstart_never_rereads_the_plist() {
     let s = Sim::new();
     let p = s.plist(
         "stale.t",
-        LOOP,
+        ENV_LOOP,
         "<key>EnvironmentVariables</key><dict><key>GEN</key><string>one</string></dict>\n",
     );
     assert_eq!(
@@ -238,7 +354,7 @@ fn kickstart_never_rereads_the_plist() {
     let old: u32 = s.field("stale.t", "pid").unwrap().parse().unwrap();
     s.plist(
         "stale.t",
-        LOOP,
+        ENV_LOOP,
         "<key>EnvironmentVariables</key><dict><key>GEN</key><string>two</string></dict>\n",
     );
     let o = s.run(&["kickstart", "-k", "-p", &s.target("stale.t")]);
@@ -246,7 +362,7 @@ fn kickstart_never_rereads_the_plist() {
     let new: u32 = stdout(&o).trim().parse().expect("bare pid on a pipe");
     assert_ne!(old, new);
     assert!(
-        environ(new).contains(&"GEN=one".to_string()),
+        environ(&s.home(), new).contains(&"GEN=one".to_string()),
         "the captured definition runs"
     );
     // Only bootout + bootstrap picks up the edit.
@@ -259,7 +375,7 @@ fn kickstart_never_rereads_the_plist() {
         0
     );
     let pid: u32 = s.field("stale.t", "pid").unwrap().parse().unwrap();
-    assert!(environ(pid).contains(&"GEN=two".to_string()));
+    assert!(environ(&s.home(), pid).contains(&"GEN=two".to_string()));
 }
 
 #[test]
@@ -280,10 +396,7 @@ fn bootout_returns_before_the_process_is_gone_and_the_label_lingers() {
         t0.elapsed() < Duration::from_millis(900),
         "bootout waited for the process"
     );
-    assert!(
-        Path::new(&format!("/proc/{pid}")).exists(),
-        "still alive right after bootout"
-    );
+    assert!(alive(pid), "still alive right after bootout");
     assert_eq!(s.field("drain.t", "state").as_deref(), Some("SIGTERMed"));
     let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
     assert_eq!(code(&o), 5, "bootstrap while draining fails with 5");
@@ -414,7 +527,7 @@ fn unusable_paths_end_as_ex_config_and_bad_plists_are_refused() {
 #[test]
 fn no_gui_domain_and_injected_failures() {
     let mut s = Sim::new();
-    let p = s.plist("gui.t", LOOP, "");
+    let p = s.plist("gui.t", LOOP, BOTH_SESSIONS);
     s.env.push(("LAUNCHD_SIM_NO_GUI".into(), "1".into()));
     assert_eq!(code(&s.run(&["print", &s.gui()])), 125);
     let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
@@ -451,9 +564,394 @@ fn the_daemon_exits_once_nothing_is_loaded() {
     let job: u32 = s.field("idle.t", "pid").unwrap().parse().unwrap();
     assert_eq!(code(&s.run(&["bootout", &s.target("idle.t")])), 0);
     s.wait_for("daemon exit", || !pidfile.exists());
-    let alive = |pid: u32| {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .is_ok_and(|st| !st.rsplit_once(')').unwrap().1.trim_start().starts_with('Z'))
-    };
     s.wait_for("processes gone", || !alive(daemon) && !alive(job));
+}
+
+#[test]
+fn session_types_decide_where_a_plist_loads_and_domains_are_separate() {
+    let mut s = Sim::new();
+    // No LimitLoadToSessionType: Aqua only, refused by the Background session of user/<uid>.
+    let aqua = s.plist("aqua.t", LOOP, "");
+    let o = s.run(&["bootstrap", &s.user(), aqua.to_str().unwrap()]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (
+            5,
+            "Bootstrap failed: 5: Input/output error\nTry re-running the command as root for richer errors.\n"
+        )
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), aqua.to_str().unwrap()])),
+        0
+    );
+    // A string naming Background loads in user/<uid> only.
+    let bg = s.plist(
+        "bg.t",
+        LOOP,
+        "<key>LimitLoadToSessionType</key><string>Background</string>\n",
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), bg.to_str().unwrap()])),
+        5
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.user(), bg.to_str().unwrap()])),
+        0
+    );
+    // Loaded in user/<uid> is not visible in gui/<uid>.
+    assert_eq!(code(&s.run(&["print", &format!("{}/bg.t", s.user())])), 0);
+    assert_eq!(code(&s.run(&["print", &s.target("bg.t")])), 113);
+    assert_eq!(code(&s.run(&["bootout", &s.target("bg.t")])), 3);
+    // An array with both loads in both; each domain has its own instance.
+    let both = s.plist("both.t", LOOP, BOTH_SESSIONS);
+    for domain in [s.gui(), s.user()] {
+        assert_eq!(
+            code(&s.run(&["bootstrap", &domain, both.to_str().unwrap()])),
+            0,
+            "{domain}"
+        );
+    }
+    let gui_pid = s.field("both.t", "pid").unwrap();
+    let out = stdout(&s.run(&["print", &format!("{}/both.t", s.user())]));
+    assert!(out.contains("\tdomain = user/"), "{out}");
+    assert!(!out.contains(&format!("\tpid = {gui_pid}\n")), "{out}");
+    // The refusal code is a knob: some reports show 125.
+    s.env
+        .push(("LAUNCHD_SIM_SESSION_CODE".into(), "125".into()));
+    let o = s.run(&["bootstrap", &s.user(), aqua.to_str().unwrap()]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (
+            125,
+            "Bootstrap failed: 125: Domain does not support specified action\n"
+        )
+    );
+}
+
+#[test]
+fn a_signal_death_prints_the_signal_instead_of_the_exit_code() {
+    let s = Sim::new();
+    // The first run kills itself with SIGTERM after a moment; KeepAlive respawns it after the
+    // throttle, so there is a window with `spawn scheduled` and no process. Later runs stay up.
+    let p = s.plist(
+        "sig.t",
+        "[ -e \"$HOME/once\" ] &amp;&amp; exec sleep 30; touch \"$HOME/once\"; sleep 0.2; kill -TERM $$; sleep 5",
+        "<key>KeepAlive</key><true/>\n<key>ThrottleInterval</key><integer>2</integer>\n",
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    s.wait_for("the signal death", || {
+        s.field("sig.t", "last terminating signal").is_some()
+    });
+    let text = stdout(&s.run(&["print", &s.target("sig.t")]));
+    assert!(
+        text.contains("\tlast terminating signal = Terminated: 15\n"),
+        "{text}"
+    );
+    assert!(!text.contains("last exit code"), "instead of: {text}");
+    assert!(text.contains("\tstate = spawn scheduled\n"), "{text}");
+    assert!(text.contains("\tsuccessive crashes = 1\n"), "{text}");
+    assert!(text.contains("\truns = 1\n"), "{text}");
+    assert!(
+        !text.contains("\tpid = "),
+        "no pid while not running: {text}"
+    );
+    s.wait_for("the respawn", || {
+        s.field("sig.t", "runs").as_deref() == Some("2") && s.field("sig.t", "pid").is_some()
+    });
+    assert_eq!(s.field("sig.t", "state").as_deref(), Some("running"));
+}
+
+/// A job that notes a SIGTERM in `$HOME/got-term` before it exits 0.
+const TERM_NOTED: &str =
+    "trap 'touch \"$HOME/got-term\"; exit 0' TERM; while :; do sleep 0.05; done";
+
+#[test]
+fn kickstart_is_37_on_a_running_job_and_k_kills_with_sigkill() {
+    let mut s = Sim::new();
+    let p = s.plist("ks.t", TERM_NOTED, "<key>KeepAlive</key><true/>\n");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    let old: u32 = s.field("ks.t", "pid").unwrap().parse().unwrap();
+    // Without -k on a running job: EALREADY, no message, nothing restarted.
+    for flags in [&[][..], &["-p"][..]] {
+        let mut args = vec!["kickstart"];
+        args.extend_from_slice(flags);
+        let target = s.target("ks.t");
+        args.push(&target);
+        let o = s.run(&args);
+        assert_eq!(
+            (code(&o), stdout(&o).as_str(), stderr(&o).as_str()),
+            (37, "", ""),
+            "{args:?}"
+        );
+    }
+    assert_eq!(s.field("ks.t", "pid"), Some(old.to_string()));
+    // -k: SIGKILL, so the TERM trap never runs; a new instance starts at once.
+    let o = s.run(&["kickstart", "-kp", &s.target("ks.t")]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let new: u32 = stdout(&o).trim().parse().expect("bare pid on a pipe");
+    assert_ne!(old, new);
+    assert!(
+        !alive(old),
+        "the old instance is gone when kickstart returns"
+    );
+    let text = stdout(&s.run(&["print", &s.target("ks.t")]));
+    assert!(
+        text.contains("\tlast terminating signal = Killed: 9\n"),
+        "{text}"
+    );
+    assert!(!text.contains("last exit code"), "{text}");
+    assert!(text.contains(&format!("\tpid = {new}\n")), "{text}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        !s.home().join("got-term").exists(),
+        "-k must not send SIGTERM first"
+    );
+    // The older reading (exit 0, the running pid) stays available as a knob.
+    s.env
+        .push(("LAUNCHD_SIM_KICKSTART_RUNNING".into(), "0".into()));
+    let o = s.run(&["kickstart", "-p", &s.target("ks.t")]);
+    assert_eq!((code(&o), stdout(&o)), (0, format!("{new}\n")));
+}
+
+#[test]
+fn kill_signals_the_instance_and_keepalive_respawns_it_after_the_throttle() {
+    let s = Sim::new();
+    let target = s.target("kill.t");
+    let missing = format!(
+        "Could not find service \"kill.t\" in domain for user gui: {}\n",
+        s.uid
+    );
+    // Not loaded (no daemon yet): 113.
+    let o = s.run(&["kill", "SIGTERM", &target]);
+    assert_eq!((code(&o), stderr(&o)), (113, missing.clone()));
+    let o = s.run(&["kill", "SIGNOPE", &target]);
+    assert_eq!((code(&o), stderr(&o).as_str()), (64, "Invalid signal.\n"));
+    let p = s.plist(
+        "kill.t",
+        TERM_NOTED,
+        "<key>KeepAlive</key><true/>\n<key>ThrottleInterval</key><integer>2</integer>\n",
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    // Not loaded, with the daemon running for another label: 113 too.
+    let o = s.run(&["kill", "TERM", &s.target("other.t")]);
+    assert_eq!(code(&o), 113);
+    std::thread::sleep(Duration::from_millis(150)); // the trap is set
+    let old: u32 = s.field("kill.t", "pid").unwrap().parse().unwrap();
+
+    // The graceful restart: kill SIGTERM, wait for the pid to go, then kickstart.
+    let o = s.run(&["kill", "SIGTERM", &target]);
+    assert_eq!(
+        (code(&o), stdout(&o).as_str(), stderr(&o).as_str()),
+        (0, "", "")
+    );
+    s.wait_for("launchd to see the exit", || {
+        s.field("kill.t", "state").as_deref() == Some("spawn scheduled")
+    });
+    assert!(!alive(old));
+    assert!(
+        s.home().join("got-term").exists(),
+        "the job saw SIGTERM and shut down itself"
+    );
+    let text = stdout(&s.run(&["print", &target]));
+    assert!(text.contains("\tlast exit code = 0\n"), "{text}");
+    assert!(text.contains("\tstate = spawn scheduled\n"), "{text}");
+    // Nothing to signal while the throttle holds the respawn.
+    let o = s.run(&["kill", "TERM", &target]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (3, "No process to signal.\n")
+    );
+    // kickstart starts it at once instead of after the throttle.
+    let t0 = Instant::now();
+    assert_eq!(code(&s.run(&["kickstart", &target])), 0);
+    let new: u32 = s.field("kill.t", "pid").unwrap().parse().unwrap();
+    assert_ne!(old, new);
+    assert!(t0.elapsed() < Duration::from_secs(1));
+
+    // A signal number works too; KeepAlive respawns only after ThrottleInterval (2 s).
+    let t1 = Instant::now();
+    assert_eq!(code(&s.run(&["kill", "9", &target])), 0);
+    s.wait_for("the SIGKILL death", || {
+        s.field("kill.t", "last terminating signal").as_deref() == Some("Killed: 9")
+    });
+    s.wait_for("the respawn", || {
+        s.field("kill.t", "runs").as_deref() == Some("3")
+            && s.field("kill.t", "state").as_deref() == Some("running")
+    });
+    assert!(
+        t1.elapsed() >= Duration::from_millis(1500),
+        "respawned after the throttle, not at once: {:?}",
+        t1.elapsed()
+    );
+}
+
+#[test]
+fn plist_form_bootout_finds_the_label_and_answers_113_once_it_is_going() {
+    let mut s = Sim::new();
+    s.env.push(("LAUNCHD_SIM_DRAIN_MS".into(), "300".into()));
+    let p = s.plist("pf.t", LOOP, "");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    // Loaded in gui/<uid> only: the user domain does not have it.
+    assert_eq!(
+        code(&s.run(&["bootout", &s.user(), p.to_str().unwrap()])),
+        113
+    );
+    assert_eq!(code(&s.run(&["bootout", &s.gui(), p.to_str().unwrap()])), 0);
+    // Already booting out: not loaded as far as bootout is concerned.
+    assert_eq!(
+        code(&s.run(&["bootout", &s.gui(), p.to_str().unwrap()])),
+        113
+    );
+    s.wait_for("drain", || {
+        code(&s.run(&["print", &s.target("pf.t")])) == 113
+    });
+}
+
+#[test]
+fn bootout_can_answer_36_while_the_job_keeps_draining() {
+    let mut s = Sim::new();
+    s.env.push(("LAUNCHD_SIM_DRAIN_MS".into(), "300".into()));
+    s.env
+        .push(("LAUNCHD_SIM_BOOTOUT_IN_PROGRESS".into(), "2".into()));
+    let slow = "trap 'sleep 0.5; exit 0' TERM; while :; do sleep 0.05; done";
+    let p = s.plist("busy.t", slow, "<key>KeepAlive</key><true/>\n");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    let target = s.target("busy.t");
+    let o = s.run(&["bootout", &target]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (36, "Boot-out failed: 36: Operation now in progress\n")
+    );
+    // The bootout goes on regardless: SIGTERM was sent, the label drains.
+    assert_eq!(s.field("busy.t", "state").as_deref(), Some("SIGTERMed"));
+    // Re-issued (as Homebrew does while it gets 36): 36 again, then the usual "not loaded".
+    assert_eq!(code(&s.run(&["bootout", &target])), 36);
+    assert_eq!(code(&s.run(&["bootout", &target])), 3);
+    s.wait_for("the label to go", || {
+        code(&s.run(&["print", &target])) == 113
+    });
+    // The count is used up: the next load and bootout behave normally.
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    assert_eq!(code(&s.run(&["bootout", &target])), 0);
+}
+
+#[test]
+fn bootout_escalates_to_sigkill_after_the_exit_timeout() {
+    let mut s = Sim::new();
+    // Ignores SIGTERM, so only the SIGKILL after the exit timeout ends it.
+    let stubborn = "trap '' TERM; while :; do sleep 0.05; done";
+    let default = s.plist("to5.t", stubborn, "");
+    let key = s.plist(
+        "to1.t",
+        stubborn,
+        "<key>ExitTimeOut</key><integer>1</integer>\n",
+    );
+    for p in [&default, &key] {
+        assert_eq!(
+            code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+            0
+        );
+    }
+    // The knob is the system default at load time; a plist's ExitTimeOut still wins.
+    s.env.push(("LAUNCHD_SIM_EXIT_TIMEOUT".into(), "2".into()));
+    let knob = s.plist("to2.t", stubborn, "");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), knob.to_str().unwrap()])),
+        0
+    );
+    let mut jobs = vec![];
+    for (label, secs) in [("to1.t", 1u64), ("to2.t", 2), ("to5.t", 5)] {
+        assert_eq!(
+            s.field(label, "exit timeout"),
+            Some(secs.to_string()),
+            "{label}"
+        );
+        let pid: u32 = s.field(label, "pid").unwrap().parse().unwrap();
+        jobs.push((label, secs, pid));
+    }
+    std::thread::sleep(Duration::from_millis(100)); // the traps are set
+    let t0 = Instant::now();
+    for (label, _, _) in &jobs {
+        assert_eq!(code(&s.run(&["bootout", &s.target(label)])), 0);
+    }
+    assert!(t0.elapsed() < Duration::from_millis(900), "bootout waited");
+    for (label, secs, pid) in jobs {
+        s.wait_for(label, || !alive(pid));
+        let took = t0.elapsed();
+        assert!(
+            took >= Duration::from_secs(secs) && took < Duration::from_secs(secs + 3),
+            "{label}: SIGKILL after {secs} s, not {took:?}"
+        );
+    }
+}
+
+#[test]
+fn launchd_may_add_keys_to_the_printed_environment() {
+    let mut s = Sim::new();
+    let p = s.plist(
+        "xenv.t",
+        ENV_LOOP,
+        "<key>EnvironmentVariables</key><dict><key>OURS</key><string>1</string></dict>\n",
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    let block = |s: &Sim| -> Vec<String> {
+        let text = stdout(&s.run(&["print", &s.target("xenv.t")]));
+        let start = text
+            .find("\tenvironment = {\n")
+            .expect("an environment block");
+        text[start..]
+            .lines()
+            .skip(1)
+            .take_while(|l| *l != "\t}")
+            .map(str::to_owned)
+            .collect()
+    };
+    // launchd's own XPC_SERVICE_NAME is always there.
+    assert_eq!(
+        block(&s),
+        ["\t\tOURS => 1", "\t\tXPC_SERVICE_NAME => xenv.t"]
+    );
+    s.env.push((
+        "LAUNCHD_SIM_PRINT_EXTRA_ENV".into(),
+        "MallocSpaceEfficient=1,OURS=theirs".into(),
+    ));
+    assert_eq!(
+        block(&s),
+        [
+            "\t\tMallocSpaceEfficient => 1",
+            "\t\tOURS => 1",
+            "\t\tXPC_SERVICE_NAME => xenv.t"
+        ],
+        "added keys are printed; the definition's own value wins"
+    );
+    // Printed only: the process was not given them.
+    let pid: u32 = s.field("xenv.t", "pid").unwrap().parse().unwrap();
+    let env = environ(&s.home(), pid);
+    assert!(env.contains(&"OURS=1".to_string()), "{env:?}");
+    assert!(
+        !env.iter().any(|kv| kv.starts_with("MallocSpaceEfficient=")),
+        "{env:?}"
+    );
 }
