@@ -8,6 +8,7 @@ use std::path::Path;
 
 use plist::{Dictionary, Value};
 
+use crate::error::Invalid;
 use crate::host::launchenv::LaunchEnv;
 use crate::sys::fs::{self as fsutil, FsError};
 
@@ -20,32 +21,64 @@ pub struct AgentSpec<'a> {
     pub log_path: &'a Path,
 }
 
+/// The session types the job may load in, as Homebrew writes them: without this key launchd
+/// treats an agent as Aqua-only and refuses it in `user/<uid>` (a Background session), which
+/// is where an SSH login or a Mac with nobody at the screen loads it (LAUNCHD.md).
+pub const SESSION_TYPES: [&str; 5] = ["Aqua", "Background", "LoginWindow", "StandardIO", "System"];
+
+/// A string for the plist: it must be XML 1.0 text, so a control character other than tab is
+/// refused before anything is written (a plist with one is not well-formed; launchd and
+/// Python's plistlib refuse it even where a lenient parser does not).
+fn text(what: &str, value: &str) -> Result<Value, Invalid> {
+    if let Some(c) = value.chars().find(|c| c.is_control() && *c != '\t') {
+        return Err(Invalid::new(format!(
+            "{what} holds the control character U+{:04X}, which cannot go into a plist: {}",
+            c as u32,
+            crate::output::redact::escape_controls(value)
+        ))
+        .hint("use a path without control characters"));
+    }
+    Ok(Value::String(value.to_owned()))
+}
+
 /// Renders the plist bytes. Same inputs, same bytes.
 pub fn render(spec: &AgentSpec<'_>) -> anyhow::Result<Vec<u8>> {
-    let s = |p: &Path| Value::String(p.to_string_lossy().into_owned());
+    let s = |what: &str, p: &Path| text(what, &p.to_string_lossy());
     let mut env = Dictionary::new();
     for (k, v) in &spec.env.vars {
-        env.insert(k.clone(), Value::String(v.clone()));
+        env.insert(k.clone(), text(k, v)?);
     }
     let mut d = Dictionary::new();
     d.insert("EnvironmentVariables".into(), Value::Dictionary(env));
     d.insert("KeepAlive".into(), Value::Boolean(true));
     d.insert("Label".into(), Value::String(spec.label.to_owned()));
+    d.insert(
+        "LimitLoadToSessionType".into(),
+        Value::Array(
+            SESSION_TYPES
+                .iter()
+                .map(|t| Value::String((*t).to_owned()))
+                .collect(),
+        ),
+    );
     d.insert("ProcessType".into(), Value::String("Interactive".into()));
     d.insert(
         "ProgramArguments".into(),
         Value::Array(vec![
-            s(spec.node_bin),
-            s(&spec.root.join(crate::host::root::SERVER)),
+            s("the node path", spec.node_bin)?,
+            s(
+                "the Oysterun root",
+                &spec.root.join(crate::host::root::SERVER),
+            )?,
         ]),
     );
     d.insert("RunAtLoad".into(), Value::Boolean(true));
-    d.insert("StandardErrorPath".into(), s(spec.log_path));
-    d.insert("StandardOutPath".into(), s(spec.log_path));
+    d.insert("StandardErrorPath".into(), s("the log path", spec.log_path)?);
+    d.insert("StandardOutPath".into(), s("the log path", spec.log_path)?);
     d.insert("ThrottleInterval".into(), Value::Integer(10.into()));
     d.insert(
         "WorkingDirectory".into(),
-        s(&spec.root.join("host-service")),
+        s("the Oysterun root", &spec.root.join("host-service"))?,
     );
     let value = sorted(Value::Dictionary(d));
     let mut out = Vec::new();

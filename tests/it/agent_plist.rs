@@ -75,6 +75,7 @@ fn plistlib_agrees_on_every_value_with_hostile_paths() {
         v,
         json!({
             "Label": "com.oysterun.host",
+            "LimitLoadToSessionType": ["Aqua", "Background", "LoginWindow", "StandardIO", "System"],
             "ProgramArguments": [node, root.join("host-service/server.mjs")],
             "WorkingDirectory": root.join("host-service"),
             "EnvironmentVariables": {
