@@ -1,13 +1,13 @@
 //! Packaging: completions and man page from the clap definitions; the .pkg postinstall and
-//! build-pkg.sh run on Linux against recording fakes of the macOS tools they call; shellcheck
-//! over the shell we ship.
+//! build-pkg.sh run on Linux against recording fakes of the macOS tools they call; the release
+//! archive `make dist` makes; shellcheck over the shell we ship.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::common::TestContext;
+use crate::common::{self, TestContext};
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -995,6 +995,134 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
         "{out}"
     );
     assert!(calls.is_empty(), "{calls:#?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// make dist.
+
+fn tool(name: &str, args: &[&str], dir: &Path) -> String {
+    let out = Command::new(name)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert!(
+        out.status.success(),
+        "{name} {args:?}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn make_dist_archives_head_with_its_sha256_and_the_archive_resolves_offline() {
+    let in_git = Command::new("git")
+        .args(["rev-parse", "--is-inside-work-tree"])
+        .current_dir(repo())
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !in_git || common::runner_tool("make").is_none() {
+        eprintln!(
+            "skipped: make dist needs make and a git checkout (this is an unpacked archive?)"
+        );
+        return;
+    }
+    let t = TestContext::new();
+    let dist = t.path("dist");
+    let dist_arg = format!("DISTDIR={}", dist.display());
+    tool("make", &["-s", "dist", &dist_arg], repo());
+    let name = format!("oyster-{VERSION}.tar.gz");
+    let tar = dist.join(&name);
+
+    // The .sha256 is the archive's, in the format `shasum -c` / `sha256sum -c` read.
+    let sums = std::fs::read_to_string(dist.join(format!("{name}.sha256"))).unwrap();
+    let (sum, file) = sums.trim_end().split_once("  ").unwrap();
+    assert_eq!(file, name);
+    assert!(
+        sum.len() == 64 && sum.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{sums}"
+    );
+    let again = if common::runner_tool("sha256sum").is_some() {
+        tool("sha256sum", &[&name], &dist)
+    } else {
+        tool("shasum", &["-a", "256", &name], &dist)
+    };
+    assert_eq!(again, sums);
+    // Same commit, same bytes: a release's sha256 can be recomputed by anyone.
+    let first = std::fs::read(&tar).unwrap();
+    tool("make", &["-s", "dist", &dist_arg], repo());
+    assert!(
+        std::fs::read(&tar).unwrap() == first,
+        "make dist is not reproducible"
+    );
+
+    // Every file of HEAD, under oyster-<version>/, and nothing else.
+    let prefix = format!("oyster-{VERSION}/");
+    let mut listed: Vec<String> = tool("tar", &["-tzf", tar.to_str().unwrap()], &dist)
+        .lines()
+        .filter(|l| !l.ends_with('/'))
+        .map(|l| {
+            l.strip_prefix(&prefix)
+                .unwrap_or_else(|| panic!("{l} is outside {prefix}"))
+                .to_owned()
+        })
+        .collect();
+    listed.sort();
+    let mut tracked: Vec<String> = tool("git", &["ls-tree", "-r", "--name-only", "HEAD"], repo())
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    tracked.sort();
+    assert_eq!(listed, tracked);
+
+    // Unpacked, it is a complete workspace whose lock file still holds: cargo resolves every
+    // member and dependency offline with --locked. (The full build is opt-in: it doubles the
+    // suite's compile time on a small machine.)
+    tool("tar", &["-xzf", tar.to_str().unwrap()], t.dir.path());
+    let src = t.path(&format!("oyster-{VERSION}"));
+    let meta = tool(
+        "cargo",
+        &["metadata", "--offline", "--locked", "--format-version", "1"],
+        &src,
+    );
+    let meta: serde_json::Value = serde_json::from_str(&meta).unwrap();
+    let members: Vec<&str> = meta["workspace_members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    assert_eq!(members.len(), 2, "{members:?}");
+    assert!(
+        members
+            .iter()
+            .any(|m| m.contains(&format!("oyster@{VERSION}"))
+                || m.contains(&format!("oyster {VERSION}"))),
+        "{members:?}"
+    );
+    if std::env::var_os("OYSTER_TEST_DIST_BUILD").is_some() {
+        let target = t.path("target");
+        let out = Command::new("cargo")
+            .args(["build", "--offline", "--locked", "-p", "oyster"])
+            .env("CARGO_TARGET_DIR", &target)
+            .current_dir(&src)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v = tool(
+            target.join("debug/oyster").to_str().unwrap(),
+            &["--version"],
+            &src,
+        );
+        assert_eq!(v.trim(), format!("oyster {VERSION}"));
+    } else {
+        eprintln!("note: set OYSTER_TEST_DIST_BUILD=1 to also build the unpacked archive");
+    }
 }
 
 #[test]
