@@ -1,6 +1,7 @@
 //! Packaging: completions and man page from the clap definitions; the .pkg postinstall and
 //! build-pkg.sh run on Linux against recording fakes of the macOS tools they call; the release
-//! archive `make dist` makes; shellcheck over the shell we ship.
+//! archive `make dist` makes; the Homebrew formula (syntax, stanzas, and its `test do` run
+//! against the real binary); shellcheck over the shell we ship.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -1123,6 +1124,206 @@ fn make_dist_archives_head_with_its_sha256_and_the_archive_resolves_offline() {
     } else {
         eprintln!("note: set OYSTER_TEST_DIST_BUILD=1 to also build the unpacked archive");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Homebrew formula.
+
+fn formula() -> String {
+    std::fs::read_to_string(repo().join("Formula/oyster.rb")).unwrap()
+}
+
+fn ruby() -> Option<PathBuf> {
+    let found = common::runner_tool("ruby");
+    if found.is_none() {
+        eprintln!("skipped: ruby is not installed (apt-get install ruby)");
+    }
+    found
+}
+
+#[test]
+fn the_formula_lives_in_a_tap_layout_with_every_stanza() {
+    let f = formula();
+    assert!(
+        !repo().join("packaging/homebrew").exists(),
+        "one formula: Formula/oyster.rb"
+    );
+    let line = |start: &str| {
+        f.lines()
+            .map(str::trim)
+            .find(|l| l.starts_with(start))
+            .unwrap_or_else(|| panic!("no `{start}` in the formula"))
+            .to_owned()
+    };
+    assert_eq!(
+        line("url "),
+        format!(
+            "url \"https://github.com/oysterun/oyster/releases/download/v{VERSION}/oyster-{VERSION}.tar.gz\""
+        ),
+        "the url names the release of Cargo.toml's version; `make dist` gives its sha256"
+    );
+    let sha = line("sha256 ");
+    let hex = sha.trim_start_matches("sha256 ").trim_matches('"');
+    assert!(
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
+        "{sha}"
+    );
+    assert_eq!(line("license "), "license \"MIT\"");
+    assert!(line("head ").starts_with("head \"https://github.com/oysterun/oyster.git\""));
+    assert!(f.contains("livecheck do") && f.contains("strategy :github_latest"));
+    // No brew service: it would be a second plist and a second Host on the same port.
+    assert!(
+        !f.lines().any(|l| l.trim_start().starts_with("service do")),
+        "no `service do` block"
+    );
+    assert!(f.contains("homebrew.mxcl.oyster"), "the comment says why");
+    // Nothing pretends to be an Oysterun root; HOME is brew's own testpath.
+    assert!(
+        !f.contains("pkgshare") && !f.contains("share/\"oyster") && !f.contains("ENV[\"HOME\"]")
+    );
+    let test = &f[f.find("test do").expect("test do")..];
+    for needle in [
+        "oyster --version",
+        "agent print --root ",
+        " --node-bin ",
+        "host-service/server.mjs",
+    ] {
+        assert!(test.contains(needle), "test do lacks {needle:?}");
+    }
+    let caveats = &f[f.find("def caveats").expect("caveats")..f.find("test do").unwrap()];
+    for needle in [
+        "oyster setup --root <your Oysterun install>",
+        "npm install -g oysterun",
+        "oyster agent regenerate",
+    ] {
+        assert!(caveats.contains(needle), "caveats lack {needle:?}");
+    }
+}
+
+#[test]
+fn the_formula_is_valid_ruby() {
+    let Some(ruby) = ruby() else { return };
+    let out = Command::new(ruby)
+        .arg("-c")
+        .arg(repo().join("Formula/oyster.rb"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Syntax OK");
+}
+
+/// Enough of Homebrew's Formula DSL to load the formula and run its `test do` and `caveats`
+/// the way `brew test` does: as instance methods, with HOME = testpath. Plain Ruby 2.6 (the
+/// macOS system Ruby): no endless methods.
+const BREW_STUB: &str = r##"
+require "open3"
+require "pathname"
+
+class Formula
+  class << self
+    attr_reader :stub_url
+
+    def url(value, **)
+      @stub_url = value
+    end
+    def test(&block)
+      define_method(:stub_test, &block)
+    end
+    def method_missing(*, **)
+      nil
+    end
+    def respond_to_missing?(*)
+      true
+    end
+
+    def [](name)
+      raise "the test asks for an unexpected formula: #{name}" unless name == "node"
+
+      Struct.new(:opt_bin).new(Pathname(ENV.fetch("STUB_NODE_DIR")))
+    end
+  end
+
+  class StubVersion
+    def initialize(string)
+      @string = string
+    end
+    def to_s
+      @string
+    end
+    def head?
+      false
+    end
+  end
+
+  def bin
+    Pathname(ENV.fetch("STUB_BIN_DIR"))
+  end
+  def testpath
+    Pathname(ENV.fetch("HOME"))
+  end
+  def version
+    StubVersion.new(self.class.stub_url[%r{/oyster-(\d+\.\d+\.\d+)\.tar\.gz\z}, 1])
+  end
+
+  def shell_output(cmd, result = 0)
+    out, status = Open3.capture2(cmd)
+    raise "#{cmd} exited #{status.exitstatus}, not #{result}" unless status.exitstatus == result
+
+    out
+  end
+
+  def assert_match(pattern, text)
+    found = pattern.is_a?(Regexp) ? pattern.match?(text) : text.include?(pattern)
+    raise "expected #{pattern.inspect} in:\n#{text}" unless found
+  end
+end
+
+load ARGV.fetch(0)
+formula = Oyster.new
+puts formula.caveats
+formula.stub_test
+puts "formula test passed"
+"##;
+
+#[test]
+fn the_formula_test_block_passes_against_the_real_binary() {
+    let Some(ruby) = ruby() else { return };
+    let t = TestContext::new();
+    let stub = t.path("brew_stub.rb");
+    std::fs::write(&stub, BREW_STUB).unwrap();
+    let bin = Path::new(common::BIN).parent().unwrap();
+    let node = common::real_node();
+    let out = Command::new(ruby)
+        .arg(&stub)
+        .arg(repo().join("Formula/oyster.rb"))
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", &t.home)
+        .env("STUB_BIN_DIR", bin)
+        .env("STUB_NODE_DIR", node.parent().unwrap())
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("formula test passed"), "{text}");
+    assert!(
+        text.contains("oyster setup --root <your Oysterun install>"),
+        "{text}"
+    );
+    // It wrote nothing outside its stub root.
+    let left: Vec<_> = std::fs::read_dir(&t.home)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, [std::ffi::OsString::from("oysterun")]);
 }
 
 #[test]
