@@ -47,3 +47,19 @@ uninstall:
 	rm -f $(BINDIR)/oyster $(SHAREDIR)/man/man1/oyster.1 \
 		$(SHAREDIR)/bash-completion/completions/oyster $(SHAREDIR)/zsh/site-functions/_oyster \
 		$(SHAREDIR)/fish/vendor_completions.d/oyster.fish
+
+## Release archive: dist/oyster-<version>.tar.gz (the source of HEAD, as `git archive` gives it,
+## so the same commit always gives the same bytes) and dist/oyster-<version>.tar.gz.sha256.
+## Upload both to the v<version> release, then put the sha256 in Formula/oyster.rb.
+OYSTER_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+DISTDIR ?= dist
+DIST_TAR = oyster-$(OYSTER_VERSION).tar.gz
+.PHONY: dist
+dist:
+	@git diff --quiet HEAD -- || echo "note: uncommitted changes are not in the archive (it is HEAD)"
+	mkdir -p $(DISTDIR)
+	git archive --format=tar.gz --prefix=oyster-$(OYSTER_VERSION)/ -o $(DISTDIR)/$(DIST_TAR) HEAD
+	cd $(DISTDIR) && { sha256sum $(DIST_TAR) 2>/dev/null || shasum -a 256 $(DIST_TAR); } > $(DIST_TAR).sha256
+	@echo "Formula/oyster.rb for the v$(OYSTER_VERSION) release:"
+	@echo "  url \".../releases/download/v$(OYSTER_VERSION)/$(DIST_TAR)\""
+	@echo "  sha256 \"$$(cut -d ' ' -f 1 $(DISTDIR)/$(DIST_TAR).sha256)\""
