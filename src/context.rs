@@ -82,7 +82,7 @@ impl Context {
         let out = printer();
         out.set_home(&stack.home);
         out.add_secrets(crate::config::secret_values_on_disk(&stack.config_path()));
-        out.add_secrets(crate::agent::plist::secret_values_on_disk(
+        out.add_secrets(crate::host::plist::secret_values_on_disk(
             &stack.plist_path(),
         ));
         Ok(Context {

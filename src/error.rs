@@ -1,8 +1,9 @@
 //! Exit statuses, and errors that carry their kind from where they are made.
 //!
 //! An input error (exit 2) is an [`Invalid`] when it is created, or a domain error whose type
-//! says so (`ConfigError`, `FsError` for a file that is not a regular file); everything else is
-//! an operational failure (exit 1). [`Interrupted`] ends a run that a signal stopped.
+//! says so (`ConfigError`, `FsError` for a file that is not a regular file; `lib.rs` asks each
+//! type once, at the top); everything else is an operational failure (exit 1). [`Interrupted`]
+//! ends a run that a signal stopped.
 
 use std::process::ExitCode;
 
@@ -70,27 +71,6 @@ impl Failed {
 #[derive(Debug, thiserror::Error)]
 #[error("interrupted by {0}; {1}")]
 pub struct Interrupted(pub crate::sys::signal::Signal, pub String);
-
-/// Decides the exit status for an error: 2 when its kind says the input was invalid, else 1.
-pub fn exit_status_of(err: &anyhow::Error) -> ExitStatus {
-    let invalid = err.chain().any(|cause| {
-        cause.is::<Invalid>()
-            || cause
-                .downcast_ref::<crate::config::ConfigError>()
-                .is_some_and(|e| e.is_invalid_input())
-            || cause
-                .downcast_ref::<crate::sys::fs::FsError>()
-                .is_some_and(|e| e.is_invalid_input())
-            || cause
-                .downcast_ref::<crate::agent::launchctl::LocateError>()
-                .is_some_and(|e| e.is_invalid_input())
-    });
-    if invalid {
-        ExitStatus::Invalid
-    } else {
-        ExitStatus::Failure
-    }
-}
 
 /// The message (each cause once) and the hint of an error chain.
 pub fn render(err: &anyhow::Error) -> (String, Option<String>) {

@@ -75,7 +75,28 @@ fn finish(result: anyhow::Result<ExitStatus>) -> ExitCode {
             }
             let (text, hint) = error::render(&err);
             out.error(&text, hint.as_deref());
-            error::exit_status_of(&err).into()
+            exit_status_of(&err).into()
         }
+    }
+}
+
+/// Decides the exit status for an error: 2 when its kind says the input was invalid, else 1.
+fn exit_status_of(err: &anyhow::Error) -> ExitStatus {
+    let invalid = err.chain().any(|cause| {
+        cause.is::<error::Invalid>()
+            || cause
+                .downcast_ref::<crate::config::ConfigError>()
+                .is_some_and(|e| e.is_invalid_input())
+            || cause
+                .downcast_ref::<crate::sys::fs::FsError>()
+                .is_some_and(|e| e.is_invalid_input())
+            || cause
+                .downcast_ref::<crate::agent::launchctl::LocateError>()
+                .is_some_and(|e| e.is_invalid_input())
+    });
+    if invalid {
+        ExitStatus::Invalid
+    } else {
+        ExitStatus::Failure
     }
 }

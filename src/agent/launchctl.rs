@@ -213,13 +213,121 @@ impl PrintInfo {
     pub fn path(&self) -> Option<&Path> {
         self.get("path").map(Path::new)
     }
-    /// `last exit code`, as printed (`(never exited)`, `78: EX_CONFIG`, `0`).
-    pub fn last_exit_code(&self) -> Option<&str> {
-        self.get("last exit code")
+    /// How the last instance ended, parsed once: `last exit code = 78: EX_CONFIG` or
+    /// `(never exited)`, or, after a signal death, `last terminating signal = Killed: 9`
+    /// instead (LAUNCHD.md). `None` when launchd printed neither.
+    pub fn last_exit(&self) -> Option<LastExit> {
+        if let Some(sig) = self.get("last terminating signal") {
+            return Some(LastExit::Signal(leading_number(sig.rsplit(':').next()?)?));
+        }
+        let code = self.get("last exit code")?;
+        if code.starts_with('(') {
+            return Some(LastExit::Never);
+        }
+        Some(LastExit::Code(leading_number(code)?))
     }
+
+    /// `runs = N`: how many times launchd has spawned this job.
+    pub fn runs(&self) -> Option<u32> {
+        self.get("runs").and_then(|r| r.trim().parse().ok())
+    }
+
+    /// `successive crashes = N`, printed while launchd throttles a crashing job.
+    pub fn successive_crashes(&self) -> Option<u32> {
+        self.get("successive crashes")
+            .and_then(|r| r.trim().parse().ok())
+    }
+
+    /// The job's state.
+    pub fn job_state(&self) -> JobState {
+        match self.state() {
+            Some("running") => JobState::Running,
+            Some("not running") => JobState::NotRunning,
+            Some("spawn scheduled") => JobState::SpawnScheduled,
+            Some("waiting") => JobState::Waiting,
+            Some(other) => JobState::Other(other.to_owned()),
+            None => JobState::Other("unknown".into()),
+        }
+    }
+
     pub fn running(&self) -> bool {
         self.state() == Some("running") && self.pid().is_some()
     }
+}
+
+/// How the last instance of a job ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LastExit {
+    /// It has not exited since it was loaded.
+    Never,
+    /// It exited with this code.
+    Code(i32),
+    /// A signal ended it.
+    Signal(i32),
+}
+
+impl LastExit {
+    /// The exit code, when it exited.
+    pub fn code(self) -> Option<i32> {
+        match self {
+            LastExit::Code(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// The signal, when one ended it.
+    pub fn signal(self) -> Option<i32> {
+        match self {
+            LastExit::Signal(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Whether it ended badly: a non-zero code or a signal.
+    pub fn failed(self) -> bool {
+        matches!(self, LastExit::Code(c) if c != 0) || matches!(self, LastExit::Signal(_))
+    }
+}
+
+impl std::fmt::Display for LastExit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LastExit::Never => f.write_str("never exited"),
+            LastExit::Code(c) => write!(f, "exit code {c}"),
+            LastExit::Signal(s) => write!(f, "killed by signal {s}"),
+        }
+    }
+}
+
+/// launchd's `state` of a job, as far as oyster acts on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobState {
+    Running,
+    NotRunning,
+    SpawnScheduled,
+    Waiting,
+    Other(String),
+}
+
+impl std::fmt::Display for JobState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            JobState::Running => "running",
+            JobState::NotRunning => "not running",
+            JobState::SpawnScheduled => "spawn scheduled",
+            JobState::Waiting => "waiting",
+            JobState::Other(s) => s,
+        })
+    }
+}
+
+fn leading_number(s: &str) -> Option<i32> {
+    let t = s.trim();
+    let end = t
+        .char_indices()
+        .find(|(i, c)| !(c.is_ascii_digit() || (*i == 0 && *c == '-')))
+        .map_or(t.len(), |(i, _)| i);
+    t[..end].parse().ok()
 }
 
 /// Parses `key = value` lines indented by exactly one tab; nested blocks (which carry their own
@@ -272,7 +380,7 @@ mod tests {
                 "/Users/u/Library/LaunchAgents/com.oysterun.host.plist"
             ))
         );
-        assert_eq!(p.last_exit_code(), Some("(never exited)"));
+        assert_eq!(p.last_exit(), Some(LastExit::Never));
         assert!(p.running());
         assert_eq!(
             p.environment.get("PATH").map(String::as_str),
@@ -332,6 +440,11 @@ mod tests {
         assert_eq!(p.state(), Some("not running"));
         assert_eq!(p.pid(), None);
         assert!(!p.running());
-        assert_eq!(p.last_exit_code(), Some("78: EX_CONFIG"));
+        assert_eq!(p.last_exit(), Some(LastExit::Code(78)));
+        let killed = parse_print(
+            "x = {\n\tstate = not running\n\tlast terminating signal = Killed: 9\n\truns = 3\n}\n",
+        );
+        assert_eq!(killed.last_exit(), Some(LastExit::Signal(9)));
+        assert_eq!(killed.runs(), Some(3));
     }
 }

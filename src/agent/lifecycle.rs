@@ -8,11 +8,11 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::agent::launchctl::{Domain, Launchctl, PrintInfo};
-use crate::agent::plist as agentplist;
+use crate::agent::launchctl::{Domain, LastExit, Launchctl, PrintInfo};
 use crate::context::Context;
 use crate::host::launchenv::LaunchEnv;
 use crate::host::plan::Plan;
+use crate::host::plist as agentplist;
 use crate::host::stack::Stack;
 use crate::output::audit::Audit;
 use crate::verify::{self, EnvCheck};
@@ -61,7 +61,7 @@ impl<'a> Agent<'a> {
         Ok(Agent {
             lc,
             domain,
-            audit: Audit::new(stack),
+            audit: Audit::new(stack.audit_path(), &stack.name, &stack.label),
             stack,
         })
     }
@@ -271,11 +271,11 @@ impl<'a> Agent<'a> {
                 _ => {}
             }
             let state = info.state().unwrap_or("unknown");
-            let exited = info.last_exit_code().is_some_and(|c| c != "(never exited)");
+            let exited = info.last_exit().is_some_and(|e| e != LastExit::Never);
             if state == "spawn scheduled" || (state == "not running" && exited) {
                 return Err(format!(
                     "the Host is not running (state = {state}, last exit code = {})",
-                    info.last_exit_code().unwrap_or("?")
+                    info.last_exit().map_or("unknown".into(), |e| e.to_string())
                 ));
             }
             if t0.elapsed() > timing.wait {
@@ -337,7 +337,7 @@ impl<'a> Agent<'a> {
             .print()
             .ok()
             .flatten()
-            .and_then(|i| i.last_exit_code().map(str::to_owned))
+            .and_then(|i| i.last_exit().map(|e| e.to_string()))
             .unwrap_or_else(|| "unknown".into());
         let plist = self.stack.plist_path();
         crate::tell!("Verification failed: {failure}. Rolling back…");

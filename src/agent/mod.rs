@@ -1,6 +1,5 @@
-//! The LaunchAgent: the plist, the one door to `launchctl`, and the lifecycle that loads,
-//! restarts, verifies and rolls back the launchd job.
+//! The launchd job: the one door to `launchctl`, and the lifecycle that loads, restarts,
+//! verifies and rolls back the job (the plist itself is generated in `host::plist`).
 
 pub mod launchctl;
 pub mod lifecycle;
-pub mod plist;

@@ -2,12 +2,12 @@
 
 use serde::Serialize;
 
-use crate::agent::launchctl::Launchctl;
+use crate::agent::launchctl::{JobState, LastExit, Launchctl};
 use crate::agent::lifecycle::{Agent, Outcome};
-use crate::agent::plist as agentplist;
 use crate::cli::AgentCommand;
 use crate::context::Context;
 use crate::host::plan::{self, Plan, Writes};
+use crate::host::plist as agentplist;
 use crate::verify;
 use crate::ExitStatus;
 
@@ -117,7 +117,7 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
 
 fn synced_plan(ctx: &Context, host: &crate::cli::HostArgs) -> anyhow::Result<Plan> {
     let plan = plan::plan(ctx, &host.inputs(), Writes::Sync)?;
-    crate::config::report(&ctx.stack, &plan.changes);
+    crate::config::report(&ctx.stack.config_path(), &plan.changes);
     Ok(plan)
 }
 
@@ -177,21 +177,32 @@ fn dry_run(ctx: &Context, plan: &Plan) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-/// `agent status --json`: the four facts stay separate.
+/// `agent status --json` (docs/json.md): the four facts stay separate; numbers are numbers,
+/// unknown is `null`, paths are absolute.
 #[derive(Serialize)]
 struct AgentStatus {
+    stack: String,
     label: String,
+    port: Option<u16>,
+    url: Option<String>,
     installed: bool,
     loaded: bool,
     running: bool,
     verified: bool,
     state: Option<String>,
     pid: Option<u32>,
-    last_exit_code: Option<String>,
+    last_exit_code: Option<i32>,
+    last_signal: Option<i32>,
+    runs: Option<u32>,
+    crash_loop: bool,
     health: Option<u16>,
-    environment: Option<String>,
+    /// How the environment was proven: `"live"` (read from the kernel), or `null`.
+    env_proof: Option<&'static str>,
+    /// Generated variables the live process does not have as generated.
+    env_mismatch: Vec<String>,
     in_sync: Option<bool>,
     plist_path: String,
+    log_path: String,
     launchctl: Option<String>,
     launchctl_overridden: bool,
     domain: Option<String>,
@@ -202,8 +213,16 @@ fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
     let stack = &ctx.stack;
     let plist = stack.plist_path();
     let installed = agentplist::read_installed(&plist);
+    let plan = plan::plan(ctx, &Default::default(), Writes::None).ok();
+    let port = plan
+        .as_ref()
+        .map(|p| p.port)
+        .or_else(|| installed.as_ref().and_then(|i| i.env.port()));
     let mut st = AgentStatus {
+        stack: stack.name.clone(),
         label: stack.label.clone(),
+        port,
+        url: port.map(|p| format!("http://127.0.0.1:{p}")),
         installed: installed.is_some(),
         loaded: false,
         running: false,
@@ -211,12 +230,15 @@ fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
         state: None,
         pid: None,
         last_exit_code: None,
+        last_signal: None,
+        runs: None,
+        crash_loop: false,
         health: None,
-        environment: None,
-        in_sync: plan::plan(ctx, &Default::default(), Writes::None)
-            .ok()
-            .map(|p| !p.plist_changed()),
+        env_proof: None,
+        env_mismatch: vec![],
+        in_sync: plan.as_ref().map(|p| !p.plist_changed()),
         plist_path: plist.display().to_string(),
+        log_path: stack.log_path().display().to_string(),
         launchctl: None,
         launchctl_overridden: false,
         domain: None,
@@ -225,7 +247,7 @@ fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
     match Launchctl::locate(&ctx.env) {
         Err(e) => st.notes.push(e.to_string()),
         Ok(lc) => {
-            st.launchctl = Some(lc.describe());
+            st.launchctl = Some(lc.path.display().to_string());
             st.launchctl_overridden = lc.overridden;
             let domain = lc.domain()?;
             if let Some(n) = &domain.fallback_note {
@@ -236,55 +258,94 @@ fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
                 st.running = info.running();
                 st.state = info.state().map(str::to_owned);
                 st.pid = info.pid();
-                st.last_exit_code = info.last_exit_code().map(str::to_owned);
+                let last = info.last_exit();
+                st.last_exit_code = last.and_then(LastExit::code);
+                st.last_signal = last.and_then(LastExit::signal);
+                st.runs = info.runs();
+                st.crash_loop = info.job_state() == JobState::SpawnScheduled
+                    || info.successive_crashes().is_some_and(|n| n > 0);
                 if let (Some(pid), Some(inst)) = (info.pid().filter(|_| st.running), &installed) {
                     let live = verify::check_live(pid, &inst.env);
                     st.health = live.health;
                     st.verified = live.verified();
-                    st.environment = live.env.as_ref().map(verify::EnvCheck::describe);
+                    match &live.env {
+                        Some(verify::EnvCheck::Verified) => st.env_proof = Some("live"),
+                        Some(verify::EnvCheck::Mismatch(d)) => {
+                            st.env_mismatch = d.iter().map(|(k, _, _)| k.clone()).collect()
+                        }
+                        _ => {}
+                    }
                 }
             }
             st.domain = Some(domain.name);
         }
     }
     if json {
-        crate::output::printer().json(&st);
+        ctx.out.json(&st);
     } else {
-        let yn = |b: bool| if b { "yes" } else { "no" };
-        crate::say!("{} ({})", st.label, st.plist_path);
-        crate::say!("  installed: {}", yn(st.installed));
-        crate::say!(
-            "  loaded:    {}{}",
-            yn(st.loaded),
-            st.domain
-                .as_ref()
-                .map_or(String::new(), |d| format!(" in {d}"))
-        );
-        crate::say!(
-            "  running:   {}{}",
-            yn(st.running),
-            st.pid.map_or(String::new(), |p| format!(" (pid {p})"))
-        );
-        crate::say!("  verified:  {}", yn(st.verified));
-        if let Some(code) = &st.last_exit_code {
-            crate::say!("  last exit code: {code}");
-        }
-        if let Some(env) = &st.environment {
-            crate::say!("  environment: {env}");
-        }
-        if st.in_sync == Some(false) {
-            crate::say!("  the installed plist differs from what oyster generates now; run `oyster agent regenerate`");
-        }
-        if let Some(lc) = &st.launchctl {
-            crate::say!("  launchctl: {lc}");
-        }
-        for n in &st.notes {
-            crate::say!("  note: {n}");
-        }
+        print_status(&st);
     }
     Ok(if st.verified {
         ExitStatus::Success
     } else {
         ExitStatus::Failure
     })
+}
+
+fn print_status(st: &AgentStatus) {
+    let yn = |b: bool| if b { "yes" } else { "no" };
+    crate::say!("{} (stack {})", st.label, st.stack);
+    if let Some(url) = &st.url {
+        crate::say!("  url:       {url}");
+    }
+    crate::say!("  installed: {} ({})", yn(st.installed), st.plist_path);
+    crate::say!(
+        "  loaded:    {}{}",
+        yn(st.loaded),
+        st.domain
+            .as_ref()
+            .map_or(String::new(), |d| format!(" in {d}"))
+    );
+    crate::say!(
+        "  running:   {}{}{}",
+        yn(st.running),
+        st.pid.map_or(String::new(), |p| format!(" (pid {p})")),
+        st.runs.map_or(String::new(), |r| format!(", runs {r}"))
+    );
+    let proof = st
+        .env_proof
+        .map_or(String::new(), |p| format!(" (environment proof: {p})"));
+    crate::say!("  verified:  {}{proof}", yn(st.verified));
+    if st.crash_loop {
+        crate::say!(
+            "  crash loop: launchd keeps restarting the Host (state {}); see the log",
+            st.state.as_deref().unwrap_or("?")
+        );
+    }
+    match (st.last_exit_code, st.last_signal) {
+        (Some(code), _) => crate::say!("  last exit: code {code}"),
+        (_, Some(sig)) => crate::say!("  last exit: killed by signal {sig}"),
+        _ => {}
+    }
+    if !st.env_mismatch.is_empty() {
+        crate::say!(
+            "  environment differs from the plist in: {}",
+            st.env_mismatch.join(", ")
+        );
+    }
+    if st.in_sync == Some(false) {
+        crate::say!("  stale: the installed plist differs from what oyster generates now — run `oyster agent regenerate --stack {}`", st.stack);
+    }
+    crate::say!("  log:       {}", st.log_path);
+    if let Some(lc) = &st.launchctl {
+        let how = if st.launchctl_overridden {
+            " (from OYSTER_LAUNCHCTL)"
+        } else {
+            ""
+        };
+        crate::say!("  launchctl: {lc}{how}");
+    }
+    for n in &st.notes {
+        crate::say!("  note: {n}");
+    }
 }

@@ -14,7 +14,7 @@ pub fn run(ctx: &Context, cmd: ConfigCommand) -> anyhow::Result<ExitStatus> {
     match cmd {
         ConfigCommand::Sync => {
             let changes = sync(ctx)?;
-            crate::config::report(&ctx.stack, &changes);
+            crate::config::report(&ctx.stack.config_path(), &changes);
             Ok(ExitStatus::Success)
         }
         ConfigCommand::Show { json } => {

@@ -13,10 +13,10 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::agent::launchctl::Launchctl;
-use crate::agent::plist::{self as agentplist, Installed};
 use crate::config::ConfigDoc;
 use crate::context::Context;
 use crate::host::plan::{self as plan, Plan, Writes};
+use crate::host::plist::{self as agentplist, Installed};
 use crate::output::Tone;
 use crate::provider::registry::{Provider, PROVIDERS};
 use crate::provider::resolve::Intent;
@@ -364,11 +364,11 @@ fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
             "launchd",
             if running { Level::Ok } else { Level::Fail },
             format!(
-                "{} in {}: state = {}, last exit code = {}",
+                "{} in {}: state = {}, last exit: {}",
                 st.label,
                 domain.name,
                 info.state().unwrap_or("?"),
-                info.last_exit_code().unwrap_or("?")
+                info.last_exit().map_or("unknown".into(), |e| e.to_string())
             ),
             (!running).then(|| {
                 format!(

@@ -19,7 +19,7 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
         HostCommand::Start { host, wait } => {
             refuse_if_agent_loaded(ctx)?;
             let plan = plan::plan(ctx, &host.inputs(), Writes::Sync)?;
-            crate::config::report(&ctx.stack, &plan.changes);
+            crate::config::report(&ctx.stack.config_path(), &plan.changes);
             crate::tell!(
                 "Starting the Host (node {} {}) on 127.0.0.1:{}…",
                 plan.node.version,

@@ -355,8 +355,7 @@ pub fn secret_values_on_disk(path: &Path) -> Vec<String> {
 }
 
 /// Prints what a sync changed (values redacted; home shown as `~` by the printer).
-pub fn report(stack: &crate::host::stack::Stack, changes: &[Change]) {
-    let path = stack.config_path();
+pub fn report(path: &Path, changes: &[Change]) {
     if changes.is_empty() {
         crate::say!("{}: unchanged", path.display());
         return;

@@ -1,8 +1,10 @@
 //! What one start of the Host needs: the stack's paths, the install root, the pinned Node, the
-//! one launch environment, and the plan that assembles them.
+//! one launch environment, the LaunchAgent plist generated from it, and the plan that
+//! assembles them.
 
 pub mod launchenv;
 pub mod node;
 pub mod plan;
+pub mod plist;
 pub mod root;
 pub mod stack;

@@ -4,12 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::agent::plist::{self as agentplist, AgentSpec, Installed};
 use crate::config::{self, Change, ConfigDoc};
 use crate::context::Context;
 use crate::error::Invalid;
 use crate::host::launchenv::{self, EnvInputs, LaunchEnv};
 use crate::host::node::{self, NodePin, PinRequest};
+use crate::host::plist::{self as agentplist, AgentSpec, Installed};
 use crate::provider::registry::PROVIDERS;
 use crate::provider::resolve::Intent;
 

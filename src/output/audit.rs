@@ -9,8 +9,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
 
-use crate::host::stack::Stack;
-
 pub struct Audit {
     path: PathBuf,
     stack: String,
@@ -18,11 +16,12 @@ pub struct Audit {
 }
 
 impl Audit {
-    pub fn new(stack: &Stack) -> Audit {
+    /// The audit log at `path` for one stack and its label.
+    pub fn new(path: PathBuf, stack: &str, label: &str) -> Audit {
         Audit {
-            path: stack.audit_path(),
-            stack: stack.name.clone(),
-            label: stack.label.clone(),
+            path,
+            stack: stack.to_owned(),
+            label: label.to_owned(),
         }
     }
 

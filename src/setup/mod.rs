@@ -260,7 +260,7 @@ fn apply_steps(
         );
         Ok(())
     })?;
-    crate::config::report(&ctx.stack, &changes);
+    crate::config::report(&ctx.stack.config_path(), &changes);
     // 3. The AgentFolder.
     if !sp.agent_folder.is_dir() {
         fsutil::create_dir_all(&sp.agent_folder, 0o755)?;
@@ -277,7 +277,7 @@ fn apply_steps(
                 bytes: std::fs::read(&plist).ok(),
                 mode: Some(0o644),
             });
-            let wrote = crate::agent::plist::write(&plist, &plan.plist, &st.log_dir)?;
+            let wrote = crate::host::plist::write(&plist, &plan.plist, &st.log_dir)?;
             crate::say!(
                 "{}: {} (not started: --no-start)",
                 plist.display(),

@@ -1,6 +1,7 @@
 //! oyster's integration tests: the binary as a user runs it, in a temp HOME.
 
 mod agent_plist;
+mod architecture;
 mod bad_input;
 mod common;
 mod config_store;

@@ -73,7 +73,10 @@ pub fn render(spec: &AgentSpec<'_>) -> anyhow::Result<Vec<u8>> {
         ]),
     );
     d.insert("RunAtLoad".into(), Value::Boolean(true));
-    d.insert("StandardErrorPath".into(), s("the log path", spec.log_path)?);
+    d.insert(
+        "StandardErrorPath".into(),
+        s("the log path", spec.log_path)?,
+    );
     d.insert("StandardOutPath".into(), s("the log path", spec.log_path)?);
     d.insert("ThrottleInterval".into(), Value::Integer(10.into()));
     d.insert(
