@@ -32,7 +32,8 @@ Environment:
   OYSTERUN_CONFIG_DIR            overrides the stack's config dir (said in output); absolute
   OYSTERUN_ROOT                  the Oysterun install root, when --root is not given
   OYSTERUN_NODE_BIN              the Node to pin, when --node-bin is not given (must be valid)
-  OYSTER_LAUNCHCTL               a launchctl-compatible program instead of /bin/launchctl (said in output)
+  OYSTER_LAUNCHCTL               a launchctl-compatible program instead of /bin/launchctl (said in
+                                 output); `none` means no launchd here (setup starts the Host directly)
   OYSTER_LAUNCHCTL_TIMEOUT_SECS  how long one launchctl call may take [default: 30, at most 3600]
   NO_COLOR                       no colour, even on a terminal
   PATH                           searched for providers and node (never given to the Host)

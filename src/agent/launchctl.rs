@@ -46,6 +46,8 @@ pub struct Launchctl {
 /// Where `launchctl` is and why it is not usable.
 #[derive(Debug, thiserror::Error)]
 pub enum LocateError {
+    #[error("launchctl is switched off ({OVERRIDE_VAR}=none): no LaunchAgent can be loaded here; `oyster host start` starts the Host directly")]
+    Off,
     #[error("{TIMEOUT_VAR} is {0:?}; give a whole number of seconds from 1 to {MAX_TIMEOUT_SECS}, or unset it")]
     BadTimeout(String),
     #[error(
@@ -59,7 +61,7 @@ pub enum LocateError {
 impl LocateError {
     /// A variable the user set is wrong (exit 2); a missing launchctl is a failure (exit 1).
     pub fn is_invalid_input(&self) -> bool {
-        !matches!(self, LocateError::Missing)
+        !matches!(self, LocateError::Missing | LocateError::Off)
     }
 }
 
@@ -77,6 +79,7 @@ impl Launchctl {
             },
         };
         let (path, overridden) = match &env.launchctl {
+            Some(v) if v == "none" => return Err(LocateError::Off),
             Some(v) => {
                 let p = PathBuf::from(v);
                 if !p.is_absolute() || crate::provider::resolve::check_executable(&p).is_err() {

@@ -18,6 +18,10 @@ pub struct TestContext {
     /// Where a fake provider appends a line when something executes it.
     pub exec_log: PathBuf,
     pub extra_env: Vec<(String, String)>,
+    /// Let oyster find `/bin/launchctl` itself. Off by default: unless a test points
+    /// `OYSTER_LAUNCHCTL` somewhere (the simulator, a fake), oyster is told there is no
+    /// launchd (`none`), so no test can reach a real Mac's launchd by accident.
+    pub system_launchctl: bool,
 }
 
 impl TestContext {
@@ -39,6 +43,7 @@ impl TestContext {
             path_dirs: vec![],
             exec_log,
             extra_env: vec![],
+            system_launchctl: false,
             dir,
         }
     }
@@ -90,6 +95,9 @@ impl TestContext {
                 std::env::join_paths(&self.path_dirs).unwrap_or_default(),
             )
             .current_dir(self.dir.path());
+        if !self.system_launchctl && !self.extra_env.iter().any(|(k, _)| k == "OYSTER_LAUNCHCTL") {
+            c.env("OYSTER_LAUNCHCTL", "none");
+        }
         for (k, v) in &self.extra_env {
             c.env(k, v);
         }
@@ -135,39 +143,62 @@ impl TestContext {
         root
     }
 
-    /// Every live process whose environment carries this test's HOME.
+    /// Every live process whose environment carries this test's HOME (found through
+    /// `sysinfo`, so the harness runs on macOS as on Linux).
     pub fn own_processes(&self) -> Vec<u32> {
         let needle = format!("HOME={}", self.home.display());
-        let mut pids = vec![];
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-                continue;
-            };
-            if pid == std::process::id() {
-                continue;
-            }
-            let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {
-                continue;
-            };
-            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .map(|s| {
-                    s.rsplit_once(')')
-                        .is_some_and(|(_, r)| r.trim_start().starts_with('Z'))
-                })
-                .unwrap_or(true);
-            if !zombie && env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
-                pids.push(pid);
-            }
-        }
-        pids
+        let mut sys = sysinfo::System::new();
+        sys.refresh_processes_specifics(
+            sysinfo::ProcessesToUpdate::All,
+            true,
+            sysinfo::ProcessRefreshKind::nothing().with_environ(sysinfo::UpdateKind::Always),
+        );
+        sys.processes()
+            .iter()
+            .filter(|(pid, p)| {
+                pid.as_u32() != std::process::id()
+                    && !matches!(
+                        p.status(),
+                        sysinfo::ProcessStatus::Zombie | sysinfo::ProcessStatus::Dead
+                    )
+                    && p.environ()
+                        .iter()
+                        .any(|kv| kv.as_os_str() == needle.as_str())
+            })
+            .map(|(pid, _)| pid.as_u32())
+            .collect()
     }
+}
+
+/// The environment of a live process, as `KEY=VALUE` strings (through `sysinfo`).
+pub fn live_environ(pid: u32) -> Vec<String> {
+    let mut sys = sysinfo::System::new();
+    let spid = sysinfo::Pid::from_u32(pid);
+    sys.refresh_processes_specifics(
+        sysinfo::ProcessesToUpdate::Some(&[spid]),
+        true,
+        sysinfo::ProcessRefreshKind::nothing().with_environ(sysinfo::UpdateKind::Always),
+    );
+    sys.process(spid)
+        .map(|p| {
+            p.environ()
+                .iter()
+                .map(|kv| kv.to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 impl Drop for TestContext {
     /// Stops, by pid, whatever this test started (processes carrying its own HOME).
     fn drop(&mut self) {
         for pid in self.own_processes() {
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            if let Ok(pid) = i32::try_from(pid) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
         }
     }
 }

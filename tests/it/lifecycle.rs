@@ -57,14 +57,7 @@ impl Lc {
     }
     fn live_env(&self) -> (u32, Vec<String>) {
         let pid = self.status()["pid"].as_u64().expect("a running pid") as u32;
-        let raw = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
-        (
-            pid,
-            raw.split(|b| *b == 0)
-                .filter(|s| !s.is_empty())
-                .map(|s| String::from_utf8_lossy(s).into_owned())
-                .collect(),
-        )
+        (pid, crate::common::live_environ(pid))
     }
     fn live_path(&self) -> String {
         self.live_env()
@@ -315,6 +308,7 @@ fn missing_launchctl_is_a_clear_error() {
     );
     if !Path::new("/bin/launchctl").exists() {
         l.t.extra_env.retain(|(k, _)| k != "OYSTER_LAUNCHCTL");
+        l.t.system_launchctl = true;
         let e = l.agent("install").fails_with(1).stderr();
         assert!(
             e.contains("launchctl was not found") && e.contains("oyster host start"),
