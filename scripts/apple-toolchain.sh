@@ -55,7 +55,8 @@ refresh_lists() {
 
 # Known to the configured apt sources? (bookworm carries rustc-web in bookworm-updates/-security.)
 if ! apt-cache show libstd-rust-web-dev >/dev/null 2>&1; then
-  refresh_lists || unavailable "the apt package lists do not know rustc-web, and refreshing them needs root"
+  is_root || unavailable "the apt package lists do not know rustc-web, and refreshing them needs root"
+  refresh_lists || unavailable "apt-get update failed"
   apt-cache show libstd-rust-web-dev >/dev/null 2>&1 \
     || unavailable "no rustc-web in the configured apt sources (Debian bookworm and newer ship it)"
 fi
