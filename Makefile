@@ -1,7 +1,7 @@
 # oyster — the two commands a newcomer needs are `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: build test lint demo bench clean install uninstall
+.PHONY: build test lint check-macos demo bench clean install uninstall
 
 build:
 	$(CARGO) build --workspace --locked
@@ -14,6 +14,12 @@ test:
 
 lint:
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+## The macOS code type-checked here: clippy -D warnings for aarch64- and x86_64-apple-darwin
+## with Debian's rustc-web toolchain and -Zbuild-std (cached in ~/.cache; target/apple).
+## Skips with the reason only when that toolchain cannot be had. See scripts/check-macos.sh.
+check-macos:
+	bash scripts/check-macos.sh
 
 ## Benchmarks (release build); the table is printed and written to target/bench/latest.md.
 bench:

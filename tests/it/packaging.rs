@@ -1337,6 +1337,8 @@ fn shipped_shell_is_shellcheck_clean() {
         ("packaging/pkg/scripts/postinstall", "sh"),
         ("packaging/pkg/build-pkg.sh", "bash"),
         ("scripts/demo.sh", "bash"),
+        ("scripts/apple-toolchain.sh", "bash"),
+        ("scripts/check-macos.sh", "bash"),
         (".ci/run", "bash"),
     ] {
         let out = Command::new("shellcheck")
