@@ -36,6 +36,7 @@ Environment:
                                  output); `none` means no launchd here (setup starts the Host directly)
   OYSTER_LAUNCHCTL_TIMEOUT_SECS  how long one launchctl call may take [default: 30, at most 3600]
   NO_COLOR                       no colour, even on a terminal
+  npm_config_prefix              also searched for the `oysterun` npm package (the Oysterun root)
   PATH                           searched for providers and node (never given to the Host)
 
 Exit status: 0 success (a cancel included), 1 the operation failed, 2 invalid input or usage.";
@@ -182,7 +183,8 @@ impl VerifyArgs {
 #[derive(Debug, Args, Clone, Default)]
 pub struct HostArgs {
     /// The Oysterun install root (holding host-service/server.mjs) [default: OYSTERUN_ROOT, the
-    /// installed LaunchAgent's root, then <bin>/../share/oysterun].
+    /// installed LaunchAgent's root, the `oysterun` npm package of the pinned Node, then
+    /// <bin>/../share/oysterun].
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
     /// The Node (v20+) that runs the Host [default: OYSTERUN_NODE_BIN, the installed pin, then

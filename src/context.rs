@@ -25,6 +25,8 @@ pub struct EnvSnapshot {
     pub root: Option<PathBuf>,
     /// `OYSTERUN_NODE_BIN`.
     pub node_bin: Option<String>,
+    /// `npm_config_prefix`: where the user's `npm install -g` puts packages.
+    pub npm_prefix: Option<PathBuf>,
     /// `OYSTER_LAUNCHCTL`.
     pub launchctl: Option<OsString>,
     /// `OYSTER_LAUNCHCTL_TIMEOUT_SECS`.
@@ -44,6 +46,7 @@ impl EnvSnapshot {
             config_dir: path("OYSTERUN_CONFIG_DIR"),
             root: path("OYSTERUN_ROOT"),
             node_bin: text("OYSTERUN_NODE_BIN"),
+            npm_prefix: path("npm_config_prefix"),
             launchctl: os("OYSTER_LAUNCHCTL"),
             launchctl_timeout: text("OYSTER_LAUNCHCTL_TIMEOUT_SECS"),
         }

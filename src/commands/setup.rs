@@ -62,6 +62,11 @@ fn show(ctx: &Context, opts: &SetupOptions, sp: &SetupPlan) {
         sp.plan.node.path.display(),
         sp.plan.node.version
     );
+    crate::say!(
+        "  root:        {} (from {})",
+        sp.plan.root.display(),
+        sp.plan.root_origin
+    );
     for p in PROVIDERS {
         let status = sp.plan.doc.status(p, &ctx.search);
         let line = match (status.state, status.intent) {

@@ -10,6 +10,7 @@ use crate::error::Invalid;
 use crate::host::launchenv::{self, EnvInputs, LaunchEnv};
 use crate::host::node::{self, NodePin, PinRequest};
 use crate::host::plist::{self as agentplist, AgentSpec, Installed};
+use crate::host::root::RootSearch;
 use crate::provider::registry::PROVIDERS;
 use crate::provider::resolve::Intent;
 
@@ -25,6 +26,8 @@ pub struct Plan {
     pub doc: ConfigDoc,
     pub changes: Vec<Change>,
     pub root: PathBuf,
+    /// Why this root was chosen (setup's plan says it).
+    pub root_origin: String,
     pub node: NodePin,
     pub port: u16,
     pub env: LaunchEnv,
@@ -67,12 +70,6 @@ pub fn plan(ctx: &Context, args: &HostInputs, writes: Writes) -> anyhow::Result<
         ))
     })?;
     let installed = agentplist::read_installed(&stack.plist_path());
-    let root_env = ctx.env.root.clone();
-    let root = crate::host::root::find(
-        args.root.as_deref(),
-        root_env.as_deref(),
-        installed.as_ref().and_then(Installed::repo_root),
-    )?;
     let node_env = ctx.env.node_bin.clone();
     let cache = stack.run_dir.join("node-version.cache");
     let node = node::pin(&PinRequest {
@@ -82,6 +79,15 @@ pub fn plan(ctx: &Context, args: &HostInputs, writes: Writes) -> anyhow::Result<
         search: &ctx.search,
         cache: (writes == Writes::Sync).then_some(cache.as_path()),
     })?;
+    let found = crate::host::root::find(&RootSearch {
+        flag: args.root.as_deref(),
+        env: ctx.env.root.as_deref(),
+        installed: installed.as_ref().and_then(Installed::repo_root),
+        node_bin: &node.path,
+        npm_prefix: ctx.env.npm_prefix.as_deref(),
+    })?;
+    let root = found.path;
+    let root_origin = found.origin;
     let provider_dirs = provider_dirs(ctx, &doc);
     let env = launchenv::generate(&EnvInputs {
         node_bin: &node.path,
@@ -101,6 +107,7 @@ pub fn plan(ctx: &Context, args: &HostInputs, writes: Writes) -> anyhow::Result<
         doc,
         changes,
         root,
+        root_origin,
         node,
         port,
         env,

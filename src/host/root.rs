@@ -1,8 +1,9 @@
 //! The Oysterun install root: the directory holding `host-service/server.mjs`.
 //!
 //! Order: `--root`, `OYSTERUN_ROOT`, the installed plist's `OYSTERUN_REPO_ROOT` (passed over,
-//! aloud, when it no longer holds the Host), then the packaged location next to the binary
-//! (`<bin dir>/../share/oysterun`, the Homebrew and .pkg layout).
+//! aloud, when it no longer holds the Host), the `oysterun` npm package in the pinned Node's
+//! global modules, then `<bin dir>/../share/oysterun` (used only if a packager puts Oysterun
+//! there; neither the formula nor the .pkg ships it).
 
 use std::path::{Path, PathBuf};
 
@@ -11,38 +12,89 @@ use crate::error::Invalid;
 /// The Host entry point, relative to the root.
 pub const SERVER: &str = "host-service/server.mjs";
 
-/// Finds the root, erroring with every place tried when none holds the Host.
-pub fn find(
-    flag: Option<&Path>,
-    env: Option<&Path>,
-    installed: Option<&str>,
-) -> Result<PathBuf, Invalid> {
-    if let Some(dir) = flag {
-        return check(dir, "--root");
+/// Where oyster looks for the root, beyond the flag and the variable.
+pub struct RootSearch<'a> {
+    pub flag: Option<&'a Path>,
+    pub env: Option<&'a Path>,
+    /// The installed plist's `OYSTERUN_REPO_ROOT`.
+    pub installed: Option<&'a str>,
+    /// The pinned Node: Oysterun is installed with `npm install -g oysterun`, which puts it in
+    /// `<node prefix>/lib/node_modules/oysterun` (the prefix is the directory above `bin/`).
+    pub node_bin: &'a Path,
+    /// `npm_config_prefix`, when the user set one.
+    pub npm_prefix: Option<&'a Path>,
+}
+
+/// A found root and why it was chosen.
+#[derive(Debug, Clone)]
+pub struct FoundRoot {
+    pub path: PathBuf,
+    pub origin: String,
+}
+
+/// Finds the root (CONTRACT.md "Stacks, paths"): `--root`, `OYSTERUN_ROOT`, the installed
+/// plist's root (passed over aloud when it no longer holds the Host), the `oysterun` npm
+/// package in the pinned Node's global modules (and under `npm_config_prefix`), then the
+/// packaged location next to the binary. Errors list every place looked.
+pub fn find(s: &RootSearch<'_>) -> Result<FoundRoot, Invalid> {
+    if let Some(dir) = s.flag {
+        return check(dir, "--root").map(|path| FoundRoot {
+            path,
+            origin: "--root".into(),
+        });
     }
-    if let Some(dir) = env {
-        return check(dir, "OYSTERUN_ROOT");
+    if let Some(dir) = s.env {
+        return check(dir, "OYSTERUN_ROOT").map(|path| FoundRoot {
+            path,
+            origin: "OYSTERUN_ROOT".into(),
+        });
     }
-    if let Some(dir) = installed {
-        match check(
-            Path::new(dir),
-            "the installed LaunchAgent's OYSTERUN_REPO_ROOT",
-        ) {
-            Ok(root) => return Ok(root),
-            Err(e) => crate::tell!("oyster: note: {e}; looking for the packaged root"),
+    let mut looked = vec![];
+    if let Some(dir) = s.installed {
+        let origin = "the installed LaunchAgent's OYSTERUN_REPO_ROOT";
+        match check(Path::new(dir), origin) {
+            Ok(path) => {
+                return Ok(FoundRoot {
+                    path,
+                    origin: origin.into(),
+                })
+            }
+            Err(e) => {
+                crate::output::printer().note(&format!("{e}; looking further"));
+                looked.push(format!("{dir} ({origin})"));
+            }
         }
     }
-    let packaged = packaged_root();
-    match &packaged {
-        Some(dir) => check(dir, "the packaged location").map_err(|e| {
-            Invalid::new(format!(
-                "{e}. Point oyster at your Oysterun install with --root DIR or OYSTERUN_ROOT"
-            ))
-        }),
-        None => Err(Invalid::new(
-            "could not find the Oysterun install root; pass --root DIR or set OYSTERUN_ROOT",
-        )),
+    let node_prefix = s.node_bin.parent().and_then(Path::parent);
+    let candidates = [
+        (node_prefix, "the pinned Node's global npm modules"),
+        (s.npm_prefix, "npm_config_prefix's global modules"),
+    ];
+    for (prefix, origin) in candidates {
+        let Some(prefix) = prefix else { continue };
+        let dir = prefix.join("lib/node_modules/oysterun");
+        if dir.join(SERVER).is_file() {
+            return Ok(FoundRoot {
+                path: crate::provider::resolve::normalize(&dir),
+                origin: format!("{origin} (npm install -g oysterun)"),
+            });
+        }
+        looked.push(format!("{} ({origin})", dir.display()));
     }
+    if let Some(dir) = packaged_root() {
+        if dir.join(SERVER).is_file() {
+            return Ok(FoundRoot {
+                path: crate::provider::resolve::normalize(&dir),
+                origin: "the packaged location next to oyster".into(),
+            });
+        }
+        looked.push(format!("{} (the packaged location)", dir.display()));
+    }
+    Err(Invalid::new(format!(
+        "could not find the Oysterun install root (a directory holding {SERVER}); looked in: {}",
+        looked.join("; ")
+    ))
+    .hint("install Oysterun with `npm install -g oysterun`, or pass --root DIR (or set OYSTERUN_ROOT)"))
 }
 
 /// `<dir of this executable>/../share/oysterun`.

@@ -475,3 +475,44 @@ fn custom_stacks_need_a_port_once() {
     assert_eq!(v["Label"], "com.oysterun.host.dev");
     assert_eq!(v["EnvironmentVariables"]["OYSTERUN_PORT"], "18001");
 }
+
+/// Oysterun is installed with `npm install -g oysterun`: with no --root, OYSTERUN_ROOT or
+/// installed plist, the root is the `oysterun` package in the pinned Node's global modules
+/// (then under `npm_config_prefix`); when nothing holds the Host, every place looked is listed.
+#[test]
+fn the_root_is_found_in_the_pinned_nodes_global_npm_modules() {
+    let mut t = TestContext::new();
+    let prefix = t.path("node prefix");
+    std::fs::create_dir_all(prefix.join("bin")).unwrap();
+    let node = prefix.join("bin/node");
+    std::os::unix::fs::symlink(real_node(), &node).unwrap();
+    let n = node.to_str().unwrap();
+    let e = t
+        .run(["agent", "print", "--node-bin", n])
+        .fails_with(2)
+        .stderr();
+    assert!(
+        e.contains("node prefix/lib/node_modules/oysterun")
+            && e.contains("npm install -g oysterun"),
+        "every place looked is listed, with the fix: {e}"
+    );
+    // npm_config_prefix is searched too.
+    let other = t.path("npm prefix");
+    let other_root = other.join("lib/node_modules/oysterun");
+    std::fs::create_dir_all(other_root.join("host-service")).unwrap();
+    std::fs::write(other_root.join("host-service/server.mjs"), "").unwrap();
+    t.extra_env
+        .push(("npm_config_prefix".into(), other.display().to_string()));
+    let v = plistlib(&t.run(["agent", "print", "--node-bin", n]).ok().0.stdout);
+    assert_eq!(
+        v["EnvironmentVariables"]["OYSTERUN_REPO_ROOT"],
+        json!(other_root)
+    );
+    // The pinned Node's own global modules come first.
+    let root = prefix.join("lib/node_modules/oysterun");
+    std::fs::create_dir_all(root.join("host-service")).unwrap();
+    std::fs::write(root.join("host-service/server.mjs"), "").unwrap();
+    let v = plistlib(&t.run(["agent", "print", "--node-bin", n]).ok().0.stdout);
+    assert_eq!(v["EnvironmentVariables"]["OYSTERUN_REPO_ROOT"], json!(root));
+    assert_eq!(v["WorkingDirectory"], json!(root.join("host-service")));
+}
