@@ -94,7 +94,12 @@ fn plistlib_agrees_on_every_value_with_hostile_paths() {
         })
     );
     let text = out.stdout();
-    assert!(text.contains("&amp;") && text.contains("&lt;they>") || text.contains("&lt;they&gt;"));
+    // The hostile HOME is in the text only escaped: `&` and `<` never appear raw (`>` and
+    // quotes may, inside a string element).
+    assert!(
+        text.contains("/we &amp; &lt;they") && !text.contains("/we & ") && !text.contains("<they"),
+        "{text}"
+    );
     assert!(text.ends_with("</plist>\n"));
     assert!(
         !t.home.join("Library").exists(),
@@ -227,19 +232,54 @@ fn provider_in_the_node_directory_appears_once() {
     assert!(path.starts_with(nodedir.to_str().unwrap()));
 }
 
+/// PATH entries of the plist `agent print` writes now.
+fn plist_path_entries(t: &TestContext, root: &Path) -> Vec<String> {
+    let v = plistlib(&print(t, root, &[]).ok().0.stdout);
+    v["EnvironmentVariables"]["PATH"]
+        .as_str()
+        .unwrap()
+        .split(':')
+        .map(str::to_owned)
+        .collect()
+}
+
 #[test]
 fn disabled_and_broken_manual_providers_add_no_path_entry() {
-    let (t, root) = ctx_with_root("home");
-    let dir = t.path("prov");
-    t.fake_exe(&dir.join("claude"));
-    t.run(["providers", "set", "claude", ""]).ok();
-    t.run(["providers", "set", "codex", "/nowhere/codex"]).ok();
-    let v = plistlib(&print(&t, &root, &[]).ok().0.stdout);
-    let path = v["EnvironmentVariables"]["PATH"].as_str().unwrap();
+    // Both providers sit on the caller's PATH, so discovery finds them: enabled, each one's
+    // directory is a plist PATH entry. The caller's PATH itself never reaches the plist, so
+    // these entries can only come from the providers.
+    let (mut t, root) = ctx_with_root("home");
+    let claude_dir = t.path("claude-dir");
+    let codex_dir = t.path("codex-dir");
+    t.fake_exe(&claude_dir.join("claude"));
+    t.fake_exe(&codex_dir.join("codex"));
+    t.path_dirs.push(claude_dir.clone());
+    t.path_dirs.push(codex_dir.clone());
+    let dir = |d: &Path| d.display().to_string();
+    let path = plist_path_entries(&t, &root);
     assert!(
-        !path.contains("/prov") && !path.contains("/nowhere"),
-        "{path}"
+        path.contains(&dir(&claude_dir)) && path.contains(&dir(&codex_dir)),
+        "enabled providers are on PATH: {path:?}"
     );
+
+    // Disabled: its directory goes, although discovery would still find the binary there.
+    t.run(["providers", "set", "claude", ""]).ok();
+    let path = plist_path_entries(&t, &root);
+    assert!(!path.contains(&dir(&claude_dir)), "{path:?}");
+    assert!(
+        path.contains(&dir(&codex_dir)),
+        "only the disabled one goes"
+    );
+
+    // A broken manual command: neither its own directory nor the binary discovery would have
+    // found instead.
+    t.run(["providers", "set", "codex", "/nowhere/codex"]).ok();
+    let path = plist_path_entries(&t, &root);
+    assert!(
+        !path.contains(&dir(&codex_dir)) && !path.iter().any(|p| p.starts_with("/nowhere")),
+        "{path:?}"
+    );
+    t.assert_nothing_executed();
 }
 
 fn fake_node(t: &TestContext, name: &str, version: &str, mode: u32) -> PathBuf {

@@ -21,25 +21,44 @@ fn snapshot(t: &TestContext) -> (Vec<u8>, i64, i64, u64) {
 
 #[test]
 fn migration_cases() {
+    // Both providers are on PATH, so an `auto` intent visibly takes the found path and a
+    // `manual` one visibly keeps its command instead.
     let mut t = TestContext::new();
     let dir = t.path("bin");
     t.path_dirs.push(dir.clone());
+    let found_claude = t.fake_exe(&dir.join("claude"));
     let found = t.fake_exe(&dir.join("codex"));
-    for (claude, codex, want_claude, want_codex, codex_after) in [
+    for (claude, codex, want_claude, want_codex, claude_after, codex_after) in [
         (
             json!("/abs/claude"),
             json!("codex"),
             "manual",
             "auto",
+            json!("/abs/claude"),
             json!(found),
         ),
-        (json!("claude"), json!(null), "auto", "auto", json!(found)),
-        (json!("  "), json!(""), "auto", "auto", json!(found)),
+        (
+            json!("claude"),
+            json!(null),
+            "auto",
+            "auto",
+            json!(found_claude),
+            json!(found),
+        ),
+        (
+            json!("  "),
+            json!(""),
+            "auto",
+            "auto",
+            json!(found_claude),
+            json!(found),
+        ),
         (
             json!("~/bin/claude"),
             json!("my-codex --flag"),
             "manual",
             "manual",
+            json!("~/bin/claude"),
             json!("my-codex --flag"),
         ),
     ] {
@@ -50,13 +69,19 @@ fn migration_cases() {
             cfg["provider_command_intent"],
             json!({"claude": want_claude, "codex": want_codex})
         );
-        assert_eq!(cfg["codex_command"], codex_after);
-        if want_claude == "manual" {
-            assert_eq!(cfg["claude_command"], claude, "manual kept verbatim");
-        } else {
-            assert_eq!(cfg["claude_command"], claude, "auto, nothing found: kept");
-        }
+        assert_eq!(
+            (&cfg["claude_command"], &cfg["codex_command"]),
+            (&claude_after, &codex_after),
+            "from {claude} and {codex}: manual kept verbatim, auto set to what was found"
+        );
     }
+    // Auto with nothing found: a detector null never overwrites what is there.
+    std::fs::remove_file(&found_claude).unwrap();
+    t.write_config(r#"{"claude_command": "claude"}"#);
+    t.run(["config", "sync"]).ok();
+    let cfg = t.read_config();
+    assert_eq!(cfg["provider_command_intent"]["claude"], "auto");
+    assert_eq!(cfg["claude_command"], "claude", "auto, nothing found: kept");
     // Missing keys entirely: auto for both, no command invented for the one not found.
     t.write_config("{}");
     t.run(["config", "sync"]).ok();

@@ -198,8 +198,16 @@ fn a_host_that_never_answers_health_is_stopped_after_the_wait() {
 fn a_host_that_dies_right_after_health_is_a_crash_loop() {
     let t = TestContext::new();
     let root = t.fixture_root("root");
-    TestContext::fixture_flag(&root, "crash-after-ms", "300");
+    // The fixture's timer starts before it listens, so a crash 600 ms after start lands
+    // after /health answered (polled every 20 ms) and always inside the 1 s settle period.
+    TestContext::fixture_flag(&root, "crash-after-ms", "600");
     let e = t.run(start_args(&root, free_port())).fails_with(1).stderr();
-    assert!(e.contains("crash loop") || e.contains("exited"), "{e}");
+    // Caught by the settle check, and said so: not "exited before answering /health", which
+    // is a Host that never came up.
+    assert!(
+        e.contains("crash loop") && !e.contains("before answering"),
+        "{e}"
+    );
+    assert!(e.contains("crashing after 600 ms"), "the log tail: {e}");
     assert!(t.own_processes().is_empty());
 }

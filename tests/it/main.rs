@@ -12,5 +12,6 @@ mod packaging;
 mod providers;
 mod registry_guard;
 mod setup;
+mod snapshots;
 mod syscalls;
 mod torture;

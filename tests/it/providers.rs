@@ -109,20 +109,44 @@ fn bad_candidates_are_skipped_at_every_step() {
             "{kind}: {row}"
         );
 
-        // Step 1 (manual) bad: unavailable with the reason and the fix, never replaced.
+        // Step 1 (manual) bad: unavailable with the reason and the fix, never replaced by the
+        // good binary discovery finds on PATH, neither in the answer nor in the config.
         let cfg = t.path("cfg-bad");
         make_bad(&t, kind, &cfg);
         t.write_config(&format!(r#"{{"claude_command": "{}"}}"#, cfg.display()));
-        let good_on_path = t.fake_exe(&path_dir.join(Q));
+        let good_dir = t.path("gooddir");
+        let good_on_path = t.fake_exe(&good_dir.join(P));
+        t.path_dirs.push(good_dir);
         let row = resolve_one(&t, P);
         assert_eq!(
             (row["intent"].as_str(), row["state"].as_str()),
             (Some("manual"), Some("unavailable")),
             "{kind}"
         );
+        assert_eq!(
+            (&row["command"], &row["resolved"], &row["source"]),
+            (&json!(cfg), &json!(null), &json!(null)),
+            "{kind}: the manual command is kept and nothing else is picked"
+        );
         let reason = row["reason"].as_str().unwrap();
         assert!(reason.contains("oyster providers set"), "{kind}: {reason}");
-        assert!(good_on_path.exists());
+        t.run(["config", "sync"]).ok();
+        let saved = t.read_config();
+        assert_eq!(
+            (
+                &saved["claude_command"],
+                &saved["provider_command_intent"]["claude"]
+            ),
+            (&json!(cfg), &json!("manual")),
+            "{kind}: a sync keeps the manual command"
+        );
+        // The premise: handed back to discovery, that good binary is what it finds.
+        t.run(["providers", "auto", P]).ok();
+        assert_eq!(
+            resolve_one(&t, P)["resolved"],
+            json!(good_on_path),
+            "{kind}"
+        );
         t.assert_nothing_executed();
     }
 }

@@ -1,0 +1,362 @@
+//! The human output people read, as insta snapshots (STYLE.md 10): `doctor`, `agent status`,
+//! `providers status`, the setup plan, and the main errors, from the real binary.
+//!
+//! What differs between runs or machines is filtered before the snapshot: the test's temp dir
+//! and HOME, the real `node` (its path and version), the simulator's path, ports, pids, the
+//! uid in launchd domains and durations. Review a changed `.snap` like code: it is the
+//! contract people see.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use regex_lite::Regex;
+
+use crate::common::{free_port, real_node, sim_bin, Run, TestContext, BIN};
+
+/// The version the real node reports (`v22.1.0`), to filter it out.
+fn real_node_version() -> String {
+    let out = std::process::Command::new(real_node())
+        .arg("--version")
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// The machine- and run-specific parts of `text`, replaced by stable placeholders.
+///
+/// insta's own `filters` setting needs its `filters` feature, which this crate's dev-dependency
+/// does not enable; the same regex filters run here instead, before `assert_snapshot!`.
+fn filtered(t: &TestContext, text: &str, ports: &[u16]) -> String {
+    let node = real_node();
+    let mut literal: Vec<(String, String)> = vec![
+        (t.home.display().to_string(), "[HOME]".into()),
+        (t.dir.path().display().to_string(), "[TMP]".into()),
+        (sim_bin().display().to_string(), "[LAUNCHCTL_SIM]".into()),
+        (BIN.to_owned(), "[OYSTER]".into()),
+        (node.display().to_string(), "[NODE]".into()),
+        (real_node_version(), "[NODE_VERSION]".into()),
+    ];
+    // Longest first, so a path is replaced before a prefix of it.
+    literal.sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
+    let mut text = text.to_owned();
+    for (from, to) in literal {
+        text = text.replace(&from, &to);
+    }
+    for port in ports {
+        let re = Regex::new(&format!(r"\b{port}\b")).unwrap();
+        text = re.replace_all(&text, "[PORT]").into_owned();
+    }
+    for (re, to) in [
+        (r"\bpid \d+", "pid [PID]"),
+        (r"\bpid:(\s+)\d+", "pid:${1}[PID]"),
+        (r"\b(gui|user)/\d+", "$1/[UID]"),
+        (r"\b\d+(\.\d+)? ?(ms|s)\b", "[DURATION]"),
+        (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z?", "[TIME]"),
+    ] {
+        text = Regex::new(re).unwrap().replace_all(&text, to).into_owned();
+    }
+    text
+}
+
+#[test]
+fn the_filters_hide_what_changes_between_runs_and_keep_the_rest() {
+    let t = TestContext::new();
+    let text = format!(
+        "{home}/x {tmp}/y {node} {version} 127.0.0.1:{port} pid 4242, pid:   77 gui/501 user/0 \
+         after 123 ms, within 1.5 s, at 2025-01-02T03:04:05.678Z; keep 8802 and v18.19.0",
+        home = t.home.display(),
+        tmp = t.dir.path().display(),
+        node = real_node().display(),
+        version = real_node_version(),
+        port = 43210,
+    );
+    assert_eq!(
+        filtered(&t, &text, &[43210]),
+        "[HOME]/x [TMP]/y [NODE] [NODE_VERSION] 127.0.0.1:[PORT] pid [PID], pid:   [PID] \
+         gui/[UID] user/[UID] after [DURATION], within [DURATION], at [TIME]; keep 8802 and \
+         v18.19.0"
+    );
+}
+
+/// One run as a snapshot: the command line, the exit code, stdout and stderr, filtered.
+fn shown(t: &TestContext, args: &[&str], r: &Run, ports: &[u16]) -> String {
+    let text = format!(
+        "$ oyster {}\nexit: {}\n--- stdout\n{}--- stderr\n{}",
+        args.join(" "),
+        r.code(),
+        r.stdout(),
+        r.stderr()
+    );
+    filtered(t, &text, ports)
+}
+
+/// Runs `oyster args` and snapshots it under `name`.
+#[track_caller]
+fn snap(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> Run {
+    let r = t.run(args);
+    insta::with_settings!({ prepend_module_to_snapshot => false, omit_expression => true }, {
+        insta::assert_snapshot!(name, shown(t, args, &r, ports));
+    });
+    r
+}
+
+/// A HOME with the simulator, the Host fixture pinned, and claude installed in ~/.local/bin.
+fn with_claude() -> TestContext {
+    let mut t = TestContext::new();
+    t.use_sim();
+    t.pin_host_env();
+    t.fake_exe(&t.home.join(".local/bin/claude"));
+    t
+}
+
+/// `with_claude`, plus the agent installed and verified for stack `snap` on `port`.
+fn installed(port: u16) -> TestContext {
+    let t = with_claude();
+    t.run([
+        "agent",
+        "install",
+        "--stack",
+        "snap",
+        "--port",
+        &port.to_string(),
+        "--settle-ms",
+        "200",
+    ])
+    .ok();
+    t
+}
+
+#[test]
+fn doctor_on_a_verified_agent() {
+    let port = free_port();
+    let t = installed(port);
+    snap(
+        "doctor_verified",
+        &t,
+        &["doctor", "--stack", "snap"],
+        &[port],
+    )
+    .ok();
+    t.assert_nothing_executed();
+}
+
+#[test]
+fn doctor_before_anything_is_installed() {
+    let t = with_claude();
+    snap("doctor_fresh_home", &t, &["doctor"], &[]);
+}
+
+#[test]
+fn agent_status_installed_and_verified() {
+    let port = free_port();
+    let t = installed(port);
+    snap(
+        "agent_status_verified",
+        &t,
+        &["agent", "status", "--stack", "snap"],
+        &[port],
+    )
+    .ok();
+}
+
+#[test]
+fn agent_status_not_installed() {
+    let t = with_claude();
+    snap("agent_status_not_installed", &t, &["agent", "status"], &[]);
+}
+
+#[test]
+fn providers_status_available_and_disabled() {
+    let t = with_claude();
+    t.run(["providers", "set", "codex", ""]).ok();
+    snap(
+        "providers_status_available_disabled",
+        &t,
+        &["providers", "status"],
+        &[],
+    )
+    .ok();
+}
+
+#[test]
+fn providers_status_broken_manual_and_not_found() {
+    let t = with_claude();
+    t.run(["providers", "set", "claude", "/gone/claude"]).ok();
+    snap(
+        "providers_status_broken_manual_not_found",
+        &t,
+        &["providers", "status"],
+        &[],
+    );
+}
+
+#[test]
+fn setup_plan_without_a_terminal() {
+    // The pinned node lives in a prefix of the test's own, so the npm that the plan names is
+    // the same on every machine (nothing runs it: no terminal, no --install-providers).
+    let port = free_port();
+    let t = with_claude();
+    let bin = t.path("nodepfx/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();
+    snap(
+        "setup_no_start",
+        &t,
+        &[
+            "setup",
+            "--stack",
+            "snap",
+            "--port",
+            &port.to_string(),
+            "--node-bin",
+            bin.join("node").to_str().unwrap(),
+            "--no-start",
+        ],
+        &[port],
+    )
+    .ok();
+    t.assert_nothing_executed();
+}
+
+#[test]
+fn error_unsupported_provider() {
+    let t = TestContext::new();
+    snap(
+        "error_unsupported_provider",
+        &t,
+        &["providers", "resolve", "gemini"],
+        &[],
+    )
+    .fails_with(2);
+}
+
+#[test]
+fn error_corrupt_config_names_line_and_column() {
+    let t = TestContext::new();
+    t.write_config("{\"claude_command\": \"/x\",\n  \"port\": 88");
+    snap("error_corrupt_config", &t, &["providers", "status"], &[]).fails_with(2);
+}
+
+#[test]
+fn error_missing_root() {
+    let t = TestContext::new();
+    let node = real_node();
+    let nothing = t.path("nothing");
+    snap(
+        "error_missing_root",
+        &t,
+        &[
+            "agent",
+            "print",
+            "--root",
+            nothing.to_str().unwrap(),
+            "--node-bin",
+            node.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .fails_with(2);
+}
+
+/// A `node` that only prints `version`.
+fn fake_node(t: &TestContext, version: &str) -> PathBuf {
+    let p = t.path("oldnode/node");
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, format!("#!/bin/sh\necho {version}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    p
+}
+
+#[test]
+fn error_node_too_old() {
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    let old = fake_node(&t, "v18.19.0");
+    snap(
+        "error_node_too_old",
+        &t,
+        &[
+            "agent",
+            "print",
+            "--root",
+            root.to_str().unwrap(),
+            "--node-bin",
+            old.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .fails_with(2);
+}
+
+#[test]
+fn error_node_bin_missing() {
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    snap(
+        "error_node_bin_missing",
+        &t,
+        &[
+            "agent",
+            "print",
+            "--root",
+            root.to_str().unwrap(),
+            "--node-bin",
+            "/nowhere/node",
+        ],
+        &[],
+    )
+    .fails_with(2);
+}
+
+#[test]
+fn error_no_node_anywhere() {
+    // Only where no system node sits in the fallback directories (as on CI's Linux).
+    if ["/opt/homebrew/bin/node", "/usr/local/bin/node"]
+        .iter()
+        .any(|p| Path::new(p).exists())
+    {
+        return;
+    }
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    snap(
+        "error_no_node_anywhere",
+        &t,
+        &["agent", "print", "--root", root.to_str().unwrap()],
+        &[],
+    )
+    .fails_with(1);
+}
+
+#[test]
+fn error_invalid_stack_name() {
+    let t = TestContext::new();
+    snap(
+        "error_invalid_stack_name",
+        &t,
+        &["config", "sync", "--stack", "Bad_Name"],
+        &[],
+    )
+    .fails_with(2);
+}
+
+#[test]
+fn error_custom_stack_without_a_port() {
+    let mut t = TestContext::new();
+    t.pin_host_env();
+    snap(
+        "error_custom_stack_without_port",
+        &t,
+        &["agent", "print", "--stack", "dev"],
+        &[],
+    )
+    .fails_with(2);
+}
+
+#[test]
+fn error_relative_config_dir() {
+    let mut t = TestContext::new();
+    t.extra_env
+        .push(("OYSTERUN_CONFIG_DIR".into(), "relative/dir".into()));
+    snap("error_relative_config_dir", &t, &["config", "sync"], &[]).fails_with(2);
+}
