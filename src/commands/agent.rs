@@ -236,7 +236,11 @@ fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
         health: None,
         env_proof: None,
         env_mismatch: vec![],
-        in_sync: plan.as_ref().map(|p| !p.plist_changed()),
+        // Only an installed plist can be stale.
+        in_sync: plan
+            .as_ref()
+            .filter(|_| installed.is_some())
+            .map(|p| !p.plist_changed()),
         plist_path: plist.display().to_string(),
         log_path: stack.log_path().display().to_string(),
         launchctl: None,

@@ -479,8 +479,19 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::json;
 
+    /// Two providers from the registry, whichever they are (tests never name one).
     fn p0() -> &'static Provider {
-        &PROVIDERS[0]
+        PROVIDERS
+            .iter()
+            .next()
+            .expect("the registry lists providers")
+    }
+
+    fn p1() -> &'static Provider {
+        PROVIDERS
+            .iter()
+            .nth(1)
+            .expect("the registry lists two providers")
     }
 
     fn parse(s: &str) -> Result<ConfigDoc, ConfigError> {
@@ -511,7 +522,7 @@ mod tests {
         let msg = e.to_string();
         assert!(matches!(e, ConfigError::Type { line: 3, .. }), "{msg}");
         assert!(msg.contains(key) && msg.contains("line 3"), "{msg}");
-        let id = PROVIDERS[1].id;
+        let id = p1().id;
         let e = parse(&format!(
             "{{\"{INTENT_KEY}\": {{\"{id}\": \"sometimes\"}}}}"
         ))
@@ -550,7 +561,7 @@ mod tests {
         let cmd = prop_oneof![
             Just("null".to_string()),
             Just("\"\"".to_string()),
-            Just(format!("\"{}\"", PROVIDERS[0].binary)),
+            Just(format!("\"{}\"", p0().binary)),
             Just("\"/nowhere/bin/x\"".to_string()),
             Just("\"rel/x\"".to_string()),
         ];
@@ -564,10 +575,10 @@ mod tests {
             |(c0, c1, i0, i1, extra)| {
                 let mut intents = vec![];
                 if let Some(i) = i0 {
-                    intents.push(format!("\"{}\": \"{i}\"", PROVIDERS[0].id));
+                    intents.push(format!("\"{}\": \"{i}\"", p0().id));
                 }
                 if let Some(i) = i1 {
-                    intents.push(format!("\"{}\": \"{i}\"", PROVIDERS[1].id));
+                    intents.push(format!("\"{}\": \"{i}\"", p1().id));
                 }
                 format!(
                     "{{{}\"{}\": {c0}, \"{}\": {c1}, \"{INTENT_KEY}\": {{{}}}, \"history\": [1]}}",
@@ -576,8 +587,8 @@ mod tests {
                     } else {
                         ""
                     },
-                    PROVIDERS[0].command_key,
-                    PROVIDERS[1].command_key,
+                    p0().command_key,
+                    p1().command_key,
                     intents.join(", ")
                 )
             },
@@ -605,10 +616,10 @@ mod tests {
         ];
         leaf.prop_recursive(3, 24, 6, |inner| {
             let key = prop_oneof![
-                Just(PROVIDERS[0].command_key.to_owned()),
-                Just(PROVIDERS[1].command_key.to_owned()),
+                Just(p0().command_key.to_owned()),
+                Just(p1().command_key.to_owned()),
                 Just(INTENT_KEY.to_owned()),
-                Just(PROVIDERS[0].id.to_owned()),
+                Just(p0().id.to_owned()),
                 Just(PORT_KEY.to_owned()),
                 "[a-z_]{1,6}",
             ];
@@ -650,7 +661,7 @@ mod tests {
         #[test]
         fn sync_is_idempotent_and_keeps_unknown_keys(text in arb_doc(), found in any::<bool>()) {
             let dir = tempfile::tempdir().unwrap();
-            let bin = dir.path().join(PROVIDERS[0].binary);
+            let bin = dir.path().join(p0().binary);
             if found {
                 std::fs::write(&bin, "").unwrap();
                 use std::os::unix::fs::PermissionsExt;

@@ -302,7 +302,10 @@ mod tests {
     }
 
     fn provider() -> &'static Provider {
-        &crate::provider::registry::PROVIDERS[0]
+        crate::provider::registry::PROVIDERS
+            .iter()
+            .next()
+            .expect("a provider")
     }
 
     #[test]
