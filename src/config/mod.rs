@@ -488,10 +488,7 @@ mod tests {
     }
 
     fn p1() -> &'static Provider {
-        PROVIDERS
-            .iter()
-            .nth(1)
-            .expect("the registry lists two providers")
+        PROVIDERS.get(1).expect("the registry lists two providers")
     }
 
     fn parse(s: &str) -> Result<ConfigDoc, ConfigError> {
