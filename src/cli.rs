@@ -35,6 +35,8 @@ Environment:
   OYSTER_LAUNCHCTL               a launchctl-compatible program instead of /bin/launchctl (said in
                                  output); `none` means no launchd here (setup starts the Host directly)
   OYSTER_LAUNCHCTL_TIMEOUT_SECS  how long one launchctl call may take [default: 30, at most 3600]
+  OYSTER_ENV_PROOF               `launchd`: prove the Host's environment from launchd's loaded definition
+                                 even where the kernel shows it (what happens on Macs that hide it)
   NO_COLOR                       no colour, even on a terminal
   npm_config_prefix              also searched for the `oysterun` npm package (the Oysterun root)
   PATH                           searched for providers and node (never given to the Host)

@@ -31,6 +31,9 @@ pub struct EnvSnapshot {
     pub launchctl: Option<OsString>,
     /// `OYSTER_LAUNCHCTL_TIMEOUT_SECS`.
     pub launchctl_timeout: Option<String>,
+    /// `OYSTER_ENV_PROOF`: `launchd` forces the proof used when the kernel hides the Host's
+    /// environment (for testing that path off macOS).
+    pub env_proof: Option<String>,
 }
 
 impl EnvSnapshot {
@@ -49,6 +52,7 @@ impl EnvSnapshot {
             npm_prefix: path("npm_config_prefix"),
             launchctl: os("OYSTER_LAUNCHCTL"),
             launchctl_timeout: text("OYSTER_LAUNCHCTL_TIMEOUT_SECS"),
+            env_proof: text("OYSTER_ENV_PROOF"),
         }
     }
 
@@ -61,6 +65,10 @@ impl EnvSnapshot {
         }
     }
 }
+
+/// How long a command waits for another one on the same stack (longer than one verification
+/// plus its rollback).
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(180);
 
 /// What every command starts from.
 pub struct Context {
@@ -95,6 +103,54 @@ impl Context {
             env,
             out,
         })
+    }
+
+    /// Takes the stack's lifecycle lock (`<run dir>/oyster.lock`, CONTRACT.md §9) for the
+    /// whole run of a command that writes or loads: a second one waits, saying for whom, up to
+    /// [`LOCK_WAIT`], or until it is interrupted, then fails.
+    pub fn lock_stack(&self, what: &str) -> anyhow::Result<crate::sys::fs::Lock> {
+        self.refuse_foreign_home(what)?;
+        crate::sys::fs::create_dir_all(&self.stack.run_dir, 0o700)?;
+        let path = self.stack.run_dir.join("oyster.lock");
+        let lock = crate::sys::fs::lock_waiting(
+            &path,
+            what,
+            LOCK_WAIT,
+            |holder| {
+                self.out.err(&format!(
+                    "waiting for another oyster ({}) to finish with stack {} (up to {} s)…",
+                    if holder.is_empty() {
+                        "starting"
+                    } else {
+                        holder
+                    },
+                    self.stack.name,
+                    LOCK_WAIT.as_secs()
+                ))
+            },
+            || crate::sys::signal::received().is_some(),
+        )?;
+        Ok(lock)
+    }
+
+    /// CONTRACT.md §5: a HOME owned by another uid than the effective one (a `sudo` that kept
+    /// HOME) would leave files the user can no longer read; refuse before writing anything.
+    pub fn refuse_foreign_home(&self, what: &str) -> Result<(), crate::error::Invalid> {
+        let euid = crate::sys::user::euid();
+        let Some(owner) = crate::sys::user::owner_of(&self.stack.home) else {
+            return Ok(());
+        };
+        if owner == euid {
+            return Ok(());
+        }
+        let name = crate::sys::user::name_of(owner).unwrap_or_else(|| format!("uid {owner}"));
+        Err(crate::error::Invalid::new(format!(
+            "HOME ({}) belongs to {name}, but oyster runs as uid {euid}; `{what}` would leave files there that {name} cannot use",
+            self.stack.home.display()
+        ))
+        .hint(format!(
+            "run it as {name}, without sudo: `oyster {what}`, or `sudo -u {name} -H oyster {what}`"
+        )))
     }
 
     /// Notes printed whenever an override or fallback is in effect.

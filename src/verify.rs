@@ -161,6 +161,33 @@ pub fn check_live(pid: u32, expected: &LaunchEnv) -> LiveCheck {
     LiveCheck { health, env }
 }
 
+/// Checks that the socket listening on `port` belongs to `pid` (or a descendant): a `/health`
+/// answer from another process (a direct-mode Host, another stack) proves nothing.
+pub fn check_listener(port: u16, pid: u32) -> Result<(), String> {
+    let holders = crate::sys::net::listeners_on(port)
+        .map_err(|e| format!("could not tell who listens on port {port}: {e}"))?;
+    if holders.is_empty() {
+        // The socket went away between /health and now, or is invisible to this user.
+        return Err(format!(
+            "no listening socket on port {port} could be found for pid {pid}"
+        ));
+    }
+    if holders
+        .iter()
+        .any(|h| crate::sys::net::descends_from(h.pid, pid))
+    {
+        return Ok(());
+    }
+    let who: Vec<String> = holders
+        .iter()
+        .map(|h| format!("pid {} ({})", h.pid, h.name))
+        .collect();
+    Err(format!(
+        "/health on port {port} was answered by {}, not by the Host (pid {pid})",
+        who.join(", ")
+    ))
+}
+
 /// One `GET /health` on `127.0.0.1:port`: the HTTP status, or `None` when nothing answered.
 pub fn health(port: u16, timeout: Duration) -> Option<u16> {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));

@@ -25,7 +25,7 @@ pub const NOT_LOADED: i32 = 113;
 
 /// A launchctl call that failed, with everything needed to understand it.
 #[derive(Debug, thiserror::Error)]
-#[error("`{argv}` exited with {code}: {}", stderr.trim().lines().next().unwrap_or("(no output)"))]
+#[error("`{argv}` exited with {code}: {}", if stderr.trim().is_empty() { "(no output)" } else { stderr.trim() })]
 pub struct LaunchctlError {
     pub argv: String,
     pub code: i32,
@@ -171,6 +171,34 @@ impl Launchctl {
     }
 }
 
+impl Launchctl {
+    /// Looks for a loaded `label` in `gui/<uid>`, then `user/<uid>` (a job loaded in one is
+    /// not visible in the other, LAUNCHD.md): the domain it is loaded in, and its `print`.
+    pub fn find_loaded(&self, label: &str) -> anyhow::Result<Option<(String, PrintInfo)>> {
+        let uid = crate::sys::user::uid();
+        for domain in [format!("gui/{uid}"), format!("user/{uid}")] {
+            let f = self.call(&["print", &format!("{domain}/{label}")])?;
+            match f.code {
+                0 => return Ok(Some((domain, parse_print(&f.stdout)))),
+                // Not loaded there, or no such domain (no GUI session).
+                NOT_LOADED | 112 | 125 => {}
+                _ => return Err(failed(f).into()),
+            }
+        }
+        Ok(None)
+    }
+
+    /// `print-disabled <domain>`: whether `label` is listed as disabled.
+    pub fn is_disabled(&self, domain: &str, label: &str) -> anyhow::Result<bool> {
+        let f = self.ok(&["print-disabled", domain])?;
+        Ok(f.stdout.lines().any(|l| {
+            let l = l.trim();
+            l.starts_with(&format!("\"{label}\""))
+                && (l.ends_with("disabled") || l.ends_with("true"))
+        }))
+    }
+}
+
 /// A launchd domain chosen for this user.
 #[derive(Debug, Clone)]
 pub struct Domain {
@@ -228,6 +256,11 @@ impl PrintInfo {
             return Some(LastExit::Never);
         }
         Some(LastExit::Code(leading_number(code)?))
+    }
+
+    /// `exit timeout = N`: how long launchd waits after SIGTERM before SIGKILL.
+    pub fn exit_timeout(&self) -> Option<u64> {
+        self.get("exit timeout").and_then(|r| r.trim().parse().ok())
     }
 
     /// `runs = N`: how many times launchd has spawned this job.

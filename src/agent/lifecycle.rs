@@ -1,26 +1,33 @@
-//! The LaunchAgent lifecycle (CONTRACT.md §5): load, reload or kickstart the job, then prove the
-//! restarted Host runs with the generated environment, and roll back when it does not.
+//! The LaunchAgent lifecycle (CONTRACT.md §5, §9): load, reload or restart the job, prove the
+//! restarted Host runs with the generated environment, and roll back when it does not — also
+//! when the run is interrupted, and, through a `pending` marker, after a run that was killed.
 //!
 //! `kickstart -k` never re-reads a plist, so any change to the definition — on disk, or a loaded
 //! definition that no longer matches the generator — goes through enable, bootout, a wait until
-//! the label is gone, and bootstrap.
+//! the label is gone, and bootstrap. An unchanged job restarts gracefully: `launchctl kill
+//! SIGTERM`, a wait of up to its exit timeout, then `kickstart` (SIGKILL only as a last resort).
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::agent::launchctl::{Domain, LastExit, Launchctl, PrintInfo};
+use crate::agent::launchctl::{Domain, JobState, LastExit, Launchctl, PrintInfo};
 use crate::context::Context;
 use crate::host::launchenv::LaunchEnv;
 use crate::host::plan::Plan;
 use crate::host::plist as agentplist;
 use crate::host::stack::Stack;
 use crate::output::audit::Audit;
+use crate::sys::fs::{self as fsutil, Lock};
+use crate::sys::signal::{self, Signal};
 use crate::verify::{self, EnvCheck};
 
 /// How long oyster waits for a booted-out label to disappear.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long bootstrap is retried while launchd reports 5/37 (loaded or still draining).
 const BOOTSTRAP_RETRY: Duration = Duration::from_secs(20);
+/// `launchctl print` is a process start on a Mac: at most ~5 a second.
+const PRINT_EVERY: Duration = Duration::from_millis(200);
+/// `/health` is cheap: poll it often.
+const HEALTH_EVERY: Duration = Duration::from_millis(20);
 
 /// Verification timing.
 #[derive(Debug, Clone, Copy)]
@@ -31,12 +38,36 @@ pub struct Timing {
     pub settle: Duration,
 }
 
+/// How the Host's environment was proven (CONTRACT.md §5), strongest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EnvProof {
+    /// The environment read from the kernel equals the generated one.
+    Live,
+    /// The kernel hides the environment; launchd's loaded definition has exactly the generated
+    /// variables and the running pid is the one launchd spawned for it.
+    Launchd,
+}
+
+impl EnvProof {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EnvProof::Live => "live",
+            EnvProof::Launchd => "launchd",
+        }
+    }
+}
+
 /// The launchd side of one stack.
 pub struct Agent<'a> {
     pub lc: Launchctl,
     pub domain: Domain,
     pub stack: &'a Stack,
     pub audit: Audit,
+    lock: &'a Lock,
+    /// `OYSTER_ENV_PROOF=launchd`: behave as if the kernel hid the environment (as it does for
+    /// official Node builds on macOS), so the `launchd` proof is exercised off macOS.
+    force_launchd_proof: bool,
 }
 
 /// A verified Host.
@@ -44,25 +75,84 @@ pub struct Agent<'a> {
 pub struct Verified {
     pub pid: u32,
     pub health_after: Duration,
+    pub env_proof: EnvProof,
+}
+
+/// Why verification stopped.
+enum Stop {
+    Failed(String),
+    Interrupted(Signal),
+}
+
+impl From<String> for Stop {
+    fn from(s: String) -> Stop {
+        Stop::Failed(s)
+    }
+}
+
+impl From<&str> for Stop {
+    fn from(s: &str) -> Stop {
+        Stop::Failed(s.to_owned())
+    }
+}
+
+/// Stops a wait when a signal came.
+fn check_interrupt() -> Result<(), Stop> {
+    match signal::received() {
+        Some(sig) => Err(Stop::Interrupted(sig)),
+        None => Ok(()),
+    }
+}
+
+/// Sleeps `d` in short steps, waking for a signal.
+fn sleep_interruptible(d: Duration) -> Result<(), Stop> {
+    let end = Instant::now() + d;
+    while Instant::now() < end {
+        check_interrupt()?;
+        std::thread::sleep(HEALTH_EVERY.min(end.saturating_duration_since(Instant::now())));
+    }
+    check_interrupt()
 }
 
 impl<'a> Agent<'a> {
-    /// Locates launchctl and the domain, saying aloud when it falls back to `user/<uid>`.
-    pub fn new(ctx: &'a Context) -> anyhow::Result<Agent<'a>> {
+    /// Locates launchctl and the domain, saying aloud when it falls back to `user/<uid>` or
+    /// finds the job loaded in the other domain. `lock` is the stack's lifecycle lock.
+    pub fn new(ctx: &'a Context, lock: &'a Lock) -> anyhow::Result<Agent<'a>> {
         let stack = &ctx.stack;
         let lc = Launchctl::locate(&ctx.env)?;
-        if lc.overridden || lc.timeout != Duration::from_secs(30) {
-            crate::tell!("oyster: note: using launchctl {}", lc.describe());
+        if !lc.overridden && crate::sys::user::euid() == 0 {
+            return Err(crate::error::Invalid::new(
+                "oyster runs as root: root has no gui/0 session, and a job loaded in user/0 would run the Host as root",
+            )
+            .hint("run oyster as the user whose Host it is, without sudo (a .pkg runs it with `sudo -u <user>`)")
+            .into());
         }
-        let domain = lc.domain()?;
+        if lc.overridden || lc.timeout != Duration::from_secs(30) {
+            ctx.out.note(&format!("using launchctl {}", lc.describe()));
+        }
+        let mut domain = lc.domain()?;
+        if let Some((loaded_in, _)) = lc.find_loaded(&stack.label)? {
+            if loaded_in != domain.name {
+                ctx.out.note(&format!(
+                    "{} is loaded in {loaded_in}, not {}; working with it there",
+                    stack.label, domain.name
+                ));
+                domain = Domain {
+                    name: loaded_in,
+                    fallback_note: None,
+                };
+            }
+        }
         if let Some(note) = &domain.fallback_note {
-            crate::tell!("oyster: note: {note}");
+            ctx.out.note(note);
         }
         Ok(Agent {
             lc,
             domain,
             audit: Audit::new(stack.audit_path(), &stack.name, &stack.label),
             stack,
+            lock,
+            force_launchd_proof: ctx.env.env_proof.as_deref() == Some("launchd"),
         })
     }
 
@@ -75,19 +165,34 @@ impl<'a> Agent<'a> {
     }
 
     /// Whether the loaded job runs the definition the plan generates (the stale-definition trap:
-    /// a plist edited or replaced behind oyster's back).
+    /// a plist edited or replaced behind oyster's back). Only oyster's own keys are compared:
+    /// launchd adds keys of its own to the printed environment.
     pub fn loaded_matches(&self, info: &PrintInfo, plan: &Plan) -> bool {
         let plist = self.stack.plist_path();
-        let mut expected: BTreeMap<String, String> = plan.env.vars.clone();
-        expected.insert("XPC_SERVICE_NAME".into(), self.stack.label.clone());
         info.path() == Some(plist.as_path())
             && info.get("program") == plan.node.path.to_str()
-            && info.environment == expected
+            && generated_keys_match(info, &plan.env)
     }
 
-    /// Writes the plist and makes launchd run it; verifies; rolls back on failure.
+    /// The `pending` marker: written before a change, removed once it verified (or was rolled
+    /// back); found by the next run, it means a run died before it knew.
+    fn pending_path(&self) -> std::path::PathBuf {
+        self.stack.run_dir.join("pending")
+    }
+
+    /// The plist that last verified, kept on disk for rollback.
+    fn last_good_path(&self) -> std::path::PathBuf {
+        self.stack.run_dir.join("last-good.plist")
+    }
+
+    /// Whether a previous run was interrupted before its change verified.
+    pub fn pending(&self) -> bool {
+        self.pending_path().exists()
+    }
+
+    /// Writes the plist and makes launchd run it; verifies; rolls back on failure or interrupt.
     ///
-    /// `force_restart` restarts an unchanged, loaded job with `kickstart -k`.
+    /// `force_restart` restarts an unchanged, loaded job (gracefully).
     pub fn apply(
         &self,
         plan: &Plan,
@@ -95,14 +200,32 @@ impl<'a> Agent<'a> {
         force_restart: bool,
         timing: Timing,
     ) -> anyhow::Result<Outcome> {
+        if let Some(sig) = signal::received() {
+            return Err(crate::error::Interrupted(sig, "nothing was changed".into()).into());
+        }
         let plist = self.stack.plist_path();
         let before = self.print()?;
         let old_pid = before.as_ref().and_then(PrintInfo::pid);
-        let previous = plan.installed.as_ref().map(|i| i.bytes.clone());
+        self.refuse_port_held_by_another(plan.port, old_pid)?;
+        let pending = self.pending();
+        if pending {
+            crate::tell!(
+                "A previous oyster run stopped before its change verified; verifying now (and rolling back to the last good plist if it does not)."
+            );
+        }
         let stale = before
             .as_ref()
             .is_some_and(|b| !self.loaded_matches(b, plan));
-        let wrote = agentplist::write(&plist, &plan.plist, &self.stack.log_dir)?;
+        let changing = plan.plist_changed() || stale || before.is_none() || pending;
+        if changing {
+            fsutil::write_atomic(
+                self.lock,
+                &self.pending_path(),
+                format!("{action}\n").as_bytes(),
+                Some(0o600),
+            )?;
+        }
+        let wrote = agentplist::write(self.lock, &plist, &plan.plist, &self.stack.log_dir)?;
         self.audit.record(
             action,
             "write-plist",
@@ -111,53 +234,186 @@ impl<'a> Agent<'a> {
             "",
         );
         let reload = wrote || stale || before.is_none();
-        if !reload && !force_restart {
-            let v = self.verify(&plan.env, plan.port, None, timing);
-            return self.finish(action, v).map(|v| Outcome {
+        if !reload && !force_restart && !pending {
+            let v = self.verify(&plan.env, plan.port, None, None, timing);
+            return self.finish(action, v, &plan.plist).map(|v| Outcome {
                 verified: v,
                 reloaded: false,
                 was_loaded: true,
             });
         }
-        if reload {
+        let baseline = if reload {
             if stale && !wrote {
                 crate::tell!("The loaded job does not match the plist oyster generates (edited behind oyster's back?); reloading it.");
             }
             self.reload(action, before.is_some())?;
+            Some(0)
+        } else if force_restart {
+            self.restart_gracefully(action, old_pid)?
         } else {
-            crate::tell!("Restarting {} with kickstart -k…", self.target());
-            self.lc.ok(&["kickstart", "-k", &self.target()])?;
-            self.audit.record(action, "kickstart", "ok", None, "");
-        }
-        match self.verify(&plan.env, plan.port, old_pid, timing) {
+            before.as_ref().and_then(PrintInfo::runs)
+        };
+        let old = if reload || force_restart {
+            old_pid
+        } else {
+            None
+        };
+        match self.verify(&plan.env, plan.port, old, baseline, timing) {
             Ok(v) => {
                 self.audit.record(action, "verify", "ok", Some(v.pid), "");
+                self.keep_as_last_good(&plan.plist);
                 Ok(Outcome {
                     verified: v,
                     reloaded: reload,
                     was_loaded: before.is_some(),
                 })
             }
-            Err(failure) if reload => Err(self.roll_back(action, previous, failure, timing)),
-            Err(failure) => {
-                self.audit
-                    .record(action, "verify", "failed", None, &failure);
-                Err(anyhow::anyhow!(self.failure_message(&failure)))
+            Err(stop) => {
+                let previous = plan.installed.as_ref().map(|i| i.bytes.clone());
+                Err(self.roll_back(action, previous, &plan.plist, stop, timing))
             }
         }
     }
 
-    fn finish(&self, action: &str, v: Result<Verified, String>) -> anyhow::Result<Verified> {
+    /// Refuses (before anything is written) a port held by a process that is not this stack's
+    /// current Host, naming it and, when it is one, its oyster stack.
+    fn refuse_port_held_by_another(&self, port: u16, current: Option<u32>) -> anyhow::Result<()> {
+        let holders = match crate::sys::net::listeners_on(port) {
+            Ok(h) => h,
+            Err(e) => {
+                crate::output::printer()
+                    .note(&format!("could not list who listens on port {port}: {e}"));
+                return Ok(());
+            }
+        };
+        let foreign: Vec<_> = holders
+            .iter()
+            .filter(|h| !current.is_some_and(|c| crate::sys::net::descends_from(h.pid, c)))
+            .collect();
+        let Some(h) = foreign.first() else {
+            return Ok(());
+        };
+        let stack = verify::inspect(h.pid)
+            .and_then(|p| {
+                p.var("OYSTERUN_ROUTEC_STACK_NAME")
+                    .or_else(|| p.var("OYSTERUN_CONFIG_DIR"))
+            })
+            .map_or(String::new(), |s| format!(", oyster stack {s}"));
+        Err(crate::error::Failed::new(
+            format!(
+                "port {port} is already held by pid {} ({}{stack}); the Host of stack {} could not listen there",
+                h.pid, h.name, self.stack.name
+            ),
+            format!(
+                "stop that process (or give stack {} another port with --port), then run again",
+                self.stack.name
+            ),
+        )
+        .into())
+    }
+
+    fn keep_as_last_good(&self, bytes: &[u8]) {
+        let r = fsutil::create_dir_all(&self.stack.run_dir, 0o700)
+            .and_then(|()| {
+                fsutil::write_atomic(self.lock, &self.last_good_path(), bytes, Some(0o600))
+            })
+            .and_then(|_| match std::fs::remove_file(self.pending_path()) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(fsutil::FsError::Io {
+                    action: "remove",
+                    path: self.pending_path(),
+                    cause: e,
+                }),
+                _ => Ok(()),
+            });
+        if let Err(e) = r {
+            crate::output::printer().warn(&format!("could not record the verified plist: {e}"));
+        }
+    }
+
+    fn finish(
+        &self,
+        action: &str,
+        v: Result<Verified, Stop>,
+        plist: &[u8],
+    ) -> anyhow::Result<Verified> {
         match v {
             Ok(v) => {
                 self.audit.record(action, "verify", "ok", Some(v.pid), "");
+                self.keep_as_last_good(plist);
                 Ok(v)
             }
-            Err(f) => {
+            Err(Stop::Interrupted(sig)) => {
+                Err(crate::error::Interrupted(sig, "nothing was changed".into()).into())
+            }
+            Err(Stop::Failed(f)) => {
                 self.audit.record(action, "verify", "failed", None, &f);
                 Err(anyhow::anyhow!(self.failure_message(&f)))
             }
         }
+    }
+
+    /// Restarts an unchanged, loaded job: SIGTERM through launchd, a wait of up to its exit
+    /// timeout for the old pid to go, then `kickstart` (37: KeepAlive already started it). Only
+    /// an old pid that outlives the wait gets `kickstart -k` (SIGKILL), said aloud. Returns the
+    /// job's `runs` before the new instance, the baseline for crash evidence.
+    fn restart_gracefully(
+        &self,
+        action: &str,
+        old_pid: Option<u32>,
+    ) -> anyhow::Result<Option<u32>> {
+        let target = self.target();
+        let info = self.print()?;
+        let runs = info.as_ref().and_then(PrintInfo::runs);
+        let Some(pid) = old_pid else {
+            self.lc.ok(&["kickstart", &target])?;
+            self.audit.record(action, "kickstart", "ok", None, "");
+            return Ok(runs);
+        };
+        let grace =
+            Duration::from_secs(info.as_ref().and_then(PrintInfo::exit_timeout).unwrap_or(5));
+        crate::tell!(
+            "Restarting {target}: SIGTERM to pid {pid}, waiting up to {} s for it to exit…",
+            grace.as_secs()
+        );
+        let f = self.lc.call(&["kill", "SIGTERM", &target])?;
+        if f.code != 0 && f.code != 3 {
+            anyhow::bail!(
+                "`launchctl kill SIGTERM {target}` exited {}: {}",
+                f.code,
+                f.stderr.trim()
+            );
+        }
+        let t0 = Instant::now();
+        while signal::exists(pid) && verify::inspect(pid).is_some() && t0.elapsed() < grace {
+            std::thread::sleep(HEALTH_EVERY);
+        }
+        if verify::inspect(pid).is_some() {
+            crate::tell!(
+                "pid {pid} outlived SIGTERM by {} s; killing it with `launchctl kickstart -k` (SIGKILL).",
+                grace.as_secs()
+            );
+            self.lc.ok(&["kickstart", "-k", &target])?;
+            self.audit.record(
+                action,
+                "kickstart-k",
+                "ok",
+                Some(pid),
+                "SIGTERM was not enough",
+            );
+            return Ok(runs);
+        }
+        let f = self.lc.call(&["kickstart", &target])?;
+        match f.code {
+            // 37: already running — KeepAlive started the new instance first.
+            0 | 37 => {}
+            code => anyhow::bail!(
+                "`launchctl kickstart {target}` exited {code}: {}",
+                f.stderr.trim()
+            ),
+        }
+        self.audit
+            .record(action, "kickstart", "ok", None, "after SIGTERM");
+        Ok(runs)
     }
 
     /// enable, bootout (if loaded), wait for the label to go, bootstrap with bounded retries.
@@ -170,6 +426,7 @@ impl<'a> Agent<'a> {
         let plist = self.stack.plist_path();
         let plist_s = plist.to_string_lossy();
         let t0 = Instant::now();
+        let mut said = false;
         loop {
             let f = self.lc.call(&["bootstrap", &self.domain.name, &plist_s])?;
             match f.code {
@@ -178,52 +435,78 @@ impl<'a> Agent<'a> {
                     return Ok(());
                 }
                 5 | 37 if t0.elapsed() < BOOTSTRAP_RETRY => {
-                    let loaded = self.print()?.is_some();
-                    crate::tell!(
-                        "launchctl bootstrap exited {} ({}); {}, retrying…",
-                        f.code,
-                        f.stderr.lines().next().unwrap_or("").trim(),
-                        if loaded {
-                            "the old job is still draining"
-                        } else {
-                            "launchd is busy"
-                        }
-                    );
+                    if !said {
+                        let loaded = self.print()?.is_some();
+                        crate::tell!(
+                            "launchctl bootstrap exited {} ({}); {}, retrying for up to {} s…",
+                            f.code,
+                            f.stderr.lines().next().unwrap_or("").trim(),
+                            if loaded {
+                                "the old job is still draining"
+                            } else {
+                                "launchd is busy"
+                            },
+                            BOOTSTRAP_RETRY.as_secs()
+                        );
+                        said = true;
+                    }
+                    if let Some(sig) = signal::received() {
+                        return Err(crate::error::Interrupted(
+                            sig,
+                            "the job was not loaded again".into(),
+                        )
+                        .into());
+                    }
                     std::thread::sleep(Duration::from_millis(250));
                 }
                 119 => {
                     self.audit
                         .record(action, "bootstrap", "failed", None, "disabled");
-                    anyhow::bail!(
-                        "launchd says {target} is disabled (bootstrap exit 119) even after `launchctl enable`; \
-                         run `launchctl enable {target}` yourself and try again"
-                    );
+                    return Err(crate::error::Failed::new(
+                        format!("launchd says {target} is disabled (bootstrap exit 119) even after `launchctl enable`"),
+                        format!("run `launchctl enable {target}` yourself and try again"),
+                    )
+                    .into());
                 }
                 code => {
                     self.audit
                         .record(action, "bootstrap", "failed", None, &format!("exit {code}"));
-                    anyhow::bail!(
-                        "`launchctl bootstrap {} {}` exited {code}: {}{}",
+                    let mut msg = format!(
+                        "`launchctl bootstrap {} {}` exited {code}: {}",
                         self.domain.name,
                         plist.display(),
-                        f.stderr.trim(),
-                        if code == 5 || code == 37 {
-                            " (still failing after 20 s of retries; is the label loaded from another plist?)"
-                        } else {
-                            ""
-                        }
+                        f.stderr.trim()
                     );
+                    let hint = if code == 5 || code == 37 {
+                        let loaded_elsewhere = self
+                            .print()?
+                            .is_some_and(|i| i.path().is_some_and(|p| p != plist.as_path()));
+                        msg.push_str(" (still failing after 20 s of retries)");
+                        if loaded_elsewhere {
+                            "the label is loaded from another plist: `launchctl bootout` it, then run again".to_owned()
+                        } else {
+                            format!(
+                                "the agent may be switched off in System Settings → General → Login Items \
+                                 (switch it on), or launchd refused the session type of {}",
+                                self.domain.name
+                            )
+                        }
+                    } else {
+                        "run `oyster doctor` to see what launchd refuses".to_owned()
+                    };
+                    return Err(crate::error::Failed::new(msg, hint).into());
                 }
             }
         }
     }
 
     /// bootout, then poll `print` until the label is gone (113): bootout returns before the
-    /// process has exited.
+    /// process has exited, and exit 36 means it is still in progress.
     pub fn bootout(&self, action: &str) -> anyhow::Result<()> {
         let target = self.target();
         let f = self.lc.call(&["bootout", &target])?;
-        if f.code != 0 && f.code != 3 {
+        // 3: not loaded; 36: operation now in progress (keep polling).
+        if f.code != 0 && f.code != 3 && f.code != 36 {
             anyhow::bail!(
                 "`launchctl bootout {target}` exited {}: {}",
                 f.code,
@@ -241,27 +524,34 @@ impl<'a> Agent<'a> {
                 );
             }
             if !said && t0.elapsed() > Duration::from_millis(300) {
-                crate::tell!("Waiting for launchd to finish booting out {target}…");
+                crate::tell!(
+                    "Waiting for launchd to finish booting out {target} (up to {} s)…",
+                    DRAIN_TIMEOUT.as_secs()
+                );
                 said = true;
             }
-            std::thread::sleep(Duration::from_millis(50));
+            std::thread::sleep(PRINT_EVERY);
         }
         Ok(())
     }
 
-    /// §5: `print` shows a running instance with a new pid from our plist; the live environment
-    /// matches; `/health` answers 200; the pid survives a settle period.
-    pub fn verify(
+    /// §5: `print` shows a running instance with a new pid from our plist; `/health` answers
+    /// 200 from a socket that pid owns; the environment is proven; the pid survives a settle
+    /// period. `baseline_runs` is the job's `runs` before our instance (crash evidence counts
+    /// only what came after it).
+    fn verify(
         &self,
         env: &LaunchEnv,
         port: u16,
         old_pid: Option<u32>,
+        baseline_runs: Option<u32>,
         timing: Timing,
-    ) -> Result<Verified, String> {
+    ) -> Result<Verified, Stop> {
         let t0 = Instant::now();
         let plist = self.stack.plist_path();
         let mut said = false;
         let (pid, info) = loop {
+            check_interrupt()?;
             let info = self
                 .print()
                 .map_err(|e| format!("{e:#}"))?
@@ -270,67 +560,146 @@ impl<'a> Agent<'a> {
                 Some(pid) if info.running() && Some(pid) != old_pid => break (pid, info),
                 _ => {}
             }
-            let state = info.state().unwrap_or("unknown");
-            let exited = info.last_exit().is_some_and(|e| e != LastExit::Never);
-            if state == "spawn scheduled" || (state == "not running" && exited) {
-                return Err(format!(
-                    "the Host is not running (state = {state}, last exit code = {})",
+            // A crash counts only with evidence from this instance (LAUNCHD.md: `spawn
+            // scheduled` also shows for a first launch that has not failed).
+            let ours = info.runs().unwrap_or(0) > baseline_runs.unwrap_or(0);
+            let crashed = ours
+                && info.job_state() != JobState::Running
+                && (info.last_exit().is_some_and(LastExit::failed)
+                    || info.successive_crashes().is_some_and(|n| n > 0));
+            if crashed {
+                return Err(Stop::Failed(format!(
+                    "the Host is not running (state = {}, last exit: {})",
+                    info.job_state(),
                     info.last_exit().map_or("unknown".into(), |e| e.to_string())
-                ));
+                )));
             }
             if t0.elapsed() > timing.wait {
-                return Err(format!(
-                    "no new running instance within {:?} (state = {state})",
-                    timing.wait
-                ));
+                return Err(Stop::Failed(format!(
+                    "no new running instance within {} s (state = {})",
+                    timing.wait.as_secs(),
+                    info.job_state()
+                )));
             }
             if !said && t0.elapsed() > Duration::from_millis(500) {
-                crate::tell!("Waiting for launchd to start the Host…");
+                crate::tell!(
+                    "Waiting for launchd to start the Host (up to {} s)…",
+                    timing.wait.as_secs()
+                );
                 said = true;
             }
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(PRINT_EVERY);
         };
         if info.path() != Some(plist.as_path()) {
-            return Err(format!(
+            return Err(Stop::Failed(format!(
                 "launchd runs the job from {}, not {}",
                 info.path()
                     .map_or("(no path)".into(), |p| p.display().to_string()),
                 plist.display()
-            ));
+            )));
         }
         let remaining = timing
             .wait
             .saturating_sub(t0.elapsed())
             .max(Duration::from_secs(1));
-        verify::wait_healthy(port, remaining, || verify::inspect(pid).is_some())
-            .map_err(|f| format!("{f} on 127.0.0.1:{port}"))?;
-        let health_after = t0.elapsed();
-        let live = verify::inspect(pid).ok_or("the Host exited right after answering /health")?;
-        match verify::check_env(&live, env) {
-            EnvCheck::Verified => {}
-            other => return Err(other.describe()),
+        if remaining > Duration::from_secs(1) && !said {
+            crate::tell!(
+                "Waiting for /health on 127.0.0.1:{port} (up to {} s)…",
+                remaining.as_secs()
+            );
         }
-        std::thread::sleep(timing.settle);
+        let deadline = Instant::now() + remaining;
+        let mut last = None;
+        loop {
+            check_interrupt()?;
+            if verify::inspect(pid).is_none() {
+                return Err(Stop::Failed(format!(
+                    "the Host (pid {pid}) exited before answering /health on 127.0.0.1:{port}"
+                )));
+            }
+            last = verify::health(port, Duration::from_millis(500)).or(last);
+            if last == Some(200) {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(Stop::Failed(format!(
+                    "{} on 127.0.0.1:{port}",
+                    verify::HealthFailure::Timeout(last)
+                )));
+            }
+            std::thread::sleep(HEALTH_EVERY);
+        }
+        let health_after = t0.elapsed();
+        verify::check_listener(port, pid).map_err(Stop::Failed)?;
+        let env_proof = self.prove_env(pid, &info, env)?;
+        sleep_interruptible(timing.settle)?;
         match self.print().map_err(|e| format!("{e:#}"))? {
-            Some(after) if after.pid() == Some(pid) && after.running() => Ok(Verified { pid, health_after }),
-            Some(after) => Err(format!(
-                "the Host did not stay up: pid {pid} became {} within {:?} of answering /health (a crash loop?)",
+            Some(after) if after.pid() == Some(pid) && after.running() => Ok(Verified {
+                pid,
+                health_after,
+                env_proof,
+            }),
+            Some(after) => Err(Stop::Failed(format!(
+                "the Host did not stay up: pid {pid} became {} within {} ms of answering /health (a crash loop?)",
                 after.pid().map_or("none".into(), |p| p.to_string()),
-                timing.settle
-            )),
+                timing.settle.as_millis()
+            ))),
             None => Err("the job was unloaded during verification".into()),
         }
     }
 
-    /// Restores the previous plist (or removes ours when there was none), reloads and verifies
-    /// it, and returns the error describing what failed.
+    /// The environment proof: the live environment when the kernel shows it, else launchd's
+    /// loaded definition for the pid launchd spawned.
+    fn prove_env(&self, pid: u32, info: &PrintInfo, env: &LaunchEnv) -> Result<EnvProof, Stop> {
+        let live = verify::inspect(pid).ok_or("the Host exited right after answering /health")?;
+        let check = if self.force_launchd_proof {
+            EnvCheck::Unreadable
+        } else {
+            verify::check_env(&live, env)
+        };
+        match check {
+            EnvCheck::Verified => Ok(EnvProof::Live),
+            EnvCheck::Mismatch(_) => Err(Stop::Failed(check.describe())),
+            EnvCheck::Unreadable => {
+                if info.pid() != Some(pid) {
+                    return Err(Stop::Failed(format!(
+                        "the kernel hides pid {pid}'s environment and launchd does not name it as the job's pid"
+                    )));
+                }
+                if !generated_keys_match(info, env) {
+                    let diffs: Vec<String> = env
+                        .vars
+                        .iter()
+                        .filter(|(k, v)| info.environment.get(*k) != Some(*v))
+                        .map(|(k, _)| k.clone())
+                        .collect();
+                    return Err(Stop::Failed(format!(
+                        "the kernel hides the Host's environment, and launchd's loaded definition differs from the generated one in: {}",
+                        diffs.join(", ")
+                    )));
+                }
+                Ok(EnvProof::Launchd)
+            }
+        }
+    }
+
+    /// Restores the last good plist (kept on disk; else the previous bytes; else removes ours),
+    /// reloads and verifies it, and returns the error describing what failed — an interrupt
+    /// included, whose rollback runs to its end before the run exits.
     fn roll_back(
         &self,
         action: &str,
         previous: Option<Vec<u8>>,
-        failure: String,
+        new: &[u8],
+        stop: Stop,
         timing: Timing,
     ) -> anyhow::Error {
+        // The rollback runs to its end, whatever signal started it or comes during it.
+        let _quiet = signal::Suspended::new();
+        let (failure, interrupted) = match stop {
+            Stop::Failed(f) => (f, None),
+            Stop::Interrupted(sig) => (format!("interrupted by {sig}"), Some(sig)),
+        };
         self.audit
             .record(action, "verify", "failed", None, &failure);
         let last_exit = self
@@ -340,39 +709,66 @@ impl<'a> Agent<'a> {
             .and_then(|i| i.last_exit().map(|e| e.to_string()))
             .unwrap_or_else(|| "unknown".into());
         let plist = self.stack.plist_path();
-        crate::tell!("Verification failed: {failure}. Rolling back…");
+        crate::tell!("Verification stopped: {failure}. Rolling back…");
+        let last_good = fsutil::read_regular(&self.last_good_path(), agentplist::MAX_PLIST_BYTES)
+            .ok()
+            .flatten()
+            .filter(|b| b.as_slice() != new);
+        let restore = last_good.or(previous.filter(|b| b.as_slice() != new));
         let restored = (|| -> anyhow::Result<String> {
             self.bootout(action)?;
-            match &previous {
+            match &restore {
                 Some(bytes) => {
-                    agentplist::write(&plist, bytes, &self.stack.log_dir)?;
+                    agentplist::write(self.lock, &plist, bytes, &self.stack.log_dir)?;
                     self.reload(action, false)?;
                     let old_env = agentplist::read_env(bytes).unwrap_or_default();
                     let port = old_env.port().unwrap_or(0);
-                    match self.verify(&old_env, port, None, timing) {
-                        Ok(v) => Ok(format!("restored the previous plist; the previous Host runs again (pid {})", v.pid)),
-                        Err(e) => Ok(format!("restored and reloaded the previous plist, but it did not verify either: {e}")),
+                    // The rollback's own verification is not cut short by the signal that
+                    // started it: it runs to its deadline.
+                    match self.verify_unattended(&old_env, port, timing) {
+                        Ok(v) => Ok(format!("restored the last good plist; the previous Host runs again (pid {})", v.pid)),
+                        Err(e) => Ok(format!("restored and reloaded the last good plist, but it did not verify either: {e}")),
                     }
                 }
                 None => {
                     std::fs::remove_file(&plist)?;
                     Ok(
-                        "there was no previous plist; the new one was booted out and removed"
+                        "there was no earlier good plist; the new one was booted out and removed"
                             .into(),
                     )
                 }
             }
         })();
         let rollback = match restored {
-            Ok(s) => s,
-            Err(e) => format!("rollback failed too: {e:#}"),
+            Ok(s) => {
+                let _ = std::fs::remove_file(self.pending_path());
+                s
+            }
+            Err(e) => format!("rollback failed too (the next run retries it): {e:#}"),
         };
         self.audit
             .record(action, "rollback", "done", None, &rollback);
+        if let Some(sig) = interrupted {
+            return crate::error::Interrupted(sig, format!("rollback: {rollback}")).into();
+        }
         anyhow::anyhow!(
-            "{}\nlast exit code: {last_exit}\nrollback: {rollback}",
+            "{}\nlast exit: {last_exit}\nrollback: {rollback}",
             self.failure_message(&failure)
         )
+    }
+
+    /// Verification for a rollback: signals are not polled (the rollback must finish).
+    fn verify_unattended(
+        &self,
+        env: &LaunchEnv,
+        port: u16,
+        timing: Timing,
+    ) -> Result<Verified, String> {
+        match self.verify(env, port, None, Some(0), timing) {
+            Ok(v) => Ok(v),
+            Err(Stop::Failed(f)) => Err(f),
+            Err(Stop::Interrupted(sig)) => Err(format!("interrupted by {sig}")),
+        }
     }
 
     fn failure_message(&self, failure: &str) -> String {
@@ -397,10 +793,21 @@ impl<'a> Agent<'a> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => anyhow::bail!("could not remove {}: {e}", plist.display()),
         }
+        for f in [self.pending_path(), self.last_good_path()] {
+            let _ = std::fs::remove_file(f);
+        }
         self.audit
             .record("uninstall", "remove-plist", "ok", None, "");
         Ok(loaded)
     }
+}
+
+/// Whether launchd's loaded environment holds exactly the generated variables (keys launchd
+/// adds itself, such as `XPC_SERVICE_NAME`, are ignored).
+fn generated_keys_match(info: &PrintInfo, env: &LaunchEnv) -> bool {
+    env.vars
+        .iter()
+        .all(|(k, v)| info.environment.get(k) == Some(v))
 }
 
 /// What `apply` did.

@@ -3,11 +3,12 @@
 use serde::Serialize;
 
 use crate::agent::launchctl::{JobState, LastExit, Launchctl};
-use crate::agent::lifecycle::{Agent, Outcome};
+use crate::agent::lifecycle::{Agent, EnvProof, Outcome};
 use crate::cli::AgentCommand;
 use crate::context::Context;
 use crate::host::plan::{self, Plan, Writes};
 use crate::host::plist as agentplist;
+use crate::sys::signal::InterruptGuard;
 use crate::verify;
 use crate::ExitStatus;
 
@@ -33,13 +34,16 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
             no_start,
             verify,
         } => {
-            let plan = synced_plan(ctx, &host)?;
+            let _guard = InterruptGuard::install();
+            let lock = ctx.lock_stack("agent install")?;
+            refuse_direct_host(ctx)?;
+            let plan = synced_plan(ctx, &host, &lock)?;
             if no_start {
-                write_only(ctx, &plan)?;
+                write_only(ctx, &plan, &lock)?;
                 crate::say!("Not started (--no-start): launchd starts it at the next login, or run `oyster agent restart --stack {}`.", stack.name);
                 return Ok(ExitStatus::Success);
             }
-            let agent = Agent::new(ctx)?;
+            let agent = Agent::new(ctx, &lock)?;
             let outcome = agent.apply(&plan, "install", false, verify.timing())?;
             report(ctx, &plan, &outcome);
             Ok(ExitStatus::Success)
@@ -50,31 +54,38 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
             verify,
             ..
         } => {
-            let plan = synced_plan(ctx, &host)?;
+            let _guard = InterruptGuard::install();
+            let lock = ctx.lock_stack("agent regenerate")?;
+            let plan = synced_plan(ctx, &host, &lock)?;
             if no_restart {
-                write_only(ctx, &plan)?;
+                write_only(ctx, &plan, &lock)?;
                 return Ok(ExitStatus::Success);
             }
-            let agent = match Agent::new(ctx) {
+            let agent = match Agent::new(ctx, &lock) {
                 Ok(a) => a,
                 Err(e) => {
-                    write_only(ctx, &plan)?;
+                    write_only(ctx, &plan, &lock)?;
                     crate::say!("Not reloaded: {e:#}");
                     return Ok(ExitStatus::Success);
                 }
             };
             match agent.print()? {
                 None => {
-                    write_only(ctx, &plan)?;
+                    write_only(ctx, &plan, &lock)?;
                     crate::say!("The LaunchAgent is not loaded; `oyster agent install --stack {}` loads it.", stack.name);
                 }
-                Some(info) if !plan.plist_changed() && agent.loaded_matches(&info, &plan) => {
+                Some(info)
+                    if !plan.plist_changed()
+                        && agent.loaded_matches(&info, &plan)
+                        && !agent.pending() =>
+                {
                     crate::say!(
                         "{}: unchanged; the running Host is left alone.",
                         stack.plist_path().display()
                     );
                 }
                 Some(_) => {
+                    refuse_direct_host(ctx)?;
                     let outcome = agent.apply(&plan, "regenerate", false, verify.timing())?;
                     report(ctx, &plan, &outcome);
                 }
@@ -82,22 +93,49 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
             Ok(ExitStatus::Success)
         }
         AgentCommand::Restart { host, verify } => {
-            let plan = synced_plan(ctx, &host)?;
-            let agent = Agent::new(ctx)?;
-            if plan.installed.is_none() && agent.print()?.is_none() {
-                anyhow::bail!(
-                    "the LaunchAgent {} is not installed; run `oyster agent install --stack {}`",
-                    stack.label,
-                    stack.name
-                );
+            let _guard = InterruptGuard::install();
+            let lock = ctx.lock_stack("agent restart")?;
+            // Said first: nothing about the root or node matters for a job that is not there.
+            let lc = Launchctl::locate(&ctx.env)?;
+            if !stack.plist_path().exists() && lc.find_loaded(&stack.label)?.is_none() {
+                return Err(crate::error::Failed::new(
+                    format!("the LaunchAgent {} is not installed", stack.label),
+                    format!("run `oyster agent install --stack {}`", stack.name),
+                )
+                .into());
             }
+            refuse_direct_host(ctx)?;
+            let plan = synced_plan(ctx, &host, &lock)?;
+            let agent = Agent::new(ctx, &lock)?;
             let outcome = agent.apply(&plan, "restart", true, verify.timing())?;
             report(ctx, &plan, &outcome);
             Ok(ExitStatus::Success)
         }
         AgentCommand::Status { json } => status(ctx, json),
         AgentCommand::Uninstall => {
-            let agent = Agent::new(ctx)?;
+            let lock = ctx.lock_stack("agent uninstall")?;
+            let plist = stack.plist_path();
+            let agent = match Agent::new(ctx, &lock) {
+                Ok(agent) => agent,
+                Err(e) => {
+                    // No launchctl: nothing can be booted out, but the file can still go.
+                    let removed = match std::fs::remove_file(&plist) {
+                        Ok(()) => true,
+                        Err(err) if err.kind() == std::io::ErrorKind::NotFound => false,
+                        Err(err) => anyhow::bail!("could not remove {}: {err}", plist.display()),
+                    };
+                    ctx.out
+                        .warn(&format!("the job could not be booted out: {e:#}"));
+                    crate::say!(
+                        "{} {}. Kept: config {}, logs {}.",
+                        plist.display(),
+                        if removed { "removed" } else { "was not there" },
+                        stack.config_path().display(),
+                        stack.log_dir.display()
+                    );
+                    return Ok(ExitStatus::Success);
+                }
+            };
             let was_loaded = agent.uninstall()?;
             crate::say!(
                 "{}{} removed. Kept: config {}, logs {}.",
@@ -106,7 +144,7 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
                 } else {
                     ""
                 },
-                stack.plist_path().display(),
+                plist.display(),
                 stack.config_path().display(),
                 stack.log_dir.display()
             );
@@ -115,15 +153,38 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
     }
 }
 
-fn synced_plan(ctx: &Context, host: &crate::cli::HostArgs) -> anyhow::Result<Plan> {
-    let plan = plan::plan(ctx, &host.inputs(), Writes::Sync)?;
+/// The LaunchAgent must not start a second Host beside a directly started one of the same
+/// stack (as `host start` refuses the other way round).
+fn refuse_direct_host(ctx: &Context) -> anyhow::Result<()> {
+    if let crate::direct::Owner::Ours(rec, _) = crate::direct::owner(&ctx.stack)? {
+        return Err(crate::error::Failed::new(
+            format!(
+                "the Host of stack {} runs directly (pid {}, from `oyster host start`)",
+                ctx.stack.name, rec.pid
+            ),
+            format!(
+                "stop it with `oyster host stop --stack {}` first",
+                ctx.stack.name
+            ),
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn synced_plan(
+    ctx: &Context,
+    host: &crate::cli::HostArgs,
+    lock: &crate::sys::fs::Lock,
+) -> anyhow::Result<Plan> {
+    let plan = plan::plan(ctx, &host.inputs(), Writes::Sync(lock))?;
     crate::config::report(&ctx.stack.config_path(), &plan.changes);
     Ok(plan)
 }
 
-fn write_only(ctx: &Context, plan: &Plan) -> anyhow::Result<()> {
+fn write_only(ctx: &Context, plan: &Plan, lock: &crate::sys::fs::Lock) -> anyhow::Result<()> {
     let path = ctx.stack.plist_path();
-    let wrote = agentplist::write(&path, &plan.plist, &ctx.stack.log_dir)?;
+    let wrote = agentplist::write(lock, &path, &plan.plist, &ctx.stack.log_dir)?;
     crate::say!(
         "{}: {}",
         path.display(),
@@ -138,15 +199,29 @@ fn report(ctx: &Context, plan: &Plan, outcome: &Outcome) {
         (true, false) => "loaded (bootstrap)",
         (false, _) => "running",
     };
+    let proof = match outcome.verified.env_proof {
+        EnvProof::Live => "live environment matches (read from the kernel)",
+        EnvProof::Launchd => {
+            "environment proven by launchd's loaded definition (the kernel hides the live one)"
+        }
+    };
+    ctx.out.out_toned(
+        crate::output::Tone::Ok,
+        &format!(
+            "Host verified: {} {how}, pid {}, /health 200 after {} ms, {proof}.",
+            ctx.stack.label,
+            outcome.verified.pid,
+            outcome.verified.health_after.as_millis()
+        ),
+    );
     crate::say!(
-        "Host verified: {} {how}, pid {}, /health 200 after {} ms, live environment matches.",
-        ctx.stack.label,
-        outcome.verified.pid,
-        outcome.verified.health_after.as_millis()
+        "  url: http://127.0.0.1:{}  env_proof: {}",
+        plan.port,
+        outcome.verified.env_proof.as_str()
     );
     crate::say!(
         "  PATH={}",
-        (plan.env.get(crate::host::launchenv::PATH).unwrap_or("")).to_string()
+        plan.env.get(crate::host::launchenv::PATH).unwrap_or("")
     );
 }
 

@@ -13,6 +13,7 @@ pub fn run(ctx: &Context, cmd: ConfigCommand) -> anyhow::Result<ExitStatus> {
     ctx.announce_overrides();
     match cmd {
         ConfigCommand::Sync => {
+            let _lock = ctx.lock_stack("config sync")?;
             let changes = sync(ctx)?;
             crate::config::report(&ctx.stack.config_path(), &changes);
             Ok(ExitStatus::Success)

@@ -17,8 +17,9 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
     let stack = &ctx.stack;
     match cmd {
         HostCommand::Start { host, wait } => {
+            let lock = ctx.lock_stack("host start")?;
             refuse_if_agent_loaded(ctx)?;
-            let plan = plan::plan(ctx, &host.inputs(), Writes::Sync)?;
+            let plan = plan::plan(ctx, &host.inputs(), Writes::Sync(&lock))?;
             crate::config::report(&ctx.stack.config_path(), &plan.changes);
             crate::tell!(
                 "Starting the Host (node {} {}) on 127.0.0.1:{}…",
@@ -43,6 +44,7 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
             Ok(ExitStatus::Success)
         }
         HostCommand::Stop => {
+            let _lock = ctx.lock_stack("host stop")?;
             match direct::stop(stack)? {
                 Stopped::NotRunning => crate::say!("The Host is not running (no pid file)."),
                 Stopped::StaleRemoved(rec) => crate::say!(

@@ -95,6 +95,7 @@ fn save(
     edit: impl FnOnce(&mut ConfigDoc, &mut Vec<config::Change>),
 ) -> anyhow::Result<ExitStatus> {
     ctx.announce_overrides();
+    let _lock = ctx.lock_stack(&format!("providers set {}", p.id))?;
     let path = ctx.stack.config_path();
     let (doc, changes) = config::update(&path, |doc, changes| {
         edit(doc, changes);

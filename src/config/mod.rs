@@ -393,7 +393,7 @@ pub fn update<T>(
     let mut changes = Vec::new();
     let out = edit(&mut doc, &mut changes)?;
     if doc.changed() {
-        fsutil::write_atomic(path, &doc.to_bytes(), None).map_err(ConfigError::from)?;
+        fsutil::write_atomic(&_lock, path, &doc.to_bytes(), None).map_err(ConfigError::from)?;
     }
     Ok((out, changes))
 }

@@ -178,7 +178,7 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
         node: plan.node.path.clone(),
         port: plan.port,
     };
-    fsutil::write_atomic(&pid_path, rec.render().as_bytes(), Some(0o644))?;
+    fsutil::write_atomic(&_lock, &pid_path, rec.render().as_bytes(), Some(0o644))?;
     match verify_start(&mut child, plan, opts) {
         Ok(health_after) => Ok(Started { pid, health_after }),
         Err(what) => {

@@ -51,8 +51,9 @@ pub struct PinRequest<'a> {
     pub env: Option<&'a str>,
     pub installed: Option<&'a str>,
     pub search: &'a Search,
-    /// Where the version cache lives; `None` writes nothing (planning, dry runs).
-    pub cache: Option<&'a Path>,
+    /// Where the version cache lives, and the lock that guards writing it; `None` writes
+    /// nothing (planning, dry runs).
+    pub cache: Option<(&'a Path, &'a crate::sys::fs::Lock)>,
 }
 
 /// Pins Node, printing a note when it passes over the installed plist's stale pin.
@@ -86,7 +87,11 @@ pub fn pin(req: &PinRequest<'_>) -> anyhow::Result<NodePin> {
 }
 
 /// Checks one candidate: absolute, executable, `--version` ≥ [`MIN_MAJOR`].
-fn check(path: &Path, origin: Origin, cache: Option<&Path>) -> Result<NodePin, String> {
+fn check(
+    path: &Path,
+    origin: Origin,
+    cache: Option<(&Path, &crate::sys::fs::Lock)>,
+) -> Result<NodePin, String> {
     if !path.is_absolute() {
         return Err(format!(
             "node from {origin} ({}) is not an absolute path; give the full path to node",
@@ -127,9 +132,18 @@ pub fn parse_major(version: &str) -> Option<u32> {
     minor_ok.then_some(major)
 }
 
-/// The cache key: what changes when the binary at `path` is replaced or upgraded.
+/// The cache key: what changes when the binary at `path` is replaced or upgraded. `None` for
+/// a script (a version-manager shim such as asdf's or nodenv's `#!` wrapper): the script never
+/// changes when the Node it runs does, so its version is asked every time.
 fn identity(path: &Path) -> Option<String> {
     let m = std::fs::metadata(path).ok()?;
+    let mut head = [0u8; 2];
+    let is_script = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok_and(|()| &head == b"#!");
+    if is_script {
+        return None;
+    }
     Some(format!(
         "{}\t{}\t{}.{}\t{}\t{}",
         path.display(),
@@ -141,9 +155,12 @@ fn identity(path: &Path) -> Option<String> {
     ))
 }
 
-fn version_of(path: &Path, cache: Option<&Path>) -> Result<String, String> {
+fn version_of(
+    path: &Path,
+    cache: Option<(&Path, &crate::sys::fs::Lock)>,
+) -> Result<String, String> {
     let id = identity(path);
-    if let (Some(cache), Some(id)) = (cache, &id) {
+    if let (Some((cache, _)), Some(id)) = (cache, &id) {
         if let Ok(text) = std::fs::read_to_string(cache) {
             if let Some((key, version)) = text.trim_end().rsplit_once('\t') {
                 if key == id {
@@ -167,13 +184,14 @@ fn version_of(path: &Path, cache: Option<&Path>) -> Result<String, String> {
         ));
     }
     let version = out.stdout.lines().next().unwrap_or("").trim().to_owned();
-    if let (Some(cache), Some(id)) = (cache, id) {
+    if let (Some((cache, lock)), Some(id)) = (cache, id) {
         if parse_major(&version).is_some() {
             // Best effort: a cache that cannot be written only costs a Node start next time.
             if let Some(dir) = cache.parent() {
                 let _ = crate::sys::fs::create_dir_all(dir, 0o700);
             }
             let _ = crate::sys::fs::write_atomic(
+                lock,
                 cache,
                 format!("{id}\t{version}\n").as_bytes(),
                 Some(0o600),
@@ -186,6 +204,16 @@ fn version_of(path: &Path, cache: Option<&Path>) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_binary_is_cached_by_identity_but_a_script_never() {
+        let exe = std::env::current_exe().unwrap();
+        assert!(identity(&exe).is_some(), "a binary has a cache key");
+        let t = tempfile::tempdir().unwrap();
+        let shim = t.path().join("node");
+        std::fs::write(&shim, "#!/bin/sh\nexec real-node \"$@\"\n").unwrap();
+        assert!(identity(&shim).is_none(), "a script is never cached");
+    }
 
     #[test]
     fn versions() {

@@ -36,19 +36,20 @@ pub struct Plan {
 }
 
 /// Whether planning may write (the config sync and the node version cache).
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Writes {
+#[derive(Clone, Copy)]
+pub enum Writes<'a> {
     /// `agent print`, `--dry-run`, setup's plan: nothing on disk changes.
     None,
-    /// Sync the config (under its lock) and cache the node version.
-    Sync,
+    /// Sync the config (under its lock) and cache the node version, under the stack's
+    /// lifecycle lock (the caller's proof that it is the one writer).
+    Sync(&'a crate::sys::fs::Lock),
 }
 
 /// Builds the plan; with [`Writes::Sync`] the config sync is written first.
-pub fn plan(ctx: &Context, args: &HostInputs, writes: Writes) -> anyhow::Result<Plan> {
+pub fn plan(ctx: &Context, args: &HostInputs, writes: Writes<'_>) -> anyhow::Result<Plan> {
     let stack = &ctx.stack;
     let (doc, changes) = match writes {
-        Writes::Sync => {
+        Writes::Sync(_) => {
             let path = stack.config_path();
             config::update(&path, |doc, changes| {
                 sync(ctx, doc, changes);
@@ -77,7 +78,10 @@ pub fn plan(ctx: &Context, args: &HostInputs, writes: Writes) -> anyhow::Result<
         env: node_env.as_deref(),
         installed: installed.as_ref().and_then(Installed::node_bin),
         search: &ctx.search,
-        cache: (writes == Writes::Sync).then_some(cache.as_path()),
+        cache: match writes {
+            Writes::Sync(lock) => Some((cache.as_path(), lock)),
+            Writes::None => None,
+        },
     })?;
     let found = crate::host::root::find(&RootSearch {
         flag: args.root.as_deref(),

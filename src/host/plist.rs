@@ -188,13 +188,18 @@ pub fn read_env(bytes: &[u8]) -> Result<LaunchEnv, plist::Error> {
 ///
 /// Unchanged bytes with a mode launchd refuses (group/world-writable → exit 122) still get
 /// their mode set to 0644, which counts as a change.
-pub fn write(plist_path: &Path, bytes: &[u8], log_dir: &Path) -> Result<bool, FsError> {
+pub fn write(
+    lock: &fsutil::Lock,
+    plist_path: &Path,
+    bytes: &[u8],
+    log_dir: &Path,
+) -> Result<bool, FsError> {
     use std::os::unix::fs::PermissionsExt;
     fsutil::create_dir_all(log_dir, 0o755)?;
     if let Some(dir) = plist_path.parent() {
         fsutil::create_dir_all(dir, 0o755)?;
     }
-    let wrote = fsutil::write_atomic(plist_path, bytes, Some(0o644))?;
+    let wrote = fsutil::write_atomic(lock, plist_path, bytes, Some(0o644))?;
     let mode = std::fs::metadata(plist_path).map(|m| m.permissions().mode() & 0o7777);
     if !wrote && mode.is_ok_and(|m| m != 0o644) {
         std::fs::set_permissions(plist_path, std::fs::Permissions::from_mode(0o644)).map_err(

@@ -15,12 +15,14 @@ use crate::agent::lifecycle::{Agent, Timing};
 use crate::config;
 use crate::context::Context;
 use crate::direct;
+use crate::error::Interrupted;
 use crate::error::Invalid;
 use crate::host::plan::{self, HostInputs, Plan, Writes};
 use crate::provider::registry::{Provider, PROVIDERS};
 use crate::provider::resolve::{self, Intent};
-use crate::sys::fs as fsutil;
+use crate::sys::fs::{self as fsutil, Lock};
 use crate::sys::process::{self, ChildEnv};
+use crate::sys::signal::{self, InterruptGuard};
 
 /// The exact words a cancelled setup prints.
 pub const CANCELLED: &str = "Installation cancelled; no changes were made.";
@@ -178,15 +180,26 @@ pub fn apply(
     sp: SetupPlan,
     install: bool,
 ) -> anyhow::Result<()> {
+    // Everything setup may create is listed before the first side effect (the lock included),
+    // so a failure or a Ctrl-C takes it all back.
     let mut journal: Vec<Undo> = vec![created_paths(ctx, &sp)];
-    let result = apply_steps(ctx, opts, &sp, install, &mut journal);
+    let _guard = InterruptGuard::install();
+    let lock = ctx.lock_stack("setup")?;
+    let result = apply_steps(ctx, opts, &sp, install, &lock, &mut journal);
     if let Err(err) = result {
-        let undone = roll_back(ctx, &sp, journal);
+        let undone = {
+            // The rollback runs to its end, whatever signal stopped setup.
+            let _quiet = signal::Suspended::new();
+            roll_back(ctx, &sp, &lock, journal)
+        };
         let list = if undone.is_empty() {
             "nothing had been changed".to_owned()
         } else {
             undone.join("; ")
         };
+        if let Some(sig) = signal::received() {
+            return Err(Interrupted(sig, format!("setup rolled back: {list}")).into());
+        }
         return Err(err.context(format!("setup failed; rolled back: {list}")));
     }
     Ok(())
@@ -197,6 +210,7 @@ fn apply_steps(
     opts: &SetupOptions,
     sp: &SetupPlan,
     install: bool,
+    lock: &Lock,
     journal: &mut Vec<Undo>,
 ) -> anyhow::Result<()> {
     let st = &ctx.stack;
@@ -277,7 +291,7 @@ fn apply_steps(
                 bytes: std::fs::read(&plist).ok(),
                 mode: Some(0o644),
             });
-            let wrote = crate::host::plist::write(&plist, &plan.plist, &st.log_dir)?;
+            let wrote = crate::host::plist::write(lock, &plist, &plan.plist, &st.log_dir)?;
             crate::say!(
                 "{}: {} (not started: --no-start)",
                 plist.display(),
@@ -286,7 +300,7 @@ fn apply_steps(
         }
         (Service::Launchd(_), false) => {
             // The lifecycle rolls its own plist back when the Host does not verify.
-            let agent = Agent::new(ctx)?;
+            let agent = Agent::new(ctx, lock)?;
             let outcome = agent.apply(&plan, "setup", false, opts.timing)?;
             crate::say!(
                 "Host verified: pid {}, /health 200 after {} ms.",
@@ -327,6 +341,9 @@ fn created_paths(ctx: &Context, sp: &SetupPlan) -> Undo {
         st.pid_path(),
         st.run_dir.join("oysterun-host.pid.lock"),
         st.run_dir.join("node-version.cache"),
+        st.run_dir.join("oyster.lock"),
+        st.run_dir.join("pending"),
+        st.run_dir.join("last-good.plist"),
     ];
     files.retain(|f| !f.exists());
     let mut dirs = vec![];
@@ -355,7 +372,7 @@ fn created_paths(ctx: &Context, sp: &SetupPlan) -> Undo {
 }
 
 /// Undoes the journal in reverse; returns what was undone, in words.
-fn roll_back(ctx: &Context, sp: &SetupPlan, journal: Vec<Undo>) -> Vec<String> {
+fn roll_back(ctx: &Context, sp: &SetupPlan, _lock: &Lock, journal: Vec<Undo>) -> Vec<String> {
     let st = &ctx.stack;
     let mut said = vec![];
     for undo in journal.into_iter().rev() {
@@ -384,7 +401,8 @@ fn roll_back(ctx: &Context, sp: &SetupPlan, journal: Vec<Undo>) -> Vec<String> {
                 )),
             },
             Undo::File { path, bytes, mode } => match bytes {
-                Some(b) => fsutil::write_atomic(&path, &b, mode)
+                Some(b) => fsutil::lock_sidecar(&path)
+                    .and_then(|held| fsutil::write_atomic(&held, &path, &b, mode))
                     .map(|_| format!("restored {}", path.display()))
                     .map_err(Into::into),
                 None => std::fs::remove_file(&path)

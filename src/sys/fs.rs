@@ -23,6 +23,12 @@ pub enum FsError {
     },
     #[error("{path} is {kind}, not a regular file; oyster reads only regular files. Replace it with the real file (or remove it) and run again")]
     NotRegular { path: PathBuf, kind: &'static str },
+    #[error("another oyster ({holder}) has held {path} for {secs} s; wait for it to finish (or stop it), then run again")]
+    Busy {
+        path: PathBuf,
+        holder: String,
+        secs: u64,
+    },
     #[error("{path} is larger than {cap} bytes, more than this file can reasonably hold; check what wrote it, or move it aside and run again")]
     TooLarge { path: PathBuf, cap: u64 },
 }
@@ -30,7 +36,7 @@ pub enum FsError {
 impl FsError {
     /// Whether the file itself is wrong (exit 2) rather than the system failing (exit 1).
     pub fn is_invalid_input(&self) -> bool {
-        !matches!(self, FsError::Io { .. })
+        !matches!(self, FsError::Io { .. } | FsError::Busy { .. })
     }
 }
 
@@ -159,15 +165,25 @@ fn sweep_stale_temps(path: &Path) {
 /// Writes `bytes` to `path` atomically with `mode` (kept from an existing file when `None`,
 /// else 0600). Returns `false`, touching nothing, when the file already holds these bytes.
 ///
-/// The caller holds the lock for `path` (see [`lock_sidecar`]).
-pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<bool, FsError> {
+/// `_held` proves the caller holds the lock that guards `path` (its sidecar, or the stack's
+/// lifecycle lock). A file owned by someone else (root rewriting a user's file) keeps its
+/// owner as well as its mode (CONTRACT.md §9).
+pub fn write_atomic(
+    _held: &Lock,
+    path: &Path,
+    bytes: &[u8],
+    mode: Option<u32>,
+) -> Result<bool, FsError> {
     refuse_symlink(path)?;
     sweep_stale_temps(path);
+    let mut owner = None;
     let existing_mode = match std::fs::metadata(path) {
         Ok(m) => {
             if std::fs::read(path).is_ok_and(|old| old == bytes) {
                 return Ok(false);
             }
+            use std::os::unix::fs::MetadataExt;
+            owner = Some((m.uid(), m.gid()));
             Some(m.permissions().mode() & 0o7777)
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -183,6 +199,14 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<bool
             .open(&tmp)
             .map_err(io_err("create", &tmp))?;
         f.write_all(bytes).map_err(io_err("write", &tmp))?;
+        if let Some((uid, gid)) = owner {
+            use std::os::unix::fs::MetadataExt;
+            let ours = f.metadata().map_err(io_err("inspect", &tmp))?;
+            if (ours.uid(), ours.gid()) != (uid, gid) {
+                std::os::unix::fs::fchown(&f, Some(uid), Some(gid))
+                    .map_err(io_err("keep the owner of", path))?;
+            }
+        }
         // The umask may have narrowed the mode given to open; set it exactly.
         f.set_permissions(std::fs::Permissions::from_mode(mode))
             .map_err(io_err("set the mode of", &tmp))?;
@@ -204,9 +228,23 @@ fn sync_dir(path: &Path) -> Result<(), FsError> {
         .map_err(io_err("sync the directory", dir))
 }
 
-/// An exclusive lock on `<path>.lock`, released on drop.
+/// An exclusive lock, released on drop. Writers take one as proof: [`write_atomic`] needs a
+/// `&Lock`, so an unlocked write does not compile.
 pub struct Lock {
     _file: File,
+}
+
+fn open_lock_file(lock_path: &Path) -> Result<File, FsError> {
+    refuse_symlink(lock_path)?;
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(lock_path)
+        .map_err(io_err("open the lock file", lock_path))
 }
 
 /// Takes an exclusive lock on the sidecar `<path>.lock` (not the file being renamed, whose
@@ -215,16 +253,59 @@ pub fn lock_sidecar(path: &Path) -> Result<Lock, FsError> {
     let mut name = path.as_os_str().to_owned();
     name.push(".lock");
     let lock_path = PathBuf::from(name);
-    refuse_symlink(&lock_path)?;
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .mode(0o600)
-        .open(&lock_path)
-        .map_err(io_err("open the lock file", &lock_path))?;
+    let file = open_lock_file(&lock_path)?;
     file.lock().map_err(io_err("lock", &lock_path))?;
+    Ok(Lock { _file: file })
+}
+
+/// Takes the exclusive lock at `lock_path`, waiting at most `bound`. While another process
+/// holds it, `waiting` is called once with what the holder wrote into the file (its pid and
+/// command); the wait also ends early when `interrupted()` turns true. The holder's record is
+/// this process's pid and `what`.
+pub fn lock_waiting(
+    lock_path: &Path,
+    what: &str,
+    bound: std::time::Duration,
+    waiting: impl FnOnce(&str),
+    interrupted: impl Fn() -> bool,
+) -> Result<Lock, FsError> {
+    use std::io::{Read, Seek};
+    let mut file = open_lock_file(lock_path)?;
+    let t0 = std::time::Instant::now();
+    let mut waiting = Some(waiting);
+    loop {
+        match file.try_lock() {
+            Ok(()) => break,
+            Err(std::fs::TryLockError::WouldBlock) => {
+                if let Some(say) = waiting.take() {
+                    let mut holder = String::new();
+                    let _ = file
+                        .rewind()
+                        .and_then(|()| file.read_to_string(&mut holder));
+                    say(holder.trim());
+                }
+                if t0.elapsed() >= bound || interrupted() {
+                    let mut holder = String::new();
+                    let _ = file
+                        .rewind()
+                        .and_then(|()| file.read_to_string(&mut holder));
+                    return Err(FsError::Busy {
+                        path: lock_path.to_owned(),
+                        holder: holder.trim().to_owned(),
+                        secs: t0.elapsed().as_secs(),
+                    });
+                }
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io_err("lock", lock_path)(e)),
+        }
+    }
+    // Say who holds it, for the next one to wait.
+    let record = format!("pid {} ({what})\n", std::process::id());
+    let _ = file
+        .set_len(0)
+        .and_then(|()| file.rewind())
+        .and_then(|()| file.write_all(record.as_bytes()));
     Ok(Lock { _file: file })
 }
 
@@ -247,13 +328,14 @@ mod tests {
     fn unchanged_bytes_touch_nothing_and_changes_keep_the_mode() {
         let t = tempfile::tempdir().unwrap();
         let p = t.path().join("f.json");
-        assert!(write_atomic(&p, b"one", None).unwrap());
+        let l = lock_sidecar(&p).unwrap();
+        assert!(write_atomic(&l, &p, b"one", None).unwrap());
         assert_eq!(std::fs::metadata(&p).unwrap().mode() & 0o7777, 0o600);
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
         let ino = std::fs::metadata(&p).unwrap().ino();
-        assert!(!write_atomic(&p, b"one", None).unwrap());
+        assert!(!write_atomic(&l, &p, b"one", None).unwrap());
         assert_eq!(std::fs::metadata(&p).unwrap().ino(), ino);
-        assert!(write_atomic(&p, b"two", None).unwrap());
+        assert!(write_atomic(&l, &p, b"two", None).unwrap());
         let m = std::fs::metadata(&p).unwrap();
         assert_eq!(
             (m.mode() & 0o7777, std::fs::read(&p).unwrap()),
@@ -266,7 +348,8 @@ mod tests {
     fn an_unchanged_write_still_removes_a_killed_writers_temp_file() {
         let t = tempfile::tempdir().unwrap();
         let p = t.path().join("f.plist");
-        assert!(write_atomic(&p, b"same", None).unwrap());
+        let l = lock_sidecar(&p).unwrap();
+        assert!(write_atomic(&l, &p, b"same", None).unwrap());
         // A writer that died between creating its temp file and the rename.
         let mut dead = std::process::Command::new("true").spawn().unwrap();
         let dead_pid = dead.id();
@@ -279,7 +362,7 @@ mod tests {
             std::os::unix::process::parent_id()
         ));
         std::fs::write(&live, b"busy").unwrap();
-        assert!(!write_atomic(&p, b"same", None).unwrap());
+        assert!(!write_atomic(&l, &p, b"same", None).unwrap());
         assert!(!stale.exists(), "the dead writer's temp file survived");
         assert!(live.exists(), "a live writer's temp file was removed");
     }
@@ -291,8 +374,9 @@ mod tests {
         std::fs::write(&target, "keep").unwrap();
         let link = t.path().join("link");
         std::os::unix::fs::symlink(&target, &link).unwrap();
+        let l = lock_sidecar(&t.path().join("x")).unwrap();
         assert!(matches!(
-            write_atomic(&link, b"x", None),
+            write_atomic(&l, &link, b"x", None),
             Err(FsError::Symlink { .. })
         ));
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");

@@ -2,6 +2,7 @@
 //! database and signals.
 
 pub mod fs;
+pub mod net;
 pub mod process;
 pub mod signal;
 pub mod user;

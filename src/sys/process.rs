@@ -24,6 +24,13 @@ pub enum ProcessError {
     Timeout { argv: String, secs: u64 },
     #[error("`{argv}` was killed by signal {signal}")]
     Signaled { argv: String, signal: i32 },
+    #[error(
+        "`{argv}` was stopped (with its process group) because oyster was interrupted by {signal}"
+    )]
+    Interrupted {
+        argv: String,
+        signal: super::signal::Signal,
+    },
 }
 
 /// What a finished program printed and returned.
@@ -79,6 +86,15 @@ pub fn run(
     let status = loop {
         match child.try_wait() {
             Ok(Some(status)) => break status,
+            Ok(None) if super::signal::received().is_some() => {
+                // Cancel reaches the whole group: npm's own children die with it.
+                let _ = super::signal::killpg(pgid, super::signal::Signal::SIGKILL);
+                let _ = child.wait();
+                return Err(ProcessError::Interrupted {
+                    argv: shown,
+                    signal: super::signal::received().unwrap_or(super::signal::Signal::SIGINT),
+                });
+            }
             Ok(None) if Instant::now() >= deadline => {
                 let _ = super::signal::killpg(pgid, super::signal::Signal::SIGKILL);
                 let _ = child.wait();

@@ -88,6 +88,31 @@ pub fn received() -> Option<Signal> {
     }
 }
 
+/// While alive, [`received`] answers `None` (a rollback must run to its end); the signal
+/// caught before, or during, is reported again once it is dropped.
+pub struct Suspended(i32);
+
+impl Suspended {
+    pub fn new() -> Suspended {
+        Suspended(RECEIVED.swap(0, Ordering::SeqCst))
+    }
+}
+
+impl Default for Suspended {
+    fn default() -> Self {
+        Suspended::new()
+    }
+}
+
+impl Drop for Suspended {
+    fn drop(&mut self) {
+        let during = RECEIVED.load(Ordering::SeqCst);
+        if self.0 != 0 || during != 0 {
+            RECEIVED.store(if self.0 != 0 { self.0 } else { during }, Ordering::SeqCst);
+        }
+    }
+}
+
 /// The conventional exit code for a run ended by `sig`: 128 + its number (130, 143, 129).
 pub fn exit_code(sig: Signal) -> u8 {
     128u8.saturating_add(sig as i32 as u8)

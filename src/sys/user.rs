@@ -44,6 +44,14 @@ pub fn account() -> Result<Account, AccountError> {
     }
 }
 
+/// The login name of `uid`, when the user database knows it.
+pub fn name_of(uid: u32) -> Option<String> {
+    User::from_uid(Uid::from_raw(uid))
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+}
+
 /// The uid that owns `path`, when it can be read.
 pub fn owner_of(path: &Path) -> Option<u32> {
     use std::os::unix::fs::MetadataExt;

@@ -356,36 +356,39 @@ fn node_too_old_missing_or_not_executable_is_a_clear_error() {
     );
 }
 
+/// A version-manager shim (asdf, nodenv: a `#!` script that runs whichever Node is selected)
+/// never changes when the selected Node does, so its version is never cached: switched to
+/// v18, the next regenerate refuses it, as `agent print` does.
 #[test]
-fn node_version_is_cached_by_binary_identity() {
+fn a_shim_node_is_asked_every_time_so_a_switch_to_an_old_node_is_refused() {
     let (t, root) = ctx_with_root("home");
-    let node = fake_node(&t, "n/node", "v22.1.0", 0o755);
-    let runs = t.path("n/node.runs");
-    let args = regen_args(&root, &node);
-    t.run(&args).ok();
-    t.run(&args).ok();
-    t.run(&args).ok();
-    let count = |p: &Path| {
-        std::fs::read_to_string(p)
-            .map(|s| s.lines().count())
-            .unwrap_or(0)
-    };
-    assert_eq!(
-        count(&runs),
-        1,
-        "an unchanged node is asked for its version once"
-    );
-    // Upgrading the binary (new bytes) invalidates the cache.
+    let selected = t.path("shim/selected-version");
+    let runs = t.path("shim/node.runs");
+    let node = t.path("shim/node");
+    std::fs::create_dir_all(node.parent().unwrap()).unwrap();
+    std::fs::write(&selected, "v22.1.0\n").unwrap();
     std::fs::write(
         &node,
         format!(
-            "#!/bin/sh\necho ran >> '{}'\necho v22.2.0\n\n",
-            runs.display()
+            "#!/bin/sh\necho ran >> '{}'\ncat '{}'\n",
+            runs.display(),
+            selected.display()
         ),
     )
     .unwrap();
+    std::fs::set_permissions(&node, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let args = regen_args(&root, &node);
     t.run(&args).ok();
-    assert_eq!(count(&runs), 2);
+    t.run(&args).ok();
+    let count = || {
+        std::fs::read_to_string(&runs)
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    };
+    assert_eq!(count(), 2, "a script node is asked every time");
+    std::fs::write(&selected, "v18.19.0\n").unwrap();
+    let e = t.run(&args).fails_with(2).stderr();
+    assert!(e.contains("v18.19.0") && e.contains("20"), "{e}");
 }
 
 #[test]
