@@ -648,39 +648,8 @@ impl<'a> Agent<'a> {
         }
     }
 
-    /// The environment proof: the live environment when the kernel shows it, else launchd's
-    /// loaded definition for the pid launchd spawned.
     fn prove_env(&self, pid: u32, info: &PrintInfo, env: &LaunchEnv) -> Result<EnvProof, Stop> {
-        let live = verify::inspect(pid).ok_or("the Host exited right after answering /health")?;
-        let check = if self.force_launchd_proof {
-            EnvCheck::Unreadable
-        } else {
-            verify::check_env(&live, env)
-        };
-        match check {
-            EnvCheck::Verified => Ok(EnvProof::Live),
-            EnvCheck::Mismatch(_) => Err(Stop::Failed(check.describe())),
-            EnvCheck::Unreadable => {
-                if info.pid() != Some(pid) {
-                    return Err(Stop::Failed(format!(
-                        "the kernel hides pid {pid}'s environment and launchd does not name it as the job's pid"
-                    )));
-                }
-                if !generated_keys_match(info, env) {
-                    let diffs: Vec<String> = env
-                        .vars
-                        .iter()
-                        .filter(|(k, v)| info.environment.get(*k) != Some(*v))
-                        .map(|(k, _)| k.clone())
-                        .collect();
-                    return Err(Stop::Failed(format!(
-                        "the kernel hides the Host's environment, and launchd's loaded definition differs from the generated one in: {}",
-                        diffs.join(", ")
-                    )));
-                }
-                Ok(EnvProof::Launchd)
-            }
-        }
+        prove_env(pid, info, env, self.force_launchd_proof).map_err(Stop::Failed)
     }
 
     /// Restores the last good plist (kept on disk; else the previous bytes; else removes ours),
@@ -799,6 +768,48 @@ impl<'a> Agent<'a> {
         self.audit
             .record("uninstall", "remove-plist", "ok", None, "");
         Ok(loaded)
+    }
+}
+
+/// The environment proof for a running `pid` (CONTRACT.md §5): the live environment when the
+/// kernel shows it, else launchd's loaded definition for the pid launchd spawned. A mismatch in
+/// either is an error naming the variables.
+pub fn prove_env(
+    pid: u32,
+    info: &PrintInfo,
+    env: &LaunchEnv,
+    force_launchd: bool,
+) -> Result<EnvProof, String> {
+    let live = verify::inspect(pid).ok_or("the Host exited right after answering /health")?;
+    let check = if force_launchd {
+        EnvCheck::Unreadable
+    } else {
+        verify::check_env(&live, env)
+    };
+    match check {
+        EnvCheck::Verified => Ok(EnvProof::Live),
+        EnvCheck::Mismatch(_) => Err(check.describe()),
+        EnvCheck::Unreadable => {
+            if info.pid() != Some(pid) {
+                return Err(format!(
+                    "the kernel hides pid {pid}'s environment and launchd does not name it as the job's pid"
+                ));
+            }
+            let diffs: Vec<&str> = env
+                .vars
+                .iter()
+                .filter(|(k, v)| info.environment.get(*k) != Some(*v))
+                .map(|(k, _)| k.as_str())
+                .collect();
+            if diffs.is_empty() {
+                Ok(EnvProof::Launchd)
+            } else {
+                Err(format!(
+                    "the kernel hides the Host's environment, and launchd's loaded definition differs from the generated one in: {}",
+                    diffs.join(", ")
+                ))
+            }
+        }
     }
 }
 

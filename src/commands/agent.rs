@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::agent::launchctl::{JobState, LastExit, Launchctl};
-use crate::agent::lifecycle::{Agent, EnvProof, Outcome};
+use crate::agent::lifecycle::{self, Agent, EnvProof, Outcome};
 use crate::cli::AgentCommand;
 use crate::context::Context;
 use crate::host::plan::{self, Plan, Writes};
@@ -323,6 +323,12 @@ fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
         domain: None,
         notes: vec![],
     };
+    if stack.run_dir.join("pending").exists() {
+        st.notes.push(format!(
+            "an earlier change was interrupted before it verified; `oyster agent regenerate --stack {}` re-verifies it (and rolls back if it fails)",
+            stack.name
+        ));
+    }
     match Launchctl::locate(&ctx.env) {
         Err(e) => st.notes.push(e.to_string()),
         Ok(lc) => {
@@ -344,15 +350,24 @@ fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
                 st.crash_loop = info.job_state() == JobState::SpawnScheduled
                     || info.successive_crashes().is_some_and(|n| n > 0);
                 if let (Some(pid), Some(inst)) = (info.pid().filter(|_| st.running), &installed) {
-                    let live = verify::check_live(pid, &inst.env);
-                    st.health = live.health;
-                    st.verified = live.verified();
-                    match &live.env {
-                        Some(verify::EnvCheck::Verified) => st.env_proof = Some("live"),
-                        Some(verify::EnvCheck::Mismatch(d)) => {
-                            st.env_mismatch = d.iter().map(|(k, _, _)| k.clone()).collect()
+                    st.health = inst
+                        .env
+                        .port()
+                        .and_then(|p| verify::health(p, std::time::Duration::from_secs(2)));
+                    let force = ctx.env.env_proof.as_deref() == Some("launchd");
+                    match lifecycle::prove_env(pid, &info, &inst.env, force) {
+                        Ok(proof) => st.env_proof = Some(proof.as_str()),
+                        Err(why) => st.notes.push(why),
+                    }
+                    let owned = inst
+                        .env
+                        .port()
+                        .is_some_and(|p| verify::check_listener(p, pid).is_ok());
+                    st.verified = st.env_proof.is_some() && st.health == Some(200) && owned;
+                    if let Some(live) = verify::inspect(pid) {
+                        if let verify::EnvCheck::Mismatch(d) = verify::check_env(&live, &inst.env) {
+                            st.env_mismatch = d.iter().map(|(k, _, _)| k.clone()).collect();
                         }
-                        _ => {}
                     }
                 }
             }

@@ -350,14 +350,26 @@ fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
         if let Some(n) = &domain.fallback_note {
             checks.push(check("domain", Level::Warn, n.clone(), None));
         }
-        let Some(info) = lc.print(&domain.target(&st.label))? else {
+        let Some((loaded_in, info)) = lc.find_loaded(&st.label)? else {
+            let disabled = lc.is_disabled(&domain.name, &st.label).unwrap_or(false);
             checks.push(check(
                 "launchd",
                 Level::Warn,
-                format!("{} is not loaded in {}", st.label, domain.name),
-                installed.map(|_| format!("`oyster agent restart --stack {}`", st.name)),
+                if disabled {
+                    format!(
+                        "{} is not loaded and is disabled in {} (`oyster agent stop` or `launchctl disable`): it will not start at login",
+                        st.label, domain.name
+                    )
+                } else {
+                    format!("{} is not loaded in {} (nor in the user domain)", st.label, domain.name)
+                },
+                installed.map(|_| format!("`oyster agent install --stack {}`", st.name)),
             ));
             return Ok(());
+        };
+        let domain = crate::agent::launchctl::Domain {
+            name: loaded_in,
+            fallback_note: None,
         };
         let running = info.running();
         checks.push(check(

@@ -10,6 +10,7 @@ mod doctor;
 mod lifecycle;
 mod packaging;
 mod providers;
+mod real_macs;
 mod registry_guard;
 mod setup;
 mod snapshots;

@@ -1,0 +1,229 @@
+//! What a real Mac needs (issue "Real Macs", CONTRACT.md §5): the launchd proof when the
+//! kernel hides the Host's environment, `/health` that must come from our own listener, a port
+//! held by someone else refused before anything is written, and launchctl's real answers
+//! (bootout 36, keys launchd adds to the printed environment) through the simulator.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use crate::common::{free_port, real_node, TestContext};
+
+struct Stack {
+    t: TestContext,
+    root: PathBuf,
+    name: &'static str,
+    port: u16,
+}
+
+impl Stack {
+    fn new(name: &'static str) -> Stack {
+        let mut t = TestContext::new();
+        t.use_sim();
+        let root = t.fixture_root("root");
+        Stack {
+            t,
+            root,
+            name,
+            port: free_port(),
+        }
+    }
+
+    fn args(&self, verb: &str) -> Vec<String> {
+        let mut a: Vec<String> = ["agent", verb, "--stack", self.name]
+            .map(String::from)
+            .to_vec();
+        a.extend(
+            [
+                "--root",
+                self.root.to_str().unwrap(),
+                "--node-bin",
+                real_node().to_str().unwrap(),
+                "--wait",
+                "10",
+                "--settle-ms",
+                "300",
+            ]
+            .map(String::from),
+        );
+        a.extend(["--port".to_string(), self.port.to_string()]);
+        a
+    }
+
+    fn status(&self) -> serde_json::Value {
+        self.t
+            .run(["agent", "status", "--json", "--stack", self.name])
+            .json()
+    }
+
+    fn plist(&self) -> PathBuf {
+        self.t.home.join(format!(
+            "Library/LaunchAgents/com.oysterun.host.{}.plist",
+            self.name
+        ))
+    }
+}
+
+/// A process of the test's own listening on `port` on every interface, like another Host.
+fn impostor(t: &TestContext, port: u16) -> Child {
+    let script = "require('http').createServer((q,s)=>{s.writeHead(200);s.end('impostor')})\
+                  .listen(+process.argv[1], ()=>console.log('up'))";
+    let mut c = Command::new(real_node())
+        .args(["-e", script, &port.to_string()])
+        .env("HOME", &t.home)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(c.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "up");
+    c
+}
+
+#[test]
+fn the_launchd_proof_is_used_when_the_kernel_hides_the_environment() {
+    let mut s = Stack::new("proof");
+    s.t.extra_env
+        .push(("OYSTER_ENV_PROOF".into(), "launchd".into()));
+    let r = s.t.run(s.args("install")).ok();
+    assert!(
+        r.stdout().contains("env_proof: launchd")
+            && r.stdout().contains("launchd's loaded definition"),
+        "{}",
+        r.stdout()
+    );
+    let st = s.status();
+    assert_eq!(
+        (st["verified"].as_bool(), st["env_proof"].as_str()),
+        (Some(true), Some("launchd")),
+        "{st}"
+    );
+    // Without the override the kernel shows the environment: the stronger proof.
+    s.t.extra_env.retain(|(k, _)| k != "OYSTER_ENV_PROOF");
+    assert_eq!(s.status()["env_proof"], "live");
+    let r = s.t.run(s.args("restart")).ok();
+    assert!(r.stdout().contains("env_proof: live"), "{}", r.stdout());
+}
+
+#[test]
+fn keys_launchd_adds_to_the_printed_environment_are_not_a_stale_definition() {
+    let mut s = Stack::new("extra");
+    s.t.extra_env.push((
+        "LAUNCHD_SIM_PRINT_EXTRA_ENV".into(),
+        "MallocSpaceEfficient=1".into(),
+    ));
+    s.t.run(s.args("install")).ok();
+    let r = s.t.run(s.args("regenerate")).ok();
+    assert!(
+        r.stdout()
+            .contains("unchanged; the running Host is left alone"),
+        "{}",
+        r.stdout()
+    );
+    // The launchd proof compares only oyster's keys, too.
+    s.t.extra_env
+        .push(("OYSTER_ENV_PROOF".into(), "launchd".into()));
+    assert_eq!(s.status()["verified"], true);
+}
+
+#[test]
+fn a_port_held_by_another_process_is_refused_before_anything_is_written() {
+    let s = Stack::new("held");
+    let mut other = impostor(&s.t, s.port);
+    let r = s.t.run(s.args("install")).fails_with(1);
+    let e = r.stderr();
+    assert!(
+        e.contains(&format!(
+            "port {} is already held by pid {}",
+            s.port,
+            other.id()
+        )),
+        "{e}"
+    );
+    assert!(!s.plist().exists(), "nothing was written");
+    assert_eq!(s.status()["loaded"], false);
+    other.kill().unwrap();
+    other.wait().unwrap();
+    s.t.run(s.args("install")).ok();
+}
+
+#[test]
+fn a_port_shared_with_another_stack_is_refused_naming_it() {
+    // One HOME, two stacks, one port; the first Host listens as the real one does.
+    let first = Stack::new("first");
+    TestContext::fixture_flag(&first.root, "listen-all", "");
+    first.t.run(first.args("install")).ok();
+    let second: Vec<String> = first
+        .args("install")
+        .into_iter()
+        .map(|x| if x == "first" { "second".into() } else { x })
+        .collect();
+    let e = first.t.run(second).fails_with(1).stderr();
+    assert!(
+        e.contains("already held by pid") && e.contains("stacks/first/host"),
+        "names the other stack: {e}"
+    );
+    assert!(!first
+        .t
+        .home
+        .join("Library/LaunchAgents/com.oysterun.host.second.plist")
+        .exists());
+    assert_eq!(
+        first.status()["verified"],
+        true,
+        "the first stack is untouched"
+    );
+}
+
+#[test]
+fn a_health_answer_from_another_process_does_not_verify() {
+    // Our Host never listens (`silent`); an impostor takes the port just after oyster starts,
+    // so its /health 200 arrives while oyster waits. Refused either before loading (if the
+    // impostor was already there) or at verification (the socket is not the Host's).
+    let s = Stack::new("impost");
+    TestContext::fixture_flag(&s.root, "silent", "");
+    let child =
+        s.t.cmd()
+            .args(s.args("install"))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let mut other = impostor(&s.t, s.port);
+    let out = child.wait_with_output().unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{e}");
+    assert!(
+        e.contains("already held by pid") || e.contains("not by the Host"),
+        "{e}"
+    );
+    assert_ne!(s.status()["verified"], true);
+    other.kill().unwrap();
+    other.wait().unwrap();
+}
+
+#[test]
+fn a_dual_stack_listener_is_recognised_as_the_hosts_own() {
+    let s = Stack::new("dual");
+    TestContext::fixture_flag(&s.root, "listen-all", "");
+    let r = s.t.run(s.args("install")).ok();
+    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    assert_eq!(s.status()["verified"], true);
+}
+
+#[test]
+fn bootout_answering_36_means_keep_polling() {
+    let mut s = Stack::new("busy");
+    s.t.run(s.args("install")).ok();
+    s.t.extra_env
+        .push(("LAUNCHD_SIM_BOOTOUT_IN_PROGRESS".into(), "1".into()));
+    // A change (another port) forces bootout + bootstrap.
+    s.port = free_port();
+    let r = s.t.run(s.args("regenerate")).ok();
+    assert!(r.stdout().contains("reloaded"), "{}", r.stdout());
+    assert_eq!(s.status()["verified"], true);
+}
