@@ -11,19 +11,19 @@
 //! - [`sys`] (files, locks, processes, users, signals) and [`output`] (printer, redaction,
 //!   audit) talk to the operating system and to people.
 
-pub mod agent;
-pub mod cli;
-pub mod commands;
-pub mod config;
-pub mod context;
-pub mod direct;
-pub mod error;
-pub mod host;
-pub mod output;
-pub mod provider;
-pub mod setup;
-pub mod sys;
-pub mod verify;
+mod agent;
+mod cli;
+mod commands;
+mod config;
+mod context;
+pub mod direct; // private once `host exec` lands (its Foreign owner record gains a use)
+mod error;
+mod host;
+mod output;
+mod provider;
+mod setup;
+mod sys;
+mod verify;
 
 use std::ffi::OsString;
 use std::process::ExitCode;

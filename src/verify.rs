@@ -19,7 +19,6 @@ use crate::host::launchenv::LaunchEnv;
 /// What the kernel says about one live process.
 #[derive(Debug, Clone)]
 pub struct LiveProcess {
-    pub pid: u32,
     pub start_time: u64,
     pub cmd: Vec<String>,
     /// Empty when the kernel would not show it.
@@ -46,7 +45,6 @@ pub fn inspect(pid: u32) -> Option<LiveProcess> {
         return None;
     }
     Some(LiveProcess {
-        pid,
         start_time: p.start_time(),
         cmd: p
             .cmd()

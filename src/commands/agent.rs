@@ -8,6 +8,7 @@ use crate::cli::AgentCommand;
 use crate::context::Context;
 use crate::host::plan::{self, Plan, Writes};
 use crate::host::plist as agentplist;
+use crate::output::Tone;
 use crate::sys::signal::InterruptGuard;
 use crate::verify;
 use crate::ExitStatus;
@@ -377,7 +378,7 @@ fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
     if json {
         ctx.out.json(&st);
     } else {
-        print_status(&st);
+        print_status(ctx, &st);
     }
     Ok(if st.verified {
         ExitStatus::Success
@@ -386,9 +387,10 @@ fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
     })
 }
 
-fn print_status(st: &AgentStatus) {
+fn print_status(ctx: &Context, st: &AgentStatus) {
     let yn = |b: bool| if b { "yes" } else { "no" };
-    crate::say!("{} (stack {})", st.label, st.stack);
+    ctx.out
+        .out_toned(Tone::Heading, &format!("{} (stack {})", st.label, st.stack));
     if let Some(url) = &st.url {
         crate::say!("  url:       {url}");
     }

@@ -139,7 +139,7 @@ fn print(ctx: &Context, json: bool, report: &Report) {
         ctx.out
             .out_toned(tone, &format!("[{tag}] {}: {}", c.check, c.detail));
         if let Some(fix) = &c.fix {
-            crate::say!("       fix: {fix}");
+            ctx.out.out_toned(Tone::Dim, &format!("       fix: {fix}"));
         }
     }
     crate::say!("authentication: not checked (discovery never runs a provider's login)");

@@ -90,7 +90,6 @@ impl fmt::Display for Change {
 /// A loaded `config.json`.
 #[derive(Debug, Clone)]
 pub struct ConfigDoc {
-    pub path: PathBuf,
     map: Map<String, Value>,
     original: Option<Map<String, Value>>,
 }
@@ -101,7 +100,6 @@ impl ConfigDoc {
         match fsutil::read_regular(path, MAX_CONFIG_BYTES)? {
             Some(bytes) => Self::parse(path, &bytes),
             None => Ok(ConfigDoc {
-                path: path.to_owned(),
                 map: Map::new(),
                 original: None,
             }),
@@ -139,7 +137,6 @@ impl ConfigDoc {
         };
         check_values(&path, &map)?;
         Ok(ConfigDoc {
-            path,
             original: Some(map.clone()),
             map,
         })

@@ -41,14 +41,6 @@ impl LaunchEnv {
     pub fn port(&self) -> Option<u16> {
         self.get(PORT).and_then(|p| p.parse().ok())
     }
-
-    /// The variables as pairs, for a child's environment.
-    pub fn pairs(&self) -> Vec<(String, String)> {
-        self.vars
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect()
-    }
 }
 
 /// The whole environment a started Host gets: what launchd gives every job from the user

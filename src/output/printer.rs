@@ -19,7 +19,6 @@ use super::redact;
 /// How a line is marked (colour on a terminal).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tone {
-    Plain,
     Ok,
     Warn,
     Fail,
@@ -99,7 +98,6 @@ impl Printer {
         use anstyle::{AnsiColor, Style};
         let style = match tone {
             _ if !color => return text.to_owned(),
-            Tone::Plain => return text.to_owned(),
             Tone::Ok => Style::new().fg_color(Some(AnsiColor::Green.into())),
             Tone::Warn => Style::new().fg_color(Some(AnsiColor::Yellow.into())),
             Tone::Fail => Style::new().fg_color(Some(AnsiColor::Red.into())).bold(),

@@ -4,17 +4,6 @@ use std::path::Path;
 
 use serde_json::Value;
 
-/// Renders `path` with a leading home directory replaced by `~`.
-pub fn tilde(home: &Path, path: &Path) -> String {
-    match path.strip_prefix(home) {
-        Ok(rest) if rest.as_os_str().is_empty() => "~".to_owned(),
-        Ok(rest) if !home.as_os_str().is_empty() && home != Path::new("/") => {
-            format!("~/{}", rest.display())
-        }
-        _ => path.display().to_string(),
-    }
-}
-
 /// Replaces every occurrence of the home directory (as a whole leading path) in free text.
 pub fn tilde_text(home: &Path, text: &str) -> String {
     let h = home.to_string_lossy();
@@ -196,13 +185,14 @@ mod tests {
     #[test]
     fn tilde_only_replaces_a_whole_leading_component() {
         let h = Path::new("/Users/a");
+        assert_eq!(tilde_text(h, "/Users/a/.local/bin/x"), "~/.local/bin/x");
+        assert_eq!(tilde_text(h, "/Users/a"), "~");
+        assert_eq!(tilde_text(h, "/Users/ab/x"), "/Users/ab/x");
+        assert_eq!(tilde_text(h, "/usr/bin"), "/usr/bin");
         assert_eq!(
-            tilde(h, Path::new("/Users/a/.local/bin/x")),
-            "~/.local/bin/x"
+            tilde_text(h, "in /Users/a/x, /Users/a and /Users/a.bak"),
+            "in ~/x, ~ and /Users/a.bak"
         );
-        assert_eq!(tilde(h, Path::new("/Users/a")), "~");
-        assert_eq!(tilde(h, Path::new("/Users/ab/x")), "/Users/ab/x");
-        assert_eq!(tilde(h, Path::new("/usr/bin")), "/usr/bin");
     }
 
     #[test]
