@@ -197,11 +197,11 @@ pub fn write_atomic(
             .create_new(true)
             .mode(mode)
             .open(&tmp)
-            .map_err(io_err("create", &tmp))?;
-        f.write_all(bytes).map_err(io_err("write", &tmp))?;
+            .map_err(io_err("write", path))?;
+        f.write_all(bytes).map_err(io_err("write", path))?;
         if let Some((uid, gid)) = owner {
             use std::os::unix::fs::MetadataExt;
-            let ours = f.metadata().map_err(io_err("inspect", &tmp))?;
+            let ours = f.metadata().map_err(io_err("write", path))?;
             if (ours.uid(), ours.gid()) != (uid, gid) {
                 std::os::unix::fs::fchown(&f, Some(uid), Some(gid))
                     .map_err(io_err("keep the owner of", path))?;
@@ -209,8 +209,8 @@ pub fn write_atomic(
         }
         // The umask may have narrowed the mode given to open; set it exactly.
         f.set_permissions(std::fs::Permissions::from_mode(mode))
-            .map_err(io_err("set the mode of", &tmp))?;
-        f.sync_all().map_err(io_err("sync", &tmp))?;
+            .map_err(io_err("set the mode of", path))?;
+        f.sync_all().map_err(io_err("sync", path))?;
         std::fs::rename(&tmp, path).map_err(io_err("rename into place", path))?;
         sync_dir(path)
     })();

@@ -1,0 +1,89 @@
+//! The house's promises that cut across commands: one launch environment (the plist, a
+//! directly started Host and doctor agree on it), and one printer (a closed stdout ends a
+//! command quietly, never with a panic).
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+
+use crate::common::{free_port, live_environ, plistlib, real_node, TestContext};
+
+#[test]
+fn agent_print_host_start_and_doctor_agree_on_the_environment() {
+    let mut t = TestContext::new();
+    t.fake_exe(&t.home.join(".local/bin/claude"));
+    let root = t.fixture_root("root");
+    // Root and node through the environment, so all three commands plan the same Host.
+    t.extra_env
+        .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
+    t.extra_env.push((
+        "OYSTERUN_NODE_BIN".into(),
+        real_node().display().to_string(),
+    ));
+    let port = free_port().to_string();
+    t.run(["config", "sync", "--stack", "env", "--port", &port])
+        .ok();
+    let plist = plistlib(&t.run(["agent", "print", "--stack", "env"]).ok().0.stdout);
+    let generated: BTreeMap<String, String> =
+        serde_json::from_value(plist["EnvironmentVariables"].clone()).unwrap();
+    t.run(["host", "start", "--stack", "env", "--wait", "10"])
+        .ok();
+    let st = t
+        .run(["host", "status", "--json", "--stack", "env"])
+        .ok()
+        .json();
+    let pid = st["pid"].as_u64().unwrap() as u32;
+    let live: BTreeMap<String, String> = live_environ(pid)
+        .into_iter()
+        .filter_map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        })
+        .collect();
+    // The directly started Host has exactly the plist's variables plus launchd's base, and
+    // nothing from the caller's environment (OYSTERUN_ROOT above is the caller's).
+    let base = ["HOME", "USER", "LOGNAME", "SHELL", "TMPDIR"];
+    for (k, v) in &generated {
+        assert_eq!(live.get(k), Some(v), "{k}");
+    }
+    for k in live.keys() {
+        assert!(
+            generated.contains_key(k) || base.contains(&k.as_str()),
+            "{k} leaked into the Host"
+        );
+    }
+    // Doctor reports exactly the environment that Host was started with.
+    let d = t.run(["doctor", "--json", "--stack", "env"]).json();
+    let said: BTreeMap<String, String> = serde_json::from_value(d["environment"].clone()).unwrap();
+    assert_eq!(said, live, "doctor and the live Host disagree");
+    t.run(["host", "stop", "--stack", "env"]).ok();
+}
+
+#[test]
+fn a_closed_stdout_ends_a_command_quietly() {
+    let t = TestContext::new();
+    t.run(["config", "sync"]).ok();
+    for args in [
+        vec!["doctor"],
+        vec!["config", "show"],
+        vec!["providers", "status"],
+        vec!["agent", "status"],
+        vec!["completions", "bash"],
+    ] {
+        // A pipe whose reader is gone before oyster starts: every write meets EPIPE.
+        let (reader, writer) = nix::unistd::pipe().unwrap();
+        drop(reader);
+        let out = t
+            .cmd()
+            .args(&args)
+            .stdout(Stdio::from(writer))
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains("panicked") && !err.contains("Broken pipe"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    }
+}
