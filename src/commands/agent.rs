@@ -335,11 +335,18 @@ fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
         Ok(lc) => {
             st.launchctl = Some(lc.path.display().to_string());
             st.launchctl_overridden = lc.overridden;
-            let domain = lc.domain()?;
-            if let Some(n) = &domain.fallback_note {
-                st.notes.push(n.clone());
-            }
-            if let Some(info) = lc.print(&domain.target(&stack.label))? {
+            // A launchctl that fails is one note: the document is printed either way.
+            let looked = (|| -> anyhow::Result<()> {
+                let domain = lc.domain()?;
+                if let Some(n) = &domain.fallback_note {
+                    st.notes.push(n.clone());
+                }
+                // A job loaded in user/<uid> is not visible in gui/<uid>: look in both.
+                let found = lc.find_loaded(&stack.label)?;
+                st.domain = Some(found.as_ref().map_or(domain.name, |(d, _)| d.clone()));
+                let Some((_, info)) = found else {
+                    return Ok(());
+                };
                 st.loaded = true;
                 st.running = info.running();
                 st.state = info.state().map(str::to_owned);
@@ -371,8 +378,11 @@ fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
                         }
                     }
                 }
+                Ok(())
+            })();
+            if let Err(e) = looked {
+                st.notes.push(format!("launchctl failed: {e:#}"));
             }
-            st.domain = Some(domain.name);
         }
     }
     if json {
