@@ -258,7 +258,7 @@ impl ConfigDoc {
             Intent::Disabled => self.set(p.command_key, Value::Null, changes),
             Intent::Manual => {}
             Intent::Auto => {
-                if let Some(path) = &resolution.resolved {
+                if let Some(path) = resolution.path() {
                     let s = path.to_string_lossy().into_owned();
                     self.set(p.command_key, Value::String(s), changes);
                 }
@@ -539,11 +539,7 @@ mod tests {
         let mut changes = vec![];
         doc.migrate(&mut changes);
         assert_eq!(doc.intent(p0()), Intent::Manual);
-        let nothing = Resolution {
-            resolved: None,
-            source: None,
-            reason: Some("x".into()),
-        };
+        let nothing = Resolution::Missing { reason: "x".into() };
         doc.merge(p0(), &nothing, &mut changes);
         assert_eq!(doc.command(p0()), Some("/old/x"));
         doc.set_intent(p0(), Intent::Auto, &mut changes);
@@ -683,7 +679,7 @@ mod tests {
                     Intent::Manual => prop_assert_eq!(&doc.value()[p.command_key], &before[p.command_key]),
                     Intent::Auto => {
                         let had = &before[p.command_key];
-                        if doc.resolve(p, &search).resolved.is_none() {
+                        if doc.resolve(p, &search).path().is_none() {
                             prop_assert_eq!(&doc.value()[p.command_key], had);
                         }
                     }

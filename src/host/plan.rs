@@ -133,7 +133,7 @@ fn provider_dirs(ctx: &Context, doc: &ConfigDoc) -> Vec<PathBuf> {
     PROVIDERS
         .iter()
         .filter(|p| doc.intent(p) != Intent::Disabled)
-        .filter_map(|p| doc.resolve(p, &ctx.search).resolved)
+        .filter_map(|p| doc.resolve(p, &ctx.search).path().map(Path::to_path_buf))
         .filter_map(|path| path.parent().map(Path::to_path_buf))
         .collect()
 }

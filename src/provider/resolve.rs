@@ -98,12 +98,38 @@ impl Search {
 
 /// The outcome of resolving one command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resolution {
-    /// The normalized absolute path found (a symlink's own path, never its target).
-    pub resolved: Option<PathBuf>,
-    pub source: Option<Source>,
-    /// Why nothing usable was found, with the fix; `None` when resolved.
-    pub reason: Option<String>,
+pub enum Resolution {
+    /// A usable command: the normalized absolute path (a symlink's own path, never its
+    /// target) and the step that found it.
+    Found { path: PathBuf, source: Source },
+    /// Nothing usable, and why, with the fix.
+    Missing { reason: String },
+}
+
+impl Resolution {
+    /// The path found, if any.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            Resolution::Found { path, .. } => Some(path),
+            Resolution::Missing { .. } => None,
+        }
+    }
+
+    /// The step that found it, if any.
+    pub fn source(&self) -> Option<Source> {
+        match self {
+            Resolution::Found { source, .. } => Some(*source),
+            Resolution::Missing { .. } => None,
+        }
+    }
+
+    /// Why nothing was found, if nothing was.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            Resolution::Found { .. } => None,
+            Resolution::Missing { reason } => Some(reason),
+        }
+    }
 }
 
 /// Why a path is not a usable executable.
@@ -240,10 +266,8 @@ pub fn resolve(
         bin = provider.binary
     );
     match intent {
-        Intent::Disabled => Resolution {
-            resolved: None,
-            source: None,
-            reason: Some(format!(
+        Intent::Disabled => Resolution::Missing {
+            reason: (format!(
                 "disabled by the user; re-enable it with `oyster providers set {id} /full/path` \
                  or `oyster providers auto {id}`",
                 id = provider.id
@@ -251,10 +275,8 @@ pub fn resolve(
         },
         Intent::Manual => match check_configured(configured.unwrap_or("")) {
             Ok(path) => found(path, Source::Configured),
-            Err(why) => Resolution {
-                resolved: None,
-                source: None,
-                reason: Some(format!("{why}; {fix_manual}")),
+            Err(why) => Resolution::Missing {
+                reason: (format!("{why}; {fix_manual}")),
             },
         },
         Intent::Auto => {
@@ -263,10 +285,8 @@ pub fn resolve(
             }
             match search_binary(provider.binary, search) {
                 Some((path, source)) => found(path, source),
-                None => Resolution {
-                    resolved: None,
-                    source: None,
-                    reason: Some(format!(
+                None => Resolution::Missing {
+                    reason: (format!(
                         "`{bin}` was not found on PATH or in {dirs}; install it, or {fix_manual}",
                         bin = provider.binary,
                         dirs = search
@@ -283,11 +303,7 @@ pub fn resolve(
 }
 
 fn found(path: PathBuf, source: Source) -> Resolution {
-    Resolution {
-        resolved: Some(path),
-        source: Some(source),
-        reason: None,
-    }
+    Resolution::Found { path, source }
 }
 
 #[cfg(test)]
@@ -327,8 +343,8 @@ mod tests {
         for d in dirs.iter().rev() {
             exe(&d.join(bin));
             let r = resolve(provider(), Intent::Auto, None, &search);
-            assert_eq!(r.resolved.as_deref(), Some(d.join(bin).as_path()));
-            assert_eq!(r.source, Some(Source::Fallback));
+            assert_eq!(r.path(), Some(d.join(bin).as_path()));
+            assert_eq!(r.source(), Some(Source::Fallback));
         }
     }
 
@@ -351,8 +367,12 @@ mod tests {
             fallback_dirs: vec![],
         };
         let r = resolve(provider(), Intent::Auto, None, &search);
-        assert_eq!(r.resolved, Some(e.join(bin)), "link path kept, not target");
-        assert_eq!(r.source, Some(Source::Path));
+        assert_eq!(
+            r.path(),
+            Some(e.join(bin).as_path()),
+            "link path kept, not target"
+        );
+        assert_eq!(r.source(), Some(Source::Path));
         assert_eq!(
             check_executable(&a.join(bin)),
             Err(NotExecutable::Directory)
@@ -380,14 +400,14 @@ mod tests {
             fallback_dirs: vec![],
         };
         let m = resolve(provider(), Intent::Manual, Some("/nope/x"), &search);
-        assert_eq!(m.resolved, None);
-        assert!(m.reason.unwrap().contains("does not exist"));
+        assert_eq!(m.path(), None);
+        assert!(m.reason().unwrap().contains("does not exist"));
         let m = resolve(provider(), Intent::Manual, Some("relative/x"), &search);
-        assert!(m.reason.unwrap().contains("not an absolute path"));
+        assert!(m.reason().unwrap().contains("not an absolute path"));
         let d = resolve(provider(), Intent::Disabled, None, &search);
-        assert_eq!(d.resolved, None);
-        assert!(d.reason.unwrap().contains("disabled"));
+        assert_eq!(d.path(), None);
+        assert!(d.reason().unwrap().contains("disabled"));
         let a = resolve(provider(), Intent::Auto, Some("/nope/x"), &search);
-        assert_eq!(a.source, Some(Source::Path));
+        assert_eq!(a.source(), Some(Source::Path));
     }
 }

@@ -66,19 +66,19 @@ impl ProviderStatus {
         command: Option<&Value>,
         r: Resolution,
     ) -> ProviderStatus {
-        let state = match (intent, &r.resolved) {
+        let state = match (intent, &r) {
             (Intent::Disabled, _) => State::Disabled,
-            (_, Some(_)) => State::Available,
-            (_, None) => State::Unavailable,
+            (_, Resolution::Found { .. }) => State::Available,
+            (_, Resolution::Missing { .. }) => State::Unavailable,
         };
         ProviderStatus {
             provider: p.id,
             intent,
             command: crate::output::redact::redact_value(command.unwrap_or(&Value::Null)),
-            resolved: r.resolved.map(|p| p.to_string_lossy().into_owned()),
-            source: r.source,
+            resolved: r.path().map(|p| p.to_string_lossy().into_owned()),
+            source: r.source(),
             state,
-            reason: r.reason,
+            reason: r.reason().map(str::to_owned),
             authentication: Authentication::NotChecked,
         }
     }

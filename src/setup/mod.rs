@@ -105,8 +105,7 @@ pub fn make_plan(ctx: &Context, opts: &SetupOptions) -> anyhow::Result<SetupPlan
     let installs = PROVIDERS
         .iter()
         .filter(|p| {
-            plan.doc.intent(p) == Intent::Auto
-                && plan.doc.resolve(p, &ctx.search).resolved.is_none()
+            plan.doc.intent(p) == Intent::Auto && plan.doc.resolve(p, &ctx.search).path().is_none()
         })
         .map(|p| Install {
             provider: p,
