@@ -95,6 +95,8 @@ pub fn plan(ctx: &Context, args: &HostInputs, writes: Writes) -> anyhow::Result<
         config_dir: &stack.config_dir,
         port,
         root: &root,
+        stack_name: &stack.name,
+        stack_root: &stack.root,
     })?;
     let plist = agentplist::render(&AgentSpec {
         label: &stack.label,

@@ -224,6 +224,8 @@ mod tests {
             config_dir: Path::new("/Users/a & b/.oysterun"),
             port: 8802,
             root: Path::new("/opt/oysterun <1.0>"),
+            stack_name: "production",
+            stack_root: Path::new("/Users/a & b/.oysterun"),
         })
         .unwrap();
         let bytes = render(&AgentSpec {

@@ -322,10 +322,12 @@ fn apply_steps(
 /// What setup's steps may create: the directory chains under HOME and the lock and pid files.
 fn created_paths(ctx: &Context, sp: &SetupPlan) -> Undo {
     let st = &ctx.stack;
+    let mut pid_lock = st.pid_path().into_os_string();
+    pid_lock.push(".lock");
     let mut files: Vec<PathBuf> = vec![
         st.config_dir.join("config.json.lock"),
         st.pid_path(),
-        st.run_dir.join("oysterun-host.pid.lock"),
+        PathBuf::from(pid_lock),
         st.run_dir.join("node-version.cache"),
     ];
     files.retain(|f| !f.exists());

@@ -84,6 +84,9 @@ fn plistlib_agrees_on_every_value_with_hostile_paths() {
                 "OYSTERUN_CONFIG_DIR": t.home.join(".oysterun"),
                 "OYSTERUN_PORT": "8802",
                 "OYSTERUN_REPO_ROOT": root,
+                "OYSTERUN_ROUTEC_STACK_NAME": "production",
+                "OYSTERUN_ROUTEC_STACK_ROOT": t.home.join(".oysterun"),
+                "OYSTERUN_ROUTEC_MATRIX_STORAGE_PATH": t.home.join(".oysterun/matrix/homeserver.db"),
             },
             "RunAtLoad": true,
             "KeepAlive": true,
@@ -514,6 +517,19 @@ fn custom_stacks_need_a_port_once() {
     let v = plistlib(&t.run(base).ok().0.stdout);
     assert_eq!(v["Label"], "com.oysterun.host.dev");
     assert_eq!(v["EnvironmentVariables"]["OYSTERUN_PORT"], "18001");
+    let stack_root = t.home.join(".oysterun-stacks/dev");
+    assert_eq!(
+        v["EnvironmentVariables"]["OYSTERUN_ROUTEC_STACK_NAME"],
+        "dev"
+    );
+    assert_eq!(
+        v["EnvironmentVariables"]["OYSTERUN_ROUTEC_STACK_ROOT"],
+        json!(stack_root)
+    );
+    assert_eq!(
+        v["EnvironmentVariables"]["OYSTERUN_ROUTEC_MATRIX_STORAGE_PATH"],
+        json!(stack_root.join("matrix/homeserver.db"))
+    );
 }
 
 /// Oysterun is installed with `npm install -g oysterun`: with no --root, OYSTERUN_ROOT or

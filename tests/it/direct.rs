@@ -45,7 +45,8 @@ fn start_status_stop_with_the_live_environment_read_back() {
         "{}",
         r.stdout()
     );
-    let pid_file = t.home.join(".oysterun-stacks/it/run/oysterun-host.pid");
+    // A custom stack's pid file is named as Oysterun names it.
+    let pid_file = t.home.join(".oysterun-stacks/it/run/oysterun-host-it.pid");
     let pid: u32 = std::fs::read_to_string(&pid_file)
         .unwrap()
         .lines()
@@ -89,6 +90,9 @@ fn start_status_stop_with_the_live_environment_read_back() {
             "OYSTERUN_NODE_BIN",
             "OYSTERUN_PORT",
             "OYSTERUN_REPO_ROOT",
+            "OYSTERUN_ROUTEC_MATRIX_STORAGE_PATH",
+            "OYSTERUN_ROUTEC_STACK_NAME",
+            "OYSTERUN_ROUTEC_STACK_ROOT",
             "PATH",
             "SHELL",
             "TMPDIR",
@@ -176,7 +180,7 @@ fn a_host_that_crashes_on_start_fails_with_the_log_tail_and_leaves_nothing() {
     );
     assert!(!t
         .home
-        .join(".oysterun-stacks/it/run/oysterun-host.pid")
+        .join(".oysterun-stacks/it/run/oysterun-host-it.pid")
         .exists());
     assert!(t.own_processes().is_empty());
 }
