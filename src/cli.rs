@@ -241,6 +241,11 @@ pub enum HostCommand {
         #[arg(long)]
         json: bool,
     },
+    /// The Host's launch program, which launchd (the LaunchAgent's ProgramArguments) and
+    /// `host start` run: sync the config, write the pid and origin files Oysterun's scripts
+    /// read, then exec OYSTERUN_NODE_BIN <OYSTERUN_REPO_ROOT>/host-service/server.mjs with its
+    /// environment unchanged. Writes only to the Host log (its stderr). Not for interactive use.
+    Exec,
 }
 
 #[derive(Debug, Subcommand)]

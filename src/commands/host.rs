@@ -1,4 +1,5 @@
-//! `oyster host start|stop|status`: direct (pid-file) startup.
+//! `oyster host start|stop|status`: direct (pid-file) startup; `oyster host exec`: the Host's
+//! launch program (`host::runner`).
 
 use std::time::Duration;
 
@@ -13,9 +14,16 @@ use crate::verify;
 use crate::ExitStatus;
 
 pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
+    if let HostCommand::Exec = cmd {
+        // The Host's environment always sets OYSTERUN_CONFIG_DIR: no override note in its log.
+        // It returns only when the Host could not be exec'd.
+        let Err(e) = crate::host::runner::run(ctx);
+        return Err(e);
+    }
     ctx.announce_overrides();
     let stack = &ctx.stack;
     match cmd {
+        HostCommand::Exec => unreachable!("handled above"),
         HostCommand::Start { host, wait } => {
             refuse_if_agent_loaded(ctx)?;
             let plan = plan::plan(ctx, &host.inputs(), Writes::Sync)?;

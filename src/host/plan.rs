@@ -127,7 +127,7 @@ pub fn sync(ctx: &Context, doc: &mut ConfigDoc, changes: &mut Vec<Change>) {
 }
 
 /// Directories of resolved, non-disabled providers, in registry order.
-fn provider_dirs(ctx: &Context, doc: &ConfigDoc) -> Vec<PathBuf> {
+pub fn provider_dirs(ctx: &Context, doc: &ConfigDoc) -> Vec<PathBuf> {
     PROVIDERS
         .iter()
         .filter(|p| doc.intent(p) != Intent::Disabled)
