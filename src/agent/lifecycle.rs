@@ -75,13 +75,19 @@ impl<'a> Agent<'a> {
     }
 
     /// Whether the loaded job runs the definition the plan generates (the stale-definition trap:
-    /// a plist edited or replaced behind oyster's back).
+    /// a plist edited or replaced behind oyster's back): our plist's path, the launch program
+    /// (`<oyster> host exec --stack NAME`) as program and arguments, and the environment.
     pub fn loaded_matches(&self, info: &PrintInfo, plan: &Plan) -> bool {
         let plist = self.stack.plist_path();
         let mut expected: BTreeMap<String, String> = plan.env.vars.clone();
         expected.insert("XPC_SERVICE_NAME".into(), self.stack.label.clone());
+        let launcher = plan.launcher.to_string_lossy();
+        let arguments: Vec<String> = std::iter::once(launcher.clone().into_owned())
+            .chain(plan.launch_arguments(&self.stack.name))
+            .collect();
         info.path() == Some(plist.as_path())
-            && info.get("program") == plan.node.path.to_str()
+            && info.get("program") == Some(launcher.as_ref())
+            && info.arguments == arguments
             && info.environment == expected
     }
 

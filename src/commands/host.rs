@@ -51,6 +51,16 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
             Ok(ExitStatus::Success)
         }
         HostCommand::Stop => {
+            // `host exec` writes the pid file under launchd too; that Host is launchd's, and
+            // KeepAlive would only start it again.
+            if let Some(pid) = launchd_owns_pid_file(ctx) {
+                anyhow::bail!(
+                    "the Host (pid {pid}) is run by launchd ({}), not started directly; it was not \
+                     signalled. Use `oyster agent stop --stack {}` (or `oyster agent uninstall`)",
+                    stack.label,
+                    stack.name
+                );
+            }
             match direct::stop(stack)? {
                 Stopped::NotRunning => crate::say!("The Host is not running (no pid file)."),
                 Stopped::StaleRemoved(rec) => crate::say!(
@@ -72,6 +82,13 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
             let st = status(ctx)?;
             if json {
                 crate::output::printer().json(&st);
+            } else if st.managed_by == Some("launchd") {
+                crate::say!(
+                    "Host running under launchd: pid {} ({}); see `oyster agent status --stack {}`",
+                    st.pid.unwrap_or_default(),
+                    stack.label,
+                    stack.name
+                );
             } else {
                 match st.pid {
                     Some(pid) if st.running => crate::say!(
@@ -109,6 +126,10 @@ struct HostStatus {
     verified: bool,
     env: Option<String>,
     detail: String,
+    /// `"launchd"` when the pid file names the pid launchd runs for the stack's label (then
+    /// `oyster agent status` is the command that describes it), `"direct"` for a Host `host
+    /// start` started, `null` when none runs.
+    managed_by: Option<&'static str>,
     pid_file: String,
     log: String,
 }
@@ -123,9 +144,17 @@ fn status(ctx: &Context) -> anyhow::Result<HostStatus> {
         verified: false,
         env: None,
         detail: String::new(),
+        managed_by: None,
         pid_file: stack.pid_path().display().to_string(),
         log: stack.log_path().display().to_string(),
     };
+    if let Some(pid) = launchd_owns_pid_file(ctx) {
+        st.running = true;
+        st.pid = Some(pid);
+        st.managed_by = Some("launchd");
+        st.detail = format!("run by launchd ({})", stack.label);
+        return Ok(st);
+    }
     match direct::owner(stack)? {
         Owner::None => st.detail = "no pid file".into(),
         Owner::Stale(rec) => {
@@ -136,6 +165,7 @@ fn status(ctx: &Context) -> anyhow::Result<HostStatus> {
         }
         Owner::Ours(rec, live) => {
             st.running = true;
+            st.managed_by = Some("direct");
             st.pid = Some(rec.pid);
             st.port = Some(rec.port);
             st.health = verify::health(rec.port, Duration::from_secs(2));
@@ -158,6 +188,16 @@ fn status(ctx: &Context) -> anyhow::Result<HostStatus> {
         }
     }
     Ok(st)
+}
+
+/// The pid in the stack's pid file, when launchd runs exactly that pid for the stack's label
+/// (`None` without a launchctl, a loaded job or a pid file).
+fn launchd_owns_pid_file(ctx: &Context) -> Option<u32> {
+    let rec = direct::read_record(&ctx.stack).ok()??;
+    let lc = Launchctl::locate(&ctx.env).ok()?;
+    let domain = lc.domain().ok()?;
+    let info = lc.print(&domain.target(&ctx.stack.label)).ok()??;
+    (info.pid() == Some(rec.pid)).then_some(rec.pid)
 }
 
 /// Direct startup must not run a second Host beside a loaded LaunchAgent.

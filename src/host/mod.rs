@@ -5,6 +5,7 @@
 
 pub mod identity;
 pub mod launchenv;
+pub mod launcher;
 pub mod node;
 pub mod plan;
 pub mod plist;

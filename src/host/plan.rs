@@ -31,6 +31,8 @@ pub struct Plan {
     pub node: NodePin,
     pub port: u16,
     pub env: LaunchEnv,
+    /// oyster's stable path: the Host's launch program is `<launcher> host exec --stack NAME`.
+    pub launcher: PathBuf,
     pub plist: Vec<u8>,
     pub installed: Option<Installed>,
 }
@@ -100,7 +102,8 @@ pub fn plan(ctx: &Context, args: &HostInputs, writes: Writes) -> anyhow::Result<
     })?;
     let plist = agentplist::render(&AgentSpec {
         label: &stack.label,
-        node_bin: &node.path,
+        launcher: &ctx.launcher,
+        stack: &stack.name,
         root: &root,
         env: &env,
         log_path: &stack.log_path(),
@@ -113,6 +116,7 @@ pub fn plan(ctx: &Context, args: &HostInputs, writes: Writes) -> anyhow::Result<
         node,
         port,
         env,
+        launcher: ctx.launcher.clone(),
         plist,
         installed,
     })
@@ -151,5 +155,11 @@ impl Plan {
     /// The server script.
     pub fn server(&self) -> PathBuf {
         self.root.join(crate::host::root::SERVER)
+    }
+
+    /// The launch program's arguments after oyster's path (`host exec --stack NAME`), as the
+    /// plist's `ProgramArguments` has them.
+    pub fn launch_arguments(&self, stack: &str) -> Vec<String> {
+        agentplist::launch_arguments(stack)
     }
 }

@@ -15,7 +15,9 @@ use crate::sys::fs::{self as fsutil, FsError};
 /// Everything that goes into the plist.
 pub struct AgentSpec<'a> {
     pub label: &'a str,
-    pub node_bin: &'a Path,
+    /// The stable path of oyster: launchd runs `<launcher> host exec --stack <stack>`.
+    pub launcher: &'a Path,
+    pub stack: &'a str,
     pub root: &'a Path,
     pub env: &'a LaunchEnv,
     pub log_path: &'a Path,
@@ -64,13 +66,11 @@ pub fn render(spec: &AgentSpec<'_>) -> anyhow::Result<Vec<u8>> {
     d.insert("ProcessType".into(), Value::String("Interactive".into()));
     d.insert(
         "ProgramArguments".into(),
-        Value::Array(vec![
-            s("the node path", spec.node_bin)?,
-            s(
-                "the Oysterun root",
-                &spec.root.join(crate::host::root::SERVER),
-            )?,
-        ]),
+        Value::Array(
+            std::iter::once(s("oyster's path", spec.launcher)?)
+                .chain(launch_arguments(spec.stack).into_iter().map(Value::String))
+                .collect(),
+        ),
     );
     d.insert("RunAtLoad".into(), Value::Boolean(true));
     d.insert(
@@ -94,6 +94,13 @@ pub fn render(spec: &AgentSpec<'_>) -> anyhow::Result<Vec<u8>> {
         "the generated plist parses back to a different value"
     );
     Ok(out)
+}
+
+/// What follows oyster's path in `ProgramArguments` (CONTRACT.md §4): the launch program.
+pub fn launch_arguments(stack: &str) -> Vec<String> {
+    ["host", "exec", "--stack", stack]
+        .map(str::to_owned)
+        .to_vec()
 }
 
 /// Sorts dictionary keys at every level (CoreFoundation's order).
@@ -230,7 +237,8 @@ mod tests {
         .unwrap();
         let bytes = render(&AgentSpec {
             label: "com.oysterun.host",
-            node_bin: Path::new("/opt/homebrew/bin/node"),
+            launcher: Path::new("/opt/homebrew/bin/oyster"),
+            stack: "production",
             root: Path::new("/opt/oysterun <1.0>"),
             env: &env,
             log_path: Path::new("/Users/a & b/.oysterun/logs/oysterun-host.log"),

@@ -327,6 +327,8 @@ fn created_paths(ctx: &Context, sp: &SetupPlan) -> Undo {
     let mut files: Vec<PathBuf> = vec![
         st.config_dir.join("config.json.lock"),
         st.pid_path(),
+        st.origin_path(),
+        st.exec_record_path(),
         PathBuf::from(pid_lock),
         st.run_dir.join("node-version.cache"),
     ];
@@ -340,6 +342,10 @@ fn created_paths(ctx: &Context, sp: &SetupPlan) -> Undo {
             .map(Path::to_path_buf)
             .unwrap_or_default(),
         st.run_dir.clone(),
+        st.matrix_db_path()
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default(),
     ] {
         let mut d = leaf.as_path();
         while !d.exists() && d.starts_with(&st.home) && d != st.home {
