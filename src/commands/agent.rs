@@ -201,6 +201,10 @@ struct AgentStatus {
     /// Generated variables the live process does not have as generated.
     env_mismatch: Vec<String>,
     in_sync: Option<bool>,
+    /// Who wrote the installed plist: `"oyster"` (it runs `oyster host exec`), `"oysterun"`
+    /// (Oysterun's own installer: it runs `run_oysterun_host.sh`), `"other"`, or `null` when
+    /// none is installed.
+    installed_by: Option<&'static str>,
     plist_path: String,
     log_path: String,
     launchctl: Option<String>,
@@ -241,6 +245,7 @@ fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
             .as_ref()
             .filter(|_| installed.is_some())
             .map(|p| !p.plist_changed()),
+        installed_by: installed.as_ref().map(installed_by),
         plist_path: plist.display().to_string(),
         log_path: stack.log_path().display().to_string(),
         launchctl: None,
@@ -296,6 +301,18 @@ fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
     })
 }
 
+/// Who wrote an installed plist, from what it runs.
+fn installed_by(inst: &agentplist::Installed) -> &'static str {
+    let args: Vec<&str> = inst.program_arguments.iter().map(String::as_str).collect();
+    if inst.oysterun_runner().is_some() {
+        "oysterun"
+    } else if args.len() == 5 && args[1..4] == ["host", "exec", "--stack"] {
+        "oyster"
+    } else {
+        "other"
+    }
+}
+
 fn print_status(st: &AgentStatus) {
     let yn = |b: bool| if b { "yes" } else { "no" };
     crate::say!("{} (stack {})", st.label, st.stack);
@@ -337,7 +354,9 @@ fn print_status(st: &AgentStatus) {
             st.env_mismatch.join(", ")
         );
     }
-    if st.in_sync == Some(false) {
+    if st.installed_by == Some("oysterun") {
+        crate::say!("  written by Oysterun's own installer (it runs {}): `oyster agent regenerate --stack {}` takes it over", agentplist::OYSTERUN_RUNNER, st.stack);
+    } else if st.in_sync == Some(false) {
         crate::say!("  stale: the installed plist differs from what oyster generates now — run `oyster agent regenerate --stack {}`", st.stack);
     }
     crate::say!("  log:       {}", st.log_path);

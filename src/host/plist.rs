@@ -103,6 +103,9 @@ pub fn launch_arguments(stack: &str) -> Vec<String> {
         .to_vec()
 }
 
+/// The file name of Oysterun's own runner, which its installer puts in `ProgramArguments`.
+pub const OYSTERUN_RUNNER: &str = "run_oysterun_host.sh";
+
 /// Sorts dictionary keys at every level (CoreFoundation's order).
 fn sorted(v: Value) -> Value {
     match v {
@@ -116,12 +119,13 @@ fn sorted(v: Value) -> Value {
     }
 }
 
-/// What oyster reads back from an installed plist: its bytes and its `EnvironmentVariables`
-/// (empty when the plist does not parse).
+/// What oyster reads back from an installed plist: its bytes, its `EnvironmentVariables` and
+/// its `ProgramArguments` (empty when the plist does not parse).
 #[derive(Debug, Clone, Default)]
 pub struct Installed {
     pub bytes: Vec<u8>,
     pub env: LaunchEnv,
+    pub program_arguments: Vec<String>,
 }
 
 impl Installed {
@@ -129,9 +133,23 @@ impl Installed {
     pub fn node_bin(&self) -> Option<&str> {
         self.env.get(crate::host::launchenv::NODE_BIN)
     }
-    /// The Oysterun root it runs.
+    /// The Oysterun root it runs: its `OYSTERUN_REPO_ROOT`, or, in a plist Oysterun's own
+    /// installer wrote (which has none), the root of the runner it runs
+    /// (`<root>/tool_scripts/run_oysterun_host.sh`).
     pub fn repo_root(&self) -> Option<&str> {
-        self.env.get(crate::host::launchenv::REPO_ROOT)
+        self.env.get(crate::host::launchenv::REPO_ROOT).or_else(|| {
+            let runner = Path::new(self.oysterun_runner()?);
+            runner.parent()?.parent()?.to_str()
+        })
+    }
+    /// The runner script, when Oysterun's own installer wrote this plist (its
+    /// `ProgramArguments` run `tool_scripts/run_oysterun_host.sh`).
+    pub fn oysterun_runner(&self) -> Option<&str> {
+        self.program_arguments.iter().map(String::as_str).find(|a| {
+            Path::new(a)
+                .file_name()
+                .is_some_and(|n| n == OYSTERUN_RUNNER)
+        })
     }
 }
 
@@ -171,7 +189,23 @@ pub fn read_installed(path: &Path) -> Option<Installed> {
         ));
         LaunchEnv::default()
     });
-    Some(Installed { bytes, env })
+    let program_arguments = read_program_arguments(&bytes);
+    Some(Installed {
+        bytes,
+        env,
+        program_arguments,
+    })
+}
+
+/// The `ProgramArguments` of plist bytes (empty when there are none or it does not parse).
+pub fn read_program_arguments(bytes: &[u8]) -> Vec<String> {
+    Value::from_reader(std::io::Cursor::new(bytes))
+        .ok()
+        .and_then(Value::into_dictionary)
+        .and_then(|mut d| d.remove("ProgramArguments"))
+        .and_then(Value::into_array)
+        .map(|a| a.into_iter().filter_map(Value::into_string).collect())
+        .unwrap_or_default()
 }
 
 /// The `EnvironmentVariables` of plist bytes.
@@ -245,5 +279,30 @@ mod tests {
         })
         .unwrap();
         insta::assert_snapshot!(String::from_utf8(bytes).unwrap());
+    }
+
+    #[test]
+    fn a_plist_from_oysteruns_installer_is_recognised_and_names_its_root() {
+        let bytes = br#"<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0"><dict>
+<key>Label</key><string>com.oysterun.host</string>
+<key>ProgramArguments</key><array>
+<string>/opt/oysterun/tool_scripts/run_oysterun_host.sh</string><string>--stack</string><string>production</string>
+</array>
+<key>EnvironmentVariables</key><dict><key>OYSTERUN_NODE_BIN</key><string>/opt/homebrew/bin/node</string></dict>
+</dict></plist>
+"#;
+        let inst = Installed {
+            bytes: bytes.to_vec(),
+            env: read_env(bytes).unwrap(),
+            program_arguments: read_program_arguments(bytes),
+        };
+        assert_eq!(
+            inst.oysterun_runner(),
+            Some("/opt/oysterun/tool_scripts/run_oysterun_host.sh")
+        );
+        assert_eq!(inst.repo_root(), Some("/opt/oysterun"));
+        assert_eq!(inst.node_bin(), Some("/opt/homebrew/bin/node"));
     }
 }
