@@ -11,6 +11,7 @@ mod lifecycle;
 mod packaging;
 mod providers;
 mod registry_guard;
+mod runner;
 mod setup;
 mod snapshots;
 mod syscalls;
