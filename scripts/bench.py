@@ -8,6 +8,8 @@ Prints a Markdown table and writes it to target/bench/latest.md. A measurement, 
 import json
 import os
 import pathlib
+import plistlib
+import pwd
 import shutil
 import socket
 import statistics
@@ -88,6 +90,37 @@ def host_own_start_ms(node, root, home):
     return statistics.median(samples)
 
 
+def exec_overhead(env, work, home):
+    """`oyster host exec` against a bare exec of the same program with the same environment
+    (the plist's EnvironmentVariables plus launchd's base), twice: with a stand-in node that
+    exits at once (the launch program's own cost, precisely) and with the real node running a
+    server.mjs that exits at once (what a launch adds to the Host's start)."""
+    rows = []
+    account = pwd.getpwuid(os.getuid())
+    base = {"HOME": str(home), "USER": account.pw_name, "LOGNAME": account.pw_name,
+            "SHELL": account.pw_shell, "TMPDIR": "/tmp"}
+    fake = work / "fakenode/bin/node"
+    fake.parent.mkdir(parents=True)
+    fake.write_text('#!/bin/sh\n[ "$1" = --version ] && echo v22.0.0\nexit 0\n')
+    fake.chmod(0o755)
+    root = work / "exits-at-once"
+    (root / "host-service").mkdir(parents=True)
+    (root / "host-service/server.mjs").write_text("process.exit(0);\n")
+    for name, node, runs in (("stand-in node that exits at once", str(fake), RUNS),
+                             ("real node, server.mjs exits at once", shutil.which("node"), RUNS)):
+        stack = ["--stack", "benchexec"]
+        subprocess.run([OYSTER, "config", "sync", *stack, "--port", str(free_port())], env=env,
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        printed = subprocess.run([OYSTER, "agent", "print", *stack, "--root", str(root),
+                                  "--node-bin", node], env=env, check=True,
+                                 capture_output=True).stdout
+        host_env = {**base, **plistlib.loads(printed)["EnvironmentVariables"]}
+        bare = measure([node, root / "host-service/server.mjs"], host_env, runs)
+        launched = measure([OYSTER, "host", "exec", *stack], host_env, runs)
+        rows.append((name, bare, launched))
+    return rows
+
+
 def main():
     for b in (OYSTER, SIM):
         if not b.exists():
@@ -125,6 +158,10 @@ def main():
         restart = measure([OYSTER, "agent", "restart", "--stack", "bench", "--settle-ms", "0"], env, RESTARTS)
         rows.append(("oyster agent restart --settle-ms 0 (simulator, real Node Host)", *restart))
         host_ms = host_own_start_ms(node, root, home)
+        execs = exec_overhead(env, work, home)
+        for name, bare, launched in execs:
+            rows.append((f"bare exec: {name}", *bare))
+            rows.append((f"oyster host exec → {name}", *launched))
         subprocess.run([OYSTER, "agent", "uninstall", "--stack", "bench"], env=env, check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -146,6 +183,9 @@ def main():
             f"| unchanged regenerate / /bin/true | {regen[0] / floor[0]:.2f}× | ≤ 10× |",
             f"| restart overhead over the Host's own start | {restart[0] - host_ms:.0f} ms | |",
         ]
+        for name, bare, launched in execs:
+            lines.append(f"| `host exec` overhead over a bare exec ({name}) | "
+                         f"{launched[0] - bare[0]:.2f} ms | ≤ 5 ms |")
         text = "\n".join(lines) + "\n"
         print(text)
         out = ROOT / "target" / "bench"

@@ -35,8 +35,8 @@ Environment:
   OYSTER_LAUNCHCTL               a launchctl-compatible program instead of /bin/launchctl (said in
                                  output); `none` means no launchd here (setup starts the Host directly)
   OYSTER_LAUNCHCTL_TIMEOUT_SECS  how long one launchctl call may take [default: 30, at most 3600]
-  OYSTER_ENV_PROOF               `launchd`: prove the Host's environment from launchd's loaded definition
-                                 even where the kernel shows it (what happens on Macs that hide it)
+  OYSTER_ENV_PROOF               `exec` or `launchd`: prove the Host's environment as on Macs whose kernel
+                                 hides it: from `host exec`'s own record, or from launchd's definition
   NO_COLOR                       no colour, even on a terminal
   npm_config_prefix              also searched for the `oysterun` npm package (the Oysterun root)
   PATH                           searched for providers and node (never given to the Host)
@@ -243,6 +243,11 @@ pub enum HostCommand {
         #[arg(long)]
         json: bool,
     },
+    /// The Host's launch program, which launchd (the LaunchAgent's ProgramArguments) and
+    /// `host start` run: sync the config, write the pid and origin files Oysterun's scripts
+    /// read, then exec OYSTERUN_NODE_BIN <OYSTERUN_REPO_ROOT>/host-service/server.mjs with its
+    /// environment unchanged. Writes only to the Host log (its stderr). Not for interactive use.
+    Exec,
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,7 +1,7 @@
 //! The per-run context: the stack, the environment oyster reads (captured once), where
 //! resolution searches, and the printer. Built once by `lib.rs`, passed down to every command.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
 use crate::host::stack::{Stack, StackEnv};
@@ -77,18 +77,32 @@ pub struct Context {
     /// `--port`, recorded in the stack's config by commands that sync it.
     pub port: Option<u16>,
     pub env: EnvSnapshot,
+    /// The stable path oyster runs as (`host::launcher`): what launchd and direct startup run
+    /// as the Host's launch program, `<oyster> host exec --stack NAME`.
+    pub launcher: PathBuf,
     pub out: &'static Printer,
 }
 
 impl Context {
     /// Builds the context for `stack`; the printer learns the home directory and the secret
-    /// values in the stack's config, so no output can show them.
+    /// values in the stack's config, so no output can show them. `argv0` is how oyster was
+    /// invoked (it decides the launcher path).
     pub fn new(
         stack_name: &str,
         port: Option<u16>,
         env: EnvSnapshot,
+        argv0: Option<&OsStr>,
     ) -> Result<Context, crate::error::Invalid> {
         let stack = Stack::new(stack_name, &env.stack_env())?;
+        let exe =
+            std::env::current_exe().unwrap_or_else(|_| PathBuf::from(argv0.unwrap_or_default()));
+        let cwd = std::env::current_dir().ok();
+        let launcher = crate::host::launcher::stable_path(&crate::host::launcher::Invocation {
+            argv0,
+            path_var: env.path.as_deref(),
+            cwd: cwd.as_deref(),
+            current_exe: &exe,
+        });
         let search = Search::new(env.path.clone(), &stack.home);
         let out = printer();
         out.set_home(&stack.home);
@@ -101,6 +115,7 @@ impl Context {
             search,
             port,
             env,
+            launcher,
             out,
         })
     }

@@ -16,7 +16,7 @@ mod cli;
 mod commands;
 mod config;
 mod context;
-pub mod direct; // private once `host exec` lands (its Foreign owner record gains a use)
+mod direct;
 mod error;
 mod host;
 mod output;
@@ -37,7 +37,8 @@ pub use error::ExitStatus;
 ///
 /// A closed stdout (`oyster … | head`) is not an error: the reader has what it wanted.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
-    let cli = match cli::Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().collect();
+    let cli = match cli::Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -52,6 +53,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         &cli.global.stack,
         cli.global.port,
         context::EnvSnapshot::from_process(),
+        args.first().map(OsString::as_os_str),
     ) {
         Ok(ctx) => ctx,
         Err(e) => {

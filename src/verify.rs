@@ -65,6 +65,11 @@ impl LiveProcess {
         })
     }
 
+    /// Its command line, for messages (`node /x/server.mjs`).
+    pub fn command(&self) -> String {
+        self.cmd.join(" ")
+    }
+
     /// Whether this process runs `server` (the identity check before any signal).
     pub fn runs(&self, server: &Path) -> bool {
         let s = server.to_string_lossy();

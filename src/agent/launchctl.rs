@@ -229,6 +229,8 @@ pub struct PrintInfo {
     /// The job definition's `environment = { K => V }` block (what launchd will give the
     /// next instance; not proof of what the live process has).
     pub environment: BTreeMap<String, String>,
+    /// The `arguments = { … }` block: the loaded definition's `ProgramArguments`, one per line.
+    pub arguments: Vec<String>,
 }
 
 impl PrintInfo {
@@ -371,12 +373,26 @@ fn leading_number(s: &str) -> Option<i32> {
 pub fn parse_print(text: &str) -> PrintInfo {
     let mut fields = BTreeMap::new();
     let mut environment = BTreeMap::new();
+    let mut arguments = vec![];
     let mut depth = 0usize;
     let mut in_env = false;
+    let mut in_args = false;
     for line in text.lines() {
         let trimmed = line.trim();
+        if in_args {
+            // One argument per line, taken verbatim (an argument may end in `{`); the block
+            // ends at the line that closes it.
+            if line == "\t}" {
+                in_args = false;
+                depth = depth.saturating_sub(1);
+            } else {
+                arguments.push(line.strip_prefix("\t\t").unwrap_or(trimmed).to_owned());
+            }
+            continue;
+        }
         if depth == 1 && line.starts_with('\t') && !line.starts_with("\t\t") {
             in_env = trimmed == "environment = {";
+            in_args = trimmed == "arguments = {";
             if let Some((k, v)) = trimmed.split_once(" = ") {
                 if v != "{" {
                     fields.entry(k.to_owned()).or_insert_with(|| v.to_owned());
@@ -396,6 +412,7 @@ pub fn parse_print(text: &str) -> PrintInfo {
     PrintInfo {
         fields,
         environment,
+        arguments,
     }
 }
 
@@ -426,6 +443,13 @@ mod tests {
             p.environment.len(),
             1,
             "default environment is not the job's"
+        );
+        assert_eq!(
+            p.arguments,
+            [
+                "/opt/homebrew/bin/node",
+                "/opt/oysterun/host-service/server.mjs"
+            ]
         );
     }
 

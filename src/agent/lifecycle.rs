@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::agent::launchctl::{Domain, JobState, LastExit, Launchctl, PrintInfo};
 use crate::context::Context;
+use crate::host::identity::ExecRecord;
 use crate::host::launchenv::LaunchEnv;
 use crate::host::plan::Plan;
 use crate::host::plist as agentplist;
@@ -44,8 +45,11 @@ pub struct Timing {
 pub enum EnvProof {
     /// The environment read from the kernel equals the generated one.
     Live,
-    /// The kernel hides the environment; launchd's loaded definition has exactly the generated
-    /// variables and the running pid is the one launchd spawned for it.
+    /// The kernel hides the environment; `oyster host exec`, running as the same pid just before
+    /// its exec, recorded the environment it passed on, and it is the generated one.
+    Exec,
+    /// Neither is available; launchd's loaded definition has exactly the generated variables
+    /// and the running pid is the one launchd spawned for it.
     Launchd,
 }
 
@@ -53,6 +57,7 @@ impl EnvProof {
     pub fn as_str(self) -> &'static str {
         match self {
             EnvProof::Live => "live",
+            EnvProof::Exec => "exec",
             EnvProof::Launchd => "launchd",
         }
     }
@@ -65,9 +70,8 @@ pub struct Agent<'a> {
     pub stack: &'a Stack,
     pub audit: Audit,
     lock: &'a Lock,
-    /// `OYSTER_ENV_PROOF=launchd`: behave as if the kernel hid the environment (as it does for
-    /// official Node builds on macOS), so the `launchd` proof is exercised off macOS.
-    force_launchd_proof: bool,
+    /// `OYSTER_ENV_PROOF`: which proofs may be used (all, unless a test or a user says).
+    proof_floor: ProofFloor,
 }
 
 /// A verified Host.
@@ -152,7 +156,7 @@ impl<'a> Agent<'a> {
             audit: Audit::new(stack.audit_path(), &stack.name, &stack.label),
             stack,
             lock,
-            force_launchd_proof: ctx.env.env_proof.as_deref() == Some("launchd"),
+            proof_floor: ProofFloor::from_env(ctx.env.env_proof.as_deref()),
         })
     }
 
@@ -165,12 +169,18 @@ impl<'a> Agent<'a> {
     }
 
     /// Whether the loaded job runs the definition the plan generates (the stale-definition trap:
-    /// a plist edited or replaced behind oyster's back). Only oyster's own keys are compared:
-    /// launchd adds keys of its own to the printed environment.
+    /// a plist edited or replaced behind oyster's back): our plist's path, the launch program
+    /// (`<oyster> host exec --stack NAME`) as program and arguments, and the generated keys of
+    /// the environment (launchd adds keys of its own to the printed environment).
     pub fn loaded_matches(&self, info: &PrintInfo, plan: &Plan) -> bool {
         let plist = self.stack.plist_path();
+        let launcher = plan.launcher.to_string_lossy();
+        let arguments: Vec<String> = std::iter::once(launcher.clone().into_owned())
+            .chain(plan.launch_arguments(&self.stack.name))
+            .collect();
         info.path() == Some(plist.as_path())
-            && info.get("program") == plan.node.path.to_str()
+            && info.get("program") == Some(launcher.as_ref())
+            && info.arguments == arguments
             && generated_keys_match(info, &plan.env)
     }
 
@@ -649,7 +659,8 @@ impl<'a> Agent<'a> {
     }
 
     fn prove_env(&self, pid: u32, info: &PrintInfo, env: &LaunchEnv) -> Result<EnvProof, Stop> {
-        prove_env(pid, info, env, self.force_launchd_proof).map_err(Stop::Failed)
+        let record = ExecRecord::read(&self.stack.exec_record_path());
+        prove_env(pid, info, env, record.as_ref(), self.proof_floor).map_err(Stop::Failed)
     }
 
     /// Restores the last good plist (kept on disk; else the previous bytes; else removes ours),
@@ -771,45 +782,82 @@ impl<'a> Agent<'a> {
     }
 }
 
-/// The environment proof for a running `pid` (CONTRACT.md §5): the live environment when the
-/// kernel shows it, else launchd's loaded definition for the pid launchd spawned. A mismatch in
-/// either is an error naming the variables.
+/// Which proofs a run may use: all (the kernel decides), or, as `OYSTER_ENV_PROOF` says, as if
+/// the kernel hid the environment (`exec`) or the launch program's record were missing too
+/// (`launchd`), so every tier is exercised off macOS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProofFloor {
+    Live,
+    Exec,
+    Launchd,
+}
+
+impl ProofFloor {
+    pub fn from_env(value: Option<&str>) -> ProofFloor {
+        match value {
+            Some("launchd") => ProofFloor::Launchd,
+            Some("exec") => ProofFloor::Exec,
+            _ => ProofFloor::Live,
+        }
+    }
+}
+
+/// The environment proof for a running `pid` (CONTRACT.md §5), strongest first: the live
+/// environment when the kernel shows it; else the record `oyster host exec` wrote as that same
+/// process (same pid and start time) just before its exec; else launchd's loaded definition for
+/// the pid launchd spawned. A mismatch in the one used is an error naming the variables.
 pub fn prove_env(
     pid: u32,
     info: &PrintInfo,
     env: &LaunchEnv,
-    force_launchd: bool,
+    exec_record: Option<&ExecRecord>,
+    floor: ProofFloor,
 ) -> Result<EnvProof, String> {
     let live = verify::inspect(pid).ok_or("the Host exited right after answering /health")?;
-    let check = if force_launchd {
-        EnvCheck::Unreadable
-    } else {
+    let check = if floor == ProofFloor::Live {
         verify::check_env(&live, env)
+    } else {
+        EnvCheck::Unreadable
+    };
+    let differing = |have: &dyn Fn(&str) -> Option<String>| -> Vec<String> {
+        env.vars
+            .iter()
+            .filter(|(k, v)| have(k).as_deref() != Some(v.as_str()))
+            .map(|(k, _)| k.clone())
+            .collect()
     };
     match check {
-        EnvCheck::Verified => Ok(EnvProof::Live),
-        EnvCheck::Mismatch(_) => Err(check.describe()),
-        EnvCheck::Unreadable => {
-            if info.pid() != Some(pid) {
-                return Err(format!(
-                    "the kernel hides pid {pid}'s environment and launchd does not name it as the job's pid"
-                ));
-            }
-            let diffs: Vec<&str> = env
-                .vars
-                .iter()
-                .filter(|(k, v)| info.environment.get(*k) != Some(*v))
-                .map(|(k, _)| k.as_str())
-                .collect();
-            if diffs.is_empty() {
-                Ok(EnvProof::Launchd)
-            } else {
-                Err(format!(
-                    "the kernel hides the Host's environment, and launchd's loaded definition differs from the generated one in: {}",
-                    diffs.join(", ")
-                ))
-            }
-        }
+        EnvCheck::Verified => return Ok(EnvProof::Live),
+        EnvCheck::Mismatch(_) => return Err(check.describe()),
+        EnvCheck::Unreadable => {}
+    }
+    let record = exec_record
+        .filter(|_| floor != ProofFloor::Launchd)
+        .filter(|r| r.pid == pid && r.start_time == live.start_time);
+    if let Some(rec) = record {
+        let diffs = differing(&|k| rec.env.get(k).cloned());
+        return if diffs.is_empty() {
+            Ok(EnvProof::Exec)
+        } else {
+            Err(format!(
+                "the kernel hides the Host's environment, and what `oyster host exec` passed to it differs from the generated one in: {}",
+                diffs.join(", ")
+            ))
+        };
+    }
+    if info.pid() != Some(pid) {
+        return Err(format!(
+            "the kernel hides pid {pid}'s environment and launchd does not name it as the job's pid"
+        ));
+    }
+    let diffs = differing(&|k| info.environment.get(k).cloned());
+    if diffs.is_empty() {
+        Ok(EnvProof::Launchd)
+    } else {
+        Err(format!(
+            "the kernel hides the Host's environment, and launchd's loaded definition differs from the generated one in: {}",
+            diffs.join(", ")
+        ))
     }
 }
 

@@ -6,6 +6,7 @@ use crate::agent::launchctl::{JobState, LastExit, Launchctl};
 use crate::agent::lifecycle::{self, Agent, EnvProof, Outcome};
 use crate::cli::AgentCommand;
 use crate::context::Context;
+use crate::host::identity::ExecRecord;
 use crate::host::plan::{self, Plan, Writes};
 use crate::host::plist as agentplist;
 use crate::output::Tone;
@@ -158,6 +159,14 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
 /// stack (as `host start` refuses the other way round).
 fn refuse_direct_host(ctx: &Context) -> anyhow::Result<()> {
     if let crate::direct::Owner::Ours(rec, _) = crate::direct::owner(&ctx.stack)? {
+        // `host exec` writes the pid file under launchd too: launchd's own Host is not direct.
+        let launchd_pid = Launchctl::locate(&ctx.env)
+            .ok()
+            .and_then(|lc| lc.find_loaded(&ctx.stack.label).ok().flatten())
+            .and_then(|(_, info)| info.pid());
+        if launchd_pid == Some(rec.pid) {
+            return Ok(());
+        }
         return Err(crate::error::Failed::new(
             format!(
                 "the Host of stack {} runs directly (pid {}, from `oyster host start`)",
@@ -202,6 +211,9 @@ fn report(ctx: &Context, plan: &Plan, outcome: &Outcome) {
     };
     let proof = match outcome.verified.env_proof {
         EnvProof::Live => "live environment matches (read from the kernel)",
+        EnvProof::Exec => {
+            "environment proven by the launch program's own record (the kernel hides the live one)"
+        }
         EnvProof::Launchd => {
             "environment proven by launchd's loaded definition (the kernel hides the live one)"
         }
@@ -277,6 +289,10 @@ struct AgentStatus {
     /// Generated variables the live process does not have as generated.
     env_mismatch: Vec<String>,
     in_sync: Option<bool>,
+    /// Who wrote the installed plist: `"oyster"` (it runs `oyster host exec`), `"oysterun"`
+    /// (Oysterun's own installer: it runs `run_oysterun_host.sh`), `"other"`, or `null` when
+    /// none is installed.
+    installed_by: Option<&'static str>,
     plist_path: String,
     log_path: String,
     launchctl: Option<String>,
@@ -317,6 +333,7 @@ fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
             .as_ref()
             .filter(|_| installed.is_some())
             .map(|p| !p.plist_changed()),
+        installed_by: installed.as_ref().map(installed_by),
         plist_path: plist.display().to_string(),
         log_path: stack.log_path().display().to_string(),
         launchctl: None,
@@ -362,8 +379,9 @@ fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
                         .env
                         .port()
                         .and_then(|p| verify::health(p, std::time::Duration::from_secs(2)));
-                    let force = ctx.env.env_proof.as_deref() == Some("launchd");
-                    match lifecycle::prove_env(pid, &info, &inst.env, force) {
+                    let floor = lifecycle::ProofFloor::from_env(ctx.env.env_proof.as_deref());
+                    let record = ExecRecord::read(&stack.exec_record_path());
+                    match lifecycle::prove_env(pid, &info, &inst.env, record.as_ref(), floor) {
                         Ok(proof) => st.env_proof = Some(proof.as_str()),
                         Err(why) => st.notes.push(why),
                     }
@@ -395,6 +413,18 @@ fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
     } else {
         ExitStatus::Failure
     })
+}
+
+/// Who wrote an installed plist, from what it runs.
+fn installed_by(inst: &agentplist::Installed) -> &'static str {
+    let args: Vec<&str> = inst.program_arguments.iter().map(String::as_str).collect();
+    if inst.oysterun_runner().is_some() {
+        "oysterun"
+    } else if args.len() == 5 && args[1..4] == ["host", "exec", "--stack"] {
+        "oyster"
+    } else {
+        "other"
+    }
 }
 
 fn print_status(ctx: &Context, st: &AgentStatus) {
@@ -439,7 +469,9 @@ fn print_status(ctx: &Context, st: &AgentStatus) {
             st.env_mismatch.join(", ")
         );
     }
-    if st.in_sync == Some(false) {
+    if st.installed_by == Some("oysterun") {
+        crate::say!("  written by Oysterun's own installer (it runs {}): `oyster agent regenerate --stack {}` takes it over", agentplist::OYSTERUN_RUNNER, st.stack);
+    } else if st.in_sync == Some(false) {
         crate::say!("  stale: the installed plist differs from what oyster generates now — run `oyster agent regenerate --stack {}`", st.stack);
     }
     crate::say!("  log:       {}", st.log_path);

@@ -288,6 +288,17 @@ fn plist_check(ctx: &Context, installed: Option<&Installed>, plan: Option<&Plan>
             format!("{} is not installed", plist_path.display()),
             Some(format!("`oyster agent install --stack {}`", st.name)),
         ),
+        (Some(i), _) if i.oysterun_runner().is_some() => check(
+            "plist",
+            Level::Warn,
+            format!(
+                "{} was written by Oysterun's own installer (it runs {}); `oyster agent regenerate --stack {}` takes it over",
+                plist_path.display(),
+                i.oysterun_runner().unwrap_or_default(),
+                st.name
+            ),
+            Some(format!("`oyster agent regenerate --stack {}`", st.name)),
+        ),
         (Some(i), Some(p)) if i.bytes == p.plist => check(
             "plist",
             Level::Ok,

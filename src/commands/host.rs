@@ -1,4 +1,5 @@
-//! `oyster host start|stop|status`: direct (pid-file) startup.
+//! `oyster host start|stop|status`: direct (pid-file) startup; `oyster host exec`: the Host's
+//! launch program (`host::runner`).
 
 use std::time::Duration;
 
@@ -13,9 +14,16 @@ use crate::verify;
 use crate::ExitStatus;
 
 pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
+    if let HostCommand::Exec = cmd {
+        // The Host's environment always sets OYSTERUN_CONFIG_DIR: no override note in its log.
+        // It returns only when the Host could not be exec'd.
+        let Err(e) = crate::host::runner::run(ctx);
+        return Err(e);
+    }
     ctx.announce_overrides();
     let stack = &ctx.stack;
     match cmd {
+        HostCommand::Exec => unreachable!("handled above"),
         HostCommand::Start { host, wait } => {
             let lock = ctx.lock_stack("host start")?;
             refuse_if_agent_loaded(ctx)?;
@@ -45,6 +53,16 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
         }
         HostCommand::Stop => {
             let _lock = ctx.lock_stack("host stop")?;
+            // `host exec` writes the pid file under launchd too; that Host is launchd's, and
+            // KeepAlive would only start it again.
+            if let Some(pid) = launchd_owns_pid_file(ctx) {
+                anyhow::bail!(
+                    "the Host (pid {pid}) is run by launchd ({}), not started directly; it was not \
+                     signalled. Use `oyster agent stop --stack {}` (or `oyster agent uninstall`)",
+                    stack.label,
+                    stack.name
+                );
+            }
             match direct::stop(stack)? {
                 Stopped::NotRunning => crate::say!("The Host is not running (no pid file)."),
                 Stopped::StaleRemoved(rec) => crate::say!(
@@ -55,7 +73,7 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
                     "pid {} now belongs to another process, which was not signalled; removed the stale pid file.",
                     rec.pid
                 ),
-                Stopped::Stopped { pid, killed } => crate::say!(
+                Stopped::Signalled { pid, killed } => crate::say!(
                     "Host stopped (pid {pid}{}).",
                     if killed { ", needed SIGKILL after SIGTERM" } else { "" }
                 ),
@@ -66,6 +84,13 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
             let st = status(ctx)?;
             if json {
                 crate::output::printer().json(&st);
+            } else if st.managed_by == Some("launchd") {
+                crate::say!(
+                    "Host running under launchd: pid {} ({}); see `oyster agent status --stack {}`",
+                    st.pid.unwrap_or_default(),
+                    stack.label,
+                    stack.name
+                );
             } else {
                 match st.pid {
                     Some(pid) if st.running => crate::say!(
@@ -103,6 +128,10 @@ struct HostStatus {
     verified: bool,
     env: Option<String>,
     detail: String,
+    /// `"launchd"` when the pid file names the pid launchd runs for the stack's label (then
+    /// `oyster agent status` is the command that describes it), `"direct"` for a Host `host
+    /// start` started, `null` when none runs.
+    managed_by: Option<&'static str>,
     pid_file: String,
     log: String,
 }
@@ -117,19 +146,32 @@ fn status(ctx: &Context) -> anyhow::Result<HostStatus> {
         verified: false,
         env: None,
         detail: String::new(),
+        managed_by: None,
         pid_file: stack.pid_path().display().to_string(),
         log: stack.log_path().display().to_string(),
     };
+    if let Some(pid) = launchd_owns_pid_file(ctx) {
+        st.running = true;
+        st.pid = Some(pid);
+        st.managed_by = Some("launchd");
+        st.detail = format!("run by launchd ({})", stack.label);
+        return Ok(st);
+    }
     match direct::owner(stack)? {
         Owner::None => st.detail = "no pid file".into(),
         Owner::Stale(rec) => {
             st.detail = format!("stale pid file: pid {} is gone", rec.pid);
         }
-        Owner::Foreign(rec, _) => {
-            st.detail = format!("stale pid file: pid {} belongs to another process", rec.pid);
+        Owner::Foreign(rec, now) => {
+            st.detail = format!(
+                "stale pid file: pid {} now belongs to another process ({})",
+                rec.pid,
+                now.command()
+            );
         }
         Owner::Ours(rec, live) => {
             st.running = true;
+            st.managed_by = Some("direct");
             st.pid = Some(rec.pid);
             st.port = Some(rec.port);
             st.health = verify::health(rec.port, Duration::from_secs(2));
@@ -152,6 +194,16 @@ fn status(ctx: &Context) -> anyhow::Result<HostStatus> {
         }
     }
     Ok(st)
+}
+
+/// The pid in the stack's pid file, when launchd runs exactly that pid for the stack's label
+/// (`None` without a launchctl, a loaded job or a pid file).
+fn launchd_owns_pid_file(ctx: &Context) -> Option<u32> {
+    let rec = direct::read_record(&ctx.stack).ok()??;
+    let lc = Launchctl::locate(&ctx.env).ok()?;
+    let domain = lc.domain().ok()?;
+    let info = lc.print(&domain.target(&ctx.stack.label)).ok()??;
+    (info.pid() == Some(rec.pid)).then_some(rec.pid)
 }
 
 /// Direct startup must not run a second Host beside a loaded LaunchAgent.

@@ -1,9 +1,11 @@
 //! Direct (pid-file) Host startup (CONTRACT.md §6), for Linux and macOS without launchd.
 //!
-//! The same generator as the LaunchAgent decides the environment; the child gets exactly that
-//! plus what launchd itself would give (`HOME`, `USER`, `LOGNAME`, `SHELL`, `TMPDIR`), its own
-//! session, and the Host log. The pid file is written atomically under a lock and records the
-//! process's start time, so `stop` can prove a pid is still our Host before signalling it.
+//! The same generator as the LaunchAgent decides the environment, and the same launch program
+//! runs: the child is `<oyster> host exec --stack NAME` with exactly that environment plus what
+//! launchd itself would give (`HOME`, `USER`, `LOGNAME`, `SHELL`, `TMPDIR`), its own session and
+//! the Host log; it writes the pid file (the pid and a newline, as Oysterun reads it), the
+//! origin file and oyster's exec record, then becomes the Host with the same pid. The exec
+//! record's start time and command line are what `stop` checks before it signals a pid.
 
 use std::fs::OpenOptions;
 use std::os::unix::fs::OpenOptionsExt;
@@ -11,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
+use crate::host::identity::{self, ExecRecord};
 use crate::host::plan::Plan;
 use crate::host::stack::Stack;
 use crate::sys::fs as fsutil;
@@ -18,7 +21,8 @@ use crate::sys::process;
 use crate::sys::signal::{self, Signal};
 use crate::verify::{self, EnvCheck, LiveProcess};
 
-/// What the pid file records.
+/// Who the pid file names: its pid, and the identity oyster recorded for it (from the exec
+/// record beside it; zero and empty when there is none for this pid).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PidRecord {
     pub pid: u32,
@@ -34,19 +38,22 @@ impl PidRecord {
         self.server.parent()?.parent()
     }
 
-    fn render(&self) -> String {
-        format!(
-            "{}\nstart_time={}\nserver={}\nnode={}\nport={}\n",
-            self.pid,
-            self.start_time,
-            self.server.display(),
-            self.node.display(),
-            self.port
-        )
+    fn from_exec_record(pid: u32, rec: Option<ExecRecord>) -> PidRecord {
+        let rec = rec.filter(|r| r.pid == pid);
+        PidRecord {
+            pid,
+            start_time: rec.as_ref().map_or(0, |r| r.start_time),
+            server: rec
+                .as_ref()
+                .and_then(ExecRecord::server)
+                .unwrap_or_default(),
+            node: rec.as_ref().and_then(ExecRecord::node).unwrap_or_default(),
+            port: rec.as_ref().and_then(ExecRecord::port).unwrap_or(0),
+        }
     }
 
-    /// Parses a pid file; the first line is the decimal pid, later lines `key=value`.
-    pub fn parse(text: &str) -> Option<PidRecord> {
+    /// A pid file of an older oyster: line 1 the pid, then `key=value` lines with the identity.
+    pub fn parse_legacy(text: &str) -> Option<PidRecord> {
         let mut lines = text.lines();
         let pid = lines.next()?.trim().parse().ok()?;
         let mut rec = PidRecord {
@@ -69,6 +76,41 @@ impl PidRecord {
     }
 }
 
+/// Reads the pid file and the identity beside it; `None` when there is no pid file.
+pub fn read_record(stack: &Stack) -> anyhow::Result<Option<PidRecord>> {
+    let path = stack.pid_path();
+    match identity::read_pid_file(&path)? {
+        None => Ok(None),
+        Some(Ok(pid)) => Ok(Some(PidRecord::from_exec_record(
+            pid,
+            ExecRecord::read(&stack.exec_record_path()),
+        ))),
+        Some(Err(text)) => match PidRecord::parse_legacy(&text) {
+            Some(rec) => Ok(Some(rec)),
+            None => anyhow::bail!(
+                "{} does not hold a pid; remove it if no Host is running",
+                path.display()
+            ),
+        },
+    }
+}
+
+/// Removes the pid file, the origin file and the exec record (a stopped or failed Host).
+pub fn remove_identity(stack: &Stack) -> anyhow::Result<()> {
+    for path in [
+        stack.pid_path(),
+        stack.origin_path(),
+        stack.exec_record_path(),
+    ] {
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => anyhow::bail!("could not remove {}: {e}", path.display()),
+        }
+    }
+    Ok(())
+}
+
 /// What the pid file's pid is now.
 #[derive(Debug)]
 pub enum Owner {
@@ -82,19 +124,12 @@ pub enum Owner {
     Ours(PidRecord, LiveProcess),
 }
 
-/// Reads the pid file and decides who owns its pid.
+/// Reads the pid file and decides who owns its pid: our Host only when the live process has
+/// the start time oyster recorded and runs the recorded `server.mjs` (its command line after
+/// the exec: `node …/server.mjs`).
 pub fn owner(stack: &Stack) -> anyhow::Result<Owner> {
-    let path = stack.pid_path();
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Owner::None),
-        Err(e) => anyhow::bail!("could not read {}: {e}", path.display()),
-    };
-    let Some(rec) = PidRecord::parse(&text) else {
-        anyhow::bail!(
-            "{} does not start with a pid; remove it if no Host is running",
-            path.display()
-        );
+    let Some(rec) = read_record(stack)? else {
+        return Ok(Owner::None);
     };
     Ok(match verify::inspect(rec.pid) {
         None => Owner::Stale(rec),
@@ -144,9 +179,10 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
             "oyster: note: removing a stale pid file (pid {} is not running)",
             rec.pid
         ),
-        Owner::Foreign(rec, _) => crate::tell!(
-            "oyster: note: removing a stale pid file (pid {} now belongs to another process, which is left alone)",
-            rec.pid
+        Owner::Foreign(rec, now) => crate::tell!(
+            "oyster: note: removing a stale pid file (pid {} now belongs to another process, {}, which is left alone)",
+            rec.pid,
+            now.command()
         ),
         Owner::None => {}
     }
@@ -159,32 +195,27 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
         .mode(0o600)
         .open(&log_path)
         .map_err(|e| anyhow::anyhow!("could not open the Host log {}: {e}", log_path.display()))?;
+    remove_identity(stack)?;
     let env = plan.host_environment(&stack.home)?;
-    let server = plan.server();
+    // The one launch program, as launchd runs it: it writes the identity files (this process
+    // holds their lock meanwhile, on its behalf) and becomes the Host with the same pid.
+    let args = plan.launch_arguments(&stack.name);
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
     let mut child = process::spawn_detached(
-        &plan.node.path,
-        &[server.as_os_str()],
+        &plan.launcher,
+        &args,
         &plan.root.join("host-service"),
         &env,
         log,
     )
-    .map_err(|e| anyhow::anyhow!("could not start {}: {e}", plan.node.path.display()))?;
+    .map_err(|e| anyhow::anyhow!("could not start {}: {e}", plan.launcher.display()))?;
     let pid = child.id();
-    let start_time = verify::inspect(pid).map_or(0, |p| p.start_time);
-    let rec = PidRecord {
-        pid,
-        start_time,
-        server: plan.server(),
-        node: plan.node.path.clone(),
-        port: plan.port,
-    };
-    fsutil::write_atomic(&_lock, &pid_path, rec.render().as_bytes(), Some(0o644))?;
-    match verify_start(&mut child, plan, opts) {
+    match verify_start(&mut child, stack, plan, opts) {
         Ok(health_after) => Ok(Started { pid, health_after }),
         Err(what) => {
             terminate(pid, Duration::from_secs(5));
             let _ = child.wait();
-            let _ = std::fs::remove_file(&pid_path);
+            let _ = remove_identity(stack);
             Err(StartFailed {
                 what,
                 log: log_path.display().to_string(),
@@ -195,8 +226,13 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
     }
 }
 
-/// Health, live environment, then a settle period with the same pid.
-fn verify_start(child: &mut Child, plan: &Plan, opts: &StartOptions) -> Result<Duration, String> {
+/// Health, the identity files, the live environment, then a settle period with the same pid.
+fn verify_start(
+    child: &mut Child,
+    stack: &Stack,
+    plan: &Plan,
+    opts: &StartOptions,
+) -> Result<Duration, String> {
     let health_after = verify::wait_healthy(plan.port, opts.wait, || {
         matches!(child.try_wait(), Ok(None))
     })
@@ -206,6 +242,16 @@ fn verify_start(child: &mut Child, plan: &Plan, opts: &StartOptions) -> Result<D
         }
         (f, _) => format!("{f} on 127.0.0.1:{} within {:?}", plan.port, opts.wait),
     })?;
+    match identity::read_pid_file(&stack.pid_path()) {
+        Ok(Some(Ok(pid))) if pid == child.id() => {}
+        _ => {
+            return Err(format!(
+                "`oyster host exec` did not write {} for pid {} (its reason is in the log)",
+                stack.pid_path().display(),
+                child.id()
+            ))
+        }
+    }
     let live =
         verify::inspect(child.id()).ok_or("the Host exited right after answering /health")?;
     match verify::check_env(&live, &plan.env) {
@@ -248,7 +294,7 @@ pub enum Stopped {
     NotRunning,
     StaleRemoved(PidRecord),
     ForeignLeftAlone(PidRecord),
-    Stopped { pid: u32, killed: bool },
+    Signalled { pid: u32, killed: bool },
 }
 
 /// Stops the recorded Host after proving the pid is still that Host; never by name.
@@ -264,13 +310,12 @@ pub fn stop(stack: &Stack) -> anyhow::Result<Stopped> {
         Owner::Foreign(rec, _) => Stopped::ForeignLeftAlone(rec),
         Owner::Ours(rec, _) => {
             let killed = terminate(rec.pid, Duration::from_secs(10));
-            Stopped::Stopped {
+            Stopped::Signalled {
                 pid: rec.pid,
                 killed,
             }
         }
     };
-    std::fs::remove_file(&pid_path)
-        .map_err(|e| anyhow::anyhow!("could not remove {}: {e}", pid_path.display()))?;
+    remove_identity(stack)?;
     Ok(outcome)
 }

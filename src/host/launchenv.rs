@@ -1,8 +1,9 @@
 //! The launch environment generator (CONTRACT.md §3): the one place that decides what the Host
 //! process sees, for the LaunchAgent, direct startup and any installer oyster runs.
 //!
-//! Exactly five variables, and a PATH built only from the pinned Node's directory, the resolved
-//! provider directories and fixed system directories. Nothing is taken from the caller's
+//! Exactly eight variables (the five oyster always gave, and the three `OYSTERUN_ROUTEC_*` that
+//! Oysterun's own runner gives: the Host reads its stack from them), and a PATH built only from
+//! the pinned Node's directory, the resolved provider directories and fixed system directories. Nothing is taken from the caller's
 //! environment, no profile is sourced, and an unsafe entry is an error, never written.
 
 use std::collections::BTreeMap;
@@ -25,6 +26,12 @@ pub const PATH: &str = "PATH";
 pub const CONFIG_DIR: &str = "OYSTERUN_CONFIG_DIR";
 pub const PORT: &str = "OYSTERUN_PORT";
 pub const REPO_ROOT: &str = "OYSTERUN_REPO_ROOT";
+/// The stack's name: without it the real Host refuses its own restart and in-app update.
+pub const STACK_NAME: &str = "OYSTERUN_ROUTEC_STACK_NAME";
+/// The stack root (`~/.oysterun`, or `$STACKS/NAME`).
+pub const STACK_ROOT: &str = "OYSTERUN_ROUTEC_STACK_ROOT";
+/// `<stack root>/matrix/homeserver.db`.
+pub const MATRIX_STORAGE_PATH: &str = "OYSTERUN_ROUTEC_MATRIX_STORAGE_PATH";
 
 /// The generated Host environment, sorted by name (as the plist stores it).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -71,6 +78,8 @@ pub struct EnvInputs<'a> {
     pub config_dir: &'a Path,
     pub port: u16,
     pub root: &'a Path,
+    pub stack_name: &'a str,
+    pub stack_root: &'a Path,
 }
 
 /// Builds the Host environment.
@@ -91,6 +100,13 @@ pub fn generate(inputs: &EnvInputs<'_>) -> Result<LaunchEnv, Invalid> {
     vars.insert(CONFIG_DIR.to_owned(), value(CONFIG_DIR, inputs.config_dir)?);
     vars.insert(PORT.to_owned(), inputs.port.to_string());
     vars.insert(REPO_ROOT.to_owned(), value(REPO_ROOT, inputs.root)?);
+    vars.insert(STACK_NAME.to_owned(), inputs.stack_name.to_owned());
+    vars.insert(STACK_ROOT.to_owned(), value(STACK_ROOT, inputs.stack_root)?);
+    let matrix = inputs.stack_root.join("matrix").join("homeserver.db");
+    vars.insert(
+        MATRIX_STORAGE_PATH.to_owned(),
+        value(MATRIX_STORAGE_PATH, &matrix)?,
+    );
     Ok(LaunchEnv { vars })
 }
 
@@ -148,7 +164,7 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn exactly_five_variables_in_order() {
+    fn exactly_eight_variables_in_order() {
         let dirs = vec![
             PathBuf::from("/u/.local/bin"),
             PathBuf::from("/usr/local/bin"),
@@ -159,9 +175,17 @@ mod tests {
             config_dir: Path::new("/u/.oysterun"),
             port: 8802,
             root: Path::new("/opt/oysterun"),
+            stack_name: "production",
+            stack_root: Path::new("/u/.oysterun"),
         })
         .unwrap();
-        assert_eq!(env.vars.len(), 5);
+        assert_eq!(env.vars.len(), 8);
+        assert_eq!(env.get(STACK_NAME), Some("production"));
+        assert_eq!(env.get(STACK_ROOT), Some("/u/.oysterun"));
+        assert_eq!(
+            env.get(MATRIX_STORAGE_PATH),
+            Some("/u/.oysterun/matrix/homeserver.db")
+        );
         assert_eq!(
             env.get(PATH),
             Some("/opt/homebrew/bin:/u/.local/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin")

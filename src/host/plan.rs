@@ -31,6 +31,8 @@ pub struct Plan {
     pub node: NodePin,
     pub port: u16,
     pub env: LaunchEnv,
+    /// oyster's stable path: the Host's launch program is `<launcher> host exec --stack NAME`.
+    pub launcher: PathBuf,
     pub plist: Vec<u8>,
     pub installed: Option<Installed>,
 }
@@ -99,10 +101,13 @@ pub fn plan(ctx: &Context, args: &HostInputs, writes: Writes<'_>) -> anyhow::Res
         config_dir: &stack.config_dir,
         port,
         root: &root,
+        stack_name: &stack.name,
+        stack_root: &stack.root,
     })?;
     let plist = agentplist::render(&AgentSpec {
         label: &stack.label,
-        node_bin: &node.path,
+        launcher: &ctx.launcher,
+        stack: &stack.name,
         root: &root,
         env: &env,
         log_path: &stack.log_path(),
@@ -115,6 +120,7 @@ pub fn plan(ctx: &Context, args: &HostInputs, writes: Writes<'_>) -> anyhow::Res
         node,
         port,
         env,
+        launcher: ctx.launcher.clone(),
         plist,
         installed,
     })
@@ -129,7 +135,7 @@ pub fn sync(ctx: &Context, doc: &mut ConfigDoc, changes: &mut Vec<Change>) {
 }
 
 /// Directories of resolved, non-disabled providers, in registry order.
-fn provider_dirs(ctx: &Context, doc: &ConfigDoc) -> Vec<PathBuf> {
+pub fn provider_dirs(ctx: &Context, doc: &ConfigDoc) -> Vec<PathBuf> {
     PROVIDERS
         .iter()
         .filter(|p| doc.intent(p) != Intent::Disabled)
@@ -150,8 +156,9 @@ impl Plan {
         Ok(launchenv::host_environment(&self.env, home)?)
     }
 
-    /// The server script.
-    pub fn server(&self) -> PathBuf {
-        self.root.join(crate::host::root::SERVER)
+    /// The launch program's arguments after oyster's path (`host exec --stack NAME`), as the
+    /// plist's `ProgramArguments` has them.
+    pub fn launch_arguments(&self, stack: &str) -> Vec<String> {
+        agentplist::launch_arguments(stack)
     }
 }

@@ -15,7 +15,9 @@ use crate::sys::fs::{self as fsutil, FsError};
 /// Everything that goes into the plist.
 pub struct AgentSpec<'a> {
     pub label: &'a str,
-    pub node_bin: &'a Path,
+    /// The stable path of oyster: launchd runs `<launcher> host exec --stack <stack>`.
+    pub launcher: &'a Path,
+    pub stack: &'a str,
     pub root: &'a Path,
     pub env: &'a LaunchEnv,
     pub log_path: &'a Path,
@@ -64,13 +66,11 @@ pub fn render(spec: &AgentSpec<'_>) -> anyhow::Result<Vec<u8>> {
     d.insert("ProcessType".into(), Value::String("Interactive".into()));
     d.insert(
         "ProgramArguments".into(),
-        Value::Array(vec![
-            s("the node path", spec.node_bin)?,
-            s(
-                "the Oysterun root",
-                &spec.root.join(crate::host::root::SERVER),
-            )?,
-        ]),
+        Value::Array(
+            std::iter::once(s("oyster's path", spec.launcher)?)
+                .chain(launch_arguments(spec.stack).into_iter().map(Value::String))
+                .collect(),
+        ),
     );
     d.insert("RunAtLoad".into(), Value::Boolean(true));
     d.insert(
@@ -96,6 +96,16 @@ pub fn render(spec: &AgentSpec<'_>) -> anyhow::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// What follows oyster's path in `ProgramArguments` (CONTRACT.md §4): the launch program.
+pub fn launch_arguments(stack: &str) -> Vec<String> {
+    ["host", "exec", "--stack", stack]
+        .map(str::to_owned)
+        .to_vec()
+}
+
+/// The file name of Oysterun's own runner, which its installer puts in `ProgramArguments`.
+pub const OYSTERUN_RUNNER: &str = "run_oysterun_host.sh";
+
 /// Sorts dictionary keys at every level (CoreFoundation's order).
 fn sorted(v: Value) -> Value {
     match v {
@@ -109,12 +119,13 @@ fn sorted(v: Value) -> Value {
     }
 }
 
-/// What oyster reads back from an installed plist: its bytes and its `EnvironmentVariables`
-/// (empty when the plist does not parse).
+/// What oyster reads back from an installed plist: its bytes, its `EnvironmentVariables` and
+/// its `ProgramArguments` (empty when the plist does not parse).
 #[derive(Debug, Clone, Default)]
 pub struct Installed {
     pub bytes: Vec<u8>,
     pub env: LaunchEnv,
+    pub program_arguments: Vec<String>,
 }
 
 impl Installed {
@@ -122,9 +133,23 @@ impl Installed {
     pub fn node_bin(&self) -> Option<&str> {
         self.env.get(crate::host::launchenv::NODE_BIN)
     }
-    /// The Oysterun root it runs.
+    /// The Oysterun root it runs: its `OYSTERUN_REPO_ROOT`, or, in a plist Oysterun's own
+    /// installer wrote (which has none), the root of the runner it runs
+    /// (`<root>/tool_scripts/run_oysterun_host.sh`).
     pub fn repo_root(&self) -> Option<&str> {
-        self.env.get(crate::host::launchenv::REPO_ROOT)
+        self.env.get(crate::host::launchenv::REPO_ROOT).or_else(|| {
+            let runner = Path::new(self.oysterun_runner()?);
+            runner.parent()?.parent()?.to_str()
+        })
+    }
+    /// The runner script, when Oysterun's own installer wrote this plist (its
+    /// `ProgramArguments` run `tool_scripts/run_oysterun_host.sh`).
+    pub fn oysterun_runner(&self) -> Option<&str> {
+        self.program_arguments.iter().map(String::as_str).find(|a| {
+            Path::new(a)
+                .file_name()
+                .is_some_and(|n| n == OYSTERUN_RUNNER)
+        })
     }
 }
 
@@ -164,7 +189,23 @@ pub fn read_installed(path: &Path) -> Option<Installed> {
         ));
         LaunchEnv::default()
     });
-    Some(Installed { bytes, env })
+    let program_arguments = read_program_arguments(&bytes);
+    Some(Installed {
+        bytes,
+        env,
+        program_arguments,
+    })
+}
+
+/// The `ProgramArguments` of plist bytes (empty when there are none or it does not parse).
+pub fn read_program_arguments(bytes: &[u8]) -> Vec<String> {
+    Value::from_reader(std::io::Cursor::new(bytes))
+        .ok()
+        .and_then(Value::into_dictionary)
+        .and_then(|mut d| d.remove("ProgramArguments"))
+        .and_then(Value::into_array)
+        .map(|a| a.into_iter().filter_map(Value::into_string).collect())
+        .unwrap_or_default()
 }
 
 /// The `EnvironmentVariables` of plist bytes.
@@ -229,16 +270,44 @@ mod tests {
             config_dir: Path::new("/Users/a & b/.oysterun"),
             port: 8802,
             root: Path::new("/opt/oysterun <1.0>"),
+            stack_name: "production",
+            stack_root: Path::new("/Users/a & b/.oysterun"),
         })
         .unwrap();
         let bytes = render(&AgentSpec {
             label: "com.oysterun.host",
-            node_bin: Path::new("/opt/homebrew/bin/node"),
+            launcher: Path::new("/opt/homebrew/bin/oyster"),
+            stack: "production",
             root: Path::new("/opt/oysterun <1.0>"),
             env: &env,
             log_path: Path::new("/Users/a & b/.oysterun/logs/oysterun-host.log"),
         })
         .unwrap();
         insta::assert_snapshot!(String::from_utf8(bytes).unwrap());
+    }
+
+    #[test]
+    fn a_plist_from_oysteruns_installer_is_recognised_and_names_its_root() {
+        let bytes = br#"<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0"><dict>
+<key>Label</key><string>com.oysterun.host</string>
+<key>ProgramArguments</key><array>
+<string>/opt/oysterun/tool_scripts/run_oysterun_host.sh</string><string>--stack</string><string>production</string>
+</array>
+<key>EnvironmentVariables</key><dict><key>OYSTERUN_NODE_BIN</key><string>/opt/homebrew/bin/node</string></dict>
+</dict></plist>
+"#;
+        let inst = Installed {
+            bytes: bytes.to_vec(),
+            env: read_env(bytes).unwrap(),
+            program_arguments: read_program_arguments(bytes),
+        };
+        assert_eq!(
+            inst.oysterun_runner(),
+            Some("/opt/oysterun/tool_scripts/run_oysterun_host.sh")
+        );
+        assert_eq!(inst.repo_root(), Some("/opt/oysterun"));
+        assert_eq!(inst.node_bin(), Some("/opt/homebrew/bin/node"));
     }
 }

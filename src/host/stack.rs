@@ -9,6 +9,8 @@ use crate::error::Invalid;
 
 /// The default stack name.
 pub const DEFAULT_STACK: &str = "production";
+/// The other stack whose files Oysterun names like production's (no `-NAME` suffix).
+pub const STAGING_STACK: &str = "staging";
 const BASE_LABEL: &str = "com.oysterun.host";
 
 /// One Oysterun stack and the paths that belong to it.
@@ -19,6 +21,9 @@ pub struct Stack {
     pub config_dir: PathBuf,
     /// Set when `OYSTERUN_CONFIG_DIR` replaced the table's config dir (said in output).
     pub config_dir_overridden: bool,
+    /// The stack root: `~/.oysterun` for production, `$STACKS/NAME` otherwise. The Host gets it
+    /// as `OYSTERUN_ROUTEC_STACK_ROOT`; an `OYSTERUN_CONFIG_DIR` override does not move it.
+    pub root: PathBuf,
     pub run_dir: PathBuf,
     pub log_dir: PathBuf,
     pub label: String,
@@ -82,9 +87,10 @@ impl Stack {
             .stacks_dir
             .clone()
             .unwrap_or_else(|| home.join(".oysterun-stacks"));
-        let (config_dir, run_dir, log_dir, label, default_port) = if name == DEFAULT_STACK {
+        let (root, config_dir, run_dir, log_dir, label, default_port) = if name == DEFAULT_STACK {
             let base = home.join(".oysterun");
             (
+                base.clone(),
                 base.clone(),
                 base.join("run"),
                 base.join("logs"),
@@ -93,8 +99,9 @@ impl Stack {
             )
         } else {
             let base = stacks.join(name);
-            let port = (name == "staging").then_some(9902);
+            let port = (name == STAGING_STACK).then_some(9902);
             (
+                base.clone(),
                 base.join("host"),
                 base.join("run"),
                 base.join("logs"),
@@ -108,6 +115,7 @@ impl Stack {
             config_dir: env.config_dir.clone().unwrap_or(config_dir),
             config_dir_overridden: overridden,
             home,
+            root,
             run_dir,
             log_dir,
             label,
@@ -129,8 +137,36 @@ impl Stack {
         self.log_dir.join("oysterun-host.log")
     }
 
+    /// The Host's pid file, named as Oysterun's scripts name it (CONTRACT.md stacks table):
+    /// `oysterun-host.pid` for production and staging, `oysterun-host-NAME.pid` otherwise.
     pub fn pid_path(&self) -> PathBuf {
-        self.run_dir.join("oysterun-host.pid")
+        self.run_dir.join(format!("{}.pid", self.host_file_stem()))
+    }
+
+    /// The Host's origin file (tab-separated `key value` rows), beside the pid file.
+    pub fn origin_path(&self) -> PathBuf {
+        self.run_dir
+            .join(format!("{}.origin.tsv", self.host_file_stem()))
+    }
+
+    /// oyster's own record of what `oyster host exec` passed to the Host (owner-only).
+    pub fn exec_record_path(&self) -> PathBuf {
+        self.run_dir.join("oyster-exec.json")
+    }
+
+    /// `<stack root>/matrix/homeserver.db`, the Host's Matrix storage.
+    pub fn matrix_db_path(&self) -> PathBuf {
+        self.root.join("matrix").join("homeserver.db")
+    }
+
+    /// `oysterun-host`, or `oysterun-host-NAME` for a custom stack (Oysterun's
+    /// `configure_stack_runtime`).
+    fn host_file_stem(&self) -> String {
+        if self.name == DEFAULT_STACK || self.name == STAGING_STACK {
+            "oysterun-host".to_owned()
+        } else {
+            format!("oysterun-host-{}", self.name)
+        }
     }
 
     pub fn audit_path(&self) -> PathBuf {
@@ -164,8 +200,26 @@ mod tests {
             Path::new("/h/Library/LaunchAgents/com.oysterun.host.plist")
         );
         assert_eq!(p.default_port, Some(8802));
+        assert_eq!(p.root, Path::new("/h/.oysterun"));
+        assert_eq!(
+            p.pid_path(),
+            Path::new("/h/.oysterun/run/oysterun-host.pid")
+        );
+        assert_eq!(
+            p.origin_path(),
+            Path::new("/h/.oysterun/run/oysterun-host.origin.tsv")
+        );
+        assert_eq!(
+            p.matrix_db_path(),
+            Path::new("/h/.oysterun/matrix/homeserver.db")
+        );
 
         let s = Stack::new("staging", &env()).unwrap();
+        assert_eq!(s.root, Path::new("/h/.oysterun-stacks/staging"));
+        assert_eq!(
+            s.pid_path(),
+            Path::new("/h/.oysterun-stacks/staging/run/oysterun-host.pid")
+        );
         assert_eq!(s.config_dir, Path::new("/h/.oysterun-stacks/staging/host"));
         assert_eq!(s.label, "com.oysterun.host.staging");
         assert_eq!(s.default_port, Some(9902));
@@ -174,7 +228,19 @@ mod tests {
         e.stacks_dir = Some("/s".into());
         let c = Stack::new("dev-2", &e).unwrap();
         assert_eq!(c.log_dir, Path::new("/s/dev-2/logs"));
-        assert_eq!(c.pid_path(), Path::new("/s/dev-2/run/oysterun-host.pid"));
+        assert_eq!(c.root, Path::new("/s/dev-2"));
+        assert_eq!(
+            c.pid_path(),
+            Path::new("/s/dev-2/run/oysterun-host-dev-2.pid")
+        );
+        assert_eq!(
+            c.origin_path(),
+            Path::new("/s/dev-2/run/oysterun-host-dev-2.origin.tsv")
+        );
+        assert_eq!(
+            c.matrix_db_path(),
+            Path::new("/s/dev-2/matrix/homeserver.db")
+        );
         assert_eq!(c.default_port, None);
     }
 
@@ -186,6 +252,7 @@ mod tests {
         assert_eq!(p.config_path(), Path::new("/cfg/config.json"));
         assert!(p.config_dir_overridden);
         assert_eq!(p.run_dir, Path::new("/h/.oysterun/run"));
+        assert_eq!(p.root, Path::new("/h/.oysterun"), "the stack root stays");
     }
 
     #[test]

@@ -335,10 +335,14 @@ fn apply_steps(
 /// What setup's steps may create: the directory chains under HOME and the lock and pid files.
 fn created_paths(ctx: &Context, sp: &SetupPlan) -> Undo {
     let st = &ctx.stack;
+    let mut pid_lock = st.pid_path().into_os_string();
+    pid_lock.push(".lock");
     let mut files: Vec<PathBuf> = vec![
         st.config_dir.join("config.json.lock"),
         st.pid_path(),
-        st.run_dir.join("oysterun-host.pid.lock"),
+        st.origin_path(),
+        st.exec_record_path(),
+        PathBuf::from(pid_lock),
         st.run_dir.join("node-version.cache"),
         st.run_dir.join("oyster.lock"),
         st.run_dir.join("pending"),
@@ -354,6 +358,10 @@ fn created_paths(ctx: &Context, sp: &SetupPlan) -> Undo {
             .map(Path::to_path_buf)
             .unwrap_or_default(),
         st.run_dir.clone(),
+        st.matrix_db_path()
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default(),
     ] {
         let mut d = leaf.as_path();
         while !d.exists() && d.starts_with(&st.home) && d != st.home {

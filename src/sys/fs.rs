@@ -220,6 +220,32 @@ pub fn write_atomic(
     result.map(|()| true)
 }
 
+/// Replaces `path` with `bytes` through a temp file and a rename, with exactly `mode`, but
+/// without `fsync`: for runtime files that describe a live process (the Host's identity files),
+/// where readers need atomicity and a power cut leaves nothing to describe. Never through a
+/// symlink.
+pub fn replace_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), FsError> {
+    refuse_symlink(path)?;
+    let tmp = temp_path(path);
+    let _ = std::fs::remove_file(&tmp);
+    let result = (|| {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode)
+            .open(&tmp)
+            .map_err(io_err("create", &tmp))?;
+        f.write_all(bytes).map_err(io_err("write", &tmp))?;
+        f.set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(io_err("set the mode of", &tmp))?;
+        std::fs::rename(&tmp, path).map_err(io_err("rename into place", path))
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
 /// `fsync`s the directory holding `path`, so the rename survives a power cut.
 fn sync_dir(path: &Path) -> Result<(), FsError> {
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -365,6 +391,26 @@ mod tests {
         assert!(!write_atomic(&l, &p, b"same", None).unwrap());
         assert!(!stale.exists(), "the dead writer's temp file survived");
         assert!(live.exists(), "a live writer's temp file was removed");
+    }
+
+    #[test]
+    fn replace_atomic_sets_the_mode_and_leaves_no_temp_file() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join("x.pid");
+        replace_atomic(&p, b"1\n", 0o644).unwrap();
+        replace_atomic(&p, b"2\n", 0o600).unwrap();
+        let m = std::fs::metadata(&p).unwrap();
+        assert_eq!(
+            (m.mode() & 0o7777, std::fs::read(&p).unwrap()),
+            (0o600, b"2\n".to_vec())
+        );
+        assert!(!temp_path(&p).exists());
+        let link = t.path().join("link");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        assert!(matches!(
+            replace_atomic(&link, b"x", 0o644),
+            Err(FsError::Symlink { .. })
+        ));
     }
 
     #[test]

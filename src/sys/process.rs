@@ -57,6 +57,17 @@ pub fn run(
     env: ChildEnv<'_>,
     timeout: Duration,
 ) -> Result<Finished, ProcessError> {
+    run_in(program, args, env, None, timeout)
+}
+
+/// [`run`] in the working directory `cwd` (this process's when `None`).
+pub fn run_in(
+    program: &Path,
+    args: &[&str],
+    env: ChildEnv<'_>,
+    cwd: Option<&Path>,
+    timeout: Duration,
+) -> Result<Finished, ProcessError> {
     debug_assert!(
         program.is_absolute(),
         "the process door takes absolute paths"
@@ -71,6 +82,9 @@ pub fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
     if let ChildEnv::Exactly(vars) = env {
         cmd.env_clear();
         cmd.envs(vars.iter().map(|(k, v)| (k, v)));
@@ -160,6 +174,30 @@ pub fn spawn_detached(
         });
     }
     cmd.spawn()
+}
+
+/// A live process's kernel start time (seconds since the epoch) and command line, or `None`
+/// when there is no such process (a zombie counts as gone). The same source (`sysinfo`) as the
+/// verifier's, so a start time recorded here compares equal there.
+pub fn identity(pid: u32) -> Option<(u64, Vec<String>)> {
+    use sysinfo::{Pid, ProcessRefreshKind, ProcessStatus, ProcessesToUpdate, System, UpdateKind};
+    let mut sys = System::new();
+    let spid = Pid::from_u32(pid);
+    sys.refresh_processes_specifics(
+        ProcessesToUpdate::Some(&[spid]),
+        true,
+        ProcessRefreshKind::nothing().with_cmd(UpdateKind::Always),
+    );
+    let p = sys.process(spid)?;
+    if matches!(p.status(), ProcessStatus::Zombie | ProcessStatus::Dead) {
+        return None;
+    }
+    let cmd = p
+        .cmd()
+        .iter()
+        .map(|c| c.to_string_lossy().into_owned())
+        .collect();
+    Some((p.start_time(), cmd))
 }
 
 /// Reads a stream to its end on a thread, keeping at most [`OUTPUT_CAP`] bytes.

@@ -76,7 +76,9 @@ fn plistlib_agrees_on_every_value_with_hostile_paths() {
         json!({
             "Label": "com.oysterun.host",
             "LimitLoadToSessionType": ["Aqua", "Background", "LoginWindow", "StandardIO", "System"],
-            "ProgramArguments": [node, root.join("host-service/server.mjs")],
+            // The launch program, by the path oyster was run as (the tests run the binary
+            // itself; `launcher` covers links).
+            "ProgramArguments": [crate::common::BIN, "host", "exec", "--stack", "production"],
             "WorkingDirectory": root.join("host-service"),
             "EnvironmentVariables": {
                 "OYSTERUN_NODE_BIN": node,
@@ -84,6 +86,9 @@ fn plistlib_agrees_on_every_value_with_hostile_paths() {
                 "OYSTERUN_CONFIG_DIR": t.home.join(".oysterun"),
                 "OYSTERUN_PORT": "8802",
                 "OYSTERUN_REPO_ROOT": root,
+                "OYSTERUN_ROUTEC_STACK_NAME": "production",
+                "OYSTERUN_ROUTEC_STACK_ROOT": t.home.join(".oysterun"),
+                "OYSTERUN_ROUTEC_MATRIX_STORAGE_PATH": t.home.join(".oysterun/matrix/homeserver.db"),
             },
             "RunAtLoad": true,
             "KeepAlive": true,
@@ -517,6 +522,23 @@ fn custom_stacks_need_a_port_once() {
     let v = plistlib(&t.run(base).ok().0.stdout);
     assert_eq!(v["Label"], "com.oysterun.host.dev");
     assert_eq!(v["EnvironmentVariables"]["OYSTERUN_PORT"], "18001");
+    assert_eq!(
+        v["ProgramArguments"],
+        json!([crate::common::BIN, "host", "exec", "--stack", "dev"])
+    );
+    let stack_root = t.home.join(".oysterun-stacks/dev");
+    assert_eq!(
+        v["EnvironmentVariables"]["OYSTERUN_ROUTEC_STACK_NAME"],
+        "dev"
+    );
+    assert_eq!(
+        v["EnvironmentVariables"]["OYSTERUN_ROUTEC_STACK_ROOT"],
+        json!(stack_root)
+    );
+    assert_eq!(
+        v["EnvironmentVariables"]["OYSTERUN_ROUTEC_MATRIX_STORAGE_PATH"],
+        json!(stack_root.join("matrix/homeserver.db"))
+    );
 }
 
 /// Oysterun is installed with `npm install -g oysterun`: with no --root, OYSTERUN_ROOT or

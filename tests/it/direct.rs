@@ -45,14 +45,12 @@ fn start_status_stop_with_the_live_environment_read_back() {
         "{}",
         r.stdout()
     );
-    let pid_file = t.home.join(".oysterun-stacks/it/run/oysterun-host.pid");
-    let pid: u32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .lines()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    // A custom stack's pid file is named as Oysterun names it, and holds the pid and a newline
+    // only (Oysterun reads it with `tr -d '[:space:]'`).
+    let pid_file = t.home.join(".oysterun-stacks/it/run/oysterun-host-it.pid");
+    let text = std::fs::read_to_string(&pid_file).unwrap();
+    let pid: u32 = text.trim_end_matches('\n').parse().unwrap();
+    assert_eq!(text, format!("{pid}\n"));
 
     // Independently of oyster: the kernel's view of the Host's environment.
     let env = live_env(pid);
@@ -89,6 +87,9 @@ fn start_status_stop_with_the_live_environment_read_back() {
             "OYSTERUN_NODE_BIN",
             "OYSTERUN_PORT",
             "OYSTERUN_REPO_ROOT",
+            "OYSTERUN_ROUTEC_MATRIX_STORAGE_PATH",
+            "OYSTERUN_ROUTEC_STACK_NAME",
+            "OYSTERUN_ROUTEC_STACK_ROOT",
             "PATH",
             "SHELL",
             "TMPDIR",
@@ -118,6 +119,12 @@ fn start_status_stop_with_the_live_environment_read_back() {
     let r = t.run(["host", "stop", "--stack", "it"]).ok();
     assert!(r.stdout().contains(&format!("pid {pid}")), "{}", r.stdout());
     assert!(!pid_file.exists());
+    for gone in ["oysterun-host-it.origin.tsv", "oyster-exec.json"] {
+        assert!(
+            !t.home.join(".oysterun-stacks/it/run").join(gone).exists(),
+            "{gone} is removed with the pid file"
+        );
+    }
     assert!(t.own_processes().is_empty(), "the Host is gone");
     let st = t
         .run(["host", "status", "--stack", "it", "--json"])
@@ -137,10 +144,33 @@ fn stop_never_signals_a_foreign_process() {
         .unwrap();
     let run_dir = t.home.join(".oysterun/run");
     std::fs::create_dir_all(&run_dir).unwrap();
+    // A pid file in the format of an older oyster (its identity on later lines) is still read.
     std::fs::write(
         run_dir.join("oysterun-host.pid"),
         format!(
             "{}\nstart_time=1\nserver=/x/host-service/server.mjs\nport=8802\n",
+            foreign.id()
+        ),
+    )
+    .unwrap();
+    let r = t.run(["host", "stop"]).ok();
+    assert!(r.stdout().contains("not signalled"), "{}", r.stdout());
+    assert!(
+        foreign.try_wait().unwrap().is_none(),
+        "the foreign process is alive"
+    );
+    // Today's format: the pid only, the identity in oyster's exec record beside it.
+    std::fs::write(
+        run_dir.join("oysterun-host.pid"),
+        format!("{}\n", foreign.id()),
+    )
+    .unwrap();
+    std::fs::write(
+        run_dir.join("oyster-exec.json"),
+        format!(
+            r#"{{"pid": {}, "start_time": 1, "started_at": "2025-01-01T00:00:00Z", "stack": "production",
+               "argv": ["/n/node", "/x/host-service/server.mjs"], "cwd": "/x/host-service", "env": {{}},
+               "oyster_version": "0"}}"#,
             foreign.id()
         ),
     )
@@ -176,7 +206,7 @@ fn a_host_that_crashes_on_start_fails_with_the_log_tail_and_leaves_nothing() {
     );
     assert!(!t
         .home
-        .join(".oysterun-stacks/it/run/oysterun-host.pid")
+        .join(".oysterun-stacks/it/run/oysterun-host-it.pid")
         .exists());
     assert!(t.own_processes().is_empty());
 }

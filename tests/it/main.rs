@@ -13,6 +13,7 @@ mod packaging;
 mod providers;
 mod real_macs;
 mod registry_guard;
+mod runner;
 mod setup;
 mod snapshots;
 mod syscalls;

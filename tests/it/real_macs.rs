@@ -101,7 +101,25 @@ fn the_launchd_proof_is_used_when_the_kernel_hides_the_environment() {
         (Some(true), Some("launchd")),
         "{st}"
     );
-    // Without the override the kernel shows the environment: the stronger proof.
+    // Where the launch program's own record is there, it is the stronger of the two.
+    s.t.extra_env.retain(|(k, _)| k != "OYSTER_ENV_PROOF");
+    s.t.extra_env
+        .push(("OYSTER_ENV_PROOF".into(), "exec".into()));
+    let r = s.t.run(s.args("restart")).ok();
+    assert!(r.stdout().contains("env_proof: exec"), "{}", r.stdout());
+    assert_eq!(s.status()["env_proof"], "exec");
+    // A record that says something else than the generator is a failure, not a pass.
+    let record =
+        s.t.home
+            .join(format!(".oysterun-stacks/{}/run/oyster-exec.json", s.name));
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    v["env"]["OYSTERUN_PORT"] = "1".into();
+    std::fs::write(&record, serde_json::to_vec(&v).unwrap()).unwrap();
+    let st = s.status();
+    assert_eq!(st["verified"], false, "{st}");
+    assert!(st["notes"].to_string().contains("OYSTERUN_PORT"), "{st}");
+    // Without the override the kernel shows the environment: the strongest proof.
     s.t.extra_env.retain(|(k, _)| k != "OYSTER_ENV_PROOF");
     assert_eq!(s.status()["env_proof"], "live");
     let r = s.t.run(s.args("restart")).ok();
@@ -163,7 +181,7 @@ fn a_port_shared_with_another_stack_is_refused_naming_it() {
         .collect();
     let e = first.t.run(second).fails_with(1).stderr();
     assert!(
-        e.contains("already held by pid") && e.contains("stacks/first/host"),
+        e.contains("already held by pid") && e.contains("oyster stack first"),
         "names the other stack: {e}"
     );
     assert!(!first

@@ -1,0 +1,707 @@
+//! The Host's launch program, `oyster host exec` (CONTRACT.md §6a), as launchd (the simulator)
+//! and direct startup run it: the identity files Oysterun's own restart waits for, read exactly
+//! as its scripts read them; the stack name reaching the Host; a Host launchd restarts on its own
+//! getting fresh identity files and a synced config; Oysterun's own per-launch steps; and a
+//! plist Oysterun's installer wrote.
+
+use std::io::{Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::common::{free_port, live_environ, plistlib, real_node, Run, TestContext, BIN};
+
+const STACK: &str = "rn";
+const LABEL: &str = "com.oysterun.host.rn";
+
+/// A stack `rn` on a free port, the Host fixture, the simulator.
+struct Rn {
+    t: TestContext,
+    root: PathBuf,
+    port: u16,
+}
+
+impl Rn {
+    fn new() -> Rn {
+        let mut t = TestContext::new();
+        t.use_sim();
+        let root = t.fixture_root("root");
+        Rn {
+            t,
+            root,
+            port: free_port(),
+        }
+    }
+
+    fn agent(&self, verb: &str) -> Run {
+        self.t.run([
+            "agent",
+            verb,
+            "--stack",
+            STACK,
+            "--root",
+            self.root.to_str().unwrap(),
+            "--node-bin",
+            real_node().to_str().unwrap(),
+            "--port",
+            &self.port.to_string(),
+            "--wait",
+            "10",
+            "--settle-ms",
+            "200",
+        ])
+    }
+
+    fn run_dir(&self) -> PathBuf {
+        self.t.home.join(".oysterun-stacks/rn/run")
+    }
+
+    fn pid_file(&self) -> PathBuf {
+        self.run_dir().join("oysterun-host-rn.pid")
+    }
+
+    fn origin_file(&self) -> PathBuf {
+        self.run_dir().join("oysterun-host-rn.origin.tsv")
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(
+            self.t
+                .home
+                .join(".oysterun-stacks/rn/logs/oysterun-host.log"),
+        )
+        .unwrap_or_default()
+    }
+
+    fn plist(&self) -> PathBuf {
+        self.t
+            .home
+            .join("Library/LaunchAgents")
+            .join(format!("{LABEL}.plist"))
+    }
+
+    fn target(&self) -> String {
+        format!("gui/{}/{LABEL}", nix::unistd::getuid())
+    }
+
+    fn launchd_pid(&self) -> Option<u32> {
+        let out = self.t.sim(&["print", &self.target()]).stdout();
+        out.lines()
+            .find_map(|l| l.trim().strip_prefix("pid = "))
+            .and_then(|p| p.parse().ok())
+    }
+
+    /// Oysterun's `wait_for_host_identity_files`: up to 100 tries 0.2 s apart (20 s), the pid
+    /// from the pid file (`tr -d '[:space:]'`) equal to the `host_pid` row of the origin file
+    /// (`awk -F '\t' '$1 == "host_pid" { print $2; exit }'`), alive, its cwd the host dir.
+    fn wait_for_host_identity_files(&self, not: Option<u32>) -> Option<u32> {
+        let host_dir = std::fs::canonicalize(self.root.join("host-service")).unwrap();
+        for _ in 0..100 {
+            let pid = pid_from_file(&self.pid_file());
+            let origin_pid = origin_host_pid_from_file(&self.origin_file());
+            if let (Some(pid), Some(origin_pid)) = (pid, origin_pid) {
+                if pid == origin_pid {
+                    if let Ok(n) = pid.parse::<u32>() {
+                        if Some(n) != not && alive(n) && cwd_of(n).as_deref() == Some(&*host_dir) {
+                            return Some(n);
+                        }
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        None
+    }
+}
+
+/// `pid_from_file`: the file's bytes without any whitespace.
+fn pid_from_file(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    Some(text.chars().filter(|c| !c.is_ascii_whitespace()).collect())
+}
+
+/// `origin_host_pid_from_file`: the second tab-separated field of the first `host_pid` row.
+fn origin_host_pid_from_file(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines().find_map(|l| {
+        let mut f = l.split('\t');
+        (f.next() == Some("host_pid")).then(|| f.next().unwrap_or("").to_owned())
+    })
+}
+
+/// `kill -0`.
+fn alive(pid: u32) -> bool {
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap());
+    nix::sys::signal::kill(pid, None).is_ok()
+        && !matches!(process(pid.as_raw() as u32).map(|p| p.0), Some(true))
+}
+
+/// (is a zombie, cwd) of a process, through sysinfo (so this runs on macOS too).
+fn process(pid: u32) -> Option<(bool, Option<PathBuf>)> {
+    let mut sys = sysinfo::System::new();
+    let spid = sysinfo::Pid::from_u32(pid);
+    sys.refresh_processes_specifics(
+        sysinfo::ProcessesToUpdate::Some(&[spid]),
+        true,
+        sysinfo::ProcessRefreshKind::nothing().with_cwd(sysinfo::UpdateKind::Always),
+    );
+    let p = sys.process(spid)?;
+    Some((
+        matches!(p.status(), sysinfo::ProcessStatus::Zombie),
+        p.cwd().map(Path::to_path_buf),
+    ))
+}
+
+fn cwd_of(pid: u32) -> Option<PathBuf> {
+    process(pid)?.1
+}
+
+/// `GET /health` as JSON, or `None` when nothing answers 200.
+fn health(port: u16) -> Option<Value> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    // HTTP/1.0, so Node answers with a plain body instead of chunks.
+    s.write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    head.lines().next()?.contains(" 200 ").then_some(())?;
+    serde_json::from_str(body).ok()
+}
+
+/// Waits (bounded) for a healthy Host with a pid other than `old`.
+fn wait_new_healthy(port: u16, old: u32) -> Value {
+    let t0 = Instant::now();
+    loop {
+        if let Some(h) = health(port).filter(|h| h["pid"] != json!(old)) {
+            return h;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(15), "no new Host");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn exec_record(run_dir: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(run_dir.join("oyster-exec.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn oysteruns_own_restart_finds_the_new_pid_in_the_identity_files() {
+    let r = Rn::new();
+    r.agent("install").ok();
+    let first = r
+        .wait_for_host_identity_files(None)
+        .expect("identity files after install");
+    assert_eq!(r.launchd_pid(), Some(first));
+
+    // What the Host's own restart runs (restart_oysterun.sh → start_oysterun.sh) when a
+    // LaunchAgent is installed: bootout, remove the pid and origin files, bootstrap the same
+    // plist, then wait up to 20 s for the identity files to name the new live pid.
+    r.t.sim(&["bootout", &r.target()]).ok();
+    let t0 = Instant::now();
+    while r.t.sim(&["print", &r.target()]).code() != 113 {
+        assert!(t0.elapsed() < Duration::from_secs(10));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::fs::remove_file(r.pid_file()).unwrap();
+    std::fs::remove_file(r.origin_file()).unwrap();
+    let domain = format!("gui/{}", nix::unistd::getuid());
+    r.t.sim(&["bootstrap", &domain, r.plist().to_str().unwrap()])
+        .ok();
+    let second = r
+        .wait_for_host_identity_files(Some(first))
+        .expect("Oysterun's restart would report failure: no identity files within 20 s");
+    assert_eq!(r.launchd_pid(), Some(second));
+    // The identity files come before the Host listens (they are written just before the exec).
+    assert_eq!(wait_new_healthy(r.port, first)["pid"], json!(second));
+
+    // And after oyster's own restart.
+    r.agent("restart").ok();
+    let third = r
+        .wait_for_host_identity_files(Some(second))
+        .expect("identity files after `oyster agent restart`");
+    assert_eq!(r.launchd_pid(), Some(third));
+}
+
+#[test]
+fn the_host_gets_its_stack_name_and_runs_as_the_launch_programs_pid() {
+    let r = Rn::new();
+    r.agent("install").ok();
+    let h = health(r.port).unwrap();
+    assert_eq!(
+        h["stack"], STACK,
+        "OYSTERUN_ROUTEC_STACK_NAME reached the Host"
+    );
+    let pid = r.launchd_pid().unwrap();
+    assert_eq!(h["pid"], json!(pid), "the exec kept launchd's pid");
+    let plist = plistlib(&std::fs::read(r.plist()).unwrap());
+    assert_eq!(
+        plist["ProgramArguments"],
+        json!([BIN, "host", "exec", "--stack", STACK])
+    );
+    // Verification follows: launchd's program is oyster, the live environment is the plist's.
+    let st =
+        r.t.run(["agent", "status", "--stack", STACK, "--json"])
+            .ok()
+            .json();
+    assert_eq!(
+        (&st["verified"], &st["env_proof"], &st["installed_by"]),
+        (&json!(true), &json!("live"), &json!("oyster")),
+        "{st}"
+    );
+    let env = live_environ(pid);
+    for (k, v) in plist["EnvironmentVariables"].as_object().unwrap() {
+        assert!(
+            env.contains(&format!("{k}={}", v.as_str().unwrap())),
+            "{k} in {env:?}"
+        );
+    }
+    // An unchanged regenerate finds the loaded definition matching (program and arguments).
+    let out = r.agent("regenerate").ok().stdout();
+    assert!(out.contains("left alone"), "{out}");
+}
+
+#[test]
+fn a_host_launchd_restarts_on_its_own_gets_fresh_identity_files_and_a_synced_config() {
+    let r = Rn::new();
+    r.agent("install").ok();
+    let old = r.wait_for_host_identity_files(None).unwrap();
+    let old_record = exec_record(&r.run_dir());
+    let config = r.t.home.join(".oysterun-stacks/rn/host/config.json");
+    let before: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+    assert_eq!(before["codex_command"], Value::Null, "{before}");
+    // A provider appears after install; no oyster command runs. Then launchd alone restarts
+    // the Host (kickstart -k kills it and starts the loaded definition again, as KeepAlive
+    // does after a crash).
+    let codex = r.t.fake_exe(&r.t.home.join(".local/bin/codex"));
+    r.t.sim(&["kickstart", "-k", &r.target()]).ok();
+    let new = r
+        .wait_for_host_identity_files(Some(old))
+        .expect("fresh identity files");
+    assert_eq!(wait_new_healthy(r.port, old)["pid"], json!(new));
+    let record = exec_record(&r.run_dir());
+    assert_eq!(record["pid"], json!(new));
+    assert_ne!(record["started_at"], Value::Null);
+    assert_ne!(record, old_record);
+    let after: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+    assert_eq!(
+        after["codex_command"],
+        json!(codex),
+        "the launch synced the config"
+    );
+    let log = r.log();
+    assert!(log.contains("config: codex_command"), "{log}");
+    // The plist predates codex, so the launch says its environment differs, and starts anyway.
+    assert!(
+        log.contains("differs from what oyster generates") && log.contains("agent regenerate"),
+        "{log}"
+    );
+    r.t.assert_nothing_executed();
+}
+
+#[test]
+fn a_corrupt_config_is_logged_and_the_host_still_starts() {
+    let r = Rn::new();
+    r.agent("install").ok();
+    let old = r.wait_for_host_identity_files(None).unwrap();
+    std::fs::write(
+        r.t.home.join(".oysterun-stacks/rn/host/config.json"),
+        "{\"port\": ",
+    )
+    .unwrap();
+    r.t.sim(&["kickstart", "-k", &r.target()]).ok();
+    let new = r
+        .wait_for_host_identity_files(Some(old))
+        .expect("the Host started");
+    assert_eq!(wait_new_healthy(r.port, old)["pid"], json!(new));
+    let log = r.log();
+    assert!(
+        log.contains("the config sync failed; the Host starts anyway")
+            && log.contains("not valid JSON"),
+        "{log}"
+    );
+}
+
+#[test]
+fn host_stop_and_status_leave_a_launchd_host_to_launchd() {
+    let r = Rn::new();
+    r.agent("install").ok();
+    let pid = r.wait_for_host_identity_files(None).unwrap();
+    let e =
+        r.t.run(["host", "stop", "--stack", STACK])
+            .fails_with(1)
+            .stderr();
+    assert!(
+        e.contains("run by launchd") && e.contains("oyster agent stop"),
+        "{e}"
+    );
+    assert!(alive(pid), "not signalled");
+    let st =
+        r.t.run(["host", "status", "--stack", STACK, "--json"])
+            .ok()
+            .json();
+    assert_eq!(
+        (&st["managed_by"], &st["pid"]),
+        (&json!("launchd"), &json!(pid)),
+        "{st}"
+    );
+}
+
+/// `host start` with the fixture on a free port for stack `dr`.
+fn start_direct(t: &TestContext, root: &Path, port: u16) -> Run {
+    t.run([
+        "host",
+        "start",
+        "--stack",
+        "dr",
+        "--root",
+        root.to_str().unwrap(),
+        "--node-bin",
+        real_node().to_str().unwrap(),
+        "--port",
+        &port.to_string(),
+        "--wait",
+        "10",
+    ])
+}
+
+#[test]
+fn direct_start_runs_the_same_launch_program_and_leaves_the_same_files() {
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    let port = free_port();
+    start_direct(&t, &root, port).ok();
+    let run = t.home.join(".oysterun-stacks/dr/run");
+    let pid: u32 = pid_from_file(&run.join("oysterun-host-dr.pid"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let h = health(port).unwrap();
+    assert_eq!((&h["pid"], &h["stack"]), (&json!(pid), &json!("dr")));
+    let origin = std::fs::read_to_string(run.join("oysterun-host-dr.origin.tsv")).unwrap();
+    let rows: Vec<(&str, &str)> = origin
+        .lines()
+        .map(|l| l.split_once('\t').unwrap())
+        .collect();
+    let keys: Vec<&str> = rows.iter().map(|(k, _)| *k).collect();
+    assert_eq!(
+        keys,
+        [
+            "key",
+            "started_at_utc",
+            "repo_root",
+            "host_dir",
+            "actual_cwd",
+            "config_dir",
+            "host_port",
+            "host_pid",
+            "launch_label"
+        ]
+    );
+    let row = |k: &str| rows.iter().find(|(key, _)| *key == k).unwrap().1;
+    let host_dir = root.join("host-service");
+    assert_eq!(row("repo_root"), root.to_str().unwrap());
+    assert_eq!(row("host_dir"), host_dir.to_str().unwrap());
+    assert_eq!(
+        Path::new(row("actual_cwd")),
+        std::fs::canonicalize(&host_dir).unwrap()
+    );
+    assert_eq!(
+        Path::new(row("config_dir")),
+        t.home.join(".oysterun-stacks/dr/host")
+    );
+    assert_eq!(row("host_port"), port.to_string());
+    assert_eq!(row("host_pid"), pid.to_string());
+    assert_eq!(row("launch_label"), "com.oysterun.host.dr");
+    let at = row("started_at_utc");
+    assert!(
+        at.len() == 20 && at.ends_with('Z') && at.as_bytes()[10] == b'T',
+        "{at}"
+    );
+    // oyster's own record: owner-only, the argv and environment it exec'd with.
+    let record_path = run.join("oyster-exec.json");
+    assert_eq!(
+        std::fs::metadata(&record_path)
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
+    let rec = exec_record(&run);
+    assert_eq!(rec["pid"], json!(pid));
+    assert_eq!(
+        rec["argv"],
+        json!([real_node(), root.join("host-service/server.mjs")])
+    );
+    let mut live: Vec<String> = live_environ(pid);
+    live.sort();
+    let recorded: Vec<String> = rec["env"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap()))
+        .collect();
+    assert_eq!(recorded, live, "the record is the environment the Host has");
+    // The Host log says what the launch program did.
+    let log =
+        std::fs::read_to_string(t.home.join(".oysterun-stacks/dr/logs/oysterun-host.log")).unwrap();
+    assert!(
+        log.contains("oyster host exec (stack dr") && log.contains("identity files written"),
+        "{log}"
+    );
+    assert!(!log.contains("differs"), "{log}");
+    t.run(["host", "stop", "--stack", "dr"]).ok();
+}
+
+#[test]
+fn oysteruns_dashboard_credentials_entry_point_runs_as_its_runner_runs_it() {
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    let script = root.join("tool_scripts/stack_dashboard_credentials.mjs");
+    std::fs::create_dir_all(script.parent().unwrap()).unwrap();
+    std::fs::write(
+        &script,
+        r#"import { writeFileSync } from "node:fs";
+const e = process.env;
+writeFileSync(e.OYSTERUN_STACK_DASHBOARD_CREDENTIALS_PROOF_PATH, JSON.stringify({
+  args: process.argv.slice(2), cwd: process.cwd(), stack: e.OYSTERUN_STACK_NAME,
+  origin: e.OYSTERUN_HOST_ORIGIN, config: e.OYSTERUN_CONFIG_DIR,
+}));
+console.log("dashboard credentials ready");
+"#,
+    )
+    .unwrap();
+    let port = free_port();
+    start_direct(&t, &root, port).ok();
+    let proof: Value = serde_json::from_slice(
+        &std::fs::read(
+            t.home
+                .join(".oysterun-stacks/dr/run/stack_dashboard_credentials.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        proof,
+        json!({
+            "args": ["ensure"],
+            "cwd": std::fs::canonicalize(&root).unwrap(),
+            "stack": "dr",
+            "origin": format!("http://localhost:{port}"),
+            "config": t.home.join(".oysterun-stacks/dr/host"),
+        })
+    );
+    let log_path = t.home.join(".oysterun-stacks/dr/logs/oysterun-host.log");
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(log.contains("dashboard credentials ready"), "{log}");
+    t.run(["host", "stop", "--stack", "dr"]).ok();
+
+    // A failing entry point is logged; the Host starts anyway.
+    std::fs::write(
+        &script,
+        "console.error('no credentials for you'); process.exit(3);\n",
+    )
+    .unwrap();
+    start_direct(&t, &root, port).ok();
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(
+        log.contains("no credentials for you")
+            && log.contains("stack_dashboard_credentials.mjs exited 3; the Host starts anyway"),
+        "{log}"
+    );
+    t.run(["host", "stop", "--stack", "dr"]).ok();
+}
+
+#[test]
+fn exec_without_the_environment_that_names_the_host_is_refused() {
+    let t = TestContext::new();
+    let e = t
+        .run(["host", "exec", "--stack", "dr"])
+        .fails_with(2)
+        .stderr();
+    assert!(
+        e.contains("OYSTERUN_NODE_BIN is not set") && e.contains("launch program"),
+        "{e}"
+    );
+    assert!(!t.home.join(".oysterun-stacks").exists(), "nothing written");
+}
+
+/// The plist Oysterun 1.5.3's installer writes (`install_oysterun_launch_agents.sh`).
+fn oysteruns_plist(root: &Path, node: &Path, log: &Path) -> String {
+    format!(
+        r#"<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0">
+<dict>
+  <key>Label</key>
+  <string>com.oysterun.host</string>
+  <key>ProgramArguments</key>
+  <array>
+    <string>{root}/tool_scripts/run_oysterun_host.sh</string>
+    <string>--stack</string>
+    <string>production</string>
+  </array>
+  <key>WorkingDirectory</key>
+  <string>{root}</string>
+  <key>EnvironmentVariables</key>
+  <dict>
+    <key>OYSTERUN_NODE_BIN</key>
+    <string>{node}</string>
+    <key>PATH</key>
+    <string>/usr/bin:/bin</string>
+  </dict>
+  <key>RunAtLoad</key>
+  <true/>
+  <key>KeepAlive</key>
+  <true/>
+  <key>StandardOutPath</key>
+  <string>{log}</string>
+  <key>StandardErrorPath</key>
+  <string>{log}</string>
+</dict>
+</plist>
+"#,
+        root = root.display(),
+        node = node.display(),
+        log = log.display()
+    )
+}
+
+#[test]
+fn doctor_and_status_notice_a_plist_from_oysteruns_installer_and_regenerate_takes_it_over() {
+    let t = TestContext::new();
+    let root = t.fixture_root("oysterun");
+    let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.plist");
+    std::fs::create_dir_all(plist.parent().unwrap()).unwrap();
+    let log = t.home.join(".oysterun/logs/oysterun-host.log");
+    std::fs::write(&plist, oysteruns_plist(&root, &real_node(), &log)).unwrap();
+
+    let doc = t.run(["doctor", "--json"]).json();
+    let check = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "plist")
+        .unwrap()
+        .clone();
+    assert_eq!(check["status"], "warn", "{check}");
+    let detail = check["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("Oysterun's own installer")
+            && detail.contains("run_oysterun_host.sh")
+            && detail.contains("oyster agent regenerate"),
+        "{detail}"
+    );
+    let human = t.run(["doctor"]).stdout();
+    assert!(human.contains("Oysterun's own installer"), "{human}");
+    let st = t.run(["agent", "status", "--json"]).json();
+    assert_eq!(st["installed_by"], "oysterun", "{st}");
+    let human = t.run(["agent", "status"]).stdout();
+    assert!(
+        human.contains("Oysterun's own installer") && human.contains("oyster agent regenerate"),
+        "{human}"
+    );
+
+    // Regenerate takes it over: the root comes from the runner it ran, the node from its pin.
+    let out = t.run(["agent", "regenerate", "--no-restart"]).ok().stdout();
+    assert!(out.contains("written"), "{out}");
+    let v = plistlib(&std::fs::read(&plist).unwrap());
+    assert_eq!(
+        v["ProgramArguments"],
+        json!([BIN, "host", "exec", "--stack", "production"])
+    );
+    assert_eq!(v["EnvironmentVariables"]["OYSTERUN_REPO_ROOT"], json!(root));
+    assert_eq!(
+        v["EnvironmentVariables"]["OYSTERUN_NODE_BIN"],
+        json!(real_node())
+    );
+    let st = t.run(["agent", "status", "--json"]).json();
+    assert_eq!(st["installed_by"], "oyster", "{st}");
+}
+
+/// oyster run through a link keeps the link in `ProgramArguments`, whether the link was named
+/// by its path or found on PATH: a Homebrew upgrade replaces what the link points at.
+#[test]
+fn the_plist_runs_oyster_by_the_link_it_was_invoked_through() {
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    let bin = t.path("prefix/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let link = bin.join("oyster");
+    std::os::unix::fs::symlink(BIN, &link).unwrap();
+    let print = |program: &str| {
+        let out = Command::new(program)
+            .args([
+                "agent",
+                "print",
+                "--root",
+                root.to_str().unwrap(),
+                "--node-bin",
+                real_node().to_str().unwrap(),
+            ])
+            .env_clear()
+            .env("HOME", &t.home)
+            .env("PATH", &bin)
+            .env("OYSTER_LAUNCHCTL", "none")
+            .current_dir(t.path(""))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        plistlib(&out.stdout)["ProgramArguments"][0].clone()
+    };
+    assert_eq!(print(link.to_str().unwrap()), json!(link));
+    assert_eq!(print("oyster"), json!(link), "found on PATH");
+}
+
+/// A launch program run by hand while the stack's Host lives (a second `host exec` with the
+/// Host's own environment) must not take over the identity files: they keep naming the live
+/// Host, and the second Host, which cannot have the port, just exits.
+#[test]
+fn a_second_launch_leaves_a_live_hosts_identity_files_alone() {
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    let port = free_port();
+    start_direct(&t, &root, port).ok();
+    let run = t.home.join(".oysterun-stacks/dr/run");
+    let first = pid_from_file(&run.join("oysterun-host-dr.pid")).unwrap();
+    let origin = std::fs::read(run.join("oysterun-host-dr.origin.tsv")).unwrap();
+    let rec = exec_record(&run);
+    let out = Command::new(BIN)
+        .args(["host", "exec", "--stack", "dr"])
+        .env_clear()
+        .envs(
+            rec["env"]
+                .as_object()
+                .unwrap()
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_owned())),
+        )
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "the second Host cannot listen");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("names another live Host (pid {first})")),
+        "{err}"
+    );
+    assert_eq!(
+        pid_from_file(&run.join("oysterun-host-dr.pid")).unwrap(),
+        first
+    );
+    assert_eq!(
+        std::fs::read(run.join("oysterun-host-dr.origin.tsv")).unwrap(),
+        origin
+    );
+    assert_eq!(exec_record(&run), rec);
+    assert_eq!(health(port).unwrap()["pid"].to_string(), first);
+    t.run(["host", "stop", "--stack", "dr"]).ok();
+}
