@@ -4,4 +4,5 @@
 pub mod fs;
 pub mod process;
 pub mod signal;
+pub mod tail;
 pub mod user;
