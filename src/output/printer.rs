@@ -160,6 +160,34 @@ impl Printer {
         }
     }
 
+    /// One line on stderr, before a wait that may be felt, naming what is awaited and the
+    /// deadline (CONTRACT.md §10): `waiting for /health on 127.0.0.1:8802 (up to 30 s)…`.
+    /// Waits shorter than a second pass silently.
+    pub fn waiting(&self, what: &str, deadline: std::time::Duration) {
+        if deadline < std::time::Duration::from_secs(1) {
+            return;
+        }
+        let secs = deadline.as_secs_f64();
+        let shown = if deadline.subsec_millis() == 0 {
+            format!("{} s", deadline.as_secs())
+        } else {
+            format!("{secs:.1} s")
+        };
+        let line = self.human(&format!("waiting for {what} (up to {shown})…"));
+        self.err_safe(&self.paint(self.color_err, Tone::Dim, &line));
+    }
+
+    /// One human line on stderr in a tone (coloured when stderr is a terminal).
+    pub fn err_toned(&self, tone: Tone, text: &str) {
+        let line = self.human(text);
+        self.err_safe(&self.paint(self.color_err, tone, &line));
+    }
+
+    /// Whether stdout gets colour (a terminal, and no `NO_COLOR`).
+    pub fn color_out(&self) -> bool {
+        self.color_out
+    }
+
     /// `oyster: note: …` on stderr (a fallback or override in effect).
     pub fn note(&self, text: &str) {
         self.err(&format!("oyster: note: {text}"));
