@@ -15,3 +15,4 @@ mod setup;
 mod snapshots;
 mod syscalls;
 mod torture;
+mod verbs;
