@@ -227,7 +227,9 @@ fn provider_check(
     let installer = status
         .resolved
         .as_deref()
-        .map(|path| installer_of(&ctx.stack.home, p, Path::new(path)));
+        .map(|path| installer_of(&ctx.stack.home, p, Path::new(path)))
+        // Unknown is `null` in a document, never the word (CONTRACT.md §10).
+        .filter(|i| *i != "unknown");
     let (level, fix) = match (status.intent, status.state) {
         (Intent::Disabled, _) | (_, State::Available) => (Level::Ok, None),
         (Intent::Manual, _) => (
@@ -243,14 +245,20 @@ fn provider_check(
             )),
         ),
     };
+    // The reason's fix (after its last "; ") is what `fix:` says; the detail keeps the why.
+    let why = match (&status.resolved, &status.reason) {
+        (Some(path), _) => path.as_str(),
+        (None, Some(r)) => r.rsplit_once("; ").map_or(r.as_str(), |(why, _)| why),
+        (None, None) => "",
+    };
     let mut detail = match status.state {
         State::Disabled => "disabled by the user".to_owned(),
-        _ => format!("{} ({}), {}", status.state, status.intent, status.detail()),
+        _ => format!("{} ({}), {why}", status.state, status.intent),
     };
     if let Some(source) = status.source {
         detail.push_str(&format!(", source {}", source.as_str()));
     }
-    if let Some(by) = installer.filter(|i| *i != "unknown") {
+    if let Some(by) = installer {
         detail.push_str(&format!(", installed by {by}"));
     }
     let mut report = ProviderReport {

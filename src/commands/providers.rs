@@ -11,11 +11,14 @@ use crate::context::Context;
 use crate::error::Invalid;
 use crate::provider::registry::{self, Provider};
 use crate::provider::resolve::Source;
-use crate::provider::status::ProviderStatus;
+use crate::provider::status::{ProviderStatus, State};
 use crate::ExitStatus;
 
 #[derive(Serialize)]
 struct Rows {
+    /// Every per-stack document names its stack and port (CONTRACT.md §10).
+    stack: String,
+    port: Option<u16>,
     providers: Vec<ProviderStatus>,
 }
 
@@ -29,7 +32,7 @@ pub fn run(ctx: &Context, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
                 .into_iter()
                 .map(|p| doc.status(p, &ctx.search))
                 .collect();
-            show(rows, json)
+            show(ctx, &doc, rows, json)
         }
         ProvidersCommand::Status { json } => {
             ctx.announce_overrides();
@@ -38,7 +41,7 @@ pub fn run(ctx: &Context, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
                 .iter()
                 .map(|p| doc.status(p, &ctx.search))
                 .collect();
-            show(rows, json)
+            show(ctx, &doc, rows, json)
         }
         ProvidersCommand::Set { provider, command } => {
             let p = registry::lookup(&provider)?;
@@ -117,9 +120,18 @@ fn save(
     Ok(ExitStatus::Success)
 }
 
-fn show(rows: Vec<ProviderStatus>, json: bool) -> anyhow::Result<ExitStatus> {
+fn show(
+    ctx: &Context,
+    doc: &ConfigDoc,
+    rows: Vec<ProviderStatus>,
+    json: bool,
+) -> anyhow::Result<ExitStatus> {
     if json {
-        crate::output::printer().json(&Rows { providers: rows });
+        ctx.out.json(&Rows {
+            stack: ctx.stack.name.clone(),
+            port: doc.port().or(ctx.stack.default_port),
+            providers: rows,
+        });
         return Ok(ExitStatus::Success);
     }
     for r in rows {
@@ -129,13 +141,20 @@ fn show(rows: Vec<ProviderStatus>, json: bool) -> anyhow::Result<ExitStatus> {
                 r.source.map_or("-", Source::as_str),
                 r.intent.as_str()
             ),
+            // "disabled  disabled by the user … (intent: disabled)" said it three times.
+            (None, reason) if r.state == State::Disabled => reason
+                .as_deref()
+                .unwrap_or("")
+                .strip_prefix("disabled ")
+                .unwrap_or(reason.as_deref().unwrap_or(""))
+                .to_owned(),
             (None, reason) => format!(
                 "{}  (intent: {})",
                 reason.as_deref().unwrap_or(""),
                 r.intent.as_str()
             ),
         };
-        crate::say!("{:<8} {:<12} {what}", r.provider, r.state);
+        crate::say!("{:<8} {:<12} {what}", r.provider, r.state.as_str());
     }
     Ok(ExitStatus::Success)
 }
