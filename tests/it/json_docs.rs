@@ -226,13 +226,12 @@ fn check_conventions(
                         errors.push(format!("{here} = {v}"));
                     }
                 }
-                if k == "status" && map.contains_key("check") {
-                    if !v
-                        .as_str()
-                        .is_some_and(|s| ["ok", "warn", "fail"].contains(&s))
-                    {
-                        errors.push(format!("{here} = {v}"));
-                    }
+                let levels = ["ok", "warn", "fail"];
+                if k == "status"
+                    && map.contains_key("check")
+                    && !v.as_str().is_some_and(|s| levels.contains(&s))
+                {
+                    errors.push(format!("{here} = {v}"));
                 }
                 if numbers.contains(k) && !(v.is_null() || v.is_u64() || v.is_i64()) {
                     errors.push(format!("{here} = {v} is not a number or null"));
