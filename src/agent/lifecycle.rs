@@ -241,7 +241,10 @@ impl<'a> Agent<'a> {
                 );
             }
             if !said && t0.elapsed() > Duration::from_millis(300) {
-                crate::tell!("Waiting for launchd to finish booting out {target}…");
+                crate::output::printer().waiting(
+                    &format!("launchd to finish booting out {target}"),
+                    DRAIN_TIMEOUT,
+                );
                 said = true;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -261,6 +264,10 @@ impl<'a> Agent<'a> {
         let t0 = Instant::now();
         let plist = self.stack.plist_path();
         let mut said = false;
+        crate::output::printer().waiting(
+            &format!("the Host to start and answer /health on 127.0.0.1:{port}"),
+            timing.wait,
+        );
         let (pid, info) = loop {
             let info = self
                 .print()
@@ -310,6 +317,10 @@ impl<'a> Agent<'a> {
             EnvCheck::Verified => {}
             other => return Err(other.describe()),
         }
+        crate::output::printer().waiting(
+            &format!("pid {pid} to stay up (a crash loop would not)"),
+            timing.settle,
+        );
         std::thread::sleep(timing.settle);
         match self.print().map_err(|e| format!("{e:#}"))? {
             Some(after) if after.pid() == Some(pid) && after.running() => Ok(Verified { pid, health_after }),

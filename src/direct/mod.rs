@@ -197,6 +197,10 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
 
 /// Health, live environment, then a settle period with the same pid.
 fn verify_start(child: &mut Child, plan: &Plan, opts: &StartOptions) -> Result<Duration, String> {
+    crate::output::printer().waiting(
+        &format!("GET /health on 127.0.0.1:{}", plan.port),
+        opts.wait,
+    );
     let health_after = verify::wait_healthy(plan.port, opts.wait, || {
         matches!(child.try_wait(), Ok(None))
     })
@@ -228,6 +232,7 @@ fn verify_start(child: &mut Child, plan: &Plan, opts: &StartOptions) -> Result<D
 /// SIGTERM one pid, wait up to `grace`, then SIGKILL. Returns whether it had to escalate.
 pub fn terminate(pid: u32, grace: Duration) -> bool {
     let _ = signal::kill(pid, Signal::SIGTERM);
+    crate::output::printer().waiting(&format!("pid {pid} to exit after SIGTERM"), grace);
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
         if verify::inspect(pid).is_none() {
