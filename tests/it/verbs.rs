@@ -523,3 +523,71 @@ fn host_stop_and_status_leave_a_launchd_host_to_launchd() {
     let out = t.run(["host", "status", "--stack", "hs"]).ok().stdout();
     assert!(out.contains("launchd owns this Host"), "{out}");
 }
+
+/// Runs oyster on a real pseudo-terminal (tests/pty_drive.py, answering nothing); what the
+/// terminal showed.
+fn on_a_terminal(t: &TestContext, args: &[&str], extra_env: &[(&str, &str)]) -> String {
+    let out = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("the PTY tests need python3");
+    let python = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pty_drive.py");
+    let mut c = std::process::Command::new(python);
+    c.arg(script).arg("").arg(crate::common::BIN).args(args);
+    c.env_clear()
+        .env("HOME", &t.home)
+        .env("PATH", "/usr/bin:/bin");
+    for (k, v) in &t.extra_env {
+        c.env(k, v);
+    }
+    for (k, v) in extra_env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    report["output"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn colour_on_a_terminal_none_with_no_color_or_a_pipe() {
+    let t = ctx();
+    let port = free_port();
+    install(&t, "cl", port);
+    let green = "\x1b[32m";
+    let tty = on_a_terminal(&t, &["status", "--stack", "cl"], &[("TERM", "xterm")]);
+    assert!(
+        tty.contains(&format!("{green}  status:    running, verified")),
+        "{tty:?}"
+    );
+    assert!(
+        tty.contains("\x1b[1mcom.oysterun.host.cl"),
+        "a bold heading: {tty:?}"
+    );
+    let doctor = on_a_terminal(&t, &["doctor", "--stack", "cl"], &[("TERM", "xterm")]);
+    assert!(doctor.contains(&format!("{green}[ok  ]")), "{doctor:?}");
+    assert!(doctor.contains("\x1b[33m[warn]"), "{doctor:?}");
+    for (name, env) in [
+        ("NO_COLOR", &[("TERM", "xterm"), ("NO_COLOR", "1")][..]),
+        ("TERM=dumb", &[("TERM", "dumb")][..]),
+    ] {
+        for args in [
+            &["status", "--stack", "cl"][..],
+            &["doctor", "--stack", "cl"],
+        ] {
+            let plain = on_a_terminal(&t, args, env);
+            assert!(!plain.contains('\x1b'), "{name} {args:?}: {plain:?}");
+            assert!(
+                plain.contains("running") || plain.contains("[ok  ]"),
+                "{plain}"
+            );
+        }
+    }
+    let piped = t.run(["status", "--stack", "cl"]).ok();
+    assert!(!piped.stdout().contains('\x1b') && !piped.stderr().contains('\x1b'));
+}
