@@ -188,7 +188,7 @@ fn config_check(ctx: &Context, checks: &mut Vec<Check>) -> Option<ConfigDoc> {
                 "config",
                 Level::Fail,
                 e.to_string(),
-                Some("fix or restore the file; the other checks ran without it".into()),
+                Some("correct the value it names, or restore the file; the other checks ran without it".into()),
             ));
             None
         }
@@ -359,11 +359,21 @@ fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
             checks.push(check("domain", Level::Warn, n.clone(), None));
         }
         let Some(info) = lc.print(&domain.target(&st.label))? else {
+            // Stopped on purpose (`agent stop` disables the label) is not broken.
+            let stopped =
+                installed.is_some() && lc.disabled(&domain.name, &st.label)?.unwrap_or(false);
             checks.push(check(
                 "launchd",
                 Level::Warn,
-                format!("{} is not loaded in {}", st.label, domain.name),
-                installed.map(|_| format!("`oyster agent restart --stack {}`", st.name)),
+                if stopped {
+                    format!(
+                        "{} is stopped (`oyster agent stop` disabled it in {}, so it stays stopped at login)",
+                        st.label, domain.name
+                    )
+                } else {
+                    format!("{} is not loaded in {}", st.label, domain.name)
+                },
+                installed.map(|_| format!("`oyster agent start --stack {}`", st.name)),
             ));
             return Ok(());
         };
