@@ -60,7 +60,7 @@ pub enum Command {
     #[command(subcommand)]
     Config(ConfigCommand),
     /// The LaunchAgent: generate, install, restart and verify the launchd job.
-    #[command(subcommand, after_help = AGENT_EXAMPLES)]
+    #[command(subcommand, after_help = agent_examples())]
     Agent(AgentCommand),
     /// Direct (pid-file) Host startup, for Linux and macOS without launchd.
     #[command(subcommand)]
@@ -223,14 +223,19 @@ pub fn examples() -> String {
 }
 
 /// `oyster agent --help` examples.
-pub const AGENT_EXAMPLES: &str = "\
-Examples:
-  oyster agent status --json        the facts, for scripts
-  oyster agent stop                 stop the Host and keep it stopped across logins
-  oyster agent start                undo `stop`: enable, load, verify
-  oyster agent kill                 SIGTERM the Host; launchd starts it again
-  oyster agent regenerate --dry-run what an upgrade would change in the plist
-  oyster agent install --stack dev --port 8810 --root ~/src/oysterun";
+pub fn agent_examples() -> String {
+    example_block(&[
+        ("oyster agent status --json".into(), "the facts, for scripts"),
+        ("oyster agent stop".into(), "stop the Host; it stays stopped across logins"),
+        ("oyster agent start".into(), "undo `stop`: enable, load, verify"),
+        ("oyster agent kill".into(), "SIGTERM the Host; launchd starts it again"),
+        ("oyster agent regenerate --dry-run".into(), "what an upgrade would change"),
+        (
+            "oyster agent install --stack dev --port 8810 --root ~/src/oysterun".into(),
+            "",
+        ),
+    ])
+}
 
 /// `oyster providers --help` examples (names from the registry).
 pub fn providers_examples() -> String {

@@ -110,13 +110,16 @@ fn render(cmd: Command, name: &str, out: &mut Vec<u8>) -> anyhow::Result<()> {
     let examples = examples_of(&cmd, name);
     let subcommands: Vec<String> = cmd
         .get_subcommands()
-        .filter(|s| !s.is_hide_set())
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
         .map(|s| s.get_name().to_owned())
         .collect();
     // The `Examples:`/`Environment:` text is ours to place; clap's "extra" section would
     // repeat it untitled.
     let cmd = cmd.after_help(None::<&str>).after_long_help(None::<&str>);
-    let man = clap_mangen::Man::new(cmd.clone());
+    let man = clap_mangen::Man::new(cmd.clone()).source(format!(
+        "oyster {}",
+        cmd.get_version().unwrap_or_default()
+    ));
     man.render_title(out)?;
     man.render_name_section(out)?;
     man.render_synopsis_section(out)?;
@@ -125,7 +128,22 @@ fn render(cmd: Command, name: &str, out: &mut Vec<u8>) -> anyhow::Result<()> {
         man.render_options_section(out)?;
     }
     if !subcommands.is_empty() {
-        man.render_subcommands_section(out)?;
+        // oyster(1) points at the pages that exist (oyster-agent(1), …); a subcommand's page
+        // lists its own subcommands as they are typed (there is no oyster-agent-stop(1)).
+        section(out, "SUBCOMMANDS");
+        let bin = cmd.get_bin_name().unwrap_or(cmd.get_name()).to_owned();
+        for sub in cmd
+            .get_subcommands()
+            .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+        {
+            let tag = if name == "oyster" {
+                format!("oyster-{}(1)", sub.get_name())
+            } else {
+                format!("{bin} {}", sub.get_name())
+            };
+            let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+            tagged(out, &[(tag.as_str(), about.as_str())]);
+        }
     }
     if let Some(ex) = examples {
         section(out, "EXAMPLES");
@@ -173,7 +191,9 @@ fn render(cmd: Command, name: &str, out: &mut Vec<u8>) -> anyhow::Result<()> {
     see.push("launchctl(1)".to_owned());
     see.push("launchd.plist(5)".to_owned());
     let _ = writeln!(out, "{}", esc(&see.join(", ")));
-    man.render_version_section(out)?;
+    if cmd.get_version().is_some() {
+        man.render_version_section(out)?;
+    }
     Ok(())
 }
 
@@ -187,7 +207,11 @@ pub fn render_main(mut cmd: Command, out: &mut Vec<u8>) -> anyhow::Result<()> {
 pub fn pages(mut cmd: Command) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
     cmd.build();
     let mut pages = vec![];
-    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+    // clap's own `help` subcommand is `--help`, not a page.
+    for sub in cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+    {
         let name = sub.get_name().to_owned();
         let mut bytes = vec![];
         render(sub.clone(), &name, &mut bytes)?;
