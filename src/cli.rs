@@ -225,11 +225,26 @@ pub fn examples() -> String {
 /// `oyster agent --help` examples.
 pub fn agent_examples() -> String {
     example_block(&[
-        ("oyster agent status --json".into(), "the facts, for scripts"),
-        ("oyster agent stop".into(), "stop the Host; it stays stopped across logins"),
-        ("oyster agent start".into(), "undo `stop`: enable, load, verify"),
-        ("oyster agent kill".into(), "SIGTERM the Host; launchd starts it again"),
-        ("oyster agent regenerate --dry-run".into(), "what an upgrade would change"),
+        (
+            "oyster agent status --json".into(),
+            "the facts, for scripts",
+        ),
+        (
+            "oyster agent stop".into(),
+            "stop the Host; it stays stopped across logins",
+        ),
+        (
+            "oyster agent start".into(),
+            "undo `stop`: enable, load, verify",
+        ),
+        (
+            "oyster agent kill".into(),
+            "SIGTERM the Host; launchd starts it again",
+        ),
+        (
+            "oyster agent regenerate --dry-run".into(),
+            "what an upgrade would change",
+        ),
         (
             "oyster agent install --stack dev --port 8810 --root ~/src/oysterun".into(),
             "",

@@ -116,10 +116,8 @@ fn render(cmd: Command, name: &str, out: &mut Vec<u8>) -> anyhow::Result<()> {
     // The `Examples:`/`Environment:` text is ours to place; clap's "extra" section would
     // repeat it untitled.
     let cmd = cmd.after_help(None::<&str>).after_long_help(None::<&str>);
-    let man = clap_mangen::Man::new(cmd.clone()).source(format!(
-        "oyster {}",
-        cmd.get_version().unwrap_or_default()
-    ));
+    let man = clap_mangen::Man::new(cmd.clone())
+        .source(format!("oyster {}", cmd.get_version().unwrap_or_default()));
     man.render_title(out)?;
     man.render_name_section(out)?;
     man.render_synopsis_section(out)?;

@@ -1366,10 +1366,17 @@ fn a_man_page_per_subcommand_with_the_sections_a_reader_expects_installed_by_mak
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     pages.sort();
-    for page in ["oyster.1", "oyster-agent.1", "oyster-logs.1", "oyster-status.1"] {
+    for page in [
+        "oyster.1",
+        "oyster-agent.1",
+        "oyster-logs.1",
+        "oyster-status.1",
+    ] {
         assert!(pages.contains(&page.to_owned()), "{pages:?}");
     }
-    assert!(!pages.iter().any(|p| p.contains("completions") || p == "oyster-man.1"));
+    assert!(!pages
+        .iter()
+        .any(|p| p.contains("completions") || p == "oyster-man.1"));
     for page in &pages {
         let text = std::fs::read_to_string(dir.join(page)).unwrap();
         let name = page.trim_end_matches(".1");
@@ -1383,7 +1390,10 @@ fn a_man_page_per_subcommand_with_the_sections_a_reader_expects_installed_by_mak
             "EXIT STATUS",
             "SEE ALSO",
         ] {
-            assert!(text.contains(&format!("\n.SH {section}\n")), "{page} lacks {section}");
+            assert!(
+                text.contains(&format!("\n.SH {section}\n")),
+                "{page} lacks {section}"
+            );
         }
         assert!(text.contains("OYSTERUN_STACKS_DIR"), "{page}");
     }
@@ -1394,7 +1404,10 @@ fn a_man_page_per_subcommand_with_the_sections_a_reader_expects_installed_by_mak
         "no page is named that does not exist"
     );
     let main = std::fs::read_to_string(dir.join("oyster.1")).unwrap();
-    assert!(main.contains("oyster\\-agent(1)"), "oyster(1) points at the pages");
+    assert!(
+        main.contains("oyster\\-agent(1)"),
+        "oyster(1) points at the pages"
+    );
     // `oyster man` alone still prints the main page (what older packaging ran).
     assert!(t.run(["man"]).ok().stdout().contains("\n.TH oyster 1"));
     // make install/uninstall, the formula and the .pkg install all of them.
