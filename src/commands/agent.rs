@@ -413,7 +413,11 @@ fn collect(ctx: &Context) -> anyhow::Result<AgentStatus> {
             if let Some(n) = &domain.fallback_note {
                 st.notes.push(n.clone());
             }
-            st.disabled = Some(lc.disabled(&domain.name, &stack.label)?.unwrap_or(false));
+            // `print-disabled` failing leaves it unknown (`null`); it never fails the status.
+            st.disabled = lc
+                .disabled(&domain.name, &stack.label)
+                .ok()
+                .map(|d| d.unwrap_or(false));
             if let Some(info) = lc.print(&domain.target(&stack.label))? {
                 st.loaded = true;
                 st.running = info.running();

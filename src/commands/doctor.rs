@@ -360,8 +360,12 @@ fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
         }
         let Some(info) = lc.print(&domain.target(&st.label))? else {
             // Stopped on purpose (`agent stop` disables the label) is not broken.
-            let stopped =
-                installed.is_some() && lc.disabled(&domain.name, &st.label)?.unwrap_or(false);
+            let stopped = installed.is_some()
+                && lc
+                    .disabled(&domain.name, &st.label)
+                    .ok()
+                    .flatten()
+                    .unwrap_or(false);
             checks.push(check(
                 "launchd",
                 Level::Warn,

@@ -52,10 +52,13 @@ pub fn run(ctx: &Context, args: SetupArgs) -> anyhow::Result<ExitStatus> {
 
 fn show(ctx: &Context, opts: &SetupOptions, sp: &SetupPlan) {
     let st = &ctx.stack;
-    crate::say!(
-        "Oysterun setup for stack {} (mode: {})",
-        st.name,
-        opts.mode.as_str()
+    ctx.out.out_toned(
+        crate::output::Tone::Heading,
+        &format!(
+            "Oysterun setup for stack {} (mode: {})",
+            st.name,
+            opts.mode.as_str()
+        ),
     );
     crate::say!(
         "  node:        {} {}",
