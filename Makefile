@@ -35,7 +35,12 @@ clean:
 demo: build
 	bash scripts/demo.sh
 
-## Install the binary, shell completions and man page: make install PREFIX=/usr/local [DESTDIR=…]
+## The man pages `oyster man --dir` writes: oyster(1) and one per subcommand (a test keeps this
+## list equal to what the binary writes, so uninstall removes exactly those).
+MANPAGES = oyster oyster-providers oyster-config oyster-agent oyster-host oyster-setup \
+	oyster-doctor oyster-logs oyster-status oyster-start oyster-stop oyster-restart oyster-list
+
+## Install the binary, shell completions and man pages: make install PREFIX=/usr/local [DESTDIR=…]
 PREFIX ?= /usr/local
 BINDIR = $(DESTDIR)$(PREFIX)/bin
 SHAREDIR = $(DESTDIR)$(PREFIX)/share
@@ -44,13 +49,13 @@ install:
 	install -d $(BINDIR) $(SHAREDIR)/man/man1 $(SHAREDIR)/bash-completion/completions \
 		$(SHAREDIR)/zsh/site-functions $(SHAREDIR)/fish/vendor_completions.d
 	install -m 0755 target/release/oyster $(BINDIR)/oyster
-	target/release/oyster man > $(SHAREDIR)/man/man1/oyster.1
+	target/release/oyster man --dir $(SHAREDIR)/man/man1
 	target/release/oyster completions bash > $(SHAREDIR)/bash-completion/completions/oyster
 	target/release/oyster completions zsh > $(SHAREDIR)/zsh/site-functions/_oyster
 	target/release/oyster completions fish > $(SHAREDIR)/fish/vendor_completions.d/oyster.fish
 
 uninstall:
-	rm -f $(BINDIR)/oyster $(SHAREDIR)/man/man1/oyster.1 \
+	rm -f $(BINDIR)/oyster $(MANPAGES:%=$(SHAREDIR)/man/man1/%.1) \
 		$(SHAREDIR)/bash-completion/completions/oyster $(SHAREDIR)/zsh/site-functions/_oyster \
 		$(SHAREDIR)/fish/vendor_completions.d/oyster.fish
 

@@ -27,7 +27,8 @@ class Oyster < Formula
   def install
     system "cargo", "install", *std_cargo_args
     generate_completions_from_executable(bin/"oyster", "completions")
-    (man1/"oyster.1").write Utils.safe_popen_read(bin/"oyster", "man")
+    # oyster(1) and one page per subcommand (oyster-agent(1), …).
+    system bin/"oyster", "man", "--dir", man1
   end
 
   # No `service do` block, on purpose: `brew services` would write a second plist,

@@ -7,8 +7,13 @@
 # Nothing outside the temp directory is touched, and nothing is left running.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-OYSTER="$ROOT/target/debug/oyster"
-SIM="$ROOT/target/debug/launchctl-sim"
+# Where cargo put the build: $CARGO_TARGET_DIR when set (relative to the repository, where
+# make runs cargo), else target/.
+TARGET="${CARGO_TARGET_DIR:-$ROOT/target}"
+case "$TARGET" in /*) ;; *) TARGET="$ROOT/$TARGET" ;; esac
+OYSTER="$TARGET/debug/oyster"
+SIM="$TARGET/debug/launchctl-sim"
+[ -x "$OYSTER" ] || { echo "make demo: $OYSTER is missing; run make build first" >&2; exit 1; }
 NODE_BIN="$(command -v node)" || { echo "make demo needs node (v20+) on PATH" >&2; exit 1; }
 DEMO="$(mktemp -d "${TMPDIR:-/tmp}/oyster-demo.XXXXXX")"
 
@@ -73,6 +78,12 @@ PID="$("$OYSTER" agent status "${STACK[@]}" --json | python3 -c 'import json,sys
 tr '\0' '\n' < "/proc/$PID/environ" | grep -E '^(PATH|OYSTERUN_NODE_BIN|OYSTERUN_ROUTEC_STACK_NAME)=' | sed "s#$HOME#~#g"
 step "Regenerate again: nothing changed, so the running Host is left alone"
 run agent regenerate "${STACK[@]}"
+step "The Host log, secrets redacted (oyster logs -f follows it)"
+run logs "${STACK[@]}" -n 3
+step "Stop keeps the plist and disables the label (it stays stopped at login); start undoes it"
+run stop "${STACK[@]}"
+run list
+run start "${STACK[@]}"
 step "Uninstall: boot the job out, remove the plist, keep config and logs"
 run agent uninstall "${STACK[@]}"
 step "The audit log (one JSON line per lifecycle step)"

@@ -13,7 +13,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
     version,
     propagate_version = true,
     max_term_width = 100,
-    after_long_help = ENVIRONMENT_HELP
+    after_help = examples(),
+    after_long_help = format!("{}\n\n{ENVIRONMENT_HELP}", examples())
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -46,24 +47,22 @@ Exit status: 0 success (a cancel included), 1 the operation failed, 2 invalid in
 /// Options every command takes, before or after the subcommand.
 #[derive(Debug, Args, Clone)]
 pub struct GlobalArgs {
-    /// The stack: `production` (default), `staging`, or a custom name.
+    /// The stack: `production` (default), `staging`, or a custom name (`oyster agent list`
+    /// shows the stacks on this machine).
     #[arg(long, global = true, default_value = crate::host::stack::DEFAULT_STACK, value_name = "NAME")]
     pub stack: String,
-    /// The stack's port; recorded in its config.json by commands that sync the config.
-    #[arg(long, global = true, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
-    pub port: Option<u16>,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Find and configure the provider commands (claude, codex).
-    #[command(subcommand)]
+    #[command(subcommand, after_help = providers_examples())]
     Providers(ProvidersCommand),
     /// Read and synchronize the stack's config.json.
     #[command(subcommand)]
     Config(ConfigCommand),
     /// The LaunchAgent: generate, install, restart and verify the launchd job.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = agent_examples())]
     Agent(AgentCommand),
     /// Direct (pid-file) Host startup, for Linux and macOS without launchd.
     #[command(subcommand)]
@@ -77,9 +76,14 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// Print the man page in roff (for packagers).
+    /// Print the man page in roff (for packagers); `--dir DIR` writes every page (oyster.1,
+    /// oyster-agent.1, …) into DIR instead.
     #[command(hide = true)]
-    Man,
+    Man {
+        /// Write oyster.1 and one page per subcommand into this directory.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// Check node, providers, the plist, launchd, the live Host and the log dir; say the fix.
     Doctor {
         /// Print JSON.
@@ -89,7 +93,199 @@ pub enum Command {
         #[arg(long)]
         probe: bool,
     },
+    /// Print the Host log (secrets redacted); `-f` follows it, across rotation and truncation.
+    #[command(after_help = LOGS_EXAMPLES)]
+    Logs(LogsArgs),
+    /// Alias of `oyster agent status`.
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Alias of `oyster agent start`.
+    Start(StartArgs),
+    /// Alias of `oyster agent stop`.
+    Stop,
+    /// Alias of `oyster agent restart`.
+    Restart {
+        #[command(flatten)]
+        host: HostArgs,
+        #[command(flatten)]
+        verify: VerifyArgs,
+    },
+    /// Alias of `oyster agent list`.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
+
+/// `oyster logs`.
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// How many lines from the end to print first.
+    #[arg(short = 'n', long = "lines", default_value_t = 20, value_name = "N", value_parser = whole_number)]
+    pub lines: u64,
+    /// Keep printing what the Host writes (Ctrl-C ends it), across rotation and truncation.
+    #[arg(short, long)]
+    pub follow: bool,
+}
+
+/// `oyster agent start`: what `install` takes, since it regenerates the plist first.
+#[derive(Debug, Args, Clone)]
+pub struct StartArgs {
+    #[command(flatten)]
+    pub host: HostArgs,
+    #[command(flatten)]
+    pub verify: VerifyArgs,
+}
+
+impl Command {
+    /// The `--port` given to this command, if it takes one (only commands that sync the config
+    /// or plan the Host do).
+    pub fn port(&self) -> Option<u16> {
+        let host = |h: &HostArgs| h.port;
+        match self {
+            Command::Config(ConfigCommand::Sync { port }) => *port,
+            Command::Setup(a) => host(&a.host),
+            Command::Start(a) => host(&a.host),
+            Command::Restart { host: h, .. } => host(h),
+            Command::Host(HostCommand::Start { host: h, .. }) => host(h),
+            Command::Agent(a) => match a {
+                AgentCommand::Print { host: h }
+                | AgentCommand::Install { host: h, .. }
+                | AgentCommand::Regenerate { host: h, .. }
+                | AgentCommand::Restart { host: h, .. } => host(h),
+                AgentCommand::Start(a) => host(&a.host),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
+/// A port as people type it: a whole number from 1 to 65535 (said in those words, not Rust's).
+pub fn port_number(s: &str) -> Result<u16, String> {
+    match s.trim().parse::<u64>() {
+        Ok(n @ 1..=65535) => Ok(n as u16),
+        _ => Err("a port is a whole number from 1 to 65535".into()),
+    }
+}
+
+/// A count or duration as people type it: a whole number, 0 or more.
+pub fn whole_number(s: &str) -> Result<u64, String> {
+    s.trim()
+        .parse::<u64>()
+        .map_err(|_| "give a whole number (0, 1, 2, …)".into())
+}
+
+/// An `Examples:` block: commands, and a comment aligned after the longest.
+fn example_block(rows: &[(String, &str)]) -> String {
+    let width = rows.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+    let mut out = String::from("Examples:");
+    for (cmd, what) in rows {
+        out.push_str("\n  ");
+        if what.is_empty() {
+            out.push_str(cmd);
+        } else {
+            out.push_str(&format!("{cmd:<width$}   {what}"));
+        }
+    }
+    out
+}
+
+/// `oyster --help` examples (also the man page's EXAMPLES). Provider names come from the
+/// registry, like everything else about providers.
+pub fn examples() -> String {
+    let p = crate::provider::registry::PROVIDERS.last();
+    let (id, name) = p.map_or(("PROVIDER", "a provider"), |p| (p.id, p.display_name));
+    let without = format!("do without {name}");
+    example_block(&[
+        (
+            "oyster setup".into(),
+            "set up the Host once (asks before installing anything)",
+        ),
+        (
+            "oyster status".into(),
+            "installed, loaded, running, verified?",
+        ),
+        (
+            "oyster logs -f".into(),
+            "follow the Host log (secrets redacted)",
+        ),
+        (
+            "oyster restart".into(),
+            "restart and verify (also: stop, start)",
+        ),
+        ("oyster list".into(), "every stack on this machine"),
+        (format!("oyster providers set {id} \"\""), &without),
+        ("oyster doctor".into(), "what is wrong, and the fix"),
+    ])
+}
+
+/// `oyster agent --help` examples.
+pub fn agent_examples() -> String {
+    example_block(&[
+        (
+            "oyster agent status --json".into(),
+            "the facts, for scripts",
+        ),
+        (
+            "oyster agent stop".into(),
+            "stop the Host; it stays stopped across logins",
+        ),
+        (
+            "oyster agent start".into(),
+            "undo `stop`: enable, load, verify",
+        ),
+        (
+            "oyster agent kill".into(),
+            "SIGTERM the Host; launchd starts it again",
+        ),
+        (
+            "oyster agent regenerate --dry-run".into(),
+            "what an upgrade would change",
+        ),
+        (
+            "oyster agent install --stack dev --port 8810 --root ~/src/oysterun".into(),
+            "",
+        ),
+    ])
+}
+
+/// `oyster providers --help` examples (names from the registry).
+pub fn providers_examples() -> String {
+    let ids: Vec<&str> = crate::provider::registry::PROVIDERS
+        .iter()
+        .map(|p| p.id)
+        .collect();
+    let first = ids.first().copied().unwrap_or("PROVIDER");
+    let last = ids.last().copied().unwrap_or("PROVIDER");
+    example_block(&[
+        ("oyster providers status".into(), ""),
+        (
+            format!("oyster providers set {first} ~/.local/bin/{first}"),
+            "always use this one (manual)",
+        ),
+        (format!("oyster providers set {last} \"\""), "disable it"),
+        (
+            format!("oyster providers auto {last}"),
+            "let oyster find it again",
+        ),
+        (
+            "oyster agent regenerate".into(),
+            "give the running Host the change",
+        ),
+    ])
+}
+
+/// `oyster logs --help` examples.
+pub const LOGS_EXAMPLES: &str = "\
+Examples:
+  oyster logs                       the last 20 lines
+  oyster logs -n 200 --stack staging
+  oyster logs -f                    follow; Ctrl-C ends it";
 
 #[derive(Debug, Args)]
 pub struct SetupArgs {
@@ -159,16 +355,29 @@ pub enum AgentCommand {
     },
     /// Boot the job out and remove the plist; config, history and logs are kept.
     Uninstall,
+    /// Stop the Host: boot the job out and disable the label so it stays stopped across logins;
+    /// the plist is kept (`start` undoes it).
+    Stop,
+    /// Start the Host: enable the label, regenerate and load the plist, verify (undoes `stop`).
+    Start(StartArgs),
+    /// Send SIGTERM to the running Host only; launchd (KeepAlive) starts it again.
+    Kill,
+    /// Every stack found on this machine: label, port, installed, loaded, running, verified.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// How long verification waits.
 #[derive(Debug, Args, Clone, Copy)]
 pub struct VerifyArgs {
     /// Seconds to wait for the new instance to run and answer GET /health with 200.
-    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    #[arg(long, default_value_t = 30, value_name = "SECS", value_parser = whole_number)]
     pub wait: u64,
     /// Milliseconds the pid must stay unchanged after /health answered (catches crash loops).
-    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    #[arg(long, default_value_t = 1000, value_name = "MS", value_parser = whole_number)]
     pub settle_ms: u64,
 }
 
@@ -193,6 +402,10 @@ pub struct HostArgs {
     /// node found like a provider].
     #[arg(long, value_name = "PATH")]
     pub node_bin: Option<PathBuf>,
+    /// The stack's port, recorded as `port` in its config.json (a custom stack needs it once;
+    /// production is 8802 and staging 9902 unless recorded otherwise).
+    #[arg(long, value_name = "PORT", value_parser = port_number)]
+    pub port: Option<u16>,
 }
 
 impl HostArgs {
@@ -287,7 +500,11 @@ pub enum ProvidersCommand {
 pub enum ConfigCommand {
     /// The stack config sync: migrate, merge what resolution finds, record --port; writes only
     /// when something changed.
-    Sync,
+    Sync {
+        /// The stack's port, recorded as `port` in its config.json.
+        #[arg(long, value_name = "PORT", value_parser = port_number)]
+        port: Option<u16>,
+    },
     /// Print the config with secrets redacted and home shown as ~.
     Show {
         /// Print JSON.

@@ -120,6 +120,26 @@ impl Context {
         })
     }
 
+    /// The same run's context for another stack (`agent list`): same environment, launcher and
+    /// printer; the new stack's secrets are learned too.
+    pub fn for_stack(&self, name: &str) -> Result<Context, crate::error::Invalid> {
+        let stack = Stack::new(name, &self.env.stack_env())?;
+        self.out
+            .add_secrets(crate::config::secret_values_on_disk(&stack.config_path()));
+        self.out
+            .add_secrets(crate::host::plist::secret_values_on_disk(
+                &stack.plist_path(),
+            ));
+        Ok(Context {
+            stack,
+            search: self.search.clone(),
+            port: None,
+            env: self.env.clone(),
+            launcher: self.launcher.clone(),
+            out: self.out,
+        })
+    }
+
     /// Takes the stack's lifecycle lock (`<run dir>/oyster.lock`, CONTRACT.md §9) for the
     /// whole run of a command that writes or loads: a second one waits, saying for whom, up to
     /// [`LOCK_WAIT`], or until it is interrupted, then fails.

@@ -67,6 +67,15 @@ impl Failed {
     }
 }
 
+/// Context whose `lead` goes before the cause, as any context does, and whose `after` is said
+/// after the whole message: setup says the real cause first, then what it rolled back.
+#[derive(Debug, thiserror::Error)]
+#[error("{lead}")]
+pub struct Afterword {
+    pub lead: String,
+    pub after: String,
+}
+
 /// A run stopped by SIGINT, SIGTERM or SIGHUP, after its rollback (exit 128 + the signal).
 #[derive(Debug, thiserror::Error)]
 #[error("interrupted by {0}; {1}")]
@@ -90,6 +99,17 @@ pub fn render(err: &anyhow::Error) -> (String, Option<String>) {
             text.push_str(": ");
         }
         text.push_str(&s);
+    }
+    // std's io::Error appends " (os error 20)" to the system's words: a Rust detail.
+    while let Some(i) = text.find(" (os error ") {
+        match text[i..].find(')') {
+            Some(j) => text.replace_range(i..i + j + 1, ""),
+            None => break,
+        }
+    }
+    if let Some(a) = err.downcast_ref::<Afterword>() {
+        text.push('\n');
+        text.push_str(&a.after);
     }
     (text, hint)
 }

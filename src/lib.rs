@@ -40,10 +40,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let args: Vec<OsString> = args.into_iter().collect();
     let cli = match cli::Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(e) => {
-            let _ = e.print();
-            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
-        }
+        Err(e) => return usage_error(&e),
     };
     let out = output::printer();
     if let Some(result) = commands::packaging(&cli) {
@@ -51,7 +48,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     }
     let ctx = match context::Context::new(
         &cli.global.stack,
-        cli.global.port,
+        cli.command.port(),
         context::EnvSnapshot::from_process(),
         args.first().map(OsString::as_os_str),
     ) {
@@ -62,6 +59,51 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         }
     };
     finish(commands::dispatch(&ctx, cli.command))
+}
+
+/// clap's own messages (`--help`, `--version`) print as clap writes them; its parse errors are
+/// said in oyster's one error style, `oyster: error: …` with `hint:` for its tips, keeping
+/// clap's exit code (2 for usage).
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let code = ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return code;
+    }
+    let out = output::printer();
+    let text = e.render().to_string();
+    let mut lines = text.trim_end().lines();
+    let first = lines.next().unwrap_or_default();
+    let mut rest: Vec<String> = vec![];
+    let mut hints: Vec<String> = vec![];
+    for line in lines {
+        let trimmed = line.trim();
+        if let Some(tip) = trimmed.strip_prefix("tip: ") {
+            hints.push(tip.to_owned());
+        } else if trimmed.starts_with("For more information, try") {
+            hints.push(trimmed.replace("For more information, try", "for more information, try"));
+        } else {
+            rest.push(line.to_owned());
+        }
+    }
+    let mut msg = first.strip_prefix("error: ").unwrap_or(first).to_owned();
+    // Everything clap says between the message and its tips (a usage line, an empty line).
+    while rest.last().is_some_and(|l| l.trim().is_empty()) {
+        rest.pop();
+    }
+    if !rest.is_empty() {
+        msg.push('\n');
+        msg.push_str(&rest.join("\n"));
+    }
+    let hint = (!hints.is_empty()).then(|| hints.join("; "));
+    out.error(&msg, hint.as_deref());
+    code
 }
 
 fn finish(result: anyhow::Result<ExitStatus>) -> ExitCode {

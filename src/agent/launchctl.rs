@@ -187,16 +187,6 @@ impl Launchctl {
         }
         Ok(None)
     }
-
-    /// `print-disabled <domain>`: whether `label` is listed as disabled.
-    pub fn is_disabled(&self, domain: &str, label: &str) -> anyhow::Result<bool> {
-        let f = self.ok(&["print-disabled", domain])?;
-        Ok(f.stdout.lines().any(|l| {
-            let l = l.trim();
-            l.starts_with(&format!("\"{label}\""))
-                && (l.ends_with("disabled") || l.ends_with("true"))
-        }))
-    }
 }
 
 /// A launchd domain chosen for this user.
@@ -416,8 +406,42 @@ pub fn parse_print(text: &str) -> PrintInfo {
     }
 }
 
+impl Launchctl {
+    /// Whether `label` is disabled in `domain` (`print-disabled`): `Some(true)` disabled,
+    /// `Some(false)` explicitly enabled, `None` when launchd has no override for it. A disabled
+    /// label does not load at login and makes `bootstrap` fail (LAUNCHD.md).
+    pub fn disabled(&self, domain: &str, label: &str) -> anyhow::Result<Option<bool>> {
+        let f = self.call(&["print-disabled", domain])?;
+        if f.code != 0 {
+            return Err(failed(f).into());
+        }
+        Ok(parse_disabled(&f.stdout, label))
+    }
+}
+
+/// Reads `"label" => disabled|enabled` (or `=> true|false` on older releases) for one label.
+pub fn parse_disabled(text: &str, label: &str) -> Option<bool> {
+    let quoted = format!("\"{label}\"");
+    text.lines().find_map(|line| {
+        let (k, v) = line.trim().split_once("=>")?;
+        (k.trim() == quoted).then(|| matches!(v.trim(), "disabled" | "true"))
+    })
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn print_disabled_both_styles() {
+        let text = "disabled services = {\n\t\"com.oysterun.host\" => disabled\n\t\"com.oysterun.host.dev\" => enabled\n\t\"x\" => true\n}\n";
+        assert_eq!(super::parse_disabled(text, "com.oysterun.host"), Some(true));
+        assert_eq!(
+            super::parse_disabled(text, "com.oysterun.host.dev"),
+            Some(false)
+        );
+        assert_eq!(super::parse_disabled(text, "x"), Some(true));
+        assert_eq!(super::parse_disabled(text, "com.oysterun"), None);
+    }
+
     use super::*;
 
     const SAMPLE: &str = "gui/501/com.oysterun.host = {\n\tactive count = 1\n\tpath = /Users/u/Library/LaunchAgents/com.oysterun.host.plist\n\ttype = LaunchAgent\n\tstate = running\n\tprogram = /opt/homebrew/bin/node\n\targuments = {\n\t\t/opt/homebrew/bin/node\n\t\t/opt/oysterun/host-service/server.mjs\n\t}\n\tdefault environment = {\n\t\tPATH => /default\n\t\tHOME => /h\n\t}\n\tenvironment = {\n\t\tPATH => /usr/bin\n\t}\n\tendpoints = {\n\t\t\"x\" = {\n\t\t\tstate = waiting\n\t\t\tpid = 9\n\t\t}\n\t}\n\tpid = 1076\n\tlast exit code = (never exited)\n}\n";

@@ -534,9 +534,9 @@ impl<'a> Agent<'a> {
                 );
             }
             if !said && t0.elapsed() > Duration::from_millis(300) {
-                crate::tell!(
-                    "Waiting for launchd to finish booting out {target} (up to {} s)…",
-                    DRAIN_TIMEOUT.as_secs()
+                crate::output::printer().waiting(
+                    &format!("launchd to finish booting out {target}"),
+                    DRAIN_TIMEOUT,
                 );
                 said = true;
             }
@@ -559,7 +559,10 @@ impl<'a> Agent<'a> {
     ) -> Result<Verified, Stop> {
         let t0 = Instant::now();
         let plist = self.stack.plist_path();
-        let mut said = false;
+        crate::output::printer().waiting(
+            &format!("the Host to start and answer /health on 127.0.0.1:{port}"),
+            timing.wait,
+        );
         let (pid, info) = loop {
             check_interrupt()?;
             let info = self
@@ -591,13 +594,6 @@ impl<'a> Agent<'a> {
                     info.job_state()
                 )));
             }
-            if !said && t0.elapsed() > Duration::from_millis(500) {
-                crate::tell!(
-                    "Waiting for launchd to start the Host (up to {} s)…",
-                    timing.wait.as_secs()
-                );
-                said = true;
-            }
             std::thread::sleep(PRINT_EVERY);
         };
         if info.path() != Some(plist.as_path()) {
@@ -612,12 +608,6 @@ impl<'a> Agent<'a> {
             .wait
             .saturating_sub(t0.elapsed())
             .max(Duration::from_secs(1));
-        if remaining > Duration::from_secs(1) && !said {
-            crate::tell!(
-                "Waiting for /health on 127.0.0.1:{port} (up to {} s)…",
-                remaining.as_secs()
-            );
-        }
         let deadline = Instant::now() + remaining;
         let mut last = None;
         loop {
@@ -642,6 +632,10 @@ impl<'a> Agent<'a> {
         let health_after = t0.elapsed();
         verify::check_listener(port, pid).map_err(Stop::Failed)?;
         let env_proof = self.prove_env(pid, &info, env)?;
+        crate::output::printer().waiting(
+            &format!("pid {pid} to stay up (a crash loop would not)"),
+            timing.settle,
+        );
         sleep_interruptible(timing.settle)?;
         match self.print().map_err(|e| format!("{e:#}"))? {
             Some(after) if after.pid() == Some(pid) && after.running() => Ok(Verified {

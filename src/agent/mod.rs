@@ -3,3 +3,4 @@
 
 pub mod launchctl;
 pub mod lifecycle;
+pub mod verbs;

@@ -6,6 +6,7 @@ use crate::agent::launchctl::{JobState, LastExit, Launchctl};
 use crate::agent::lifecycle::{self, Agent, EnvProof, Outcome};
 use crate::cli::AgentCommand;
 use crate::context::Context;
+use crate::error::Failed;
 use crate::host::identity::ExecRecord;
 use crate::host::plan::{self, Plan, Writes};
 use crate::host::plist as agentplist;
@@ -96,15 +97,12 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
         }
         AgentCommand::Restart { host, verify } => {
             let _guard = InterruptGuard::install();
+            require_known(ctx)?;
             let lock = ctx.lock_stack("agent restart")?;
             // Said first: nothing about the root or node matters for a job that is not there.
             let lc = Launchctl::locate(&ctx.env)?;
             if !stack.plist_path().exists() && lc.find_loaded(&stack.label)?.is_none() {
-                return Err(crate::error::Failed::new(
-                    format!("the LaunchAgent {} is not installed", stack.label),
-                    format!("run `oyster agent install --stack {}`", stack.name),
-                )
-                .into());
+                return Err(not_installed(ctx, "restart").into());
             }
             refuse_direct_host(ctx)?;
             let plan = synced_plan(ctx, &host, &lock)?;
@@ -113,10 +111,32 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
             report(ctx, &plan, &outcome);
             Ok(ExitStatus::Success)
         }
-        AgentCommand::Status { json } => status(ctx, json),
+        AgentCommand::Status { json } => {
+            require_known(ctx)?;
+            status(ctx, json)
+        }
+        AgentCommand::Stop => stop(ctx),
+        AgentCommand::Start(args) => start(ctx, &args),
+        AgentCommand::Kill => kill(ctx),
+        AgentCommand::List { json } => list(ctx, json),
         AgentCommand::Uninstall => {
-            let lock = ctx.lock_stack("agent uninstall")?;
+            require_known(ctx)?;
             let plist = stack.plist_path();
+            let lc = Launchctl::locate(&ctx.env);
+            let loaded = lc
+                .as_ref()
+                .ok()
+                .and_then(|lc| lc.find_loaded(&stack.label).ok().flatten())
+                .is_some();
+            if !plist.exists() && !loaded {
+                // Nothing to do, and nothing created (no lock, no log dir, no audit line).
+                crate::say!(
+                    "{} is not installed; nothing to uninstall.",
+                    plist.display()
+                );
+                return Ok(ExitStatus::Success);
+            }
+            let lock = ctx.lock_stack("agent uninstall")?;
             let agent = match Agent::new(ctx, &lock) {
                 Ok(agent) => agent,
                 Err(e) => {
@@ -265,18 +285,146 @@ fn dry_run(ctx: &Context, plan: &Plan) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-/// `agent status --json` (docs/json.md): the four facts stay separate; numbers are numbers,
-/// unknown is `null`, paths are absolute.
+/// A custom stack with nothing on disk is a typo until proven otherwise (exit 2, naming the
+/// stacks that exist); production and staging always exist.
+fn require_known(ctx: &Context) -> Result<(), crate::error::Invalid> {
+    crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())
+}
+
+fn not_installed(ctx: &Context, verb: &str) -> Failed {
+    Failed::new(
+        format!(
+            "the LaunchAgent {} is not installed ({} does not exist), so there is nothing to {verb}",
+            ctx.stack.label,
+            ctx.stack.plist_path().display()
+        ),
+        format!(
+            "`oyster agent install --stack {}` installs it (or `oyster setup --stack {}`)",
+            ctx.stack.name, ctx.stack.name
+        ),
+    )
+}
+
+/// `agent stop`: bootout, keep the plist, disable the label (it stays stopped at login).
+fn stop(ctx: &Context) -> anyhow::Result<ExitStatus> {
+    require_known(ctx)?;
+    let stack = &ctx.stack;
+    let lock = ctx.lock_stack("agent stop")?;
+    let agent = Agent::new(ctx, &lock)?;
+    let loaded = agent.print()?.is_some();
+    if !stack.plist_path().exists() && !loaded {
+        return Err(not_installed(ctx, "stop").into());
+    }
+    let done = agent.stop()?;
+    let what = match (done.was_loaded, done.pid) {
+        (true, Some(pid)) => format!("Stopped {} (pid {pid} booted out)", stack.label),
+        (true, None) => format!("Stopped {} (booted out; no Host was running)", stack.label),
+        (false, _) => format!("{} was not loaded", stack.label),
+    };
+    ctx.out.out_toned(
+        Tone::Ok,
+        &format!(
+            "{what}; disabled, so it stays stopped at the next login. Kept {}; `oyster agent start --stack {}` starts it again.",
+            stack.plist_path().display(),
+            stack.name
+        ),
+    );
+    Ok(ExitStatus::Success)
+}
+
+/// `agent start`: enable, regenerate the plist as install does, load, verify (undoes `stop`).
+fn start(ctx: &Context, args: &crate::cli::StartArgs) -> anyhow::Result<ExitStatus> {
+    let _guard = InterruptGuard::install();
+    require_known(ctx)?;
+    let stack = &ctx.stack;
+    let lock = ctx.lock_stack("agent start")?;
+    let agent = Agent::new(ctx, &lock)?;
+    if !stack.plist_path().exists() && agent.print()?.is_none() {
+        return Err(not_installed(ctx, "start").into());
+    }
+    refuse_direct_host(ctx)?;
+    let plan = synced_plan(ctx, &args.host, &lock)?;
+    agent.enable("start")?;
+    let outcome = agent.apply(&plan, "start", false, args.verify.timing())?;
+    report(ctx, &plan, &outcome);
+    Ok(ExitStatus::Success)
+}
+
+/// `agent kill`: SIGTERM to the running Host only; KeepAlive starts it again.
+fn kill(ctx: &Context) -> anyhow::Result<ExitStatus> {
+    require_known(ctx)?;
+    let lock = ctx.lock_stack("agent kill")?;
+    let agent = Agent::new(ctx, &lock)?;
+    let k = agent.kill()?;
+    crate::say!(
+        "Sent SIGTERM to the Host (pid {}){}; launchd starts it again (KeepAlive; a Host that ran less than 10 s waits out the throttle). `oyster agent status --stack {}` shows the new pid.",
+        k.pid,
+        if k.exited { ", which exited" } else { ", which is still shutting down" },
+        ctx.stack.name
+    );
+    Ok(ExitStatus::Success)
+}
+
+/// The state of a stack in one word, for people and scripts (docs/json.md `summary`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Summary {
+    /// Running, and verified against the installed plist.
+    Verified,
+    /// Running, but `/health` or the environment does not verify.
+    Unverified,
+    /// launchd keeps restarting a Host that dies.
+    CrashLoop,
+    /// Loaded, no Host running (and no crash loop seen).
+    NotRunning,
+    /// Stopped by `oyster agent stop`: not loaded, label disabled, plist kept.
+    Disabled,
+    /// Installed but not loaded (and not disabled).
+    NotLoaded,
+    /// No plist and nothing loaded.
+    NotInstalled,
+    /// launchctl is not usable here, so nothing about launchd is known.
+    Unknown,
+}
+
+impl Summary {
+    fn words(self) -> &'static str {
+        match self {
+            Summary::Verified => "running, verified",
+            Summary::Unverified => "running, NOT verified",
+            Summary::CrashLoop => "crash loop",
+            Summary::NotRunning => "loaded, not running",
+            Summary::Disabled => "stopped (disabled)",
+            Summary::NotLoaded => "installed, not loaded",
+            Summary::NotInstalled => "not installed",
+            Summary::Unknown => "unknown (launchctl is not usable)",
+        }
+    }
+
+    fn tone(self) -> Tone {
+        match self {
+            Summary::Verified => Tone::Ok,
+            Summary::Disabled | Summary::NotInstalled | Summary::Unknown => Tone::Warn,
+            _ => Tone::Fail,
+        }
+    }
+}
+
+/// `agent status --json` and each row of `agent list --json` (docs/json.md): the four facts
+/// stay separate; numbers are numbers, unknown is `null`, paths are absolute.
 #[derive(Serialize)]
 struct AgentStatus {
     stack: String,
     label: String,
     port: Option<u16>,
     url: Option<String>,
+    summary: Summary,
     installed: bool,
     loaded: bool,
     running: bool,
     verified: bool,
+    /// launchd has the label disabled (`agent stop`); `null` when launchctl is not usable.
+    disabled: Option<bool>,
     state: Option<String>,
     pid: Option<u32>,
     last_exit_code: Option<i32>,
@@ -302,6 +450,21 @@ struct AgentStatus {
 }
 
 fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
+    let st = collect(ctx)?;
+    if json {
+        ctx.out.json(&st);
+    } else {
+        print_status(ctx, &st);
+    }
+    Ok(if st.verified {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
+/// Everything `agent status` knows about the context's stack. Reads only.
+fn collect(ctx: &Context) -> anyhow::Result<AgentStatus> {
     let stack = &ctx.stack;
     let plist = stack.plist_path();
     let installed = agentplist::read_installed(&plist);
@@ -315,10 +478,12 @@ fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
         label: stack.label.clone(),
         port,
         url: port.map(|p| format!("http://127.0.0.1:{p}")),
+        summary: Summary::Unknown,
         installed: installed.is_some(),
         loaded: false,
         running: false,
         verified: false,
+        disabled: None,
         state: None,
         pid: None,
         last_exit_code: None,
@@ -358,6 +523,11 @@ fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
                 if let Some(n) = &domain.fallback_note {
                     st.notes.push(n.clone());
                 }
+                // `print-disabled` failing leaves it unknown (`null`); it never fails the status.
+                st.disabled = lc
+                    .disabled(&domain.name, &stack.label)
+                    .ok()
+                    .map(|d| d.unwrap_or(false));
                 // A job loaded in user/<uid> is not visible in gui/<uid>: look in both.
                 let found = lc.find_loaded(&stack.label)?;
                 st.domain = Some(found.as_ref().map_or(domain.name, |(d, _)| d.clone()));
@@ -372,8 +542,11 @@ fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
                 st.last_exit_code = last.and_then(LastExit::code);
                 st.last_signal = last.and_then(LastExit::signal);
                 st.runs = info.runs();
-                st.crash_loop = info.job_state() == JobState::SpawnScheduled
-                    || info.successive_crashes().is_some_and(|n| n > 0);
+                // A clean exit (`agent kill`, the Host's own restart) is throttled too; only
+                // a crash counts (CONTRACT.md §5: evidence, not the state alone).
+                st.crash_loop = info.successive_crashes().is_some_and(|n| n > 0)
+                    || (info.job_state() == JobState::SpawnScheduled
+                        && last.is_some_and(LastExit::failed));
                 if let (Some(pid), Some(inst)) = (info.pid().filter(|_| st.running), &installed) {
                     st.health = inst
                         .env
@@ -398,21 +571,14 @@ fn status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
                 }
                 Ok(())
             })();
-            if let Err(e) = looked {
-                st.notes.push(format!("launchctl failed: {e:#}"));
+            match looked {
+                Ok(()) => st.summary = summarize(&st),
+                // Whether it is loaded is not known: the summary says so.
+                Err(e) => st.notes.push(format!("launchctl failed: {e:#}")),
             }
         }
     }
-    if json {
-        ctx.out.json(&st);
-    } else {
-        print_status(ctx, &st);
-    }
-    Ok(if st.verified {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Failure
-    })
+    Ok(st)
 }
 
 /// Who wrote an installed plist, from what it runs.
@@ -427,23 +593,56 @@ fn installed_by(inst: &agentplist::Installed) -> &'static str {
     }
 }
 
+fn summarize(st: &AgentStatus) -> Summary {
+    match (st.installed, st.loaded) {
+        (_, true) if st.running && st.verified => Summary::Verified,
+        (_, true) if st.running => Summary::Unverified,
+        (_, true) if st.crash_loop => Summary::CrashLoop,
+        (_, true) => Summary::NotRunning,
+        (true, false) if st.disabled == Some(true) => Summary::Disabled,
+        (true, false) => Summary::NotLoaded,
+        (false, false) => Summary::NotInstalled,
+    }
+}
+
 fn print_status(ctx: &Context, st: &AgentStatus) {
     let yn = |b: bool| if b { "yes" } else { "no" };
     ctx.out
         .out_toned(Tone::Heading, &format!("{} (stack {})", st.label, st.stack));
+    ctx.out.out_toned(
+        st.summary.tone(),
+        &format!("  status:    {}", st.summary.words()),
+    );
     if let Some(url) = &st.url {
         crate::say!("  url:       {url}");
     }
     crate::say!("  installed: {} ({})", yn(st.installed), st.plist_path);
+    let loaded = match (st.loaded, st.summary) {
+        (false, Summary::Disabled) => format!(
+            "no: stopped, and disabled so it stays stopped at login; `oyster agent start --stack {}` starts it",
+            st.stack
+        ),
+        (false, Summary::NotLoaded) => format!(
+            "no; `oyster agent start --stack {}` loads it",
+            st.stack
+        ),
+        (loaded, _) => format!(
+            "{}{}",
+            yn(loaded),
+            st.domain
+                .as_ref()
+                .map_or(String::new(), |d| format!(" in {d}"))
+        ),
+    };
+    crate::say!("  loaded:    {loaded}");
+    let waiting = match st.state.as_deref() {
+        Some("spawn scheduled") if !st.running && !st.crash_loop => {
+            " (launchd starts it again after the throttle interval)"
+        }
+        _ => "",
+    };
     crate::say!(
-        "  loaded:    {}{}",
-        yn(st.loaded),
-        st.domain
-            .as_ref()
-            .map_or(String::new(), |d| format!(" in {d}"))
-    );
-    crate::say!(
-        "  running:   {}{}{}",
+        "  running:   {}{}{}{waiting}",
         yn(st.running),
         st.pid.map_or(String::new(), |p| format!(" (pid {p})")),
         st.runs.map_or(String::new(), |r| format!(", runs {r}"))
@@ -451,11 +650,20 @@ fn print_status(ctx: &Context, st: &AgentStatus) {
     let proof = st
         .env_proof
         .map_or(String::new(), |p| format!(" (environment proof: {p})"));
-    crate::say!("  verified:  {}{proof}", yn(st.verified));
+    let against = if st.verified && st.in_sync == Some(false) {
+        ", against the installed plist, which is stale (below)"
+    } else {
+        ""
+    };
+    crate::say!("  verified:  {}{proof}{against}", yn(st.verified));
     if st.crash_loop {
-        crate::say!(
-            "  crash loop: launchd keeps restarting the Host (state {}); see the log",
-            st.state.as_deref().unwrap_or("?")
+        ctx.out.out_toned(
+            Tone::Fail,
+            &format!(
+                "  crash loop: launchd keeps restarting the Host (state {}); see `oyster logs --stack {}`",
+                st.state.as_deref().unwrap_or("?"),
+                st.stack
+            ),
         );
     }
     match (st.last_exit_code, st.last_signal) {
@@ -470,9 +678,9 @@ fn print_status(ctx: &Context, st: &AgentStatus) {
         );
     }
     if st.installed_by == Some("oysterun") {
-        crate::say!("  written by Oysterun's own installer (it runs {}): `oyster agent regenerate --stack {}` takes it over", agentplist::OYSTERUN_RUNNER, st.stack);
+        ctx.out.out_toned(Tone::Warn, &format!("  written by Oysterun's own installer (it runs {}): `oyster agent regenerate --stack {}` takes it over", agentplist::OYSTERUN_RUNNER, st.stack));
     } else if st.in_sync == Some(false) {
-        crate::say!("  stale: the installed plist differs from what oyster generates now — run `oyster agent regenerate --stack {}`", st.stack);
+        ctx.out.out_toned(Tone::Warn, &format!("  stale:     the installed plist differs from what oyster generates now — run `oyster agent regenerate --stack {}`", st.stack));
     }
     crate::say!("  log:       {}", st.log_path);
     if let Some(lc) = &st.launchctl {
@@ -486,4 +694,95 @@ fn print_status(ctx: &Context, st: &AgentStatus) {
     for n in &st.notes {
         crate::say!("  note: {n}");
     }
+}
+
+/// `agent list --json`.
+#[derive(Serialize)]
+struct List {
+    stacks: Vec<AgentStatus>,
+}
+
+/// `agent list`: one row per stack found on disk, like `brew services list`.
+fn list(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
+    let mut rows = vec![];
+    for name in crate::host::stack::discover(&ctx.env.stack_env()) {
+        let sub = if name == ctx.stack.name {
+            None
+        } else {
+            Some(ctx.for_stack(&name)?)
+        };
+        rows.push(collect(sub.as_ref().unwrap_or(ctx))?);
+    }
+    if json {
+        ctx.out.json(&List { stacks: rows });
+        return Ok(ExitStatus::Success);
+    }
+    if rows.is_empty() {
+        crate::say!("No Oysterun stack on this machine yet; `oyster setup` sets one up.");
+        return Ok(ExitStatus::Success);
+    }
+    let yn = |b: bool| if b { "yes" } else { "no" }.to_owned();
+    let table: Vec<[String; 10]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.stack.clone(),
+                r.label.clone(),
+                r.port.map_or_else(|| "-".into(), |p| p.to_string()),
+                yn(r.installed),
+                match (r.loaded, r.disabled) {
+                    (true, _) => "yes".into(),
+                    (false, Some(true)) => "disabled".into(),
+                    (false, _) => "no".into(),
+                },
+                match (r.pid.filter(|_| r.running), r.crash_loop) {
+                    (Some(pid), _) => format!("pid {pid}"),
+                    (None, true) => "crash loop".into(),
+                    (None, false) => "no".into(),
+                },
+                yn(r.verified),
+                r.env_proof.unwrap_or("-").to_owned(),
+                match (r.last_exit_code, r.last_signal) {
+                    (Some(c), _) => c.to_string(),
+                    (_, Some(s)) => format!("signal {s}"),
+                    _ => "-".into(),
+                },
+                r.log_path.clone(),
+            ]
+        })
+        .collect();
+    let head = [
+        "STACK",
+        "LABEL",
+        "PORT",
+        "INSTALLED",
+        "LOADED",
+        "RUNNING",
+        "VERIFIED",
+        "PROOF",
+        "EXIT",
+        "LOG",
+    ];
+    let mut widths = head.map(str::len);
+    for row in &table {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        cells
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_owned()
+    };
+    ctx.out.out_toned(Tone::Heading, &line(head.to_vec()));
+    for (row, r) in table.iter().zip(&rows) {
+        let text = line(row.iter().map(String::as_str).collect());
+        ctx.out.out_toned(r.summary.tone(), &text);
+    }
+    Ok(ExitStatus::Success)
 }

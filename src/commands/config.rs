@@ -12,7 +12,7 @@ use crate::ExitStatus;
 pub fn run(ctx: &Context, cmd: ConfigCommand) -> anyhow::Result<ExitStatus> {
     ctx.announce_overrides();
     match cmd {
-        ConfigCommand::Sync => {
+        ConfigCommand::Sync { .. } => {
             let _lock = ctx.lock_stack("config sync")?;
             let changes = sync(ctx)?;
             crate::config::report(&ctx.stack.config_path(), &changes);

@@ -188,7 +188,7 @@ fn config_check(ctx: &Context, checks: &mut Vec<Check>) -> Option<ConfigDoc> {
                 "config",
                 Level::Fail,
                 e.to_string(),
-                Some("fix or restore the file; the other checks ran without it".into()),
+                Some("correct the value it names, or restore the file; the other checks ran without it".into()),
             ));
             None
         }
@@ -227,7 +227,9 @@ fn provider_check(
     let installer = status
         .resolved
         .as_deref()
-        .map(|path| installer_of(&ctx.stack.home, p, Path::new(path)));
+        .map(|path| installer_of(&ctx.stack.home, p, Path::new(path)))
+        // Unknown is `null` in a document, never the word (CONTRACT.md §10).
+        .filter(|i| *i != "unknown");
     let (level, fix) = match (status.intent, status.state) {
         (Intent::Disabled, _) | (_, State::Available) => (Level::Ok, None),
         (Intent::Manual, _) => (
@@ -243,14 +245,20 @@ fn provider_check(
             )),
         ),
     };
+    // The reason's fix (after its last "; ") is what `fix:` says; the detail keeps the why.
+    let why = match (&status.resolved, &status.reason) {
+        (Some(path), _) => path.as_str(),
+        (None, Some(r)) => r.rsplit_once("; ").map_or(r.as_str(), |(why, _)| why),
+        (None, None) => "",
+    };
     let mut detail = match status.state {
         State::Disabled => "disabled by the user".to_owned(),
-        _ => format!("{} ({}), {}", status.state, status.intent, status.detail()),
+        _ => format!("{} ({}), {why}", status.state, status.intent),
     };
     if let Some(source) = status.source {
         detail.push_str(&format!(", source {}", source.as_str()));
     }
-    if let Some(by) = installer.filter(|i| *i != "unknown") {
+    if let Some(by) = installer {
         detail.push_str(&format!(", installed by {by}"));
     }
     let mut report = ProviderReport {
@@ -362,19 +370,25 @@ fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
             checks.push(check("domain", Level::Warn, n.clone(), None));
         }
         let Some((loaded_in, info)) = lc.find_loaded(&st.label)? else {
-            let disabled = lc.is_disabled(&domain.name, &st.label).unwrap_or(false);
+            // Stopped on purpose (`agent stop` disables the label) is not broken.
+            let stopped = installed.is_some()
+                && lc
+                    .disabled(&domain.name, &st.label)
+                    .ok()
+                    .flatten()
+                    .unwrap_or(false);
             checks.push(check(
                 "launchd",
                 Level::Warn,
-                if disabled {
+                if stopped {
                     format!(
-                        "{} is not loaded and is disabled in {} (`oyster agent stop` or `launchctl disable`): it will not start at login",
+                        "{} is stopped (`oyster agent stop` disabled it in {}, so it stays stopped at login)",
                         st.label, domain.name
                     )
                 } else {
                     format!("{} is not loaded in {} (nor in the user domain)", st.label, domain.name)
                 },
-                installed.map(|_| format!("`oyster agent install --stack {}`", st.name)),
+                installed.map(|_| format!("`oyster agent start --stack {}`", st.name)),
             ));
             return Ok(());
         };

@@ -53,15 +53,8 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
         }
         HostCommand::Stop => {
             let _lock = ctx.lock_stack("host stop")?;
-            // `host exec` writes the pid file under launchd too; that Host is launchd's, and
-            // KeepAlive would only start it again.
-            if let Some(pid) = launchd_owns_pid_file(ctx) {
-                anyhow::bail!(
-                    "the Host (pid {pid}) is run by launchd ({}), not started directly; it was not \
-                     signalled. Use `oyster agent stop --stack {}` (or `oyster agent uninstall`)",
-                    stack.label,
-                    stack.name
-                );
+            if let Some(job) = launchd_runs_it(ctx)? {
+                return Err(job.refusal(stack).into());
             }
             match direct::stop(stack)? {
                 Stopped::NotRunning => crate::say!("The Host is not running (no pid file)."),
@@ -81,20 +74,18 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
             Ok(ExitStatus::Success)
         }
         HostCommand::Status { json } => {
-            let st = status(ctx)?;
+            let (st, why) = status(ctx)?;
             if json {
                 crate::output::printer().json(&st);
-            } else if st.managed_by == Some("launchd") {
-                crate::say!(
-                    "Host running under launchd: pid {} ({}); see `oyster agent status --stack {}`",
-                    st.pid.unwrap_or_default(),
-                    stack.label,
-                    stack.name
-                );
             } else {
                 match st.pid {
                     Some(pid) if st.running => crate::say!(
-                        "Host running: pid {pid}, port {}, /health {}, environment {}",
+                        "Host running{}: pid {pid}, port {}, /health {}, environment {}",
+                        if st.managed_by == Some(Manager::Launchd) {
+                            format!(" under launchd ({})", stack.label)
+                        } else {
+                            String::new()
+                        },
                         st.port.map_or("?".into(), |p| p.to_string()),
                         st.health.map_or("no answer".into(), |h| h.to_string()),
                         if st.verified {
@@ -103,10 +94,15 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
                             "NOT verified"
                         }
                     ),
-                    _ => crate::say!("Host not running ({})", st.detail),
+                    _ => crate::say!("Host not running ({why})"),
                 }
-                if let Some(why) = &st.env {
-                    crate::say!("  {why}");
+                if st.managed_by == Some(Manager::Launchd) {
+                    crate::say!(
+                        "  launchd owns this Host: use `oyster agent status|stop|restart --stack {}` (`host stop` would only make KeepAlive start it again)",
+                        stack.name
+                    );
+                } else if let Some(env) = &st.env_mismatch_text {
+                    crate::say!("  {env}");
                 }
             }
             Ok(if st.running {
@@ -118,64 +114,110 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
     }
 }
 
-/// `host status --json`.
-#[derive(Serialize)]
-struct HostStatus {
-    running: bool,
-    pid: Option<u32>,
-    port: Option<u16>,
-    health: Option<u16>,
-    verified: bool,
-    env: Option<String>,
-    detail: String,
-    /// `"launchd"` when the pid file names the pid launchd runs for the stack's label (then
-    /// `oyster agent status` is the command that describes it), `"direct"` for a Host `host
-    /// start` started, `null` when none runs.
-    managed_by: Option<&'static str>,
-    pid_file: String,
-    log: String,
+/// Who runs the Host (`host status --json` `managed_by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Manager {
+    /// `oyster host start` (the pid file).
+    Direct,
+    /// The LaunchAgent; `oyster agent …` manages it.
+    Launchd,
 }
 
-fn status(ctx: &Context) -> anyhow::Result<HostStatus> {
+/// What the pid file says (`host status --json` `pid_file`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum PidFile {
+    Missing,
+    /// It names a live Host of this stack.
+    Current,
+    /// Its pid is gone.
+    Stale,
+    /// Its pid belongs to another process now (never signalled).
+    Foreign,
+}
+
+/// `host status --json` (docs/json.md): the same keys as `agent status` where they mean the
+/// same; no prose values.
+#[derive(Serialize)]
+struct HostStatus {
+    stack: String,
+    port: Option<u16>,
+    managed_by: Option<Manager>,
+    running: bool,
+    pid: Option<u32>,
+    health: Option<u16>,
+    verified: bool,
+    env_proof: Option<&'static str>,
+    env_mismatch: Vec<String>,
+    pid_file: PidFile,
+    pid_path: String,
+    log_path: String,
+    #[serde(skip)]
+    env_mismatch_text: Option<String>,
+}
+
+/// The status, and in words why the Host is not running (for people).
+fn status(ctx: &Context) -> anyhow::Result<(HostStatus, String)> {
     let stack = &ctx.stack;
+    // The stack's port as recorded (the running Host's own, below, wins).
+    let recorded = crate::config::ConfigDoc::load(&stack.config_path())
+        .ok()
+        .and_then(|d| d.port())
+        .or(stack.default_port);
     let mut st = HostStatus {
+        stack: stack.name.clone(),
+        port: recorded,
+        managed_by: None,
         running: false,
         pid: None,
-        port: None,
         health: None,
         verified: false,
-        env: None,
-        detail: String::new(),
-        managed_by: None,
-        pid_file: stack.pid_path().display().to_string(),
-        log: stack.log_path().display().to_string(),
+        env_proof: None,
+        env_mismatch: vec![],
+        pid_file: PidFile::Missing,
+        pid_path: stack.pid_path().display().to_string(),
+        log_path: stack.log_path().display().to_string(),
+        env_mismatch_text: None,
     };
-    if let Some(pid) = launchd_owns_pid_file(ctx) {
-        st.running = true;
-        st.pid = Some(pid);
-        st.managed_by = Some("launchd");
-        st.detail = format!("run by launchd ({})", stack.label);
-        return Ok(st);
-    }
-    match direct::owner(stack)? {
-        Owner::None => st.detail = "no pid file".into(),
-        Owner::Stale(rec) => {
-            st.detail = format!("stale pid file: pid {} is gone", rec.pid);
+    let owner = direct::owner(stack)?;
+    st.pid_file = match &owner {
+        Owner::None => PidFile::Missing,
+        Owner::Stale(_) => PidFile::Stale,
+        Owner::Foreign(..) => PidFile::Foreign,
+        Owner::Ours(..) => PidFile::Current,
+    };
+    if let Some(job) = launchd_runs_it(ctx)? {
+        st.managed_by = Some(Manager::Launchd);
+        let installed = crate::host::plist::read_installed(&stack.plist_path());
+        st.port = installed.as_ref().and_then(|i| i.env.port()).or(recorded);
+        if let (Some(pid), Some(inst)) = (job.pid, &installed) {
+            st.running = true;
+            st.pid = Some(pid);
+            let live = verify::check_live(pid, &inst.env);
+            st.health = live.health;
+            st.verified = live.verified();
+            record_env(&mut st, live.env.as_ref());
         }
+        let why = format!("launchd has {} loaded, state {}", job.label, job.state);
+        return Ok((st, why));
+    }
+    let why = match owner {
+        Owner::None => "no pid file".to_owned(),
+        Owner::Stale(rec) => format!("stale pid file: pid {} is gone", rec.pid),
         Owner::Foreign(rec, now) => {
-            st.detail = format!(
+            format!(
                 "stale pid file: pid {} now belongs to another process ({})",
                 rec.pid,
                 now.command()
-            );
+            )
         }
         Owner::Ours(rec, live) => {
+            st.managed_by = Some(Manager::Direct);
             st.running = true;
-            st.managed_by = Some("direct");
             st.pid = Some(rec.pid);
             st.port = Some(rec.port);
             st.health = verify::health(rec.port, Duration::from_secs(2));
-            st.detail = "running".into();
             // Compare with what the generator produces now for the same root and node.
             let args = plan::HostInputs {
                 root: rec.root().map(Into::into),
@@ -185,25 +227,71 @@ fn status(ctx: &Context) -> anyhow::Result<HostStatus> {
                 Ok(plan) => {
                     let check = verify::check_env(&live, &plan.env);
                     st.verified = check == verify::EnvCheck::Verified;
-                    st.env = Some(check.describe());
+                    record_env(&mut st, Some(&check));
                 }
                 Err(e) => {
-                    st.env = Some(format!("could not compute the expected environment: {e:#}"))
+                    st.env_mismatch_text =
+                        Some(format!("could not compute the expected environment: {e:#}"))
                 }
             }
+            "running".to_owned()
         }
-    }
-    Ok(st)
+    };
+    Ok((st, why))
 }
 
-/// The pid in the stack's pid file, when launchd runs exactly that pid for the stack's label
-/// (`None` without a launchctl, a loaded job or a pid file).
-fn launchd_owns_pid_file(ctx: &Context) -> Option<u32> {
-    let rec = direct::read_record(&ctx.stack).ok()??;
-    let lc = Launchctl::locate(&ctx.env).ok()?;
-    let domain = lc.domain().ok()?;
-    let info = lc.print(&domain.target(&ctx.stack.label)).ok()??;
-    (info.pid() == Some(rec.pid)).then_some(rec.pid)
+fn record_env(st: &mut HostStatus, check: Option<&verify::EnvCheck>) {
+    match check {
+        Some(verify::EnvCheck::Verified) => st.env_proof = Some("live"),
+        Some(c @ verify::EnvCheck::Mismatch(d)) => {
+            st.env_mismatch = d.iter().map(|(k, _, _)| k.clone()).collect();
+            st.env_mismatch_text = Some(c.describe());
+        }
+        Some(c) => st.env_mismatch_text = Some(c.describe()),
+        None => {}
+    }
+}
+
+/// The stack's LaunchAgent, loaded: launchd owns the Host (and the pid file `host exec`
+/// writes), so `host stop` must not signal it and `host status` says so (CONTRACT.md §6).
+struct LaunchdJob {
+    label: String,
+    domain: String,
+    state: String,
+    pid: Option<u32>,
+}
+
+impl LaunchdJob {
+    fn refusal(&self, stack: &crate::host::stack::Stack) -> crate::error::Failed {
+        crate::error::Failed::new(
+            format!(
+                "launchd runs this Host ({} in {}, {}); `host stop` would only make KeepAlive start it again, so it was not signalled",
+                self.label,
+                self.domain,
+                self.pid.map_or(format!("state {}", self.state), |p| format!("pid {p}"))
+            ),
+            format!(
+                "`oyster agent stop --stack {}` stops it and keeps it stopped; `oyster agent restart --stack {}` restarts it",
+                stack.name, stack.name
+            ),
+        )
+    }
+}
+
+/// Whether launchd has the stack's job loaded (no launchctl here: it has not).
+fn launchd_runs_it(ctx: &Context) -> anyhow::Result<Option<LaunchdJob>> {
+    let Ok(lc) = Launchctl::locate(&ctx.env) else {
+        return Ok(None);
+    };
+    let domain = lc.domain()?;
+    Ok(lc
+        .print(&domain.target(&ctx.stack.label))?
+        .map(|info| LaunchdJob {
+            label: ctx.stack.label.clone(),
+            domain: domain.name.clone(),
+            state: info.state().unwrap_or("unknown").to_owned(),
+            pid: info.pid().filter(|_| info.running()),
+        }))
 }
 
 /// Direct startup must not run a second Host beside a loaded LaunchAgent.

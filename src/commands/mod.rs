@@ -5,10 +5,12 @@ pub mod agent;
 pub mod config;
 pub mod doctor;
 pub mod host;
+pub mod logs;
+pub mod man;
 pub mod providers;
 pub mod setup;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{AgentCommand, Cli, Command};
 use crate::context::Context;
 use crate::ExitStatus;
 
@@ -21,9 +23,13 @@ pub fn packaging(cli: &Cli) -> Option<anyhow::Result<ExitStatus>> {
         Command::Completions { shell } => {
             clap_complete::generate(*shell, &mut cmd, "oyster", &mut bytes);
         }
-        Command::Man => {
-            if let Err(e) = clap_mangen::Man::new(cmd).render(&mut bytes) {
-                return Some(Err(e.into()));
+        Command::Man { dir } => {
+            let result = match dir {
+                Some(dir) => man::write_all(cmd, dir),
+                None => man::render_main(cmd, &mut bytes),
+            };
+            if let Err(e) = result {
+                return Some(Err(e));
             }
         }
         _ => return None,
@@ -35,7 +41,7 @@ pub fn packaging(cli: &Cli) -> Option<anyhow::Result<ExitStatus>> {
 /// Runs one command.
 pub fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitStatus> {
     match command {
-        Command::Completions { .. } | Command::Man => {
+        Command::Completions { .. } | Command::Man { .. } => {
             unreachable!("packaging helpers run before a context exists")
         }
         Command::Providers(cmd) => providers::run(ctx, cmd),
@@ -50,5 +56,17 @@ pub fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitStatus> {
             ctx.announce_overrides();
             setup::run(ctx, args)
         }
+        Command::Logs(args) => {
+            ctx.announce_overrides();
+            logs::run(ctx, &args)
+        }
+        // The brew-services habits: the agent verbs at the top level.
+        Command::Status { json } => agent::run(ctx, AgentCommand::Status { json }),
+        Command::Start(args) => agent::run(ctx, AgentCommand::Start(args)),
+        Command::Stop => agent::run(ctx, AgentCommand::Stop),
+        Command::Restart { host, verify } => {
+            agent::run(ctx, AgentCommand::Restart { host, verify })
+        }
+        Command::List { json } => agent::run(ctx, AgentCommand::List { json }),
     }
 }

@@ -1,6 +1,6 @@
 //! `oyster providers resolve|set|auto|status`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use serde::Serialize;
@@ -10,12 +10,15 @@ use crate::config::{self, ConfigDoc};
 use crate::context::Context;
 use crate::error::Invalid;
 use crate::provider::registry::{self, Provider};
-use crate::provider::resolve::Source;
-use crate::provider::status::ProviderStatus;
+use crate::provider::resolve::{Intent, Source};
+use crate::provider::status::{ProviderStatus, State};
 use crate::ExitStatus;
 
 #[derive(Serialize)]
 struct Rows {
+    /// Every per-stack document names its stack and port (CONTRACT.md §10).
+    stack: String,
+    port: Option<u16>,
     providers: Vec<ProviderStatus>,
 }
 
@@ -29,7 +32,7 @@ pub fn run(ctx: &Context, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
                 .into_iter()
                 .map(|p| doc.status(p, &ctx.search))
                 .collect();
-            show(rows, json)
+            show(ctx, &doc, rows, json)
         }
         ProvidersCommand::Status { json } => {
             ctx.announce_overrides();
@@ -38,7 +41,7 @@ pub fn run(ctx: &Context, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
                 .iter()
                 .map(|p| doc.status(p, &ctx.search))
                 .collect();
-            show(rows, json)
+            show(ctx, &doc, rows, json)
         }
         ProvidersCommand::Set { provider, command } => {
             let p = registry::lookup(&provider)?;
@@ -65,11 +68,13 @@ fn parse_command(ctx: &Context, p: &Provider, command: &str) -> Result<Option<Pa
     if trimmed.is_empty() {
         return Ok(None);
     }
-    if trimmed.contains(['\n', '\r', '\0']) {
+    if let Some(c) = trimmed.chars().find(|c| c.is_control()) {
         return Err(Invalid::new(format!(
-            "the command for {} contains a line break or NUL; give a plain full path",
-            p.id
-        )));
+            "the COMMAND given to `oyster providers set {}` contains the control character U+{:04X}; \
+             its directory goes on the Host's PATH and into the plist, which cannot hold it",
+            p.id, c as u32
+        ))
+        .hint("give a plain full path"));
     }
     let expanded = match trimmed.strip_prefix('~') {
         Some("") => ctx.stack.home.clone(),
@@ -86,7 +91,18 @@ fn parse_command(ctx: &Context, p: &Provider, command: &str) -> Result<Option<Pa
             id = p.id
         )));
     }
-    Ok(Some(crate::provider::resolve::normalize(&expanded)))
+    let path = crate::provider::resolve::normalize(&expanded);
+    // CONTRACT.md §9: refused where it enters, not later when the PATH is generated.
+    if let Some(dir) = path.parent().filter(|d| d.to_string_lossy().contains(':')) {
+        return Err(Invalid::new(format!(
+            "the COMMAND given to `oyster providers set {}` lives in {}, whose name holds `:`; that \
+             directory goes on the Host's PATH, where `:` separates entries",
+            p.id,
+            dir.display()
+        ))
+        .hint("move or link the executable to a directory without `:` and give that path"));
+    }
+    Ok(Some(path))
 }
 
 fn save(
@@ -109,18 +125,82 @@ fn save(
     } else {
         crate::say!("{where_}: updated");
     }
-    let detail = match (&r.resolved, &r.reason) {
-        (Some(path), _) => path.clone(),
-        (None, Some(reason)) => reason.clone(),
-        (None, None) => String::new(),
+    let said = match (r.intent, &r.resolved, &r.reason) {
+        (Intent::Disabled, _, _) => format!(
+            "disabled: the Host gets no {}, and nothing looks for it (`oyster providers auto {}` undoes this)",
+            p.id, p.id
+        ),
+        (intent, Some(found), _) => format!("{intent}, available at {found}"),
+        // A manual command's fix follows as a warning; say only why here.
+        (Intent::Manual, None, Some(reason)) => format!(
+            "manual, unavailable: {}",
+            reason.rsplit_once("; ").map_or(reason.as_str(), |(why, _)| why)
+        ),
+        (intent, None, reason) => format!(
+            "{intent}, unavailable: {}",
+            reason.as_deref().unwrap_or("not found")
+        ),
     };
-    crate::say!("{}: {} ({}) {}", p.id, r.state, r.intent.as_str(), detail);
+    crate::say!("{}: {said}", p.id);
+    // A saved manual path that is not an executable stays saved (seed 000: a broken manual
+    // command is an actionable unavailable state), but nobody should miss it.
+    if let (Intent::Manual, Some(cmd)) = (r.intent, r.command.as_str()) {
+        if let Err(why) = crate::provider::resolve::check_executable(Path::new(cmd)) {
+            ctx.out.warn(&format!(
+                "{cmd} {why}; it is saved as {}'s manual command anyway, and {} stays unavailable until it is an executable file (or `oyster providers auto {}`)",
+                p.id, p.id, p.id
+            ));
+        }
+    }
+    if !changes.is_empty() {
+        refresh_hint(ctx);
+    }
     Ok(ExitStatus::Success)
 }
 
-fn show(rows: Vec<ProviderStatus>, json: bool) -> anyhow::Result<ExitStatus> {
+/// Whether the running Host must be refreshed to see a saved change, and how.
+fn refresh_hint(ctx: &Context) {
+    let st = &ctx.stack;
+    if st.plist_path().exists() {
+        match crate::host::plan::plan(ctx, &Default::default(), crate::host::plan::Writes::None)
+        {
+            Ok(plan) if !plan.plist_changed() => crate::say!(
+                "The LaunchAgent already matches; the Host needs no refresh."
+            ),
+            Ok(_) => crate::say!(
+                "The Host still runs with the old environment: run `oyster agent regenerate --stack {}` to give it the change.",
+                st.name
+            ),
+            Err(e) => crate::say!(
+                "Run `oyster agent regenerate --stack {}` to give the Host the change (whether it needs one could not be checked: {e:#}).",
+                st.name
+            ),
+        }
+    } else if st.pid_path().exists() {
+        crate::say!(
+            "A directly started Host sees the change after `oyster host stop --stack {}` and `oyster host start --stack {}`.",
+            st.name, st.name
+        );
+    } else {
+        crate::say!(
+            "No Host is set up for stack {} yet; `oyster setup` uses the change.",
+            st.name
+        );
+    }
+}
+
+fn show(
+    ctx: &Context,
+    doc: &ConfigDoc,
+    rows: Vec<ProviderStatus>,
+    json: bool,
+) -> anyhow::Result<ExitStatus> {
     if json {
-        crate::output::printer().json(&Rows { providers: rows });
+        ctx.out.json(&Rows {
+            stack: ctx.stack.name.clone(),
+            port: doc.port().or(ctx.stack.default_port),
+            providers: rows,
+        });
         return Ok(ExitStatus::Success);
     }
     for r in rows {
@@ -130,13 +210,20 @@ fn show(rows: Vec<ProviderStatus>, json: bool) -> anyhow::Result<ExitStatus> {
                 r.source.map_or("-", Source::as_str),
                 r.intent.as_str()
             ),
+            // "disabled  disabled by the user … (intent: disabled)" said it three times.
+            (None, reason) if r.state == State::Disabled => reason
+                .as_deref()
+                .unwrap_or("")
+                .strip_prefix("disabled ")
+                .unwrap_or(reason.as_deref().unwrap_or(""))
+                .to_owned(),
             (None, reason) => format!(
                 "{}  (intent: {})",
                 reason.as_deref().unwrap_or(""),
                 r.intent.as_str()
             ),
         };
-        crate::say!("{:<8} {:<12} {what}", r.provider, r.state);
+        crate::say!("{:<8} {:<12} {what}", r.provider, r.state.as_str());
     }
     Ok(ExitStatus::Success)
 }

@@ -52,10 +52,13 @@ pub fn run(ctx: &Context, args: SetupArgs) -> anyhow::Result<ExitStatus> {
 
 fn show(ctx: &Context, opts: &SetupOptions, sp: &SetupPlan) {
     let st = &ctx.stack;
-    crate::say!(
-        "Oysterun setup for stack {} (mode: {})",
-        st.name,
-        opts.mode.as_str()
+    ctx.out.out_toned(
+        crate::output::Tone::Heading,
+        &format!(
+            "Oysterun setup for stack {} (mode: {})",
+            st.name,
+            opts.mode.as_str()
+        ),
     );
     crate::say!(
         "  node:        {} {}",
@@ -122,6 +125,14 @@ fn confirm(ctx: &Context, installs: &[Install]) -> anyhow::Result<bool> {
     } else {
         ("are", "them")
     };
+    // Someone who uses only the other provider should not have to install this one.
+    for i in installs {
+        crate::say!(
+            "If you do not use {name}, answer N, run `oyster providers set {id} \"\"` (it disables {id}), and run setup again: it will not ask about {id} again.",
+            name = i.provider.display_name,
+            id = i.provider.id
+        );
+    }
     ctx.out.out_inline(&format!(
         "{} {is} not installed. Install {it} now with {}? [y/N] ",
         names.join(" and "),

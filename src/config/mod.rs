@@ -395,13 +395,41 @@ pub fn update<T>(
     Ok((out, changes))
 }
 
-/// serde_json's message without its trailing " at line L column C".
+/// serde_json's message without its trailing " at line L column C", in words a user reads
+/// (no "u16", "sequence" or "variant": those are Rust's and serde's terms).
 fn message_of(e: &serde_json::Error) -> String {
     let s = e.to_string();
-    match s.rfind(" at line ") {
+    let s = match s.rfind(" at line ") {
         Some(i) => s[..i].to_owned(),
         None => s,
+    };
+    humanize(&s)
+}
+
+/// Rewrites serde's vocabulary into JSON's and people's.
+fn humanize(msg: &str) -> String {
+    let mut s = msg.to_owned();
+    for (from, to) in [
+        ("invalid type: ", "it is "),
+        ("invalid value: ", "it is "),
+        ("unknown variant ", "it is the unknown value "),
+        ("integer `", "the number `"),
+        ("floating point `", "the number `"),
+        ("string \"", "the string \""),
+        ("sequence", "an array"),
+        ("boolean `", "`"),
+        ("unit value", "null"),
+        (
+            "expected u16",
+            "expected a port number (a whole number from 1 to 65535)",
+        ),
+        ("expected u64", "expected a whole number"),
+        ("expected a map", "expected an object"),
+    ] {
+        s = s.replace(from, to);
     }
+    // "`map`" as a found type reads "it is map".
+    s.replace("it is map,", "it is an object,")
 }
 
 /// Validates the types of the keys oyster owns, so errors carry serde_json's positions.
@@ -467,6 +495,29 @@ impl<'de> de::Deserialize<'de> for IntentTable {
             }
         }
         d.deserialize_map(V)
+    }
+}
+
+#[cfg(test)]
+mod humanize_tests {
+    #[test]
+    fn no_rust_terms_reach_the_user() {
+        for (raw, want) in [
+            (
+                "invalid type: string \"x\", expected u16",
+                "it is the string \"x\", expected a port number (a whole number from 1 to 65535)",
+            ),
+            (
+                "invalid value: integer `70000`, expected u16",
+                "it is the number `70000`, expected a port number (a whole number from 1 to 65535)",
+            ),
+            (
+                "invalid type: sequence, expected a JSON object at the top level",
+                "it is an array, expected a JSON object at the top level",
+            ),
+        ] {
+            assert_eq!(super::humanize(raw), want);
+        }
     }
 }
 

@@ -233,6 +233,10 @@ fn verify_start(
     plan: &Plan,
     opts: &StartOptions,
 ) -> Result<Duration, String> {
+    crate::output::printer().waiting(
+        &format!("GET /health on 127.0.0.1:{}", plan.port),
+        opts.wait,
+    );
     let health_after = verify::wait_healthy(plan.port, opts.wait, || {
         matches!(child.try_wait(), Ok(None))
     })
@@ -274,6 +278,7 @@ fn verify_start(
 /// SIGTERM one pid, wait up to `grace`, then SIGKILL. Returns whether it had to escalate.
 pub fn terminate(pid: u32, grace: Duration) -> bool {
     let _ = signal::kill(pid, Signal::SIGTERM);
+    crate::output::printer().waiting(&format!("pid {pid} to exit after SIGTERM"), grace);
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
         if verify::inspect(pid).is_none() {

@@ -172,6 +172,106 @@ impl Stack {
     pub fn audit_path(&self) -> PathBuf {
         self.log_dir.join("service-control.jsonl")
     }
+
+    /// Whether anything of this stack exists on disk: its plist, or its stack directory's
+    /// config or run dir (`~/.oysterun` for production). A log dir alone does not count (older
+    /// versions created one for any name they were given), nor a config dir that
+    /// `OYSTERUN_CONFIG_DIR` points every stack at.
+    pub fn on_disk(&self) -> bool {
+        let stack_root = self.run_dir.parent().unwrap_or(&self.run_dir);
+        let own_config = if self.name == DEFAULT_STACK {
+            stack_root.to_path_buf()
+        } else {
+            stack_root.join("host")
+        };
+        self.plist_path().exists()
+            || self.run_dir.is_dir()
+            || own_config.join("config.json").exists()
+            || (self.name != DEFAULT_STACK && own_config.is_dir())
+            || (self.name == DEFAULT_STACK && stack_root.is_dir())
+    }
+
+    /// Whether the table names this stack without anything on disk (production, staging).
+    pub fn is_builtin(&self) -> bool {
+        self.default_port.is_some()
+    }
+}
+
+/// Every stack found on disk, production and staging first, then the others by name: a
+/// LaunchAgent `com.oysterun.host[.NAME].plist`, `~/.oysterun`, or `$STACKS/NAME` with a config
+/// or run dir (CONTRACT.md §10, `agent list`).
+pub fn discover(env: &StackEnv) -> Vec<String> {
+    let mut names = std::collections::BTreeSet::new();
+    let Some(home) = env.home.as_deref() else {
+        return vec![];
+    };
+    let entries = |dir: &std::path::Path| -> Vec<String> {
+        std::fs::read_dir(dir)
+            .map(|rd| {
+                rd.flatten()
+                    .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for file in entries(&home.join("Library/LaunchAgents")) {
+        let Some(label) = file.strip_suffix(".plist") else {
+            continue;
+        };
+        if label == BASE_LABEL {
+            names.insert(DEFAULT_STACK.to_owned());
+        } else if let Some(name) = label.strip_prefix(&format!("{BASE_LABEL}.")) {
+            if validate_name(name).is_ok() && name != DEFAULT_STACK {
+                names.insert(name.to_owned());
+            }
+        }
+    }
+    let stacks = env
+        .stacks_dir
+        .clone()
+        .unwrap_or_else(|| home.join(".oysterun-stacks"));
+    for name in entries(&stacks) {
+        if validate_name(&name).is_ok() && name != DEFAULT_STACK {
+            names.insert(name);
+        }
+    }
+    if home.join(".oysterun").is_dir() {
+        names.insert(DEFAULT_STACK.to_owned());
+    }
+    // Keep only what really is a stack (a stacks dir may hold other things).
+    let mut found: Vec<String> = names
+        .into_iter()
+        .filter(|n| Stack::new(n, env).is_ok_and(|s| s.on_disk()))
+        .collect();
+    let rank = |n: &String| match n.as_str() {
+        DEFAULT_STACK => 0,
+        "staging" => 1,
+        _ => 2,
+    };
+    found.sort_by(|a, b| rank(a).cmp(&rank(b)).then(a.cmp(b)));
+    found
+}
+
+/// Refuses a custom stack that has nothing on disk (a typo, most likely): exit 2 naming the
+/// stacks that do exist. Production and staging always exist in the table.
+pub fn require_known(stack: &Stack, env: &StackEnv) -> Result<(), Invalid> {
+    if stack.is_builtin() || stack.on_disk() {
+        return Ok(());
+    }
+    let known = discover(env);
+    let list = if known.is_empty() {
+        "none yet".to_owned()
+    } else {
+        known.join(", ")
+    };
+    Err(Invalid::new(format!(
+        "there is no stack named {:?} on this machine (known stacks: {list})",
+        stack.name
+    ))
+    .hint(format!(
+        "check the name with `oyster agent list`; a new stack is created by `oyster agent install --stack {} --port N` (or `oyster setup`)",
+        stack.name
+    )))
 }
 
 #[cfg(test)]

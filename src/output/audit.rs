@@ -54,10 +54,8 @@ impl Audit {
             f.write_all(format!("{line}\n").as_bytes())
         })();
         if let Err(e) = result {
-            crate::tell!(
-                "oyster: warning: could not append to {}: {e}",
-                self.path.display()
-            );
+            crate::output::printer()
+                .warn(&format!("could not append to {}: {e}", self.path.display()));
         }
     }
 }

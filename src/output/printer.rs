@@ -158,6 +158,23 @@ impl Printer {
         }
     }
 
+    /// One line on stderr, before a wait that may be felt, naming what is awaited and the
+    /// deadline (CONTRACT.md §10): `waiting for /health on 127.0.0.1:8802 (up to 30 s)…`.
+    /// Waits of a second or less pass silently.
+    pub fn waiting(&self, what: &str, deadline: std::time::Duration) {
+        if deadline <= std::time::Duration::from_secs(1) {
+            return;
+        }
+        let secs = deadline.as_secs_f64();
+        let shown = if deadline.subsec_millis() == 0 {
+            format!("{} s", deadline.as_secs())
+        } else {
+            format!("{secs:.1} s")
+        };
+        let line = self.human(&format!("waiting for {what} (up to {shown})…"));
+        self.err_safe(&self.paint(self.color_err, Tone::Dim, &line));
+    }
+
     /// `oyster: note: …` on stderr (a fallback or override in effect).
     pub fn note(&self, text: &str) {
         self.err(&format!("oyster: note: {text}"));

@@ -286,9 +286,15 @@ pub fn resolve(
             match search_binary(provider.binary, search) {
                 Some((path, source)) => found(path, source),
                 None => Resolution::Missing {
+                    // No "hand it back to discovery": it is already `auto`. Someone who
+                    // does not use this provider needs to hear how to stop being told.
                     reason: (format!(
-                        "`{bin}` was not found on PATH or in {dirs}; install it, or {fix_manual}",
+                        "`{bin}` was not found on PATH or in {dirs}; install it, give a full path \
+                         with `oyster providers set {id} /full/path/to/{bin}`, or, if you do not \
+                         use {name}, disable it with `oyster providers set {id} \"\"`",
                         bin = provider.binary,
+                        id = provider.id,
+                        name = provider.display_name,
                         dirs = search
                             .fallback_dirs
                             .iter()

@@ -24,6 +24,9 @@ use crate::sys::fs::{self as fsutil, Lock};
 use crate::sys::process::{self, ChildEnv};
 use crate::sys::signal::{self, InterruptGuard};
 
+/// How long one `npm install` may take.
+const NPM_TIMEOUT: Duration = Duration::from_secs(600);
+
 /// The exact words a cancelled setup prints.
 pub const CANCELLED: &str = "Installation cancelled; no changes were made.";
 
@@ -199,7 +202,11 @@ pub fn apply(
         if let Some(sig) = signal::received() {
             return Err(Interrupted(sig, format!("setup rolled back: {list}")).into());
         }
-        return Err(err.context(format!("setup failed; rolled back: {list}")));
+        // The real cause first, then what was undone (the order a reader needs them).
+        return Err(err.context(crate::error::Afterword {
+            lead: "setup failed".into(),
+            after: format!("rolled back: {list}"),
+        }));
     }
     Ok(())
 }
@@ -221,13 +228,27 @@ fn apply_steps(
             crate::say!("Installing {}: {}", i.provider.display_name, i.shown());
             let args = i.argv("install");
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let out = process::run(
+            let out_ = crate::output::printer();
+            out_.waiting(
+                &format!("npm to install {}", i.provider.npm_package),
+                NPM_TIMEOUT,
+            );
+            // npm's own progress, indented and dimmed, instead of minutes of silence.
+            let out = process::run_streaming(
                 &i.npm,
                 &args,
                 ChildEnv::Exactly(&base),
-                Duration::from_secs(600),
+                NPM_TIMEOUT,
+                &mut |_, line| {
+                    if !line.trim().is_empty() {
+                        out_.out_toned(crate::output::Tone::Dim, &format!("    {line}"));
+                    }
+                },
             )?;
-            journal.push(Undo::NpmUninstall { install_idx: idx });
+            // Undo only what is there: a failed npm that left nothing was not "installed".
+            if out.code == 0 || i.installed_path().exists() {
+                journal.push(Undo::NpmUninstall { install_idx: idx });
+            }
             if out.code != 0 {
                 anyhow::bail!(
                     "`{}` exited {}: {}",
@@ -442,9 +463,6 @@ fn roll_back(ctx: &Context, sp: &SetupPlan, _lock: &Lock, journal: Vec<Undo>) ->
             }
         };
         said.push(outcome.unwrap_or_else(|e| format!("could not undo a step: {e:#}")));
-    }
-    for s in &said {
-        crate::tell!("rolled back: {s}");
     }
     said
 }

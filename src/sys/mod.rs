@@ -5,4 +5,5 @@ pub mod fs;
 pub mod net;
 pub mod process;
 pub mod signal;
+pub mod tail;
 pub mod user;

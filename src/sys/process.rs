@@ -146,6 +146,133 @@ pub fn run_in(
     }
 }
 
+/// Which stream a line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// Like [`run`], but hands every line the program prints to `on_line` as it arrives (npm's
+/// progress during setup, instead of minutes of silence). The same guarantees: no shell, stdin
+/// null, its own process group killed whole at the deadline, each stream's capture capped at
+/// [`OUTPUT_CAP`] (the callback still sees every line).
+pub fn run_streaming(
+    program: &Path,
+    args: &[&str],
+    env: ChildEnv<'_>,
+    timeout: Duration,
+    on_line: &mut dyn FnMut(Stream, &str),
+) -> Result<Finished, ProcessError> {
+    use std::sync::mpsc;
+    debug_assert!(
+        program.is_absolute(),
+        "the process door takes absolute paths"
+    );
+    let argv: Vec<String> = std::iter::once(program.display().to_string())
+        .chain(args.iter().map(|a| a.to_string()))
+        .collect();
+    let shown = argv.join(" ");
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    if let ChildEnv::Exactly(vars) = env {
+        cmd.env_clear();
+        cmd.envs(vars.iter().map(|(k, v)| (k, v)));
+    }
+    let mut child = cmd.spawn().map_err(|source| ProcessError::Spawn {
+        argv: shown.clone(),
+        source,
+    })?;
+    let pgid = child.id();
+    let (tx, rx) = mpsc::channel::<(Stream, Vec<u8>)>();
+    let line_reader = |r: Box<dyn Read + Send>, which: Stream, tx: mpsc::Sender<_>| {
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            let mut r = std::io::BufReader::new(r);
+            let mut line = Vec::new();
+            while r.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                if tx.send((which, std::mem::take(&mut line))).is_err() {
+                    break;
+                }
+            }
+        })
+    };
+    let mut readers = vec![];
+    if let Some(o) = child.stdout.take() {
+        readers.push(line_reader(Box::new(o), Stream::Stdout, tx.clone()));
+    }
+    if let Some(e) = child.stderr.take() {
+        readers.push(line_reader(Box::new(e), Stream::Stderr, tx.clone()));
+    }
+    drop(tx);
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let mut take = |which: Stream, bytes: Vec<u8>, on_line: &mut dyn FnMut(Stream, &str)| {
+        let kept = match which {
+            Stream::Stdout => &mut out,
+            Stream::Stderr => &mut err,
+        };
+        let room = OUTPUT_CAP.saturating_sub(kept.len());
+        kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        let text = String::from_utf8_lossy(&bytes);
+        on_line(which, text.trim_end_matches(['\n', '\r']));
+    };
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        while let Ok((which, bytes)) = rx.try_recv() {
+            take(which, bytes, on_line);
+        }
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = super::signal::killpg(pgid, super::signal::Signal::SIGKILL);
+                let _ = child.wait();
+                return Err(ProcessError::Timeout {
+                    argv: shown,
+                    secs: timeout.as_secs().max(1),
+                });
+            }
+            Ok(None) => {
+                if let Ok((which, bytes)) = rx.recv_timeout(Duration::from_millis(20)) {
+                    take(which, bytes, on_line);
+                }
+            }
+            Err(source) => {
+                return Err(ProcessError::Spawn {
+                    argv: shown,
+                    source,
+                })
+            }
+        }
+    };
+    // What is still in the pipes; a grandchild that kept them open is not waited for long.
+    let drain_until = Instant::now() + Duration::from_secs(2);
+    while let Ok((which, bytes)) =
+        rx.recv_timeout(drain_until.saturating_duration_since(Instant::now()))
+    {
+        take(which, bytes, on_line);
+    }
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out).into_owned(),
+        String::from_utf8_lossy(&err).into_owned(),
+    );
+    match status.code() {
+        Some(code) => Ok(Finished {
+            argv,
+            code,
+            stdout,
+            stderr,
+        }),
+        None => Err(ProcessError::Signaled {
+            argv: shown,
+            signal: status.signal().unwrap_or(0),
+        }),
+    }
+}
+
 /// Starts a long-running program detached from oyster: its own session (no controlling
 /// terminal, so a Ctrl-C in oyster's terminal never reaches it), exactly `env`, stdin null and
 /// both streams appended to `log`. Used for the directly started Host.
@@ -247,6 +374,37 @@ mod tests {
         .unwrap_err();
         assert!(matches!(e, ProcessError::Timeout { .. }), "{e}");
         assert!(t0.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn streaming_hands_over_each_line_as_it_comes_and_keeps_the_guarantees() {
+        let mut seen = vec![];
+        let f = run_streaming(
+            Path::new("/bin/sh"),
+            &["-c", "echo one; echo two >&2; printf three; exit 4"],
+            ChildEnv::Exactly(&[]),
+            Duration::from_secs(5),
+            &mut |s, l| seen.push((s, l.to_owned())),
+        )
+        .unwrap();
+        assert_eq!(f.code, 4);
+        assert_eq!(f.stdout, "one\nthree");
+        assert!(seen.contains(&(Stream::Stdout, "one".into())));
+        assert!(seen.contains(&(Stream::Stderr, "two".into())));
+        assert!(seen.contains(&(Stream::Stdout, "three".into())));
+        let t0 = Instant::now();
+        let mut lines = 0;
+        let e = run_streaming(
+            Path::new("/bin/sh"),
+            &["-c", "echo started; sleep 30 & sleep 30"],
+            ChildEnv::Inherit,
+            Duration::from_millis(300),
+            &mut |_, _| lines += 1,
+        )
+        .unwrap_err();
+        assert!(matches!(e, ProcessError::Timeout { .. }), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        assert_eq!(lines, 1, "the line came before the deadline");
     }
 
     #[test]

@@ -181,13 +181,26 @@ fn unsafe_path_entries_are_errors_never_written() {
         t.fake_exe(&dir.join("claude"));
         match how {
             "manual" => {
-                t.run([
-                    "providers",
-                    "set",
-                    "claude",
-                    dir.join("claude").to_str().unwrap(),
-                ])
-                .ok();
+                // `providers set` refuses it where it enters (CONTRACT.md §9)…
+                let e = t
+                    .run([
+                        "providers",
+                        "set",
+                        "claude",
+                        dir.join("claude").to_str().unwrap(),
+                    ])
+                    .fails_with(2)
+                    .stderr();
+                assert!(e.contains("`:`") && e.contains("PATH"), "{e}");
+                assert!(!t.config_path().exists(), "nothing saved");
+                // …and a hand-edited config that holds it is refused by the generator.
+                t.write_config(
+                    &serde_json::json!({
+                        "claude_command": dir.join("claude"),
+                        "provider_command_intent": {"claude": "manual"},
+                    })
+                    .to_string(),
+                );
             }
             "path" => t.path_dirs.push(dir.clone()),
             _ => {}

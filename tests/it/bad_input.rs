@@ -261,3 +261,24 @@ fn the_bad_input_catalogue_names_only_real_tests() {
     }
     assert!(named > 30, "the catalogue names its tests ({named} found)");
 }
+
+#[test]
+fn providers_set_refuses_a_command_whose_directory_cannot_go_on_path() {
+    let t = TestContext::new();
+    t.write_config("{\"keep\": 1}");
+    let before = std::fs::read(t.config_path()).unwrap();
+    for bad in [
+        "/opt/a:b/claude",
+        "/opt/tab\there/claude",
+        "/opt/esc\x1b[31m/claude",
+        "/opt/bell\x07/claude",
+    ] {
+        let e = t
+            .run(["providers", "set", "claude", bad])
+            .fails_with(2)
+            .stderr();
+        assert!(e.contains("COMMAND") && e.contains("hint:"), "{bad:?}: {e}");
+        assert!(!e.contains('\x1b'), "escaped in the message: {e:?}");
+        assert_eq!(std::fs::read(t.config_path()).unwrap(), before, "{bad:?}");
+    }
+}

@@ -43,6 +43,7 @@ fn completions_and_man_page_come_from_the_cli_and_are_hidden() {
         !help.contains("completions") && !help.contains("\n  man "),
         "{help}"
     );
+    assert!(help.contains("Examples:\n  oyster setup"), "{help}");
     t.run(["completions", "tcsh"]).fails_with(2);
 }
 
@@ -801,7 +802,7 @@ impl BuildPkg {
             &format!(
                 "{rec}while [ $# -gt 0 ]; do [ \"$1\" = --target ] && t=\"$2\"; shift; done\n\
                  mkdir -p \"$CARGO_TARGET_DIR/$t/release\"\n\
-                 printf '#!/bin/sh\\necho \"$1 $2 for %s\"\\n' \"$t\" > \"$CARGO_TARGET_DIR/$t/release/oyster\"\n\
+                 printf '#!/bin/sh\\nif [ \"$1 $2\" = \"man --dir\" ]; then mkdir -p \"$3\"; echo \"$1 for %s\" > \"$3/oyster.1\"; echo \"$1 for %s\" > \"$3/oyster-agent.1\"; exit; fi\\necho \"$1 $2 for %s\"\\n' \"$t\" \"$t\" \"$t\" > \"$CARGO_TARGET_DIR/$t/release/oyster\"\n\
                  chmod 755 \"$CARGO_TARGET_DIR/$t/release/oyster\""
             ),
         );
@@ -911,6 +912,7 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
         [
             "- ./usr/local/share/bash-completion/completions/oyster",
             "- ./usr/local/share/fish/vendor_completions.d/oyster.fish",
+            "- ./usr/local/share/man/man1/oyster-agent.1",
             "- ./usr/local/share/man/man1/oyster.1",
             "- ./usr/local/share/zsh/site-functions/_oyster",
             "x ./usr/local/bin/oyster",
@@ -1352,4 +1354,80 @@ fn shipped_shell_is_shellcheck_clean() {
             String::from_utf8_lossy(&out.stdout)
         );
     }
+}
+
+#[test]
+fn a_man_page_per_subcommand_with_the_sections_a_reader_expects_installed_by_make() {
+    let t = TestContext::new();
+    let dir = t.path("man1");
+    t.run(["man", "--dir", dir.to_str().unwrap()]).ok();
+    let mut pages: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    pages.sort();
+    for page in [
+        "oyster.1",
+        "oyster-agent.1",
+        "oyster-logs.1",
+        "oyster-status.1",
+    ] {
+        assert!(pages.contains(&page.to_owned()), "{pages:?}");
+    }
+    assert!(!pages
+        .iter()
+        .any(|p| p.contains("completions") || p == "oyster-man.1"));
+    for page in &pages {
+        let text = std::fs::read_to_string(dir.join(page)).unwrap();
+        let name = page.trim_end_matches(".1");
+        assert!(text.contains(&format!("\n.TH {name} 1")), "{page}");
+        for section in [
+            "NAME",
+            "SYNOPSIS",
+            "EXAMPLES",
+            "FILES",
+            "ENVIRONMENT",
+            "EXIT STATUS",
+            "SEE ALSO",
+        ] {
+            assert!(
+                text.contains(&format!("\n.SH {section}\n")),
+                "{page} lacks {section}"
+            );
+        }
+        assert!(text.contains("OYSTERUN_STACKS_DIR"), "{page}");
+    }
+    let agent = std::fs::read_to_string(dir.join("oyster-agent.1")).unwrap();
+    assert!(agent.contains("oyster agent stop"), "its own examples");
+    assert!(
+        !agent.contains("agent\\-stop(1)") && agent.contains("oyster agent stop"),
+        "no page is named that does not exist"
+    );
+    let main = std::fs::read_to_string(dir.join("oyster.1")).unwrap();
+    assert!(
+        main.contains("oyster\\-agent(1)"),
+        "oyster(1) points at the pages"
+    );
+    // `oyster man` alone still prints the main page (what older packaging ran).
+    assert!(t.run(["man"]).ok().stdout().contains("\n.TH oyster 1"));
+    // make install/uninstall, the formula and the .pkg install all of them.
+    let makefile = std::fs::read_to_string(repo().join("Makefile")).unwrap();
+    let listed: Vec<String> = makefile
+        .split("MANPAGES = ")
+        .nth(1)
+        .unwrap()
+        .split("\n\n")
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .filter(|w| *w != "\\")
+        .map(|w| format!("{w}.1"))
+        .collect();
+    let mut listed_sorted = listed.clone();
+    listed_sorted.sort();
+    assert_eq!(listed_sorted, pages, "Makefile MANPAGES");
+    assert!(makefile.contains("oyster man --dir $(SHAREDIR)/man/man1"));
+    assert!(formula().contains("system bin/\"oyster\", \"man\", \"--dir\", man1"));
+    let pkg = std::fs::read_to_string(repo().join("packaging/pkg/build-pkg.sh")).unwrap();
+    assert!(pkg.contains("\"$bin\" man --dir \"$share/man/man1\""));
 }

@@ -295,3 +295,49 @@ fn status_prints_home_as_tilde_and_resolve_prints_real_paths() {
         "{human}"
     );
 }
+
+#[test]
+fn set_says_whether_the_host_needs_a_refresh_and_warns_about_a_path_that_cannot_run() {
+    let mut t = TestContext::new();
+    // Nothing set up yet: the next setup uses it.
+    let r = t.run(["providers", "set", Q, ""]).ok();
+    assert!(r.stdout().contains("No Host is set up"), "{}", r.stdout());
+    assert!(r.stdout().contains("disabled"), "{}", r.stdout());
+
+    t.use_sim();
+    t.pin_host_env();
+    let port = crate::common::free_port().to_string();
+    t.run(["agent", "install", "--port", &port, "--settle-ms", "200"])
+        .ok();
+    // A new directory on the Host's PATH: the running Host must be refreshed, and it is said how.
+    let exe = t.fake_exe(&t.path("tools/q"));
+    let r = t.run(["providers", "set", Q, exe.to_str().unwrap()]).ok();
+    assert!(
+        r.stdout()
+            .contains("run `oyster agent regenerate --stack production`"),
+        "{}",
+        r.stdout()
+    );
+    t.run(["agent", "regenerate", "--settle-ms", "200"]).ok();
+    // The same again changes nothing, and says nothing about refreshing.
+    let r = t.run(["providers", "set", Q, exe.to_str().unwrap()]).ok();
+    assert!(r.stdout().contains("unchanged"), "{}", r.stdout());
+    assert!(!r.stdout().contains("regenerate"), "{}", r.stdout());
+
+    // A path that does not exist, or a directory: saved as manual (seed 000), and warned.
+    for (bad, words) in [
+        (t.path("gone/q"), "does not exist"),
+        (t.path("tools"), "is a directory"),
+    ] {
+        let r = t.run(["providers", "set", Q, bad.to_str().unwrap()]).ok();
+        let e = r.stderr();
+        assert!(
+            e.contains("warning:") && e.contains(words) && e.contains("saved"),
+            "{e}"
+        );
+        let v = t.read_config();
+        assert_eq!(v["provider_command_intent"][Q], "manual");
+        assert_eq!(v[format!("{Q}_command")], json!(bad));
+    }
+    t.assert_nothing_executed();
+}

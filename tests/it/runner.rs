@@ -336,7 +336,7 @@ fn host_stop_and_status_leave_a_launchd_host_to_launchd() {
             .fails_with(1)
             .stderr();
     assert!(
-        e.contains("run by launchd") && e.contains("oyster agent stop"),
+        e.contains("launchd runs this Host") && e.contains("oyster agent stop"),
         "{e}"
     );
     assert!(alive(pid), "not signalled");

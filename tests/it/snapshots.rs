@@ -360,3 +360,124 @@ fn error_relative_config_dir() {
         .push(("OYSTERUN_CONFIG_DIR".into(), "relative/dir".into()));
     snap("error_relative_config_dir", &t, &["config", "sync"], &[]).fails_with(2);
 }
+
+/// `snap`, with runs of spaces collapsed: a table's padding follows the width of pids and
+/// ports, which differ between runs.
+#[track_caller]
+fn snap_table(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> Run {
+    let r = t.run(args);
+    let text = shown(t, args, &r, ports);
+    let text = Regex::new(" {2,}").unwrap().replace_all(&text, "  ");
+    insta::with_settings!({ prepend_module_to_snapshot => false, omit_expression => true }, {
+        insta::assert_snapshot!(name, text);
+    });
+    r
+}
+
+#[test]
+fn list_of_three_stacks() {
+    let (p1, p2, p3) = (free_port(), free_port(), free_port());
+    let t = installed(p1);
+    t.run([
+        "agent",
+        "install",
+        "--stack",
+        "snap2",
+        "--port",
+        &p2.to_string(),
+        "--settle-ms",
+        "200",
+    ])
+    .ok();
+    t.run(["agent", "stop", "--stack", "snap2"]).ok();
+    t.run([
+        "config",
+        "sync",
+        "--stack",
+        "snap3",
+        "--port",
+        &p3.to_string(),
+    ])
+    .ok();
+    snap_table("list_three_stacks", &t, &["list"], &[p1, p2, p3]).ok();
+}
+
+#[test]
+fn agent_status_stopped() {
+    let port = free_port();
+    let t = installed(port);
+    t.run(["agent", "stop", "--stack", "snap"]).ok();
+    snap(
+        "agent_status_stopped",
+        &t,
+        &["status", "--stack", "snap"],
+        &[port],
+    )
+    .fails_with(1);
+}
+
+#[test]
+fn agent_stop_and_start() {
+    let port = free_port();
+    let t = installed(port);
+    snap(
+        "agent_stop",
+        &t,
+        &["agent", "stop", "--stack", "snap"],
+        &[port],
+    )
+    .ok();
+    snap(
+        "agent_start",
+        &t,
+        &["agent", "start", "--stack", "snap", "--settle-ms", "200"],
+        &[port],
+    )
+    .ok();
+}
+
+#[test]
+fn error_unknown_stack() {
+    let t = with_claude();
+    t.run(["config", "sync", "--stack", "real", "--port", "18999"])
+        .ok();
+    snap(
+        "error_unknown_stack",
+        &t,
+        &["status", "--stack", "nope"],
+        &[],
+    )
+    .fails_with(2);
+}
+
+#[test]
+fn error_restart_not_installed() {
+    let t = with_claude();
+    snap("error_restart_not_installed", &t, &["restart"], &[]).fails_with(1);
+}
+
+#[test]
+fn error_host_stop_under_launchd() {
+    let port = free_port();
+    let t = installed(port);
+    snap(
+        "error_host_stop_under_launchd",
+        &t,
+        &["host", "stop", "--stack", "snap"],
+        &[port],
+    )
+    .fails_with(1);
+}
+
+#[test]
+fn error_clap_bad_port_and_unknown_command() {
+    let t = TestContext::new();
+    snap(
+        "error_bad_port",
+        &t,
+        &["config", "sync", "--port", "80000"],
+        &[],
+    )
+    .fails_with(2);
+    snap("error_unknown_command", &t, &["kil"], &[]).fails_with(2);
+}

@@ -1,0 +1,112 @@
+//! The everyday verbs on the launchd job (CONTRACT.md §10, the `brew services` habits): `stop`
+//! boots the job out and disables the label but keeps the plist; `start` enables it again
+//! before the usual load and verify; `kill` sends SIGTERM to the running Host only.
+//!
+//! Why `disable`: launchd loads every plist in `~/Library/LaunchAgents` at login, so a job that
+//! was only booted out would come back at the next login. `brew services stop` deletes the plist
+//! instead; oyster keeps it, so `start` restores exactly the definition that was stopped.
+
+use std::time::{Duration, Instant};
+
+use crate::agent::lifecycle::Agent;
+use crate::error::Failed;
+
+/// What `stop` found and did.
+#[derive(Debug, Clone, Copy)]
+pub struct StopOutcome {
+    /// The job was loaded and has been booted out.
+    pub was_loaded: bool,
+    /// The pid that was running, if one was.
+    pub pid: Option<u32>,
+}
+
+/// What `kill` did.
+#[derive(Debug, Clone, Copy)]
+pub struct KillOutcome {
+    /// The pid that got SIGTERM.
+    pub pid: u32,
+    /// Whether that pid was gone when oyster stopped watching.
+    pub exited: bool,
+}
+
+/// How long `kill` watches the signalled pid go (launchd's exit timeout for agents is 5 s).
+const KILL_WATCH: Duration = Duration::from_secs(5);
+
+impl Agent<'_> {
+    /// `launchctl enable`: undoes `stop`'s disable (`start` calls it before loading).
+    pub fn enable(&self, action: &str) -> anyhow::Result<()> {
+        self.lc.ok(&["enable", &self.target()])?;
+        self.audit.record(action, "enable", "ok", None, "");
+        Ok(())
+    }
+
+    /// Boots the job out (waiting until launchd has let it go) and disables the label; the
+    /// plist stays where it is.
+    pub fn stop(&self) -> anyhow::Result<StopOutcome> {
+        let before = self.print()?;
+        let pid = before
+            .as_ref()
+            .filter(|i| i.running())
+            .and_then(|i| i.pid());
+        if before.is_some() {
+            self.bootout("stop")?;
+        }
+        self.lc.ok(&["disable", &self.target()])?;
+        self.audit.record("stop", "disable", "ok", pid, "");
+        Ok(StopOutcome {
+            was_loaded: before.is_some(),
+            pid,
+        })
+    }
+
+    /// `launchctl kill SIGTERM <target>`: the running Host only, never by name or group.
+    /// KeepAlive makes launchd start it again (after the rest of ThrottleInterval when it ran
+    /// less than that).
+    pub fn kill(&self) -> anyhow::Result<KillOutcome> {
+        let target = self.target();
+        let Some(info) = self.print()? else {
+            return Err(Failed::new(
+                format!("{} is not loaded, so there is no Host to signal", self.stack.label),
+                format!(
+                    "`oyster agent start --stack {}` starts it; `oyster agent status --stack {}` shows why it is not loaded",
+                    self.stack.name, self.stack.name
+                ),
+            )
+            .into());
+        };
+        let Some(pid) = info.pid().filter(|_| info.running()) else {
+            return Err(Failed::new(
+                format!(
+                    "{} is loaded but no Host is running (state = {}); launchd starts it again by itself",
+                    self.stack.label,
+                    info.state().unwrap_or("unknown")
+                ),
+                format!(
+                    "see `oyster logs --stack {}` for why it is not running",
+                    self.stack.name
+                ),
+            )
+            .into());
+        };
+        let f = self.lc.call(&["kill", "SIGTERM", &target])?;
+        if f.code != 0 {
+            anyhow::bail!(
+                "`launchctl kill SIGTERM {target}` exited {}: {}",
+                f.code,
+                f.stderr.trim()
+            );
+        }
+        self.audit.record("kill", "sigterm", "ok", Some(pid), "");
+        crate::output::printer().waiting(&format!("pid {pid} to exit"), KILL_WATCH);
+        let t0 = Instant::now();
+        let mut exited = false;
+        while t0.elapsed() < KILL_WATCH {
+            if crate::verify::inspect(pid).is_none() {
+                exited = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(KillOutcome { pid, exited })
+    }
+}

@@ -1,0 +1,72 @@
+//! `oyster logs [-n N] [-f]`: the Host log through the printer (secrets redacted, home as `~`,
+//! control characters escaped), followed across rotation and truncation, never through a
+//! symlink. Reads only: a stack that does not exist is refused, nothing is created.
+
+use std::time::Duration;
+
+use crate::cli::LogsArgs;
+use crate::context::Context;
+use crate::sys::tail::{self, Event, Follower};
+use crate::ExitStatus;
+
+/// How often a followed log is looked at (a stat and a read; cheap).
+const POLL: Duration = Duration::from_millis(150);
+
+pub fn run(ctx: &Context, args: &LogsArgs) -> anyhow::Result<ExitStatus> {
+    crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
+    let path = ctx.stack.log_path();
+    let mut file = tail::open_log(&path)?;
+    let n = usize::try_from(args.lines).unwrap_or(usize::MAX);
+    let pos = match file.as_mut() {
+        Some(f) => {
+            let (lines, end) = tail::last_lines(f, n)
+                .map_err(|e| anyhow::anyhow!("could not read {}: {e}", path.display()))?;
+            for line in lines {
+                ctx.out.out(&line);
+            }
+            end
+        }
+        None if !args.follow => {
+            ctx.out.note(&format!(
+                "{} does not exist yet: the Host has not written anything (`oyster status --stack {}` says whether it runs)",
+                path.display(),
+                ctx.stack.name
+            ));
+            return Ok(ExitStatus::Success);
+        }
+        None => {
+            ctx.out.note(&format!(
+                "{} does not exist yet; waiting for the Host to write it",
+                path.display()
+            ));
+            0
+        }
+    };
+    if !args.follow {
+        return Ok(ExitStatus::Success);
+    }
+    let mut follower = Follower::new(&path, file, pos);
+    // Until Ctrl-C (the default action ends oyster, as it ends `tail -f`) or a closed stdout.
+    while !ctx.out.stdout_closed() {
+        let events = follower
+            .poll()
+            .map_err(|e| anyhow::anyhow!("could not read {}: {e}", path.display()))?;
+        for event in events {
+            match event {
+                Event::Line(line) => ctx.out.out(&line),
+                Event::Truncated => ctx.out.note(&format!(
+                    "{} was truncated; reading it from the start",
+                    path.display()
+                )),
+                Event::Rotated => ctx.out.note(&format!(
+                    "{} was rotated; reading the new file",
+                    path.display()
+                )),
+                Event::Appeared => ctx.out.note(&format!("{} appeared", path.display())),
+                Event::Refused(why) => ctx.out.warn(&why),
+            }
+        }
+        std::thread::sleep(POLL);
+    }
+    Ok(ExitStatus::Success)
+}

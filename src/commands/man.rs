@@ -1,0 +1,234 @@
+//! The man pages: `oyster(1)` and one page per subcommand (`oyster-agent(1)`, …), each with
+//! EXAMPLES, FILES, ENVIRONMENT and EXIT STATUS. clap_mangen renders what clap knows (name,
+//! synopsis, options, subcommands); the sections a man page reader expects beyond that are
+//! written here, from the same text `--help` shows where there is one.
+
+use std::io::Write;
+use std::path::Path;
+
+use clap::Command;
+
+/// Examples for the pages whose command has no `after_help` of its own.
+const EXAMPLES: &[(&str, &str)] = &[
+    (
+        "config",
+        "oyster config show\noyster config show --json\noyster config sync --stack dev --port 8810",
+    ),
+    (
+        "host",
+        "oyster host start --root ~/src/oysterun     start the Host without launchd (Linux)\noyster host status --json\noyster host stop",
+    ),
+    (
+        "setup",
+        "oyster setup                                plan, ask once, apply, verify\noyster setup --install-providers            no question: install what is missing\noyster setup --stack dev --port 8810 --root ~/src/oysterun --no-start",
+    ),
+    (
+        "doctor",
+        "oyster doctor\noyster doctor --json | jq .ok\noyster doctor --probe                       also run `<provider> --version`",
+    ),
+    ("status", "oyster status\noyster status --stack staging --json"),
+    ("start", "oyster start\noyster start --stack dev"),
+    ("stop", "oyster stop                                 stays stopped across logins"),
+    ("restart", "oyster restart\noyster restart --wait 60"),
+    ("list", "oyster list\noyster list --json"),
+];
+
+/// FILES, common to every page (the stack table of CONTRACT.md).
+const FILES: &[(&str, &str)] = &[
+    (
+        "~/.oysterun/config.json",
+        "the production stack's config (provider commands, port, …)",
+    ),
+    (
+        "~/.oysterun/logs/oysterun-host.log",
+        "the production Host's log (`oyster logs`)",
+    ),
+    (
+        "~/.oysterun/logs/service-control.jsonl",
+        "the audit log of every lifecycle step",
+    ),
+    (
+        "~/.oysterun/run/",
+        "pid and identity files, the lifecycle lock",
+    ),
+    (
+        "~/.oysterun-stacks/NAME/{host,run,logs}/",
+        "the same for stack NAME ($OYSTERUN_STACKS_DIR)",
+    ),
+    (
+        "~/Library/LaunchAgents/com.oysterun.host[.NAME].plist",
+        "the LaunchAgent of each stack",
+    ),
+];
+
+const EXIT_STATUS: &[(&str, &str)] = &[
+    ("0", "success (a cancelled setup included); `status`: the Host runs and is verified"),
+    ("1", "the operation failed; `status`: the Host is not running or not verified"),
+    ("2", "invalid input or usage: a bad flag, an unsupported provider, a corrupt config, an unknown stack"),
+    ("130, 143, 129", "interrupted by SIGINT, SIGTERM or SIGHUP, after rolling back"),
+];
+
+/// Escapes text for roff: backslashes, and a leading `.` or `'` that would read as a request.
+fn esc(text: &str) -> String {
+    let s = text.replace('\\', "\\e").replace('-', "\\-");
+    if s.starts_with('.') || s.starts_with('\'') {
+        format!("\\&{s}")
+    } else {
+        s
+    }
+}
+
+fn section(out: &mut Vec<u8>, title: &str) {
+    let _ = writeln!(out, ".SH {title}");
+}
+
+fn tagged(out: &mut Vec<u8>, items: &[(&str, &str)]) {
+    for (tag, text) in items {
+        let _ = writeln!(out, ".TP\n\\fB{}\\fR\n{}", esc(tag), esc(text));
+    }
+}
+
+fn examples_of(cmd: &Command, name: &str) -> Option<String> {
+    if let Some(text) = cmd.get_after_help() {
+        let text = text.to_string();
+        let body = text.strip_prefix("Examples:\n").unwrap_or(&text);
+        return Some(
+            body.lines()
+                .map(|l| l.strip_prefix("  ").unwrap_or(l))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        );
+    }
+    EXAMPLES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, e)| (*e).to_owned())
+}
+
+/// One page: clap's sections, then EXAMPLES, FILES, ENVIRONMENT, EXIT STATUS, SEE ALSO.
+fn render(cmd: Command, name: &str, out: &mut Vec<u8>) -> anyhow::Result<()> {
+    let examples = examples_of(&cmd, name);
+    let subcommands: Vec<String> = cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+        .map(|s| s.get_name().to_owned())
+        .collect();
+    // The `Examples:`/`Environment:` text is ours to place; clap's "extra" section would
+    // repeat it untitled.
+    let cmd = cmd.after_help(None::<&str>).after_long_help(None::<&str>);
+    let man = clap_mangen::Man::new(cmd.clone())
+        .source(format!("oyster {}", cmd.get_version().unwrap_or_default()));
+    man.render_title(out)?;
+    man.render_name_section(out)?;
+    man.render_synopsis_section(out)?;
+    man.render_description_section(out)?;
+    if cmd.get_arguments().any(|a| !a.is_hide_set()) {
+        man.render_options_section(out)?;
+    }
+    if !subcommands.is_empty() {
+        // oyster(1) points at the pages that exist (oyster-agent(1), …); a subcommand's page
+        // lists its own subcommands as they are typed (there is no oyster-agent-stop(1)).
+        section(out, "SUBCOMMANDS");
+        let bin = cmd.get_bin_name().unwrap_or(cmd.get_name()).to_owned();
+        for sub in cmd
+            .get_subcommands()
+            .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+        {
+            let tag = if name == "oyster" {
+                format!("oyster-{}(1)", sub.get_name())
+            } else {
+                format!("{bin} {}", sub.get_name())
+            };
+            let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+            tagged(out, &[(tag.as_str(), about.as_str())]);
+        }
+    }
+    if let Some(ex) = examples {
+        section(out, "EXAMPLES");
+        let _ = writeln!(out, ".nf\n.RS 4");
+        for line in ex.lines() {
+            let _ = writeln!(out, "{}", esc(line));
+        }
+        let _ = writeln!(out, ".RE\n.fi");
+    }
+    section(out, "FILES");
+    tagged(out, FILES);
+    section(out, "ENVIRONMENT");
+    let env: Vec<(String, String)> = crate::cli::ENVIRONMENT_HELP
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .fold(vec![], |mut acc: Vec<(String, String)>, line| {
+            let trimmed = line.trim_start();
+            match trimmed.split_once("  ") {
+                Some((var, text)) if line.starts_with("  ") && !line.starts_with("   ") => {
+                    acc.push((var.to_owned(), text.trim().to_owned()))
+                }
+                _ => {
+                    if let Some(last) = acc.last_mut() {
+                        last.1.push(' ');
+                        last.1.push_str(trimmed);
+                    }
+                }
+            }
+            acc
+        });
+    let env: Vec<(&str, &str)> = env.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    tagged(out, &env);
+    section(out, "EXIT STATUS");
+    tagged(out, EXIT_STATUS);
+    section(out, "SEE ALSO");
+    let mut see: Vec<String> = if name == "oyster" {
+        subcommands
+            .iter()
+            .map(|s| format!("oyster-{s}(1)"))
+            .collect()
+    } else {
+        vec!["oyster(1)".to_owned()]
+    };
+    see.push("launchctl(1)".to_owned());
+    see.push("launchd.plist(5)".to_owned());
+    let _ = writeln!(out, "{}", esc(&see.join(", ")));
+    if cmd.get_version().is_some() {
+        man.render_version_section(out)?;
+    }
+    Ok(())
+}
+
+/// `oyster man`: the main page on stdout.
+pub fn render_main(mut cmd: Command, out: &mut Vec<u8>) -> anyhow::Result<()> {
+    cmd.build();
+    render(cmd, "oyster", out)
+}
+
+/// Every page's file name and roff, `oyster.1` first.
+pub fn pages(mut cmd: Command) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
+    cmd.build();
+    let mut pages = vec![];
+    // clap's own `help` subcommand is `--help`, not a page.
+    for sub in cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+    {
+        let name = sub.get_name().to_owned();
+        let mut bytes = vec![];
+        render(sub.clone(), &name, &mut bytes)?;
+        pages.push((format!("oyster-{name}.1"), bytes));
+    }
+    let mut main = vec![];
+    render(cmd, "oyster", &mut main)?;
+    pages.insert(0, ("oyster.1".to_owned(), main));
+    Ok(pages)
+}
+
+/// `oyster man --dir DIR`: every page written into DIR (created if missing).
+pub fn write_all(cmd: Command, dir: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("could not create {}: {e}", dir.display()))?;
+    for (file, bytes) in pages(cmd)? {
+        let path = dir.join(&file);
+        std::fs::write(&path, bytes)
+            .map_err(|e| anyhow::anyhow!("could not write {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
