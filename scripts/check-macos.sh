@@ -24,6 +24,8 @@ OUT=${OYSTER_APPLE_TARGET_DIR:-target/apple}
 # "use of unstable library feature `X`" / "`let` expressions in this position are unstable"
 # in this check's output means: add X (let_chains) here.
 FEATURES=(let_chains file_lock)
+# Dependencies that need FEATURES but declare no rust-version (so too_new cannot see them).
+NO_MSRV=(listeners)
 ALLOW=(
   -A unknown_lints          # lints newer than clippy 1.85 named in #[allow]/#[expect]
   -A clippy::format_collect # warn-by-default in 1.85, pedantic in rustup's clippy
@@ -135,9 +137,13 @@ for target in "${TARGETS[@]}"; do
   flags=$(printf '"-Zcrate-attr=feature(%s)",' "${FEATURES[@]}")
   config=()
   meta=$(cargo metadata "${LOCK[@]}" --format-version 1 --locked --filter-platform "$target")
-  for p in $(too_new <<<"$meta" | sed 's/@.*//' | sort -u); do
+  # Crates that declare no rust-version but use newer syntax (edition 2024 let chains).
+  for p in $( (too_new <<<"$meta" | sed 's/@.*//'; printf '%s\n' "${NO_MSRV[@]}") | sort -u); do
     config+=(--config "profile.dev.package.$p.rustflags=[${flags%,}]")
   done
+  # Build scripts (host code, the prebuilt host std) are compiled with the build-override
+  # profile: only the syntax switch there.
+  config+=(--config 'profile.dev.build-override.rustflags=["-Zcrate-attr=feature(let_chains)"]')
   say "cargo clippy --target $target"
   start=$SECONDS
   if cargo clippy -Zbuild-std -Zprofile-rustflags "${config[@]}" "${LOCK[@]}" --keep-going \

@@ -257,7 +257,21 @@ fn sync_dir(path: &Path) -> Result<(), FsError> {
 /// An exclusive lock, released on drop. Writers take one as proof: [`write_atomic`] needs a
 /// `&Lock`, so an unlocked write does not compile.
 pub struct Lock {
-    _file: File,
+    // flock(2) through nix, released when the descriptor closes (on drop, or process exit).
+    _held: nix::fcntl::Flock<File>,
+}
+
+/// `flock` in `mode` on `file`: `Ok(None)` when a non-blocking request finds it held.
+fn flock(
+    file: File,
+    mode: nix::fcntl::FlockArg,
+    lock_path: &Path,
+) -> Result<Result<nix::fcntl::Flock<File>, File>, FsError> {
+    match nix::fcntl::Flock::lock(file, mode) {
+        Ok(held) => Ok(Ok(held)),
+        Err((file, nix::errno::Errno::EWOULDBLOCK)) => Ok(Err(file)),
+        Err((_, e)) => Err(io_err("lock", lock_path)(io::Error::from(e))),
+    }
 }
 
 fn open_lock_file(lock_path: &Path) -> Result<File, FsError> {
@@ -280,8 +294,10 @@ pub fn lock_sidecar(path: &Path) -> Result<Lock, FsError> {
     name.push(".lock");
     let lock_path = PathBuf::from(name);
     let file = open_lock_file(&lock_path)?;
-    file.lock().map_err(io_err("lock", &lock_path))?;
-    Ok(Lock { _file: file })
+    match flock(file, nix::fcntl::FlockArg::LockExclusive, &lock_path)? {
+        Ok(held) => Ok(Lock { _held: held }),
+        Err(_) => unreachable!("a blocking flock does not answer EWOULDBLOCK"),
+    }
 }
 
 /// Takes the exclusive lock at `lock_path`, waiting at most `bound`. While another process
@@ -299,40 +315,37 @@ pub fn lock_waiting(
     let mut file = open_lock_file(lock_path)?;
     let t0 = std::time::Instant::now();
     let mut waiting = Some(waiting);
-    loop {
-        match file.try_lock() {
-            Ok(()) => break,
-            Err(std::fs::TryLockError::WouldBlock) => {
+    let holder_of = |f: &mut File| {
+        let mut holder = String::new();
+        let _ = f.rewind().and_then(|()| f.read_to_string(&mut holder));
+        holder.trim().to_owned()
+    };
+    let mut held = loop {
+        match flock(file, nix::fcntl::FlockArg::LockExclusiveNonblock, lock_path)? {
+            Ok(held) => break held,
+            Err(mut busy) => {
                 if let Some(say) = waiting.take() {
-                    let mut holder = String::new();
-                    let _ = file
-                        .rewind()
-                        .and_then(|()| file.read_to_string(&mut holder));
-                    say(holder.trim());
+                    say(&holder_of(&mut busy));
                 }
                 if t0.elapsed() >= bound || interrupted() {
-                    let mut holder = String::new();
-                    let _ = file
-                        .rewind()
-                        .and_then(|()| file.read_to_string(&mut holder));
                     return Err(FsError::Busy {
                         path: lock_path.to_owned(),
-                        holder: holder.trim().to_owned(),
+                        holder: holder_of(&mut busy),
                         secs: t0.elapsed().as_secs(),
                     });
                 }
                 std::thread::sleep(std::time::Duration::from_millis(50));
+                file = busy;
             }
-            Err(std::fs::TryLockError::Error(e)) => return Err(io_err("lock", lock_path)(e)),
         }
-    }
+    };
     // Say who holds it, for the next one to wait.
     let record = format!("pid {} ({what})\n", std::process::id());
-    let _ = file
+    let _ = held
         .set_len(0)
-        .and_then(|()| file.rewind())
-        .and_then(|()| file.write_all(record.as_bytes()));
-    Ok(Lock { _file: file })
+        .and_then(|()| held.rewind())
+        .and_then(|()| held.write_all(record.as_bytes()));
+    Ok(Lock { _held: held })
 }
 
 /// Creates a directory and its parents with `mode` for the ones created.

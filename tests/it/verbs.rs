@@ -285,6 +285,9 @@ fn list_shows_every_stack_on_disk_with_its_facts() {
 }
 
 #[test]
+// A failed assertion leaves `logs -f` running until TestContext's drop kills what carries this
+// test's HOME, by pid; the happy path kills and waits for it below.
+#[allow(clippy::zombie_processes)]
 fn logs_prints_the_tail_and_follows_lines_the_host_writes_redacted() {
     let t = ctx();
     let port = free_port();
