@@ -199,7 +199,9 @@ fn example_block(rows: &[(String, &str)]) -> String {
 /// registry, like everything else about providers.
 pub fn examples() -> String {
     let p = crate::provider::registry::PROVIDERS.last();
-    let (id, name) = p.map_or(("PROVIDER", "a provider"), |p| (p.id, p.display_name));
+    let (id, name) = p.map_or(("PROVIDER", "a provider"), |p| {
+        (p.id.as_str(), p.display_name)
+    });
     let without = format!("do without {name}");
     example_block(&[
         (
@@ -258,7 +260,7 @@ pub fn agent_examples() -> String {
 pub fn providers_examples() -> String {
     let ids: Vec<&str> = crate::provider::registry::PROVIDERS
         .iter()
-        .map(|p| p.id)
+        .map(|p| p.id.as_str())
         .collect();
     let first = ids.first().copied().unwrap_or("PROVIDER");
     let last = ids.last().copied().unwrap_or("PROVIDER");
@@ -529,7 +531,7 @@ impl clap::builder::TypedValueParser for ProviderName {
         value: &std::ffi::OsStr,
     ) -> Result<String, clap::Error> {
         crate::provider::registry::lookup(&value.to_string_lossy())
-            .map(|p| p.id.to_owned())
+            .map(|p| p.id.as_str().to_owned())
             .map_err(|e| {
                 clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("{e}\n"))
                     .with_cmd(cmd)
@@ -542,7 +544,7 @@ impl clap::builder::TypedValueParser for ProviderName {
         Some(Box::new(
             crate::provider::registry::PROVIDERS
                 .iter()
-                .map(|p| clap::builder::PossibleValue::new(p.id)),
+                .map(|p| clap::builder::PossibleValue::new(p.id.as_str())),
         ))
     }
 }

@@ -171,7 +171,7 @@ impl ConfigDoc {
 
     /// The recorded intent, if one is recorded.
     pub fn recorded_intent(&self, p: &Provider) -> Option<Intent> {
-        let v = self.map.get(INTENT_KEY)?.get(p.id)?;
+        let v = self.map.get(INTENT_KEY)?.get(p.id.as_str())?;
         serde_json::from_value(v.clone()).ok()
     }
 
@@ -230,7 +230,10 @@ impl ConfigDoc {
             *entry = Value::Object(Map::new());
         }
         let obj = entry.as_object_mut().expect("made an object above");
-        obj.insert(p.id.to_owned(), Value::String(intent.as_str().to_owned()));
+        obj.insert(
+            p.id.as_str().to_owned(),
+            Value::String(intent.as_str().to_owned()),
+        );
         changes.push(Change {
             key: format!("{INTENT_KEY}.{}", p.id),
             from: before.map_or(Value::Null, |i| Value::String(i.as_str().into())),
@@ -369,7 +372,7 @@ pub fn report(path: &Path, changes: &[Change]) {
 pub fn migrated_intent(p: &Provider, command: Option<&Value>) -> Intent {
     match command.and_then(Value::as_str).map(str::trim) {
         None | Some("") => Intent::Auto,
-        Some(bare) if bare == p.binary || bare == p.id => Intent::Auto,
+        Some(bare) if bare == p.binary || bare == p.id.as_str() => Intent::Auto,
         Some(_) => Intent::Manual,
     }
 }
@@ -485,7 +488,7 @@ impl<'de> de::Deserialize<'de> for IntentTable {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<IntentTable, A::Error> {
                 while let Some(key) = map.next_key::<String>()? {
-                    if PROVIDERS.iter().any(|p| p.id == key) {
+                    if crate::provider::registry::lookup(&key).is_ok() {
                         map.next_value::<Intent>()?;
                     } else {
                         map.next_value::<IgnoredAny>()?;
@@ -660,7 +663,7 @@ mod tests {
                 Just(p0().command_key.to_owned()),
                 Just(p1().command_key.to_owned()),
                 Just(INTENT_KEY.to_owned()),
-                Just(p0().id.to_owned()),
+                Just(p0().id.as_str().to_owned()),
                 Just(PORT_KEY.to_owned()),
                 "[a-z_]{1,6}",
             ];

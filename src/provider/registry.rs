@@ -6,11 +6,37 @@
 
 use std::fmt;
 
+/// A provider's id. Only the registry can make one (its field is private), and it cannot be
+/// compared with a string: code that wants "is this claude?" has to go through the registry
+/// (a field, or [`lookup`]), never a literal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProviderId(&'static str);
+
+impl ProviderId {
+    /// The id as text, for output, JSON keys and config keys.
+    pub const fn as_str(self) -> &'static str {
+        self.0
+    }
+}
+
+impl fmt::Display for ProviderId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `pad`, so `{:<8}` lines up columns as it does for a `str`.
+        f.pad(self.0)
+    }
+}
+
+impl serde::Serialize for ProviderId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0)
+    }
+}
+
 /// One supported provider and everything the rest of oyster needs to know about it.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Provider {
     /// The id used on the command line, in `provider_command_intent` and in JSON output.
-    pub id: &'static str,
+    pub id: ProviderId,
     /// The executable name searched for on `PATH` and in the fallback directories.
     pub binary: &'static str,
     /// The name shown to people.
@@ -29,7 +55,7 @@ pub struct Provider {
 /// Every supported provider, in registry order (the order of `PATH` entries and of output).
 pub static PROVIDERS: &[Provider] = &[
     Provider {
-        id: "claude",
+        id: ProviderId("claude"),
         binary: "claude",
         display_name: "Claude Code",
         command_key: "claude_command",
@@ -38,7 +64,7 @@ pub static PROVIDERS: &[Provider] = &[
         native_dirs: &[".local/share/claude", ".claude/local"],
     },
     Provider {
-        id: "codex",
+        id: ProviderId("codex"),
         binary: "codex",
         display_name: "Codex CLI",
         command_key: "codex_command",
@@ -67,7 +93,7 @@ impl fmt::Display for UnsupportedProvider {
 pub fn lookup(name: &str) -> Result<&'static Provider, UnsupportedProvider> {
     PROVIDERS
         .iter()
-        .find(|p| p.id == name)
+        .find(|p| p.id.as_str() == name)
         .ok_or_else(|| UnsupportedProvider(name.to_owned()))
 }
 
@@ -90,7 +116,7 @@ pub fn lookup_all(names: &[String]) -> Result<Vec<&'static Provider>, Unsupporte
 pub fn supported_names() -> String {
     PROVIDERS
         .iter()
-        .map(|p| p.id)
+        .map(|p| p.id.as_str())
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -141,9 +167,9 @@ mod tests {
     #[test]
     fn lookup_all_dedups_and_keeps_order() {
         let names = vec![
-            PROVIDERS[1].id.to_owned(),
-            PROVIDERS[0].id.to_owned(),
-            PROVIDERS[1].id.to_owned(),
+            PROVIDERS[1].id.as_str().to_owned(),
+            PROVIDERS[0].id.as_str().to_owned(),
+            PROVIDERS[1].id.as_str().to_owned(),
         ];
         let got: Vec<_> = lookup_all(&names).unwrap().iter().map(|p| p.id).collect();
         assert_eq!(got, vec![PROVIDERS[1].id, PROVIDERS[0].id]);

@@ -31,7 +31,7 @@ impl State {
 
 impl fmt::Display for State {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 
@@ -47,7 +47,7 @@ pub enum Authentication {
 /// shows `~` to people).
 #[derive(Debug, Clone, Serialize)]
 pub struct ProviderStatus {
-    pub provider: &'static str,
+    pub provider: super::registry::ProviderId,
     pub intent: Intent,
     /// What `config.json` holds (secrets redacted).
     pub command: Value,
