@@ -70,7 +70,9 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
                 }
             };
             match agent.print()? {
-                None => {
+                // Not loaded and no run pending: nothing to restart. A pending marker means a
+                // run was killed between bootout and bootstrap: finish (or roll back) its change.
+                None if !agent.pending() => {
                     write_only(ctx, &plan, &lock)?;
                     crate::say!("The LaunchAgent is not loaded; `oyster agent install --stack {}` loads it.", stack.name);
                 }
@@ -84,7 +86,7 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
                         stack.plist_path().display()
                     );
                 }
-                Some(_) => {
+                _ => {
                     refuse_direct_host(ctx)?;
                     let outcome = agent.apply(&plan, "regenerate", false, verify.timing())?;
                     report(ctx, &plan, &outcome);
