@@ -222,13 +222,15 @@ fn apply_steps(
             crate::say!("Installing {}: {}", i.provider.display_name, i.shown());
             let args = i.argv("install");
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            // Journaled before npm runs: an install cut short (Ctrl-C, timeout) may have put
+            // files in place before its group was killed, and uninstalling is harmless if not.
+            journal.push(Undo::NpmUninstall { install_idx: idx });
             let out = process::run(
                 &i.npm,
                 &args,
                 ChildEnv::Exactly(&base),
                 Duration::from_secs(600),
             )?;
-            journal.push(Undo::NpmUninstall { install_idx: idx });
             if out.code != 0 {
                 anyhow::bail!(
                     "`{}` exited {}: {}",
