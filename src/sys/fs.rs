@@ -277,12 +277,21 @@ pub fn lock_waiting(
         match file.try_lock() {
             Ok(()) => break,
             Err(std::fs::TryLockError::WouldBlock) => {
-                if let Some(say) = waiting.take() {
+                if waiting.is_some() {
                     let mut holder = String::new();
                     let _ = file
                         .rewind()
                         .and_then(|()| file.read_to_string(&mut holder));
-                    say(holder.trim());
+                    // The record may still be the previous holder's (the new one writes its own
+                    // just after it locks): name a holder only once the record is a live one's,
+                    // or after a short while, whatever is there.
+                    if record_is_live(&holder)
+                        || t0.elapsed() >= std::time::Duration::from_millis(300)
+                    {
+                        if let Some(say) = waiting.take() {
+                            say(holder.trim());
+                        }
+                    }
                 }
                 if t0.elapsed() >= bound || interrupted() {
                     let mut holder = String::new();
@@ -307,6 +316,19 @@ pub fn lock_waiting(
         .and_then(|()| file.rewind())
         .and_then(|()| file.write_all(record.as_bytes()));
     Ok(Lock { _file: file })
+}
+
+/// Whether a lock record (`pid N (what)`) names a live process other than this one.
+fn record_is_live(record: &str) -> bool {
+    record
+        .strip_prefix("pid ")
+        .and_then(|r| r.split(' ').next())
+        .and_then(|p| p.parse::<i32>().ok())
+        .filter(|p| *p > 0 && *p != std::process::id() as i32)
+        .is_some_and(|p| {
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None)
+                != Err(nix::errno::Errno::ESRCH)
+        })
 }
 
 /// Creates a directory and its parents with `mode` for the ones created.
