@@ -5,8 +5,6 @@
 //! session, and the Host log. The pid file is written atomically under a lock and records the
 //! process's start time, so `stop` can prove a pid is still our Host before signalling it.
 
-use std::fs::OpenOptions;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -152,13 +150,8 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
     }
     fsutil::create_dir_all(&stack.log_dir, 0o755)?;
     let log_path = stack.log_path();
-    fsutil::refuse_symlink(&log_path)?;
-    let log = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(&log_path)
-        .map_err(|e| anyhow::anyhow!("could not open the Host log {}: {e}", log_path.display()))?;
+    // Never through a symlink, never blocking on a FIFO (CONTRACT.md §9).
+    let log = fsutil::open_append(&log_path, 0o600)?;
     let env = plan.host_environment(&stack.home)?;
     let server = plan.server();
     let mut child = process::spawn_detached(
