@@ -788,3 +788,38 @@ fn control_characters_in_root_are_refused_naming_the_flag_and_shown_escaped() {
         }
     }
 }
+
+/// §9 / issue 12 item 7: `providers set` refuses a command whose directory cannot go into the
+/// Host's PATH (a `:` or a control character) with exit 2, where it enters — it used to be
+/// accepted and then block every later regenerate, setup and host start.
+#[test]
+fn a_provider_command_whose_directory_cannot_go_on_path_is_refused_where_it_enters() {
+    let t = TestContext::new();
+    t.write_config(r#"{"history": {"s1": "keep"}}"#);
+    let before = std::fs::read(t.config_path()).unwrap();
+    for cmd in [
+        "/t/tools:v2/bin/claude",
+        "/t/to\u{1b}[31mols/claude",
+        "/t/form\u{0c}feed/claude",
+        "/t/one\u{01}/claude",
+    ] {
+        let r = bounded(
+            &t,
+            &["providers", "set", "claude", cmd],
+            &[],
+            Duration::from_secs(10),
+        );
+        let e = r.stderr();
+        assert_eq!(r.code, Some(2), "{cmd:?}: {e}");
+        assert!(e.contains("PATH") && e.contains("claude"), "{cmd:?}: {e}");
+        for out in [r.stdout.as_bytes(), r.stderr.as_slice()] {
+            assert!(
+                !out.iter().any(|b| *b < 0x20 && *b != b'\n'),
+                "{cmd:?}: a raw control byte reached the terminal"
+            );
+        }
+        assert_eq!(std::fs::read(t.config_path()).unwrap(), before, "{cmd:?}");
+    }
+    // A `:` in the file name itself is harmless: only the directory goes on PATH.
+    t.run(["providers", "set", "claude", "/t/bin/cla:ude"]).ok();
+}
