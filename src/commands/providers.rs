@@ -86,7 +86,29 @@ fn parse_command(ctx: &Context, p: &Provider, command: &str) -> Result<Option<Pa
             id = p.id
         )));
     }
-    Ok(Some(crate::provider::resolve::normalize(&expanded)))
+    let path = crate::provider::resolve::normalize(&expanded);
+    // Its directory goes on the Host's PATH, which a `:` would split and a control character
+    // cannot enter (CONTRACT.md §3, §9): refused here rather than by every later run.
+    let dir = path.parent().map(|d| d.to_string_lossy().into_owned());
+    if let Some(bad) = dir
+        .as_deref()
+        .and_then(|d| d.chars().find(|c| *c == ':' || c.is_control()))
+    {
+        return Err(Invalid::new(format!(
+            "the directory of {} holds {}, so it cannot go on the Host's PATH",
+            path.display(),
+            if bad == ':' {
+                "a `:` (PATH's separator)".to_owned()
+            } else {
+                format!("the control character U+{:04X}", bad as u32)
+            }
+        ))
+        .hint(format!(
+            "install {} in a directory without `:` or control characters (or link it from one), then give that path",
+            p.display_name
+        )));
+    }
+    Ok(Some(path))
 }
 
 fn save(
