@@ -176,13 +176,22 @@ fn unsafe_path_entries_are_errors_never_written() {
         t.fake_exe(&dir.join("claude"));
         match how {
             "manual" => {
+                // `providers set` refuses it where it enters (§9); a config edited by hand or
+                // written by an older oyster can still hold one.
                 t.run([
                     "providers",
                     "set",
                     "claude",
                     dir.join("claude").to_str().unwrap(),
                 ])
-                .ok();
+                .fails_with(2);
+                t.write_config(
+                    &serde_json::json!({
+                        "claude_command": dir.join("claude"),
+                        "provider_command_intent": {"claude": "manual"},
+                    })
+                    .to_string(),
+                );
             }
             "path" => t.path_dirs.push(dir.clone()),
             _ => {}
