@@ -117,6 +117,13 @@ fn finish(result: anyhow::Result<ExitStatus>) -> ExitCode {
                 out.error(&format!("{err:#}"), None);
                 return ExitCode::from(sys::signal::exit_code(sig.0));
             }
+            // Any other error while a signal is pending is that signal's doing (a child cut
+            // short with its group): the run ends with the signal's code all the same.
+            if let Some(sig) = sys::signal::received() {
+                let (text, hint) = error::render(&err);
+                out.error(&text, hint.as_deref());
+                return ExitCode::from(sys::signal::exit_code(sig));
+            }
             let (text, hint) = error::render(&err);
             out.error(&text, hint.as_deref());
             exit_status_of(&err).into()

@@ -108,6 +108,15 @@ fn check_interrupt() -> Result<(), Stop> {
     }
 }
 
+/// A launchctl call that failed while a signal is pending was cut short by it (its process
+/// group is killed on an interrupt): that is the interrupt, not a failed verification.
+fn stop_from(e: anyhow::Error) -> Stop {
+    match signal::received() {
+        Some(sig) => Stop::Interrupted(sig),
+        None => Stop::Failed(format!("{e:#}")),
+    }
+}
+
 /// Sleeps `d` in short steps, waking for a signal.
 fn sleep_interruptible(d: Duration) -> Result<(), Stop> {
     let end = Instant::now() + d;
@@ -252,16 +261,28 @@ impl<'a> Agent<'a> {
                 was_loaded: true,
             });
         }
-        let baseline = if reload {
+        let step = if reload {
             if stale && !wrote {
                 crate::tell!("The loaded job does not match the plist oyster generates (edited behind oyster's back?); reloading it.");
             }
-            self.reload(action, before.is_some())?;
-            Some(0)
+            self.reload(action, before.is_some()).map(|()| Some(0))
         } else if force_restart {
-            self.restart_gracefully(action, old_pid)?
+            self.restart_gracefully(action, old_pid)
         } else {
-            before.as_ref().and_then(PrintInfo::runs)
+            Ok(before.as_ref().and_then(PrintInfo::runs))
+        };
+        let baseline = match step {
+            Ok(b) => b,
+            // A signal cut a launchctl call short (its group was killed): the new plist may be
+            // half loaded, so this is an interrupt to roll back, not a plain failure.
+            Err(e) => match signal::received() {
+                Some(sig) => {
+                    let previous = plan.installed.as_ref().map(|i| i.bytes.clone());
+                    let stop = Stop::Interrupted(sig);
+                    return Err(self.roll_back(action, previous, &plan.plist, stop, timing));
+                }
+                None => return Err(e),
+            },
         };
         let old = if reload || force_restart {
             old_pid
@@ -567,7 +588,7 @@ impl<'a> Agent<'a> {
             check_interrupt()?;
             let info = self
                 .print()
-                .map_err(|e| format!("{e:#}"))?
+                .map_err(stop_from)?
                 .ok_or("the job is not loaded")?;
             match info.pid() {
                 Some(pid) if info.running() && Some(pid) != old_pid => break (pid, info),
@@ -637,7 +658,7 @@ impl<'a> Agent<'a> {
             timing.settle,
         );
         sleep_interruptible(timing.settle)?;
-        match self.print().map_err(|e| format!("{e:#}"))? {
+        match self.print().map_err(stop_from)? {
             Some(after) if after.pid() == Some(pid) && after.running() => Ok(Verified {
                 pid,
                 health_after,

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::agent::launchctl::{JobState, LastExit, Launchctl};
+use crate::agent::launchctl::{JobState, LastExit, Launchctl, LocateError};
 use crate::agent::lifecycle::{self, Agent, EnvProof, Outcome};
 use crate::cli::AgentCommand;
 use crate::context::Context;
@@ -39,6 +39,10 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
         } => {
             let _guard = InterruptGuard::install();
             let lock = ctx.lock_stack("agent install")?;
+            if !no_start {
+                // An unusable launchctl is said before the config sync writes anything.
+                Launchctl::locate(&ctx.env)?;
+            }
             refuse_direct_host(ctx)?;
             let plan = synced_plan(ctx, &host, &lock)?;
             if no_start {
@@ -59,6 +63,12 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
         } => {
             let _guard = InterruptGuard::install();
             let lock = ctx.lock_stack("agent regenerate")?;
+            if !no_restart {
+                // A launchctl variable set wrong is invalid input (exit 2), refused before
+                // anything is written; only a launchctl that is absent or switched off falls
+                // back to writing the plist without reloading.
+                refuse_invalid_launchctl(ctx)?;
+            }
             let plan = synced_plan(ctx, &host, &lock)?;
             if no_restart {
                 write_only(ctx, &plan, &lock)?;
@@ -73,7 +83,9 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
                 }
             };
             match agent.print()? {
-                None => {
+                // Not loaded and no run pending: nothing to restart. A pending marker means a
+                // run was killed between bootout and bootstrap: finish (or roll back) its change.
+                None if !agent.pending() => {
                     write_only(ctx, &plan, &lock)?;
                     crate::say!("The LaunchAgent is not loaded; `oyster agent install --stack {}` loads it.", stack.name);
                 }
@@ -87,7 +99,7 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
                         stack.plist_path().display()
                     );
                 }
-                Some(_) => {
+                _ => {
                     refuse_direct_host(ctx)?;
                     let outcome = agent.apply(&plan, "regenerate", false, verify.timing())?;
                     report(ctx, &plan, &outcome);
@@ -121,6 +133,11 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
         AgentCommand::List { json } => list(ctx, json),
         AgentCommand::Uninstall => {
             require_known(ctx)?;
+            // A bad timeout is a typo, not a missing launchctl: removing the plist of a job
+            // that stays loaded would leave it with no file behind it.
+            if let Err(e @ LocateError::BadTimeout(_)) = Launchctl::locate(&ctx.env) {
+                return Err(e.into());
+            }
             let plist = stack.plist_path();
             let lc = Launchctl::locate(&ctx.env);
             let loaded = lc
@@ -172,6 +189,15 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
             );
             Ok(ExitStatus::Success)
         }
+    }
+}
+
+/// Refuses a launchctl variable that is set wrong (exit 2); a launchctl that is missing or
+/// switched off is not refused here.
+fn refuse_invalid_launchctl(ctx: &Context) -> anyhow::Result<()> {
+    match Launchctl::locate(&ctx.env) {
+        Err(e) if e.is_invalid_input() => Err(e.into()),
+        _ => Ok(()),
     }
 }
 

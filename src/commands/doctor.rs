@@ -290,6 +290,22 @@ fn plist_check(ctx: &Context, installed: Option<&Installed>, plan: Option<&Plan>
     let st = &ctx.stack;
     let plist_path = st.plist_path();
     match (installed, plan) {
+        // Something is there, but not a plist oyster may read (a symlink, a FIFO, a device,
+        // over the size cap): say what, rather than "not installed".
+        (None, _) if std::fs::symlink_metadata(&plist_path).is_ok() => check(
+            "plist",
+            Level::Fail,
+            crate::sys::fs::read_regular(&plist_path, agentplist::MAX_PLIST_BYTES)
+                .err()
+                .map_or_else(
+                    || format!("{} could not be read", plist_path.display()),
+                    |e| e.to_string(),
+                ),
+            Some(format!(
+                "remove it, then `oyster agent install --stack {}` writes a regular file",
+                st.name
+            )),
+        ),
         (None, _) => check(
             "plist",
             Level::Warn,

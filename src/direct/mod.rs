@@ -7,8 +7,6 @@
 //! origin file and oyster's exec record, then becomes the Host with the same pid. The exec
 //! record's start time and command line are what `stop` checks before it signals a pid.
 
-use std::fs::OpenOptions;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -188,13 +186,8 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
     }
     fsutil::create_dir_all(&stack.log_dir, 0o755)?;
     let log_path = stack.log_path();
-    fsutil::refuse_symlink(&log_path)?;
-    let log = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(&log_path)
-        .map_err(|e| anyhow::anyhow!("could not open the Host log {}: {e}", log_path.display()))?;
+    // Never through a symlink, never blocking on a FIFO (CONTRACT.md §9).
+    let log = fsutil::open_append(&log_path, 0o600)?;
     remove_identity(stack)?;
     let env = plan.host_environment(&stack.home)?;
     // The one launch program, as launchd runs it: it writes the identity files (this process

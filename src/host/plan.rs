@@ -50,6 +50,12 @@ pub enum Writes<'a> {
 /// Builds the plan; with [`Writes::Sync`] the config sync is written first.
 pub fn plan(ctx: &Context, args: &HostInputs, writes: Writes<'_>) -> anyhow::Result<Plan> {
     let stack = &ctx.stack;
+    // A root the user gave that can never go into a plist is refused before the sync writes.
+    let given = (args.root.as_deref().map(|d| (d, "--root")))
+        .or_else(|| ctx.env.root.as_deref().map(|d| (d, "OYSTERUN_ROOT")));
+    if let Some((dir, origin)) = given {
+        crate::host::root::refuse_controls(dir, origin)?;
+    }
     let (doc, changes) = match writes {
         Writes::Sync(_) => {
             let path = stack.config_path();

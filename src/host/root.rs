@@ -97,6 +97,21 @@ pub fn find(s: &RootSearch<'_>) -> Result<FoundRoot, Invalid> {
     .hint("install Oysterun with `npm install -g oysterun`, or pass --root DIR (or set OYSTERUN_ROOT)"))
 }
 
+/// Refuses a root given with a control character (it cannot go into a plist, and would reach
+/// the terminal raw), naming where it came from (CONTRACT.md §4: refused where it enters).
+pub fn refuse_controls(dir: &Path, origin: &str) -> Result<(), Invalid> {
+    let text = dir.to_string_lossy();
+    match text.chars().find(|c| c.is_control()) {
+        Some(c) => Err(Invalid::new(format!(
+            "{origin} holds the control character U+{:04X}: {}",
+            c as u32,
+            dir.display()
+        ))
+        .hint(format!("give {origin} a path without control characters"))),
+        None => Ok(()),
+    }
+}
+
 /// `<dir of this executable>/../share/oysterun`.
 fn packaged_root() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
@@ -104,6 +119,7 @@ fn packaged_root() -> Option<PathBuf> {
 }
 
 fn check(dir: &Path, origin: &str) -> Result<PathBuf, Invalid> {
+    refuse_controls(dir, origin)?;
     let abs = if dir.is_absolute() {
         dir.to_owned()
     } else {

@@ -1,9 +1,9 @@
 //! The append-only audit log `<log dir>/service-control.jsonl`: one JSON line per lifecycle step
-//! and outcome. Operators rely on it (Oysterun's scripts keep one). No secrets go in: actions,
-//! steps, outcomes, pids and launchctl/verification messages only.
+//! and outcome, rotated at 1 MiB (one old file, `service-control.jsonl.1`, kept). Operators
+//! rely on it (Oysterun's scripts keep one). No secrets go in: actions, steps, outcomes, pids
+//! and launchctl/verification messages only.
 
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -15,7 +15,22 @@ pub struct Audit {
     label: String,
 }
 
+/// The size at which the log is moved to `<name>.1` (replacing an older one) and started anew.
+pub const ROTATE_AT: u64 = 1 << 20;
+
 impl Audit {
+    /// Moves a log that reached [`ROTATE_AT`] to `<name>.1`; one old file is kept. Only a
+    /// regular file is moved (a symlink there is left for the append to refuse).
+    fn rotate(&self) {
+        let big = std::fs::symlink_metadata(&self.path)
+            .is_ok_and(|m| m.file_type().is_file() && m.len() >= ROTATE_AT);
+        if big {
+            let mut old = self.path.clone().into_os_string();
+            old.push(".1");
+            let _ = std::fs::rename(&self.path, old);
+        }
+    }
+
     /// The audit log at `path` for one stack and its label.
     pub fn new(path: PathBuf, stack: &str, label: &str) -> Audit {
         Audit {
@@ -41,17 +56,16 @@ impl Audit {
             "pid": pid,
             "detail": crate::output::printer().human(detail),
         });
-        let result = (|| -> std::io::Result<()> {
+        let result = (|| -> anyhow::Result<()> {
             if let Some(dir) = self.path.parent() {
                 std::fs::create_dir_all(dir)?;
             }
-            let mut f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o600)
-                .open(&self.path)?;
+            self.rotate();
+            // Never through a symlink, never blocking on a FIFO (CONTRACT.md §9).
+            let mut f = crate::sys::fs::open_append(&self.path, 0o600)?;
             // One write per line, so concurrent writers never interleave within a line.
-            f.write_all(format!("{line}\n").as_bytes())
+            f.write_all(format!("{line}\n").as_bytes())?;
+            Ok(())
         })();
         if let Err(e) = result {
             crate::output::printer()

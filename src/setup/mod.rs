@@ -233,6 +233,9 @@ fn apply_steps(
                 &format!("npm to install {}", i.provider.npm_package),
                 NPM_TIMEOUT,
             );
+            // Journaled before npm runs: an install cut short (Ctrl-C, timeout) may have put
+            // files in place before its group was killed, and uninstalling is harmless if not.
+            journal.push(Undo::NpmUninstall { install_idx: idx });
             // npm's own progress, indented and dimmed, instead of minutes of silence.
             let out = process::run_streaming(
                 &i.npm,
@@ -245,9 +248,9 @@ fn apply_steps(
                     }
                 },
             )?;
-            // Undo only what is there: a failed npm that left nothing was not "installed".
-            if out.code == 0 || i.installed_path().exists() {
-                journal.push(Undo::NpmUninstall { install_idx: idx });
+            // A failed npm that finished and left nothing was not "installed": nothing to undo.
+            if out.code != 0 && !i.installed_path().exists() {
+                journal.pop();
             }
             if out.code != 0 {
                 anyhow::bail!(

@@ -53,7 +53,6 @@ fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) ->
 /// there is no such file.
 pub fn read_regular(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, FsError> {
     use std::io::Read;
-    use std::os::unix::fs::FileTypeExt;
     let file = match OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
@@ -69,21 +68,7 @@ pub fn read_regular(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, FsError> {
         Err(e) => return Err(io_err("open", path)(e)),
     };
     let meta = file.metadata().map_err(io_err("inspect", path))?;
-    let ft = meta.file_type();
-    let kind = if ft.is_file() {
-        None
-    } else if ft.is_dir() {
-        Some("a directory")
-    } else if ft.is_fifo() {
-        Some("a FIFO (named pipe)")
-    } else if ft.is_socket() {
-        Some("a socket")
-    } else if ft.is_char_device() || ft.is_block_device() {
-        Some("a device")
-    } else {
-        Some("a special file")
-    };
-    if let Some(kind) = kind {
+    if let Some(kind) = special_kind(&meta.file_type()) {
         return Err(FsError::NotRegular {
             path: path.to_owned(),
             kind,
@@ -106,6 +91,62 @@ pub fn read_regular(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, FsError> {
         });
     }
     Ok(Some(bytes))
+}
+
+/// What a file that is not a regular file is, in words; `None` for a regular file.
+fn special_kind(ft: &std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if ft.is_file() {
+        None
+    } else if ft.is_dir() {
+        Some("a directory")
+    } else if ft.is_fifo() {
+        Some("a FIFO (named pipe)")
+    } else if ft.is_socket() {
+        Some("a socket")
+    } else if ft.is_char_device() || ft.is_block_device() {
+        Some("a device")
+    } else if ft.is_symlink() {
+        Some("a symlink")
+    } else {
+        Some("a special file")
+    }
+}
+
+/// Opens a log for appending (created with `mode`), never through a symlink and never blocking
+/// on a FIFO: the file must be a regular file (CONTRACT.md §9).
+pub fn open_append(path: &Path, mode: u32) -> Result<File, FsError> {
+    let file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(mode)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(nix::libc::ELOOP) => FsError::Symlink {
+                path: path.to_owned(),
+            },
+            // A FIFO nobody reads: opening it for writing would have blocked.
+            Some(nix::libc::ENXIO) => FsError::NotRegular {
+                path: path.to_owned(),
+                kind: "a FIFO (named pipe)",
+            },
+            _ => io_err("open", path)(e),
+        })?;
+    let meta = file.metadata().map_err(io_err("inspect", path))?;
+    if let Some(kind) = special_kind(&meta.file_type()) {
+        return Err(FsError::NotRegular {
+            path: path.to_owned(),
+            kind,
+        });
+    }
+    // A regular file: back to ordinary blocking writes for whoever inherits the descriptor.
+    nix::fcntl::fcntl(
+        &file,
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_APPEND),
+    )
+    .map_err(|e| io_err("set the flags of", path)(e.into()))?;
+    Ok(file)
 }
 
 /// Refuses when `path` itself is a symlink (a dangling one included).
@@ -179,7 +220,16 @@ pub fn write_atomic(
     let mut owner = None;
     let existing_mode = match std::fs::metadata(path) {
         Ok(m) => {
-            if std::fs::read(path).is_ok_and(|old| old == bytes) {
+            // A FIFO or device there would block the comparison read (or never end it).
+            if let Some(kind) = special_kind(&m.file_type()) {
+                return Err(FsError::NotRegular {
+                    path: path.to_owned(),
+                    kind,
+                });
+            }
+            if m.len() == bytes.len() as u64
+                && read_regular(path, m.len()).is_ok_and(|old| old.as_deref() == Some(bytes))
+            {
                 return Ok(false);
             }
             use std::os::unix::fs::MetadataExt;
@@ -324,8 +374,18 @@ pub fn lock_waiting(
         match flock(file, nix::fcntl::FlockArg::LockExclusiveNonblock, lock_path)? {
             Ok(held) => break held,
             Err(mut busy) => {
-                if let Some(say) = waiting.take() {
-                    say(&holder_of(&mut busy));
+                if waiting.is_some() {
+                    let holder = holder_of(&mut busy);
+                    // The record may still be the previous holder's (the new one writes its own
+                    // just after it locks): name a holder only once the record is a live one's,
+                    // or after a short while, whatever is there.
+                    if record_is_live(&holder)
+                        || t0.elapsed() >= std::time::Duration::from_millis(300)
+                    {
+                        if let Some(say) = waiting.take() {
+                            say(&holder);
+                        }
+                    }
                 }
                 if t0.elapsed() >= bound || interrupted() {
                     return Err(FsError::Busy {
@@ -346,6 +406,19 @@ pub fn lock_waiting(
         .and_then(|()| held.rewind())
         .and_then(|()| held.write_all(record.as_bytes()));
     Ok(Lock { _held: held })
+}
+
+/// Whether a lock record (`pid N (what)`) names a live process other than this one.
+fn record_is_live(record: &str) -> bool {
+    record
+        .strip_prefix("pid ")
+        .and_then(|r| r.split(' ').next())
+        .and_then(|p| p.parse::<i32>().ok())
+        .filter(|p| *p > 0 && *p != std::process::id() as i32)
+        .is_some_and(|p| {
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None)
+                != Err(nix::errno::Errno::ESRCH)
+        })
 }
 
 /// Creates a directory and its parents with `mode` for the ones created.

@@ -68,82 +68,7 @@ pub fn run_in(
     cwd: Option<&Path>,
     timeout: Duration,
 ) -> Result<Finished, ProcessError> {
-    debug_assert!(
-        program.is_absolute(),
-        "the process door takes absolute paths"
-    );
-    let argv: Vec<String> = std::iter::once(program.display().to_string())
-        .chain(args.iter().map(|a| a.to_string()))
-        .collect();
-    let shown = argv.join(" ");
-    let mut cmd = Command::new(program);
-    cmd.args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    if let Some(dir) = cwd {
-        cmd.current_dir(dir);
-    }
-    if let ChildEnv::Exactly(vars) = env {
-        cmd.env_clear();
-        cmd.envs(vars.iter().map(|(k, v)| (k, v)));
-    }
-    let mut child = cmd.spawn().map_err(|source| ProcessError::Spawn {
-        argv: shown.clone(),
-        source,
-    })?;
-    let pgid = child.id();
-    let out = child.stdout.take().map(reader);
-    let err = child.stderr.take().map(reader);
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if super::signal::received().is_some() => {
-                // Cancel reaches the whole group: npm's own children die with it.
-                let _ = super::signal::killpg(pgid, super::signal::Signal::SIGKILL);
-                let _ = child.wait();
-                return Err(ProcessError::Interrupted {
-                    argv: shown,
-                    signal: super::signal::received().unwrap_or(super::signal::Signal::SIGINT),
-                });
-            }
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = super::signal::killpg(pgid, super::signal::Signal::SIGKILL);
-                let _ = child.wait();
-                return Err(ProcessError::Timeout {
-                    argv: shown,
-                    secs: timeout.as_secs().max(1),
-                });
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-            Err(source) => {
-                return Err(ProcessError::Spawn {
-                    argv: shown,
-                    source,
-                })
-            }
-        }
-    };
-    let join = |h: Option<std::thread::JoinHandle<Vec<u8>>>| {
-        h.and_then(|h| h.join().ok())
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default()
-    };
-    let (stdout, stderr) = (join(out), join(err));
-    match status.code() {
-        Some(code) => Ok(Finished {
-            argv,
-            code,
-            stdout,
-            stderr,
-        }),
-        None => Err(ProcessError::Signaled {
-            argv: shown,
-            signal: status.signal().unwrap_or(0),
-        }),
-    }
+    run_full(program, args, env, cwd, timeout, &mut |_, _| {})
 }
 
 /// Which stream a line came from.
@@ -164,6 +89,20 @@ pub fn run_streaming(
     timeout: Duration,
     on_line: &mut dyn FnMut(Stream, &str),
 ) -> Result<Finished, ProcessError> {
+    run_full(program, args, env, None, timeout, on_line)
+}
+
+/// The one implementation behind [`run`], [`run_in`] and [`run_streaming`]: no shell, stdin
+/// null, its own process group, killed whole at the deadline or when oyster is interrupted
+/// (SIGINT/SIGTERM/SIGHUP caught by a [`super::signal::InterruptGuard`]), output capped.
+fn run_full(
+    program: &Path,
+    args: &[&str],
+    env: ChildEnv<'_>,
+    cwd: Option<&Path>,
+    timeout: Duration,
+    on_line: &mut dyn FnMut(Stream, &str),
+) -> Result<Finished, ProcessError> {
     use std::sync::mpsc;
     debug_assert!(
         program.is_absolute(),
@@ -179,6 +118,9 @@ pub fn run_streaming(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
     if let ChildEnv::Exactly(vars) = env {
         cmd.env_clear();
         cmd.envs(vars.iter().map(|(k, v)| (k, v)));
@@ -227,6 +169,15 @@ pub fn run_streaming(
         }
         match child.try_wait() {
             Ok(Some(status)) => break status,
+            Ok(None) if super::signal::received().is_some() => {
+                // Cancel reaches the whole group: npm's own children die with it.
+                let _ = super::signal::killpg(pgid, super::signal::Signal::SIGKILL);
+                let _ = child.wait();
+                return Err(ProcessError::Interrupted {
+                    argv: shown,
+                    signal: super::signal::received().unwrap_or(super::signal::Signal::SIGINT),
+                });
+            }
             Ok(None) if Instant::now() >= deadline => {
                 let _ = super::signal::killpg(pgid, super::signal::Signal::SIGKILL);
                 let _ = child.wait();
@@ -236,7 +187,8 @@ pub fn run_streaming(
                 });
             }
             Ok(None) => {
-                if let Ok((which, bytes)) = rx.recv_timeout(Duration::from_millis(20)) {
+                // Short, so a launchctl call that ends at once is not kept waiting.
+                if let Ok((which, bytes)) = rx.recv_timeout(Duration::from_millis(2)) {
                     take(which, bytes, on_line);
                 }
             }
@@ -325,22 +277,6 @@ pub fn identity(pid: u32) -> Option<(u64, Vec<String>)> {
         .map(|c| c.to_string_lossy().into_owned())
         .collect();
     Some((p.start_time(), cmd))
-}
-
-/// Reads a stream to its end on a thread, keeping at most [`OUTPUT_CAP`] bytes.
-fn reader(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
-    std::thread::spawn(move || {
-        let mut kept = Vec::new();
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = r.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            let room = OUTPUT_CAP.saturating_sub(kept.len());
-            kept.extend_from_slice(&buf[..n.min(room)]);
-        }
-        kept
-    })
 }
 
 #[cfg(test)]
