@@ -16,7 +16,7 @@ use crate::host::launchenv::LaunchEnv;
 use crate::host::plan::Plan;
 use crate::host::plist as agentplist;
 use crate::host::stack::Stack;
-use crate::output::audit::Audit;
+use crate::output::audit::{Action, Audit, Step, StepOutcome};
 use crate::sys::fs::{self as fsutil, Lock};
 use crate::sys::signal::{self, Signal};
 use crate::verify::{self, EnvCheck};
@@ -215,7 +215,7 @@ impl<'a> Agent<'a> {
     pub fn apply(
         &self,
         plan: &Plan,
-        action: &str,
+        action: Action,
         force_restart: bool,
         timing: Timing,
     ) -> anyhow::Result<Outcome> {
@@ -247,8 +247,12 @@ impl<'a> Agent<'a> {
         let wrote = agentplist::write(self.lock, &plist, &plan.plist, &self.stack.log_dir)?;
         self.audit.record(
             action,
-            "write-plist",
-            if wrote { "written" } else { "unchanged" },
+            Step::WritePlist,
+            if wrote {
+                StepOutcome::Written
+            } else {
+                StepOutcome::Unchanged
+            },
             None,
             "",
         );
@@ -291,7 +295,8 @@ impl<'a> Agent<'a> {
         };
         match self.verify(&plan.env, plan.port, old, baseline, timing) {
             Ok(v) => {
-                self.audit.record(action, "verify", "ok", Some(v.pid), "");
+                self.audit
+                    .record(action, Step::Verify, StepOutcome::Ok, Some(v.pid), "");
                 self.keep_as_last_good(&plan.plist);
                 Ok(Outcome {
                     verified: v,
@@ -363,13 +368,14 @@ impl<'a> Agent<'a> {
 
     fn finish(
         &self,
-        action: &str,
+        action: Action,
         v: Result<Verified, Stop>,
         plist: &[u8],
     ) -> anyhow::Result<Verified> {
         match v {
             Ok(v) => {
-                self.audit.record(action, "verify", "ok", Some(v.pid), "");
+                self.audit
+                    .record(action, Step::Verify, StepOutcome::Ok, Some(v.pid), "");
                 self.keep_as_last_good(plist);
                 Ok(v)
             }
@@ -377,7 +383,8 @@ impl<'a> Agent<'a> {
                 Err(crate::error::Interrupted(sig, "nothing was changed".into()).into())
             }
             Err(Stop::Failed(f)) => {
-                self.audit.record(action, "verify", "failed", None, &f);
+                self.audit
+                    .record(action, Step::Verify, StepOutcome::Failed, None, &f);
                 Err(anyhow::anyhow!(self.failure_message(&f)))
             }
         }
@@ -389,7 +396,7 @@ impl<'a> Agent<'a> {
     /// job's `runs` before the new instance, the baseline for crash evidence.
     fn restart_gracefully(
         &self,
-        action: &str,
+        action: Action,
         old_pid: Option<u32>,
     ) -> anyhow::Result<Option<u32>> {
         let target = self.target();
@@ -397,7 +404,8 @@ impl<'a> Agent<'a> {
         let runs = info.as_ref().and_then(PrintInfo::runs);
         let Some(pid) = old_pid else {
             self.lc.ok(&["kickstart", &target])?;
-            self.audit.record(action, "kickstart", "ok", None, "");
+            self.audit
+                .record(action, Step::Kickstart, StepOutcome::Ok, None, "");
             return Ok(runs);
         };
         let grace =
@@ -426,8 +434,8 @@ impl<'a> Agent<'a> {
             self.lc.ok(&["kickstart", "-k", &target])?;
             self.audit.record(
                 action,
-                "kickstart-k",
-                "ok",
+                Step::KickstartK,
+                StepOutcome::Ok,
                 Some(pid),
                 "SIGTERM was not enough",
             );
@@ -442,13 +450,18 @@ impl<'a> Agent<'a> {
                 f.stderr.trim()
             ),
         }
-        self.audit
-            .record(action, "kickstart", "ok", None, "after SIGTERM");
+        self.audit.record(
+            action,
+            Step::Kickstart,
+            StepOutcome::Ok,
+            None,
+            "after SIGTERM",
+        );
         Ok(runs)
     }
 
     /// enable, bootout (if loaded), wait for the label to go, bootstrap with bounded retries.
-    pub fn reload(&self, action: &str, loaded: bool) -> anyhow::Result<()> {
+    pub fn reload(&self, action: Action, loaded: bool) -> anyhow::Result<()> {
         let target = self.target();
         self.lc.ok(&["enable", &target])?;
         if loaded {
@@ -462,7 +475,8 @@ impl<'a> Agent<'a> {
             let f = self.lc.call(&["bootstrap", &self.domain.name, &plist_s])?;
             match f.code {
                 0 => {
-                    self.audit.record(action, "bootstrap", "ok", None, "");
+                    self.audit
+                        .record(action, Step::Bootstrap, StepOutcome::Ok, None, "");
                     return Ok(());
                 }
                 5 | 37 if t0.elapsed() < BOOTSTRAP_RETRY => {
@@ -491,8 +505,13 @@ impl<'a> Agent<'a> {
                     std::thread::sleep(Duration::from_millis(250));
                 }
                 119 => {
-                    self.audit
-                        .record(action, "bootstrap", "failed", None, "disabled");
+                    self.audit.record(
+                        action,
+                        Step::Bootstrap,
+                        StepOutcome::Failed,
+                        None,
+                        "disabled",
+                    );
                     return Err(crate::error::Failed::new(
                         format!("launchd says {target} is disabled (bootstrap exit 119) even after `launchctl enable`"),
                         format!("run `launchctl enable {target}` yourself and try again"),
@@ -500,8 +519,13 @@ impl<'a> Agent<'a> {
                     .into());
                 }
                 code => {
-                    self.audit
-                        .record(action, "bootstrap", "failed", None, &format!("exit {code}"));
+                    self.audit.record(
+                        action,
+                        Step::Bootstrap,
+                        StepOutcome::Failed,
+                        None,
+                        &format!("exit {code}"),
+                    );
                     let mut msg = format!(
                         "`launchctl bootstrap {} {}` exited {code}: {}",
                         self.domain.name,
@@ -533,7 +557,7 @@ impl<'a> Agent<'a> {
 
     /// bootout, then poll `print` until the label is gone (113): bootout returns before the
     /// process has exited, and exit 36 means it is still in progress.
-    pub fn bootout(&self, action: &str) -> anyhow::Result<()> {
+    pub fn bootout(&self, action: Action) -> anyhow::Result<()> {
         let target = self.target();
         let f = self.lc.call(&["bootout", &target])?;
         // 3: not loaded; 36: operation now in progress (keep polling).
@@ -544,7 +568,8 @@ impl<'a> Agent<'a> {
                 f.stderr.trim()
             );
         }
-        self.audit.record(action, "bootout", "ok", None, "");
+        self.audit
+            .record(action, Step::Bootout, StepOutcome::Ok, None, "");
         let t0 = Instant::now();
         let mut said = false;
         while self.print()?.is_some() {
@@ -683,7 +708,7 @@ impl<'a> Agent<'a> {
     /// included, whose rollback runs to its end before the run exits.
     fn roll_back(
         &self,
-        action: &str,
+        action: Action,
         previous: Option<Vec<u8>>,
         new: &[u8],
         stop: Stop,
@@ -696,7 +721,7 @@ impl<'a> Agent<'a> {
             Stop::Interrupted(sig) => (format!("interrupted by {sig}"), Some(sig)),
         };
         self.audit
-            .record(action, "verify", "failed", None, &failure);
+            .record(action, Step::Verify, StepOutcome::Failed, None, &failure);
         let last_exit = self
             .print()
             .ok()
@@ -742,7 +767,7 @@ impl<'a> Agent<'a> {
             Err(e) => format!("rollback failed too (the next run retries it): {e:#}"),
         };
         self.audit
-            .record(action, "rollback", "done", None, &rollback);
+            .record(action, Step::Rollback, StepOutcome::Done, None, &rollback);
         if let Some(sig) = interrupted {
             return crate::error::Interrupted(sig, format!("rollback: {rollback}")).into();
         }
@@ -780,7 +805,7 @@ impl<'a> Agent<'a> {
     pub fn uninstall(&self) -> anyhow::Result<bool> {
         let loaded = self.print()?.is_some();
         if loaded {
-            self.bootout("uninstall")?;
+            self.bootout(Action::Uninstall)?;
         }
         let plist = self.stack.plist_path();
         match std::fs::remove_file(&plist) {
@@ -791,8 +816,13 @@ impl<'a> Agent<'a> {
         for f in [self.pending_path(), self.last_good_path()] {
             let _ = std::fs::remove_file(f);
         }
-        self.audit
-            .record("uninstall", "remove-plist", "ok", None, "");
+        self.audit.record(
+            Action::Uninstall,
+            Step::RemovePlist,
+            StepOutcome::Ok,
+            None,
+            "",
+        );
         Ok(loaded)
     }
 }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::agent::lifecycle::Agent;
 use crate::error::Failed;
+use crate::output::audit::{Action, Step, StepOutcome};
 
 /// What `stop` found and did.
 #[derive(Debug, Clone, Copy)]
@@ -34,9 +35,10 @@ const KILL_WATCH: Duration = Duration::from_secs(5);
 
 impl Agent<'_> {
     /// `launchctl enable`: undoes `stop`'s disable (`start` calls it before loading).
-    pub fn enable(&self, action: &str) -> anyhow::Result<()> {
+    pub fn enable(&self, action: Action) -> anyhow::Result<()> {
         self.lc.ok(&["enable", &self.target()])?;
-        self.audit.record(action, "enable", "ok", None, "");
+        self.audit
+            .record(action, Step::Enable, StepOutcome::Ok, None, "");
         Ok(())
     }
 
@@ -49,10 +51,11 @@ impl Agent<'_> {
             .filter(|i| i.running())
             .and_then(|i| i.pid());
         if before.is_some() {
-            self.bootout("stop")?;
+            self.bootout(Action::Stop)?;
         }
         self.lc.ok(&["disable", &self.target()])?;
-        self.audit.record("stop", "disable", "ok", pid, "");
+        self.audit
+            .record(Action::Stop, Step::Disable, StepOutcome::Ok, pid, "");
         Ok(StopOutcome {
             was_loaded: before.is_some(),
             pid,
@@ -96,7 +99,8 @@ impl Agent<'_> {
                 f.stderr.trim()
             );
         }
-        self.audit.record("kill", "sigterm", "ok", Some(pid), "");
+        self.audit
+            .record(Action::Kill, Step::Sigterm, StepOutcome::Ok, Some(pid), "");
         crate::output::printer().waiting(&format!("pid {pid} to exit"), KILL_WATCH);
         let t0 = Instant::now();
         let mut exited = false;

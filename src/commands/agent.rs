@@ -10,6 +10,7 @@ use crate::error::Failed;
 use crate::host::identity::ExecRecord;
 use crate::host::plan::{self, Plan, Writes};
 use crate::host::plist as agentplist;
+use crate::output::audit::Action;
 use crate::output::Tone;
 use crate::sys::signal::InterruptGuard;
 use crate::verify;
@@ -51,7 +52,7 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
                 return Ok(ExitStatus::Success);
             }
             let agent = Agent::new(ctx, &lock)?;
-            let outcome = agent.apply(&plan, "install", false, verify.timing())?;
+            let outcome = agent.apply(&plan, Action::Install, false, verify.timing())?;
             report(ctx, &plan, &outcome);
             Ok(ExitStatus::Success)
         }
@@ -101,7 +102,7 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
                 }
                 _ => {
                     refuse_direct_host(ctx)?;
-                    let outcome = agent.apply(&plan, "regenerate", false, verify.timing())?;
+                    let outcome = agent.apply(&plan, Action::Regenerate, false, verify.timing())?;
                     report(ctx, &plan, &outcome);
                 }
             }
@@ -119,7 +120,7 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
             refuse_direct_host(ctx)?;
             let plan = synced_plan(ctx, &host, &lock)?;
             let agent = Agent::new(ctx, &lock)?;
-            let outcome = agent.apply(&plan, "restart", true, verify.timing())?;
+            let outcome = agent.apply(&plan, Action::Restart, true, verify.timing())?;
             report(ctx, &plan, &outcome);
             Ok(ExitStatus::Success)
         }
@@ -370,8 +371,8 @@ fn start(ctx: &Context, args: &crate::cli::StartArgs) -> anyhow::Result<ExitStat
     }
     refuse_direct_host(ctx)?;
     let plan = synced_plan(ctx, &args.host, &lock)?;
-    agent.enable("start")?;
-    let outcome = agent.apply(&plan, "start", false, args.verify.timing())?;
+    agent.enable(Action::Start)?;
+    let outcome = agent.apply(&plan, Action::Start, false, args.verify.timing())?;
     report(ctx, &plan, &outcome);
     Ok(ExitStatus::Success)
 }

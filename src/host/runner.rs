@@ -37,7 +37,7 @@ use crate::host::launchenv::{self, EnvInputs};
 use crate::host::plan;
 use crate::host::root::SERVER;
 use crate::host::stack::{Stack, DEFAULT_STACK};
-use crate::output::audit::Audit;
+use crate::output::audit::{Action, Audit, Step, StepOutcome};
 use crate::sys::fs as fsutil;
 use crate::sys::process::{self, ChildEnv};
 
@@ -158,9 +158,9 @@ pub fn run(ctx: &Context) -> anyhow::Result<Infallible> {
         t0.elapsed().as_secs_f64() * 1000.0
     );
     Audit::new(stack.audit_path(), &stack.name, &stack.label).record(
-        "exec",
-        "launch",
-        "ok",
+        Action::Exec,
+        Step::Launch,
+        StepOutcome::Ok,
         Some(pid),
         &said,
     );

@@ -9,6 +9,62 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
 
+/// The lifecycle command a record belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    Install,
+    Regenerate,
+    Restart,
+    Start,
+    Stop,
+    Kill,
+    Uninstall,
+    Setup,
+    /// The launch program (`host exec`), once per launch.
+    Exec,
+}
+
+impl std::fmt::Display for Action {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The same words as in the log's JSON.
+        match serde_json::to_value(self) {
+            Ok(serde_json::Value::String(s)) => f.write_str(&s),
+            _ => f.write_str("?"),
+        }
+    }
+}
+
+/// One step of an action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Step {
+    WritePlist,
+    Enable,
+    Disable,
+    Bootout,
+    Bootstrap,
+    Kickstart,
+    /// `kickstart -k`: SIGKILL, when SIGTERM was not enough.
+    KickstartK,
+    Sigterm,
+    Verify,
+    Rollback,
+    RemovePlist,
+    Launch,
+}
+
+/// How a step ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepOutcome {
+    Ok,
+    Failed,
+    Written,
+    Unchanged,
+    Done,
+}
+
 pub struct Audit {
     path: PathBuf,
     stack: String,
@@ -42,7 +98,14 @@ impl Audit {
 
     /// Appends one line. Best effort: a log that cannot be written never fails the action, but
     /// says so on stderr.
-    pub fn record(&self, action: &str, step: &str, outcome: &str, pid: Option<u32>, detail: &str) {
+    pub fn record(
+        &self,
+        action: Action,
+        step: Step,
+        outcome: StepOutcome,
+        pid: Option<u32>,
+        detail: &str,
+    ) {
         let ts_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);

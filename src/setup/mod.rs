@@ -18,6 +18,7 @@ use crate::direct;
 use crate::error::Interrupted;
 use crate::error::Invalid;
 use crate::host::plan::{self, HostInputs, Plan, Writes};
+use crate::output::audit::Action;
 use crate::provider::registry::{Provider, PROVIDERS};
 use crate::provider::resolve::{self, Intent};
 use crate::sys::fs::{self as fsutil, Lock};
@@ -324,7 +325,7 @@ fn apply_steps(
         (Service::Launchd(_), false) => {
             // The lifecycle rolls its own plist back when the Host does not verify.
             let agent = Agent::new(ctx, lock)?;
-            let outcome = agent.apply(&plan, "setup", false, opts.timing)?;
+            let outcome = agent.apply(&plan, Action::Setup, false, opts.timing)?;
             crate::say!(
                 "Host verified: pid {}, /health 200 after {} ms.",
                 outcome.verified.pid,
