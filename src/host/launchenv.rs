@@ -4,7 +4,7 @@
 //! Exactly eight variables (the five oyster always gave, and the three `OYSTERUN_ROUTEC_*` that
 //! Oysterun's own runner gives: the Host reads its stack from them), and a PATH built only from
 //! the pinned Node's directory, the resolved provider directories and fixed system directories. Nothing is taken from the caller's
-//! environment, no profile is sourced, and an unsafe entry is an error, never written.
+//! environment, no profile is sourced, and an unusable entry is an error, never written.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -193,7 +193,7 @@ mod tests {
     }
 
     #[test]
-    fn unsafe_entries_are_errors() {
+    fn unusable_entries_are_errors() {
         for bad in ["rel/bin", "/a:b", "/a\nb", "/a\rb"] {
             assert!(build_path([Path::new(bad)]).is_err(), "{bad:?}");
         }
