@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System, UpdateKind};
 
 use crate::host::launchenv::LaunchEnv;
+use crate::output::redact;
 
 /// What the kernel says about one live process.
 #[derive(Debug, Clone)]
@@ -97,10 +98,19 @@ impl EnvCheck {
             EnvCheck::Mismatch(diffs) => diffs
                 .iter()
                 .map(|(k, want, got)| {
+                    // A variable named like a secret (a key added to the plist by hand) is
+                    // named, never shown (CONTRACT.md §8).
+                    let shown = |v: &str| {
+                        if redact::is_secret_key(k) {
+                            redact::REDACTED.to_owned()
+                        } else {
+                            format!("{v:?}")
+                        }
+                    };
                     format!(
-                        "{k} is {} but should be {want:?}",
-                        got.as_deref()
-                            .map_or("unset".to_owned(), |g| format!("{g:?}"))
+                        "{k} is {} but should be {}",
+                        got.as_deref().map_or("unset".to_owned(), shown),
+                        shown(want)
                     )
                 })
                 .collect::<Vec<_>>()
@@ -278,5 +288,24 @@ pub fn log_tail(path: &Path, max: u64) -> String {
         "(the log is empty)".into()
     } else {
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mismatch_names_a_secret_variable_but_never_shows_its_value() {
+        let check = EnvCheck::Mismatch(vec![
+            ("ANTHROPIC_API_KEY".into(), "sk-ant-1".into(), None),
+            ("GITHUB_TOKEN".into(), "ghp-2".into(), Some("ghp-3".into())),
+            ("OYSTERUN_PORT".into(), "8802".into(), Some("8803".into())),
+        ]);
+        assert_eq!(
+            check.describe(),
+            "ANTHROPIC_API_KEY is unset but should be <redacted>; GITHUB_TOKEN is <redacted> but \
+             should be <redacted>; OYSTERUN_PORT is \"8803\" but should be \"8802\""
+        );
     }
 }
