@@ -347,9 +347,14 @@ fn check_values(path: &Path, map: &Map<String, Value>) -> Result<(), ConfigError
 /// The secret values in the config at `path` (empty when it cannot be read), for the printer.
 pub fn secret_values_on_disk(path: &Path) -> Vec<String> {
     match fsutil::read_regular(path, MAX_CONFIG_BYTES) {
-        Ok(Some(bytes)) => serde_json::from_slice::<Value>(&bytes)
-            .map(|v| crate::output::redact::secret_values(&v))
-            .unwrap_or_default(),
+        Ok(Some(bytes)) => match serde_json::from_slice::<Value>(&bytes) {
+            Ok(v) => crate::output::redact::secret_values(&v),
+            // A config that does not parse still holds its secrets, and the commands that go
+            // on without it (`logs`, `doctor`) must not show them.
+            Err(_) => {
+                crate::output::redact::secret_values_in_text(&String::from_utf8_lossy(&bytes))
+            }
+        },
         _ => vec![],
     }
 }
