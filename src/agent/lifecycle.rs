@@ -222,6 +222,8 @@ impl<'a> Agent<'a> {
         if let Some(sig) = signal::received() {
             return Err(crate::error::Interrupted(sig, "nothing was changed".into()).into());
         }
+        // launchd opens the Host log when it spawns the Host: a FIFO there would hang it.
+        self.stack.refuse_special_log()?;
         let plist = self.stack.plist_path();
         let before = self.print()?;
         let old_pid = before.as_ref().and_then(PrintInfo::pid);
