@@ -81,9 +81,25 @@ pub struct Change {
     pub to: Value,
 }
 
+/// `key: from -> to`, redacted (CONTRACT.md §8): every way a change is said (the sync report,
+/// `--dry-run`, the Host log) goes through here.
 impl fmt::Display for Change {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {} -> {}", self.key, self.from, self.to)
+        use crate::output::redact;
+        let shown = |v: &Value| {
+            if redact::is_secret_key(&self.key) && !v.is_null() {
+                Value::String(redact::REDACTED.into())
+            } else {
+                redact::redact_value(v)
+            }
+        };
+        write!(
+            f,
+            "{}: {} -> {}",
+            self.key,
+            shown(&self.from),
+            shown(&self.to)
+        )
     }
 }
 
@@ -367,9 +383,7 @@ pub fn report(path: &Path, changes: &[Change]) {
     }
     crate::say!("{}: updated", path.display());
     for c in changes {
-        let from = crate::output::redact::redact_value(&c.from);
-        let to = crate::output::redact::redact_value(&c.to);
-        crate::say!("  {}: {from} -> {to}", c.key);
+        crate::say!("  {c}");
     }
 }
 
@@ -534,6 +548,27 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    #[test]
+    fn a_change_is_said_redacted() {
+        let change = |key: &str, to: Value| Change {
+            key: key.into(),
+            from: Value::Null,
+            to,
+        };
+        assert_eq!(
+            change("relay_url", json!("https://u:pw@h/x?token=t&n=1")).to_string(),
+            r#"relay_url: null -> "https://<redacted>@h/x?token=<redacted>&n=1""#
+        );
+        assert_eq!(
+            change("device_token", json!("dt-1")).to_string(),
+            r#"device_token: null -> "<redacted>""#
+        );
+        assert_eq!(
+            change("port", json!(8802)).to_string(),
+            "port: null -> 8802"
+        );
+    }
 
     /// Two providers from the registry, whichever they are (tests never name one).
     fn p0() -> &'static Provider {

@@ -229,9 +229,7 @@ fn ensure_dirs(stack: &Stack) -> anyhow::Result<()> {
 
 fn log_changes(log: &Log, changes: &[Change]) {
     for c in changes {
-        let from = crate::output::redact::redact_value(&c.from);
-        let to = crate::output::redact::redact_value(&c.to);
-        log.line(&format!("config: {}: {from} -> {to}", c.key));
+        log.line(&format!("config: {c}"));
     }
 }
 
