@@ -770,10 +770,15 @@ impl<'a> Agent<'a> {
 
     fn failure_message(&self, failure: &str) -> String {
         let log = self.stack.log_path();
+        let tail = verify::log_tail(&log, 16 * 1024);
+        // The Host may have written secrets of its own since this run began, and logged them:
+        // the config is read again after the log, so whatever the tail holds is known by the
+        // time it is printed.
+        crate::config::learn_secrets(&self.stack.config_path());
         format!(
             "the Host did not verify: {failure}\n--- last lines of {} ---\n{}",
             log.display(),
-            verify::log_tail(&log, 16 * 1024).trim_end()
+            tail.trim_end()
         )
     }
 

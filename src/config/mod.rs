@@ -375,6 +375,13 @@ pub fn secret_values_on_disk(path: &Path) -> Vec<String> {
     }
 }
 
+/// Teaches the printer the secrets now in the config at `path`. The Host writes its own while
+/// oyster runs (the real one adds an onboarding token on its first start) and may log them at
+/// once: whatever prints the Host log learns them first.
+pub fn learn_secrets(path: &Path) {
+    crate::output::printer().add_secrets(secret_values_on_disk(path));
+}
+
 /// Prints what a sync changed (values redacted; home shown as `~` by the printer).
 pub fn report(path: &Path, changes: &[Change]) {
     if changes.is_empty() {
