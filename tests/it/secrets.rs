@@ -340,3 +340,123 @@ fn planted_secrets_never_appear_in_any_output_log_or_plist() {
     assert_clean("the audit log", &audit);
     s.t.wait_no_processes();
 }
+
+/// The real Host writes its own secrets into `config.json` when it starts (an onboarding token)
+/// and may log them at once. A Host that then fails verification has its log tail printed, and
+/// `oyster logs -f` may already be following it: both learn the new secrets before printing.
+#[test]
+fn a_secret_the_host_writes_while_oyster_runs_is_redacted_too() {
+    for verb in ["agent install", "host start"] {
+        let mut t = TestContext::new();
+        t.use_sim();
+        let root = t.pin_host_env();
+        TestContext::fixture_flag(&root, "unhealthy", "");
+        let port = free_port();
+        let cfg = t.home.join(".oysterun-stacks/new/host/config.json");
+        let log = t.home.join(".oysterun-stacks/new/logs/oysterun-host.log");
+        // What the Host does once it runs: add its token to the config, then log a URL with it.
+        let host = std::thread::spawn({
+            let (cfg, log) = (cfg.clone(), log.clone());
+            move || {
+                let t0 = std::time::Instant::now();
+                while !std::fs::read_to_string(&log)
+                    .unwrap_or_default()
+                    .contains("fixture host listening")
+                {
+                    assert!(t0.elapsed().as_secs() < 20, "the Host never started");
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                let mut v: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(&cfg).unwrap()).unwrap();
+                v["onboarding_token"] = "OB-late-secret-6c5d4e".into();
+                std::fs::write(&cfg, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+                let line = "open https://app.example.com/onboard/OB-late-secret-6c5d4e now";
+                assert_eq!(get(port, &format!("/log?line={}", encode(line))), 200);
+            }
+        });
+        let mut args: Vec<String> = verb.split(' ').map(String::from).collect();
+        args.extend(
+            ["--stack", "new", "--port", &port.to_string(), "--wait", "4"].map(String::from),
+        );
+        let r = t.run(&args).fails_with(1);
+        host.join().unwrap();
+        let e = r.stderr();
+        assert!(
+            e.contains("open https://app.example.com/onboard/<redacted> now"),
+            "{verb}: the tail shows the line, redacted: {e}"
+        );
+        assert!(!(r.stdout() + &e).contains("OB-late"), "{verb}: {e}");
+        t.wait_no_processes();
+    }
+}
+
+/// `oyster logs -f` started before the Host wrote its token still redacts it.
+#[test]
+fn logs_follow_learns_a_secret_the_host_writes_after_it_started() {
+    let mut t = TestContext::new();
+    t.use_sim();
+    t.pin_host_env();
+    let port = free_port();
+    let p = port.to_string();
+    t.run([
+        "agent",
+        "install",
+        "--stack",
+        "lf",
+        "--port",
+        &p,
+        "--settle-ms",
+        "200",
+    ])
+    .ok();
+    let cfg = t.home.join(".oysterun-stacks/lf/host/config.json");
+    let mut follow = t
+        .cmd()
+        .args(["logs", "-f", "--stack", "lf"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&cfg).unwrap()).unwrap();
+    v["onboarding_token"] = "OB-late-secret-3b2a19".into();
+    std::fs::write(&cfg, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+    let line = "open https://app.example.com/onboard/OB-late-secret-3b2a19 now";
+    assert_eq!(get(port, &format!("/log?line={}", encode(line))), 200);
+    assert_eq!(
+        get(port, &format!("/log?line={}", encode("end-of-test"))),
+        200
+    );
+    // Read until the last line arrives (bounded by killing the follower).
+    let pid = follow.id();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(10));
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    });
+    let mut out = String::new();
+    let mut reader = std::io::BufReader::new(follow.stdout.take().unwrap());
+    loop {
+        let mut l = String::new();
+        if std::io::BufRead::read_line(&mut reader, &mut l).unwrap_or(0) == 0 {
+            break;
+        }
+        out.push_str(&l);
+        if l.contains("end-of-test") {
+            break;
+        }
+    }
+    let _ = follow.kill();
+    let _ = follow.wait();
+    drop(killer);
+    assert!(out.contains("end-of-test"), "{out}");
+    assert!(
+        out.contains("open https://app.example.com/onboard/<redacted> now")
+            && !out.contains("OB-late"),
+        "{out}"
+    );
+    t.run(["agent", "uninstall", "--stack", "lf"]).ok();
+    t.wait_no_processes();
+}
