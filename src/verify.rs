@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System, UpdateKind};
 
 use crate::host::launchenv::LaunchEnv;
+use crate::output::redact;
 
 /// What the kernel says about one live process.
 #[derive(Debug, Clone)]
@@ -97,10 +98,19 @@ impl EnvCheck {
             EnvCheck::Mismatch(diffs) => diffs
                 .iter()
                 .map(|(k, want, got)| {
+                    // A variable named like a secret (a key added to the plist by hand) is
+                    // named, never shown (CONTRACT.md §8).
+                    let shown = |v: &str| {
+                        if redact::is_secret_key(k) {
+                            redact::REDACTED.to_owned()
+                        } else {
+                            format!("{v:?}")
+                        }
+                    };
                     format!(
-                        "{k} is {} but should be {want:?}",
-                        got.as_deref()
-                            .map_or("unset".to_owned(), |g| format!("{g:?}"))
+                        "{k} is {} but should be {}",
+                        got.as_deref().map_or("unset".to_owned(), shown),
+                        shown(want)
                     )
                 })
                 .collect::<Vec<_>>()
@@ -256,15 +266,36 @@ impl std::fmt::Display for HealthFailure {
     }
 }
 
-/// The last `max` bytes of a log, for failure messages (lossy UTF-8, whole lines).
+/// The last `max` bytes of the Host log, for failure messages (lossy UTF-8, whole lines).
+///
+/// Read only as a regular file (CONTRACT.md §9): never through a symlink (whose target could
+/// be any file the user can read), never blocking on a FIFO or device (opened non-blocking,
+/// checked with `fstat` before any read), and never more than `max` bytes, from the end.
 pub fn log_tail(path: &Path, max: u64) -> String {
-    let Ok(mut f) = std::fs::File::open(path) else {
-        return format!("(no log at {})", path.display());
+    use crate::sys::fs::FsError;
+    let mut f = match crate::sys::tail::open_log(path) {
+        Ok(Some(f)) => f,
+        Ok(None) => return format!("(no log at {})", path.display()),
+        Err(FsError::Symlink { .. }) => {
+            return format!(
+                "(not shown: {} is a symlink, which oyster does not follow)",
+                path.display()
+            )
+        }
+        Err(FsError::NotRegular { kind, .. }) => {
+            return format!(
+                "(not shown: {} is {kind}, not a regular file)",
+                path.display()
+            )
+        }
+        Err(e) => return format!("(not shown: {e})"),
     };
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     let start = len.saturating_sub(max);
     use std::io::Seek;
-    let _ = f.seek(std::io::SeekFrom::Start(start));
+    if f.seek(std::io::SeekFrom::Start(start)).is_err() {
+        return format!("(could not read {})", path.display());
+    }
     let mut buf = Vec::new();
     let _ = f.take(max).read_to_end(&mut buf);
     let text = String::from_utf8_lossy(&buf).into_owned();
@@ -278,5 +309,68 @@ pub fn log_tail(path: &Path, max: u64) -> String {
         "(the log is empty)".into()
     } else {
         text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_tail_reads_only_the_end_of_a_regular_file() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("log");
+        let body: String = (0..2000).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(&p, &body).unwrap();
+        let tail = log_tail(&p, 64);
+        assert!(tail.len() <= 64 && tail.ends_with("line 1999\n"), "{tail}");
+        assert!(tail.starts_with("line "), "whole lines only: {tail}");
+        assert_eq!(
+            log_tail(&d.path().join("none"), 64),
+            format!("(no log at {})", d.path().join("none").display())
+        );
+        std::fs::write(&p, "").unwrap();
+        assert_eq!(log_tail(&p, 64), "(the log is empty)");
+    }
+
+    #[test]
+    fn log_tail_never_follows_a_link_or_blocks_on_a_fifo_or_device() {
+        let d = tempfile::tempdir().unwrap();
+        let secret = d.path().join("secret");
+        std::fs::write(&secret, "NOT-FOR-THE-TERMINAL\n").unwrap();
+        let link = d.path().join("link.log");
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        let said = log_tail(&link, 4096);
+        assert!(
+            !said.contains("NOT-FOR") && said.contains("symlink"),
+            "{said}"
+        );
+        let zero = d.path().join("zero.log");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        assert!(log_tail(&zero, 4096).contains("symlink"));
+        let fifo = d.path().join("fifo.log");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let t0 = std::time::Instant::now();
+        let said = log_tail(&fifo, 4096);
+        assert!(
+            t0.elapsed() < Duration::from_secs(1) && said.contains("FIFO"),
+            "{said}"
+        );
+        assert!(log_tail(Path::new("/dev/null"), 4096).contains("a device"));
+        assert!(log_tail(d.path(), 4096).contains("a directory"));
+    }
+
+    #[test]
+    fn a_mismatch_names_a_secret_variable_but_never_shows_its_value() {
+        let check = EnvCheck::Mismatch(vec![
+            ("ANTHROPIC_API_KEY".into(), "sk-ant-1".into(), None),
+            ("GITHUB_TOKEN".into(), "ghp-2".into(), Some("ghp-3".into())),
+            ("OYSTERUN_PORT".into(), "8802".into(), Some("8803".into())),
+        ]);
+        assert_eq!(
+            check.describe(),
+            "ANTHROPIC_API_KEY is unset but should be <redacted>; GITHUB_TOKEN is <redacted> but \
+             should be <redacted>; OYSTERUN_PORT is \"8803\" but should be \"8802\""
+        );
     }
 }

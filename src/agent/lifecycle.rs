@@ -222,6 +222,8 @@ impl<'a> Agent<'a> {
         if let Some(sig) = signal::received() {
             return Err(crate::error::Interrupted(sig, "nothing was changed".into()).into());
         }
+        // launchd opens the Host log when it spawns the Host: a FIFO there would hang it.
+        self.stack.refuse_special_log()?;
         let plist = self.stack.plist_path();
         let before = self.print()?;
         let old_pid = before.as_ref().and_then(PrintInfo::pid);
@@ -793,10 +795,15 @@ impl<'a> Agent<'a> {
 
     fn failure_message(&self, failure: &str) -> String {
         let log = self.stack.log_path();
+        let tail = verify::log_tail(&log, 16 * 1024);
+        // The Host may have written secrets of its own since this run began, and logged them:
+        // the config is read again after the log, so whatever the tail holds is known by the
+        // time it is printed.
+        crate::config::learn_secrets(&self.stack.config_path());
         format!(
             "the Host did not verify: {failure}\n--- last lines of {} ---\n{}",
             log.display(),
-            verify::log_tail(&log, 16 * 1024).trim_end()
+            tail.trim_end()
         )
     }
 

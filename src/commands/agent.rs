@@ -40,6 +40,8 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
         } => {
             let _guard = InterruptGuard::install();
             let lock = ctx.lock_stack("agent install")?;
+            // Before the config sync writes anything (CONTRACT.md §9).
+            stack.refuse_special_log()?;
             if !no_start {
                 // An unusable launchctl is said before the config sync writes anything.
                 Launchctl::locate(&ctx.env)?;
@@ -64,6 +66,7 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
         } => {
             let _guard = InterruptGuard::install();
             let lock = ctx.lock_stack("agent regenerate")?;
+            stack.refuse_special_log()?;
             if !no_restart {
                 // A launchctl variable set wrong is invalid input (exit 2), refused before
                 // anything is written; only a launchctl that is absent or switched off falls
@@ -117,6 +120,7 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
             if !stack.plist_path().exists() && lc.find_loaded(&stack.label)?.is_none() {
                 return Err(not_installed(ctx, "restart").into());
             }
+            stack.refuse_special_log()?;
             refuse_direct_host(ctx)?;
             let plan = synced_plan(ctx, &host, &lock)?;
             let agent = Agent::new(ctx, &lock)?;
@@ -369,6 +373,7 @@ fn start(ctx: &Context, args: &crate::cli::StartArgs) -> anyhow::Result<ExitStat
     if !stack.plist_path().exists() && agent.print()?.is_none() {
         return Err(not_installed(ctx, "start").into());
     }
+    stack.refuse_special_log()?;
     refuse_direct_host(ctx)?;
     let plan = synced_plan(ctx, &args.host, &lock)?;
     agent.enable(Action::Start)?;

@@ -102,6 +102,10 @@ pub fn run(ctx: &Context, json: bool, probe: bool) -> anyhow::Result<ExitStatus>
     checks.push(plist_check(ctx, installed.as_ref(), plan_ok(&plan)));
     checks.extend(launchd_checks(ctx, installed.as_ref()));
     checks.push(log_dir_check(ctx));
+    // A FIFO or symlink where launchd opens the Host log (CONTRACT.md §9).
+    if let Err(e) = st.refuse_special_log() {
+        checks.push(check("host log", Level::Fail, e.msg, e.hint));
+    }
     let environment = plan_ok(&plan)
         .and_then(|p| p.host_environment(&st.home).ok())
         .map(|v| v.into_iter().collect());

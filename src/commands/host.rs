@@ -26,6 +26,8 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
         HostCommand::Exec => unreachable!("handled above"),
         HostCommand::Start { host, wait } => {
             let lock = ctx.lock_stack("host start")?;
+            // Before the config sync writes anything (CONTRACT.md §9).
+            stack.refuse_special_log()?;
             refuse_if_agent_loaded(ctx)?;
             let plan = plan::plan(ctx, &host.inputs(), Writes::Sync(&lock))?;
             crate::config::report(&ctx.stack.config_path(), &plan.changes);

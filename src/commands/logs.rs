@@ -15,12 +15,16 @@ const POLL: Duration = Duration::from_millis(150);
 pub fn run(ctx: &Context, args: &LogsArgs) -> anyhow::Result<ExitStatus> {
     crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
     let path = ctx.stack.log_path();
+    let config = ctx.stack.config_path();
     let mut file = tail::open_log(&path)?;
     let n = usize::try_from(args.lines).unwrap_or(usize::MAX);
     let pos = match file.as_mut() {
         Some(f) => {
             let (lines, end) = tail::last_lines(f, n)
                 .map_err(|e| anyhow::anyhow!("could not read {}: {e}", path.display()))?;
+            // Read again after the log: secrets the Host wrote since oyster started are known
+            // before its lines are printed (see the loop below).
+            crate::config::learn_secrets(&config);
             for line in lines {
                 ctx.out.out(&line);
             }
@@ -46,11 +50,21 @@ pub fn run(ctx: &Context, args: &LogsArgs) -> anyhow::Result<ExitStatus> {
         return Ok(ExitStatus::Success);
     }
     let mut follower = Follower::new(&path, file, pos);
+    // `None`: the first round reads the config again, whatever happened since the tail.
+    let mut config_seen = None;
     // Until Ctrl-C (the default action ends oyster, as it ends `tail -f`) or a closed stdout.
     while !ctx.out.stdout_closed() {
         let events = follower
             .poll()
             .map_err(|e| anyhow::anyhow!("could not read {}: {e}", path.display()))?;
+        // The Host writes secrets of its own into its config (an onboarding token) and may log
+        // them right after. Looked at after the log was read, so a line logged after the config
+        // was written is printed only once its secrets are known.
+        let now = Some(identity(&config));
+        if now != config_seen {
+            crate::config::learn_secrets(&config);
+            config_seen = now;
+        }
         for event in events {
             match event {
                 Event::Line(line) => ctx.out.out(&line),
@@ -69,4 +83,12 @@ pub fn run(ctx: &Context, args: &LogsArgs) -> anyhow::Result<ExitStatus> {
         std::thread::sleep(POLL);
     }
     Ok(ExitStatus::Success)
+}
+
+/// What tells a rewritten file from the one seen before: inode, size and modification time.
+fn identity(path: &std::path::Path) -> Option<(u64, u64, i64, i64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.ino(), m.len(), m.mtime(), m.mtime_nsec()))
 }

@@ -23,6 +23,8 @@ pub fn run(ctx: &Context, args: SetupArgs) -> anyhow::Result<ExitStatus> {
         host: args.host.inputs(),
         timing: args.verify.timing(),
     };
+    // Refused before the plan is shown: setup would start a Host that cannot write its log.
+    ctx.stack.refuse_special_log()?;
     let sp = setup::make_plan(ctx, &opts)?;
     show(ctx, &opts, &sp);
     let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();

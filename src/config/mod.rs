@@ -81,9 +81,25 @@ pub struct Change {
     pub to: Value,
 }
 
+/// `key: from -> to`, redacted (CONTRACT.md §8): every way a change is said (the sync report,
+/// `--dry-run`, the Host log) goes through here.
 impl fmt::Display for Change {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {} -> {}", self.key, self.from, self.to)
+        use crate::output::redact;
+        let shown = |v: &Value| {
+            if redact::is_secret_key(&self.key) && !v.is_null() {
+                Value::String(redact::REDACTED.into())
+            } else {
+                redact::redact_value(v)
+            }
+        };
+        write!(
+            f,
+            "{}: {} -> {}",
+            self.key,
+            shown(&self.from),
+            shown(&self.to)
+        )
     }
 }
 
@@ -347,11 +363,23 @@ fn check_values(path: &Path, map: &Map<String, Value>) -> Result<(), ConfigError
 /// The secret values in the config at `path` (empty when it cannot be read), for the printer.
 pub fn secret_values_on_disk(path: &Path) -> Vec<String> {
     match fsutil::read_regular(path, MAX_CONFIG_BYTES) {
-        Ok(Some(bytes)) => serde_json::from_slice::<Value>(&bytes)
-            .map(|v| crate::output::redact::secret_values(&v))
-            .unwrap_or_default(),
+        Ok(Some(bytes)) => match serde_json::from_slice::<Value>(&bytes) {
+            Ok(v) => crate::output::redact::secret_values(&v),
+            // A config that does not parse still holds its secrets, and the commands that go
+            // on without it (`logs`, `doctor`) must not show them.
+            Err(_) => {
+                crate::output::redact::secret_values_in_text(&String::from_utf8_lossy(&bytes))
+            }
+        },
         _ => vec![],
     }
+}
+
+/// Teaches the printer the secrets now in the config at `path`. The Host writes its own while
+/// oyster runs (the real one adds an onboarding token on its first start) and may log them at
+/// once: whatever prints the Host log learns them first.
+pub fn learn_secrets(path: &Path) {
+    crate::output::printer().add_secrets(secret_values_on_disk(path));
 }
 
 /// Prints what a sync changed (values redacted; home shown as `~` by the printer).
@@ -362,9 +390,7 @@ pub fn report(path: &Path, changes: &[Change]) {
     }
     crate::say!("{}: updated", path.display());
     for c in changes {
-        let from = crate::output::redact::redact_value(&c.from);
-        let to = crate::output::redact::redact_value(&c.to);
-        crate::say!("  {}: {from} -> {to}", c.key);
+        crate::say!("  {c}");
     }
 }
 
@@ -529,6 +555,27 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    #[test]
+    fn a_change_is_said_redacted() {
+        let change = |key: &str, to: Value| Change {
+            key: key.into(),
+            from: Value::Null,
+            to,
+        };
+        assert_eq!(
+            change("relay_url", json!("https://u:pw@h/x?token=t&n=1")).to_string(),
+            r#"relay_url: null -> "https://<redacted>@h/x?token=<redacted>&n=1""#
+        );
+        assert_eq!(
+            change("device_token", json!("dt-1")).to_string(),
+            r#"device_token: null -> "<redacted>""#
+        );
+        assert_eq!(
+            change("port", json!(8802)).to_string(),
+            "port: null -> 8802"
+        );
+    }
 
     /// Two providers from the registry, whichever they are (tests never name one).
     fn p0() -> &'static Provider {

@@ -209,10 +209,14 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
             terminate(pid, Duration::from_secs(5));
             let _ = child.wait();
             let _ = remove_identity(stack);
+            let tail = verify::log_tail(&log_path, 4096);
+            // The Host may have written secrets of its own since it started, and logged them:
+            // the config is read again after the log, before the tail is printed.
+            crate::config::learn_secrets(&stack.config_path());
             Err(StartFailed {
                 what,
                 log: log_path.display().to_string(),
-                tail: verify::log_tail(&log_path, 4096),
+                tail,
             }
             .into())
         }

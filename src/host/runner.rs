@@ -75,6 +75,16 @@ pub fn run(ctx: &Context) -> anyhow::Result<Infallible> {
     let node = required(&env, launchenv::NODE_BIN)?;
     let root = required(&env, launchenv::REPO_ROOT)?;
     let stack = launch_stack(ctx, &env);
+    // What this launch may quote in the Host log and the audit log is redacted (CONTRACT.md
+    // §8): the launch stack's config (it need not be the context's) and the values of variables
+    // named like secrets in the environment it was given (keys a user added to the plist).
+    ctx.out
+        .add_secrets(config::secret_values_on_disk(&stack.config_path()));
+    ctx.out.add_secrets(
+        env.iter()
+            .filter(|(k, _)| crate::output::redact::is_secret_key(k))
+            .map(|(_, v)| v.clone()),
+    );
     let pid = std::process::id();
     let started_at = identity::utc(SystemTime::now());
     let log = Log {
@@ -219,9 +229,7 @@ fn ensure_dirs(stack: &Stack) -> anyhow::Result<()> {
 
 fn log_changes(log: &Log, changes: &[Change]) {
     for c in changes {
-        let from = crate::output::redact::redact_value(&c.from);
-        let to = crate::output::redact::redact_value(&c.to);
-        log.line(&format!("config: {}: {from} -> {to}", c.key));
+        log.line(&format!("config: {c}"));
     }
 }
 

@@ -137,6 +137,32 @@ impl Stack {
         self.log_dir.join("oysterun-host.log")
     }
 
+    /// CONTRACT.md §9: the Host log launchd (or direct startup) opens for the Host's output
+    /// must be a regular file, or not exist yet. A FIFO there blocks launchd's spawn (and every
+    /// launchctl call after it), a symlink sends the Host's output wherever it points: refused,
+    /// before anything is written or loaded, with the fix.
+    pub fn refuse_special_log(&self) -> Result<(), Invalid> {
+        let log = self.log_path();
+        let Some(kind) = crate::sys::fs::not_regular(&log) else {
+            return Ok(());
+        };
+        let why = match kind {
+            "a symlink" => "the Host's output would go wherever it points",
+            "a FIFO (named pipe)" => {
+                "opening it blocks until someone reads it, so the Host would never start"
+            }
+            _ => "the Host's output cannot be appended to it",
+        };
+        Err(Invalid::new(format!(
+            "the Host log {} is {kind}, not a regular file; {why}",
+            log.display()
+        ))
+        .hint(format!(
+            "remove it (`rm {}`); a regular Host log is created there when the Host starts",
+            log.display()
+        )))
+    }
+
     /// The Host's pid file, named as Oysterun's scripts name it (CONTRACT.md stacks table):
     /// `oysterun-host.pid` for production and staging, `oysterun-host-NAME.pid` otherwise.
     pub fn pid_path(&self) -> PathBuf {

@@ -1,8 +1,9 @@
 //! The one printer: every line oyster writes goes through here.
 //!
 //! Human lines get the home directory as `~`, known secret values replaced, and control
-//! characters escaped (a path or log line can never drive the terminal). `--json` documents are
-//! written as given (the caller redacts values; paths stay absolute). A closed stdout (`oyster
+//! characters escaped (a path or log line can never drive the terminal). `--json` documents get
+//! the same secrets replaced in their strings, and secret-named keys' values redacted (paths
+//! stay absolute). Both through [`redact`], the one redaction module. A closed stdout (`oyster
 //! … | head -1`) is remembered and further output dropped, so the command finishes what it was
 //! doing and exits quietly instead of panicking.
 //!
@@ -70,23 +71,19 @@ impl Printer {
         s.sort_by_key(|v| std::cmp::Reverse(v.len()));
     }
 
-    /// A human line as it will be shown: `~`, secrets, URL credentials, control characters.
+    /// A human line as it will be shown: `~`, secrets, URL credentials, control characters
+    /// ([`redact::redact_text`]).
     pub fn human(&self, text: &str) -> String {
-        let mut s = match &*self.home.read().unwrap_or_else(|e| e.into_inner()) {
-            Some(home) => redact::tilde_text(home, text),
-            None => text.to_owned(),
-        };
-        for secret in self
-            .secrets
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-        {
-            if s.contains(secret.as_str()) {
-                s = s.replace(secret.as_str(), redact::REDACTED);
-            }
-        }
-        redact::escape_controls(&redact::redact_urls(&s))
+        let home = self.home.read().unwrap_or_else(|e| e.into_inner());
+        let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
+        redact::redact_text(text, home.as_deref(), &secrets)
+    }
+
+    /// A JSON document as it will be printed: secret-named keys, known secret values and URL
+    /// credentials redacted in every string ([`redact::redact_document`]); paths stay absolute.
+    pub fn document(&self, value: &serde_json::Value) -> serde_json::Value {
+        let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
+        redact::redact_document(value, &secrets)
     }
 
     /// Whether stdout was closed by its reader.
@@ -147,9 +144,12 @@ impl Printer {
         self.raw(format!("{line}\n").as_bytes());
     }
 
-    /// A JSON document on stdout, pretty, with a trailing newline.
+    /// A JSON document on stdout, pretty, with a trailing newline, redacted as
+    /// [`Printer::document`] says (so no command can print a secret through a document).
     pub fn json(&self, value: &impl serde::Serialize) {
-        match serde_json::to_vec_pretty(value) {
+        let rendered =
+            serde_json::to_value(value).and_then(|v| serde_json::to_vec_pretty(&self.document(&v)));
+        match rendered {
             Ok(mut bytes) => {
                 bytes.push(b'\n');
                 self.raw(&bytes);

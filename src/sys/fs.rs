@@ -93,8 +93,17 @@ pub fn read_regular(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, FsError> {
     Ok(Some(bytes))
 }
 
+/// What is at `path` when it exists and is not a regular file (a symlink, whatever it points
+/// to, a FIFO, a socket, a device, a directory), in words; `None` for a regular file or nothing.
+/// Never follows a link and never opens the file, so it cannot block.
+pub fn not_regular(path: &Path) -> Option<&'static str> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .and_then(|m| special_kind(&m.file_type()))
+}
+
 /// What a file that is not a regular file is, in words; `None` for a regular file.
-fn special_kind(ft: &std::fs::FileType) -> Option<&'static str> {
+pub fn special_kind(ft: &std::fs::FileType) -> Option<&'static str> {
     use std::os::unix::fs::FileTypeExt;
     if ft.is_file() {
         None

@@ -44,14 +44,10 @@ pub fn open_log(path: &Path) -> Result<Option<File>, FsError> {
         path: path.to_owned(),
         cause,
     })?;
-    if !meta.file_type().is_file() {
+    if let Some(kind) = super::fs::special_kind(&meta.file_type()) {
         return Err(FsError::NotRegular {
             path: path.to_owned(),
-            kind: if meta.is_dir() {
-                "a directory"
-            } else {
-                "a special file"
-            },
+            kind,
         });
     }
     Ok(Some(file))

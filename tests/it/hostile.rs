@@ -480,6 +480,238 @@ fn host_start_never_follows_a_symlinked_or_fifo_host_log() {
     }
 }
 
+/// Makes `log` a FIFO or a symlink to `victim` (what a hostile or confused user leaves there).
+fn make_special_log(kind: &str, log: &Path, victim: &Path) {
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    if kind == "FIFO" {
+        nix::unistd::mkfifo(log, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    } else {
+        std::os::unix::fs::symlink(victim, log).unwrap();
+    }
+}
+
+/// §9, the issue-12 review: a Host log that is a FIFO made `agent install` hang (launchd — the
+/// simulator — opens it when it spawns the Host, and every launchctl call waited behind it); a
+/// symlink sends the Host's output to its target. Every command that writes or loads the
+/// definition (`agent install`, `regenerate`, `restart`, `start`, `setup`, and `host start`)
+/// refuses it with exit 2 at once, naming the log and the fix, before writing or loading
+/// anything; a running Host is left alone; `doctor` fails a check naming it; `uninstall` still
+/// works.
+#[test]
+fn every_command_that_loads_refuses_a_fifo_or_symlinked_host_log_before_anything() {
+    for kind in ["symlink", "FIFO"] {
+        let mut t = TestContext::new();
+        t.use_sim();
+        let root = t.fixture_root("root");
+        let (root_s, node) = (
+            root.display().to_string(),
+            real_node().display().to_string(),
+        );
+        let port = free_port().to_string();
+        let host = [
+            "--stack",
+            "hl",
+            "--port",
+            &port,
+            "--root",
+            &root_s,
+            "--node-bin",
+            &node,
+        ];
+        let timing = ["--wait", "10", "--settle-ms", "200"];
+        let stack_dir = t.home.join(".oysterun-stacks/hl");
+        let log = stack_dir.join("logs/oysterun-host.log");
+        let plist = t
+            .home
+            .join("Library/LaunchAgents/com.oysterun.host.hl.plist");
+        let victim = t.path("victim.log");
+        std::fs::write(&victim, "keep\n").unwrap();
+        let refused = |args: &[&str], what: &str| {
+            let r = bounded(&t, args, &[], Duration::from_secs(20));
+            let e = r.stderr();
+            assert_eq!(r.code, Some(2), "{kind} {what}: {e}");
+            assert!(
+                r.took < Duration::from_secs(3),
+                "{kind} {what} took {:?}",
+                r.took
+            );
+            assert!(
+                e.contains("oysterun-host.log")
+                    && e.contains(if kind == "FIFO" { "FIFO" } else { "symlink" })
+                    && e.contains("hint: remove it (`rm "),
+                "{kind} {what} names the log and the fix: {e}"
+            );
+            assert_eq!(
+                std::fs::read_to_string(&victim).unwrap(),
+                "keep\n",
+                "{kind} {what}"
+            );
+        };
+
+        // A fresh stack: refused before the config sync creates anything or launchd is asked.
+        make_special_log(kind, &log, &victim);
+        for verb in [
+            &["agent", "install"][..],
+            &["agent", "regenerate"],
+            &["setup"],
+            &["host", "start"],
+        ] {
+            refused(&[verb, &host, &timing[..2]].concat(), &verb.join(" "));
+            assert!(!plist.exists(), "{kind} {verb:?} wrote the plist");
+            assert!(
+                !stack_dir.join("host/config.json").exists(),
+                "{kind} {verb:?} synced the config before refusing"
+            );
+            assert_eq!(t.own_processes(), Vec::<u32>::new(), "{kind} {verb:?}");
+        }
+
+        // An installed, running Host whose log is replaced afterwards: left alone.
+        std::fs::remove_file(&log).unwrap();
+        let r = bounded(
+            &t,
+            &[&["agent", "install"][..], &host, &timing].concat(),
+            &[],
+            Duration::from_secs(30),
+        );
+        assert_eq!(r.code, Some(0), "{kind}: {}", r.stderr());
+        let status = || {
+            let r = bounded(
+                &t,
+                &["agent", "status", "--stack", "hl", "--json"],
+                &[],
+                Duration::from_secs(20),
+            );
+            serde_json::from_str::<serde_json::Value>(&r.stdout).unwrap()
+        };
+        let pid = status()["pid"].as_u64().unwrap();
+        std::fs::rename(&log, stack_dir.join("logs/kept.log")).unwrap();
+        make_special_log(kind, &log, &victim);
+        let plist_before = std::fs::read(&plist).unwrap();
+        for verb in [
+            &["agent", "regenerate"][..],
+            &["agent", "restart"],
+            &["agent", "start"],
+            &["agent", "install"],
+        ] {
+            refused(&[verb, &host, &timing].concat(), &verb.join(" "));
+            assert_eq!(
+                std::fs::read(&plist).unwrap(),
+                plist_before,
+                "{kind} {verb:?}"
+            );
+            let st = status();
+            assert_eq!(
+                (st["pid"].as_u64(), st["verified"].as_bool()),
+                (Some(pid), Some(true)),
+                "{kind} {verb:?} touched the running Host"
+            );
+        }
+        let r = bounded(
+            &t,
+            &["doctor", "--stack", "hl", "--json"],
+            &[],
+            Duration::from_secs(20),
+        );
+        let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        let check = doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == "host log")
+            .unwrap_or_else(|| panic!("{kind}: no host log check: {doc}"))
+            .clone();
+        assert_eq!(check["status"], "fail", "{kind}: {check}");
+        assert!(
+            check["fix"].as_str().unwrap().contains("rm "),
+            "{kind}: {check}"
+        );
+        let r = bounded(
+            &t,
+            &["agent", "uninstall", "--stack", "hl"],
+            &[],
+            Duration::from_secs(20),
+        );
+        assert_eq!(r.code, Some(0), "{kind}: uninstall: {}", r.stderr());
+        assert!(!plist.exists());
+        t.wait_no_processes();
+        let m = std::fs::symlink_metadata(&log).unwrap();
+        assert!(
+            m.file_type().is_fifo() || m.file_type().is_symlink(),
+            "{kind}: the special file is left as it was"
+        );
+    }
+}
+
+/// §9: the Host-log tail a failed verification prints is read only from a regular file: when
+/// the log is swapped for a FIFO or a symlink while `agent install` or `host start` waits for a
+/// Host that never answers /health, the failure is reported at once (it used to block forever
+/// on the FIFO) and the symlink's target is never shown.
+#[test]
+fn a_host_log_swapped_for_a_fifo_or_symlink_mid_verification_is_never_read_through() {
+    for (verb, kind) in [
+        ("agent install", "FIFO"),
+        ("agent install", "symlink"),
+        ("host start", "FIFO"),
+        ("host start", "symlink"),
+    ] {
+        let mut t = TestContext::new();
+        t.use_sim();
+        let root = t.fixture_root("root");
+        TestContext::fixture_flag(&root, "unhealthy", "");
+        let (root_s, node) = (
+            root.display().to_string(),
+            real_node().display().to_string(),
+        );
+        let port = free_port().to_string();
+        let logs = t.home.join(".oysterun-stacks/sw/logs");
+        let log = logs.join("oysterun-host.log");
+        let victim = t.path("victim.log");
+        std::fs::write(&victim, "VICTIM-CONTENT-NOT-FOR-THE-TERMINAL\n").unwrap();
+        // Once the Host has written to its log, swap the path for the special file.
+        let swapper = {
+            let (log, logs, victim, kind) = (log.clone(), logs.clone(), victim.clone(), kind);
+            std::thread::spawn(move || {
+                let t0 = Instant::now();
+                while !std::fs::read_to_string(&log)
+                    .unwrap_or_default()
+                    .contains("fixture host listening")
+                {
+                    assert!(
+                        t0.elapsed() < Duration::from_secs(20),
+                        "the Host never logged"
+                    );
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                std::fs::rename(&log, logs.join("swapped-out.log")).unwrap();
+                make_special_log(kind, &log, &victim);
+            })
+        };
+        let mut args: Vec<&str> = verb.split(' ').collect();
+        args.extend([
+            "--stack",
+            "sw",
+            "--port",
+            &port,
+            "--root",
+            &root_s,
+            "--node-bin",
+            &node,
+            "--wait",
+            "3",
+        ]);
+        let r = bounded(&t, &args, &[], Duration::from_secs(40));
+        swapper.join().unwrap();
+        let e = r.stderr();
+        assert_eq!(r.code, Some(1), "{verb} {kind}: {e}");
+        assert!(
+            e.contains("503") && e.contains("(not shown: ") && e.contains(kind),
+            "{verb} {kind}: the tail says why it is not shown: {e}"
+        );
+        assert!(!e.contains("VICTIM"), "{verb} {kind}: {e}");
+        t.wait_no_processes();
+    }
+}
+
 /// Issue 12 item 10: `OYSTER_LAUNCHCTL_TIMEOUT_SECS` larger than any duration is invalid input
 /// (exit 2 naming the variable, never a panic's 101) for every verb that calls launchctl, and
 /// such a refused run changes nothing — `regenerate` does not write the plist and say "not

@@ -17,6 +17,7 @@ mod providers;
 mod real_macs;
 mod registry_guard;
 mod runner;
+mod secrets;
 mod setup;
 mod snapshots;
 mod syscalls;
