@@ -734,9 +734,13 @@ impl<'a> Agent<'a> {
         crate::tell!("Verification stopped: {failure}. Rolling back…");
         let last_good = fsutil::read_regular(&self.last_good_path(), agentplist::MAX_PLIST_BYTES)
             .ok()
-            .flatten()
-            .filter(|b| b.as_slice() != new);
-        let restore = last_good.or(previous.filter(|b| b.as_slice() != new));
+            .flatten();
+        // The definition that failed is itself a good one (it verified before, or it was the
+        // installed plist already): the cause is elsewhere, so it stays on disk, not loaded.
+        let known_good = last_good.as_deref() == Some(new) || previous.as_deref() == Some(new);
+        let restore = last_good
+            .filter(|b| b.as_slice() != new)
+            .or(previous.filter(|b| b.as_slice() != new));
         let restored = (|| -> anyhow::Result<String> {
             self.bootout(action)?;
             match &restore {
@@ -752,6 +756,13 @@ impl<'a> Agent<'a> {
                         Err(e) => Ok(format!("restored and reloaded the last good plist, but it did not verify either: {e}")),
                     }
                 }
+                None if known_good => Ok(format!(
+                    "this definition verified before, so the failure is not the plist's: the job \
+                     was booted out and {} kept; `oyster agent start --stack {}` loads it again \
+                     once the cause is fixed",
+                    plist.display(),
+                    self.stack.name
+                )),
                 None => {
                     std::fs::remove_file(&plist)?;
                     Ok(

@@ -397,3 +397,26 @@ fn direct_start_is_refused_while_the_agent_is_loaded() {
         .stderr();
     assert!(e.contains("LaunchAgent") && e.contains("loaded"), "{e}");
 }
+
+/// A definition that verified before and now fails for another reason (here the Host itself
+/// breaks) is not thrown away: the job is booted out, the plist stays, and `start` loads it
+/// again once the cause is fixed.
+#[test]
+fn a_good_definition_that_fails_for_another_reason_keeps_its_plist() {
+    let l = Lc::new();
+    l.agent("install").ok();
+    l.t.run(["agent", "stop", "--stack", "lc"]).ok();
+    let good = std::fs::read(l.plist()).unwrap();
+    TestContext::fixture_flag(&l.root, "unhealthy", "");
+    let mut a = l.args("install");
+    let i = a.iter().position(|x| x == "--wait").unwrap();
+    a[i + 1] = "2".into();
+    let e = l.t.run(a).fails_with(1).stderr();
+    assert!(e.contains("verified before") && e.contains("kept"), "{e}");
+    assert_eq!(std::fs::read(l.plist()).unwrap(), good, "the plist is kept");
+    std::fs::remove_file(l.root.join("host-service/unhealthy")).unwrap();
+    let mut s = l.args("install");
+    s[1] = "start".into();
+    l.t.run(s).ok();
+    assert_eq!(l.status()["verified"], true);
+}
