@@ -180,6 +180,27 @@ pub fn whole_number(s: &str) -> Result<u64, String> {
         .map_err(|_| "give a whole number (0, 1, 2, …)".into())
 }
 
+/// A wait: a whole number no larger than a day (a longer one is a typo, and would overflow a
+/// deadline).
+pub fn bounded_wait(s: &str) -> Result<u64, String> {
+    const MAX: u64 = 86_400;
+    match whole_number(s)? {
+        n if n <= MAX => Ok(n),
+        _ => Err(format!(
+            "give a whole number up to {MAX} (a day in seconds)"
+        )),
+    }
+}
+
+/// A settle period in milliseconds: a whole number up to ten minutes.
+pub fn bounded_settle(s: &str) -> Result<u64, String> {
+    const MAX: u64 = 600_000;
+    match whole_number(s)? {
+        n if n <= MAX => Ok(n),
+        _ => Err(format!("give a whole number of milliseconds up to {MAX}")),
+    }
+}
+
 /// An `Examples:` block: commands, and a comment aligned after the longest.
 fn example_block(rows: &[(String, &str)]) -> String {
     let width = rows.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
@@ -342,7 +363,9 @@ pub enum AgentCommand {
         verify: VerifyArgs,
     },
     /// Restart the Host: reload when the definition changed (kickstart never re-reads a plist),
-    /// else `kickstart -k`; then verify, rolling back a changed plist that does not verify.
+    /// else a graceful restart (SIGTERM through launchd, then kickstart; SIGKILL only if the old
+    /// Host outlives its exit timeout); then verify, rolling back a changed plist that does not
+    /// verify.
     Restart {
         #[command(flatten)]
         host: HostArgs,
@@ -376,10 +399,10 @@ pub enum AgentCommand {
 #[derive(Debug, Args, Clone, Copy)]
 pub struct VerifyArgs {
     /// Seconds to wait for the new instance to run and answer GET /health with 200.
-    #[arg(long, default_value_t = 30, value_name = "SECS", value_parser = whole_number)]
+    #[arg(long, default_value_t = 30, value_name = "SECS", value_parser = bounded_wait)]
     pub wait: u64,
     /// Milliseconds the pid must stay unchanged after /health answered (catches crash loops).
-    #[arg(long, default_value_t = 1000, value_name = "MS", value_parser = whole_number)]
+    #[arg(long, default_value_t = 1000, value_name = "MS", value_parser = bounded_settle)]
     pub settle_ms: u64,
 }
 
@@ -446,9 +469,8 @@ pub enum HostCommand {
     Start {
         #[command(flatten)]
         host: HostArgs,
-        /// Seconds to wait for GET /health to answer 200.
-        #[arg(long, default_value_t = 30, value_name = "SECS")]
-        wait: u64,
+        #[command(flatten)]
+        verify: VerifyArgs,
     },
     /// Stop the Host recorded in the pid file (only that exact process).
     Stop,

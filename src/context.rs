@@ -184,7 +184,8 @@ impl Context {
             self.stack.home.display()
         ))
         .hint(format!(
-            "run it as {name}, without sudo: `oyster {what}`, or `sudo -u {name} -H oyster {what}`"
+            "run it as {name}, without sudo: `oyster {what} --stack {stack}`, or `sudo -u {name} -H oyster {what} --stack {stack}`",
+            stack = self.stack.name
         )))
     }
 

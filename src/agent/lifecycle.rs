@@ -306,6 +306,17 @@ impl<'a> Agent<'a> {
                     was_loaded: before.is_some(),
                 })
             }
+            // Nothing about the definition changed (a restart or start of the same plist):
+            // there is nothing to roll back to. The failure is said; the job stays as it is.
+            Err(stop) if !reload && !pending => {
+                let _ = std::fs::remove_file(self.pending_path());
+                self.finish(action, Err(stop), &plan.plist)
+                    .map(|v| Outcome {
+                        verified: v,
+                        reloaded: false,
+                        was_loaded: true,
+                    })
+            }
             Err(stop) => {
                 let previous = plan.installed.as_ref().map(|i| i.bytes.clone());
                 Err(self.roll_back(action, previous, &plan.plist, stop, timing))
@@ -834,6 +845,10 @@ impl<'a> Agent<'a> {
         for f in [self.pending_path(), self.last_good_path()] {
             let _ = std::fs::remove_file(f);
         }
+        self.remove_stale_identity();
+        // `agent stop` disabled the label; an uninstalled label must not stay disabled, or the
+        // next installer (Oysterun's own, which never enables) gets a bare 5 from bootstrap.
+        let _ = self.lc.call(&["enable", &self.target()]);
         self.audit.record(
             Action::Uninstall,
             Step::RemovePlist,
@@ -842,6 +857,26 @@ impl<'a> Agent<'a> {
             "",
         );
         Ok(loaded)
+    }
+}
+
+impl Agent<'_> {
+    /// After the Host is gone (bootout waited for it), the identity files `host exec` wrote
+    /// would name a dead pid; Oysterun's runner removes them on exit, and so does oyster.
+    pub fn remove_stale_identity(&self) {
+        let pid = std::fs::read_to_string(self.stack.pid_path())
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok());
+        if pid.is_some_and(signal::exists) {
+            return;
+        }
+        for f in [
+            self.stack.pid_path(),
+            self.stack.origin_path(),
+            self.stack.exec_record_path(),
+        ] {
+            let _ = std::fs::remove_file(f);
+        }
     }
 }
 

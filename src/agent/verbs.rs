@@ -53,6 +53,7 @@ impl Agent<'_> {
         if before.is_some() {
             self.bootout(Action::Stop)?;
         }
+        self.remove_stale_identity();
         self.lc.ok(&["disable", &self.target()])?;
         self.audit
             .record(Action::Stop, Step::Disable, StepOutcome::Ok, pid, "");

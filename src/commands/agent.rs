@@ -322,6 +322,15 @@ fn require_known(ctx: &Context) -> Result<(), crate::error::Invalid> {
     crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())
 }
 
+/// Whether the stack has a plist, or a job loaded in either domain (read-only).
+fn is_installed(ctx: &Context) -> anyhow::Result<bool> {
+    if ctx.stack.plist_path().exists() {
+        return Ok(true);
+    }
+    let lc = Launchctl::locate(&ctx.env)?;
+    Ok(lc.find_loaded(&ctx.stack.label)?.is_some())
+}
+
 fn not_installed(ctx: &Context, verb: &str) -> Failed {
     Failed::new(
         format!(
@@ -340,12 +349,12 @@ fn not_installed(ctx: &Context, verb: &str) -> Failed {
 fn stop(ctx: &Context) -> anyhow::Result<ExitStatus> {
     require_known(ctx)?;
     let stack = &ctx.stack;
-    let lock = ctx.lock_stack("agent stop")?;
-    let agent = Agent::new(ctx, &lock)?;
-    let loaded = agent.print()?.is_some();
-    if !stack.plist_path().exists() && !loaded {
+    // Said before anything is created (no lock file for a stack that is not there).
+    if !is_installed(ctx)? {
         return Err(not_installed(ctx, "stop").into());
     }
+    let lock = ctx.lock_stack("agent stop")?;
+    let agent = Agent::new(ctx, &lock)?;
     let done = agent.stop()?;
     let what = match (done.was_loaded, done.pid) {
         (true, Some(pid)) => format!("Stopped {} (pid {pid} booted out)", stack.label),
@@ -367,13 +376,12 @@ fn stop(ctx: &Context) -> anyhow::Result<ExitStatus> {
 fn start(ctx: &Context, args: &crate::cli::StartArgs) -> anyhow::Result<ExitStatus> {
     let _guard = InterruptGuard::install();
     require_known(ctx)?;
-    let stack = &ctx.stack;
-    let lock = ctx.lock_stack("agent start")?;
-    let agent = Agent::new(ctx, &lock)?;
-    if !stack.plist_path().exists() && agent.print()?.is_none() {
+    if !is_installed(ctx)? {
         return Err(not_installed(ctx, "start").into());
     }
-    stack.refuse_special_log()?;
+    let lock = ctx.lock_stack("agent start")?;
+    let agent = Agent::new(ctx, &lock)?;
+    ctx.stack.refuse_special_log()?;
     refuse_direct_host(ctx)?;
     let plan = synced_plan(ctx, &args.host, &lock)?;
     agent.enable(Action::Start)?;
@@ -501,10 +509,17 @@ fn collect(ctx: &Context) -> anyhow::Result<AgentStatus> {
     let plist = stack.plist_path();
     let installed = agentplist::read_installed(&plist);
     let plan = plan::plan(ctx, &Default::default(), Writes::None).ok();
-    let port = plan
+    // The port the installed Host runs with; else what the config records (or the stack's
+    // default) — never one that needs a root or a node to be found first.
+    let port = installed
         .as_ref()
-        .map(|p| p.port)
-        .or_else(|| installed.as_ref().and_then(|i| i.env.port()));
+        .and_then(|i| i.env.port())
+        .or_else(|| {
+            crate::config::ConfigDoc::load(&stack.config_path())
+                .ok()
+                .and_then(|d| d.port())
+        })
+        .or(stack.default_port);
     let mut st = AgentStatus {
         stack: stack.name.clone(),
         label: stack.label.clone(),

@@ -24,7 +24,7 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
     let stack = &ctx.stack;
     match cmd {
         HostCommand::Exec => unreachable!("handled above"),
-        HostCommand::Start { host, wait } => {
+        HostCommand::Start { host, verify } => {
             let lock = ctx.lock_stack("host start")?;
             // Before the config sync writes anything (CONTRACT.md §9).
             stack.refuse_special_log()?;
@@ -41,8 +41,8 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
                 stack,
                 &plan,
                 &StartOptions {
-                    wait: Duration::from_secs(wait),
-                    settle: Duration::from_millis(1000),
+                    wait: verify.timing().wait,
+                    settle: verify.timing().settle,
                 },
             )?;
             crate::say!(

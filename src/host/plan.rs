@@ -56,28 +56,15 @@ pub fn plan(ctx: &Context, args: &HostInputs, writes: Writes<'_>) -> anyhow::Res
     if let Some((dir, origin)) = given {
         crate::host::root::refuse_controls(dir, origin)?;
     }
-    let (doc, changes) = match writes {
-        Writes::Sync(_) => {
-            let path = stack.config_path();
-            config::update(&path, |doc, changes| {
-                sync(ctx, doc, changes);
-                Ok(doc.clone())
-            })?
+    // Everything that can refuse is decided before anything is written: a port first (a
+    // custom stack needs one recorded or given), then the node and the root.
+    if let Writes::Sync(_) = writes {
+        let mut preview = ConfigDoc::load(&stack.config_path())?;
+        sync(ctx, &mut preview, &mut vec![]);
+        if preview.port().or(stack.default_port).is_none() {
+            return Err(no_port(stack).into());
         }
-        Writes::None => {
-            let mut doc = ConfigDoc::load(&stack.config_path())?;
-            let mut changes = vec![];
-            sync(ctx, &mut doc, &mut changes);
-            (doc, changes)
-        }
-    };
-    let port = doc.port().or(stack.default_port).ok_or_else(|| {
-        Invalid::new(format!(
-            "stack {} has no port yet; pass --port N once and it is recorded in {}",
-            stack.name,
-            stack.config_path().display()
-        ))
-    })?;
+    }
     let installed = agentplist::read_installed(&stack.plist_path());
     let node_env = ctx.env.node_bin.clone();
     let cache = stack.run_dir.join("node-version.cache");
@@ -100,6 +87,25 @@ pub fn plan(ctx: &Context, args: &HostInputs, writes: Writes<'_>) -> anyhow::Res
     })?;
     let root = found.path;
     let root_origin = found.origin;
+    let (doc, changes) = match writes {
+        Writes::Sync(_) => {
+            let path = stack.config_path();
+            config::update(&path, |doc, changes| {
+                sync(ctx, doc, changes);
+                Ok(doc.clone())
+            })?
+        }
+        Writes::None => {
+            let mut doc = ConfigDoc::load(&stack.config_path())?;
+            let mut changes = vec![];
+            sync(ctx, &mut doc, &mut changes);
+            (doc, changes)
+        }
+    };
+    let port = doc
+        .port()
+        .or(stack.default_port)
+        .ok_or_else(|| no_port(stack))?;
     let provider_dirs = provider_dirs(ctx, &doc);
     let env = launchenv::generate(&EnvInputs {
         node_bin: &node.path,
@@ -130,6 +136,14 @@ pub fn plan(ctx: &Context, args: &HostInputs, writes: Writes<'_>) -> anyhow::Res
         plist,
         installed,
     })
+}
+
+fn no_port(stack: &crate::host::stack::Stack) -> Invalid {
+    Invalid::new(format!(
+        "stack {} has no port yet; pass --port N once and it is recorded in {}",
+        stack.name,
+        stack.config_path().display()
+    ))
 }
 
 /// The stack config sync applied to a document: providers, then `--port`.

@@ -210,11 +210,15 @@ impl Stack {
         } else {
             stack_root.join("host")
         };
+        // A run dir that holds only lock files is what a refused command left: not a stack.
+        let run_state = std::fs::read_dir(&self.run_dir).is_ok_and(|rd| {
+            rd.flatten()
+                .any(|e| !e.file_name().to_string_lossy().ends_with(".lock"))
+        });
         self.plist_path().exists()
-            || self.run_dir.is_dir()
+            || run_state
             || own_config.join("config.json").exists()
             || (self.name != DEFAULT_STACK && own_config.is_dir())
-            || (self.name == DEFAULT_STACK && stack_root.is_dir())
     }
 
     /// Whether the table names this stack without anything on disk (production, staging).

@@ -331,10 +331,9 @@ fn missing_launchctl_is_a_clear_error() {
             e.contains("launchctl was not found") && e.contains("oyster host start"),
             "{e}"
         );
-        let st =
-            l.t.run(["agent", "status", "--stack", "lc", "--json"])
-                .fails_with(1)
-                .json();
+        // The refused install left no stack behind; production always exists.
+        l.t.run(["agent", "status", "--stack", "lc"]).fails_with(2);
+        let st = l.t.run(["agent", "status", "--json"]).fails_with(1).json();
         assert!(st["notes"][0].as_str().unwrap().contains("not found"));
     }
 }

@@ -16,6 +16,7 @@ mod packaging;
 mod providers;
 mod real_macs;
 mod registry_guard;
+mod review;
 mod runner;
 mod secrets;
 mod setup;

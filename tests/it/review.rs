@@ -1,0 +1,122 @@
+//! Regressions from the hostile review (each named after what broke).
+
+use crate::common::{free_port, real_node, TestContext};
+
+fn stack(
+    t: &TestContext,
+    root: &std::path::Path,
+    verb: &str,
+    name: &str,
+    port: u16,
+) -> Vec<String> {
+    let _ = t;
+    let mut a: Vec<String> = ["agent", verb, "--stack", name].map(String::from).to_vec();
+    a.extend(
+        [
+            "--root",
+            root.to_str().unwrap(),
+            "--node-bin",
+            real_node().to_str().unwrap(),
+            "--wait",
+            "4",
+            "--settle-ms",
+            "300",
+        ]
+        .map(String::from),
+    );
+    if verb != "restart" && verb != "start" {
+        a.extend(["--port".to_string(), port.to_string()]);
+    }
+    a
+}
+
+#[test]
+fn a_failed_restart_of_an_unchanged_job_keeps_the_plist() {
+    let mut t = TestContext::new();
+    t.use_sim();
+    let root = t.fixture_root("root");
+    let port = free_port();
+    t.run(stack(&t, &root, "install", "rv", port)).ok();
+    let plist = t
+        .home
+        .join("Library/LaunchAgents/com.oysterun.host.rv.plist");
+    let good = std::fs::read(&plist).unwrap();
+    TestContext::fixture_flag(&root, "crash-on-start", "");
+    let e = t
+        .run(stack(&t, &root, "restart", "rv", port))
+        .fails_with(1)
+        .stderr();
+    assert!(!e.contains("removed"), "{e}");
+    assert_eq!(
+        std::fs::read(&plist).unwrap(),
+        good,
+        "the plist is still installed"
+    );
+    std::fs::remove_file(root.join("host-service/crash-on-start")).unwrap();
+    t.run(stack(&t, &root, "restart", "rv", port)).ok();
+}
+
+#[test]
+fn a_huge_wait_is_invalid_input_not_a_panic() {
+    let t = TestContext::new();
+    for args in [
+        vec!["agent", "restart", "--wait", "18446744073709551615"],
+        vec!["agent", "install", "--settle-ms", "18446744073709551615"],
+        vec!["host", "start", "--settle-ms", "99999999999"],
+    ] {
+        let e = t.run(&args).fails_with(2).stderr();
+        assert!(e.contains("up to"), "{args:?}: {e}");
+    }
+}
+
+#[test]
+fn uninstall_after_stop_leaves_the_label_enabled() {
+    let mut t = TestContext::new();
+    t.use_sim();
+    let root = t.fixture_root("root");
+    let port = free_port();
+    t.run(stack(&t, &root, "install", "en", port)).ok();
+    t.run(["agent", "stop", "--stack", "en"]).ok();
+    let uid = nix::unistd::getuid();
+    let disabled = t
+        .sim(&["print-disabled", &format!("gui/{uid}")])
+        .ok()
+        .stdout();
+    assert!(disabled.contains("com.oysterun.host.en"), "{disabled}");
+    t.run(["agent", "uninstall", "--stack", "en"]).ok();
+    let after = t
+        .sim(&["print-disabled", &format!("gui/{uid}")])
+        .ok()
+        .stdout();
+    assert!(
+        !after.contains("\"com.oysterun.host.en\" => disabled"),
+        "{after}"
+    );
+    // The identity files named a pid that is gone: removed with the job.
+    let run = t.home.join(".oysterun-stacks/en/run");
+    assert!(!run.join("oysterun-host-en.pid").exists());
+    assert!(!run.join("oysterun-host-en.origin.tsv").exists());
+}
+
+#[test]
+fn a_refused_install_writes_no_config() {
+    let mut t = TestContext::new();
+    t.use_sim();
+    let root = t.fixture_root("root");
+    let mut a = stack(&t, &root, "install", "noport", 1);
+    let i = a.iter().position(|x| x == "--port").unwrap();
+    a.truncate(i);
+    let e = t.run(a).fails_with(2).stderr();
+    assert!(e.contains("no port yet"), "{e}");
+    assert!(
+        !t.home
+            .join(".oysterun-stacks/noport/host/config.json")
+            .exists(),
+        "no config written for a stack that was refused"
+    );
+    // And it is no phantom stack afterwards.
+    let list = t.run(["agent", "list", "--json"]).ok().stdout();
+    assert!(!list.contains("noport"), "{list}");
+    t.run(["agent", "status", "--stack", "noport"])
+        .fails_with(2);
+}
