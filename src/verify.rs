@@ -139,41 +139,6 @@ pub fn check_env(live: &LiveProcess, expected: &LaunchEnv) -> EnvCheck {
     }
 }
 
-/// What a running Host looks like against the environment it should have.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LiveCheck {
-    /// `/health`'s status, if anything answered.
-    pub health: Option<u16>,
-    /// The environment comparison; `None` when the process is gone.
-    pub env: Option<EnvCheck>,
-}
-
-impl LiveCheck {
-    /// Verified: the environment matches and `/health` said 200.
-    pub fn verified(&self) -> bool {
-        self.env == Some(EnvCheck::Verified) && self.health == Some(200)
-    }
-
-    pub fn describe(&self) -> String {
-        format!(
-            "/health {}; {}",
-            self.health.map_or("no answer".into(), |h| h.to_string()),
-            self.env
-                .as_ref()
-                .map_or("the process is gone".into(), EnvCheck::describe)
-        )
-    }
-}
-
-/// Checks the running `pid` against `expected` (its port comes from `OYSTERUN_PORT`).
-pub fn check_live(pid: u32, expected: &LaunchEnv) -> LiveCheck {
-    let health = expected
-        .port()
-        .and_then(|port| health(port, Duration::from_secs(2)));
-    let env = inspect(pid).map(|live| check_env(&live, expected));
-    LiveCheck { health, env }
-}
-
 /// Checks that the socket listening on `port` belongs to `pid` (or a descendant): a `/health`
 /// answer from another process (a direct-mode Host, another stack) proves nothing.
 pub fn check_listener(port: u16, pid: u32) -> Result<(), String> {
@@ -372,5 +337,95 @@ mod tests {
             "ANTHROPIC_API_KEY is unset but should be <redacted>; GITHUB_TOKEN is <redacted> but \
              should be <redacted>; OYSTERUN_PORT is \"8803\" but should be \"8802\""
         );
+    }
+}
+
+/// How the Host's environment was proven (CONTRACT.md §5), strongest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EnvProof {
+    /// The environment read from the kernel equals the generated one.
+    Live,
+    /// The kernel hides the environment; `oyster host exec`, running as the same pid just before
+    /// its exec, recorded the environment it passed on, and it is the generated one.
+    Exec,
+    /// Neither is available; launchd's loaded definition has exactly the generated variables
+    /// and the running pid is the one launchd spawned for it.
+    Launchd,
+}
+
+impl EnvProof {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EnvProof::Live => "live",
+            EnvProof::Exec => "exec",
+            EnvProof::Launchd => "launchd",
+        }
+    }
+}
+
+/// Which proofs a run may use: all (the kernel decides), or, as `OYSTER_ENV_PROOF` says, as if
+/// the kernel hid the environment (`exec`) or the launch program's record were missing too
+/// (`launchd`), so every tier is exercised off macOS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProofFloor {
+    Live,
+    Exec,
+    Launchd,
+}
+
+impl ProofFloor {
+    pub fn from_env(value: Option<&str>) -> ProofFloor {
+        match value {
+            Some("launchd") => ProofFloor::Launchd,
+            Some("exec") => ProofFloor::Exec,
+            _ => ProofFloor::Live,
+        }
+    }
+}
+
+/// The generated variables a source (`have`) does not hold as generated.
+pub fn differing(env: &LaunchEnv, have: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    env.vars
+        .iter()
+        .filter(|(k, v)| have(k).as_deref() != Some(v.as_str()))
+        .map(|(k, _)| k.clone())
+        .collect()
+}
+
+/// The two proofs that need no launchd: the live environment, else the record `oyster host
+/// exec` wrote as this very process (same pid and start time). `Ok(None)` when neither is
+/// available (the caller may still have launchd's definition); a mismatch is an error.
+pub fn prove_live_or_exec(
+    pid: u32,
+    env: &LaunchEnv,
+    exec_record: Option<&crate::host::identity::ExecRecord>,
+    floor: ProofFloor,
+) -> Result<Option<EnvProof>, String> {
+    let live = inspect(pid).ok_or("the Host exited right after answering /health")?;
+    let check = if floor == ProofFloor::Live {
+        check_env(&live, env)
+    } else {
+        EnvCheck::Unreadable
+    };
+    match check {
+        EnvCheck::Verified => return Ok(Some(EnvProof::Live)),
+        EnvCheck::Mismatch(_) => return Err(check.describe()),
+        EnvCheck::Unreadable => {}
+    }
+    let record = exec_record
+        .filter(|_| floor != ProofFloor::Launchd)
+        .filter(|r| r.pid == pid && r.start_time == live.start_time);
+    let Some(rec) = record else {
+        return Ok(None);
+    };
+    let diffs = differing(env, |k| rec.env.get(k).cloned());
+    if diffs.is_empty() {
+        Ok(Some(EnvProof::Exec))
+    } else {
+        Err(format!(
+            "the kernel hides the Host's environment, and what `oyster host exec` passed to it differs from the generated one in: {}",
+            diffs.join(", ")
+        ))
     }
 }

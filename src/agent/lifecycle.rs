@@ -19,7 +19,7 @@ use crate::host::stack::Stack;
 use crate::output::audit::{Action, Audit, Step, StepOutcome};
 use crate::sys::fs::{self as fsutil, Lock};
 use crate::sys::signal::{self, Signal};
-use crate::verify::{self, EnvCheck};
+use crate::verify;
 
 /// How long oyster waits for a booted-out label to disappear.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(20);
@@ -39,29 +39,7 @@ pub struct Timing {
     pub settle: Duration,
 }
 
-/// How the Host's environment was proven (CONTRACT.md §5), strongest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EnvProof {
-    /// The environment read from the kernel equals the generated one.
-    Live,
-    /// The kernel hides the environment; `oyster host exec`, running as the same pid just before
-    /// its exec, recorded the environment it passed on, and it is the generated one.
-    Exec,
-    /// Neither is available; launchd's loaded definition has exactly the generated variables
-    /// and the running pid is the one launchd spawned for it.
-    Launchd,
-}
-
-impl EnvProof {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EnvProof::Live => "live",
-            EnvProof::Exec => "exec",
-            EnvProof::Launchd => "launchd",
-        }
-    }
-}
+pub use crate::verify::{EnvProof, ProofFloor};
 
 /// The launchd side of one stack.
 pub struct Agent<'a> {
@@ -880,26 +858,6 @@ impl Agent<'_> {
     }
 }
 
-/// Which proofs a run may use: all (the kernel decides), or, as `OYSTER_ENV_PROOF` says, as if
-/// the kernel hid the environment (`exec`) or the launch program's record were missing too
-/// (`launchd`), so every tier is exercised off macOS.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProofFloor {
-    Live,
-    Exec,
-    Launchd,
-}
-
-impl ProofFloor {
-    pub fn from_env(value: Option<&str>) -> ProofFloor {
-        match value {
-            Some("launchd") => ProofFloor::Launchd,
-            Some("exec") => ProofFloor::Exec,
-            _ => ProofFloor::Live,
-        }
-    }
-}
-
 /// The environment proof for a running `pid` (CONTRACT.md §5), strongest first: the live
 /// environment when the kernel shows it; else the record `oyster host exec` wrote as that same
 /// process (same pid and start time) just before its exec; else launchd's loaded definition for
@@ -911,44 +869,15 @@ pub fn prove_env(
     exec_record: Option<&ExecRecord>,
     floor: ProofFloor,
 ) -> Result<EnvProof, String> {
-    let live = verify::inspect(pid).ok_or("the Host exited right after answering /health")?;
-    let check = if floor == ProofFloor::Live {
-        verify::check_env(&live, env)
-    } else {
-        EnvCheck::Unreadable
-    };
-    let differing = |have: &dyn Fn(&str) -> Option<String>| -> Vec<String> {
-        env.vars
-            .iter()
-            .filter(|(k, v)| have(k).as_deref() != Some(v.as_str()))
-            .map(|(k, _)| k.clone())
-            .collect()
-    };
-    match check {
-        EnvCheck::Verified => return Ok(EnvProof::Live),
-        EnvCheck::Mismatch(_) => return Err(check.describe()),
-        EnvCheck::Unreadable => {}
-    }
-    let record = exec_record
-        .filter(|_| floor != ProofFloor::Launchd)
-        .filter(|r| r.pid == pid && r.start_time == live.start_time);
-    if let Some(rec) = record {
-        let diffs = differing(&|k| rec.env.get(k).cloned());
-        return if diffs.is_empty() {
-            Ok(EnvProof::Exec)
-        } else {
-            Err(format!(
-                "the kernel hides the Host's environment, and what `oyster host exec` passed to it differs from the generated one in: {}",
-                diffs.join(", ")
-            ))
-        };
+    if let Some(proof) = verify::prove_live_or_exec(pid, env, exec_record, floor)? {
+        return Ok(proof);
     }
     if info.pid() != Some(pid) {
         return Err(format!(
             "the kernel hides pid {pid}'s environment and launchd does not name it as the job's pid"
         ));
     }
-    let diffs = differing(&|k| info.environment.get(k).cloned());
+    let diffs = verify::differing(env, |k| info.environment.get(k).cloned());
     if diffs.is_empty() {
         Ok(EnvProof::Launchd)
     } else {

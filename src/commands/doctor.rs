@@ -436,12 +436,29 @@ fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
             }),
         ));
         if let (Some(pid), Some(inst)) = (info.pid().filter(|_| running), installed) {
-            let live = verify::check_live(pid, &inst.env);
-            let ok = live.verified();
+            // The same proof as verification: live, else the exec record, else launchd's
+            // definition; and /health from the Host's own socket.
+            let floor = crate::verify::ProofFloor::from_env(ctx.env.env_proof.as_deref());
+            let record = crate::host::identity::ExecRecord::read(&st.exec_record_path());
+            let proof =
+                crate::agent::lifecycle::prove_env(pid, &info, &inst.env, record.as_ref(), floor);
+            let port = inst.env.port().unwrap_or(0);
+            let health = verify::health(port, Duration::from_secs(2));
+            let listener = verify::check_listener(port, pid);
+            let ok = proof.is_ok() && health == Some(200) && listener.is_ok();
+            let detail = match (&proof, &listener) {
+                (Err(e), _) => e.clone(),
+                (Ok(_), Err(e)) => e.clone(),
+                (Ok(p), Ok(())) => format!(
+                    "/health {}; environment proven ({})",
+                    health.map_or("no answer".into(), |h| h.to_string()),
+                    p.as_str()
+                ),
+            };
             checks.push(check(
                 "live host",
                 if ok { Level::Ok } else { Level::Fail },
-                format!("pid {pid}: {}", live.describe()),
+                format!("pid {pid}: {detail}"),
                 (!ok).then(|| format!("`oyster agent restart --stack {}`", st.name)),
             ));
         }

@@ -43,6 +43,7 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
                 &StartOptions {
                     wait: verify.timing().wait,
                     settle: verify.timing().settle,
+                    floor: crate::verify::ProofFloor::from_env(ctx.env.env_proof.as_deref()),
                 },
             )?;
             crate::say!(
@@ -196,10 +197,23 @@ fn status(ctx: &Context) -> anyhow::Result<(HostStatus, String)> {
         if let (Some(pid), Some(inst)) = (job.pid, &installed) {
             st.running = true;
             st.pid = Some(pid);
-            let live = verify::check_live(pid, &inst.env);
-            st.health = live.health;
-            st.verified = live.verified();
-            record_env(&mut st, live.env.as_ref());
+            st.health = inst
+                .env
+                .port()
+                .and_then(|p| verify::health(p, Duration::from_secs(2)));
+            let floor = verify::ProofFloor::from_env(ctx.env.env_proof.as_deref());
+            let record = crate::host::identity::ExecRecord::read(&stack.exec_record_path());
+            let info = crate::agent::launchctl::Launchctl::locate(&ctx.env)
+                .ok()
+                .and_then(|lc| lc.find_loaded(&stack.label).ok().flatten());
+            match info.map(|(_, info)| {
+                crate::agent::lifecycle::prove_env(pid, &info, &inst.env, record.as_ref(), floor)
+            }) {
+                Some(Ok(proof)) => st.env_proof = Some(proof.as_str()),
+                Some(Err(why)) => st.env_mismatch_text = Some(why),
+                None => {}
+            }
+            st.verified = st.env_proof.is_some() && st.health == Some(200);
         }
         let why = format!("launchd has {} loaded, state {}", job.label, job.state);
         return Ok((st, why));
@@ -227,9 +241,20 @@ fn status(ctx: &Context) -> anyhow::Result<(HostStatus, String)> {
             };
             match plan::plan(ctx, &args, Writes::None) {
                 Ok(plan) => {
-                    let check = verify::check_env(&live, &plan.env);
-                    st.verified = check == verify::EnvCheck::Verified;
-                    record_env(&mut st, Some(&check));
+                    // The same proofs as `host start`: live, else the launch program's record.
+                    let floor = verify::ProofFloor::from_env(ctx.env.env_proof.as_deref());
+                    let record = crate::host::identity::ExecRecord::read(&stack.exec_record_path());
+                    match verify::prove_live_or_exec(rec.pid, &plan.env, record.as_ref(), floor) {
+                        Ok(Some(p)) => st.env_proof = Some(p.as_str()),
+                        Ok(None) => {
+                            st.env_mismatch_text = Some("the environment is unproven".into())
+                        }
+                        Err(why) => {
+                            record_env(&mut st, Some(&verify::check_env(&live, &plan.env)));
+                            st.env_mismatch_text = Some(why);
+                        }
+                    }
+                    st.verified = st.env_proof.is_some() && st.health == Some(200);
                 }
                 Err(e) => {
                     st.env_mismatch_text =

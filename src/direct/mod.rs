@@ -17,7 +17,7 @@ use crate::host::stack::Stack;
 use crate::sys::fs as fsutil;
 use crate::sys::process;
 use crate::sys::signal::{self, Signal};
-use crate::verify::{self, EnvCheck, LiveProcess};
+use crate::verify::{self, LiveProcess};
 
 /// Who the pid file names: its pid, and the identity oyster recorded for it (from the exec
 /// record beside it; zero and empty when there is none for this pid).
@@ -159,6 +159,8 @@ pub struct StartOptions {
     pub wait: Duration,
     /// How long the pid must stay the same after `/health` said 200.
     pub settle: Duration,
+    /// Which environment proofs may be used (`OYSTER_ENV_PROOF`).
+    pub floor: verify::ProofFloor,
 }
 
 /// Starts the Host from `plan`; the caller has already refused a loaded LaunchAgent.
@@ -183,6 +185,26 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
             now.command()
         ),
         Owner::None => {}
+    }
+    // A port someone else holds would make /health answer for them: refused before starting,
+    // naming who holds it (as the LaunchAgent path does).
+    if let Ok(holders) = crate::sys::net::listeners_on(plan.port) {
+        if let Some(h) = holders.first() {
+            let stack_of = verify::inspect(h.pid)
+                .and_then(|p| p.var("OYSTERUN_ROUTEC_STACK_NAME"))
+                .map_or(String::new(), |s| format!(", oyster stack {s}"));
+            return Err(crate::error::Failed::new(
+                format!(
+                    "port {} is already held by pid {} ({}{stack_of}); the Host of stack {} could not listen there",
+                    plan.port, h.pid, h.name, stack.name
+                ),
+                format!(
+                    "stop that process (or give stack {} another port with --port), then run again",
+                    stack.name
+                ),
+            )
+            .into());
+        }
     }
     fsutil::create_dir_all(&stack.log_dir, 0o755)?;
     let log_path = stack.log_path();
@@ -253,11 +275,13 @@ fn verify_start(
             ))
         }
     }
-    let live =
-        verify::inspect(child.id()).ok_or("the Host exited right after answering /health")?;
-    match verify::check_env(&live, &plan.env) {
-        EnvCheck::Verified => {}
-        other => return Err(other.describe()),
+    verify::check_listener(plan.port, child.id())?;
+    let record = crate::host::identity::ExecRecord::read(&stack.exec_record_path());
+    if verify::prove_live_or_exec(child.id(), &plan.env, record.as_ref(), opts.floor)?.is_none() {
+        return Err(format!(
+            "the kernel hides pid {}'s environment and `oyster host exec` left no record for it, so the environment is unproven",
+            child.id()
+        ));
     }
     let deadline = Instant::now() + opts.settle;
     while Instant::now() < deadline {

@@ -343,6 +343,7 @@ fn apply_steps(
                 &direct::StartOptions {
                     wait: opts.timing.wait,
                     settle: opts.timing.settle,
+                    floor: crate::verify::ProofFloor::from_env(ctx.env.env_proof.as_deref()),
                 },
             )?;
             journal.push(Undo::StopHost);

@@ -245,3 +245,41 @@ fn bootout_answering_36_means_keep_polling() {
     assert!(r.stdout().contains("reloaded"), "{}", r.stdout());
     assert_eq!(s.status()["verified"], true);
 }
+
+/// Direct startup uses the same proofs: where the kernel hides the Host's environment, the
+/// launch program's own record proves it (before, `host start` killed a healthy Host there).
+#[test]
+fn a_direct_host_is_proven_by_the_exec_record_when_the_kernel_hides_it() {
+    let mut t = TestContext::new();
+    let root = t.fixture_root("root");
+    t.extra_env.push(("OYSTER_ENV_PROOF".into(), "exec".into()));
+    let port = free_port().to_string();
+    let node = real_node();
+    t.run([
+        "host",
+        "start",
+        "--stack",
+        "dx",
+        "--root",
+        root.to_str().unwrap(),
+        "--node-bin",
+        node.to_str().unwrap(),
+        "--port",
+        &port,
+        "--wait",
+        "10",
+        "--settle-ms",
+        "300",
+    ])
+    .ok();
+    let st = t
+        .run(["host", "status", "--stack", "dx", "--json"])
+        .ok()
+        .json();
+    assert_eq!(
+        (st["verified"].as_bool(), st["env_proof"].as_str()),
+        (Some(true), Some("exec")),
+        "{st}"
+    );
+    t.run(["host", "stop", "--stack", "dx"]).ok();
+}
