@@ -312,10 +312,10 @@ Examples:
 
 #[derive(Debug, Args)]
 pub struct SetupArgs {
-    /// How the Host connects; recorded as connection_mode. Every mode keeps manual commands
-    /// and disabled providers.
-    #[arg(long, value_enum, default_value = "direct")]
-    pub mode: ModeArg,
+    /// How the Host connects; recorded as connection_mode [default: the recorded mode, else
+    /// direct]. Every mode keeps manual commands and disabled providers.
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
     /// Where agents live, recorded as default_browse_path [default: ~/OysterunAgents].
     #[arg(long, value_name = "DIR")]
     pub agent_folder: Option<PathBuf>,

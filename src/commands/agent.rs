@@ -411,6 +411,9 @@ fn kill(ctx: &Context) -> anyhow::Result<ExitStatus> {
 pub enum Summary {
     /// Running, and verified against the installed plist.
     Verified,
+    /// Running and verified, but against an installed plist that is not what oyster generates
+    /// now (`oyster agent regenerate` brings it up to date).
+    Stale,
     /// Running, but `/health` or the environment does not verify.
     Unverified,
     /// launchd keeps restarting a Host that dies.
@@ -431,6 +434,9 @@ impl Summary {
     fn words(self) -> &'static str {
         match self {
             Summary::Verified => "running, verified",
+            Summary::Stale => {
+                "running, verified against a stale plist (run `oyster agent regenerate`)"
+            }
             Summary::Unverified => "running, NOT verified",
             Summary::CrashLoop => "crash loop",
             Summary::NotRunning => "loaded, not running",
@@ -444,7 +450,9 @@ impl Summary {
     fn tone(self) -> Tone {
         match self {
             Summary::Verified => Tone::Ok,
-            Summary::Disabled | Summary::NotInstalled | Summary::Unknown => Tone::Warn,
+            Summary::Stale | Summary::Disabled | Summary::NotInstalled | Summary::Unknown => {
+                Tone::Warn
+            }
             _ => Tone::Fail,
         }
     }
@@ -642,6 +650,7 @@ fn installed_by(inst: &agentplist::Installed) -> &'static str {
 
 fn summarize(st: &AgentStatus) -> Summary {
     match (st.installed, st.loaded) {
+        (_, true) if st.running && st.verified && st.in_sync == Some(false) => Summary::Stale,
         (_, true) if st.running && st.verified => Summary::Verified,
         (_, true) if st.running => Summary::Unverified,
         (_, true) if st.crash_loop => Summary::CrashLoop,
@@ -787,7 +796,11 @@ fn list(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
                     (None, true) => "crash loop".into(),
                     (None, false) => "no".into(),
                 },
-                yn(r.verified),
+                if r.summary == Summary::Stale {
+                    "yes (stale)".to_owned()
+                } else {
+                    yn(r.verified)
+                },
                 r.env_proof.unwrap_or("-").to_owned(),
                 match (r.last_exit_code, r.last_signal) {
                     (Some(c), _) => c.to_string(),

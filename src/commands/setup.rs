@@ -16,7 +16,7 @@ use crate::ExitStatus;
 /// Runs setup: plan, show, maybe ask, apply.
 pub fn run(ctx: &Context, args: SetupArgs) -> anyhow::Result<ExitStatus> {
     let opts = SetupOptions {
-        mode: args.mode.into(),
+        mode: args.mode.map(Into::into),
         agent_folder: args.agent_folder,
         install_providers: args.install_providers,
         no_start: args.no_start,
@@ -59,7 +59,13 @@ fn show(ctx: &Context, opts: &SetupOptions, sp: &SetupPlan) {
         &format!(
             "Oysterun setup for stack {} (mode: {})",
             st.name,
-            opts.mode.as_str()
+            opts.mode.map(|m| m.as_str()).unwrap_or_else(|| sp
+                .plan
+                .doc
+                .value()
+                .get(crate::config::MODE_KEY)
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("direct"))
         ),
     );
     crate::say!(

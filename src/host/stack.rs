@@ -185,10 +185,15 @@ impl Stack {
         self.root.join("matrix").join("homeserver.db")
     }
 
-    /// `oysterun-host`, or `oysterun-host-NAME` for a custom stack (Oysterun's
-    /// `configure_stack_runtime`).
+    /// `oysterun-host`, or `oysterun-host-NAME` for a custom stack, exactly as Oysterun's
+    /// `configure_stack_runtime` names them: its presets `test1`…`test4` use the unsuffixed
+    /// names too (its own restart waits for those files).
     fn host_file_stem(&self) -> String {
-        if self.name == DEFAULT_STACK || self.name == STAGING_STACK {
+        const OYSTERUN_PRESETS: [&str; 4] = ["test1", "test2", "test3", "test4"];
+        if self.name == DEFAULT_STACK
+            || self.name == STAGING_STACK
+            || OYSTERUN_PRESETS.contains(&self.name.as_str())
+        {
             "oysterun-host".to_owned()
         } else {
             format!("oysterun-host-{}", self.name)
@@ -372,6 +377,9 @@ mod tests {
             Path::new("/s/dev-2/matrix/homeserver.db")
         );
         assert_eq!(c.default_port, None);
+        // Oysterun's preset test stacks use the unsuffixed names its scripts wait for.
+        let t1 = Stack::new("test1", &e).unwrap();
+        assert_eq!(t1.pid_path(), Path::new("/s/test1/run/oysterun-host.pid"));
     }
 
     #[test]

@@ -53,7 +53,8 @@ impl Mode {
 
 /// What setup was asked to do.
 pub struct SetupOptions {
-    pub mode: Mode,
+    /// `None`: keep the recorded mode (a re-run must not reset the user's choice), else direct.
+    pub mode: Option<Mode>,
     pub agent_folder: Option<PathBuf>,
     pub install_providers: bool,
     pub no_start: bool,
@@ -286,11 +287,13 @@ fn apply_steps(
                 changes,
             );
         }
-        doc.set(
-            config::MODE_KEY,
-            Value::String(opts.mode.as_str().into()),
-            changes,
-        );
+        let recorded = doc.value().get(config::MODE_KEY).and_then(Value::as_str);
+        let mode = match (opts.mode, recorded) {
+            (Some(m), _) => m.as_str().to_owned(),
+            (None, Some(r)) => r.to_owned(),
+            (None, None) => Mode::Direct.as_str().to_owned(),
+        };
+        doc.set(config::MODE_KEY, Value::String(mode), changes);
         doc.set(
             config::BROWSE_KEY,
             Value::String(sp.agent_folder.display().to_string()),

@@ -120,3 +120,36 @@ fn a_refused_install_writes_no_config() {
     t.run(["agent", "status", "--stack", "noport"])
         .fails_with(2);
 }
+
+#[test]
+fn rerunning_setup_keeps_the_recorded_connection_mode() {
+    let mut t = TestContext::new();
+    t.pin_host_env();
+    t.write_config(r#"{"connection_mode": "managed"}"#);
+    let r = t.run(["setup", "--no-start"]).ok();
+    assert!(r.stdout().contains("(mode: managed)"), "{}", r.stdout());
+    assert_eq!(t.read_config()["connection_mode"], "managed");
+    t.run(["setup", "--no-start", "--mode", "cloud-direct"])
+        .ok();
+    assert_eq!(t.read_config()["connection_mode"], "cloud-direct");
+}
+
+#[test]
+fn a_verified_host_on_a_stale_plist_is_said_to_be_stale() {
+    let mut t = TestContext::new();
+    t.use_sim();
+    let root = t.fixture_root("root");
+    let port = free_port();
+    t.fake_exe(&t.home.join(".local/bin/claude"));
+    t.run(stack(&t, &root, "install", "st", port)).ok();
+    // A provider change the Host has not been given yet.
+    t.run(["providers", "set", "claude", "", "--stack", "st"])
+        .ok();
+    let st = t
+        .run(["agent", "status", "--json", "--stack", "st"])
+        .ok()
+        .json();
+    assert_eq!(st["summary"], "stale", "{st}");
+    let list = t.run(["agent", "list"]).ok().stdout();
+    assert!(list.contains("yes (stale)"), "{list}");
+}
