@@ -218,6 +218,37 @@ fn a_broken_launchctl_is_not_mistaken_for_a_missing_gui_session() {
     assert!(!e.contains("using user/"), "no silent domain fallback: {e}");
 }
 
+/// Issue 12 item 9: when launchctl itself fails, `doctor --json` and `agent status --json`
+/// still print their whole document (config, node and provider facts included), with the
+/// launchctl failure as one failed check / note — exactly when doctor is needed.
+#[test]
+fn a_failing_launchctl_still_gets_the_whole_doctor_and_status_documents() {
+    let mut t = TestContext::new();
+    fake_launchctl(
+        &mut t,
+        "#!/bin/sh\necho 'launchctl: broken' >&2\nexit 127\n",
+    );
+    t.pin_host_env();
+    let d = t.run(["doctor", "--json"]).fails_with(1).json();
+    let checks = d["checks"].as_array().unwrap();
+    let named = |n: &str| checks.iter().find(|c| c["check"] == n).cloned();
+    assert_eq!(named("config").unwrap()["status"], "ok", "{d}");
+    assert_eq!(named("node").unwrap()["status"], "ok", "{d}");
+    let launchd = named("launchd").unwrap();
+    assert_eq!(launchd["status"], "fail", "{d}");
+    assert!(
+        launchd["detail"]
+            .as_str()
+            .unwrap()
+            .contains("launchctl: broken"),
+        "{d}"
+    );
+    assert!(d["providers"].as_array().is_some_and(|p| !p.is_empty()));
+    let st = t.run(["agent", "status", "--json"]).fails_with(1).json();
+    assert_eq!(st["summary"], "unknown", "{st}");
+    assert!(st["notes"].to_string().contains("launchctl failed"), "{st}");
+}
+
 /// Every test docs/bad-input.md names exists, so the catalogue cannot drift from the suite.
 #[test]
 fn the_bad_input_catalogue_names_only_real_tests() {
