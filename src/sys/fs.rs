@@ -53,6 +53,33 @@ fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) ->
 /// there is no such file.
 pub fn read_regular(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, FsError> {
     use std::io::Read;
+    let Some(file) = open_regular(path)? else {
+        return Ok(None);
+    };
+    let meta = file.metadata().map_err(io_err("inspect", path))?;
+    if meta.len() > cap {
+        return Err(FsError::TooLarge {
+            path: path.to_owned(),
+            cap,
+        });
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(cap + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_err("read", path))?;
+    if bytes.len() as u64 > cap {
+        return Err(FsError::TooLarge {
+            path: path.to_owned(),
+            cap,
+        });
+    }
+    Ok(Some(bytes))
+}
+
+/// Opens a regular file for reading: never through a symlink, never blocking on a FIFO or
+/// device (opened non-blocking, checked with `fstat` before any read). `None` when there is no
+/// such file; anything else that is not a regular file is refused, naming what it is.
+pub fn open_regular(path: &Path) -> Result<Option<File>, FsError> {
     let file = match OpenOptions::new()
         .read(true)
         .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
@@ -74,23 +101,7 @@ pub fn read_regular(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, FsError> {
             kind,
         });
     }
-    if meta.len() > cap {
-        return Err(FsError::TooLarge {
-            path: path.to_owned(),
-            cap,
-        });
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(cap + 1)
-        .read_to_end(&mut bytes)
-        .map_err(io_err("read", path))?;
-    if bytes.len() as u64 > cap {
-        return Err(FsError::TooLarge {
-            path: path.to_owned(),
-            cap,
-        });
-    }
-    Ok(Some(bytes))
+    Ok(Some(file))
 }
 
 /// What is at `path` when it exists and is not a regular file (a symlink, whatever it points
@@ -249,6 +260,29 @@ pub fn write_atomic(
         Err(e) => return Err(io_err("read", path)(e)),
     };
     let mode = mode.or(existing_mode).unwrap_or(0o600);
+    replace_via_temp(path, bytes, mode, owner, Durability::Synced).map(|()| true)
+}
+
+/// Whether a replacement is `fsync`ed (file and directory) before it counts as done.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Durability {
+    /// Config, plist: must survive a power cut.
+    Synced,
+    /// Runtime files that describe a live process: atomic for readers, and a power cut leaves
+    /// nothing to describe.
+    Volatile,
+}
+
+/// The one replace step: this writer's temp file in the same directory with exactly `mode`
+/// (and `owner`, when given), then a rename over `path`; the temp file never outlives a
+/// failure.
+fn replace_via_temp(
+    path: &Path,
+    bytes: &[u8],
+    mode: u32,
+    owner: Option<(u32, u32)>,
+    durability: Durability,
+) -> Result<(), FsError> {
     let tmp = temp_path(path);
     let result = (|| {
         let mut f = OpenOptions::new()
@@ -269,40 +303,29 @@ pub fn write_atomic(
         // The umask may have narrowed the mode given to open; set it exactly.
         f.set_permissions(std::fs::Permissions::from_mode(mode))
             .map_err(io_err("set the mode of", path))?;
-        f.sync_all().map_err(io_err("sync", path))?;
+        if durability == Durability::Synced {
+            f.sync_all().map_err(io_err("sync", path))?;
+        }
         std::fs::rename(&tmp, path).map_err(io_err("rename into place", path))?;
-        sync_dir(path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.map(|()| true)
-}
-
-/// Replaces `path` with `bytes` through a temp file and a rename, with exactly `mode`, but
-/// without `fsync`: for runtime files that describe a live process (the Host's identity files),
-/// where readers need atomicity and a power cut leaves nothing to describe. Never through a
-/// symlink.
-pub fn replace_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), FsError> {
-    refuse_symlink(path)?;
-    let tmp = temp_path(path);
-    let _ = std::fs::remove_file(&tmp);
-    let result = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&tmp)
-            .map_err(io_err("create", &tmp))?;
-        f.write_all(bytes).map_err(io_err("write", &tmp))?;
-        f.set_permissions(std::fs::Permissions::from_mode(mode))
-            .map_err(io_err("set the mode of", &tmp))?;
-        std::fs::rename(&tmp, path).map_err(io_err("rename into place", path))
+        if durability == Durability::Synced {
+            sync_dir(path)?;
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Replaces `path` with `bytes` through a temp file and a rename, with exactly `mode`, but
+/// without `fsync`: for runtime files that describe a live process (the Host's identity files),
+/// where readers need atomicity and a power cut leaves nothing to describe. Never through a
+/// symlink. (No lock: the launch program writes them while `host start` holds the pid lock;
+/// per-writer temp names keep writers apart.)
+pub fn replace_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), FsError> {
+    refuse_symlink(path)?;
+    replace_via_temp(path, bytes, mode, None, Durability::Volatile)
 }
 
 /// `fsync`s the directory holding `path`, so the rename survives a power cut.

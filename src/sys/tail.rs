@@ -6,9 +6,9 @@
 //! rotation (the path now names another file: finish the old one, then read the new one from
 //! its beginning).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use super::fs::FsError;
@@ -19,38 +19,7 @@ const TAIL_WINDOW: u64 = 4 << 20;
 /// Opens a log for reading: `None` when it does not exist; a symlink or a file that is not a
 /// regular file is refused.
 pub fn open_log(path: &Path) -> Result<Option<File>, FsError> {
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
-        .open(path)
-    {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) if e.raw_os_error() == Some(nix::libc::ELOOP) => {
-            return Err(FsError::Symlink {
-                path: path.to_owned(),
-            })
-        }
-        Err(cause) => {
-            return Err(FsError::Io {
-                action: "open",
-                path: path.to_owned(),
-                cause,
-            })
-        }
-    };
-    let meta = file.metadata().map_err(|cause| FsError::Io {
-        action: "inspect",
-        path: path.to_owned(),
-        cause,
-    })?;
-    if let Some(kind) = super::fs::special_kind(&meta.file_type()) {
-        return Err(FsError::NotRegular {
-            path: path.to_owned(),
-            kind,
-        });
-    }
-    Ok(Some(file))
+    super::fs::open_regular(path)
 }
 
 /// The last `n` lines of `file` (without their newlines) and the offset just past them.
@@ -233,7 +202,7 @@ mod tests {
         let (_, end) = last_lines(&mut f, 0).unwrap();
         let mut fo = Follower::new(&p, Some(f), end);
         assert!(fo.poll().unwrap().is_empty());
-        let mut w = OpenOptions::new().append(true).open(&p).unwrap();
+        let mut w = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
         w.write_all(b"one\ntw").unwrap();
         assert_eq!(lines(&fo.poll().unwrap()), ["one"]);
         w.write_all(b"o\n").unwrap();
