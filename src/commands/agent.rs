@@ -116,6 +116,11 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
             require_known(ctx)?;
             let lock = ctx.lock_stack("agent restart")?;
             // Said first: nothing about the root or node matters for a job that is not there.
+            if !stack.plist_path().exists() {
+                if let Some(direct) = direct_instead(ctx, "restart") {
+                    return Err(direct.into());
+                }
+            }
             let lc = Launchctl::locate(&ctx.env)?;
             if !stack.plist_path().exists() && lc.find_loaded(&stack.label)?.is_none() {
                 return Err(not_installed(ctx, "restart").into());
@@ -331,6 +336,25 @@ fn is_installed(ctx: &Context) -> anyhow::Result<bool> {
     Ok(lc.find_loaded(&ctx.stack.label)?.is_some())
 }
 
+/// For a stack whose Host was started directly (no LaunchAgent): the `host` command to use.
+fn direct_instead(ctx: &Context, verb: &str) -> Option<Failed> {
+    let crate::direct::Owner::Ours(rec, _) = crate::direct::owner(&ctx.stack).ok()? else {
+        return None;
+    };
+    let host_verb = if verb == "stop" {
+        "stop"
+    } else {
+        "stop` then `oyster host start"
+    };
+    Some(Failed::new(
+        format!(
+            "the Host of stack {} was started directly (pid {}, `oyster host start`), not by a LaunchAgent, so there is nothing to {verb} in launchd",
+            ctx.stack.name, rec.pid
+        ),
+        format!("`oyster host {host_verb} --stack {}`", ctx.stack.name),
+    ))
+}
+
 fn not_installed(ctx: &Context, verb: &str) -> Failed {
     Failed::new(
         format!(
@@ -350,6 +374,11 @@ fn stop(ctx: &Context) -> anyhow::Result<ExitStatus> {
     require_known(ctx)?;
     let stack = &ctx.stack;
     // Said before anything is created (no lock file for a stack that is not there).
+    if !stack.plist_path().exists() {
+        if let Some(direct) = direct_instead(ctx, "stop") {
+            return Err(direct.into());
+        }
+    }
     if !is_installed(ctx)? {
         return Err(not_installed(ctx, "stop").into());
     }
@@ -411,6 +440,8 @@ fn kill(ctx: &Context) -> anyhow::Result<ExitStatus> {
 pub enum Summary {
     /// Running, and verified against the installed plist.
     Verified,
+    /// Running and verified, started directly (`oyster host start`), not by launchd.
+    Direct,
     /// Running and verified, but against an installed plist that is not what oyster generates
     /// now (`oyster agent regenerate` brings it up to date).
     Stale,
@@ -434,6 +465,7 @@ impl Summary {
     fn words(self) -> &'static str {
         match self {
             Summary::Verified => "running, verified",
+            Summary::Direct => "running (started directly), verified",
             Summary::Stale => {
                 "running, verified against a stale plist (run `oyster agent regenerate`)"
             }
@@ -449,7 +481,7 @@ impl Summary {
 
     fn tone(self) -> Tone {
         match self {
-            Summary::Verified => Tone::Ok,
+            Summary::Verified | Summary::Direct => Tone::Ok,
             Summary::Stale | Summary::Disabled | Summary::NotInstalled | Summary::Unknown => {
                 Tone::Warn
             }
@@ -489,6 +521,9 @@ struct AgentStatus {
     /// (Oysterun's own installer: it runs `run_oysterun_host.sh`), `"other"`, or `null` when
     /// none is installed.
     installed_by: Option<&'static str>,
+    /// Who runs the Host: `"launchd"` (the LaunchAgent), `"direct"` (`oyster host start`, where
+    /// there is no launchd), or `null` when none runs.
+    managed_by: Option<&'static str>,
     plist_path: String,
     log_path: String,
     launchctl: Option<String>,
@@ -554,6 +589,7 @@ fn collect(ctx: &Context) -> anyhow::Result<AgentStatus> {
             .filter(|_| installed.is_some())
             .map(|p| !p.plist_changed()),
         installed_by: installed.as_ref().map(installed_by),
+        managed_by: None,
         plist_path: plist.display().to_string(),
         log_path: stack.log_path().display().to_string(),
         launchctl: None,
@@ -633,7 +669,50 @@ fn collect(ctx: &Context) -> anyhow::Result<AgentStatus> {
             }
         }
     }
+    if st.running {
+        st.managed_by = Some("launchd");
+    } else {
+        direct_host(ctx, &mut st);
+    }
     Ok(st)
+}
+
+/// A Host `oyster host start` runs (where there is no launchd, or beside an unloaded agent):
+/// the everyday status says so, with the same proofs as `host status`.
+fn direct_host(ctx: &Context, st: &mut AgentStatus) {
+    let Ok(crate::direct::Owner::Ours(rec, _)) = crate::direct::owner(&ctx.stack) else {
+        return;
+    };
+    st.managed_by = Some("direct");
+    st.running = true;
+    st.pid = Some(rec.pid);
+    st.port = Some(rec.port);
+    st.url = Some(format!("http://127.0.0.1:{}", rec.port));
+    st.health = verify::health(rec.port, std::time::Duration::from_secs(2));
+    let args = plan::HostInputs {
+        root: rec.root().map(Into::into),
+        node_bin: Some(rec.node.clone()),
+    };
+    if let Ok(plan) = plan::plan(ctx, &args, Writes::None) {
+        let floor = verify::ProofFloor::from_env(ctx.env.env_proof.as_deref());
+        let record = ExecRecord::read(&ctx.stack.exec_record_path());
+        match verify::prove_live_or_exec(rec.pid, &plan.env, record.as_ref(), floor) {
+            Ok(Some(p)) => st.env_proof = Some(p.as_str()),
+            Ok(None) => st.notes.push("the environment is unproven".into()),
+            Err(why) => st.notes.push(why),
+        }
+    }
+    let owned = verify::check_listener(rec.port, rec.pid).is_ok();
+    st.verified = st.env_proof.is_some() && st.health == Some(200) && owned;
+    st.summary = if st.verified {
+        Summary::Direct
+    } else {
+        Summary::Unverified
+    };
+    st.notes.push(format!(
+        "started directly (`oyster host start`): `oyster host stop --stack {}` stops it",
+        ctx.stack.name
+    ));
 }
 
 /// Who wrote an installed plist, from what it runs.

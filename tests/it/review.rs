@@ -153,3 +153,43 @@ fn a_verified_host_on_a_stale_plist_is_said_to_be_stale() {
     let list = t.run(["agent", "list"]).ok().stdout();
     assert!(list.contains("yes (stale)"), "{list}");
 }
+
+/// Where there is no launchd, setup starts the Host directly; the everyday `status` and `list`
+/// see it, and `stop`/`restart` point at the `host` commands instead of "not installed".
+#[test]
+fn the_everyday_verbs_see_a_directly_started_host() {
+    let mut t = TestContext::new();
+    t.pin_host_env();
+    let port = free_port().to_string();
+    t.run([
+        "host",
+        "start",
+        "--stack",
+        "dh",
+        "--port",
+        &port,
+        "--wait",
+        "10",
+        "--settle-ms",
+        "300",
+    ])
+    .ok();
+    let st = t.run(["status", "--json", "--stack", "dh"]).ok().json();
+    assert_eq!(
+        (
+            st["summary"].as_str(),
+            st["managed_by"].as_str(),
+            st["running"].as_bool()
+        ),
+        (Some("direct"), Some("direct"), Some(true)),
+        "{st}"
+    );
+    let list = t.run(["list"]).ok().stdout();
+    assert!(list.contains("dh") && list.contains("pid"), "{list}");
+    let e = t.run(["stop", "--stack", "dh"]).fails_with(1).stderr();
+    assert!(
+        e.contains("started directly") && e.contains("oyster host stop --stack dh"),
+        "{e}"
+    );
+    t.run(["host", "stop", "--stack", "dh"]).ok();
+}
