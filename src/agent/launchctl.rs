@@ -172,6 +172,13 @@ impl Launchctl {
 }
 
 impl Launchctl {
+    /// Whether `label` is disabled in `domain` (`false` when launchctl cannot say).
+    pub fn is_disabled_in(&self, domain: &str, label: &str) -> bool {
+        self.disabled(domain, label).ok().flatten().unwrap_or(false)
+    }
+}
+
+impl Launchctl {
     /// Looks for a loaded `label` in `gui/<uid>`, then `user/<uid>` (a job loaded in one is
     /// not visible in the other, LAUNCHD.md): the domain it is loaded in, and its `print`.
     pub fn find_loaded(&self, label: &str) -> anyhow::Result<Option<(String, PrintInfo)>> {

@@ -91,7 +91,16 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
                 // run was killed between bootout and bootstrap: finish (or roll back) its change.
                 None if !agent.pending() => {
                     write_only(ctx, &plan, &lock)?;
-                    crate::say!("The LaunchAgent is not loaded; `oyster agent install --stack {}` loads it.", stack.name);
+                    // A stopped agent is started again; one never loaded is installed.
+                    let verb = if agent.lc.is_disabled_in(&agent.domain.name, &stack.label) {
+                        "start"
+                    } else {
+                        "install"
+                    };
+                    crate::say!(
+                        "The LaunchAgent is not loaded; `oyster agent {verb} --stack {}` loads it.",
+                        stack.name
+                    );
                 }
                 Some(info)
                     if !plan.plist_changed()
