@@ -146,28 +146,44 @@ impl TestContext {
     /// Every live process whose environment carries this test's HOME (found through
     /// `sysinfo`, so the harness runs on macOS as on Linux).
     pub fn own_processes(&self) -> Vec<u32> {
-        let needle = format!("HOME={}", self.home.display());
-        let mut sys = sysinfo::System::new();
-        sys.refresh_processes_specifics(
-            sysinfo::ProcessesToUpdate::All,
-            true,
-            sysinfo::ProcessRefreshKind::nothing().with_environ(sysinfo::UpdateKind::Always),
-        );
-        sys.processes()
-            .iter()
-            .filter(|(pid, p)| {
-                pid.as_u32() != std::process::id()
-                    && !matches!(
-                        p.status(),
-                        sysinfo::ProcessStatus::Zombie | sysinfo::ProcessStatus::Dead
-                    )
-                    && p.environ()
-                        .iter()
-                        .any(|kv| kv.as_os_str() == needle.as_str())
-            })
-            .map(|(pid, _)| pid.as_u32())
-            .collect()
+        processes_with_env(&format!("HOME={}", self.home.display()))
     }
+}
+
+/// Every live process (not a thread, not a zombie, not this test) whose environment holds
+/// exactly `entry` (`KEY=VALUE`).
+pub fn processes_with_env(entry: &str) -> Vec<u32> {
+    let mut sys = sysinfo::System::new();
+    sys.refresh_processes_specifics(
+        sysinfo::ProcessesToUpdate::All,
+        true,
+        sysinfo::ProcessRefreshKind::nothing().with_environ(sysinfo::UpdateKind::Always),
+    );
+    sys.processes()
+        .iter()
+        .filter(|(pid, p)| {
+            pid.as_u32() != std::process::id()
+                && p.thread_kind().is_none()
+                && !matches!(
+                    p.status(),
+                    sysinfo::ProcessStatus::Zombie | sysinfo::ProcessStatus::Dead
+                )
+                && p.environ().iter().any(|kv| kv.as_os_str() == entry)
+        })
+        .map(|(pid, _)| pid.as_u32())
+        .collect()
+}
+
+/// The names of oyster's temp files (`.<name>.oyster-tmp.<pid>`) in `dir`.
+pub fn temp_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.contains("oyster-tmp"))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The environment of a live process, as `KEY=VALUE` strings (through `sysinfo`).

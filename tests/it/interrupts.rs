@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
+use crate::common::temp_files;
 use crate::common::{free_port, real_node, TestContext};
 
 /// A small deterministic generator; the seed is printed so a failing run can be replayed.
@@ -87,17 +88,6 @@ fn alive(pid: u32) -> bool {
             sysinfo::ProcessStatus::Zombie | sysinfo::ProcessStatus::Dead
         )
     })
-}
-
-fn temp_files(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.contains("oyster-tmp"))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// One stack against the simulator, with three fixture roots: two healthy ones (a change of
@@ -232,25 +222,7 @@ impl Ir {
     /// Every live Host of this stack: processes (not threads) whose environment carries its
     /// port.
     fn hosts(&self) -> Vec<u32> {
-        let port = format!("OYSTERUN_PORT={}", self.port);
-        let mut sys = sysinfo::System::new();
-        sys.refresh_processes_specifics(
-            sysinfo::ProcessesToUpdate::All,
-            true,
-            sysinfo::ProcessRefreshKind::nothing().with_environ(sysinfo::UpdateKind::Always),
-        );
-        sys.processes()
-            .iter()
-            .filter(|(_, p)| {
-                p.thread_kind().is_none()
-                    && !matches!(
-                        p.status(),
-                        sysinfo::ProcessStatus::Zombie | sysinfo::ProcessStatus::Dead
-                    )
-                    && p.environ().iter().any(|kv| kv.as_os_str() == port.as_str())
-            })
-            .map(|(pid, _)| pid.as_u32())
-            .collect()
+        crate::common::processes_with_env(&format!("OYSTERUN_PORT={}", self.port))
     }
 
     /// The stack is verified, runs `root`, has `plist` on disk and as the last good one, and

@@ -2,10 +2,11 @@
 //! plist writes (always the old or the new bytes, never a torn file, no temp files piling up),
 //! and many concurrent writers (no lost update, valid final files).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::common::temp_files;
 use crate::common::TestContext;
 
 /// A small deterministic generator, so a failing run can be replayed.
@@ -18,17 +19,6 @@ impl Lcg {
             .wrapping_add(1442695040888963407);
         (self.0 >> 33) % n
     }
-}
-
-fn temp_files(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.contains("oyster-tmp"))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn kill_after(t: &TestContext, args: &[String], micros: u64) {
