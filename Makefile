@@ -1,7 +1,7 @@
 # oyster — the two commands a newcomer needs are `make demo` and `make test`.
 CARGO ?= cargo
 
-.PHONY: build test lint check-macos demo bench clean install uninstall
+.PHONY: build test test-fresh lint check-macos demo bench clean install uninstall
 
 build:
 	$(CARGO) build --workspace --locked
@@ -11,6 +11,11 @@ test:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 	$(CARGO) test --workspace --locked
+
+## `make test` as a newcomer's machine runs it: a clone of HEAD in a temp dir, an empty
+## CARGO_HOME (no crate cached), no earlier build. See scripts/test-fresh.sh.
+test-fresh:
+	bash scripts/test-fresh.sh
 
 lint:
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings

@@ -1003,6 +1003,18 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
 // ---------------------------------------------------------------------------------------------
 // make dist.
 
+/// The triple `rustc` builds for here (its `host:` line), the platform the suite's own build
+/// downloaded crates for.
+fn host_triple() -> String {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
+    let vv = tool(&rustc, &["-vV"], Path::new("."));
+    vv.lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .unwrap_or_else(|| panic!("rustc -vV has no host line:\n{vv}"))
+        .trim()
+        .to_owned()
+}
+
 fn tool(name: &str, args: &[&str], dir: &Path) -> String {
     let out = Command::new(name)
         .args(args)
@@ -1080,13 +1092,25 @@ fn make_dist_archives_head_with_its_sha256_and_the_archive_resolves_offline() {
     assert_eq!(listed, tracked);
 
     // Unpacked, it is a complete workspace whose lock file still holds: cargo resolves every
-    // member and dependency offline with --locked. (The full build is opt-in: it doubles the
-    // suite's compile time on a small machine.)
+    // member and dependency offline with --locked (a manifest the lock file no longer satisfies
+    // fails here). The resolve is filtered to the host platform: an unfiltered `cargo metadata`
+    // wants the source of every locked crate, Apple-only ones included, which a fresh machine's
+    // cargo cache does not have (only the crates this suite's own build downloaded). The full
+    // build is opt-in: it doubles the suite's compile time on a small machine.
     tool("tar", &["-xzf", tar.to_str().unwrap()], t.dir.path());
     let src = t.path(&format!("oyster-{VERSION}"));
+    let host = host_triple();
     let meta = tool(
         "cargo",
-        &["metadata", "--offline", "--locked", "--format-version", "1"],
+        &[
+            "metadata",
+            "--offline",
+            "--locked",
+            "--filter-platform",
+            &host,
+            "--format-version",
+            "1",
+        ],
         &src,
     );
     let meta: serde_json::Value = serde_json::from_str(&meta).unwrap();
@@ -1104,6 +1128,34 @@ fn make_dist_archives_head_with_its_sha256_and_the_archive_resolves_offline() {
                 || m.contains(&format!("oyster {VERSION}"))),
         "{members:?}"
     );
+    // The same check refuses a manifest the lock file does not satisfy, so it is not a no-op.
+    let manifest = src.join("Cargo.toml");
+    let pristine = std::fs::read_to_string(&manifest).unwrap();
+    let drifted = pristine.replacen("\n[dependencies]\n", "\n[dependencies]\nitoa = \"1\"\n", 1);
+    assert_ne!(
+        drifted, pristine,
+        "the manifest has no [dependencies] table"
+    );
+    std::fs::write(&manifest, drifted).unwrap();
+    let refused = Command::new("cargo")
+        .args([
+            "metadata",
+            "--offline",
+            "--locked",
+            "--filter-platform",
+            &host,
+        ])
+        .args(["--format-version", "1"])
+        .current_dir(&src)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success(), "a drifted manifest resolved");
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--locked"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    std::fs::write(&manifest, pristine).unwrap();
     if std::env::var_os("OYSTER_TEST_DIST_BUILD").is_some() {
         let target = t.path("target");
         let out = Command::new("cargo")
@@ -1341,6 +1393,7 @@ fn shipped_shell_is_shellcheck_clean() {
         ("scripts/demo.sh", "bash"),
         ("scripts/apple-toolchain.sh", "bash"),
         ("scripts/check-macos.sh", "bash"),
+        ("scripts/test-fresh.sh", "bash"),
         (".ci/run", "bash"),
     ] {
         let out = Command::new("shellcheck")
