@@ -9,8 +9,9 @@ use crate::output::printer::{printer, Printer};
 use crate::provider::resolve::Search;
 
 /// Every environment variable oyster reads, captured once at start (documented in `--help`'s
-/// ENVIRONMENT section). Nothing below reads `std::env` again, so a run sees one consistent
-/// environment and tests can see exactly what oyster was given.
+/// ENVIRONMENT section). Nothing below reads `std::env` again — except the printer, which
+/// reads `NO_COLOR` and `TERM` when it is first used to decide on colour — so a run sees one
+/// consistent environment and tests can see exactly what oyster was given.
 #[derive(Debug, Clone, Default)]
 pub struct EnvSnapshot {
     /// `HOME`: `~`, as launchd's.
