@@ -151,7 +151,14 @@ impl Daemon {
             .get("LAUNCHD_SIM_EXIT_TIMEOUT")
             .and_then(|v| v.parse().ok())
             .unwrap_or(job::EXIT_TIMEOUT_SECS);
-        let mut job = Job::new(def, d.name(), exit_timeout);
+        // How long launchd lags behind the kernel in handling an exit, taken at load time.
+        let exit_notice = Duration::from_millis(
+            req.knobs
+                .get("LAUNCHD_SIM_EXIT_NOTICE_MS")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(job::DEFAULT_EXIT_NOTICE_MS),
+        );
+        let mut job = Job::new(def, d.name(), exit_timeout, exit_notice);
         if job.def.run_at_load {
             job.spawn(&self.home, &self.user, &self.shell);
         }
@@ -229,7 +236,9 @@ impl Daemon {
         }
         job.sigterm_at = Some(Instant::now());
         job.next_spawn = None;
-        if job.child.is_some() {
+        if job.running() {
+            // An instance launchd still counts as running but that is gone already gets no
+            // signal; its pending exit then ends the drain.
             job.signal(Signal::SIGTERM);
         } else {
             job.drained_at = Some(Instant::now());
@@ -267,10 +276,11 @@ impl Daemon {
         else {
             return proto::not_found(&label, &d);
         };
-        if job.child.is_some() {
+        if job.running() {
             if !kill {
-                // Already running: EALREADY, and launchctl prints nothing for it
-                // (ProcursusTeam/launchctl kickstart.c).
+                // Already running (as launchd sees it: the process may be gone from the kernel
+                // while its exit is not processed yet): EALREADY, and launchctl prints nothing
+                // for it (ProcursusTeam/launchctl kickstart.c).
                 return match knob_code(req, "LAUNCHD_SIM_KICKSTART_RUNNING", 37) {
                     0 => Reply::ok(pid_line(job.pid(), print_pid, req.stdout_tty)),
                     37 => Reply::raw(37, ""),
@@ -287,13 +297,15 @@ impl Daemon {
             // `print` then shows `last terminating signal = Killed: 9` (kirodotdev/KiroCrew#1562).
             job.signal(Signal::SIGKILL);
             let deadline = Instant::now() + Duration::from_secs(5);
-            while !job.reap() {
+            while job.child.is_some() && !job.reap() {
                 if Instant::now() >= deadline {
                     let pid = job.pid().unwrap_or_default();
                     return Reply::raw(1, format!("launchctl-sim: pid {pid} survived SIGKILL\n"));
                 }
                 std::thread::sleep(Duration::from_millis(5));
             }
+            // kickstart -k waits for the exit itself, so it does not lag behind the kernel.
+            job.notice_now();
         }
         // Kickstart runs the captured definition; it never re-reads the plist.
         job.spawn(&home, &user, &shell);
@@ -360,7 +372,8 @@ impl Daemon {
         let mut gone = vec![];
         for (key, job) in self.jobs.iter_mut() {
             job.reap();
-            if job.child.is_none() && !job.draining() {
+            job.notice_due(now);
+            if !job.running() && !job.draining() {
                 if let Some(at) = job.next_spawn {
                     if now >= at {
                         job.spawn(&self.home, &self.user, &self.shell);

@@ -955,3 +955,80 @@ fn launchd_may_add_keys_to_the_printed_environment() {
         "{env:?}"
     );
 }
+
+/// A job without a SIGTERM handler: the signal ends it at once (Node's default).
+const NO_HANDLER: &str = "exec sleep 60";
+
+#[test]
+fn launchd_handles_an_exit_only_after_the_kernel_reports_it() {
+    let mut s = Sim::new();
+    s.env
+        .push(("LAUNCHD_SIM_EXIT_NOTICE_MS".into(), "1500".into()));
+    let target = s.target("late.t");
+    // Young (the default ThrottleInterval, 10 s): launchd will schedule the respawn for later.
+    let p = s.plist("late.t", NO_HANDLER, "<key>KeepAlive</key><true/>\n");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    let old: u32 = s.field("late.t", "pid").unwrap().parse().unwrap();
+    assert_eq!(code(&s.run(&["kill", "SIGTERM", &target])), 0);
+    s.wait_for("the kernel to see the exit", || !alive(old));
+    // Gone from the kernel, yet launchd still shows it running with the old pid...
+    let text = stdout(&s.run(&["print", &target]));
+    assert!(text.contains("\tstate = running\n"), "{text}");
+    assert!(text.contains(&format!("\tpid = {old}\n")), "{text}");
+    assert!(
+        text.contains("\tlast exit code = (never exited)\n"),
+        "{text}"
+    );
+    // ...so a kickstart lands on a job it counts as running: 37, nothing started.
+    let o = s.run(&["kickstart", &target]);
+    assert_eq!((code(&o), stderr(&o).as_str()), (37, ""));
+    // Then launchd sees the exit of a job younger than its minimum runtime.
+    s.wait_for("launchd to process the exit", || {
+        s.field("late.t", "state").as_deref() == Some("spawn scheduled")
+    });
+    let text = stdout(&s.run(&["print", &target]));
+    assert!(!text.contains("\tpid = "), "{text}");
+    assert!(
+        text.contains("\tlast terminating signal = Terminated: 15\n"),
+        "{text}"
+    );
+    assert!(text.contains("\tsuccessive crashes = 1\n"), "{text}");
+    // Now kickstart starts it at once instead of after the throttle.
+    let o = s.run(&["kickstart", "-p", &target]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let new: u32 = stdout(&o).trim().parse().unwrap();
+    assert_ne!(new, old);
+    assert!(alive(new));
+    assert_eq!(s.field("late.t", "state").as_deref(), Some("running"));
+}
+
+#[test]
+fn the_exit_notice_delay_is_on_by_default_and_0_turns_it_off() {
+    for (knob, at_least) in [
+        (None, Duration::from_millis(150)),
+        (Some("0"), Duration::ZERO),
+    ] {
+        let mut s = Sim::new();
+        if let Some(ms) = knob {
+            s.env.push(("LAUNCHD_SIM_EXIT_NOTICE_MS".into(), ms.into()));
+        }
+        let target = s.target("dflt.t");
+        let p = s.plist("dflt.t", NO_HANDLER, "<key>KeepAlive</key><true/>\n");
+        assert_eq!(
+            code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+            0
+        );
+        let old: u32 = s.field("dflt.t", "pid").unwrap().parse().unwrap();
+        let t0 = Instant::now();
+        assert_eq!(code(&s.run(&["kill", "TERM", &target])), 0);
+        s.wait_for("spawn scheduled", || {
+            s.field("dflt.t", "state").as_deref() == Some("spawn scheduled")
+        });
+        // The exit happened after the signal was sent, and launchd handled it that much later.
+        assert!(t0.elapsed() >= at_least, "{knob:?}: {:?}", t0.elapsed());
+        assert!(!alive(old));
+    }
+}
