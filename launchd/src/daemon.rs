@@ -158,7 +158,14 @@ impl Daemon {
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(job::DEFAULT_EXIT_NOTICE_MS),
         );
-        let mut job = Job::new(def, d.name(), exit_timeout, exit_notice);
+        // How long a new instance shows `state = xpcproxy`, taken at load time.
+        let spawning = Duration::from_millis(
+            req.knobs
+                .get("LAUNCHD_SIM_SPAWNING_MS")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(job::DEFAULT_SPAWNING_MS),
+        );
+        let mut job = Job::new(def, d.name(), exit_timeout, exit_notice, spawning);
         if job.def.run_at_load {
             job.spawn(&self.home, &self.user, &self.shell);
         }

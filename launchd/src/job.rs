@@ -24,6 +24,10 @@ pub const EX_CONFIG: i32 = 78;
 /// How long after the kernel reports an exit launchd goes on showing the instance as running,
 /// unless `LAUNCHD_SIM_EXIT_NOTICE_MS` says otherwise (see the README for why this value).
 pub const DEFAULT_EXIT_NOTICE_MS: u64 = 150;
+/// How long a new instance shows `state = xpcproxy` (launchd's trampoline, which execs the
+/// program over itself, keeping the pid) before `running`, unless `LAUNCHD_SIM_SPAWNING_MS`
+/// says otherwise.
+pub const DEFAULT_SPAWNING_MS: u64 = 50;
 
 /// The job definition as captured from the plist at bootstrap.
 #[derive(Debug, Clone)]
@@ -160,6 +164,8 @@ pub struct Job {
     pub unnoticed: Option<UnnoticedExit>,
     /// The delay between the kernel's exit and launchd's handling of it.
     pub exit_notice: Duration,
+    /// How long a new instance stays in `state = xpcproxy`.
+    pub spawning: Duration,
     pub started_at: Option<Instant>,
     pub runs: u32,
     pub last_exit: LastExit,
@@ -181,6 +187,7 @@ impl Job {
         domain: String,
         default_exit_timeout: u64,
         exit_notice: Duration,
+        spawning: Duration,
     ) -> Job {
         Job {
             exit_timeout: def.exit_timeout.unwrap_or(default_exit_timeout),
@@ -189,6 +196,7 @@ impl Job {
             child: None,
             unnoticed: None,
             exit_notice,
+            spawning,
             started_at: None,
             runs: 0,
             last_exit: LastExit::Never,
@@ -226,10 +234,18 @@ impl Job {
                 .is_some_and(|t| t.elapsed() >= Duration::from_secs(self.exit_timeout))
     }
 
+    /// Whether the live instance is young enough to be still in launchd's `xpcproxy` state.
+    fn in_xpcproxy(&self) -> bool {
+        self.started_at.is_some_and(|t| t.elapsed() < self.spawning)
+    }
+
     /// The `state = …` line of `print`.
     pub fn state(&self) -> &'static str {
         match (self.running(), self.draining(), self.next_spawn.is_some()) {
             (true, true, _) => "SIGTERMed",
+            // xpcproxy, the trampoline launchd spawns, is the process (same pid) until it has
+            // exec'd the program (NixOS/nix#5698's launchd.log; siq-agent-security#66).
+            (true, false, _) if self.child.is_some() && self.in_xpcproxy() => "xpcproxy",
             (true, false, _) => "running",
             (false, false, true) => "spawn scheduled",
             _ => "not running",

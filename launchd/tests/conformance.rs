@@ -268,6 +268,9 @@ fn bootstrap_print_layout_and_already_loaded() {
         (code(&o), stdout(&o).as_str(), stderr(&o).as_str()),
         (0, "", "")
     );
+    s.wait_for("running (past xpcproxy)", || {
+        s.field("a.b", "state").as_deref() == Some("running")
+    });
     let o = s.run(&["print", &s.target("a.b")]);
     let text = stdout(&o);
     assert!(
@@ -661,7 +664,9 @@ fn a_signal_death_prints_the_signal_instead_of_the_exit_code() {
     s.wait_for("the respawn", || {
         s.field("sig.t", "runs").as_deref() == Some("2") && s.field("sig.t", "pid").is_some()
     });
-    assert_eq!(s.field("sig.t", "state").as_deref(), Some("running"));
+    s.wait_for("running (past xpcproxy)", || {
+        s.field("sig.t", "state").as_deref() == Some("running")
+    });
 }
 
 /// A job that notes a SIGTERM in `$HOME/got-term` before it exits 0.
@@ -971,6 +976,9 @@ fn launchd_handles_an_exit_only_after_the_kernel_reports_it() {
         code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
         0
     );
+    s.wait_for("running", || {
+        s.field("late.t", "state").as_deref() == Some("running")
+    });
     let old: u32 = s.field("late.t", "pid").unwrap().parse().unwrap();
     assert_eq!(code(&s.run(&["kill", "SIGTERM", &target])), 0);
     s.wait_for("the kernel to see the exit", || !alive(old));
@@ -1002,7 +1010,42 @@ fn launchd_handles_an_exit_only_after_the_kernel_reports_it() {
     let new: u32 = stdout(&o).trim().parse().unwrap();
     assert_ne!(new, old);
     assert!(alive(new));
-    assert_eq!(s.field("late.t", "state").as_deref(), Some("running"));
+    s.wait_for("running", || {
+        s.field("late.t", "state").as_deref() == Some("running")
+    });
+    assert_eq!(s.field("late.t", "pid"), Some(new.to_string()));
+}
+
+#[test]
+fn a_new_instance_is_in_xpcproxy_with_its_pid_before_running() {
+    let mut s = Sim::new();
+    s.env
+        .push(("LAUNCHD_SIM_SPAWNING_MS".into(), "1000".into()));
+    let target = s.target("xpc.t");
+    let p = s.plist("xpc.t", LOOP, "<key>KeepAlive</key><true/>\n");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    // The trampoline has the pid the program will keep once it has exec'd over it.
+    let text = stdout(&s.run(&["print", &target]));
+    assert!(text.contains("\tstate = xpcproxy\n"), "{text}");
+    let pid: u32 = s.field("xpc.t", "pid").unwrap().parse().unwrap();
+    assert!(alive(pid));
+    // launchd counts it as active: kickstart without -k starts nothing.
+    assert_eq!(code(&s.run(&["kickstart", &target])), 37);
+    s.wait_for("running", || {
+        s.field("xpc.t", "state").as_deref() == Some("running")
+    });
+    assert_eq!(s.field("xpc.t", "pid"), Some(pid.to_string()));
+    // The knob 0 turns the transient state off: running at once.
+    s.env.push(("LAUNCHD_SIM_SPAWNING_MS".into(), "0".into()));
+    let q = s.plist("xpc0.t", LOOP, "");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), q.to_str().unwrap()])),
+        0
+    );
+    assert_eq!(s.field("xpc0.t", "state").as_deref(), Some("running"));
 }
 
 #[test]
