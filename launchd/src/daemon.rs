@@ -111,6 +111,7 @@ impl Daemon {
             ["kickstart", rest @ ..] => self.kickstart(rest, req),
             ["kill", signal, target] => self.kill(signal, target, req),
             ["print", target] => self.print(target, req),
+            ["login", domain] => self.login(domain, req),
             _ => Reply::usage(&format!("unsupported arguments: {}", req.args.join(" "))),
         }
     }
@@ -130,20 +131,25 @@ impl Daemon {
             Ok(def) => def,
             Err(code) => return Reply::failed(VERB, code),
         };
+        match self.load(&d, def, req) {
+            Ok(()) => Reply::ok(""),
+            Err(code) => Reply::failed(VERB, code),
+        }
+    }
+
+    /// Loads a definition into domain `d` as `bootstrap` does, or says why not (the exit code).
+    fn load(&mut self, d: &proto::Domain, def: job::Definition, req: &Request) -> Result<(), i32> {
         if !def.session_types.iter().any(|t| t == d.session_type()) {
             // "Service cannot load in requested session": launchctl reports it as 5 (or 125).
-            let code = knob_code(req, "LAUNCHD_SIM_SESSION_CODE", 5);
-            return Reply::failed(VERB, code);
+            return Err(knob_code(req, "LAUNCHD_SIM_SESSION_CODE", 5));
         }
         if state::is_disabled(&self.state_dir, &d.name(), &def.label) {
-            let code = knob_code(req, "LAUNCHD_SIM_DISABLED_CODE", 5);
-            return Reply::failed(VERB, code);
+            return Err(knob_code(req, "LAUNCHD_SIM_DISABLED_CODE", 5));
         }
         let key = d.target(&def.label);
         if self.jobs.contains_key(&key) {
             // Loaded, or still draining after a bootout.
-            let code = knob_code(req, "LAUNCHD_SIM_BUSY_CODE", 5);
-            return Reply::failed(VERB, code);
+            return Err(knob_code(req, "LAUNCHD_SIM_BUSY_CODE", 5));
         }
         // The system's default exit timeout for agents, as launchd had it at load time.
         let exit_timeout = req
@@ -170,6 +176,36 @@ impl Daemon {
             job.spawn(&self.home, &self.user, &self.shell);
         }
         self.jobs.insert(key, job);
+        Ok(())
+    }
+
+    /// `login gui/<uid>` (simulator only): what launchd does at a console login. Every plist in
+    /// `~/Library/LaunchAgents` whose session types include `Aqua` (a plist without
+    /// `LimitLoadToSessionType` is Aqua only) is loaded into `gui/<uid>`, unless that domain has
+    /// it disabled or loaded already, whatever runs in `user/<uid>`: a copy there keeps running.
+    /// A plist launchd would refuse is skipped, as launchd only logs it. Prints nothing.
+    fn login(&mut self, domain: &str, req: &Request) -> Reply {
+        let Some((d, None)) = proto::parse_target(domain).filter(|(d, _)| d.kind == "gui") else {
+            return Reply::usage("login gui/<uid>");
+        };
+        if let Err(code) = proto::check_domain(&d, &req.knobs) {
+            return Reply::failed("Login", code);
+        }
+        let dir = Path::new(&self.home).join("Library/LaunchAgents");
+        let mut plists: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "plist"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        plists.sort();
+        for plist in plists {
+            if let Ok(def) = job::load(&plist) {
+                let _ = self.load(&d, def, req);
+            }
+        }
         Reply::ok("")
     }
 

@@ -1075,3 +1075,57 @@ fn the_exit_notice_delay_is_on_by_default_and_0_turns_it_off() {
         assert!(!alive(old));
     }
 }
+
+#[test]
+fn login_loads_every_aqua_agent_into_gui_whatever_runs_in_user() {
+    let s = Sim::new();
+    let user_target = |label: &str| format!("{}/{label}", s.user());
+    s.plist("aqua.t", LOOP, "");
+    let both = s.plist("both.t", LOOP, BOTH_SESSIONS);
+    s.plist(
+        "bg.t",
+        LOOP,
+        "<key>LimitLoadToSessionType</key><string>Background</string>\n",
+    );
+    s.plist("dis.t", LOOP, "");
+    s.plist("udis.t", LOOP, BOTH_SESSIONS);
+    // Installed over SSH: loaded in user/<uid>, where it keeps running after the login.
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.user(), both.to_str().unwrap()])),
+        0
+    );
+    let o = s.run(&["print", &user_target("both.t")]);
+    let user_pid = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("\tpid = ").map(str::to_owned))
+        .unwrap();
+    // Disabled overrides are per domain: only gui/<uid>'s count for the login.
+    assert_eq!(code(&s.run(&["disable", &s.target("dis.t")])), 0);
+    assert_eq!(code(&s.run(&["disable", &user_target("udis.t")])), 0);
+    let o = s.run(&["login", &s.gui()]);
+    assert_eq!(
+        (code(&o), stdout(&o).as_str(), stderr(&o).as_str()),
+        (0, "", "")
+    );
+    for label in ["aqua.t", "both.t", "udis.t"] {
+        assert!(s.field(label, "pid").is_some(), "{label} runs in gui");
+    }
+    for label in ["bg.t", "dis.t"] {
+        assert_eq!(code(&s.run(&["print", &s.target(label)])), 113, "{label}");
+    }
+    // Two copies now: the user/<uid> one is untouched.
+    let gui_pid = s.field("both.t", "pid").unwrap();
+    assert_ne!(gui_pid, user_pid);
+    let text = stdout(&s.run(&["print", &user_target("both.t")]));
+    assert!(text.contains(&format!("\tpid = {user_pid}\n")), "{text}");
+    assert!(alive(user_pid.parse().unwrap()));
+    // A second login loads nothing twice.
+    assert_eq!(code(&s.run(&["login", &s.gui()])), 0);
+    assert_eq!(s.field("both.t", "pid"), Some(gui_pid));
+    let o = s.run(&["print-disabled", &s.user()]);
+    assert_eq!(
+        stdout(&o),
+        "disabled services = {\n\t\"udis.t\" => disabled\n}\n"
+    );
+    assert_eq!(code(&s.run(&["login", &s.user()])), 64);
+}
