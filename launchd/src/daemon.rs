@@ -122,7 +122,7 @@ impl Daemon {
             return Reply::usage("bootstrap <domain-target> <path>");
         };
         if let Err(code) = proto::check_domain(&d, &req.knobs) {
-            return Reply::failed(VERB, code);
+            return proto::domain_error("bootstrap", &d, code);
         }
         if let Some(code) = state::take_injected_failure(&self.state_dir, &req.knobs) {
             return Reply::failed(VERB, code);
@@ -211,20 +211,20 @@ impl Daemon {
 
     fn bootout_label(&mut self, target: &str, req: &Request) -> Reply {
         let Some((d, Some(label))) = proto::parse_target(target) else {
-            return Reply::usage("bootout <service-target> | <domain-target> <path>");
+            return Reply::bootout_usage();
         };
         if let Err(code) = proto::check_domain(&d, &req.knobs) {
-            return Reply::failed("Boot-out", code);
+            return proto::domain_error("bootout", &d, code);
         }
         self.bootout(&d.target(&label), req, 3)
     }
 
     fn bootout_plist(&mut self, domain: &str, plist: &str, req: &Request) -> Reply {
         let Some((d, None)) = proto::parse_target(domain) else {
-            return Reply::usage("bootout <domain-target> <path>");
+            return Reply::bootout_usage();
         };
         if let Err(code) = proto::check_domain(&d, &req.knobs) {
-            return Reply::failed("Boot-out", code);
+            return proto::domain_error("bootout", &d, code);
         }
         if let Some(missing) = proto::missing_plist(plist) {
             return missing;
@@ -309,7 +309,7 @@ impl Daemon {
             return Reply::usage("kickstart [-k] [-p] <service-target>");
         };
         if let Err(code) = proto::check_domain(&d, &req.knobs) {
-            return Reply::failed("Kickstart", code);
+            return proto::domain_error("kickstart", &d, code);
         }
         let (home, user, shell) = (self.home.clone(), self.user.clone(), self.shell.clone());
         let Some(job) = self
@@ -365,7 +365,7 @@ impl Daemon {
             return Reply::usage("kill <signal-name|signal-number> <service-target>");
         };
         if let Err(code) = proto::check_domain(&d, &req.knobs) {
-            return Reply::failed("Kill", code);
+            return proto::domain_error("kill", &d, code);
         }
         let Some(job) = self.jobs.get(&d.target(&label)) else {
             // The clone's kill.c prints no "Bad request." line of its own for 113.
@@ -386,13 +386,7 @@ impl Daemon {
             return Reply::usage("print <domain-target> | <service-target>");
         };
         if let Err(code) = proto::check_domain(&d, &req.knobs) {
-            return Reply::raw(
-                code,
-                format!(
-                    "Could not print domain: {code}: {}\n",
-                    proto::strerror(code)
-                ),
-            );
+            return proto::domain_error("print", &d, code);
         }
         match label {
             None => {

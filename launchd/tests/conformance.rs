@@ -80,6 +80,23 @@ impl Sim {
                     .map(str::to_owned)
             })
     }
+    /// `Bootstrap failed: 5: …`, with launchctl's hint to retry as root when the caller is not
+    /// root (the simulator's `LAUNCHD_SIM_EUID` pretends).
+    fn bootstrap5(&self) -> String {
+        let euid = self
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "LAUNCHD_SIM_EUID")
+            .and_then(|(_, v)| v.parse::<u32>().ok())
+            .unwrap_or_else(|| nix::unistd::geteuid().as_raw());
+        let hint = if euid == 0 {
+            ""
+        } else {
+            "Try re-running the command as root for richer errors.\n"
+        };
+        format!("Bootstrap failed: 5: Input/output error\n{hint}")
+    }
     fn wait_for(&self, what: &str, mut f: impl FnMut() -> bool) {
         let t0 = Instant::now();
         while !f() {
@@ -282,7 +299,7 @@ fn bootstrap_print_layout_and_already_loaded() {
         "\ttype = LaunchAgent\n",
         "\tstate = running\n",
         "\tlast exit code = (never exited)\n",
-        "\tproperties = keepalive | runatload\n",
+        "\tproperties = keepalive | runatload | inferred program\n",
         "\texit timeout = 5\n",
     ] {
         assert!(text.contains(line), "{line:?} in\n{text}");
@@ -291,7 +308,7 @@ fn bootstrap_print_layout_and_already_loaded() {
     assert!(s.field("a.b", "pid").unwrap().parse::<u32>().is_ok());
     let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
     assert_eq!(code(&o), 5);
-    assert_eq!(stderr(&o), "Bootstrap failed: 5: Input/output error\nTry re-running the command as root for richer errors.\n");
+    assert_eq!(stderr(&o), s.bootstrap5());
     let mut s = s;
     s.env.push(("LAUNCHD_SIM_BUSY_CODE".into(), "37".into()));
     assert_eq!(
@@ -576,13 +593,7 @@ fn session_types_decide_where_a_plist_loads_and_domains_are_separate() {
     // No LimitLoadToSessionType: Aqua only, refused by the Background session of user/<uid>.
     let aqua = s.plist("aqua.t", LOOP, "");
     let o = s.run(&["bootstrap", &s.user(), aqua.to_str().unwrap()]);
-    assert_eq!(
-        (code(&o), stderr(&o).as_str()),
-        (
-            5,
-            "Bootstrap failed: 5: Input/output error\nTry re-running the command as root for richer errors.\n"
-        )
-    );
+    assert_eq!((code(&o), stderr(&o)), (5, s.bootstrap5()));
     assert_eq!(
         code(&s.run(&["bootstrap", &s.gui(), aqua.to_str().unwrap()])),
         0
@@ -933,10 +944,14 @@ fn launchd_may_add_keys_to_the_printed_environment() {
             .map(str::to_owned)
             .collect()
     };
-    // launchd's own XPC_SERVICE_NAME is always there.
+    // launchd's own OSLogRateLimit (first) and XPC_SERVICE_NAME (last) are always there.
     assert_eq!(
         block(&s),
-        ["\t\tOURS => 1", "\t\tXPC_SERVICE_NAME => xenv.t"]
+        [
+            "\t\tOSLogRateLimit => 64",
+            "\t\tOURS => 1",
+            "\t\tXPC_SERVICE_NAME => xenv.t"
+        ]
     );
     s.env.push((
         "LAUNCHD_SIM_PRINT_EXTRA_ENV".into(),
@@ -945,6 +960,7 @@ fn launchd_may_add_keys_to_the_printed_environment() {
     assert_eq!(
         block(&s),
         [
+            "\t\tOSLogRateLimit => 64",
             "\t\tMallocSpaceEfficient => 1",
             "\t\tOURS => 1",
             "\t\tXPC_SERVICE_NAME => xenv.t"
@@ -1128,4 +1144,252 @@ fn login_loads_every_aqua_agent_into_gui_whatever_runs_in_user() {
         "disabled services = {\n\t\"udis.t\" => disabled\n}\n"
     );
     assert_eq!(code(&s.run(&["login", &s.user()])), 64);
+}
+
+#[test]
+fn print_has_the_shape_of_a_real_capture() {
+    let s = Sim::new();
+    let p = s.plist(
+        "shape.t",
+        LOOP,
+        "<key>KeepAlive</key><true/>\n<key>WorkingDirectory</key><string>/</string>\n\
+         <key>StandardOutPath</key><string>/dev/null</string>\n\
+         <key>EnvironmentVariables</key><dict><key>PORT</key><string>11002</string></dict>\n",
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    s.wait_for("running", || {
+        s.field("shape.t", "state").as_deref() == Some("running")
+    });
+    let pid = s.field("shape.t", "pid").unwrap();
+    let text = stdout(&s.run(&["print", &s.target("shape.t")]));
+    // The coalition IDs depend on load order; everything else is fixed.
+    let ids: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("\t\tID = "))
+        .collect();
+    assert_eq!(ids.len(), 2, "{text}");
+    let (rid, jid) = (ids[0], ids[1]);
+    assert_eq!(jid.parse::<u32>().unwrap(), rid.parse::<u32>().unwrap() + 1);
+    let expected = format!(
+        "{target} = {{\n\tactive count = 1\n\tpath = {path}\n\ttype = LaunchAgent\n\tstate = running\n\n\
+         \tprogram = /bin/sh\n\targuments = {{\n\t\t/bin/sh\n\t\t-c\n\t\t{LOOP}\n\t}}\n\n\
+         \tworking directory = /\n\n\
+         \tstdout path = /dev/null\n\
+         \tinherited environment = {{\n\t\tSSH_AUTH_SOCK => /private/tmp/launchd-sim/Listeners\n\t}}\n\n\
+         \tdefault environment = {{\n\t\tPATH => /usr/bin:/bin:/usr/sbin:/sbin\n\t}}\n\n\
+         \tenvironment = {{\n\t\tOSLogRateLimit => 64\n\t\tPORT => 11002\n\t\tXPC_SERVICE_NAME => shape.t\n\t}}\n\n\
+         \tdomain = {gui} [100057]\n\tasid = 100057\n\tminimum runtime = 10\n\texit timeout = 5\n\truns = 1\n\
+         \tpid = {pid}\n\timmediate reason = speculative\n\tforks = 0\n\texecs = 1\n\tinitialized = 1\n\
+         \ttrampolined = 1\n\tstarted suspended = 0\n\tproxy started suspended = 0\n\
+         \tlast exit code = (never exited)\n\n\
+         \tresource coalition = {{\n\t\tID = {rid}\n\t\ttype = resource\n\t\tstate = active\n\t\tactive count = 1\n\t\tname = shape.t\n\t}}\n\n\
+         \tjetsam coalition = {{\n\t\tID = {jid}\n\t\ttype = jetsam\n\t\tstate = active\n\t\tactive count = 1\n\t\tname = shape.t\n\t}}\n\n\
+         \tspawn type = daemon (3)\n\tjetsam priority = 40\n\
+         \tjetsam memory limit (active) = (unlimited)\n\tjetsam memory limit (inactive) = (unlimited)\n\
+         \tjetsamproperties category = daemon\n\tjetsam thread limit = 32\n\tcpumon = default\n\
+         \tjob state = running\n\n\
+         \tproperties = keepalive | runatload | inferred program\n}}\n",
+        target = s.target("shape.t"),
+        path = p.display(),
+        gui = s.gui(),
+    );
+    assert_eq!(text, expected);
+}
+
+#[test]
+fn print_shows_job_state_empty_properties_event_triggers_and_the_user_domain_line() {
+    let s = Sim::new();
+    // `Program` set and nothing else: never run, no property at all.
+    let dir = s.home().join("Library/LaunchAgents");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bare = dir.join("bare.t.plist");
+    std::fs::write(
+        &bare,
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<plist version=\"1.0\"><dict>\
+         <key>Label</key><string>bare.t</string><key>Program</key><string>/bin/true</string>\
+         <key>LimitLoadToSessionType</key><array><string>Aqua</string><string>Background</string></array>\
+         <key>StartCalendarInterval</key><dict><key>Hour</key><integer>2</integer>\
+         <key>Minute</key><integer>0</integer></dict></dict></plist>\n",
+    )
+    .unwrap();
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), bare.to_str().unwrap()])),
+        0
+    );
+    let text = stdout(&s.run(&["print", &s.target("bare.t")]));
+    assert!(text.contains("\n\tproperties = \n}\n"), "{text:?}");
+    assert!(text.contains("\tjob state = uninitialized\n"), "{text}");
+    assert!(text.contains("\truns = 0\n"), "{text}");
+    assert!(
+        !text.contains("coalition"),
+        "not before a first run: {text}"
+    );
+    assert!(
+        text.contains(
+            "\tevent triggers = {\n\t\tbare.t.268435470 => {\n\t\t\tkeepalive = 0\n\t\t\tservice = bare.t\n\
+             \t\t\tstream = com.apple.launchd.calendarinterval\n\t\t\tmonitor = com.apple.UserEventAgent-Aqua\n\
+             \t\t\tdescriptor = {\n\t\t\t\t\"Hour\" => 2\n\t\t\t\t\"Minute\" => 0\n\t\t\t}\n\t\t}\n\t}\n\n"
+        ),
+        "{text}"
+    );
+    // user/<uid>: no audit session in brackets, no inherited SSH_AUTH_SOCK.
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.user(), bare.to_str().unwrap()])),
+        0
+    );
+    let text = stdout(&s.run(&["print", &format!("{}/bare.t", s.user())]));
+    assert!(
+        text.contains(&format!("\tdomain = {}\n\tasid = ", s.user())),
+        "{text}"
+    );
+    assert!(!text.contains("inherited environment"), "{text}");
+    // A job that exited: `exited`; one whose program could not start: `spawn failed`, 78.
+    let quick = s.plist("quick.t", "exit 0", "");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), quick.to_str().unwrap()])),
+        0
+    );
+    s.wait_for("the exit", || {
+        s.field("quick.t", "job state").as_deref() == Some("exited")
+    });
+    assert_eq!(s.field("quick.t", "last exit code").as_deref(), Some("0"));
+    assert_eq!(s.field("quick.t", "state").as_deref(), Some("not running"));
+    let bad = s.plist(
+        "bad.t",
+        LOOP,
+        "<key>KeepAlive</key><true/>\n<key>WorkingDirectory</key><string>/nonexistent</string>\n",
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), bad.to_str().unwrap()])),
+        0
+    );
+    let text = stdout(&s.run(&["print", &s.target("bad.t")]));
+    assert!(text.contains("\tstate = spawn scheduled\n"), "{text}");
+    assert!(
+        text.contains("\tlast exit code = 78: EX_CONFIG\n"),
+        "{text}"
+    );
+    assert!(text.contains("\tjob state = spawn failed\n"), "{text}");
+}
+
+#[test]
+fn errors_have_their_real_text() {
+    let mut s = Sim::new();
+    let p = s.plist("err.t", LOOP, "");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    // 5 says "try as root" only to a caller that is not root.
+    for euid in ["501", "0"] {
+        s.env.push(("LAUNCHD_SIM_EUID".into(), euid.into()));
+        let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
+        assert_eq!((code(&o), stderr(&o)), (5, s.bootstrap5()), "euid {euid}");
+    }
+    assert!(s.bootstrap5().ends_with("error\n"));
+    s.env.pop();
+    s.env.pop();
+    // bootout --wait is not accepted (macOS 15.7): 64, the target complaint, then the usage.
+    let o = s.run(&["bootout", "--wait", &s.target("err.t")]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (
+            64,
+            "Unrecognized target specifier.\n\
+             Usage: launchctl bootout <domain-target> [service-path1, service-path2, ...] | <service-target>\n\
+             <service-target> takes a form of <domain-target>/<service-id>.\n\
+             Please refer to `man launchctl` for explanation of the <domain-target> specifiers.\n"
+        )
+    );
+    // Another user's domain (no such login): 112, "Bad request." then the domain line.
+    let other = "gui/99999";
+    for args in [
+        vec!["print", other],
+        vec!["print", "gui/99999/err.t"],
+        vec!["print-disabled", other],
+    ] {
+        let o = s.run(&args);
+        assert_eq!(
+            (code(&o), stderr(&o).as_str()),
+            (
+                112,
+                "Bad request.\nCould not find domain for user gui: 99999\n"
+            ),
+            "{args:?}"
+        );
+    }
+    let o = s.run(&["print-disabled", "user/99999"]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (
+            112,
+            "Bad request.\nCould not find domain for user uid: 99999\n"
+        )
+    );
+}
+
+#[test]
+fn a_missing_gui_domain_answers_112_or_125_and_print_disabled_probes_it_cheaply() {
+    let mut s = Sim::new();
+    let p = s.plist("dom.t", LOOP, BOTH_SESSIONS);
+    s.env.push(("LAUNCHD_SIM_NO_GUI".into(), "112".into()));
+    let missing = format!(
+        "Bad request.\nCould not find domain for user gui: {}\n",
+        s.uid
+    );
+    for args in [vec!["print", &s.gui()], vec!["print-disabled", &s.gui()]] {
+        let o = s.run(&args);
+        assert_eq!((code(&o), stderr(&o)), (112, missing.clone()), "{args:?}");
+    }
+    let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (
+            112,
+            "Bootstrap failed: 112: Could not find specified domain\n"
+        )
+    );
+    // The user domain is there all the same.
+    assert_eq!(code(&s.run(&["print-disabled", &s.user()])), 0);
+    s.env.push(("LAUNCHD_SIM_NO_GUI".into(), "1".into()));
+    let o = s.run(&["print-disabled", &s.gui()]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (
+            125,
+            "Could not print domain: 125: Domain does not support specified action\n"
+        )
+    );
+}
+
+#[test]
+fn print_disabled_in_the_styles_of_macos_12_13_and_26() {
+    let mut s = Sim::new();
+    assert_eq!(code(&s.run(&["disable", &s.target("off.t")])), 0);
+    assert_eq!(code(&s.run(&["enable", &s.target("on.t")])), 0);
+    let o = s.run(&["print-disabled", &s.gui()]);
+    assert_eq!(
+        stdout(&o),
+        "disabled services = {\n\t\"off.t\" => disabled\n\t\"on.t\" => enabled\n}\n"
+    );
+    s.env
+        .push(("LAUNCHD_SIM_PRINT_DISABLED_STYLE".into(), "bool".into()));
+    let o = s.run(&["print-disabled", &s.gui()]);
+    assert_eq!(
+        stdout(&o),
+        "disabled services = {\n\t\"off.t\" => true\n\t\"on.t\" => false\n}\n"
+    );
+    s.env
+        .push(("LAUNCHD_SIM_PRINT_DISABLED_STYLE".into(), "macos26".into()));
+    let o = s.run(&["print-disabled", &s.gui()]);
+    assert_eq!(
+        stdout(&o),
+        "\n\tdisabled services = {\n\t\t\"off.t\" => disabled\n\t\t\"on.t\" => enabled\n\t}\n"
+    );
+    // An empty domain still prints the block.
+    let o = s.run(&["print-disabled", &s.user()]);
+    assert_eq!(stdout(&o), "\n\tdisabled services = {\n\t}\n");
 }
