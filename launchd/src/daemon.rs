@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use crate::job::{self, Job};
+use crate::listing;
 use crate::proto::{self, Reply, Request};
 use crate::state;
 
@@ -112,6 +113,7 @@ impl Daemon {
             ["kill", signal, target] => self.kill(signal, target, req),
             ["print", target] => self.print(target, req),
             ["login", domain] => self.login(domain, req),
+            ["list"] => self.list(req),
             _ => Reply::usage(&format!("unsupported arguments: {}", req.args.join(" "))),
         }
     }
@@ -390,10 +392,11 @@ impl Daemon {
         }
         match label {
             None => {
-                let name = d.name();
-                Reply::ok(domain_print(
-                    &name,
-                    self.jobs.values().filter(|j| j.domain == name),
+                let overrides = state::read_overrides(&self.state_dir);
+                Reply::ok(listing::domain_print(
+                    &d,
+                    &self.rows(&d),
+                    overrides.get(&d.name()),
                 ))
             }
             Some(label) => match self.jobs.get(&d.target(&label)) {
@@ -401,6 +404,23 @@ impl Daemon {
                 None => proto::not_found(&label, &d),
             },
         }
+    }
+
+    /// The jobs of domain `d` as the listings show them (a draining label is still listed).
+    fn rows(&self, d: &proto::Domain) -> Vec<listing::Row> {
+        let name = d.name();
+        self.jobs
+            .values()
+            .filter(|j| j.domain == name)
+            .map(Job::row)
+            .collect()
+    }
+
+    /// `launchctl list` (legacy): the jobs of the session launchctl runs in: `gui/<uid>`
+    /// when there is one, else `user/<uid>` **[unverified]**.
+    fn list(&self, req: &Request) -> Reply {
+        let d = proto::session_domain(&req.knobs);
+        Reply::ok(listing::list(&self.rows(&d)))
     }
 
     /// Reaps exits, respawns KeepAlive jobs after their throttle, finishes drains.
@@ -464,17 +484,4 @@ fn pid_line(pid: Option<u32>, print_pid: bool, tty: bool) -> String {
         (true, Some(pid)) => format!("{pid}\n"),
         _ => String::new(),
     }
-}
-
-fn domain_print<'a>(name: &str, jobs: impl Iterator<Item = &'a Job>) -> String {
-    let mut o = format!(
-        "{name} = {{\n\ttype = {}\n\tservices = {{\n",
-        name.split('/').next().unwrap_or("")
-    );
-    for j in jobs {
-        let pid = j.pid().map_or("-".to_owned(), |p| p.to_string());
-        o += &format!("\t\t{pid}\t-\t{}\n", j.def.label);
-    }
-    o += "\t}\n}\n";
-    o
 }

@@ -431,6 +431,19 @@ impl Job {
         }
     }
 
+    /// The job as `print DOMAIN` and `list` show it.
+    pub fn row(&self) -> crate::listing::Row {
+        crate::listing::Row {
+            pid: self.pid(),
+            status: match self.last_exit {
+                LastExit::Never => None,
+                LastExit::Code(c) => Some(c),
+                LastExit::Signal(s) => Some(-s),
+            },
+            label: self.def.label.clone(),
+        }
+    }
+
     /// `job state = …`, a line of its own on recent releases: `running`, `exited`, `spawn
     /// failed` (exit 78 before the program ran) or `uninitialized` (never run).
     fn job_state(&self) -> &'static str {

@@ -6,6 +6,7 @@
 
 mod daemon;
 mod job;
+mod listing;
 mod proto;
 mod state;
 
@@ -116,6 +117,11 @@ fn dispatch(args: Vec<String>) -> Reply {
                 r => r,
             }
         }
+        // The legacy listing of the caller's session; `list LABEL` is not modelled.
+        ["list"] => match send(&state, args.clone(), knobs.clone(), false) {
+            r if r.code == -1 => Reply::ok(listing::list(&[])),
+            r => r,
+        },
         _ => Reply::usage(&format!("unrecognized subcommand: {}", args.join(" "))),
     }
 }
@@ -184,10 +190,10 @@ fn not_loaded(verb: &str, a: &[&str], knobs: &BTreeMap<String, String>) -> Reply
         return proto::domain_error(verb, &d, code);
     }
     match (verb, label) {
-        ("print", None) => Reply::ok(format!(
-            "{} = {{\n\ttype = {}\n\tservices = {{\n\t}}\n}}\n",
-            d.name(),
-            d.kind
+        ("print", None) => Reply::ok(listing::domain_print(
+            &d,
+            &[],
+            state::read_overrides(&state_dir()).get(&d.name()),
         )),
         ("bootout", Some(_)) => Reply::failed("Boot-out", 3),
         ("bootout", None) => match a.get(2) {

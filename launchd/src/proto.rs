@@ -226,6 +226,24 @@ pub fn check_domain(d: &Domain, knobs: &BTreeMap<String, String>) -> Result<(), 
     Ok(())
 }
 
+/// The domain of the caller's own session, which the legacy `launchctl list` lists: the GUI
+/// login when there is one, else the user's background domain.
+pub fn session_domain(knobs: &BTreeMap<String, String>) -> Domain {
+    let uid = nix::unistd::getuid().as_raw();
+    let gui = Domain {
+        kind: "gui".into(),
+        uid,
+    };
+    if check_domain(&gui, knobs).is_ok() {
+        gui
+    } else {
+        Domain {
+            kind: "user".into(),
+            uid,
+        }
+    }
+}
+
 /// Plist-form `bootout` of a file that does not exist: 2, with the path on the line before
 /// (nix-installer#1234).
 pub fn missing_plist(plist: &str) -> Option<Reply> {

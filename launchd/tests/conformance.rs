@@ -1393,3 +1393,70 @@ fn print_disabled_in_the_styles_of_macos_12_13_and_26() {
     let o = s.run(&["print-disabled", &s.user()]);
     assert_eq!(stdout(&o), "\n\tdisabled services = {\n\t}\n");
 }
+
+#[test]
+fn print_of_a_domain_and_list_describe_every_job_in_one_call() {
+    let mut s = Sim::new();
+    // With nothing loaded (no daemon): the header and empty blocks.
+    let o = s.run(&["print", &s.gui()]);
+    assert_eq!(code(&o), 0);
+    assert!(
+        stdout(&o).contains("\n\tservices = {\n\t}\n\n\tdisabled services = {\n\t}\n}\n"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(stdout(&s.run(&["list"])), "PID\tStatus\tLabel\n");
+    let up = s.plist("a.up", LOOP, "");
+    let three = s.plist("b.three", "exit 3", "");
+    let term = s.plist("c.term", "kill -TERM $$", "");
+    let bg = s.plist("d.bg", LOOP, BOTH_SESSIONS);
+    for p in [&up, &three, &term] {
+        assert_eq!(
+            code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+            0
+        );
+    }
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.user(), bg.to_str().unwrap()])),
+        0
+    );
+    assert_eq!(code(&s.run(&["disable", &s.target("z.off")])), 0);
+    s.wait_for("both exits", || {
+        s.field("b.three", "last exit code").as_deref() == Some("3")
+            && s.field("c.term", "last terminating signal").is_some()
+    });
+    let pid = s.field("a.up", "pid").unwrap();
+    let text = stdout(&s.run(&["print", &s.gui()]));
+    assert!(
+        text.starts_with(&format!(
+            "{} = {{\n\ttype = login\n\thandle = 100057\n\tactive count = 1\n\tservice count = 3\n",
+            s.gui()
+        )),
+        "{text}"
+    );
+    // pid (0 when not running) right-aligned in 8, the status in 6 (`-` before an exit, minus
+    // the signal after a signal death), then the label.
+    let services = format!(
+        "\n\tservices = {{\n\t\t{pid:>8}      -     a.up\n\t\t       0      3     b.three\n\
+         \t\t       0    -15     c.term\n\t}}\n\n\tdisabled services = {{\n\t\t\"z.off\" => disabled\n\t}}\n}}\n"
+    );
+    assert!(text.ends_with(&services), "{text}");
+    let text = stdout(&s.run(&["print", &s.user()]));
+    assert!(
+        text.contains("\t\td.bg\n") || text.contains("     d.bg\n"),
+        "{text}"
+    );
+    assert!(!text.contains("a.up"), "{text}");
+    // The legacy list: the caller's session (gui/<uid> while there is one), tab-separated.
+    assert_eq!(
+        stdout(&s.run(&["list"])),
+        format!("PID\tStatus\tLabel\n{pid}\t0\ta.up\n-\t3\tb.three\n-\t-15\tc.term\n")
+    );
+    s.env.push(("LAUNCHD_SIM_NO_GUI".into(), "1".into()));
+    let o = s.run(&["list"]);
+    assert!(
+        stdout(&o).starts_with("PID\tStatus\tLabel\n") && stdout(&o).ends_with("\t0\td.bg\n"),
+        "{}",
+        stdout(&o)
+    );
+}
