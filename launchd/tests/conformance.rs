@@ -1,6 +1,12 @@
-//! Conformance of launchctl-sim with ../shared/LAUNCHD.md: exit codes, stderr lines, `print`
-//! layout, the drain race, the stale-definition trap, environment isolation, KeepAlive and
-//! throttling. Every test uses its own state directory and HOME, and kills what it started.
+//! Conformance of launchctl-sim with real launchd: exit codes, stderr lines, `print` layout,
+//! the drain race, the stale-definition trap, environment isolation, KeepAlive and throttling.
+//! Every test uses its own state directory and HOME, boots out what it loaded and kills what it
+//! started.
+//!
+//! The binary under test is the simulator, or the one `LAUNCHCTL_UNDER_TEST` names
+//! (`LAUNCHCTL_UNDER_TEST=/bin/launchctl` on a Mac, as the macOS workflow runs it): the same
+//! assertions then check the simulator's model against launchd itself. Tests of what only the
+//! simulator has (its knobs, `login`, its daemon) return early there with a `SKIPPED` line.
 //!
 //! Processes are found through `sysinfo` (no `/proc`), so the harness also runs on macOS.
 
@@ -14,6 +20,28 @@ use nix::sys::signal::Signal;
 use sysinfo::{ProcessRefreshKind, ProcessStatus, ProcessesToUpdate, System, UpdateKind};
 
 const SIM: &str = env!("CARGO_BIN_EXE_launchctl-sim");
+
+/// The launchctl under test: `$LAUNCHCTL_UNDER_TEST` (a real one), else the simulator.
+fn launchctl() -> String {
+    std::env::var("LAUNCHCTL_UNDER_TEST")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| SIM.to_owned())
+}
+
+/// Whether the tests run against a real launchctl.
+fn real() -> bool {
+    launchctl() != SIM
+}
+
+/// For a test (or the rest of one) that only the simulator can pass: its knobs, `login`, its
+/// daemon. Against a real launchctl it says so and returns true, so the caller skips.
+fn sim_only(why: &str) -> bool {
+    if real() {
+        eprintln!("SKIPPED against {}: simulator-only ({why})", launchctl());
+    }
+    real()
+}
 
 struct Sim {
     dir: tempfile::TempDir,
@@ -33,7 +61,7 @@ impl Sim {
         self.dir.path().join("home")
     }
     fn run(&self, args: &[&str]) -> Output {
-        let mut c = Command::new(SIM);
+        let mut c = Command::new(launchctl());
         c.args(args)
             .env_clear()
             .env("HOME", self.home())
@@ -54,10 +82,12 @@ impl Sim {
     fn user(&self) -> String {
         format!("user/{}", self.uid)
     }
-    /// Writes a job plist running `sh -c SCRIPT`.
+    /// Writes a job plist running `sh -c SCRIPT` (`@DUMP@` in it names this test's HOME, an
+    /// absolute path, since a real launchd gives the job the user's own HOME).
     fn plist(&self, label: &str, script: &str, extra: &str) -> PathBuf {
         let dir = self.home().join("Library/LaunchAgents");
         std::fs::create_dir_all(&dir).unwrap();
+        let script = script.replace("@DUMP@", &self.home().display().to_string());
         let p = dir.join(format!("{label}.plist"));
         let xml = format!(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<plist version=\"1.0\">\n<dict>\n\
@@ -111,6 +141,17 @@ impl Sim {
 
 impl Drop for Sim {
     fn drop(&mut self) {
+        // Boot out, in both domains, every job this test wrote a plist for (each is named after
+        // its label): a real launchd would keep them loaded after the test.
+        let agents = self.home().join("Library/LaunchAgents");
+        for entry in std::fs::read_dir(agents).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if let Some(label) = path.file_stem().and_then(|l| l.to_str()) {
+                for domain in [self.gui(), self.user()] {
+                    let _ = self.run(&["bootout", &format!("{domain}/{label}")]);
+                }
+            }
+        }
         // Kill, by pid, this test's daemon, every process carrying this test's HOME (the jobs),
         // and their descendants. Nothing is matched by name.
         let needle = format!("HOME={}", self.home().display());
@@ -219,7 +260,7 @@ const BOTH_SESSIONS: &str = "<key>LimitLoadToSessionType</key><array><string>Aqu
      <string>Background</string><string>LoginWindow</string><string>StandardIO</string>\
      <string>System</string></array>\n";
 /// A loop that first dumps its environment to `$HOME/env.<pid>` (see `environ`).
-const ENV_LOOP: &str = "/usr/bin/env > \"$HOME/env.$$\"; while :; do sleep 0.05; done";
+const ENV_LOOP: &str = "/usr/bin/env > '@DUMP@/env.'$$; while :; do sleep 0.05; done";
 
 #[test]
 fn unloaded_labels_answer_113_3_and_5() {
@@ -309,6 +350,9 @@ fn bootstrap_print_layout_and_already_loaded() {
     let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
     assert_eq!(code(&o), 5);
     assert_eq!(stderr(&o), s.bootstrap5());
+    if sim_only("LAUNCHD_SIM_BUSY_CODE") {
+        return;
+    }
     let mut s = s;
     s.env.push(("LAUNCHD_SIM_BUSY_CODE".into(), "37".into()));
     assert_eq!(
@@ -340,7 +384,16 @@ fn the_job_gets_launchds_environment_not_the_callers() {
         env.contains(&"FOO=$HOME/x".to_string()),
         "no expansion: {env:?}"
     );
-    assert!(env.contains(&format!("HOME={}", s.home().display())));
+    // The simulator gives the jobs its caller's HOME; launchd the user's home directory.
+    let home = if real() {
+        nix::unistd::User::from_uid(nix::unistd::getuid())
+            .unwrap()
+            .unwrap()
+            .dir
+    } else {
+        s.home()
+    };
+    assert!(env.contains(&format!("HOME={}", home.display())), "{env:?}");
     assert!(
         !env.iter().any(|kv| kv.contains("CALLER_SECRET")),
         "{env:?}"
@@ -443,10 +496,17 @@ fn disabled_labels_fail_bootstrap_until_enabled() {
     let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
     assert_eq!(code(&o), 5);
     let o = s.run(&["print-disabled", &s.gui()]);
-    assert_eq!(
-        stdout(&o),
-        "disabled services = {\n\t\"dis.t\" => disabled\n}\n"
+    // A real domain lists Apple's overrides too.
+    assert!(
+        stdout(&o).starts_with("disabled services = {\n")
+            && stdout(&o).contains("\n\t\"dis.t\" => disabled\n"),
+        "{}",
+        stdout(&o)
     );
+    if sim_only("LAUNCHD_SIM_DISABLED_CODE") {
+        assert_eq!(code(&s.run(&["enable", &s.target("dis.t")])), 0);
+        return;
+    }
     s.env
         .push(("LAUNCHD_SIM_DISABLED_CODE".into(), "119".into()));
     let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
@@ -546,6 +606,9 @@ fn unusable_paths_end_as_ex_config_and_bad_plists_are_refused() {
 
 #[test]
 fn no_gui_domain_and_injected_failures() {
+    if sim_only("LAUNCHD_SIM_NO_GUI, LAUNCHD_SIM_FAIL_BOOTSTRAP") {
+        return;
+    }
     let mut s = Sim::new();
     let p = s.plist("gui.t", LOOP, BOTH_SESSIONS);
     s.env.push(("LAUNCHD_SIM_NO_GUI".into(), "1".into()));
@@ -569,6 +632,9 @@ fn no_gui_domain_and_injected_failures() {
 
 #[test]
 fn the_daemon_exits_once_nothing_is_loaded() {
+    if sim_only("the simulator's daemon") {
+        return;
+    }
     let s = Sim::new();
     let p = s.plist("idle.t", LOOP, "");
     assert_eq!(
@@ -630,6 +696,9 @@ fn session_types_decide_where_a_plist_loads_and_domains_are_separate() {
     assert!(out.contains("\tdomain = user/"), "{out}");
     assert!(!out.contains(&format!("\tpid = {gui_pid}\n")), "{out}");
     // The refusal code is a knob: some reports show 125.
+    if sim_only("LAUNCHD_SIM_SESSION_CODE") {
+        return;
+    }
     s.env
         .push(("LAUNCHD_SIM_SESSION_CODE".into(), "125".into()));
     let o = s.run(&["bootstrap", &s.user(), aqua.to_str().unwrap()]);
@@ -729,6 +798,9 @@ fn kickstart_is_37_on_a_running_job_and_k_kills_with_sigkill() {
         "-k must not send SIGTERM first"
     );
     // The older reading (exit 0, the running pid) stays available as a knob.
+    if sim_only("LAUNCHD_SIM_KICKSTART_RUNNING") {
+        return;
+    }
     s.env
         .push(("LAUNCHD_SIM_KICKSTART_RUNNING".into(), "0".into()));
     let o = s.run(&["kickstart", "-p", &s.target("ks.t")]);
@@ -837,6 +909,9 @@ fn plist_form_bootout_finds_the_label_and_answers_113_once_it_is_going() {
 
 #[test]
 fn bootout_can_answer_36_while_the_job_keeps_draining() {
+    if sim_only("LAUNCHD_SIM_BOOTOUT_IN_PROGRESS") {
+        return;
+    }
     let mut s = Sim::new();
     s.env.push(("LAUNCHD_SIM_DRAIN_MS".into(), "300".into()));
     s.env
@@ -895,7 +970,9 @@ fn bootout_escalates_to_sigkill_after_the_exit_timeout() {
         0
     );
     let mut jobs = vec![];
-    for (label, secs) in [("to1.t", 1u64), ("to2.t", 2), ("to5.t", 5)] {
+    // A real launchd ignores the knob: its system default (5 s) applies.
+    let knob_secs = if real() { 5 } else { 2 };
+    for (label, secs) in [("to1.t", 1u64), ("to2.t", knob_secs), ("to5.t", 5)] {
         assert_eq!(
             s.field(label, "exit timeout"),
             Some(secs.to_string()),
@@ -953,6 +1030,9 @@ fn launchd_may_add_keys_to_the_printed_environment() {
             "\t\tXPC_SERVICE_NAME => xenv.t"
         ]
     );
+    if sim_only("LAUNCHD_SIM_PRINT_EXTRA_ENV") {
+        return;
+    }
     s.env.push((
         "LAUNCHD_SIM_PRINT_EXTRA_ENV".into(),
         "MallocSpaceEfficient=1,OURS=theirs".into(),
@@ -982,6 +1062,9 @@ const NO_HANDLER: &str = "exec sleep 60";
 
 #[test]
 fn launchd_handles_an_exit_only_after_the_kernel_reports_it() {
+    if sim_only("LAUNCHD_SIM_EXIT_NOTICE_MS: the real lag is too short to observe") {
+        return;
+    }
     let mut s = Sim::new();
     s.env
         .push(("LAUNCHD_SIM_EXIT_NOTICE_MS".into(), "1500".into()));
@@ -1034,6 +1117,9 @@ fn launchd_handles_an_exit_only_after_the_kernel_reports_it() {
 
 #[test]
 fn a_new_instance_is_in_xpcproxy_with_its_pid_before_running() {
+    if sim_only("LAUNCHD_SIM_SPAWNING_MS") {
+        return;
+    }
     let mut s = Sim::new();
     s.env
         .push(("LAUNCHD_SIM_SPAWNING_MS".into(), "1000".into()));
@@ -1066,6 +1152,9 @@ fn a_new_instance_is_in_xpcproxy_with_its_pid_before_running() {
 
 #[test]
 fn the_exit_notice_delay_is_on_by_default_and_0_turns_it_off() {
+    if sim_only("LAUNCHD_SIM_EXIT_NOTICE_MS") {
+        return;
+    }
     for (knob, at_least) in [
         (None, Duration::from_millis(150)),
         (Some("0"), Duration::ZERO),
@@ -1094,6 +1183,9 @@ fn the_exit_notice_delay_is_on_by_default_and_0_turns_it_off() {
 
 #[test]
 fn login_loads_every_aqua_agent_into_gui_whatever_runs_in_user() {
+    if sim_only("the login verb") {
+        return;
+    }
     let s = Sim::new();
     let user_target = |label: &str| format!("{}/{label}", s.user());
     s.plist("aqua.t", LOOP, "");
@@ -1284,14 +1376,19 @@ fn errors_have_their_real_text() {
         0
     );
     // 5 says "try as root" only to a caller that is not root.
-    for euid in ["501", "0"] {
+    let pretend: &[&str] = if real() { &[] } else { &["501", "0"] };
+    let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
+    assert_eq!((code(&o), stderr(&o)), (5, s.bootstrap5()), "the real euid");
+    for &euid in pretend {
         s.env.push(("LAUNCHD_SIM_EUID".into(), euid.into()));
         let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
         assert_eq!((code(&o), stderr(&o)), (5, s.bootstrap5()), "euid {euid}");
     }
-    assert!(s.bootstrap5().ends_with("error\n"));
-    s.env.pop();
-    s.env.pop();
+    if !real() {
+        assert!(s.bootstrap5().ends_with("error\n"));
+        s.env.pop();
+        s.env.pop();
+    }
     // bootout --wait is not accepted (macOS 15.7): 64, the target complaint, then the usage.
     let o = s.run(&["bootout", "--wait", &s.target("err.t")]);
     assert_eq!(
@@ -1333,6 +1430,9 @@ fn errors_have_their_real_text() {
 
 #[test]
 fn a_missing_gui_domain_answers_112_or_125_and_print_disabled_probes_it_cheaply() {
+    if sim_only("LAUNCHD_SIM_NO_GUI") {
+        return;
+    }
     let mut s = Sim::new();
     let p = s.plist("dom.t", LOOP, BOTH_SESSIONS);
     s.env.push(("LAUNCHD_SIM_NO_GUI".into(), "112".into()));
@@ -1367,6 +1467,9 @@ fn a_missing_gui_domain_answers_112_or_125_and_print_disabled_probes_it_cheaply(
 
 #[test]
 fn print_disabled_in_the_styles_of_macos_12_13_and_26() {
+    if sim_only("LAUNCHD_SIM_PRINT_DISABLED_STYLE; the real domain has Apple's overrides") {
+        return;
+    }
     let mut s = Sim::new();
     assert_eq!(code(&s.run(&["disable", &s.target("off.t")])), 0);
     assert_eq!(code(&s.run(&["enable", &s.target("on.t")])), 0);
@@ -1397,15 +1500,18 @@ fn print_disabled_in_the_styles_of_macos_12_13_and_26() {
 #[test]
 fn print_of_a_domain_and_list_describe_every_job_in_one_call() {
     let mut s = Sim::new();
-    // With nothing loaded (no daemon): the header and empty blocks.
-    let o = s.run(&["print", &s.gui()]);
-    assert_eq!(code(&o), 0);
-    assert!(
-        stdout(&o).contains("\n\tservices = {\n\t}\n\n\tdisabled services = {\n\t}\n}\n"),
-        "{}",
-        stdout(&o)
-    );
-    assert_eq!(stdout(&s.run(&["list"])), "PID\tStatus\tLabel\n");
+    // With nothing loaded (no daemon): the header and empty blocks. A real domain has
+    // Apple's jobs, so against launchd only this test's rows are checked, wherever they are.
+    if !real() {
+        let o = s.run(&["print", &s.gui()]);
+        assert_eq!(code(&o), 0);
+        assert!(
+            stdout(&o).contains("\n\tservices = {\n\t}\n\n\tdisabled services = {\n\t}\n}\n"),
+            "{}",
+            stdout(&o)
+        );
+        assert_eq!(stdout(&s.run(&["list"])), "PID\tStatus\tLabel\n");
+    }
     let up = s.plist("a.up", LOOP, "");
     let three = s.plist("b.three", "exit 3", "");
     let term = s.plist("c.term", "kill -TERM $$", "");
@@ -1428,19 +1534,32 @@ fn print_of_a_domain_and_list_describe_every_job_in_one_call() {
     let pid = s.field("a.up", "pid").unwrap();
     let text = stdout(&s.run(&["print", &s.gui()]));
     assert!(
-        text.starts_with(&format!(
-            "{} = {{\n\ttype = login\n\thandle = 100057\n\tactive count = 1\n\tservice count = 3\n",
-            s.gui()
-        )),
+        text.starts_with(&format!("{} = {{\n\ttype = login\n\thandle = ", s.gui())),
         "{text}"
     );
+    if !real() {
+        assert!(
+            text.contains("\n\tactive count = 1\n\tservice count = 3\n"),
+            "{text}"
+        );
+    }
     // pid (0 when not running) right-aligned in 8, the status in 6 (`-` before an exit, minus
     // the signal after a signal death), then the label.
-    let services = format!(
-        "\n\tservices = {{\n\t\t{pid:>8}      -     a.up\n\t\t       0      3     b.three\n\
-         \t\t       0    -15     c.term\n\t}}\n\n\tdisabled services = {{\n\t\t\"z.off\" => disabled\n\t}}\n}}\n"
-    );
-    assert!(text.ends_with(&services), "{text}");
+    for row in [
+        format!("\n\t\t{pid:>8}      -     a.up\n"),
+        "\n\t\t       0      3     b.three\n".to_owned(),
+        "\n\t\t       0    -15     c.term\n".to_owned(),
+        "\n\t\t\"z.off\" => disabled\n".to_owned(),
+    ] {
+        assert!(text.contains(&row), "{row:?} in {text}");
+    }
+    if !real() {
+        let services = format!(
+            "\n\tservices = {{\n\t\t{pid:>8}      -     a.up\n\t\t       0      3     b.three\n\
+             \t\t       0    -15     c.term\n\t}}\n\n\tdisabled services = {{\n\t\t\"z.off\" => disabled\n\t}}\n}}\n"
+        );
+        assert!(text.ends_with(&services), "{text}");
+    }
     let text = stdout(&s.run(&["print", &s.user()]));
     assert!(
         text.contains("\t\td.bg\n") || text.contains("     d.bg\n"),
@@ -1448,8 +1567,20 @@ fn print_of_a_domain_and_list_describe_every_job_in_one_call() {
     );
     assert!(!text.contains("a.up"), "{text}");
     // The legacy list: the caller's session (gui/<uid> while there is one), tab-separated.
+    let list = stdout(&s.run(&["list"]));
+    assert!(list.starts_with("PID\tStatus\tLabel\n"), "{list}");
+    for row in [
+        format!("\n{pid}\t0\ta.up\n"),
+        "\n-\t3\tb.three\n".to_owned(),
+        "\n-\t-15\tc.term\n".to_owned(),
+    ] {
+        assert!(list.contains(&row), "{row:?} in {list}");
+    }
+    if sim_only("LAUNCHD_SIM_NO_GUI") {
+        return;
+    }
     assert_eq!(
-        stdout(&s.run(&["list"])),
+        list,
         format!("PID\tStatus\tLabel\n{pid}\t0\ta.up\n-\t3\tb.three\n-\t-15\tc.term\n")
     );
     s.env.push(("LAUNCHD_SIM_NO_GUI".into(), "1".into()));
