@@ -14,6 +14,10 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use plist::Value;
 
+/// The audit session id `print` shows for the console login (`domain = gui/501 [100057]`).
+const ASID: u32 = 100057;
+/// The `SSH_AUTH_SOCK` the GUI session gives its jobs.
+const SIM_SSH_AUTH_SOCK: &str = "/private/tmp/launchd-sim/Listeners";
 /// launchd's default PATH for jobs.
 pub const DEFAULT_PATH: &str = "/usr/bin:/bin:/usr/sbin:/sbin";
 /// How long launchd waits after SIGTERM before SIGKILL, in seconds, for agents that do not set
@@ -21,6 +25,13 @@ pub const DEFAULT_PATH: &str = "/usr/bin:/bin:/usr/sbin:/sbin";
 pub const EXIT_TIMEOUT_SECS: u64 = 5;
 /// launchd's `EX_CONFIG`: the program, a log path or the working directory could not be used.
 pub const EX_CONFIG: i32 = 78;
+/// How long after the kernel reports an exit launchd goes on showing the instance as running,
+/// unless `LAUNCHD_SIM_EXIT_NOTICE_MS` says otherwise (see the README for why this value).
+pub const DEFAULT_EXIT_NOTICE_MS: u64 = 150;
+/// How long a new instance shows `state = xpcproxy` (launchd's trampoline, which execs the
+/// program over itself, keeping the pid) before `running`, unless `LAUNCHD_SIM_SPAWNING_MS`
+/// says otherwise.
+pub const DEFAULT_SPAWNING_MS: u64 = 50;
 
 /// The job definition as captured from the plist at bootstrap.
 #[derive(Debug, Clone)]
@@ -39,6 +50,12 @@ pub struct Definition {
     pub session_types: Vec<String>,
     /// `ExitTimeOut`: seconds from SIGTERM to SIGKILL; 0 means never (launchd.plist(5)).
     pub exit_timeout: Option<u64>,
+    /// No `Program` key: launchd takes the program from `ProgramArguments` and says so in
+    /// `properties` (`inferred program`).
+    pub inferred_program: bool,
+    /// `StartCalendarInterval` as a dictionary (`Hour`, `Minute`, …): shown by `print` as an
+    /// event trigger. It fires nothing here.
+    pub calendar: Vec<(String, i64)>,
 }
 
 /// Why a plist could not be bootstrapped: the launchctl exit code.
@@ -119,6 +136,16 @@ pub fn load(path: &Path) -> Result<Definition, LoadError> {
             .get("ExitTimeOut")
             .and_then(Value::as_signed_integer)
             .map(|n| n.max(0) as u64),
+        inferred_program: !d.contains_key("Program"),
+        calendar: d
+            .get("StartCalendarInterval")
+            .and_then(Value::as_dictionary)
+            .map(|c| {
+                c.iter()
+                    .filter_map(|(k, v)| v.as_signed_integer().map(|n| (k.clone(), n)))
+                    .collect()
+            })
+            .unwrap_or_default(),
     })
 }
 
@@ -137,11 +164,28 @@ pub enum LastExit {
     Signal(i32),
 }
 
+/// An exit the kernel has already reported (the process is reaped, its pid gone) that launchd
+/// has not processed yet: until `noticed_at`, `print` still shows the old pid as running and
+/// `kickstart` answers 37.
+#[derive(Debug, Clone, Copy)]
+pub struct UnnoticedExit {
+    pub pid: u32,
+    pub exit: LastExit,
+    pub noticed_at: Instant,
+}
+
 /// A loaded job and what it is doing.
 pub struct Job {
     pub def: Definition,
     pub domain: String,
+    /// The live, not yet reaped process.
     pub child: Option<Child>,
+    /// A process that is gone from the kernel while launchd still counts it as running.
+    pub unnoticed: Option<UnnoticedExit>,
+    /// The delay between the kernel's exit and launchd's handling of it.
+    pub exit_notice: Duration,
+    /// How long a new instance stays in `state = xpcproxy`.
+    pub spawning: Duration,
     pub started_at: Option<Instant>,
     pub runs: u32,
     pub last_exit: LastExit,
@@ -154,16 +198,32 @@ pub struct Job {
     pub drained_at: Option<Instant>,
     /// Seconds from SIGTERM to SIGKILL at bootout; 0 = never.
     pub exit_timeout: u64,
+    /// Whether the last attempt could not even start the program (`job state = spawn failed`).
+    pub spawn_failed: bool,
+    /// The IDs `print` shows for the job's resource coalition (the jetsam one is the next).
+    pub coalition: u32,
 }
+
+/// launchd numbers coalitions as it creates them; the simulator hands out IDs in load order.
+static NEXT_COALITION: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1622);
 
 impl Job {
     /// A job loaded now; `default_exit_timeout` applies when the plist sets no `ExitTimeOut`.
-    pub fn new(def: Definition, domain: String, default_exit_timeout: u64) -> Job {
+    pub fn new(
+        def: Definition,
+        domain: String,
+        default_exit_timeout: u64,
+        exit_notice: Duration,
+        spawning: Duration,
+    ) -> Job {
         Job {
             exit_timeout: def.exit_timeout.unwrap_or(default_exit_timeout),
             def,
             domain,
             child: None,
+            unnoticed: None,
+            exit_notice,
+            spawning,
             started_at: None,
             runs: 0,
             last_exit: LastExit::Never,
@@ -171,11 +231,23 @@ impl Job {
             next_spawn: None,
             sigterm_at: None,
             drained_at: None,
+            spawn_failed: false,
+            coalition: NEXT_COALITION.fetch_add(2, std::sync::atomic::Ordering::Relaxed),
         }
     }
 
+    /// The pid launchd shows: the live process's, or that of one whose exit launchd has not
+    /// processed yet (gone from the kernel already).
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        self.child
+            .as_ref()
+            .map(Child::id)
+            .or(self.unnoticed.map(|u| u.pid))
+    }
+
+    /// Whether launchd counts an instance as running (it may be gone from the kernel already).
+    pub fn running(&self) -> bool {
+        self.child.is_some() || self.unnoticed.is_some()
     }
 
     pub fn draining(&self) -> bool {
@@ -191,14 +263,18 @@ impl Job {
                 .is_some_and(|t| t.elapsed() >= Duration::from_secs(self.exit_timeout))
     }
 
+    /// Whether the live instance is young enough to be still in launchd's `xpcproxy` state.
+    fn in_xpcproxy(&self) -> bool {
+        self.started_at.is_some_and(|t| t.elapsed() < self.spawning)
+    }
+
     /// The `state = …` line of `print`.
     pub fn state(&self) -> &'static str {
-        match (
-            self.child.is_some(),
-            self.draining(),
-            self.next_spawn.is_some(),
-        ) {
+        match (self.running(), self.draining(), self.next_spawn.is_some()) {
             (true, true, _) => "SIGTERMed",
+            // xpcproxy, the trampoline launchd spawns, is the process (same pid) until it has
+            // exec'd the program (NixOS/nix#5698's launchd.log; siq-agent-security#66).
+            (true, false, _) if self.child.is_some() && self.in_xpcproxy() => "xpcproxy",
             (true, false, _) => "running",
             (false, false, true) => "spawn scheduled",
             _ => "not running",
@@ -212,8 +288,12 @@ impl Job {
         self.runs += 1;
         self.started_at = Some(Instant::now());
         match self.try_spawn(home, user, shell) {
-            Ok(child) => self.child = Some(child),
+            Ok(child) => {
+                self.child = Some(child);
+                self.spawn_failed = false;
+            }
             Err(()) => {
+                self.spawn_failed = true;
                 self.last_exit = LastExit::Code(EX_CONFIG);
                 self.after_exit(false);
             }
@@ -236,10 +316,7 @@ impl Job {
         }
         env.insert("XPC_SERVICE_NAME".into(), def.label.clone());
         if self.domain.starts_with("gui/") {
-            env.insert(
-                "SSH_AUTH_SOCK".into(),
-                "/private/tmp/launchd-sim/Listeners".into(),
-            );
+            env.insert("SSH_AUTH_SOCK".into(), SIM_SSH_AUTH_SOCK.into());
         }
         env.extend(def.environment.clone());
         let open = |p: &Option<String>| -> Result<Stdio, ()> {
@@ -284,7 +361,8 @@ impl Job {
         cmd.spawn().map_err(|_| ())
     }
 
-    /// Reaps the child if it exited; returns whether it did.
+    /// Reaps the child if it exited; returns whether it did. The pid is gone from the kernel at
+    /// once, but launchd handles the exit only `exit_notice` later (see `notice_due`).
     pub fn reap(&mut self) -> bool {
         let Some(child) = self.child.as_mut() else {
             return false;
@@ -292,15 +370,39 @@ impl Job {
         let Ok(Some(status)) = child.try_wait() else {
             return false;
         };
+        let pid = child.id();
         self.child = None;
-        self.last_exit = match (status.code(), status.signal()) {
+        let exit = match (status.code(), status.signal()) {
             (Some(c), _) => LastExit::Code(c),
             (None, Some(s)) => LastExit::Signal(s),
             _ => LastExit::Code(0),
         };
-        let clean = self.last_exit == LastExit::Code(0);
-        self.after_exit(clean);
+        self.unnoticed = Some(UnnoticedExit {
+            pid,
+            exit,
+            noticed_at: Instant::now() + self.exit_notice,
+        });
+        if self.exit_notice.is_zero() {
+            self.notice_now();
+        }
         true
+    }
+
+    /// Handles a reaped exit once its notice delay has passed; returns whether it did.
+    pub fn notice_due(&mut self, now: Instant) -> bool {
+        if self.unnoticed.is_some_and(|u| now >= u.noticed_at) {
+            self.notice_now();
+            return true;
+        }
+        false
+    }
+
+    /// Handles a reaped exit now: the last exit, then KeepAlive's throttle or the drain.
+    pub fn notice_now(&mut self) {
+        if let Some(u) = self.unnoticed.take() {
+            self.last_exit = u.exit;
+            self.after_exit(u.exit == LastExit::Code(0));
+        }
     }
 
     /// After an instance ends: drain, or KeepAlive with ThrottleInterval as a minimum runtime.
@@ -321,31 +423,62 @@ impl Job {
         }
     }
 
-    /// Sends a signal to the running instance, if any. The pid is a child this daemon spawned
-    /// and has not reaped, so it cannot have been reused.
+    /// Sends a signal to the live instance, if any. The pid is a child this daemon spawned and
+    /// has not reaped, so it cannot have been reused; a reaped one is never signalled.
     pub fn signal(&self, sig: Signal) {
-        if let Some(pid) = self.pid() {
+        if let Some(pid) = self.child.as_ref().map(Child::id) {
             let _ = kill_pid(pid, sig);
         }
     }
 
-    /// Renders `launchctl print <domain>/<label>`. `extra_env` are keys launchd adds to the
-    /// printed `environment` block of its own (the definition's keys win on a clash).
+    /// The job as `print DOMAIN` and `list` show it.
+    pub fn row(&self) -> crate::listing::Row {
+        crate::listing::Row {
+            pid: self.pid(),
+            status: match self.last_exit {
+                LastExit::Never => None,
+                LastExit::Code(c) => Some(c),
+                LastExit::Signal(s) => Some(-s),
+            },
+            label: self.def.label.clone(),
+        }
+    }
+
+    /// `job state = …`, a line of its own on recent releases: `running`, `exited`, `spawn
+    /// failed` (exit 78 before the program ran) or `uninitialized` (never run).
+    fn job_state(&self) -> &'static str {
+        if self.running() {
+            "running"
+        } else if self.spawn_failed {
+            "spawn failed"
+        } else if self.runs == 0 {
+            "uninitialized"
+        } else {
+            "exited"
+        }
+    }
+
+    /// Renders `launchctl print <domain>/<label>` in the shape of macOS 14/15 captures (see the
+    /// README): groups separated by blank lines, one tab per level, nested blocks (the
+    /// environments, the coalitions with their own `state`, event triggers) inside. `extra_env`
+    /// are keys launchd adds to the printed `environment` block of its own (the definition's
+    /// keys win on a clash).
     pub fn print(&self, extra_env: &[(String, String)]) -> String {
         let d = &self.def;
+        let gui = self.domain.starts_with("gui/");
         let mut o = format!("{}/{} = {{\n", self.domain, d.label);
-        o += &format!("\tactive count = {}\n", u32::from(self.child.is_some()));
+        o += &format!("\tactive count = {}\n", u32::from(self.running()));
         o += &format!("\tpath = {}\n", d.plist_path);
         o += "\ttype = LaunchAgent\n";
-        o += &format!("\tstate = {}\n", self.state());
+        o += &format!("\tstate = {}\n\n", self.state());
         o += &format!("\tprogram = {}\n", d.program_arguments[0]);
         o += "\targuments = {\n";
         for a in &d.program_arguments {
             o += &format!("\t\t{a}\n");
         }
-        o += "\t}\n";
+        o += "\t}\n\n";
         if let Some(w) = &d.working_directory {
-            o += &format!("\tworking directory = {w}\n");
+            o += &format!("\tworking directory = {w}\n\n");
         }
         if let Some(p) = &d.stdout_path {
             o += &format!("\tstdout path = {p}\n");
@@ -353,22 +486,42 @@ impl Job {
         if let Some(p) = &d.stderr_path {
             o += &format!("\tstderr path = {p}\n");
         }
-        o += &format!("\tdefault environment = {{\n\t\tPATH => {DEFAULT_PATH}\n\t}}\n");
-        o += "\tenvironment = {\n";
+        if gui {
+            // What the GUI session hands its jobs (the process gets it too, see `try_spawn`).
+            o += &format!(
+                "\tinherited environment = {{\n\t\tSSH_AUTH_SOCK => {SIM_SSH_AUTH_SOCK}\n\t}}\n\n"
+            );
+        }
+        o += &format!("\tdefault environment = {{\n\t\tPATH => {DEFAULT_PATH}\n\t}}\n\n");
+        // launchd's own keys frame the definition's: `OSLogRateLimit` first, `XPC_SERVICE_NAME`
+        // last, as in the captures.
+        o += "\tenvironment = {\n\t\tOSLogRateLimit => 64\n";
         let mut env = d.environment.clone();
-        env.insert("XPC_SERVICE_NAME".into(), d.label.clone());
         for (k, v) in extra_env {
             env.entry(k.clone()).or_insert_with(|| v.clone());
         }
+        env.remove("OSLogRateLimit");
+        let xpc = env
+            .remove("XPC_SERVICE_NAME")
+            .unwrap_or_else(|| d.label.clone());
         for (k, v) in &env {
             o += &format!("\t\t{k} => {v}\n");
         }
-        o += "\t}\n";
-        o += &format!("\tdomain = {} [100020]\n", self.domain);
+        o += &format!("\t\tXPC_SERVICE_NAME => {xpc}\n\t}}\n\n");
+        // The audit session: the console login's in gui/<uid>; user/<uid> prints the bare name.
+        if gui {
+            o += &format!("\tdomain = {} [{ASID}]\n", self.domain);
+        } else {
+            o += &format!("\tdomain = {}\n", self.domain);
+        }
+        o += &format!("\tasid = {ASID}\n");
+        o += &format!("\tminimum runtime = {}\n", d.throttle_interval);
         o += &format!("\texit timeout = {}\n", self.exit_timeout);
         o += &format!("\truns = {}\n", self.runs);
         if let Some(pid) = self.pid() {
             o += &format!("\tpid = {pid}\n");
+            o += "\timmediate reason = speculative\n\tforks = 0\n\texecs = 1\n\tinitialized = 1\n";
+            o += "\ttrampolined = 1\n\tstarted suspended = 0\n\tproxy started suspended = 0\n";
         }
         if self.successive_crashes > 0 && self.next_spawn.is_some() {
             o += &format!("\tsuccessive crashes = {}\n", self.successive_crashes);
@@ -382,6 +535,31 @@ impl Job {
                 o += &format!("\tlast terminating signal = {}: {s}\n", signal_name(s));
             }
         }
+        o += "\n";
+        if self.runs > 0 {
+            // Each has its own `state` and `active count`: only one-tab keys are the job's.
+            for (id, kind) in [(self.coalition, "resource"), (self.coalition + 1, "jetsam")] {
+                o += &format!(
+                    "\t{kind} coalition = {{\n\t\tID = {id}\n\t\ttype = {kind}\n\t\tstate = active\n\t\tactive count = {}\n\t\tname = {}\n\t}}\n\n",
+                    u32::from(self.running()),
+                    d.label
+                );
+            }
+        }
+        if !d.calendar.is_empty() {
+            o += &format!(
+                "\tevent triggers = {{\n\t\t{}.268435470 => {{\n\t\t\tkeepalive = 0\n\t\t\tservice = {}\n\t\t\tstream = com.apple.launchd.calendarinterval\n\t\t\tmonitor = com.apple.UserEventAgent-Aqua\n\t\t\tdescriptor = {{\n",
+                d.label, d.label
+            );
+            for (k, v) in &d.calendar {
+                o += &format!("\t\t\t\t\"{k}\" => {v}\n");
+            }
+            o += "\t\t\t}\n\t\t}\n\t}\n\n";
+        }
+        o += "\tspawn type = daemon (3)\n\tjetsam priority = 40\n";
+        o += "\tjetsam memory limit (active) = (unlimited)\n\tjetsam memory limit (inactive) = (unlimited)\n";
+        o += "\tjetsamproperties category = daemon\n\tjetsam thread limit = 32\n\tcpumon = default\n";
+        o += &format!("\tjob state = {}\n\n", self.job_state());
         let mut props = vec![];
         if d.keep_alive {
             props.push("keepalive");
@@ -389,6 +567,10 @@ impl Job {
         if d.run_at_load {
             props.push("runatload");
         }
+        if d.inferred_program {
+            props.push("inferred program");
+        }
+        // Empty, the line keeps its trailing space: `properties = `.
         o += &format!("\tproperties = {}\n", props.join(" | "));
         o += "}\n";
         o
