@@ -104,6 +104,20 @@ impl Daemon {
     }
 
     fn handle(&mut self, req: &Request) -> Reply {
+        // The timing knobs are taken at bootstrap, and any later call that names one changes it
+        // for every loaded job (a test may set it on the restart alone).
+        let ms = |k: &str| {
+            req.knobs
+                .get(k)
+                .and_then(|v| v.parse().ok())
+                .map(Duration::from_millis)
+        };
+        if let Some(d) = ms("LAUNCHD_SIM_EXIT_NOTICE_MS") {
+            self.jobs.values_mut().for_each(|j| j.exit_notice = d);
+        }
+        if let Some(d) = ms("LAUNCHD_SIM_SPAWNING_MS") {
+            self.jobs.values_mut().for_each(|j| j.spawning = d);
+        }
         let args: Vec<&str> = req.args.iter().map(String::as_str).collect();
         match args.as_slice() {
             ["bootstrap", domain, plist] => self.bootstrap(domain, plist, req),

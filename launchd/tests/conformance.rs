@@ -1591,3 +1591,28 @@ fn print_of_a_domain_and_list_describe_every_job_in_one_call() {
         stdout(&o)
     );
 }
+
+#[test]
+fn a_timing_knob_set_after_bootstrap_applies_to_the_loaded_job() {
+    if sim_only("LAUNCHD_SIM_EXIT_NOTICE_MS") {
+        return;
+    }
+    let mut s = Sim::new();
+    let target = s.target("later.t");
+    let p = s.plist("later.t", NO_HANDLER, "<key>KeepAlive</key><true/>\n");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    let old: u32 = s.field("later.t", "pid").unwrap().parse().unwrap();
+    // Loaded with the default; the restart's own calls carry a longer delay.
+    s.env
+        .push(("LAUNCHD_SIM_EXIT_NOTICE_MS".into(), "1500".into()));
+    assert_eq!(code(&s.run(&["kill", "TERM", &target])), 0);
+    s.wait_for("the kernel to see the exit", || !alive(old));
+    assert_eq!(s.field("later.t", "pid"), Some(old.to_string()));
+    assert_eq!(code(&s.run(&["kickstart", &target])), 37);
+    s.wait_for("spawn scheduled", || {
+        s.field("later.t", "state").as_deref() == Some("spawn scheduled")
+    });
+}
