@@ -7,11 +7,12 @@ use std::path::PathBuf;
 use crate::host::stack::{Stack, StackEnv};
 use crate::output::printer::{printer, Printer};
 use crate::provider::resolve::Search;
+use crate::verify::ProofFloor;
 
 /// Every environment variable oyster reads, captured once at start (documented in `--help`'s
 /// ENVIRONMENT section). Nothing below reads `std::env` again, so a run sees one consistent
 /// environment and tests can see exactly what oyster was given.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct EnvSnapshot {
     /// `HOME`: `~`, as launchd's.
     pub home: Option<PathBuf>,
@@ -31,9 +32,12 @@ pub struct EnvSnapshot {
     pub launchctl: Option<OsString>,
     /// `OYSTER_LAUNCHCTL_TIMEOUT_SECS`.
     pub launchctl_timeout: Option<String>,
-    /// `OYSTER_ENV_PROOF`: `launchd` forces the proof used when the kernel hides the Host's
-    /// environment (for testing that path off macOS).
+    /// `OYSTER_ENV_PROOF` as given. Kept for the callers that still parse it themselves;
+    /// read [`EnvSnapshot::proof_floor`] instead.
     pub env_proof: Option<String>,
+    /// `OYSTER_ENV_PROOF`, parsed once: `exec` or `launchd` force the proof used when the
+    /// kernel hides the Host's environment (for testing those paths off macOS).
+    pub proof_floor: ProofFloor,
 }
 
 impl EnvSnapshot {
@@ -53,6 +57,7 @@ impl EnvSnapshot {
             launchctl: os("OYSTER_LAUNCHCTL"),
             launchctl_timeout: text("OYSTER_LAUNCHCTL_TIMEOUT_SECS"),
             env_proof: text("OYSTER_ENV_PROOF"),
+            proof_floor: ProofFloor::from_env(text("OYSTER_ENV_PROOF").as_deref()),
         }
     }
 

@@ -20,6 +20,7 @@ mod direct;
 mod error;
 mod host;
 mod output;
+mod probe;
 mod provider;
 mod setup;
 mod sys;

@@ -22,7 +22,6 @@ use crate::provider::registry::{Provider, PROVIDERS};
 use crate::provider::resolve::Intent;
 use crate::provider::status::{ProviderStatus, State};
 use crate::sys::process::{self, ChildEnv};
-use crate::verify;
 use crate::ExitStatus;
 
 #[derive(Debug, Serialize, Clone, Copy, PartialEq, Eq)]
@@ -436,31 +435,7 @@ fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
             }),
         ));
         if let (Some(pid), Some(inst)) = (info.pid().filter(|_| running), installed) {
-            // The same proof as verification: live, else the exec record, else launchd's
-            // definition; and /health from the Host's own socket.
-            let floor = crate::verify::ProofFloor::from_env(ctx.env.env_proof.as_deref());
-            let record = crate::host::identity::ExecRecord::read(&st.exec_record_path());
-            let proof =
-                crate::agent::lifecycle::prove_env(pid, &info, &inst.env, record.as_ref(), floor);
-            let port = inst.env.port().unwrap_or(0);
-            let health = verify::health(port, Duration::from_secs(2));
-            let listener = verify::check_listener(port, pid);
-            let ok = proof.is_ok() && health == Some(200) && listener.is_ok();
-            let detail = match (&proof, &listener) {
-                (Err(e), _) => e.clone(),
-                (Ok(_), Err(e)) => e.clone(),
-                (Ok(p), Ok(())) => format!(
-                    "/health {}; environment proven ({})",
-                    health.map_or("no answer".into(), |h| h.to_string()),
-                    p.as_str()
-                ),
-            };
-            checks.push(check(
-                "live host",
-                if ok { Level::Ok } else { Level::Fail },
-                format!("pid {pid}: {detail}"),
-                (!ok).then(|| format!("`oyster agent restart --stack {}`", st.name)),
-            ));
+            checks.push(live_host_check(ctx, pid, &info, inst));
         }
         Ok(())
     })();
@@ -476,6 +451,45 @@ fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
         ));
     }
     checks
+}
+
+/// The same probe as status and verification: live, else the exec record, else launchd's
+/// definition; and /health from the Host's own socket.
+fn live_host_check(
+    ctx: &Context,
+    pid: u32,
+    info: &crate::agent::launchctl::PrintInfo,
+    inst: &crate::host::plist::Installed,
+) -> Check {
+    let st = &ctx.stack;
+    let record = crate::host::identity::ExecRecord::read(&st.exec_record_path());
+    let p = crate::probe::probe(&crate::probe::Target {
+        pid,
+        port: inst.env.port().unwrap_or(0),
+        env: &inst.env,
+        exec_record: record.as_ref(),
+        launchd: Some(crate::probe::LaunchdView {
+            pid: info.pid(),
+            environment: &info.environment,
+        }),
+        floor: ctx.env.proof_floor,
+        live: None,
+    });
+    let ok = p.verified();
+    let detail = match (&p.env, &p.listener) {
+        (Err(e), _) | (Ok(_), Err(e)) => e.clone(),
+        (Ok(proof), Ok(())) => format!(
+            "/health {}; environment proven ({})",
+            p.health.map_or("no answer".into(), |h| h.to_string()),
+            proof.as_str()
+        ),
+    };
+    check(
+        "live host",
+        if ok { Level::Ok } else { Level::Fail },
+        format!("pid {pid}: {detail}"),
+        (!ok).then(|| format!("`oyster agent restart --stack {}`", st.name)),
+    )
 }
 
 /// launchd exits 78 when it cannot open the Host log.
