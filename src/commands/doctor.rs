@@ -68,7 +68,7 @@ struct Report {
     environment: Option<BTreeMap<String, String>>,
 }
 
-pub fn run(ctx: &Context, json: bool, probe: bool) -> anyhow::Result<ExitStatus> {
+pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
     let st = &ctx.stack;
     let mut checks = vec![];
     if st.config_dir_overridden {
@@ -116,7 +116,7 @@ pub fn run(ctx: &Context, json: bool, probe: bool) -> anyhow::Result<ExitStatus>
         providers,
         environment,
     };
-    print(ctx, json, &report);
+    ctx.out.show(&report, || print(ctx, &report));
     Ok(if report.ok {
         ExitStatus::Success
     } else {
@@ -128,11 +128,7 @@ fn plan_ok(plan: &Option<anyhow::Result<Plan>>) -> Option<&Plan> {
     plan.as_ref().and_then(|p| p.as_ref().ok())
 }
 
-fn print(ctx: &Context, json: bool, report: &Report) {
-    if json {
-        ctx.out.json(report);
-        return;
-    }
+fn print(ctx: &Context, report: &Report) {
     for c in &report.checks {
         let (tag, tone) = match c.status {
             Level::Ok => ("ok  ", Tone::Ok),
@@ -145,7 +141,8 @@ fn print(ctx: &Context, json: bool, report: &Report) {
             ctx.out.out_toned(Tone::Dim, &format!("       fix: {fix}"));
         }
     }
-    crate::say!("authentication: not checked (discovery never runs a provider's login)");
+    ctx.out
+        .out("authentication: not checked (discovery never runs a provider's login)");
 }
 
 /// The config parses; one holding secrets is not readable by others.

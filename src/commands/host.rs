@@ -23,7 +23,7 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
         HostCommand::Exec => unreachable!("handled above"),
         HostCommand::Start { host, verify } => start(ctx, &host, verify),
         HostCommand::Stop => stop(ctx),
-        HostCommand::Status { json } => show_status(ctx, json),
+        HostCommand::Status { .. } => show_status(ctx),
     }
 }
 
@@ -93,13 +93,9 @@ fn stop(ctx: &Context) -> anyhow::Result<ExitStatus> {
 }
 
 /// `host status`: exits 0 only for a running Host that verifies, as `status` does.
-fn show_status(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
+fn show_status(ctx: &Context) -> anyhow::Result<ExitStatus> {
     let (st, why) = status(ctx)?;
-    if json {
-        ctx.out.json(&st);
-    } else {
-        print_status(ctx, &st, &why);
-    }
+    ctx.out.show(&st, || print_status(ctx, &st, &why));
     Ok(if st.running && st.verified {
         ExitStatus::Success
     } else {

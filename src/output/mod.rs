@@ -4,4 +4,4 @@ pub mod audit;
 pub mod printer;
 pub mod redact;
 
-pub use printer::{printer, Tone};
+pub use printer::{printer, Mode, Tone};

@@ -28,7 +28,7 @@ const HEAD: [&str; 10] = [
     "LOG",
 ];
 
-pub fn run(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
+pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     let mut rows = vec![];
     for name in crate::host::stack::discover(&ctx.env.stack_env()) {
         let sub = if name == ctx.stack.name {
@@ -38,7 +38,7 @@ pub fn run(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
         };
         rows.push(model::collect(sub.as_ref().unwrap_or(ctx))?);
     }
-    if json {
+    if ctx.out.mode() == crate::output::Mode::Json {
         ctx.out.json(&List { stacks: rows });
         return Ok(ExitStatus::Success);
     }

@@ -16,10 +16,15 @@ mod uninstall;
 
 use crate::cli::AgentCommand;
 use crate::context::Context;
+use crate::output::Mode;
 use crate::ExitStatus;
 
 pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
     ctx.announce_overrides();
+    // The top-level aliases arrive here as agent verbs: their `--json` decides the mode too.
+    if let AgentCommand::Status { json: true } | AgentCommand::List { json: true } = cmd {
+        ctx.out.set_mode(Mode::Json);
+    }
     match cmd {
         AgentCommand::Print { host } => print::run(ctx, &host),
         AgentCommand::Install {
@@ -34,11 +39,11 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
             verify,
         } => regenerate::run(ctx, &host, no_restart, dry_run, verify),
         AgentCommand::Restart { host, verify } => restart::run(ctx, &host, verify),
-        AgentCommand::Status { json } => status::run(ctx, json),
+        AgentCommand::Status { .. } => status::run(ctx),
         AgentCommand::Stop => stop::run(ctx),
         AgentCommand::Start(args) => start::run(ctx, &args),
         AgentCommand::Kill => kill::run(ctx),
-        AgentCommand::List { json } => list::run(ctx, json),
+        AgentCommand::List { .. } => list::run(ctx),
         AgentCommand::Uninstall => uninstall::run(ctx),
     }
 }

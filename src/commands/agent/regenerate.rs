@@ -103,7 +103,17 @@ fn show_diff(ctx: &Context, plan: &Plan) -> anyhow::Result<ExitStatus> {
         .context_radius(3)
         .header(&format!("a{shown}"), &format!("b{shown}"))
         .to_string();
-    // Through the printer: a key a user added to the plist by hand is redacted here too.
-    ctx.out.out(text.trim_end_matches('\n'));
+    // Real paths and bytes, so the diff can be compared and applied; through the printer all
+    // the same, so a secret a user added to the plist by hand is redacted here too — and said.
+    let redacted = ctx.out.verbatim(text.trim_end_matches('\n'));
+    if !redacted.is_empty() {
+        let lines: Vec<String> = redacted.iter().map(usize::to_string).collect();
+        ctx.out.note(&format!(
+            "secret values are shown as <redacted> in {} line{} of this diff (line {}), so it cannot be applied as it is",
+            redacted.len(),
+            if redacted.len() == 1 { "" } else { "s" },
+            lines.join(", ")
+        ));
+    }
     Ok(ExitStatus::Success)
 }

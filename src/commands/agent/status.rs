@@ -7,14 +7,10 @@ use crate::context::Context;
 use crate::output::Tone;
 use crate::ExitStatus;
 
-pub fn run(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
+pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     preflight::require_known(ctx)?;
     let st = model::collect(ctx)?;
-    if json {
-        ctx.out.json(&st);
-    } else {
-        print(ctx, &st);
-    }
+    ctx.out.show(&st, || print(ctx, &st));
     Ok(if st.verified {
         ExitStatus::Success
     } else {

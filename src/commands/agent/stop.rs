@@ -2,8 +2,11 @@
 //! so it stays stopped at the next login.
 
 use super::preflight;
+use crate::agent::launchctl::Launchctl;
 use crate::agent::lifecycle::Agent;
 use crate::context::Context;
+use crate::direct::Owner;
+use crate::error::Failed;
 use crate::output::Tone;
 use crate::ExitStatus;
 
@@ -19,6 +22,7 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     if !preflight::is_installed(ctx)? {
         return Err(preflight::not_installed(ctx, "stop").into());
     }
+    refuse_direct_host(ctx)?;
     let lock = ctx.lock_stack("agent stop")?;
     let agent = Agent::new(ctx, &lock)?;
     let done = agent.stop()?;
@@ -36,4 +40,32 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
         ),
     );
     Ok(ExitStatus::Success)
+}
+
+/// `stop` never claims stopped while this stack's Host answers: a Host `oyster host start`
+/// runs is not launchd's to stop, and stopping it here would be a second, hidden meaning of
+/// `agent stop`. Refused (exit 1) before anything changes, naming it and the command.
+fn refuse_direct_host(ctx: &Context) -> anyhow::Result<()> {
+    let Owner::Ours(rec, _) = crate::direct::owner(&ctx.stack)? else {
+        return Ok(());
+    };
+    // `host exec` writes the pid file under launchd too: launchd's own Host is stopped here.
+    let launchd_pid = Launchctl::locate(&ctx.env)
+        .ok()
+        .and_then(|lc| lc.find_loaded(&ctx.stack.label).ok().flatten())
+        .and_then(|(_, info)| info.pid());
+    if launchd_pid == Some(rec.pid) {
+        return Ok(());
+    }
+    Err(Failed::new(
+        format!(
+            "the Host of stack {} runs directly (pid {}, started by `oyster host start`), not by launchd; `agent stop` would leave it serving, so nothing was changed",
+            ctx.stack.name, rec.pid
+        ),
+        format!(
+            "`oyster host stop --stack {}` stops it; then `oyster agent stop --stack {}` if the LaunchAgent should stay stopped too",
+            ctx.stack.name, ctx.stack.name
+        ),
+    )
+    .into())
 }
