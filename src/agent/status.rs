@@ -110,6 +110,9 @@ pub fn collect(ctx: &Context) -> anyhow::Result<AgentStatus> {
     let installed = agentplist::read_installed(&ctx.stack.plist_path());
     let mut st = blank(ctx, installed.as_ref());
     note_broken_files(ctx, &mut st);
+    if installed.is_none() {
+        note_unreadable_plist(ctx, &mut st);
+    }
     if ctx.stack.run_dir.join("pending").exists() {
         st.notes.push(format!(
             "an earlier change was interrupted before it verified; `oyster agent regenerate --stack {}` re-verifies it (and rolls back if it fails)",
@@ -125,9 +128,19 @@ pub fn collect(ctx: &Context) -> anyhow::Result<AgentStatus> {
     };
     if st.running {
         st.managed_by = Some(Manager::Launchd);
-    } else if let Ok(Owner::Ours(rec, live)) = direct::owner(&ctx.stack) {
-        let known = asked || installed.is_none();
-        direct_host(ctx, (&rec, &live), known, &mut st);
+    } else {
+        match direct::owner(&ctx.stack) {
+            Ok(Owner::Ours(rec, live)) => {
+                let known = asked || installed.is_none();
+                direct_host(ctx, (&rec, &live), known, &mut st);
+            }
+            Ok(_) => {}
+            // A pid file that cannot be read (a FIFO, a directory) hides whether a Host runs.
+            Err(e) => {
+                st.broken = true;
+                st.notes.push(format!("broken: {e:#}"));
+            }
+        }
     }
     Ok(st)
 }
@@ -203,6 +216,20 @@ fn note_broken_files(ctx: &Context, st: &mut AgentStatus) {
         return;
     }
     if let Err(e) = crate::config::ConfigDoc::load(&stack.config_path()) {
+        st.broken = true;
+        st.notes.push(format!("broken: {e}"));
+    }
+}
+
+/// A plist path that holds something oyster cannot read as a plist (a FIFO, a directory, a
+/// file too large): launchd may still load it at login, so it is named, not taken as "not
+/// installed".
+fn note_unreadable_plist(ctx: &Context, st: &mut AgentStatus) {
+    let path = ctx.stack.plist_path();
+    if path.symlink_metadata().is_err() {
+        return;
+    }
+    if let Err(e) = crate::sys::fs::read_regular(&path, agentplist::MAX_PLIST_BYTES) {
         st.broken = true;
         st.notes.push(format!("broken: {e}"));
     }

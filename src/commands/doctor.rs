@@ -386,25 +386,11 @@ fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
             checks.push(check("domain", Level::Warn, n.clone(), None));
         }
         let Some((loaded_in, info)) = lc.find_loaded(&st.label)? else {
-            // Stopped on purpose (`agent stop` disables the label) is not broken.
-            let stopped = installed.is_some()
-                && lc
-                    .disabled(&domain.name, &st.label)
-                    .ok()
-                    .flatten()
-                    .unwrap_or(false);
-            checks.push(check(
-                "launchd",
-                Level::Warn,
-                if stopped {
-                    format!(
-                        "{} is stopped (`oyster agent stop` disabled it in {}, so it stays stopped at login)",
-                        st.label, domain.name
-                    )
-                } else {
-                    format!("{} is not loaded in {} (nor in the user domain)", st.label, domain.name)
-                },
-                installed.map(|_| format!("`oyster agent start --stack {}`", st.name)),
+            checks.push(not_loaded_check(
+                ctx,
+                &lc,
+                &domain.name,
+                installed.is_some(),
             ));
             return Ok(());
         };
@@ -448,6 +434,34 @@ fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
         ));
     }
     checks
+}
+
+/// A job that is not loaded: stopped on purpose (`agent stop` disables the label) is not
+/// broken.
+fn not_loaded_check(ctx: &Context, lc: &Launchctl, domain: &str, installed: bool) -> Check {
+    let st = &ctx.stack;
+    let stopped = installed
+        && lc
+            .disabled(domain, &st.label)
+            .ok()
+            .flatten()
+            .unwrap_or(false);
+    check(
+        "launchd",
+        Level::Warn,
+        if stopped {
+            format!(
+                "{} is stopped (`oyster agent stop` disabled it in {domain}, so it stays stopped at login)",
+                st.label
+            )
+        } else {
+            format!(
+                "{} is not loaded in {domain} (nor in the user domain)",
+                st.label
+            )
+        },
+        installed.then(|| format!("`oyster agent start --stack {}`", st.name)),
+    )
 }
 
 /// The same probe as status and verification: live, else the exec record, else launchd's

@@ -91,6 +91,16 @@ fn list_names_each_broken_stack_with_the_fix_and_leaves_healthy_ones_alone() {
     std::fs::create_dir_all(plain.join("run")).unwrap();
     std::fs::write(plain.join("run/pending"), "install\n").unwrap();
     std::fs::write(plain.join("host"), "not a dir").unwrap();
+    // A FIFO where the plist is, and one where the pid file is (never opened blocking).
+    stack_with_config(&t, "fifoplist", r#"{"port": 9102}"#);
+    let agents = t.home.join("Library/LaunchAgents");
+    std::fs::create_dir_all(&agents).unwrap();
+    let fifo_mode = nix::sys::stat::Mode::from_bits_truncate(0o600);
+    nix::unistd::mkfifo(&agents.join("com.oysterun.host.fifoplist.plist"), fifo_mode).unwrap();
+    stack_with_config(&t, "fifopid", r#"{"port": 9103}"#);
+    let run = stack_dir(&t, "fifopid").join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    nix::unistd::mkfifo(&run.join("oysterun-host-fifopid.pid"), fifo_mode).unwrap();
 
     let list = t.run(["list", "--json"]).ok().json();
     let healthy = row(&list, "healthy");
@@ -129,6 +139,19 @@ fn list_names_each_broken_stack_with_the_fix_and_leaves_healthy_ones_alone() {
         );
         assert!(broken[0].contains(&stack_dir(&t, name).display().to_string()));
         assert_eq!(r["port"], Value::Null, "no guessed port: {r}");
+    }
+    for (name, file) in [
+        ("fifoplist", "com.oysterun.host.fifoplist.plist is a FIFO"),
+        ("fifopid", "oysterun-host-fifopid.pid is a FIFO"),
+    ] {
+        let r = row(&list, name);
+        assert_eq!(r["broken"], true, "{name}: {r}");
+        assert!(
+            notes(r)
+                .iter()
+                .any(|n| n.starts_with("broken: ") && n.contains(file) && n.contains("Replace it")),
+            "{name}: {r}"
+        );
     }
     let human = t.run(["list"]).ok().stdout();
     for name in [
