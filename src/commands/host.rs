@@ -19,6 +19,9 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
         return Err(e);
     }
     ctx.announce_overrides();
+    if let HostCommand::Status { json: true } = cmd {
+        ctx.out.set_mode(crate::output::Mode::Json);
+    }
     match cmd {
         HostCommand::Exec => unreachable!("handled above"),
         HostCommand::Start { host, verify } => start(ctx, &host, verify),
