@@ -157,7 +157,7 @@ impl Context {
             what,
             LOCK_WAIT,
             |holder| {
-                self.out.err(&format!(
+                self.reporter().progress(&format!(
                     "waiting for another oyster ({}) to finish with stack {} (up to {} s)…",
                     if holder.is_empty() {
                         "starting"
@@ -194,10 +194,16 @@ impl Context {
         )))
     }
 
+    /// The reporter domain code says its progress and notes through (the printer; a unit test
+    /// hands in an `output::report::Recorder` instead).
+    pub fn reporter(&self) -> &dyn crate::output::Reporter {
+        self.out
+    }
+
     /// Notes printed whenever an override or fallback is in effect.
     pub fn announce_overrides(&self) {
         if self.stack.config_dir_overridden {
-            self.out.note(&format!(
+            self.reporter().note(&format!(
                 "OYSTERUN_CONFIG_DIR is set; using {} as the config dir",
                 self.stack.config_dir.display()
             ));

@@ -169,7 +169,7 @@ pub fn refuse_direct_host(ctx: &Context) -> anyhow::Result<()> {
 pub fn write_only(ctx: &Context, plan: &Plan, lock: &Lock) -> anyhow::Result<()> {
     let path = ctx.stack.plist_path();
     let wrote = agentplist::write(lock, &path, &plan.plist, &ctx.stack.log_dir)?;
-    ctx.out.out(&format!(
+    ctx.reporter().line(&format!(
         "{}: {}",
         path.display(),
         if wrote { "written" } else { "unchanged" }

@@ -44,7 +44,7 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
                 Err(err) if err.kind() == std::io::ErrorKind::NotFound => false,
                 Err(err) => anyhow::bail!("could not remove {}: {err}", plist.display()),
             };
-            ctx.out
+            ctx.reporter()
                 .warn(&format!("the job could not be booted out: {e:#}"));
             ctx.out.out(&format!(
                 "{} {}. {kept}",
