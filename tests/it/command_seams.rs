@@ -403,3 +403,40 @@ fn a_dry_run_diff_shows_real_paths_and_bytes_and_says_what_it_redacted() {
     let note = r.stderr();
     assert!(note.contains("<redacted> in 1 line of this diff"), "{note}");
 }
+
+#[test]
+fn a_start_refused_for_a_held_port_changes_nothing_the_stop_stays() {
+    let mut t = TestContext::new();
+    t.use_sim();
+    let root = t.fixture_root("root");
+    let port = free_port();
+    t.run(host_args(&root, &["agent", "install"], "p", port))
+        .ok();
+    t.run(["stop", "--stack", "p"]).ok();
+    // Someone else takes the port while the Host is stopped.
+    let other = std::net::TcpListener::bind(("0.0.0.0", port)).unwrap();
+    let e = t
+        .run(host_args(&root, &["start"], "p", port))
+        .fails_with(1)
+        .stderr();
+    assert!(
+        e.contains(&format!(
+            "port {port} is already held by pid {}",
+            std::process::id()
+        )),
+        "{e}"
+    );
+    let st = t.run(["status", "--json", "--stack", "p"]).json();
+    assert_eq!(
+        (&st["disabled"], &st["loaded"], &st["summary"]),
+        (
+            &Value::Bool(true),
+            &Value::Bool(false),
+            &Value::from("disabled")
+        ),
+        "still stopped and disabled: {st}"
+    );
+    drop(other);
+    t.run(host_args(&root, &["start"], "p", port)).ok();
+    t.run(["agent", "uninstall", "--stack", "p"]).ok();
+}

@@ -84,11 +84,11 @@ pub fn run<T>(
 /// The port the verb will load the Host on: `--port`, else what the config records, else the
 /// stack's default. `None` when it is not known yet (the plan then says why).
 fn intended_port(ctx: &Context) -> Option<u16> {
+    // A config that cannot be read is the plan's to report (with its fix), not a port check's.
     ctx.port.or_else(|| {
         crate::config::ConfigDoc::load(&ctx.stack.config_path())
             .ok()
-            .and_then(|d| d.port())
-            .or(ctx.stack.default_port)
+            .map(|d| d.port().or(ctx.stack.default_port))?
     })
 }
 
