@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use crate::agent::launchctl::Launchctl;
+use crate::agent::status::Manager;
 use crate::cli::HostCommand;
 use crate::context::Context;
 use crate::direct::{self, Owner, StartOptions, Stopped};
@@ -138,16 +139,6 @@ fn print_status(ctx: &Context, st: &HostStatus, why: &str) {
     }
 }
 
-/// Who runs the Host (`host status --json` `managed_by`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-enum Manager {
-    /// `oyster host start` (the pid file).
-    Direct,
-    /// The LaunchAgent; `oyster agent …` manages it.
-    Launchd,
-}
-
 /// What the pid file says (`host status --json` `pid_file`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -172,7 +163,7 @@ struct HostStatus {
     pid: Option<u32>,
     health: Option<u16>,
     verified: bool,
-    env_proof: Option<&'static str>,
+    env_proof: Option<crate::verify::EnvProof>,
     env_mismatch: Vec<String>,
     pid_file: PidFile,
     pid_path: String,
@@ -302,7 +293,7 @@ fn direct_status(
 
 fn record_probe(st: &mut HostStatus, p: &probe::Probe) {
     st.health = p.health;
-    st.env_proof = p.env_proof().map(crate::verify::EnvProof::as_str);
+    st.env_proof = p.env_proof();
     st.env_mismatch.clone_from(&p.env_mismatch);
     st.verified = p.verified();
     st.env_mismatch_text = p.problem();
