@@ -4,8 +4,8 @@
 //! enforces it):
 //!
 //! - [`cli`] parses; [`context`] is built once; [`commands`] is the user interface;
-//! - [`setup`], [`agent`] (plist, launchctl, lifecycle), [`direct`] (pid-file startup) and
-//!   [`verify`] act on the Host;
+//! - [`setup`], [`agent`] (launchctl, lifecycle, the status model), [`direct`] (pid-file
+//!   startup), [`probe`] (the one probe of a live Host) and [`verify`] act on the Host;
 //! - [`host`] (stack paths, root, node, the one launch environment, the plan), [`config`] and
 //!   [`provider`] (registry, resolver, provider state) decide what the Host gets;
 //! - [`sys`] (files, locks, processes, users, signals) and [`output`] (printer, redaction,

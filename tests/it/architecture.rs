@@ -36,6 +36,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "probe", "verify", "host", "config", "provider", "context", "sys", "output", "error",
         ],
     ),
+    // The one probe of a live Host: beside verify, below the flows that use it.
     ("probe", &["verify", "host", "sys", "output", "error"]),
     ("verify", &["host", "sys", "output", "error"]),
     (
