@@ -401,7 +401,10 @@ fn a_dry_run_diff_shows_real_paths_and_bytes_and_says_what_it_redacted() {
     assert!(!diff.contains("tok-very-secret-0a1b2c3d"), "{diff}");
     assert!(diff.contains("-\t\t<string><redacted></string>"), "{diff}");
     let note = r.stderr();
-    assert!(note.contains("<redacted> in 1 line of this diff"), "{note}");
+    assert!(
+        note.contains("1 line of this diff is not shown verbatim (secret values as <redacted>"),
+        "{note}"
+    );
 }
 
 #[test]

@@ -109,9 +109,10 @@ fn show_diff(ctx: &Context, plan: &Plan) -> anyhow::Result<ExitStatus> {
     if !redacted.is_empty() {
         let lines: Vec<String> = redacted.iter().map(usize::to_string).collect();
         ctx.out.note(&format!(
-            "secret values are shown as <redacted> in {} line{} of this diff (line {}), so it cannot be applied as it is",
+            "{} line{} of this diff {} not shown verbatim (secret values as <redacted>, control characters escaped): line {}; the diff cannot be applied as it is",
             redacted.len(),
             if redacted.len() == 1 { "" } else { "s" },
+            if redacted.len() == 1 { "is" } else { "are" },
             lines.join(", ")
         ));
     }
