@@ -175,11 +175,15 @@ struct HostStatus {
 /// The status, and in words why the Host is not running (for people).
 fn status(ctx: &Context) -> anyhow::Result<(HostStatus, String)> {
     let stack = &ctx.stack;
-    // The stack's port as recorded (the running Host's own, below, wins).
-    let recorded = crate::config::ConfigDoc::load(&stack.config_path())
-        .ok()
-        .and_then(|d| d.port())
-        .or(stack.default_port);
+    // The stack's port as recorded (the running Host's own, below, wins). A config that
+    // cannot be read leaves it unknown, said, rather than the default (another Host's port).
+    let recorded = match crate::config::ConfigDoc::load(&stack.config_path()) {
+        Ok(doc) => doc.port().or(stack.default_port),
+        Err(e) => {
+            ctx.out.warn(&format!("the stack's config is broken: {e}"));
+            None
+        }
+    };
     let mut st = HostStatus {
         stack: stack.name.clone(),
         port: recorded,
