@@ -157,9 +157,17 @@ pub struct PortHolder {
 }
 
 /// Who, other than `current` (this stack's running Host, or a descendant of it), listens on
-/// `port`. `Ok(None)` when nobody does; `Err` when the socket table cannot be read.
-pub fn foreign_listener(port: u16, current: Option<u32>) -> Result<Option<PortHolder>, String> {
+/// `port`. `Ok(None)` when nobody does; `Err` when the socket table cannot be read. `current`
+/// is asked only when someone listens (finding it may take launchctl calls).
+pub fn foreign_listener(
+    port: u16,
+    current: impl FnOnce() -> Option<u32>,
+) -> Result<Option<PortHolder>, String> {
     let holders = crate::sys::net::listeners_on(port)?;
+    if holders.is_empty() {
+        return Ok(None);
+    }
+    let current = current();
     let Some(h) = holders
         .iter()
         .find(|h| !current.is_some_and(|c| crate::sys::net::descends_from(h.pid, c)))

@@ -111,7 +111,7 @@ pub fn refuse_held_port(ctx: &Context) -> anyhow::Result<()> {
     let Some(port) = intended_port(ctx) else {
         return Ok(());
     };
-    let holder = match crate::probe::foreign_listener(port, current_host_pid(ctx)) {
+    let holder = match crate::probe::foreign_listener(port, || current_host_pid(ctx)) {
         Ok(h) => h,
         Err(e) => {
             ctx.out
