@@ -7,12 +7,13 @@ use std::path::PathBuf;
 use crate::host::stack::{Stack, StackEnv};
 use crate::output::printer::{printer, Printer};
 use crate::provider::resolve::Search;
+use crate::verify::ProofFloor;
 
 /// Every environment variable oyster reads, captured once at start (documented in `--help`'s
 /// ENVIRONMENT section). Nothing below reads `std::env` again — except the printer, which
 /// reads `NO_COLOR` and `TERM` when it is first used to decide on colour — so a run sees one
 /// consistent environment and tests can see exactly what oyster was given.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct EnvSnapshot {
     /// `HOME`: `~`, as launchd's.
     pub home: Option<PathBuf>,
@@ -32,9 +33,12 @@ pub struct EnvSnapshot {
     pub launchctl: Option<OsString>,
     /// `OYSTER_LAUNCHCTL_TIMEOUT_SECS`.
     pub launchctl_timeout: Option<String>,
-    /// `OYSTER_ENV_PROOF`: `launchd` forces the proof used when the kernel hides the Host's
-    /// environment (for testing that path off macOS).
+    /// `OYSTER_ENV_PROOF` as given. Kept for the callers that still parse it themselves;
+    /// read [`EnvSnapshot::proof_floor`] instead.
     pub env_proof: Option<String>,
+    /// `OYSTER_ENV_PROOF`, parsed once: `exec` or `launchd` force the proof used when the
+    /// kernel hides the Host's environment (for testing those paths off macOS).
+    pub proof_floor: ProofFloor,
 }
 
 impl EnvSnapshot {
@@ -54,6 +58,7 @@ impl EnvSnapshot {
             launchctl: os("OYSTER_LAUNCHCTL"),
             launchctl_timeout: text("OYSTER_LAUNCHCTL_TIMEOUT_SECS"),
             env_proof: text("OYSTER_ENV_PROOF"),
+            proof_floor: ProofFloor::from_env(text("OYSTER_ENV_PROOF").as_deref()),
         }
     }
 
@@ -153,7 +158,7 @@ impl Context {
             what,
             LOCK_WAIT,
             |holder| {
-                self.out.err(&format!(
+                self.reporter().progress(&format!(
                     "waiting for another oyster ({}) to finish with stack {} (up to {} s)…",
                     if holder.is_empty() {
                         "starting"
@@ -190,10 +195,16 @@ impl Context {
         )))
     }
 
+    /// The reporter domain code says its progress and notes through (the printer; a unit test
+    /// hands in an `output::report::Recorder` instead).
+    pub fn reporter(&self) -> &dyn crate::output::Reporter {
+        self.out
+    }
+
     /// Notes printed whenever an override or fallback is in effect.
     pub fn announce_overrides(&self) {
         if self.stack.config_dir_overridden {
-            self.out.note(&format!(
+            self.reporter().note(&format!(
                 "OYSTERUN_CONFIG_DIR is set; using {} as the config dir",
                 self.stack.config_dir.display()
             ));

@@ -1,9 +1,10 @@
 //! Exit statuses, and errors that carry their kind from where they are made.
 //!
-//! An input error (exit 2) is an [`Invalid`] when it is created, or a domain error whose type
-//! says so (`ConfigError`, `FsError` for a file that is not a regular file; `lib.rs` asks each
-//! type once, at the top); everything else is an operational failure (exit 1). [`Interrupted`]
-//! ends a run that a signal stopped.
+//! Every error type oyster makes says what kind it is ([`HasKind`]): invalid input (exit 2),
+//! an operational failure (exit 1), or a run a signal stopped (exit 128 + N). The top level
+//! asks the chain once ([`kind_of`]) through the registered types; an error of no registered
+//! type (an `anyhow!` message, an `io::Error`) is a failure. [`render`] turns the chain into
+//! the one `oyster: error: …` message and its `hint:`.
 
 use std::process::ExitCode;
 
@@ -25,6 +26,72 @@ impl From<ExitStatus> for ExitCode {
             ExitStatus::Failure => ExitCode::from(1),
             ExitStatus::Invalid => ExitCode::from(2),
         }
+    }
+}
+
+/// What an error means for the run, and so its exit code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The operation failed (exit 1).
+    Failure,
+    /// The user's input or a file they gave is wrong (exit 2).
+    Invalid,
+    /// A signal stopped the run, after its rollback (exit 128 + N).
+    Interrupted(crate::sys::signal::Signal),
+}
+
+impl Kind {
+    pub fn exit_code(self) -> ExitCode {
+        match self {
+            Kind::Failure => ExitStatus::Failure.into(),
+            Kind::Invalid => ExitStatus::Invalid.into(),
+            Kind::Interrupted(sig) => ExitCode::from(crate::sys::signal::exit_code(sig)),
+        }
+    }
+}
+
+/// An error type that knows its [`Kind`]. Implemented next to each error type.
+pub trait HasKind {
+    fn kind(&self) -> Kind;
+}
+
+/// Asks an error chain for every kind one registered type gives it.
+pub type KindProbe = fn(&anyhow::Error) -> Vec<Kind>;
+
+/// The [`KindProbe`] of type `T` (listed once, at the top, in `lib.rs`): `T` anywhere in the
+/// chain, as a cause or as context added on the way up.
+pub fn probe<T: HasKind + std::error::Error + Send + Sync + 'static>(
+    err: &anyhow::Error,
+) -> Vec<Kind> {
+    let mut kinds: Vec<Kind> = err
+        .chain()
+        .filter_map(|cause| cause.downcast_ref::<T>())
+        .map(HasKind::kind)
+        .collect();
+    // A context layer is not a cause `chain()` can downcast; anyhow finds it itself.
+    kinds.extend(err.downcast_ref::<T>().map(HasKind::kind));
+    kinds
+}
+
+/// The kind of a whole chain: an interrupt anywhere in it wins (the run was stopped); then any
+/// invalid input; else a failure. `pending` is a signal received while the error was made: a
+/// child cut short with its process group fails, but the run ends as that signal's.
+pub fn kind_of(
+    err: &anyhow::Error,
+    probes: &[KindProbe],
+    pending: Option<crate::sys::signal::Signal>,
+) -> Kind {
+    let kinds: Vec<Kind> = probes.iter().flat_map(|p| p(err)).collect();
+    if let Some(k) = kinds.iter().find(|k| matches!(k, Kind::Interrupted(_))) {
+        return *k;
+    }
+    if let Some(sig) = pending {
+        return Kind::Interrupted(sig);
+    }
+    if kinds.contains(&Kind::Invalid) {
+        Kind::Invalid
+    } else {
+        Kind::Failure
     }
 }
 
@@ -50,6 +117,12 @@ impl Invalid {
     }
 }
 
+impl HasKind for Invalid {
+    fn kind(&self) -> Kind {
+        Kind::Invalid
+    }
+}
+
 /// A failure with the fix to print as `hint:`.
 #[derive(Debug, thiserror::Error)]
 #[error("{msg}")]
@@ -67,6 +140,12 @@ impl Failed {
     }
 }
 
+impl HasKind for Failed {
+    fn kind(&self) -> Kind {
+        Kind::Failure
+    }
+}
+
 /// Context whose `lead` goes before the cause, as any context does, and whose `after` is said
 /// after the whole message: setup says the real cause first, then what it rolled back.
 #[derive(Debug, thiserror::Error)]
@@ -81,17 +160,40 @@ pub struct Afterword {
 #[error("interrupted by {0}; {1}")]
 pub struct Interrupted(pub crate::sys::signal::Signal, pub String);
 
+impl HasKind for Interrupted {
+    fn kind(&self) -> Kind {
+        Kind::Interrupted(self.0)
+    }
+}
+
+/// `text` without the " (os error N)" std's io::Error appends to the system's words.
+fn without_os_error(mut text: String) -> String {
+    while let Some(i) = text.find(" (os error ") {
+        match text[i..].find(')') {
+            Some(j) => text.replace_range(i..i + j + 1, ""),
+            None => break,
+        }
+    }
+    text
+}
+
 /// The message (each cause once) and the hint of an error chain.
 pub fn render(err: &anyhow::Error) -> (String, Option<String>) {
-    let hint = err.chain().find_map(|c| {
-        c.downcast_ref::<Invalid>()
-            .and_then(|i| i.hint.clone())
-            .or_else(|| c.downcast_ref::<Failed>().and_then(|f| f.hint.clone()))
-    });
-    // `{:#}` joins causes with ": "; a cause whose text the message already holds is dropped.
+    let hint = err
+        .chain()
+        .find_map(|c| {
+            c.downcast_ref::<Invalid>()
+                .and_then(|i| i.hint.clone())
+                .or_else(|| c.downcast_ref::<Failed>().and_then(|f| f.hint.clone()))
+        })
+        // One given as context is not a cause `chain()` can downcast; anyhow finds it.
+        .or_else(|| err.downcast_ref::<Invalid>().and_then(|i| i.hint.clone()))
+        .or_else(|| err.downcast_ref::<Failed>().and_then(|f| f.hint.clone()));
+    // `{:#}` joins causes with ": "; a cause whose text the message already holds is dropped
+    // (compared without std's " (os error 20)", a Rust detail that is never shown).
     let mut text = String::new();
     for cause in err.chain() {
-        let s = cause.to_string();
+        let s = without_os_error(cause.to_string());
         if text.contains(&s) {
             continue;
         }
@@ -100,16 +202,48 @@ pub fn render(err: &anyhow::Error) -> (String, Option<String>) {
         }
         text.push_str(&s);
     }
-    // std's io::Error appends " (os error 20)" to the system's words: a Rust detail.
-    while let Some(i) = text.find(" (os error ") {
-        match text[i..].find(')') {
-            Some(j) => text.replace_range(i..i + j + 1, ""),
-            None => break,
-        }
-    }
     if let Some(a) = err.downcast_ref::<Afterword>() {
         text.push('\n');
         text.push_str(&a.after);
     }
     (text, hint)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context as _;
+
+    #[test]
+    fn render_says_each_cause_once_with_the_first_hint_and_no_os_error_number() {
+        let io = std::io::Error::from_raw_os_error(20);
+        let err = Err::<(), _>(io)
+            .context("could not read /x/config.json: Not a directory")
+            .context(Failed::new("install failed", "move /x aside"))
+            .unwrap_err();
+        let (text, hint) = render(&err);
+        assert_eq!(
+            text,
+            "install failed: could not read /x/config.json: Not a directory"
+        );
+        assert_eq!(hint.as_deref(), Some("move /x aside"));
+    }
+
+    #[test]
+    fn render_puts_an_afterword_after_the_whole_message_and_an_invalid_hint_through() {
+        let err = Err::<(), _>(Invalid::new("port 70000 is out of range").hint("give 1-65535"))
+            .context(Afterword {
+                lead: "setup failed".into(),
+                after: "Rolled back: the plist.".into(),
+            })
+            .unwrap_err();
+        let (text, hint) = render(&err);
+        assert_eq!(
+            text,
+            "setup failed: port 70000 is out of range\nRolled back: the plist."
+        );
+        assert_eq!(hint.as_deref(), Some("give 1-65535"));
+        let (plain, none) = render(&anyhow::anyhow!("just this"));
+        assert_eq!((plain.as_str(), none), ("just this", None));
+    }
 }

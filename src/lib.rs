@@ -4,8 +4,8 @@
 //! enforces it):
 //!
 //! - [`cli`] parses; [`context`] is built once; [`commands`] is the user interface;
-//! - [`setup`], [`agent`] (plist, launchctl, lifecycle), [`direct`] (pid-file startup) and
-//!   [`verify`] act on the Host;
+//! - [`setup`], [`agent`] (launchctl, lifecycle, the status model), [`direct`] (pid-file
+//!   startup), [`probe`] (the one probe of a live Host) and [`verify`] act on the Host;
 //! - [`host`] (stack paths, root, node, the one launch environment, the plan), [`config`] and
 //!   [`provider`] (registry, resolver, provider state) decide what the Host gets;
 //! - [`sys`] (files, locks, processes, users, signals) and [`output`] (printer, redaction,
@@ -20,6 +20,7 @@ mod direct;
 mod error;
 mod host;
 mod output;
+mod probe;
 mod provider;
 mod setup;
 mod sys;
@@ -106,48 +107,110 @@ fn usage_error(e: &clap::Error) -> ExitCode {
     code
 }
 
+/// Every error type that knows its kind (`error::HasKind`), asked once here, at the top. A
+/// type missing from this list would make its errors plain failures (exit 1): each one's
+/// mapping is unit-tested below.
+const ERROR_KINDS: &[error::KindProbe] = &[
+    error::probe::<error::Interrupted>,
+    error::probe::<error::Invalid>,
+    error::probe::<error::Failed>,
+    error::probe::<config::ConfigError>,
+    error::probe::<sys::fs::FsError>,
+    error::probe::<agent::launchctl::LocateError>,
+];
+
+/// The command's own status decides the exit code, also when its reader closed stdout
+/// (`oyster status | head -1` on an unverified Host exits 1): the printer dropped the rest of
+/// the output quietly, and a read command that succeeded exits 0 as usual.
 fn finish(result: anyhow::Result<ExitStatus>) -> ExitCode {
     let out = output::printer();
     match result {
-        // A reader that went away took what it wanted; a read command ends quietly.
-        Ok(_) if out.stdout_closed() => ExitCode::SUCCESS,
         Ok(status) => status.into(),
         Err(err) => {
-            if let Some(sig) = err.downcast_ref::<error::Interrupted>() {
+            let kind = error::kind_of(&err, ERROR_KINDS, sys::signal::received());
+            if err.downcast_ref::<error::Interrupted>().is_some() {
+                // Its message already says what was done: said whole, as made.
                 out.error(&format!("{err:#}"), None);
-                return ExitCode::from(sys::signal::exit_code(sig.0));
-            }
-            // Any other error while a signal is pending is that signal's doing (a child cut
-            // short with its group): the run ends with the signal's code all the same.
-            if let Some(sig) = sys::signal::received() {
+            } else {
                 let (text, hint) = error::render(&err);
                 out.error(&text, hint.as_deref());
-                return ExitCode::from(sys::signal::exit_code(sig));
             }
-            let (text, hint) = error::render(&err);
-            out.error(&text, hint.as_deref());
-            exit_status_of(&err).into()
+            kind.exit_code()
         }
     }
 }
 
-/// Decides the exit status for an error: 2 when its kind says the input was invalid, else 1.
-fn exit_status_of(err: &anyhow::Error) -> ExitStatus {
-    let invalid = err.chain().any(|cause| {
-        cause.is::<error::Invalid>()
-            || cause
-                .downcast_ref::<crate::config::ConfigError>()
-                .is_some_and(|e| e.is_invalid_input())
-            || cause
-                .downcast_ref::<crate::sys::fs::FsError>()
-                .is_some_and(|e| e.is_invalid_input())
-            || cause
-                .downcast_ref::<crate::agent::launchctl::LocateError>()
-                .is_some_and(|e| e.is_invalid_input())
-    });
-    if invalid {
-        ExitStatus::Invalid
-    } else {
-        ExitStatus::Failure
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use error::Kind;
+    use std::path::PathBuf;
+
+    fn kind(e: impl Into<anyhow::Error>) -> Kind {
+        error::kind_of(&e.into(), ERROR_KINDS, None)
+    }
+
+    #[test]
+    fn every_registered_error_type_maps_to_its_exit_code() {
+        use nix::sys::signal::Signal;
+        let path = PathBuf::from("/x/config.json");
+        assert_eq!(kind(error::Invalid::new("bad")), Kind::Invalid);
+        assert_eq!(kind(error::Failed::new("no", "fix")), Kind::Failure);
+        assert_eq!(
+            kind(error::Interrupted(Signal::SIGTERM, "rolled back".into())),
+            Kind::Interrupted(Signal::SIGTERM)
+        );
+        assert_eq!(
+            kind(config::ConfigError::Empty { path: path.clone() }),
+            Kind::Invalid
+        );
+        let fifo = sys::fs::FsError::NotRegular {
+            path: path.clone(),
+            kind: "a FIFO",
+        };
+        assert_eq!(kind(fifo), Kind::Invalid);
+        let io = sys::fs::FsError::Io {
+            action: "read",
+            path,
+            cause: std::io::Error::other("disk"),
+        };
+        assert_eq!(kind(io), Kind::Failure);
+        assert_eq!(
+            kind(agent::launchctl::LocateError::BadTimeout("x".into())),
+            Kind::Invalid
+        );
+        assert_eq!(kind(agent::launchctl::LocateError::Missing), Kind::Failure);
+        assert_eq!(kind(anyhow::anyhow!("plain")), Kind::Failure);
+    }
+
+    #[test]
+    fn the_chain_decides_an_interrupt_first_then_invalid_input_anywhere() {
+        use anyhow::Context as _;
+        use nix::sys::signal::Signal;
+        let wrapped = Err::<(), _>(error::Invalid::new("bad port"))
+            .context("while installing")
+            .unwrap_err();
+        assert_eq!(kind(wrapped), Kind::Invalid);
+        let interrupted = Err::<(), _>(error::Interrupted(Signal::SIGINT, "nothing".into()))
+            .context(error::Invalid::new("outer"))
+            .unwrap_err();
+        assert_eq!(kind(interrupted), Kind::Interrupted(Signal::SIGINT));
+        // A kind given as context counts too.
+        let outer = Err::<(), _>(anyhow::anyhow!("inner"))
+            .context(error::Invalid::new("outer"))
+            .context("top")
+            .unwrap_err();
+        assert_eq!(kind(outer), Kind::Invalid);
+        // A failure while a signal is pending is that signal's doing.
+        let cut = anyhow::anyhow!("launchctl was killed");
+        assert_eq!(
+            error::kind_of(&cut, ERROR_KINDS, Some(Signal::SIGHUP)),
+            Kind::Interrupted(Signal::SIGHUP)
+        );
+        assert_eq!(
+            Kind::Interrupted(Signal::SIGINT).exit_code(),
+            ExitCode::from(130)
+        );
+        assert_eq!(Kind::Invalid.exit_code(), ExitCode::from(2));
     }
 }

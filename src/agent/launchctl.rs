@@ -65,6 +65,16 @@ impl LocateError {
     }
 }
 
+impl crate::error::HasKind for LocateError {
+    fn kind(&self) -> crate::error::Kind {
+        if self.is_invalid_input() {
+            crate::error::Kind::Invalid
+        } else {
+            crate::error::Kind::Failure
+        }
+    }
+}
+
 /// The longest one launchctl call may be allowed to take.
 pub const MAX_TIMEOUT_SECS: u64 = 3600;
 

@@ -18,22 +18,21 @@ pub fn run(ctx: &Context, cmd: ConfigCommand) -> anyhow::Result<ExitStatus> {
             crate::config::report(&ctx.stack.config_path(), &changes);
             Ok(ExitStatus::Success)
         }
-        ConfigCommand::Show { json } => {
+        ConfigCommand::Show { .. } => {
             let path = ctx.stack.config_path();
             let doc = ConfigDoc::load(&path)?;
             let shown = redact::redact_value(&Value::Object(doc.value().clone()));
-            if json {
-                ctx.out.json(&shown);
-            } else {
+            let text = serde_json::to_string_pretty(&shown)?;
+            ctx.out.show(&shown, || {
                 let state = if doc.exists() {
                     ""
                 } else {
                     " (does not exist yet)"
                 };
-                crate::say!("# {}{state}; secrets redacted", path.display());
-                let text = serde_json::to_string_pretty(&shown)?;
-                crate::say!("{text}");
-            }
+                ctx.out
+                    .out(&format!("# {}{state}; secrets redacted", path.display()));
+                ctx.out.out(&text);
+            });
             Ok(ExitStatus::Success)
         }
     }

@@ -22,7 +22,6 @@ use crate::provider::registry::{Provider, PROVIDERS};
 use crate::provider::resolve::Intent;
 use crate::provider::status::{ProviderStatus, State};
 use crate::sys::process::{self, ChildEnv};
-use crate::verify;
 use crate::ExitStatus;
 
 #[derive(Debug, Serialize, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +68,7 @@ struct Report {
     environment: Option<BTreeMap<String, String>>,
 }
 
-pub fn run(ctx: &Context, json: bool, probe: bool) -> anyhow::Result<ExitStatus> {
+pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
     let st = &ctx.stack;
     let mut checks = vec![];
     if st.config_dir_overridden {
@@ -117,7 +116,7 @@ pub fn run(ctx: &Context, json: bool, probe: bool) -> anyhow::Result<ExitStatus>
         providers,
         environment,
     };
-    print(ctx, json, &report);
+    ctx.out.show(&report, || print(ctx, &report));
     Ok(if report.ok {
         ExitStatus::Success
     } else {
@@ -129,11 +128,7 @@ fn plan_ok(plan: &Option<anyhow::Result<Plan>>) -> Option<&Plan> {
     plan.as_ref().and_then(|p| p.as_ref().ok())
 }
 
-fn print(ctx: &Context, json: bool, report: &Report) {
-    if json {
-        ctx.out.json(report);
-        return;
-    }
+fn print(ctx: &Context, report: &Report) {
     for c in &report.checks {
         let (tag, tone) = match c.status {
             Level::Ok => ("ok  ", Tone::Ok),
@@ -146,7 +141,8 @@ fn print(ctx: &Context, json: bool, report: &Report) {
             ctx.out.out_toned(Tone::Dim, &format!("       fix: {fix}"));
         }
     }
-    crate::say!("authentication: not checked (discovery never runs a provider's login)");
+    ctx.out
+        .out("authentication: not checked (discovery never runs a provider's login)");
 }
 
 /// The config parses; one holding secrets is not readable by others.
@@ -390,25 +386,11 @@ fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
             checks.push(check("domain", Level::Warn, n.clone(), None));
         }
         let Some((loaded_in, info)) = lc.find_loaded(&st.label)? else {
-            // Stopped on purpose (`agent stop` disables the label) is not broken.
-            let stopped = installed.is_some()
-                && lc
-                    .disabled(&domain.name, &st.label)
-                    .ok()
-                    .flatten()
-                    .unwrap_or(false);
-            checks.push(check(
-                "launchd",
-                Level::Warn,
-                if stopped {
-                    format!(
-                        "{} is stopped (`oyster agent stop` disabled it in {}, so it stays stopped at login)",
-                        st.label, domain.name
-                    )
-                } else {
-                    format!("{} is not loaded in {} (nor in the user domain)", st.label, domain.name)
-                },
-                installed.map(|_| format!("`oyster agent start --stack {}`", st.name)),
+            checks.push(not_loaded_check(
+                ctx,
+                &lc,
+                &domain.name,
+                installed.is_some(),
             ));
             return Ok(());
         };
@@ -436,31 +418,7 @@ fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
             }),
         ));
         if let (Some(pid), Some(inst)) = (info.pid().filter(|_| running), installed) {
-            // The same proof as verification: live, else the exec record, else launchd's
-            // definition; and /health from the Host's own socket.
-            let floor = crate::verify::ProofFloor::from_env(ctx.env.env_proof.as_deref());
-            let record = crate::host::identity::ExecRecord::read(&st.exec_record_path());
-            let proof =
-                crate::agent::lifecycle::prove_env(pid, &info, &inst.env, record.as_ref(), floor);
-            let port = inst.env.port().unwrap_or(0);
-            let health = verify::health(port, Duration::from_secs(2));
-            let listener = verify::check_listener(port, pid);
-            let ok = proof.is_ok() && health == Some(200) && listener.is_ok();
-            let detail = match (&proof, &listener) {
-                (Err(e), _) => e.clone(),
-                (Ok(_), Err(e)) => e.clone(),
-                (Ok(p), Ok(())) => format!(
-                    "/health {}; environment proven ({})",
-                    health.map_or("no answer".into(), |h| h.to_string()),
-                    p.as_str()
-                ),
-            };
-            checks.push(check(
-                "live host",
-                if ok { Level::Ok } else { Level::Fail },
-                format!("pid {pid}: {detail}"),
-                (!ok).then(|| format!("`oyster agent restart --stack {}`", st.name)),
-            ));
+            checks.push(live_host_check(ctx, pid, &info, inst));
         }
         Ok(())
     })();
@@ -476,6 +434,73 @@ fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
         ));
     }
     checks
+}
+
+/// A job that is not loaded: stopped on purpose (`agent stop` disables the label) is not
+/// broken.
+fn not_loaded_check(ctx: &Context, lc: &Launchctl, domain: &str, installed: bool) -> Check {
+    let st = &ctx.stack;
+    let stopped = installed
+        && lc
+            .disabled(domain, &st.label)
+            .ok()
+            .flatten()
+            .unwrap_or(false);
+    check(
+        "launchd",
+        Level::Warn,
+        if stopped {
+            format!(
+                "{} is stopped (`oyster agent stop` disabled it in {domain}, so it stays stopped at login)",
+                st.label
+            )
+        } else {
+            format!(
+                "{} is not loaded in {domain} (nor in the user domain)",
+                st.label
+            )
+        },
+        installed.then(|| format!("`oyster agent start --stack {}`", st.name)),
+    )
+}
+
+/// The same probe as status and verification: live, else the exec record, else launchd's
+/// definition; and /health from the Host's own socket.
+fn live_host_check(
+    ctx: &Context,
+    pid: u32,
+    info: &crate::agent::launchctl::PrintInfo,
+    inst: &crate::host::plist::Installed,
+) -> Check {
+    let st = &ctx.stack;
+    let record = crate::host::identity::ExecRecord::read(&st.exec_record_path());
+    let p = crate::probe::probe(&crate::probe::Target {
+        pid,
+        port: inst.env.port().unwrap_or(0),
+        env: &inst.env,
+        exec_record: record.as_ref(),
+        launchd: Some(crate::probe::LaunchdView {
+            pid: info.pid(),
+            environment: &info.environment,
+        }),
+        floor: ctx.env.proof_floor,
+        live: None,
+    });
+    let ok = p.verified();
+    let detail = match (&p.env, &p.listener) {
+        (Err(e), _) | (Ok(_), Err(e)) => e.clone(),
+        (Ok(proof), Ok(())) => format!(
+            "/health {}; environment proven ({})",
+            p.health.map_or("no answer".into(), |h| h.to_string()),
+            proof.as_str()
+        ),
+    };
+    check(
+        "live host",
+        if ok { Level::Ok } else { Level::Fail },
+        format!("pid {pid}: {detail}"),
+        (!ok).then(|| format!("`oyster agent restart --stack {}`", st.name)),
+    )
 }
 
 /// launchd exits 78 when it cannot open the Host log.

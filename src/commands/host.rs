@@ -1,16 +1,15 @@
 //! `oyster host start|stop|status`: direct (pid-file) startup; `oyster host exec`: the Host's
 //! launch program (`host::runner`).
 
-use std::time::Duration;
-
 use serde::Serialize;
 
 use crate::agent::launchctl::Launchctl;
+use crate::agent::status::Manager;
 use crate::cli::HostCommand;
 use crate::context::Context;
 use crate::direct::{self, Owner, StartOptions, Stopped};
 use crate::host::plan::{self, Writes};
-use crate::verify;
+use crate::probe;
 use crate::ExitStatus;
 
 pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
@@ -21,110 +20,123 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
         return Err(e);
     }
     ctx.announce_overrides();
-    let stack = &ctx.stack;
+    if let HostCommand::Status { json: true } = cmd {
+        ctx.out.set_mode(crate::output::Mode::Json);
+    }
     match cmd {
         HostCommand::Exec => unreachable!("handled above"),
-        HostCommand::Start { host, verify } => {
-            let lock = ctx.lock_stack("host start")?;
-            // Before the config sync writes anything (CONTRACT.md §9).
-            stack.refuse_special_log()?;
-            refuse_if_agent_loaded(ctx)?;
-            let plan = plan::plan(ctx, &host.inputs(), Writes::Sync(&lock))?;
-            crate::config::report(&ctx.stack.config_path(), &plan.changes);
-            crate::tell!(
-                "Starting the Host (node {} {}) on 127.0.0.1:{}…",
-                plan.node.version,
-                plan.node.path.display(),
-                plan.port
-            );
-            let started = direct::start(
-                stack,
-                &plan,
-                &StartOptions {
-                    wait: verify.timing().wait,
-                    settle: verify.timing().settle,
-                    floor: crate::verify::ProofFloor::from_env(ctx.env.env_proof.as_deref()),
-                },
-            )?;
-            crate::say!(
-                "Host started: pid {}, /health 200 after {} ms, environment verified; log {}",
-                started.pid,
-                started.health_after.as_millis(),
-                stack.log_path().display()
-            );
-            Ok(ExitStatus::Success)
-        }
-        HostCommand::Stop => {
-            let _lock = ctx.lock_stack("host stop")?;
-            if let Some(job) = launchd_runs_it(ctx)? {
-                return Err(job.refusal(stack).into());
-            }
-            match direct::stop(stack)? {
-                Stopped::NotRunning => crate::say!("The Host is not running (no pid file)."),
-                Stopped::StaleRemoved(rec) => crate::say!(
-                    "The Host is not running (pid {} is gone); removed the stale pid file.",
-                    rec.pid
-                ),
-                Stopped::ForeignLeftAlone(rec) => crate::say!(
-                    "pid {} now belongs to another process, which was not signalled; removed the stale pid file.",
-                    rec.pid
-                ),
-                Stopped::Signalled { pid, killed } => crate::say!(
-                    "Host stopped (pid {pid}{}).",
-                    if killed { ", needed SIGKILL after SIGTERM" } else { "" }
-                ),
-            }
-            Ok(ExitStatus::Success)
-        }
-        HostCommand::Status { json } => {
-            let (st, why) = status(ctx)?;
-            if json {
-                crate::output::printer().json(&st);
-            } else {
-                match st.pid {
-                    Some(pid) if st.running => crate::say!(
-                        "Host running{}: pid {pid}, port {}, /health {}, environment {}",
-                        if st.managed_by == Some(Manager::Launchd) {
-                            format!(" under launchd ({})", stack.label)
-                        } else {
-                            String::new()
-                        },
-                        st.port.map_or("?".into(), |p| p.to_string()),
-                        st.health.map_or("no answer".into(), |h| h.to_string()),
-                        if st.verified {
-                            "verified"
-                        } else {
-                            "NOT verified"
-                        }
-                    ),
-                    _ => crate::say!("Host not running ({why})"),
-                }
-                if st.managed_by == Some(Manager::Launchd) {
-                    crate::say!(
-                        "  launchd owns this Host: use `oyster agent status|stop|restart --stack {}` (`host stop` would only make KeepAlive start it again)",
-                        stack.name
-                    );
-                } else if let Some(env) = &st.env_mismatch_text {
-                    crate::say!("  {env}");
-                }
-            }
-            Ok(if st.running {
-                ExitStatus::Success
-            } else {
-                ExitStatus::Failure
-            })
-        }
+        HostCommand::Start { host, verify } => start(ctx, &host, verify),
+        HostCommand::Stop => stop(ctx),
+        HostCommand::Status { .. } => show_status(ctx),
     }
 }
 
-/// Who runs the Host (`host status --json` `managed_by`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-enum Manager {
-    /// `oyster host start` (the pid file).
-    Direct,
-    /// The LaunchAgent; `oyster agent …` manages it.
-    Launchd,
+/// `host start`: start the Host directly (pid file), verify it, or stop it again.
+fn start(
+    ctx: &Context,
+    host: &crate::cli::HostArgs,
+    verify: crate::cli::VerifyArgs,
+) -> anyhow::Result<ExitStatus> {
+    let stack = &ctx.stack;
+    // Before anything is created or written: a port another process holds.
+    super::agent::preflight::refuse_held_port(ctx)?;
+    let lock = ctx.lock_stack("host start")?;
+    // Before the config sync writes anything.
+    stack.refuse_special_log()?;
+    refuse_if_agent_loaded(ctx)?;
+    let plan = plan::plan(ctx, &host.inputs(), Writes::Sync(&lock))?;
+    crate::config::report(&ctx.stack.config_path(), &plan.changes);
+    ctx.out.err(&format!(
+        "Starting the Host (node {} {}) on 127.0.0.1:{}…",
+        plan.node.version,
+        plan.node.path.display(),
+        plan.port
+    ));
+    let started = direct::start(
+        stack,
+        &plan,
+        &StartOptions {
+            wait: verify.timing().wait,
+            settle: verify.timing().settle,
+            floor: ctx.env.proof_floor,
+        },
+    )?;
+    ctx.out.out(&format!(
+        "Host started: pid {}, /health 200 after {} ms, environment verified; log {}",
+        started.pid,
+        started.health_after.as_millis(),
+        stack.log_path().display()
+    ));
+    Ok(ExitStatus::Success)
+}
+
+/// `host stop`: stop the directly started Host (identity-checked); never launchd's.
+fn stop(ctx: &Context) -> anyhow::Result<ExitStatus> {
+    let stack = &ctx.stack;
+    let _lock = ctx.lock_stack("host stop")?;
+    if let Some(job) = launchd_runs_it(ctx)? {
+        return Err(job.refusal(stack).into());
+    }
+    let said = match direct::stop(stack)? {
+        Stopped::NotRunning => "The Host is not running (no pid file).".to_owned(),
+        Stopped::StaleRemoved(rec) => format!(
+            "The Host is not running (pid {} is gone); removed the stale pid file.",
+            rec.pid
+        ),
+        Stopped::ForeignLeftAlone(rec) => format!(
+            "pid {} now belongs to another process, which was not signalled; removed the stale pid file.",
+            rec.pid
+        ),
+        Stopped::Signalled { pid, killed } => format!(
+            "Host stopped (pid {pid}{}).",
+            if killed { ", needed SIGKILL after SIGTERM" } else { "" }
+        ),
+    };
+    ctx.out.out(&said);
+    Ok(ExitStatus::Success)
+}
+
+/// `host status`: exits 0 only for a running Host that verifies, as `status` does.
+fn show_status(ctx: &Context) -> anyhow::Result<ExitStatus> {
+    let (st, why) = status(ctx)?;
+    ctx.out.show(&st, || print_status(ctx, &st, &why));
+    Ok(if st.running && st.verified {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
+fn print_status(ctx: &Context, st: &HostStatus, why: &str) {
+    let stack = &ctx.stack;
+    let under_launchd = st.managed_by == Some(Manager::Launchd);
+    match st.pid {
+        Some(pid) if st.running => ctx.out.out(&format!(
+            "Host running{}: pid {pid}, port {}, /health {}, environment {}",
+            if under_launchd {
+                format!(" under launchd ({})", stack.label)
+            } else {
+                String::new()
+            },
+            st.port.map_or("?".into(), |p| p.to_string()),
+            st.health.map_or("no answer".into(), |h| h.to_string()),
+            if st.verified {
+                "verified"
+            } else {
+                "NOT verified"
+            }
+        )),
+        _ => ctx.out.out(&format!("Host not running ({why})")),
+    }
+    if under_launchd {
+        ctx.out.out(&format!(
+            "  launchd owns this Host: use `oyster agent status|stop|restart --stack {}` (`host stop` would only make KeepAlive start it again)",
+            stack.name
+        ));
+    }
+    if let Some(problem) = st.env_mismatch_text.as_ref().filter(|_| st.running) {
+        ctx.out.out(&format!("  not verified: {problem}"));
+    }
 }
 
 /// What the pid file says (`host status --json` `pid_file`).
@@ -151,7 +163,7 @@ struct HostStatus {
     pid: Option<u32>,
     health: Option<u16>,
     verified: bool,
-    env_proof: Option<&'static str>,
+    env_proof: Option<crate::verify::EnvProof>,
     env_mismatch: Vec<String>,
     pid_file: PidFile,
     pid_path: String,
@@ -163,11 +175,15 @@ struct HostStatus {
 /// The status, and in words why the Host is not running (for people).
 fn status(ctx: &Context) -> anyhow::Result<(HostStatus, String)> {
     let stack = &ctx.stack;
-    // The stack's port as recorded (the running Host's own, below, wins).
-    let recorded = crate::config::ConfigDoc::load(&stack.config_path())
-        .ok()
-        .and_then(|d| d.port())
-        .or(stack.default_port);
+    // The stack's port as recorded (the running Host's own, below, wins). A config that
+    // cannot be read leaves it unknown, said, rather than the default (another Host's port).
+    let recorded = match crate::config::ConfigDoc::load(&stack.config_path()) {
+        Ok(doc) => doc.port().or(stack.default_port),
+        Err(e) => {
+            ctx.out.warn(&format!("the stack's config is broken: {e}"));
+            None
+        }
+    };
     let mut st = HostStatus {
         stack: stack.name.clone(),
         port: recorded,
@@ -191,30 +207,7 @@ fn status(ctx: &Context) -> anyhow::Result<(HostStatus, String)> {
         Owner::Ours(..) => PidFile::Current,
     };
     if let Some(job) = launchd_runs_it(ctx)? {
-        st.managed_by = Some(Manager::Launchd);
-        let installed = crate::host::plist::read_installed(&stack.plist_path());
-        st.port = installed.as_ref().and_then(|i| i.env.port()).or(recorded);
-        if let (Some(pid), Some(inst)) = (job.pid, &installed) {
-            st.running = true;
-            st.pid = Some(pid);
-            st.health = inst
-                .env
-                .port()
-                .and_then(|p| verify::health(p, Duration::from_secs(2)));
-            let floor = verify::ProofFloor::from_env(ctx.env.env_proof.as_deref());
-            let record = crate::host::identity::ExecRecord::read(&stack.exec_record_path());
-            let info = crate::agent::launchctl::Launchctl::locate(&ctx.env)
-                .ok()
-                .and_then(|lc| lc.find_loaded(&stack.label).ok().flatten());
-            match info.map(|(_, info)| {
-                crate::agent::lifecycle::prove_env(pid, &info, &inst.env, record.as_ref(), floor)
-            }) {
-                Some(Ok(proof)) => st.env_proof = Some(proof.as_str()),
-                Some(Err(why)) => st.env_mismatch_text = Some(why),
-                None => {}
-            }
-            st.verified = st.env_proof.is_some() && st.health == Some(200);
-        }
+        launchd_status(ctx, &job, recorded, &mut st);
         let why = format!("launchd has {} loaded, state {}", job.label, job.state);
         return Ok((st, why));
     }
@@ -229,54 +222,85 @@ fn status(ctx: &Context) -> anyhow::Result<(HostStatus, String)> {
             )
         }
         Owner::Ours(rec, live) => {
-            st.managed_by = Some(Manager::Direct);
-            st.running = true;
-            st.pid = Some(rec.pid);
-            st.port = Some(rec.port);
-            st.health = verify::health(rec.port, Duration::from_secs(2));
-            // Compare with what the generator produces now for the same root and node.
-            let args = plan::HostInputs {
-                root: rec.root().map(Into::into),
-                node_bin: Some(rec.node.clone()),
-            };
-            match plan::plan(ctx, &args, Writes::None) {
-                Ok(plan) => {
-                    // The same proofs as `host start`: live, else the launch program's record.
-                    let floor = verify::ProofFloor::from_env(ctx.env.env_proof.as_deref());
-                    let record = crate::host::identity::ExecRecord::read(&stack.exec_record_path());
-                    match verify::prove_live_or_exec(rec.pid, &plan.env, record.as_ref(), floor) {
-                        Ok(Some(p)) => st.env_proof = Some(p.as_str()),
-                        Ok(None) => {
-                            st.env_mismatch_text = Some("the environment is unproven".into())
-                        }
-                        Err(why) => {
-                            record_env(&mut st, Some(&verify::check_env(&live, &plan.env)));
-                            st.env_mismatch_text = Some(why);
-                        }
-                    }
-                    st.verified = st.env_proof.is_some() && st.health == Some(200);
-                }
-                Err(e) => {
-                    st.env_mismatch_text =
-                        Some(format!("could not compute the expected environment: {e:#}"))
-                }
-            }
+            direct_status(ctx, &rec, &live, &mut st);
             "running".to_owned()
         }
     };
     Ok((st, why))
 }
 
-fn record_env(st: &mut HostStatus, check: Option<&verify::EnvCheck>) {
-    match check {
-        Some(verify::EnvCheck::Verified) => st.env_proof = Some("live"),
-        Some(c @ verify::EnvCheck::Mismatch(d)) => {
-            st.env_mismatch = d.iter().map(|(k, _, _)| k.clone()).collect();
-            st.env_mismatch_text = Some(c.describe());
+/// A Host launchd runs: probed against the installed plist and launchd's view.
+fn launchd_status(ctx: &Context, job: &LaunchdJob, recorded: Option<u16>, st: &mut HostStatus) {
+    let stack = &ctx.stack;
+    st.managed_by = Some(Manager::Launchd);
+    let installed = crate::host::plist::read_installed(&stack.plist_path());
+    st.port = installed.as_ref().and_then(|i| i.env.port()).or(recorded);
+    let (Some(pid), Some(inst)) = (job.pid, &installed) else {
+        return;
+    };
+    st.running = true;
+    st.pid = Some(pid);
+    let record = crate::host::identity::ExecRecord::read(&stack.exec_record_path());
+    let launchd = job.info.as_ref().map(|info| probe::LaunchdView {
+        pid: info.pid(),
+        environment: &info.environment,
+    });
+    let p = probe::probe(&probe::Target {
+        pid,
+        port: st.port.unwrap_or(0),
+        env: &inst.env,
+        exec_record: record.as_ref(),
+        launchd,
+        floor: ctx.env.proof_floor,
+        live: None,
+    });
+    record_probe(st, &p);
+}
+
+/// A Host `oyster host start` ran: probed against what the generator produces now for the
+/// same root and node (the same proofs as `host start`).
+fn direct_status(
+    ctx: &Context,
+    rec: &direct::PidRecord,
+    live: &crate::verify::LiveProcess,
+    st: &mut HostStatus,
+) {
+    st.managed_by = Some(Manager::Direct);
+    st.running = true;
+    st.pid = Some(rec.pid);
+    st.port = Some(rec.port);
+    let args = plan::HostInputs {
+        root: rec.root().map(Into::into),
+        node_bin: Some(rec.node.clone()),
+    };
+    match plan::plan(ctx, &args, Writes::None) {
+        Ok(plan) => {
+            let record = crate::host::identity::ExecRecord::read(&ctx.stack.exec_record_path());
+            let p = probe::probe(&probe::Target {
+                pid: rec.pid,
+                port: rec.port,
+                env: &plan.env,
+                exec_record: record.as_ref(),
+                launchd: None,
+                floor: ctx.env.proof_floor,
+                live: Some(live),
+            });
+            record_probe(st, &p);
         }
-        Some(c) => st.env_mismatch_text = Some(c.describe()),
-        None => {}
+        Err(e) => {
+            st.health = crate::verify::health(rec.port, probe::HEALTH_TIMEOUT);
+            st.env_mismatch_text =
+                Some(format!("could not compute the expected environment: {e:#}"));
+        }
     }
+}
+
+fn record_probe(st: &mut HostStatus, p: &probe::Probe) {
+    st.health = p.health;
+    st.env_proof = p.env_proof();
+    st.env_mismatch.clone_from(&p.env_mismatch);
+    st.verified = p.verified();
+    st.env_mismatch_text = p.problem();
 }
 
 /// The stack's LaunchAgent, loaded: launchd owns the Host (and the pid file `host exec`
@@ -286,6 +310,7 @@ struct LaunchdJob {
     domain: String,
     state: String,
     pid: Option<u32>,
+    info: Option<crate::agent::launchctl::PrintInfo>,
 }
 
 impl LaunchdJob {
@@ -318,6 +343,7 @@ fn launchd_runs_it(ctx: &Context) -> anyhow::Result<Option<LaunchdJob>> {
             domain: domain.name.clone(),
             state: info.state().unwrap_or("unknown").to_owned(),
             pid: info.pid().filter(|_| info.running()),
+            info: Some(info),
         }))
 }
 

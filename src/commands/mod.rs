@@ -12,6 +12,7 @@ pub mod setup;
 
 use crate::cli::{AgentCommand, Cli, Command};
 use crate::context::Context;
+use crate::output::Mode;
 use crate::ExitStatus;
 
 /// The packaging helpers, which need no HOME and no stack; `None` for every other command.
@@ -40,6 +41,7 @@ pub fn packaging(cli: &Cli) -> Option<anyhow::Result<ExitStatus>> {
 
 /// Runs one command.
 pub fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitStatus> {
+    ctx.out.set_mode(output_mode(&command));
     match command {
         Command::Completions { .. } | Command::Man { .. } => {
             unreachable!("packaging helpers run before a context exists")
@@ -48,9 +50,9 @@ pub fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitStatus> {
         Command::Config(cmd) => config::run(ctx, cmd),
         Command::Agent(cmd) => agent::run(ctx, cmd),
         Command::Host(cmd) => host::run(ctx, cmd),
-        Command::Doctor { json, probe } => {
+        Command::Doctor { probe, .. } => {
             ctx.announce_overrides();
-            doctor::run(ctx, json, probe)
+            doctor::run(ctx, probe)
         }
         Command::Setup(args) => {
             ctx.announce_overrides();
@@ -68,5 +70,26 @@ pub fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitStatus> {
             agent::run(ctx, AgentCommand::Restart { host, verify })
         }
         Command::List { json } => agent::run(ctx, AgentCommand::List { json }),
+    }
+}
+
+/// The output mode a command's `--json` asks for: the printer knows it, so no command passes
+/// a `json` flag down.
+fn output_mode(command: &Command) -> Mode {
+    use crate::cli::{ConfigCommand, HostCommand, ProvidersCommand};
+    let json = match command {
+        Command::Doctor { json, .. } | Command::Status { json } | Command::List { json } => *json,
+        Command::Agent(AgentCommand::Status { json } | AgentCommand::List { json }) => *json,
+        Command::Host(HostCommand::Status { json }) => *json,
+        Command::Providers(
+            ProvidersCommand::Resolve { json, .. } | ProvidersCommand::Status { json },
+        ) => *json,
+        Command::Config(ConfigCommand::Show { json }) => *json,
+        _ => false,
+    };
+    if json {
+        Mode::Json
+    } else {
+        Mode::Human
     }
 }

@@ -24,7 +24,7 @@ struct Rows {
 
 pub fn run(ctx: &Context, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
     match cmd {
-        ProvidersCommand::Resolve { providers, json } => {
+        ProvidersCommand::Resolve { providers, .. } => {
             let list = registry::lookup_all(&providers)?;
             ctx.announce_overrides();
             let doc = ConfigDoc::load(&ctx.stack.config_path())?;
@@ -32,16 +32,16 @@ pub fn run(ctx: &Context, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
                 .into_iter()
                 .map(|p| doc.status(p, &ctx.search))
                 .collect();
-            show(ctx, &doc, rows, json)
+            show(ctx, &doc, rows)
         }
-        ProvidersCommand::Status { json } => {
+        ProvidersCommand::Status { .. } => {
             ctx.announce_overrides();
             let doc = ConfigDoc::load(&ctx.stack.config_path())?;
             let rows: Vec<_> = registry::PROVIDERS
                 .iter()
                 .map(|p| doc.status(p, &ctx.search))
                 .collect();
-            show(ctx, &doc, rows, json)
+            show(ctx, &doc, rows)
         }
         ProvidersCommand::Set { provider, command } => {
             let p = registry::lookup(&provider)?;
@@ -121,9 +121,9 @@ fn save(
     let r = doc.status(p, &ctx.search);
     let where_ = path.display();
     if changes.is_empty() {
-        crate::say!("{where_}: unchanged");
+        ctx.out.out(&format!("{where_}: unchanged"));
     } else {
-        crate::say!("{where_}: updated");
+        ctx.out.out(&format!("{where_}: updated"));
     }
     let said = match (r.intent, &r.resolved, &r.reason) {
         (Intent::Disabled, _, _) => format!(
@@ -141,7 +141,7 @@ fn save(
             reason.as_deref().unwrap_or("not found")
         ),
     };
-    crate::say!("{}: {said}", p.id);
+    ctx.out.out(&format!("{}: {said}", p.id));
     // A saved manual path that is not an executable stays saved (seed 000: a broken manual
     // command is an actionable unavailable state), but nobody should miss it.
     if let (Intent::Manual, Some(cmd)) = (r.intent, r.command.as_str()) {
@@ -164,38 +164,31 @@ fn refresh_hint(ctx: &Context) {
     if st.plist_path().exists() {
         match crate::host::plan::plan(ctx, &Default::default(), crate::host::plan::Writes::None)
         {
-            Ok(plan) if !plan.plist_changed() => crate::say!(
-                "The LaunchAgent already matches; the Host needs no refresh."
-            ),
-            Ok(_) => crate::say!(
+            Ok(plan) if !plan.plist_changed() => ctx.out.out("The LaunchAgent already matches; the Host needs no refresh."),
+            Ok(_) => ctx.out.out(&format!(
                 "The Host still runs with the old environment: run `oyster agent regenerate --stack {}` to give it the change.",
                 st.name
-            ),
-            Err(e) => crate::say!(
+            )),
+            Err(e) => ctx.out.out(&format!(
                 "Run `oyster agent regenerate --stack {}` to give the Host the change (whether it needs one could not be checked: {e:#}).",
                 st.name
-            ),
+            )),
         }
     } else if st.pid_path().exists() {
-        crate::say!(
+        ctx.out.out(&format!(
             "A directly started Host sees the change after `oyster host stop --stack {}` and `oyster host start --stack {}`.",
             st.name, st.name
-        );
+        ));
     } else {
-        crate::say!(
+        ctx.out.out(&format!(
             "No Host is set up for stack {} yet; `oyster setup` uses the change.",
             st.name
-        );
+        ));
     }
 }
 
-fn show(
-    ctx: &Context,
-    doc: &ConfigDoc,
-    rows: Vec<ProviderStatus>,
-    json: bool,
-) -> anyhow::Result<ExitStatus> {
-    if json {
+fn show(ctx: &Context, doc: &ConfigDoc, rows: Vec<ProviderStatus>) -> anyhow::Result<ExitStatus> {
+    if ctx.out.mode() == crate::output::Mode::Json {
         ctx.out.json(&Rows {
             stack: ctx.stack.name.clone(),
             port: doc.port().or(ctx.stack.default_port),
@@ -223,7 +216,11 @@ fn show(
                 r.intent.as_str()
             ),
         };
-        crate::say!("{:<8} {:<12} {what}", r.provider, r.state.as_str());
+        ctx.out.out(&format!(
+            "{:<8} {:<12} {what}",
+            r.provider,
+            r.state.as_str()
+        ));
     }
     Ok(ExitStatus::Success)
 }

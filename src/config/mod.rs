@@ -73,6 +73,16 @@ impl ConfigError {
     }
 }
 
+impl crate::error::HasKind for ConfigError {
+    fn kind(&self) -> crate::error::Kind {
+        if self.is_invalid_input() {
+            crate::error::Kind::Invalid
+        } else {
+            crate::error::Kind::Failure
+        }
+    }
+}
+
 /// One semantic change made to the document, for output.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {

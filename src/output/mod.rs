@@ -3,5 +3,7 @@
 pub mod audit;
 pub mod printer;
 pub mod redact;
+pub mod report;
 
-pub use printer::{printer, Tone};
+pub use printer::{printer, Mode, Tone};
+pub use report::Reporter;

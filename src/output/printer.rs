@@ -27,8 +27,18 @@ pub enum Tone {
     Dim,
 }
 
+/// What stdout carries for this run: human lines, or one JSON document (`--json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Human,
+    Json,
+}
+
 /// The process-wide printer.
 pub struct Printer {
+    /// Whether this run's stdout is one JSON document (set once by the command layer from the
+    /// command's `--json`).
+    json: AtomicBool,
     home: RwLock<Option<PathBuf>>,
     secrets: RwLock<Vec<String>>,
     color_out: bool,
@@ -44,6 +54,7 @@ pub fn printer() -> &'static Printer {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
             || std::env::var_os("TERM").is_some_and(|t| t == "dumb");
         Printer {
+            json: AtomicBool::new(false),
             home: RwLock::new(None),
             secrets: RwLock::new(vec![]),
             color_out: !no_color && io::stdout().is_terminal(),
@@ -54,6 +65,29 @@ pub fn printer() -> &'static Printer {
 }
 
 impl Printer {
+    /// Sets the output mode for the run (the command layer does, once, from `--json`).
+    pub fn set_mode(&self, mode: Mode) {
+        self.json.store(mode == Mode::Json, Ordering::SeqCst);
+    }
+
+    /// The output mode: commands render a document or human lines by it.
+    pub fn mode(&self) -> Mode {
+        if self.json.load(Ordering::SeqCst) {
+            Mode::Json
+        } else {
+            Mode::Human
+        }
+    }
+
+    /// Prints `doc` as the run's JSON document in JSON mode; else calls `human` to say it in
+    /// lines. One door for every command that has both.
+    pub fn show<T: serde::Serialize>(&self, doc: &T, human: impl FnOnce()) {
+        match self.mode() {
+            Mode::Json => self.json(doc),
+            Mode::Human => human(),
+        }
+    }
+
     /// Sets the home directory shown as `~` in human output.
     pub fn set_home(&self, home: &Path) {
         *self.home.write().unwrap_or_else(|e| e.into_inner()) = Some(home.to_owned());
@@ -121,6 +155,27 @@ impl Printer {
     pub fn out(&self, text: &str) {
         let line = self.human(text);
         self.raw(format!("{line}\n").as_bytes());
+    }
+
+    /// Text shown as the bytes it is (a `--dry-run` diff that must compare and apply): real
+    /// paths, no `~`; known secret values and URL credentials still replaced, control
+    /// characters still escaped. Returns the 1-based numbers of the lines that had something
+    /// redacted, so the caller can say so.
+    pub fn verbatim(&self, text: &str) -> Vec<usize> {
+        let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
+        let mut changed = vec![];
+        let mut shown = String::with_capacity(text.len() + 1);
+        for (n, line) in text.lines().enumerate() {
+            let safe = redact::redact_text(line, None, &secrets);
+            if safe != line {
+                changed.push(n + 1);
+            }
+            shown.push_str(&safe);
+            shown.push('\n');
+        }
+        drop(secrets);
+        self.raw(shown.as_bytes());
+        changed
     }
 
     /// Human text on stdout without a newline (a prompt), flushed.

@@ -40,6 +40,16 @@ impl FsError {
     }
 }
 
+impl crate::error::HasKind for FsError {
+    fn kind(&self) -> crate::error::Kind {
+        if self.is_invalid_input() {
+            crate::error::Kind::Invalid
+        } else {
+            crate::error::Kind::Failure
+        }
+    }
+}
+
 fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> FsError + 'a {
     move |cause| FsError::Io {
         action,

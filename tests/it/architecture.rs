@@ -12,7 +12,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("cli", &["agent", "host", "provider", "setup"]),
     (
         "context",
-        &["host", "config", "provider", "output", "sys", "error"],
+        &[
+            "host", "config", "provider", "verify", "output", "sys", "error",
+        ],
     ),
     (
         "setup",
@@ -24,15 +26,18 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "agent",
         &[
-            "verify", "host", "config", "provider", "context", "sys", "output", "error",
+            "direct", "probe", "verify", "host", "config", "provider", "context", "sys", "output",
+            "error",
         ],
     ),
     (
         "direct",
         &[
-            "verify", "host", "config", "provider", "context", "sys", "output", "error",
+            "probe", "verify", "host", "config", "provider", "context", "sys", "output", "error",
         ],
     ),
+    // The one probe of a live Host: beside verify, below the flows that use it.
+    ("probe", &["verify", "host", "sys", "output", "error"]),
     ("verify", &["host", "sys", "output", "error"]),
     (
         "host",

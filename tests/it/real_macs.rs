@@ -162,7 +162,11 @@ fn a_port_held_by_another_process_is_refused_before_anything_is_written() {
         "{e}"
     );
     assert!(!s.plist().exists(), "nothing was written");
-    assert_eq!(s.status()["loaded"], false);
+    // Refused before anything is written: not even the stack's directory (so it is no stack).
+    assert!(
+        !s.t.home.join(".oysterun-stacks").join(s.name).exists(),
+        "no stack dir"
+    );
     other.kill().unwrap();
     other.wait().unwrap();
     s.t.run(s.args("install")).ok();

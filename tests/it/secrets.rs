@@ -276,8 +276,9 @@ fn planted_secrets_never_appear_in_any_output_log_or_plist() {
         (&["agent", "status", "--json"], 1),
         (&["agent", "list"], 0),
         (&["agent", "list", "--json"], 0),
-        (&["host", "status"], 0),
-        (&["host", "status", "--json"], 0),
+        // `host status` follows the same rule as `status`.
+        (&["host", "status"], 1),
+        (&["host", "status", "--json"], 1),
         (&["logs"], 0),
         (&["config", "show"], 0),
         (&["providers", "status", "--json"], 0),

@@ -1,0 +1,522 @@
+//! What oyster knows about one stack's Host, collected read-only: the installed plist, the
+//! stack's config, launchd's view of the job, a directly started Host, and the live probe
+//! (`probe::probe`). The model ([`AgentStatus`]) is what `agent status --json` prints and
+//! what each row of `agent list --json` holds (docs/json.md); the command layer only renders.
+
+use serde::Serialize;
+
+use crate::agent::launchctl::{JobState, LastExit, Launchctl, PrintInfo};
+use crate::context::Context;
+use crate::direct::{self, Owner, PidRecord};
+use crate::host::identity::ExecRecord;
+use crate::host::plan::{self, Writes};
+use crate::host::plist::{self as agentplist, Installed};
+use crate::probe::{self, LaunchdView, Probe, Target};
+use crate::verify::{EnvProof, LiveProcess};
+
+/// The state of a stack in one word, for people and scripts (docs/json.md `summary`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Summary {
+    /// Running, and verified against the installed plist.
+    Verified,
+    /// Running and verified, started directly (`oyster host start`), not by launchd.
+    Direct,
+    /// Running and verified, but against an installed plist that is not what oyster generates
+    /// now (`oyster agent regenerate` brings it up to date).
+    Stale,
+    /// Running, but `/health` or the environment does not verify.
+    Unverified,
+    /// launchd keeps restarting a Host that dies.
+    CrashLoop,
+    /// Loaded, no Host running (and no crash loop seen).
+    NotRunning,
+    /// Stopped by `oyster agent stop`: not loaded, label disabled, plist kept.
+    Disabled,
+    /// Installed but not loaded (and not disabled).
+    NotLoaded,
+    /// No plist and nothing loaded.
+    NotInstalled,
+    /// launchctl could not be asked, so what launchd does is not known.
+    Unknown,
+}
+
+/// Who wrote an installed plist, from what it runs (`installed_by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InstalledBy {
+    /// It runs `oyster host exec --stack NAME`.
+    Oyster,
+    /// Oysterun's own installer: it runs `run_oysterun_host.sh`.
+    Oysterun,
+    Other,
+}
+
+/// Who runs the Host (`managed_by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Manager {
+    /// The LaunchAgent; `oyster agent …` manages it.
+    Launchd,
+    /// `oyster host start` (the pid file).
+    Direct,
+}
+
+/// `agent status --json` and each row of `agent list --json` (docs/json.md): the four facts
+/// stay separate; numbers are numbers, unknown is `null`, paths are absolute.
+#[derive(Debug, Serialize)]
+pub struct AgentStatus {
+    pub stack: String,
+    pub label: String,
+    pub port: Option<u16>,
+    pub url: Option<String>,
+    pub summary: Summary,
+    pub installed: bool,
+    pub loaded: bool,
+    pub running: bool,
+    pub verified: bool,
+    /// The stack's files cannot be used as they are (a corrupt config, a config dir that is a
+    /// file); `notes` says what and the fix.
+    pub broken: bool,
+    /// launchd has the label disabled (`agent stop`); `null` when launchctl could not be asked.
+    pub disabled: Option<bool>,
+    pub state: Option<String>,
+    pub pid: Option<u32>,
+    pub last_exit_code: Option<i32>,
+    pub last_signal: Option<i32>,
+    pub runs: Option<u32>,
+    pub crash_loop: bool,
+    pub health: Option<u16>,
+    /// How the environment was proven (`live`, `exec`, `launchd`), or `null`.
+    pub env_proof: Option<EnvProof>,
+    /// Generated variables the live process does not have as generated.
+    pub env_mismatch: Vec<String>,
+    pub in_sync: Option<bool>,
+    /// Who wrote the installed plist; `null` when none is installed.
+    pub installed_by: Option<InstalledBy>,
+    /// Who runs the Host; `null` when none runs or when that cannot be known (launchctl could
+    /// not be asked about a stack that has a LaunchAgent).
+    pub managed_by: Option<Manager>,
+    pub plist_path: String,
+    pub log_path: String,
+    pub launchctl: Option<String>,
+    pub launchctl_overridden: bool,
+    pub domain: Option<String>,
+    pub notes: Vec<String>,
+}
+
+/// Everything `agent status` knows about the context's stack. Reads only; prints nothing.
+pub fn collect(ctx: &Context) -> anyhow::Result<AgentStatus> {
+    let installed = agentplist::read_installed(&ctx.stack.plist_path());
+    let mut st = blank(ctx, installed.as_ref());
+    note_broken_files(ctx, &mut st);
+    if installed.is_none() {
+        note_unreadable_plist(ctx, &mut st);
+    }
+    if ctx.stack.run_dir.join("pending").exists() {
+        st.notes.push(format!(
+            "an earlier change was interrupted before it verified; `oyster agent regenerate --stack {}` re-verifies it (and rolls back if it fails)",
+            ctx.stack.name
+        ));
+    }
+    let asked = match Launchctl::locate(&ctx.env) {
+        Err(e) => {
+            st.notes.push(e.to_string());
+            false
+        }
+        Ok(lc) => ask_launchd(ctx, &lc, installed.as_ref(), &mut st),
+    };
+    if st.running {
+        st.managed_by = Some(Manager::Launchd);
+    } else {
+        match direct::owner(&ctx.stack) {
+            Ok(Owner::Ours(rec, live)) => {
+                let known = asked || installed.is_none();
+                direct_host(ctx, (&rec, &live), known, &mut st);
+            }
+            Ok(_) => {}
+            // A pid file that cannot be read (a FIFO, a directory) hides whether a Host runs.
+            Err(e) => {
+                st.broken = true;
+                st.notes.push(format!("broken: {e:#}"));
+            }
+        }
+    }
+    Ok(st)
+}
+
+/// The document before launchd or a live Host was asked: what the files say.
+fn blank(ctx: &Context, installed: Option<&Installed>) -> AgentStatus {
+    let stack = &ctx.stack;
+    // The port the installed Host runs with; else what the config records (or the stack's
+    // default) — never one that needs a root or a node to be found first. A config that
+    // cannot be read leaves it unknown: the default may not be the port it records.
+    let port =
+        installed.and_then(|i| i.env.port()).or_else(|| {
+            match crate::config::ConfigDoc::load(&stack.config_path()) {
+                Ok(doc) => doc.port().or(stack.default_port),
+                Err(_) => None,
+            }
+        });
+    // Only an installed plist can be stale.
+    let in_sync = installed.and_then(|_| {
+        plan::plan(ctx, &Default::default(), Writes::None)
+            .ok()
+            .map(|p| !p.plist_changed())
+    });
+    AgentStatus {
+        stack: stack.name.clone(),
+        label: stack.label.clone(),
+        port,
+        url: port.map(url),
+        summary: Summary::Unknown,
+        installed: installed.is_some(),
+        loaded: false,
+        running: false,
+        verified: false,
+        broken: false,
+        disabled: None,
+        state: None,
+        pid: None,
+        last_exit_code: None,
+        last_signal: None,
+        runs: None,
+        crash_loop: false,
+        health: None,
+        env_proof: None,
+        env_mismatch: vec![],
+        in_sync,
+        installed_by: installed.map(installed_by),
+        managed_by: None,
+        plist_path: stack.plist_path().display().to_string(),
+        log_path: stack.log_path().display().to_string(),
+        launchctl: None,
+        launchctl_overridden: false,
+        domain: None,
+        notes: vec![],
+    }
+}
+
+fn url(port: u16) -> String {
+    format!("http://127.0.0.1:{port}")
+}
+
+/// A stack whose config cannot be read as it is is named broken, with why and the fix: a
+/// status that quietly used the default port instead would describe another Host.
+fn note_broken_files(ctx: &Context, st: &mut AgentStatus) {
+    let stack = &ctx.stack;
+    let dir = &stack.config_dir;
+    if dir.exists() && !dir.is_dir() {
+        st.broken = true;
+        st.notes.push(format!(
+            "broken: the config dir {} is not a directory, so the stack's config.json cannot be read; move it aside (or remove it) and run `oyster setup --stack {}`",
+            dir.display(),
+            stack.name
+        ));
+        return;
+    }
+    if let Err(e) = crate::config::ConfigDoc::load(&stack.config_path()) {
+        st.broken = true;
+        st.notes.push(format!("broken: {e}"));
+    }
+}
+
+/// A plist path that holds something oyster cannot read as a plist (a FIFO, a directory, a
+/// file too large): launchd may still load it at login, so it is named, not taken as "not
+/// installed".
+fn note_unreadable_plist(ctx: &Context, st: &mut AgentStatus) {
+    let path = ctx.stack.plist_path();
+    if path.symlink_metadata().is_err() {
+        return;
+    }
+    if let Err(e) = crate::sys::fs::read_regular(&path, agentplist::MAX_PLIST_BYTES) {
+        st.broken = true;
+        st.notes.push(format!("broken: {e}"));
+    }
+}
+
+/// launchd's view of the job, and the probe of the Host it runs. `false` when launchctl could
+/// not be asked (then the summary says unknown, and a note why).
+fn ask_launchd(
+    ctx: &Context,
+    lc: &Launchctl,
+    installed: Option<&Installed>,
+    st: &mut AgentStatus,
+) -> bool {
+    st.launchctl = Some(lc.path.display().to_string());
+    st.launchctl_overridden = lc.overridden;
+    let looked = (|| -> anyhow::Result<()> {
+        let domain = lc.domain()?;
+        if let Some(n) = &domain.fallback_note {
+            st.notes.push(n.clone());
+        }
+        // `print-disabled` failing leaves it unknown (`null`); it never fails the status.
+        st.disabled = lc
+            .disabled(&domain.name, &ctx.stack.label)
+            .ok()
+            .map(|d| d.unwrap_or(false));
+        // A job loaded in user/<uid> is not visible in gui/<uid>: look in both.
+        let found = lc.find_loaded(&ctx.stack.label)?;
+        st.domain = Some(found.as_ref().map_or(domain.name, |(d, _)| d.clone()));
+        if let Some((_, info)) = found {
+            record_job(ctx, &info, installed, st);
+        }
+        Ok(())
+    })();
+    match looked {
+        Ok(()) => {
+            st.summary = summarize(st);
+            true
+        }
+        // Whether it is loaded is not known: the summary says so.
+        Err(e) => {
+            st.notes.push(format!("launchctl failed: {e:#}"));
+            false
+        }
+    }
+}
+
+/// The loaded job's facts, and the probe of its running Host.
+fn record_job(
+    ctx: &Context,
+    info: &PrintInfo,
+    installed: Option<&Installed>,
+    st: &mut AgentStatus,
+) {
+    st.loaded = true;
+    st.running = info.running();
+    st.state = info.state().map(str::to_owned);
+    st.pid = info.pid();
+    let last = info.last_exit();
+    st.last_exit_code = last.and_then(LastExit::code);
+    st.last_signal = last.and_then(LastExit::signal);
+    st.runs = info.runs();
+    // A clean exit (`agent kill`, the Host's own restart) is throttled too; only a crash
+    // counts (evidence, not the state alone).
+    st.crash_loop = info.successive_crashes().is_some_and(|n| n > 0)
+        || (info.job_state() == JobState::SpawnScheduled && last.is_some_and(LastExit::failed));
+    let Some(pid) = info.pid().filter(|_| st.running) else {
+        return;
+    };
+    let Some((inst, port)) = installed.and_then(|i| Some((i, i.env.port()?))) else {
+        return;
+    };
+    let record = ExecRecord::read(&ctx.stack.exec_record_path());
+    let p = probe::probe(&Target {
+        pid,
+        port,
+        env: &inst.env,
+        exec_record: record.as_ref(),
+        launchd: Some(LaunchdView {
+            pid: info.pid(),
+            environment: &info.environment,
+        }),
+        floor: ctx.env.proof_floor,
+        live: None,
+    });
+    record_probe(st, &p);
+}
+
+fn record_probe(st: &mut AgentStatus, p: &Probe) {
+    st.health = p.health;
+    st.env_proof = p.env_proof();
+    st.env_mismatch.clone_from(&p.env_mismatch);
+    st.verified = p.verified();
+    if let Err(why) = &p.env {
+        st.notes.push(why.clone());
+    }
+}
+
+/// A Host the pid file names as this stack's: started by `oyster host start`, or — under
+/// launchd — by the launch program launchd ran. `known` says whether launchd was asked (or
+/// the stack has no LaunchAgent): only then is such a Host known to be direct.
+fn direct_host(
+    ctx: &Context,
+    (rec, live): (&PidRecord, &LiveProcess),
+    known: bool,
+    st: &mut AgentStatus,
+) {
+    st.running = true;
+    st.pid = Some(rec.pid);
+    st.port = Some(rec.port);
+    st.url = Some(url(rec.port));
+    let args = plan::HostInputs {
+        root: rec.root().map(Into::into),
+        node_bin: Some(rec.node.clone()),
+    };
+    match plan::plan(ctx, &args, Writes::None) {
+        Ok(plan) => {
+            let record = ExecRecord::read(&ctx.stack.exec_record_path());
+            let p = probe::probe(&Target {
+                pid: rec.pid,
+                port: rec.port,
+                env: &plan.env,
+                exec_record: record.as_ref(),
+                launchd: None,
+                floor: ctx.env.proof_floor,
+                live: Some(live),
+            });
+            record_probe(st, &p);
+        }
+        Err(e) => {
+            st.health = crate::verify::health(rec.port, probe::HEALTH_TIMEOUT);
+            st.notes
+                .push(format!("could not compute the expected environment: {e:#}"));
+        }
+    }
+    if !known {
+        // launchd's own Host writes the same pid file (`host exec` writes it): without
+        // launchctl, who runs it is not known, and the advice must not be `host stop`.
+        st.summary = Summary::Unknown;
+        st.notes.push(format!(
+            "launchctl could not be asked, so whether launchd (the LaunchAgent) or `oyster host start` runs this Host (pid {}) is not known",
+            rec.pid
+        ));
+        return;
+    }
+    st.managed_by = Some(Manager::Direct);
+    st.summary = if st.verified {
+        Summary::Direct
+    } else {
+        Summary::Unverified
+    };
+    st.notes.push(format!(
+        "started directly (`oyster host start`): `oyster host stop --stack {}` stops it",
+        ctx.stack.name
+    ));
+}
+
+/// Who wrote an installed plist, from what it runs.
+fn installed_by(inst: &Installed) -> InstalledBy {
+    let args: Vec<&str> = inst.program_arguments.iter().map(String::as_str).collect();
+    if inst.oysterun_runner().is_some() {
+        InstalledBy::Oysterun
+    } else if args.len() == 5 && args[1..4] == ["host", "exec", "--stack"] {
+        InstalledBy::Oyster
+    } else {
+        InstalledBy::Other
+    }
+}
+
+fn summarize(st: &AgentStatus) -> Summary {
+    match (st.installed, st.loaded) {
+        (_, true) if st.running && st.verified && st.in_sync == Some(false) => Summary::Stale,
+        (_, true) if st.running && st.verified => Summary::Verified,
+        (_, true) if st.running => Summary::Unverified,
+        (_, true) if st.crash_loop => Summary::CrashLoop,
+        (_, true) => Summary::NotRunning,
+        (true, false) if st.disabled == Some(true) => Summary::Disabled,
+        (true, false) => Summary::NotLoaded,
+        (false, false) => Summary::NotInstalled,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn st() -> AgentStatus {
+        AgentStatus {
+            stack: "s".into(),
+            label: "com.oysterun.host.s".into(),
+            port: Some(1),
+            url: None,
+            summary: Summary::Unknown,
+            installed: true,
+            loaded: true,
+            running: true,
+            verified: true,
+            broken: false,
+            disabled: Some(false),
+            state: None,
+            pid: Some(7),
+            last_exit_code: None,
+            last_signal: None,
+            runs: None,
+            crash_loop: false,
+            health: Some(200),
+            env_proof: Some(EnvProof::Live),
+            env_mismatch: vec![],
+            in_sync: Some(true),
+            installed_by: Some(InstalledBy::Oyster),
+            managed_by: None,
+            plist_path: String::new(),
+            log_path: String::new(),
+            launchctl: None,
+            launchctl_overridden: false,
+            domain: None,
+            notes: vec![],
+        }
+    }
+
+    #[test]
+    fn the_summary_keeps_the_facts_apart_in_one_word() {
+        assert_eq!(summarize(&st()), Summary::Verified);
+        let stale = AgentStatus {
+            in_sync: Some(false),
+            ..st()
+        };
+        assert_eq!(summarize(&stale), Summary::Stale);
+        let sick = AgentStatus {
+            verified: false,
+            ..st()
+        };
+        assert_eq!(summarize(&sick), Summary::Unverified);
+        let looping = AgentStatus {
+            running: false,
+            crash_loop: true,
+            ..st()
+        };
+        assert_eq!(summarize(&looping), Summary::CrashLoop);
+        let down = AgentStatus {
+            running: false,
+            ..st()
+        };
+        assert_eq!(summarize(&down), Summary::NotRunning);
+        let stopped = AgentStatus {
+            loaded: false,
+            running: false,
+            disabled: Some(true),
+            ..st()
+        };
+        assert_eq!(summarize(&stopped), Summary::Disabled);
+        // Disabled unknown (print-disabled failed) is not "stopped on purpose".
+        let unknown = AgentStatus {
+            disabled: None,
+            ..stopped
+        };
+        assert_eq!(summarize(&unknown), Summary::NotLoaded);
+        let none = AgentStatus {
+            installed: false,
+            loaded: false,
+            running: false,
+            ..st()
+        };
+        assert_eq!(summarize(&none), Summary::NotInstalled);
+    }
+
+    #[test]
+    fn the_json_words_of_the_kinds_stay_as_documented() {
+        let v = serde_json::to_value(AgentStatus {
+            managed_by: Some(Manager::Direct),
+            installed_by: Some(InstalledBy::Oysterun),
+            summary: Summary::CrashLoop,
+            ..st()
+        })
+        .unwrap();
+        assert_eq!(
+            (
+                &v["managed_by"],
+                &v["installed_by"],
+                &v["summary"],
+                &v["env_proof"]
+            ),
+            (
+                &"direct".into(),
+                &"oysterun".into(),
+                &"crash_loop".into(),
+                &"live".into()
+            )
+        );
+    }
+}

@@ -1,0 +1,33 @@
+//! `oyster agent install`: write the plist and load it (or, with `--no-start`, only write it).
+
+use super::preflight::{self, Launchd};
+use crate::cli::{HostArgs, VerifyArgs};
+use crate::context::Context;
+use crate::output::audit::Action;
+use crate::ExitStatus;
+
+pub fn run(
+    ctx: &Context,
+    host: &HostArgs,
+    no_start: bool,
+    verify: VerifyArgs,
+) -> anyhow::Result<ExitStatus> {
+    let launchd = if no_start {
+        Launchd::NotNeeded
+    } else {
+        Launchd::Required
+    };
+    preflight::run(ctx, "agent install", host, launchd, |p| {
+        let Some(Ok(agent)) = p.agent else {
+            preflight::write_only(ctx, &p.plan, p.lock)?;
+            ctx.out.out(&format!(
+                "Not started (--no-start): launchd starts it at the next login, or run `oyster agent restart --stack {}`.",
+                ctx.stack.name
+            ));
+            return Ok(ExitStatus::Success);
+        };
+        let outcome = agent.apply(&p.plan, Action::Install, false, verify.timing())?;
+        preflight::report(ctx, &p.plan, &outcome);
+        Ok(ExitStatus::Success)
+    })
+}

@@ -1,0 +1,20 @@
+//! `oyster agent kill`: SIGTERM to the running Host only; KeepAlive starts it again.
+
+use super::preflight;
+use crate::agent::lifecycle::Agent;
+use crate::context::Context;
+use crate::ExitStatus;
+
+pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
+    preflight::require_known(ctx)?;
+    let lock = ctx.lock_stack("agent kill")?;
+    let agent = Agent::new(ctx, &lock)?;
+    let k = agent.kill()?;
+    ctx.out.out(&format!(
+        "Sent SIGTERM to the Host (pid {}){}; launchd starts it again (KeepAlive; a Host that ran less than 10 s waits out the throttle). `oyster agent status --stack {}` shows the new pid.",
+        k.pid,
+        if k.exited { ", which exited" } else { ", which is still shutting down" },
+        ctx.stack.name
+    ));
+    Ok(ExitStatus::Success)
+}

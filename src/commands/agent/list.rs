@@ -1,0 +1,124 @@
+//! `oyster agent list` (and `oyster list`): one row per stack found on disk, like `brew
+//! services list`. A stack whose files are broken is marked and named, with the fix.
+
+use serde::Serialize;
+
+use super::status::tone;
+use crate::agent::status::{self as model, AgentStatus, Summary};
+use crate::context::Context;
+use crate::output::Tone;
+use crate::ExitStatus;
+
+/// `agent list --json`.
+#[derive(Serialize)]
+struct List {
+    stacks: Vec<AgentStatus>,
+}
+
+const HEAD: [&str; 10] = [
+    "STACK",
+    "LABEL",
+    "PORT",
+    "INSTALLED",
+    "LOADED",
+    "RUNNING",
+    "VERIFIED",
+    "PROOF",
+    "EXIT",
+    "LOG",
+];
+
+pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
+    let mut rows = vec![];
+    for name in crate::host::stack::discover(&ctx.env.stack_env()) {
+        let sub = if name == ctx.stack.name {
+            None
+        } else {
+            Some(ctx.for_stack(&name)?)
+        };
+        rows.push(model::collect(sub.as_ref().unwrap_or(ctx))?);
+    }
+    if ctx.out.mode() == crate::output::Mode::Json {
+        ctx.out.json(&List { stacks: rows });
+        return Ok(ExitStatus::Success);
+    }
+    if rows.is_empty() {
+        ctx.out
+            .out("No Oysterun stack on this machine yet; `oyster setup` sets one up.");
+        return Ok(ExitStatus::Success);
+    }
+    print_table(ctx, &rows);
+    for r in rows.iter().filter(|r| r.broken) {
+        for n in r.notes.iter().filter(|n| n.starts_with("broken: ")) {
+            ctx.out.out_toned(Tone::Fail, &format!("{}: {n}", r.stack));
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+fn cells(r: &AgentStatus) -> [String; 10] {
+    let yn = |b: bool| if b { "yes" } else { "no" }.to_owned();
+    [
+        // A broken stack is marked where the eye starts reading.
+        if r.broken {
+            format!("{} (broken)", r.stack)
+        } else {
+            r.stack.clone()
+        },
+        r.label.clone(),
+        r.port.map_or_else(|| "-".into(), |p| p.to_string()),
+        yn(r.installed),
+        match (r.loaded, r.disabled) {
+            (true, _) => "yes".into(),
+            (false, Some(true)) => "disabled".into(),
+            (false, _) => "no".into(),
+        },
+        match (r.pid.filter(|_| r.running), r.crash_loop) {
+            (Some(pid), _) => format!("pid {pid}"),
+            (None, true) => "crash loop".into(),
+            (None, false) => "no".into(),
+        },
+        if r.summary == Summary::Stale {
+            "yes (stale)".to_owned()
+        } else {
+            yn(r.verified)
+        },
+        r.env_proof.map_or("-", |p| p.as_str()).to_owned(),
+        match (r.last_exit_code, r.last_signal) {
+            (Some(c), _) => c.to_string(),
+            (_, Some(s)) => format!("signal {s}"),
+            _ => "-".into(),
+        },
+        r.log_path.clone(),
+    ]
+}
+
+fn print_table(ctx: &Context, rows: &[AgentStatus]) {
+    let table: Vec<[String; 10]> = rows.iter().map(cells).collect();
+    let mut widths = HEAD.map(str::len);
+    for row in &table {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        cells
+            .iter()
+            .zip(widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect::<Vec<_>>()
+            .join("  ")
+            .trim_end()
+            .to_owned()
+    };
+    ctx.out.out_toned(Tone::Heading, &line(HEAD.to_vec()));
+    for (row, r) in table.iter().zip(rows) {
+        let text = line(row.iter().map(String::as_str).collect());
+        let t = if r.broken {
+            Tone::Fail
+        } else {
+            tone(r.summary)
+        };
+        ctx.out.out_toned(t, &text);
+    }
+}

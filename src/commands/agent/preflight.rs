@@ -1,0 +1,262 @@
+//! The one preflight chain of the verbs that write and load the plist (`install`,
+//! `regenerate`, `restart`, `start`), in one order:
+//!
+//! interrupt guard → refuse a port another process holds (before anything is created) → the
+//! stack's lifecycle lock → refuse a special Host log → locate launchd (`Agent::new`) → refuse
+//! a directly started Host → the config sync and plan → the verb's own step (apply) → report.
+//!
+//! Everything that can refuse does so before the config sync writes anything: a refused verb
+//! leaves no `config.json` and no stack directory behind.
+
+use crate::agent::launchctl::Launchctl;
+use crate::agent::lifecycle::{Agent, EnvProof, Outcome};
+use crate::cli::HostArgs;
+use crate::context::Context;
+use crate::direct::Owner;
+use crate::error::Failed;
+use crate::host::plan::{self, Plan, Writes};
+use crate::host::plist as agentplist;
+use crate::output::Tone;
+use crate::sys::fs::Lock;
+use crate::sys::signal::InterruptGuard;
+
+/// How much of launchd a verb needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launchd {
+    /// It loads the job: launchctl must be usable (said before anything is written).
+    Required,
+    /// It reloads when it can (`regenerate`): a launchctl variable set wrong is refused, one
+    /// that is missing or switched off leaves the verb to write the plist only.
+    Optional,
+    /// It only writes the plist (`install --no-start`, `regenerate --no-restart`).
+    NotNeeded,
+}
+
+/// What the chain hands the verb's own step.
+pub struct Prepared<'a> {
+    pub lock: &'a Lock,
+    pub plan: Plan,
+    /// The launchd side; `Err` (why) when [`Launchd::Optional`] found none, `None` for
+    /// [`Launchd::NotNeeded`].
+    pub agent: Option<anyhow::Result<Agent<'a>>>,
+}
+
+/// Runs the preflight chain for `verb` (as the user typed it, for the lock's holder line),
+/// then `step` with what it prepared.
+pub fn run<T>(
+    ctx: &Context,
+    verb: &str,
+    host: &HostArgs,
+    launchd: Launchd,
+    step: impl FnOnce(Prepared<'_>) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    let _guard = InterruptGuard::install();
+    refuse_held_port(ctx)?;
+    let lock = ctx.lock_stack(verb)?;
+    ctx.stack.refuse_special_log()?;
+    let agent = match launchd {
+        Launchd::Required => Some(Ok(Agent::new(ctx, &lock)?)),
+        Launchd::Optional => {
+            // A launchctl variable set wrong is invalid input (exit 2), refused before anything
+            // is written; only one that is absent or switched off falls back.
+            if let Err(e) = Launchctl::locate(&ctx.env) {
+                if e.is_invalid_input() {
+                    return Err(e.into());
+                }
+            }
+            Some(Agent::new(ctx, &lock))
+        }
+        Launchd::NotNeeded => None,
+    };
+    // Only a verb that can load the job could start a second Host.
+    if matches!(agent, Some(Ok(_))) {
+        refuse_direct_host(ctx)?;
+    }
+    let plan = plan::plan(ctx, &host.inputs(), Writes::Sync(&lock))?;
+    crate::config::report(&ctx.stack.config_path(), &plan.changes);
+    step(Prepared {
+        lock: &lock,
+        plan,
+        agent,
+    })
+}
+
+/// The port the verb will load the Host on: `--port`, else what the config records, else the
+/// stack's default. `None` when it is not known yet (the plan then says why).
+fn intended_port(ctx: &Context) -> Option<u16> {
+    // A config that cannot be read is the plan's to report (with its fix), not a port check's.
+    ctx.port.or_else(|| {
+        crate::config::ConfigDoc::load(&ctx.stack.config_path())
+            .ok()
+            .map(|d| d.port().or(ctx.stack.default_port))?
+    })
+}
+
+/// This stack's own running Host, whoever runs it: the port it holds is not "another's".
+fn current_host_pid(ctx: &Context) -> Option<u32> {
+    let launchd = Launchctl::locate(&ctx.env)
+        .ok()
+        .and_then(|lc| lc.find_loaded(&ctx.stack.label).ok().flatten())
+        .and_then(|(_, info)| info.pid());
+    launchd.or_else(|| match crate::direct::owner(&ctx.stack) {
+        Ok(Owner::Ours(rec, _)) => Some(rec.pid),
+        _ => None,
+    })
+}
+
+/// Refuses, before anything is written or created, a port held by a process that is not this
+/// stack's current Host, naming it (and its stack, when it is another oyster stack). The
+/// lifecycle checks again under the lock, just before it loads.
+pub fn refuse_held_port(ctx: &Context) -> anyhow::Result<()> {
+    let Some(port) = intended_port(ctx) else {
+        return Ok(());
+    };
+    let holder = match crate::probe::foreign_listener(port, || current_host_pid(ctx)) {
+        Ok(h) => h,
+        Err(e) => {
+            ctx.out
+                .note(&format!("could not list who listens on port {port}: {e}"));
+            return Ok(());
+        }
+    };
+    let Some(h) = holder else {
+        return Ok(());
+    };
+    let stack = h
+        .stack
+        .map_or(String::new(), |s| format!(", oyster stack {s}"));
+    Err(Failed::new(
+        format!(
+            "port {port} is already held by pid {} ({}{stack}); the Host of stack {} could not listen there. Nothing was written",
+            h.pid, h.name, ctx.stack.name
+        ),
+        format!(
+            "stop that process (or give stack {} another port with --port), then run again",
+            ctx.stack.name
+        ),
+    )
+    .into())
+}
+
+/// The LaunchAgent must not start a second Host beside a directly started one of the same
+/// stack (as `host start` refuses the other way round).
+pub fn refuse_direct_host(ctx: &Context) -> anyhow::Result<()> {
+    let Owner::Ours(rec, _) = crate::direct::owner(&ctx.stack)? else {
+        return Ok(());
+    };
+    // `host exec` writes the pid file under launchd too: launchd's own Host is not direct.
+    let launchd_pid = Launchctl::locate(&ctx.env)
+        .ok()
+        .and_then(|lc| lc.find_loaded(&ctx.stack.label).ok().flatten())
+        .and_then(|(_, info)| info.pid());
+    if launchd_pid == Some(rec.pid) {
+        return Ok(());
+    }
+    Err(Failed::new(
+        format!(
+            "the Host of stack {} runs directly (pid {}, from `oyster host start`)",
+            ctx.stack.name, rec.pid
+        ),
+        format!(
+            "stop it with `oyster host stop --stack {}` first",
+            ctx.stack.name
+        ),
+    )
+    .into())
+}
+
+/// Writes the plist without loading it, and says so.
+pub fn write_only(ctx: &Context, plan: &Plan, lock: &Lock) -> anyhow::Result<()> {
+    let path = ctx.stack.plist_path();
+    let wrote = agentplist::write(lock, &path, &plan.plist, &ctx.stack.log_dir)?;
+    ctx.reporter().line(&format!(
+        "{}: {}",
+        path.display(),
+        if wrote { "written" } else { "unchanged" }
+    ));
+    Ok(())
+}
+
+/// The report of a verified load or restart.
+pub fn report(ctx: &Context, plan: &Plan, outcome: &Outcome) {
+    let how = match (outcome.reloaded, outcome.was_loaded) {
+        (true, true) => "reloaded (bootout, bootstrap)",
+        (true, false) => "loaded (bootstrap)",
+        (false, _) => "running",
+    };
+    let proof = match outcome.verified.env_proof {
+        EnvProof::Live => "live environment matches (read from the kernel)",
+        EnvProof::Exec => {
+            "environment proven by the launch program's own record (the kernel hides the live one)"
+        }
+        EnvProof::Launchd => {
+            "environment proven by launchd's loaded definition (the kernel hides the live one)"
+        }
+    };
+    ctx.out.out_toned(
+        Tone::Ok,
+        &format!(
+            "Host verified: {} {how}, pid {}, /health 200 after {} ms, {proof}.",
+            ctx.stack.label,
+            outcome.verified.pid,
+            outcome.verified.health_after.as_millis()
+        ),
+    );
+    ctx.out.out(&format!(
+        "  url: http://127.0.0.1:{}  env_proof: {}",
+        plan.port,
+        outcome.verified.env_proof.as_str()
+    ));
+    ctx.out.out(&format!(
+        "  PATH={}",
+        plan.env.get(crate::host::launchenv::PATH).unwrap_or("")
+    ));
+}
+
+/// A custom stack with nothing on disk is a typo until proven otherwise (exit 2, naming the
+/// stacks that exist); production and staging always exist.
+pub fn require_known(ctx: &Context) -> Result<(), crate::error::Invalid> {
+    crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())
+}
+
+/// Whether the stack has a plist, or a job loaded in either domain (read-only).
+pub fn is_installed(ctx: &Context) -> anyhow::Result<bool> {
+    if ctx.stack.plist_path().exists() {
+        return Ok(true);
+    }
+    let lc = Launchctl::locate(&ctx.env)?;
+    Ok(lc.find_loaded(&ctx.stack.label)?.is_some())
+}
+
+/// For a stack whose Host was started directly (no LaunchAgent): the `host` command to use.
+pub fn direct_instead(ctx: &Context, verb: &str) -> Option<Failed> {
+    let Owner::Ours(rec, _) = crate::direct::owner(&ctx.stack).ok()? else {
+        return None;
+    };
+    let host_verb = if verb == "stop" {
+        "stop"
+    } else {
+        "stop` then `oyster host start"
+    };
+    Some(Failed::new(
+        format!(
+            "the Host of stack {} was started directly (pid {}, `oyster host start`), not by a LaunchAgent, so there is nothing to {verb} in launchd",
+            ctx.stack.name, rec.pid
+        ),
+        format!("`oyster host {host_verb} --stack {}`", ctx.stack.name),
+    ))
+}
+
+pub fn not_installed(ctx: &Context, verb: &str) -> Failed {
+    Failed::new(
+        format!(
+            "the LaunchAgent {} is not installed ({} does not exist), so there is nothing to {verb}",
+            ctx.stack.label,
+            ctx.stack.plist_path().display()
+        ),
+        format!(
+            "`oyster agent install --stack {}` installs it (or `oyster setup --stack {}`)",
+            ctx.stack.name, ctx.stack.name
+        ),
+    )
+}

@@ -1,0 +1,120 @@
+//! `oyster agent regenerate`: rewrite the plist from what oyster generates now and reload the
+//! job when it changed (`--no-restart`: write only; `--dry-run`: show the diff, write nothing).
+
+use super::preflight::{self, Launchd, Prepared};
+use crate::cli::{HostArgs, VerifyArgs};
+use crate::context::Context;
+use crate::host::plan::{self, Plan, Writes};
+use crate::output::audit::Action;
+use crate::ExitStatus;
+
+pub fn run(
+    ctx: &Context,
+    host: &HostArgs,
+    no_restart: bool,
+    dry_run: bool,
+    verify: VerifyArgs,
+) -> anyhow::Result<ExitStatus> {
+    if dry_run {
+        let plan = plan::plan(ctx, &host.inputs(), Writes::None)?;
+        return show_diff(ctx, &plan);
+    }
+    let launchd = if no_restart {
+        Launchd::NotNeeded
+    } else {
+        Launchd::Optional
+    };
+    preflight::run(ctx, "agent regenerate", host, launchd, |p| {
+        reload_if_needed(ctx, p, verify)
+    })
+}
+
+/// Reloads the job when the definition changed (or an earlier run is pending); leaves an
+/// unchanged running Host alone; only writes the plist when launchd is not there.
+fn reload_if_needed(
+    ctx: &Context,
+    p: Prepared<'_>,
+    verify: VerifyArgs,
+) -> anyhow::Result<ExitStatus> {
+    let stack = &ctx.stack;
+    let agent = match p.agent {
+        None => return preflight::write_only(ctx, &p.plan, p.lock).map(|()| ExitStatus::Success),
+        Some(Err(e)) => {
+            preflight::write_only(ctx, &p.plan, p.lock)?;
+            ctx.out.out(&format!("Not reloaded: {e:#}"));
+            return Ok(ExitStatus::Success);
+        }
+        Some(Ok(agent)) => agent,
+    };
+    match agent.print()? {
+        // Not loaded and no run pending: nothing to restart. A pending marker means a run was
+        // killed between bootout and bootstrap: finish (or roll back) its change.
+        None if !agent.pending() => {
+            preflight::write_only(ctx, &p.plan, p.lock)?;
+            // A stopped agent is started again; one never loaded is installed.
+            let verb = if agent.lc.is_disabled_in(&agent.domain.name, &stack.label) {
+                "start"
+            } else {
+                "install"
+            };
+            ctx.out.out(&format!(
+                "The LaunchAgent is not loaded; `oyster agent {verb} --stack {}` loads it.",
+                stack.name
+            ));
+        }
+        Some(info)
+            if !p.plan.plist_changed()
+                && agent.loaded_matches(&info, &p.plan)
+                && !agent.pending() =>
+        {
+            ctx.out.out(&format!(
+                "{}: unchanged; the running Host is left alone.",
+                stack.plist_path().display()
+            ));
+        }
+        _ => {
+            let outcome = agent.apply(&p.plan, Action::Regenerate, false, verify.timing())?;
+            preflight::report(ctx, &p.plan, &outcome);
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// `--dry-run`: what would change in the config, and the plist diff.
+fn show_diff(ctx: &Context, plan: &Plan) -> anyhow::Result<ExitStatus> {
+    let path = ctx.stack.plist_path();
+    for c in &plan.changes {
+        ctx.out.err(&format!("would change config: {c}"));
+    }
+    if !plan.plist_changed() {
+        ctx.out.out(&format!("{}: unchanged", path.display()));
+        return Ok(ExitStatus::Success);
+    }
+    let old = plan
+        .installed
+        .as_ref()
+        .map(|i| String::from_utf8_lossy(&i.bytes).into_owned())
+        .unwrap_or_default();
+    let new = String::from_utf8_lossy(&plan.plist);
+    let shown = path.display().to_string();
+    let diff = similar::TextDiff::from_lines(old.as_str(), new.as_ref());
+    let text = diff
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a{shown}"), &format!("b{shown}"))
+        .to_string();
+    // Real paths and bytes, so the diff can be compared and applied; through the printer all
+    // the same, so a secret a user added to the plist by hand is redacted here too — and said.
+    let redacted = ctx.out.verbatim(text.trim_end_matches('\n'));
+    if !redacted.is_empty() {
+        let lines: Vec<String> = redacted.iter().map(usize::to_string).collect();
+        ctx.out.note(&format!(
+            "{} line{} of this diff {} not shown verbatim (secret values as <redacted>, control characters escaped): line {}; the diff cannot be applied as it is",
+            redacted.len(),
+            if redacted.len() == 1 { "" } else { "s" },
+            if redacted.len() == 1 { "is" } else { "are" },
+            lines.join(", ")
+        ));
+    }
+    Ok(ExitStatus::Success)
+}

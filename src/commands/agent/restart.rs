@@ -1,0 +1,32 @@
+//! `oyster agent restart` (and `oyster restart`): regenerate as install does, then restart the
+//! job gracefully (or reload it when the definition changed), and verify.
+
+use super::preflight::{self, Launchd};
+use crate::agent::launchctl::Launchctl;
+use crate::cli::{HostArgs, VerifyArgs};
+use crate::context::Context;
+use crate::output::audit::Action;
+use crate::ExitStatus;
+
+pub fn run(ctx: &Context, host: &HostArgs, verify: VerifyArgs) -> anyhow::Result<ExitStatus> {
+    preflight::require_known(ctx)?;
+    // Said first, before anything is created: nothing about the root or node matters for a
+    // job that is not there.
+    if !ctx.stack.plist_path().exists() {
+        if let Some(direct) = preflight::direct_instead(ctx, "restart") {
+            return Err(direct.into());
+        }
+        let lc = Launchctl::locate(&ctx.env)?;
+        if lc.find_loaded(&ctx.stack.label)?.is_none() {
+            return Err(preflight::not_installed(ctx, "restart").into());
+        }
+    }
+    preflight::run(ctx, "agent restart", host, Launchd::Required, |p| {
+        let Some(Ok(agent)) = p.agent else {
+            unreachable!("Launchd::Required returns the agent or fails")
+        };
+        let outcome = agent.apply(&p.plan, Action::Restart, true, verify.timing())?;
+        preflight::report(ctx, &p.plan, &outcome);
+        Ok(ExitStatus::Success)
+    })
+}

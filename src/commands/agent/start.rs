@@ -1,0 +1,24 @@
+//! `oyster agent start` (and `oyster start`): enable the label, regenerate the plist as install
+//! does, load and verify — it undoes `stop` exactly.
+
+use super::preflight::{self, Launchd};
+use crate::cli::StartArgs;
+use crate::context::Context;
+use crate::output::audit::Action;
+use crate::ExitStatus;
+
+pub fn run(ctx: &Context, args: &StartArgs) -> anyhow::Result<ExitStatus> {
+    preflight::require_known(ctx)?;
+    if !preflight::is_installed(ctx)? {
+        return Err(preflight::not_installed(ctx, "start").into());
+    }
+    preflight::run(ctx, "agent start", &args.host, Launchd::Required, |p| {
+        let Some(Ok(agent)) = p.agent else {
+            unreachable!("Launchd::Required returns the agent or fails")
+        };
+        agent.enable(Action::Start)?;
+        let outcome = agent.apply(&p.plan, Action::Start, false, args.verify.timing())?;
+        preflight::report(ctx, &p.plan, &outcome);
+        Ok(ExitStatus::Success)
+    })
+}

@@ -1,0 +1,162 @@
+//! `oyster agent status` (and `oyster status`): renders the domain's `AgentStatus`; exits 1
+//! unless the Host is verified.
+
+use super::preflight;
+use crate::agent::status::{self as model, AgentStatus, InstalledBy, Summary};
+use crate::context::Context;
+use crate::output::Tone;
+use crate::ExitStatus;
+
+pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
+    preflight::require_known(ctx)?;
+    let st = model::collect(ctx)?;
+    ctx.out.show(&st, || print(ctx, &st));
+    Ok(if st.verified {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
+/// The summary in words.
+pub fn words(s: Summary) -> &'static str {
+    match s {
+        Summary::Verified => "running, verified",
+        Summary::Direct => "running (started directly), verified",
+        Summary::Stale => "running, verified against a stale plist (run `oyster agent regenerate`)",
+        Summary::Unverified => "running, NOT verified",
+        Summary::CrashLoop => "crash loop",
+        Summary::NotRunning => "loaded, not running",
+        Summary::Disabled => "stopped (disabled)",
+        Summary::NotLoaded => "installed, not loaded",
+        Summary::NotInstalled => "not installed",
+        Summary::Unknown => "unknown (launchctl could not be asked)",
+    }
+}
+
+/// How a summary is marked on a terminal.
+pub fn tone(s: Summary) -> Tone {
+    match s {
+        Summary::Verified | Summary::Direct => Tone::Ok,
+        Summary::Stale | Summary::Disabled | Summary::NotInstalled | Summary::Unknown => Tone::Warn,
+        _ => Tone::Fail,
+    }
+}
+
+fn yn(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+fn print(ctx: &Context, st: &AgentStatus) {
+    let out = ctx.out;
+    out.out_toned(Tone::Heading, &format!("{} (stack {})", st.label, st.stack));
+    out.out_toned(
+        tone(st.summary),
+        &format!("  status:    {}", words(st.summary)),
+    );
+    if let Some(url) = &st.url {
+        out.out(&format!("  url:       {url}"));
+    }
+    out.out(&format!(
+        "  installed: {} ({})",
+        yn(st.installed),
+        st.plist_path
+    ));
+    out.out(&format!("  loaded:    {}", loaded_words(st)));
+    print_running(ctx, st);
+    print_plist_warnings(ctx, st);
+    out.out(&format!("  log:       {}", st.log_path));
+    if let Some(lc) = &st.launchctl {
+        let how = if st.launchctl_overridden {
+            " (from OYSTER_LAUNCHCTL)"
+        } else {
+            ""
+        };
+        out.out(&format!("  launchctl: {lc}{how}"));
+    }
+    for n in &st.notes {
+        if st.broken && n.starts_with("broken: ") {
+            out.out_toned(Tone::Fail, &format!("  {n}"));
+        } else {
+            out.out(&format!("  note: {n}"));
+        }
+    }
+}
+
+fn loaded_words(st: &AgentStatus) -> String {
+    match (st.loaded, st.summary) {
+        (false, Summary::Disabled) => format!(
+            "no: stopped, and disabled so it stays stopped at login; `oyster agent start --stack {}` starts it",
+            st.stack
+        ),
+        (false, Summary::NotLoaded) => {
+            format!("no; `oyster agent start --stack {}` loads it", st.stack)
+        }
+        (loaded, _) => format!(
+            "{}{}",
+            yn(loaded),
+            st.domain
+                .as_ref()
+                .map_or(String::new(), |d| format!(" in {d}"))
+        ),
+    }
+}
+
+/// The running, verified, crash-loop, last-exit and environment lines.
+fn print_running(ctx: &Context, st: &AgentStatus) {
+    let out = ctx.out;
+    let waiting = match st.state.as_deref() {
+        Some("spawn scheduled") if !st.running && !st.crash_loop => {
+            " (launchd starts it again after the throttle interval)"
+        }
+        _ => "",
+    };
+    out.out(&format!(
+        "  running:   {}{}{}{waiting}",
+        yn(st.running),
+        st.pid.map_or(String::new(), |p| format!(" (pid {p})")),
+        st.runs.map_or(String::new(), |r| format!(", runs {r}"))
+    ));
+    let proof = st.env_proof.map_or(String::new(), |p| {
+        format!(" (environment proof: {})", p.as_str())
+    });
+    let against = if st.verified && st.in_sync == Some(false) {
+        ", against the installed plist, which is stale (below)"
+    } else {
+        ""
+    };
+    out.out(&format!("  verified:  {}{proof}{against}", yn(st.verified)));
+    if st.crash_loop {
+        out.out_toned(
+            Tone::Fail,
+            &format!(
+                "  crash loop: launchd keeps restarting the Host (state {}); see `oyster logs --stack {}`",
+                st.state.as_deref().unwrap_or("?"),
+                st.stack
+            ),
+        );
+    }
+    match (st.last_exit_code, st.last_signal) {
+        (Some(code), _) => out.out(&format!("  last exit: code {code}")),
+        (_, Some(sig)) => out.out(&format!("  last exit: killed by signal {sig}")),
+        _ => {}
+    }
+    if !st.env_mismatch.is_empty() {
+        out.out(&format!(
+            "  environment differs from the plist in: {}",
+            st.env_mismatch.join(", ")
+        ));
+    }
+}
+
+fn print_plist_warnings(ctx: &Context, st: &AgentStatus) {
+    if st.installed_by == Some(InstalledBy::Oysterun) {
+        ctx.out.out_toned(Tone::Warn, &format!("  written by Oysterun's own installer (it runs {}): `oyster agent regenerate --stack {}` takes it over", crate::host::plist::OYSTERUN_RUNNER, st.stack));
+    } else if st.in_sync == Some(false) {
+        ctx.out.out_toned(Tone::Warn, &format!("  stale:     the installed plist differs from what oyster generates now — run `oyster agent regenerate --stack {}`", st.stack));
+    }
+}

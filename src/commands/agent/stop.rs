@@ -1,0 +1,71 @@
+//! `oyster agent stop` (and `oyster stop`): boot the job out, keep the plist, disable the label
+//! so it stays stopped at the next login.
+
+use super::preflight;
+use crate::agent::launchctl::Launchctl;
+use crate::agent::lifecycle::Agent;
+use crate::context::Context;
+use crate::direct::Owner;
+use crate::error::Failed;
+use crate::output::Tone;
+use crate::ExitStatus;
+
+pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
+    preflight::require_known(ctx)?;
+    let stack = &ctx.stack;
+    // Said before anything is created (no lock file for a stack that is not there).
+    if !stack.plist_path().exists() {
+        if let Some(direct) = preflight::direct_instead(ctx, "stop") {
+            return Err(direct.into());
+        }
+    }
+    if !preflight::is_installed(ctx)? {
+        return Err(preflight::not_installed(ctx, "stop").into());
+    }
+    refuse_direct_host(ctx)?;
+    let lock = ctx.lock_stack("agent stop")?;
+    let agent = Agent::new(ctx, &lock)?;
+    let done = agent.stop()?;
+    let what = match (done.was_loaded, done.pid) {
+        (true, Some(pid)) => format!("Stopped {} (pid {pid} booted out)", stack.label),
+        (true, None) => format!("Stopped {} (booted out; no Host was running)", stack.label),
+        (false, _) => format!("{} was not loaded", stack.label),
+    };
+    ctx.out.out_toned(
+        Tone::Ok,
+        &format!(
+            "{what}; disabled, so it stays stopped at the next login. Kept {}; `oyster agent start --stack {}` starts it again.",
+            stack.plist_path().display(),
+            stack.name
+        ),
+    );
+    Ok(ExitStatus::Success)
+}
+
+/// `stop` never claims stopped while this stack's Host answers: a Host `oyster host start`
+/// runs is not launchd's to stop, and stopping it here would be a second, hidden meaning of
+/// `agent stop`. Refused (exit 1) before anything changes, naming it and the command.
+fn refuse_direct_host(ctx: &Context) -> anyhow::Result<()> {
+    let Owner::Ours(rec, _) = crate::direct::owner(&ctx.stack)? else {
+        return Ok(());
+    };
+    // `host exec` writes the pid file under launchd too: launchd's own Host is stopped here.
+    let launchd_pid = Launchctl::locate(&ctx.env)
+        .ok()
+        .and_then(|lc| lc.find_loaded(&ctx.stack.label).ok().flatten())
+        .and_then(|(_, info)| info.pid());
+    if launchd_pid == Some(rec.pid) {
+        return Ok(());
+    }
+    Err(Failed::new(
+        format!(
+            "the Host of stack {} runs directly (pid {}, started by `oyster host start`), not by launchd; `agent stop` would leave it serving, so nothing was changed",
+            ctx.stack.name, rec.pid
+        ),
+        format!(
+            "`oyster host stop --stack {}` stops it; then `oyster agent stop --stack {}` if the LaunchAgent should stay stopped too",
+            ctx.stack.name, ctx.stack.name
+        ),
+    )
+    .into())
+}

@@ -1,0 +1,68 @@
+//! `oyster agent uninstall`: boot the job out and remove the plist; the config and logs stay.
+
+use super::preflight;
+use crate::agent::launchctl::{Launchctl, LocateError};
+use crate::agent::lifecycle::Agent;
+use crate::context::Context;
+use crate::ExitStatus;
+
+pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
+    preflight::require_known(ctx)?;
+    let stack = &ctx.stack;
+    // A bad timeout is a typo, not a missing launchctl: removing the plist of a job that stays
+    // loaded would leave it with no file behind it.
+    let lc = Launchctl::locate(&ctx.env);
+    if let Err(e @ LocateError::BadTimeout(_)) = lc {
+        return Err(e.into());
+    }
+    let plist = stack.plist_path();
+    let loaded = lc
+        .as_ref()
+        .ok()
+        .and_then(|lc| lc.find_loaded(&stack.label).ok().flatten())
+        .is_some();
+    if !plist.exists() && !loaded {
+        // Nothing to do, and nothing created (no lock, no log dir, no audit line).
+        ctx.out.out(&format!(
+            "{} is not installed; nothing to uninstall.",
+            plist.display()
+        ));
+        return Ok(ExitStatus::Success);
+    }
+    let lock = ctx.lock_stack("agent uninstall")?;
+    let kept = format!(
+        "Kept: config {}, logs {}.",
+        stack.config_path().display(),
+        stack.log_dir.display()
+    );
+    let agent = match Agent::new(ctx, &lock) {
+        Ok(agent) => agent,
+        Err(e) => {
+            // No launchctl: nothing can be booted out, but the file can still go.
+            let removed = match std::fs::remove_file(&plist) {
+                Ok(()) => true,
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => false,
+                Err(err) => anyhow::bail!("could not remove {}: {err}", plist.display()),
+            };
+            ctx.reporter()
+                .warn(&format!("the job could not be booted out: {e:#}"));
+            ctx.out.out(&format!(
+                "{} {}. {kept}",
+                plist.display(),
+                if removed { "removed" } else { "was not there" },
+            ));
+            return Ok(ExitStatus::Success);
+        }
+    };
+    let was_loaded = agent.uninstall()?;
+    ctx.out.out(&format!(
+        "{}{} removed. {kept}",
+        if was_loaded {
+            "Booted out the job; "
+        } else {
+            ""
+        },
+        plist.display(),
+    ));
+    Ok(ExitStatus::Success)
+}

@@ -1,0 +1,445 @@
+//! The everyday commands at their seams: a stdout whose reader went away, broken stacks in
+//! `list` and `status`, a refused install that must write nothing, `stop` beside a directly
+//! started Host, status without launchctl, `host status` of a Host that does not verify, and a
+//! `--dry-run` diff that shows real bytes.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use crate::common::{free_port, real_node, TestContext};
+
+/// Runs oyster with a stdout pipe whose reading end is already closed (`oyster … | head -1`
+/// after `head` exited): every write fails with EPIPE.
+fn with_closed_stdout(t: &TestContext, args: &[&str]) -> (i32, String) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = t
+        .cmd()
+        .args(args)
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_closed_stdout_keeps_the_commands_own_exit_status() {
+    let t = TestContext::new();
+    // No Host at all: `status` is not verified (exit 1), also when nobody reads its output.
+    let (code, err) = with_closed_stdout(&t, &["status"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let (code, err) = with_closed_stdout(&t, &["status", "--json"]);
+    assert_eq!(code, 1, "{err}");
+    // A read command that succeeded still ends quietly with 0.
+    let (code, err) = with_closed_stdout(&t, &["providers", "status"]);
+    assert_eq!((code, err.as_str()), (0, ""));
+}
+
+fn stack_dir(t: &TestContext, name: &str) -> PathBuf {
+    t.home.join(".oysterun-stacks").join(name)
+}
+
+/// A stack directory with `host/config.json` holding `text`.
+fn stack_with_config(t: &TestContext, name: &str, text: &str) -> PathBuf {
+    let host = stack_dir(t, name).join("host");
+    std::fs::create_dir_all(&host).unwrap();
+    let config = host.join("config.json");
+    std::fs::write(&config, text).unwrap();
+    config
+}
+
+fn row<'a>(list: &'a Value, name: &str) -> &'a Value {
+    list["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["stack"] == name)
+        .unwrap_or_else(|| panic!("no row for {name}: {list}"))
+}
+
+fn notes(row: &Value) -> Vec<String> {
+    row["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn list_names_each_broken_stack_with_the_fix_and_leaves_healthy_ones_alone() {
+    let t = TestContext::new();
+    stack_with_config(&t, "healthy", r#"{"port": 9101}"#);
+    stack_with_config(&t, "notjson", "{ nope");
+    stack_with_config(&t, "wrongtype", r#"{"port": "x"}"#);
+    stack_with_config(&t, "bigport", r#"{"port": 70000}"#);
+    let fifo = stack_with_config(&t, "fifo", "");
+    std::fs::remove_file(&fifo).unwrap();
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let dir = stack_with_config(&t, "dirconf", "");
+    std::fs::remove_file(&dir).unwrap();
+    std::fs::create_dir(&dir).unwrap();
+    // `host` (the config dir) a plain file, in a stack that has run state.
+    let plain = stack_dir(&t, "plainhost");
+    std::fs::create_dir_all(plain.join("run")).unwrap();
+    std::fs::write(plain.join("run/pending"), "install\n").unwrap();
+    std::fs::write(plain.join("host"), "not a dir").unwrap();
+    // A FIFO where the plist is, and one where the pid file is (never opened blocking).
+    stack_with_config(&t, "fifoplist", r#"{"port": 9102}"#);
+    let agents = t.home.join("Library/LaunchAgents");
+    std::fs::create_dir_all(&agents).unwrap();
+    let fifo_mode = nix::sys::stat::Mode::from_bits_truncate(0o600);
+    nix::unistd::mkfifo(&agents.join("com.oysterun.host.fifoplist.plist"), fifo_mode).unwrap();
+    stack_with_config(&t, "fifopid", r#"{"port": 9103}"#);
+    let run = stack_dir(&t, "fifopid").join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    nix::unistd::mkfifo(&run.join("oysterun-host-fifopid.pid"), fifo_mode).unwrap();
+
+    let list = t.run(["list", "--json"]).ok().json();
+    let healthy = row(&list, "healthy");
+    assert_eq!(
+        (&healthy["broken"], &healthy["port"]),
+        (&Value::Bool(false), &Value::from(9101)),
+        "{healthy}"
+    );
+    assert!(
+        !notes(healthy).iter().any(|n| n.contains("broken")),
+        "{healthy}"
+    );
+    for (name, why) in [
+        ("notjson", "is not valid JSON"),
+        ("wrongtype", "has the wrong type"),
+        ("bigport", "`70000`"),
+        ("fifo", "not a regular file"),
+        ("dirconf", "not a regular file"),
+        ("plainhost", "is not a directory"),
+    ] {
+        let r = row(&list, name);
+        assert_eq!(r["broken"], true, "{name}: {r}");
+        let broken: Vec<String> = notes(r)
+            .into_iter()
+            .filter(|n| n.starts_with("broken: "))
+            .collect();
+        assert_eq!(broken.len(), 1, "{name}: {r}");
+        assert!(broken[0].contains(why), "{name}: {}", broken[0]);
+        // The fix is named, and the file.
+        assert!(
+            broken[0].contains("Fix")
+                || broken[0].contains("move it aside")
+                || broken[0].contains("Replace"),
+            "{name}: {}",
+            broken[0]
+        );
+        assert!(broken[0].contains(&stack_dir(&t, name).display().to_string()));
+        assert_eq!(r["port"], Value::Null, "no guessed port: {r}");
+    }
+    for (name, file) in [
+        ("fifoplist", "com.oysterun.host.fifoplist.plist is a FIFO"),
+        ("fifopid", "oysterun-host-fifopid.pid is a FIFO"),
+    ] {
+        let r = row(&list, name);
+        assert_eq!(r["broken"], true, "{name}: {r}");
+        assert!(
+            notes(r)
+                .iter()
+                .any(|n| n.starts_with("broken: ") && n.contains(file) && n.contains("Replace it")),
+            "{name}: {r}"
+        );
+    }
+    let human = t.run(["list"]).ok().stdout();
+    for name in [
+        "notjson",
+        "wrongtype",
+        "bigport",
+        "fifo",
+        "dirconf",
+        "plainhost",
+    ] {
+        assert!(human.contains(&format!("{name} (broken)")), "{human}");
+        assert!(human.contains(&format!("{name}: broken: ")), "{human}");
+    }
+    assert!(!human.contains("healthy (broken)") && !human.contains("healthy: broken"));
+}
+
+#[test]
+fn status_with_a_corrupt_config_says_so_instead_of_using_the_default_port() {
+    let t = TestContext::new();
+    std::fs::create_dir_all(t.home.join(".oysterun")).unwrap();
+    std::fs::write(t.home.join(".oysterun/config.json"), r#"{"port": 70000}"#).unwrap();
+    let st = t.run(["status", "--json"]).fails_with(1).json();
+    assert_eq!(
+        (&st["broken"], &st["port"]),
+        (&Value::Bool(true), &Value::Null),
+        "{st}"
+    );
+    assert!(
+        notes(&st)
+            .iter()
+            .any(|n| n.starts_with("broken: ") && n.contains("70000")),
+        "{st}"
+    );
+    let human = t.run(["status"]).fails_with(1).stdout();
+    assert!(
+        human.contains("broken: ~/.oysterun/config.json") && human.contains("Fix the value"),
+        "{human}"
+    );
+    assert!(
+        !human.contains("8802"),
+        "the default port is not shown as the Host's: {human}"
+    );
+}
+
+/// `args` with the fixture root, the real node and short waits.
+fn host_args(root: &Path, verb: &[&str], stack: &str, port: u16) -> Vec<String> {
+    let mut a: Vec<String> = verb.iter().map(|s| (*s).to_owned()).collect();
+    a.extend(
+        [
+            "--stack",
+            stack,
+            "--root",
+            root.to_str().unwrap(),
+            "--node-bin",
+            real_node().to_str().unwrap(),
+            "--wait",
+            "10",
+            "--settle-ms",
+            "300",
+            "--port",
+            &port.to_string(),
+        ]
+        .map(String::from),
+    );
+    a
+}
+
+#[test]
+fn an_install_or_host_start_refused_for_a_held_port_writes_nothing() {
+    let mut t = TestContext::new();
+    t.use_sim();
+    let root = t.fixture_root("root");
+    let port = free_port();
+    t.run(host_args(&root, &["host", "start"], "a", port)).ok();
+    let e = t
+        .run(host_args(&root, &["agent", "install"], "b", port))
+        .fails_with(1)
+        .stderr();
+    assert!(
+        e.contains(&format!("port {port} is already held by pid")),
+        "{e}"
+    );
+    assert!(
+        !stack_dir(&t, "b").exists(),
+        "no stack dir, no config.json for b"
+    );
+    let e = t
+        .run(host_args(&root, &["host", "start"], "c", port))
+        .fails_with(1)
+        .stderr();
+    assert!(
+        e.contains(&format!("port {port} is already held by pid")),
+        "{e}"
+    );
+    assert!(
+        !stack_dir(&t, "c").exists(),
+        "no stack dir, no config.json for c"
+    );
+    t.run(["host", "stop", "--stack", "a"]).ok();
+}
+
+#[test]
+fn stop_beside_a_directly_started_host_never_claims_it_stopped() {
+    let mut t = TestContext::new();
+    t.use_sim();
+    let root = t.fixture_root("root");
+    let port = free_port();
+    // A LaunchAgent installed but not loaded, and the Host started directly.
+    t.run(host_args(
+        &root,
+        &["agent", "install", "--no-start"],
+        "s",
+        port,
+    ))
+    .ok();
+    t.run(host_args(&root, &["host", "start"], "s", port)).ok();
+    let r = t.run(["stop", "--stack", "s"]).fails_with(1);
+    let e = r.stderr();
+    assert!(
+        e.contains("runs directly") && e.contains("oyster host stop --stack s"),
+        "{e}"
+    );
+    assert!(!r.stdout().contains("stays stopped"), "{}", r.stdout());
+    // It still answers, and nothing changed: the label is not disabled.
+    let hs = t
+        .run(["host", "status", "--stack", "s", "--json"])
+        .ok()
+        .json();
+    assert_eq!(hs["running"], true, "{hs}");
+    let disabled = t
+        .sim(&["print-disabled", &format!("gui/{}", nix::unistd::getuid())])
+        .stdout();
+    assert!(
+        !disabled.contains("\"com.oysterun.host.s\" => disabled"),
+        "{disabled}"
+    );
+    t.run(["host", "stop", "--stack", "s"]).ok();
+}
+
+#[test]
+fn status_without_launchctl_does_not_call_launchds_host_direct() {
+    let mut t = TestContext::new();
+    t.use_sim();
+    let root = t.fixture_root("root");
+    let port = free_port();
+    t.run(host_args(&root, &["agent", "install"], "l", port))
+        .ok();
+    // The same machine, asked with launchctl switched off.
+    let sim = t.extra_env.clone();
+    t.extra_env.retain(|(k, _)| k != "OYSTER_LAUNCHCTL");
+    let off = &t;
+    let st = off.run(["status", "--json", "--stack", "l"]).json();
+    assert_eq!(
+        (&st["managed_by"], &st["summary"]),
+        (&Value::Null, &Value::from("unknown")),
+        "{st}"
+    );
+    assert!(
+        notes(&st)
+            .iter()
+            .any(|n| n.contains("launchctl could not be asked")),
+        "{st}"
+    );
+    let human = off.run(["status", "--stack", "l"]).stdout();
+    assert!(
+        human.contains("launchctl could not be asked") && !human.contains("host stop"),
+        "{human}"
+    );
+    t.extra_env = sim;
+    t.run(["agent", "uninstall", "--stack", "l"]).ok();
+}
+
+#[test]
+fn host_status_exits_1_for_a_host_that_does_not_verify() {
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    let port = free_port();
+    t.run(host_args(&root, &["host", "start"], "u", port)).ok();
+    t.run(["host", "status", "--stack", "u"]).ok();
+    TestContext::fixture_flag(&root, "unhealthy", "");
+    let hs = t
+        .run(["host", "status", "--stack", "u", "--json"])
+        .fails_with(1)
+        .json();
+    assert_eq!(
+        (&hs["running"], &hs["verified"], &hs["health"]),
+        (&Value::Bool(true), &Value::Bool(false), &Value::from(503)),
+        "{hs}"
+    );
+    let human = t
+        .run(["host", "status", "--stack", "u"])
+        .fails_with(1)
+        .stdout();
+    assert!(
+        human.contains("NOT verified") && human.contains("503"),
+        "{human}"
+    );
+    std::fs::remove_file(root.join("host-service/unhealthy")).unwrap();
+    t.run(["host", "stop", "--stack", "u"]).ok();
+}
+
+#[test]
+fn a_dry_run_diff_shows_real_paths_and_bytes_and_says_what_it_redacted() {
+    let mut t = TestContext::new();
+    t.use_sim();
+    let root = t.fixture_root("root");
+    let port = free_port();
+    t.run(host_args(
+        &root,
+        &["agent", "install", "--no-start"],
+        "d",
+        port,
+    ))
+    .ok();
+    let plist = t
+        .home
+        .join("Library/LaunchAgents/com.oysterun.host.d.plist");
+    let text = std::fs::read_to_string(&plist).unwrap();
+    let at = text.find("<key>EnvironmentVariables</key>").unwrap();
+    let dict = at + text[at..].find("<dict>").unwrap() + "<dict>".len();
+    let edited = format!(
+        "{}\n\t\t<key>RELAY_TOKEN</key>\n\t\t<string>tok-very-secret-0a1b2c3d</string>{}",
+        &text[..dict],
+        &text[dict..]
+    );
+    std::fs::write(&plist, edited).unwrap();
+    let r = t
+        .run(host_args(
+            &root,
+            &["agent", "regenerate", "--dry-run"],
+            "d",
+            port,
+        ))
+        .ok();
+    let diff = r.stdout();
+    let home = t.home.display().to_string();
+    assert!(
+        diff.starts_with(&format!(
+            "--- a{}\n+++ b{}\n",
+            plist.display(),
+            plist.display()
+        )),
+        "{diff}"
+    );
+    assert!(!diff.contains('~'), "real bytes, no ~: {diff}");
+    assert!(diff.contains(&format!("<string>{home}")), "{diff}");
+    assert!(!diff.contains("tok-very-secret-0a1b2c3d"), "{diff}");
+    assert!(diff.contains("-\t\t<string><redacted></string>"), "{diff}");
+    let note = r.stderr();
+    assert!(
+        note.contains("1 line of this diff is not shown verbatim (secret values as <redacted>"),
+        "{note}"
+    );
+}
+
+#[test]
+fn a_start_refused_for_a_held_port_changes_nothing_the_stop_stays() {
+    let mut t = TestContext::new();
+    t.use_sim();
+    let root = t.fixture_root("root");
+    let port = free_port();
+    t.run(host_args(&root, &["agent", "install"], "p", port))
+        .ok();
+    t.run(["stop", "--stack", "p"]).ok();
+    // Someone else takes the port while the Host is stopped.
+    let other = std::net::TcpListener::bind(("0.0.0.0", port)).unwrap();
+    let e = t
+        .run(host_args(&root, &["start"], "p", port))
+        .fails_with(1)
+        .stderr();
+    assert!(
+        e.contains(&format!(
+            "port {port} is already held by pid {}",
+            std::process::id()
+        )),
+        "{e}"
+    );
+    let st = t.run(["status", "--json", "--stack", "p"]).json();
+    assert_eq!(
+        (&st["disabled"], &st["loaded"], &st["summary"]),
+        (
+            &Value::Bool(true),
+            &Value::Bool(false),
+            &Value::from("disabled")
+        ),
+        "still stopped and disabled: {st}"
+    );
+    drop(other);
+    t.run(host_args(&root, &["start"], "p", port)).ok();
+    t.run(["agent", "uninstall", "--stack", "p"]).ok();
+}
