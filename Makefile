@@ -42,8 +42,9 @@ demo: build
 
 ## The man pages `oyster man --dir` writes: oyster(1) and one per subcommand (a test keeps this
 ## list equal to what the binary writes, so uninstall removes exactly those).
-MANPAGES = oyster oyster-providers oyster-config oyster-agent oyster-host oyster-setup \
-	oyster-doctor oyster-logs oyster-status oyster-start oyster-stop oyster-restart oyster-list
+MANPAGES = oyster oyster-setup oyster-status oyster-start oyster-stop oyster-restart oyster-logs \
+	oyster-list oyster-kill oyster-install oyster-uninstall oyster-cleanup oyster-doctor \
+	oyster-providers oyster-config oyster-agent oyster-host oyster-completions oyster-man
 
 ## Install the binary, shell completions and man pages: make install PREFIX=/usr/local [DESTDIR=…]
 PREFIX ?= /usr/local

@@ -20,7 +20,7 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
     ctx.announce_overrides();
     let stack = &ctx.stack;
     match cmd {
-        AgentCommand::Print { host } => {
+        AgentCommand::Print { host, .. } => {
             let plan = plan::plan(ctx, &host.inputs(), Writes::None)?;
             ctx.out.raw(&plan.plist);
             Ok(ExitStatus::Success)
@@ -37,6 +37,7 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
             host,
             no_start,
             verify,
+            ..
         } => {
             let _guard = InterruptGuard::install();
             let lock = ctx.lock_stack("agent install")?;
@@ -50,7 +51,10 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
             let plan = synced_plan(ctx, &host, &lock)?;
             if no_start {
                 write_only(ctx, &plan, &lock)?;
-                crate::say!("Not started (--no-start): launchd starts it at the next login, or run `oyster agent restart --stack {}`.", stack.name);
+                crate::say!(
+                    "Not started (--no-start): launchd starts it at the next login, or run `{}`.",
+                    ctx.hint_cmd("restart")
+                );
                 return Ok(ExitStatus::Success);
             }
             let agent = Agent::new(ctx, &lock)?;
@@ -98,8 +102,8 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
                         "install"
                     };
                     crate::say!(
-                        "The LaunchAgent is not loaded; `oyster agent {verb} --stack {}` loads it.",
-                        stack.name
+                        "The LaunchAgent is not loaded; `{}` loads it.",
+                        ctx.hint_cmd(verb)
                     );
                 }
                 Some(info)
@@ -120,7 +124,7 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
             }
             Ok(ExitStatus::Success)
         }
-        AgentCommand::Restart { host, verify } => {
+        AgentCommand::Restart { host, verify, .. } => {
             let _guard = InterruptGuard::install();
             require_known(ctx)?;
             let lock = ctx.lock_stack("agent restart")?;
@@ -142,15 +146,15 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
             report(ctx, &plan, &outcome);
             Ok(ExitStatus::Success)
         }
-        AgentCommand::Status { json } => {
+        AgentCommand::Status { json, .. } => {
             require_known(ctx)?;
             status(ctx, json)
         }
-        AgentCommand::Stop => stop(ctx),
+        AgentCommand::Stop { .. } => stop(ctx),
         AgentCommand::Start(args) => start(ctx, &args),
-        AgentCommand::Kill => kill(ctx),
+        AgentCommand::Kill { .. } => kill(ctx),
         AgentCommand::List { json } => list(ctx, json),
-        AgentCommand::Uninstall => {
+        AgentCommand::Uninstall { .. } => {
             require_known(ctx)?;
             // A bad timeout is a typo, not a missing launchctl: removing the plist of a job
             // that stays loaded would leave it with no file behind it.
@@ -372,8 +376,9 @@ fn not_installed(ctx: &Context, verb: &str) -> Failed {
             ctx.stack.plist_path().display()
         ),
         format!(
-            "`oyster agent install --stack {}` installs it (or `oyster setup --stack {}`)",
-            ctx.stack.name, ctx.stack.name
+            "`{}` installs it (or `oyster setup{}`)",
+            ctx.hint_cmd("install"),
+            ctx.stack_suffix()
         ),
     )
 }
@@ -402,9 +407,9 @@ fn stop(ctx: &Context) -> anyhow::Result<ExitStatus> {
     ctx.out.out_toned(
         Tone::Ok,
         &format!(
-            "{what}; disabled, so it stays stopped at the next login. Kept {}; `oyster agent start --stack {}` starts it again.",
+            "{what}; disabled, so it stays stopped at the next login. Kept {}; `{}` starts it again.",
             stack.plist_path().display(),
-            stack.name
+            ctx.hint_cmd("start")
         ),
     );
     Ok(ExitStatus::Success)
@@ -435,10 +440,10 @@ fn kill(ctx: &Context) -> anyhow::Result<ExitStatus> {
     let agent = Agent::new(ctx, &lock)?;
     let k = agent.kill()?;
     crate::say!(
-        "Sent SIGTERM to the Host (pid {}){}; launchd starts it again (KeepAlive; a Host that ran less than 10 s waits out the throttle). `oyster agent status --stack {}` shows the new pid.",
+        "Sent SIGTERM to the Host (pid {}){}; launchd starts it again (KeepAlive; a Host that ran less than 10 s waits out the throttle). `{}` shows the new pid.",
         k.pid,
         if k.exited { ", which exited" } else { ", which is still shutting down" },
-        ctx.stack.name
+        ctx.hint_cmd("status")
     );
     Ok(ExitStatus::Success)
 }
@@ -475,9 +480,8 @@ impl Summary {
         match self {
             Summary::Verified => "running, verified",
             Summary::Direct => "running (started directly), verified",
-            Summary::Stale => {
-                "running, verified against a stale plist (run `oyster agent regenerate`)"
-            }
+            // The `stale:` line below names the fix (once).
+            Summary::Stale => "running, verified against a stale plist",
             Summary::Unverified => "running, NOT verified",
             Summary::CrashLoop => "crash loop",
             Summary::NotRunning => "loaded, not running",
@@ -486,6 +490,14 @@ impl Summary {
             Summary::NotInstalled => "not installed",
             Summary::Unknown => "unknown (launchctl is not usable)",
         }
+    }
+
+    /// The summary as one word (its `--json` value, spaced): `verified`, `not loaded`, ….
+    fn word(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(|w| w.replace('_', " ")))
+            .unwrap_or_default()
     }
 
     fn tone(self) -> Tone {
@@ -572,6 +584,12 @@ fn collect(ctx: &Context) -> anyhow::Result<AgentStatus> {
                 .and_then(|d| d.port())
         })
         .or(stack.default_port);
+    // A fresh HOME: what a newcomer needs, not a verb that would fail for the same reason.
+    let newcomer = (installed.is_none() && plan.is_none() && !stack.config_path().exists())
+        .then(|| format!(
+            "nothing is set up for stack {} yet: install Oysterun (`npm install -g oysterun`), then run `oyster setup` (for a checkout: `oyster setup --root DIR`)",
+            stack.name
+        ));
     let mut st = AgentStatus {
         stack: stack.name.clone(),
         label: stack.label.clone(),
@@ -683,6 +701,7 @@ fn collect(ctx: &Context) -> anyhow::Result<AgentStatus> {
     } else {
         direct_host(ctx, &mut st);
     }
+    st.notes.extend(newcomer.filter(|_| !st.running));
     Ok(st)
 }
 
@@ -763,13 +782,10 @@ fn print_status(ctx: &Context, st: &AgentStatus) {
     crate::say!("  installed: {} ({})", yn(st.installed), st.plist_path);
     let loaded = match (st.loaded, st.summary) {
         (false, Summary::Disabled) => format!(
-            "no: stopped, and disabled so it stays stopped at login; `oyster agent start --stack {}` starts it",
-            st.stack
+            "no: stopped, and disabled so it stays stopped at login; `{}` starts it",
+            ctx.hint_cmd("start")
         ),
-        (false, Summary::NotLoaded) => format!(
-            "no; `oyster agent start --stack {}` loads it",
-            st.stack
-        ),
+        (false, Summary::NotLoaded) => format!("no; `{}` loads it", ctx.hint_cmd("start")),
         (loaded, _) => format!(
             "{}{}",
             yn(loaded),
@@ -804,9 +820,9 @@ fn print_status(ctx: &Context, st: &AgentStatus) {
         ctx.out.out_toned(
             Tone::Fail,
             &format!(
-                "  crash loop: launchd keeps restarting the Host (state {}); see `oyster logs --stack {}`",
+                "  crash loop: launchd keeps restarting the Host (state {}); see `{}`",
                 st.state.as_deref().unwrap_or("?"),
-                st.stack
+                ctx.hint_cmd("logs")
             ),
         );
     }
@@ -822,9 +838,16 @@ fn print_status(ctx: &Context, st: &AgentStatus) {
         );
     }
     if st.installed_by == Some("oysterun") {
-        ctx.out.out_toned(Tone::Warn, &format!("  written by Oysterun's own installer (it runs {}): `oyster agent regenerate --stack {}` takes it over", agentplist::OYSTERUN_RUNNER, st.stack));
+        ctx.out.out_toned(
+            Tone::Warn,
+            &format!(
+                "  written by Oysterun's own installer (it runs {}): `{}` takes it over",
+                agentplist::OYSTERUN_RUNNER,
+                ctx.hint_cmd("regenerate")
+            ),
+        );
     } else if st.in_sync == Some(false) {
-        ctx.out.out_toned(Tone::Warn, &format!("  stale:     the installed plist differs from what oyster generates now — run `oyster agent regenerate --stack {}`", st.stack));
+        ctx.out.out_toned(Tone::Warn, &format!("  stale:     the installed plist differs from what oyster generates now — run `{}`", ctx.hint_cmd("regenerate")));
     }
     crate::say!("  log:       {}", st.log_path);
     if let Some(lc) = &st.launchctl {
@@ -865,31 +888,18 @@ fn list(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
         crate::say!("No Oysterun stack on this machine yet; `oyster setup` sets one up.");
         return Ok(ExitStatus::Success);
     }
-    let yn = |b: bool| if b { "yes" } else { "no" }.to_owned();
-    let table: Vec<[String; 10]> = rows
+    // One word for the state (the `summary` status and `--json` use), so the table fits 100
+    // columns for ordinary names; `oyster status STACK` has every fact.
+    let table: Vec<[String; 6]> = rows
         .iter()
         .map(|r| {
             [
                 r.stack.clone(),
-                r.label.clone(),
+                r.summary.word(),
                 r.port.map_or_else(|| "-".into(), |p| p.to_string()),
-                yn(r.installed),
-                match (r.loaded, r.disabled) {
-                    (true, _) => "yes".into(),
-                    (false, Some(true)) => "disabled".into(),
-                    (false, _) => "no".into(),
-                },
-                match (r.pid.filter(|_| r.running), r.crash_loop) {
-                    (Some(pid), _) => format!("pid {pid}"),
-                    (None, true) => "crash loop".into(),
-                    (None, false) => "no".into(),
-                },
-                if r.summary == Summary::Stale {
-                    "yes (stale)".to_owned()
-                } else {
-                    yn(r.verified)
-                },
-                r.env_proof.unwrap_or("-").to_owned(),
+                r.pid
+                    .filter(|_| r.running)
+                    .map_or_else(|| "-".into(), |p| p.to_string()),
                 match (r.last_exit_code, r.last_signal) {
                     (Some(c), _) => c.to_string(),
                     (_, Some(s)) => format!("signal {s}"),
@@ -899,18 +909,7 @@ fn list(ctx: &Context, json: bool) -> anyhow::Result<ExitStatus> {
             ]
         })
         .collect();
-    let head = [
-        "STACK",
-        "LABEL",
-        "PORT",
-        "INSTALLED",
-        "LOADED",
-        "RUNNING",
-        "VERIFIED",
-        "PROOF",
-        "EXIT",
-        "LOG",
-    ];
+    let head = ["STACK", "STATUS", "PORT", "PID", "EXIT", "LOG"];
     let mut widths = head.map(str::len);
     for row in &table {
         for (w, cell) in widths.iter_mut().zip(row) {

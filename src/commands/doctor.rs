@@ -209,6 +209,13 @@ fn node_check(plan: &Option<anyhow::Result<Plan>>) -> Check {
             format!("{} {} (from {})", p.node.path.display(), p.node.version, p.node.origin),
             None,
         ),
+        // A newcomer's first doctor: no Oysterun yet, so say how to get it and set it up.
+        Some(Err(e)) if format!("{e:#}").contains("could not find the Oysterun install root") => check(
+            "node/root",
+            Level::Fail,
+            format!("{e:#}"),
+            Some("install Oysterun (`npm install -g oysterun`), then run `oyster setup`; for a checkout, `oyster setup --root DIR`".into()),
+        ),
         Some(Err(e)) => check(
             "node/root",
             Level::Fail,
@@ -314,7 +321,7 @@ fn plist_check(ctx: &Context, installed: Option<&Installed>, plan: Option<&Plan>
             "plist",
             Level::Warn,
             format!("{} is not installed", plist_path.display()),
-            Some(format!("`oyster agent install --stack {}`", st.name)),
+            Some(format!("`oyster setup --stack {}` sets the Host up (`oyster install --stack {}` once the config is done)", st.name, st.name)),
         ),
         (Some(i), _) if i.oysterun_runner().is_some() => check(
             "plist",

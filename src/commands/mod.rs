@@ -2,13 +2,18 @@
 //! modules, prints through the printer, and returns an [`ExitStatus`].
 
 pub mod agent;
+pub mod cleanup;
+pub mod completions;
 pub mod config;
 pub mod doctor;
+pub mod every;
 pub mod host;
 pub mod logs;
 pub mod man;
 pub mod providers;
 pub mod setup;
+
+use std::io::IsTerminal;
 
 use crate::cli::{AgentCommand, Cli, Command};
 use crate::context::Context;
@@ -21,7 +26,7 @@ pub fn packaging(cli: &Cli) -> Option<anyhow::Result<ExitStatus>> {
     let mut bytes = vec![];
     match &cli.command {
         Command::Completions { shell } => {
-            clap_complete::generate(*shell, &mut cmd, "oyster", &mut bytes);
+            bytes = completions::script(*shell, &mut cmd);
         }
         Command::Man { dir } => {
             let result = match dir {
@@ -32,6 +37,13 @@ pub fn packaging(cli: &Cli) -> Option<anyhow::Result<ExitStatus>> {
                 return Some(Err(e));
             }
         }
+        Command::CompleteStacks => {
+            let env = crate::context::EnvSnapshot::from_process();
+            for name in crate::host::stack::discover(&env.stack_env()) {
+                bytes.extend_from_slice(name.as_bytes());
+                bytes.push(b'\n');
+            }
+        }
         _ => return None,
     }
     out.raw(&bytes);
@@ -40,15 +52,21 @@ pub fn packaging(cli: &Cli) -> Option<anyhow::Result<ExitStatus>> {
 
 /// Runs one command.
 pub fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitStatus> {
+    if command.all() {
+        let Ok(agent_cmd) = command.into_agent() else {
+            unreachable!("only agent verbs take --all")
+        };
+        ctx.announce_overrides();
+        return every::run(ctx, agent_cmd);
+    }
     match command {
-        Command::Completions { .. } | Command::Man { .. } => {
+        Command::Completions { .. } | Command::Man { .. } | Command::CompleteStacks => {
             unreachable!("packaging helpers run before a context exists")
         }
         Command::Providers(cmd) => providers::run(ctx, cmd),
         Command::Config(cmd) => config::run(ctx, cmd),
-        Command::Agent(cmd) => agent::run(ctx, cmd),
         Command::Host(cmd) => host::run(ctx, cmd),
-        Command::Doctor { json, probe } => {
+        Command::Doctor { json, probe, .. } => {
             ctx.announce_overrides();
             doctor::run(ctx, json, probe)
         }
@@ -60,13 +78,58 @@ pub fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitStatus> {
             ctx.announce_overrides();
             logs::run(ctx, &args)
         }
-        // The brew-services habits: the agent verbs at the top level.
-        Command::Status { json } => agent::run(ctx, AgentCommand::Status { json }),
-        Command::Start(args) => agent::run(ctx, AgentCommand::Start(args)),
-        Command::Stop => agent::run(ctx, AgentCommand::Stop),
-        Command::Restart { host, verify } => {
-            agent::run(ctx, AgentCommand::Restart { host, verify })
-        }
-        Command::List { json } => agent::run(ctx, AgentCommand::List { json }),
+        Command::Cleanup(args) => cleanup::run(ctx, &args),
+        // The brew-services habits: the agent verbs at the top level run the agent verb.
+        other => match other.into_agent() {
+            Ok(agent_cmd) => agent_verb(ctx, agent_cmd),
+            Err(other) => unreachable!("every other command is an agent verb: {other:?}"),
+        },
     }
+}
+
+/// One agent verb on one stack, with the steps Oysterun's service script ran around a start:
+/// the restore preparation before `restart --restore-sessions`, the login QR after a verified
+/// start or restart.
+pub fn agent_verb(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
+    let (host, qr, restore) = match &cmd {
+        AgentCommand::Start(a) => (Some(a.host.inputs()), a.qr, false),
+        AgentCommand::Restart {
+            host,
+            qr,
+            restore_sessions,
+            ..
+        } => (Some(host.inputs()), *qr, *restore_sessions),
+        _ => (None, Default::default(), false),
+    };
+    let plan = |ctx: &Context, inputs: &crate::host::plan::HostInputs| {
+        crate::host::plan::plan(ctx, inputs, crate::host::plan::Writes::None)
+    };
+    if let (true, Some(inputs)) = (restore, &host) {
+        // Only for a stack whose restart can go ahead; the restart itself says why not.
+        if ctx.stack.plist_path().exists() {
+            match plan(ctx, inputs) {
+                Ok(p) => {
+                    crate::setup::hooks::prepare_restore(ctx, &p);
+                }
+                Err(e) => ctx.out.warn(&format!(
+                    "sessions not prepared for restore: {e:#}; restarting without it"
+                )),
+            }
+        }
+    }
+    let status = agent::run(ctx, cmd)?;
+    if let (ExitStatus::Success, Some(inputs)) = (status, &host) {
+        if qr.wanted(std::io::stdout().is_terminal()) {
+            match plan(ctx, inputs) {
+                Ok(p) => {
+                    crate::setup::hooks::show_qr(ctx, &p);
+                }
+                Err(e) => {
+                    ctx.out.warn(&format!("the login QR step failed: {e:#}"));
+                    ctx.out.err(crate::setup::hooks::QR_UNAVAILABLE);
+                }
+            }
+        }
+    }
+    Ok(status)
 }

@@ -159,7 +159,7 @@ fn confirm(ctx: &Context, installs: &[Install]) -> anyhow::Result<bool> {
 
 /// Reads one line from stdin byte by byte, so an interrupt ends the read (`EINTR`) instead of
 /// being retried. `None` on EOF or interrupt.
-fn read_answer() -> anyhow::Result<Option<String>> {
+pub(crate) fn read_answer() -> anyhow::Result<Option<String>> {
     use std::os::fd::AsFd;
     let stdin = std::io::stdin();
     let mut line = Vec::new();

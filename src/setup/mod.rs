@@ -5,6 +5,8 @@
 //! lock file, no directory, no cache, no temp file, no background process), so there is nothing
 //! to roll back. A failure after a side effect undoes every earlier one, in reverse order.
 
+pub mod hooks;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

@@ -7,6 +7,7 @@ mod common;
 mod config_store;
 mod direct;
 mod doctor;
+mod everyday;
 mod hostile;
 mod house;
 mod interrupts;
