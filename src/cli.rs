@@ -205,7 +205,8 @@ const START_ABOUT: &str =
     "Start the Host: enable the label, regenerate and load the plist, verify (undoes `stop`)";
 const STOP_ABOUT: &str = "Stop the Host: boot the job out and disable the label so it stays stopped across logins; the plist is kept (`start` undoes it)";
 const RESTART_ABOUT: &str = "Restart the Host: reload when the definition changed (kickstart never re-reads a plist), else a graceful restart (SIGTERM through launchd, then kickstart; SIGKILL only if the old Host outlives its exit timeout); then verify, rolling back a changed plist that does not verify";
-const LIST_ABOUT: &str = "Every stack found on this machine: its status in one word, port, running pid, environment proof, last exit and log";
+const LIST_ABOUT: &str =
+    "Every stack found on this machine: its status in one word, port, pid, last exit and log";
 const KILL_ABOUT: &str =
     "Send SIGTERM to the running Host only; launchd (KeepAlive) starts it again";
 const INSTALL_ABOUT: &str =
@@ -877,7 +878,7 @@ pub fn agent_examples() -> String {
         ),
         (
             "oyster agent stop".into(),
-            "stop the Host; it stays stopped across logins",
+            "stop the Host; stays stopped at login",
         ),
         (
             "oyster agent start".into(),
@@ -893,7 +894,7 @@ pub fn agent_examples() -> String {
         ),
         (
             "oyster agent uninstall --all".into(),
-            "every stack's LaunchAgent (config and logs kept)",
+            "every stack (config and logs kept)",
         ),
         (
             "oyster agent install --stack dev --port 8810 --root ~/src/oysterun".into(),

@@ -33,10 +33,23 @@ fn stacks_completed(shell: clap_complete::Shell, text: &str) -> String {
             }
             out
         }
-        Shell::Zsh => text.replace(
-            ":NAME:_default'",
-            &format!(":NAME:{{compadd -- $({LIST})}}'"),
-        ),
+        // `--stack NAME` and the plain STACK after a verb.
+        Shell::Zsh => {
+            text.replace(
+                ":NAME:_default'",
+                &format!(":NAME:{{compadd -- $({LIST})}}'"),
+            )
+            .lines()
+            .map(|l| match l.strip_suffix(":_default' \\") {
+                Some(head) if l.starts_with("'::stack_name") => {
+                    format!("{head}:{{compadd -- $({LIST})}}' \\")
+                }
+                _ => l.to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+                + "\n"
+        }
         Shell::Fish => {
             text.lines()
                 .map(|l| {

@@ -10,6 +10,7 @@ pub mod every;
 pub mod host;
 pub mod logs;
 pub mod man;
+pub mod provider_status;
 pub mod providers;
 pub mod setup;
 

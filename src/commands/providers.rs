@@ -41,6 +41,11 @@ pub fn run(ctx: &Context, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
                 .iter()
                 .map(|p| doc.status(p, &ctx.search))
                 .collect();
+            // `status` says every documented field (authentication included), unlike `resolve`.
+            if !json {
+                super::provider_status::print(ctx, &rows);
+                return Ok(ExitStatus::Success);
+            }
             show(ctx, &doc, rows, json)
         }
         ProvidersCommand::Set { provider, command } => {

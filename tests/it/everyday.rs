@@ -409,11 +409,17 @@ fn a_fresh_home_is_told_what_a_newcomer_needs() {
         st.contains("`npm install -g oysterun`") && st.contains("`oyster setup --root DIR`"),
         "{st}"
     );
-    assert!(!st.contains("agent regenerate") && !st.contains("oyster agent install"), "{st}");
+    assert!(
+        !st.contains("agent regenerate") && !st.contains("oyster agent install"),
+        "{st}"
+    );
     let doc = t.run(["doctor"]).fails_with(1).stdout();
     assert!(
         doc.contains("fix: install Oysterun (`npm install -g oysterun`), then run `oyster setup`"),
         "{doc}"
     );
-    assert!(!doc.contains("--root to `oyster agent regenerate`"), "{doc}");
+    assert!(
+        !doc.contains("--root to `oyster agent regenerate`"),
+        "{doc}"
+    );
 }

@@ -8,6 +8,7 @@ mod config_store;
 mod direct;
 mod doctor;
 mod everyday;
+mod help;
 mod hostile;
 mod house;
 mod interrupts;
