@@ -21,6 +21,7 @@ mod registry_guard;
 mod review;
 mod runner;
 mod secrets;
+mod service_steps;
 mod setup;
 mod snapshots;
 mod syscalls;
