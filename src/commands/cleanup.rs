@@ -131,6 +131,40 @@ pub fn run(ctx: &Context, args: &CleanupArgs) -> anyhow::Result<ExitStatus> {
     })
 }
 
+/// After a refused first install (no root found, port held, a Host that did not verify): the
+/// stack directory that run created, when it holds nothing but what the run wrote (its
+/// bookkeeping, the config sync of the `--port` it was given, no Host log), is removed again,
+/// so the refusal leaves no stack behind. A Host log is kept (it says why), and with it the
+/// stack. Said in one note.
+pub fn forget_refused_first_install(ctx: &Context) {
+    let stack = &ctx.stack;
+    if stack.plist_path().exists() || !stack.root.is_dir() {
+        return;
+    }
+    let lc = Launchctl::locate(&ctx.env).ok();
+    let f = examine(stack, lc.as_ref());
+    let only_config = f.precious.iter().all(|p| *p == stack.config_path());
+    if f.kept.is_some() || !only_config {
+        return;
+    }
+    for file in f.bookkeeping.iter().chain(&f.precious) {
+        let _ = std::fs::remove_file(file);
+    }
+    let mut dirs = vec![];
+    let _ = collect_dirs(&f.root, &mut dirs);
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    for d in dirs.iter().chain(std::iter::once(&f.root)) {
+        let _ = std::fs::remove_dir(d);
+    }
+    if !f.root.exists() {
+        ctx.out.note(&format!(
+            "nothing of stack {} is kept: {} (created by this refused install) is removed again",
+            stack.name,
+            f.root.display()
+        ));
+    }
+}
+
 /// Every stack name on disk, and every directory in the stacks dir (a refused command may
 /// have left one that `list` does not show).
 fn candidates(ctx: &Context) -> Vec<String> {

@@ -112,7 +112,11 @@ pub fn run(ctx: &Context, json: bool, probe: bool) -> anyhow::Result<ExitStatus>
     let report = Report {
         ok: !checks.iter().any(|c| c.status == Level::Fail),
         stack: st.name.clone(),
-        port: plan_ok(&plan).map(|p| p.port).or(st.default_port),
+        // The config's port when the plan cannot be made (no root found), as status says it.
+        port: plan_ok(&plan)
+            .map(|p| p.port)
+            .or_else(|| doc.as_ref().and_then(|d| d.port()))
+            .or(st.default_port),
         checks,
         providers,
         environment,

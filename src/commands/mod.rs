@@ -118,7 +118,17 @@ pub fn agent_verb(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus
             }
         }
     }
-    let status = agent::run(ctx, cmd)?;
+    // A first install that is refused must not leave a stack behind (`list` would show it).
+    let first_install = matches!(cmd, AgentCommand::Install { .. }) && !ctx.stack.root.exists();
+    let status = match agent::run(ctx, cmd) {
+        Ok(status) => status,
+        Err(e) => {
+            if first_install {
+                cleanup::forget_refused_first_install(ctx);
+            }
+            return Err(e);
+        }
+    };
     if let (ExitStatus::Success, Some(inputs)) = (status, &host) {
         if qr.wanted(std::io::stdout().is_terminal()) {
             match plan(ctx, inputs) {

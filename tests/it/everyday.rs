@@ -423,3 +423,103 @@ fn a_fresh_home_is_told_what_a_newcomer_needs() {
         "{doc}"
     );
 }
+
+#[test]
+fn a_refused_first_install_leaves_no_stack_behind() {
+    let t = ctx();
+    // No Oysterun root anywhere.
+    let e = t
+        .run(["install", "ghost", "--port", &free_port().to_string()])
+        .fails_with(2)
+        .stderr();
+    assert!(
+        e.contains("could not find the Oysterun install root"),
+        "{e}"
+    );
+    assert!(!t.home.join(".oysterun-stacks/ghost").exists(), "{e}");
+    // The port is held: the config sync of this run goes again too.
+    let root = t.fixture_root("root");
+    let hold = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = hold.local_addr().unwrap().port().to_string();
+    let args = [
+        "install",
+        "held",
+        "--port",
+        &port,
+        "--root",
+        root.to_str().unwrap(),
+        "--wait",
+        "3",
+    ];
+    let e = t.run(args).fails_with(1).stderr();
+    assert!(e.contains("already held"), "{e}");
+    assert!(e.contains("nothing of stack held is kept"), "{e}");
+    assert!(!t.home.join(".oysterun-stacks/held").exists(), "{e}");
+    assert_eq!(
+        t.run(["list"]).ok().stdout().lines().count(),
+        1,
+        "only production's... or none"
+    );
+    // A stack that existed before keeps everything of its own.
+    drop(hold);
+    install(&t, "kept", free_port());
+    t.run(["uninstall", "kept"]).ok();
+    let hold = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = hold.local_addr().unwrap().port().to_string();
+    t.run([
+        "install",
+        "kept",
+        "--port",
+        &port,
+        "--root",
+        root.to_str().unwrap(),
+        "--wait",
+        "3",
+    ])
+    .fails_with(1);
+    assert!(t
+        .home
+        .join(".oysterun-stacks/kept/host/config.json")
+        .exists());
+}
+
+#[test]
+fn a_stale_plist_names_its_fix_once_in_the_form_typed() {
+    let t = ctx();
+    t.fake_exe(&t.home.join(".local/bin/claude"));
+    install(&t, "st", free_port());
+    t.run(["providers", "set", "claude", "", "--stack", "st"])
+        .ok();
+    let out = t.run(["status", "st"]).ok().stdout();
+    assert!(out.contains("stale"), "{out}");
+    assert_eq!(out.matches("regenerate").count(), 1, "{out}");
+    assert!(out.contains("`oyster agent regenerate st`"), "{out}");
+    let out = t.run(["status", "--stack", "st"]).ok().stdout();
+    assert!(
+        out.contains("`oyster agent regenerate --stack st`"),
+        "{out}"
+    );
+}
+
+#[test]
+fn doctor_reports_the_configs_port_when_the_root_cannot_be_found() {
+    let t = ctx();
+    let port = free_port();
+    t.run([
+        "config",
+        "sync",
+        "--stack",
+        "dev",
+        "--port",
+        &port.to_string(),
+    ])
+    .ok();
+    let st = t.run(["status", "dev", "--json"]).json();
+    assert_eq!(st["port"], port);
+    let doc = t.run(["doctor", "dev", "--json"]).fails_with(1).json();
+    assert_eq!(
+        (&doc["stack"], &doc["port"]),
+        (&"dev".into(), &port.into()),
+        "{doc}"
+    );
+}
