@@ -2,12 +2,31 @@
 //! with the stacks on this machine (it asks the hidden `oyster __complete-stacks`, which
 //! lists them one per line and needs nothing but HOME).
 
+/// The hidden verb the scripts call; clap_complete offers hidden verbs too, so it is taken
+/// out of the verbs a user is offered.
+const HELPER: &str = "__complete-stacks";
+
 /// The completion script for `shell`.
 pub fn script(shell: clap_complete::Shell, cmd: &mut clap::Command) -> Vec<u8> {
     let mut bytes = vec![];
     clap_complete::generate(shell, cmd, "oyster", &mut bytes);
     let text = String::from_utf8_lossy(&bytes).into_owned();
-    stacks_completed(shell, &text).into_bytes()
+    stacks_completed(shell, &without_helper(shell, &text)).into_bytes()
+}
+
+/// The script without the hidden helper among the verbs it offers (the lines that handle it
+/// once typed stay: they offer nothing).
+fn without_helper(shell: clap_complete::Shell, text: &str) -> String {
+    use clap_complete::Shell;
+    let lines = text.lines().filter_map(|l| match shell {
+        Shell::Bash if l.trim_start().starts_with("opts=") => {
+            Some(l.replace(&format!(" {HELPER}"), ""))
+        }
+        Shell::Zsh if l.starts_with(&format!("'{HELPER}:")) => None,
+        Shell::Fish if l.contains(&format!("-a \"{HELPER}\"")) => None,
+        _ => Some(l.to_owned()),
+    });
+    lines.collect::<Vec<_>>().join("\n") + "\n"
 }
 
 /// Where clap_complete completes `--stack` as any word (or a file), the stacks instead.

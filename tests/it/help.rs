@@ -221,12 +221,34 @@ fn stack_completes_the_stacks_on_disk() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The verbs offered after `oyster ` do not include the hidden helper.
+    let out = Command::new(runner_tool("bash").unwrap())
+        .args([
+            "-c",
+            r#"source "$1"; COMP_WORDS=(oyster ""); COMP_CWORD=1; _oyster oyster "" oyster; printf '%s\n' "${COMPREPLY[@]}""#,
+            "x",
+            file.to_str().unwrap(),
+        ])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    let verbs = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        verbs.lines().any(|v| v == "restart") && verbs.lines().any(|v| v == "cleanup"),
+        "{verbs}"
+    );
+    assert!(!verbs.contains("__complete"), "{verbs}");
     for (shell, marker) in [
         ("zsh", "compadd -- $(oyster __complete-stacks"),
         ("fish", "-a \"(oyster __complete-stacks"),
     ] {
         let s = t.run(["completions", shell]).ok().stdout();
         assert!(s.contains(marker), "{shell}");
+        assert!(
+            !s.contains("'__complete-stacks:") && !s.contains("-a \"__complete-stacks\""),
+            "{shell} offers the hidden helper as a verb"
+        );
     }
 }
 
