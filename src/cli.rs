@@ -424,7 +424,7 @@ impl Command {
     pub fn port(&self) -> Option<u16> {
         let host = |h: &HostArgs| h.port;
         match self {
-            Command::Config(ConfigCommand::Sync { port }) => *port,
+            Command::Config(ConfigCommand::Sync { port, .. }) => *port,
             Command::Setup(a) => host(&a.host),
             Command::Start(a) => host(&a.host),
             Command::Restart { host: h, .. } | Command::Install { host: h, .. } => host(h),
@@ -471,6 +471,15 @@ impl Command {
                 AgentCommand::Start(a) => ts(&a.targets),
                 AgentCommand::List { .. } => None,
             },
+            Command::Host(
+                HostCommand::Start { target, .. }
+                | HostCommand::Stop { target }
+                | HostCommand::Status { target, .. },
+            )
+            | Command::Config(
+                ConfigCommand::Sync { target, .. } | ConfigCommand::Show { target, .. },
+            )
+            | Command::Providers(ProvidersCommand::Status { target, .. }) => t(target),
             _ => None,
         }
     }
@@ -1128,14 +1137,21 @@ pub enum HostCommand {
         host: HostArgs,
         #[command(flatten)]
         verify: VerifyArgs,
+        #[command(flatten)]
+        target: Target,
     },
     /// Stop the Host recorded in the pid file (only that exact process).
-    Stop,
+    Stop {
+        #[command(flatten)]
+        target: Target,
+    },
     /// Show whether the directly started Host runs, answers /health and has its environment.
     Status {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        target: Target,
     },
     /// The Host's launch program, which launchd (the LaunchAgent's ProgramArguments) and
     /// `host start` run: sync the config, write the pid and origin files Oysterun's scripts
@@ -1174,6 +1190,8 @@ pub enum ProvidersCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        target: Target,
     },
 }
 
@@ -1185,12 +1203,16 @@ pub enum ConfigCommand {
         /// The stack's port, recorded as `port` in its config.json.
         #[arg(long, value_name = "PORT", value_parser = port_number)]
         port: Option<u16>,
+        #[command(flatten)]
+        target: Target,
     },
     /// Print the config with secrets redacted and home shown as ~.
     Show {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        target: Target,
     },
 }
 

@@ -18,7 +18,7 @@ pub fn run(ctx: &Context, cmd: ConfigCommand) -> anyhow::Result<ExitStatus> {
             crate::config::report(&ctx.stack.config_path(), &changes);
             Ok(ExitStatus::Success)
         }
-        ConfigCommand::Show { json } => {
+        ConfigCommand::Show { json, .. } => {
             let path = ctx.stack.config_path();
             let doc = ConfigDoc::load(&path)?;
             let shown = redact::redact_value(&Value::Object(doc.value().clone()));

@@ -24,7 +24,7 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
     let stack = &ctx.stack;
     match cmd {
         HostCommand::Exec => unreachable!("handled above"),
-        HostCommand::Start { host, verify } => {
+        HostCommand::Start { host, verify, .. } => {
             let lock = ctx.lock_stack("host start")?;
             // Before the config sync writes anything (CONTRACT.md §9).
             stack.refuse_special_log()?;
@@ -54,7 +54,7 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
             );
             Ok(ExitStatus::Success)
         }
-        HostCommand::Stop => {
+        HostCommand::Stop { .. } => {
             let _lock = ctx.lock_stack("host stop")?;
             if let Some(job) = launchd_runs_it(ctx)? {
                 return Err(job.refusal(stack).into());
@@ -76,7 +76,7 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
             }
             Ok(ExitStatus::Success)
         }
-        HostCommand::Status { json } => {
+        HostCommand::Status { json, .. } => {
             let (st, why) = status(ctx)?;
             if json {
                 crate::output::printer().json(&st);

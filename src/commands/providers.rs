@@ -34,7 +34,7 @@ pub fn run(ctx: &Context, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
                 .collect();
             show(ctx, &doc, rows, json)
         }
-        ProvidersCommand::Status { json } => {
+        ProvidersCommand::Status { json, .. } => {
             ctx.announce_overrides();
             let doc = ConfigDoc::load(&ctx.stack.config_path())?;
             let rows: Vec<_> = registry::PROVIDERS

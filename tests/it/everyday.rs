@@ -97,6 +97,19 @@ fn a_stack_is_taken_as_a_plain_name_and_a_contradiction_is_refused() {
     );
     t.run(["logs", "dev", "-n", "3"]).ok();
     t.run(["agent", "status", "dev"]).ok();
+    for args in [
+        &["host", "status", "dev", "--json"][..],
+        &["providers", "status", "dev", "--json"],
+        &["doctor", "dev", "--json"],
+    ] {
+        let doc = t.run(args).json();
+        assert_eq!(doc["stack"], "dev", "{args:?}: {doc}");
+    }
+    // config show prints the stack's config itself: its port is dev's.
+    let doc = t.run(["config", "show", "dev", "--json"]).ok().json();
+    assert_eq!(doc["port"], port, "{doc}");
+    t.run(["config", "show", "dev", "--stack", "qa"])
+        .fails_with(2);
     // A positional name that is not a stack is said like --stack's.
     let e = t.run(["status", "nosuch"]).fails_with(2).stderr();
     assert!(e.contains("no stack named \"nosuch\""), "{e}");
