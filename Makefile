@@ -42,8 +42,9 @@ demo: build
 
 ## The man pages `oyster man --dir` writes: oyster(1) and one per subcommand (a test keeps this
 ## list equal to what the binary writes, so uninstall removes exactly those).
-MANPAGES = oyster oyster-providers oyster-config oyster-agent oyster-host oyster-setup \
-	oyster-doctor oyster-logs oyster-status oyster-start oyster-stop oyster-restart oyster-list
+MANPAGES = oyster oyster-setup oyster-status oyster-start oyster-stop oyster-restart oyster-logs \
+	oyster-list oyster-kill oyster-install oyster-uninstall oyster-cleanup oyster-doctor \
+	oyster-providers oyster-config oyster-agent oyster-host oyster-completions oyster-man
 
 ## Install the binary, shell completions and man pages: make install PREFIX=/usr/local [DESTDIR=…]
 PREFIX ?= /usr/local
@@ -64,18 +65,25 @@ uninstall:
 		$(SHAREDIR)/bash-completion/completions/oyster $(SHAREDIR)/zsh/site-functions/_oyster \
 		$(SHAREDIR)/fish/vendor_completions.d/oyster.fish
 
-## Release archive: dist/oyster-<version>.tar.gz (the source of HEAD, as `git archive` gives it,
-## so the same commit always gives the same bytes) and dist/oyster-<version>.tar.gz.sha256.
-## Upload both to the v<version> release, then put the sha256 in Formula/oyster.rb.
+## Release archive: dist/oyster-<version>.tar.gz (the source of DIST_REF, HEAD by default, as
+## `git archive` gives it, so the same commit always gives the same bytes) and
+## dist/oyster-<version>.tar.gz.sha256. For a release, `make release-formula` (below).
 OYSTER_VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 DISTDIR ?= dist
+DIST_REF ?= HEAD
 DIST_TAR = oyster-$(OYSTER_VERSION).tar.gz
-.PHONY: dist
+.PHONY: dist release-formula
 dist:
-	@git diff --quiet HEAD -- || echo "note: uncommitted changes are not in the archive (it is HEAD)"
+	@[ "$(DIST_REF)" != HEAD ] || git diff --quiet HEAD -- || echo "note: uncommitted changes are not in the archive (it is HEAD)"
 	mkdir -p $(DISTDIR)
-	git archive --format=tar.gz --prefix=oyster-$(OYSTER_VERSION)/ -o $(DISTDIR)/$(DIST_TAR) HEAD
+	git archive --format=tar.gz --prefix=oyster-$(OYSTER_VERSION)/ -o $(DISTDIR)/$(DIST_TAR) $(DIST_REF)
 	cd $(DISTDIR) && { sha256sum $(DIST_TAR) 2>/dev/null || shasum -a 256 $(DIST_TAR); } > $(DIST_TAR).sha256
-	@echo "Formula/oyster.rb for the v$(OYSTER_VERSION) release:"
-	@echo "  url \".../releases/download/v$(OYSTER_VERSION)/$(DIST_TAR)\""
-	@echo "  sha256 \"$$(cut -d ' ' -f 1 $(DISTDIR)/$(DIST_TAR).sha256)\""
+	@echo "$(DISTDIR)/$(DIST_TAR): the source of $(DIST_REF), sha256 $$(cut -d ' ' -f 1 $(DISTDIR)/$(DIST_TAR).sha256)"
+
+## The release's formula: the archive of the tag v<version> (which must exist), its url and
+## sha256 written into Formula/oyster.rb. Upload the archive to the v<version> release.
+release-formula:
+	@git rev-parse -q --verify "refs/tags/v$(OYSTER_VERSION)" >/dev/null || \
+		{ echo "release-formula: there is no tag v$(OYSTER_VERSION); tag the release commit first (git tag v$(OYSTER_VERSION))" >&2; exit 1; }
+	$(MAKE) -s dist DIST_REF=v$(OYSTER_VERSION) DISTDIR=$(DISTDIR)
+	bash scripts/release-formula.sh $(DISTDIR)/$(DIST_TAR) $(OYSTER_VERSION)

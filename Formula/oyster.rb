@@ -1,19 +1,20 @@
 # Homebrew formula for oyster. This repository is its own tap (Homebrew only installs formulae
 # from a tap, so `brew install path/to/oyster.rb` is refused):
 #   brew tap oysterun/oyster https://github.com/oysterun/oyster
-#   brew install oyster
-# Releases: `make dist` on the tagged commit makes dist/oyster-X.Y.Z.tar.gz and prints the
-# sha256 for `url` and `sha256` below; the archive is uploaded to the vX.Y.Z GitHub release.
+#   brew install --HEAD oyster      (until the first release; then `brew install oyster`)
+# There is no release yet, so the formula is head-only: a `url` naming a release that does not
+# exist, or a `sha256` of another commit, would make `brew install oyster` fail. For a release,
+# tag the commit `vX.Y.Z` (Cargo.toml's version) and run `make release-formula`: it archives
+# that tag as `make dist` does and writes `url` and `sha256` below `license` from that archive;
+# upload dist/oyster-X.Y.Z.tar.gz to the vX.Y.Z GitHub release, then commit the formula.
 class Oyster < Formula
   desc "Install, restart and verify the Oysterun Host LaunchAgent"
   homepage "https://github.com/oysterun/oyster"
-  url "https://github.com/oysterun/oyster/releases/download/v0.1.0/oyster-0.1.0.tar.gz"
-  sha256 "f9f783cf85edbec8ac37676870945b104f7ccb8f0f33e651ca8f2db31dd3a88a"
   license "MIT"
   head "https://github.com/oysterun/oyster.git", branch: "main"
 
   livecheck do
-    url :stable
+    url :homepage
     strategy :github_latest
   end
 
@@ -46,6 +47,9 @@ class Oyster < Formula
         oyster agent regenerate
       Check everything with:
         oyster doctor
+      Before `brew uninstall oyster`, remove every stack's LaunchAgent (config and logs stay):
+        oyster agent uninstall --all
+      (otherwise launchd keeps starting a program that is gone, and the job fails with exit 78).
     EOS
   end
 

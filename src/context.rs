@@ -76,6 +76,40 @@ impl EnvSnapshot {
 /// plus its rollback).
 pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(180);
 
+/// How the user typed the command, so a hint echoes that form: `oyster start` after
+/// `oyster stop`, `oyster agent start` after `oyster agent stop`, and the stack only when one
+/// was given (as it was given: `dev` or `--stack dev`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Typed {
+    /// `oyster agent VERB` rather than its top-level alias.
+    pub agent_form: bool,
+    pub stack: StackForm,
+}
+
+/// How the stack was named on the command line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StackForm {
+    /// Not at all (production).
+    #[default]
+    Default,
+    /// `--stack NAME`.
+    Flag,
+    /// A plain name after the verb (`oyster restart dev`).
+    Plain,
+}
+
+/// The verbs `oyster VERB` runs as `oyster agent VERB`.
+const TOP_LEVEL_ALIASES: &[&str] = &[
+    "status",
+    "start",
+    "stop",
+    "restart",
+    "kill",
+    "install",
+    "uninstall",
+    "list",
+];
+
 /// What every command starts from.
 pub struct Context {
     pub stack: Stack,
@@ -87,6 +121,8 @@ pub struct Context {
     /// as the Host's launch program, `<oyster> host exec --stack NAME`.
     pub launcher: PathBuf,
     pub out: &'static Printer,
+    /// How the user typed this command (hints echo it).
+    pub typed: Typed,
 }
 
 impl Context {
@@ -123,6 +159,7 @@ impl Context {
             env,
             launcher,
             out,
+            typed: Typed::default(),
         })
     }
 
@@ -143,7 +180,32 @@ impl Context {
             env: self.env.clone(),
             launcher: self.launcher.clone(),
             out: self.out,
+            // One of several stacks (`--all`): every hint names its stack.
+            typed: Typed {
+                stack: StackForm::Flag,
+                ..self.typed
+            },
         })
+    }
+
+    /// A command to suggest, in the form the user typed: `hint_cmd("start")` is `oyster start`
+    /// after `oyster stop`, `oyster agent start --stack dev` after `oyster agent stop --stack
+    /// dev`, `oyster start dev` after `oyster stop dev`. Verbs without a top-level alias are
+    /// always `oyster agent VERB`.
+    pub fn hint_cmd(&self, verb: &str) -> String {
+        let top = verb == "logs" || (!self.typed.agent_form && TOP_LEVEL_ALIASES.contains(&verb));
+        let head = if top { "oyster" } else { "oyster agent" };
+        format!("{head} {verb}{}", self.stack_suffix())
+    }
+
+    /// The stack as the user gave it, to append to a suggested command: ``, ` --stack dev` or
+    /// ` dev`.
+    pub fn stack_suffix(&self) -> String {
+        match self.typed.stack {
+            StackForm::Default => String::new(),
+            StackForm::Flag => format!(" --stack {}", self.stack.name),
+            StackForm::Plain => format!(" {}", self.stack.name),
+        }
     }
 
     /// Takes the stack's lifecycle lock (`<run dir>/oyster.lock`, CONTRACT.md §9) for the

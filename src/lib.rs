@@ -41,14 +41,18 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let args: Vec<OsString> = args.into_iter().collect();
     let cli = match cli::Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(e) => return usage_error(&e),
+        Err(e) => return usage_error(&e, &args),
+    };
+    let chosen = match cli.chosen() {
+        Ok(c) => c,
+        Err(cli::StackConflict(msg)) => return usage_error(&stack_conflict(&msg), &args),
     };
     let out = output::printer();
     if let Some(result) = commands::packaging(&cli) {
         return finish(result);
     }
-    let ctx = match context::Context::new(
-        &cli.global.stack,
+    let mut ctx = match context::Context::new(
+        &chosen.name,
         cli.command.port(),
         context::EnvSnapshot::from_process(),
         args.first().map(OsString::as_os_str),
@@ -59,13 +63,27 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             return ExitStatus::Invalid.into();
         }
     };
+    ctx.typed = context::Typed {
+        agent_form: chosen.agent_form,
+        stack: match (chosen.given, chosen.positional) {
+            (false, _) => context::StackForm::Default,
+            (true, true) => context::StackForm::Plain,
+            (true, false) => context::StackForm::Flag,
+        },
+    };
     finish(commands::dispatch(&ctx, cli.command))
+}
+
+/// A stack named twice, or where none is taken, as clap's own usage errors are said (exit 2).
+fn stack_conflict(msg: &str) -> clap::Error {
+    let cmd = <cli::Cli as clap::CommandFactory>::command();
+    clap::Error::raw(clap::error::ErrorKind::ArgumentConflict, format!("{msg}\n")).with_cmd(&cmd)
 }
 
 /// clap's own messages (`--help`, `--version`) print as clap writes them; its parse errors are
 /// said in oyster's one error style, `oyster: error: …` with `hint:` for its tips, keeping
 /// clap's exit code (2 for usage).
-fn usage_error(e: &clap::Error) -> ExitCode {
+fn usage_error(e: &clap::Error, args: &[OsString]) -> ExitCode {
     use clap::error::ErrorKind;
     let code = ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
     if matches!(
@@ -94,13 +112,23 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         }
     }
     let mut msg = first.strip_prefix("error: ").unwrap_or(first).to_owned();
-    // Everything clap says between the message and its tips (a usage line, an empty line).
+    // Everything clap says between the message and its tips (a usage line, an empty line);
+    // with the tips taken out, the empty lines around them are one.
+    rest.dedup_by(|a, b| a.trim().is_empty() && b.trim().is_empty());
     while rest.last().is_some_and(|l| l.trim().is_empty()) {
         rest.pop();
     }
     if !rest.is_empty() {
         msg.push('\n');
         msg.push_str(&rest.join("\n"));
+    }
+    // An unknown verb: the real one it means (`oyster services list` is `oyster list`) is
+    // a better tip than clap's nearest spelling.
+    if e.kind() == ErrorKind::InvalidSubcommand {
+        if let Some(meant) = cli::meant_verb(args) {
+            hints.retain(|h| !h.contains("similar subcommand"));
+            hints.insert(0, meant);
+        }
     }
     let hint = (!hints.is_empty()).then(|| hints.join("; "));
     out.error(&msg, hint.as_deref());

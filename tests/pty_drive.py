@@ -3,19 +3,24 @@
 a JSON report: everything the terminal showed, the exit code, and whether it prompted.
 
 Usage: pty_drive.py HEX_ANSWER COMMAND [ARGS...]   (the environment is passed through)
-An empty HEX_ANSWER types nothing. Used by oyster's PTY tests (tests/it/setup.rs).
+An empty HEX_ANSWER types nothing. The terminal is 80 columns wide, 24 lines high (what a
+newcomer's terminal is). Used by oyster's PTY tests (tests/it/setup.rs, tests/it/everyday.rs).
 """
+import fcntl
 import json
 import os
 import pty
 import select
+import struct
 import sys
+import termios
 import time
 
 answer = bytes.fromhex(sys.argv[1])
 cmd = sys.argv[2:]
 pid, fd = pty.fork()
 if pid == 0:
+    fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     os.execv(cmd[0], cmd)
 out = b""
 sent = False

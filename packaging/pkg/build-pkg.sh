@@ -2,7 +2,8 @@
 # Builds dist/oyster-<version>.pkg, one package for every Mac (macOS 11 or later):
 #   1. one universal binary: cargo builds aarch64-apple-darwin and x86_64-apple-darwin and lipo
 #      joins them (once: rustup target add aarch64-apple-darwin x86_64-apple-darwin);
-#   2. the payload: /usr/local/bin/oyster, its man pages and bash/zsh/fish completions;
+#   2. the payload: /usr/local/bin/oyster, /usr/local/bin/oyster-uninstall (what removes it all
+#      again: `sudo oyster-uninstall`), its man pages and bash/zsh/fish completions;
 #   3. pkgbuild makes the component package with scripts/postinstall, and productbuild the
 #      product from distribution.xml, which declares hostArchitectures="arm64,x86_64".
 #
@@ -74,6 +75,7 @@ chmod 0755 "$bin"
 if [ -n "${CODESIGN_IDENTITY:-}" ]; then
   codesign --force --options runtime --timestamp --sign "$CODESIGN_IDENTITY" "$bin"
 fi
+install -m 0755 "$here/oyster-uninstall" "$prefix/bin/oyster-uninstall"
 "$bin" man --dir "$share/man/man1"
 "$bin" completions bash >"$share/bash-completion/completions/oyster"
 "$bin" completions zsh >"$share/zsh/site-functions/_oyster"

@@ -41,6 +41,14 @@ pub enum Summary {
     Unknown,
 }
 
+/// The summary as one word (its `--json` value, spaced): `verified`, `not loaded`, ….
+pub fn word(s: Summary) -> String {
+    serde_json::to_value(s)
+        .ok()
+        .and_then(|v| v.as_str().map(|w| w.replace('_', " ")))
+        .unwrap_or_default()
+}
+
 /// Who wrote an installed plist, from what it runs (`installed_by`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -119,6 +127,10 @@ pub fn collect(ctx: &Context) -> anyhow::Result<AgentStatus> {
             ctx.stack.name
         ));
     }
+    // A fresh HOME: what a newcomer needs, not a verb that would fail for the same reason.
+    let newcomer = installed.is_none()
+        && !ctx.stack.config_path().exists()
+        && plan::plan(ctx, &Default::default(), Writes::None).is_err();
     let asked = match Launchctl::locate(&ctx.env) {
         Err(e) => {
             st.notes.push(e.to_string());
@@ -141,6 +153,12 @@ pub fn collect(ctx: &Context) -> anyhow::Result<AgentStatus> {
                 st.notes.push(format!("broken: {e:#}"));
             }
         }
+    }
+    if newcomer && !st.running {
+        st.notes.push(format!(
+            "nothing is set up for stack {} yet: install Oysterun (`npm install -g oysterun`), then run `oyster setup` (for a checkout: `oyster setup --root DIR`)",
+            ctx.stack.name
+        ));
     }
     Ok(st)
 }

@@ -111,7 +111,11 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
     let report = Report {
         ok: !checks.iter().any(|c| c.status == Level::Fail),
         stack: st.name.clone(),
-        port: plan_ok(&plan).map(|p| p.port).or(st.default_port),
+        // The config's port when the plan cannot be made (no root found), as status says it.
+        port: plan_ok(&plan)
+            .map(|p| p.port)
+            .or_else(|| doc.as_ref().and_then(|d| d.port()))
+            .or(st.default_port),
         checks,
         providers,
         environment,
@@ -204,6 +208,13 @@ fn node_check(plan: &Option<anyhow::Result<Plan>>) -> Check {
             Level::Ok,
             format!("{} {} (from {})", p.node.path.display(), p.node.version, p.node.origin),
             None,
+        ),
+        // A newcomer's first doctor: no Oysterun yet, so say how to get it and set it up.
+        Some(Err(e)) if format!("{e:#}").contains("could not find the Oysterun install root") => check(
+            "node/root",
+            Level::Fail,
+            format!("{e:#}"),
+            Some("install Oysterun (`npm install -g oysterun`), then run `oyster setup`; for a checkout, `oyster setup --root DIR`".into()),
         ),
         Some(Err(e)) => check(
             "node/root",
@@ -310,7 +321,7 @@ fn plist_check(ctx: &Context, installed: Option<&Installed>, plan: Option<&Plan>
             "plist",
             Level::Warn,
             format!("{} is not installed", plist_path.display()),
-            Some(format!("`oyster agent install --stack {}`", st.name)),
+            Some(format!("`oyster setup --stack {}` sets the Host up (`oyster install --stack {}` once the config is done)", st.name, st.name)),
         ),
         (Some(i), _) if i.oysterun_runner().is_some() => check(
             "plist",

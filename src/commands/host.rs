@@ -20,13 +20,13 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
         return Err(e);
     }
     ctx.announce_overrides();
-    if let HostCommand::Status { json: true } = cmd {
+    if let HostCommand::Status { json: true, .. } = cmd {
         ctx.out.set_mode(crate::output::Mode::Json);
     }
     match cmd {
         HostCommand::Exec => unreachable!("handled above"),
-        HostCommand::Start { host, verify } => start(ctx, &host, verify),
-        HostCommand::Stop => stop(ctx),
+        HostCommand::Start { host, verify, .. } => start(ctx, &host, verify),
+        HostCommand::Stop { .. } => stop(ctx),
         HostCommand::Status { .. } => show_status(ctx),
     }
 }

@@ -8,31 +8,6 @@ use std::path::Path;
 
 use clap::Command;
 
-/// Examples for the pages whose command has no `after_help` of its own.
-const EXAMPLES: &[(&str, &str)] = &[
-    (
-        "config",
-        "oyster config show\noyster config show --json\noyster config sync --stack dev --port 8810",
-    ),
-    (
-        "host",
-        "oyster host start --root ~/src/oysterun     start the Host without launchd (Linux)\noyster host status --json\noyster host stop",
-    ),
-    (
-        "setup",
-        "oyster setup                                plan, ask once, apply, verify\noyster setup --install-providers            no question: install what is missing\noyster setup --stack dev --port 8810 --root ~/src/oysterun --no-start",
-    ),
-    (
-        "doctor",
-        "oyster doctor\noyster doctor --json | jq .ok\noyster doctor --probe                       also run `<provider> --version`",
-    ),
-    ("status", "oyster status\noyster status --stack staging --json"),
-    ("start", "oyster start\noyster start --stack dev"),
-    ("stop", "oyster stop                                 stays stopped across logins"),
-    ("restart", "oyster restart\noyster restart --wait 60"),
-    ("list", "oyster list\noyster list --json"),
-];
-
 /// FILES, common to every page (the stack table of CONTRACT.md).
 const FILES: &[(&str, &str)] = &[
     (
@@ -88,26 +63,51 @@ fn tagged(out: &mut Vec<u8>, items: &[(&str, &str)]) {
     }
 }
 
-fn examples_of(cmd: &Command, name: &str) -> Option<String> {
-    if let Some(text) = cmd.get_after_help() {
-        let text = text.to_string();
-        let body = text.strip_prefix("Examples:\n").unwrap_or(&text);
-        return Some(
-            body.lines()
-                .map(|l| l.strip_prefix("  ").unwrap_or(l))
-                .collect::<Vec<_>>()
-                .join("\n"),
-        );
+/// The command's `Examples:` block (its `after_help`, from the one table in `cli`), unindented.
+fn examples_of(cmd: &Command) -> Option<String> {
+    let text = cmd.get_after_help()?.to_string();
+    let body = text.strip_prefix("Examples:\n").unwrap_or(&text);
+    Some(
+        body.lines()
+            .map(|l| l.strip_prefix("  ").unwrap_or(l))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+}
+
+/// Each subcommand's own options under its own heading (`oyster agent restart`), so every
+/// option of a nested verb is on a page (there is no oyster-agent-restart(1)).
+fn nested_options(out: &mut Vec<u8>, cmd: &Command, bin: &str) -> anyhow::Result<()> {
+    for sub in cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+    {
+        let sub = sub
+            .clone()
+            .after_help(None::<&str>)
+            .after_long_help(None::<&str>);
+        let _ = writeln!(out, ".SS \"{} {}\"", esc(bin), esc(sub.get_name()));
+        if let Some(about) = sub.get_long_about().or(sub.get_about()) {
+            let _ = writeln!(out, "{}", esc(&about.to_string()));
+        }
+        let aliases: Vec<&str> = sub.get_visible_aliases().collect();
+        if !aliases.is_empty() {
+            let _ = writeln!(out, ".br\nAlso: {}", esc(&aliases.join(", ")));
+        }
+        let mut buf = vec![];
+        clap_mangen::Man::new(sub).render_options_section(&mut buf)?;
+        let text = String::from_utf8_lossy(&buf);
+        // clap_mangen titles it `.SH OPTIONS`; here it is part of the subcommand's section.
+        for line in text.lines().filter(|l| !l.starts_with(".SH")) {
+            let _ = writeln!(out, "{line}");
+        }
     }
-    EXAMPLES
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, e)| (*e).to_owned())
+    Ok(())
 }
 
 /// One page: clap's sections, then EXAMPLES, FILES, ENVIRONMENT, EXIT STATUS, SEE ALSO.
 fn render(cmd: Command, name: &str, out: &mut Vec<u8>) -> anyhow::Result<()> {
-    let examples = examples_of(&cmd, name);
+    let examples = examples_of(&cmd);
     let subcommands: Vec<String> = cmd
         .get_subcommands()
         .filter(|s| !s.is_hide_set() && s.get_name() != "help")
@@ -142,6 +142,9 @@ fn render(cmd: Command, name: &str, out: &mut Vec<u8>) -> anyhow::Result<()> {
             let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
             tagged(out, &[(tag.as_str(), about.as_str())]);
         }
+        if name != "oyster" {
+            nested_options(out, &cmd, &bin)?;
+        }
     }
     if let Some(ex) = examples {
         section(out, "EXAMPLES");
@@ -154,27 +157,7 @@ fn render(cmd: Command, name: &str, out: &mut Vec<u8>) -> anyhow::Result<()> {
     section(out, "FILES");
     tagged(out, FILES);
     section(out, "ENVIRONMENT");
-    let env: Vec<(String, String)> = crate::cli::ENVIRONMENT_HELP
-        .lines()
-        .skip(1)
-        .take_while(|l| !l.trim().is_empty())
-        .fold(vec![], |mut acc: Vec<(String, String)>, line| {
-            let trimmed = line.trim_start();
-            match trimmed.split_once("  ") {
-                Some((var, text)) if line.starts_with("  ") && !line.starts_with("   ") => {
-                    acc.push((var.to_owned(), text.trim().to_owned()))
-                }
-                _ => {
-                    if let Some(last) = acc.last_mut() {
-                        last.1.push(' ');
-                        last.1.push_str(trimmed);
-                    }
-                }
-            }
-            acc
-        });
-    let env: Vec<(&str, &str)> = env.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
-    tagged(out, &env);
+    tagged(out, crate::cli::ENVIRONMENT);
     section(out, "EXIT STATUS");
     tagged(out, EXIT_STATUS);
     section(out, "SEE ALSO");

@@ -2,13 +2,19 @@
 //! modules, prints through the printer, and returns an [`ExitStatus`].
 
 pub mod agent;
+pub mod cleanup;
+pub mod completions;
 pub mod config;
 pub mod doctor;
+pub mod every;
 pub mod host;
 pub mod logs;
 pub mod man;
+pub mod provider_status;
 pub mod providers;
 pub mod setup;
+
+use std::io::IsTerminal;
 
 use crate::cli::{AgentCommand, Cli, Command};
 use crate::context::Context;
@@ -22,7 +28,7 @@ pub fn packaging(cli: &Cli) -> Option<anyhow::Result<ExitStatus>> {
     let mut bytes = vec![];
     match &cli.command {
         Command::Completions { shell } => {
-            clap_complete::generate(*shell, &mut cmd, "oyster", &mut bytes);
+            bytes = completions::script(*shell, &mut cmd);
         }
         Command::Man { dir } => {
             let result = match dir {
@@ -31,6 +37,13 @@ pub fn packaging(cli: &Cli) -> Option<anyhow::Result<ExitStatus>> {
             };
             if let Err(e) = result {
                 return Some(Err(e));
+            }
+        }
+        Command::CompleteStacks => {
+            let env = crate::context::EnvSnapshot::from_process();
+            for name in crate::host::stack::discover(&env.stack_env()) {
+                bytes.extend_from_slice(name.as_bytes());
+                bytes.push(b'\n');
             }
         }
         _ => return None,
@@ -42,13 +55,19 @@ pub fn packaging(cli: &Cli) -> Option<anyhow::Result<ExitStatus>> {
 /// Runs one command.
 pub fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitStatus> {
     ctx.out.set_mode(output_mode(&command));
+    if command.all() {
+        let Ok(agent_cmd) = command.into_agent() else {
+            unreachable!("only agent verbs take --all")
+        };
+        ctx.announce_overrides();
+        return every::run(ctx, agent_cmd);
+    }
     match command {
-        Command::Completions { .. } | Command::Man { .. } => {
+        Command::Completions { .. } | Command::Man { .. } | Command::CompleteStacks => {
             unreachable!("packaging helpers run before a context exists")
         }
         Command::Providers(cmd) => providers::run(ctx, cmd),
         Command::Config(cmd) => config::run(ctx, cmd),
-        Command::Agent(cmd) => agent::run(ctx, cmd),
         Command::Host(cmd) => host::run(ctx, cmd),
         Command::Doctor { probe, .. } => {
             ctx.announce_overrides();
@@ -62,14 +81,12 @@ pub fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitStatus> {
             ctx.announce_overrides();
             logs::run(ctx, &args)
         }
-        // The brew-services habits: the agent verbs at the top level.
-        Command::Status { json } => agent::run(ctx, AgentCommand::Status { json }),
-        Command::Start(args) => agent::run(ctx, AgentCommand::Start(args)),
-        Command::Stop => agent::run(ctx, AgentCommand::Stop),
-        Command::Restart { host, verify } => {
-            agent::run(ctx, AgentCommand::Restart { host, verify })
-        }
-        Command::List { json } => agent::run(ctx, AgentCommand::List { json }),
+        Command::Cleanup(args) => cleanup::run(ctx, &args),
+        // The brew-services habits: the agent verbs at the top level run the agent verb.
+        other => match other.into_agent() {
+            Ok(agent_cmd) => agent_verb(ctx, agent_cmd),
+            Err(other) => unreachable!("every other command is an agent verb: {other:?}"),
+        },
     }
 }
 
@@ -78,13 +95,17 @@ pub fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitStatus> {
 fn output_mode(command: &Command) -> Mode {
     use crate::cli::{ConfigCommand, HostCommand, ProvidersCommand};
     let json = match command {
-        Command::Doctor { json, .. } | Command::Status { json } | Command::List { json } => *json,
-        Command::Agent(AgentCommand::Status { json } | AgentCommand::List { json }) => *json,
-        Command::Host(HostCommand::Status { json }) => *json,
+        Command::Doctor { json, .. }
+        | Command::Status { json, .. }
+        | Command::List { json, .. } => *json,
+        Command::Agent(AgentCommand::Status { json, .. } | AgentCommand::List { json, .. }) => {
+            *json
+        }
+        Command::Host(HostCommand::Status { json, .. }) => *json,
         Command::Providers(
-            ProvidersCommand::Resolve { json, .. } | ProvidersCommand::Status { json },
+            ProvidersCommand::Resolve { json, .. } | ProvidersCommand::Status { json, .. },
         ) => *json,
-        Command::Config(ConfigCommand::Show { json }) => *json,
+        Command::Config(ConfigCommand::Show { json, .. }) => *json,
         _ => false,
     };
     if json {
@@ -92,4 +113,61 @@ fn output_mode(command: &Command) -> Mode {
     } else {
         Mode::Human
     }
+}
+
+/// One agent verb on one stack, with the steps Oysterun's service script ran around a start:
+/// the restore preparation before `restart --restore-sessions`, the login QR after a verified
+/// start or restart.
+pub fn agent_verb(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
+    let (host, qr, restore) = match &cmd {
+        AgentCommand::Start(a) => (Some(a.host.inputs()), a.qr, false),
+        AgentCommand::Restart {
+            host,
+            qr,
+            restore_sessions,
+            ..
+        } => (Some(host.inputs()), *qr, *restore_sessions),
+        _ => (None, Default::default(), false),
+    };
+    let plan = |ctx: &Context, inputs: &crate::host::plan::HostInputs| {
+        crate::host::plan::plan(ctx, inputs, crate::host::plan::Writes::None)
+    };
+    if let (true, Some(inputs)) = (restore, &host) {
+        // Only for a stack whose restart can go ahead; the restart itself says why not.
+        if ctx.stack.plist_path().exists() {
+            match plan(ctx, inputs) {
+                Ok(p) => {
+                    crate::setup::hooks::prepare_restore(ctx, &p);
+                }
+                Err(e) => ctx.out.warn(&format!(
+                    "sessions not prepared for restore: {e:#}; restarting without it"
+                )),
+            }
+        }
+    }
+    // A first install that is refused must not leave a stack behind (`list` would show it).
+    let first_install = matches!(cmd, AgentCommand::Install { .. }) && !ctx.stack.root.exists();
+    let status = match agent::run(ctx, cmd) {
+        Ok(status) => status,
+        Err(e) => {
+            if first_install {
+                cleanup::forget_refused_first_install(ctx);
+            }
+            return Err(e);
+        }
+    };
+    if let (ExitStatus::Success, Some(inputs)) = (status, &host) {
+        if qr.wanted(std::io::stdout().is_terminal()) {
+            match plan(ctx, inputs) {
+                Ok(p) => {
+                    crate::setup::hooks::show_qr(ctx, &p);
+                }
+                Err(e) => {
+                    ctx.out.warn(&format!("the login QR step failed: {e:#}"));
+                    ctx.out.err(crate::setup::hooks::QR_UNAVAILABLE);
+                }
+            }
+        }
+    }
+    Ok(status)
 }

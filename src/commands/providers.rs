@@ -41,6 +41,11 @@ pub fn run(ctx: &Context, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
                 .iter()
                 .map(|p| doc.status(p, &ctx.search))
                 .collect();
+            // `status` says every documented field (authentication included), unlike `resolve`.
+            if ctx.out.mode() != crate::output::Mode::Json {
+                super::provider_status::print(ctx, &rows);
+                return Ok(ExitStatus::Success);
+            }
             show(ctx, &doc, rows)
         }
         ProvidersCommand::Set { provider, command } => {

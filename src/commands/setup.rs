@@ -27,28 +27,48 @@ pub fn run(ctx: &Context, args: SetupArgs) -> anyhow::Result<ExitStatus> {
     ctx.stack.refuse_special_log()?;
     let sp = setup::make_plan(ctx, &opts)?;
     show(ctx, &opts, &sp);
+    // The command that sets the Host up and installs no provider, offered wherever setup
+    // would otherwise install (or ask about) one.
+    let without = format!("oyster setup --no-install-providers{}", ctx.stack_suffix());
+    if args.dry_run {
+        if !sp.installs.is_empty() && !args.no_install_providers {
+            crate::say!("To set up the Host without installing any provider: `{without}`.");
+        }
+        crate::say!("Dry run (--dry-run): nothing was changed.");
+        return Ok(ExitStatus::Success);
+    }
     let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
-    let install = if sp.installs.is_empty() {
+    let install = if sp.installs.is_empty() || args.no_install_providers {
         false
     } else if opts.install_providers {
         true
-    } else if interactive {
-        if !confirm(ctx, &sp.installs)? {
+    } else if interactive && !args.yes {
+        if !confirm(ctx, &sp.installs, &without)? {
             crate::say!("{CANCELLED}");
             return Ok(ExitStatus::Success);
         }
         true
     } else {
-        for i in &sp.installs {
-            crate::say!(
-                "note: {} is not installed and will stay unavailable; pass --install-providers to run `{}`",
-                i.provider.id,
-                i.shown()
-            );
-        }
         false
     };
-    setup::apply(ctx, &opts, sp, install)?;
+    if !install {
+        for i in &sp.installs {
+            crate::say!(
+                "note: {} is not installed and will stay unavailable; {}",
+                i.provider.id,
+                if args.no_install_providers {
+                    "not installed (--no-install-providers)".to_owned()
+                } else {
+                    format!("pass --install-providers to run `{}`", i.shown())
+                }
+            );
+        }
+    }
+    let plan = setup::apply(ctx, &opts, sp, install)?;
+    // Oysterun's own setup printed the login QR once the Host ran.
+    if !opts.no_start && args.qr.wanted(std::io::stdout().is_terminal()) {
+        setup::hooks::show_qr(ctx, &plan);
+    }
     Ok(ExitStatus::Success)
 }
 
@@ -121,8 +141,10 @@ fn show(ctx: &Context, opts: &SetupOptions, sp: &SetupPlan) {
     );
 }
 
-/// Asks the one question. Enter, n, no, anything else, EOF or Ctrl-C say no.
-fn confirm(ctx: &Context, installs: &[Install]) -> anyhow::Result<bool> {
+/// Asks the one question. Enter, n, no, anything else, EOF or Ctrl-C say no (and cancel the
+/// whole setup, as the seed says); the plan text above it names `without`, the command that
+/// sets the Host up installing nothing.
+fn confirm(ctx: &Context, installs: &[Install], without: &str) -> anyhow::Result<bool> {
     let names: Vec<&str> = installs.iter().map(|i| i.provider.display_name).collect();
     let cmds: Vec<String> = installs
         .iter()
@@ -141,6 +163,7 @@ fn confirm(ctx: &Context, installs: &[Install]) -> anyhow::Result<bool> {
             id = i.provider.id
         );
     }
+    crate::say!("To set up the Host now without installing {it}, answer N and run `{without}`.");
     ctx.out.out_inline(&format!(
         "{} {is} not installed. Install {it} now with {}? [y/N] ",
         names.join(" and "),
@@ -159,7 +182,7 @@ fn confirm(ctx: &Context, installs: &[Install]) -> anyhow::Result<bool> {
 
 /// Reads one line from stdin byte by byte, so an interrupt ends the read (`EINTR`) instead of
 /// being retried. `None` on EOF or interrupt.
-fn read_answer() -> anyhow::Result<Option<String>> {
+pub(crate) fn read_answer() -> anyhow::Result<Option<String>> {
     use std::os::fd::AsFd;
     let stdin = std::io::stdin();
     let mut line = Vec::new();

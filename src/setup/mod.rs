@@ -5,6 +5,8 @@
 //! lock file, no directory, no cache, no temp file, no background process), so there is nothing
 //! to roll back. A failure after a side effect undoes every earlier one, in reverse order.
 
+pub mod hooks;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -177,40 +179,50 @@ enum Undo {
     StopHost,
 }
 
-/// Applies a plan; on failure every earlier side effect is rolled back.
+/// Applies a plan; on failure every earlier side effect is rolled back. Returns the Host plan
+/// it applied (what the login QR step needs after a start).
 pub fn apply(
     ctx: &Context,
     opts: &SetupOptions,
     sp: SetupPlan,
     install: bool,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Plan> {
     // Everything setup may create is listed before the first side effect (the lock included),
     // so a failure or a Ctrl-C takes it all back.
     let mut journal: Vec<Undo> = vec![created_paths(ctx, &sp)];
     let _guard = InterruptGuard::install();
     let lock = ctx.lock_stack("setup")?;
-    let result = apply_steps(ctx, opts, &sp, install, &lock, &mut journal);
-    if let Err(err) = result {
-        let undone = {
-            // The rollback runs to its end, whatever signal stopped setup.
-            let _quiet = signal::Suspended::new();
-            roll_back(ctx, &sp, &lock, journal)
-        };
-        let list = if undone.is_empty() {
-            "nothing had been changed".to_owned()
-        } else {
-            undone.join("; ")
-        };
-        if let Some(sig) = signal::received() {
-            return Err(Interrupted(sig, format!("setup rolled back: {list}")).into());
-        }
-        // The real cause first, then what was undone (the order a reader needs them).
-        return Err(err.context(crate::error::Afterword {
-            lead: "setup failed".into(),
-            after: format!("rolled back: {list}"),
-        }));
+    apply_steps(ctx, opts, &sp, install, &lock, &mut journal)
+        .map_err(|err| roll_back_all(ctx, &sp, &lock, journal, err))
+}
+
+/// Rolls every journaled side effect back after `err`; the error to return (the real cause
+/// first, then what was undone).
+fn roll_back_all(
+    ctx: &Context,
+    sp: &SetupPlan,
+    lock: &Lock,
+    journal: Vec<Undo>,
+    err: anyhow::Error,
+) -> anyhow::Error {
+    let undone = {
+        // The rollback runs to its end, whatever signal stopped setup.
+        let _quiet = signal::Suspended::new();
+        roll_back(ctx, sp, lock, journal)
+    };
+    let list = if undone.is_empty() {
+        "nothing had been changed".to_owned()
+    } else {
+        undone.join("; ")
+    };
+    if let Some(sig) = signal::received() {
+        return Interrupted(sig, format!("setup rolled back: {list}")).into();
     }
-    Ok(())
+    // The real cause first, then what was undone (the order a reader needs them).
+    err.context(crate::error::Afterword {
+        lead: "setup failed".into(),
+        after: format!("rolled back: {list}"),
+    })
 }
 
 fn apply_steps(
@@ -220,7 +232,7 @@ fn apply_steps(
     install: bool,
     lock: &Lock,
     journal: &mut Vec<Undo>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Plan> {
     let st = &ctx.stack;
     let base = sp.plan.host_environment(&ctx.stack.home)?;
     // 1. Provider installs.
@@ -358,7 +370,7 @@ fn apply_steps(
         }
     }
     crate::say!("Setup complete.");
-    Ok(())
+    Ok(plan)
 }
 
 /// What setup's steps may create: the directory chains under HOME and the lock and pid files.

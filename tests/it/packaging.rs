@@ -17,7 +17,7 @@ fn repo() -> &'static Path {
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 #[test]
-fn completions_and_man_page_come_from_the_cli_and_are_hidden() {
+fn completions_and_man_page_come_from_the_cli_and_are_listed_in_help() {
     let t = TestContext::new();
     for (shell, marker) in [
         ("bash", "_oyster()"),
@@ -38,9 +38,10 @@ fn completions_and_man_page_come_from_the_cli_and_are_hidden() {
         "{}",
         &man[..200]
     );
+    // Listed in --help (what a user looking for completions reads first).
     let help = t.run(["--help"]).ok().stdout();
     assert!(
-        !help.contains("completions") && !help.contains("\n  man "),
+        help.contains("\n  completions ") && help.contains("\n  man "),
         "{help}"
     );
     assert!(help.contains("Examples:\n  oyster setup"), "{help}");
@@ -221,7 +222,7 @@ impl Pkg {
         script(
             &bin.join("id"),
             &format!(
-                "{logger}log id \"$@\"\ncase \"$2\" in\n{uids}  *) echo \"id: $2: no such user\" >&2; exit 1 ;;\nesac"
+                "{logger}log id \"$@\"\n[ $# -eq 1 ] && {{ echo \"${{FAKE_EUID:-0}}\"; exit 0; }}\ncase \"$2\" in\n{uids}  *) echo \"id: $2: no such user\" >&2; exit 1 ;;\nesac"
             ),
         );
         script(
@@ -241,6 +242,7 @@ impl Pkg {
             &format!(
                 "{logger}log launchctl \"$@\"\n\
                  if [ -n \"${{FAKE_LAUNCHCTL_EXIT:-}}\" ]; then echo 'Could not switch to audit session: 1: Operation not permitted' >&2; exit \"$FAKE_LAUNCHCTL_EXIT\"; fi\n\
+                 [ \"$1\" = bootout ] && exit \"${{FAKE_BOOTOUT_EXIT:-0}}\"\n\
                  [ \"$1\" = asuser ] || exit 64\nshift 2\nexec \"$@\""
             ),
         );
@@ -293,6 +295,17 @@ print(v)
         )
         .unwrap();
         std::fs::set_permissions(&plutil, std::fs::Permissions::from_mode(0o755)).unwrap();
+        // pkgutil: `--files ID` prints the receipt (sys/receipt.txt, paths relative to /),
+        // `--forget ID` removes it; an unknown package is pkgutil's own error.
+        let receipt = sh_quote(&self.sys.join("receipt.txt").display().to_string());
+        script(
+            &self.sys.join("usr/sbin/pkgutil"),
+            &format!(
+                "{logger}log pkgutil \"$@\"\n\
+                 [ \"$2\" = com.oysterun.oyster ] && [ -f {receipt} ] || {{ echo \"No receipt for '$2' found at '/'.\" >&2; exit 1; }}\n\
+                 case \"$1\" in --files) cat {receipt} ;; --forget) rm -f {receipt}; echo \"Forgot package '$2' on '/'.\" ;; *) exit 64 ;; esac"
+            ),
+        );
         self.write_oyster("");
     }
 
@@ -905,7 +918,8 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
     assert!(!calls[5].contains("--sign"));
     assert!(pkg.is_file());
 
-    // The payload: the universal binary (executable), its man page and completions.
+    // The payload: the universal binary (executable), the uninstall script (executable), its
+    // man page and completions.
     let payload = std::fs::read_to_string(b.t.path("payload.txt")).unwrap();
     assert_eq!(
         payload.lines().collect::<Vec<_>>(),
@@ -916,6 +930,7 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
             "- ./usr/local/share/man/man1/oyster.1",
             "- ./usr/local/share/zsh/site-functions/_oyster",
             "x ./usr/local/bin/oyster",
+            "x ./usr/local/bin/oyster-uninstall",
         ]
     );
     // The distribution productbuild got: both architectures, this version, this component.
@@ -1209,22 +1224,8 @@ fn the_formula_lives_in_a_tap_layout_with_every_stanza() {
             .unwrap_or_else(|| panic!("no `{start}` in the formula"))
             .to_owned()
     };
-    assert_eq!(
-        line("url "),
-        format!(
-            "url \"https://github.com/oysterun/oyster/releases/download/v{VERSION}/oyster-{VERSION}.tar.gz\""
-        ),
-        "the url names the release of Cargo.toml's version; `make dist` gives its sha256"
-    );
-    let sha = line("sha256 ");
-    let hex = sha.trim_start_matches("sha256 ").trim_matches('"');
-    assert!(
-        hex.len() == 64
-            && hex
-                .bytes()
-                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()),
-        "{sha}"
-    );
+    // url/sha256 only for a release that exists (checked against its tag's archive below).
+    formula_matches_its_tag(repo(), &f).unwrap();
     assert_eq!(line("license "), "license \"MIT\"");
     assert!(line("head ").starts_with("head \"https://github.com/oysterun/oyster.git\""));
     assert!(f.contains("livecheck do") && f.contains("strategy :github_latest"));
@@ -1252,9 +1253,192 @@ fn the_formula_lives_in_a_tap_layout_with_every_stanza() {
         "oyster setup --root <your Oysterun install>",
         "npm install -g oysterun",
         "oyster agent regenerate",
+        "Before `brew uninstall oyster`",
+        "oyster agent uninstall --all",
     ] {
         assert!(caveats.contains(needle), "caveats lack {needle:?}");
     }
+}
+
+/// The sha256 of `make dist`'s archive of `git_ref` in `dir` (as `git archive` makes it).
+fn archive_sha256(dir: &Path, git_ref: &str) -> String {
+    let out = Command::new("git")
+        .args([
+            "archive",
+            "--format=tar.gz",
+            &format!("--prefix=oyster-{VERSION}/"),
+            git_ref,
+        ])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut child = Command::new("sha256sum")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("sha256sum");
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(&out.stdout).unwrap();
+    let sum = child.wait_with_output().unwrap();
+    String::from_utf8(sum.stdout).unwrap()[..64].to_owned()
+}
+
+/// The release rule for `formula` in the repository `dir`: without a tag `v<version>` the
+/// formula is head-only (no url, no sha256); with one, its url names that release and its
+/// sha256 is that of `make dist`'s archive of the tag. `Ok(false)`: no tag (nothing to match).
+fn formula_matches_its_tag(dir: &Path, formula: &str) -> Result<bool, String> {
+    let field = |key: &str| {
+        formula
+            .lines()
+            .map(str::trim)
+            .find_map(|l| l.strip_prefix(&format!("{key} \"")))
+            .map(|v| v.trim_end_matches('"').to_owned())
+    };
+    let tag = format!("v{VERSION}");
+    let tagged = Command::new("git")
+        .args(["rev-parse", "-q", "--verify", &format!("refs/tags/{tag}")])
+        .current_dir(dir)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !tagged {
+        return match (field("url"), field("sha256")) {
+            (None, None) => Ok(false),
+            (u, s) => Err(format!(
+                "there is no tag {tag}, so the formula must be head-only, but it has url {u:?}, sha256 {s:?}"
+            )),
+        };
+    }
+    let url = format!(
+        "https://github.com/oysterun/oyster/releases/download/{tag}/oyster-{VERSION}.tar.gz"
+    );
+    if field("url").as_deref() != Some(url.as_str()) {
+        return Err(format!("the url is {:?}, not {url}", field("url")));
+    }
+    let want = archive_sha256(dir, &tag);
+    match field("sha256") {
+        Some(got) if got == want => Ok(true),
+        got => Err(format!(
+            "the sha256 is {got:?}, but make dist's archive of {tag} has {want}; run make release-formula"
+        )),
+    }
+}
+
+#[test]
+fn the_formula_is_head_only_until_a_tag_and_the_readme_says_so() {
+    let f = formula();
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let quick = readme
+        .split("## Quick start")
+        .nth(1)
+        .unwrap()
+        .split("\n## ")
+        .next()
+        .unwrap();
+    if formula_matches_its_tag(repo(), &f).unwrap() {
+        assert!(quick.contains("brew install oyster"), "{quick}");
+    } else {
+        eprintln!("skipped the sha256 check: there is no tag v{VERSION} yet (head-only formula)");
+        assert!(f.contains("\n  head \"https://github.com/oysterun/oyster.git\""));
+        assert!(quick.contains("brew install --HEAD oyster"), "{quick}");
+    }
+}
+
+#[test]
+fn make_release_formula_writes_the_url_and_sha256_of_the_tags_archive() {
+    if common::runner_tool("make").is_none() || common::runner_tool("git").is_none() {
+        eprintln!("skipped: make release-formula needs make and git");
+        return;
+    }
+    // A repository with what the release needs, tagged as a release would be.
+    let t = TestContext::new();
+    let dir = t.path("release");
+    for file in [
+        "Makefile",
+        "Cargo.toml",
+        "Formula/oyster.rb",
+        "scripts/release-formula.sh",
+    ] {
+        let to = dir.join(file);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(repo().join(file), &to).unwrap();
+    }
+    let git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "commit.gpgsign=false",
+            ])
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "release"]);
+    let make = |args: &[&str]| {
+        Command::new("make")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    // No tag yet: refused, naming the tag; the formula is untouched (and head-only).
+    let out = make(&["-s", "release-formula"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("no tag v{VERSION}")));
+    assert_eq!(
+        std::fs::read_to_string(dir.join("Formula/oyster.rb")).unwrap(),
+        formula()
+    );
+    assert!(!formula_matches_its_tag(&dir, &formula()).unwrap());
+
+    git(&["tag", &format!("v{VERSION}")]);
+    // A commit after the tag: the archive is the tag's, not HEAD's.
+    std::fs::write(dir.join("later.txt"), "after the release\n").unwrap();
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "later"]);
+    let out = make(&["-s", "release-formula"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let written = std::fs::read_to_string(dir.join("Formula/oyster.rb")).unwrap();
+    assert!(
+        formula_matches_its_tag(&dir, &written).unwrap(),
+        "{written}"
+    );
+    let sum =
+        std::fs::read_to_string(dir.join(format!("dist/oyster-{VERSION}.tar.gz.sha256"))).unwrap();
+    assert!(
+        written.contains(&format!("sha256 \"{}\"", &sum[..64])),
+        "{written}"
+    );
+    assert_ne!(archive_sha256(&dir, "HEAD"), sum[..64]);
+    // Once: a second run replaces the pair instead of adding one.
+    assert!(make(&["-s", "release-formula"]).status.success());
+    let again = std::fs::read_to_string(dir.join("Formula/oyster.rb")).unwrap();
+    assert_eq!(again, written);
+    assert_eq!(again.matches("\n  sha256 \"").count(), 1);
+    // A committed sha256 that is not the tag's archive is caught.
+    let tampered = written.replace(&sum[..64], &"0".repeat(64));
+    let err = formula_matches_its_tag(&dir, &tampered).unwrap_err();
+    assert!(err.contains("run make release-formula"), "{err}");
 }
 
 #[test]
@@ -1305,14 +1489,15 @@ class Formula
   end
 
   class StubVersion
-    def initialize(string)
+    def initialize(string, head)
       @string = string
+      @head = head
     end
     def to_s
       @string
     end
     def head?
-      false
+      @head
     end
   end
 
@@ -1322,8 +1507,12 @@ class Formula
   def testpath
     Pathname(ENV.fetch("HOME"))
   end
+  # A head-only formula (no release yet) is a HEAD build, as `brew install --HEAD` makes.
   def version
-    StubVersion.new(self.class.stub_url[%r{/oyster-(\d+\.\d+\.\d+)\.tar\.gz\z}, 1])
+    url = self.class.stub_url
+    return StubVersion.new("HEAD", true) unless url
+
+    StubVersion.new(url[%r{/oyster-(\d+\.\d+\.\d+)\.tar\.gz\z}, 1], false)
   end
 
   def shell_output(cmd, result = 0)
@@ -1389,6 +1578,8 @@ fn shipped_shell_is_shellcheck_clean() {
     assert!(version.status.success());
     for (file, shell) in [
         ("packaging/pkg/scripts/postinstall", "sh"),
+        ("packaging/pkg/oyster-uninstall", "sh"),
+        ("scripts/release-formula.sh", "bash"),
         ("packaging/pkg/build-pkg.sh", "bash"),
         ("scripts/demo.sh", "bash"),
         ("scripts/apple-toolchain.sh", "bash"),
@@ -1427,9 +1618,8 @@ fn a_man_page_per_subcommand_with_the_sections_a_reader_expects_installed_by_mak
     ] {
         assert!(pages.contains(&page.to_owned()), "{pages:?}");
     }
-    assert!(!pages
-        .iter()
-        .any(|p| p.contains("completions") || p == "oyster-man.1"));
+    // The hidden helper the completion scripts call has no page.
+    assert!(!pages.iter().any(|p| p.contains("__complete")), "{pages:?}");
     for page in &pages {
         let text = std::fs::read_to_string(dir.join(page)).unwrap();
         let name = page.trim_end_matches(".1");
@@ -1483,4 +1673,238 @@ fn a_man_page_per_subcommand_with_the_sections_a_reader_expects_installed_by_mak
     assert!(formula().contains("system bin/\"oyster\", \"man\", \"--dir\", man1"));
     let pkg = std::fs::read_to_string(repo().join("packaging/pkg/build-pkg.sh")).unwrap();
     assert!(pkg.contains("\"$bin\" man --dir \"$share/man/man1\""));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The .pkg's uninstall story: `sudo oyster-uninstall`, against the same recording fakes.
+
+/// What the package installed, relative to / (as `pkgutil --files` lists it: directories too).
+const PKG_FILES: &[&str] = &[
+    "usr",
+    "usr/local",
+    "usr/local/bin",
+    "usr/local/bin/oyster",
+    "usr/local/bin/oyster-uninstall",
+    "usr/local/share/man/man1/oyster.1",
+    "usr/local/share/man/man1/oyster-agent.1",
+    "usr/local/share/zsh/site-functions/_oyster",
+    "usr/local/share/fish/vendor_completions.d/oyster.fish",
+];
+
+impl Pkg {
+    /// The package's files under the stand-in root, and its receipt.
+    fn install_payload(&self) {
+        for rel in PKG_FILES {
+            let p = self.sys.join(rel);
+            if rel.contains('.') || rel.ends_with("oyster") || rel.ends_with("uninstall") {
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(&p, "payload").unwrap();
+            } else {
+                std::fs::create_dir_all(&p).unwrap();
+            }
+        }
+        std::fs::write(self.sys.join("receipt.txt"), PKG_FILES.join("\n") + "\n").unwrap();
+    }
+
+    /// A LaunchAgent for `label` whose program is `program`.
+    fn agent_running(&self, user: &str, label: &str, program: &str) -> PathBuf {
+        let plist = self.agents_dir(user).join(format!("{label}.plist"));
+        std::fs::create_dir_all(plist.parent().unwrap()).unwrap();
+        let mut top = plist::Dictionary::new();
+        top.insert("Label".into(), label.into());
+        top.insert(
+            "ProgramArguments".into(),
+            plist::Value::Array(vec![program.into(), "host".into(), "exec".into()]),
+        );
+        plist::Value::Dictionary(top).to_file_xml(&plist).unwrap();
+        plist
+    }
+
+    fn uninstall(&self, console: Option<&str>, env: &[(&str, &str)]) -> Outcome {
+        let mut c = Command::new("/bin/sh");
+        c.arg(repo().join("packaging/pkg/oyster-uninstall"));
+        c.env_clear()
+            .env("PATH", "/usr/bin:/bin:/usr/sbin:/sbin")
+            .env("HOME", "/var/root")
+            .env("OYSTER_PKG_SYSROOT", &self.sys);
+        if let Some(user) = console {
+            c.env("FAKE_CONSOLE", user);
+        }
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        let calls = std::fs::read_to_string(&self.log)
+            .map(|s| s.lines().map(str::to_owned).collect())
+            .unwrap_or_default();
+        let _ = std::fs::remove_file(&self.log);
+        Outcome {
+            code: out.status.code().unwrap_or(-1),
+            out: String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+            calls,
+        }
+    }
+}
+
+#[test]
+fn oyster_uninstall_boots_out_every_stack_removes_the_payload_and_forgets_the_receipt() {
+    let p = Pkg::new();
+    p.install_payload();
+    let oyster = "/usr/local/bin/oyster";
+    let prod = p.agent_running("asmith", "com.oysterun.host", oyster);
+    let dev = p.agent_running(
+        "asmith",
+        "com.oysterun.host.dev",
+        "/opt/homebrew/bin/oyster",
+    );
+    // Oysterun's own installer's plist is not oyster's to remove.
+    let theirs = p.agent_running("asmith", "com.oysterun.host.legacy", "/bin/bash");
+    let config = p.home("asmith").join(".oysterun/config.json");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "{}").unwrap();
+
+    // Not as root: refused, nothing touched.
+    let o = p.uninstall(Some("asmith"), &[("FAKE_EUID", "501")]);
+    assert_eq!(o.code, 1, "{}", o.out);
+    assert!(o.out.contains("sudo oyster-uninstall"), "{}", o.out);
+    assert_eq!(o.calls, vec!["id -u as=root".to_owned()]);
+    assert!(prod.exists() && p.sys.join("usr/local/bin/oyster").exists());
+
+    let o = p.uninstall(Some("asmith"), &[]);
+    o.exits_0_saying(&[
+        "done: oyster is uninstalled.",
+        "kept asmith's Oysterun config",
+    ]);
+    let uid = p.account("asmith").uid;
+    for job in ["com.oysterun.host", "com.oysterun.host.dev"] {
+        assert!(
+            o.calls
+                .contains(&format!("launchctl bootout gui/{uid}/{job} as=root")),
+            "{:#?}",
+            o.calls
+        );
+    }
+    assert!(!o
+        .calls
+        .iter()
+        .any(|c| c.contains("legacy") && c.starts_with("launchctl")));
+    assert!(!prod.exists() && !dev.exists(), "{}", o.out);
+    assert!(
+        theirs.exists() && o.out.contains("another installer wrote it"),
+        "{}",
+        o.out
+    );
+    assert!(config.exists(), "the user's config stays");
+    for rel in PKG_FILES {
+        let path = p.sys.join(rel);
+        if rel.contains('.') || rel.ends_with("oyster") || rel.ends_with("uninstall") {
+            assert!(!path.exists(), "{rel} is still there");
+        } else {
+            assert!(path.is_dir(), "a directory ({rel}) was removed");
+        }
+    }
+    let pkgutil: Vec<&String> = o
+        .calls
+        .iter()
+        .filter(|c| c.starts_with("pkgutil"))
+        .collect();
+    assert_eq!(
+        pkgutil,
+        [
+            "pkgutil --files com.oysterun.oyster as=root",
+            "pkgutil --forget com.oysterun.oyster as=root"
+        ]
+    );
+
+    // Again: nothing left to remove, and pkgutil no longer knows the package: named, exit 1.
+    let o = p.uninstall(Some("asmith"), &[]);
+    assert_eq!(o.code, 1, "{}", o.out);
+    assert!(
+        o.out
+            .contains("pkgutil knows no package com.oysterun.oyster"),
+        "{}",
+        o.out
+    );
+}
+
+#[test]
+fn oyster_uninstall_with_nobody_logged_in_still_removes_the_payload() {
+    let p = Pkg::new();
+    p.install_payload();
+    let prod = p.agent_running("alice", "com.oysterun.host", "/usr/local/bin/oyster");
+    // Not loaded (bootout fails): the plist goes anyway.
+    let o = p.uninstall(None, &[("FAKE_BOOTOUT_EXIT", "3")]);
+    o.exits_0_saying(&[
+        "nobody is logged in",
+        "oyster agent uninstall --all",
+        "done",
+    ]);
+    assert!(prod.exists(), "another user's agent is theirs");
+    assert!(!p.sys.join("usr/local/bin/oyster").exists());
+    let o = {
+        p.install_payload();
+        p.uninstall(Some("alice"), &[("FAKE_BOOTOUT_EXIT", "3")])
+    };
+    o.exits_0_saying(&["removed"]);
+    assert!(!prod.exists(), "{}", o.out);
+}
+
+/// The README's quick start lists only commands that parse (each is run with `--help`, which
+/// clap answers only for a verb and flags that exist), and every verb of `--help` is in it.
+#[test]
+fn the_readme_lists_only_commands_that_exist_and_every_verb() {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let quick = readme
+        .split("## Quick start")
+        .nth(1)
+        .unwrap()
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let t = TestContext::new();
+    let mut seen = 0;
+    for line in quick
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("oyster "))
+    {
+        let cmd = line.split("  #").next().unwrap().trim();
+        let mut args: Vec<String> = vec![];
+        // The words as a shell would split them (`""` is one empty word).
+        for w in cmd.split_whitespace().skip(1) {
+            args.push(w.trim_matches('"').to_owned());
+        }
+        args.push("--help".into());
+        let r = t.run(&args);
+        assert_eq!(
+            r.code(),
+            0,
+            "README: `{cmd}` does not parse: {}",
+            r.stderr()
+        );
+        seen += 1;
+    }
+    assert!(seen >= 8, "{quick}");
+    let help = t.run(["--help"]).ok().stdout();
+    let verbs = help
+        .split("Commands:")
+        .nth(1)
+        .unwrap()
+        .split("\n\n")
+        .next()
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .map(|l| l.split_whitespace().next().unwrap().to_owned())
+        .filter(|v| v != "help");
+    for verb in verbs {
+        assert!(
+            readme.contains(&format!("`oyster {verb}")),
+            "README lacks `oyster {verb}`"
+        );
+    }
+    for alias in ["alias `info`", "alias `ls`", "oyster-uninstall", "--all"] {
+        assert!(readme.contains(alias), "README lacks {alias}");
+    }
 }

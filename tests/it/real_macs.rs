@@ -167,6 +167,10 @@ fn a_port_held_by_another_process_is_refused_before_anything_is_written() {
         !s.t.home.join(".oysterun-stacks").join(s.name).exists(),
         "no stack dir"
     );
+    // A refused first install leaves no stack behind: the name is unknown again.
+    assert!(!s.t.home.join(".oysterun-stacks/held").exists());
+    s.t.run(["agent", "status", "--json", "--stack", s.name])
+        .fails_with(2);
     other.kill().unwrap();
     other.wait().unwrap();
     s.t.run(s.args("install")).ok();

@@ -151,7 +151,7 @@ fn a_verified_host_on_a_stale_plist_is_said_to_be_stale() {
         .json();
     assert_eq!(st["summary"], "stale", "{st}");
     let list = t.run(["agent", "list"]).ok().stdout();
-    assert!(list.contains("yes (stale)"), "{list}");
+    assert!(list.contains(" stale "), "{list}");
 }
 
 /// Where there is no launchd, setup starts the Host directly; the everyday `status` and `list`
@@ -185,7 +185,7 @@ fn the_everyday_verbs_see_a_directly_started_host() {
         "{st}"
     );
     let list = t.run(["list"]).ok().stdout();
-    assert!(list.contains("dh") && list.contains("pid"), "{list}");
+    assert!(list.contains("dh") && list.contains(" direct "), "{list}");
     let e = t.run(["stop", "--stack", "dh"]).fails_with(1).stderr();
     assert!(
         e.contains("started directly") && e.contains("oyster host stop --stack dh"),

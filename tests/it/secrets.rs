@@ -71,7 +71,10 @@ impl Sec {
     }
     fn run(&self, args: &[&str]) -> Run {
         let mut a: Vec<&str> = args.to_vec();
-        a.extend(["--stack", STACK]);
+        // `list` shows every stack, and refuses --stack rather than ignore it.
+        if !args.contains(&"list") {
+            a.extend(["--stack", STACK]);
+        }
         self.t.run(a)
     }
 }

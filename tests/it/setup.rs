@@ -409,3 +409,126 @@ fn direct_setup_starts_and_verifies_the_host() {
     );
     s.t.run(["host", "stop", "--stack", "st"]).ok();
 }
+
+#[test]
+fn the_question_offers_the_command_that_sets_the_host_up_without_providers() {
+    let s = Setup::new(0);
+    let before = s.snapshot(true, false);
+    let r = s.pty(b"\r", &[]);
+    let output = r["output"].as_str().unwrap();
+    // The seed's rule is kept: Enter cancels everything, and says so.
+    assert!(output.trim_end().ends_with(CANCELLED), "{output}");
+    assert_eq!(s.snapshot(true, false), before);
+    // Before the question: the exact command, in the form the stack was given.
+    let q = output.find("[y/N]").unwrap();
+    let offer = output
+        .find("answer N and run `oyster setup --no-install-providers --stack st`")
+        .expect(output);
+    assert!(offer < q, "{output}");
+    // That command, on the same terminal: no question, no npm, the Host set up.
+    let r = s.pty(b"", &["--no-install-providers", "--no-start"]);
+    let output = r["output"].as_str().unwrap();
+    assert_eq!(
+        (r["code"].as_i64(), r["prompted"].as_bool()),
+        (Some(0), Some(false)),
+        "{output}"
+    );
+    assert!(
+        output.contains("not installed (--no-install-providers)"),
+        "{output}"
+    );
+    assert!(output.contains("Setup complete."), "{output}");
+    assert!(s.npm_calls().is_empty());
+    assert!(s.config().exists());
+    s.t.assert_nothing_executed();
+}
+
+#[test]
+fn yes_consents_without_a_question_and_installs_only_when_told() {
+    let s = Setup::new(0);
+    let r = s.pty(b"", &["--yes", "--no-start"]);
+    let output = r["output"].as_str().unwrap();
+    assert_eq!(
+        (r["code"].as_i64(), r["prompted"].as_bool()),
+        (Some(0), Some(false)),
+        "{output}"
+    );
+    assert!(output.contains("Setup complete."), "{output}");
+    assert!(s.npm_calls().is_empty(), "--yes alone installs nothing");
+    let s = Setup::new(0);
+    let r = s.pty(b"", &["--yes", "--install-providers", "--no-start"]);
+    assert_eq!(r["prompted"], false, "{r}");
+    assert_eq!(s.npm_calls().len(), 2, "{r}");
+    // --install-providers and --no-install-providers contradict each other.
+    s.t.run(s.args(&["--install-providers", "--no-install-providers"]))
+        .fails_with(2);
+}
+
+#[test]
+fn dry_run_prints_the_plan_and_changes_nothing() {
+    let s = Setup::new(0);
+    let before = s.snapshot(true, false);
+    for pty in [false, true] {
+        let output = if pty {
+            let r = s.pty(b"y\r", &["--dry-run"]);
+            assert_eq!(
+                (r["code"].as_i64(), r["prompted"].as_bool()),
+                (Some(0), Some(false)),
+                "{r}"
+            );
+            r["output"].as_str().unwrap().to_owned()
+        } else {
+            s.t.run(s.args(&["--dry-run"])).ok().stdout()
+        };
+        assert!(output.contains("Oysterun setup for stack st"), "{output}");
+        assert!(output.contains("AgentFolder:"), "{output}");
+        assert!(
+            output.contains("oyster setup --no-install-providers --stack st"),
+            "{output}"
+        );
+        assert!(
+            output.contains("Dry run (--dry-run): nothing was changed."),
+            "{output}"
+        );
+        assert_eq!(s.snapshot(true, false), before, "pty {pty}");
+    }
+    assert!(s.npm_calls().is_empty());
+    assert!(s.t.own_processes().is_empty());
+}
+
+#[test]
+fn setup_prints_the_login_qr_after_its_start() {
+    let mut s = Setup::new(0);
+    s.t.use_sim();
+    let qr = s.root.join("host-service/setup.mjs");
+    std::fs::write(
+        &qr,
+        format!(
+            "import fs from 'node:fs';\nfs.appendFileSync({:?}, process.argv.slice(2).join(' ') + ' ' + process.env.OYSTERUN_PORT + '\\n');\nconsole.log('LOGIN-QR');\n",
+            s.t.path("qr.log").display().to_string()
+        ),
+    )
+    .unwrap();
+    let r = s.t.run(s.args(&["--no-install-providers", "--qr"])).ok();
+    let out = r.stdout();
+    assert!(
+        out.find("Setup complete.").unwrap() < out.find("LOGIN-QR").expect(&out),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.t.path("qr.log")).unwrap(),
+        format!("--show-qr {}\n", s.port)
+    );
+    // --no-start starts nothing, so there is no QR.
+    s.t.run(["uninstall", "st"]).ok();
+    s.t.run(s.args(&["--no-install-providers", "--qr", "--no-start"]))
+        .ok();
+    assert_eq!(
+        std::fs::read_to_string(s.t.path("qr.log"))
+            .unwrap()
+            .lines()
+            .count(),
+        1
+    );
+    s.t.wait_no_processes();
+}

@@ -49,6 +49,8 @@ fn filtered(t: &TestContext, text: &str, ports: &[u16]) -> String {
     for (re, to) in [
         (r"\bpid \d+", "pid [PID]"),
         (r"\bpid:(\s+)\d+", "pid:${1}[PID]"),
+        // `oyster list`'s PID column, after the PORT column.
+        (r"\[PORT\](\s+)\d+\b", "[PORT]${1}[PID]"),
         (r"\b(gui|user)/\d+", "$1/[UID]"),
         (r"\b\d+(\.\d+)? ?(ms|s)\b", "[DURATION]"),
         (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z?", "[TIME]"),

@@ -21,8 +21,8 @@ pub fn run(
         let Some(Ok(agent)) = p.agent else {
             preflight::write_only(ctx, &p.plan, p.lock)?;
             ctx.out.out(&format!(
-                "Not started (--no-start): launchd starts it at the next login, or run `oyster agent restart --stack {}`.",
-                ctx.stack.name
+                "Not started (--no-start): launchd starts it at the next login, or run `{}`.",
+                ctx.hint_cmd("restart")
             ));
             return Ok(ExitStatus::Success);
         };

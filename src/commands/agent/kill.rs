@@ -11,7 +11,7 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     let agent = Agent::new(ctx, &lock)?;
     let k = agent.kill()?;
     ctx.out.out(&format!(
-        "Sent SIGTERM to the Host (pid {}){}; launchd starts it again (KeepAlive; a Host that ran less than 10 s waits out the throttle). `oyster agent status --stack {}` shows the new pid.",
+        "Sent SIGTERM to the Host (pid {}){}; launchd starts it again (KeepAlive; a Host that ran less than 10 s waits out the throttle). `{}` shows the new pid.",
         k.pid,
         if k.exited { ", which exited" } else { ", which is still shutting down" },
         ctx.stack.name

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::status::tone;
-use crate::agent::status::{self as model, AgentStatus, Summary};
+use crate::agent::status::{self as model, AgentStatus};
 use crate::context::Context;
 use crate::output::Tone;
 use crate::ExitStatus;
@@ -15,18 +15,9 @@ struct List {
     stacks: Vec<AgentStatus>,
 }
 
-const HEAD: [&str; 10] = [
-    "STACK",
-    "LABEL",
-    "PORT",
-    "INSTALLED",
-    "LOADED",
-    "RUNNING",
-    "VERIFIED",
-    "PROOF",
-    "EXIT",
-    "LOG",
-];
+// One word for the state (the `summary` status and `--json` use), so the table fits 100
+// columns for ordinary names; `oyster status STACK` has every fact.
+const HEAD: [&str; 6] = ["STACK", "STATUS", "PORT", "PID", "EXIT", "LOG"];
 
 pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     let mut rows = vec![];
@@ -56,8 +47,7 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-fn cells(r: &AgentStatus) -> [String; 10] {
-    let yn = |b: bool| if b { "yes" } else { "no" }.to_owned();
+fn cells(r: &AgentStatus) -> [String; 6] {
     [
         // A broken stack is marked where the eye starts reading.
         if r.broken {
@@ -65,25 +55,11 @@ fn cells(r: &AgentStatus) -> [String; 10] {
         } else {
             r.stack.clone()
         },
-        r.label.clone(),
+        model::word(r.summary),
         r.port.map_or_else(|| "-".into(), |p| p.to_string()),
-        yn(r.installed),
-        match (r.loaded, r.disabled) {
-            (true, _) => "yes".into(),
-            (false, Some(true)) => "disabled".into(),
-            (false, _) => "no".into(),
-        },
-        match (r.pid.filter(|_| r.running), r.crash_loop) {
-            (Some(pid), _) => format!("pid {pid}"),
-            (None, true) => "crash loop".into(),
-            (None, false) => "no".into(),
-        },
-        if r.summary == Summary::Stale {
-            "yes (stale)".to_owned()
-        } else {
-            yn(r.verified)
-        },
-        r.env_proof.map_or("-", |p| p.as_str()).to_owned(),
+        r.pid
+            .filter(|_| r.running)
+            .map_or_else(|| "-".into(), |p| p.to_string()),
         match (r.last_exit_code, r.last_signal) {
             (Some(c), _) => c.to_string(),
             (_, Some(s)) => format!("signal {s}"),
@@ -94,7 +70,7 @@ fn cells(r: &AgentStatus) -> [String; 10] {
 }
 
 fn print_table(ctx: &Context, rows: &[AgentStatus]) {
-    let table: Vec<[String; 10]> = rows.iter().map(cells).collect();
+    let table: Vec<[String; 6]> = rows.iter().map(cells).collect();
     let mut widths = HEAD.map(str::len);
     for row in &table {
         for (w, cell) in widths.iter_mut().zip(row) {

@@ -22,28 +22,30 @@ use crate::ExitStatus;
 pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
     ctx.announce_overrides();
     // The top-level aliases arrive here as agent verbs: their `--json` decides the mode too.
-    if let AgentCommand::Status { json: true } | AgentCommand::List { json: true } = cmd {
+    if let AgentCommand::Status { json: true, .. } | AgentCommand::List { json: true, .. } = cmd {
         ctx.out.set_mode(Mode::Json);
     }
     match cmd {
-        AgentCommand::Print { host } => print::run(ctx, &host),
+        AgentCommand::Print { host, .. } => print::run(ctx, &host),
         AgentCommand::Install {
             host,
             no_start,
             verify,
+            ..
         } => install::run(ctx, &host, no_start, verify),
         AgentCommand::Regenerate {
             host,
             no_restart,
             dry_run,
             verify,
+            ..
         } => regenerate::run(ctx, &host, no_restart, dry_run, verify),
-        AgentCommand::Restart { host, verify } => restart::run(ctx, &host, verify),
+        AgentCommand::Restart { host, verify, .. } => restart::run(ctx, &host, verify),
         AgentCommand::Status { .. } => status::run(ctx),
-        AgentCommand::Stop => stop::run(ctx),
+        AgentCommand::Stop { .. } => stop::run(ctx),
         AgentCommand::Start(args) => start::run(ctx, &args),
-        AgentCommand::Kill => kill::run(ctx),
+        AgentCommand::Kill { .. } => kill::run(ctx),
         AgentCommand::List { .. } => list::run(ctx),
-        AgentCommand::Uninstall => uninstall::run(ctx),
+        AgentCommand::Uninstall { .. } => uninstall::run(ctx),
     }
 }

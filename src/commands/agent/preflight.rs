@@ -255,8 +255,9 @@ pub fn not_installed(ctx: &Context, verb: &str) -> Failed {
             ctx.stack.plist_path().display()
         ),
         format!(
-            "`oyster agent install --stack {}` installs it (or `oyster setup --stack {}`)",
-            ctx.stack.name, ctx.stack.name
+            "`{}` installs it (or `oyster setup{}`)",
+            ctx.hint_cmd("install"),
+            ctx.stack_suffix()
         ),
     )
 }

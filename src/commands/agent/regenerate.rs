@@ -58,8 +58,8 @@ fn reload_if_needed(
                 "install"
             };
             ctx.out.out(&format!(
-                "The LaunchAgent is not loaded; `oyster agent {verb} --stack {}` loads it.",
-                stack.name
+                "The LaunchAgent is not loaded; `{}` loads it.",
+                ctx.hint_cmd(verb)
             ));
         }
         Some(info)

@@ -23,7 +23,8 @@ pub fn words(s: Summary) -> &'static str {
     match s {
         Summary::Verified => "running, verified",
         Summary::Direct => "running (started directly), verified",
-        Summary::Stale => "running, verified against a stale plist (run `oyster agent regenerate`)",
+        // The `stale:` line below names the fix (once).
+        Summary::Stale => "running, verified against a stale plist",
         Summary::Unverified => "running, NOT verified",
         Summary::CrashLoop => "crash loop",
         Summary::NotRunning => "loaded, not running",
@@ -66,7 +67,7 @@ fn print(ctx: &Context, st: &AgentStatus) {
         yn(st.installed),
         st.plist_path
     ));
-    out.out(&format!("  loaded:    {}", loaded_words(st)));
+    out.out(&format!("  loaded:    {}", loaded_words(ctx, st)));
     print_running(ctx, st);
     print_plist_warnings(ctx, st);
     out.out(&format!("  log:       {}", st.log_path));
@@ -87,15 +88,13 @@ fn print(ctx: &Context, st: &AgentStatus) {
     }
 }
 
-fn loaded_words(st: &AgentStatus) -> String {
+fn loaded_words(ctx: &Context, st: &AgentStatus) -> String {
     match (st.loaded, st.summary) {
         (false, Summary::Disabled) => format!(
-            "no: stopped, and disabled so it stays stopped at login; `oyster agent start --stack {}` starts it",
-            st.stack
+            "no: stopped, and disabled so it stays stopped at login; `{}` starts it",
+            ctx.hint_cmd("start")
         ),
-        (false, Summary::NotLoaded) => {
-            format!("no; `oyster agent start --stack {}` loads it", st.stack)
-        }
+        (false, Summary::NotLoaded) => format!("no; `{}` loads it", ctx.hint_cmd("start")),
         (loaded, _) => format!(
             "{}{}",
             yn(loaded),
@@ -134,9 +133,9 @@ fn print_running(ctx: &Context, st: &AgentStatus) {
         out.out_toned(
             Tone::Fail,
             &format!(
-                "  crash loop: launchd keeps restarting the Host (state {}); see `oyster logs --stack {}`",
+                "  crash loop: launchd keeps restarting the Host (state {}); see `{}`",
                 st.state.as_deref().unwrap_or("?"),
-                st.stack
+                ctx.hint_cmd("logs")
             ),
         );
     }
@@ -155,8 +154,21 @@ fn print_running(ctx: &Context, st: &AgentStatus) {
 
 fn print_plist_warnings(ctx: &Context, st: &AgentStatus) {
     if st.installed_by == Some(InstalledBy::Oysterun) {
-        ctx.out.out_toned(Tone::Warn, &format!("  written by Oysterun's own installer (it runs {}): `oyster agent regenerate --stack {}` takes it over", crate::host::plist::OYSTERUN_RUNNER, st.stack));
+        ctx.out.out_toned(
+            Tone::Warn,
+            &format!(
+                "  written by Oysterun's own installer (it runs {}): `{}` takes it over",
+                crate::host::plist::OYSTERUN_RUNNER,
+                ctx.hint_cmd("regenerate")
+            ),
+        );
     } else if st.in_sync == Some(false) {
-        ctx.out.out_toned(Tone::Warn, &format!("  stale:     the installed plist differs from what oyster generates now — run `oyster agent regenerate --stack {}`", st.stack));
+        ctx.out.out_toned(
+            Tone::Warn,
+            &format!(
+                "  stale:     the installed plist differs from what oyster generates now — run `{}`",
+                ctx.hint_cmd("regenerate")
+            ),
+        );
     }
 }

@@ -34,9 +34,9 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     ctx.out.out_toned(
         Tone::Ok,
         &format!(
-            "{what}; disabled, so it stays stopped at the next login. Kept {}; `oyster agent start --stack {}` starts it again.",
+            "{what}; disabled, so it stays stopped at the next login. Kept {}; `{}` starts it again.",
             stack.plist_path().display(),
-            stack.name
+            ctx.hint_cmd("start")
         ),
     );
     Ok(ExitStatus::Success)

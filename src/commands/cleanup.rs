@@ -1,0 +1,377 @@
+//! `oyster cleanup` (as `brew services cleanup`): the stacks that hold nothing but oyster's own
+//! bookkeeping — no LaunchAgent, no Host running, only the lifecycle lock, caches and identity
+//! files naming dead pids — are listed and, when the user agrees, removed.
+//!
+//! A stack's config.json or logs are what a user would miss: a stack holding them is never
+//! removed with the others; it is listed with those files named, and only a yes to a question
+//! naming them (on a terminal) removes it. Anything oyster does not recognise keeps its stack.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use crate::agent::launchctl::Launchctl;
+use crate::cli::CleanupArgs;
+use crate::context::Context;
+use crate::host::stack::Stack;
+use crate::output::Tone;
+use crate::ExitStatus;
+
+/// What one stack directory holds, for cleanup.
+struct Found {
+    name: String,
+    /// The directory cleanup would remove (`~/.oysterun` for production).
+    root: PathBuf,
+    /// oyster's bookkeeping files.
+    bookkeeping: Vec<PathBuf>,
+    /// The config and the logs: a user's, never removed without naming them and asking.
+    precious: Vec<PathBuf>,
+    /// Why the stack is kept regardless (a LaunchAgent, a running Host, an unknown file).
+    kept: Option<String>,
+}
+
+pub fn run(ctx: &Context, args: &CleanupArgs) -> anyhow::Result<ExitStatus> {
+    let env = ctx.env.stack_env();
+    let lc = Launchctl::locate(&ctx.env).ok();
+    let mut found = vec![];
+    for name in candidates(ctx) {
+        let Ok(stack) = Stack::new(&name, &env) else {
+            continue;
+        };
+        if stack.root.is_dir() || stack.plist_path().exists() {
+            found.push(examine(&stack, lc.as_ref()));
+        }
+    }
+    let removable: Vec<&Found> = found
+        .iter()
+        .filter(|f| f.kept.is_none() && f.precious.is_empty())
+        .collect();
+    let with_files: Vec<&Found> = found
+        .iter()
+        .filter(|f| f.kept.is_none() && !f.precious.is_empty())
+        .collect();
+    for f in found.iter().filter(|f| f.kept.is_some()) {
+        crate::say!(
+            "kept    {}: {}",
+            f.name,
+            f.kept.as_deref().unwrap_or_default()
+        );
+    }
+    for f in &with_files {
+        crate::say!(
+            "kept    {}: no LaunchAgent and no Host, but it holds {}",
+            f.name,
+            list(&f.precious)
+        );
+    }
+    if removable.is_empty() && with_files.is_empty() {
+        crate::say!("Nothing to clean up: every stack on this machine has a LaunchAgent, a running Host or files of its own.");
+        return Ok(ExitStatus::Success);
+    }
+    for f in &removable {
+        ctx.out.out_toned(
+            Tone::Warn,
+            &format!(
+                "leftover {}: {} holds only oyster's bookkeeping ({})",
+                f.name,
+                f.root.display(),
+                relative(&f.root, &f.bookkeeping)
+            ),
+        );
+    }
+    let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    if args.dry_run || (!args.yes && !terminal) {
+        if !removable.is_empty() {
+            crate::say!(
+                "Nothing removed ({}); `oyster cleanup --yes` removes the leftover stacks.",
+                if args.dry_run {
+                    "--dry-run"
+                } else {
+                    "no terminal to ask on"
+                }
+            );
+        }
+        return Ok(ExitStatus::Success);
+    }
+    let mut failed = false;
+    if !removable.is_empty() {
+        let names: Vec<&str> = removable.iter().map(|f| f.name.as_str()).collect();
+        let go = args.yes
+            || ask(
+                ctx,
+                &format!(
+                    "Remove {} leftover stack{} ({})? [y/N] ",
+                    names.len(),
+                    if names.len() == 1 { "" } else { "s" },
+                    names.join(", ")
+                ),
+            )?;
+        if go {
+            for f in &removable {
+                failed |= !remove(ctx, f);
+            }
+        } else {
+            crate::say!("Nothing removed.");
+        }
+    }
+    // The config and logs are only removed on a yes to a question that names them.
+    if terminal && !args.yes {
+        for f in &with_files {
+            let q = format!("Remove stack {} with {}? [y/N] ", f.name, list(&f.precious));
+            if ask(ctx, &q)? {
+                failed |= !remove(ctx, f);
+            }
+        }
+    } else if !with_files.is_empty() {
+        crate::say!("Stacks holding a config or logs are only removed on a terminal, after a question naming those files.");
+    }
+    Ok(if failed {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
+}
+
+/// After a refused first install (no root found, port held, a Host that did not verify): the
+/// stack directory that run created, when it holds nothing but what the run wrote (its
+/// bookkeeping, the config sync of the `--port` it was given, no Host log), is removed again,
+/// so the refusal leaves no stack behind. A Host log is kept (it says why), and with it the
+/// stack. Said in one note.
+pub fn forget_refused_first_install(ctx: &Context) {
+    let stack = &ctx.stack;
+    if stack.plist_path().exists() || !stack.root.is_dir() {
+        return;
+    }
+    let lc = Launchctl::locate(&ctx.env).ok();
+    let f = examine(stack, lc.as_ref());
+    let only_config = f.precious.iter().all(|p| *p == stack.config_path());
+    if f.kept.is_some() || !only_config {
+        return;
+    }
+    for file in f.bookkeeping.iter().chain(&f.precious) {
+        let _ = std::fs::remove_file(file);
+    }
+    let mut dirs = vec![];
+    let _ = collect_dirs(&f.root, &mut dirs);
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    for d in dirs.iter().chain(std::iter::once(&f.root)) {
+        let _ = std::fs::remove_dir(d);
+    }
+    if !f.root.exists() {
+        ctx.out.note(&format!(
+            "nothing of stack {} is kept: {} (created by this refused install) is removed again",
+            stack.name,
+            f.root.display()
+        ));
+    }
+}
+
+/// Every stack name on disk, and every directory in the stacks dir (a refused command may
+/// have left one that `list` does not show).
+fn candidates(ctx: &Context) -> Vec<String> {
+    let env = ctx.env.stack_env();
+    let mut names = crate::host::stack::discover(&env);
+    let stacks_dir = env
+        .stacks_dir
+        .clone()
+        .unwrap_or_else(|| ctx.stack.home.join(".oysterun-stacks"));
+    let mut extra: Vec<String> = std::fs::read_dir(&stacks_dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.path().is_dir())
+                .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+                .filter(|n| crate::host::stack::validate_name(n).is_ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    extra.sort();
+    for n in extra {
+        if !names.contains(&n) {
+            names.push(n);
+        }
+    }
+    names
+}
+
+fn examine(stack: &Stack, lc: Option<&Launchctl>) -> Found {
+    let mut f = Found {
+        name: stack.name.clone(),
+        root: stack.root.clone(),
+        bookkeeping: vec![],
+        precious: vec![],
+        kept: None,
+    };
+    if stack.plist_path().exists() {
+        f.kept = Some(format!(
+            "has a LaunchAgent ({})",
+            stack.plist_path().display()
+        ));
+        return f;
+    }
+    if let Some(lc) = lc {
+        match lc.find_loaded(&stack.label) {
+            Ok(Some(_)) => {
+                f.kept = Some(format!("{} is loaded in launchd", stack.label));
+                return f;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                f.kept = Some(format!(
+                    "launchctl could not say whether it is loaded: {e:#}"
+                ));
+                return f;
+            }
+        }
+    }
+    let mut files = vec![];
+    if let Err(e) = walk(&stack.root, &mut files) {
+        f.kept = Some(format!("{} could not be read: {e}", stack.root.display()));
+        return f;
+    }
+    let bookkeeping = [
+        stack.run_dir.join("oyster.lock"),
+        stack.run_dir.join("node-version.cache"),
+        stack.config_dir.join("config.json.lock"),
+    ];
+    let identity = [
+        stack.pid_path(),
+        stack.origin_path(),
+        stack.exec_record_path(),
+    ];
+    for file in files {
+        if bookkeeping.contains(&file) {
+            f.bookkeeping.push(file);
+        } else if identity.contains(&file) {
+            match named_pid(&file) {
+                Some(pid) if crate::sys::signal::exists(pid) => {
+                    f.kept = Some(format!(
+                        "{} names pid {pid}, which is running",
+                        file.display()
+                    ));
+                    return f;
+                }
+                _ => f.bookkeeping.push(file),
+            }
+        } else if file == stack.config_path() || file.starts_with(&stack.log_dir) {
+            f.precious.push(file);
+        } else {
+            f.kept = Some(format!(
+                "holds {}, which is not oyster's bookkeeping",
+                file.display()
+            ));
+            return f;
+        }
+    }
+    f
+}
+
+/// The pid an identity file names (pid file, origin's `host_pid` row, exec record's `pid`).
+fn named_pid(path: &Path) -> Option<u32> {
+    let text = std::fs::read_to_string(path).ok()?;
+    if let Ok(pid) = text.trim().parse::<u32>() {
+        return Some(pid);
+    }
+    if let Some(pid) = text.lines().find_map(|l| l.strip_prefix("host_pid\t")) {
+        return pid.trim().parse().ok();
+    }
+    serde_json::from_str::<serde_json::Value>(&text)
+        .ok()?
+        .get("pid")?
+        .as_u64()
+        .and_then(|p| u32::try_from(p).ok())
+}
+
+/// Every file under `dir` (symlinks as files, never followed).
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        let p = e.path();
+        if e.file_type()?.is_dir() {
+            walk(&p, out)?;
+        } else {
+            out.push(p);
+        }
+    }
+    Ok(())
+}
+
+/// Removes the stack's files, then its directories while they are empty (bottom up), so
+/// nothing that appeared meanwhile is lost. Says what it did.
+fn remove(ctx: &Context, f: &Found) -> bool {
+    for file in f.bookkeeping.iter().chain(&f.precious) {
+        if let Err(e) = std::fs::remove_file(file) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                ctx.out
+                    .error(&format!("could not remove {}: {e}", file.display()), None);
+                return false;
+            }
+        }
+    }
+    let mut dirs = vec![];
+    let _ = collect_dirs(&f.root, &mut dirs);
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    for d in dirs.iter().chain(std::iter::once(&f.root)) {
+        let _ = std::fs::remove_dir(d);
+    }
+    if f.root.exists() {
+        ctx.out.warn(&format!(
+            "{}: its files are removed, but the directory is not empty (something was added meanwhile)",
+            f.root.display()
+        ));
+    } else {
+        ctx.out.out_toned(
+            Tone::Ok,
+            &format!("removed {} ({})", f.name, f.root.display()),
+        );
+    }
+    true
+}
+
+fn collect_dirs(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        if e.file_type()?.is_dir() {
+            out.push(e.path());
+            collect_dirs(&e.path(), out)?;
+        }
+    }
+    Ok(())
+}
+
+fn relative(root: &Path, files: &[PathBuf]) -> String {
+    if files.is_empty() {
+        return "empty directories".to_owned();
+    }
+    files
+        .iter()
+        .map(|p| p.strip_prefix(root).unwrap_or(p).display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The config and logs, named: `config.json (PATH) and logs (PATH, …)`.
+fn list(files: &[PathBuf]) -> String {
+    let (config, logs): (Vec<&PathBuf>, Vec<&PathBuf>) =
+        files.iter().partition(|p| p.ends_with("config.json"));
+    let show = |v: &[&PathBuf]| {
+        v.iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match (config.is_empty(), logs.is_empty()) {
+        (false, false) => format!("its config ({}) and logs ({})", show(&config), show(&logs)),
+        (false, true) => format!("its config ({})", show(&config)),
+        _ => format!("logs ({})", show(&logs)),
+    }
+}
+
+fn ask(ctx: &Context, question: &str) -> anyhow::Result<bool> {
+    ctx.out.out_inline(question);
+    let _guard = crate::sys::signal::InterruptGuard::install();
+    let line = super::setup::read_answer()?;
+    if line.is_none() {
+        ctx.out.raw(b"\n");
+    }
+    let a = line.unwrap_or_default().trim().to_ascii_lowercase();
+    Ok(a == "y" || a == "yes")
+}

@@ -1,0 +1,46 @@
+//! `oyster providers status`'s human output: every documented field of each provider —
+//! intent, the command config.json holds, what resolution finds now (and from where), the
+//! state, why, and authentication — one labelled line each, so it says more than `resolve`.
+
+use crate::context::Context;
+use crate::provider::resolve::Source;
+use crate::provider::status::{Authentication, ProviderStatus};
+
+pub fn print(ctx: &Context, rows: &[ProviderStatus]) {
+    for (i, r) in rows.iter().enumerate() {
+        if i > 0 {
+            crate::say!("");
+        }
+        ctx.out.out_toned(
+            crate::output::Tone::Heading,
+            &format!("{} ({})", r.provider, r.state.as_str()),
+        );
+        crate::say!("  intent:         {}", r.intent.as_str());
+        let command = match &r.command {
+            _ if r.intent == crate::provider::resolve::Intent::Disabled => {
+                "\"\" (disabled)".to_owned()
+            }
+            serde_json::Value::Null => "none recorded (found by discovery)".to_owned(),
+            serde_json::Value::String(s) if s.is_empty() => "\"\" (disabled)".to_owned(),
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        crate::say!("  command:        {command}");
+        crate::say!(
+            "  resolved:       {}",
+            r.resolved.as_deref().unwrap_or("nothing")
+        );
+        if let Some(source) = r.source {
+            crate::say!("  source:         {}", Source::as_str(source));
+        }
+        if let Some(reason) = &r.reason {
+            crate::say!("  reason:         {reason}");
+        }
+        let auth = match r.authentication {
+            Authentication::NotChecked => {
+                "not checked (discovery never runs a provider, nor its login)"
+            }
+        };
+        crate::say!("  authentication: {auth}");
+    }
+}

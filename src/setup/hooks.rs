@@ -1,0 +1,139 @@
+//! The steps Oysterun 1.5.3's `oysterun_release_service.sh` ran around a service start, which
+//! users of `npm run service:*` had and oyster keeps: the login QR after the Host came up
+//! (`host-service/setup.mjs --show-qr`), and, for `restart --restore-sessions`, the Host's own
+//! restore preparation first (`host-service/cli/prepare-restart-restore.mjs`).
+//!
+//! Both run through the process door (no shell) with the pinned Node, in the root (the script
+//! `cd`s there), with the stack's generated environment (`OYSTERUN_CONFIG_DIR`, `OYSTERUN_PORT`
+//! among it) and nothing of the caller's. A root without the entry point skips the step with a
+//! one-line note; a step that fails is named and never turns a verified start into a failure.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::context::Context;
+use crate::host::plan::Plan;
+use crate::sys::process::{self, ChildEnv};
+
+/// The login QR entry point, relative to the root.
+pub const SHOW_QR: &str = "host-service/setup.mjs";
+/// The restore preparation entry point, relative to the root.
+pub const PREPARE_RESTORE: &str = "host-service/cli/prepare-restart-restore.mjs";
+/// What the 1.5.3 script told the Host about why it prepares a restore.
+pub const RESTORE_TRIGGER: (&str, &str) = (
+    "OYSTERUN_RESTART_RESTORE_TRIGGER",
+    "cli_service_restart_restore_sessions",
+);
+/// The words the 1.5.3 script said when the QR could not be printed.
+pub const QR_UNAVAILABLE: &str = "Login QR unavailable. Run 'oysterun show-qr' after setup.";
+
+/// How long the QR may take (it only reads the config and prints).
+const QR_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the restore preparation may take (it asks the running Host to save its sessions).
+const RESTORE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Whether a step ran, and how it ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ran {
+    Done,
+    /// The root has no such entry point.
+    Skipped,
+    /// Named in the output already.
+    Failed,
+}
+
+/// Prints the login QR: stdout as the entry point writes it (the QR is for the user's eyes),
+/// its stderr through the printer. Failure says [`QR_UNAVAILABLE`].
+pub fn show_qr(ctx: &Context, plan: &Plan) -> Ran {
+    let script = plan.root.join(SHOW_QR);
+    if !script.is_file() {
+        ctx.out.note(&format!(
+            "no login QR: {} has no {SHOW_QR} (this Oysterun is older than 1.5)",
+            plan.root.display()
+        ));
+        return Ran::Skipped;
+    }
+    match run_step(ctx, plan, script, &["--show-qr"], None, QR_TIMEOUT) {
+        Ok(()) => Ran::Done,
+        Err(why) => {
+            ctx.out.warn(&format!("the login QR step failed: {why}"));
+            ctx.out.err(QR_UNAVAILABLE);
+            Ran::Failed
+        }
+    }
+}
+
+/// Prepares the Host's restart restore, before `restart --restore-sessions` restarts it. A
+/// failure is named; the restart goes on (the Host then starts without restored sessions).
+pub fn prepare_restore(ctx: &Context, plan: &Plan) -> Ran {
+    let script = plan.root.join(PREPARE_RESTORE);
+    if !script.is_file() {
+        ctx.out.note(&format!(
+            "sessions not prepared for restore: {} has no {PREPARE_RESTORE}; restarting without it",
+            plan.root.display()
+        ));
+        return Ran::Skipped;
+    }
+    crate::say!("Preparing the Host's sessions for restore ({PREPARE_RESTORE})…");
+    match run_step(
+        ctx,
+        plan,
+        script,
+        &[],
+        Some(RESTORE_TRIGGER),
+        RESTORE_TIMEOUT,
+    ) {
+        Ok(()) => Ran::Done,
+        Err(why) => {
+            ctx.out.warn(&format!(
+                "preparing the restart restore failed: {why}; restarting without restored sessions"
+            ));
+            Ran::Failed
+        }
+    }
+}
+
+fn run_step(
+    ctx: &Context,
+    plan: &Plan,
+    script: PathBuf,
+    args: &[&str],
+    extra: Option<(&str, &str)>,
+    timeout: Duration,
+) -> Result<(), String> {
+    let mut env = plan
+        .host_environment(&ctx.stack.home)
+        .map_err(|e| format!("{e:#}"))?;
+    if let Some((k, v)) = extra {
+        env.retain(|(key, _)| key != k);
+        env.push((k.to_owned(), v.to_owned()));
+    }
+    let script_arg = script.display().to_string();
+    let argv: Vec<&str> = std::iter::once(script_arg.as_str())
+        .chain(args.iter().copied())
+        .collect();
+    let result = process::run_in(
+        &plan.node.path,
+        &argv,
+        ChildEnv::Exactly(&env),
+        Some(&plan.root),
+        timeout,
+    );
+    if let Ok(f) = &result {
+        // The QR is for the user's eyes: its bytes as the entry point wrote them.
+        ctx.out.raw(f.stdout.as_bytes());
+        for line in f.stderr.lines().filter(|l| !l.trim().is_empty()) {
+            ctx.out.err(line);
+        }
+    }
+    match result {
+        Ok(f) if f.code == 0 => Ok(()),
+        Ok(f) => Err(format!(
+            "`{} {}` exited with code {}",
+            plan.node.path.display(),
+            argv.join(" "),
+            f.code
+        )),
+        Err(e) => Err(e.to_string()),
+    }
+}

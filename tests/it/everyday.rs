@@ -1,0 +1,539 @@
+//! The verbs a `brew services` user types first (issue 22, item 1): a stack as a plain name,
+//! `--all`, the aliases, an unknown verb answered by meaning, `cleanup`, and a `list` that
+//! fits 100 columns — against the launchd simulator with the real Node Host.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::common::{free_port, real_node, TestContext, BIN};
+
+/// A HOME with the simulator and the pinned Node; each stack gets its own root on install.
+fn ctx() -> TestContext {
+    let mut t = TestContext::new();
+    t.use_sim();
+    t.extra_env.push((
+        "OYSTERUN_NODE_BIN".into(),
+        real_node().display().to_string(),
+    ));
+    t
+}
+
+fn install(t: &TestContext, stack: &str, port: u16) {
+    let root = t.fixture_root(&format!("root-{stack}"));
+    t.run([
+        "install",
+        stack,
+        "--port",
+        &port.to_string(),
+        "--root",
+        root.to_str().unwrap(),
+        "--settle-ms",
+        "200",
+    ])
+    .ok();
+}
+
+fn status(t: &TestContext, stack: &str) -> serde_json::Value {
+    t.run(["status", stack, "--json"]).json()
+}
+
+/// Runs oyster on a real 80-column terminal (tests/pty_drive.py), typing `answer` at a
+/// `[y/N]` question.
+pub fn pty(t: &TestContext, answer: &[u8], args: &[&str]) -> serde_json::Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pty_drive.py");
+    let hex: String = answer.iter().map(|b| format!("{b:02x}")).collect();
+    let mut c = Command::new(python3());
+    c.arg(script).arg(hex).arg(BIN).args(args);
+    c.env_clear().env("HOME", &t.home).env(
+        "PATH",
+        std::env::join_paths(&t.path_dirs).unwrap_or_default(),
+    );
+    if !t.extra_env.iter().any(|(k, _)| k == "OYSTER_LAUNCHCTL") {
+        c.env("OYSTER_LAUNCHCTL", "none");
+    }
+    for (k, v) in &t.extra_env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "pty_drive failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The real python3 (not a version manager's shim, which needs a PATH the test does not give).
+fn python3() -> std::path::PathBuf {
+    let out = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("the PTY tests need python3");
+    std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+#[test]
+fn a_stack_is_taken_as_a_plain_name_and_a_contradiction_is_refused() {
+    let t = ctx();
+    let port = free_port();
+    install(&t, "dev", port);
+    let st = status(&t, "dev");
+    assert_eq!(
+        (st["stack"].as_str(), st["verified"].as_bool()),
+        (Some("dev"), Some(true))
+    );
+    let old = st["pid"].as_u64().unwrap();
+    let r = t.run(["restart", "dev", "--settle-ms", "200"]).ok();
+    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    let new = status(&t, "dev")["pid"].as_u64().unwrap();
+    assert_ne!(old, new, "restart dev restarted stack dev");
+    // The same name twice is fine; two different ones are not.
+    t.run(["status", "dev", "--stack", "dev"]).ok();
+    let e = t.run(["restart", "dev", "--stack", "other"]).fails_with(2);
+    assert!(
+        e.stderr().contains("two different stacks") && e.stderr().contains("`dev`"),
+        "{}",
+        e.stderr()
+    );
+    t.run(["logs", "dev", "-n", "3"]).ok();
+    t.run(["agent", "status", "dev"]).ok();
+    for args in [
+        &["host", "status", "dev", "--json"][..],
+        &["providers", "status", "dev", "--json"],
+        &["doctor", "dev", "--json"],
+    ] {
+        let doc = t.run(args).json();
+        assert_eq!(doc["stack"], "dev", "{args:?}: {doc}");
+    }
+    // config show prints the stack's config itself: its port is dev's.
+    let doc = t.run(["config", "show", "dev", "--json"]).ok().json();
+    assert_eq!(doc["port"], port, "{doc}");
+    t.run(["config", "show", "dev", "--stack", "qa"])
+        .fails_with(2);
+    // A positional name that is not a stack is said like --stack's.
+    let e = t.run(["status", "nosuch"]).fails_with(2).stderr();
+    assert!(e.contains("no stack named \"nosuch\""), "{e}");
+    // The hint after `oyster stop dev` is `oyster start dev`, in the form typed.
+    let r = t.run(["stop", "dev"]).ok().stdout();
+    assert!(r.contains("`oyster start dev` starts it again"), "{r}");
+    let r = t.run(["agent", "stop", "--stack", "dev"]).ok().stdout();
+    assert!(r.contains("`oyster agent start --stack dev`"), "{r}");
+}
+
+#[test]
+fn commands_about_every_stack_refuse_stack_instead_of_ignoring_it() {
+    let t = TestContext::new();
+    for args in [
+        &["list", "--stack", "dev"][..],
+        &["ls", "--stack", "dev"],
+        &["agent", "list", "--stack", "dev"],
+        &["completions", "bash", "--stack", "dev"],
+        &["man", "--stack", "dev"],
+        &["cleanup", "--stack", "dev"],
+        &["restart", "--all", "--stack", "dev"],
+    ] {
+        let r = t.run(args).fails_with(2);
+        assert!(r.stdout().is_empty(), "{args:?}: {}", r.stdout());
+        assert!(
+            r.stderr().contains("--stack dev"),
+            "{args:?}: {}",
+            r.stderr()
+        );
+    }
+    t.run(["restart", "--all", "dev"]).fails_with(2);
+}
+
+#[test]
+fn all_acts_on_every_stack_and_names_the_failures_at_the_end() {
+    let t = ctx();
+    let (pa, pb) = (free_port(), free_port());
+    install(&t, "aa", pa);
+    install(&t, "bb", pb);
+    // A stack with only a config has no LaunchAgent: skipped, and said.
+    t.run([
+        "config",
+        "sync",
+        "--stack",
+        "cc",
+        "--port",
+        &free_port().to_string(),
+    ])
+    .ok();
+    let r = t.run(["stop", "--all"]).ok();
+    let out = r.stdout();
+    for s in ["aa", "bb"] {
+        assert!(out.contains(&format!("==> stop stack {s}")), "{out}");
+        assert_eq!(status(&t, s)["summary"], "disabled", "{s}");
+    }
+    let summary: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("stop --all:"))
+        .skip(1)
+        .collect();
+    assert_eq!(summary.len(), 3, "one line per stack:\n{out}");
+    assert!(
+        summary
+            .iter()
+            .any(|l| l.contains("cc") && l.contains("skipped")),
+        "{out}"
+    );
+    // Stack bb's port is held: its start fails, aa's succeeds, exit 1 names bb at the end.
+    let hold = std::net::TcpListener::bind(("127.0.0.1", pb)).unwrap();
+    let r = t
+        .run(["start", "--all", "--wait", "5", "--settle-ms", "200"])
+        .fails_with(1);
+    drop(hold);
+    assert_eq!(status(&t, "aa")["verified"], true);
+    let err = r.stderr();
+    let last = err
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("oyster: error:"))
+        .unwrap();
+    assert!(last.contains("1 of 3 stacks failed to start: bb"), "{err}");
+    assert!(r.stdout().contains("FAILED"), "{}", r.stdout());
+    // Every LaunchAgent goes, config and logs stay (what to run before `brew uninstall`).
+    let r = t.run(["agent", "uninstall", "--all"]).ok();
+    for s in ["aa", "bb"] {
+        let plist = t
+            .home
+            .join(format!("Library/LaunchAgents/com.oysterun.host.{s}.plist"));
+        assert!(!plist.exists(), "{s}: {}", r.stdout());
+    }
+    assert!(t.home.join(".oysterun-stacks/aa/host/config.json").exists());
+    assert_eq!(
+        t.run(["uninstall", "--all"])
+            .ok()
+            .stdout()
+            .matches("uninstalled")
+            .count(),
+        3
+    );
+}
+
+#[test]
+fn the_aliases_run_the_agent_verbs_with_their_full_help() {
+    let t = ctx();
+    let port = free_port();
+    install(&t, "al", port);
+    let info = t.run(["info", "al", "--json"]).ok().json();
+    assert_eq!(info["stack"], "al");
+    assert_eq!(info["summary"], "verified");
+    assert_eq!(t.run(["ls"]).ok().stdout(), t.run(["list"]).ok().stdout());
+    let old = info["pid"].as_u64().unwrap();
+    let r = t.run(["kill", "al"]).ok().stdout();
+    assert!(r.contains(&format!("pid {old}")), "{r}");
+    t.run(["uninstall", "al"]).ok();
+    assert!(!t
+        .home
+        .join("Library/LaunchAgents/com.oysterun.host.al.plist")
+        .exists());
+    // An alias's help is the full help of what it runs (options included).
+    for (alias, agent, words) in [
+        ("restart", "restart", "graceful restart"),
+        ("status", "status", "separate facts"),
+        ("kill", "kill", "KeepAlive"),
+        ("install", "install", "LaunchAgent"),
+    ] {
+        let a = t.run([alias, "--help"]).ok().stdout();
+        let b = t.run(["agent", agent, "--help"]).ok().stdout();
+        assert!(a.contains(words) && b.contains(words), "{alias}:\n{a}");
+        assert!(!a.contains("Alias of"), "{a}");
+        for opt in b.lines().filter_map(|l| l.trim().strip_prefix("--")) {
+            let flag = opt.split([' ', '<']).next().unwrap();
+            assert!(
+                a.contains(&format!("--{flag}")),
+                "{alias} lacks --{flag}:\n{a}"
+            );
+        }
+    }
+    let info_help = t.run(["info", "--help"]).ok().stdout();
+    assert!(info_help.contains("separate facts"), "{info_help}");
+}
+
+#[test]
+fn an_unknown_verb_is_answered_with_the_verb_it_means() {
+    let t = TestContext::new();
+    for (args, meant) in [
+        (&["services", "list"][..], "`oyster list`"),
+        (&["services", "restart", "dev"], "`oyster restart dev`"),
+        (&["service", "stop"], "`oyster stop`"),
+        (
+            &["reload", "--stack", "dev"],
+            "`oyster restart --stack dev`",
+        ),
+        (&["remove"], "`oyster uninstall`"),
+        (&["agent", "unload"], "`oyster agent stop`"),
+        (&["log", "-f"], "`oyster logs -f`"),
+    ] {
+        let e = t.run(args).fails_with(2).stderr();
+        let hint = e
+            .lines()
+            .find(|l| l.starts_with("hint:"))
+            .unwrap_or_default();
+        assert!(hint.contains(meant), "{args:?}: {e}");
+        assert!(!hint.contains("similar subcommand"), "{args:?}: {e}");
+        // One empty line at most between the message and the usage line.
+        assert!(!e.contains("\n\n\n"), "{args:?}: {e:?}");
+    }
+    // A misspelling keeps clap's nearest spelling, without two empty lines.
+    let e = t.run(["restat"]).fails_with(2).stderr();
+    assert!(
+        e.contains("similar subcommand") && e.contains("'restart'"),
+        "{e}"
+    );
+    assert!(!e.contains("\n\n\n") && e.contains("\n\nUsage:"), "{e:?}");
+}
+
+#[test]
+fn list_has_one_status_column_and_fits_100_columns() {
+    let t = ctx();
+    install(&t, "staging", free_port());
+    install(&t, "dev", free_port());
+    t.run(["stop", "dev"]).ok();
+    let out = t.run(["list"]).ok().stdout();
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("STACK") && lines[0].contains("STATUS"),
+        "{out}"
+    );
+    for l in &lines {
+        assert!(
+            l.chars().count() <= 100,
+            "{} columns: {l}",
+            l.chars().count()
+        );
+    }
+    let row = |s: &str| lines.iter().find(|l| l.starts_with(s)).unwrap().to_owned();
+    assert!(row("staging").contains(" verified "), "{out}");
+    assert!(row("dev").contains(" disabled "), "{out}");
+}
+
+/// A stack directory holding only oyster's bookkeeping, as a refused first install leaves it.
+fn phantom(t: &TestContext, name: &str) -> std::path::PathBuf {
+    let dir = t.home.join(".oysterun-stacks").join(name);
+    std::fs::create_dir_all(dir.join("run")).unwrap();
+    std::fs::create_dir_all(dir.join("logs")).unwrap();
+    std::fs::write(dir.join("run/oyster.lock"), "").unwrap();
+    std::fs::write(dir.join("run/node-version.cache"), "v22.0.0").unwrap();
+    // A pid file naming a pid that is gone.
+    let dead = {
+        let mut c = Command::new("true").spawn().unwrap();
+        c.wait().unwrap();
+        c.id()
+    };
+    std::fs::write(
+        dir.join(format!("run/oysterun-host-{name}.pid")),
+        format!("{dead}\n"),
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn cleanup_removes_only_stacks_of_pure_bookkeeping_and_asks_first() {
+    let t = ctx();
+    install(&t, "live", free_port());
+    let ghost = phantom(&t, "ghost");
+    // A stack with a config (and a log) is the user's: named, never removed with the others.
+    let kept = phantom(&t, "mine");
+    std::fs::create_dir_all(kept.join("host")).unwrap();
+    std::fs::write(kept.join("host/config.json"), "{\"port\": 9999}").unwrap();
+    std::fs::write(kept.join("logs/oysterun-host.log"), "hello\n").unwrap();
+    // A pid file naming a live process keeps its stack.
+    let busy = phantom(&t, "busy");
+    std::fs::write(
+        busy.join("run/oysterun-host-busy.pid"),
+        format!("{}\n", std::process::id()),
+    )
+    .unwrap();
+    assert!(t.run(["list"]).ok().stdout().contains("ghost"));
+
+    // Without a terminal: a dry run, saying how to do it.
+    for args in [&["cleanup"][..], &["cleanup", "--dry-run"]] {
+        let out = t.run(args).ok().stdout();
+        assert!(out.contains("leftover ghost"), "{out}");
+        assert!(
+            out.contains("Nothing removed") && out.contains("--yes"),
+            "{out}"
+        );
+        assert!(out.contains("kept    live: has a LaunchAgent"), "{out}");
+        assert!(
+            out.contains("kept    busy") && out.contains("running"),
+            "{out}"
+        );
+        assert!(
+            out.contains("kept    mine")
+                && out.contains(
+                    &kept
+                        .join("host/config.json")
+                        .display()
+                        .to_string()
+                        .replace(&t.home.display().to_string(), "~")
+                ),
+            "{out}"
+        );
+        assert!(ghost.exists());
+    }
+    // On a terminal, Enter says no. (mine is moved aside meanwhile: its own question would
+    // wait for a second answer the driver does not type.)
+    let aside = t.path("mine-aside");
+    std::fs::rename(&kept, &aside).unwrap();
+    let r = pty(&t, b"\n", &["cleanup"]);
+    std::fs::rename(&aside, &kept).unwrap();
+    assert!(r["prompted"].as_bool().unwrap(), "{r}");
+    assert_eq!(r["code"], 0, "{r}");
+    assert!(ghost.exists(), "{r}");
+    let r = t.run(["cleanup", "--yes"]).ok().stdout();
+    assert!(r.contains("removed ghost"), "{r}");
+    assert!(!ghost.exists());
+    assert!(kept.join("host/config.json").exists() && kept.join("logs/oysterun-host.log").exists());
+    assert!(busy.exists());
+    assert!(t
+        .home
+        .join("Library/LaunchAgents/com.oysterun.host.live.plist")
+        .exists());
+    assert!(!t.run(["list"]).ok().stdout().contains("ghost"));
+
+    // A terminal yes removes the leftovers; a yes to the question naming the config and logs
+    // removes that stack too (the driver answers the first question only, so one at a time).
+    std::fs::remove_file(busy.join("run/oysterun-host-busy.pid")).unwrap();
+    t.run(["cleanup", "--yes"]).ok();
+    assert!(!busy.exists());
+    let r = pty(&t, b"y\n", &["cleanup"]);
+    let shown = r["output"].as_str().unwrap();
+    assert!(
+        shown.contains("Remove stack mine with its config (") && shown.contains("and logs ("),
+        "{shown}"
+    );
+    assert!(!kept.exists(), "{shown}");
+    assert!(t
+        .home
+        .join("Library/LaunchAgents/com.oysterun.host.live.plist")
+        .exists());
+}
+
+#[test]
+fn a_fresh_home_is_told_what_a_newcomer_needs() {
+    // A Mac with Node but no Oysterun yet.
+    let t = ctx();
+    let st = t.run(["status"]).fails_with(1).stdout();
+    assert!(
+        st.contains("`npm install -g oysterun`") && st.contains("`oyster setup --root DIR`"),
+        "{st}"
+    );
+    assert!(
+        !st.contains("agent regenerate") && !st.contains("oyster agent install"),
+        "{st}"
+    );
+    let doc = t.run(["doctor"]).fails_with(1).stdout();
+    assert!(
+        doc.contains("fix: install Oysterun (`npm install -g oysterun`), then run `oyster setup`"),
+        "{doc}"
+    );
+    assert!(
+        !doc.contains("--root to `oyster agent regenerate`"),
+        "{doc}"
+    );
+}
+
+#[test]
+fn a_refused_first_install_leaves_no_stack_behind() {
+    let t = ctx();
+    // No Oysterun root anywhere.
+    let e = t
+        .run(["install", "ghost", "--port", &free_port().to_string()])
+        .fails_with(2)
+        .stderr();
+    assert!(
+        e.contains("could not find the Oysterun install root"),
+        "{e}"
+    );
+    assert!(!t.home.join(".oysterun-stacks/ghost").exists(), "{e}");
+    // The port is held: the config sync of this run goes again too.
+    let root = t.fixture_root("root");
+    let hold = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = hold.local_addr().unwrap().port().to_string();
+    let args = [
+        "install",
+        "held",
+        "--port",
+        &port,
+        "--root",
+        root.to_str().unwrap(),
+        "--wait",
+        "3",
+    ];
+    let e = t.run(args).fails_with(1).stderr();
+    assert!(e.contains("already held"), "{e}");
+    // Refused before the lock, so nothing of stack held was ever written.
+    assert!(e.contains("Nothing was written"), "{e}");
+    assert!(!t.home.join(".oysterun-stacks/held").exists(), "{e}");
+    assert_eq!(
+        t.run(["list"]).ok().stdout().lines().count(),
+        1,
+        "only production's... or none"
+    );
+    // A stack that existed before keeps everything of its own.
+    drop(hold);
+    install(&t, "kept", free_port());
+    t.run(["uninstall", "kept"]).ok();
+    let hold = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = hold.local_addr().unwrap().port().to_string();
+    t.run([
+        "install",
+        "kept",
+        "--port",
+        &port,
+        "--root",
+        root.to_str().unwrap(),
+        "--wait",
+        "3",
+    ])
+    .fails_with(1);
+    assert!(t
+        .home
+        .join(".oysterun-stacks/kept/host/config.json")
+        .exists());
+}
+
+#[test]
+fn a_stale_plist_names_its_fix_once_in_the_form_typed() {
+    let t = ctx();
+    t.fake_exe(&t.home.join(".local/bin/claude"));
+    install(&t, "st", free_port());
+    t.run(["providers", "set", "claude", "", "--stack", "st"])
+        .ok();
+    let out = t.run(["status", "st"]).ok().stdout();
+    assert!(out.contains("stale"), "{out}");
+    assert_eq!(out.matches("regenerate").count(), 1, "{out}");
+    assert!(out.contains("`oyster agent regenerate st`"), "{out}");
+    let out = t.run(["status", "--stack", "st"]).ok().stdout();
+    assert!(
+        out.contains("`oyster agent regenerate --stack st`"),
+        "{out}"
+    );
+}
+
+#[test]
+fn doctor_reports_the_configs_port_when_the_root_cannot_be_found() {
+    let t = ctx();
+    let port = free_port();
+    t.run([
+        "config",
+        "sync",
+        "--stack",
+        "dev",
+        "--port",
+        &port.to_string(),
+    ])
+    .ok();
+    let st = t.run(["status", "dev", "--json"]).json();
+    assert_eq!(st["port"], port);
+    let doc = t.run(["doctor", "dev", "--json"]).fails_with(1).json();
+    assert_eq!(
+        (&doc["stack"], &doc["port"]),
+        (&"dev".into(), &port.into()),
+        "{doc}"
+    );
+}

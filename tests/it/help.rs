@@ -1,0 +1,273 @@
+//! Help, man pages and completions (issue 22, item 3): `--help` reads at 80 columns (piped
+//! with COLUMNS=80, and on a real 80-column terminal), every option of a nested verb is on a
+//! man page, the examples of `--help` and the man pages are the same text, `--stack`
+//! completes the stacks on disk, and `providers status` says authentication.
+
+use std::process::Command;
+
+use crate::common::{free_port, runner_tool, TestContext, BIN};
+
+/// `oyster ARGS` with COLUMNS=80 and stdout piped (clap's width then comes from COLUMNS).
+fn help80(t: &TestContext, args: &[&str]) -> String {
+    let mut c = t.cmd();
+    c.args(args).env("COLUMNS", "80");
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "{args:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The lines of the block titled `title` (up to the next empty line).
+fn block<'a>(text: &'a str, title: &str) -> Vec<&'a str> {
+    text.lines()
+        .skip_while(|l| *l != title)
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect()
+}
+
+/// Each row of a two-column block starts at column 2; a continuation is indented to the text
+/// column (never back at column 2, which is what a terminal-wrapped line looks like).
+#[track_caller]
+fn reads_at_80(text: &str, title: &str, first_word: impl Fn(&str) -> bool) {
+    let rows = block(text, title);
+    assert!(rows.len() > 3, "no {title} block:\n{text}");
+    for l in &rows {
+        assert!(l.chars().count() <= 80, "wider than 80: {l:?}\n{text}");
+        let indent = l.len() - l.trim_start().len();
+        let word = l.split_whitespace().next().unwrap_or_default();
+        assert!(
+            (indent == 2 && first_word(word)) || indent >= 20,
+            "{title}: {l:?} wraps back to the left\n{text}"
+        );
+    }
+}
+
+fn env_name(w: &str) -> bool {
+    w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[test]
+fn the_help_reads_at_80_columns_piped_and_on_a_terminal() {
+    let t = TestContext::new();
+    for args in [
+        &["--help"][..],
+        &["agent", "--help"],
+        &["restart", "--help"],
+    ] {
+        let text = help80(&t, args);
+        for l in text.lines() {
+            assert!(l.chars().count() <= 80, "{args:?}: {l:?}");
+        }
+        reads_at_80(&text, "Examples:", |w| w == "oyster");
+    }
+    let text = help80(&t, &["--help"]);
+    reads_at_80(&text, "Environment:", env_name);
+    assert!(
+        text.contains("\n  OYSTER_LAUNCHCTL_TIMEOUT_SECS\n"),
+        "{text}"
+    );
+    // completions and man are listed.
+    assert!(
+        text.contains("\n  completions ") && text.contains("\n  man "),
+        "{text}"
+    );
+
+    // The same on a real terminal 80 columns wide (clap asks the terminal, not COLUMNS).
+    let r = crate::everyday::pty(&t, b"", &["--help"]);
+    let shown = r["output"].as_str().unwrap().replace("\r\n", "\n");
+    assert_eq!(r["code"], 0, "{r}");
+    reads_at_80(&shown, "Environment:", env_name);
+    reads_at_80(&shown, "Examples:", |w| w == "oyster");
+    let r = crate::everyday::pty(&t, b"", &["agent", "--help"]);
+    let shown = r["output"].as_str().unwrap().replace("\r\n", "\n");
+    reads_at_80(&shown, "Examples:", |w| w == "oyster");
+}
+
+/// Roff as man prints it: `\-` is `-`.
+fn page(dir: &std::path::Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(format!("{name}.1")))
+        .unwrap_or_else(|e| panic!("{name}.1: {e}"))
+        .replace("\\-", "-")
+        .replace("\\e", "\\")
+}
+
+/// The long options a `--help` lists.
+fn options(help: &str) -> Vec<String> {
+    help.lines()
+        .map(str::trim_start)
+        .filter_map(|l| {
+            let l = l.strip_prefix("-")?;
+            let long = l.split(", ").last().unwrap_or(l);
+            let long = long.strip_prefix('-').unwrap_or(long);
+            long.strip_prefix('-')
+                .map(|f| f.split([' ', '<', '=']).next().unwrap().to_owned())
+        })
+        .filter(|f| f != "help" && f != "version")
+        .collect()
+}
+
+/// The subcommands a `--help` lists.
+fn subcommands(help: &str) -> Vec<String> {
+    block(help, "Commands:")
+        .iter()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .map(|l| l.split_whitespace().next().unwrap().to_owned())
+        .filter(|s| s != "help")
+        .collect()
+}
+
+#[test]
+fn every_option_of_every_verb_is_on_a_man_page_with_the_examples_of_its_help() {
+    let t = TestContext::new();
+    let dir = t.path("man1");
+    t.run(["man", "--dir", dir.to_str().unwrap()]).ok();
+    let top = t.run(["--help"]).ok().stdout();
+    let verbs = subcommands(&top);
+    assert!(verbs.contains(&"cleanup".to_owned()) && verbs.contains(&"kill".to_owned()));
+    for verb in &verbs {
+        let help = t.run([verb.as_str(), "--help"]).ok().stdout();
+        let text = page(&dir, &format!("oyster-{verb}"));
+        for opt in options(&help) {
+            assert!(
+                text.contains(&format!("--{opt}")),
+                "oyster-{verb}.1 lacks --{opt}"
+            );
+        }
+        // The examples of `--help` are the page's EXAMPLES, line for line.
+        for ex in block(&help, "Examples:") {
+            let cmd = ex.trim();
+            assert!(
+                text.contains(cmd),
+                "oyster-{verb}.1 lacks the example {cmd:?}"
+            );
+        }
+        // A nested verb's options are on its parent's page (there is no oyster-agent-stop.1).
+        for sub in subcommands(&help) {
+            let sub_help = t.run([verb.as_str(), sub.as_str(), "--help"]).ok().stdout();
+            let heading = format!(".SS \"oyster {verb} {sub}\"");
+            assert!(text.contains(&heading), "oyster-{verb}.1 lacks {heading}");
+            let section: String = text
+                .split(&heading)
+                .nth(1)
+                .unwrap()
+                .split(".SS ")
+                .next()
+                .unwrap()
+                .to_owned();
+            for opt in options(&sub_help) {
+                assert!(
+                    section.contains(&format!("--{opt}")),
+                    "oyster-{verb}.1 lacks --{opt} of `{verb} {sub}`"
+                );
+            }
+        }
+    }
+    let agent = page(&dir, "oyster-agent");
+    for opt in [
+        "--dry-run",
+        "--no-restart",
+        "--no-start",
+        "--json",
+        "--restore-sessions",
+        "--all",
+    ] {
+        assert!(agent.contains(opt), "{opt}");
+    }
+    // An alias's page is the full page of what it runs, not "Alias of".
+    let restart = page(&dir, "oyster-restart");
+    assert!(!restart.contains("Alias of") && restart.contains("graceful restart"));
+}
+
+#[test]
+fn stack_completes_the_stacks_on_disk() {
+    let t = TestContext::new();
+    for s in ["dev", "qa"] {
+        t.run([
+            "config",
+            "sync",
+            "--stack",
+            s,
+            "--port",
+            &free_port().to_string(),
+        ])
+        .ok();
+    }
+    assert_eq!(t.run(["__complete-stacks"]).ok().stdout(), "dev\nqa\n");
+    // Hidden: not in --help, no man page.
+    assert!(!t.run(["--help"]).ok().stdout().contains("__complete"));
+    let Some(bash) = runner_tool("bash") else {
+        return;
+    };
+    let script = t.run(["completions", "bash"]).ok().stdout();
+    let file = t.path("oyster.bash");
+    std::fs::write(&file, script).unwrap();
+    let bin_dir = std::path::Path::new(BIN).parent().unwrap();
+    let out = Command::new(bash)
+        .args([
+            "-c",
+            r#"source "$1"; COMP_WORDS=(oyster restart --stack ""); COMP_CWORD=3; _oyster oyster "" --stack; printf '%s\n' "${COMPREPLY[@]}""#,
+            "x",
+            file.to_str().unwrap(),
+        ])
+        .env_clear()
+        .env("HOME", &t.home)
+        .env("OYSTER_LAUNCHCTL", "none")
+        .env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "dev\nqa\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The verbs offered after `oyster ` do not include the hidden helper.
+    let out = Command::new(runner_tool("bash").unwrap())
+        .args([
+            "-c",
+            r#"source "$1"; COMP_WORDS=(oyster ""); COMP_CWORD=1; _oyster oyster "" oyster; printf '%s\n' "${COMPREPLY[@]}""#,
+            "x",
+            file.to_str().unwrap(),
+        ])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .unwrap();
+    let verbs = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        verbs.lines().any(|v| v == "restart") && verbs.lines().any(|v| v == "cleanup"),
+        "{verbs}"
+    );
+    assert!(!verbs.contains("__complete"), "{verbs}");
+    for (shell, marker) in [
+        ("zsh", "compadd -- $(oyster __complete-stacks"),
+        ("fish", "-a \"(oyster __complete-stacks"),
+    ] {
+        let s = t.run(["completions", shell]).ok().stdout();
+        assert!(s.contains(marker), "{shell}");
+        assert!(
+            !s.contains("'__complete-stacks:") && !s.contains("-a \"__complete-stacks\""),
+            "{shell} offers the hidden helper as a verb"
+        );
+    }
+}
+
+#[test]
+fn providers_status_says_every_documented_field_including_authentication() {
+    let t = TestContext::new();
+    t.fake_exe(&t.home.join(".local/bin/claude"));
+    t.run(["providers", "set", "codex", ""]).ok();
+    let status = t.run(["providers", "status"]).ok().stdout();
+    let resolve = t.run(["providers", "resolve"]).ok().stdout();
+    assert_ne!(status, resolve);
+    for field in ["intent:", "command:", "resolved:", "authentication:"] {
+        assert_eq!(status.matches(field).count(), 2, "{field}:\n{status}");
+    }
+    assert!(status.contains("claude (available)"), "{status}");
+    assert!(
+        status.contains("codex (disabled)") && status.contains("\"\" (disabled)"),
+        "{status}"
+    );
+    assert!(status.contains("authentication: not checked"), "{status}");
+    t.assert_nothing_executed();
+}

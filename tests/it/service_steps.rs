@@ -1,0 +1,223 @@
+//! The steps Oysterun 1.5.3's `oysterun_release_service.sh` ran around a service start, kept
+//! by oyster (issue 22, item 2): the login QR after a verified start/restart (and setup's
+//! start) — on a terminal or with `--qr`, never with `--no-qr` — and, for `restart
+//! --restore-sessions`, the restore preparation before the restart. Both through the process
+//! door: the pinned Node, the root as working directory, the stack's generated environment
+//! (nothing of the caller's), no shell. Tested with a fixture root whose entry points record
+//! how they were called.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{free_port, real_node, TestContext};
+
+const QR: &str = "host-service/setup.mjs";
+const RESTORE: &str = "host-service/cli/prepare-restart-restore.mjs";
+
+/// A recording entry point: appends one JSON line (script, argv, node, cwd, env, the pid file
+/// the running Host wrote) to `<root>/calls.jsonl`; exits 3 when `<root>/<name>.fail` exists.
+fn recorder(root: &Path, rel: &str, pid_file: &Path) {
+    let name = Path::new(rel).file_name().unwrap().to_str().unwrap();
+    let js = format!(
+        r#"import fs from "node:fs";
+let pid = null;
+try {{ pid = fs.readFileSync({pid:?}, "utf8").trim(); }} catch {{}}
+fs.appendFileSync({log:?}, JSON.stringify({{
+  script: {name:?}, argv: process.argv.slice(2), node: process.execPath,
+  cwd: process.cwd(), env: process.env, pid_file: pid }}) + "\n");
+if (fs.existsSync({fail:?})) {{ console.error("simulated failure"); process.exit(3); }}
+console.log("QR for port " + process.env.OYSTERUN_PORT);
+"#,
+        pid = pid_file.display().to_string(),
+        log = root.join("calls.jsonl").display().to_string(),
+        fail = root.join(format!("{name}.fail")).display().to_string(),
+    );
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, js).unwrap();
+}
+
+fn calls(root: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(root.join("calls.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+struct Stack {
+    t: TestContext,
+    root: PathBuf,
+    port: u16,
+}
+
+/// Stack `qr` installed through the simulator from a root with both recording entry points;
+/// the caller's environment holds a variable the steps must not see.
+fn installed() -> Stack {
+    let mut t = TestContext::new();
+    t.use_sim();
+    t.extra_env
+        .push(("CALLER_SECRET_ENV".into(), "from-the-caller".into()));
+    let root = t.fixture_root("root");
+    let pid_file = t.home.join(".oysterun-stacks/qr/run/oysterun-host-qr.pid");
+    recorder(&root, QR, &pid_file);
+    recorder(&root, RESTORE, &pid_file);
+    let port = free_port();
+    t.run([
+        "install",
+        "qr",
+        "--port",
+        &port.to_string(),
+        "--root",
+        root.to_str().unwrap(),
+        "--node-bin",
+        real_node().to_str().unwrap(),
+        "--settle-ms",
+        "200",
+    ])
+    .ok();
+    Stack { t, root, port }
+}
+
+impl Stack {
+    fn pid(&self) -> u64 {
+        self.t.run(["status", "qr", "--json"]).json()["pid"]
+            .as_u64()
+            .unwrap()
+    }
+}
+
+/// The call was made as the 1.5.3 script made it, through oyster's door.
+#[track_caller]
+fn as_the_script_did(s: &Stack, call: &serde_json::Value) {
+    let env = &call["env"];
+    assert_eq!(
+        env["OYSTERUN_CONFIG_DIR"].as_str(),
+        Some(s.t.home.join(".oysterun-stacks/qr/host").to_str().unwrap()),
+        "{call}"
+    );
+    assert_eq!(env["OYSTERUN_PORT"], s.port.to_string(), "{call}");
+    assert!(
+        env.get("CALLER_SECRET_ENV").is_none(),
+        "the caller's environment leaked: {call}"
+    );
+    assert_eq!(call["cwd"], s.root.to_str().unwrap(), "{call}");
+    assert_eq!(
+        PathBuf::from(call["node"].as_str().unwrap()),
+        real_node().canonicalize().unwrap(),
+        "the pinned Node: {call}"
+    );
+}
+
+#[test]
+fn the_login_qr_follows_a_verified_restart_only_when_wanted() {
+    let s = installed();
+    // Piped, no flag: no QR (a script's output stays the restart's).
+    s.t.run(["restart", "qr", "--settle-ms", "200"]).ok();
+    assert!(calls(&s.root).is_empty(), "{:?}", calls(&s.root));
+    // --qr: printed after the Host verified.
+    let r =
+        s.t.run(["restart", "qr", "--qr", "--settle-ms", "200"])
+            .ok();
+    let out = r.stdout();
+    let verified = out.find("Host verified").unwrap();
+    let qr = out.find(&format!("QR for port {}", s.port)).expect(&out);
+    assert!(verified < qr, "{out}");
+    let c = calls(&s.root);
+    assert_eq!(c.len(), 1);
+    assert_eq!(
+        (c[0]["script"].as_str(), &c[0]["argv"]),
+        (Some("setup.mjs"), &serde_json::json!(["--show-qr"]))
+    );
+    as_the_script_did(&s, &c[0]);
+    // On a terminal by default, and --no-qr turns it off there (the last of the two wins).
+    let r = crate::everyday::pty(&s.t, b"", &["start", "qr", "--settle-ms", "200"]);
+    assert_eq!(r["code"], 0, "{r}");
+    assert!(r["output"].as_str().unwrap().contains("QR for port"), "{r}");
+    assert_eq!(calls(&s.root).len(), 2);
+    let r = crate::everyday::pty(
+        &s.t,
+        b"",
+        &["restart", "qr", "--no-qr", "--settle-ms", "200"],
+    );
+    assert_eq!(r["code"], 0, "{r}");
+    let r2 = crate::everyday::pty(
+        &s.t,
+        b"",
+        &["restart", "qr", "--qr", "--no-qr", "--settle-ms", "200"],
+    );
+    assert_eq!(r2["code"], 0, "{r2}");
+    assert_eq!(calls(&s.root).len(), 2, "{r}");
+
+    // A failing QR is named; the verified restart still succeeds.
+    std::fs::write(s.root.join("setup.mjs.fail"), "").unwrap();
+    let r =
+        s.t.run(["restart", "qr", "--qr", "--settle-ms", "200"])
+            .ok();
+    let err = r.stderr();
+    assert!(
+        err.contains("the login QR step failed") && err.contains("exited with code 3"),
+        "{err}"
+    );
+    assert!(
+        err.contains("Login QR unavailable. Run 'oysterun show-qr' after setup."),
+        "{err}"
+    );
+    // A root without the entry point: skipped with one note.
+    std::fs::remove_file(s.root.join(QR)).unwrap();
+    let r =
+        s.t.run(["restart", "qr", "--qr", "--settle-ms", "200"])
+            .ok();
+    let err = r.stderr();
+    let notes: Vec<&str> = err.lines().filter(|l| l.contains("no login QR")).collect();
+    assert_eq!(notes.len(), 1, "{err}");
+    s.t.run(["uninstall", "qr"]).ok();
+}
+
+#[test]
+fn restore_sessions_is_prepared_before_the_restart_and_never_fails_it() {
+    let s = installed();
+    let old = s.pid();
+    let r =
+        s.t.run(["restart", "qr", "--restore-sessions", "--settle-ms", "200"])
+            .ok();
+    let new = s.pid();
+    assert_ne!(old, new);
+    let c = calls(&s.root);
+    assert_eq!(c.len(), 1, "no QR without a terminal: {c:?}");
+    assert_eq!(c[0]["script"], "prepare-restart-restore.mjs");
+    assert_eq!(c[0]["argv"], serde_json::json!([]));
+    assert_eq!(
+        c[0]["env"]["OYSTERUN_RESTART_RESTORE_TRIGGER"],
+        "cli_service_restart_restore_sessions"
+    );
+    as_the_script_did(&s, &c[0]);
+    // Before the restart: it saw the old Host's pid file.
+    assert_eq!(c[0]["pid_file"], old.to_string(), "{}", r.stdout());
+    // Without the flag it does not run.
+    s.t.run(["restart", "qr", "--settle-ms", "200"]).ok();
+    assert_eq!(calls(&s.root).len(), 1);
+    // A failing preparation is named, and the restart still goes on and verifies.
+    std::fs::write(s.root.join("prepare-restart-restore.mjs.fail"), "").unwrap();
+    let before = s.pid();
+    let r =
+        s.t.run(["restart", "qr", "--restore-sessions", "--settle-ms", "200"])
+            .ok();
+    assert!(
+        r.stderr().contains("preparing the restart restore failed"),
+        "{}",
+        r.stderr()
+    );
+    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    assert_ne!(before, s.pid());
+    // A root without it: one note, the restart goes on.
+    std::fs::remove_file(s.root.join(RESTORE)).unwrap();
+    let r =
+        s.t.run(["restart", "qr", "--restore-sessions", "--settle-ms", "200"])
+            .ok();
+    assert!(
+        r.stderr().contains("sessions not prepared for restore"),
+        "{}",
+        r.stderr()
+    );
+    s.t.run(["uninstall", "qr"]).ok();
+}
