@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::context::EnvSnapshot;
@@ -22,6 +23,158 @@ pub const TIMEOUT_VAR: &str = "OYSTER_LAUNCHCTL_TIMEOUT_SECS";
 
 /// `print`/`kickstart` of a label that is not loaded.
 pub const NOT_LOADED: i32 = 113;
+
+/// What a launchctl exit code means, as far as oyster acts on it (the table in the project's
+/// launchd reference: each code as real launchctl prints it, with its public source).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    Ok,
+    /// 3 (ESRCH): bootout of a label that is not loaded; `kill` of a loaded job with no process.
+    NoSuchProcess,
+    /// 5 (EIO): bootstrap of a label already loaded or still draining, disabled (as a normal
+    /// user), switched off in Login Items, or refused for its session type.
+    InputOutput,
+    /// 36 (EINPROGRESS): a bootout still going on; keep polling.
+    InProgress,
+    /// 37 (EALREADY): kickstart of a job launchd counts as running; bootstrap racing a bootout.
+    AlreadyRunning,
+    /// 64: usage error.
+    Usage,
+    /// 112: no such domain (no console session for `gui/<uid>`).
+    NoDomain,
+    /// 113: the label is not loaded in that domain.
+    NotLoaded,
+    /// 119: `Service is disabled`.
+    Disabled,
+    /// 122: the plist has bad ownership or permissions.
+    BadOwnership,
+    /// 125: the domain does not support the action (no GUI session).
+    DomainUnsupported,
+    /// 134: the service cannot load in the requested session.
+    WrongSession,
+    Other(i32),
+}
+
+impl From<i32> for Code {
+    fn from(c: i32) -> Code {
+        match c {
+            0 => Code::Ok,
+            3 => Code::NoSuchProcess,
+            5 => Code::InputOutput,
+            36 => Code::InProgress,
+            37 => Code::AlreadyRunning,
+            64 => Code::Usage,
+            112 => Code::NoDomain,
+            NOT_LOADED => Code::NotLoaded,
+            119 => Code::Disabled,
+            122 => Code::BadOwnership,
+            125 => Code::DomainUnsupported,
+            134 => Code::WrongSession,
+            other => Code::Other(other),
+        }
+    }
+}
+
+impl Code {
+    /// The number launchctl exited with.
+    pub fn number(self) -> i32 {
+        match self {
+            Code::Ok => 0,
+            Code::NoSuchProcess => 3,
+            Code::InputOutput => 5,
+            Code::InProgress => 36,
+            Code::AlreadyRunning => 37,
+            Code::Usage => 64,
+            Code::NoDomain => 112,
+            Code::NotLoaded => NOT_LOADED,
+            Code::Disabled => 119,
+            Code::BadOwnership => 122,
+            Code::DomainUnsupported => 125,
+            Code::WrongSession => 134,
+            Code::Other(c) => c,
+        }
+    }
+
+    /// The domain itself is not there for this caller (no console session, over SSH).
+    pub fn domain_missing(self) -> bool {
+        matches!(self, Code::NoDomain | Code::DomainUnsupported)
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.number())
+    }
+}
+
+/// launchd's per-user domains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Domain {
+    /// `gui/<uid>`: the console login's Aqua session.
+    Gui(u32),
+    /// `user/<uid>`: the Background session that exists without a console login (SSH).
+    User(u32),
+}
+
+impl Domain {
+    /// `gui/<uid>` of the effective user.
+    pub fn gui() -> Domain {
+        Domain::Gui(crate::sys::user::uid())
+    }
+    /// `user/<uid>` of the effective user.
+    pub fn user() -> Domain {
+        Domain::User(crate::sys::user::uid())
+    }
+    /// Both of this user's domains, `gui/<uid>` first.
+    pub fn both() -> [Domain; 2] {
+        [Domain::gui(), Domain::user()]
+    }
+    /// The other one of the pair.
+    pub fn other(self) -> Domain {
+        match self {
+            Domain::Gui(u) => Domain::User(u),
+            Domain::User(u) => Domain::Gui(u),
+        }
+    }
+    /// The service target `<domain>/<label>`.
+    pub fn target(self, label: &str) -> String {
+        format!("{self}/{label}")
+    }
+}
+
+impl std::fmt::Display for Domain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Domain::Gui(u) => write!(f, "gui/{u}"),
+            Domain::User(u) => write!(f, "user/{u}"),
+        }
+    }
+}
+
+/// One launchctl call's answer: its code, typed, and what it printed.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub code: Code,
+    pub finished: Finished,
+}
+
+impl Reply {
+    pub fn is_ok(&self) -> bool {
+        self.code == Code::Ok
+    }
+    /// This answer as an error.
+    pub fn error(self) -> LaunchctlError {
+        failed(self.finished)
+    }
+    /// `Ok(self)` for exit 0 or one of `also`, else the error.
+    pub fn accept(self, also: &[Code]) -> Result<Reply, LaunchctlError> {
+        if self.is_ok() || also.contains(&self.code) {
+            Ok(self)
+        } else {
+            Err(self.error())
+        }
+    }
+}
 
 /// A launchctl call that failed, with everything needed to understand it.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +194,9 @@ pub struct Launchctl {
     pub overridden: bool,
     /// How long one call may take before it is killed.
     pub timeout: Duration,
+    /// `print-disabled` per domain, asked once per run (it is also the domain probe) and
+    /// forgotten when oyster itself enables or disables a label there.
+    disabled_cache: Arc<Mutex<BTreeMap<Domain, Result<String, Code>>>>,
 }
 
 /// Where `launchctl` is and why it is not usable.
@@ -99,6 +255,7 @@ impl Launchctl {
             path,
             overridden,
             timeout,
+            disabled_cache: Arc::default(),
         })
     }
 
@@ -122,91 +279,190 @@ impl Launchctl {
         process::run(&self.path, args, ChildEnv::Inherit, self.timeout)
     }
 
-    /// Runs one call and turns a non-zero exit into a [`LaunchctlError`].
-    pub fn ok(&self, args: &[&str]) -> anyhow::Result<Finished> {
-        let f = self.call(args)?;
-        if f.code == 0 {
-            Ok(f)
-        } else {
-            Err(failed(f).into())
-        }
+    /// Runs one call and types its answer.
+    fn reply(&self, args: &[&str]) -> Result<Reply, ProcessError> {
+        let finished = self.call(args)?;
+        Ok(Reply {
+            code: Code::from(finished.code),
+            finished,
+        })
     }
 
     /// `print <target>`: `None` when the label is not loaded (113).
     pub fn print(&self, target: &str) -> anyhow::Result<Option<PrintInfo>> {
-        let f = self.call(&["print", target])?;
-        match f.code {
-            0 => Ok(Some(parse_print(&f.stdout))),
-            NOT_LOADED => Ok(None),
-            _ => Err(failed(f).into()),
+        let r = self.reply(&["print", target])?;
+        match r.code {
+            Code::Ok => Ok(Some(parse_print(&r.finished.stdout))),
+            Code::NotLoaded => Ok(None),
+            _ => Err(r.error().into()),
         }
     }
 
+    /// `print <domain>/<label>` answered as launchd answers it: the job, or the code that said
+    /// it is not there (113 not loaded; 112/125 no such domain).
+    pub fn print_job(
+        &self,
+        domain: Domain,
+        label: &str,
+    ) -> anyhow::Result<Result<PrintInfo, Code>> {
+        let r = self.reply(&["print", &domain.target(label)])?;
+        match r.code {
+            Code::Ok => Ok(Ok(parse_print(&r.finished.stdout))),
+            c @ (Code::NotLoaded | Code::NoDomain | Code::DomainUnsupported) => Ok(Err(c)),
+            _ => Err(r.error().into()),
+        }
+    }
+
+    /// `bootstrap <domain> <plist>`: the answer, typed (5/37 loaded or draining, 119
+    /// disabled, 122 ownership, 125/134 session refused).
+    pub fn bootstrap(&self, domain: Domain, plist: &Path) -> Result<Reply, ProcessError> {
+        self.reply(&["bootstrap", &domain.to_string(), &plist.to_string_lossy()])
+    }
+
+    /// `bootout <domain>/<label>`: returns before the process is gone; 3 not loaded, 36 still
+    /// in progress.
+    pub fn bootout(&self, domain: Domain, label: &str) -> Result<Reply, ProcessError> {
+        self.reply(&["bootout", &domain.target(label)])
+    }
+
+    /// `kickstart [-k] <domain>/<label>`: 37 when launchd counts the job as running; `-k`
+    /// (SIGKILL first) only when `kill_first`.
+    pub fn kickstart(
+        &self,
+        domain: Domain,
+        label: &str,
+        kill_first: bool,
+    ) -> Result<Reply, ProcessError> {
+        let target = domain.target(label);
+        if kill_first {
+            self.reply(&["kickstart", "-k", &target])
+        } else {
+            self.reply(&["kickstart", &target])
+        }
+    }
+
+    /// `kill SIGTERM <domain>/<label>`: the running instance only (3: loaded, no process).
+    pub fn kill_sigterm(&self, domain: Domain, label: &str) -> Result<Reply, ProcessError> {
+        self.reply(&["kill", "SIGTERM", &domain.target(label)])
+    }
+
+    /// `enable <domain>/<label>` (persists across reboots and plist deletion).
+    pub fn enable(&self, domain: Domain, label: &str) -> Result<Reply, ProcessError> {
+        self.forget_disabled(domain);
+        self.reply(&["enable", &domain.target(label)])
+    }
+
+    /// `disable <domain>/<label>`: launchd will not load it at login, nor bootstrap it.
+    pub fn disable(&self, domain: Domain, label: &str) -> Result<Reply, ProcessError> {
+        self.forget_disabled(domain);
+        self.reply(&["disable", &domain.target(label)])
+    }
+
+    fn forget_disabled(&self, domain: Domain) {
+        if let Ok(mut c) = self.disabled_cache.lock() {
+            c.remove(&domain);
+        }
+    }
+
+    /// `print-disabled <domain>`: its text, or the code that refused it (112/125: no such
+    /// domain). Asked once per domain per run.
+    pub fn print_disabled(&self, domain: Domain) -> anyhow::Result<Result<String, Code>> {
+        if let Some(hit) = self
+            .disabled_cache
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&domain).cloned())
+        {
+            return Ok(hit);
+        }
+        let r = self.reply(&["print-disabled", &domain.to_string()])?;
+        let answer = match r.code {
+            Code::Ok => Ok(r.finished.stdout),
+            c if c.domain_missing() => Err(c),
+            _ => return Err(r.error().into()),
+        };
+        if let Ok(mut c) = self.disabled_cache.lock() {
+            c.insert(domain, answer.clone());
+        }
+        Ok(answer)
+    }
+
     /// Finds the per-user domain: `gui/<uid>`, or `user/<uid>` (said aloud) when there is no
-    /// GUI session (SSH, nobody at the screen).
-    pub fn domain(&self) -> anyhow::Result<Domain> {
-        let uid = crate::sys::user::uid();
-        let gui = format!("gui/{uid}");
-        let f = self.call(&["print", &gui])?;
-        if f.code == 0 {
-            return Ok(Domain {
+    /// GUI session (SSH, nobody at the screen). The probe is `print-disabled gui/<uid>`: it
+    /// answers 112/125 for a missing domain as `print gui/<uid>` does, without dumping the whole
+    /// domain, and its answer (the disabled overrides) is kept for the rest of the run.
+    pub fn domain(&self) -> anyhow::Result<DomainChoice> {
+        let gui = Domain::gui();
+        match self.print_disabled(gui)? {
+            Ok(_) => Ok(DomainChoice {
                 name: gui,
                 fallback_note: None,
-            });
+            }),
+            // Only "no such domain" (112) and "not supported here" (125) mean there is no
+            // GUI session; any other failure was returned above as launchctl failing.
+            Err(code) => Ok(DomainChoice {
+                name: gui.other(),
+                fallback_note: Some(user_domain_note(gui, code)),
+            }),
         }
-        // Only "no such domain" (112) and "not supported here" (125) mean there is no GUI
-        // session; any other failure is launchctl failing, and is said as such.
-        if f.code != 112 && f.code != 125 {
-            return Err(failed(f).into());
-        }
-        let user = format!("user/{uid}");
-        Ok(Domain {
-            fallback_note: Some(format!(
-                "the GUI domain {gui} is not available (launchctl exit {}; no console session?), \
-                 using {user}; the Host will run while this user has a session",
-                f.code
-            )),
-            name: user,
-        })
     }
+}
+
+/// What is true of a Host in `user/<uid>`, said whenever oyster falls back to it.
+pub fn user_domain_note(gui: Domain, code: Code) -> String {
+    format!(
+        "the GUI domain {gui} is not available (launchctl exit {code}; no console session?), so \
+         using {user}: a Background session, where the login keychain is not unlocked (a \
+         provider that keeps its credentials there fails), which launchd does not load again \
+         after a reboot until this user logs in, and which the next console login replaces by \
+         {gui} (oyster moves the Host there on its next run)",
+        user = gui.other()
+    )
 }
 
 impl Launchctl {
     /// Whether `label` is disabled in `domain` (`false` when launchctl cannot say).
-    pub fn is_disabled_in(&self, domain: &str, label: &str) -> bool {
+    pub fn is_disabled_in(&self, domain: &Domain, label: &str) -> bool {
         self.disabled(domain, label).ok().flatten().unwrap_or(false)
     }
-}
 
-impl Launchctl {
+    /// Every domain of this user where `label` is loaded, `gui/<uid>` first, with its
+    /// `print`: two entries mean the label is **loaded twice** (installed over SSH into
+    /// `user/<uid>`, then loaded into `gui/<uid>` by a console login), one Host crash-looping on
+    /// the other's port. Status, list and doctor report that as a failure.
+    pub fn loaded_in_all(&self, label: &str) -> anyhow::Result<Vec<(Domain, PrintInfo)>> {
+        let mut found = vec![];
+        for domain in Domain::both() {
+            if let Ok(info) = self.print_job(domain, label)? {
+                found.push((domain, info));
+            }
+        }
+        Ok(found)
+    }
+
     /// Looks for a loaded `label` in `gui/<uid>`, then `user/<uid>` (a job loaded in one is
-    /// not visible in the other, LAUNCHD.md): the domain it is loaded in, and its `print`.
-    pub fn find_loaded(&self, label: &str) -> anyhow::Result<Option<(String, PrintInfo)>> {
-        let uid = crate::sys::user::uid();
-        for domain in [format!("gui/{uid}"), format!("user/{uid}")] {
-            let f = self.call(&["print", &format!("{domain}/{label}")])?;
-            match f.code {
-                0 => return Ok(Some((domain, parse_print(&f.stdout)))),
-                // Not loaded there, or no such domain (no GUI session).
-                NOT_LOADED | 112 | 125 => {}
-                _ => return Err(failed(f).into()),
+    /// not visible in the other): the domain it is loaded in, and its `print`.
+    pub fn find_loaded(&self, label: &str) -> anyhow::Result<Option<(Domain, PrintInfo)>> {
+        for domain in Domain::both() {
+            if let Ok(info) = self.print_job(domain, label)? {
+                return Ok(Some((domain, info)));
             }
         }
         Ok(None)
     }
 }
 
-/// A launchd domain chosen for this user.
+/// The launchd domain chosen for this user, and the note when it is the fallback.
 #[derive(Debug, Clone)]
-pub struct Domain {
-    pub name: String,
+pub struct DomainChoice {
+    pub name: Domain,
     /// Set when oyster fell back from `gui/<uid>`.
     pub fallback_note: Option<String>,
 }
 
-impl Domain {
+impl DomainChoice {
     pub fn target(&self, label: &str) -> String {
-        format!("{}/{label}", self.name)
+        self.name.target(label)
     }
 }
 
@@ -280,13 +536,17 @@ impl PrintInfo {
             Some("not running") => JobState::NotRunning,
             Some("spawn scheduled") => JobState::SpawnScheduled,
             Some("waiting") => JobState::Waiting,
+            // Between launchd's fork and the exec of the program (`xpcproxy` on recent
+            // releases): starting, not a crash.
+            Some("spawning" | "xpcproxy") => JobState::Spawning,
             Some(other) => JobState::Other(other.to_owned()),
             None => JobState::Other("unknown".into()),
         }
     }
 
+    /// launchd runs an instance: `state = running` with a pid.
     pub fn running(&self) -> bool {
-        self.state() == Some("running") && self.pid().is_some()
+        self.job_state() == JobState::Running && self.pid().is_some()
     }
 }
 
@@ -341,6 +601,7 @@ pub enum JobState {
     NotRunning,
     SpawnScheduled,
     Waiting,
+    Spawning,
     Other(String),
 }
 
@@ -351,6 +612,7 @@ impl std::fmt::Display for JobState {
             JobState::NotRunning => "not running",
             JobState::SpawnScheduled => "spawn scheduled",
             JobState::Waiting => "waiting",
+            JobState::Spawning => "spawning",
             JobState::Other(s) => s,
         })
     }
@@ -365,45 +627,51 @@ fn leading_number(s: &str) -> Option<i32> {
     t[..end].parse().ok()
 }
 
-/// Parses `key = value` lines indented by exactly one tab; nested blocks (which carry their own
-/// `state` and `pid`) are skipped whole.
+/// Parses the job's own lines of a `launchctl print` block. launchd indents each level by one
+/// tab, so the depth of a line is its leading tabs: the job's fields are the `key = value`
+/// lines with exactly one, its `environment`/`arguments` blocks the two-tab lines under the
+/// one-tab `environment = {` / `arguments = {` line. Nested blocks (coalitions, endpoints,
+/// event triggers) carry their own `state` and `pid` at deeper levels and are never read. A
+/// brace inside a value (a path or an environment value ending in `{`) is only text: nothing
+/// here counts braces.
 pub fn parse_print(text: &str) -> PrintInfo {
+    #[derive(PartialEq)]
+    enum Block {
+        None,
+        Environment,
+        Arguments,
+    }
     let mut fields = BTreeMap::new();
     let mut environment = BTreeMap::new();
     let mut arguments = vec![];
-    let mut depth = 0usize;
-    let mut in_env = false;
-    let mut in_args = false;
+    let mut block = Block::None;
     for line in text.lines() {
-        let trimmed = line.trim();
-        if in_args {
-            // One argument per line, taken verbatim (an argument may end in `{`); the block
-            // ends at the line that closes it.
-            if line == "\t}" {
-                in_args = false;
-                depth = depth.saturating_sub(1);
-            } else {
-                arguments.push(line.strip_prefix("\t\t").unwrap_or(trimmed).to_owned());
-            }
-            continue;
-        }
-        if depth == 1 && line.starts_with('\t') && !line.starts_with("\t\t") {
-            in_env = trimmed == "environment = {";
-            in_args = trimmed == "arguments = {";
-            if let Some((k, v)) = trimmed.split_once(" = ") {
-                if v != "{" {
+        let tabs = line.len() - line.trim_start_matches('\t').len();
+        let body = &line[tabs..];
+        match tabs {
+            1 => {
+                block = Block::None;
+                let Some((k, v)) = body.split_once(" = ") else {
+                    continue;
+                };
+                if v == "{" {
+                    block = match k {
+                        "environment" => Block::Environment,
+                        "arguments" => Block::Arguments,
+                        _ => Block::None,
+                    };
+                } else {
                     fields.entry(k.to_owned()).or_insert_with(|| v.to_owned());
                 }
             }
-        } else if depth == 2 && in_env {
-            if let Some((k, v)) = trimmed.split_once(" => ") {
-                environment.insert(k.to_owned(), v.to_owned());
+            // One argument per line, taken verbatim after the two tabs of indentation.
+            2.. if block == Block::Arguments => arguments.push(line[2..].to_owned()),
+            2 if block == Block::Environment => {
+                if let Some((k, v)) = body.split_once(" => ") {
+                    environment.insert(k.to_owned(), v.to_owned());
+                }
             }
-        }
-        if trimmed.ends_with('{') {
-            depth += 1;
-        } else if trimmed == "}" {
-            depth = depth.saturating_sub(1);
+            _ => {}
         }
     }
     PrintInfo {
@@ -416,13 +684,12 @@ pub fn parse_print(text: &str) -> PrintInfo {
 impl Launchctl {
     /// Whether `label` is disabled in `domain` (`print-disabled`): `Some(true)` disabled,
     /// `Some(false)` explicitly enabled, `None` when launchd has no override for it. A disabled
-    /// label does not load at login and makes `bootstrap` fail (LAUNCHD.md).
-    pub fn disabled(&self, domain: &str, label: &str) -> anyhow::Result<Option<bool>> {
-        let f = self.call(&["print-disabled", domain])?;
-        if f.code != 0 {
-            return Err(failed(f).into());
+    /// label does not load at login and makes `bootstrap` fail.
+    pub fn disabled(&self, domain: &Domain, label: &str) -> anyhow::Result<Option<bool>> {
+        match self.print_disabled(*domain)? {
+            Ok(text) => Ok(parse_disabled(&text, label)),
+            Err(code) => anyhow::bail!("`launchctl print-disabled {domain}` exited {code}"),
         }
-        Ok(parse_disabled(&f.stdout, label))
     }
 }
 

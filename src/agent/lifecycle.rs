@@ -9,7 +9,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::agent::launchctl::{Domain, JobState, LastExit, Launchctl, PrintInfo};
+use crate::agent::launchctl::{Code, DomainChoice, JobState, LastExit, Launchctl, PrintInfo};
 use crate::context::Context;
 use crate::host::identity::ExecRecord;
 use crate::host::launchenv::LaunchEnv;
@@ -44,7 +44,7 @@ pub use crate::verify::{EnvProof, ProofFloor};
 /// The launchd side of one stack.
 pub struct Agent<'a> {
     pub lc: Launchctl,
-    pub domain: Domain,
+    pub domain: DomainChoice,
     pub stack: &'a Stack,
     pub audit: Audit,
     lock: &'a Lock,
@@ -128,7 +128,7 @@ impl<'a> Agent<'a> {
                     "{} is loaded in {loaded_in}, not {}; working with it there",
                     stack.label, domain.name
                 ));
-                domain = Domain {
+                domain = DomainChoice {
                     name: loaded_in,
                     fallback_note: None,
                 };
@@ -394,7 +394,9 @@ impl<'a> Agent<'a> {
         let info = self.print()?;
         let runs = info.as_ref().and_then(PrintInfo::runs);
         let Some(pid) = old_pid else {
-            self.lc.ok(&["kickstart", &target])?;
+            self.lc
+                .kickstart(self.domain.name, &self.stack.label, false)?
+                .accept(&[])?;
             self.audit
                 .record(action, Step::Kickstart, StepOutcome::Ok, None, "");
             return Ok(runs);
@@ -405,14 +407,10 @@ impl<'a> Agent<'a> {
             "Restarting {target}: SIGTERM to pid {pid}, waiting up to {} s for it to exit…",
             grace.as_secs()
         );
-        let f = self.lc.call(&["kill", "SIGTERM", &target])?;
-        if f.code != 0 && f.code != 3 {
-            anyhow::bail!(
-                "`launchctl kill SIGTERM {target}` exited {}: {}",
-                f.code,
-                f.stderr.trim()
-            );
-        }
+        // 3: loaded, but the process is already gone.
+        self.lc
+            .kill_sigterm(self.domain.name, &self.stack.label)?
+            .accept(&[Code::NoSuchProcess])?;
         let t0 = Instant::now();
         while signal::exists(pid) && verify::inspect(pid).is_some() && t0.elapsed() < grace {
             std::thread::sleep(HEALTH_EVERY);
@@ -422,7 +420,9 @@ impl<'a> Agent<'a> {
                 "pid {pid} outlived SIGTERM by {} s; killing it with `launchctl kickstart -k` (SIGKILL).",
                 grace.as_secs()
             );
-            self.lc.ok(&["kickstart", "-k", &target])?;
+            self.lc
+                .kickstart(self.domain.name, &self.stack.label, true)?
+                .accept(&[])?;
             self.audit.record(
                 action,
                 Step::KickstartK,
@@ -432,15 +432,10 @@ impl<'a> Agent<'a> {
             );
             return Ok(runs);
         }
-        let f = self.lc.call(&["kickstart", &target])?;
-        match f.code {
-            // 37: already running — KeepAlive started the new instance first.
-            0 | 37 => {}
-            code => anyhow::bail!(
-                "`launchctl kickstart {target}` exited {code}: {}",
-                f.stderr.trim()
-            ),
-        }
+        // 37: already running — KeepAlive started the new instance first.
+        self.lc
+            .kickstart(self.domain.name, &self.stack.label, false)?
+            .accept(&[Code::AlreadyRunning])?;
         self.audit.record(
             action,
             Step::Kickstart,
@@ -454,23 +449,25 @@ impl<'a> Agent<'a> {
     /// enable, bootout (if loaded), wait for the label to go, bootstrap with bounded retries.
     pub fn reload(&self, action: Action, loaded: bool) -> anyhow::Result<()> {
         let target = self.target();
-        self.lc.ok(&["enable", &target])?;
+        self.lc
+            .enable(self.domain.name, &self.stack.label)?
+            .accept(&[])?;
         if loaded {
             self.bootout(action)?;
         }
         let plist = self.stack.plist_path();
-        let plist_s = plist.to_string_lossy();
         let t0 = Instant::now();
         let mut said = false;
         loop {
-            let f = self.lc.call(&["bootstrap", &self.domain.name, &plist_s])?;
-            match f.code {
-                0 => {
+            let r = self.lc.bootstrap(self.domain.name, &plist)?;
+            let f = &r.finished;
+            match r.code {
+                Code::Ok => {
                     self.audit
                         .record(action, Step::Bootstrap, StepOutcome::Ok, None, "");
                     return Ok(());
                 }
-                5 | 37 if t0.elapsed() < BOOTSTRAP_RETRY => {
+                Code::InputOutput | Code::AlreadyRunning if t0.elapsed() < BOOTSTRAP_RETRY => {
                     if !said {
                         let loaded = self.print()?.is_some();
                         crate::tell!(
@@ -495,7 +492,7 @@ impl<'a> Agent<'a> {
                     }
                     std::thread::sleep(Duration::from_millis(250));
                 }
-                119 => {
+                Code::Disabled => {
                     self.audit.record(
                         action,
                         Step::Bootstrap,
@@ -510,6 +507,7 @@ impl<'a> Agent<'a> {
                     .into());
                 }
                 code => {
+                    let retried = matches!(code, Code::InputOutput | Code::AlreadyRunning);
                     self.audit.record(
                         action,
                         Step::Bootstrap,
@@ -523,7 +521,7 @@ impl<'a> Agent<'a> {
                         plist.display(),
                         f.stderr.trim()
                     );
-                    let hint = if code == 5 || code == 37 {
+                    let hint = if retried {
                         let loaded_elsewhere = self
                             .print()?
                             .is_some_and(|i| i.path().is_some_and(|p| p != plist.as_path()));
@@ -550,15 +548,10 @@ impl<'a> Agent<'a> {
     /// process has exited, and exit 36 means it is still in progress.
     pub fn bootout(&self, action: Action) -> anyhow::Result<()> {
         let target = self.target();
-        let f = self.lc.call(&["bootout", &target])?;
         // 3: not loaded; 36: operation now in progress (keep polling).
-        if f.code != 0 && f.code != 3 && f.code != 36 {
-            anyhow::bail!(
-                "`launchctl bootout {target}` exited {}: {}",
-                f.code,
-                f.stderr.trim()
-            );
-        }
+        self.lc
+            .bootout(self.domain.name, &self.stack.label)?
+            .accept(&[Code::NoSuchProcess, Code::InProgress])?;
         self.audit
             .record(action, Step::Bootout, StepOutcome::Ok, None, "");
         let t0 = Instant::now();
@@ -826,7 +819,7 @@ impl<'a> Agent<'a> {
         self.remove_stale_identity();
         // `agent stop` disabled the label; an uninstalled label must not stay disabled, or the
         // next installer (Oysterun's own, which never enables) gets a bare 5 from bootstrap.
-        let _ = self.lc.call(&["enable", &self.target()]);
+        let _ = self.lc.enable(self.domain.name, &self.stack.label);
         self.audit.record(
             Action::Uninstall,
             Step::RemovePlist,

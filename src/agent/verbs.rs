@@ -36,7 +36,9 @@ const KILL_WATCH: Duration = Duration::from_secs(5);
 impl Agent<'_> {
     /// `launchctl enable`: undoes `stop`'s disable (`start` calls it before loading).
     pub fn enable(&self, action: Action) -> anyhow::Result<()> {
-        self.lc.ok(&["enable", &self.target()])?;
+        self.lc
+            .enable(self.domain.name, &self.stack.label)?
+            .accept(&[])?;
         self.audit
             .record(action, Step::Enable, StepOutcome::Ok, None, "");
         Ok(())
@@ -54,7 +56,9 @@ impl Agent<'_> {
             self.bootout(Action::Stop)?;
         }
         self.remove_stale_identity();
-        self.lc.ok(&["disable", &self.target()])?;
+        self.lc
+            .disable(self.domain.name, &self.stack.label)?
+            .accept(&[])?;
         self.audit
             .record(Action::Stop, Step::Disable, StepOutcome::Ok, pid, "");
         Ok(StopOutcome {
@@ -67,7 +71,6 @@ impl Agent<'_> {
     /// KeepAlive makes launchd start it again (after the rest of ThrottleInterval when it ran
     /// less than that).
     pub fn kill(&self) -> anyhow::Result<KillOutcome> {
-        let target = self.target();
         let Some(info) = self.print()? else {
             return Err(Failed::new(
                 format!("{} is not loaded, so there is no Host to signal", self.stack.label),
@@ -92,14 +95,9 @@ impl Agent<'_> {
             )
             .into());
         };
-        let f = self.lc.call(&["kill", "SIGTERM", &target])?;
-        if f.code != 0 {
-            anyhow::bail!(
-                "`launchctl kill SIGTERM {target}` exited {}: {}",
-                f.code,
-                f.stderr.trim()
-            );
-        }
+        self.lc
+            .kill_sigterm(self.domain.name, &self.stack.label)?
+            .accept(&[])?;
         self.audit
             .record(Action::Kill, Step::Sigterm, StepOutcome::Ok, Some(pid), "");
         crate::output::printer().waiting(&format!("pid {pid} to exit"), KILL_WATCH);

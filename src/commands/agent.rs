@@ -630,7 +630,7 @@ fn collect(ctx: &Context) -> anyhow::Result<AgentStatus> {
                     .map(|d| d.unwrap_or(false));
                 // A job loaded in user/<uid> is not visible in gui/<uid>: look in both.
                 let found = lc.find_loaded(&stack.label)?;
-                st.domain = Some(found.as_ref().map_or(domain.name, |(d, _)| d.clone()));
+                st.domain = Some(found.as_ref().map_or(domain.name, |(d, _)| *d).to_string());
                 let Some((_, info)) = found else {
                     return Ok(());
                 };

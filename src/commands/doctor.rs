@@ -412,7 +412,7 @@ fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
             ));
             return Ok(());
         };
-        let domain = crate::agent::launchctl::Domain {
+        let domain = crate::agent::launchctl::DomainChoice {
             name: loaded_in,
             fallback_note: None,
         };
