@@ -279,8 +279,12 @@ impl Launchctl {
         process::run(&self.path, args, ChildEnv::Inherit, self.timeout)
     }
 
-    /// Runs one call and types its answer.
+    /// Runs one call and types its answer. A verb that changes launchd's state makes every
+    /// remembered `print` stale.
     fn reply(&self, args: &[&str]) -> Result<Reply, ProcessError> {
+        if !matches!(args.first(), Some(&("print" | "print-disabled"))) {
+            seen::forget_all();
+        }
         let finished = self.call(args)?;
         Ok(Reply {
             code: Code::from(finished.code),
@@ -288,29 +292,42 @@ impl Launchctl {
         })
     }
 
-    /// `print <target>`: `None` when the label is not loaded (113).
+    /// `print <target>`: `None` when the label is not loaded (113). Answered from this run's
+    /// earlier look at the same target when nothing changed launchd's state since (see
+    /// [`seen`]); a wait that polls for a change uses [`Launchctl::print_now`].
     pub fn print(&self, target: &str) -> anyhow::Result<Option<PrintInfo>> {
-        let r = self.reply(&["print", target])?;
-        match r.code {
-            Code::Ok => Ok(Some(parse_print(&r.finished.stdout))),
-            Code::NotLoaded => Ok(None),
-            _ => Err(r.error().into()),
-        }
+        Ok(self.print_target(target, false)?.ok())
+    }
+
+    /// `print <target>` asked now, never from memory: for polls.
+    pub fn print_now(&self, target: &str) -> anyhow::Result<Option<PrintInfo>> {
+        Ok(self.print_target(target, true)?.ok())
     }
 
     /// `print <domain>/<label>` answered as launchd answers it: the job, or the code that said
-    /// it is not there (113 not loaded; 112/125 no such domain).
+    /// it is not there (113 not loaded; 112/125 no such domain). Remembered like `print`.
     pub fn print_job(
         &self,
         domain: Domain,
         label: &str,
     ) -> anyhow::Result<Result<PrintInfo, Code>> {
-        let r = self.reply(&["print", &domain.target(label)])?;
-        match r.code {
-            Code::Ok => Ok(Ok(parse_print(&r.finished.stdout))),
-            c @ (Code::NotLoaded | Code::NoDomain | Code::DomainUnsupported) => Ok(Err(c)),
-            _ => Err(r.error().into()),
+        self.print_target(&domain.target(label), false)
+    }
+
+    fn print_target(&self, target: &str, fresh: bool) -> anyhow::Result<Result<PrintInfo, Code>> {
+        if !fresh {
+            if let Some(hit) = seen::recall(target) {
+                return Ok(hit);
+            }
         }
+        let r = self.reply(&["print", target])?;
+        let answer = match r.code {
+            Code::Ok => Ok(parse_print(&r.finished.stdout)),
+            c @ (Code::NotLoaded | Code::NoDomain | Code::DomainUnsupported) => Err(c),
+            _ => return Err(r.error().into()),
+        };
+        seen::remember(target, &answer);
+        Ok(answer)
     }
 
     /// `bootstrap <domain> <plist>`: the answer, typed (5/37 loaded or draining, 119
@@ -408,6 +425,44 @@ impl Launchctl {
     }
 }
 
+/// The `print`s this run has already made, so that the several parts of one command that each
+/// need "is the job loaded, and how" (the command's checks, the lifecycle's first look) start
+/// one `launchctl` process between them. Forgotten entirely by any verb that changes
+/// launchd's state, and after a few seconds (KeepAlive may respawn a job by itself).
+pub mod seen {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    use super::{Code, PrintInfo};
+
+    type Answer = Result<PrintInfo, Code>;
+
+    /// How long a remembered answer stands for "now".
+    const FRESH_FOR: Duration = Duration::from_secs(3);
+
+    static SEEN: Mutex<BTreeMap<String, (Instant, Answer)>> = Mutex::new(BTreeMap::new());
+
+    pub(super) fn recall(target: &str) -> Option<Answer> {
+        let seen = SEEN.lock().ok()?;
+        let (at, answer) = seen.get(target)?;
+        (at.elapsed() < FRESH_FOR).then(|| answer.clone())
+    }
+
+    pub(super) fn remember(target: &str, answer: &Answer) {
+        if let Ok(mut seen) = SEEN.lock() {
+            seen.insert(target.to_owned(), (Instant::now(), answer.clone()));
+        }
+    }
+
+    /// Forgets every remembered answer (launchd's state is about to change).
+    pub fn forget_all() {
+        if let Ok(mut seen) = SEEN.lock() {
+            seen.clear();
+        }
+    }
+}
+
 /// What is true of a Host in `user/<uid>`, said whenever oyster falls back to it.
 pub fn user_domain_note(gui: Domain, code: Code) -> String {
     format!(
@@ -426,18 +481,17 @@ impl Launchctl {
         self.disabled(domain, label).ok().flatten().unwrap_or(false)
     }
 
-    /// Every domain of this user where `label` is loaded, `gui/<uid>` first, with its
-    /// `print`: two entries mean the label is **loaded twice** (installed over SSH into
-    /// `user/<uid>`, then loaded into `gui/<uid>` by a console login), one Host crash-looping on
-    /// the other's port. Status, list and doctor report that as a failure.
-    pub fn loaded_in_all(&self, label: &str) -> anyhow::Result<Vec<(Domain, PrintInfo)>> {
-        let mut found = vec![];
-        for domain in Domain::both() {
-            if let Ok(info) = self.print_job(domain, label)? {
-                found.push((domain, info));
-            }
-        }
-        Ok(found)
+    /// The job in both of this user's domains (two `print`s): where it is loaded, and
+    /// whether `gui/<uid>` exists at all. Two loaded copies mean the label is **loaded
+    /// twice** (installed over SSH into `user/<uid>`, then loaded into `gui/<uid>` by a
+    /// console login): one Host crash-loops on the other's port. Status, list and doctor
+    /// report [`BothDomains::loaded`] with more than one entry as a failure.
+    pub fn in_both_domains(&self, label: &str) -> anyhow::Result<BothDomains> {
+        let gui = Domain::gui();
+        Ok(BothDomains {
+            gui: self.print_job(gui, label)?,
+            user: self.print_job(gui.other(), label)?,
+        })
     }
 
     /// Looks for a loaded `label` in `gui/<uid>`, then `user/<uid>` (a job loaded in one is
@@ -449,6 +503,32 @@ impl Launchctl {
             }
         }
         Ok(None)
+    }
+}
+
+/// One label as `print` sees it in `gui/<uid>` and in `user/<uid>`: the job, or the code that
+/// said it is not there (113 not loaded; 112/125 no such domain).
+#[derive(Debug, Clone)]
+pub struct BothDomains {
+    pub gui: Result<PrintInfo, Code>,
+    pub user: Result<PrintInfo, Code>,
+}
+
+impl BothDomains {
+    /// Every domain the label is loaded in, `gui/<uid>` first.
+    pub fn loaded(&self) -> Vec<(Domain, &PrintInfo)> {
+        [(Domain::gui(), &self.gui), (Domain::user(), &self.user)]
+            .into_iter()
+            .filter_map(|(d, r)| r.as_ref().ok().map(|i| (d, i)))
+            .collect()
+    }
+
+    /// The code that said `gui/<uid>` does not exist (no console session), if one did.
+    pub fn gui_missing(&self) -> Option<Code> {
+        match self.gui {
+            Err(c) if c.domain_missing() => Some(c),
+            _ => None,
+        }
     }
 }
 

@@ -9,7 +9,11 @@
 
 use std::time::{Duration, Instant};
 
-use crate::agent::launchctl::{Code, DomainChoice, JobState, LastExit, Launchctl, PrintInfo};
+use std::cell::{Cell, RefCell};
+
+use crate::agent::launchctl::{
+    self, Code, Domain, DomainChoice, JobState, LastExit, Launchctl, PrintInfo,
+};
 use crate::context::Context;
 use crate::host::identity::ExecRecord;
 use crate::host::launchenv::LaunchEnv;
@@ -25,8 +29,69 @@ use crate::verify;
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long bootstrap is retried while launchd reports 5/37 (loaded or still draining).
 const BOOTSTRAP_RETRY: Duration = Duration::from_secs(20);
-/// `launchctl print` is a process start on a Mac: at most ~5 a second.
-const PRINT_EVERY: Duration = Duration::from_millis(200);
+/// `launchctl print` is a process start on a Mac: polled with a back-off from this…
+const PRINT_FIRST: Duration = Duration::from_millis(50);
+/// …to this (never more than ~5 a second for long).
+const PRINT_MAX: Duration = Duration::from_millis(500);
+/// How long a restart waits for launchd to notice the old instance's exit and start a new one.
+const EXIT_NOTICE_BOUND: Duration = Duration::from_secs(5);
+
+/// Pauses that double from `first` up to `max`.
+struct Backoff {
+    next: Duration,
+    max: Duration,
+}
+
+impl Backoff {
+    fn new(first: Duration, max: Duration) -> Backoff {
+        Backoff { next: first, max }
+    }
+    fn next(&mut self) -> Duration {
+        let d = self.next;
+        self.next = (self.next * 2).min(self.max);
+        d
+    }
+}
+
+/// What was true before this run's change: crash evidence counts only what came after it.
+#[derive(Debug, Clone, Default)]
+struct Baseline {
+    /// The instance being replaced (a new one must have another pid).
+    old_pid: Option<u32>,
+    /// The job's `runs` before the new instance.
+    runs: Option<u32>,
+    /// The job's last exit before the change: seen again, it is the old instance's, not ours.
+    last_exit: Option<LastExit>,
+    /// Signals oyster itself sent to the old instance (its death by them is no crash).
+    sent: Vec<i32>,
+    /// The new instance, when the restart already saw it in a `print`.
+    started: Option<(u32, PrintInfo)>,
+}
+
+impl Baseline {
+    /// Measured from the job as it is (nothing replaced).
+    fn of(info: Option<&PrintInfo>) -> Baseline {
+        Baseline {
+            runs: info.and_then(PrintInfo::runs),
+            last_exit: info.and_then(PrintInfo::last_exit),
+            ..Baseline::default()
+        }
+    }
+
+    /// Whether `info` shows this instance crashed: launchd spawned since the baseline, the job
+    /// is not running, and an exit that is not the old instance's (nor a signal oyster sent)
+    /// or a crash count says so.
+    fn crashed(&self, info: &PrintInfo) -> bool {
+        let ours = info.runs().unwrap_or(0) > self.runs.unwrap_or(0);
+        let exit_is_evidence = info.last_exit().is_some_and(|e| {
+            e.failed()
+                && Some(e) != self.last_exit
+                && !e.signal().is_some_and(|s| self.sent.contains(&s))
+        });
+        ours && info.job_state() != JobState::Running
+            && (exit_is_evidence || info.successive_crashes().is_some_and(|n| n > 0))
+    }
+}
 /// `/health` is cheap: poll it often.
 const HEALTH_EVERY: Duration = Duration::from_millis(20);
 
@@ -44,7 +109,13 @@ pub use crate::verify::{EnvProof, ProofFloor};
 /// The launchd side of one stack.
 pub struct Agent<'a> {
     pub lc: Launchctl,
+    /// The domain chosen when the run began (`gui/<uid>` when it exists).
     pub domain: DomainChoice,
+    active: Cell<Domain>,
+    /// Every domain the label was loaded in when the run began, with its `print`.
+    copies: Vec<(Domain, PrintInfo)>,
+    /// The first `print` of the job in the chosen domain, until [`Agent::before`] takes it.
+    before: RefCell<Option<Option<PrintInfo>>>,
     pub stack: &'a Stack,
     pub audit: Audit,
     lock: &'a Lock,
@@ -121,25 +192,39 @@ impl<'a> Agent<'a> {
         if lc.overridden || lc.timeout != Duration::from_secs(30) {
             ctx.out.note(&format!("using launchctl {}", lc.describe()));
         }
-        let mut domain = lc.domain()?;
-        if let Some((loaded_in, _)) = lc.find_loaded(&stack.label)? {
-            if loaded_in != domain.name {
-                ctx.out.note(&format!(
-                    "{} is loaded in {loaded_in}, not {}; working with it there",
-                    stack.label, domain.name
-                ));
-                domain = DomainChoice {
-                    name: loaded_in,
-                    fallback_note: None,
-                };
-            }
-        }
+        // One `print` per domain answers everything: whether `gui/<uid>` exists (112/125
+        // when there is no console session), and where the label is loaded (a job in
+        // `user/<uid>` is invisible in `gui/<uid>`, and a console login can load a second copy).
+        let both = lc.in_both_domains(&stack.label)?;
+        let gui = Domain::gui();
+        let domain = match both.gui_missing() {
+            Some(code) => DomainChoice {
+                name: gui.other(),
+                fallback_note: Some(launchctl::user_domain_note(gui, code)),
+            },
+            None => DomainChoice {
+                name: gui,
+                fallback_note: None,
+            },
+        };
         if let Some(note) = &domain.fallback_note {
             ctx.out.note(note);
         }
+        let copies: Vec<(Domain, PrintInfo)> = both
+            .loaded()
+            .into_iter()
+            .map(|(d, i)| (d, i.clone()))
+            .collect();
+        let before = copies
+            .iter()
+            .find(|(d, _)| *d == domain.name)
+            .map(|(_, i)| i.clone());
         Ok(Agent {
             lc,
+            active: Cell::new(domain.name),
             domain,
+            copies,
+            before: RefCell::new(Some(before)),
             audit: Audit::new(stack.audit_path(), &stack.name, &stack.label),
             stack,
             lock,
@@ -147,12 +232,40 @@ impl<'a> Agent<'a> {
         })
     }
 
-    pub fn target(&self) -> String {
-        self.domain.target(&self.stack.label)
+    /// The domain oyster acts in now: the chosen one, or `user/<uid>` after a `gui/<uid>`
+    /// bootstrap was refused for the session.
+    pub fn active(&self) -> Domain {
+        self.active.get()
     }
 
+    pub fn target(&self) -> String {
+        self.active().target(&self.stack.label)
+    }
+
+    /// The job's `print` (remembered within the run until launchd's state changes).
     pub fn print(&self) -> anyhow::Result<Option<PrintInfo>> {
         self.lc.print(&self.target())
+    }
+
+    /// The job's `print` now: for waits that poll for a change.
+    fn poll(&self) -> anyhow::Result<Option<PrintInfo>> {
+        self.lc.print_now(&self.target())
+    }
+
+    /// The job as it was when this run began: the `print` taken by [`Agent::new`] the first
+    /// time (no second process start for the same fact), a fresh one afterwards.
+    pub fn before(&self) -> anyhow::Result<Option<PrintInfo>> {
+        match self.before.borrow_mut().take() {
+            Some(first) => Ok(first),
+            None => self.poll(),
+        }
+    }
+
+    /// Copies of the label loaded in the other domain than the one oyster acts in (installed
+    /// over SSH into `user/<uid>`, then a console login loaded the plist into `gui/<uid>`).
+    pub fn other_copies(&self) -> impl Iterator<Item = &(Domain, PrintInfo)> {
+        let active = self.active();
+        self.copies.iter().filter(move |(d, _)| *d != active)
     }
 
     /// Whether the loaded job runs the definition the plan generates (the stale-definition trap:
@@ -203,9 +316,10 @@ impl<'a> Agent<'a> {
         // launchd opens the Host log when it spawns the Host: a FIFO there would hang it.
         self.stack.refuse_special_log()?;
         let plist = self.stack.plist_path();
-        let before = self.print()?;
+        let before = self.before()?;
         let old_pid = before.as_ref().and_then(PrintInfo::pid);
-        self.refuse_port_held_by_another(plan.port, old_pid)?;
+        let copy_pids: Vec<u32> = self.other_copies().filter_map(|(_, i)| i.pid()).collect();
+        self.refuse_port_held_by_another(plan.port, old_pid, &copy_pids)?;
         let pending = self.pending();
         if pending {
             crate::tell!(
@@ -238,42 +352,44 @@ impl<'a> Agent<'a> {
         );
         let reload = wrote || stale || before.is_none();
         if !reload && !force_restart && !pending {
-            let v = self.verify(&plan.env, plan.port, None, None, timing);
+            let v = self.verify(&plan.env, plan.port, Baseline::of(before.as_ref()), timing);
             return self.finish(action, v, &plan.plist).map(|v| Outcome {
                 verified: v,
                 reloaded: false,
                 was_loaded: true,
             });
         }
+        self.boot_out_other_copies(action)?;
         let step = if reload {
             if stale && !wrote {
                 crate::tell!("The loaded job does not match the plist oyster generates (edited behind oyster's back?); reloading it.");
             }
-            self.reload(action, before.is_some()).map(|()| Some(0))
+            self.reload(action, before.is_some()).map(|()| Baseline {
+                old_pid,
+                runs: Some(0),
+                ..Baseline::default()
+            })
         } else if force_restart {
-            self.restart_gracefully(action, old_pid)
+            self.restart_gracefully(action, before.as_ref())
         } else {
-            Ok(before.as_ref().and_then(PrintInfo::runs))
+            Ok(Baseline::of(before.as_ref()))
         };
         let baseline = match step {
             Ok(b) => b,
-            // A signal cut a launchctl call short (its group was killed): the new plist may be
-            // half loaded, so this is an interrupt to roll back, not a plain failure.
-            Err(e) => match signal::received() {
-                Some(sig) => {
-                    let previous = plan.installed.as_ref().map(|i| i.bytes.clone());
-                    let stop = Stop::Interrupted(sig);
-                    return Err(self.roll_back(action, previous, &plan.plist, stop, timing));
-                }
-                None => return Err(e),
-            },
+            // After the bootout every failure takes the rollback a failed verification takes
+            // (a bootstrap refused, a launchctl timeout, a signal that cut a call short): the
+            // Host is down and the new plist unverified.
+            Err(e) if reload => {
+                let previous = plan.installed.as_ref().map(|i| i.bytes.clone());
+                let stop = match signal::received() {
+                    Some(sig) => Stop::Interrupted(sig),
+                    None => Stop::Failed(format!("{e:#}")),
+                };
+                return Err(self.roll_back(action, previous, &plan.plist, stop, timing));
+            }
+            Err(e) => return Err(e),
         };
-        let old = if reload || force_restart {
-            old_pid
-        } else {
-            None
-        };
-        match self.verify(&plan.env, plan.port, old, baseline, timing) {
+        match self.verify(&plan.env, plan.port, baseline, timing) {
             Ok(v) => {
                 self.audit
                     .record(action, Step::Verify, StepOutcome::Ok, Some(v.pid), "");
@@ -304,7 +420,12 @@ impl<'a> Agent<'a> {
 
     /// Refuses (before anything is written) a port held by a process that is not this stack's
     /// current Host, naming it and, when it is one, its oyster stack.
-    fn refuse_port_held_by_another(&self, port: u16, current: Option<u32>) -> anyhow::Result<()> {
+    fn refuse_port_held_by_another(
+        &self,
+        port: u16,
+        current: Option<u32>,
+        copies: &[u32],
+    ) -> anyhow::Result<()> {
         let holders = match crate::sys::net::listeners_on(port) {
             Ok(h) => h,
             Err(e) => {
@@ -315,7 +436,12 @@ impl<'a> Agent<'a> {
         };
         let foreign: Vec<_> = holders
             .iter()
-            .filter(|h| !current.is_some_and(|c| crate::sys::net::descends_from(h.pid, c)))
+            .filter(|h| {
+                !current
+                    .iter()
+                    .chain(copies)
+                    .any(|c| crate::sys::net::descends_from(h.pid, *c))
+            })
             .collect();
         let Some(h) = foreign.first() else {
             return Ok(());
@@ -382,37 +508,38 @@ impl<'a> Agent<'a> {
     }
 
     /// Restarts an unchanged, loaded job: SIGTERM through launchd, a wait of up to its exit
-    /// timeout for the old pid to go, then `kickstart` (37: KeepAlive already started it). Only
-    /// an old pid that outlives the wait gets `kickstart -k` (SIGKILL), said aloud. Returns the
-    /// job's `runs` before the new instance, the baseline for crash evidence.
+    /// timeout for the old pid to go, then a `kickstart` that is never taken as success unless
+    /// a new pid runs ([`Agent::kickstart_after_exit`]). Only an old pid that outlives the wait
+    /// gets `kickstart -k` (SIGKILL), said aloud. Returns what crash evidence is measured from.
     fn restart_gracefully(
         &self,
         action: Action,
-        old_pid: Option<u32>,
-    ) -> anyhow::Result<Option<u32>> {
+        before: Option<&PrintInfo>,
+    ) -> anyhow::Result<Baseline> {
         let target = self.target();
-        let info = self.print()?;
-        let runs = info.as_ref().and_then(PrintInfo::runs);
-        let Some(pid) = old_pid else {
-            self.lc
-                .kickstart(self.domain.name, &self.stack.label, false)?
-                .accept(&[])?;
+        let mut baseline = Baseline::of(before);
+        let Some(pid) = before.and_then(PrintInfo::pid) else {
+            baseline.started = self.kickstart_after_exit(None)?;
             self.audit
                 .record(action, Step::Kickstart, StepOutcome::Ok, None, "");
-            return Ok(runs);
+            return Ok(baseline);
         };
-        let grace =
-            Duration::from_secs(info.as_ref().and_then(PrintInfo::exit_timeout).unwrap_or(5));
+        baseline.old_pid = Some(pid);
+        let grace = Duration::from_secs(before.and_then(PrintInfo::exit_timeout).unwrap_or(5));
         crate::tell!(
             "Restarting {target}: SIGTERM to pid {pid}, waiting up to {} s for it to exit…",
             grace.as_secs()
         );
         // 3: loaded, but the process is already gone.
         self.lc
-            .kill_sigterm(self.domain.name, &self.stack.label)?
+            .kill_sigterm(self.active(), &self.stack.label)?
             .accept(&[Code::NoSuchProcess])?;
+        self.audit
+            .record(action, Step::Sigterm, StepOutcome::Ok, Some(pid), "");
+        baseline.sent.push(Signal::SIGTERM as i32);
+        // The kernel says when the pid is gone (cheap, polled often); launchd is asked after.
         let t0 = Instant::now();
-        while signal::exists(pid) && verify::inspect(pid).is_some() && t0.elapsed() < grace {
+        while verify::inspect(pid).is_some() && t0.elapsed() < grace {
             std::thread::sleep(HEALTH_EVERY);
         }
         if verify::inspect(pid).is_some() {
@@ -421,8 +548,9 @@ impl<'a> Agent<'a> {
                 grace.as_secs()
             );
             self.lc
-                .kickstart(self.domain.name, &self.stack.label, true)?
+                .kickstart(self.active(), &self.stack.label, true)?
                 .accept(&[])?;
+            baseline.sent.push(Signal::SIGKILL as i32);
             self.audit.record(
                 action,
                 Step::KickstartK,
@@ -430,27 +558,68 @@ impl<'a> Agent<'a> {
                 Some(pid),
                 "SIGTERM was not enough",
             );
-            return Ok(runs);
+            return Ok(baseline);
         }
-        // 37: already running — KeepAlive started the new instance first.
-        self.lc
-            .kickstart(self.domain.name, &self.stack.label, false)?
-            .accept(&[Code::AlreadyRunning])?;
+        baseline.started = self.kickstart_after_exit(Some(pid))?;
         self.audit.record(
             action,
             Step::Kickstart,
             StepOutcome::Ok,
-            None,
+            baseline.started.as_ref().map(|s| s.0),
             "after SIGTERM",
         );
-        Ok(runs)
+        Ok(baseline)
+    }
+
+    /// `kickstart` once launchd has seen the old instance's exit. The kernel reports a pid gone
+    /// before launchd has processed its exit: a `kickstart` in between answers 37 (running)
+    /// and does nothing, and launchd then respawns a job younger than its ThrottleInterval only
+    /// 10 s later. So: wait (a few `print`s, backing off) until launchd no longer shows the old
+    /// pid running, then `kickstart`; a 37 is success only when `print` shows a new running pid
+    /// (KeepAlive was first); otherwise it is retried, within [`EXIT_NOTICE_BOUND`]. Returns
+    /// the new instance when a `print` showed it (verification then needs no second look).
+    fn kickstart_after_exit(&self, old: Option<u32>) -> anyhow::Result<Option<(u32, PrintInfo)>> {
+        let t0 = Instant::now();
+        let mut pause = Backoff::new(Duration::from_millis(25), Duration::from_millis(400));
+        let mut info = None;
+        loop {
+            if let Some(i) = &info {
+                let i: &PrintInfo = i;
+                match i.pid().filter(|_| i.running()) {
+                    Some(p) if Some(p) != old => return Ok(Some((p, i.clone()))),
+                    // launchd still counts the old instance as running: not yet.
+                    Some(_) => {}
+                    None => {
+                        let r = self.lc.kickstart(self.active(), &self.stack.label, false)?;
+                        match r.code {
+                            Code::Ok => return Ok(None),
+                            Code::AlreadyRunning => {}
+                            _ => return Err(r.error().into()),
+                        }
+                    }
+                }
+            }
+            if t0.elapsed() > EXIT_NOTICE_BOUND {
+                anyhow::bail!(
+                    "launchd did not start a new instance of {} within {} s of the old one's exit (kickstart kept answering 37, already running)",
+                    self.target(),
+                    EXIT_NOTICE_BOUND.as_secs()
+                );
+            }
+            if info.is_some() {
+                std::thread::sleep(pause.next());
+            }
+            info = Some(self.poll()?.ok_or_else(|| {
+                anyhow::anyhow!("{} was unloaded during the restart", self.target())
+            })?);
+        }
     }
 
     /// enable, bootout (if loaded), wait for the label to go, bootstrap with bounded retries.
     pub fn reload(&self, action: Action, loaded: bool) -> anyhow::Result<()> {
         let target = self.target();
         self.lc
-            .enable(self.domain.name, &self.stack.label)?
+            .enable(self.active(), &self.stack.label)?
             .accept(&[])?;
         if loaded {
             self.bootout(action)?;
@@ -469,7 +638,7 @@ impl<'a> Agent<'a> {
                 }
                 Code::InputOutput | Code::AlreadyRunning if t0.elapsed() < BOOTSTRAP_RETRY => {
                     if !said {
-                        let loaded = self.print()?.is_some();
+                        let loaded = self.poll()?.is_some();
                         crate::tell!(
                             "launchctl bootstrap exited {} ({}); {}, retrying for up to {} s…",
                             f.code,
@@ -491,6 +660,25 @@ impl<'a> Agent<'a> {
                         .into());
                     }
                     std::thread::sleep(Duration::from_millis(250));
+                }
+                // launchd refused the GUI domain for this session (over SSH: 125, or 134 when the
+                // session cannot load it): once, the user domain instead, said with what that
+                // means for the Host.
+                Code::DomainUnsupported | Code::WrongSession
+                    if matches!(self.active(), Domain::Gui(_)) =>
+                {
+                    let gui = self.active();
+                    crate::tell!(
+                        "launchctl bootstrap {gui} exited {} ({}); retrying once in {}.",
+                        f.code,
+                        f.stderr.lines().last().unwrap_or("").trim(),
+                        gui.other()
+                    );
+                    crate::output::printer().note(&launchctl::user_domain_note(gui, r.code));
+                    self.active.set(gui.other());
+                    self.lc
+                        .enable(gui.other(), &self.stack.label)?
+                        .accept(&[])?;
                 }
                 Code::Disabled => {
                     self.audit.record(
@@ -523,7 +711,7 @@ impl<'a> Agent<'a> {
                     );
                     let hint = if retried {
                         let loaded_elsewhere = self
-                            .print()?
+                            .poll()?
                             .is_some_and(|i| i.path().is_some_and(|p| p != plist.as_path()));
                         msg.push_str(" (still failing after 20 s of retries)");
                         if loaded_elsewhere {
@@ -545,18 +733,42 @@ impl<'a> Agent<'a> {
     }
 
     /// bootout, then poll `print` until the label is gone (113): bootout returns before the
-    /// process has exited, and exit 36 means it is still in progress.
+    /// process has exited.
     pub fn bootout(&self, action: Action) -> anyhow::Result<()> {
-        let target = self.target();
-        // 3: not loaded; 36: operation now in progress (keep polling).
-        self.lc
-            .bootout(self.domain.name, &self.stack.label)?
+        self.bootout_in(self.active(), action, None)
+    }
+
+    /// bootout in `domain`, waiting until the label is gone there. While bootout answers 36
+    /// (operation now in progress) it is issued again on each poll, as Homebrew does, within
+    /// the same bound; then `print` is polled (backing off) until it answers 113.
+    /// `pid` is the instance it stops, for the audit log.
+    pub fn bootout_in(
+        &self,
+        domain: Domain,
+        action: Action,
+        pid: Option<u32>,
+    ) -> anyhow::Result<()> {
+        let target = domain.target(&self.stack.label);
+        let label = &self.stack.label;
+        // 3: not loaded; 36: still in progress.
+        let mut r = self
+            .lc
+            .bootout(domain, label)?
             .accept(&[Code::NoSuchProcess, Code::InProgress])?;
         self.audit
-            .record(action, Step::Bootout, StepOutcome::Ok, None, "");
+            .record(action, Step::Bootout, StepOutcome::Ok, pid, "");
         let t0 = Instant::now();
         let mut said = false;
-        while self.print()?.is_some() {
+        let mut pause = Backoff::new(PRINT_FIRST, PRINT_MAX);
+        loop {
+            let gone = if r.code == Code::InProgress {
+                false
+            } else {
+                self.lc.print_now(&target)?.is_none()
+            };
+            if gone {
+                return Ok(());
+            }
             if t0.elapsed() > DRAIN_TIMEOUT {
                 anyhow::bail!(
                     "{target} was still loaded {} s after bootout",
@@ -570,21 +782,40 @@ impl<'a> Agent<'a> {
                 );
                 said = true;
             }
-            std::thread::sleep(PRINT_EVERY);
+            std::thread::sleep(pause.next());
+            if r.code == Code::InProgress {
+                r = self
+                    .lc
+                    .bootout(domain, label)?
+                    .accept(&[Code::NoSuchProcess, Code::InProgress])?;
+            }
+        }
+    }
+
+    /// One Host per user across domains: before loading into the domain oyster acts in, a copy
+    /// loaded in the other one (installed over SSH into `user/<uid>`, say) is booted out, said
+    /// aloud, so two Hosts never fight over one port.
+    fn boot_out_other_copies(&self, action: Action) -> anyhow::Result<()> {
+        for (domain, info) in self.other_copies() {
+            crate::tell!(
+                "{} is also loaded in {domain}{}; booting that copy out so that only the one in {} runs.",
+                self.stack.label,
+                info.pid().map_or(String::new(), |p| format!(" (pid {p})")),
+                self.active()
+            );
+            self.bootout_in(*domain, action, info.pid())?;
         }
         Ok(())
     }
 
-    /// §5: `print` shows a running instance with a new pid from our plist; `/health` answers
-    /// 200 from a socket that pid owns; the environment is proven; the pid survives a settle
-    /// period. `baseline_runs` is the job's `runs` before our instance (crash evidence counts
-    /// only what came after it).
+    /// `print` shows a running instance with a new pid from our plist; `/health` answers 200
+    /// from a socket that pid owns; the environment is proven; after a settle period the same
+    /// pid still runs and launchd has not spawned the job again (`runs` unchanged).
     fn verify(
         &self,
         env: &LaunchEnv,
         port: u16,
-        old_pid: Option<u32>,
-        baseline_runs: Option<u32>,
+        mut baseline: Baseline,
         timing: Timing,
     ) -> Result<Verified, Stop> {
         let t0 = Instant::now();
@@ -593,38 +824,9 @@ impl<'a> Agent<'a> {
             &format!("the Host to start and answer /health on 127.0.0.1:{port}"),
             timing.wait,
         );
-        let (pid, info) = loop {
-            check_interrupt()?;
-            let info = self
-                .print()
-                .map_err(stop_from)?
-                .ok_or("the job is not loaded")?;
-            match info.pid() {
-                Some(pid) if info.running() && Some(pid) != old_pid => break (pid, info),
-                _ => {}
-            }
-            // A crash counts only with evidence from this instance (LAUNCHD.md: `spawn
-            // scheduled` also shows for a first launch that has not failed).
-            let ours = info.runs().unwrap_or(0) > baseline_runs.unwrap_or(0);
-            let crashed = ours
-                && info.job_state() != JobState::Running
-                && (info.last_exit().is_some_and(LastExit::failed)
-                    || info.successive_crashes().is_some_and(|n| n > 0));
-            if crashed {
-                return Err(Stop::Failed(format!(
-                    "the Host is not running (state = {}, last exit: {})",
-                    info.job_state(),
-                    info.last_exit().map_or("unknown".into(), |e| e.to_string())
-                )));
-            }
-            if t0.elapsed() > timing.wait {
-                return Err(Stop::Failed(format!(
-                    "no new running instance within {} s (state = {})",
-                    timing.wait.as_secs(),
-                    info.job_state()
-                )));
-            }
-            std::thread::sleep(PRINT_EVERY);
+        let (pid, info) = match baseline.started.take() {
+            Some(seen) => seen,
+            None => self.wait_for_new_instance(&baseline, t0, timing)?,
         };
         if info.path() != Some(plist.as_path()) {
             return Err(Stop::Failed(format!(
@@ -638,7 +840,64 @@ impl<'a> Agent<'a> {
             .wait
             .saturating_sub(t0.elapsed())
             .max(Duration::from_secs(1));
-        let deadline = Instant::now() + remaining;
+        self.wait_for_health(pid, port, Instant::now() + remaining)?;
+        let health_after = t0.elapsed();
+        verify::check_listener(port, pid).map_err(Stop::Failed)?;
+        let env_proof = self.prove_env(pid, &info, env)?;
+        crate::output::printer().waiting(
+            &format!("pid {pid} to stay up (a crash loop would not)"),
+            timing.settle,
+        );
+        sleep_interruptible(timing.settle)?;
+        self.check_settled(pid, &info, timing)?;
+        Ok(Verified {
+            pid,
+            health_after,
+            env_proof,
+        })
+    }
+
+    /// Polls `print` (backing off) until a new instance runs; fails early on crash evidence
+    /// from this instance (`spawn scheduled` alone is not: a first launch shows it too).
+    fn wait_for_new_instance(
+        &self,
+        baseline: &Baseline,
+        t0: Instant,
+        timing: Timing,
+    ) -> Result<(u32, PrintInfo), Stop> {
+        let mut pause = Backoff::new(PRINT_FIRST, PRINT_MAX);
+        loop {
+            check_interrupt()?;
+            let info = self
+                .poll()
+                .map_err(stop_from)?
+                .ok_or("the job is not loaded")?;
+            match info.pid() {
+                Some(pid) if info.running() && Some(pid) != baseline.old_pid => {
+                    return Ok((pid, info))
+                }
+                _ => {}
+            }
+            if baseline.crashed(&info) {
+                return Err(Stop::Failed(format!(
+                    "the Host is not running (state = {}, last exit: {})",
+                    info.job_state(),
+                    info.last_exit().map_or("unknown".into(), |e| e.to_string())
+                )));
+            }
+            if t0.elapsed() > timing.wait {
+                return Err(Stop::Failed(format!(
+                    "no new running instance within {} s (state = {})",
+                    timing.wait.as_secs(),
+                    info.job_state()
+                )));
+            }
+            sleep_interruptible(pause.next())?;
+        }
+    }
+
+    /// Polls `/health` (cheap) until 200, while the kernel still shows `pid`.
+    fn wait_for_health(&self, pid: u32, port: u16, deadline: Instant) -> Result<(), Stop> {
         let mut last = None;
         loop {
             check_interrupt()?;
@@ -649,7 +908,7 @@ impl<'a> Agent<'a> {
             }
             last = verify::health(port, Duration::from_millis(500)).or(last);
             if last == Some(200) {
-                break;
+                return Ok(());
             }
             if Instant::now() >= deadline {
                 return Err(Stop::Failed(format!(
@@ -659,27 +918,33 @@ impl<'a> Agent<'a> {
             }
             std::thread::sleep(HEALTH_EVERY);
         }
-        let health_after = t0.elapsed();
-        verify::check_listener(port, pid).map_err(Stop::Failed)?;
-        let env_proof = self.prove_env(pid, &info, env)?;
-        crate::output::printer().waiting(
-            &format!("pid {pid} to stay up (a crash loop would not)"),
-            timing.settle,
-        );
-        sleep_interruptible(timing.settle)?;
-        match self.print().map_err(stop_from)? {
-            Some(after) if after.pid() == Some(pid) && after.running() => Ok(Verified {
-                pid,
-                health_after,
-                env_proof,
-            }),
-            Some(after) => Err(Stop::Failed(format!(
-                "the Host did not stay up: pid {pid} became {} within {} ms of answering /health (a crash loop?)",
-                after.pid().map_or("none".into(), |p| p.to_string()),
-                timing.settle.as_millis()
-            ))),
-            None => Err("the job was unloaded during verification".into()),
+    }
+
+    /// After the settle: the same pid runs, and launchd has not spawned the job again since
+    /// it was first seen (a Host that died and came back within the settle has a new pid, or
+    /// at least a higher `runs`).
+    fn check_settled(&self, pid: u32, first: &PrintInfo, timing: Timing) -> Result<(), Stop> {
+        let after = self
+            .poll()
+            .map_err(stop_from)?
+            .ok_or("the job was unloaded during verification")?;
+        let respawned = matches!((first.runs(), after.runs()), (Some(a), Some(b)) if b > a);
+        if after.pid() == Some(pid) && after.running() && !respawned {
+            return Ok(());
         }
+        Err(Stop::Failed(format!(
+            "the Host did not stay up: pid {pid} became {} within {} ms of answering /health{} (a crash loop?)",
+            after.pid().map_or("none".into(), |p| p.to_string()),
+            timing.settle.as_millis(),
+            if respawned {
+                format!(
+                    ", and launchd spawned it {} more time(s)",
+                    after.runs().unwrap_or(0) - first.runs().unwrap_or(0)
+                )
+            } else {
+                String::new()
+            }
+        )))
     }
 
     fn prove_env(&self, pid: u32, info: &PrintInfo, env: &LaunchEnv) -> Result<EnvProof, Stop> {
@@ -707,7 +972,7 @@ impl<'a> Agent<'a> {
         self.audit
             .record(action, Step::Verify, StepOutcome::Failed, None, &failure);
         let last_exit = self
-            .print()
+            .poll()
             .ok()
             .flatten()
             .and_then(|i| i.last_exit().map(|e| e.to_string()))
@@ -779,7 +1044,11 @@ impl<'a> Agent<'a> {
         port: u16,
         timing: Timing,
     ) -> Result<Verified, String> {
-        match self.verify(env, port, None, Some(0), timing) {
+        let fresh = Baseline {
+            runs: Some(0),
+            ..Baseline::default()
+        };
+        match self.verify(env, port, fresh, timing) {
             Ok(v) => Ok(v),
             Err(Stop::Failed(f)) => Err(f),
             Err(Stop::Interrupted(sig)) => Err(format!("interrupted by {sig}")),
@@ -803,9 +1072,11 @@ impl<'a> Agent<'a> {
     /// Boots the job out (waiting until it is gone) and removes the plist; keeps config, history
     /// and logs.
     pub fn uninstall(&self) -> anyhow::Result<bool> {
-        let loaded = self.print()?.is_some();
-        if loaded {
-            self.bootout(Action::Uninstall)?;
+        let before = self.before()?;
+        let loaded = before.is_some();
+        self.boot_out_other_copies(Action::Uninstall)?;
+        if let Some(info) = &before {
+            self.bootout_in(self.active(), Action::Uninstall, info.pid())?;
         }
         let plist = self.stack.plist_path();
         match std::fs::remove_file(&plist) {
@@ -819,7 +1090,9 @@ impl<'a> Agent<'a> {
         self.remove_stale_identity();
         // `agent stop` disabled the label; an uninstalled label must not stay disabled, or the
         // next installer (Oysterun's own, which never enables) gets a bare 5 from bootstrap.
-        let _ = self.lc.enable(self.domain.name, &self.stack.label);
+        for d in Domain::both() {
+            let _ = self.lc.enable(d, &self.stack.label);
+        }
         self.audit.record(
             Action::Uninstall,
             Step::RemovePlist,

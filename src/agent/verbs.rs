@@ -8,9 +8,11 @@
 
 use std::time::{Duration, Instant};
 
+use crate::agent::launchctl::{Domain, Reply};
 use crate::agent::lifecycle::Agent;
 use crate::error::Failed;
 use crate::output::audit::{Action, Step, StepOutcome};
+use crate::sys::process::ProcessError;
 
 /// What `stop` found and did.
 #[derive(Debug, Clone, Copy)]
@@ -34,33 +36,50 @@ pub struct KillOutcome {
 const KILL_WATCH: Duration = Duration::from_secs(5);
 
 impl Agent<'_> {
-    /// `launchctl enable`: undoes `stop`'s disable (`start` calls it before loading).
+    /// `launchctl enable` in both of this user's domains: undoes `stop`'s disable (`start`
+    /// calls it before loading). Overrides are per domain, so a label stopped over SSH
+    /// (`user/<uid>`) would otherwise stay disabled at the console, and the reverse.
     pub fn enable(&self, action: Action) -> anyhow::Result<()> {
-        self.lc
-            .enable(self.domain.name, &self.stack.label)?
-            .accept(&[])?;
+        self.in_each_domain(|d| self.lc.enable(d, &self.stack.label))?;
         self.audit
             .record(action, Step::Enable, StepOutcome::Ok, None, "");
+        Ok(())
+    }
+
+    /// Runs an override verb (enable/disable) in the domain oyster acts in, then in the other
+    /// one, where a missing domain (112/125: no console session) is no failure.
+    fn in_each_domain(
+        &self,
+        verb: impl Fn(Domain) -> Result<Reply, ProcessError>,
+    ) -> anyhow::Result<()> {
+        let active = self.active();
+        verb(active)?.accept(&[])?;
+        let r = verb(active.other())?;
+        if !r.code.domain_missing() {
+            r.accept(&[])?;
+        }
         Ok(())
     }
 
     /// Boots the job out (waiting until launchd has let it go) and disables the label; the
     /// plist stays where it is.
     pub fn stop(&self) -> anyhow::Result<StopOutcome> {
-        let before = self.print()?;
+        let before = self.before()?;
         let pid = before
             .as_ref()
             .filter(|i| i.running())
             .and_then(|i| i.pid());
+        for (domain, info) in self.other_copies() {
+            self.bootout_in(*domain, Action::Stop, info.pid())?;
+        }
         if before.is_some() {
-            self.bootout(Action::Stop)?;
+            self.bootout_in(self.active(), Action::Stop, pid)?;
         }
         self.remove_stale_identity();
-        self.lc
-            .disable(self.domain.name, &self.stack.label)?
-            .accept(&[])?;
+        // Both domains: a console login would otherwise load the plist into gui/<uid> again.
+        self.in_each_domain(|d| self.lc.disable(d, &self.stack.label))?;
         self.audit
-            .record(Action::Stop, Step::Disable, StepOutcome::Ok, pid, "");
+            .record(Action::Stop, Step::Disable, StepOutcome::Ok, None, "");
         Ok(StopOutcome {
             was_loaded: before.is_some(),
             pid,
@@ -71,7 +90,7 @@ impl Agent<'_> {
     /// KeepAlive makes launchd start it again (after the rest of ThrottleInterval when it ran
     /// less than that).
     pub fn kill(&self) -> anyhow::Result<KillOutcome> {
-        let Some(info) = self.print()? else {
+        let Some(info) = self.before()? else {
             return Err(Failed::new(
                 format!("{} is not loaded, so there is no Host to signal", self.stack.label),
                 format!(

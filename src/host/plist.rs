@@ -192,8 +192,8 @@ pub fn launch_arguments(stack: &str) -> Vec<String> {
 /// The file name of Oysterun's own runner, which its installer puts in `ProgramArguments`.
 pub const OYSTERUN_RUNNER: &str = "run_oysterun_host.sh";
 
-/// What oyster reads back from an installed plist: its bytes, its `EnvironmentVariables` and
-/// its `ProgramArguments` (empty when the plist does not parse).
+/// What oyster reads back from an installed plist: its bytes, the definition, and copies of its
+/// `EnvironmentVariables` and `ProgramArguments` (empty when the plist does not parse).
 #[derive(Debug, Clone, Default)]
 pub struct Installed {
     pub bytes: Vec<u8>,
@@ -221,11 +221,15 @@ impl Installed {
     /// The runner script, when Oysterun's own installer wrote this plist (its
     /// `ProgramArguments` run `tool_scripts/run_oysterun_host.sh`).
     pub fn oysterun_runner(&self) -> Option<&str> {
-        self.program_arguments.iter().map(String::as_str).find(|a| {
-            Path::new(a)
-                .file_name()
-                .is_some_and(|n| n == OYSTERUN_RUNNER)
-        })
+        self.agent
+            .program_arguments
+            .iter()
+            .map(String::as_str)
+            .find(|a| {
+                Path::new(a)
+                    .file_name()
+                    .is_some_and(|n| n == OYSTERUN_RUNNER)
+            })
     }
 }
 
@@ -273,13 +277,6 @@ pub fn read_installed(path: &Path) -> Option<Installed> {
         program_arguments: agent.program_arguments.clone(),
         agent,
     })
-}
-
-/// The `ProgramArguments` of plist bytes (empty when there are none or it does not parse).
-pub fn read_program_arguments(bytes: &[u8]) -> Vec<String> {
-    LaunchAgent::parse(bytes)
-        .map(|a| a.program_arguments)
-        .unwrap_or_default()
 }
 
 /// The `EnvironmentVariables` of plist bytes.
@@ -367,7 +364,7 @@ mod tests {
             bytes: bytes.to_vec(),
             agent: LaunchAgent::parse(bytes).unwrap(),
             env: read_env(bytes).unwrap(),
-            program_arguments: read_program_arguments(bytes),
+            program_arguments: LaunchAgent::parse(bytes).unwrap().program_arguments,
         };
         assert_eq!(
             inst.oysterun_runner(),

@@ -16,6 +16,7 @@ mod packaging;
 mod providers;
 mod real_macs;
 mod registry_guard;
+mod restart_timing;
 mod review;
 mod runner;
 mod secrets;
