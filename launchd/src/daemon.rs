@@ -111,6 +111,7 @@ impl Daemon {
             ["kickstart", rest @ ..] => self.kickstart(rest, req),
             ["kill", signal, target] => self.kill(signal, target, req),
             ["print", target] => self.print(target, req),
+            ["login", domain] => self.login(domain, req),
             _ => Reply::usage(&format!("unsupported arguments: {}", req.args.join(" "))),
         }
     }
@@ -130,20 +131,25 @@ impl Daemon {
             Ok(def) => def,
             Err(code) => return Reply::failed(VERB, code),
         };
+        match self.load(&d, def, req) {
+            Ok(()) => Reply::ok(""),
+            Err(code) => Reply::failed(VERB, code),
+        }
+    }
+
+    /// Loads a definition into domain `d` as `bootstrap` does, or says why not (the exit code).
+    fn load(&mut self, d: &proto::Domain, def: job::Definition, req: &Request) -> Result<(), i32> {
         if !def.session_types.iter().any(|t| t == d.session_type()) {
             // "Service cannot load in requested session": launchctl reports it as 5 (or 125).
-            let code = knob_code(req, "LAUNCHD_SIM_SESSION_CODE", 5);
-            return Reply::failed(VERB, code);
+            return Err(knob_code(req, "LAUNCHD_SIM_SESSION_CODE", 5));
         }
         if state::is_disabled(&self.state_dir, &d.name(), &def.label) {
-            let code = knob_code(req, "LAUNCHD_SIM_DISABLED_CODE", 5);
-            return Reply::failed(VERB, code);
+            return Err(knob_code(req, "LAUNCHD_SIM_DISABLED_CODE", 5));
         }
         let key = d.target(&def.label);
         if self.jobs.contains_key(&key) {
             // Loaded, or still draining after a bootout.
-            let code = knob_code(req, "LAUNCHD_SIM_BUSY_CODE", 5);
-            return Reply::failed(VERB, code);
+            return Err(knob_code(req, "LAUNCHD_SIM_BUSY_CODE", 5));
         }
         // The system's default exit timeout for agents, as launchd had it at load time.
         let exit_timeout = req
@@ -151,11 +157,55 @@ impl Daemon {
             .get("LAUNCHD_SIM_EXIT_TIMEOUT")
             .and_then(|v| v.parse().ok())
             .unwrap_or(job::EXIT_TIMEOUT_SECS);
-        let mut job = Job::new(def, d.name(), exit_timeout);
+        // How long launchd lags behind the kernel in handling an exit, taken at load time.
+        let exit_notice = Duration::from_millis(
+            req.knobs
+                .get("LAUNCHD_SIM_EXIT_NOTICE_MS")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(job::DEFAULT_EXIT_NOTICE_MS),
+        );
+        // How long a new instance shows `state = xpcproxy`, taken at load time.
+        let spawning = Duration::from_millis(
+            req.knobs
+                .get("LAUNCHD_SIM_SPAWNING_MS")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(job::DEFAULT_SPAWNING_MS),
+        );
+        let mut job = Job::new(def, d.name(), exit_timeout, exit_notice, spawning);
         if job.def.run_at_load {
             job.spawn(&self.home, &self.user, &self.shell);
         }
         self.jobs.insert(key, job);
+        Ok(())
+    }
+
+    /// `login gui/<uid>` (simulator only): what launchd does at a console login. Every plist in
+    /// `~/Library/LaunchAgents` whose session types include `Aqua` (a plist without
+    /// `LimitLoadToSessionType` is Aqua only) is loaded into `gui/<uid>`, unless that domain has
+    /// it disabled or loaded already, whatever runs in `user/<uid>`: a copy there keeps running.
+    /// A plist launchd would refuse is skipped, as launchd only logs it. Prints nothing.
+    fn login(&mut self, domain: &str, req: &Request) -> Reply {
+        let Some((d, None)) = proto::parse_target(domain).filter(|(d, _)| d.kind == "gui") else {
+            return Reply::usage("login gui/<uid>");
+        };
+        if let Err(code) = proto::check_domain(&d, &req.knobs) {
+            return Reply::failed("Login", code);
+        }
+        let dir = Path::new(&self.home).join("Library/LaunchAgents");
+        let mut plists: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "plist"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        plists.sort();
+        for plist in plists {
+            if let Ok(def) = job::load(&plist) {
+                let _ = self.load(&d, def, req);
+            }
+        }
         Reply::ok("")
     }
 
@@ -229,7 +279,9 @@ impl Daemon {
         }
         job.sigterm_at = Some(Instant::now());
         job.next_spawn = None;
-        if job.child.is_some() {
+        if job.running() {
+            // An instance launchd still counts as running but that is gone already gets no
+            // signal; its pending exit then ends the drain.
             job.signal(Signal::SIGTERM);
         } else {
             job.drained_at = Some(Instant::now());
@@ -267,10 +319,11 @@ impl Daemon {
         else {
             return proto::not_found(&label, &d);
         };
-        if job.child.is_some() {
+        if job.running() {
             if !kill {
-                // Already running: EALREADY, and launchctl prints nothing for it
-                // (ProcursusTeam/launchctl kickstart.c).
+                // Already running (as launchd sees it: the process may be gone from the kernel
+                // while its exit is not processed yet): EALREADY, and launchctl prints nothing
+                // for it (ProcursusTeam/launchctl kickstart.c).
                 return match knob_code(req, "LAUNCHD_SIM_KICKSTART_RUNNING", 37) {
                     0 => Reply::ok(pid_line(job.pid(), print_pid, req.stdout_tty)),
                     37 => Reply::raw(37, ""),
@@ -287,13 +340,15 @@ impl Daemon {
             // `print` then shows `last terminating signal = Killed: 9` (kirodotdev/KiroCrew#1562).
             job.signal(Signal::SIGKILL);
             let deadline = Instant::now() + Duration::from_secs(5);
-            while !job.reap() {
+            while job.child.is_some() && !job.reap() {
                 if Instant::now() >= deadline {
                     let pid = job.pid().unwrap_or_default();
                     return Reply::raw(1, format!("launchctl-sim: pid {pid} survived SIGKILL\n"));
                 }
                 std::thread::sleep(Duration::from_millis(5));
             }
+            // kickstart -k waits for the exit itself, so it does not lag behind the kernel.
+            job.notice_now();
         }
         // Kickstart runs the captured definition; it never re-reads the plist.
         job.spawn(&home, &user, &shell);
@@ -360,7 +415,8 @@ impl Daemon {
         let mut gone = vec![];
         for (key, job) in self.jobs.iter_mut() {
             job.reap();
-            if job.child.is_none() && !job.draining() {
+            job.notice_due(now);
+            if !job.running() && !job.draining() {
                 if let Some(at) = job.next_spawn {
                     if now >= at {
                         job.spawn(&self.home, &self.user, &self.shell);

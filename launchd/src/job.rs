@@ -21,6 +21,13 @@ pub const DEFAULT_PATH: &str = "/usr/bin:/bin:/usr/sbin:/sbin";
 pub const EXIT_TIMEOUT_SECS: u64 = 5;
 /// launchd's `EX_CONFIG`: the program, a log path or the working directory could not be used.
 pub const EX_CONFIG: i32 = 78;
+/// How long after the kernel reports an exit launchd goes on showing the instance as running,
+/// unless `LAUNCHD_SIM_EXIT_NOTICE_MS` says otherwise (see the README for why this value).
+pub const DEFAULT_EXIT_NOTICE_MS: u64 = 150;
+/// How long a new instance shows `state = xpcproxy` (launchd's trampoline, which execs the
+/// program over itself, keeping the pid) before `running`, unless `LAUNCHD_SIM_SPAWNING_MS`
+/// says otherwise.
+pub const DEFAULT_SPAWNING_MS: u64 = 50;
 
 /// The job definition as captured from the plist at bootstrap.
 #[derive(Debug, Clone)]
@@ -137,11 +144,28 @@ pub enum LastExit {
     Signal(i32),
 }
 
+/// An exit the kernel has already reported (the process is reaped, its pid gone) that launchd
+/// has not processed yet: until `noticed_at`, `print` still shows the old pid as running and
+/// `kickstart` answers 37.
+#[derive(Debug, Clone, Copy)]
+pub struct UnnoticedExit {
+    pub pid: u32,
+    pub exit: LastExit,
+    pub noticed_at: Instant,
+}
+
 /// A loaded job and what it is doing.
 pub struct Job {
     pub def: Definition,
     pub domain: String,
+    /// The live, not yet reaped process.
     pub child: Option<Child>,
+    /// A process that is gone from the kernel while launchd still counts it as running.
+    pub unnoticed: Option<UnnoticedExit>,
+    /// The delay between the kernel's exit and launchd's handling of it.
+    pub exit_notice: Duration,
+    /// How long a new instance stays in `state = xpcproxy`.
+    pub spawning: Duration,
     pub started_at: Option<Instant>,
     pub runs: u32,
     pub last_exit: LastExit,
@@ -158,12 +182,21 @@ pub struct Job {
 
 impl Job {
     /// A job loaded now; `default_exit_timeout` applies when the plist sets no `ExitTimeOut`.
-    pub fn new(def: Definition, domain: String, default_exit_timeout: u64) -> Job {
+    pub fn new(
+        def: Definition,
+        domain: String,
+        default_exit_timeout: u64,
+        exit_notice: Duration,
+        spawning: Duration,
+    ) -> Job {
         Job {
             exit_timeout: def.exit_timeout.unwrap_or(default_exit_timeout),
             def,
             domain,
             child: None,
+            unnoticed: None,
+            exit_notice,
+            spawning,
             started_at: None,
             runs: 0,
             last_exit: LastExit::Never,
@@ -174,8 +207,18 @@ impl Job {
         }
     }
 
+    /// The pid launchd shows: the live process's, or that of one whose exit launchd has not
+    /// processed yet (gone from the kernel already).
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        self.child
+            .as_ref()
+            .map(Child::id)
+            .or(self.unnoticed.map(|u| u.pid))
+    }
+
+    /// Whether launchd counts an instance as running (it may be gone from the kernel already).
+    pub fn running(&self) -> bool {
+        self.child.is_some() || self.unnoticed.is_some()
     }
 
     pub fn draining(&self) -> bool {
@@ -191,14 +234,18 @@ impl Job {
                 .is_some_and(|t| t.elapsed() >= Duration::from_secs(self.exit_timeout))
     }
 
+    /// Whether the live instance is young enough to be still in launchd's `xpcproxy` state.
+    fn in_xpcproxy(&self) -> bool {
+        self.started_at.is_some_and(|t| t.elapsed() < self.spawning)
+    }
+
     /// The `state = …` line of `print`.
     pub fn state(&self) -> &'static str {
-        match (
-            self.child.is_some(),
-            self.draining(),
-            self.next_spawn.is_some(),
-        ) {
+        match (self.running(), self.draining(), self.next_spawn.is_some()) {
             (true, true, _) => "SIGTERMed",
+            // xpcproxy, the trampoline launchd spawns, is the process (same pid) until it has
+            // exec'd the program (NixOS/nix#5698's launchd.log; siq-agent-security#66).
+            (true, false, _) if self.child.is_some() && self.in_xpcproxy() => "xpcproxy",
             (true, false, _) => "running",
             (false, false, true) => "spawn scheduled",
             _ => "not running",
@@ -284,7 +331,8 @@ impl Job {
         cmd.spawn().map_err(|_| ())
     }
 
-    /// Reaps the child if it exited; returns whether it did.
+    /// Reaps the child if it exited; returns whether it did. The pid is gone from the kernel at
+    /// once, but launchd handles the exit only `exit_notice` later (see `notice_due`).
     pub fn reap(&mut self) -> bool {
         let Some(child) = self.child.as_mut() else {
             return false;
@@ -292,15 +340,39 @@ impl Job {
         let Ok(Some(status)) = child.try_wait() else {
             return false;
         };
+        let pid = child.id();
         self.child = None;
-        self.last_exit = match (status.code(), status.signal()) {
+        let exit = match (status.code(), status.signal()) {
             (Some(c), _) => LastExit::Code(c),
             (None, Some(s)) => LastExit::Signal(s),
             _ => LastExit::Code(0),
         };
-        let clean = self.last_exit == LastExit::Code(0);
-        self.after_exit(clean);
+        self.unnoticed = Some(UnnoticedExit {
+            pid,
+            exit,
+            noticed_at: Instant::now() + self.exit_notice,
+        });
+        if self.exit_notice.is_zero() {
+            self.notice_now();
+        }
         true
+    }
+
+    /// Handles a reaped exit once its notice delay has passed; returns whether it did.
+    pub fn notice_due(&mut self, now: Instant) -> bool {
+        if self.unnoticed.is_some_and(|u| now >= u.noticed_at) {
+            self.notice_now();
+            return true;
+        }
+        false
+    }
+
+    /// Handles a reaped exit now: the last exit, then KeepAlive's throttle or the drain.
+    pub fn notice_now(&mut self) {
+        if let Some(u) = self.unnoticed.take() {
+            self.last_exit = u.exit;
+            self.after_exit(u.exit == LastExit::Code(0));
+        }
     }
 
     /// After an instance ends: drain, or KeepAlive with ThrottleInterval as a minimum runtime.
@@ -321,10 +393,10 @@ impl Job {
         }
     }
 
-    /// Sends a signal to the running instance, if any. The pid is a child this daemon spawned
-    /// and has not reaped, so it cannot have been reused.
+    /// Sends a signal to the live instance, if any. The pid is a child this daemon spawned and
+    /// has not reaped, so it cannot have been reused; a reaped one is never signalled.
     pub fn signal(&self, sig: Signal) {
-        if let Some(pid) = self.pid() {
+        if let Some(pid) = self.child.as_ref().map(Child::id) {
             let _ = kill_pid(pid, sig);
         }
     }
@@ -334,7 +406,7 @@ impl Job {
     pub fn print(&self, extra_env: &[(String, String)]) -> String {
         let d = &self.def;
         let mut o = format!("{}/{} = {{\n", self.domain, d.label);
-        o += &format!("\tactive count = {}\n", u32::from(self.child.is_some()));
+        o += &format!("\tactive count = {}\n", u32::from(self.running()));
         o += &format!("\tpath = {}\n", d.plist_path);
         o += "\ttype = LaunchAgent\n";
         o += &format!("\tstate = {}\n", self.state());

@@ -106,7 +106,8 @@ fn dispatch(args: Vec<String>) -> Reply {
             out += "}\n";
             Reply::ok(out)
         }
-        ["bootstrap", _, _] => send(&state, args.clone(), knobs, true),
+        // `login` is the simulator's own verb (a console login); it needs the daemon too.
+        ["bootstrap", _, _] | ["login", _] => send(&state, args.clone(), knobs, true),
         ["kill", signal, target] => match send(&state, args.clone(), knobs.clone(), false) {
             // No daemon: nothing is loaded.
             r if r.code == -1 => kill_not_loaded(signal, target, &knobs),

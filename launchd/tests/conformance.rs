@@ -268,6 +268,9 @@ fn bootstrap_print_layout_and_already_loaded() {
         (code(&o), stdout(&o).as_str(), stderr(&o).as_str()),
         (0, "", "")
     );
+    s.wait_for("running (past xpcproxy)", || {
+        s.field("a.b", "state").as_deref() == Some("running")
+    });
     let o = s.run(&["print", &s.target("a.b")]);
     let text = stdout(&o);
     assert!(
@@ -661,7 +664,9 @@ fn a_signal_death_prints_the_signal_instead_of_the_exit_code() {
     s.wait_for("the respawn", || {
         s.field("sig.t", "runs").as_deref() == Some("2") && s.field("sig.t", "pid").is_some()
     });
-    assert_eq!(s.field("sig.t", "state").as_deref(), Some("running"));
+    s.wait_for("running (past xpcproxy)", || {
+        s.field("sig.t", "state").as_deref() == Some("running")
+    });
 }
 
 /// A job that notes a SIGTERM in `$HOME/got-term` before it exits 0.
@@ -954,4 +959,173 @@ fn launchd_may_add_keys_to_the_printed_environment() {
         !env.iter().any(|kv| kv.starts_with("MallocSpaceEfficient=")),
         "{env:?}"
     );
+}
+
+/// A job without a SIGTERM handler: the signal ends it at once (Node's default).
+const NO_HANDLER: &str = "exec sleep 60";
+
+#[test]
+fn launchd_handles_an_exit_only_after_the_kernel_reports_it() {
+    let mut s = Sim::new();
+    s.env
+        .push(("LAUNCHD_SIM_EXIT_NOTICE_MS".into(), "1500".into()));
+    let target = s.target("late.t");
+    // Young (the default ThrottleInterval, 10 s): launchd will schedule the respawn for later.
+    let p = s.plist("late.t", NO_HANDLER, "<key>KeepAlive</key><true/>\n");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    s.wait_for("running", || {
+        s.field("late.t", "state").as_deref() == Some("running")
+    });
+    let old: u32 = s.field("late.t", "pid").unwrap().parse().unwrap();
+    assert_eq!(code(&s.run(&["kill", "SIGTERM", &target])), 0);
+    s.wait_for("the kernel to see the exit", || !alive(old));
+    // Gone from the kernel, yet launchd still shows it running with the old pid...
+    let text = stdout(&s.run(&["print", &target]));
+    assert!(text.contains("\tstate = running\n"), "{text}");
+    assert!(text.contains(&format!("\tpid = {old}\n")), "{text}");
+    assert!(
+        text.contains("\tlast exit code = (never exited)\n"),
+        "{text}"
+    );
+    // ...so a kickstart lands on a job it counts as running: 37, nothing started.
+    let o = s.run(&["kickstart", &target]);
+    assert_eq!((code(&o), stderr(&o).as_str()), (37, ""));
+    // Then launchd sees the exit of a job younger than its minimum runtime.
+    s.wait_for("launchd to process the exit", || {
+        s.field("late.t", "state").as_deref() == Some("spawn scheduled")
+    });
+    let text = stdout(&s.run(&["print", &target]));
+    assert!(!text.contains("\tpid = "), "{text}");
+    assert!(
+        text.contains("\tlast terminating signal = Terminated: 15\n"),
+        "{text}"
+    );
+    assert!(text.contains("\tsuccessive crashes = 1\n"), "{text}");
+    // Now kickstart starts it at once instead of after the throttle.
+    let o = s.run(&["kickstart", "-p", &target]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let new: u32 = stdout(&o).trim().parse().unwrap();
+    assert_ne!(new, old);
+    assert!(alive(new));
+    s.wait_for("running", || {
+        s.field("late.t", "state").as_deref() == Some("running")
+    });
+    assert_eq!(s.field("late.t", "pid"), Some(new.to_string()));
+}
+
+#[test]
+fn a_new_instance_is_in_xpcproxy_with_its_pid_before_running() {
+    let mut s = Sim::new();
+    s.env
+        .push(("LAUNCHD_SIM_SPAWNING_MS".into(), "1000".into()));
+    let target = s.target("xpc.t");
+    let p = s.plist("xpc.t", LOOP, "<key>KeepAlive</key><true/>\n");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    // The trampoline has the pid the program will keep once it has exec'd over it.
+    let text = stdout(&s.run(&["print", &target]));
+    assert!(text.contains("\tstate = xpcproxy\n"), "{text}");
+    let pid: u32 = s.field("xpc.t", "pid").unwrap().parse().unwrap();
+    assert!(alive(pid));
+    // launchd counts it as active: kickstart without -k starts nothing.
+    assert_eq!(code(&s.run(&["kickstart", &target])), 37);
+    s.wait_for("running", || {
+        s.field("xpc.t", "state").as_deref() == Some("running")
+    });
+    assert_eq!(s.field("xpc.t", "pid"), Some(pid.to_string()));
+    // The knob 0 turns the transient state off: running at once.
+    s.env.push(("LAUNCHD_SIM_SPAWNING_MS".into(), "0".into()));
+    let q = s.plist("xpc0.t", LOOP, "");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), q.to_str().unwrap()])),
+        0
+    );
+    assert_eq!(s.field("xpc0.t", "state").as_deref(), Some("running"));
+}
+
+#[test]
+fn the_exit_notice_delay_is_on_by_default_and_0_turns_it_off() {
+    for (knob, at_least) in [
+        (None, Duration::from_millis(150)),
+        (Some("0"), Duration::ZERO),
+    ] {
+        let mut s = Sim::new();
+        if let Some(ms) = knob {
+            s.env.push(("LAUNCHD_SIM_EXIT_NOTICE_MS".into(), ms.into()));
+        }
+        let target = s.target("dflt.t");
+        let p = s.plist("dflt.t", NO_HANDLER, "<key>KeepAlive</key><true/>\n");
+        assert_eq!(
+            code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+            0
+        );
+        let old: u32 = s.field("dflt.t", "pid").unwrap().parse().unwrap();
+        let t0 = Instant::now();
+        assert_eq!(code(&s.run(&["kill", "TERM", &target])), 0);
+        s.wait_for("spawn scheduled", || {
+            s.field("dflt.t", "state").as_deref() == Some("spawn scheduled")
+        });
+        // The exit happened after the signal was sent, and launchd handled it that much later.
+        assert!(t0.elapsed() >= at_least, "{knob:?}: {:?}", t0.elapsed());
+        assert!(!alive(old));
+    }
+}
+
+#[test]
+fn login_loads_every_aqua_agent_into_gui_whatever_runs_in_user() {
+    let s = Sim::new();
+    let user_target = |label: &str| format!("{}/{label}", s.user());
+    s.plist("aqua.t", LOOP, "");
+    let both = s.plist("both.t", LOOP, BOTH_SESSIONS);
+    s.plist(
+        "bg.t",
+        LOOP,
+        "<key>LimitLoadToSessionType</key><string>Background</string>\n",
+    );
+    s.plist("dis.t", LOOP, "");
+    s.plist("udis.t", LOOP, BOTH_SESSIONS);
+    // Installed over SSH: loaded in user/<uid>, where it keeps running after the login.
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.user(), both.to_str().unwrap()])),
+        0
+    );
+    let o = s.run(&["print", &user_target("both.t")]);
+    let user_pid = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("\tpid = ").map(str::to_owned))
+        .unwrap();
+    // Disabled overrides are per domain: only gui/<uid>'s count for the login.
+    assert_eq!(code(&s.run(&["disable", &s.target("dis.t")])), 0);
+    assert_eq!(code(&s.run(&["disable", &user_target("udis.t")])), 0);
+    let o = s.run(&["login", &s.gui()]);
+    assert_eq!(
+        (code(&o), stdout(&o).as_str(), stderr(&o).as_str()),
+        (0, "", "")
+    );
+    for label in ["aqua.t", "both.t", "udis.t"] {
+        assert!(s.field(label, "pid").is_some(), "{label} runs in gui");
+    }
+    for label in ["bg.t", "dis.t"] {
+        assert_eq!(code(&s.run(&["print", &s.target(label)])), 113, "{label}");
+    }
+    // Two copies now: the user/<uid> one is untouched.
+    let gui_pid = s.field("both.t", "pid").unwrap();
+    assert_ne!(gui_pid, user_pid);
+    let text = stdout(&s.run(&["print", &user_target("both.t")]));
+    assert!(text.contains(&format!("\tpid = {user_pid}\n")), "{text}");
+    assert!(alive(user_pid.parse().unwrap()));
+    // A second login loads nothing twice.
+    assert_eq!(code(&s.run(&["login", &s.gui()])), 0);
+    assert_eq!(s.field("both.t", "pid"), Some(gui_pid));
+    let o = s.run(&["print-disabled", &s.user()]);
+    assert_eq!(
+        stdout(&o),
+        "disabled services = {\n\t\"udis.t\" => disabled\n}\n"
+    );
+    assert_eq!(code(&s.run(&["login", &s.user()])), 64);
 }
