@@ -162,6 +162,12 @@ impl Reply {
     pub fn is_ok(&self) -> bool {
         self.code == Code::Ok
     }
+    /// The pid `kickstart -p` printed: a bare `N` on a pipe, `service spawned with pid: N` on
+    /// a terminal (the last word either way).
+    pub fn spawned_pid(&self) -> Option<u32> {
+        self.finished.stdout.split_whitespace().last()?.parse().ok()
+    }
+
     /// This answer as an error.
     pub fn error(self) -> LaunchctlError {
         failed(self.finished)
@@ -342,8 +348,9 @@ impl Launchctl {
         self.reply(&["bootout", &domain.target(label)])
     }
 
-    /// `kickstart [-k] <domain>/<label>`: 37 when launchd counts the job as running; `-k`
-    /// (SIGKILL first) only when `kill_first`.
+    /// `kickstart -p [-k] <domain>/<label>`: 37 when launchd counts the job as running; `-k`
+    /// (SIGKILL first) only when `kill_first`. `-p` makes launchd print the pid it spawned
+    /// ([`Reply::spawned_pid`]), so nobody needs a `print` to learn it.
     pub fn kickstart(
         &self,
         domain: Domain,
@@ -352,9 +359,9 @@ impl Launchctl {
     ) -> Result<Reply, ProcessError> {
         let target = domain.target(label);
         if kill_first {
-            self.reply(&["kickstart", "-k", &target])
+            self.reply(&["kickstart", "-kp", &target])
         } else {
-            self.reply(&["kickstart", &target])
+            self.reply(&["kickstart", "-p", &target])
         }
     }
 

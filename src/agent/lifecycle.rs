@@ -53,6 +53,21 @@ impl Backoff {
     }
 }
 
+/// The new instance as launchd described it: `kickstart -p`'s pid in the definition that was
+/// loaded before (a restart only kickstarts a job whose loaded definition matched the plan, and
+/// kickstart never re-reads a plist), with one more run. `None` without a pid or a definition:
+/// verification then asks `print`.
+fn spawned(before: Option<&PrintInfo>, pid: Option<u32>) -> Option<(u32, PrintInfo)> {
+    let (before, pid) = (before?, pid?);
+    let mut info = before.clone();
+    info.fields.insert("pid".into(), pid.to_string());
+    info.fields.insert("state".into(), "running".into());
+    if let Some(runs) = before.runs() {
+        info.fields.insert("runs".into(), (runs + 1).to_string());
+    }
+    Some((pid, info))
+}
+
 /// What was true before this run's change: crash evidence counts only what came after it.
 #[derive(Debug, Clone, Default)]
 struct Baseline {
@@ -318,8 +333,7 @@ impl<'a> Agent<'a> {
         let plist = self.stack.plist_path();
         let before = self.before()?;
         let old_pid = before.as_ref().and_then(PrintInfo::pid);
-        let copy_pids: Vec<u32> = self.other_copies().filter_map(|(_, i)| i.pid()).collect();
-        self.refuse_port_held_by_another(plan.port, old_pid, &copy_pids)?;
+        self.refuse_port_for(plan)?;
         let pending = self.pending();
         if pending {
             crate::tell!(
@@ -370,6 +384,9 @@ impl<'a> Agent<'a> {
                 ..Baseline::default()
             })
         } else if force_restart {
+            // SIGTERM … kickstart is one step: a signal in between would leave the Host
+            // stopped, so it is noticed once the new instance has been started.
+            let _whole = signal::Suspended::new();
             self.restart_gracefully(action, before.as_ref())
         } else {
             Ok(Baseline::of(before.as_ref()))
@@ -389,7 +406,8 @@ impl<'a> Agent<'a> {
             }
             Err(e) => return Err(e),
         };
-        match self.verify(&plan.env, plan.port, baseline, timing) {
+        let restarted_from = baseline.old_pid.filter(|_| force_restart && !reload);
+        match self.verify(&plan.env, plan.port, baseline.clone(), timing) {
             Ok(v) => {
                 self.audit
                     .record(action, Step::Verify, StepOutcome::Ok, Some(v.pid), "");
@@ -399,6 +417,12 @@ impl<'a> Agent<'a> {
                     reloaded: reload,
                     was_loaded: before.is_some(),
                 })
+            }
+            // Interrupted after the restart stopped the old Host: the new instance (same
+            // definition) is verified to its end, and the message says what happened.
+            Err(Stop::Interrupted(sig)) if !reload && !pending && restarted_from.is_some() => {
+                let old = restarted_from.unwrap_or_default();
+                Err(self.finish_interrupted_restart(action, sig, old, baseline, plan, timing))
             }
             // Nothing about the definition changed (a restart or start of the same plist):
             // there is nothing to roll back to. The failure is said; the job stays as it is.
@@ -416,6 +440,14 @@ impl<'a> Agent<'a> {
                 Err(self.roll_back(action, previous, &plan.plist, stop, timing))
             }
         }
+    }
+
+    /// Refuses a port held by a process that is not this stack's Host (in either domain).
+    pub(crate) fn refuse_port_for(&self, plan: &Plan) -> anyhow::Result<()> {
+        let before = self.print()?;
+        let old_pid = before.as_ref().and_then(PrintInfo::pid);
+        let copy_pids: Vec<u32> = self.other_copies().filter_map(|(_, i)| i.pid()).collect();
+        self.refuse_port_held_by_another(plan.port, old_pid, &copy_pids)
     }
 
     /// Refuses (before anything is written) a port held by a process that is not this stack's
@@ -519,7 +551,7 @@ impl<'a> Agent<'a> {
         let target = self.target();
         let mut baseline = Baseline::of(before);
         let Some(pid) = before.and_then(PrintInfo::pid) else {
-            baseline.started = self.kickstart_after_exit(None)?;
+            baseline.started = self.kickstart_after_exit(None, before)?;
             self.audit
                 .record(action, Step::Kickstart, StepOutcome::Ok, None, "");
             return Ok(baseline);
@@ -560,7 +592,7 @@ impl<'a> Agent<'a> {
             );
             return Ok(baseline);
         }
-        baseline.started = self.kickstart_after_exit(Some(pid))?;
+        baseline.started = self.kickstart_after_exit(Some(pid), before)?;
         self.audit.record(
             action,
             Step::Kickstart,
@@ -578,9 +610,13 @@ impl<'a> Agent<'a> {
     /// pid running, then `kickstart`; a 37 is success only when `print` shows a new running pid
     /// (KeepAlive was first); otherwise it is retried, within [`EXIT_NOTICE_BOUND`]. Returns
     /// the new instance when a `print` showed it (verification then needs no second look).
-    fn kickstart_after_exit(&self, old: Option<u32>) -> anyhow::Result<Option<(u32, PrintInfo)>> {
+    fn kickstart_after_exit(
+        &self,
+        old: Option<u32>,
+        before: Option<&PrintInfo>,
+    ) -> anyhow::Result<Option<(u32, PrintInfo)>> {
         let t0 = Instant::now();
-        let mut pause = Backoff::new(Duration::from_millis(25), Duration::from_millis(400));
+        let mut pause = Backoff::new(Duration::from_millis(100), Duration::from_millis(400));
         let mut info = None;
         loop {
             if let Some(i) = &info {
@@ -592,7 +628,7 @@ impl<'a> Agent<'a> {
                     None => {
                         let r = self.lc.kickstart(self.active(), &self.stack.label, false)?;
                         match r.code {
-                            Code::Ok => return Ok(None),
+                            Code::Ok => return Ok(spawned(before, r.spawned_pid())),
                             Code::AlreadyRunning => {}
                             _ => return Err(r.error().into()),
                         }
@@ -606,9 +642,9 @@ impl<'a> Agent<'a> {
                     EXIT_NOTICE_BOUND.as_secs()
                 );
             }
-            if info.is_some() {
-                std::thread::sleep(pause.next());
-            }
+            // Also before the first look: launchd learns of an exit after the kernel (a
+            // `print` at once would almost always show the old pid still running).
+            std::thread::sleep(pause.next());
             info = Some(self.poll()?.ok_or_else(|| {
                 anyhow::anyhow!("{} was unloaded during the restart", self.target())
             })?);
@@ -769,6 +805,15 @@ impl<'a> Agent<'a> {
             if gone {
                 return Ok(());
             }
+            // The bootout is issued and launchd finishes it by itself: a signal only stops
+            // the wait (the caller decides what makes the state consistent).
+            if let Some(sig) = signal::received() {
+                return Err(crate::error::Interrupted(
+                    sig,
+                    format!("{target} was booted out; launchd is still stopping it"),
+                )
+                .into());
+            }
             if t0.elapsed() > DRAIN_TIMEOUT {
                 anyhow::bail!(
                     "{target} was still loaded {} s after bootout",
@@ -872,10 +917,11 @@ impl<'a> Agent<'a> {
                 .poll()
                 .map_err(stop_from)?
                 .ok_or("the job is not loaded")?;
+            // A pid in `xpcproxy`/`spawning` is launchd's new instance on its way to exec: the
+            // cheap `/health` poll takes it from there (the settle's `print` sees it running).
+            let starting = info.running() || info.job_state() == JobState::Spawning;
             match info.pid() {
-                Some(pid) if info.running() && Some(pid) != baseline.old_pid => {
-                    return Ok((pid, info))
-                }
+                Some(pid) if starting && Some(pid) != baseline.old_pid => return Ok((pid, info)),
                 _ => {}
             }
             if baseline.crashed(&info) {
@@ -1048,11 +1094,59 @@ impl<'a> Agent<'a> {
             runs: Some(0),
             ..Baseline::default()
         };
-        match self.verify(env, port, fresh, timing) {
+        self.verify_to_the_end(env, port, fresh, timing)
+    }
+
+    /// Verification that no signal cuts short.
+    fn verify_to_the_end(
+        &self,
+        env: &LaunchEnv,
+        port: u16,
+        baseline: Baseline,
+        timing: Timing,
+    ) -> Result<Verified, String> {
+        let _quiet = signal::Suspended::new();
+        match self.verify(env, port, baseline, timing) {
             Ok(v) => Ok(v),
             Err(Stop::Failed(f)) => Err(f),
             Err(Stop::Interrupted(sig)) => Err(format!("interrupted by {sig}")),
         }
+    }
+
+    /// A signal came while a restart's new instance was being verified: the old Host is gone
+    /// already, so the new one is verified to its end (nothing to roll back: the definition is
+    /// the same), and the message says exactly that.
+    fn finish_interrupted_restart(
+        &self,
+        action: Action,
+        sig: Signal,
+        old: u32,
+        baseline: Baseline,
+        plan: &Plan,
+        timing: Timing,
+    ) -> anyhow::Error {
+        crate::tell!("Interrupted by {sig}; the old Host (pid {old}) is already stopped, so oyster finishes verifying the new one first…");
+        let _ = std::fs::remove_file(self.pending_path());
+        let state = match self.verify_to_the_end(&plan.env, plan.port, baseline, timing) {
+            Ok(v) => {
+                self.audit
+                    .record(action, Step::Verify, StepOutcome::Ok, Some(v.pid), "");
+                self.keep_as_last_good(&plan.plist);
+                format!(
+                    "the restart had stopped the old Host (pid {old}); the new Host (pid {}) runs and verified",
+                    v.pid
+                )
+            }
+            Err(f) => {
+                self.audit
+                    .record(action, Step::Verify, StepOutcome::Failed, None, &f);
+                format!(
+                    "the restart had stopped the old Host (pid {old}); launchd runs the same definition again, but the new Host did not verify: {f}; `oyster agent status --stack {}` shows it",
+                    self.stack.name
+                )
+            }
+        };
+        crate::error::Interrupted(sig, state).into()
     }
 
     fn failure_message(&self, failure: &str) -> String {
@@ -1072,12 +1166,24 @@ impl<'a> Agent<'a> {
     /// Boots the job out (waiting until it is gone) and removes the plist; keeps config, history
     /// and logs.
     pub fn uninstall(&self) -> anyhow::Result<bool> {
+        // Ctrl-C while launchd stops a slow Host: the plist is removed all the same (else
+        // launchd loads it again at the next login), then the interrupt is said.
+        let _guard = signal::InterruptGuard::install();
         let before = self.before()?;
         let loaded = before.is_some();
-        self.boot_out_other_copies(Action::Uninstall)?;
-        if let Some(info) = &before {
-            self.bootout_in(self.active(), Action::Uninstall, info.pid())?;
-        }
+        let booted_out = (|| -> anyhow::Result<()> {
+            self.boot_out_other_copies(Action::Uninstall)?;
+            if let Some(info) = &before {
+                self.bootout_in(self.active(), Action::Uninstall, info.pid())?;
+            }
+            Ok(())
+        })();
+        let interrupted = match booted_out {
+            Err(_) if signal::received().is_some() => signal::received(),
+            Err(e) => return Err(e),
+            Ok(()) => None,
+        };
+        let _rest = interrupted.map(|_| signal::Suspended::new());
         let plist = self.stack.plist_path();
         match std::fs::remove_file(&plist) {
             Ok(()) => {}
@@ -1100,6 +1206,17 @@ impl<'a> Agent<'a> {
             None,
             "",
         );
+        if let Some(sig) = interrupted {
+            return Err(crate::error::Interrupted(
+                sig,
+                format!(
+                    "{} was booted out (launchd finishes stopping the Host) and {} removed; config and logs are kept",
+                    self.stack.label,
+                    plist.display()
+                ),
+            )
+            .into());
+        }
         Ok(loaded)
     }
 }

@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 
 use crate::agent::launchctl::{Domain, Reply};
 use crate::agent::lifecycle::Agent;
-use crate::error::Failed;
+use crate::error::{Failed, Interrupted};
 use crate::output::audit::{Action, Step, StepOutcome};
 use crate::sys::process::ProcessError;
+use crate::sys::signal::{self, InterruptGuard};
 
 /// What `stop` found and did.
 #[derive(Debug, Clone, Copy)]
@@ -46,6 +47,19 @@ impl Agent<'_> {
         Ok(())
     }
 
+    /// `agent start`: refuses a port another process holds **before** enabling anything (a
+    /// refused start leaves the label disabled, as `stop` left it), then enables the label in
+    /// both domains and loads and verifies as `apply` does.
+    pub fn start(
+        &self,
+        plan: &crate::host::plan::Plan,
+        timing: crate::agent::lifecycle::Timing,
+    ) -> anyhow::Result<crate::agent::lifecycle::Outcome> {
+        self.refuse_port_for(plan)?;
+        self.enable(Action::Start)?;
+        self.apply(plan, Action::Start, false, timing)
+    }
+
     /// Runs an override verb (enable/disable) in the domain oyster acts in, then in the other
     /// one, where a missing domain (112/125: no console session) is no failure.
     fn in_each_domain(
@@ -64,22 +78,46 @@ impl Agent<'_> {
     /// Boots the job out (waiting until launchd has let it go) and disables the label; the
     /// plist stays where it is.
     pub fn stop(&self) -> anyhow::Result<StopOutcome> {
+        // Ctrl-C while launchd stops a slow Host must not leave the job booted out but still
+        // enabled (it would come back at the next login): the disable is finished first.
+        let _guard = InterruptGuard::install();
         let before = self.before()?;
         let pid = before
             .as_ref()
             .filter(|i| i.running())
             .and_then(|i| i.pid());
-        for (domain, info) in self.other_copies() {
-            self.bootout_in(*domain, Action::Stop, info.pid())?;
-        }
-        if before.is_some() {
-            self.bootout_in(self.active(), Action::Stop, pid)?;
-        }
+        let booted_out = (|| -> anyhow::Result<()> {
+            for (domain, info) in self.other_copies() {
+                self.bootout_in(*domain, Action::Stop, info.pid())?;
+            }
+            if before.is_some() {
+                self.bootout_in(self.active(), Action::Stop, pid)?;
+            }
+            Ok(())
+        })();
+        let interrupted = match booted_out {
+            Err(_) if signal::received().is_some() => signal::received(),
+            Err(e) => return Err(e),
+            Ok(()) => None,
+        };
+        let _rest = interrupted.map(|_| signal::Suspended::new());
         self.remove_stale_identity();
         // Both domains: a console login would otherwise load the plist into gui/<uid> again.
         self.in_each_domain(|d| self.lc.disable(d, &self.stack.label))?;
         self.audit
             .record(Action::Stop, Step::Disable, StepOutcome::Ok, None, "");
+        if let Some(sig) = interrupted {
+            return Err(Interrupted(
+                sig,
+                format!(
+                    "{} was booted out{} and disabled, so it stays stopped (also at the next login); kept {}",
+                    self.stack.label,
+                    pid.map_or(String::new(), |p| format!(" (launchd finishes stopping pid {p})")),
+                    self.stack.plist_path().display()
+                ),
+            )
+            .into());
+        }
         Ok(StopOutcome {
             was_loaded: before.is_some(),
             pid,
@@ -90,6 +128,7 @@ impl Agent<'_> {
     /// KeepAlive makes launchd start it again (after the rest of ThrottleInterval when it ran
     /// less than that).
     pub fn kill(&self) -> anyhow::Result<KillOutcome> {
+        let _guard = InterruptGuard::install();
         let Some(info) = self.before()? else {
             return Err(Failed::new(
                 format!("{} is not loaded, so there is no Host to signal", self.stack.label),
@@ -123,6 +162,13 @@ impl Agent<'_> {
         let t0 = Instant::now();
         let mut exited = false;
         while t0.elapsed() < KILL_WATCH {
+            if let Some(sig) = signal::received() {
+                return Err(Interrupted(
+                    sig,
+                    format!("SIGTERM was sent to pid {pid}; launchd starts the Host again by itself (KeepAlive)"),
+                )
+                .into());
+            }
             if crate::verify::inspect(pid).is_none() {
                 exited = true;
                 break;

@@ -422,8 +422,7 @@ fn start(ctx: &Context, args: &crate::cli::StartArgs) -> anyhow::Result<ExitStat
     ctx.stack.refuse_special_log()?;
     refuse_direct_host(ctx)?;
     let plan = synced_plan(ctx, &args.host, &lock)?;
-    agent.enable(Action::Start)?;
-    let outcome = agent.apply(&plan, Action::Start, false, args.verify.timing())?;
+    let outcome = agent.start(&plan, args.verify.timing())?;
     report(ctx, &plan, &outcome);
     Ok(ExitStatus::Success)
 }

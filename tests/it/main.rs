@@ -12,6 +12,7 @@ mod house;
 mod interrupts;
 mod json_docs;
 mod lifecycle;
+mod lifecycle_failures;
 mod packaging;
 mod providers;
 mod real_macs;
