@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use crate::job::{self, Job};
+use crate::listing;
 use crate::proto::{self, Reply, Request};
 use crate::state;
 
@@ -112,6 +113,7 @@ impl Daemon {
             ["kill", signal, target] => self.kill(signal, target, req),
             ["print", target] => self.print(target, req),
             ["login", domain] => self.login(domain, req),
+            ["list"] => self.list(req),
             _ => Reply::usage(&format!("unsupported arguments: {}", req.args.join(" "))),
         }
     }
@@ -122,7 +124,7 @@ impl Daemon {
             return Reply::usage("bootstrap <domain-target> <path>");
         };
         if let Err(code) = proto::check_domain(&d, &req.knobs) {
-            return Reply::failed(VERB, code);
+            return proto::domain_error("bootstrap", &d, code);
         }
         if let Some(code) = state::take_injected_failure(&self.state_dir, &req.knobs) {
             return Reply::failed(VERB, code);
@@ -211,20 +213,20 @@ impl Daemon {
 
     fn bootout_label(&mut self, target: &str, req: &Request) -> Reply {
         let Some((d, Some(label))) = proto::parse_target(target) else {
-            return Reply::usage("bootout <service-target> | <domain-target> <path>");
+            return Reply::bootout_usage();
         };
         if let Err(code) = proto::check_domain(&d, &req.knobs) {
-            return Reply::failed("Boot-out", code);
+            return proto::domain_error("bootout", &d, code);
         }
         self.bootout(&d.target(&label), req, 3)
     }
 
     fn bootout_plist(&mut self, domain: &str, plist: &str, req: &Request) -> Reply {
         let Some((d, None)) = proto::parse_target(domain) else {
-            return Reply::usage("bootout <domain-target> <path>");
+            return Reply::bootout_usage();
         };
         if let Err(code) = proto::check_domain(&d, &req.knobs) {
-            return Reply::failed("Boot-out", code);
+            return proto::domain_error("bootout", &d, code);
         }
         if let Some(missing) = proto::missing_plist(plist) {
             return missing;
@@ -309,7 +311,7 @@ impl Daemon {
             return Reply::usage("kickstart [-k] [-p] <service-target>");
         };
         if let Err(code) = proto::check_domain(&d, &req.knobs) {
-            return Reply::failed("Kickstart", code);
+            return proto::domain_error("kickstart", &d, code);
         }
         let (home, user, shell) = (self.home.clone(), self.user.clone(), self.shell.clone());
         let Some(job) = self
@@ -365,7 +367,7 @@ impl Daemon {
             return Reply::usage("kill <signal-name|signal-number> <service-target>");
         };
         if let Err(code) = proto::check_domain(&d, &req.knobs) {
-            return Reply::failed("Kill", code);
+            return proto::domain_error("kill", &d, code);
         }
         let Some(job) = self.jobs.get(&d.target(&label)) else {
             // The clone's kill.c prints no "Bad request." line of its own for 113.
@@ -386,20 +388,15 @@ impl Daemon {
             return Reply::usage("print <domain-target> | <service-target>");
         };
         if let Err(code) = proto::check_domain(&d, &req.knobs) {
-            return Reply::raw(
-                code,
-                format!(
-                    "Could not print domain: {code}: {}\n",
-                    proto::strerror(code)
-                ),
-            );
+            return proto::domain_error("print", &d, code);
         }
         match label {
             None => {
-                let name = d.name();
-                Reply::ok(domain_print(
-                    &name,
-                    self.jobs.values().filter(|j| j.domain == name),
+                let overrides = state::read_overrides(&self.state_dir);
+                Reply::ok(listing::domain_print(
+                    &d,
+                    &self.rows(&d),
+                    overrides.get(&d.name()),
                 ))
             }
             Some(label) => match self.jobs.get(&d.target(&label)) {
@@ -407,6 +404,23 @@ impl Daemon {
                 None => proto::not_found(&label, &d),
             },
         }
+    }
+
+    /// The jobs of domain `d` as the listings show them (a draining label is still listed).
+    fn rows(&self, d: &proto::Domain) -> Vec<listing::Row> {
+        let name = d.name();
+        self.jobs
+            .values()
+            .filter(|j| j.domain == name)
+            .map(Job::row)
+            .collect()
+    }
+
+    /// `launchctl list` (legacy): the jobs of the session launchctl runs in: `gui/<uid>`
+    /// when there is one, else `user/<uid>` **[unverified]**.
+    fn list(&self, req: &Request) -> Reply {
+        let d = proto::session_domain(&req.knobs);
+        Reply::ok(listing::list(&self.rows(&d)))
     }
 
     /// Reaps exits, respawns KeepAlive jobs after their throttle, finishes drains.
@@ -470,17 +484,4 @@ fn pid_line(pid: Option<u32>, print_pid: bool, tty: bool) -> String {
         (true, Some(pid)) => format!("{pid}\n"),
         _ => String::new(),
     }
-}
-
-fn domain_print<'a>(name: &str, jobs: impl Iterator<Item = &'a Job>) -> String {
-    let mut o = format!(
-        "{name} = {{\n\ttype = {}\n\tservices = {{\n",
-        name.split('/').next().unwrap_or("")
-    );
-    for j in jobs {
-        let pid = j.pid().map_or("-".to_owned(), |p| p.to_string());
-        o += &format!("\t\t{pid}\t-\t{}\n", j.def.label);
-    }
-    o += "\t}\n}\n";
-    o
 }

@@ -14,6 +14,10 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use plist::Value;
 
+/// The audit session id `print` shows for the console login (`domain = gui/501 [100057]`).
+const ASID: u32 = 100057;
+/// The `SSH_AUTH_SOCK` the GUI session gives its jobs.
+const SIM_SSH_AUTH_SOCK: &str = "/private/tmp/launchd-sim/Listeners";
 /// launchd's default PATH for jobs.
 pub const DEFAULT_PATH: &str = "/usr/bin:/bin:/usr/sbin:/sbin";
 /// How long launchd waits after SIGTERM before SIGKILL, in seconds, for agents that do not set
@@ -46,6 +50,12 @@ pub struct Definition {
     pub session_types: Vec<String>,
     /// `ExitTimeOut`: seconds from SIGTERM to SIGKILL; 0 means never (launchd.plist(5)).
     pub exit_timeout: Option<u64>,
+    /// No `Program` key: launchd takes the program from `ProgramArguments` and says so in
+    /// `properties` (`inferred program`).
+    pub inferred_program: bool,
+    /// `StartCalendarInterval` as a dictionary (`Hour`, `Minute`, …): shown by `print` as an
+    /// event trigger. It fires nothing here.
+    pub calendar: Vec<(String, i64)>,
 }
 
 /// Why a plist could not be bootstrapped: the launchctl exit code.
@@ -126,6 +136,16 @@ pub fn load(path: &Path) -> Result<Definition, LoadError> {
             .get("ExitTimeOut")
             .and_then(Value::as_signed_integer)
             .map(|n| n.max(0) as u64),
+        inferred_program: !d.contains_key("Program"),
+        calendar: d
+            .get("StartCalendarInterval")
+            .and_then(Value::as_dictionary)
+            .map(|c| {
+                c.iter()
+                    .filter_map(|(k, v)| v.as_signed_integer().map(|n| (k.clone(), n)))
+                    .collect()
+            })
+            .unwrap_or_default(),
     })
 }
 
@@ -178,7 +198,14 @@ pub struct Job {
     pub drained_at: Option<Instant>,
     /// Seconds from SIGTERM to SIGKILL at bootout; 0 = never.
     pub exit_timeout: u64,
+    /// Whether the last attempt could not even start the program (`job state = spawn failed`).
+    pub spawn_failed: bool,
+    /// The IDs `print` shows for the job's resource coalition (the jetsam one is the next).
+    pub coalition: u32,
 }
+
+/// launchd numbers coalitions as it creates them; the simulator hands out IDs in load order.
+static NEXT_COALITION: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1622);
 
 impl Job {
     /// A job loaded now; `default_exit_timeout` applies when the plist sets no `ExitTimeOut`.
@@ -204,6 +231,8 @@ impl Job {
             next_spawn: None,
             sigterm_at: None,
             drained_at: None,
+            spawn_failed: false,
+            coalition: NEXT_COALITION.fetch_add(2, std::sync::atomic::Ordering::Relaxed),
         }
     }
 
@@ -259,8 +288,12 @@ impl Job {
         self.runs += 1;
         self.started_at = Some(Instant::now());
         match self.try_spawn(home, user, shell) {
-            Ok(child) => self.child = Some(child),
+            Ok(child) => {
+                self.child = Some(child);
+                self.spawn_failed = false;
+            }
             Err(()) => {
+                self.spawn_failed = true;
                 self.last_exit = LastExit::Code(EX_CONFIG);
                 self.after_exit(false);
             }
@@ -283,10 +316,7 @@ impl Job {
         }
         env.insert("XPC_SERVICE_NAME".into(), def.label.clone());
         if self.domain.starts_with("gui/") {
-            env.insert(
-                "SSH_AUTH_SOCK".into(),
-                "/private/tmp/launchd-sim/Listeners".into(),
-            );
+            env.insert("SSH_AUTH_SOCK".into(), SIM_SSH_AUTH_SOCK.into());
         }
         env.extend(def.environment.clone());
         let open = |p: &Option<String>| -> Result<Stdio, ()> {
@@ -401,23 +431,54 @@ impl Job {
         }
     }
 
-    /// Renders `launchctl print <domain>/<label>`. `extra_env` are keys launchd adds to the
-    /// printed `environment` block of its own (the definition's keys win on a clash).
+    /// The job as `print DOMAIN` and `list` show it.
+    pub fn row(&self) -> crate::listing::Row {
+        crate::listing::Row {
+            pid: self.pid(),
+            status: match self.last_exit {
+                LastExit::Never => None,
+                LastExit::Code(c) => Some(c),
+                LastExit::Signal(s) => Some(-s),
+            },
+            label: self.def.label.clone(),
+        }
+    }
+
+    /// `job state = …`, a line of its own on recent releases: `running`, `exited`, `spawn
+    /// failed` (exit 78 before the program ran) or `uninitialized` (never run).
+    fn job_state(&self) -> &'static str {
+        if self.running() {
+            "running"
+        } else if self.spawn_failed {
+            "spawn failed"
+        } else if self.runs == 0 {
+            "uninitialized"
+        } else {
+            "exited"
+        }
+    }
+
+    /// Renders `launchctl print <domain>/<label>` in the shape of macOS 14/15 captures (see the
+    /// README): groups separated by blank lines, one tab per level, nested blocks (the
+    /// environments, the coalitions with their own `state`, event triggers) inside. `extra_env`
+    /// are keys launchd adds to the printed `environment` block of its own (the definition's
+    /// keys win on a clash).
     pub fn print(&self, extra_env: &[(String, String)]) -> String {
         let d = &self.def;
+        let gui = self.domain.starts_with("gui/");
         let mut o = format!("{}/{} = {{\n", self.domain, d.label);
         o += &format!("\tactive count = {}\n", u32::from(self.running()));
         o += &format!("\tpath = {}\n", d.plist_path);
         o += "\ttype = LaunchAgent\n";
-        o += &format!("\tstate = {}\n", self.state());
+        o += &format!("\tstate = {}\n\n", self.state());
         o += &format!("\tprogram = {}\n", d.program_arguments[0]);
         o += "\targuments = {\n";
         for a in &d.program_arguments {
             o += &format!("\t\t{a}\n");
         }
-        o += "\t}\n";
+        o += "\t}\n\n";
         if let Some(w) = &d.working_directory {
-            o += &format!("\tworking directory = {w}\n");
+            o += &format!("\tworking directory = {w}\n\n");
         }
         if let Some(p) = &d.stdout_path {
             o += &format!("\tstdout path = {p}\n");
@@ -425,22 +486,42 @@ impl Job {
         if let Some(p) = &d.stderr_path {
             o += &format!("\tstderr path = {p}\n");
         }
-        o += &format!("\tdefault environment = {{\n\t\tPATH => {DEFAULT_PATH}\n\t}}\n");
-        o += "\tenvironment = {\n";
+        if gui {
+            // What the GUI session hands its jobs (the process gets it too, see `try_spawn`).
+            o += &format!(
+                "\tinherited environment = {{\n\t\tSSH_AUTH_SOCK => {SIM_SSH_AUTH_SOCK}\n\t}}\n\n"
+            );
+        }
+        o += &format!("\tdefault environment = {{\n\t\tPATH => {DEFAULT_PATH}\n\t}}\n\n");
+        // launchd's own keys frame the definition's: `OSLogRateLimit` first, `XPC_SERVICE_NAME`
+        // last, as in the captures.
+        o += "\tenvironment = {\n\t\tOSLogRateLimit => 64\n";
         let mut env = d.environment.clone();
-        env.insert("XPC_SERVICE_NAME".into(), d.label.clone());
         for (k, v) in extra_env {
             env.entry(k.clone()).or_insert_with(|| v.clone());
         }
+        env.remove("OSLogRateLimit");
+        let xpc = env
+            .remove("XPC_SERVICE_NAME")
+            .unwrap_or_else(|| d.label.clone());
         for (k, v) in &env {
             o += &format!("\t\t{k} => {v}\n");
         }
-        o += "\t}\n";
-        o += &format!("\tdomain = {} [100020]\n", self.domain);
+        o += &format!("\t\tXPC_SERVICE_NAME => {xpc}\n\t}}\n\n");
+        // The audit session: the console login's in gui/<uid>; user/<uid> prints the bare name.
+        if gui {
+            o += &format!("\tdomain = {} [{ASID}]\n", self.domain);
+        } else {
+            o += &format!("\tdomain = {}\n", self.domain);
+        }
+        o += &format!("\tasid = {ASID}\n");
+        o += &format!("\tminimum runtime = {}\n", d.throttle_interval);
         o += &format!("\texit timeout = {}\n", self.exit_timeout);
         o += &format!("\truns = {}\n", self.runs);
         if let Some(pid) = self.pid() {
             o += &format!("\tpid = {pid}\n");
+            o += "\timmediate reason = speculative\n\tforks = 0\n\texecs = 1\n\tinitialized = 1\n";
+            o += "\ttrampolined = 1\n\tstarted suspended = 0\n\tproxy started suspended = 0\n";
         }
         if self.successive_crashes > 0 && self.next_spawn.is_some() {
             o += &format!("\tsuccessive crashes = {}\n", self.successive_crashes);
@@ -454,6 +535,31 @@ impl Job {
                 o += &format!("\tlast terminating signal = {}: {s}\n", signal_name(s));
             }
         }
+        o += "\n";
+        if self.runs > 0 {
+            // Each has its own `state` and `active count`: only one-tab keys are the job's.
+            for (id, kind) in [(self.coalition, "resource"), (self.coalition + 1, "jetsam")] {
+                o += &format!(
+                    "\t{kind} coalition = {{\n\t\tID = {id}\n\t\ttype = {kind}\n\t\tstate = active\n\t\tactive count = {}\n\t\tname = {}\n\t}}\n\n",
+                    u32::from(self.running()),
+                    d.label
+                );
+            }
+        }
+        if !d.calendar.is_empty() {
+            o += &format!(
+                "\tevent triggers = {{\n\t\t{}.268435470 => {{\n\t\t\tkeepalive = 0\n\t\t\tservice = {}\n\t\t\tstream = com.apple.launchd.calendarinterval\n\t\t\tmonitor = com.apple.UserEventAgent-Aqua\n\t\t\tdescriptor = {{\n",
+                d.label, d.label
+            );
+            for (k, v) in &d.calendar {
+                o += &format!("\t\t\t\t\"{k}\" => {v}\n");
+            }
+            o += "\t\t\t}\n\t\t}\n\t}\n\n";
+        }
+        o += "\tspawn type = daemon (3)\n\tjetsam priority = 40\n";
+        o += "\tjetsam memory limit (active) = (unlimited)\n\tjetsam memory limit (inactive) = (unlimited)\n";
+        o += "\tjetsamproperties category = daemon\n\tjetsam thread limit = 32\n\tcpumon = default\n";
+        o += &format!("\tjob state = {}\n\n", self.job_state());
         let mut props = vec![];
         if d.keep_alive {
             props.push("keepalive");
@@ -461,6 +567,10 @@ impl Job {
         if d.run_at_load {
             props.push("runatload");
         }
+        if d.inferred_program {
+            props.push("inferred program");
+        }
+        // Empty, the line keeps its trailing space: `properties = `.
         o += &format!("\tproperties = {}\n", props.join(" | "));
         o += "}\n";
         o

@@ -6,6 +6,7 @@
 
 mod daemon;
 mod job;
+mod listing;
 mod proto;
 mod state;
 
@@ -31,7 +32,12 @@ fn main() -> ExitCode {
             }
         };
     }
-    let reply = dispatch(args);
+    let mut reply = dispatch(args);
+    // launchctl suggests root for a bare 5 only to a caller that is not root
+    // (Homebrew/homebrew-services#528 has it; nix-installer#1157, as root, does not).
+    if reply.code == 5 && proto::caller_is_root(&knobs()) {
+        reply.stderr = reply.stderr.replace(proto::ROOT_HINT, "");
+    }
     print!("{}", reply.stdout);
     eprint!("{}", reply.stderr);
     let _ = std::io::stdout().flush();
@@ -67,14 +73,7 @@ fn dispatch(args: Vec<String>) -> Reply {
                 return Reply::usage(&format!("{verb} <service-target>"));
             };
             if let Err(code) = proto::check_domain(&d, &knobs) {
-                return Reply::failed(
-                    if *verb == "enable" {
-                        "Enable"
-                    } else {
-                        "Disable"
-                    },
-                    code,
-                );
+                return proto::domain_error(verb, &d, code);
             }
             match state::set_disabled(&state, &d.name(), &label, *verb == "disable") {
                 Ok(()) => Reply::ok(""),
@@ -85,26 +84,16 @@ fn dispatch(args: Vec<String>) -> Reply {
             let Some((d, None)) = proto::parse_target(domain) else {
                 return Reply::usage("print-disabled <domain-target>");
             };
+            // The cheap domain probe: the same 112/125 as `print` of the domain.
             if let Err(code) = proto::check_domain(&d, &knobs) {
-                return Reply::failed("Print-disabled", code);
+                return proto::domain_error("print-disabled", &d, code);
             }
-            let bool_style = knobs
-                .get("LAUNCHD_SIM_PRINT_DISABLED_STYLE")
-                .is_some_and(|v| v == "bool");
-            let mut out = String::from("disabled services = {\n");
-            if let Some(labels) = state::read_overrides(&state).get(&d.name()) {
-                for (label, disabled) in labels {
-                    let word = match (bool_style, disabled) {
-                        (true, true) => "true",
-                        (true, false) => "false",
-                        (false, true) => "disabled",
-                        (false, false) => "enabled",
-                    };
-                    out += &format!("\t\"{label}\" => {word}\n");
-                }
-            }
-            out += "}\n";
-            Reply::ok(out)
+            Reply::ok(print_disabled(
+                state::read_overrides(&state).get(&d.name()),
+                knobs
+                    .get("LAUNCHD_SIM_PRINT_DISABLED_STYLE")
+                    .map_or("", String::as_str),
+            ))
         }
         // `login` is the simulator's own verb (a console login); it needs the daemon too.
         ["bootstrap", _, _] | ["login", _] => send(&state, args.clone(), knobs, true),
@@ -118,13 +107,7 @@ fn dispatch(args: Vec<String>) -> Reply {
                 if let Some((d, None)) = proto::parse_target(a[1]) {
                     // A domain print answers without a daemon.
                     if let Err(code) = proto::check_domain(&d, &knobs) {
-                        return Reply::raw(
-                            code,
-                            format!(
-                                "Could not print domain: {code}: {}\n",
-                                proto::strerror(code)
-                            ),
-                        );
+                        return proto::domain_error("print", &d, code);
                     }
                 }
             }
@@ -134,6 +117,11 @@ fn dispatch(args: Vec<String>) -> Reply {
                 r => r,
             }
         }
+        // The legacy listing of the caller's session; `list LABEL` is not modelled.
+        ["list"] => match send(&state, args.clone(), knobs.clone(), false) {
+            r if r.code == -1 => Reply::ok(listing::list(&[])),
+            r => r,
+        },
         _ => Reply::usage(&format!("unrecognized subcommand: {}", args.join(" "))),
     }
 }
@@ -147,15 +135,43 @@ fn kill_not_loaded(signal: &str, target: &str, knobs: &BTreeMap<String, String>)
         return Reply::usage("kill <signal-name|signal-number> <service-target>");
     };
     if let Err(code) = proto::check_domain(&d, knobs) {
-        return Reply::failed("Kill", code);
+        return proto::domain_error("kill", &d, code);
     }
     Reply::raw(113, proto::not_found_line(&label, &d))
+}
+
+/// `print-disabled DOMAIN`: `"label" => disabled|enabled` (macOS 13–15, the default),
+/// `=> true|false` through macOS 12 (`style` `bool`), and macOS 26's layout (`macos26`): the
+/// words of 13–15 after a blank line, every line indented by one more tab.
+fn print_disabled(overrides: Option<&BTreeMap<String, bool>>, style: &str) -> String {
+    let mut lines = vec!["disabled services = {".to_owned()];
+    for (label, disabled) in overrides.into_iter().flatten() {
+        let word = match (style == "bool", disabled) {
+            (true, true) => "true",
+            (true, false) => "false",
+            (false, true) => "disabled",
+            (false, false) => "enabled",
+        };
+        lines.push(format!("\t\"{label}\" => {word}"));
+    }
+    lines.push("}".to_owned());
+    if style == "macos26" {
+        let mut out = String::from("\n");
+        for l in lines {
+            out += &format!("\t{l}\n");
+        }
+        return out;
+    }
+    lines.join("\n") + "\n"
 }
 
 /// The answer when no daemon runs (so nothing is loaded).
 fn not_loaded(verb: &str, a: &[&str], knobs: &BTreeMap<String, String>) -> Reply {
     let flags_ok = |f: &&str| verb == "kickstart" && proto::kickstart_flags(f);
     if a.iter().skip(1).any(|s| s.starts_with('-') && !flags_ok(s)) {
+        if verb == "bootout" {
+            return Reply::bootout_usage();
+        }
         return Reply::usage(&format!("{verb}: unrecognized option"));
     }
     let target = a
@@ -165,16 +181,19 @@ fn not_loaded(verb: &str, a: &[&str], knobs: &BTreeMap<String, String>) -> Reply
         .copied()
         .unwrap_or("");
     let Some((d, label)) = proto::parse_target(target) else {
+        if verb == "bootout" {
+            return Reply::bootout_usage();
+        }
         return Reply::usage(&format!("{verb} <target>"));
     };
     if let Err(code) = proto::check_domain(&d, knobs) {
-        return Reply::failed(verb, code);
+        return proto::domain_error(verb, &d, code);
     }
     match (verb, label) {
-        ("print", None) => Reply::ok(format!(
-            "{} = {{\n\ttype = {}\n\tservices = {{\n\t}}\n}}\n",
-            d.name(),
-            d.kind
+        ("print", None) => Reply::ok(listing::domain_print(
+            &d,
+            &[],
+            state::read_overrides(&state_dir()).get(&d.name()),
         )),
         ("bootout", Some(_)) => Reply::failed("Boot-out", 3),
         ("bootout", None) => match a.get(2) {
@@ -182,7 +201,7 @@ fn not_loaded(verb: &str, a: &[&str], knobs: &BTreeMap<String, String>) -> Reply
                 proto::missing_plist(plist).unwrap_or_else(|| Reply::failed("Boot-out", 113))
             }
             // Booting out a whole domain (a logout) is not modelled.
-            None => Reply::usage("bootout <service-target> | <domain-target> <path>"),
+            None => Reply::bootout_usage(),
         },
         (_, Some(label)) => proto::not_found(&label, &d),
         (_, None) => Reply::usage(&format!("{verb} <service-target>")),

@@ -35,9 +35,10 @@ impl Reply {
 
     /// `<Verb> failed: N: <strerror>`, as launchctl prints errors.
     pub fn failed(verb: &str, code: i32) -> Reply {
+        // For 5 the client drops the hint again when the caller is root (see `main`).
         let mut stderr = format!("{verb} failed: {code}: {}\n", strerror(code));
         if code == 5 {
-            stderr.push_str("Try re-running the command as root for richer errors.\n");
+            stderr.push_str(ROOT_HINT);
         }
         Reply {
             code,
@@ -57,7 +58,68 @@ impl Reply {
     pub fn usage(msg: &str) -> Reply {
         Reply::raw(64, format!("Usage error: {msg}\n"))
     }
+
+    /// `bootout` with a target it cannot parse (an unknown flag such as `--wait` is taken for a
+    /// target): exit 64, worded as macOS 15.7 words it (pingdotgg/t3code#11995,
+    /// nix-community/home-manager#9585).
+    pub fn bootout_usage() -> Reply {
+        Reply::raw(
+            64,
+            "Unrecognized target specifier.\n\
+             Usage: launchctl bootout <domain-target> [service-path1, service-path2, ...] | <service-target>\n\
+             <service-target> takes a form of <domain-target>/<service-id>.\n\
+             Please refer to `man launchctl` for explanation of the <domain-target> specifiers.\n",
+        )
+    }
+
+    /// `print`/`print-disabled` of a domain that does not exist: 112, `Bad request.` then
+    /// `Could not find domain for user gui: 501` (`for user uid: 501` for `user/<uid>`), as
+    /// captured in public tests of launchctl callers (measured as exit 112).
+    pub fn no_domain(d: &Domain) -> Reply {
+        let who = if d.kind == "gui" { "gui" } else { "uid" };
+        Reply::raw(
+            112,
+            format!(
+                "Bad request.\nCould not find domain for user {who}: {}\n",
+                d.uid
+            ),
+        )
+    }
 }
+
+/// The answer for a target in a domain `check_domain` refused with `code`. `print` and
+/// `print-disabled` of a missing domain say `Bad request.` + `Could not find domain …` (112);
+/// `kickstart`/`kill` are assumed to resolve the domain the same way **[unverified]**; the
+/// verbs that report `<Verb> failed: N: …` do so for the domain too.
+pub fn domain_error(verb: &str, d: &Domain, code: i32) -> Reply {
+    match (verb, code) {
+        ("print" | "print-disabled" | "kickstart" | "kill", 112) => Reply::no_domain(d),
+        ("print" | "print-disabled", _) => Reply::raw(
+            code,
+            format!("Could not print domain: {code}: {}\n", strerror(code)),
+        ),
+        _ => {
+            let mut v = verb.replace("bootout", "boot-out");
+            if let Some(first) = v.get_mut(..1) {
+                first.make_ascii_uppercase();
+            }
+            Reply::failed(&v, code)
+        }
+    }
+}
+
+/// Whether the caller counts as root: `LAUNCHD_SIM_EUID=N` pretends (tests run as root in some
+/// containers), else the real effective uid.
+pub fn caller_is_root(knobs: &BTreeMap<String, String>) -> bool {
+    knobs
+        .get("LAUNCHD_SIM_EUID")
+        .and_then(|v| v.parse::<u32>().ok())
+        .unwrap_or_else(|| nix::unistd::geteuid().as_raw())
+        == 0
+}
+
+/// The line launchctl adds to a bare 5 for a caller that is not root.
+pub const ROOT_HINT: &str = "Try re-running the command as root for richer errors.\n";
 
 /// The messages real launchctl pairs with its exit codes.
 pub fn strerror(code: i32) -> &'static str {
@@ -147,16 +209,39 @@ pub fn parse_target(s: &str) -> Option<(Domain, Option<String>)> {
     ))
 }
 
-/// Checks that a domain exists for this caller: 112 for another user's, 125 for a GUI domain
-/// when the `LAUNCHD_SIM_NO_GUI` knob says nobody is at the console.
+/// Checks that a domain exists for this caller: 112 for another user's, and for a GUI domain
+/// when the `LAUNCHD_SIM_NO_GUI` knob says nobody is at the console: `1` answers 125 (as over
+/// SSH or under sudo), `112` answers 112 (no GUI domain for the user at all).
 pub fn check_domain(d: &Domain, knobs: &BTreeMap<String, String>) -> Result<(), i32> {
     if d.uid != nix::unistd::getuid().as_raw() {
         return Err(112);
     }
-    if d.kind == "gui" && knobs.get("LAUNCHD_SIM_NO_GUI").is_some_and(|v| v == "1") {
-        return Err(125);
+    if d.kind == "gui" {
+        match knobs.get("LAUNCHD_SIM_NO_GUI").map(String::as_str) {
+            Some("1") => return Err(125),
+            Some("112") => return Err(112),
+            _ => {}
+        }
     }
     Ok(())
+}
+
+/// The domain of the caller's own session, which the legacy `launchctl list` lists: the GUI
+/// login when there is one, else the user's background domain.
+pub fn session_domain(knobs: &BTreeMap<String, String>) -> Domain {
+    let uid = nix::unistd::getuid().as_raw();
+    let gui = Domain {
+        kind: "gui".into(),
+        uid,
+    };
+    if check_domain(&gui, knobs).is_ok() {
+        gui
+    } else {
+        Domain {
+            kind: "user".into(),
+            uid,
+        }
+    }
 }
 
 /// Plist-form `bootout` of a file that does not exist: 2, with the path on the line before

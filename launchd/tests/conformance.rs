@@ -1,6 +1,12 @@
-//! Conformance of launchctl-sim with ../shared/LAUNCHD.md: exit codes, stderr lines, `print`
-//! layout, the drain race, the stale-definition trap, environment isolation, KeepAlive and
-//! throttling. Every test uses its own state directory and HOME, and kills what it started.
+//! Conformance of launchctl-sim with real launchd: exit codes, stderr lines, `print` layout,
+//! the drain race, the stale-definition trap, environment isolation, KeepAlive and throttling.
+//! Every test uses its own state directory and HOME, boots out what it loaded and kills what it
+//! started.
+//!
+//! The binary under test is the simulator, or the one `LAUNCHCTL_UNDER_TEST` names
+//! (`LAUNCHCTL_UNDER_TEST=/bin/launchctl` on a Mac, as the macOS workflow runs it): the same
+//! assertions then check the simulator's model against launchd itself. Tests of what only the
+//! simulator has (its knobs, `login`, its daemon) return early there with a `SKIPPED` line.
 //!
 //! Processes are found through `sysinfo` (no `/proc`), so the harness also runs on macOS.
 
@@ -14,6 +20,28 @@ use nix::sys::signal::Signal;
 use sysinfo::{ProcessRefreshKind, ProcessStatus, ProcessesToUpdate, System, UpdateKind};
 
 const SIM: &str = env!("CARGO_BIN_EXE_launchctl-sim");
+
+/// The launchctl under test: `$LAUNCHCTL_UNDER_TEST` (a real one), else the simulator.
+fn launchctl() -> String {
+    std::env::var("LAUNCHCTL_UNDER_TEST")
+        .ok()
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| SIM.to_owned())
+}
+
+/// Whether the tests run against a real launchctl.
+fn real() -> bool {
+    launchctl() != SIM
+}
+
+/// For a test (or the rest of one) that only the simulator can pass: its knobs, `login`, its
+/// daemon. Against a real launchctl it says so and returns true, so the caller skips.
+fn sim_only(why: &str) -> bool {
+    if real() {
+        eprintln!("SKIPPED against {}: simulator-only ({why})", launchctl());
+    }
+    real()
+}
 
 struct Sim {
     dir: tempfile::TempDir,
@@ -33,7 +61,7 @@ impl Sim {
         self.dir.path().join("home")
     }
     fn run(&self, args: &[&str]) -> Output {
-        let mut c = Command::new(SIM);
+        let mut c = Command::new(launchctl());
         c.args(args)
             .env_clear()
             .env("HOME", self.home())
@@ -54,10 +82,12 @@ impl Sim {
     fn user(&self) -> String {
         format!("user/{}", self.uid)
     }
-    /// Writes a job plist running `sh -c SCRIPT`.
+    /// Writes a job plist running `sh -c SCRIPT` (`@DUMP@` in it names this test's HOME, an
+    /// absolute path, since a real launchd gives the job the user's own HOME).
     fn plist(&self, label: &str, script: &str, extra: &str) -> PathBuf {
         let dir = self.home().join("Library/LaunchAgents");
         std::fs::create_dir_all(&dir).unwrap();
+        let script = script.replace("@DUMP@", &self.home().display().to_string());
         let p = dir.join(format!("{label}.plist"));
         let xml = format!(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<plist version=\"1.0\">\n<dict>\n\
@@ -80,6 +110,23 @@ impl Sim {
                     .map(str::to_owned)
             })
     }
+    /// `Bootstrap failed: 5: …`, with launchctl's hint to retry as root when the caller is not
+    /// root (the simulator's `LAUNCHD_SIM_EUID` pretends).
+    fn bootstrap5(&self) -> String {
+        let euid = self
+            .env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "LAUNCHD_SIM_EUID")
+            .and_then(|(_, v)| v.parse::<u32>().ok())
+            .unwrap_or_else(|| nix::unistd::geteuid().as_raw());
+        let hint = if euid == 0 {
+            ""
+        } else {
+            "Try re-running the command as root for richer errors.\n"
+        };
+        format!("Bootstrap failed: 5: Input/output error\n{hint}")
+    }
     fn wait_for(&self, what: &str, mut f: impl FnMut() -> bool) {
         let t0 = Instant::now();
         while !f() {
@@ -94,6 +141,17 @@ impl Sim {
 
 impl Drop for Sim {
     fn drop(&mut self) {
+        // Boot out, in both domains, every job this test wrote a plist for (each is named after
+        // its label): a real launchd would keep them loaded after the test.
+        let agents = self.home().join("Library/LaunchAgents");
+        for entry in std::fs::read_dir(agents).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if let Some(label) = path.file_stem().and_then(|l| l.to_str()) {
+                for domain in [self.gui(), self.user()] {
+                    let _ = self.run(&["bootout", &format!("{domain}/{label}")]);
+                }
+            }
+        }
         // Kill, by pid, this test's daemon, every process carrying this test's HOME (the jobs),
         // and their descendants. Nothing is matched by name.
         let needle = format!("HOME={}", self.home().display());
@@ -202,7 +260,7 @@ const BOTH_SESSIONS: &str = "<key>LimitLoadToSessionType</key><array><string>Aqu
      <string>Background</string><string>LoginWindow</string><string>StandardIO</string>\
      <string>System</string></array>\n";
 /// A loop that first dumps its environment to `$HOME/env.<pid>` (see `environ`).
-const ENV_LOOP: &str = "/usr/bin/env > \"$HOME/env.$$\"; while :; do sleep 0.05; done";
+const ENV_LOOP: &str = "/usr/bin/env > '@DUMP@/env.'$$; while :; do sleep 0.05; done";
 
 #[test]
 fn unloaded_labels_answer_113_3_and_5() {
@@ -282,7 +340,7 @@ fn bootstrap_print_layout_and_already_loaded() {
         "\ttype = LaunchAgent\n",
         "\tstate = running\n",
         "\tlast exit code = (never exited)\n",
-        "\tproperties = keepalive | runatload\n",
+        "\tproperties = keepalive | runatload | inferred program\n",
         "\texit timeout = 5\n",
     ] {
         assert!(text.contains(line), "{line:?} in\n{text}");
@@ -291,7 +349,10 @@ fn bootstrap_print_layout_and_already_loaded() {
     assert!(s.field("a.b", "pid").unwrap().parse::<u32>().is_ok());
     let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
     assert_eq!(code(&o), 5);
-    assert_eq!(stderr(&o), "Bootstrap failed: 5: Input/output error\nTry re-running the command as root for richer errors.\n");
+    assert_eq!(stderr(&o), s.bootstrap5());
+    if sim_only("LAUNCHD_SIM_BUSY_CODE") {
+        return;
+    }
     let mut s = s;
     s.env.push(("LAUNCHD_SIM_BUSY_CODE".into(), "37".into()));
     assert_eq!(
@@ -323,7 +384,16 @@ fn the_job_gets_launchds_environment_not_the_callers() {
         env.contains(&"FOO=$HOME/x".to_string()),
         "no expansion: {env:?}"
     );
-    assert!(env.contains(&format!("HOME={}", s.home().display())));
+    // The simulator gives the jobs its caller's HOME; launchd the user's home directory.
+    let home = if real() {
+        nix::unistd::User::from_uid(nix::unistd::getuid())
+            .unwrap()
+            .unwrap()
+            .dir
+    } else {
+        s.home()
+    };
+    assert!(env.contains(&format!("HOME={}", home.display())), "{env:?}");
     assert!(
         !env.iter().any(|kv| kv.contains("CALLER_SECRET")),
         "{env:?}"
@@ -426,10 +496,17 @@ fn disabled_labels_fail_bootstrap_until_enabled() {
     let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
     assert_eq!(code(&o), 5);
     let o = s.run(&["print-disabled", &s.gui()]);
-    assert_eq!(
-        stdout(&o),
-        "disabled services = {\n\t\"dis.t\" => disabled\n}\n"
+    // A real domain lists Apple's overrides too.
+    assert!(
+        stdout(&o).starts_with("disabled services = {\n")
+            && stdout(&o).contains("\n\t\"dis.t\" => disabled\n"),
+        "{}",
+        stdout(&o)
     );
+    if sim_only("LAUNCHD_SIM_DISABLED_CODE") {
+        assert_eq!(code(&s.run(&["enable", &s.target("dis.t")])), 0);
+        return;
+    }
     s.env
         .push(("LAUNCHD_SIM_DISABLED_CODE".into(), "119".into()));
     let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
@@ -529,6 +606,9 @@ fn unusable_paths_end_as_ex_config_and_bad_plists_are_refused() {
 
 #[test]
 fn no_gui_domain_and_injected_failures() {
+    if sim_only("LAUNCHD_SIM_NO_GUI, LAUNCHD_SIM_FAIL_BOOTSTRAP") {
+        return;
+    }
     let mut s = Sim::new();
     let p = s.plist("gui.t", LOOP, BOTH_SESSIONS);
     s.env.push(("LAUNCHD_SIM_NO_GUI".into(), "1".into()));
@@ -552,6 +632,9 @@ fn no_gui_domain_and_injected_failures() {
 
 #[test]
 fn the_daemon_exits_once_nothing_is_loaded() {
+    if sim_only("the simulator's daemon") {
+        return;
+    }
     let s = Sim::new();
     let p = s.plist("idle.t", LOOP, "");
     assert_eq!(
@@ -576,13 +659,7 @@ fn session_types_decide_where_a_plist_loads_and_domains_are_separate() {
     // No LimitLoadToSessionType: Aqua only, refused by the Background session of user/<uid>.
     let aqua = s.plist("aqua.t", LOOP, "");
     let o = s.run(&["bootstrap", &s.user(), aqua.to_str().unwrap()]);
-    assert_eq!(
-        (code(&o), stderr(&o).as_str()),
-        (
-            5,
-            "Bootstrap failed: 5: Input/output error\nTry re-running the command as root for richer errors.\n"
-        )
-    );
+    assert_eq!((code(&o), stderr(&o)), (5, s.bootstrap5()));
     assert_eq!(
         code(&s.run(&["bootstrap", &s.gui(), aqua.to_str().unwrap()])),
         0
@@ -619,6 +696,9 @@ fn session_types_decide_where_a_plist_loads_and_domains_are_separate() {
     assert!(out.contains("\tdomain = user/"), "{out}");
     assert!(!out.contains(&format!("\tpid = {gui_pid}\n")), "{out}");
     // The refusal code is a knob: some reports show 125.
+    if sim_only("LAUNCHD_SIM_SESSION_CODE") {
+        return;
+    }
     s.env
         .push(("LAUNCHD_SIM_SESSION_CODE".into(), "125".into()));
     let o = s.run(&["bootstrap", &s.user(), aqua.to_str().unwrap()]);
@@ -718,6 +798,9 @@ fn kickstart_is_37_on_a_running_job_and_k_kills_with_sigkill() {
         "-k must not send SIGTERM first"
     );
     // The older reading (exit 0, the running pid) stays available as a knob.
+    if sim_only("LAUNCHD_SIM_KICKSTART_RUNNING") {
+        return;
+    }
     s.env
         .push(("LAUNCHD_SIM_KICKSTART_RUNNING".into(), "0".into()));
     let o = s.run(&["kickstart", "-p", &s.target("ks.t")]);
@@ -826,6 +909,9 @@ fn plist_form_bootout_finds_the_label_and_answers_113_once_it_is_going() {
 
 #[test]
 fn bootout_can_answer_36_while_the_job_keeps_draining() {
+    if sim_only("LAUNCHD_SIM_BOOTOUT_IN_PROGRESS") {
+        return;
+    }
     let mut s = Sim::new();
     s.env.push(("LAUNCHD_SIM_DRAIN_MS".into(), "300".into()));
     s.env
@@ -884,7 +970,9 @@ fn bootout_escalates_to_sigkill_after_the_exit_timeout() {
         0
     );
     let mut jobs = vec![];
-    for (label, secs) in [("to1.t", 1u64), ("to2.t", 2), ("to5.t", 5)] {
+    // A real launchd ignores the knob: its system default (5 s) applies.
+    let knob_secs = if real() { 5 } else { 2 };
+    for (label, secs) in [("to1.t", 1u64), ("to2.t", knob_secs), ("to5.t", 5)] {
         assert_eq!(
             s.field(label, "exit timeout"),
             Some(secs.to_string()),
@@ -933,11 +1021,18 @@ fn launchd_may_add_keys_to_the_printed_environment() {
             .map(str::to_owned)
             .collect()
     };
-    // launchd's own XPC_SERVICE_NAME is always there.
+    // launchd's own OSLogRateLimit (first) and XPC_SERVICE_NAME (last) are always there.
     assert_eq!(
         block(&s),
-        ["\t\tOURS => 1", "\t\tXPC_SERVICE_NAME => xenv.t"]
+        [
+            "\t\tOSLogRateLimit => 64",
+            "\t\tOURS => 1",
+            "\t\tXPC_SERVICE_NAME => xenv.t"
+        ]
     );
+    if sim_only("LAUNCHD_SIM_PRINT_EXTRA_ENV") {
+        return;
+    }
     s.env.push((
         "LAUNCHD_SIM_PRINT_EXTRA_ENV".into(),
         "MallocSpaceEfficient=1,OURS=theirs".into(),
@@ -945,6 +1040,7 @@ fn launchd_may_add_keys_to_the_printed_environment() {
     assert_eq!(
         block(&s),
         [
+            "\t\tOSLogRateLimit => 64",
             "\t\tMallocSpaceEfficient => 1",
             "\t\tOURS => 1",
             "\t\tXPC_SERVICE_NAME => xenv.t"
@@ -966,6 +1062,9 @@ const NO_HANDLER: &str = "exec sleep 60";
 
 #[test]
 fn launchd_handles_an_exit_only_after_the_kernel_reports_it() {
+    if sim_only("LAUNCHD_SIM_EXIT_NOTICE_MS: the real lag is too short to observe") {
+        return;
+    }
     let mut s = Sim::new();
     s.env
         .push(("LAUNCHD_SIM_EXIT_NOTICE_MS".into(), "1500".into()));
@@ -1018,6 +1117,9 @@ fn launchd_handles_an_exit_only_after_the_kernel_reports_it() {
 
 #[test]
 fn a_new_instance_is_in_xpcproxy_with_its_pid_before_running() {
+    if sim_only("LAUNCHD_SIM_SPAWNING_MS") {
+        return;
+    }
     let mut s = Sim::new();
     s.env
         .push(("LAUNCHD_SIM_SPAWNING_MS".into(), "1000".into()));
@@ -1050,6 +1152,9 @@ fn a_new_instance_is_in_xpcproxy_with_its_pid_before_running() {
 
 #[test]
 fn the_exit_notice_delay_is_on_by_default_and_0_turns_it_off() {
+    if sim_only("LAUNCHD_SIM_EXIT_NOTICE_MS") {
+        return;
+    }
     for (knob, at_least) in [
         (None, Duration::from_millis(150)),
         (Some("0"), Duration::ZERO),
@@ -1078,6 +1183,9 @@ fn the_exit_notice_delay_is_on_by_default_and_0_turns_it_off() {
 
 #[test]
 fn login_loads_every_aqua_agent_into_gui_whatever_runs_in_user() {
+    if sim_only("the login verb") {
+        return;
+    }
     let s = Sim::new();
     let user_target = |label: &str| format!("{}/{label}", s.user());
     s.plist("aqua.t", LOOP, "");
@@ -1128,4 +1236,358 @@ fn login_loads_every_aqua_agent_into_gui_whatever_runs_in_user() {
         "disabled services = {\n\t\"udis.t\" => disabled\n}\n"
     );
     assert_eq!(code(&s.run(&["login", &s.user()])), 64);
+}
+
+#[test]
+fn print_has_the_shape_of_a_real_capture() {
+    let s = Sim::new();
+    let p = s.plist(
+        "shape.t",
+        LOOP,
+        "<key>KeepAlive</key><true/>\n<key>WorkingDirectory</key><string>/</string>\n\
+         <key>StandardOutPath</key><string>/dev/null</string>\n\
+         <key>EnvironmentVariables</key><dict><key>PORT</key><string>11002</string></dict>\n",
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    s.wait_for("running", || {
+        s.field("shape.t", "state").as_deref() == Some("running")
+    });
+    let pid = s.field("shape.t", "pid").unwrap();
+    let text = stdout(&s.run(&["print", &s.target("shape.t")]));
+    // The coalition IDs depend on load order; everything else is fixed.
+    let ids: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("\t\tID = "))
+        .collect();
+    assert_eq!(ids.len(), 2, "{text}");
+    let (rid, jid) = (ids[0], ids[1]);
+    assert_eq!(jid.parse::<u32>().unwrap(), rid.parse::<u32>().unwrap() + 1);
+    let expected = format!(
+        "{target} = {{\n\tactive count = 1\n\tpath = {path}\n\ttype = LaunchAgent\n\tstate = running\n\n\
+         \tprogram = /bin/sh\n\targuments = {{\n\t\t/bin/sh\n\t\t-c\n\t\t{LOOP}\n\t}}\n\n\
+         \tworking directory = /\n\n\
+         \tstdout path = /dev/null\n\
+         \tinherited environment = {{\n\t\tSSH_AUTH_SOCK => /private/tmp/launchd-sim/Listeners\n\t}}\n\n\
+         \tdefault environment = {{\n\t\tPATH => /usr/bin:/bin:/usr/sbin:/sbin\n\t}}\n\n\
+         \tenvironment = {{\n\t\tOSLogRateLimit => 64\n\t\tPORT => 11002\n\t\tXPC_SERVICE_NAME => shape.t\n\t}}\n\n\
+         \tdomain = {gui} [100057]\n\tasid = 100057\n\tminimum runtime = 10\n\texit timeout = 5\n\truns = 1\n\
+         \tpid = {pid}\n\timmediate reason = speculative\n\tforks = 0\n\texecs = 1\n\tinitialized = 1\n\
+         \ttrampolined = 1\n\tstarted suspended = 0\n\tproxy started suspended = 0\n\
+         \tlast exit code = (never exited)\n\n\
+         \tresource coalition = {{\n\t\tID = {rid}\n\t\ttype = resource\n\t\tstate = active\n\t\tactive count = 1\n\t\tname = shape.t\n\t}}\n\n\
+         \tjetsam coalition = {{\n\t\tID = {jid}\n\t\ttype = jetsam\n\t\tstate = active\n\t\tactive count = 1\n\t\tname = shape.t\n\t}}\n\n\
+         \tspawn type = daemon (3)\n\tjetsam priority = 40\n\
+         \tjetsam memory limit (active) = (unlimited)\n\tjetsam memory limit (inactive) = (unlimited)\n\
+         \tjetsamproperties category = daemon\n\tjetsam thread limit = 32\n\tcpumon = default\n\
+         \tjob state = running\n\n\
+         \tproperties = keepalive | runatload | inferred program\n}}\n",
+        target = s.target("shape.t"),
+        path = p.display(),
+        gui = s.gui(),
+    );
+    assert_eq!(text, expected);
+}
+
+#[test]
+fn print_shows_job_state_empty_properties_event_triggers_and_the_user_domain_line() {
+    let s = Sim::new();
+    // `Program` set and nothing else: never run, no property at all.
+    let dir = s.home().join("Library/LaunchAgents");
+    std::fs::create_dir_all(&dir).unwrap();
+    let bare = dir.join("bare.t.plist");
+    std::fs::write(
+        &bare,
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<plist version=\"1.0\"><dict>\
+         <key>Label</key><string>bare.t</string><key>Program</key><string>/bin/true</string>\
+         <key>LimitLoadToSessionType</key><array><string>Aqua</string><string>Background</string></array>\
+         <key>StartCalendarInterval</key><dict><key>Hour</key><integer>2</integer>\
+         <key>Minute</key><integer>0</integer></dict></dict></plist>\n",
+    )
+    .unwrap();
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), bare.to_str().unwrap()])),
+        0
+    );
+    let text = stdout(&s.run(&["print", &s.target("bare.t")]));
+    assert!(text.contains("\n\tproperties = \n}\n"), "{text:?}");
+    assert!(text.contains("\tjob state = uninitialized\n"), "{text}");
+    assert!(text.contains("\truns = 0\n"), "{text}");
+    assert!(
+        !text.contains("coalition"),
+        "not before a first run: {text}"
+    );
+    assert!(
+        text.contains(
+            "\tevent triggers = {\n\t\tbare.t.268435470 => {\n\t\t\tkeepalive = 0\n\t\t\tservice = bare.t\n\
+             \t\t\tstream = com.apple.launchd.calendarinterval\n\t\t\tmonitor = com.apple.UserEventAgent-Aqua\n\
+             \t\t\tdescriptor = {\n\t\t\t\t\"Hour\" => 2\n\t\t\t\t\"Minute\" => 0\n\t\t\t}\n\t\t}\n\t}\n\n"
+        ),
+        "{text}"
+    );
+    // user/<uid>: no audit session in brackets, no inherited SSH_AUTH_SOCK.
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.user(), bare.to_str().unwrap()])),
+        0
+    );
+    let text = stdout(&s.run(&["print", &format!("{}/bare.t", s.user())]));
+    assert!(
+        text.contains(&format!("\tdomain = {}\n\tasid = ", s.user())),
+        "{text}"
+    );
+    assert!(!text.contains("inherited environment"), "{text}");
+    // A job that exited: `exited`; one whose program could not start: `spawn failed`, 78.
+    let quick = s.plist("quick.t", "exit 0", "");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), quick.to_str().unwrap()])),
+        0
+    );
+    s.wait_for("the exit", || {
+        s.field("quick.t", "job state").as_deref() == Some("exited")
+    });
+    assert_eq!(s.field("quick.t", "last exit code").as_deref(), Some("0"));
+    assert_eq!(s.field("quick.t", "state").as_deref(), Some("not running"));
+    let bad = s.plist(
+        "bad.t",
+        LOOP,
+        "<key>KeepAlive</key><true/>\n<key>WorkingDirectory</key><string>/nonexistent</string>\n",
+    );
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), bad.to_str().unwrap()])),
+        0
+    );
+    let text = stdout(&s.run(&["print", &s.target("bad.t")]));
+    assert!(text.contains("\tstate = spawn scheduled\n"), "{text}");
+    assert!(
+        text.contains("\tlast exit code = 78: EX_CONFIG\n"),
+        "{text}"
+    );
+    assert!(text.contains("\tjob state = spawn failed\n"), "{text}");
+}
+
+#[test]
+fn errors_have_their_real_text() {
+    let mut s = Sim::new();
+    let p = s.plist("err.t", LOOP, "");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    // 5 says "try as root" only to a caller that is not root.
+    let pretend: &[&str] = if real() { &[] } else { &["501", "0"] };
+    let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
+    assert_eq!((code(&o), stderr(&o)), (5, s.bootstrap5()), "the real euid");
+    for &euid in pretend {
+        s.env.push(("LAUNCHD_SIM_EUID".into(), euid.into()));
+        let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
+        assert_eq!((code(&o), stderr(&o)), (5, s.bootstrap5()), "euid {euid}");
+    }
+    if !real() {
+        assert!(s.bootstrap5().ends_with("error\n"));
+        s.env.pop();
+        s.env.pop();
+    }
+    // bootout --wait is not accepted (macOS 15.7): 64, the target complaint, then the usage.
+    let o = s.run(&["bootout", "--wait", &s.target("err.t")]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (
+            64,
+            "Unrecognized target specifier.\n\
+             Usage: launchctl bootout <domain-target> [service-path1, service-path2, ...] | <service-target>\n\
+             <service-target> takes a form of <domain-target>/<service-id>.\n\
+             Please refer to `man launchctl` for explanation of the <domain-target> specifiers.\n"
+        )
+    );
+    // Another user's domain (no such login): 112, "Bad request." then the domain line.
+    let other = "gui/99999";
+    for args in [
+        vec!["print", other],
+        vec!["print", "gui/99999/err.t"],
+        vec!["print-disabled", other],
+    ] {
+        let o = s.run(&args);
+        assert_eq!(
+            (code(&o), stderr(&o).as_str()),
+            (
+                112,
+                "Bad request.\nCould not find domain for user gui: 99999\n"
+            ),
+            "{args:?}"
+        );
+    }
+    let o = s.run(&["print-disabled", "user/99999"]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (
+            112,
+            "Bad request.\nCould not find domain for user uid: 99999\n"
+        )
+    );
+}
+
+#[test]
+fn a_missing_gui_domain_answers_112_or_125_and_print_disabled_probes_it_cheaply() {
+    if sim_only("LAUNCHD_SIM_NO_GUI") {
+        return;
+    }
+    let mut s = Sim::new();
+    let p = s.plist("dom.t", LOOP, BOTH_SESSIONS);
+    s.env.push(("LAUNCHD_SIM_NO_GUI".into(), "112".into()));
+    let missing = format!(
+        "Bad request.\nCould not find domain for user gui: {}\n",
+        s.uid
+    );
+    for args in [vec!["print", &s.gui()], vec!["print-disabled", &s.gui()]] {
+        let o = s.run(&args);
+        assert_eq!((code(&o), stderr(&o)), (112, missing.clone()), "{args:?}");
+    }
+    let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (
+            112,
+            "Bootstrap failed: 112: Could not find specified domain\n"
+        )
+    );
+    // The user domain is there all the same.
+    assert_eq!(code(&s.run(&["print-disabled", &s.user()])), 0);
+    s.env.push(("LAUNCHD_SIM_NO_GUI".into(), "1".into()));
+    let o = s.run(&["print-disabled", &s.gui()]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (
+            125,
+            "Could not print domain: 125: Domain does not support specified action\n"
+        )
+    );
+}
+
+#[test]
+fn print_disabled_in_the_styles_of_macos_12_13_and_26() {
+    if sim_only("LAUNCHD_SIM_PRINT_DISABLED_STYLE; the real domain has Apple's overrides") {
+        return;
+    }
+    let mut s = Sim::new();
+    assert_eq!(code(&s.run(&["disable", &s.target("off.t")])), 0);
+    assert_eq!(code(&s.run(&["enable", &s.target("on.t")])), 0);
+    let o = s.run(&["print-disabled", &s.gui()]);
+    assert_eq!(
+        stdout(&o),
+        "disabled services = {\n\t\"off.t\" => disabled\n\t\"on.t\" => enabled\n}\n"
+    );
+    s.env
+        .push(("LAUNCHD_SIM_PRINT_DISABLED_STYLE".into(), "bool".into()));
+    let o = s.run(&["print-disabled", &s.gui()]);
+    assert_eq!(
+        stdout(&o),
+        "disabled services = {\n\t\"off.t\" => true\n\t\"on.t\" => false\n}\n"
+    );
+    s.env
+        .push(("LAUNCHD_SIM_PRINT_DISABLED_STYLE".into(), "macos26".into()));
+    let o = s.run(&["print-disabled", &s.gui()]);
+    assert_eq!(
+        stdout(&o),
+        "\n\tdisabled services = {\n\t\t\"off.t\" => disabled\n\t\t\"on.t\" => enabled\n\t}\n"
+    );
+    // An empty domain still prints the block.
+    let o = s.run(&["print-disabled", &s.user()]);
+    assert_eq!(stdout(&o), "\n\tdisabled services = {\n\t}\n");
+}
+
+#[test]
+fn print_of_a_domain_and_list_describe_every_job_in_one_call() {
+    let mut s = Sim::new();
+    // With nothing loaded (no daemon): the header and empty blocks. A real domain has
+    // Apple's jobs, so against launchd only this test's rows are checked, wherever they are.
+    if !real() {
+        let o = s.run(&["print", &s.gui()]);
+        assert_eq!(code(&o), 0);
+        assert!(
+            stdout(&o).contains("\n\tservices = {\n\t}\n\n\tdisabled services = {\n\t}\n}\n"),
+            "{}",
+            stdout(&o)
+        );
+        assert_eq!(stdout(&s.run(&["list"])), "PID\tStatus\tLabel\n");
+    }
+    let up = s.plist("a.up", LOOP, "");
+    let three = s.plist("b.three", "exit 3", "");
+    let term = s.plist("c.term", "kill -TERM $$", "");
+    let bg = s.plist("d.bg", LOOP, BOTH_SESSIONS);
+    for p in [&up, &three, &term] {
+        assert_eq!(
+            code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+            0
+        );
+    }
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.user(), bg.to_str().unwrap()])),
+        0
+    );
+    assert_eq!(code(&s.run(&["disable", &s.target("z.off")])), 0);
+    s.wait_for("both exits", || {
+        s.field("b.three", "last exit code").as_deref() == Some("3")
+            && s.field("c.term", "last terminating signal").is_some()
+    });
+    let pid = s.field("a.up", "pid").unwrap();
+    let text = stdout(&s.run(&["print", &s.gui()]));
+    assert!(
+        text.starts_with(&format!("{} = {{\n\ttype = login\n\thandle = ", s.gui())),
+        "{text}"
+    );
+    if !real() {
+        assert!(
+            text.contains("\n\tactive count = 1\n\tservice count = 3\n"),
+            "{text}"
+        );
+    }
+    // pid (0 when not running) right-aligned in 8, the status in 6 (`-` before an exit, minus
+    // the signal after a signal death), then the label.
+    for row in [
+        format!("\n\t\t{pid:>8}      -     a.up\n"),
+        "\n\t\t       0      3     b.three\n".to_owned(),
+        "\n\t\t       0    -15     c.term\n".to_owned(),
+        "\n\t\t\"z.off\" => disabled\n".to_owned(),
+    ] {
+        assert!(text.contains(&row), "{row:?} in {text}");
+    }
+    if !real() {
+        let services = format!(
+            "\n\tservices = {{\n\t\t{pid:>8}      -     a.up\n\t\t       0      3     b.three\n\
+             \t\t       0    -15     c.term\n\t}}\n\n\tdisabled services = {{\n\t\t\"z.off\" => disabled\n\t}}\n}}\n"
+        );
+        assert!(text.ends_with(&services), "{text}");
+    }
+    let text = stdout(&s.run(&["print", &s.user()]));
+    assert!(
+        text.contains("\t\td.bg\n") || text.contains("     d.bg\n"),
+        "{text}"
+    );
+    assert!(!text.contains("a.up"), "{text}");
+    // The legacy list: the caller's session (gui/<uid> while there is one), tab-separated.
+    let list = stdout(&s.run(&["list"]));
+    assert!(list.starts_with("PID\tStatus\tLabel\n"), "{list}");
+    for row in [
+        format!("\n{pid}\t0\ta.up\n"),
+        "\n-\t3\tb.three\n".to_owned(),
+        "\n-\t-15\tc.term\n".to_owned(),
+    ] {
+        assert!(list.contains(&row), "{row:?} in {list}");
+    }
+    if sim_only("LAUNCHD_SIM_NO_GUI") {
+        return;
+    }
+    assert_eq!(
+        list,
+        format!("PID\tStatus\tLabel\n{pid}\t0\ta.up\n-\t3\tb.three\n-\t-15\tc.term\n")
+    );
+    s.env.push(("LAUNCHD_SIM_NO_GUI".into(), "1".into()));
+    let o = s.run(&["list"]);
+    assert!(
+        stdout(&o).starts_with("PID\tStatus\tLabel\n") && stdout(&o).ends_with("\t0\td.bg\n"),
+        "{}",
+        stdout(&o)
+    );
 }
