@@ -878,6 +878,37 @@ mod tests {
         }
     }
 
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        /// Braces, ` = {` and ` => {` inside values (an environment value, a path, an
+        /// argument) open no block: the job's pid and state are read whatever the values hold.
+        #[test]
+        fn values_with_braces_never_open_a_block(
+            env_values in proptest::collection::vec(r"[ -~]{0,16}(\{| = \{| => \{|\}|)", 1..5),
+            path_tail in r"[ -~]{0,10}(\{| = \{|)",
+            arg in r"[ -~]{0,10}(\{| => \{|\}|)",
+        ) {
+            let mut text = String::from("gui/501/x = {\n\tactive count = 1\n");
+            text += &format!("\tpath = /Users/u/{path_tail}\n\targuments = {{\n\t\t/bin/node\n\t\t{arg}\n\t}}\n");
+            text += "\tenvironment = {\n";
+            for (i, v) in env_values.iter().enumerate() {
+                text += &format!("\t\tK{i} => {v}\n");
+            }
+            text += "\t}\n\n\tstate = running\n\tpid = 4242\n\tresource coalition = {\n\t\tstate = active\n\t}\n}\n";
+            let p = parse_print(&text);
+            prop_assert_eq!(p.pid(), Some(4242));
+            prop_assert_eq!(p.state(), Some("running"));
+            prop_assert!(p.running());
+            let want_path = format!("/Users/u/{path_tail}");
+            prop_assert_eq!(p.get("path"), Some(want_path.as_str()));
+            prop_assert_eq!(p.arguments.clone(), vec!["/bin/node".to_owned(), arg.clone()]);
+            for (i, v) in env_values.iter().enumerate() {
+                prop_assert_eq!(p.environment.get(&format!("K{i}")), Some(v));
+            }
+        }
+    }
+
     #[test]
     fn nested_state_and_pid_never_leak_up() {
         let text = "x = {\n\tstate = not running\n\tsub = {\n\t\tstate = running\n\t\tpid = 5\n\t}\n\tlast exit code = 78: EX_CONFIG\n}\n";

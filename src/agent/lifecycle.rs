@@ -330,6 +330,7 @@ impl<'a> Agent<'a> {
         }
         // launchd opens the Host log when it spawns the Host: a FIFO there would hang it.
         self.stack.refuse_special_log()?;
+        agentplist::refuse_foreign_owner(&self.stack.plist_path())?;
         let plist = self.stack.plist_path();
         let before = self.before()?;
         let old_pid = before.as_ref().and_then(PrintInfo::pid);
@@ -458,25 +459,33 @@ impl<'a> Agent<'a> {
         current: Option<u32>,
         copies: &[u32],
     ) -> anyhow::Result<()> {
-        let holders = match crate::sys::net::listeners_on(port) {
-            Ok(h) => h,
-            Err(e) => {
+        let ours = |pid: u32| {
+            current
+                .iter()
+                .chain(copies)
+                .any(|c| crate::sys::net::descends_from(pid, *c))
+        };
+        let h = match check_port(port, crate::sys::net::listeners_on, ours, port_in_use) {
+            PortCheck::Free => return Ok(()),
+            PortCheck::Unknown(e) => {
                 crate::output::printer()
                     .note(&format!("could not list who listens on port {port}: {e}"));
                 return Ok(());
             }
-        };
-        let foreign: Vec<_> = holders
-            .iter()
-            .filter(|h| {
-                !current
-                    .iter()
-                    .chain(copies)
-                    .any(|c| crate::sys::net::descends_from(h.pid, *c))
-            })
-            .collect();
-        let Some(h) = foreign.first() else {
-            return Ok(());
+            PortCheck::Invisible => {
+                return Err(crate::error::Failed::new(
+                    format!(
+                        "port {port} is held by a process oyster cannot see (another user's?): no socket this user may inspect listens there, yet it cannot be bound; the Host of stack {} could not listen there",
+                        self.stack.name
+                    ),
+                    format!(
+                        "find the holder as an administrator (`sudo lsof -nP -iTCP:{port} -sTCP:LISTEN`), or give stack {} another port with --port",
+                        self.stack.name
+                    ),
+                )
+                .into())
+            }
+            PortCheck::Foreign(h) => h,
         };
         let stack = verify::inspect(h.pid)
             .and_then(|p| {
@@ -1279,9 +1288,176 @@ fn generated_keys_match(info: &PrintInfo, env: &LaunchEnv) -> bool {
         .all(|(k, v)| info.environment.get(k) == Some(v))
 }
 
+/// Who holds a port, as far as the refusal before loading is concerned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PortCheck {
+    /// Nobody, or this stack's own Host.
+    Free,
+    /// A process that is not this stack's Host, seen in two listings in a row.
+    Foreign(crate::sys::net::Holder),
+    /// No visible socket, yet the port cannot be bound: another user's process (the kernel
+    /// hides other uids' sockets from a normal user on macOS).
+    Invisible,
+    /// The listing failed: said, not refused.
+    Unknown(String),
+}
+
+/// Decides who holds `port`. A foreign holder is refused only when a second listing shows the
+/// same pid again: on macOS the `listeners` crate can report a holder from a descriptor closed
+/// between two calls (it checks `proc_pidfdinfo` for `< 0`, while libproc returns 0 on failure,
+/// and then reads a struct that was never filled). When nobody visible holds it, a bind says
+/// whether someone invisible does.
+fn check_port(
+    port: u16,
+    list: impl Fn(u16) -> Result<Vec<crate::sys::net::Holder>, String>,
+    ours: impl Fn(u32) -> bool,
+    in_use: impl Fn(u16) -> bool,
+) -> PortCheck {
+    let first = match list(port) {
+        Ok(h) => h,
+        Err(e) => return PortCheck::Unknown(e),
+    };
+    if first.is_empty() {
+        return if in_use(port) {
+            PortCheck::Invisible
+        } else {
+            PortCheck::Free
+        };
+    }
+    let foreign: Vec<_> = first.into_iter().filter(|h| !ours(h.pid)).collect();
+    if foreign.is_empty() {
+        return PortCheck::Free;
+    }
+    let again = list(port).unwrap_or_else(|_| foreign.clone());
+    match foreign
+        .into_iter()
+        .find(|h| again.iter().any(|a| a.pid == h.pid))
+    {
+        Some(h) => PortCheck::Foreign(h),
+        None if again.is_empty() && in_use(port) => PortCheck::Invisible,
+        None => PortCheck::Free,
+    }
+}
+
+/// Whether binding the port the way the Host does (`server.listen(PORT)`: the dual-stack
+/// wildcard, IPv4's when IPv6 is not available) fails with "address in use".
+fn port_in_use(port: u16) -> bool {
+    let in_use = |addr: &str| {
+        matches!(
+            std::net::TcpListener::bind(addr),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse
+        )
+    };
+    match std::net::TcpListener::bind(("::", port)) {
+        Ok(_) => false,
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => true,
+        Err(_) => in_use(&format!("0.0.0.0:{port}")),
+    }
+}
+
 /// What `apply` did.
 pub struct Outcome {
     pub verified: Verified,
     pub reloaded: bool,
     pub was_loaded: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::net::Holder;
+    use std::cell::Cell;
+
+    fn h(pid: u32) -> Holder {
+        Holder {
+            pid,
+            name: format!("p{pid}"),
+        }
+    }
+
+    #[test]
+    fn a_port_held_by_our_own_host_is_free_and_by_another_is_refused() {
+        let listed = |_| Ok(vec![h(10)]);
+        assert_eq!(check_port(1, listed, |p| p == 10, |_| true), PortCheck::Free);
+        assert_eq!(
+            check_port(1, listed, |_| false, |_| false),
+            PortCheck::Foreign(h(10))
+        );
+        assert_eq!(
+            check_port(1, |_| Ok(vec![h(10), h(11)]), |p| p == 10, |_| false),
+            PortCheck::Foreign(h(11)),
+            "a second listener beside ours is still refused"
+        );
+    }
+
+    #[test]
+    fn a_phantom_holder_that_the_second_listing_does_not_show_is_not_refused() {
+        let calls = Cell::new(0);
+        let list = |_| {
+            calls.set(calls.get() + 1);
+            Ok(if calls.get() == 1 { vec![h(77)] } else { vec![] })
+        };
+        assert_eq!(check_port(1, list, |_| false, |_| false), PortCheck::Free);
+        assert_eq!(calls.get(), 2, "listed again before refusing");
+    }
+
+    #[test]
+    fn nobody_visible_but_unbindable_is_an_invisible_holder() {
+        assert_eq!(check_port(1, |_| Ok(vec![]), |_| false, |_| true), PortCheck::Invisible);
+        assert_eq!(check_port(1, |_| Ok(vec![]), |_| false, |_| false), PortCheck::Free);
+        assert!(matches!(
+            check_port(1, |_| Err("no /proc".into()), |_| false, |_| true),
+            PortCheck::Unknown(_)
+        ));
+    }
+
+    #[test]
+    fn a_bound_port_is_in_use_and_a_released_one_is_not() {
+        let l = std::net::TcpListener::bind(("::", 0))
+            .or_else(|_| std::net::TcpListener::bind(("0.0.0.0", 0)))
+            .unwrap();
+        let port = l.local_addr().unwrap().port();
+        assert!(port_in_use(port));
+        drop(l);
+        assert!(!port_in_use(port));
+    }
+
+    fn info(text: &str) -> PrintInfo {
+        crate::agent::launchctl::parse_print(text)
+    }
+
+    #[test]
+    fn the_old_instances_exit_and_oysters_own_signals_are_not_crash_evidence() {
+        let before = info("x = {\n\truns = 3\n\tlast exit code = 1\n}\n");
+        let mut b = Baseline::of(Some(&before));
+        b.sent.push(15);
+        // Launchd spawned once since (runs 4), the job is scheduled: the old exit and our
+        // SIGTERM are not this instance's crash.
+        let same_exit = info("x = {\n\truns = 4\n\tstate = spawn scheduled\n\tlast exit code = 1\n}\n");
+        assert!(!b.crashed(&same_exit));
+        let our_signal = info("x = {\n\truns = 4\n\tstate = not running\n\tlast terminating signal = Terminated: 15\n}\n");
+        assert!(!b.crashed(&our_signal));
+        let new_exit = info("x = {\n\truns = 4\n\tstate = spawn scheduled\n\tlast exit code = 78: EX_CONFIG\n}\n");
+        assert!(b.crashed(&new_exit));
+        let not_ours_yet = info("x = {\n\truns = 3\n\tstate = spawn scheduled\n\tlast exit code = 78\n}\n");
+        assert!(!b.crashed(&not_ours_yet), "nothing spawned since the baseline");
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_its_cap() {
+        let mut b = Backoff::new(Duration::from_millis(100), Duration::from_millis(300));
+        let got: Vec<u128> = (0..4).map(|_| b.next().as_millis()).collect();
+        assert_eq!(got, [100, 200, 300, 300]);
+    }
+
+    #[test]
+    fn a_kickstart_pid_becomes_the_new_instance_with_one_more_run() {
+        let before = info("x = {\n\tpath = /p.plist\n\tstate = running\n\tpid = 5\n\truns = 2\n}\n");
+        let (pid, new) = spawned(Some(&before), Some(9)).unwrap();
+        assert_eq!((pid, new.pid(), new.runs()), (9, Some(9), Some(3)));
+        assert!(new.running());
+        assert_eq!(new.path(), before.path());
+        assert!(spawned(Some(&before), None).is_none());
+        assert!(spawned(None, Some(9)).is_none());
+    }
 }

@@ -286,6 +286,30 @@ pub fn read_env(bytes: &[u8]) -> Result<LaunchEnv, plist::Error> {
     })
 }
 
+/// A plist in `~/Library/LaunchAgents` owned by another uid (an older `sudo` run leaves a
+/// root-owned one) is refused before anything is written: launchd refuses to load it (122), a
+/// rewrite cannot keep that owner without privileges, and oyster never leaves a file in the
+/// user's home owned by someone else. The message names the file, its owner and the fix.
+pub fn refuse_foreign_owner(plist_path: &Path) -> Result<(), Invalid> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(plist_path) else {
+        return Ok(());
+    };
+    let me = crate::sys::user::euid();
+    if meta.uid() == me {
+        return Ok(());
+    }
+    let name = |uid: u32| crate::sys::user::name_of(uid).unwrap_or_else(|| format!("uid {uid}"));
+    let (owner, mine) = (name(meta.uid()), name(me));
+    let p = plist_path.display();
+    Err(Invalid::new(format!(
+        "{p} is owned by {owner}, not by you ({mine}): launchd refuses to load it, and oyster will not replace a file someone else owns"
+    ))
+    .hint(format!(
+        "remove it with `sudo rm {p}` (or take it over with `sudo chown {mine} {p}`), then run again"
+    )))
+}
+
 /// Writes the plist when its bytes change: log dir first (launchd cannot open a log in a missing
 /// directory), then an atomic 0644 write, never through a symlink. Returns whether it wrote.
 ///
@@ -296,8 +320,9 @@ pub fn write(
     plist_path: &Path,
     bytes: &[u8],
     log_dir: &Path,
-) -> Result<bool, FsError> {
+) -> anyhow::Result<bool> {
     use std::os::unix::fs::PermissionsExt;
+    refuse_foreign_owner(plist_path)?;
     fsutil::create_dir_all(log_dir, 0o755)?;
     if let Some(dir) = plist_path.parent() {
         fsutil::create_dir_all(dir, 0o755)?;
