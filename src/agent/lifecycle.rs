@@ -1378,7 +1378,10 @@ mod tests {
     #[test]
     fn a_port_held_by_our_own_host_is_free_and_by_another_is_refused() {
         let listed = |_| Ok(vec![h(10)]);
-        assert_eq!(check_port(1, listed, |p| p == 10, |_| true), PortCheck::Free);
+        assert_eq!(
+            check_port(1, listed, |p| p == 10, |_| true),
+            PortCheck::Free
+        );
         assert_eq!(
             check_port(1, listed, |_| false, |_| false),
             PortCheck::Foreign(h(10))
@@ -1395,7 +1398,11 @@ mod tests {
         let calls = Cell::new(0);
         let list = |_| {
             calls.set(calls.get() + 1);
-            Ok(if calls.get() == 1 { vec![h(77)] } else { vec![] })
+            Ok(if calls.get() == 1 {
+                vec![h(77)]
+            } else {
+                vec![]
+            })
         };
         assert_eq!(check_port(1, list, |_| false, |_| false), PortCheck::Free);
         assert_eq!(calls.get(), 2, "listed again before refusing");
@@ -1403,8 +1410,14 @@ mod tests {
 
     #[test]
     fn nobody_visible_but_unbindable_is_an_invisible_holder() {
-        assert_eq!(check_port(1, |_| Ok(vec![]), |_| false, |_| true), PortCheck::Invisible);
-        assert_eq!(check_port(1, |_| Ok(vec![]), |_| false, |_| false), PortCheck::Free);
+        assert_eq!(
+            check_port(1, |_| Ok(vec![]), |_| false, |_| true),
+            PortCheck::Invisible
+        );
+        assert_eq!(
+            check_port(1, |_| Ok(vec![]), |_| false, |_| false),
+            PortCheck::Free
+        );
         assert!(matches!(
             check_port(1, |_| Err("no /proc".into()), |_| false, |_| true),
             PortCheck::Unknown(_)
@@ -1433,14 +1446,21 @@ mod tests {
         b.sent.push(15);
         // Launchd spawned once since (runs 4), the job is scheduled: the old exit and our
         // SIGTERM are not this instance's crash.
-        let same_exit = info("x = {\n\truns = 4\n\tstate = spawn scheduled\n\tlast exit code = 1\n}\n");
+        let same_exit =
+            info("x = {\n\truns = 4\n\tstate = spawn scheduled\n\tlast exit code = 1\n}\n");
         assert!(!b.crashed(&same_exit));
         let our_signal = info("x = {\n\truns = 4\n\tstate = not running\n\tlast terminating signal = Terminated: 15\n}\n");
         assert!(!b.crashed(&our_signal));
-        let new_exit = info("x = {\n\truns = 4\n\tstate = spawn scheduled\n\tlast exit code = 78: EX_CONFIG\n}\n");
+        let new_exit = info(
+            "x = {\n\truns = 4\n\tstate = spawn scheduled\n\tlast exit code = 78: EX_CONFIG\n}\n",
+        );
         assert!(b.crashed(&new_exit));
-        let not_ours_yet = info("x = {\n\truns = 3\n\tstate = spawn scheduled\n\tlast exit code = 78\n}\n");
-        assert!(!b.crashed(&not_ours_yet), "nothing spawned since the baseline");
+        let not_ours_yet =
+            info("x = {\n\truns = 3\n\tstate = spawn scheduled\n\tlast exit code = 78\n}\n");
+        assert!(
+            !b.crashed(&not_ours_yet),
+            "nothing spawned since the baseline"
+        );
     }
 
     #[test]
@@ -1452,7 +1472,8 @@ mod tests {
 
     #[test]
     fn a_kickstart_pid_becomes_the_new_instance_with_one_more_run() {
-        let before = info("x = {\n\tpath = /p.plist\n\tstate = running\n\tpid = 5\n\truns = 2\n}\n");
+        let before =
+            info("x = {\n\tpath = /p.plist\n\tstate = running\n\tpid = 5\n\truns = 2\n}\n");
         let (pid, new) = spawned(Some(&before), Some(9)).unwrap();
         assert_eq!((pid, new.pid(), new.runs()), (9, Some(9), Some(3)));
         assert!(new.running());

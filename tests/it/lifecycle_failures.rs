@@ -291,3 +291,30 @@ fn ctrl_c_while_uninstall_waits_for_a_slow_host_still_removes_the_plist() {
     );
     f.t.wait_no_processes();
 }
+
+#[test]
+fn a_plist_owned_by_another_uid_is_refused_before_anything_is_written() {
+    let f = F::new();
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("needs root to give a file to another uid");
+        return;
+    }
+    std::fs::create_dir_all(f.plist().parent().unwrap()).unwrap();
+    std::fs::write(f.plist(), b"<plist/>").unwrap();
+    std::os::unix::fs::chown(f.plist(), Some(54321), None).unwrap();
+    let run_dir = f.t.home.join(".oysterun-stacks/lf/run");
+    let r = f.t.run(f.args("install")).fails_with(2);
+    let err = r.stderr();
+    assert!(
+        err.contains("Library/LaunchAgents/com.oysterun.host.lf.plist is owned"),
+        "{err}"
+    );
+    assert!(err.contains("owned by uid 54321"), "{err}");
+    assert!(
+        err.contains("sudo rm") && err.contains("sudo chown"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(f.plist()).unwrap(), b"<plist/>", "untouched");
+    assert!(!run_dir.join("pending").exists(), "nothing written first");
+    f.t.wait_no_processes();
+}
