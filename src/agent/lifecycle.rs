@@ -673,7 +673,7 @@ impl<'a> Agent<'a> {
         let t0 = Instant::now();
         let mut said = false;
         loop {
-            let r = self.lc.bootstrap(self.domain.name, &plist)?;
+            let r = self.lc.bootstrap(self.active(), &plist)?;
             let f = &r.finished;
             match r.code {
                 Code::Ok => {
@@ -750,7 +750,7 @@ impl<'a> Agent<'a> {
                     );
                     let mut msg = format!(
                         "`launchctl bootstrap {} {}` exited {code}: {}",
-                        self.domain.name,
+                        self.active(),
                         plist.display(),
                         f.stderr.trim()
                     );
@@ -765,7 +765,7 @@ impl<'a> Agent<'a> {
                             format!(
                                 "the agent may be switched off in System Settings → General → Login Items \
                                  (switch it on), or launchd refused the session type of {}",
-                                self.domain.name
+                                self.active()
                             )
                         }
                     } else {

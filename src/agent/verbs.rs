@@ -62,17 +62,20 @@ impl Agent<'_> {
 
     /// Runs an override verb (enable/disable) in the domain oyster acts in, then in the other
     /// one, where a missing domain (112/125: no console session) is no failure.
+    /// Returns the other domain and its code when it was missing.
     fn in_each_domain(
         &self,
         verb: impl Fn(Domain) -> Result<Reply, ProcessError>,
-    ) -> anyhow::Result<()> {
+    ) -> anyhow::Result<Option<(Domain, crate::agent::launchctl::Code)>> {
         let active = self.active();
         verb(active)?.accept(&[])?;
-        let r = verb(active.other())?;
-        if !r.code.domain_missing() {
-            r.accept(&[])?;
+        let other = active.other();
+        let r = verb(other)?;
+        if r.code.domain_missing() {
+            return Ok(Some((other, r.code)));
         }
-        Ok(())
+        r.accept(&[])?;
+        Ok(None)
     }
 
     /// Boots the job out (waiting until launchd has let it go) and disables the label; the
@@ -103,7 +106,17 @@ impl Agent<'_> {
         let _rest = interrupted.map(|_| signal::Suspended::new());
         self.remove_stale_identity();
         // Both domains: a console login would otherwise load the plist into gui/<uid> again.
-        self.in_each_domain(|d| self.lc.disable(d, &self.stack.label))?;
+        if let Some((missing, code)) =
+            self.in_each_domain(|d| self.lc.disable(d, &self.stack.label))?
+        {
+            // Said, not hidden: launchd keeps disabled overrides per domain, and this one
+            // cannot be reached now.
+            crate::output::printer().warn(&format!(
+                "could not disable {} in {missing} (launchctl exit {code}: no console session now), \
+                 so a console login may load it there again; run `oyster agent stop --stack {}` once logged in",
+                self.stack.label, self.stack.name
+            ));
+        }
         self.audit
             .record(Action::Stop, Step::Disable, StepOutcome::Ok, None, "");
         if let Some(sig) = interrupted {
@@ -154,7 +167,7 @@ impl Agent<'_> {
             .into());
         };
         self.lc
-            .kill_sigterm(self.domain.name, &self.stack.label)?
+            .kill_sigterm(self.active(), &self.stack.label)?
             .accept(&[])?;
         self.audit
             .record(Action::Kill, Step::Sigterm, StepOutcome::Ok, Some(pid), "");

@@ -225,11 +225,12 @@ fn refuse_invalid_launchctl(ctx: &Context) -> anyhow::Result<()> {
 fn refuse_direct_host(ctx: &Context) -> anyhow::Result<()> {
     if let crate::direct::Owner::Ours(rec, _) = crate::direct::owner(&ctx.stack)? {
         // `host exec` writes the pid file under launchd too: launchd's own Host is not direct.
-        let launchd_pid = Launchctl::locate(&ctx.env)
+        // In either domain: a copy in user/<uid> beside one in gui/<uid> is launchd's too.
+        let launchd_runs_it = Launchctl::locate(&ctx.env)
             .ok()
-            .and_then(|lc| lc.find_loaded(&ctx.stack.label).ok().flatten())
-            .and_then(|(_, info)| info.pid());
-        if launchd_pid == Some(rec.pid) {
+            .and_then(|lc| lc.in_both_domains(&ctx.stack.label).ok())
+            .is_some_and(|b| b.loaded().iter().any(|(_, i)| i.pid() == Some(rec.pid)));
+        if launchd_runs_it {
             return Ok(());
         }
         return Err(crate::error::Failed::new(

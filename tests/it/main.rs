@@ -13,6 +13,7 @@ mod interrupts;
 mod json_docs;
 mod lifecycle;
 mod lifecycle_failures;
+mod login_domains;
 mod packaging;
 mod providers;
 mod real_macs;
