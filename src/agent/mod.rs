@@ -3,4 +3,5 @@
 
 pub mod launchctl;
 pub mod lifecycle;
+pub mod print;
 pub mod verbs;

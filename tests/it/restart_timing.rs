@@ -122,3 +122,23 @@ fn restart_of_an_older_host_starts_at_most_six_launchctl_processes() {
     );
     r.done();
 }
+
+#[test]
+fn bootout_is_issued_again_while_it_answers_36() {
+    let mut r = Recorded::new();
+    r.t.run(r.args("install")).ok();
+    // A changed plist (another port) is reloaded: bootout, which answers 36 twice.
+    r.port = free_port();
+    r.t.extra_env
+        .push(("LAUNCHD_SIM_BOOTOUT_IN_PROGRESS".into(), "2".into()));
+    let (run, calls) = r.calls_of("regenerate");
+    run.ok();
+    let bootouts = calls.iter().filter(|c| c.starts_with("bootout ")).count();
+    assert_eq!(
+        bootouts,
+        3,
+        "re-issued on each 36, then polled:\n{}",
+        calls.join("\n")
+    );
+    r.done();
+}
