@@ -27,6 +27,9 @@ use crate::verify;
 
 /// How long oyster waits for a booted-out label to disappear.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(20);
+/// A bootout drain longer than this is said aloud (exit notice plus drain is ~0.4 s on an
+/// ordinary day; only a wait a user would wonder about gets a line).
+const SAY_WAIT_AFTER: Duration = Duration::from_secs(1);
 /// How long bootstrap is retried while launchd reports 5/37 (loaded or still draining).
 const BOOTSTRAP_RETRY: Duration = Duration::from_secs(20);
 /// `launchctl print` is a process start on a Mac: polled with a back-off from this…

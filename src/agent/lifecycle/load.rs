@@ -174,7 +174,7 @@ impl Agent<'_> {
                     DRAIN_TIMEOUT.as_secs()
                 );
             }
-            if !said && t0.elapsed() > Duration::from_millis(300) {
+            if !said && t0.elapsed() > SAY_WAIT_AFTER {
                 crate::output::printer().waiting(
                     &format!("launchd to finish booting out {target}"),
                     DRAIN_TIMEOUT,
