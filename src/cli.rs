@@ -1068,7 +1068,7 @@ pub struct VerifyArgs {
     #[arg(long, default_value_t = 30, value_name = "SECS", value_parser = bounded_wait)]
     pub wait: u64,
     /// Milliseconds the pid must stay unchanged after /health answered (catches crash loops).
-    #[arg(long, default_value_t = 1000, value_name = "MS", value_parser = bounded_settle)]
+    #[arg(long, default_value_t = 1500, value_name = "MS", value_parser = bounded_settle)]
     pub settle_ms: u64,
 }
 

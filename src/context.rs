@@ -33,9 +33,6 @@ pub struct EnvSnapshot {
     pub launchctl: Option<OsString>,
     /// `OYSTER_LAUNCHCTL_TIMEOUT_SECS`.
     pub launchctl_timeout: Option<String>,
-    /// `OYSTER_ENV_PROOF` as given. Kept for the callers that still parse it themselves;
-    /// read [`EnvSnapshot::proof_floor`] instead.
-    pub env_proof: Option<String>,
     /// `OYSTER_ENV_PROOF`, parsed once: `exec` or `launchd` force the proof used when the
     /// kernel hides the Host's environment (for testing those paths off macOS).
     pub proof_floor: ProofFloor,
@@ -57,7 +54,6 @@ impl EnvSnapshot {
             npm_prefix: path("npm_config_prefix"),
             launchctl: os("OYSTER_LAUNCHCTL"),
             launchctl_timeout: text("OYSTER_LAUNCHCTL_TIMEOUT_SECS"),
-            env_proof: text("OYSTER_ENV_PROOF"),
             proof_floor: ProofFloor::from_env(text("OYSTER_ENV_PROOF").as_deref()),
         }
     }

@@ -161,17 +161,18 @@ pub struct PortHolder {
 /// is asked only when someone listens (finding it may take launchctl calls).
 pub fn foreign_listener(
     port: u16,
-    current: impl FnOnce() -> Option<u32>,
+    current: impl FnOnce() -> Vec<u32>,
 ) -> Result<Option<PortHolder>, String> {
     let holders = crate::sys::net::listeners_on(port)?;
     if holders.is_empty() {
         return Ok(None);
     }
     let current = current();
-    let Some(h) = holders
-        .iter()
-        .find(|h| !current.is_some_and(|c| crate::sys::net::descends_from(h.pid, c)))
-    else {
+    let Some(h) = holders.iter().find(|h| {
+        !current
+            .iter()
+            .any(|&c| crate::sys::net::descends_from(h.pid, c))
+    }) else {
         return Ok(None);
     };
     let stack = verify::inspect(h.pid).and_then(|p| {

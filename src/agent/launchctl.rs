@@ -6,7 +6,10 @@
 //! names — in this project's tests, the bundled simulator (`launchd/`).
 
 use std::collections::BTreeMap;
+
+pub use crate::agent::print::{parse_disabled, parse_print, JobState, LastExit, PrintInfo};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::context::EnvSnapshot;
@@ -22,6 +25,164 @@ pub const TIMEOUT_VAR: &str = "OYSTER_LAUNCHCTL_TIMEOUT_SECS";
 
 /// `print`/`kickstart` of a label that is not loaded.
 pub const NOT_LOADED: i32 = 113;
+
+/// What a launchctl exit code means, as far as oyster acts on it (the table in the project's
+/// launchd reference: each code as real launchctl prints it, with its public source).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Code {
+    Ok,
+    /// 3 (ESRCH): bootout of a label that is not loaded; `kill` of a loaded job with no process.
+    NoSuchProcess,
+    /// 5 (EIO): bootstrap of a label already loaded or still draining, disabled (as a normal
+    /// user), switched off in Login Items, or refused for its session type.
+    InputOutput,
+    /// 36 (EINPROGRESS): a bootout still going on; keep polling.
+    InProgress,
+    /// 37 (EALREADY): kickstart of a job launchd counts as running; bootstrap racing a bootout.
+    AlreadyRunning,
+    /// 64: usage error.
+    Usage,
+    /// 112: no such domain (no console session for `gui/<uid>`).
+    NoDomain,
+    /// 113: the label is not loaded in that domain.
+    NotLoaded,
+    /// 119: `Service is disabled`.
+    Disabled,
+    /// 122: the plist has bad ownership or permissions.
+    BadOwnership,
+    /// 125: the domain does not support the action (no GUI session).
+    DomainUnsupported,
+    /// 134: the service cannot load in the requested session.
+    WrongSession,
+    Other(i32),
+}
+
+impl From<i32> for Code {
+    fn from(c: i32) -> Code {
+        match c {
+            0 => Code::Ok,
+            3 => Code::NoSuchProcess,
+            5 => Code::InputOutput,
+            36 => Code::InProgress,
+            37 => Code::AlreadyRunning,
+            64 => Code::Usage,
+            112 => Code::NoDomain,
+            NOT_LOADED => Code::NotLoaded,
+            119 => Code::Disabled,
+            122 => Code::BadOwnership,
+            125 => Code::DomainUnsupported,
+            134 => Code::WrongSession,
+            other => Code::Other(other),
+        }
+    }
+}
+
+impl Code {
+    /// The number launchctl exited with.
+    pub fn number(self) -> i32 {
+        match self {
+            Code::Ok => 0,
+            Code::NoSuchProcess => 3,
+            Code::InputOutput => 5,
+            Code::InProgress => 36,
+            Code::AlreadyRunning => 37,
+            Code::Usage => 64,
+            Code::NoDomain => 112,
+            Code::NotLoaded => NOT_LOADED,
+            Code::Disabled => 119,
+            Code::BadOwnership => 122,
+            Code::DomainUnsupported => 125,
+            Code::WrongSession => 134,
+            Code::Other(c) => c,
+        }
+    }
+
+    /// The domain itself is not there for this caller (no console session, over SSH).
+    pub fn domain_missing(self) -> bool {
+        matches!(self, Code::NoDomain | Code::DomainUnsupported)
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.number())
+    }
+}
+
+/// launchd's per-user domains.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Domain {
+    /// `gui/<uid>`: the console login's Aqua session.
+    Gui(u32),
+    /// `user/<uid>`: the Background session that exists without a console login (SSH).
+    User(u32),
+}
+
+impl Domain {
+    /// `gui/<uid>` of the effective user.
+    pub fn gui() -> Domain {
+        Domain::Gui(crate::sys::user::uid())
+    }
+    /// `user/<uid>` of the effective user.
+    pub fn user() -> Domain {
+        Domain::User(crate::sys::user::uid())
+    }
+    /// Both of this user's domains, `gui/<uid>` first.
+    pub fn both() -> [Domain; 2] {
+        [Domain::gui(), Domain::user()]
+    }
+    /// The other one of the pair.
+    pub fn other(self) -> Domain {
+        match self {
+            Domain::Gui(u) => Domain::User(u),
+            Domain::User(u) => Domain::Gui(u),
+        }
+    }
+    /// The service target `<domain>/<label>`.
+    pub fn target(self, label: &str) -> String {
+        format!("{self}/{label}")
+    }
+}
+
+impl std::fmt::Display for Domain {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Domain::Gui(u) => write!(f, "gui/{u}"),
+            Domain::User(u) => write!(f, "user/{u}"),
+        }
+    }
+}
+
+/// One launchctl call's answer: its code, typed, and what it printed.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub code: Code,
+    pub finished: Finished,
+}
+
+impl Reply {
+    pub fn is_ok(&self) -> bool {
+        self.code == Code::Ok
+    }
+    /// The pid `kickstart -p` printed: a bare `N` on a pipe, `service spawned with pid: N` on
+    /// a terminal (the last word either way).
+    pub fn spawned_pid(&self) -> Option<u32> {
+        self.finished.stdout.split_whitespace().last()?.parse().ok()
+    }
+
+    /// This answer as an error.
+    pub fn error(self) -> LaunchctlError {
+        failed(self.finished)
+    }
+    /// `Ok(self)` for exit 0 or one of `also`, else the error.
+    pub fn accept(self, also: &[Code]) -> Result<Reply, LaunchctlError> {
+        if self.is_ok() || also.contains(&self.code) {
+            Ok(self)
+        } else {
+            Err(self.error())
+        }
+    }
+}
 
 /// A launchctl call that failed, with everything needed to understand it.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +202,9 @@ pub struct Launchctl {
     pub overridden: bool,
     /// How long one call may take before it is killed.
     pub timeout: Duration,
+    /// `print-disabled` per domain, asked once per run (it is also the domain probe) and
+    /// forgotten when oyster itself enables or disables a label there.
+    disabled_cache: Arc<Mutex<BTreeMap<Domain, Result<String, Code>>>>,
 }
 
 /// Where `launchctl` is and why it is not usable.
@@ -109,6 +273,7 @@ impl Launchctl {
             path,
             overridden,
             timeout,
+            disabled_cache: Arc::default(),
         })
     }
 
@@ -132,91 +297,271 @@ impl Launchctl {
         process::run(&self.path, args, ChildEnv::Inherit, self.timeout)
     }
 
-    /// Runs one call and turns a non-zero exit into a [`LaunchctlError`].
-    pub fn ok(&self, args: &[&str]) -> anyhow::Result<Finished> {
-        let f = self.call(args)?;
-        if f.code == 0 {
-            Ok(f)
+    /// Runs one call and types its answer. A verb that changes launchd's state makes every
+    /// remembered `print` stale.
+    fn reply(&self, args: &[&str]) -> Result<Reply, ProcessError> {
+        if !matches!(args.first(), Some(&("print" | "print-disabled"))) {
+            seen::forget_all();
+        }
+        let finished = self.call(args)?;
+        Ok(Reply {
+            code: Code::from(finished.code),
+            finished,
+        })
+    }
+
+    /// `print <target>`: `None` when the label is not loaded (113). Answered from this run's
+    /// earlier look at the same target when nothing changed launchd's state since (see
+    /// [`seen`]); a wait that polls for a change uses [`Launchctl::print_now`].
+    pub fn print(&self, target: &str) -> anyhow::Result<Option<PrintInfo>> {
+        Ok(self.print_target(target, false)?.ok())
+    }
+
+    /// `print <target>` asked now, never from memory: for polls.
+    pub fn print_now(&self, target: &str) -> anyhow::Result<Option<PrintInfo>> {
+        Ok(self.print_target(target, true)?.ok())
+    }
+
+    /// `print <domain>/<label>` answered as launchd answers it: the job, or the code that said
+    /// it is not there (113 not loaded; 112/125 no such domain). Remembered like `print`.
+    pub fn print_job(
+        &self,
+        domain: Domain,
+        label: &str,
+    ) -> anyhow::Result<Result<PrintInfo, Code>> {
+        self.print_target(&domain.target(label), false)
+    }
+
+    fn print_target(&self, target: &str, fresh: bool) -> anyhow::Result<Result<PrintInfo, Code>> {
+        if !fresh {
+            if let Some(hit) = seen::recall(target) {
+                return Ok(hit);
+            }
+        }
+        let r = self.reply(&["print", target])?;
+        let answer = match r.code {
+            Code::Ok => Ok(parse_print(&r.finished.stdout)),
+            c @ (Code::NotLoaded | Code::NoDomain | Code::DomainUnsupported) => Err(c),
+            _ => return Err(r.error().into()),
+        };
+        seen::remember(target, &answer);
+        Ok(answer)
+    }
+
+    /// `bootstrap <domain> <plist>`: the answer, typed (5/37 loaded or draining, 119
+    /// disabled, 122 ownership, 125/134 session refused).
+    pub fn bootstrap(&self, domain: Domain, plist: &Path) -> Result<Reply, ProcessError> {
+        self.reply(&["bootstrap", &domain.to_string(), &plist.to_string_lossy()])
+    }
+
+    /// `bootout <domain>/<label>`: returns before the process is gone; 3 not loaded, 36 still
+    /// in progress.
+    pub fn bootout(&self, domain: Domain, label: &str) -> Result<Reply, ProcessError> {
+        self.reply(&["bootout", &domain.target(label)])
+    }
+
+    /// `kickstart -p [-k] <domain>/<label>`: 37 when launchd counts the job as running; `-k`
+    /// (SIGKILL first) only when `kill_first`. `-p` makes launchd print the pid it spawned
+    /// ([`Reply::spawned_pid`]), so nobody needs a `print` to learn it.
+    pub fn kickstart(
+        &self,
+        domain: Domain,
+        label: &str,
+        kill_first: bool,
+    ) -> Result<Reply, ProcessError> {
+        let target = domain.target(label);
+        if kill_first {
+            self.reply(&["kickstart", "-kp", &target])
         } else {
-            Err(failed(f).into())
+            self.reply(&["kickstart", "-p", &target])
         }
     }
 
-    /// `print <target>`: `None` when the label is not loaded (113).
-    pub fn print(&self, target: &str) -> anyhow::Result<Option<PrintInfo>> {
-        let f = self.call(&["print", target])?;
-        match f.code {
-            0 => Ok(Some(parse_print(&f.stdout))),
-            NOT_LOADED => Ok(None),
-            _ => Err(failed(f).into()),
+    /// `kill SIGTERM <domain>/<label>`: the running instance only (3: loaded, no process).
+    pub fn kill_sigterm(&self, domain: Domain, label: &str) -> Result<Reply, ProcessError> {
+        self.reply(&["kill", "SIGTERM", &domain.target(label)])
+    }
+
+    /// `enable <domain>/<label>` (persists across reboots and plist deletion).
+    pub fn enable(&self, domain: Domain, label: &str) -> Result<Reply, ProcessError> {
+        self.forget_disabled(domain);
+        self.reply(&["enable", &domain.target(label)])
+    }
+
+    /// `disable <domain>/<label>`: launchd will not load it at login, nor bootstrap it.
+    pub fn disable(&self, domain: Domain, label: &str) -> Result<Reply, ProcessError> {
+        self.forget_disabled(domain);
+        self.reply(&["disable", &domain.target(label)])
+    }
+
+    fn forget_disabled(&self, domain: Domain) {
+        if let Ok(mut c) = self.disabled_cache.lock() {
+            c.remove(&domain);
         }
+    }
+
+    /// `print-disabled <domain>`: its text, or the code that refused it (112/125: no such
+    /// domain). Asked once per domain per run.
+    pub fn print_disabled(&self, domain: Domain) -> anyhow::Result<Result<String, Code>> {
+        if let Some(hit) = self
+            .disabled_cache
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&domain).cloned())
+        {
+            return Ok(hit);
+        }
+        let r = self.reply(&["print-disabled", &domain.to_string()])?;
+        let answer = match r.code {
+            Code::Ok => Ok(r.finished.stdout),
+            c if c.domain_missing() => Err(c),
+            _ => return Err(r.error().into()),
+        };
+        if let Ok(mut c) = self.disabled_cache.lock() {
+            c.insert(domain, answer.clone());
+        }
+        Ok(answer)
     }
 
     /// Finds the per-user domain: `gui/<uid>`, or `user/<uid>` (said aloud) when there is no
-    /// GUI session (SSH, nobody at the screen).
-    pub fn domain(&self) -> anyhow::Result<Domain> {
-        let uid = crate::sys::user::uid();
-        let gui = format!("gui/{uid}");
-        let f = self.call(&["print", &gui])?;
-        if f.code == 0 {
-            return Ok(Domain {
+    /// GUI session (SSH, nobody at the screen). The probe is `print-disabled gui/<uid>`: it
+    /// answers 112/125 for a missing domain as `print gui/<uid>` does, without dumping the whole
+    /// domain, and its answer (the disabled overrides) is kept for the rest of the run.
+    pub fn domain(&self) -> anyhow::Result<DomainChoice> {
+        let gui = Domain::gui();
+        match self.print_disabled(gui)? {
+            Ok(_) => Ok(DomainChoice {
                 name: gui,
                 fallback_note: None,
-            });
+            }),
+            // Only "no such domain" (112) and "not supported here" (125) mean there is no
+            // GUI session; any other failure was returned above as launchctl failing.
+            Err(code) => Ok(DomainChoice {
+                name: gui.other(),
+                fallback_note: Some(user_domain_note(gui, code)),
+            }),
         }
-        // Only "no such domain" (112) and "not supported here" (125) mean there is no GUI
-        // session; any other failure is launchctl failing, and is said as such.
-        if f.code != 112 && f.code != 125 {
-            return Err(failed(f).into());
-        }
-        let user = format!("user/{uid}");
-        Ok(Domain {
-            fallback_note: Some(format!(
-                "the GUI domain {gui} is not available (launchctl exit {}; no console session?), \
-                 using {user}; the Host will run while this user has a session",
-                f.code
-            )),
-            name: user,
-        })
     }
+}
+
+/// The `print`s this run has already made, so that the several parts of one command that each
+/// need "is the job loaded, and how" (the command's checks, the lifecycle's first look) start
+/// one `launchctl` process between them. Forgotten entirely by any verb that changes
+/// launchd's state, and after a few seconds (KeepAlive may respawn a job by itself).
+pub mod seen {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
+
+    use super::{Code, PrintInfo};
+
+    type Answer = Result<PrintInfo, Code>;
+
+    /// How long a remembered answer stands for "now".
+    const FRESH_FOR: Duration = Duration::from_secs(3);
+
+    static SEEN: Mutex<BTreeMap<String, (Instant, Answer)>> = Mutex::new(BTreeMap::new());
+
+    pub(super) fn recall(target: &str) -> Option<Answer> {
+        let seen = SEEN.lock().ok()?;
+        let (at, answer) = seen.get(target)?;
+        (at.elapsed() < FRESH_FOR).then(|| answer.clone())
+    }
+
+    pub(super) fn remember(target: &str, answer: &Answer) {
+        if let Ok(mut seen) = SEEN.lock() {
+            seen.insert(target.to_owned(), (Instant::now(), answer.clone()));
+        }
+    }
+
+    /// Forgets every remembered answer (launchd's state is about to change).
+    pub fn forget_all() {
+        if let Ok(mut seen) = SEEN.lock() {
+            seen.clear();
+        }
+    }
+}
+
+/// What is true of a Host in `user/<uid>`, said whenever oyster falls back to it.
+pub fn user_domain_note(gui: Domain, code: Code) -> String {
+    format!(
+        "the GUI domain {gui} is not available (launchctl exit {code}; no console session?), so \
+         using {user}: a Background session, where the login keychain is not unlocked (a \
+         provider that keeps its credentials there fails), which launchd does not load again \
+         after a reboot until this user logs in, and which the next console login replaces by \
+         {gui} (oyster moves the Host there on its next run)",
+        user = gui.other()
+    )
 }
 
 impl Launchctl {
     /// Whether `label` is disabled in `domain` (`false` when launchctl cannot say).
-    pub fn is_disabled_in(&self, domain: &str, label: &str) -> bool {
+    pub fn is_disabled_in(&self, domain: &Domain, label: &str) -> bool {
         self.disabled(domain, label).ok().flatten().unwrap_or(false)
     }
-}
 
-impl Launchctl {
+    /// The job in both of this user's domains (two `print`s): where it is loaded, and
+    /// whether `gui/<uid>` exists at all. Two loaded copies mean the label is **loaded
+    /// twice** (installed over SSH into `user/<uid>`, then loaded into `gui/<uid>` by a
+    /// console login): one Host crash-loops on the other's port. Status, list and doctor
+    /// report [`BothDomains::loaded`] with more than one entry as a failure.
+    pub fn in_both_domains(&self, label: &str) -> anyhow::Result<BothDomains> {
+        let gui = Domain::gui();
+        Ok(BothDomains {
+            gui: self.print_job(gui, label)?,
+            user: self.print_job(gui.other(), label)?,
+        })
+    }
+
     /// Looks for a loaded `label` in `gui/<uid>`, then `user/<uid>` (a job loaded in one is
-    /// not visible in the other, LAUNCHD.md): the domain it is loaded in, and its `print`.
-    pub fn find_loaded(&self, label: &str) -> anyhow::Result<Option<(String, PrintInfo)>> {
-        let uid = crate::sys::user::uid();
-        for domain in [format!("gui/{uid}"), format!("user/{uid}")] {
-            let f = self.call(&["print", &format!("{domain}/{label}")])?;
-            match f.code {
-                0 => return Ok(Some((domain, parse_print(&f.stdout)))),
-                // Not loaded there, or no such domain (no GUI session).
-                NOT_LOADED | 112 | 125 => {}
-                _ => return Err(failed(f).into()),
+    /// not visible in the other): the domain it is loaded in, and its `print`.
+    pub fn find_loaded(&self, label: &str) -> anyhow::Result<Option<(Domain, PrintInfo)>> {
+        for domain in Domain::both() {
+            if let Ok(info) = self.print_job(domain, label)? {
+                return Ok(Some((domain, info)));
             }
         }
         Ok(None)
     }
 }
 
-/// A launchd domain chosen for this user.
+/// One label as `print` sees it in `gui/<uid>` and in `user/<uid>`: the job, or the code that
+/// said it is not there (113 not loaded; 112/125 no such domain).
 #[derive(Debug, Clone)]
-pub struct Domain {
-    pub name: String,
+pub struct BothDomains {
+    pub gui: Result<PrintInfo, Code>,
+    pub user: Result<PrintInfo, Code>,
+}
+
+impl BothDomains {
+    /// Every domain the label is loaded in, `gui/<uid>` first.
+    pub fn loaded(&self) -> Vec<(Domain, &PrintInfo)> {
+        [(Domain::gui(), &self.gui), (Domain::user(), &self.user)]
+            .into_iter()
+            .filter_map(|(d, r)| r.as_ref().ok().map(|i| (d, i)))
+            .collect()
+    }
+
+    /// The code that said `gui/<uid>` does not exist (no console session), if one did.
+    pub fn gui_missing(&self) -> Option<Code> {
+        match self.gui {
+            Err(c) if c.domain_missing() => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// The launchd domain chosen for this user, and the note when it is the fallback.
+#[derive(Debug, Clone)]
+pub struct DomainChoice {
+    pub name: Domain,
     /// Set when oyster fell back from `gui/<uid>`.
     pub fallback_note: Option<String>,
 }
 
-impl Domain {
+impl DomainChoice {
     pub fn target(&self, label: &str) -> String {
-        format!("{}/{label}", self.name)
+        self.name.target(label)
     }
 }
 
@@ -229,323 +574,14 @@ fn failed(f: Finished) -> LaunchctlError {
     }
 }
 
-/// The depth-one facts of a `launchctl print` block.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PrintInfo {
-    pub fields: BTreeMap<String, String>,
-    /// The job definition's `environment = { K => V }` block (what launchd will give the
-    /// next instance; not proof of what the live process has).
-    pub environment: BTreeMap<String, String>,
-    /// The `arguments = { … }` block: the loaded definition's `ProgramArguments`, one per line.
-    pub arguments: Vec<String>,
-}
-
-impl PrintInfo {
-    pub fn get(&self, key: &str) -> Option<&str> {
-        self.fields.get(key).map(String::as_str)
-    }
-    pub fn state(&self) -> Option<&str> {
-        self.get("state")
-    }
-    pub fn pid(&self) -> Option<u32> {
-        self.get("pid").and_then(|p| p.parse().ok())
-    }
-    pub fn path(&self) -> Option<&Path> {
-        self.get("path").map(Path::new)
-    }
-    /// How the last instance ended, parsed once: `last exit code = 78: EX_CONFIG` or
-    /// `(never exited)`, or, after a signal death, `last terminating signal = Killed: 9`
-    /// instead (LAUNCHD.md). `None` when launchd printed neither.
-    pub fn last_exit(&self) -> Option<LastExit> {
-        if let Some(sig) = self.get("last terminating signal") {
-            return Some(LastExit::Signal(leading_number(sig.rsplit(':').next()?)?));
-        }
-        let code = self.get("last exit code")?;
-        if code.starts_with('(') {
-            return Some(LastExit::Never);
-        }
-        Some(LastExit::Code(leading_number(code)?))
-    }
-
-    /// `exit timeout = N`: how long launchd waits after SIGTERM before SIGKILL.
-    pub fn exit_timeout(&self) -> Option<u64> {
-        self.get("exit timeout").and_then(|r| r.trim().parse().ok())
-    }
-
-    /// `runs = N`: how many times launchd has spawned this job.
-    pub fn runs(&self) -> Option<u32> {
-        self.get("runs").and_then(|r| r.trim().parse().ok())
-    }
-
-    /// `successive crashes = N`, printed while launchd throttles a crashing job.
-    pub fn successive_crashes(&self) -> Option<u32> {
-        self.get("successive crashes")
-            .and_then(|r| r.trim().parse().ok())
-    }
-
-    /// The job's state.
-    pub fn job_state(&self) -> JobState {
-        match self.state() {
-            Some("running") => JobState::Running,
-            Some("not running") => JobState::NotRunning,
-            Some("spawn scheduled") => JobState::SpawnScheduled,
-            Some("waiting") => JobState::Waiting,
-            Some(other) => JobState::Other(other.to_owned()),
-            None => JobState::Other("unknown".into()),
-        }
-    }
-
-    pub fn running(&self) -> bool {
-        self.state() == Some("running") && self.pid().is_some()
-    }
-}
-
-/// How the last instance of a job ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LastExit {
-    /// It has not exited since it was loaded.
-    Never,
-    /// It exited with this code.
-    Code(i32),
-    /// A signal ended it.
-    Signal(i32),
-}
-
-impl LastExit {
-    /// The exit code, when it exited.
-    pub fn code(self) -> Option<i32> {
-        match self {
-            LastExit::Code(c) => Some(c),
-            _ => None,
-        }
-    }
-
-    /// The signal, when one ended it.
-    pub fn signal(self) -> Option<i32> {
-        match self {
-            LastExit::Signal(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    /// Whether it ended badly: a non-zero code or a signal.
-    pub fn failed(self) -> bool {
-        matches!(self, LastExit::Code(c) if c != 0) || matches!(self, LastExit::Signal(_))
-    }
-}
-
-impl std::fmt::Display for LastExit {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LastExit::Never => f.write_str("never exited"),
-            LastExit::Code(c) => write!(f, "exit code {c}"),
-            LastExit::Signal(s) => write!(f, "killed by signal {s}"),
-        }
-    }
-}
-
-/// launchd's `state` of a job, as far as oyster acts on it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JobState {
-    Running,
-    NotRunning,
-    SpawnScheduled,
-    Waiting,
-    Other(String),
-}
-
-impl std::fmt::Display for JobState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            JobState::Running => "running",
-            JobState::NotRunning => "not running",
-            JobState::SpawnScheduled => "spawn scheduled",
-            JobState::Waiting => "waiting",
-            JobState::Other(s) => s,
-        })
-    }
-}
-
-fn leading_number(s: &str) -> Option<i32> {
-    let t = s.trim();
-    let end = t
-        .char_indices()
-        .find(|(i, c)| !(c.is_ascii_digit() || (*i == 0 && *c == '-')))
-        .map_or(t.len(), |(i, _)| i);
-    t[..end].parse().ok()
-}
-
-/// Parses `key = value` lines indented by exactly one tab; nested blocks (which carry their own
-/// `state` and `pid`) are skipped whole.
-pub fn parse_print(text: &str) -> PrintInfo {
-    let mut fields = BTreeMap::new();
-    let mut environment = BTreeMap::new();
-    let mut arguments = vec![];
-    let mut depth = 0usize;
-    let mut in_env = false;
-    let mut in_args = false;
-    for line in text.lines() {
-        let trimmed = line.trim();
-        if in_args {
-            // One argument per line, taken verbatim (an argument may end in `{`); the block
-            // ends at the line that closes it.
-            if line == "\t}" {
-                in_args = false;
-                depth = depth.saturating_sub(1);
-            } else {
-                arguments.push(line.strip_prefix("\t\t").unwrap_or(trimmed).to_owned());
-            }
-            continue;
-        }
-        if depth == 1 && line.starts_with('\t') && !line.starts_with("\t\t") {
-            in_env = trimmed == "environment = {";
-            in_args = trimmed == "arguments = {";
-            if let Some((k, v)) = trimmed.split_once(" = ") {
-                if v != "{" {
-                    fields.entry(k.to_owned()).or_insert_with(|| v.to_owned());
-                }
-            }
-        } else if depth == 2 && in_env {
-            if let Some((k, v)) = trimmed.split_once(" => ") {
-                environment.insert(k.to_owned(), v.to_owned());
-            }
-        }
-        if trimmed.ends_with('{') {
-            depth += 1;
-        } else if trimmed == "}" {
-            depth = depth.saturating_sub(1);
-        }
-    }
-    PrintInfo {
-        fields,
-        environment,
-        arguments,
-    }
-}
-
 impl Launchctl {
     /// Whether `label` is disabled in `domain` (`print-disabled`): `Some(true)` disabled,
     /// `Some(false)` explicitly enabled, `None` when launchd has no override for it. A disabled
-    /// label does not load at login and makes `bootstrap` fail (LAUNCHD.md).
-    pub fn disabled(&self, domain: &str, label: &str) -> anyhow::Result<Option<bool>> {
-        let f = self.call(&["print-disabled", domain])?;
-        if f.code != 0 {
-            return Err(failed(f).into());
+    /// label does not load at login and makes `bootstrap` fail.
+    pub fn disabled(&self, domain: &Domain, label: &str) -> anyhow::Result<Option<bool>> {
+        match self.print_disabled(*domain)? {
+            Ok(text) => Ok(parse_disabled(&text, label)),
+            Err(code) => anyhow::bail!("`launchctl print-disabled {domain}` exited {code}"),
         }
-        Ok(parse_disabled(&f.stdout, label))
-    }
-}
-
-/// Reads `"label" => disabled|enabled` (or `=> true|false` on older releases) for one label.
-pub fn parse_disabled(text: &str, label: &str) -> Option<bool> {
-    let quoted = format!("\"{label}\"");
-    text.lines().find_map(|line| {
-        let (k, v) = line.trim().split_once("=>")?;
-        (k.trim() == quoted).then(|| matches!(v.trim(), "disabled" | "true"))
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn print_disabled_both_styles() {
-        let text = "disabled services = {\n\t\"com.oysterun.host\" => disabled\n\t\"com.oysterun.host.dev\" => enabled\n\t\"x\" => true\n}\n";
-        assert_eq!(super::parse_disabled(text, "com.oysterun.host"), Some(true));
-        assert_eq!(
-            super::parse_disabled(text, "com.oysterun.host.dev"),
-            Some(false)
-        );
-        assert_eq!(super::parse_disabled(text, "x"), Some(true));
-        assert_eq!(super::parse_disabled(text, "com.oysterun"), None);
-    }
-
-    use super::*;
-
-    const SAMPLE: &str = "gui/501/com.oysterun.host = {\n\tactive count = 1\n\tpath = /Users/u/Library/LaunchAgents/com.oysterun.host.plist\n\ttype = LaunchAgent\n\tstate = running\n\tprogram = /opt/homebrew/bin/node\n\targuments = {\n\t\t/opt/homebrew/bin/node\n\t\t/opt/oysterun/host-service/server.mjs\n\t}\n\tdefault environment = {\n\t\tPATH => /default\n\t\tHOME => /h\n\t}\n\tenvironment = {\n\t\tPATH => /usr/bin\n\t}\n\tendpoints = {\n\t\t\"x\" = {\n\t\t\tstate = waiting\n\t\t\tpid = 9\n\t\t}\n\t}\n\tpid = 1076\n\tlast exit code = (never exited)\n}\n";
-
-    #[test]
-    fn parses_depth_one_only() {
-        let p = parse_print(SAMPLE);
-        assert_eq!(p.state(), Some("running"));
-        assert_eq!(p.pid(), Some(1076));
-        assert_eq!(
-            p.path(),
-            Some(Path::new(
-                "/Users/u/Library/LaunchAgents/com.oysterun.host.plist"
-            ))
-        );
-        assert_eq!(p.last_exit(), Some(LastExit::Never));
-        assert!(p.running());
-        assert_eq!(
-            p.environment.get("PATH").map(String::as_str),
-            Some("/usr/bin")
-        );
-        assert_eq!(
-            p.environment.len(),
-            1,
-            "default environment is not the job's"
-        );
-        assert_eq!(
-            p.arguments,
-            [
-                "/opt/homebrew/bin/node",
-                "/opt/oysterun/host-service/server.mjs"
-            ]
-        );
-    }
-
-    use proptest::prelude::*;
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(2000))]
-
-        /// Fuzz: any text parses without panicking.
-        #[test]
-        fn print_parser_never_panics(text in r"(\PC|\t|\n|\{|\}| = | => ){0,200}") {
-            let _ = parse_print(&text);
-        }
-
-        /// Generated print output with nested blocks (carrying their own state and pid) yields
-        /// exactly the depth-one fields.
-        #[test]
-        fn depth_one_fields_are_recovered_exactly(
-            fields in proptest::collection::btree_map("[a-z][a-z ]{0,10}[a-z]", "[ -~&&[^{}]]{1,20}", 0..8),
-            nested in proptest::collection::vec(("[a-z]{1,8}", "[a-z0-9]{1,8}"), 0..4),
-        ) {
-            let mut text = String::from("gui/501/x = {\n");
-            for (i, (k, v)) in fields.iter().enumerate() {
-                let v = v.trim();
-                if v.is_empty() || v.ends_with('{') { continue; }
-                text += &format!("\t{k} = {v}\n");
-                if i < nested.len() {
-                    let (name, val) = &nested[i];
-                    text += &format!("\t{name}block = {{\n\t\tstate = {val}\n\t\tpid = 1\n\t\tdeeper = {{\n\t\t\tpath = /x\n\t\t}}\n\t}}\n");
-                }
-            }
-            text += "}\n";
-            let p = parse_print(&text);
-            for (k, v) in &fields {
-                let v = v.trim();
-                if v.is_empty() || v.ends_with('{') { continue; }
-                prop_assert_eq!(p.get(k), Some(v));
-            }
-            if !fields.contains_key("pid") { prop_assert_eq!(p.pid(), None); }
-            if !fields.contains_key("state") { prop_assert_eq!(p.state(), None); }
-        }
-    }
-
-    #[test]
-    fn nested_state_and_pid_never_leak_up() {
-        let text = "x = {\n\tstate = not running\n\tsub = {\n\t\tstate = running\n\t\tpid = 5\n\t}\n\tlast exit code = 78: EX_CONFIG\n}\n";
-        let p = parse_print(text);
-        assert_eq!(p.state(), Some("not running"));
-        assert_eq!(p.pid(), None);
-        assert!(!p.running());
-        assert_eq!(p.last_exit(), Some(LastExit::Code(78)));
-        let killed = parse_print(
-            "x = {\n\tstate = not running\n\tlast terminating signal = Killed: 9\n\truns = 3\n}\n",
-        );
-        assert_eq!(killed.last_exit(), Some(LastExit::Signal(9)));
-        assert_eq!(killed.runs(), Some(3));
     }
 }

@@ -3,5 +3,6 @@
 
 pub mod launchctl;
 pub mod lifecycle;
+pub mod print;
 pub mod status;
 pub mod verbs;

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::agent::launchctl::{JobState, LastExit, Launchctl, PrintInfo};
+use crate::agent::launchctl::{Domain, JobState, LastExit, Launchctl, PrintInfo};
 use crate::context::Context;
 use crate::direct::{self, Owner, PidRecord};
 use crate::host::identity::ExecRecord;
@@ -39,6 +39,9 @@ pub enum Summary {
     NotInstalled,
     /// launchctl could not be asked, so what launchd does is not known.
     Unknown,
+    /// The label is loaded in both `gui/<uid>` and `user/<uid>`: two Hosts for one port (a
+    /// console login after an install over SSH). A failure with its fix.
+    LoadedTwice,
 }
 
 /// The summary as one word (its `--json` value, spaced): `verified`, `not loaded`, ….
@@ -110,6 +113,8 @@ pub struct AgentStatus {
     pub launchctl: Option<String>,
     pub launchctl_overridden: bool,
     pub domain: Option<String>,
+    /// Every domain the label is loaded in (`gui/<uid>` first); two means loaded twice.
+    pub loaded_in: Vec<String>,
     pub notes: Vec<String>,
 }
 
@@ -211,6 +216,7 @@ fn blank(ctx: &Context, installed: Option<&Installed>) -> AgentStatus {
         launchctl: None,
         launchctl_overridden: false,
         domain: None,
+        loaded_in: vec![],
         notes: vec![],
     }
 }
@@ -273,17 +279,28 @@ fn ask_launchd(
             .disabled(&domain.name, &ctx.stack.label)
             .ok()
             .map(|d| d.unwrap_or(false));
-        // A job loaded in user/<uid> is not visible in gui/<uid>: look in both.
-        let found = lc.find_loaded(&ctx.stack.label)?;
-        st.domain = Some(found.as_ref().map_or(domain.name, |(d, _)| d.clone()));
-        if let Some((_, info)) = found {
-            record_job(ctx, &info, installed, st);
+        // A job loaded in user/<uid> is not visible in gui/<uid>: look in both, and a label
+        // loaded in both is one Host too many (a console login after an install over SSH).
+        let both = lc.in_both_domains(&ctx.stack.label)?;
+        let loaded = both.loaded();
+        st.loaded_in = loaded.iter().map(|(d, _)| d.to_string()).collect();
+        st.domain = Some(loaded.first().map_or(domain.name, |(d, _)| *d).to_string());
+        if let Some((_, info)) = loaded.first() {
+            record_job(ctx, info, installed, st);
+        }
+        if let [(first, a), (second, b), ..] = loaded.as_slice() {
+            st.notes
+                .push(loaded_twice_note(ctx, (*first, a), (*second, b)));
         }
         Ok(())
     })();
     match looked {
         Ok(()) => {
-            st.summary = summarize(st);
+            st.summary = if st.loaded_in.len() > 1 {
+                Summary::LoadedTwice
+            } else {
+                summarize(st)
+            };
             true
         }
         // Whether it is loaded is not known: the summary says so.
@@ -292,6 +309,24 @@ fn ask_launchd(
             false
         }
     }
+}
+
+/// What a label loaded in two domains means, and the fix: the `gui/<uid>` copy is the one a
+/// console login keeps loading, so the `user/<uid>` copy goes (a restart does it).
+fn loaded_twice_note(
+    ctx: &Context,
+    (first, a): (Domain, &PrintInfo),
+    (second, b): (Domain, &PrintInfo),
+) -> String {
+    let pid = |i: &PrintInfo| i.pid().map_or("not running".into(), |p| format!("pid {p}"));
+    format!(
+        "loaded twice: {} is loaded in {first} ({}) and in {second} ({}), two Hosts for one port; `{}` boots the {second} copy out (or `launchctl bootout {}`)",
+        ctx.stack.label,
+        pid(a),
+        pid(b),
+        ctx.hint_cmd("restart"),
+        second.target(&ctx.stack.label),
+    )
 }
 
 /// The loaded job's facts, and the probe of its running Host.
@@ -463,6 +498,7 @@ mod tests {
             launchctl: None,
             launchctl_overridden: false,
             domain: None,
+            loaded_in: vec![],
             notes: vec![],
         }
     }

@@ -8,9 +8,12 @@
 
 use std::time::{Duration, Instant};
 
+use crate::agent::launchctl::{Domain, Reply};
 use crate::agent::lifecycle::Agent;
-use crate::error::Failed;
+use crate::error::{Failed, Interrupted};
 use crate::output::audit::{Action, Step, StepOutcome};
+use crate::sys::process::ProcessError;
+use crate::sys::signal::{self, InterruptGuard};
 
 /// What `stop` found and did.
 #[derive(Debug, Clone, Copy)]
@@ -34,29 +37,100 @@ pub struct KillOutcome {
 const KILL_WATCH: Duration = Duration::from_secs(5);
 
 impl Agent<'_> {
-    /// `launchctl enable`: undoes `stop`'s disable (`start` calls it before loading).
+    /// `launchctl enable` in both of this user's domains: undoes `stop`'s disable (`start`
+    /// calls it before loading). Overrides are per domain, so a label stopped over SSH
+    /// (`user/<uid>`) would otherwise stay disabled at the console, and the reverse.
     pub fn enable(&self, action: Action) -> anyhow::Result<()> {
-        self.lc.ok(&["enable", &self.target()])?;
+        self.in_each_domain(|d| self.lc.enable(d, &self.stack.label))?;
         self.audit
             .record(action, Step::Enable, StepOutcome::Ok, None, "");
         Ok(())
     }
 
+    /// `agent start`: refuses a port another process holds **before** enabling anything (a
+    /// refused start leaves the label disabled, as `stop` left it), then enables the label in
+    /// both domains and loads and verifies as `apply` does.
+    pub fn start(
+        &self,
+        plan: &crate::host::plan::Plan,
+        timing: crate::agent::lifecycle::Timing,
+    ) -> anyhow::Result<crate::agent::lifecycle::Outcome> {
+        self.refuse_port_for(plan)?;
+        self.enable(Action::Start)?;
+        self.apply(plan, Action::Start, false, timing)
+    }
+
+    /// Runs an override verb (enable/disable) in the domain oyster acts in, then in the other
+    /// one, where a missing domain (112/125: no console session) is no failure.
+    /// Returns the other domain and its code when it was missing.
+    fn in_each_domain(
+        &self,
+        verb: impl Fn(Domain) -> Result<Reply, ProcessError>,
+    ) -> anyhow::Result<Option<(Domain, crate::agent::launchctl::Code)>> {
+        let active = self.active();
+        verb(active)?.accept(&[])?;
+        let other = active.other();
+        let r = verb(other)?;
+        if r.code.domain_missing() {
+            return Ok(Some((other, r.code)));
+        }
+        r.accept(&[])?;
+        Ok(None)
+    }
+
     /// Boots the job out (waiting until launchd has let it go) and disables the label; the
     /// plist stays where it is.
     pub fn stop(&self) -> anyhow::Result<StopOutcome> {
-        let before = self.print()?;
+        // Ctrl-C while launchd stops a slow Host must not leave the job booted out but still
+        // enabled (it would come back at the next login): the disable is finished first.
+        let _guard = InterruptGuard::install();
+        let before = self.before()?;
         let pid = before
             .as_ref()
             .filter(|i| i.running())
             .and_then(|i| i.pid());
-        if before.is_some() {
-            self.bootout(Action::Stop)?;
-        }
+        let booted_out = (|| -> anyhow::Result<()> {
+            for (domain, info) in self.other_copies() {
+                self.bootout_in(*domain, Action::Stop, info.pid())?;
+            }
+            if before.is_some() {
+                self.bootout_in(self.active(), Action::Stop, pid)?;
+            }
+            Ok(())
+        })();
+        let interrupted = match booted_out {
+            Err(_) if signal::received().is_some() => signal::received(),
+            Err(e) => return Err(e),
+            Ok(()) => None,
+        };
+        let _rest = interrupted.map(|_| signal::Suspended::new());
         self.remove_stale_identity();
-        self.lc.ok(&["disable", &self.target()])?;
+        // Both domains: a console login would otherwise load the plist into gui/<uid> again.
+        if let Some((missing, code)) =
+            self.in_each_domain(|d| self.lc.disable(d, &self.stack.label))?
+        {
+            // Said, not hidden: launchd keeps disabled overrides per domain, and this one
+            // cannot be reached now.
+            crate::output::printer().warn(&format!(
+                "could not disable {} in {missing} (launchctl exit {code}: no console session now), \
+                 so a console login may load it there again; run `oyster agent stop --stack {}` once logged in",
+                self.stack.label, self.stack.name
+            ));
+        }
         self.audit
-            .record(Action::Stop, Step::Disable, StepOutcome::Ok, pid, "");
+            .record(Action::Stop, Step::Disable, StepOutcome::Ok, None, "");
+        if let Some(sig) = interrupted {
+            return Err(Interrupted(
+                sig,
+                format!(
+                    "{} was booted out{} and disabled, so it stays stopped (also at the next login); kept {}",
+                    self.stack.label,
+                    pid.map_or(String::new(), |p| format!(" (launchd finishes stopping pid {p})")),
+                    self.stack.plist_path().display()
+                ),
+            )
+            .into());
+        }
         Ok(StopOutcome {
             was_loaded: before.is_some(),
             pid,
@@ -67,8 +141,8 @@ impl Agent<'_> {
     /// KeepAlive makes launchd start it again (after the rest of ThrottleInterval when it ran
     /// less than that).
     pub fn kill(&self) -> anyhow::Result<KillOutcome> {
-        let target = self.target();
-        let Some(info) = self.print()? else {
+        let _guard = InterruptGuard::install();
+        let Some(info) = self.before()? else {
             return Err(Failed::new(
                 format!("{} is not loaded, so there is no Host to signal", self.stack.label),
                 format!(
@@ -92,20 +166,22 @@ impl Agent<'_> {
             )
             .into());
         };
-        let f = self.lc.call(&["kill", "SIGTERM", &target])?;
-        if f.code != 0 {
-            anyhow::bail!(
-                "`launchctl kill SIGTERM {target}` exited {}: {}",
-                f.code,
-                f.stderr.trim()
-            );
-        }
+        self.lc
+            .kill_sigterm(self.active(), &self.stack.label)?
+            .accept(&[])?;
         self.audit
             .record(Action::Kill, Step::Sigterm, StepOutcome::Ok, Some(pid), "");
         crate::output::printer().waiting(&format!("pid {pid} to exit"), KILL_WATCH);
         let t0 = Instant::now();
         let mut exited = false;
         while t0.elapsed() < KILL_WATCH {
+            if let Some(sig) = signal::received() {
+                return Err(Interrupted(
+                    sig,
+                    format!("SIGTERM was sent to pid {pid}; launchd starts the Host again by itself (KeepAlive)"),
+                )
+                .into());
+            }
             if crate::verify::inspect(pid).is_none() {
                 exited = true;
                 break;

@@ -396,7 +396,24 @@ fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
         if let Some(n) = &domain.fallback_note {
             checks.push(check("domain", Level::Warn, n.clone(), None));
         }
-        let Some((loaded_in, info)) = lc.find_loaded(&st.label)? else {
+        let both = lc.in_both_domains(&st.label)?;
+        let loaded = both.loaded();
+        if let [(first, _), (second, _), ..] = loaded.as_slice() {
+            checks.push(check(
+                "launchd",
+                Level::Fail,
+                format!(
+                    "{} is loaded twice, in {first} and in {second}: two Hosts for one port (a console login after an install over SSH loads the plist into {first} beside the {second} copy)",
+                    st.label
+                ),
+                Some(format!(
+                    "run `oyster agent restart --stack {}` (it boots the {second} copy out), or `launchctl bootout {}`",
+                    st.name,
+                    second.target(&st.label)
+                )),
+            ));
+        }
+        let Some((loaded_in, info)) = loaded.first().map(|(d, i)| (*d, (*i).clone())) else {
             checks.push(not_loaded_check(
                 ctx,
                 &lc,
@@ -405,7 +422,7 @@ fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
             ));
             return Ok(());
         };
-        let domain = crate::agent::launchctl::Domain {
+        let domain = crate::agent::launchctl::DomainChoice {
             name: loaded_in,
             fallback_note: None,
         };
@@ -449,7 +466,12 @@ fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
 
 /// A job that is not loaded: stopped on purpose (`agent stop` disables the label) is not
 /// broken.
-fn not_loaded_check(ctx: &Context, lc: &Launchctl, domain: &str, installed: bool) -> Check {
+fn not_loaded_check(
+    ctx: &Context,
+    lc: &Launchctl,
+    domain: &crate::agent::launchctl::Domain,
+    installed: bool,
+) -> Check {
     let st = &ctx.stack;
     let stopped = installed
         && lc

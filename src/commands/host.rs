@@ -340,7 +340,7 @@ fn launchd_runs_it(ctx: &Context) -> anyhow::Result<Option<LaunchdJob>> {
         .print(&domain.target(&ctx.stack.label))?
         .map(|info| LaunchdJob {
             label: ctx.stack.label.clone(),
-            domain: domain.name.clone(),
+            domain: domain.name.to_string(),
             state: info.state().unwrap_or("unknown").to_owned(),
             pid: info.pid().filter(|_| info.running()),
             info: Some(info),

@@ -1,12 +1,16 @@
 //! The LaunchAgent generator (CONTRACT.md §4).
 //!
-//! The plist is built as a value with the `plist` crate (never a string template, so `&`, `<`
-//! and quotes are escaped), keys sorted at every level as CoreFoundation writes them, rendered
-//! as XML 1.0 with tabs and a trailing newline, and parsed back before anyone writes it.
+//! The plist is a typed [`LaunchAgent`] with launchd's key names (serialised by the `plist`
+//! crate through serde, never a string template, so `&`, `<` and quotes are escaped), keys
+//! sorted at every level as CoreFoundation writes them, rendered as XML 1.0 with tabs and a
+//! trailing newline, and parsed back before anyone writes it. An installed plist is read into
+//! the same struct, keys oyster does not write kept in [`LaunchAgent::other`].
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use plist::{Dictionary, Value};
+use serde::{Deserialize, Serialize};
 
 use crate::error::Invalid;
 use crate::host::launchenv::LaunchEnv;
@@ -28,10 +32,105 @@ pub struct AgentSpec<'a> {
 /// is where an SSH login or a Mac with nobody at the screen loads it (LAUNCHD.md).
 pub const SESSION_TYPES: [&str; 5] = ["Aqua", "Background", "LoginWindow", "StandardIO", "System"];
 
+/// A LaunchAgent definition, with launchd's key names (`launchd.plist(5)`). Fields are in
+/// key order, which is the order CoreFoundation writes them in.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct LaunchAgent {
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub environment_variables: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_alive: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limit_load_to_session_type: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub program_arguments: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_at_load: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standard_error_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub standard_out_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub throttle_interval: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub working_directory: Option<String>,
+    /// Every key oyster does not write (a hand edit, Oysterun's own installer, launchd keys
+    /// such as `Program`), and a known key whose value has another shape than oyster writes
+    /// (`KeepAlive` as a dictionary of conditions, a one-string `LimitLoadToSessionType`), kept
+    /// as found so redaction and "installed by" see the whole file. Never written by oyster.
+    #[serde(skip)]
+    pub other: Dictionary,
+}
+
+/// Whether `v` has the shape the typed field for `key` takes (`None`: not a key oyster types).
+fn fits(key: &str, v: &Value) -> Option<bool> {
+    let strings = |v: &Value| {
+        v.as_array()
+            .is_some_and(|a| a.iter().all(|x| x.as_string().is_some()))
+    };
+    Some(match key {
+        "EnvironmentVariables" => v
+            .as_dictionary()
+            .is_some_and(|d| d.values().all(|x| x.as_string().is_some())),
+        "KeepAlive" | "RunAtLoad" => v.as_boolean().is_some(),
+        "Label" | "ProcessType" | "StandardErrorPath" | "StandardOutPath" | "WorkingDirectory" => {
+            v.as_string().is_some()
+        }
+        "LimitLoadToSessionType" | "ProgramArguments" => strings(v),
+        "ThrottleInterval" => v.as_signed_integer().is_some(),
+        _ => return None,
+    })
+}
+
+impl LaunchAgent {
+    /// Parses plist bytes (XML or binary). The typed keys go through serde; any other key, or
+    /// a typed key of another shape, lands in [`LaunchAgent::other`] instead of failing the
+    /// whole file. Not a dictionary at the top: an error.
+    pub fn parse(bytes: &[u8]) -> Result<LaunchAgent, plist::Error> {
+        let value = Value::from_reader(std::io::Cursor::new(bytes))?;
+        let Some(dict) = value.into_dictionary() else {
+            return plist::from_bytes(bytes);
+        };
+        let (mut known, mut other) = (Dictionary::new(), Dictionary::new());
+        for (k, v) in dict {
+            if fits(&k, &v) == Some(true) {
+                known.insert(k, v);
+                continue;
+            }
+            // As before the struct existed: the string entries of a mixed environment or
+            // argument list still count (the whole original is kept in `other` too).
+            match (k.as_str(), &v) {
+                ("EnvironmentVariables", Value::Dictionary(d)) => {
+                    let text: Dictionary = d
+                        .iter()
+                        .filter(|(_, x)| x.as_string().is_some())
+                        .map(|(a, b)| (a.clone(), b.clone()))
+                        .collect();
+                    known.insert(k.clone(), Value::Dictionary(text));
+                }
+                ("ProgramArguments", Value::Array(a)) => {
+                    let text = a.iter().filter(|x| x.as_string().is_some()).cloned();
+                    known.insert(k.clone(), Value::Array(text.collect()));
+                }
+                _ => {}
+            }
+            other.insert(k, v);
+        }
+        let mut agent: LaunchAgent = plist::from_value(&Value::Dictionary(known))?;
+        agent.other = other;
+        Ok(agent)
+    }
+}
+
 /// A string for the plist: it must be XML 1.0 text, so a control character other than tab is
 /// refused before anything is written (a plist with one is not well-formed; launchd and
 /// Python's plistlib refuse it even where a lenient parser does not).
-fn text(what: &str, value: &str) -> Result<Value, Invalid> {
+fn text(what: &str, value: &str) -> Result<String, Invalid> {
     if let Some(c) = value.chars().find(|c| c.is_control() && *c != '\t') {
         return Err(Invalid::new(format!(
             "{what} holds the control character U+{:04X}, which cannot go into a plist: {}",
@@ -40,57 +139,44 @@ fn text(what: &str, value: &str) -> Result<Value, Invalid> {
         ))
         .hint("use a path without control characters"));
     }
-    Ok(Value::String(value.to_owned()))
+    Ok(value.to_owned())
+}
+
+/// The definition oyster generates for `spec`.
+pub fn generate(spec: &AgentSpec<'_>) -> Result<LaunchAgent, Invalid> {
+    let s = |what: &str, p: &Path| text(what, &p.to_string_lossy());
+    let mut env = BTreeMap::new();
+    for (k, v) in &spec.env.vars {
+        env.insert(k.clone(), text(k, v)?);
+    }
+    Ok(LaunchAgent {
+        environment_variables: env,
+        keep_alive: Some(true),
+        label: Some(spec.label.to_owned()),
+        limit_load_to_session_type: SESSION_TYPES.map(str::to_owned).to_vec(),
+        process_type: Some("Interactive".into()),
+        program_arguments: std::iter::once(s("oyster's path", spec.launcher)?)
+            .chain(launch_arguments(spec.stack))
+            .collect(),
+        run_at_load: Some(true),
+        standard_error_path: Some(s("the log path", spec.log_path)?),
+        standard_out_path: Some(s("the log path", spec.log_path)?),
+        throttle_interval: Some(10),
+        working_directory: Some(s("the Oysterun root", &spec.root.join("host-service"))?),
+        other: Dictionary::new(),
+    })
 }
 
 /// Renders the plist bytes. Same inputs, same bytes.
 pub fn render(spec: &AgentSpec<'_>) -> anyhow::Result<Vec<u8>> {
-    let s = |what: &str, p: &Path| text(what, &p.to_string_lossy());
-    let mut env = Dictionary::new();
-    for (k, v) in &spec.env.vars {
-        env.insert(k.clone(), text(k, v)?);
-    }
-    let mut d = Dictionary::new();
-    d.insert("EnvironmentVariables".into(), Value::Dictionary(env));
-    d.insert("KeepAlive".into(), Value::Boolean(true));
-    d.insert("Label".into(), Value::String(spec.label.to_owned()));
-    d.insert(
-        "LimitLoadToSessionType".into(),
-        Value::Array(
-            SESSION_TYPES
-                .iter()
-                .map(|t| Value::String((*t).to_owned()))
-                .collect(),
-        ),
-    );
-    d.insert("ProcessType".into(), Value::String("Interactive".into()));
-    d.insert(
-        "ProgramArguments".into(),
-        Value::Array(
-            std::iter::once(s("oyster's path", spec.launcher)?)
-                .chain(launch_arguments(spec.stack).into_iter().map(Value::String))
-                .collect(),
-        ),
-    );
-    d.insert("RunAtLoad".into(), Value::Boolean(true));
-    d.insert(
-        "StandardErrorPath".into(),
-        s("the log path", spec.log_path)?,
-    );
-    d.insert("StandardOutPath".into(), s("the log path", spec.log_path)?);
-    d.insert("ThrottleInterval".into(), Value::Integer(10.into()));
-    d.insert(
-        "WorkingDirectory".into(),
-        s("the Oysterun root", &spec.root.join("host-service"))?,
-    );
-    let value = sorted(Value::Dictionary(d));
+    let agent = generate(spec)?;
     let mut out = Vec::new();
-    plist::to_writer_xml(&mut out, &value)?;
+    plist::to_writer_xml(&mut out, &agent)?;
     out.push(b'\n');
-    let back = Value::from_reader_xml(out.as_slice())
+    let back = LaunchAgent::parse(&out)
         .map_err(|e| anyhow::anyhow!("the generated plist does not parse back: {e}"))?;
     anyhow::ensure!(
-        back == value,
+        back == agent,
         "the generated plist parses back to a different value"
     );
     Ok(out)
@@ -106,24 +192,14 @@ pub fn launch_arguments(stack: &str) -> Vec<String> {
 /// The file name of Oysterun's own runner, which its installer puts in `ProgramArguments`.
 pub const OYSTERUN_RUNNER: &str = "run_oysterun_host.sh";
 
-/// Sorts dictionary keys at every level (CoreFoundation's order).
-fn sorted(v: Value) -> Value {
-    match v {
-        Value::Dictionary(d) => {
-            let mut items: Vec<(String, Value)> = d.into_iter().collect();
-            items.sort_by(|a, b| a.0.cmp(&b.0));
-            Value::Dictionary(items.into_iter().map(|(k, v)| (k, sorted(v))).collect())
-        }
-        Value::Array(a) => Value::Array(a.into_iter().map(sorted).collect()),
-        other => other,
-    }
-}
-
-/// What oyster reads back from an installed plist: its bytes, its `EnvironmentVariables` and
-/// its `ProgramArguments` (empty when the plist does not parse).
+/// What oyster reads back from an installed plist: its bytes, the definition, and copies of its
+/// `EnvironmentVariables` and `ProgramArguments` (empty when the plist does not parse).
 #[derive(Debug, Clone, Default)]
 pub struct Installed {
     pub bytes: Vec<u8>,
+    /// The whole definition, keys oyster does not write included (default when it does not
+    /// parse).
+    pub agent: LaunchAgent,
     pub env: LaunchEnv,
     pub program_arguments: Vec<String>,
 }
@@ -145,11 +221,15 @@ impl Installed {
     /// The runner script, when Oysterun's own installer wrote this plist (its
     /// `ProgramArguments` run `tool_scripts/run_oysterun_host.sh`).
     pub fn oysterun_runner(&self) -> Option<&str> {
-        self.program_arguments.iter().map(String::as_str).find(|a| {
-            Path::new(a)
-                .file_name()
-                .is_some_and(|n| n == OYSTERUN_RUNNER)
-        })
+        self.agent
+            .program_arguments
+            .iter()
+            .map(String::as_str)
+            .find(|a| {
+                Path::new(a)
+                    .file_name()
+                    .is_some_and(|n| n == OYSTERUN_RUNNER)
+            })
     }
 }
 
@@ -182,46 +262,52 @@ pub fn read_installed(path: &Path) -> Option<Installed> {
             return None;
         }
     };
-    let env = read_env(&bytes).unwrap_or_else(|e| {
+    let agent = LaunchAgent::parse(&bytes).unwrap_or_else(|e| {
         crate::output::printer().note(&format!(
             "the installed {} does not parse ({e}); ignoring its pins",
             path.display()
         ));
-        LaunchEnv::default()
+        LaunchAgent::default()
     });
-    let program_arguments = read_program_arguments(&bytes);
     Some(Installed {
         bytes,
-        env,
-        program_arguments,
+        env: LaunchEnv {
+            vars: agent.environment_variables.clone(),
+        },
+        program_arguments: agent.program_arguments.clone(),
+        agent,
     })
-}
-
-/// The `ProgramArguments` of plist bytes (empty when there are none or it does not parse).
-pub fn read_program_arguments(bytes: &[u8]) -> Vec<String> {
-    Value::from_reader(std::io::Cursor::new(bytes))
-        .ok()
-        .and_then(Value::into_dictionary)
-        .and_then(|mut d| d.remove("ProgramArguments"))
-        .and_then(Value::into_array)
-        .map(|a| a.into_iter().filter_map(Value::into_string).collect())
-        .unwrap_or_default()
 }
 
 /// The `EnvironmentVariables` of plist bytes.
 pub fn read_env(bytes: &[u8]) -> Result<LaunchEnv, plist::Error> {
-    let value = Value::from_reader(std::io::Cursor::new(bytes))?;
-    let vars = value
-        .into_dictionary()
-        .and_then(|mut d| d.remove("EnvironmentVariables"))
-        .and_then(Value::into_dictionary)
-        .map(|e| {
-            e.into_iter()
-                .filter_map(|(k, v)| v.into_string().map(|s| (k, s)))
-                .collect()
-        })
-        .unwrap_or_default();
-    Ok(LaunchEnv { vars })
+    Ok(LaunchEnv {
+        vars: LaunchAgent::parse(bytes)?.environment_variables,
+    })
+}
+
+/// A plist in `~/Library/LaunchAgents` owned by another uid (an older `sudo` run leaves a
+/// root-owned one) is refused before anything is written: launchd refuses to load it (122), a
+/// rewrite cannot keep that owner without privileges, and oyster never leaves a file in the
+/// user's home owned by someone else. The message names the file, its owner and the fix.
+pub fn refuse_foreign_owner(plist_path: &Path) -> Result<(), Invalid> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(plist_path) else {
+        return Ok(());
+    };
+    let me = crate::sys::user::euid();
+    if meta.uid() == me {
+        return Ok(());
+    }
+    let name = |uid: u32| crate::sys::user::name_of(uid).unwrap_or_else(|| format!("uid {uid}"));
+    let (owner, mine) = (name(meta.uid()), name(me));
+    let p = plist_path.display();
+    Err(Invalid::new(format!(
+        "{p} is owned by {owner}, not by you ({mine}): launchd refuses to load it, and oyster will not replace a file someone else owns"
+    ))
+    .hint(format!(
+        "remove it with `sudo rm {p}` (or take it over with `sudo chown {mine} {p}`), then run again"
+    )))
 }
 
 /// Writes the plist when its bytes change: log dir first (launchd cannot open a log in a missing
@@ -234,8 +320,9 @@ pub fn write(
     plist_path: &Path,
     bytes: &[u8],
     log_dir: &Path,
-) -> Result<bool, FsError> {
+) -> anyhow::Result<bool> {
     use std::os::unix::fs::PermissionsExt;
+    refuse_foreign_owner(plist_path)?;
     fsutil::create_dir_all(log_dir, 0o755)?;
     if let Some(dir) = plist_path.parent() {
         fsutil::create_dir_all(dir, 0o755)?;
@@ -300,8 +387,9 @@ mod tests {
 "#;
         let inst = Installed {
             bytes: bytes.to_vec(),
+            agent: LaunchAgent::parse(bytes).unwrap(),
             env: read_env(bytes).unwrap(),
-            program_arguments: read_program_arguments(bytes),
+            program_arguments: LaunchAgent::parse(bytes).unwrap().program_arguments,
         };
         assert_eq!(
             inst.oysterun_runner(),
@@ -309,5 +397,35 @@ mod tests {
         );
         assert_eq!(inst.repo_root(), Some("/opt/oysterun"));
         assert_eq!(inst.node_bin(), Some("/opt/homebrew/bin/node"));
+    }
+
+    #[test]
+    fn keys_oyster_does_not_write_are_kept_and_odd_types_do_not_lose_the_rest() {
+        let bytes = br#"<?xml version="1.0" encoding="UTF-8"?>
+<plist version="1.0"><dict>
+<key>Label</key><string>com.oysterun.host</string>
+<key>KeepAlive</key><dict><key>SuccessfulExit</key><false/></dict>
+<key>Program</key><string>/bin/x</string>
+<key>Sockets</key><dict><key>a</key><integer>1</integer></dict>
+<key>ProgramArguments</key><array><string>/bin/x</string><integer>3</integer></array>
+<key>EnvironmentVariables</key><dict><key>A</key><string>1</string><key>N</key><integer>2</integer></dict>
+</dict></plist>
+"#;
+        let a = LaunchAgent::parse(bytes).unwrap();
+        assert_eq!(a.label.as_deref(), Some("com.oysterun.host"));
+        assert_eq!(a.program_arguments, ["/bin/x"]);
+        assert!(a.other.contains_key("ProgramArguments"));
+        assert_eq!(a.environment_variables.len(), 1);
+        assert!(a.other.contains_key("EnvironmentVariables"));
+        assert_eq!(
+            a.other.get("Program"),
+            Some(&Value::String("/bin/x".into()))
+        );
+        assert!(a.other.contains_key("Sockets"));
+        assert_eq!(a.keep_alive, None);
+        assert!(matches!(
+            a.other.get("KeepAlive"),
+            Some(Value::Dictionary(_))
+        ));
     }
 }

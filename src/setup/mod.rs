@@ -358,7 +358,7 @@ fn apply_steps(
                 &direct::StartOptions {
                     wait: opts.timing.wait,
                     settle: opts.timing.settle,
-                    floor: crate::verify::ProofFloor::from_env(ctx.env.env_proof.as_deref()),
+                    floor: ctx.env.proof_floor,
                 },
             )?;
             journal.push(Undo::StopHost);

@@ -351,6 +351,15 @@ fn sync_dir(path: &Path) -> Result<(), FsError> {
 pub struct Lock {
     // flock(2) through nix, released when the descriptor closes (on drop, or process exit).
     _held: nix::fcntl::Flock<File>,
+    waited: bool,
+}
+
+impl Lock {
+    /// Whether another holder had it first, so whatever this run saw before it got the lock
+    /// (a launchd job's pid, a file) may have changed meanwhile.
+    pub fn waited(&self) -> bool {
+        self.waited
+    }
 }
 
 /// `flock` in `mode` on `file`: `Ok(None)` when a non-blocking request finds it held.
@@ -387,7 +396,10 @@ pub fn lock_sidecar(path: &Path) -> Result<Lock, FsError> {
     let lock_path = PathBuf::from(name);
     let file = open_lock_file(&lock_path)?;
     match flock(file, nix::fcntl::FlockArg::LockExclusive, &lock_path)? {
-        Ok(held) => Ok(Lock { _held: held }),
+        Ok(held) => Ok(Lock {
+            _held: held,
+            waited: false,
+        }),
         Err(_) => unreachable!("a blocking flock does not answer EWOULDBLOCK"),
     }
 }
@@ -407,6 +419,7 @@ pub fn lock_waiting(
     let mut file = open_lock_file(lock_path)?;
     let t0 = std::time::Instant::now();
     let mut waiting = Some(waiting);
+    let mut waited = false;
     let holder_of = |f: &mut File| {
         let mut holder = String::new();
         let _ = f.rewind().and_then(|()| f.read_to_string(&mut holder));
@@ -416,6 +429,7 @@ pub fn lock_waiting(
         match flock(file, nix::fcntl::FlockArg::LockExclusiveNonblock, lock_path)? {
             Ok(held) => break held,
             Err(mut busy) => {
+                waited = true;
                 if waiting.is_some() {
                     let holder = holder_of(&mut busy);
                     // The record may still be the previous holder's (the new one writes its own
@@ -447,7 +461,10 @@ pub fn lock_waiting(
         .set_len(0)
         .and_then(|()| held.rewind())
         .and_then(|()| held.write_all(record.as_bytes()));
-    Ok(Lock { _held: held })
+    Ok(Lock {
+        _held: held,
+        waited,
+    })
 }
 
 /// Whether a lock record (`pid N (what)`) names a live process other than this one.

@@ -92,16 +92,19 @@ fn intended_port(ctx: &Context) -> Option<u16> {
     })
 }
 
-/// This stack's own running Host, whoever runs it: the port it holds is not "another's".
-fn current_host_pid(ctx: &Context) -> Option<u32> {
-    let launchd = Launchctl::locate(&ctx.env)
+/// This stack's own running Hosts, whoever runs them: the port they hold is not "another's".
+/// launchd's copies in both domains count (a label loaded twice holds its port with the other
+/// copy, and the verb is what boots that copy out).
+fn current_host_pids(ctx: &Context) -> Vec<u32> {
+    let mut pids: Vec<u32> = Launchctl::locate(&ctx.env)
         .ok()
-        .and_then(|lc| lc.find_loaded(&ctx.stack.label).ok().flatten())
-        .and_then(|(_, info)| info.pid());
-    launchd.or_else(|| match crate::direct::owner(&ctx.stack) {
-        Ok(Owner::Ours(rec, _)) => Some(rec.pid),
-        _ => None,
-    })
+        .and_then(|lc| lc.in_both_domains(&ctx.stack.label).ok())
+        .map(|b| b.loaded().iter().filter_map(|(_, i)| i.pid()).collect())
+        .unwrap_or_default();
+    if let Ok(Owner::Ours(rec, _)) = crate::direct::owner(&ctx.stack) {
+        pids.push(rec.pid);
+    }
+    pids
 }
 
 /// Refuses, before anything is written or created, a port held by a process that is not this
@@ -111,7 +114,7 @@ pub fn refuse_held_port(ctx: &Context) -> anyhow::Result<()> {
     let Some(port) = intended_port(ctx) else {
         return Ok(());
     };
-    let holder = match crate::probe::foreign_listener(port, || current_host_pid(ctx)) {
+    let holder = match crate::probe::foreign_listener(port, || current_host_pids(ctx)) {
         Ok(h) => h,
         Err(e) => {
             ctx.out
@@ -145,11 +148,12 @@ pub fn refuse_direct_host(ctx: &Context) -> anyhow::Result<()> {
         return Ok(());
     };
     // `host exec` writes the pid file under launchd too: launchd's own Host is not direct.
-    let launchd_pid = Launchctl::locate(&ctx.env)
+    // In either domain: a copy in user/<uid> beside one in gui/<uid> is launchd's too.
+    let launchd_runs_it = Launchctl::locate(&ctx.env)
         .ok()
-        .and_then(|lc| lc.find_loaded(&ctx.stack.label).ok().flatten())
-        .and_then(|(_, info)| info.pid());
-    if launchd_pid == Some(rec.pid) {
+        .and_then(|lc| lc.in_both_domains(&ctx.stack.label).ok())
+        .is_some_and(|b| b.loaded().iter().any(|(_, i)| i.pid() == Some(rec.pid)));
+    if launchd_runs_it {
         return Ok(());
     }
     Err(Failed::new(

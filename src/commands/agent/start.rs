@@ -4,7 +4,6 @@
 use super::preflight::{self, Launchd};
 use crate::cli::StartArgs;
 use crate::context::Context;
-use crate::output::audit::Action;
 use crate::ExitStatus;
 
 pub fn run(ctx: &Context, args: &StartArgs) -> anyhow::Result<ExitStatus> {
@@ -16,8 +15,7 @@ pub fn run(ctx: &Context, args: &StartArgs) -> anyhow::Result<ExitStatus> {
         let Some(Ok(agent)) = p.agent else {
             unreachable!("Launchd::Required returns the agent or fails")
         };
-        agent.enable(Action::Start)?;
-        let outcome = agent.apply(&p.plan, Action::Start, false, args.verify.timing())?;
+        let outcome = agent.start(&p.plan, args.verify.timing())?;
         preflight::report(ctx, &p.plan, &outcome);
         Ok(ExitStatus::Success)
     })

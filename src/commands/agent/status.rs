@@ -32,6 +32,7 @@ pub fn words(s: Summary) -> &'static str {
         Summary::NotLoaded => "installed, not loaded",
         Summary::NotInstalled => "not installed",
         Summary::Unknown => "unknown (launchctl could not be asked)",
+        Summary::LoadedTwice => "loaded twice (gui and user domain): two Hosts for one port",
     }
 }
 

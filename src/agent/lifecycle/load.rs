@@ -1,0 +1,209 @@
+//! Loading a changed definition: enable, bootout (waiting until the label is gone, re-issued
+//! while it answers 36), and bootstrap with bounded retries; a copy in the other domain is
+//! booted out first.
+
+use super::*;
+use crate::agent::launchctl::Reply;
+
+impl Agent<'_> {
+    /// enable, bootout (if loaded), wait for the label to go, bootstrap with bounded retries.
+    pub fn reload(&self, action: Action, loaded: bool) -> anyhow::Result<()> {
+        self.lc
+            .enable(self.active(), &self.stack.label)?
+            .accept(&[])?;
+        if loaded {
+            self.bootout(action)?;
+        }
+        let plist = self.stack.plist_path();
+        let t0 = Instant::now();
+        let mut said = false;
+        loop {
+            let r = self.lc.bootstrap(self.active(), &plist)?;
+            let f = &r.finished;
+            match r.code {
+                Code::Ok => {
+                    self.audit
+                        .record(action, Step::Bootstrap, StepOutcome::Ok, None, "");
+                    return Ok(());
+                }
+                Code::InputOutput | Code::AlreadyRunning if t0.elapsed() < BOOTSTRAP_RETRY => {
+                    if !said {
+                        let loaded = self.poll()?.is_some();
+                        crate::tell!(
+                            "launchctl bootstrap exited {} ({}); {}, retrying for up to {} s…",
+                            f.code,
+                            f.stderr.lines().next().unwrap_or("").trim(),
+                            if loaded {
+                                "the old job is still draining"
+                            } else {
+                                "launchd is busy"
+                            },
+                            BOOTSTRAP_RETRY.as_secs()
+                        );
+                        said = true;
+                    }
+                    if let Some(sig) = signal::received() {
+                        return Err(crate::error::Interrupted(
+                            sig,
+                            "the job was not loaded again".into(),
+                        )
+                        .into());
+                    }
+                    std::thread::sleep(Duration::from_millis(250));
+                }
+                // launchd refused the GUI domain for this session (over SSH: 125, or 134 when the
+                // session cannot load it): once, the user domain instead, said with what that
+                // means for the Host.
+                Code::DomainUnsupported | Code::WrongSession
+                    if matches!(self.active(), Domain::Gui(_)) =>
+                {
+                    let gui = self.active();
+                    crate::tell!(
+                        "launchctl bootstrap {gui} exited {} ({}); retrying once in {}.",
+                        f.code,
+                        f.stderr.lines().last().unwrap_or("").trim(),
+                        gui.other()
+                    );
+                    crate::output::printer().note(&launchctl::user_domain_note(gui, r.code));
+                    self.active.set(gui.other());
+                    self.lc
+                        .enable(gui.other(), &self.stack.label)?
+                        .accept(&[])?;
+                }
+                code => return Err(self.bootstrap_refused(action, &r, code)),
+            }
+        }
+    }
+
+    /// The error for a bootstrap launchd kept refusing, with the likely causes as the hint.
+    fn bootstrap_refused(&self, action: Action, r: &Reply, code: Code) -> anyhow::Error {
+        let target = self.target();
+        let plist = self.stack.plist_path();
+        let why = if code == Code::Disabled {
+            "disabled".to_owned()
+        } else {
+            format!("exit {code}")
+        };
+        self.audit
+            .record(action, Step::Bootstrap, StepOutcome::Failed, None, &why);
+        if code == Code::Disabled {
+            return crate::error::Failed::new(
+                format!("launchd says {target} is disabled (bootstrap exit 119) even after `launchctl enable`"),
+                format!("run `launchctl enable {target}` yourself and try again"),
+            )
+            .into();
+        }
+        let mut msg = format!(
+            "`launchctl bootstrap {} {}` exited {code}: {}",
+            self.active(),
+            plist.display(),
+            r.finished.stderr.trim()
+        );
+        let hint = if matches!(code, Code::InputOutput | Code::AlreadyRunning) {
+            let loaded_elsewhere = self
+                .poll()
+                .ok()
+                .flatten()
+                .is_some_and(|i| i.path().is_some_and(|p| p != plist.as_path()));
+            msg.push_str(" (still failing after 20 s of retries)");
+            if loaded_elsewhere {
+                "the label is loaded from another plist: `launchctl bootout` it, then run again"
+                    .to_owned()
+            } else {
+                format!(
+                    "the agent may be switched off in System Settings → General → Login Items \
+                     (switch it on), or launchd refused the session type of {}",
+                    self.active()
+                )
+            }
+        } else {
+            "run `oyster doctor` to see what launchd refuses".to_owned()
+        };
+        crate::error::Failed::new(msg, hint).into()
+    }
+
+    /// bootout, then poll `print` until the label is gone (113): bootout returns before the
+    /// process has exited.
+    pub fn bootout(&self, action: Action) -> anyhow::Result<()> {
+        self.bootout_in(self.active(), action, None)
+    }
+
+    /// bootout in `domain`, waiting until the label is gone there. While bootout answers 36
+    /// (operation now in progress) it is issued again on each poll, as Homebrew does, within
+    /// the same bound; then `print` is polled (backing off) until it answers 113.
+    /// `pid` is the instance it stops, for the audit log.
+    pub fn bootout_in(
+        &self,
+        domain: Domain,
+        action: Action,
+        pid: Option<u32>,
+    ) -> anyhow::Result<()> {
+        let target = domain.target(&self.stack.label);
+        let label = &self.stack.label;
+        // 3: not loaded; 36: still in progress.
+        let mut r = self
+            .lc
+            .bootout(domain, label)?
+            .accept(&[Code::NoSuchProcess, Code::InProgress])?;
+        self.audit
+            .record(action, Step::Bootout, StepOutcome::Ok, pid, "");
+        let t0 = Instant::now();
+        let mut said = false;
+        let mut pause = Backoff::new(PRINT_FIRST, PRINT_MAX);
+        loop {
+            let gone = if r.code == Code::InProgress {
+                false
+            } else {
+                self.lc.print_now(&target)?.is_none()
+            };
+            if gone {
+                return Ok(());
+            }
+            // The bootout is issued and launchd finishes it by itself: a signal only stops
+            // the wait (the caller decides what makes the state consistent).
+            if let Some(sig) = signal::received() {
+                return Err(crate::error::Interrupted(
+                    sig,
+                    format!("{target} was booted out; launchd is still stopping it"),
+                )
+                .into());
+            }
+            if t0.elapsed() > DRAIN_TIMEOUT {
+                anyhow::bail!(
+                    "{target} was still loaded {} s after bootout",
+                    DRAIN_TIMEOUT.as_secs()
+                );
+            }
+            if !said && t0.elapsed() > SAY_WAIT_AFTER {
+                crate::output::printer().waiting(
+                    &format!("launchd to finish booting out {target}"),
+                    DRAIN_TIMEOUT,
+                );
+                said = true;
+            }
+            std::thread::sleep(pause.next());
+            if r.code == Code::InProgress {
+                r = self
+                    .lc
+                    .bootout(domain, label)?
+                    .accept(&[Code::NoSuchProcess, Code::InProgress])?;
+            }
+        }
+    }
+
+    /// One Host per user across domains: before loading into the domain oyster acts in, a copy
+    /// loaded in the other one (installed over SSH into `user/<uid>`, say) is booted out, said
+    /// aloud, so two Hosts never fight over one port.
+    pub(super) fn boot_out_other_copies(&self, action: Action) -> anyhow::Result<()> {
+        for (domain, info) in self.other_copies() {
+            crate::tell!(
+                "{} is also loaded in {domain}{}; booting that copy out so that only the one in {} runs.",
+                self.stack.label,
+                info.pid().map_or(String::new(), |p| format!(" (pid {p})")),
+                self.active()
+            );
+            self.bootout_in(*domain, action, info.pid())?;
+        }
+        Ok(())
+    }
+}

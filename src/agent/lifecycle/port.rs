@@ -1,0 +1,136 @@
+//! Who holds the Host's port before anything is loaded: this stack's own Host (in either
+//! domain), another process (seen in two listings in a row), or one oyster cannot see.
+
+use super::*;
+
+impl Agent<'_> {
+    /// Refuses a port held by a process that is not this stack's Host (in either domain).
+    pub(crate) fn refuse_port_for(&self, plan: &Plan) -> anyhow::Result<()> {
+        let before = self.print()?;
+        let old_pid = before.as_ref().and_then(PrintInfo::pid);
+        let copy_pids: Vec<u32> = self.other_copies().filter_map(|(_, i)| i.pid()).collect();
+        self.refuse_port_held_by_another(plan.port, old_pid, &copy_pids)
+    }
+
+    /// Refuses (before anything is written) a port held by a process that is not this stack's
+    /// current Host, naming it and, when it is one, its oyster stack.
+    pub(super) fn refuse_port_held_by_another(
+        &self,
+        port: u16,
+        current: Option<u32>,
+        copies: &[u32],
+    ) -> anyhow::Result<()> {
+        let ours = |pid: u32| {
+            current
+                .iter()
+                .chain(copies)
+                .any(|c| crate::sys::net::descends_from(pid, *c))
+        };
+        let h = match check_port(port, crate::sys::net::listeners_on, ours, port_in_use) {
+            PortCheck::Free => return Ok(()),
+            PortCheck::Unknown(e) => {
+                crate::output::printer()
+                    .note(&format!("could not list who listens on port {port}: {e}"));
+                return Ok(());
+            }
+            PortCheck::Invisible => {
+                return Err(crate::error::Failed::new(
+                    format!(
+                        "port {port} is held by a process oyster cannot see (another user's?): no socket this user may inspect listens there, yet it cannot be bound; the Host of stack {} could not listen there",
+                        self.stack.name
+                    ),
+                    format!(
+                        "find the holder as an administrator (`sudo lsof -nP -iTCP:{port} -sTCP:LISTEN`), or give stack {} another port with --port",
+                        self.stack.name
+                    ),
+                )
+                .into())
+            }
+            PortCheck::Foreign(h) => h,
+        };
+        let stack = verify::inspect(h.pid)
+            .and_then(|p| {
+                p.var("OYSTERUN_ROUTEC_STACK_NAME")
+                    .or_else(|| p.var("OYSTERUN_CONFIG_DIR"))
+            })
+            .map_or(String::new(), |s| format!(", oyster stack {s}"));
+        Err(crate::error::Failed::new(
+            format!(
+                "port {port} is already held by pid {} ({}{stack}); the Host of stack {} could not listen there",
+                h.pid, h.name, self.stack.name
+            ),
+            format!(
+                "stop that process (or give stack {} another port with --port), then run again",
+                self.stack.name
+            ),
+        )
+        .into())
+    }
+}
+
+/// Who holds a port, as far as the refusal before loading is concerned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum PortCheck {
+    /// Nobody, or this stack's own Host.
+    Free,
+    /// A process that is not this stack's Host, seen in two listings in a row.
+    Foreign(crate::sys::net::Holder),
+    /// No visible socket, yet the port cannot be bound: another user's process (the kernel
+    /// hides other uids' sockets from a normal user on macOS).
+    Invisible,
+    /// The listing failed: said, not refused.
+    Unknown(String),
+}
+
+/// Decides who holds `port`. A foreign holder is refused only when a second listing shows the
+/// same pid again: on macOS the `listeners` crate can report a holder from a descriptor closed
+/// between two calls (it checks `proc_pidfdinfo` for `< 0`, while libproc returns 0 on failure,
+/// and then reads a struct that was never filled). When nobody visible holds it, a bind says
+/// whether someone invisible does.
+pub(super) fn check_port(
+    port: u16,
+    list: impl Fn(u16) -> Result<Vec<crate::sys::net::Holder>, String>,
+    ours: impl Fn(u32) -> bool,
+    in_use: impl Fn(u16) -> bool,
+) -> PortCheck {
+    let first = match list(port) {
+        Ok(h) => h,
+        Err(e) => return PortCheck::Unknown(e),
+    };
+    if first.is_empty() {
+        return if in_use(port) {
+            PortCheck::Invisible
+        } else {
+            PortCheck::Free
+        };
+    }
+    let foreign: Vec<_> = first.into_iter().filter(|h| !ours(h.pid)).collect();
+    if foreign.is_empty() {
+        return PortCheck::Free;
+    }
+    let again = list(port).unwrap_or_else(|_| foreign.clone());
+    match foreign
+        .into_iter()
+        .find(|h| again.iter().any(|a| a.pid == h.pid))
+    {
+        Some(h) => PortCheck::Foreign(h),
+        None if again.is_empty() && in_use(port) => PortCheck::Invisible,
+        None => PortCheck::Free,
+    }
+}
+
+/// Whether binding the port the way the Host does (`server.listen(PORT)`: the dual-stack
+/// wildcard, IPv4's when IPv6 is not available) fails with "address in use".
+pub(super) fn port_in_use(port: u16) -> bool {
+    let in_use = |addr: &str| {
+        matches!(
+            std::net::TcpListener::bind(addr),
+            Err(e) if e.kind() == std::io::ErrorKind::AddrInUse
+        )
+    };
+    match std::net::TcpListener::bind(("::", port)) {
+        Ok(_) => false,
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => true,
+        Err(_) => in_use(&format!("0.0.0.0:{port}")),
+    }
+}

@@ -1,0 +1,214 @@
+//! After a failure or an interrupt: the last good plist restored, reloaded and verified (or,
+//! with none, the new one removed), the message saying which state the Host is in; and the
+//! record of what verified.
+
+use super::*;
+
+impl Agent<'_> {
+    pub(super) fn keep_as_last_good(&self, bytes: &[u8]) {
+        let r = fsutil::create_dir_all(&self.stack.run_dir, 0o700)
+            .and_then(|()| {
+                fsutil::write_atomic(self.lock, &self.last_good_path(), bytes, Some(0o600))
+            })
+            .and_then(|_| match std::fs::remove_file(self.pending_path()) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(fsutil::FsError::Io {
+                    action: "remove",
+                    path: self.pending_path(),
+                    cause: e,
+                }),
+                _ => Ok(()),
+            });
+        if let Err(e) = r {
+            crate::output::printer().warn(&format!("could not record the verified plist: {e}"));
+        }
+    }
+
+    pub(super) fn finish(
+        &self,
+        action: Action,
+        v: Result<Verified, Stop>,
+        plist: &[u8],
+    ) -> anyhow::Result<Verified> {
+        match v {
+            Ok(v) => {
+                self.audit
+                    .record(action, Step::Verify, StepOutcome::Ok, Some(v.pid), "");
+                self.keep_as_last_good(plist);
+                Ok(v)
+            }
+            Err(Stop::Interrupted(sig)) => {
+                Err(crate::error::Interrupted(sig, "nothing was changed".into()).into())
+            }
+            Err(Stop::Failed(f)) => {
+                self.audit
+                    .record(action, Step::Verify, StepOutcome::Failed, None, &f);
+                Err(anyhow::anyhow!(self.failure_message(&f)))
+            }
+        }
+    }
+
+    /// Restores the last good plist (kept on disk; else the previous bytes; else removes ours),
+    /// reloads and verifies it, and returns the error describing what failed — an interrupt
+    /// included, whose rollback runs to its end before the run exits.
+    pub(super) fn roll_back(
+        &self,
+        action: Action,
+        previous: Option<Vec<u8>>,
+        new: &[u8],
+        stop: Stop,
+        timing: Timing,
+    ) -> anyhow::Error {
+        // The rollback runs to its end, whatever signal started it or comes during it.
+        let _quiet = signal::Suspended::new();
+        let (failure, interrupted) = match stop {
+            Stop::Failed(f) => (f, None),
+            Stop::Interrupted(sig) => (format!("interrupted by {sig}"), Some(sig)),
+        };
+        self.audit
+            .record(action, Step::Verify, StepOutcome::Failed, None, &failure);
+        let last_exit = self
+            .poll()
+            .ok()
+            .flatten()
+            .and_then(|i| i.last_exit().map(|e| e.to_string()))
+            .unwrap_or_else(|| "unknown".into());
+        let plist = self.stack.plist_path();
+        crate::tell!("Verification stopped: {failure}. Rolling back…");
+        let last_good = fsutil::read_regular(&self.last_good_path(), agentplist::MAX_PLIST_BYTES)
+            .ok()
+            .flatten();
+        // The definition that failed is itself a good one (it verified before, or it was the
+        // installed plist already): the cause is elsewhere, so it stays on disk, not loaded.
+        let known_good = last_good.as_deref() == Some(new) || previous.as_deref() == Some(new);
+        let restore = last_good
+            .filter(|b| b.as_slice() != new)
+            .or(previous.filter(|b| b.as_slice() != new));
+        let restored = (|| -> anyhow::Result<String> {
+            self.bootout(action)?;
+            match &restore {
+                Some(bytes) => {
+                    agentplist::write(self.lock, &plist, bytes, &self.stack.log_dir)?;
+                    self.reload(action, false)?;
+                    let old_env = agentplist::read_env(bytes).unwrap_or_default();
+                    let port = old_env.port().unwrap_or(0);
+                    // The rollback's own verification is not cut short by the signal that
+                    // started it: it runs to its deadline.
+                    match self.verify_unattended(&old_env, port, timing) {
+                        Ok(v) => Ok(format!("restored the last good plist; the previous Host runs again (pid {})", v.pid)),
+                        Err(e) => Ok(format!("restored and reloaded the last good plist, but it did not verify either: {e}")),
+                    }
+                }
+                None if known_good => Ok(format!(
+                    "this definition verified before, so the failure is not the plist's: the job \
+                     was booted out and {} kept; `oyster agent start --stack {}` loads it again \
+                     once the cause is fixed",
+                    plist.display(),
+                    self.stack.name
+                )),
+                None => {
+                    std::fs::remove_file(&plist)?;
+                    Ok(
+                        "there was no earlier good plist; the new one was booted out and removed"
+                            .into(),
+                    )
+                }
+            }
+        })();
+        let rollback = match restored {
+            Ok(s) => {
+                let _ = std::fs::remove_file(self.pending_path());
+                s
+            }
+            Err(e) => format!("rollback failed too (the next run retries it): {e:#}"),
+        };
+        self.audit
+            .record(action, Step::Rollback, StepOutcome::Done, None, &rollback);
+        if let Some(sig) = interrupted {
+            return crate::error::Interrupted(sig, format!("rollback: {rollback}")).into();
+        }
+        anyhow::anyhow!(
+            "{}\nlast exit: {last_exit}\nrollback: {rollback}",
+            self.failure_message(&failure)
+        )
+    }
+
+    /// Verification for a rollback: signals are not polled (the rollback must finish).
+    pub(super) fn verify_unattended(
+        &self,
+        env: &LaunchEnv,
+        port: u16,
+        timing: Timing,
+    ) -> Result<Verified, String> {
+        let fresh = Baseline {
+            runs: Some(0),
+            ..Baseline::default()
+        };
+        self.verify_to_the_end(env, port, fresh, timing)
+    }
+
+    /// Verification that no signal cuts short.
+    pub(super) fn verify_to_the_end(
+        &self,
+        env: &LaunchEnv,
+        port: u16,
+        baseline: Baseline,
+        timing: Timing,
+    ) -> Result<Verified, String> {
+        let _quiet = signal::Suspended::new();
+        match self.verify(env, port, baseline, timing) {
+            Ok(v) => Ok(v),
+            Err(Stop::Failed(f)) => Err(f),
+            Err(Stop::Interrupted(sig)) => Err(format!("interrupted by {sig}")),
+        }
+    }
+
+    /// A signal came while a restart's new instance was being verified: the old Host is gone
+    /// already, so the new one is verified to its end (nothing to roll back: the definition is
+    /// the same), and the message says exactly that.
+    pub(super) fn finish_interrupted_restart(
+        &self,
+        action: Action,
+        sig: Signal,
+        old: u32,
+        baseline: Baseline,
+        plan: &Plan,
+        timing: Timing,
+    ) -> anyhow::Error {
+        crate::tell!("Interrupted by {sig}; the old Host (pid {old}) is already stopped, so oyster finishes verifying the new one first…");
+        let _ = std::fs::remove_file(self.pending_path());
+        let state = match self.verify_to_the_end(&plan.env, plan.port, baseline, timing) {
+            Ok(v) => {
+                self.audit
+                    .record(action, Step::Verify, StepOutcome::Ok, Some(v.pid), "");
+                self.keep_as_last_good(&plan.plist);
+                format!(
+                    "the restart had stopped the old Host (pid {old}); the new Host (pid {}) runs and verified",
+                    v.pid
+                )
+            }
+            Err(f) => {
+                self.audit
+                    .record(action, Step::Verify, StepOutcome::Failed, None, &f);
+                format!(
+                    "the restart had stopped the old Host (pid {old}); launchd runs the same definition again, but the new Host did not verify: {f}; `oyster agent status --stack {}` shows it",
+                    self.stack.name
+                )
+            }
+        };
+        crate::error::Interrupted(sig, state).into()
+    }
+
+    pub(super) fn failure_message(&self, failure: &str) -> String {
+        let log = self.stack.log_path();
+        let tail = verify::log_tail(&log, 16 * 1024);
+        // The Host may have written secrets of its own since this run began, and logged them:
+        // the config is read again after the log, so whatever the tail holds is known by the
+        // time it is printed.
+        crate::config::learn_secrets(&self.stack.config_path());
+        format!(
+            "the Host did not verify: {failure}\n--- last lines of {} ---\n{}",
+            log.display(),
+            tail.trim_end()
+        )
+    }
+}

@@ -1,0 +1,228 @@
+//! Proving the new instance: launchd runs a new pid from our plist, `/health` answers from that
+//! pid's socket, the environment is proven, and after the settle the same pid runs and launchd
+//! has not spawned the job again. Crash evidence counts only this instance.
+
+use super::*;
+
+/// What was true before this run's change: crash evidence counts only what came after it.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Baseline {
+    /// The instance being replaced (a new one must have another pid).
+    pub(super) old_pid: Option<u32>,
+    /// The job's `runs` before the new instance.
+    pub(super) runs: Option<u32>,
+    /// The job's last exit before the change: seen again, it is the old instance's, not ours.
+    pub(super) last_exit: Option<LastExit>,
+    /// Signals oyster itself sent to the old instance (its death by them is no crash).
+    pub(super) sent: Vec<i32>,
+    /// The new instance, when the restart already saw it in a `print`.
+    pub(super) started: Option<(u32, PrintInfo)>,
+}
+
+impl Baseline {
+    /// Measured from the job as it is (nothing replaced).
+    pub(super) fn of(info: Option<&PrintInfo>) -> Baseline {
+        Baseline {
+            runs: info.and_then(PrintInfo::runs),
+            last_exit: info.and_then(PrintInfo::last_exit),
+            ..Baseline::default()
+        }
+    }
+
+    /// Whether `info` shows this instance crashed: launchd spawned since the baseline, the job
+    /// is not running, and an exit that is not the old instance's (nor a signal oyster sent)
+    /// or a crash count says so.
+    pub(super) fn crashed(&self, info: &PrintInfo) -> bool {
+        let ours = info.runs().unwrap_or(0) > self.runs.unwrap_or(0);
+        let exit_is_evidence = info.last_exit().is_some_and(|e| {
+            e.failed()
+                && Some(e) != self.last_exit
+                && !e.signal().is_some_and(|s| self.sent.contains(&s))
+        });
+        ours && info.job_state() != JobState::Running
+            && (exit_is_evidence || info.successive_crashes().is_some_and(|n| n > 0))
+    }
+}
+
+impl Agent<'_> {
+    /// `print` shows a running instance with a new pid from our plist; `/health` answers 200
+    /// from a socket that pid owns; the environment is proven; after a settle period the same
+    /// pid still runs and launchd has not spawned the job again (`runs` unchanged).
+    pub(super) fn verify(
+        &self,
+        env: &LaunchEnv,
+        port: u16,
+        mut baseline: Baseline,
+        timing: Timing,
+    ) -> Result<Verified, Stop> {
+        let t0 = Instant::now();
+        let plist = self.stack.plist_path();
+        crate::output::printer().waiting(
+            &format!("the Host to start and answer /health on 127.0.0.1:{port}"),
+            timing.wait,
+        );
+        let (pid, info) = match baseline.started.take() {
+            Some(seen) => seen,
+            None => self.wait_for_new_instance(&baseline, t0, timing)?,
+        };
+        if info.path() != Some(plist.as_path()) {
+            return Err(Stop::Failed(format!(
+                "launchd runs the job from {}, not {}",
+                info.path()
+                    .map_or("(no path)".into(), |p| p.display().to_string()),
+                plist.display()
+            )));
+        }
+        let remaining = timing
+            .wait
+            .saturating_sub(t0.elapsed())
+            .max(Duration::from_secs(1));
+        self.wait_for_health(pid, port, Instant::now() + remaining)?;
+        let health_after = t0.elapsed();
+        verify::check_listener(port, pid).map_err(Stop::Failed)?;
+        let env_proof = self.prove_env(pid, &info, env)?;
+        crate::output::printer().waiting(
+            &format!("pid {pid} to stay up (a crash loop would not)"),
+            timing.settle,
+        );
+        sleep_interruptible(timing.settle)?;
+        self.check_settled(pid, &info, timing)?;
+        Ok(Verified {
+            pid,
+            health_after,
+            env_proof,
+        })
+    }
+
+    /// Polls `print` (backing off) until a new instance runs; fails early on crash evidence
+    /// from this instance (`spawn scheduled` alone is not: a first launch shows it too).
+    pub(super) fn wait_for_new_instance(
+        &self,
+        baseline: &Baseline,
+        t0: Instant,
+        timing: Timing,
+    ) -> Result<(u32, PrintInfo), Stop> {
+        let mut pause = Backoff::new(PRINT_FIRST, PRINT_MAX);
+        loop {
+            check_interrupt()?;
+            let info = self
+                .poll()
+                .map_err(stop_from)?
+                .ok_or("the job is not loaded")?;
+            // A pid in `xpcproxy`/`spawning` is launchd's new instance on its way to exec: the
+            // cheap `/health` poll takes it from there (the settle's `print` sees it running).
+            let starting = info.running() || info.job_state() == JobState::Spawning;
+            match info.pid() {
+                Some(pid) if starting && Some(pid) != baseline.old_pid => return Ok((pid, info)),
+                _ => {}
+            }
+            if baseline.crashed(&info) {
+                return Err(Stop::Failed(format!(
+                    "the Host is not running (state = {}, last exit: {})",
+                    info.job_state(),
+                    info.last_exit().map_or("unknown".into(), |e| e.to_string())
+                )));
+            }
+            if t0.elapsed() > timing.wait {
+                return Err(Stop::Failed(format!(
+                    "no new running instance within {} s (state = {})",
+                    timing.wait.as_secs(),
+                    info.job_state()
+                )));
+            }
+            sleep_interruptible(pause.next())?;
+        }
+    }
+
+    /// Polls `/health` (cheap) until 200, while the kernel still shows `pid`.
+    pub(super) fn wait_for_health(
+        &self,
+        pid: u32,
+        port: u16,
+        deadline: Instant,
+    ) -> Result<(), Stop> {
+        let mut last = None;
+        loop {
+            check_interrupt()?;
+            if verify::inspect(pid).is_none() {
+                return Err(Stop::Failed(format!(
+                    "the Host (pid {pid}) exited before answering /health on 127.0.0.1:{port}"
+                )));
+            }
+            last = verify::health(port, Duration::from_millis(500)).or(last);
+            if last == Some(200) {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(Stop::Failed(format!(
+                    "{} on 127.0.0.1:{port}",
+                    verify::HealthFailure::Timeout(last)
+                )));
+            }
+            std::thread::sleep(HEALTH_EVERY);
+        }
+    }
+
+    /// After the settle: the same pid runs, and launchd has not spawned the job again since
+    /// it was first seen (a Host that died and came back within the settle has a new pid, or
+    /// at least a higher `runs`).
+    pub(super) fn check_settled(
+        &self,
+        pid: u32,
+        first: &PrintInfo,
+        timing: Timing,
+    ) -> Result<(), Stop> {
+        let after = self
+            .poll()
+            .map_err(stop_from)?
+            .ok_or("the job was unloaded during verification")?;
+        let respawned = matches!((first.runs(), after.runs()), (Some(a), Some(b)) if b > a);
+        if after.pid() == Some(pid) && after.running() && !respawned {
+            return Ok(());
+        }
+        Err(Stop::Failed(format!(
+            "the Host did not stay up: pid {pid} became {} within {} ms of answering /health{} (a crash loop?)",
+            after.pid().map_or("none".into(), |p| p.to_string()),
+            timing.settle.as_millis(),
+            if respawned {
+                format!(
+                    ", and launchd spawned it {} more time(s)",
+                    after.runs().unwrap_or(0) - first.runs().unwrap_or(0)
+                )
+            } else {
+                String::new()
+            }
+        )))
+    }
+
+    pub(super) fn prove_env(
+        &self,
+        pid: u32,
+        info: &PrintInfo,
+        env: &LaunchEnv,
+    ) -> Result<EnvProof, Stop> {
+        // The one Host probe status, list, doctor and host status use decides the proof.
+        let record = ExecRecord::read(&self.stack.exec_record_path());
+        crate::probe::prove_env(&crate::probe::Target {
+            pid,
+            port: 0,
+            env,
+            exec_record: record.as_ref(),
+            launchd: Some(crate::probe::LaunchdView {
+                pid: info.pid(),
+                environment: &info.environment,
+            }),
+            floor: self.proof_floor,
+            live: None,
+        })
+        .map_err(Stop::Failed)
+    }
+}
+
+/// Whether launchd's loaded environment holds exactly the generated variables (keys launchd
+/// adds itself, such as `XPC_SERVICE_NAME`, are ignored).
+pub(super) fn generated_keys_match(info: &PrintInfo, env: &LaunchEnv) -> bool {
+    env.vars
+        .iter()
+        .all(|(k, v)| info.environment.get(k) == Some(v))
+}

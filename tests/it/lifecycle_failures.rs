@@ -1,0 +1,320 @@
+//! Failures and interrupts in the lifecycle, through the binary against the simulator: a
+//! bootstrap that fails after the bootout rolls back like a failed verification; a failed first
+//! install leaves no plist; a refused `start` leaves the label disabled; the audit log's pid
+//! belongs to the step that acted on it; Ctrl-C during `restart`, `stop` and `uninstall` ends
+//! in a consistent state and says which.
+
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use crate::common::{free_port, real_node, TestContext};
+
+struct F {
+    t: TestContext,
+    root: PathBuf,
+    port: u16,
+}
+
+impl F {
+    fn new() -> F {
+        let mut t = TestContext::new();
+        t.use_sim();
+        let root = t.fixture_root("root");
+        F {
+            t,
+            root,
+            port: free_port(),
+        }
+    }
+    fn args_on(&self, verb: &str, port: u16, settle_ms: u32) -> Vec<String> {
+        let mut a: Vec<String> = ["agent", verb, "--stack", "lf"].map(String::from).to_vec();
+        if verb != "stop" && verb != "uninstall" {
+            a.extend(
+                [
+                    "--root",
+                    self.root.to_str().unwrap(),
+                    "--node-bin",
+                    real_node().to_str().unwrap(),
+                    "--port",
+                    &port.to_string(),
+                    "--wait",
+                    "10",
+                    "--settle-ms",
+                    &settle_ms.to_string(),
+                ]
+                .map(String::from),
+            );
+        }
+        a
+    }
+    fn args(&self, verb: &str) -> Vec<String> {
+        self.args_on(verb, self.port, 300)
+    }
+    fn with_env(&self, k: &str, v: &str, args: Vec<String>) -> crate::common::Run {
+        crate::common::Run(self.t.cmd().env(k, v).args(args).output().unwrap())
+    }
+    fn plist(&self) -> PathBuf {
+        self.t
+            .home
+            .join("Library/LaunchAgents/com.oysterun.host.lf.plist")
+    }
+    fn status(&self) -> serde_json::Value {
+        self.t
+            .run(["agent", "status", "--json", "--stack", "lf"])
+            .json()
+    }
+    fn audit(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(
+            self.t
+                .home
+                .join(".oysterun-stacks/lf/logs/service-control.jsonl"),
+        )
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+    }
+    fn disabled(&self) -> bool {
+        let uid = nix::unistd::getuid();
+        let out = self
+            .t
+            .sim(&["print-disabled", &format!("gui/{uid}")])
+            .ok()
+            .stdout();
+        out.contains("\"com.oysterun.host.lf\" => disabled")
+    }
+    fn spawn(&self, args: &[String]) -> Child {
+        self.t
+            .cmd()
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+    fn done(&self) {
+        let _ = self.t.run(["agent", "uninstall", "--stack", "lf"]);
+        self.t.wait_no_processes();
+    }
+}
+
+/// Sends `sig` to exactly this child's pid.
+fn send(child: &Child, sig: Signal) {
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    let _ = nix::sys::signal::kill(pid, sig);
+}
+
+/// Waits for the child at most 40 s; returns its exit code and its whole output.
+fn finish(child: Child) -> (Option<i32>, String) {
+    let t0 = Instant::now();
+    let mut child = child;
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > Duration::from_secs(40) {
+            let _ = child.kill();
+            panic!("the run did not finish within 40 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+#[test]
+fn a_bootstrap_that_fails_after_the_bootout_rolls_back_to_the_verified_host() {
+    let f = F::new();
+    f.t.run(f.args("install")).ok();
+    let good = std::fs::read(f.plist()).unwrap();
+    // A changed plist (another port): bootout, then a bootstrap launchd refuses once (122).
+    let other = free_port();
+    let r = f.with_env(
+        "LAUNCHD_SIM_FAIL_BOOTSTRAP",
+        "122:1",
+        f.args_on("regenerate", other, 300),
+    );
+    let r = r.fails_with(1);
+    let out = format!("{}{}", r.stdout(), r.stderr());
+    assert!(out.contains("Rolling back"), "{out}");
+    assert!(
+        out.contains("restored the last good plist; the previous Host runs again"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read(f.plist()).unwrap(),
+        good,
+        "the verified plist is back"
+    );
+    let st = f.status();
+    assert_eq!(st["running"], true, "{st}");
+    assert_eq!(
+        crate::common::live_environ(st["pid"].as_u64().unwrap() as u32)
+            .iter()
+            .find(|kv| kv.starts_with("OYSTERUN_PORT="))
+            .cloned(),
+        Some(format!("OYSTERUN_PORT={}", f.port)),
+        "the previous Host, on its own port, runs again"
+    );
+    f.done();
+}
+
+#[test]
+fn a_first_install_whose_bootstrap_fails_leaves_no_plist() {
+    let f = F::new();
+    let r = f.with_env("LAUNCHD_SIM_FAIL_BOOTSTRAP", "122", f.args("install"));
+    let r = r.fails_with(1);
+    let out = format!("{}{}", r.stdout(), r.stderr());
+    assert!(!f.plist().exists(), "no plist is left behind:\n{out}");
+    assert!(
+        out.contains("booted out and removed"),
+        "it says the state:\n{out}"
+    );
+    f.done();
+}
+
+#[test]
+fn a_refused_start_leaves_a_stopped_stack_disabled() {
+    let f = F::new();
+    f.t.run(f.args("install")).ok();
+    f.t.run(f.args("stop")).ok();
+    assert!(f.disabled());
+    // Someone else takes the port while the Host is stopped.
+    let holder = std::net::TcpListener::bind(("127.0.0.1", f.port)).unwrap();
+    let r = f.t.run(f.args("start")).fails_with(1);
+    assert!(r.stderr().contains("already held by pid"), "{}", r.stderr());
+    assert!(
+        f.disabled(),
+        "a refused start changes nothing, the disabled override included"
+    );
+    drop(holder);
+    f.done();
+}
+
+#[test]
+fn the_audit_log_puts_the_stopped_pid_on_the_bootout_step() {
+    let f = F::new();
+    f.t.run(f.args("install")).ok();
+    let pid = f.status()["pid"].as_u64().unwrap();
+    f.t.run(f.args("stop")).ok();
+    let audit = f.audit();
+    let step = |name: &str| {
+        audit
+            .iter()
+            .rev()
+            .find(|v| v["action"] == "stop" && v["step"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no stop/{name} line: {audit:?}"))
+    };
+    assert_eq!(step("bootout")["pid"], pid, "the bootout stopped that pid");
+    assert!(
+        step("disable")["pid"].is_null(),
+        "disable acts on a label, not a pid"
+    );
+    f.done();
+}
+
+#[test]
+fn ctrl_c_during_restart_says_what_happened_and_leaves_a_verified_host() {
+    let f = F::new();
+    f.t.run(f.args("install")).ok();
+    let old = f.status()["pid"].as_u64().unwrap();
+    // A long settle: the signal lands while the new Host is being verified.
+    let child = f.spawn(&f.args_on("restart", f.port, 4000));
+    let t0 = Instant::now();
+    while f.status()["pid"].as_u64() == Some(old) || f.status()["pid"].is_null() {
+        assert!(t0.elapsed() < Duration::from_secs(15), "no new Host");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    send(&child, Signal::SIGINT);
+    let (code, out) = finish(child);
+    assert_eq!(code, Some(130), "{out}");
+    assert!(
+        !out.contains("nothing was changed"),
+        "it does not deny the restart:\n{out}"
+    );
+    assert!(
+        out.contains(&format!("stopped the old Host (pid {old})")),
+        "{out}"
+    );
+    assert!(out.contains("runs and verified"), "{out}");
+    let st = f.status();
+    assert_eq!(st["verified"], true, "{st}");
+    assert_ne!(st["pid"].as_u64(), Some(old));
+    f.done();
+}
+
+#[test]
+fn ctrl_c_while_stop_waits_for_a_slow_host_still_disables_the_label() {
+    let f = F::new();
+    TestContext::fixture_flag(&f.root, "slow-exit-ms", "3000");
+    f.t.run(f.args("install")).ok();
+    let child = f.spawn(&f.args("stop"));
+    std::thread::sleep(Duration::from_millis(1200));
+    send(&child, Signal::SIGINT);
+    let (code, out) = finish(child);
+    assert_eq!(code, Some(130), "{out}");
+    assert!(
+        out.contains("booted out") && out.contains("disabled, so it stays stopped"),
+        "{out}"
+    );
+    assert!(
+        f.disabled(),
+        "the label is disabled: it does not come back at login\n{out}"
+    );
+    assert!(f.plist().exists(), "stop keeps the plist");
+    f.done();
+}
+
+#[test]
+fn ctrl_c_while_uninstall_waits_for_a_slow_host_still_removes_the_plist() {
+    let f = F::new();
+    TestContext::fixture_flag(&f.root, "slow-exit-ms", "3000");
+    f.t.run(f.args("install")).ok();
+    let child = f.spawn(&f.args("uninstall"));
+    std::thread::sleep(Duration::from_millis(1200));
+    send(&child, Signal::SIGINT);
+    let (code, out) = finish(child);
+    assert_eq!(code, Some(130), "{out}");
+    assert!(out.contains("removed"), "{out}");
+    assert!(
+        !f.plist().exists(),
+        "the plist is gone: launchd does not load it at login\n{out}"
+    );
+    f.t.wait_no_processes();
+}
+
+#[test]
+fn a_plist_owned_by_another_uid_is_refused_before_anything_is_written() {
+    let f = F::new();
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("needs root to give a file to another uid");
+        return;
+    }
+    std::fs::create_dir_all(f.plist().parent().unwrap()).unwrap();
+    std::fs::write(f.plist(), b"<plist/>").unwrap();
+    std::os::unix::fs::chown(f.plist(), Some(54321), None).unwrap();
+    let run_dir = f.t.home.join(".oysterun-stacks/lf/run");
+    let r = f.t.run(f.args("install")).fails_with(2);
+    let err = r.stderr();
+    assert!(
+        err.contains("Library/LaunchAgents/com.oysterun.host.lf.plist is owned"),
+        "{err}"
+    );
+    assert!(err.contains("owned by uid 54321"), "{err}");
+    assert!(
+        err.contains("sudo rm") && err.contains("sudo chown"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(f.plist()).unwrap(), b"<plist/>", "untouched");
+    assert!(!run_dir.join("pending").exists(), "nothing written first");
+    f.t.wait_no_processes();
+}

@@ -1,0 +1,172 @@
+//! One Host per user across launchd's login domains, against the simulator: installed over SSH
+//! (no console session: `user/<uid>`, said with what that means), then a console login loads a
+//! second copy into `gui/<uid>`; the next restart at the console boots the `user/<uid>` copy
+//! out; `stop` at the console disables the label in both domains and `start` enables both; a
+//! `gui/<uid>` bootstrap refused with 125 is retried once in `user/<uid>`, saying so.
+
+use std::path::PathBuf;
+
+use crate::common::{free_port, real_node, TestContext};
+
+struct D {
+    t: TestContext,
+    root: PathBuf,
+    port: u16,
+}
+
+const LABEL: &str = "com.oysterun.host.ld";
+
+impl D {
+    fn new() -> D {
+        let mut t = TestContext::new();
+        t.use_sim();
+        let root = t.fixture_root("root");
+        D {
+            t,
+            root,
+            port: free_port(),
+        }
+    }
+    fn args(&self, verb: &str) -> Vec<String> {
+        let mut a: Vec<String> = ["agent", verb, "--stack", "ld"].map(String::from).to_vec();
+        if verb != "stop" && verb != "uninstall" && verb != "status" {
+            a.extend(
+                [
+                    "--root",
+                    self.root.to_str().unwrap(),
+                    "--node-bin",
+                    real_node().to_str().unwrap(),
+                    "--port",
+                    &self.port.to_string(),
+                    "--wait",
+                    "10",
+                    "--settle-ms",
+                    "300",
+                ]
+                .map(String::from),
+            );
+        }
+        a
+    }
+    /// The verb as run over SSH with nobody at the console.
+    fn over_ssh(&self, verb: &str) -> crate::common::Run {
+        crate::common::Run(
+            self.t
+                .cmd()
+                .env("LAUNCHD_SIM_NO_GUI", "1")
+                .args(self.args(verb))
+                .output()
+                .unwrap(),
+        )
+    }
+    fn domain(&self, kind: &str) -> String {
+        format!("{kind}/{}", nix::unistd::getuid())
+    }
+    fn loaded_in(&self, kind: &str) -> bool {
+        self.t
+            .sim(&["print", &format!("{}/{LABEL}", self.domain(kind))])
+            .code()
+            == 0
+    }
+    fn disabled_in(&self, kind: &str) -> bool {
+        self.t
+            .sim(&["print-disabled", &self.domain(kind)])
+            .stdout()
+            .contains(&format!("\"{LABEL}\" => disabled"))
+    }
+    fn done(&self) {
+        let _ = self.t.run(self.args("uninstall"));
+        self.t.wait_no_processes();
+    }
+}
+
+#[test]
+fn installed_over_ssh_then_a_console_login_then_restart_leaves_one_host_in_gui() {
+    let d = D::new();
+    let r = d.over_ssh("install").ok();
+    let out = format!("{}{}", r.stdout(), r.stderr());
+    assert!(out.contains("Background session"), "{out}");
+    assert!(out.contains("login keychain"), "{out}");
+    assert!(out.contains("after a reboot until"), "{out}");
+    assert!(d.loaded_in("user") && !d.loaded_in("gui"));
+    // The console login loads the plist into gui/<uid> beside the copy in user/<uid>.
+    d.t.sim(&["login", &d.domain("gui")]).ok();
+    assert!(d.loaded_in("user") && d.loaded_in("gui"), "loaded twice");
+    // Every command that reads the job says so, with the fix, and fails.
+    let st =
+        d.t.run(["agent", "status", "--json", "--stack", "ld"])
+            .fails_with(1)
+            .json();
+    assert_eq!(st["summary"], "loaded_twice", "{st}");
+    assert_eq!(
+        st["loaded_in"],
+        serde_json::json!([d.domain("gui"), d.domain("user")]),
+        "{st}"
+    );
+    let note = st["notes"].to_string();
+    assert!(
+        note.contains("loaded twice") && note.contains("restart"),
+        "{note}"
+    );
+    let human = d.t.run(["status", "ld"]).fails_with(1).stdout();
+    assert!(human.contains("loaded twice"), "{human}");
+    let list = d.t.run(["list", "--json"]).json();
+    assert_eq!(list["stacks"][0]["summary"], "loaded_twice", "{list}");
+    let doc =
+        d.t.run(["doctor", "--json", "--stack", "ld"])
+            .fails_with(1)
+            .json();
+    let twice = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["detail"].as_str().unwrap_or("").contains("loaded twice"))
+        .unwrap_or_else(|| panic!("no loaded-twice check: {doc}"));
+    assert_eq!(twice["status"], "fail", "{twice}");
+    let r = d.t.run(d.args("restart")).ok();
+    assert!(
+        r.stderr()
+            .contains(&format!("also loaded in {}", d.domain("user"))),
+        "{}",
+        r.stderr()
+    );
+    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    assert!(!d.loaded_in("user"), "the user/<uid> copy was booted out");
+    assert!(d.loaded_in("gui"));
+    d.done();
+}
+
+#[test]
+fn stop_at_the_console_disables_both_domains_and_start_enables_both() {
+    let d = D::new();
+    d.t.run(d.args("install")).ok();
+    d.t.run(d.args("stop")).ok();
+    assert!(d.disabled_in("gui") && d.disabled_in("user"));
+    d.t.run(d.args("start")).ok();
+    assert!(!d.disabled_in("gui") && !d.disabled_in("user"));
+    d.done();
+}
+
+#[test]
+fn a_gui_bootstrap_refused_with_125_is_retried_once_in_the_user_domain() {
+    let d = D::new();
+    let r = crate::common::Run(
+        d.t.cmd()
+            .env("LAUNCHD_SIM_FAIL_BOOTSTRAP", "125:1")
+            .args(d.args("install"))
+            .output()
+            .unwrap(),
+    )
+    .ok();
+    let out = format!("{}{}", r.stdout(), r.stderr());
+    assert!(
+        out.contains(&format!("retrying once in {}", d.domain("user"))),
+        "{out}"
+    );
+    assert!(
+        out.contains("Background session"),
+        "the fallback note: {out}"
+    );
+    assert!(d.loaded_in("user") && !d.loaded_in("gui"));
+    d.done();
+}
