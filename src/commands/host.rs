@@ -59,7 +59,7 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
             if let Some(job) = launchd_runs_it(ctx)? {
                 return Err(job.refusal(stack).into());
             }
-            match direct::stop(stack)? {
+            match direct::stop_checked(stack, &|pid| direct::launchd_job_of(&ctx.env, pid))? {
                 Stopped::NotRunning => crate::say!("The Host is not running (no pid file)."),
                 Stopped::StaleRemoved(rec) => crate::say!(
                     "The Host is not running (pid {} is gone); removed the stale pid file.",
@@ -138,6 +138,8 @@ enum PidFile {
     Stale,
     /// Its pid belongs to another process now (never signalled).
     Foreign,
+    /// It names a live Host of another stack (copied identity files; never signalled).
+    OtherStack,
 }
 
 /// `host status --json` (docs/json.md): the same keys as `agent status` where they mean the
@@ -188,6 +190,7 @@ fn status(ctx: &Context) -> anyhow::Result<(HostStatus, String)> {
         Owner::None => PidFile::Missing,
         Owner::Stale(_) => PidFile::Stale,
         Owner::Foreign(..) => PidFile::Foreign,
+        Owner::OtherStack(..) => PidFile::OtherStack,
         Owner::Ours(..) => PidFile::Current,
     };
     if let Some(job) = launchd_runs_it(ctx)? {
@@ -228,6 +231,7 @@ fn status(ctx: &Context) -> anyhow::Result<(HostStatus, String)> {
                 now.command()
             )
         }
+        Owner::OtherStack(why) => why,
         Owner::Ours(rec, live) => {
             st.managed_by = Some(Manager::Direct);
             st.running = true;

@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
+use crate::context::EnvSnapshot;
+use crate::error::Failed;
 use crate::host::identity::{self, ExecRecord};
+use crate::host::launchenv;
 use crate::host::plan::Plan;
 use crate::host::stack::Stack;
 use crate::sys::fs as fsutil;
@@ -24,10 +27,15 @@ use crate::verify::{self, LiveProcess};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PidRecord {
     pub pid: u32,
+    /// The wall-clock start time (informational; the fallback for records without a stamp).
     pub start_time: u64,
+    /// The start stamp no clock step moves ([`identity::start_stamp`]).
+    pub start_stamp: Option<String>,
     pub server: PathBuf,
     pub node: PathBuf,
     pub port: u16,
+    /// The exec record this identity came from (its stack and config dir say whose Host it is).
+    pub exec: Option<ExecRecord>,
 }
 
 impl PidRecord {
@@ -41,12 +49,14 @@ impl PidRecord {
         PidRecord {
             pid,
             start_time: rec.as_ref().map_or(0, |r| r.start_time),
+            start_stamp: rec.as_ref().and_then(|r| r.start_stamp.clone()),
             server: rec
                 .as_ref()
                 .and_then(ExecRecord::server)
                 .unwrap_or_default(),
             node: rec.as_ref().and_then(ExecRecord::node).unwrap_or_default(),
             port: rec.as_ref().and_then(ExecRecord::port).unwrap_or(0),
+            exec: rec,
         }
     }
 
@@ -57,9 +67,11 @@ impl PidRecord {
         let mut rec = PidRecord {
             pid,
             start_time: 0,
+            start_stamp: None,
             server: PathBuf::new(),
             node: PathBuf::new(),
             port: 0,
+            exec: None,
         };
         for line in lines {
             match line.split_once('=') {
@@ -95,11 +107,7 @@ pub fn read_record(stack: &Stack) -> anyhow::Result<Option<PidRecord>> {
 
 /// Removes the pid file, the origin file and the exec record (a stopped or failed Host).
 pub fn remove_identity(stack: &Stack) -> anyhow::Result<()> {
-    for path in [
-        stack.pid_path(),
-        stack.origin_path(),
-        stack.exec_record_path(),
-    ] {
+    for path in stack.identity_paths() {
         match std::fs::remove_file(&path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -107,6 +115,26 @@ pub fn remove_identity(stack: &Stack) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Removes the stack's identity files when they name a process that is gone (a Host that
+/// never came up, a rolled-back install); files naming a live process are left alone.
+/// Returns whether it removed them.
+pub fn remove_identity_if_dead(stack: &Stack) -> anyhow::Result<bool> {
+    match owner(stack)? {
+        Owner::Stale(_) => remove_identity(stack).map(|()| true),
+        Owner::None => {
+            // No pid file: an origin or exec record left without one names nobody either,
+            // unless its own pid still runs.
+            let live = ExecRecord::read(&stack.exec_record_path())
+                .is_some_and(|r| crate::sys::signal::exists(r.pid));
+            if live {
+                return Ok(false);
+            }
+            remove_identity(stack).map(|()| true)
+        }
+        _ => Ok(false),
+    }
 }
 
 /// What the pid file's pid is now.
@@ -118,24 +146,98 @@ pub enum Owner {
     Stale(PidRecord),
     /// The pid now belongs to a different process.
     Foreign(PidRecord, LiveProcess),
+    /// The recorded Host is alive, but it is another stack's (the files were copied from
+    /// another stack's directory): reported, never signalled, nothing deleted. The text says
+    /// whose it is.
+    OtherStack(String),
     /// Our Host, alive.
     Ours(PidRecord, LiveProcess),
 }
 
-/// Reads the pid file and decides who owns its pid: our Host only when the live process has
-/// the start time oyster recorded and runs the recorded `server.mjs` (its command line after
-/// the exec: `node …/server.mjs`).
+/// Reads the pid file and decides who owns its pid. The recorded process, only when the live
+/// one has the recorded start stamp (a clock step does not move it) and runs the recorded
+/// `server.mjs` (its command line after the exec: `node …/server.mjs`); this stack's Host
+/// only when, besides, its exec record and (where the kernel shows it) its environment name
+/// this stack and its config dir.
 pub fn owner(stack: &Stack) -> anyhow::Result<Owner> {
     let Some(rec) = read_record(stack)? else {
         return Ok(Owner::None);
     };
-    Ok(match verify::inspect(rec.pid) {
-        None => Owner::Stale(rec),
-        Some(live) if live.start_time == rec.start_time && live.runs(&rec.server) => {
-            Owner::Ours(rec, live)
-        }
-        Some(live) => Owner::Foreign(rec, live),
+    let Some(live) = verify::inspect(rec.pid) else {
+        return Ok(Owner::Stale(rec));
+    };
+    let same = identity::same_start(
+        rec.start_stamp.as_deref(),
+        rec.start_time,
+        rec.pid,
+        live.start_time,
+    );
+    if !same || !live.runs(&rec.server) {
+        return Ok(Owner::Foreign(rec, live));
+    }
+    Ok(match not_this_stacks(stack, &rec, &live) {
+        Some(why) => Owner::OtherStack(why),
+        None => Owner::Ours(rec, live),
     })
+}
+
+/// Why the recorded (live) Host is not `stack`'s, or `None` when everything that can be read
+/// names this stack: the exec record's stack and config dir, and the live environment's stack
+/// name and config dir where the kernel shows them.
+fn not_this_stacks(stack: &Stack, rec: &PidRecord, live: &LiveProcess) -> Option<String> {
+    let config_dir = stack.config_dir.to_string_lossy();
+    let mut why = vec![];
+    if let Some(x) = &rec.exec {
+        if x.stack != stack.name {
+            why.push(format!("its exec record names stack {:?}", x.stack));
+        }
+        if let Some(dir) = x.env.get(launchenv::CONFIG_DIR) {
+            if *dir != config_dir {
+                why.push(format!("its exec record's config dir is {dir}"));
+            }
+        }
+    }
+    if !live.environ.is_empty() {
+        match live.var(launchenv::STACK_NAME) {
+            Some(name) if name == stack.name => {}
+            Some(name) => why.push(format!("its environment names stack {name:?}")),
+            None => why.push(format!("its environment has no {}", launchenv::STACK_NAME)),
+        }
+        if let Some(dir) = live.var(launchenv::CONFIG_DIR) {
+            if dir != config_dir {
+                why.push(format!("its environment's config dir is {dir}"));
+            }
+        }
+    }
+    (!why.is_empty()).then(|| {
+        format!(
+            "pid {} is not stack {}'s Host: {} (were these identity files copied from another stack's directory?)",
+            rec.pid,
+            stack.name,
+            why.join("; ")
+        )
+    })
+}
+
+/// The launchd job that runs `pid`, under any label oyster can name: every stack's label on
+/// this machine, in both per-user domains, and (where the kernel shows the environment) the
+/// `XPC_SERVICE_NAME` launchd gives each job. `None` when none does or there is no launchctl.
+pub fn launchd_job_of(env: &EnvSnapshot, pid: u32) -> Option<String> {
+    if let Some(name) = verify::inspect(pid)
+        .and_then(|live| live.var("XPC_SERVICE_NAME"))
+        .filter(|n| !n.is_empty() && n != "0")
+    {
+        return Some(name);
+    }
+    let lc = crate::agent::launchctl::Launchctl::locate(env).ok()?;
+    let stack_env = env.stack_env();
+    crate::host::stack::discover(&stack_env)
+        .into_iter()
+        .filter_map(|name| Stack::new(&name, &stack_env).ok())
+        .find_map(|s| {
+            let (domain, info) = lc.find_loaded(&s.label).ok()??;
+            (info.pid() == Some(pid)).then(|| format!("{} in {domain}", s.label))
+        })
 }
 
 /// A started and verified Host.
@@ -184,6 +286,7 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
             rec.pid,
             now.command()
         ),
+        Owner::OtherStack(why) => return Err(other_stack_refusal(stack, &why).into()),
         Owner::None => {}
     }
     // A port someone else holds would make /health answer for them: refused before starting,
@@ -230,7 +333,8 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
         Err(what) => {
             terminate(pid, Duration::from_secs(5));
             let _ = child.wait();
-            let _ = remove_identity(stack);
+            // Only when the child is really gone: files naming a live process stay.
+            let _ = remove_identity_if_dead(stack);
             let tail = verify::log_tail(&log_path, 4096);
             // The Host may have written secrets of its own since it started, and logged them:
             // the config is read again after the log, before the tail is printed.
@@ -323,25 +427,84 @@ pub enum Stopped {
     Signalled { pid: u32, killed: bool },
 }
 
-/// Stops the recorded Host after proving the pid is still that Host; never by name.
-pub fn stop(stack: &Stack) -> anyhow::Result<Stopped> {
+/// The refusal for identity files that describe another stack's Host: named, with the fix;
+/// nothing was signalled or removed.
+fn other_stack_refusal(stack: &Stack, why: &str) -> Failed {
+    let files: Vec<String> = stack
+        .identity_paths()
+        .iter()
+        .filter(|p| p.exists())
+        .map(|p| p.display().to_string())
+        .collect();
+    Failed::new(
+        format!("{why}; nothing was signalled and no file was removed"),
+        format!(
+            "if stack {} has no Host of its own running, remove the copied identity files: `rm {}`",
+            stack.name,
+            files.join(" ")
+        ),
+    )
+}
+
+/// Stops the recorded Host after proving the pid is still this stack's Host; never by name,
+/// never a Host of another stack, never a pid a launchd job runs (`launchd_job` names the job
+/// that runs a pid, under any label; KeepAlive would only start it again).
+pub fn stop_checked(
+    stack: &Stack,
+    launchd_job: &dyn Fn(u32) -> Option<String>,
+) -> anyhow::Result<Stopped> {
     let pid_path = stack.pid_path();
-    if !pid_path.exists() {
+    if std::fs::symlink_metadata(&pid_path).is_err() {
         return Ok(Stopped::NotRunning);
     }
     let _lock = fsutil::lock_sidecar(&pid_path)?;
-    let outcome = match owner(stack)? {
-        Owner::None => return Ok(Stopped::NotRunning),
-        Owner::Stale(rec) => Stopped::StaleRemoved(rec),
-        Owner::Foreign(rec, _) => Stopped::ForeignLeftAlone(rec),
+    match owner(stack)? {
+        Owner::None => Ok(Stopped::NotRunning),
+        Owner::Stale(rec) => {
+            remove_identity(stack)?;
+            Ok(Stopped::StaleRemoved(rec))
+        }
+        Owner::Foreign(rec, live) => {
+            // A process that still runs the recorded server may be this Host with an identity
+            // oyster cannot prove: its files stay (whoever waits for them still finds them).
+            if !live.runs(&rec.server) {
+                remove_identity(stack)?;
+            }
+            Ok(Stopped::ForeignLeftAlone(rec))
+        }
+        Owner::OtherStack(why) => Err(other_stack_refusal(stack, &why).into()),
         Owner::Ours(rec, _) => {
+            if let Some(job) = launchd_job(rec.pid) {
+                return Err(Failed::new(
+                    format!(
+                        "launchd runs pid {} ({job}); `host stop` would only make KeepAlive start it again, so it was not signalled and its files were kept",
+                        rec.pid
+                    ),
+                    format!(
+                        "`oyster agent stop --stack {}` stops a Host launchd runs (for another stack's job, that stack's name)",
+                        stack.name
+                    ),
+                )
+                .into());
+            }
             let killed = terminate(rec.pid, Duration::from_secs(10));
-            Stopped::Signalled {
+            if verify::inspect(rec.pid).is_some() {
+                anyhow::bail!(
+                    "pid {} outlived SIGTERM and SIGKILL; its identity files were kept",
+                    rec.pid
+                );
+            }
+            remove_identity(stack)?;
+            Ok(Stopped::Signalled {
                 pid: rec.pid,
                 killed,
-            }
+            })
         }
-    };
-    remove_identity(stack)?;
-    Ok(outcome)
+    }
+}
+
+/// [`stop_checked`] for a Host this run started itself (setup's rollback): no launchd job can
+/// own it.
+pub fn stop(stack: &Stack) -> anyhow::Result<Stopped> {
+    stop_checked(stack, &|_| None)
 }

@@ -131,6 +131,7 @@ pub fn run(ctx: &Context) -> anyhow::Result<Infallible> {
     let record = ExecRecord {
         pid,
         start_time: process::identity(pid).map_or(0, |(start, _)| start),
+        start_stamp: identity::start_stamp(pid),
         started_at: started_at.clone(),
         stack: stack.name.clone(),
         argv: argv
@@ -400,8 +401,7 @@ pub fn live_host(stack: &Stack, pid: u32) -> bool {
     let Some((start, cmd)) = process::identity(pid) else {
         return false;
     };
-    rec.pid == pid
-        && rec.start_time == start
+    rec.describes(pid, start)
         && rec
             .server()
             .is_some_and(|s| cmd.iter().any(|a| Path::new(a) == s))

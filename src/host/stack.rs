@@ -180,6 +180,11 @@ impl Stack {
         self.run_dir.join("oyster-exec.json")
     }
 
+    /// The Host's identity files: the pid file, the origin file and oyster's exec record.
+    pub fn identity_paths(&self) -> [PathBuf; 3] {
+        [self.pid_path(), self.origin_path(), self.exec_record_path()]
+    }
+
     /// `<stack root>/matrix/homeserver.db`, the Host's Matrix storage.
     pub fn matrix_db_path(&self) -> PathBuf {
         self.root.join("matrix").join("homeserver.db")

@@ -9,6 +9,7 @@ mod direct;
 mod doctor;
 mod hostile;
 mod house;
+mod identity;
 mod interrupts;
 mod json_docs;
 mod lifecycle;
