@@ -842,9 +842,11 @@ impl Agent<'_> {
     /// After the Host is gone (bootout waited for it), the identity files `host exec` wrote
     /// would name a dead pid; Oysterun's runner removes them on exit, and so does oyster.
     pub fn remove_stale_identity(&self) {
-        let pid = std::fs::read_to_string(self.stack.pid_path())
+        // The one regular-file reader: a FIFO there must not hang stop/uninstall.
+        let pid = crate::host::identity::read_pid_file(&self.stack.pid_path())
             .ok()
-            .and_then(|t| t.trim().parse::<u32>().ok());
+            .flatten()
+            .and_then(Result::ok);
         if pid.is_some_and(signal::exists) {
             return;
         }

@@ -99,22 +99,36 @@ pub fn run(ctx: &Context) -> anyhow::Result<Infallible> {
     if let Err(e) = ensure_dirs(&stack) {
         log.line(&format!("{e:#}"));
     }
-    let synced = config::update(&stack.config_path(), |doc, changes| {
-        plan::sync(ctx, doc, changes);
-        Ok(doc.clone())
-    });
+    // Tried briefly: a held config lock (a suspended oyster, a stuck writer) must never keep
+    // the Host down, so past a few tens of milliseconds the sync is skipped and said so.
+    let synced = config::update_waiting(
+        &stack.config_path(),
+        config::LAUNCH_LOCK_WAIT,
+        |doc, changes| {
+            plan::sync(ctx, doc, changes);
+            Ok(doc.clone())
+        },
+    );
     let config_said = match &synced {
         Ok((_, changes)) if changes.is_empty() => "config unchanged".to_owned(),
         Ok((_, changes)) => {
             log_changes(&log, changes);
             format!("config synced ({} change(s))", changes.len())
         }
-        Err(e) => {
-            log.line(&format!(
-                "the config sync failed; the Host starts anyway: {e:#}"
-            ));
-            "config sync failed".to_owned()
-        }
+        Err(e) => match lock_holder(e) {
+            Some(holder) => {
+                log.line(&format!(
+                    "config sync skipped: locked by {holder}; the Host starts with the config as it is"
+                ));
+                "config sync skipped".to_owned()
+            }
+            None => {
+                log.line(&format!(
+                    "the config sync failed; the Host starts anyway: {e:#}"
+                ));
+                "config sync failed".to_owned()
+            }
+        },
     };
     match &synced {
         Ok((doc, _)) => compare_env(ctx, &stack, doc, &env, &node, &root, &log),
@@ -181,6 +195,22 @@ pub fn run(ctx: &Context) -> anyhow::Result<Infallible> {
         "could not exec {} {}: {err}",
         node.display(),
         server.display()
+    )
+}
+
+/// Who holds the config lock, when that is why the sync failed (`pid N`, from the holder's
+/// record in the lock file).
+fn lock_holder(e: &anyhow::Error) -> Option<String> {
+    let Some(config::ConfigError::Fs(fsutil::FsError::Busy { holder, .. })) = e.downcast_ref()
+    else {
+        return None;
+    };
+    Some(
+        holder
+            .split(" (")
+            .next()
+            .filter(|h| h.starts_with("pid "))
+            .map_or_else(|| "another process".to_owned(), str::to_owned),
     )
 }
 

@@ -210,11 +210,8 @@ fn sweep_stale_temps(path: &Path) {
             continue;
         };
         // Ours (a pid reused since an earlier run) or a writer that no longer exists.
-        let stale = match pid.parse::<i32>() {
-            Ok(p) if p > 0 && p != std::process::id() as i32 => {
-                nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None)
-                    == Err(nix::errno::Errno::ESRCH)
-            }
+        let stale = match pid.parse::<u32>() {
+            Ok(p) if p != std::process::id() => !super::signal::exists(p),
             _ => true,
         };
         if stale {
@@ -321,10 +318,13 @@ fn replace_via_temp(
 /// Replaces `path` with `bytes` through a temp file and a rename, with exactly `mode`, but
 /// without `fsync`: for runtime files that describe a live process (the Host's identity files),
 /// where readers need atomicity and a power cut leaves nothing to describe. Never through a
-/// symlink. (No lock: the launch program writes them while `host start` holds the pid lock;
-/// per-writer temp names keep writers apart.)
+/// symlink; temp files of dead writers are swept first. (No lock: the launch program writes
+/// them while `host start` holds the pid lock; per-writer temp names keep writers apart.)
 pub fn replace_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), FsError> {
     refuse_symlink(path)?;
+    // A launch killed between its temp file and the rename leaves one behind (the exec
+    // record's holds the launch environment): the next writer of the file removes it.
+    sweep_stale_temps(path);
     replace_via_temp(path, bytes, mode, None, Durability::Volatile)
 }
 
@@ -445,12 +445,9 @@ fn record_is_live(record: &str) -> bool {
     record
         .strip_prefix("pid ")
         .and_then(|r| r.split(' ').next())
-        .and_then(|p| p.parse::<i32>().ok())
-        .filter(|p| *p > 0 && *p != std::process::id() as i32)
-        .is_some_and(|p| {
-            nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None)
-                != Err(nix::errno::Errno::ESRCH)
-        })
+        .and_then(|p| p.parse::<u32>().ok())
+        .filter(|p| *p != std::process::id())
+        .is_some_and(super::signal::exists)
 }
 
 /// Creates a directory and its parents with `mode` for the ones created.

@@ -14,6 +14,7 @@ mod interrupts;
 mod json_docs;
 mod lifecycle;
 mod packaging;
+mod planted_fifos;
 mod providers;
 mod real_macs;
 mod registry_guard;

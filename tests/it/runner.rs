@@ -705,3 +705,46 @@ fn a_second_launch_leaves_a_live_hosts_identity_files_alone() {
     assert_eq!(health(port).unwrap()["pid"].to_string(), first);
     t.run(["host", "stop", "--stack", "dr"]).ok();
 }
+
+#[test]
+fn a_held_config_lock_never_keeps_the_host_down_the_launch_skips_the_sync_and_says_so() {
+    let r = Rn::new();
+    r.agent("install").ok();
+    let old = r.wait_for_host_identity_files(None).unwrap();
+    let config = r.t.home.join(".oysterun-stacks/rn/host/config.json");
+    let mut lock = config.clone().into_os_string();
+    lock.push(".lock");
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .truncate(true)
+        .open(&lock)
+        .unwrap();
+    writeln!(f, "pid {} (a suspended oyster)", std::process::id()).unwrap();
+    let _held = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|(_, e)| e)
+        .unwrap();
+    let before = std::fs::read(&config).unwrap();
+    // A provider appears; the sync would record it, but the lock is held.
+    r.t.fake_exe(&r.t.home.join(".local/bin/codex"));
+    let t0 = Instant::now();
+    r.t.sim(&["kickstart", "-k", &r.target()]).ok();
+    let new = r
+        .wait_for_host_identity_files(Some(old))
+        .expect("the Host came back");
+    assert_eq!(wait_new_healthy(r.port, old)["pid"], json!(new));
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    let log = r.log();
+    assert!(
+        log.contains(&format!(
+            "config sync skipped: locked by pid {}",
+            std::process::id()
+        )),
+        "{log}"
+    );
+    assert_eq!(
+        std::fs::read(&config).unwrap(),
+        before,
+        "written without the lock"
+    );
+}
