@@ -266,7 +266,12 @@ pub struct StartOptions {
 }
 
 /// Starts the Host from `plan`; the caller has already refused a loaded LaunchAgent.
+///
+/// While it waits, SIGINT, SIGTERM and SIGHUP are caught: an interrupted start stops the Host
+/// it spawned, removes its identity files and ends with [`crate::error::Interrupted`] (exit
+/// 128 + N), so no unverified Host is left running.
 pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<Started> {
+    let _guard = signal::InterruptGuard::install();
     fsutil::create_dir_all(&stack.run_dir, 0o700)?;
     let pid_path = stack.pid_path();
     let _lock = fsutil::lock_sidecar(&pid_path)?;
@@ -330,7 +335,24 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
     let pid = child.id();
     match verify_start(&mut child, stack, plan, opts) {
         Ok(health_after) => Ok(Started { pid, health_after }),
-        Err(what) => {
+        Err(NotStarted::Interrupted(sig)) => {
+            // The stop runs to its end, whatever else arrives meanwhile.
+            let _quiet = signal::Suspended::new();
+            terminate(pid, Duration::from_secs(5));
+            let _ = child.wait();
+            let removed = match remove_identity_if_dead(stack) {
+                Ok(_) => "removed its identity files",
+                Err(_) => "could not remove its identity files",
+            };
+            Err(crate::error::Interrupted(
+                sig,
+                format!(
+                    "stopped the Host it had started (pid {pid}, not yet verified) and {removed}"
+                ),
+            )
+            .into())
+        }
+        Err(NotStarted::Failed(what)) => {
             terminate(pid, Duration::from_secs(5));
             let _ = child.wait();
             // Only when the child is really gone: files naming a live process stay.
@@ -349,21 +371,39 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
     }
 }
 
+/// Why a started child is not (yet) a verified Host.
+enum NotStarted {
+    /// SIGINT, SIGTERM or SIGHUP arrived while waiting: stop waiting at once.
+    Interrupted(Signal),
+    Failed(String),
+}
+
+impl From<String> for NotStarted {
+    fn from(s: String) -> NotStarted {
+        NotStarted::Failed(s)
+    }
+}
+
 /// Health, the identity files, the live environment, then a settle period with the same pid.
+/// A caught interrupt ends every wait at once.
 fn verify_start(
     child: &mut Child,
     stack: &Stack,
     plan: &Plan,
     opts: &StartOptions,
-) -> Result<Duration, String> {
+) -> Result<Duration, NotStarted> {
     crate::output::printer().waiting(
         &format!("GET /health on 127.0.0.1:{}", plan.port),
         opts.wait,
     );
-    let health_after = verify::wait_healthy(plan.port, opts.wait, || {
-        matches!(child.try_wait(), Ok(None))
-    })
-    .map_err(|f| match (f, child.try_wait()) {
+    let interrupted = || signal::received().map(NotStarted::Interrupted);
+    let health = verify::wait_healthy(plan.port, opts.wait, || {
+        signal::received().is_none() && matches!(child.try_wait(), Ok(None))
+    });
+    if let Some(stop) = interrupted() {
+        return Err(stop);
+    }
+    let health_after = health.map_err(|f| match (f, child.try_wait()) {
         (verify::HealthFailure::Exited, Ok(Some(status))) => {
             format!("the Host exited ({status}) before answering /health")
         }
@@ -376,7 +416,8 @@ fn verify_start(
                 "`oyster host exec` did not write {} for pid {} (its reason is in the log)",
                 stack.pid_path().display(),
                 child.id()
-            ))
+            )
+            .into())
         }
     }
     verify::check_listener(plan.port, child.id())?;
@@ -385,15 +426,20 @@ fn verify_start(
         return Err(format!(
             "the kernel hides pid {}'s environment and `oyster host exec` left no record for it, so the environment is unproven",
             child.id()
-        ));
+        )
+        .into());
     }
     let deadline = Instant::now() + opts.settle;
     while Instant::now() < deadline {
+        if let Some(stop) = interrupted() {
+            return Err(stop);
+        }
         if !matches!(child.try_wait(), Ok(None)) {
             return Err(format!(
                 "the Host exited within {:?} of answering /health (a crash loop?)",
                 opts.settle
-            ));
+            )
+            .into());
         }
         std::thread::sleep(Duration::from_millis(20));
     }

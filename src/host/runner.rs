@@ -169,6 +169,20 @@ pub fn run(ctx: &Context) -> anyhow::Result<Infallible> {
         host_pid: pid,
         launch_label: stack.label.clone(),
     };
+    // What would make the exec fail is checked before any identity file names this pid:
+    // Oysterun's own scripts wait for those files and would take a dead pid for the Host.
+    if let Err(why) = exec_target_problem(&node, &server) {
+        // Files an earlier Host left, naming its dead pid, go too.
+        let _ = crate::direct::remove_identity_if_dead(&stack);
+        log.line(&format!(
+            "{why}; no identity files were written, the Host does not start"
+        ));
+        return Err(crate::error::Failed::new(
+            why,
+            "reinstall Oysterun or Node, or run `oyster agent regenerate` (or `oyster host start`) to pin them again",
+        )
+        .into());
+    }
     let identity_said = match write_identity(&stack, &record, &origin) {
         Ok(()) => "identity files written",
         Err(e) => {
@@ -191,6 +205,20 @@ pub fn run(ctx: &Context) -> anyhow::Result<Infallible> {
     );
     log.line(&said);
     let err = std::process::Command::new(&node).arg(&server).exec();
+    // The files name this pid, which is about to exit without becoming the Host.
+    if identity::read_pid_file(&stack.pid_path())
+        .ok()
+        .flatten()
+        .and_then(Result::ok)
+        == Some(pid)
+    {
+        let _ = crate::direct::remove_identity(&stack);
+    }
+    log.line(&format!(
+        "could not exec {} {}: {err}; its identity files were removed",
+        node.display(),
+        server.display()
+    ));
     anyhow::bail!(
         "could not exec {} {}: {err}",
         node.display(),
@@ -212,6 +240,24 @@ fn lock_holder(e: &anyhow::Error) -> Option<String> {
             .filter(|h| h.starts_with("pid "))
             .map_or_else(|| "another process".to_owned(), str::to_owned),
     )
+}
+
+/// Why `node server` could not be exec'd, when that can be told beforehand: Node must be an
+/// executable regular file, the entry point a regular file.
+fn exec_target_problem(node: &Path, server: &Path) -> Result<(), String> {
+    crate::provider::resolve::check_executable(node)
+        .map_err(|why| format!("the pinned Node {} {why}", node.display()))?;
+    match std::fs::metadata(server) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(_) => Err(format!(
+            "the Host entry point {} is not a regular file",
+            server.display()
+        )),
+        Err(e) => Err(format!(
+            "the Host entry point {} cannot be used: {e}",
+            server.display()
+        )),
+    }
 }
 
 /// A variable the plist (or direct startup) must set; without it there is no Host to run.

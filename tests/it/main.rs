@@ -7,6 +7,7 @@ mod common;
 mod config_store;
 mod direct;
 mod doctor;
+mod host_start_interrupts;
 mod hostile;
 mod house;
 mod identity;

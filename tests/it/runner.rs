@@ -748,3 +748,77 @@ fn a_held_config_lock_never_keeps_the_host_down_the_launch_skips_the_sync_and_sa
         "written without the lock"
     );
 }
+
+/// Waits (bounded) until the Host log holds `text`.
+fn wait_for_log(r: &Rn, text: &str) -> String {
+    let t0 = Instant::now();
+    loop {
+        let log = r.log();
+        if log.contains(text) {
+            return log;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "never logged {text:?}:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_launch_that_cannot_become_the_host_leaves_no_identity_files_naming_a_dead_pid() {
+    // The entry point gone (an Oysterun uninstalled under the plist).
+    let r = Rn::new();
+    r.agent("install").ok();
+    r.wait_for_host_identity_files(None).unwrap();
+    std::fs::rename(
+        r.root.join("host-service/server.mjs"),
+        r.root.join("host-service/server.mjs.moved"),
+    )
+    .unwrap();
+    r.t.sim(&["kickstart", "-k", &r.target()]).ok();
+    let log = wait_for_log(&r, "no identity files were written");
+    assert!(log.contains("server.mjs"), "{log}");
+    for f in [
+        r.pid_file(),
+        r.origin_file(),
+        r.run_dir().join("oyster-exec.json"),
+    ] {
+        assert!(!f.exists(), "{} names a dead pid", f.display());
+    }
+    std::fs::rename(
+        r.root.join("host-service/server.mjs.moved"),
+        r.root.join("host-service/server.mjs"),
+    )
+    .unwrap();
+    r.t.run(["agent", "uninstall", "--stack", STACK]).ok();
+
+    // The pinned Node deleted (a version manager removed it), reached through a link.
+    let r = Rn::new();
+    let link_dir = r.t.path("nodes/bin");
+    std::fs::create_dir_all(&link_dir).unwrap();
+    std::os::unix::fs::symlink(real_node(), link_dir.join("node")).unwrap();
+    r.t.run([
+        "agent",
+        "install",
+        "--stack",
+        STACK,
+        "--root",
+        r.root.to_str().unwrap(),
+        "--node-bin",
+        link_dir.join("node").to_str().unwrap(),
+        "--port",
+        &r.port.to_string(),
+        "--wait",
+        "10",
+        "--settle-ms",
+        "200",
+    ])
+    .ok();
+    r.wait_for_host_identity_files(None).unwrap();
+    std::fs::remove_file(link_dir.join("node")).unwrap();
+    r.t.sim(&["kickstart", "-k", &r.target()]).ok();
+    let log = wait_for_log(&r, "no identity files were written");
+    assert!(log.contains("the pinned Node"), "{log}");
+    assert!(!r.pid_file().exists(), "the pid file names a dead pid");
+}
