@@ -174,12 +174,12 @@ impl<'a> Agent<'a> {
     /// The `pending` marker: written before a change, removed once it verified (or was rolled
     /// back); found by the next run, it means a run died before it knew.
     fn pending_path(&self) -> std::path::PathBuf {
-        self.stack.run_dir.join("pending")
+        self.stack.pending_path()
     }
 
     /// The plist that last verified, kept on disk for rollback.
     fn last_good_path(&self) -> std::path::PathBuf {
-        self.stack.run_dir.join("last-good.plist")
+        self.stack.last_good_plist_path()
     }
 
     /// Whether a previous run was interrupted before its change verified.

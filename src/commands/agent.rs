@@ -606,7 +606,7 @@ fn collect(ctx: &Context) -> anyhow::Result<AgentStatus> {
         domain: None,
         notes: vec![],
     };
-    if stack.run_dir.join("pending").exists() {
+    if stack.pending_path().exists() {
         st.notes.push(format!(
             "an earlier change was interrupted before it verified; `oyster agent regenerate --stack {}` re-verifies it (and rolls back if it fails)",
             stack.name

@@ -498,9 +498,7 @@ pub fn update_waiting<T>(
 /// The config's lock (`config.json.lock`), waited for at most `wait`; while waiting, one line
 /// names the holder.
 fn lock(path: &Path, wait: Duration) -> Result<fsutil::Lock, ConfigError> {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".lock");
-    let lock_path = PathBuf::from(name);
+    let lock_path = fsutil::sidecar_lock_path(path);
     let quiet = wait < Duration::from_secs(1);
     Ok(fsutil::lock_waiting(
         &lock_path,

@@ -11,7 +11,6 @@ use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-use crate::context::EnvSnapshot;
 use crate::error::Failed;
 use crate::host::identity::{self, ExecRecord};
 use crate::host::launchenv;
@@ -217,27 +216,6 @@ fn not_this_stacks(stack: &Stack, rec: &PidRecord, live: &LiveProcess) -> Option
             why.join("; ")
         )
     })
-}
-
-/// The launchd job that runs `pid`, under any label oyster can name: every stack's label on
-/// this machine, in both per-user domains, and (where the kernel shows the environment) the
-/// `XPC_SERVICE_NAME` launchd gives each job. `None` when none does or there is no launchctl.
-pub fn launchd_job_of(env: &EnvSnapshot, pid: u32) -> Option<String> {
-    if let Some(name) = verify::inspect(pid)
-        .and_then(|live| live.var("XPC_SERVICE_NAME"))
-        .filter(|n| !n.is_empty() && n != "0")
-    {
-        return Some(name);
-    }
-    let lc = crate::agent::launchctl::Launchctl::locate(env).ok()?;
-    let stack_env = env.stack_env();
-    crate::host::stack::discover(&stack_env)
-        .into_iter()
-        .filter_map(|name| Stack::new(&name, &stack_env).ok())
-        .find_map(|s| {
-            let (domain, info) = lc.find_loaded(&s.label).ok()??;
-            (info.pid() == Some(pid)).then(|| format!("{} in {domain}", s.label))
-        })
 }
 
 /// A started and verified Host.

@@ -104,6 +104,7 @@ pub struct SetupPlan {
 /// Plans setup without writing anything.
 pub fn make_plan(ctx: &Context, opts: &SetupOptions) -> anyhow::Result<SetupPlan> {
     let plan = plan::plan(ctx, &opts.host, Writes::None)?;
+    plan.warn_privacy();
     let node_bin = &plan.node.path;
     let node_dir = node_bin.parent().unwrap_or(Path::new("/"));
     let prefix = node_dir.parent().unwrap_or(Path::new("/")).to_path_buf();
@@ -364,18 +365,16 @@ fn apply_steps(
 /// What setup's steps may create: the directory chains under HOME and the lock and pid files.
 fn created_paths(ctx: &Context, sp: &SetupPlan) -> Undo {
     let st = &ctx.stack;
-    let mut pid_lock = st.pid_path().into_os_string();
-    pid_lock.push(".lock");
     let mut files: Vec<PathBuf> = vec![
-        st.config_dir.join("config.json.lock"),
+        st.config_lock_path(),
         st.pid_path(),
         st.origin_path(),
         st.exec_record_path(),
-        PathBuf::from(pid_lock),
-        st.run_dir.join("node-version.cache"),
-        st.run_dir.join("oyster.lock"),
-        st.run_dir.join("pending"),
-        st.run_dir.join("last-good.plist"),
+        st.pid_lock_path(),
+        st.node_version_cache_path(),
+        st.lifecycle_lock_path(),
+        st.pending_path(),
+        st.last_good_plist_path(),
     ];
     files.retain(|f| !f.exists());
     let mut dirs = vec![];

@@ -369,12 +369,17 @@ fn open_lock_file(lock_path: &Path) -> Result<File, FsError> {
         .map_err(io_err("open the lock file", lock_path))
 }
 
+/// The sidecar lock of `path`: `<path>.lock`.
+pub fn sidecar_lock_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
 /// Takes an exclusive lock on the sidecar `<path>.lock` (not the file being renamed, whose
 /// inode changes on every write), creating it 0600 if needed. Blocks until it is free.
 pub fn lock_sidecar(path: &Path) -> Result<Lock, FsError> {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".lock");
-    let lock_path = PathBuf::from(name);
+    let lock_path = sidecar_lock_path(path);
     let file = open_lock_file(&lock_path)?;
     match flock(file, nix::fcntl::FlockArg::LockExclusive, &lock_path)? {
         Ok(held) => Ok(Lock { _held: held }),

@@ -16,6 +16,7 @@ mod json_docs;
 mod lifecycle;
 mod packaging;
 mod planted_fifos;
+mod privacy_folders;
 mod providers;
 mod real_macs;
 mod registry_guard;

@@ -1,5 +1,7 @@
-//! `oyster host exec --stack NAME` (CONTRACT.md §6a): the Host's launch program, run by launchd
-//! from the plist and by direct startup, so both paths share one runner.
+//! `oyster host exec --stack NAME`: the Host's launch program, run by launchd from the plist and
+//! by direct startup, so both paths share one runner. A flow of its own (beside `agent`,
+//! `direct` and `setup`): it builds on `host` (the plan's sync, the identity files) and never
+//! the other way round.
 //!
 //! It does the per-launch duties of Oysterun's runner (`tool_scripts/run_oysterun_host.sh`) in
 //! a few milliseconds, then `execve`s `OYSTERUN_NODE_BIN <root>/host-service/server.mjs` as the
