@@ -95,6 +95,7 @@ impl<'a> From<&'a Context> for crate::host::plan::PlanEnv<'a> {
             node_bin: ctx.env.node_bin.as_deref(),
             npm_prefix: ctx.env.npm_prefix.as_deref(),
             launcher: &ctx.launcher,
+            stacks_dir: ctx.env.stacks_dir.as_deref(),
             launchd: match ctx.env.launchctl.as_deref() {
                 Some(v) => v != "none",
                 None => cfg!(target_os = "macos"),

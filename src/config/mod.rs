@@ -25,6 +25,9 @@ pub const PORT_KEY: &str = "port";
 pub const BROWSE_KEY: &str = "default_browse_path";
 /// The key holding the Release Setup mode.
 pub const MODE_KEY: &str = "connection_mode";
+/// The key holding the Oysterun root this stack's Host was last planned from (oyster's own
+/// key), so `--root` is needed at most once per stack.
+pub const ROOT_KEY: &str = "oyster_root";
 
 /// Why a config could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -196,6 +199,21 @@ impl ConfigDoc {
     pub fn intent(&self, p: &Provider) -> Intent {
         self.recorded_intent(p)
             .unwrap_or_else(|| migrated_intent(p, self.map.get(p.command_key)))
+    }
+
+    /// The remembered Oysterun root ([`ROOT_KEY`]), when it is an absolute path.
+    pub fn remembered_root(&self) -> Option<&Path> {
+        self.map
+            .get(ROOT_KEY)
+            .and_then(Value::as_str)
+            .map(Path::new)
+            .filter(|p| p.is_absolute())
+    }
+
+    /// Records `root` as the one this stack's Host runs from.
+    pub fn remember_root(&mut self, root: &Path, changes: &mut Vec<Change>) {
+        let s = root.to_string_lossy().into_owned();
+        self.set(ROOT_KEY, Value::String(s), changes);
     }
 
     pub fn port(&self) -> Option<u16> {
@@ -609,7 +627,7 @@ impl<'de> Visitor<'de> for OwnedKeys<'_> {
                 map.next_value::<Option<IntentTable>>()?;
             } else if key == PORT_KEY {
                 map.next_value::<Option<u16>>()?;
-            } else if key == BROWSE_KEY || key == MODE_KEY {
+            } else if key == BROWSE_KEY || key == MODE_KEY || key == ROOT_KEY {
                 map.next_value::<Option<String>>()?;
             } else {
                 map.next_value::<IgnoredAny>()?;

@@ -32,6 +32,8 @@ pub struct PlanEnv<'a> {
     pub npm_prefix: Option<&'a Path>,
     /// oyster's stable path, the launch program the plist names.
     pub launcher: &'a Path,
+    /// `OYSTERUN_STACKS_DIR` (to find the roots other stacks remember).
+    pub stacks_dir: Option<&'a Path>,
     /// Whether launchd runs the Host (macOS, or a launchctl set in the environment): then
     /// folders macOS's privacy protection guards are named ([`crate::host::privacy`]).
     pub launchd: bool,
@@ -112,6 +114,7 @@ pub fn plan<'a>(
         flag: args.root.as_deref(),
         env: pe.root,
         installed: installed.as_ref().and_then(Installed::repo_root),
+        remembered: remembered_roots(&pe),
         node_bin: &node.path,
         npm_prefix: pe.npm_prefix,
     })?;
@@ -122,6 +125,7 @@ pub fn plan<'a>(
             let path = stack.config_path();
             config::update(&path, |doc, changes| {
                 sync(pe, doc, changes);
+                doc.remember_root(&root, changes);
                 Ok(doc.clone())
             })?
         }
@@ -205,6 +209,53 @@ fn privacy_warnings(
     // The working directory lies in the root: one line for both.
     out.dedup_by(|b, a| a.contains("the Oysterun root") && b.contains("working directory"));
     out
+}
+
+/// The remembered roots to try: this stack's `oyster_root`; for a stack that has none, the
+/// root the other stacks on this machine remember, when they all remember the same one (a
+/// second stack needs no `--root`; disagreeing stacks are not guessed between).
+fn remembered_roots(pe: &PlanEnv<'_>) -> Vec<(PathBuf, String)> {
+    let read = |s: &Stack| {
+        ConfigDoc::load(&s.config_path())
+            .ok()
+            .and_then(|d| d.remembered_root().map(Path::to_path_buf))
+    };
+    let stack = pe.stack;
+    if let Some(own) = read(stack) {
+        return vec![(
+            own,
+            format!(
+                "the root remembered in {} ({})",
+                stack.config_path().display(),
+                config::ROOT_KEY
+            ),
+        )];
+    }
+    let env = crate::host::stack::StackEnv {
+        home: Some(stack.home.clone()),
+        stacks_dir: pe.stacks_dir.map(Path::to_path_buf),
+        config_dir: stack
+            .config_dir_overridden
+            .then(|| stack.config_dir.clone()),
+    };
+    let others: Vec<(String, PathBuf)> = crate::host::stack::discover(&env)
+        .into_iter()
+        .filter(|n| *n != stack.name)
+        .filter_map(|n| {
+            let s = Stack::new(&n, &env).ok()?;
+            read(&s).map(|r| (n, r))
+        })
+        .collect();
+    match others.as_slice() {
+        [(name, root), rest @ ..] if rest.iter().all(|(_, r)| r == root) => vec![(
+            root.clone(),
+            format!(
+                "the root stack {name} remembers ({} in its config)",
+                config::ROOT_KEY
+            ),
+        )],
+        _ => vec![],
+    }
 }
 
 fn no_port(stack: &Stack) -> Invalid {

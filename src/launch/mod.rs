@@ -108,6 +108,9 @@ pub fn run(ctx: &Context) -> anyhow::Result<Infallible> {
         config::LAUNCH_LOCK_WAIT,
         |doc, changes| {
             plan::sync(ctx, doc, changes);
+            // The root this Host runs from is the one to remember (the plist's, for a Host
+            // another installer set up).
+            doc.remember_root(&root, changes);
             Ok(doc.clone())
         },
     );

@@ -281,6 +281,7 @@ fn apply_steps(
     let ((), changes) = config::update(&path, |doc, changes| {
         // Migrate first: an installed path set before migration would read as user-owned.
         plan::sync(ctx, doc, changes);
+        doc.remember_root(&sp.plan.root, changes);
         for (p, exe) in &installed {
             doc.set(
                 p.command_key,

@@ -20,6 +20,7 @@ mod privacy_folders;
 mod providers;
 mod real_macs;
 mod registry_guard;
+mod remembered_root;
 mod review;
 mod runner;
 mod secrets;
