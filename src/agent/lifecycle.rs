@@ -842,21 +842,8 @@ impl Agent<'_> {
     /// After the Host is gone (bootout waited for it), the identity files `host exec` wrote
     /// would name a dead pid; Oysterun's runner removes them on exit, and so does oyster.
     pub fn remove_stale_identity(&self) {
-        // The one regular-file reader: a FIFO there must not hang stop/uninstall.
-        let pid = crate::host::identity::read_pid_file(&self.stack.pid_path())
-            .ok()
-            .flatten()
-            .and_then(Result::ok);
-        if pid.is_some_and(signal::exists) {
-            return;
-        }
-        for f in [
-            self.stack.pid_path(),
-            self.stack.origin_path(),
-            self.stack.exec_record_path(),
-        ] {
-            let _ = std::fs::remove_file(f);
-        }
+        // Read through the regular-file reader (a FIFO there must not hang stop/uninstall).
+        let _ = crate::host::identity::remove_if_dead(self.stack);
     }
 }
 

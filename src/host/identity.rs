@@ -250,6 +250,35 @@ fn platform_start_stamp(_pid: u32) -> Option<String> {
     None
 }
 
+/// Removes the stack's identity files (pid, origin, exec record) when they name no live
+/// process: the pid file's pid, else the exec record's, is gone. For a Host that never came up
+/// and a rolled-back install, whose files would otherwise name a dead pid that Oysterun's
+/// scripts wait for. Files naming a live process are left alone. Returns whether it removed
+/// them.
+pub fn remove_if_dead(stack: &crate::host::stack::Stack) -> Result<bool, FsError> {
+    let named = match read_pid_file(&stack.pid_path()) {
+        Ok(Some(Ok(pid))) => Some(pid),
+        // No pid file (or one that holds no pid, or a special file): the exec record's pid.
+        _ => ExecRecord::read(&stack.exec_record_path()).map(|r| r.pid),
+    };
+    if named.is_some_and(crate::sys::signal::exists) {
+        return Ok(false);
+    }
+    for path in stack.identity_paths() {
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(FsError::Io {
+                    action: "remove",
+                    path,
+                    cause: e,
+                })
+            }
+            _ => {}
+        }
+    }
+    Ok(true)
+}
+
 /// Replaces `path` with `bytes` atomically (temp file and rename; no fsync, see the module
 /// documentation), with `mode`.
 pub fn replace(path: &Path, bytes: &[u8], mode: u32) -> Result<(), FsError> {
@@ -310,6 +339,34 @@ mod tests {
             assert_eq!(start_stamp(me), Some(a), "stable across reads");
             assert_eq!(start_stamp(u32::MAX >> 1), None);
         }
+    }
+
+    #[test]
+    fn identity_files_are_removed_only_when_the_pid_they_name_is_gone() {
+        let t = tempfile::tempdir().unwrap();
+        let stack = crate::host::stack::Stack::new(
+            "dead",
+            &crate::host::stack::StackEnv {
+                home: Some(t.path().to_path_buf()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        std::fs::create_dir_all(&stack.run_dir).unwrap();
+        let write = |pid: u32| {
+            for p in stack.identity_paths() {
+                std::fs::write(&p, format!("{pid}\n")).unwrap();
+            }
+        };
+        write(std::process::id());
+        assert!(!remove_if_dead(&stack).unwrap(), "a live pid's files stay");
+        assert!(stack.pid_path().exists());
+        let mut dead = std::process::Command::new("true").spawn().unwrap();
+        let dead_pid = dead.id();
+        dead.wait().unwrap();
+        write(dead_pid);
+        assert!(remove_if_dead(&stack).unwrap());
+        assert!(stack.identity_paths().iter().all(|p| !p.exists()));
     }
 
     #[test]

@@ -132,16 +132,7 @@ fn run_full(
     let pgid = child.id();
     let (tx, rx) = mpsc::channel::<(Stream, Vec<u8>)>();
     let line_reader = |r: Box<dyn Read + Send>, which: Stream, tx: mpsc::Sender<_>| {
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            let mut r = std::io::BufReader::new(r);
-            let mut line = Vec::new();
-            while r.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
-                if tx.send((which, std::mem::take(&mut line))).is_err() {
-                    break;
-                }
-            }
-        })
+        std::thread::spawn(move || read_lines(r, &mut |line| tx.send((which, line)).is_ok()))
     };
     let mut readers = vec![];
     if let Some(o) = child.stdout.take() {
@@ -207,6 +198,13 @@ fn run_full(
     {
         take(which, bytes, on_line);
     }
+    // Readers that saw the end of their pipe are joined; one still held open by a grandchild
+    // ends on its own when that closes it (its sends then fail quietly).
+    for reader in readers {
+        if reader.is_finished() {
+            let _ = reader.join();
+        }
+    }
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out).into_owned(),
         String::from_utf8_lossy(&err).into_owned(),
@@ -222,6 +220,41 @@ fn run_full(
             argv: shown,
             signal: status.signal().unwrap_or(0),
         }),
+    }
+}
+
+/// The longest line a reader keeps before it hands the piece on: a program printing megabytes
+/// without a newline never makes oyster's buffer grow past this.
+const LINE_CAP: usize = 64 << 10;
+
+/// Reads `r` to its end, handing each line (with its newline; at most [`LINE_CAP`] bytes, a
+/// longer one in pieces) to `send`, which returns `false` to stop.
+fn read_lines(r: Box<dyn Read + Send>, send: &mut dyn FnMut(Vec<u8>) -> bool) {
+    use std::io::BufRead;
+    let mut r = std::io::BufReader::new(r);
+    let mut line = Vec::new();
+    loop {
+        let buf = match r.fill_buf() {
+            Ok([]) => break,
+            Ok(buf) => buf,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let until = buf
+            .iter()
+            .position(|b| *b == b'\n')
+            .map_or(buf.len(), |i| i + 1);
+        let n = until.min(LINE_CAP - line.len());
+        line.extend_from_slice(&buf[..n]);
+        r.consume(n);
+        if (line.last() == Some(&b'\n') || line.len() >= LINE_CAP)
+            && !send(std::mem::take(&mut line))
+        {
+            return;
+        }
+    }
+    if !line.is_empty() {
+        send(line);
     }
 }
 
@@ -341,6 +374,17 @@ mod tests {
         assert!(matches!(e, ProcessError::Timeout { .. }), "{e}");
         assert!(t0.elapsed() < Duration::from_secs(5));
         assert_eq!(lines, 1, "the line came before the deadline");
+    }
+
+    #[test]
+    fn a_line_without_end_is_handed_on_in_capped_pieces() {
+        let mut pieces = vec![];
+        let text = [vec![b'x'; LINE_CAP * 2 + 10], b"\nend".to_vec()].concat();
+        read_lines(Box::new(std::io::Cursor::new(text)), &mut |l| {
+            pieces.push(l.len());
+            true
+        });
+        assert_eq!(pieces, [LINE_CAP, LINE_CAP, 11, 3]);
     }
 
     #[test]
