@@ -490,10 +490,24 @@ pub fn stop_checked(
         }
         Owner::Foreign(rec, live) => {
             // A process that still runs the recorded server may be this Host with an identity
-            // oyster cannot prove: its files stay (whoever waits for them still finds them).
-            if !live.runs(&rec.server) {
-                remove_identity(stack)?;
+            // oyster cannot prove (a record of an older oyster, from before a clock step): it
+            // is not signalled and its files stay (whoever waits for them still finds them).
+            if live.runs(&rec.server) {
+                return Err(Failed::new(
+                    format!(
+                        "pid {} runs {} but is not the process recorded in {} (another start time); it was not signalled and the identity files were kept",
+                        rec.pid,
+                        rec.server.display(),
+                        stack.exec_record_path().display()
+                    ),
+                    format!(
+                        "if it is stack {}'s Host, stop it yourself (`kill {}`), then `oyster host start --stack {}`",
+                        stack.name, rec.pid, stack.name
+                    ),
+                )
+                .into());
             }
+            remove_identity(stack)?;
             Ok(Stopped::ForeignLeftAlone(rec))
         }
         Owner::OtherStack(why) => Err(other_stack_refusal(stack, &why).into()),

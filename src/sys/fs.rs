@@ -356,17 +356,34 @@ fn flock(
     }
 }
 
+/// Opens (creating) a lock file: never through a symlink, never blocking on a FIFO or device
+/// planted there (opened non-blocking and refused unless it is a regular file: reading the
+/// holder's record from a FIFO would wait forever).
 fn open_lock_file(lock_path: &Path) -> Result<File, FsError> {
     refuse_symlink(lock_path)?;
-    OpenOptions::new()
+    let file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .custom_flags(nix::libc::O_NOFOLLOW)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
         .open(lock_path)
-        .map_err(io_err("open the lock file", lock_path))
+        .map_err(|e| match e.raw_os_error() {
+            Some(nix::libc::ENXIO) => FsError::NotRegular {
+                path: lock_path.to_owned(),
+                kind: "a FIFO (named pipe)",
+            },
+            _ => io_err("open the lock file", lock_path)(e),
+        })?;
+    let meta = file.metadata().map_err(io_err("inspect", lock_path))?;
+    if let Some(kind) = special_kind(&meta.file_type()) {
+        return Err(FsError::NotRegular {
+            path: lock_path.to_owned(),
+            kind,
+        });
+    }
+    Ok(file)
 }
 
 /// The sidecar lock of `path`: `<path>.lock`.

@@ -176,3 +176,29 @@ fn a_clock_step_does_not_orphan_a_directly_started_host() {
     assert!(!alive(pid), "the Host kept running");
     assert!(!run_dir(&t, "it").join("oysterun-host-it.pid").exists());
 }
+
+#[test]
+fn an_older_record_that_no_longer_proves_a_live_host_is_kept_and_nothing_is_signalled() {
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    let pid = start(&t, "it", &root, free_port());
+    // A record of an older oyster (no start stamp) after a clock step: the wall-clock time
+    // no longer matches, and nothing else proves the process is the one recorded.
+    let record = run_dir(&t, "it").join("oyster-exec.json");
+    let mut rec: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    rec.as_object_mut().unwrap().remove("start_stamp");
+    rec["start_time"] = (rec["start_time"].as_u64().unwrap() + 3600).into();
+    std::fs::write(&record, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
+    let e = t
+        .run(["host", "stop", "--stack", "it"])
+        .fails_with(1)
+        .stderr();
+    assert!(
+        e.contains("was not signalled") && e.contains(&format!("kill {pid}")),
+        "{e}"
+    );
+    assert!(alive(pid));
+    assert!(run_dir(&t, "it").join("oysterun-host-it.pid").exists());
+    assert!(record.exists());
+}

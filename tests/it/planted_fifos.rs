@@ -128,3 +128,43 @@ fn fifos_at_the_identity_files_hang_neither_host_status_nor_host_stop() {
         std::fs::remove_file(&f).unwrap();
     }
 }
+
+#[test]
+fn a_fifo_at_a_lock_file_is_refused_naming_it_never_waited_on() {
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    let lock = run_dir(&t).join("oyster.lock");
+    mkfifo(&lock);
+    let r = bounded(
+        &t,
+        &[
+            "host",
+            "start",
+            "--stack",
+            STACK,
+            "--root",
+            root.to_str().unwrap(),
+            "--node-bin",
+            real_node().to_str().unwrap(),
+            "--port",
+            &free_port().to_string(),
+        ]
+        .map(String::from),
+    );
+    let e = r.stderr();
+    assert_eq!(r.code(), 2, "{e}");
+    assert!(e.contains("oyster.lock") && e.contains("FIFO"), "{e}");
+    assert!(t.own_processes().is_empty(), "nothing was started");
+
+    let config_lock = t.home.join(".oysterun/config.json.lock");
+    mkfifo(&config_lock);
+    let id = crate::common::provider_ids()[0].clone();
+    let r = bounded(
+        &t,
+        &["providers", "set", &id, "/opt/tools/bin/tool"].map(String::from),
+    );
+    let e = r.stderr();
+    assert_eq!(r.code(), 2, "{e}");
+    assert!(e.contains("config.json.lock") && e.contains("FIFO"), "{e}");
+    assert!(!t.home.join(".oysterun/config.json").exists());
+}
