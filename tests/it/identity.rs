@@ -202,3 +202,72 @@ fn an_older_record_that_no_longer_proves_a_live_host_is_kept_and_nothing_is_sign
     assert!(run_dir(&t, "it").join("oysterun-host-it.pid").exists());
     assert!(record.exists());
 }
+
+#[test]
+fn host_stop_never_signals_a_pid_launchd_runs_under_another_label() {
+    let mut t = TestContext::new();
+    t.use_sim();
+    let root = t.fixture_root("root");
+    let port = free_port().to_string();
+    t.run([
+        "agent",
+        "install",
+        "--stack",
+        "a",
+        "--root",
+        root.to_str().unwrap(),
+        "--node-bin",
+        real_node().to_str().unwrap(),
+        "--port",
+        &port,
+        "--wait",
+        "10",
+        "--settle-ms",
+        "200",
+    ])
+    .ok();
+    // The same definition loaded under another stack's label (a hand-copied plist): launchd
+    // runs stack a's Host as com.oysterun.host.b, and a's own label is not loaded.
+    let agents = t.home.join("Library/LaunchAgents");
+    let a_plist = agents.join("com.oysterun.host.a.plist");
+    let b_plist = agents.join("com.oysterun.host.b.plist");
+    let text = std::fs::read_to_string(&a_plist).unwrap();
+    let copied = text.replacen(
+        "<string>com.oysterun.host.a</string>",
+        "<string>com.oysterun.host.b</string>",
+        1,
+    );
+    assert_ne!(copied, text);
+    let uid = nix::unistd::getuid();
+    t.sim(&["bootout", &format!("gui/{uid}/com.oysterun.host.a")])
+        .ok();
+    std::fs::remove_file(&a_plist).unwrap();
+    std::fs::write(&b_plist, copied).unwrap();
+    t.sim(&[
+        "bootstrap",
+        &format!("gui/{uid}"),
+        b_plist.to_str().unwrap(),
+    ])
+    .ok();
+    let t0 = std::time::Instant::now();
+    let pid = loop {
+        let st = t.run(["host", "status", "--stack", "a", "--json"]).json();
+        if let Some(pid) = st["pid"].as_u64().filter(|_| st["running"] == true) {
+            break pid as u32;
+        }
+        assert!(t0.elapsed().as_secs() < 15, "the Host never came up: {st}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let e = t
+        .run(["host", "stop", "--stack", "a"])
+        .fails_with(1)
+        .stderr();
+    assert!(
+        e.contains(&format!("launchd runs pid {pid}")) && e.contains("com.oysterun.host.b"),
+        "{e}"
+    );
+    assert!(alive(pid), "launchd's job was signalled");
+    assert!(run_dir(&t, "a").join("oysterun-host-a.pid").exists());
+    t.sim(&["bootout", &format!("gui/{uid}/com.oysterun.host.b")])
+        .ok();
+}
