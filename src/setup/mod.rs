@@ -272,7 +272,8 @@ fn apply_steps(
     }
     // 2. The config: the same preservation-first merge, plus mode, AgentFolder and installs.
     let path = st.config_path();
-    let before = std::fs::read(&path).ok();
+    // Through the one regular-file reader: a FIFO swapped in is refused, never waited on.
+    let before = fsutil::read_regular(&path, config::MAX_CONFIG_BYTES)?;
     journal.push(Undo::File {
         path: path.clone(),
         bytes: before,
@@ -317,7 +318,7 @@ fn apply_steps(
             let plist = st.plist_path();
             journal.push(Undo::File {
                 path: plist.clone(),
-                bytes: std::fs::read(&plist).ok(),
+                bytes: fsutil::read_regular(&plist, crate::host::plist::MAX_PLIST_BYTES)?,
                 mode: Some(0o644),
             });
             let wrote = crate::host::plist::write(lock, &plist, &plan.plist, &st.log_dir)?;
