@@ -264,6 +264,9 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
             "oyster: note: removing a stale pid file (pid {} is not running)",
             rec.pid
         ),
+        Owner::Foreign(rec, now) if now.runs(&rec.server) => {
+            return Err(unproven_refusal(stack, &rec).into())
+        }
         Owner::Foreign(rec, now) => crate::tell!(
             "oyster: note: removing a stale pid file (pid {} now belongs to another process, {}, which is left alone)",
             rec.pid,
@@ -470,6 +473,24 @@ fn other_stack_refusal(stack: &Stack, why: &str) -> Failed {
     )
 }
 
+/// The refusal for a live process that runs the recorded server but is not provably the
+/// recorded one (an older oyster's record, from before a clock step): it may be this stack's
+/// Host, so it is neither signalled nor are its files removed.
+fn unproven_refusal(stack: &Stack, rec: &PidRecord) -> Failed {
+    Failed::new(
+        format!(
+            "pid {} runs {} but is not the process recorded in {} (another start time); it was not signalled and the identity files were kept",
+            rec.pid,
+            rec.server.display(),
+            stack.exec_record_path().display()
+        ),
+        format!(
+            "if it is stack {}'s Host, stop it yourself (`kill {}`), then `oyster host start --stack {}`",
+            stack.name, rec.pid, stack.name
+        ),
+    )
+}
+
 /// Stops the recorded Host after proving the pid is still this stack's Host; never by name,
 /// never a Host of another stack, never a pid a launchd job runs (`launchd_job` names the job
 /// that runs a pid, under any label; KeepAlive would only start it again).
@@ -493,19 +514,7 @@ pub fn stop_checked(
             // oyster cannot prove (a record of an older oyster, from before a clock step): it
             // is not signalled and its files stay (whoever waits for them still finds them).
             if live.runs(&rec.server) {
-                return Err(Failed::new(
-                    format!(
-                        "pid {} runs {} but is not the process recorded in {} (another start time); it was not signalled and the identity files were kept",
-                        rec.pid,
-                        rec.server.display(),
-                        stack.exec_record_path().display()
-                    ),
-                    format!(
-                        "if it is stack {}'s Host, stop it yourself (`kill {}`), then `oyster host start --stack {}`",
-                        stack.name, rec.pid, stack.name
-                    ),
-                )
-                .into());
+                return Err(unproven_refusal(stack, &rec).into());
             }
             remove_identity(stack)?;
             Ok(Stopped::ForeignLeftAlone(rec))

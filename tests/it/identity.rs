@@ -201,6 +201,25 @@ fn an_older_record_that_no_longer_proves_a_live_host_is_kept_and_nothing_is_sign
     assert!(alive(pid));
     assert!(run_dir(&t, "it").join("oysterun-host-it.pid").exists());
     assert!(record.exists());
+    // `host start` does not take the files over either.
+    let e = t
+        .run([
+            "host",
+            "start",
+            "--stack",
+            "it",
+            "--root",
+            root.to_str().unwrap(),
+            "--node-bin",
+            real_node().to_str().unwrap(),
+            "--port",
+            &free_port().to_string(),
+        ])
+        .fails_with(1)
+        .stderr();
+    assert!(e.contains("was not signalled"), "{e}");
+    assert!(alive(pid));
+    assert!(record.exists());
 }
 
 #[test]
