@@ -494,7 +494,27 @@ fn unproven_refusal(stack: &Stack, rec: &PidRecord) -> Failed {
 /// Stops the recorded Host after proving the pid is still this stack's Host; never by name,
 /// never a Host of another stack, never a pid a launchd job runs (`launchd_job` names the job
 /// that runs a pid, under any label; KeepAlive would only start it again).
+///
+/// SIGINT, SIGTERM and SIGHUP are caught meanwhile: the stop that began is finished (the Host
+/// gone, its files removed, never a half-stopped state) and the run then ends with
+/// [`crate::error::Interrupted`] saying so (exit 128 + N).
 pub fn stop_checked(
+    stack: &Stack,
+    launchd_job: &dyn Fn(u32) -> Option<String>,
+) -> anyhow::Result<Stopped> {
+    let _guard = signal::InterruptGuard::install();
+    let stopped = stop_inner(stack, launchd_job)?;
+    match (signal::received(), &stopped) {
+        (Some(sig), Stopped::Signalled { pid, .. }) => Err(crate::error::Interrupted(
+            sig,
+            format!("the stop had begun and was finished: Host stopped (pid {pid}), identity files removed"),
+        )
+        .into()),
+        _ => Ok(stopped),
+    }
+}
+
+fn stop_inner(
     stack: &Stack,
     launchd_job: &dyn Fn(u32) -> Option<String>,
 ) -> anyhow::Result<Stopped> {

@@ -51,8 +51,17 @@ fn interrupt(child: Child, sig: Signal) -> (Option<i32>, String, Duration) {
     )
 }
 
+/// Whether `pid` is gone: no such process, or a zombie nobody reaped yet (a Host whose
+/// `host start` exited is reparented, and not every init reaps at once).
 fn gone(pid: u32) -> bool {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_err()
+        || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
 }
 
 #[test]
@@ -139,4 +148,49 @@ fn ctrl_c_during_setups_direct_start_stops_waiting_at_once() {
     assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
     assert!(gone(host), "the Host kept running");
     assert_eq!(t.own_processes(), Vec::<u32>::new());
+}
+
+#[test]
+fn ctrl_c_during_host_stop_finishes_the_stop_and_says_so() {
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    // A Host that takes 1.5 s to exit after SIGTERM: oyster is still waiting when Ctrl-C comes.
+    TestContext::fixture_flag(&root, "sigterm-delay-ms", "1500");
+    let port = free_port().to_string();
+    t.run([
+        "host",
+        "start",
+        "--stack",
+        "hs",
+        "--root",
+        root.to_str().unwrap(),
+        "--node-bin",
+        real_node().to_str().unwrap(),
+        "--port",
+        &port,
+        "--wait",
+        "10",
+    ])
+    .ok();
+    let pid_file = run_dir(&t, "hs").join("oysterun-host-hs.pid");
+    let host = wait_for_pid_file(&pid_file);
+    let log = t.home.join(".oysterun-stacks/hs/logs/oysterun-host.log");
+    let child = spawn(&t, &["host", "stop", "--stack", "hs"]);
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(&log).is_ok_and(|l| l.contains("SIGTERM, exiting in")) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the Host never got SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (got, stderr, _) = interrupt(child, Signal::SIGINT);
+    assert_eq!(got, Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted by SIGINT")
+            && stderr.contains(&format!("Host stopped (pid {host})")),
+        "{stderr}"
+    );
+    assert!(gone(host), "the Host kept running");
+    assert!(!pid_file.exists(), "the pid file names a dead pid");
 }
