@@ -251,53 +251,12 @@ pub struct StartOptions {
 pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<Started> {
     let _guard = signal::InterruptGuard::install();
     fsutil::create_dir_all(&stack.run_dir, 0o700)?;
-    let pid_path = stack.pid_path();
-    let _lock = fsutil::lock_sidecar(&pid_path)?;
-    match owner(stack)? {
-        Owner::Ours(rec, _) => anyhow::bail!(
-            "the Host is already running (pid {}, from {}); stop it with `oyster host stop --stack {}`",
-            rec.pid,
-            pid_path.display(),
-            stack.name
-        ),
-        Owner::Stale(rec) => crate::tell!(
-            "oyster: note: removing a stale pid file (pid {} is not running)",
-            rec.pid
-        ),
-        Owner::Foreign(rec, now) if now.runs(&rec.server) => {
-            return Err(unproven_refusal(stack, &rec).into())
-        }
-        Owner::Foreign(rec, now) => crate::tell!(
-            "oyster: note: removing a stale pid file (pid {} now belongs to another process, {}, which is left alone)",
-            rec.pid,
-            now.command()
-        ),
-        Owner::OtherStack(why) => return Err(other_stack_refusal(stack, &why).into()),
-        Owner::None => {}
-    }
-    // A port someone else holds would make /health answer for them: refused before starting,
-    // naming who holds it (as the LaunchAgent path does).
-    if let Ok(holders) = crate::sys::net::listeners_on(plan.port) {
-        if let Some(h) = holders.first() {
-            let stack_of = verify::inspect(h.pid)
-                .and_then(|p| p.var("OYSTERUN_ROUTEC_STACK_NAME"))
-                .map_or(String::new(), |s| format!(", oyster stack {s}"));
-            return Err(crate::error::Failed::new(
-                format!(
-                    "port {} is already held by pid {} ({}{stack_of}); the Host of stack {} could not listen there",
-                    plan.port, h.pid, h.name, stack.name
-                ),
-                format!(
-                    "stop that process (or give stack {} another port with --port), then run again",
-                    stack.name
-                ),
-            )
-            .into());
-        }
-    }
+    let _lock = fsutil::lock_sidecar(&stack.pid_path())?;
+    refuse_unless_free(stack)?;
+    refuse_held_port(stack, plan.port)?;
     fsutil::create_dir_all(&stack.log_dir, 0o755)?;
     let log_path = stack.log_path();
-    // Never through a symlink, never blocking on a FIFO (CONTRACT.md §9).
+    // Never through a symlink, never blocking on a FIFO.
     let log = fsutil::open_append(&log_path, 0o600)?;
     remove_identity(stack)?;
     let env = plan.host_environment(&stack.home)?;
@@ -316,38 +275,99 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
     let pid = child.id();
     match verify_start(&mut child, stack, plan, opts) {
         Ok(health_after) => Ok(Started { pid, health_after }),
-        Err(NotStarted::Interrupted(sig)) => {
-            // The stop runs to its end, whatever else arrives meanwhile.
-            let _quiet = signal::Suspended::new();
-            terminate(pid, Duration::from_secs(5));
-            let _ = child.wait();
-            let removed = match remove_identity_if_dead(stack) {
+        Err(not) => Err(stop_unverified(stack, &mut child, not)),
+    }
+}
+
+/// What the pid file names must leave room for a new Host: a live Host of this stack, another
+/// stack's (copied files) or an unprovable one is refused; a stale or foreign pid is said and
+/// its files replaced.
+fn refuse_unless_free(stack: &Stack) -> anyhow::Result<()> {
+    match owner(stack)? {
+        Owner::Ours(rec, _) => anyhow::bail!(
+            "the Host is already running (pid {}, from {}); stop it with `oyster host stop --stack {}`",
+            rec.pid,
+            stack.pid_path().display(),
+            stack.name
+        ),
+        Owner::Stale(rec) => crate::tell!(
+            "oyster: note: removing a stale pid file (pid {} is not running)",
+            rec.pid
+        ),
+        Owner::Foreign(rec, now) if now.runs(&rec.server) => {
+            return Err(unproven_refusal(stack, &rec).into())
+        }
+        Owner::Foreign(rec, now) => crate::tell!(
+            "oyster: note: removing a stale pid file (pid {} now belongs to another process, {}, which is left alone)",
+            rec.pid,
+            now.command()
+        ),
+        Owner::OtherStack(why) => return Err(other_stack_refusal(stack, &why).into()),
+        Owner::None => {}
+    }
+    Ok(())
+}
+
+/// A port someone else holds would make /health answer for them: refused before starting,
+/// naming who holds it (as the LaunchAgent path does).
+fn refuse_held_port(stack: &Stack, port: u16) -> Result<(), Failed> {
+    let Ok(holders) = crate::sys::net::listeners_on(port) else {
+        return Ok(());
+    };
+    let Some(h) = holders.first() else {
+        return Ok(());
+    };
+    let stack_of = verify::inspect(h.pid)
+        .and_then(|p| p.var(launchenv::STACK_NAME))
+        .map_or(String::new(), |s| format!(", oyster stack {s}"));
+    Err(Failed::new(
+        format!(
+            "port {port} is already held by pid {} ({}{stack_of}); the Host of stack {} could not listen there",
+            h.pid, h.name, stack.name
+        ),
+        format!(
+            "stop that process (or give stack {} another port with --port), then run again",
+            stack.name
+        ),
+    ))
+}
+
+/// Stops a child that did not become a verified Host, removes its identity files once it is
+/// gone, and says why: an interrupt (exit 128 + N) or the failure with the log's tail.
+fn stop_unverified(stack: &Stack, child: &mut Child, not: NotStarted) -> anyhow::Error {
+    let pid = child.id();
+    // The stop runs to its end, whatever else arrives meanwhile.
+    let _quiet = signal::Suspended::new();
+    terminate(pid, Duration::from_secs(5));
+    let _ = child.wait();
+    // Only when the child is really gone: files naming a live process stay.
+    let removed = remove_identity_if_dead(stack);
+    match not {
+        NotStarted::Interrupted(sig) => {
+            let removed = match removed {
                 Ok(_) => "removed its identity files",
                 Err(_) => "could not remove its identity files",
             };
-            Err(crate::error::Interrupted(
+            crate::error::Interrupted(
                 sig,
                 format!(
                     "stopped the Host it had started (pid {pid}, not yet verified) and {removed}"
                 ),
             )
-            .into())
+            .into()
         }
-        Err(NotStarted::Failed(what)) => {
-            terminate(pid, Duration::from_secs(5));
-            let _ = child.wait();
-            // Only when the child is really gone: files naming a live process stay.
-            let _ = remove_identity_if_dead(stack);
+        NotStarted::Failed(what) => {
+            let log_path = stack.log_path();
             let tail = verify::log_tail(&log_path, 4096);
             // The Host may have written secrets of its own since it started, and logged them:
             // the config is read again after the log, before the tail is printed.
             crate::config::learn_secrets(&stack.config_path());
-            Err(StartFailed {
+            StartFailed {
                 what,
                 log: log_path.display().to_string(),
                 tail,
             }
-            .into())
+            .into()
         }
     }
 }

@@ -83,21 +83,7 @@ pub fn plan<'a>(
 ) -> anyhow::Result<Plan> {
     let pe: PlanEnv<'a> = inputs.into();
     let stack = pe.stack;
-    // A root the user gave that can never go into a plist is refused before the sync writes.
-    let given = (args.root.as_deref().map(|d| (d, "--root")))
-        .or_else(|| pe.root.map(|d| (d, "OYSTERUN_ROOT")));
-    if let Some((dir, origin)) = given {
-        crate::host::root::refuse_controls(dir, origin)?;
-    }
-    // Everything that can refuse is decided before anything is written: a port first (a
-    // custom stack needs one recorded or given), then the node and the root.
-    if let Writes::Sync(_) = writes {
-        let mut preview = ConfigDoc::load(&stack.config_path())?;
-        sync(pe, &mut preview, &mut vec![]);
-        if preview.port().or(stack.default_port).is_none() {
-            return Err(no_port(stack).into());
-        }
-    }
+    refuse_before_writing(&pe, args, writes)?;
     let installed = agentplist::read_installed(&stack.plist_path());
     let cache = stack.node_version_cache_path();
     let node = node::pin(&PinRequest {
@@ -120,22 +106,7 @@ pub fn plan<'a>(
     })?;
     let root = found.path;
     let root_origin = found.origin;
-    let (doc, changes) = match writes {
-        Writes::Sync(_) => {
-            let path = stack.config_path();
-            config::update(&path, |doc, changes| {
-                sync(pe, doc, changes);
-                doc.remember_root(&root, changes);
-                Ok(doc.clone())
-            })?
-        }
-        Writes::None => {
-            let mut doc = ConfigDoc::load(&stack.config_path())?;
-            let mut changes = vec![];
-            sync(pe, &mut doc, &mut changes);
-            (doc, changes)
-        }
-    };
+    let (doc, changes) = synced_config(&pe, &root, writes)?;
     let port = doc
         .port()
         .or(stack.default_port)
@@ -180,6 +151,52 @@ pub fn plan<'a>(
         plan.warn_privacy();
     }
     Ok(plan)
+}
+
+/// Everything that can refuse is decided before anything is written: a root the user gave
+/// that can never go into a plist, then a port (a custom stack needs one recorded or given);
+/// the node and the root are checked by the caller before the sync writes.
+fn refuse_before_writing(
+    pe: &PlanEnv<'_>,
+    args: &HostInputs,
+    writes: Writes<'_>,
+) -> anyhow::Result<()> {
+    let given = (args.root.as_deref().map(|d| (d, "--root")))
+        .or_else(|| pe.root.map(|d| (d, "OYSTERUN_ROOT")));
+    if let Some((dir, origin)) = given {
+        crate::host::root::refuse_controls(dir, origin)?;
+    }
+    if let Writes::Sync(_) = writes {
+        let mut preview = ConfigDoc::load(&pe.stack.config_path())?;
+        sync(*pe, &mut preview, &mut vec![]);
+        if preview.port().or(pe.stack.default_port).is_none() {
+            return Err(no_port(pe.stack).into());
+        }
+    }
+    Ok(())
+}
+
+/// The stack config after the sync (and the root remembered): written under the config's
+/// lock with [`Writes::Sync`], only computed with [`Writes::None`].
+fn synced_config(
+    pe: &PlanEnv<'_>,
+    root: &Path,
+    writes: Writes<'_>,
+) -> anyhow::Result<(ConfigDoc, Vec<Change>)> {
+    let path = pe.stack.config_path();
+    match writes {
+        Writes::Sync(_) => config::update(&path, |doc, changes| {
+            sync(*pe, doc, changes);
+            doc.remember_root(root, changes);
+            Ok(doc.clone())
+        }),
+        Writes::None => {
+            let mut doc = ConfigDoc::load(&path)?;
+            let mut changes = vec![];
+            sync(*pe, &mut doc, &mut changes);
+            Ok((doc, changes))
+        }
+    }
 }
 
 /// The privacy warnings for every path the Host needs: the root and its working directory,
