@@ -121,6 +121,27 @@ pub struct Context {
     pub typed: Typed,
 }
 
+/// Planning reads exactly these parts of the context (it lives below the command layer and
+/// takes them explicitly).
+impl<'a> From<&'a Context> for crate::host::plan::PlanEnv<'a> {
+    fn from(ctx: &'a Context) -> Self {
+        crate::host::plan::PlanEnv {
+            stack: &ctx.stack,
+            search: &ctx.search,
+            port: ctx.port,
+            root: ctx.env.root.as_deref(),
+            node_bin: ctx.env.node_bin.as_deref(),
+            npm_prefix: ctx.env.npm_prefix.as_deref(),
+            launcher: &ctx.launcher,
+            stacks_dir: ctx.env.stacks_dir.as_deref(),
+            launchd: match ctx.env.launchctl.as_deref() {
+                Some(v) => v != "none",
+                None => cfg!(target_os = "macos"),
+            },
+        }
+    }
+}
+
 impl Context {
     /// Builds the context for `stack`; the printer learns the home directory and the secret
     /// values in the stack's config, so no output can show them. `argv0` is how oyster was
@@ -210,7 +231,7 @@ impl Context {
     pub fn lock_stack(&self, what: &str) -> anyhow::Result<crate::sys::fs::Lock> {
         self.refuse_foreign_home(what)?;
         crate::sys::fs::create_dir_all(&self.stack.run_dir, 0o700)?;
-        let path = self.stack.run_dir.join("oyster.lock");
+        let path = self.stack.lifecycle_lock_path();
         let lock = crate::sys::fs::lock_waiting(
             &path,
             what,

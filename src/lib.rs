@@ -19,6 +19,7 @@ mod context;
 mod direct;
 mod error;
 mod host;
+mod launch;
 mod output;
 mod probe;
 mod provider;

@@ -415,7 +415,7 @@ pub fn prove_live_or_exec(
     }
     let record = exec_record
         .filter(|_| floor != ProofFloor::Launchd)
-        .filter(|r| r.pid == pid && r.start_time == live.start_time);
+        .filter(|r| r.describes(pid, live.start_time));
     let Some(rec) = record else {
         return Ok(None);
     };

@@ -263,12 +263,12 @@ impl<'a> Agent<'a> {
     /// The `pending` marker: written before a change, removed once it verified (or was rolled
     /// back); found by the next run, it means a run died before it knew.
     fn pending_path(&self) -> std::path::PathBuf {
-        self.stack.run_dir.join("pending")
+        self.stack.pending_path()
     }
 
     /// The plist that last verified, kept on disk for rollback.
     fn last_good_path(&self) -> std::path::PathBuf {
-        self.stack.run_dir.join("last-good.plist")
+        self.stack.last_good_plist_path()
     }
 
     /// Whether a previous run was interrupted before its change verified.
@@ -508,19 +508,8 @@ impl Agent<'_> {
     /// After the Host is gone (bootout waited for it), the identity files `host exec` wrote
     /// would name a dead pid; Oysterun's runner removes them on exit, and so does oyster.
     pub fn remove_stale_identity(&self) {
-        let pid = std::fs::read_to_string(self.stack.pid_path())
-            .ok()
-            .and_then(|t| t.trim().parse::<u32>().ok());
-        if pid.is_some_and(signal::exists) {
-            return;
-        }
-        for f in [
-            self.stack.pid_path(),
-            self.stack.origin_path(),
-            self.stack.exec_record_path(),
-        ] {
-            let _ = std::fs::remove_file(f);
-        }
+        // Read through the regular-file reader (a FIFO there must not hang stop/uninstall).
+        let _ = crate::host::identity::remove_if_dead(self.stack);
     }
 }
 

@@ -126,7 +126,7 @@ pub fn collect(ctx: &Context) -> anyhow::Result<AgentStatus> {
     if installed.is_none() {
         note_unreadable_plist(ctx, &mut st);
     }
-    if ctx.stack.run_dir.join("pending").exists() {
+    if ctx.stack.pending_path().exists() {
         st.notes.push(format!(
             "an earlier change was interrupted before it verified; `oyster agent regenerate --stack {}` re-verifies it (and rolls back if it fails)",
             ctx.stack.name

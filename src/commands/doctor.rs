@@ -101,6 +101,7 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
     checks.push(plist_check(ctx, installed.as_ref(), plan_ok(&plan)));
     checks.extend(launchd_checks(ctx, installed.as_ref()));
     checks.push(log_dir_check(ctx));
+    checks.extend(privacy_check(plan_ok(&plan)));
     // A FIFO or symlink where launchd opens the Host log (CONTRACT.md §9).
     if let Err(e) = st.refuse_special_log() {
         checks.push(check("host log", Level::Fail, e.msg, e.hint));
@@ -126,6 +127,23 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
     } else {
         ExitStatus::Failure
     })
+}
+
+/// Paths the Host needs that lie in a folder macOS's privacy protection keeps launchd-run
+/// programs from reading (one warning each, with the setting to change).
+fn privacy_check(plan: Option<&Plan>) -> Vec<Check> {
+    let Some(plan) = plan else { return vec![] };
+    plan.privacy
+        .iter()
+        .map(|w| {
+            check(
+                "privacy",
+                Level::Warn,
+                w.clone(),
+                Some("move it out of the protected folder, or allow it in System Settings → Privacy & Security → Files and Folders (or Full Disk Access)".into()),
+            )
+        })
+        .collect()
 }
 
 fn plan_ok(plan: &Option<anyhow::Result<Plan>>) -> Option<&Plan> {

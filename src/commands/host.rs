@@ -1,5 +1,5 @@
 //! `oyster host start|stop|status`: direct (pid-file) startup; `oyster host exec`: the Host's
-//! launch program (`host::runner`).
+//! launch program (`launch`).
 
 use serde::Serialize;
 
@@ -16,7 +16,7 @@ pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
     if let HostCommand::Exec = cmd {
         // The Host's environment always sets OYSTERUN_CONFIG_DIR: no override note in its log.
         // It returns only when the Host could not be exec'd.
-        let Err(e) = crate::host::runner::run(ctx);
+        let Err(e) = crate::launch::run(ctx);
         return Err(e);
     }
     ctx.announce_overrides();
@@ -77,7 +77,7 @@ fn stop(ctx: &Context) -> anyhow::Result<ExitStatus> {
     if let Some(job) = launchd_runs_it(ctx)? {
         return Err(job.refusal(stack).into());
     }
-    let said = match direct::stop(stack)? {
+    let said = match direct::stop_checked(stack, &|pid| launchd_job_of(&ctx.env, pid))? {
         Stopped::NotRunning => "The Host is not running (no pid file).".to_owned(),
         Stopped::StaleRemoved(rec) => format!(
             "The Host is not running (pid {} is gone); removed the stale pid file.",
@@ -150,6 +150,8 @@ enum PidFile {
     Stale,
     /// Its pid belongs to another process now (never signalled).
     Foreign,
+    /// It names a live Host of another stack (copied identity files; never signalled).
+    OtherStack,
 }
 
 /// `host status --json` (docs/json.md): the same keys as `agent status` where they mean the
@@ -204,6 +206,7 @@ fn status(ctx: &Context) -> anyhow::Result<(HostStatus, String)> {
         Owner::None => PidFile::Missing,
         Owner::Stale(_) => PidFile::Stale,
         Owner::Foreign(..) => PidFile::Foreign,
+        Owner::OtherStack(..) => PidFile::OtherStack,
         Owner::Ours(..) => PidFile::Current,
     };
     if let Some(job) = launchd_runs_it(ctx)? {
@@ -221,6 +224,7 @@ fn status(ctx: &Context) -> anyhow::Result<(HostStatus, String)> {
                 now.command()
             )
         }
+        Owner::OtherStack(why) => why,
         Owner::Ours(rec, live) => {
             direct_status(ctx, &rec, &live, &mut st);
             "running".to_owned()
@@ -345,6 +349,27 @@ fn launchd_runs_it(ctx: &Context) -> anyhow::Result<Option<LaunchdJob>> {
             pid: info.pid().filter(|_| info.running()),
             info: Some(info),
         }))
+}
+
+/// The launchd job that runs `pid`, under any label oyster can name: every stack's label on
+/// this machine, in both per-user domains, and (where the kernel shows the environment) the
+/// `XPC_SERVICE_NAME` launchd gives each job. `None` when none does or there is no launchctl.
+fn launchd_job_of(env: &crate::context::EnvSnapshot, pid: u32) -> Option<String> {
+    if let Some(name) = crate::verify::inspect(pid)
+        .and_then(|live| live.var("XPC_SERVICE_NAME"))
+        .filter(|n| !n.is_empty() && n != "0")
+    {
+        return Some(name);
+    }
+    let lc = crate::agent::launchctl::Launchctl::locate(env).ok()?;
+    let stack_env = env.stack_env();
+    crate::host::stack::discover(&stack_env)
+        .into_iter()
+        .filter_map(|name| crate::host::stack::Stack::new(&name, &stack_env).ok())
+        .find_map(|s| {
+            let (domain, info) = lc.find_loaded(&s.label).ok()??;
+            (info.pid() == Some(pid)).then(|| format!("{} in {domain}", s.label))
+        })
 }
 
 /// Direct startup must not run a second Host beside a loaded LaunchAgent.

@@ -113,7 +113,7 @@ fn parse_command(ctx: &Context, p: &Provider, command: &str) -> Result<Option<Pa
 fn save(
     ctx: &Context,
     p: &'static Provider,
-    edit: impl FnOnce(&mut ConfigDoc, &mut Vec<config::Change>),
+    mut edit: impl FnMut(&mut ConfigDoc, &mut Vec<config::Change>),
 ) -> anyhow::Result<ExitStatus> {
     ctx.announce_overrides();
     let _lock = ctx.lock_stack(&format!("providers set {}", p.id))?;

@@ -16,6 +16,9 @@ use crate::provider::registry::{Provider, PROVIDERS};
 use crate::provider::resolve::{self, Intent, Resolution, Search};
 use crate::sys::fs::{self as fsutil, FsError};
 
+mod store;
+pub use store::{update, update_waiting, LAUNCH_LOCK_WAIT};
+
 /// The key holding `{provider: intent}`.
 pub const INTENT_KEY: &str = "provider_command_intent";
 /// The key holding the stack's port.
@@ -24,6 +27,9 @@ pub const PORT_KEY: &str = "port";
 pub const BROWSE_KEY: &str = "default_browse_path";
 /// The key holding the Release Setup mode.
 pub const MODE_KEY: &str = "connection_mode";
+/// The key holding the Oysterun root this stack's Host was last planned from (oyster's own
+/// key), so `--root` is needed at most once per stack.
+pub const ROOT_KEY: &str = "oyster_root";
 
 /// Why a config could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -205,6 +211,21 @@ impl ConfigDoc {
     pub fn intent(&self, p: &Provider) -> Intent {
         self.recorded_intent(p)
             .unwrap_or_else(|| migrated_intent(p, self.map.get(p.command_key)))
+    }
+
+    /// The remembered Oysterun root ([`ROOT_KEY`]), when it is an absolute path.
+    pub fn remembered_root(&self) -> Option<&Path> {
+        self.map
+            .get(ROOT_KEY)
+            .and_then(Value::as_str)
+            .map(Path::new)
+            .filter(|p| p.is_absolute())
+    }
+
+    /// Records `root` as the one this stack's Host runs from.
+    pub fn remember_root(&mut self, root: &Path, changes: &mut Vec<Change>) {
+        let s = root.to_string_lossy().into_owned();
+        self.set(ROOT_KEY, Value::String(s), changes);
     }
 
     pub fn port(&self) -> Option<u16> {
@@ -413,27 +434,6 @@ pub fn migrated_intent(p: &Provider, command: Option<&Value>) -> Intent {
     }
 }
 
-/// Reads, edits and (only when it changed) atomically writes a config under its lock.
-///
-/// The directory is created 0700 when missing; a new file is 0600, an existing one keeps its
-/// mode.
-pub fn update<T>(
-    path: &Path,
-    edit: impl FnOnce(&mut ConfigDoc, &mut Vec<Change>) -> anyhow::Result<T>,
-) -> anyhow::Result<(T, Vec<Change>)> {
-    if let Some(dir) = path.parent() {
-        fsutil::create_dir_all(dir, 0o700).map_err(ConfigError::from)?;
-    }
-    let _lock = fsutil::lock_sidecar(path).map_err(ConfigError::from)?;
-    let mut doc = ConfigDoc::load(path)?;
-    let mut changes = Vec::new();
-    let out = edit(&mut doc, &mut changes)?;
-    if doc.changed() {
-        fsutil::write_atomic(&_lock, path, &doc.to_bytes(), None).map_err(ConfigError::from)?;
-    }
-    Ok((out, changes))
-}
-
 /// serde_json's message without its trailing " at line L column C", in words a user reads
 /// (no "u16", "sequence" or "variant": those are Rust's and serde's terms).
 fn message_of(e: &serde_json::Error) -> String {
@@ -499,7 +499,7 @@ impl<'de> Visitor<'de> for OwnedKeys<'_> {
                 map.next_value::<Option<IntentTable>>()?;
             } else if key == PORT_KEY {
                 map.next_value::<Option<u16>>()?;
-            } else if key == BROWSE_KEY || key == MODE_KEY {
+            } else if key == BROWSE_KEY || key == MODE_KEY || key == ROOT_KEY {
                 map.next_value::<Option<String>>()?;
             } else {
                 map.next_value::<IgnoredAny>()?;

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
+use crate::error::Failed;
 use crate::host::identity::{self, ExecRecord};
+use crate::host::launchenv;
 use crate::host::plan::Plan;
 use crate::host::stack::Stack;
 use crate::sys::fs as fsutil;
@@ -24,10 +26,15 @@ use crate::verify::{self, LiveProcess};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PidRecord {
     pub pid: u32,
+    /// The wall-clock start time (informational; the fallback for records without a stamp).
     pub start_time: u64,
+    /// The start stamp no clock step moves ([`identity::start_stamp`]).
+    pub start_stamp: Option<String>,
     pub server: PathBuf,
     pub node: PathBuf,
     pub port: u16,
+    /// The exec record this identity came from (its stack and config dir say whose Host it is).
+    pub exec: Option<ExecRecord>,
 }
 
 impl PidRecord {
@@ -41,12 +48,14 @@ impl PidRecord {
         PidRecord {
             pid,
             start_time: rec.as_ref().map_or(0, |r| r.start_time),
+            start_stamp: rec.as_ref().and_then(|r| r.start_stamp.clone()),
             server: rec
                 .as_ref()
                 .and_then(ExecRecord::server)
                 .unwrap_or_default(),
             node: rec.as_ref().and_then(ExecRecord::node).unwrap_or_default(),
             port: rec.as_ref().and_then(ExecRecord::port).unwrap_or(0),
+            exec: rec,
         }
     }
 
@@ -57,9 +66,11 @@ impl PidRecord {
         let mut rec = PidRecord {
             pid,
             start_time: 0,
+            start_stamp: None,
             server: PathBuf::new(),
             node: PathBuf::new(),
             port: 0,
+            exec: None,
         };
         for line in lines {
             match line.split_once('=') {
@@ -95,11 +106,7 @@ pub fn read_record(stack: &Stack) -> anyhow::Result<Option<PidRecord>> {
 
 /// Removes the pid file, the origin file and the exec record (a stopped or failed Host).
 pub fn remove_identity(stack: &Stack) -> anyhow::Result<()> {
-    for path in [
-        stack.pid_path(),
-        stack.origin_path(),
-        stack.exec_record_path(),
-    ] {
+    for path in stack.identity_paths() {
         match std::fs::remove_file(&path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -107,6 +114,26 @@ pub fn remove_identity(stack: &Stack) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Removes the stack's identity files when they name a process that is gone (a Host that
+/// never came up, a rolled-back install); files naming a live process are left alone.
+/// Returns whether it removed them.
+pub fn remove_identity_if_dead(stack: &Stack) -> anyhow::Result<bool> {
+    match owner(stack)? {
+        Owner::Stale(_) => remove_identity(stack).map(|()| true),
+        Owner::None => {
+            // No pid file: an origin or exec record left without one names nobody either,
+            // unless its own pid still runs.
+            let live = ExecRecord::read(&stack.exec_record_path())
+                .is_some_and(|r| crate::sys::signal::exists(r.pid));
+            if live {
+                return Ok(false);
+            }
+            remove_identity(stack).map(|()| true)
+        }
+        _ => Ok(false),
+    }
 }
 
 /// What the pid file's pid is now.
@@ -118,23 +145,76 @@ pub enum Owner {
     Stale(PidRecord),
     /// The pid now belongs to a different process.
     Foreign(PidRecord, LiveProcess),
+    /// The recorded Host is alive, but it is another stack's (the files were copied from
+    /// another stack's directory): reported, never signalled, nothing deleted. The text says
+    /// whose it is.
+    OtherStack(String),
     /// Our Host, alive.
     Ours(PidRecord, LiveProcess),
 }
 
-/// Reads the pid file and decides who owns its pid: our Host only when the live process has
-/// the start time oyster recorded and runs the recorded `server.mjs` (its command line after
-/// the exec: `node …/server.mjs`).
+/// Reads the pid file and decides who owns its pid. The recorded process, only when the live
+/// one has the recorded start stamp (a clock step does not move it) and runs the recorded
+/// `server.mjs` (its command line after the exec: `node …/server.mjs`); this stack's Host
+/// only when, besides, its exec record and (where the kernel shows it) its environment name
+/// this stack and its config dir.
 pub fn owner(stack: &Stack) -> anyhow::Result<Owner> {
     let Some(rec) = read_record(stack)? else {
         return Ok(Owner::None);
     };
-    Ok(match verify::inspect(rec.pid) {
-        None => Owner::Stale(rec),
-        Some(live) if live.start_time == rec.start_time && live.runs(&rec.server) => {
-            Owner::Ours(rec, live)
+    let Some(live) = verify::inspect(rec.pid) else {
+        return Ok(Owner::Stale(rec));
+    };
+    let same = identity::same_start(
+        rec.start_stamp.as_deref(),
+        rec.start_time,
+        rec.pid,
+        live.start_time,
+    );
+    if !same || !live.runs(&rec.server) {
+        return Ok(Owner::Foreign(rec, live));
+    }
+    Ok(match not_this_stacks(stack, &rec, &live) {
+        Some(why) => Owner::OtherStack(why),
+        None => Owner::Ours(rec, live),
+    })
+}
+
+/// Why the recorded (live) Host is not `stack`'s, or `None` when everything that can be read
+/// names this stack: the exec record's stack and config dir, and the live environment's stack
+/// name and config dir where the kernel shows them.
+fn not_this_stacks(stack: &Stack, rec: &PidRecord, live: &LiveProcess) -> Option<String> {
+    let config_dir = stack.config_dir.to_string_lossy();
+    let mut why = vec![];
+    if let Some(x) = &rec.exec {
+        if x.stack != stack.name {
+            why.push(format!("its exec record names stack {:?}", x.stack));
         }
-        Some(live) => Owner::Foreign(rec, live),
+        if let Some(dir) = x.env.get(launchenv::CONFIG_DIR) {
+            if *dir != config_dir {
+                why.push(format!("its exec record's config dir is {dir}"));
+            }
+        }
+    }
+    if !live.environ.is_empty() {
+        match live.var(launchenv::STACK_NAME) {
+            Some(name) if name == stack.name => {}
+            Some(name) => why.push(format!("its environment names stack {name:?}")),
+            None => why.push(format!("its environment has no {}", launchenv::STACK_NAME)),
+        }
+        if let Some(dir) = live.var(launchenv::CONFIG_DIR) {
+            if dir != config_dir {
+                why.push(format!("its environment's config dir is {dir}"));
+            }
+        }
+    }
+    (!why.is_empty()).then(|| {
+        format!(
+            "pid {} is not stack {}'s Host: {} (were these identity files copied from another stack's directory?)",
+            rec.pid,
+            stack.name,
+            why.join("; ")
+        )
     })
 }
 
@@ -164,51 +244,19 @@ pub struct StartOptions {
 }
 
 /// Starts the Host from `plan`; the caller has already refused a loaded LaunchAgent.
+///
+/// While it waits, SIGINT, SIGTERM and SIGHUP are caught: an interrupted start stops the Host
+/// it spawned, removes its identity files and ends with [`crate::error::Interrupted`] (exit
+/// 128 + N), so no unverified Host is left running.
 pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<Started> {
+    let _guard = signal::InterruptGuard::install();
     fsutil::create_dir_all(&stack.run_dir, 0o700)?;
-    let pid_path = stack.pid_path();
-    let _lock = fsutil::lock_sidecar(&pid_path)?;
-    match owner(stack)? {
-        Owner::Ours(rec, _) => anyhow::bail!(
-            "the Host is already running (pid {}, from {}); stop it with `oyster host stop --stack {}`",
-            rec.pid,
-            pid_path.display(),
-            stack.name
-        ),
-        Owner::Stale(rec) => crate::tell!(
-            "oyster: note: removing a stale pid file (pid {} is not running)",
-            rec.pid
-        ),
-        Owner::Foreign(rec, now) => crate::tell!(
-            "oyster: note: removing a stale pid file (pid {} now belongs to another process, {}, which is left alone)",
-            rec.pid,
-            now.command()
-        ),
-        Owner::None => {}
-    }
-    // A port someone else holds would make /health answer for them: refused before starting,
-    // naming who holds it (as the LaunchAgent path does).
-    if let Ok(holders) = crate::sys::net::listeners_on(plan.port) {
-        if let Some(h) = holders.first() {
-            let stack_of = verify::inspect(h.pid)
-                .and_then(|p| p.var("OYSTERUN_ROUTEC_STACK_NAME"))
-                .map_or(String::new(), |s| format!(", oyster stack {s}"));
-            return Err(crate::error::Failed::new(
-                format!(
-                    "port {} is already held by pid {} ({}{stack_of}); the Host of stack {} could not listen there",
-                    plan.port, h.pid, h.name, stack.name
-                ),
-                format!(
-                    "stop that process (or give stack {} another port with --port), then run again",
-                    stack.name
-                ),
-            )
-            .into());
-        }
-    }
+    let _lock = fsutil::lock_sidecar(&stack.pid_path())?;
+    refuse_unless_free(stack)?;
+    refuse_held_port(stack, plan.port)?;
     fsutil::create_dir_all(&stack.log_dir, 0o755)?;
     let log_path = stack.log_path();
-    // Never through a symlink, never blocking on a FIFO (CONTRACT.md §9).
+    // Never through a symlink, never blocking on a FIFO.
     let log = fsutil::open_append(&log_path, 0o600)?;
     remove_identity(stack)?;
     let env = plan.host_environment(&stack.home)?;
@@ -227,39 +275,136 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
     let pid = child.id();
     match verify_start(&mut child, stack, plan, opts) {
         Ok(health_after) => Ok(Started { pid, health_after }),
-        Err(what) => {
-            terminate(pid, Duration::from_secs(5));
-            let _ = child.wait();
-            let _ = remove_identity(stack);
+        Err(not) => Err(stop_unverified(stack, &mut child, not)),
+    }
+}
+
+/// What the pid file names must leave room for a new Host: a live Host of this stack, another
+/// stack's (copied files) or an unprovable one is refused; a stale or foreign pid is said and
+/// its files replaced.
+fn refuse_unless_free(stack: &Stack) -> anyhow::Result<()> {
+    match owner(stack)? {
+        Owner::Ours(rec, _) => anyhow::bail!(
+            "the Host is already running (pid {}, from {}); stop it with `oyster host stop --stack {}`",
+            rec.pid,
+            stack.pid_path().display(),
+            stack.name
+        ),
+        Owner::Stale(rec) => crate::tell!(
+            "oyster: note: removing a stale pid file (pid {} is not running)",
+            rec.pid
+        ),
+        Owner::Foreign(rec, now) if now.runs(&rec.server) => {
+            return Err(unproven_refusal(stack, &rec).into())
+        }
+        Owner::Foreign(rec, now) => crate::tell!(
+            "oyster: note: removing a stale pid file (pid {} now belongs to another process, {}, which is left alone)",
+            rec.pid,
+            now.command()
+        ),
+        Owner::OtherStack(why) => return Err(other_stack_refusal(stack, &why).into()),
+        Owner::None => {}
+    }
+    Ok(())
+}
+
+/// A port someone else holds would make /health answer for them: refused before starting,
+/// naming who holds it (as the LaunchAgent path does).
+fn refuse_held_port(stack: &Stack, port: u16) -> Result<(), Failed> {
+    let Ok(holders) = crate::sys::net::listeners_on(port) else {
+        return Ok(());
+    };
+    let Some(h) = holders.first() else {
+        return Ok(());
+    };
+    let stack_of = verify::inspect(h.pid)
+        .and_then(|p| p.var(launchenv::STACK_NAME))
+        .map_or(String::new(), |s| format!(", oyster stack {s}"));
+    Err(Failed::new(
+        format!(
+            "port {port} is already held by pid {} ({}{stack_of}); the Host of stack {} could not listen there",
+            h.pid, h.name, stack.name
+        ),
+        format!(
+            "stop that process (or give stack {} another port with --port), then run again",
+            stack.name
+        ),
+    ))
+}
+
+/// Stops a child that did not become a verified Host, removes its identity files once it is
+/// gone, and says why: an interrupt (exit 128 + N) or the failure with the log's tail.
+fn stop_unverified(stack: &Stack, child: &mut Child, not: NotStarted) -> anyhow::Error {
+    let pid = child.id();
+    // The stop runs to its end, whatever else arrives meanwhile.
+    let _quiet = signal::Suspended::new();
+    terminate(pid, Duration::from_secs(5));
+    let _ = child.wait();
+    // Only when the child is really gone: files naming a live process stay.
+    let removed = remove_identity_if_dead(stack);
+    match not {
+        NotStarted::Interrupted(sig) => {
+            let removed = match removed {
+                Ok(_) => "removed its identity files",
+                Err(_) => "could not remove its identity files",
+            };
+            crate::error::Interrupted(
+                sig,
+                format!(
+                    "stopped the Host it had started (pid {pid}, not yet verified) and {removed}"
+                ),
+            )
+            .into()
+        }
+        NotStarted::Failed(what) => {
+            let log_path = stack.log_path();
             let tail = verify::log_tail(&log_path, 4096);
             // The Host may have written secrets of its own since it started, and logged them:
             // the config is read again after the log, before the tail is printed.
             crate::config::learn_secrets(&stack.config_path());
-            Err(StartFailed {
+            StartFailed {
                 what,
                 log: log_path.display().to_string(),
                 tail,
             }
-            .into())
+            .into()
         }
     }
 }
 
+/// Why a started child is not (yet) a verified Host.
+enum NotStarted {
+    /// SIGINT, SIGTERM or SIGHUP arrived while waiting: stop waiting at once.
+    Interrupted(Signal),
+    Failed(String),
+}
+
+impl From<String> for NotStarted {
+    fn from(s: String) -> NotStarted {
+        NotStarted::Failed(s)
+    }
+}
+
 /// Health, the identity files, the live environment, then a settle period with the same pid.
+/// A caught interrupt ends every wait at once.
 fn verify_start(
     child: &mut Child,
     stack: &Stack,
     plan: &Plan,
     opts: &StartOptions,
-) -> Result<Duration, String> {
+) -> Result<Duration, NotStarted> {
     crate::output::printer().waiting(
         &format!("GET /health on 127.0.0.1:{}", plan.port),
         opts.wait,
     );
-    let health_after = verify::wait_healthy(plan.port, opts.wait, || {
-        matches!(child.try_wait(), Ok(None))
-    })
-    .map_err(|f| match (f, child.try_wait()) {
+    let interrupted = || signal::received().map(NotStarted::Interrupted);
+    let health = verify::wait_healthy(plan.port, opts.wait, || {
+        signal::received().is_none() && matches!(child.try_wait(), Ok(None))
+    });
+    if let Some(stop) = interrupted() {
+        return Err(stop);
+    }
+    let health_after = health.map_err(|f| match (f, child.try_wait()) {
         (verify::HealthFailure::Exited, Ok(Some(status))) => {
             format!("the Host exited ({status}) before answering /health")
         }
@@ -272,7 +417,8 @@ fn verify_start(
                 "`oyster host exec` did not write {} for pid {} (its reason is in the log)",
                 stack.pid_path().display(),
                 child.id()
-            ))
+            )
+            .into())
         }
     }
     verify::check_listener(plan.port, child.id())?;
@@ -281,15 +427,20 @@ fn verify_start(
         return Err(format!(
             "the kernel hides pid {}'s environment and `oyster host exec` left no record for it, so the environment is unproven",
             child.id()
-        ));
+        )
+        .into());
     }
     let deadline = Instant::now() + opts.settle;
     while Instant::now() < deadline {
+        if let Some(stop) = interrupted() {
+            return Err(stop);
+        }
         if !matches!(child.try_wait(), Ok(None)) {
             return Err(format!(
                 "the Host exited within {:?} of answering /health (a crash loop?)",
                 opts.settle
-            ));
+            )
+            .into());
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -323,25 +474,124 @@ pub enum Stopped {
     Signalled { pid: u32, killed: bool },
 }
 
-/// Stops the recorded Host after proving the pid is still that Host; never by name.
-pub fn stop(stack: &Stack) -> anyhow::Result<Stopped> {
+/// The refusal for identity files that describe another stack's Host: named, with the fix;
+/// nothing was signalled or removed.
+fn other_stack_refusal(stack: &Stack, why: &str) -> Failed {
+    let files: Vec<String> = stack
+        .identity_paths()
+        .iter()
+        .filter(|p| p.exists())
+        .map(|p| p.display().to_string())
+        .collect();
+    Failed::new(
+        format!("{why}; nothing was signalled and no file was removed"),
+        format!(
+            "if stack {} has no Host of its own running, remove the copied identity files: `rm {}`",
+            stack.name,
+            files.join(" ")
+        ),
+    )
+}
+
+/// The refusal for a live process that runs the recorded server but is not provably the
+/// recorded one (an older oyster's record, from before a clock step): it may be this stack's
+/// Host, so it is neither signalled nor are its files removed.
+fn unproven_refusal(stack: &Stack, rec: &PidRecord) -> Failed {
+    Failed::new(
+        format!(
+            "pid {} runs {} but is not the process recorded in {} (another start time); it was not signalled and the identity files were kept",
+            rec.pid,
+            rec.server.display(),
+            stack.exec_record_path().display()
+        ),
+        format!(
+            "if it is stack {}'s Host, stop it yourself (`kill {}`), then `oyster host start --stack {}`",
+            stack.name, rec.pid, stack.name
+        ),
+    )
+}
+
+/// Stops the recorded Host after proving the pid is still this stack's Host; never by name,
+/// never a Host of another stack, never a pid a launchd job runs (`launchd_job` names the job
+/// that runs a pid, under any label; KeepAlive would only start it again).
+///
+/// SIGINT, SIGTERM and SIGHUP are caught meanwhile: the stop that began is finished (the Host
+/// gone, its files removed, never a half-stopped state) and the run then ends with
+/// [`crate::error::Interrupted`] saying so (exit 128 + N).
+pub fn stop_checked(
+    stack: &Stack,
+    launchd_job: &dyn Fn(u32) -> Option<String>,
+) -> anyhow::Result<Stopped> {
+    let _guard = signal::InterruptGuard::install();
+    let stopped = stop_inner(stack, launchd_job)?;
+    match (signal::received(), &stopped) {
+        (Some(sig), Stopped::Signalled { pid, .. }) => Err(crate::error::Interrupted(
+            sig,
+            format!("the stop had begun and was finished: Host stopped (pid {pid}), identity files removed"),
+        )
+        .into()),
+        _ => Ok(stopped),
+    }
+}
+
+fn stop_inner(
+    stack: &Stack,
+    launchd_job: &dyn Fn(u32) -> Option<String>,
+) -> anyhow::Result<Stopped> {
     let pid_path = stack.pid_path();
-    if !pid_path.exists() {
+    if std::fs::symlink_metadata(&pid_path).is_err() {
         return Ok(Stopped::NotRunning);
     }
     let _lock = fsutil::lock_sidecar(&pid_path)?;
-    let outcome = match owner(stack)? {
-        Owner::None => return Ok(Stopped::NotRunning),
-        Owner::Stale(rec) => Stopped::StaleRemoved(rec),
-        Owner::Foreign(rec, _) => Stopped::ForeignLeftAlone(rec),
+    match owner(stack)? {
+        Owner::None => Ok(Stopped::NotRunning),
+        Owner::Stale(rec) => {
+            remove_identity(stack)?;
+            Ok(Stopped::StaleRemoved(rec))
+        }
+        Owner::Foreign(rec, live) => {
+            // A process that still runs the recorded server may be this Host with an identity
+            // oyster cannot prove (a record of an older oyster, from before a clock step): it
+            // is not signalled and its files stay (whoever waits for them still finds them).
+            if live.runs(&rec.server) {
+                return Err(unproven_refusal(stack, &rec).into());
+            }
+            remove_identity(stack)?;
+            Ok(Stopped::ForeignLeftAlone(rec))
+        }
+        Owner::OtherStack(why) => Err(other_stack_refusal(stack, &why).into()),
         Owner::Ours(rec, _) => {
+            if let Some(job) = launchd_job(rec.pid) {
+                return Err(Failed::new(
+                    format!(
+                        "launchd runs pid {} ({job}); `host stop` would only make KeepAlive start it again, so it was not signalled and its files were kept",
+                        rec.pid
+                    ),
+                    format!(
+                        "`oyster agent stop --stack {}` stops a Host launchd runs (for another stack's job, that stack's name)",
+                        stack.name
+                    ),
+                )
+                .into());
+            }
             let killed = terminate(rec.pid, Duration::from_secs(10));
-            Stopped::Signalled {
+            if verify::inspect(rec.pid).is_some() {
+                anyhow::bail!(
+                    "pid {} outlived SIGTERM and SIGKILL; its identity files were kept",
+                    rec.pid
+                );
+            }
+            remove_identity(stack)?;
+            Ok(Stopped::Signalled {
                 pid: rec.pid,
                 killed,
-            }
+            })
         }
-    };
-    remove_identity(stack)?;
-    Ok(outcome)
+    }
+}
+
+/// [`stop_checked`] for a Host this run started itself (setup's rollback): no launchd job can
+/// own it.
+pub fn stop(stack: &Stack) -> anyhow::Result<Stopped> {
+    stop_checked(stack, &|_| None)
 }

@@ -6,10 +6,15 @@
 //! - the origin file: tab-separated `key value` rows under a `key value` header, the rows
 //!   Oysterun's runner writes (`write_host_origin_file`), of which its restart waits for
 //!   `host_pid` (`origin_host_pid_from_file`: the second field of the `host_pid` row);
-//! - oyster's own exec record (`oyster-exec.json`, 0600): the pid and kernel start time (the
+//! - oyster's own exec record (`oyster-exec.json`, 0600): the pid and kernel start stamp (the
 //!   identity `host stop` checks before signalling), and the argv, working directory and
-//!   environment it exec'd with (the `exec` environment proof of §5: a process may always read
+//!   environment it exec'd with (the `exec` environment proof: a process may always read
 //!   its own environment, even where macOS hides the Host's from others).
+//!
+//! A process is identified by a start stamp a clock step does not move ([`start_stamp`]):
+//! a wall-clock start time moves with `date -s`, an NTP first sync or a VM resume (Linux
+//! derives it from the boot time, which is itself re-derived from the clock), and a Host
+//! identified by it would be orphaned by the step.
 //!
 //! The files describe a live process, so they are replaced atomically (readers never see half a
 //! file) but not fsynced: after a power cut there is no Host for them to describe.
@@ -106,9 +111,14 @@ pub fn origin_value<'a>(text: &'a str, key: &str) -> Option<&'a str> {
 pub struct ExecRecord {
     /// The pid (the exec keeps it).
     pub pid: u32,
-    /// The process start time the kernel reports (seconds since the epoch, as
-    /// `sysinfo` gives it); with the command line, what proves a pid is still this Host.
+    /// The process start time the kernel reports (seconds since the epoch, as `sysinfo`
+    /// gives it). Informational, and the fallback for records without a `start_stamp`: it
+    /// moves with clock steps.
     pub start_time: u64,
+    /// The start stamp a clock step does not move ([`start_stamp`]); with the command line,
+    /// what proves a pid is still this Host. Absent in records of older oysters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_stamp: Option<String>,
     /// When the launch program ran (UTC, `YYYY-MM-DDTHH:MM:SSZ`).
     pub started_at: String,
     pub stack: String,
@@ -147,6 +157,126 @@ impl ExecRecord {
     pub fn port(&self) -> Option<u16> {
         self.env.get(launchenv::PORT).and_then(|p| p.parse().ok())
     }
+
+    /// Whether the live process `pid` (whose wall-clock start time the kernel gives as
+    /// `wall_start`) is the very process this record describes: same pid and same start
+    /// stamp. Only a record without a stamp (an older oyster's) falls back to the wall-clock
+    /// time.
+    pub fn describes(&self, pid: u32, wall_start: u64) -> bool {
+        self.pid == pid
+            && same_start(
+                self.start_stamp.as_deref(),
+                self.start_time,
+                pid,
+                wall_start,
+            )
+    }
+}
+
+/// Whether a recorded start (its stamp, else its wall-clock time) is the start of the live
+/// `pid`.
+pub fn same_start(stamp: Option<&str>, wall: u64, pid: u32, wall_start: u64) -> bool {
+    match (stamp, start_stamp(pid)) {
+        (Some(recorded), Some(now)) => recorded == now,
+        _ => wall == wall_start,
+    }
+}
+
+/// A live process's start as the kernel keeps it, in a form no clock step moves; `None` when
+/// there is no such process or the platform cannot say.
+///
+/// - Linux: the start in clock ticks since boot (`/proc/<pid>/stat` field 22, `starttime`)
+///   with the boot's id (`/proc/sys/kernel/random/boot_id`), since ticks restart at each boot
+///   and a pid may come back at the same offset.
+/// - macOS: `proc_pidinfo(PROC_PIDTBSDINFO)`'s `pbi_start_tvsec`/`pbi_start_tvusec`, which the
+///   kernel stores once at fork and never re-derives (a later step does not move it), to the
+///   microsecond.
+pub fn start_stamp(pid: u32) -> Option<String> {
+    platform_start_stamp(pid)
+}
+
+#[cfg(target_os = "linux")]
+fn platform_start_stamp(pid: u32) -> Option<String> {
+    let stat = fsutil::read_regular(Path::new(&format!("/proc/{pid}/stat")), 1 << 16).ok()??;
+    let ticks = stat_start_ticks(&String::from_utf8_lossy(&stat))?;
+    let boot = fsutil::read_regular(Path::new("/proc/sys/kernel/random/boot_id"), 256)
+        .ok()
+        .flatten()
+        .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+        .unwrap_or_default();
+    Some(format!("linux:{boot}:{ticks}"))
+}
+
+/// Field 22 (`starttime`) of a `/proc/<pid>/stat` line. The command name (field 2) is in
+/// parentheses and may hold spaces and `)`, so fields are counted after its last `)`.
+#[cfg(any(target_os = "linux", test))]
+fn stat_start_ticks(line: &str) -> Option<u64> {
+    let rest = &line[line.rfind(')')? + 1..];
+    // After the name: field 3 (state) is the first, so field 22 is the 20th.
+    rest.split_ascii_whitespace().nth(19)?.parse().ok()
+}
+
+#[cfg(target_os = "macos")]
+fn platform_start_stamp(pid: u32) -> Option<String> {
+    let pid = i32::try_from(pid).ok()?;
+    let mut info = std::mem::MaybeUninit::<libc::proc_bsdinfo>::zeroed();
+    let size = i32::try_from(std::mem::size_of::<libc::proc_bsdinfo>()).ok()?;
+    // SAFETY: the buffer is a zeroed `proc_bsdinfo` of exactly `size` bytes, which is what
+    // PROC_PIDTBSDINFO fills; the result is read only when the call filled all of it.
+    #[allow(unsafe_code)]
+    let filled = unsafe {
+        libc::proc_pidinfo(
+            pid,
+            libc::PROC_PIDTBSDINFO,
+            0,
+            info.as_mut_ptr().cast(),
+            size,
+        )
+    };
+    if filled != size {
+        return None;
+    }
+    // SAFETY: fully written by the kernel (checked above).
+    #[allow(unsafe_code)]
+    let info = unsafe { info.assume_init() };
+    Some(format!(
+        "macos:{}.{:06}",
+        info.pbi_start_tvsec, info.pbi_start_tvusec
+    ))
+}
+
+#[cfg(not(any(target_os = "linux", target_os = "macos")))]
+fn platform_start_stamp(_pid: u32) -> Option<String> {
+    None
+}
+
+/// Removes the stack's identity files (pid, origin, exec record) when they name no live
+/// process: the pid file's pid, else the exec record's, is gone. For a Host that never came up
+/// and a rolled-back install, whose files would otherwise name a dead pid that Oysterun's
+/// scripts wait for. Files naming a live process are left alone. Returns whether it removed
+/// them.
+pub fn remove_if_dead(stack: &crate::host::stack::Stack) -> Result<bool, FsError> {
+    let named = match read_pid_file(&stack.pid_path()) {
+        Ok(Some(Ok(pid))) => Some(pid),
+        // No pid file (or one that holds no pid, or a special file): the exec record's pid.
+        _ => ExecRecord::read(&stack.exec_record_path()).map(|r| r.pid),
+    };
+    if named.is_some_and(crate::sys::signal::exists) {
+        return Ok(false);
+    }
+    for path in stack.identity_paths() {
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(FsError::Io {
+                    action: "remove",
+                    path,
+                    cause: e,
+                })
+            }
+            _ => {}
+        }
+    }
+    Ok(true)
 }
 
 /// Replaces `path` with `bytes` atomically (temp file and rename; no fsync, see the module
@@ -195,6 +325,48 @@ mod tests {
         assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(at(1_767_225_599), "2025-12-31T23:59:59Z");
         assert_eq!(at(4_107_542_400), "2100-03-01T00:00:00Z");
+    }
+
+    #[test]
+    fn the_start_stamp_is_field_22_and_a_name_with_parentheses_does_not_shift_it() {
+        let line = "42 (a) b (c)) S 1 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
+        assert_eq!(stat_start_ticks(line), Some(987_654));
+        assert_eq!(stat_start_ticks("42 (x) S 1"), None);
+        #[cfg(target_os = "linux")]
+        {
+            let me = std::process::id();
+            let a = start_stamp(me).expect("this process has a start stamp");
+            assert_eq!(start_stamp(me), Some(a), "stable across reads");
+            assert_eq!(start_stamp(u32::MAX >> 1), None);
+        }
+    }
+
+    #[test]
+    fn identity_files_are_removed_only_when_the_pid_they_name_is_gone() {
+        let t = tempfile::tempdir().unwrap();
+        let stack = crate::host::stack::Stack::new(
+            "dead",
+            &crate::host::stack::StackEnv {
+                home: Some(t.path().to_path_buf()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        std::fs::create_dir_all(&stack.run_dir).unwrap();
+        let write = |pid: u32| {
+            for p in stack.identity_paths() {
+                std::fs::write(&p, format!("{pid}\n")).unwrap();
+            }
+        };
+        write(std::process::id());
+        assert!(!remove_if_dead(&stack).unwrap(), "a live pid's files stay");
+        assert!(stack.pid_path().exists());
+        let mut dead = std::process::Command::new("true").spawn().unwrap();
+        let dead_pid = dead.id();
+        dead.wait().unwrap();
+        write(dead_pid);
+        assert!(remove_if_dead(&stack).unwrap());
+        assert!(stack.identity_paths().iter().all(|p| !p.exists()));
     }
 
     #[test]

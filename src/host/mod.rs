@@ -1,7 +1,7 @@
 //! What one start of the Host needs: the stack's paths, the install root, the pinned Node, the
 //! one launch environment, the LaunchAgent plist generated from it, and the plan that
-//! assembles them; and the Host's launch program (`oyster host exec`, [`runner`]) with the
-//! identity files it leaves for Oysterun's scripts ([`identity`]).
+//! assembles them; and the identity files the Host's launch program (`oyster host exec`,
+//! `crate::launch`) leaves for Oysterun's scripts ([`identity`]).
 
 pub mod identity;
 pub mod launchenv;
@@ -9,6 +9,6 @@ pub mod launcher;
 pub mod node;
 pub mod plan;
 pub mod plist;
+pub mod privacy;
 pub mod root;
-pub mod runner;
 pub mod stack;

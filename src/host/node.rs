@@ -14,6 +14,9 @@ use crate::error::Invalid;
 use crate::provider::resolve::{self, Search};
 use crate::sys::process::{self, ChildEnv};
 
+/// The largest version cache oyster reads (one line: the binary's identity and its version).
+const MAX_CACHE_BYTES: u64 = 64 << 10;
+
 /// The oldest Node major the Host supports.
 pub const MIN_MAJOR: u32 = 20;
 
@@ -161,7 +164,12 @@ fn version_of(
 ) -> Result<String, String> {
     let id = identity(path);
     if let (Some((cache, _)), Some(id)) = (cache, &id) {
-        if let Ok(text) = std::fs::read_to_string(cache) {
+        // Through the one regular-file reader: a FIFO or device planted there must never
+        // block the command (it is then only not a cache).
+        let cached = crate::sys::fs::read_regular(cache, MAX_CACHE_BYTES)
+            .ok()
+            .flatten();
+        if let Some(text) = cached.map(|b| String::from_utf8_lossy(&b).into_owned()) {
             if let Some((key, version)) = text.trim_end().rsplit_once('\t') {
                 if key == id {
                     return Ok(version.to_owned());

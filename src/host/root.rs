@@ -1,8 +1,9 @@
 //! The Oysterun install root: the directory holding `host-service/server.mjs`.
 //!
 //! Order: `--root`, `OYSTERUN_ROOT`, the installed plist's `OYSTERUN_REPO_ROOT` (passed over,
-//! aloud, when it no longer holds the Host), the `oysterun` npm package in the pinned Node's
-//! global modules, then `<bin dir>/../share/oysterun` (used only if a packager puts Oysterun
+//! aloud, when it no longer holds the Host), the root remembered in the stack's config
+//! (`oyster_root`; for a stack with none, the one every other stack remembers), the `oysterun`
+//! npm package in the pinned Node's global modules, then `<bin dir>/../share/oysterun` (used only if a packager puts Oysterun
 //! there; neither the formula nor the .pkg ships it).
 
 use std::path::{Path, PathBuf};
@@ -18,6 +19,9 @@ pub struct RootSearch<'a> {
     pub env: Option<&'a Path>,
     /// The installed plist's `OYSTERUN_REPO_ROOT`.
     pub installed: Option<&'a str>,
+    /// Roots remembered in stacks' configs (`oyster_root`), each with where it was read
+    /// (this stack's first, then another stack's when all others agree).
+    pub remembered: Vec<(PathBuf, String)>,
     /// The pinned Node: Oysterun is installed with `npm install -g oysterun`, which puts it in
     /// `<node prefix>/lib/node_modules/oysterun` (the prefix is the directory above `bin/`).
     pub node_bin: &'a Path,
@@ -62,6 +66,20 @@ pub fn find(s: &RootSearch<'_>) -> Result<FoundRoot, Invalid> {
             Err(e) => {
                 crate::output::printer().note(&format!("{e}; looking further"));
                 looked.push(format!("{dir} ({origin})"));
+            }
+        }
+    }
+    for (dir, origin) in &s.remembered {
+        match check(dir, origin) {
+            Ok(path) => {
+                return Ok(FoundRoot {
+                    path,
+                    origin: origin.clone(),
+                })
+            }
+            Err(e) => {
+                crate::output::printer().note(&format!("{e}; looking further"));
+                looked.push(format!("{} ({origin})", dir.display()));
             }
         }
     }

@@ -180,6 +180,42 @@ impl Stack {
         self.run_dir.join("oyster-exec.json")
     }
 
+    /// The stack's lifecycle lock: every command that writes or loads holds it for its run.
+    pub fn lifecycle_lock_path(&self) -> PathBuf {
+        self.run_dir.join("oyster.lock")
+    }
+
+    /// The marker written before a change and removed after verification (a run killed
+    /// half-way is re-verified by the next one).
+    pub fn pending_path(&self) -> PathBuf {
+        self.run_dir.join("pending")
+    }
+
+    /// The plist that last verified, which a rollback restores.
+    pub fn last_good_plist_path(&self) -> PathBuf {
+        self.run_dir.join("last-good.plist")
+    }
+
+    /// The pinned Node's version, cached by the binary's identity.
+    pub fn node_version_cache_path(&self) -> PathBuf {
+        self.run_dir.join("node-version.cache")
+    }
+
+    /// The config's lock (`config.json.lock`, beside it), which every config writer takes.
+    pub fn config_lock_path(&self) -> PathBuf {
+        crate::sys::fs::sidecar_lock_path(&self.config_path())
+    }
+
+    /// The pid file's lock (`<pid file>.lock`), held while the identity files are replaced.
+    pub fn pid_lock_path(&self) -> PathBuf {
+        crate::sys::fs::sidecar_lock_path(&self.pid_path())
+    }
+
+    /// The Host's identity files: the pid file, the origin file and oyster's exec record.
+    pub fn identity_paths(&self) -> [PathBuf; 3] {
+        [self.pid_path(), self.origin_path(), self.exec_record_path()]
+    }
+
     /// `<stack root>/matrix/homeserver.db`, the Host's Matrix storage.
     pub fn matrix_db_path(&self) -> PathBuf {
         self.root.join("matrix").join("homeserver.db")
@@ -377,6 +413,36 @@ mod tests {
             Path::new("/s/dev-2/matrix/homeserver.db")
         );
         assert_eq!(c.default_port, None);
+        // Every per-stack file is named here, and only here.
+        assert_eq!(
+            c.lifecycle_lock_path(),
+            Path::new("/s/dev-2/run/oyster.lock")
+        );
+        assert_eq!(c.pending_path(), Path::new("/s/dev-2/run/pending"));
+        assert_eq!(
+            c.last_good_plist_path(),
+            Path::new("/s/dev-2/run/last-good.plist")
+        );
+        assert_eq!(
+            c.node_version_cache_path(),
+            Path::new("/s/dev-2/run/node-version.cache")
+        );
+        assert_eq!(
+            c.config_lock_path(),
+            Path::new("/s/dev-2/host/config.json.lock")
+        );
+        assert_eq!(
+            c.pid_lock_path(),
+            Path::new("/s/dev-2/run/oysterun-host-dev-2.pid.lock")
+        );
+        assert_eq!(
+            c.identity_paths(),
+            [c.pid_path(), c.origin_path(), c.exec_record_path()]
+        );
+        assert_eq!(
+            c.exec_record_path(),
+            Path::new("/s/dev-2/run/oyster-exec.json")
+        );
         // Oysterun's preset test stacks use the unsuffixed names its scripts wait for.
         let t1 = Stack::new("test1", &e).unwrap();
         assert_eq!(t1.pid_path(), Path::new("/s/test1/run/oysterun-host.pid"));

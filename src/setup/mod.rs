@@ -106,6 +106,7 @@ pub struct SetupPlan {
 /// Plans setup without writing anything.
 pub fn make_plan(ctx: &Context, opts: &SetupOptions) -> anyhow::Result<SetupPlan> {
     let plan = plan::plan(ctx, &opts.host, Writes::None)?;
+    plan.warn_privacy();
     let node_bin = &plan.node.path;
     let node_dir = node_bin.parent().unwrap_or(Path::new("/"));
     let prefix = node_dir.parent().unwrap_or(Path::new("/")).to_path_buf();
@@ -283,7 +284,8 @@ fn apply_steps(
     }
     // 2. The config: the same preservation-first merge, plus mode, AgentFolder and installs.
     let path = st.config_path();
-    let before = std::fs::read(&path).ok();
+    // Through the one regular-file reader: a FIFO swapped in is refused, never waited on.
+    let before = fsutil::read_regular(&path, config::MAX_CONFIG_BYTES)?;
     journal.push(Undo::File {
         path: path.clone(),
         bytes: before,
@@ -292,6 +294,7 @@ fn apply_steps(
     let ((), changes) = config::update(&path, |doc, changes| {
         // Migrate first: an installed path set before migration would read as user-owned.
         plan::sync(ctx, doc, changes);
+        doc.remember_root(&sp.plan.root, changes);
         for (p, exe) in &installed {
             doc.set(
                 p.command_key,
@@ -327,7 +330,7 @@ fn apply_steps(
             let plist = st.plist_path();
             journal.push(Undo::File {
                 path: plist.clone(),
-                bytes: std::fs::read(&plist).ok(),
+                bytes: fsutil::read_regular(&plist, crate::host::plist::MAX_PLIST_BYTES)?,
                 mode: Some(0o644),
             });
             let wrote = crate::host::plist::write(lock, &plist, &plan.plist, &st.log_dir)?;
@@ -376,18 +379,16 @@ fn apply_steps(
 /// What setup's steps may create: the directory chains under HOME and the lock and pid files.
 fn created_paths(ctx: &Context, sp: &SetupPlan) -> Undo {
     let st = &ctx.stack;
-    let mut pid_lock = st.pid_path().into_os_string();
-    pid_lock.push(".lock");
     let mut files: Vec<PathBuf> = vec![
-        st.config_dir.join("config.json.lock"),
+        st.config_lock_path(),
         st.pid_path(),
         st.origin_path(),
         st.exec_record_path(),
-        PathBuf::from(pid_lock),
-        st.run_dir.join("node-version.cache"),
-        st.run_dir.join("oyster.lock"),
-        st.run_dir.join("pending"),
-        st.run_dir.join("last-good.plist"),
+        st.pid_lock_path(),
+        st.node_version_cache_path(),
+        st.lifecycle_lock_path(),
+        st.pending_path(),
+        st.last_good_plist_path(),
     ];
     files.retain(|f| !f.exists());
     let mut dirs = vec![];

@@ -220,11 +220,8 @@ fn sweep_stale_temps(path: &Path) {
             continue;
         };
         // Ours (a pid reused since an earlier run) or a writer that no longer exists.
-        let stale = match pid.parse::<i32>() {
-            Ok(p) if p > 0 && p != std::process::id() as i32 => {
-                nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None)
-                    == Err(nix::errno::Errno::ESRCH)
-            }
+        let stale = match pid.parse::<u32>() {
+            Ok(p) if p != std::process::id() => !super::signal::exists(p),
             _ => true,
         };
         if stale {
@@ -331,10 +328,13 @@ fn replace_via_temp(
 /// Replaces `path` with `bytes` through a temp file and a rename, with exactly `mode`, but
 /// without `fsync`: for runtime files that describe a live process (the Host's identity files),
 /// where readers need atomicity and a power cut leaves nothing to describe. Never through a
-/// symlink. (No lock: the launch program writes them while `host start` holds the pid lock;
-/// per-writer temp names keep writers apart.)
+/// symlink; temp files of dead writers are swept first. (No lock: the launch program writes
+/// them while `host start` holds the pid lock; per-writer temp names keep writers apart.)
 pub fn replace_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), FsError> {
     refuse_symlink(path)?;
+    // A launch killed between its temp file and the rename leaves one behind (the exec
+    // record's holds the launch environment): the next writer of the file removes it.
+    sweep_stale_temps(path);
     replace_via_temp(path, bytes, mode, None, Durability::Volatile)
 }
 
@@ -375,25 +375,47 @@ fn flock(
     }
 }
 
+/// Opens (creating) a lock file: never through a symlink, never blocking on a FIFO or device
+/// planted there (opened non-blocking and refused unless it is a regular file: reading the
+/// holder's record from a FIFO would wait forever).
 fn open_lock_file(lock_path: &Path) -> Result<File, FsError> {
     refuse_symlink(lock_path)?;
-    OpenOptions::new()
+    let file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .custom_flags(nix::libc::O_NOFOLLOW)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
         .open(lock_path)
-        .map_err(io_err("open the lock file", lock_path))
+        .map_err(|e| match e.raw_os_error() {
+            Some(nix::libc::ENXIO) => FsError::NotRegular {
+                path: lock_path.to_owned(),
+                kind: "a FIFO (named pipe)",
+            },
+            _ => io_err("open the lock file", lock_path)(e),
+        })?;
+    let meta = file.metadata().map_err(io_err("inspect", lock_path))?;
+    if let Some(kind) = special_kind(&meta.file_type()) {
+        return Err(FsError::NotRegular {
+            path: lock_path.to_owned(),
+            kind,
+        });
+    }
+    Ok(file)
+}
+
+/// The sidecar lock of `path`: `<path>.lock`.
+pub fn sidecar_lock_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
 }
 
 /// Takes an exclusive lock on the sidecar `<path>.lock` (not the file being renamed, whose
 /// inode changes on every write), creating it 0600 if needed. Blocks until it is free.
 pub fn lock_sidecar(path: &Path) -> Result<Lock, FsError> {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".lock");
-    let lock_path = PathBuf::from(name);
+    let lock_path = sidecar_lock_path(path);
     let file = open_lock_file(&lock_path)?;
     match flock(file, nix::fcntl::FlockArg::LockExclusive, &lock_path)? {
         Ok(held) => Ok(Lock {
@@ -472,12 +494,9 @@ fn record_is_live(record: &str) -> bool {
     record
         .strip_prefix("pid ")
         .and_then(|r| r.split(' ').next())
-        .and_then(|p| p.parse::<i32>().ok())
-        .filter(|p| *p > 0 && *p != std::process::id() as i32)
-        .is_some_and(|p| {
-            nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None)
-                != Err(nix::errno::Errno::ESRCH)
-        })
+        .and_then(|p| p.parse::<u32>().ok())
+        .filter(|p| *p != std::process::id())
+        .is_some_and(super::signal::exists)
 }
 
 /// Creates a directory and its parents with `mode` for the ones created.

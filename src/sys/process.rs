@@ -103,7 +103,6 @@ fn run_full(
     timeout: Duration,
     on_line: &mut dyn FnMut(Stream, &str),
 ) -> Result<Finished, ProcessError> {
-    use std::sync::mpsc;
     debug_assert!(
         program.is_absolute(),
         "the process door takes absolute paths"
@@ -112,6 +111,120 @@ fn run_full(
         .chain(args.iter().map(|a| a.to_string()))
         .collect();
     let shown = argv.join(" ");
+    let mut child =
+        command(program, args, env, cwd)
+            .spawn()
+            .map_err(|source| ProcessError::Spawn {
+                argv: shown.clone(),
+                source,
+            })?;
+    let (rx, readers) = spawn_readers(&mut child);
+    let mut kept = Capture::default();
+    let status = wait_status(&mut child, &rx, timeout, &shown, &mut |which, bytes| {
+        kept.take(which, bytes, on_line)
+    })?;
+    // What is still in the pipes; a grandchild that kept them open is not waited for long.
+    let drain_until = Instant::now() + Duration::from_secs(2);
+    while let Ok((which, bytes)) =
+        rx.recv_timeout(drain_until.saturating_duration_since(Instant::now()))
+    {
+        kept.take(which, bytes, on_line);
+    }
+    // Readers that saw the end of their pipe are joined; one still held open by a grandchild
+    // ends on its own when that closes it (its sends then fail quietly).
+    for reader in readers {
+        if reader.is_finished() {
+            let _ = reader.join();
+        }
+    }
+    match status.code() {
+        Some(code) => Ok(Finished {
+            argv,
+            code,
+            stdout: String::from_utf8_lossy(&kept.out).into_owned(),
+            stderr: String::from_utf8_lossy(&kept.err).into_owned(),
+        }),
+        None => Err(ProcessError::Signaled {
+            argv: shown,
+            signal: status.signal().unwrap_or(0),
+        }),
+    }
+}
+
+/// What a run captured, each stream capped at [`OUTPUT_CAP`].
+#[derive(Default)]
+struct Capture {
+    out: Vec<u8>,
+    err: Vec<u8>,
+}
+
+impl Capture {
+    /// Keeps what fits of one line and hands the whole line to `on_line`.
+    fn take(&mut self, which: Stream, bytes: Vec<u8>, on_line: &mut dyn FnMut(Stream, &str)) {
+        let kept = match which {
+            Stream::Stdout => &mut self.out,
+            Stream::Stderr => &mut self.err,
+        };
+        let room = OUTPUT_CAP.saturating_sub(kept.len());
+        kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        let text = String::from_utf8_lossy(&bytes);
+        on_line(which, text.trim_end_matches(['\n', '\r']));
+    }
+}
+
+/// Waits for the child, handing on each line as it comes; kills its whole group at the
+/// deadline or when oyster is interrupted (SIGINT/SIGTERM/SIGHUP caught by a guard).
+fn wait_status(
+    child: &mut std::process::Child,
+    rx: &std::sync::mpsc::Receiver<(Stream, Vec<u8>)>,
+    timeout: Duration,
+    shown: &str,
+    take: &mut dyn FnMut(Stream, Vec<u8>),
+) -> Result<std::process::ExitStatus, ProcessError> {
+    let pgid = child.id();
+    let deadline = Instant::now() + timeout;
+    loop {
+        while let Ok((which, bytes)) = rx.try_recv() {
+            take(which, bytes);
+        }
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok(status),
+            Ok(None) if super::signal::received().is_some() => {
+                // Cancel reaches the whole group: npm's own children die with it.
+                let _ = super::signal::killpg(pgid, super::signal::Signal::SIGKILL);
+                let _ = child.wait();
+                return Err(ProcessError::Interrupted {
+                    argv: shown.to_owned(),
+                    signal: super::signal::received().unwrap_or(super::signal::Signal::SIGINT),
+                });
+            }
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = super::signal::killpg(pgid, super::signal::Signal::SIGKILL);
+                let _ = child.wait();
+                return Err(ProcessError::Timeout {
+                    argv: shown.to_owned(),
+                    secs: timeout.as_secs().max(1),
+                });
+            }
+            Ok(None) => {
+                // Short, so a launchctl call that ends at once is not kept waiting.
+                if let Ok((which, bytes)) = rx.recv_timeout(Duration::from_millis(2)) {
+                    take(which, bytes);
+                }
+            }
+            Err(source) => {
+                return Err(ProcessError::Spawn {
+                    argv: shown.to_owned(),
+                    source,
+                })
+            }
+        }
+    }
+}
+
+/// The command the door runs: no shell, stdin null, both streams piped, its own process group
+/// (so a timeout or a cancel reaches its children too), and the environment asked for.
+fn command(program: &Path, args: &[&str], env: ChildEnv<'_>, cwd: Option<&Path>) -> Command {
     let mut cmd = Command::new(program);
     cmd.args(args)
         .stdin(Stdio::null())
@@ -125,103 +238,65 @@ fn run_full(
         cmd.env_clear();
         cmd.envs(vars.iter().map(|(k, v)| (k, v)));
     }
-    let mut child = cmd.spawn().map_err(|source| ProcessError::Spawn {
-        argv: shown.clone(),
-        source,
-    })?;
-    let pgid = child.id();
-    let (tx, rx) = mpsc::channel::<(Stream, Vec<u8>)>();
-    let line_reader = |r: Box<dyn Read + Send>, which: Stream, tx: mpsc::Sender<_>| {
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            let mut r = std::io::BufReader::new(r);
-            let mut line = Vec::new();
-            while r.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
-                if tx.send((which, std::mem::take(&mut line))).is_err() {
-                    break;
-                }
-            }
-        })
+    cmd
+}
+
+/// One reader thread per captured stream, each sending its lines ([`read_lines`]) to the
+/// returned channel, which closes when both streams have ended.
+#[allow(clippy::type_complexity)]
+fn spawn_readers(
+    child: &mut std::process::Child,
+) -> (
+    std::sync::mpsc::Receiver<(Stream, Vec<u8>)>,
+    Vec<std::thread::JoinHandle<()>>,
+) {
+    let (tx, rx) = std::sync::mpsc::channel::<(Stream, Vec<u8>)>();
+    let reader = |r: Box<dyn Read + Send>, which: Stream| {
+        let tx = tx.clone();
+        std::thread::spawn(move || read_lines(r, &mut |line| tx.send((which, line)).is_ok()))
     };
     let mut readers = vec![];
     if let Some(o) = child.stdout.take() {
-        readers.push(line_reader(Box::new(o), Stream::Stdout, tx.clone()));
+        readers.push(reader(Box::new(o), Stream::Stdout));
     }
     if let Some(e) = child.stderr.take() {
-        readers.push(line_reader(Box::new(e), Stream::Stderr, tx.clone()));
+        readers.push(reader(Box::new(e), Stream::Stderr));
     }
-    drop(tx);
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let mut take = |which: Stream, bytes: Vec<u8>, on_line: &mut dyn FnMut(Stream, &str)| {
-        let kept = match which {
-            Stream::Stdout => &mut out,
-            Stream::Stderr => &mut err,
+    (rx, readers)
+}
+
+/// The longest line a reader keeps before it hands the piece on: a program printing megabytes
+/// without a newline never makes oyster's buffer grow past this.
+const LINE_CAP: usize = 64 << 10;
+
+/// Reads `r` to its end, handing each line (with its newline; at most [`LINE_CAP`] bytes, a
+/// longer one in pieces) to `send`, which returns `false` to stop.
+fn read_lines(r: Box<dyn Read + Send>, send: &mut dyn FnMut(Vec<u8>) -> bool) {
+    use std::io::BufRead;
+    let mut r = std::io::BufReader::new(r);
+    let mut line = Vec::new();
+    loop {
+        let buf = match r.fill_buf() {
+            Ok([]) => break,
+            Ok(buf) => buf,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
         };
-        let room = OUTPUT_CAP.saturating_sub(kept.len());
-        kept.extend_from_slice(&bytes[..bytes.len().min(room)]);
-        let text = String::from_utf8_lossy(&bytes);
-        on_line(which, text.trim_end_matches(['\n', '\r']));
-    };
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        while let Ok((which, bytes)) = rx.try_recv() {
-            take(which, bytes, on_line);
+        let until = buf
+            .iter()
+            .position(|b| *b == b'\n')
+            .map_or(buf.len(), |i| i + 1);
+        let n = until.min(LINE_CAP - line.len());
+        line.extend_from_slice(&buf[..n]);
+        r.consume(n);
+        if (line.last() == Some(&b'\n') || line.len() >= LINE_CAP)
+            && !send(std::mem::take(&mut line))
+        {
+            return;
         }
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if super::signal::received().is_some() => {
-                // Cancel reaches the whole group: npm's own children die with it.
-                let _ = super::signal::killpg(pgid, super::signal::Signal::SIGKILL);
-                let _ = child.wait();
-                return Err(ProcessError::Interrupted {
-                    argv: shown,
-                    signal: super::signal::received().unwrap_or(super::signal::Signal::SIGINT),
-                });
-            }
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = super::signal::killpg(pgid, super::signal::Signal::SIGKILL);
-                let _ = child.wait();
-                return Err(ProcessError::Timeout {
-                    argv: shown,
-                    secs: timeout.as_secs().max(1),
-                });
-            }
-            Ok(None) => {
-                // Short, so a launchctl call that ends at once is not kept waiting.
-                if let Ok((which, bytes)) = rx.recv_timeout(Duration::from_millis(2)) {
-                    take(which, bytes, on_line);
-                }
-            }
-            Err(source) => {
-                return Err(ProcessError::Spawn {
-                    argv: shown,
-                    source,
-                })
-            }
-        }
-    };
-    // What is still in the pipes; a grandchild that kept them open is not waited for long.
-    let drain_until = Instant::now() + Duration::from_secs(2);
-    while let Ok((which, bytes)) =
-        rx.recv_timeout(drain_until.saturating_duration_since(Instant::now()))
-    {
-        take(which, bytes, on_line);
     }
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out).into_owned(),
-        String::from_utf8_lossy(&err).into_owned(),
-    );
-    match status.code() {
-        Some(code) => Ok(Finished {
-            argv,
-            code,
-            stdout,
-            stderr,
-        }),
-        None => Err(ProcessError::Signaled {
-            argv: shown,
-            signal: status.signal().unwrap_or(0),
-        }),
+    if !line.is_empty() {
+        send(line);
     }
 }
 
@@ -341,6 +416,17 @@ mod tests {
         assert!(matches!(e, ProcessError::Timeout { .. }), "{e}");
         assert!(t0.elapsed() < Duration::from_secs(5));
         assert_eq!(lines, 1, "the line came before the deadline");
+    }
+
+    #[test]
+    fn a_line_without_end_is_handed_on_in_capped_pieces() {
+        let mut pieces = vec![];
+        let text = [vec![b'x'; LINE_CAP * 2 + 10], b"\nend".to_vec()].concat();
+        read_lines(Box::new(std::io::Cursor::new(text)), &mut |l| {
+            pieces.push(l.len());
+            true
+        });
+        assert_eq!(pieces, [LINE_CAP, LINE_CAP, 11, 3]);
     }
 
     #[test]

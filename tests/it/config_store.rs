@@ -380,3 +380,90 @@ fn sigkill_mid_write_leaves_the_old_or_the_new_document() {
         .collect();
     assert!(!names.iter().any(|n| n.contains("oyster-tmp")), "{names:?}");
 }
+
+/// Holds `path` locked (flock, as oyster takes it) with a holder record naming this process.
+fn hold_lock(path: &std::path::Path) -> nix::fcntl::Flock<std::fs::File> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)
+        .unwrap();
+    writeln!(f, "pid {} (a stuck writer)", std::process::id()).unwrap();
+    nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|(_, e)| e)
+        .unwrap()
+}
+
+#[test]
+fn the_hosts_in_place_rewrite_between_read_and_rename_is_merged_not_lost() {
+    use std::io::Write;
+    let mut t = TestContext::new();
+    t.write_config("{\n  \"port\": 8802\n}\n");
+    let marker = t.path("paused-before-rename");
+    t.extra_env.push((
+        "OYSTER_TEST_PAUSE_BEFORE_RENAME".into(),
+        marker.display().to_string(),
+    ));
+    let id = crate::common::provider_ids()[0].clone();
+    let child = t
+        .cmd()
+        .args(["providers", "set", &id, "/opt/tools/bin/tool"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while !marker.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(20),
+            "oyster never paused"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // The Host rewrites the file in place, as Node's writeFileSync does: same inode.
+    let ino = std::fs::metadata(t.config_path()).unwrap().ino();
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(t.config_path())
+        .unwrap();
+    f.write_all(b"{\n  \"port\": 8802,\n  \"host_key\": \"written by the Host\"\n}\n")
+        .unwrap();
+    drop(f);
+    assert_eq!(std::fs::metadata(t.config_path()).unwrap().ino(), ino);
+    std::fs::remove_file(&marker).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let cfg = t.read_config();
+    assert_eq!(cfg["host_key"], json!("written by the Host"), "{cfg}");
+    assert_eq!(
+        cfg[format!("{id}_command")],
+        json!("/opt/tools/bin/tool"),
+        "{cfg}"
+    );
+    assert!(stderr.contains("merging again"), "{stderr}");
+}
+
+#[test]
+fn a_held_config_lock_makes_a_command_wait_bounded_naming_the_holder_then_exit_1() {
+    let t = TestContext::new();
+    t.write_config("{}\n");
+    let before = snapshot(&t);
+    let _held = hold_lock(&t.home.join(".oysterun/config.json.lock"));
+    let id = crate::common::provider_ids()[0].clone();
+    let t0 = std::time::Instant::now();
+    let r = t
+        .run(["providers", "set", &id, "/opt/tools/bin/tool"])
+        .fails_with(1);
+    let e = r.stderr();
+    assert!(
+        e.contains(&format!("pid {}", std::process::id())) && e.contains("config.json.lock"),
+        "{e}"
+    );
+    assert!(t0.elapsed() < Duration::from_secs(30), "not bounded");
+    assert_eq!(snapshot(&t), before, "the config was touched");
+}

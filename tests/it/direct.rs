@@ -241,3 +241,28 @@ fn a_host_that_dies_right_after_health_is_a_crash_loop() {
     assert!(e.contains("crashing after 600 ms"), "the log tail: {e}");
     assert!(t.own_processes().is_empty());
 }
+
+#[test]
+fn the_next_launch_sweeps_temp_files_a_killed_launch_left_beside_the_identity_files() {
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    let run = t.home.join(".oysterun-stacks/it/run");
+    std::fs::create_dir_all(&run).unwrap();
+    let mut dead = Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    dead.wait().unwrap();
+    for name in [
+        "oyster-exec.json",
+        "oysterun-host-it.pid",
+        "oysterun-host-it.origin.tsv",
+    ] {
+        std::fs::write(
+            run.join(format!(".{name}.oyster-tmp.{dead_pid}")),
+            "a launch environment, half written",
+        )
+        .unwrap();
+    }
+    t.run(start_args(&root, free_port())).ok();
+    assert_eq!(crate::common::temp_files(&run), Vec::<String>::new());
+    t.run(["host", "stop", "--stack", "it"]).ok();
+}

@@ -705,3 +705,120 @@ fn a_second_launch_leaves_a_live_hosts_identity_files_alone() {
     assert_eq!(health(port).unwrap()["pid"].to_string(), first);
     t.run(["host", "stop", "--stack", "dr"]).ok();
 }
+
+#[test]
+fn a_held_config_lock_never_keeps_the_host_down_the_launch_skips_the_sync_and_says_so() {
+    let r = Rn::new();
+    r.agent("install").ok();
+    let old = r.wait_for_host_identity_files(None).unwrap();
+    let config = r.t.home.join(".oysterun-stacks/rn/host/config.json");
+    let mut lock = config.clone().into_os_string();
+    lock.push(".lock");
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .truncate(true)
+        .open(&lock)
+        .unwrap();
+    writeln!(f, "pid {} (a suspended oyster)", std::process::id()).unwrap();
+    let _held = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|(_, e)| e)
+        .unwrap();
+    let before = std::fs::read(&config).unwrap();
+    // A provider appears; the sync would record it, but the lock is held.
+    r.t.fake_exe(&r.t.home.join(".local/bin/codex"));
+    let t0 = Instant::now();
+    r.t.sim(&["kickstart", "-k", &r.target()]).ok();
+    let new = r
+        .wait_for_host_identity_files(Some(old))
+        .expect("the Host came back");
+    assert_eq!(wait_new_healthy(r.port, old)["pid"], json!(new));
+    assert!(t0.elapsed() < Duration::from_secs(10));
+    let log = r.log();
+    assert!(
+        log.contains(&format!(
+            "config sync skipped: locked by pid {}",
+            std::process::id()
+        )),
+        "{log}"
+    );
+    assert_eq!(
+        std::fs::read(&config).unwrap(),
+        before,
+        "written without the lock"
+    );
+}
+
+/// Waits (bounded) until the Host log holds `text`.
+fn wait_for_log(r: &Rn, text: &str) -> String {
+    let t0 = Instant::now();
+    loop {
+        let log = r.log();
+        if log.contains(text) {
+            return log;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(15),
+            "never logged {text:?}:\n{log}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_launch_that_cannot_become_the_host_leaves_no_identity_files_naming_a_dead_pid() {
+    // The entry point gone (an Oysterun uninstalled under the plist).
+    let r = Rn::new();
+    r.agent("install").ok();
+    r.wait_for_host_identity_files(None).unwrap();
+    std::fs::rename(
+        r.root.join("host-service/server.mjs"),
+        r.root.join("host-service/server.mjs.moved"),
+    )
+    .unwrap();
+    r.t.sim(&["kickstart", "-k", &r.target()]).ok();
+    let log = wait_for_log(&r, "no identity files were written");
+    assert!(log.contains("server.mjs"), "{log}");
+    for f in [
+        r.pid_file(),
+        r.origin_file(),
+        r.run_dir().join("oyster-exec.json"),
+    ] {
+        assert!(!f.exists(), "{} names a dead pid", f.display());
+    }
+    std::fs::rename(
+        r.root.join("host-service/server.mjs.moved"),
+        r.root.join("host-service/server.mjs"),
+    )
+    .unwrap();
+    r.t.run(["agent", "uninstall", "--stack", STACK]).ok();
+
+    // The pinned Node deleted (a version manager removed it), reached through a link.
+    let r = Rn::new();
+    let link_dir = r.t.path("nodes/bin");
+    std::fs::create_dir_all(&link_dir).unwrap();
+    std::os::unix::fs::symlink(real_node(), link_dir.join("node")).unwrap();
+    r.t.run([
+        "agent",
+        "install",
+        "--stack",
+        STACK,
+        "--root",
+        r.root.to_str().unwrap(),
+        "--node-bin",
+        link_dir.join("node").to_str().unwrap(),
+        "--port",
+        &r.port.to_string(),
+        "--wait",
+        "10",
+        "--settle-ms",
+        "200",
+    ])
+    .ok();
+    r.wait_for_host_identity_files(None).unwrap();
+    std::fs::remove_file(link_dir.join("node")).unwrap();
+    r.t.sim(&["kickstart", "-k", &r.target()]).ok();
+    let log = wait_for_log(&r, "no identity files were written");
+    assert!(log.contains("the pinned Node"), "{log}");
+    assert!(!r.pid_file().exists(), "the pid file names a dead pid");
+}

@@ -46,15 +46,26 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
 /// runs is not launchd's to stop, and stopping it here would be a second, hidden meaning of
 /// `agent stop`. Refused (exit 1) before anything changes, naming it and the command.
 fn refuse_direct_host(ctx: &Context) -> anyhow::Result<()> {
-    let Owner::Ours(rec, _) = crate::direct::owner(&ctx.stack)? else {
+    let owner = match crate::direct::owner(&ctx.stack) {
+        Ok(owner) => owner,
+        // A pid file that cannot be read (a FIFO, a directory) names no Host to refuse for:
+        // launchd's job is stopped all the same, and `status` names the file as broken.
+        Err(e) => {
+            ctx.out
+                .note(&format!("{e:#}; not checked for a directly started Host"));
+            return Ok(());
+        }
+    };
+    let Owner::Ours(rec, _) = owner else {
         return Ok(());
     };
-    // `host exec` writes the pid file under launchd too: launchd's own Host is stopped here.
-    let launchd_pid = Launchctl::locate(&ctx.env)
+    // `host exec` writes the pid file under launchd too: launchd's own Host (in either
+    // domain) is stopped here.
+    let launchd_runs_it = Launchctl::locate(&ctx.env)
         .ok()
-        .and_then(|lc| lc.find_loaded(&ctx.stack.label).ok().flatten())
-        .and_then(|(_, info)| info.pid());
-    if launchd_pid == Some(rec.pid) {
+        .and_then(|lc| lc.in_both_domains(&ctx.stack.label).ok())
+        .is_some_and(|b| b.loaded().iter().any(|(_, i)| i.pid() == Some(rec.pid)));
+    if launchd_runs_it {
         return Ok(());
     }
     Err(Failed::new(

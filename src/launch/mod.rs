@@ -1,5 +1,7 @@
-//! `oyster host exec --stack NAME` (CONTRACT.md §6a): the Host's launch program, run by launchd
-//! from the plist and by direct startup, so both paths share one runner.
+//! `oyster host exec --stack NAME`: the Host's launch program, run by launchd from the plist and
+//! by direct startup, so both paths share one runner. A flow of its own (beside `agent`,
+//! `direct` and `setup`): it builds on `host` (the plan's sync, the identity files) and never
+//! the other way round.
 //!
 //! It does the per-launch duties of Oysterun's runner (`tool_scripts/run_oysterun_host.sh`) in
 //! a few milliseconds, then `execve`s `OYSTERUN_NODE_BIN <root>/host-service/server.mjs` as the
@@ -75,16 +77,7 @@ pub fn run(ctx: &Context) -> anyhow::Result<Infallible> {
     let node = required(&env, launchenv::NODE_BIN)?;
     let root = required(&env, launchenv::REPO_ROOT)?;
     let stack = launch_stack(ctx, &env);
-    // What this launch may quote in the Host log and the audit log is redacted (CONTRACT.md
-    // §8): the launch stack's config (it need not be the context's) and the values of variables
-    // named like secrets in the environment it was given (keys a user added to the plist).
-    ctx.out
-        .add_secrets(config::secret_values_on_disk(&stack.config_path()));
-    ctx.out.add_secrets(
-        env.iter()
-            .filter(|(k, _)| crate::output::redact::is_secret_key(k))
-            .map(|(_, v)| v.clone()),
-    );
+    learn_secrets(ctx, &stack, &env);
     let pid = std::process::id();
     let started_at = identity::utc(SystemTime::now());
     let log = Log {
@@ -93,67 +86,34 @@ pub fn run(ctx: &Context) -> anyhow::Result<Infallible> {
             stack.name
         ),
     };
-    let host_dir = root.join("host-service");
-    let server = root.join(SERVER);
-
     if let Err(e) = ensure_dirs(&stack) {
         log.line(&format!("{e:#}"));
     }
-    let synced = config::update(&stack.config_path(), |doc, changes| {
-        plan::sync(ctx, doc, changes);
-        Ok(doc.clone())
-    });
-    let config_said = match &synced {
-        Ok((_, changes)) if changes.is_empty() => "config unchanged".to_owned(),
-        Ok((_, changes)) => {
-            log_changes(&log, changes);
-            format!("config synced ({} change(s))", changes.len())
-        }
-        Err(e) => {
-            log.line(&format!(
-                "the config sync failed; the Host starts anyway: {e:#}"
-            ));
-            "config sync failed".to_owned()
-        }
-    };
-    match &synced {
-        Ok((doc, _)) => compare_env(ctx, &stack, doc, &env, &node, &root, &log),
-        Err(_) => log.line("the environment was not compared with oyster's (no usable config)"),
-    }
+    let config_said = sync_config(ctx, &stack, &env, &node, &root, &log);
     dashboard_credentials(ctx, &stack, &env, &node, &root, &log);
     check_web_chat(&root, &log);
 
+    let host_dir = root.join("host-service");
+    let server = root.join(SERVER);
     if let Err(e) = std::env::set_current_dir(&host_dir) {
         log.line(&format!("could not enter {}: {e}", host_dir.display()));
     }
     let cwd = std::env::current_dir().unwrap_or_else(|_| host_dir.clone());
-    let argv = [node.clone(), server.clone()];
-    let record = ExecRecord {
-        pid,
-        start_time: process::identity(pid).map_or(0, |(start, _)| start),
-        started_at: started_at.clone(),
-        stack: stack.name.clone(),
-        argv: argv
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-        cwd: cwd.to_string_lossy().into_owned(),
-        env: env.clone(),
-        oyster_version: env!("CARGO_PKG_VERSION").to_owned(),
-    };
-    let origin = Origin {
-        started_at_utc: started_at,
-        repo_root: root.to_string_lossy().into_owned(),
-        host_dir: host_dir.to_string_lossy().into_owned(),
-        actual_cwd: cwd.to_string_lossy().into_owned(),
-        config_dir: env
-            .get(launchenv::CONFIG_DIR)
-            .cloned()
-            .unwrap_or_else(|| stack.config_dir.to_string_lossy().into_owned()),
-        host_port: env.get(launchenv::PORT).cloned().unwrap_or_default(),
-        host_pid: pid,
-        launch_label: stack.label.clone(),
-    };
+    // What would make the exec fail is checked before any identity file names this pid:
+    // Oysterun's own scripts wait for those files and would take a dead pid for the Host.
+    if let Err(why) = exec_target_problem(&node, &server) {
+        // Files an earlier Host left, naming its dead pid, go too.
+        let _ = crate::direct::remove_identity_if_dead(&stack);
+        log.line(&format!(
+            "{why}; no identity files were written, the Host does not start"
+        ));
+        return Err(crate::error::Failed::new(
+            why,
+            "reinstall Oysterun or Node, or run `oyster agent regenerate` (or `oyster host start`) to pin them again",
+        )
+        .into());
+    }
+    let (record, origin) = identity_files(&stack, &env, pid, &started_at, [&node, &server], &cwd);
     let identity_said = match write_identity(&stack, &record, &origin) {
         Ok(()) => "identity files written",
         Err(e) => {
@@ -176,11 +136,178 @@ pub fn run(ctx: &Context) -> anyhow::Result<Infallible> {
     );
     log.line(&said);
     let err = std::process::Command::new(&node).arg(&server).exec();
-    anyhow::bail!(
+    Err(exec_failed(&stack, pid, &node, &server, &err, &log))
+}
+
+/// What this launch may quote in the Host log and the audit log is redacted: the launch
+/// stack's config (it need not be the context's) and the values of variables named like
+/// secrets in the environment it was given (keys a user added to the plist).
+fn learn_secrets(ctx: &Context, stack: &Stack, env: &BTreeMap<String, String>) {
+    ctx.out
+        .add_secrets(config::secret_values_on_disk(&stack.config_path()));
+    ctx.out.add_secrets(
+        env.iter()
+            .filter(|(k, _)| crate::output::redact::is_secret_key(k))
+            .map(|(_, v)| v.clone()),
+    );
+}
+
+/// The stack config sync at launch, tried briefly: a held config lock (a suspended oyster, a
+/// stuck writer) must never keep the Host down, so past a few tens of milliseconds the sync is
+/// skipped and said so. Then the launch environment is compared with what oyster generates.
+/// Returns what to say about the config in the launch's summary line.
+fn sync_config(
+    ctx: &Context,
+    stack: &Stack,
+    env: &BTreeMap<String, String>,
+    node: &Path,
+    root: &Path,
+    log: &Log,
+) -> String {
+    let synced = config::update_waiting(
+        &stack.config_path(),
+        config::LAUNCH_LOCK_WAIT,
+        |doc, changes| {
+            plan::sync(ctx, doc, changes);
+            // The root this Host runs from is the one to remember (the plist's, for a Host
+            // another installer set up).
+            doc.remember_root(root, changes);
+            Ok(doc.clone())
+        },
+    );
+    let said = match &synced {
+        Ok((_, changes)) if changes.is_empty() => "config unchanged".to_owned(),
+        Ok((_, changes)) => {
+            log_changes(log, changes);
+            format!("config synced ({} change(s))", changes.len())
+        }
+        Err(e) => match lock_holder(e) {
+            Some(holder) => {
+                log.line(&format!(
+                    "config sync skipped: locked by {holder}; the Host starts with the config as it is"
+                ));
+                "config sync skipped".to_owned()
+            }
+            None => {
+                log.line(&format!(
+                    "the config sync failed; the Host starts anyway: {e:#}"
+                ));
+                "config sync failed".to_owned()
+            }
+        },
+    };
+    match &synced {
+        Ok((doc, _)) => compare_env(ctx, stack, doc, env, node, root, log),
+        Err(_) => log.line("the environment was not compared with oyster's (no usable config)"),
+    }
+    said
+}
+
+/// The exec record and the origin file for this launch, about to exec `argv` in `cwd`.
+fn identity_files(
+    stack: &Stack,
+    env: &BTreeMap<String, String>,
+    pid: u32,
+    started_at: &str,
+    argv: [&Path; 2],
+    cwd: &Path,
+) -> (ExecRecord, Origin) {
+    let root = argv[1]
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new("/"));
+    let record = ExecRecord {
+        pid,
+        start_time: process::identity(pid).map_or(0, |(start, _)| start),
+        start_stamp: identity::start_stamp(pid),
+        started_at: started_at.to_owned(),
+        stack: stack.name.clone(),
+        argv: argv
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        cwd: cwd.to_string_lossy().into_owned(),
+        env: env.clone(),
+        oyster_version: env!("CARGO_PKG_VERSION").to_owned(),
+    };
+    let origin = Origin {
+        started_at_utc: started_at.to_owned(),
+        repo_root: root.to_string_lossy().into_owned(),
+        host_dir: root.join("host-service").to_string_lossy().into_owned(),
+        actual_cwd: cwd.to_string_lossy().into_owned(),
+        config_dir: env
+            .get(launchenv::CONFIG_DIR)
+            .cloned()
+            .unwrap_or_else(|| stack.config_dir.to_string_lossy().into_owned()),
+        host_port: env.get(launchenv::PORT).cloned().unwrap_or_default(),
+        host_pid: pid,
+        launch_label: stack.label.clone(),
+    };
+    (record, origin)
+}
+
+/// After an exec that failed: the identity files name this pid, which is about to exit
+/// without becoming the Host, so they go; the failure is logged and returned.
+fn exec_failed(
+    stack: &Stack,
+    pid: u32,
+    node: &Path,
+    server: &Path,
+    err: &std::io::Error,
+    log: &Log,
+) -> anyhow::Error {
+    if identity::read_pid_file(&stack.pid_path())
+        .ok()
+        .flatten()
+        .and_then(Result::ok)
+        == Some(pid)
+    {
+        let _ = crate::direct::remove_identity(stack);
+    }
+    log.line(&format!(
+        "could not exec {} {}: {err}; its identity files were removed",
+        node.display(),
+        server.display()
+    ));
+    anyhow::anyhow!(
         "could not exec {} {}: {err}",
         node.display(),
         server.display()
     )
+}
+
+/// Who holds the config lock, when that is why the sync failed (`pid N`, from the holder's
+/// record in the lock file).
+fn lock_holder(e: &anyhow::Error) -> Option<String> {
+    let Some(config::ConfigError::Fs(fsutil::FsError::Busy { holder, .. })) = e.downcast_ref()
+    else {
+        return None;
+    };
+    Some(
+        holder
+            .split(" (")
+            .next()
+            .filter(|h| h.starts_with("pid "))
+            .map_or_else(|| "another process".to_owned(), str::to_owned),
+    )
+}
+
+/// Why `node server` could not be exec'd, when that can be told beforehand: Node must be an
+/// executable regular file, the entry point a regular file.
+fn exec_target_problem(node: &Path, server: &Path) -> Result<(), String> {
+    crate::provider::resolve::check_executable(node)
+        .map_err(|why| format!("the pinned Node {} {why}", node.display()))?;
+    match std::fs::metadata(server) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(_) => Err(format!(
+            "the Host entry point {} is not a regular file",
+            server.display()
+        )),
+        Err(e) => Err(format!(
+            "the Host entry point {} cannot be used: {e}",
+            server.display()
+        )),
+    }
 }
 
 /// A variable the plist (or direct startup) must set; without it there is no Host to run.
@@ -400,8 +527,7 @@ pub fn live_host(stack: &Stack, pid: u32) -> bool {
     let Some((start, cmd)) = process::identity(pid) else {
         return false;
     };
-    rec.pid == pid
-        && rec.start_time == start
+    rec.describes(pid, start)
         && rec
             .server()
             .is_some_and(|s| cmd.iter().any(|a| Path::new(a) == s))
