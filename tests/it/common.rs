@@ -273,18 +273,69 @@ pub fn runner_tool(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// A tool an `#[ignore = "needs …"]` test cannot do without: run explicitly (`cargo test --
+/// --ignored`, as `.ci/run` does), a missing tool fails the test instead of passing it.
+pub fn needed_tool(name: &str, install: &str) -> PathBuf {
+    runner_tool(name).unwrap_or_else(|| panic!("this test needs {name} on PATH ({install})"))
+}
+
+/// Root, for the `#[ignore = "needs root"]` tests (CI containers run as root).
+pub fn need_root() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test needs to run as root (the CI containers do)"
+    );
+}
+
 /// The machine's real node (v20+), found on the test runner's PATH.
 pub fn real_node() -> PathBuf {
     runner_tool("node").expect("the tests need node (v20+) on PATH")
 }
 
-/// A port nothing listens on right now.
+/// Where [`free_port`] picks from: below Linux's ephemeral range (32768–60999) and macOS's
+/// (49152–65535), so the kernel never hands one of these to an outgoing connection, and above
+/// the well-known services.
+const PORTS: std::ops::Range<u32> = 12000..32000;
+
+/// A port nothing listens on right now, and one no other `free_port()` of this test process
+/// returned: the port is released before the Host binds it, so two parallel tests asking the
+/// kernel for "any free port" could be handed the same one. Each call takes the next candidate
+/// of a process-wide counter (starting at an offset derived from the pid, so concurrent test
+/// processes start apart) and keeps it only if both `127.0.0.1` and `[::]` can bind it.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let span = PORTS.end - PORTS.start;
+    let offset = std::process::id().wrapping_mul(7919) % span;
+    for _ in 0..span {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = u16::try_from(PORTS.start + (offset + n) % span).expect("PORTS fits u16");
+        // One at a time: a dual-stack `[::]` also claims 0.0.0.0, which a held 127.0.0.1 refuses.
+        let v4 = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port)).map(drop);
+        // A machine without IPv6 cannot bind `[::]` at all; that says nothing about the port.
+        let v6 = std::net::TcpListener::bind((std::net::Ipv6Addr::UNSPECIFIED, port)).map(drop);
+        let v6 = v6.map_err(|e| {
+            e.kind() == std::io::ErrorKind::AddrNotAvailable
+                || e.raw_os_error() == Some(nix::libc::EAFNOSUPPORT)
+        });
+        if v4.is_ok() && matches!(v6, Ok(_) | Err(true)) {
+            return port;
+        }
+    }
+    panic!("no free port in {PORTS:?}");
+}
+
+/// Polls `cond` every 10 ms until it holds; after `bound`, fails the test naming `what` it
+/// waited for. Tests wait on the condition they need, never for a fixed time.
+pub fn wait_until(bound: std::time::Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !cond() {
+        assert!(
+            t0.elapsed() < bound,
+            "timed out after {bound:?} waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// Parses plist bytes with Python's plistlib (an independent reader) into JSON.

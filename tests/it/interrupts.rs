@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 
 use crate::common::temp_files;
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{free_port, real_node, wait_until, TestContext};
 
 /// A small deterministic generator; the seed is printed so a failing run can be replayed.
 struct Rng(u64);
@@ -64,15 +64,6 @@ fn wait_bounded(child: &mut Child, bound: Duration, what: &str) -> std::process:
             let _ = child.wait();
             panic!("{what} did not finish within {bound:?}; killed it");
         }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Polls `cond` every 10 ms for at most `bound`.
-fn wait_until(bound: Duration, what: &str, mut cond: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !cond() {
-        assert!(t0.elapsed() < bound, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -510,8 +501,11 @@ fn ctrl_c_during_setups_npm_install_kills_its_group_and_rolls_back() {
     );
     assert_eq!(std::fs::read(&config).unwrap(), before, "config.json bytes");
     assert!(!t.home.join("OysterunAgents").exists(), "no AgentFolder");
-    // The grandchild would have written its marker 2 s after it started.
-    std::thread::sleep(Duration::from_millis(2500));
+    // The grandchild would have written its marker 2 s after it started; once no process of
+    // this test is left, nothing can write it any more.
+    wait_until(Duration::from_secs(10), "npm's group to be gone", || {
+        t.own_processes().is_empty()
+    });
     assert!(
         !marker.exists(),
         "npm's grandchild kept running after the cancel"

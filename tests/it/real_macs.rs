@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{free_port, real_node, wait_until, TestContext};
 
 struct Stack {
     t: TestContext,
@@ -203,14 +203,19 @@ fn a_health_answer_from_another_process_does_not_verify() {
     // impostor was already there) or at verification (the socket is not the Host's).
     let s = Stack::new("impost");
     TestContext::fixture_flag(&s.root, "silent", "");
-    let child =
+    let mut child =
         s.t.cmd()
             .args(s.args("install"))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(400));
+    // Past the port check: the plist is written (or oyster already gave up).
+    wait_until(
+        std::time::Duration::from_secs(15),
+        "oyster to write the plist",
+        || s.plist().exists() || child.try_wait().unwrap().is_some(),
+    );
     let mut other = impostor(&s.t, s.port);
     let out = child.wait_with_output().unwrap();
     let e = String::from_utf8_lossy(&out.stderr);

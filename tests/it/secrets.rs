@@ -417,7 +417,29 @@ fn logs_follow_learns_a_secret_the_host_writes_after_it_started() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Reads are bounded by killing the follower.
+    let pid = follow.id();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(15));
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    });
+    let mut out = String::new();
+    let mut reader = std::io::BufReader::new(follow.stdout.take().unwrap());
+    let mut read_until = |what: &str| loop {
+        let mut l = String::new();
+        if std::io::BufRead::read_line(&mut reader, &mut l).unwrap_or(0) == 0 {
+            break;
+        }
+        out.push_str(&l);
+        if l.contains(what) {
+            break;
+        }
+    };
+    // The follower has started (it printed the Host's first line) before the secret exists.
+    read_until("fixture host listening");
     let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&cfg).unwrap()).unwrap();
     v["onboarding_token"] = "OB-late-secret-3b2a19".into();
     std::fs::write(&cfg, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
@@ -427,27 +449,7 @@ fn logs_follow_learns_a_secret_the_host_writes_after_it_started() {
         get(port, &format!("/log?line={}", encode("end-of-test"))),
         200
     );
-    // Read until the last line arrives (bounded by killing the follower).
-    let pid = follow.id();
-    let killer = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_secs(10));
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    });
-    let mut out = String::new();
-    let mut reader = std::io::BufReader::new(follow.stdout.take().unwrap());
-    loop {
-        let mut l = String::new();
-        if std::io::BufRead::read_line(&mut reader, &mut l).unwrap_or(0) == 0 {
-            break;
-        }
-        out.push_str(&l);
-        if l.contains("end-of-test") {
-            break;
-        }
-    }
+    read_until("end-of-test");
     let _ = follow.kill();
     let _ = follow.wait();
     drop(killer);

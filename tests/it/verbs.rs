@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::common::{free_port, TestContext};
+use crate::common::{free_port, wait_until, TestContext};
 
 /// A HOME with the simulator and the Host fixture pinned through the environment.
 fn ctx() -> TestContext {
@@ -315,6 +315,18 @@ fn logs_prints_the_tail_and_follows_lines_the_host_writes_redacted() {
         .unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let out = child.stdout.take().unwrap();
+    let err = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    std::thread::spawn({
+        let (err, mut pipe) = (err.clone(), child.stderr.take().unwrap());
+        move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = pipe.read(&mut buf) {
+                err.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        }
+    });
     std::thread::spawn(move || {
         for line in BufReader::new(out).lines().map_while(Result::ok) {
             if tx.send(line).is_err() {
@@ -347,19 +359,17 @@ fn logs_prints_the_tail_and_follows_lines_the_host_writes_redacted() {
         .truncate(true)
         .open(t.home.join(".oysterun-stacks/lg/logs/oysterun-host.log"))
         .unwrap();
-    std::thread::sleep(Duration::from_millis(400));
+    // The next line is written only once the follower said it saw the truncation: written
+    // earlier, the file could grow back past the follower's offset before it looks.
+    wait_until(
+        Duration::from_secs(15),
+        "the follower to report the truncation",
+        || err.lock().unwrap().contains("truncated"),
+    );
     assert_eq!(get(port, "/log?line=after-truncation"), 200);
     expect("after-truncation");
     child.kill().unwrap();
-    let mut err = String::new();
     child.wait().unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert!(err.contains("truncated"), "{err}");
 }
 
 #[test]
