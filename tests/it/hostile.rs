@@ -70,42 +70,12 @@ fn bounded(t: &TestContext, args: &[&str], env: &[(&str, &str)], bound: Duration
 }
 
 /// Every path under `dir` with its owner, group, mode, content (or link target) and mtime.
-type Snapshot = BTreeMap<PathBuf, (u32, u32, u32, Vec<u8>, i64)>;
+type Snapshot = BTreeMap<PathBuf, crate::common::Entry>;
 
 fn snapshot(dir: &Path, skip_locks: bool) -> Snapshot {
-    let mut out = BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if skip_locks && p.extension().is_some_and(|x| x == "lock") {
-                continue;
-            }
-            let m = std::fs::symlink_metadata(&p).unwrap();
-            let content = if m.file_type().is_symlink() {
-                std::fs::read_link(&p)
-                    .unwrap()
-                    .into_os_string()
-                    .into_encoded_bytes()
-            } else if m.is_file() {
-                std::fs::read(&p).unwrap()
-            } else {
-                vec![]
-            };
-            if m.is_dir() {
-                todo.push(p.clone());
-            }
-            out.insert(
-                p,
-                (
-                    m.uid(),
-                    m.gid(),
-                    m.mode(),
-                    content,
-                    m.mtime() * 1_000_000_000 + m.mtime_nsec(),
-                ),
-            );
-        }
+    let mut out = crate::common::tree(dir);
+    if skip_locks {
+        out.retain(|p, _| p.extension().is_none_or(|x| x != "lock"));
     }
     out
 }

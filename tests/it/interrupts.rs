@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::common::temp_files;
+use crate::common::{self, temp_files};
 use crate::common::{free_port, real_node, wait_until, TestContext};
 
 /// A small deterministic generator; the seed is printed so a failing run can be replayed.
@@ -113,30 +113,15 @@ impl Ir {
 
     /// `agent VERB --stack NAME [--root ROOT] --node-bin NODE --port P --wait W --settle-ms 200`.
     fn args(&self, verb: &str, root: Option<&Path>, wait: u64) -> Vec<String> {
-        let mut a: Vec<String> = vec![
-            "agent".into(),
-            verb.into(),
-            "--stack".into(),
-            self.name.into(),
-        ];
+        let mut a = common::args(&["agent", verb]).stack(self.name);
         if let Some(r) = root {
-            a.extend(["--root".into(), r.display().to_string()]);
+            a = a.root(r);
         }
-        a.extend([
-            "--node-bin".into(),
-            real_node().display().to_string(),
-            "--port".into(),
-            self.port.to_string(),
-        ]);
+        a = a.node(&real_node()).port(self.port);
         if verb != "print" {
-            a.extend([
-                "--wait".into(),
-                wait.to_string(),
-                "--settle-ms".into(),
-                "200".into(),
-            ]);
+            a = a.wait(wait, 200);
         }
-        a
+        a.into()
     }
 
     /// The plist oyster generates for a root.

@@ -3,65 +3,9 @@
 //! held by someone else refused before anything is written, and launchctl's real answers
 //! (bootout 36, keys launchd adds to the printed environment) through the simulator.
 
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
-use crate::common::{free_port, real_node, wait_until, TestContext};
-
-struct Stack {
-    t: TestContext,
-    root: PathBuf,
-    name: &'static str,
-    port: u16,
-}
-
-impl Stack {
-    fn new(name: &'static str) -> Stack {
-        let mut t = TestContext::new();
-        t.use_sim();
-        let root = t.fixture_root("root");
-        Stack {
-            t,
-            root,
-            name,
-            port: free_port(),
-        }
-    }
-
-    fn args(&self, verb: &str) -> Vec<String> {
-        let mut a: Vec<String> = ["agent", verb, "--stack", self.name]
-            .map(String::from)
-            .to_vec();
-        a.extend(
-            [
-                "--root",
-                self.root.to_str().unwrap(),
-                "--node-bin",
-                real_node().to_str().unwrap(),
-                "--wait",
-                "10",
-                "--settle-ms",
-                "300",
-            ]
-            .map(String::from),
-        );
-        a.extend(["--port".to_string(), self.port.to_string()]);
-        a
-    }
-
-    fn status(&self) -> serde_json::Value {
-        self.t
-            .run(["agent", "status", "--json", "--stack", self.name])
-            .json()
-    }
-
-    fn plist(&self) -> PathBuf {
-        self.t.home.join(format!(
-            "Library/LaunchAgents/com.oysterun.host.{}.plist",
-            self.name
-        ))
-    }
-}
+use crate::common::{free_port, real_node, wait_until, Stack, TestContext};
 
 /// A process of the test's own listening on `port` on every interface, like another Host.
 fn impostor(t: &TestContext, port: u16) -> Child {

@@ -3,10 +3,9 @@
 //! `--json`, success and failure), in the audit log, in the written plist, or on the Host's PATH
 //! and environment. A value that is not secret (`pinned_node`) still prints.
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::common::{free_port, live_environ, Run, TestContext};
+use crate::common::{free_port, get, live_environ, Run, TestContext};
 
 const STACK: &str = "sec";
 
@@ -125,19 +124,6 @@ fn encode(text: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
-}
-
-/// One GET to the fixture Host; its status.
-fn get(port: u16, path: &str) -> u16 {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    text[9..12].parse().unwrap()
 }
 
 /// Adds variables to the installed plist's `EnvironmentVariables`, as a user editing it by hand.

@@ -4,12 +4,12 @@
 //! and stacks that do not exist.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::common::{free_port, wait_until, TestContext};
+use crate::common::{free_port, get, wait_until, TestContext};
 
 /// A HOME with the simulator and the Host fixture pinned through the environment.
 fn ctx() -> TestContext {
@@ -44,36 +44,12 @@ fn plist(t: &TestContext, stack: &str) -> PathBuf {
     ))
 }
 
-/// `GET path` on the Host; the status code.
-fn get(port: u16, path: &str) -> u16 {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    text[9..12].parse().unwrap()
-}
-
 /// Every path under HOME with its content (directories as `/`), to prove nothing was created.
-fn tree(home: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(d: &Path, base: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for e in std::fs::read_dir(d).unwrap().flatten() {
-            let p = e.path();
-            let rel = p.strip_prefix(base).unwrap().display().to_string();
-            if p.is_dir() {
-                out.insert(format!("{rel}/"), vec![]);
-                walk(&p, base, out);
-            } else {
-                out.insert(rel, std::fs::read(&p).unwrap_or_default());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(home, home, &mut out);
-    out
+fn tree(home: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    crate::common::tree(home)
+        .into_iter()
+        .map(|(p, e)| (p, e.content))
+        .collect()
 }
 
 /// Waits (bounded) until `agent status` satisfies `f`.
