@@ -63,6 +63,7 @@ pub fn read_regular(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, FsError> {
             cap,
         });
     }
+    #[allow(clippy::cast_possible_truncation)] // a capacity hint; the read is capped
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     file.take(cap + 1)
         .read_to_end(&mut bytes)
@@ -211,6 +212,7 @@ fn sweep_stale_temps(path: &Path) {
         };
         // Ours (a pid reused since an earlier run) or a writer that no longer exists.
         let stale = match pid.parse::<i32>() {
+            #[allow(clippy::cast_possible_wrap, reason = "pids fit an i32 (pid_t)")]
             Ok(p) if p > 0 && p != std::process::id() as i32 => {
                 nix::sys::signal::kill(nix::unistd::Pid::from_raw(p), None)
                     == Err(nix::errno::Errno::ESRCH)
@@ -441,6 +443,7 @@ pub fn lock_waiting(
 }
 
 /// Whether a lock record (`pid N (what)`) names a live process other than this one.
+#[allow(clippy::cast_possible_wrap, reason = "pids fit an i32 (pid_t)")]
 fn record_is_live(record: &str) -> bool {
     record
         .strip_prefix("pid ")

@@ -30,7 +30,8 @@ impl Rng {
                 std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .unwrap()
-                    .as_nanos() as u64
+                    .subsec_nanos()
+                    .into()
             });
         eprintln!("{test}: OYSTER_TEST_SEED={seed}");
         Rng(seed)
@@ -187,7 +188,8 @@ impl Ir {
         let st = self.status();
         let pid = st["pid"]
             .as_u64()
-            .unwrap_or_else(|| panic!("no running pid: {st}")) as u32;
+            .and_then(|p| u32::try_from(p).ok())
+            .unwrap_or_else(|| panic!("no running pid: {st}"));
         let root = crate::common::live_environ(pid)
             .into_iter()
             .find_map(|kv| kv.strip_prefix("OYSTERUN_REPO_ROOT=").map(str::to_owned))

@@ -49,7 +49,7 @@ impl Lc {
             .join("Library/LaunchAgents/com.oysterun.host.lc.plist")
     }
     fn live_env(&self) -> (u32, Vec<String>) {
-        let pid = self.status()["pid"].as_u64().expect("a running pid") as u32;
+        let pid = u32::try_from(self.status()["pid"].as_u64().expect("a running pid")).unwrap();
         (pid, crate::common::live_environ(pid))
     }
     fn live_path(&self) -> String {
@@ -344,7 +344,7 @@ fn without_a_gui_session_the_user_domain_is_used_and_said() {
 #[test]
 fn a_disabled_label_is_enabled_before_bootstrap() {
     let l = Lc::new();
-    let uid = unsafe { libc::getuid() };
+    let uid = nix::unistd::getuid();
     l.t.sim(&["disable", &format!("gui/{uid}/com.oysterun.host.lc")])
         .ok();
     l.agent("install").ok();

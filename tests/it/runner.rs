@@ -135,7 +135,7 @@ fn origin_host_pid_from_file(path: &Path) -> Option<String> {
 fn alive(pid: u32) -> bool {
     let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap());
     nix::sys::signal::kill(pid, None).is_ok()
-        && !matches!(process(pid.as_raw() as u32).map(|p| p.0), Some(true))
+        && process(pid.as_raw().unsigned_abs()).is_none_or(|p| !p.0)
 }
 
 /// (is a zombie, cwd) of a process, through sysinfo (so this runs on macOS too).

@@ -204,7 +204,7 @@ fn planted_secrets_never_appear_in_any_output_log_or_plist() {
     clean(&s, &[&["agent", "install"][..], &timing].concat(), 0);
     plist_clean(&s, "agent install");
     let st = clean(&s, &["agent", "status", "--json"], 0).json();
-    let pid = st["pid"].as_u64().unwrap() as u32;
+    let pid = u32::try_from(st["pid"].as_u64().unwrap()).unwrap();
     let env = live_environ(pid);
     assert!(
         env.iter().any(|kv| kv.starts_with("PATH=")),
@@ -408,7 +408,7 @@ fn logs_follow_learns_a_secret_the_host_writes_after_it_started() {
     let killer = std::thread::spawn(move || {
         std::thread::sleep(std::time::Duration::from_secs(15));
         let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid as i32),
+            nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
             nix::sys::signal::Signal::SIGKILL,
         );
     });

@@ -74,7 +74,7 @@ fn stop_keeps_the_plist_and_disables_the_label_and_start_restores_the_same_host(
     let port = free_port();
     install(&t, "vb", port);
     let before = status(&t, "vb");
-    let old_pid = before["pid"].as_u64().unwrap() as u32;
+    let old_pid = u32::try_from(before["pid"].as_u64().unwrap()).unwrap();
     let bytes = std::fs::read(plist(&t, "vb")).unwrap();
     let old_env = crate::common::live_environ(old_pid);
 
@@ -134,7 +134,7 @@ fn stop_keeps_the_plist_and_disables_the_label_and_start_restores_the_same_host(
         (&"verified".into(), &true.into(), &false.into()),
         "{after}"
     );
-    let new_pid = after["pid"].as_u64().unwrap() as u32;
+    let new_pid = u32::try_from(after["pid"].as_u64().unwrap()).unwrap();
     assert_ne!(new_pid, old_pid);
     let strip = |env: Vec<String>| -> Vec<String> {
         env.into_iter()
