@@ -607,3 +607,36 @@ pub fn tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, Entry> {
     }
     out
 }
+
+#[test]
+fn free_port_never_hands_out_a_port_twice_and_each_is_bindable() {
+    let ports: Vec<u16> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| s.spawn(|| (0..25).map(|_| free_port()).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    let distinct: std::collections::BTreeSet<u16> = ports.iter().copied().collect();
+    assert_eq!(
+        distinct.len(),
+        ports.len(),
+        "a port came back twice: {ports:?}"
+    );
+    for p in ports.iter().take(20) {
+        assert!(PORTS.contains(&u32::from(*p)), "{p} outside {PORTS:?}");
+        std::net::TcpListener::bind(("127.0.0.1", *p)).unwrap();
+    }
+}
+
+#[test]
+#[should_panic(expected = "waiting for the impossible")]
+fn wait_until_names_what_it_waited_for() {
+    wait_until(
+        std::time::Duration::from_millis(50),
+        "the impossible",
+        || false,
+    );
+}
