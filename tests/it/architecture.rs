@@ -154,8 +154,9 @@ impl Refs {
             if name != "crate" && name != "super" {
                 continue;
             }
-            // A path starts here unless it continues one (`x::super`, not possible, or the
-            // second `super` of `super::super`).
+            // A path starts here unless it continues one (the second `super` of
+            // `super::super`). A `crate::{a, b}` group inside a macro counts as `a` only: rare
+            // in macro arguments, and `use` items (parsed, not tokens) see every name.
             if k >= 2 && is_colons(&flat[k - 2..k]) {
                 continue;
             }
