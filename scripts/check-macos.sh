@@ -130,7 +130,8 @@ for n, v in added:
 }
 
 derive_lock
-LOCK=(-Zunstable-options --lockfile-path "$OUT/Cargo.lock")
+# cargo 1.96 took the lock-file path out of the command line (`--lockfile-path`) into config.
+LOCK=(-Zlockfile-path --config "resolver.lockfile-path=\"$(realpath -m "$OUT/Cargo.lock")\"")
 failed=()
 for target in "${TARGETS[@]}"; do
   # The crates that need FEATURES for this target: rust-version newer than this rustc.

@@ -698,6 +698,7 @@ pub fn meant_verb(args: &[OsString]) -> Option<String> {
 /// A port as people type it: a whole number from 1 to 65535 (said in those words, not Rust's).
 pub fn port_number(s: &str) -> Result<u16, String> {
     match s.trim().parse::<u64>() {
+        #[allow(clippy::cast_possible_truncation)] // the pattern bounds n to a u16
         Ok(n @ 1..=65535) => Ok(n as u16),
         _ => Err("a port is a whole number from 1 to 65535".into()),
     }

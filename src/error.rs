@@ -209,6 +209,17 @@ pub fn render(err: &anyhow::Error) -> (String, Option<String>) {
     (text, hint)
 }
 
+// The sys layer sits below this one, so its error's kind is said here.
+impl HasKind for crate::sys::fs::FsError {
+    fn kind(&self) -> Kind {
+        if self.is_invalid_input() {
+            Kind::Invalid
+        } else {
+            Kind::Failure
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

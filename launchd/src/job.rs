@@ -111,7 +111,7 @@ pub fn load(path: &Path) -> Result<Definition, LoadError> {
     let throttle_interval = d
         .get("ThrottleInterval")
         .and_then(Value::as_signed_integer)
-        .map_or(10, |n| n.max(0) as u64);
+        .map_or(10, |n| n.max(0).unsigned_abs());
     let session_types = match d.get("LimitLoadToSessionType") {
         Some(Value::String(t)) => vec![t.clone()],
         Some(Value::Array(a)) => a
@@ -135,7 +135,7 @@ pub fn load(path: &Path) -> Result<Definition, LoadError> {
         exit_timeout: d
             .get("ExitTimeOut")
             .and_then(Value::as_signed_integer)
-            .map(|n| n.max(0) as u64),
+            .map(|n| n.max(0).unsigned_abs()),
         inferred_program: !d.contains_key("Program"),
         calendar: d
             .get("StartCalendarInterval")
@@ -349,6 +349,7 @@ impl Job {
                 cmd.current_dir("/");
             }
         }
+        #[allow(unsafe_code)]
         // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
         // calls are allowed; setsid(2) is one, and the closure touches no memory of the parent.
         // Each job leads its own session, as under launchd.

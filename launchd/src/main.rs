@@ -265,6 +265,7 @@ fn spawn_daemon(state: &Path) -> std::io::Result<()> {
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
+    #[allow(unsafe_code)]
     // SAFETY: the closure runs in the forked child before exec, where only async-signal-safe
     // calls are allowed; setsid(2) is one, and the closure touches no memory of the parent. The
     // daemon leads its own session so it outlives this client's.

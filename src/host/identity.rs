@@ -289,6 +289,7 @@ pub fn replace(path: &Path, bytes: &[u8], mode: u32) -> Result<(), FsError> {
 pub fn utc(t: SystemTime) -> String {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let (days, rem) = (secs / 86_400, secs % 86_400);
+    #[allow(clippy::cast_possible_wrap, reason = "days since 1970 fit an i64")]
     let (y, m, d) = civil_from_days(days as i64);
     format!(
         "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
@@ -300,6 +301,7 @@ pub fn utc(t: SystemTime) -> String {
 
 /// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar (Howard
 /// Hinnant's `civil_from_days`).
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // day and month are small
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);

@@ -106,6 +106,7 @@ impl Audit {
         pid: Option<u32>,
         detail: &str,
     ) {
+        #[allow(clippy::cast_possible_truncation, reason = "ms since 1970 fit a u64")]
         let ts_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);

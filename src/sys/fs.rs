@@ -40,16 +40,6 @@ impl FsError {
     }
 }
 
-impl crate::error::HasKind for FsError {
-    fn kind(&self) -> crate::error::Kind {
-        if self.is_invalid_input() {
-            crate::error::Kind::Invalid
-        } else {
-            crate::error::Kind::Failure
-        }
-    }
-}
-
 fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> FsError + 'a {
     move |cause| FsError::Io {
         action,
@@ -73,6 +63,7 @@ pub fn read_regular(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, FsError> {
             cap,
         });
     }
+    #[allow(clippy::cast_possible_truncation)] // a capacity hint; the read is capped
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     file.take(cap + 1)
         .read_to_end(&mut bytes)
@@ -490,6 +481,7 @@ pub fn lock_waiting(
 }
 
 /// Whether a lock record (`pid N (what)`) names a live process other than this one.
+#[allow(clippy::cast_possible_wrap, reason = "pids fit an i32 (pid_t)")]
 fn record_is_live(record: &str) -> bool {
     record
         .strip_prefix("pid ")

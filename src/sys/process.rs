@@ -318,6 +318,7 @@ pub fn spawn_detached(
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
+    #[allow(unsafe_code)]
     // SAFETY: the closure runs in the forked child before exec and calls only setsid, which
     // is async-signal-safe; it allocates nothing and touches no lock.
     unsafe {

@@ -61,6 +61,7 @@ impl InterruptGuard {
         );
         let mut previous = vec![];
         for sig in CAUGHT {
+            #[allow(unsafe_code)]
             // SAFETY: the handler only stores to an atomic, which is async-signal-safe, and
             // the previous action is put back on drop.
             if let Ok(old) = unsafe { nix::sys::signal::sigaction(sig, &action) } {
@@ -74,6 +75,7 @@ impl InterruptGuard {
 impl Drop for InterruptGuard {
     fn drop(&mut self) {
         for (sig, old) in self.previous.drain(..) {
+            #[allow(unsafe_code)]
             // SAFETY: restoring the action that was installed before ours.
             let _ = unsafe { nix::sys::signal::sigaction(sig, &old) };
         }
@@ -114,6 +116,7 @@ impl Drop for Suspended {
 }
 
 /// The conventional exit code for a run ended by `sig`: 128 + its number (130, 143, 129).
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // signals are 1..=31
 pub fn exit_code(sig: Signal) -> u8 {
     128u8.saturating_add(sig as i32 as u8)
 }

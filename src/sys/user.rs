@@ -67,11 +67,12 @@ pub fn tmpdir() -> String {
     #[cfg(target_os = "macos")]
     {
         let mut buf = vec![0u8; 1024];
+        #[allow(unsafe_code)]
         // SAFETY: confstr writes at most `buf.len()` bytes, NUL included, into a buffer we own,
         // and returns the length it needed (0 on failure).
         let n = unsafe {
-            libc::confstr(
-                libc::_CS_DARWIN_USER_TEMP_DIR,
+            nix::libc::confstr(
+                nix::libc::_CS_DARWIN_USER_TEMP_DIR,
                 buf.as_mut_ptr().cast(),
                 buf.len(),
             )

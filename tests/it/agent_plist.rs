@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::common::{plistlib, real_node, TestContext};
+use crate::common::{args, plistlib, real_node, TestContext};
 
 fn ctx_with_root(home_name: &str) -> (TestContext, PathBuf) {
     let t = TestContext::with_home_name(home_name);
@@ -15,17 +15,10 @@ fn ctx_with_root(home_name: &str) -> (TestContext, PathBuf) {
 
 /// `agent regenerate --no-restart --root ROOT --node-bin NODE`.
 fn regen_args(root: &Path, node: &Path) -> Vec<String> {
-    [
-        "agent",
-        "regenerate",
-        "--no-restart",
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        node.to_str().unwrap(),
-    ]
-    .map(String::from)
-    .to_vec()
+    args(&["agent", "regenerate", "--no-restart"])
+        .root(root)
+        .node(node)
+        .into()
 }
 
 fn print(t: &TestContext, root: &Path, extra: &[&str]) -> crate::common::Run {

@@ -273,18 +273,69 @@ pub fn runner_tool(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// A tool an `#[ignore = "needs …"]` test cannot do without: run explicitly (`cargo test --
+/// --ignored`, as `.ci/run` does), a missing tool fails the test instead of passing it.
+pub fn needed_tool(name: &str, install: &str) -> PathBuf {
+    runner_tool(name).unwrap_or_else(|| panic!("this test needs {name} on PATH ({install})"))
+}
+
+/// Root, for the `#[ignore = "needs root"]` tests (CI containers run as root).
+pub fn need_root() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test needs to run as root (the CI containers do)"
+    );
+}
+
 /// The machine's real node (v20+), found on the test runner's PATH.
 pub fn real_node() -> PathBuf {
     runner_tool("node").expect("the tests need node (v20+) on PATH")
 }
 
-/// A port nothing listens on right now.
+/// Where [`free_port`] picks from: below Linux's ephemeral range (32768–60999) and macOS's
+/// (49152–65535), so the kernel never hands one of these to an outgoing connection, and above
+/// the well-known services.
+const PORTS: std::ops::Range<u32> = 12000..32000;
+
+/// A port nothing listens on right now, and one no other `free_port()` of this test process
+/// returned: the port is released before the Host binds it, so two parallel tests asking the
+/// kernel for "any free port" could be handed the same one. Each call takes the next candidate
+/// of a process-wide counter (starting at an offset derived from the pid, so concurrent test
+/// processes start apart) and keeps it only if both `127.0.0.1` and `[::]` can bind it.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let span = PORTS.end - PORTS.start;
+    let offset = std::process::id().wrapping_mul(7919) % span;
+    for _ in 0..span {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = u16::try_from(PORTS.start + (offset + n) % span).expect("PORTS fits u16");
+        // One at a time: a dual-stack `[::]` also claims 0.0.0.0, which a held 127.0.0.1 refuses.
+        let v4 = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, port)).map(drop);
+        // A machine without IPv6 cannot bind `[::]` at all; that says nothing about the port.
+        let v6 = std::net::TcpListener::bind((std::net::Ipv6Addr::UNSPECIFIED, port)).map(drop);
+        let v6 = v6.map_err(|e| {
+            e.kind() == std::io::ErrorKind::AddrNotAvailable
+                || e.raw_os_error() == Some(nix::libc::EAFNOSUPPORT)
+        });
+        if v4.is_ok() && matches!(v6, Ok(_) | Err(true)) {
+            return port;
+        }
+    }
+    panic!("no free port in {PORTS:?}");
+}
+
+/// Polls `cond` every 10 ms until it holds; after `bound`, fails the test naming `what` it
+/// waited for. Tests wait on the condition they need, never for a fixed time.
+pub fn wait_until(bound: std::time::Duration, what: &str, mut cond: impl FnMut() -> bool) {
+    let t0 = std::time::Instant::now();
+    while !cond() {
+        assert!(
+            t0.elapsed() < bound,
+            "timed out after {bound:?} waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
 
 /// Parses plist bytes with Python's plistlib (an independent reader) into JSON.
@@ -377,4 +428,215 @@ pub fn rust_files(dir: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
+}
+
+/// The arguments of one oyster command, built by flags: `args(&["agent", "install"])
+/// .stack("lc").root(&root).node(&node).port(p).wait(10, 300)`. One builder for every test
+/// that drives a stack, so a renamed flag is changed in one place.
+#[derive(Debug, Clone, Default)]
+pub struct Args(pub Vec<String>);
+
+pub fn args(words: &[&str]) -> Args {
+    Args(words.iter().map(|w| (*w).to_owned()).collect())
+}
+
+impl Args {
+    pub fn arg(mut self, a: impl Into<String>) -> Args {
+        self.0.push(a.into());
+        self
+    }
+    pub fn extra(mut self, more: &[&str]) -> Args {
+        self.0.extend(more.iter().map(|a| (*a).to_owned()));
+        self
+    }
+    pub fn stack(self, name: &str) -> Args {
+        self.arg("--stack").arg(name)
+    }
+    pub fn root(self, root: &Path) -> Args {
+        self.arg("--root").arg(root.to_str().unwrap())
+    }
+    pub fn node(self, node: &Path) -> Args {
+        self.arg("--node-bin").arg(node.to_str().unwrap())
+    }
+    pub fn port(self, port: u16) -> Args {
+        self.arg("--port").arg(port.to_string())
+    }
+    /// `--wait SECS --settle-ms MS`: how long verification waits and how long it must hold.
+    pub fn wait(self, secs: u64, settle_ms: u64) -> Args {
+        self.arg("--wait")
+            .arg(secs.to_string())
+            .arg("--settle-ms")
+            .arg(settle_ms.to_string())
+    }
+}
+
+impl From<Args> for Vec<String> {
+    fn from(a: Args) -> Vec<String> {
+        a.0
+    }
+}
+
+impl IntoIterator for Args {
+    type Item = String;
+    type IntoIter = std::vec::IntoIter<String>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.into_iter()
+    }
+}
+
+/// A stack of the fixture Host under the simulator: its own HOME, the fixture root `root`, a
+/// free port, the machine's node.
+pub struct Stack {
+    pub t: TestContext,
+    pub root: PathBuf,
+    pub name: &'static str,
+    pub port: u16,
+}
+
+impl Stack {
+    pub fn new(name: &'static str) -> Stack {
+        let mut t = TestContext::new();
+        t.use_sim();
+        let root = t.fixture_root("root");
+        Stack {
+            t,
+            root,
+            name,
+            port: free_port(),
+        }
+    }
+
+    /// `agent VERB --stack NAME --root ROOT --node-bin NODE --port P --wait 10 --settle-ms 300`.
+    pub fn args(&self, verb: &str) -> Vec<String> {
+        self.host_args(&["agent", verb]).wait(10, 300).into()
+    }
+
+    /// `WORDS --stack NAME --root ROOT --node-bin NODE --port P`.
+    pub fn host_args(&self, words: &[&str]) -> Args {
+        args(words)
+            .stack(self.name)
+            .root(&self.root)
+            .node(&real_node())
+            .port(self.port)
+    }
+
+    pub fn status(&self) -> serde_json::Value {
+        self.t
+            .run(["agent", "status", "--json", "--stack", self.name])
+            .json()
+    }
+
+    pub fn plist(&self) -> PathBuf {
+        self.t.home.join(format!(
+            "Library/LaunchAgents/com.oysterun.host.{}.plist",
+            self.name
+        ))
+    }
+}
+
+/// One HTTP/1.0 GET to `127.0.0.1:port` (a plain body, no chunks): the status and the body;
+/// `None` when nothing answers within 2 s.
+pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+        .ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    let code = head.split(' ').nth(1)?.parse().ok()?;
+    Some((code, body.to_owned()))
+}
+
+/// `GET path` on the fixture Host, which must answer: its status code.
+pub fn get(port: u16, path: &str) -> u16 {
+    http_get(port, path)
+        .unwrap_or_else(|| panic!("nothing answered GET {path} on port {port}"))
+        .0
+}
+
+/// One path of a [`tree`] snapshot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub dir: bool,
+    pub uid: u32,
+    pub gid: u32,
+    pub mode: u32,
+    /// A file's bytes or a symlink's target; empty for a directory.
+    pub content: Vec<u8>,
+    pub mtime_ns: i64,
+}
+
+/// Every path under `dir` (not following symlinks) with its owner, mode, content and mtime:
+/// what a test compares before and after a command that must change nothing. A missing `dir`
+/// is an empty tree.
+pub fn tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, Entry> {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for p in entries.flatten().map(|e| e.path()) {
+            let m = std::fs::symlink_metadata(&p).unwrap();
+            let content = if m.file_type().is_symlink() {
+                std::fs::read_link(&p)
+                    .unwrap()
+                    .into_os_string()
+                    .into_encoded_bytes()
+            } else if m.is_file() {
+                std::fs::read(&p).unwrap_or_default()
+            } else {
+                vec![]
+            };
+            if m.is_dir() {
+                todo.push(p.clone());
+            }
+            let entry = Entry {
+                dir: m.is_dir(),
+                uid: m.uid(),
+                gid: m.gid(),
+                mode: m.mode(),
+                content,
+                mtime_ns: m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+            };
+            out.insert(p, entry);
+        }
+    }
+    out
+}
+
+#[test]
+fn free_port_never_hands_out_a_port_twice_and_each_is_bindable() {
+    let ports: Vec<u16> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| s.spawn(|| (0..25).map(|_| free_port()).collect::<Vec<_>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap())
+            .collect()
+    });
+    let distinct: std::collections::BTreeSet<u16> = ports.iter().copied().collect();
+    assert_eq!(
+        distinct.len(),
+        ports.len(),
+        "a port came back twice: {ports:?}"
+    );
+    for p in ports.iter().take(20) {
+        assert!(PORTS.contains(&u32::from(*p)), "{p} outside {PORTS:?}");
+        std::net::TcpListener::bind(("127.0.0.1", *p)).unwrap();
+    }
+}
+
+#[test]
+#[should_panic(expected = "waiting for the impossible")]
+fn wait_until_names_what_it_waited_for() {
+    wait_until(
+        std::time::Duration::from_millis(50),
+        "the impossible",
+        || false,
+    );
 }

@@ -2,25 +2,16 @@
 
 use std::process::{Command, Stdio};
 
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{args, free_port, real_node, TestContext};
 
 fn start_args(root: &std::path::Path, port: u16) -> Vec<String> {
-    [
-        "host",
-        "start",
-        "--stack",
-        "it",
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        real_node().to_str().unwrap(),
-        "--port",
-        &port.to_string(),
-        "--wait",
-        "10",
-    ]
-    .map(String::from)
-    .to_vec()
+    args(&["host", "start"])
+        .stack("it")
+        .root(root)
+        .node(&real_node())
+        .port(port)
+        .extra(&["--wait", "10"])
+        .into()
 }
 
 fn live_env(pid: u32) -> Vec<String> {

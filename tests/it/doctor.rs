@@ -141,7 +141,8 @@ fn a_crashed_host_fails_the_launchd_check() {
         .unwrap();
     let root = t.path("root");
     TestContext::fixture_flag(&root, "crash-on-start", "");
-    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
     let t0 = Instant::now();
     loop {
         let v = t.run(&args).json();

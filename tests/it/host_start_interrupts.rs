@@ -41,7 +41,11 @@ fn wait_for_pid_file(pid_file: &Path) -> u32 {
 }
 
 fn interrupt(child: Child, sig: Signal) -> (Option<i32>, String, Duration) {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        sig,
+    )
+    .unwrap();
     let t0 = Instant::now();
     let out = child.wait_with_output().unwrap();
     (
@@ -54,7 +58,11 @@ fn interrupt(child: Child, sig: Signal) -> (Option<i32>, String, Duration) {
 /// Whether `pid` is gone: no such process, or a zombie nobody reaped yet (a Host whose
 /// `host start` exited is reparented, and not every init reaps at once).
 fn gone(pid: u32) -> bool {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_err()
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
+        None,
+    )
+    .is_err()
         || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
             s.rsplit(')')
                 .next()

@@ -70,48 +70,14 @@ fn bounded(t: &TestContext, args: &[&str], env: &[(&str, &str)], bound: Duration
 }
 
 /// Every path under `dir` with its owner, group, mode, content (or link target) and mtime.
-type Snapshot = BTreeMap<PathBuf, (u32, u32, u32, Vec<u8>, i64)>;
+type Snapshot = BTreeMap<PathBuf, crate::common::Entry>;
 
 fn snapshot(dir: &Path, skip_locks: bool) -> Snapshot {
-    let mut out = BTreeMap::new();
-    let mut todo = vec![dir.to_path_buf()];
-    while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            if skip_locks && p.extension().is_some_and(|x| x == "lock") {
-                continue;
-            }
-            let m = std::fs::symlink_metadata(&p).unwrap();
-            let content = if m.file_type().is_symlink() {
-                std::fs::read_link(&p)
-                    .unwrap()
-                    .into_os_string()
-                    .into_encoded_bytes()
-            } else if m.is_file() {
-                std::fs::read(&p).unwrap()
-            } else {
-                vec![]
-            };
-            if m.is_dir() {
-                todo.push(p.clone());
-            }
-            out.insert(
-                p,
-                (
-                    m.uid(),
-                    m.gid(),
-                    m.mode(),
-                    content,
-                    m.mtime() * 1_000_000_000 + m.mtime_nsec(),
-                ),
-            );
-        }
+    let mut out = crate::common::tree(dir);
+    if skip_locks {
+        out.retain(|p, _| p.extension().is_none_or(|x| x != "lock"));
     }
     out
-}
-
-fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
 }
 
 fn chown_tree(dir: &Path, uid: u32) {
@@ -143,11 +109,9 @@ const NOBODY: u32 = 65534;
 /// command that writes or loads refuses with exit 2 naming the owner, and HOME is untouched:
 /// no new file, the config's bytes, owner and mode as they were.
 #[test]
+#[ignore = "needs root: chowns HOME to another uid (.ci/run runs it)"]
 fn a_root_run_against_another_users_home_refuses_and_changes_nothing() {
-    if !is_root() {
-        eprintln!("skipped: needs to run as root (the CI containers do)");
-        return;
-    }
+    crate::common::need_root();
     let mut t = TestContext::new();
     t.use_sim();
     let root = t.fixture_root("root");
@@ -188,11 +152,9 @@ fn a_root_run_against_another_users_home_refuses_and_changes_nothing() {
 /// §9 ownership: root with its own HOME (allowed with the simulator, as in CI) rewriting a
 /// config.json that belongs to another uid keeps that file's owner and mode.
 #[test]
+#[ignore = "needs root: chowns the config to another uid (.ci/run runs it)"]
 fn a_root_rewrite_keeps_a_foreign_owned_configs_owner_and_mode() {
-    if !is_root() {
-        eprintln!("skipped: needs to run as root (the CI containers do)");
-        return;
-    }
+    crate::common::need_root();
     let t = TestContext::new();
     t.write_config(r#"{"history": {"s1": "keep"}}"#);
     let cfg = t.config_path();

@@ -31,7 +31,7 @@ fn agent_print_host_start_and_doctor_agree_on_the_environment() {
         .run(["host", "status", "--json", "--stack", "env"])
         .ok()
         .json();
-    let pid = st["pid"].as_u64().unwrap() as u32;
+    let pid = u32::try_from(st["pid"].as_u64().unwrap()).unwrap();
     let live: BTreeMap<String, String> = live_environ(pid)
         .into_iter()
         .filter_map(|kv| {

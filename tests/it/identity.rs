@@ -36,7 +36,11 @@ fn pid_of(t: &TestContext, stack: &str) -> u32 {
 }
 
 fn alive(pid: u32) -> bool {
-    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None).is_ok()
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
+        None,
+    )
+    .is_ok()
         && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
             s.rsplit(')')
                 .next()
@@ -272,7 +276,7 @@ fn host_stop_never_signals_a_pid_launchd_runs_under_another_label() {
     let pid = loop {
         let st = t.run(["host", "status", "--stack", "a", "--json"]).json();
         if let Some(pid) = st["pid"].as_u64().filter(|_| st["running"] == true) {
-            break pid as u32;
+            break u32::try_from(pid).unwrap();
         }
         assert!(t0.elapsed().as_secs() < 15, "the Host never came up: {st}");
         std::thread::sleep(std::time::Duration::from_millis(100));

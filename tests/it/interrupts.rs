@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::common::temp_files;
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{self, temp_files};
+use crate::common::{free_port, real_node, wait_until, TestContext};
 
 /// A small deterministic generator; the seed is printed so a failing run can be replayed.
 struct Rng(u64);
@@ -30,7 +30,8 @@ impl Rng {
                 std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .unwrap()
-                    .as_nanos() as u64
+                    .subsec_nanos()
+                    .into()
             });
         eprintln!("{test}: OYSTER_TEST_SEED={seed}");
         Rng(seed)
@@ -64,15 +65,6 @@ fn wait_bounded(child: &mut Child, bound: Duration, what: &str) -> std::process:
             let _ = child.wait();
             panic!("{what} did not finish within {bound:?}; killed it");
         }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-/// Polls `cond` every 10 ms for at most `bound`.
-fn wait_until(bound: Duration, what: &str, mut cond: impl FnMut() -> bool) {
-    let t0 = Instant::now();
-    while !cond() {
-        assert!(t0.elapsed() < bound, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -122,30 +114,15 @@ impl Ir {
 
     /// `agent VERB --stack NAME [--root ROOT] --node-bin NODE --port P --wait W --settle-ms 200`.
     fn args(&self, verb: &str, root: Option<&Path>, wait: u64) -> Vec<String> {
-        let mut a: Vec<String> = vec![
-            "agent".into(),
-            verb.into(),
-            "--stack".into(),
-            self.name.into(),
-        ];
+        let mut a = common::args(&["agent", verb]).stack(self.name);
         if let Some(r) = root {
-            a.extend(["--root".into(), r.display().to_string()]);
+            a = a.root(r);
         }
-        a.extend([
-            "--node-bin".into(),
-            real_node().display().to_string(),
-            "--port".into(),
-            self.port.to_string(),
-        ]);
+        a = a.node(&real_node()).port(self.port);
         if verb != "print" {
-            a.extend([
-                "--wait".into(),
-                wait.to_string(),
-                "--settle-ms".into(),
-                "200".into(),
-            ]);
+            a = a.wait(wait, 200);
         }
-        a
+        a.into()
     }
 
     /// The plist oyster generates for a root.
@@ -211,7 +188,8 @@ impl Ir {
         let st = self.status();
         let pid = st["pid"]
             .as_u64()
-            .unwrap_or_else(|| panic!("no running pid: {st}")) as u32;
+            .and_then(|p| u32::try_from(p).ok())
+            .unwrap_or_else(|| panic!("no running pid: {st}"));
         let root = crate::common::live_environ(pid)
             .into_iter()
             .find_map(|kv| kv.strip_prefix("OYSTERUN_REPO_ROOT=").map(str::to_owned))
@@ -510,8 +488,11 @@ fn ctrl_c_during_setups_npm_install_kills_its_group_and_rolls_back() {
     );
     assert_eq!(std::fs::read(&config).unwrap(), before, "config.json bytes");
     assert!(!t.home.join("OysterunAgents").exists(), "no AgentFolder");
-    // The grandchild would have written its marker 2 s after it started.
-    std::thread::sleep(Duration::from_millis(2500));
+    // The grandchild would have written its marker 2 s after it started; once no process of
+    // this test is left, nothing can write it any more.
+    wait_until(Duration::from_secs(10), "npm's group to be gone", || {
+        t.own_processes().is_empty()
+    });
     assert!(
         !marker.exists(),
         "npm's grandchild kept running after the cancel"

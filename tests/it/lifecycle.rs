@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{args, free_port, real_node, TestContext};
 
 struct Lc {
     t: TestContext,
@@ -23,24 +23,17 @@ impl Lc {
             port: free_port(),
         }
     }
+    /// `agent VERB --stack lc`, with the Host's definition for the verbs that take one and the
+    /// verification bounds for the verbs that verify.
     fn args(&self, verb: &str) -> Vec<String> {
-        let mut a: Vec<String> = ["agent", verb, "--stack", "lc"].map(String::from).to_vec();
+        let mut a = args(&["agent", verb]).stack("lc");
         if verb != "status" && verb != "uninstall" {
-            a.extend(
-                [
-                    "--root",
-                    self.root.to_str().unwrap(),
-                    "--node-bin",
-                    real_node().to_str().unwrap(),
-                ]
-                .map(String::from),
-            );
-            a.extend(["--port".to_string(), self.port.to_string()]);
+            a = a.root(&self.root).node(&real_node()).port(self.port);
         }
         if ["install", "restart", "regenerate"].contains(&verb) {
-            a.extend(["--wait", "10", "--settle-ms", "300"].map(String::from));
+            a = a.wait(10, 300);
         }
-        a
+        a.into()
     }
     fn agent(&self, verb: &str) -> crate::common::Run {
         self.t.run(self.args(verb))
@@ -56,7 +49,7 @@ impl Lc {
             .join("Library/LaunchAgents/com.oysterun.host.lc.plist")
     }
     fn live_env(&self) -> (u32, Vec<String>) {
-        let pid = self.status()["pid"].as_u64().expect("a running pid") as u32;
+        let pid = u32::try_from(self.status()["pid"].as_u64().expect("a running pid")).unwrap();
         (pid, crate::common::live_environ(pid))
     }
     fn live_path(&self) -> String {
@@ -351,7 +344,7 @@ fn without_a_gui_session_the_user_domain_is_used_and_said() {
 #[test]
 fn a_disabled_label_is_enabled_before_bootstrap() {
     let l = Lc::new();
-    let uid = unsafe { libc::getuid() };
+    let uid = nix::unistd::getuid();
     l.t.sim(&["disable", &format!("gui/{uid}/com.oysterun.host.lc")])
         .ok();
     l.agent("install").ok();

@@ -3,65 +3,9 @@
 //! held by someone else refused before anything is written, and launchctl's real answers
 //! (bootout 36, keys launchd adds to the printed environment) through the simulator.
 
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
-use crate::common::{free_port, real_node, TestContext};
-
-struct Stack {
-    t: TestContext,
-    root: PathBuf,
-    name: &'static str,
-    port: u16,
-}
-
-impl Stack {
-    fn new(name: &'static str) -> Stack {
-        let mut t = TestContext::new();
-        t.use_sim();
-        let root = t.fixture_root("root");
-        Stack {
-            t,
-            root,
-            name,
-            port: free_port(),
-        }
-    }
-
-    fn args(&self, verb: &str) -> Vec<String> {
-        let mut a: Vec<String> = ["agent", verb, "--stack", self.name]
-            .map(String::from)
-            .to_vec();
-        a.extend(
-            [
-                "--root",
-                self.root.to_str().unwrap(),
-                "--node-bin",
-                real_node().to_str().unwrap(),
-                "--wait",
-                "10",
-                "--settle-ms",
-                "300",
-            ]
-            .map(String::from),
-        );
-        a.extend(["--port".to_string(), self.port.to_string()]);
-        a
-    }
-
-    fn status(&self) -> serde_json::Value {
-        self.t
-            .run(["agent", "status", "--json", "--stack", self.name])
-            .json()
-    }
-
-    fn plist(&self) -> PathBuf {
-        self.t.home.join(format!(
-            "Library/LaunchAgents/com.oysterun.host.{}.plist",
-            self.name
-        ))
-    }
-}
+use crate::common::{free_port, real_node, wait_until, Stack, TestContext};
 
 /// A process of the test's own listening on `port` on every interface, like another Host.
 fn impostor(t: &TestContext, port: u16) -> Child {
@@ -211,14 +155,19 @@ fn a_health_answer_from_another_process_does_not_verify() {
     // impostor was already there) or at verification (the socket is not the Host's).
     let s = Stack::new("impost");
     TestContext::fixture_flag(&s.root, "silent", "");
-    let child =
+    let mut child =
         s.t.cmd()
             .args(s.args("install"))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(400));
+    // Past the port check: the plist is written (or oyster already gave up).
+    wait_until(
+        std::time::Duration::from_secs(15),
+        "oyster to write the plist",
+        || s.plist().exists() || child.try_wait().unwrap().is_some(),
+    );
     let mut other = impostor(&s.t, s.port);
     let out = child.wait_with_output().unwrap();
     let e = String::from_utf8_lossy(&out.stderr);

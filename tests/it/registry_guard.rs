@@ -1,247 +1,31 @@
-//! The no-id-branching guard (STYLE.md 7): `src/provider/registry.rs` is the only file that
-//! may name a provider fact or pick a provider by position.
+//! The no-id-branching guard: `src/provider/registry.rs` is the only file that may name a
+//! provider fact or pick a provider by position.
 //!
 //! Every string value of the registry's `Provider { … }` entries (ids, binaries, display names,
 //! command keys, npm packages, version patterns, native dirs), read from the file itself, is
 //! forbidden inside any string literal of another file under `src/` or `launchd/src/`. A
 //! literal is what every comparison shape is made of (`==`, `!=`, `match` arms,
 //! `.contains(..)`, `matches!`), and it also catches facts copied into tables or messages
-//! elsewhere. `PROVIDERS[n]` and `ptr::eq` are forbidden too: both single out a provider by
-//! position or identity instead of by a registry field. Comments are blanked first, so they
-//! may explain. Unit tests inside `src/` are held to the same rule (a test that hard-codes a
-//! fact goes stale with the registry just as product code does); the failure lists their hits
-//! apart, so it is clear which is which.
+//! elsewhere; a value built at compile time (`concat!("cla", "ude")`, `stringify!(claude)`)
+//! counts as the literal it makes. Indexing `PROVIDERS` (or a `use … PROVIDERS as X` alias) and
+//! `ptr::eq`/`ptr::addr_eq` (however imported) are forbidden too: both single out a provider
+//! by position or identity instead of by a registry field. Unit tests inside `src/` are held
+//! to the same rule (a test that hard-codes a fact goes stale with the registry just as product
+//! code does); the failure lists their hits apart, so it is clear which is which.
+//!
+//! The sources are parsed with `syn`: comments (doc comments included) may explain, and the
+//! shape of an expression is read from the syntax tree rather than from the text around it.
+//! Macro arguments are parsed as expressions where they are ones (`assert!`, `format!`), and
+//! otherwise read token by token.
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use proc_macro2::{Delimiter, TokenStream, TokenTree};
+use syn::punctuated::Punctuated;
+use syn::visit::Visit;
+
 const REGISTRY: &str = "src/provider/registry.rs";
-
-/// A string literal, with its value unescaped (raw strings taken verbatim).
-#[derive(Debug)]
-struct Lit {
-    /// 1-based.
-    line: usize,
-    /// Char offset of the literal's opening quote (or `r`) in the source.
-    at: usize,
-    value: String,
-}
-
-/// A Rust source split into code and string literals.
-struct Lexed {
-    /// The source with comments and literal contents replaced by spaces (a literal keeps its
-    /// two quotes, char literals become `' '`); one char per source char, newlines kept, so
-    /// offsets and line numbers still match the file.
-    code: Vec<char>,
-    literals: Vec<Lit>,
-}
-
-fn is_ident(c: char) -> bool {
-    c.is_alphanumeric() || c == '_'
-}
-
-/// Splits `src` into code and literals: `//` and nested `/* */` comments (doc comments
-/// included), `"…"` with escapes, `r"…"`/`r#"…"#` (and `b`/`c`/`br` prefixes), char literals
-/// (`'"'`, `'\''`) and lifetimes (`'a`).
-fn lex(src: &str) -> Lexed {
-    let s: Vec<char> = src.chars().collect();
-    let n = s.len();
-    let mut code: Vec<char> = Vec::with_capacity(n);
-    let mut literals = vec![];
-    let mut line = 1;
-    let blank = |c: char| if c == '\n' { '\n' } else { ' ' };
-    let mut i = 0;
-    while i < n {
-        let c = s[i];
-        let next = s.get(i + 1).copied();
-        if c == '/' && next == Some('/') {
-            while i < n && s[i] != '\n' {
-                code.push(' ');
-                i += 1;
-            }
-            continue;
-        }
-        if c == '/' && next == Some('*') {
-            let mut depth = 0;
-            while i < n {
-                if s[i] == '/' && s.get(i + 1) == Some(&'*') {
-                    depth += 1;
-                    code.extend([' ', ' ']);
-                    i += 2;
-                } else if s[i] == '*' && s.get(i + 1) == Some(&'/') {
-                    depth -= 1;
-                    code.extend([' ', ' ']);
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    line += usize::from(s[i] == '\n');
-                    code.push(blank(s[i]));
-                    i += 1;
-                }
-            }
-            continue;
-        }
-        // A raw string: `r` (after a `b`/`c` prefix or a non-identifier char), `#`s, `"`.
-        let raw_start = c == 'r' && {
-            let before = |k: usize| i.checked_sub(k).map(|j| s[j]);
-            match before(1) {
-                Some('b' | 'c') => !before(2).is_some_and(is_ident),
-                Some(p) => !is_ident(p),
-                None => true,
-            }
-        };
-        if raw_start {
-            let mut j = i + 1;
-            while j < n && s[j] == '#' {
-                j += 1;
-            }
-            if j < n && s[j] == '"' {
-                let hashes = j - i - 1;
-                let close: Vec<char> = std::iter::once('"')
-                    .chain(std::iter::repeat_n('#', hashes))
-                    .collect();
-                let body = j + 1;
-                let mut k = body;
-                while k < n && !s[k..].starts_with(&close) {
-                    k += 1;
-                }
-                let value: String = s[body..k.min(n)].iter().collect();
-                literals.push(Lit { line, at: i, value });
-                let end = (k + close.len()).min(n);
-                code.push('"');
-                for &ch in &s[i + 1..end - 1] {
-                    line += usize::from(ch == '\n');
-                    code.push(blank(ch));
-                }
-                code.push('"');
-                i = end;
-                continue;
-            }
-        }
-        if c == '"' {
-            let (start_line, at) = (line, i);
-            let mut value = String::new();
-            code.push('"');
-            i += 1;
-            while i < n && s[i] != '"' {
-                if s[i] == '\\' && i + 1 < n {
-                    let (ch, used) = unescape(&s[i..]);
-                    value.extend(ch);
-                    for &raw in &s[i..i + used] {
-                        line += usize::from(raw == '\n');
-                        code.push(blank(raw));
-                    }
-                    i += used;
-                } else {
-                    value.push(s[i]);
-                    line += usize::from(s[i] == '\n');
-                    code.push(blank(s[i]));
-                    i += 1;
-                }
-            }
-            if i < n {
-                code.push('"');
-                i += 1;
-            }
-            literals.push(Lit {
-                line: start_line,
-                at,
-                value,
-            });
-            continue;
-        }
-        if c == '\'' {
-            // `'\…'` and `'x'` are char literals; anything else is a lifetime or a label.
-            let end = if next == Some('\\') {
-                // `'\''`, `'\\'`, `'\n'`, `'\u{…}'`: the first quote after the escaped char.
-                (i + 3..n).find(|&k| s[k] == '\'')
-            } else if s.get(i + 2) == Some(&'\'') {
-                Some(i + 2)
-            } else {
-                None
-            };
-            if let Some(end) = end {
-                code.push('\'');
-                code.extend(std::iter::repeat_n(' ', end - i - 1));
-                code.push('\'');
-                i = end + 1;
-                continue;
-            }
-        }
-        line += usize::from(c == '\n');
-        code.push(c);
-        i += 1;
-    }
-    Lexed { code, literals }
-}
-
-/// One escape at the start of `s` (which begins with `\`): its value, and how many source
-/// chars it used. A `\` before a newline swallows the following whitespace, as rustc does.
-fn unescape(s: &[char]) -> (Option<char>, usize) {
-    match s[1] {
-        'n' => (Some('\n'), 2),
-        'r' => (Some('\r'), 2),
-        't' => (Some('\t'), 2),
-        '0' => (Some('\0'), 2),
-        'x' => {
-            let hex: String = s[2..4.min(s.len())].iter().collect();
-            (
-                u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32),
-                4,
-            )
-        }
-        'u' => {
-            let close = s.iter().position(|&c| c == '}').unwrap_or(s.len() - 1);
-            let hex: String = s[3..close].iter().collect();
-            (
-                u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32),
-                close + 1,
-            )
-        }
-        '\n' => {
-            let skip = s[2..].iter().take_while(|c| c.is_whitespace()).count();
-            (None, 2 + skip)
-        }
-        other => (Some(other), 2),
-    }
-}
-
-/// Where a `char` offset falls in the text: 1-based line.
-fn line_of(code: &[char], at: usize) -> usize {
-    1 + code[..at].iter().filter(|&&c| c == '\n').count()
-}
-
-/// The matching close of the `{` at `open`, in blanked code.
-fn close_brace(code: &[char], open: usize) -> usize {
-    let mut depth = 0;
-    for (k, &c) in code.iter().enumerate().skip(open) {
-        match c {
-            '{' => depth += 1,
-            '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return k;
-                }
-            }
-            _ => {}
-        }
-    }
-    code.len()
-}
-
-/// Offsets of `word` in code, as a whole identifier.
-fn find_word(code: &[char], word: &str) -> Vec<usize> {
-    let w: Vec<char> = word.chars().collect();
-    (0..code.len().saturating_sub(w.len() - 1))
-        .filter(|&k| {
-            code[k..].starts_with(&w)
-                && !(k > 0 && is_ident(code[k - 1]))
-                && !code.get(k + w.len()).is_some_and(|&c| is_ident(c))
-        })
-        .collect()
-}
 
 /// A registry fact: one string value of one `Provider { … }` entry.
 #[derive(Debug, Clone)]
@@ -251,56 +35,62 @@ struct Fact {
     value: String,
 }
 
+/// The string values of every literal under one syntax node.
+#[derive(Default)]
+struct Strings(Vec<String>);
+
+impl<'ast> Visit<'ast> for Strings {
+    fn visit_lit_str(&mut self, node: &'ast syn::LitStr) {
+        self.0.push(node.value());
+    }
+}
+
 /// Every string value of every `Provider { … }` entry in the registry source, with the
 /// field it belongs to (the struct definition has no literals, so it adds nothing).
 fn registry_facts(registry_src: &str) -> Vec<Fact> {
-    let lexed = lex(registry_src);
-    let code = &lexed.code;
-    let mut facts = vec![];
-    for at in find_word(code, "Provider") {
-        let mut open = at + "Provider".len();
-        while code.get(open).is_some_and(|c| c.is_whitespace()) {
-            open += 1;
-        }
-        if code.get(open) != Some(&'{') {
-            continue;
-        }
-        let close = close_brace(code, open);
-        let field = |lit: &Lit| -> String {
-            let before: String = code[open..lit.at].iter().collect();
-            let colon = before
-                .char_indices()
-                .filter(|&(k, c)| {
-                    c == ':' && !before[k + 1..].starts_with(':') && !before[..k].ends_with(':')
-                })
-                .map(|(k, _)| k)
-                .next_back()
-                .expect("a field name before every value");
-            before[..colon]
-                .trim_end()
-                .rsplit(|c: char| !is_ident(c))
-                .next()
-                .unwrap()
-                .to_owned()
-        };
-        let lits: Vec<&Lit> = lexed
-            .literals
-            .iter()
-            .filter(|l| l.at > open && l.at < close)
-            .collect();
-        let id = lits
-            .iter()
-            .find(|l| field(l) == "id")
-            .map(|l| l.value.clone())
-            .unwrap_or_else(|| format!("entry at line {}", line_of(code, at)));
-        for l in lits {
-            facts.push(Fact {
-                name: format!("{id}.{}", field(l)),
-                value: l.value.clone(),
-            });
+    #[derive(Default)]
+    struct Entries(Vec<Fact>);
+    impl<'ast> Visit<'ast> for Entries {
+        fn visit_expr_struct(&mut self, node: &'ast syn::ExprStruct) {
+            if node
+                .path
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == "Provider")
+            {
+                let fields: Vec<(String, Vec<String>)> = node
+                    .fields
+                    .iter()
+                    .map(|f| {
+                        let syn::Member::Named(name) = &f.member else {
+                            panic!("a Provider entry with an unnamed field");
+                        };
+                        let mut lits = Strings::default();
+                        lits.visit_expr(&f.expr);
+                        (name.to_string(), lits.0)
+                    })
+                    .collect();
+                let id = fields
+                    .iter()
+                    .find(|(n, _)| n == "id")
+                    .and_then(|(_, v)| v.first().cloned())
+                    .unwrap_or_else(|| format!("entry {}", self.0.len()));
+                for (field, values) in fields {
+                    for value in values {
+                        self.0.push(Fact {
+                            name: format!("{id}.{field}"),
+                            value,
+                        });
+                    }
+                }
+            }
+            syn::visit::visit_expr_struct(self, node);
         }
     }
-    facts
+    let file = syn::parse_file(registry_src).expect("the registry parses");
+    let mut entries = Entries::default();
+    entries.visit_file(&file);
+    entries.0
 }
 
 /// Whether `hay` holds `needle` with no letter or digit glued to either side (`claude` is in
@@ -318,76 +108,241 @@ fn contains_fact(hay: &str, needle: &str) -> bool {
     })
 }
 
-/// `(line, offset)` spans of `#[cfg(test)] mod … { … }` blocks, to label hits as test code.
-fn test_modules(code: &[char]) -> Vec<(usize, usize)> {
-    let text: String = code.iter().collect();
-    let mut spans = vec![];
-    for (byte, _) in text.match_indices("#[cfg(test)]") {
-        let at = text[..byte].chars().count();
-        let rest: String = code[at..].iter().take(200).collect();
-        let after = rest["#[cfg(test)]".len()..].trim_start();
-        if after.starts_with("mod ") {
-            // `mod tests;` (a file of its own) has no block here.
-            let open = (at..code.len()).find(|&k| code[k] == '{' || code[k] == ';');
-            if let Some(open) = open.filter(|&k| code[k] == '{') {
-                spans.push((at, close_brace(code, open)));
+/// The names a file gives to `PROVIDERS` and to `ptr::eq`/`ptr::addr_eq` through `use`.
+#[derive(Default)]
+struct Aliases {
+    providers: BTreeSet<String>,
+    ptr_eq: BTreeSet<String>,
+}
+
+impl Aliases {
+    fn tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
+        let mut leaf = |prefix: &[String], name: &syn::Ident, as_name: &syn::Ident| {
+            let name = name.to_string();
+            if name == "PROVIDERS" {
+                self.providers.insert(as_name.to_string());
+            }
+            if (name == "eq" || name == "addr_eq") && prefix.last().is_some_and(|p| p == "ptr") {
+                self.ptr_eq.insert(as_name.to_string());
+            }
+        };
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                self.tree(prefix, &p.tree);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) => leaf(prefix, &n.ident, &n.ident),
+            syn::UseTree::Rename(r) => leaf(prefix, &r.ident, &r.rename),
+            syn::UseTree::Glob(_) => {}
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    self.tree(prefix, t);
+                }
             }
         }
     }
-    spans
 }
 
-/// Every breach of the guard in one file's source: `(line, what, in test code)`.
-fn violations(src: &str, facts: &[Fact]) -> Vec<(usize, String, bool)> {
-    let lexed = lex(src);
-    let tests = test_modules(&lexed.code);
-    let in_tests = |at: usize| tests.iter().any(|&(a, b)| at > a && at < b);
-    let mut out = vec![];
-    for lit in &lexed.literals {
-        let named: BTreeSet<String> = facts
+impl<'ast> Visit<'ast> for Aliases {
+    fn visit_item_use(&mut self, node: &'ast syn::ItemUse) {
+        self.tree(&mut vec![], &node.tree);
+    }
+}
+
+/// Walks one file and records every breach: `(line, what, in test code)`.
+struct Scan<'f> {
+    facts: &'f [Fact],
+    aliases: Aliases,
+    /// Depth of `#[cfg(test)] mod` blocks around the visitor.
+    in_test: usize,
+    out: Vec<(usize, String, bool)>,
+}
+
+impl Scan<'_> {
+    fn literal(&mut self, value: &str, line: usize) {
+        let named: BTreeSet<String> = self
+            .facts
             .iter()
-            .filter(|f| contains_fact(&lit.value, &f.value))
+            .filter(|f| contains_fact(value, &f.value))
             .map(|f| format!("{} {:?}", f.name, f.value))
             .collect();
         if !named.is_empty() {
             let names = named.into_iter().collect::<Vec<_>>().join(", ");
-            out.push((
-                lit.line,
-                format!("literal {:?} holds {names}", lit.value),
-                in_tests(lit.at),
-            ));
+            self.hit(line, format!("literal {value:?} holds {names}"));
         }
     }
-    let code = &lexed.code;
-    for at in find_word(code, "PROVIDERS") {
-        let rest: String = code[at + "PROVIDERS".len()..]
-            .iter()
-            .take(40)
-            .filter(|c| !c.is_whitespace())
-            .collect();
-        if rest.starts_with('[') {
-            out.push((
-                line_of(code, at),
-                "`PROVIDERS[…]` picks a provider by position".into(),
-                in_tests(at),
-            ));
+
+    fn hit(&mut self, line: usize, what: String) {
+        self.out.push((line, what, self.in_test > 0));
+    }
+
+    fn lit(&mut self, lit: &syn::Lit) {
+        let line = lit.span().start().line;
+        match lit {
+            syn::Lit::Str(s) => self.literal(&s.value(), line),
+            syn::Lit::ByteStr(b) => self.literal(&String::from_utf8_lossy(&b.value()), line),
+            syn::Lit::CStr(c) => self.literal(&c.value().to_string_lossy(), line),
+            _ => {}
         }
     }
-    for at in find_word(code, "ptr") {
-        let rest: String = code[at + 3..]
-            .iter()
-            .take(40)
-            .filter(|c| !c.is_whitespace())
-            .collect();
-        if rest.starts_with("::eq") && !rest[4..].starts_with(is_ident) {
-            out.push((
-                line_of(code, at),
-                "`ptr::eq` tells providers apart by address".into(),
-                in_tests(at),
-            ));
+
+    fn is_providers(&self, expr: &syn::Expr) -> bool {
+        let syn::Expr::Path(p) = expr else {
+            return false;
+        };
+        p.path.segments.last().is_some_and(|s| {
+            s.ident == "PROVIDERS"
+                || (p.path.segments.len() == 1
+                    && self.aliases.providers.contains(&s.ident.to_string()))
+        })
+    }
+
+    fn is_ptr_eq(&self, path: &syn::Path) -> bool {
+        let segs: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        match segs.as_slice() {
+            [one] => self.aliases.ptr_eq.contains(one),
+            [.., ptr, eq] => ptr == "ptr" && (eq == "eq" || eq == "addr_eq"),
+            [] => false,
         }
     }
+
+    /// A macro's tokens when they are not a list of expressions: literals, `PROVIDERS[…]` and
+    /// `ptr::eq` read token by token.
+    fn tokens(&mut self, tokens: TokenStream) {
+        let toks: Vec<TokenTree> = tokens.into_iter().collect();
+        for (k, tok) in toks.iter().enumerate() {
+            match tok {
+                TokenTree::Literal(l) => self.lit(&syn::Lit::new(l.clone())),
+                TokenTree::Group(g) => self.tokens(g.stream()),
+                TokenTree::Ident(id)
+                    if id == "PROVIDERS" || self.aliases.providers.contains(&id.to_string()) =>
+                {
+                    if matches!(toks.get(k + 1), Some(TokenTree::Group(g)) if g.delimiter() == Delimiter::Bracket)
+                    {
+                        self.hit(
+                            id.span().start().line,
+                            "`PROVIDERS[…]` picks a provider by position".into(),
+                        );
+                    }
+                }
+                TokenTree::Ident(id) if id == "ptr" => {
+                    let colons = toks[k + 1..]
+                        .iter()
+                        .take(2)
+                        .filter(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ':'))
+                        .count();
+                    if colons == 2
+                        && matches!(toks.get(k + 3), Some(TokenTree::Ident(e)) if e == "eq" || e == "addr_eq")
+                    {
+                        self.hit(
+                            id.span().start().line,
+                            "`ptr::eq` tells providers apart by address".into(),
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Whether an item's attributes hold `#[cfg(test)]`.
+fn cfg_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && matches!(&a.meta, syn::Meta::List(l) if l.tokens.to_string() == "test")
+    })
+}
+
+impl<'ast> Visit<'ast> for Scan<'_> {
+    fn visit_lit(&mut self, node: &'ast syn::Lit) {
+        self.lit(node);
+    }
+
+    fn visit_attribute(&mut self, node: &'ast syn::Attribute) {
+        // Doc comments (`///`, `#[doc = …]`) may explain; other attributes' literals count.
+        if node.path().is_ident("doc") {
+            return;
+        }
+        if let syn::Meta::List(l) = &node.meta {
+            self.tokens(l.tokens.clone());
+        }
+        syn::visit::visit_attribute(self, node);
+    }
+
+    fn visit_item_mod(&mut self, node: &'ast syn::ItemMod) {
+        let test = cfg_test(&node.attrs);
+        self.in_test += usize::from(test);
+        syn::visit::visit_item_mod(self, node);
+        self.in_test -= usize::from(test);
+    }
+
+    fn visit_expr_index(&mut self, node: &'ast syn::ExprIndex) {
+        if self.is_providers(&node.expr) {
+            let line = node.bracket_token.span.open().start().line;
+            self.hit(line, "`PROVIDERS[…]` picks a provider by position".into());
+        }
+        syn::visit::visit_expr_index(self, node);
+    }
+
+    fn visit_expr_path(&mut self, node: &'ast syn::ExprPath) {
+        if self.is_ptr_eq(&node.path) {
+            let line = node.path.segments[0].ident.span().start().line;
+            self.hit(line, "`ptr::eq` tells providers apart by address".into());
+        }
+        syn::visit::visit_expr_path(self, node);
+    }
+
+    fn visit_macro(&mut self, node: &'ast syn::Macro) {
+        let name = node.path.segments.last().map(|s| s.ident.to_string());
+        let line = node.path.segments[0].ident.span().start().line;
+        match name.as_deref() {
+            // The string the macro makes at compile time is a literal like any other.
+            Some("stringify") => self.literal(&node.tokens.to_string(), line),
+            Some("concat") => {
+                let mut made = String::new();
+                for t in node.tokens.clone() {
+                    if let TokenTree::Literal(l) = t {
+                        match syn::Lit::new(l) {
+                            syn::Lit::Str(s) => made += &s.value(),
+                            syn::Lit::Char(c) => made.push(c.value()),
+                            syn::Lit::Int(i) => made += i.base10_digits(),
+                            _ => {}
+                        }
+                    }
+                }
+                self.literal(&made, line);
+                self.tokens(node.tokens.clone());
+            }
+            _ => {
+                let parser = Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated;
+                match syn::parse::Parser::parse2(parser, node.tokens.clone()) {
+                    Ok(args) => args.iter().for_each(|e| self.visit_expr(e)),
+                    Err(_) => self.tokens(node.tokens.clone()),
+                }
+            }
+        }
+        syn::visit::visit_macro(self, node);
+    }
+}
+
+/// Every breach of the guard in one file's source: `(line, what, in test code)`.
+fn violations(src: &str, facts: &[Fact]) -> Vec<(usize, String, bool)> {
+    let file = syn::parse_file(src)
+        .unwrap_or_else(|e| panic!("line {}: does not parse: {e}", e.span().start().line));
+    let mut aliases = Aliases::default();
+    aliases.visit_file(&file);
+    let mut scan = Scan {
+        facts,
+        aliases,
+        in_test: 0,
+        out: vec![],
+    };
+    scan.visit_file(&file);
+    let mut out = scan.out;
     out.sort();
+    out.dedup();
     out
 }
 
@@ -476,65 +431,102 @@ fn the_guard_sees_every_shape() {
         .find(|f| f.name.ends_with(".id"))
         .unwrap()
         .value;
-    let hits = |src: &str| violations(src, &facts);
+    // Statements, put in a function on the same line so line numbers stay those of `body`.
+    let hits = |body: &str| violations(&format!("fn f() {{ {body}\n}}"), &facts);
     // Each registry value, in each literal shape: the real guard must flag them all.
     for f in &facts {
         let v = &f.value;
         let escaped = v.replace('\\', "\\\\");
         for src in [
-            format!(r#"if x == "{escaped}" {{"#),
-            format!(r#"if "{escaped}" != x {{"#),
-            format!("    \"{escaped}\" => 1,"),
-            format!(r#"["{escaped}", "x"].contains(&x)"#),
-            format!(r#"matches!(x, "{escaped}")"#),
+            format!(r#"if x == "{escaped}" {{}}"#),
+            format!(r#"if "{escaped}" != x {{}}"#),
+            format!("match x {{\n    \"{escaped}\" => 1,\n    _ => 0,\n}};"),
+            format!(r#"["{escaped}", "x"].contains(&x);"#),
+            format!(r#"matches!(x, "{escaped}");"#),
             format!(r##"let s = r#"{v}"#;"##),
             format!(r#"let s = br"{v}";"#),
-            format!(r#"say!("install {escaped} now")"#),
+            format!(r#"say!("install {escaped} now");"#),
             format!("let s = \"\n  {escaped}\";"),
+            format!(r#"let v = vec!["{escaped}"; 2];"#),
+            format!(r#"let j = json!({{"k": "{escaped}"}});"#),
         ] {
             assert_eq!(hits(&src).len(), 1, "{} missed in {src}", f.name);
         }
     }
+    let (head, tail) = id.split_at(id.len() / 2);
     for src in [
-        format!(r#"map.get("{id}_command")"#),
-        format!(r#"home.join("~/.{id}/x")"#),
+        format!(r#"map.get("{id}_command");"#),
+        format!(r#"home.join("~/.{id}/x");"#),
         format!(r#"let s = "\x{:02x}{}";"#, id.as_bytes()[0], &id[1..]),
         format!(r#"let s = "\u{{{:x}}}{}";"#, id.as_bytes()[0], &id[1..]),
         format!("let a = '\"'; let s = \"{id}\";"),
         format!(r#"let s = r"C:\"; let t = "{id}";"#),
         format!(r##"let s = r#"say "{id}" now"#;"##),
-        format!("fn f<'a>(x: &'a str) -> bool {{ x == \"{id}\" }}"),
+        format!("fn g<'a>(x: &'a str) -> bool {{ x == \"{id}\" }}"),
+        format!("let s = c\"{id}\";"),
+        // Values made at compile time, compared in an expression: the line scanner saw two
+        // harmless fragments or an identifier here.
+        format!(r#"if name == concat!("{head}", "{tail}") {{}}"#),
+        format!("if name == stringify!({id}) {{}}"),
+        format!("assert_eq!(p.id.as_str(), concat!(\n    \"{head}\",\n    \"{tail}\"\n));"),
         "let p = &PROVIDERS[0];".into(),
         "let p = &registry::PROVIDERS [i];".into(),
-        "if std::ptr::eq(a, b) {".into(),
-        "core::ptr :: eq(a, b)".into(),
+        "let p = &PROVIDERS\n    [0];".into(),
+        "assert!(PROVIDERS[1].id == x);".into(),
+        "let v = vec![PROVIDERS[0]; 2];".into(),
+        "if std::ptr::eq(a, b) {}".into(),
+        "core::ptr :: eq(a, b);".into(),
+        "std::ptr::addr_eq(a, b);".into(),
+        "let same = xs.iter().any(|x| std::ptr::eq(*x, p));".into(),
     ] {
         assert_eq!(hits(&src).len(), 1, "missed: {src}");
     }
+    // Through an alias the text never spells: `ALL[0]`, a bare `eq(a, b)`.
+    let aliased = "use crate::provider::registry::{Provider, PROVIDERS as ALL};\n\
+                   use std::ptr::{self, eq};\n\
+                   fn f(x: &Provider) -> bool {\n    eq(x, &ALL[0]) || ptr::eq(x, x)\n}\n";
+    let found = violations(aliased, &facts);
+    let lines: Vec<(usize, &str)> = found
+        .iter()
+        .map(|h| (h.0, h.1.split(' ').next().unwrap()))
+        .collect();
+    assert_eq!(
+        lines,
+        [(4, "`PROVIDERS[…]`"), (4, "`ptr::eq`")],
+        "{found:#?}"
+    );
+    assert_eq!(found.len(), 2, "{found:#?}");
     // Line numbers count lines inside comments and multi-line literals.
-    let src = format!("/* a\nb */ let s = \"x\ny\";\n// \"{id}\"\nx == \"{id}\"");
+    let src = format!("/* a\nb */ let s = \"x\ny\";\n// \"{id}\"\nx == \"{id}\";");
     assert_eq!(hits(&src)[0].0, 5);
     // Prose and near misses are fine.
     for src in [
-        format!(r#"x // "{id}" in a comment"#),
-        format!("/// `{id}` in a doc comment"),
-        format!("/* \"{id}\" /* nested */ \"{id}\" */ x"),
+        format!(r#"x; // "{id}" in a comment"#),
+        format!("/* \"{id}\" /* nested */ \"{id}\" */ x;"),
         format!(r#"let s = "a//b"; // "{id}""#),
         format!(r#"let s = "{id}ette";"#),
         format!("let a = '\"'; // \"{id}\""),
         format!("let a = '\\''; // \"{id}\""),
         format!("let {id} = 1; {id}_command(x);"),
         format!("let r#type = 1; // \"{id}\""),
+        format!(r#"let s = concat!("{head}", "{tail}ette");"#),
         r#"let s = "PROVIDERS[0] and ptr::eq";"#.into(),
         "for p in PROVIDERS { if p.id == name {} }".into(),
+        "let p = PROVIDERS.iter().find(|p| p.id == name);".into(),
         "// PROVIDERS[0], std::ptr::eq".into(),
-        "std::ptr::eq_ignore(a)".into(),
+        "std::ptr::eq_ignore(a);".into(),
+        "let eq = a == b; other[0];".into(),
     ] {
         assert_eq!(hits(&src), vec![], "{src}");
     }
+    let doc = format!("/// `{id}` in a doc comment\n#[doc = \"{id}\"]\nfn g() {{}}\n");
+    assert_eq!(violations(&doc, &facts), vec![], "{doc}");
+    // A literal in an attribute is code, not prose.
+    let attr = format!("#[arg(help = \"use {id}\")]\nstruct A;\n");
+    assert_eq!(violations(&attr, &facts).len(), 1, "{attr}");
     // Hits inside a `#[cfg(test)] mod` are labelled as test code.
     let src =
         format!("fn a() {{ \"{id}\"; }}\n#[cfg(test)]\nmod tests {{\n fn b() {{ \"{id}\"; }}\n}}");
-    let labels: Vec<bool> = hits(&src).into_iter().map(|h| h.2).collect();
+    let labels: Vec<bool> = violations(&src, &facts).into_iter().map(|h| h.2).collect();
     assert_eq!(labels, [false, true]);
 }

@@ -4,7 +4,7 @@
 //! getting fresh identity files and a synced config; Oysterun's own per-launch steps; and a
 //! plist Oysterun's installer wrote.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -136,7 +136,7 @@ fn origin_host_pid_from_file(path: &Path) -> Option<String> {
 fn alive(pid: u32) -> bool {
     let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap());
     nix::sys::signal::kill(pid, None).is_ok()
-        && !matches!(process(pid.as_raw() as u32).map(|p| p.0), Some(true))
+        && process(pid.as_raw().unsigned_abs()).is_none_or(|p| !p.0)
 }
 
 /// (is a zombie, cwd) of a process, through sysinfo (so this runs on macOS too).
@@ -161,16 +161,9 @@ fn cwd_of(pid: u32) -> Option<PathBuf> {
 
 /// `GET /health` as JSON, or `None` when nothing answers 200.
 fn health(port: u16) -> Option<Value> {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    // HTTP/1.0, so Node answers with a plain body instead of chunks.
-    s.write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-        .ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    let (head, body) = text.split_once("\r\n\r\n")?;
-    head.lines().next()?.contains(" 200 ").then_some(())?;
-    serde_json::from_str(body).ok()
+    let (code, body) = crate::common::http_get(port, "/health")?;
+    (code == 200).then_some(())?;
+    serde_json::from_str(&body).ok()
 }
 
 /// Waits (bounded) for a healthy Host with a pid other than `old`.

@@ -3,10 +3,9 @@
 //! `--json`, success and failure), in the audit log, in the written plist, or on the Host's PATH
 //! and environment. A value that is not secret (`pinned_node`) still prints.
 
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::common::{free_port, live_environ, Run, TestContext};
+use crate::common::{free_port, get, live_environ, Run, TestContext};
 
 const STACK: &str = "sec";
 
@@ -130,19 +129,6 @@ fn encode(text: &str) -> String {
         .collect()
 }
 
-/// One GET to the fixture Host; its status.
-fn get(port: u16, path: &str) -> u16 {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    text[9..12].parse().unwrap()
-}
-
 /// Adds variables to the installed plist's `EnvironmentVariables`, as a user editing it by hand.
 fn hand_add_env(plist: &Path, vars: &[(&str, &str)]) {
     let text = std::fs::read_to_string(plist).unwrap();
@@ -221,7 +207,7 @@ fn planted_secrets_never_appear_in_any_output_log_or_plist() {
     clean(&s, &[&["agent", "install"][..], &timing].concat(), 0);
     plist_clean(&s, "agent install");
     let st = clean(&s, &["agent", "status", "--json"], 0).json();
-    let pid = st["pid"].as_u64().unwrap() as u32;
+    let pid = u32::try_from(st["pid"].as_u64().unwrap()).unwrap();
     let env = live_environ(pid);
     assert!(
         env.iter().any(|kv| kv.starts_with("PATH=")),
@@ -421,7 +407,29 @@ fn logs_follow_learns_a_secret_the_host_writes_after_it_started() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Reads are bounded by killing the follower.
+    let pid = follow.id();
+    let killer = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(15));
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    });
+    let mut out = String::new();
+    let mut reader = std::io::BufReader::new(follow.stdout.take().unwrap());
+    let mut read_until = |what: &str| loop {
+        let mut l = String::new();
+        if std::io::BufRead::read_line(&mut reader, &mut l).unwrap_or(0) == 0 {
+            break;
+        }
+        out.push_str(&l);
+        if l.contains(what) {
+            break;
+        }
+    };
+    // The follower has started (it printed the Host's first line) before the secret exists.
+    read_until("fixture host listening");
     let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&cfg).unwrap()).unwrap();
     v["onboarding_token"] = "OB-late-secret-3b2a19".into();
     std::fs::write(&cfg, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
@@ -431,27 +439,7 @@ fn logs_follow_learns_a_secret_the_host_writes_after_it_started() {
         get(port, &format!("/log?line={}", encode("end-of-test"))),
         200
     );
-    // Read until the last line arrives (bounded by killing the follower).
-    let pid = follow.id();
-    let killer = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_secs(10));
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    });
-    let mut out = String::new();
-    let mut reader = std::io::BufReader::new(follow.stdout.take().unwrap());
-    loop {
-        let mut l = String::new();
-        if std::io::BufRead::read_line(&mut reader, &mut l).unwrap_or(0) == 0 {
-            break;
-        }
-        out.push_str(&l);
-        if l.contains("end-of-test") {
-            break;
-        }
-    }
+    read_until("end-of-test");
     let _ = follow.kill();
     let _ = follow.wait();
     drop(killer);

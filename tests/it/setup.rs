@@ -2,13 +2,13 @@
 //! non-interactive runs, rollback after each kind of failure, and the merge in every mode.
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::json;
 
-use crate::common::{free_port, real_node, TestContext, BIN};
+use crate::common::{self, free_port, real_node, Entry, TestContext, BIN};
 
 const CANCELLED: &str = "Installation cancelled; no changes were made.";
 
@@ -50,28 +50,14 @@ impl Setup {
     }
 
     fn args(&self, extra: &[&str]) -> Vec<String> {
-        let mut a: Vec<String> = vec![
-            "setup".into(),
-            "--stack".into(),
-            "st".into(),
-            "--port".into(),
-            self.port.to_string(),
-        ];
-        a.extend(
-            [
-                "--root",
-                self.root.to_str().unwrap(),
-                "--node-bin",
-                self.node.to_str().unwrap(),
-                "--wait",
-                "10",
-                "--settle-ms",
-                "300",
-            ]
-            .map(String::from),
-        );
-        a.extend(extra.iter().map(|s| s.to_string()));
-        a
+        common::args(&["setup"])
+            .stack("st")
+            .port(self.port)
+            .root(&self.root)
+            .node(&self.node)
+            .wait(10, 300)
+            .extra(extra)
+            .into()
     }
 
     fn npm_calls(&self) -> Vec<String> {
@@ -87,17 +73,20 @@ impl Setup {
     /// Every path under HOME, TMPDIR and the node prefix with its type, mode and content, and
     /// (when `mtimes`) its mtime: a cancel must not even touch a file; a rollback restores
     /// content.
-    fn snapshot(&self, mtimes: bool, skip_logs: bool) -> BTreeMap<String, Entry> {
+    fn snapshot(&self, mtimes: bool, skip_logs: bool) -> BTreeMap<PathBuf, Entry> {
         let mut out = BTreeMap::new();
         for base in [
             self.t.home.clone(),
             self.t.path("tmp"),
             self.t.path("nodepfx"),
         ] {
-            walk(&base, mtimes, &mut out);
+            out.extend(common::tree(&base));
+        }
+        if !mtimes {
+            out.values_mut().for_each(|e| e.mtime_ns = 0);
         }
         if skip_logs {
-            out.retain(|k, _| !k.contains("/logs"));
+            out.retain(|k, _| !k.to_string_lossy().contains("/logs"));
         }
         out
     }
@@ -122,41 +111,6 @@ impl Setup {
             String::from_utf8_lossy(&out.stderr)
         );
         serde_json::from_slice(&out.stdout).unwrap()
-    }
-}
-
-/// (is a directory, mode, content or link target, mtime in ns or 0)
-type Entry = (bool, u32, Vec<u8>, i64);
-
-fn walk(dir: &Path, mtimes: bool, out: &mut BTreeMap<String, Entry>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        let m = std::fs::symlink_metadata(&p).unwrap();
-        let content = if m.file_type().is_symlink() {
-            std::fs::read_link(&p)
-                .unwrap()
-                .into_os_string()
-                .into_encoded_bytes()
-        } else if m.is_file() {
-            std::fs::read(&p).unwrap()
-        } else {
-            vec![]
-        };
-        let mtime = if mtimes {
-            m.mtime() * 1_000_000_000 + m.mtime_nsec()
-        } else {
-            0
-        };
-        out.insert(
-            p.display().to_string(),
-            (m.is_dir(), m.mode(), content, mtime),
-        );
-        if m.is_dir() {
-            walk(&p, mtimes, out);
-        }
     }
 }
 

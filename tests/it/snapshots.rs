@@ -1,15 +1,13 @@
 //! The human output people read, as insta snapshots (STYLE.md 10): `doctor`, `agent status`,
 //! `providers status`, the setup plan, and the main errors, from the real binary.
 //!
-//! What differs between runs or machines is filtered before the snapshot: the test's temp dir
+//! What differs between runs or machines is filtered by insta's filters: the test's temp dir
 //! and HOME, the real `node` (its path and version), the simulator's path, ports, pids, the
 //! uid in launchd domains and durations. Review a changed `.snap` like code: it is the
 //! contract people see.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-
-use regex_lite::Regex;
 
 use crate::common::{free_port, real_node, sim_bin, Run, TestContext, BIN};
 
@@ -22,29 +20,29 @@ fn real_node_version() -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
-/// The machine- and run-specific parts of `text`, replaced by stable placeholders.
-///
-/// insta's own `filters` setting needs its `filters` feature, which this crate's dev-dependency
-/// does not enable; the same regex filters run here instead, before `assert_snapshot!`.
-fn filtered(t: &TestContext, text: &str, ports: &[u16]) -> String {
+/// insta settings whose filters replace the machine- and run-specific parts of a snapshot by
+/// stable placeholders (insta's `filters` feature; applied in order, so a path is replaced
+/// before a prefix of it).
+fn settings(t: &TestContext, ports: &[u16]) -> insta::Settings {
     let node = real_node();
-    let mut literal: Vec<(String, String)> = vec![
-        (t.home.display().to_string(), "[HOME]".into()),
-        (t.dir.path().display().to_string(), "[TMP]".into()),
-        (sim_bin().display().to_string(), "[LAUNCHCTL_SIM]".into()),
-        (BIN.to_owned(), "[OYSTER]".into()),
-        (node.display().to_string(), "[NODE]".into()),
-        (real_node_version(), "[NODE_VERSION]".into()),
+    let mut literal: Vec<(String, &str)> = vec![
+        (t.home.display().to_string(), "[HOME]"),
+        (t.dir.path().display().to_string(), "[TMP]"),
+        (sim_bin().display().to_string(), "[LAUNCHCTL_SIM]"),
+        (BIN.to_owned(), "[OYSTER]"),
+        (node.display().to_string(), "[NODE]"),
+        (real_node_version(), "[NODE_VERSION]"),
     ];
     // Longest first, so a path is replaced before a prefix of it.
     literal.sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
-    let mut text = text.to_owned();
+    let mut s = insta::Settings::clone_current();
+    s.set_prepend_module_to_snapshot(false);
+    s.set_omit_expression(true);
     for (from, to) in literal {
-        text = text.replace(&from, &to);
+        s.add_filter(&regex_lite::escape(&from), to);
     }
     for port in ports {
-        let re = Regex::new(&format!(r"\b{port}\b")).unwrap();
-        text = re.replace_all(&text, "[PORT]").into_owned();
+        s.add_filter(&format!(r"\b{port}\b"), "[PORT]");
     }
     for (re, to) in [
         (r"\bpid \d+", "pid [PID]"),
@@ -55,9 +53,9 @@ fn filtered(t: &TestContext, text: &str, ports: &[u16]) -> String {
         (r"\b\d+(\.\d+)? ?(ms|s)\b", "[DURATION]"),
         (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z?", "[TIME]"),
     ] {
-        text = Regex::new(re).unwrap().replace_all(&text, to).into_owned();
+        s.add_filter(re, to);
     }
-    text
+    s
 }
 
 #[test]
@@ -72,33 +70,27 @@ fn the_filters_hide_what_changes_between_runs_and_keep_the_rest() {
         version = real_node_version(),
         port = 43210,
     );
-    assert_eq!(
-        filtered(&t, &text, &[43210]),
-        "[HOME]/x [TMP]/y [NODE] [NODE_VERSION] 127.0.0.1:[PORT] pid [PID], pid:   [PID] \
-         gui/[UID] user/[UID] after [DURATION], within [DURATION], at [TIME]; keep 8802 and \
-         v18.19.0"
-    );
+    settings(&t, &[43210]).bind(|| {
+        insta::assert_snapshot!(text, @"[HOME]/x [TMP]/y [NODE] [NODE_VERSION] 127.0.0.1:[PORT] pid [PID], pid:   [PID] gui/[UID] user/[UID] after [DURATION], within [DURATION], at [TIME]; keep 8802 and v18.19.0");
+    });
 }
 
-/// One run as a snapshot: the command line, the exit code, stdout and stderr, filtered.
-fn shown(t: &TestContext, args: &[&str], r: &Run, ports: &[u16]) -> String {
-    let text = format!(
+/// One run as a snapshot: the command line, the exit code, stdout and stderr.
+fn shown(args: &[&str], r: &Run) -> String {
+    format!(
         "$ oyster {}\nexit: {}\n--- stdout\n{}--- stderr\n{}",
         args.join(" "),
         r.code(),
         r.stdout(),
         r.stderr()
-    );
-    filtered(t, &text, ports)
+    )
 }
 
-/// Runs `oyster args` and snapshots it under `name`.
+/// Runs `oyster args` and snapshots it under `name`, filtered.
 #[track_caller]
 fn snap(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> Run {
     let r = t.run(args);
-    insta::with_settings!({ prepend_module_to_snapshot => false, omit_expression => true }, {
-        insta::assert_snapshot!(name, shown(t, args, &r, ports));
-    });
+    settings(t, ports).bind(|| insta::assert_snapshot!(name, shown(args, &r)));
     r
 }
 
@@ -368,11 +360,9 @@ fn error_relative_config_dir() {
 #[track_caller]
 fn snap_table(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> Run {
     let r = t.run(args);
-    let text = shown(t, args, &r, ports);
-    let text = Regex::new(" {2,}").unwrap().replace_all(&text, "  ");
-    insta::with_settings!({ prepend_module_to_snapshot => false, omit_expression => true }, {
-        insta::assert_snapshot!(name, text);
-    });
+    let mut s = settings(t, ports);
+    s.add_filter(" {2,}", "  ");
+    s.bind(|| insta::assert_snapshot!(name, shown(args, &r)));
     r
 }
 
@@ -482,4 +472,18 @@ fn error_clap_bad_port_and_unknown_command() {
     )
     .fails_with(2);
     snap("error_unknown_command", &t, &["kil"], &[]).fails_with(2);
+}
+
+/// The JSON a script reads, as the binary printed it: every key, its order and each value's
+/// type are pinned; the run-specific numbers are filtered like the human output. (The text, not
+/// insta's `assert_json_snapshot!`: that re-serializes through serde, and with serde_json's
+/// `arbitrary_precision`, which this crate uses, a number would come out as a private struct.)
+#[test]
+fn agent_status_json_installed_and_verified() {
+    let port = free_port();
+    let t = installed(port);
+    let r = t.run(["agent", "status", "--stack", "snap", "--json"]).ok();
+    let mut s = settings(&t, &[port]);
+    s.add_filter(r#""pid": \d+"#, r#""pid": [PID]"#);
+    s.bind(|| insta::assert_snapshot!("agent_status_verified_json", r.stdout()));
 }

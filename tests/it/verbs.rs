@@ -4,12 +4,12 @@
 //! and stacks that do not exist.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::common::{free_port, TestContext};
+use crate::common::{free_port, get, wait_until, TestContext};
 
 /// A HOME with the simulator and the Host fixture pinned through the environment.
 fn ctx() -> TestContext {
@@ -44,36 +44,12 @@ fn plist(t: &TestContext, stack: &str) -> PathBuf {
     ))
 }
 
-/// `GET path` on the Host; the status code.
-fn get(port: u16, path: &str) -> u16 {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut text = String::new();
-    s.read_to_string(&mut text).unwrap();
-    text[9..12].parse().unwrap()
-}
-
 /// Every path under HOME with its content (directories as `/`), to prove nothing was created.
-fn tree(home: &Path) -> BTreeMap<String, Vec<u8>> {
-    fn walk(d: &Path, base: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
-        for e in std::fs::read_dir(d).unwrap().flatten() {
-            let p = e.path();
-            let rel = p.strip_prefix(base).unwrap().display().to_string();
-            if p.is_dir() {
-                out.insert(format!("{rel}/"), vec![]);
-                walk(&p, base, out);
-            } else {
-                out.insert(rel, std::fs::read(&p).unwrap_or_default());
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(home, home, &mut out);
-    out
+fn tree(home: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    crate::common::tree(home)
+        .into_iter()
+        .map(|(p, e)| (p, e.content))
+        .collect()
 }
 
 /// Waits (bounded) until `agent status` satisfies `f`.
@@ -98,7 +74,7 @@ fn stop_keeps_the_plist_and_disables_the_label_and_start_restores_the_same_host(
     let port = free_port();
     install(&t, "vb", port);
     let before = status(&t, "vb");
-    let old_pid = before["pid"].as_u64().unwrap() as u32;
+    let old_pid = u32::try_from(before["pid"].as_u64().unwrap()).unwrap();
     let bytes = std::fs::read(plist(&t, "vb")).unwrap();
     let old_env = crate::common::live_environ(old_pid);
 
@@ -158,7 +134,7 @@ fn stop_keeps_the_plist_and_disables_the_label_and_start_restores_the_same_host(
         (&"verified".into(), &true.into(), &false.into()),
         "{after}"
     );
-    let new_pid = after["pid"].as_u64().unwrap() as u32;
+    let new_pid = u32::try_from(after["pid"].as_u64().unwrap()).unwrap();
     assert_ne!(new_pid, old_pid);
     let strip = |env: Vec<String>| -> Vec<String> {
         env.into_iter()
@@ -315,6 +291,18 @@ fn logs_prints_the_tail_and_follows_lines_the_host_writes_redacted() {
         .unwrap();
     let (tx, rx) = std::sync::mpsc::channel();
     let out = child.stdout.take().unwrap();
+    let err = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    std::thread::spawn({
+        let (err, mut pipe) = (err.clone(), child.stderr.take().unwrap());
+        move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = pipe.read(&mut buf) {
+                err.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        }
+    });
     std::thread::spawn(move || {
         for line in BufReader::new(out).lines().map_while(Result::ok) {
             if tx.send(line).is_err() {
@@ -347,19 +335,17 @@ fn logs_prints_the_tail_and_follows_lines_the_host_writes_redacted() {
         .truncate(true)
         .open(t.home.join(".oysterun-stacks/lg/logs/oysterun-host.log"))
         .unwrap();
-    std::thread::sleep(Duration::from_millis(400));
+    // The next line is written only once the follower said it saw the truncation: written
+    // earlier, the file could grow back past the follower's offset before it looks.
+    wait_until(
+        Duration::from_secs(15),
+        "the follower to report the truncation",
+        || err.lock().unwrap().contains("truncated"),
+    );
     assert_eq!(get(port, "/log?line=after-truncation"), 200);
     expect("after-truncation");
     child.kill().unwrap();
-    let mut err = String::new();
     child.wait().unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    assert!(err.contains("truncated"), "{err}");
 }
 
 #[test]
