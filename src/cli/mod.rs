@@ -1,0 +1,566 @@
+//! The command line, in one place: these clap structs and their `///` comments are the help.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+mod choice;
+mod help;
+mod meaning;
+mod values;
+
+pub use choice::StackConflict;
+
+pub use help::{
+    agent_examples, environment_help, examples, examples_for, providers_examples, ENVIRONMENT,
+};
+pub use meaning::meant_verb;
+pub use values::{bounded_settle, bounded_wait, port_number, whole_number};
+
+/// Installs, starts, restarts and verifies the Oysterun Host, and keeps its provider commands
+/// (claude, codex) durable across setup, restarts and upgrades.
+#[derive(Debug, Parser)]
+#[command(
+    name = "oyster",
+    version,
+    propagate_version = true,
+    max_term_width = 100,
+    after_help = examples(),
+    after_long_help = format!("{}\n\n{}", examples(), environment_help())
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes, before or after the subcommand.
+#[derive(Debug, Args, Clone)]
+pub struct GlobalArgs {
+    /// The stack: `production` (default), `staging`, or a custom name (`oyster list` shows the
+    /// stacks on this machine); most verbs also take it as a plain name (`oyster restart dev`).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub stack: Option<String>,
+}
+
+/// A stack given as a plain name after the verb, as `brew services restart NAME` takes one.
+#[derive(Debug, Args, Clone, Default)]
+pub struct Target {
+    /// The stack, as `--stack STACK` [default: production].
+    #[arg(value_name = "STACK")]
+    pub stack_name: Option<String>,
+}
+
+/// A stack by name, or every stack on disk with `--all`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct Targets {
+    /// The stack, as `--stack STACK` [default: production].
+    #[arg(value_name = "STACK")]
+    pub stack_name: Option<String>,
+    /// Every stack found on this machine, one after another; exit 1 if any failed, naming them.
+    #[arg(long, conflicts_with = "stack_name")]
+    pub all: bool,
+}
+
+/// Whether the login QR is printed after the Host verified (Oysterun's `show-qr`).
+#[derive(Debug, Args, Clone, Copy, Default)]
+pub struct QrArgs {
+    /// Print the login QR after the Host verified, also without a terminal [default: only on
+    /// a terminal].
+    #[arg(long, overrides_with = "no_qr")]
+    pub qr: bool,
+    /// Do not print the login QR.
+    #[arg(long)]
+    pub no_qr: bool,
+}
+
+impl QrArgs {
+    /// `--qr`, `--no-qr` (the last one given wins), else whether stdout is a terminal.
+    pub fn wanted(&self, terminal: bool) -> bool {
+        if self.no_qr {
+            false
+        } else {
+            self.qr || terminal
+        }
+    }
+}
+
+// The words of each verb, shared by `oyster agent VERB` and its top-level alias, so the alias's
+// help (and man page) is the full help of what it runs.
+const STATUS_ABOUT: &str =
+    "Show installed, loaded, running and verified as separate facts (exit 1 unless verified)";
+const START_ABOUT: &str =
+    "Start the Host: enable the label, regenerate and load the plist, verify (undoes `stop`)";
+const STOP_ABOUT: &str = "Stop the Host: boot the job out and disable the label so it stays stopped across logins; the plist is kept (`start` undoes it)";
+const RESTART_ABOUT: &str = "Restart the Host: reload when the definition changed (kickstart never re-reads a plist), else a graceful restart (SIGTERM through launchd, then kickstart; SIGKILL only if the old Host outlives its exit timeout); then verify, rolling back a changed plist that does not verify";
+const LIST_ABOUT: &str =
+    "Every stack found on this machine: its status in one word, port, pid, last exit and log";
+const KILL_ABOUT: &str =
+    "Send SIGTERM to the running Host only; launchd (KeepAlive) starts it again";
+const INSTALL_ABOUT: &str =
+    "Write the LaunchAgent, load it into launchd, and verify the running Host";
+const UNINSTALL_ABOUT: &str =
+    "Boot the job out and remove the plist; config, history and logs are kept";
+const RESTORE_HELP: &str = "Before restarting, run the root's host-service/cli/prepare-restart-restore.mjs so the Host restores its sessions (as Oysterun's `service:restart --restore-sessions`).";
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Release Setup: plan providers, config, AgentFolder and service; ask; then apply (a
+    /// cancel changes nothing, a failure rolls back).
+    #[command(after_help = examples_for("setup"))]
+    Setup(SetupArgs),
+    #[command(visible_alias = "info", about = STATUS_ABOUT, after_help = examples_for("status"))]
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        target: Target,
+    },
+    #[command(about = START_ABOUT, after_help = examples_for("start"))]
+    Start(StartArgs),
+    #[command(about = STOP_ABOUT, after_help = examples_for("stop"))]
+    Stop {
+        #[command(flatten)]
+        targets: Targets,
+    },
+    #[command(about = RESTART_ABOUT, after_help = examples_for("restart"))]
+    Restart {
+        #[command(flatten)]
+        host: HostArgs,
+        #[command(flatten)]
+        verify: VerifyArgs,
+        #[command(flatten)]
+        targets: Targets,
+        #[command(flatten)]
+        qr: QrArgs,
+        #[arg(long, help = RESTORE_HELP)]
+        restore_sessions: bool,
+    },
+    /// Print the Host log (secrets redacted); `-f` follows it, across rotation and truncation.
+    #[command(after_help = examples_for("logs"))]
+    Logs(LogsArgs),
+    #[command(visible_alias = "ls", about = LIST_ABOUT, after_help = examples_for("list"))]
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    #[command(about = KILL_ABOUT, after_help = examples_for("kill"))]
+    Kill {
+        #[command(flatten)]
+        target: Target,
+    },
+    #[command(about = INSTALL_ABOUT, after_help = examples_for("install"))]
+    Install {
+        #[command(flatten)]
+        host: HostArgs,
+        /// Write the plist only; launchd starts it at the next login.
+        #[arg(long)]
+        no_start: bool,
+        #[command(flatten)]
+        verify: VerifyArgs,
+        #[command(flatten)]
+        target: Target,
+    },
+    #[command(about = UNINSTALL_ABOUT, after_help = examples_for("uninstall"))]
+    Uninstall {
+        #[command(flatten)]
+        targets: Targets,
+    },
+    /// Remove stacks that hold nothing but oyster's own bookkeeping (no plist, no Host, no
+    /// config, no log): lists them, asks on a terminal, `--yes` without one.
+    #[command(after_help = examples_for("cleanup"))]
+    Cleanup(CleanupArgs),
+    /// Check node, providers, the plist, launchd, the live Host and the log dir; say the fix.
+    #[command(after_help = examples_for("doctor"))]
+    Doctor {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Also run `<provider> --version` (only that: never login, model or auth).
+        #[arg(long)]
+        probe: bool,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Find and configure the provider commands (claude, codex).
+    #[command(subcommand, after_help = providers_examples())]
+    Providers(ProvidersCommand),
+    /// Read and synchronize the stack's config.json.
+    #[command(subcommand, after_help = examples_for("config"))]
+    Config(ConfigCommand),
+    /// The LaunchAgent: generate, install, restart and verify the launchd job.
+    #[command(subcommand, after_help = agent_examples())]
+    Agent(AgentCommand),
+    /// Direct (pid-file) Host startup, for Linux and macOS without launchd.
+    #[command(subcommand, after_help = examples_for("host"))]
+    Host(HostCommand),
+    /// Print a shell completion script (`--stack` completes the stacks on this machine).
+    #[command(after_help = examples_for("completions"))]
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page in roff; `--dir DIR` writes every page (oyster.1, oyster-agent.1, …)
+    /// into DIR instead.
+    #[command(after_help = examples_for("man"))]
+    Man {
+        /// Write oyster.1 and one page per subcommand into this directory.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+    /// The stacks on this machine, one per line (what the completion scripts offer).
+    #[command(name = "__complete-stacks", hide = true)]
+    CompleteStacks,
+}
+
+/// `oyster cleanup`.
+#[derive(Debug, Args)]
+pub struct CleanupArgs {
+    /// Remove what is listed without asking (without it and without a terminal, nothing is
+    /// removed).
+    #[arg(long, conflicts_with = "dry_run")]
+    pub yes: bool,
+    /// Only list what would be removed (the default without a terminal).
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `oyster logs`.
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// How many lines from the end to print first.
+    #[arg(short = 'n', long = "lines", default_value_t = 20, value_name = "N", value_parser = whole_number)]
+    pub lines: u64,
+    /// Keep printing what the Host writes (Ctrl-C ends it), across rotation and truncation.
+    #[arg(short, long)]
+    pub follow: bool,
+    #[command(flatten)]
+    pub target: Target,
+}
+
+/// `oyster agent start`: what `install` takes, since it regenerates the plist first.
+#[derive(Debug, Args, Clone)]
+pub struct StartArgs {
+    #[command(flatten)]
+    pub host: HostArgs,
+    #[command(flatten)]
+    pub verify: VerifyArgs,
+    #[command(flatten)]
+    pub targets: Targets,
+    #[command(flatten)]
+    pub qr: QrArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SetupArgs {
+    /// How the Host connects; recorded as connection_mode [default: the recorded mode, else
+    /// direct]. Every mode keeps manual commands and disabled providers.
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// Where agents live, recorded as default_browse_path [default: ~/OysterunAgents].
+    #[arg(long, value_name = "DIR")]
+    pub agent_folder: Option<PathBuf>,
+    /// Install missing providers without asking (the only way without a terminal).
+    #[arg(long)]
+    pub install_providers: bool,
+    /// Set up the Host without installing any provider (a missing one stays unavailable).
+    #[arg(long, conflicts_with = "install_providers")]
+    pub no_install_providers: bool,
+    /// Consent without a question (for scripts and the installer package): apply the plan;
+    /// missing providers are installed only with --install-providers.
+    #[arg(long)]
+    pub yes: bool,
+    /// Print the plan and change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Configure everything but do not start the Host.
+    #[arg(long)]
+    pub no_start: bool,
+    #[command(flatten)]
+    pub host: HostArgs,
+    #[command(flatten)]
+    pub verify: VerifyArgs,
+    #[command(flatten)]
+    pub qr: QrArgs,
+    #[command(flatten)]
+    pub target: Target,
+}
+
+#[derive(Debug, Subcommand, Clone)]
+pub enum AgentCommand {
+    /// Print the LaunchAgent plist that would be installed (no side effects).
+    Print {
+        #[command(flatten)]
+        host: HostArgs,
+        #[command(flatten)]
+        target: Target,
+    },
+    #[command(about = INSTALL_ABOUT)]
+    Install {
+        #[command(flatten)]
+        host: HostArgs,
+        /// Write the plist only; launchd starts it at the next login.
+        #[arg(long)]
+        no_start: bool,
+        #[command(flatten)]
+        verify: VerifyArgs,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Sync the config and rewrite the plist if its bytes change (run after upgrades); a loaded
+    /// job whose definition changed is reloaded and verified.
+    Regenerate {
+        #[command(flatten)]
+        host: HostArgs,
+        /// Write the plist but leave the running job alone.
+        #[arg(long)]
+        no_restart: bool,
+        /// Print a unified diff of what would change; write nothing.
+        #[arg(long, conflicts_with = "no_restart")]
+        dry_run: bool,
+        #[command(flatten)]
+        verify: VerifyArgs,
+        #[command(flatten)]
+        target: Target,
+    },
+    #[command(about = RESTART_ABOUT)]
+    Restart {
+        #[command(flatten)]
+        host: HostArgs,
+        #[command(flatten)]
+        verify: VerifyArgs,
+        #[command(flatten)]
+        targets: Targets,
+        #[command(flatten)]
+        qr: QrArgs,
+        #[arg(long, help = RESTORE_HELP)]
+        restore_sessions: bool,
+    },
+    #[command(visible_alias = "info", about = STATUS_ABOUT)]
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        target: Target,
+    },
+    #[command(about = UNINSTALL_ABOUT)]
+    Uninstall {
+        #[command(flatten)]
+        targets: Targets,
+    },
+    #[command(about = STOP_ABOUT)]
+    Stop {
+        #[command(flatten)]
+        targets: Targets,
+    },
+    #[command(about = START_ABOUT)]
+    Start(StartArgs),
+    #[command(about = KILL_ABOUT)]
+    Kill {
+        #[command(flatten)]
+        target: Target,
+    },
+    #[command(visible_alias = "ls", about = LIST_ABOUT)]
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// How long verification waits.
+#[derive(Debug, Args, Clone, Copy)]
+pub struct VerifyArgs {
+    /// Seconds to wait for the new instance to run and answer GET /health with 200.
+    #[arg(long, default_value_t = 30, value_name = "SECS", value_parser = bounded_wait)]
+    pub wait: u64,
+    /// Milliseconds the pid must stay unchanged after /health answered (catches crash loops).
+    #[arg(long, default_value_t = 1500, value_name = "MS", value_parser = bounded_settle)]
+    pub settle_ms: u64,
+}
+
+impl VerifyArgs {
+    pub fn timing(&self) -> crate::agent::lifecycle::Timing {
+        crate::agent::lifecycle::Timing {
+            wait: std::time::Duration::from_secs(self.wait),
+            settle: std::time::Duration::from_millis(self.settle_ms),
+        }
+    }
+}
+
+/// Where the Host comes from, on every command that starts or describes it.
+#[derive(Debug, Args, Clone, Default)]
+pub struct HostArgs {
+    /// The Oysterun install root (holding host-service/server.mjs) [default: OYSTERUN_ROOT, the
+    /// installed LaunchAgent's root, the `oysterun` npm package of the pinned Node, then
+    /// <bin>/../share/oysterun].
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// The Node (v20+) that runs the Host [default: OYSTERUN_NODE_BIN, the installed pin, then
+    /// node found like a provider].
+    #[arg(long, value_name = "PATH")]
+    pub node_bin: Option<PathBuf>,
+    /// The stack's port, recorded as `port` in its config.json (a custom stack needs it once;
+    /// production is 8802 and staging 9902 unless recorded otherwise).
+    #[arg(long, value_name = "PORT", value_parser = port_number)]
+    pub port: Option<u16>,
+}
+
+impl HostArgs {
+    pub fn inputs(&self) -> crate::host::plan::HostInputs {
+        crate::host::plan::HostInputs {
+            root: self.root.clone(),
+            node_bin: self.node_bin.clone(),
+        }
+    }
+}
+
+/// How the Host connects (setup's `--mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    Direct,
+    CloudDirect,
+    Managed,
+    ManagedPending,
+}
+
+impl From<ModeArg> for crate::setup::Mode {
+    fn from(m: ModeArg) -> Self {
+        use crate::setup::Mode;
+        match m {
+            ModeArg::Direct => Mode::Direct,
+            ModeArg::CloudDirect => Mode::CloudDirect,
+            ModeArg::Managed => Mode::Managed,
+            ModeArg::ManagedPending => Mode::ManagedPending,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HostCommand {
+    /// Start the Host directly with the generated environment and a pid file.
+    Start {
+        #[command(flatten)]
+        host: HostArgs,
+        #[command(flatten)]
+        verify: VerifyArgs,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Stop the Host recorded in the pid file (only that exact process).
+    Stop {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Show whether the directly started Host runs, answers /health and has its environment.
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// The Host's launch program, which launchd (the LaunchAgent's ProgramArguments) and
+    /// `host start` run: sync the config, write the pid and origin files Oysterun's scripts
+    /// read, then exec OYSTERUN_NODE_BIN <OYSTERUN_REPO_ROOT>/host-service/server.mjs with its
+    /// environment unchanged. Writes only to the Host log (its stderr). Not for interactive use.
+    Exec,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProvidersCommand {
+    /// Show what resolution finds now, without writing anything.
+    Resolve {
+        /// Providers to resolve (default: all).
+        #[arg(value_parser = ProviderName)]
+        providers: Vec<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Save a provider's command (Host Preferences): a full path makes it `manual`; an empty
+    /// string disables it.
+    Set {
+        #[arg(value_parser = ProviderName)]
+        provider: String,
+        /// An absolute path (`~/` is expanded), or "" to disable the provider.
+        #[arg(allow_hyphen_values = true)]
+        command: OsString,
+    },
+    /// Hand a provider back to discovery (`auto`).
+    Auto {
+        #[arg(value_parser = ProviderName)]
+        provider: String,
+    },
+    /// Show each provider's intent, command, state and authentication (home shown as ~).
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        target: Target,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// The stack config sync: migrate, merge what resolution finds, record --port; writes only
+    /// when something changed.
+    Sync {
+        /// The stack's port, recorded as `port` in its config.json.
+        #[arg(long, value_name = "PORT", value_parser = port_number)]
+        port: Option<u16>,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Print the config with secrets redacted and home shown as ~.
+    Show {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        target: Target,
+    },
+}
+
+/// A provider name, checked against the registry while the command line is parsed: an
+/// unsupported name fails closed (exit 2) before oyster touches any file, and completions
+/// offer the supported names.
+#[derive(Debug, Clone, Copy)]
+pub struct ProviderName;
+
+impl clap::builder::TypedValueParser for ProviderName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        crate::provider::registry::lookup(&value.to_string_lossy())
+            .map(|p| p.id.as_str().to_owned())
+            .map_err(|e| {
+                clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("{e}\n"))
+                    .with_cmd(cmd)
+            })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            crate::provider::registry::PROVIDERS
+                .iter()
+                .map(|p| clap::builder::PossibleValue::new(p.id.as_str())),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests;
