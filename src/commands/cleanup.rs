@@ -49,34 +49,8 @@ pub fn run(ctx: &Context, args: &CleanupArgs) -> anyhow::Result<ExitStatus> {
         .iter()
         .filter(|f| f.kept.is_none() && !f.precious.is_empty())
         .collect();
-    for f in found.iter().filter(|f| f.kept.is_some()) {
-        crate::say!(
-            "kept    {}: {}",
-            f.name,
-            f.kept.as_deref().unwrap_or_default()
-        );
-    }
-    for f in &with_files {
-        crate::say!(
-            "kept    {}: no LaunchAgent and no Host, but it holds {}",
-            f.name,
-            list(&f.precious)
-        );
-    }
-    if removable.is_empty() && with_files.is_empty() {
-        crate::say!("Nothing to clean up: every stack on this machine has a LaunchAgent, a running Host or files of its own.");
+    if !say_found(ctx, &found, &removable, &with_files) {
         return Ok(ExitStatus::Success);
-    }
-    for f in &removable {
-        ctx.out.out_toned(
-            Tone::Warn,
-            &format!(
-                "leftover {}: {} holds only oyster's bookkeeping ({})",
-                f.name,
-                f.root.display(),
-                relative(&f.root, &f.bookkeeping)
-            ),
-        );
     }
     let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     if args.dry_run || (!args.yes && !terminal) {
@@ -92,6 +66,59 @@ pub fn run(ctx: &Context, args: &CleanupArgs) -> anyhow::Result<ExitStatus> {
         }
         return Ok(ExitStatus::Success);
     }
+    let failed = remove_asked(ctx, args, terminal, &removable, &with_files)?;
+    Ok(if failed {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
+}
+
+/// Says what was found: stacks kept and why, and the leftovers. `false` when nothing is left
+/// to clean up.
+fn say_found(ctx: &Context, found: &[Found], removable: &[&Found], with_files: &[&Found]) -> bool {
+    for f in found.iter().filter(|f| f.kept.is_some()) {
+        crate::say!(
+            "kept    {}: {}",
+            f.name,
+            f.kept.as_deref().unwrap_or_default()
+        );
+    }
+    for f in with_files {
+        crate::say!(
+            "kept    {}: no LaunchAgent and no Host, but it holds {}",
+            f.name,
+            list(&f.precious)
+        );
+    }
+    if removable.is_empty() && with_files.is_empty() {
+        crate::say!("Nothing to clean up: every stack on this machine has a LaunchAgent, a running Host or files of its own.");
+        return false;
+    }
+    for f in removable {
+        ctx.out.out_toned(
+            Tone::Warn,
+            &format!(
+                "leftover {}: {} holds only oyster's bookkeeping ({})",
+                f.name,
+                f.root.display(),
+                relative(&f.root, &f.bookkeeping)
+            ),
+        );
+    }
+    true
+}
+
+/// Removes the leftovers the user agreed to (`--yes`, or a yes on the terminal), and a stack
+/// holding a config or logs only after a question that names them. `true` when a removal
+/// failed.
+fn remove_asked(
+    ctx: &Context,
+    args: &CleanupArgs,
+    terminal: bool,
+    removable: &[&Found],
+    with_files: &[&Found],
+) -> anyhow::Result<bool> {
     let mut failed = false;
     if !removable.is_empty() {
         let names: Vec<&str> = removable.iter().map(|f| f.name.as_str()).collect();
@@ -106,7 +133,7 @@ pub fn run(ctx: &Context, args: &CleanupArgs) -> anyhow::Result<ExitStatus> {
                 ),
             )?;
         if go {
-            for f in &removable {
+            for f in removable {
                 failed |= !remove(ctx, f);
             }
         } else {
@@ -115,7 +142,7 @@ pub fn run(ctx: &Context, args: &CleanupArgs) -> anyhow::Result<ExitStatus> {
     }
     // The config and logs are only removed on a yes to a question that names them.
     if terminal && !args.yes {
-        for f in &with_files {
+        for f in with_files {
             let q = format!("Remove stack {} with {}? [y/N] ", f.name, list(&f.precious));
             if ask(ctx, &q)? {
                 failed |= !remove(ctx, f);
@@ -124,11 +151,7 @@ pub fn run(ctx: &Context, args: &CleanupArgs) -> anyhow::Result<ExitStatus> {
     } else if !with_files.is_empty() {
         crate::say!("Stacks holding a config or logs are only removed on a terminal, after a question naming those files.");
     }
-    Ok(if failed {
-        ExitStatus::Failure
-    } else {
-        ExitStatus::Success
-    })
+    Ok(failed)
 }
 
 /// After a refused first install (no root found, port held, a Host that did not verify): the

@@ -357,6 +357,8 @@ mod tests {
         }
     }
 
+    // One assertion per row of the stack table, in the table's order (long on purpose: it is
+    // the table).
     #[test]
     fn table_rows() {
         let p = Stack::new("production", &env()).unwrap();

@@ -234,55 +234,89 @@ fn apply_steps(
     lock: &Lock,
     journal: &mut Vec<Undo>,
 ) -> anyhow::Result<Plan> {
-    let st = &ctx.stack;
     let base = sp.plan.host_environment(&ctx.stack.home)?;
     // 1. Provider installs.
-    let mut installed: Vec<(&Provider, PathBuf)> = vec![];
-    if install {
-        for (idx, i) in sp.installs.iter().enumerate() {
-            crate::say!("Installing {}: {}", i.provider.display_name, i.shown());
-            let args = i.argv("install");
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let out_ = crate::output::printer();
-            out_.waiting(
-                &format!("npm to install {}", i.provider.npm_package),
-                NPM_TIMEOUT,
-            );
-            // Journaled before npm runs: an install cut short (Ctrl-C, timeout) may have put
-            // files in place before its group was killed, and uninstalling is harmless if not.
-            journal.push(Undo::NpmUninstall { install_idx: idx });
-            // npm's own progress, indented and dimmed, instead of minutes of silence.
-            let out = process::run_streaming(
-                &i.npm,
-                &args,
-                ChildEnv::Exactly(&base),
-                NPM_TIMEOUT,
-                &mut |_, line| {
-                    if !line.trim().is_empty() {
-                        out_.out_toned(crate::output::Tone::Dim, &format!("    {line}"));
-                    }
-                },
-            )?;
-            // A failed npm that finished and left nothing was not "installed": nothing to undo.
-            if out.code != 0 && !i.installed_path().exists() {
-                journal.pop();
-            }
-            if out.code != 0 {
-                anyhow::bail!(
-                    "`{}` exited {}: {}",
-                    i.shown(),
-                    out.code,
-                    out.stderr.trim().lines().last().unwrap_or("")
-                );
-            }
-            let path = i.installed_path();
-            resolve::check_executable(&path).map_err(|why| {
-                anyhow::anyhow!("npm reported success, but {} {why}", path.display())
-            })?;
-            installed.push((i.provider, path));
-        }
-    }
+    let installed = if install {
+        install_providers(sp, &base, journal)?
+    } else {
+        vec![]
+    };
     // 2. The config: the same preservation-first merge, plus mode, AgentFolder and installs.
+    merge_config(ctx, opts, sp, &installed, journal)?;
+    // 3. The AgentFolder.
+    if !sp.agent_folder.is_dir() {
+        fsutil::create_dir_all(&sp.agent_folder, 0o755)?;
+        journal.push(Undo::AgentFolder(sp.agent_folder.clone()));
+        crate::say!("Created the AgentFolder {}", sp.agent_folder.display());
+    }
+    // 4. The service, planned again now that the config holds the merged values.
+    let plan = plan::plan(ctx, &opts.host, Writes::None)?;
+    start_service(ctx, opts, sp, &plan, lock, journal)?;
+    crate::say!("Setup complete.");
+    Ok(plan)
+}
+
+/// Installs each missing provider through the pinned Node's npm, journaled before npm runs.
+fn install_providers<'p>(
+    sp: &'p SetupPlan,
+    base: &[(String, String)],
+    journal: &mut Vec<Undo>,
+) -> anyhow::Result<Vec<(&'p Provider, PathBuf)>> {
+    let mut installed: Vec<(&Provider, PathBuf)> = vec![];
+    for (idx, i) in sp.installs.iter().enumerate() {
+        crate::say!("Installing {}: {}", i.provider.display_name, i.shown());
+        let args = i.argv("install");
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out_ = crate::output::printer();
+        out_.waiting(
+            &format!("npm to install {}", i.provider.npm_package),
+            NPM_TIMEOUT,
+        );
+        // Journaled before npm runs: an install cut short (Ctrl-C, timeout) may have put
+        // files in place before its group was killed, and uninstalling is harmless if not.
+        journal.push(Undo::NpmUninstall { install_idx: idx });
+        // npm's own progress, indented and dimmed, instead of minutes of silence.
+        let out = process::run_streaming(
+            &i.npm,
+            &args,
+            ChildEnv::Exactly(base),
+            NPM_TIMEOUT,
+            &mut |_, line| {
+                if !line.trim().is_empty() {
+                    out_.out_toned(crate::output::Tone::Dim, &format!("    {line}"));
+                }
+            },
+        )?;
+        // A failed npm that finished and left nothing was not "installed": nothing to undo.
+        if out.code != 0 && !i.installed_path().exists() {
+            journal.pop();
+        }
+        if out.code != 0 {
+            anyhow::bail!(
+                "`{}` exited {}: {}",
+                i.shown(),
+                out.code,
+                out.stderr.trim().lines().last().unwrap_or("")
+            );
+        }
+        let path = i.installed_path();
+        resolve::check_executable(&path)
+            .map_err(|why| anyhow::anyhow!("npm reported success, but {} {why}", path.display()))?;
+        installed.push((i.provider, path));
+    }
+    Ok(installed)
+}
+
+/// Merges the config: the sync's preservation-first merge, the remembered root, the installed
+/// providers, the connection mode and the AgentFolder; journaled so a rollback restores it.
+fn merge_config(
+    ctx: &Context,
+    opts: &SetupOptions,
+    sp: &SetupPlan,
+    installed: &[(&Provider, PathBuf)],
+    journal: &mut Vec<Undo>,
+) -> anyhow::Result<()> {
+    let st = &ctx.stack;
     let path = st.config_path();
     // Through the one regular-file reader: a FIFO swapped in is refused, never waited on.
     let before = fsutil::read_regular(&path, config::MAX_CONFIG_BYTES)?;
@@ -295,7 +329,7 @@ fn apply_steps(
         // Migrate first: an installed path set before migration would read as user-owned.
         plan::sync(ctx, doc, changes);
         doc.remember_root(&sp.plan.root, changes);
-        for (p, exe) in &installed {
+        for (p, exe) in installed {
             doc.set(
                 p.command_key,
                 Value::String(exe.display().to_string()),
@@ -317,14 +351,19 @@ fn apply_steps(
         Ok(())
     })?;
     crate::config::report(&ctx.stack.config_path(), &changes);
-    // 3. The AgentFolder.
-    if !sp.agent_folder.is_dir() {
-        fsutil::create_dir_all(&sp.agent_folder, 0o755)?;
-        journal.push(Undo::AgentFolder(sp.agent_folder.clone()));
-        crate::say!("Created the AgentFolder {}", sp.agent_folder.display());
-    }
-    // 4. The service, planned again now that the config holds the merged values.
-    let plan = plan::plan(ctx, &opts.host, Writes::None)?;
+    Ok(())
+}
+
+/// Writes the plist (`--no-start`) or loads and verifies the Host, under launchd or directly.
+fn start_service(
+    ctx: &Context,
+    opts: &SetupOptions,
+    sp: &SetupPlan,
+    plan: &Plan,
+    lock: &Lock,
+    journal: &mut Vec<Undo>,
+) -> anyhow::Result<()> {
+    let st = &ctx.stack;
     match (&sp.service, opts.no_start) {
         (Service::Launchd(_), true) => {
             let plist = st.plist_path();
@@ -343,7 +382,7 @@ fn apply_steps(
         (Service::Launchd(_), false) => {
             // The lifecycle rolls its own plist back when the Host does not verify.
             let agent = Agent::new(ctx, lock)?;
-            let outcome = agent.apply(&plan, Action::Setup, false, opts.timing)?;
+            let outcome = agent.apply(plan, Action::Setup, false, opts.timing)?;
             crate::say!(
                 "Host verified: pid {}, /health 200 after {} ms.",
                 outcome.verified.pid,
@@ -357,7 +396,7 @@ fn apply_steps(
         (Service::Direct, false) => {
             let started = direct::start(
                 st,
-                &plan,
+                plan,
                 &direct::StartOptions {
                     wait: opts.timing.wait,
                     settle: opts.timing.settle,
@@ -372,8 +411,7 @@ fn apply_steps(
             );
         }
     }
-    crate::say!("Setup complete.");
-    Ok(plan)
+    Ok(())
 }
 
 /// What setup's steps may create: the directory chains under HOME and the lock and pid files.

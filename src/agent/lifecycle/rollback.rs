@@ -50,6 +50,8 @@ impl Agent<'_> {
     /// Restores the last good plist (kept on disk; else the previous bytes; else removes ours),
     /// reloads and verifies it, and returns the error describing what failed — an interrupt
     /// included, whose rollback runs to its end before the run exits.
+    // A few lines over 80: the steps of one rollback (restore, reload, re-verify, say which
+    // state the Host is in) read best in order, in one place.
     pub(super) fn roll_back(
         &self,
         action: Action,

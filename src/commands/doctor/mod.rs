@@ -24,6 +24,10 @@ use crate::provider::status::{ProviderStatus, State};
 use crate::sys::process::{self, ChildEnv};
 use crate::ExitStatus;
 
+mod launchd;
+
+use launchd::launchd_checks;
+
 #[derive(Debug, Serialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Level {
@@ -99,6 +103,7 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
     }
     let installed = agentplist::read_installed(&st.plist_path());
     checks.push(plist_check(ctx, installed.as_ref(), plan_ok(&plan)));
+    checks.extend(plist_file_checks(ctx, installed.as_ref()));
     checks.extend(launchd_checks(ctx, installed.as_ref()));
     checks.push(log_dir_check(ctx));
     checks.extend(privacy_check(plan_ok(&plan)));
@@ -393,165 +398,64 @@ fn plist_check(ctx: &Context, installed: Option<&Installed>, plan: Option<&Plan>
     }
 }
 
-/// launchctl, the domain, the job and the live Host. A launchctl that fails is one failed row.
-fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
+/// The installed plist as launchd will judge it: owned by the user and not writable by others
+/// (launchd refuses it otherwise, and oyster will not write over another uid's file), and a
+/// program that still exists (after `brew uninstall oyster`, launchd loops on exit 78).
+fn plist_file_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
+    use std::os::unix::fs::MetadataExt;
     let st = &ctx.stack;
-    let lc = match Launchctl::locate(&ctx.env) {
-        Err(e) => return vec![check("launchd", Level::Warn, e.to_string(), None)],
-        Ok(lc) => lc,
+    let path = st.plist_path();
+    let (Some(inst), Ok(meta)) = (installed, std::fs::symlink_metadata(&path)) else {
+        return vec![];
     };
     let mut checks = vec![];
-    if lc.overridden {
+    let me = crate::sys::user::euid();
+    if meta.uid() != me {
+        let owner = crate::sys::user::name_of(meta.uid()).unwrap_or_else(|| meta.uid().to_string());
         checks.push(check(
-            "launchctl",
-            Level::Warn,
-            format!("OYSTER_LAUNCHCTL override in effect: {}", lc.describe()),
-            Some("unset OYSTER_LAUNCHCTL to use /bin/launchctl".into()),
-        ));
-    }
-    let result = (|| -> anyhow::Result<()> {
-        let domain = lc.domain()?;
-        if let Some(n) = &domain.fallback_note {
-            checks.push(check("domain", Level::Warn, n.clone(), None));
-        }
-        let both = lc.in_both_domains(&st.label)?;
-        let loaded = both.loaded();
-        if let [(first, _), (second, _), ..] = loaded.as_slice() {
-            checks.push(check(
-                "launchd",
-                Level::Fail,
-                format!(
-                    "{} is loaded twice, in {first} and in {second}: two Hosts for one port (a console login after an install over SSH loads the plist into {first} beside the {second} copy)",
-                    st.label
-                ),
-                Some(format!(
-                    "run `oyster agent restart --stack {}` (it boots the {second} copy out), or `launchctl bootout {}`",
-                    st.name,
-                    second.target(&st.label)
-                )),
-            ));
-        }
-        let Some((loaded_in, info)) = loaded.first().map(|(d, i)| (*d, (*i).clone())) else {
-            checks.push(not_loaded_check(
-                ctx,
-                &lc,
-                &domain.name,
-                installed.is_some(),
-            ));
-            return Ok(());
-        };
-        let domain = crate::agent::launchctl::DomainChoice {
-            name: loaded_in,
-            fallback_note: None,
-        };
-        let running = info.running();
-        checks.push(check(
-            "launchd",
-            if running { Level::Ok } else { Level::Fail },
-            format!(
-                "{} in {}: state = {}, last exit: {}",
-                st.label,
-                domain.name,
-                info.state().unwrap_or("?"),
-                info.last_exit().map_or("unknown".into(), |e| e.to_string())
-            ),
-            (!running).then(|| {
-                format!(
-                    "see {} and run `oyster agent restart --stack {}`",
-                    st.log_path().display(),
-                    st.name
-                )
-            }),
-        ));
-        if let (Some(pid), Some(inst)) = (info.pid().filter(|_| running), installed) {
-            checks.push(live_host_check(ctx, pid, &info, inst));
-        }
-        Ok(())
-    })();
-    if let Err(e) = result {
-        checks.push(check(
-            "launchd",
+            "plist owner",
             Level::Fail,
-            format!("launchctl failed: {e:#}"),
+            format!(
+                "{} is owned by {owner}, not by you: launchd will not load it for you and oyster will not write over it",
+                path.display()
+            ),
             Some(format!(
-                "check {} (run it by hand to see its error)",
-                lc.path.display()
+                "`sudo chown {} {}` (or `sudo rm` it and run `oyster agent install --stack {}`)",
+                crate::sys::user::name_of(me).unwrap_or_else(|| me.to_string()),
+                path.display(),
+                st.name
             )),
         ));
     }
+    if meta.mode() & 0o022 != 0 {
+        checks.push(check(
+            "plist mode",
+            Level::Fail,
+            format!(
+                "{} is writable by others (mode {:04o}): launchd refuses such a plist",
+                path.display(),
+                meta.mode() & 0o7777
+            ),
+            Some(format!("`chmod 644 {}`", path.display())),
+        ));
+    }
+    if let Some(program) = inst.program_arguments.first() {
+        if !Path::new(program).exists() {
+            checks.push(check(
+                "plist program",
+                Level::Fail,
+                format!(
+                    "{} runs {program}, which no longer exists (oyster removed or moved?): launchd keeps failing to start it (exit 78)",
+                    path.display()
+                ),
+                Some(format!(
+                    "`oyster agent regenerate --stack {0}` points it at this oyster; before removing oyster, run `oyster agent uninstall --stack {0}` (or `--all`)",
+                    st.name
+                )),
+            ));
+        }
+    }
     checks
-}
-
-/// A job that is not loaded: stopped on purpose (`agent stop` disables the label) is not
-/// broken.
-fn not_loaded_check(
-    ctx: &Context,
-    lc: &Launchctl,
-    domain: &crate::agent::launchctl::Domain,
-    installed: bool,
-) -> Check {
-    let st = &ctx.stack;
-    let stopped = installed
-        && lc
-            .disabled(domain, &st.label)
-            .ok()
-            .flatten()
-            .unwrap_or(false);
-    check(
-        "launchd",
-        Level::Warn,
-        if stopped {
-            format!(
-                "{} is stopped (`oyster agent stop` disabled it in {domain}, so it stays stopped at login)",
-                st.label
-            )
-        } else {
-            format!(
-                "{} is not loaded in {domain} (nor in the user domain)",
-                st.label
-            )
-        },
-        installed.then(|| format!("`oyster agent start --stack {}`", st.name)),
-    )
-}
-
-/// The same probe as status and verification: live, else the exec record, else launchd's
-/// definition; and /health from the Host's own socket.
-fn live_host_check(
-    ctx: &Context,
-    pid: u32,
-    info: &crate::agent::launchctl::PrintInfo,
-    inst: &crate::host::plist::Installed,
-) -> Check {
-    let st = &ctx.stack;
-    let record = crate::host::identity::ExecRecord::read(&st.exec_record_path());
-    let p = crate::probe::probe(&crate::probe::Target {
-        pid,
-        port: inst.env.port().unwrap_or(0),
-        env: &inst.env,
-        exec_record: record.as_ref(),
-        launchd: Some(crate::probe::LaunchdView {
-            pid: info.pid(),
-            environment: &info.environment,
-        }),
-        floor: ctx.env.proof_floor,
-        live: None,
-    });
-    let ok = p.verified();
-    let detail = match (&p.env, &p.listener) {
-        (Err(e), _) | (Ok(_), Err(e)) => e.clone(),
-        (Ok(proof), Ok(())) => format!(
-            "/health {}; environment proven ({})",
-            p.health.map_or("no answer".into(), |h| h.to_string()),
-            proof.as_str()
-        ),
-    };
-    check(
-        "live host",
-        if ok { Level::Ok } else { Level::Fail },
-        format!("pid {pid}: {detail}"),
-        (!ok).then(|| format!("`oyster agent restart --stack {}`", st.name)),
-    )
 }
 
 /// launchd exits 78 when it cannot open the Host log.

@@ -1,0 +1,172 @@
+//! doctor's launchd rows: launchctl itself, the domain, the job in both domains (a label loaded
+//! twice is a failure with its fix), and the live Host's proofs.
+
+use super::*;
+use crate::agent::launchctl::Domain;
+
+/// launchctl, the domain, the job and the live Host. A launchctl that fails is one failed row.
+pub(super) fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
+    let st = &ctx.stack;
+    let lc = match Launchctl::locate(&ctx.env) {
+        Err(e) => return vec![check("launchd", Level::Warn, e.to_string(), None)],
+        Ok(lc) => lc,
+    };
+    let mut checks = vec![];
+    if lc.overridden {
+        checks.push(check(
+            "launchctl",
+            Level::Warn,
+            format!("OYSTER_LAUNCHCTL override in effect: {}", lc.describe()),
+            Some("unset OYSTER_LAUNCHCTL to use /bin/launchctl".into()),
+        ));
+    }
+    let result = (|| -> anyhow::Result<()> {
+        let domain = lc.domain()?;
+        if let Some(n) = &domain.fallback_note {
+            checks.push(check("domain", Level::Warn, n.clone(), None));
+        }
+        let both = lc.in_both_domains(&st.label)?;
+        let loaded = both.loaded();
+        if let [(first, _), (second, _), ..] = loaded.as_slice() {
+            checks.push(loaded_twice_check(st, *first, *second));
+        }
+        let Some((loaded_in, info)) = loaded.first().map(|(d, i)| (*d, (*i).clone())) else {
+            checks.push(not_loaded_check(
+                ctx,
+                &lc,
+                &domain.name,
+                installed.is_some(),
+            ));
+            return Ok(());
+        };
+        let domain = crate::agent::launchctl::DomainChoice {
+            name: loaded_in,
+            fallback_note: None,
+        };
+        let running = info.running();
+        checks.push(check(
+            "launchd",
+            if running { Level::Ok } else { Level::Fail },
+            format!(
+                "{} in {}: state = {}, last exit: {}",
+                st.label,
+                domain.name,
+                info.state().unwrap_or("?"),
+                info.last_exit().map_or("unknown".into(), |e| e.to_string())
+            ),
+            (!running).then(|| {
+                format!(
+                    "see {} and run `oyster agent restart --stack {}`",
+                    st.log_path().display(),
+                    st.name
+                )
+            }),
+        ));
+        if let (Some(pid), Some(inst)) = (info.pid().filter(|_| running), installed) {
+            checks.push(live_host_check(ctx, pid, &info, inst));
+        }
+        Ok(())
+    })();
+    if let Err(e) = result {
+        checks.push(check(
+            "launchd",
+            Level::Fail,
+            format!("launchctl failed: {e:#}"),
+            Some(format!(
+                "check {} (run it by hand to see its error)",
+                lc.path.display()
+            )),
+        ));
+    }
+    checks
+}
+
+/// A job that is not loaded: stopped on purpose (`agent stop` disables the label) is not
+/// broken.
+fn not_loaded_check(
+    ctx: &Context,
+    lc: &Launchctl,
+    domain: &crate::agent::launchctl::Domain,
+    installed: bool,
+) -> Check {
+    let st = &ctx.stack;
+    let stopped = installed
+        && lc
+            .disabled(domain, &st.label)
+            .ok()
+            .flatten()
+            .unwrap_or(false);
+    check(
+        "launchd",
+        Level::Warn,
+        if stopped {
+            format!(
+                "{} is stopped (`oyster agent stop` disabled it in {domain}, so it stays stopped at login)",
+                st.label
+            )
+        } else {
+            format!(
+                "{} is not loaded in {domain} (nor in the user domain)",
+                st.label
+            )
+        },
+        installed.then(|| format!("`oyster agent start --stack {}`", st.name)),
+    )
+}
+
+/// The same probe as status and verification: live, else the exec record, else launchd's
+/// definition; and /health from the Host's own socket.
+fn live_host_check(
+    ctx: &Context,
+    pid: u32,
+    info: &crate::agent::launchctl::PrintInfo,
+    inst: &crate::host::plist::Installed,
+) -> Check {
+    let st = &ctx.stack;
+    let record = crate::host::identity::ExecRecord::read(&st.exec_record_path());
+    let p = crate::probe::probe(&crate::probe::Target {
+        pid,
+        port: inst.env.port().unwrap_or(0),
+        env: &inst.env,
+        exec_record: record.as_ref(),
+        launchd: Some(crate::probe::LaunchdView {
+            pid: info.pid(),
+            environment: &info.environment,
+        }),
+        floor: ctx.env.proof_floor,
+        live: None,
+    });
+    let ok = p.verified();
+    let detail = match (&p.env, &p.listener) {
+        (Err(e), _) | (Ok(_), Err(e)) => e.clone(),
+        (Ok(proof), Ok(())) => format!(
+            "/health {}; environment proven ({})",
+            p.health.map_or("no answer".into(), |h| h.to_string()),
+            proof.as_str()
+        ),
+    };
+    check(
+        "live host",
+        if ok { Level::Ok } else { Level::Fail },
+        format!("pid {pid}: {detail}"),
+        (!ok).then(|| format!("`oyster agent restart --stack {}`", st.name)),
+    )
+}
+
+/// A label loaded in both domains: two Hosts for one port. The `gui/<uid>` copy is the one a
+/// console login keeps loading, so the other goes (a restart at the console does it).
+fn loaded_twice_check(st: &crate::host::stack::Stack, first: Domain, second: Domain) -> Check {
+    check(
+        "launchd",
+        Level::Fail,
+        format!(
+            "{} is loaded twice, in {first} and in {second}: two Hosts for one port (a console login after an install over SSH loads the plist into {first} beside the {second} copy)",
+            st.label
+        ),
+        Some(format!(
+            "run `oyster agent restart --stack {}` (it boots the {second} copy out), or `launchctl bootout {}`",
+            st.name,
+            second.target(&st.label)
+        )),
+    )
+}
