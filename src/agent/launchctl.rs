@@ -542,6 +542,23 @@ impl BothDomains {
             .collect()
     }
 
+    /// The domain this user's Host belongs in, as these two answers show it: `gui/<uid>`, or
+    /// `user/<uid>` (with the note saying what that means) when `gui/<uid>` does not exist. The
+    /// same choice as [`Launchctl::domain`], without another launchctl start.
+    pub fn choice(&self) -> DomainChoice {
+        let gui = Domain::gui();
+        match self.gui_missing() {
+            None => DomainChoice {
+                name: gui,
+                fallback_note: None,
+            },
+            Some(code) => DomainChoice {
+                name: gui.other(),
+                fallback_note: Some(user_domain_note(gui, code)),
+            },
+        }
+    }
+
     /// The code that said `gui/<uid>` does not exist (no console session), if one did.
     pub fn gui_missing(&self) -> Option<Code> {
         match self.gui {

@@ -270,19 +270,24 @@ fn ask_launchd(
     st.launchctl = Some(lc.path.display().to_string());
     st.launchctl_overridden = lc.overridden;
     let looked = (|| -> anyhow::Result<()> {
-        let domain = lc.domain()?;
+        // A job loaded in user/<uid> is not visible in gui/<uid>: look in both, and a label
+        // loaded in both is one Host too many (a console login after an install over SSH).
+        // The two answers also say whether gui/<uid> exists: no separate domain probe.
+        let both = lc.in_both_domains(&ctx.stack.label)?;
+        let domain = both.choice();
         if let Some(n) = &domain.fallback_note {
             st.notes.push(n.clone());
         }
-        // `print-disabled` failing leaves it unknown (`null`); it never fails the status.
-        st.disabled = lc
-            .disabled(&domain.name, &ctx.stack.label)
-            .ok()
-            .map(|d| d.unwrap_or(false));
-        // A job loaded in user/<uid> is not visible in gui/<uid>: look in both, and a label
-        // loaded in both is one Host too many (a console login after an install over SSH).
-        let both = lc.in_both_domains(&ctx.stack.label)?;
         let loaded = both.loaded();
+        // launchd's disabled override only matters for loading: asked only when the job is not
+        // loaded. `print-disabled` failing leaves it unknown (`null`); it never fails the status.
+        st.disabled = if loaded.is_empty() {
+            lc.disabled(&domain.name, &ctx.stack.label)
+                .ok()
+                .map(|d| d.unwrap_or(false))
+        } else {
+            None
+        };
         st.loaded_in = loaded.iter().map(|(d, _)| d.to_string()).collect();
         st.domain = Some(loaded.first().map_or(domain.name, |(d, _)| *d).to_string());
         if let Some((_, info)) = loaded.first() {

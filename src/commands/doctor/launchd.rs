@@ -21,11 +21,12 @@ pub(super) fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Ve
         ));
     }
     let result = (|| -> anyhow::Result<()> {
-        let domain = lc.domain()?;
+        // Both domains in two prints, which also say whether gui/<uid> exists.
+        let both = lc.in_both_domains(&st.label)?;
+        let domain = both.choice();
         if let Some(n) = &domain.fallback_note {
             checks.push(check("domain", Level::Warn, n.clone(), None));
         }
-        let both = lc.in_both_domains(&st.label)?;
         let loaded = both.loaded();
         if let [(first, _), (second, _), ..] = loaded.as_slice() {
             checks.push(loaded_twice_check(st, *first, *second));
