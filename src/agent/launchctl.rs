@@ -348,6 +348,17 @@ impl Launchctl {
         Ok(answer)
     }
 
+    /// `print <domain>`: the whole domain, one call for every job in it (its `services`
+    /// table and `disabled services`), or the code that said the domain does not exist.
+    pub fn print_domain(&self, domain: Domain) -> anyhow::Result<Result<String, Code>> {
+        let r = self.reply(&["print", &domain.to_string()])?;
+        match r.code {
+            Code::Ok => Ok(Ok(r.finished.stdout)),
+            c if c.domain_missing() => Ok(Err(c)),
+            _ => Err(r.error().into()),
+        }
+    }
+
     /// `bootstrap <domain> <plist>`: the answer, typed (5/37 loaded or draining, 119
     /// disabled, 122 ownership, 125/134 session refused).
     pub fn bootstrap(&self, domain: Domain, plist: &Path) -> Result<Reply, ProcessError> {

@@ -3,6 +3,7 @@
 
 pub mod launchctl;
 pub mod lifecycle;
+pub mod listing;
 pub mod print;
 pub mod status;
 pub mod verbs;

@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use crate::agent::launchctl::{Domain, JobState, LastExit, Launchctl, PrintInfo};
+use crate::agent::listing::Listings;
 use crate::context::Context;
 use crate::direct::{self, Owner, PidRecord};
 use crate::host::identity::ExecRecord;
@@ -120,6 +121,16 @@ pub struct AgentStatus {
 
 /// Everything `agent status` knows about the context's stack. Reads only; prints nothing.
 pub fn collect(ctx: &Context) -> anyhow::Result<AgentStatus> {
+    collect_with(ctx, None)
+}
+
+/// The same, with launchd's view taken from domain listings already read (`oyster list`: two
+/// launchctl calls for every stack); a job the listing cannot describe is printed on its own.
+pub fn collect_listed(ctx: &Context, listings: &Listings) -> anyhow::Result<AgentStatus> {
+    collect_with(ctx, Some(listings))
+}
+
+fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<AgentStatus> {
     let installed = agentplist::read_installed(&ctx.stack.plist_path());
     let mut st = blank(ctx, installed.as_ref());
     note_broken_files(ctx, &mut st);
@@ -141,7 +152,7 @@ pub fn collect(ctx: &Context) -> anyhow::Result<AgentStatus> {
             st.notes.push(e.to_string());
             false
         }
-        Ok(lc) => ask_launchd(ctx, &lc, installed.as_ref(), &mut st),
+        Ok(lc) => ask_launchd(ctx, &lc, listings, installed.as_ref(), &mut st),
     };
     if st.running {
         st.managed_by = Some(Manager::Launchd);
@@ -264,6 +275,7 @@ fn note_unreadable_plist(ctx: &Context, st: &mut AgentStatus) {
 fn ask_launchd(
     ctx: &Context,
     lc: &Launchctl,
+    listings: Option<&Listings>,
     installed: Option<&Installed>,
     st: &mut AgentStatus,
 ) -> bool {
@@ -273,7 +285,11 @@ fn ask_launchd(
         // A job loaded in user/<uid> is not visible in gui/<uid>: look in both, and a label
         // loaded in both is one Host too many (a console login after an install over SSH).
         // The two answers also say whether gui/<uid> exists: no separate domain probe.
-        let both = lc.in_both_domains(&ctx.stack.label)?;
+        let label = &ctx.stack.label;
+        let both = match listings {
+            Some(l) => l.both(label),
+            None => lc.in_both_domains(label)?,
+        };
         let domain = both.choice();
         if let Some(n) = &domain.fallback_note {
             st.notes.push(n.clone());
@@ -281,17 +297,27 @@ fn ask_launchd(
         let loaded = both.loaded();
         // launchd's disabled override only matters for loading: asked only when the job is not
         // loaded. `print-disabled` failing leaves it unknown (`null`); it never fails the status.
-        st.disabled = if loaded.is_empty() {
-            lc.disabled(&domain.name, &ctx.stack.label)
+        st.disabled = match (loaded.is_empty(), listings) {
+            (false, _) => None,
+            (true, Some(l)) => Some(l.disabled(domain.name, label).unwrap_or(false)),
+            (true, None) => lc
+                .disabled(&domain.name, label)
                 .ok()
-                .map(|d| d.unwrap_or(false))
-        } else {
-            None
+                .map(|d| d.unwrap_or(false)),
         };
         st.loaded_in = loaded.iter().map(|(d, _)| d.to_string()).collect();
         st.domain = Some(loaded.first().map_or(domain.name, |(d, _)| *d).to_string());
-        if let Some((_, info)) = loaded.first() {
+        if let Some((d, info)) = loaded.first() {
+            let notes_before = st.notes.len();
             record_job(ctx, info, installed, st);
+            // The listing has no runs, crash count or environment: a job it shows not running
+            // (a crash loop?) or whose environment only launchd can prove is printed itself.
+            if listings.is_some() && (!st.running || st.env_proof.is_none()) {
+                if let Ok(full) = lc.print_job(*d, label)? {
+                    st.notes.truncate(notes_before);
+                    record_job(ctx, &full, installed, st);
+                }
+            }
         }
         if let [(first, a), (second, b), ..] = loaded.as_slice() {
             st.notes

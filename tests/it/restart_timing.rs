@@ -142,3 +142,56 @@ fn bootout_is_issued_again_while_it_answers_36() {
     );
     r.done();
 }
+
+/// The launchctl calls one run of `args` made.
+fn calls_of_args(r: &Recorded, args: &[&str]) -> (crate::common::Run, Vec<String>) {
+    let _ = std::fs::remove_file(&r.log);
+    let run = r.t.run(args);
+    let calls = std::fs::read_to_string(&r.log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    (run, calls)
+}
+
+#[test]
+fn list_asks_launchd_once_per_domain_whatever_the_number_of_stacks() {
+    let r = Recorded::new();
+    r.t.run(r.args("install")).ok();
+    for n in 0..8 {
+        let port = free_port().to_string();
+        r.t.run([
+            "config",
+            "sync",
+            "--stack",
+            &format!("more{n}"),
+            "--port",
+            &port,
+        ])
+        .ok();
+    }
+    let (run, calls) = calls_of_args(&r, &["list", "--json"]);
+    let doc = run.ok().json();
+    assert_eq!(doc["stacks"].as_array().unwrap().len(), 9, "{doc}");
+    let rt = doc["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["stack"] == "rt")
+        .unwrap();
+    assert_eq!(rt["summary"], "verified", "{rt}");
+    // One `print` per domain; a running, verified job needs nothing more.
+    assert!(
+        calls.len() <= 3,
+        "{} launchctl calls: {calls:#?}",
+        calls.len()
+    );
+    assert!(
+        calls
+            .iter()
+            .all(|c| !c.starts_with("print gui/0/") && !c.contains("/com.")),
+        "a per-job print: {calls:#?}"
+    );
+    r.done();
+}

@@ -4,6 +4,8 @@
 use serde::Serialize;
 
 use super::status::tone;
+use crate::agent::launchctl::Launchctl;
+use crate::agent::listing::Unreadable;
 use crate::agent::status::{self as model, AgentStatus};
 use crate::context::Context;
 use crate::output::Tone;
@@ -20,14 +22,36 @@ struct List {
 const HEAD: [&str; 6] = ["STACK", "STATUS", "PORT", "PID", "EXIT", "LOG"];
 
 pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
+    let names = crate::host::stack::discover(&ctx.env.stack_env());
+    // launchd's view of every stack from one listing per domain (two launchctl calls, whatever
+    // the number of stacks); a listing oyster cannot read means asking job by job, said in
+    // each row's notes.
+    let (listings, fallback) = match Launchctl::locate(&ctx.env) {
+        Ok(lc) if !names.is_empty() => match lc.listings() {
+            Ok(Ok(l)) => (Some(l), None),
+            Ok(Err(Unreadable(why))) => (None, Some(why)),
+            Err(e) => (None, Some(format!("{e:#}"))),
+        },
+        _ => (None, None),
+    };
     let mut rows = vec![];
-    for name in crate::host::stack::discover(&ctx.env.stack_env()) {
+    for name in names {
         let sub = if name == ctx.stack.name {
             None
         } else {
             Some(ctx.for_stack(&name)?)
         };
-        rows.push(model::collect(sub.as_ref().unwrap_or(ctx))?);
+        let c = sub.as_ref().unwrap_or(ctx);
+        let mut row = match &listings {
+            Some(l) => model::collect_listed(c, l)?,
+            None => model::collect(c)?,
+        };
+        if let Some(why) = &fallback {
+            row.notes.push(format!(
+                "the domain listing could not be used ({why}); launchd was asked for this job on its own"
+            ));
+        }
+        rows.push(row);
     }
     if ctx.out.mode() == crate::output::Mode::Json {
         ctx.out.json(&List { stacks: rows });
