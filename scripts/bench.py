@@ -68,6 +68,35 @@ def free_port():
     return port
 
 
+def recording_launchctl(work):
+    """A wrapper that appends each launchctl argv to a file, then execs the simulator: the
+    count of launchctl process starts per verb (on a Mac each is a process start plus an XPC
+    round trip). Counts come from separate runs through this wrapper, so its own cost never
+    enters a timed row."""
+    log = work / "launchctl-calls.log"
+    wrapper = work / "recording-launchctl"
+    wrapper.write_text(f'#!/bin/sh\nprintf "%s\\n" "$*" >> "{log}"\nexec "{SIM}" "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper, log
+
+
+def count_launchctl(argv, env, wrapper, log, ok=(0,)):
+    """(launchctl starts, wall ms, the verbs called) of one run of argv through the wrapper."""
+    log.write_text("")
+    t0 = time.perf_counter()
+    done = subprocess.run([str(a) for a in argv], env={**env, "OYSTER_LAUNCHCTL": str(wrapper)},
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    ms = (time.perf_counter() - t0) * 1000
+    if done.returncode not in ok:
+        sys.exit(f"counted command failed ({done.returncode}): {' '.join(map(str, argv))}\n"
+                 f"{done.stderr}")
+    calls = [line.split(" ", 1)[0] for line in log.read_text().splitlines() if line]
+    verbs = {}
+    for verb in calls:
+        verbs[verb] = verbs.get(verb, 0) + 1
+    return len(calls), ms, verbs
+
+
 def host_own_start_ms(node, root, home):
     """How long the Host fixture itself takes from exec to answering /health 200."""
     samples = []
@@ -121,6 +150,49 @@ def exec_overhead(env, work, home):
     return rows
 
 
+# The fixture switch that makes the Host exit at once on SIGTERM (Node's default without a
+# handler), the case where a restart meets launchd's throttle.
+NO_SIGTERM_HANDLER = "no-sigterm-handler"
+
+
+def launchctl_counts(env, work, root, node):
+    """launchctl process starts and wall time per verb (one run each, default settle), the
+    table of docs/performance.md. Returns rows (verb, starts, ms, verbs called, goal)."""
+    wrapper, log = recording_launchctl(work)
+    rows = []
+    young_root = work / "oysterun-no-handler"
+    (young_root / "host-service").mkdir(parents=True)
+    shutil.copy(root / "host-service/server.mjs", young_root / "host-service")
+    (young_root / "host-service" / NO_SIGTERM_HANDLER).write_text("")
+    stack = ["--stack", "counted"]
+    plan = [*stack, "--port", str(free_port()), "--root", str(young_root), "--node-bin", node]
+
+    def row(name, argv, goal, ok=(0,)):
+        n, ms, verbs = count_launchctl([OYSTER, *argv], env, wrapper, log, ok)
+        rows.append((name, n, ms, verbs, goal))
+
+    row("agent install", ["agent", "install", *plan], 6)
+    row("restart of a Host started < 10 s ago (no SIGTERM handler)", ["restart", *stack], 8)
+    row("status", ["status", *stack], 2, ok=(0, 1))
+    row("unchanged agent regenerate", ["agent", "regenerate", *stack], 2)
+    row("doctor", ["doctor", *stack], 2, ok=(0, 1))
+    time.sleep(1)
+    row("restart of a Host started 1 s before", ["restart", *stack], 8)
+    time.sleep(11)
+    row("restart of an older Host (> 10 s)", ["restart", *stack], 6)
+    made = 1
+    for total in (1, 6, 10, 50):
+        while made < total:
+            subprocess.run([OYSTER, "config", "sync", "--stack", f"listed{made}",
+                            "--port", str(free_port())], env=env, check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            made += 1
+        row(f"list with {total} stack(s) (one loaded)", ["list"], 3, ok=(0, 1))
+    subprocess.run([OYSTER, "agent", "uninstall", *stack], env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return rows
+
+
 def main():
     for b in (OYSTER, SIM):
         if not b.exists():
@@ -159,6 +231,7 @@ def main():
         rows.append(("oyster agent restart --settle-ms 0 (simulator, real Node Host)", *restart))
         host_ms = host_own_start_ms(node, root, home)
         execs = exec_overhead(env, work, home)
+        counts = launchctl_counts(env, work, root, node)
         for name, bare, launched in execs:
             rows.append((f"bare exec: {name}", *bare))
             rows.append((f"oyster host exec → {name}", *launched))
@@ -186,6 +259,15 @@ def main():
         for name, bare, launched in execs:
             lines.append(f"| `host exec` overhead over a bare exec ({name}) | "
                          f"{launched[0] - bare[0]:.2f} ms | ≤ 5 ms |")
+        lines += [
+            "",
+            "| verb (one run, default settle) | launchctl starts | goal | wall ms | calls |",
+            "|---|---:|---:|---:|---|",
+        ]
+        for name, n, ms, verbs, goal in counts:
+            called = ", ".join(f"{v} {c}" for v, c in sorted(verbs.items()))
+            mark = "" if n <= goal else " ✗"
+            lines.append(f"| {name} | {n}{mark} | ≤ {goal} | {ms:.0f} | {called} |")
         text = "\n".join(lines) + "\n"
         print(text)
         out = ROOT / "target" / "bench"

@@ -225,7 +225,7 @@ impl Context {
         }
     }
 
-    /// Takes the stack's lifecycle lock (`<run dir>/oyster.lock`, CONTRACT.md §9) for the
+    /// Takes the stack's lifecycle lock (`<run dir>/oyster.lock`, docs/behaviour.md §9) for the
     /// whole run of a command that writes or loads: a second one waits, saying for whom, up to
     /// [`LOCK_WAIT`], or until it is interrupted, then fails.
     pub fn lock_stack(&self, what: &str) -> anyhow::Result<crate::sys::fs::Lock> {
@@ -253,7 +253,7 @@ impl Context {
         Ok(lock)
     }
 
-    /// CONTRACT.md §5: a HOME owned by another uid than the effective one (a `sudo` that kept
+    /// docs/behaviour.md §5: a HOME owned by another uid than the effective one (a `sudo` that kept
     /// HOME) would leave files the user can no longer read; refuse before writing anything.
     pub fn refuse_foreign_home(&self, what: &str) -> Result<(), crate::error::Invalid> {
         let euid = crate::sys::user::euid();

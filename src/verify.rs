@@ -99,7 +99,7 @@ impl EnvCheck {
                 .iter()
                 .map(|(k, want, got)| {
                     // A variable named like a secret (a key added to the plist by hand) is
-                    // named, never shown (CONTRACT.md §8).
+                    // named, never shown (docs/behaviour.md §8).
                     let shown = |v: &str| {
                         if redact::is_secret_key(k) {
                             redact::REDACTED.to_owned()
@@ -233,7 +233,7 @@ impl std::fmt::Display for HealthFailure {
 
 /// The last `max` bytes of the Host log, for failure messages (lossy UTF-8, whole lines).
 ///
-/// Read only as a regular file (CONTRACT.md §9): never through a symlink (whose target could
+/// Read only as a regular file (docs/behaviour.md §9): never through a symlink (whose target could
 /// be any file the user can read), never blocking on a FIFO or device (opened non-blocking,
 /// checked with `fstat` before any read), and never more than `max` bytes, from the end.
 pub fn log_tail(path: &Path, max: u64) -> String {
@@ -340,7 +340,7 @@ mod tests {
     }
 }
 
-/// How the Host's environment was proven (CONTRACT.md §5), strongest first.
+/// How the Host's environment was proven (docs/behaviour.md §5), strongest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EnvProof {

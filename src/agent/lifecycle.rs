@@ -1,4 +1,4 @@
-//! The LaunchAgent lifecycle (CONTRACT.md §5, §9): load, reload or restart the job, prove the
+//! The LaunchAgent lifecycle (docs/behaviour.md §5, §9): load, reload or restart the job, prove the
 //! restarted Host runs with the generated environment, and roll back when it does not — also
 //! when the run is interrupted, and, through a `pending` marker, after a run that was killed.
 //!

@@ -31,7 +31,7 @@ impl PrintInfo {
     }
     /// How the last instance ended, parsed once: `last exit code = 78: EX_CONFIG` or
     /// `(never exited)`, or, after a signal death, `last terminating signal = Killed: 9`
-    /// instead (LAUNCHD.md). `None` when launchd printed neither.
+    /// instead (docs/launchd.md). `None` when launchd printed neither.
     pub fn last_exit(&self) -> Option<LastExit> {
         if let Some(sig) = self.get("last terminating signal") {
             return Some(LastExit::Signal(leading_number(sig.rsplit(':').next()?)?));

@@ -1,4 +1,4 @@
-//! The everyday verbs on the launchd job (CONTRACT.md §10, the `brew services` habits): `stop`
+//! The everyday verbs on the launchd job (docs/behaviour.md §10, the `brew services` habits): `stop`
 //! boots the job out and disables the label but keeps the plist; `start` enables it again
 //! before the usual load and verify; `kill` sends SIGTERM to the running Host only.
 //!

@@ -308,7 +308,7 @@ fn record_probe(st: &mut HostStatus, p: &probe::Probe) {
 }
 
 /// The stack's LaunchAgent, loaded: launchd owns the Host (and the pid file `host exec`
-/// writes), so `host stop` must not signal it and `host status` says so (CONTRACT.md §6).
+/// writes), so `host stop` must not signal it and `host status` says so (docs/behaviour.md §6).
 struct LaunchdJob {
     label: String,
     domain: String,

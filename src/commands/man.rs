@@ -8,7 +8,7 @@ use std::path::Path;
 
 use clap::Command;
 
-/// FILES, common to every page (the stack table of CONTRACT.md).
+/// FILES, common to every page (the stack table of docs/behaviour.md).
 const FILES: &[(&str, &str)] = &[
     (
         "~/.oysterun/config.json",

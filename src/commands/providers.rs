@@ -16,7 +16,7 @@ use crate::ExitStatus;
 
 #[derive(Serialize)]
 struct Rows {
-    /// Every per-stack document names its stack and port (CONTRACT.md §10).
+    /// Every per-stack document names its stack and port (docs/behaviour.md §10).
     stack: String,
     port: Option<u16>,
     providers: Vec<ProviderStatus>,
@@ -97,7 +97,7 @@ fn parse_command(ctx: &Context, p: &Provider, command: &str) -> Result<Option<Pa
         )));
     }
     let path = crate::provider::resolve::normalize(&expanded);
-    // CONTRACT.md §9: refused where it enters, not later when the PATH is generated.
+    // docs/behaviour.md §9: refused where it enters, not later when the PATH is generated.
     if let Some(dir) = path.parent().filter(|d| d.to_string_lossy().contains(':')) {
         return Err(Invalid::new(format!(
             "the COMMAND given to `oyster providers set {}` lives in {}, whose name holds `:`; that \

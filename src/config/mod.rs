@@ -1,4 +1,4 @@
-//! The durable provider config (CONTRACT.md §2, seed 000 "Durable Intent").
+//! The durable provider config (docs/behaviour.md §2, seed 000 "Durable Intent").
 //!
 //! `config.json` belongs to Oysterun; oyster owns a handful of keys in it and keeps every other
 //! key, value and order exactly. The document is edited as a preserve-order
@@ -97,7 +97,7 @@ pub struct Change {
     pub to: Value,
 }
 
-/// `key: from -> to`, redacted (CONTRACT.md §8): every way a change is said (the sync report,
+/// `key: from -> to`, redacted (docs/behaviour.md §8): every way a change is said (the sync report,
 /// `--dry-run`, the Host log) goes through here.
 impl fmt::Display for Change {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -360,10 +360,10 @@ impl ConfigDoc {
     }
 }
 
-/// The largest `config.json` oyster reads (CONTRACT.md §9).
+/// The largest `config.json` oyster reads (docs/behaviour.md §9).
 pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
 
-/// Values that parse but cannot be used are refused where they enter (CONTRACT.md §9): a port
+/// Values that parse but cannot be used are refused where they enter (docs/behaviour.md §9): a port
 /// outside 1–65535 and an AgentFolder that is not an absolute path (launchd and the Host
 /// expand nothing, so `~/x`, `x` or `""` would mean a directory relative to wherever they run).
 fn check_values(path: &Path, map: &Map<String, Value>) -> Result<(), ConfigError> {

@@ -1,4 +1,4 @@
-//! Direct (pid-file) Host startup (CONTRACT.md §6), for Linux and macOS without launchd.
+//! Direct (pid-file) Host startup (docs/behaviour.md §6), for Linux and macOS without launchd.
 //!
 //! The same generator as the LaunchAgent decides the environment, and the same launch program
 //! runs: the child is `<oyster> host exec --stack NAME` with exactly that environment plus what

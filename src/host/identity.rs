@@ -1,4 +1,4 @@
-//! The Host's identity files (CONTRACT.md §6, §6a), written by `oyster host exec` for its own
+//! The Host's identity files (docs/behaviour.md §6, §6a), written by `oyster host exec` for its own
 //! pid just before it becomes the Host:
 //!
 //! - the pid file: the decimal pid and a newline, nothing else (Oysterun reads it with

@@ -1,4 +1,4 @@
-//! The launch environment generator (CONTRACT.md §3): the one place that decides what the Host
+//! The launch environment generator (docs/behaviour.md §3): the one place that decides what the Host
 //! process sees, for the LaunchAgent, direct startup and any installer oyster runs.
 //!
 //! Exactly eight variables (the five oyster always gave, and the three `OYSTERUN_ROUTEC_*` that

@@ -1,4 +1,4 @@
-//! Which path of oyster goes into the plist's `ProgramArguments` (CONTRACT.md §4, §6a): the
+//! Which path of oyster goes into the plist's `ProgramArguments` (docs/behaviour.md §4, §6a): the
 //! stable path oyster was installed as, never a versioned Homebrew keg.
 //!
 //! Homebrew installs the binary in `<prefix>/Cellar/oyster/<version>/bin/oyster` and links it

@@ -1,4 +1,4 @@
-//! The pinned Node (CONTRACT.md §3): which `node` runs the Host, and proof that it is ≥ 20.
+//! The pinned Node (docs/behaviour.md §3): which `node` runs the Host, and proof that it is ≥ 20.
 //!
 //! Order: `--node-bin`, `OYSTERUN_NODE_BIN` (invalid → error, never a silent fallback), the
 //! installed plist's pin while still valid (said aloud when it is not), then resolution with the

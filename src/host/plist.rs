@@ -1,4 +1,4 @@
-//! The LaunchAgent generator (CONTRACT.md §4).
+//! The LaunchAgent generator (docs/behaviour.md §4).
 //!
 //! The plist is a typed [`LaunchAgent`] with launchd's key names (serialised by the `plist`
 //! crate through serde, never a string template, so `&`, `<` and quotes are escaped), keys
@@ -29,7 +29,7 @@ pub struct AgentSpec<'a> {
 
 /// The session types the job may load in, as Homebrew writes them: without this key launchd
 /// treats an agent as Aqua-only and refuses it in `user/<uid>` (a Background session), which
-/// is where an SSH login or a Mac with nobody at the screen loads it (LAUNCHD.md).
+/// is where an SSH login or a Mac with nobody at the screen loads it (docs/launchd.md).
 pub const SESSION_TYPES: [&str; 5] = ["Aqua", "Background", "LoginWindow", "StandardIO", "System"];
 
 /// A LaunchAgent definition, with launchd's key names (`launchd.plist(5)`). Fields are in
@@ -182,7 +182,7 @@ pub fn render(spec: &AgentSpec<'_>) -> anyhow::Result<Vec<u8>> {
     Ok(out)
 }
 
-/// What follows oyster's path in `ProgramArguments` (CONTRACT.md §4): the launch program.
+/// What follows oyster's path in `ProgramArguments` (docs/behaviour.md §4): the launch program.
 pub fn launch_arguments(stack: &str) -> Vec<String> {
     ["host", "exec", "--stack", stack]
         .map(str::to_owned)
@@ -233,7 +233,7 @@ impl Installed {
     }
 }
 
-/// The largest plist oyster reads (CONTRACT.md §9).
+/// The largest plist oyster reads (docs/behaviour.md §9).
 pub const MAX_PLIST_BYTES: u64 = 1 << 20;
 
 /// Values of secret-named variables a user added to the installed plist by hand, so no output

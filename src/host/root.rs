@@ -36,7 +36,7 @@ pub struct FoundRoot {
     pub origin: String,
 }
 
-/// Finds the root (CONTRACT.md "Stacks, paths"): `--root`, `OYSTERUN_ROOT`, the installed
+/// Finds the root (docs/behaviour.md "Stacks, paths"): `--root`, `OYSTERUN_ROOT`, the installed
 /// plist's root (passed over aloud when it no longer holds the Host), the `oysterun` npm
 /// package in the pinned Node's global modules (and under `npm_config_prefix`), then the
 /// packaged location next to the binary. Errors list every place looked.
@@ -116,7 +116,7 @@ pub fn find(s: &RootSearch<'_>) -> Result<FoundRoot, Invalid> {
 }
 
 /// Refuses a root given with a control character (it cannot go into a plist, and would reach
-/// the terminal raw), naming where it came from (CONTRACT.md §4: refused where it enters).
+/// the terminal raw), naming where it came from (docs/behaviour.md §4: refused where it enters).
 pub fn refuse_controls(dir: &Path, origin: &str) -> Result<(), Invalid> {
     let text = dir.to_string_lossy();
     match text.chars().find(|c| c.is_control()) {

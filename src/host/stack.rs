@@ -1,6 +1,6 @@
 //! Stacks and every path derived from one: config dir, run dir, log dir, label, plist, port.
 //!
-//! The table in CONTRACT.md "Stacks, paths and labels" lives here and nowhere else; every
+//! The table in docs/behaviour.md "Stacks, paths and labels" lives here and nowhere else; every
 //! other module asks a [`Stack`] for its paths.
 
 use std::path::PathBuf;
@@ -137,7 +137,7 @@ impl Stack {
         self.log_dir.join("oysterun-host.log")
     }
 
-    /// CONTRACT.md §9: the Host log launchd (or direct startup) opens for the Host's output
+    /// docs/behaviour.md §9: the Host log launchd (or direct startup) opens for the Host's output
     /// must be a regular file, or not exist yet. A FIFO there blocks launchd's spawn (and every
     /// launchctl call after it), a symlink sends the Host's output wherever it points: refused,
     /// before anything is written or loaded, with the fix.
@@ -163,7 +163,7 @@ impl Stack {
         )))
     }
 
-    /// The Host's pid file, named as Oysterun's scripts name it (CONTRACT.md stacks table):
+    /// The Host's pid file, named as Oysterun's scripts name it (docs/behaviour.md stacks table):
     /// `oysterun-host.pid` for production and staging, `oysterun-host-NAME.pid` otherwise.
     pub fn pid_path(&self) -> PathBuf {
         self.run_dir.join(format!("{}.pid", self.host_file_stem()))
@@ -270,7 +270,7 @@ impl Stack {
 
 /// Every stack found on disk, production and staging first, then the others by name: a
 /// LaunchAgent `com.oysterun.host[.NAME].plist`, `~/.oysterun`, or `$STACKS/NAME` with a config
-/// or run dir (CONTRACT.md §10, `agent list`).
+/// or run dir (docs/behaviour.md §10, `agent list`).
 pub fn discover(env: &StackEnv) -> Vec<String> {
     let mut names = std::collections::BTreeSet::new();
     let Some(home) = env.home.as_deref() else {

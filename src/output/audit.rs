@@ -125,7 +125,7 @@ impl Audit {
                 std::fs::create_dir_all(dir)?;
             }
             self.rotate();
-            // Never through a symlink, never blocking on a FIFO (CONTRACT.md §9).
+            // Never through a symlink, never blocking on a FIFO (docs/behaviour.md §9).
             let mut f = crate::sys::fs::open_append(&self.path, 0o600)?;
             // One write per line, so concurrent writers never interleave within a line.
             f.write_all(format!("{line}\n").as_bytes())?;

@@ -214,7 +214,7 @@ impl Printer {
     }
 
     /// One line on stderr, before a wait that may be felt, naming what is awaited and the
-    /// deadline (CONTRACT.md §10): `waiting for /health on 127.0.0.1:8802 (up to 30 s)…`.
+    /// deadline (docs/behaviour.md §10): `waiting for /health on 127.0.0.1:8802 (up to 30 s)…`.
     /// Waits of a second or less pass silently.
     pub fn waiting(&self, what: &str, deadline: std::time::Duration) {
         if deadline <= std::time::Duration::from_secs(1) {

@@ -26,7 +26,7 @@ pub fn tilde_text(home: &Path, text: &str) -> String {
     out
 }
 
-/// The words that make a key secret (CONTRACT.md §8), matched against whole words of the key.
+/// The words that make a key secret (docs/behaviour.md §8), matched against whole words of the key.
 const SECRET_WORDS: &[&str] = &[
     "token",
     "secret",

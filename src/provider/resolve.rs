@@ -1,4 +1,4 @@
-//! The canonical command resolver (CONTRACT.md §1, seed 000 "Canonical Resolver").
+//! The canonical command resolver (docs/behaviour.md §1, seed 000 "Canonical Resolver").
 //!
 //! Resolution is a pure walk over file metadata: no shell, no `which`, no subprocess, and never
 //! an execution of the thing found. The same walk finds `node` for the launch environment.
@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::provider::registry::Provider;
 
-/// Who owns a provider's command (CONTRACT.md §2).
+/// Who owns a provider's command (docs/behaviour.md §2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Intent {

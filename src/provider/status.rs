@@ -1,5 +1,5 @@
 //! One provider's state, as `providers resolve|status`, `doctor` and `setup` all report it
-//! (CONTRACT.md §8 and "Machine-readable shapes"): intent, command, what resolution finds now,
+//! (docs/behaviour.md §8 and "Machine-readable shapes"): intent, command, what resolution finds now,
 //! and authentication kept apart from availability.
 
 use std::fmt;
@@ -43,7 +43,7 @@ pub enum Authentication {
     NotChecked,
 }
 
-/// One provider's row (CONTRACT.md "Machine-readable shapes"); paths are absolute (the printer
+/// One provider's row (docs/behaviour.md "Machine-readable shapes"); paths are absolute (the printer
 /// shows `~` to people).
 #[derive(Debug, Clone, Serialize)]
 pub struct ProviderStatus {

@@ -1,4 +1,4 @@
-//! Release Setup's provider part (CONTRACT.md §7): plan everything first, ask at most one
+//! Release Setup's provider part (docs/behaviour.md §7): plan everything first, ask at most one
 //! `[y/N]` question, then apply with an undo journal.
 //!
 //! Cancelling at the question changes nothing: the plan phase only reads (no config write, no

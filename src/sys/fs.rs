@@ -135,7 +135,7 @@ pub fn special_kind(ft: &std::fs::FileType) -> Option<&'static str> {
 }
 
 /// Opens a log for appending (created with `mode`), never through a symlink and never blocking
-/// on a FIFO: the file must be a regular file (CONTRACT.md §9).
+/// on a FIFO: the file must be a regular file (docs/behaviour.md §9).
 pub fn open_append(path: &Path, mode: u32) -> Result<File, FsError> {
     let file = OpenOptions::new()
         .create(true)
@@ -226,7 +226,7 @@ fn sweep_stale_temps(path: &Path) {
 ///
 /// `_held` proves the caller holds the lock that guards `path` (its sidecar, or the stack's
 /// lifecycle lock). A file owned by someone else (root rewriting a user's file) keeps its
-/// owner as well as its mode (CONTRACT.md §9).
+/// owner as well as its mode (docs/behaviour.md §9).
 pub fn write_atomic(
     _held: &Lock,
     path: &Path,

@@ -1,6 +1,6 @@
 //! Signals, through `nix`: sending them only to a checked pid (never ≤ 0, which would reach a
 //! process group or every process), and catching SIGINT/SIGTERM/SIGHUP as a flag that long
-//! waits poll, so an interrupted run can roll back before it exits (CONTRACT.md §9).
+//! waits poll, so an interrupted run can roll back before it exits (docs/behaviour.md §9).
 
 use std::sync::atomic::{AtomicI32, Ordering};
 

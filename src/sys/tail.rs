@@ -1,6 +1,6 @@
 //! The end of a log, and following it (`oyster logs [-n N] [-f]`).
 //!
-//! A log is opened with `O_NOFOLLOW` (never through a symlink, CONTRACT.md §9) and must be a
+//! A log is opened with `O_NOFOLLOW` (never through a symlink, docs/behaviour.md §9) and must be a
 //! regular file (a FIFO would block the reader). Following survives what happens to logs:
 //! truncation (the file got shorter than what was read: start again from its beginning) and
 //! rotation (the path now names another file: finish the old one, then read the new one from

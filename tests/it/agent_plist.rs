@@ -1,4 +1,4 @@
-//! The launch environment and the LaunchAgent plist through the binary (CONTRACT.md §3, §4).
+//! The launch environment and the LaunchAgent plist through the binary (docs/behaviour.md §3, §4).
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -174,7 +174,7 @@ fn unsafe_path_entries_are_errors_never_written() {
         t.fake_exe(&dir.join("claude"));
         match how {
             "manual" => {
-                // `providers set` refuses it where it enters (CONTRACT.md §9)…
+                // `providers set` refuses it where it enters (docs/behaviour.md §9)…
                 let e = t
                     .run([
                         "providers",

@@ -62,7 +62,7 @@ fn a_large_config_is_handled_and_one_over_the_cap_is_refused_untouched() {
         .as_str()
         .unwrap()
         .ends_with("/bin/claude"));
-    // Over the 16 MiB cap (CONTRACT.md §9): refused as input, nothing read into memory whole.
+    // Over the 16 MiB cap (docs/behaviour.md §9): refused as input, nothing read into memory whole.
     t.write_config(&config_with(20));
     let before = std::fs::read(t.config_path()).unwrap();
     let e = t.run(["config", "sync"]).fails_with(2).stderr();

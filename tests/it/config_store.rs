@@ -1,4 +1,4 @@
-//! The durable config through the binary (CONTRACT.md §2): migration, byte stability, unknown
+//! The durable config through the binary (docs/behaviour.md §2): migration, byte stability, unknown
 //! keys, corrupt input, modes, locking and crash safety.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

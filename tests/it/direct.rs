@@ -1,4 +1,4 @@
-//! Direct (pid-file) startup with the real Node fixture (CONTRACT.md §6).
+//! Direct (pid-file) startup with the real Node fixture (docs/behaviour.md §6).
 
 use std::process::{Command, Stdio};
 

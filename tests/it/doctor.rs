@@ -1,4 +1,4 @@
-//! `oyster doctor` (CONTRACT.md §8) on healthy, drifted, broken-manual and disabled set-ups,
+//! `oyster doctor` (docs/behaviour.md §8) on healthy, drifted, broken-manual and disabled set-ups,
 //! `--probe` against honest and dishonest fakes, and redaction everywhere.
 
 use std::os::unix::fs::PermissionsExt;
@@ -237,7 +237,7 @@ fn secrets_never_appear_in_status_doctor_or_config_output() {
         let r = t.run(&args);
         let all = r.stdout() + &r.stderr();
         assert!(!all.contains("SECRET"), "{args:?}: {all}");
-        // People see `~`; documents carry absolute paths and never `~` (CONTRACT.md §10).
+        // People see `~`; documents carry absolute paths and never `~` (docs/behaviour.md §10).
         if args.contains(&"--json") {
             assert!(
                 !r.stdout().contains('~'),

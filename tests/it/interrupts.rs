@@ -1,4 +1,4 @@
-//! CONTRACT.md §9 through the real binary, with real signals and real processes: a run
+//! docs/behaviour.md §9 through the real binary, with real signals and real processes: a run
 //! interrupted while it verifies rolls back to the last good plist and exits 128+N; a run
 //! killed outright (SIGKILL) is repaired by the next one through the `pending` marker; Ctrl-C
 //! during setup's npm install kills npm's whole process group and rolls setup back; and many

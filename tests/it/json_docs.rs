@@ -1,6 +1,6 @@
 //! docs/json.md is checked against the binary: each example's keys and types must be what the
 //! real command prints (against a real Host under the launchd simulator), and every `--json`
-//! document of every command, in several states, keeps the conventions (CONTRACT.md §10): no
+//! document of every command, in several states, keeps the conventions (docs/behaviour.md §10): no
 //! `~`, enum fields hold only their documented values, number fields hold numbers or `null`.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,5 +1,5 @@
 //! The LaunchAgent lifecycle against the launchd simulator with the real Node Host
-//! (CONTRACT.md §5): install, restart, regenerate, the stale-definition trap, rollback, and the
+//! (docs/behaviour.md §5): install, restart, regenerate, the stale-definition trap, rollback, and the
 //! ways launchd and the Host fail.
 
 use std::path::{Path, PathBuf};

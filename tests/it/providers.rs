@@ -1,4 +1,4 @@
-//! Provider resolution through the binary (CONTRACT.md §1) and the intent table (§2).
+//! Provider resolution through the binary (docs/behaviour.md §1) and the intent table (§2).
 
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::PathBuf;

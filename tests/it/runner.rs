@@ -1,4 +1,4 @@
-//! The Host's launch program, `oyster host exec` (CONTRACT.md §6a), as launchd (the simulator)
+//! The Host's launch program, `oyster host exec` (docs/behaviour.md §6a), as launchd (the simulator)
 //! and direct startup run it: the identity files Oysterun's own restart waits for, read exactly
 //! as its scripts read them; the stack name reaching the Host; a Host launchd restarts on its own
 //! getting fresh identity files and a synced config; Oysterun's own per-launch steps; and a

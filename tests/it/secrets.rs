@@ -1,4 +1,4 @@
-//! CONTRACT.md §8 (issue 12 item 5): secrets planted in `config.json`, in the Host log and by
+//! docs/behaviour.md §8 (issue 12 item 5): secrets planted in `config.json`, in the Host log and by
 //! hand in the installed plist never appear in any output of any command that prints (human and
 //! `--json`, success and failure), in the audit log, in the written plist, or on the Host's PATH
 //! and environment. A value that is not secret (`pinned_node`) still prints.

@@ -1,4 +1,4 @@
-//! Release Setup (CONTRACT.md §7): the side-effect-free cancel through a real pseudo-terminal,
+//! Release Setup (docs/behaviour.md §7): the side-effect-free cancel through a real pseudo-terminal,
 //! non-interactive runs, rollback after each kind of failure, and the merge in every mode.
 
 use std::collections::BTreeMap;

@@ -1,4 +1,4 @@
-//! The human output people read, as insta snapshots (STYLE.md 10): `doctor`, `agent status`,
+//! The human output people read, as insta snapshots: `doctor`, `agent status`,
 //! `providers status`, the setup plan, and the main errors, from the real binary.
 //!
 //! What differs between runs or machines is filtered by insta's filters: the test's temp dir

@@ -1,4 +1,4 @@
-//! The everyday verbs (CONTRACT.md §10) against the launchd simulator with the real Node Host:
+//! The everyday verbs (docs/behaviour.md §10) against the launchd simulator with the real Node Host:
 //! stop/start (the plist kept, the label disabled, the same definition back), kill (KeepAlive
 //! brings a new pid), list over every stack on disk, logs and logs -f, the top-level aliases,
 //! and stacks that do not exist.

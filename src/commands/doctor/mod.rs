@@ -107,7 +107,7 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
     checks.extend(launchd_checks(ctx, installed.as_ref()));
     checks.push(log_dir_check(ctx));
     checks.extend(privacy_check(plan_ok(&plan)));
-    // A FIFO or symlink where launchd opens the Host log (CONTRACT.md §9).
+    // A FIFO or symlink where launchd opens the Host log (docs/behaviour.md §9).
     if let Err(e) = st.refuse_special_log() {
         checks.push(check("host log", Level::Fail, e.msg, e.hint));
     }
@@ -262,7 +262,7 @@ fn provider_check(
         .resolved
         .as_deref()
         .map(|path| installer_of(&ctx.stack.home, p, Path::new(path)))
-        // Unknown is `null` in a document, never the word (CONTRACT.md §10).
+        // Unknown is `null` in a document, never the word (docs/behaviour.md §10).
         .filter(|i| *i != "unknown");
     let (level, fix) = match (status.intent, status.state) {
         (Intent::Disabled, _) | (_, State::Available) => (Level::Ok, None),

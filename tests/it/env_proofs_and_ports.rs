@@ -1,4 +1,4 @@
-//! What a real Mac needs (issue "Real Macs", CONTRACT.md §5): the launchd proof when the
+//! What a real Mac needs (docs/behaviour.md §5): the launchd proof when the
 //! kernel hides the Host's environment, `/health` that must come from our own listener, a port
 //! held by someone else refused before anything is written, and launchctl's real answers
 //! (bootout 36, keys launchd adds to the printed environment) through the simulator.

@@ -1,4 +1,4 @@
-//! Issue 12 as a hostile user tries it, through the binary: a root run against another user's
+//! Special files and sudo, through the binary as a hostile user tries them: a root run against another user's
 //! HOME (a `sudo` that keeps HOME), special files where oyster expects regular ones (a FIFO
 //! config, a plist linked to `/dev/zero`, symlinked logs), values that must be refused where
 //! they enter, and the smaller cases (an overflowing timeout variable, a missing launchctl at

@@ -1,4 +1,4 @@
-//! Regressions from the hostile review (each named after what broke).
+//! Regressions found by trying oyster as a hostile user would, each named after what broke.
 
 use crate::common::{free_port, real_node, TestContext};
 
