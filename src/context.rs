@@ -165,10 +165,13 @@ impl Context {
         let search = Search::new(env.path.clone(), &stack.home);
         let out = printer();
         out.set_home(&stack.home);
-        out.add_secrets(crate::config::secret_values_on_disk(&stack.config_path()));
-        out.add_secrets(crate::host::plist::secret_values_on_disk(
+        // Read when something is first printed, or handed over by a command that reads the
+        // config itself (each file is opened once per run).
+        out.add_secret_source(&stack.config_path(), crate::config::secret_values_on_disk);
+        out.add_secret_source(
             &stack.plist_path(),
-        ));
+            crate::host::plist::secret_values_on_disk,
+        );
         Ok(Context {
             stack,
             search,

@@ -129,7 +129,14 @@ pub struct ConfigDoc {
 impl ConfigDoc {
     /// Reads and validates `path`; a missing file is an empty document.
     pub fn load(path: &Path) -> Result<ConfigDoc, ConfigError> {
-        match fsutil::read_regular(path, MAX_CONFIG_BYTES)? {
+        let bytes = fsutil::read_regular(path, MAX_CONFIG_BYTES)?;
+        // The printer learns this file's secrets from what was read here, not by reading it
+        // again.
+        crate::output::printer().learned(
+            path,
+            bytes.as_deref().map(secret_values_of).unwrap_or_default(),
+        );
+        match bytes {
             Some(bytes) => Self::parse(path, &bytes),
             None => Ok(ConfigDoc {
                 map: Map::new(),
@@ -394,15 +401,18 @@ fn check_values(path: &Path, map: &Map<String, Value>) -> Result<(), ConfigError
 /// The secret values in the config at `path` (empty when it cannot be read), for the printer.
 pub fn secret_values_on_disk(path: &Path) -> Vec<String> {
     match fsutil::read_regular(path, MAX_CONFIG_BYTES) {
-        Ok(Some(bytes)) => match serde_json::from_slice::<Value>(&bytes) {
-            Ok(v) => crate::output::redact::secret_values(&v),
-            // A config that does not parse still holds its secrets, and the commands that go
-            // on without it (`logs`, `doctor`) must not show them.
-            Err(_) => {
-                crate::output::redact::secret_values_in_text(&String::from_utf8_lossy(&bytes))
-            }
-        },
+        Ok(Some(bytes)) => secret_values_of(&bytes),
         _ => vec![],
+    }
+}
+
+/// The secret values in a config's bytes.
+fn secret_values_of(bytes: &[u8]) -> Vec<String> {
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(v) => crate::output::redact::secret_values(&v),
+        // A config that does not parse still holds its secrets, and the commands that go on
+        // without it (`logs`, `doctor`) must not show them.
+        Err(_) => crate::output::redact::secret_values_in_text(&String::from_utf8_lossy(bytes)),
     }
 }
 

@@ -13,7 +13,7 @@
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{OnceLock, RwLock};
+use std::sync::{Mutex, OnceLock, RwLock};
 
 use super::redact;
 
@@ -34,6 +34,9 @@ pub enum Mode {
     Json,
 }
 
+/// Reads the secret values of one file (`config.json`, a plist) for the printer.
+pub type SecretSource = fn(&Path) -> Vec<String>;
+
 /// The process-wide printer.
 pub struct Printer {
     /// Whether this run's stdout is one JSON document (set once by the command layer from the
@@ -41,6 +44,10 @@ pub struct Printer {
     json: AtomicBool,
     home: RwLock<Option<PathBuf>>,
     secrets: RwLock<Vec<String>>,
+    /// Files whose secrets are read only when something is first printed — unless the
+    /// command reads the file itself first and hands them over ([`Printer::learned`]), so a
+    /// command opens each file once.
+    sources: Mutex<Vec<(PathBuf, SecretSource)>>,
     color_out: bool,
     color_err: bool,
     stdout_closed: AtomicBool,
@@ -57,6 +64,7 @@ pub fn printer() -> &'static Printer {
             json: AtomicBool::new(false),
             home: RwLock::new(None),
             secrets: RwLock::new(vec![]),
+            sources: Mutex::new(vec![]),
             color_out: !no_color && io::stdout().is_terminal(),
             color_err: !no_color && io::stderr().is_terminal(),
             stdout_closed: AtomicBool::new(false),
@@ -93,6 +101,31 @@ impl Printer {
         *self.home.write().unwrap_or_else(|e| e.into_inner()) = Some(home.to_owned());
     }
 
+    /// Registers a file whose secrets must never be printed: read by `read` just before the
+    /// first thing is printed, unless [`Printer::learned`] hands them over first.
+    pub fn add_secret_source(&self, path: &Path, read: SecretSource) {
+        let mut s = self.sources.lock().unwrap_or_else(|e| e.into_inner());
+        s.push((path.to_owned(), read));
+    }
+
+    /// The secrets of a registered file, from a caller that read it anyway: the printer need
+    /// not open it again.
+    pub fn learned(&self, path: &Path, values: impl IntoIterator<Item = String>) {
+        self.sources
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|(p, _)| p != path);
+        self.add_secrets(values);
+    }
+
+    /// Reads every registered file not handed over yet (once).
+    fn learn_pending(&self) {
+        let pending = std::mem::take(&mut *self.sources.lock().unwrap_or_else(|e| e.into_inner()));
+        for (path, read) in pending {
+            self.add_secrets(read(&path));
+        }
+    }
+
     /// Adds secret values (from `config.json`) that must never be printed.
     pub fn add_secrets(&self, values: impl IntoIterator<Item = String>) {
         let mut s = self.secrets.write().unwrap_or_else(|e| e.into_inner());
@@ -108,6 +141,7 @@ impl Printer {
     /// A human line as it will be shown: `~`, secrets, URL credentials, control characters
     /// ([`redact::redact_text`]).
     pub fn human(&self, text: &str) -> String {
+        self.learn_pending();
         let home = self.home.read().unwrap_or_else(|e| e.into_inner());
         let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
         redact::redact_text(text, home.as_deref(), &secrets)
@@ -116,6 +150,7 @@ impl Printer {
     /// A JSON document as it will be printed: secret-named keys, known secret values and URL
     /// credentials redacted in every string ([`redact::redact_document`]); paths stay absolute.
     pub fn document(&self, value: &serde_json::Value) -> serde_json::Value {
+        self.learn_pending();
         let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
         redact::redact_document(value, &secrets)
     }
@@ -162,6 +197,7 @@ impl Printer {
     /// characters still escaped. Returns the 1-based numbers of the lines that had something
     /// redacted, so the caller can say so.
     pub fn verbatim(&self, text: &str) -> Vec<usize> {
+        self.learn_pending();
         let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
         let mut changed = vec![];
         let mut shown = String::with_capacity(text.len() + 1);
