@@ -90,7 +90,7 @@ pub struct Agent<'a> {
     before: RefCell<Option<Option<PrintInfo>>>,
     pub stack: &'a Stack,
     pub audit: Audit,
-    lock: &'a Lock,
+    pub(crate) lock: &'a Lock,
     /// `OYSTER_ENV_PROOF`: which proofs may be used (all, unless a test or a user says).
     proof_floor: ProofFloor,
 }

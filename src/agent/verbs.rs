@@ -109,13 +109,7 @@ impl Agent<'_> {
         if let Some((missing, code)) =
             self.in_each_domain(|d| self.lc.disable(d, &self.stack.label))?
         {
-            // Said, not hidden: launchd keeps disabled overrides per domain, and this one
-            // cannot be reached now.
-            crate::output::printer().warn(&format!(
-                "could not disable {} in {missing} (launchctl exit {code}: no console session now), \
-                 so a console login may load it there again; run `oyster agent stop --stack {}` once logged in",
-                self.stack.label, self.stack.name
-            ));
+            self.keep_stopped_at_login(missing, code);
         }
         self.audit
             .record(Action::Stop, Step::Disable, StepOutcome::Ok, None, "");
@@ -135,6 +129,36 @@ impl Agent<'_> {
             was_loaded: before.is_some(),
             pid,
         })
+    }
+
+    /// launchd keeps disabled overrides per domain, and `gui/<uid>`'s cannot be set while it
+    /// does not exist (over SSH). So that the next console login does not load the stopped Host
+    /// there, the plist is narrowed to Background sessions (a login is Aqua); `start` writes the
+    /// whole plist again. Said, never silent; if even that fails, the fix is named.
+    fn keep_stopped_at_login(&self, missing: Domain, code: crate::agent::launchctl::Code) {
+        let path = self.stack.plist_path();
+        let narrowed = crate::sys::fs::read_regular(&path, crate::host::plist::MAX_PLIST_BYTES)
+            .map_err(anyhow::Error::from)
+            .and_then(|b| b.ok_or_else(|| anyhow::anyhow!("{} is gone", path.display())))
+            .and_then(|b| crate::host::plist::background_only(&b))
+            .and_then(|b| crate::host::plist::write(self.lock, &path, &b, &self.stack.log_dir));
+        let out = crate::output::printer();
+        match narrowed {
+            Ok(_) => out.warn(&format!(
+                "{missing} does not exist now (launchctl exit {code}: no console session), so its \
+                 disabled override cannot be set; {} now loads only in Background sessions, so a \
+                 console login does not start the Host again (`oyster agent start --stack {}` \
+                 restores the plist)",
+                path.display(),
+                self.stack.name
+            )),
+            Err(e) => out.warn(&format!(
+                "could not disable {} in {missing} (launchctl exit {code}: no console session now) \
+                 nor narrow its plist ({e:#}), so a console login may load it there again; run \
+                 `oyster agent stop --stack {}` once logged in",
+                self.stack.label, self.stack.name
+            )),
+        }
     }
 
     /// `launchctl kill SIGTERM <target>`: the running Host only, never by name or group.

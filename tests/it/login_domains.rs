@@ -170,3 +170,36 @@ fn a_gui_bootstrap_refused_with_125_is_retried_once_in_the_user_domain() {
     assert!(d.loaded_in("user") && !d.loaded_in("gui"));
     d.done();
 }
+
+#[test]
+fn a_host_stopped_over_ssh_stays_stopped_after_the_next_console_login() {
+    let d = D::new();
+    d.over_ssh("install").ok();
+    assert!(d.loaded_in("user"));
+    let r = d.over_ssh("stop").ok();
+    let said = format!("{}{}", r.stdout(), r.stderr());
+    assert!(said.contains("Background sessions"), "{said}");
+    assert!(!d.loaded_in("user") && d.disabled_in("user"));
+    let plist = d.t.home.join(format!("Library/LaunchAgents/{LABEL}.plist"));
+    let narrowed = crate::common::plistlib(&std::fs::read(&plist).unwrap());
+    assert_eq!(
+        narrowed["LimitLoadToSessionType"],
+        serde_json::json!(["Background"]),
+        "{narrowed}"
+    );
+    // The console login loads every Aqua agent into gui/<uid>: not this one.
+    d.t.sim(&["login", &d.domain("gui")]).ok();
+    assert!(!d.loaded_in("gui") && !d.loaded_in("user"), "it came back");
+    // `start` at the console undoes the stop: the whole plist again, enabled, verified.
+    let r = d.t.run(d.args("start")).ok();
+    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    assert!(d.loaded_in("gui"));
+    let restored = crate::common::plistlib(&std::fs::read(&plist).unwrap());
+    assert!(
+        restored["LimitLoadToSessionType"]
+            .as_array()
+            .is_some_and(|s| s.iter().any(|t| t == "Aqua")),
+        "{restored}"
+    );
+    d.done();
+}
