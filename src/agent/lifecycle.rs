@@ -93,6 +93,8 @@ pub struct Agent<'a> {
     pub(crate) lock: &'a Lock,
     /// `OYSTER_ENV_PROOF`: which proofs may be used (all, unless a test or a user says).
     proof_floor: ProofFloor,
+    /// The Host log's length when the run began: a failure shows only what this attempt wrote.
+    log_start: u64,
 }
 
 /// A verified Host.
@@ -205,6 +207,7 @@ impl<'a> Agent<'a> {
             stack,
             lock,
             proof_floor: ctx.env.proof_floor,
+            log_start: std::fs::symlink_metadata(stack.log_path()).map_or(0, |m| m.len()),
         })
     }
 

@@ -318,3 +318,36 @@ fn a_plist_owned_by_another_uid_is_refused_before_anything_is_written() {
     assert!(!run_dir.join("pending").exists(), "nothing written first");
     f.t.wait_no_processes();
 }
+
+#[test]
+fn a_failed_restart_shows_only_what_this_attempt_logged_at_most_20_lines() {
+    let s = crate::common::Stack::new("tailx");
+    s.t.run(s.args("install")).ok();
+    // Days of earlier runs in the log: none of it is this attempt's cause.
+    let log =
+        s.t.home
+            .join(".oysterun-stacks/tailx/logs/oysterun-host.log");
+    let mut old = std::fs::read_to_string(&log).unwrap();
+    for n in 0..500 {
+        old.push_str(&format!("an old line {n} from an earlier run\n"));
+    }
+    std::fs::write(&log, old).unwrap();
+    crate::common::TestContext::fixture_flag(&s.root, "crash-on-start", "");
+    // The new Host crashes on start.
+    let e =
+        s.t.run(s.host_args(&["agent", "restart"]).wait(5, 300))
+            .fails_with(1)
+            .stderr();
+    assert!(e.contains("crash-on-start is set"), "{e}");
+    assert!(!e.contains("an old line"), "earlier runs shown: {e}");
+    let tail: Vec<&str> = e
+        .lines()
+        .skip_while(|l| !l.contains("this attempt's last lines of"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("hint:"))
+        .collect();
+    assert!(!tail.is_empty() && tail.len() <= 20, "{e}");
+    let _ = std::fs::remove_file(s.root.join("host-service/crash-on-start"));
+    s.t.run(["agent", "uninstall", "--stack", "tailx"]).ok();
+    s.t.wait_no_processes();
+}

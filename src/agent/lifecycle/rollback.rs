@@ -4,6 +4,9 @@
 
 use super::*;
 
+/// How many lines of this attempt's Host log a failure shows.
+const MAX_TAIL_LINES: usize = 20;
+
 impl Agent<'_> {
     pub(super) fn keep_as_last_good(&self, bytes: &[u8]) {
         let r = fsutil::create_dir_all(&self.stack.run_dir, 0o700)
@@ -201,14 +204,25 @@ impl Agent<'_> {
     }
 
     pub(super) fn failure_message(&self, failure: &str) -> String {
+        // What this attempt wrote (the log may hold days of earlier runs, which would scroll
+        // the cause away): the bytes since the run began, at most the last 20 lines. A log
+        // that shrank meanwhile (rotated, truncated) is shown from its start, capped.
         let log = self.stack.log_path();
-        let tail = verify::log_tail(&log, 16 * 1024);
+        let len = std::fs::symlink_metadata(&log).map_or(0, |m| m.len());
+        let since = len.checked_sub(self.log_start).unwrap_or(len);
+        let tail = if since == 0 {
+            "(the Host wrote nothing to its log during this attempt)".to_owned()
+        } else {
+            let text = verify::log_tail(&log, since.min(16 * 1024));
+            let lines: Vec<&str> = text.trim_end().lines().collect();
+            lines[lines.len().saturating_sub(MAX_TAIL_LINES)..].join("\n")
+        };
         // The Host may have written secrets of its own since this run began, and logged them:
         // the config is read again after the log, so whatever the tail holds is known by the
         // time it is printed.
         crate::config::learn_secrets(&self.stack.config_path());
         format!(
-            "the Host did not verify: {failure}\n--- last lines of {} ---\n{}",
+            "the Host did not verify: {failure}\n--- this attempt's last lines of {} ---\n{}",
             log.display(),
             tail.trim_end()
         )
