@@ -306,8 +306,14 @@ fn ask_launchd(
                 .map(|d| d.unwrap_or(false)),
         };
         st.loaded_in = loaded.iter().map(|(d, _)| d.to_string()).collect();
-        st.domain = Some(loaded.first().map_or(domain.name, |(d, _)| *d).to_string());
-        if let Some((d, info)) = loaded.first() {
+        // Of two copies, the one that runs is the Host this stack has now (the other crash-
+        // loops on the held port): its facts are shown.
+        let shown = loaded
+            .iter()
+            .find(|(_, i)| i.running())
+            .or_else(|| loaded.first());
+        st.domain = Some(shown.map_or(domain.name, |(d, _)| *d).to_string());
+        if let Some((d, info)) = shown {
             let notes_before = st.notes.len();
             record_job(ctx, info, installed, st);
             // The listing has no runs, crash count or environment: a job it shows not running

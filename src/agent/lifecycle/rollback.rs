@@ -208,9 +208,13 @@ impl Agent<'_> {
         // the cause away): the bytes since the run began, at most the last 20 lines. A log
         // that shrank meanwhile (rotated, truncated) is shown from its start, capped.
         let log = self.stack.log_path();
-        let len = std::fs::symlink_metadata(&log).map_or(0, |m| m.len());
+        let meta = std::fs::symlink_metadata(&log).ok();
+        let len = meta.as_ref().filter(|m| m.is_file()).map_or(0, |m| m.len());
         let since = len.checked_sub(self.log_start).unwrap_or(len);
-        let tail = if since == 0 {
+        let tail = if meta.as_ref().is_some_and(|m| !m.is_file()) {
+            // A FIFO, a symlink: the reader says why it is not shown.
+            verify::log_tail(&log, 16 * 1024)
+        } else if since == 0 {
             "(the Host wrote nothing to its log during this attempt)".to_owned()
         } else {
             let text = verify::log_tail(&log, since.min(16 * 1024));
