@@ -294,7 +294,13 @@ fn ask_launchd(
         if let Some(n) = &domain.fallback_note {
             st.notes.push(n.clone());
         }
-        let loaded = both.loaded();
+        let mut loaded = both.loaded();
+        // A label loaded twice is rare and needs every fact of both copies: ask each job.
+        let asked;
+        if listings.is_some() && loaded.len() > 1 {
+            asked = lc.in_both_domains(label)?;
+            loaded = asked.loaded();
+        }
         // launchd's disabled override only matters for loading: asked only when the job is not
         // loaded. `print-disabled` failing leaves it unknown (`null`); it never fails the status.
         st.disabled = match (loaded.is_empty(), listings) {
