@@ -5,5 +5,6 @@ pub mod launchctl;
 pub mod lifecycle;
 pub mod listing;
 pub mod print;
+pub mod seen;
 pub mod status;
 pub mod verbs;

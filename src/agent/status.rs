@@ -303,14 +303,7 @@ fn ask_launchd(
         }
         // launchd's disabled override only matters for loading: asked only when the job is not
         // loaded. `print-disabled` failing leaves it unknown (`null`); it never fails the status.
-        st.disabled = match (loaded.is_empty(), listings) {
-            (false, _) => None,
-            (true, Some(l)) => Some(l.disabled(domain.name, label).unwrap_or(false)),
-            (true, None) => lc
-                .disabled(&domain.name, label)
-                .ok()
-                .map(|d| d.unwrap_or(false)),
-        };
+        st.disabled = disabled_override(lc, listings, domain.name, label, loaded.is_empty());
         st.loaded_in = loaded.iter().map(|(d, _)| d.to_string()).collect();
         // Of two copies, the one that runs is the Host this stack has now (the other crash-
         // loops on the held port): its facts are shown.
@@ -351,6 +344,22 @@ fn ask_launchd(
             st.notes.push(format!("launchctl failed: {e:#}"));
             false
         }
+    }
+}
+
+/// launchd's disabled override for `label`: asked only for a job that is not loaded (it only
+/// matters for loading), from the listing when there is one; `None` when unknown.
+fn disabled_override(
+    lc: &Launchctl,
+    listings: Option<&Listings>,
+    domain: Domain,
+    label: &str,
+    not_loaded: bool,
+) -> Option<bool> {
+    match (not_loaded, listings) {
+        (false, _) => None,
+        (true, Some(l)) => Some(l.disabled(domain, label).unwrap_or(false)),
+        (true, None) => lc.disabled(&domain, label).ok().map(|d| d.unwrap_or(false)),
     }
 }
 
@@ -508,112 +517,5 @@ fn summarize(st: &AgentStatus) -> Summary {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn st() -> AgentStatus {
-        AgentStatus {
-            stack: "s".into(),
-            label: "com.oysterun.host.s".into(),
-            port: Some(1),
-            url: None,
-            summary: Summary::Unknown,
-            installed: true,
-            loaded: true,
-            running: true,
-            verified: true,
-            broken: false,
-            disabled: Some(false),
-            state: None,
-            pid: Some(7),
-            last_exit_code: None,
-            last_signal: None,
-            runs: None,
-            crash_loop: false,
-            health: Some(200),
-            env_proof: Some(EnvProof::Live),
-            env_mismatch: vec![],
-            in_sync: Some(true),
-            installed_by: Some(InstalledBy::Oyster),
-            managed_by: None,
-            plist_path: String::new(),
-            log_path: String::new(),
-            launchctl: None,
-            launchctl_overridden: false,
-            domain: None,
-            loaded_in: vec![],
-            notes: vec![],
-        }
-    }
-
-    #[test]
-    fn the_summary_keeps_the_facts_apart_in_one_word() {
-        assert_eq!(summarize(&st()), Summary::Verified);
-        let stale = AgentStatus {
-            in_sync: Some(false),
-            ..st()
-        };
-        assert_eq!(summarize(&stale), Summary::Stale);
-        let sick = AgentStatus {
-            verified: false,
-            ..st()
-        };
-        assert_eq!(summarize(&sick), Summary::Unverified);
-        let looping = AgentStatus {
-            running: false,
-            crash_loop: true,
-            ..st()
-        };
-        assert_eq!(summarize(&looping), Summary::CrashLoop);
-        let down = AgentStatus {
-            running: false,
-            ..st()
-        };
-        assert_eq!(summarize(&down), Summary::NotRunning);
-        let stopped = AgentStatus {
-            loaded: false,
-            running: false,
-            disabled: Some(true),
-            ..st()
-        };
-        assert_eq!(summarize(&stopped), Summary::Disabled);
-        // Disabled unknown (print-disabled failed) is not "stopped on purpose".
-        let unknown = AgentStatus {
-            disabled: None,
-            ..stopped
-        };
-        assert_eq!(summarize(&unknown), Summary::NotLoaded);
-        let none = AgentStatus {
-            installed: false,
-            loaded: false,
-            running: false,
-            ..st()
-        };
-        assert_eq!(summarize(&none), Summary::NotInstalled);
-    }
-
-    #[test]
-    fn the_json_words_of_the_kinds_stay_as_documented() {
-        let v = serde_json::to_value(AgentStatus {
-            managed_by: Some(Manager::Direct),
-            installed_by: Some(InstalledBy::Oysterun),
-            summary: Summary::CrashLoop,
-            ..st()
-        })
-        .unwrap();
-        assert_eq!(
-            (
-                &v["managed_by"],
-                &v["installed_by"],
-                &v["summary"],
-                &v["env_proof"]
-            ),
-            (
-                &"direct".into(),
-                &"oysterun".into(),
-                &"crash_loop".into(),
-                &"live".into()
-            )
-        );
-    }
-}
+#[path = "status_tests.rs"]
+mod tests;
