@@ -12,6 +12,7 @@ mod everyday;
 mod help;
 mod host_start_interrupts;
 mod hostile;
+mod hostile_everyday;
 mod house;
 mod identity;
 mod interrupts;

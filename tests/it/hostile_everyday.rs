@@ -1,0 +1,74 @@
+//! A hostile `brew services` user against the everyday verbs (issue 22): every hint must
+//! work when typed as shown, `cleanup` must touch nothing outside the stacks it names nor a
+//! stack another oyster is working on, and setup's suggested command must be one that works.
+
+use crate::common::{free_port, real_node, TestContext};
+
+/// A HOME with the simulator and the pinned Node.
+fn ctx() -> TestContext {
+    let mut t = TestContext::new();
+    t.use_sim();
+    t.extra_env.push((
+        "OYSTERUN_NODE_BIN".into(),
+        real_node().display().to_string(),
+    ));
+    t
+}
+
+/// The commands in backquotes in `text`.
+fn quoted(text: &str) -> Vec<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Runs a suggested `oyster …` command (split on spaces) and returns its exit code: a hint
+/// that does not parse exits 2.
+fn typed_code(t: &TestContext, cmd: &str) -> i32 {
+    let words: Vec<&str> = cmd.split(' ').collect();
+    assert_eq!(words[0], "oyster", "{cmd}");
+    t.run(&words[1..]).0.status.code().unwrap_or(-1)
+}
+
+#[test]
+fn kill_hints_are_commands_in_the_form_typed() {
+    let t = ctx();
+    let port = free_port();
+    let root = t.fixture_root("root-dev");
+    t.run([
+        "install",
+        "dev",
+        "--port",
+        &port.to_string(),
+        "--root",
+        root.to_str().unwrap(),
+        "--settle-ms",
+        "200",
+    ])
+    .ok();
+    // After a kill, the command said to show the new pid is a real command.
+    let out = t.run(["kill", "dev"]).ok().stdout();
+    let shown = quoted(&out);
+    let status = shown
+        .iter()
+        .find(|c| c.contains("status"))
+        .unwrap_or_else(|| panic!("no status command named: {out}"));
+    assert_eq!(status, "oyster status dev", "{out}");
+    assert_ne!(typed_code(&t, status), 2, "`{status}` does not parse");
+    // Not loaded: the hints echo `oyster kill dev`, not `oyster agent … --stack dev`.
+    t.run(["stop", "dev"]).ok();
+    let e = t.run(["kill", "dev"]).fails_with(1).stderr();
+    let hint = e.lines().find(|l| l.starts_with("hint:")).unwrap_or("");
+    assert_eq!(
+        quoted(hint),
+        ["oyster start dev", "oyster status dev"],
+        "{e}"
+    );
+    let e = t
+        .run(["agent", "kill", "--stack", "dev"])
+        .fails_with(1)
+        .stderr();
+    assert!(e.contains("`oyster agent start --stack dev`"), "{e}");
+}
