@@ -27,6 +27,9 @@ struct Found {
     precious: Vec<PathBuf>,
     /// Why the stack is kept regardless (a LaunchAgent, a running Host, an unknown file).
     kept: Option<String>,
+    /// The stack's lifecycle lock, held from the look to the removal, so no other oyster
+    /// starts on the stack meanwhile (and one already at work keeps its stack).
+    _lock: Option<crate::sys::fs::Lock>,
 }
 
 pub fn run(ctx: &Context, args: &CleanupArgs) -> anyhow::Result<ExitStatus> {
@@ -199,7 +202,37 @@ fn examine(stack: &Stack, lc: Option<&Launchctl>) -> Found {
         bookkeeping: vec![],
         precious: vec![],
         kept: None,
+        _lock: None,
     };
+    // A stack directory that is a symlink: removing "its" files would remove them wherever
+    // it points, outside the stacks directory.
+    if std::fs::symlink_metadata(&stack.root).is_ok_and(|m| m.file_type().is_symlink()) {
+        f.kept = Some(format!(
+            "{} is a symlink (to {}); cleanup removes nothing through it",
+            stack.root.display(),
+            std::fs::read_link(&stack.root)
+                .map(|t| t.display().to_string())
+                .unwrap_or_else(|_| "?".into())
+        ));
+        return f;
+    }
+    let lock_path = stack.lifecycle_lock_path();
+    if lock_path.exists() {
+        match crate::sys::fs::try_lock_existing(&lock_path) {
+            Ok(Some(lock)) => f._lock = Some(lock),
+            Ok(None) => {
+                f.kept = Some(format!(
+                    "another oyster is working on it (it holds {})",
+                    lock_path.display()
+                ));
+                return f;
+            }
+            Err(e) => {
+                f.kept = Some(format!("{e}"));
+                return f;
+            }
+        }
+    }
     if stack.plist_path().exists() {
         f.kept = Some(format!(
             "has a LaunchAgent ({})",

@@ -72,3 +72,61 @@ fn kill_hints_are_commands_in_the_form_typed() {
         .stderr();
     assert!(e.contains("`oyster agent start --stack dev`"), "{e}");
 }
+
+/// A leftover stack (a run dir with only the lock and the node cache) at `dir`.
+fn leftover(dir: &std::path::Path) {
+    std::fs::create_dir_all(dir.join("run")).unwrap();
+    std::fs::write(dir.join("run/oyster.lock"), "").unwrap();
+    std::fs::write(dir.join("run/node-version.cache"), "v20\n").unwrap();
+}
+
+#[test]
+fn cleanup_removes_nothing_through_a_symlinked_stack_dir() {
+    let t = TestContext::new();
+    let stacks = t.home.join(".oysterun-stacks");
+    std::fs::create_dir_all(&stacks).unwrap();
+    // The user keeps a directory elsewhere that happens to look like a leftover stack.
+    let outside = t.path("elsewhere");
+    leftover(&outside);
+    std::os::unix::fs::symlink(&outside, stacks.join("linked")).unwrap();
+    leftover(&stacks.join("ghost"));
+    let before = crate::common::tree(&outside);
+    let r = t.run(["cleanup", "--yes"]).ok();
+    assert_eq!(crate::common::tree(&outside), before, "{}", r.stderr());
+    assert!(
+        !stacks.join("ghost").exists(),
+        "the real leftover is removed"
+    );
+    let out = r.stdout();
+    assert!(
+        out.contains("kept    linked") && out.contains("symlink"),
+        "{out}"
+    );
+    assert!(
+        !r.stderr().contains("something was added"),
+        "{}",
+        r.stderr()
+    );
+}
+
+#[test]
+fn cleanup_keeps_a_stack_another_oyster_holds_the_lock_of() {
+    let t = TestContext::new();
+    let busy = t.home.join(".oysterun-stacks/busy");
+    leftover(&busy);
+    // Another oyster (here: this test) is mid-install on the stack: it holds the lock.
+    let held = std::fs::File::open(busy.join("run/oyster.lock")).unwrap();
+    held.lock().unwrap();
+    let before = crate::common::tree(&busy);
+    let r = t.run(["cleanup", "--yes"]).ok();
+    assert_eq!(crate::common::tree(&busy), before, "{}", r.stdout());
+    assert!(
+        r.stdout().contains("kept    busy") && r.stdout().contains("another oyster"),
+        "{}",
+        r.stdout()
+    );
+    // Once the lock is free, it is an ordinary leftover.
+    drop(held);
+    t.run(["cleanup", "--yes"]).ok();
+    assert!(!busy.exists());
+}
