@@ -130,3 +130,50 @@ fn cleanup_keeps_a_stack_another_oyster_holds_the_lock_of() {
     t.run(["cleanup", "--yes"]).ok();
     assert!(!busy.exists());
 }
+
+#[test]
+fn setups_offered_command_without_providers_works_when_typed() {
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    // A node prefix with an npm, so setup offers to install the missing providers.
+    let bin = t.path("nodepfx/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();
+    t.fake_exe(&bin.join("npm"));
+    let port = free_port().to_string();
+    let (root, node) = (root.to_str().unwrap(), bin.join("node"));
+    let node = node.to_str().unwrap();
+    let out = t
+        .run([
+            "setup",
+            "--dry-run",
+            "--stack",
+            "st",
+            "--root",
+            root,
+            "--node-bin",
+            node,
+            "--port",
+            &port,
+            "--no-start",
+        ])
+        .ok()
+        .stdout();
+    let offered = quoted(&out)
+        .into_iter()
+        .find(|c| c.starts_with("oyster setup --no-install-providers"))
+        .unwrap_or_else(|| panic!("no command offered: {out}"));
+    // Typed as shown (plus --dry-run, to change nothing), it plans the same Host.
+    let mut words: Vec<&str> = offered.split(' ').skip(1).collect();
+    words.push("--dry-run");
+    let r = t.run(&words);
+    assert_eq!(r.0.status.code(), Some(0), "`{offered}`: {}", r.stderr());
+    let again = r.stdout();
+    assert!(again.contains(root), "{again}");
+    assert!(offered.contains(&format!("--port {port}")), "{offered}");
+    assert!(
+        again.contains("start:       no"),
+        "--no-start is kept: {again}"
+    );
+    t.assert_nothing_executed();
+}
