@@ -105,6 +105,18 @@ fn usage_error(e: &clap::Error, args: &[OsString]) -> ExitCode {
     for line in lines {
         let trimmed = line.trim();
         if let Some(tip) = trimmed.strip_prefix("tip: ") {
+            // clap's "to pass '--x' as a value, use '-- --x'": oyster's only positionals are
+            // stack names (and fixed words), so typed as told it is refused again; for `--all`,
+            // say which verbs take it.
+            if tip.starts_with("to pass '") && tip.contains("as a value, use '-- ") {
+                if tip.starts_with("to pass '--all'") {
+                    hints.push(
+                        "--all is taken by start, stop, restart and uninstall (`oyster list` shows every stack)"
+                            .to_owned(),
+                    );
+                }
+                continue;
+            }
             hints.push(tip.to_owned());
         } else if trimmed.starts_with("For more information, try") {
             hints.push(trimmed.replace("For more information, try", "for more information, try"));

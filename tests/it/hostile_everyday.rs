@@ -177,3 +177,27 @@ fn setups_offered_command_without_providers_works_when_typed() {
     );
     t.assert_nothing_executed();
 }
+
+#[test]
+fn an_unknown_flag_is_not_answered_with_a_tip_that_fails_when_typed() {
+    let t = TestContext::new();
+    for (args, says) in [
+        (
+            &["status", "--all"][..],
+            Some("--all is taken by start, stop, restart and uninstall"),
+        ),
+        (&["logs", "--all"], Some("--all is taken by")),
+        (&["status", "--bogus"], None),
+    ] {
+        let e = t.run(args).fails_with(2).stderr();
+        let hint = e.lines().find(|l| l.starts_with("hint:")).unwrap_or("");
+        // clap's "use '-- --all'" would make the flag a stack name, refused again.
+        assert!(!hint.contains("'-- "), "{args:?}: {e}");
+        let mut typed = args.to_vec();
+        typed.insert(1, "--");
+        t.run(&typed).fails_with(2);
+        if let Some(says) = says {
+            assert!(hint.contains(says), "{args:?}: {e}");
+        }
+    }
+}
