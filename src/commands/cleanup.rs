@@ -36,12 +36,18 @@ pub fn run(ctx: &Context, args: &CleanupArgs) -> anyhow::Result<ExitStatus> {
     let env = ctx.env.stack_env();
     let lc = Launchctl::locate(&ctx.env).ok();
     let mut found = vec![];
-    for name in candidates(ctx) {
+    for (name, listed) in candidates(ctx) {
         let Ok(stack) = Stack::new(&name, &env) else {
             continue;
         };
         if stack.root.is_dir() || stack.plist_path().exists() {
-            found.push(examine(&stack, lc.as_ref()));
+            let f = examine(&stack, lc.as_ref());
+            // A directory `list` does not show that holds no file oyster writes (only empty
+            // directories) was never a stack: a user's (OYSTERUN_STACKS_DIR may be a shared
+            // directory), not a leftover.
+            if listed || f.kept.is_some() || !f.bookkeeping.is_empty() || !f.precious.is_empty() {
+                found.push(f);
+            }
         }
     }
     let removable: Vec<&Found> = found
@@ -168,11 +174,14 @@ pub fn forget_refused_first_install(ctx: &Context) {
     }
 }
 
-/// Every stack name on disk, and every directory in the stacks dir (a refused command may
-/// have left one that `list` does not show).
-fn candidates(ctx: &Context) -> Vec<String> {
+/// Every stack name on disk (`true`: `list` shows it), and every directory in the stacks dir
+/// (`false`: a refused command may have left one that `list` does not show).
+fn candidates(ctx: &Context) -> Vec<(String, bool)> {
     let env = ctx.env.stack_env();
-    let mut names = crate::host::stack::discover(&env);
+    let mut names: Vec<(String, bool)> = crate::host::stack::discover(&env)
+        .into_iter()
+        .map(|n| (n, true))
+        .collect();
     let stacks_dir = env
         .stacks_dir
         .clone()
@@ -188,8 +197,8 @@ fn candidates(ctx: &Context) -> Vec<String> {
         .unwrap_or_default();
     extra.sort();
     for n in extra {
-        if !names.contains(&n) {
-            names.push(n);
+        if !names.iter().any(|(known, _)| *known == n) {
+            names.push((n, false));
         }
     }
     names

@@ -201,3 +201,20 @@ fn an_unknown_flag_is_not_answered_with_a_tip_that_fails_when_typed() {
         }
     }
 }
+
+#[test]
+fn cleanup_never_removes_a_directory_that_was_never_a_stack() {
+    let mut t = TestContext::new();
+    // The stacks live in a directory the user shares with other things.
+    let shared = t.home.join("work");
+    std::fs::create_dir_all(shared.join("newproj")).unwrap();
+    std::fs::create_dir_all(shared.join("mnt/sub")).unwrap();
+    leftover(&shared.join("ghost"));
+    t.extra_env
+        .push(("OYSTERUN_STACKS_DIR".into(), shared.display().to_string()));
+    let r = t.run(["cleanup", "--yes"]).ok();
+    assert!(shared.join("newproj").is_dir(), "{}", r.stdout());
+    assert!(shared.join("mnt/sub").is_dir(), "{}", r.stdout());
+    assert!(!r.stdout().contains("newproj"), "{}", r.stdout());
+    assert!(!shared.join("ghost").exists(), "a real leftover still goes");
+}
