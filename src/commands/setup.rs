@@ -71,7 +71,9 @@ pub fn run(ctx: &Context, args: SetupArgs) -> anyhow::Result<ExitStatus> {
     let plan = setup::apply(ctx, &opts, sp, install)?;
     // Oysterun's own setup printed the login QR once the Host ran.
     if !opts.no_start && args.qr.wanted(std::io::stdout().is_terminal()) {
-        setup::hooks::show_qr(ctx, &plan);
+        if let setup::hooks::Ran::Interrupted(sig) = setup::hooks::show_qr(ctx, &plan) {
+            return Err(super::qr_interrupted(sig));
+        }
     }
     Ok(ExitStatus::Success)
 }

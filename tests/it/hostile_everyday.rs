@@ -218,3 +218,80 @@ fn cleanup_never_removes_a_directory_that_was_never_a_stack() {
     assert!(!r.stdout().contains("newproj"), "{}", r.stdout());
     assert!(!shared.join("ghost").exists(), "a real leftover still goes");
 }
+
+/// Whether `pid` is alive (oyster reaps its step, and init an orphan, so no zombie lingers).
+fn alive(pid: u32) -> bool {
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap());
+    nix::sys::signal::kill(pid, None).is_ok()
+}
+
+#[test]
+fn ctrl_c_during_the_login_qr_stops_the_step_and_exits_130() {
+    use std::time::Duration;
+    let t = ctx();
+    let port = free_port();
+    let root = t.fixture_root("root-dev");
+    t.run([
+        "install",
+        "dev",
+        "--port",
+        &port.to_string(),
+        "--root",
+        root.to_str().unwrap(),
+        "--settle-ms",
+        "200",
+    ])
+    .ok();
+    // A QR entry point that never ends, and says its pid.
+    let pid_file = t.path("qr.pid");
+    std::fs::write(
+        root.join("host-service/setup.mjs"),
+        format!(
+            "import {{ writeFileSync }} from 'node:fs';\nwriteFileSync({:?}, String(process.pid));\nsetInterval(() => {{}}, 1000);\n",
+            pid_file.display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut child = t
+        .cmd()
+        .args(["restart", "dev", "--qr", "--settle-ms", "200"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::common::wait_until(Duration::from_secs(30), "the QR step to start", || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|s| !s.is_empty())
+    });
+    let qr: u32 = std::fs::read_to_string(&pid_file).unwrap().parse().unwrap();
+    let oyster = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    nix::sys::signal::kill(oyster, nix::sys::signal::Signal::SIGINT).unwrap();
+    let t0 = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let still = alive(qr);
+    if still {
+        // Stop what the test started (by pid) before failing.
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(qr).unwrap()),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !still,
+        "the QR step (pid {qr}) outlived oyster's Ctrl-C: {err}"
+    );
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("the login QR step was stopped; the Host runs and verified"),
+        "{err}"
+    );
+    assert_eq!(status_of(&t, "dev")["verified"], true);
+}
+
+fn status_of(t: &TestContext, stack: &str) -> serde_json::Value {
+    t.run(["status", stack, "--json"]).json()
+}
