@@ -295,3 +295,18 @@ fn ctrl_c_during_the_login_qr_stops_the_step_and_exits_130() {
 fn status_of(t: &TestContext, stack: &str) -> serde_json::Value {
     t.run(["status", stack, "--json"]).json()
 }
+
+#[test]
+fn oysteruns_stack_all_is_answered_with_all_not_with_creating_a_stack_named_all() {
+    let t = TestContext::new();
+    for args in [
+        &["uninstall", "--stack", "all"][..],
+        &["restart", "all"],
+        &["agent", "stop", "--stack", "all"],
+    ] {
+        let e = t.run(args).fails_with(2).stderr();
+        let hint = e.lines().find(|l| l.starts_with("hint:")).unwrap_or("");
+        assert!(hint.contains("--all"), "{args:?}: {e}");
+        assert!(!hint.contains("install --stack all"), "{args:?}: {e}");
+    }
+}
