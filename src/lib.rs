@@ -165,6 +165,15 @@ const ERROR_KINDS: &[error::KindProbe] = &[
 /// the output quietly, and a read command that succeeded exits 0 as usual.
 fn finish(result: anyhow::Result<ExitStatus>) -> ExitCode {
     let out = output::printer();
+    // A closed pipe is the reader's choice; any other failure to write stdout (a full disk)
+    // lost the output the user asked for: never exit 0 then.
+    if let (Ok(ExitStatus::Success), Some(why)) = (&result, out.stdout_failed()) {
+        out.error(
+            &format!("could not write the output to stdout: {why}"),
+            Some("check where stdout goes (a full disk, a file that cannot be written)"),
+        );
+        return ExitStatus::Failure.into();
+    }
     match result {
         Ok(status) => status.into(),
         Err(err) => {

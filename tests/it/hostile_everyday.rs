@@ -310,3 +310,33 @@ fn oysteruns_stack_all_is_answered_with_all_not_with_creating_a_stack_named_all(
         assert!(!hint.contains("install --stack all"), "{args:?}: {e}");
     }
 }
+
+/// A full disk under `> file` is not a closed pipe: the document the user asked for is lost,
+/// so the run must not exit 0 (`/dev/full` answers every write with ENOSPC; Linux only).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_stdout_that_cannot_be_written_is_a_failure_not_success() {
+    let t = TestContext::new();
+    for args in [&["list", "--json"][..], &["list"], &["completions", "bash"]] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let out = t.cmd().args(args).stdout(full).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.contains("could not write the output"),
+            "{args:?}: {err}"
+        );
+    }
+    // A reader that closes the pipe early is still not an error.
+    let mut child = t
+        .cmd()
+        .args(["completions", "bash"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}
