@@ -105,6 +105,18 @@ fn usage_error(e: &clap::Error, args: &[OsString]) -> ExitCode {
     for line in lines {
         let trimmed = line.trim();
         if let Some(tip) = trimmed.strip_prefix("tip: ") {
+            // clap's "to pass '--x' as a value, use '-- --x'": oyster's only positionals are
+            // stack names (and fixed words), so typed as told it is refused again; for `--all`,
+            // say which verbs take it.
+            if tip.starts_with("to pass '") && tip.contains("as a value, use '-- ") {
+                if tip.starts_with("to pass '--all'") {
+                    hints.push(
+                        "--all is taken by start, stop, restart and uninstall (`oyster list` shows every stack)"
+                            .to_owned(),
+                    );
+                }
+                continue;
+            }
             hints.push(tip.to_owned());
         } else if trimmed.starts_with("For more information, try") {
             hints.push(trimmed.replace("For more information, try", "for more information, try"));
@@ -153,6 +165,15 @@ const ERROR_KINDS: &[error::KindProbe] = &[
 /// the output quietly, and a read command that succeeded exits 0 as usual.
 fn finish(result: anyhow::Result<ExitStatus>) -> ExitCode {
     let out = output::printer();
+    // A closed pipe is the reader's choice; any other failure to write stdout (a full disk)
+    // lost the output the user asked for: never exit 0 then.
+    if let (Ok(ExitStatus::Success), Some(why)) = (&result, out.stdout_failed()) {
+        out.error(
+            &format!("could not write the output to stdout: {why}"),
+            Some("check where stdout goes (a full disk, a file that cannot be written)"),
+        );
+        return ExitStatus::Failure.into();
+    }
     match result {
         Ok(status) => status.into(),
         Err(err) => {

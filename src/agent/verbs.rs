@@ -164,14 +164,21 @@ impl Agent<'_> {
     /// `launchctl kill SIGTERM <target>`: the running Host only, never by name or group.
     /// KeepAlive makes launchd start it again (after the rest of ThrottleInterval when it ran
     /// less than that).
-    pub fn kill(&self) -> anyhow::Result<KillOutcome> {
+    ///
+    /// `hint` spells a suggested command in the form the user typed (`hint("start")` is
+    /// `oyster start` after `oyster kill`).
+    pub fn kill(&self, hint: &dyn Fn(&str) -> String) -> anyhow::Result<KillOutcome> {
         let _guard = InterruptGuard::install();
         let Some(info) = self.before()? else {
             return Err(Failed::new(
-                format!("{} is not loaded, so there is no Host to signal", self.stack.label),
                 format!(
-                    "`oyster agent start --stack {}` starts it; `oyster agent status --stack {}` shows why it is not loaded",
-                    self.stack.name, self.stack.name
+                    "{} is not loaded, so there is no Host to signal",
+                    self.stack.label
+                ),
+                format!(
+                    "`{}` starts it; `{}` shows why it is not loaded",
+                    hint("start"),
+                    hint("status")
                 ),
             )
             .into());
@@ -183,10 +190,7 @@ impl Agent<'_> {
                     self.stack.label,
                     info.state().unwrap_or("unknown")
                 ),
-                format!(
-                    "see `oyster logs --stack {}` for why it is not running",
-                    self.stack.name
-                ),
+                format!("see `{}` for why it is not running", hint("logs")),
             )
             .into());
         };

@@ -27,18 +27,27 @@ struct Found {
     precious: Vec<PathBuf>,
     /// Why the stack is kept regardless (a LaunchAgent, a running Host, an unknown file).
     kept: Option<String>,
+    /// The stack's lifecycle lock, held from the look to the removal, so no other oyster
+    /// starts on the stack meanwhile (and one already at work keeps its stack).
+    _lock: Option<crate::sys::fs::Lock>,
 }
 
 pub fn run(ctx: &Context, args: &CleanupArgs) -> anyhow::Result<ExitStatus> {
     let env = ctx.env.stack_env();
     let lc = Launchctl::locate(&ctx.env).ok();
     let mut found = vec![];
-    for name in candidates(ctx) {
+    for (name, listed) in candidates(ctx) {
         let Ok(stack) = Stack::new(&name, &env) else {
             continue;
         };
         if stack.root.is_dir() || stack.plist_path().exists() {
-            found.push(examine(&stack, lc.as_ref()));
+            let f = examine(&stack, lc.as_ref());
+            // A directory `list` does not show that holds no file oyster writes (only empty
+            // directories) was never a stack: a user's (OYSTERUN_STACKS_DIR may be a shared
+            // directory), not a leftover.
+            if listed || f.kept.is_some() || !f.bookkeeping.is_empty() || !f.precious.is_empty() {
+                found.push(f);
+            }
         }
     }
     let removable: Vec<&Found> = found
@@ -188,11 +197,14 @@ pub fn forget_refused_first_install(ctx: &Context) {
     }
 }
 
-/// Every stack name on disk, and every directory in the stacks dir (a refused command may
-/// have left one that `list` does not show).
-fn candidates(ctx: &Context) -> Vec<String> {
+/// Every stack name on disk (`true`: `list` shows it), and every directory in the stacks dir
+/// (`false`: a refused command may have left one that `list` does not show).
+fn candidates(ctx: &Context) -> Vec<(String, bool)> {
     let env = ctx.env.stack_env();
-    let mut names = crate::host::stack::discover(&env);
+    let mut names: Vec<(String, bool)> = crate::host::stack::discover(&env)
+        .into_iter()
+        .map(|n| (n, true))
+        .collect();
     let stacks_dir = env
         .stacks_dir
         .clone()
@@ -208,8 +220,8 @@ fn candidates(ctx: &Context) -> Vec<String> {
         .unwrap_or_default();
     extra.sort();
     for n in extra {
-        if !names.contains(&n) {
-            names.push(n);
+        if !names.iter().any(|(known, _)| *known == n) {
+            names.push((n, false));
         }
     }
     names
@@ -222,7 +234,37 @@ fn examine(stack: &Stack, lc: Option<&Launchctl>) -> Found {
         bookkeeping: vec![],
         precious: vec![],
         kept: None,
+        _lock: None,
     };
+    // A stack directory that is a symlink: removing "its" files would remove them wherever
+    // it points, outside the stacks directory.
+    if std::fs::symlink_metadata(&stack.root).is_ok_and(|m| m.file_type().is_symlink()) {
+        f.kept = Some(format!(
+            "{} is a symlink (to {}); cleanup removes nothing through it",
+            stack.root.display(),
+            std::fs::read_link(&stack.root)
+                .map(|t| t.display().to_string())
+                .unwrap_or_else(|_| "?".into())
+        ));
+        return f;
+    }
+    let lock_path = stack.lifecycle_lock_path();
+    if lock_path.exists() {
+        match crate::sys::fs::try_lock_existing(&lock_path) {
+            Ok(Some(lock)) => f._lock = Some(lock),
+            Ok(None) => {
+                f.kept = Some(format!(
+                    "another oyster is working on it (it holds {})",
+                    lock_path.display()
+                ));
+                return f;
+            }
+            Err(e) => {
+                f.kept = Some(format!("{e}"));
+                return f;
+            }
+        }
+    }
     if stack.plist_path().exists() {
         f.kept = Some(format!(
             "has a LaunchAgent ({})",

@@ -19,6 +19,7 @@ use std::io::IsTerminal;
 use crate::cli::{AgentCommand, Cli, Command};
 use crate::context::Context;
 use crate::output::Mode;
+use crate::setup::hooks::Ran;
 use crate::ExitStatus;
 
 /// The packaging helpers, which need no HOME and no stack; `None` for every other command.
@@ -115,6 +116,16 @@ fn output_mode(command: &Command) -> Mode {
     }
 }
 
+/// Ctrl-C during the login QR step, after the Host verified: the step is stopped, the Host
+/// keeps running, and the run ends with 128 + N.
+pub fn qr_interrupted(sig: crate::sys::signal::Signal) -> anyhow::Error {
+    crate::error::Interrupted(
+        sig,
+        "the login QR step was stopped; the Host runs and verified".into(),
+    )
+    .into()
+}
+
 /// One agent verb on one stack, with the steps Oysterun's service script ran around a start:
 /// the restore preparation before `restart --restore-sessions`, the login QR after a verified
 /// start or restart.
@@ -137,7 +148,13 @@ pub fn agent_verb(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus
         if ctx.stack.plist_path().exists() {
             match plan(ctx, inputs) {
                 Ok(p) => {
-                    crate::setup::hooks::prepare_restore(ctx, &p);
+                    if let Ran::Interrupted(sig) = crate::setup::hooks::prepare_restore(ctx, &p) {
+                        return Err(crate::error::Interrupted(
+                            sig,
+                            "the restore preparation was stopped; nothing was restarted".into(),
+                        )
+                        .into());
+                    }
                 }
                 Err(e) => ctx.out.warn(&format!(
                     "sessions not prepared for restore: {e:#}; restarting without it"
@@ -160,7 +177,9 @@ pub fn agent_verb(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus
         if qr.wanted(std::io::stdout().is_terminal()) {
             match plan(ctx, inputs) {
                 Ok(p) => {
-                    crate::setup::hooks::show_qr(ctx, &p);
+                    if let Ran::Interrupted(sig) = crate::setup::hooks::show_qr(ctx, &p) {
+                        return Err(qr_interrupted(sig));
+                    }
                 }
                 Err(e) => {
                     ctx.out.warn(&format!("the login QR step failed: {e:#}"));

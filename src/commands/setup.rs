@@ -15,6 +15,7 @@ use crate::ExitStatus;
 
 /// Runs setup: plan, show, maybe ask, apply.
 pub fn run(ctx: &Context, args: SetupArgs) -> anyhow::Result<ExitStatus> {
+    let retyped = args.retyped();
     let opts = SetupOptions {
         mode: args.mode.map(Into::into),
         agent_folder: args.agent_folder,
@@ -29,7 +30,10 @@ pub fn run(ctx: &Context, args: SetupArgs) -> anyhow::Result<ExitStatus> {
     show(ctx, &opts, &sp);
     // The command that sets the Host up and installs no provider, offered wherever setup
     // would otherwise install (or ask about) one.
-    let without = format!("oyster setup --no-install-providers{}", ctx.stack_suffix());
+    let without = format!(
+        "oyster setup --no-install-providers{}{retyped}",
+        ctx.stack_suffix()
+    );
     if args.dry_run {
         if !sp.installs.is_empty() && !args.no_install_providers {
             crate::say!("To set up the Host without installing any provider: `{without}`.");
@@ -67,7 +71,9 @@ pub fn run(ctx: &Context, args: SetupArgs) -> anyhow::Result<ExitStatus> {
     let plan = setup::apply(ctx, &opts, sp, install)?;
     // Oysterun's own setup printed the login QR once the Host ran.
     if !opts.no_start && args.qr.wanted(std::io::stdout().is_terminal()) {
-        setup::hooks::show_qr(ctx, &plan);
+        if let setup::hooks::Ran::Interrupted(sig) = setup::hooks::show_qr(ctx, &plan) {
+            return Err(super::qr_interrupted(sig));
+        }
     }
     Ok(ExitStatus::Success)
 }

@@ -335,11 +335,17 @@ pub fn require_known(stack: &Stack, env: &StackEnv) -> Result<(), Invalid> {
     } else {
         known.join(", ")
     };
-    Err(Invalid::new(format!(
+    let err = Invalid::new(format!(
         "there is no stack named {:?} on this machine (known stacks: {list})",
         stack.name
-    ))
-    .hint(format!(
+    ));
+    // Oysterun's own scripts took `--stack all` for every stack; here that is `--all`.
+    if stack.name == "all" {
+        return Err(err.hint(
+            "every stack is `--all` (`oyster start --all`, `stop`, `restart`, `uninstall`), not a stack named all",
+        ));
+    }
+    Err(err.hint(format!(
         "check the name with `oyster agent list`; a new stack is created by `oyster agent install --stack {} --port N` (or `oyster setup`)",
         stack.name
     )))

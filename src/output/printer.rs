@@ -51,6 +51,9 @@ pub struct Printer {
     color_out: bool,
     color_err: bool,
     stdout_closed: AtomicBool,
+    /// The first error writing stdout other than a closed pipe (a full disk, an I/O error):
+    /// the output the user asked for is lost, so the run cannot end with 0.
+    stdout_failed: RwLock<Option<String>>,
 }
 
 static PRINTER: OnceLock<Printer> = OnceLock::new();
@@ -68,6 +71,7 @@ pub fn printer() -> &'static Printer {
             color_out: !no_color && io::stdout().is_terminal(),
             color_err: !no_color && io::stderr().is_terminal(),
             stdout_closed: AtomicBool::new(false),
+            stdout_failed: RwLock::new(None),
         }
     })
 }
@@ -160,6 +164,14 @@ impl Printer {
         self.stdout_closed.load(Ordering::SeqCst)
     }
 
+    /// Why writing stdout failed, when it did for another reason than a closed pipe.
+    pub fn stdout_failed(&self) -> Option<String> {
+        self.stdout_failed
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     fn paint(&self, color: bool, tone: Tone, text: &str) -> String {
         use anstyle::{AnsiColor, Style};
         let style = match tone {
@@ -182,6 +194,14 @@ impl Printer {
         if let Err(e) = out.write_all(bytes).and_then(|()| out.flush()) {
             if e.kind() == io::ErrorKind::BrokenPipe {
                 self.stdout_closed.store(true, Ordering::SeqCst);
+            } else {
+                // Said once at the end (lib.rs); what follows is not written either.
+                self.stdout_closed.store(true, Ordering::SeqCst);
+                let mut failed = self
+                    .stdout_failed
+                    .write()
+                    .unwrap_or_else(|e| e.into_inner());
+                failed.get_or_insert_with(|| e.to_string());
             }
         }
     }

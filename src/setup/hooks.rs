@@ -14,6 +14,7 @@ use std::time::Duration;
 use crate::context::Context;
 use crate::host::plan::Plan;
 use crate::sys::process::{self, ChildEnv};
+use crate::sys::signal::{self, InterruptGuard, Signal};
 
 /// The login QR entry point, relative to the root.
 pub const SHOW_QR: &str = "host-service/setup.mjs";
@@ -40,6 +41,9 @@ pub enum Ran {
     Skipped,
     /// Named in the output already.
     Failed,
+    /// Ctrl-C (SIGINT, SIGTERM, SIGHUP) while it ran: the step's process group was stopped;
+    /// the caller ends the run with 128 + N.
+    Interrupted(Signal),
 }
 
 /// Prints the login QR: stdout as the entry point writes it (the QR is for the user's eyes),
@@ -55,6 +59,10 @@ pub fn show_qr(ctx: &Context, plan: &Plan) -> Ran {
     }
     match run_step(ctx, plan, script, &["--show-qr"], None, QR_TIMEOUT) {
         Ok(()) => Ran::Done,
+        Err(_) if signal::received().is_some() => {
+            ctx.out.err(QR_UNAVAILABLE);
+            Ran::Interrupted(signal::received().unwrap_or(Signal::SIGINT))
+        }
         Err(why) => {
             ctx.out.warn(&format!("the login QR step failed: {why}"));
             ctx.out.err(QR_UNAVAILABLE);
@@ -84,6 +92,9 @@ pub fn prepare_restore(ctx: &Context, plan: &Plan) -> Ran {
         RESTORE_TIMEOUT,
     ) {
         Ok(()) => Ran::Done,
+        Err(_) if signal::received().is_some() => {
+            Ran::Interrupted(signal::received().unwrap_or(Signal::SIGINT))
+        }
         Err(why) => {
             ctx.out.warn(&format!(
                 "preparing the restart restore failed: {why}; restarting without restored sessions"
@@ -112,6 +123,9 @@ fn run_step(
     let argv: Vec<&str> = std::iter::once(script_arg.as_str())
         .chain(args.iter().copied())
         .collect();
+    // Ctrl-C must reach the step: it runs in its own process group, which the terminal's
+    // SIGINT does not reach, so without the guard oyster would die and leave it running.
+    let _guard = InterruptGuard::install();
     let result = process::run_in(
         &plan.node.path,
         &argv,

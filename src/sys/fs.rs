@@ -417,6 +417,30 @@ pub fn lock_sidecar(path: &Path) -> Result<Lock, FsError> {
     }
 }
 
+/// Takes the exclusive lock at an existing `lock_path` without waiting and without creating
+/// or writing it: `Ok(None)` when another process holds it (`cleanup` keeps such a stack: an
+/// oyster is working on it), or when there is no such file.
+pub fn try_lock_existing(lock_path: &Path) -> Result<Option<Lock>, FsError> {
+    refuse_symlink(lock_path)?;
+    let file = match OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(lock_path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_err("open the lock file", lock_path)(e)),
+    };
+    Ok(
+        flock(file, nix::fcntl::FlockArg::LockExclusiveNonblock, lock_path)?
+            .ok()
+            .map(|held| Lock {
+                _held: held,
+                waited: false,
+            }),
+    )
+}
+
 /// Takes the exclusive lock at `lock_path`, waiting at most `bound`. While another process
 /// holds it, `waiting` is called once with what the holder wrote into the file (its pid and
 /// command); the wait also ends early when `interrupted()` turns true. The holder's record is

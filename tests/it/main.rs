@@ -10,6 +10,7 @@ mod direct;
 mod doctor;
 mod env_proofs_and_ports;
 mod everyday;
+mod everyday_misuse;
 mod help;
 mod host_start_interrupts;
 mod identity;

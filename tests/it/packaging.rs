@@ -1905,3 +1905,26 @@ fn the_readme_lists_only_commands_that_exist_and_every_verb() {
         assert!(readme.contains(alias), "README lacks {alias}");
     }
 }
+
+#[test]
+fn oyster_uninstall_keeps_a_listed_directory_that_is_the_users_symlink() {
+    let p = Pkg::new();
+    // The user keeps /usr/local/bin as a symlink to a directory of their own; the package
+    // installed into it, and pkgutil lists `usr/local/bin` as one of its directories.
+    let mine = p.sys.join("opt/mybin");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::write(mine.join("their-tool"), "theirs").unwrap();
+    std::fs::create_dir_all(p.sys.join("usr/local")).unwrap();
+    std::os::unix::fs::symlink(&mine, p.sys.join("usr/local/bin")).unwrap();
+    p.install_payload();
+    let o = p.uninstall(None, &[]);
+    assert_eq!(o.code, 0, "{}", o.out);
+    let link = p.sys.join("usr/local/bin");
+    assert!(
+        std::fs::symlink_metadata(&link).is_ok_and(|m| m.file_type().is_symlink()),
+        "the user's symlink /usr/local/bin was removed: {}",
+        o.out
+    );
+    assert!(mine.join("their-tool").exists());
+    assert!(!mine.join("oyster").exists(), "{}", o.out);
+}

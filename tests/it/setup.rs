@@ -376,7 +376,7 @@ fn the_question_offers_the_command_that_sets_the_host_up_without_providers() {
     // Before the question: the exact command, in the form the stack was given.
     let q = output.find("[y/N]").unwrap();
     let offer = output
-        .find("answer N and run `oyster setup --no-install-providers --stack st`")
+        .find("answer N and run `oyster setup --no-install-providers --stack st --root ")
         .expect(output);
     assert!(offer < q, "{output}");
     // That command, on the same terminal: no question, no npm, the Host set up.

@@ -9,12 +9,12 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     preflight::require_known(ctx)?;
     let lock = ctx.lock_stack("agent kill")?;
     let agent = Agent::new(ctx, &lock)?;
-    let k = agent.kill()?;
+    let k = agent.kill(&|verb| ctx.hint_cmd(verb))?;
     ctx.out.out(&format!(
         "Sent SIGTERM to the Host (pid {}){}; launchd starts it again (KeepAlive; a Host that ran less than 10 s waits out the throttle). `{}` shows the new pid.",
         k.pid,
         if k.exited { ", which exited" } else { ", which is still shutting down" },
-        ctx.stack.name
+        ctx.hint_cmd("status")
     ));
     Ok(ExitStatus::Success)
 }
