@@ -12,6 +12,7 @@ mod everyday;
 mod help;
 mod host_start_interrupts;
 mod hostile;
+mod hostile_round2;
 mod house;
 mod identity;
 mod interrupts;

@@ -1,0 +1,134 @@
+//! A second hostile pass over the seams (identity files, interrupts, launchctl faults): what an
+//! unlucky user meets when part of a directly started Host's identity goes missing.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{free_port, real_node, TestContext};
+
+fn start(t: &TestContext, stack: &str, root: &Path, port: u16) -> u32 {
+    t.run([
+        "host",
+        "start",
+        "--stack",
+        stack,
+        "--root",
+        root.to_str().unwrap(),
+        "--node-bin",
+        real_node().to_str().unwrap(),
+        "--port",
+        &port.to_string(),
+        "--wait",
+        "10",
+    ])
+    .ok();
+    let text = std::fs::read_to_string(pid_path(t, stack)).unwrap();
+    text.trim().parse().unwrap()
+}
+
+fn run_dir(t: &TestContext, stack: &str) -> PathBuf {
+    t.home.join(".oysterun-stacks").join(stack).join("run")
+}
+
+fn pid_path(t: &TestContext, stack: &str) -> PathBuf {
+    run_dir(t, stack).join(format!("oysterun-host-{stack}.pid"))
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        !s.rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+/// The pid file gone (removed by hand, or by a script that thought the Host had stopped) while
+/// the exec record still proves the live Host is this stack's: `host status` and `host stop`
+/// must not say "not running" while it serves; the exec record is enough to stop it.
+#[test]
+fn a_missing_pid_file_never_makes_a_running_host_read_as_stopped() {
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    let port = free_port();
+    let pid = start(&t, "m", &root, port);
+    std::fs::remove_file(pid_path(&t, "m")).unwrap();
+
+    let st = t.run(["host", "status", "--stack", "m", "--json"]);
+    let doc = st.json();
+    assert_eq!(doc["running"], true, "{doc}");
+    assert_eq!(doc["pid"], pid, "{doc}");
+
+    let stop = t.run(["host", "stop", "--stack", "m"]).ok();
+    assert!(!stop.stdout().contains("not running"), "{}", stop.stdout());
+    assert!(!alive(pid), "host stop left pid {pid} running");
+    assert!(!run_dir(&t, "m").join("oyster-exec.json").exists());
+    // The port is free again: a new Host starts.
+    start(&t, "m", &root, port);
+    t.run(["host", "stop", "--stack", "m"]).ok();
+}
+
+/// The exec record gone (or unreadable) while the Host runs: the live process still runs
+/// `<root>/host-service/server.mjs` with this stack's name and config dir in its environment,
+/// so it is never called "another process", never left running while its pid and origin files
+/// are deleted.
+#[test]
+fn a_missing_exec_record_never_deletes_the_files_of_a_host_that_is_still_this_stacks() {
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    let pid = start(&t, "x", &root, free_port());
+    for damage in ["remove", "garbage"] {
+        let rec = run_dir(&t, "x").join("oyster-exec.json");
+        let saved = std::fs::read(&rec).unwrap();
+        if damage == "remove" {
+            std::fs::remove_file(&rec).unwrap();
+        } else {
+            std::fs::write(&rec, "{ not json").unwrap();
+        }
+        let st = t.run(["host", "status", "--stack", "x"]);
+        assert!(
+            !st.stdout().contains("another process"),
+            "{damage}: {}",
+            st.stdout()
+        );
+        let stop = t.run(["host", "stop", "--stack", "x"]);
+        assert_ne!(
+            stop.code(),
+            0,
+            "{damage}: {}{}",
+            stop.stdout(),
+            stop.stderr()
+        );
+        assert!(
+            !stop.stdout().contains("another process"),
+            "{damage}: {}",
+            stop.stdout()
+        );
+        assert!(alive(pid));
+        assert!(
+            pid_path(&t, "x").exists(),
+            "{damage}: the pid file was removed"
+        );
+        assert!(
+            run_dir(&t, "x").join("oysterun-host-x.origin.tsv").exists(),
+            "{damage}: the origin file was removed"
+        );
+        let again = t.run([
+            "host",
+            "start",
+            "--stack",
+            "x",
+            "--root",
+            root.to_str().unwrap(),
+        ]);
+        assert_ne!(again.code(), 0);
+        assert!(
+            !again.stderr().contains("removing a stale pid file"),
+            "{damage}: {}",
+            again.stderr()
+        );
+        std::fs::write(&rec, saved).unwrap();
+    }
+    t.run(["host", "stop", "--stack", "x"]).ok();
+    assert!(!alive(pid));
+}
