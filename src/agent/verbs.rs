@@ -22,6 +22,9 @@ pub struct StopOutcome {
     pub was_loaded: bool,
     /// The pid that was running, if one was.
     pub pid: Option<u32>,
+    /// The domain whose override could not be set (no console session: `gui/<uid>` over SSH),
+    /// so a login there may load the plist again; the summary must not say "stays stopped".
+    pub not_disabled_in: Option<Domain>,
 }
 
 /// What `kill` did.
@@ -106,9 +109,8 @@ impl Agent<'_> {
         let _rest = interrupted.map(|_| signal::Suspended::new());
         self.remove_stale_identity();
         // Both domains: a console login would otherwise load the plist into gui/<uid> again.
-        if let Some((missing, code)) =
-            self.in_each_domain(|d| self.lc.disable(d, &self.stack.label))?
-        {
+        let missing = self.in_each_domain(|d| self.lc.disable(d, &self.stack.label))?;
+        if let Some((missing, code)) = missing {
             // Said, not hidden: launchd keeps disabled overrides per domain, and this one
             // cannot be reached now.
             crate::output::printer().warn(&format!(
@@ -123,9 +125,17 @@ impl Agent<'_> {
             return Err(Interrupted(
                 sig,
                 format!(
-                    "{} was booted out{} and disabled, so it stays stopped (also at the next login); kept {}",
+                    "{} was booted out{} and disabled, {}; kept {}",
                     self.stack.label,
-                    pid.map_or(String::new(), |p| format!(" (launchd finishes stopping pid {p})")),
+                    pid.map_or(String::new(), |p| format!(
+                        " (launchd finishes stopping pid {p})"
+                    )),
+                    missing.map_or(
+                        "so it stays stopped (also at the next login)".to_owned(),
+                        |(d, _)| format!(
+                            "but not in {d}, so a console login may start it there again"
+                        )
+                    ),
                     self.stack.plist_path().display()
                 ),
             )
@@ -134,6 +144,7 @@ impl Agent<'_> {
         Ok(StopOutcome {
             was_loaded: before.is_some(),
             pid,
+            not_disabled_in: missing.map(|(d, _)| d),
         })
     }
 

@@ -132,3 +132,60 @@ fn a_missing_exec_record_never_deletes_the_files_of_a_host_that_is_still_this_st
     t.run(["host", "stop", "--stack", "x"]).ok();
     assert!(!alive(pid));
 }
+
+/// `stop` over SSH with nobody at the console cannot disable the label in `gui/<uid>` (that
+/// domain answers 125), so a console login loads the plist there again: the summary line must
+/// not promise "stays stopped at the next login" beside a warning that says the opposite.
+#[test]
+fn stop_over_ssh_never_promises_the_host_stays_stopped_at_the_next_console_login() {
+    let mut t = TestContext::new();
+    t.use_sim();
+    let root = t.fixture_root("root");
+    let port = free_port().to_string();
+    let ssh = |args: &[&str]| {
+        crate::common::Run(
+            t.cmd()
+                .env("LAUNCHD_SIM_NO_GUI", "1")
+                .args(args)
+                .output()
+                .unwrap(),
+        )
+    };
+    ssh(&[
+        "agent",
+        "install",
+        "--stack",
+        "sh",
+        "--root",
+        root.to_str().unwrap(),
+        "--node-bin",
+        real_node().to_str().unwrap(),
+        "--port",
+        &port,
+        "--wait",
+        "10",
+    ])
+    .ok();
+    let stop = ssh(&["stop", "--stack", "sh"]).ok();
+    let gui = format!("gui/{}", nix::unistd::getuid());
+    assert!(
+        !stop.stdout().contains("stays stopped at the next login"),
+        "{}",
+        stop.stdout()
+    );
+    assert!(
+        stop.stdout().contains(&format!("not in {gui}")),
+        "{}",
+        stop.stdout()
+    );
+    // What the line now says is what happens: the console login starts it in gui/<uid>.
+    t.sim(&["login", &gui]).ok();
+    assert_eq!(
+        t.sim(&["print", &format!("{gui}/com.oysterun.host.sh")])
+            .code(),
+        0,
+        "the login loaded it"
+    );
+    t.run(["agent", "uninstall", "--stack", "sh"]).ok();
+    t.wait_no_processes();
+}
