@@ -189,3 +189,44 @@ fn stop_over_ssh_never_promises_the_host_stays_stopped_at_the_next_console_login
     t.run(["agent", "uninstall", "--stack", "sh"]).ok();
     t.wait_no_processes();
 }
+
+/// The config lock's record (`pid N (config write)`) outlived its holder: the launch program
+/// wrote it, released the lock and exec'd into the Host, whose pid it is. A later holder that
+/// writes no record (another program's `flock`) then made a waiting command name the Host as
+/// "another oyster" to wait for or stop — the one process that has nothing to do with it.
+#[test]
+fn a_stale_lock_record_never_names_the_host_as_the_config_locks_holder() {
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    let host = start(&t, "lk", &root, free_port());
+    let lock_path = t.home.join(".oysterun-stacks/lk/host/config.json.lock");
+    // Another program holds the lock without writing a record of its own.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&lock_path)
+        .unwrap();
+    let held = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|(_, e)| e)
+        .unwrap();
+    let id = crate::common::provider_ids()[0].clone();
+    let r = t
+        .run([
+            "providers",
+            "set",
+            "--stack",
+            "lk",
+            &id,
+            "/opt/tools/bin/tool",
+        ])
+        .fails_with(1);
+    let e = r.stderr();
+    assert!(
+        !e.contains(&format!("pid {host}")),
+        "named the Host (pid {host}) as the lock's holder:\n{e}"
+    );
+    assert!(e.contains("config.json.lock"), "{e}");
+    assert!(!e.contains("()"), "an empty holder shown as `()`:\n{e}");
+    drop(held);
+    t.run(["host", "stop", "--stack", "lk"]).ok();
+}
