@@ -230,3 +230,60 @@ fn a_stale_lock_record_never_names_the_host_as_the_config_locks_holder() {
     drop(held);
     t.run(["host", "stop", "--stack", "lk"]).ok();
 }
+
+/// A rolled-back install or restart whose failed definition is not replaced by another (a
+/// first install, or a definition that verified before) boots the Host out: its pid, origin
+/// and exec-record files must go with it, not stay naming a dead pid.
+#[test]
+fn a_rollback_that_leaves_nothing_running_leaves_no_identity_files() {
+    let mut t = TestContext::new();
+    t.use_sim();
+    let root = t.fixture_root("root");
+    let port = free_port().to_string();
+    let args = |verb: &str| -> Vec<String> {
+        [
+            "agent",
+            verb,
+            "--stack",
+            "rb",
+            "--root",
+            root.to_str().unwrap(),
+            "--node-bin",
+            real_node().to_str().unwrap(),
+            "--port",
+            &port,
+            "--wait",
+            "2",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let identity = |t: &TestContext| -> Vec<String> {
+        [
+            "oysterun-host-rb.pid",
+            "oysterun-host-rb.origin.tsv",
+            "oyster-exec.json",
+        ]
+        .into_iter()
+        .filter(|f| run_dir(t, "rb").join(f).exists())
+        .map(String::from)
+        .collect()
+    };
+    // A first install whose Host never answers /health.
+    TestContext::fixture_flag(&root, "unhealthy", "");
+    t.run(args("install")).fails_with(1);
+    assert_eq!(
+        identity(&t),
+        Vec::<String>::new(),
+        "after the first install"
+    );
+    // A definition that verified before, started again (after a stop) while its Host fails.
+    std::fs::remove_file(root.join("host-service/unhealthy")).unwrap();
+    t.run(args("install")).ok();
+    t.run(["agent", "stop", "--stack", "rb"]).ok();
+    TestContext::fixture_flag(&root, "unhealthy", "");
+    t.run(args("start")).fails_with(1);
+    assert_eq!(identity(&t), Vec::<String>::new(), "after the start");
+    t.run(["agent", "uninstall", "--stack", "rb"]).ok();
+    t.wait_no_processes();
+}
