@@ -287,3 +287,46 @@ fn a_rollback_that_leaves_nothing_running_leaves_no_identity_files() {
     t.run(["agent", "uninstall", "--stack", "rb"]).ok();
     t.wait_no_processes();
 }
+
+/// `oyster kill` of a Host younger than ThrottleInterval: launchd waits out the throttle
+/// before starting it again, with the SIGTERM as its last exit. That is the signal oyster
+/// sent, not a crash: `status` must not report a crash loop meanwhile.
+#[test]
+fn status_right_after_kill_of_a_young_host_is_no_crash_loop() {
+    let mut t = TestContext::new();
+    t.use_sim();
+    let root = t.fixture_root("root");
+    TestContext::fixture_flag(&root, "no-sigterm-handler", "");
+    let port = free_port().to_string();
+    t.run([
+        "agent",
+        "install",
+        "--stack",
+        "kl",
+        "--root",
+        root.to_str().unwrap(),
+        "--node-bin",
+        real_node().to_str().unwrap(),
+        "--port",
+        &port,
+        "--wait",
+        "10",
+    ])
+    .ok();
+    t.run(["kill", "--stack", "kl"]).ok();
+    let mut seen_throttled = false;
+    crate::common::wait_until(
+        std::time::Duration::from_secs(15),
+        "the Host to run again",
+        || {
+            let st = t.run(["status", "--stack", "kl", "--json"]).json();
+            assert_ne!(st["summary"], "crash_loop", "{st}");
+            assert_eq!(st["crash_loop"], false, "{st}");
+            seen_throttled |= st["state"] == "spawn scheduled";
+            st["summary"] == "verified"
+        },
+    );
+    assert!(seen_throttled, "the kill never met the throttle");
+    t.run(["agent", "uninstall", "--stack", "kl"]).ok();
+    t.wait_no_processes();
+}
