@@ -400,6 +400,14 @@ fn record_job(
     // counts (evidence, not the state alone).
     st.crash_loop = info.successive_crashes().is_some_and(|n| n > 0)
         || (info.job_state() == JobState::SpawnScheduled && last.is_some_and(LastExit::failed));
+    // The SIGTERM of a recent `oyster kill` is no crash: a Host younger than ThrottleInterval
+    // waits out the throttle after it, which launchd counts among its crashes.
+    if st.crash_loop && last == Some(LastExit::Signal(15)) && sent_sigterm_lately(ctx) {
+        st.crash_loop = false;
+        st.notes.push(
+            "launchd waits out its throttle (ThrottleInterval) before starting the Host again after `oyster kill`'s SIGTERM; not a crash loop".to_owned(),
+        );
+    }
     let Some(pid) = info.pid().filter(|_| st.running) else {
         return;
     };
@@ -514,6 +522,28 @@ fn summarize(st: &AgentStatus) -> Summary {
         (true, false) => Summary::NotLoaded,
         (false, false) => Summary::NotInstalled,
     }
+}
+
+/// Whether this stack's last audit record is `kill`'s SIGTERM, at most 15 s ago (launchd's
+/// ThrottleInterval of 10 s, and a margin): then a signal death in `spawn scheduled` is the
+/// one oyster sent.
+fn sent_sigterm_lately(ctx: &Context) -> bool {
+    let Ok(Some(bytes)) = crate::sys::fs::read_regular(&ctx.stack.audit_path(), 2 << 20) else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let Some(last) = text
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+    else {
+        return false;
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let at = last["ts_ms"].as_u64().map_or(0, u128::from);
+    last["action"] == "kill" && last["step"] == "sigterm" && now.saturating_sub(at) < 15_000
 }
 
 #[cfg(test)]

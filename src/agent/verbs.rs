@@ -22,6 +22,9 @@ pub struct StopOutcome {
     pub was_loaded: bool,
     /// The pid that was running, if one was.
     pub pid: Option<u32>,
+    /// The domain whose override could not be set (no console session: `gui/<uid>` over SSH),
+    /// so a login there may load the plist again; the summary must not say "stays stopped".
+    pub not_disabled_in: Option<Domain>,
 }
 
 /// What `kill` did.
@@ -106,20 +109,29 @@ impl Agent<'_> {
         let _rest = interrupted.map(|_| signal::Suspended::new());
         self.remove_stale_identity();
         // Both domains: a console login would otherwise load the plist into gui/<uid> again.
-        if let Some((missing, code)) =
-            self.in_each_domain(|d| self.lc.disable(d, &self.stack.label))?
-        {
-            self.keep_stopped_at_login(missing, code);
-        }
+        // A domain whose override cannot be set (gui/<uid> over SSH) keeps the Host stopped
+        // by a plist narrowed to Background sessions; `missing` stays set only if even that
+        // failed, and then every message says the Host may come back.
+        let missing = self
+            .in_each_domain(|d| self.lc.disable(d, &self.stack.label))?
+            .filter(|&(d, code)| !self.keep_stopped_at_login(d, code));
         self.audit
             .record(Action::Stop, Step::Disable, StepOutcome::Ok, None, "");
         if let Some(sig) = interrupted {
             return Err(Interrupted(
                 sig,
                 format!(
-                    "{} was booted out{} and disabled, so it stays stopped (also at the next login); kept {}",
+                    "{} was booted out{} and disabled, {}; kept {}",
                     self.stack.label,
-                    pid.map_or(String::new(), |p| format!(" (launchd finishes stopping pid {p})")),
+                    pid.map_or(String::new(), |p| format!(
+                        " (launchd finishes stopping pid {p})"
+                    )),
+                    missing.map_or(
+                        "so it stays stopped (also at the next login)".to_owned(),
+                        |(d, _)| format!(
+                            "but not in {d}, so a console login may start it there again"
+                        )
+                    ),
                     self.stack.plist_path().display()
                 ),
             )
@@ -128,6 +140,7 @@ impl Agent<'_> {
         Ok(StopOutcome {
             was_loaded: before.is_some(),
             pid,
+            not_disabled_in: missing.map(|(d, _)| d),
         })
     }
 
@@ -135,7 +148,7 @@ impl Agent<'_> {
     /// does not exist (over SSH). So that the next console login does not load the stopped Host
     /// there, the plist is narrowed to Background sessions (a login is Aqua); `start` writes the
     /// whole plist again. Said, never silent; if even that fails, the fix is named.
-    fn keep_stopped_at_login(&self, missing: Domain, code: crate::agent::launchctl::Code) {
+    fn keep_stopped_at_login(&self, missing: Domain, code: crate::agent::launchctl::Code) -> bool {
         let path = self.stack.plist_path();
         let narrowed = crate::sys::fs::read_regular(&path, crate::host::plist::MAX_PLIST_BYTES)
             .map_err(anyhow::Error::from)
@@ -143,6 +156,7 @@ impl Agent<'_> {
             .and_then(|b| crate::host::plist::background_only(&b))
             .and_then(|b| crate::host::plist::write(self.lock, &path, &b, &self.stack.log_dir));
         let out = crate::output::printer();
+        let kept = narrowed.is_ok();
         match narrowed {
             Ok(_) => out.warn(&format!(
                 "{missing} does not exist now (launchctl exit {code}: no console session), so its \
@@ -159,6 +173,7 @@ impl Agent<'_> {
                 self.stack.label, self.stack.name
             )),
         }
+        kept
     }
 
     /// `launchctl kill SIGTERM <target>`: the running Host only, never by name or group.

@@ -217,6 +217,11 @@ fn status(ctx: &Context) -> anyhow::Result<(HostStatus, String)> {
     let why = match owner {
         Owner::None => "no pid file".to_owned(),
         Owner::Stale(rec) => format!("stale pid file: pid {} is gone", rec.pid),
+        Owner::Foreign(rec, now) if now.runs(&rec.server) => format!(
+            "pid {} runs the Host's server.mjs ({}) but is not provably the process its exec record describes (missing, unreadable or another start time)",
+            rec.pid,
+            now.command()
+        ),
         Owner::Foreign(rec, now) => {
             format!(
                 "stale pid file: pid {} now belongs to another process ({})",

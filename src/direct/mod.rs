@@ -158,13 +158,29 @@ pub enum Owner {
 /// `server.mjs` (its command line after the exec: `node …/server.mjs`); this stack's Host
 /// only when, besides, its exec record and (where the kernel shows it) its environment name
 /// this stack and its config dir.
+///
+/// A partial set of files still identifies a live Host: without a pid file, an exec record
+/// that describes a live process (its pid and start stamp) stands for it; without an exec
+/// record for the pid, a live process whose environment names this stack and config dir and
+/// that runs its `<root>/host-service/server.mjs` may be this Host, so it is never called
+/// "another process" (whose files would be deleted while it serves).
 pub fn owner(stack: &Stack) -> anyhow::Result<Owner> {
-    let Some(rec) = read_record(stack)? else {
-        return Ok(Owner::None);
+    let rec = match read_record(stack)? {
+        Some(rec) => rec,
+        None => match record_without_pid_file(stack) {
+            Some(rec) => rec,
+            None => return Ok(Owner::None),
+        },
     };
     let Some(live) = verify::inspect(rec.pid) else {
         return Ok(Owner::Stale(rec));
     };
+    let mut rec = rec;
+    if rec.exec.is_none() && rec.server.as_os_str().is_empty() {
+        if let Some(server) = server_by_environment(stack, &live) {
+            rec.server = server;
+        }
+    }
     let same = identity::same_start(
         rec.start_stamp.as_deref(),
         rec.start_time,
@@ -178,6 +194,26 @@ pub fn owner(stack: &Stack) -> anyhow::Result<Owner> {
         Some(why) => Owner::OtherStack(why),
         None => Owner::Ours(rec, live),
     })
+}
+
+/// The exec record's pid as the pid file's, when there is no pid file but the record
+/// describes a live process (same pid and start stamp, or wall-clock start for old records).
+fn record_without_pid_file(stack: &Stack) -> Option<PidRecord> {
+    let rec = ExecRecord::read(&stack.exec_record_path())?;
+    let live = verify::inspect(rec.pid)?;
+    rec.describes(rec.pid, live.start_time)
+        .then(|| PidRecord::from_exec_record(rec.pid, Some(rec)))
+}
+
+/// The `server.mjs` a live process runs when its environment says it is this stack's Host
+/// (stack name, config dir, and a repo root whose `host-service/server.mjs` is on its command
+/// line); what stands in for a missing exec record's argv.
+fn server_by_environment(stack: &Stack, live: &LiveProcess) -> Option<PathBuf> {
+    let config_dir = stack.config_dir.to_string_lossy();
+    let ours = live.var(launchenv::STACK_NAME).as_deref() == Some(stack.name.as_str())
+        && live.var(launchenv::CONFIG_DIR).as_deref() == Some(&*config_dir);
+    let server = Path::new(&live.var(launchenv::REPO_ROOT)?).join("host-service/server.mjs");
+    (ours && live.runs(&server)).then_some(server)
 }
 
 /// Why the recorded (live) Host is not `stack`'s, or `None` when everything that can be read
@@ -497,9 +533,14 @@ fn other_stack_refusal(stack: &Stack, why: &str) -> Failed {
 /// recorded one (an older oyster's record, from before a clock step): it may be this stack's
 /// Host, so it is neither signalled nor are its files removed.
 fn unproven_refusal(stack: &Stack, rec: &PidRecord) -> Failed {
+    let why = if rec.exec.is_some() || rec.start_time != 0 {
+        "is not the process recorded in"
+    } else {
+        "has no record of its start in"
+    };
     Failed::new(
         format!(
-            "pid {} runs {} but is not the process recorded in {} (another start time); it was not signalled and the identity files were kept",
+            "pid {} runs {} but {why} {} (another start time, or the record is missing or unreadable); it was not signalled and the identity files were kept",
             rec.pid,
             rec.server.display(),
             stack.exec_record_path().display()
@@ -539,7 +580,10 @@ fn stop_inner(
     launchd_job: &dyn Fn(u32) -> Option<String>,
 ) -> anyhow::Result<Stopped> {
     let pid_path = stack.pid_path();
-    if std::fs::symlink_metadata(&pid_path).is_err() {
+    // Without a pid file, an exec record may still name a live Host ([`owner`]).
+    if std::fs::symlink_metadata(&pid_path).is_err()
+        && std::fs::symlink_metadata(stack.exec_record_path()).is_err()
+    {
         return Ok(Stopped::NotRunning);
     }
     let _lock = fsutil::lock_sidecar(&pid_path)?;

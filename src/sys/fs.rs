@@ -23,7 +23,10 @@ pub enum FsError {
     },
     #[error("{path} is {kind}, not a regular file; oyster reads only regular files. Replace it with the real file (or remove it) and run again")]
     NotRegular { path: PathBuf, kind: &'static str },
-    #[error("another oyster ({holder}) has held {path} for {secs} s; wait for it to finish (or stop it), then run again")]
+    #[error(
+        "{} has held {path} for {secs} s; wait for it to finish (or stop it), then run again",
+        holder_text(holder)
+    )]
     Busy {
         path: PathBuf,
         holder: String,
@@ -343,6 +346,29 @@ pub struct Lock {
     // flock(2) through nix, released when the descriptor closes (on drop, or process exit).
     _held: nix::fcntl::Flock<File>,
     waited: bool,
+    /// Whether this holder wrote its record (`pid N (what)`) into the lock file.
+    recorded: bool,
+}
+
+impl Drop for Lock {
+    /// The record is emptied while the lock is still held: left behind, it would name this
+    /// process to the next waiter even after it let go — for the launch program, whose pid
+    /// becomes the Host's, a waiter would then name the Host as the stuck writer to stop.
+    fn drop(&mut self) {
+        if self.recorded {
+            let _ = self._held.set_len(0);
+        }
+    }
+}
+
+/// Who holds a busy lock, for messages: the holder's record, or (none written: another
+/// program's `flock`, or an oyster that has not written its own yet) said as unknown.
+fn holder_text(holder: &str) -> String {
+    if holder.is_empty() {
+        "another process (it left no record of its pid)".to_owned()
+    } else {
+        format!("another oyster ({holder})")
+    }
 }
 
 impl Lock {
@@ -412,6 +438,7 @@ pub fn lock_sidecar(path: &Path) -> Result<Lock, FsError> {
         Ok(held) => Ok(Lock {
             _held: held,
             waited: false,
+            recorded: false,
         }),
         Err(_) => unreachable!("a blocking flock does not answer EWOULDBLOCK"),
     }
@@ -437,6 +464,7 @@ pub fn try_lock_existing(lock_path: &Path) -> Result<Option<Lock>, FsError> {
             .map(|held| Lock {
                 _held: held,
                 waited: false,
+                recorded: false,
             }),
     )
 }
@@ -481,9 +509,12 @@ pub fn lock_waiting(
                     }
                 }
                 if t0.elapsed() >= bound || interrupted() {
+                    // A record naming no live process is not the holder's (a killed holder's
+                    // lock went with it): whoever holds it wrote none.
+                    let holder = Some(holder_of(&mut busy)).filter(|h| record_is_live(h));
                     return Err(FsError::Busy {
                         path: lock_path.to_owned(),
-                        holder: holder_of(&mut busy),
+                        holder: holder.unwrap_or_default(),
                         secs: t0.elapsed().as_secs(),
                     });
                 }
@@ -501,6 +532,7 @@ pub fn lock_waiting(
     Ok(Lock {
         _held: held,
         waited,
+        recorded: true,
     })
 }
 

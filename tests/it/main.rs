@@ -14,6 +14,7 @@ mod everyday_misuse;
 mod help;
 mod host_start_interrupts;
 mod identity;
+mod identity_and_lifecycle_misuse;
 mod interrupts;
 mod json_docs;
 mod kill_and_concurrency;

@@ -90,6 +90,12 @@ impl Agent<'_> {
             .or(previous.filter(|b| b.as_slice() != new));
         let restored = (|| -> anyhow::Result<String> {
             self.bootout(action)?;
+            // Nothing of this stack runs now unless a restored plist starts it again: the
+            // identity files the failed Host wrote would name a dead pid that Oysterun's own
+            // scripts wait for (a restored Host writes its own).
+            if restore.is_none() {
+                self.remove_stale_identity();
+            }
             match &restore {
                 Some(bytes) => {
                     agentplist::write(self.lock, &plist, bytes, &self.stack.log_dir)?;

@@ -11,7 +11,9 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     preflight::require_known(ctx)?;
     let st = model::collect(ctx)?;
     ctx.out.show(&st, || print(ctx, &st));
-    Ok(if st.verified {
+    // A label loaded twice is a failure even when the copy shown verifies: two Hosts for
+    // one port.
+    Ok(if st.verified && st.summary != Summary::LoadedTwice {
         ExitStatus::Success
     } else {
         ExitStatus::Failure

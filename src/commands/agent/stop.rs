@@ -31,10 +31,20 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
         (true, None) => format!("Stopped {} (booted out; no Host was running)", stack.label),
         (false, _) => format!("{} was not loaded", stack.label),
     };
+    // Never "stays stopped" when one domain's override could not be set (over SSH, no
+    // console session): a console login loads the plist there again.
+    let stays = match done.not_disabled_in {
+        None => "disabled, so it stays stopped at the next login".to_owned(),
+        Some(d) => format!(
+            "disabled in {} only, not in {d} (no console session now), so a console login may start it again: run `{}` once logged in",
+            d.other(),
+            ctx.hint_cmd("stop")
+        ),
+    };
     ctx.out.out_toned(
         Tone::Ok,
         &format!(
-            "{what}; disabled, so it stays stopped at the next login. Kept {}; `{}` starts it again.",
+            "{what}; {stays}. Kept {}; `{}` starts it again.",
             stack.plist_path().display(),
             ctx.hint_cmd("start")
         ),
