@@ -141,19 +141,23 @@ pub fn refuse_held_port(ctx: &Context) -> anyhow::Result<()> {
     .into())
 }
 
+/// Whether launchd runs `pid` for this stack's label, in either domain: `host exec` writes the
+/// pid file under launchd too, so a pid file alone does not make a Host direct (and a copy in
+/// `user/<uid>` beside one in `gui/<uid>` is launchd's too).
+pub fn launchd_runs(ctx: &Context, pid: u32) -> bool {
+    Launchctl::locate(&ctx.env)
+        .ok()
+        .and_then(|lc| lc.in_both_domains(&ctx.stack.label).ok())
+        .is_some_and(|b| b.loaded().iter().any(|(_, i)| i.pid() == Some(pid)))
+}
+
 /// The LaunchAgent must not start a second Host beside a directly started one of the same
 /// stack (as `host start` refuses the other way round).
 pub fn refuse_direct_host(ctx: &Context) -> anyhow::Result<()> {
     let Owner::Ours(rec, _) = crate::direct::owner(&ctx.stack)? else {
         return Ok(());
     };
-    // `host exec` writes the pid file under launchd too: launchd's own Host is not direct.
-    // In either domain: a copy in user/<uid> beside one in gui/<uid> is launchd's too.
-    let launchd_runs_it = Launchctl::locate(&ctx.env)
-        .ok()
-        .and_then(|lc| lc.in_both_domains(&ctx.stack.label).ok())
-        .is_some_and(|b| b.loaded().iter().any(|(_, i)| i.pid() == Some(rec.pid)));
-    if launchd_runs_it {
+    if launchd_runs(ctx, rec.pid) {
         return Ok(());
     }
     Err(Failed::new(

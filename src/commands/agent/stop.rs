@@ -2,7 +2,6 @@
 //! so it stays stopped at the next login.
 
 use super::preflight;
-use crate::agent::launchctl::Launchctl;
 use crate::agent::lifecycle::Agent;
 use crate::context::Context;
 use crate::direct::Owner;
@@ -69,13 +68,8 @@ fn refuse_direct_host(ctx: &Context) -> anyhow::Result<()> {
     let Owner::Ours(rec, _) = owner else {
         return Ok(());
     };
-    // `host exec` writes the pid file under launchd too: launchd's own Host (in either
-    // domain) is stopped here.
-    let launchd_runs_it = Launchctl::locate(&ctx.env)
-        .ok()
-        .and_then(|lc| lc.in_both_domains(&ctx.stack.label).ok())
-        .is_some_and(|b| b.loaded().iter().any(|(_, i)| i.pid() == Some(rec.pid)));
-    if launchd_runs_it {
+    // launchd's own Host (in either domain) is what `stop` stops.
+    if preflight::launchd_runs(ctx, rec.pid) {
         return Ok(());
     }
     Err(Failed::new(
