@@ -156,6 +156,10 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
     };
     if st.running {
         st.managed_by = Some(Manager::Launchd);
+    } else if st.loaded {
+        // A loaded job that is between instances (throttled, spawning): a live Host the pid
+        // file names is launchd's next one (`host exec` writes it under launchd too), never a
+        // direct one — `host start` refuses while the job is loaded, and install the reverse.
     } else {
         match direct::owner(&ctx.stack) {
             Ok(Owner::Ours(rec, live)) => {
@@ -532,10 +536,13 @@ fn sent_sigterm_lately(ctx: &Context) -> bool {
         return false;
     };
     let text = String::from_utf8_lossy(&bytes);
+    // The launch program's own records (`exec`: launchd starting the next instance) come
+    // after the kill; the last thing oyster *did* is what counts.
     let Some(last) = text
         .lines()
         .rev()
-        .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|r| r["action"] != "exec")
     else {
         return false;
     };
