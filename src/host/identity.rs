@@ -219,15 +219,15 @@ fn stat_start_ticks(line: &str) -> Option<u64> {
 #[cfg(target_os = "macos")]
 fn platform_start_stamp(pid: u32) -> Option<String> {
     let pid = i32::try_from(pid).ok()?;
-    let mut info = std::mem::MaybeUninit::<libc::proc_bsdinfo>::zeroed();
-    let size = i32::try_from(std::mem::size_of::<libc::proc_bsdinfo>()).ok()?;
+    let mut info = std::mem::MaybeUninit::<nix::libc::proc_bsdinfo>::zeroed();
+    let size = i32::try_from(std::mem::size_of::<nix::libc::proc_bsdinfo>()).ok()?;
     // SAFETY: the buffer is a zeroed `proc_bsdinfo` of exactly `size` bytes, which is what
     // PROC_PIDTBSDINFO fills; the result is read only when the call filled all of it.
     #[allow(unsafe_code)]
     let filled = unsafe {
-        libc::proc_pidinfo(
+        nix::libc::proc_pidinfo(
             pid,
-            libc::PROC_PIDTBSDINFO,
+            nix::libc::PROC_PIDTBSDINFO,
             0,
             info.as_mut_ptr().cast(),
             size,
