@@ -1,5 +1,9 @@
 //! Values as people type them on the command line, checked with messages in plain words.
 
+use std::path::PathBuf;
+
+use clap::ValueEnum;
+
 /// A port as people type it: a whole number from 1 to 65535 (said in those words, not Rust's).
 pub fn port_number(s: &str) -> Result<u16, String> {
     match s.trim().parse::<u64>() {
@@ -34,5 +38,43 @@ pub fn bounded_settle(s: &str) -> Result<u64, String> {
     match whole_number(s)? {
         n if n <= MAX => Ok(n),
         _ => Err(format!("give a whole number of milliseconds up to {MAX}")),
+    }
+}
+
+impl super::SetupArgs {
+    /// The choices the user typed that a re-run needs to plan the same Host (`--root`,
+    /// `--node-bin`, `--port`, `--mode`, `--agent-folder`, `--no-start`), as shell words: a
+    /// suggested `oyster setup …` without them would plan another one, or find no root.
+    pub fn retyped(&self) -> String {
+        let mut words = vec![];
+        let mut path = |flag: &str, p: &Option<PathBuf>| {
+            if let Some(p) = p {
+                words.push(format!("{flag} {}", shell_word(&p.display().to_string())));
+            }
+        };
+        path("--root", &self.host.root);
+        path("--node-bin", &self.host.node_bin);
+        path("--agent-folder", &self.agent_folder);
+        if let Some(port) = self.host.port {
+            words.push(format!("--port {port}"));
+        }
+        if let Some(v) = self.mode.and_then(|m| m.to_possible_value()) {
+            words.push(format!("--mode {}", v.get_name()));
+        }
+        if self.no_start {
+            words.push("--no-start".to_owned());
+        }
+        words.iter().map(|w| format!(" {w}")).collect()
+    }
+}
+
+/// `s` as one POSIX shell word: unchanged when it holds only safe characters, else in single
+/// quotes (a `'` inside as `'\''`).
+fn shell_word(s: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c);
+    if !s.is_empty() && s.chars().all(safe) {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
     }
 }

@@ -26,7 +26,17 @@ impl Agent<'_> {
                 .chain(copies)
                 .any(|c| crate::sys::net::descends_from(pid, *c))
         };
-        let h = match check_port(port, crate::sys::net::listeners_on, ours, port_in_use) {
+        let mut verdict = check_port(port, crate::sys::net::listeners_on, ours, port_in_use);
+        // A socket no process shows but that cannot be bound is also one being closed right
+        // now (our old Host going away): only one that stays so for a second is another's.
+        for _ in 0..10 {
+            if !matches!(verdict, PortCheck::Invisible) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            verdict = check_port(port, crate::sys::net::listeners_on, ours, port_in_use);
+        }
+        let h = match verdict {
             PortCheck::Free => return Ok(()),
             PortCheck::Unknown(e) => {
                 crate::output::printer()

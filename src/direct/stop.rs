@@ -1,0 +1,161 @@
+//! `host stop`: signal only this stack's own Host, after proving it is (never a pid launchd
+//! or another stack owns), and say what was done.
+
+use super::*;
+
+/// SIGTERM one pid, wait up to `grace`, then SIGKILL. Returns whether it had to escalate.
+pub fn terminate(pid: u32, grace: Duration) -> bool {
+    let _ = signal::kill(pid, Signal::SIGTERM);
+    crate::output::printer().waiting(&format!("pid {pid} to exit after SIGTERM"), grace);
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if verify::inspect(pid).is_none() {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = signal::kill(pid, Signal::SIGKILL);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while verify::inspect(pid).is_some() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// What happened on `stop`.
+pub enum Stopped {
+    NotRunning,
+    StaleRemoved(PidRecord),
+    ForeignLeftAlone(PidRecord),
+    Signalled { pid: u32, killed: bool },
+}
+
+/// The refusal for identity files that describe another stack's Host: named, with the fix;
+/// nothing was signalled or removed.
+pub(super) fn other_stack_refusal(stack: &Stack, why: &str) -> Failed {
+    let files: Vec<String> = stack
+        .identity_paths()
+        .iter()
+        .filter(|p| p.exists())
+        .map(|p| p.display().to_string())
+        .collect();
+    Failed::new(
+        format!("{why}; nothing was signalled and no file was removed"),
+        format!(
+            "if stack {} has no Host of its own running, remove the copied identity files: `rm {}`",
+            stack.name,
+            files.join(" ")
+        ),
+    )
+}
+
+/// The refusal for a live process that runs the recorded server but is not provably the
+/// recorded one (an older oyster's record, from before a clock step): it may be this stack's
+/// Host, so it is neither signalled nor are its files removed.
+pub(super) fn unproven_refusal(stack: &Stack, rec: &PidRecord) -> Failed {
+    let why = if rec.exec.is_some() || rec.start_time != 0 {
+        "is not the process recorded in"
+    } else {
+        "has no record of its start in"
+    };
+    Failed::new(
+        format!(
+            "pid {} runs {} but {why} {} (another start time, or the record is missing or unreadable); it was not signalled and the identity files were kept",
+            rec.pid,
+            rec.server.display(),
+            stack.exec_record_path().display()
+        ),
+        format!(
+            "if it is stack {}'s Host, stop it yourself (`kill {}`), then `oyster host start --stack {}`",
+            stack.name, rec.pid, stack.name
+        ),
+    )
+}
+
+/// Stops the recorded Host after proving the pid is still this stack's Host; never by name,
+/// never a Host of another stack, never a pid a launchd job runs (`launchd_job` names the job
+/// that runs a pid, under any label; KeepAlive would only start it again).
+///
+/// SIGINT, SIGTERM and SIGHUP are caught meanwhile: the stop that began is finished (the Host
+/// gone, its files removed, never a half-stopped state) and the run then ends with
+/// [`crate::error::Interrupted`] saying so (exit 128 + N).
+pub fn stop_checked(
+    stack: &Stack,
+    launchd_job: &dyn Fn(u32) -> Option<String>,
+) -> anyhow::Result<Stopped> {
+    let _guard = signal::InterruptGuard::install();
+    let stopped = stop_inner(stack, launchd_job)?;
+    match (signal::received(), &stopped) {
+        (Some(sig), Stopped::Signalled { pid, .. }) => Err(crate::error::Interrupted(
+            sig,
+            format!("the stop had begun and was finished: Host stopped (pid {pid}), identity files removed"),
+        )
+        .into()),
+        _ => Ok(stopped),
+    }
+}
+
+fn stop_inner(
+    stack: &Stack,
+    launchd_job: &dyn Fn(u32) -> Option<String>,
+) -> anyhow::Result<Stopped> {
+    let pid_path = stack.pid_path();
+    // Without a pid file, an exec record may still name a live Host ([`owner`]).
+    if std::fs::symlink_metadata(&pid_path).is_err()
+        && std::fs::symlink_metadata(stack.exec_record_path()).is_err()
+    {
+        return Ok(Stopped::NotRunning);
+    }
+    let _lock = fsutil::lock_sidecar(&pid_path)?;
+    match owner(stack)? {
+        Owner::None => Ok(Stopped::NotRunning),
+        Owner::Stale(rec) => {
+            remove_identity(stack)?;
+            Ok(Stopped::StaleRemoved(rec))
+        }
+        Owner::Foreign(rec, live) => {
+            // A process that still runs the recorded server may be this Host with an identity
+            // oyster cannot prove (a record of an older oyster, from before a clock step): it
+            // is not signalled and its files stay (whoever waits for them still finds them).
+            if live.runs(&rec.server) {
+                return Err(unproven_refusal(stack, &rec).into());
+            }
+            remove_identity(stack)?;
+            Ok(Stopped::ForeignLeftAlone(rec))
+        }
+        Owner::OtherStack(why) => Err(other_stack_refusal(stack, &why).into()),
+        Owner::Ours(rec, _) => {
+            if let Some(job) = launchd_job(rec.pid) {
+                return Err(Failed::new(
+                    format!(
+                        "launchd runs pid {} ({job}); `host stop` would only make KeepAlive start it again, so it was not signalled and its files were kept",
+                        rec.pid
+                    ),
+                    format!(
+                        "`oyster agent stop --stack {}` stops a Host launchd runs (for another stack's job, that stack's name)",
+                        stack.name
+                    ),
+                )
+                .into());
+            }
+            let killed = terminate(rec.pid, Duration::from_secs(10));
+            if verify::inspect(rec.pid).is_some() {
+                anyhow::bail!(
+                    "pid {} outlived SIGTERM and SIGKILL; its identity files were kept",
+                    rec.pid
+                );
+            }
+            remove_identity(stack)?;
+            Ok(Stopped::Signalled {
+                pid: rec.pid,
+                killed,
+            })
+        }
+    }
+}
+
+/// [`stop_checked`] for a Host this run started itself (setup's rollback): no launchd job can
+/// own it.
+pub fn stop(stack: &Stack) -> anyhow::Result<Stopped> {
+    stop_checked(stack, &|_| None)
+}
