@@ -106,6 +106,40 @@ const TOP_LEVEL_ALIASES: &[&str] = &[
     "list",
 ];
 
+/// Suggested commands in the form the user typed, for the stack this run is about.
+#[derive(Debug, Clone, Default)]
+pub struct Hints {
+    typed: Typed,
+    stack: String,
+}
+
+impl Hints {
+    /// `agent("start")` is `oyster start` after `oyster stop`, `oyster agent start --stack
+    /// dev` after `oyster agent stop --stack dev`, `oyster start dev` after `oyster stop dev`.
+    /// Verbs without a top-level alias are always `oyster agent VERB`.
+    pub fn agent(&self, verb: &str) -> String {
+        let top = verb == "logs" || (!self.typed.agent_form && TOP_LEVEL_ALIASES.contains(&verb));
+        let head = if top { "oyster" } else { "oyster agent" };
+        format!("{head} {verb}{}", self.suffix())
+    }
+
+    /// Any other command, with the stack as given: `cmd("host stop")` is `oyster host stop`,
+    /// `oyster host stop dev` or `oyster host stop --stack dev`.
+    pub fn cmd(&self, words: &str) -> String {
+        format!("oyster {words}{}", self.suffix())
+    }
+
+    /// The stack as the user gave it, to append to a suggested command: ``, ` --stack dev` or
+    /// ` dev`.
+    pub fn suffix(&self) -> String {
+        match self.typed.stack {
+            StackForm::Default => String::new(),
+            StackForm::Flag => format!(" --stack {}", self.stack),
+            StackForm::Plain => format!(" {}", self.stack),
+        }
+    }
+}
+
 /// What every command starts from.
 pub struct Context {
     pub stack: Stack,
@@ -208,23 +242,22 @@ impl Context {
         })
     }
 
-    /// A command to suggest, in the form the user typed: `hint_cmd("start")` is `oyster start`
-    /// after `oyster stop`, `oyster agent start --stack dev` after `oyster agent stop --stack
-    /// dev`, `oyster start dev` after `oyster stop dev`. Verbs without a top-level alias are
-    /// always `oyster agent VERB`.
+    /// A command to suggest, in the form the user typed ([`Hints::agent`]).
     pub fn hint_cmd(&self, verb: &str) -> String {
-        let top = verb == "logs" || (!self.typed.agent_form && TOP_LEVEL_ALIASES.contains(&verb));
-        let head = if top { "oyster" } else { "oyster agent" };
-        format!("{head} {verb}{}", self.stack_suffix())
+        self.hints().agent(verb)
     }
 
-    /// The stack as the user gave it, to append to a suggested command: ``, ` --stack dev` or
-    /// ` dev`.
+    /// The stack as the user gave it, to append to a suggested command ([`Hints::suffix`]).
     pub fn stack_suffix(&self) -> String {
-        match self.typed.stack {
-            StackForm::Default => String::new(),
-            StackForm::Flag => format!(" --stack {}", self.stack.name),
-            StackForm::Plain => format!(" {}", self.stack.name),
+        self.hints().suffix()
+    }
+
+    /// What domain code (direct startup, the lifecycle) needs to suggest a command in the
+    /// form the user typed.
+    pub fn hints(&self) -> Hints {
+        Hints {
+            typed: self.typed,
+            stack: self.stack.name.clone(),
         }
     }
 
@@ -272,8 +305,8 @@ impl Context {
             self.stack.home.display()
         ))
         .hint(format!(
-            "run it as {name}, without sudo: `oyster {what} --stack {stack}`, or `sudo -u {name} -H oyster {what} --stack {stack}`",
-            stack = self.stack.name
+            "run it as {name}, without sudo: `oyster {what}{stack}`, or `sudo -u {name} -H oyster {what}{stack}`",
+            stack = self.stack_suffix()
         )))
     }
 

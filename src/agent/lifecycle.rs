@@ -95,6 +95,8 @@ pub struct Agent<'a> {
     proof_floor: ProofFloor,
     /// The Host log's length when the run began: a failure shows only what this attempt wrote.
     log_start: u64,
+    /// Commands the lifecycle suggests, in the form the user typed.
+    pub hints: crate::context::Hints,
 }
 
 /// A verified Host.
@@ -208,6 +210,7 @@ impl<'a> Agent<'a> {
             lock,
             proof_floor: ctx.env.proof_floor,
             log_start: std::fs::symlink_metadata(stack.log_path()).map_or(0, |m| m.len()),
+            hints: ctx.hints(),
         })
     }
 

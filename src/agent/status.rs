@@ -139,8 +139,8 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
     }
     if ctx.stack.pending_path().exists() {
         st.notes.push(format!(
-            "an earlier change was interrupted before it verified; `oyster agent regenerate --stack {}` re-verifies it (and rolls back if it fails)",
-            ctx.stack.name
+            "an earlier change was interrupted before it verified; `{}` re-verifies it (and rolls back if it fails)",
+            ctx.hint_cmd("regenerate")
         ));
     }
     // A fresh HOME: what a newcomer needs, not a verb that would fail for the same reason.
@@ -248,9 +248,9 @@ fn note_broken_files(ctx: &Context, st: &mut AgentStatus) {
     if dir.exists() && !dir.is_dir() {
         st.broken = true;
         st.notes.push(format!(
-            "broken: the config dir {} is not a directory, so the stack's config.json cannot be read; move it aside (or remove it) and run `oyster setup --stack {}`",
+            "broken: the config dir {} is not a directory, so the stack's config.json cannot be read; move it aside (or remove it) and run `{}`",
             dir.display(),
-            stack.name
+            ctx.hints().cmd("setup")
         ));
         return;
     }
@@ -498,8 +498,8 @@ fn direct_host(
         Summary::Unverified
     };
     st.notes.push(format!(
-        "started directly (`oyster host start`): `oyster host stop --stack {}` stops it",
-        ctx.stack.name
+        "started directly (`oyster host start`): `{}` stops it",
+        ctx.hints().cmd("host stop")
     ));
 }
 

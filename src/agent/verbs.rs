@@ -161,16 +161,16 @@ impl Agent<'_> {
             Ok(_) => out.warn(&format!(
                 "{missing} does not exist now (launchctl exit {code}: no console session), so its \
                  disabled override cannot be set; {} now loads only in Background sessions, so a \
-                 console login does not start the Host again (`oyster agent start --stack {}` \
-                 restores the plist)",
+                 console login does not start the Host again (`{}` restores the plist)",
                 path.display(),
-                self.stack.name
+                self.hints.agent("start")
             )),
             Err(e) => out.warn(&format!(
                 "could not disable {} in {missing} (launchctl exit {code}: no console session now) \
                  nor narrow its plist ({e:#}), so a console login may load it there again; run \
-                 `oyster agent stop --stack {}` once logged in",
-                self.stack.label, self.stack.name
+                 `{}` once logged in",
+                self.stack.label,
+                self.hints.agent("stop")
             )),
         }
         kept

@@ -59,6 +59,7 @@ fn start(
             wait: verify.timing().wait,
             settle: verify.timing().settle,
             floor: ctx.env.proof_floor,
+            hints: ctx.hints(),
         },
     )?;
     ctx.out.out(&format!(
@@ -75,9 +76,9 @@ fn stop(ctx: &Context) -> anyhow::Result<ExitStatus> {
     let stack = &ctx.stack;
     let _lock = ctx.lock_stack("host stop")?;
     if let Some(job) = launchd_runs_it(ctx)? {
-        return Err(job.refusal(stack).into());
+        return Err(job.refusal(&ctx.hints()).into());
     }
-    let said = match direct::stop_checked(stack, &|pid| launchd_job_of(&ctx.env, pid))? {
+    let said = match direct::stop_checked(stack, &ctx.hints(), &|pid| launchd_job_of(&ctx.env, pid))? {
         Stopped::NotRunning => "The Host is not running (no pid file).".to_owned(),
         Stopped::StaleRemoved(rec) => format!(
             "The Host is not running (pid {} is gone); removed the stale pid file.",
@@ -130,8 +131,8 @@ fn print_status(ctx: &Context, st: &HostStatus, why: &str) {
     }
     if under_launchd {
         ctx.out.out(&format!(
-            "  launchd owns this Host: use `oyster agent status|stop|restart --stack {}` (`host stop` would only make KeepAlive start it again)",
-            stack.name
+            "  launchd owns this Host: use `oyster status|stop|restart{}` (`host stop` would only make KeepAlive start it again)",
+            ctx.stack_suffix()
         ));
     }
     if let Some(problem) = st.env_mismatch_text.as_ref().filter(|_| st.running) {
@@ -323,7 +324,7 @@ struct LaunchdJob {
 }
 
 impl LaunchdJob {
-    fn refusal(&self, stack: &crate::host::stack::Stack) -> crate::error::Failed {
+    fn refusal(&self, hints: &crate::context::Hints) -> crate::error::Failed {
         crate::error::Failed::new(
             format!(
                 "launchd runs this Host ({} in {}, {}); `host stop` would only make KeepAlive start it again, so it was not signalled",
@@ -332,8 +333,9 @@ impl LaunchdJob {
                 self.pid.map_or(format!("state {}", self.state), |p| format!("pid {p}"))
             ),
             format!(
-                "`oyster agent stop --stack {}` stops it and keeps it stopped; `oyster agent restart --stack {}` restarts it",
-                stack.name, stack.name
+                "`{}` stops it and keeps it stopped; `{}` restarts it",
+                hints.agent("stop"),
+                hints.agent("restart")
             ),
         )
     }

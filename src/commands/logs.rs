@@ -32,9 +32,9 @@ pub fn run(ctx: &Context, args: &LogsArgs) -> anyhow::Result<ExitStatus> {
         }
         None if !args.follow => {
             ctx.out.note(&format!(
-                "{} does not exist yet: the Host has not written anything (`oyster status --stack {}` says whether it runs)",
+                "{} does not exist yet: the Host has not written anything (`{}` says whether it runs)",
                 path.display(),
-                ctx.stack.name
+                ctx.hint_cmd("status")
             ));
             return Ok(ExitStatus::Success);
         }

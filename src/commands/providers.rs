@@ -171,18 +171,19 @@ fn refresh_hint(ctx: &Context) {
         {
             Ok(plan) if !plan.plist_changed() => ctx.out.out("The LaunchAgent already matches; the Host needs no refresh."),
             Ok(_) => ctx.out.out(&format!(
-                "The Host still runs with the old environment: run `oyster agent regenerate --stack {}` to give it the change.",
-                st.name
+                "The Host still runs with the old environment: run `{}` to give it the change.",
+                ctx.hint_cmd("regenerate")
             )),
             Err(e) => ctx.out.out(&format!(
-                "Run `oyster agent regenerate --stack {}` to give the Host the change (whether it needs one could not be checked: {e:#}).",
-                st.name
+                "Run `{}` to give the Host the change (whether it needs one could not be checked: {e:#}).",
+                ctx.hint_cmd("regenerate")
             )),
         }
     } else if st.pid_path().exists() {
         ctx.out.out(&format!(
-            "A directly started Host sees the change after `oyster host stop --stack {}` and `oyster host start --stack {}`.",
-            st.name, st.name
+            "A directly started Host sees the change after `{}` and `{}`.",
+            ctx.hints().cmd("host stop"),
+            ctx.hints().cmd("host start")
         ));
     } else {
         ctx.out.out(&format!(

@@ -282,6 +282,8 @@ pub struct StartOptions {
     pub settle: Duration,
     /// Which environment proofs may be used (`OYSTER_ENV_PROOF`).
     pub floor: verify::ProofFloor,
+    /// Commands a refusal suggests, in the form the user typed.
+    pub hints: crate::context::Hints,
 }
 
 /// Starts the Host from `plan`; the caller has already refused a loaded LaunchAgent.
@@ -293,7 +295,7 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
     let _guard = signal::InterruptGuard::install();
     fsutil::create_dir_all(&stack.run_dir, 0o700)?;
     let _lock = fsutil::lock_sidecar(&stack.pid_path())?;
-    refuse_unless_free(stack)?;
+    refuse_unless_free(stack, &opts.hints)?;
     refuse_held_port(stack, plan.port)?;
     fsutil::create_dir_all(&stack.log_dir, 0o755)?;
     let log_path = stack.log_path();
@@ -323,20 +325,20 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
 /// What the pid file names must leave room for a new Host: a live Host of this stack, another
 /// stack's (copied files) or an unprovable one is refused; a stale or foreign pid is said and
 /// its files replaced.
-fn refuse_unless_free(stack: &Stack) -> anyhow::Result<()> {
+fn refuse_unless_free(stack: &Stack, hints: &crate::context::Hints) -> anyhow::Result<()> {
     match owner(stack)? {
         Owner::Ours(rec, _) => anyhow::bail!(
-            "the Host is already running (pid {}, from {}); stop it with `oyster host stop --stack {}`",
+            "the Host is already running (pid {}, from {}); stop it with `{}`",
             rec.pid,
             stack.pid_path().display(),
-            stack.name
+            hints.cmd("host stop")
         ),
         Owner::Stale(rec) => crate::tell!(
             "oyster: note: removing a stale pid file (pid {} is not running)",
             rec.pid
         ),
         Owner::Foreign(rec, now) if now.runs(&rec.server) => {
-            return Err(unproven_refusal(stack, &rec).into())
+            return Err(unproven_refusal(stack, &rec, hints).into())
         }
         Owner::Foreign(rec, now) => crate::tell!(
             "oyster: note: removing a stale pid file (pid {} now belongs to another process, {}, which is left alone)",

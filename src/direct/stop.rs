@@ -2,6 +2,7 @@
 //! or another stack owns), and say what was done.
 
 use super::*;
+use crate::context::Hints;
 
 /// SIGTERM one pid, wait up to `grace`, then SIGKILL. Returns whether it had to escalate.
 pub fn terminate(pid: u32, grace: Duration) -> bool {
@@ -52,7 +53,7 @@ pub(super) fn other_stack_refusal(stack: &Stack, why: &str) -> Failed {
 /// The refusal for a live process that runs the recorded server but is not provably the
 /// recorded one (an older oyster's record, from before a clock step): it may be this stack's
 /// Host, so it is neither signalled nor are its files removed.
-pub(super) fn unproven_refusal(stack: &Stack, rec: &PidRecord) -> Failed {
+pub(super) fn unproven_refusal(stack: &Stack, rec: &PidRecord, hints: &Hints) -> Failed {
     let why = if rec.exec.is_some() || rec.start_time != 0 {
         "is not the process recorded in"
     } else {
@@ -66,8 +67,10 @@ pub(super) fn unproven_refusal(stack: &Stack, rec: &PidRecord) -> Failed {
             stack.exec_record_path().display()
         ),
         format!(
-            "if it is stack {}'s Host, stop it yourself (`kill {}`), then `oyster host start --stack {}`",
-            stack.name, rec.pid, stack.name
+            "if it is stack {}'s Host, stop it yourself (`kill {}`), then `{}`",
+            stack.name,
+            rec.pid,
+            hints.cmd("host start")
         ),
     )
 }
@@ -81,10 +84,11 @@ pub(super) fn unproven_refusal(stack: &Stack, rec: &PidRecord) -> Failed {
 /// [`crate::error::Interrupted`] saying so (exit 128 + N).
 pub fn stop_checked(
     stack: &Stack,
+    hints: &Hints,
     launchd_job: &dyn Fn(u32) -> Option<String>,
 ) -> anyhow::Result<Stopped> {
     let _guard = signal::InterruptGuard::install();
-    let stopped = stop_inner(stack, launchd_job)?;
+    let stopped = stop_inner(stack, hints, launchd_job)?;
     match (signal::received(), &stopped) {
         (Some(sig), Stopped::Signalled { pid, .. }) => Err(crate::error::Interrupted(
             sig,
@@ -97,6 +101,7 @@ pub fn stop_checked(
 
 fn stop_inner(
     stack: &Stack,
+    hints: &Hints,
     launchd_job: &dyn Fn(u32) -> Option<String>,
 ) -> anyhow::Result<Stopped> {
     let pid_path = stack.pid_path();
@@ -118,7 +123,7 @@ fn stop_inner(
             // oyster cannot prove (a record of an older oyster, from before a clock step): it
             // is not signalled and its files stay (whoever waits for them still finds them).
             if live.runs(&rec.server) {
-                return Err(unproven_refusal(stack, &rec).into());
+                return Err(unproven_refusal(stack, &rec, hints).into());
             }
             remove_identity(stack)?;
             Ok(Stopped::ForeignLeftAlone(rec))
@@ -132,8 +137,8 @@ fn stop_inner(
                         rec.pid
                     ),
                     format!(
-                        "`oyster agent stop --stack {}` stops a Host launchd runs (for another stack's job, that stack's name)",
-                        stack.name
+                        "`{}` stops a Host launchd runs (for another stack's job, that stack's name)",
+                        hints.agent("stop")
                     ),
                 )
                 .into());
@@ -156,6 +161,6 @@ fn stop_inner(
 
 /// [`stop_checked`] for a Host this run started itself (setup's rollback): no launchd job can
 /// own it.
-pub fn stop(stack: &Stack) -> anyhow::Result<Stopped> {
-    stop_checked(stack, &|_| None)
+pub fn stop(stack: &Stack, hints: &Hints) -> anyhow::Result<Stopped> {
+    stop_checked(stack, hints, &|_| None)
 }

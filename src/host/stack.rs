@@ -346,7 +346,7 @@ pub fn require_known(stack: &Stack, env: &StackEnv) -> Result<(), Invalid> {
         ));
     }
     Err(err.hint(format!(
-        "check the name with `oyster agent list`; a new stack is created by `oyster agent install --stack {} --port N` (or `oyster setup`)",
+        "check the name with `oyster list`; a new stack is created by `oyster setup {0}` (or `oyster install {0} --port N`)",
         stack.name
     )))
 }

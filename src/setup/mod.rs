@@ -390,8 +390,8 @@ fn start_service(
             );
         }
         (Service::Direct, true) => crate::say!(
-            "Not started (--no-start); `oyster host start --stack {}` starts it.",
-            st.name
+            "Not started (--no-start); `{}` starts it.",
+            ctx.hints().cmd("host start")
         ),
         (Service::Direct, false) => {
             let started = direct::start(
@@ -401,6 +401,7 @@ fn start_service(
                     wait: opts.timing.wait,
                     settle: opts.timing.settle,
                     floor: ctx.env.proof_floor,
+                    hints: ctx.hints(),
                 },
             )?;
             journal.push(Undo::StopHost);
@@ -479,7 +480,9 @@ fn roll_back(ctx: &Context, sp: &SetupPlan, _lock: &Lock, journal: Vec<Undo>) ->
                     "removed {removed} file(s) and empty director(ies) it had created"
                 ))
             }
-            Undo::StopHost => direct::stop(st).map(|_| "stopped the Host it started".to_owned()),
+            Undo::StopHost => {
+                direct::stop(st, &ctx.hints()).map(|_| "stopped the Host it started".to_owned())
+            }
             Undo::AgentFolder(dir) => match std::fs::remove_dir(&dir) {
                 Ok(()) => Ok(format!("removed the AgentFolder {}", dir.display())),
                 Err(_) => Ok(format!(

@@ -104,8 +104,26 @@ fn start_status_stop_with_the_live_environment_read_back() {
     );
 
     // A second start is refused while the Host lives.
+    // Its fix echoes how the stack was named: `--stack it`, or `it` after the verb.
     let e = t.run(start_args(&root, port)).fails_with(1).stderr();
-    assert!(e.contains("already running"), "{e}");
+    assert!(
+        e.contains("already running") && e.contains("stop it with `oyster host stop --stack it`"),
+        "{e}"
+    );
+    let plain: Vec<String> = args(&["host", "start", "it"])
+        .root(&root)
+        .node(&real_node())
+        .port(port)
+        .into();
+    let e = t.run(&plain).fails_with(1).stderr();
+    assert!(e.contains("stop it with `oyster host stop it`"), "{e}");
+    let st = t.run(["status", "it", "--json"]).json();
+    assert!(
+        st["notes"]
+            .to_string()
+            .contains("`oyster host stop it` stops it"),
+        "{st}"
+    );
 
     let r = t.run(["host", "stop", "--stack", "it"]).ok();
     assert!(r.stdout().contains(&format!("pid {pid}")), "{}", r.stdout());

@@ -516,6 +516,38 @@ fn a_stale_plist_names_its_fix_once_in_the_form_typed() {
 }
 
 #[test]
+fn status_notes_and_doctor_fixes_echo_the_form_typed() {
+    let t = ctx();
+    t.fake_exe(&t.home.join(".local/bin/claude"));
+    install(&t, "hf", free_port());
+    t.run(["providers", "set", "claude", "", "--stack", "hf"])
+        .ok();
+    for (form, want) in [
+        (&["doctor", "hf"][..], "`oyster agent regenerate hf`"),
+        (
+            &["doctor", "--stack", "hf"],
+            "`oyster agent regenerate --stack hf`",
+        ),
+    ] {
+        let out = t.run(form).ok().stdout();
+        assert!(out.contains(want), "{form:?}: {out}");
+        assert!(
+            !out.contains("--stack hf`") || form.contains(&"--stack"),
+            "{out}"
+        );
+    }
+    // An interrupted change (its marker left behind) is named with the fix, in that form too.
+    std::fs::write(t.home.join(".oysterun-stacks/hf/run/pending"), "restart\n").unwrap();
+    let st = t.run(["status", "hf", "--json"]).json();
+    assert!(
+        st["notes"]
+            .to_string()
+            .contains("`oyster agent regenerate hf` re-verifies it"),
+        "{st}"
+    );
+}
+
+#[test]
 fn doctor_reports_the_configs_port_when_the_root_cannot_be_found() {
     let t = ctx();
     let port = free_port();

@@ -314,7 +314,7 @@ fn set_says_whether_the_host_needs_a_refresh_and_warns_about_a_path_that_cannot_
     let r = t.run(["providers", "set", Q, exe.to_str().unwrap()]).ok();
     assert!(
         r.stdout()
-            .contains("run `oyster agent regenerate --stack production`"),
+            .contains("run `oyster agent regenerate` to give it the change"),
         "{}",
         r.stdout()
     );

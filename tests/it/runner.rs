@@ -329,7 +329,8 @@ fn host_stop_and_status_leave_a_launchd_host_to_launchd() {
             .fails_with(1)
             .stderr();
     assert!(
-        e.contains("launchd runs this Host") && e.contains("oyster agent stop"),
+        e.contains("launchd runs this Host")
+            && e.contains(&format!("`oyster stop --stack {STACK}` stops it")),
         "{e}"
     );
     assert!(alive(pid), "not signalled");

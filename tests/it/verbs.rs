@@ -500,7 +500,7 @@ fn host_stop_and_status_leave_a_launchd_host_to_launchd() {
         .fails_with(1)
         .stderr();
     assert!(
-        e.contains("launchd runs this Host") && e.contains("oyster agent stop --stack hs"),
+        e.contains("launchd runs this Host") && e.contains("`oyster stop --stack hs` stops it"),
         "{e}"
     );
     assert_eq!(status(&t, "hs")["pid"].as_u64(), Some(pid), "not signalled");

@@ -111,10 +111,9 @@ impl Agent<'_> {
                 }
                 None if known_good => Ok(format!(
                     "this definition verified before, so the failure is not the plist's: the job \
-                     was booted out and {} kept; `oyster agent start --stack {}` loads it again \
-                     once the cause is fixed",
+                     was booted out and {} kept; `{}` loads it again once the cause is fixed",
                     plist.display(),
-                    self.stack.name
+                    self.hints.agent("start")
                 )),
                 None => {
                     std::fs::remove_file(&plist)?;
@@ -201,8 +200,8 @@ impl Agent<'_> {
                 self.audit
                     .record(action, Step::Verify, StepOutcome::Failed, None, &f);
                 format!(
-                    "the restart had stopped the old Host (pid {old}); launchd runs the same definition again, but the new Host did not verify: {f}; `oyster agent status --stack {}` shows it",
-                    self.stack.name
+                    "the restart had stopped the old Host (pid {old}); launchd runs the same definition again, but the new Host did not verify: {f}; `{}` shows it",
+                    self.hints.agent("status")
                 )
             }
         };

@@ -165,10 +165,7 @@ pub fn refuse_direct_host(ctx: &Context) -> anyhow::Result<()> {
             "the Host of stack {} runs directly (pid {}, from `oyster host start`)",
             ctx.stack.name, rec.pid
         ),
-        format!(
-            "stop it with `oyster host stop --stack {}` first",
-            ctx.stack.name
-        ),
+        format!("stop it with `{}` first", ctx.hints().cmd("host stop")),
     )
     .into())
 }
@@ -241,17 +238,18 @@ pub fn direct_instead(ctx: &Context, verb: &str) -> Option<Failed> {
     let Owner::Ours(rec, _) = crate::direct::owner(&ctx.stack).ok()? else {
         return None;
     };
-    let host_verb = if verb == "stop" {
-        "stop"
+    let h = ctx.hints();
+    let fix = if verb == "stop" {
+        format!("`{}`", h.cmd("host stop"))
     } else {
-        "stop` then `oyster host start"
+        format!("`{}` then `{}`", h.cmd("host stop"), h.cmd("host start"))
     };
     Some(Failed::new(
         format!(
             "the Host of stack {} was started directly (pid {}, `oyster host start`), not by a LaunchAgent, so there is nothing to {verb} in launchd",
             ctx.stack.name, rec.pid
         ),
-        format!("`oyster host {host_verb} --stack {}`", ctx.stack.name),
+        fix,
     ))
 }
 

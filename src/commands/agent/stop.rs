@@ -78,8 +78,9 @@ fn refuse_direct_host(ctx: &Context) -> anyhow::Result<()> {
             ctx.stack.name, rec.pid
         ),
         format!(
-            "`oyster host stop --stack {}` stops it; then `oyster agent stop --stack {}` if the LaunchAgent should stay stopped too",
-            ctx.stack.name, ctx.stack.name
+            "`{}` stops it; then `{}` if the LaunchAgent should stay stopped too",
+            ctx.hints().cmd("host stop"),
+            ctx.hint_cmd("stop")
         ),
     )
     .into())

@@ -29,7 +29,7 @@ pub(super) fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Ve
         }
         let loaded = both.loaded();
         if let [(first, _), (second, _), ..] = loaded.as_slice() {
-            checks.push(loaded_twice_check(st, *first, *second));
+            checks.push(loaded_twice_check(ctx, *first, *second));
         }
         let Some((loaded_in, info)) = loaded.first().map(|(d, i)| (*d, (*i).clone())) else {
             checks.push(not_loaded_check(
@@ -57,9 +57,9 @@ pub(super) fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Ve
             ),
             (!running).then(|| {
                 format!(
-                    "see {} and run `oyster agent restart --stack {}`",
+                    "see {} and run `{}`",
                     st.log_path().display(),
-                    st.name
+                    ctx.hint_cmd("restart")
                 )
             }),
         ));
@@ -102,7 +102,7 @@ fn not_loaded_check(
         Level::Warn,
         if stopped {
             format!(
-                "{} is stopped (`oyster agent stop` disabled it in {domain}, so it stays stopped at login)",
+                "{} is stopped (`oyster stop` disabled it in {domain}, so it stays stopped at login)",
                 st.label
             )
         } else {
@@ -111,7 +111,7 @@ fn not_loaded_check(
                 st.label
             )
         },
-        installed.then(|| format!("`oyster agent start --stack {}`", st.name)),
+        installed.then(|| format!("`{}`", ctx.hint_cmd("start"))),
     )
 }
 
@@ -150,13 +150,14 @@ fn live_host_check(
         "live host",
         if ok { Level::Ok } else { Level::Fail },
         format!("pid {pid}: {detail}"),
-        (!ok).then(|| format!("`oyster agent restart --stack {}`", st.name)),
+        (!ok).then(|| format!("`{}`", ctx.hint_cmd("restart"))),
     )
 }
 
 /// A label loaded in both domains: two Hosts for one port. The `gui/<uid>` copy is the one a
 /// console login keeps loading, so the other goes (a restart at the console does it).
-fn loaded_twice_check(st: &crate::host::stack::Stack, first: Domain, second: Domain) -> Check {
+fn loaded_twice_check(ctx: &Context, first: Domain, second: Domain) -> Check {
+    let st = &ctx.stack;
     check(
         "launchd",
         Level::Fail,
@@ -165,8 +166,8 @@ fn loaded_twice_check(st: &crate::host::stack::Stack, first: Domain, second: Dom
             st.label
         ),
         Some(format!(
-            "run `oyster agent restart --stack {}` (it boots the {second} copy out), or `launchctl bootout {}`",
-            st.name,
+            "run `{}` (it boots the {second} copy out), or `launchctl bootout {}`",
+            ctx.hint_cmd("restart"),
             second.target(&st.label)
         )),
     )

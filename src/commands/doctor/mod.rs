@@ -336,26 +336,30 @@ fn plist_check(ctx: &Context, installed: Option<&Installed>, plan: Option<&Plan>
                     |e| e.to_string(),
                 ),
             Some(format!(
-                "remove it, then `oyster agent install --stack {}` writes a regular file",
-                st.name
+                "remove it, then `{}` writes a regular file",
+                ctx.hint_cmd("install")
             )),
         ),
         (None, _) => check(
             "plist",
             Level::Warn,
             format!("{} is not installed", plist_path.display()),
-            Some(format!("`oyster setup --stack {}` sets the Host up (`oyster install --stack {}` once the config is done)", st.name, st.name)),
+            Some(format!(
+                "`{}` sets the Host up (`{}` once the config is done)",
+                ctx.hints().cmd("setup"),
+                ctx.hint_cmd("install")
+            )),
         ),
         (Some(i), _) if i.oysterun_runner().is_some() => check(
             "plist",
             Level::Warn,
             format!(
-                "{} was written by Oysterun's own installer (it runs {}); `oyster agent regenerate --stack {}` takes it over",
+                "{} was written by Oysterun's own installer (it runs {}); `{}` takes it over",
                 plist_path.display(),
                 i.oysterun_runner().unwrap_or_default(),
-                st.name
+                ctx.hint_cmd("regenerate")
             ),
-            Some(format!("`oyster agent regenerate --stack {}`", st.name)),
+            Some(format!("`{}`", ctx.hint_cmd("regenerate"))),
         ),
         (Some(i), Some(p)) if i.bytes == p.plist => check(
             "plist",
@@ -386,7 +390,7 @@ fn plist_check(ctx: &Context, installed: Option<&Installed>, plan: Option<&Plan>
                     plist_path.display(),
                     changed.join(" ")
                 ),
-                Some(format!("`oyster agent regenerate --stack {}`", st.name)),
+                Some(format!("`{}`", ctx.hint_cmd("regenerate"))),
             )
         }
         (Some(_), None) => check(
@@ -420,10 +424,10 @@ fn plist_file_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check>
                 path.display()
             ),
             Some(format!(
-                "`sudo chown {} {}` (or `sudo rm` it and run `oyster agent install --stack {}`)",
+                "`sudo chown {} {}` (or `sudo rm` it and run `{}`)",
                 crate::sys::user::name_of(me).unwrap_or_else(|| me.to_string()),
                 path.display(),
-                st.name
+                ctx.hint_cmd("install")
             )),
         ));
     }
@@ -449,8 +453,9 @@ fn plist_file_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check>
                     path.display()
                 ),
                 Some(format!(
-                    "`oyster agent regenerate --stack {0}` points it at this oyster; before removing oyster, run `oyster agent uninstall --stack {0}` (or `--all`)",
-                    st.name
+                    "`{}` points it at this oyster; before removing oyster, run `{}` (or `oyster uninstall --all`)",
+                    ctx.hint_cmd("regenerate"),
+                    ctx.hint_cmd("uninstall")
                 )),
             ));
         }
