@@ -221,6 +221,46 @@ fn stack_completes_the_stacks_on_disk() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The plain STACK after a verb, in any of its forms (an alias, `agent VERB`, `host VERB`).
+    for (words, cword) in [
+        ("oyster restart d", 2),
+        ("oyster info d", 2),
+        ("oyster agent restart d", 3),
+        ("oyster host start d", 3),
+        ("oyster logs d", 2),
+    ] {
+        let out = Command::new(runner_tool("bash").unwrap())
+            .args([
+                "-c",
+                r#"source "$1"; read -ra COMP_WORDS <<<"$2"; COMP_CWORD=$3; _oyster oyster "${COMP_WORDS[$3]}" "${COMP_WORDS[$3-1]}"; printf '%s\n' "${COMPREPLY[@]}""#,
+                "x",
+                file.to_str().unwrap(),
+                words,
+                &cword.to_string(),
+            ])
+            .env_clear()
+            .env("HOME", &t.home)
+            .env("OYSTER_LAUNCHCTL", "none")
+            .env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()))
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "dev\n", "{words}");
+    }
+    // A verb about no one stack (`list`) is not offered stacks.
+    let out = Command::new(runner_tool("bash").unwrap())
+        .args([
+            "-c",
+            r#"source "$1"; COMP_WORDS=(oyster list ""); COMP_CWORD=2; _oyster oyster "" list; printf '%s\n' "${COMPREPLY[@]}""#,
+            "x",
+            file.to_str().unwrap(),
+        ])
+        .env_clear()
+        .env("HOME", &t.home)
+        .env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()))
+        .output()
+        .unwrap();
+    let offered = String::from_utf8_lossy(&out.stdout);
+    assert!(!offered.lines().any(|l| l == "dev"), "{offered}");
     // The verbs offered after `oyster ` do not include the hidden helper.
     let out = Command::new(runner_tool("bash").unwrap())
         .args([
@@ -250,6 +290,29 @@ fn stack_completes_the_stacks_on_disk() {
             "{shell} offers the hidden helper as a verb"
         );
     }
+    // No fish or zsh here to run them: the plain STACK's completion is in both scripts.
+    let fish = t.run(["completions", "fish"]).ok().stdout();
+    for when in [
+        "\"__fish_oyster_using_subcommand restart\" -f -a \"(oyster __complete-stacks",
+        "\"__fish_oyster_using_subcommand host; and __fish_seen_subcommand_from start\" -f -a \"(oyster __complete-stacks",
+    ] {
+        assert!(fish.contains(when), "{when}");
+    }
+    assert!(
+        !fish.contains("\"__fish_oyster_using_subcommand list\" -f -a \"(oyster __complete-stacks")
+    );
+    let zsh = t.run(["completions", "zsh"]).ok().stdout();
+    let plain: Vec<&str> = zsh
+        .lines()
+        .filter(|l| l.starts_with("'::stack_name"))
+        .collect();
+    assert!(plain.len() > 10, "{zsh}");
+    assert!(
+        plain
+            .iter()
+            .all(|l| l.contains(":{compadd -- $(oyster __complete-stacks")),
+        "{plain:?}"
+    );
 }
 
 #[test]
