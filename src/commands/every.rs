@@ -24,7 +24,17 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
     }
     let mut lines: Vec<(String, Tone, String)> = vec![];
     let mut failed: Vec<String> = vec![];
-    for name in &names {
+    // Caught for the whole run: a signal between two stacks ends it there, said, and never
+    // in the middle of one (each verb answers a signal in its own way while it runs).
+    let _guard = crate::sys::signal::InterruptGuard::install();
+    for (i, name) in names.iter().enumerate() {
+        if let Some(sig) = crate::sys::signal::received() {
+            let text = format!(
+                "{verb} --all stopped before stack {name}{}",
+                so_far(verb, &lines, &names[i..])
+            );
+            return Err(crate::error::Interrupted(sig, text).into());
+        }
         let sub = ctx.for_stack(name)?;
         // A stack with no LaunchAgent (only a config) has nothing to start, stop or restart.
         if verb != "uninstall" && !sub.stack.plist_path().exists() {
@@ -38,18 +48,26 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
             ));
             continue;
         }
+        let had_plist = sub.stack.plist_path().exists();
         ctx.out
             .out_toned(Tone::Heading, &format!("==> {verb} stack {name}"));
         match super::agent_verb(&sub, cmd.clone()) {
+            // `uninstall` of a stack with only a config: what it did is said above.
+            Ok(ExitStatus::Success) if !had_plist => {
+                lines.push((name.clone(), Tone::Ok, "no plist to remove".to_owned()));
+            }
             Ok(ExitStatus::Success) => lines.push((name.clone(), Tone::Ok, done.to_owned())),
             Ok(_) => {
                 failed.push(name.clone());
                 lines.push((name.clone(), Tone::Fail, "failed".to_owned()));
             }
             Err(err) => {
-                if err.is::<crate::error::Interrupted>() || crate::sys::signal::received().is_some()
-                {
-                    return Err(err);
+                if let Some((sig, said)) = interrupt_of(&err) {
+                    let text = format!(
+                        "stack {name}: {said}{}",
+                        so_far(verb, &lines, &names[i + 1..])
+                    );
+                    return Err(crate::error::Interrupted(sig, text).into());
                 }
                 let (text, hint) = crate::error::render(&err);
                 ctx.out.error(&text, hint.as_deref());
@@ -81,4 +99,34 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
         ),
     )
     .into())
+}
+
+/// The signal that ended a stack's verb, with what the verb said it left.
+fn interrupt_of(err: &anyhow::Error) -> Option<(crate::sys::signal::Signal, String)> {
+    match err.downcast_ref::<crate::error::Interrupted>() {
+        Some(i) => Some((i.0, i.1.clone())),
+        None => Some((crate::sys::signal::received()?, format!("{err:#}"))),
+    }
+}
+
+/// What an interrupted `--all` did before and what it never reached, so a second run is known
+/// to be needed, and for which stacks.
+fn so_far(verb: &str, lines: &[(String, Tone, String)], rest: &[String]) -> String {
+    let mut text = String::new();
+    if !lines.is_empty() {
+        let done: Vec<String> = lines.iter().map(|(n, _, w)| format!("{n} ({w})")).collect();
+        text.push_str(&format!(
+            "; before it, {verb} --all did: {}",
+            done.join(", ")
+        ));
+    }
+    if rest.is_empty() {
+        text.push_str("; it was the last stack");
+    } else {
+        text.push_str(&format!(
+            "; not reached: {} (`oyster {verb} --all` again, or each by name)",
+            rest.join(", ")
+        ));
+    }
+    text
 }

@@ -201,14 +201,57 @@ fn all_acts_on_every_stack_and_names_the_failures_at_the_end() {
         assert!(!plist.exists(), "{s}: {}", r.stdout());
     }
     assert!(t.home.join(".oysterun-stacks/aa/host/config.json").exists());
-    assert_eq!(
-        t.run(["uninstall", "--all"])
-            .ok()
-            .stdout()
-            .matches("uninstalled")
-            .count(),
-        3
+    // Again: nothing is installed any more, and the summary does not claim an uninstall.
+    let out = t.run(["uninstall", "--all"]).ok().stdout();
+    assert_eq!(out.matches("no plist to remove").count(), 3, "{out}");
+    assert!(!out.contains("uninstalled"), "{out}");
+}
+
+/// Ctrl-C in `restart --all` ends the run at the stack it was on, which finishes its own
+/// restart as an interrupted restart does, and the error names the stacks never reached.
+#[test]
+fn an_interrupted_all_names_the_stacks_it_did_not_reach() {
+    let t = ctx();
+    for s in ["ia", "ib", "ic"] {
+        install(&t, s, free_port());
+    }
+    let log = t.path("all.log");
+    let out = std::fs::File::create(&log).unwrap();
+    let mut child = t
+        .cmd()
+        .args(["restart", "--all", "--settle-ms", "3000"])
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .spawn()
+        .unwrap();
+    let said = || std::fs::read_to_string(&log).unwrap_or_default();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !said().contains("==> restart stack ia") && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Inside ia's 3 s settle.
+    std::thread::sleep(std::time::Duration::from_millis(800));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap()),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let code = child.wait().unwrap().code();
+    let text = said();
+    assert_eq!(code, Some(130), "{text}");
+    assert!(!text.contains("==> restart stack ib"), "{text}");
+    let err = text
+        .lines()
+        .find(|l| l.starts_with("oyster: error: interrupted by SIGINT"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        err.contains("stack ia: ") && err.contains("not reached: ib, ic"),
+        "{err}"
     );
+    // Nothing was left half-done: every stack still runs a verified Host.
+    for s in ["ia", "ib", "ic"] {
+        assert_eq!(status(&t, s)["verified"], true, "{s}");
+    }
 }
 
 #[test]
