@@ -408,7 +408,7 @@ fn compare_env(
     if !diffs.is_empty() {
         log.line(&format!(
             "this launch's environment differs from what oyster generates for the stack: {}. \
-             The Host starts with the environment it was given; `oyster agent regenerate --stack {}` \
+             The Host starts with the environment it was given; `oyster agent regenerate {}` \
              brings the LaunchAgent up to date",
             diffs.join("; "),
             stack.name

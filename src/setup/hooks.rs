@@ -57,6 +57,8 @@ pub fn show_qr(ctx: &Context, plan: &Plan) -> Ran {
         ));
         return Ran::Skipped;
     }
+    ctx.out
+        .waiting(&format!("the login QR ({SHOW_QR} --show-qr)"), QR_TIMEOUT);
     match run_step(ctx, plan, script, &["--show-qr"], None, QR_TIMEOUT) {
         Ok(()) => Ran::Done,
         Err(_) if signal::received().is_some() => {
@@ -82,7 +84,10 @@ pub fn prepare_restore(ctx: &Context, plan: &Plan) -> Ran {
         ));
         return Ran::Skipped;
     }
-    crate::say!("Preparing the Host's sessions for restore ({PREPARE_RESTORE})…");
+    crate::say!(
+        "Preparing the Host's sessions for restore ({PREPARE_RESTORE}, up to {} s)…",
+        RESTORE_TIMEOUT.as_secs()
+    );
     match run_step(
         ctx,
         plan,
@@ -126,20 +131,21 @@ fn run_step(
     // Ctrl-C must reach the step: it runs in its own process group, which the terminal's
     // SIGINT does not reach, so without the guard oyster would die and leave it running.
     let _guard = InterruptGuard::install();
-    let result = process::run_in(
+    // Each line as it comes (a step that hangs has shown what it printed), whole: the
+    // process door's capture cap bounds only what oyster keeps, not what the user sees.
+    let result = process::run_streaming(
         &plan.node.path,
         &argv,
         ChildEnv::Exactly(&env),
         Some(&plan.root),
         timeout,
+        &mut |stream, line| match stream {
+            // The QR is for the user's eyes: its lines as the entry point wrote them.
+            process::Stream::Stdout => ctx.out.raw(format!("{line}\n").as_bytes()),
+            process::Stream::Stderr if !line.trim().is_empty() => ctx.out.err(line),
+            process::Stream::Stderr => {}
+        },
     );
-    if let Ok(f) = &result {
-        // The QR is for the user's eyes: its bytes as the entry point wrote them.
-        ctx.out.raw(f.stdout.as_bytes());
-        for line in f.stderr.lines().filter(|l| !l.trim().is_empty()) {
-            ctx.out.err(line);
-        }
-    }
     match result {
         Ok(f) if f.code == 0 => Ok(()),
         Ok(f) => Err(format!(

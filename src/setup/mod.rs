@@ -280,6 +280,7 @@ fn install_providers<'p>(
             &i.npm,
             &args,
             ChildEnv::Exactly(base),
+            None,
             NPM_TIMEOUT,
             &mut |_, line| {
                 if !line.trim().is_empty() {

@@ -86,10 +86,11 @@ pub fn run_streaming(
     program: &Path,
     args: &[&str],
     env: ChildEnv<'_>,
+    cwd: Option<&Path>,
     timeout: Duration,
     on_line: &mut dyn FnMut(Stream, &str),
 ) -> Result<Finished, ProcessError> {
-    run_full(program, args, env, None, timeout, on_line)
+    run_full(program, args, env, cwd, timeout, on_line)
 }
 
 /// The one implementation behind [`run`], [`run_in`] and [`run_streaming`]: no shell, stdin
@@ -395,6 +396,7 @@ mod tests {
             Path::new("/bin/sh"),
             &["-c", "echo one; echo two >&2; printf three; exit 4"],
             ChildEnv::Exactly(&[]),
+            None,
             Duration::from_secs(5),
             &mut |s, l| seen.push((s, l.to_owned())),
         )
@@ -410,6 +412,7 @@ mod tests {
             Path::new("/bin/sh"),
             &["-c", "echo started; sleep 30 & sleep 30"],
             ChildEnv::Inherit,
+            None,
             Duration::from_millis(300),
             &mut |_, _| lines += 1,
         )

@@ -122,6 +122,13 @@ fn the_login_qr_follows_a_verified_restart_only_when_wanted() {
     let verified = out.find("Host verified").unwrap();
     let qr = out.find(&format!("QR for port {}", s.port)).expect(&out);
     assert!(verified < qr, "{out}");
+    // Its wait is said before it begins, with its bound.
+    assert!(
+        r.stderr()
+            .contains("waiting for the login QR (host-service/setup.mjs --show-qr) (up to 30 s)"),
+        "{}",
+        r.stderr()
+    );
     let c = calls(&s.root);
     assert_eq!(c.len(), 1);
     assert_eq!(
