@@ -3,7 +3,10 @@
 a JSON report: everything the terminal showed, the exit code, and whether it prompted.
 
 Usage: pty_drive.py HEX_ANSWER COMMAND [ARGS...]   (the environment is passed through)
-An empty HEX_ANSWER types nothing. The terminal is 80 columns wide, 24 lines high (what a
+An empty HEX_ANSWER types nothing. With PTY_WHILE_ASKED set (a JSON argv), that command is
+started while the prompt waits, its stderr read until it says "waiting for" (at most 10 s),
+then it is interrupted (SIGINT) and what it said is reported as "while_asked"; only then is
+the answer typed. The terminal is 80 columns wide, 24 lines high (what a
 newcomer's terminal is). Used by oyster's PTY tests (tests/it/setup.rs, tests/it/everyday.rs).
 """
 import fcntl
@@ -11,12 +14,35 @@ import json
 import os
 import pty
 import select
+import signal
 import struct
+import subprocess
 import sys
 import termios
 import time
 
+
+
+def meanwhile(argv):
+    """Runs argv until it says it waits (or 10 s), interrupts it, returns what it said."""
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    said = b""
+    end = time.time() + 10
+    while time.time() < end and b"waiting for" not in said:
+        ready, _, _ = select.select([p.stderr], [], [], 0.05)
+        if ready:
+            chunk = os.read(p.stderr.fileno(), 4096)
+            if not chunk:
+                break
+            said += chunk
+    p.send_signal(signal.SIGINT)
+    _, rest = p.communicate(timeout=30)
+    return (said + rest).decode("utf-8", "replace")
+
+
 answer = bytes.fromhex(sys.argv[1])
+while_asked = None
 cmd = sys.argv[2:]
 pid, fd = pty.fork()
 if pid == 0:
@@ -37,6 +63,8 @@ while time.time() < deadline:
         out += chunk
     if not sent and b"[y/N]" in out:
         time.sleep(0.1)
+        if os.environ.get("PTY_WHILE_ASKED"):
+            while_asked = meanwhile(json.loads(os.environ["PTY_WHILE_ASKED"]))
         os.write(fd, answer)
         sent = True
 else:
@@ -46,4 +74,5 @@ print(json.dumps({
     "output": out.decode("utf-8", "replace"),
     "code": os.waitstatus_to_exitcode(status),
     "prompted": sent,
+    "while_asked": while_asked,
 }))

@@ -250,7 +250,7 @@ fn examine(stack: &Stack, lc: Option<&Launchctl>) -> Found {
     }
     let lock_path = stack.lifecycle_lock_path();
     if lock_path.exists() {
-        match crate::sys::fs::try_lock_existing(&lock_path) {
+        match crate::sys::fs::try_lock_existing(&lock_path, "cleanup") {
             Ok(Some(lock)) => f._lock = Some(lock),
             Ok(None) => {
                 f.kept = Some(format!(

@@ -445,28 +445,47 @@ pub fn lock_sidecar(path: &Path) -> Result<Lock, FsError> {
 }
 
 /// Takes the exclusive lock at an existing `lock_path` without waiting and without creating
-/// or writing it: `Ok(None)` when another process holds it (`cleanup` keeps such a stack: an
-/// oyster is working on it), or when there is no such file.
-pub fn try_lock_existing(lock_path: &Path) -> Result<Option<Lock>, FsError> {
+/// it: `Ok(None)` when another process holds it (`cleanup` keeps such a stack: an oyster is
+/// working on it), or when there is no such file. Once held, its record says `pid N (what)`,
+/// so an oyster that waits meanwhile (while `cleanup` asks its question) names this one; a
+/// lock file this user may only read is locked without a record.
+pub fn try_lock_existing(lock_path: &Path, what: &str) -> Result<Option<Lock>, FsError> {
     refuse_symlink(lock_path)?;
-    let file = match OpenOptions::new()
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
-        .open(lock_path)
-    {
-        Ok(f) => f,
+    let open = |write: bool| {
+        OpenOptions::new()
+            .read(true)
+            .write(write)
+            .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+            .open(lock_path)
+    };
+    let (file, writable) = match open(true) {
+        Ok(f) => (f, true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => match open(false) {
+            Ok(f) => (f, false),
+            Err(e) => return Err(io_err("open the lock file", lock_path)(e)),
+        },
         Err(e) => return Err(io_err("open the lock file", lock_path)(e)),
     };
-    Ok(
-        flock(file, nix::fcntl::FlockArg::LockExclusiveNonblock, lock_path)?
-            .ok()
-            .map(|held| Lock {
-                _held: held,
-                waited: false,
-                recorded: false,
-            }),
-    )
+    let Ok(mut held) = flock(file, nix::fcntl::FlockArg::LockExclusiveNonblock, lock_path)? else {
+        return Ok(None);
+    };
+    let recorded = writable && write_record(&mut held, what);
+    Ok(Some(Lock {
+        _held: held,
+        waited: false,
+        recorded,
+    }))
+}
+
+/// Writes this holder's record (`pid N (what)`) into a lock file it holds.
+fn write_record(held: &mut nix::fcntl::Flock<File>, what: &str) -> bool {
+    use std::io::{Seek, Write};
+    let record = format!("pid {} ({what})\n", std::process::id());
+    held.set_len(0)
+        .and_then(|()| held.rewind())
+        .and_then(|()| held.write_all(record.as_bytes()))
+        .is_ok()
 }
 
 /// Takes the exclusive lock at `lock_path`, waiting at most `bound`. While another process
@@ -524,15 +543,11 @@ pub fn lock_waiting(
         }
     };
     // Say who holds it, for the next one to wait.
-    let record = format!("pid {} ({what})\n", std::process::id());
-    let _ = held
-        .set_len(0)
-        .and_then(|()| held.rewind())
-        .and_then(|()| held.write_all(record.as_bytes()));
+    let recorded = write_record(&mut held, what);
     Ok(Lock {
         _held: held,
         waited,
-        recorded: true,
+        recorded,
     })
 }
 

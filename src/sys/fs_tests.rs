@@ -80,3 +80,24 @@ fn never_writes_through_a_symlink() {
     ));
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
 }
+
+#[test]
+fn a_lock_taken_without_waiting_records_its_holder_and_creates_nothing() {
+    let t = tempfile::tempdir().unwrap();
+    let p = t.path().join("oyster.lock");
+    assert!(try_lock_existing(&p, "cleanup").unwrap().is_none());
+    assert!(!p.exists(), "no lock file is created");
+    // A record left by a holder that was killed: replaced by this one's.
+    std::fs::write(&p, "pid 999999 (agent restart)\n").unwrap();
+    let held = try_lock_existing(&p, "cleanup").unwrap().expect("free");
+    let me = format!("pid {} (cleanup)", std::process::id());
+    assert_eq!(std::fs::read_to_string(&p).unwrap().trim(), me);
+    // A second taker (another open file description) finds it held.
+    assert!(try_lock_existing(&p, "cleanup").unwrap().is_none());
+    drop(held);
+    assert_eq!(
+        std::fs::read_to_string(&p).unwrap(),
+        "",
+        "emptied on release"
+    );
+}

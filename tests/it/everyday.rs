@@ -375,7 +375,7 @@ fn phantom(t: &TestContext, name: &str) -> std::path::PathBuf {
 
 #[test]
 fn cleanup_removes_only_stacks_of_pure_bookkeeping_and_asks_first() {
-    let t = ctx();
+    let mut t = ctx();
     install(&t, "live", free_port());
     let ghost = phantom(&t, "ghost");
     // A stack with a config (and a log) is the user's: named, never removed with the others.
@@ -420,13 +420,23 @@ fn cleanup_removes_only_stacks_of_pure_bookkeeping_and_asks_first() {
     }
     // On a terminal, Enter says no. (mine is moved aside meanwhile: its own question would
     // wait for a second answer the driver does not type.)
+    // While it asks, it holds ghost's lock, and an oyster that waits for it names cleanup.
     let aside = t.path("mine-aside");
     std::fs::rename(&kept, &aside).unwrap();
+    let waiter = serde_json::json!([BIN, "host", "stop", "ghost"]).to_string();
+    t.extra_env.push(("PTY_WHILE_ASKED".into(), waiter));
     let r = pty(&t, b"\n", &["cleanup"]);
+    t.extra_env.retain(|(k, _)| k != "PTY_WHILE_ASKED");
     std::fs::rename(&aside, &kept).unwrap();
     assert!(r["prompted"].as_bool().unwrap(), "{r}");
     assert_eq!(r["code"], 0, "{r}");
     assert!(ghost.exists(), "{r}");
+    let waited = r["while_asked"].as_str().unwrap();
+    assert!(
+        waited.contains("waiting for another oyster (pid ")
+            && waited.contains(" (cleanup)) to finish with stack ghost"),
+        "{waited}"
+    );
     let r = t.run(["cleanup", "--yes"]).ok().stdout();
     assert!(r.contains("removed ghost"), "{r}");
     assert!(!ghost.exists());
