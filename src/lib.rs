@@ -75,6 +75,22 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     finish(commands::dispatch(&ctx, cli.command))
 }
 
+/// The whole usage of the verb a usage line is about (`oyster restart <STACK>` →
+/// `Usage: oyster restart [OPTIONS] [STACK]`).
+fn full_usage(line: &str) -> Option<String> {
+    let mut cmd = <cli::Cli as clap::CommandFactory>::command();
+    cmd.build();
+    let words = line
+        .split_whitespace()
+        .skip(1)
+        .take_while(|w| !w.starts_with(['<', '[', '-']));
+    let mut at = &cmd;
+    for w in words {
+        at = at.find_subcommand(w)?;
+    }
+    Some(at.clone().render_usage().to_string())
+}
+
 /// A stack named twice, or where none is taken, as clap's own usage errors are said (exit 2).
 fn stack_conflict(msg: &str) -> clap::Error {
     let cmd = <cli::Cli as clap::CommandFactory>::command();
@@ -120,6 +136,14 @@ fn usage_error(e: &clap::Error, args: &[OsString]) -> ExitCode {
             hints.push(tip.to_owned());
         } else if trimmed.starts_with("For more information, try") {
             hints.push(trimmed.replace("For more information, try", "for more information, try"));
+        } else if let Some(full) = line
+            .strip_prefix("Usage: ")
+            .filter(|_| e.kind() == ErrorKind::ArgumentConflict)
+            .and_then(full_usage)
+        {
+            // clap's conflict usage names only the two arguments (`oyster restart <STACK>`,
+            // as if the stack were required): the verb's whole usage instead.
+            rest.push(full);
         } else {
             rest.push(line.to_owned());
         }

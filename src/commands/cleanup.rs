@@ -100,6 +100,10 @@ fn say_found(ctx: &Context, found: &[Found], removable: &[&Found], with_files: &
             list(&f.precious)
         );
     }
+    if found.is_empty() {
+        crate::say!("No Oysterun stack on this machine; nothing to clean up.");
+        return false;
+    }
     if removable.is_empty() && with_files.is_empty() {
         crate::say!("Nothing to clean up: every stack on this machine has a LaunchAgent, a running Host or files of its own.");
         return false;

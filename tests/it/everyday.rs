@@ -95,6 +95,14 @@ fn a_stack_is_taken_as_a_plain_name_and_a_contradiction_is_refused() {
         "{}",
         e.stderr()
     );
+    // A name and --all: the usage shown is the verb's whole usage, not `oyster restart
+    // <STACK>` (clap's conflict usage, as if the stack were required).
+    let e = t.run(["restart", "dev", "--all"]).fails_with(2).stderr();
+    assert!(
+        e.contains("cannot be used with '--all'")
+            && e.contains("Usage: oyster restart [OPTIONS] [STACK]"),
+        "{e}"
+    );
     t.run(["logs", "dev", "-n", "3"]).ok();
     t.run(["agent", "status", "dev"]).ok();
     for args in [
@@ -376,6 +384,12 @@ fn phantom(t: &TestContext, name: &str) -> std::path::PathBuf {
 #[test]
 fn cleanup_removes_only_stacks_of_pure_bookkeeping_and_asks_first() {
     let mut t = ctx();
+    // A machine with no stack at all is told so, not that every stack has files of its own.
+    let out = t.run(["cleanup"]).ok().stdout();
+    assert_eq!(
+        out,
+        "No Oysterun stack on this machine; nothing to clean up.\n"
+    );
     install(&t, "live", free_port());
     let ghost = phantom(&t, "ghost");
     // A stack with a config (and a log) is the user's: named, never removed with the others.
