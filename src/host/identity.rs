@@ -222,23 +222,22 @@ fn platform_start_stamp(pid: u32) -> Option<String> {
     let mut info = std::mem::MaybeUninit::<nix::libc::proc_bsdinfo>::zeroed();
     let size = i32::try_from(std::mem::size_of::<nix::libc::proc_bsdinfo>()).ok()?;
     // SAFETY: the buffer is a zeroed `proc_bsdinfo` of exactly `size` bytes, which is what
-    // PROC_PIDTBSDINFO fills; the result is read only when the call filled all of it.
+    // PROC_PIDTBSDINFO fills. The struct is plain integers and byte arrays, so all zeroes is
+    // a valid value whatever the call wrote; it is used only when the call filled all of it.
     #[allow(unsafe_code)]
-    let filled = unsafe {
-        nix::libc::proc_pidinfo(
+    let (filled, info) = unsafe {
+        let filled = nix::libc::proc_pidinfo(
             pid,
             nix::libc::PROC_PIDTBSDINFO,
             0,
             info.as_mut_ptr().cast(),
             size,
-        )
+        );
+        (filled, info.assume_init())
     };
     if filled != size {
         return None;
     }
-    // SAFETY: fully written by the kernel (checked above).
-    #[allow(unsafe_code)]
-    let info = unsafe { info.assume_init() };
     Some(format!(
         "macos:{}.{:06}",
         info.pbi_start_tvsec, info.pbi_start_tvusec

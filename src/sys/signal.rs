@@ -61,10 +61,7 @@ impl InterruptGuard {
         );
         let mut previous = vec![];
         for sig in CAUGHT {
-            #[allow(unsafe_code)]
-            // SAFETY: the handler only stores to an atomic, which is async-signal-safe, and
-            // the previous action is put back on drop.
-            if let Ok(old) = unsafe { nix::sys::signal::sigaction(sig, &action) } {
+            if let Ok(old) = set_action(sig, &action) {
                 previous.push((sig, old));
             }
         }
@@ -75,10 +72,19 @@ impl InterruptGuard {
 impl Drop for InterruptGuard {
     fn drop(&mut self) {
         for (sig, old) in self.previous.drain(..) {
-            #[allow(unsafe_code)]
-            // SAFETY: restoring the action that was installed before ours.
-            let _ = unsafe { nix::sys::signal::sigaction(sig, &old) };
+            let _ = set_action(sig, &old);
         }
+    }
+}
+
+/// `sigaction(2)`: installs `action` for `sig`, returning the one it replaces. Only the guard
+/// calls it, with [`record`] or with the action that was there before the guard.
+fn set_action(sig: Signal, action: &SigAction) -> nix::Result<SigAction> {
+    #[allow(unsafe_code)]
+    // SAFETY: the actions installed are `record` (it only stores to an atomic, which is
+    // async-signal-safe) and the previous action, put back as it was.
+    unsafe {
+        nix::sys::signal::sigaction(sig, action)
     }
 }
 
