@@ -243,6 +243,11 @@ impl<'a> Agent<'a> {
         }
     }
 
+    /// Whether the label was loaded in either domain when the run began.
+    pub fn was_loaded(&self) -> bool {
+        !self.copies.is_empty()
+    }
+
     /// Copies of the label loaded in the other domain than the one oyster acts in (installed
     /// over SSH into `user/<uid>`, then a console login loaded the plist into `gui/<uid>`).
     pub fn other_copies(&self) -> impl Iterator<Item = &(Domain, PrintInfo)> {

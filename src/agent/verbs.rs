@@ -52,15 +52,51 @@ impl Agent<'_> {
 
     /// `agent start`: refuses a port another process holds **before** enabling anything (a
     /// refused start leaves the label disabled, as `stop` left it), then enables the label in
-    /// both domains and loads and verifies as `apply` does.
+    /// both domains and loads and verifies as `apply` does. A start of a stopped stack that
+    /// fails (or is interrupted) disables the label again: enabled, the plist it left would be
+    /// loaded at the next login, and the Host the user had stopped would come back.
     pub fn start(
         &self,
         plan: &crate::host::plan::Plan,
         timing: crate::agent::lifecycle::Timing,
     ) -> anyhow::Result<crate::agent::lifecycle::Outcome> {
         self.refuse_port_for(plan)?;
+        // Loaded anywhere, it is not stopped; otherwise one `print-disabled` says whether it is.
+        let was_stopped = !self.was_loaded()
+            && self
+                .lc
+                .disabled(&self.active(), &self.stack.label)
+                .ok()
+                .flatten()
+                .unwrap_or(false);
         self.enable(Action::Start)?;
-        self.apply(plan, Action::Start, false, timing)
+        let result = self.apply(plan, Action::Start, false, timing);
+        if result.is_err() && was_stopped && self.loaded_nowhere_now() {
+            // After an interrupt too: these two calls finish before the run ends.
+            let _rest = signal::Suspended::new();
+            let out = crate::output::printer();
+            match self.in_each_domain(|d| self.lc.disable(d, &self.stack.label)) {
+                Ok(_) => out.note(&format!(
+                    "{} is disabled again, as `stop` left it: the Host stays stopped at login",
+                    self.stack.label
+                )),
+                Err(e) => out.warn(&format!(
+                    "the start failed and {} could not be disabled again ({e:#}): a login may load it; `{}` keeps it stopped",
+                    self.stack.label,
+                    self.hints.agent("stop")
+                )),
+            }
+        }
+        result
+    }
+
+    /// Whether, after a failed start, the job is loaded in neither domain (a rollback that
+    /// restored a running Host leaves it loaded: then it is not stopped any more).
+    fn loaded_nowhere_now(&self) -> bool {
+        let _rest = signal::Suspended::new();
+        self.lc
+            .in_both_domains(&self.stack.label)
+            .is_ok_and(|both| both.loaded().is_empty())
     }
 
     /// Runs an override verb (enable/disable) in the domain oyster acts in, then in the other

@@ -203,3 +203,49 @@ fn a_host_stopped_over_ssh_stays_stopped_after_the_next_console_login() {
     );
     d.done();
 }
+
+/// A `start` of a stopped stack that fails (launchd refuses the bootstrap) leaves the label
+/// disabled as `stop` left it, in both domains, said: enabled, the next console login would
+/// load the plist and the Host the user stopped would come back.
+#[test]
+fn a_failed_start_of_a_stopped_stack_stays_stopped_at_the_next_login() {
+    let d = D::new();
+    d.t.run(d.args("install")).ok();
+    d.t.run(d.args("stop")).ok();
+    let r = crate::common::Run(
+        d.t.cmd()
+            .env("LAUNCHD_SIM_FAIL_BOOTSTRAP", "122")
+            .args(d.args("start"))
+            .output()
+            .unwrap(),
+    )
+    .fails_with(1);
+    assert!(
+        r.stderr().contains("is disabled again, as `stop` left it"),
+        "{}",
+        r.stderr()
+    );
+    assert!(d.disabled_in("gui") && d.disabled_in("user"));
+    d.t.sim(&["login", &d.domain("gui")]).ok();
+    assert!(!d.loaded_in("gui") && !d.loaded_in("user"), "it came back");
+    // A start that works still undoes the stop.
+    d.t.run(d.args("start")).ok();
+    assert!(d.loaded_in("gui") && !d.disabled_in("gui"));
+    d.done();
+}
+
+/// `restart` of a stopped stack starts it as `start` does: enabled in both domains (a
+/// restart that enabled only its own left the other disabled, so an install over SSH later
+/// would not load).
+#[test]
+fn restart_of_a_stopped_stack_undoes_the_stop_in_both_domains() {
+    let d = D::new();
+    d.t.run(d.args("install")).ok();
+    d.t.run(d.args("stop")).ok();
+    assert!(d.disabled_in("gui") && d.disabled_in("user"));
+    let r = d.t.run(d.args("restart")).ok();
+    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    assert!(!d.disabled_in("gui") && !d.disabled_in("user"));
+    assert!(d.loaded_in("gui") && !d.loaded_in("user"));
+    d.done();
+}

@@ -25,7 +25,14 @@ pub fn run(ctx: &Context, host: &HostArgs, verify: VerifyArgs) -> anyhow::Result
         let Some(Ok(agent)) = p.agent else {
             unreachable!("Launchd::Required returns the agent or fails")
         };
-        let outcome = agent.apply(&p.plan, Action::Restart, true, verify.timing())?;
+        let outcome = if agent.was_loaded() {
+            agent.apply(&p.plan, Action::Restart, true, verify.timing())?
+        } else {
+            // Loaded in neither domain (stopped, or booted out behind oyster's back): the
+            // restart starts it as `start` does (enabled in both domains, a failure leaving
+            // a stopped stack stopped), as `brew services restart` starts a stopped service.
+            agent.start(&p.plan, verify.timing())?
+        };
         preflight::report(ctx, &p.plan, &outcome);
         Ok(ExitStatus::Success)
     })
