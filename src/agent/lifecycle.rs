@@ -97,6 +97,8 @@ pub struct Agent<'a> {
     log_start: u64,
     /// Commands the lifecycle suggests, in the form the user typed.
     pub hints: crate::context::Hints,
+    /// Where the lifecycle says its progress, notes and warnings (the printer in a run).
+    pub out: &'a dyn crate::output::Reporter,
 }
 
 /// A verified Host.
@@ -211,6 +213,7 @@ impl<'a> Agent<'a> {
             proof_floor: ctx.env.proof_floor,
             log_start: std::fs::symlink_metadata(stack.log_path()).map_or(0, |m| m.len()),
             hints: ctx.hints(),
+            out: ctx.reporter(),
         })
     }
 
@@ -307,9 +310,7 @@ impl<'a> Agent<'a> {
         let before = self.before()?;
         let pending = self.pending();
         if pending {
-            crate::tell!(
-                "A previous oyster run stopped before its change verified; verifying now (and rolling back to the last good plist if it does not)."
-            );
+            self.out.progress("A previous oyster run stopped before its change verified; verifying now (and rolling back to the last good plist if it does not).");
         }
         let change = self.write_definition(plan, action, before.as_ref(), pending)?;
         if !change.reload && !force_restart && !pending {
@@ -371,7 +372,7 @@ impl<'a> Agent<'a> {
         self.audit
             .record(action, Step::WritePlist, outcome, None, "");
         if stale && !wrote {
-            crate::tell!("The loaded job does not match the plist oyster generates (edited behind oyster's back?); reloading it.");
+            self.out.progress("The loaded job does not match the plist oyster generates (edited behind oyster's back?); reloading it.");
         }
         Ok(Change {
             reload: wrote || stale || before.is_none(),

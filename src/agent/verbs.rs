@@ -74,7 +74,7 @@ impl Agent<'_> {
         if result.is_err() && was_stopped && self.loaded_nowhere_now() {
             // After an interrupt too: these two calls finish before the run ends.
             let _rest = signal::Suspended::new();
-            let out = crate::output::printer();
+            let out = self.out;
             match self.in_each_domain(|d| self.lc.disable(d, &self.stack.label)) {
                 Ok(_) => out.note(&format!(
                     "{} is disabled again, as `stop` left it: the Host stays stopped at login",
@@ -191,7 +191,7 @@ impl Agent<'_> {
             .and_then(|b| b.ok_or_else(|| anyhow::anyhow!("{} is gone", path.display())))
             .and_then(|b| crate::host::plist::background_only(&b))
             .and_then(|b| crate::host::plist::write(self.lock, &path, &b, &self.stack.log_dir));
-        let out = crate::output::printer();
+        let out = self.out;
         let kept = narrowed.is_ok();
         match narrowed {
             Ok(_) => out.warn(&format!(
@@ -250,7 +250,7 @@ impl Agent<'_> {
             .accept(&[])?;
         self.audit
             .record(Action::Kill, Step::Sigterm, StepOutcome::Ok, Some(pid), "");
-        crate::output::printer().waiting(&format!("pid {pid} to exit"), KILL_WATCH);
+        self.out.waiting(&format!("pid {pid} to exit"), KILL_WATCH);
         let t0 = Instant::now();
         let mut exited = false;
         while t0.elapsed() < KILL_WATCH {

@@ -16,6 +16,8 @@ pub trait Reporter {
     fn note(&self, text: &str);
     /// `oyster: warning: …`.
     fn warn(&self, text: &str);
+    /// `waiting for WHAT (up to N s)…` before a bounded wait (nothing for a wait under 1 s).
+    fn waiting(&self, what: &str, deadline: std::time::Duration);
 }
 
 impl Reporter for Printer {
@@ -30,6 +32,9 @@ impl Reporter for Printer {
     }
     fn warn(&self, text: &str) {
         Printer::warn(self, text);
+    }
+    fn waiting(&self, what: &str, deadline: std::time::Duration) {
+        Printer::waiting(self, what, deadline);
     }
 }
 
@@ -66,6 +71,12 @@ impl Reporter for Recorder {
     }
     fn warn(&self, text: &str) {
         self.push("warn", text);
+    }
+    fn waiting(&self, what: &str, deadline: std::time::Duration) {
+        self.push(
+            "waiting",
+            &format!("{what} (up to {} ms)", deadline.as_millis()),
+        );
     }
 }
 

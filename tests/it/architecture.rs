@@ -469,3 +469,44 @@ fn the_guard_lets_allowed_and_local_paths_through() {
     ]);
     assert_eq!(found, Vec::<String>::new());
 }
+
+/// The lifecycle (`src/agent/`) says its progress, notes and warnings only through the
+/// `Reporter` it is handed (`Agent::out`), never through the printer's global or its `say!`
+/// and `tell!` macros, so a unit test can hand it a recorder. Read as tokens: comments and
+/// strings cannot fake or hide a call.
+#[test]
+fn the_lifecycle_speaks_only_through_its_reporter() {
+    /// `say!`, `tell!` and `printer(…)` in a token stream, groups included.
+    fn calls(tokens: TokenStream, file: &Path, found: &mut Vec<String>) {
+        let toks: Vec<TokenTree> = tokens.into_iter().collect();
+        for (i, t) in toks.iter().enumerate() {
+            if let TokenTree::Group(g) = t {
+                calls(g.stream(), file, found);
+            }
+            let (TokenTree::Ident(id), Some(next)) = (t, toks.get(i + 1)) else {
+                continue;
+            };
+            let bang = matches!(next, TokenTree::Punct(p) if p.as_char() == '!');
+            let call = matches!(next, TokenTree::Group(g) if g.delimiter() == proc_macro2::Delimiter::Parenthesis);
+            if (bang && (id == "say" || id == "tell")) || (call && id == "printer") {
+                found.push(format!("{}: {id}", file.display()));
+            }
+        }
+    }
+    let mut found = vec![];
+    for file in super::common::rust_files(&real_src().join("agent")) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        calls(text.parse().unwrap(), &file, &mut found);
+    }
+    assert!(found.is_empty(), "{found:#?}");
+    // The check sees both forms.
+    let mut seen = vec![];
+    calls(
+        "fn f() { crate::say!(\"x\"); let o = crate::output::printer(); }"
+            .parse()
+            .unwrap(),
+        Path::new("fixture.rs"),
+        &mut seen,
+    );
+    assert_eq!(seen, ["fixture.rs: say", "fixture.rs: printer"]);
+}

@@ -29,7 +29,7 @@ impl Agent<'_> {
                 Code::InputOutput | Code::AlreadyRunning if t0.elapsed() < BOOTSTRAP_RETRY => {
                     if !said {
                         let loaded = self.poll()?.is_some();
-                        crate::tell!(
+                        self.out.progress(&format!(
                             "launchctl bootstrap exited {} ({}); {}, retrying for up to {} s…",
                             f.code,
                             f.stderr.lines().next().unwrap_or("").trim(),
@@ -39,7 +39,7 @@ impl Agent<'_> {
                                 "launchd is busy"
                             },
                             BOOTSTRAP_RETRY.as_secs()
-                        );
+                        ));
                         said = true;
                     }
                     if let Some(sig) = signal::received() {
@@ -58,13 +58,13 @@ impl Agent<'_> {
                     if matches!(self.active(), Domain::Gui(_)) =>
                 {
                     let gui = self.active();
-                    crate::tell!(
+                    self.out.progress(&format!(
                         "launchctl bootstrap {gui} exited {} ({}); retrying once in {}.",
                         f.code,
                         f.stderr.lines().last().unwrap_or("").trim(),
                         gui.other()
-                    );
-                    crate::output::printer().note(&launchctl::user_domain_note(gui, r.code));
+                    ));
+                    self.out.note(&launchctl::user_domain_note(gui, r.code));
                     self.active.set(gui.other());
                     self.lc
                         .enable(gui.other(), &self.stack.label)?
@@ -175,7 +175,7 @@ impl Agent<'_> {
                 );
             }
             if !said && t0.elapsed() > SAY_WAIT_AFTER {
-                crate::output::printer().waiting(
+                self.out.waiting(
                     &format!("launchd to finish booting out {target}"),
                     DRAIN_TIMEOUT,
                 );
@@ -196,12 +196,12 @@ impl Agent<'_> {
     /// aloud, so two Hosts never fight over one port.
     pub(super) fn boot_out_other_copies(&self, action: Action) -> anyhow::Result<()> {
         for (domain, info) in self.other_copies() {
-            crate::tell!(
+            self.out.progress(&format!(
                 "{} is also loaded in {domain}{}; booting that copy out so that only the one in {} runs.",
                 self.stack.label,
                 info.pid().map_or(String::new(), |p| format!(" (pid {p})")),
                 self.active()
-            );
+            ));
             self.bootout_in(*domain, action, info.pid())?;
         }
         Ok(())

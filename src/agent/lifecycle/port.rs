@@ -39,7 +39,7 @@ impl Agent<'_> {
         let h = match verdict {
             PortCheck::Free => return Ok(()),
             PortCheck::Unknown(e) => {
-                crate::output::printer()
+                self.out
                     .note(&format!("could not list who listens on port {port}: {e}"));
                 return Ok(());
             }

@@ -23,10 +23,10 @@ impl Agent<'_> {
         };
         baseline.old_pid = Some(pid);
         let grace = Duration::from_secs(before.and_then(PrintInfo::exit_timeout).unwrap_or(5));
-        crate::tell!(
+        self.out.progress(&format!(
             "Restarting {target}: SIGTERM to pid {pid}, waiting up to {} s for it to exit…",
             grace.as_secs()
-        );
+        ));
         // 3: loaded, but the process is already gone.
         self.lc
             .kill_sigterm(self.active(), &self.stack.label)?
@@ -40,10 +40,10 @@ impl Agent<'_> {
             std::thread::sleep(HEALTH_EVERY);
         }
         if verify::inspect(pid).is_some() {
-            crate::tell!(
+            self.out.progress(&format!(
                 "pid {pid} outlived SIGTERM by {} s; killing it with `launchctl kickstart -k` (SIGKILL).",
                 grace.as_secs()
-            );
+            ));
             self.lc
                 .kickstart(self.active(), &self.stack.label, true)?
                 .accept(&[])?;

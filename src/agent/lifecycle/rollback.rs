@@ -22,7 +22,8 @@ impl Agent<'_> {
                 _ => Ok(()),
             });
         if let Err(e) = r {
-            crate::output::printer().warn(&format!("could not record the verified plist: {e}"));
+            self.out
+                .warn(&format!("could not record the verified plist: {e}"));
         }
     }
 
@@ -78,7 +79,8 @@ impl Agent<'_> {
             .and_then(|i| i.last_exit().map(|e| e.to_string()))
             .unwrap_or_else(|| "unknown".into());
         let plist = self.stack.plist_path();
-        crate::tell!("Verification stopped: {failure}. Rolling back…");
+        self.out
+            .progress(&format!("Verification stopped: {failure}. Rolling back…"));
         let last_good = fsutil::read_regular(&self.last_good_path(), agentplist::MAX_PLIST_BYTES)
             .ok()
             .flatten();
@@ -184,7 +186,7 @@ impl Agent<'_> {
         plan: &Plan,
         timing: Timing,
     ) -> anyhow::Error {
-        crate::tell!("Interrupted by {sig}; the old Host (pid {old}) is already stopped, so oyster finishes verifying the new one first…");
+        self.out.progress(&format!("Interrupted by {sig}; the old Host (pid {old}) is already stopped, so oyster finishes verifying the new one first…"));
         let _ = std::fs::remove_file(self.pending_path());
         let state = match self.verify_to_the_end(&plan.env, plan.port, baseline, timing) {
             Ok(v) => {

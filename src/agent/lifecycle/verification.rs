@@ -57,7 +57,7 @@ impl Agent<'_> {
     ) -> Result<Verified, Stop> {
         let t0 = Instant::now();
         let plist = self.stack.plist_path();
-        crate::output::printer().waiting(
+        self.out.waiting(
             &format!("the Host to start and answer /health on 127.0.0.1:{port}"),
             timing.wait,
         );
@@ -81,7 +81,7 @@ impl Agent<'_> {
         let health_after = t0.elapsed();
         verify::check_listener(port, pid).map_err(Stop::Failed)?;
         let env_proof = self.prove_env(pid, &info, env)?;
-        crate::output::printer().waiting(
+        self.out.waiting(
             &format!("pid {pid} to stay up (a crash loop would not)"),
             timing.settle,
         );
