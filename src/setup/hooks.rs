@@ -84,10 +84,10 @@ pub fn prepare_restore(ctx: &Context, plan: &Plan) -> Ran {
         ));
         return Ran::Skipped;
     }
-    crate::say!(
+    ctx.reporter().line(&format!(
         "Preparing the Host's sessions for restore ({PREPARE_RESTORE}, up to {} s)…",
         RESTORE_TIMEOUT.as_secs()
-    );
+    ));
     match run_step(
         ctx,
         plan,

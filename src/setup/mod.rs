@@ -247,12 +247,15 @@ fn apply_steps(
     if !sp.agent_folder.is_dir() {
         fsutil::create_dir_all(&sp.agent_folder, 0o755)?;
         journal.push(Undo::AgentFolder(sp.agent_folder.clone()));
-        crate::say!("Created the AgentFolder {}", sp.agent_folder.display());
+        ctx.reporter().line(&format!(
+            "Created the AgentFolder {}",
+            sp.agent_folder.display()
+        ));
     }
     // 4. The service, planned again now that the config holds the merged values.
     let plan = plan::plan(ctx, &opts.host, Writes::None)?;
     start_service(ctx, opts, sp, &plan, lock, journal)?;
-    crate::say!("Setup complete.");
+    ctx.reporter().line("Setup complete.");
     Ok(plan)
 }
 
@@ -263,11 +266,16 @@ fn install_providers<'p>(
     journal: &mut Vec<Undo>,
 ) -> anyhow::Result<Vec<(&'p Provider, PathBuf)>> {
     let mut installed: Vec<(&Provider, PathBuf)> = vec![];
+    // npm's progress is dimmed, which only the printer does.
+    let out_ = crate::output::printer();
     for (idx, i) in sp.installs.iter().enumerate() {
-        crate::say!("Installing {}: {}", i.provider.display_name, i.shown());
+        out_.out(&format!(
+            "Installing {}: {}",
+            i.provider.display_name,
+            i.shown()
+        ));
         let args = i.argv("install");
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let out_ = crate::output::printer();
         out_.waiting(
             &format!("npm to install {}", i.provider.npm_package),
             NPM_TIMEOUT,
@@ -374,26 +382,26 @@ fn start_service(
                 mode: Some(0o644),
             });
             let wrote = crate::host::plist::write(lock, &plist, &plan.plist, &st.log_dir)?;
-            crate::say!(
+            ctx.reporter().line(&format!(
                 "{}: {} (not started: --no-start)",
                 plist.display(),
                 if wrote { "written" } else { "unchanged" }
-            );
+            ));
         }
         (Service::Launchd(_), false) => {
             // The lifecycle rolls its own plist back when the Host does not verify.
             let agent = Agent::new(ctx, lock)?;
             let outcome = agent.apply(plan, Action::Setup, false, opts.timing)?;
-            crate::say!(
+            ctx.reporter().line(&format!(
                 "Host verified: pid {}, /health 200 after {} ms.",
                 outcome.verified.pid,
                 outcome.verified.health_after.as_millis()
-            );
+            ));
         }
-        (Service::Direct, true) => crate::say!(
+        (Service::Direct, true) => ctx.reporter().line(&format!(
             "Not started (--no-start); `{}` starts it.",
             ctx.hints().cmd("host start")
-        ),
+        )),
         (Service::Direct, false) => {
             let started = direct::start(
                 st,
@@ -406,11 +414,11 @@ fn start_service(
                 },
             )?;
             journal.push(Undo::StopHost);
-            crate::say!(
+            ctx.reporter().line(&format!(
                 "Host started directly: pid {}, /health 200 after {} ms, environment verified.",
                 started.pid,
                 started.health_after.as_millis()
-            );
+            ));
         }
     }
     Ok(())
