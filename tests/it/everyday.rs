@@ -565,7 +565,7 @@ fn a_refused_first_install_leaves_no_stack_behind() {
 }
 
 #[test]
-fn a_stale_plist_names_its_fix_once_in_the_form_typed() {
+fn a_stale_plist_names_its_fix_once_in_the_form_typed_in_status_and_doctor() {
     let t = ctx();
     t.fake_exe(&t.home.join(".local/bin/claude"));
     install(&t, "st", free_port());
@@ -580,36 +580,28 @@ fn a_stale_plist_names_its_fix_once_in_the_form_typed() {
         out.contains("`oyster agent regenerate --stack st`"),
         "{out}"
     );
-}
-
-#[test]
-fn status_notes_and_doctor_fixes_echo_the_form_typed() {
-    let t = ctx();
-    t.fake_exe(&t.home.join(".local/bin/claude"));
-    install(&t, "hf", free_port());
-    t.run(["providers", "set", "claude", "", "--stack", "hf"])
-        .ok();
+    // doctor's fix, and a status note, in the form typed too.
     for (form, want) in [
-        (&["doctor", "hf"][..], "`oyster agent regenerate hf`"),
+        (&["doctor", "st"][..], "`oyster agent regenerate st`"),
         (
-            &["doctor", "--stack", "hf"],
-            "`oyster agent regenerate --stack hf`",
+            &["doctor", "--stack", "st"],
+            "`oyster agent regenerate --stack st`",
         ),
     ] {
         let out = t.run(form).ok().stdout();
         assert!(out.contains(want), "{form:?}: {out}");
         assert!(
-            !out.contains("--stack hf`") || form.contains(&"--stack"),
+            !out.contains("--stack st`") || form.contains(&"--stack"),
             "{out}"
         );
     }
     // An interrupted change (its marker left behind) is named with the fix, in that form too.
-    std::fs::write(t.home.join(".oysterun-stacks/hf/run/pending"), "restart\n").unwrap();
-    let st = t.run(["status", "hf", "--json"]).json();
+    std::fs::write(t.home.join(".oysterun-stacks/st/run/pending"), "restart\n").unwrap();
+    let st = t.run(["status", "st", "--json"]).json();
     assert!(
         st["notes"]
             .to_string()
-            .contains("`oyster agent regenerate hf` re-verifies it"),
+            .contains("`oyster agent regenerate st` re-verifies it"),
         "{st}"
     );
 }

@@ -202,34 +202,10 @@ fn stack_completes_the_stacks_on_disk() {
     let file = t.path("oyster.bash");
     std::fs::write(&file, script).unwrap();
     let bin_dir = std::path::Path::new(BIN).parent().unwrap();
-    let out = Command::new(bash)
-        .args([
-            "-c",
-            r#"source "$1"; COMP_WORDS=(oyster restart --stack ""); COMP_CWORD=3; _oyster oyster "" --stack; printf '%s\n' "${COMPREPLY[@]}""#,
-            "x",
-            file.to_str().unwrap(),
-        ])
-        .env_clear()
-        .env("HOME", &t.home)
-        .env("OYSTER_LAUNCHCTL", "none")
-        .env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()))
-        .output()
-        .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
-        "dev\nqa\n",
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    // The plain STACK after a verb, in any of its forms (an alias, `agent VERB`, `host VERB`).
-    for (words, cword) in [
-        ("oyster restart d", 2),
-        ("oyster info d", 2),
-        ("oyster agent restart d", 3),
-        ("oyster host start d", 3),
-        ("oyster logs d", 2),
-    ] {
-        let out = Command::new(runner_tool("bash").unwrap())
+    // What bash offers for the words typed so far (the last one being completed, maybe empty).
+    let offered = |words: &str| {
+        let cword = words.split_whitespace().count() - usize::from(!words.ends_with(' '));
+        let out = Command::new(&bash)
             .args([
                 "-c",
                 r#"source "$1"; read -ra COMP_WORDS <<<"$2"; COMP_CWORD=$3; _oyster oyster "${COMP_WORDS[$3]}" "${COMP_WORDS[$3-1]}"; printf '%s\n' "${COMPREPLY[@]}""#,
@@ -244,36 +220,24 @@ fn stack_completes_the_stacks_on_disk() {
             .env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()))
             .output()
             .unwrap();
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "dev\n", "{words}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(offered("oyster restart --stack "), "dev\nqa\n");
+    // The plain STACK after a verb, in any of its forms (an alias, `agent VERB`, `host VERB`).
+    for words in [
+        "oyster restart d",
+        "oyster info d",
+        "oyster agent restart d",
+        "oyster host start d",
+        "oyster logs d",
+    ] {
+        assert_eq!(offered(words), "dev\n", "{words}");
     }
     // A verb about no one stack (`list`) is not offered stacks.
-    let out = Command::new(runner_tool("bash").unwrap())
-        .args([
-            "-c",
-            r#"source "$1"; COMP_WORDS=(oyster list ""); COMP_CWORD=2; _oyster oyster "" list; printf '%s\n' "${COMPREPLY[@]}""#,
-            "x",
-            file.to_str().unwrap(),
-        ])
-        .env_clear()
-        .env("HOME", &t.home)
-        .env("PATH", format!("{}:/usr/bin:/bin", bin_dir.display()))
-        .output()
-        .unwrap();
-    let offered = String::from_utf8_lossy(&out.stdout);
-    assert!(!offered.lines().any(|l| l == "dev"), "{offered}");
+    let list = offered("oyster list ");
+    assert!(!list.lines().any(|l| l == "dev"), "{list}");
     // The verbs offered after `oyster ` do not include the hidden helper.
-    let out = Command::new(runner_tool("bash").unwrap())
-        .args([
-            "-c",
-            r#"source "$1"; COMP_WORDS=(oyster ""); COMP_CWORD=1; _oyster oyster "" oyster; printf '%s\n' "${COMPREPLY[@]}""#,
-            "x",
-            file.to_str().unwrap(),
-        ])
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .output()
-        .unwrap();
-    let verbs = String::from_utf8_lossy(&out.stdout);
+    let verbs = offered("oyster ");
     assert!(
         verbs.lines().any(|v| v == "restart") && verbs.lines().any(|v| v == "cleanup"),
         "{verbs}"

@@ -50,10 +50,14 @@ impl D {
     }
     /// The verb as run over SSH with nobody at the console.
     fn over_ssh(&self, verb: &str) -> crate::common::Run {
+        self.with_sim(("LAUNCHD_SIM_NO_GUI", "1"), verb)
+    }
+    /// The verb with one simulator setting (`LAUNCHD_SIM_…`) for this run only.
+    fn with_sim(&self, (k, v): (&str, &str), verb: &str) -> crate::common::Run {
         crate::common::Run(
             self.t
                 .cmd()
-                .env("LAUNCHD_SIM_NO_GUI", "1")
+                .env(k, v)
                 .args(self.args(verb))
                 .output()
                 .unwrap(),
@@ -150,14 +154,9 @@ fn stop_at_the_console_disables_both_domains_and_start_enables_both() {
 #[test]
 fn a_gui_bootstrap_refused_with_125_is_retried_once_in_the_user_domain() {
     let d = D::new();
-    let r = crate::common::Run(
-        d.t.cmd()
-            .env("LAUNCHD_SIM_FAIL_BOOTSTRAP", "125:1")
-            .args(d.args("install"))
-            .output()
-            .unwrap(),
-    )
-    .ok();
+    let r = d
+        .with_sim(("LAUNCHD_SIM_FAIL_BOOTSTRAP", "125:1"), "install")
+        .ok();
     let out = format!("{}{}", r.stdout(), r.stderr());
     assert!(
         out.contains(&format!("retrying once in {}", d.domain("user"))),
@@ -212,14 +211,9 @@ fn a_failed_start_of_a_stopped_stack_stays_stopped_at_the_next_login() {
     let d = D::new();
     d.t.run(d.args("install")).ok();
     d.t.run(d.args("stop")).ok();
-    let r = crate::common::Run(
-        d.t.cmd()
-            .env("LAUNCHD_SIM_FAIL_BOOTSTRAP", "122")
-            .args(d.args("start"))
-            .output()
-            .unwrap(),
-    )
-    .fails_with(1);
+    let r = d
+        .with_sim(("LAUNCHD_SIM_FAIL_BOOTSTRAP", "122"), "start")
+        .fails_with(1);
     assert!(
         r.stderr().contains("is disabled again, as `stop` left it"),
         "{}",
