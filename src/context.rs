@@ -129,6 +129,17 @@ impl Hints {
         format!("oyster {words}{}", self.suffix())
     }
 
+    /// A command that takes no plain STACK (`providers set ID CMD`), with the stack as
+    /// `--stack NAME` whenever the user named one: `flag_cmd("providers auto claude")` is
+    /// `oyster providers auto claude --stack dev` after `oyster doctor dev` (a plain `dev`
+    /// there would be read as one more argument).
+    pub fn flag_cmd(&self, words: &str) -> String {
+        match self.typed.stack {
+            StackForm::Default => format!("oyster {words}"),
+            StackForm::Flag | StackForm::Plain => format!("oyster {words} --stack {}", self.stack),
+        }
+    }
+
     /// The stack as the user gave it, to append to a suggested command: ``, ` --stack dev` or
     /// ` dev`.
     pub fn suffix(&self) -> String {

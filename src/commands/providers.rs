@@ -187,8 +187,9 @@ fn refresh_hint(ctx: &Context) {
         ));
     } else {
         ctx.out.out(&format!(
-            "No Host is set up for stack {} yet; `oyster setup` uses the change.",
-            st.name
+            "No Host is set up for stack {} yet; `{}` uses the change.",
+            st.name,
+            ctx.hints().cmd("setup")
         ));
     }
 }

@@ -38,6 +38,102 @@ fn install(t: &TestContext, stack: &str) -> std::path::PathBuf {
     root
 }
 
+/// The commands a text suggests, between backticks, that start with `oyster `.
+fn suggested(text: &str) -> Vec<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|c| c.starts_with("oyster "))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Splits a suggested command as a shell would for these simple ones (`""` is one empty word).
+fn words(cmd: &str) -> Vec<String> {
+    cmd.split_whitespace()
+        .skip(1)
+        .map(|w| {
+            if w == "\"\"" {
+                String::new()
+            } else {
+                w.to_owned()
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn doctors_provider_fixes_for_a_named_stack_change_that_stack_when_run() {
+    let t = ctx();
+    install(&t, "dev");
+    let production = t.config_path();
+    for (args, form) in [
+        (&["doctor", "dev"][..], "--stack dev"),
+        (&["doctor", "--stack", "dev"][..], "--stack dev"),
+    ] {
+        let out = t.run(args).stdout();
+        let fix = out
+            .lines()
+            .find(|l| l.contains("fix:") && l.contains("providers set claude"))
+            .unwrap_or_else(|| panic!("no provider fix in {args:?}:\n{out}"));
+        let cmds = suggested(fix);
+        assert!(
+            !cmds.is_empty()
+                && cmds
+                    .iter()
+                    .all(|c| c.ends_with(form) || c.ends_with(" dev")),
+            "{args:?}: every command names stack dev: {fix}"
+        );
+        // `oyster setup --install-providers` is this stack's setup too.
+        assert!(
+            cmds.iter()
+                .any(|c| c.starts_with("oyster setup --install-providers")
+                    && (c.ends_with(" dev") || c.ends_with("--stack dev"))),
+            "{fix}"
+        );
+    }
+    // Run as shown: the disable fix disables claude for dev, and writes no production config.
+    let out = t.run(["doctor", "dev"]).stdout();
+    let off = suggested(&out)
+        .into_iter()
+        .find(|c| c.starts_with("oyster providers set claude \"\""))
+        .unwrap_or_else(|| panic!("no disable fix:\n{out}"));
+    t.run(words(&off)).ok();
+    assert!(!production.exists(), "`{off}` wrote production's config");
+    let doc = t.run(["providers", "status", "dev", "--json"]).ok().json();
+    let text = doc.to_string();
+    assert!(text.contains("disabled"), "claude disabled for dev: {doc}");
+}
+
+#[test]
+fn hints_for_a_stack_given_with_a_flag_name_it_where_there_is_no_plist_or_a_loaded_agent() {
+    let t = ctx();
+    // A stack with only a config: `providers set` says which setup uses the change.
+    let out = t
+        .run(["providers", "set", "claude", "/bin/true", "--stack", "qa"])
+        .ok()
+        .stdout();
+    assert!(
+        out.contains("`oyster setup --stack qa` uses the change"),
+        "{out}"
+    );
+    // A loaded LaunchAgent refuses `host start`: its suggestions are for that stack.
+    install(&t, "dev");
+    let e = t.run(["host", "start", "dev"]).fails_with(1).stderr();
+    assert!(
+        e.contains("Use `oyster restart dev`, or `oyster uninstall dev`"),
+        "{e}"
+    );
+    let e = t
+        .run(["host", "start", "--stack", "dev"])
+        .fails_with(1)
+        .stderr();
+    assert!(
+        e.contains("`oyster restart --stack dev`") && e.contains("`oyster uninstall --stack dev`"),
+        "{e}"
+    );
+}
+
 /// Starts oyster with stdout to /dev/null and stderr to a file; returns the child and the
 /// file's path.
 fn spawn(t: &TestContext, args: &[&str]) -> (std::process::Child, std::path::PathBuf) {
