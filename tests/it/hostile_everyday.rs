@@ -134,6 +134,22 @@ fn hints_for_a_stack_given_with_a_flag_name_it_where_there_is_no_plist_or_a_load
     );
 }
 
+#[test]
+fn fish_completes_a_plain_stack_after_an_alias_too() {
+    let t = TestContext::new();
+    let fish = t.run(["completions", "fish"]).ok().stdout();
+    for when in [
+        "\"__fish_oyster_using_subcommand info\" -f -a \"(oyster __complete-stacks",
+        "\"__fish_oyster_using_subcommand agent; and __fish_seen_subcommand_from info\" -f -a \"(oyster __complete-stacks",
+    ] {
+        assert!(fish.contains(when), "{when}");
+    }
+    // `ls` takes no stack: nothing offered after it.
+    assert!(
+        !fish.contains("\"__fish_oyster_using_subcommand ls\" -f -a \"(oyster __complete-stacks")
+    );
+}
+
 /// Starts oyster with stdout to /dev/null and stderr to a file; returns the child and the
 /// file's path.
 fn spawn(t: &TestContext, args: &[&str]) -> (std::process::Child, std::path::PathBuf) {
