@@ -135,6 +135,29 @@ fn hints_for_a_stack_given_with_a_flag_name_it_where_there_is_no_plist_or_a_load
 }
 
 #[test]
+fn an_unknown_argument_shows_the_verbs_whole_usage() {
+    let t = TestContext::new();
+    for (args, usage) in [
+        (
+            &["info", "dev", "--all"][..],
+            "Usage: oyster status [OPTIONS] [STACK]",
+        ),
+        (
+            &["agent", "uninstall", "dev", "--dry-run"][..],
+            "Usage: oyster agent uninstall [OPTIONS] [STACK]",
+        ),
+        (
+            &["restart", "dev", "--nosuch"][..],
+            "Usage: oyster restart [OPTIONS] [STACK]",
+        ),
+    ] {
+        let e = t.run(args).fails_with(2).stderr();
+        assert!(e.contains(usage), "{args:?}: {e}");
+        assert!(!e.contains("<STACK>"), "{args:?}: no required STACK: {e}");
+    }
+}
+
+#[test]
 fn fish_completes_a_plain_stack_after_an_alias_too() {
     let t = TestContext::new();
     let fish = t.run(["completions", "fish"]).ok().stdout();
