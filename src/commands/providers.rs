@@ -90,10 +90,10 @@ fn parse_command(ctx: &Context, p: &Provider, command: &str) -> Result<Option<Pa
         return Err(Invalid::new(format!(
             "{trimmed:?} is not a full path. Give the full path to the {name} executable \
              (for example /opt/homebrew/bin/{bin} or ~/.local/bin/{bin}), or let oyster find it \
-             with `oyster providers auto {id}`",
+             with `{auto}`",
             name = p.display_name,
             bin = p.binary,
-            id = p.id
+            auto = ctx.hints().flag_cmd(&format!("providers auto {}", p.id))
         )));
     }
     let path = crate::provider::resolve::normalize(&expanded);
@@ -132,14 +132,17 @@ fn save(
     }
     let said = match (r.intent, &r.resolved, &r.reason) {
         (Intent::Disabled, _, _) => format!(
-            "disabled: the Host gets no {}, and nothing looks for it (`oyster providers auto {}` undoes this)",
-            p.id, p.id
+            "disabled: the Host gets no {}, and nothing looks for it (`{}` undoes this)",
+            p.id,
+            ctx.hints().flag_cmd(&format!("providers auto {}", p.id))
         ),
         (intent, Some(found), _) => format!("{intent}, available at {found}"),
         // A manual command's fix follows as a warning; say only why here.
         (Intent::Manual, None, Some(reason)) => format!(
             "manual, unavailable: {}",
-            reason.rsplit_once("; ").map_or(reason.as_str(), |(why, _)| why)
+            reason
+                .rsplit_once("; ")
+                .map_or(reason.as_str(), |(why, _)| why)
         ),
         (intent, None, reason) => format!(
             "{intent}, unavailable: {}",
@@ -152,8 +155,10 @@ fn save(
     if let (Intent::Manual, Some(cmd)) = (r.intent, r.command.as_str()) {
         if let Err(why) = crate::provider::resolve::check_executable(Path::new(cmd)) {
             ctx.out.warn(&format!(
-                "{cmd} {why}; it is saved as {}'s manual command anyway, and {} stays unavailable until it is an executable file (or `oyster providers auto {}`)",
-                p.id, p.id, p.id
+                "{cmd} {why}; it is saved as {}'s manual command anyway, and {} stays unavailable until it is an executable file (or `{}`)",
+                p.id,
+                p.id,
+                ctx.hints().flag_cmd(&format!("providers auto {}", p.id))
             ));
         }
     }

@@ -117,6 +117,37 @@ fn hints_for_a_stack_given_with_a_flag_name_it_where_there_is_no_plist_or_a_load
         out.contains("`oyster setup --stack qa` uses the change"),
         "{out}"
     );
+    // Disabling names the undo for this stack; run as shown, it undoes it there.
+    let out = t
+        .run(["providers", "set", "codex", "", "--stack", "qa"])
+        .ok()
+        .stdout();
+    assert!(
+        out.contains("(`oyster providers auto codex --stack qa` undoes this)"),
+        "{out}"
+    );
+    let out = t
+        .run(["providers", "auto", "codex", "--stack", "qa"])
+        .ok()
+        .stdout();
+    assert!(out.contains("codex: auto"), "{out}");
+    assert!(!t.config_path().exists(), "production's config was written");
+    // A manual path that is no executable names the way back for this stack.
+    let e = t
+        .run([
+            "providers",
+            "set",
+            "codex",
+            "/nonexistent/codex",
+            "--stack",
+            "qa",
+        ])
+        .ok()
+        .stderr();
+    assert!(
+        e.contains("(or `oyster providers auto codex --stack qa`)"),
+        "{e}"
+    );
     // A loaded LaunchAgent refuses `host start`: its suggestions are for that stack.
     install(&t, "dev");
     let e = t.run(["host", "start", "dev"]).fails_with(1).stderr();
