@@ -140,6 +140,21 @@ impl Hints {
         }
     }
 
+    /// `text` with each `oyster providers …` command it suggests (between backticks) made
+    /// this stack's ([`Hints::flag_cmd`]): the provider layer words its reasons for no stack.
+    pub fn providers_for_stack(&self, text: &str) -> String {
+        text.split('`')
+            .enumerate()
+            .map(|(i, part)| match part.strip_prefix("oyster ") {
+                Some(words) if i % 2 == 1 && words.starts_with("providers ") => {
+                    self.flag_cmd(words)
+                }
+                _ => part.to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join("`")
+    }
+
     /// The stack as the user gave it, to append to a suggested command: ``, ` --stack dev` or
     /// ` dev`.
     pub fn suffix(&self) -> String {

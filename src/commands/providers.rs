@@ -30,7 +30,7 @@ pub fn run(ctx: &Context, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
             let doc = ConfigDoc::load(&ctx.stack.config_path())?;
             let rows: Vec<_> = list
                 .into_iter()
-                .map(|p| doc.status(p, &ctx.search))
+                .map(|p| for_stack(ctx, doc.status(p, &ctx.search)))
                 .collect();
             show(ctx, &doc, rows)
         }
@@ -39,7 +39,7 @@ pub fn run(ctx: &Context, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
             let doc = ConfigDoc::load(&ctx.stack.config_path())?;
             let rows: Vec<_> = registry::PROVIDERS
                 .iter()
-                .map(|p| doc.status(p, &ctx.search))
+                .map(|p| for_stack(ctx, doc.status(p, &ctx.search)))
                 .collect();
             // `status` says every documented field (authentication included), unlike `resolve`.
             if ctx.out.mode() != crate::output::Mode::Json {
@@ -65,6 +65,13 @@ pub fn run(ctx: &Context, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
             save(ctx, p, |doc, changes| doc.set_auto(p, &ctx.search, changes))
         }
     }
+}
+
+/// A provider's status with the commands its reason suggests made this stack's, so that run
+/// as shown they change this stack's config, not production's.
+fn for_stack(ctx: &Context, mut status: ProviderStatus) -> ProviderStatus {
+    status.reason = status.reason.map(|r| ctx.hints().providers_for_stack(&r));
+    status
 }
 
 /// Turns what the user typed into the path to store: `None` (blank) disables the provider.

@@ -280,3 +280,40 @@ fn a_login_qr_that_floods_its_output_still_answers_ctrl_c() {
     let st = t.run(["status", "flood", "--json"]).json();
     assert_eq!(st["verified"], true, "{st}");
 }
+
+#[test]
+fn a_providers_reason_for_a_named_stack_suggests_that_stacks_commands() {
+    let t = TestContext::new();
+    t.run(["providers", "set", "codex", "", "--stack", "qa"])
+        .ok();
+    for args in [
+        &["providers", "status", "qa"][..],
+        &["providers", "resolve", "--stack", "qa", "--json"],
+    ] {
+        let out = t.run(args).ok().stdout().replace("\\\"", "\"");
+        let cmds = suggested(&out);
+        assert!(
+            cmds.iter()
+                .any(|c| c.starts_with("oyster providers set claude")),
+            "{args:?}: {out}"
+        );
+        assert!(
+            cmds.iter()
+                .filter(|c| c.starts_with("oyster providers "))
+                .all(|c| c.ends_with(" --stack qa")),
+            "{args:?}: {out}"
+        );
+    }
+    // Run as shown, the way back re-enables codex for qa, and writes no production config.
+    let out = t.run(["providers", "status", "qa"]).ok().stdout();
+    let back = suggested(&out)
+        .into_iter()
+        .find(|c| c.starts_with("oyster providers auto codex"))
+        .unwrap_or_else(|| panic!("{out}"));
+    let r = t.run(words(&back)).ok().stdout();
+    assert!(r.contains("codex: auto"), "{r}");
+    assert!(
+        !t.config_path().exists(),
+        "`{back}` wrote production's config"
+    );
+}
