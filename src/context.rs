@@ -140,15 +140,18 @@ impl Hints {
         }
     }
 
-    /// `text` with each `oyster providers …` command it suggests (between backticks) made
-    /// this stack's ([`Hints::flag_cmd`]): the provider layer words its reasons for no stack.
-    pub fn providers_for_stack(&self, text: &str) -> String {
+    /// `text` with each command it suggests (between backticks) made this stack's: the
+    /// layers below the commands (provider reasons, launchctl's absence) word them for no
+    /// stack. `oyster providers …` gets `--stack NAME` ([`Hints::flag_cmd`]); `oyster host
+    /// start`, which takes a plain STACK, the stack as typed.
+    pub fn for_stack(&self, text: &str) -> String {
         text.split('`')
             .enumerate()
             .map(|(i, part)| match part.strip_prefix("oyster ") {
                 Some(words) if i % 2 == 1 && words.starts_with("providers ") => {
                     self.flag_cmd(words)
                 }
+                Some(words @ "host start") if i % 2 == 1 => self.cmd(words),
                 _ => part.to_owned(),
             })
             .collect::<Vec<_>>()

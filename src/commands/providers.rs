@@ -70,7 +70,7 @@ pub fn run(ctx: &Context, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
 /// A provider's status with the commands its reason suggests made this stack's, so that run
 /// as shown they change this stack's config, not production's.
 fn for_stack(ctx: &Context, mut status: ProviderStatus) -> ProviderStatus {
-    status.reason = status.reason.map(|r| ctx.hints().providers_for_stack(&r));
+    status.reason = status.reason.map(|r| ctx.hints().for_stack(&r));
     status
 }
 

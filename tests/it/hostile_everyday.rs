@@ -317,3 +317,37 @@ fn a_providers_reason_for_a_named_stack_suggests_that_stacks_commands() {
         "`{back}` wrote production's config"
     );
 }
+
+#[test]
+fn without_launchd_the_way_to_start_directly_names_the_stack_given() {
+    // OYSTER_LAUNCHCTL=none: launchd switched off, as on Linux.
+    let t = TestContext::new();
+    t.run(["providers", "set", "codex", "", "--stack", "dev"])
+        .ok();
+    for (args, want) in [
+        (&["start", "dev"][..], "`oyster host start dev`"),
+        (
+            &["restart", "--stack", "dev"][..],
+            "`oyster host start --stack dev`",
+        ),
+        (&["agent", "stop", "dev"][..], "`oyster host start dev`"),
+    ] {
+        let e = t.run(args).fails_with(1).stderr();
+        assert!(e.contains(want), "{args:?}: {e}");
+    }
+    let out = t.run(["status", "dev", "--json"]).json().to_string();
+    assert!(out.contains("`oyster host start dev`"), "{out}");
+    let out = t.run(["doctor", "--stack", "dev"]).stdout();
+    assert!(out.contains("`oyster host start --stack dev`"), "{out}");
+    // A newcomer's first look at staging: staging's setup.
+    let fresh = TestContext::new();
+    let out = fresh.run(["status", "staging"]).stdout();
+    assert!(out.contains("then run `oyster setup staging`"), "{out}");
+    // Production's own hint stays as it was.
+    t.run(["providers", "set", "codex", ""]).ok();
+    let e = t.run(["start"]).fails_with(1).stderr();
+    assert!(
+        e.contains("`oyster host start` starts the Host directly"),
+        "{e}"
+    );
+}
