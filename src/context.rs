@@ -129,6 +129,35 @@ impl Hints {
         format!("oyster {words}{}", self.suffix())
     }
 
+    /// A command that takes no plain STACK (`providers set ID CMD`), with the stack as
+    /// `--stack NAME` whenever the user named one: `flag_cmd("providers auto claude")` is
+    /// `oyster providers auto claude --stack dev` after `oyster doctor dev` (a plain `dev`
+    /// there would be read as one more argument).
+    pub fn flag_cmd(&self, words: &str) -> String {
+        match self.typed.stack {
+            StackForm::Default => format!("oyster {words}"),
+            StackForm::Flag | StackForm::Plain => format!("oyster {words} --stack {}", self.stack),
+        }
+    }
+
+    /// `text` with each command it suggests (between backticks) made this stack's: the
+    /// layers below the commands (provider reasons, launchctl's absence) word them for no
+    /// stack. `oyster providers …` gets `--stack NAME` ([`Hints::flag_cmd`]); `oyster host
+    /// start`, which takes a plain STACK, the stack as typed.
+    pub fn for_stack(&self, text: &str) -> String {
+        text.split('`')
+            .enumerate()
+            .map(|(i, part)| match part.strip_prefix("oyster ") {
+                Some(words) if i % 2 == 1 && words.starts_with("providers ") => {
+                    self.flag_cmd(words)
+                }
+                Some(words @ "host start") if i % 2 == 1 => self.cmd(words),
+                _ => part.to_owned(),
+            })
+            .collect::<Vec<_>>()
+            .join("`")
+    }
+
     /// The stack as the user gave it, to append to a suggested command: ``, ` --stack dev` or
     /// ` dev`.
     pub fn suffix(&self) -> String {

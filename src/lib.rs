@@ -138,11 +138,17 @@ fn usage_error(e: &clap::Error, args: &[OsString]) -> ExitCode {
             hints.push(trimmed.replace("For more information, try", "for more information, try"));
         } else if let Some(full) = line
             .strip_prefix("Usage: ")
-            .filter(|_| e.kind() == ErrorKind::ArgumentConflict)
+            .filter(|_| {
+                matches!(
+                    e.kind(),
+                    ErrorKind::ArgumentConflict | ErrorKind::UnknownArgument
+                )
+            })
             .and_then(full_usage)
         {
             // clap's conflict usage names only the two arguments (`oyster restart <STACK>`,
-            // as if the stack were required): the verb's whole usage instead.
+            // as if the stack were required), and its unknown-argument usage only those typed
+            // (`oyster status <STACK>` after `oyster info dev --all`): the verb's whole usage.
             rest.push(full);
         } else {
             rest.push(line.to_owned());

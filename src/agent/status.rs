@@ -149,7 +149,7 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
         && plan::plan(ctx, &Default::default(), Writes::None).is_err();
     let asked = match Launchctl::locate(&ctx.env) {
         Err(e) => {
-            st.notes.push(e.to_string());
+            st.notes.push(ctx.hints().for_stack(&e.to_string()));
             false
         }
         Ok(lc) => ask_launchd(ctx, &lc, listings, installed.as_ref(), &mut st),
@@ -176,8 +176,10 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
     }
     if newcomer && !st.running {
         st.notes.push(format!(
-            "nothing is set up for stack {} yet: install Oysterun (`npm install -g oysterun`), then run `oyster setup` (for a checkout: `oyster setup --root DIR`)",
-            ctx.stack.name
+            "nothing is set up for stack {} yet: install Oysterun (`npm install -g oysterun`), then run `{}` (for a checkout: `{}`)",
+            ctx.stack.name,
+            ctx.hints().cmd("setup"),
+            ctx.hints().cmd("setup --root DIR")
         ));
     }
     Ok(st)

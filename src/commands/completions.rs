@@ -17,7 +17,8 @@ pub fn script(shell: clap_complete::Shell, cmd: &mut clap::Command) -> Vec<u8> {
 }
 
 /// The verb paths (`["restart"]`, `["agent", "restart"]`, `["host", "start"]`) whose
-/// commands take the stack as a plain name ([`crate::cli::Target`]).
+/// commands take the stack as a plain name ([`crate::cli::Target`]), each alias too
+/// (`["info"]`, `["agent", "info"]`): fish matches the word typed, not the verb it names.
 fn verbs_taking_a_plain_stack(cmd: &clap::Command, above: &[String]) -> Vec<Vec<String>> {
     let mut out = vec![];
     for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
@@ -25,6 +26,11 @@ fn verbs_taking_a_plain_stack(cmd: &clap::Command, above: &[String]) -> Vec<Vec<
         path.push(sub.get_name().to_owned());
         if sub.get_arguments().any(|a| a.get_id() == "stack_name") {
             out.push(path.clone());
+            for alias in sub.get_all_aliases() {
+                let mut aliased = above.to_vec();
+                aliased.push(alias.to_owned());
+                out.push(aliased);
+            }
         }
         out.extend(verbs_taking_a_plain_stack(sub, &path));
     }

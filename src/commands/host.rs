@@ -388,11 +388,13 @@ fn refuse_if_agent_loaded(ctx: &Context) -> anyhow::Result<()> {
     let domain = lc.domain()?;
     if let Some(info) = lc.print(&domain.target(&ctx.stack.label))? {
         anyhow::bail!(
-            "the LaunchAgent {} is loaded in {} (state {}); it owns the Host. Use `oyster agent restart`, \
-             or `oyster agent uninstall` before starting the Host directly",
+            "the LaunchAgent {} is loaded in {} (state {}); it owns the Host. Use `{}`, \
+             or `{}` before starting the Host directly",
             ctx.stack.label,
             domain.name,
-            info.state().unwrap_or("unknown")
+            info.state().unwrap_or("unknown"),
+            ctx.hint_cmd("restart"),
+            ctx.hint_cmd("uninstall")
         );
     }
     Ok(())

@@ -130,6 +130,21 @@ pub fn qr_interrupted(sig: crate::sys::signal::Signal) -> anyhow::Error {
 /// the restore preparation before `restart --restore-sessions`, the login QR after a verified
 /// start or restart.
 pub fn agent_verb(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
+    agent_verb_steps(ctx, cmd).map_err(|e| launchd_absent_for_stack(ctx, e))
+}
+
+/// No launchd here (launchctl missing or switched off): the error names `oyster host start`
+/// as the way, for this stack (run as shown, a stack-less one would start production).
+fn launchd_absent_for_stack(ctx: &Context, e: anyhow::Error) -> anyhow::Error {
+    match e.downcast_ref::<crate::agent::launchctl::LocateError>() {
+        Some(l) if !l.is_invalid_input() && !ctx.stack_suffix().is_empty() => {
+            anyhow::anyhow!(ctx.hints().for_stack(&format!("{e:#}")))
+        }
+        _ => e,
+    }
+}
+
+fn agent_verb_steps(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
     let (host, qr, restore) = match &cmd {
         AgentCommand::Start(a) => (Some(a.host.inputs()), a.qr, false),
         AgentCommand::Restart {

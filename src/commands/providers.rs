@@ -30,7 +30,7 @@ pub fn run(ctx: &Context, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
             let doc = ConfigDoc::load(&ctx.stack.config_path())?;
             let rows: Vec<_> = list
                 .into_iter()
-                .map(|p| doc.status(p, &ctx.search))
+                .map(|p| for_stack(ctx, doc.status(p, &ctx.search)))
                 .collect();
             show(ctx, &doc, rows)
         }
@@ -39,7 +39,7 @@ pub fn run(ctx: &Context, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
             let doc = ConfigDoc::load(&ctx.stack.config_path())?;
             let rows: Vec<_> = registry::PROVIDERS
                 .iter()
-                .map(|p| doc.status(p, &ctx.search))
+                .map(|p| for_stack(ctx, doc.status(p, &ctx.search)))
                 .collect();
             // `status` says every documented field (authentication included), unlike `resolve`.
             if ctx.out.mode() != crate::output::Mode::Json {
@@ -67,6 +67,13 @@ pub fn run(ctx: &Context, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
     }
 }
 
+/// A provider's status with the commands its reason suggests made this stack's, so that run
+/// as shown they change this stack's config, not production's.
+fn for_stack(ctx: &Context, mut status: ProviderStatus) -> ProviderStatus {
+    status.reason = status.reason.map(|r| ctx.hints().for_stack(&r));
+    status
+}
+
 /// Turns what the user typed into the path to store: `None` (blank) disables the provider.
 fn parse_command(ctx: &Context, p: &Provider, command: &str) -> Result<Option<PathBuf>, Invalid> {
     let trimmed = command.trim();
@@ -90,10 +97,10 @@ fn parse_command(ctx: &Context, p: &Provider, command: &str) -> Result<Option<Pa
         return Err(Invalid::new(format!(
             "{trimmed:?} is not a full path. Give the full path to the {name} executable \
              (for example /opt/homebrew/bin/{bin} or ~/.local/bin/{bin}), or let oyster find it \
-             with `oyster providers auto {id}`",
+             with `{auto}`",
             name = p.display_name,
             bin = p.binary,
-            id = p.id
+            auto = ctx.hints().flag_cmd(&format!("providers auto {}", p.id))
         )));
     }
     let path = crate::provider::resolve::normalize(&expanded);
@@ -132,14 +139,17 @@ fn save(
     }
     let said = match (r.intent, &r.resolved, &r.reason) {
         (Intent::Disabled, _, _) => format!(
-            "disabled: the Host gets no {}, and nothing looks for it (`oyster providers auto {}` undoes this)",
-            p.id, p.id
+            "disabled: the Host gets no {}, and nothing looks for it (`{}` undoes this)",
+            p.id,
+            ctx.hints().flag_cmd(&format!("providers auto {}", p.id))
         ),
         (intent, Some(found), _) => format!("{intent}, available at {found}"),
         // A manual command's fix follows as a warning; say only why here.
         (Intent::Manual, None, Some(reason)) => format!(
             "manual, unavailable: {}",
-            reason.rsplit_once("; ").map_or(reason.as_str(), |(why, _)| why)
+            reason
+                .rsplit_once("; ")
+                .map_or(reason.as_str(), |(why, _)| why)
         ),
         (intent, None, reason) => format!(
             "{intent}, unavailable: {}",
@@ -152,8 +162,10 @@ fn save(
     if let (Intent::Manual, Some(cmd)) = (r.intent, r.command.as_str()) {
         if let Err(why) = crate::provider::resolve::check_executable(Path::new(cmd)) {
             ctx.out.warn(&format!(
-                "{cmd} {why}; it is saved as {}'s manual command anyway, and {} stays unavailable until it is an executable file (or `oyster providers auto {}`)",
-                p.id, p.id, p.id
+                "{cmd} {why}; it is saved as {}'s manual command anyway, and {} stays unavailable until it is an executable file (or `{}`)",
+                p.id,
+                p.id,
+                ctx.hints().flag_cmd(&format!("providers auto {}", p.id))
             ));
         }
     }
@@ -187,8 +199,9 @@ fn refresh_hint(ctx: &Context) {
         ));
     } else {
         ctx.out.out(&format!(
-            "No Host is set up for stack {} yet; `oyster setup` uses the change.",
-            st.name
+            "No Host is set up for stack {} yet; `{}` uses the change.",
+            st.name,
+            ctx.hints().cmd("setup")
         ));
     }
 }

@@ -164,9 +164,10 @@ fn confirm(ctx: &Context, installs: &[Install], without: &str) -> anyhow::Result
     // Someone who uses only the other provider should not have to install this one.
     for i in installs {
         crate::say!(
-            "If you do not use {name}, answer N, run `oyster providers set {id} \"\"` (it disables {id}), and run setup again: it will not ask about {id} again.",
+            "If you do not use {name}, answer N, run `{off}` (it disables {id}), and run setup again: it will not ask about {id} again.",
             name = i.provider.display_name,
-            id = i.provider.id
+            id = i.provider.id,
+            off = ctx.hints().flag_cmd(&format!("providers set {} \"\"", i.provider.id))
         );
     }
     crate::say!("To set up the Host now without installing {it}, answer N and run `{without}`.");

@@ -124,12 +124,18 @@ fn run_full(
     let status = wait_status(&mut child, &rx, timeout, &shown, &mut |which, bytes| {
         kept.take(which, bytes, on_line)
     })?;
-    // What is still in the pipes; a grandchild that kept them open is not waited for long.
+    // What is still in the pipes; a grandchild that kept them open is not waited for long,
+    // also when it keeps writing (the bound is checked before each piece, not only while the
+    // channel is empty).
     let drain_until = Instant::now() + Duration::from_secs(2);
-    while let Ok((which, bytes)) =
-        rx.recv_timeout(drain_until.saturating_duration_since(Instant::now()))
+    while let Some(left) = drain_until
+        .checked_duration_since(Instant::now())
+        .filter(|d| !d.is_zero())
     {
-        kept.take(which, bytes, on_line);
+        match rx.recv_timeout(left) {
+            Ok((which, bytes)) => kept.take(which, bytes, on_line),
+            Err(_) => break,
+        }
     }
     // Readers that saw the end of their pipe are joined; one still held open by a grandchild
     // ends on its own when that closes it (its sends then fail quietly).
@@ -185,8 +191,14 @@ fn wait_status(
     let pgid = child.id();
     let deadline = Instant::now() + timeout;
     loop {
-        while let Ok((which, bytes)) = rx.try_recv() {
-            take(which, bytes);
+        // A program that floods its output must not starve the deadline and the interrupt
+        // checks below: at most a short turn of lines, then those checks again.
+        let turn = Instant::now() + Duration::from_millis(50);
+        while Instant::now() < turn {
+            match rx.try_recv() {
+                Ok((which, bytes)) => take(which, bytes),
+                Err(_) => break,
+            }
         }
         match child.try_wait() {
             Ok(Some(status)) => return Ok(status),
@@ -251,7 +263,9 @@ fn spawn_readers(
     std::sync::mpsc::Receiver<(Stream, Vec<u8>)>,
     Vec<std::thread::JoinHandle<()>>,
 ) {
-    let (tx, rx) = std::sync::mpsc::channel::<(Stream, Vec<u8>)>();
+    // Bounded: a reader that is ahead of oyster's printing waits (and the program with it,
+    // on its full pipe) instead of oyster's memory growing with everything it prints.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<(Stream, Vec<u8>)>(CHANNEL_CAP);
     let reader = |r: Box<dyn Read + Send>, which: Stream| {
         let tx = tx.clone();
         std::thread::spawn(move || read_lines(r, &mut |line| tx.send((which, line)).is_ok()))
@@ -265,6 +279,9 @@ fn spawn_readers(
     }
     (rx, readers)
 }
+
+/// How many pieces (each at most [`LINE_CAP`]) the readers may be ahead of oyster.
+const CHANNEL_CAP: usize = 64;
 
 /// The longest line a reader keeps before it hands the piece on: a program printing megabytes
 /// without a newline never makes oyster's buffer grow past this.
@@ -420,6 +437,38 @@ mod tests {
         assert!(matches!(e, ProcessError::Timeout { .. }), "{e}");
         assert!(t0.elapsed() < Duration::from_secs(5));
         assert_eq!(lines, 1, "the line came before the deadline");
+    }
+
+    #[test]
+    fn a_flood_of_output_never_starves_the_deadline_nor_the_end() {
+        // Printing each line is slower than `yes` writes them: the deadline still holds.
+        let slow = &mut |_: Stream, _: &str| std::thread::sleep(Duration::from_micros(20));
+        let t0 = Instant::now();
+        let e = run_streaming(
+            Path::new("/bin/sh"),
+            &["-c", "exec yes flood"],
+            ChildEnv::Inherit,
+            None,
+            Duration::from_millis(300),
+            slow,
+        )
+        .unwrap_err();
+        assert!(matches!(e, ProcessError::Timeout { .. }), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+        // A grandchild that keeps the pipe and keeps writing after the program exited: the
+        // last drain is bounded too.
+        let t0 = Instant::now();
+        let f = run_streaming(
+            Path::new("/bin/sh"),
+            &["-c", "yes flood & echo $! > /dev/null; exit 0"],
+            ChildEnv::Inherit,
+            None,
+            Duration::from_secs(5),
+            slow,
+        );
+        let took = t0.elapsed();
+        assert!(f.is_ok_and(|f| f.code == 0));
+        assert!(took < Duration::from_secs(5), "{took:?}");
     }
 
     #[test]

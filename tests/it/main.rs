@@ -13,6 +13,7 @@ mod everyday;
 mod everyday_misuse;
 mod help;
 mod host_start_interrupts;
+mod hostile_everyday;
 mod identity;
 mod identity_and_lifecycle_misuse;
 mod interrupts;

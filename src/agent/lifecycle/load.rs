@@ -117,7 +117,10 @@ impl Agent<'_> {
                 )
             }
         } else {
-            "run `oyster doctor` to see what launchd refuses".to_owned()
+            format!(
+                "run `{}` to see what launchd refuses",
+                self.hints.cmd("doctor")
+            )
         };
         crate::error::Failed::new(msg, hint).into()
     }

@@ -8,7 +8,10 @@ use crate::agent::launchctl::Domain;
 pub(super) fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
     let st = &ctx.stack;
     let lc = match Launchctl::locate(&ctx.env) {
-        Err(e) => return vec![check("launchd", Level::Warn, e.to_string(), None)],
+        Err(e) => {
+            let said = ctx.hints().for_stack(&e.to_string());
+            return vec![check("launchd", Level::Warn, said, None)];
+        }
         Ok(lc) => lc,
     };
     let mut checks = vec![];

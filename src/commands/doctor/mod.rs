@@ -87,7 +87,7 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
     let plan = doc
         .as_ref()
         .map(|_| plan::plan(ctx, &Default::default(), Writes::None));
-    checks.push(node_check(&plan));
+    checks.push(node_check(&plan, &ctx.hints()));
     let mut providers = vec![];
     if let Some(doc) = &doc {
         for p in PROVIDERS {
@@ -223,27 +223,46 @@ fn config_check(ctx: &Context, checks: &mut Vec<Check>) -> Option<ConfigDoc> {
 }
 
 /// Node, root and the generator, read-only.
-fn node_check(plan: &Option<anyhow::Result<Plan>>) -> Check {
+fn node_check(plan: &Option<anyhow::Result<Plan>>, h: &crate::context::Hints) -> Check {
     match plan {
-        None => check("node/root", Level::Warn, "not checked: the config is not usable", None),
+        None => check(
+            "node/root",
+            Level::Warn,
+            "not checked: the config is not usable",
+            None,
+        ),
         Some(Ok(p)) => check(
             "node",
             Level::Ok,
-            format!("{} {} (from {})", p.node.path.display(), p.node.version, p.node.origin),
+            format!(
+                "{} {} (from {})",
+                p.node.path.display(),
+                p.node.version,
+                p.node.origin
+            ),
             None,
         ),
         // A newcomer's first doctor: no Oysterun yet, so say how to get it and set it up.
-        Some(Err(e)) if format!("{e:#}").contains("could not find the Oysterun install root") => check(
-            "node/root",
-            Level::Fail,
-            format!("{e:#}"),
-            Some("install Oysterun (`npm install -g oysterun`), then run `oyster setup`; for a checkout, `oyster setup --root DIR`".into()),
-        ),
+        Some(Err(e)) if format!("{e:#}").contains("could not find the Oysterun install root") => {
+            check(
+                "node/root",
+                Level::Fail,
+                format!("{e:#}"),
+                Some(format!(
+                "install Oysterun (`npm install -g oysterun`), then run `{}`; for a checkout, `{}`",
+                h.cmd("setup"),
+                h.cmd("setup --root DIR")
+            )),
+            )
+        }
         Some(Err(e)) => check(
             "node/root",
             Level::Fail,
             format!("{e:#}"),
-            Some("pass --node-bin/--root to `oyster agent regenerate`, or set OYSTERUN_NODE_BIN/OYSTERUN_ROOT".into()),
+            Some(format!(
+                "pass --node-bin/--root to `{}`, or set OYSTERUN_NODE_BIN/OYSTERUN_ROOT",
+                h.agent("regenerate")
+            )),
         ),
     }
 }
@@ -264,17 +283,25 @@ fn provider_check(
         .map(|path| installer_of(&ctx.stack.home, p, Path::new(path)))
         // Unknown is `null` in a document, never the word (docs/behaviour.md §10).
         .filter(|i| *i != "unknown");
+    // Each fix is for this stack: run as shown, it must not change production's config.
+    let h = ctx.hints();
     let (level, fix) = match (status.intent, status.state) {
         (Intent::Disabled, _) | (_, State::Available) => (Level::Ok, None),
         (Intent::Manual, _) => (
             Level::Fail,
-            Some(format!("`oyster providers set {id} /full/path` or `oyster providers auto {id}`", id = p.id)),
+            Some(format!(
+                "`{}` or `{}`",
+                h.flag_cmd(&format!("providers set {} /full/path", p.id)),
+                h.flag_cmd(&format!("providers auto {}", p.id))
+            )),
         ),
         (Intent::Auto, _) => (
             Level::Warn,
             Some(format!(
-                "install it (`oyster setup --install-providers`), point oyster at it with `oyster providers set {id} /full/path`, or, if you do not use {name}, disable it with `oyster providers set {id} \"\"`",
-                id = p.id,
+                "install it (`{setup}`), point oyster at it with `{set}`, or, if you do not use {name}, disable it with `{off}`",
+                setup = h.cmd("setup --install-providers"),
+                set = h.flag_cmd(&format!("providers set {} /full/path", p.id)),
+                off = h.flag_cmd(&format!("providers set {} \"\"", p.id)),
                 name = p.display_name
             )),
         ),

@@ -1,0 +1,353 @@
+//! A hostile user against the everyday layer (issue 22): every hint is copied and run as
+//! shown (it must act on the stack the user named, never on production), a login-QR entry
+//! point that floods its output must still answer Ctrl-C, fish completes a plain stack after
+//! an alias, and an unknown argument shows the verb's whole usage.
+
+use std::fs::File;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::{free_port, real_node, runner_tool, TestContext, BIN};
+
+/// A HOME with the simulator and the pinned Node.
+fn ctx() -> TestContext {
+    let mut t = TestContext::new();
+    t.use_sim();
+    t.extra_env.push((
+        "OYSTERUN_NODE_BIN".into(),
+        real_node().display().to_string(),
+    ));
+    t
+}
+
+/// Installs `stack` from its own fixture root and returns that root.
+fn install(t: &TestContext, stack: &str) -> std::path::PathBuf {
+    let root = t.fixture_root(&format!("root-{stack}"));
+    t.run([
+        "install",
+        stack,
+        "--port",
+        &free_port().to_string(),
+        "--root",
+        root.to_str().unwrap(),
+        "--settle-ms",
+        "200",
+    ])
+    .ok();
+    root
+}
+
+/// The commands a text suggests, between backticks, that start with `oyster `.
+fn suggested(text: &str) -> Vec<String> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|c| c.starts_with("oyster "))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Splits a suggested command as a shell would for these simple ones (`""` is one empty word).
+fn words(cmd: &str) -> Vec<String> {
+    cmd.split_whitespace()
+        .skip(1)
+        .map(|w| {
+            if w == "\"\"" {
+                String::new()
+            } else {
+                w.to_owned()
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn doctors_provider_fixes_for_a_named_stack_change_that_stack_when_run() {
+    let t = ctx();
+    install(&t, "dev");
+    let production = t.config_path();
+    for (args, form) in [
+        (&["doctor", "dev"][..], "--stack dev"),
+        (&["doctor", "--stack", "dev"][..], "--stack dev"),
+    ] {
+        let out = t.run(args).stdout();
+        let fix = out
+            .lines()
+            .find(|l| l.contains("fix:") && l.contains("providers set claude"))
+            .unwrap_or_else(|| panic!("no provider fix in {args:?}:\n{out}"));
+        let cmds = suggested(fix);
+        assert!(
+            !cmds.is_empty()
+                && cmds
+                    .iter()
+                    .all(|c| c.ends_with(form) || c.ends_with(" dev")),
+            "{args:?}: every command names stack dev: {fix}"
+        );
+        // `oyster setup --install-providers` is this stack's setup too.
+        assert!(
+            cmds.iter()
+                .any(|c| c.starts_with("oyster setup --install-providers")
+                    && (c.ends_with(" dev") || c.ends_with("--stack dev"))),
+            "{fix}"
+        );
+    }
+    // Run as shown: the disable fix disables claude for dev, and writes no production config.
+    let out = t.run(["doctor", "dev"]).stdout();
+    let off = suggested(&out)
+        .into_iter()
+        .find(|c| c.starts_with("oyster providers set claude \"\""))
+        .unwrap_or_else(|| panic!("no disable fix:\n{out}"));
+    t.run(words(&off)).ok();
+    assert!(!production.exists(), "`{off}` wrote production's config");
+    let doc = t.run(["providers", "status", "dev", "--json"]).ok().json();
+    let text = doc.to_string();
+    assert!(text.contains("disabled"), "claude disabled for dev: {doc}");
+}
+
+#[test]
+fn hints_for_a_stack_given_with_a_flag_name_it_where_there_is_no_plist_or_a_loaded_agent() {
+    let t = ctx();
+    // A stack with only a config: `providers set` says which setup uses the change.
+    let out = t
+        .run(["providers", "set", "claude", "/bin/true", "--stack", "qa"])
+        .ok()
+        .stdout();
+    assert!(
+        out.contains("`oyster setup --stack qa` uses the change"),
+        "{out}"
+    );
+    // Disabling names the undo for this stack; run as shown, it undoes it there.
+    let out = t
+        .run(["providers", "set", "codex", "", "--stack", "qa"])
+        .ok()
+        .stdout();
+    assert!(
+        out.contains("(`oyster providers auto codex --stack qa` undoes this)"),
+        "{out}"
+    );
+    let out = t
+        .run(["providers", "auto", "codex", "--stack", "qa"])
+        .ok()
+        .stdout();
+    assert!(out.contains("codex: auto"), "{out}");
+    assert!(!t.config_path().exists(), "production's config was written");
+    // A manual path that is no executable names the way back for this stack.
+    let e = t
+        .run([
+            "providers",
+            "set",
+            "codex",
+            "/nonexistent/codex",
+            "--stack",
+            "qa",
+        ])
+        .ok()
+        .stderr();
+    assert!(
+        e.contains("(or `oyster providers auto codex --stack qa`)"),
+        "{e}"
+    );
+    // A loaded LaunchAgent refuses `host start`: its suggestions are for that stack.
+    install(&t, "dev");
+    let e = t.run(["host", "start", "dev"]).fails_with(1).stderr();
+    assert!(
+        e.contains("Use `oyster restart dev`, or `oyster uninstall dev`"),
+        "{e}"
+    );
+    let e = t
+        .run(["host", "start", "--stack", "dev"])
+        .fails_with(1)
+        .stderr();
+    assert!(
+        e.contains("`oyster restart --stack dev`") && e.contains("`oyster uninstall --stack dev`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_unknown_argument_shows_the_verbs_whole_usage() {
+    let t = TestContext::new();
+    for (args, usage) in [
+        (
+            &["info", "dev", "--all"][..],
+            "Usage: oyster status [OPTIONS] [STACK]",
+        ),
+        (
+            &["agent", "uninstall", "dev", "--dry-run"][..],
+            "Usage: oyster agent uninstall [OPTIONS] [STACK]",
+        ),
+        (
+            &["restart", "dev", "--nosuch"][..],
+            "Usage: oyster restart [OPTIONS] [STACK]",
+        ),
+    ] {
+        let e = t.run(args).fails_with(2).stderr();
+        assert!(e.contains(usage), "{args:?}: {e}");
+        assert!(!e.contains("<STACK>"), "{args:?}: no required STACK: {e}");
+    }
+}
+
+#[test]
+fn fish_completes_a_plain_stack_after_an_alias_too() {
+    let t = TestContext::new();
+    let fish = t.run(["completions", "fish"]).ok().stdout();
+    for when in [
+        "\"__fish_oyster_using_subcommand info\" -f -a \"(oyster __complete-stacks",
+        "\"__fish_oyster_using_subcommand agent; and __fish_seen_subcommand_from info\" -f -a \"(oyster __complete-stacks",
+    ] {
+        assert!(fish.contains(when), "{when}");
+    }
+    // `ls` takes no stack: nothing offered after it.
+    assert!(
+        !fish.contains("\"__fish_oyster_using_subcommand ls\" -f -a \"(oyster __complete-stacks")
+    );
+}
+
+/// Starts oyster with stdout to /dev/null and stderr to a file; returns the child and the
+/// file's path.
+fn spawn(t: &TestContext, args: &[&str]) -> (std::process::Child, std::path::PathBuf) {
+    let err = t.path("stderr.txt");
+    let mut c = Command::new(BIN);
+    c.env_clear()
+        .env("HOME", &t.home)
+        .env("PATH", "")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(File::create(&err).unwrap());
+    for (k, v) in &t.extra_env {
+        c.env(k, v);
+    }
+    (c.spawn().unwrap(), err)
+}
+
+fn wait_bounded(child: &mut std::process::Child, bound: Duration, err: &Path) -> i32 {
+    let t0 = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s.code().unwrap_or(-1);
+        }
+        if t0.elapsed() > bound {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "oyster still ran after {bound:?} (killed); stderr:\n{}",
+                tail(err)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn tail(p: &Path) -> String {
+    let text = std::fs::read_to_string(p).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.starts_with("y")).collect();
+    lines[lines.len().saturating_sub(12)..].join("\n")
+}
+
+#[test]
+fn a_login_qr_that_floods_its_output_still_answers_ctrl_c() {
+    let yes = runner_tool("yes").expect("this test needs yes(1)");
+    let t = ctx();
+    let root = install(&t, "flood");
+    // The entry point hands its stdout to a program that never stops writing.
+    std::fs::write(
+        root.join("host-service/setup.mjs"),
+        format!(
+            "import cp from \"node:child_process\";\ncp.spawnSync({:?}, [\"y-flood-line\"], {{ stdio: \"inherit\" }});\n",
+            yes.display().to_string()
+        ),
+    )
+    .unwrap();
+    let (mut child, err) = spawn(&t, &["restart", "flood", "--qr", "--settle-ms", "200"]);
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(&err)
+        .unwrap_or_default()
+        .contains("waiting for the login QR")
+    {
+        assert!(t0.elapsed() < Duration::from_secs(60), "{}", tail(&err));
+        assert!(child.try_wait().unwrap().is_none(), "{}", tail(&err));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Let the flood fill every buffer between the entry point and oyster's printing.
+    std::thread::sleep(Duration::from_millis(1500));
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let code = wait_bounded(&mut child, Duration::from_secs(10), &err);
+    assert_eq!(code, 130, "{}", tail(&err));
+    // The Host it restarted is still verified; the flood's processes are gone.
+    let st = t.run(["status", "flood", "--json"]).json();
+    assert_eq!(st["verified"], true, "{st}");
+}
+
+#[test]
+fn a_providers_reason_for_a_named_stack_suggests_that_stacks_commands() {
+    let t = TestContext::new();
+    t.run(["providers", "set", "codex", "", "--stack", "qa"])
+        .ok();
+    for args in [
+        &["providers", "status", "qa"][..],
+        &["providers", "resolve", "--stack", "qa", "--json"],
+    ] {
+        let out = t.run(args).ok().stdout().replace("\\\"", "\"");
+        let cmds = suggested(&out);
+        assert!(
+            cmds.iter()
+                .any(|c| c.starts_with("oyster providers set claude")),
+            "{args:?}: {out}"
+        );
+        assert!(
+            cmds.iter()
+                .filter(|c| c.starts_with("oyster providers "))
+                .all(|c| c.ends_with(" --stack qa")),
+            "{args:?}: {out}"
+        );
+    }
+    // Run as shown, the way back re-enables codex for qa, and writes no production config.
+    let out = t.run(["providers", "status", "qa"]).ok().stdout();
+    let back = suggested(&out)
+        .into_iter()
+        .find(|c| c.starts_with("oyster providers auto codex"))
+        .unwrap_or_else(|| panic!("{out}"));
+    let r = t.run(words(&back)).ok().stdout();
+    assert!(r.contains("codex: auto"), "{r}");
+    assert!(
+        !t.config_path().exists(),
+        "`{back}` wrote production's config"
+    );
+}
+
+#[test]
+fn without_launchd_the_way_to_start_directly_names_the_stack_given() {
+    // OYSTER_LAUNCHCTL=none: launchd switched off, as on Linux.
+    let t = TestContext::new();
+    t.run(["providers", "set", "codex", "", "--stack", "dev"])
+        .ok();
+    for (args, want) in [
+        (&["start", "dev"][..], "`oyster host start dev`"),
+        (
+            &["restart", "--stack", "dev"][..],
+            "`oyster host start --stack dev`",
+        ),
+        (&["agent", "stop", "dev"][..], "`oyster host start dev`"),
+    ] {
+        let e = t.run(args).fails_with(1).stderr();
+        assert!(e.contains(want), "{args:?}: {e}");
+    }
+    let out = t.run(["status", "dev", "--json"]).json().to_string();
+    assert!(out.contains("`oyster host start dev`"), "{out}");
+    let out = t.run(["doctor", "--stack", "dev"]).stdout();
+    assert!(out.contains("`oyster host start --stack dev`"), "{out}");
+    // A newcomer's first look at staging: staging's setup.
+    let fresh = TestContext::new();
+    let out = fresh.run(["status", "staging"]).stdout();
+    assert!(out.contains("then run `oyster setup staging`"), "{out}");
+    // Production's own hint stays as it was.
+    t.run(["providers", "set", "codex", ""]).ok();
+    let e = t.run(["start"]).fails_with(1).stderr();
+    assert!(
+        e.contains("`oyster host start` starts the Host directly"),
+        "{e}"
+    );
+}
