@@ -251,6 +251,20 @@ impl<'a> Agent<'a> {
         !self.copies.is_empty()
     }
 
+    /// The job as the run found it loaded in the domain oyster acts in.
+    pub fn loaded_here(&self) -> Option<&PrintInfo> {
+        let active = self.active();
+        self.copies
+            .iter()
+            .find(|(d, _)| *d == active)
+            .map(|(_, i)| i)
+    }
+
+    /// Forgets the first `print` (the job changed since: [`Agent::before`] asks again).
+    pub fn forget_before(&self) {
+        *self.before.borrow_mut() = None;
+    }
+
     /// Copies of the label loaded in the other domain than the one oyster acts in (installed
     /// over SSH into `user/<uid>`, then a console login loaded the plist into `gui/<uid>`).
     pub fn other_copies(&self) -> impl Iterator<Item = &(Domain, PrintInfo)> {

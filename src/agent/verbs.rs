@@ -61,14 +61,24 @@ impl Agent<'_> {
         timing: crate::agent::lifecycle::Timing,
     ) -> anyhow::Result<crate::agent::lifecycle::Outcome> {
         self.refuse_port_for(plan)?;
-        // Loaded anywhere, it is not stopped; otherwise one `print-disabled` says whether it is.
-        let was_stopped = !self.was_loaded()
-            && self
-                .lc
-                .disabled(&self.active(), &self.stack.label)
-                .ok()
-                .flatten()
-                .unwrap_or(false);
+        // One `print-disabled` says whether `stop` left it disabled.
+        let was_stopped = self
+            .lc
+            .disabled(&self.active(), &self.stack.label)
+            .ok()
+            .flatten()
+            .unwrap_or(false);
+        if was_stopped && self.loaded_here().is_some() {
+            // Disabled and still listed: a `stop` interrupted while launchd drained the job
+            // (its process may still be exiting). Left as it is, the job would look loaded
+            // and matching, and then vanish.
+            self.out.progress(&format!(
+                "{} is still being booted out (a stop was interrupted); finishing that first…",
+                self.target()
+            ));
+            self.bootout_in(self.active(), Action::Start, None)?;
+            self.forget_before();
+        }
         self.enable(Action::Start)?;
         let result = self.apply(plan, Action::Start, false, timing);
         if result.is_err() && was_stopped && self.loaded_nowhere_now() {

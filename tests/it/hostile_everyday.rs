@@ -351,3 +351,44 @@ fn without_launchd_the_way_to_start_directly_names_the_stack_given() {
         "{e}"
     );
 }
+
+/// `start` right after a `stop` interrupted while launchd drained the job: the label is
+/// disabled but still listed. start finishes that bootout, says so, and loads the job again;
+/// it once took the draining job for a loaded, matching one and failed when it vanished.
+#[test]
+fn start_right_after_an_interrupted_stop_loads_the_job_again() {
+    let mut t = ctx();
+    // The booted-out label lingers 2 s, as on a real Mac (3–5 s).
+    t.extra_env
+        .push(("LAUNCHD_SIM_DRAIN_MS".into(), "2000".into()));
+    install(&t, "dr");
+    let (mut stop, err) = spawn(&t, &["stop", "dr"]);
+    std::thread::sleep(Duration::from_millis(400));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(stop.id()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    assert_eq!(
+        wait_bounded(&mut stop, Duration::from_secs(30), &err),
+        143,
+        "{}",
+        tail(&err)
+    );
+    assert!(
+        tail(&err).contains("disabled, so it stays stopped"),
+        "{}",
+        tail(&err)
+    );
+    let r = t.run(["start", "dr", "--settle-ms", "200"]).ok();
+    assert!(
+        r.stderr()
+            .contains("is still being booted out (a stop was interrupted)"),
+        "{}",
+        r.stderr()
+    );
+    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    let st = t.run(["status", "dr", "--json"]).json();
+    assert_eq!(st["verified"], true, "{st}");
+    t.run(["uninstall", "dr"]).ok();
+}
