@@ -392,3 +392,23 @@ fn start_right_after_an_interrupted_stop_loads_the_job_again() {
     assert_eq!(st["verified"], true, "{st}");
     t.run(["uninstall", "dr"]).ok();
 }
+
+/// `uninstall` of a stack whose directory was removed by hand (its plist stayed) leaves no
+/// stack directory behind: its lock and audit line once created one, which `list` and
+/// `cleanup` then showed as a stack of nothing.
+#[test]
+fn uninstall_of_a_stack_whose_directory_is_gone_leaves_none_behind() {
+    let t = ctx();
+    install(&t, "gone");
+    let dir = t.home.join(".oysterun-stacks/gone");
+    std::fs::remove_dir_all(&dir).unwrap();
+    let r = t.run(["uninstall", "--all"]).ok();
+    assert!(r.stdout().contains("was already gone"), "{}", r.stdout());
+    assert!(!dir.exists(), "{}", r.stdout());
+    assert!(!t.run(["list"]).ok().stdout().contains("gone"));
+    assert!(t
+        .run(["cleanup"])
+        .ok()
+        .stdout()
+        .contains("No Oysterun stack on this machine"));
+}

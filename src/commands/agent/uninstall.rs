@@ -29,12 +29,19 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
         ));
         return Ok(ExitStatus::Success);
     }
+    // A stack directory removed by hand while its plist stayed: the lock (and the audit line)
+    // would create it again, and `list`/`cleanup` would then show a stack of nothing.
+    let root_was_there = std::fs::symlink_metadata(&stack.root).is_ok();
     let lock = ctx.lock_stack("agent uninstall")?;
-    let kept = format!(
-        "Kept: config {}, logs {}.",
-        stack.config_path().display(),
-        stack.log_dir.display()
-    );
+    let kept = if root_was_there {
+        format!(
+            "Kept: config {}, logs {}.",
+            stack.config_path().display(),
+            stack.log_dir.display()
+        )
+    } else {
+        format!("{} was already gone.", stack.root.display())
+    };
     let agent = match Agent::new(ctx, &lock) {
         Ok(agent) => agent,
         Err(e) => {
@@ -46,6 +53,9 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
             };
             ctx.reporter()
                 .warn(&format!("the job could not be booted out: {e:#}"));
+            if !root_was_there {
+                remove_what_this_run_created(stack);
+            }
             ctx.out.out(&format!(
                 "{} {}. {kept}",
                 plist.display(),
@@ -55,6 +65,9 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
         }
     };
     let was_loaded = agent.uninstall()?;
+    if !root_was_there {
+        remove_what_this_run_created(stack);
+    }
     ctx.out.out(&format!(
         "{}{} removed. {kept}",
         if was_loaded {
@@ -65,4 +78,15 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
         plist.display(),
     ));
     Ok(ExitStatus::Success)
+}
+
+/// The files this run created in a stack directory that did not exist before it (the lock and
+/// the audit line), then those directories while empty: nothing else can be there, since the
+/// lock was held all along.
+fn remove_what_this_run_created(stack: &crate::host::stack::Stack) {
+    let _ = std::fs::remove_file(stack.lifecycle_lock_path());
+    let _ = std::fs::remove_file(stack.audit_path());
+    for dir in [&stack.run_dir, &stack.log_dir, &stack.root] {
+        let _ = std::fs::remove_dir(dir);
+    }
 }
