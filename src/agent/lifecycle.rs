@@ -99,6 +99,9 @@ pub struct Agent<'a> {
     pub hints: crate::context::Hints,
     /// Where the lifecycle says its progress, notes and warnings (the printer in a run).
     pub out: &'a dyn crate::output::Reporter,
+    /// `start` of a stack `stop` left disabled: a rollback writes the previous plist back but
+    /// does not load it (loading it would start the Host the user had stopped).
+    pub(crate) keep_stopped: Cell<bool>,
 }
 
 /// A verified Host.
@@ -214,6 +217,7 @@ impl<'a> Agent<'a> {
             log_start: std::fs::symlink_metadata(stack.log_path()).map_or(0, |m| m.len()),
             hints: ctx.hints(),
             out: ctx.reporter(),
+            keep_stopped: Cell::new(false),
         })
     }
 

@@ -61,14 +61,23 @@ impl Agent<'_> {
         timing: crate::agent::lifecycle::Timing,
     ) -> anyhow::Result<crate::agent::lifecycle::Outcome> {
         self.refuse_port_for(plan)?;
-        // One `print-disabled` says whether `stop` left it disabled.
-        let was_stopped = self
-            .lc
-            .disabled(&self.active(), &self.stack.label)
-            .ok()
-            .flatten()
-            .unwrap_or(false);
-        if was_stopped && self.loaded_here().is_some() {
+        // `print-disabled` says whether `stop` left it disabled: in this domain, or only in the
+        // other one (stopped over SSH, where gui/<uid>'s override cannot be set, then started
+        // at the console).
+        let disabled_in = |d: Domain| {
+            self.lc
+                .disabled(&d, &self.stack.label)
+                .ok()
+                .flatten()
+                .unwrap_or(false)
+        };
+        let disabled_here = disabled_in(self.active());
+        let was_stopped = disabled_here || disabled_in(self.active().other());
+        let draining = disabled_here && self.loaded_here().is_some();
+        // Stopped means loaded nowhere (or only draining): a rollback then leaves it stopped.
+        self.keep_stopped
+            .set(was_stopped && (draining || !self.was_loaded()));
+        if draining {
             // Disabled and still listed: a `stop` interrupted while launchd drained the job
             // (its process may still be exiting). Left as it is, the job would look loaded
             // and matching, and then vanish.

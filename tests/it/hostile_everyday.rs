@@ -412,3 +412,115 @@ fn uninstall_of_a_stack_whose_directory_is_gone_leaves_none_behind() {
         .stdout()
         .contains("No Oysterun stack on this machine"));
 }
+
+/// A stack stopped over SSH (disabled in user/<uid>; gui/<uid>'s override cannot be set, so
+/// its plist is narrowed to Background) whose start at the console then fails: the failure
+/// leaves it stopped as `stop` left it. The start once read only gui/<uid>'s override, took
+/// the stack for a running one, left user/<uid> enabled (where launchd loads a Background plist
+/// at the next login), and its rollback tried for 20 s to load the narrowed plist into
+/// gui/<uid>, then said "rollback failed too".
+#[test]
+fn a_failed_console_start_of_a_stack_stopped_over_ssh_leaves_it_stopped() {
+    let t = ctx();
+    let root = t.fixture_root("root-ssh");
+    let ssh = |args: &[&str]| {
+        crate::common::Run(
+            t.cmd()
+                .env("LAUNCHD_SIM_NO_GUI", "1")
+                .args(args)
+                .output()
+                .unwrap(),
+        )
+    };
+    let port = free_port().to_string();
+    ssh(&[
+        "install",
+        "ssh",
+        "--port",
+        &port,
+        "--root",
+        root.to_str().unwrap(),
+        "--settle-ms",
+        "200",
+    ])
+    .ok();
+    ssh(&["stop", "ssh"]).ok();
+    TestContext::fixture_flag(&root, "crash-on-start", "");
+    let t0 = Instant::now();
+    let r = t
+        .run(["start", "ssh", "--wait", "5", "--settle-ms", "200"])
+        .fails_with(1);
+    let e = r.stderr();
+    assert!(!e.contains("rollback failed"), "{e}");
+    assert!(e.contains("disabled again"), "{e}");
+    assert!(t0.elapsed() < Duration::from_secs(15), "{e}");
+    let uid = nix::unistd::getuid();
+    for kind in ["user", "gui"] {
+        let d = t
+            .sim(&["print-disabled", &format!("{kind}/{uid}")])
+            .stdout();
+        assert!(
+            d.contains("\"com.oysterun.host.ssh\" => disabled"),
+            "{kind}: {d}\n{e}"
+        );
+    }
+    let plist = std::fs::read_to_string(
+        t.home
+            .join("Library/LaunchAgents/com.oysterun.host.ssh.plist"),
+    )
+    .unwrap();
+    assert!(!plist.contains("<string>Aqua</string>"), "{plist}");
+    assert!(!t.home.join(".oysterun-stacks/ssh/run/pending").exists());
+    // A console login does not bring it back.
+    t.sim(&["login", &format!("gui/{uid}")]).ok();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_ne!(
+        t.sim(&["print", &format!("gui/{uid}/com.oysterun.host.ssh")])
+            .code(),
+        0
+    );
+    t.run(["uninstall", "ssh"]).ok();
+}
+
+/// A stopped stack whose `start` with a new port fails: the rollback writes the plist `stop`
+/// left back but does not load it. It once loaded that previous plist again, so the failed
+/// start ran the old Host the user had stopped, and left the label enabled.
+#[test]
+fn a_failed_start_with_a_new_port_does_not_run_the_stopped_host_again() {
+    let t = ctx();
+    let root = install(&t, "np");
+    t.run(["stop", "np"]).ok();
+    TestContext::fixture_flag(&root, "crash-on-start", "");
+    let port = free_port().to_string();
+    let e = t
+        .run([
+            "start",
+            "np",
+            "--port",
+            &port,
+            "--wait",
+            "5",
+            "--settle-ms",
+            "200",
+        ])
+        .fails_with(1)
+        .stderr();
+    assert!(e.contains("the Host stays stopped"), "{e}");
+    assert!(e.contains("disabled again"), "{e}");
+    let uid = nix::unistd::getuid();
+    assert_ne!(
+        t.sim(&["print", &format!("gui/{uid}/com.oysterun.host.np")])
+            .code(),
+        0,
+        "{e}"
+    );
+    let d = t.sim(&["print-disabled", &format!("gui/{uid}")]).stdout();
+    assert!(d.contains("\"com.oysterun.host.np\" => disabled"), "{d}");
+    let plist = std::fs::read_to_string(
+        t.home
+            .join("Library/LaunchAgents/com.oysterun.host.np.plist"),
+    )
+    .unwrap();
+    assert!(!plist.contains(&port), "the failed port stayed: {plist}");
+    t.run(["uninstall", "np"]).ok();
+}

@@ -99,6 +99,14 @@ impl Agent<'_> {
                 self.remove_stale_identity();
             }
             match &restore {
+                Some(bytes) if self.keep_stopped.get() => {
+                    agentplist::write(self.lock, &plist, bytes, &self.stack.log_dir)?;
+                    Ok(format!(
+                        "the job was booted out and the plist `stop` left restored, not loaded: \
+                         the Host stays stopped; `{}` loads it again once the cause is fixed",
+                        self.hints.agent("start")
+                    ))
+                }
                 Some(bytes) => {
                     agentplist::write(self.lock, &plist, bytes, &self.stack.log_dir)?;
                     self.reload(action, false)?;
