@@ -295,6 +295,7 @@ impl Context {
     /// [`LOCK_WAIT`], or until it is interrupted, then fails.
     pub fn lock_stack(&self, what: &str) -> anyhow::Result<crate::sys::fs::Lock> {
         self.refuse_foreign_home(what)?;
+        self.refuse_dangling_root()?;
         crate::sys::fs::create_dir_all(&self.stack.run_dir, 0o700)?;
         let path = self.stack.lifecycle_lock_path();
         let lock = crate::sys::fs::lock_waiting(
@@ -316,6 +317,31 @@ impl Context {
             || crate::sys::signal::received().is_some(),
         )?;
         Ok(lock)
+    }
+
+    /// A stack directory that is a symlink whose target is gone (moved or removed by hand):
+    /// creating the lock's directory through it fails with a bare "File exists". Named with
+    /// the fix instead, before anything changes.
+    fn refuse_dangling_root(&self) -> anyhow::Result<()> {
+        let root = &self.stack.root;
+        let dangling = std::fs::symlink_metadata(root).is_ok_and(|m| m.file_type().is_symlink())
+            && std::fs::metadata(root).is_err();
+        if !dangling {
+            return Ok(());
+        }
+        let to = std::fs::read_link(root).unwrap_or_default();
+        Err(crate::error::Failed::new(
+            format!(
+                "the stack directory {} is a symlink to {}, which does not exist; nothing was changed",
+                root.display(),
+                to.display()
+            ),
+            format!(
+                "remove the link (`rm {}`) or restore its target, then run the command again",
+                root.display()
+            ),
+        )
+        .into())
     }
 
     /// docs/behaviour.md §5: a HOME owned by another uid than the effective one (a `sudo` that kept

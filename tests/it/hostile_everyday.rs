@@ -524,3 +524,37 @@ fn a_failed_start_with_a_new_port_does_not_run_the_stopped_host_again() {
     assert!(!plist.contains(&port), "the failed port stayed: {plist}");
     t.run(["uninstall", "np"]).ok();
 }
+
+/// A stack directory that is a symlink whose target was removed by hand: `uninstall` (or
+/// `stop`) says so and how to fix it, changing nothing; with the link removed as the hint says,
+/// `uninstall` then removes the job. It once failed with "could not create the directory
+/// …/run: File exists" and no hint.
+#[test]
+fn a_stack_directory_that_is_a_dangling_symlink_is_named_with_the_fix() {
+    let t = ctx();
+    install(&t, "ln");
+    let dir = t.home.join(".oysterun-stacks/ln");
+    let moved = t.path("ln-elsewhere");
+    std::fs::rename(&dir, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &dir).unwrap();
+    std::fs::remove_dir_all(&moved).unwrap();
+    let plist = t
+        .home
+        .join("Library/LaunchAgents/com.oysterun.host.ln.plist");
+    for verb in ["uninstall", "stop"] {
+        let e = t.run([verb, "ln"]).fails_with(1).stderr();
+        assert!(
+            e.contains("is a symlink to") && e.contains("which does not exist"),
+            "{verb}: {e}"
+        );
+        assert!(e.contains("hint: remove the link"), "{verb}: {e}");
+        assert!(!e.contains("File exists"), "{verb}: {e}");
+        assert!(plist.exists(), "{verb}: {e}");
+        assert!(!moved.exists(), "{verb} created the link's target");
+    }
+    std::fs::remove_file(&dir).unwrap();
+    let r = t.run(["uninstall", "ln"]).ok();
+    assert!(r.stdout().contains("was already gone"), "{}", r.stdout());
+    assert!(!plist.exists());
+    assert!(!dir.exists());
+}
