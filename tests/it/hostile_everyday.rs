@@ -558,3 +558,42 @@ fn a_stack_directory_that_is_a_dangling_symlink_is_named_with_the_fix() {
     assert!(!plist.exists());
     assert!(!dir.exists());
 }
+
+/// `restart` (or `start`) run while `uninstall` of the same stack holds its lock: once the
+/// uninstall is done there is nothing to restart, and it says so. It once waited for the lock,
+/// then wrote the plist again and loaded it, exit 0: the stack just uninstalled came back.
+#[test]
+fn a_restart_that_waited_for_an_uninstall_does_not_install_it_again() {
+    let t = ctx();
+    let root = install(&t, "ur");
+    // launchd takes 1.5 s to stop the Host, so the uninstall holds the lock that long.
+    TestContext::fixture_flag(&root, "sigterm-delay-ms", "1500");
+    let plist = t
+        .home
+        .join("Library/LaunchAgents/com.oysterun.host.ur.plist");
+    for verb in ["restart", "start"] {
+        if !plist.exists() {
+            install(&t, "ur");
+        }
+        let (mut un, err) = spawn(&t, &["uninstall", "ur"]);
+        std::thread::sleep(Duration::from_millis(400));
+        let r = t.run([verb, "ur", "--settle-ms", "200"]);
+        assert_eq!(
+            wait_bounded(&mut un, Duration::from_secs(30), &err),
+            0,
+            "{}",
+            tail(&err)
+        );
+        let e = r.fails_with(1).stderr();
+        assert!(e.contains("waiting for another oyster"), "{verb}: {e}");
+        assert!(e.contains("is not installed"), "{verb}: {e}");
+        assert!(!plist.exists(), "{verb} installed it again: {e}");
+        let uid = nix::unistd::getuid();
+        assert_ne!(
+            t.sim(&["print", &format!("gui/{uid}/com.oysterun.host.ur")])
+                .code(),
+            0,
+            "{verb}: {e}"
+        );
+    }
+}

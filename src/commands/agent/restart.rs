@@ -25,6 +25,11 @@ pub fn run(ctx: &Context, host: &HostArgs, verify: VerifyArgs) -> anyhow::Result
         let Some(Ok(agent)) = p.agent else {
             unreachable!("Launchd::Required returns the agent or fails")
         };
+        // Asked again under the lock: an `uninstall` this run waited for may have removed it,
+        // and writing the plist now would install again what the user just uninstalled.
+        if !preflight::is_installed(ctx)? {
+            return Err(preflight::not_installed(ctx, "restart").into());
+        }
         let outcome = if agent.was_loaded() {
             agent.apply(&p.plan, Action::Restart, true, verify.timing())?
         } else {

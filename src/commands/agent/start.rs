@@ -15,6 +15,10 @@ pub fn run(ctx: &Context, args: &StartArgs) -> anyhow::Result<ExitStatus> {
         let Some(Ok(agent)) = p.agent else {
             unreachable!("Launchd::Required returns the agent or fails")
         };
+        // Asked again under the lock: an `uninstall` this run waited for may have removed it.
+        if !preflight::is_installed(ctx)? {
+            return Err(preflight::not_installed(ctx, "start").into());
+        }
         let outcome = agent.start(&p.plan, args.verify.timing())?;
         preflight::report(ctx, &p.plan, &outcome);
         Ok(ExitStatus::Success)
