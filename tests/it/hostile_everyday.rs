@@ -522,6 +522,10 @@ fn a_failed_start_with_a_new_port_does_not_run_the_stopped_host_again() {
     )
     .unwrap();
     assert!(!plist.contains(&port), "the failed port stayed: {plist}");
+    // No identity file of the Host that failed names a dead pid.
+    let run = t.home.join(".oysterun-stacks/np/run");
+    assert!(!run.join("oyster-exec.json").exists(), "{e}");
+    assert!(!run.join("oysterun-host-np.pid").exists(), "{e}");
     t.run(["uninstall", "np"]).ok();
 }
 

@@ -95,7 +95,7 @@ impl Agent<'_> {
             // Nothing of this stack runs now unless a restored plist starts it again: the
             // identity files the failed Host wrote would name a dead pid that Oysterun's own
             // scripts wait for (a restored Host writes its own).
-            if restore.is_none() {
+            if restore.is_none() || self.keep_stopped.get() {
                 self.remove_stale_identity();
             }
             match &restore {
