@@ -49,6 +49,12 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
             continue;
         }
         let had_plist = sub.stack.plist_path().exists();
+        // A restart of a stopped stack starts it: the summary says which it was.
+        let stopped = verb == "restart"
+            && crate::agent::launchctl::Launchctl::locate(&ctx.env)
+                .ok()
+                .and_then(|lc| lc.find_loaded(&sub.stack.label).ok())
+                .is_some_and(|found| found.is_none());
         ctx.out
             .out_toned(Tone::Heading, &format!("==> {verb} stack {name}"));
         match super::agent_verb(&sub, cmd.clone()) {
@@ -56,6 +62,11 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
             Ok(ExitStatus::Success) if !had_plist => {
                 lines.push((name.clone(), Tone::Ok, "no plist to remove".to_owned()));
             }
+            Ok(ExitStatus::Success) if stopped => lines.push((
+                name.clone(),
+                Tone::Ok,
+                "started, verified (it was stopped)".to_owned(),
+            )),
             Ok(ExitStatus::Success) => lines.push((name.clone(), Tone::Ok, done.to_owned())),
             Ok(_) => {
                 failed.push(name.clone());

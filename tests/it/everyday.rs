@@ -200,6 +200,25 @@ fn all_acts_on_every_stack_and_names_the_failures_at_the_end() {
         .unwrap();
     assert!(last.contains("1 of 3 stacks failed to start: bb"), "{err}");
     assert!(r.stdout().contains("FAILED"), "{}", r.stdout());
+    // restart --all of a stopped stack starts it, and the summary says so.
+    t.run(["start", "bb", "--settle-ms", "200"]).ok();
+    t.run(["stop", "aa"]).ok();
+    let out = t
+        .run(["restart", "--all", "--settle-ms", "200"])
+        .ok()
+        .stdout();
+    let row = |s: &str| {
+        out.lines()
+            .skip_while(|l| !l.starts_with("restart --all:"))
+            .find(|l| l.trim_start().starts_with(s))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        row("aa").contains("started, verified (it was stopped)"),
+        "{out}"
+    );
+    assert!(row("bb").contains("restarted, verified"), "{out}");
     // Every LaunchAgent goes, config and logs stay (what to run before `brew uninstall`).
     let r = t.run(["agent", "uninstall", "--all"]).ok();
     for s in ["aa", "bb"] {
