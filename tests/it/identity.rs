@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 
 use crate::common::{free_port, real_node, TestContext};
 
-fn start(t: &TestContext, stack: &str, root: &Path, port: u16) -> u32 {
+/// `host start` of `stack` from `root` on `port`, verified; the Host's pid.
+pub(crate) fn start(t: &TestContext, stack: &str, root: &Path, port: u16) -> u32 {
     t.run([
         "host",
         "start",
@@ -24,7 +25,7 @@ fn start(t: &TestContext, stack: &str, root: &Path, port: u16) -> u32 {
     pid_of(t, stack)
 }
 
-fn run_dir(t: &TestContext, stack: &str) -> PathBuf {
+pub(crate) fn run_dir(t: &TestContext, stack: &str) -> PathBuf {
     t.home.join(".oysterun-stacks").join(stack).join("run")
 }
 
@@ -35,7 +36,7 @@ fn pid_of(t: &TestContext, stack: &str) -> u32 {
     text.trim().parse().unwrap()
 }
 
-fn alive(pid: u32) -> bool {
+pub(crate) fn alive(pid: u32) -> bool {
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
         None,

@@ -1,46 +1,13 @@
 //! A second hostile pass over the seams (identity files, interrupts, launchctl faults): what an
 //! unlucky user meets when part of a directly started Host's identity goes missing.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::common::{free_port, real_node, TestContext};
-
-fn start(t: &TestContext, stack: &str, root: &Path, port: u16) -> u32 {
-    t.run([
-        "host",
-        "start",
-        "--stack",
-        stack,
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        real_node().to_str().unwrap(),
-        "--port",
-        &port.to_string(),
-        "--wait",
-        "10",
-    ])
-    .ok();
-    let text = std::fs::read_to_string(pid_path(t, stack)).unwrap();
-    text.trim().parse().unwrap()
-}
-
-fn run_dir(t: &TestContext, stack: &str) -> PathBuf {
-    t.home.join(".oysterun-stacks").join(stack).join("run")
-}
+use crate::identity::{alive, run_dir, start};
 
 fn pid_path(t: &TestContext, stack: &str) -> PathBuf {
     run_dir(t, stack).join(format!("oysterun-host-{stack}.pid"))
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-        !s.rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z')
-    })
 }
 
 /// The pid file gone (removed by hand, or by a script that thought the Host had stopped) while
