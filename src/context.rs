@@ -4,7 +4,11 @@
 use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 
+use std::cell::OnceCell;
+use std::rc::Rc;
+
 use crate::host::stack::{Stack, StackEnv};
+use crate::launchctl::{Launchctl, LocateError};
 use crate::output::printer::{printer, Printer};
 use crate::provider::resolve::Search;
 use crate::verify::ProofFloor;
@@ -182,6 +186,9 @@ pub struct Context {
     pub out: &'static Printer,
     /// How the user typed this command (hints echo it).
     pub typed: Typed,
+    /// launchctl, located on first use and shared by every stack of this run
+    /// ([`Context::launchctl`]).
+    launchctl: Rc<OnceCell<Result<Launchctl, LocateError>>>,
 }
 
 /// Planning reads exactly these parts of the context (it lives below the command layer and
@@ -243,7 +250,23 @@ impl Context {
             launcher,
             out,
             typed: Typed::default(),
+            launchctl: Rc::default(),
         })
+    }
+
+    /// launchctl, located once per run on first use (`$OYSTER_LAUNCHCTL`, else
+    /// `/bin/launchctl`), with this run's memos of what it answered. Why it cannot be used is
+    /// the same error each time it is asked.
+    pub fn launchctl(&self) -> Result<&Launchctl, LocateError> {
+        self.launchctl
+            .get_or_init(|| {
+                Launchctl::locate(
+                    self.env.launchctl.as_deref(),
+                    self.env.launchctl_timeout.as_deref(),
+                )
+            })
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     /// The same run's context for another stack (`agent list`): same environment, launcher and
@@ -268,6 +291,7 @@ impl Context {
                 stack: StackForm::Flag,
                 ..self.typed
             },
+            launchctl: Rc::clone(&self.launchctl),
         })
     }
 

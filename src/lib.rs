@@ -20,6 +20,7 @@ mod direct;
 mod error;
 mod host;
 mod launch;
+mod launchctl;
 mod output;
 mod probe;
 mod provider;
@@ -187,7 +188,7 @@ const ERROR_KINDS: &[error::KindProbe] = &[
     error::probe::<error::Failed>,
     error::probe::<config::ConfigError>,
     error::probe::<sys::fs::FsError>,
-    error::probe::<agent::launchctl::LocateError>,
+    error::probe::<launchctl::LocateError>,
 ];
 
 /// The command's own status decides the exit code, also when its reader closed stdout
@@ -256,10 +257,10 @@ mod tests {
         };
         assert_eq!(kind(io), Kind::Failure);
         assert_eq!(
-            kind(agent::launchctl::LocateError::BadTimeout("x".into())),
+            kind(launchctl::LocateError::BadTimeout("x".into())),
             Kind::Invalid
         );
-        assert_eq!(kind(agent::launchctl::LocateError::Missing), Kind::Failure);
+        assert_eq!(kind(launchctl::LocateError::Missing), Kind::Failure);
         assert_eq!(kind(anyhow::anyhow!("plain")), Kind::Failure);
     }
 

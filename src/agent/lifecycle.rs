@@ -11,15 +11,15 @@ use std::time::{Duration, Instant};
 
 use std::cell::{Cell, RefCell};
 
-use crate::agent::launchctl::{
-    self, Code, Domain, DomainChoice, JobState, LastExit, Launchctl, PrintInfo,
-};
 use crate::context::Context;
 use crate::host::identity::ExecRecord;
 use crate::host::launchenv::LaunchEnv;
 use crate::host::plan::Plan;
 use crate::host::plist as agentplist;
 use crate::host::stack::Stack;
+use crate::launchctl::{
+    self, Code, Domain, DomainChoice, JobState, LastExit, Launchctl, PrintInfo,
+};
 use crate::output::audit::{Action, Audit, Step, StepOutcome};
 use crate::sys::fs::{self as fsutil, Lock};
 use crate::sys::signal::{self, Signal};
@@ -80,7 +80,7 @@ use verification::{generated_keys_match, Baseline};
 
 /// The launchd side of one stack.
 pub struct Agent<'a> {
-    pub lc: Launchctl,
+    pub lc: &'a Launchctl,
     /// The domain chosen when the run began (`gui/<uid>` when it exists).
     pub domain: DomainChoice,
     active: Cell<Domain>,
@@ -162,11 +162,11 @@ impl<'a> Agent<'a> {
     /// finds the job loaded in the other domain. `lock` is the stack's lifecycle lock.
     pub fn new(ctx: &'a Context, lock: &'a Lock) -> anyhow::Result<Agent<'a>> {
         // Another oyster held the lock first: what this run saw of launchd before may be stale.
+        let lc = ctx.launchctl()?;
         if lock.waited() {
-            launchctl::seen::forget_all();
+            lc.forget_prints();
         }
         let stack = &ctx.stack;
-        let lc = Launchctl::locate(&ctx.env)?;
         if !lc.overridden && crate::sys::user::euid() == 0 {
             return Err(crate::error::Invalid::new(
                 "oyster runs as root: root has no gui/0 session, and a job loaded in user/0 would run the Host as root",

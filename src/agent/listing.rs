@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use super::launchctl::{BothDomains, Code, Domain, Launchctl, PrintInfo};
+use crate::launchctl::{BothDomains, Code, Domain, Launchctl, PrintInfo};
 
 /// One job as the `services` table shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,10 +1,8 @@
-//! The launchd job: the one door to `launchctl`, and the lifecycle that loads, restarts,
-//! verifies and rolls back the job (the plist itself is generated in `host::plist`).
+//! The launchd job, through the one door to launchd (`crate::launchctl`): the lifecycle that
+//! loads, restarts, verifies and rolls back the job, its status model, and the stop and kill
+//! verbs (the plist itself is generated in `host::plist`).
 
-pub mod launchctl;
 pub mod lifecycle;
 pub mod listing;
-pub mod print;
-pub mod seen;
 pub mod status;
 pub mod verbs;

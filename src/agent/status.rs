@@ -5,13 +5,13 @@
 
 use serde::Serialize;
 
-use crate::agent::launchctl::{Domain, JobState, LastExit, Launchctl, PrintInfo};
 use crate::agent::listing::Listings;
 use crate::context::Context;
 use crate::direct::{self, Owner, PidRecord};
 use crate::host::identity::ExecRecord;
 use crate::host::plan::{self, Writes};
 use crate::host::plist::{self as agentplist, Installed};
+use crate::launchctl::{Domain, JobState, LastExit, Launchctl, PrintInfo};
 use crate::probe::{self, LaunchdView, Probe, Target};
 use crate::verify::{EnvProof, LiveProcess};
 
@@ -147,12 +147,12 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
     let newcomer = installed.is_none()
         && !ctx.stack.config_path().exists()
         && plan::plan(ctx, &Default::default(), Writes::None).is_err();
-    let asked = match Launchctl::locate(&ctx.env) {
+    let asked = match ctx.launchctl() {
         Err(e) => {
             st.notes.push(ctx.hints().for_stack(&e.to_string()));
             false
         }
-        Ok(lc) => ask_launchd(ctx, &lc, listings, installed.as_ref(), &mut st),
+        Ok(lc) => ask_launchd(ctx, lc, listings, installed.as_ref(), &mut st),
     };
     if st.running {
         st.managed_by = Some(Manager::Launchd);

@@ -8,9 +8,9 @@
 
 use std::time::{Duration, Instant};
 
-use crate::agent::launchctl::{Domain, Reply};
 use crate::agent::lifecycle::Agent;
 use crate::error::{Failed, Interrupted};
+use crate::launchctl::{Domain, Reply};
 use crate::output::audit::{Action, Step, StepOutcome};
 use crate::sys::process::ProcessError;
 use crate::sys::signal::{self, InterruptGuard};
@@ -124,7 +124,7 @@ impl Agent<'_> {
     fn in_each_domain(
         &self,
         verb: impl Fn(Domain) -> Result<Reply, ProcessError>,
-    ) -> anyhow::Result<Option<(Domain, crate::agent::launchctl::Code)>> {
+    ) -> anyhow::Result<Option<(Domain, crate::launchctl::Code)>> {
         let active = self.active();
         verb(active)?.accept(&[])?;
         let other = active.other();
@@ -203,7 +203,7 @@ impl Agent<'_> {
     /// does not exist (over SSH). So that the next console login does not load the stopped Host
     /// there, the plist is narrowed to Background sessions (a login is Aqua); `start` writes the
     /// whole plist again. Said, never silent; if even that fails, the fix is named.
-    fn keep_stopped_at_login(&self, missing: Domain, code: crate::agent::launchctl::Code) -> bool {
+    fn keep_stopped_at_login(&self, missing: Domain, code: crate::launchctl::Code) -> bool {
         let path = self.stack.plist_path();
         let narrowed = crate::sys::fs::read_regular(&path, crate::host::plist::MAX_PLIST_BYTES)
             .map_err(anyhow::Error::from)

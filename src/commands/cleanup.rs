@@ -9,10 +9,10 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use crate::agent::launchctl::Launchctl;
 use crate::cli::CleanupArgs;
 use crate::context::Context;
 use crate::host::stack::Stack;
+use crate::launchctl::Launchctl;
 use crate::output::Tone;
 use crate::ExitStatus;
 
@@ -34,14 +34,14 @@ struct Found {
 
 pub fn run(ctx: &Context, args: &CleanupArgs) -> anyhow::Result<ExitStatus> {
     let env = ctx.env.stack_env();
-    let lc = Launchctl::locate(&ctx.env).ok();
+    let lc = ctx.launchctl().ok();
     let mut found = vec![];
     for (name, listed) in candidates(ctx) {
         let Ok(stack) = Stack::new(&name, &env) else {
             continue;
         };
         if stack.root.is_dir() || stack.plist_path().exists() {
-            let f = examine(&stack, lc.as_ref());
+            let f = examine(&stack, lc);
             // A directory `list` does not show that holds no file oyster writes (only empty
             // directories) was never a stack: a user's (OYSTERUN_STACKS_DIR may be a shared
             // directory), not a leftover.
@@ -177,8 +177,8 @@ pub fn forget_refused_first_install(ctx: &Context) {
     if stack.plist_path().exists() || !stack.root.is_dir() {
         return;
     }
-    let lc = Launchctl::locate(&ctx.env).ok();
-    let f = examine(stack, lc.as_ref());
+    let lc = ctx.launchctl().ok();
+    let f = examine(stack, lc);
     let only_config = f.precious.iter().all(|p| *p == stack.config_path());
     if f.kept.is_some() || !only_config {
         return;

@@ -51,7 +51,8 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
         let had_plist = sub.stack.plist_path().exists();
         // A restart of a stopped stack starts it: the summary says which it was.
         let stopped = verb == "restart"
-            && crate::agent::launchctl::Launchctl::locate(&ctx.env)
+            && ctx
+                .launchctl()
                 .ok()
                 .and_then(|lc| lc.find_loaded(&sub.stack.label).ok())
                 .is_some_and(|found| found.is_none());

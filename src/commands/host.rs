@@ -3,7 +3,6 @@
 
 use serde::Serialize;
 
-use crate::agent::launchctl::Launchctl;
 use crate::agent::status::Manager;
 use crate::cli::HostCommand;
 use crate::context::Context;
@@ -78,7 +77,7 @@ fn stop(ctx: &Context) -> anyhow::Result<ExitStatus> {
     if let Some(job) = launchd_runs_it(ctx)? {
         return Err(job.refusal(&ctx.hints()).into());
     }
-    let said = match direct::stop_checked(stack, &ctx.hints(), &|pid| launchd_job_of(&ctx.env, pid))? {
+    let said = match direct::stop_checked(stack, &ctx.hints(), &|pid| launchd_job_of(ctx, pid))? {
         Stopped::NotRunning => "The Host is not running (no pid file).".to_owned(),
         Stopped::StaleRemoved(rec) => format!(
             "The Host is not running (pid {} is gone); removed the stale pid file.",
@@ -320,7 +319,7 @@ struct LaunchdJob {
     domain: String,
     state: String,
     pid: Option<u32>,
-    info: Option<crate::agent::launchctl::PrintInfo>,
+    info: Option<crate::launchctl::PrintInfo>,
 }
 
 impl LaunchdJob {
@@ -343,7 +342,7 @@ impl LaunchdJob {
 
 /// Whether launchd has the stack's job loaded (no launchctl here: it has not).
 fn launchd_runs_it(ctx: &Context) -> anyhow::Result<Option<LaunchdJob>> {
-    let Ok(lc) = Launchctl::locate(&ctx.env) else {
+    let Ok(lc) = ctx.launchctl() else {
         return Ok(None);
     };
     let domain = lc.domain()?;
@@ -361,15 +360,15 @@ fn launchd_runs_it(ctx: &Context) -> anyhow::Result<Option<LaunchdJob>> {
 /// The launchd job that runs `pid`, under any label oyster can name: every stack's label on
 /// this machine, in both per-user domains, and (where the kernel shows the environment) the
 /// `XPC_SERVICE_NAME` launchd gives each job. `None` when none does or there is no launchctl.
-fn launchd_job_of(env: &crate::context::EnvSnapshot, pid: u32) -> Option<String> {
+fn launchd_job_of(ctx: &Context, pid: u32) -> Option<String> {
     if let Some(name) = crate::verify::inspect(pid)
         .and_then(|live| live.var("XPC_SERVICE_NAME"))
         .filter(|n| !n.is_empty() && n != "0")
     {
         return Some(name);
     }
-    let lc = crate::agent::launchctl::Launchctl::locate(env).ok()?;
-    let stack_env = env.stack_env();
+    let lc = ctx.launchctl().ok()?;
+    let stack_env = ctx.env.stack_env();
     crate::host::stack::discover(&stack_env)
         .into_iter()
         .filter_map(|name| crate::host::stack::Stack::new(&name, &stack_env).ok())
@@ -381,7 +380,7 @@ fn launchd_job_of(env: &crate::context::EnvSnapshot, pid: u32) -> Option<String>
 
 /// Direct startup must not run a second Host beside a loaded LaunchAgent.
 fn refuse_if_agent_loaded(ctx: &Context) -> anyhow::Result<()> {
-    let Ok(lc) = Launchctl::locate(&ctx.env) else {
+    let Ok(lc) = ctx.launchctl() else {
         // No launchctl: no LaunchAgent can be loaded (Linux, or launchd-less macOS).
         return Ok(());
     };

@@ -136,7 +136,7 @@ pub fn agent_verb(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus
 /// No launchd here (launchctl missing or switched off): the error names `oyster host start`
 /// as the way, for this stack (run as shown, a stack-less one would start production).
 fn launchd_absent_for_stack(ctx: &Context, e: anyhow::Error) -> anyhow::Error {
-    match e.downcast_ref::<crate::agent::launchctl::LocateError>() {
+    match e.downcast_ref::<crate::launchctl::LocateError>() {
         Some(l) if !l.is_invalid_input() && !ctx.stack_suffix().is_empty() => {
             anyhow::anyhow!(ctx.hints().for_stack(&format!("{e:#}")))
         }

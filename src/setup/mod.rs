@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::agent::launchctl::Launchctl;
 use crate::agent::lifecycle::{Agent, Timing};
 use crate::config;
 use crate::context::Context;
@@ -20,6 +19,7 @@ use crate::direct;
 use crate::error::Interrupted;
 use crate::error::Invalid;
 use crate::host::plan::{self, HostInputs, Plan, Writes};
+use crate::launchctl::Launchctl;
 use crate::output::audit::Action;
 use crate::provider::registry::{Provider, PROVIDERS};
 use crate::provider::resolve::{self, Intent};
@@ -132,8 +132,8 @@ pub fn make_plan(ctx: &Context, opts: &SetupOptions) -> anyhow::Result<SetupPlan
         (None, Some(existing)) => PathBuf::from(existing),
         (None, None) => ctx.stack.home.join("OysterunAgents"),
     };
-    let service = match Launchctl::locate(&ctx.env) {
-        Ok(lc) => Service::Launchd(lc),
+    let service = match ctx.launchctl() {
+        Ok(lc) => Service::Launchd(lc.clone()),
         Err(_) => Service::Direct,
     };
     Ok(SetupPlan {

@@ -23,20 +23,45 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "context",
         &[
-            "host", "config", "provider", "verify", "output", "sys", "error",
+            "launchctl",
+            "host",
+            "config",
+            "provider",
+            "verify",
+            "output",
+            "sys",
+            "error",
         ],
     ),
     (
         "setup",
         &[
-            "agent", "direct", "verify", "host", "config", "provider", "context", "sys", "output",
+            "agent",
+            "direct",
+            "verify",
+            "host",
+            "config",
+            "provider",
+            "context",
+            "launchctl",
+            "sys",
+            "output",
             "error",
         ],
     ),
     (
         "agent",
         &[
-            "direct", "probe", "verify", "host", "config", "provider", "context", "sys", "output",
+            "direct",
+            "probe",
+            "verify",
+            "host",
+            "config",
+            "provider",
+            "context",
+            "launchctl",
+            "sys",
+            "output",
             "error",
         ],
     ),
@@ -56,6 +81,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("verify", &["host", "sys", "output", "error"]),
+    // The one door to launchd (the located launchctl, its typed codes and domains, the print
+    // parser): owned by the context, below every flow that loads or reads a job.
+    ("launchctl", &["provider", "sys", "output", "error"]),
     // Not `context`: the context is built from the stack (`host::stack`), so planning takes
     // explicit inputs (`host::plan::PlanEnv`) and the two never import each other.
     ("host", &["config", "provider", "sys", "output", "error"]),

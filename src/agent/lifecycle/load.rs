@@ -3,7 +3,7 @@
 //! booted out first.
 
 use super::*;
-use crate::agent::launchctl::Reply;
+use crate::launchctl::Reply;
 
 impl Agent<'_> {
     /// enable, bootout (if loaded), wait for the label to go, bootstrap with bounded retries.

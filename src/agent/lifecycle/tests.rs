@@ -74,7 +74,7 @@ fn a_bound_port_is_in_use_and_a_released_one_is_not() {
 }
 
 fn info(text: &str) -> PrintInfo {
-    crate::agent::launchctl::parse_print(text)
+    crate::launchctl::parse_print(text)
 }
 
 #[test]

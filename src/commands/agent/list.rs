@@ -4,7 +4,6 @@
 use serde::Serialize;
 
 use super::status::tone;
-use crate::agent::launchctl::Launchctl;
 use crate::agent::listing::Unreadable;
 use crate::agent::status::{self as model, AgentStatus};
 use crate::context::Context;
@@ -26,7 +25,7 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     // launchd's view of every stack from one listing per domain (two launchctl calls, whatever
     // the number of stacks); a listing oyster cannot read means asking job by job, said in
     // each row's notes.
-    let (listings, fallback) = match Launchctl::locate(&ctx.env) {
+    let (listings, fallback) = match ctx.launchctl() {
         Ok(lc) if !names.is_empty() => match lc.listings() {
             Ok(Ok(l)) => (Some(l), None),
             Ok(Err(Unreadable(why))) => (None, Some(why)),

@@ -8,7 +8,6 @@
 //! Everything that can refuse does so before the config sync writes anything: a refused verb
 //! leaves no `config.json` and no stack directory behind.
 
-use crate::agent::launchctl::Launchctl;
 use crate::agent::lifecycle::{Agent, EnvProof, Outcome};
 use crate::cli::HostArgs;
 use crate::context::Context;
@@ -59,7 +58,7 @@ pub fn run<T>(
         Launchd::Optional => {
             // A launchctl variable set wrong is invalid input (exit 2), refused before anything
             // is written; only one that is absent or switched off falls back.
-            if let Err(e) = Launchctl::locate(&ctx.env) {
+            if let Err(e) = ctx.launchctl() {
                 if e.is_invalid_input() {
                     return Err(e.into());
                 }
@@ -96,7 +95,8 @@ fn intended_port(ctx: &Context) -> Option<u16> {
 /// launchd's copies in both domains count (a label loaded twice holds its port with the other
 /// copy, and the verb is what boots that copy out).
 fn current_host_pids(ctx: &Context) -> Vec<u32> {
-    let mut pids: Vec<u32> = Launchctl::locate(&ctx.env)
+    let mut pids: Vec<u32> = ctx
+        .launchctl()
         .ok()
         .and_then(|lc| lc.in_both_domains(&ctx.stack.label).ok())
         .map(|b| b.loaded().iter().filter_map(|(_, i)| i.pid()).collect())
@@ -145,7 +145,7 @@ pub fn refuse_held_port(ctx: &Context) -> anyhow::Result<()> {
 /// pid file under launchd too, so a pid file alone does not make a Host direct (and a copy in
 /// `user/<uid>` beside one in `gui/<uid>` is launchd's too).
 pub fn launchd_runs(ctx: &Context, pid: u32) -> bool {
-    Launchctl::locate(&ctx.env)
+    ctx.launchctl()
         .ok()
         .and_then(|lc| lc.in_both_domains(&ctx.stack.label).ok())
         .is_some_and(|b| b.loaded().iter().any(|(_, i)| i.pid() == Some(pid)))
@@ -229,7 +229,7 @@ pub fn is_installed(ctx: &Context) -> anyhow::Result<bool> {
     if ctx.stack.plist_path().exists() {
         return Ok(true);
     }
-    let lc = Launchctl::locate(&ctx.env)?;
+    let lc = ctx.launchctl()?;
     Ok(lc.find_loaded(&ctx.stack.label)?.is_some())
 }
 

@@ -2,7 +2,6 @@
 //! job gracefully (or reload it when the definition changed), and verify.
 
 use super::preflight::{self, Launchd};
-use crate::agent::launchctl::Launchctl;
 use crate::cli::{HostArgs, VerifyArgs};
 use crate::context::Context;
 use crate::output::audit::Action;
@@ -16,7 +15,7 @@ pub fn run(ctx: &Context, host: &HostArgs, verify: VerifyArgs) -> anyhow::Result
         if let Some(direct) = preflight::direct_instead(ctx, "restart") {
             return Err(direct.into());
         }
-        let lc = Launchctl::locate(&ctx.env)?;
+        let lc = ctx.launchctl()?;
         if lc.find_loaded(&ctx.stack.label)?.is_none() {
             return Err(preflight::not_installed(ctx, "restart").into());
         }

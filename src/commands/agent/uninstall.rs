@@ -1,9 +1,9 @@
 //! `oyster agent uninstall`: boot the job out and remove the plist; the config and logs stay.
 
 use super::preflight;
-use crate::agent::launchctl::{Launchctl, LocateError};
 use crate::agent::lifecycle::Agent;
 use crate::context::Context;
+use crate::launchctl::LocateError;
 use crate::ExitStatus;
 
 pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
@@ -11,7 +11,7 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     let stack = &ctx.stack;
     // A bad timeout is a typo, not a missing launchctl: removing the plist of a job that stays
     // loaded would leave it with no file behind it.
-    let lc = Launchctl::locate(&ctx.env);
+    let lc = ctx.launchctl();
     if let Err(e @ LocateError::BadTimeout(_)) = lc {
         return Err(e.into());
     }

@@ -2,12 +2,12 @@
 //! twice is a failure with its fix), and the live Host's proofs.
 
 use super::*;
-use crate::agent::launchctl::Domain;
+use crate::launchctl::Domain;
 
 /// launchctl, the domain, the job and the live Host. A launchctl that fails is one failed row.
 pub(super) fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
     let st = &ctx.stack;
-    let lc = match Launchctl::locate(&ctx.env) {
+    let lc = match ctx.launchctl() {
         Err(e) => {
             let said = ctx.hints().for_stack(&e.to_string());
             return vec![check("launchd", Level::Warn, said, None)];
@@ -37,13 +37,13 @@ pub(super) fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Ve
         let Some((loaded_in, info)) = loaded.first().map(|(d, i)| (*d, (*i).clone())) else {
             checks.push(not_loaded_check(
                 ctx,
-                &lc,
+                lc,
                 &domain.name,
                 installed.is_some(),
             ));
             return Ok(());
         };
-        let domain = crate::agent::launchctl::DomainChoice {
+        let domain = crate::launchctl::DomainChoice {
             name: loaded_in,
             fallback_note: None,
         };
@@ -90,7 +90,7 @@ pub(super) fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Ve
 fn not_loaded_check(
     ctx: &Context,
     lc: &Launchctl,
-    domain: &crate::agent::launchctl::Domain,
+    domain: &crate::launchctl::Domain,
     installed: bool,
 ) -> Check {
     let st = &ctx.stack;
@@ -123,7 +123,7 @@ fn not_loaded_check(
 fn live_host_check(
     ctx: &Context,
     pid: u32,
-    info: &crate::agent::launchctl::PrintInfo,
+    info: &crate::launchctl::PrintInfo,
     inst: &crate::host::plist::Installed,
 ) -> Check {
     let st = &ctx.stack;

@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::agent::launchctl::Launchctl;
 use crate::config::ConfigDoc;
 use crate::context::Context;
 use crate::host::plan::{self as plan, Plan, Writes};
 use crate::host::plist::{self as agentplist, Installed};
+use crate::launchctl::Launchctl;
 use crate::output::Tone;
 use crate::provider::registry::{Provider, PROVIDERS};
 use crate::provider::resolve::Intent;

@@ -1,5 +1,7 @@
 //! The only module that runs `launchctl`: `/bin/launchctl`, or `$OYSTER_LAUNCHCTL` when set
-//! (every status and doctor output then says so). Also the parser for `launchctl print`.
+//! (every status and doctor output then says so). Also the parser for `launchctl print`
+//! ([`print`]). One [`Launchctl`] is located per run, by the context that owns it, and it
+//! carries this run's two memos: the `print`s already made and the `print-disabled` per domain.
 //!
 //! # Platform
 //! On macOS this drives the real launchd. Elsewhere it drives whatever `$OYSTER_LAUNCHCTL`
@@ -7,12 +9,14 @@
 
 use std::collections::BTreeMap;
 
-pub use crate::agent::print::{parse_disabled, parse_print, JobState, LastExit, PrintInfo};
+pub mod print;
+
+pub use print::{parse_disabled, parse_print, JobState, LastExit, PrintInfo};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::context::EnvSnapshot;
 use crate::sys::process::{self, ChildEnv, Finished, ProcessError};
 
 /// The system launchctl.
@@ -205,10 +209,21 @@ pub struct Launchctl {
     /// `print-disabled` per domain, asked once per run (it is also the domain probe) and
     /// forgotten when oyster itself enables or disables a label there.
     disabled_cache: Arc<Mutex<BTreeMap<Domain, Result<String, Code>>>>,
+    /// The `print`s this run has already made, so that the several parts of one command that
+    /// each need "is the job loaded, and how" start one launchctl process between them.
+    /// Forgotten entirely by any verb that changes launchd's state, and after [`FRESH_FOR`]
+    /// (KeepAlive may respawn a job by itself).
+    seen: Arc<Mutex<BTreeMap<String, (Instant, PrintAnswer)>>>,
 }
 
+/// What `print <target>` answered: the job, or the code that said it is not there.
+type PrintAnswer = Result<PrintInfo, Code>;
+
+/// How long a remembered `print` stands for "now".
+const FRESH_FOR: Duration = Duration::from_secs(3);
+
 /// Where `launchctl` is and why it is not usable.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum LocateError {
     #[error("launchctl is switched off ({OVERRIDE_VAR}=none): no LaunchAgent can be loaded here; `oyster host start` starts the Host directly")]
     Off,
@@ -243,16 +258,20 @@ impl crate::error::HasKind for LocateError {
 pub const MAX_TIMEOUT_SECS: u64 = 3600;
 
 impl Launchctl {
-    /// `$OYSTER_LAUNCHCTL` if set, else `/bin/launchctl` if present.
-    pub fn locate(env: &EnvSnapshot) -> Result<Launchctl, LocateError> {
-        let timeout = match env.launchctl_timeout.as_deref() {
+    /// `$OYSTER_LAUNCHCTL` (`overridden`) if set, else `/bin/launchctl` if present; calls time
+    /// out after `$OYSTER_LAUNCHCTL_TIMEOUT_SECS` (`timeout`), else 30 s.
+    pub fn locate(
+        overridden: Option<&OsStr>,
+        timeout: Option<&str>,
+    ) -> Result<Launchctl, LocateError> {
+        let timeout = match timeout {
             None => Duration::from_secs(30),
             Some(v) => match v.trim().parse::<u64>() {
                 Ok(secs @ 1..=MAX_TIMEOUT_SECS) => Duration::from_secs(secs),
                 _ => return Err(LocateError::BadTimeout(v.to_owned())),
             },
         };
-        let (path, overridden) = match &env.launchctl {
+        let (path, overridden) = match overridden {
             Some(v) if v == "none" => return Err(LocateError::Off),
             Some(v) => {
                 let p = PathBuf::from(v);
@@ -274,6 +293,7 @@ impl Launchctl {
             overridden,
             timeout,
             disabled_cache: Arc::default(),
+            seen: Arc::default(),
         })
     }
 
@@ -301,7 +321,7 @@ impl Launchctl {
     /// remembered `print` stale.
     fn reply(&self, args: &[&str]) -> Result<Reply, ProcessError> {
         if !matches!(args.first(), Some(&("print" | "print-disabled"))) {
-            seen::forget_all();
+            self.forget_prints();
         }
         let finished = self.call(args)?;
         Ok(Reply {
@@ -312,7 +332,7 @@ impl Launchctl {
 
     /// `print <target>`: `None` when the label is not loaded (113). Answered from this run's
     /// earlier look at the same target when nothing changed launchd's state since (see
-    /// [`seen`]); a wait that polls for a change uses [`Launchctl::print_now`].
+    /// [`Launchctl::forget_prints`]); a wait that polls for a change uses [`Launchctl::print_now`].
     pub fn print(&self, target: &str) -> anyhow::Result<Option<PrintInfo>> {
         Ok(self.print_target(target, false)?.ok())
     }
@@ -334,7 +354,7 @@ impl Launchctl {
 
     fn print_target(&self, target: &str, fresh: bool) -> anyhow::Result<Result<PrintInfo, Code>> {
         if !fresh {
-            if let Some(hit) = seen::recall(target) {
+            if let Some(hit) = self.recall(target) {
                 return Ok(hit);
             }
         }
@@ -344,7 +364,9 @@ impl Launchctl {
             c @ (Code::NotLoaded | Code::NoDomain | Code::DomainUnsupported) => Err(c),
             _ => return Err(r.error().into()),
         };
-        seen::remember(target, &answer);
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.insert(target.to_owned(), (Instant::now(), answer.clone()));
+        }
         Ok(answer)
     }
 
@@ -455,7 +477,21 @@ impl Launchctl {
     }
 }
 
-pub use super::seen;
+impl Launchctl {
+    fn recall(&self, target: &str) -> Option<PrintAnswer> {
+        let seen = self.seen.lock().ok()?;
+        let (at, answer) = seen.get(target)?;
+        (at.elapsed() < FRESH_FOR).then(|| answer.clone())
+    }
+
+    /// Forgets every remembered `print` (launchd's state is about to change, or has changed
+    /// behind oyster's back).
+    pub fn forget_prints(&self) {
+        if let Ok(mut seen) = self.seen.lock() {
+            seen.clear();
+        }
+    }
+}
 
 /// What is true of a Host in `user/<uid>`, said whenever oyster falls back to it.
 pub fn user_domain_note(gui: Domain, code: Code) -> String {
