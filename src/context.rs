@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use crate::host::stack::{Stack, StackEnv};
 use crate::launchctl::{Launchctl, LocateError};
-use crate::output::printer::{printer, Printer};
+use crate::output::printer::Printer;
 use crate::provider::resolve::Search;
 use crate::verify::ProofFloor;
 
@@ -79,11 +79,14 @@ pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(180);
 /// How the user typed the command, so a hint echoes that form: `oyster start` after
 /// `oyster stop`, `oyster agent start` after `oyster agent stop`, and the stack only when one
 /// was given (as it was given: `dev` or `--stack dev`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub struct Typed {
-    /// `oyster agent VERB` rather than its top-level alias.
+    /// `oyster agent VERB` rather than its top-level form.
     pub agent_form: bool,
     pub stack: StackForm,
+    /// How a verb is typed in a suggestion (`oyster` or `oyster agent`), given whether the
+    /// user typed the agent form: read from the command line's own tree by `cli`.
+    pub head: fn(&str, bool) -> &'static str,
 }
 
 /// How the stack was named on the command line.
@@ -98,20 +101,8 @@ pub enum StackForm {
     Plain,
 }
 
-/// The verbs `oyster VERB` runs as `oyster agent VERB`.
-const TOP_LEVEL_ALIASES: &[&str] = &[
-    "status",
-    "start",
-    "stop",
-    "restart",
-    "kill",
-    "install",
-    "uninstall",
-    "list",
-];
-
 /// Suggested commands in the form the user typed, for the stack this run is about.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Hints {
     typed: Typed,
     stack: String,
@@ -122,8 +113,7 @@ impl Hints {
     /// dev` after `oyster agent stop --stack dev`, `oyster start dev` after `oyster stop dev`.
     /// Verbs without a top-level alias are always `oyster agent VERB`.
     pub fn agent(&self, verb: &str) -> String {
-        let top = verb == "logs" || (!self.typed.agent_form && TOP_LEVEL_ALIASES.contains(&verb));
-        let head = if top { "oyster" } else { "oyster agent" };
+        let head = (self.typed.head)(verb, self.typed.agent_form);
         format!("{head} {verb}{}", self.suffix())
     }
 
@@ -177,8 +167,6 @@ impl Hints {
 pub struct Context {
     pub stack: Stack,
     pub search: Search,
-    /// `--port`, recorded in the stack's config by commands that sync it.
-    pub port: Option<u16>,
     pub env: EnvSnapshot,
     /// The stable path oyster runs as (`host::launcher`): what launchd and direct startup run
     /// as the Host's launch program, `<oyster> host exec --stack NAME`.
@@ -198,7 +186,6 @@ impl<'a> From<&'a Context> for crate::host::plan::PlanEnv<'a> {
         crate::host::plan::PlanEnv {
             stack: &ctx.stack,
             search: &ctx.search,
-            port: ctx.port,
             root: ctx.env.root.as_deref(),
             node_bin: ctx.env.node_bin.as_deref(),
             npm_prefix: ctx.env.npm_prefix.as_deref(),
@@ -208,6 +195,7 @@ impl<'a> From<&'a Context> for crate::host::plan::PlanEnv<'a> {
                 Some(v) => v != "none",
                 None => cfg!(target_os = "macos"),
             },
+            out: ctx.reporter(),
         }
     }
 }
@@ -218,9 +206,10 @@ impl Context {
     /// invoked (it decides the launcher path).
     pub fn new(
         stack_name: &str,
-        port: Option<u16>,
+        typed: Typed,
         env: EnvSnapshot,
         argv0: Option<&OsStr>,
+        out: &'static Printer,
     ) -> Result<Context, crate::error::Invalid> {
         let stack = Stack::new(stack_name, &env.stack_env())?;
         let exe =
@@ -233,7 +222,6 @@ impl Context {
             current_exe: &exe,
         });
         let search = Search::new(env.path.clone(), &stack.home);
-        let out = printer();
         out.set_home(&stack.home);
         // Read when something is first printed, or handed over by a command that reads the
         // config itself (each file is opened once per run).
@@ -245,11 +233,10 @@ impl Context {
         Ok(Context {
             stack,
             search,
-            port,
             env,
             launcher,
             out,
-            typed: Typed::default(),
+            typed,
             launchctl: Rc::default(),
         })
     }
@@ -282,7 +269,6 @@ impl Context {
         Ok(Context {
             stack,
             search: self.search.clone(),
-            port: None,
             env: self.env.clone(),
             launcher: self.launcher.clone(),
             out: self.out,

@@ -19,6 +19,7 @@ mod context;
 mod direct;
 mod error;
 mod host;
+mod invocation;
 mod launch;
 mod launchctl;
 mod output;
@@ -45,19 +46,30 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e, &args),
     };
-    let chosen = match cli.chosen() {
-        Ok(c) => c,
-        Err(cli::StackConflict(msg)) => return usage_error(&stack_conflict(&msg), &args),
-    };
     let out = output::printer();
-    if let Some(result) = commands::packaging(&cli) {
-        return finish(result);
+    let invocation = match cli.resolve() {
+        Ok(i) => i,
+        Err(cli::Unresolved::Conflict(msg)) => return usage_error(&stack_conflict(&msg), &args),
+        Err(cli::Unresolved::BadName(e)) => {
+            out.error(&e.to_string(), None);
+            return ExitStatus::Invalid.into();
+        }
+    };
+    if invocation.verb.is_packaging() {
+        return finish(commands::packaging(&invocation.verb));
     }
-    let mut ctx = match context::Context::new(
-        &chosen.name,
-        cli.command.port(),
+    let stack = match &invocation.stacks {
+        invocation::Stacks::One(name) => name.clone(),
+        invocation::Stacks::All | invocation::Stacks::Unnamed => {
+            host::stack::StackName::production()
+        }
+    };
+    let ctx = match context::Context::new(
+        stack.as_str(),
+        invocation.typed,
         context::EnvSnapshot::from_process(),
         args.first().map(OsString::as_os_str),
+        out,
     ) {
         Ok(ctx) => ctx,
         Err(e) => {
@@ -65,15 +77,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             return ExitStatus::Invalid.into();
         }
     };
-    ctx.typed = context::Typed {
-        agent_form: chosen.agent_form,
-        stack: match (chosen.given, chosen.positional) {
-            (false, _) => context::StackForm::Default,
-            (true, true) => context::StackForm::Plain,
-            (true, false) => context::StackForm::Flag,
-        },
-    };
-    finish(commands::dispatch(&ctx, cli.command))
+    finish(commands::dispatch(&ctx, invocation))
 }
 
 /// The whole usage of the verb a usage line is about (`oyster restart <STACK>` →

@@ -131,7 +131,7 @@ pub fn collect_listed(ctx: &Context, listings: &Listings) -> anyhow::Result<Agen
 }
 
 fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<AgentStatus> {
-    let installed = agentplist::read_installed(&ctx.stack.plist_path());
+    let installed = agentplist::read_installed(&ctx.stack.plist_path(), ctx.reporter());
     let mut st = blank(ctx, installed.as_ref());
     note_broken_files(ctx, &mut st);
     if installed.is_none() {
@@ -188,16 +188,15 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
 /// The document before launchd or a live Host was asked: what the files say.
 fn blank(ctx: &Context, installed: Option<&Installed>) -> AgentStatus {
     let stack = &ctx.stack;
-    // The port the installed Host runs with; else what the config records (or the stack's
-    // default) — never one that needs a root or a node to be found first. A config that
+    // The port the installed Host runs with (a fact, not a choice); else the one rule
+    // without a flag — never one that needs a root or a node to be found first. A config that
     // cannot be read leaves it unknown: the default may not be the port it records.
-    let port =
-        installed.and_then(|i| i.env.port()).or_else(|| {
-            match crate::config::ConfigDoc::load(&stack.config_path()) {
-                Ok(doc) => doc.port().or(stack.default_port),
-                Err(_) => None,
-            }
-        });
+    let port = installed.and_then(|i| i.env.port()).or_else(|| {
+        let doc = crate::config::ConfigDoc::load(&stack.config_path()).ok()?;
+        plan::HostInputs::default()
+            .effective_port(stack, Some(&doc), None)
+            .map(|p| p.port)
+    });
     // Only an installed plist can be stale.
     let in_sync = installed.and_then(|_| {
         plan::plan(ctx, &Default::default(), Writes::None)
@@ -462,6 +461,7 @@ fn direct_host(
     let args = plan::HostInputs {
         root: rec.root().map(Into::into),
         node_bin: Some(rec.node.clone()),
+        port: None,
     };
     match plan::plan(ctx, &args, Writes::None) {
         Ok(plan) => {

@@ -5,12 +5,12 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-mod choice;
 mod help;
 mod meaning;
+mod resolve;
 mod values;
 
-pub use choice::StackConflict;
+pub use resolve::Unresolved;
 
 pub use help::{
     agent_examples, environment_help, examples, examples_for, providers_examples, ENVIRONMENT,
@@ -76,17 +76,6 @@ pub struct QrArgs {
     pub no_qr: bool,
 }
 
-impl QrArgs {
-    /// `--qr`, `--no-qr` (the last one given wins), else whether stdout is a terminal.
-    pub fn wanted(&self, terminal: bool) -> bool {
-        if self.no_qr {
-            false
-        } else {
-            self.qr || terminal
-        }
-    }
-}
-
 // The words of each verb, shared by `oyster agent VERB` and its top-level alias, so the alias's
 // help (and man page) is the full help of what it runs.
 const STATUS_ABOUT: &str =
@@ -111,65 +100,13 @@ pub enum Command {
     /// cancel changes nothing, a failure rolls back).
     #[command(after_help = examples_for("setup"))]
     Setup(SetupArgs),
-    #[command(visible_alias = "info", about = STATUS_ABOUT, after_help = examples_for("status"))]
-    Status {
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        target: Target,
-    },
-    #[command(about = START_ABOUT, after_help = examples_for("start"))]
-    Start(StartArgs),
-    #[command(about = STOP_ABOUT, after_help = examples_for("stop"))]
-    Stop {
-        #[command(flatten)]
-        targets: Targets,
-    },
-    #[command(about = RESTART_ABOUT, after_help = examples_for("restart"))]
-    Restart {
-        #[command(flatten)]
-        host: HostArgs,
-        #[command(flatten)]
-        verify: VerifyArgs,
-        #[command(flatten)]
-        targets: Targets,
-        #[command(flatten)]
-        qr: QrArgs,
-        #[arg(long, help = RESTORE_HELP)]
-        restore_sessions: bool,
-    },
+    /// The launchd job's verbs, also as `oyster agent VERB`: both forms parse into the same
+    /// variant.
+    #[command(flatten)]
+    Job(JobCommand),
     /// Print the Host log (secrets redacted); `-f` follows it, across rotation and truncation.
     #[command(after_help = examples_for("logs"))]
     Logs(LogsArgs),
-    #[command(visible_alias = "ls", about = LIST_ABOUT, after_help = examples_for("list"))]
-    List {
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
-    #[command(about = KILL_ABOUT, after_help = examples_for("kill"))]
-    Kill {
-        #[command(flatten)]
-        target: Target,
-    },
-    #[command(about = INSTALL_ABOUT, after_help = examples_for("install"))]
-    Install {
-        #[command(flatten)]
-        host: HostArgs,
-        /// Write the plist only; launchd starts it at the next login.
-        #[arg(long)]
-        no_start: bool,
-        #[command(flatten)]
-        verify: VerifyArgs,
-        #[command(flatten)]
-        target: Target,
-    },
-    #[command(about = UNINSTALL_ABOUT, after_help = examples_for("uninstall"))]
-    Uninstall {
-        #[command(flatten)]
-        targets: Targets,
-    },
     /// Remove stacks that hold nothing but oyster's own bookkeeping (no plist, no Host, no
     /// config, no log): lists them, asks on a terminal, `--yes` without one.
     #[command(after_help = examples_for("cleanup"))]
@@ -215,6 +152,102 @@ pub enum Command {
     /// The stacks on this machine, one per line (what the completion scripts offer).
     #[command(name = "__complete-stacks", hide = true)]
     CompleteStacks,
+}
+
+/// The verbs of the launchd job, written once: `oyster VERB` (as `brew services VERB`) and
+/// `oyster agent VERB` both parse into these.
+#[derive(Debug, Subcommand, Clone)]
+pub enum JobCommand {
+    #[command(visible_alias = "info", about = STATUS_ABOUT, after_help = examples_for("status"))]
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        target: Target,
+    },
+    #[command(about = START_ABOUT, after_help = examples_for("start"))]
+    Start(StartArgs),
+    #[command(about = STOP_ABOUT, after_help = examples_for("stop"))]
+    Stop {
+        #[command(flatten)]
+        targets: Targets,
+    },
+    #[command(about = RESTART_ABOUT, after_help = examples_for("restart"))]
+    Restart(RestartArgs),
+    #[command(visible_alias = "ls", about = LIST_ABOUT, after_help = examples_for("list"))]
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    #[command(about = KILL_ABOUT, after_help = examples_for("kill"))]
+    Kill {
+        #[command(flatten)]
+        target: Target,
+    },
+    #[command(about = INSTALL_ABOUT, after_help = examples_for("install"))]
+    Install {
+        #[command(flatten)]
+        host: HostArgs,
+        /// Write the plist only; launchd starts it at the next login.
+        #[arg(long)]
+        no_start: bool,
+        #[command(flatten)]
+        verify: VerifyArgs,
+        #[command(flatten)]
+        target: Target,
+    },
+    #[command(about = UNINSTALL_ABOUT, after_help = examples_for("uninstall"))]
+    Uninstall {
+        #[command(flatten)]
+        targets: Targets,
+    },
+}
+
+/// `oyster agent …`: the job's verbs, plus the two that only make sense about the plist.
+#[derive(Debug, Subcommand, Clone)]
+pub enum AgentCommand {
+    /// Print the LaunchAgent plist that would be installed (no side effects).
+    Print {
+        #[command(flatten)]
+        host: HostArgs,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Sync the config and rewrite the plist if its bytes change (run after upgrades); a loaded
+    /// job whose definition changed is reloaded and verified.
+    Regenerate {
+        #[command(flatten)]
+        host: HostArgs,
+        /// Write the plist but leave the running job alone.
+        #[arg(long)]
+        no_restart: bool,
+        /// Print a unified diff of what would change; write nothing.
+        #[arg(long, conflicts_with = "no_restart")]
+        dry_run: bool,
+        #[command(flatten)]
+        verify: VerifyArgs,
+        #[command(flatten)]
+        target: Target,
+    },
+    #[command(flatten)]
+    Job(JobCommand),
+}
+
+/// `oyster restart` / `oyster agent restart`.
+#[derive(Debug, Args, Clone)]
+pub struct RestartArgs {
+    #[command(flatten)]
+    pub host: HostArgs,
+    #[command(flatten)]
+    pub verify: VerifyArgs,
+    #[command(flatten)]
+    pub targets: Targets,
+    #[command(flatten)]
+    pub qr: QrArgs,
+    #[arg(long, help = RESTORE_HELP)]
+    pub restore_sessions: bool,
 }
 
 /// `oyster cleanup`.
@@ -290,89 +323,6 @@ pub struct SetupArgs {
     pub target: Target,
 }
 
-#[derive(Debug, Subcommand, Clone)]
-pub enum AgentCommand {
-    /// Print the LaunchAgent plist that would be installed (no side effects).
-    Print {
-        #[command(flatten)]
-        host: HostArgs,
-        #[command(flatten)]
-        target: Target,
-    },
-    #[command(about = INSTALL_ABOUT)]
-    Install {
-        #[command(flatten)]
-        host: HostArgs,
-        /// Write the plist only; launchd starts it at the next login.
-        #[arg(long)]
-        no_start: bool,
-        #[command(flatten)]
-        verify: VerifyArgs,
-        #[command(flatten)]
-        target: Target,
-    },
-    /// Sync the config and rewrite the plist if its bytes change (run after upgrades); a loaded
-    /// job whose definition changed is reloaded and verified.
-    Regenerate {
-        #[command(flatten)]
-        host: HostArgs,
-        /// Write the plist but leave the running job alone.
-        #[arg(long)]
-        no_restart: bool,
-        /// Print a unified diff of what would change; write nothing.
-        #[arg(long, conflicts_with = "no_restart")]
-        dry_run: bool,
-        #[command(flatten)]
-        verify: VerifyArgs,
-        #[command(flatten)]
-        target: Target,
-    },
-    #[command(about = RESTART_ABOUT)]
-    Restart {
-        #[command(flatten)]
-        host: HostArgs,
-        #[command(flatten)]
-        verify: VerifyArgs,
-        #[command(flatten)]
-        targets: Targets,
-        #[command(flatten)]
-        qr: QrArgs,
-        #[arg(long, help = RESTORE_HELP)]
-        restore_sessions: bool,
-    },
-    #[command(visible_alias = "info", about = STATUS_ABOUT)]
-    Status {
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-        #[command(flatten)]
-        target: Target,
-    },
-    #[command(about = UNINSTALL_ABOUT)]
-    Uninstall {
-        #[command(flatten)]
-        targets: Targets,
-    },
-    #[command(about = STOP_ABOUT)]
-    Stop {
-        #[command(flatten)]
-        targets: Targets,
-    },
-    #[command(about = START_ABOUT)]
-    Start(StartArgs),
-    #[command(about = KILL_ABOUT)]
-    Kill {
-        #[command(flatten)]
-        target: Target,
-    },
-    #[command(visible_alias = "ls", about = LIST_ABOUT)]
-    List {
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-    },
-}
-
 /// How long verification waits.
 #[derive(Debug, Args, Clone, Copy)]
 pub struct VerifyArgs {
@@ -416,6 +366,7 @@ impl HostArgs {
         crate::host::plan::HostInputs {
             root: self.root.clone(),
             node_bin: self.node_bin.clone(),
+            port: self.port,
         }
     }
 }

@@ -59,3 +59,79 @@ fn an_unknown_verb_is_mapped_by_meaning_keeping_the_rest() {
     assert_eq!(m(&["restat"]), None);
     assert_eq!(m(&["services", "frobnicate"]), None);
 }
+
+fn resolved(args: &[&str]) -> crate::invocation::Invocation {
+    let argv = std::iter::once("oyster").chain(args.iter().copied());
+    match Cli::try_parse_from(argv).unwrap().resolve() {
+        Ok(i) => i,
+        Err(_) => panic!("{args:?} did not resolve"),
+    }
+}
+
+#[test]
+fn a_job_verb_typed_either_way_resolves_to_the_same_verb_and_stack() {
+    use crate::invocation::{Stacks, Verb};
+    let pairs: &[(&[&str], &[&str])] = &[
+        (&["stop", "dev"], &["agent", "stop", "--stack", "dev"]),
+        (&["restart", "--all"], &["agent", "restart", "--all"]),
+        (&["info", "--json"], &["agent", "status", "--json"]),
+        (&["ls"], &["agent", "list"]),
+        (
+            &["install", "--port", "8810", "dev"],
+            &["agent", "install", "dev", "--port", "8810"],
+        ),
+    ];
+    for (top, agent) in pairs {
+        let (a, b) = (resolved(top), resolved(agent));
+        assert_eq!(a.verb.word(), b.verb.word(), "{top:?} vs {agent:?}");
+        assert_eq!(a.stacks, b.stacks, "{top:?} vs {agent:?}");
+        assert_eq!(a.mode, b.mode, "{top:?} vs {agent:?}");
+        assert!(!a.typed.agent_form && b.typed.agent_form);
+    }
+    // The port given travels with the verb's own settings, nowhere else.
+    let Verb::Install { host, .. } = resolved(&["install", "dev", "--port", "8810"]).verb else {
+        panic!("install resolved to another verb")
+    };
+    assert_eq!(host.port, Some(8810));
+    assert_eq!(resolved(&["list"]).stacks, Stacks::Unnamed);
+}
+
+#[test]
+fn a_hint_names_a_verb_as_the_command_line_can_take_it() {
+    let head = |verb: &str, agent_form: bool| {
+        let mut inv = resolved(if agent_form {
+            &["agent", "status"]
+        } else {
+            &["status"]
+        });
+        inv.typed.agent_form = agent_form;
+        (inv.typed.head)(verb, inv.typed.agent_form)
+    };
+    assert_eq!(head("start", false), "oyster");
+    assert_eq!(head("start", true), "oyster agent");
+    // Only `oyster agent` has these, only the top level has `logs`.
+    assert_eq!(head("regenerate", false), "oyster agent");
+    assert_eq!(head("print", false), "oyster agent");
+    assert_eq!(head("logs", true), "oyster");
+}
+
+#[test]
+fn a_stack_named_twice_differently_or_beside_all_is_refused_and_a_bad_name_too() {
+    let refused = |args: &[&str]| {
+        let argv = std::iter::once("oyster").chain(args.iter().copied());
+        Cli::try_parse_from(argv).unwrap().resolve().err()
+    };
+    assert!(matches!(
+        refused(&["stop", "dev", "--stack", "qa"]),
+        Some(Unresolved::Conflict(_))
+    ));
+    assert!(matches!(
+        refused(&["list", "--stack", "qa"]),
+        Some(Unresolved::Conflict(_))
+    ));
+    assert!(matches!(
+        refused(&["stop", "Dev"]),
+        Some(Unresolved::BadName(_))
+    ));
+    assert!(refused(&["stop", "dev", "--stack", "dev"]).is_none());
+}

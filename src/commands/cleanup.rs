@@ -9,9 +9,9 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
-use crate::cli::CleanupArgs;
 use crate::context::Context;
 use crate::host::stack::Stack;
+use crate::invocation::Cleanup;
 use crate::launchctl::Launchctl;
 use crate::output::Tone;
 use crate::ExitStatus;
@@ -32,7 +32,7 @@ struct Found {
     _lock: Option<crate::sys::fs::Lock>,
 }
 
-pub fn run(ctx: &Context, args: &CleanupArgs) -> anyhow::Result<ExitStatus> {
+pub fn run(ctx: &Context, args: &Cleanup) -> anyhow::Result<ExitStatus> {
     let env = ctx.env.stack_env();
     let lc = ctx.launchctl().ok();
     let mut found = vec![];
@@ -127,7 +127,7 @@ fn say_found(ctx: &Context, found: &[Found], removable: &[&Found], with_files: &
 /// failed.
 fn remove_asked(
     ctx: &Context,
-    args: &CleanupArgs,
+    args: &Cleanup,
     terminal: bool,
     removable: &[&Found],
     with_files: &[&Found],

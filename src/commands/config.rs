@@ -3,46 +3,45 @@
 use anyhow::Context as _;
 use serde_json::Value;
 
-use crate::cli::ConfigCommand;
 use crate::config::{self, Change, ConfigDoc};
 use crate::context::Context;
 use crate::output::redact;
 use crate::ExitStatus;
 
-pub fn run(ctx: &Context, cmd: ConfigCommand) -> anyhow::Result<ExitStatus> {
+/// `oyster config sync [--port N]`.
+pub fn sync_verb(ctx: &Context, port: Option<u16>) -> anyhow::Result<ExitStatus> {
     ctx.announce_overrides();
-    match cmd {
-        ConfigCommand::Sync { .. } => {
-            let _lock = ctx.lock_stack("config sync")?;
-            let changes = sync(ctx)?;
-            crate::config::report(&ctx.stack.config_path(), &changes);
-            Ok(ExitStatus::Success)
-        }
-        ConfigCommand::Show { .. } => {
-            let path = ctx.stack.config_path();
-            let doc = ConfigDoc::load(&path)?;
-            let shown = redact::redact_value(&Value::Object(doc.value().clone()));
-            let text = serde_json::to_string_pretty(&shown)?;
-            ctx.out.show(&shown, || {
-                let state = if doc.exists() {
-                    ""
-                } else {
-                    " (does not exist yet)"
-                };
-                ctx.out
-                    .out(&format!("# {}{state}; secrets redacted", path.display()));
-                ctx.out.out(&text);
-            });
-            Ok(ExitStatus::Success)
-        }
-    }
+    let _lock = ctx.lock_stack("config sync")?;
+    let changes = sync(ctx, port)?;
+    crate::config::report(&ctx.stack.config_path(), &changes, ctx.reporter());
+    Ok(ExitStatus::Success)
+}
+
+/// `oyster config show`.
+pub fn show(ctx: &Context) -> anyhow::Result<ExitStatus> {
+    ctx.announce_overrides();
+    let path = ctx.stack.config_path();
+    let doc = ConfigDoc::load(&path)?;
+    let shown = redact::redact_value(&Value::Object(doc.value().clone()));
+    let text = serde_json::to_string_pretty(&shown)?;
+    ctx.out.show(&shown, || {
+        let state = if doc.exists() {
+            ""
+        } else {
+            " (does not exist yet)"
+        };
+        ctx.out
+            .out(&format!("# {}{state}; secrets redacted", path.display()));
+        ctx.out.out(&text);
+    });
+    Ok(ExitStatus::Success)
 }
 
 /// The stack config sync: migrate, merge every provider, record `--port`; writes on change only.
-pub fn sync(ctx: &Context) -> anyhow::Result<Vec<Change>> {
+pub fn sync(ctx: &Context, port: Option<u16>) -> anyhow::Result<Vec<Change>> {
     let path = ctx.stack.config_path();
-    let ((), changes) = config::update(&path, |doc, changes| {
-        crate::host::plan::sync(ctx, doc, changes);
+    let ((), changes) = config::update(&path, ctx.reporter(), |doc, changes| {
+        crate::host::plan::sync(ctx, port, doc, changes);
         Ok(())
     })
     .with_context(|| format!("syncing {}", path.display()))?;

@@ -2,20 +2,21 @@
 //! every stack found on disk, one after another, each said under its own heading; then one
 //! line per stack, and exit 1 naming the stacks that failed (as `brew services … --all`).
 
-use crate::cli::AgentCommand;
 use crate::context::Context;
 use crate::error::Failed;
+use crate::invocation::Verb;
 use crate::output::Tone;
 use crate::ExitStatus;
 
-/// Runs `cmd` (an agent verb with `--all`) on every stack on disk.
-pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
+/// Runs `cmd` (a verb of the launchd job given `--all`) on every stack on disk.
+pub fn run(ctx: &Context, cmd: &Verb) -> anyhow::Result<ExitStatus> {
     let names = crate::host::stack::discover(&ctx.env.stack_env());
-    let (verb, done) = match &cmd {
-        AgentCommand::Start(_) => ("start", "started, verified"),
-        AgentCommand::Stop { .. } => ("stop", "stopped"),
-        AgentCommand::Restart { .. } => ("restart", "restarted, verified"),
-        AgentCommand::Uninstall { .. } => ("uninstall", "uninstalled"),
+    let verb = cmd.word();
+    let done = match cmd {
+        Verb::Start(_) => "started, verified",
+        Verb::Stop => "stopped",
+        Verb::Restart(_) => "restarted, verified",
+        Verb::Uninstall => "uninstalled",
         _ => unreachable!("only start, stop, restart and uninstall take --all"),
     };
     if names.is_empty() {
@@ -37,7 +38,7 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
         }
         let sub = ctx.for_stack(name)?;
         // A stack with no LaunchAgent (only a config) has nothing to start, stop or restart.
-        if verb != "uninstall" && !sub.stack.plist_path().exists() {
+        if !matches!(cmd, Verb::Uninstall) && !sub.stack.plist_path().exists() {
             lines.push((
                 name.clone(),
                 Tone::Warn,
@@ -50,7 +51,7 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
         }
         let had_plist = sub.stack.plist_path().exists();
         // A restart of a stopped stack starts it: the summary says which it was.
-        let stopped = verb == "restart"
+        let stopped = matches!(cmd, Verb::Restart(_))
             && ctx
                 .launchctl()
                 .ok()
@@ -58,7 +59,7 @@ pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
                 .is_some_and(|found| found.is_none());
         ctx.out
             .out_toned(Tone::Heading, &format!("==> {verb} stack {name}"));
-        match super::agent_verb(&sub, cmd.clone()) {
+        match super::agent_verb(&sub, cmd) {
             // `uninstall` of a stack with only a config: what it did is said above.
             Ok(ExitStatus::Success) if !had_plist => {
                 lines.push((name.clone(), Tone::Ok, "no plist to remove".to_owned()));

@@ -4,47 +4,44 @@
 use serde::Serialize;
 
 use crate::agent::status::Manager;
-use crate::cli::HostCommand;
 use crate::context::Context;
 use crate::direct::{self, Owner, StartOptions, Stopped};
 use crate::host::plan::{self, Writes};
+use crate::invocation::Verb;
 use crate::probe;
 use crate::ExitStatus;
 
-pub fn run(ctx: &Context, cmd: HostCommand) -> anyhow::Result<ExitStatus> {
-    if let HostCommand::Exec = cmd {
+pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
+    if let Verb::HostExec = cmd {
         // The Host's environment always sets OYSTERUN_CONFIG_DIR: no override note in its log.
         // It returns only when the Host could not be exec'd.
         let Err(e) = crate::launch::run(ctx);
         return Err(e);
     }
     ctx.announce_overrides();
-    if let HostCommand::Status { json: true, .. } = cmd {
-        ctx.out.set_mode(crate::output::Mode::Json);
-    }
     match cmd {
-        HostCommand::Exec => unreachable!("handled above"),
-        HostCommand::Start { host, verify, .. } => start(ctx, &host, verify),
-        HostCommand::Stop { .. } => stop(ctx),
-        HostCommand::Status { .. } => show_status(ctx),
+        Verb::HostStart { host, timing } => start(ctx, &host, timing),
+        Verb::HostStop => stop(ctx),
+        Verb::HostStatus => show_status(ctx),
+        other => unreachable!("{} is not a host verb", other.word()),
     }
 }
 
 /// `host start`: start the Host directly (pid file), verify it, or stop it again.
 fn start(
     ctx: &Context,
-    host: &crate::cli::HostArgs,
-    verify: crate::cli::VerifyArgs,
+    host: &crate::host::plan::HostInputs,
+    timing: crate::agent::lifecycle::Timing,
 ) -> anyhow::Result<ExitStatus> {
     let stack = &ctx.stack;
     // Before anything is created or written: a port another process holds.
-    super::agent::preflight::refuse_held_port(ctx)?;
+    super::agent::preflight::refuse_held_port(ctx, host)?;
     let lock = ctx.lock_stack("host start")?;
     // Before the config sync writes anything.
     stack.refuse_special_log()?;
     refuse_if_agent_loaded(ctx)?;
-    let plan = plan::plan(ctx, &host.inputs(), Writes::Sync(&lock))?;
-    crate::config::report(&ctx.stack.config_path(), &plan.changes);
+    let plan = plan::plan(ctx, host, Writes::Sync(&lock))?;
+    crate::config::report(&ctx.stack.config_path(), &plan.changes, ctx.reporter());
     ctx.out.err(&format!(
         "Starting the Host (node {} {}) on 127.0.0.1:{}…",
         plan.node.version,
@@ -55,10 +52,11 @@ fn start(
         stack,
         &plan,
         &StartOptions {
-            wait: verify.timing().wait,
-            settle: verify.timing().settle,
+            wait: timing.wait,
+            settle: timing.settle,
             floor: ctx.env.proof_floor,
             hints: ctx.hints(),
+            out: ctx.reporter(),
         },
     )?;
     ctx.out.out(&format!(
@@ -77,7 +75,7 @@ fn stop(ctx: &Context) -> anyhow::Result<ExitStatus> {
     if let Some(job) = launchd_runs_it(ctx)? {
         return Err(job.refusal(&ctx.hints()).into());
     }
-    let said = match direct::stop_checked(stack, &ctx.hints(), &|pid| launchd_job_of(ctx, pid))? {
+    let said = match direct::stop_checked(stack, &ctx.hints(), ctx.reporter(), &|pid| launchd_job_of(ctx, pid))? {
         Stopped::NotRunning => "The Host is not running (no pid file).".to_owned(),
         Stopped::StaleRemoved(rec) => format!(
             "The Host is not running (pid {} is gone); removed the stale pid file.",
@@ -180,7 +178,9 @@ fn status(ctx: &Context) -> anyhow::Result<(HostStatus, String)> {
     // The stack's port as recorded (the running Host's own, below, wins). A config that
     // cannot be read leaves it unknown, said, rather than the default (another Host's port).
     let recorded = match crate::config::ConfigDoc::load(&stack.config_path()) {
-        Ok(doc) => doc.port().or(stack.default_port),
+        Ok(doc) => plan::HostInputs::default()
+            .effective_port(stack, Some(&doc), None)
+            .map(|p| p.port),
         Err(e) => {
             ctx.out.warn(&format!("the stack's config is broken: {e}"));
             None
@@ -242,7 +242,7 @@ fn status(ctx: &Context) -> anyhow::Result<(HostStatus, String)> {
 fn launchd_status(ctx: &Context, job: &LaunchdJob, recorded: Option<u16>, st: &mut HostStatus) {
     let stack = &ctx.stack;
     st.managed_by = Some(Manager::Launchd);
-    let installed = crate::host::plist::read_installed(&stack.plist_path());
+    let installed = crate::host::plist::read_installed(&stack.plist_path(), ctx.reporter());
     st.port = installed.as_ref().and_then(|i| i.env.port()).or(recorded);
     let (Some(pid), Some(inst)) = (job.pid, &installed) else {
         return;
@@ -281,6 +281,7 @@ fn direct_status(
     let args = plan::HostInputs {
         root: rec.root().map(Into::into),
         node_bin: Some(rec.node.clone()),
+        port: None,
     };
     match plan::plan(ctx, &args, Writes::None) {
         Ok(plan) => {

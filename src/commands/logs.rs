@@ -4,15 +4,15 @@
 
 use std::time::Duration;
 
-use crate::cli::LogsArgs;
 use crate::context::Context;
+use crate::invocation::Logs;
 use crate::sys::tail::{self, Event, Follower};
 use crate::ExitStatus;
 
 /// How often a followed log is looked at (a stat and a read; cheap).
 const POLL: Duration = Duration::from_millis(150);
 
-pub fn run(ctx: &Context, args: &LogsArgs) -> anyhow::Result<ExitStatus> {
+pub fn run(ctx: &Context, args: &Logs) -> anyhow::Result<ExitStatus> {
     crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
     let path = ctx.stack.log_path();
     let config = ctx.stack.config_path();

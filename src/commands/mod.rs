@@ -16,103 +16,72 @@ pub mod setup;
 
 use std::io::IsTerminal;
 
-use crate::cli::{AgentCommand, Cli, Command};
+use crate::cli::Cli;
 use crate::context::Context;
-use crate::output::Mode;
+use crate::invocation::{Invocation, Stacks, Verb};
 use crate::setup::hooks::Ran;
 use crate::ExitStatus;
 
-/// The packaging helpers, which need no HOME and no stack; `None` for every other command.
-pub fn packaging(cli: &Cli) -> Option<anyhow::Result<ExitStatus>> {
+/// The packaging helpers, which need no HOME and no stack.
+pub fn packaging(verb: &Verb) -> anyhow::Result<ExitStatus> {
     let out = crate::output::printer();
     let mut cmd = <Cli as clap::CommandFactory>::command();
     let mut bytes = vec![];
-    match &cli.command {
-        Command::Completions { shell } => {
+    match verb {
+        Verb::Completions(shell) => {
             bytes = completions::script(*shell, &mut cmd);
         }
-        Command::Man { dir } => {
-            let result = match dir {
-                Some(dir) => man::write_all(cmd, dir),
-                None => man::render_main(cmd, &mut bytes),
-            };
-            if let Err(e) = result {
-                return Some(Err(e));
-            }
-        }
-        Command::CompleteStacks => {
+        Verb::Man { dir } => match dir {
+            Some(dir) => man::write_all(cmd, dir)?,
+            None => man::render_main(cmd, &mut bytes)?,
+        },
+        Verb::CompleteStacks => {
             let env = crate::context::EnvSnapshot::from_process();
             for name in crate::host::stack::discover(&env.stack_env()) {
                 bytes.extend_from_slice(name.as_bytes());
                 bytes.push(b'\n');
             }
         }
-        _ => return None,
+        other => unreachable!("{} is not a packaging helper", other.word()),
     }
     out.raw(&bytes);
-    Some(Ok(ExitStatus::Success))
+    Ok(ExitStatus::Success)
 }
 
 /// Runs one command.
-pub fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitStatus> {
-    ctx.out.set_mode(output_mode(&command));
-    if command.all() {
-        let Ok(agent_cmd) = command.into_agent() else {
-            unreachable!("only agent verbs take --all")
-        };
+pub fn dispatch(ctx: &Context, inv: Invocation) -> anyhow::Result<ExitStatus> {
+    ctx.out.set_mode(inv.mode);
+    if inv.stacks == Stacks::All {
         ctx.announce_overrides();
-        return every::run(ctx, agent_cmd);
+        return every::run(ctx, &inv.verb);
     }
-    match command {
-        Command::Completions { .. } | Command::Man { .. } | Command::CompleteStacks => {
+    match inv.verb {
+        Verb::Completions(_) | Verb::Man { .. } | Verb::CompleteStacks => {
             unreachable!("packaging helpers run before a context exists")
         }
-        Command::Providers(cmd) => providers::run(ctx, cmd),
-        Command::Config(cmd) => config::run(ctx, cmd),
-        Command::Host(cmd) => host::run(ctx, cmd),
-        Command::Doctor { probe, .. } => {
+        Verb::ProvidersResolve(_)
+        | Verb::ProvidersSet { .. }
+        | Verb::ProvidersAuto(_)
+        | Verb::ProvidersStatus => providers::run(ctx, inv.verb),
+        Verb::ConfigSync { port } => config::sync_verb(ctx, port),
+        Verb::ConfigShow => config::show(ctx),
+        Verb::HostStart { .. } | Verb::HostStop | Verb::HostStatus | Verb::HostExec => {
+            host::run(ctx, inv.verb)
+        }
+        Verb::Doctor { probe } => {
             ctx.announce_overrides();
             doctor::run(ctx, probe)
         }
-        Command::Setup(args) => {
+        Verb::Setup(setup) => {
             ctx.announce_overrides();
-            setup::run(ctx, args)
+            setup::run(ctx, *setup)
         }
-        Command::Logs(args) => {
+        Verb::Logs(args) => {
             ctx.announce_overrides();
             logs::run(ctx, &args)
         }
-        Command::Cleanup(args) => cleanup::run(ctx, &args),
-        // The brew-services habits: the agent verbs at the top level run the agent verb.
-        other => match other.into_agent() {
-            Ok(agent_cmd) => agent_verb(ctx, agent_cmd),
-            Err(other) => unreachable!("every other command is an agent verb: {other:?}"),
-        },
-    }
-}
-
-/// The output mode a command's `--json` asks for: the printer knows it, so no command passes
-/// a `json` flag down.
-fn output_mode(command: &Command) -> Mode {
-    use crate::cli::{ConfigCommand, HostCommand, ProvidersCommand};
-    let json = match command {
-        Command::Doctor { json, .. }
-        | Command::Status { json, .. }
-        | Command::List { json, .. } => *json,
-        Command::Agent(AgentCommand::Status { json, .. } | AgentCommand::List { json, .. }) => {
-            *json
-        }
-        Command::Host(HostCommand::Status { json, .. }) => *json,
-        Command::Providers(
-            ProvidersCommand::Resolve { json, .. } | ProvidersCommand::Status { json, .. },
-        ) => *json,
-        Command::Config(ConfigCommand::Show { json, .. }) => *json,
-        _ => false,
-    };
-    if json {
-        Mode::Json
-    } else {
-        Mode::Human
+        Verb::Cleanup(args) => cleanup::run(ctx, &args),
+        job => agent_verb(ctx, &job),
     }
 }
 
@@ -126,11 +95,11 @@ pub fn qr_interrupted(sig: crate::sys::signal::Signal) -> anyhow::Error {
     .into()
 }
 
-/// One agent verb on one stack, with the steps Oysterun's service script ran around a start:
-/// the restore preparation before `restart --restore-sessions`, the login QR after a verified
-/// start or restart.
-pub fn agent_verb(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
-    agent_verb_steps(ctx, cmd).map_err(|e| launchd_absent_for_stack(ctx, e))
+/// One verb of the launchd job on one stack, with the steps Oysterun's service script ran
+/// around a start: the restore preparation before `restart --restore-sessions`, the login QR
+/// after a verified start or restart.
+pub fn agent_verb(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
+    agent_verb_steps(ctx, verb).map_err(|e| launchd_absent_for_stack(ctx, e))
 }
 
 /// No launchd here (launchctl missing or switched off): the error names `oyster host start`
@@ -144,24 +113,18 @@ fn launchd_absent_for_stack(ctx: &Context, e: anyhow::Error) -> anyhow::Error {
     }
 }
 
-fn agent_verb_steps(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
-    let (host, qr, restore) = match &cmd {
-        AgentCommand::Start(a) => (Some(a.host.inputs()), a.qr, false),
-        AgentCommand::Restart {
-            host,
-            qr,
-            restore_sessions,
-            ..
-        } => (Some(host.inputs()), *qr, *restore_sessions),
-        _ => (None, Default::default(), false),
+fn agent_verb_steps(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
+    let starting = match verb {
+        Verb::Start(s) | Verb::Restart(s) => Some(s),
+        _ => None,
     };
     let plan = |ctx: &Context, inputs: &crate::host::plan::HostInputs| {
         crate::host::plan::plan(ctx, inputs, crate::host::plan::Writes::None)
     };
-    if let (true, Some(inputs)) = (restore, &host) {
+    if let Some(s) = starting.filter(|s| s.restore_sessions) {
         // Only for a stack whose restart can go ahead; the restart itself says why not.
         if ctx.stack.plist_path().exists() {
-            match plan(ctx, inputs) {
+            match plan(ctx, &s.host) {
                 Ok(p) => {
                     if let Ran::Interrupted(sig) = crate::setup::hooks::prepare_restore(ctx, &p) {
                         return Err(crate::error::Interrupted(
@@ -178,8 +141,8 @@ fn agent_verb_steps(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStat
         }
     }
     // A first install that is refused must not leave a stack behind (`list` would show it).
-    let first_install = matches!(cmd, AgentCommand::Install { .. }) && !ctx.stack.root.exists();
-    let status = match agent::run(ctx, cmd) {
+    let first_install = matches!(verb, Verb::Install { .. }) && !ctx.stack.root.exists();
+    let status = match agent::run(ctx, verb) {
         Ok(status) => status,
         Err(e) => {
             if first_install {
@@ -188,9 +151,9 @@ fn agent_verb_steps(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStat
             return Err(e);
         }
     };
-    if let (ExitStatus::Success, Some(inputs)) = (status, &host) {
-        if qr.wanted(std::io::stdout().is_terminal()) {
-            match plan(ctx, inputs) {
+    if let (ExitStatus::Success, Some(s)) = (status, starting) {
+        if s.qr.wanted(std::io::stdout().is_terminal()) {
+            match plan(ctx, &s.host) {
                 Ok(p) => {
                     if let Ran::Interrupted(sig) = crate::setup::hooks::show_qr(ctx, &p) {
                         return Err(qr_interrupted(sig));

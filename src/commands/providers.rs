@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use serde::Serialize;
 
-use crate::cli::ProvidersCommand;
 use crate::config::{self, ConfigDoc};
 use crate::context::Context;
 use crate::error::Invalid;
+use crate::invocation::Verb;
 use crate::provider::registry::{self, Provider};
 use crate::provider::resolve::{Intent, Source};
 use crate::provider::status::{ProviderStatus, State};
@@ -22,9 +22,9 @@ struct Rows {
     providers: Vec<ProviderStatus>,
 }
 
-pub fn run(ctx: &Context, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
+pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
     match cmd {
-        ProvidersCommand::Resolve { providers, .. } => {
+        Verb::ProvidersResolve(providers) => {
             let list = registry::lookup_all(&providers)?;
             ctx.announce_overrides();
             let doc = ConfigDoc::load(&ctx.stack.config_path())?;
@@ -34,7 +34,7 @@ pub fn run(ctx: &Context, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
                 .collect();
             show(ctx, &doc, rows)
         }
-        ProvidersCommand::Status { .. } => {
+        Verb::ProvidersStatus => {
             ctx.announce_overrides();
             let doc = ConfigDoc::load(&ctx.stack.config_path())?;
             let rows: Vec<_> = registry::PROVIDERS
@@ -48,7 +48,7 @@ pub fn run(ctx: &Context, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
             }
             show(ctx, &doc, rows)
         }
-        ProvidersCommand::Set { provider, command } => {
+        Verb::ProvidersSet { provider, command } => {
             let p = registry::lookup(&provider)?;
             let command = command.into_string().map_err(|_| {
                 Invalid::new(
@@ -60,10 +60,11 @@ pub fn run(ctx: &Context, cmd: ProvidersCommand) -> anyhow::Result<ExitStatus> {
                 doc.save_preference(p, path.as_deref(), changes);
             })
         }
-        ProvidersCommand::Auto { provider } => {
+        Verb::ProvidersAuto(provider) => {
             let p = registry::lookup(&provider)?;
             save(ctx, p, |doc, changes| doc.set_auto(p, &ctx.search, changes))
         }
+        other => unreachable!("{} is not a providers verb", other.word()),
     }
 }
 
@@ -125,7 +126,7 @@ fn save(
     ctx.announce_overrides();
     let _lock = ctx.lock_stack(&format!("providers set {}", p.id))?;
     let path = ctx.stack.config_path();
-    let (doc, changes) = config::update(&path, |doc, changes| {
+    let (doc, changes) = config::update(&path, ctx.reporter(), |doc, changes| {
         edit(doc, changes);
         Ok(doc.clone())
     })

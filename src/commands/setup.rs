@@ -4,8 +4,8 @@
 
 use std::io::IsTerminal;
 
-use crate::cli::SetupArgs;
 use crate::context::Context;
+use crate::invocation::Setup;
 use crate::provider::registry::PROVIDERS;
 use crate::provider::resolve::Intent;
 use crate::provider::status::State;
@@ -14,20 +14,13 @@ use crate::sys::signal::{self, InterruptGuard};
 use crate::ExitStatus;
 
 /// Runs setup: plan, show, maybe ask, apply.
-pub fn run(ctx: &Context, args: SetupArgs) -> anyhow::Result<ExitStatus> {
-    let retyped = args.retyped();
-    let opts = SetupOptions {
-        mode: args.mode.map(Into::into),
-        agent_folder: args.agent_folder,
-        install_providers: args.install_providers,
-        no_start: args.no_start,
-        host: args.host.inputs(),
-        timing: args.verify.timing(),
-    };
+pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
+    let retyped = &args.retyped;
+    let opts = &args.options;
     // Refused before the plan is shown: setup would start a Host that cannot write its log.
     ctx.stack.refuse_special_log()?;
-    let sp = setup::make_plan(ctx, &opts)?;
-    show(ctx, &opts, &sp);
+    let sp = setup::make_plan(ctx, opts)?;
+    show(ctx, opts, &sp);
     // The command that sets the Host up and installs no provider, offered wherever setup
     // would otherwise install (or ask about) one.
     let without = format!(
@@ -68,7 +61,7 @@ pub fn run(ctx: &Context, args: SetupArgs) -> anyhow::Result<ExitStatus> {
             );
         }
     }
-    let plan = setup::apply(ctx, &opts, sp, install)?;
+    let plan = setup::apply(ctx, opts, sp, install)?;
     // Oysterun's own setup printed the login QR once the Host ran.
     if !opts.no_start && args.qr.wanted(std::io::stdout().is_terminal()) {
         if let setup::hooks::Ran::Interrupted(sig) = setup::hooks::show_qr(ctx, &plan) {
@@ -119,6 +112,11 @@ fn show(ctx: &Context, opts: &SetupOptions, sp: &SetupPlan) {
         };
         crate::say!("  {:<12} {line}", format!("{}:", p.id));
     }
+    crate::say!(
+        "  port:        {} (from {})",
+        sp.plan.port,
+        sp.plan.port_source.describe()
+    );
     crate::say!("  config:      {}", st.config_path().display());
     let exists = if sp.agent_folder.is_dir() {
         "exists"

@@ -132,7 +132,7 @@ impl ConfigDoc {
         let bytes = fsutil::read_regular(path, MAX_CONFIG_BYTES)?;
         // The printer learns this file's secrets from what was read here, not by reading it
         // again.
-        crate::output::printer().learned(
+        crate::output::learned(
             path,
             bytes.as_deref().map(secret_values_of).unwrap_or_default(),
         );
@@ -420,18 +420,18 @@ fn secret_values_of(bytes: &[u8]) -> Vec<String> {
 /// oyster runs (the real one adds an onboarding token on its first start) and may log them at
 /// once: whatever prints the Host log learns them first.
 pub fn learn_secrets(path: &Path) {
-    crate::output::printer().add_secrets(secret_values_on_disk(path));
+    crate::output::learn_secrets(secret_values_on_disk(path));
 }
 
-/// Prints what a sync changed (values redacted; home shown as `~` by the printer).
-pub fn report(path: &Path, changes: &[Change]) {
+/// Says what a sync changed (values redacted; home shown as `~` by the printer).
+pub fn report(path: &Path, changes: &[Change], out: &dyn crate::output::Reporter) {
     if changes.is_empty() {
-        crate::say!("{}: unchanged", path.display());
+        out.line(&format!("{}: unchanged", path.display()));
         return;
     }
-    crate::say!("{}: updated", path.display());
+    out.line(&format!("{}: updated", path.display()));
     for c in changes {
-        crate::say!("  {c}");
+        out.line(&format!("  {c}"));
     }
 }
 

@@ -50,9 +50,10 @@ impl Seen {
 /// keys are lost; `edit` may therefore run more than once.
 pub fn update<T>(
     path: &Path,
+    reporter: &dyn crate::output::Reporter,
     edit: impl FnMut(&mut ConfigDoc, &mut Vec<Change>) -> anyhow::Result<T>,
 ) -> anyhow::Result<(T, Vec<Change>)> {
-    update_waiting(path, LOCK_WAIT, edit)
+    update_waiting(path, LOCK_WAIT, reporter, edit)
 }
 
 /// [`update`], waiting at most `wait` for the lock ([`LAUNCH_LOCK_WAIT`] in the launch
@@ -60,12 +61,13 @@ pub fn update<T>(
 pub fn update_waiting<T>(
     path: &Path,
     wait: Duration,
+    reporter: &dyn crate::output::Reporter,
     mut edit: impl FnMut(&mut ConfigDoc, &mut Vec<Change>) -> anyhow::Result<T>,
 ) -> anyhow::Result<(T, Vec<Change>)> {
     if let Some(dir) = path.parent() {
         fsutil::create_dir_all(dir, 0o700).map_err(ConfigError::from)?;
     }
-    let lock = lock(path, wait)?;
+    let lock = lock(path, wait, reporter)?;
     for _ in 0..MAX_MERGES {
         let seen = Seen::now(path)?;
         let mut doc = match &seen.bytes {
@@ -82,10 +84,10 @@ pub fn update_waiting<T>(
         }
         test_pause_before_rename();
         if Seen::now(path)? != seen {
-            crate::tell!(
-                "oyster: note: {} was rewritten by another program while oyster merged it; merging again",
+            reporter.note(&format!(
+                "{} was rewritten by another program while oyster merged it; merging again",
                 path.display()
-            );
+            ));
             continue;
         }
         fsutil::write_atomic(&lock, path, &doc.to_bytes(), None).map_err(ConfigError::from)?;
@@ -103,7 +105,11 @@ pub fn update_waiting<T>(
 
 /// The config's lock (`config.json.lock`), waited for at most `wait`; while waiting, one line
 /// names the holder.
-fn lock(path: &Path, wait: Duration) -> Result<fsutil::Lock, ConfigError> {
+fn lock(
+    path: &Path,
+    wait: Duration,
+    out: &dyn crate::output::Reporter,
+) -> Result<fsutil::Lock, ConfigError> {
     let lock_path = fsutil::sidecar_lock_path(path);
     let quiet = wait < Duration::from_secs(1);
     Ok(fsutil::lock_waiting(
@@ -112,7 +118,7 @@ fn lock(path: &Path, wait: Duration) -> Result<fsutil::Lock, ConfigError> {
         wait,
         |holder| {
             if !quiet {
-                crate::tell!(
+                out.progress(&format!(
                     "oyster: waiting for {} to release {} (up to {} s)…",
                     if holder.is_empty() {
                         "another writer"
@@ -121,7 +127,7 @@ fn lock(path: &Path, wait: Duration) -> Result<fsutil::Lock, ConfigError> {
                     },
                     lock_path.display(),
                     wait.as_secs()
-                );
+                ));
             }
         },
         || crate::sys::signal::received().is_some(),

@@ -275,7 +275,7 @@ pub struct StartFailed {
 }
 
 /// Options for a start.
-pub struct StartOptions {
+pub struct StartOptions<'a> {
     /// How long to wait for `/health`.
     pub wait: Duration,
     /// How long the pid must stay the same after `/health` said 200.
@@ -284,6 +284,8 @@ pub struct StartOptions {
     pub floor: verify::ProofFloor,
     /// Commands a refusal suggests, in the form the user typed.
     pub hints: crate::context::Hints,
+    /// Where the start says its waits and notes.
+    pub out: &'a dyn crate::output::Reporter,
 }
 
 /// Starts the Host from `plan`; the caller has already refused a loaded LaunchAgent.
@@ -295,7 +297,7 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
     let _guard = signal::InterruptGuard::install();
     fsutil::create_dir_all(&stack.run_dir, 0o700)?;
     let _lock = fsutil::lock_sidecar(&stack.pid_path())?;
-    refuse_unless_free(stack, &opts.hints)?;
+    refuse_unless_free(stack, opts)?;
     refuse_held_port(stack, plan.port)?;
     fsutil::create_dir_all(&stack.log_dir, 0o755)?;
     let log_path = stack.log_path();
@@ -318,14 +320,15 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
     let pid = child.id();
     match verify_start(&mut child, stack, plan, opts) {
         Ok(health_after) => Ok(Started { pid, health_after }),
-        Err(not) => Err(stop_unverified(stack, &mut child, not)),
+        Err(not) => Err(stop_unverified(stack, &mut child, not, opts.out)),
     }
 }
 
 /// What the pid file names must leave room for a new Host: a live Host of this stack, another
 /// stack's (copied files) or an unprovable one is refused; a stale or foreign pid is said and
 /// its files replaced.
-fn refuse_unless_free(stack: &Stack, hints: &crate::context::Hints) -> anyhow::Result<()> {
+fn refuse_unless_free(stack: &Stack, opts: &StartOptions<'_>) -> anyhow::Result<()> {
+    let hints = &opts.hints;
     match owner(stack)? {
         Owner::Ours(rec, _) => anyhow::bail!(
             "the Host is already running (pid {}, from {}); stop it with `{}`",
@@ -333,18 +336,18 @@ fn refuse_unless_free(stack: &Stack, hints: &crate::context::Hints) -> anyhow::R
             stack.pid_path().display(),
             hints.cmd("host stop")
         ),
-        Owner::Stale(rec) => crate::tell!(
-            "oyster: note: removing a stale pid file (pid {} is not running)",
+        Owner::Stale(rec) => opts.out.note(&format!(
+            "removing a stale pid file (pid {} is not running)",
             rec.pid
-        ),
+        )),
         Owner::Foreign(rec, now) if now.runs(&rec.server) => {
             return Err(unproven_refusal(stack, &rec, hints).into())
         }
-        Owner::Foreign(rec, now) => crate::tell!(
-            "oyster: note: removing a stale pid file (pid {} now belongs to another process, {}, which is left alone)",
+        Owner::Foreign(rec, now) => opts.out.note(&format!(
+            "removing a stale pid file (pid {} now belongs to another process, {}, which is left alone)",
             rec.pid,
             now.command()
-        ),
+        )),
         Owner::OtherStack(why) => return Err(other_stack_refusal(stack, &why).into()),
         Owner::None => {}
     }
@@ -377,11 +380,16 @@ fn refuse_held_port(stack: &Stack, port: u16) -> Result<(), Failed> {
 
 /// Stops a child that did not become a verified Host, removes its identity files once it is
 /// gone, and says why: an interrupt (exit 128 + N) or the failure with the log's tail.
-fn stop_unverified(stack: &Stack, child: &mut Child, not: NotStarted) -> anyhow::Error {
+fn stop_unverified(
+    stack: &Stack,
+    child: &mut Child,
+    not: NotStarted,
+    out: &dyn crate::output::Reporter,
+) -> anyhow::Error {
     let pid = child.id();
     // The stop runs to its end, whatever else arrives meanwhile.
     let _quiet = signal::Suspended::new();
-    terminate(pid, Duration::from_secs(5));
+    terminate(pid, Duration::from_secs(5), out);
     let _ = child.wait();
     // Only when the child is really gone: files naming a live process stay.
     let removed = remove_identity_if_dead(stack);
@@ -434,9 +442,9 @@ fn verify_start(
     child: &mut Child,
     stack: &Stack,
     plan: &Plan,
-    opts: &StartOptions,
+    opts: &StartOptions<'_>,
 ) -> Result<Duration, NotStarted> {
-    crate::output::printer().waiting(
+    opts.out.waiting(
         &format!("GET /health on 127.0.0.1:{}", plan.port),
         opts.wait,
     );

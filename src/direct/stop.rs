@@ -5,9 +5,9 @@ use super::*;
 use crate::context::Hints;
 
 /// SIGTERM one pid, wait up to `grace`, then SIGKILL. Returns whether it had to escalate.
-pub fn terminate(pid: u32, grace: Duration) -> bool {
+pub fn terminate(pid: u32, grace: Duration, out: &dyn crate::output::Reporter) -> bool {
     let _ = signal::kill(pid, Signal::SIGTERM);
-    crate::output::printer().waiting(&format!("pid {pid} to exit after SIGTERM"), grace);
+    out.waiting(&format!("pid {pid} to exit after SIGTERM"), grace);
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
         if verify::inspect(pid).is_none() {
@@ -85,10 +85,11 @@ pub(super) fn unproven_refusal(stack: &Stack, rec: &PidRecord, hints: &Hints) ->
 pub fn stop_checked(
     stack: &Stack,
     hints: &Hints,
+    out: &dyn crate::output::Reporter,
     launchd_job: &dyn Fn(u32) -> Option<String>,
 ) -> anyhow::Result<Stopped> {
     let _guard = signal::InterruptGuard::install();
-    let stopped = stop_inner(stack, hints, launchd_job)?;
+    let stopped = stop_inner(stack, hints, out, launchd_job)?;
     match (signal::received(), &stopped) {
         (Some(sig), Stopped::Signalled { pid, .. }) => Err(crate::error::Interrupted(
             sig,
@@ -102,6 +103,7 @@ pub fn stop_checked(
 fn stop_inner(
     stack: &Stack,
     hints: &Hints,
+    out: &dyn crate::output::Reporter,
     launchd_job: &dyn Fn(u32) -> Option<String>,
 ) -> anyhow::Result<Stopped> {
     let pid_path = stack.pid_path();
@@ -143,7 +145,7 @@ fn stop_inner(
                 )
                 .into());
             }
-            let killed = terminate(rec.pid, Duration::from_secs(10));
+            let killed = terminate(rec.pid, Duration::from_secs(10), out);
             if verify::inspect(rec.pid).is_some() {
                 anyhow::bail!(
                     "pid {} outlived SIGTERM and SIGKILL; its identity files were kept",
@@ -161,6 +163,10 @@ fn stop_inner(
 
 /// [`stop_checked`] for a Host this run started itself (setup's rollback): no launchd job can
 /// own it.
-pub fn stop(stack: &Stack, hints: &Hints) -> anyhow::Result<Stopped> {
-    stop_checked(stack, hints, &|_| None)
+pub fn stop(
+    stack: &Stack,
+    hints: &Hints,
+    out: &dyn crate::output::Reporter,
+) -> anyhow::Result<Stopped> {
+    stop_checked(stack, hints, out, &|_| None)
 }

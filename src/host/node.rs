@@ -50,6 +50,8 @@ pub struct NodePin {
 
 /// The inputs to pinning, gathered by the caller.
 pub struct PinRequest<'a> {
+    /// Where a stale pin passed over is said.
+    pub out: &'a dyn crate::output::Reporter,
     pub flag: Option<&'a Path>,
     pub env: Option<&'a str>,
     pub installed: Option<&'a str>,
@@ -70,7 +72,7 @@ pub fn pin(req: &PinRequest<'_>) -> anyhow::Result<NodePin> {
     if let Some(installed) = req.installed {
         match check(Path::new(installed), Origin::InstalledPlist, req.cache) {
             Ok(pin) => return Ok(pin),
-            Err(why) => crate::tell!("oyster: note: {why}; resolving node again"),
+            Err(why) => req.out.note(&format!("{why}; resolving node again")),
         }
     }
     let Some((path, _)) = resolve::search_binary("node", req.search) else {

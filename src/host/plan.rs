@@ -22,8 +22,6 @@ pub struct PlanEnv<'a> {
     pub stack: &'a Stack,
     /// Where providers and node are resolved.
     pub search: &'a Search,
-    /// `--port`, recorded in the stack's config by the sync.
-    pub port: Option<u16>,
     /// `OYSTERUN_ROOT`.
     pub root: Option<&'a Path>,
     /// `OYSTERUN_NODE_BIN`.
@@ -37,13 +35,75 @@ pub struct PlanEnv<'a> {
     /// Whether launchd runs the Host (macOS, or a launchctl set in the environment): then
     /// folders macOS's privacy protection guards are named ([`crate::host::privacy`]).
     pub launchd: bool,
+    /// Where planning says its notes and waits (the fallbacks it takes, a lock it waits for).
+    pub out: &'a dyn crate::output::Reporter,
 }
 
-/// Where the Host comes from, when the user said (`--root`, `--node-bin`).
+/// Where the Host comes from and where it listens, when the user said (`--root`,
+/// `--node-bin`, `--port`).
 #[derive(Debug, Clone, Default)]
 pub struct HostInputs {
     pub root: Option<PathBuf>,
     pub node_bin: Option<PathBuf>,
+    /// `--port`, recorded in the stack's config by the sync.
+    pub port: Option<u16>,
+}
+
+/// Where the Host's port came from (said wherever it is shown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortSource {
+    /// `--port`.
+    Flag,
+    /// `port` in the stack's config.json.
+    Config,
+    /// The installed plist's `OYSTERUN_PORT`.
+    Plist,
+    /// The stack's own default (production 8802, staging 9902).
+    Default,
+}
+
+impl PortSource {
+    pub fn describe(self) -> &'static str {
+        match self {
+            PortSource::Flag => "--port",
+            PortSource::Config => "the stack's config",
+            PortSource::Plist => "the installed LaunchAgent",
+            PortSource::Default => "the stack's default",
+        }
+    }
+}
+
+/// A port and where it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EffectivePort {
+    pub port: u16,
+    pub source: PortSource,
+}
+
+impl HostInputs {
+    /// The one rule for the port the Host gets: `--port`, then the stack's config, then the
+    /// installed plist, then the stack's default; `None` for a custom stack that has none yet.
+    /// A caller that cannot read the config passes `None` for it only when it means to skip
+    /// it; the readers that must not guess (status, doctor) leave the port unknown instead.
+    pub fn effective_port(
+        &self,
+        stack: &Stack,
+        config: Option<&ConfigDoc>,
+        installed: Option<&Installed>,
+    ) -> Option<EffectivePort> {
+        let found = [
+            (self.port, PortSource::Flag),
+            (config.and_then(ConfigDoc::port), PortSource::Config),
+            (installed.and_then(|i| i.env.port()), PortSource::Plist),
+            (stack.default_port, PortSource::Default),
+        ];
+        found.into_iter().find_map(|(port, source)| {
+            Some(EffectivePort {
+                port: port?,
+                source,
+            })
+        })
+    }
 }
 
 /// One planned Host.
@@ -55,6 +115,8 @@ pub struct Plan {
     pub root_origin: String,
     pub node: NodePin,
     pub port: u16,
+    /// Where [`Plan::port`] came from ([`HostInputs::effective_port`]).
+    pub port_source: PortSource,
     pub env: LaunchEnv,
     /// oyster's stable path: the Host's launch program is `<launcher> host exec --stack NAME`.
     pub launcher: PathBuf,
@@ -83,14 +145,15 @@ pub fn plan<'a>(
 ) -> anyhow::Result<Plan> {
     let pe: PlanEnv<'a> = inputs.into();
     let stack = pe.stack;
-    refuse_before_writing(&pe, args, writes)?;
-    let installed = agentplist::read_installed(&stack.plist_path());
+    let installed = agentplist::read_installed(&stack.plist_path(), pe.out);
+    refuse_before_writing(&pe, args, installed.as_ref(), writes)?;
     let cache = stack.node_version_cache_path();
     let node = node::pin(&PinRequest {
         flag: args.node_bin.as_deref(),
         env: pe.node_bin,
         installed: installed.as_ref().and_then(Installed::node_bin),
         search: pe.search,
+        out: pe.out,
         cache: match writes {
             Writes::Sync(lock) => Some((cache.as_path(), lock)),
             Writes::None => None,
@@ -103,13 +166,16 @@ pub fn plan<'a>(
         remembered: remembered_roots(&pe),
         node_bin: &node.path,
         npm_prefix: pe.npm_prefix,
+        out: pe.out,
     })?;
     let root = found.path;
     let root_origin = found.origin;
-    let (doc, changes) = synced_config(&pe, &root, writes)?;
-    let port = doc
-        .port()
-        .or(stack.default_port)
+    let (doc, changes) = synced_config(&pe, args.port, &root, writes)?;
+    let EffectivePort {
+        port,
+        source: port_source,
+    } = args
+        .effective_port(stack, Some(&doc), installed.as_ref())
         .ok_or_else(|| no_port(stack))?;
     let provider_dirs = provider_dirs(pe, &doc);
     let env = launchenv::generate(&EnvInputs {
@@ -141,6 +207,7 @@ pub fn plan<'a>(
         root_origin,
         node,
         port,
+        port_source,
         env,
         launcher: pe.launcher.to_path_buf(),
         plist,
@@ -148,7 +215,7 @@ pub fn plan<'a>(
         privacy,
     };
     if let Writes::Sync(_) = writes {
-        plan.warn_privacy();
+        plan.warn_privacy(pe.out);
     }
     Ok(plan)
 }
@@ -159,6 +226,7 @@ pub fn plan<'a>(
 fn refuse_before_writing(
     pe: &PlanEnv<'_>,
     args: &HostInputs,
+    installed: Option<&Installed>,
     writes: Writes<'_>,
 ) -> anyhow::Result<()> {
     let given = (args.root.as_deref().map(|d| (d, "--root")))
@@ -168,8 +236,11 @@ fn refuse_before_writing(
     }
     if let Writes::Sync(_) = writes {
         let mut preview = ConfigDoc::load(&pe.stack.config_path())?;
-        sync(*pe, &mut preview, &mut vec![]);
-        if preview.port().or(pe.stack.default_port).is_none() {
+        sync(*pe, args.port, &mut preview, &mut vec![]);
+        if args
+            .effective_port(pe.stack, Some(&preview), installed)
+            .is_none()
+        {
             return Err(no_port(pe.stack).into());
         }
     }
@@ -180,20 +251,21 @@ fn refuse_before_writing(
 /// lock with [`Writes::Sync`], only computed with [`Writes::None`].
 fn synced_config(
     pe: &PlanEnv<'_>,
+    port: Option<u16>,
     root: &Path,
     writes: Writes<'_>,
 ) -> anyhow::Result<(ConfigDoc, Vec<Change>)> {
     let path = pe.stack.config_path();
     match writes {
-        Writes::Sync(_) => config::update(&path, |doc, changes| {
-            sync(*pe, doc, changes);
+        Writes::Sync(_) => config::update(&path, pe.out, |doc, changes| {
+            sync(*pe, port, doc, changes);
             doc.remember_root(root, changes);
             Ok(doc.clone())
         }),
         Writes::None => {
             let mut doc = ConfigDoc::load(&path)?;
             let mut changes = vec![];
-            sync(*pe, &mut doc, &mut changes);
+            sync(*pe, port, &mut doc, &mut changes);
             Ok((doc, changes))
         }
     }
@@ -283,11 +355,16 @@ fn no_port(stack: &Stack) -> Invalid {
     ))
 }
 
-/// The stack config sync applied to a document: providers, then `--port`.
-pub fn sync<'a>(inputs: impl Into<PlanEnv<'a>>, doc: &mut ConfigDoc, changes: &mut Vec<Change>) {
+/// The stack config sync applied to a document: providers, then `port` (`--port`).
+pub fn sync<'a>(
+    inputs: impl Into<PlanEnv<'a>>,
+    port: Option<u16>,
+    doc: &mut ConfigDoc,
+    changes: &mut Vec<Change>,
+) {
     let pe: PlanEnv<'a> = inputs.into();
     doc.sync_providers(pe.search, changes);
-    if let Some(port) = pe.port {
+    if let Some(port) = port {
         doc.set(config::PORT_KEY, serde_json::Value::from(port), changes);
     }
 }
@@ -305,14 +382,14 @@ pub fn provider_dirs<'a>(inputs: impl Into<PlanEnv<'a>>, doc: &ConfigDoc) -> Vec
 
 impl Plan {
     /// Prints the privacy warnings, once per run however often the stack is planned.
-    pub fn warn_privacy(&self) {
+    pub fn warn_privacy(&self, out: &dyn crate::output::Reporter) {
         use std::sync::atomic::{AtomicBool, Ordering};
         static SAID: AtomicBool = AtomicBool::new(false);
         if self.privacy.is_empty() || SAID.swap(true, Ordering::SeqCst) {
             return;
         }
         for line in &self.privacy {
-            crate::output::printer().warn(line);
+            out.warn(line);
         }
     }
 

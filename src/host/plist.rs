@@ -270,16 +270,16 @@ pub fn secret_values_on_disk(path: &Path) -> Vec<String> {
 }
 
 /// Reads the installed plist, if there is one; one that does not parse is said, not fatal.
-pub fn read_installed(path: &Path) -> Option<Installed> {
+pub fn read_installed(path: &Path, out: &dyn crate::output::Reporter) -> Option<Installed> {
     let bytes = match fsutil::read_regular(path, MAX_PLIST_BYTES) {
         Ok(b) => b?,
         Err(e) => {
-            crate::output::printer().note(&format!("ignoring the installed plist: {e}"));
+            out.note(&format!("ignoring the installed plist: {e}"));
             return None;
         }
     };
     let agent = LaunchAgent::parse(&bytes).unwrap_or_else(|e| {
-        crate::output::printer().note(&format!(
+        out.note(&format!(
             "the installed {} does not parse ({e}); ignoring its pins",
             path.display()
         ));

@@ -15,6 +15,8 @@ pub const SERVER: &str = "host-service/server.mjs";
 
 /// Where oyster looks for the root, beyond the flag and the variable.
 pub struct RootSearch<'a> {
+    /// Where each candidate passed over is said.
+    pub out: &'a dyn crate::output::Reporter,
     pub flag: Option<&'a Path>,
     pub env: Option<&'a Path>,
     /// The installed plist's `OYSTERUN_REPO_ROOT`.
@@ -64,7 +66,7 @@ pub fn find(s: &RootSearch<'_>) -> Result<FoundRoot, Invalid> {
                 })
             }
             Err(e) => {
-                crate::output::printer().note(&format!("{e}; looking further"));
+                s.out.note(&format!("{e}; looking further"));
                 looked.push(format!("{dir} ({origin})"));
             }
         }
@@ -78,7 +80,7 @@ pub fn find(s: &RootSearch<'_>) -> Result<FoundRoot, Invalid> {
                 })
             }
             Err(e) => {
-                crate::output::printer().note(&format!("{e}; looking further"));
+                s.out.note(&format!("{e}; looking further"));
                 looked.push(format!("{} ({origin})", dir.display()));
             }
         }

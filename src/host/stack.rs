@@ -39,6 +39,34 @@ pub struct StackEnv {
     pub config_dir: Option<PathBuf>,
 }
 
+/// A stack name that passed [`validate_name`]: what the command line names, checked once
+/// when it is resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StackName(String);
+
+impl StackName {
+    /// `name`, if it is a valid stack name (else the error that says the rule).
+    pub fn parse(name: &str) -> Result<StackName, Invalid> {
+        validate_name(name)?;
+        Ok(StackName(name.to_owned()))
+    }
+
+    /// `production`, the stack of a command line that names none.
+    pub fn production() -> StackName {
+        StackName(DEFAULT_STACK.to_owned())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for StackName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// Checks a stack name: `production`, `staging`, or `[a-z][a-z0-9-]{0,31}`.
 pub fn validate_name(name: &str) -> Result<(), Invalid> {
     let bytes = name.as_bytes();

@@ -167,8 +167,9 @@ fn sync_config(
     let synced = config::update_waiting(
         &stack.config_path(),
         config::LAUNCH_LOCK_WAIT,
+        ctx.reporter(),
         |doc, changes| {
-            plan::sync(ctx, doc, changes);
+            plan::sync(ctx, None, doc, changes);
             // The root this Host runs from is the one to remember (the plist's, for a Host
             // another installer set up).
             doc.remember_root(root, changes);

@@ -18,6 +18,9 @@ pub trait Reporter {
     fn warn(&self, text: &str);
     /// `waiting for WHAT (up to N s)…` before a bounded wait (nothing for a wait under 1 s).
     fn waiting(&self, what: &str, deadline: std::time::Duration);
+    /// A subordinate line of the result (a child's own progress, such as npm's), set apart
+    /// (dimmed on a terminal).
+    fn detail(&self, text: &str);
 }
 
 impl Reporter for Printer {
@@ -35,6 +38,9 @@ impl Reporter for Printer {
     }
     fn waiting(&self, what: &str, deadline: std::time::Duration) {
         Printer::waiting(self, what, deadline);
+    }
+    fn detail(&self, text: &str) {
+        self.out_toned(super::Tone::Dim, text);
     }
 }
 
@@ -77,6 +83,9 @@ impl Reporter for Recorder {
             "waiting",
             &format!("{what} (up to {} ms)", deadline.as_millis()),
         );
+    }
+    fn detail(&self, text: &str) {
+        self.push("detail", text);
     }
 }
 

@@ -54,6 +54,7 @@ impl Mode {
 }
 
 /// What setup was asked to do.
+#[derive(Debug, Clone)]
 pub struct SetupOptions {
     /// `None`: keep the recorded mode (a re-run must not reset the user's choice), else direct.
     pub mode: Option<Mode>,
@@ -106,7 +107,7 @@ pub struct SetupPlan {
 /// Plans setup without writing anything.
 pub fn make_plan(ctx: &Context, opts: &SetupOptions) -> anyhow::Result<SetupPlan> {
     let plan = plan::plan(ctx, &opts.host, Writes::None)?;
-    plan.warn_privacy();
+    plan.warn_privacy(ctx.reporter());
     let node_bin = &plan.node.path;
     let node_dir = node_bin.parent().unwrap_or(Path::new("/"));
     let prefix = node_dir.parent().unwrap_or(Path::new("/")).to_path_buf();
@@ -237,7 +238,7 @@ fn apply_steps(
     let base = sp.plan.host_environment(&ctx.stack.home)?;
     // 1. Provider installs.
     let installed = if install {
-        install_providers(sp, &base, journal)?
+        install_providers(ctx, sp, &base, journal)?
     } else {
         vec![]
     };
@@ -261,15 +262,15 @@ fn apply_steps(
 
 /// Installs each missing provider through the pinned Node's npm, journaled before npm runs.
 fn install_providers<'p>(
+    ctx: &Context,
     sp: &'p SetupPlan,
     base: &[(String, String)],
     journal: &mut Vec<Undo>,
 ) -> anyhow::Result<Vec<(&'p Provider, PathBuf)>> {
     let mut installed: Vec<(&Provider, PathBuf)> = vec![];
-    // npm's progress is dimmed, which only the printer does.
-    let out_ = crate::output::printer();
+    let out_ = ctx.reporter();
     for (idx, i) in sp.installs.iter().enumerate() {
-        out_.out(&format!(
+        out_.line(&format!(
             "Installing {}: {}",
             i.provider.display_name,
             i.shown()
@@ -292,7 +293,7 @@ fn install_providers<'p>(
             NPM_TIMEOUT,
             &mut |_, line| {
                 if !line.trim().is_empty() {
-                    out_.out_toned(crate::output::Tone::Dim, &format!("    {line}"));
+                    out_.detail(&format!("    {line}"));
                 }
             },
         )?;
@@ -334,9 +335,9 @@ fn merge_config(
         bytes: before,
         mode: None,
     });
-    let ((), changes) = config::update(&path, |doc, changes| {
+    let ((), changes) = config::update(&path, ctx.reporter(), |doc, changes| {
         // Migrate first: an installed path set before migration would read as user-owned.
-        plan::sync(ctx, doc, changes);
+        plan::sync(ctx, opts.host.port, doc, changes);
         doc.remember_root(&sp.plan.root, changes);
         for (p, exe) in installed {
             doc.set(
@@ -359,7 +360,7 @@ fn merge_config(
         );
         Ok(())
     })?;
-    crate::config::report(&ctx.stack.config_path(), &changes);
+    crate::config::report(&ctx.stack.config_path(), &changes, ctx.reporter());
     Ok(())
 }
 
@@ -411,6 +412,7 @@ fn start_service(
                     settle: opts.timing.settle,
                     floor: ctx.env.proof_floor,
                     hints: ctx.hints(),
+                    out: ctx.reporter(),
                 },
             )?;
             journal.push(Undo::StopHost);
@@ -489,9 +491,8 @@ fn roll_back(ctx: &Context, sp: &SetupPlan, _lock: &Lock, journal: Vec<Undo>) ->
                     "removed {removed} file(s) and empty director(ies) it had created"
                 ))
             }
-            Undo::StopHost => {
-                direct::stop(st, &ctx.hints()).map(|_| "stopped the Host it started".to_owned())
-            }
+            Undo::StopHost => direct::stop(st, &ctx.hints(), ctx.reporter())
+                .map(|_| "stopped the Host it started".to_owned()),
             Undo::AgentFolder(dir) => match std::fs::remove_dir(&dir) {
                 Ok(()) => Ok(format!("removed the AgentFolder {}", dir.display())),
                 Err(_) => Ok(format!(

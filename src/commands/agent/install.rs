@@ -1,16 +1,17 @@
 //! `oyster agent install`: write the plist and load it (or, with `--no-start`, only write it).
 
 use super::preflight::{self, Launchd};
-use crate::cli::{HostArgs, VerifyArgs};
+use crate::agent::lifecycle::Timing;
 use crate::context::Context;
+use crate::host::plan::HostInputs;
 use crate::output::audit::Action;
 use crate::ExitStatus;
 
 pub fn run(
     ctx: &Context,
-    host: &HostArgs,
+    host: &HostInputs,
     no_start: bool,
-    verify: VerifyArgs,
+    timing: Timing,
 ) -> anyhow::Result<ExitStatus> {
     let launchd = if no_start {
         Launchd::NotNeeded
@@ -26,7 +27,7 @@ pub fn run(
             ));
             return Ok(ExitStatus::Success);
         };
-        let outcome = agent.apply(&p.plan, Action::Install, false, verify.timing())?;
+        let outcome = agent.apply(&p.plan, Action::Install, false, timing)?;
         preflight::report(ctx, &p.plan, &outcome);
         Ok(ExitStatus::Success)
     })

@@ -14,38 +14,32 @@ mod status;
 mod stop;
 mod uninstall;
 
-use crate::cli::AgentCommand;
 use crate::context::Context;
-use crate::output::Mode;
+use crate::invocation::Verb;
 use crate::ExitStatus;
 
-pub fn run(ctx: &Context, cmd: AgentCommand) -> anyhow::Result<ExitStatus> {
+pub fn run(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
     ctx.announce_overrides();
-    // The top-level aliases arrive here as agent verbs: their `--json` decides the mode too.
-    if let AgentCommand::Status { json: true, .. } | AgentCommand::List { json: true, .. } = cmd {
-        ctx.out.set_mode(Mode::Json);
-    }
-    match cmd {
-        AgentCommand::Print { host, .. } => print::run(ctx, &host),
-        AgentCommand::Install {
+    match verb {
+        Verb::Print(host) => print::run(ctx, host),
+        Verb::Install {
             host,
             no_start,
-            verify,
-            ..
-        } => install::run(ctx, &host, no_start, verify),
-        AgentCommand::Regenerate {
+            timing,
+        } => install::run(ctx, host, *no_start, *timing),
+        Verb::Regenerate {
             host,
             no_restart,
             dry_run,
-            verify,
-            ..
-        } => regenerate::run(ctx, &host, no_restart, dry_run, verify),
-        AgentCommand::Restart { host, verify, .. } => restart::run(ctx, &host, verify),
-        AgentCommand::Status { .. } => status::run(ctx),
-        AgentCommand::Stop { .. } => stop::run(ctx),
-        AgentCommand::Start(args) => start::run(ctx, &args),
-        AgentCommand::Kill { .. } => kill::run(ctx),
-        AgentCommand::List { .. } => list::run(ctx),
-        AgentCommand::Uninstall { .. } => uninstall::run(ctx),
+            timing,
+        } => regenerate::run(ctx, host, *no_restart, *dry_run, *timing),
+        Verb::Restart(s) => restart::run(ctx, &s.host, s.timing),
+        Verb::Status => status::run(ctx),
+        Verb::Stop => stop::run(ctx),
+        Verb::Start(s) => start::run(ctx, s),
+        Verb::Kill => kill::run(ctx),
+        Verb::List => list::run(ctx),
+        Verb::Uninstall => uninstall::run(ctx),
+        other => unreachable!("{} is not a verb of the launchd job", other.word()),
     }
 }

@@ -9,11 +9,10 @@
 //! leaves no `config.json` and no stack directory behind.
 
 use crate::agent::lifecycle::{Agent, EnvProof, Outcome};
-use crate::cli::HostArgs;
 use crate::context::Context;
 use crate::direct::Owner;
 use crate::error::Failed;
-use crate::host::plan::{self, Plan, Writes};
+use crate::host::plan::{self, HostInputs, Plan, Writes};
 use crate::host::plist as agentplist;
 use crate::output::Tone;
 use crate::sys::fs::Lock;
@@ -45,12 +44,12 @@ pub struct Prepared<'a> {
 pub fn run<T>(
     ctx: &Context,
     verb: &str,
-    host: &HostArgs,
+    host: &HostInputs,
     launchd: Launchd,
     step: impl FnOnce(Prepared<'_>) -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
     let _guard = InterruptGuard::install();
-    refuse_held_port(ctx)?;
+    refuse_held_port(ctx, host)?;
     let lock = ctx.lock_stack(verb)?;
     ctx.stack.refuse_special_log()?;
     let agent = match launchd {
@@ -71,8 +70,8 @@ pub fn run<T>(
     if matches!(agent, Some(Ok(_))) {
         refuse_direct_host(ctx)?;
     }
-    let plan = plan::plan(ctx, &host.inputs(), Writes::Sync(&lock))?;
-    crate::config::report(&ctx.stack.config_path(), &plan.changes);
+    let plan = plan::plan(ctx, host, Writes::Sync(&lock))?;
+    crate::config::report(&ctx.stack.config_path(), &plan.changes, ctx.reporter());
     step(Prepared {
         lock: &lock,
         plan,
@@ -80,15 +79,24 @@ pub fn run<T>(
     })
 }
 
-/// The port the verb will load the Host on: `--port`, else what the config records, else the
-/// stack's default. `None` when it is not known yet (the plan then says why).
-fn intended_port(ctx: &Context) -> Option<u16> {
+/// The port the verb will load the Host on, by the one rule ([`HostInputs::effective_port`]).
+/// `None` when it is not known yet (the plan then says why).
+fn intended_port(ctx: &Context, host: &HostInputs) -> Option<u16> {
     // A config that cannot be read is the plan's to report (with its fix), not a port check's.
-    ctx.port.or_else(|| {
-        crate::config::ConfigDoc::load(&ctx.stack.config_path())
-            .ok()
-            .map(|d| d.port().or(ctx.stack.default_port))?
-    })
+    let doc = match host.port {
+        Some(_) => None,
+        None => Some(crate::config::ConfigDoc::load(&ctx.stack.config_path()).ok()?),
+    };
+    // The plist is read only when it decides (the plan reads it again and says what is wrong
+    // with it).
+    let needed = host.port.is_none()
+        && ctx.stack.default_port.is_none()
+        && doc.as_ref().and_then(|d| d.port()).is_none();
+    let installed = needed
+        .then(|| agentplist::read_installed(&ctx.stack.plist_path(), ctx.reporter()))
+        .flatten();
+    host.effective_port(&ctx.stack, doc.as_ref(), installed.as_ref())
+        .map(|p| p.port)
 }
 
 /// This stack's own running Hosts, whoever runs them: the port they hold is not "another's".
@@ -110,8 +118,8 @@ fn current_host_pids(ctx: &Context) -> Vec<u32> {
 /// Refuses, before anything is written or created, a port held by a process that is not this
 /// stack's current Host, naming it (and its stack, when it is another oyster stack). The
 /// lifecycle checks again under the lock, just before it loads.
-pub fn refuse_held_port(ctx: &Context) -> anyhow::Result<()> {
-    let Some(port) = intended_port(ctx) else {
+pub fn refuse_held_port(ctx: &Context, host: &HostInputs) -> anyhow::Result<()> {
+    let Some(port) = intended_port(ctx, host) else {
         return Ok(());
     };
     let holder = match crate::probe::foreign_listener(port, || current_host_pids(ctx)) {

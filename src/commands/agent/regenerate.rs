@@ -2,21 +2,21 @@
 //! job when it changed (`--no-restart`: write only; `--dry-run`: show the diff, write nothing).
 
 use super::preflight::{self, Launchd, Prepared};
-use crate::cli::{HostArgs, VerifyArgs};
+use crate::agent::lifecycle::Timing;
 use crate::context::Context;
-use crate::host::plan::{self, Plan, Writes};
+use crate::host::plan::{self, HostInputs, Plan, Writes};
 use crate::output::audit::Action;
 use crate::ExitStatus;
 
 pub fn run(
     ctx: &Context,
-    host: &HostArgs,
+    host: &HostInputs,
     no_restart: bool,
     dry_run: bool,
-    verify: VerifyArgs,
+    timing: Timing,
 ) -> anyhow::Result<ExitStatus> {
     if dry_run {
-        let plan = plan::plan(ctx, &host.inputs(), Writes::None)?;
+        let plan = plan::plan(ctx, host, Writes::None)?;
         return show_diff(ctx, &plan);
     }
     let launchd = if no_restart {
@@ -25,17 +25,13 @@ pub fn run(
         Launchd::Optional
     };
     preflight::run(ctx, "agent regenerate", host, launchd, |p| {
-        reload_if_needed(ctx, p, verify)
+        reload_if_needed(ctx, p, timing)
     })
 }
 
 /// Reloads the job when the definition changed (or an earlier run is pending); leaves an
 /// unchanged running Host alone; only writes the plist when launchd is not there.
-fn reload_if_needed(
-    ctx: &Context,
-    p: Prepared<'_>,
-    verify: VerifyArgs,
-) -> anyhow::Result<ExitStatus> {
+fn reload_if_needed(ctx: &Context, p: Prepared<'_>, timing: Timing) -> anyhow::Result<ExitStatus> {
     let stack = &ctx.stack;
     let agent = match p.agent {
         None => return preflight::write_only(ctx, &p.plan, p.lock).map(|()| ExitStatus::Success),
@@ -73,7 +69,7 @@ fn reload_if_needed(
             ));
         }
         _ => {
-            let outcome = agent.apply(&p.plan, Action::Regenerate, false, verify.timing())?;
+            let outcome = agent.apply(&p.plan, Action::Regenerate, false, timing)?;
             preflight::report(ctx, &p.plan, &outcome);
         }
     }

@@ -2,12 +2,13 @@
 //! job gracefully (or reload it when the definition changed), and verify.
 
 use super::preflight::{self, Launchd};
-use crate::cli::{HostArgs, VerifyArgs};
+use crate::agent::lifecycle::Timing;
 use crate::context::Context;
+use crate::host::plan::HostInputs;
 use crate::output::audit::Action;
 use crate::ExitStatus;
 
-pub fn run(ctx: &Context, host: &HostArgs, verify: VerifyArgs) -> anyhow::Result<ExitStatus> {
+pub fn run(ctx: &Context, host: &HostInputs, timing: Timing) -> anyhow::Result<ExitStatus> {
     preflight::require_known(ctx)?;
     // Said first, before anything is created: nothing about the root or node matters for a
     // job that is not there.
@@ -30,12 +31,12 @@ pub fn run(ctx: &Context, host: &HostArgs, verify: VerifyArgs) -> anyhow::Result
             return Err(preflight::not_installed(ctx, "restart").into());
         }
         let outcome = if agent.was_loaded() {
-            agent.apply(&p.plan, Action::Restart, true, verify.timing())?
+            agent.apply(&p.plan, Action::Restart, true, timing)?
         } else {
             // Loaded in neither domain (stopped, or booted out behind oyster's back): the
             // restart starts it as `start` does (enabled in both domains, a failure leaving
             // a stopped stack stopped), as `brew services restart` starts a stopped service.
-            agent.start(&p.plan, verify.timing())?
+            agent.start(&p.plan, timing)?
         };
         preflight::report(ctx, &p.plan, &outcome);
         Ok(ExitStatus::Success)

@@ -2,11 +2,11 @@
 //! does, load and verify — it undoes `stop` exactly.
 
 use super::preflight::{self, Launchd};
-use crate::cli::StartArgs;
 use crate::context::Context;
+use crate::invocation::Starting;
 use crate::ExitStatus;
 
-pub fn run(ctx: &Context, args: &StartArgs) -> anyhow::Result<ExitStatus> {
+pub fn run(ctx: &Context, args: &Starting) -> anyhow::Result<ExitStatus> {
     preflight::require_known(ctx)?;
     if !preflight::is_installed(ctx)? {
         return Err(preflight::not_installed(ctx, "start").into());
@@ -19,7 +19,7 @@ pub fn run(ctx: &Context, args: &StartArgs) -> anyhow::Result<ExitStatus> {
         if !preflight::is_installed(ctx)? {
             return Err(preflight::not_installed(ctx, "start").into());
         }
-        let outcome = agent.start(&p.plan, args.verify.timing())?;
+        let outcome = agent.start(&p.plan, args.timing)?;
         preflight::report(ctx, &p.plan, &outcome);
         Ok(ExitStatus::Success)
     })

@@ -35,12 +35,7 @@ pub(super) fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Ve
             checks.push(loaded_twice_check(ctx, *first, *second));
         }
         let Some((loaded_in, info)) = loaded.first().map(|(d, i)| (*d, (*i).clone())) else {
-            checks.push(not_loaded_check(
-                ctx,
-                lc,
-                &domain.name,
-                installed.is_some(),
-            ));
+            checks.push(not_loaded_check(ctx, lc, &domain.name, installed.is_some()));
             return Ok(());
         };
         let domain = crate::launchctl::DomainChoice {

@@ -101,7 +101,7 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
             ));
         }
     }
-    let installed = agentplist::read_installed(&st.plist_path());
+    let installed = agentplist::read_installed(&st.plist_path(), ctx.reporter());
     checks.push(plist_check(ctx, installed.as_ref(), plan_ok(&plan)));
     checks.extend(plist_file_checks(ctx, installed.as_ref()));
     checks.extend(launchd_checks(ctx, installed.as_ref()));
@@ -117,11 +117,12 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
     let report = Report {
         ok: !checks.iter().any(|c| c.status == Level::Fail),
         stack: st.name.clone(),
-        // The config's port when the plan cannot be made (no root found), as status says it.
-        port: plan_ok(&plan)
-            .map(|p| p.port)
-            .or_else(|| doc.as_ref().and_then(|d| d.port()))
-            .or(st.default_port),
+        // By the one rule when the plan cannot be made (no root found).
+        port: plan_ok(&plan).map(|p| p.port).or_else(|| {
+            crate::host::plan::HostInputs::default()
+                .effective_port(st, doc.as_ref(), installed.as_ref())
+                .map(|p| p.port)
+        }),
         checks,
         providers,
         environment,

@@ -1,0 +1,299 @@
+//! From clap's structs to the [`Invocation`]: the stack the command line names (as `--stack`,
+//! as a plain name after the verb, or every stack with `--all`) and how it was typed, the verb
+//! with its settings in plain types, and the output mode. Done once, right after parsing;
+//! nothing after it looks at clap's structs.
+
+use super::*;
+use crate::context::{StackForm, Typed};
+use crate::host::stack::StackName;
+use crate::invocation::{Cleanup, Invocation, Logs, Qr, Setup, Stacks, Starting, Verb};
+use crate::output::Mode;
+
+/// Why a command line cannot be resolved.
+pub enum Unresolved {
+    /// The stack is named twice, or where none is taken (exit 2, said as a usage error).
+    Conflict(String),
+    /// The stack's name breaks the naming rule (exit 2).
+    BadName(crate::error::Invalid),
+}
+
+/// What the command line says beyond its verb, gathered while the verb is read.
+#[derive(Default)]
+struct Named<'a> {
+    plain: Option<&'a str>,
+    all: bool,
+    json: bool,
+    /// `list`, `cleanup`, `completions`, `man`: not about one stack, so `--stack` is refused.
+    unnamed: bool,
+}
+
+impl Cli {
+    /// The run this command line asks for. Both a flag and a plain name that differ, `--all`
+    /// beside a name, or `--stack` on a command that shows every stack anyway, are refused.
+    pub fn resolve(self) -> Result<Invocation, Unresolved> {
+        let flag = self.global.stack;
+        let agent_form = matches!(self.command, Command::Agent(_));
+        let mut named = Named::default();
+        let verb = verb(&self.command, &mut named);
+        let word = match (&self.command, &verb) {
+            (Command::Agent(_), Verb::List) => "agent list".to_owned(),
+            (Command::Agent(_), _) => "agent".to_owned(),
+            _ => verb.word().to_owned(),
+        };
+        if let Some(f) = flag.as_deref() {
+            if named.unnamed {
+                return Err(Unresolved::Conflict(format!(
+                    "`oyster {word}` does not take --stack (it is not about one stack), so --stack {f} would be ignored"
+                )));
+            }
+            if named.all {
+                return Err(Unresolved::Conflict(format!(
+                    "--all means every stack, so --stack {f} contradicts it; give one or the other"
+                )));
+            }
+        }
+        let name = match (flag.as_deref(), named.plain) {
+            (Some(f), Some(p)) if f != p => {
+                return Err(Unresolved::Conflict(format!(
+                    "two different stacks given: `{p}` and `--stack {f}`; give the stack once"
+                )))
+            }
+            (Some(f), _) => Some(f),
+            (None, p) => p,
+        };
+        let form = match (name.is_some(), flag.is_none()) {
+            (false, _) => StackForm::Default,
+            (true, true) => StackForm::Plain,
+            (true, false) => StackForm::Flag,
+        };
+        let stacks = if named.all {
+            Stacks::All
+        } else if named.unnamed {
+            Stacks::Unnamed
+        } else {
+            match name {
+                Some(n) => Stacks::One(StackName::parse(n).map_err(Unresolved::BadName)?),
+                None => Stacks::One(StackName::production()),
+            }
+        };
+        Ok(Invocation {
+            stacks,
+            verb,
+            mode: if named.json { Mode::Json } else { Mode::Human },
+            typed: Typed {
+                agent_form,
+                stack: form,
+                head: hint_head,
+            },
+        })
+    }
+}
+
+/// How a suggested verb is typed: `oyster VERB` where the top level has it (unless the user
+/// typed `oyster agent …` and agent has it too), else `oyster agent VERB`. Read from clap's
+/// own tree, so no table of aliases stands beside it.
+fn hint_head(verb: &str, agent_form: bool) -> &'static str {
+    use clap::Subcommand;
+    let top = Command::has_subcommand(verb);
+    if top && !(agent_form && AgentCommand::has_subcommand(verb)) {
+        "oyster"
+    } else {
+        "oyster agent"
+    }
+}
+
+fn qr(q: QrArgs) -> Qr {
+    if q.no_qr {
+        Qr::Never
+    } else if q.qr {
+        Qr::Always
+    } else {
+        Qr::OnTerminal
+    }
+}
+
+fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
+    match command {
+        Command::Setup(a) => {
+            n.plain = a.target.stack_name.as_deref();
+            Verb::Setup(Box::new(Setup {
+                options: crate::setup::SetupOptions {
+                    mode: a.mode.map(Into::into),
+                    agent_folder: a.agent_folder.clone(),
+                    install_providers: a.install_providers,
+                    no_start: a.no_start,
+                    host: a.host.inputs(),
+                    timing: a.verify.timing(),
+                },
+                yes: a.yes,
+                dry_run: a.dry_run,
+                no_install_providers: a.no_install_providers,
+                qr: qr(a.qr),
+                retyped: a.retyped(),
+            }))
+        }
+        Command::Job(job) | Command::Agent(AgentCommand::Job(job)) => job_verb(job, n),
+        Command::Agent(AgentCommand::Print { host, target }) => {
+            n.plain = target.stack_name.as_deref();
+            Verb::Print(host.inputs())
+        }
+        Command::Agent(AgentCommand::Regenerate {
+            host,
+            no_restart,
+            dry_run,
+            verify,
+            target,
+        }) => {
+            n.plain = target.stack_name.as_deref();
+            Verb::Regenerate {
+                host: host.inputs(),
+                no_restart: *no_restart,
+                dry_run: *dry_run,
+                timing: verify.timing(),
+            }
+        }
+        Command::Logs(a) => {
+            n.plain = a.target.stack_name.as_deref();
+            Verb::Logs(Logs {
+                lines: a.lines,
+                follow: a.follow,
+            })
+        }
+        Command::Cleanup(a) => {
+            n.unnamed = true;
+            Verb::Cleanup(Cleanup {
+                yes: a.yes,
+                dry_run: a.dry_run,
+            })
+        }
+        Command::Doctor {
+            json,
+            probe,
+            target,
+        } => {
+            n.plain = target.stack_name.as_deref();
+            n.json = *json;
+            Verb::Doctor { probe: *probe }
+        }
+        Command::Providers(p) => match p {
+            ProvidersCommand::Resolve { providers, json } => {
+                n.json = *json;
+                Verb::ProvidersResolve(providers.clone())
+            }
+            ProvidersCommand::Set { provider, command } => Verb::ProvidersSet {
+                provider: provider.clone(),
+                command: command.clone(),
+            },
+            ProvidersCommand::Auto { provider } => Verb::ProvidersAuto(provider.clone()),
+            ProvidersCommand::Status { json, target } => {
+                n.plain = target.stack_name.as_deref();
+                n.json = *json;
+                Verb::ProvidersStatus
+            }
+        },
+        Command::Config(c) => match c {
+            ConfigCommand::Sync { port, target } => {
+                n.plain = target.stack_name.as_deref();
+                Verb::ConfigSync { port: *port }
+            }
+            ConfigCommand::Show { json, target } => {
+                n.plain = target.stack_name.as_deref();
+                n.json = *json;
+                Verb::ConfigShow
+            }
+        },
+        Command::Host(h) => match h {
+            HostCommand::Start {
+                host,
+                verify,
+                target,
+            } => {
+                n.plain = target.stack_name.as_deref();
+                Verb::HostStart {
+                    host: host.inputs(),
+                    timing: verify.timing(),
+                }
+            }
+            HostCommand::Stop { target } => {
+                n.plain = target.stack_name.as_deref();
+                Verb::HostStop
+            }
+            HostCommand::Status { json, target } => {
+                n.plain = target.stack_name.as_deref();
+                n.json = *json;
+                Verb::HostStatus
+            }
+            HostCommand::Exec => Verb::HostExec,
+        },
+        Command::Completions { shell } => {
+            n.unnamed = true;
+            Verb::Completions(*shell)
+        }
+        Command::Man { dir } => {
+            n.unnamed = true;
+            Verb::Man { dir: dir.clone() }
+        }
+        Command::CompleteStacks => {
+            n.unnamed = true;
+            Verb::CompleteStacks
+        }
+    }
+}
+
+fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
+    let starting = |host: &HostArgs, verify: &VerifyArgs, q: QrArgs, restore: bool| Starting {
+        host: host.inputs(),
+        timing: verify.timing(),
+        qr: qr(q),
+        restore_sessions: restore,
+    };
+    match job {
+        JobCommand::Status { json, target } => {
+            n.plain = target.stack_name.as_deref();
+            n.json = *json;
+            Verb::Status
+        }
+        JobCommand::Start(a) => {
+            n.plain = a.targets.stack_name.as_deref();
+            n.all = a.targets.all;
+            Verb::Start(starting(&a.host, &a.verify, a.qr, false))
+        }
+        JobCommand::Stop { targets } => {
+            n.plain = targets.stack_name.as_deref();
+            n.all = targets.all;
+            Verb::Stop
+        }
+        JobCommand::Restart(a) => {
+            n.plain = a.targets.stack_name.as_deref();
+            n.all = a.targets.all;
+            Verb::Restart(starting(&a.host, &a.verify, a.qr, a.restore_sessions))
+        }
+        JobCommand::List { json } => {
+            n.unnamed = true;
+            n.json = *json;
+            Verb::List
+        }
+        JobCommand::Kill { target } => {
+            n.plain = target.stack_name.as_deref();
+            Verb::Kill
+        }
+        JobCommand::Install {
+            host,
+            no_start,
+            verify,
+            target,
+        } => {
+            n.plain = target.stack_name.as_deref();
+            Verb::Install {
+                host: host.inputs(),
+                no_start: *no_start,
+                timing: verify.timing(),
+            }
+        }
+        JobCommand::Uninstall { targets } => {
+            n.plain = targets.stack_name.as_deref();
+            n.all = targets.all;
+            Verb::Uninstall
+        }
+    }
+}
