@@ -41,6 +41,24 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The exit status as a number (`--json` errors carry it).
+    pub fn number(self) -> u8 {
+        match self {
+            Kind::Failure => 1,
+            Kind::Invalid => 2,
+            Kind::Interrupted(sig) => crate::sys::signal::exit_code(sig),
+        }
+    }
+
+    /// The kind as `--json` errors name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Failure => "failure",
+            Kind::Invalid => "invalid",
+            Kind::Interrupted(_) => "interrupted",
+        }
+    }
+
     pub fn exit_code(self) -> ExitCode {
         match self {
             Kind::Failure => ExitStatus::Failure.into(),

@@ -98,6 +98,8 @@ pub struct Cleanup {
 /// Every verb, once, with its settings.
 #[derive(Debug, Clone)]
 pub enum Verb {
+    /// `oyster` alone: the stacks on this machine and what to type next.
+    Overview,
     Setup(Box<Setup>),
     Status,
     Start(Starting),
@@ -154,6 +156,7 @@ impl Verb {
     /// The launchd job's verbs that take `--all`, as the user types them.
     pub fn word(&self) -> &'static str {
         match self {
+            Verb::Overview => "",
             Verb::Setup(_) => "setup",
             Verb::Status => "status",
             Verb::Start(_) => "start",

@@ -42,17 +42,20 @@ pub use error::ExitStatus;
 /// A closed stdout (`oyster … | head`) is not an error: the reader has what it wanted.
 pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     let args: Vec<OsString> = args.into_iter().collect();
+    let out = output::printer();
+    // Known before parsing, so that a usage error under `--json` is a document too.
+    if args.iter().skip(1).any(|a| a == "--json") {
+        out.set_mode(output::Mode::Json);
+    }
     let cli = match cli::Cli::try_parse_from(&args) {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e, &args),
     };
-    let out = output::printer();
     let invocation = match cli.resolve() {
         Ok(i) => i,
         Err(cli::Unresolved::Conflict(msg)) => return usage_error(&stack_conflict(&msg), &args),
         Err(cli::Unresolved::BadName(e)) => {
-            out.error(&e.to_string(), None);
-            return ExitStatus::Invalid.into();
+            return failed(error::Kind::Invalid, &e.msg, e.hint.as_deref())
         }
     };
     if invocation.verb.is_packaging() {
@@ -72,10 +75,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         out,
     ) {
         Ok(ctx) => ctx,
-        Err(e) => {
-            out.error(&e.to_string(), None);
-            return ExitStatus::Invalid.into();
-        }
+        Err(e) => return failed(error::Kind::Invalid, &e.msg, e.hint.as_deref()),
     };
     finish(commands::dispatch(&ctx, invocation))
 }
@@ -117,7 +117,6 @@ fn usage_error(e: &clap::Error, args: &[OsString]) -> ExitCode {
         let _ = e.print();
         return code;
     }
-    let out = output::printer();
     let text = e.render().to_string();
     let mut lines = text.trim_end().lines();
     let first = lines.next().unwrap_or_default();
@@ -160,6 +159,22 @@ fn usage_error(e: &clap::Error, args: &[OsString]) -> ExitCode {
         }
     }
     let mut msg = first.strip_prefix("error: ").unwrap_or(first).to_owned();
+    // `--stack` after a verb that is not about one stack (`oyster list --stack dev`): said as
+    // the refusal it is, with the value it would have ignored.
+    if e.kind() == ErrorKind::UnknownArgument
+        && e.get(clap::error::ContextKind::InvalidArg)
+            .is_some_and(|v| v.to_string().starts_with("--stack"))
+    {
+        let value = args
+            .iter()
+            .skip_while(|a| *a != "--stack")
+            .nth(1)
+            .map(|v| v.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        msg = format!(
+            "this command is not about one stack, so it takes no --stack (--stack {value} would be ignored)"
+        );
+    }
     // Everything clap says between the message and its tips (a usage line, an empty line);
     // with the tips taken out, the empty lines around them are one.
     rest.dedup_by(|a, b| a.trim().is_empty() && b.trim().is_empty());
@@ -179,8 +194,31 @@ fn usage_error(e: &clap::Error, args: &[OsString]) -> ExitCode {
         }
     }
     let hint = (!hints.is_empty()).then(|| hints.join("; "));
-    out.error(&msg, hint.as_deref());
+    let kind = match e.exit_code() {
+        2 => error::Kind::Invalid,
+        _ => error::Kind::Failure,
+    };
+    failed(kind, &msg, hint.as_deref());
     code
+}
+
+/// Says an error: `oyster: error: …` and `hint: …` on stderr; under `--json` also one document
+/// on stdout, `{"error": {"kind", "message", "hint", "exit_code"}}`, so `oyster status x --json
+/// | jq` reads an error as it reads a status (the text is the same, redacted the same way).
+fn failed(kind: error::Kind, text: &str, hint: Option<&str>) -> ExitCode {
+    let out = output::printer();
+    out.error(text, hint);
+    if out.mode() == output::Mode::Json {
+        out.json(&serde_json::json!({
+            "error": {
+                "kind": kind.name(),
+                "message": text,
+                "hint": hint,
+                "exit_code": kind.number(),
+            }
+        }));
+    }
+    kind.exit_code()
 }
 
 /// Every error type that knows its kind (`error::HasKind`), asked once here, at the top. A
@@ -215,12 +253,11 @@ fn finish(result: anyhow::Result<ExitStatus>) -> ExitCode {
             let kind = error::kind_of(&err, ERROR_KINDS, sys::signal::received());
             if err.downcast_ref::<error::Interrupted>().is_some() {
                 // Its message already says what was done: said whole, as made.
-                out.error(&format!("{err:#}"), None);
+                failed(kind, &format!("{err:#}"), None)
             } else {
                 let (text, hint) = error::render(&err);
-                out.error(&text, hint.as_deref());
+                failed(kind, &text, hint.as_deref())
             }
-            kind.exit_code()
         }
     }
 }

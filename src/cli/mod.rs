@@ -32,25 +32,39 @@ pub use values::{bounded_settle, bounded_wait, port_number, whole_number};
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
+    /// Without one, oyster shows the stacks on this machine (as `brew services` alone does).
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
-/// Options every command takes, before or after the subcommand.
+/// `--stack` before the subcommand (`oyster --stack dev restart`); each command about one
+/// stack also takes it after its name, and only those: `list --help` does not offer it.
 #[derive(Debug, Args, Clone)]
 pub struct GlobalArgs {
     /// The stack: `production` (default), `staging`, or a custom name (`oyster list` shows the
-    /// stacks on this machine); most verbs also take it as a plain name (`oyster restart dev`).
-    #[arg(long, global = true, value_name = "NAME")]
+    /// stacks on this machine).
+    #[arg(long, value_name = "NAME")]
     pub stack: Option<String>,
 }
 
-/// A stack given as a plain name after the verb, as `brew services restart NAME` takes one.
+/// `--stack NAME` on a command about one stack.
+#[derive(Debug, Args, Clone, Default)]
+pub struct StackFlag {
+    /// The stack: `production` (default), `staging`, or a custom name (`oyster list` shows the
+    /// stacks on this machine).
+    #[arg(long = "stack", value_name = "NAME")]
+    pub stack: Option<String>,
+}
+
+/// A stack given as a plain name after the verb, as `brew services restart NAME` takes one,
+/// or as `--stack NAME`.
 #[derive(Debug, Args, Clone, Default)]
 pub struct Target {
     /// The stack, as `--stack STACK` [default: production].
     #[arg(value_name = "STACK")]
     pub stack_name: Option<String>,
+    #[command(flatten)]
+    pub flag: StackFlag,
 }
 
 /// A stack by name, or every stack on disk with `--all`.
@@ -59,6 +73,8 @@ pub struct Targets {
     /// The stack, as `--stack STACK` [default: production].
     #[arg(value_name = "STACK")]
     pub stack_name: Option<String>,
+    #[command(flatten)]
+    pub flag: StackFlag,
     /// Every stack found on this machine, one after another; exit 1 if any failed, naming them.
     #[arg(long, conflicts_with = "stack_name")]
     pub all: bool,
@@ -420,7 +436,10 @@ pub enum HostCommand {
     /// `host start` run: sync the config, write the pid and origin files Oysterun's scripts
     /// read, then exec OYSTERUN_NODE_BIN <OYSTERUN_REPO_ROOT>/host-service/server.mjs with its
     /// environment unchanged. Writes only to the Host log (its stderr). Not for interactive use.
-    Exec,
+    Exec {
+        #[command(flatten)]
+        flag: StackFlag,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -433,6 +452,8 @@ pub enum ProvidersCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        flag: StackFlag,
     },
     /// Save a provider's command (Host Preferences): a full path makes it `manual`; an empty
     /// string disables it.
@@ -442,11 +463,15 @@ pub enum ProvidersCommand {
         /// An absolute path (`~/` is expanded), or "" to disable the provider.
         #[arg(allow_hyphen_values = true)]
         command: OsString,
+        #[command(flatten)]
+        flag: StackFlag,
     },
     /// Hand a provider back to discovery (`auto`).
     Auto {
         #[arg(value_parser = ProviderName)]
         provider: String,
+        #[command(flatten)]
+        flag: StackFlag,
     },
     /// Show each provider's intent, command, state and authentication (home shown as ~).
     Status {

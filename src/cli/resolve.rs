@@ -21,26 +21,55 @@ pub enum Unresolved {
 #[derive(Default)]
 struct Named<'a> {
     plain: Option<&'a str>,
+    /// `--stack` after the subcommand.
+    flag: Option<&'a str>,
     all: bool,
     json: bool,
     /// `list`, `cleanup`, `completions`, `man`: not about one stack, so `--stack` is refused.
     unnamed: bool,
 }
 
+impl<'a> Named<'a> {
+    fn target(&mut self, t: &'a Target) {
+        self.plain = t.stack_name.as_deref();
+        self.flag = t.flag.stack.as_deref();
+    }
+    fn targets(&mut self, t: &'a Targets) {
+        self.plain = t.stack_name.as_deref();
+        self.flag = t.flag.stack.as_deref();
+        self.all = t.all;
+    }
+}
+
 impl Cli {
     /// The run this command line asks for. Both a flag and a plain name that differ, `--all`
     /// beside a name, or `--stack` on a command that shows every stack anyway, are refused.
     pub fn resolve(self) -> Result<Invocation, Unresolved> {
-        let flag = self.global.stack;
-        let agent_form = matches!(self.command, Command::Agent(_));
+        let before = self.global.stack.clone();
+        let agent_form = matches!(self.command, Some(Command::Agent(_)));
         let mut named = Named::default();
-        let verb = verb(&self.command, &mut named);
+        let verb = match &self.command {
+            Some(command) => verb(command, &mut named),
+            None => {
+                named.unnamed = true;
+                Verb::Overview
+            }
+        };
         let word = match (&self.command, &verb) {
-            (Command::Agent(_), Verb::List) => "agent list".to_owned(),
-            (Command::Agent(_), _) => "agent".to_owned(),
+            (None, _) => String::new(),
+            (Some(Command::Agent(_)), Verb::List) => "agent list".to_owned(),
+            (Some(Command::Agent(_)), _) => "agent".to_owned(),
             _ => verb.word().to_owned(),
         };
-        if let Some(f) = flag.as_deref() {
+        let flag = match (before.as_deref(), named.flag) {
+            (Some(b), Some(a)) if a != b => {
+                return Err(Unresolved::Conflict(format!(
+                "two different stacks given: `--stack {b}` and `--stack {a}`; give the stack once"
+            )))
+            }
+            (b, a) => b.or(a),
+        };
+        if let Some(f) = flag {
             if named.unnamed {
                 return Err(Unresolved::Conflict(format!(
                     "`oyster {word}` does not take --stack (it is not about one stack), so --stack {f} would be ignored"
@@ -52,7 +81,7 @@ impl Cli {
                 )));
             }
         }
-        let name = match (flag.as_deref(), named.plain) {
+        let name = match (flag, named.plain) {
             (Some(f), Some(p)) if f != p => {
                 return Err(Unresolved::Conflict(format!(
                     "two different stacks given: `{p}` and `--stack {f}`; give the stack once"
@@ -115,7 +144,7 @@ fn qr(q: QrArgs) -> Qr {
 fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
     match command {
         Command::Setup(a) => {
-            n.plain = a.target.stack_name.as_deref();
+            n.target(&a.target);
             Verb::Setup(Box::new(Setup {
                 options: crate::setup::SetupOptions {
                     mode: a.mode.map(Into::into),
@@ -134,7 +163,7 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
         }
         Command::Job(job) | Command::Agent(AgentCommand::Job(job)) => job_verb(job, n),
         Command::Agent(AgentCommand::Print { host, target }) => {
-            n.plain = target.stack_name.as_deref();
+            n.target(target);
             Verb::Print(host.inputs())
         }
         Command::Agent(AgentCommand::Regenerate {
@@ -144,7 +173,7 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
             verify,
             target,
         }) => {
-            n.plain = target.stack_name.as_deref();
+            n.target(target);
             Verb::Regenerate {
                 host: host.inputs(),
                 no_restart: *no_restart,
@@ -153,7 +182,7 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
             }
         }
         Command::Logs(a) => {
-            n.plain = a.target.stack_name.as_deref();
+            n.target(&a.target);
             Verb::Logs(Logs {
                 lines: a.lines,
                 follow: a.follow,
@@ -171,33 +200,48 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
             probe,
             target,
         } => {
-            n.plain = target.stack_name.as_deref();
+            n.target(target);
             n.json = *json;
             Verb::Doctor { probe: *probe }
         }
         Command::Providers(p) => match p {
-            ProvidersCommand::Resolve { providers, json } => {
+            ProvidersCommand::Resolve {
+                providers,
+                json,
+                flag,
+            } => {
+                n.flag = flag.stack.as_deref();
                 n.json = *json;
                 Verb::ProvidersResolve(providers.clone())
             }
-            ProvidersCommand::Set { provider, command } => Verb::ProvidersSet {
-                provider: provider.clone(),
-                command: command.clone(),
-            },
-            ProvidersCommand::Auto { provider } => Verb::ProvidersAuto(provider.clone()),
+            ProvidersCommand::Set {
+                provider,
+                command,
+                flag,
+            } => {
+                n.flag = flag.stack.as_deref();
+                Verb::ProvidersSet {
+                    provider: provider.clone(),
+                    command: command.clone(),
+                }
+            }
+            ProvidersCommand::Auto { provider, flag } => {
+                n.flag = flag.stack.as_deref();
+                Verb::ProvidersAuto(provider.clone())
+            }
             ProvidersCommand::Status { json, target } => {
-                n.plain = target.stack_name.as_deref();
+                n.target(target);
                 n.json = *json;
                 Verb::ProvidersStatus
             }
         },
         Command::Config(c) => match c {
             ConfigCommand::Sync { port, target } => {
-                n.plain = target.stack_name.as_deref();
+                n.target(target);
                 Verb::ConfigSync { port: *port }
             }
             ConfigCommand::Show { json, target } => {
-                n.plain = target.stack_name.as_deref();
+                n.target(target);
                 n.json = *json;
                 Verb::ConfigShow
             }
@@ -208,22 +252,25 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
                 verify,
                 target,
             } => {
-                n.plain = target.stack_name.as_deref();
+                n.target(target);
                 Verb::HostStart {
                     host: host.inputs(),
                     timing: verify.timing(),
                 }
             }
             HostCommand::Stop { target } => {
-                n.plain = target.stack_name.as_deref();
+                n.target(target);
                 Verb::HostStop
             }
             HostCommand::Status { json, target } => {
-                n.plain = target.stack_name.as_deref();
+                n.target(target);
                 n.json = *json;
                 Verb::HostStatus
             }
-            HostCommand::Exec => Verb::HostExec,
+            HostCommand::Exec { flag } => {
+                n.flag = flag.stack.as_deref();
+                Verb::HostExec
+            }
         },
         Command::Completions { shell } => {
             n.unnamed = true;
@@ -249,23 +296,20 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
     };
     match job {
         JobCommand::Status { json, target } => {
-            n.plain = target.stack_name.as_deref();
+            n.target(target);
             n.json = *json;
             Verb::Status
         }
         JobCommand::Start(a) => {
-            n.plain = a.targets.stack_name.as_deref();
-            n.all = a.targets.all;
+            n.targets(&a.targets);
             Verb::Start(starting(&a.host, &a.verify, a.qr, false))
         }
         JobCommand::Stop { targets } => {
-            n.plain = targets.stack_name.as_deref();
-            n.all = targets.all;
+            n.targets(targets);
             Verb::Stop
         }
         JobCommand::Restart(a) => {
-            n.plain = a.targets.stack_name.as_deref();
-            n.all = a.targets.all;
+            n.targets(&a.targets);
             Verb::Restart(starting(&a.host, &a.verify, a.qr, a.restore_sessions))
         }
         JobCommand::List { json } => {
@@ -274,7 +318,7 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
             Verb::List
         }
         JobCommand::Kill { target } => {
-            n.plain = target.stack_name.as_deref();
+            n.target(target);
             Verb::Kill
         }
         JobCommand::Install {
@@ -283,7 +327,7 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
             verify,
             target,
         } => {
-            n.plain = target.stack_name.as_deref();
+            n.target(target);
             Verb::Install {
                 host: host.inputs(),
                 no_start: *no_start,
@@ -291,8 +335,7 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
             }
         }
         JobCommand::Uninstall { targets } => {
-            n.plain = targets.stack_name.as_deref();
-            n.all = targets.all;
+            n.targets(targets);
             Verb::Uninstall
         }
     }

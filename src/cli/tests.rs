@@ -126,9 +126,11 @@ fn a_stack_named_twice_differently_or_beside_all_is_refused_and_a_bad_name_too()
         Some(Unresolved::Conflict(_))
     ));
     assert!(matches!(
-        refused(&["list", "--stack", "qa"]),
+        refused(&["--stack", "qa", "list"]),
         Some(Unresolved::Conflict(_))
     ));
+    // After the verb, `list` has no `--stack` at all (its help does not offer one).
+    assert!(Cli::try_parse_from(["oyster", "list", "--stack", "qa"]).is_err());
     assert!(matches!(
         refused(&["stop", "Dev"]),
         Some(Unresolved::BadName(_))

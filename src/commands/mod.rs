@@ -81,6 +81,18 @@ pub fn dispatch(ctx: &Context, inv: Invocation) -> anyhow::Result<ExitStatus> {
             logs::run(ctx, &args)
         }
         Verb::Cleanup(args) => cleanup::run(ctx, &args),
+        Verb::Overview => {
+            ctx.announce_overrides();
+            let status = agent::list::run(ctx)?;
+            // With no stack, the list's own line already names `oyster setup`.
+            let any = !crate::host::stack::discover(&ctx.env.stack_env()).is_empty();
+            if any && ctx.out.mode() == crate::output::Mode::Human {
+                ctx.out.out(
+                    "Next: `oyster status STACK` for one stack's facts, `oyster doctor` for what is wrong, `oyster --help` for every command.",
+                );
+            }
+            Ok(status)
+        }
         job => agent_verb(ctx, &job),
     }
 }

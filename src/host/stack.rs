@@ -67,8 +67,25 @@ impl std::fmt::Display for StackName {
     }
 }
 
-/// Checks a stack name: `production`, `staging`, or `[a-z][a-z0-9-]{0,31}`.
+/// Names that are not stacks: `all` (1.5.3's scripts took `--stack all` for every stack;
+/// oyster's word is `--all`) and the names Oysterun 1.5.3 reserves for itself
+/// (`oysterun_service_common.sh`, `is_reserved_custom_stack_name`).
+pub const RESERVED_NAMES: &[&str] = &["all", "local", "phone", "daily", "shared"];
+
+/// Checks a stack name: `production`, `staging`, or `[a-z][a-z0-9-]{0,31}`, not reserved.
 pub fn validate_name(name: &str) -> Result<(), Invalid> {
+    if name == "all" {
+        return Err(Invalid::new(
+            "`all` is not a stack name: every stack is `--all` (start, stop, restart, uninstall)",
+        )
+        .hint("`oyster restart --all`, or `oyster list` to see the stacks"));
+    }
+    if RESERVED_NAMES.contains(&name) {
+        return Err(Invalid::new(format!(
+            "{name:?} is reserved by Oysterun (1.5.3 keeps local, phone, daily and shared for itself), so it cannot be a stack name"
+        ))
+        .hint("choose another name; `--all` acts on every stack"));
+    }
     let bytes = name.as_bytes();
     let ok = !bytes.is_empty()
         && bytes.len() <= 32
@@ -367,11 +384,12 @@ pub fn require_known(stack: &Stack, env: &StackEnv) -> Result<(), Invalid> {
         "there is no stack named {:?} on this machine (known stacks: {list})",
         stack.name
     ));
-    // Oysterun's own scripts took `--stack all` for every stack; here that is `--all`.
-    if stack.name == "all" {
-        return Err(err.hint(
-            "every stack is `--all` (`oyster start --all`, `stop`, `restart`, `uninstall`), not a stack named all",
-        ));
+    let mut candidates: Vec<&str> = known.iter().map(String::as_str).collect();
+    candidates.extend([DEFAULT_STACK, "staging"]);
+    if let Some(near) = nearest(&stack.name, &candidates) {
+        return Err(err.hint(format!(
+            "did you mean `{near}`? (`oyster list` shows every stack)"
+        )));
     }
     Err(err.hint(format!(
         "check the name with `oyster list`; a new stack is created by `oyster setup {0}` (or `oyster install {0} --port N`)",
@@ -379,10 +397,45 @@ pub fn require_known(stack: &Stack, env: &StackEnv) -> Result<(), Invalid> {
     )))
 }
 
+/// The candidate closest to `typed` by edit distance, when it is close enough to be a typo
+/// (at most 2 edits, and fewer than half the name).
+fn nearest<'a>(typed: &str, candidates: &[&'a str]) -> Option<&'a str> {
+    fn distance(a: &str, b: &str) -> usize {
+        let b: Vec<char> = b.chars().collect();
+        let mut row: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.chars().enumerate() {
+            let mut prev = row[0];
+            row[0] = i + 1;
+            for (j, cb) in b.iter().enumerate() {
+                let cur = row[j + 1];
+                row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
+                prev = cur;
+            }
+        }
+        row[b.len()]
+    }
+    candidates
+        .iter()
+        .map(|c| (distance(typed, c), *c))
+        .filter(|(d, _)| *d <= 2 && *d * 2 < typed.chars().count().max(2))
+        .min()
+        .map(|(_, c)| c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::path::Path;
+
+    #[test]
+    fn a_typo_of_a_stack_finds_its_nearest_name_and_a_new_name_none() {
+        let known = ["production", "staging", "snap", "dev"];
+        assert_eq!(nearest("snp", &known), Some("snap"));
+        assert_eq!(nearest("stagin", &known), Some("staging"));
+        assert_eq!(nearest("prodution", &known), Some("production"));
+        assert_eq!(nearest("qa", &known), None);
+        assert_eq!(nearest("newstack", &known), None);
+    }
 
     fn env() -> StackEnv {
         StackEnv {

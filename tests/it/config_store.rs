@@ -216,7 +216,14 @@ fn corrupt_input_is_refused_with_position_and_never_rewritten() {
                 err.contains("config.json") && err.contains(expect),
                 "{text:?} {args:?}: {err}"
             );
-            assert!(r.stdout().is_empty(), "{args:?}: {}", r.stdout());
+            // Under --json the error is one document on stdout; else stdout stays empty.
+            if args.contains(&"--json") {
+                let doc: serde_json::Value = serde_json::from_str(&r.stdout()).unwrap();
+                assert_eq!(doc["error"]["exit_code"], 2, "{args:?}");
+                assert_eq!(doc["error"]["kind"], "invalid", "{args:?}");
+            } else {
+                assert!(r.stdout().is_empty(), "{args:?}: {}", r.stdout());
+            }
             assert_eq!(snapshot(&t), before, "{text:?} {args:?} touched the file");
         }
     }

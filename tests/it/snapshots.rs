@@ -23,7 +23,7 @@ fn real_node_version() -> String {
 /// insta settings whose filters replace the machine- and run-specific parts of a snapshot by
 /// stable placeholders (insta's `filters` feature; applied in order, so a path is replaced
 /// before a prefix of it).
-fn settings(t: &TestContext, ports: &[u16]) -> insta::Settings {
+pub fn settings(t: &TestContext, ports: &[u16]) -> insta::Settings {
     let node = real_node();
     let mut literal: Vec<(String, &str)> = vec![
         (t.home.display().to_string(), "[HOME]"),
@@ -88,14 +88,14 @@ fn shown(args: &[&str], r: &Run) -> String {
 
 /// Runs `oyster args` and snapshots it under `name`, filtered.
 #[track_caller]
-fn snap(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> Run {
+pub fn snap(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> Run {
     let r = t.run(args);
     settings(t, ports).bind(|| insta::assert_snapshot!(name, shown(args, &r)));
     r
 }
 
 /// A HOME with the simulator, the Host fixture pinned, and claude installed in ~/.local/bin.
-fn with_claude() -> TestContext {
+pub fn with_claude() -> TestContext {
     let mut t = TestContext::new();
     t.use_sim();
     t.pin_host_env();
@@ -104,7 +104,7 @@ fn with_claude() -> TestContext {
 }
 
 /// `with_claude`, plus the agent installed and verified for stack `snap` on `port`.
-fn installed(port: u16) -> TestContext {
+pub fn installed(port: u16) -> TestContext {
     let t = with_claude();
     t.run([
         "agent",

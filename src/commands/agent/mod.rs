@@ -4,7 +4,7 @@
 
 mod install;
 mod kill;
-mod list;
+pub mod list;
 pub mod preflight;
 mod print;
 mod regenerate;

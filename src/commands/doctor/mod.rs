@@ -74,6 +74,8 @@ struct Report {
 
 pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
     let st = &ctx.stack;
+    // A typo is refused with the nearest name, as every other verb refuses it (exit 2).
+    crate::host::stack::require_known(st, &ctx.env.stack_env())?;
     let mut checks = vec![];
     if st.config_dir_overridden {
         checks.push(check(

@@ -1,0 +1,125 @@
+//! The first day with oyster (docs/behaviour.md, "The first day"): bare `oyster`, errors a
+//! script can read under `--json`, names that are not stacks, and help that offers only what
+//! a command takes.
+
+use crate::common::{free_port, TestContext};
+use crate::snapshots::{installed, snap};
+
+#[test]
+fn bare_oyster_shows_the_stacks_and_what_to_type_next() {
+    let port = free_port();
+    let t = installed(port);
+    snap("bare_oyster", &t, &[], &[port]).ok();
+    // With no stack at all, the one line names setup (exit 0 either way).
+    let fresh = TestContext::new();
+    let r = fresh.run::<[&str; 0], &str>([]).ok();
+    assert_eq!(
+        r.stdout(),
+        "No Oysterun stack on this machine yet; `oyster setup` sets one up.\n"
+    );
+}
+
+#[test]
+fn a_json_error_is_one_document_on_stdout_with_the_text_still_on_stderr() {
+    let port = free_port();
+    let t = installed(port);
+    // A typo of a stack: the nearest name, exit 2, in both forms.
+    let r = t.run(["status", "snp", "--json"]).fails_with(2);
+    let doc = r.json();
+    let err = &doc["error"];
+    assert_eq!(err["kind"], "invalid");
+    assert_eq!(err["exit_code"], 2);
+    let message = err["message"].as_str().unwrap();
+    assert!(message.contains("snp"), "{doc}");
+    assert!(r.stderr().contains(message), "{}", r.stderr());
+    assert!(err["hint"].as_str().unwrap().contains("snap"), "{doc}");
+    // A usage error under --json too.
+    let r = t.run(["status", "--bogus", "--json"]).fails_with(2);
+    assert_eq!(r.json()["error"]["kind"], "invalid");
+    // Without --json, stdout stays empty.
+    let r = t.run(["status", "snp"]).fails_with(2);
+    assert_eq!(r.stdout(), "");
+}
+
+#[test]
+fn all_and_oysteruns_reserved_names_are_not_stack_names() {
+    let t = TestContext::new();
+    let port = free_port().to_string();
+    let r = t.run(["install", "all", "--port", &port]).fails_with(2);
+    assert!(r.stderr().contains("--all"), "{}", r.stderr());
+    for name in ["local", "phone", "daily", "shared"] {
+        let r = t.run(["setup", name, "--dry-run"]).fails_with(2);
+        assert!(r.stderr().contains("reserved"), "{name}: {}", r.stderr());
+        let r = t.run(["restart", "--stack", name]).fails_with(2);
+        assert!(r.stderr().contains("reserved"), "{name}: {}", r.stderr());
+    }
+    // Nothing was created for any of them.
+    assert!(!t.home.join(".oysterun-stacks").exists());
+    assert!(!t.home.join("Library/LaunchAgents").exists());
+}
+
+#[test]
+fn help_and_completion_offer_stack_only_where_a_command_takes_one() {
+    let t = TestContext::new();
+    for verb in [
+        &["list"][..],
+        &["completions"],
+        &["cleanup"],
+        &["man"],
+        &["agent", "list"],
+    ] {
+        let mut args = verb.to_vec();
+        args.push("--help");
+        let help = t.run(&args).ok().stdout();
+        assert!(!help.contains("--stack <NAME>"), "{verb:?}: {help}");
+    }
+    for verb in [
+        &["status"][..],
+        &["restart"],
+        &["providers", "set"],
+        &["host", "exec"],
+    ] {
+        let mut args = verb.to_vec();
+        args.push("--help");
+        let help = t.run(&args).ok().stdout();
+        assert!(help.contains("--stack <NAME>"), "{verb:?}: {help}");
+    }
+    // bash: the words offered after `oyster list` and after `oyster status`.
+    let script = t.run(["completions", "bash"]).ok().stdout();
+    let opts_after = |case: &str| -> String {
+        let at = script
+            .find(&format!("        {case})"))
+            .unwrap_or_else(|| panic!("{case}"));
+        let rest = &script[at..];
+        let line = rest
+            .lines()
+            .find(|l| l.trim_start().starts_with("opts="))
+            .unwrap();
+        line.to_owned()
+    };
+    assert!(!opts_after("oyster__subcmd__list").contains("--stack"));
+    assert!(opts_after("oyster__subcmd__status").contains("--stack"));
+    // `--stack` after such a verb is refused with its value, as before the verb.
+    let r = t.run(["list", "--stack", "dev"]).fails_with(2);
+    assert!(
+        r.stderr().contains("--stack dev would be ignored"),
+        "{}",
+        r.stderr()
+    );
+}
+
+#[test]
+fn doctor_refuses_a_typo_of_a_stack_as_every_verb_does() {
+    let port = free_port();
+    let t = installed(port);
+    for verb in ["doctor", "status", "restart", "logs"] {
+        let r = t.run([verb, "snp"]).fails_with(2);
+        assert!(
+            r.stderr().contains("did you mean `snap`?"),
+            "{verb}: {}",
+            r.stderr()
+        );
+    }
+    // The stack named right is examined.
+    t.run(["doctor", "snap"]).ok();
+}
