@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs a command on a real pseudo-terminal, types an answer at its [y/N] prompt, and prints
+"""Runs a command on a real pseudo-terminal, types an answer at its [y/N] or [y/s/N] prompt, and prints
 a JSON report: everything the terminal showed, the exit code, and whether it prompted.
 
 Usage: pty_drive.py HEX_ANSWER COMMAND [ARGS...]   (the environment is passed through)
@@ -61,7 +61,7 @@ while time.time() < deadline:
         if not chunk:
             break
         out += chunk
-    if not sent and b"[y/N]" in out:
+    if not sent and (b"[y/N]" in out or b"[y/s/N]" in out):
         time.sleep(0.1)
         if os.environ.get("PTY_WHILE_ASKED"):
             while_asked = meanwhile(json.loads(os.environ["PTY_WHILE_ASKED"]))

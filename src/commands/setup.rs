@@ -40,18 +40,21 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
     } else if opts.install_providers {
         true
     } else if interactive && !args.yes {
-        if !confirm(ctx, &sp.installs, &without)? {
-            crate::say!("{CANCELLED}");
-            return Ok(ExitStatus::Success);
+        match confirm(ctx, &sp.installs, &without)? {
+            Answer::Install => true,
+            Answer::Skip => false,
+            Answer::Cancel => {
+                crate::say!("{CANCELLED}");
+                return Ok(ExitStatus::Success);
+            }
         }
-        true
     } else {
         false
     };
     if !install {
         for i in &sp.installs {
             crate::say!(
-                "note: {} is not installed and will stay unavailable; {}",
+                "note: {} is not installed; it stays auto, and the Host finds it once it is installed ({})",
                 i.provider.id,
                 if args.no_install_providers {
                     "not installed (--no-install-providers)".to_owned()
@@ -62,6 +65,13 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
         }
     }
     let plan = setup::apply(ctx, opts, sp, install)?;
+    // The one thing a new user needs next: where the Host answers.
+    let url = format!("http://127.0.0.1:{}", plan.port);
+    if opts.no_start {
+        ctx.out.out(&format!("url: {url} (once the Host runs)"));
+    } else {
+        ctx.out.out(&format!("url: {url}"));
+    }
     // Oysterun's own setup printed the login QR once the Host ran.
     if !opts.no_start && args.qr.wanted(std::io::stdout().is_terminal()) {
         if let setup::hooks::Ran::Interrupted(sig) = setup::hooks::show_qr(ctx, &plan) {
@@ -145,10 +155,20 @@ fn show(ctx: &Context, opts: &SetupOptions, sp: &SetupPlan) {
     );
 }
 
-/// Asks the one question. Enter, n, no, anything else, EOF or Ctrl-C say no (and cancel the
-/// whole setup, as the seed says); the plan text above it names `without`, the command that
-/// sets the Host up installing nothing.
-fn confirm(ctx: &Context, installs: &[Install], without: &str) -> anyhow::Result<bool> {
+/// The answers to setup's one question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Answer {
+    /// `y`: install the missing providers, then set the Host up.
+    Install,
+    /// `s`: set the Host up without installing them (each stays `auto`, found once installed).
+    Skip,
+    /// Enter, `n`, anything else, EOF or Ctrl-C: change nothing.
+    Cancel,
+}
+
+/// Asks the one question, with three answers: install, skip (set up without installing), or
+/// cancel, the default (Enter, n, anything else, EOF or Ctrl-C), which changes nothing.
+fn confirm(ctx: &Context, installs: &[Install], without: &str) -> anyhow::Result<Answer> {
     let names: Vec<&str> = installs.iter().map(|i| i.provider.display_name).collect();
     let cmds: Vec<String> = installs
         .iter()
@@ -159,18 +179,21 @@ fn confirm(ctx: &Context, installs: &[Install], without: &str) -> anyhow::Result
     } else {
         ("are", "them")
     };
-    // Someone who uses only the other provider should not have to install this one.
+    crate::say!(
+        "Answer y to install {it}, s to set the Host up without {it} (found later once installed; a script runs `{without}`), or N to cancel and change nothing."
+    );
+    // Someone who uses only the other provider can switch this one off for good.
     for i in installs {
         crate::say!(
-            "If you do not use {name}, answer N, run `{off}` (it disables {id}), and run setup again: it will not ask about {id} again.",
+            "If you never use {name}, `{off}` disables it and setup stops asking.",
             name = i.provider.display_name,
-            id = i.provider.id,
-            off = ctx.hints().flag_cmd(&format!("providers set {} \"\"", i.provider.id))
+            off = ctx
+                .hints()
+                .flag_cmd(&format!("providers set {} \"\"", i.provider.id))
         );
     }
-    crate::say!("To set up the Host now without installing {it}, answer N and run `{without}`.");
     ctx.out.out_inline(&format!(
-        "{} {is} not installed. Install {it} now with {}? [y/N] ",
+        "{} {is} not installed. Install {it} now with {}? [y/s/N] ",
         names.join(" and "),
         cmds.join(" and ")
     ));
@@ -182,7 +205,11 @@ fn confirm(ctx: &Context, installs: &[Install], without: &str) -> anyhow::Result
         ctx.out.raw(b"\n");
     }
     let answer = line.unwrap_or_default().trim().to_ascii_lowercase();
-    Ok(answer == "y" || answer == "yes")
+    Ok(match answer.as_str() {
+        "y" | "yes" => Answer::Install,
+        "s" | "skip" => Answer::Skip,
+        _ => Answer::Cancel,
+    })
 }
 
 /// Reads one line from stdin byte by byte, so an interrupt ends the read (`EINTR`) instead of

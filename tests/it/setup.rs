@@ -157,7 +157,7 @@ fn every_way_of_saying_no_at_a_real_terminal_changes_nothing() {
                 "the exact command is named: {output}"
             );
             // Before the question: how to go on without a provider one does not use.
-            let q = output.find("[y/N]").unwrap();
+            let q = output.find("[y/s/N]").unwrap();
             let hint = output
                 .find("oyster providers set codex \"\"")
                 .expect(output);
@@ -218,10 +218,30 @@ fn yes_at_the_terminal_installs_through_the_pinned_npm_and_continues() {
 }
 
 #[test]
+fn skip_at_the_terminal_sets_the_host_up_without_installing_and_keeps_the_providers_auto() {
+    let s = Setup::new(0);
+    let r = s.pty(b"s\r", &["--no-start"]);
+    let output = r["output"].as_str().unwrap();
+    assert_eq!(r["code"], 0, "{output}");
+    assert!(output.contains("Setup complete"), "{output}");
+    assert!(!output.contains(CANCELLED), "{output}");
+    assert!(output.contains("it stays auto"), "{output}");
+    // The URL the Host will answer on, at the end.
+    assert!(output.contains("url: http://127.0.0.1:"), "{output}");
+    assert!(s.npm_calls().is_empty(), "skip installs nothing");
+    let cfg: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(s.config()).unwrap()).unwrap();
+    assert_eq!(cfg["connection_mode"], "direct");
+    assert_ne!(cfg["provider_command_intent"]["claude"], "disabled");
+    assert_eq!(cfg.get("claude_command"), None);
+    s.t.assert_nothing_executed();
+}
+
+#[test]
 fn without_a_terminal_it_never_prompts_and_installs_only_when_told() {
     let s = Setup::new(0);
     let r = s.t.run(s.args(&["--no-start"])).ok();
-    assert!(!r.stdout().contains("[y/N]"));
+    assert!(!r.stdout().contains("[y/s/N]"));
     assert!(r.stdout().contains("--install-providers"), "{}", r.stdout());
     assert!(s.npm_calls().is_empty());
     let cfg: serde_json::Value =
@@ -374,9 +394,9 @@ fn the_question_offers_the_command_that_sets_the_host_up_without_providers() {
     assert!(output.trim_end().ends_with(CANCELLED), "{output}");
     assert_eq!(s.snapshot(true, false), before);
     // Before the question: the exact command, in the form the stack was given.
-    let q = output.find("[y/N]").unwrap();
+    let q = output.find("[y/s/N]").unwrap();
     let offer = output
-        .find("answer N and run `oyster setup --no-install-providers --stack st --root ")
+        .find("a script runs `oyster setup --no-install-providers --stack st --root ")
         .expect(output);
     assert!(offer < q, "{output}");
     // That command, on the same terminal: no question, no npm, the Host set up.
