@@ -32,8 +32,9 @@ pub enum Summary {
     CrashLoop,
     /// Loaded, no Host running (and no crash loop seen).
     NotRunning,
-    /// Stopped by `oyster agent stop`: not loaded, label disabled, plist kept.
-    Disabled,
+    /// Stopped by `oyster stop`: not loaded, label disabled (the `disabled` field says so),
+    /// plist kept. Said `stopped`, the word the user typed.
+    Stopped,
     /// Installed but not loaded (and not disabled).
     NotLoaded,
     /// No plist and nothing loaded.
@@ -524,7 +525,7 @@ fn summarize(st: &AgentStatus) -> Summary {
         (_, true) if st.running => Summary::Unverified,
         (_, true) if st.crash_loop => Summary::CrashLoop,
         (_, true) => Summary::NotRunning,
-        (true, false) if st.disabled == Some(true) => Summary::Disabled,
+        (true, false) if st.disabled == Some(true) => Summary::Stopped,
         (true, false) => Summary::NotLoaded,
         (false, false) => Summary::NotInstalled,
     }

@@ -67,7 +67,7 @@ fn the_summary_keeps_the_facts_apart_in_one_word() {
         disabled: Some(true),
         ..st()
     };
-    assert_eq!(summarize(&stopped), Summary::Disabled);
+    assert_eq!(summarize(&stopped), Summary::Stopped);
     // Disabled unknown (print-disabled failed) is not "stopped on purpose".
     let unknown = AgentStatus {
         disabled: None,

@@ -435,7 +435,7 @@ fn a_start_refused_for_a_held_port_changes_nothing_the_stop_stays() {
         (
             &Value::Bool(true),
             &Value::Bool(false),
-            &Value::from("disabled")
+            &Value::from("stopped")
         ),
         "still stopped and disabled: {st}"
     );

@@ -171,7 +171,7 @@ fn all_acts_on_every_stack_and_names_the_failures_at_the_end() {
     let out = r.stdout();
     for s in ["aa", "bb"] {
         assert!(out.contains(&format!("==> stop stack {s}")), "{out}");
-        assert_eq!(status(&t, s)["summary"], "disabled", "{s}");
+        assert_eq!(status(&t, s)["summary"], "stopped", "{s}");
     }
     let summary: Vec<&str> = out
         .lines()
@@ -376,7 +376,7 @@ fn list_has_one_status_column_and_fits_100_columns() {
     }
     let row = |s: &str| lines.iter().find(|l| l.starts_with(s)).unwrap().to_owned();
     assert!(row("staging").contains(" verified "), "{out}");
-    assert!(row("dev").contains(" disabled "), "{out}");
+    assert!(row("dev").contains(" stopped "), "{out}");
 }
 
 /// A stack directory holding only oyster's bookkeeping, as a refused first install leaves it.

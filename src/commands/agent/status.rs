@@ -30,7 +30,7 @@ pub fn words(s: Summary) -> &'static str {
         Summary::Unverified => "running, NOT verified",
         Summary::CrashLoop => "crash loop",
         Summary::NotRunning => "loaded, not running",
-        Summary::Disabled => "stopped (disabled)",
+        Summary::Stopped => "stopped",
         Summary::NotLoaded => "installed, not loaded",
         Summary::NotInstalled => "not installed",
         Summary::Unknown => "unknown (launchctl could not be asked)",
@@ -42,7 +42,7 @@ pub fn words(s: Summary) -> &'static str {
 pub fn tone(s: Summary) -> Tone {
     match s {
         Summary::Verified | Summary::Direct => Tone::Ok,
-        Summary::Stale | Summary::Disabled | Summary::NotInstalled | Summary::Unknown => Tone::Warn,
+        Summary::Stale | Summary::Stopped | Summary::NotInstalled | Summary::Unknown => Tone::Warn,
         _ => Tone::Fail,
     }
 }
@@ -93,7 +93,7 @@ fn print(ctx: &Context, st: &AgentStatus) {
 
 fn loaded_words(ctx: &Context, st: &AgentStatus) -> String {
     match (st.loaded, st.summary) {
-        (false, Summary::Disabled) => format!(
+        (false, Summary::Stopped) => format!(
             "no: stopped, and disabled so it stays stopped at login; `{}` starts it",
             ctx.hint_cmd("start")
         ),
