@@ -14,6 +14,18 @@ pub fn sync_verb(ctx: &Context, port: Option<u16>) -> anyhow::Result<ExitStatus>
     let _lock = ctx.lock_stack("config sync")?;
     let changes = sync(ctx, port)?;
     crate::config::report(&ctx.stack.config_path(), &changes, ctx.reporter());
+    if changes.is_empty() {
+        return Ok(ExitStatus::Success);
+    }
+    // The config changed, the running Host did not: say which port it still answers on.
+    let installed = crate::host::plist::read_installed(&ctx.stack.plist_path(), ctx.reporter());
+    match (port, installed.as_ref().and_then(|i| i.env.port())) {
+        (Some(new), Some(old)) if new != old => ctx.out.out(&format!(
+            "The Host still runs on port {old}: run `{}` to move it to port {new}.",
+            ctx.hint_cmd("regenerate")
+        )),
+        _ => super::providers::refresh_hint(ctx),
+    }
     Ok(ExitStatus::Success)
 }
 

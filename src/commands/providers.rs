@@ -177,7 +177,7 @@ fn save(
 }
 
 /// Whether the running Host must be refreshed to see a saved change, and how.
-fn refresh_hint(ctx: &Context) {
+pub(super) fn refresh_hint(ctx: &Context) {
     let st = &ctx.stack;
     if st.plist_path().exists() {
         match crate::host::plan::plan(ctx, &Default::default(), crate::host::plan::Writes::None)

@@ -123,3 +123,45 @@ fn doctor_refuses_a_typo_of_a_stack_as_every_verb_does() {
     // The stack named right is examined.
     t.run(["doctor", "snap"]).ok();
 }
+
+#[test]
+fn config_sync_with_a_new_port_says_the_host_still_runs_on_the_old_one() {
+    let port = free_port();
+    let t = installed(port);
+    let new = free_port();
+    let r = t
+        .run([
+            "config",
+            "sync",
+            "--stack",
+            "snap",
+            "--port",
+            &new.to_string(),
+        ])
+        .ok();
+    let out = r.stdout();
+    assert!(
+        out.contains(&format!(
+            "The Host still runs on port {port}: run `oyster agent regenerate --stack snap` to move it to port {new}."
+        )),
+        "{out}"
+    );
+    // Once regenerated, the same sync changes nothing and says nothing about the Host.
+    t.run(["agent", "regenerate", "snap", "--settle-ms", "200"])
+        .ok();
+    let out = t
+        .run([
+            "config",
+            "sync",
+            "--stack",
+            "snap",
+            "--port",
+            &new.to_string(),
+        ])
+        .ok()
+        .stdout();
+    assert!(
+        out.contains("unchanged") && !out.contains("still runs"),
+        "{out}"
+    );
+}

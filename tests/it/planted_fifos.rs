@@ -99,7 +99,7 @@ fn a_fifo_at_the_pid_file_hangs_neither_agent_stop_nor_uninstall() {
     let st = t
         .run(["agent", "status", "--stack", STACK, "--json"])
         .json();
-    assert_eq!(st["summary"], "disabled", "{st}");
+    assert_eq!(st["summary"], "stopped", "{st}");
     mkfifo(&pid_file);
     bounded(&t, &agent(&root, port, "uninstall")).ok();
     assert!(!plist.exists(), "uninstall removes the plist");

@@ -101,12 +101,7 @@ fn stop_keeps_the_plist_and_disables_the_label_and_start_restores_the_same_host(
             &st["loaded"],
             &st["disabled"]
         ),
-        (
-            &"disabled".into(),
-            &true.into(),
-            &false.into(),
-            &true.into()
-        ),
+        (&"stopped".into(), &true.into(), &false.into(), &true.into()),
         "{st}"
     );
     assert!(
@@ -114,7 +109,10 @@ fn stop_keeps_the_plist_and_disables_the_label_and_start_restores_the_same_host(
         "the Host is gone"
     );
     let human = t.run(["status", "--stack", "vb"]).fails_with(1).stdout();
-    assert!(human.contains("stopped (disabled)"), "{human}");
+    assert!(
+        human.contains("status:    stopped\n") && human.contains("disabled so it stays stopped"),
+        "{human}"
+    );
     assert!(!human.contains("crash"), "{human}");
     // A second stop is harmless.
     t.run(["stop", "--stack", "vb"]).ok();
@@ -225,7 +223,7 @@ fn list_shows_every_stack_on_disk_with_its_facts() {
     assert_eq!(row("one")["port"], p1);
     assert!(row("one")["pid"].is_u64());
     assert_eq!(row("one")["env_proof"], "live");
-    assert_eq!(row("two")["summary"], "disabled");
+    assert_eq!(row("two")["summary"], "stopped");
     assert_eq!(row("two")["port"], p2);
     assert_eq!(
         (
@@ -256,7 +254,7 @@ fn list_shows_every_stack_on_disk_with_its_facts() {
         "{human}"
     );
     assert!(
-        lines[3].starts_with("two") && lines[3].contains("disabled"),
+        lines[3].starts_with("two") && lines[3].contains(" stopped "),
         "{human}"
     );
 }

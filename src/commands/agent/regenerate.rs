@@ -112,5 +112,22 @@ fn show_diff(ctx: &Context, plan: &Plan) -> anyhow::Result<ExitStatus> {
             lines.join(", ")
         ));
     }
+    // What running it for real would do to the Host.
+    let loaded = ctx
+        .launchctl()
+        .ok()
+        .and_then(|lc| lc.find_loaded(&ctx.stack.label).ok().flatten())
+        .is_some();
+    ctx.out.err(&if loaded {
+        format!(
+            "Dry run: nothing was written. `{}` would write this plist and reload the running Host with it (then verify it, rolling back if it does not verify).",
+            ctx.hint_cmd("regenerate")
+        )
+    } else {
+        format!(
+            "Dry run: nothing was written. `{}` would write this plist; the job is not loaded, so no Host would be restarted.",
+            ctx.hint_cmd("regenerate")
+        )
+    });
     Ok(ExitStatus::Success)
 }

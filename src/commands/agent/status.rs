@@ -65,11 +65,20 @@ fn print(ctx: &Context, st: &AgentStatus) {
     if let Some(url) = &st.url {
         out.out(&format!("  url:       {url}"));
     }
-    out.out(&format!(
-        "  installed: {} ({})",
-        yn(st.installed),
-        st.plist_path
-    ));
+    if st.summary == Summary::NotInstalled {
+        out.out(&format!(
+            "  installed: no ({}); `{}` sets the Host up (`{}` installs the LaunchAgent alone)",
+            st.plist_path,
+            ctx.hints().cmd("setup"),
+            ctx.hint_cmd("install")
+        ));
+    } else {
+        out.out(&format!(
+            "  installed: {} ({})",
+            yn(st.installed),
+            st.plist_path
+        ));
+    }
     out.out(&format!("  loaded:    {}", loaded_words(ctx, st)));
     print_running(ctx, st);
     print_plist_warnings(ctx, st);

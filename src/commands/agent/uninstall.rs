@@ -57,7 +57,9 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
                 remove_what_this_run_created(stack);
             }
             ctx.out.out(&format!(
-                "{} {}. {kept}",
+                "Uninstalled stack {} ({}): {} {}. {kept}",
+                stack.name,
+                stack.label,
                 plist.display(),
                 if removed { "removed" } else { "was not there" },
             ));
@@ -69,9 +71,11 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
         remove_what_this_run_created(stack);
     }
     ctx.out.out(&format!(
-        "{}{} removed. {kept}",
+        "Uninstalled stack {} ({}): {}{} removed. {kept}",
+        stack.name,
+        stack.label,
         if was_loaded {
-            "Booted out the job; "
+            "booted out the job; "
         } else {
             ""
         },
