@@ -32,7 +32,9 @@ const MEANINGS: &[(&str, &str)] = &[
     ("log", "logs"),
     ("tail", "logs"),
     ("remove", "uninstall"),
-    ("rm", "uninstall"),
+    // brew services: `rm`/`cl` are `cleanup` (remove unused services), not uninstall.
+    ("rm", "cleanup"),
+    ("cl", "cleanup"),
     ("delete", "uninstall"),
     ("add", "install"),
     ("clean", "cleanup"),
@@ -42,7 +44,9 @@ const MEANINGS: &[(&str, &str)] = &[
     ("diagnose", "doctor"),
     ("init", "setup"),
     ("configure", "setup"),
-    ("terminate", "kill"),
+    // brew services: `terminate`/`term` stop a service (oyster's `kill` only signals it).
+    ("terminate", "stop"),
+    ("term", "stop"),
     ("signal", "kill"),
     ("provider", "providers"),
     ("completion", "completions"),

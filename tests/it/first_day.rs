@@ -165,3 +165,24 @@ fn config_sync_with_a_new_port_says_the_host_still_runs_on_the_old_one() {
         "{out}"
     );
 }
+
+#[test]
+fn brews_words_mean_what_brew_users_mean() {
+    let t = TestContext::new();
+    for (typed, meant) in [
+        (&["terminate", "dev"][..], "try `oyster stop dev`"),
+        (&["term"], "try `oyster stop`"),
+        (&["rm"], "try `oyster cleanup`"),
+        (&["services", "rm"], "try `oyster cleanup`"),
+    ] {
+        let r = t.run(typed).fails_with(2);
+        assert!(r.stderr().contains(meant), "{typed:?}: {}", r.stderr());
+    }
+    // kill of a stack that is not installed names install, never start (which would fail).
+    let mut t = TestContext::new();
+    t.use_sim();
+    let r = t.run(["kill"]).fails_with(1);
+    assert!(r.stderr().contains("is not installed"), "{}", r.stderr());
+    assert!(r.stderr().contains("oyster install"), "{}", r.stderr());
+    assert!(!r.stderr().contains("oyster start"), "{}", r.stderr());
+}

@@ -7,6 +7,10 @@ use crate::ExitStatus;
 
 pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     preflight::require_known(ctx)?;
+    // Not installed: there is nothing `start` could start either; say how to set it up.
+    if !preflight::is_installed(ctx)? {
+        return Err(preflight::not_installed(ctx, "kill").into());
+    }
     let lock = ctx.lock_stack("agent kill")?;
     let agent = Agent::new(ctx, &lock)?;
     let k = agent.kill(&|verb| ctx.hint_cmd(verb))?;
