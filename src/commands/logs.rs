@@ -14,7 +14,14 @@ const POLL: Duration = Duration::from_millis(150);
 
 pub fn run(ctx: &Context, args: &Logs) -> anyhow::Result<ExitStatus> {
     crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
-    let path = ctx.stack.log_path();
+    let (path, legacy) = ctx.stack.log_to_show();
+    if legacy.is_some() {
+        ctx.out.note(&format!(
+            "showing {}, the log Oysterun 1.5.3 wrote for this stack ({} does not exist yet)",
+            path.display(),
+            ctx.stack.log_path().display()
+        ));
+    }
     let config = ctx.stack.config_path();
     let mut file = tail::open_log(&path)?;
     let n = usize::try_from(args.lines).unwrap_or(usize::MAX);

@@ -182,6 +182,23 @@ impl Stack {
         self.log_dir.join("oysterun-host.log")
     }
 
+    /// The log `oyster logs` shows: oyster's own ([`Stack::log_path`]); for a custom stack
+    /// migrated from Oysterun 1.5.3 whose Host has not written that one yet, the name 1.5.3's
+    /// scripts gave it (`logs/oysterun-host-NAME.log`), returned as the second value so the
+    /// caller says which file it shows.
+    pub fn log_to_show(&self) -> (PathBuf, Option<PathBuf>) {
+        let own = self.log_path();
+        if self.is_builtin() || std::fs::symlink_metadata(&own).is_ok() {
+            return (own, None);
+        }
+        let legacy = self.log_dir.join(format!("oysterun-host-{}.log", self.name));
+        if std::fs::symlink_metadata(&legacy).is_ok() {
+            (legacy.clone(), Some(legacy))
+        } else {
+            (own, None)
+        }
+    }
+
     /// docs/behaviour.md §9: the Host log launchd (or direct startup) opens for the Host's output
     /// must be a regular file, or not exist yet. A FIFO there blocks launchd's spawn (and every
     /// launchctl call after it), a symlink sends the Host's output wherever it points: refused,

@@ -186,3 +186,24 @@ fn brews_words_mean_what_brew_users_mean() {
     assert!(r.stderr().contains("oyster install"), "{}", r.stderr());
     assert!(!r.stderr().contains("oyster start"), "{}", r.stderr());
 }
+
+#[test]
+fn logs_of_a_stack_migrated_from_oysterun_1_5_3_show_its_log_and_say_which() {
+    let t = TestContext::new();
+    let logs = t.home.join(".oysterun-stacks/old/logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    std::fs::create_dir_all(t.home.join(".oysterun-stacks/old/host")).unwrap();
+    std::fs::write(logs.join("oysterun-host-old.log"), "line one\nline two\n").unwrap();
+    let r = t.run(["logs", "old"]).ok();
+    assert_eq!(r.stdout(), "line one\nline two\n");
+    assert!(
+        r.stderr().contains("oysterun-host-old.log, the log Oysterun 1.5.3 wrote"),
+        "{}",
+        r.stderr()
+    );
+    // Once oyster's own log exists, it is the one shown, without the note.
+    std::fs::write(logs.join("oysterun-host.log"), "new\n").unwrap();
+    let r = t.run(["logs", "old"]).ok();
+    assert_eq!(r.stdout(), "new\n");
+    assert!(!r.stderr().contains("1.5.3"), "{}", r.stderr());
+}
