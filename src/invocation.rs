@@ -145,6 +145,11 @@ pub enum Verb {
     HostStop,
     HostStatus,
     HostExec,
+    Version {
+        verbose: bool,
+    },
+    Open,
+    Qr,
     Completions(clap_complete::Shell),
     Man {
         dir: Option<PathBuf>,
@@ -177,6 +182,9 @@ impl Verb {
             | Verb::ProvidersStatus => "providers",
             Verb::ConfigSync { .. } | Verb::ConfigShow => "config",
             Verb::HostStart { .. } | Verb::HostStop | Verb::HostStatus | Verb::HostExec => "host",
+            Verb::Version { .. } => "version",
+            Verb::Open => "open",
+            Verb::Qr => "qr",
             Verb::Completions(_) => "completions",
             Verb::Man { .. } => "man",
             Verb::CompleteStacks => "__complete-stacks",

@@ -130,12 +130,11 @@ fn example_block(rows: &[(String, &str)]) -> String {
     two_columns("Examples:", rows, 36)
 }
 
-/// Every example, in one place: `--help` shows them (`after_help`) and the man pages print
-/// the same text as their EXAMPLES section. (Over 80 lines on purpose: it is one data table,
-/// a row per example, and splitting it would scatter what must stay in one place.)
-pub fn examples_for(name: &str) -> String {
-    let rows: &[(&str, &str)] = match name {
-        "setup" => &[
+/// Each command's examples, for its `--help` and man page (one table, not a function).
+const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
+    (
+        "setup",
+        &[
             ("oyster setup", "plan, ask once, apply, verify"),
             ("oyster setup --dry-run", "print the plan; change nothing"),
             (
@@ -151,21 +150,33 @@ pub fn examples_for(name: &str) -> String {
                 "",
             ),
         ],
-        "status" => &[
+    ),
+    (
+        "status",
+        &[
             ("oyster status", "installed, loaded, running, verified?"),
             ("oyster status staging --json", "the facts, for scripts"),
             ("oyster info dev", "the same (as `brew services info`)"),
         ],
-        "start" => &[
+    ),
+    (
+        "start",
+        &[
             ("oyster start", "undo `stop`: enable, load, verify"),
             ("oyster start dev", "the stack named dev"),
             ("oyster start --all", "every stack on this machine"),
         ],
-        "stop" => &[
+    ),
+    (
+        "stop",
+        &[
             ("oyster stop", "stays stopped across logins"),
             ("oyster stop --all", "every stack on this machine"),
         ],
-        "restart" => &[
+    ),
+    (
+        "restart",
+        &[
             ("oyster restart", "restart and verify"),
             (
                 "oyster restart dev --wait 60",
@@ -177,7 +188,10 @@ pub fn examples_for(name: &str) -> String {
             ),
             ("oyster restart --all --no-qr", "every stack; no login QR"),
         ],
-        "logs" => &[
+    ),
+    (
+        "logs",
+        &[
             ("oyster logs", "the last 20 lines"),
             (
                 "oyster logs staging -n 200",
@@ -185,16 +199,28 @@ pub fn examples_for(name: &str) -> String {
             ),
             ("oyster logs -f", "follow; Ctrl-C ends it"),
         ],
-        "list" => &[
+    ),
+    (
+        "list",
+        &[
             ("oyster list", "one line per stack (also: oyster ls)"),
             ("oyster list --json", "every stack's status document"),
         ],
-        "kill" => &[("oyster kill", "SIGTERM the Host; launchd starts it again")],
-        "install" => &[
+    ),
+    (
+        "kill",
+        &[("oyster kill", "SIGTERM the Host; launchd starts it again")],
+    ),
+    (
+        "install",
+        &[
             ("oyster install", "write, load and verify the LaunchAgent"),
             ("oyster install dev --port 8810 --root ~/src/oysterun", ""),
         ],
-        "uninstall" => &[
+    ),
+    (
+        "uninstall",
+        &[
             (
                 "oyster uninstall",
                 "boot out, remove the plist; keep config and logs",
@@ -204,24 +230,36 @@ pub fn examples_for(name: &str) -> String {
                 "every stack (before `brew uninstall oyster`)",
             ),
         ],
-        "cleanup" => &[
+    ),
+    (
+        "cleanup",
+        &[
             (
                 "oyster cleanup",
                 "list the leftover stacks; ask on a terminal",
             ),
             ("oyster cleanup --yes", "remove them without asking"),
         ],
-        "doctor" => &[
+    ),
+    (
+        "doctor",
+        &[
             ("oyster doctor", "what is wrong, and the fix"),
             ("oyster doctor --json | jq .ok", ""),
             ("oyster doctor --probe", "also run `<provider> --version`"),
         ],
-        "config" => &[
+    ),
+    (
+        "config",
+        &[
             ("oyster config show", "secrets redacted"),
             ("oyster config show --json", ""),
             ("oyster config sync --stack dev --port 8810", ""),
         ],
-        "host" => &[
+    ),
+    (
+        "host",
+        &[
             (
                 "oyster host start --root ~/src/oysterun",
                 "start the Host without launchd (Linux)",
@@ -229,22 +267,53 @@ pub fn examples_for(name: &str) -> String {
             ("oyster host status --json", ""),
             ("oyster host stop", ""),
         ],
-        "completions" => &[
+    ),
+    (
+        "completions",
+        &[
             ("oyster completions zsh > ~/.zfunc/_oyster", ""),
             (
                 "oyster completions bash > /etc/bash_completion.d/oyster",
                 "",
             ),
         ],
-        "man" => &[
+    ),
+    (
+        "man",
+        &[
             ("oyster man | man -l -", "read oyster(1)"),
             (
                 "oyster man --dir share/man/man1",
                 "every page, for packagers",
             ),
         ],
-        _ => &[],
-    };
+    ),
+    (
+        "version",
+        &[
+            ("oyster version", "the same as `oyster --version`"),
+            (
+                "oyster version --verbose",
+                "also each stack's Node and Oysterun",
+            ),
+        ],
+    ),
+    (
+        "open",
+        &[
+            ("oyster open", "the Host's URL, in the browser"),
+            ("oyster open dev", "the stack named dev"),
+        ],
+    ),
+    ("qr", &[("oyster qr", "show the login QR again")]),
+];
+
+/// A command's examples block (empty for a command without examples).
+pub fn examples_for(name: &str) -> String {
+    let rows = EXAMPLES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(&[][..], |(_, rows)| rows);
     let rows: Vec<(String, &str)> = rows.iter().map(|(c, w)| ((*c).to_owned(), *w)).collect();
     example_block(&rows)
 }

@@ -151,6 +151,27 @@ pub enum Command {
     /// Direct (pid-file) Host startup, for Linux and macOS without launchd.
     #[command(subcommand, after_help = examples_for("host"))]
     Host(HostCommand),
+    /// Print oyster's version; `--verbose` adds, per stack, the pinned Node and the Oysterun
+    /// root with its version.
+    #[command(after_help = examples_for("version"))]
+    Version {
+        /// Also the pinned Node and the Oysterun root and version of every stack.
+        #[arg(long, short)]
+        verbose: bool,
+    },
+    /// Open the Host's URL in the browser (`open` on macOS, `xdg-open` elsewhere; the URL is
+    /// printed when neither exists).
+    #[command(after_help = examples_for("open"))]
+    Open {
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Show the login QR again, through the Oysterun root's own entry point (as after `start`).
+    #[command(after_help = examples_for("qr"))]
+    Qr {
+        #[command(flatten)]
+        target: Target,
+    },
     /// Print a shell completion script (`--stack` completes the stacks on this machine).
     #[command(after_help = examples_for("completions"))]
     Completions {

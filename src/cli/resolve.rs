@@ -272,6 +272,18 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
                 Verb::HostExec
             }
         },
+        Command::Version { verbose } => {
+            n.unnamed = true;
+            Verb::Version { verbose: *verbose }
+        }
+        Command::Open { target } => {
+            n.target(target);
+            Verb::Open
+        }
+        Command::Qr { target } => {
+            n.target(target);
+            Verb::Qr
+        }
         Command::Completions { shell } => {
             n.unnamed = true;
             Verb::Completions(*shell)

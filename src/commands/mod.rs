@@ -10,9 +10,11 @@ pub mod every;
 pub mod host;
 pub mod logs;
 pub mod man;
+pub mod open;
 pub mod provider_status;
 pub mod providers;
 pub mod setup;
+pub mod version;
 
 use std::io::IsTerminal;
 
@@ -81,6 +83,9 @@ pub fn dispatch(ctx: &Context, inv: Invocation) -> anyhow::Result<ExitStatus> {
             logs::run(ctx, &args)
         }
         Verb::Cleanup(args) => cleanup::run(ctx, &args),
+        Verb::Version { verbose } => version::run(ctx, verbose),
+        Verb::Open => open::open(ctx),
+        Verb::Qr => open::qr(ctx),
         Verb::Overview => {
             ctx.announce_overrides();
             let status = agent::list::run(ctx)?;

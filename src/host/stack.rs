@@ -191,7 +191,9 @@ impl Stack {
         if self.is_builtin() || std::fs::symlink_metadata(&own).is_ok() {
             return (own, None);
         }
-        let legacy = self.log_dir.join(format!("oysterun-host-{}.log", self.name));
+        let legacy = self
+            .log_dir
+            .join(format!("oysterun-host-{}.log", self.name));
         if std::fs::symlink_metadata(&legacy).is_ok() {
             (legacy.clone(), Some(legacy))
         } else {

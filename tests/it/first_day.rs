@@ -197,7 +197,8 @@ fn logs_of_a_stack_migrated_from_oysterun_1_5_3_show_its_log_and_say_which() {
     let r = t.run(["logs", "old"]).ok();
     assert_eq!(r.stdout(), "line one\nline two\n");
     assert!(
-        r.stderr().contains("oysterun-host-old.log, the log Oysterun 1.5.3 wrote"),
+        r.stderr()
+            .contains("oysterun-host-old.log, the log Oysterun 1.5.3 wrote"),
         "{}",
         r.stderr()
     );
@@ -206,4 +207,79 @@ fn logs_of_a_stack_migrated_from_oysterun_1_5_3_show_its_log_and_say_which() {
     let r = t.run(["logs", "old"]).ok();
     assert_eq!(r.stdout(), "new\n");
     assert!(!r.stderr().contains("1.5.3"), "{}", r.stderr());
+}
+
+/// An executable at `path` that appends its arguments to `log` (a stand-in for `xdg-open`).
+fn recorder(path: &std::path::Path, log: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(
+        path,
+        format!("#!/bin/sh\necho \"$*\" >> '{}'\n", log.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn version_open_and_qr_answer_on_demand() {
+    let port = free_port();
+    let mut t = installed(port);
+    // version, plain and verbose (the pinned Node and the root of each stack).
+    let plain = t.run(["version"]).ok().stdout();
+    assert_eq!(plain, format!("oyster {}\n", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        t.run(["--version"]).ok().stdout(),
+        plain,
+        "the same as --version"
+    );
+    let root = t.path("root");
+    std::fs::write(root.join("package.json"), r#"{"version": "1.5.3"}"#).unwrap();
+    let verbose = t.run(["version", "--verbose"]).ok().stdout();
+    assert!(verbose.contains("stack snap:"), "{verbose}");
+    assert!(
+        verbose.contains(&format!("oysterun: {} 1.5.3", root.display())),
+        "{verbose}"
+    );
+    assert!(verbose.contains("  node:     "), "{verbose}");
+    // open: the URL handed to xdg-open on PATH, nothing else.
+    let log = t.path("opened.log");
+    let bin = t.path("bin");
+    recorder(&bin.join("xdg-open"), &log);
+    t.path_dirs.push(bin);
+    let r = t.run(["open", "snap"]).ok();
+    let url = format!("http://127.0.0.1:{port}");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), format!("{url}\n"));
+    assert!(
+        r.stdout().contains(&format!("Opened {url}")),
+        "{}",
+        r.stdout()
+    );
+    // Without an opener, the URL is printed and the missing opener said.
+    t.path_dirs.clear();
+    let r = t.run(["open", "snap"]).ok();
+    assert_eq!(r.stdout(), format!("{url}\n"));
+    assert!(r.stderr().contains("xdg-open"), "{}", r.stderr());
+    // qr: the root's own entry point, with the stack's port, again and again.
+    let qr_log = t.path("qr.log");
+    std::fs::write(
+        root.join("host-service/setup.mjs"),
+        format!(
+            "import fs from 'node:fs';\nfs.appendFileSync({:?}, process.argv.slice(2).join(' ') + ' ' + process.env.OYSTERUN_PORT + '\\n');\nconsole.log('LOGIN-QR');\n",
+            qr_log.display().to_string()
+        ),
+    )
+    .unwrap();
+    for _ in 0..2 {
+        let r = t.run(["qr", "snap"]).ok();
+        assert!(r.stdout().contains("LOGIN-QR"), "{}", r.stdout());
+    }
+    assert_eq!(
+        std::fs::read_to_string(&qr_log).unwrap(),
+        format!("--show-qr {port}\n--show-qr {port}\n")
+    );
+    // A root without the entry point: said, exit 1.
+    std::fs::remove_file(root.join("host-service/setup.mjs")).unwrap();
+    let r = t.run(["qr", "snap"]).fails_with(1);
+    assert!(r.stderr().contains("no login QR"), "{}", r.stderr());
 }

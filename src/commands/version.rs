@@ -1,0 +1,55 @@
+//! `oyster version [--verbose]`: `--version`, and with `--verbose` what each stack runs — the
+//! pinned Node and the Oysterun root with its version (read from its `package.json`).
+
+use crate::context::Context;
+use crate::host::plan::{self, HostInputs, Writes};
+use crate::ExitStatus;
+
+/// The most of a root's `package.json` that is read.
+const MAX_PACKAGE_JSON: u64 = 1 << 20;
+
+pub fn run(ctx: &Context, verbose: bool) -> anyhow::Result<ExitStatus> {
+    ctx.out
+        .out(&format!("oyster {}", env!("CARGO_PKG_VERSION")));
+    if !verbose {
+        return Ok(ExitStatus::Success);
+    }
+    ctx.out.out(&format!("  path:  {}", ctx.launcher.display()));
+    let names = crate::host::stack::discover(&ctx.env.stack_env());
+    if names.is_empty() {
+        ctx.out
+            .out("  no stack on this machine yet (`oyster setup` sets one up)");
+    }
+    for name in names {
+        let sub = ctx.for_stack(&name)?;
+        match plan::plan(&sub, &HostInputs::default(), Writes::None) {
+            Ok(p) => {
+                ctx.out.out(&format!("stack {name}:"));
+                ctx.out.out(&format!(
+                    "  node:     {} {}",
+                    p.node.path.display(),
+                    p.node.version
+                ));
+                ctx.out.out(&format!(
+                    "  oysterun: {} {}",
+                    p.root.display(),
+                    oysterun_version(&p.root).unwrap_or_else(|| "(version unknown)".into())
+                ));
+            }
+            Err(e) => ctx.out.out(&format!(
+                "stack {name}: {}",
+                format!("{e:#}").lines().next().unwrap_or_default()
+            )),
+        }
+    }
+    Ok(ExitStatus::Success)
+}
+
+/// The `version` of the root's `package.json`, through the one bounded reader.
+fn oysterun_version(root: &std::path::Path) -> Option<String> {
+    let bytes = crate::sys::fs::read_regular(&root.join("package.json"), MAX_PACKAGE_JSON)
+        .ok()
+        .flatten()?;
+    let doc: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    doc.get("version")?.as_str().map(str::to_owned)
+}
