@@ -135,6 +135,13 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
     let installed = agentplist::read_installed(&ctx.stack.plist_path(), ctx.reporter());
     let mut st = blank(ctx, installed.as_ref());
     note_broken_files(ctx, &mut st);
+    if let Err(e) = ctx.stack.refuse_unwritable_agents_dir() {
+        let fix = e.hint.unwrap_or_default();
+        st.notes.push(format!(
+            "{}; fix: {fix}",
+            e.msg.trim_end_matches("; nothing was changed")
+        ));
+    }
     if installed.is_none() {
         note_unreadable_plist(ctx, &mut st);
     }

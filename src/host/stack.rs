@@ -227,6 +227,54 @@ impl Stack {
         )))
     }
 
+    /// `~/Library/LaunchAgents` must be this user's to write: after a `sudo` mistake it is
+    /// owned by root, or someone made it read-only (mode 555). Refused before anything is
+    /// written, naming the directory, its owner and mode, and the fix; a missing directory is
+    /// fine (oyster creates it).
+    pub fn refuse_unwritable_agents_dir(&self) -> Result<(), crate::error::Failed> {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = self.home.join("Library/LaunchAgents");
+        let Ok(meta) = std::fs::metadata(&dir) else {
+            return Ok(());
+        };
+        let me = crate::sys::user::euid();
+        let mode = meta.permissions().mode() & 0o7777;
+        let owner = meta.uid();
+        let who = |uid: u32| {
+            crate::sys::user::name_of(uid)
+                .map_or(format!("uid {uid}"), |n| format!("{n} (uid {uid})"))
+        };
+        let (why, fix) = if owner != me {
+            (
+                format!(
+                    "it is owned by {} (mode {mode:04o}), not by you ({})",
+                    who(owner),
+                    who(me)
+                ),
+                format!(
+                    "`sudo chown $USER {}` (a `sudo` run of an installer or of oyster left it so)",
+                    dir.display()
+                ),
+            )
+        } else if mode & 0o300 != 0o300 {
+            (
+                format!(
+                    "its mode is {mode:04o}, so even you, its owner, cannot create files in it"
+                ),
+                format!("`chmod u+wx {}`", dir.display()),
+            )
+        } else {
+            return Ok(());
+        };
+        Err(crate::error::Failed::new(
+            format!(
+                "oyster cannot write the LaunchAgent into {}: {why}; nothing was changed",
+                dir.display()
+            ),
+            format!("{fix}, then run the command again"),
+        ))
+    }
+
     /// The Host's pid file, named as Oysterun's scripts name it (docs/behaviour.md stacks table):
     /// `oysterun-host.pid` for production and staging, `oysterun-host-NAME.pid` otherwise.
     pub fn pid_path(&self) -> PathBuf {

@@ -283,3 +283,48 @@ fn version_open_and_qr_answer_on_demand() {
     let r = t.run(["qr", "snap"]).fails_with(1);
     assert!(r.stderr().contains("no login QR"), "{}", r.stderr());
 }
+
+#[test]
+fn a_launchagents_dir_the_user_cannot_write_is_named_with_its_fix_and_nothing_changes() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut t = crate::snapshots::with_claude();
+    let port = free_port().to_string();
+    let agents = t.home.join("Library/LaunchAgents");
+    std::fs::create_dir_all(&agents).unwrap();
+    // Read-only (mode 555): refused by its mode, also for root, who could write it anyway.
+    std::fs::set_permissions(&agents, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let before = crate::common::tree(&t.home);
+    let r = t.run(["install", "pa", "--port", &port]).fails_with(1);
+    let err = r.stderr();
+    assert!(
+        err.contains("Library/LaunchAgents") && err.contains("mode is 0555"),
+        "{err}"
+    );
+    assert!(err.contains("chmod u+wx"), "{err}");
+    assert_eq!(crate::common::tree(&t.home), before, "nothing was written");
+    // Owned by another user (a `sudo` mistake): the owner and `sudo chown` are named, in
+    // install, regenerate, status and doctor alike.
+    std::fs::set_permissions(&agents, std::fs::Permissions::from_mode(0o755)).unwrap();
+    if nix::unistd::geteuid().is_root() {
+        std::os::unix::fs::chown(&agents, Some(54321), None).unwrap();
+        let before = crate::common::tree(&t.home);
+        let r = t.run(["install", "pa", "--port", &port]).fails_with(1);
+        assert!(r.stderr().contains("owned by uid 54321"), "{}", r.stderr());
+        assert!(r.stderr().contains("sudo chown $USER"), "{}", r.stderr());
+        assert_eq!(crate::common::tree(&t.home), before, "nothing was written");
+        let r = t.run(["agent", "regenerate"]).fails_with(1);
+        assert!(r.stderr().contains("sudo chown $USER"), "{}", r.stderr());
+        let st = t.run(["status", "--json"]).json();
+        let notes = st["notes"].to_string();
+        assert!(notes.contains("sudo chown $USER"), "{st}");
+        let doc = t.run(["doctor", "--json"]).json();
+        let check = doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == "LaunchAgents dir")
+            .unwrap_or_else(|| panic!("{doc}"));
+        assert_eq!(check["status"], "fail", "{doc}");
+        t.extra_env.clear();
+    }
+}

@@ -49,6 +49,9 @@ pub fn run<T>(
     step: impl FnOnce(Prepared<'_>) -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
     let _guard = InterruptGuard::install();
+    // Before the lock or the config sync: a LaunchAgents directory this user cannot write
+    // (one stat, so before the port's probe too).
+    ctx.stack.refuse_unwritable_agents_dir()?;
     refuse_held_port(ctx, host)?;
     let lock = ctx.lock_stack(verb)?;
     ctx.stack.refuse_special_log()?;

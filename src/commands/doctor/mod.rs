@@ -108,6 +108,10 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
     checks.extend(plist_file_checks(ctx, installed.as_ref()));
     checks.extend(launchd_checks(ctx, installed.as_ref()));
     checks.push(log_dir_check(ctx));
+    if let Err(e) = st.refuse_unwritable_agents_dir() {
+        let msg = e.msg.trim_end_matches("; nothing was changed").to_owned();
+        checks.push(check("LaunchAgents dir", Level::Fail, msg, e.hint));
+    }
     checks.extend(privacy_check(plan_ok(&plan)));
     // A FIFO or symlink where launchd opens the Host log (docs/behaviour.md §9).
     if let Err(e) = st.refuse_special_log() {
