@@ -344,10 +344,36 @@ fn a_failed_restart_shows_only_what_this_attempt_logged_at_most_20_lines() {
         .lines()
         .skip_while(|l| !l.contains("this attempt's last lines of"))
         .skip(1)
-        .take_while(|l| !l.starts_with("hint:"))
+        .take_while(|l| !l.starts_with("hint:") && !l.starts_with("next:"))
         .collect();
     assert!(!tail.is_empty() && tail.len() <= 20, "{e}");
+    // Then the next step: the log as it goes on (a crash is not cured by waiting longer).
+    assert!(
+        e.contains("next: `oyster agent logs --stack tailx -f` follows the Host log")
+            || e.contains("next: `oyster logs --stack tailx -f` follows the Host log"),
+        "{e}"
+    );
+    assert!(!e.contains("--wait 60"), "{e}");
     let _ = std::fs::remove_file(s.root.join("host-service/crash-on-start"));
     s.t.run(["agent", "uninstall", "--stack", "tailx"]).ok();
+    s.t.wait_no_processes();
+}
+
+#[test]
+fn a_restart_whose_wait_ran_out_names_the_log_to_follow_and_a_longer_wait() {
+    let s = crate::common::Stack::new("waitx");
+    s.t.run(s.args("install")).ok();
+    // The new Host runs but never answers /health 200: the wait runs out.
+    crate::common::TestContext::fixture_flag(&s.root, "unhealthy", "");
+    let e =
+        s.t.run(s.host_args(&["restart"]).wait(2, 200))
+            .fails_with(1)
+            .stderr();
+    assert!(
+        e.contains("next: `oyster logs --stack waitx -f` follows the Host log; `oyster restart --stack waitx --wait 60` gives the Host longer to answer"),
+        "{e}"
+    );
+    let _ = std::fs::remove_file(s.root.join("host-service/unhealthy"));
+    s.t.run(["uninstall", "--stack", "waitx"]).ok();
     s.t.wait_no_processes();
 }

@@ -240,8 +240,18 @@ impl Agent<'_> {
         // the config is read again after the log, so whatever the tail holds is known by the
         // time it is printed.
         crate::config::learn_secrets(&self.stack.config_path());
+        // The next step: the log as it goes on, and more time when the wait ran out (not
+        // when the Host died: waiting longer would not help).
+        let ran_out = super::verification::ran_out(failure);
+        let mut next = format!("`{} -f` follows the Host log", self.hints.agent("logs"));
+        if ran_out {
+            next.push_str(&format!(
+                "; `{} --wait 60` gives the Host longer to answer",
+                self.hints.agent("restart")
+            ));
+        }
         format!(
-            "the Host did not verify: {failure}\n--- this attempt's last lines of {} ---\n{}",
+            "the Host did not verify: {failure}\n--- this attempt's last lines of {} ---\n{}\nnext: {next}",
             log.display(),
             tail.trim_end()
         )

@@ -226,3 +226,13 @@ pub(super) fn generated_keys_match(info: &PrintInfo, env: &LaunchEnv) -> bool {
         .iter()
         .all(|(k, v)| info.environment.get(k) == Some(v))
 }
+
+/// Whether a verification failure is its wait running out (no new instance, or no 200 from
+/// `/health` in time), rather than a Host that died: only then does a longer `--wait` help.
+/// The texts are the ones this module writes.
+pub(super) fn ran_out(failure: &str) -> bool {
+    let timeout_none = verify::HealthFailure::Timeout(None).to_string();
+    failure.starts_with("no new running instance within")
+        || failure.starts_with(&timeout_none)
+        || (failure.starts_with("GET /health answered") && failure.contains("never 200"))
+}
