@@ -200,6 +200,10 @@ pub enum JobCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Every stack on this machine, one after another (`--json`: `{"stacks": [...]}`); exit
+        /// 1 unless every one is verified.
+        #[arg(long, conflicts_with = "stack_name")]
+        all: bool,
         #[command(flatten)]
         target: Target,
     },

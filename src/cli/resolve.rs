@@ -307,9 +307,10 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
         restore_sessions: restore,
     };
     match job {
-        JobCommand::Status { json, target } => {
+        JobCommand::Status { json, all, target } => {
             n.target(target);
             n.json = *json;
+            n.all = *all;
             Verb::Status
         }
         JobCommand::Start(a) => {

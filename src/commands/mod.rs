@@ -55,6 +55,9 @@ pub fn dispatch(ctx: &Context, inv: Invocation) -> anyhow::Result<ExitStatus> {
     ctx.out.set_mode(inv.mode);
     if inv.stacks == Stacks::All {
         ctx.announce_overrides();
+        if let Verb::Status = inv.verb {
+            return agent::status::run_all(ctx);
+        }
         return every::run(ctx, &inv.verb);
     }
     match inv.verb {

@@ -328,3 +328,32 @@ fn a_launchagents_dir_the_user_cannot_write_is_named_with_its_fix_and_nothing_ch
         t.extra_env.clear();
     }
 }
+
+#[test]
+fn info_all_shows_every_stack_and_exits_1_unless_each_is_verified() {
+    let port = free_port();
+    let t = installed(port);
+    let other = free_port().to_string();
+    t.run(["install", "snap2", "--port", &other, "--settle-ms", "200"])
+        .ok();
+    let doc = t.run(["info", "--all", "--json"]).ok().json();
+    let stacks: Vec<&str> = doc["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["stack"].as_str().unwrap())
+        .collect();
+    assert_eq!(stacks, ["snap", "snap2"], "{doc}");
+    t.run(["stop", "snap2"]).ok();
+    let r = t.run(["status", "--all"]).fails_with(1);
+    let out = r.stdout();
+    assert!(out.contains("com.oysterun.host.snap (stack snap)"), "{out}");
+    assert!(
+        out.contains("com.oysterun.host.snap2 (stack snap2)"),
+        "{out}"
+    );
+    assert!(out.contains("status:    stopped"), "{out}");
+    // One stack or all: not both.
+    t.run(["info", "snap", "--all"]).fails_with(2);
+    t.run(["uninstall", "--all"]).ok();
+}

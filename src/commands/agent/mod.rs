@@ -10,7 +10,7 @@ mod print;
 mod regenerate;
 mod restart;
 mod start;
-mod status;
+pub mod status;
 mod stop;
 mod uninstall;
 

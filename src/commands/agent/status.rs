@@ -20,6 +20,42 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     })
 }
 
+/// `oyster status --all` (`info --all`): every stack's status, as `status` shows one; with
+/// `--json` one document, `{"stacks": [...]}` (the shape of `list --json`). Exit 1 unless every
+/// stack is verified.
+pub fn run_all(ctx: &Context) -> anyhow::Result<ExitStatus> {
+    #[derive(serde::Serialize)]
+    struct All {
+        stacks: Vec<AgentStatus>,
+    }
+    let names = crate::host::stack::discover(&ctx.env.stack_env());
+    let mut stacks = vec![];
+    for name in &names {
+        let sub = ctx.for_stack(name)?;
+        stacks.push(model::collect(&sub)?);
+    }
+    let all = All { stacks };
+    ctx.out.show(&all, || {
+        if all.stacks.is_empty() {
+            ctx.out
+                .out("No Oysterun stack on this machine yet; `oyster setup` sets one up.");
+        }
+        for (i, st) in all.stacks.iter().enumerate() {
+            if i > 0 {
+                ctx.out.out("");
+            }
+            let sub = ctx.for_stack(&st.stack);
+            print(sub.as_ref().unwrap_or(ctx), st);
+        }
+    });
+    let fine = |st: &AgentStatus| st.verified && st.summary != Summary::LoadedTwice;
+    Ok(if all.stacks.iter().all(fine) {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
 /// The summary in words.
 pub fn words(s: Summary) -> &'static str {
     match s {
