@@ -39,6 +39,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     ("NO_COLOR", "no colour, even on a terminal"),
     (
+        "COLUMNS",
+        "the terminal's width, when the terminal does not say (prose is wrapped to it; piped output never)",
+    ),
+    (
         "npm_config_prefix",
         "also searched for the `oysterun` npm package (the Oysterun root)",
     ),

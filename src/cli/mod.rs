@@ -25,7 +25,7 @@ pub use values::{bounded_settle, bounded_wait, port_number, whole_number};
     name = "oyster",
     version,
     propagate_version = true,
-    max_term_width = 100,
+    max_term_width = 80,
     after_help = examples(),
     after_long_help = format!("{}\n\n{}", examples(), environment_help())
 )]

@@ -4,6 +4,7 @@ pub mod audit;
 pub mod printer;
 pub mod redact;
 pub mod report;
+pub mod wrap;
 
 pub use printer::{printer, Mode, Tone};
 pub use report::Reporter;

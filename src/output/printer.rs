@@ -50,6 +50,10 @@ pub struct Printer {
     sources: Mutex<Vec<(PathBuf, SecretSource)>>,
     color_out: bool,
     color_err: bool,
+    /// The terminal width prose is wrapped to on stdout and stderr; `None` for a stream that
+    /// is not a terminal (piped output is never wrapped).
+    width_out: Option<usize>,
+    width_err: Option<usize>,
     stdout_closed: AtomicBool,
     /// The first error writing stdout other than a closed pipe (a full disk, an I/O error):
     /// the output the user asked for is lost, so the run cannot end with 0.
@@ -70,6 +74,8 @@ pub fn printer() -> &'static Printer {
             sources: Mutex::new(vec![]),
             color_out: !no_color && io::stdout().is_terminal(),
             color_err: !no_color && io::stderr().is_terminal(),
+            width_out: super::wrap::width_of(&io::stdout(), io::stdout().is_terminal()),
+            width_err: super::wrap::width_of(&io::stderr(), io::stderr().is_terminal()),
             stdout_closed: AtomicBool::new(false),
             stdout_failed: RwLock::new(None),
         }
@@ -206,9 +212,35 @@ impl Printer {
         }
     }
 
-    /// One human line on stdout.
+    /// One human line on stdout, wrapped to the terminal (prose).
     pub fn out(&self, text: &str) {
-        let line = self.human(text);
+        let line = self.fit_out(&self.human(text));
+        self.raw(format!("{line}\n").as_bytes());
+    }
+
+    /// The width of the terminal stdout is, if it is one (a table cuts its widest column to
+    /// it).
+    pub fn width(&self) -> Option<usize> {
+        self.width_out
+    }
+
+    fn fit_out(&self, line: &str) -> String {
+        match (self.width_out, self.json.load(Ordering::SeqCst)) {
+            (Some(w), false) => super::wrap::wrap(line, w),
+            _ => line.to_owned(),
+        }
+    }
+
+    fn fit_err(&self, line: &str) -> String {
+        match self.width_err {
+            Some(w) => super::wrap::wrap(line, w),
+            None => line.to_owned(),
+        }
+    }
+
+    /// One row of a table on stdout, in a tone: never wrapped (the caller fits its columns).
+    pub fn out_row(&self, tone: Tone, text: &str) {
+        let line = self.paint(self.color_out, tone, &self.human(text));
         self.raw(format!("{line}\n").as_bytes());
     }
 
@@ -239,9 +271,17 @@ impl Printer {
         self.raw(self.human(text).as_bytes());
     }
 
-    /// One human line on stderr. A closed stderr is ignored: there is nobody to tell.
+    /// One human line on stderr, wrapped to the terminal. A closed stderr is ignored: there
+    /// is nobody to tell.
     pub fn err(&self, text: &str) {
-        self.err_safe(&self.human(text));
+        self.err_safe(&self.fit_err(&self.human(text)));
+    }
+
+    /// `oyster: TAG text` on stderr, wrapped as plain text, then the tag painted.
+    fn tagged(&self, tag: &str, tone: Tone, text: &str) {
+        let line = self.fit_err(&format!("oyster: {tag} {}", self.human(text)));
+        let painted = self.paint(self.color_err, tone, tag);
+        self.err_safe(&line.replacen(tag, &painted, 1));
     }
 
     /// Writes a line that is already safe (escaped, redacted) to stderr.
@@ -249,9 +289,9 @@ impl Printer {
         let _ = writeln!(io::stderr().lock(), "{line}");
     }
 
-    /// One human line on stdout in a tone (coloured on a terminal).
+    /// One human line on stdout in a tone (coloured on a terminal), wrapped to it.
     pub fn out_toned(&self, tone: Tone, text: &str) {
-        let line = self.paint(self.color_out, tone, &self.human(text));
+        let line = self.paint(self.color_out, tone, &self.fit_out(&self.human(text)));
         self.raw(format!("{line}\n").as_bytes());
     }
 
@@ -293,16 +333,14 @@ impl Printer {
 
     /// `oyster: warning: …` on stderr.
     pub fn warn(&self, text: &str) {
-        let tag = self.paint(self.color_err, Tone::Warn, "warning:");
-        self.err_safe(&format!("oyster: {tag} {}", self.human(text)));
+        self.tagged("warning:", Tone::Warn, text);
     }
 
     /// `oyster: error: …` and, when there is one, `hint: …` on stderr.
     pub fn error(&self, text: &str, hint: Option<&str>) {
-        let tag = self.paint(self.color_err, Tone::Fail, "error:");
-        self.err_safe(&format!("oyster: {tag} {}", self.human(text)));
+        self.tagged("error:", Tone::Fail, text);
         if let Some(h) = hint {
-            self.err_safe(&format!("hint: {}", self.human(h)));
+            self.err_safe(&self.fit_err(&format!("hint: {}", self.human(h))));
         }
     }
 }

@@ -357,3 +357,71 @@ fn info_all_shows_every_stack_and_exits_1_unless_each_is_verified() {
     t.run(["info", "snap", "--all"]).fails_with(2);
     t.run(["uninstall", "--all"]).ok();
 }
+
+/// The width a terminal shows of `line`: its characters, ANSI colour sequences left out.
+fn shown_width(line: &str) -> usize {
+    let mut n = 0;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else if c != '\r' {
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn at_80_columns_no_line_is_wider_than_the_terminal_and_piped_output_is_never_wrapped() {
+    let port = free_port();
+    let mut t = installed(port);
+    // A long stack name and a stopped stack: the stop line, a status note and the list row
+    // run long.
+    let other = free_port().to_string();
+    t.run([
+        "install",
+        "second-stack",
+        "--port",
+        &other,
+        "--settle-ms",
+        "200",
+    ])
+    .ok();
+    let commands: Vec<Vec<&str>> = vec![
+        vec!["stop", "second-stack"],
+        vec!["status", "second-stack"],
+        vec!["list"],
+        vec!["doctor", "snap"],
+        vec!["providers", "status", "--stack", "snap"],
+        vec!["uninstall", "second-stack"],
+        vec!["--help"],
+        vec!["restart", "--help"],
+        vec!["setup", "--help"],
+        vec!["agent", "regenerate", "--help"],
+    ];
+    for args in &commands {
+        let r = crate::everyday::pty(&t, b"", args);
+        let output = r["output"].as_str().unwrap();
+        for line in output.lines() {
+            // A single word (a path) is never cut in prose; it stands alone instead.
+            assert!(
+                shown_width(line) <= 80 || !line.trim().contains(' '),
+                "{args:?}: {} columns: {line:?}\n{output}",
+                shown_width(line)
+            );
+        }
+    }
+    // Piped, the same long line is one line.
+    t.extra_env.push(("COLUMNS".into(), "80".into()));
+    let piped = t.run(["status", "second-stack"]);
+    assert!(
+        piped.stdout().lines().any(|l| l.chars().count() > 80),
+        "{}",
+        piped.stdout()
+    );
+}

@@ -93,7 +93,22 @@ fn cells(r: &AgentStatus) -> [String; 6] {
 }
 
 fn print_table(ctx: &Context, rows: &[AgentStatus]) {
-    let table: Vec<[String; 6]> = rows.iter().map(cells).collect();
+    let mut table: Vec<[String; 6]> = rows.iter().map(cells).collect();
+    // On a terminal too narrow for the whole row, the LOG path (the last, widest column) is
+    // cut in its middle so the columns stay aligned; piped output keeps it whole.
+    if let Some(term) = ctx.out.width() {
+        let mut widths = HEAD.map(str::len);
+        for row in &table {
+            for (w, cell) in widths.iter_mut().zip(row) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+        let before_log: usize = widths[..5].iter().map(|w| w + 2).sum();
+        let room = term.saturating_sub(before_log).max(20);
+        for row in &mut table {
+            row[5] = crate::output::wrap::cut_middle(&row[5], room);
+        }
+    }
     let mut widths = HEAD.map(str::len);
     for row in &table {
         for (w, cell) in widths.iter_mut().zip(row) {
@@ -110,7 +125,7 @@ fn print_table(ctx: &Context, rows: &[AgentStatus]) {
             .trim_end()
             .to_owned()
     };
-    ctx.out.out_toned(Tone::Heading, &line(HEAD.to_vec()));
+    ctx.out.out_row(Tone::Heading, &line(HEAD.to_vec()));
     for (row, r) in table.iter().zip(rows) {
         let text = line(row.iter().map(String::as_str).collect());
         let t = if r.broken {
@@ -118,6 +133,6 @@ fn print_table(ctx: &Context, rows: &[AgentStatus]) {
         } else {
             tone(r.summary)
         };
-        ctx.out.out_toned(t, &text);
+        ctx.out.out_row(t, &text);
     }
 }

@@ -1,0 +1,158 @@
+//! Prose laid out for the terminal it is read on: a line longer than the terminal is broken
+//! at spaces, its continuation indented under its text. Only on a terminal — piped output and
+//! JSON keep their lines whole, for the programs that read them.
+
+/// The width lines are wrapped to on `stream`: the terminal's, or `COLUMNS`, or 80 when
+/// neither says; `None` when the stream is not a terminal (never wrapped).
+pub fn width_of(stream: &impl std::os::fd::AsFd, is_terminal: bool) -> Option<usize> {
+    if !is_terminal {
+        return None;
+    }
+    let from_terminal = terminal_size::terminal_size_of(stream).map(|(w, _)| usize::from(w.0));
+    let from_env = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok());
+    Some(
+        from_terminal
+            .or(from_env)
+            .filter(|w| *w >= 20)
+            .unwrap_or(80),
+    )
+}
+
+/// Where a line's text starts: under the value of a `key:   value` line (the columns
+/// `status` prints), else after the line's own indentation. Returns (the prefix kept as it is,
+/// the indentation of continuation lines).
+fn layout(line: &str, width: usize) -> (usize, usize) {
+    let lead = line.len() - line.trim_start().len();
+    let rest = &line[lead..];
+    let key = rest
+        .find(": ")
+        .filter(|&i| {
+            i <= 16
+                && rest[..i]
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || " -_".contains(c))
+        })
+        .map(|i| {
+            let after = &rest[i + 1..];
+            lead + i + 1 + (after.len() - after.trim_start().len())
+        });
+    match key {
+        Some(start) if start <= width / 2 => (start, start),
+        _ => (lead, (lead + 2).min(width / 2)),
+    }
+}
+
+/// `text` (one or more lines) with every line longer than `width` characters broken at
+/// spaces, continuations indented under the text. A word longer than the room is never cut (a
+/// path or a command stays whole): it starts a line of its own, as far left as the
+/// indentation allows.
+pub fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    for (n, line) in text.split('\n').enumerate() {
+        if n > 0 {
+            out.push('\n');
+        }
+        if line.chars().count() <= width {
+            out.push_str(line);
+            continue;
+        }
+        let (start, indent) = layout(line, width);
+        let mut current = line[..start].to_owned();
+        let mut used = current.chars().count();
+        let mut empty = true;
+        for word in line[start..].split(' ').filter(|w| !w.is_empty()) {
+            let len = word.chars().count();
+            if !empty && used + 1 + len > width {
+                out.push_str(&current);
+                out.push('\n');
+                current = " ".repeat(indent);
+                used = indent;
+                empty = true;
+            }
+            if !empty {
+                current.push(' ');
+                used += 1;
+            }
+            current.push_str(word);
+            used += len;
+            empty = false;
+        }
+        out.push_str(&current);
+    }
+    out
+}
+
+/// `path` shortened to `max` characters by cutting its middle (`/Users/…/logs/host.log`), for
+/// a table column that must stay aligned.
+pub fn cut_middle(path: &str, max: usize) -> String {
+    let chars: Vec<char> = path.chars().collect();
+    if chars.len() <= max || max < 5 {
+        return path.to_owned();
+    }
+    let keep = max - 1;
+    let head = keep / 3;
+    let tail = keep - head;
+    let mut s: String = chars[..head].iter().collect();
+    s.push('…');
+    s.extend(&chars[chars.len() - tail..]);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn a_long_line_breaks_at_spaces_under_its_value() {
+        let line = "  installed: no (~/Library/LaunchAgents/com.oysterun.host.plist); `oyster setup` sets the Host up (`oyster install` installs the LaunchAgent alone)";
+        let w = wrap(line, 80);
+        let lines: Vec<&str> = w.lines().collect();
+        assert!(lines.len() > 1, "{w}");
+        assert!(lines.iter().all(|l| l.chars().count() <= 80), "{w}");
+        // The key's column is kept, and the continuation starts under the value.
+        assert!(lines[0].starts_with("  installed: no ("), "{w}");
+        assert!(lines[1].starts_with(&" ".repeat(13)), "{w}");
+        assert!(!lines[1].starts_with(&" ".repeat(14)), "{w}");
+        let aligned = wrap(&format!("  log:       {}", "word ".repeat(30)), 80);
+        assert!(aligned.starts_with("  log:       word"), "{aligned}");
+        // A short line and several lines keep their shape.
+        assert_eq!(wrap("a\nb c", 80), "a\nb c");
+    }
+
+    #[test]
+    fn a_word_longer_than_the_line_is_never_cut() {
+        let long = format!("see {}", "x".repeat(100));
+        let w = wrap(&long, 40);
+        assert_eq!(w, format!("see\n  {}", "x".repeat(100)));
+    }
+
+    #[test]
+    fn a_long_path_is_cut_in_its_middle_to_the_room_it_has() {
+        let p = "/Users/someone/.oysterun-stacks/a-long-stack-name/logs/oysterun-host.log";
+        let cut = cut_middle(p, 40);
+        assert_eq!(cut.chars().count(), 40);
+        assert!(
+            cut.starts_with("/Users/") && cut.ends_with("oysterun-host.log"),
+            "{cut}"
+        );
+        assert_eq!(cut_middle("/short", 40), "/short");
+    }
+
+    proptest! {
+        /// Wrapping keeps every word, in order, and no line is wider than the width unless it
+        /// is one word.
+        #[test]
+        fn wrapping_keeps_every_word_and_the_width(words in proptest::collection::vec("[a-z/`~.]{1,30}", 1..40), width in 20usize..120) {
+            let text = words.join(" ");
+            let w = wrap(&text, width);
+            let back: Vec<&str> = w.split_whitespace().collect();
+            prop_assert_eq!(back, words.iter().map(String::as_str).collect::<Vec<_>>());
+            for l in w.lines() {
+                prop_assert!(l.chars().count() <= width || l.trim().split(' ').count() == 1, "{:?}", l);
+            }
+        }
+    }
+}
