@@ -22,6 +22,7 @@ mod kill_and_concurrency;
 mod lifecycle;
 mod lifecycle_failures;
 mod login_domains;
+mod node_choice;
 mod one_environment_one_printer;
 mod packaging;
 mod planted_fifos;
