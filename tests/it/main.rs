@@ -30,6 +30,7 @@ mod privacy_folders;
 mod providers;
 mod registry_guard;
 mod regressions;
+mod release;
 mod remembered_root;
 mod restart_timing;
 mod runner;

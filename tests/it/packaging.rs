@@ -10,11 +10,11 @@ use std::sync::OnceLock;
 
 use crate::common::{self, TestContext};
 
-fn repo() -> &'static Path {
+pub(crate) fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 #[test]
 fn completions_and_man_page_come_from_the_cli_and_are_listed_in_help() {
@@ -1020,7 +1020,7 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
 
 /// The triple `rustc` builds for here (its `host:` line), the platform the suite's own build
 /// downloaded crates for.
-fn host_triple() -> String {
+pub(crate) fn host_triple() -> String {
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
     let vv = tool(&rustc, &["-vV"], Path::new("."));
     vv.lines()
@@ -1030,7 +1030,7 @@ fn host_triple() -> String {
         .to_owned()
 }
 
-fn tool(name: &str, args: &[&str], dir: &Path) -> String {
+pub(crate) fn tool(name: &str, args: &[&str], dir: &Path) -> String {
     let out = Command::new(name)
         .args(args)
         .current_dir(dir)
@@ -1198,7 +1198,7 @@ fn make_dist_archives_head_with_its_sha256_and_the_archive_resolves_offline() {
 // ---------------------------------------------------------------------------------------------
 // The Homebrew formula.
 
-fn formula() -> String {
+pub(crate) fn formula() -> String {
     std::fs::read_to_string(repo().join("Formula/oyster.rb")).unwrap()
 }
 
@@ -1257,7 +1257,7 @@ fn the_formula_lives_in_a_tap_layout_with_every_stanza() {
 }
 
 /// The sha256 of `make dist`'s archive of `git_ref` in `dir` (as `git archive` makes it).
-fn archive_sha256(dir: &Path, git_ref: &str) -> String {
+pub(crate) fn archive_sha256(dir: &Path, git_ref: &str) -> String {
     let out = Command::new("git")
         .args([
             "archive",
@@ -1287,7 +1287,7 @@ fn archive_sha256(dir: &Path, git_ref: &str) -> String {
 /// The release rule for `formula` in the repository `dir`: without a tag `v<version>` the
 /// formula is head-only (no url, no sha256); with one, its url names that release and its
 /// sha256 is that of `make dist`'s archive of the tag. `Ok(false)`: no tag (nothing to match).
-fn formula_matches_its_tag(dir: &Path, formula: &str) -> Result<bool, String> {
+pub(crate) fn formula_matches_its_tag(dir: &Path, formula: &str) -> Result<bool, String> {
     let field = |key: &str| {
         formula
             .lines()
