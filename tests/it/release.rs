@@ -11,7 +11,9 @@ use std::process::{Command, Output};
 use std::time::Instant;
 
 use crate::common::{self, TestContext};
-use crate::packaging::{archive_sha256, formula_matches_its_tag, repo, tool, VERSION};
+use crate::packaging::{
+    archive_sha256, cargo_version, formula_matches_its_tag, repo, tool, VERSION,
+};
 
 /// `git` in `dir` with an identity of its own (the runner may have none) and no signing.
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -130,7 +132,7 @@ fn a_tagged_clone_gets_a_formula_naming_its_archive_and_the_archive_builds_offli
     );
     // The archive is the tag's (`git archive` of it gives the same bytes), and the check the
     // suite runs on a committed formula agrees.
-    assert_eq!(archive_sha256(&clone, &tag), sum);
+    assert_eq!(archive_sha256(&clone, &tag, VERSION), sum);
     assert_eq!(formula_matches_its_tag(&clone, &after), Ok(true));
     // What the run told the maintainer to do next.
     let said = text(&out);
@@ -259,4 +261,111 @@ fn the_readme_says_how_to_cut_a_release_with_the_url_the_script_writes() {
         section.contains(&format!("`{url}`")),
         "{url} not in:\n{section}"
     );
+}
+
+/// `version` with its last number one higher: 0.1.0 → 0.1.1.
+fn next_version(version: &str) -> String {
+    let (head, last) = version.rsplit_once('.').unwrap();
+    format!("{head}.{}", last.parse::<u32>().unwrap() + 1)
+}
+
+/// Sets the first `version = "…"` of `dir`'s Cargo.toml, as a maintainer's bump does.
+fn bump(dir: &Path, to: &str) {
+    let path = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let from = format!("version = \"{}\"", cargo_version(dir));
+    std::fs::write(
+        &path,
+        text.replacen(&from, &format!("version = \"{to}\""), 1),
+    )
+    .unwrap();
+}
+
+/// The second release: after the first, Cargo.toml is bumped before the next tag, and the
+/// formula keeps naming the last release until then (the suite's formula check must not fail
+/// on that commit). A tag on a commit whose Cargo.toml has another version is refused: its
+/// archive would build that other version under the new name. Then the new tag gets its own
+/// url and sha256.
+#[test]
+fn the_next_release_keeps_the_last_one_in_the_formula_until_its_own_tag() {
+    if common::runner_tool("make").is_none()
+        || common::runner_tool("git").is_none()
+        || common::runner_tool("sha256sum").is_none()
+    {
+        eprintln!("skipped: make release-formula needs make, git and sha256sum");
+        return;
+    }
+    let t = TestContext::new();
+    let dir = t.path("repo");
+    for file in [
+        "Makefile",
+        "Cargo.toml",
+        "Formula/oyster.rb",
+        "scripts/release-formula.sh",
+    ] {
+        let to = dir.join(file);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(repo().join(file), &to).unwrap();
+    }
+    std::fs::write(dir.join(".gitignore"), "/dist\n").unwrap();
+    git(&dir, &["init", "-q"]);
+    git(&dir, &["add", "-A"]);
+    git(&dir, &["commit", "-qm", "release"]);
+    let first = format!("v{VERSION}");
+    git(&dir, &["tag", "-a", &first, "-m", "first"]);
+    assert!(make(&dir, &["-s", "release-formula"]).status.success());
+    git(&dir, &["commit", "-qam", "Formula: the first release"]);
+    let formula_path = dir.join("Formula/oyster.rb");
+    let released = std::fs::read_to_string(&formula_path).unwrap();
+    assert_eq!(formula_matches_its_tag(&dir, &released), Ok(true));
+
+    // The bump to the next version, not tagged yet: the formula still names the first
+    // release, and that is right.
+    let next = next_version(VERSION);
+    bump(&dir, &next);
+    git(&dir, &["commit", "-qam", "bump"]);
+    assert_eq!(formula_matches_its_tag(&dir, &released), Ok(true));
+
+    // The tag put on the commit before the bump: refused, nothing written.
+    let next_tag = format!("v{next}");
+    git(&dir, &["tag", "-a", &next_tag, "-m", "next", "HEAD~1"]);
+    let out = make(&dir, &["-s", "release-formula"]);
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains(&format!(
+            "the tag {next_tag} is a commit whose Cargo.toml has version \"{VERSION}\""
+        )),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&formula_path).unwrap(), released);
+    assert!(!dir.join(format!("dist/oyster-{next}.tar.gz")).exists());
+    // Tagged but not yet in the formula: the check says what to run.
+    let err = formula_matches_its_tag(&dir, &released).unwrap_err();
+    assert!(
+        err.contains(&format!(
+            "the formula still names {first}; run make release-formula"
+        )),
+        "{err}"
+    );
+
+    // The tag moved to the bump: the formula names the new archive.
+    git(&dir, &["tag", "-d", &next_tag]);
+    git(&dir, &["tag", "-a", &next_tag, "-m", "next"]);
+    let out = make(&dir, &["-s", "release-formula"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let written = std::fs::read_to_string(&formula_path).unwrap();
+    let name = format!("oyster-{next}.tar.gz");
+    let sum = tool("sha256sum", &[&name], &dir.join("dist"));
+    let sum = sum.split_whitespace().next().unwrap();
+    let url = format!("https://github.com/oysterun/oyster/releases/download/{next_tag}/{name}");
+    assert_eq!(written, with_release(&released, &url, sum));
+    assert_eq!(archive_sha256(&dir, &next_tag, &next), sum);
+    assert_eq!(formula_matches_its_tag(&dir, &written), Ok(true));
+    // A url for a release that was never tagged is caught.
+    let untagged = written
+        .replace(&next_tag, "v9.9.9")
+        .replace(&name, "oyster-9.9.9.tar.gz");
+    let err = formula_matches_its_tag(&dir, &untagged).unwrap_err();
+    assert!(err.contains("there is no tag v9.9.9"), "{err}");
 }
