@@ -80,7 +80,8 @@ pub fn pin(req: &PinRequest<'_>) -> anyhow::Result<NodePin> {
             .map(|pin| pin.from(Origin::Env))
             .map_err(|e| Invalid::new(e.say(&Origin::Env)).into());
     }
-    let mut tried: Option<PathBuf> = None;
+    // The installed pin passed over is not asked again if the search meets it.
+    let mut stale: Option<Unusable> = None;
     if let Some(installed) = req.installed {
         match check(Path::new(installed), req.cache) {
             Ok(pin) => return Ok(pin.from(Origin::InstalledPlist)),
@@ -89,7 +90,7 @@ pub fn pin(req: &PinRequest<'_>) -> anyhow::Result<NodePin> {
                     "{}; resolving node again",
                     why.say(&Origin::InstalledPlist)
                 ));
-                tried = Some(why.path);
+                stale = Some(why);
             }
         }
     }
@@ -97,10 +98,11 @@ pub fn pin(req: &PinRequest<'_>) -> anyhow::Result<NodePin> {
     // only `--version` (through the cache), and said when passed over.
     let mut passed: Vec<Unusable> = vec![];
     for (path, _) in resolve::search_binaries("node", req.search) {
-        if tried.as_ref() == Some(&path) {
-            continue;
-        }
-        match check(&path, req.cache) {
+        let checked = match &stale {
+            Some(why) if why.path == path => Err(why.clone()),
+            _ => check(&path, req.cache),
+        };
+        match checked {
             Ok(pin) => {
                 if !passed.is_empty() {
                     req.out.note(&format!(
@@ -153,11 +155,13 @@ fn briefs(passed: &[Unusable]) -> String {
 }
 
 /// A candidate that cannot run the Host, and why.
+#[derive(Clone)]
 struct Unusable {
     path: PathBuf,
     why: Why,
 }
 
+#[derive(Clone)]
 enum Why {
     NotAbsolute,
     NotExecutable(resolve::NotExecutable),

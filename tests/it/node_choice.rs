@@ -226,3 +226,43 @@ fn a_root_not_found_exits_1_as_no_node_found_does_and_a_root_the_user_named_exit
     let e = t.run(["agent", "print"]).fails_with(2).stderr();
     assert!(e.contains("the Oysterun root from OYSTERUN_ROOT"), "{e}");
 }
+
+#[test]
+fn an_installed_pin_now_too_old_is_passed_over_once_and_the_search_goes_on() {
+    let mut t = TestContext::new();
+    let root = t.fixture_root("root");
+    let pinned_node = fake_node(&t, "a", "v22.1.0");
+    let newer = fake_node(&t, "b", "v24.0.0");
+    // The plist as installed, pinning a (what `agent print` shows is what install writes).
+    let mut args = print_args(&root);
+    args.extend(["--node-bin".into(), pinned_node.display().to_string()]);
+    let plist = t.run(&args).ok().stdout();
+    let agents = t.home.join("Library/LaunchAgents");
+    std::fs::create_dir_all(&agents).unwrap();
+    std::fs::write(agents.join("com.oysterun.host.plist"), plist).unwrap();
+    // The Node at that path is replaced by an old one; it is also first on PATH.
+    fake_node(&t, "a", "v18.19.0");
+    std::fs::remove_file(t.path("node-runs.log")).unwrap();
+    on_path(&mut t, &[&pinned_node, &newer]);
+
+    let r = t.run(print_args(&root)).ok();
+    assert_eq!(pinned(&r.stdout()), newer.display().to_string());
+    let a = pinned_node.display();
+    assert_eq!(
+        r.stderr(),
+        format!(
+            "oyster: note: node from the installed LaunchAgent ({a}) is v18.19.0; the Host needs \
+             Node 20 or newer. Install a newer Node or pass --node-bin; resolving node again\n\
+             oyster: note: using node {} (v24.0.0), the first found that is Node 20 or newer; \
+             passed over {a} (v18.19.0)\n",
+            newer.display()
+        )
+    );
+    assert_eq!(
+        node_runs(&t),
+        [
+            format!("{a} --version"),
+            format!("{} --version", newer.display())
+        ]
+    );
+}
