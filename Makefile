@@ -81,10 +81,14 @@ dist:
 	cd $(DISTDIR) && { sha256sum $(DIST_TAR) 2>/dev/null || shasum -a 256 $(DIST_TAR); } > $(DIST_TAR).sha256
 	@echo "$(DISTDIR)/$(DIST_TAR): the source of $(DIST_REF), sha256 $$(cut -d ' ' -f 1 $(DISTDIR)/$(DIST_TAR).sha256)"
 
-## The release's formula: the archive of the tag v<version> (which must exist), its url and
-## sha256 written into Formula/oyster.rb. Upload the archive to the v<version> release.
+## The release's formula: the archive of the tag v<version> (which must exist, on a commit whose
+## Cargo.toml has that version), its url and sha256 written into Formula/oyster.rb. Upload the
+## archive to the v<version> release (README, "Cutting a release").
 release-formula:
 	@git rev-parse -q --verify "refs/tags/v$(OYSTER_VERSION)" >/dev/null || \
 		{ echo "release-formula: there is no tag v$(OYSTER_VERSION); tag the release commit first (git tag v$(OYSTER_VERSION))" >&2; exit 1; }
+	@tagged="$$(git show "v$(OYSTER_VERSION):Cargo.toml" | sed -n 's/^version = "\(.*\)"/\1/p' | head -n 1)"; \
+	[ "$$tagged" = "$(OYSTER_VERSION)" ] || \
+		{ echo "release-formula: the tag v$(OYSTER_VERSION) is a commit whose Cargo.toml has version \"$$tagged\", so its archive would build another version; move the tag to the commit that sets version = \"$(OYSTER_VERSION)\" (git tag -d v$(OYSTER_VERSION), then tag that commit)" >&2; exit 1; }
 	$(MAKE) -s dist DIST_REF=v$(OYSTER_VERSION) DISTDIR=$(DISTDIR)
 	bash scripts/release-formula.sh $(DISTDIR)/$(DIST_TAR) $(OYSTER_VERSION)

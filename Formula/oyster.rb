@@ -6,7 +6,8 @@
 # exist, or a `sha256` of another commit, would make `brew install oyster` fail. For a release,
 # tag the commit `vX.Y.Z` (Cargo.toml's version) and run `make release-formula`: it archives
 # that tag as `make dist` does and writes `url` and `sha256` below `license` from that archive;
-# upload dist/oyster-X.Y.Z.tar.gz to the vX.Y.Z GitHub release, then commit the formula.
+# upload dist/oyster-X.Y.Z.tar.gz to the vX.Y.Z GitHub release, then commit the formula
+# (the steps: README, "Cutting a release").
 class Oyster < Formula
   desc "Install, restart and verify the Oysterun Host LaunchAgent"
   homepage "https://github.com/oysterun/oyster"

@@ -2,19 +2,21 @@
 //!
 //! Order: `--node-bin`, `OYSTERUN_NODE_BIN` (invalid → error, never a silent fallback), the
 //! installed plist's pin while still valid (said aloud when it is not), then resolution with the
-//! provider search order. The version comes from `node --version`, cached by the binary's
-//! identity (path, size, mtime, inode) so an unchanged pin costs no Node start.
+//! provider search order: the first `node` there that is new enough, each older or broken one
+//! before it said aloud. The version comes from `node --version` (the only thing discovery
+//! runs), cached by the binary's identity (path, size, mtime, inode) so an unchanged pin costs
+//! no Node start.
 
 use std::fmt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::error::Invalid;
+use crate::error::{Failed, Invalid};
 use crate::provider::resolve::{self, Search};
 use crate::sys::process::{self, ChildEnv};
 
-/// The largest version cache oyster reads (one line: the binary's identity and its version).
+/// The largest version cache oyster reads (a line per binary: its identity and its version).
 const MAX_CACHE_BYTES: u64 = 64 << 10;
 
 /// The oldest Node major the Host supports.
@@ -61,71 +63,196 @@ pub struct PinRequest<'a> {
     pub cache: Option<(&'a Path, &'a crate::sys::fs::Lock)>,
 }
 
-/// Pins Node, printing a note when it passes over the installed plist's stale pin.
+/// Pins Node, printing a note when it passes over the installed plist's stale pin, or (in the
+/// search) a `node` that is too old or broken before the first that is new enough.
+///
+/// Exit codes (docs/behaviour.md "Exit codes"): a `--node-bin` or `OYSTERUN_NODE_BIN` that
+/// does not work is the user's input (2); no usable `node` found on the machine is a failure
+/// (1), whether none was found or only older ones were.
 pub fn pin(req: &PinRequest<'_>) -> anyhow::Result<NodePin> {
     if let Some(flag) = req.flag {
-        return check(flag, Origin::Flag, req.cache).map_err(|e| Invalid::new(e).into());
+        return check(flag, req.cache)
+            .map(|pin| pin.from(Origin::Flag))
+            .map_err(|e| Invalid::new(e.say(&Origin::Flag)).into());
     }
     if let Some(env) = req.env {
-        return check(Path::new(env), Origin::Env, req.cache).map_err(|e| Invalid::new(e).into());
+        return check(Path::new(env), req.cache)
+            .map(|pin| pin.from(Origin::Env))
+            .map_err(|e| Invalid::new(e.say(&Origin::Env)).into());
     }
+    // The installed pin passed over is not asked again if the search meets it.
+    let mut stale: Option<Unusable> = None;
     if let Some(installed) = req.installed {
-        match check(Path::new(installed), Origin::InstalledPlist, req.cache) {
-            Ok(pin) => return Ok(pin),
-            Err(why) => req.out.note(&format!("{why}; resolving node again")),
+        match check(Path::new(installed), req.cache) {
+            Ok(pin) => return Ok(pin.from(Origin::InstalledPlist)),
+            Err(why) => {
+                req.out.note(&format!(
+                    "{}; resolving node again",
+                    why.say(&Origin::InstalledPlist)
+                ));
+                stale = Some(why);
+            }
         }
     }
-    let Some((path, _)) = resolve::search_binary("node", req.search) else {
-        let dirs: Vec<String> = req
-            .search
-            .fallback_dirs
-            .iter()
-            .map(|d| d.display().to_string())
-            .collect();
-        return Err(anyhow::anyhow!(
-            "no `node` was found on PATH or in {}; install Node {MIN_MAJOR} or newer, or pass \
-             --node-bin /full/path/to/node",
-            dirs.join(", ")
-        ));
-    };
-    check(&path, Origin::Resolved, req.cache).map_err(anyhow::Error::msg)
+    // The first `node` in the search order that is new enough; each one before it is asked
+    // only `--version` (through the cache), and said when passed over.
+    let mut passed: Vec<Unusable> = vec![];
+    for (path, _) in resolve::search_binaries("node", req.search) {
+        let checked = match &stale {
+            Some(why) if why.path == path => Err(why.clone()),
+            _ => check(&path, req.cache),
+        };
+        match checked {
+            Ok(pin) => {
+                if !passed.is_empty() {
+                    req.out.note(&format!(
+                        "using node {} ({}), the first found that is Node {MIN_MAJOR} or newer; \
+                         passed over {}",
+                        pin.path.display(),
+                        pin.version,
+                        briefs(&passed)
+                    ));
+                }
+                return Ok(pin.from(Origin::Resolved));
+            }
+            Err(why) => passed.push(why),
+        }
+    }
+    let dirs: Vec<String> = req
+        .search
+        .fallback_dirs
+        .iter()
+        .map(|d| d.display().to_string())
+        .collect();
+    if !passed.is_empty() {
+        return Err(Failed::new(
+            format!(
+                "no `node` found is Node {MIN_MAJOR} or newer: {}",
+                briefs(&passed)
+            ),
+            format!(
+                "install Node {MIN_MAJOR} or newer (on PATH or in {}), or pass --node-bin \
+                 /full/path/to/node",
+                dirs.join(", ")
+            ),
+        )
+        .into());
+    }
+    Err(anyhow::anyhow!(
+        "no `node` was found on PATH or in {}; install Node {MIN_MAJOR} or newer, or pass \
+         --node-bin /full/path/to/node",
+        dirs.join(", ")
+    ))
+}
+
+/// `/a/node (v18.19.0), /b/node (…)`.
+fn briefs(passed: &[Unusable]) -> String {
+    passed
+        .iter()
+        .map(Unusable::brief)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A candidate that cannot run the Host, and why.
+#[derive(Clone)]
+struct Unusable {
+    path: PathBuf,
+    why: Why,
+}
+
+#[derive(Clone)]
+enum Why {
+    NotAbsolute,
+    NotExecutable(resolve::NotExecutable),
+    /// `--version` could not be run, or failed.
+    Version(String),
+    /// `--version` printed something that is not a Node version.
+    NotAVersion(String),
+    /// A Node older than [`MIN_MAJOR`], with the version it printed.
+    TooOld(String),
+}
+
+impl Unusable {
+    /// The whole sentence, naming where the candidate came from.
+    fn say(&self, origin: &Origin) -> String {
+        let p = self.path.display();
+        match &self.why {
+            Why::NotAbsolute => {
+                format!(
+                    "node from {origin} ({p}) is not an absolute path; give the full path to node"
+                )
+            }
+            Why::NotExecutable(why) => format!("node from {origin} ({p}) {why}"),
+            Why::Version(why) => format!("node from {origin} ({p}): {why}"),
+            Why::NotAVersion(v) => format!(
+                "node from {origin} ({p}) printed {v:?} for --version, which is not a Node version"
+            ),
+            Why::TooOld(v) => format!(
+                "node from {origin} ({p}) is {v}; the Host needs Node {MIN_MAJOR} or newer. \
+                 Install a newer Node or pass --node-bin"
+            ),
+        }
+    }
+
+    /// One item of a list of candidates passed over: `/usr/local/bin/node (v18.19.0)`.
+    fn brief(&self) -> String {
+        let p = self.path.display();
+        match &self.why {
+            Why::TooOld(v) => format!("{p} ({v})"),
+            Why::NotAVersion(v) => format!("{p} (printed {v:?} for --version)"),
+            // A child's stderr: its first line, with no control character reaching the terminal.
+            Why::Version(why) => {
+                let line: String = why
+                    .lines()
+                    .next()
+                    .unwrap_or("")
+                    .chars()
+                    .map(|c| if c.is_control() { '?' } else { c })
+                    .collect();
+                format!("{p} ({line})")
+            }
+            Why::NotExecutable(why) => format!("{p} ({why})"),
+            Why::NotAbsolute => format!("{p} (not an absolute path)"),
+        }
+    }
+}
+
+/// A usable Node before its origin is known.
+struct Checked {
+    path: PathBuf,
+    version: String,
+}
+
+impl Checked {
+    fn from(self, origin: Origin) -> NodePin {
+        NodePin {
+            path: self.path,
+            version: self.version,
+            origin,
+        }
+    }
 }
 
 /// Checks one candidate: absolute, executable, `--version` ≥ [`MIN_MAJOR`].
-fn check(
-    path: &Path,
-    origin: Origin,
-    cache: Option<(&Path, &crate::sys::fs::Lock)>,
-) -> Result<NodePin, String> {
+fn check(path: &Path, cache: Option<(&Path, &crate::sys::fs::Lock)>) -> Result<Checked, Unusable> {
+    let fail = |path: &Path, why| Unusable {
+        path: path.to_owned(),
+        why,
+    };
     if !path.is_absolute() {
-        return Err(format!(
-            "node from {origin} ({}) is not an absolute path; give the full path to node",
-            path.display()
-        ));
+        return Err(fail(path, Why::NotAbsolute));
     }
     let path = resolve::normalize(path);
-    resolve::check_executable(&path)
-        .map_err(|why| format!("node from {origin} ({}) {why}", path.display()))?;
-    let version = version_of(&path, cache)
-        .map_err(|why| format!("node from {origin} ({}): {why}", path.display()))?;
-    let major = parse_major(&version).ok_or_else(|| {
-        format!(
-            "node from {origin} ({}) printed {version:?} for --version, which is not a Node version",
-            path.display()
-        )
-    })?;
+    resolve::check_executable(&path).map_err(|why| fail(&path, Why::NotExecutable(why)))?;
+    let version = version_of(&path, cache).map_err(|why| fail(&path, Why::Version(why)))?;
+    let Some(major) = parse_major(&version) else {
+        return Err(fail(&path, Why::NotAVersion(version)));
+    };
     if major < MIN_MAJOR {
-        return Err(format!(
-            "node from {origin} ({}) is {version}; the Host needs Node {MIN_MAJOR} or newer. \
-             Install a newer Node or pass --node-bin",
-            path.display()
-        ));
+        return Err(fail(&path, Why::TooOld(version)));
     }
-    Ok(NodePin {
-        path,
-        version,
-        origin,
-    })
+    Ok(Checked { path, version })
 }
 
 /// `v20.1.0` → 20.
@@ -146,7 +273,8 @@ fn identity(path: &Path) -> Option<String> {
     let is_script = std::fs::File::open(path)
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
         .is_ok_and(|()| &head == b"#!");
-    if is_script {
+    // A path a line cannot hold is only not cached.
+    if is_script || path.as_os_str().as_encoded_bytes().contains(&b'\n') {
         return None;
     }
     Some(format!(
@@ -160,24 +288,50 @@ fn identity(path: &Path) -> Option<String> {
     ))
 }
 
+/// The most binaries the version cache remembers: the search may ask a few before it finds
+/// one new enough, and each is then asked once, not on every run.
+const MAX_CACHE_ENTRIES: usize = 8;
+
+/// The version cached for the binary whose identity is `id`: one `identity\tversion` line per
+/// binary.
+fn cached_version(text: &str, id: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let (key, version) = line.rsplit_once('\t')?;
+        (key == id).then(|| version.to_owned())
+    })
+}
+
+/// The cache with `path`'s line (any older identity of the same path dropped) last, keeping
+/// the newest [`MAX_CACHE_ENTRIES`] lines.
+fn with_entry(text: &str, path: &Path, id: &str, version: &str) -> String {
+    let own = format!("{}\t", path.display());
+    let new = format!("{id}\t{version}");
+    let mut lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains('\t') && !l.starts_with(&own))
+        .collect();
+    lines.push(&new);
+    let skip = lines.len().saturating_sub(MAX_CACHE_ENTRIES);
+    lines[skip..].join("\n") + "\n"
+}
+
 fn version_of(
     path: &Path,
     cache: Option<(&Path, &crate::sys::fs::Lock)>,
 ) -> Result<String, String> {
     let id = identity(path);
-    if let (Some((cache, _)), Some(id)) = (cache, &id) {
-        // Through the one regular-file reader: a FIFO or device planted there must never
-        // block the command (it is then only not a cache).
-        let cached = crate::sys::fs::read_regular(cache, MAX_CACHE_BYTES)
+    // Through the one regular-file reader: a FIFO or device planted there must never block
+    // the command (it is then only not a cache).
+    let cached: String = match (cache, &id) {
+        (Some((cache, _)), Some(_)) => crate::sys::fs::read_regular(cache, MAX_CACHE_BYTES)
             .ok()
-            .flatten();
-        if let Some(text) = cached.map(|b| String::from_utf8_lossy(&b).into_owned()) {
-            if let Some((key, version)) = text.trim_end().rsplit_once('\t') {
-                if key == id {
-                    return Ok(version.to_owned());
-                }
-            }
-        }
+            .flatten()
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
+    if let Some(version) = id.as_deref().and_then(|id| cached_version(&cached, id)) {
+        return Ok(version);
     }
     let out = process::run(
         path,
@@ -195,7 +349,7 @@ fn version_of(
     }
     let version = out.stdout.lines().next().unwrap_or("").trim().to_owned();
     if let (Some((cache, lock)), Some(id)) = (cache, id) {
-        if parse_major(&version).is_some() {
+        if parse_major(&version).is_some() && !version.contains(|c: char| c.is_control()) {
             // Best effort: a cache that cannot be written only costs a Node start next time.
             if let Some(dir) = cache.parent() {
                 let _ = crate::sys::fs::create_dir_all(dir, 0o700);
@@ -203,7 +357,7 @@ fn version_of(
             let _ = crate::sys::fs::write_atomic(
                 lock,
                 cache,
-                format!("{id}\t{version}\n").as_bytes(),
+                with_entry(&cached, path, &id, &version).as_bytes(),
                 Some(0o600),
             );
         }
@@ -223,6 +377,41 @@ mod tests {
         let shim = t.path().join("node");
         std::fs::write(&shim, "#!/bin/sh\nexec real-node \"$@\"\n").unwrap();
         assert!(identity(&shim).is_none(), "a script is never cached");
+    }
+
+    #[test]
+    fn the_cache_keeps_a_line_per_binary_and_replaces_an_upgraded_one() {
+        let a = Path::new("/a/node");
+        let b = Path::new("/b/node");
+        let text = with_entry("", a, "/a/node\t1\t2", "v18.19.0");
+        let text = with_entry(&text, b, "/b/node\t3\t4", "v22.1.0");
+        assert_eq!(
+            cached_version(&text, "/a/node\t1\t2").as_deref(),
+            Some("v18.19.0")
+        );
+        assert_eq!(
+            cached_version(&text, "/b/node\t3\t4").as_deref(),
+            Some("v22.1.0")
+        );
+        // /a/node upgraded in place: a new identity replaces its line.
+        let text = with_entry(&text, a, "/a/node\t9\t9", "v24.0.0");
+        assert_eq!(text, "/b/node\t3\t4\tv22.1.0\n/a/node\t9\t9\tv24.0.0\n");
+        assert_eq!(cached_version(&text, "/a/node\t1\t2"), None);
+        // The one-line cache of earlier versions reads as it did; junk lines are dropped.
+        assert_eq!(
+            cached_version("/x\t1\tv20.1.0\n", "/x\t1").as_deref(),
+            Some("v20.1.0")
+        );
+        let mut text = "junk without a tab\n".to_owned();
+        for i in 0..(MAX_CACHE_ENTRIES + 3) {
+            let p = PathBuf::from(format!("/n{i}/node"));
+            text = with_entry(&text, &p, &format!("/n{i}/node\t{i}"), "v20.0.0");
+        }
+        assert_eq!(text.lines().count(), MAX_CACHE_ENTRIES, "{text}");
+        assert!(
+            !text.contains("junk") && !text.contains("/n0/node"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::Invalid;
+use crate::error::{Failed, Invalid};
 
 /// The Host entry point, relative to the root.
 pub const SERVER: &str = "host-service/server.mjs";
@@ -42,18 +42,22 @@ pub struct FoundRoot {
 /// plist's root (passed over aloud when it no longer holds the Host), the `oysterun` npm
 /// package in the pinned Node's global modules (and under `npm_config_prefix`), then the
 /// packaged location next to the binary. Errors list every place looked.
-pub fn find(s: &RootSearch<'_>) -> Result<FoundRoot, Invalid> {
+///
+/// Exit codes (docs/behaviour.md "Exit codes"): a `--root` or `OYSTERUN_ROOT` without the Host
+/// is the user's input ([`Invalid`], 2); no root found on the machine is a failure ([`Failed`],
+/// 1), as no `node` found is.
+pub fn find(s: &RootSearch<'_>) -> anyhow::Result<FoundRoot> {
     if let Some(dir) = s.flag {
-        return check(dir, "--root").map(|path| FoundRoot {
+        return Ok(check(dir, "--root").map(|path| FoundRoot {
             path,
             origin: "--root".into(),
-        });
+        })?);
     }
     if let Some(dir) = s.env {
-        return check(dir, "OYSTERUN_ROOT").map(|path| FoundRoot {
+        return Ok(check(dir, "OYSTERUN_ROOT").map(|path| FoundRoot {
             path,
             origin: "OYSTERUN_ROOT".into(),
-        });
+        })?);
     }
     let mut looked = vec![];
     if let Some(dir) = s.installed {
@@ -110,11 +114,14 @@ pub fn find(s: &RootSearch<'_>) -> Result<FoundRoot, Invalid> {
         }
         looked.push(format!("{} (the packaged location)", dir.display()));
     }
-    Err(Invalid::new(format!(
-        "could not find the Oysterun install root (a directory holding {SERVER}); looked in: {}",
-        looked.join("; ")
-    ))
-    .hint("install Oysterun with `npm install -g oysterun`, or pass --root DIR (or set OYSTERUN_ROOT)"))
+    Err(Failed::new(
+        format!(
+            "could not find the Oysterun install root (a directory holding {SERVER}); looked in: {}",
+            looked.join("; ")
+        ),
+        "install Oysterun with `npm install -g oysterun`, or pass --root DIR (or set OYSTERUN_ROOT)",
+    )
+    .into())
 }
 
 /// Refuses a root given with a control character (it cannot go into a plist, and would reach

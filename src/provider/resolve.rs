@@ -221,18 +221,35 @@ pub fn normalize(path: &Path) -> PathBuf {
 
 /// Finds `binary` on `PATH`, then in the fallback directories (steps 2–6).
 pub fn search_binary(binary: &str, search: &Search) -> Option<(PathBuf, Source)> {
+    search_binaries(binary, search).next()
+}
+
+/// Every executable `binary` on `PATH`, then in the fallback directories (steps 2–6), in that
+/// order, each path once (a directory listed twice yields its binary once). Lazy: the walk
+/// stops where the caller stops asking, and nothing found is executed.
+pub fn search_binaries<'a>(
+    binary: &'a str,
+    search: &'a Search,
+) -> impl Iterator<Item = (PathBuf, Source)> + 'a {
     let path_hits = search.path_dirs().map(|d| (d, Source::Path));
     let fallback_hits = search
         .fallback_dirs
         .iter()
         .cloned()
         .map(|d| (d, Source::Fallback));
-    path_hits.chain(fallback_hits).find_map(|(dir, source)| {
-        let candidate = normalize(&dir.join(binary));
-        check_executable(&candidate)
-            .ok()
-            .map(|()| (candidate, source))
-    })
+    let mut seen: Vec<PathBuf> = vec![];
+    path_hits
+        .chain(fallback_hits)
+        .filter_map(move |(dir, source)| {
+            let candidate = normalize(&dir.join(binary));
+            if seen.contains(&candidate) {
+                return None;
+            }
+            seen.push(candidate.clone());
+            check_executable(&candidate)
+                .ok()
+                .map(|()| (candidate, source))
+        })
 }
 
 /// Step 1: a configured command counts only when it is an absolute executable path.

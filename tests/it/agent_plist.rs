@@ -496,9 +496,10 @@ fn root_discovery_and_its_errors() {
         e.contains("host-service/server.mjs") && e.contains("--root"),
         "{e}"
     );
+    // Not found on the machine: exit 1, as no `node` found is (docs/behaviour.md "Exit codes").
     let e = t
         .run(["agent", "print", "--node-bin", n])
-        .fails_with(2)
+        .fails_with(1)
         .stderr();
     assert!(e.contains("OYSTERUN_ROOT"), "{e}");
     t.extra_env
@@ -560,7 +561,7 @@ fn the_root_is_found_in_the_pinned_nodes_global_npm_modules() {
     let n = node.to_str().unwrap();
     let e = t
         .run(["agent", "print", "--node-bin", n])
-        .fails_with(2)
+        .fails_with(1)
         .stderr();
     assert!(
         e.contains("node prefix/lib/node_modules/oysterun")

@@ -529,7 +529,7 @@ fn a_refused_first_install_leaves_no_stack_behind() {
     // No Oysterun root anywhere.
     let e = t
         .run(["install", "ghost", "--port", &free_port().to_string()])
-        .fails_with(2)
+        .fails_with(1)
         .stderr();
     assert!(
         e.contains("could not find the Oysterun install root"),

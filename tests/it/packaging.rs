@@ -10,11 +10,11 @@ use std::sync::OnceLock;
 
 use crate::common::{self, TestContext};
 
-fn repo() -> &'static Path {
+pub(crate) fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub(crate) const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 #[test]
 fn completions_and_man_page_come_from_the_cli_and_are_listed_in_help() {
@@ -1020,7 +1020,7 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
 
 /// The triple `rustc` builds for here (its `host:` line), the platform the suite's own build
 /// downloaded crates for.
-fn host_triple() -> String {
+pub(crate) fn host_triple() -> String {
     let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".to_owned());
     let vv = tool(&rustc, &["-vV"], Path::new("."));
     vv.lines()
@@ -1030,7 +1030,7 @@ fn host_triple() -> String {
         .to_owned()
 }
 
-fn tool(name: &str, args: &[&str], dir: &Path) -> String {
+pub(crate) fn tool(name: &str, args: &[&str], dir: &Path) -> String {
     let out = Command::new(name)
         .args(args)
         .current_dir(dir)
@@ -1198,7 +1198,7 @@ fn make_dist_archives_head_with_its_sha256_and_the_archive_resolves_offline() {
 // ---------------------------------------------------------------------------------------------
 // The Homebrew formula.
 
-fn formula() -> String {
+pub(crate) fn formula() -> String {
     std::fs::read_to_string(repo().join("Formula/oyster.rb")).unwrap()
 }
 
@@ -1256,13 +1256,14 @@ fn the_formula_lives_in_a_tap_layout_with_every_stanza() {
     }
 }
 
-/// The sha256 of `make dist`'s archive of `git_ref` in `dir` (as `git archive` makes it).
-fn archive_sha256(dir: &Path, git_ref: &str) -> String {
+/// The sha256 of `make dist`'s archive of `git_ref` in `dir` (as `git archive` makes it, under
+/// `oyster-<version>/`).
+pub(crate) fn archive_sha256(dir: &Path, git_ref: &str, version: &str) -> String {
     let out = Command::new("git")
         .args([
             "archive",
             "--format=tar.gz",
-            &format!("--prefix=oyster-{VERSION}/"),
+            &format!("--prefix=oyster-{version}/"),
             git_ref,
         ])
         .current_dir(dir)
@@ -1284,10 +1285,24 @@ fn archive_sha256(dir: &Path, git_ref: &str) -> String {
     String::from_utf8(sum.stdout).unwrap()[..64].to_owned()
 }
 
-/// The release rule for `formula` in the repository `dir`: without a tag `v<version>` the
-/// formula is head-only (no url, no sha256); with one, its url names that release and its
-/// sha256 is that of `make dist`'s archive of the tag. `Ok(false)`: no tag (nothing to match).
-fn formula_matches_its_tag(dir: &Path, formula: &str) -> Result<bool, String> {
+/// The `version` of `dir`'s Cargo.toml (its first `version = "…"` line, as the Makefile reads it).
+pub(crate) fn cargo_version(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("Cargo.toml"))
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("version = \""))
+        .expect("Cargo.toml has a version line")
+        .trim_end_matches('"')
+        .to_owned()
+}
+
+/// The release rule for `formula` in the repository `dir`. A formula with a `url` names a
+/// release vA.B.C: that tag exists, the url is its archive's, and the `sha256` is that of
+/// `make dist`'s archive of the tag. A head-only formula (no url, no sha256) is right until the
+/// version in Cargo.toml is tagged; once it is, the formula must name that release (run
+/// `make release-formula`). Between a release and the next tag (Cargo.toml already bumped) the
+/// formula keeps naming the last release. `Ok(false)`: head-only.
+pub(crate) fn formula_matches_its_tag(dir: &Path, formula: &str) -> Result<bool, String> {
     let field = |key: &str| {
         formula
             .lines()
@@ -1295,32 +1310,54 @@ fn formula_matches_its_tag(dir: &Path, formula: &str) -> Result<bool, String> {
             .find_map(|l| l.strip_prefix(&format!("{key} \"")))
             .map(|v| v.trim_end_matches('"').to_owned())
     };
-    let tag = format!("v{VERSION}");
-    let tagged = Command::new("git")
-        .args(["rev-parse", "-q", "--verify", &format!("refs/tags/{tag}")])
-        .current_dir(dir)
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !tagged {
-        return match (field("url"), field("sha256")) {
-            (None, None) => Ok(false),
-            (u, s) => Err(format!(
-                "there is no tag {tag}, so the formula must be head-only, but it has url {u:?}, sha256 {s:?}"
-            )),
-        };
+    let tagged = |tag: &str| {
+        Command::new("git")
+            .args(["rev-parse", "-q", "--verify", &format!("refs/tags/{tag}")])
+            .current_dir(dir)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let current = cargo_version(dir);
+    let current_tag = format!("v{current}");
+    let (url, sum) = match (field("url"), field("sha256")) {
+        (None, None) if tagged(&current_tag) => {
+            return Err(format!(
+            "there is a tag {current_tag}, but the formula is head-only; run make release-formula"
+        ))
+        }
+        (None, None) => return Ok(false),
+        (Some(url), Some(sum)) => (url, sum),
+        (u, s) => {
+            return Err(format!(
+                "the formula needs both url and sha256 or neither, but has url {u:?}, sha256 {s:?}"
+            ))
+        }
+    };
+    let prefix = "https://github.com/oysterun/oyster/releases/download/v";
+    let version = url
+        .strip_prefix(prefix)
+        .and_then(|rest| rest.split_once('/'))
+        .filter(|(v, file)| *file == format!("oyster-{v}.tar.gz"))
+        .map(|(v, _)| v.to_owned())
+        .ok_or_else(|| format!("the url {url:?} is not {prefix}X.Y.Z/oyster-X.Y.Z.tar.gz"))?;
+    let tag = format!("v{version}");
+    if !tagged(&tag) {
+        return Err(format!(
+            "the formula names release {tag}, but there is no tag {tag}; a formula is head-only until its release is tagged"
+        ));
     }
-    let url = format!(
-        "https://github.com/oysterun/oyster/releases/download/{tag}/oyster-{VERSION}.tar.gz"
-    );
-    if field("url").as_deref() != Some(url.as_str()) {
-        return Err(format!("the url is {:?}, not {url}", field("url")));
+    if version != current && tagged(&current_tag) {
+        return Err(format!(
+            "there is a tag {current_tag}, but the formula still names {tag}; run make release-formula"
+        ));
     }
-    let want = archive_sha256(dir, &tag);
-    match field("sha256") {
-        Some(got) if got == want => Ok(true),
-        got => Err(format!(
-            "the sha256 is {got:?}, but make dist's archive of {tag} has {want}; run make release-formula"
-        )),
+    let want = archive_sha256(dir, &tag, &version);
+    if sum == want {
+        Ok(true)
+    } else {
+        Err(format!(
+            "the sha256 is {sum:?}, but make dist's archive of {tag} has {want}; run make release-formula"
+        ))
     }
 }
 
@@ -1425,7 +1462,7 @@ fn make_release_formula_writes_the_url_and_sha256_of_the_tags_archive() {
         written.contains(&format!("sha256 \"{}\"", &sum[..64])),
         "{written}"
     );
-    assert_ne!(archive_sha256(&dir, "HEAD"), sum[..64]);
+    assert_ne!(archive_sha256(&dir, "HEAD", VERSION), sum[..64]);
     // Once: a second run replaces the pair instead of adding one.
     assert!(make(&["-s", "release-formula"]).status.success());
     let again = std::fs::read_to_string(dir.join("Formula/oyster.rb")).unwrap();

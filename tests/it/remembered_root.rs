@@ -84,7 +84,7 @@ fn the_root_given_once_is_remembered_for_host_start_after_uninstall_and_for_a_se
 
     // A remembered root that no longer holds the Host is passed over aloud, never used.
     std::fs::remove_file(Path::new(&root_s).join("host-service/server.mjs")).unwrap();
-    let e = t.run(&start).fails_with(2).stderr();
+    let e = t.run(&start).fails_with(1).stderr();
     assert!(
         e.contains("the root remembered in") && e.contains("looking further"),
         "{e}"

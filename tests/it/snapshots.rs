@@ -322,6 +322,49 @@ fn error_no_node_anywhere() {
     .fails_with(1);
 }
 
+/// A `node` in `<test dir>/<dir>/node` that only prints `version`, its directory on PATH.
+fn node_on_path(t: &mut TestContext, dir: &str, version: &str) {
+    let p = t.path(&format!("{dir}/node"));
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, format!("#!/bin/sh\necho {version}\n")).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    t.path_dirs.push(p.parent().unwrap().to_owned());
+}
+
+#[test]
+fn note_older_nodes_passed_over() {
+    let mut t = TestContext::new();
+    let root = t.fixture_root("root");
+    node_on_path(&mut t, "old", "v18.19.0");
+    node_on_path(&mut t, "new", "v22.1.0");
+    let r = t.run(["agent", "print", "--root", root.to_str().unwrap()]);
+    settings(&t, &[]).bind(|| {
+        insta::assert_snapshot!("note_older_nodes_passed_over", r.stderr());
+    });
+    r.ok();
+}
+
+#[test]
+fn error_only_older_nodes_found() {
+    if ["/opt/homebrew/bin/node", "/usr/local/bin/node"]
+        .iter()
+        .any(|p| Path::new(p).exists())
+    {
+        return;
+    }
+    let mut t = TestContext::new();
+    let root = t.fixture_root("root");
+    node_on_path(&mut t, "old", "v18.19.0");
+    node_on_path(&mut t, "older", "v16.20.2");
+    snap(
+        "error_only_older_nodes_found",
+        &t,
+        &["agent", "print", "--root", root.to_str().unwrap()],
+        &[],
+    )
+    .fails_with(1);
+}
+
 #[test]
 fn error_invalid_stack_name() {
     let t = TestContext::new();
