@@ -115,9 +115,9 @@ pub fn qr_interrupted(sig: crate::sys::signal::Signal) -> anyhow::Error {
     .into()
 }
 
-/// One verb of the launchd job on one stack, with the steps Oysterun's service script ran
-/// around a start: the restore preparation before `restart --restore-sessions`, the login QR
-/// after a verified start or restart.
+/// One verb of the launchd job on one stack, with the step Oysterun's service script ran
+/// after a start: the login QR after a verified start or restart (`restart
+/// --restore-sessions` prepares the sessions inside the restart, after its refusals).
 pub fn agent_verb(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
     agent_verb_steps(ctx, verb).map_err(|e| launchd_absent_for_stack(ctx, e))
 }
@@ -141,25 +141,6 @@ fn agent_verb_steps(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
     let plan = |ctx: &Context, inputs: &crate::host::plan::HostInputs| {
         crate::host::plan::plan(ctx, inputs, crate::host::plan::Writes::None)
     };
-    if let Some(s) = starting.filter(|s| s.restore_sessions) {
-        // Only for a stack whose restart can go ahead; the restart itself says why not.
-        if ctx.stack.plist_path().exists() {
-            match plan(ctx, &s.host) {
-                Ok(p) => {
-                    if let Ran::Interrupted(sig) = crate::setup::hooks::prepare_restore(ctx, &p) {
-                        return Err(crate::error::Interrupted(
-                            sig,
-                            "the restore preparation was stopped; nothing was restarted".into(),
-                        )
-                        .into());
-                    }
-                }
-                Err(e) => ctx.out.warn(&format!(
-                    "sessions not prepared for restore: {e:#}; restarting without it"
-                )),
-            }
-        }
-    }
     // A first install that is refused must not leave a stack behind (`list` would show it).
     let first_install = matches!(verb, Verb::Install { .. }) && !ctx.stack.root.exists();
     let status = match agent::run(ctx, verb) {

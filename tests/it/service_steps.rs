@@ -228,3 +228,38 @@ fn restore_sessions_is_prepared_before_the_restart_and_never_fails_it() {
     );
     s.t.run(["uninstall", "qr"]).ok();
 }
+
+#[test]
+fn restore_sessions_runs_only_after_every_refusal_and_only_for_this_stacks_own_host() {
+    let s = installed();
+    let port = s.port;
+    // 1. A symlinked Host log refuses the restart: the running Host is not prepared for a
+    //    restart that never comes.
+    let log = s.t.home.join(".oysterun-stacks/qr/logs/oysterun-host.log");
+    let saved = s.t.path("saved.log");
+    std::fs::rename(&log, &saved).unwrap();
+    std::os::unix::fs::symlink(&saved, &log).unwrap();
+    s.t.run(["restart", "qr", "--restore-sessions", "--settle-ms", "200"])
+        .fails_with(2);
+    assert!(calls(&s.root).is_empty(), "prepared before a refusal");
+    std::fs::remove_file(&log).unwrap();
+    std::fs::rename(&saved, &log).unwrap();
+    // 2. Stopped, with another program on its port: refused, and that program is never
+    //    sent the Host's token.
+    s.t.run(["stop", "qr"]).ok();
+    let squatter = std::net::TcpListener::bind(("127.0.0.1", port)).unwrap();
+    let r =
+        s.t.run(["restart", "qr", "--restore-sessions", "--settle-ms", "200"])
+            .fails_with(1);
+    assert!(
+        r.stderr().contains(&format!("port {port}")),
+        "{}",
+        r.stderr()
+    );
+    assert!(
+        calls(&s.root).is_empty(),
+        "the step ran for a port another holds"
+    );
+    drop(squatter);
+    s.t.run(["uninstall", "qr"]).ok();
+}

@@ -33,7 +33,7 @@ pub fn run(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
             dry_run,
             timing,
         } => regenerate::run(ctx, host, *no_restart, *dry_run, *timing),
-        Verb::Restart(s) => restart::run(ctx, &s.host, s.timing),
+        Verb::Restart(s) => restart::run(ctx, &s.host, s.timing, s.restore_sessions),
         Verb::Status => status::run(ctx),
         Verb::Stop => stop::run(ctx),
         Verb::Start(s) => start::run(ctx, s),

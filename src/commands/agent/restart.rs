@@ -8,7 +8,12 @@ use crate::host::plan::HostInputs;
 use crate::output::audit::Action;
 use crate::ExitStatus;
 
-pub fn run(ctx: &Context, host: &HostInputs, timing: Timing) -> anyhow::Result<ExitStatus> {
+pub fn run(
+    ctx: &Context,
+    host: &HostInputs,
+    timing: Timing,
+    restore_sessions: bool,
+) -> anyhow::Result<ExitStatus> {
     preflight::require_known(ctx)?;
     // Said first, before anything is created: nothing about the root or node matters for a
     // job that is not there.
@@ -31,6 +36,12 @@ pub fn run(ctx: &Context, host: &HostInputs, timing: Timing) -> anyhow::Result<E
             return Err(preflight::not_installed(ctx, "restart").into());
         }
         let outcome = if agent.was_loaded() {
+            // Every refusal is behind us: only now, right before the restart, may the Host be
+            // asked to save its sessions — and only the stack's own Host, on the port the
+            // restart keeps (the step hands it the local service-control token).
+            if restore_sessions {
+                prepare_restore(ctx, &agent, &p.plan)?;
+            }
             agent.apply(&p.plan, Action::Restart, true, timing)?
         } else {
             // Loaded in neither domain (stopped, or booted out behind oyster's back): the
@@ -41,4 +52,38 @@ pub fn run(ctx: &Context, host: &HostInputs, timing: Timing) -> anyhow::Result<E
         preflight::report(ctx, &p.plan, &outcome);
         Ok(ExitStatus::Success)
     })
+}
+
+/// `restart --restore-sessions`: the root's restore preparation, run only when the port the
+/// restart keeps is held by this stack's own running Host answering `/health`; otherwise said
+/// and skipped (the restart goes on without restored sessions).
+fn prepare_restore(
+    ctx: &Context,
+    agent: &crate::agent::lifecycle::Agent<'_>,
+    plan: &crate::host::plan::Plan,
+) -> anyhow::Result<()> {
+    use crate::setup::hooks::{self, Ran};
+    let pid = agent
+        .loaded_here()
+        .filter(|i| i.running())
+        .and_then(|i| i.pid());
+    let ours = pid.is_some_and(|pid| {
+        crate::verify::health(plan.port, std::time::Duration::from_secs(2)) == Some(200)
+            && crate::verify::check_listener(plan.port, pid).is_ok()
+    });
+    if !ours {
+        ctx.out.note(&format!(
+            "sessions not prepared for restore: port {} is not held by this stack's running Host, so it is not asked (its token goes to nobody else); restarting without it",
+            plan.port
+        ));
+        return Ok(());
+    }
+    if let Ran::Interrupted(sig) = hooks::prepare_restore(ctx, plan) {
+        return Err(crate::error::Interrupted(
+            sig,
+            "the restore preparation was stopped; nothing was restarted".into(),
+        )
+        .into());
+    }
+    Ok(())
 }
