@@ -148,6 +148,7 @@ impl Command {
                 | Command::Man { .. }
                 | Command::Cleanup(_)
                 | Command::CompleteStacks
+                | Command::Mdm(_)
         )
     }
 
@@ -174,6 +175,7 @@ impl Command {
             Command::Completions { .. } => "completions",
             Command::Man { .. } => "man",
             Command::CompleteStacks => "__complete-stacks",
+            Command::Mdm(_) => "mdm",
         };
         top.to_owned()
     }

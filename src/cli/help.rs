@@ -243,6 +243,13 @@ pub fn examples_for(name: &str) -> String {
                 "every page, for packagers",
             ),
         ],
+        "mdm" => &[
+            (
+                "oyster mdm profile --output oysterun.mobileconfig",
+                "upload it to your MDM",
+            ),
+            ("oyster mdm profile --organization \"Example Inc.\"", ""),
+        ],
         _ => &[],
     };
     let rows: Vec<(String, &str)> = rows.iter().map(|(c, w)| ((*c).to_owned(), *w)).collect();

@@ -212,9 +212,27 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    /// For MDM administrators: configuration profiles for the Macs of an organisation.
+    #[command(subcommand, after_help = examples_for("mdm"))]
+    Mdm(MdmCommand),
     /// The stacks on this machine, one per line (what the completion scripts offer).
     #[command(name = "__complete-stacks", hide = true)]
     CompleteStacks,
+}
+
+/// `oyster mdm`.
+#[derive(Debug, Subcommand)]
+pub enum MdmCommand {
+    /// Write the Managed Login Items profile (.mobileconfig) that lets every stack's
+    /// LaunchAgent run without a Background Items alert; install it through MDM (macOS 13+).
+    Profile {
+        /// Write the profile to this file instead of stdout.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// The organization the profile names (PayloadOrganization).
+        #[arg(long, value_name = "NAME")]
+        organization: Option<String>,
+    },
 }
 
 /// `oyster cleanup`.

@@ -10,6 +10,7 @@ pub mod every;
 pub mod host;
 pub mod logs;
 pub mod man;
+pub mod mdm;
 pub mod provider_status;
 pub mod providers;
 pub mod setup;
@@ -83,6 +84,7 @@ pub fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitStatus> {
             logs::run(ctx, &args)
         }
         Command::Cleanup(args) => cleanup::run(ctx, &args),
+        Command::Mdm(cmd) => mdm::run(ctx, cmd),
         // The brew-services habits: the agent verbs at the top level run the agent verb.
         other => match other.into_agent() {
             Ok(agent_cmd) => agent_verb(ctx, agent_cmd),

@@ -11,6 +11,7 @@ mod doctor;
 mod env_proofs_and_ports;
 mod everyday;
 mod everyday_misuse;
+mod fleet;
 mod help;
 mod host_start_interrupts;
 mod hostile_everyday;
