@@ -10,6 +10,8 @@ use plist::{Dictionary, Value};
 pub const PROFILE_IDENTIFIER: &str = "com.oysterun.oyster.managed-login-items";
 /// The `com.apple.servicemanagement` payload's identifier inside it.
 pub const PAYLOAD_IDENTIFIER: &str = "com.oysterun.oyster.managed-login-items.servicemanagement";
+/// The label of the `.pkg`'s login step (packaging/pkg/com.oysterun.oyster.login.plist).
+pub const LOGIN_STEP_LABEL: &str = "com.oysterun.oyster.login";
 /// Apple's payload type for Managed Login Items (macOS 13+).
 pub const PAYLOAD_TYPE: &str = "com.apple.servicemanagement";
 
@@ -58,6 +60,17 @@ pub fn build(inputs: &ProfileInputs<'_>) -> Value {
         "The Oysterun Host LaunchAgents oyster installs (every stack)".into(),
     );
 
+    // The .pkg's login step runs /bin/sh (Apple's, no team), so a team would never match it;
+    // its exact label, in root-owned /Library/LaunchAgents, is the rule.
+    let mut login = Dictionary::new();
+    login.insert("RuleType".into(), "Label".into());
+    login.insert("RuleValue".into(), LOGIN_STEP_LABEL.into());
+    login.insert(
+        "Comment".into(),
+        "The oyster package's login step (regenerates each user's LaunchAgent once per version)"
+            .into(),
+    );
+
     let mut payload = Dictionary::new();
     payload.insert("PayloadType".into(), PAYLOAD_TYPE.into());
     payload.insert("PayloadVersion".into(), 1.into());
@@ -70,7 +83,10 @@ pub fn build(inputs: &ProfileInputs<'_>) -> Value {
         "PayloadDisplayName".into(),
         "Oysterun Host login items".into(),
     );
-    payload.insert("Rules".into(), Value::Array(vec![Value::Dictionary(rule)]));
+    payload.insert(
+        "Rules".into(),
+        Value::Array(vec![Value::Dictionary(rule), Value::Dictionary(login)]),
+    );
 
     let mut top = Dictionary::new();
     top.insert("PayloadType".into(), "Configuration".into());

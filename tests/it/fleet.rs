@@ -39,12 +39,24 @@ fn mdm_profile_is_a_device_servicemanagement_profile_matching_every_stack_label(
     assert_eq!(payload["PayloadUUID"], python_uuid5(pid).as_str());
     assert_ne!(payload["PayloadUUID"], doc["PayloadUUID"]);
     let rules = payload["Rules"].as_array().unwrap();
-    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert_eq!(rules.len(), 2, "{rules:?}");
     assert_eq!(rules[0]["RuleType"], "LabelPrefix");
     // The prefix of every label oyster writes: production's and every NAME's.
     assert_eq!(rules[0]["RuleValue"], "com.oysterun.host");
     // This Linux build has no Developer ID signature: the label rule alone, and said so.
     assert!(rules[0].get("TeamIdentifier").is_none(), "{rules:?}");
+    // The .pkg's login step (tests/it/fleet_pkg.rs), by its exact label, never with a team
+    // (it runs /bin/sh).
+    let login = crate::common::plistlib(
+        &std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("packaging/pkg/com.oysterun.oyster.login.plist"),
+        )
+        .unwrap(),
+    );
+    assert_eq!(rules[1]["RuleType"], "Label");
+    assert_eq!(rules[1]["RuleValue"], login["Label"]);
+    assert!(rules[1].get("TeamIdentifier").is_none(), "{rules:?}");
     let err = r.stderr();
     assert!(
         err.contains("no TeamIdentifier") && err.contains("not for macOS"),
