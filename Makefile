@@ -44,7 +44,7 @@ demo: build
 ## list equal to what the binary writes, so uninstall removes exactly those).
 MANPAGES = oyster oyster-setup oyster-status oyster-start oyster-stop oyster-restart oyster-logs \
 	oyster-list oyster-kill oyster-install oyster-uninstall oyster-cleanup oyster-doctor \
-	oyster-providers oyster-config oyster-agent oyster-host oyster-mdm \
+	oyster-providers oyster-config oyster-agent oyster-host oyster-mdm oyster-inventory \
 	oyster-completions oyster-man
 
 ## Install the binary, shell completions and man pages: make install PREFIX=/usr/local [DESTDIR=…]

@@ -149,6 +149,7 @@ impl Command {
                 | Command::Cleanup(_)
                 | Command::CompleteStacks
                 | Command::Mdm(_)
+                | Command::Inventory(_)
         )
     }
 
@@ -176,6 +177,7 @@ impl Command {
             Command::Man { .. } => "man",
             Command::CompleteStacks => "__complete-stacks",
             Command::Mdm(_) => "mdm",
+            Command::Inventory(_) => "inventory",
         };
         top.to_owned()
     }

@@ -243,6 +243,13 @@ pub fn examples_for(name: &str) -> String {
                 "every page, for packagers",
             ),
         ],
+        "inventory" => &[
+            ("sudo oyster inventory --json", "every user's stacks"),
+            (
+                "oyster inventory --result problems",
+                "one value, for a Jamf extension attribute",
+            ),
+        ],
         "mdm" => &[
             (
                 "oyster mdm profile --output oysterun.mobileconfig",

@@ -8,6 +8,7 @@ pub mod config;
 pub mod doctor;
 pub mod every;
 pub mod host;
+pub mod inventory;
 pub mod logs;
 pub mod man;
 pub mod mdm;
@@ -85,6 +86,7 @@ pub fn dispatch(ctx: &Context, command: Command) -> anyhow::Result<ExitStatus> {
         }
         Command::Cleanup(args) => cleanup::run(ctx, &args),
         Command::Mdm(cmd) => mdm::run(ctx, cmd),
+        Command::Inventory(args) => inventory::run(ctx, &args),
         // The brew-services habits: the agent verbs at the top level run the agent verb.
         other => match other.into_agent() {
             Ok(agent_cmd) => agent_verb(ctx, agent_cmd),

@@ -158,6 +158,19 @@ fn identity(path: &Path) -> Option<String> {
     ))
 }
 
+/// The version the stack's cache records for the Node at `path`, only when the cache's key
+/// is still that binary's identity (a replaced or upgraded Node is not answered from it); never
+/// runs Node (`oyster inventory` stays read-only and bounded).
+pub fn cached_version(path: &Path, cache: &Path) -> Option<String> {
+    let id = identity(path)?;
+    let bytes = crate::sys::fs::read_regular(cache, MAX_CACHE_BYTES)
+        .ok()
+        .flatten()?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    let (key, version) = text.trim_end().rsplit_once('\t')?;
+    (key == id).then(|| version.to_owned())
+}
+
 fn version_of(
     path: &Path,
     cache: Option<(&Path, &crate::sys::fs::Lock)>,

@@ -165,3 +165,236 @@ fn mdm_profile_refuses_bad_output_and_organization_writing_nothing() {
     // --stack means nothing here: refused rather than ignored.
     t.run(["mdm", "profile", "--stack", "dev"]).fails_with(2);
 }
+
+/// A Mac with three stacks: production verified, `two` stopped, `broken` whose config.json
+/// does not parse; a secret in production's config.
+fn three_stacks() -> TestContext {
+    use crate::common::free_port;
+    let mut t = TestContext::new();
+    t.use_sim();
+    t.pin_host_env();
+    t.fake_exe(&t.home.join(".local/bin/claude"));
+    let port = free_port().to_string();
+    t.run(["agent", "install", "--port", &port, "--settle-ms", "200"])
+        .ok();
+    let port2 = free_port().to_string();
+    t.run([
+        "agent",
+        "install",
+        "--stack",
+        "two",
+        "--port",
+        &port2,
+        "--settle-ms",
+        "200",
+    ])
+    .ok();
+    t.run(["agent", "stop", "--stack", "two"]).ok();
+    // Production does without codex; two's codex is missing (a problem with its fix).
+    t.run(["providers", "set", "codex", ""]).ok();
+    t.run([
+        "config",
+        "sync",
+        "--stack",
+        "broken",
+        "--port",
+        &free_port().to_string(),
+    ])
+    .ok();
+    std::fs::write(
+        t.home.join(".oysterun-stacks/broken/host/config.json"),
+        "{ \"port\": 12, oops",
+    )
+    .unwrap();
+    let mut config = t.read_config();
+    config["remote_access_token"] = "tok-SECRET-4242-zz".into();
+    config["dashboard_url"] = "https://admin:pw-SECRET-9@dash.example.com/".into();
+    std::fs::write(t.config_path(), config.to_string()).unwrap();
+    t
+}
+
+#[test]
+fn inventory_describes_three_stacks_in_their_states_as_documented_and_holds_no_secret() {
+    let t = three_stacks();
+    let r = t.run(["inventory", "--json"]);
+    assert_eq!(
+        r.code(),
+        0,
+        "exit 0 even with a broken stack: {}",
+        r.stderr()
+    );
+    let text = r.stdout();
+    for secret in ["SECRET", "pw-", "admin:"] {
+        assert!(!text.contains(secret), "{secret} in:\n{text}");
+    }
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+
+    // The documented schema (docs/json.md): exactly its keys and types, its enums and numbers.
+    let example = crate::json_docs::examples()
+        .into_iter()
+        .find(|e| e.command == "oyster inventory --json")
+        .expect("docs/json.md documents oyster inventory --json");
+    let mut errors = vec![];
+    crate::json_docs::compare(&example.value, &doc, "inventory", false, &mut errors);
+    let (enums, numbers) = crate::json_docs::conventions();
+    crate::json_docs::check_conventions(&doc, "inventory", &enums, &numbers, &mut errors);
+    assert!(errors.is_empty(), "{}\n{text}", errors.join("\n"));
+    assert!(!text.contains('~'));
+
+    assert_eq!(doc["schema_version"], 1);
+    let at = doc["generated_at"].as_str().unwrap();
+    assert!(
+        at.len() == 20 && at.ends_with('Z') && at.as_bytes()[10] == b'T',
+        "{at}"
+    );
+    assert_eq!(doc["oyster"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(doc["oyster"]["path"], crate::common::BIN);
+    assert_eq!(doc["oyster"]["team_id"], serde_json::Value::Null);
+    assert_eq!(
+        doc["login_items_profile"]["installed"],
+        serde_json::Value::Null
+    );
+    let home = t.home.display().to_string();
+    let users = doc["users"].as_array().unwrap();
+    let me: Vec<_> = users
+        .iter()
+        .filter(|u| u["home"] == home.as_str())
+        .collect();
+    assert_eq!(me.len(), 1, "{text}");
+    let me = me[0];
+    assert_eq!(me["uid"], nix::unistd::getuid().as_raw());
+    let stacks: std::collections::BTreeMap<&str, &serde_json::Value> = me["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["stack"].as_str().unwrap(), s))
+        .collect();
+    assert_eq!(
+        stacks.keys().copied().collect::<Vec<_>>(),
+        ["broken", "production", "two"]
+    );
+    let codes = |s: &serde_json::Value| -> Vec<String> {
+        s["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["code"].as_str().unwrap().to_owned())
+            .collect()
+    };
+
+    let prod = stacks["production"];
+    assert_eq!(prod["summary"], "verified", "{prod}");
+    assert_eq!(prod["verified"], true);
+    assert_eq!(prod["loaded"], true);
+    assert!(prod["pid"].as_u64().is_some());
+    assert_eq!(prod["plist_present"], true);
+    assert_eq!(prod["plist_current"], true);
+    assert_eq!(
+        prod["node_bin"],
+        crate::common::real_node().display().to_string()
+    );
+    assert!(
+        prod["node_version"]
+            .as_str()
+            .is_some_and(|v| v.starts_with('v')),
+        "{prod}"
+    );
+    assert!(prod["oysterun_root"].as_str().is_some(), "{prod}");
+    assert_eq!(codes(prod), Vec::<String>::new(), "{prod}");
+    let claude = &prod["providers"][0];
+    assert_eq!(
+        (&claude["provider"], &claude["state"]),
+        (&"claude".into(), &"available".into())
+    );
+
+    let two = stacks["two"];
+    assert_eq!(two["summary"], "disabled", "{two}");
+    assert_eq!(
+        (&two["loaded"], &two["disabled"]),
+        (&false.into(), &true.into())
+    );
+    assert_eq!(two["pid"], serde_json::Value::Null);
+    assert_eq!(codes(two), ["stopped", "provider_unavailable"]);
+    assert_eq!(two["problems"][0]["fix"], "oyster start two");
+    assert_eq!(two["problems"][1]["detail"], "codex");
+    assert!(
+        two["problems"][1]["fix"]
+            .as_str()
+            .unwrap()
+            .contains("oyster providers set codex \"\" --stack two"),
+        "{two}"
+    );
+
+    let broken = stacks["broken"];
+    assert_eq!(broken["broken"], true, "{broken}");
+    assert!(
+        codes(broken).contains(&"broken_files".to_owned()),
+        "{broken}"
+    );
+    let fix = broken["problems"][0]["fix"].as_str().unwrap();
+    assert!(fix.contains("oyster doctor broken"), "{fix}");
+
+    // --result: one value, wrapped for a Jamf extension attribute.
+    let one = |key: &str| t.run(["inventory", "--result", key]).ok().stdout();
+    let problems = one("problems");
+    assert!(
+        problems.starts_with("<result>") && problems.ends_with("</result>\n"),
+        "{problems}"
+    );
+    let who = me["name"].as_str().unwrap();
+    assert!(
+        problems.contains(&format!("{who}/two:stopped")),
+        "{problems}"
+    );
+    assert!(
+        problems.contains(&format!("{who}/broken:broken_files")),
+        "{problems}"
+    );
+    assert!(!problems.contains("production"), "{problems}");
+    assert!(one("verified").contains("<result>1/3</result>") || users.len() > 1);
+    assert_eq!(
+        one("oyster_version"),
+        format!("<result>{}</result>\n", env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(one("team_id"), "<result>none</result>\n");
+    let r = t.run(["inventory", "--result", "password"]).fails_with(2);
+    assert!(
+        r.stderr().contains("use one of: problems"),
+        "{}",
+        r.stderr()
+    );
+    assert!(r.stdout().is_empty());
+
+    // People get a summary, also exit 0.
+    let human = t.run(["inventory"]).ok().stdout();
+    assert!(human.contains("stopped: oyster start two"), "{human}");
+    assert!(!human.contains("SECRET"), "{human}");
+    t.run(["inventory", "--stack", "two"]).fails_with(2);
+}
+
+#[test]
+fn inventory_without_launchd_or_stacks_still_prints_a_document() {
+    let t = TestContext::new();
+    let doc = t.run(["inventory", "--json"]).ok().json();
+    let home = t.home.display().to_string();
+    assert!(
+        !doc["users"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|u| u["home"] == home.as_str()),
+        "a HOME without stacks is no entry: {doc}"
+    );
+    assert_eq!(
+        t.run(["inventory", "--result", "stacks"]).ok().stdout(),
+        format!(
+            "<result>{}</result>\n",
+            doc["users"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|u| u["stacks"].as_array().unwrap().len())
+                .sum::<usize>()
+        )
+    );
+}
