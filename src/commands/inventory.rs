@@ -74,7 +74,12 @@ fn build(ctx: &Context) -> Inventory {
     if as_root {
         let (accounts, p) = inv::accounts_with_stacks();
         problems.extend(p);
-        for a in accounts.iter().filter(|a| a.uid != 0 && a.home != own_home) {
+        // Root's own part was collected above (only when HOME is root's: under `sudo` that
+        // keeps the caller's HOME, the caller is one of the accounts, collected as itself).
+        for a in accounts
+            .iter()
+            .filter(|a| a.uid != 0 && !(own && a.home == own_home))
+        {
             users.push(inv::part_as(&exe, a));
         }
     }

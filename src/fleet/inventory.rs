@@ -468,14 +468,11 @@ fn read_profiles(identifier: &str) -> (Option<bool>, Option<String>) {
     }
     match crate::sys::process::run(
         Path::new("/usr/bin/profiles"),
-        &["show", "-type", "configuration", "-output", "stdout-xml"],
+        &["show", "-type", "configuration"],
         crate::sys::process::ChildEnv::Inherit,
         Duration::from_secs(20),
     ) {
-        Ok(f) if f.code == 0 => match plist::Value::from_reader_xml(f.stdout.as_bytes()) {
-            Ok(v) => (Some(holds_string(&v, identifier)), None),
-            Err(e) => (None, Some(format!("`profiles show` printed no plist: {e}"))),
-        },
+        Ok(f) if f.code == 0 => (Some(names_profile(&f.stdout, identifier)), None),
         Ok(f) => (
             None,
             Some(format!(
@@ -496,15 +493,15 @@ fn read_profiles(_identifier: &str) -> (Option<bool>, Option<String>) {
     )
 }
 
-/// Whether any string in `v` is exactly `s` (the profile list's layout varies by release).
+/// Whether `profiles show -type configuration`'s report names the profile `identifier` as a
+/// whole word (`_computerlevel[1] attribute: profileIdentifier: ID`; the report is text, its
+/// layout varies by release, so the identifier is matched exactly, never as a prefix of a
+/// longer one).
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
-fn holds_string(v: &plist::Value, s: &str) -> bool {
-    match v {
-        plist::Value::String(x) => x == s,
-        plist::Value::Array(a) => a.iter().any(|x| holds_string(x, s)),
-        plist::Value::Dictionary(d) => d.values().any(|x| holds_string(x, s)),
-        _ => false,
-    }
+fn names_profile(report: &str, identifier: &str) -> bool {
+    report
+        .split(|c: char| c.is_whitespace() || c == ':' || c == ',')
+        .any(|w| w == identifier)
 }
 
 /// A user of this Mac whose home holds stacks (root's inventory).
@@ -756,19 +753,20 @@ mod tests {
     }
 
     #[test]
-    fn the_profile_is_found_anywhere_in_the_list() {
-        let mut inner = plist::Dictionary::new();
-        inner.insert(
-            "ProfileIdentifier".into(),
-            super::super::profile::PROFILE_IDENTIFIER.into(),
+    fn the_profile_is_named_by_its_whole_identifier() {
+        let id = super::super::profile::PROFILE_IDENTIFIER;
+        let report = format!(
+            "There are 2 configuration profiles installed\n\
+             _computerlevel[1] attribute: name: Oysterun Host (Managed Login Items)\n\
+             _computerlevel[1] attribute: profileIdentifier: {id}\n\
+             _computerlevel[2] attribute: profileIdentifier: com.example.ssh\n"
         );
-        let mut top = plist::Dictionary::new();
-        top.insert(
-            "_computerlevel".into(),
-            plist::Value::Array(vec![plist::Value::Dictionary(inner)]),
-        );
-        let v = plist::Value::Dictionary(top);
-        assert!(holds_string(&v, super::super::profile::PROFILE_IDENTIFIER));
-        assert!(!holds_string(&v, "com.example.other"));
+        assert!(names_profile(&report, id));
+        let longer = report.replace(id, &format!("{id}.old"));
+        assert!(!names_profile(&longer, id));
+        assert!(!names_profile(
+            "There are no configuration profiles installed",
+            id
+        ));
     }
 }
