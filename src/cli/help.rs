@@ -37,6 +37,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "OYSTER_ENV_PROOF",
         "`exec` or `launchd`: prove the Host's environment as on Macs whose kernel hides it: from `host exec`'s own record, or from launchd's definition",
     ),
+    (
+        "OYSTER_MANAGED_PREFERENCES_DIR",
+        "stands in for /Library/Managed Preferences, where an organization's profile forces values (said in output)",
+    ),
     ("NO_COLOR", "no colour, even on a terminal"),
     (
         "npm_config_prefix",

@@ -13,6 +13,7 @@ pub fn run(ctx: &Context, cmd: ConfigCommand) -> anyhow::Result<ExitStatus> {
     ctx.announce_overrides();
     match cmd {
         ConfigCommand::Sync { .. } => {
+            crate::host::plan::refuse_managed(&ctx.into(), &Default::default())?;
             let _lock = ctx.lock_stack("config sync")?;
             let changes = sync(ctx)?;
             crate::config::report(&ctx.stack.config_path(), &changes);
@@ -32,10 +33,37 @@ pub fn run(ctx: &Context, cmd: ConfigCommand) -> anyhow::Result<ExitStatus> {
                 ctx.out
                     .out(&format!("# {}{state}; secrets redacted", path.display()));
                 ctx.out.out(&text);
+                for line in managed_lines(ctx) {
+                    ctx.out.out(&line);
+                }
             });
             Ok(ExitStatus::Success)
         }
     }
+}
+
+/// What the organization's profile forces for this user and stack, one `# managed:` line per
+/// value (and one per value left out), for `config show`, `status` and `providers status`.
+pub fn managed_lines(ctx: &Context) -> Vec<String> {
+    let m = crate::host::plan::managed(ctx);
+    let mut lines: Vec<String> = m
+        .entries
+        .iter()
+        .map(|e| {
+            format!(
+                "# managed: {} = {} (forced by {}; config.json follows it)",
+                e.key,
+                e.value,
+                e.file.display()
+            )
+        })
+        .collect();
+    lines.extend(
+        m.warnings
+            .iter()
+            .map(|w| format!("# managed value left out: {w}")),
+    );
+    lines
 }
 
 /// The stack config sync: migrate, merge every provider, record `--port`; writes on change only.

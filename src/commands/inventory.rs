@@ -27,6 +27,7 @@ pub const RESULT_KEYS: &[&str] = &[
 
 pub fn run(ctx: &Context, args: &InventoryArgs) -> anyhow::Result<ExitStatus> {
     if args.user_part {
+        // (The managed directory of root's run is passed on: see fleet::inventory::run_as.)
         // root's inventory runs oyster as each user: this is that user's part, as JSON.
         ctx.out.set_mode(crate::output::Mode::Json);
         ctx.out.json(&inv::user_part(ctx));
@@ -93,10 +94,7 @@ fn build(ctx: &Context) -> Inventory {
             signature: sig.about,
         },
         login_items_profile: inv::profile_state(),
-        managed_preferences: inv::Managed {
-            source: None,
-            keys: vec![],
-        },
+        managed_preferences: inv::managed_for_everyone(ctx.env.managed_dir.as_deref()),
         as_root,
         users,
         problems,

@@ -65,12 +65,23 @@ pub struct ProfileState {
     pub reason: Option<String>,
 }
 
-/// Managed defaults (`/Library/Managed Preferences`, issue 32 part 2): not read yet, so the
-/// list is empty and `source` is `null`.
+/// Managed defaults (docs/fleet.md): the directory read, and what it forces for every user
+/// (the all-users file's top-level keys); each stack lists what applies to it (`managed`).
 #[derive(Debug, Serialize)]
 pub struct Managed {
-    pub source: Option<String>,
-    pub keys: Vec<Value>,
+    pub directory: String,
+    pub keys: Vec<crate::config::managed::Entry>,
+}
+
+/// What the all-users managed file forces for every user and stack.
+pub fn managed_for_everyone(dir: Option<&Path>) -> Managed {
+    let read = dir.unwrap_or(Path::new(crate::config::managed::SYSTEM_DIR));
+    // No user, and a stack name no stack has: the top-level keys of the all-users file.
+    let m = crate::config::managed::Managed::load(Some(read), None, "");
+    Managed {
+        directory: read.display().to_string(),
+        keys: m.entries,
+    }
 }
 
 /// One user's part.
@@ -131,6 +142,8 @@ pub struct StackPart {
     pub node_bin: Option<String>,
     pub node_version: Option<String>,
     pub providers: Vec<ProviderPart>,
+    /// What the organization's profile forces for this user and stack.
+    pub managed: Vec<crate::config::managed::Entry>,
     pub problems: Vec<Problem>,
 }
 
@@ -248,6 +261,7 @@ fn unreadable(ctx: &Context, name: &str, why: &str) -> StackPart {
         node_bin: None,
         node_version: None,
         providers: vec![],
+        managed: crate::host::plan::managed(ctx).entries,
         problems: vec![Problem {
             code: "status_unreadable",
             fix: format!("run `{}` for the details and the fix", cmd(name, "doctor")),
@@ -299,6 +313,7 @@ fn from_status(ctx: &Context, st: AgentStatus, launchd: bool) -> StackPart {
         node_bin,
         node_version,
         providers,
+        managed: crate::host::plan::managed(ctx).entries,
         problems,
     }
 }
@@ -612,6 +627,7 @@ pub fn parse_accounts(text: &str, min: u32) -> Vec<u32> {
 /// The variables oyster passes to itself run as another user: where launchctl is and how
 /// long it may take (a test's simulator, an admin's override), and colour.
 const PASSED_ENV: &[&str] = &[
+    "OYSTER_MANAGED_PREFERENCES_DIR",
     "OYSTER_LAUNCHCTL",
     "OYSTER_LAUNCHCTL_TIMEOUT_SECS",
     "NO_COLOR",

@@ -12,6 +12,7 @@ mod env_proofs_and_ports;
 mod everyday;
 mod everyday_misuse;
 mod fleet;
+mod fleet_managed;
 mod fleet_pkg;
 mod help;
 mod host_start_interrupts;
