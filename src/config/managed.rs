@@ -283,8 +283,9 @@ mod tests {
         all.insert("default_browse_path".into(), "/Shared/Agents".into());
         all.insert("port".into(), 1.into());
         all.insert("node_bin".into(), "node".into());
+        let last = PROVIDERS.last().unwrap().id.as_str();
         let mut intents = plist::Dictionary::new();
-        intents.insert("codex".into(), "disabled".into());
+        intents.insert(last.into(), "disabled".into());
         intents.insert("gemini".into(), "auto".into());
         all.insert("provider_command_intent".into(), intents.into());
         let mut dev = plist::Dictionary::new();
@@ -304,7 +305,7 @@ mod tests {
         let browse = m.get("default_browse_path").unwrap();
         assert_eq!(browse.value, "/Users/a/Agents");
         assert!(browse.file.ends_with("a/com.oysterun.oyster.plist"));
-        assert_eq!(m.provider("codex").len(), 1);
+        assert_eq!(m.provider(last).len(), 1);
         assert!(m.get("node_bin").is_none());
         let w = m.warnings.join("\n");
         assert!(
