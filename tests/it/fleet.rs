@@ -398,3 +398,46 @@ fn inventory_without_launchd_or_stacks_still_prints_a_document() {
         )
     );
 }
+
+/// What root's inventory runs as each user (`inventory --user-part`, hidden) is that user's
+/// entry of the whole document.
+#[test]
+fn inventory_user_part_is_the_users_entry_of_the_document() {
+    use crate::common::free_port;
+    let t = TestContext::new();
+    for stack in ["alpha", "beta"] {
+        t.run([
+            "config",
+            "sync",
+            "--stack",
+            stack,
+            "--port",
+            &free_port().to_string(),
+        ])
+        .ok();
+    }
+    let part = t.run(["inventory", "--user-part"]).ok().json();
+    let doc = t.run(["inventory", "--json"]).ok().json();
+    let home = t.home.display().to_string();
+    let entry = doc["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|u| u["home"] == home.as_str())
+        .unwrap_or_else(|| panic!("{doc}"));
+    assert_eq!(&part, entry);
+    let names: Vec<&str> = part["stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["stack"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["alpha", "beta"]);
+    // Hidden, and only on its own.
+    assert!(!t
+        .run(["inventory", "--help"])
+        .ok()
+        .stdout()
+        .contains("user-part"));
+    t.run(["inventory", "--user-part", "--json"]).fails_with(2);
+}
