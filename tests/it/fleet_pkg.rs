@@ -384,3 +384,64 @@ fn oyster_uninstall_removes_every_local_users_agents_asking_first_and_keeps_data
         o.out
     );
 }
+
+/// Runs oyster-uninstall on a pseudo-terminal (Python's pty), answering its question with
+/// `answer`; returns the exit code and what it printed.
+fn uninstall_on_a_terminal(p: &Pkg, answer: &str) -> (i32, String) {
+    let helper = r#"
+import os, pty, sys
+script, answer = sys.argv[1], sys.argv[2]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execve("/bin/sh", ["/bin/sh", script], {
+        "PATH": "/usr/bin:/bin:/usr/sbin:/sbin", "HOME": "/var/root",
+        "OYSTER_PKG_SYSROOT": os.environ["SYSROOT"]})
+out = b""
+answered = False
+while True:
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+    if not answered and b"[y/N]" in out:
+        os.write(fd, answer.encode() + b"\n")
+        answered = True
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode(errors="replace"))
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+    let out = Command::new("python3")
+        .args(["-c", helper])
+        .arg(repo().join("packaging/pkg/oyster-uninstall"))
+        .arg(answer)
+        .env("SYSROOT", &p.sys)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&p.log);
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn oyster_uninstall_on_a_terminal_asks_and_a_no_removes_nothing() {
+    let p = Pkg::new();
+    p.install_payload();
+    dscl_lists(&p, &[("alice", 501)]);
+    let agent = p.agent_running("alice", "com.oysterun.host", "/usr/local/bin/oyster");
+    let (code, out) = uninstall_on_a_terminal(&p, "n");
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("remove all of this? [y/N]") && out.contains("nothing was removed."),
+        "{out}"
+    );
+    assert!(agent.exists() && p.sys.join("usr/local/bin/oyster").exists());
+    let (code, out) = uninstall_on_a_terminal(&p, "y");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("done: oyster is uninstalled."), "{out}");
+    assert!(!agent.exists() && !p.sys.join("usr/local/bin/oyster").exists());
+}
