@@ -386,3 +386,38 @@ fn the_sample_payload_is_a_managed_preferences_profile_whose_every_key_oyster_ap
         assert!(show.contains(&format!("# managed: {key}")), "{key}: {show}");
     }
 }
+
+#[test]
+fn a_forced_root_and_node_are_what_the_plan_runs() {
+    let m = managed();
+    let t = &m.t;
+    let root = t.fixture_root("root");
+    let node = crate::common::real_node();
+    // Without them (no OYSTERUN_ROOT, no --root, nothing installed) there is no root to plan.
+    assert_ne!(t.run(["agent", "print", "--stack", "dev"]).code(), 0);
+    let me = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .unwrap()
+        .unwrap()
+        .name;
+    write_plist(
+        &m.dir.join(&me).join("com.oysterun.oyster.plist"),
+        dict(vec![
+            ("root", root.display().to_string().into()),
+            ("node_bin", node.display().to_string().into()),
+        ]),
+    );
+    let plist = t.run(["agent", "print", "--stack", "dev"]).ok().stdout();
+    let doc = crate::common::plistlib(plist.as_bytes());
+    let env = &doc["EnvironmentVariables"];
+    assert_eq!(
+        env["OYSTERUN_REPO_ROOT"],
+        root.display().to_string(),
+        "{doc}"
+    );
+    assert_eq!(
+        env["OYSTERUN_NODE_BIN"],
+        node.display().to_string(),
+        "{doc}"
+    );
+    assert_eq!(env["OYSTERUN_PORT"], m.forced.to_string(), "{doc}");
+}
