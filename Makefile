@@ -45,6 +45,7 @@ demo: build
 MANPAGES = oyster oyster-setup oyster-status oyster-start oyster-stop oyster-restart oyster-logs \
 	oyster-list oyster-kill oyster-install oyster-uninstall oyster-cleanup oyster-doctor \
 	oyster-providers oyster-config oyster-agent oyster-host oyster-version oyster-open oyster-qr \
+	oyster-mdm oyster-inventory \
 	oyster-completions oyster-man
 
 ## Install the binary, shell completions and man pages: make install PREFIX=/usr/local [DESTDIR=…]

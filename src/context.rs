@@ -37,6 +37,8 @@ pub struct EnvSnapshot {
     pub launchctl: Option<OsString>,
     /// `OYSTER_LAUNCHCTL_TIMEOUT_SECS`.
     pub launchctl_timeout: Option<String>,
+    /// `OYSTER_MANAGED_PREFERENCES_DIR`: stands in for `/Library/Managed Preferences`.
+    pub managed_dir: Option<PathBuf>,
     /// `OYSTER_ENV_PROOF`, parsed once: `exec` or `launchd` force the proof used when the
     /// kernel hides the Host's environment (for testing those paths off macOS).
     pub proof_floor: ProofFloor,
@@ -59,6 +61,7 @@ impl EnvSnapshot {
             launchctl: os("OYSTER_LAUNCHCTL"),
             launchctl_timeout: text("OYSTER_LAUNCHCTL_TIMEOUT_SECS"),
             proof_floor: ProofFloor::from_env(text("OYSTER_ENV_PROOF").as_deref()),
+            managed_dir: path("OYSTER_MANAGED_PREFERENCES_DIR"),
         }
     }
 
@@ -191,6 +194,7 @@ impl<'a> From<&'a Context> for crate::host::plan::PlanEnv<'a> {
             npm_prefix: ctx.env.npm_prefix.as_deref(),
             launcher: &ctx.launcher,
             stacks_dir: ctx.env.stacks_dir.as_deref(),
+            managed_dir: ctx.env.managed_dir.as_deref(),
             launchd: match ctx.env.launchctl.as_deref() {
                 Some(v) => v != "none",
                 None => cfg!(target_os = "macos"),
@@ -383,6 +387,12 @@ impl Context {
 
     /// Notes printed whenever an override or fallback is in effect.
     pub fn announce_overrides(&self) {
+        if let Some(dir) = &self.env.managed_dir {
+            self.reporter().note(&format!(
+                "OYSTER_MANAGED_PREFERENCES_DIR is set; managed preferences are read from {} instead of /Library/Managed Preferences",
+                dir.display()
+            ));
+        }
         if self.stack.config_dir_overridden {
             self.reporter().note(&format!(
                 "OYSTERUN_CONFIG_DIR is set; using {} as the config dir",

@@ -86,6 +86,16 @@ pub struct Logs {
     pub follow: bool,
 }
 
+/// `oyster inventory`.
+#[derive(Debug, Clone)]
+pub struct Inventory {
+    pub json: bool,
+    /// `--result KEY`: one value, as `<result>…</result>`.
+    pub result: Option<String>,
+    /// The hidden `--user-part`: this user's part only (what root's inventory runs).
+    pub user_part: bool,
+}
+
 /// `oyster cleanup`.
 #[derive(Debug, Clone, Copy)]
 pub struct Cleanup {
@@ -148,6 +158,12 @@ pub enum Verb {
     Version {
         verbose: bool,
     },
+    /// `mdm profile`.
+    MdmProfile {
+        output: Option<PathBuf>,
+        organization: Option<String>,
+    },
+    Inventory(Inventory),
     Open,
     Qr,
     Completions(clap_complete::Shell),
@@ -183,6 +199,8 @@ impl Verb {
             Verb::ConfigSync { .. } | Verb::ConfigShow => "config",
             Verb::HostStart { .. } | Verb::HostStop | Verb::HostStatus | Verb::HostExec => "host",
             Verb::Version { .. } => "version",
+            Verb::MdmProfile { .. } => "mdm",
+            Verb::Inventory(_) => "inventory",
             Verb::Open => "open",
             Verb::Qr => "qr",
             Verb::Completions(_) => "completions",

@@ -18,6 +18,7 @@ mod config;
 mod context;
 mod direct;
 mod error;
+mod fleet;
 mod host;
 mod invocation;
 mod launch;

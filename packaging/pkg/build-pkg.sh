@@ -3,7 +3,9 @@
 #   1. one universal binary: cargo builds aarch64-apple-darwin and x86_64-apple-darwin and lipo
 #      joins them (once: rustup target add aarch64-apple-darwin x86_64-apple-darwin);
 #   2. the payload: /usr/local/bin/oyster, /usr/local/bin/oyster-uninstall (what removes it all
-#      again: `sudo oyster-uninstall`), its man pages and bash/zsh/fish completions;
+#      again: `sudo oyster-uninstall`), its man pages and bash/zsh/fish completions, and the
+#      login step for users not logged in at install time (/usr/local/libexec/oyster-login,
+#      run by /Library/LaunchAgents/com.oysterun.oyster.login.plist);
 #   3. pkgbuild makes the component package with scripts/postinstall, and productbuild the
 #      product from distribution.xml, which declares hostArchitectures="arm64,x86_64".
 #
@@ -76,6 +78,12 @@ if [ -n "${CODESIGN_IDENTITY:-}" ]; then
   codesign --force --options runtime --timestamp --sign "$CODESIGN_IDENTITY" "$bin"
 fi
 install -m 0755 "$here/oyster-uninstall" "$prefix/bin/oyster-uninstall"
+# The step for users not logged in at install time: an admin LaunchAgent that runs
+# oyster-login at their next login (packaging/pkg/oyster-login says what it does).
+install -d "$prefix/libexec" "$stage/root/Library/LaunchAgents"
+install -m 0755 "$here/oyster-login" "$prefix/libexec/oyster-login"
+install -m 0644 "$here/com.oysterun.oyster.login.plist" \
+  "$stage/root/Library/LaunchAgents/com.oysterun.oyster.login.plist"
 "$bin" man --dir "$share/man/man1"
 "$bin" completions bash >"$share/bash-completion/completions/oyster"
 "$bin" completions zsh >"$share/zsh/site-functions/_oyster"

@@ -37,6 +37,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "OYSTER_ENV_PROOF",
         "`exec` or `launchd`: prove the Host's environment as on Macs whose kernel hides it: from `host exec`'s own record, or from launchd's definition",
     ),
+    (
+        "OYSTER_MANAGED_PREFERENCES_DIR",
+        "stands in for /Library/Managed Preferences, where an organization's profile forces values (said in output)",
+    ),
     ("NO_COLOR", "no colour, even on a terminal"),
     (
         "COLUMNS",
@@ -310,6 +314,26 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     ("qr", &[("oyster qr", "show the login QR again")]),
+    (
+        "inventory",
+        &[
+            ("sudo oyster inventory --json", "every user's stacks"),
+            (
+                "oyster inventory --result problems",
+                "one value, for a Jamf extension attribute",
+            ),
+        ],
+    ),
+    (
+        "mdm",
+        &[
+            (
+                "oyster mdm profile --output oysterun.mobileconfig",
+                "upload it to your MDM",
+            ),
+            ("oyster mdm profile --organization \"Example Inc.\"", ""),
+        ],
+    ),
 ];
 
 /// A command's examples block (empty for a command without examples).

@@ -186,6 +186,13 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    /// For MDM administrators: configuration profiles for the Macs of an organisation.
+    #[command(subcommand, after_help = examples_for("mdm"))]
+    Mdm(MdmCommand),
+    /// One JSON document about oyster on this Mac (every user's stacks when run as root), for
+    /// MDM inventory; read-only, bounded, exit 0 even when something is broken.
+    #[command(after_help = examples_for("inventory"))]
+    Inventory(InventoryArgs),
     /// The stacks on this machine, one per line (what the completion scripts offer).
     #[command(name = "__complete-stacks", hide = true)]
     CompleteStacks,
@@ -289,6 +296,36 @@ pub struct RestartArgs {
     pub qr: QrArgs,
     #[arg(long, help = RESTORE_HELP)]
     pub restore_sessions: bool,
+}
+
+/// `oyster mdm`.
+#[derive(Debug, Subcommand)]
+pub enum MdmCommand {
+    /// Write the Managed Login Items profile (.mobileconfig) that lets every stack's
+    /// LaunchAgent run without a Background Items alert; install it through MDM (macOS 13+).
+    Profile {
+        /// Write the profile to this file instead of stdout.
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// The organization the profile names (PayloadOrganization).
+        #[arg(long, value_name = "NAME")]
+        organization: Option<String>,
+    },
+}
+
+/// `oyster inventory`.
+#[derive(Debug, Args)]
+pub struct InventoryArgs {
+    /// Print the JSON document (docs/json.md); without it, a short summary.
+    #[arg(long)]
+    pub json: bool,
+    /// Print one value as `<result>VALUE</result>` (a Jamf extension attribute); KEY is a
+    /// top-level key or a summary key (see docs/fleet.md).
+    #[arg(long, value_name = "KEY", conflicts_with = "json")]
+    pub result: Option<String>,
+    /// Print only this user's part, as JSON (what root's inventory runs as each user).
+    #[arg(long, hide = true, conflicts_with_all = ["json", "result"])]
+    pub user_part: bool,
 }
 
 /// `oyster cleanup`.

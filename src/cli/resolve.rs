@@ -6,7 +6,7 @@
 use super::*;
 use crate::context::{StackForm, Typed};
 use crate::host::stack::StackName;
-use crate::invocation::{Cleanup, Invocation, Logs, Qr, Setup, Stacks, Starting, Verb};
+use crate::invocation::{Cleanup, Inventory, Invocation, Logs, Qr, Setup, Stacks, Starting, Verb};
 use crate::output::Mode;
 
 /// Why a command line cannot be resolved.
@@ -272,6 +272,25 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
                 Verb::HostExec
             }
         },
+        Command::Mdm(MdmCommand::Profile {
+            output,
+            organization,
+        }) => {
+            n.unnamed = true;
+            Verb::MdmProfile {
+                output: output.clone(),
+                organization: organization.clone(),
+            }
+        }
+        Command::Inventory(a) => {
+            n.unnamed = true;
+            n.json = a.json;
+            Verb::Inventory(Inventory {
+                json: a.json,
+                result: a.result.clone(),
+                user_part: a.user_part,
+            })
+        }
         Command::Version { verbose } => {
             n.unnamed = true;
             Verb::Version { verbose: *verbose }

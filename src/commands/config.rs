@@ -11,6 +11,14 @@ use crate::ExitStatus;
 /// `oyster config sync [--port N]`.
 pub fn sync_verb(ctx: &Context, port: Option<u16>) -> anyhow::Result<ExitStatus> {
     ctx.announce_overrides();
+    // A --port the organization forces otherwise is refused before anything is written.
+    crate::host::plan::refuse_managed(
+        &ctx.into(),
+        &crate::host::plan::HostInputs {
+            port,
+            ..Default::default()
+        },
+    )?;
     let _lock = ctx.lock_stack("config sync")?;
     let changes = sync(ctx, port)?;
     crate::config::report(&ctx.stack.config_path(), &changes, ctx.reporter());
@@ -45,8 +53,35 @@ pub fn show(ctx: &Context) -> anyhow::Result<ExitStatus> {
         ctx.out
             .out(&format!("# {}{state}; secrets redacted", path.display()));
         ctx.out.out(&text);
+        for line in managed_lines(ctx) {
+            ctx.out.out(&line);
+        }
     });
     Ok(ExitStatus::Success)
+}
+
+/// What the organization's profile forces for this user and stack, one `# managed:` line per
+/// value (and one per value left out), for `config show`, `status` and `providers status`.
+pub fn managed_lines(ctx: &Context) -> Vec<String> {
+    let m = crate::host::plan::managed(ctx);
+    let mut lines: Vec<String> = m
+        .entries
+        .iter()
+        .map(|e| {
+            format!(
+                "# managed: {} = {} (forced by {}; config.json follows it)",
+                e.key,
+                e.value,
+                e.file.display()
+            )
+        })
+        .collect();
+    lines.extend(
+        m.warnings
+            .iter()
+            .map(|w| format!("# managed value left out: {w}")),
+    );
+    lines
 }
 
 /// The stack config sync: migrate, merge every provider, record `--port`; writes on change only.

@@ -8,8 +8,10 @@ pub mod config;
 pub mod doctor;
 pub mod every;
 pub mod host;
+pub mod inventory;
 pub mod logs;
 pub mod man;
+pub mod mdm;
 pub mod open;
 pub mod provider_status;
 pub mod providers;
@@ -86,6 +88,11 @@ pub fn dispatch(ctx: &Context, inv: Invocation) -> anyhow::Result<ExitStatus> {
             logs::run(ctx, &args)
         }
         Verb::Cleanup(args) => cleanup::run(ctx, &args),
+        Verb::MdmProfile {
+            output,
+            organization,
+        } => mdm::profile(ctx, output.as_deref(), organization.as_deref()),
+        Verb::Inventory(args) => inventory::run(ctx, &args),
         Verb::Version { verbose } => version::run(ctx, verbose),
         Verb::Open => open::open(ctx),
         Verb::Qr => open::qr(ctx),

@@ -44,6 +44,13 @@ pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
             // `status` says every documented field (authentication included), unlike `resolve`.
             if ctx.out.mode() != crate::output::Mode::Json {
                 super::provider_status::print(ctx, &rows);
+                let managed = super::config::managed_lines(ctx);
+                if !managed.is_empty() {
+                    crate::say!("");
+                }
+                for line in managed {
+                    crate::say!("{}", line.trim_start_matches("# "));
+                }
                 return Ok(ExitStatus::Success);
             }
             show(ctx, &doc, rows)
@@ -124,6 +131,13 @@ fn save(
     mut edit: impl FnMut(&mut ConfigDoc, &mut Vec<config::Change>),
 ) -> anyhow::Result<ExitStatus> {
     ctx.announce_overrides();
+    // A provider the profile decides is the organization's: refused before any lock or write.
+    if let Some(e) = crate::host::plan::managed(ctx)
+        .provider(p.id.as_str())
+        .first()
+    {
+        return Err(crate::config::managed::refusal(&format!("the {} command", p.id), e).into());
+    }
     let _lock = ctx.lock_stack(&format!("providers set {}", p.id))?;
     let path = ctx.stack.config_path();
     let (doc, changes) = config::update(&path, ctx.reporter(), |doc, changes| {

@@ -19,6 +19,29 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
     let opts = &args.options;
     // Refused before the plan is shown: setup would start a Host that cannot write its log.
     ctx.stack.refuse_special_log()?;
+    // A --mode or --agent-folder that would change what the organization forces (docs/fleet.md).
+    let managed = crate::host::plan::managed(ctx);
+    let asked = [
+        (
+            crate::config::MODE_KEY,
+            opts.mode.map(|m| serde_json::Value::from(m.as_str())),
+            "--mode",
+        ),
+        (
+            crate::config::BROWSE_KEY,
+            opts.agent_folder
+                .as_ref()
+                .map(|f| serde_json::Value::from(f.display().to_string())),
+            "--agent-folder",
+        ),
+    ];
+    for (key, given, flag) in asked {
+        if let (Some(g), Some(e)) = (given, managed.get(key)) {
+            if g != e.value {
+                return Err(crate::config::managed::refusal(&format!("{flag} {g}"), e).into());
+            }
+        }
+    }
     let sp = setup::make_plan(ctx, opts)?;
     show(ctx, opts, &sp);
     // The command that sets the Host up and installs no provider, offered wherever setup

@@ -315,6 +315,17 @@ fn with_entry(text: &str, path: &Path, id: &str, version: &str) -> String {
     lines[skip..].join("\n") + "\n"
 }
 
+/// The version the stack's cache records for the Node at `path`, only when the cache's key
+/// is still that binary's identity (a replaced or upgraded Node is not answered from it); never
+/// runs Node (`oyster inventory` stays read-only and bounded).
+pub fn recorded_version(path: &Path, cache: &Path) -> Option<String> {
+    let id = identity(path)?;
+    let bytes = crate::sys::fs::read_regular(cache, MAX_CACHE_BYTES)
+        .ok()
+        .flatten()?;
+    cached_version(&String::from_utf8_lossy(&bytes), &id)
+}
+
 fn version_of(
     path: &Path,
     cache: Option<(&Path, &crate::sys::fs::Lock)>,

@@ -32,6 +32,8 @@ pub struct PlanEnv<'a> {
     pub launcher: &'a Path,
     /// `OYSTERUN_STACKS_DIR` (to find the roots other stacks remember).
     pub stacks_dir: Option<&'a Path>,
+    /// `OYSTER_MANAGED_PREFERENCES_DIR` (`/Library/Managed Preferences` when `None`).
+    pub managed_dir: Option<&'a Path>,
     /// Whether launchd runs the Host (macOS, or a launchctl set in the environment): then
     /// folders macOS's privacy protection guards are named ([`crate::host::privacy`]).
     pub launchd: bool,
@@ -148,8 +150,13 @@ pub fn plan<'a>(
     let installed = agentplist::read_installed(&stack.plist_path(), pe.out);
     refuse_before_writing(&pe, args, installed.as_ref(), writes)?;
     let cache = stack.node_version_cache_path();
+    // A forced root or Node comes first, as a flag would (a different flag was refused).
+    let managed = managed(pe);
     let node = node::pin(&PinRequest {
-        flag: args.node_bin.as_deref(),
+        flag: args
+            .node_bin
+            .as_deref()
+            .or(managed.path("node_bin").map(|(p, _)| p)),
         env: pe.node_bin,
         installed: installed.as_ref().and_then(Installed::node_bin),
         search: pe.search,
@@ -160,7 +167,10 @@ pub fn plan<'a>(
         },
     })?;
     let found = crate::host::root::find(&RootSearch {
-        flag: args.root.as_deref(),
+        flag: args
+            .root
+            .as_deref()
+            .or(managed.path("root").map(|(p, _)| p)),
         env: pe.root,
         installed: installed.as_ref().and_then(Installed::repo_root),
         remembered: remembered_roots(&pe),
@@ -229,6 +239,7 @@ fn refuse_before_writing(
     installed: Option<&Installed>,
     writes: Writes<'_>,
 ) -> anyhow::Result<()> {
+    refuse_managed(pe, args)?;
     let given = (args.root.as_deref().map(|d| (d, "--root")))
         .or_else(|| pe.root.map(|d| (d, "OYSTERUN_ROOT")));
     if let Some((dir, origin)) = given {
@@ -355,7 +366,16 @@ fn no_port(stack: &Stack) -> Invalid {
     ))
 }
 
-/// The stack config sync applied to a document: providers, then `port` (`--port`).
+/// The managed preferences of this user and stack (docs/fleet.md).
+pub fn managed<'a>(inputs: impl Into<PlanEnv<'a>>) -> config::managed::Managed {
+    let pe: PlanEnv<'a> = inputs.into();
+    let user = crate::sys::user::name_of(crate::sys::user::uid());
+    config::managed::Managed::load(pe.managed_dir, user.as_deref(), &pe.stack.name)
+}
+
+/// The stack config sync applied to a document: managed values first (so discovery respects
+/// a forced intent), providers, `port` (`--port`), then managed values again (a forced value
+/// wins).
 pub fn sync<'a>(
     inputs: impl Into<PlanEnv<'a>>,
     port: Option<u16>,
@@ -363,10 +383,38 @@ pub fn sync<'a>(
     changes: &mut Vec<Change>,
 ) {
     let pe: PlanEnv<'a> = inputs.into();
+    let managed = managed(pe);
+    managed.apply(doc, changes);
     doc.sync_providers(pe.search, changes);
     if let Some(port) = port {
         doc.set(config::PORT_KEY, serde_json::Value::from(port), changes);
     }
+    managed.apply(doc, changes);
+}
+
+/// A `--port`, `--root` or `--node-bin` that would change a forced value is refused before
+/// anything is written (exit 1, naming the profile).
+pub fn refuse_managed(pe: &PlanEnv<'_>, args: &HostInputs) -> Result<(), crate::error::Failed> {
+    let managed = managed(*pe);
+    if let (Some(port), Some((forced, e))) = (args.port, managed.port()) {
+        if port != forced {
+            return Err(config::managed::refusal(&format!("--port {port}"), e));
+        }
+    }
+    for (given, key, flag) in [
+        (args.root.as_deref(), "root", "--root"),
+        (args.node_bin.as_deref(), "node_bin", "--node-bin"),
+    ] {
+        if let (Some(g), Some((forced, e))) = (given, managed.path(key)) {
+            if g != forced {
+                return Err(config::managed::refusal(
+                    &format!("{flag} {}", g.display()),
+                    e,
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Directories of resolved, non-disabled providers, in registry order.

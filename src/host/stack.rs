@@ -11,7 +11,8 @@ use crate::error::Invalid;
 pub const DEFAULT_STACK: &str = "production";
 /// The other stack whose files Oysterun names like production's (no `-NAME` suffix).
 pub const STAGING_STACK: &str = "staging";
-const BASE_LABEL: &str = "com.oysterun.host";
+/// The launchd label of production; every other stack's is `BASE_LABEL.NAME`.
+pub const BASE_LABEL: &str = "com.oysterun.host";
 
 /// One Oysterun stack and the paths that belong to it.
 #[derive(Debug, Clone)]

@@ -89,6 +89,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "probe", "verify", "host", "config", "provider", "context", "sys", "output", "error",
         ],
     ),
+    // Fleets of Macs (issue 32): the MDM profile, oyster's signature, the inventory; reads
+    // what the flows below it know, changes nothing.
+    (
+        "fleet",
+        &[
+            "agent", "probe", "verify", "host", "config", "provider", "context", "sys", "output",
+            "error",
+        ],
+    ),
     // The one probe of a live Host: beside verify, below the flows that use it.
     ("probe", &["verify", "host", "sys", "output", "error"]),
     // The Host's launch program (`oyster host exec`): a flow beside agent/direct/setup.

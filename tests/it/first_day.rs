@@ -3,13 +3,13 @@
 //! a command takes.
 
 use crate::common::{free_port, TestContext};
-use crate::snapshots::{installed, snap};
+use crate::snapshots::{installed, snap_table};
 
 #[test]
 fn bare_oyster_shows_the_stacks_and_what_to_type_next() {
     let port = free_port();
     let t = installed(port);
-    snap("bare_oyster", &t, &[], &[port]).ok();
+    snap_table("bare_oyster", &t, &[], &[port]).ok();
     // With no stack at all, the one line names setup (exit 0 either way).
     let fresh = TestContext::new();
     let r = fresh.run::<[&str; 0], &str>([]).ok();

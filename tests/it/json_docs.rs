@@ -11,16 +11,16 @@ use serde_json::Value;
 use crate::common::{free_port, TestContext};
 
 /// One `### \`oyster …\`` heading and the JSON block under it.
-struct Example {
-    command: String,
-    value: Value,
+pub(crate) struct Example {
+    pub(crate) command: String,
+    pub(crate) value: Value,
 }
 
 fn docs() -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/json.md")).unwrap()
 }
 
-fn examples() -> Vec<Example> {
+pub(crate) fn examples() -> Vec<Example> {
     let text = docs();
     let mut out = vec![];
     let mut command = None;
@@ -49,7 +49,7 @@ fn examples() -> Vec<Example> {
 }
 
 /// `key -> values` from the Enums table, and the keys of the Numbers paragraph.
-fn conventions() -> (BTreeMap<String, BTreeSet<String>>, BTreeSet<String>) {
+pub(crate) fn conventions() -> (BTreeMap<String, BTreeSet<String>>, BTreeSet<String>) {
     let text = docs();
     let ticked =
         |s: &str| -> Vec<String> { s.split('`').skip(1).step_by(2).map(str::to_owned).collect() };
@@ -88,7 +88,7 @@ fn kind(v: &Value) -> &'static str {
 /// The example's keys and types against the real document. `null` on either side matches
 /// anything (unknown, or "may be null"); `loose` objects are maps whose keys vary (a config
 /// file, an environment), where only the example's keys are required.
-fn compare(doc: &Value, real: &Value, at: &str, loose: bool, errors: &mut Vec<String>) {
+pub(crate) fn compare(doc: &Value, real: &Value, at: &str, loose: bool, errors: &mut Vec<String>) {
     if doc.is_null() || real.is_null() {
         return;
     }
@@ -203,7 +203,7 @@ fn every_example_in_docs_json_matches_the_real_output() {
 }
 
 /// Walks a document: `~` nowhere, enums in their sets, numbers numbers.
-fn check_conventions(
+pub(crate) fn check_conventions(
     doc: &Value,
     at: &str,
     enums: &BTreeMap<String, BTreeSet<String>>,

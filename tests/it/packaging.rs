@@ -58,29 +58,29 @@ fn completions_and_man_page_come_from_the_cli_and_are_listed_in_help() {
 
 /// A macOS account the fakes know: local accounts are in both `.` and `/Search`, network
 /// accounts only in `/Search`.
-struct Account {
-    name: &'static str,
-    uid: u32,
-    home: PathBuf,
-    network: bool,
+pub(crate) struct Account {
+    pub(crate) name: &'static str,
+    pub(crate) uid: u32,
+    pub(crate) home: PathBuf,
+    pub(crate) network: bool,
 }
 
-struct Pkg {
-    t: TestContext,
-    sys: PathBuf,
-    dest: PathBuf,
-    log: PathBuf,
-    accounts: Vec<Account>,
+pub(crate) struct Pkg {
+    pub(crate) t: TestContext,
+    pub(crate) sys: PathBuf,
+    pub(crate) dest: PathBuf,
+    pub(crate) log: PathBuf,
+    pub(crate) accounts: Vec<Account>,
 }
 
-struct Outcome {
-    code: i32,
-    out: String,
-    calls: Vec<String>,
+pub(crate) struct Outcome {
+    pub(crate) code: i32,
+    pub(crate) out: String,
+    pub(crate) calls: Vec<String>,
 }
 
 impl Outcome {
-    fn oyster_calls(&self) -> Vec<&str> {
+    pub(crate) fn oyster_calls(&self) -> Vec<&str> {
         self.calls
             .iter()
             .filter(|c| c.starts_with("oyster "))
@@ -89,7 +89,7 @@ impl Outcome {
     }
 
     #[track_caller]
-    fn exits_0_saying(&self, words: &[&str]) {
+    pub(crate) fn exits_0_saying(&self, words: &[&str]) {
         assert_eq!(self.code, 0, "{}", self.out);
         for w in words {
             assert!(self.out.contains(w), "missing {w:?} in:\n{}", self.out);
@@ -98,7 +98,7 @@ impl Outcome {
 }
 
 /// One argument as the fakes log it.
-fn word(arg: &str) -> String {
+pub(crate) fn word(arg: &str) -> String {
     if arg.contains(' ') {
         format!("'{arg}'")
     } else {
@@ -106,18 +106,18 @@ fn word(arg: &str) -> String {
     }
 }
 
-fn w(p: &Path) -> String {
+pub(crate) fn w(p: &Path) -> String {
     word(&p.display().to_string())
 }
 
-fn script(path: &Path, body: &str) {
+pub(crate) fn script(path: &Path, body: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// The real Python interpreter (not a pyenv shim, which needs the runner's environment).
-fn python() -> &'static str {
+pub(crate) fn python() -> &'static str {
     static PY: OnceLock<String> = OnceLock::new();
     PY.get_or_init(|| {
         let out = Command::new("python3")
@@ -128,23 +128,23 @@ fn python() -> &'static str {
     })
 }
 
-fn sh_quote(s: &str) -> String {
+pub(crate) fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// A Python string literal.
-fn py_str(s: &str) -> String {
+pub(crate) fn py_str(s: &str) -> String {
     format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
 }
 
-fn xml_text(s: &str) -> String {
+pub(crate) fn xml_text(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
 }
 
 impl Pkg {
-    fn new() -> Pkg {
+    pub(crate) fn new() -> Pkg {
         let t = TestContext::new();
         let sys = t.path("sys");
         let dest = t.path("dest");
@@ -184,14 +184,14 @@ impl Pkg {
     }
 
     /// The shell function every fake logs its call with.
-    fn logger(&self) -> String {
+    pub(crate) fn logger(&self) -> String {
         format!(
             "log() {{ line=\"$1\"; shift; for a in \"$@\"; do case \"$a\" in *\" \"*) line=\"$line '$a'\" ;; *) line=\"$line $a\" ;; esac; done; printf '%s\\n' \"$line as=${{RUN_AS:-root}}${{extra:-}}\" >> {}; }}\n",
             sh_quote(&self.log.display().to_string())
         )
     }
 
-    fn write_fakes(&self) {
+    pub(crate) fn write_fakes(&self) {
         let logger = self.logger();
         let mut uids = String::new();
         let mut homes = String::new();
@@ -309,12 +309,12 @@ print(v)
         self.write_oyster("");
     }
 
-    fn oyster(&self) -> PathBuf {
+    pub(crate) fn oyster(&self) -> PathBuf {
         self.dest.join("usr/local/bin/oyster")
     }
 
     /// The payload's oyster: a fake that records how it was run. `prefix` runs first.
-    fn write_oyster(&self, prefix: &str) {
+    pub(crate) fn write_oyster(&self, prefix: &str) {
         let logger = self.logger();
         script(
             &self.oyster(),
@@ -329,30 +329,30 @@ print(v)
         );
     }
 
-    fn account(&self, name: &str) -> &Account {
+    pub(crate) fn account(&self, name: &str) -> &Account {
         self.accounts.iter().find(|a| a.name == name).unwrap()
     }
 
-    fn home(&self, name: &str) -> PathBuf {
+    pub(crate) fn home(&self, name: &str) -> PathBuf {
         self.account(name).home.clone()
     }
 
     /// An executable stand-in for node.
-    fn node_at(&self, path: &Path) -> PathBuf {
+    pub(crate) fn node_at(&self, path: &Path) -> PathBuf {
         script(path, "exit 0");
         path.to_owned()
     }
 
-    fn brew_node(&self) -> PathBuf {
+    pub(crate) fn brew_node(&self) -> PathBuf {
         self.node_at(&self.sys.join("opt/homebrew/bin/node"))
     }
 
-    fn agents_dir(&self, user: &str) -> PathBuf {
+    pub(crate) fn agents_dir(&self, user: &str) -> PathBuf {
         self.home(user).join("Library/LaunchAgents")
     }
 
     /// An installed production agent pinning `node`, in the XML format oyster writes.
-    fn install_agent(&self, user: &str, node: &Path) -> PathBuf {
+    pub(crate) fn install_agent(&self, user: &str, node: &Path) -> PathBuf {
         let plist = self.agents_dir(user).join("com.oysterun.host.plist");
         std::fs::create_dir_all(plist.parent().unwrap()).unwrap();
         let mut env = plist::Dictionary::new();
@@ -368,11 +368,16 @@ print(v)
         plist
     }
 
-    fn run(&self, console: Option<&str>, env: &[(&str, &str)]) -> Outcome {
+    pub(crate) fn run(&self, console: Option<&str>, env: &[(&str, &str)]) -> Outcome {
         self.run_on("/", console, env)
     }
 
-    fn run_on(&self, target: &str, console: Option<&str>, env: &[(&str, &str)]) -> Outcome {
+    pub(crate) fn run_on(
+        &self,
+        target: &str,
+        console: Option<&str>,
+        env: &[(&str, &str)],
+    ) -> Outcome {
         let mut c = Command::new("/bin/sh");
         c.arg(repo().join("packaging/pkg/scripts/postinstall"))
             .arg("/tmp/oyster.pkg")
@@ -404,7 +409,7 @@ print(v)
     }
 
     /// The calls that find the console user and their home through /Search.
-    fn lookup_calls(&self, user: &str) -> Vec<String> {
+    pub(crate) fn lookup_calls(&self, user: &str) -> Vec<String> {
         vec![
             "oyster --version as=root home=/var/root".to_string(),
             "stat -f%Su /dev/console as=root".to_string(),
@@ -415,7 +420,7 @@ print(v)
     }
 
     /// print (as the user), then `verb` through launchctl asuser and sudo, with `node_args`.
-    fn agent_calls(&self, user: &str, verb: &str, node_args: &str) -> Vec<String> {
+    pub(crate) fn agent_calls(&self, user: &str, verb: &str, node_args: &str) -> Vec<String> {
         let uid = self.account(user).uid;
         let o = w(&self.oyster());
         let home = w(&self.home(user));
@@ -433,7 +438,7 @@ print(v)
 }
 
 #[track_caller]
-fn assert_oyster_never_acts_as_root(o: &Outcome) {
+pub(crate) fn assert_oyster_never_acts_as_root(o: &Outcome) {
     for c in o.oyster_calls() {
         assert!(
             !c.contains(" as=root") || c.starts_with("oyster --version "),
@@ -802,7 +807,7 @@ struct BuildPkg {
 }
 
 impl BuildPkg {
-    fn new() -> BuildPkg {
+    pub(crate) fn new() -> BuildPkg {
         let t = TestContext::new();
         let fakes = t.path("fakes");
         let log = t.path("calls.log");
@@ -844,7 +849,7 @@ impl BuildPkg {
         BuildPkg { t, fakes, log }
     }
 
-    fn run(&self, env: &[(&str, &str)]) -> (i32, String, Vec<String>) {
+    pub(crate) fn run(&self, env: &[(&str, &str)]) -> (i32, String, Vec<String>) {
         let mut c = Command::new("bash");
         c.arg(repo().join("packaging/pkg/build-pkg.sh"))
             .env_clear()
@@ -924,6 +929,7 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
     assert_eq!(
         payload.lines().collect::<Vec<_>>(),
         [
+            "- ./Library/LaunchAgents/com.oysterun.oyster.login.plist",
             "- ./usr/local/share/bash-completion/completions/oyster",
             "- ./usr/local/share/fish/vendor_completions.d/oyster.fish",
             "- ./usr/local/share/man/man1/oyster-agent.1",
@@ -931,6 +937,7 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
             "- ./usr/local/share/zsh/site-functions/_oyster",
             "x ./usr/local/bin/oyster",
             "x ./usr/local/bin/oyster-uninstall",
+            "x ./usr/local/libexec/oyster-login",
         ]
     );
     // The distribution productbuild got: both architectures, this version, this component.
@@ -1613,6 +1620,7 @@ fn shipped_shell_is_shellcheck_clean() {
     for (file, shell) in [
         ("packaging/pkg/scripts/postinstall", "sh"),
         ("packaging/pkg/oyster-uninstall", "sh"),
+        ("packaging/pkg/oyster-login", "sh"),
         ("scripts/release-formula.sh", "bash"),
         ("packaging/pkg/build-pkg.sh", "bash"),
         ("scripts/demo.sh", "bash"),
@@ -1713,7 +1721,7 @@ fn a_man_page_per_subcommand_with_the_sections_a_reader_expects_installed_by_mak
 // The .pkg's uninstall story: `sudo oyster-uninstall`, against the same recording fakes.
 
 /// What the package installed, relative to / (as `pkgutil --files` lists it: directories too).
-const PKG_FILES: &[&str] = &[
+pub(crate) const PKG_FILES: &[&str] = &[
     "usr",
     "usr/local",
     "usr/local/bin",
@@ -1727,7 +1735,7 @@ const PKG_FILES: &[&str] = &[
 
 impl Pkg {
     /// The package's files under the stand-in root, and its receipt.
-    fn install_payload(&self) {
+    pub(crate) fn install_payload(&self) {
         for rel in PKG_FILES {
             let p = self.sys.join(rel);
             if rel.contains('.') || rel.ends_with("oyster") || rel.ends_with("uninstall") {
@@ -1741,7 +1749,7 @@ impl Pkg {
     }
 
     /// A LaunchAgent for `label` whose program is `program`.
-    fn agent_running(&self, user: &str, label: &str, program: &str) -> PathBuf {
+    pub(crate) fn agent_running(&self, user: &str, label: &str, program: &str) -> PathBuf {
         let plist = self.agents_dir(user).join(format!("{label}.plist"));
         std::fs::create_dir_all(plist.parent().unwrap()).unwrap();
         let mut top = plist::Dictionary::new();
@@ -1754,9 +1762,11 @@ impl Pkg {
         plist
     }
 
-    fn uninstall(&self, console: Option<&str>, env: &[(&str, &str)]) -> Outcome {
+    pub(crate) fn uninstall(&self, console: Option<&str>, env: &[(&str, &str)]) -> Outcome {
         let mut c = Command::new("/bin/sh");
-        c.arg(repo().join("packaging/pkg/oyster-uninstall"));
+        // Without a terminal it removes nothing unless told to (tests/it/fleet_pkg.rs).
+        c.arg(repo().join("packaging/pkg/oyster-uninstall"))
+            .arg("--yes");
         c.env_clear()
             .env("PATH", "/usr/bin:/bin:/usr/sbin:/sbin")
             .env("HOME", "/var/root")

@@ -394,6 +394,9 @@ fn the_question_offers_the_command_that_sets_the_host_up_without_providers() {
     assert!(output.trim_end().ends_with(CANCELLED), "{output}");
     assert_eq!(s.snapshot(true, false), before);
     // Before the question: the exact command, in the form the stack was given.
+    // Read as words: the terminal is 80 columns, so the line is wrapped.
+    let output = output.split_whitespace().collect::<Vec<_>>().join(" ");
+    let output = output.as_str();
     let q = output.find("[y/s/N]").unwrap();
     let offer = output
         .find("a script runs `oyster setup --no-install-providers --stack st --root ")
@@ -450,7 +453,9 @@ fn dry_run_prints_the_plan_and_changes_nothing() {
                 (Some(0), Some(false)),
                 "{r}"
             );
-            r["output"].as_str().unwrap().to_owned()
+            // Read as words: the terminal is 80 columns, so long lines are wrapped.
+            let output = r["output"].as_str().unwrap();
+            output.split_whitespace().collect::<Vec<_>>().join(" ")
         } else {
             s.t.run(s.args(&["--dry-run"])).ok().stdout()
         };

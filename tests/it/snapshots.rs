@@ -401,7 +401,7 @@ fn error_relative_config_dir() {
 /// `snap`, with runs of spaces collapsed: a table's padding follows the width of pids and
 /// ports, which differ between runs.
 #[track_caller]
-fn snap_table(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> Run {
+pub fn snap_table(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> Run {
     let r = t.run(args);
     let mut s = settings(t, ports);
     s.add_filter(" {2,}", "  ");

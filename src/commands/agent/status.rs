@@ -134,6 +134,10 @@ fn print(ctx: &Context, st: &AgentStatus) {
             out.out(&format!("  note: {n}"));
         }
     }
+    // What the organization's profile forces (docs/fleet.md), only when it forces anything.
+    for line in crate::commands::config::managed_lines(ctx) {
+        out.out(&format!("  {}", line.trim_start_matches("# ")));
+    }
 }
 
 fn loaded_words(ctx: &Context, st: &AgentStatus) -> String {

@@ -85,6 +85,33 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
             None,
         ));
     }
+    // What the organization's profile forces (docs/fleet.md): one check, only when it forces
+    // anything or leaves something out.
+    let managed = plan::managed(ctx);
+    if !managed.entries.is_empty() || !managed.warnings.is_empty() {
+        let forced: Vec<String> = managed
+            .entries
+            .iter()
+            .map(|e| format!("{} = {} ({})", e.key, e.value, e.file.display()))
+            .collect();
+        let (level, fix) = if managed.warnings.is_empty() {
+            (Level::Ok, None)
+        } else {
+            (
+                Level::Warn,
+                Some(format!(
+                    "ask your administrator to correct the profile: {}",
+                    managed.warnings.join("; ")
+                )),
+            )
+        };
+        checks.push(check(
+            "managed preferences",
+            level,
+            format!("forced by your organization: {}", forced.join(", ")),
+            fix,
+        ));
+    }
     let doc = config_check(ctx, &mut checks);
     let plan = doc
         .as_ref()

@@ -1,0 +1,326 @@
+//! Managed defaults: what an administrator forces through a `com.apple.ManagedClient.preferences`
+//! payload for the domain `com.oysterun.oyster` (docs/fleet.md). macOS writes it to
+//! `/Library/Managed Preferences/com.oysterun.oyster.plist` (every user) and
+//! `/Library/Managed Preferences/<user>/com.oysterun.oyster.plist` (one user); oyster reads
+//! those files (`OYSTER_MANAGED_PREFERENCES_DIR` stands in for the directory: tests, Linux).
+//!
+//! Precedence: a forced managed value, then `config.json`, then oyster's default. A user's own
+//! file wins over the all-users file, and a value in `stacks.<name>` over a top-level one. The
+//! keys are `config.json`'s own names (`provider_command_intent`, `claude_command`,
+//! `codex_command`, `connection_mode`, `default_browse_path`) plus `root` and `node_bin`;
+//! `port` only per stack. A value oyster cannot use is left out and said (`warnings`); the
+//! others still apply.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Change, ConfigDoc};
+use crate::provider::registry::PROVIDERS;
+
+/// The preference domain.
+pub const DOMAIN: &str = "com.oysterun.oyster";
+/// Where macOS keeps managed preferences.
+pub const SYSTEM_DIR: &str = "/Library/Managed Preferences";
+/// The largest managed plist read.
+const CAP: u64 = 1 << 20;
+
+/// One forced value: its key (`port`, `claude_command`, `provider_command_intent.codex`, …),
+/// the value, and the file that forces it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Entry {
+    /// (`setting` in documents: a key named `key` reads as a secret to the redaction.)
+    #[serde(rename = "setting")]
+    pub key: String,
+    pub value: Value,
+    pub file: PathBuf,
+}
+
+/// The managed values for one user and stack.
+#[derive(Debug, Clone, Default)]
+pub struct Managed {
+    pub entries: Vec<Entry>,
+    /// Values left out, in words (a wrong type, an unknown key, an unreadable file).
+    pub warnings: Vec<String>,
+}
+
+impl Managed {
+    /// Reads the all-users file, then `user`'s, under `dir` (the system's when `None`), for
+    /// `stack`. Missing files are no managed values; nothing else is read.
+    pub fn load(dir: Option<&Path>, user: Option<&str>, stack: &str) -> Managed {
+        let dir = dir.unwrap_or(Path::new(SYSTEM_DIR));
+        let mut m = Managed::default();
+        let file = format!("{DOMAIN}.plist");
+        m.read(&dir.join(&file), stack);
+        if let Some(u) = user.filter(|u| !u.is_empty() && !u.contains('/') && *u != "..") {
+            m.read(&dir.join(u).join(&file), stack);
+        }
+        m
+    }
+
+    /// The forced value of `key`, if any.
+    pub fn get(&self, key: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.key == key)
+    }
+
+    /// The forced port.
+    pub fn port(&self) -> Option<(u16, &Entry)> {
+        let e = self.get(super::PORT_KEY)?;
+        Some((u16::try_from(e.value.as_u64()?).ok()?, e))
+    }
+
+    /// A forced path (`root`, `node_bin`).
+    pub fn path(&self, key: &str) -> Option<(&Path, &Entry)> {
+        let e = self.get(key)?;
+        Some((Path::new(e.value.as_str()?), e))
+    }
+
+    /// The entries that decide provider `id` (its command or its intent).
+    pub fn provider(&self, id: &str) -> Vec<&Entry> {
+        let Some(p) = PROVIDERS.iter().find(|p| p.id.as_str() == id) else {
+            return vec![];
+        };
+        let intent = format!("{}.{id}", super::INTENT_KEY);
+        self.entries
+            .iter()
+            .filter(|e| e.key == p.command_key || e.key == intent)
+            .collect()
+    }
+
+    /// Writes every forced `config.json` key into `doc` (the Host reads config.json), each
+    /// change recorded; `root` and `node_bin` are the plan's, not the file's.
+    pub fn apply(&self, doc: &mut ConfigDoc, changes: &mut Vec<Change>) {
+        for e in &self.entries {
+            if let Some(id) = e.key.strip_prefix(&format!("{}.", super::INTENT_KEY)) {
+                let mut intents = doc
+                    .value()
+                    .get(super::INTENT_KEY)
+                    .and_then(Value::as_object)
+                    .cloned()
+                    .unwrap_or_default();
+                if intents.get(id) != Some(&e.value) {
+                    intents.insert(id.to_owned(), e.value.clone());
+                    doc.set(super::INTENT_KEY, Value::Object(intents), changes);
+                }
+            } else if e.key != "root" && e.key != "node_bin" {
+                doc.set(&e.key, e.value.clone(), changes);
+            }
+        }
+    }
+
+    fn read(&mut self, path: &Path, stack: &str) {
+        let bytes = match crate::sys::fs::read_regular(path, CAP) {
+            Ok(Some(b)) => b,
+            Ok(None) => return,
+            Err(e) => {
+                self.warnings
+                    .push(format!("{e}; its values are not applied"));
+                return;
+            }
+        };
+        let top = match plist::Value::from_reader(std::io::Cursor::new(bytes)) {
+            Ok(plist::Value::Dictionary(d)) => d,
+            Ok(_) => {
+                self.warnings.push(format!(
+                    "{} is not a dictionary; its values are not applied",
+                    path.display()
+                ));
+                return;
+            }
+            Err(e) => {
+                self.warnings.push(format!(
+                    "{} is not a property list ({e}); its values are not applied",
+                    path.display()
+                ));
+                return;
+            }
+        };
+        for (k, v) in &top {
+            if k == "stacks" || k.starts_with("Payload") || k.starts_with("PayloadContent") {
+                continue;
+            }
+            self.take(path, k, v, None);
+        }
+        if let Some(per) = top
+            .get("stacks")
+            .and_then(plist::Value::as_dictionary)
+            .and_then(|s| s.get(stack))
+        {
+            match per.as_dictionary() {
+                Some(d) => {
+                    for (k, v) in d {
+                        self.take(path, k, v, Some(stack));
+                    }
+                }
+                None => self.warnings.push(format!(
+                    "{}: stacks.{stack} is not a dictionary; left out",
+                    path.display()
+                )),
+            }
+        }
+    }
+
+    /// One key of a managed file: checked, converted, and recorded over any earlier value.
+    fn take(&mut self, path: &Path, key: &str, v: &plist::Value, stack: Option<&str>) {
+        let per_stack = stack.is_some();
+        let mut put = |key: String, value: Value| {
+            self.entries.retain(|e| e.key != key);
+            self.entries.push(Entry {
+                key,
+                value,
+                file: path.to_owned(),
+            });
+        };
+        let at = if let Some(s) = stack {
+            format!("{}: stacks.{s}.{key}", path.display())
+        } else {
+            format!("{}: {key}", path.display())
+        };
+        let absolute = |v: &plist::Value| {
+            v.as_string()
+                .filter(|s| Path::new(s).is_absolute())
+                .map(str::to_owned)
+        };
+        let warning = match key {
+            "port" if !per_stack => Some(format!(
+                "{at}: port is only per stack (stacks.NAME.port); left out"
+            )),
+            "port" => match v
+                .as_unsigned_integer()
+                .and_then(|p| u16::try_from(p).ok())
+                .filter(|p| *p > 0)
+            {
+                Some(p) => {
+                    put(key.to_owned(), Value::from(p));
+                    None
+                }
+                None => Some(format!("{at}: not a port (1-65535); left out")),
+            },
+            "root" | "node_bin" | super::BROWSE_KEY => match absolute(v) {
+                Some(s) => {
+                    put(key.to_owned(), Value::String(s));
+                    None
+                }
+                None => Some(format!("{at}: not an absolute path; left out")),
+            },
+            // The modes setup records (`setup::Mode`; config sits below setup, so listed here).
+            super::MODE_KEY => match v.as_string() {
+                Some(s @ ("direct" | "cloud-direct" | "managed" | "managed-pending")) => {
+                    put(key.to_owned(), Value::String(s.to_owned()));
+                    None
+                }
+                _ => Some(format!(
+                    "{at}: not direct, cloud-direct, managed or managed-pending; left out"
+                )),
+            },
+            super::INTENT_KEY => match v.as_dictionary() {
+                Some(d) => {
+                    let mut bad = vec![];
+                    for (id, intent) in d {
+                        let known = PROVIDERS.iter().any(|p| p.id.as_str() == id);
+                        match intent.as_string() {
+                            Some(i @ ("auto" | "manual" | "disabled")) if known => {
+                                put(format!("{key}.{id}"), Value::String(i.to_owned()));
+                            }
+                            _ => bad.push(id.clone()),
+                        }
+                    }
+                    (!bad.is_empty()).then(|| {
+                        format!(
+                            "{at}: {} not a supported provider with auto, manual or disabled; left out",
+                            bad.join(", ")
+                        )
+                    })
+                }
+                None => Some(format!("{at}: not a dictionary; left out")),
+            },
+            k if PROVIDERS.iter().any(|p| p.command_key == k) => match v.as_string() {
+                Some(s) if s.is_empty() || Path::new(s).is_absolute() => {
+                    put(key.to_owned(), Value::String(s.to_owned()));
+                    None
+                }
+                _ => Some(format!(
+                    "{at}: not an absolute path (or \"\" to disable); left out"
+                )),
+            },
+            _ => Some(format!("{at}: not a key oyster manages; left out")),
+        };
+        if let Some(w) = warning {
+            self.warnings.push(w);
+        }
+    }
+}
+
+/// Why a command may not change a forced value (exit 1), naming the profile's file.
+pub fn refusal(what: &str, e: &Entry) -> crate::error::Failed {
+    crate::error::Failed::new(
+        format!(
+            "{what} is managed by your organization: {} forces {} = {}; nothing was changed",
+            e.file.display(),
+            e.key,
+            e.value
+        ),
+        "ask your administrator to change the profile (`oyster config show` lists every managed value)",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(path: &Path, v: plist::Value) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        v.to_file_binary(path).unwrap();
+    }
+
+    #[test]
+    fn the_users_file_and_the_stacks_values_win_and_bad_values_are_left_out() {
+        // (connection_mode `managed` below is one of setup's modes.)
+        let dir = tempfile::tempdir().unwrap();
+        let mut all = plist::Dictionary::new();
+        all.insert("connection_mode".into(), "direct".into());
+        all.insert("default_browse_path".into(), "/Shared/Agents".into());
+        all.insert("port".into(), 1.into());
+        all.insert("node_bin".into(), "node".into());
+        let last = PROVIDERS.last().unwrap().id.as_str();
+        let mut intents = plist::Dictionary::new();
+        intents.insert(last.into(), "disabled".into());
+        intents.insert("gemini".into(), "auto".into());
+        all.insert("provider_command_intent".into(), intents.into());
+        let mut dev = plist::Dictionary::new();
+        dev.insert("port".into(), 8810.into());
+        dev.insert("connection_mode".into(), "managed".into());
+        let mut stacks = plist::Dictionary::new();
+        stacks.insert("dev".into(), dev.into());
+        all.insert("stacks".into(), stacks.into());
+        write(&dir.path().join("com.oysterun.oyster.plist"), all.into());
+        let mut mine = plist::Dictionary::new();
+        mine.insert("default_browse_path".into(), "/Users/a/Agents".into());
+        write(&dir.path().join("a/com.oysterun.oyster.plist"), mine.into());
+
+        let m = Managed::load(Some(dir.path()), Some("a"), "dev");
+        assert_eq!(m.port().map(|(p, _)| p), Some(8810));
+        assert_eq!(m.get("connection_mode").unwrap().value, "managed");
+        let browse = m.get("default_browse_path").unwrap();
+        assert_eq!(browse.value, "/Users/a/Agents");
+        assert!(browse.file.ends_with("a/com.oysterun.oyster.plist"));
+        assert_eq!(m.provider(last).len(), 1);
+        assert!(m.get("node_bin").is_none());
+        let w = m.warnings.join("\n");
+        assert!(
+            w.contains("only per stack") && w.contains("gemini") && w.contains("absolute"),
+            "{w}"
+        );
+        // Another stack: no port; another user: the all-users path.
+        let m = Managed::load(Some(dir.path()), Some("b"), "production");
+        assert!(m.port().is_none());
+        assert_eq!(
+            m.get("default_browse_path").unwrap().value,
+            "/Shared/Agents"
+        );
+        // No directory at all: nothing managed, nothing said.
+        let m = Managed::load(Some(&dir.path().join("none")), Some("a"), "dev");
+        assert!(m.entries.is_empty() && m.warnings.is_empty());
+    }
+}

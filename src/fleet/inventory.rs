@@ -1,0 +1,787 @@
+//! `oyster inventory`: one document about oyster on this Mac (docs/json.md, docs/fleet.md).
+//!
+//! Read-only and bounded: per user one launchd listing (`print gui/<uid>`, `print user/<uid>`,
+//! as `list` does), each stack's status as `list` collects it, the installed plist, the stack's
+//! config and Node's cached version; no Node, provider or npm is run. As root it covers every
+//! user whose home holds stacks, each collected by oyster itself running as that user (its own
+//! uid, its own `gui/<uid>`, its own HOME), bounded in time; as a user, that user's stacks.
+//! Whatever is broken becomes a `problems` entry with a machine code and its fix; the document
+//! is always printed.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::agent::listing::{Listings, Unreadable};
+use crate::agent::status::{self as model, AgentStatus, Summary};
+use crate::context::Context;
+use crate::host::plist::{self as agentplist, Installed};
+use crate::host::stack::{self, StackEnv};
+
+/// The document's version; a change that removes or renames a key bumps it.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// How long oyster, run as one user, may take for that user's part (root's inventory).
+const USER_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The largest `package.json` read for the Oysterun version.
+const PACKAGE_JSON_CAP: u64 = 1 << 20;
+
+/// The whole document.
+#[derive(Debug, Serialize)]
+pub struct Inventory {
+    pub schema_version: u32,
+    pub generated_at: String,
+    pub oyster: Oyster,
+    pub login_items_profile: ProfileState,
+    pub managed_preferences: Managed,
+    /// Whether this document was made as root (every user) or as one user.
+    pub as_root: bool,
+    pub users: Vec<Value>,
+    /// Problems of the Mac as a whole (a user whose part could not be read is one).
+    pub problems: Vec<Problem>,
+}
+
+/// oyster itself.
+#[derive(Debug, Serialize)]
+pub struct Oyster {
+    pub version: String,
+    pub path: String,
+    /// The Developer ID team that signed it, or `null`.
+    pub team_id: Option<String>,
+    pub signature: String,
+}
+
+/// Whether the Managed Login Items profile (`oyster mdm profile`) is installed.
+#[derive(Debug, Serialize)]
+pub struct ProfileState {
+    pub identifier: &'static str,
+    /// `null` when it cannot be known here (not root, not macOS); `reason` says why.
+    pub installed: Option<bool>,
+    pub reason: Option<String>,
+}
+
+/// Managed defaults (docs/fleet.md): the directory read, and what it forces for every user
+/// (the all-users file's top-level keys); each stack lists what applies to it (`managed`).
+#[derive(Debug, Serialize)]
+pub struct Managed {
+    pub directory: String,
+    pub keys: Vec<crate::config::managed::Entry>,
+}
+
+/// What the all-users managed file forces for every user and stack.
+pub fn managed_for_everyone(dir: Option<&Path>) -> Managed {
+    let read = dir.unwrap_or(Path::new(crate::config::managed::SYSTEM_DIR));
+    // No user, and a stack name no stack has: the top-level keys of the all-users file.
+    let m = crate::config::managed::Managed::load(Some(read), None, "");
+    Managed {
+        directory: read.display().to_string(),
+        keys: m.entries,
+    }
+}
+
+/// One user's part.
+#[derive(Debug, Serialize)]
+pub struct UserPart {
+    pub uid: u32,
+    pub name: Option<String>,
+    pub home: String,
+    /// Whether this user owns the console (macOS: `/dev/console`); `null` where there is none.
+    pub console: Option<bool>,
+    pub stacks: Vec<StackPart>,
+    pub problems: Vec<Problem>,
+}
+
+/// A machine code and its fix.
+#[derive(Debug, Clone, Serialize)]
+pub struct Problem {
+    pub code: &'static str,
+    pub fix: String,
+    /// What was seen, in words (never a secret: the printer redacts every document).
+    pub detail: Option<String>,
+}
+
+/// One provider, without its command (no secret, URL or token can be in it).
+#[derive(Debug, Serialize)]
+pub struct ProviderPart {
+    pub provider: String,
+    pub intent: Value,
+    pub state: &'static str,
+    pub source: Value,
+}
+
+/// One stack.
+#[derive(Debug, Serialize)]
+pub struct StackPart {
+    pub stack: String,
+    pub label: String,
+    pub summary: Summary,
+    pub plist_path: String,
+    pub plist_present: bool,
+    /// The installed plist is what oyster generates now; `null` when not known.
+    pub plist_current: Option<bool>,
+    pub domain: Option<String>,
+    pub loaded: bool,
+    pub state: Option<String>,
+    pub pid: Option<u32>,
+    pub last_exit_code: Option<i32>,
+    pub last_signal: Option<i32>,
+    pub crash_loop: bool,
+    pub disabled: Option<bool>,
+    /// The Login Items (Background Task Management) state: not read yet, `null`.
+    pub login_item: Option<String>,
+    pub verified: bool,
+    pub broken: bool,
+    pub port: Option<u16>,
+    pub oysterun_root: Option<String>,
+    pub oysterun_version: Option<String>,
+    pub node_bin: Option<String>,
+    pub node_version: Option<String>,
+    pub providers: Vec<ProviderPart>,
+    /// What the organization's profile forces for this user and stack.
+    pub managed: Vec<crate::config::managed::Entry>,
+    pub problems: Vec<Problem>,
+}
+
+/// The current user's part: every stack on disk under this HOME.
+pub fn user_part(ctx: &Context) -> UserPart {
+    let uid = crate::sys::user::uid();
+    let names = stack::discover(&ctx.env.stack_env());
+    let mut problems = vec![];
+    let located = ctx.launchctl();
+    // No launchd here (OYSTER_LAUNCHCTL=none, Linux): that the stacks' launchd state is
+    // unknown is then no problem of theirs.
+    let launchd = located.is_ok();
+    let listings = match located {
+        Ok(lc) if !names.is_empty() => match lc.listings() {
+            Ok(Ok(l)) => Some(l),
+            Ok(Err(Unreadable(why))) => {
+                problems.push(launchd_unreadable(why));
+                None
+            }
+            Err(e) => {
+                problems.push(launchd_unreadable(format!("{e:#}")));
+                None
+            }
+        },
+        _ => None,
+    };
+    let stacks = names
+        .iter()
+        .map(|name| stack_part(ctx, name, listings.as_ref(), launchd))
+        .collect();
+    UserPart {
+        uid,
+        name: crate::sys::user::name_of(uid),
+        home: ctx.stack.home.display().to_string(),
+        console: console_owner().map(|owner| owner == uid),
+        stacks,
+        problems,
+    }
+}
+
+fn launchd_unreadable(why: String) -> Problem {
+    Problem {
+        code: "launchd_listing_unreadable",
+        fix: "each stack was asked on its own; run `oyster doctor` to see what launchctl says"
+            .into(),
+        detail: Some(why),
+    }
+}
+
+/// The owner of the console, where there is one (macOS).
+fn console_owner() -> Option<u32> {
+    if cfg!(target_os = "macos") {
+        crate::sys::user::owner_of(Path::new("/dev/console"))
+    } else {
+        None
+    }
+}
+
+/// `oyster VERB` for this stack, as a user types it.
+fn cmd(stack: &str, verb: &str) -> String {
+    if stack == stack::DEFAULT_STACK {
+        format!("oyster {verb}")
+    } else {
+        format!("oyster {verb} {stack}")
+    }
+}
+
+fn stack_part(ctx: &Context, name: &str, listings: Option<&Listings>, launchd: bool) -> StackPart {
+    let sub;
+    let c = if name == ctx.stack.name {
+        ctx
+    } else {
+        match ctx.for_stack(name) {
+            Ok(s) => {
+                sub = s;
+                &sub
+            }
+            Err(e) => return unreadable(ctx, name, &format!("{e:#}")),
+        }
+    };
+    let status = match listings {
+        Some(l) => model::collect_listed(c, l),
+        None => model::collect(c),
+    };
+    match status {
+        Ok(st) => from_status(c, st, launchd),
+        Err(e) => unreadable(c, name, &format!("{e:#}")),
+    }
+}
+
+/// A stack whose status could not be collected at all: what is known, and the problem.
+fn unreadable(ctx: &Context, name: &str, why: &str) -> StackPart {
+    let plist = ctx.stack.plist_path();
+    StackPart {
+        stack: name.to_owned(),
+        label: ctx.stack.label.clone(),
+        summary: Summary::Unknown,
+        plist_present: plist.exists(),
+        plist_path: plist.display().to_string(),
+        plist_current: None,
+        domain: None,
+        loaded: false,
+        state: None,
+        pid: None,
+        last_exit_code: None,
+        last_signal: None,
+        crash_loop: false,
+        disabled: None,
+        login_item: None,
+        verified: false,
+        broken: true,
+        port: None,
+        oysterun_root: None,
+        oysterun_version: None,
+        node_bin: None,
+        node_version: None,
+        providers: vec![],
+        managed: crate::host::plan::managed(ctx).entries,
+        problems: vec![Problem {
+            code: "status_unreadable",
+            fix: format!("run `{}` for the details and the fix", cmd(name, "doctor")),
+            detail: Some(why.to_owned()),
+        }],
+    }
+}
+
+fn from_status(ctx: &Context, st: AgentStatus, launchd: bool) -> StackPart {
+    let installed = agentplist::read_installed(&ctx.stack.plist_path(), ctx.reporter());
+    let node_bin = installed
+        .as_ref()
+        .and_then(Installed::node_bin)
+        .map(str::to_owned);
+    let root = installed
+        .as_ref()
+        .and_then(Installed::repo_root)
+        .map(str::to_owned);
+    let node_version = node_bin.as_deref().and_then(|n| {
+        crate::host::node::recorded_version(Path::new(n), &ctx.stack.node_version_cache_path())
+    });
+    let oysterun_version = root.as_deref().and_then(oysterun_version);
+    let (providers, mut problems) = providers(ctx, &st);
+    problems.splice(
+        0..0,
+        stack_problems(&st, node_bin.as_deref(), root.as_deref(), launchd),
+    );
+    StackPart {
+        stack: st.stack.clone(),
+        label: st.label.clone(),
+        summary: st.summary,
+        plist_path: st.plist_path.clone(),
+        plist_present: st.installed,
+        plist_current: st.in_sync,
+        domain: st.domain.clone(),
+        loaded: st.loaded,
+        state: st.state.clone(),
+        pid: st.pid.filter(|_| st.running),
+        last_exit_code: st.last_exit_code,
+        last_signal: st.last_signal,
+        crash_loop: st.crash_loop,
+        disabled: st.disabled,
+        login_item: None,
+        verified: st.verified,
+        broken: st.broken,
+        port: st.port,
+        oysterun_root: root,
+        oysterun_version,
+        node_bin,
+        node_version,
+        providers,
+        managed: crate::host::plan::managed(ctx).entries,
+        problems,
+    }
+}
+
+/// The Oysterun version: `version` in the root's package.json.
+fn oysterun_version(root: &str) -> Option<String> {
+    let bytes =
+        crate::sys::fs::read_regular(&Path::new(root).join("package.json"), PACKAGE_JSON_CAP)
+            .ok()
+            .flatten()?;
+    let doc: Value = serde_json::from_slice(&bytes).ok()?;
+    doc.get("version")?.as_str().map(str::to_owned)
+}
+
+/// Each provider's state from the stack's config and what discovery finds now (no provider
+/// is run); an unreadable config is the stack's problem, said once.
+fn providers(ctx: &Context, st: &AgentStatus) -> (Vec<ProviderPart>, Vec<Problem>) {
+    let doc = match crate::config::ConfigDoc::load(&ctx.stack.config_path()) {
+        Ok(d) => d,
+        Err(_) if st.broken => return (vec![], vec![]),
+        Err(e) => {
+            return (
+                vec![],
+                vec![Problem {
+                    code: "config_unreadable",
+                    fix: format!("run `{}` for the fix", cmd(&st.stack, "doctor")),
+                    detail: Some(e.to_string()),
+                }],
+            )
+        }
+    };
+    let mut problems = vec![];
+    let rows = crate::provider::registry::PROVIDERS
+        .iter()
+        .map(|p| {
+            let s = doc.status(p, &ctx.search);
+            let id = p.id.as_str().to_owned();
+            if s.state == crate::provider::status::State::Unavailable {
+                problems.push(Problem {
+                    code: "provider_unavailable",
+                    fix: format!(
+                        "install {} (`oyster providers status{}` says where oyster looked), or \
+                         disable it: oyster providers set {id} \"\"{}",
+                        p.display_name,
+                        stack_flag(&st.stack),
+                        stack_flag(&st.stack)
+                    ),
+                    detail: Some(id.clone()),
+                });
+            }
+            ProviderPart {
+                provider: id,
+                intent: serde_json::to_value(s.intent).unwrap_or(Value::Null),
+                state: s.state.as_str(),
+                source: serde_json::to_value(s.source).unwrap_or(Value::Null),
+            }
+        })
+        .collect();
+    (rows, problems)
+}
+
+/// What is wrong with a stack, as codes with their fix (docs/json.md lists every code).
+fn stack_problems(
+    st: &AgentStatus,
+    node_bin: Option<&str>,
+    root: Option<&str>,
+    launchd: bool,
+) -> Vec<Problem> {
+    let name = st.stack.as_str();
+    let p = |code: &'static str, fix: String| Problem {
+        code,
+        fix,
+        detail: None,
+    };
+    let mut out = vec![];
+    if st.broken {
+        out.push(Problem {
+            code: "broken_files",
+            fix: format!("run `{}` for the fix", cmd(name, "doctor")),
+            detail: st.notes.iter().find(|n| n.starts_with("broken: ")).cloned(),
+        });
+    }
+    match st.summary {
+        Summary::CrashLoop => out.push(p(
+            "crash_loop",
+            format!(
+                "read `{}`, fix the cause, then `{}`",
+                cmd(name, "logs"),
+                cmd(name, "restart")
+            ),
+        )),
+        Summary::Unverified => out.push(p("unverified", format!("run `{}`", cmd(name, "doctor")))),
+        Summary::NotRunning => out.push(p("not_running", cmd(name, "restart"))),
+        Summary::NotLoaded => out.push(p("not_loaded", cmd(name, "start"))),
+        Summary::Stopped => out.push(p("stopped", cmd(name, "start"))),
+        Summary::LoadedTwice => out.push(p(
+            "loaded_twice",
+            format!("run `{}` for the fix", cmd(name, "doctor")),
+        )),
+        Summary::Unknown if launchd => out.push(p(
+            "launchd_unknown",
+            format!("run `{}` to see what launchctl says", cmd(name, "doctor")),
+        )),
+        Summary::NotInstalled if !st.broken => out.push(p("not_installed", cmd(name, "setup"))),
+        _ => {}
+    }
+    if st.in_sync == Some(false) {
+        out.push(p(
+            "plist_stale",
+            if name == stack::DEFAULT_STACK {
+                "oyster agent regenerate".to_owned()
+            } else {
+                format!("oyster agent regenerate --stack {name}")
+            },
+        ));
+    }
+    if let Some(n) = node_bin.filter(|n| !Path::new(n).is_file()) {
+        out.push(Problem {
+            code: "node_missing",
+            fix: format!(
+                "oyster agent regenerate{} --node-bin <a Node 20 or later>",
+                stack_flag(name)
+            ),
+            detail: Some(n.to_owned()),
+        });
+    }
+    if let Some(r) = root.filter(|r| !Path::new(r).join("host-service").is_dir()) {
+        out.push(Problem {
+            code: "oysterun_root_missing",
+            fix: format!(
+                "oyster agent regenerate{} --root <your Oysterun install>",
+                stack_flag(name)
+            ),
+            detail: Some(r.to_owned()),
+        });
+    }
+    out
+}
+
+fn stack_flag(name: &str) -> String {
+    if name == stack::DEFAULT_STACK {
+        String::new()
+    } else {
+        format!(" --stack {name}")
+    }
+}
+
+/// Whether the Managed Login Items profile is installed: asked of `profiles` as root on
+/// macOS; elsewhere `null`, with the reason.
+pub fn profile_state() -> ProfileState {
+    let identifier = super::profile::PROFILE_IDENTIFIER;
+    let (installed, reason) = read_profiles(identifier);
+    ProfileState {
+        identifier,
+        installed,
+        reason,
+    }
+}
+
+#[cfg(target_os = "macos")]
+fn read_profiles(identifier: &str) -> (Option<bool>, Option<String>) {
+    if crate::sys::user::euid() != 0 {
+        return (
+            None,
+            Some("only root can list the device's profiles (run: sudo oyster inventory)".into()),
+        );
+    }
+    match crate::sys::process::run(
+        Path::new("/usr/bin/profiles"),
+        &["show", "-type", "configuration"],
+        crate::sys::process::ChildEnv::Inherit,
+        Duration::from_secs(20),
+    ) {
+        Ok(f) if f.code == 0 => (Some(names_profile(&f.stdout, identifier)), None),
+        Ok(f) => (
+            None,
+            Some(format!(
+                "`profiles show` exited with {}: {}",
+                f.code,
+                f.stderr.trim()
+            )),
+        ),
+        Err(e) => (None, Some(e.to_string())),
+    }
+}
+
+#[cfg(not(target_os = "macos"))]
+fn read_profiles(_identifier: &str) -> (Option<bool>, Option<String>) {
+    (
+        None,
+        Some("configuration profiles exist only on macOS".into()),
+    )
+}
+
+/// Whether `profiles show -type configuration`'s report names the profile `identifier` as a
+/// whole word (`_computerlevel[1] attribute: profileIdentifier: ID`; the report is text, its
+/// layout varies by release, so the identifier is matched exactly, never as a prefix of a
+/// longer one).
+#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
+fn names_profile(report: &str, identifier: &str) -> bool {
+    report
+        .split(|c: char| c.is_whitespace() || c == ':' || c == ',')
+        .any(|w| w == identifier)
+}
+
+/// A user of this Mac whose home holds stacks (root's inventory).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Account {
+    pub uid: u32,
+    pub gid: u32,
+    pub name: String,
+    pub home: PathBuf,
+}
+
+/// The people on this Mac whose home holds stacks: local accounts from uid 500 (macOS, from
+/// `dscl . -list /Users UniqueID`, and the console owner, who may be a network account) or
+/// 1000 (elsewhere, from /etc/passwd), `_` service accounts and `nobody` left out.
+pub fn accounts_with_stacks() -> (Vec<Account>, Vec<Problem>) {
+    let (uids, problems) = candidate_uids();
+    let mut out: Vec<Account> = vec![];
+    for uid in uids {
+        if out.iter().any(|a| a.uid == uid) {
+            continue;
+        }
+        let user = match nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)) {
+            Ok(Some(u)) => u,
+            _ => continue,
+        };
+        if user.name.starts_with('_') || user.name == "nobody" {
+            continue;
+        }
+        let env = StackEnv {
+            home: Some(user.dir.clone()),
+            stacks_dir: None,
+            config_dir: None,
+        };
+        if stack::discover(&env).is_empty() {
+            continue;
+        }
+        out.push(Account {
+            uid,
+            gid: user.gid.as_raw(),
+            name: user.name,
+            home: user.dir,
+        });
+    }
+    out.sort_by_key(|a| a.uid);
+    (out, problems)
+}
+
+#[cfg(target_os = "macos")]
+fn candidate_uids() -> (Vec<u32>, Vec<Problem>) {
+    let mut uids: Vec<u32> = console_owner().filter(|&u| u != 0).into_iter().collect();
+    let mut problems = vec![];
+    match crate::sys::process::run(
+        Path::new("/usr/bin/dscl"),
+        &[".", "-list", "/Users", "UniqueID"],
+        crate::sys::process::ChildEnv::Inherit,
+        Duration::from_secs(20),
+    ) {
+        Ok(f) if f.code == 0 => uids.extend(parse_accounts(&f.stdout, 500)),
+        Ok(f) => problems.push(accounts_unlisted(format!(
+            "dscl exited with {}: {}",
+            f.code,
+            f.stderr.trim()
+        ))),
+        Err(e) => problems.push(accounts_unlisted(e.to_string())),
+    }
+    (uids, problems)
+}
+
+#[cfg(not(target_os = "macos"))]
+fn candidate_uids() -> (Vec<u32>, Vec<Problem>) {
+    match std::fs::read_to_string("/etc/passwd") {
+        Ok(text) => {
+            let lines: String = text
+                .lines()
+                .filter_map(|l| {
+                    let f: Vec<&str> = l.split(':').collect();
+                    Some(format!("{} {}\n", f.first()?, f.get(2)?))
+                })
+                .collect();
+            (parse_accounts(&lines, 1000), vec![])
+        }
+        Err(e) => (vec![], vec![accounts_unlisted(format!("/etc/passwd: {e}"))]),
+    }
+}
+
+fn accounts_unlisted(why: String) -> Problem {
+    Problem {
+        code: "accounts_unlisted",
+        fix: "only the console user and root were looked at; each user can run `oyster inventory --json` themselves".into(),
+        detail: Some(why),
+    }
+}
+
+/// The uids from `NAME UID` lines (dscl's listing), from `min` up, without `_` accounts and
+/// `nobody` (uid -2 on macOS, 65534 elsewhere).
+pub fn parse_accounts(text: &str, min: u32) -> Vec<u32> {
+    text.lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            let name = words.next()?;
+            let uid: u32 = words.next()?.parse().ok()?;
+            (!name.starts_with('_') && name != "nobody" && uid >= min && uid != 65534)
+                .then_some(uid)
+        })
+        .collect()
+}
+
+/// The variables oyster passes to itself run as another user: where launchctl is and how
+/// long it may take (a test's simulator, an admin's override), and colour.
+const PASSED_ENV: &[&str] = &[
+    "OYSTER_MANAGED_PREFERENCES_DIR",
+    "OYSTER_LAUNCHCTL",
+    "OYSTER_LAUNCHCTL_TIMEOUT_SECS",
+    "NO_COLOR",
+];
+
+/// One user's part, collected by oyster running as that user (`inventory --user-part`), at
+/// most [`USER_TIMEOUT`]; on any failure, the user with the problem.
+pub fn part_as(exe: &Path, account: &Account) -> Value {
+    match run_as(exe, account) {
+        Ok(v) => v,
+        Err(why) => serde_json::json!({
+            "uid": account.uid,
+            "name": account.name,
+            "home": account.home.display().to_string(),
+            "console": console_owner().map(|o| o == account.uid),
+            "stacks": [],
+            "problems": [Problem {
+                code: "user_unreadable",
+                fix: format!("run `oyster inventory` as {} for the details", account.name),
+                detail: Some(why),
+            }],
+        }),
+    }
+}
+
+fn run_as(exe: &Path, account: &Account) -> Result<Value, String> {
+    use std::os::unix::process::CommandExt;
+    use std::process::{Command, Stdio};
+    let mut c = Command::new(exe);
+    c.args(["inventory", "--user-part"])
+        .env_clear()
+        .env("HOME", &account.home)
+        .env("USER", &account.name)
+        .env("LOGNAME", &account.name)
+        .env("PATH", "/usr/bin:/bin:/usr/sbin:/sbin")
+        .current_dir("/")
+        .uid(account.uid)
+        .gid(account.gid)
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    for k in PASSED_ENV {
+        if let Some(v) = std::env::var_os(k) {
+            c.env(k, v);
+        }
+    }
+    let mut child = c
+        .spawn()
+        .map_err(|e| format!("could not start oyster as {}: {e}", account.name))?;
+    let mut stdout = child.stdout.take().ok_or("no stdout")?;
+    let reader = std::thread::spawn(move || {
+        let mut buf = vec![];
+        let _ = (&mut stdout).take(16 << 20).read_to_end(&mut buf);
+        buf
+    });
+    let deadline = Instant::now() + USER_TIMEOUT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Some(s),
+            Ok(None) if Instant::now() >= deadline => break None,
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(e.to_string()),
+        }
+    };
+    let Some(status) = status else {
+        if let Ok(pid) = i32::try_from(child.id()) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let _ = child.wait();
+        let _ = reader.join();
+        return Err(format!(
+            "oyster as {} did not finish within {} s and was stopped",
+            account.name,
+            USER_TIMEOUT.as_secs()
+        ));
+    };
+    let bytes = reader.join().unwrap_or_default();
+    if !status.success() {
+        return Err(format!("oyster as {} exited with {status}", account.name));
+    }
+    serde_json::from_slice(&bytes)
+        .map_err(|e| format!("oyster as {} printed no document: {e}", account.name))
+}
+
+/// The time now as RFC 3339 UTC (`2026-12-02T17:00:00Z`), from the system clock.
+pub fn now_rfc3339() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    rfc3339(secs)
+}
+
+/// Seconds since the epoch as RFC 3339 UTC (the civil-from-days algorithm, proleptic
+/// Gregorian).
+pub fn rfc3339(secs: u64) -> String {
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_matches_known_instants() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_796_231_999), "2026-12-02T17:19:59Z");
+    }
+
+    #[test]
+    fn accounts_are_people_from_the_minimum_uid() {
+        // dscl's layout: the name, spaces, the uid.
+        let dscl = "_spotlight              89\nalice                   501\ndaemon                  1\nnobody                  -2\nroot                    0\nbob 1026\n";
+        assert_eq!(parse_accounts(dscl, 500), [501, 1026]);
+        assert_eq!(
+            parse_accounts("pat 1000\nnobody 65534\nsys 3\n", 1000),
+            [1000]
+        );
+    }
+
+    #[test]
+    fn the_profile_is_named_by_its_whole_identifier() {
+        let id = super::super::profile::PROFILE_IDENTIFIER;
+        let report = format!(
+            "There are 2 configuration profiles installed\n\
+             _computerlevel[1] attribute: name: Oysterun Host (Managed Login Items)\n\
+             _computerlevel[1] attribute: profileIdentifier: {id}\n\
+             _computerlevel[2] attribute: profileIdentifier: com.example.ssh\n"
+        );
+        assert!(names_profile(&report, id));
+        let longer = report.replace(id, &format!("{id}.old"));
+        assert!(!names_profile(&longer, id));
+        assert!(!names_profile(
+            "There are no configuration profiles installed",
+            id
+        ));
+    }
+}
