@@ -167,6 +167,8 @@ fn a_hanging_launchctl_is_killed_and_named() {
             root.to_str().unwrap(),
             "--node-bin",
             real_node().to_str().unwrap(),
+            "--port",
+            &crate::common::free_port().to_string(),
         ])
         .fails_with(1)
         .stderr();
@@ -207,6 +209,8 @@ fn a_broken_launchctl_is_not_mistaken_for_a_missing_gui_session() {
             root.to_str().unwrap(),
             "--node-bin",
             real_node().to_str().unwrap(),
+            "--port",
+            &crate::common::free_port().to_string(),
         ])
         .fails_with(1)
         .stderr();

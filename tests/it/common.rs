@@ -22,6 +22,9 @@ pub struct TestContext {
     /// `OYSTER_LAUNCHCTL` somewhere (the simulator, a fake), oyster is told there is no
     /// launchd (`none`), so no test can reach a real Mac's launchd by accident.
     pub system_launchctl: bool,
+    /// Production's 8802 and staging's 9902 are held by another process while any test runs,
+    /// so no test can depend on them being free (`default_ports_held.rs`).
+    _default_ports: crate::default_ports_held::Held,
 }
 
 impl TestContext {
@@ -45,6 +48,7 @@ impl TestContext {
             extra_env: vec![],
             system_launchctl: false,
             dir,
+            _default_ports: crate::default_ports_held::Held::defaults(),
         }
     }
 

@@ -6,6 +6,7 @@ mod bad_input;
 mod command_seams;
 mod common;
 mod config_store;
+mod default_ports_held;
 mod direct;
 mod doctor;
 mod env_proofs_and_ports;

@@ -602,7 +602,12 @@ fn doctor_and_status_notice_a_plist_from_oysteruns_installer_and_regenerate_take
     );
 
     // Regenerate takes it over: the root comes from the runner it ran, the node from its pin.
-    let out = t.run(["agent", "regenerate", "--no-restart"]).ok().stdout();
+    // Oysterun's plist names no port: given one from the allocator, not production's 8802.
+    let port = free_port().to_string();
+    let out = t
+        .run(["agent", "regenerate", "--no-restart", "--port", &port])
+        .ok()
+        .stdout();
     assert!(out.contains("written"), "{out}");
     let v = plistlib(&std::fs::read(&plist).unwrap());
     assert_eq!(

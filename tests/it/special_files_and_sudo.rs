@@ -259,6 +259,8 @@ fn a_plist_linked_to_dev_zero_or_a_fifo_is_refused_at_once() {
     for kind in ["symlink to /dev/zero", "FIFO"] {
         let mut t = TestContext::new();
         t.pin_host_env();
+        // A port from the allocator, not production's 8802 (which may be held here).
+        t.write_config(&format!("{{\"port\": {}}}", free_port()));
         let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.plist");
         std::fs::create_dir_all(plist.parent().unwrap()).unwrap();
         if kind == "FIFO" {
@@ -761,7 +763,9 @@ fn an_overflowing_launchctl_timeout_is_invalid_input_and_changes_nothing() {
 fn uninstall_without_launchctl_removes_the_plist_and_says_it_could_not_boot_out() {
     let mut t = TestContext::new();
     t.pin_host_env();
-    t.run(["agent", "regenerate", "--no-restart"]).ok();
+    let port = free_port().to_string();
+    t.run(["agent", "regenerate", "--no-restart", "--port", &port])
+        .ok();
     let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.plist");
     assert!(plist.exists());
     let r = bounded(
