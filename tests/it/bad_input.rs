@@ -7,9 +7,12 @@ use std::time::{Duration, Instant};
 
 use crate::common::{real_node, TestContext};
 
-/// A tmpfs mounted for one test (root only); unmounted on drop.
+/// A tmpfs mounted for one test (root only); unmounted on drop. Linux only: macOS has no
+/// tmpfs (`mount -t tmpfs`, `size=`, `remount,ro`); its RAM disks are `hdiutil` images.
+#[cfg(target_os = "linux")]
 struct Mount(PathBuf);
 
+#[cfg(target_os = "linux")]
 impl Mount {
     fn tmpfs(dir: &Path, opts: &str) -> Mount {
         crate::common::need_root();
@@ -36,6 +39,7 @@ impl Mount {
     }
 }
 
+#[cfg(target_os = "linux")]
 impl Drop for Mount {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg("-l").arg(&self.0).status();
@@ -84,6 +88,7 @@ fn a_non_utf8_config_is_refused_with_its_position() {
     assert_eq!(std::fs::read(t.config_path()).unwrap(), bytes);
 }
 
+#[cfg(target_os = "linux")] // a tmpfs (see `Mount`)
 #[test]
 #[ignore = "needs root: mounts a tmpfs (.ci/run runs it)"]
 fn a_full_disk_fails_the_write_and_keeps_the_old_file() {
@@ -116,6 +121,7 @@ fn a_full_disk_fails_the_write_and_keeps_the_old_file() {
     assert!(!names.iter().any(|n| n.contains("oyster-tmp")), "{names:?}");
 }
 
+#[cfg(target_os = "linux")] // a tmpfs (see `Mount`)
 #[test]
 #[ignore = "needs root: mounts a tmpfs (.ci/run runs it)"]
 fn a_read_only_config_dir_is_an_error_that_changes_nothing() {

@@ -156,7 +156,7 @@ fn a_bootstrap_that_fails_after_the_bootout_rolls_back_to_the_verified_host() {
     let st = f.status();
     assert_eq!(st["running"], true, "{st}");
     assert_eq!(
-        crate::common::live_environ(u32::try_from(st["pid"].as_u64().unwrap()).unwrap())
+        f.t.host_environ(u32::try_from(st["pid"].as_u64().unwrap()).unwrap())
             .iter()
             .find(|kv| kv.starts_with("OYSTERUN_PORT="))
             .cloned(),

@@ -241,12 +241,19 @@ fn the_host_gets_its_stack_name_and_runs_as_the_launch_programs_pid() {
         r.t.run(["agent", "status", "--stack", STACK, "--json"])
             .ok()
             .json();
+    // `live` wherever the kernel shows the Host's environment; where macOS hides it (an
+    // official Node build), the launch program's record proves it (`exec`).
+    let proof = if live_environ(pid).is_empty() {
+        "exec"
+    } else {
+        "live"
+    };
     assert_eq!(
         (&st["verified"], &st["env_proof"], &st["installed_by"]),
-        (&json!(true), &json!("live"), &json!("oyster")),
+        (&json!(true), &json!(proof), &json!("oyster")),
         "{st}"
     );
-    let env = live_environ(pid);
+    let env = r.t.host_environ(pid);
     for (k, v) in plist["EnvironmentVariables"].as_object().unwrap() {
         assert!(
             env.contains(&format!("{k}={}", v.as_str().unwrap())),
@@ -440,7 +447,10 @@ fn direct_start_runs_the_same_launch_program_and_leaves_the_same_files() {
         .iter()
         .map(|(k, v)| format!("{k}={}", v.as_str().unwrap()))
         .collect();
-    assert_eq!(recorded, live, "the record is the environment the Host has");
+    // Where macOS hides a restricted Node's environment, the record is all there is to read.
+    if !live.is_empty() {
+        assert_eq!(recorded, live, "the record is the environment the Host has");
+    }
     // The Host log says what the launch program did.
     let log =
         std::fs::read_to_string(t.home.join(".oysterun-stacks/dr/logs/oysterun-host.log")).unwrap();

@@ -829,10 +829,17 @@ fn a_100_mb_config_is_refused_at_once_without_reading_it() {
         );
         assert_eq!(meta(&t.config_path()), before, "{args:?} touched the file");
         if gnu_time {
-            // Peak RSS, measured by GNU time around the same command.
+            // Peak RSS, measured by time(1) around the same command: GNU time's `-f %M` is in
+            // KiB; macOS's BSD time has no `-f`, and its `-l` prints getrusage(2)'s
+            // `ru_maxrss`, which is in bytes there, as "N  maximum resident set size".
             let base = t.cmd();
+            let rss_flags: &[&str] = if cfg!(target_os = "macos") {
+                &["-l"]
+            } else {
+                &["-f", "%M"]
+            };
             let out = std::process::Command::new("/usr/bin/time")
-                .args(["-f", "%M"])
+                .args(rss_flags)
                 .arg(crate::common::BIN)
                 .args(&args)
                 .env_clear()
@@ -844,11 +851,15 @@ fn a_100_mb_config_is_refused_at_once_without_reading_it() {
                 .output()
                 .unwrap();
             let err = String::from_utf8_lossy(&out.stderr);
-            let kb: u64 = err
-                .lines()
-                .last()
-                .and_then(|l| l.trim().parse().ok())
-                .unwrap();
+            let kb: u64 = if cfg!(target_os = "macos") {
+                err.lines()
+                    .find(|l| l.trim_end().ends_with("maximum resident set size"))
+                    .and_then(|l| l.split_whitespace().next()?.parse::<u64>().ok())
+                    .map(|bytes| bytes / 1024)
+            } else {
+                err.lines().last().and_then(|l| l.trim().parse().ok())
+            }
+            .unwrap_or_else(|| panic!("{args:?}: no peak RSS in time's output: {err}"));
             assert!(kb < 64 * 1024, "{args:?}: peak RSS {kb} KiB");
         }
     }

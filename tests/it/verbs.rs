@@ -76,7 +76,7 @@ fn stop_keeps_the_plist_and_disables_the_label_and_start_restores_the_same_host(
     let before = status(&t, "vb");
     let old_pid = u32::try_from(before["pid"].as_u64().unwrap()).unwrap();
     let bytes = std::fs::read(plist(&t, "vb")).unwrap();
-    let old_env = crate::common::live_environ(old_pid);
+    let old_env = t.host_environ(old_pid);
 
     let r = t.run(["agent", "stop", "--stack", "vb"]).ok();
     assert!(r.stdout().contains("stays stopped"), "{}", r.stdout());
@@ -143,7 +143,7 @@ fn stop_keeps_the_plist_and_disables_the_label_and_start_restores_the_same_host(
             .collect()
     };
     assert_eq!(
-        strip(crate::common::live_environ(new_pid)),
+        strip(t.host_environ(new_pid)),
         strip(old_env),
         "the same Host definition runs again"
     );
