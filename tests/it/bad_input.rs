@@ -1,9 +1,10 @@
 //! The rest of the bad-input catalogue (docs/bad-input.md): huge and non-UTF-8 configs, a full
 //! disk, a read-only directory, a hanging launchctl. Each names the problem and loses nothing.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
+#[cfg(target_os = "linux")] // the tmpfs `Mount`
+use std::{path::PathBuf, process::Command};
 
 use crate::common::{real_node, TestContext};
 

@@ -4,6 +4,7 @@ mod agent_plist;
 mod architecture;
 mod bad_input;
 mod bounded;
+mod ci_workflows;
 mod command_seams;
 mod common;
 mod config_store;
