@@ -43,5 +43,6 @@ mod setup;
 mod snapshots;
 mod special_files;
 mod sudo_foreign_owners;
+mod suite_layout;
 mod syscalls;
 mod verbs;
