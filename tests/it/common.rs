@@ -247,6 +247,59 @@ pub fn zombie(pid: u32) -> bool {
     })
 }
 
+/// The strongest environment proof oyster can give for the live Host `pid` here: `live` where
+/// the kernel shows its environment (Linux; Homebrew's Node on macOS), `exec` where it hides it
+/// (macOS, a restricted process such as an official Node build: docs/launchd.md).
+pub fn strongest_proof(pid: u32) -> &'static str {
+    if live_environ(pid).is_empty() {
+        "exec"
+    } else {
+        "live"
+    }
+}
+
+/// Whether the kernel shows the environment of a process running the machine's `node` (asked
+/// once per test process): false on a Mac whose Node is restricted (an official build), where
+/// oyster's strongest proof is `exec`.
+pub fn kernel_shows_nodes_environment() -> bool {
+    static SHOWN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SHOWN.get_or_init(|| {
+        const MARK: &str = "setTimeout(() => {}, 10000) // oyster-it env probe";
+        let mut child = Command::new(real_node())
+            .args(["-e", MARK])
+            .env("OYSTER_IT_PROBE", "1")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("node");
+        let pid = sysinfo::Pid::from_u32(child.id());
+        let mut sys = sysinfo::System::new();
+        let t0 = std::time::Instant::now();
+        // Once node has exec'd (its own arguments show), its environment is node's.
+        let shown = loop {
+            sys.refresh_processes_specifics(
+                sysinfo::ProcessesToUpdate::Some(&[pid]),
+                true,
+                sysinfo::ProcessRefreshKind::nothing()
+                    .with_cmd(sysinfo::UpdateKind::Always)
+                    .with_environ(sysinfo::UpdateKind::Always),
+            );
+            let p = sys.process(pid);
+            if p.is_some_and(|p| p.cmd().iter().any(|a| a == MARK)) {
+                break p.is_some_and(|p| !p.environ().is_empty());
+            }
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(10),
+                "node never showed its arguments"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let _ = child.kill();
+        let _ = child.wait();
+        shown
+    })
+}
+
 impl TestContext {
     /// The environment the Host `pid` of this test runs with, read as oyster's own proof reads
     /// it (src/verify.rs, src/probe.rs), so one test proves the same thing on Linux and macOS:

@@ -244,14 +244,13 @@ fn the_host_gets_its_stack_name_and_runs_as_the_launch_programs_pid() {
             .json();
     // `live` wherever the kernel shows the Host's environment; where macOS hides it (an
     // official Node build), the launch program's record proves it (`exec`).
-    let proof = if live_environ(pid).is_empty() {
-        "exec"
-    } else {
-        "live"
-    };
     assert_eq!(
         (&st["verified"], &st["env_proof"], &st["installed_by"]),
-        (&json!(true), &json!(proof), &json!("oyster")),
+        (
+            &json!(true),
+            &json!(crate::common::strongest_proof(pid)),
+            &json!("oyster")
+        ),
         "{st}"
     );
     let env = r.t.host_environ(pid);

@@ -224,7 +224,8 @@ fn list_shows_every_stack_on_disk_with_its_facts() {
     assert_eq!(row("one")["summary"], "verified");
     assert_eq!(row("one")["port"], p1);
     assert!(row("one")["pid"].is_u64());
-    assert_eq!(row("one")["env_proof"], "live");
+    let pid = u32::try_from(row("one")["pid"].as_u64().unwrap()).unwrap();
+    assert_eq!(row("one")["env_proof"], crate::common::strongest_proof(pid));
     assert_eq!(row("two")["summary"], "disabled");
     assert_eq!(row("two")["port"], p2);
     assert_eq!(
