@@ -20,9 +20,10 @@ test-fresh:
 lint:
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
 
-## The macOS code type-checked here: clippy -D warnings for aarch64- and x86_64-apple-darwin
-## with Debian's rustc-web toolchain and -Zbuild-std (cached in ~/.cache; target/apple).
-## Skips with the reason only when that toolchain cannot be had. See scripts/check-macos.sh.
+## The macOS code and every test type-checked here: clippy --all-targets -D warnings for
+## aarch64- and x86_64-apple-darwin, with rustup's Apple std when both targets are added, else
+## Debian's rustc-web toolchain and -Zbuild-std (cached in ~/.cache; target/apple).
+## Skips with the reason only when neither can be had. See scripts/check-macos.sh.
 check-macos:
 	bash scripts/check-macos.sh
 

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # `make check-macos`: type-check the whole workspace — the #[cfg(target_os = "macos")] code
-# included — for aarch64-apple-darwin and x86_64-apple-darwin, on Linux: cargo clippy
-# -Zbuild-std --all-targets -D warnings with Debian's rustc-web toolchain
-# (scripts/apple-toolchain.sh) and its standard-library sources. Checks, never links.
-# Skips (exit 0, reason printed) only when that toolchain cannot be had here.
+# and every test (`--all-targets`: tests/it and launchd/tests must compile for a Mac too)
+# included — for aarch64-apple-darwin and x86_64-apple-darwin, on Linux. Checks, never links.
+# Two ways, the first that can be had:
+#  - rustup's standard library for both targets (`rustup target add aarch64-apple-darwin
+#    x86_64-apple-darwin`; CI's Linux job): plain cargo clippy --target, nothing else;
+#  - otherwise (rustup's download server is not reachable from every machine): cargo clippy
+#    -Zbuild-std with Debian's rustc-web toolchain (scripts/apple-toolchain.sh) and its
+#    standard-library sources, as below. OYSTER_APPLE_TOOLCHAIN_DEBIAN=1 forces this way.
+# Skips (exit 0, reason printed) only when neither can be had here.
 #
 # Debian's toolchain is older (1.85) than the workspace's rust-version (1.89), so, only here:
 #  - `--ignore-rust-version`;
@@ -32,6 +37,37 @@ ALLOW=(
 )
 
 say() { echo "check-macos: $*"; }
+
+# With rustup's standard library installed for every target (`rustup target add …`, as the
+# Linux CI job does), nothing else is needed: the workspace's own toolchain and Cargo.lock,
+# --all-targets (the library, the binaries and every test), never linked.
+rustup_has_targets() {
+  command -v rustup >/dev/null || return 1
+  local installed t
+  installed=$(rustup target list --installed 2>/dev/null) || return 1
+  for t in "${TARGETS[@]}"; do
+    grep -qx "$t" <<<"$installed" || return 1
+  done
+}
+if [ -z "${OYSTER_APPLE_TOOLCHAIN_DEBIAN:-}" ] && rustup_has_targets; then
+  failed=()
+  for target in "${TARGETS[@]}"; do
+    say "cargo clippy --workspace --all-targets --target $target ($(rustc -V), rustup's std)"
+    start=$SECONDS
+    if cargo clippy --workspace --all-targets --locked --target "$target" -- -D warnings; then
+      say "$target: clean, tests included ($((SECONDS - start)) s)"
+    else
+      say "$target: FAILED ($((SECONDS - start)) s)"
+      failed+=("$target")
+    fi
+  done
+  if [ "${#failed[@]}" -gt 0 ]; then
+    say "FAILED for ${failed[*]}"
+    exit 1
+  fi
+  say "ok: ${TARGETS[*]} (lib, bins and tests)"
+  exit 0
+fi
 
 rc=0
 tc=$(scripts/apple-toolchain.sh) || rc=$?
@@ -130,8 +166,15 @@ for n, v in added:
 }
 
 derive_lock
-# cargo 1.96 took the lock-file path out of the command line (`--lockfile-path`) into config.
-LOCK=(-Zlockfile-path --config "resolver.lockfile-path=\"$(realpath -m "$OUT/Cargo.lock")\"")
+# The derived lock file: cargo 1.96 took its path out of the command line into config
+# (-Zlockfile-path + resolver.lockfile-path); Debian's cargo 1.85 (bookworm's cargo-web) has
+# only the unstable flag `--lockfile-path`. Whichever this cargo knows.
+lock_path=$(realpath -m "$OUT/Cargo.lock")
+if cargo -Zhelp 2>/dev/null | grep -q 'lockfile-path'; then
+  LOCK=(-Zlockfile-path --config "resolver.lockfile-path=\"$lock_path\"")
+else
+  LOCK=(-Zunstable-options --lockfile-path "$lock_path")
+fi
 failed=()
 for target in "${TARGETS[@]}"; do
   # The crates that need FEATURES for this target: rust-version newer than this rustc.

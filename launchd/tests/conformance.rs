@@ -1301,7 +1301,7 @@ fn print_shows_job_state_empty_properties_event_triggers_and_the_user_domain_lin
     std::fs::write(
         &bare,
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<plist version=\"1.0\"><dict>\
-         <key>Label</key><string>bare.t</string><key>Program</key><string>/bin/true</string>\
+         <key>Label</key><string>bare.t</string><key>Program</key><string>/usr/bin/true</string>\
          <key>LimitLoadToSessionType</key><array><string>Aqua</string><string>Background</string></array>\
          <key>StartCalendarInterval</key><dict><key>Hour</key><integer>2</integer>\
          <key>Minute</key><integer>0</integer></dict></dict></plist>\n",

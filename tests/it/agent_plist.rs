@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::common::{args, plistlib, real_node, TestContext};
+use crate::common::{args, free_port, plistlib, real_node, TestContext};
 
 fn ctx_with_root(home_name: &str) -> (TestContext, PathBuf) {
     let t = TestContext::with_home_name(home_name);
@@ -13,11 +13,13 @@ fn ctx_with_root(home_name: &str) -> (TestContext, PathBuf) {
     (t, root)
 }
 
-/// `agent regenerate --no-restart --root ROOT --node-bin NODE`.
-fn regen_args(root: &Path, node: &Path) -> Vec<String> {
+/// `agent regenerate --no-restart --root ROOT --node-bin NODE --port PORT`: production, on a
+/// port from the allocator (8802 may be held on the machine running the tests).
+fn regen_args(root: &Path, node: &Path, port: u16) -> Vec<String> {
     args(&["agent", "regenerate", "--no-restart"])
         .root(root)
         .node(node)
+        .port(port)
         .into()
 }
 
@@ -144,7 +146,7 @@ fn secrets_and_the_callers_environment_never_reach_the_plist() {
     let text = out.stdout() + &out.stderr();
     assert!(!text.contains("SECRET"), "{text}");
     let node = real_node();
-    let args = regen_args(&root, &node);
+    let args = regen_args(&root, &node, free_port());
     let r = t.run(&args).ok();
     assert!(!(r.stdout() + &r.stderr()).contains("SECRET"));
     let plist =
@@ -201,7 +203,7 @@ fn unsafe_path_entries_are_errors_never_written() {
         let r = print(&t, &root, &[]).fails_with(2);
         assert!(r.stderr().contains("PATH"), "{how}: {}", r.stderr());
         let node = real_node();
-        t.run(regen_args(&root, &node)).fails_with(2);
+        t.run(regen_args(&root, &node, free_port())).fails_with(2);
         assert!(!t
             .home
             .join("Library/LaunchAgents")
@@ -388,7 +390,7 @@ fn a_shim_node_is_asked_every_time_so_a_switch_to_an_old_node_is_refused() {
     )
     .unwrap();
     std::fs::set_permissions(&node, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let args = regen_args(&root, &node);
+    let args = regen_args(&root, &node, free_port());
     t.run(&args).ok();
     t.run(&args).ok();
     let count = || {
@@ -406,7 +408,7 @@ fn a_shim_node_is_asked_every_time_so_a_switch_to_an_old_node_is_refused() {
 fn regenerate_writes_only_on_change_atomically_0644() {
     let (t, root) = ctx_with_root("home");
     let node = real_node();
-    let args = regen_args(&root, &node);
+    let args = regen_args(&root, &node, free_port());
     let r = t.run(&args).ok();
     assert!(r.stdout().contains("written"), "{}", r.stdout());
     let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.plist");
@@ -452,11 +454,11 @@ fn regenerate_writes_only_on_change_atomically_0644() {
 #[test]
 fn an_unchanged_plist_with_a_mode_launchd_refuses_is_fixed() {
     let (t, root) = ctx_with_root("home");
-    let node = real_node();
-    t.run(regen_args(&root, &node)).ok();
+    let args = regen_args(&root, &real_node(), free_port());
+    t.run(&args).ok();
     let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.plist");
     std::fs::set_permissions(&plist, std::fs::Permissions::from_mode(0o666)).unwrap();
-    let r = t.run(regen_args(&root, &node)).ok();
+    let r = t.run(&args).ok();
     assert!(r.stdout().contains("written"), "{}", r.stdout());
     assert_eq!(std::fs::metadata(&plist).unwrap().mode() & 0o777, 0o644);
 }
@@ -470,7 +472,7 @@ fn a_symlinked_plist_is_refused() {
     std::fs::write(&target, "keep").unwrap();
     std::os::unix::fs::symlink(&target, agents.join("com.oysterun.host.plist")).unwrap();
     let node = real_node();
-    let r = t.run(regen_args(&root, &node));
+    let r = t.run(regen_args(&root, &node, free_port()));
     assert_ne!(r.code(), 0);
     assert!(r.stderr().contains("symlink"), "{}", r.stderr());
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");

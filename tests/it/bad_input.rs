@@ -1,15 +1,19 @@
 //! The rest of the bad-input catalogue (docs/bad-input.md): huge and non-UTF-8 configs, a full
 //! disk, a read-only directory, a hanging launchctl. Each names the problem and loses nothing.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::time::{Duration, Instant};
+#[cfg(target_os = "linux")] // the tmpfs `Mount`
+use std::{path::PathBuf, process::Command};
 
 use crate::common::{real_node, TestContext};
 
-/// A tmpfs mounted for one test (root only); unmounted on drop.
+/// A tmpfs mounted for one test (root only); unmounted on drop. Linux only: macOS has no
+/// tmpfs (`mount -t tmpfs`, `size=`, `remount,ro`); its RAM disks are `hdiutil` images.
+#[cfg(target_os = "linux")]
 struct Mount(PathBuf);
 
+#[cfg(target_os = "linux")]
 impl Mount {
     fn tmpfs(dir: &Path, opts: &str) -> Mount {
         crate::common::need_root();
@@ -36,6 +40,7 @@ impl Mount {
     }
 }
 
+#[cfg(target_os = "linux")]
 impl Drop for Mount {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg("-l").arg(&self.0).status();
@@ -84,6 +89,7 @@ fn a_non_utf8_config_is_refused_with_its_position() {
     assert_eq!(std::fs::read(t.config_path()).unwrap(), bytes);
 }
 
+#[cfg(target_os = "linux")] // a tmpfs (see `Mount`)
 #[test]
 #[ignore = "needs root: mounts a tmpfs (.ci/run runs it)"]
 fn a_full_disk_fails_the_write_and_keeps_the_old_file() {
@@ -116,6 +122,7 @@ fn a_full_disk_fails_the_write_and_keeps_the_old_file() {
     assert!(!names.iter().any(|n| n.contains("oyster-tmp")), "{names:?}");
 }
 
+#[cfg(target_os = "linux")] // a tmpfs (see `Mount`)
 #[test]
 #[ignore = "needs root: mounts a tmpfs (.ci/run runs it)"]
 fn a_read_only_config_dir_is_an_error_that_changes_nothing() {
@@ -167,6 +174,8 @@ fn a_hanging_launchctl_is_killed_and_named() {
             root.to_str().unwrap(),
             "--node-bin",
             real_node().to_str().unwrap(),
+            "--port",
+            &crate::common::free_port().to_string(),
         ])
         .fails_with(1)
         .stderr();
@@ -207,6 +216,8 @@ fn a_broken_launchctl_is_not_mistaken_for_a_missing_gui_session() {
             root.to_str().unwrap(),
             "--node-bin",
             real_node().to_str().unwrap(),
+            "--port",
+            &crate::common::free_port().to_string(),
         ])
         .fails_with(1)
         .stderr();

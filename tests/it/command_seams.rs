@@ -13,7 +13,9 @@ use crate::common::{free_port, real_node, TestContext};
 /// Runs oyster with a stdout pipe whose reading end is already closed (`oyster … | head -1`
 /// after `head` exited): every write fails with EPIPE.
 fn with_closed_stdout(t: &TestContext, args: &[&str]) -> (i32, String) {
-    let (reader, writer) = std::io::pipe().unwrap();
+    // nix's pipe(2), not `std::io::pipe` (Rust 1.87): `make check-macos` may type-check with
+    // Debian's Rust 1.85.
+    let (reader, writer) = nix::unistd::pipe().unwrap();
     drop(reader);
     let out = t
         .cmd()

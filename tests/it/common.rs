@@ -22,6 +22,9 @@ pub struct TestContext {
     /// `OYSTER_LAUNCHCTL` somewhere (the simulator, a fake), oyster is told there is no
     /// launchd (`none`), so no test can reach a real Mac's launchd by accident.
     pub system_launchctl: bool,
+    /// Production's 8802 and staging's 9902 are held by another process while any test runs,
+    /// so no test can depend on them being free (`default_ports_held.rs`).
+    _default_ports: crate::default_ports_held::Held,
 }
 
 impl TestContext {
@@ -31,9 +34,12 @@ impl TestContext {
 
     /// A context whose HOME has a name of the caller's choosing (hostile characters welcome).
     pub fn with_home_name(name: &str) -> TestContext {
+        // In the temp directory's real path: macOS's `$TMPDIR` is under `/var`, a link to
+        // `/private/var`, and oyster names some paths by their real path (doctor, privacy).
+        let tmp = std::env::temp_dir();
         let dir = tempfile::Builder::new()
             .prefix("oyster-it-")
-            .tempdir()
+            .tempdir_in(tmp.canonicalize().unwrap_or(tmp))
             .unwrap();
         let home = dir.path().join(name);
         std::fs::create_dir_all(&home).unwrap();
@@ -45,6 +51,7 @@ impl TestContext {
             extra_env: vec![],
             system_launchctl: false,
             dir,
+            _default_ports: crate::default_ports_held::Held::defaults(),
         }
     }
 
@@ -151,14 +158,31 @@ impl TestContext {
 }
 
 /// Every live process (not a thread, not a zombie, not this test) whose environment holds
-/// exactly `entry` (`KEY=VALUE`).
+/// exactly `entry` (`KEY=VALUE`), or, where the kernel hides a process's environment (macOS,
+/// for a restricted process such as an official Node build: docs/launchd.md) but not its
+/// arguments, one of whose arguments lies under a test's temp directory (`oyster-it-*`): the
+/// Host's `server.mjs`, a fake provider.
 pub fn processes_with_env(entry: &str) -> Vec<u32> {
     let mut sys = sysinfo::System::new();
     sys.refresh_processes_specifics(
         sysinfo::ProcessesToUpdate::All,
         true,
-        sysinfo::ProcessRefreshKind::nothing().with_environ(sysinfo::UpdateKind::Always),
+        sysinfo::ProcessRefreshKind::nothing()
+            .with_environ(sysinfo::UpdateKind::Always)
+            .with_cmd(sysinfo::UpdateKind::Always),
     );
+    // The test's temp directory, from `HOME=<dir>/<home>`.
+    let test_dir = entry
+        .strip_prefix("HOME=")
+        .and_then(|home| Path::new(home).parent())
+        .filter(|d| {
+            d.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("oyster-it-"))
+        });
+    let hidden_but_ours = |p: &sysinfo::Process| {
+        p.environ().is_empty()
+            && test_dir.is_some_and(|d| p.cmd().iter().any(|a| Path::new(a).starts_with(d)))
+    };
     sys.processes()
         .iter()
         .filter(|(pid, p)| {
@@ -168,7 +192,7 @@ pub fn processes_with_env(entry: &str) -> Vec<u32> {
                     p.status(),
                     sysinfo::ProcessStatus::Zombie | sysinfo::ProcessStatus::Dead
                 )
-                && p.environ().iter().any(|kv| kv.as_os_str() == entry)
+                && (p.environ().iter().any(|kv| kv.as_os_str() == entry) || hidden_but_ours(p))
         })
         .map(|(pid, _)| pid.as_u32())
         .collect()
@@ -203,6 +227,109 @@ pub fn live_environ(pid: u32) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Whether `pid` is a zombie (exited, not yet reaped), as the kernel says through `sysinfo`
+/// (procfs on Linux, `proc_pidinfo` on macOS).
+pub fn zombie(pid: u32) -> bool {
+    let mut sys = sysinfo::System::new();
+    let spid = sysinfo::Pid::from_u32(pid);
+    sys.refresh_processes_specifics(
+        sysinfo::ProcessesToUpdate::Some(&[spid]),
+        true,
+        sysinfo::ProcessRefreshKind::nothing(),
+    );
+    sys.process(spid).is_some_and(|p| {
+        matches!(
+            p.status(),
+            sysinfo::ProcessStatus::Zombie | sysinfo::ProcessStatus::Dead
+        )
+    })
+}
+
+/// The strongest environment proof oyster can give for the live Host `pid` here: `live` where
+/// the kernel shows its environment (Linux; Homebrew's Node on macOS), `exec` where it hides it
+/// (macOS, a restricted process such as an official Node build: docs/launchd.md).
+pub fn strongest_proof(pid: u32) -> &'static str {
+    if live_environ(pid).is_empty() {
+        "exec"
+    } else {
+        "live"
+    }
+}
+
+/// Whether the kernel shows the environment of a process running the machine's `node` (asked
+/// once per test process): false on a Mac whose Node is restricted (an official build), where
+/// oyster's strongest proof is `exec`.
+pub fn kernel_shows_nodes_environment() -> bool {
+    static SHOWN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SHOWN.get_or_init(|| {
+        const MARK: &str = "setTimeout(() => {}, 10000) // oyster-it env probe";
+        let mut child = Command::new(real_node())
+            .args(["-e", MARK])
+            .env("OYSTER_IT_PROBE", "1")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("node");
+        let pid = sysinfo::Pid::from_u32(child.id());
+        let mut sys = sysinfo::System::new();
+        let t0 = std::time::Instant::now();
+        // Once node has exec'd (its own arguments show), its environment is node's.
+        let shown = loop {
+            sys.refresh_processes_specifics(
+                sysinfo::ProcessesToUpdate::Some(&[pid]),
+                true,
+                sysinfo::ProcessRefreshKind::nothing()
+                    .with_cmd(sysinfo::UpdateKind::Always)
+                    .with_environ(sysinfo::UpdateKind::Always),
+            );
+            let p = sys.process(pid);
+            if p.is_some_and(|p| p.cmd().iter().any(|a| a == MARK)) {
+                break p.is_some_and(|p| !p.environ().is_empty());
+            }
+            assert!(
+                t0.elapsed() < std::time::Duration::from_secs(10),
+                "node never showed its arguments"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        };
+        let _ = child.kill();
+        let _ = child.wait();
+        shown
+    })
+}
+
+impl TestContext {
+    /// The environment the Host `pid` of this test runs with, read as oyster's own proof reads
+    /// it (src/verify.rs, src/probe.rs), so one test proves the same thing on Linux and macOS:
+    /// from the kernel (procfs on Linux, `KERN_PROCARGS2` on macOS) and, where the kernel hides
+    /// it (macOS, a restricted process such as an official Node build: docs/launchd.md), from
+    /// the record `oyster host exec` wrote as that same pid just before its exec (the `exec`
+    /// proof). Empty when neither exists.
+    pub fn host_environ(&self, pid: u32) -> Vec<String> {
+        let live = live_environ(pid);
+        if !live.is_empty() {
+            return live;
+        }
+        let mut runs = vec![self.home.join(".oysterun/run")];
+        if let Ok(stacks) = std::fs::read_dir(self.home.join(".oysterun-stacks")) {
+            runs.extend(stacks.flatten().map(|e| e.path().join("run")));
+        }
+        runs.iter()
+            .find_map(|run| {
+                let text = std::fs::read(run.join("oyster-exec.json")).ok()?;
+                let v: serde_json::Value = serde_json::from_slice(&text).ok()?;
+                (v["pid"].as_u64() == Some(u64::from(pid))).then_some(())?;
+                let env = v["env"].as_object()?;
+                Some(
+                    env.iter()
+                        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                        .collect(),
+                )
+            })
+            .unwrap_or_default()
+    }
 }
 
 impl Drop for TestContext {

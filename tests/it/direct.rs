@@ -14,14 +14,6 @@ fn start_args(root: &std::path::Path, port: u16) -> Vec<String> {
         .into()
 }
 
-fn live_env(pid: u32) -> Vec<String> {
-    let raw = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
-    raw.split(|b| *b == 0)
-        .filter(|s| !s.is_empty())
-        .map(|s| String::from_utf8_lossy(s).into_owned())
-        .collect()
-}
-
 #[test]
 fn start_status_stop_with_the_live_environment_read_back() {
     let mut t = TestContext::new();
@@ -43,8 +35,10 @@ fn start_status_stop_with_the_live_environment_read_back() {
     let pid: u32 = text.trim_end_matches('\n').parse().unwrap();
     assert_eq!(text, format!("{pid}\n"));
 
-    // Independently of oyster: the kernel's view of the Host's environment.
-    let env = live_env(pid);
+    // The Host's environment as oyster's proof reads it: the kernel's view (procfs, or
+    // `KERN_PROCARGS2` on macOS), or where macOS hides it, the launch program's own record.
+    let env = t.host_environ(pid);
+    assert!(!env.is_empty(), "neither the kernel nor the exec record");
     let node_dir = real_node().parent().unwrap().display().to_string();
     let want_path = format!(
         "PATH={node_dir}:{}:/opt/homebrew/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
@@ -102,6 +96,8 @@ fn start_status_stop_with_the_live_environment_read_back() {
         (Some(true), Some(pid as u64), Some(200), Some(true)),
         "{st}"
     );
+    // And oyster says which proof it used: the kernel's wherever the kernel shows it.
+    assert_eq!(st["env_proof"], crate::common::strongest_proof(pid), "{st}");
 
     // A second start is refused while the Host lives.
     // Its fix echoes how the stack was named: `--stack it`, or `it` after the verb.

@@ -312,7 +312,9 @@ fn oysteruns_stack_all_is_answered_with_all_not_with_creating_a_stack_named_all(
 }
 
 /// A full disk under `> file` is not a closed pipe: the document the user asked for is lost,
-/// so the run must not exit 0 (`/dev/full` answers every write with ENOSPC; Linux only).
+/// so the run must not exit 0 (`/dev/full` answers every write with ENOSPC).
+// Linux only: macOS has no `/dev/full`, and no other file that fails every write with ENOSPC
+// can be had there without root (a full disk image needs `hdiutil` and a mount).
 #[cfg(target_os = "linux")]
 #[test]
 fn a_stdout_that_cannot_be_written_is_a_failure_not_success() {

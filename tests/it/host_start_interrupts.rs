@@ -63,13 +63,7 @@ fn gone(pid: u32) -> bool {
         None,
     )
     .is_err()
-        || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-            s.rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        })
+        || crate::common::zombie(pid)
 }
 
 #[test]

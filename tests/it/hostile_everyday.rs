@@ -110,7 +110,14 @@ fn hints_for_a_stack_given_with_a_flag_name_it_where_there_is_no_plist_or_a_load
     let t = ctx();
     // A stack with only a config: `providers set` says which setup uses the change.
     let out = t
-        .run(["providers", "set", "claude", "/bin/true", "--stack", "qa"])
+        .run([
+            "providers",
+            "set",
+            "claude",
+            "/usr/bin/true",
+            "--stack",
+            "qa",
+        ])
         .ok()
         .stdout();
     assert!(

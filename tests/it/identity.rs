@@ -42,13 +42,7 @@ pub(crate) fn alive(pid: u32) -> bool {
         None,
     )
     .is_ok()
-        && !std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
-            s.rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        })
+        && !crate::common::zombie(pid)
 }
 
 /// Copies stack `from`'s directory to `to`, renaming its identity files as `to`'s, as a user

@@ -190,7 +190,9 @@ impl Ir {
             .as_u64()
             .and_then(|p| u32::try_from(p).ok())
             .unwrap_or_else(|| panic!("no running pid: {st}"));
-        let root = crate::common::live_environ(pid)
+        let root = self
+            .t
+            .host_environ(pid)
             .into_iter()
             .find_map(|kv| kv.strip_prefix("OYSTERUN_REPO_ROOT=").map(str::to_owned))
             .unwrap_or_default();
@@ -565,7 +567,7 @@ fn concurrent_regenerates_and_installs_all_succeed_with_one_verified_host() {
         named >= ROUNDS,
         "the waiting runs named the holder ({named} lines)"
     );
-    let live = crate::common::live_environ(ir.live_root().0);
+    let live = ir.t.host_environ(ir.live_root().0);
     let want = dirs[(ROUNDS - 1) % 2].display().to_string();
     assert!(
         live.iter()

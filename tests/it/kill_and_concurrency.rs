@@ -75,6 +75,8 @@ fn sigkill_during_config_writes_never_tears_the_file() {
 fn sigkill_during_plist_writes_leaves_a_whole_plist() {
     let mut t = TestContext::new();
     t.pin_host_env();
+    // A port from the allocator, not production's 8802 (which may be held on this machine).
+    t.write_config(&format!("{{\"port\": {}}}", crate::common::free_port()));
     let dirs: Vec<PathBuf> = ["a", "b"].iter().map(|d| t.path(d)).collect();
     let mut variants = vec![];
     for d in &dirs {
@@ -121,7 +123,10 @@ fn sigkill_during_plist_writes_leaves_a_whole_plist() {
 fn concurrent_set_sync_and_regenerate_lose_no_update() {
     let mut t = TestContext::new();
     t.pin_host_env();
-    t.write_config(r#"{"history": {"s1": "keep"}}"#);
+    t.write_config(&format!(
+        r#"{{"history": {{"s1": "keep"}}, "port": {}}}"#,
+        crate::common::free_port()
+    ));
     const ROUNDS: usize = 25;
     std::thread::scope(|s| {
         let t = &t;

@@ -50,7 +50,7 @@ impl Lc {
     }
     fn live_env(&self) -> (u32, Vec<String>) {
         let pid = u32::try_from(self.status()["pid"].as_u64().expect("a running pid")).unwrap();
-        (pid, crate::common::live_environ(pid))
+        (pid, self.t.host_environ(pid))
     }
     fn live_path(&self) -> String {
         self.live_env()

@@ -156,7 +156,7 @@ fn a_bootstrap_that_fails_after_the_bootout_rolls_back_to_the_verified_host() {
     let st = f.status();
     assert_eq!(st["running"], true, "{st}");
     assert_eq!(
-        crate::common::live_environ(u32::try_from(st["pid"].as_u64().unwrap()).unwrap())
+        f.t.host_environ(u32::try_from(st["pid"].as_u64().unwrap()).unwrap())
             .iter()
             .find(|kv| kv.starts_with("OYSTERUN_PORT="))
             .cloned(),
@@ -293,12 +293,11 @@ fn ctrl_c_while_uninstall_waits_for_a_slow_host_still_removes_the_plist() {
 }
 
 #[test]
+#[ignore = "needs root: gives the plist to another uid (.ci/run runs it)"]
 fn a_plist_owned_by_another_uid_is_refused_before_anything_is_written() {
+    // Not a silent pass without root (a Mac's CI user is not root): ignored, and run as root.
+    crate::common::need_root();
     let f = F::new();
-    if !nix::unistd::geteuid().is_root() {
-        eprintln!("needs root to give a file to another uid");
-        return;
-    }
     std::fs::create_dir_all(f.plist().parent().unwrap()).unwrap();
     std::fs::write(f.plist(), b"<plist/>").unwrap();
     std::os::unix::fs::chown(f.plist(), Some(54321), None).unwrap();

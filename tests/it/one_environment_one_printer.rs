@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::process::Stdio;
 
-use crate::common::{free_port, live_environ, plistlib, real_node, TestContext};
+use crate::common::{free_port, plistlib, real_node, TestContext};
 
 #[test]
 fn agent_print_host_start_and_doctor_agree_on_the_environment() {
@@ -32,7 +32,8 @@ fn agent_print_host_start_and_doctor_agree_on_the_environment() {
         .ok()
         .json();
     let pid = u32::try_from(st["pid"].as_u64().unwrap()).unwrap();
-    let live: BTreeMap<String, String> = live_environ(pid)
+    let live: BTreeMap<String, String> = t
+        .host_environ(pid)
         .into_iter()
         .filter_map(|kv| {
             kv.split_once('=')

@@ -196,7 +196,7 @@ fn unsupported_names_fail_closed_with_the_supported_list() {
     for args in [
         vec!["providers", "resolve", "gemini"],
         vec!["providers", "resolve", P, "../claude"],
-        vec!["providers", "set", "CLAUDE", "/bin/true"],
+        vec!["providers", "set", "CLAUDE", "/usr/bin/true"],
         vec!["providers", "auto", "claude;rm"],
     ] {
         let r = t.run(&args).fails_with(2);

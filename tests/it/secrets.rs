@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{free_port, get, live_environ, Run, TestContext};
+use crate::common::{free_port, get, Run, TestContext};
 
 const STACK: &str = "sec";
 
@@ -208,7 +208,7 @@ fn planted_secrets_never_appear_in_any_output_log_or_plist() {
     plist_clean(&s, "agent install");
     let st = clean(&s, &["agent", "status", "--json"], 0).json();
     let pid = u32::try_from(st["pid"].as_u64().unwrap()).unwrap();
-    let env = live_environ(pid);
+    let env = s.t.host_environ(pid);
     assert!(
         env.iter().any(|kv| kv.starts_with("PATH=")),
         "the Host's environment was read: {env:?}"

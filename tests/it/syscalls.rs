@@ -3,6 +3,10 @@
 //! them): resolving a provider found at PATH
 //! position k runs no program besides oyster itself and makes O(k) file lookups; an
 //! unsupported name makes none at all.
+//!
+//! Linux only: strace is Linux's; macOS's equivalent (dtruss) needs System Integrity
+//! Protection switched off, which no Mac a contributor or CI uses has.
+#![cfg(target_os = "linux")]
 
 use std::path::Path;
 use std::process::Command;

@@ -76,7 +76,7 @@ fn stop_keeps_the_plist_and_disables_the_label_and_start_restores_the_same_host(
     let before = status(&t, "vb");
     let old_pid = u32::try_from(before["pid"].as_u64().unwrap()).unwrap();
     let bytes = std::fs::read(plist(&t, "vb")).unwrap();
-    let old_env = crate::common::live_environ(old_pid);
+    let old_env = t.host_environ(old_pid);
 
     let r = t.run(["agent", "stop", "--stack", "vb"]).ok();
     assert!(r.stdout().contains("stays stopped"), "{}", r.stdout());
@@ -141,7 +141,7 @@ fn stop_keeps_the_plist_and_disables_the_label_and_start_restores_the_same_host(
             .collect()
     };
     assert_eq!(
-        strip(crate::common::live_environ(new_pid)),
+        strip(t.host_environ(new_pid)),
         strip(old_env),
         "the same Host definition runs again"
     );
@@ -222,7 +222,8 @@ fn list_shows_every_stack_on_disk_with_its_facts() {
     assert_eq!(row("one")["summary"], "verified");
     assert_eq!(row("one")["port"], p1);
     assert!(row("one")["pid"].is_u64());
-    assert_eq!(row("one")["env_proof"], "live");
+    let pid = u32::try_from(row("one")["pid"].as_u64().unwrap()).unwrap();
+    assert_eq!(row("one")["env_proof"], crate::common::strongest_proof(pid));
     assert_eq!(row("two")["summary"], "stopped");
     assert_eq!(row("two")["port"], p2);
     assert_eq!(

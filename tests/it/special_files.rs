@@ -1,201 +1,16 @@
-//! Special files and sudo, through the binary as a hostile user tries them: a root run against another user's
-//! HOME (a `sudo` that keeps HOME), special files where oyster expects regular ones (a FIFO
-//! config, a plist linked to `/dev/zero`, symlinked logs), values that must be refused where
-//! they enter, and the smaller cases (an overflowing timeout variable, a missing launchctl at
-//! uninstall, a 100 MB config). Every run is bounded: a command that hangs is killed by its pid
-//! and the test fails.
+//! Special files where oyster expects regular ones, through the binary as a hostile or confused
+//! user leaves them (docs/behaviour.md §9): a FIFO config, a plist linked to `/dev/zero` or a
+//! FIFO, a symlinked audit log, a Host log that is a FIFO or a symlink (before a command and
+//! swapped in mid-verification), and a 100 MB config. Every run is bounded (`bounded.rs`): a
+//! command that hangs is killed by its pid and the test fails.
 
-use std::collections::BTreeMap;
 use std::fs::File;
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::bounded::bounded;
 use crate::common::{free_port, real_node, TestContext};
-
-/// A finished bounded run.
-struct Bounded {
-    code: Option<i32>,
-    stdout: String,
-    stderr: Vec<u8>,
-    took: Duration,
-}
-
-impl Bounded {
-    fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.stderr).into_owned()
-    }
-}
-
-/// Runs oyster with `args` (and `env`), killing it by pid and failing the test if it is still
-/// running after `bound`.
-fn bounded(t: &TestContext, args: &[&str], env: &[(&str, &str)], bound: Duration) -> Bounded {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    // Outside the working directory, which some tests watch.
-    let runs = t.path("runs");
-    std::fs::create_dir_all(&runs).unwrap();
-    let (out, err) = (runs.join(format!("out-{n}")), runs.join(format!("err-{n}")));
-    let mut c = t.cmd();
-    c.args(args)
-        .stdin(std::process::Stdio::null())
-        .stdout(File::create(&out).unwrap())
-        .stderr(File::create(&err).unwrap());
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let t0 = Instant::now();
-    let mut child = c.spawn().unwrap();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if t0.elapsed() > bound {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "`oyster {}` still ran after {bound:?} (killed); stderr so far:\n{}",
-                args.join(" "),
-                std::fs::read_to_string(&err).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    Bounded {
-        code: status.code(),
-        stdout: std::fs::read_to_string(&out).unwrap_or_default(),
-        stderr: std::fs::read(&err).unwrap_or_default(),
-        took: t0.elapsed(),
-    }
-}
-
-/// Every path under `dir` with its owner, group, mode, content (or link target) and mtime.
-type Snapshot = BTreeMap<PathBuf, crate::common::Entry>;
-
-fn snapshot(dir: &Path, skip_locks: bool) -> Snapshot {
-    let mut out = crate::common::tree(dir);
-    if skip_locks {
-        out.retain(|p, _| p.extension().is_none_or(|x| x != "lock"));
-    }
-    out
-}
-
-fn chown_tree(dir: &Path, uid: u32) {
-    let (u, g) = (
-        Some(nix::unistd::Uid::from_raw(uid)),
-        Some(nix::unistd::Gid::from_raw(uid)),
-    );
-    nix::unistd::chown(dir, u, g).unwrap();
-    for e in std::fs::read_dir(dir).unwrap().flatten() {
-        let p = e.path();
-        if std::fs::symlink_metadata(&p).unwrap().is_dir() {
-            chown_tree(&p, uid);
-        } else {
-            nix::unistd::fchownat(
-                nix::fcntl::AT_FDCWD,
-                &p,
-                u,
-                g,
-                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-            )
-            .unwrap();
-        }
-    }
-}
-
-const NOBODY: u32 = 65534;
-
-/// §5: run as root against a HOME owned by another uid (what `sudo -E oyster …` does), every
-/// command that writes or loads refuses with exit 2 naming the owner, and HOME is untouched:
-/// no new file, the config's bytes, owner and mode as they were.
-#[test]
-#[ignore = "needs root: chowns HOME to another uid (.ci/run runs it)"]
-fn a_root_run_against_another_users_home_refuses_and_changes_nothing() {
-    crate::common::need_root();
-    let mut t = TestContext::new();
-    t.use_sim();
-    let root = t.fixture_root("root");
-    t.write_config(r#"{"history": {"s1": "keep"}, "claude_command": "/opt/claude"}"#);
-    std::fs::set_permissions(t.config_path(), std::fs::Permissions::from_mode(0o600)).unwrap();
-    chown_tree(&t.home, NOBODY);
-    let before = snapshot(&t.home, false);
-    let (root_s, node) = (
-        root.display().to_string(),
-        real_node().display().to_string(),
-    );
-    let port = free_port().to_string();
-    let host = ["--root", &root_s, "--node-bin", &node, "--port", &port];
-    let cases: Vec<Vec<&str>> = vec![
-        vec!["providers", "set", "claude", "/x/claude"],
-        vec!["config", "sync"],
-        [&["agent", "install"][..], &host].concat(),
-        [&["host", "start"][..], &host].concat(),
-        [&["setup", "--no-start"][..], &host].concat(),
-    ];
-    for args in cases {
-        let r = bounded(&t, &args, &[], Duration::from_secs(20));
-        let e = r.stderr();
-        assert_eq!(r.code, Some(2), "{args:?}: {e}");
-        assert!(
-            e.contains("belongs to nobody") || e.contains("belongs to uid 65534"),
-            "{args:?} names the owner: {e}"
-        );
-        assert!(
-            e.contains("sudo -u"),
-            "{args:?} names the command to run instead: {e}"
-        );
-        assert_eq!(snapshot(&t.home, false), before, "{args:?} changed HOME");
-    }
-    assert_eq!(t.own_processes(), Vec::<u32>::new());
-}
-
-/// §9 ownership: root with its own HOME (allowed with the simulator, as in CI) rewriting a
-/// config.json that belongs to another uid keeps that file's owner and mode.
-#[test]
-#[ignore = "needs root: chowns the config to another uid (.ci/run runs it)"]
-fn a_root_rewrite_keeps_a_foreign_owned_configs_owner_and_mode() {
-    crate::common::need_root();
-    let t = TestContext::new();
-    t.write_config(r#"{"history": {"s1": "keep"}}"#);
-    let cfg = t.config_path();
-    std::fs::set_permissions(&cfg, std::fs::Permissions::from_mode(0o640)).unwrap();
-    nix::unistd::chown(
-        &cfg,
-        Some(nix::unistd::Uid::from_raw(NOBODY)),
-        Some(nix::unistd::Gid::from_raw(NOBODY)),
-    )
-    .unwrap();
-    assert_eq!(
-        std::fs::metadata(&t.home).unwrap().uid(),
-        0,
-        "HOME is root's own"
-    );
-    for args in [
-        vec!["providers", "set", "claude", "/x/claude"],
-        vec!["providers", "set", "codex", "/y/codex"],
-        vec!["config", "sync"],
-    ] {
-        t.run(&args).ok();
-        let m = std::fs::metadata(&cfg).unwrap();
-        assert_eq!(
-            (m.uid(), m.gid(), m.mode() & 0o7777),
-            (NOBODY, NOBODY, 0o640),
-            "{args:?} changed the owner or mode"
-        );
-    }
-    let v = t.read_config();
-    assert_eq!(
-        (v["claude_command"].as_str(), v["history"]["s1"].as_str()),
-        (Some("/x/claude"), Some("keep"))
-    );
-    let dir = cfg.parent().unwrap();
-    let left: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().contains("oyster-tmp"))
-        .collect();
-    assert!(left.is_empty(), "temp files left: {left:?}");
-}
 
 /// §9: a FIFO where config.json belongs makes every command refuse at once (exit 2; doctor
 /// reports the failed check and exits 1) instead of blocking on it forever — and not while
@@ -249,8 +64,6 @@ fn a_fifo_config_is_refused_at_once_by_every_command() {
     assert!(m.file_type().is_fifo(), "the FIFO is left as it was");
 }
 
-use std::os::unix::fs::FileTypeExt;
-
 /// §9: a plist that is a symlink to /dev/zero or a FIFO is never read without limit or blocked
 /// on: `agent regenerate --no-restart` refuses at once (exit 2) and writes nothing through the
 /// link; `doctor`, `agent print` and `agent status` return at once, doctor naming the file.
@@ -259,6 +72,8 @@ fn a_plist_linked_to_dev_zero_or_a_fifo_is_refused_at_once() {
     for kind in ["symlink to /dev/zero", "FIFO"] {
         let mut t = TestContext::new();
         t.pin_host_env();
+        // A port from the allocator, not production's 8802 (which may be held here).
+        t.write_config(&format!("{{\"port\": {}}}", free_port()));
         let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.plist");
         std::fs::create_dir_all(plist.parent().unwrap()).unwrap();
         if kind == "FIFO" {
@@ -674,112 +489,6 @@ fn a_host_log_swapped_for_a_fifo_or_symlink_mid_verification_is_never_read_throu
     }
 }
 
-/// Issue 12 item 10: `OYSTER_LAUNCHCTL_TIMEOUT_SECS` larger than any duration is invalid input
-/// (exit 2 naming the variable, never a panic's 101) for every verb that calls launchctl, and
-/// such a refused run changes nothing — `regenerate` does not write the plist and say "not
-/// reloaded", `uninstall` does not remove the plist of a job it cannot boot out.
-#[test]
-fn an_overflowing_launchctl_timeout_is_invalid_input_and_changes_nothing() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    let root = t.fixture_root("root");
-    let port = free_port().to_string();
-    let (root_s, node) = (
-        root.display().to_string(),
-        real_node().display().to_string(),
-    );
-    let host = [
-        "--stack",
-        "to",
-        "--root",
-        &root_s,
-        "--node-bin",
-        &node,
-        "--port",
-        &port,
-    ];
-    t.run([&["agent", "regenerate", "--no-restart"][..], &host].concat())
-        .ok();
-    // A definition change waiting to be applied, so a regenerate would have something to write.
-    t.run(["providers", "set", "codex", "/opt/x/codex", "--stack", "to"])
-        .ok();
-    let before = snapshot(&t.home, true);
-    let huge = [("OYSTER_LAUNCHCTL_TIMEOUT_SECS", "18446744073709551615")];
-    for verb in ["install", "restart", "uninstall", "regenerate"] {
-        let args: Vec<&str> = if verb == "uninstall" {
-            vec!["agent", verb, "--stack", "to"]
-        } else {
-            [&["agent", verb][..], &host, &["--wait", "5"]].concat()
-        };
-        let r = bounded(&t, &args, &huge, Duration::from_secs(20));
-        let e = r.stderr();
-        assert_eq!(r.code, Some(2), "{verb}: {e}");
-        assert!(
-            e.contains("OYSTER_LAUNCHCTL_TIMEOUT_SECS") && !e.contains("panicked"),
-            "{verb}: {e}"
-        );
-        assert_eq!(snapshot(&t.home, true), before, "{verb} changed files");
-    }
-    // On a fresh stack, install refuses before its config sync creates anything.
-    let fresh = [
-        "agent",
-        "install",
-        "--stack",
-        "fresh",
-        "--port",
-        &port,
-        "--root",
-        &root_s,
-        "--node-bin",
-        &node,
-    ];
-    let r = bounded(&t, &fresh, &huge, Duration::from_secs(20));
-    assert_eq!(r.code, Some(2), "{}", r.stderr());
-    assert!(
-        !t.home
-            .join(".oysterun-stacks/fresh/host/config.json")
-            .exists(),
-        "install wrote the config before refusing"
-    );
-    for args in [
-        vec!["agent", "status", "--stack", "to", "--json"],
-        vec!["doctor", "--stack", "to"],
-    ] {
-        let r = bounded(&t, &args, &huge, Duration::from_secs(20));
-        assert_eq!(r.code, Some(1), "{args:?}: {}", r.stderr());
-        assert!(
-            r.stdout.contains("OYSTER_LAUNCHCTL_TIMEOUT_SECS") && !r.stderr().contains("panicked"),
-            "{args:?}: {}",
-            r.stdout
-        );
-    }
-}
-
-/// Issue 12 item 10: with launchctl missing, `agent uninstall` still removes the plist, says the
-/// job could not be booted out, and exits 0.
-#[test]
-fn uninstall_without_launchctl_removes_the_plist_and_says_it_could_not_boot_out() {
-    let mut t = TestContext::new();
-    t.pin_host_env();
-    t.run(["agent", "regenerate", "--no-restart"]).ok();
-    let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.plist");
-    assert!(plist.exists());
-    let r = bounded(
-        &t,
-        &["agent", "uninstall"],
-        &[("OYSTER_LAUNCHCTL", "/nonexistent")],
-        Duration::from_secs(10),
-    );
-    assert_eq!(r.code, Some(0), "{}", r.stderr());
-    assert!(!plist.exists(), "the plist is removed");
-    assert!(
-        r.stderr().contains("could not be booted out") && r.stderr().contains("/nonexistent"),
-        "{}",
-        r.stderr()
-    );
-    assert!(t.config_path().exists(), "the config is kept");
-}
-
 /// Issue 12 item 10 and §9: a 100 MB config.json is refused (exit 2, file named) in well under
 /// a second by every command, without reading it (peak RSS stays small), and is left untouched.
 #[test]
@@ -825,10 +534,17 @@ fn a_100_mb_config_is_refused_at_once_without_reading_it() {
         );
         assert_eq!(meta(&t.config_path()), before, "{args:?} touched the file");
         if gnu_time {
-            // Peak RSS, measured by GNU time around the same command.
+            // Peak RSS, measured by time(1) around the same command: GNU time's `-f %M` is in
+            // KiB; macOS's BSD time has no `-f`, and its `-l` prints getrusage(2)'s
+            // `ru_maxrss`, which is in bytes there, as "N  maximum resident set size".
             let base = t.cmd();
+            let rss_flags: &[&str] = if cfg!(target_os = "macos") {
+                &["-l"]
+            } else {
+                &["-f", "%M"]
+            };
             let out = std::process::Command::new("/usr/bin/time")
-                .args(["-f", "%M"])
+                .args(rss_flags)
                 .arg(crate::common::BIN)
                 .args(&args)
                 .env_clear()
@@ -840,196 +556,16 @@ fn a_100_mb_config_is_refused_at_once_without_reading_it() {
                 .output()
                 .unwrap();
             let err = String::from_utf8_lossy(&out.stderr);
-            let kb: u64 = err
-                .lines()
-                .last()
-                .and_then(|l| l.trim().parse().ok())
-                .unwrap();
+            let kb: u64 = if cfg!(target_os = "macos") {
+                err.lines()
+                    .find(|l| l.trim_end().ends_with("maximum resident set size"))
+                    .and_then(|l| l.split_whitespace().next()?.parse::<u64>().ok())
+                    .map(|bytes| bytes / 1024)
+            } else {
+                err.lines().last().and_then(|l| l.trim().parse().ok())
+            }
+            .unwrap_or_else(|| panic!("{args:?}: no peak RSS in time's output: {err}"));
             assert!(kb < 64 * 1024, "{args:?}: peak RSS {kb} KiB");
         }
     }
-}
-
-/// §4/§9 values refused where they enter: `OYSTERUN_CONFIG_DIR='~/.x'` and a relative
-/// `OYSTERUN_STACKS_DIR` (nothing created in the working directory or HOME), a stored
-/// `default_browse_path` that is not absolute and `port: 0` (file and key named, file
-/// untouched, no `./~` or `./agents` created).
-#[test]
-fn unexpanded_and_relative_values_are_refused_where_they_enter() {
-    let mut t = TestContext::new();
-    let root = t.pin_host_env();
-    let cwd = t.path("");
-    let listing = || -> Vec<_> {
-        std::fs::read_dir(&cwd)
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name())
-            .filter(|n| n != "runs")
-            .collect()
-    };
-    let cwd_before = listing();
-    let port = free_port().to_string();
-    let root_s = root.display().to_string();
-    let verbs: Vec<Vec<&str>> = vec![
-        vec!["config", "sync"],
-        vec!["providers", "set", "claude", "/x/claude"],
-        vec!["agent", "print"],
-        vec!["agent", "regenerate", "--no-restart"],
-        vec!["setup", "--no-start"],
-        vec!["host", "start", "--root", &root_s, "--wait", "3"],
-    ];
-    for (var, value) in [
-        ("OYSTERUN_CONFIG_DIR", "~/.x"),
-        ("OYSTERUN_STACKS_DIR", "rel/stacks"),
-    ] {
-        for v in &verbs {
-            // `--port` only where the command takes one (it is not global).
-            let takes_port =
-                matches!(v[0], "config" | "setup" | "host") || v[..2] == ["agent", "regenerate"];
-            let mut args: Vec<&str> = [&["--stack", "vals"][..], v].concat();
-            if takes_port {
-                args.extend(["--port", port.as_str()]);
-            }
-            let r = bounded(&t, &args, &[(var, value)], Duration::from_secs(10));
-            assert_eq!(r.code, Some(2), "{var} {args:?}: {}", r.stderr());
-            assert!(r.stderr().contains(var), "{var} {args:?}: {}", r.stderr());
-        }
-    }
-    let cwd_after = listing();
-    assert_eq!(
-        cwd_after, cwd_before,
-        "something was created in the working directory"
-    );
-    assert_eq!(
-        snapshot(&t.home, false),
-        Snapshot::new(),
-        "something was created in HOME"
-    );
-
-    for (key, value) in [
-        ("default_browse_path", "\"~/OysterunAgents\""),
-        ("default_browse_path", "\"agents\""),
-        ("default_browse_path", "\"\""),
-        ("port", "0"),
-    ] {
-        let text = format!("{{\"history\": {{\"s1\": 1}}, \"{key}\": {value}}}");
-        t.write_config(&text);
-        for args in [
-            vec!["setup", "--no-start"],
-            vec!["agent", "print"],
-            vec!["config", "sync"],
-        ] {
-            let r = bounded(&t, &args, &[], Duration::from_secs(10));
-            let e = r.stderr();
-            assert_eq!(r.code, Some(2), "{key}={value} {args:?}: {e}");
-            assert!(
-                e.contains(".oysterun/config.json") && e.contains(&format!("`{key}`")),
-                "{key}={value} {args:?}: names the file and key: {e}"
-            );
-            assert_eq!(std::fs::read_to_string(t.config_path()).unwrap(), text);
-        }
-        assert!(!t.home.join("OysterunAgents").exists());
-    }
-    let cwd_after = listing();
-    assert_eq!(
-        cwd_after, cwd_before,
-        "setup created a relative AgentFolder"
-    );
-}
-
-/// §4/§8: control characters in `--root` (ESC, form feed, 0x01) are refused with exit 2 naming
-/// the flag, and the terminal never sees them raw (no ESC byte in stdout or stderr).
-#[test]
-fn control_characters_in_root_are_refused_naming_the_flag_and_shown_escaped() {
-    let t = TestContext::new();
-    let port = free_port().to_string();
-    for (name, ch) in [
-        ("ESC", '\u{1b}'),
-        ("form feed", '\u{0c}'),
-        ("0x01", '\u{01}'),
-    ] {
-        let root = t.path(&format!("ro{ch}[31mot"));
-        std::fs::create_dir_all(root.join("host-service")).unwrap();
-        std::fs::copy(
-            t.fixture_root("plain").join("host-service/server.mjs"),
-            root.join("host-service/server.mjs"),
-        )
-        .unwrap();
-        let root_s = root.to_str().unwrap();
-        let node = real_node();
-        for verb in [
-            &["agent", "print"][..],
-            &["agent", "regenerate", "--no-restart"],
-            &["agent", "install", "--no-start"],
-            &["setup", "--no-start"],
-            &["host", "start"],
-        ] {
-            let args: Vec<&str> = [
-                verb,
-                &[
-                    "--stack",
-                    "cc",
-                    "--port",
-                    &port,
-                    "--root",
-                    root_s,
-                    "--node-bin",
-                    node.to_str().unwrap(),
-                ],
-            ]
-            .concat();
-            let r = bounded(&t, &args, &[], Duration::from_secs(10));
-            let e = r.stderr();
-            assert_eq!(r.code, Some(2), "{name} {verb:?}: {e}");
-            assert!(
-                e.contains("--root") && e.contains("control character"),
-                "{name} {verb:?}: {e}"
-            );
-            for out in [r.stdout.as_bytes(), r.stderr.as_slice()] {
-                assert!(
-                    !out.iter().any(|b| *b < 0x20 && *b != b'\n' && *b != b'\t'),
-                    "{name} {verb:?}: a raw control byte reached the terminal: {out:?}"
-                );
-            }
-            assert!(!t
-                .home
-                .join("Library/LaunchAgents/com.oysterun.host.cc.plist")
-                .exists());
-        }
-    }
-}
-
-/// §9 / issue 12 item 7: `providers set` refuses a command whose directory cannot go into the
-/// Host's PATH (a `:` or a control character) with exit 2, where it enters — it used to be
-/// accepted and then block every later regenerate, setup and host start.
-#[test]
-fn a_provider_command_whose_directory_cannot_go_on_path_is_refused_where_it_enters() {
-    let t = TestContext::new();
-    t.write_config(r#"{"history": {"s1": "keep"}}"#);
-    let before = std::fs::read(t.config_path()).unwrap();
-    for cmd in [
-        "/t/tools:v2/bin/claude",
-        "/t/to\u{1b}[31mols/claude",
-        "/t/form\u{0c}feed/claude",
-        "/t/one\u{01}/claude",
-    ] {
-        let r = bounded(
-            &t,
-            &["providers", "set", "claude", cmd],
-            &[],
-            Duration::from_secs(10),
-        );
-        let e = r.stderr();
-        assert_eq!(r.code, Some(2), "{cmd:?}: {e}");
-        assert!(e.contains("PATH") && e.contains("claude"), "{cmd:?}: {e}");
-        for out in [r.stdout.as_bytes(), r.stderr.as_slice()] {
-            assert!(
-                !out.iter().any(|b| *b < 0x20 && *b != b'\n'),
-                "{cmd:?}: a raw control byte reached the terminal"
-            );
-        }
-        assert_eq!(std::fs::read(t.config_path()).unwrap(), before, "{cmd:?}");
-    }
-    // A `:` in the file name itself is harmless: only the directory goes on PATH.
-    t.run(["providers", "set", "claude", "/t/bin/cla:ude"]).ok();
 }
