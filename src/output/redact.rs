@@ -112,7 +112,7 @@ pub fn redact_document(value: &Value, secrets: &[String]) -> Value {
         Value::Array(items) => {
             Value::Array(items.iter().map(|v| redact_document(v, secrets)).collect())
         }
-        Value::String(s) => Value::String(redact_urls(&redact_known(s, secrets))),
+        Value::String(s) => Value::String(redact_shapes(&redact_urls(&redact_known(s, secrets)))),
         other => other.clone(),
     }
 }
@@ -160,7 +160,128 @@ pub fn redact_text(text: &str, home: Option<&Path>, secrets: &[String]) -> Strin
         Some(home) => tilde_text(home, text),
         None => text.to_owned(),
     };
-    escape_controls(&redact_urls(&redact_known(&s, secrets)))
+    escape_controls(&redact_shapes(&redact_urls(&redact_known(&s, secrets))))
+}
+
+/// The credential shapes redacted in free text whatever their value (docs/behaviour.md §8,
+/// README "What is redacted"): the whole token is replaced, or, where a name or header says
+/// what follows (`Authorization: Bearer …`, `GITHUB_TOKEN=…`, `"device_token": "…"`), the value
+/// after it. Each needs a distinctive prefix and a sensible length, so ordinary words (`task-list`,
+/// `sk-learn`, `Bearer tokens`) are left alone.
+fn shape_res() -> &'static [regex_lite::Regex] {
+    use std::sync::OnceLock;
+    static SHAPES: OnceLock<Vec<regex_lite::Regex>> = OnceLock::new();
+    SHAPES.get_or_init(|| {
+        [
+            // Anthropic (`sk-ant-api03-…`) and OpenAI project, service-account and admin keys.
+            r"\bsk-(?:ant|proj|svcacct|admin)-[A-Za-z0-9_-]{8,}",
+            // OpenAI's older keys: `sk-` and 20 or more key characters (theirs have 48).
+            r"\bsk-[A-Za-z0-9_-]{20,}",
+            // GitHub: classic (`ghp_`, and the OAuth/app/refresh kinds) and fine-grained tokens.
+            r"\bgh[pousr]_[A-Za-z0-9]{20,}",
+            r"\bgithub_pat_[A-Za-z0-9_]{20,}",
+            // Slack bot, user, app and config tokens.
+            r"\bxox[abprse]-[A-Za-z0-9-]{10,}",
+            // A JWT: two base64url JSON objects (both begin `{"`, so `eyJ`) and a signature.
+            r"\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*",
+        ]
+        .iter()
+        .map(|p| regex_lite::Regex::new(p).expect("a fixed pattern"))
+        .collect()
+    })
+}
+
+/// `Authorization: <scheme> <credential>` (any scheme, also `Proxy-Authorization`, also as
+/// `authorization=` or a quoted JSON key): the credential goes, the scheme stays.
+fn authorization_re() -> &'static regex_lite::Regex {
+    use std::sync::OnceLock;
+    static AUTH: OnceLock<regex_lite::Regex> = OnceLock::new();
+    AUTH.get_or_init(|| {
+        regex_lite::Regex::new(
+            r#"(?i)(\b(?:proxy-)?authorization"?\s*[:=]\s*"?(?:(?:bearer|basic|token|digest|bot)\s+)?)([^\s"',;]+)"#,
+        )
+        .expect("a fixed pattern")
+    })
+}
+
+/// `Bearer <token>` on its own: a token of 16 or more characters with a digit in it (prose
+/// such as "Bearer authentication" has none).
+fn bearer_re() -> &'static regex_lite::Regex {
+    use std::sync::OnceLock;
+    static BEARER: OnceLock<regex_lite::Regex> = OnceLock::new();
+    BEARER.get_or_init(|| {
+        regex_lite::Regex::new(r"(\b[Bb]earer\s+)([A-Za-z0-9._~+/-]{16,}=*)")
+            .expect("a fixed pattern")
+    })
+}
+
+/// `NAME=value`, `NAME="value"` and `"NAME": "value"` where NAME names a secret
+/// ([`is_secret_key`]): `ANTHROPIC_API_KEY=…`, `GITHUB_TOKEN=…`, `"device_token":"…"`.
+fn assignment_re() -> &'static regex_lite::Regex {
+    use std::sync::OnceLock;
+    static ASSIGN: OnceLock<regex_lite::Regex> = OnceLock::new();
+    ASSIGN.get_or_init(|| {
+        regex_lite::Regex::new(
+            r#"(\b([A-Za-z][A-Za-z0-9_.-]*)(?:"\s*:\s*|'\s*:\s*|\s*=\s*))("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\s"'`,;&}\]]+)"#,
+        )
+        .expect("a fixed pattern")
+    })
+}
+
+/// Whether `name=value` is a secret assignment: the name names a secret, and is not a lone
+/// lowercase word that ordinary text uses (`key=name`, `hash: abc`, `pin 3`).
+fn is_secret_assignment(name: &str) -> bool {
+    const ORDINARY: &[&str] = &["key", "hash", "pin", "private", "auth", "cookie", "otp"];
+    is_secret_key(name) && !ORDINARY.contains(&name.to_ascii_lowercase().as_str())
+}
+
+/// Redacts the credential shapes of [`shape_res`], `Authorization` headers, `Bearer` tokens and
+/// secret-named assignments in free text.
+pub fn redact_shapes(text: &str) -> String {
+    // Cheap refusals first: most log lines hold none of the markers.
+    let has = |needles: &[&str]| needles.iter().any(|n| text.contains(n));
+    let lower = text.to_ascii_lowercase();
+    let mut s = text.to_owned();
+    if has(&["sk-", "gh", "github_pat_", "xox", "eyJ"]) {
+        for re in shape_res() {
+            if re.is_match(&s) {
+                s = re.replace_all(&s, REDACTED).into_owned();
+            }
+        }
+    }
+    if lower.contains("authorization") {
+        s = authorization_re()
+            .replace_all(&s, |c: &regex_lite::Captures<'_>| {
+                format!("{}{REDACTED}", &c[1])
+            })
+            .into_owned();
+    }
+    if lower.contains("bearer") {
+        s = bearer_re()
+            .replace_all(&s, |c: &regex_lite::Captures<'_>| {
+                if c[2].bytes().any(|b| b.is_ascii_digit()) {
+                    format!("{}{REDACTED}", &c[1])
+                } else {
+                    c[0].to_owned()
+                }
+            })
+            .into_owned();
+    }
+    if has(&["=", ":"]) {
+        s = assignment_re()
+            .replace_all(&s, |c: &regex_lite::Captures<'_>| {
+                let value = &c[3];
+                let quote = &value[..usize::from(value.starts_with(['"', '\'']))];
+                let bare = value.trim_matches(['"', '\'']);
+                if is_secret_assignment(&c[2]) && bare != REDACTED && !bare.is_empty() {
+                    format!("{}{quote}{REDACTED}{quote}", &c[1])
+                } else {
+                    c[0].to_owned()
+                }
+            })
+            .into_owned();
+    }
+    s
 }
 
 /// Every value held under a secret key, at any depth, as text (numbers included), and the
@@ -272,18 +393,25 @@ pub fn redact_urls(text: &str) -> String {
         .into_owned()
 }
 
+/// Whether `c` is a Unicode bidirectional embedding, override or isolate control (U+202A–U+202E,
+/// U+2066–U+2069): invisible, they reorder what a terminal shows after them ("Trojan Source").
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 /// Escapes control characters (other than newline and tab) so text from paths, files and logs
-/// can never drive the terminal: ESC becomes `\x1b`, form feed `\x0c`.
+/// can never drive the terminal: ESC becomes `\x1b`, form feed `\x0c`, and a bidirectional
+/// control `\u{202e}`.
 pub fn escape_controls(text: &str) -> String {
-    if !text
-        .chars()
-        .any(|c| c.is_control() && c != '\n' && c != '\t')
-    {
+    let escaped = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c);
+    if !text.chars().any(escaped) {
         return text.to_owned();
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
-        if c.is_control() && c != '\n' && c != '\t' {
+        if is_bidi_control(c) {
+            out.push_str(&format!("\\u{{{:04x}}}", c as u32));
+        } else if escaped(c) {
             out.push_str(&format!("\\x{:02x}", c as u32));
         } else {
             out.push(c);
@@ -429,6 +557,118 @@ mod tests {
         assert_eq!(
             escape_controls("a\x1b[31mb\x0c\x01\tc\nd"),
             "a\\x1b[31mb\\x0c\\x01\tc\nd"
+        );
+    }
+
+    #[test]
+    fn credentials_are_redacted_by_shape_and_ordinary_words_are_not() {
+        let jwt =
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+        for (line, want) in [
+            (
+                "curl -H 'Authorization: Bearer abc.DEF-123_x'",
+                "curl -H 'Authorization: Bearer <redacted>'",
+            ),
+            (
+                "authorization=Basic dXNlcjpwYXNz; next",
+                "authorization=Basic <redacted>; next",
+            ),
+            (
+                r#"{"Authorization":"Bearer t0k3n-value"}"#,
+                r#"{"Authorization":"Bearer <redacted>"}"#,
+            ),
+            (
+                "proxy-authorization: Digest abc123",
+                "proxy-authorization: Digest <redacted>",
+            ),
+            ("sent Bearer 0123456789abcdefXYZ", "sent Bearer <redacted>"),
+            (
+                "key sk-ant-api03-AbCdEf0123456789_xyz-AA done",
+                "key <redacted> done",
+            ),
+            ("key=sk-proj-AbCdEf0123456789", "key=<redacted>"),
+            (
+                "old sk-0123456789abcdefghijABCDEFGHIJ0123456789abcdefgh",
+                "old <redacted>",
+            ),
+            (
+                "ANTHROPIC_API_KEY=whatever-it-is x",
+                "ANTHROPIC_API_KEY=<redacted> x",
+            ),
+            (
+                "OPENAI_API_KEY=\"q w\" x",
+                "OPENAI_API_KEY=\"<redacted>\" x",
+            ),
+            (
+                r#"{"relay_key":"a\"b c","n":1}"#,
+                r#"{"relay_key":"<redacted>","n":1}"#,
+            ),
+            (r#"{"pairing_pin": 4821}"#, r#"{"pairing_pin": <redacted>}"#),
+            (
+                "export SLACK_BOT_TOKEN='abc'",
+                "export SLACK_BOT_TOKEN='<redacted>'",
+            ),
+            (
+                "OYSTERUN_SERVICE_CONTROL_TOKEN = s3",
+                "OYSTERUN_SERVICE_CONTROL_TOKEN = <redacted>",
+            ),
+            (
+                r#"{"device_token": "dt-1", "name": "n"}"#,
+                r#"{"device_token": "<redacted>", "name": "n"}"#,
+            ),
+            (
+                "gh token ghp_0123456789abcdefghijABCDEFGHIJ0123 ok",
+                "gh token <redacted> ok",
+            ),
+            (
+                "github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+                "<redacted>",
+            ),
+            (
+                "slack xoxb-1234567890-0987654321-AbCdEf",
+                "slack <redacted>",
+            ),
+            (
+                "xoxp-12345-67890-abcdef and xoxa-2-abcdefghij",
+                "<redacted> and <redacted>",
+            ),
+            (&format!("jwt={jwt}&x=1"), "jwt=<redacted>&x=1"),
+            (&format!("id {jwt}"), "id <redacted>"),
+        ] {
+            assert_eq!(redact_shapes(line), want, "{line}");
+        }
+        // Ordinary log words stay.
+        for line in [
+            "task-list sk-learn risk-assessment desk-0123456789abcdefghijklmnop",
+            "Bearer authentication is required; bearer tokens expire",
+            "sort key=name, hash=sha256 pin=3 private=yes auth=none",
+            "the token expired: renew it",
+            "fixture host listening on 127.0.0.1:8803",
+            "ghost_town gh_pages xoxo-hugs sk-short",
+            "eyJhbGciOiJIUzI1NiJ9 alone is only a header",
+            "relay_url: null -> \"https://<redacted>@h/\"",
+            "path=/Users/a/.oysterun-stacks/sk-projects/logs",
+        ] {
+            assert_eq!(redact_shapes(line), line, "a false positive");
+        }
+        // Through the one door every human line takes.
+        assert_eq!(
+            redact_text(
+                "GITHUB_TOKEN=ghp_0123456789abcdefghijABCDEFGHIJ0123",
+                None,
+                &[]
+            ),
+            "GITHUB_TOKEN=<redacted>"
+        );
+        let doc = redact_document(&json!({"detail": "Authorization: Bearer abc123"}), &[]);
+        assert_eq!(doc["detail"], "Authorization: Bearer <redacted>");
+    }
+
+    #[test]
+    fn bidirectional_controls_are_escaped_like_other_controls() {
+        assert_eq!(
+            escape_controls("a\u{202e}b\u{2066}c\u{2069}d\u{202a}e\u{200f}"),
+            "a\\u{202e}b\\u{2066}c\\u{2069}d\\u{202a}e\u{200f}"
         );
     }
 }

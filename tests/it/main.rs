@@ -33,6 +33,7 @@ mod remembered_root;
 mod restart_timing;
 mod runner;
 mod secrets;
+mod secrets_by_shape;
 mod service_steps;
 mod setup;
 mod snapshots;
