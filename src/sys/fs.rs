@@ -80,6 +80,25 @@ pub fn read_regular(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, FsError> {
     Ok(Some(bytes))
 }
 
+/// The first `n` bytes (fewer when the file is shorter) of a regular file that may be reached
+/// through symlinks (an executable such as Homebrew's `node` link): opened non-blocking and
+/// checked with `fstat` before any read, so a FIFO or device there never blocks and is never
+/// read. `None` when there is no such file or it is not a regular file.
+pub fn read_head(path: &Path, n: usize) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if special_kind(&file.metadata().ok()?.file_type()).is_some() {
+        return None;
+    }
+    let mut head = Vec::with_capacity(n);
+    file.take(n as u64).read_to_end(&mut head).ok()?;
+    Some(head)
+}
+
 /// Opens a regular file for reading: never through a symlink, never blocking on a FIFO or
 /// device (opened non-blocking, checked with `fstat` before any read). `None` when there is no
 /// such file; anything else that is not a regular file is refused, naming what it is.
@@ -433,23 +452,100 @@ pub fn sidecar_lock_path(path: &Path) -> PathBuf {
 /// inode changes on every write), creating it 0600 if needed. Blocks until it is free.
 pub fn lock_sidecar(path: &Path) -> Result<Lock, FsError> {
     let lock_path = sidecar_lock_path(path);
-    let file = open_lock_file(&lock_path)?;
-    match flock(file, nix::fcntl::FlockArg::LockExclusive, &lock_path)? {
-        Ok(held) => Ok(Lock {
-            _held: held,
-            waited: false,
-            recorded: false,
-        }),
-        Err(_) => unreachable!("a blocking flock does not answer EWOULDBLOCK"),
+    let mut file = open_lock_file(&lock_path)?;
+    for _ in 0..RELOCK_TRIES {
+        match flock(file, nix::fcntl::FlockArg::LockExclusive, &lock_path)? {
+            Ok(held) if still_at(&held, &lock_path) => {
+                return Ok(Lock {
+                    _held: held,
+                    waited: false,
+                    recorded: false,
+                })
+            }
+            // Unlinked (or replaced) while this one waited for it: lock the file there now.
+            Ok(_) => file = reopen_lock_file(&lock_path)?,
+            Err(_) => unreachable!("a blocking flock does not answer EWOULDBLOCK"),
+        }
     }
+    Err(moved_away(&lock_path))
 }
 
-/// Takes the exclusive lock at an existing `lock_path` without waiting and without creating
-/// it: `Ok(None)` when another process holds it (`cleanup` keeps such a stack: an oyster is
-/// working on it), or when there is no such file. Once held, its record says `pid N (what)`,
-/// so an oyster that waits meanwhile (while `cleanup` asks its question) names this one; a
-/// lock file this user may only read is locked without a record.
-pub fn try_lock_existing(lock_path: &Path, what: &str) -> Result<Option<Lock>, FsError> {
+/// How many times a lock whose file was unlinked under it is taken again before giving up
+/// (each retry means another process removed the lock file meanwhile; more than a few is a
+/// program doing it on purpose).
+const RELOCK_TRIES: usize = 20;
+
+/// The error when the lock file kept being replaced under every attempt.
+fn moved_away(lock_path: &Path) -> FsError {
+    io_err("lock", lock_path)(io::Error::other(
+        "the lock file was removed or replaced each time oyster took it; check what removes it, then run again",
+    ))
+}
+
+/// Whether the file a lock is held on is still the file at `lock_path` (same device and
+/// inode). A holder that unlinked the file (`cleanup` removing a stack, a refused first install
+/// forgetting its directory) lets a waiter lock the orphaned inode while a newcomer creates a
+/// fresh file and locks that: two writers. So a lock counts only while the path names it.
+fn still_at(held: &File, lock_path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(ours) = held.metadata() else {
+        return false;
+    };
+    std::fs::symlink_metadata(lock_path)
+        .is_ok_and(|m| (m.dev(), m.ino()) == (ours.dev(), ours.ino()))
+}
+
+/// Opens the lock file again after it was unlinked under a waiter: its directory, removed with
+/// it, is created again (0700), as the command that waited needs it anyway.
+fn reopen_lock_file(lock_path: &Path) -> Result<File, FsError> {
+    if let Some(dir) = lock_path.parent().filter(|d| !d.exists()) {
+        if std::fs::symlink_metadata(dir).is_err() {
+            create_dir_all(dir, 0o700)?;
+        }
+    }
+    open_lock_file(lock_path)
+}
+
+/// Takes the exclusive lock at `lock_path` without waiting, creating the file (0600) when
+/// there is none; its directory must exist. `Ok(None)` when another process holds it; else the
+/// lock and whether this call created the file (a caller that then leaves the stack alone
+/// removes what it created, while still holding it). `cleanup` takes each stack's lock this
+/// way before it looks, so no oyster starts on a stack it is about to remove, even one that
+/// never had a lock file (the run directory Oysterun's own runner leaves).
+pub fn try_lock_creating(lock_path: &Path, what: &str) -> Result<Option<(Lock, bool)>, FsError> {
+    refuse_symlink(lock_path)?;
+    for _ in 0..RELOCK_TRIES {
+        let created = match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+            .open(lock_path)
+        {
+            Ok(_) => true,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => false,
+            Err(e) => return Err(io_err("create the lock file", lock_path)(e)),
+        };
+        match try_lock_once(lock_path, what)? {
+            Locked::Held(lock) => return Ok(Some((lock, created))),
+            Locked::Busy => return Ok(None),
+            // Removed between the two opens: create it again.
+            Locked::Absent | Locked::Moved => {}
+        }
+    }
+    Err(moved_away(lock_path))
+}
+
+/// One non-blocking attempt at an existing lock file.
+enum Locked {
+    Held(Lock),
+    Busy,
+    Absent,
+    /// Locked, but the path no longer names the locked file.
+    Moved,
+}
+
+fn try_lock_once(lock_path: &Path, what: &str) -> Result<Locked, FsError> {
     refuse_symlink(lock_path)?;
     let open = |write: bool| {
         OpenOptions::new()
@@ -460,18 +556,35 @@ pub fn try_lock_existing(lock_path: &Path, what: &str) -> Result<Option<Lock>, F
     };
     let (file, writable) = match open(true) {
         Ok(f) => (f, true),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Locked::Absent),
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied => match open(false) {
             Ok(f) => (f, false),
             Err(e) => return Err(io_err("open the lock file", lock_path)(e)),
         },
+        // A FIFO nobody reads, opened for writing.
+        Err(e) if e.raw_os_error() == Some(nix::libc::ENXIO) => {
+            return Err(FsError::NotRegular {
+                path: lock_path.to_owned(),
+                kind: "a FIFO (named pipe)",
+            })
+        }
         Err(e) => return Err(io_err("open the lock file", lock_path)(e)),
     };
+    let meta = file.metadata().map_err(io_err("inspect", lock_path))?;
+    if let Some(kind) = special_kind(&meta.file_type()) {
+        return Err(FsError::NotRegular {
+            path: lock_path.to_owned(),
+            kind,
+        });
+    }
     let Ok(mut held) = flock(file, nix::fcntl::FlockArg::LockExclusiveNonblock, lock_path)? else {
-        return Ok(None);
+        return Ok(Locked::Busy);
     };
+    if !still_at(&held, lock_path) {
+        return Ok(Locked::Moved);
+    }
     let recorded = writable && write_record(&mut held, what);
-    Ok(Some(Lock {
+    Ok(Locked::Held(Lock {
         _held: held,
         waited: false,
         recorded,
@@ -509,9 +622,20 @@ pub fn lock_waiting(
         let _ = f.rewind().and_then(|()| f.read_to_string(&mut holder));
         holder.trim().to_owned()
     };
+    let mut relocks = 0;
     let mut held = loop {
         match flock(file, nix::fcntl::FlockArg::LockExclusiveNonblock, lock_path)? {
-            Ok(held) => break held,
+            Ok(held) if still_at(&held, lock_path) => break held,
+            // The holder unlinked the file before letting go (cleanup removing the stack):
+            // this is a lock on nothing. Take the one at the path now, created again if need be.
+            Ok(_) => {
+                relocks += 1;
+                if relocks > RELOCK_TRIES {
+                    return Err(moved_away(lock_path));
+                }
+                waited = true;
+                file = reopen_lock_file(lock_path)?;
+            }
             Err(mut busy) => {
                 waited = true;
                 if waiting.is_some() {

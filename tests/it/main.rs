@@ -3,6 +3,7 @@
 mod agent_plist;
 mod architecture;
 mod bad_input;
+mod cleanup_seams;
 mod command_seams;
 mod common;
 mod config_store;
