@@ -246,21 +246,46 @@ fn sweep_stale_temps(path: &Path) {
 /// Writes `bytes` to `path` atomically with `mode` (kept from an existing file when `None`,
 /// else 0600). Returns `false`, touching nothing, when the file already holds these bytes.
 ///
-/// `_held` proves the caller holds the lock that guards `path` (its sidecar, or the stack's
+/// `held` proves the caller holds the lock that guards `path` (its sidecar, or the stack's
 /// lifecycle lock). A file owned by someone else (root rewriting a user's file) keeps its
 /// owner as well as its mode (docs/behaviour.md §9).
 pub fn write_atomic(
-    _held: &Lock,
+    held: &Lock,
     path: &Path,
     bytes: &[u8],
     mode: Option<u32>,
 ) -> Result<bool, FsError> {
+    write_atomic_checked(held, path, bytes, mode, &mut || true).map(|c| c == Checked::Written)
+}
+
+/// What [`write_atomic_checked`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Checked {
+    /// The file already held these bytes; nothing was touched.
+    Unchanged,
+    Written,
+    /// `still_current` said no right before the rename: nothing was replaced (the temp file is
+    /// gone), and the caller reads the file again.
+    Raced,
+}
+
+/// [`write_atomic`] for a file another program rewrites without oyster's lock (the Host and
+/// its `config.json`): `still_current` is asked after the temp file is written and synced —
+/// a full fsync takes tens of milliseconds on macOS — right before the rename, and when it
+/// says no, nothing is replaced ([`Checked::Raced`]). What is left is the window between that
+/// look and the rename, not the whole write.
+pub fn write_atomic_checked(
+    _held: &Lock,
+    path: &Path,
+    bytes: &[u8],
+    mode: Option<u32>,
+    still_current: &mut dyn FnMut() -> bool,
+) -> Result<Checked, FsError> {
     refuse_symlink(path)?;
     sweep_stale_temps(path);
     let mut owner = None;
     let existing_mode = match std::fs::metadata(path) {
         Ok(m) => {
-            // A FIFO or device there would block the comparison read (or never end it).
             if let Some(kind) = special_kind(&m.file_type()) {
                 return Err(FsError::NotRegular {
                     path: path.to_owned(),
@@ -270,7 +295,7 @@ pub fn write_atomic(
             if m.len() == bytes.len() as u64
                 && read_regular(path, m.len()).is_ok_and(|old| old.as_deref() == Some(bytes))
             {
-                return Ok(false);
+                return Ok(Checked::Unchanged);
             }
             use std::os::unix::fs::MetadataExt;
             owner = Some((m.uid(), m.gid()));
@@ -280,7 +305,12 @@ pub fn write_atomic(
         Err(e) => return Err(io_err("read", path)(e)),
     };
     let mode = mode.or(existing_mode).unwrap_or(0o600);
-    replace_via_temp(path, bytes, mode, owner, Durability::Synced).map(|()| true)
+    let renamed = replace_via_temp(path, bytes, mode, owner, Durability::Synced, still_current)?;
+    Ok(if renamed {
+        Checked::Written
+    } else {
+        Checked::Raced
+    })
 }
 
 /// Whether a replacement is `fsync`ed (file and directory) before it counts as done.
@@ -302,7 +332,8 @@ fn replace_via_temp(
     mode: u32,
     owner: Option<(u32, u32)>,
     durability: Durability,
-) -> Result<(), FsError> {
+    still_current: &mut dyn FnMut() -> bool,
+) -> Result<bool, FsError> {
     let tmp = temp_path(path);
     let result = (|| {
         let mut f = OpenOptions::new()
@@ -325,17 +356,48 @@ fn replace_via_temp(
             .map_err(io_err("set the mode of", path))?;
         if durability == Durability::Synced {
             f.sync_all().map_err(io_err("sync", path))?;
+            test_slow_fsync();
+        }
+        if !still_current() {
+            return Ok(false);
         }
         std::fs::rename(&tmp, path).map_err(io_err("rename into place", path))?;
         if durability == Durability::Synced {
             sync_dir(path)?;
         }
-        Ok(())
+        Ok(true)
     })();
-    if result.is_err() {
+    if !matches!(result, Ok(true)) {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// A test hook, compiled into debug builds only (inert in every release build, whatever the
+/// environment): with `OYSTER_TEST_SLOW_FSYNC=<file>`, the first synced write of this run
+/// creates `<file>` after its fsync and waits (at most 10 s) until it is removed, standing in
+/// for macOS's full fsync (tens of milliseconds) so a test can rewrite the target in that
+/// window deterministically.
+fn test_slow_fsync() {
+    #[cfg(debug_assertions)]
+    {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static DONE: AtomicBool = AtomicBool::new(false);
+        let Some(marker) = std::env::var_os("OYSTER_TEST_SLOW_FSYNC") else {
+            return;
+        };
+        if DONE.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let marker = PathBuf::from(marker);
+        if std::fs::write(&marker, b"in fsync\n").is_err() {
+            return;
+        }
+        let t0 = std::time::Instant::now();
+        while marker.exists() && t0.elapsed() < std::time::Duration::from_secs(10) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
 }
 
 /// Replaces `path` with `bytes` through a temp file and a rename, with exactly `mode`, but
@@ -348,7 +410,7 @@ pub fn replace_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), FsErro
     // A launch killed between its temp file and the rename leaves one behind (the exec
     // record's holds the launch environment): the next writer of the file removes it.
     sweep_stale_temps(path);
-    replace_via_temp(path, bytes, mode, None, Durability::Volatile)
+    replace_via_temp(path, bytes, mode, None, Durability::Volatile, &mut || true).map(|_| ())
 }
 
 /// `fsync`s the directory holding `path`, so the rename survives a power cut.

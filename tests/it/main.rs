@@ -33,6 +33,7 @@ mod regressions;
 mod remembered_root;
 mod restart_timing;
 mod runner;
+mod seams3;
 mod secrets;
 mod secrets_by_shape;
 mod service_steps;
