@@ -322,6 +322,22 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
     }
 }
 
+/// The refusals of [`start`] that do not depend on the plan — a Host of this stack already
+/// running, another stack's or an unprovable one named by the pid file — said before the plan's
+/// config sync writes anything (`host start --port Q` refused must not leave `port: Q` for the
+/// next plain `host start`). [`start`] asks again under the pid file's lock.
+pub fn refuse_running(stack: &Stack, hints: &crate::context::Hints) -> anyhow::Result<()> {
+    let refused = match owner(stack)? {
+        Owner::Ours(..) | Owner::OtherStack(_) => true,
+        Owner::Foreign(rec, now) => now.runs(&rec.server),
+        Owner::Stale(_) | Owner::None => false,
+    };
+    if refused {
+        refuse_unless_free(stack, hints)?;
+    }
+    Ok(())
+}
+
 /// What the pid file names must leave room for a new Host: a live Host of this stack, another
 /// stack's (copied files) or an unprovable one is refused; a stale or foreign pid is said and
 /// its files replaced.
