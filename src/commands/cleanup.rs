@@ -96,13 +96,17 @@ fn lock_stack(stack: &Stack) -> Result<Option<StackLock>, String> {
 pub fn run(ctx: &Context, args: &CleanupArgs) -> anyhow::Result<ExitStatus> {
     let env = ctx.env.stack_env();
     let lc = Launchctl::locate(&ctx.env).ok();
+    let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    // A run that may remove creates each stack's lock to hold it; one that only shows
+    // (`--dry-run`, no terminal to ask on) creates nothing, and holds the locks that exist.
+    let creates = !args.dry_run && (args.yes || terminal);
     let mut found = vec![];
     for (name, listed) in candidates(ctx) {
         let Ok(stack) = Stack::new(&name, &env) else {
             continue;
         };
         if stack.root.is_dir() || stack.plist_path().exists() {
-            let f = examine(&stack, lc.as_ref());
+            let f = examine(&stack, lc.as_ref(), creates);
             // A directory `list` does not show that holds no file oyster writes (only empty
             // directories) was never a stack: a user's (OYSTERUN_STACKS_DIR may be a shared
             // directory), not a leftover.
@@ -122,7 +126,6 @@ pub fn run(ctx: &Context, args: &CleanupArgs) -> anyhow::Result<ExitStatus> {
     if !say_found(ctx, &found, &removable, &with_files) {
         return Ok(ExitStatus::Success);
     }
-    let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     if args.dry_run || (!args.yes && !terminal) {
         if !removable.is_empty() {
             crate::say!(
@@ -240,7 +243,7 @@ pub fn forget_refused_first_install(ctx: &Context) {
         return;
     }
     let lc = Launchctl::locate(&ctx.env).ok();
-    let f = examine(stack, lc.as_ref());
+    let f = examine(stack, lc.as_ref(), true);
     let only_config = f.precious.iter().all(|p| *p == stack.config_path());
     if f.kept.is_some() || !only_config {
         return;
@@ -293,8 +296,9 @@ fn candidates(ctx: &Context) -> Vec<(String, bool)> {
     names
 }
 
-/// Takes the stack's lock (creating it), then looks at what the stack holds.
-fn examine(stack: &Stack, lc: Option<&Launchctl>) -> Found {
+/// Takes the stack's lock (creating it when `creates`; else only one that exists), then looks
+/// at what the stack holds.
+fn examine(stack: &Stack, lc: Option<&Launchctl>, creates: bool) -> Found {
     let mut f = Found {
         stack: stack.clone(),
         name: stack.name.clone(),
@@ -317,7 +321,7 @@ fn examine(stack: &Stack, lc: Option<&Launchctl>) -> Found {
         return f;
     }
     // Only a stack with a directory has anything to remove (a plist alone is kept below).
-    if stack.root.is_dir() {
+    if stack.root.is_dir() && (creates || stack.lifecycle_lock_path().exists()) {
         match lock_stack(stack) {
             Ok(Some(lock)) => f.lock = Some(lock),
             Ok(None) => {

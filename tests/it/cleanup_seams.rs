@@ -388,3 +388,22 @@ fn cleanup_reads_identity_files_only_through_the_bounded_reader() {
         .join("fifo-pid/run/oysterun-host-fifo-pid.pid")
         .exists());
 }
+
+/// A cleanup that only shows (`--dry-run`, or no terminal to ask on) creates no lock file or
+/// run directory to look: the tree is as it was, mtimes included.
+#[test]
+fn a_cleanup_that_only_shows_creates_nothing() {
+    let t = TestContext::new();
+    let run = leftover(&t, "dev", false);
+    std::fs::remove_file(run.join("oysterun-host-dev.origin.tsv")).unwrap();
+    // A stack of only a log: its run directory is not there.
+    let logs = t.home.join(".oysterun-stacks/logonly/logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    std::fs::write(logs.join("oysterun-host.log"), "hello\n").unwrap();
+    let before = crate::common::tree(&t.home);
+    for args in [&["cleanup", "--dry-run"][..], &["cleanup"]] {
+        let out = t.run(args).ok().stdout();
+        assert!(out.contains("leftover dev"), "{args:?}: {out}");
+        assert_eq!(crate::common::tree(&t.home), before, "{args:?}: {out}");
+    }
+}
