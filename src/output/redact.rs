@@ -762,4 +762,56 @@ mod tests {
             proptest::prop_assert_eq!(redact_text(&once, None, &[]), once);
         }
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+        /// `logs -f`: however the Host's writes split a stream of credential lines (lines cut
+        /// at the 1 MiB cap or a small one included), no line the follower gives out shows a
+        /// secret once redacted. The lines come from `sys::tail::Lines`, the follower's own
+        /// assembly.
+        #[test]
+        fn a_credential_split_across_writes_is_never_printed(
+            picks in proptest::collection::vec(0usize..8, 1..24),
+            cuts in proptest::collection::vec(1usize..40, 1..64),
+            max in proptest::prop_oneof![
+                proptest::strategy::Just(crate::sys::tail::MAX_LINE),
+                24usize..120
+            ],
+        ) {
+            const SECRET_LINES: &[&str] = &[
+                "GET /v1 Authorization: Bearer 9f8e7d6c5b4a39281706",
+                "using sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3_Lk2-Ji1AA",
+                "OPENAI_API_KEY=sk-proj-Qa1Ws2Ed3Rf4Tg5Yh6Uj7",
+                "cloned with ghp_Aa0Bb1Cc2Dd3Ee4Ff5Gg6Hh7Ii8Jj9Kk0L",
+                "posted xoxb-2048-4096-SlAcKsEcReTvAlUe",
+                "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI0MiJ9.c2lnbmF0dXJlLXNlY3JldA",
+                "GITHUB_TOKEN=github_pat_11AAAAAAA0BBBBBBBBBBBB_CCCCCCCCCCCCCC",
+                "an ordinary line with task-list and sk-learn",
+            ];
+            const SECRETS: &[&str] = &[
+                "9f8e7d6c5b4a39281706", "Zx9Yw8Vu7Ts6Rq5Po4Nm3", "Qa1Ws2Ed3Rf4Tg5Yh6Uj7",
+                "Aa0Bb1Cc2Dd3Ee4Ff5Gg6", "SlAcKsEcReTvAlUe", "c2lnbmF0dXJlLXNlY3JldA",
+                "github_pat_11AAAAAAA0", "CCCCCCCCCCCCCC",
+            ];
+            let text: String = picks.iter().map(|i| format!("{}\n", SECRET_LINES[*i])).collect();
+            let bytes = text.as_bytes();
+            let mut lines = crate::sys::tail::Lines::new(max);
+            let mut printed = vec![];
+            let (mut at, mut k) = (0, 0);
+            while at < bytes.len() {
+                let n = cuts[k % cuts.len()].min(bytes.len() - at);
+                printed.extend(lines.push(&bytes[at..at + n]));
+                at += n;
+                k += 1;
+            }
+            printed.extend(lines.finish());
+            proptest::prop_assert_eq!(printed.len(), picks.len());
+            for line in &printed {
+                let shown = redact_text(line, None, &[]);
+                for secret in SECRETS {
+                    proptest::prop_assert!(!shown.contains(secret), "{} in {}", secret, shown);
+                }
+            }
+        }
+    }
 }

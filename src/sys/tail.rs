@@ -392,31 +392,23 @@ mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
-        /// However the Host's writes split a log, `logs -f` prints the same lines, and none of
-        /// the secrets in them (each redacted whole by the printer's one door). Written to a
-        /// real file in the pieces given, polled after each.
+        /// However the Host's writes split a log, `logs -f` gives the same lines as the whole
+        /// stream at once (so the printer redacts each line whole; the redaction side of this
+        /// is `output::redact::tests::a_credential_split_across_writes_is_never_printed`).
+        /// Written to a real file in the pieces given, polled after each.
         #[test]
-        fn a_secret_split_across_writes_is_never_printed(
-            picks in proptest::collection::vec(0usize..8, 1..24),
+        fn any_split_of_the_hosts_writes_gives_the_same_lines(
+            picks in proptest::collection::vec(0usize..4, 1..24),
             cuts in proptest::collection::vec(1usize..40, 1..64),
             max in proptest::prop_oneof![proptest::strategy::Just(MAX_LINE), 24usize..120],
         ) {
-            const SECRET_LINES: &[&str] = &[
+            const LINES: &[&str] = &[
                 "GET /v1 Authorization: Bearer 9f8e7d6c5b4a39281706",
-                "using sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3_Lk2-Ji1AA",
-                "OPENAI_API_KEY=sk-proj-Qa1Ws2Ed3Rf4Tg5Yh6Uj7",
-                "cloned with ghp_Aa0Bb1Cc2Dd3Ee4Ff5Gg6Hh7Ii8Jj9Kk0L",
-                "posted xoxb-2048-4096-SlAcKsEcReTvAlUe",
-                "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI0MiJ9.c2lnbmF0dXJlLXNlY3JldA",
-                "GITHUB_TOKEN=github_pat_11AAAAAAA0BBBBBBBBBBBB_CCCCCCCCCCCCCC",
-                "an ordinary line with task-list and sk-learn",
+                "a line with spaces, and then a long one without: 0123456789abcdefghijklmnopqrstuvwxyz",
+                "",
+                "\u{e9}t\u{e9} \u{202e} mixed bytes",
             ];
-            const SECRETS: &[&str] = &[
-                "9f8e7d6c5b4a39281706", "Zx9Yw8Vu7Ts6Rq5Po4Nm3", "Qa1Ws2Ed3Rf4Tg5Yh6Uj7",
-                "Aa0Bb1Cc2Dd3Ee4Ff5Gg6", "SlAcKsEcReTvAlUe", "c2lnbmF0dXJlLXNlY3JldA",
-                "github_pat_11AAAAAAA0", "CCCCCCCCCCCCCC",
-            ];
-            let text: String = picks.iter().map(|i| format!("{}\n", SECRET_LINES[*i])).collect();
+            let text: String = picks.iter().map(|i| format!("{}\n", LINES[*i])).collect();
             let bytes = text.as_bytes();
             let d = tempfile::tempdir().unwrap();
             let p = d.path().join("log");
@@ -435,12 +427,6 @@ mod tests {
                 printed.extend(lines(&fo.poll().unwrap()).into_iter().map(str::to_owned));
             }
             proptest::prop_assert_eq!(&printed, &whole(max, bytes));
-            for line in &printed {
-                let shown = crate::output::redact::redact_text(line, None, &[]);
-                for secret in SECRETS {
-                    proptest::prop_assert!(!shown.contains(secret), "{} in {}", secret, shown);
-                }
-            }
         }
     }
 }
