@@ -127,7 +127,8 @@ fn a_refused_verb_with_a_setting_leaves_every_file_byte_identical() {
         &["--root", other_root.to_str().unwrap()],
         &["--port", &p0],
     ];
-    let verbs: [&[&str]; 5] = [
+    let verbs: [&[&str]; 6] = [
+        &["setup", "--yes", "--no-install-providers"],
         &["host", "start"],
         &["start"],
         &["restart"],
