@@ -315,8 +315,8 @@ fn redact_assignments(text: &str) -> String {
     out
 }
 
-/// Whether `name=value` is a secret assignment: the name names a secret, and is not a lone
-/// lowercase word that ordinary text uses (`key=name`, `hash: abc`, `pin 3`).
+/// Whether `name=value` is a secret assignment: the name names a secret, and is not only one
+/// of the words ordinary text uses as a name, in any case (`key=name`, `hash=sha256`, `PIN=3`).
 fn is_secret_assignment(name: &str) -> bool {
     const ORDINARY: &[&str] = &["key", "hash", "pin", "private", "auth", "cookie", "otp"];
     is_secret_key(name) && !ORDINARY.contains(&name.to_ascii_lowercase().as_str())
