@@ -679,10 +679,13 @@ pub fn lock_waiting(
     let t0 = std::time::Instant::now();
     let mut waiting = Some(waiting);
     let mut waited = false;
+    // A holder's record is one short line: read no more than that, whatever the file grew to.
     let holder_of = |f: &mut File| {
-        let mut holder = String::new();
-        let _ = f.rewind().and_then(|()| f.read_to_string(&mut holder));
-        holder.trim().to_owned()
+        let mut holder = vec![];
+        let _ = f
+            .rewind()
+            .and_then(|()| Read::by_ref(f).take(MAX_RECORD).read_to_end(&mut holder));
+        String::from_utf8_lossy(&holder).trim().to_owned()
     };
     let mut relocks = 0;
     let mut held = loop {
@@ -736,6 +739,9 @@ pub fn lock_waiting(
         recorded,
     })
 }
+
+/// The most of a lock file read for its holder's record (`pid N (what)`).
+const MAX_RECORD: u64 = 4096;
 
 /// Whether a lock record (`pid N (what)`) names a live process other than this one.
 #[allow(clippy::cast_possible_wrap, reason = "pids fit an i32 (pid_t)")]

@@ -146,3 +146,35 @@ fn a_waiter_whose_lock_file_was_unlinked_takes_the_one_at_the_path() {
     drop(held);
     assert!(try_lock_creating(&p, "newcomer").unwrap().is_some());
 }
+
+/// A lock file grown huge (8 GiB, sparse) while another holds it: the waiter reads only the
+/// head of it for the holder's record, so it neither stalls nor grows its memory.
+#[test]
+fn a_waiter_reads_only_the_head_of_a_huge_lock_file() {
+    let t = tempfile::tempdir().unwrap();
+    let p = t.path().join("oyster.lock");
+    let (held, _) = try_lock_creating(&p, "holder").unwrap().unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_len(8 << 30)
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    let mut said = None;
+    let r = lock_waiting(
+        &p,
+        "waiter",
+        std::time::Duration::from_millis(400),
+        |h| said = Some(h.len()),
+        || false,
+    );
+    assert!(matches!(r, Err(FsError::Busy { .. })));
+    assert!(
+        t0.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        t0.elapsed()
+    );
+    assert!(said.is_some_and(|n| n <= 4096), "{said:?}");
+    drop(held);
+}
