@@ -111,10 +111,11 @@ fn a_refused_verb_with_a_setting_leaves_every_file_byte_identical() {
     );
     let base = |verb: &[&str], stack: &str| -> Vec<String> {
         verb.iter()
-            .chain(&["--stack", stack, "--node-bin", &node])
+            .chain(&["--stack", stack])
             .map(|s| (*s).to_owned())
             .collect()
     };
+    let node_arg = ["--node-bin", node.as_str()];
     let root_arg = ["--root", root.to_str().unwrap()];
     let with = |mut v: Vec<String>, extra: &[&str]| {
         v.extend(extra.iter().map(|s| (*s).to_owned()));
@@ -122,9 +123,13 @@ fn a_refused_verb_with_a_setting_leaves_every_file_byte_identical() {
     };
     // The settings each verb is given: another port, another root, and the port the direct
     // Host holds (refused as held by another process, for the other stacks).
-    let settings: [&[&str]; 3] = [
+    let other_node = t.path("other-bin/node");
+    std::fs::create_dir_all(other_node.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(real_node(), &other_node).unwrap();
+    let settings: [&[&str]; 4] = [
         &["--port", &q],
         &["--root", other_root.to_str().unwrap()],
+        &["--node-bin", other_node.to_str().unwrap()],
         &["--port", &p0],
     ];
     let verbs: [&[&str]; 6] = [
@@ -140,7 +145,7 @@ fn a_refused_verb_with_a_setting_leaves_every_file_byte_identical() {
     // Host for the launchd verbs).
     t.run(with(
         base(&["host", "start"], "direct"),
-        &[&root_arg[..], &["--port", &p0]].concat(),
+        &[&root_arg[..], &node_arg, &["--port", &p0]].concat(),
     ))
     .ok();
     // Refusal 2: the Host log is a symlink.
@@ -157,7 +162,12 @@ fn a_refused_verb_with_a_setting_leaves_every_file_byte_identical() {
     // Refusal 3: the LaunchAgent is loaded (for host start) — an installed stack.
     t.run(with(
         base(&["install"], "loaded"),
-        &[&root_arg[..], &["--port", &pi, "--settle-ms", "200"]].concat(),
+        &[
+            &root_arg[..],
+            &node_arg,
+            &["--port", &pi, "--settle-ms", "200"],
+        ]
+        .concat(),
     ))
     .ok();
 
@@ -172,6 +182,9 @@ fn a_refused_verb_with_a_setting_leaves_every_file_byte_identical() {
                 let mut args = with(base(verb, stack), setting);
                 if setting[0] != "--root" {
                     args.extend(root_arg.map(String::from));
+                }
+                if setting[0] != "--node-bin" {
+                    args.extend(node_arg.map(String::from));
                 }
                 let before = files(&t.home);
                 let r = t.run(&args);
