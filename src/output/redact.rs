@@ -256,10 +256,6 @@ fn redact_assignments(text: &str) -> String {
             k -= 1;
         }
         let quote = (k > 0 && matches!(b[k - 1], b'"' | b'\'')).then(|| b[k - 1]);
-        if sep == b':' && quote.is_none() {
-            i += 1;
-            continue;
-        }
         let end = k - usize::from(quote.is_some());
         let mut start = end;
         while start > 0 && is_name(b[start - 1]) {
@@ -269,6 +265,14 @@ fn redact_assignments(text: &str) -> String {
             start += 1;
         }
         let name = &text[start..end];
+        // `:` counts after a quoted key (JSON, Python), or as an HTTP header: a hyphenated
+        // name right before it and a space after (`x-api-key: …`, `X-Auth-Token: …`), not
+        // oyster's own `device_token: null -> …`.
+        let header = quote.is_none() && k == i && name.contains('-') && b.get(i + 1) == Some(&b' ');
+        if sep == b':' && quote.is_none() && !header {
+            i += 1;
+            continue;
+        }
         let opening = quote.is_none_or(|q| start > 0 && b[start - 1] == q);
         let comparison = sep == b'='
             && (b.get(i + 1) == Some(&b'=')
@@ -702,6 +706,11 @@ mod tests {
                 "a == b, token == 3, x != y, OTHER_KEY==v",
             ),
             ("PASSWORD='p w' done", "PASSWORD='<redacted>' done"),
+            ("x-api-key: abc123 next", "x-api-key: <redacted> next"),
+            (
+                "X-Auth-Token: t0k; Set-Cookie: sid=42",
+                "X-Auth-Token: <redacted>; Set-Cookie: <redacted>",
+            ),
             (
                 "slack xoxb-1234567890-0987654321-AbCdEf",
                 "slack <redacted>",
@@ -725,6 +734,8 @@ mod tests {
             "ghost_town gh_pages xoxo-hugs sk-short",
             "eyJhbGciOiJIUzI1NiJ9 alone is only a header",
             "relay_url: null -> \"https://<redacted>@h/\"",
+            "device_token: null -> \"<redacted>\"",
+            "content-type: application/json; x-request-id: 42",
             "path=/Users/a/.oysterun-stacks/sk-projects/logs",
             "stack sk-production-website-2024-eu in ~/.oysterun-stacks/sk-production-website-2024-eu",
         ] {
