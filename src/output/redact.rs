@@ -476,6 +476,24 @@ fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
+/// Rendered JSON with every bidirectional control written as its JSON escape (`\u202e`): the
+/// document means the same to a reader, and a terminal showing it is not reordered. (They can
+/// only be inside strings, where the escape is valid.)
+pub fn escape_bidi_in_json(json: &str) -> String {
+    if !json.chars().any(is_bidi_control) {
+        return json.to_owned();
+    }
+    json.chars()
+        .map(|c| {
+            if is_bidi_control(c) {
+                format!("\\u{:04x}", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// Escapes control characters (other than newline and tab) so text from paths, files and logs
 /// can never drive the terminal: ESC becomes `\x1b`, form feed `\x0c`, and a bidirectional
 /// control `\u{202e}`.
@@ -752,6 +770,15 @@ mod tests {
         );
         let doc = redact_document(&json!({"detail": "Authorization: Bearer abc123"}), &[]);
         assert_eq!(doc["detail"], "Authorization: Bearer <redacted>");
+    }
+
+    #[test]
+    fn bidirectional_controls_in_json_become_escapes_of_the_same_string() {
+        let doc = serde_json::to_string(&json!({"name": "a\u{202e}b\u{2067}c"})).unwrap();
+        let shown = escape_bidi_in_json(&doc);
+        assert_eq!(shown, r#"{"name":"a\u202eb\u2067c"}"#);
+        let back: Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(back["name"], "a\u{202e}b\u{2067}c");
     }
 
     #[test]

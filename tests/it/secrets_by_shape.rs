@@ -243,3 +243,34 @@ fn the_restore_steps_stdout_is_redacted_and_only_the_qr_is_shown_as_written() {
     t.run(["uninstall", "rs"]).ok();
     t.wait_no_processes();
 }
+
+/// A bidirectional control in a value oyster shows (here the config's, as `config show` and
+/// `config show --json` print it) never reaches the terminal raw: escaped in human output, and
+/// written as its JSON escape in a document, which still parses to the same string.
+#[test]
+fn bidi_controls_never_reach_the_terminal_raw_in_human_or_json_output() {
+    let t = TestContext::new();
+    stack_with_log(&t, "x\n");
+    std::fs::write(
+        t.home.join(".oysterun-stacks/shape/host/config.json"),
+        "{\"label\": \"invoice\u{202e}fdp.exe\u{2066}\"}\n",
+    )
+    .unwrap();
+    let human = t.run(["config", "show", "--stack", "shape"]).ok().stdout();
+    assert!(
+        human.contains("invoice\\u{202e}fdp.exe\\u{2066}"),
+        "{human}"
+    );
+    let json = t
+        .run(["config", "show", "--json", "--stack", "shape"])
+        .ok()
+        .stdout();
+    for out in [&human, &json] {
+        assert!(
+            !out.contains('\u{202e}') && !out.contains('\u{2066}'),
+            "{out}"
+        );
+    }
+    let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(doc["label"], "invoice\u{202e}fdp.exe\u{2066}", "{json}");
+}
