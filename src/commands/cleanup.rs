@@ -18,6 +18,8 @@ use crate::ExitStatus;
 
 /// What one stack directory holds, for cleanup.
 struct Found {
+    /// The stack, to look at again under the lock right before removing anything.
+    stack: Stack,
     name: String,
     /// The directory cleanup would remove (`~/.oysterun` for production).
     root: PathBuf,
@@ -27,21 +29,84 @@ struct Found {
     precious: Vec<PathBuf>,
     /// Why the stack is kept regardless (a LaunchAgent, a running Host, an unknown file).
     kept: Option<String>,
-    /// The stack's lifecycle lock, held from the look to the removal, so no other oyster
-    /// starts on the stack meanwhile (and one already at work keeps its stack).
-    _lock: Option<crate::sys::fs::Lock>,
+    /// The stack's lifecycle lock, taken (created when there was none) before the look and
+    /// held to the removal, so no other oyster starts on the stack meanwhile (and one already
+    /// at work keeps its stack).
+    lock: Option<StackLock>,
+}
+
+/// The stack's lifecycle lock as cleanup holds it: when cleanup created the lock file (or the
+/// run directory holding it) and leaves the stack, it removes them again while still holding
+/// the lock, so looking leaves nothing behind. (An oyster that waits on the lock meanwhile takes
+/// the file at the path afterwards, not the removed one: `sys::fs` checks the inode.)
+struct StackLock {
+    _lock: crate::sys::fs::Lock,
+    created_file: Option<PathBuf>,
+    created_dir: Option<PathBuf>,
+}
+
+impl Drop for StackLock {
+    fn drop(&mut self) {
+        if let Some(file) = &self.created_file {
+            let _ = std::fs::remove_file(file);
+        }
+        if let Some(dir) = &self.created_dir {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+}
+
+/// Takes the stack's lock without waiting, creating the lock file (and the run directory) when
+/// there is none. `Ok(None)`: another oyster holds it.
+fn lock_stack(stack: &Stack) -> Result<Option<StackLock>, String> {
+    let lock_path = stack.lifecycle_lock_path();
+    let created_dir = match std::fs::symlink_metadata(&stack.run_dir) {
+        Ok(m) if m.is_dir() => None,
+        Ok(_) => {
+            return Err(format!(
+                "{} is not a directory; cleanup removes nothing through it",
+                stack.run_dir.display()
+            ))
+        }
+        Err(_) => {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&stack.run_dir)
+                .map_err(|e| format!("could not create {}: {e}", stack.run_dir.display()))?;
+            Some(stack.run_dir.clone())
+        }
+    };
+    match crate::sys::fs::try_lock_creating(&lock_path, "cleanup") {
+        Ok(Some((lock, created))) => Ok(Some(StackLock {
+            _lock: lock,
+            created_file: created.then(|| lock_path.clone()),
+            created_dir,
+        })),
+        Ok(None) => Ok(None),
+        Err(e) => {
+            if let Some(dir) = &created_dir {
+                let _ = std::fs::remove_dir(dir);
+            }
+            Err(e.to_string())
+        }
+    }
 }
 
 pub fn run(ctx: &Context, args: &Cleanup) -> anyhow::Result<ExitStatus> {
     let env = ctx.env.stack_env();
     let lc = ctx.launchctl().ok();
+    let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    // A run that may remove creates each stack's lock to hold it; one that only shows
+    // (`--dry-run`, no terminal to ask on) creates nothing, and holds the locks that exist.
+    let creates = !args.dry_run && (args.yes || terminal);
     let mut found = vec![];
     for (name, listed) in candidates(ctx) {
         let Ok(stack) = Stack::new(&name, &env) else {
             continue;
         };
         if stack.root.is_dir() || stack.plist_path().exists() {
-            let f = examine(&stack, lc);
+            let f = examine(&stack, lc, creates);
             // A directory `list` does not show that holds no file oyster writes (only empty
             // directories) was never a stack: a user's (OYSTERUN_STACKS_DIR may be a shared
             // directory), not a leftover.
@@ -61,7 +126,6 @@ pub fn run(ctx: &Context, args: &Cleanup) -> anyhow::Result<ExitStatus> {
     if !say_found(ctx, &found, &removable, &with_files) {
         return Ok(ExitStatus::Success);
     }
-    let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     if args.dry_run || (!args.yes && !terminal) {
         if !removable.is_empty() {
             crate::say!(
@@ -75,7 +139,7 @@ pub fn run(ctx: &Context, args: &Cleanup) -> anyhow::Result<ExitStatus> {
         }
         return Ok(ExitStatus::Success);
     }
-    let failed = remove_asked(ctx, args, terminal, &removable, &with_files)?;
+    let failed = remove_asked(ctx, args, terminal, lc, &removable, &with_files)?;
     Ok(if failed {
         ExitStatus::Failure
     } else {
@@ -129,6 +193,7 @@ fn remove_asked(
     ctx: &Context,
     args: &Cleanup,
     terminal: bool,
+    lc: Option<&Launchctl>,
     removable: &[&Found],
     with_files: &[&Found],
 ) -> anyhow::Result<bool> {
@@ -147,7 +212,7 @@ fn remove_asked(
             )?;
         if go {
             for f in removable {
-                failed |= !remove(ctx, f);
+                failed |= !remove(ctx, lc, f);
             }
         } else {
             crate::say!("Nothing removed.");
@@ -158,7 +223,7 @@ fn remove_asked(
         for f in with_files {
             let q = format!("Remove stack {} with {}? [y/N] ", f.name, list(&f.precious));
             if ask(ctx, &q)? {
-                failed |= !remove(ctx, f);
+                failed |= !remove(ctx, lc, f);
             }
         }
     } else if !with_files.is_empty() {
@@ -178,7 +243,7 @@ pub fn forget_refused_first_install(ctx: &Context) {
         return;
     }
     let lc = ctx.launchctl().ok();
-    let f = examine(stack, lc);
+    let f = examine(stack, lc, true);
     let only_config = f.precious.iter().all(|p| *p == stack.config_path());
     if f.kept.is_some() || !only_config {
         return;
@@ -231,14 +296,17 @@ fn candidates(ctx: &Context) -> Vec<(String, bool)> {
     names
 }
 
-fn examine(stack: &Stack, lc: Option<&Launchctl>) -> Found {
+/// Takes the stack's lock (creating it when `creates`; else only one that exists), then looks
+/// at what the stack holds.
+fn examine(stack: &Stack, lc: Option<&Launchctl>, creates: bool) -> Found {
     let mut f = Found {
+        stack: stack.clone(),
         name: stack.name.clone(),
         root: stack.root.clone(),
         bookkeeping: vec![],
         precious: vec![],
         kept: None,
-        _lock: None,
+        lock: None,
     };
     // A stack directory that is a symlink: removing "its" files would remove them wherever
     // it points, outside the stacks directory.
@@ -252,50 +320,66 @@ fn examine(stack: &Stack, lc: Option<&Launchctl>) -> Found {
         ));
         return f;
     }
-    let lock_path = stack.lifecycle_lock_path();
-    if lock_path.exists() {
-        match crate::sys::fs::try_lock_existing(&lock_path, "cleanup") {
-            Ok(Some(lock)) => f._lock = Some(lock),
+    // Only a stack with a directory has anything to remove (a plist alone is kept below).
+    if stack.root.is_dir() && (creates || stack.lifecycle_lock_path().exists()) {
+        match lock_stack(stack) {
+            Ok(Some(lock)) => f.lock = Some(lock),
             Ok(None) => {
                 f.kept = Some(format!(
                     "another oyster is working on it (it holds {})",
-                    lock_path.display()
+                    stack.lifecycle_lock_path().display()
                 ));
                 return f;
             }
             Err(e) => {
-                f.kept = Some(format!("{e}"));
+                f.kept = Some(e);
                 return f;
             }
         }
     }
+    let created = f.lock.as_ref().and_then(|l| l.created_file.clone());
+    look(&mut f, stack, lc, created.as_deref());
+    f
+}
+
+/// What the stack holds, sorted into `f` (its lock already held). The lock file cleanup
+/// created itself is not the stack's.
+fn look(f: &mut Found, stack: &Stack, lc: Option<&Launchctl>, created: Option<&Path>) {
+    f.bookkeeping.clear();
+    f.precious.clear();
+    f.kept = None;
+    f.kept = look_kept(f, stack, lc, created).err();
+}
+
+fn look_kept(
+    f: &mut Found,
+    stack: &Stack,
+    lc: Option<&Launchctl>,
+    created: Option<&Path>,
+) -> Result<(), String> {
     if stack.plist_path().exists() {
-        f.kept = Some(format!(
+        return Err(format!(
             "has a LaunchAgent ({})",
             stack.plist_path().display()
         ));
-        return f;
     }
     if let Some(lc) = lc {
         match lc.find_loaded(&stack.label) {
-            Ok(Some(_)) => {
-                f.kept = Some(format!("{} is loaded in launchd", stack.label));
-                return f;
-            }
+            Ok(Some(_)) => return Err(format!("{} is loaded in launchd", stack.label)),
             Ok(None) => {}
             Err(e) => {
-                f.kept = Some(format!(
+                return Err(format!(
                     "launchctl could not say whether it is loaded: {e:#}"
-                ));
-                return f;
+                ))
             }
         }
     }
     let mut files = vec![];
     if let Err(e) = walk(&stack.root, &mut files) {
-        f.kept = Some(format!("{} could not be read: {e}", stack.root.display()));
-        return f;
+        return Err(format!("{} could not be read: {e}", stack.root.display()));
     }
+    files.retain(|p| Some(p.as_path()) != created);
+    files.sort();
     let bookkeeping = [
         stack.run_dir.join("oyster.lock"),
         stack.run_dir.join("node-version.cache"),
@@ -310,39 +394,58 @@ fn examine(stack: &Stack, lc: Option<&Launchctl>) -> Found {
         if bookkeeping.contains(&file) {
             f.bookkeeping.push(file);
         } else if identity.contains(&file) {
-            match named_pid(&file) {
+            match named_pid(&file)? {
                 Some(pid) if crate::sys::signal::exists(pid) => {
-                    f.kept = Some(format!(
+                    return Err(format!(
                         "{} names pid {pid}, which is running",
                         file.display()
                     ));
-                    return f;
                 }
                 _ => f.bookkeeping.push(file),
             }
         } else if file == stack.config_path() || file.starts_with(&stack.log_dir) {
             f.precious.push(file);
         } else {
-            f.kept = Some(format!(
+            return Err(format!(
                 "holds {}, which is not oyster's bookkeeping",
                 file.display()
             ));
-            return f;
         }
     }
-    f
+    Ok(())
 }
 
-/// The pid an identity file names (pid file, origin's `host_pid` row, exec record's `pid`).
-fn named_pid(path: &Path) -> Option<u32> {
-    let text = std::fs::read_to_string(path).ok()?;
+/// The most an identity file of oyster's holds (a pid, an origin file, an exec record).
+const MAX_IDENTITY_BYTES: u64 = 64 * 1024;
+
+/// The pid an identity file names (pid file, origin's `host_pid` row, exec record's `pid`),
+/// read through the one bounded reader: a symlink (to `/dev/zero`, to a file elsewhere), a FIFO
+/// or an oversized file is not one oyster wrote, so it keeps its stack, named.
+fn named_pid(path: &Path) -> Result<Option<u32>, String> {
+    if let Some(kind) = crate::sys::fs::not_regular(path) {
+        return Err(format!(
+            "holds {}, which is {kind}, not oyster's bookkeeping",
+            path.display()
+        ));
+    }
+    let bytes = match crate::sys::fs::read_regular(path, MAX_IDENTITY_BYTES) {
+        Ok(Some(b)) => b,
+        Ok(None) => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    Ok(pid_in(&text))
+}
+
+/// The pid in an identity file's text.
+fn pid_in(text: &str) -> Option<u32> {
     if let Ok(pid) = text.trim().parse::<u32>() {
         return Some(pid);
     }
     if let Some(pid) = text.lines().find_map(|l| l.strip_prefix("host_pid\t")) {
         return pid.trim().parse().ok();
     }
-    serde_json::from_str::<serde_json::Value>(&text)
+    serde_json::from_str::<serde_json::Value>(text)
         .ok()?
         .get("pid")?
         .as_u64()
@@ -364,9 +467,39 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 }
 
 /// Removes the stack's files, then its directories while they are empty (bottom up), so
-/// nothing that appeared meanwhile is lost. Says what it did.
-fn remove(ctx: &Context, f: &Found) -> bool {
-    for file in f.bookkeeping.iter().chain(&f.precious) {
+/// nothing that appeared meanwhile is lost. Says what it did. Looks again first, under the lock
+/// held since the first look: what does not take oyster's lock (Oysterun's own runner, a Host
+/// launchd started) may have written meanwhile, and then the stack is kept, said.
+fn remove(ctx: &Context, lc: Option<&Launchctl>, f: &Found) -> bool {
+    let mut again = Found {
+        stack: f.stack.clone(),
+        name: f.name.clone(),
+        root: f.root.clone(),
+        bookkeeping: vec![],
+        precious: vec![],
+        kept: None,
+        lock: None,
+    };
+    let created = f.lock.as_ref().and_then(|l| l.created_file.clone());
+    look(&mut again, &f.stack, lc, created.as_deref());
+    if again.kept.is_some() || again.bookkeeping != f.bookkeeping || again.precious != f.precious {
+        ctx.out.warn(&format!(
+            "kept {}: it changed while cleanup asked ({}); nothing of it was removed. Run `oyster cleanup` again to see it as it is now",
+            f.name,
+            again.kept.unwrap_or_else(|| format!(
+                "it now holds {}",
+                relative(&f.root, &[again.bookkeeping, again.precious].concat())
+            ))
+        ));
+        return true;
+    }
+    // The lock file cleanup created goes with the rest (it still holds the lock on it).
+    for file in f
+        .bookkeeping
+        .iter()
+        .chain(&f.precious)
+        .chain(created.as_ref())
+    {
         if let Err(e) = std::fs::remove_file(file) {
             if e.kind() != std::io::ErrorKind::NotFound {
                 ctx.out

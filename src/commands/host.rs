@@ -40,6 +40,8 @@ fn start(
     // Before the config sync writes anything.
     stack.refuse_special_log()?;
     refuse_if_agent_loaded(ctx)?;
+    // A Host already running is refused before the sync writes `--port`/`--root`.
+    direct::refuse_running(stack, &ctx.hints(), ctx.reporter())?;
     let plan = plan::plan(ctx, host, Writes::Sync(&lock))?;
     crate::config::report(&ctx.stack.config_path(), &plan.changes, ctx.reporter());
     ctx.out.err(&format!(

@@ -27,7 +27,7 @@ pub fn run(ctx: &Context, args: &Logs) -> anyhow::Result<ExitStatus> {
     let n = usize::try_from(args.lines).unwrap_or(usize::MAX);
     let pos = match file.as_mut() {
         Some(f) => {
-            let (lines, end) = tail::last_lines(f, n)
+            let (lines, end) = tail::last_lines(f, n, args.follow)
                 .map_err(|e| anyhow::anyhow!("could not read {}: {e}", path.display()))?;
             // Read again after the log: secrets the Host wrote since oyster started are known
             // before its lines are printed (see the loop below).

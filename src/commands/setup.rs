@@ -42,6 +42,11 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
             }
         }
     }
+    // Also a Host this stack runs directly (`host start`): setup would load the LaunchAgent
+    // beside it on another `--port` (two Hosts of one stack), or fail on its port after writing.
+    if !opts.no_start {
+        super::agent::preflight::refuse_direct_host(ctx)?;
+    }
     let sp = setup::make_plan(ctx, opts)?;
     show(ctx, opts, &sp);
     // The command that sets the Host up and installs no provider, offered wherever setup

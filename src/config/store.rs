@@ -1,6 +1,7 @@
 //! Writing `config.json`: read, merge, and (only when the value changed) an atomic replace
-//! under the config's lock, bounded, with a re-check just before the rename that catches the
-//! Host's own unlocked, in-place rewrites and merges again.
+//! under the config's lock, bounded, with a re-check after the temp file's write and fsync,
+//! right before the rename, that catches the Host's own unlocked rewrites (in place or by
+//! rename) and merges again.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -83,14 +84,22 @@ pub fn update_waiting<T>(
             return Ok((out, changes));
         }
         test_pause_before_rename();
-        if Seen::now(path)? != seen {
+        // Looked at again after the temp file is written and synced, right before the rename
+        // (the sync is the long part of a write): a change by then means merging again.
+        let mut current = || Seen::now(path).is_ok_and(|now| now == seen);
+        let written = if current() {
+            fsutil::write_atomic_checked(&lock, path, &doc.to_bytes(), None, &mut current)
+                .map_err(ConfigError::from)?
+        } else {
+            fsutil::Checked::Raced
+        };
+        if written == fsutil::Checked::Raced {
             reporter.note(&format!(
                 "{} was rewritten by another program while oyster merged it; merging again",
                 path.display()
             ));
             continue;
         }
-        fsutil::write_atomic(&lock, path, &doc.to_bytes(), None).map_err(ConfigError::from)?;
         return Ok((out, changes));
     }
     Err(crate::error::Failed::new(

@@ -297,7 +297,7 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
     let _guard = signal::InterruptGuard::install();
     fsutil::create_dir_all(&stack.run_dir, 0o700)?;
     let _lock = fsutil::lock_sidecar(&stack.pid_path())?;
-    refuse_unless_free(stack, opts)?;
+    refuse_unless_free(stack, &opts.hints, opts.out)?;
     refuse_held_port(stack, plan.port)?;
     fsutil::create_dir_all(&stack.log_dir, 0o755)?;
     let log_path = stack.log_path();
@@ -324,11 +324,34 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
     }
 }
 
+/// The refusals of [`start`] that do not depend on the plan — a Host of this stack already
+/// running, another stack's or an unprovable one named by the pid file — said before the plan's
+/// config sync writes anything (`host start --port Q` refused must not leave `port: Q` for the
+/// next plain `host start`). [`start`] asks again under the pid file's lock.
+pub fn refuse_running(
+    stack: &Stack,
+    hints: &crate::context::Hints,
+    out: &dyn crate::output::Reporter,
+) -> anyhow::Result<()> {
+    let refused = match owner(stack)? {
+        Owner::Ours(..) | Owner::OtherStack(_) => true,
+        Owner::Foreign(rec, now) => now.runs(&rec.server),
+        Owner::Stale(_) | Owner::None => false,
+    };
+    if refused {
+        refuse_unless_free(stack, hints, out)?;
+    }
+    Ok(())
+}
+
 /// What the pid file names must leave room for a new Host: a live Host of this stack, another
 /// stack's (copied files) or an unprovable one is refused; a stale or foreign pid is said and
 /// its files replaced.
-fn refuse_unless_free(stack: &Stack, opts: &StartOptions<'_>) -> anyhow::Result<()> {
-    let hints = &opts.hints;
+fn refuse_unless_free(
+    stack: &Stack,
+    hints: &crate::context::Hints,
+    out: &dyn crate::output::Reporter,
+) -> anyhow::Result<()> {
     match owner(stack)? {
         Owner::Ours(rec, _) => anyhow::bail!(
             "the Host is already running (pid {}, from {}); stop it with `{}`",
@@ -336,14 +359,14 @@ fn refuse_unless_free(stack: &Stack, opts: &StartOptions<'_>) -> anyhow::Result<
             stack.pid_path().display(),
             hints.cmd("host stop")
         ),
-        Owner::Stale(rec) => opts.out.note(&format!(
+        Owner::Stale(rec) => out.note(&format!(
             "removing a stale pid file (pid {} is not running)",
             rec.pid
         )),
         Owner::Foreign(rec, now) if now.runs(&rec.server) => {
             return Err(unproven_refusal(stack, &rec, hints).into())
         }
-        Owner::Foreign(rec, now) => opts.out.note(&format!(
+        Owner::Foreign(rec, now) => out.note(&format!(
             "removing a stale pid file (pid {} now belongs to another process, {}, which is left alone)",
             rec.pid,
             now.command()

@@ -586,7 +586,12 @@ fn candidate_uids() -> (Vec<u32>, Vec<Problem>) {
 
 #[cfg(not(target_os = "macos"))]
 fn candidate_uids() -> (Vec<u32>, Vec<Problem>) {
-    match std::fs::read_to_string("/etc/passwd") {
+    // Through the one bounded reader, as every file oyster reads.
+    let passwd = crate::sys::fs::read_regular(Path::new("/etc/passwd"), 16 << 20)
+        .map_err(|e| std::io::Error::other(e.to_string()))
+        .and_then(|b| b.ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound)))
+        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    match passwd {
         Ok(text) => {
             let lines: String = text
                 .lines()

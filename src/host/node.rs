@@ -269,10 +269,8 @@ pub fn parse_major(version: &str) -> Option<u32> {
 /// changes when the Node it runs does, so its version is asked every time.
 fn identity(path: &Path) -> Option<String> {
     let m = std::fs::metadata(path).ok()?;
-    let mut head = [0u8; 2];
-    let is_script = std::fs::File::open(path)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-        .is_ok_and(|()| &head == b"#!");
+    // Through the one reader: a FIFO planted as `node` must not block the command.
+    let is_script = crate::sys::fs::read_head(path, 2).is_some_and(|head| head == b"#!");
     // A path a line cannot hold is only not cached.
     if is_script || path.as_os_str().as_encoded_bytes().contains(&b'\n') {
         return None;

@@ -301,9 +301,13 @@ impl Printer {
         let rendered =
             serde_json::to_value(value).and_then(|v| serde_json::to_vec_pretty(&self.document(&v)));
         match rendered {
-            Ok(mut bytes) => {
-                bytes.push(b'\n');
-                self.raw(&bytes);
+            Ok(bytes) => {
+                // serde escapes control characters but writes other characters as they are:
+                // a bidirectional control is written as its `\u` escape instead (the same
+                // string to a JSON reader, inert on a terminal).
+                let mut text = redact::escape_bidi_in_json(&String::from_utf8_lossy(&bytes));
+                text.push('\n');
+                self.raw(text.as_bytes());
             }
             Err(e) => self.error(&format!("could not render JSON: {e}"), None),
         }

@@ -112,7 +112,7 @@ pub fn redact_document(value: &Value, secrets: &[String]) -> Value {
         Value::Array(items) => {
             Value::Array(items.iter().map(|v| redact_document(v, secrets)).collect())
         }
-        Value::String(s) => Value::String(redact_urls(&redact_known(s, secrets))),
+        Value::String(s) => Value::String(redact_shapes(&redact_urls(&redact_known(s, secrets)))),
         other => other.clone(),
     }
 }
@@ -160,7 +160,205 @@ pub fn redact_text(text: &str, home: Option<&Path>, secrets: &[String]) -> Strin
         Some(home) => tilde_text(home, text),
         None => text.to_owned(),
     };
-    escape_controls(&redact_urls(&redact_known(&s, secrets)))
+    escape_controls(&redact_shapes(&redact_urls(&redact_known(&s, secrets))))
+}
+
+/// The credential shapes redacted in free text whatever their value (docs/behaviour.md §8,
+/// README "What is redacted"): the whole token is replaced, or, where a name or header says
+/// what follows (`Authorization: Bearer …`, `GITHUB_TOKEN=…`, `"device_token": "…"`), the value
+/// after it. Each needs a distinctive prefix and a sensible length, so ordinary words (`task-list`,
+/// `sk-learn`, `Bearer tokens`) are left alone.
+fn shape_res() -> &'static [(&'static [&'static str], regex_lite::Regex)] {
+    use std::sync::OnceLock;
+    type Shapes = Vec<(&'static [&'static str], regex_lite::Regex)>;
+    static SHAPES: OnceLock<Shapes> = OnceLock::new();
+    // Each with the literal text it cannot match without (regex-lite has no prefilter of its
+    // own): a line without it is not searched.
+    let shapes: [(&'static [&'static str], &str); 6] = [
+        // Anthropic (`sk-ant-api03-…`) and OpenAI project, service-account and admin keys.
+        (
+            &["sk-"],
+            r"\bsk-(?:ant|proj|svcacct|admin)-[A-Za-z0-9_-]{8,}",
+        ),
+        // OpenAI's older keys: `sk-` and 20 or more letters and digits (theirs have 48); no
+        // `-` or `_`, so a slug such as a stack named `sk-production-website` stays.
+        (&["sk-"], r"\bsk-[A-Za-z0-9]{20,}"),
+        // GitHub: classic (`ghp_`, and the OAuth/app/refresh kinds) and fine-grained tokens.
+        (
+            &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
+            r"\bgh[pousr]_[A-Za-z0-9]{20,}",
+        ),
+        (&["github_pat_"], r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
+        // Slack bot, user, app and config tokens.
+        (&["xox"], r"\bxox[abprse]-[A-Za-z0-9-]{10,}"),
+        // A JWT: two base64url JSON objects (both begin `{"`, so `eyJ`) and a signature.
+        (
+            &[".eyJ"],
+            r"\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*",
+        ),
+    ];
+    SHAPES.get_or_init(|| {
+        shapes
+            .iter()
+            .map(|(needles, p)| {
+                (
+                    *needles,
+                    regex_lite::Regex::new(p).expect("a fixed pattern"),
+                )
+            })
+            .collect()
+    })
+}
+
+/// `Authorization: <scheme> <credential>` (any scheme, also `Proxy-Authorization`, also as
+/// `authorization=` or a quoted JSON key): the credential goes, the scheme stays.
+fn authorization_re() -> &'static regex_lite::Regex {
+    use std::sync::OnceLock;
+    static AUTH: OnceLock<regex_lite::Regex> = OnceLock::new();
+    AUTH.get_or_init(|| {
+        regex_lite::Regex::new(
+            r#"(?i)(\b(?:proxy-)?authorization"?\s*[:=]\s*"?(?:(?:bearer|basic|token|digest|bot)\s+)?)([^\s"',;]+)"#,
+        )
+        .expect("a fixed pattern")
+    })
+}
+
+/// `Bearer <token>` on its own: a token of 16 or more characters with a digit in it (prose
+/// such as "Bearer authentication" has none).
+fn bearer_re() -> &'static regex_lite::Regex {
+    use std::sync::OnceLock;
+    static BEARER: OnceLock<regex_lite::Regex> = OnceLock::new();
+    BEARER.get_or_init(|| {
+        regex_lite::Regex::new(r"(\b[Bb]earer\s+)([A-Za-z0-9._~+/-]{16,}=*)")
+            .expect("a fixed pattern")
+    })
+}
+
+/// `NAME=value`, `NAME = "value"`, `"NAME": "value"` and `'NAME': 'value'` where NAME names a
+/// secret ([`is_secret_assignment`]): the value (a quoted one whole) becomes `<redacted>`,
+/// quotes kept. `NAME == value` is a comparison, left alone. One pass over the text, no regex:
+/// every log line with a `=` or `:` goes through it.
+fn redact_assignments(text: &str) -> String {
+    let b = text.as_bytes();
+    let is_name = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-');
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    let mut i = 0;
+    while i < b.len() {
+        let sep = b[i];
+        if sep != b'=' && sep != b':' {
+            i += 1;
+            continue;
+        }
+        // The name before the separator: `NAME =`, `"NAME":`, `'NAME' :`.
+        let mut k = i;
+        while k > 0 && b[k - 1] == b' ' {
+            k -= 1;
+        }
+        let quote = (k > 0 && matches!(b[k - 1], b'"' | b'\'')).then(|| b[k - 1]);
+        let end = k - usize::from(quote.is_some());
+        let mut start = end;
+        while start > 0 && is_name(b[start - 1]) {
+            start -= 1;
+        }
+        while start < end && !b[start].is_ascii_alphabetic() {
+            start += 1;
+        }
+        let name = &text[start..end];
+        // `:` counts after a quoted key (JSON, Python), or as an HTTP header: a hyphenated
+        // name right before it and a space after (`x-api-key: …`, `X-Auth-Token: …`), not
+        // oyster's own `device_token: null -> …`.
+        let header = quote.is_none() && k == i && name.contains('-') && b.get(i + 1) == Some(&b' ');
+        if sep == b':' && quote.is_none() && !header {
+            i += 1;
+            continue;
+        }
+        let opening = quote.is_none_or(|q| start > 0 && b[start - 1] == q);
+        let comparison = sep == b'='
+            && (b.get(i + 1) == Some(&b'=')
+                || (i > 0 && matches!(b[i - 1], b'=' | b'!' | b'<' | b'>')));
+        if name.is_empty() || !opening || comparison || !is_secret_assignment(name) {
+            i += 1;
+            continue;
+        }
+        // The value after it: quoted whole, or a run of value characters.
+        let mut v = i + 1;
+        while v < b.len() && b[v] == b' ' {
+            v += 1;
+        }
+        let (from, to, q) = match b.get(v) {
+            Some(&q @ (b'"' | b'\'')) => {
+                let mut e = v + 1;
+                while e < b.len() && b[e] != q {
+                    e += if b[e] == b'\\' { 2 } else { 1 };
+                }
+                (v + 1, e.min(b.len()), Some(q))
+            }
+            _ => {
+                let mut e = v;
+                while e < b.len()
+                    && !b[e].is_ascii_whitespace()
+                    && !matches!(b[e], b'"' | b'\'' | b'`' | b',' | b';' | b'&' | b'}' | b']')
+                {
+                    e += 1;
+                }
+                (v, e, None)
+            }
+        };
+        let value = &text[from..to];
+        if value.is_empty() || value == REDACTED {
+            i = to.max(i + 1);
+            continue;
+        }
+        out.push_str(&text[copied..from]);
+        out.push_str(REDACTED);
+        copied = to;
+        i = to + usize::from(q.is_some());
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
+/// Whether `name=value` is a secret assignment: the name names a secret, and is not only one
+/// of the words ordinary text uses as a name, in any case (`key=name`, `hash=sha256`, `PIN=3`).
+fn is_secret_assignment(name: &str) -> bool {
+    const ORDINARY: &[&str] = &["key", "hash", "pin", "private", "auth", "cookie", "otp"];
+    is_secret_key(name) && !ORDINARY.contains(&name.to_ascii_lowercase().as_str())
+}
+
+/// Redacts the credential shapes of [`shape_res`], `Authorization` headers, `Bearer` tokens and
+/// secret-named assignments in free text.
+pub fn redact_shapes(text: &str) -> String {
+    // Cheap refusals first: most log lines hold none of the markers.
+    let lower = text.to_ascii_lowercase();
+    let mut s = text.to_owned();
+    for (needles, re) in shape_res() {
+        if needles.iter().any(|n| s.contains(n)) {
+            s = re.replace_all(&s, REDACTED).into_owned();
+        }
+    }
+    if lower.contains("authorization") {
+        s = authorization_re()
+            .replace_all(&s, |c: &regex_lite::Captures<'_>| {
+                format!("{}{REDACTED}", &c[1])
+            })
+            .into_owned();
+    }
+    if lower.contains("bearer") {
+        s = bearer_re()
+            .replace_all(&s, |c: &regex_lite::Captures<'_>| {
+                if c[2].bytes().any(|b| b.is_ascii_digit()) {
+                    format!("{}{REDACTED}", &c[1])
+                } else {
+                    c[0].to_owned()
+                }
+            })
+            .into_owned();
+    }
+    if s.contains(['=', ':']) {
+        s = redact_assignments(&s);
+    }
+    s
 }
 
 /// Every value held under a secret key, at any depth, as text (numbers included), and the
@@ -272,18 +470,43 @@ pub fn redact_urls(text: &str) -> String {
         .into_owned()
 }
 
+/// Whether `c` is a Unicode bidirectional embedding, override or isolate control (U+202A–U+202E,
+/// U+2066–U+2069): invisible, they reorder what a terminal shows after them ("Trojan Source").
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Rendered JSON with every bidirectional control written as its JSON escape (`\u202e`): the
+/// document means the same to a reader, and a terminal showing it is not reordered. (They can
+/// only be inside strings, where the escape is valid.)
+pub fn escape_bidi_in_json(json: &str) -> String {
+    if !json.chars().any(is_bidi_control) {
+        return json.to_owned();
+    }
+    json.chars()
+        .map(|c| {
+            if is_bidi_control(c) {
+                format!("\\u{:04x}", c as u32)
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// Escapes control characters (other than newline and tab) so text from paths, files and logs
-/// can never drive the terminal: ESC becomes `\x1b`, form feed `\x0c`.
+/// can never drive the terminal: ESC becomes `\x1b`, form feed `\x0c`, and a bidirectional
+/// control `\u{202e}`.
 pub fn escape_controls(text: &str) -> String {
-    if !text
-        .chars()
-        .any(|c| c.is_control() && c != '\n' && c != '\t')
-    {
+    let escaped = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c);
+    if !text.chars().any(escaped) {
         return text.to_owned();
     }
     let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
-        if c.is_control() && c != '\n' && c != '\t' {
+        if is_bidi_control(c) {
+            out.push_str(&format!("\\u{{{:04x}}}", c as u32));
+        } else if escaped(c) {
             out.push_str(&format!("\\x{:02x}", c as u32));
         } else {
             out.push(c);
@@ -430,5 +653,203 @@ mod tests {
             escape_controls("a\x1b[31mb\x0c\x01\tc\nd"),
             "a\\x1b[31mb\\x0c\\x01\tc\nd"
         );
+    }
+
+    #[test]
+    fn credentials_are_redacted_by_shape_and_ordinary_words_are_not() {
+        let jwt =
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+        for (line, want) in [
+            (
+                "curl -H 'Authorization: Bearer abc.DEF-123_x'",
+                "curl -H 'Authorization: Bearer <redacted>'",
+            ),
+            (
+                "authorization=Basic dXNlcjpwYXNz; next",
+                "authorization=Basic <redacted>; next",
+            ),
+            (
+                r#"{"Authorization":"Bearer t0k3n-value"}"#,
+                r#"{"Authorization":"Bearer <redacted>"}"#,
+            ),
+            (
+                "proxy-authorization: Digest abc123",
+                "proxy-authorization: Digest <redacted>",
+            ),
+            ("sent Bearer 0123456789abcdefXYZ", "sent Bearer <redacted>"),
+            (
+                "key sk-ant-api03-AbCdEf0123456789_xyz-AA done",
+                "key <redacted> done",
+            ),
+            ("key=sk-proj-AbCdEf0123456789", "key=<redacted>"),
+            (
+                "old sk-0123456789abcdefghijABCDEFGHIJ0123456789abcdefgh",
+                "old <redacted>",
+            ),
+            (
+                "ANTHROPIC_API_KEY=whatever-it-is x",
+                "ANTHROPIC_API_KEY=<redacted> x",
+            ),
+            (
+                "OPENAI_API_KEY=\"q w\" x",
+                "OPENAI_API_KEY=\"<redacted>\" x",
+            ),
+            (
+                r#"{"relay_key":"a\"b c","n":1}"#,
+                r#"{"relay_key":"<redacted>","n":1}"#,
+            ),
+            (r#"{"pairing_pin": 4821}"#, r#"{"pairing_pin": <redacted>}"#),
+            (
+                "export SLACK_BOT_TOKEN='abc'",
+                "export SLACK_BOT_TOKEN='<redacted>'",
+            ),
+            (
+                "OYSTERUN_SERVICE_CONTROL_TOKEN = s3",
+                "OYSTERUN_SERVICE_CONTROL_TOKEN = <redacted>",
+            ),
+            (
+                r#"{"device_token": "dt-1", "name": "n"}"#,
+                r#"{"device_token": "<redacted>", "name": "n"}"#,
+            ),
+            (
+                "gh token ghp_0123456789abcdefghijABCDEFGHIJ0123 ok",
+                "gh token <redacted> ok",
+            ),
+            (
+                "github_pat_11ABCDEFG0123456789_abcdefGHIJKLMNOP",
+                "<redacted>",
+            ),
+            (
+                "a == b, token == 3, x != y, OTHER_KEY==v",
+                "a == b, token == 3, x != y, OTHER_KEY==v",
+            ),
+            ("PASSWORD='p w' done", "PASSWORD='<redacted>' done"),
+            ("x-api-key: abc123 next", "x-api-key: <redacted> next"),
+            (
+                "X-Auth-Token: t0k; Set-Cookie: sid=42",
+                "X-Auth-Token: <redacted>; Set-Cookie: <redacted>",
+            ),
+            (
+                "slack xoxb-1234567890-0987654321-AbCdEf",
+                "slack <redacted>",
+            ),
+            (
+                "xoxp-12345-67890-abcdef and xoxa-2-abcdefghij",
+                "<redacted> and <redacted>",
+            ),
+            (&format!("jwt={jwt}&x=1"), "jwt=<redacted>&x=1"),
+            (&format!("id {jwt}"), "id <redacted>"),
+        ] {
+            assert_eq!(redact_shapes(line), want, "{line}");
+        }
+        // Ordinary log words stay.
+        for line in [
+            "task-list sk-learn risk-assessment desk-0123456789abcdefghijklmnop",
+            "Bearer authentication is required; bearer tokens expire",
+            "sort key=name, hash=sha256 pin=3 private=yes auth=none",
+            "the token expired: renew it",
+            "fixture host listening on 127.0.0.1:8803",
+            "ghost_town gh_pages xoxo-hugs sk-short",
+            "eyJhbGciOiJIUzI1NiJ9 alone is only a header",
+            "relay_url: null -> \"https://<redacted>@h/\"",
+            "device_token: null -> \"<redacted>\"",
+            "content-type: application/json; x-request-id: 42",
+            "path=/Users/a/.oysterun-stacks/sk-projects/logs",
+            "stack sk-production-website-2024-eu in ~/.oysterun-stacks/sk-production-website-2024-eu",
+        ] {
+            assert_eq!(redact_shapes(line), line, "a false positive");
+        }
+        // Through the one door every human line takes.
+        assert_eq!(
+            redact_text(
+                "GITHUB_TOKEN=ghp_0123456789abcdefghijABCDEFGHIJ0123",
+                None,
+                &[]
+            ),
+            "GITHUB_TOKEN=<redacted>"
+        );
+        let doc = redact_document(&json!({"detail": "Authorization: Bearer abc123"}), &[]);
+        assert_eq!(doc["detail"], "Authorization: Bearer <redacted>");
+    }
+
+    #[test]
+    fn bidirectional_controls_in_json_become_escapes_of_the_same_string() {
+        let doc = serde_json::to_string(&json!({"name": "a\u{202e}b\u{2067}c"})).unwrap();
+        let shown = escape_bidi_in_json(&doc);
+        assert_eq!(shown, r#"{"name":"a\u202eb\u2067c"}"#);
+        let back: Value = serde_json::from_str(&shown).unwrap();
+        assert_eq!(back["name"], "a\u{202e}b\u{2067}c");
+    }
+
+    #[test]
+    fn bidirectional_controls_are_escaped_like_other_controls() {
+        assert_eq!(
+            escape_controls("a\u{202e}b\u{2066}c\u{2069}d\u{202a}e\u{200f}"),
+            "a\\u{202e}b\\u{2066}c\\u{2069}d\\u{202a}e\u{200f}"
+        );
+    }
+
+    proptest::proptest! {
+        /// Any text, ASCII or not, with or without the markers: redaction never panics, and
+        /// running it twice changes nothing more.
+        #[test]
+        fn shape_redaction_never_panics_and_is_stable(
+            text in "(\\PC|[=:\"'\\\\ ]|TOKEN|sk-|ghp_|Bearer |eyJ|xoxb-|é|\u{202e}){0,40}"
+        ) {
+            let once = redact_text(&text, None, &[]);
+            proptest::prop_assert_eq!(redact_text(&once, None, &[]), once);
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+        /// `logs -f`: however the Host's writes split a stream of credential lines (lines cut
+        /// at the 1 MiB cap or a small one included), no line the follower gives out shows a
+        /// secret once redacted. The lines come from `sys::tail::Lines`, the follower's own
+        /// assembly.
+        #[test]
+        fn a_credential_split_across_writes_is_never_printed(
+            picks in proptest::collection::vec(0usize..8, 1..24),
+            cuts in proptest::collection::vec(1usize..40, 1..64),
+            max in proptest::prop_oneof![
+                proptest::strategy::Just(crate::sys::tail::MAX_LINE),
+                24usize..120
+            ],
+        ) {
+            const SECRET_LINES: &[&str] = &[
+                "GET /v1 Authorization: Bearer 9f8e7d6c5b4a39281706",
+                "using sk-ant-api03-Zx9Yw8Vu7Ts6Rq5Po4Nm3_Lk2-Ji1AA",
+                "OPENAI_API_KEY=sk-proj-Qa1Ws2Ed3Rf4Tg5Yh6Uj7",
+                "cloned with ghp_Aa0Bb1Cc2Dd3Ee4Ff5Gg6Hh7Ii8Jj9Kk0L",
+                "posted xoxb-2048-4096-SlAcKsEcReTvAlUe",
+                "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI0MiJ9.c2lnbmF0dXJlLXNlY3JldA",
+                "GITHUB_TOKEN=github_pat_11AAAAAAA0BBBBBBBBBBBB_CCCCCCCCCCCCCC",
+                "an ordinary line with task-list and sk-learn",
+            ];
+            const SECRETS: &[&str] = &[
+                "9f8e7d6c5b4a39281706", "Zx9Yw8Vu7Ts6Rq5Po4Nm3", "Qa1Ws2Ed3Rf4Tg5Yh6Uj7",
+                "Aa0Bb1Cc2Dd3Ee4Ff5Gg6", "SlAcKsEcReTvAlUe", "c2lnbmF0dXJlLXNlY3JldA",
+                "github_pat_11AAAAAAA0", "CCCCCCCCCCCCCC",
+            ];
+            let text: String = picks.iter().map(|i| format!("{}\n", SECRET_LINES[*i])).collect();
+            let bytes = text.as_bytes();
+            let mut lines = crate::sys::tail::Lines::new(max);
+            let mut printed = vec![];
+            let (mut at, mut k) = (0, 0);
+            while at < bytes.len() {
+                let n = cuts[k % cuts.len()].min(bytes.len() - at);
+                printed.extend(lines.push(&bytes[at..at + n]));
+                at += n;
+                k += 1;
+            }
+            printed.extend(lines.finish());
+            proptest::prop_assert_eq!(printed.len(), picks.len());
+            for line in &printed {
+                let shown = redact_text(line, None, &[]);
+                for secret in SECRETS {
+                    proptest::prop_assert!(!shown.contains(secret), "{} in {}", secret, shown);
+                }
+            }
+        }
     }
 }

@@ -59,7 +59,15 @@ pub fn show_qr(ctx: &Context, plan: &Plan) -> Ran {
     }
     ctx.out
         .waiting(&format!("the login QR ({SHOW_QR} --show-qr)"), QR_TIMEOUT);
-    match run_step(ctx, plan, script, &["--show-qr"], None, QR_TIMEOUT) {
+    match run_step(
+        ctx,
+        plan,
+        script,
+        &["--show-qr"],
+        None,
+        QR_TIMEOUT,
+        Stdout::AsWritten,
+    ) {
         Ok(()) => Ran::Done,
         Err(_) if signal::received().is_some() => {
             ctx.out.err(QR_UNAVAILABLE);
@@ -95,6 +103,7 @@ pub fn prepare_restore(ctx: &Context, plan: &Plan) -> Ran {
         &[],
         Some(RESTORE_TRIGGER),
         RESTORE_TIMEOUT,
+        Stdout::Redacted,
     ) {
         Ok(()) => Ran::Done,
         Err(_) if signal::received().is_some() => {
@@ -109,6 +118,16 @@ pub fn prepare_restore(ctx: &Context, plan: &Plan) -> Ran {
     }
 }
 
+/// How a step's stdout is shown.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stdout {
+    /// As the entry point wrote it: only the login QR, which is the user's own login.
+    AsWritten,
+    /// Through the printer like every other output: secrets (known and by shape) redacted,
+    /// control characters escaped.
+    Redacted,
+}
+
 fn run_step(
     ctx: &Context,
     plan: &Plan,
@@ -116,6 +135,7 @@ fn run_step(
     args: &[&str],
     extra: Option<(&str, &str)>,
     timeout: Duration,
+    stdout: Stdout,
 ) -> Result<(), String> {
     let mut env = plan
         .host_environment(&ctx.stack.home)
@@ -141,7 +161,10 @@ fn run_step(
         timeout,
         &mut |stream, line| match stream {
             // The QR is for the user's eyes: its lines as the entry point wrote them.
-            process::Stream::Stdout => ctx.out.raw(format!("{line}\n").as_bytes()),
+            process::Stream::Stdout if stdout == Stdout::AsWritten => {
+                ctx.out.raw(format!("{line}\n").as_bytes());
+            }
+            process::Stream::Stdout => ctx.out.out(line),
             process::Stream::Stderr if !line.trim().is_empty() => ctx.out.err(line),
             process::Stream::Stderr => {}
         },

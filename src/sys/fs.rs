@@ -80,6 +80,25 @@ pub fn read_regular(path: &Path, cap: u64) -> Result<Option<Vec<u8>>, FsError> {
     Ok(Some(bytes))
 }
 
+/// The first `n` bytes (fewer when the file is shorter) of a regular file that may be reached
+/// through symlinks (an executable such as Homebrew's `node` link): opened non-blocking and
+/// checked with `fstat` before any read, so a FIFO or device there never blocks and is never
+/// read. `None` when there is no such file or it is not a regular file.
+pub fn read_head(path: &Path, n: usize) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if special_kind(&file.metadata().ok()?.file_type()).is_some() {
+        return None;
+    }
+    let mut head = Vec::with_capacity(n);
+    file.take(n as u64).read_to_end(&mut head).ok()?;
+    Some(head)
+}
+
 /// Opens a regular file for reading: never through a symlink, never blocking on a FIFO or
 /// device (opened non-blocking, checked with `fstat` before any read). `None` when there is no
 /// such file; anything else that is not a regular file is refused, naming what it is.
@@ -227,21 +246,46 @@ fn sweep_stale_temps(path: &Path) {
 /// Writes `bytes` to `path` atomically with `mode` (kept from an existing file when `None`,
 /// else 0600). Returns `false`, touching nothing, when the file already holds these bytes.
 ///
-/// `_held` proves the caller holds the lock that guards `path` (its sidecar, or the stack's
+/// `held` proves the caller holds the lock that guards `path` (its sidecar, or the stack's
 /// lifecycle lock). A file owned by someone else (root rewriting a user's file) keeps its
 /// owner as well as its mode (docs/behaviour.md §9).
 pub fn write_atomic(
-    _held: &Lock,
+    held: &Lock,
     path: &Path,
     bytes: &[u8],
     mode: Option<u32>,
 ) -> Result<bool, FsError> {
+    write_atomic_checked(held, path, bytes, mode, &mut || true).map(|c| c == Checked::Written)
+}
+
+/// What [`write_atomic_checked`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Checked {
+    /// The file already held these bytes; nothing was touched.
+    Unchanged,
+    Written,
+    /// `still_current` said no right before the rename: nothing was replaced (the temp file is
+    /// gone), and the caller reads the file again.
+    Raced,
+}
+
+/// [`write_atomic`] for a file another program rewrites without oyster's lock (the Host and
+/// its `config.json`): `still_current` is asked after the temp file is written and synced —
+/// a full fsync takes tens of milliseconds on macOS — right before the rename, and when it
+/// says no, nothing is replaced ([`Checked::Raced`]). What is left is the window between that
+/// look and the rename, not the whole write.
+pub fn write_atomic_checked(
+    _held: &Lock,
+    path: &Path,
+    bytes: &[u8],
+    mode: Option<u32>,
+    still_current: &mut dyn FnMut() -> bool,
+) -> Result<Checked, FsError> {
     refuse_symlink(path)?;
     sweep_stale_temps(path);
     let mut owner = None;
     let existing_mode = match std::fs::metadata(path) {
         Ok(m) => {
-            // A FIFO or device there would block the comparison read (or never end it).
             if let Some(kind) = special_kind(&m.file_type()) {
                 return Err(FsError::NotRegular {
                     path: path.to_owned(),
@@ -251,7 +295,7 @@ pub fn write_atomic(
             if m.len() == bytes.len() as u64
                 && read_regular(path, m.len()).is_ok_and(|old| old.as_deref() == Some(bytes))
             {
-                return Ok(false);
+                return Ok(Checked::Unchanged);
             }
             use std::os::unix::fs::MetadataExt;
             owner = Some((m.uid(), m.gid()));
@@ -261,7 +305,12 @@ pub fn write_atomic(
         Err(e) => return Err(io_err("read", path)(e)),
     };
     let mode = mode.or(existing_mode).unwrap_or(0o600);
-    replace_via_temp(path, bytes, mode, owner, Durability::Synced).map(|()| true)
+    let renamed = replace_via_temp(path, bytes, mode, owner, Durability::Synced, still_current)?;
+    Ok(if renamed {
+        Checked::Written
+    } else {
+        Checked::Raced
+    })
 }
 
 /// Whether a replacement is `fsync`ed (file and directory) before it counts as done.
@@ -283,7 +332,8 @@ fn replace_via_temp(
     mode: u32,
     owner: Option<(u32, u32)>,
     durability: Durability,
-) -> Result<(), FsError> {
+    still_current: &mut dyn FnMut() -> bool,
+) -> Result<bool, FsError> {
     let tmp = temp_path(path);
     let result = (|| {
         let mut f = OpenOptions::new()
@@ -306,17 +356,48 @@ fn replace_via_temp(
             .map_err(io_err("set the mode of", path))?;
         if durability == Durability::Synced {
             f.sync_all().map_err(io_err("sync", path))?;
+            test_slow_fsync();
+        }
+        if !still_current() {
+            return Ok(false);
         }
         std::fs::rename(&tmp, path).map_err(io_err("rename into place", path))?;
         if durability == Durability::Synced {
             sync_dir(path)?;
         }
-        Ok(())
+        Ok(true)
     })();
-    if result.is_err() {
+    if !matches!(result, Ok(true)) {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// A test hook, compiled into debug builds only (inert in every release build, whatever the
+/// environment): with `OYSTER_TEST_SLOW_FSYNC=<file>`, the first synced write of this run
+/// creates `<file>` after its fsync and waits (at most 10 s) until it is removed, standing in
+/// for macOS's full fsync (tens of milliseconds) so a test can rewrite the target in that
+/// window deterministically.
+fn test_slow_fsync() {
+    #[cfg(debug_assertions)]
+    {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        static DONE: AtomicBool = AtomicBool::new(false);
+        let Some(marker) = std::env::var_os("OYSTER_TEST_SLOW_FSYNC") else {
+            return;
+        };
+        if DONE.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let marker = PathBuf::from(marker);
+        if std::fs::write(&marker, b"in fsync\n").is_err() {
+            return;
+        }
+        let t0 = std::time::Instant::now();
+        while marker.exists() && t0.elapsed() < std::time::Duration::from_secs(10) {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
 }
 
 /// Replaces `path` with `bytes` through a temp file and a rename, with exactly `mode`, but
@@ -329,7 +410,7 @@ pub fn replace_atomic(path: &Path, bytes: &[u8], mode: u32) -> Result<(), FsErro
     // A launch killed between its temp file and the rename leaves one behind (the exec
     // record's holds the launch environment): the next writer of the file removes it.
     sweep_stale_temps(path);
-    replace_via_temp(path, bytes, mode, None, Durability::Volatile)
+    replace_via_temp(path, bytes, mode, None, Durability::Volatile, &mut || true).map(|_| ())
 }
 
 /// `fsync`s the directory holding `path`, so the rename survives a power cut.
@@ -433,23 +514,100 @@ pub fn sidecar_lock_path(path: &Path) -> PathBuf {
 /// inode changes on every write), creating it 0600 if needed. Blocks until it is free.
 pub fn lock_sidecar(path: &Path) -> Result<Lock, FsError> {
     let lock_path = sidecar_lock_path(path);
-    let file = open_lock_file(&lock_path)?;
-    match flock(file, nix::fcntl::FlockArg::LockExclusive, &lock_path)? {
-        Ok(held) => Ok(Lock {
-            _held: held,
-            waited: false,
-            recorded: false,
-        }),
-        Err(_) => unreachable!("a blocking flock does not answer EWOULDBLOCK"),
+    let mut file = open_lock_file(&lock_path)?;
+    for _ in 0..RELOCK_TRIES {
+        match flock(file, nix::fcntl::FlockArg::LockExclusive, &lock_path)? {
+            Ok(held) if still_at(&held, &lock_path) => {
+                return Ok(Lock {
+                    _held: held,
+                    waited: false,
+                    recorded: false,
+                })
+            }
+            // Unlinked (or replaced) while this one waited for it: lock the file there now.
+            Ok(_) => file = reopen_lock_file(&lock_path)?,
+            Err(_) => unreachable!("a blocking flock does not answer EWOULDBLOCK"),
+        }
     }
+    Err(moved_away(&lock_path))
 }
 
-/// Takes the exclusive lock at an existing `lock_path` without waiting and without creating
-/// it: `Ok(None)` when another process holds it (`cleanup` keeps such a stack: an oyster is
-/// working on it), or when there is no such file. Once held, its record says `pid N (what)`,
-/// so an oyster that waits meanwhile (while `cleanup` asks its question) names this one; a
-/// lock file this user may only read is locked without a record.
-pub fn try_lock_existing(lock_path: &Path, what: &str) -> Result<Option<Lock>, FsError> {
+/// How many times a lock whose file was unlinked under it is taken again before giving up
+/// (each retry means another process removed the lock file meanwhile; more than a few is a
+/// program doing it on purpose).
+const RELOCK_TRIES: usize = 20;
+
+/// The error when the lock file kept being replaced under every attempt.
+fn moved_away(lock_path: &Path) -> FsError {
+    io_err("lock", lock_path)(io::Error::other(
+        "the lock file was removed or replaced each time oyster took it; check what removes it, then run again",
+    ))
+}
+
+/// Whether the file a lock is held on is still the file at `lock_path` (same device and
+/// inode). A holder that unlinked the file (`cleanup` removing a stack, a refused first install
+/// forgetting its directory) lets a waiter lock the orphaned inode while a newcomer creates a
+/// fresh file and locks that: two writers. So a lock counts only while the path names it.
+fn still_at(held: &File, lock_path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(ours) = held.metadata() else {
+        return false;
+    };
+    std::fs::symlink_metadata(lock_path)
+        .is_ok_and(|m| (m.dev(), m.ino()) == (ours.dev(), ours.ino()))
+}
+
+/// Opens the lock file again after it was unlinked under a waiter: its directory, removed with
+/// it, is created again (0700), as the command that waited needs it anyway.
+fn reopen_lock_file(lock_path: &Path) -> Result<File, FsError> {
+    if let Some(dir) = lock_path.parent().filter(|d| !d.exists()) {
+        if std::fs::symlink_metadata(dir).is_err() {
+            create_dir_all(dir, 0o700)?;
+        }
+    }
+    open_lock_file(lock_path)
+}
+
+/// Takes the exclusive lock at `lock_path` without waiting, creating the file (0600) when
+/// there is none; its directory must exist. `Ok(None)` when another process holds it; else the
+/// lock and whether this call created the file (a caller that then leaves the stack alone
+/// removes what it created, while still holding it). `cleanup` takes each stack's lock this
+/// way before it looks, so no oyster starts on a stack it is about to remove, even one that
+/// never had a lock file (the run directory Oysterun's own runner leaves).
+pub fn try_lock_creating(lock_path: &Path, what: &str) -> Result<Option<(Lock, bool)>, FsError> {
+    refuse_symlink(lock_path)?;
+    for _ in 0..RELOCK_TRIES {
+        let created = match OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+            .open(lock_path)
+        {
+            Ok(_) => true,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => false,
+            Err(e) => return Err(io_err("create the lock file", lock_path)(e)),
+        };
+        match try_lock_once(lock_path, what)? {
+            Locked::Held(lock) => return Ok(Some((lock, created))),
+            Locked::Busy => return Ok(None),
+            // Removed between the two opens: create it again.
+            Locked::Absent | Locked::Moved => {}
+        }
+    }
+    Err(moved_away(lock_path))
+}
+
+/// One non-blocking attempt at an existing lock file.
+enum Locked {
+    Held(Lock),
+    Busy,
+    Absent,
+    /// Locked, but the path no longer names the locked file.
+    Moved,
+}
+
+fn try_lock_once(lock_path: &Path, what: &str) -> Result<Locked, FsError> {
     refuse_symlink(lock_path)?;
     let open = |write: bool| {
         OpenOptions::new()
@@ -460,18 +618,35 @@ pub fn try_lock_existing(lock_path: &Path, what: &str) -> Result<Option<Lock>, F
     };
     let (file, writable) = match open(true) {
         Ok(f) => (f, true),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Locked::Absent),
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied => match open(false) {
             Ok(f) => (f, false),
             Err(e) => return Err(io_err("open the lock file", lock_path)(e)),
         },
+        // A FIFO nobody reads, opened for writing.
+        Err(e) if e.raw_os_error() == Some(nix::libc::ENXIO) => {
+            return Err(FsError::NotRegular {
+                path: lock_path.to_owned(),
+                kind: "a FIFO (named pipe)",
+            })
+        }
         Err(e) => return Err(io_err("open the lock file", lock_path)(e)),
     };
+    let meta = file.metadata().map_err(io_err("inspect", lock_path))?;
+    if let Some(kind) = special_kind(&meta.file_type()) {
+        return Err(FsError::NotRegular {
+            path: lock_path.to_owned(),
+            kind,
+        });
+    }
     let Ok(mut held) = flock(file, nix::fcntl::FlockArg::LockExclusiveNonblock, lock_path)? else {
-        return Ok(None);
+        return Ok(Locked::Busy);
     };
+    if !still_at(&held, lock_path) {
+        return Ok(Locked::Moved);
+    }
     let recorded = writable && write_record(&mut held, what);
-    Ok(Some(Lock {
+    Ok(Locked::Held(Lock {
         _held: held,
         waited: false,
         recorded,
@@ -504,14 +679,28 @@ pub fn lock_waiting(
     let t0 = std::time::Instant::now();
     let mut waiting = Some(waiting);
     let mut waited = false;
+    // A holder's record is one short line: read no more than that, whatever the file grew to.
     let holder_of = |f: &mut File| {
-        let mut holder = String::new();
-        let _ = f.rewind().and_then(|()| f.read_to_string(&mut holder));
-        holder.trim().to_owned()
+        let mut holder = vec![];
+        let _ = f
+            .rewind()
+            .and_then(|()| Read::by_ref(f).take(MAX_RECORD).read_to_end(&mut holder));
+        String::from_utf8_lossy(&holder).trim().to_owned()
     };
+    let mut relocks = 0;
     let mut held = loop {
         match flock(file, nix::fcntl::FlockArg::LockExclusiveNonblock, lock_path)? {
-            Ok(held) => break held,
+            Ok(held) if still_at(&held, lock_path) => break held,
+            // The holder unlinked the file before letting go (cleanup removing the stack):
+            // this is a lock on nothing. Take the one at the path now, created again if need be.
+            Ok(_) => {
+                relocks += 1;
+                if relocks > RELOCK_TRIES {
+                    return Err(moved_away(lock_path));
+                }
+                waited = true;
+                file = reopen_lock_file(lock_path)?;
+            }
             Err(mut busy) => {
                 waited = true;
                 if waiting.is_some() {
@@ -550,6 +739,9 @@ pub fn lock_waiting(
         recorded,
     })
 }
+
+/// The most of a lock file read for its holder's record (`pid N (what)`).
+const MAX_RECORD: u64 = 4096;
 
 /// Whether a lock record (`pid N (what)`) names a live process other than this one.
 #[allow(clippy::cast_possible_wrap, reason = "pids fit an i32 (pid_t)")]

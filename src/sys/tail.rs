@@ -22,14 +22,26 @@ pub fn open_log(path: &Path) -> Result<Option<File>, FsError> {
     super::fs::open_regular(path)
 }
 
-/// The last `n` lines of `file` (without their newlines) and the offset just past them.
-pub fn last_lines(file: &mut File, n: usize) -> io::Result<(Vec<String>, u64)> {
+/// The last `n` lines of `file` (without their newlines) and the offset just past them. With
+/// `complete_only` (`logs -f`), a last line the Host is still writing (no newline yet) is left
+/// out and the offset is its start, so the follower prints it whole once it ends: half a
+/// token printed now and its other half later would each escape redaction.
+pub fn last_lines(
+    file: &mut File,
+    n: usize,
+    complete_only: bool,
+) -> io::Result<(Vec<String>, u64)> {
     let end = file.metadata()?.len();
     let start = end.saturating_sub(TAIL_WINDOW);
     file.seek(SeekFrom::Start(start))?;
     let mut buf = Vec::new();
     file.take(end - start).read_to_end(&mut buf)?;
-    let end = start + buf.len() as u64;
+    let mut end = start + buf.len() as u64;
+    if complete_only {
+        let keep = buf.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        end -= (buf.len() - keep) as u64;
+        buf.truncate(keep);
+    }
     let mut text: &[u8] = &buf;
     if start > 0 {
         // The window began mid-line: drop that partial line.
@@ -63,19 +75,114 @@ pub enum Event {
     Refused(String),
 }
 
+/// The longest line shown whole while following; a longer one is cut (see [`Lines`]).
+pub const MAX_LINE: usize = 1 << 20;
+
+/// Bytes as they arrive, in any pieces, made into lines: a line is given out only once its
+/// newline arrived, so how the Host's writes (or oyster's reads) split it cannot split what is
+/// redacted — the printer redacts whole lines. Memory is bounded: a line longer than `max`
+/// bytes is given out as its first `max` bytes cut back to the last space (a token at the cut
+/// is not shown in part), marked as cut, and the rest of it up to its newline is skipped. What
+/// is given out depends only on the bytes, never on the pieces they came in.
+#[derive(Debug)]
+pub struct Lines {
+    partial: Vec<u8>,
+    /// Skipping the rest of a line already given out cut.
+    skipping: bool,
+    max: usize,
+}
+
+impl Lines {
+    pub fn new(max: usize) -> Lines {
+        Lines {
+            partial: vec![],
+            skipping: false,
+            max,
+        }
+    }
+
+    /// Takes the next bytes; returns the lines they completed.
+    pub fn push(&mut self, mut bytes: &[u8]) -> Vec<String> {
+        let mut out = vec![];
+        while !bytes.is_empty() {
+            let newline = bytes.iter().position(|b| *b == b'\n');
+            if self.skipping {
+                match newline {
+                    Some(i) => {
+                        self.skipping = false;
+                        bytes = &bytes[i + 1..];
+                    }
+                    None => bytes = &[],
+                }
+                continue;
+            }
+            let (piece, rest, ended) = match newline {
+                Some(i) => (&bytes[..i], &bytes[i + 1..], true),
+                None => (bytes, &[][..], false),
+            };
+            // Never hold more than one byte past the cap.
+            let room = (self.max + 1).saturating_sub(self.partial.len());
+            self.partial
+                .extend_from_slice(&piece[..piece.len().min(room)]);
+            bytes = rest;
+            if self.partial.len() > self.max {
+                out.push(self.cut());
+                self.skipping = !ended;
+            } else if ended {
+                out.push(String::from_utf8_lossy(&std::mem::take(&mut self.partial)).into_owned());
+            }
+        }
+        out
+    }
+
+    /// What is left of a line that never got its newline (the file was rotated away).
+    pub fn finish(&mut self) -> Option<String> {
+        self.skipping = false;
+        if self.partial.is_empty() {
+            return None;
+        }
+        let rest = std::mem::take(&mut self.partial);
+        Some(String::from_utf8_lossy(&rest).into_owned())
+    }
+
+    /// Forgets a partial line (the file was truncated under it).
+    pub fn clear(&mut self) {
+        self.partial.clear();
+        self.skipping = false;
+    }
+
+    /// The first `max` bytes of an over-long line, cut back to its last space, marked.
+    fn cut(&mut self) -> String {
+        let mut line = std::mem::take(&mut self.partial);
+        line.truncate(self.max);
+        let note = format!("[line cut: longer than {} bytes]", self.max);
+        match line.iter().rposition(u8::is_ascii_whitespace) {
+            Some(i) => format!("{} … {note}", String::from_utf8_lossy(&line[..i])),
+            None => format!(
+                "{note} (no space in its first {} bytes; not shown)",
+                self.max
+            ),
+        }
+    }
+}
+
 /// Follows one log path.
 pub struct Follower {
     path: PathBuf,
     file: Option<File>,
     pos: u64,
     id: Option<(u64, u64)>,
-    partial: Vec<u8>,
+    lines: Lines,
     refused: bool,
 }
 
 impl Follower {
     /// Follows `path`, continuing `file` (already open) from `pos`.
-    pub fn new(path: &Path, file: Option<File>, pos: u64) -> Follower {
+    pub fn new(path: &Path, mut file: Option<File>, pos: u64) -> Follower {
+        if let Some(f) = file.as_mut() {
+            // Where the next read starts, whatever was read of it before.
+            let _ = f.seek(SeekFrom::Start(pos));
+        }
         let id = file
             .as_ref()
             .and_then(|f| f.metadata().ok())
@@ -85,7 +192,7 @@ impl Follower {
             file,
             pos,
             id,
-            partial: vec![],
+            lines: Lines::new(MAX_LINE),
             refused: false,
         }
     }
@@ -96,7 +203,7 @@ impl Follower {
         if let Some(f) = self.file.as_mut() {
             if f.metadata()?.len() < self.pos {
                 self.pos = 0;
-                self.partial.clear();
+                self.lines.clear();
                 f.seek(SeekFrom::Start(0))?;
                 events.push(Event::Truncated);
             }
@@ -112,9 +219,8 @@ impl Follower {
         if moved {
             match open_log(&self.path) {
                 Ok(Some(f)) => {
-                    if !self.partial.is_empty() {
-                        let rest = std::mem::take(&mut self.partial);
-                        events.push(Event::Line(String::from_utf8_lossy(&rest).into_owned()));
+                    if let Some(rest) = self.lines.finish() {
+                        events.push(Event::Line(rest));
                     }
                     events.push(if self.file.is_some() {
                         Event::Rotated
@@ -154,13 +260,7 @@ impl Follower {
                 Err(e) => return Err(e),
             };
             self.pos += n as u64;
-            self.partial.extend_from_slice(&buf[..n]);
-        }
-        while let Some(i) = self.partial.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = self.partial.drain(..=i).collect();
-            events.push(Event::Line(
-                String::from_utf8_lossy(&line[..line.len() - 1]).into_owned(),
-            ));
+            events.extend(self.lines.push(&buf[..n]).into_iter().map(Event::Line));
         }
         Ok(())
     }
@@ -187,9 +287,9 @@ mod tests {
         let p = d.path().join("log");
         std::fs::write(&p, "a\nb\nc\nd").unwrap();
         let mut f = open_log(&p).unwrap().unwrap();
-        let (l, end) = last_lines(&mut f, 2).unwrap();
+        let (l, end) = last_lines(&mut f, 2, false).unwrap();
         assert_eq!((l, end), (vec!["c".to_owned(), "d".to_owned()], 7));
-        let (l, _) = last_lines(&mut f, 10).unwrap();
+        let (l, _) = last_lines(&mut f, 10, false).unwrap();
         assert_eq!(l.len(), 4);
     }
 
@@ -199,7 +299,7 @@ mod tests {
         let p = d.path().join("log");
         std::fs::write(&p, "old\n").unwrap();
         let mut f = open_log(&p).unwrap().unwrap();
-        let (_, end) = last_lines(&mut f, 0).unwrap();
+        let (_, end) = last_lines(&mut f, 0, true).unwrap();
         let mut fo = Follower::new(&p, Some(f), end);
         assert!(fo.poll().unwrap().is_empty());
         let mut w = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
@@ -239,5 +339,94 @@ mod tests {
             Err(FsError::NotRegular { .. })
         ));
         assert!(open_log(&d.path().join("none")).unwrap().is_none());
+    }
+
+    #[test]
+    fn following_starts_at_a_last_line_still_being_written() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("log");
+        std::fs::write(&p, "done\nAuthorization: Bearer ab").unwrap();
+        let mut f = open_log(&p).unwrap().unwrap();
+        let (l, end) = last_lines(&mut f, 10, true).unwrap();
+        assert_eq!((l, end), (vec!["done".to_owned()], 5));
+        let mut fo = Follower::new(&p, Some(f), end);
+        assert!(fo.poll().unwrap().is_empty());
+        let mut w = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        w.write_all(b"c123def456\n").unwrap();
+        assert_eq!(
+            lines(&fo.poll().unwrap()),
+            ["Authorization: Bearer abc123def456"]
+        );
+    }
+
+    /// The reference: what [`Lines`] gives for the whole stream at once.
+    fn whole(max: usize, bytes: &[u8]) -> Vec<String> {
+        let mut l = Lines::new(max);
+        let mut out = l.push(bytes);
+        out.extend(l.finish());
+        out
+    }
+
+    #[test]
+    fn lines_are_bounded_and_cut_back_to_a_space() {
+        assert_eq!(
+            whole(
+                16,
+                b"short\nfirst words then ghp_0123456789abcdefghij\nnext"
+            ),
+            [
+                "short",
+                "first words … [line cut: longer than 16 bytes]",
+                "next"
+            ]
+        );
+        assert_eq!(
+            whole(8, b"0123456789abc\nok\n"),
+            [
+                "[line cut: longer than 8 bytes] (no space in its first 8 bytes; not shown)",
+                "ok"
+            ]
+        );
+        assert_eq!(whole(8, b"12345678\n"), ["12345678"]);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// However the Host's writes split a log, `logs -f` gives the same lines as the whole
+        /// stream at once (so the printer redacts each line whole; the redaction side of this
+        /// is `output::redact::tests::a_credential_split_across_writes_is_never_printed`).
+        /// Written to a real file in the pieces given, polled after each.
+        #[test]
+        fn any_split_of_the_hosts_writes_gives_the_same_lines(
+            picks in proptest::collection::vec(0usize..4, 1..24),
+            cuts in proptest::collection::vec(1usize..40, 1..64),
+            max in proptest::prop_oneof![proptest::strategy::Just(MAX_LINE), 24usize..120],
+        ) {
+            const LINES: &[&str] = &[
+                "GET /v1 Authorization: Bearer 9f8e7d6c5b4a39281706",
+                "a line with spaces, and then a long one without: 0123456789abcdefghijklmnopqrstuvwxyz",
+                "",
+                "\u{e9}t\u{e9} \u{202e} mixed bytes",
+            ];
+            let text: String = picks.iter().map(|i| format!("{}\n", LINES[*i])).collect();
+            let bytes = text.as_bytes();
+            let d = tempfile::tempdir().unwrap();
+            let p = d.path().join("log");
+            std::fs::write(&p, "").unwrap();
+            let f = open_log(&p).unwrap().unwrap();
+            let mut fo = Follower::new(&p, Some(f), 0);
+            fo.lines = Lines::new(max);
+            let mut w = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+            let mut printed = vec![];
+            let (mut at, mut k) = (0, 0);
+            while at < bytes.len() {
+                let n = cuts[k % cuts.len()].min(bytes.len() - at);
+                w.write_all(&bytes[at..at + n]).unwrap();
+                at += n;
+                k += 1;
+                printed.extend(lines(&fo.poll().unwrap()).into_iter().map(str::to_owned));
+            }
+            proptest::prop_assert_eq!(&printed, &whole(max, bytes));
+        }
     }
 }

@@ -583,3 +583,104 @@ fn only_commands_and_launch_print() {
     );
     assert_eq!(seen, ["fixture.rs: say", "fixture.rs: printer"]);
 }
+
+/// Issue 30 item 3: every file oyster reads goes through the one reader in `src/sys/` (regular
+/// files only, size-capped, non-blocking: `read_regular`, `open_regular`, `read_head`, the log
+/// tail), never `fs::read`, `fs::read_to_string`, `io::read_to_string` or `File::open`, which
+/// follow links, block on a FIFO and read `/dev/zero` without end. Read as tokens (comments
+/// and strings cannot fake or hide a call; `use std::fs::{read, …}` is caught too); unit-test
+/// modules (`#[cfg(test)] mod …`, `*tests.rs`) may read their fixtures directly.
+#[test]
+fn files_are_read_only_through_the_bounded_reader_in_sys() {
+    fn ident(t: &TokenTree) -> Option<String> {
+        match t {
+            TokenTree::Ident(i) => Some(i.to_string()),
+            _ => None,
+        }
+    }
+    /// Whether `toks[i..]` starts with `#[cfg(test)]`.
+    fn cfg_test(toks: &[TokenTree], i: usize) -> bool {
+        matches!(toks.get(i), Some(TokenTree::Punct(p)) if p.as_char() == '#')
+            && matches!(toks.get(i + 1), Some(TokenTree::Group(g))
+                if g.delimiter() == proc_macro2::Delimiter::Bracket
+                    && g.stream().to_string().replace(' ', "") == "cfg(test)")
+    }
+    fn raw_reads(tokens: TokenStream, file: &Path, found: &mut Vec<String>) {
+        let toks: Vec<TokenTree> = tokens.into_iter().collect();
+        let mut i = 0;
+        while i < toks.len() {
+            // `#[cfg(test)] mod name { … }` or `#[cfg(test)] mod name;`: skipped whole.
+            if cfg_test(&toks, i) && toks.get(i + 2).and_then(ident).as_deref() == Some("mod") {
+                i += 5;
+                continue;
+            }
+            let t = &toks[i];
+            i += 1;
+            if let TokenTree::Group(g) = t {
+                raw_reads(g.stream(), file, found);
+                continue;
+            }
+            let TokenTree::Ident(id) = t else { continue };
+            let forbidden: &[&str] = match id.to_string().as_str() {
+                "fs" => &["read", "read_to_string"],
+                "io" => &["read_to_string"],
+                "File" => &["open"],
+                _ => continue,
+            };
+            if !toks.get(i..i + 2).is_some_and(is_colons) {
+                continue;
+            }
+            let names: Vec<String> = match toks.get(i + 2) {
+                Some(TokenTree::Ident(n)) => vec![n.to_string()],
+                Some(TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Brace => {
+                    flatten(g.stream()).iter().filter_map(ident).collect()
+                }
+                _ => continue,
+            };
+            for n in names.iter().filter(|n| forbidden.contains(&n.as_str())) {
+                found.push(format!(
+                    "{}:{}: {id}::{n}",
+                    file.display(),
+                    id.span().start().line
+                ));
+            }
+        }
+    }
+    let src = real_src();
+    let mut found = vec![];
+    for file in super::common::rust_files(&src) {
+        let rel = file.strip_prefix(&src).unwrap();
+        if rel.starts_with("sys") || rel.to_string_lossy().ends_with("tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        raw_reads(text.parse().unwrap(), rel, &mut found);
+    }
+    assert!(
+        found.is_empty(),
+        "read these through crate::sys::fs (read_regular, open_regular, read_head): {found:#?}"
+    );
+    // The check sees every form, and lets the reader's own names and test modules through.
+    let mut seen = vec![];
+    raw_reads(
+        "use std::fs::{self, write, read};\n\
+         fn f() { let a = std::fs::read_to_string(p); let b = File::open(p);\n\
+         let c = std::io::read_to_string(r); let d = fs::read(p);\n\
+         let ok = crate::sys::fs::read_regular(p, 9); let s = f.read_to_string(&mut s); }\n\
+         #[cfg(test)]\nmod tests { fn g() { std::fs::read(p); } }"
+            .parse()
+            .unwrap(),
+        Path::new("x.rs"),
+        &mut seen,
+    );
+    assert_eq!(
+        seen,
+        [
+            "x.rs:1: fs::read",
+            "x.rs:2: fs::read_to_string",
+            "x.rs:2: File::open",
+            "x.rs:3: io::read_to_string",
+            "x.rs:3: fs::read"
+        ]
+    );
+}
