@@ -411,6 +411,9 @@ impl Daemon {
                     &d,
                     &self.rows(&d),
                     overrides.get(&d.name()),
+                    req.knobs
+                        .get("LAUNCHD_SIM_DOMAIN_EXTRA_ROWS")
+                        .map(String::as_str),
                 ))
             }
             Some(label) => match self.jobs.get(&d.target(&label)) {

@@ -194,6 +194,9 @@ fn not_loaded(verb: &str, a: &[&str], knobs: &BTreeMap<String, String>) -> Reply
             &d,
             &[],
             state::read_overrides(&state_dir()).get(&d.name()),
+            knobs
+                .get("LAUNCHD_SIM_DOMAIN_EXTRA_ROWS")
+                .map(String::as_str),
         )),
         ("bootout", Some(_)) => Reply::failed("Boot-out", 3),
         ("bootout", None) => match a.get(2) {

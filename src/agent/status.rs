@@ -292,9 +292,11 @@ fn ask_launchd(
         // loaded in both is one Host too many (a console login after an install over SSH).
         // The two answers also say whether gui/<uid> exists: no separate domain probe.
         let label = &ctx.stack.label;
+        // A listing row that did not parse but names this label: the table cannot say
+        // whether the job is there, so launchd is asked for it on its own.
         let both = match listings {
-            Some(l) => l.both(label),
-            None => lc.in_both_domains(label)?,
+            Some(l) if !l.unsure(label) => l.both(label),
+            _ => lc.in_both_domains(label)?,
         };
         let domain = both.choice();
         if let Some(n) = &domain.fallback_note {

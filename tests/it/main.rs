@@ -27,6 +27,7 @@ mod packaging;
 mod planted_fifos;
 mod privacy_folders;
 mod providers;
+mod real_macs;
 mod registry_guard;
 mod regressions;
 mod remembered_root;

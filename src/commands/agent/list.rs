@@ -28,7 +28,17 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     // each row's notes.
     let (listings, fallback) = match Launchctl::locate(&ctx.env) {
         Ok(lc) if !names.is_empty() => match lc.listings() {
-            Ok(Ok(l)) => (Some(l), None),
+            Ok(Ok(l)) => {
+                // Rows launchd printed in a shape oyster does not read are skipped, never a
+                // reason to give up the table; a stack one of them names is asked on its own.
+                let n = l.skipped();
+                if n > 0 {
+                    ctx.out.note(&format!(
+                        "{n} rows of launchd's domain listings were not in a shape oyster reads and were skipped; a stack one of them names was asked for on its own"
+                    ));
+                }
+                (Some(l), None)
+            }
             Ok(Err(Unreadable(why))) => (None, Some(why)),
             Err(e) => (None, Some(format!("{e:#}"))),
         },
