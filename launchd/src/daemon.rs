@@ -159,7 +159,7 @@ impl Daemon {
             // "Service cannot load in requested session": launchctl reports it as 5 (or 125).
             return Err(knob_code(req, "LAUNCHD_SIM_SESSION_CODE", 5));
         }
-        if state::is_disabled(&self.state_dir, &d.name(), &def.label) {
+        if state::is_disabled(&self.state_dir, d.uid, &def.label) {
             return Err(knob_code(req, "LAUNCHD_SIM_DISABLED_CODE", 5));
         }
         let key = d.target(&def.label);
@@ -406,11 +406,11 @@ impl Daemon {
         }
         match label {
             None => {
-                let overrides = state::read_overrides(&self.state_dir);
+                let overrides = state::overrides(&self.state_dir, d.uid);
                 Reply::ok(listing::domain_print(
                     &d,
                     &self.rows(&d),
-                    overrides.get(&d.name()),
+                    overrides.as_ref(),
                     req.knobs
                         .get("LAUNCHD_SIM_DOMAIN_EXTRA_ROWS")
                         .map(String::as_str),

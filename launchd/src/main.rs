@@ -75,7 +75,7 @@ fn dispatch(args: Vec<String>) -> Reply {
             if let Err(code) = proto::check_domain(&d, &knobs) {
                 return proto::domain_error(verb, &d, code);
             }
-            match state::set_disabled(&state, &d.name(), &label, *verb == "disable") {
+            match state::set_disabled(&state, d.uid, &label, *verb == "disable") {
                 Ok(()) => Reply::ok(""),
                 Err(e) => Reply::raw(1, format!("{verb}: {e}\n")),
             }
@@ -89,7 +89,7 @@ fn dispatch(args: Vec<String>) -> Reply {
                 return proto::domain_error("print-disabled", &d, code);
             }
             Reply::ok(print_disabled(
-                state::read_overrides(&state).get(&d.name()),
+                state::overrides(&state, d.uid).as_ref(),
                 knobs
                     .get("LAUNCHD_SIM_PRINT_DISABLED_STYLE")
                     .map_or("", String::as_str),
@@ -193,7 +193,7 @@ fn not_loaded(verb: &str, a: &[&str], knobs: &BTreeMap<String, String>) -> Reply
         ("print", None) => Reply::ok(listing::domain_print(
             &d,
             &[],
-            state::read_overrides(&state_dir()).get(&d.name()),
+            state::overrides(&state_dir(), d.uid).as_ref(),
             knobs
                 .get("LAUNCHD_SIM_DOMAIN_EXTRA_ROWS")
                 .map(String::as_str),

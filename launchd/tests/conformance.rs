@@ -1207,7 +1207,8 @@ fn login_loads_every_aqua_agent_into_gui_whatever_runs_in_user() {
         .lines()
         .find_map(|l| l.strip_prefix("\tpid = ").map(str::to_owned))
         .unwrap();
-    // Disabled overrides are per domain: only gui/<uid>'s count for the login.
+    // Disabled overrides are per user, not per domain: one disabled through user/<uid> (over
+    // SSH) is not loaded at the login either.
     assert_eq!(code(&s.run(&["disable", &s.target("dis.t")])), 0);
     assert_eq!(code(&s.run(&["disable", &user_target("udis.t")])), 0);
     let o = s.run(&["login", &s.gui()]);
@@ -1215,10 +1216,10 @@ fn login_loads_every_aqua_agent_into_gui_whatever_runs_in_user() {
         (code(&o), stdout(&o).as_str(), stderr(&o).as_str()),
         (0, "", "")
     );
-    for label in ["aqua.t", "both.t", "udis.t"] {
+    for label in ["aqua.t", "both.t"] {
         assert!(s.field(label, "pid").is_some(), "{label} runs in gui");
     }
-    for label in ["bg.t", "dis.t"] {
+    for label in ["bg.t", "dis.t", "udis.t"] {
         assert_eq!(code(&s.run(&["print", &s.target(label)])), 113, "{label}");
     }
     // Two copies now: the user/<uid> one is untouched.
@@ -1230,11 +1231,15 @@ fn login_loads_every_aqua_agent_into_gui_whatever_runs_in_user() {
     // A second login loads nothing twice.
     assert_eq!(code(&s.run(&["login", &s.gui()])), 0);
     assert_eq!(s.field("both.t", "pid"), Some(gui_pid));
-    let o = s.run(&["print-disabled", &s.user()]);
-    assert_eq!(
-        stdout(&o),
-        "disabled services = {\n\t\"udis.t\" => disabled\n}\n"
-    );
+    // Both domains print the one store of the user's overrides.
+    for domain in [s.user(), s.gui()] {
+        let o = s.run(&["print-disabled", &domain]);
+        assert_eq!(
+            stdout(&o),
+            "disabled services = {\n\t\"dis.t\" => disabled\n\t\"udis.t\" => disabled\n}\n",
+            "{domain}"
+        );
+    }
     assert_eq!(code(&s.run(&["login", &s.user()])), 64);
 }
 
@@ -1492,7 +1497,17 @@ fn print_disabled_in_the_styles_of_macos_12_13_and_26() {
         stdout(&o),
         "\n\tdisabled services = {\n\t\t\"off.t\" => disabled\n\t\t\"on.t\" => enabled\n\t}\n"
     );
-    // An empty domain still prints the block.
+    // user/<uid> prints the same per-user store.
+    let o = s.run(&["print-disabled", &s.user()]);
+    assert_eq!(
+        stdout(&o),
+        "\n\tdisabled services = {\n\t\t\"off.t\" => disabled\n\t\t\"on.t\" => enabled\n\t}\n"
+    );
+    // A user with no override still gets the block.
+    s.env.push((
+        "LAUNCHD_SIM_STATE".into(),
+        s.dir.path().join("empty").display().to_string(),
+    ));
     let o = s.run(&["print-disabled", &s.user()]);
     assert_eq!(stdout(&o), "\n\tdisabled services = {\n\t}\n");
 }
