@@ -42,6 +42,36 @@ pub fn is_disabled(state: &Path, uid: u32, label: &str) -> bool {
         .unwrap_or(false)
 }
 
+fn login_items_path(state: &Path) -> PathBuf {
+    state.join("login-items.json")
+}
+
+/// The Login Items switch of macOS 13+ (System Settings → General → Login Items, "Allow in
+/// the Background"), per user and label: `{"501": {"label": false}}`, false = switched off.
+/// Only the simulator's own `login-item` verb sets it (the user's click in System Settings).
+pub fn login_item_off(state: &Path, uid: u32, label: &str) -> bool {
+    std::fs::read(login_items_path(state))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Map<String, Map<String, bool>>>(&b).ok())
+        .and_then(|mut all| all.remove(&uid.to_string()))
+        .and_then(|m| m.get(label).copied())
+        .is_some_and(|on| !on)
+}
+
+pub fn set_login_item(state: &Path, uid: u32, label: &str, on: bool) -> std::io::Result<()> {
+    std::fs::create_dir_all(state)?;
+    let mut all: Map<String, Map<String, bool>> = std::fs::read(login_items_path(state))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    all.entry(uid.to_string())
+        .or_default()
+        .insert(label.to_owned(), on);
+    let tmp = state.join(format!(".login-items.json.{}", std::process::id()));
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&all)?)?;
+    std::fs::rename(tmp, login_items_path(state))
+}
+
 /// `LAUNCHD_SIM_FAIL_BOOTSTRAP=CODE[:COUNT]`: fail the next COUNT bootstraps (all, without a
 /// count) with CODE. The count is kept in the state directory so it spans calls.
 pub fn take_injected_failure(state: &Path, knobs: &BTreeMap<String, String>) -> Option<i32> {

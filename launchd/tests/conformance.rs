@@ -1631,3 +1631,72 @@ fn a_timing_knob_set_after_bootstrap_applies_to_the_loaded_job() {
         s.field("later.t", "state").as_deref() == Some("spawn scheduled")
     });
 }
+
+/// Issue 29 item 3: every cause a user's `bootstrap` reports as a bare 5 with the label not
+/// loaded: switched off in Login Items (and `enable` does not undo it), a plist directory
+/// launchd refuses (`LAUNCHD_SIM_OWNERSHIP_CODE=5`), a missing log directory
+/// (`LAUNCHD_SIM_LOG_DIR_CODE=5`); and the Login Items status ServiceManagement gives.
+#[test]
+fn each_cause_of_a_bare_5_with_the_label_not_loaded() {
+    if sim_only("the Login Items switch and the refusal codes are knobs") {
+        return;
+    }
+    let mut s = Sim::new();
+    s.env.push(("LAUNCHD_SIM_EUID".into(), "501".into()));
+    let p = s.plist("li.t", LOOP, "");
+    let path = p.to_str().unwrap();
+    assert_eq!(stdout(&s.run(&["login-item-status", path])), "enabled\n");
+    assert_eq!(code(&s.run(&["login-item", "li.t", "off"])), 0);
+    assert_eq!(
+        stdout(&s.run(&["login-item-status", path])),
+        "requires approval\n"
+    );
+    assert_eq!(code(&s.run(&["enable", &s.target("li.t")])), 0);
+    let o = s.run(&["bootstrap", &s.gui(), path]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (
+            5,
+            "Bootstrap failed: 5: Input/output error\nTry re-running the command as root for richer errors.\n"
+        )
+    );
+    assert_eq!(code(&s.run(&["print", &s.target("li.t")])), 113);
+    assert_eq!(code(&s.run(&["login-item", "li.t", "on"])), 0);
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), path])), 0);
+    assert_eq!(code(&s.run(&["bootout", &s.target("li.t")])), 0);
+    let missing = s.home().join("nope.plist");
+    assert_eq!(
+        stdout(&s.run(&["login-item-status", missing.to_str().unwrap()])),
+        "not found\n"
+    );
+    let mut u = Sim::new();
+    u.env
+        .push(("LAUNCHD_SIM_LOGIN_ITEMS".into(), "unavailable".into()));
+    assert_eq!(code(&u.run(&["login-item-status", path])), 69);
+    // A log directory that does not exist.
+    let logged = s.plist(
+        "log.t",
+        LOOP,
+        "<key>StandardErrorPath</key><string>/nonexistent-dir-29/err.log</string>\n",
+    );
+    let mut k = Sim::new();
+    k.env.push(("LAUNCHD_SIM_LOG_DIR_CODE".into(), "5".into()));
+    k.env.push((
+        "LAUNCHD_SIM_STATE".into(),
+        s.dir.path().join("state").display().to_string(),
+    ));
+    assert_eq!(
+        code(&k.run(&["bootstrap", &s.gui(), logged.to_str().unwrap()])),
+        5
+    );
+    assert_eq!(code(&s.run(&["print", &s.target("log.t")])), 113);
+    // A directory writable by the group.
+    use std::os::unix::fs::PermissionsExt;
+    let dir = p.parent().unwrap().to_owned();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o775)).unwrap();
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), path])), 122);
+    s.env
+        .push(("LAUNCHD_SIM_OWNERSHIP_CODE".into(), "5".into()));
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), path])), 5);
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+}

@@ -4,7 +4,9 @@
 pub mod launchctl;
 pub mod lifecycle;
 pub mod listing;
+pub mod login_items;
 pub mod print;
+pub mod refusal;
 pub mod seen;
 pub mod status;
 pub mod verbs;

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::agent::launchctl::{Domain, JobState, LastExit, Launchctl, PrintInfo};
 use crate::agent::listing::Listings;
+use crate::agent::login_items::LoginItem;
 use crate::context::Context;
 use crate::direct::{self, Owner, PidRecord};
 use crate::host::identity::ExecRecord;
@@ -92,6 +93,13 @@ pub struct AgentStatus {
     pub broken: bool,
     /// launchd has the label disabled (`agent stop`); `null` when launchctl could not be asked.
     pub disabled: Option<bool>,
+    /// The Login Items state of the installed plist (macOS 13+, System Settings → General →
+    /// Login Items): `requires_approval` when the user switched it off; `unknown` when it
+    /// cannot be asked; `null` when not asked (nothing installed; `list` for a loaded job).
+    pub login_item: Option<LoginItem>,
+    /// Why `login_item` is `unknown`, said in the human status.
+    #[serde(skip)]
+    pub login_item_why: Option<String>,
     pub state: Option<String>,
     pub pid: Option<u32>,
     pub last_exit_code: Option<i32>,
@@ -216,6 +224,8 @@ fn blank(ctx: &Context, installed: Option<&Installed>) -> AgentStatus {
         verified: false,
         broken: false,
         disabled: None,
+        login_item: None,
+        login_item_why: None,
         state: None,
         pid: None,
         last_exit_code: None,
@@ -312,6 +322,11 @@ fn ask_launchd(
         // launchd's disabled override only matters for loading: asked only when the job is not
         // loaded. `print-disabled` failing leaves it unknown (`null`); it never fails the status.
         st.disabled = disabled_override(lc, listings, domain.name, label, loaded.is_empty());
+        // Login Items: for every installed stack in `status`; in `list` (one listing for all
+        // stacks) only where it can be why the job is not loaded.
+        if installed.is_some() && (listings.is_none() || loaded.is_empty()) {
+            login_item(ctx, lc, st);
+        }
         st.loaded_in = loaded.iter().map(|(d, _)| d.to_string()).collect();
         // Of two copies, the one that runs is the Host this stack has now (the other crash-
         // loops on the held port): its facts are shown.
@@ -351,6 +366,26 @@ fn ask_launchd(
         Err(e) => {
             st.notes.push(format!("launchctl failed: {e:#}"));
             false
+        }
+    }
+}
+
+/// The Login Items state of the installed plist, with a note (and its fix) when the user
+/// switched it off; unknown, never "fine", when it cannot be asked.
+fn login_item(ctx: &Context, lc: &Launchctl, st: &mut AgentStatus) {
+    let plist = ctx.stack.plist_path();
+    match crate::agent::login_items::status(lc, &plist) {
+        Ok(state) => {
+            if state == LoginItem::RequiresApproval {
+                if let Some(c) = crate::agent::refusal::login_item(lc, &plist) {
+                    st.notes.push(format!("{}: {}", c.what, c.fix));
+                }
+            }
+            st.login_item = Some(state);
+        }
+        Err(why) => {
+            st.login_item = Some(LoginItem::Unknown);
+            st.login_item_why = Some(why);
         }
     }
 }

@@ -146,10 +146,15 @@ impl Agent<'_> {
         if let Some(sig) = interrupted {
             return crate::error::Interrupted(sig, format!("rollback: {rollback}")).into();
         }
-        anyhow::anyhow!(
+        let msg = format!(
             "{}\nlast exit: {last_exit}\nrollback: {rollback}",
             self.failure_message(&failure)
-        )
+        );
+        // launchd's refusal named a cause: its fix stays the hint.
+        match self.refusal_hint.take() {
+            Some(hint) => crate::error::Failed::new(msg, hint).into(),
+            None => anyhow::anyhow!(msg),
+        }
     }
 
     /// Verification for a rollback: signals are not polled (the rollback must finish).

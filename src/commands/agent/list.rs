@@ -73,6 +73,15 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
         return Ok(ExitStatus::Success);
     }
     print_table(ctx, &rows);
+    // Switched off in Login Items: the reason it is not loaded, with where to switch it on.
+    for r in rows
+        .iter()
+        .filter(|r| r.login_item == Some(crate::agent::login_items::LoginItem::RequiresApproval))
+    {
+        if let Some(n) = r.notes.iter().find(|n| n.contains("Login Items")) {
+            ctx.out.out_toned(Tone::Fail, &format!("{}: {n}", r.stack));
+        }
+    }
     for r in rows.iter().filter(|r| r.broken) {
         for n in r.notes.iter().filter(|n| n.starts_with("broken: ")) {
             ctx.out.out_toned(Tone::Fail, &format!("{}: {n}", r.stack));
