@@ -258,6 +258,23 @@ impl<'a> Agent<'a> {
         }
     }
 
+    /// The job wherever it is loaded: in the domain oyster acts in (the first `print`, as
+    /// [`Agent::before`]), else in the other one. A job loaded in `user/<uid>` while
+    /// `gui/<uid>` exists (oyster's own fallback after a 125, or a console `stop` then an SSH
+    /// `start`) is the stack's Host all the same: every verb that reads the job (`kill`,
+    /// `stop`, `agent regenerate`) asks through this one function.
+    pub fn job(&self) -> anyhow::Result<Option<(Domain, PrintInfo)>> {
+        if let Some(info) = self.before()? {
+            return Ok(Some((self.active(), info)));
+        }
+        let other = self.active().other();
+        Ok(self
+            .lc
+            .print_job(other, &self.stack.label)?
+            .ok()
+            .map(|info| (other, info)))
+    }
+
     /// Whether the label was loaded in either domain when the run began.
     pub fn was_loaded(&self) -> bool {
         !self.copies.is_empty()

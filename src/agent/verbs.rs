@@ -140,16 +140,18 @@ impl Agent<'_> {
         // Ctrl-C while launchd stops a slow Host must not leave the job booted out but still
         // enabled (it would come back at the next login): the disable is finished first.
         let _guard = InterruptGuard::install();
-        let before = self.before()?;
-        let pid = before
+        // In either domain: a copy only in user/<uid> is the stack's Host all the same.
+        let job = self.job()?;
+        let pid = job
             .as_ref()
-            .filter(|i| i.running())
-            .and_then(|i| i.pid());
+            .filter(|(_, i)| i.running())
+            .and_then(|(_, i)| i.pid());
+        let here = job.as_ref().is_some_and(|(d, _)| *d == self.active());
         let booted_out = (|| -> anyhow::Result<()> {
             for (domain, info) in self.other_copies() {
                 self.bootout_in(*domain, Action::Stop, info.pid())?;
             }
-            if before.is_some() {
+            if here {
                 self.bootout_in(self.active(), Action::Stop, pid)?;
             }
             Ok(())
@@ -186,7 +188,7 @@ impl Agent<'_> {
             .into());
         }
         Ok(StopOutcome {
-            was_loaded: before.is_some(),
+            was_loaded: job.is_some(),
             pid,
         })
     }
@@ -199,7 +201,8 @@ impl Agent<'_> {
     /// `oyster start` after `oyster kill`).
     pub fn kill(&self, hint: &dyn Fn(&str) -> String) -> anyhow::Result<KillOutcome> {
         let _guard = InterruptGuard::install();
-        let Some(info) = self.before()? else {
+        // In either domain: a copy only in user/<uid> is signalled where it is loaded.
+        let Some((domain, info)) = self.job()? else {
             return Err(Failed::new(
                 format!(
                     "{} is not loaded, so there is no Host to signal",
@@ -225,7 +228,7 @@ impl Agent<'_> {
             .into());
         };
         self.lc
-            .kill_sigterm(self.active(), &self.stack.label)?
+            .kill_sigterm(domain, &self.stack.label)?
             .accept(&[])?;
         self.audit
             .record(Action::Kill, Step::Sigterm, StepOutcome::Ok, Some(pid), "");

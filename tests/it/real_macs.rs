@@ -228,3 +228,67 @@ fn a_host_switched_off_in_login_items_is_named_at_once() {
 fn args_no_wait(s: &Stack, verb: &str) -> Vec<String> {
     s.host_args(&["agent", verb]).arg("--no-restart").into()
 }
+
+/// Issue 30 item 5: a job loaded only in `user/<uid>` while `gui/<uid>` exists (oyster's own
+/// fallback after a `gui/<uid>` bootstrap answered 125) is the stack's Host for every verb:
+/// `kill` signals it, `host start` refuses to start a second Host beside it, `agent
+/// regenerate` reloads it on the new definition (into `gui/<uid>`, the copy booted out), and
+/// `stop` stops it without saying "was not loaded". Before, `kill` said "not loaded",
+/// `regenerate` said "The LaunchAgent is not loaded" and left the old Host, and `host start`
+/// started a second Host.
+#[test]
+fn a_job_only_in_the_user_domain_is_seen_by_every_verb() {
+    let mut s = Stack::new("ud");
+    let user = format!("user/{}", uid());
+    let gui = format!("gui/{}", uid());
+    // The count of injected failures lives in the simulator's state: one more each time.
+    let in_user = |s: &Stack, fail: &str| {
+        let r = run_with(
+            s,
+            &[("LAUNCHD_SIM_FAIL_BOOTSTRAP", fail)],
+            &s.args("install")
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+        )
+        .ok();
+        let said = format!("{}{}", r.stdout(), r.stderr());
+        assert!(said.contains("retrying once in"), "{said}");
+        // The note does not promise that a console login moves the Host.
+        assert!(said.contains("loads a second copy"), "{said}");
+        let st = s.status();
+        assert_eq!(st["loaded_in"], serde_json::json!([user.clone()]), "{st}");
+        st["pid"].as_u64().unwrap()
+    };
+    let pid = in_user(&s, "125:1");
+    // kill: SIGTERM to the copy in user/<uid>.
+    let r = s.t.run(["kill", "--stack", s.name]).ok();
+    assert!(r.stdout().contains(&format!("pid {pid}")), "{}", r.stdout());
+    // host start: refused, naming the domain.
+    let e =
+        s.t.run(s.host_args(&["host", "start"]))
+            .fails_with(1)
+            .stderr();
+    assert!(e.contains(&format!("is loaded in {user}")), "{e}");
+    // regenerate on another port: reloaded, verified, now in gui/<uid>.
+    s.port = crate::common::free_port();
+    let r = s.t.run(s.args("regenerate")).ok();
+    assert!(!r.stdout().contains("not loaded"), "{}", r.stdout());
+    let st = s.status();
+    assert_eq!(st["loaded_in"], serde_json::json!([gui]), "{st}");
+    assert_eq!(st["port"], s.port, "{st}");
+    assert_eq!(st["verified"], true, "{st}");
+    // stop of a copy only in user/<uid>.
+    s.t.run(["agent", "uninstall", "--stack", s.name]).ok();
+    s.t.wait_no_processes();
+    let pid = in_user(&s, "125:2");
+    let r = s.t.run(["stop", "--stack", s.name]).ok();
+    assert!(!r.stdout().contains("was not loaded"), "{}", r.stdout());
+    assert!(
+        r.stdout().contains(&format!("pid {pid} booted out")),
+        "{}",
+        r.stdout()
+    );
+    assert_eq!(s.status()["loaded_in"], serde_json::json!([]));
+    done(&s);
+}
