@@ -139,30 +139,33 @@ fn ownership(plist: &Path) -> Option<Cause> {
 
 fn log_dir(plist: &Path, regenerate: &str) -> Option<Cause> {
     let agent = read(plist)?;
-    let found = [&agent.standard_out_path, &agent.standard_error_path]
+    let logs: Vec<String> = [agent.standard_out_path, agent.standard_error_path]
         .into_iter()
         .flatten()
-        .find_map(|log| {
-            let dir = Path::new(log).parent()?;
-            match std::fs::metadata(dir) {
-                Ok(m) if m.is_dir() => None,
-                Ok(_) => Some(Cause {
-                    what: format!("the log directory {} is not a directory", dir.display()),
-                    fix: format!(
-                        "move what is at {} away, then run `{regenerate}` (it creates the directory)",
-                        dir.display()
-                    ),
-                }),
-                Err(_) => Some(Cause {
-                    what: format!(
-                        "the log directory {} of the plist's {log} does not exist",
-                        dir.display()
-                    ),
-                    fix: format!("run `{regenerate}` (it creates the directory) or `mkdir -p {}`", dir.display()),
-                }),
-            }
-        });
-    found
+        .collect();
+    logs.iter().find_map(|log| {
+        let dir = Path::new(log).parent()?;
+        match std::fs::metadata(dir) {
+            Ok(m) if m.is_dir() => None,
+            Ok(_) => Some(Cause {
+                what: format!("the log directory {} is not a directory", dir.display()),
+                fix: format!(
+                    "move what is at {} away, then run `{regenerate}` (it creates the directory)",
+                    dir.display()
+                ),
+            }),
+            Err(_) => Some(Cause {
+                what: format!(
+                    "the log directory {} of the plist's {log} does not exist",
+                    dir.display()
+                ),
+                fix: format!(
+                    "run `{regenerate}` (it creates the directory) or `mkdir -p {}`",
+                    dir.display()
+                ),
+            }),
+        }
+    })
 }
 
 #[cfg(test)]
