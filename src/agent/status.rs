@@ -347,6 +347,11 @@ fn ask_launchd(
                 }
             }
         }
+        // A Host running in user/<uid> (a Background session) has no unlocked login
+        // keychain, for as long as it runs there: said with the fix.
+        if st.running && shown.is_some_and(|(d, _)| matches!(d, Domain::User(_))) {
+            st.notes.push(keychain_note(ctx));
+        }
         if let [(first, a), (second, b), ..] = loaded.as_slice() {
             st.notes
                 .push(loaded_twice_note(ctx, (*first, a), (*second, b)));
@@ -368,6 +373,38 @@ fn ask_launchd(
             false
         }
     }
+}
+
+/// What a Host in `user/<uid>` means for providers, with the fix (docs/launchd.md, "Domains").
+pub fn keychain_note(ctx: &Context) -> String {
+    let keeping: Vec<&str> = crate::provider::registry::PROVIDERS
+        .iter()
+        .filter(|p| p.login_in_keychain)
+        .map(|p| p.display_name)
+        .collect();
+    format!(
+        "the Host runs in {}, a Background session, where the login keychain is locked: a provider that keeps its login there ({}) can fail to authenticate although the Host looks healthy; `{}` at the console moves it to {}, or log in at the console once",
+        Domain::user(),
+        keeping.join(", "),
+        ctx.hint_cmd("restart"),
+        Domain::gui()
+    )
+}
+
+/// Whether this stack's Host runs in `user/<uid>` now (the login keychain is locked there):
+/// `false` when launchctl cannot be asked.
+pub fn runs_in_background_session(ctx: &Context) -> bool {
+    let Ok(lc) = Launchctl::locate(&ctx.env) else {
+        return false;
+    };
+    lc.in_both_domains(&ctx.stack.label).is_ok_and(|both| {
+        let loaded = both.loaded();
+        // Of two copies the running one is the Host (as `status` shows it).
+        loaded
+            .iter()
+            .find(|(_, i)| i.running())
+            .is_some_and(|(d, _)| matches!(d, Domain::User(_)))
+    })
 }
 
 /// The Login Items state of the installed plist, with a note (and its fix) when the user

@@ -292,3 +292,63 @@ fn a_job_only_in_the_user_domain_is_seen_by_every_verb() {
     assert_eq!(s.status()["loaded_in"], serde_json::json!([]));
     done(&s);
 }
+
+/// 29.5: a Host running in `user/<uid>` (a Background session, where the login keychain is
+/// locked) is said to be at risk for as long as it runs there, even while `gui/<uid>` exists
+/// (the 125 fallback): `status` and `doctor` name it with the fix, and `providers status`
+/// does not call Claude Code's authentication unchecked-and-fine. A restart at the console
+/// moves it and the warnings go.
+#[test]
+fn a_host_in_the_background_session_is_said_to_have_no_login_keychain() {
+    let s = Stack::new("kc");
+    let r = run_with(
+        &s,
+        &[("LAUNCHD_SIM_FAIL_BOOTSTRAP", "125:1")],
+        &s.args("install")
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    )
+    .ok();
+    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    let st = s.status();
+    let notes = st["notes"].to_string();
+    assert!(notes.contains("login keychain is locked"), "{st}");
+    assert!(notes.contains("restart --stack kc` at the console"), "{st}");
+    let doc = s.t.run(["doctor", "--json", "--stack", s.name]).json();
+    let row = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "keychain")
+        .unwrap_or_else(|| panic!("no keychain check: {doc}"))
+        .clone();
+    assert_eq!(row["status"], "warn", "{row}");
+    let p =
+        s.t.run(["providers", "status", "--json", "--stack", s.name])
+            .ok()
+            .json();
+    let auth = |id: &str| {
+        p["providers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["provider"] == id)
+            .unwrap()["authentication"]
+            .clone()
+    };
+    assert_eq!(auth("claude"), "keychain_locked", "{p}");
+    assert_eq!(auth("codex"), "not_checked", "{p}");
+    let human = s.t.run(["providers", "status", "--stack", s.name]).stdout();
+    assert!(human.contains("authentication: at risk"), "{human}");
+    // At the console, a restart moves it to gui/<uid>: nothing to warn about.
+    s.t.run(s.args("restart")).ok();
+    let st = s.status();
+    assert!(!st["notes"].to_string().contains("login keychain"), "{st}");
+    let p =
+        s.t.run(["providers", "status", "--json", "--stack", s.name])
+            .ok()
+            .json();
+    assert!(!p.to_string().contains("keychain_locked"), "{p}");
+    done(&s);
+}

@@ -69,6 +69,14 @@ pub(super) fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Ve
                 )
             }),
         ));
+        if running && matches!(domain.name, Domain::User(_)) {
+            checks.push(check(
+                "keychain",
+                Level::Warn,
+                crate::agent::status::keychain_note(ctx),
+                Some(format!("`{}` at the console", ctx.hint_cmd("restart"))),
+            ));
+        }
         if let (Some(pid), Some(inst)) = (info.pid().filter(|_| running), installed) {
             checks.push(live_host_check(ctx, pid, &info, inst));
         }
