@@ -25,6 +25,21 @@ impl Agent<'_> {
             self.out
                 .warn(&format!("could not record the verified plist: {e}"));
         }
+        // The Node this verified start ran, so `doctor` can say when it changed (a privacy
+        // grant given to one Node binary does not hold for the next). Advisory.
+        let identity = agentplist::read_env(bytes).ok().and_then(|env| {
+            crate::host::privacy::node_identity(std::path::Path::new(
+                env.get(crate::host::launchenv::NODE_BIN)?,
+            ))
+        });
+        if let Some(id) = identity {
+            let _ = fsutil::write_atomic(
+                self.lock,
+                &crate::host::privacy::verified_node_path(&self.stack.run_dir),
+                id.as_bytes(),
+                Some(0o600),
+            );
+        }
     }
 
     pub(super) fn finish(
