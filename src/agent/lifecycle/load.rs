@@ -147,17 +147,21 @@ impl Agent<'_> {
             r.finished.stderr.trim()
         );
         let hint = if matches!(code, Code::InputOutput | Code::AlreadyRunning) {
-            let loaded_elsewhere = self
-                .poll()
-                .ok()
-                .flatten()
+            let now = self.poll().ok().flatten();
+            let loaded_elsewhere = now
+                .as_ref()
                 .is_some_and(|i| i.path().is_some_and(|p| p != plist.as_path()));
-            msg.push_str(&format!(
-                " (after {:.1} s of retries)",
-                t0.elapsed().as_secs_f64()
-            ));
+            // Still listed from this plist after the whole bound: a bootout that never
+            // finished draining, not a refusal to look for causes of.
+            let still_draining = now.is_some() && !loaded_elsewhere;
+            if t0.elapsed() >= Duration::from_millis(500) {
+                msg.push_str(&format!(
+                    " (after {:.1} s of retries)",
+                    t0.elapsed().as_secs_f64()
+                ));
+            }
             let cause = cause.or_else(|| {
-                if loaded_elsewhere {
+                if loaded_elsewhere || still_draining {
                     return None;
                 }
                 crate::agent::refusal::first_cause(
@@ -172,6 +176,12 @@ impl Agent<'_> {
                 _ if loaded_elsewhere => {
                     "the label is loaded from another plist: `launchctl bootout` it, then run again"
                         .to_owned()
+                }
+                _ if still_draining => {
+                    msg.push_str(&format!(
+                        "; {target} is still loaded: launchd did not finish booting the old job out"
+                    ));
+                    format!("`launchctl print {target}` shows its state; run the command again once it is gone")
                 }
                 Some(c) => {
                     msg.push_str(&format!("; launchd refused it because {}", c.what));
