@@ -405,9 +405,12 @@ impl Launchctl {
         self.reply(&["disable", &domain.target(label)])
     }
 
-    fn forget_disabled(&self, domain: Domain) {
+    /// Forgets the remembered `print-disabled` of **both** domains: launchd keeps one store of
+    /// overrides per user, read through `gui/<uid>` and `user/<uid>` alike (docs/launchd.md,
+    /// "Domains"), so a change through one domain changes what the other prints.
+    fn forget_disabled(&self, _domain: Domain) {
         if let Ok(mut c) = self.disabled_cache.lock() {
-            c.remove(&domain);
+            c.clear();
         }
     }
 
