@@ -173,9 +173,11 @@ def launchctl_counts(env, work, root, node):
 
     row("agent install", ["agent", "install", *plan], 6)
     row("restart of a Host started < 10 s ago (no SIGTERM handler)", ["restart", *stack], 8)
-    row("status", ["status", *stack], 2, ok=(0, 1))
+    # status and doctor also ask the Login Items state: in-process on a Mac, one more
+    # launchctl start (`login-item-status`) against the simulator measured here.
+    row("status", ["status", *stack], 3, ok=(0, 1))
     row("unchanged agent regenerate", ["agent", "regenerate", *stack], 2)
-    row("doctor", ["doctor", *stack], 2, ok=(0, 1))
+    row("doctor", ["doctor", *stack], 3, ok=(0, 1))
     time.sleep(1)
     row("restart of a Host started 1 s before", ["restart", *stack], 8)
     time.sleep(11)

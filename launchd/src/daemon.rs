@@ -145,6 +145,11 @@ impl Daemon {
         }
         let def = match job::load(Path::new(plist)) {
             Ok(def) => def,
+            // A plist refused for its owner or mode: 122 by default, `LAUNCHD_SIM_OWNERSHIP_CODE`
+            // (5 is what recent releases print to a user; README).
+            Err(122) => {
+                return Reply::failed(VERB, knob_code(req, "LAUNCHD_SIM_OWNERSHIP_CODE", 122))
+            }
             Err(code) => return Reply::failed(VERB, code),
         };
         match self.load(&d, def, req) {
@@ -159,8 +164,28 @@ impl Daemon {
             // "Service cannot load in requested session": launchctl reports it as 5 (or 125).
             return Err(knob_code(req, "LAUNCHD_SIM_SESSION_CODE", 5));
         }
-        if state::is_disabled(&self.state_dir, &d.name(), &def.label) {
+        if state::is_disabled(&self.state_dir, d.uid, &def.label) {
             return Err(knob_code(req, "LAUNCHD_SIM_DISABLED_CODE", 5));
+        }
+        // Switched off in Login Items (or never approved): a bare 5, and `enable` does not
+        // undo it (docs/launchd.md, "Verbs").
+        if state::login_item_off(&self.state_dir, d.uid, &def.label) {
+            return Err(5);
+        }
+        // A missing log directory, refused at bootstrap when `LAUNCHD_SIM_LOG_DIR_CODE` says
+        // so (else the spawn ends with 78, as before).
+        if let Some(code) = req
+            .knobs
+            .get("LAUNCHD_SIM_LOG_DIR_CODE")
+            .and_then(|v| v.parse().ok())
+        {
+            let missing = [&def.stdout_path, &def.stderr_path]
+                .into_iter()
+                .flatten()
+                .any(|p| !Path::new(p).parent().is_some_and(Path::is_dir));
+            if missing {
+                return Err(code);
+            }
         }
         let key = d.target(&def.label);
         if self.jobs.contains_key(&key) {
@@ -406,11 +431,14 @@ impl Daemon {
         }
         match label {
             None => {
-                let overrides = state::read_overrides(&self.state_dir);
+                let overrides = state::overrides(&self.state_dir, d.uid);
                 Reply::ok(listing::domain_print(
                     &d,
                     &self.rows(&d),
-                    overrides.get(&d.name()),
+                    overrides.as_ref(),
+                    req.knobs
+                        .get("LAUNCHD_SIM_DOMAIN_EXTRA_ROWS")
+                        .map(String::as_str),
                 ))
             }
             Some(label) => match self.jobs.get(&d.target(&label)) {

@@ -70,6 +70,14 @@ pub fn load(path: &Path) -> Result<Definition, LoadError> {
     if meta.file_type().is_symlink() || meta.uid() != me || meta.mode() & 0o022 != 0 {
         return Err(122);
     }
+    // The directory that holds it, by the same rule (owned by the user, no group or world
+    // writes) **[unverified]**: launchctl(1) states the rule for the file.
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let d = std::fs::metadata(dir).map_err(|_| 2)?;
+        if d.uid() != me || d.mode() & 0o022 != 0 {
+            return Err(122);
+        }
+    }
     let value = Value::from_file(path).map_err(|_| 5)?;
     let d = value.as_dictionary().ok_or(5)?;
     let string = |k: &str| d.get(k).and_then(Value::as_string).map(str::to_owned);

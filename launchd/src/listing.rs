@@ -22,10 +22,14 @@ const HANDLE: u32 = 100057;
 /// right-aligned in 8 columns (0 when not running), the last exit status right-aligned in 6
 /// (`-` before any exit) and the label after 5 spaces, as in Alkenso/sLaunchctl's capture of a
 /// domain print; then the domain's `disabled services = {` block, as that capture has it.
+/// `extra_rows` (the `LAUNCHD_SIM_DOMAIN_EXTRA_ROWS` knob, one row per line) are printed
+/// verbatim after the jobs' rows, two tabs in: the rows of Apple's jobs a real domain holds,
+/// in whatever shape a test needs.
 pub fn domain_print(
     d: &Domain,
     rows: &[Row],
     overrides: Option<&BTreeMap<String, bool>>,
+    extra_rows: Option<&str>,
 ) -> String {
     let active = rows.iter().filter(|r| r.pid.is_some()).count();
     let mut o = format!("{} = {{\n", d.name());
@@ -49,6 +53,9 @@ pub fn domain_print(
             r.pid.unwrap_or(0),
             r.label
         );
+    }
+    for row in extra_rows.into_iter().flat_map(str::lines) {
+        o += &format!("\t\t{row}\n");
     }
     o += "\t}\n\n\tdisabled services = {\n";
     for (label, disabled) in overrides.into_iter().flatten() {

@@ -75,7 +75,12 @@ fn dispatch(args: Vec<String>) -> Reply {
             if let Err(code) = proto::check_domain(&d, &knobs) {
                 return proto::domain_error(verb, &d, code);
             }
-            match state::set_disabled(&state, &d.name(), &label, *verb == "disable") {
+            // An override something else holds (a configuration profile): `enable` answers 0
+            // and the label stays disabled.
+            if *verb == "enable" && knobs.contains_key("LAUNCHD_SIM_ENABLE_IGNORED") {
+                return Reply::ok("");
+            }
+            match state::set_disabled(&state, d.uid, &label, *verb == "disable") {
                 Ok(()) => Reply::ok(""),
                 Err(e) => Reply::raw(1, format!("{verb}: {e}\n")),
             }
@@ -89,11 +94,38 @@ fn dispatch(args: Vec<String>) -> Reply {
                 return proto::domain_error("print-disabled", &d, code);
             }
             Reply::ok(print_disabled(
-                state::read_overrides(&state).get(&d.name()),
+                state::overrides(&state, d.uid).as_ref(),
                 knobs
                     .get("LAUNCHD_SIM_PRINT_DISABLED_STYLE")
                     .map_or("", String::as_str),
             ))
+        }
+        // The simulator's own Login Items switch: what the user does in System Settings →
+        // General → Login Items (`off`: switched off, or never approved).
+        ["login-item", label, word @ ("on" | "off")] => {
+            let uid = nix::unistd::getuid().as_raw();
+            match state::set_login_item(&state, uid, label, *word == "on") {
+                Ok(()) => Reply::ok(""),
+                Err(e) => Reply::raw(1, format!("login-item: {e}\n")),
+            }
+        }
+        // What ServiceManagement's `SMAppService.statusForLegacyPlist(at:)` answers for a
+        // plist, as one word on stdout (`enabled`, `requires approval`, `not found`);
+        // `LAUNCHD_SIM_LOGIN_ITEMS=unavailable` answers as a Mac without the API (exit 69).
+        ["login-item-status", plist] => {
+            if knobs.get("LAUNCHD_SIM_LOGIN_ITEMS").map(String::as_str) == Some("unavailable") {
+                return Reply::raw(
+                    69,
+                    "login-item-status: ServiceManagement is not available\n",
+                );
+            }
+            let uid = nix::unistd::getuid().as_raw();
+            let word = match job::read_label(Path::new(plist)) {
+                None => "not found",
+                Some(label) if state::login_item_off(&state, uid, &label) => "requires approval",
+                Some(_) => "enabled",
+            };
+            Reply::ok(format!("{word}\n"))
         }
         // `login` is the simulator's own verb (a console login); it needs the daemon too.
         ["bootstrap", _, _] | ["login", _] => send(&state, args.clone(), knobs, true),
@@ -193,7 +225,10 @@ fn not_loaded(verb: &str, a: &[&str], knobs: &BTreeMap<String, String>) -> Reply
         ("print", None) => Reply::ok(listing::domain_print(
             &d,
             &[],
-            state::read_overrides(&state_dir()).get(&d.name()),
+            state::overrides(&state_dir(), d.uid).as_ref(),
+            knobs
+                .get("LAUNCHD_SIM_DOMAIN_EXTRA_ROWS")
+                .map(String::as_str),
         )),
         ("bootout", Some(_)) => Reply::failed("Boot-out", 3),
         ("bootout", None) => match a.get(2) {

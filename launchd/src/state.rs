@@ -9,23 +9,26 @@ fn disabled_path(state: &Path) -> PathBuf {
     state.join("disabled.json")
 }
 
-/// `{"gui/501": {"label": true}}`: true = disabled, false = explicitly enabled.
-pub fn read_overrides(state: &Path) -> Map<String, Map<String, bool>> {
+/// `{"501": {"label": true}}`: one store of overrides **per user** (true = disabled, false =
+/// explicitly enabled), read and written through `gui/<uid>` and `user/<uid>` alike, as
+/// launchd keeps one `/private/var/db/com.apple.xpc.launchd/disabled.<uid>.plist` per user
+/// (docs/launchd.md, "Domains").
+fn read_all(state: &Path) -> Map<String, Map<String, bool>> {
     std::fs::read(disabled_path(state))
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default()
 }
 
-pub fn set_disabled(
-    state: &Path,
-    domain: &str,
-    label: &str,
-    disabled: bool,
-) -> std::io::Result<()> {
+/// The overrides of user `uid`, whichever of their domains asks.
+pub fn overrides(state: &Path, uid: u32) -> Option<Map<String, bool>> {
+    read_all(state).remove(&uid.to_string())
+}
+
+pub fn set_disabled(state: &Path, uid: u32, label: &str, disabled: bool) -> std::io::Result<()> {
     std::fs::create_dir_all(state)?;
-    let mut all = read_overrides(state);
-    all.entry(domain.to_owned())
+    let mut all = read_all(state);
+    all.entry(uid.to_string())
         .or_default()
         .insert(label.to_owned(), disabled);
     let tmp = state.join(format!(".disabled.json.{}", std::process::id()));
@@ -33,12 +36,40 @@ pub fn set_disabled(
     std::fs::rename(tmp, disabled_path(state))
 }
 
-pub fn is_disabled(state: &Path, domain: &str, label: &str) -> bool {
-    read_overrides(state)
-        .get(domain)
-        .and_then(|m| m.get(label))
-        .copied()
+pub fn is_disabled(state: &Path, uid: u32, label: &str) -> bool {
+    overrides(state, uid)
+        .and_then(|m| m.get(label).copied())
         .unwrap_or(false)
+}
+
+fn login_items_path(state: &Path) -> PathBuf {
+    state.join("login-items.json")
+}
+
+/// The Login Items switch of macOS 13+ (System Settings → General → Login Items, "Allow in
+/// the Background"), per user and label: `{"501": {"label": false}}`, false = switched off.
+/// Only the simulator's own `login-item` verb sets it (the user's click in System Settings).
+pub fn login_item_off(state: &Path, uid: u32, label: &str) -> bool {
+    std::fs::read(login_items_path(state))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Map<String, Map<String, bool>>>(&b).ok())
+        .and_then(|mut all| all.remove(&uid.to_string()))
+        .and_then(|m| m.get(label).copied())
+        .is_some_and(|on| !on)
+}
+
+pub fn set_login_item(state: &Path, uid: u32, label: &str, on: bool) -> std::io::Result<()> {
+    std::fs::create_dir_all(state)?;
+    let mut all: Map<String, Map<String, bool>> = std::fs::read(login_items_path(state))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    all.entry(uid.to_string())
+        .or_default()
+        .insert(label.to_owned(), on);
+    let tmp = state.join(format!(".login-items.json.{}", std::process::id()));
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&all)?)?;
+    std::fs::rename(tmp, login_items_path(state))
 }
 
 /// `LAUNCHD_SIM_FAIL_BOOTSTRAP=CODE[:COUNT]`: fail the next COUNT bootstraps (all, without a

@@ -1207,7 +1207,8 @@ fn login_loads_every_aqua_agent_into_gui_whatever_runs_in_user() {
         .lines()
         .find_map(|l| l.strip_prefix("\tpid = ").map(str::to_owned))
         .unwrap();
-    // Disabled overrides are per domain: only gui/<uid>'s count for the login.
+    // Disabled overrides are per user, not per domain: one disabled through user/<uid> (over
+    // SSH) is not loaded at the login either.
     assert_eq!(code(&s.run(&["disable", &s.target("dis.t")])), 0);
     assert_eq!(code(&s.run(&["disable", &user_target("udis.t")])), 0);
     let o = s.run(&["login", &s.gui()]);
@@ -1215,10 +1216,10 @@ fn login_loads_every_aqua_agent_into_gui_whatever_runs_in_user() {
         (code(&o), stdout(&o).as_str(), stderr(&o).as_str()),
         (0, "", "")
     );
-    for label in ["aqua.t", "both.t", "udis.t"] {
+    for label in ["aqua.t", "both.t"] {
         assert!(s.field(label, "pid").is_some(), "{label} runs in gui");
     }
-    for label in ["bg.t", "dis.t"] {
+    for label in ["bg.t", "dis.t", "udis.t"] {
         assert_eq!(code(&s.run(&["print", &s.target(label)])), 113, "{label}");
     }
     // Two copies now: the user/<uid> one is untouched.
@@ -1230,11 +1231,15 @@ fn login_loads_every_aqua_agent_into_gui_whatever_runs_in_user() {
     // A second login loads nothing twice.
     assert_eq!(code(&s.run(&["login", &s.gui()])), 0);
     assert_eq!(s.field("both.t", "pid"), Some(gui_pid));
-    let o = s.run(&["print-disabled", &s.user()]);
-    assert_eq!(
-        stdout(&o),
-        "disabled services = {\n\t\"udis.t\" => disabled\n}\n"
-    );
+    // Both domains print the one store of the user's overrides.
+    for domain in [s.user(), s.gui()] {
+        let o = s.run(&["print-disabled", &domain]);
+        assert_eq!(
+            stdout(&o),
+            "disabled services = {\n\t\"dis.t\" => disabled\n\t\"udis.t\" => disabled\n}\n",
+            "{domain}"
+        );
+    }
     assert_eq!(code(&s.run(&["login", &s.user()])), 64);
 }
 
@@ -1492,7 +1497,17 @@ fn print_disabled_in_the_styles_of_macos_12_13_and_26() {
         stdout(&o),
         "\n\tdisabled services = {\n\t\t\"off.t\" => disabled\n\t\t\"on.t\" => enabled\n\t}\n"
     );
-    // An empty domain still prints the block.
+    // user/<uid> prints the same per-user store.
+    let o = s.run(&["print-disabled", &s.user()]);
+    assert_eq!(
+        stdout(&o),
+        "\n\tdisabled services = {\n\t\t\"off.t\" => disabled\n\t\t\"on.t\" => enabled\n\t}\n"
+    );
+    // A user with no override still gets the block.
+    s.env.push((
+        "LAUNCHD_SIM_STATE".into(),
+        s.dir.path().join("empty").display().to_string(),
+    ));
     let o = s.run(&["print-disabled", &s.user()]);
     assert_eq!(stdout(&o), "\n\tdisabled services = {\n\t}\n");
 }
@@ -1615,4 +1630,73 @@ fn a_timing_knob_set_after_bootstrap_applies_to_the_loaded_job() {
     s.wait_for("spawn scheduled", || {
         s.field("later.t", "state").as_deref() == Some("spawn scheduled")
     });
+}
+
+/// Issue 29 item 3: every cause a user's `bootstrap` reports as a bare 5 with the label not
+/// loaded: switched off in Login Items (and `enable` does not undo it), a plist directory
+/// launchd refuses (`LAUNCHD_SIM_OWNERSHIP_CODE=5`), a missing log directory
+/// (`LAUNCHD_SIM_LOG_DIR_CODE=5`); and the Login Items status ServiceManagement gives.
+#[test]
+fn each_cause_of_a_bare_5_with_the_label_not_loaded() {
+    if sim_only("the Login Items switch and the refusal codes are knobs") {
+        return;
+    }
+    let mut s = Sim::new();
+    s.env.push(("LAUNCHD_SIM_EUID".into(), "501".into()));
+    let p = s.plist("li.t", LOOP, "");
+    let path = p.to_str().unwrap();
+    assert_eq!(stdout(&s.run(&["login-item-status", path])), "enabled\n");
+    assert_eq!(code(&s.run(&["login-item", "li.t", "off"])), 0);
+    assert_eq!(
+        stdout(&s.run(&["login-item-status", path])),
+        "requires approval\n"
+    );
+    assert_eq!(code(&s.run(&["enable", &s.target("li.t")])), 0);
+    let o = s.run(&["bootstrap", &s.gui(), path]);
+    assert_eq!(
+        (code(&o), stderr(&o).as_str()),
+        (
+            5,
+            "Bootstrap failed: 5: Input/output error\nTry re-running the command as root for richer errors.\n"
+        )
+    );
+    assert_eq!(code(&s.run(&["print", &s.target("li.t")])), 113);
+    assert_eq!(code(&s.run(&["login-item", "li.t", "on"])), 0);
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), path])), 0);
+    assert_eq!(code(&s.run(&["bootout", &s.target("li.t")])), 0);
+    let missing = s.home().join("nope.plist");
+    assert_eq!(
+        stdout(&s.run(&["login-item-status", missing.to_str().unwrap()])),
+        "not found\n"
+    );
+    let mut u = Sim::new();
+    u.env
+        .push(("LAUNCHD_SIM_LOGIN_ITEMS".into(), "unavailable".into()));
+    assert_eq!(code(&u.run(&["login-item-status", path])), 69);
+    // A log directory that does not exist.
+    let logged = s.plist(
+        "log.t",
+        LOOP,
+        "<key>StandardErrorPath</key><string>/nonexistent-dir-29/err.log</string>\n",
+    );
+    let mut k = Sim::new();
+    k.env.push(("LAUNCHD_SIM_LOG_DIR_CODE".into(), "5".into()));
+    k.env.push((
+        "LAUNCHD_SIM_STATE".into(),
+        s.dir.path().join("state").display().to_string(),
+    ));
+    assert_eq!(
+        code(&k.run(&["bootstrap", &s.gui(), logged.to_str().unwrap()])),
+        5
+    );
+    assert_eq!(code(&s.run(&["print", &s.target("log.t")])), 113);
+    // A directory writable by the group.
+    use std::os::unix::fs::PermissionsExt;
+    let dir = p.parent().unwrap().to_owned();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o775)).unwrap();
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), path])), 122);
+    s.env
+        .push(("LAUNCHD_SIM_OWNERSHIP_CODE".into(), "5".into()));
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), path])), 5);
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
 }

@@ -32,6 +32,10 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(20);
 const SAY_WAIT_AFTER: Duration = Duration::from_secs(1);
 /// How long bootstrap is retried while launchd reports 5/37 (loaded or still draining).
 const BOOTSTRAP_RETRY: Duration = Duration::from_secs(20);
+/// How long a bootstrap refused with 5/37 while `print` shows the label **not** loaded is
+/// retried before the causes are looked for: nothing is draining, so waiting longer only
+/// delays the answer (issue 29 item 3).
+const NOT_LOADED_RETRY: Duration = Duration::from_secs(2);
 /// `launchctl print` is a process start on a Mac: polled with a back-off from this…
 const PRINT_FIRST: Duration = Duration::from_millis(50);
 /// …to this (never more than ~5 a second for long).
@@ -102,6 +106,9 @@ pub struct Agent<'a> {
     /// `start` of a stack `stop` left disabled: a rollback writes the previous plist back but
     /// does not load it (loading it would start the Host the user had stopped).
     pub(crate) keep_stopped: Cell<bool>,
+    /// The fix for a bootstrap launchd refused (its named cause), kept so that the error the
+    /// rollback ends with still carries it as its hint.
+    refusal_hint: RefCell<Option<String>>,
 }
 
 /// A verified Host.
@@ -218,6 +225,7 @@ impl<'a> Agent<'a> {
             hints: ctx.hints(),
             out: ctx.reporter(),
             keep_stopped: Cell::new(false),
+            refusal_hint: RefCell::new(None),
         })
     }
 
@@ -248,6 +256,23 @@ impl<'a> Agent<'a> {
             Some(first) => Ok(first),
             None => self.poll(),
         }
+    }
+
+    /// The job wherever it is loaded: in the domain oyster acts in (the first `print`, as
+    /// [`Agent::before`]), else in the other one. A job loaded in `user/<uid>` while
+    /// `gui/<uid>` exists (oyster's own fallback after a 125, or a console `stop` then an SSH
+    /// `start`) is the stack's Host all the same: every verb that reads the job (`kill`,
+    /// `stop`, `agent regenerate`) asks through this one function.
+    pub fn job(&self) -> anyhow::Result<Option<(Domain, PrintInfo)>> {
+        if let Some(info) = self.before()? {
+            return Ok(Some((self.active(), info)));
+        }
+        let other = self.active().other();
+        Ok(self
+            .lc
+            .print_job(other, &self.stack.label)?
+            .ok()
+            .map(|info| (other, info)))
     }
 
     /// Whether the label was loaded in either domain when the run began.

@@ -24,6 +24,10 @@ pub struct DomainListing {
     pub jobs: BTreeMap<String, Listed>,
     /// `disabled services`: `true` disabled, `false` explicitly enabled.
     pub disabled: BTreeMap<String, bool>,
+    /// Rows of either table that did not parse, verbatim (trimmed): skipped and counted,
+    /// never a reason to reject the table. A label found only in here is asked for on its
+    /// own ([`Listings::unsure`]).
+    pub skipped: Vec<String>,
 }
 
 /// Both of this user's domains, each as its listing or the code that said it is missing.
@@ -75,6 +79,24 @@ impl Listings {
         }
     }
 
+    /// Whether the listings cannot answer for `label`: a row that did not parse mentions it,
+    /// so "not in the table" may be wrong. The caller then asks launchd for the job itself.
+    pub fn unsure(&self, label: &str) -> bool {
+        [&self.gui, &self.user]
+            .into_iter()
+            .filter_map(|l| l.as_ref().ok())
+            .any(|l| l.skipped.iter().any(|row| row.contains(label)))
+    }
+
+    /// How many rows the listings skipped (neither a job row nor an override oyster can read).
+    pub fn skipped(&self) -> usize {
+        [&self.gui, &self.user]
+            .into_iter()
+            .filter_map(|l| l.as_ref().ok())
+            .map(|l| l.skipped.len())
+            .sum()
+    }
+
     /// The override for `label` in `domain`, as its listing shows it (`None`: no override, or
     /// the domain is missing).
     pub fn disabled(&self, domain: Domain, label: &str) -> Option<bool> {
@@ -115,7 +137,10 @@ fn as_print(job: &Listed) -> PrintInfo {
 }
 
 /// The `services` table and `disabled services` of a domain print. `None` when there is no
-/// `services = {` block at one tab (then the shape is not one oyster knows: ask per job).
+/// `services = {` block at one tab (then the shape is not one oyster knows: ask per job). A
+/// row of either table that does not parse is skipped and kept in
+/// [`DomainListing::skipped`]: one odd row (a label launchd prints in a way oyster does not
+/// expect) never makes the whole domain unreadable.
 pub fn parse_domain(text: &str) -> Option<DomainListing> {
     let mut out = DomainListing::default();
     let mut section: Option<&str> = None;
@@ -130,41 +155,65 @@ pub fn parse_domain(text: &str) -> Option<DomainListing> {
                 saw_services = true;
             }
             (1, _) if t == "disabled services = {" => section = Some("disabled"),
-            (1, Some(_)) if t == "}" => section = None,
-            (2, Some("services")) => {
-                let mut cols = t.split_whitespace();
-                let (Some(pid), Some(status), Some(label), None) =
-                    (cols.next(), cols.next(), cols.next(), cols.next())
-                else {
-                    return None;
-                };
-                let pid: u32 = pid.parse().ok()?;
-                let status = match status {
-                    "-" => None,
-                    s => Some(s.parse().ok()?),
-                };
-                out.jobs.insert(
-                    label.to_owned(),
-                    Listed {
-                        pid: (pid != 0).then_some(pid),
-                        status,
-                    },
-                );
-            }
-            (2, Some("disabled")) => {
-                let (label, value) = t.split_once("=>")?;
-                let label = label.trim().trim_matches('"').to_owned();
-                let disabled = match value.trim() {
-                    "disabled" | "true" => true,
-                    "enabled" | "false" => false,
-                    _ => return None,
-                };
-                out.disabled.insert(label, disabled);
-            }
+            (_, Some(_)) if t == "}" => section = None,
+            (2.., Some("services")) if !t.is_empty() => match parse_service_row(t) {
+                Some((label, job)) => {
+                    out.jobs.insert(label.to_owned(), job);
+                }
+                None => out.skipped.push(t.to_owned()),
+            },
+            (2.., Some("disabled")) if !t.is_empty() => match parse_override_row(t) {
+                Some((label, disabled)) => {
+                    out.disabled.insert(label.to_owned(), disabled);
+                }
+                None => out.skipped.push(t.to_owned()),
+            },
             _ => {}
         }
     }
     saw_services.then_some(out)
+}
+
+/// One `services` row: the pid (0 when not running), the last exit status (`-` before any
+/// exit), then the label — **the rest of the row** after the whitespace (spaces or a tab)
+/// that ends the status. A label is any string a plist gives (spaces included), and launchd
+/// prints labels such as `UIKitApplication:com.apple.Preferences[704b][rb-legacy]`; so the
+/// label is never split, only the two numeric columns before it are.
+fn parse_service_row(row: &str) -> Option<(&str, Listed)> {
+    let row = row.trim_start();
+    let (pid, rest) = row.split_once(|c: char| c.is_whitespace())?;
+    let rest = rest.trim_start();
+    let (status, rest) = rest.split_once(|c: char| c.is_whitespace())?;
+    let label = rest.trim();
+    if label.is_empty() {
+        return None;
+    }
+    let pid: u32 = pid.parse().ok()?;
+    let status = match status {
+        "-" => None,
+        s => Some(s.parse().ok()?),
+    };
+    Some((
+        label,
+        Listed {
+            pid: (pid != 0).then_some(pid),
+            status,
+        },
+    ))
+}
+
+/// One `disabled services` row: `"label" => disabled|enabled` (macOS 13 on), `=> true|false`
+/// (through macOS 12). The label is what lies between the first and the last quote before
+/// the last `=>`, so a label holding `=>` or quotes stays whole.
+fn parse_override_row(row: &str) -> Option<(&str, bool)> {
+    let (label, value) = row.rsplit_once("=>")?;
+    let label = label.trim().strip_prefix('"')?.strip_suffix('"')?;
+    let disabled = match value.trim() {
+        "disabled" | "true" => true,
+        "enabled" | "false" => false,
+        _ => return None,
+    };
+    Some((label, disabled))
 }
 
 #[cfg(test)]
@@ -192,10 +241,39 @@ mod tests {
     #[test]
     fn a_shape_oyster_does_not_know_is_none_never_a_guess() {
         assert_eq!(parse_domain("gui/501 = {\n\ttype = login\n}\n"), None);
+    }
+
+    #[test]
+    fn a_row_that_does_not_parse_is_skipped_and_counted_never_the_table() {
+        let text = "x = {\n\tservices = {\n\t\tnot a row\n\t\t       0      -     com.a\n\t\t-\t0\n\t}\n\tdisabled services = {\n\t\t\"com.b\" => maybe\n\t\t\"com.c\" => disabled\n\t}\n}\n";
+        let l = parse_domain(text).unwrap();
+        assert_eq!(l.jobs.keys().collect::<Vec<_>>(), ["com.a"]);
+        assert_eq!(l.disabled.get("com.c"), Some(&true));
+        assert_eq!(l.skipped, ["not a row", "-\t0", "\"com.b\" => maybe"]);
+        let listings = Listings {
+            gui: Ok(l),
+            user: Err(Code::NoDomain),
+        };
+        assert_eq!(listings.skipped(), 3);
+        assert!(listings.unsure("com.b"));
+        assert!(!listings.unsure("com.a"));
+    }
+
+    #[test]
+    fn a_label_is_the_rest_of_the_row_spaces_brackets_and_tabs_included() {
+        // The simulator's column layout, a tab before the label, and labels real domains show.
+        let text = "gui/501 = {\n\tservices = {\n\t\t     704      -     UIKitApplication:com.apple.Preferences[704b][rb-legacy]\n\t\t       0      -     com.example.my agent\n\t\t     812     -15 \tcom.example.tabbed label\n\t\t       0      0     com.example.trailing\t\n\t}\n\tdisabled services = {\n\t\t\"com.example.my agent\" => true\n\t\t\"a \\\"=>\\\" b\" => false\n\t}\n}\n";
+        let l = parse_domain(text).unwrap();
+        assert!(l.skipped.is_empty(), "{:?}", l.skipped);
         assert_eq!(
-            parse_domain("x = {\n\tservices = {\n\t\tnot a row\n\t}\n}\n"),
-            None
+            l.jobs["UIKitApplication:com.apple.Preferences[704b][rb-legacy]"].pid,
+            Some(704)
         );
+        assert_eq!(l.jobs["com.example.my agent"].pid, None);
+        assert_eq!(l.jobs["com.example.tabbed label"].status, Some(-15));
+        assert_eq!(l.jobs["com.example.trailing"].status, Some(0));
+        assert_eq!(l.disabled.get("com.example.my agent"), Some(&true));
+        assert_eq!(l.disabled.get("a \\\"=>\\\" b"), Some(&false));
     }
 
     #[test]
@@ -213,5 +291,46 @@ mod tests {
         assert!(!dead.running());
         assert_eq!(dead.last_exit().and_then(|e| e.code()), Some(78));
         assert_eq!(listings.both("nope").gui.unwrap_err(), Code::NotLoaded);
+    }
+
+    /// The captures docs/launchd.md cites, as they print (tabs restored where the quoting
+    /// source indented with spaces): Alkenso/sLaunchctl's `print system` (nested blocks,
+    /// `endpoints` rows that look like service rows, `disabled services` inside the domain),
+    /// StackOverflow 65772678's `print user/501` rows, and the three `print-disabled` styles.
+    #[test]
+    fn every_cited_capture_reads_right() {
+        let system = "system = {\n\ttype = system\n\thandle = 0\n\tactive count = 742\n\tservice stats = {\n\t\tcom.apple.launchd.service-stats-default (4096 records)\n\t}\n\tcreator = launchd[1]\n\tsecurity context = {\n\t\tuid unset\n\t\tasid = 0\n\t}\n\n\tsubdomains = {\n\t\tpid/39576\n\t\tuser/0\n\t}\n\n\tservices = {\n\t\t       0      -     com.apple.lskdd\n\t\t     184      -     com.apple.runningboardd\n\t\t       0      -     com.apple.relatived\n\t}\n\n\tunmanaged processes = {\n\t\tcom.apple.xpc.launchd.unmanaged.nsattributedstr.36189 = {\n\t\t\tactive count = 3\n\t\t}\n\t}\n\n\tendpoints = {\n\t\t       0    M   D   com.apple.fpsd.arcadeservice\n\t\t 0x1090b    M   A   com.apple.VirtualDisplay\n\t}\n\n\tdisabled services = {\n\t\t\"com.apple.CSCSupportd\" => disabled\n\t\t\"com.apple.ftpd\" => disabled\n\t}\n\n\tproperties = uncorked | audit check done | bootcache hack\n}\n";
+        let l = parse_domain(system).unwrap();
+        assert!(l.skipped.is_empty(), "{:?}", l.skipped);
+        assert_eq!(
+            l.jobs.keys().collect::<Vec<_>>(),
+            [
+                "com.apple.lskdd",
+                "com.apple.relatived",
+                "com.apple.runningboardd"
+            ]
+        );
+        assert_eq!(l.jobs["com.apple.runningboardd"].pid, Some(184));
+        assert_eq!(l.disabled.len(), 2);
+        let user = "user/501 = {\n\tservices = {\n\t\t       0      -     com.apple.accounts.dom\n\t\t     421      -     com.apple.distnoted.xpc.agent\n\t}\n}\n";
+        let l = parse_domain(user).unwrap();
+        assert_eq!(l.jobs["com.apple.distnoted.xpc.agent"].pid, Some(421));
+        assert_eq!(l.jobs["com.apple.accounts.dom"].pid, None);
+        // print-disabled: true/false (≤ 12), enabled/disabled (13–25), macOS 26's layout.
+        for text in [
+            "disabled services = {\n\t\"com.o\" => true\n\t\"com.p\" => false\n}\n",
+            "disabled services = {\n\t\"com.o\" => disabled\n\t\"com.p\" => enabled\n}\n",
+            "\n\tdisabled services = {\n\t\t\"com.o\" => disabled\n\t\t\"com.p\" => enabled\n\t}\n",
+        ] {
+            assert_eq!(
+                crate::launchctl::print::parse_disabled(text, "com.o"),
+                Some(true)
+            );
+            assert_eq!(
+                crate::launchctl::print::parse_disabled(text, "com.p"),
+                Some(false)
+            );
+            assert_eq!(crate::launchctl::print::parse_disabled(text, "com"), None);
+        }
     }
 }

@@ -4,5 +4,7 @@
 
 pub mod lifecycle;
 pub mod listing;
+pub mod login_items;
+pub mod refusal;
 pub mod status;
 pub mod verbs;

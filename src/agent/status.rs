@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 use crate::agent::listing::Listings;
+use crate::agent::login_items::LoginItem;
 use crate::context::Context;
 use crate::direct::{self, Owner, PidRecord};
 use crate::host::identity::ExecRecord;
@@ -93,6 +94,13 @@ pub struct AgentStatus {
     pub broken: bool,
     /// launchd has the label disabled (`agent stop`); `null` when launchctl could not be asked.
     pub disabled: Option<bool>,
+    /// The Login Items state of the installed plist (macOS 13+, System Settings → General →
+    /// Login Items): `requires_approval` when the user switched it off; `unknown` when it
+    /// cannot be asked; `null` when not asked (nothing installed; `list` for a loaded job).
+    pub login_item: Option<LoginItem>,
+    /// Why `login_item` is `unknown`, said in the human status.
+    #[serde(skip)]
+    pub login_item_why: Option<String>,
     pub state: Option<String>,
     pub pid: Option<u32>,
     pub last_exit_code: Option<i32>,
@@ -223,6 +231,8 @@ fn blank(ctx: &Context, installed: Option<&Installed>) -> AgentStatus {
         verified: false,
         broken: false,
         disabled: None,
+        login_item: None,
+        login_item_why: None,
         state: None,
         pid: None,
         last_exit_code: None,
@@ -299,9 +309,11 @@ fn ask_launchd(
         // loaded in both is one Host too many (a console login after an install over SSH).
         // The two answers also say whether gui/<uid> exists: no separate domain probe.
         let label = &ctx.stack.label;
+        // A listing row that did not parse but names this label: the table cannot say
+        // whether the job is there, so launchd is asked for it on its own.
         let both = match listings {
-            Some(l) => l.both(label),
-            None => lc.in_both_domains(label)?,
+            Some(l) if !l.unsure(label) => l.both(label),
+            _ => lc.in_both_domains(label)?,
         };
         let domain = both.choice();
         if let Some(n) = &domain.fallback_note {
@@ -317,6 +329,11 @@ fn ask_launchd(
         // launchd's disabled override only matters for loading: asked only when the job is not
         // loaded. `print-disabled` failing leaves it unknown (`null`); it never fails the status.
         st.disabled = disabled_override(lc, listings, domain.name, label, loaded.is_empty());
+        // Login Items: for every installed stack in `status`; in `list` (one listing for all
+        // stacks) only where it can be why the job is not loaded.
+        if installed.is_some() && (listings.is_none() || loaded.is_empty()) {
+            login_item(ctx, lc, st);
+        }
         st.loaded_in = loaded.iter().map(|(d, _)| d.to_string()).collect();
         // Of two copies, the one that runs is the Host this stack has now (the other crash-
         // loops on the held port): its facts are shown.
@@ -337,6 +354,11 @@ fn ask_launchd(
                 }
             }
         }
+        // A Host running in user/<uid> (a Background session) has no unlocked login
+        // keychain, for as long as it runs there: said with the fix.
+        if st.running && shown.is_some_and(|(d, _)| matches!(d, Domain::User(_))) {
+            st.notes.push(keychain_note(ctx));
+        }
         if let [(first, a), (second, b), ..] = loaded.as_slice() {
             st.notes
                 .push(loaded_twice_note(ctx, (*first, a), (*second, b)));
@@ -356,6 +378,58 @@ fn ask_launchd(
         Err(e) => {
             st.notes.push(format!("launchctl failed: {e:#}"));
             false
+        }
+    }
+}
+
+/// What a Host in `user/<uid>` means for providers, with the fix (docs/launchd.md, "Domains").
+pub fn keychain_note(ctx: &Context) -> String {
+    let keeping: Vec<&str> = crate::provider::registry::PROVIDERS
+        .iter()
+        .filter(|p| p.login_in_keychain)
+        .map(|p| p.display_name)
+        .collect();
+    format!(
+        "the Host runs in {}, a Background session, where the login keychain is locked: a provider that keeps its login there ({}) can fail to authenticate although the Host looks healthy; `{}` at the console moves it to {}, or log in at the console once",
+        Domain::user(),
+        keeping.join(", "),
+        ctx.hint_cmd("restart"),
+        Domain::gui()
+    )
+}
+
+/// Whether this stack's Host runs in `user/<uid>` now (the login keychain is locked there):
+/// `false` when launchctl cannot be asked.
+pub fn runs_in_background_session(ctx: &Context) -> bool {
+    let Ok(lc) = ctx.launchctl() else {
+        return false;
+    };
+    lc.in_both_domains(&ctx.stack.label).is_ok_and(|both| {
+        let loaded = both.loaded();
+        // Of two copies the running one is the Host (as `status` shows it).
+        loaded
+            .iter()
+            .find(|(_, i)| i.running())
+            .is_some_and(|(d, _)| matches!(d, Domain::User(_)))
+    })
+}
+
+/// The Login Items state of the installed plist, with a note (and its fix) when the user
+/// switched it off; unknown, never "fine", when it cannot be asked.
+fn login_item(ctx: &Context, lc: &Launchctl, st: &mut AgentStatus) {
+    let plist = ctx.stack.plist_path();
+    match crate::agent::login_items::status(lc, &plist) {
+        Ok(state) => {
+            if state == LoginItem::RequiresApproval {
+                if let Some(c) = crate::agent::refusal::login_item(lc, &plist) {
+                    st.notes.push(format!("{}: {}", c.what, c.fix));
+                }
+            }
+            st.login_item = Some(state);
+        }
+        Err(why) => {
+            st.login_item = Some(LoginItem::Unknown);
+            st.login_item_why = Some(why);
         }
     }
 }

@@ -15,6 +15,8 @@ fn st() -> AgentStatus {
         verified: true,
         broken: false,
         disabled: Some(false),
+        login_item: None,
+        login_item_why: None,
         state: None,
         pid: Some(7),
         last_exit_code: None,

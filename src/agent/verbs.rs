@@ -22,9 +22,6 @@ pub struct StopOutcome {
     pub was_loaded: bool,
     /// The pid that was running, if one was.
     pub pid: Option<u32>,
-    /// The domain whose override could not be set (no console session: `gui/<uid>` over SSH),
-    /// so a login there may load the plist again; the summary must not say "stays stopped".
-    pub not_disabled_in: Option<Domain>,
 }
 
 /// What `kill` did.
@@ -41,8 +38,9 @@ const KILL_WATCH: Duration = Duration::from_secs(5);
 
 impl Agent<'_> {
     /// `launchctl enable` in both of this user's domains: undoes `stop`'s disable (`start`
-    /// calls it before loading). Overrides are per domain, so a label stopped over SSH
-    /// (`user/<uid>`) would otherwise stay disabled at the console, and the reverse.
+    /// calls it before loading). launchd keeps one store of overrides per user, so one enable
+    /// would do; both are asked (where they exist) so that a launchd keeping them apart
+    /// (never seen) would not leave the label disabled in the other one.
     pub fn enable(&self, action: Action) -> anyhow::Result<()> {
         self.in_each_domain(|d| self.lc.enable(d, &self.stack.label))?;
         self.audit
@@ -142,16 +140,18 @@ impl Agent<'_> {
         // Ctrl-C while launchd stops a slow Host must not leave the job booted out but still
         // enabled (it would come back at the next login): the disable is finished first.
         let _guard = InterruptGuard::install();
-        let before = self.before()?;
-        let pid = before
+        // In either domain: a copy only in user/<uid> is the stack's Host all the same.
+        let job = self.job()?;
+        let pid = job
             .as_ref()
-            .filter(|i| i.running())
-            .and_then(|i| i.pid());
+            .filter(|(_, i)| i.running())
+            .and_then(|(_, i)| i.pid());
+        let here = job.as_ref().is_some_and(|(d, _)| *d == self.active());
         let booted_out = (|| -> anyhow::Result<()> {
             for (domain, info) in self.other_copies() {
                 self.bootout_in(*domain, Action::Stop, info.pid())?;
             }
-            if before.is_some() {
+            if here {
                 self.bootout_in(self.active(), Action::Stop, pid)?;
             }
             Ok(())
@@ -163,72 +163,34 @@ impl Agent<'_> {
         };
         let _rest = interrupted.map(|_| signal::Suspended::new());
         self.remove_stale_identity();
-        // Both domains: a console login would otherwise load the plist into gui/<uid> again.
-        // A domain whose override cannot be set (gui/<uid> over SSH) keeps the Host stopped
-        // by a plist narrowed to Background sessions; `missing` stays set only if even that
-        // failed, and then every message says the Host may come back.
-        let missing = self
-            .in_each_domain(|d| self.lc.disable(d, &self.stack.label))?
-            .filter(|&(d, code)| !self.keep_stopped_at_login(d, code));
+        // Both domains where they exist. launchd keeps one store of overrides per user
+        // (`disabled.<uid>.plist`), read by `gui/<uid>` and `user/<uid>` alike (docs/launchd.md,
+        // "Domains"), so the disable in the domain oyster acts in already keeps the Host
+        // stopped at the next console login, over SSH too, where `gui/<uid>` does not exist
+        // and its `disable` is refused (112/125, no failure). The plist is never touched: it
+        // stays the generated one, so `status` does not call it stale and `regenerate` or an
+        // upgrade's postinstall, which write it again, do not undo the stop.
+        self.in_each_domain(|d| self.lc.disable(d, &self.stack.label))?;
         self.audit
             .record(Action::Stop, Step::Disable, StepOutcome::Ok, None, "");
         if let Some(sig) = interrupted {
             return Err(Interrupted(
                 sig,
                 format!(
-                    "{} was booted out{} and disabled, {}; kept {}",
+                    "{} was booted out{} and disabled, so it stays stopped (also at the next login); kept {}",
                     self.stack.label,
                     pid.map_or(String::new(), |p| format!(
                         " (launchd finishes stopping pid {p})"
                     )),
-                    missing.map_or(
-                        "so it stays stopped (also at the next login)".to_owned(),
-                        |(d, _)| format!(
-                            "but not in {d}, so a console login may start it there again"
-                        )
-                    ),
                     self.stack.plist_path().display()
                 ),
             )
             .into());
         }
         Ok(StopOutcome {
-            was_loaded: before.is_some(),
+            was_loaded: job.is_some(),
             pid,
-            not_disabled_in: missing.map(|(d, _)| d),
         })
-    }
-
-    /// launchd keeps disabled overrides per domain, and `gui/<uid>`'s cannot be set while it
-    /// does not exist (over SSH). So that the next console login does not load the stopped Host
-    /// there, the plist is narrowed to Background sessions (a login is Aqua); `start` writes the
-    /// whole plist again. Said, never silent; if even that fails, the fix is named.
-    fn keep_stopped_at_login(&self, missing: Domain, code: crate::launchctl::Code) -> bool {
-        let path = self.stack.plist_path();
-        let narrowed = crate::sys::fs::read_regular(&path, crate::host::plist::MAX_PLIST_BYTES)
-            .map_err(anyhow::Error::from)
-            .and_then(|b| b.ok_or_else(|| anyhow::anyhow!("{} is gone", path.display())))
-            .and_then(|b| crate::host::plist::background_only(&b))
-            .and_then(|b| crate::host::plist::write(self.lock, &path, &b, &self.stack.log_dir));
-        let out = self.out;
-        let kept = narrowed.is_ok();
-        match narrowed {
-            Ok(_) => out.warn(&format!(
-                "{missing} does not exist now (launchctl exit {code}: no console session), so its \
-                 disabled override cannot be set; {} now loads only in Background sessions, so a \
-                 console login does not start the Host again (`{}` restores the plist)",
-                path.display(),
-                self.hints.agent("start")
-            )),
-            Err(e) => out.warn(&format!(
-                "could not disable {} in {missing} (launchctl exit {code}: no console session now) \
-                 nor narrow its plist ({e:#}), so a console login may load it there again; run \
-                 `{}` once logged in",
-                self.stack.label,
-                self.hints.agent("stop")
-            )),
-        }
-        kept
     }
 
     /// `launchctl kill SIGTERM <target>`: the running Host only, never by name or group.
@@ -239,7 +201,8 @@ impl Agent<'_> {
     /// `oyster start` after `oyster kill`).
     pub fn kill(&self, hint: &dyn Fn(&str) -> String) -> anyhow::Result<KillOutcome> {
         let _guard = InterruptGuard::install();
-        let Some(info) = self.before()? else {
+        // In either domain: a copy only in user/<uid> is signalled where it is loaded.
+        let Some((domain, info)) = self.job()? else {
             return Err(Failed::new(
                 format!(
                     "{} is not loaded, so there is no Host to signal",
@@ -265,7 +228,7 @@ impl Agent<'_> {
             .into());
         };
         self.lc
-            .kill_sigterm(self.active(), &self.stack.label)?
+            .kill_sigterm(domain, &self.stack.label)?
             .accept(&[])?;
         self.audit
             .record(Action::Kill, Step::Sigterm, StepOutcome::Ok, Some(pid), "");

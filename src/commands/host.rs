@@ -348,12 +348,13 @@ fn launchd_runs_it(ctx: &Context) -> anyhow::Result<Option<LaunchdJob>> {
     let Ok(lc) = ctx.launchctl() else {
         return Ok(None);
     };
-    let domain = lc.domain()?;
+    // Both domains: a job loaded in user/<uid> while gui/<uid> exists (oyster's own 125
+    // fallback, a console stop then an SSH start) is launchd's Host all the same.
     Ok(lc
-        .print(&domain.target(&ctx.stack.label))?
-        .map(|info| LaunchdJob {
+        .find_loaded(&ctx.stack.label)?
+        .map(|(domain, info)| LaunchdJob {
             label: ctx.stack.label.clone(),
-            domain: domain.name.to_string(),
+            domain: domain.to_string(),
             state: info.state().unwrap_or("unknown").to_owned(),
             pid: info.pid().filter(|_| info.running()),
             info: Some(info),
@@ -387,13 +388,13 @@ fn refuse_if_agent_loaded(ctx: &Context) -> anyhow::Result<()> {
         // No launchctl: no LaunchAgent can be loaded (Linux, or launchd-less macOS).
         return Ok(());
     };
-    let domain = lc.domain()?;
-    if let Some(info) = lc.print(&domain.target(&ctx.stack.label))? {
+    // In either domain (a copy in user/<uid> while gui/<uid> exists is loaded all the same).
+    if let Some((domain, info)) = lc.find_loaded(&ctx.stack.label)? {
         anyhow::bail!(
             "the LaunchAgent {} is loaded in {} (state {}); it owns the Host. Use `{}`, \
              or `{}` before starting the Host directly",
             ctx.stack.label,
-            domain.name,
+            domain,
             info.state().unwrap_or("unknown"),
             ctx.hint_cmd("restart"),
             ctx.hint_cmd("uninstall")

@@ -38,8 +38,12 @@ pub fn print(ctx: &Context, rows: &[ProviderStatus]) {
         }
         let auth = match r.authentication {
             Authentication::NotChecked => {
-                "not checked (discovery never runs a provider, nor its login)"
+                "not checked (discovery never runs a provider, nor its login)".to_owned()
             }
+            Authentication::KeychainLocked => format!(
+                "at risk: the Host runs in a Background session, where the login keychain that holds this provider's login is locked, so its authentication can fail; `{}` at the console moves the Host to the console session (or log in at the console once)",
+                ctx.hint_cmd("restart")
+            ),
         };
         crate::say!("  authentication: {auth}");
     }

@@ -37,9 +37,19 @@ pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
         Verb::ProvidersStatus => {
             ctx.announce_overrides();
             let doc = ConfigDoc::load(&ctx.stack.config_path())?;
+            let locked = crate::agent::status::runs_in_background_session(ctx);
             let rows: Vec<_> = registry::PROVIDERS
                 .iter()
-                .map(|p| for_stack(ctx, doc.status(p, &ctx.search)))
+                .map(|p| {
+                    let mut row = for_stack(ctx, doc.status(p, &ctx.search));
+                    // The Host runs where the login keychain is locked: a provider that
+                    // keeps its login there is not ready as if nothing were wrong.
+                    if locked && p.login_in_keychain {
+                        row.authentication =
+                            crate::provider::status::Authentication::KeychainLocked;
+                    }
+                    row
+                })
                 .collect();
             // `status` says every documented field (authentication included), unlike `resolve`.
             if ctx.out.mode() != crate::output::Mode::Json {

@@ -305,7 +305,7 @@ fn privacy_warnings(
             .iter()
             .map(|d| ("the provider directory", d.as_path())),
     );
-    let mut out = crate::host::privacy::warnings(&stack.home, &paths, pe.launcher);
+    let mut out = crate::host::privacy::warnings(&stack.home, &paths, node);
     // The working directory lies in the root: one line for both.
     out.dedup_by(|b, a| a.contains("the Oysterun root") && b.contains("working directory"));
     out

@@ -182,22 +182,6 @@ pub fn render(spec: &AgentSpec<'_>) -> anyhow::Result<Vec<u8>> {
     Ok(out)
 }
 
-/// The installed plist `bytes` with `LimitLoadToSessionType` narrowed to `Background`: what
-/// `stop` writes when it cannot disable the label in `gui/<uid>` (no console session, so that
-/// domain's override cannot be set). A console login is an `Aqua` session and loads only plists
-/// that name it, so the stopped Host stays stopped there; `start` writes the generated plist
-/// (every session type) again. Every other key is kept as it was.
-pub fn background_only(bytes: &[u8]) -> anyhow::Result<Vec<u8>> {
-    let mut agent = LaunchAgent::parse(bytes)
-        .map_err(|e| anyhow::anyhow!("the installed plist does not parse: {e}"))?;
-    agent.limit_load_to_session_type = vec!["Background".to_owned()];
-    agent.other.remove("LimitLoadToSessionType");
-    let mut out = Vec::new();
-    plist::to_writer_xml(&mut out, &agent)?;
-    out.push(b'\n');
-    Ok(out)
-}
-
 /// What follows oyster's path in `ProgramArguments` (docs/behaviour.md §4): the launch program.
 pub fn launch_arguments(stack: &str) -> Vec<String> {
     ["host", "exec", "--stack", stack]

@@ -55,9 +55,10 @@ fn removable_volume(path: &Path) -> Option<PathBuf> {
 }
 
 /// One warning line per path the Host needs that lies in a protected place: `(what, path)`
-/// pairs, e.g. `("the Oysterun root", root)`; `program` is what launchd runs (oyster's stable
-/// path), the one to allow.
-pub fn warnings(home: &Path, paths: &[(&str, &Path)], program: &Path) -> Vec<String> {
+/// pairs, e.g. `("the Oysterun root", root)`. `node` is the pinned Node: launchd's job becomes
+/// Node (oyster execs it as the same pid), so the program privacy protection asks about, and
+/// the one a grant must name, is the resolved Node binary, not oyster.
+pub fn warnings(home: &Path, paths: &[(&str, &Path)], node: &Path) -> Vec<String> {
     paths
         .iter()
         .filter_map(|(what, path)| {
@@ -65,13 +66,69 @@ pub fn warnings(home: &Path, paths: &[(&str, &Path)], program: &Path) -> Vec<Str
             Some(format!(
                 "{what} {} lies in {place}, which macOS privacy protection keeps programs launchd \
                  runs from reading (the Host would fail with \"Operation not permitted\"); move it \
-                 out (e.g. a checkout to ~/oysterun), or allow it in System Settings → Privacy & \
-                 Security → Files and Folders (or Full Disk Access) for {}",
+                 out (e.g. a checkout to ~/oysterun): that is the lasting fix. {}",
                 path.display(),
-                program.display()
+                grant(node)
             ))
         })
         .collect()
+}
+
+/// How to grant access instead, naming the program that asks: the resolved Node binary.
+/// "Files and Folders" lists only programs that already asked and has no "+", so the grant a
+/// user can give by hand is Full Disk Access; Homebrew's Node is signed per build, so the grant
+/// is lost on every upgrade.
+pub fn grant(node: &Path) -> String {
+    format!(
+        "Otherwise grant access to the program that reads it, Node ({}; oyster becomes Node when \
+         launchd runs the Host): System Settings → Privacy & Security → Full Disk Access → +, \
+         and add it again after every Node upgrade (a new build is a new program to macOS)",
+        resolved(node).display()
+    )
+}
+
+/// `node` with its links resolved (`/opt/homebrew/bin/node` → the Cellar binary).
+pub fn resolved(node: &Path) -> PathBuf {
+    std::fs::canonicalize(node).unwrap_or_else(|_| node.to_path_buf())
+}
+
+/// What identifies a Node binary to privacy protection as far as oyster can see it without
+/// code signatures: its resolved path, device, inode, size and modification time. A grant
+/// given to one identity does not hold for another.
+pub fn node_identity(node: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let real = resolved(node);
+    let m = std::fs::metadata(&real).ok()?;
+    Some(format!(
+        "{}\n{} {} {} {}\n",
+        real.display(),
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime()
+    ))
+}
+
+/// The file in a stack's run dir that holds the Node identity of the last verified start.
+pub fn verified_node_path(run_dir: &Path) -> PathBuf {
+    run_dir.join("verified-node")
+}
+
+/// When the pinned Node is not the one the last verified start ran (upgraded since), the
+/// sentence that says so: a grant given to the old one does not carry over. `None` when it
+/// is the same, or nothing was recorded.
+pub fn node_changed(run_dir: &Path, node: &Path) -> Option<String> {
+    let bytes = crate::sys::fs::read_regular(&verified_node_path(run_dir), 64 * 1024).ok()??;
+    let was = String::from_utf8_lossy(&bytes).into_owned();
+    let now = node_identity(node)?;
+    (was != now).then(|| {
+        let old = was.lines().next().unwrap_or("?");
+        format!(
+            "the pinned Node changed since the last verified start (was {old}, now {}): a Full Disk Access grant given to the old one does not hold for it; add {} under System Settings → Privacy & Security → Full Disk Access → +",
+            resolved(node).display(),
+            resolved(node).display()
+        )
+    })
 }
 
 #[cfg(test)]
@@ -115,12 +172,13 @@ mod tests {
         let w = warnings(
             &home,
             &[("the Oysterun root", &home.join("Desktop/o"))],
-            Path::new("/usr/local/bin/oyster"),
+            Path::new("/usr/local/bin/node"),
         );
         assert_eq!(w.len(), 1);
         assert!(
-            w[0].contains("Privacy & Security → Files and Folders")
-                && w[0].contains("/usr/local/bin/oyster"),
+            w[0].contains("Privacy & Security → Full Disk Access → +")
+                && w[0].contains("Node (/usr/local/bin/node;")
+                && w[0].contains("again after every Node upgrade"),
             "{}",
             w[0]
         );

@@ -215,7 +215,7 @@ pub fn parse_print(text: &str) -> PrintInfo {
 pub fn parse_disabled(text: &str, label: &str) -> Option<bool> {
     let quoted = format!("\"{label}\"");
     text.lines().find_map(|line| {
-        let (k, v) = line.trim().split_once("=>")?;
+        let (k, v) = line.trim().rsplit_once("=>")?;
         (k.trim() == quoted).then(|| matches!(v.trim(), "disabled" | "true"))
     })
 }

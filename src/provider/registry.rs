@@ -50,6 +50,9 @@ pub struct Provider {
     /// Directories (relative to HOME) where the provider's own native installer keeps its
     /// versions; a command whose real path lies under one is owned by that installer.
     pub native_dirs: &'static [&'static str],
+    /// Keeps its login in the macOS login keychain, which is locked in a Background session
+    /// (`user/<uid>`; docs/launchd.md, "Domains"): its authentication can fail there.
+    pub login_in_keychain: bool,
 }
 
 /// Every supported provider, in registry order (the order of `PATH` entries and of output).
@@ -62,6 +65,8 @@ pub static PROVIDERS: &[Provider] = &[
         npm_package: "@anthropic-ai/claude-code",
         version_pattern: r"^\d+\.\d+\.\d+ \(Claude Code\)",
         native_dirs: &[".local/share/claude", ".claude/local"],
+        // Claude Code keeps its OAuth login in the keychain on macOS.
+        login_in_keychain: true,
     },
     Provider {
         id: ProviderId("codex"),
@@ -71,6 +76,8 @@ pub static PROVIDERS: &[Provider] = &[
         npm_package: "@openai/codex",
         version_pattern: r"^codex-cli \d+\.\d+\.\d+",
         native_dirs: &[],
+        // Codex CLI keeps its login in ~/.codex/auth.json by default.
+        login_in_keychain: false,
     },
 ];
 

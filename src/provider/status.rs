@@ -41,6 +41,10 @@ impl fmt::Display for State {
 #[serde(rename_all = "snake_case")]
 pub enum Authentication {
     NotChecked,
+    /// The Host runs in a Background session (`user/<uid>`), where the login keychain is
+    /// locked, and the provider keeps its login there: its authentication can fail although
+    /// it is available.
+    KeychainLocked,
 }
 
 /// One provider's row (docs/behaviour.md "Machine-readable shapes"); paths are absolute (the printer

@@ -170,36 +170,63 @@ fn a_gui_bootstrap_refused_with_125_is_retried_once_in_the_user_domain() {
     d.done();
 }
 
+/// 29.6: launchd keeps one store of disabled overrides per user, read by `gui/<uid>` and
+/// `user/<uid>` alike. A Host stopped over SSH (only `user/<uid>` exists) is disabled for the
+/// next console login too, with the plist left as generated: `status` right after the stop
+/// does not call it stale, and neither `agent regenerate` nor an upgrade's postinstall (which
+/// runs `agent regenerate` as the user) brings it back, at once or at the next login. Before,
+/// `stop` narrowed the plist to Background sessions: `status` called it stale, and the
+/// `regenerate` oyster itself names next wrote the whole plist again.
 #[test]
 fn a_host_stopped_over_ssh_stays_stopped_after_the_next_console_login() {
     let d = D::new();
     d.over_ssh("install").ok();
     assert!(d.loaded_in("user"));
+    let plist = d.t.home.join(format!("Library/LaunchAgents/{LABEL}.plist"));
+    let generated = std::fs::read(&plist).unwrap();
     let r = d.over_ssh("stop").ok();
     let said = format!("{}{}", r.stdout(), r.stderr());
-    assert!(said.contains("Background sessions"), "{said}");
-    assert!(!d.loaded_in("user") && d.disabled_in("user"));
-    let plist = d.t.home.join(format!("Library/LaunchAgents/{LABEL}.plist"));
-    let narrowed = crate::common::plistlib(&std::fs::read(&plist).unwrap());
-    assert_eq!(
-        narrowed["LimitLoadToSessionType"],
-        serde_json::json!(["Background"]),
-        "{narrowed}"
+    assert!(said.contains("stays stopped at the next login"), "{said}");
+    assert!(!d.loaded_in("user"));
+    // One override, seen through both domains.
+    assert!(d.disabled_in("user") && d.disabled_in("gui"));
+    assert!(
+        std::fs::read(&plist).unwrap() == generated,
+        "stop rewrote the plist"
     );
+    let st = crate::common::Run(
+        d.t.cmd()
+            .env("LAUNCHD_SIM_NO_GUI", "1")
+            .args(["agent", "status", "--json", "--stack", "ld"])
+            .output()
+            .unwrap(),
+    )
+    .json();
+    assert_eq!(st["in_sync"], true, "status right after a stop: {st}");
+    let human =
+        d.t.cmd()
+            .env("LAUNCHD_SIM_NO_GUI", "1")
+            .args(["status", "ld"])
+            .output()
+            .unwrap();
+    let human = String::from_utf8_lossy(&human.stdout).into_owned();
+    assert!(!human.contains("stale"), "{human}");
+    // What oyster names next, and what an upgrade's postinstall runs: the Host stays stopped.
+    for _ in 0..2 {
+        let r = d.t.run(d.args("regenerate")).ok();
+        assert!(r.stdout().contains("not loaded"), "{}", r.stdout());
+        assert!(
+            !d.loaded_in("gui") && !d.loaded_in("user"),
+            "regenerate started it"
+        );
+    }
     // The console login loads every Aqua agent into gui/<uid>: not this one.
     d.t.sim(&["login", &d.domain("gui")]).ok();
     assert!(!d.loaded_in("gui") && !d.loaded_in("user"), "it came back");
-    // `start` at the console undoes the stop: the whole plist again, enabled, verified.
+    // `start` at the console undoes the stop.
     let r = d.t.run(d.args("start")).ok();
     assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
-    assert!(d.loaded_in("gui"));
-    let restored = crate::common::plistlib(&std::fs::read(&plist).unwrap());
-    assert!(
-        restored["LimitLoadToSessionType"]
-            .as_array()
-            .is_some_and(|s| s.iter().any(|t| t == "Aqua")),
-        "{restored}"
-    );
+    assert!(d.loaded_in("gui") && !d.disabled_in("gui") && !d.disabled_in("user"));
     d.done();
 }
 

@@ -37,6 +37,7 @@ mod packaging;
 mod planted_fifos;
 mod privacy_folders;
 mod providers;
+mod real_macs;
 mod refused_where_they_enter;
 mod registry_guard;
 mod regressions;

@@ -41,7 +41,17 @@ fn a_root_in_documents_is_named_with_the_setting_to_change_and_doctor_checks_it(
     let e = r.stderr();
     assert!(
         e.contains("warning: the Oysterun root ~/Documents/oysterun lies in the Documents folder")
-            && e.contains("System Settings → Privacy & Security → Files and Folders"),
+            && e.contains("move it out (e.g. a checkout to ~/oysterun): that is the lasting fix"),
+        "{e}"
+    );
+    // The grant names the program that asks (Node, resolved), the one place a user can add
+    // it (Full Disk Access → +), and that an upgrade loses it (issue 29 item 4).
+    let node = std::fs::canonicalize(real_node()).unwrap();
+    assert!(
+        e.contains(&format!("Node ({};", node.display()))
+            && e.contains("System Settings → Privacy & Security → Full Disk Access → +")
+            && e.contains("again after every Node upgrade")
+            && !e.contains("Files and Folders"),
         "{e}"
     );
     assert_eq!(
@@ -80,4 +90,72 @@ fn a_root_in_documents_is_named_with_the_setting_to_change_and_doctor_checks_it(
             .any(|c| c["check"] == "privacy"),
         "{doc}"
     );
+}
+
+/// Issue 29 item 4: a Full Disk Access grant is given to one Node binary; Homebrew's
+/// `brew upgrade node` puts a new one behind the same `bin/node` link. `doctor` says when the
+/// pinned Node is not the one the last verified start ran, naming the new binary.
+#[test]
+fn doctor_notices_that_the_pinned_node_changed_since_the_last_verified_start() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut t = TestContext::new();
+    t.use_sim();
+    let root = root_at(&t.home.join("Documents/oysterun"));
+    // A Homebrew-like layout: bin/node links to the current build in the Cellar.
+    let cellar = t.path("Cellar");
+    for v in ["1", "2"] {
+        let dir = cellar.join(v);
+        std::fs::create_dir_all(&dir).unwrap();
+        let node = dir.join("node");
+        std::fs::write(
+            &node,
+            format!("#!/bin/sh\nexec {} \"$@\"\n", real_node().display()),
+        )
+        .unwrap();
+        std::fs::set_permissions(&node, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let bin = t.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(cellar.join("1/node"), bin.join("node")).unwrap();
+    let port = free_port().to_string();
+    t.run([
+        "agent",
+        "install",
+        "--stack",
+        "pv",
+        "--root",
+        root.to_str().unwrap(),
+        "--node-bin",
+        bin.join("node").to_str().unwrap(),
+        "--port",
+        &port,
+        "--wait",
+        "10",
+        "--settle-ms",
+        "200",
+    ])
+    .ok();
+    let changed = |t: &TestContext| -> Vec<String> {
+        let doc = t.run(["doctor", "--stack", "pv", "--json"]).json();
+        doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["check"] == "privacy")
+            .map(|c| c["detail"].as_str().unwrap().to_owned())
+            .filter(|d| d.contains("the pinned Node changed"))
+            .collect()
+    };
+    assert!(changed(&t).is_empty(), "nothing changed yet");
+    // `brew upgrade node`: the link now leads to another build.
+    std::fs::remove_file(bin.join("node")).unwrap();
+    std::os::unix::fs::symlink(cellar.join("2/node"), bin.join("node")).unwrap();
+    let rows = changed(&t);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert!(
+        rows[0].contains(&format!("now {}", cellar.join("2/node").display())),
+        "{rows:?}"
+    );
+    t.run(["agent", "uninstall", "--stack", "pv"]).ok();
+    t.wait_no_processes();
 }

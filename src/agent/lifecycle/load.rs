@@ -17,6 +17,11 @@ impl Agent<'_> {
         let plist = self.stack.plist_path();
         let t0 = Instant::now();
         let mut said = false;
+        // When `print` first showed the label not loaded after a 5/37: a refusal launchd
+        // gives no reason for is retried for NOT_LOADED_RETRY only (a draining job, which
+        // still shows as loaded, for BOOTSTRAP_RETRY).
+        let mut not_loaded_since: Option<Instant> = None;
+        let mut asked_login_items = false;
         loop {
             let r = self.lc.bootstrap(self.active(), &plist)?;
             let f = &r.finished;
@@ -26,19 +31,51 @@ impl Agent<'_> {
                         .record(action, Step::Bootstrap, StepOutcome::Ok, None, "");
                     return Ok(());
                 }
-                Code::InputOutput | Code::AlreadyRunning if t0.elapsed() < BOOTSTRAP_RETRY => {
+                Code::InputOutput | Code::AlreadyRunning => {
+                    let loaded = self.poll()?.is_some();
+                    if loaded {
+                        not_loaded_since = None;
+                    } else {
+                        not_loaded_since.get_or_insert_with(Instant::now);
+                    }
+                    // Switched off in Login Items: said at once, not after retries.
+                    if !loaded && !asked_login_items && r.code == Code::InputOutput {
+                        asked_login_items = true;
+                        if let Some(cause) = crate::agent::refusal::login_item(self.lc, &plist) {
+                            return Err(self.bootstrap_refused(
+                                action,
+                                &r,
+                                r.code,
+                                Some(cause),
+                                t0,
+                            ));
+                        }
+                    }
+                    let retrying = match not_loaded_since {
+                        None => t0.elapsed() < BOOTSTRAP_RETRY,
+                        Some(since) => {
+                            since.elapsed() < NOT_LOADED_RETRY && t0.elapsed() < BOOTSTRAP_RETRY
+                        }
+                    };
+                    if !retrying {
+                        return Err(self.bootstrap_refused(action, &r, r.code, None, t0));
+                    }
                     if !said {
-                        let loaded = self.poll()?.is_some();
                         self.out.progress(&format!(
-                            "launchctl bootstrap exited {} ({}); {}, retrying for up to {} s…",
+                            "launchctl bootstrap exited {} ({}); {}…",
                             f.code,
                             f.stderr.lines().next().unwrap_or("").trim(),
                             if loaded {
-                                "the old job is still draining"
+                                format!(
+                                    "the old job is still draining, retrying for up to {} s",
+                                    BOOTSTRAP_RETRY.as_secs()
+                                )
                             } else {
-                                "launchd is busy"
-                            },
-                            BOOTSTRAP_RETRY.as_secs()
+                                format!(
+                                    "the label is not loaded, retrying for up to {} s before looking for the cause",
+                                    NOT_LOADED_RETRY.as_secs()
+                                )
+                            }
                         ));
                         said = true;
                     }
@@ -70,13 +107,23 @@ impl Agent<'_> {
                         .enable(gui.other(), &self.stack.label)?
                         .accept(&[])?;
                 }
-                code => return Err(self.bootstrap_refused(action, &r, code)),
+                code => return Err(self.bootstrap_refused(action, &r, code, None, t0)),
             }
         }
     }
 
-    /// The error for a bootstrap launchd kept refusing, with the likely causes as the hint.
-    fn bootstrap_refused(&self, action: Action, r: &Reply, code: Code) -> anyhow::Error {
+    /// The error for a bootstrap launchd kept refusing. For 5/37 with the label not loaded
+    /// from another plist, the first cause the discriminators find (or `cause`, found
+    /// already) is named with its fix (docs/launchd.md, "Exit codes"); "launchd refused it and
+    /// gave no reason" only when none holds.
+    fn bootstrap_refused(
+        &self,
+        action: Action,
+        r: &Reply,
+        code: Code,
+        cause: Option<crate::agent::refusal::Cause>,
+        t0: Instant,
+    ) -> anyhow::Error {
         let target = self.target();
         let plist = self.stack.plist_path();
         let why = if code == Code::Disabled {
@@ -100,21 +147,55 @@ impl Agent<'_> {
             r.finished.stderr.trim()
         );
         let hint = if matches!(code, Code::InputOutput | Code::AlreadyRunning) {
-            let loaded_elsewhere = self
-                .poll()
-                .ok()
-                .flatten()
+            let now = self.poll().ok().flatten();
+            let loaded_elsewhere = now
+                .as_ref()
                 .is_some_and(|i| i.path().is_some_and(|p| p != plist.as_path()));
-            msg.push_str(" (still failing after 20 s of retries)");
-            if loaded_elsewhere {
-                "the label is loaded from another plist: `launchctl bootout` it, then run again"
-                    .to_owned()
-            } else {
-                format!(
-                    "the agent may be switched off in System Settings → General → Login Items \
-                     (switch it on), or launchd refused the session type of {}",
-                    self.active()
+            // Still listed from this plist after the whole bound: a bootout that never
+            // finished draining, not a refusal to look for causes of.
+            let still_draining = now.is_some() && !loaded_elsewhere;
+            if t0.elapsed() >= Duration::from_millis(500) {
+                msg.push_str(&format!(
+                    " (after {:.1} s of retries)",
+                    t0.elapsed().as_secs_f64()
+                ));
+            }
+            let cause = cause.or_else(|| {
+                if loaded_elsewhere || still_draining {
+                    return None;
+                }
+                crate::agent::refusal::first_cause(
+                    self.lc,
+                    self.active(),
+                    &self.stack.label,
+                    &plist,
+                    &self.hints.agent("regenerate"),
                 )
+            });
+            match cause {
+                _ if loaded_elsewhere => {
+                    "the label is loaded from another plist: `launchctl bootout` it, then run again"
+                        .to_owned()
+                }
+                _ if still_draining => {
+                    msg.push_str(&format!(
+                        "; {target} is still loaded: launchd did not finish booting the old job out"
+                    ));
+                    format!("`launchctl print {target}` shows its state; run the command again once it is gone")
+                }
+                Some(c) => {
+                    msg.push_str(&format!("; launchd refused it because {}", c.what));
+                    c.fix
+                }
+                None => {
+                    msg.push_str(
+                        "; launchd refused it and gave no reason (it is not disabled, not switched off in Login Items, its session types, owner and mode and its log directory are right)",
+                    );
+                    format!(
+                        "`log show --last 5m --predicate 'process == \"launchd\"'` shows launchd's own reason; `{}` checks the rest",
+                        self.hints.cmd("doctor")
+                    )
+                }
             }
         } else {
             format!(
@@ -122,6 +203,7 @@ impl Agent<'_> {
                 self.hints.cmd("doctor")
             )
         };
+        self.refusal_hint.replace(Some(hint.clone()));
         crate::error::Failed::new(msg, hint).into()
     }
 

@@ -25,6 +25,21 @@ impl Agent<'_> {
             self.out
                 .warn(&format!("could not record the verified plist: {e}"));
         }
+        // The Node this verified start ran, so `doctor` can say when it changed (a privacy
+        // grant given to one Node binary does not hold for the next). Advisory.
+        let identity = agentplist::read_env(bytes).ok().and_then(|env| {
+            crate::host::privacy::node_identity(std::path::Path::new(
+                env.get(crate::host::launchenv::NODE_BIN)?,
+            ))
+        });
+        if let Some(id) = identity {
+            let _ = fsutil::write_atomic(
+                self.lock,
+                &crate::host::privacy::verified_node_path(&self.stack.run_dir),
+                id.as_bytes(),
+                Some(0o600),
+            );
+        }
     }
 
     pub(super) fn finish(
@@ -146,10 +161,15 @@ impl Agent<'_> {
         if let Some(sig) = interrupted {
             return crate::error::Interrupted(sig, format!("rollback: {rollback}")).into();
         }
-        anyhow::anyhow!(
+        let msg = format!(
             "{}\nlast exit: {last_exit}\nrollback: {rollback}",
             self.failure_message(&failure)
-        )
+        );
+        // launchd's refusal named a cause: its fix stays the hint.
+        match self.refusal_hint.take() {
+            Some(hint) => crate::error::Failed::new(msg, hint).into(),
+            None => anyhow::anyhow!(msg),
+        }
     }
 
     /// Verification for a rollback: signals are not polled (the rollback must finish).

@@ -27,7 +27,17 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     // each row's notes.
     let (listings, fallback) = match ctx.launchctl() {
         Ok(lc) if !names.is_empty() => match lc.listings() {
-            Ok(Ok(l)) => (Some(l), None),
+            Ok(Ok(l)) => {
+                // Rows launchd printed in a shape oyster does not read are skipped, never a
+                // reason to give up the table; a stack one of them names is asked on its own.
+                let n = l.skipped();
+                if n > 0 {
+                    ctx.out.note(&format!(
+                        "{n} rows of launchd's domain listings were not in a shape oyster reads and were skipped; a stack one of them names was asked for on its own"
+                    ));
+                }
+                (Some(l), None)
+            }
             Ok(Err(Unreadable(why))) => (None, Some(why)),
             Err(e) => (None, Some(format!("{e:#}"))),
         },
@@ -62,6 +72,15 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
         return Ok(ExitStatus::Success);
     }
     print_table(ctx, &rows);
+    // Switched off in Login Items: the reason it is not loaded, with where to switch it on.
+    for r in rows
+        .iter()
+        .filter(|r| r.login_item == Some(crate::agent::login_items::LoginItem::RequiresApproval))
+    {
+        if let Some(n) = r.notes.iter().find(|n| n.contains("Login Items")) {
+            ctx.out.out_toned(Tone::Fail, &format!("{}: {n}", r.stack));
+        }
+    }
     for r in rows.iter().filter(|r| r.broken) {
         for n in r.notes.iter().filter(|n| n.starts_with("broken: ")) {
             ctx.out.out_toned(Tone::Fail, &format!("{}: {n}", r.stack));

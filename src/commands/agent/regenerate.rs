@@ -42,7 +42,9 @@ fn reload_if_needed(ctx: &Context, p: Prepared<'_>, timing: Timing) -> anyhow::R
         }
         Some(Ok(agent)) => agent,
     };
-    match agent.print()? {
+    // In either domain: a copy loaded only in user/<uid> while gui/<uid> exists is reloaded
+    // (into the domain oyster acts in, the other copy booted out) like any loaded job.
+    match agent.job()?.map(|(_, info)| info) {
         // Not loaded and no run pending: nothing to restart. A pending marker means a run was
         // killed between bootout and bootstrap: finish (or roll back) its change.
         None if !agent.pending() => {

@@ -2,6 +2,7 @@
 //! unless the Host is verified.
 
 use super::preflight;
+use crate::agent::login_items::LoginItem;
 use crate::agent::status::{self as model, AgentStatus, InstalledBy, Summary};
 use crate::context::Context;
 use crate::output::Tone;
@@ -116,6 +117,22 @@ fn print(ctx: &Context, st: &AgentStatus) {
         ));
     }
     out.out(&format!("  loaded:    {}", loaded_words(ctx, st)));
+    // Login Items (System Settings → General → Login Items): said as unknown, never as fine,
+    // when it cannot be asked.
+    match (st.login_item, &st.login_item_why) {
+        (Some(LoginItem::Unknown), Some(why)) => {
+            out.out(&format!("  login:     Login Items state unknown ({why})"));
+        }
+        (Some(LoginItem::RequiresApproval), _) => out.out_toned(
+            Tone::Fail,
+            &format!(
+                "  login:     {} in Login Items",
+                LoginItem::RequiresApproval.words()
+            ),
+        ),
+        (Some(state), _) => out.out(&format!("  login:     {} in Login Items", state.words())),
+        (None, _) => {}
+    }
     print_running(ctx, st);
     print_plist_warnings(ctx, st);
     out.out(&format!("  log:       {}", st.log_path));

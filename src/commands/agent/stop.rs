@@ -30,16 +30,9 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
         (true, None) => format!("Stopped {} (booted out; no Host was running)", stack.label),
         (false, _) => format!("{} was not loaded", stack.label),
     };
-    // Never "stays stopped" when one domain's override could not be set (over SSH, no
-    // console session): a console login loads the plist there again.
-    let stays = match done.not_disabled_in {
-        None => "disabled, so it stays stopped at the next login".to_owned(),
-        Some(d) => format!(
-            "disabled in {} only, not in {d} (no console session now), so a console login may start it again: run `{}` once logged in",
-            d.other(),
-            ctx.hint_cmd("stop")
-        ),
-    };
+    // launchd's overrides are per user: the disable holds at the next console login, also
+    // when it was set over SSH (docs/launchd.md, "Domains").
+    let stays = "disabled, so it stays stopped at the next login";
     ctx.out.out_toned(
         Tone::Ok,
         &format!(

@@ -31,6 +31,9 @@ pub(super) fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Ve
             checks.push(check("domain", Level::Warn, n.clone(), None));
         }
         let loaded = both.loaded();
+        if installed.is_some() {
+            checks.push(login_item_check(lc, &st.plist_path()));
+        }
         if let [(first, _), (second, _), ..] = loaded.as_slice() {
             checks.push(loaded_twice_check(ctx, *first, *second));
         }
@@ -61,6 +64,14 @@ pub(super) fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Ve
                 )
             }),
         ));
+        if running && matches!(domain.name, Domain::User(_)) {
+            checks.push(check(
+                "keychain",
+                Level::Warn,
+                crate::agent::status::keychain_note(ctx),
+                Some(format!("`{}` at the console", ctx.hint_cmd("restart"))),
+            ));
+        }
         if let (Some(pid), Some(inst)) = (info.pid().filter(|_| running), installed) {
             checks.push(live_host_check(ctx, pid, &info, inst));
         }
@@ -169,4 +180,36 @@ fn loaded_twice_check(ctx: &Context, first: Domain, second: Domain) -> Check {
             second.target(&st.label)
         )),
     )
+}
+
+/// Login Items (macOS 13+): switched off is a failure naming System Settings → General → Login
+/// Items and the item; a state that cannot be asked is a warning that says so (unknown is not
+/// fine).
+fn login_item_check(lc: &Launchctl, plist: &std::path::Path) -> Check {
+    use crate::agent::login_items::{self, LoginItem};
+    match login_items::status(lc, plist) {
+        Ok(LoginItem::RequiresApproval) => {
+            let cause = crate::agent::refusal::login_item(lc, plist);
+            check(
+                "login items",
+                Level::Fail,
+                cause.as_ref().map_or_else(
+                    || "switched off in System Settings → General → Login Items".to_owned(),
+                    |c| c.what.clone(),
+                ),
+                cause.map(|c| c.fix),
+            )
+        }
+        Ok(state) => check(
+            "login items",
+            if state == LoginItem::NotFound {
+                Level::Warn
+            } else {
+                Level::Ok
+            },
+            format!("Allow in the Background: {}", state.words()),
+            None,
+        ),
+        Err(why) => check("login items", Level::Warn, format!("unknown: {why}"), None),
+    }
 }

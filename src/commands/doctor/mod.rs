@@ -139,7 +139,7 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
         let msg = e.msg.trim_end_matches("; nothing was changed").to_owned();
         checks.push(check("LaunchAgents dir", Level::Fail, msg, e.hint));
     }
-    checks.extend(privacy_check(plan_ok(&plan)));
+    checks.extend(privacy_check(ctx, plan_ok(&plan)));
     // A FIFO or symlink where launchd opens the Host log (docs/behaviour.md §9).
     if let Err(e) = st.refuse_special_log() {
         checks.push(check("host log", Level::Fail, e.msg, e.hint));
@@ -170,19 +170,39 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
 
 /// Paths the Host needs that lie in a folder macOS's privacy protection keeps launchd-run
 /// programs from reading (one warning each, with the setting to change).
-fn privacy_check(plan: Option<&Plan>) -> Vec<Check> {
+fn privacy_check(ctx: &Context, plan: Option<&Plan>) -> Vec<Check> {
     let Some(plan) = plan else { return vec![] };
-    plan.privacy
+    let node = plan.node.path.as_path();
+    let mut checks: Vec<Check> = plan
+        .privacy
         .iter()
         .map(|w| {
             check(
                 "privacy",
                 Level::Warn,
                 w.clone(),
-                Some("move it out of the protected folder, or allow it in System Settings → Privacy & Security → Files and Folders (or Full Disk Access)".into()),
+                Some(format!(
+                    "move it out of the protected folder (the lasting fix). {}",
+                    crate::host::privacy::grant(node)
+                )),
             )
         })
-        .collect()
+        .collect();
+    // A grant is given to one Node binary: an upgrade since the last verified start loses it.
+    if !plan.privacy.is_empty() {
+        if let Some(changed) = crate::host::privacy::node_changed(&ctx.stack.run_dir, node) {
+            checks.push(check(
+                "privacy",
+                Level::Warn,
+                changed,
+                Some(format!(
+                    "add {} under Full Disk Access, or move the paths out of the protected folder",
+                    crate::host::privacy::resolved(node).display()
+                )),
+            ));
+        }
+    }
+    checks
 }
 
 fn plan_ok(plan: &Option<anyhow::Result<Plan>>) -> Option<&Plan> {
