@@ -103,6 +103,8 @@ pub struct Cleanup {
     pub yes: bool,
     /// Only list what would be removed.
     pub dry_run: bool,
+    /// Also remove uninstalled stacks holding a config or logs (named).
+    pub purge: bool,
 }
 
 /// Every verb, once, with its settings.
@@ -113,7 +115,12 @@ pub enum Verb {
     Setup(Box<Setup>),
     Status,
     Start(Starting),
-    Stop,
+    Stop {
+        /// `--keep`: not disabled, so the next login starts it again.
+        keep: bool,
+        /// `--no-wait`: return once the bootout is issued.
+        no_wait: bool,
+    },
     Restart(Starting),
     List,
     Kill,
@@ -181,7 +188,7 @@ impl Verb {
             Verb::Setup(_) => "setup",
             Verb::Status => "status",
             Verb::Start(_) => "start",
-            Verb::Stop => "stop",
+            Verb::Stop { .. } => "stop",
             Verb::Restart(_) => "restart",
             Verb::List => "list",
             Verb::Kill => "kill",

@@ -20,6 +20,9 @@ use crate::sys::signal::{self, InterruptGuard};
 pub struct StopOutcome {
     /// The job was loaded and has been booted out.
     pub was_loaded: bool,
+    /// The bootout was issued and not waited for (`--no-wait`): launchd may still be stopping
+    /// the Host.
+    pub still_stopping: bool,
     /// The pid that was running, if one was.
     pub pid: Option<u32>,
 }
@@ -136,7 +139,9 @@ impl Agent<'_> {
 
     /// Boots the job out (waiting until launchd has let it go) and disables the label; the
     /// plist stays where it is.
-    pub fn stop(&self) -> anyhow::Result<StopOutcome> {
+    /// `keep`: boot out only, leaving the label enabled (the next login loads it again);
+    /// `wait`: wait for launchd to finish each bootout (else return once it is issued).
+    pub fn stop(&self, keep: bool, wait: bool) -> anyhow::Result<StopOutcome> {
         // Ctrl-C while launchd stops a slow Host must not leave the job booted out but still
         // enabled (it would come back at the next login): the disable is finished first.
         let _guard = InterruptGuard::install();
@@ -147,12 +152,29 @@ impl Agent<'_> {
             .filter(|(_, i)| i.running())
             .and_then(|(_, i)| i.pid());
         let here = job.as_ref().is_some_and(|(d, _)| *d == self.active());
+        let bootout = |domain: Domain, pid: Option<u32>| -> anyhow::Result<()> {
+            if wait {
+                return self.bootout_in(domain, Action::Stop, pid);
+            }
+            self.lc.bootout(domain, &self.stack.label)?.accept(&[
+                crate::launchctl::Code::NoSuchProcess,
+                crate::launchctl::Code::InProgress,
+            ])?;
+            self.audit.record(
+                Action::Stop,
+                Step::Bootout,
+                StepOutcome::Ok,
+                pid,
+                "not waited for",
+            );
+            Ok(())
+        };
         let booted_out = (|| -> anyhow::Result<()> {
             for (domain, info) in self.other_copies() {
-                self.bootout_in(*domain, Action::Stop, info.pid())?;
+                bootout(*domain, info.pid())?;
             }
             if here {
-                self.bootout_in(self.active(), Action::Stop, pid)?;
+                bootout(self.active(), pid)?;
             }
             Ok(())
         })();
@@ -162,7 +184,27 @@ impl Agent<'_> {
             Ok(()) => None,
         };
         let _rest = interrupted.map(|_| signal::Suspended::new());
-        self.remove_stale_identity();
+        if wait {
+            self.remove_stale_identity();
+        }
+        if keep {
+            // Registered still: no disable, so the next login (or `start`) loads it again.
+            if let Some(sig) = interrupted {
+                return Err(Interrupted(
+                    sig,
+                    format!(
+                        "{} was booted out and left enabled (--keep): the next login starts it again",
+                        self.stack.label
+                    ),
+                )
+                .into());
+            }
+            return Ok(StopOutcome {
+                was_loaded: job.is_some(),
+                still_stopping: !wait && pid.is_some(),
+                pid,
+            });
+        }
         // Both domains where they exist. launchd keeps one store of overrides per user
         // (`disabled.<uid>.plist`), read by `gui/<uid>` and `user/<uid>` alike (docs/launchd.md,
         // "Domains"), so the disable in the domain oyster acts in already keeps the Host
@@ -189,6 +231,7 @@ impl Agent<'_> {
         }
         Ok(StopOutcome {
             was_loaded: job.is_some(),
+            still_stopping: !wait && pid.is_some(),
             pid,
         })
     }

@@ -218,6 +218,13 @@ pub enum JobCommand {
     Start(StartArgs),
     #[command(about = STOP_ABOUT, after_help = examples_for("stop"))]
     Stop {
+        /// Stop it now but keep it registered: launchd starts it again at the next login (as
+        /// `brew services stop --keep`).
+        #[arg(long)]
+        keep: bool,
+        /// Return once launchd was told; do not wait for the Host to exit.
+        #[arg(long)]
+        no_wait: bool,
         #[command(flatten)]
         targets: Targets,
     },
@@ -338,6 +345,11 @@ pub struct CleanupArgs {
     /// Only list what would be removed (the default without a terminal).
     #[arg(long)]
     pub dry_run: bool,
+    /// Also remove uninstalled stacks (no LaunchAgent, no Host) that still hold a config or
+    /// logs, naming each file; without it those are kept (with `--yes`, or asked about one by
+    /// one on a terminal).
+    #[arg(long)]
+    pub purge: bool,
 }
 
 /// `oyster logs`.

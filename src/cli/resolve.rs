@@ -193,6 +193,7 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
             Verb::Cleanup(Cleanup {
                 yes: a.yes,
                 dry_run: a.dry_run,
+                purge: a.purge,
             })
         }
         Command::Doctor {
@@ -336,9 +337,16 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
             n.targets(&a.targets);
             Verb::Start(starting(&a.host, &a.verify, a.qr, false))
         }
-        JobCommand::Stop { targets } => {
+        JobCommand::Stop {
+            keep,
+            no_wait,
+            targets,
+        } => {
             n.targets(targets);
-            Verb::Stop
+            Verb::Stop {
+                keep: *keep,
+                no_wait: *no_wait,
+            }
         }
         JobCommand::Restart(a) => {
             n.targets(&a.targets);

@@ -127,6 +127,11 @@ pub fn run(ctx: &Context, args: &Cleanup) -> anyhow::Result<ExitStatus> {
         return Ok(ExitStatus::Success);
     }
     if args.dry_run || (!args.yes && !terminal) {
+        if args.purge {
+            for f in &with_files {
+                crate::say!("would purge {}: {}", f.name, list(&f.precious));
+            }
+        }
         if !removable.is_empty() {
             crate::say!(
                 "Nothing removed ({}); `oyster cleanup --yes` removes the leftover stacks.",
@@ -218,8 +223,14 @@ fn remove_asked(
             crate::say!("Nothing removed.");
         }
     }
-    // The config and logs are only removed on a yes to a question that names them.
-    if terminal && !args.yes {
+    // The config and logs are only removed on a yes to a question that names them, or with
+    // `--yes --purge`, naming each as it goes.
+    if args.yes && args.purge {
+        for f in with_files {
+            crate::say!("purging {}: {}", f.name, list(&f.precious));
+            failed |= !remove(ctx, lc, f);
+        }
+    } else if terminal && !args.yes {
         for f in with_files {
             let q = format!("Remove stack {} with {}? [y/N] ", f.name, list(&f.precious));
             if ask(ctx, &q)? {
@@ -227,7 +238,7 @@ fn remove_asked(
             }
         }
     } else if !with_files.is_empty() {
-        crate::say!("Stacks holding a config or logs are only removed on a terminal, after a question naming those files.");
+        crate::say!("Stacks holding a config or logs are only removed on a terminal, after a question naming those files, or with `oyster cleanup --yes --purge`.");
     }
     Ok(failed)
 }
@@ -383,6 +394,7 @@ fn look_kept(
     let bookkeeping = [
         stack.run_dir.join("oyster.lock"),
         stack.run_dir.join("node-version.cache"),
+        crate::host::privacy::verified_node_path(&stack.run_dir),
         stack.config_dir.join("config.json.lock"),
     ];
     let identity = [

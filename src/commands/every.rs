@@ -14,7 +14,8 @@ pub fn run(ctx: &Context, cmd: &Verb) -> anyhow::Result<ExitStatus> {
     let verb = cmd.word();
     let done = match cmd {
         Verb::Start(_) => "started, verified",
-        Verb::Stop => "stopped",
+        Verb::Stop { keep: false, .. } => "stopped",
+        Verb::Stop { keep: true, .. } => "stopped (kept for the next login)",
         Verb::Restart(_) => "restarted, verified",
         Verb::Uninstall => "uninstalled",
         _ => unreachable!("only start, stop, restart and uninstall take --all"),

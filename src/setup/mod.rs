@@ -436,6 +436,7 @@ fn created_paths(ctx: &Context, sp: &SetupPlan) -> Undo {
         st.exec_record_path(),
         st.pid_lock_path(),
         st.node_version_cache_path(),
+        crate::host::privacy::verified_node_path(&st.run_dir),
         st.lifecycle_lock_path(),
         st.pending_path(),
         st.last_good_plist_path(),

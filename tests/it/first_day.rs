@@ -425,3 +425,76 @@ fn at_80_columns_no_line_is_wider_than_the_terminal_and_piped_output_is_never_wr
         piped.stdout()
     );
 }
+
+#[test]
+fn stop_keep_stays_registered_for_the_next_login_and_no_wait_returns_at_once() {
+    let port = free_port();
+    let t = installed(port);
+    let uid = nix::unistd::getuid().as_raw();
+    let st = t.run(["status", "snap", "--json"]).json();
+    let old = st["pid"].as_u64().unwrap();
+    // --keep: booted out, not disabled; a login loads it again (brew's `stop --keep`).
+    let out = t.run(["stop", "snap", "--keep"]).ok().stdout();
+    assert!(out.contains("left enabled (--keep)"), "{out}");
+    let st = t.run(["status", "snap", "--json"]).fails_with(1).json();
+    assert_eq!(st["loaded"], false, "{st}");
+    assert_ne!(st["disabled"], true, "not disabled: {st}");
+    assert_eq!(st["summary"], "not_loaded", "{st}");
+    t.sim(&["login", &format!("gui/{uid}")]).ok();
+    crate::common::wait_until(
+        std::time::Duration::from_secs(10),
+        "the login's Host",
+        || {
+            let st = t.run(["status", "snap", "--json"]).json();
+            st["running"] == true && st["pid"].as_u64() != Some(old)
+        },
+    );
+    // --no-wait: the stop returns once launchd was told; the Host goes by itself.
+    let pid = t.run(["status", "snap", "--json"]).json()["pid"]
+        .as_u64()
+        .unwrap();
+    let out = t.run(["stop", "snap", "--no-wait"]).ok().stdout();
+    assert!(
+        out.contains("disabled, so it stays stopped") && out.contains(&format!("pid {pid}")),
+        "{out}"
+    );
+    crate::common::wait_until(
+        std::time::Duration::from_secs(10),
+        "the Host to exit",
+        || t.run(["status", "snap", "--json"]).json()["running"] == false,
+    );
+    t.run(["uninstall", "snap"]).ok();
+}
+
+#[test]
+fn cleanup_yes_purge_removes_uninstalled_stacks_with_their_files_named_and_only_then() {
+    let port = free_port();
+    let t = installed(port);
+    t.run(["uninstall", "snap"]).ok();
+    let root = t.home.join(".oysterun-stacks/snap");
+    assert!(root.join("host/config.json").exists() && root.join("logs").is_dir());
+    // Without --purge: kept, and the way to remove it is named.
+    let out = t.run(["cleanup", "--yes"]).ok().stdout();
+    assert!(
+        out.contains("kept    snap: no LaunchAgent and no Host, but it holds"),
+        "{out}"
+    );
+    assert!(out.contains("--yes --purge"), "{out}");
+    assert!(root.exists());
+    // --dry-run --purge: says what it would remove, removes nothing.
+    let out = t.run(["cleanup", "--dry-run", "--purge"]).ok().stdout();
+    assert!(out.contains("would purge snap: "), "{out}");
+    assert!(out.contains("config.json"), "{out}");
+    assert!(root.exists());
+    // --yes --purge: removed, each file named.
+    let out = t.run(["cleanup", "--yes", "--purge"]).ok().stdout();
+    assert!(
+        out.contains("purging snap: ") && out.contains("config.json"),
+        "{out}"
+    );
+    assert!(!root.exists(), "{out}");
+    assert_eq!(
+        t.run(["list", "--json"]).json()["stacks"],
+        serde_json::json!([])
+    );
+}

@@ -35,7 +35,7 @@ pub fn run(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
         } => regenerate::run(ctx, host, *no_restart, *dry_run, *timing),
         Verb::Restart(s) => restart::run(ctx, &s.host, s.timing, s.restore_sessions),
         Verb::Status => status::run(ctx),
-        Verb::Stop => stop::run(ctx),
+        Verb::Stop { keep, no_wait } => stop::run(ctx, *keep, *no_wait),
         Verb::Start(s) => start::run(ctx, s),
         Verb::Kill => kill::run(ctx),
         Verb::List => list::run(ctx),

@@ -9,7 +9,8 @@ use crate::error::Failed;
 use crate::output::Tone;
 use crate::ExitStatus;
 
-pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
+/// `keep`: `--keep` (boot out, stay registered for the next login); `no_wait`: `--no-wait`.
+pub fn run(ctx: &Context, keep: bool, no_wait: bool) -> anyhow::Result<ExitStatus> {
     preflight::require_known(ctx)?;
     let stack = &ctx.stack;
     // Said before anything is created (no lock file for a stack that is not there).
@@ -24,15 +25,23 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     refuse_direct_host(ctx)?;
     let lock = ctx.lock_stack("agent stop")?;
     let agent = Agent::new(ctx, &lock)?;
-    let done = agent.stop()?;
-    let what = match (done.was_loaded, done.pid) {
-        (true, Some(pid)) => format!("Stopped {} (pid {pid} booted out)", stack.label),
-        (true, None) => format!("Stopped {} (booted out; no Host was running)", stack.label),
-        (false, _) => format!("{} was not loaded", stack.label),
+    let done = agent.stop(keep, !no_wait)?;
+    let what = match (done.was_loaded, done.pid, done.still_stopping) {
+        (true, Some(pid), true) => format!(
+            "Stopping {} (pid {pid} booted out; launchd finishes stopping it, not waited for: --no-wait)",
+            stack.label
+        ),
+        (true, Some(pid), false) => format!("Stopped {} (pid {pid} booted out)", stack.label),
+        (true, None, _) => format!("Stopped {} (booted out; no Host was running)", stack.label),
+        (false, _, _) => format!("{} was not loaded", stack.label),
     };
     // launchd's overrides are per user: the disable holds at the next console login, also
     // when it was set over SSH (docs/launchd.md, "Domains").
-    let stays = "disabled, so it stays stopped at the next login";
+    let stays = if keep {
+        "left enabled (--keep), so launchd starts it again at the next login"
+    } else {
+        "disabled, so it stays stopped at the next login"
+    };
     ctx.out.out_toned(
         Tone::Ok,
         &format!(
