@@ -479,6 +479,18 @@ fn record_job(
     st.running = info.running();
     st.state = info.state().map(str::to_owned);
     st.pid = info.pid();
+    // launchd learns of an exit a moment after it happens: a pid it still calls running that
+    // the kernel no longer has is said as what it is now, not probed as a Host (a Host that
+    // crashed on start is not one that "exited right after answering /health").
+    if let Some(pid) = info.pid().filter(|_| st.running) {
+        if crate::verify::inspect(pid).is_none() {
+            st.running = false;
+            st.notes.push(format!(
+                "pid {pid} has exited; launchd has not noticed yet (its exit code and the next start follow in a moment: `{}` again)",
+                ctx.hint_cmd("status")
+            ));
+        }
+    }
     let last = info.last_exit();
     st.last_exit_code = last.and_then(LastExit::code);
     st.last_signal = last.and_then(LastExit::signal);

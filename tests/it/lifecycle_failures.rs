@@ -376,3 +376,29 @@ fn a_restart_whose_wait_ran_out_names_the_log_to_follow_and_a_longer_wait() {
     s.t.run(["uninstall", "--stack", "waitx"]).ok();
     s.t.wait_no_processes();
 }
+
+#[test]
+fn status_right_after_a_failed_restart_says_what_launchd_and_the_kernel_say_now() {
+    let s = crate::common::Stack::new("afterx");
+    s.t.run(s.args("install")).ok();
+    crate::common::TestContext::fixture_flag(&s.root, "crash-on-start", "");
+    s.t.run(s.host_args(&["restart"]).wait(3, 200))
+        .fails_with(1);
+    // At once: never "running" for a pid the kernel no longer has, never "exited right
+    // after answering /health" for a Host that never answered.
+    for _ in 0..5 {
+        let st = s.status();
+        let notes = st["notes"].to_string();
+        assert_eq!(st["running"], false, "{st}");
+        assert_ne!(st["summary"], "unverified", "{st}");
+        assert!(!notes.contains("right after answering /health"), "{st}");
+        assert!(
+            st["crash_loop"] == true || notes.contains("has exited; launchd has not noticed yet"),
+            "{st}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = std::fs::remove_file(s.root.join("host-service/crash-on-start"));
+    s.t.run(["uninstall", "--stack", "afterx"]).ok();
+    s.t.wait_no_processes();
+}
