@@ -355,8 +355,9 @@ impl<'a> Agent<'a> {
         if pending {
             self.out.progress("A previous oyster run stopped before its change verified; verifying now (and rolling back to the last good plist if it does not).");
         }
-        let change = self.write_definition(plan, action, before.as_ref(), pending)?;
-        if !change.reload && !force_restart && !pending {
+        let written = self.write_definition(plan, action, before.as_ref(), pending)?;
+        let change = Change::decide(&written, force_restart, pending);
+        if change == Change::Unchanged {
             let v = self.verify(&plan.env, plan.port, Baseline::of(before.as_ref()), timing);
             return self.finish(action, v, &plan.plist).map(|v| Outcome {
                 verified: v,
@@ -368,16 +369,15 @@ impl<'a> Agent<'a> {
         let baseline = self.change_step(
             plan,
             action,
-            &change,
+            change,
+            written.was_loaded,
             before.as_ref(),
-            force_restart,
             timing,
         )?;
-        let restarted = force_restart && !change.reload && !pending;
-        self.conclude(plan, action, baseline, &change, restarted, pending, timing)
+        self.conclude(plan, action, baseline, change, timing)
             .map(|verified| Outcome {
                 verified,
-                reloaded: change.reload,
+                reloaded: written.reload,
                 was_loaded: before.is_some(),
             })
     }
@@ -391,7 +391,7 @@ impl<'a> Agent<'a> {
         action: Action,
         before: Option<&PrintInfo>,
         pending: bool,
-    ) -> anyhow::Result<Change> {
+    ) -> anyhow::Result<Written> {
         let stale = before.is_some_and(|b| !self.loaded_matches(b, plan));
         if plan.plist_changed() || stale || before.is_none() || pending {
             fsutil::write_atomic(
@@ -417,7 +417,7 @@ impl<'a> Agent<'a> {
         if stale && !wrote {
             self.out.progress("The loaded job does not match the plist oyster generates (edited behind oyster's back?); reloading it.");
         }
-        Ok(Change {
+        Ok(Written {
             reload: wrote || stale || before.is_none(),
             was_loaded: before.is_some(),
         })
@@ -431,13 +431,13 @@ impl<'a> Agent<'a> {
         &self,
         plan: &Plan,
         action: Action,
-        change: &Change,
+        change: Change,
+        was_loaded: bool,
         before: Option<&PrintInfo>,
-        force_restart: bool,
         timing: Timing,
     ) -> anyhow::Result<Baseline> {
-        if change.reload {
-            return match self.reload(action, change.was_loaded) {
+        if change.then() == Then::Reload {
+            return match self.reload(action, was_loaded) {
                 Ok(()) => Ok(Baseline {
                     old_pid: before.and_then(PrintInfo::pid),
                     runs: Some(0),
@@ -453,7 +453,7 @@ impl<'a> Agent<'a> {
                 }
             };
         }
-        if force_restart {
+        if change.then() == Then::Restart {
             // SIGTERM … kickstart is one step: a signal in between would leave the Host
             // stopped, so it is noticed once the new instance has been started.
             let _whole = signal::Suspended::new();
@@ -465,15 +465,12 @@ impl<'a> Agent<'a> {
     /// Verifies the new instance; a failure rolls back a changed definition, is said for an
     /// unchanged one (nothing to roll back to), and an interrupt after a restart stopped the
     /// old Host finishes verifying the new one.
-    #[allow(clippy::too_many_arguments)]
     fn conclude(
         &self,
         plan: &Plan,
         action: Action,
         baseline: Baseline,
-        change: &Change,
-        restarted: bool,
-        pending: bool,
+        change: Change,
         timing: Timing,
     ) -> anyhow::Result<Verified> {
         let old = baseline.old_pid;
@@ -484,13 +481,13 @@ impl<'a> Agent<'a> {
                 self.keep_as_last_good(&plan.plist);
                 Ok(v)
             }
-            Err(Stop::Interrupted(sig)) if restarted && old.is_some() => {
+            Err(Stop::Interrupted(sig)) if change == Change::Restart && old.is_some() => {
                 let old = old.unwrap_or_default();
                 Err(self.finish_interrupted_restart(action, sig, old, baseline, plan, timing))
             }
             // Nothing about the definition changed (a restart or start of the same plist):
             // there is nothing to roll back to. The failure is said; the job stays as it is.
-            Err(stop) if !change.reload && !pending => {
+            Err(stop) if !change.rolls_back() => {
                 let _ = std::fs::remove_file(self.pending_path());
                 self.finish(action, Err(stop), &plan.plist)
             }
@@ -569,11 +566,69 @@ impl Agent<'_> {
 }
 
 /// What writing the definition means for launchd.
-struct Change {
+struct Written {
     /// launchd must load the definition again (bootout, bootstrap).
     reload: bool,
     /// The job was loaded before.
     was_loaded: bool,
+}
+
+/// What one run does to launchd's job: decided once in [`Agent::apply`], from the definition
+/// written, whether a restart was asked for, and whether an earlier run died before its change
+/// verified. Every later step (the change itself, and what a failed verification does) reads
+/// this one value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    /// The loaded job already runs this definition and nothing asks for more: verify only.
+    Unchanged,
+    /// The same definition, restarted gracefully (`restart`); a failure has nothing to roll
+    /// back to.
+    Restart,
+    /// A new or changed definition: boot out, bootstrap; a failure rolls back.
+    Reload,
+    /// An earlier run died before its change verified: this one takes the step the change
+    /// still needs, verifies, and rolls back to the last good plist when it does not.
+    Recover(Then),
+}
+
+/// The step a [`Change::Recover`] still takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Then {
+    Verify,
+    Restart,
+    Reload,
+}
+
+impl Change {
+    fn decide(written: &Written, force_restart: bool, pending: bool) -> Change {
+        let then = match (written.reload, force_restart) {
+            (true, _) => Then::Reload,
+            (false, true) => Then::Restart,
+            (false, false) => Then::Verify,
+        };
+        match (pending, then) {
+            (true, then) => Change::Recover(then),
+            (false, Then::Reload) => Change::Reload,
+            (false, Then::Restart) => Change::Restart,
+            (false, Then::Verify) => Change::Unchanged,
+        }
+    }
+
+    /// The step this change takes on launchd before verifying.
+    fn then(self) -> Then {
+        match self {
+            Change::Unchanged => Then::Verify,
+            Change::Restart => Then::Restart,
+            Change::Reload => Then::Reload,
+            Change::Recover(then) => then,
+        }
+    }
+
+    /// Whether a failed verification rolls the definition back (else it is said, and the job
+    /// stays as it is: nothing about the definition changed).
+    fn rolls_back(self) -> bool {
+        matches!(self, Change::Reload | Change::Recover(_))
+    }
 }
 
 /// What `apply` did.
