@@ -205,74 +205,9 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
             n.json = *json;
             Verb::Doctor { probe: *probe }
         }
-        Command::Providers(p) => match p {
-            ProvidersCommand::Resolve {
-                providers,
-                json,
-                flag,
-            } => {
-                n.flag = flag.stack.as_deref();
-                n.json = *json;
-                Verb::ProvidersResolve(providers.clone())
-            }
-            ProvidersCommand::Set {
-                provider,
-                command,
-                flag,
-            } => {
-                n.flag = flag.stack.as_deref();
-                Verb::ProvidersSet {
-                    provider: provider.clone(),
-                    command: command.clone(),
-                }
-            }
-            ProvidersCommand::Auto { provider, flag } => {
-                n.flag = flag.stack.as_deref();
-                Verb::ProvidersAuto(provider.clone())
-            }
-            ProvidersCommand::Status { json, target } => {
-                n.target(target);
-                n.json = *json;
-                Verb::ProvidersStatus
-            }
-        },
-        Command::Config(c) => match c {
-            ConfigCommand::Sync { port, target } => {
-                n.target(target);
-                Verb::ConfigSync { port: *port }
-            }
-            ConfigCommand::Show { json, target } => {
-                n.target(target);
-                n.json = *json;
-                Verb::ConfigShow
-            }
-        },
-        Command::Host(h) => match h {
-            HostCommand::Start {
-                host,
-                verify,
-                target,
-            } => {
-                n.target(target);
-                Verb::HostStart {
-                    host: host.inputs(),
-                    timing: verify.timing(),
-                }
-            }
-            HostCommand::Stop { target } => {
-                n.target(target);
-                Verb::HostStop
-            }
-            HostCommand::Status { json, target } => {
-                n.target(target);
-                n.json = *json;
-                Verb::HostStatus
-            }
-            HostCommand::Exec { flag } => {
-                n.flag = flag.stack.as_deref();
-                Verb::HostExec
-            }
-        },
+        Command::Providers(p) => providers_verb(p, n),
+        Command::Config(c) => config_verb(c, n),
+        Command::Host(h) => host_verb(h, n),
         Command::Mdm(MdmCommand::Profile {
             output,
             organization,
@@ -315,6 +250,83 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
         Command::CompleteStacks => {
             n.unnamed = true;
             Verb::CompleteStacks
+        }
+    }
+}
+
+fn providers_verb<'a>(p: &'a ProvidersCommand, n: &mut Named<'a>) -> Verb {
+    match p {
+        ProvidersCommand::Resolve {
+            providers,
+            json,
+            flag,
+        } => {
+            n.flag = flag.stack.as_deref();
+            n.json = *json;
+            Verb::ProvidersResolve(providers.clone())
+        }
+        ProvidersCommand::Set {
+            provider,
+            command,
+            flag,
+        } => {
+            n.flag = flag.stack.as_deref();
+            Verb::ProvidersSet {
+                provider: provider.clone(),
+                command: command.clone(),
+            }
+        }
+        ProvidersCommand::Auto { provider, flag } => {
+            n.flag = flag.stack.as_deref();
+            Verb::ProvidersAuto(provider.clone())
+        }
+        ProvidersCommand::Status { json, target } => {
+            n.target(target);
+            n.json = *json;
+            Verb::ProvidersStatus
+        }
+    }
+}
+
+fn config_verb<'a>(c: &'a ConfigCommand, n: &mut Named<'a>) -> Verb {
+    match c {
+        ConfigCommand::Sync { port, target } => {
+            n.target(target);
+            Verb::ConfigSync { port: *port }
+        }
+        ConfigCommand::Show { json, target } => {
+            n.target(target);
+            n.json = *json;
+            Verb::ConfigShow
+        }
+    }
+}
+
+fn host_verb<'a>(h: &'a HostCommand, n: &mut Named<'a>) -> Verb {
+    match h {
+        HostCommand::Start {
+            host,
+            verify,
+            target,
+        } => {
+            n.target(target);
+            Verb::HostStart {
+                host: host.inputs(),
+                timing: verify.timing(),
+            }
+        }
+        HostCommand::Stop { target } => {
+            n.target(target);
+            Verb::HostStop
+        }
+        HostCommand::Status { json, target } => {
+            n.target(target);
+            n.json = *json;
+            Verb::HostStatus
+        }
+        HostCommand::Exec { flag } => {
+            n.flag = flag.stack.as_deref();
+            Verb::HostExec
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use super::help::{two_columns, HELP_WIDTH};
 use super::*;
+use std::ffi::OsString;
 
 #[test]
 fn a_two_column_block_fits_80_columns_and_keeps_every_word() {
