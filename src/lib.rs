@@ -81,22 +81,6 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     finish(commands::dispatch(&ctx, invocation))
 }
 
-/// The whole usage of the verb a usage line is about (`oyster restart <STACK>` →
-/// `Usage: oyster restart [OPTIONS] [STACK]`).
-fn full_usage(line: &str) -> Option<String> {
-    let mut cmd = <cli::Cli as clap::CommandFactory>::command();
-    cmd.build();
-    let words = line
-        .split_whitespace()
-        .skip(1)
-        .take_while(|w| !w.starts_with(['<', '[', '-']));
-    let mut at = &cmd;
-    for w in words {
-        at = at.find_subcommand(w)?;
-    }
-    Some(at.clone().render_usage().to_string())
-}
-
 /// A stack named twice, or where none is taken, as clap's own usage errors are said (exit 2).
 fn stack_conflict(msg: &str) -> clap::Error {
     let cmd = <cli::Cli as clap::CommandFactory>::command();
@@ -104,8 +88,7 @@ fn stack_conflict(msg: &str) -> clap::Error {
 }
 
 /// clap's own messages (`--help`, `--version`) print as clap writes them; its parse errors are
-/// said in oyster's one error style, `oyster: error: …` with `hint:` for its tips, keeping
-/// clap's exit code (2 for usage).
+/// said in oyster's one error style (`cli::reword`), keeping clap's exit code (2 for usage).
 fn usage_error(e: &clap::Error, args: &[OsString]) -> ExitCode {
     use clap::error::ErrorKind;
     let code = ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
@@ -118,83 +101,7 @@ fn usage_error(e: &clap::Error, args: &[OsString]) -> ExitCode {
         let _ = e.print();
         return code;
     }
-    let text = e.render().to_string();
-    let mut lines = text.trim_end().lines();
-    let first = lines.next().unwrap_or_default();
-    let mut rest: Vec<String> = vec![];
-    let mut hints: Vec<String> = vec![];
-    for line in lines {
-        let trimmed = line.trim();
-        if let Some(tip) = trimmed.strip_prefix("tip: ") {
-            // clap's "to pass '--x' as a value, use '-- --x'": oyster's only positionals are
-            // stack names (and fixed words), so typed as told it is refused again; for `--all`,
-            // say which verbs take it.
-            if tip.starts_with("to pass '") && tip.contains("as a value, use '-- ") {
-                if tip.starts_with("to pass '--all'") {
-                    hints.push(
-                        "--all is taken by start, stop, restart, uninstall and status (`oyster list` shows every stack)"
-                            .to_owned(),
-                    );
-                }
-                continue;
-            }
-            hints.push(tip.to_owned());
-        } else if trimmed.starts_with("For more information, try") {
-            hints.push(trimmed.replace("For more information, try", "for more information, try"));
-        } else if let Some(full) = line
-            .strip_prefix("Usage: ")
-            .filter(|_| {
-                matches!(
-                    e.kind(),
-                    ErrorKind::ArgumentConflict | ErrorKind::UnknownArgument
-                )
-            })
-            .and_then(full_usage)
-        {
-            // clap's conflict usage names only the two arguments (`oyster restart <STACK>`,
-            // as if the stack were required), and its unknown-argument usage only those typed
-            // (`oyster status <STACK>` after `oyster info dev --all`): the verb's whole usage.
-            rest.push(full);
-        } else {
-            rest.push(line.to_owned());
-        }
-    }
-    let mut msg = first.strip_prefix("error: ").unwrap_or(first).to_owned();
-    // `--stack` after a verb that is not about one stack (`oyster list --stack dev`): said as
-    // the refusal it is, with the value it would have ignored.
-    if e.kind() == ErrorKind::UnknownArgument
-        && e.get(clap::error::ContextKind::InvalidArg)
-            .is_some_and(|v| v.to_string().starts_with("--stack"))
-    {
-        let value = args
-            .iter()
-            .skip_while(|a| *a != "--stack")
-            .nth(1)
-            .map(|v| v.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        msg = format!(
-            "this command is not about one stack, so it takes no --stack (--stack {value} would be ignored)"
-        );
-    }
-    // Everything clap says between the message and its tips (a usage line, an empty line);
-    // with the tips taken out, the empty lines around them are one.
-    rest.dedup_by(|a, b| a.trim().is_empty() && b.trim().is_empty());
-    while rest.last().is_some_and(|l| l.trim().is_empty()) {
-        rest.pop();
-    }
-    if !rest.is_empty() {
-        msg.push('\n');
-        msg.push_str(&rest.join("\n"));
-    }
-    // An unknown verb: the real one it means (`oyster services list` is `oyster list`) is
-    // a better tip than clap's nearest spelling.
-    if e.kind() == ErrorKind::InvalidSubcommand {
-        if let Some(meant) = cli::meant_verb(args) {
-            hints.retain(|h| !h.contains("similar subcommand"));
-            hints.insert(0, meant);
-        }
-    }
-    let hint = (!hints.is_empty()).then(|| hints.join("; "));
+    let (msg, hint) = cli::reword(e, args);
     let kind = match e.exit_code() {
         2 => error::Kind::Invalid,
         _ => error::Kind::Failure,

@@ -8,11 +8,13 @@ mod groups;
 mod help;
 mod meaning;
 mod resolve;
+mod usage;
 mod values;
 
 pub use groups::{ConfigCommand, HostCommand, InventoryArgs, MdmCommand, ProvidersCommand};
 
 pub use resolve::Unresolved;
+pub use usage::reword;
 
 pub use help::{
     agent_examples, environment_help, examples, examples_for, providers_examples, ENVIRONMENT,
