@@ -12,19 +12,11 @@ use crate::ExitStatus;
 pub fn run(ctx: &Context, cmd: &Verb) -> anyhow::Result<ExitStatus> {
     let names = crate::host::stack::discover(&ctx.env.stack_env());
     let verb = cmd.word();
-    let done = match cmd {
-        Verb::Start(_) => "started, verified",
-        Verb::Stop { keep: false, .. } => "stopped",
-        Verb::Stop { keep: true, .. } => "stopped (kept for the next login)",
-        Verb::Restart(_) => "restarted, verified",
-        Verb::Uninstall => "uninstalled",
-        _ => unreachable!("only start, stop, restart and uninstall take --all"),
-    };
     if names.is_empty() {
         crate::say!("No Oysterun stack on this machine; nothing to {verb}.");
         return Ok(ExitStatus::Success);
     }
-    let mut lines: Vec<(String, Tone, String)> = vec![];
+    let mut lines: Vec<Line> = vec![];
     let mut failed: Vec<String> = vec![];
     // Caught for the whole run: a signal between two stacks ends it there, said, and never
     // in the middle of one (each verb answers a signal in its own way while it runs).
@@ -37,43 +29,12 @@ pub fn run(ctx: &Context, cmd: &Verb) -> anyhow::Result<ExitStatus> {
             );
             return Err(crate::error::Interrupted(sig, text).into());
         }
-        let sub = ctx.for_stack(name)?;
-        // A stack with no LaunchAgent (only a config) has nothing to start, stop or restart.
-        if !matches!(cmd, Verb::Uninstall) && !sub.stack.plist_path().exists() {
-            lines.push((
-                name.clone(),
-                Tone::Warn,
-                format!(
-                    "skipped: no LaunchAgent ({} does not exist)",
-                    sub.stack.plist_path().display()
-                ),
-            ));
-            continue;
-        }
-        let had_plist = sub.stack.plist_path().exists();
-        // A restart of a stopped stack starts it: the summary says which it was.
-        let stopped = matches!(cmd, Verb::Restart(_))
-            && ctx
-                .launchctl()
-                .ok()
-                .and_then(|lc| lc.find_loaded(&sub.stack.label).ok())
-                .is_some_and(|found| found.is_none());
-        ctx.out
-            .out_toned(Tone::Heading, &format!("==> {verb} stack {name}"));
-        match super::agent_verb(&sub, cmd) {
-            // `uninstall` of a stack with only a config: what it did is said above.
-            Ok(ExitStatus::Success) if !had_plist => {
-                lines.push((name.clone(), Tone::Ok, "no plist to remove".to_owned()));
-            }
-            Ok(ExitStatus::Success) if stopped => lines.push((
-                name.clone(),
-                Tone::Ok,
-                "started, verified (it was stopped)".to_owned(),
-            )),
-            Ok(ExitStatus::Success) => lines.push((name.clone(), Tone::Ok, done.to_owned())),
-            Ok(_) => {
-                failed.push(name.clone());
-                lines.push((name.clone(), Tone::Fail, "failed".to_owned()));
+        match one(ctx, cmd, name) {
+            Ok(line) => {
+                if line.1 == Tone::Fail {
+                    failed.push(name.clone());
+                }
+                lines.push(line);
             }
             Err(err) => {
                 if let Some((sig, said)) = interrupt_of(&err) {
@@ -91,9 +52,68 @@ pub fn run(ctx: &Context, cmd: &Verb) -> anyhow::Result<ExitStatus> {
             }
         }
     }
+    summarize(ctx, verb, &lines, &failed, names.len())
+}
+
+/// One stack's line of the summary: its name, its tone, what happened.
+type Line = (String, Tone, String);
+
+/// The verb on one stack, said under its own heading; its summary line, or the error it ended
+/// with.
+fn one(ctx: &Context, cmd: &Verb, name: &str) -> anyhow::Result<Line> {
+    let verb = cmd.word();
+    let done = match cmd {
+        Verb::Start(_) => "started, verified",
+        Verb::Stop { keep: false, .. } => "stopped",
+        Verb::Stop { keep: true, .. } => "stopped (kept for the next login)",
+        Verb::Restart(_) => "restarted, verified",
+        Verb::Uninstall => "uninstalled",
+        _ => unreachable!("only start, stop, restart and uninstall take --all"),
+    };
+    let sub = ctx.for_stack(name)?;
+    let name = name.to_owned();
+    // A stack with no LaunchAgent (only a config) has nothing to start, stop or restart.
+    if !matches!(cmd, Verb::Uninstall) && !sub.stack.plist_path().exists() {
+        let why = format!(
+            "skipped: no LaunchAgent ({} does not exist)",
+            sub.stack.plist_path().display()
+        );
+        return Ok((name, Tone::Warn, why));
+    }
+    let had_plist = sub.stack.plist_path().exists();
+    // A restart of a stopped stack starts it: the summary says which it was.
+    let stopped = matches!(cmd, Verb::Restart(_))
+        && ctx
+            .launchctl()
+            .ok()
+            .and_then(|lc| lc.find_loaded(&sub.stack.label).ok())
+            .is_some_and(|found| found.is_none());
+    ctx.out
+        .out_toned(Tone::Heading, &format!("==> {verb} stack {name}"));
+    Ok(match super::agent_verb(&sub, cmd)? {
+        // `uninstall` of a stack with only a config: what it did is said above.
+        ExitStatus::Success if !had_plist => (name, Tone::Ok, "no plist to remove".to_owned()),
+        ExitStatus::Success if stopped => (
+            name,
+            Tone::Ok,
+            "started, verified (it was stopped)".to_owned(),
+        ),
+        ExitStatus::Success => (name, Tone::Ok, done.to_owned()),
+        _ => (name, Tone::Fail, "failed".to_owned()),
+    })
+}
+
+/// The summary after every stack: one line each, then exit 1 naming the stacks that failed.
+fn summarize(
+    ctx: &Context,
+    verb: &str,
+    lines: &[Line],
+    failed: &[String],
+    total: usize,
+) -> anyhow::Result<ExitStatus> {
     let width = lines.iter().map(|(n, _, _)| n.len()).max().unwrap_or(0);
     ctx.out.out_toned(Tone::Heading, &format!("{verb} --all:"));
-    for (name, tone, what) in &lines {
+    for (name, tone, what) in lines {
         ctx.out
             .out_toned(*tone, &format!("  {name:<width$}  {what}"));
     }
@@ -102,9 +122,8 @@ pub fn run(ctx: &Context, cmd: &Verb) -> anyhow::Result<ExitStatus> {
     }
     Err(Failed::new(
         format!(
-            "{} of {} stacks failed to {verb}: {}",
+            "{} of {total} stacks failed to {verb}: {}",
             failed.len(),
-            names.len(),
             failed.join(", ")
         ),
         format!(
@@ -125,7 +144,7 @@ fn interrupt_of(err: &anyhow::Error) -> Option<(crate::sys::signal::Signal, Stri
 
 /// What an interrupted `--all` did before and what it never reached, so a second run is known
 /// to be needed, and for which stacks.
-fn so_far(verb: &str, lines: &[(String, Tone, String)], rest: &[String]) -> String {
+fn so_far(verb: &str, lines: &[Line], rest: &[String]) -> String {
     let mut text = String::new();
     if !lines.is_empty() {
         let done: Vec<String> = lines.iter().map(|(n, _, w)| format!("{n} ({w})")).collect();
