@@ -19,29 +19,7 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
     let opts = &args.options;
     // Refused before the plan is shown: setup would start a Host that cannot write its log.
     ctx.stack.refuse_special_log()?;
-    // A --mode or --agent-folder that would change what the organization forces (docs/fleet.md).
-    let managed = crate::host::plan::managed(ctx);
-    let asked = [
-        (
-            crate::config::MODE_KEY,
-            opts.mode.map(|m| serde_json::Value::from(m.as_str())),
-            "--mode",
-        ),
-        (
-            crate::config::BROWSE_KEY,
-            opts.agent_folder
-                .as_ref()
-                .map(|f| serde_json::Value::from(f.display().to_string())),
-            "--agent-folder",
-        ),
-    ];
-    for (key, given, flag) in asked {
-        if let (Some(g), Some(e)) = (given, managed.get(key)) {
-            if g != e.value {
-                return Err(crate::config::managed::refusal(&format!("{flag} {g}"), e).into());
-            }
-        }
-    }
+    refuse_managed(ctx, opts)?;
     // Also a Host this stack runs directly (`host start`): setup would load the LaunchAgent
     // beside it on another `--port` (two Hosts of one stack), or fail on its port after writing.
     if !opts.no_start {
@@ -62,36 +40,10 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
         crate::say!("Dry run (--dry-run): nothing was changed.");
         return Ok(ExitStatus::Success);
     }
-    let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
-    let install = if sp.installs.is_empty() || args.no_install_providers {
-        false
-    } else if opts.install_providers {
-        true
-    } else if interactive && !args.yes {
-        match confirm(ctx, &sp.installs, &without)? {
-            Answer::Install => true,
-            Answer::Skip => false,
-            Answer::Cancel => {
-                crate::say!("{CANCELLED}");
-                return Ok(ExitStatus::Success);
-            }
-        }
-    } else {
-        false
+    let Some(install) = install_or_cancel(ctx, &args, &sp, &without)? else {
+        crate::say!("{CANCELLED}");
+        return Ok(ExitStatus::Success);
     };
-    if !install {
-        for i in &sp.installs {
-            crate::say!(
-                "note: {} is not installed; it stays auto, and the Host finds it once it is installed ({})",
-                i.provider.id,
-                if args.no_install_providers {
-                    "not installed (--no-install-providers)".to_owned()
-                } else {
-                    format!("pass --install-providers to run `{}`", i.shown())
-                }
-            );
-        }
-    }
     let plan = setup::apply(ctx, opts, sp, install)?;
     // The one thing a new user needs next: where the Host answers.
     let url = format!("http://127.0.0.1:{}", plan.port);
@@ -181,6 +133,73 @@ fn show(ctx: &Context, opts: &SetupOptions, sp: &SetupPlan) {
             "yes, then verify"
         }
     );
+}
+
+/// A `--mode` or `--agent-folder` that would change what the organization forces
+/// (docs/fleet.md) is refused before the plan is shown.
+fn refuse_managed(ctx: &Context, opts: &SetupOptions) -> anyhow::Result<()> {
+    let managed = crate::host::plan::managed(ctx);
+    let asked = [
+        (
+            crate::config::MODE_KEY,
+            opts.mode.map(|m| serde_json::Value::from(m.as_str())),
+            "--mode",
+        ),
+        (
+            crate::config::BROWSE_KEY,
+            opts.agent_folder
+                .as_ref()
+                .map(|f| serde_json::Value::from(f.display().to_string())),
+            "--agent-folder",
+        ),
+    ];
+    for (key, given, flag) in asked {
+        if let (Some(g), Some(e)) = (given, managed.get(key)) {
+            if g != e.value {
+                return Err(crate::config::managed::refusal(&format!("{flag} {g}"), e).into());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether the missing providers are installed: by the flags, or by the one question on a
+/// terminal. `None` when the user cancelled (nothing may change then).
+fn install_or_cancel(
+    ctx: &Context,
+    args: &Setup,
+    sp: &SetupPlan,
+    without: &str,
+) -> anyhow::Result<Option<bool>> {
+    let opts = &args.options;
+    let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let install = if sp.installs.is_empty() || args.no_install_providers {
+        false
+    } else if opts.install_providers {
+        true
+    } else if interactive && !args.yes {
+        match confirm(ctx, &sp.installs, without)? {
+            Answer::Install => true,
+            Answer::Skip => false,
+            Answer::Cancel => return Ok(None),
+        }
+    } else {
+        false
+    };
+    if !install {
+        for i in &sp.installs {
+            crate::say!(
+                "note: {} is not installed; it stays auto, and the Host finds it once it is installed ({})",
+                i.provider.id,
+                if args.no_install_providers {
+                    "not installed (--no-install-providers)".to_owned()
+                } else {
+                    format!("pass --install-providers to run `{}`", i.shown())
+                }
+            );
+        }
+    }
+    Ok(Some(install))
 }
 
 /// The answers to setup's one question.
