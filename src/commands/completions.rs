@@ -55,87 +55,97 @@ fn without_helper(shell: clap_complete::Shell, text: &str) -> String {
 /// Where clap_complete completes `--stack` as any word (or a file), the stacks instead.
 fn stacks_completed(shell: clap_complete::Shell, text: &str, plain: &[Vec<String>]) -> String {
     use clap_complete::Shell;
-    const LIST: &str = "oyster __complete-stacks 2>/dev/null";
     match shell {
-        Shell::Bash => {
-            // clap_complete names a verb's case `oyster__subcmd__agent__subcmd__restart)`.
-            let cases: Vec<String> = plain
-                .iter()
-                .map(|p| format!("oyster__subcmd__{})", p.join("__subcmd__")))
-                .collect();
-            let mut out = String::new();
-            let mut in_stack = false;
-            let mut in_plain = false;
-            for line in text.split_inclusive('\n') {
-                let t = line.trim();
-                if t.starts_with("oyster") && t.ends_with(')') && !t.contains(',') {
-                    in_plain = cases.iter().any(|c| c == t);
-                }
-                if in_plain && line.contains(r#"compgen -W "${opts}""#) {
-                    // A plain STACK is offered wherever the verb's options are.
-                    out.push_str(&line.replace(
-                        r#"compgen -W "${opts}""#,
-                        &format!(r#"compgen -W "${{opts}} $({LIST})""#),
-                    ));
-                    continue;
-                }
-                if t == "--stack)" {
-                    in_stack = true;
-                } else if in_stack && line.contains("COMPREPLY=") {
-                    let indent = &line[..line.len() - line.trim_start().len()];
-                    out.push_str(&format!(
-                        "{indent}COMPREPLY=($(compgen -W \"$({LIST})\" -- \"${{cur}}\"))\n"
-                    ));
-                    in_stack = false;
-                    continue;
-                }
-                out.push_str(line);
-            }
-            out
-        }
-        // `--stack NAME` and the plain STACK after a verb.
-        Shell::Zsh => {
-            text.replace(
-                ":NAME:_default'",
-                &format!(":NAME:{{compadd -- $({LIST})}}'"),
-            )
-            .lines()
-            .map(|l| match l.strip_suffix(":_default' \\") {
-                Some(head) if l.starts_with("'::stack_name") => {
-                    format!("{head}:{{compadd -- $({LIST})}}' \\")
-                }
-                _ => l.to_owned(),
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
-                + "\n"
-        }
-        Shell::Fish => {
-            let mut lines: Vec<String> = text
-                .lines()
-                .map(|l| {
-                    if l.contains(" -l stack ") {
-                        format!("{l} -f -a \"({LIST})\"")
-                    } else {
-                        l.to_owned()
-                    }
-                })
-                .collect();
-            // clap_complete's fish script completes no positional value: the plain STACK.
-            for path in plain {
-                let when = match path.as_slice() {
-                    [verb] => format!("__fish_oyster_using_subcommand {verb}"),
-                    [group, verb] => format!(
-                        "__fish_oyster_using_subcommand {group}; and __fish_seen_subcommand_from {verb}"
-                    ),
-                    _ => continue,
-                };
-                lines.push(format!(
-                    "complete -c oyster -n \"{when}\" -f -a \"({LIST})\" -d 'stack'"
-                ));
-            }
-            lines.join("\n") + "\n"
-        }
+        Shell::Bash => bash(text, plain),
+        Shell::Zsh => zsh(text),
+        Shell::Fish => fish(text, plain),
         _ => text.to_owned(),
     }
+}
+
+/// What the completion scripts run for the stacks on this machine.
+const LIST: &str = "oyster __complete-stacks 2>/dev/null";
+
+/// bash: the stacks after `--stack`, and beside the options of each verb taking a plain STACK.
+fn bash(text: &str, plain: &[Vec<String>]) -> String {
+    // clap_complete names a verb's case `oyster__subcmd__agent__subcmd__restart)`.
+    let cases: Vec<String> = plain
+        .iter()
+        .map(|p| format!("oyster__subcmd__{})", p.join("__subcmd__")))
+        .collect();
+    let mut out = String::new();
+    let mut in_stack = false;
+    let mut in_plain = false;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim();
+        if t.starts_with("oyster") && t.ends_with(')') && !t.contains(',') {
+            in_plain = cases.iter().any(|c| c == t);
+        }
+        if in_plain && line.contains(r#"compgen -W "${opts}""#) {
+            // A plain STACK is offered wherever the verb's options are.
+            out.push_str(&line.replace(
+                r#"compgen -W "${opts}""#,
+                &format!(r#"compgen -W "${{opts}} $({LIST})""#),
+            ));
+            continue;
+        }
+        if t == "--stack)" {
+            in_stack = true;
+        } else if in_stack && line.contains("COMPREPLY=") {
+            let indent = &line[..line.len() - line.trim_start().len()];
+            out.push_str(&format!(
+                "{indent}COMPREPLY=($(compgen -W \"$({LIST})\" -- \"${{cur}}\"))\n"
+            ));
+            in_stack = false;
+            continue;
+        }
+        out.push_str(line);
+    }
+    out
+}
+
+/// zsh: `--stack NAME` and the plain STACK after a verb.
+fn zsh(text: &str) -> String {
+    text.replace(
+        ":NAME:_default'",
+        &format!(":NAME:{{compadd -- $({LIST})}}'"),
+    )
+    .lines()
+    .map(|l| match l.strip_suffix(":_default' \\") {
+        Some(head) if l.starts_with("'::stack_name") => {
+            format!("{head}:{{compadd -- $({LIST})}}' \\")
+        }
+        _ => l.to_owned(),
+    })
+    .collect::<Vec<_>>()
+    .join("\n")
+        + "\n"
+}
+
+/// fish: `--stack`, and (clap_complete's fish script completes no positional value) the plain
+/// STACK of each verb that takes one.
+fn fish(text: &str, plain: &[Vec<String>]) -> String {
+    let mut lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            if l.contains(" -l stack ") {
+                format!("{l} -f -a \"({LIST})\"")
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect();
+    for path in plain {
+        let when = match path.as_slice() {
+            [verb] => format!("__fish_oyster_using_subcommand {verb}"),
+            [group, verb] => format!(
+                "__fish_oyster_using_subcommand {group}; and __fish_seen_subcommand_from {verb}"
+            ),
+            _ => continue,
+        };
+        lines.push(format!(
+            "complete -c oyster -n \"{when}\" -f -a \"({LIST})\" -d 'stack'"
+        ));
+    }
+    lines.join("\n") + "\n"
 }
