@@ -152,32 +152,7 @@ impl Agent<'_> {
             .filter(|(_, i)| i.running())
             .and_then(|(_, i)| i.pid());
         let here = job.as_ref().is_some_and(|(d, _)| *d == self.active());
-        let bootout = |domain: Domain, pid: Option<u32>| -> anyhow::Result<()> {
-            if wait {
-                return self.bootout_in(domain, Action::Stop, pid);
-            }
-            self.lc.bootout(domain, &self.stack.label)?.accept(&[
-                crate::launchctl::Code::NoSuchProcess,
-                crate::launchctl::Code::InProgress,
-            ])?;
-            self.audit.record(
-                Action::Stop,
-                Step::Bootout,
-                StepOutcome::Ok,
-                pid,
-                "not waited for",
-            );
-            Ok(())
-        };
-        let booted_out = (|| -> anyhow::Result<()> {
-            for (domain, info) in self.other_copies() {
-                bootout(*domain, info.pid())?;
-            }
-            if here {
-                bootout(self.active(), pid)?;
-            }
-            Ok(())
-        })();
+        let booted_out = self.boot_out_for_stop(here, pid, wait);
         let interrupted = match booted_out {
             Err(_) if signal::received().is_some() => signal::received(),
             Err(e) => return Err(e),
@@ -234,6 +209,35 @@ impl Agent<'_> {
             still_stopping: !wait && pid.is_some(),
             pid,
         })
+    }
+
+    /// `stop`'s bootouts: every other copy, then this domain's; waited for (`bootout_in`) or
+    /// only issued (`--no-wait`).
+    fn boot_out_for_stop(&self, here: bool, pid: Option<u32>, wait: bool) -> anyhow::Result<()> {
+        let bootout = |domain: Domain, pid: Option<u32>| -> anyhow::Result<()> {
+            if wait {
+                return self.bootout_in(domain, Action::Stop, pid);
+            }
+            self.lc.bootout(domain, &self.stack.label)?.accept(&[
+                crate::launchctl::Code::NoSuchProcess,
+                crate::launchctl::Code::InProgress,
+            ])?;
+            self.audit.record(
+                Action::Stop,
+                Step::Bootout,
+                StepOutcome::Ok,
+                pid,
+                "not waited for",
+            );
+            Ok(())
+        };
+        for (domain, info) in self.other_copies() {
+            bootout(*domain, info.pid())?;
+        }
+        if here {
+            bootout(self.active(), pid)?;
+        }
+        Ok(())
     }
 
     /// `launchctl kill SIGTERM <target>`: the running Host only, never by name or group.

@@ -143,24 +143,7 @@ fn qr(q: QrArgs) -> Qr {
 
 fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
     match command {
-        Command::Setup(a) => {
-            n.target(&a.target);
-            Verb::Setup(Box::new(Setup {
-                options: crate::setup::SetupOptions {
-                    mode: a.mode.map(Into::into),
-                    agent_folder: a.agent_folder.clone(),
-                    install_providers: a.install_providers,
-                    no_start: a.no_start,
-                    host: a.host.inputs(),
-                    timing: a.verify.timing(),
-                },
-                yes: a.yes,
-                dry_run: a.dry_run,
-                no_install_providers: a.no_install_providers,
-                qr: qr(a.qr),
-                retyped: a.retyped(),
-            }))
-        }
+        Command::Setup(a) => setup_verb(a, n),
         Command::Job(job) | Command::Agent(AgentCommand::Job(job)) => job_verb(job, n),
         Command::Agent(AgentCommand::Print { host, target }) => {
             n.target(target);
@@ -208,6 +191,32 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
         Command::Providers(p) => providers_verb(p, n),
         Command::Config(c) => config_verb(c, n),
         Command::Host(h) => host_verb(h, n),
+        other => unnamed_verb(other, n),
+    }
+}
+
+fn setup_verb<'a>(a: &'a SetupArgs, n: &mut Named<'a>) -> Verb {
+    n.target(&a.target);
+    Verb::Setup(Box::new(Setup {
+        options: crate::setup::SetupOptions {
+            mode: a.mode.map(Into::into),
+            agent_folder: a.agent_folder.clone(),
+            install_providers: a.install_providers,
+            no_start: a.no_start,
+            host: a.host.inputs(),
+            timing: a.verify.timing(),
+        },
+        yes: a.yes,
+        dry_run: a.dry_run,
+        no_install_providers: a.no_install_providers,
+        qr: qr(a.qr),
+        retyped: a.retyped(),
+    }))
+}
+
+/// The rest: the fleet's verbs, `version`, `open`, `qr` and the packaging helpers.
+fn unnamed_verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
+    match command {
         Command::Mdm(MdmCommand::Profile {
             output,
             organization,
@@ -251,6 +260,7 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
             n.unnamed = true;
             Verb::CompleteStacks
         }
+        other => unreachable!("{other:?} is resolved in verb()"),
     }
 }
 
