@@ -45,36 +45,7 @@ pub(super) fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Ve
             name: loaded_in,
             fallback_note: None,
         };
-        let running = info.running();
-        checks.push(check(
-            "launchd",
-            if running { Level::Ok } else { Level::Fail },
-            format!(
-                "{} in {}: state = {}, last exit: {}",
-                st.label,
-                domain.name,
-                info.state().unwrap_or("?"),
-                info.last_exit().map_or("unknown".into(), |e| e.to_string())
-            ),
-            (!running).then(|| {
-                format!(
-                    "see {} and run `{}`",
-                    st.log_path().display(),
-                    ctx.hint_cmd("restart")
-                )
-            }),
-        ));
-        if running && matches!(domain.name, Domain::User(_)) {
-            checks.push(check(
-                "keychain",
-                Level::Warn,
-                crate::agent::status::keychain_note(ctx),
-                Some(format!("`{}` at the console", ctx.hint_cmd("restart"))),
-            ));
-        }
-        if let (Some(pid), Some(inst)) = (info.pid().filter(|_| running), installed) {
-            checks.push(live_host_check(ctx, pid, &info, inst));
-        }
+        checks.extend(loaded_job_checks(ctx, &domain.name, &info, installed));
         Ok(())
     })();
     if let Err(e) = result {
@@ -212,4 +183,47 @@ fn login_item_check(lc: &Launchctl, plist: &std::path::Path) -> Check {
         ),
         Err(why) => check("login items", Level::Warn, format!("unknown: {why}"), None),
     }
+}
+
+/// The loaded job: launchd's state (a failure unless it runs), the Background session's locked
+/// keychain, and the live Host.
+fn loaded_job_checks(
+    ctx: &Context,
+    domain: &Domain,
+    info: &crate::launchctl::PrintInfo,
+    installed: Option<&Installed>,
+) -> Vec<Check> {
+    let st = &ctx.stack;
+    let mut checks = vec![];
+    let running = info.running();
+    checks.push(check(
+        "launchd",
+        if running { Level::Ok } else { Level::Fail },
+        format!(
+            "{} in {}: state = {}, last exit: {}",
+            st.label,
+            domain,
+            info.state().unwrap_or("?"),
+            info.last_exit().map_or("unknown".into(), |e| e.to_string())
+        ),
+        (!running).then(|| {
+            format!(
+                "see {} and run `{}`",
+                st.log_path().display(),
+                ctx.hint_cmd("restart")
+            )
+        }),
+    ));
+    if running && matches!(domain, Domain::User(_)) {
+        checks.push(check(
+            "keychain",
+            Level::Warn,
+            crate::agent::status::keychain_note(ctx),
+            Some(format!("`{}` at the console", ctx.hint_cmd("restart"))),
+        ));
+    }
+    if let (Some(pid), Some(inst)) = (info.pid().filter(|_| running), installed) {
+        checks.push(live_host_check(ctx, pid, info, inst));
+    }
+    checks
 }
