@@ -55,32 +55,16 @@ pub(super) fn plist_check(
             format!("{} matches the generator", plist_path.display()),
             None,
         ),
-        (Some(i), Some(p)) => {
-            let old = String::from_utf8_lossy(&i.bytes).into_owned();
-            let new = String::from_utf8_lossy(&p.plist).into_owned();
-            let changed: Vec<String> = similar::TextDiff::from_lines(&old, &new)
-                .iter_all_changes()
-                .filter(|c| c.tag() != similar::ChangeTag::Equal)
-                .map(|c| {
-                    let sign = if c.tag() == similar::ChangeTag::Insert {
-                        "+"
-                    } else {
-                        "-"
-                    };
-                    format!("{sign}{}", c.value().trim())
-                })
-                .collect();
-            check(
-                "plist",
-                Level::Warn,
-                format!(
-                    "{} differs from what oyster generates now: {}",
-                    plist_path.display(),
-                    changed.join(" ")
-                ),
-                Some(format!("`{}`", ctx.hint_cmd("regenerate"))),
-            )
-        }
+        (Some(i), Some(p)) => check(
+            "plist",
+            Level::Warn,
+            format!(
+                "{} differs from what oyster generates now: {}",
+                plist_path.display(),
+                changed_lines(&i.bytes, &p.plist)
+            ),
+            Some(format!("`{}`", ctx.hint_cmd("regenerate"))),
+        ),
         (Some(_), None) => check(
             "plist",
             Level::Warn,
@@ -182,4 +166,23 @@ pub(super) fn log_dir_check(ctx: &Context) -> Check {
 
 fn writable(dir: &Path) -> bool {
     nix::unistd::access(dir, nix::unistd::AccessFlags::W_OK).is_ok()
+}
+
+/// The lines that differ between two plists, `+new` and `-old`, on one line.
+fn changed_lines(old: &[u8], new: &[u8]) -> String {
+    let old = String::from_utf8_lossy(old).into_owned();
+    let new = String::from_utf8_lossy(new).into_owned();
+    similar::TextDiff::from_lines(&old, &new)
+        .iter_all_changes()
+        .filter(|c| c.tag() != similar::ChangeTag::Equal)
+        .map(|c| {
+            let sign = if c.tag() == similar::ChangeTag::Insert {
+                "+"
+            } else {
+                "-"
+            };
+            format!("{sign}{}", c.value().trim())
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
