@@ -149,35 +149,7 @@ pub fn plan<'a>(
     let stack = pe.stack;
     let installed = agentplist::read_installed(&stack.plist_path(), pe.out);
     refuse_before_writing(&pe, args, installed.as_ref(), writes)?;
-    let cache = stack.node_version_cache_path();
-    // A forced root or Node comes first, as a flag would (a different flag was refused).
-    let managed = managed(pe);
-    let node = node::pin(&PinRequest {
-        flag: args
-            .node_bin
-            .as_deref()
-            .or(managed.path("node_bin").map(|(p, _)| p)),
-        env: pe.node_bin,
-        installed: installed.as_ref().and_then(Installed::node_bin),
-        search: pe.search,
-        out: pe.out,
-        cache: match writes {
-            Writes::Sync(lock) => Some((cache.as_path(), lock)),
-            Writes::None => None,
-        },
-    })?;
-    let found = crate::host::root::find(&RootSearch {
-        flag: args
-            .root
-            .as_deref()
-            .or(managed.path("root").map(|(p, _)| p)),
-        env: pe.root,
-        installed: installed.as_ref().and_then(Installed::repo_root),
-        remembered: remembered_roots(&pe),
-        node_bin: &node.path,
-        npm_prefix: pe.npm_prefix,
-        out: pe.out,
-    })?;
+    let (node, found) = node_and_root(&pe, args, installed.as_ref(), writes)?;
     let root = found.path;
     let root_origin = found.origin;
     let (doc, changes) = synced_config(&pe, args.port, &root, writes)?;
@@ -228,6 +200,45 @@ pub fn plan<'a>(
         plan.warn_privacy(pe.out);
     }
     Ok(plan)
+}
+
+/// The pinned Node, then the root it finds (a forced root or Node comes first, as a flag would:
+/// a different flag was refused).
+fn node_and_root(
+    pe: &PlanEnv<'_>,
+    args: &HostInputs,
+    installed: Option<&Installed>,
+    writes: Writes<'_>,
+) -> anyhow::Result<(NodePin, crate::host::root::FoundRoot)> {
+    let cache = pe.stack.node_version_cache_path();
+    let managed = managed(*pe);
+    let node = node::pin(&PinRequest {
+        flag: args
+            .node_bin
+            .as_deref()
+            .or(managed.path("node_bin").map(|(p, _)| p)),
+        env: pe.node_bin,
+        installed: installed.and_then(Installed::node_bin),
+        search: pe.search,
+        out: pe.out,
+        cache: match writes {
+            Writes::Sync(lock) => Some((cache.as_path(), lock)),
+            Writes::None => None,
+        },
+    })?;
+    let found = crate::host::root::find(&RootSearch {
+        flag: args
+            .root
+            .as_deref()
+            .or(managed.path("root").map(|(p, _)| p)),
+        env: pe.root,
+        installed: installed.and_then(Installed::repo_root),
+        remembered: remembered_roots(pe),
+        node_bin: &node.path,
+        npm_prefix: pe.npm_prefix,
+        out: pe.out,
+    })?;
+    Ok((node, found))
 }
 
 /// Everything that can refuse is decided before anything is written: a root the user gave
