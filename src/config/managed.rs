@@ -163,91 +163,21 @@ impl Managed {
 
     /// One key of a managed file: checked, converted, and recorded over any earlier value.
     fn take(&mut self, path: &Path, key: &str, v: &plist::Value, stack: Option<&str>) {
-        let per_stack = stack.is_some();
-        let mut put = |key: String, value: Value| {
+        let (values, why) = accepted(key, v, stack.is_some());
+        for (key, value) in values {
             self.entries.retain(|e| e.key != key);
             self.entries.push(Entry {
                 key,
                 value,
                 file: path.to_owned(),
             });
-        };
-        let at = if let Some(s) = stack {
-            format!("{}: stacks.{s}.{key}", path.display())
-        } else {
-            format!("{}: {key}", path.display())
-        };
-        let absolute = |v: &plist::Value| {
-            v.as_string()
-                .filter(|s| Path::new(s).is_absolute())
-                .map(str::to_owned)
-        };
-        let warning = match key {
-            "port" if !per_stack => Some(format!(
-                "{at}: port is only per stack (stacks.NAME.port); left out"
-            )),
-            "port" => match v
-                .as_unsigned_integer()
-                .and_then(|p| u16::try_from(p).ok())
-                .filter(|p| *p > 0)
-            {
-                Some(p) => {
-                    put(key.to_owned(), Value::from(p));
-                    None
-                }
-                None => Some(format!("{at}: not a port (1-65535); left out")),
-            },
-            "root" | "node_bin" | super::BROWSE_KEY => match absolute(v) {
-                Some(s) => {
-                    put(key.to_owned(), Value::String(s));
-                    None
-                }
-                None => Some(format!("{at}: not an absolute path; left out")),
-            },
-            // The modes setup records (`setup::Mode`; config sits below setup, so listed here).
-            super::MODE_KEY => match v.as_string() {
-                Some(s @ ("direct" | "cloud-direct" | "managed" | "managed-pending")) => {
-                    put(key.to_owned(), Value::String(s.to_owned()));
-                    None
-                }
-                _ => Some(format!(
-                    "{at}: not direct, cloud-direct, managed or managed-pending; left out"
-                )),
-            },
-            super::INTENT_KEY => match v.as_dictionary() {
-                Some(d) => {
-                    let mut bad = vec![];
-                    for (id, intent) in d {
-                        let known = PROVIDERS.iter().any(|p| p.id.as_str() == id);
-                        match intent.as_string() {
-                            Some(i @ ("auto" | "manual" | "disabled")) if known => {
-                                put(format!("{key}.{id}"), Value::String(i.to_owned()));
-                            }
-                            _ => bad.push(id.clone()),
-                        }
-                    }
-                    (!bad.is_empty()).then(|| {
-                        format!(
-                            "{at}: {} not a supported provider with auto, manual or disabled; left out",
-                            bad.join(", ")
-                        )
-                    })
-                }
-                None => Some(format!("{at}: not a dictionary; left out")),
-            },
-            k if PROVIDERS.iter().any(|p| p.command_key == k) => match v.as_string() {
-                Some(s) if s.is_empty() || Path::new(s).is_absolute() => {
-                    put(key.to_owned(), Value::String(s.to_owned()));
-                    None
-                }
-                _ => Some(format!(
-                    "{at}: not an absolute path (or \"\" to disable); left out"
-                )),
-            },
-            _ => Some(format!("{at}: not a key oyster manages; left out")),
-        };
-        if let Some(w) = warning {
-            self.warnings.push(w);
+        }
+        if let Some(why) = why {
+            let at = match stack {
+                Some(s) => format!("{}: stacks.{s}.{key}", path.display()),
+                None => format!("{}: {key}", path.display()),
+            };
+            self.warnings.push(format!("{at}: {why}"));
         }
     }
 }
@@ -263,6 +193,74 @@ pub fn refusal(what: &str, e: &Entry) -> crate::error::Failed {
         ),
         "ask your administrator to change the profile (`oyster config show` lists every managed value)",
     )
+}
+
+/// What one managed key gives: the config values it forces (`key` or `key.provider`), and why
+/// the rest of it was left out, if any of it was.
+fn accepted(
+    key: &str,
+    v: &plist::Value,
+    per_stack: bool,
+) -> (Vec<(String, Value)>, Option<String>) {
+    let one = |value: Value| (vec![(key.to_owned(), value)], None);
+    let left_out = |why: &str| (vec![], Some(format!("{why}; left out")));
+    let absolute = |v: &plist::Value| {
+        v.as_string()
+            .filter(|s| Path::new(s).is_absolute())
+            .map(str::to_owned)
+    };
+    match key {
+        "port" if !per_stack => left_out("port is only per stack (stacks.NAME.port)"),
+        "port" => match v
+            .as_unsigned_integer()
+            .and_then(|p| u16::try_from(p).ok())
+            .filter(|p| *p > 0)
+        {
+            Some(p) => one(Value::from(p)),
+            None => left_out("not a port (1-65535)"),
+        },
+        "root" | "node_bin" | super::BROWSE_KEY => match absolute(v) {
+            Some(s) => one(Value::String(s)),
+            None => left_out("not an absolute path"),
+        },
+        // The modes setup records (`setup::Mode`; config sits below setup, so listed here).
+        super::MODE_KEY => match v.as_string() {
+            Some(s @ ("direct" | "cloud-direct" | "managed" | "managed-pending")) => {
+                one(Value::String(s.to_owned()))
+            }
+            _ => left_out("not direct, cloud-direct, managed or managed-pending"),
+        },
+        super::INTENT_KEY => match v.as_dictionary() {
+            Some(d) => {
+                let mut values = vec![];
+                let mut bad = vec![];
+                for (id, intent) in d {
+                    let known = PROVIDERS.iter().any(|p| p.id.as_str() == id);
+                    match intent.as_string() {
+                        Some(i @ ("auto" | "manual" | "disabled")) if known => {
+                            values.push((format!("{key}.{id}"), Value::String(i.to_owned())));
+                        }
+                        _ => bad.push(id.clone()),
+                    }
+                }
+                let why = (!bad.is_empty()).then(|| {
+                    format!(
+                        "{} not a supported provider with auto, manual or disabled; left out",
+                        bad.join(", ")
+                    )
+                });
+                (values, why)
+            }
+            None => left_out("not a dictionary"),
+        },
+        k if PROVIDERS.iter().any(|p| p.command_key == k) => match v.as_string() {
+            Some(s) if s.is_empty() || Path::new(s).is_absolute() => {
+                one(Value::String(s.to_owned()))
+            }
+            _ => left_out("not an absolute path (or \"\" to disable)"),
+        },
+        _ => left_out("not a key oyster manages"),
+    }
 }
 
 #[cfg(test)]
