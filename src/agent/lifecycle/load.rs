@@ -7,6 +7,44 @@ use crate::launchctl::Reply;
 
 impl Agent<'_> {
     /// enable, bootout (if loaded), wait for the label to go, bootstrap with bounded retries.
+    /// Says once why a bootstrap is retried: a job still draining, or a label not loaded.
+    fn say_retrying(&self, f: &crate::sys::process::Finished, loaded: bool) {
+        self.out.progress(&format!(
+            "launchctl bootstrap exited {} ({}); {}…",
+            f.code,
+            f.stderr.lines().next().unwrap_or("").trim(),
+            if loaded {
+                format!(
+                    "the old job is still draining, retrying for up to {} s",
+                    BOOTSTRAP_RETRY.as_secs()
+                )
+            } else {
+                format!(
+                    "the label is not loaded, retrying for up to {} s before looking for the cause",
+                    NOT_LOADED_RETRY.as_secs()
+                )
+            }
+        ));
+    }
+
+    /// launchd refused the GUI domain for this session (over SSH: 125, or 134 when the
+    /// session cannot load it): the user domain instead, said with what that means.
+    fn fall_back_to_user_domain(&self, r: &launchctl::Reply) -> anyhow::Result<()> {
+        let gui = self.active();
+        self.out.progress(&format!(
+            "launchctl bootstrap {gui} exited {} ({}); retrying once in {}.",
+            r.finished.code,
+            r.finished.stderr.lines().last().unwrap_or("").trim(),
+            gui.other()
+        ));
+        self.out.note(&launchctl::user_domain_note(gui, r.code));
+        self.active.set(gui.other());
+        self.lc
+            .enable(gui.other(), &self.stack.label)?
+            .accept(&[])?;
+        Ok(())
+    }
+
     pub fn reload(&self, action: Action, loaded: bool) -> anyhow::Result<()> {
         self.lc
             .enable(self.active(), &self.stack.label)?
@@ -61,22 +99,7 @@ impl Agent<'_> {
                         return Err(self.bootstrap_refused(action, &r, r.code, None, t0));
                     }
                     if !said {
-                        self.out.progress(&format!(
-                            "launchctl bootstrap exited {} ({}); {}…",
-                            f.code,
-                            f.stderr.lines().next().unwrap_or("").trim(),
-                            if loaded {
-                                format!(
-                                    "the old job is still draining, retrying for up to {} s",
-                                    BOOTSTRAP_RETRY.as_secs()
-                                )
-                            } else {
-                                format!(
-                                    "the label is not loaded, retrying for up to {} s before looking for the cause",
-                                    NOT_LOADED_RETRY.as_secs()
-                                )
-                            }
-                        ));
+                        self.say_retrying(f, loaded);
                         said = true;
                     }
                     if let Some(sig) = signal::received() {
@@ -94,20 +117,72 @@ impl Agent<'_> {
                 Code::DomainUnsupported | Code::WrongSession
                     if matches!(self.active(), Domain::Gui(_)) =>
                 {
-                    let gui = self.active();
-                    self.out.progress(&format!(
-                        "launchctl bootstrap {gui} exited {} ({}); retrying once in {}.",
-                        f.code,
-                        f.stderr.lines().last().unwrap_or("").trim(),
-                        gui.other()
-                    ));
-                    self.out.note(&launchctl::user_domain_note(gui, r.code));
-                    self.active.set(gui.other());
-                    self.lc
-                        .enable(gui.other(), &self.stack.label)?
-                        .accept(&[])?;
+                    self.fall_back_to_user_domain(&r)?;
                 }
                 code => return Err(self.bootstrap_refused(action, &r, code, None, t0)),
+            }
+        }
+    }
+
+    /// A bootstrap that answered 5 (or 37): why, in order — the label loaded from another
+    /// plist, a bootout that never finished draining, the first cause that holds
+    /// (`agent::refusal`), or launchd's silence; appended to `msg`, with the fix returned.
+    fn refused_with_5(
+        &self,
+        msg: &mut String,
+        cause: Option<crate::agent::refusal::Cause>,
+        t0: Instant,
+    ) -> String {
+        let target = self.target();
+        let plist = self.stack.plist_path();
+        let now = self.poll().ok().flatten();
+        let loaded_elsewhere = now
+            .as_ref()
+            .is_some_and(|i| i.path().is_some_and(|p| p != plist.as_path()));
+        // Still listed from this plist after the whole bound: a bootout that never
+        // finished draining, not a refusal to look for causes of.
+        let still_draining = now.is_some() && !loaded_elsewhere;
+        if t0.elapsed() >= Duration::from_millis(500) {
+            msg.push_str(&format!(
+                " (after {:.1} s of retries)",
+                t0.elapsed().as_secs_f64()
+            ));
+        }
+        let cause = cause.or_else(|| {
+            if loaded_elsewhere || still_draining {
+                return None;
+            }
+            crate::agent::refusal::first_cause(
+                self.lc,
+                self.active(),
+                &self.stack.label,
+                &plist,
+                &self.hints.agent("regenerate"),
+            )
+        });
+        match cause {
+            _ if loaded_elsewhere => {
+                "the label is loaded from another plist: `launchctl bootout` it, then run again"
+                    .to_owned()
+            }
+            _ if still_draining => {
+                msg.push_str(&format!(
+                    "; {target} is still loaded: launchd did not finish booting the old job out"
+                ));
+                format!("`launchctl print {target}` shows its state; run the command again once it is gone")
+            }
+            Some(c) => {
+                msg.push_str(&format!("; launchd refused it because {}", c.what));
+                c.fix
+            }
+            None => {
+                msg.push_str(
+                    "; launchd refused it and gave no reason (it is not disabled, not switched off in Login Items, its session types, owner and mode and its log directory are right)",
+                );
+                format!(
+                    "`log show --last 5m --predicate 'process == \"launchd\"'` shows launchd's own reason; `{}` checks the rest",
+                    self.hints.cmd("doctor")
+                )
             }
         }
     }
@@ -147,56 +222,7 @@ impl Agent<'_> {
             r.finished.stderr.trim()
         );
         let hint = if matches!(code, Code::InputOutput | Code::AlreadyRunning) {
-            let now = self.poll().ok().flatten();
-            let loaded_elsewhere = now
-                .as_ref()
-                .is_some_and(|i| i.path().is_some_and(|p| p != plist.as_path()));
-            // Still listed from this plist after the whole bound: a bootout that never
-            // finished draining, not a refusal to look for causes of.
-            let still_draining = now.is_some() && !loaded_elsewhere;
-            if t0.elapsed() >= Duration::from_millis(500) {
-                msg.push_str(&format!(
-                    " (after {:.1} s of retries)",
-                    t0.elapsed().as_secs_f64()
-                ));
-            }
-            let cause = cause.or_else(|| {
-                if loaded_elsewhere || still_draining {
-                    return None;
-                }
-                crate::agent::refusal::first_cause(
-                    self.lc,
-                    self.active(),
-                    &self.stack.label,
-                    &plist,
-                    &self.hints.agent("regenerate"),
-                )
-            });
-            match cause {
-                _ if loaded_elsewhere => {
-                    "the label is loaded from another plist: `launchctl bootout` it, then run again"
-                        .to_owned()
-                }
-                _ if still_draining => {
-                    msg.push_str(&format!(
-                        "; {target} is still loaded: launchd did not finish booting the old job out"
-                    ));
-                    format!("`launchctl print {target}` shows its state; run the command again once it is gone")
-                }
-                Some(c) => {
-                    msg.push_str(&format!("; launchd refused it because {}", c.what));
-                    c.fix
-                }
-                None => {
-                    msg.push_str(
-                        "; launchd refused it and gave no reason (it is not disabled, not switched off in Login Items, its session types, owner and mode and its log directory are right)",
-                    );
-                    format!(
-                        "`log show --last 5m --predicate 'process == \"launchd\"'` shows launchd's own reason; `{}` checks the rest",
-                        self.hints.cmd("doctor")
-                    )
-                }
-            }
+            self.refused_with_5(&mut msg, cause, t0)
         } else {
             format!(
                 "run `{}` to see what launchd refuses",
