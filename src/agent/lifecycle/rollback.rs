@@ -66,6 +66,61 @@ impl Agent<'_> {
         }
     }
 
+    /// The rollback's own step: boot the failed definition out, then write back the plist to
+    /// restore (loading and verifying it, unless `stop` left the stack stopped), keep a
+    /// definition that verified before, or remove one that never did. Says what it did.
+    fn restore(
+        &self,
+        action: Action,
+        restore: Option<Vec<u8>>,
+        known_good: bool,
+        timing: Timing,
+    ) -> anyhow::Result<String> {
+        let plist = self.stack.plist_path();
+        self.bootout(action)?;
+        // Nothing of this stack runs now unless a restored plist starts it again: the
+        // identity files the failed Host wrote would name a dead pid that Oysterun's own
+        // scripts wait for (a restored Host writes its own).
+        if restore.is_none() || self.keep_stopped.get() {
+            self.remove_stale_identity();
+        }
+        match &restore {
+            Some(bytes) if self.keep_stopped.get() => {
+                agentplist::write(self.lock, &plist, bytes, &self.stack.log_dir)?;
+                Ok(format!(
+                    "the job was booted out and the plist `stop` left restored, not loaded: \
+                     the Host stays stopped; `{}` loads it again once the cause is fixed",
+                    self.hints.agent("start")
+                ))
+            }
+            Some(bytes) => {
+                agentplist::write(self.lock, &plist, bytes, &self.stack.log_dir)?;
+                self.reload(action, false)?;
+                let old_env = agentplist::read_env(bytes).unwrap_or_default();
+                let port = old_env.port().unwrap_or(0);
+                // The rollback's own verification is not cut short by the signal that
+                // started it: it runs to its deadline.
+                match self.verify_unattended(&old_env, port, timing) {
+                    Ok(v) => Ok(format!("restored the last good plist; the previous Host runs again (pid {})", v.pid)),
+                    Err(e) => Ok(format!("restored and reloaded the last good plist, but it did not verify either: {e}")),
+                }
+            }
+            None if known_good => Ok(format!(
+                "this definition verified before, so the failure is not the plist's: the job \
+                 was booted out and {} kept; `{}` loads it again once the cause is fixed",
+                plist.display(),
+                self.hints.agent("start")
+            )),
+            None => {
+                std::fs::remove_file(&plist)?;
+                Ok(
+                    "there was no earlier good plist; the new one was booted out and removed"
+                        .into(),
+                )
+            }
+        }
+    }
+
     /// Restores the last good plist (kept on disk; else the previous bytes; else removes ours),
     /// reloads and verifies it, and returns the error describing what failed — an interrupt
     /// included, whose rollback runs to its end before the run exits.
@@ -93,7 +148,6 @@ impl Agent<'_> {
             .flatten()
             .and_then(|i| i.last_exit().map(|e| e.to_string()))
             .unwrap_or_else(|| "unknown".into());
-        let plist = self.stack.plist_path();
         self.out
             .progress(&format!("Verification stopped: {failure}. Rolling back…"));
         let last_good = fsutil::read_regular(&self.last_good_path(), agentplist::MAX_PLIST_BYTES)
@@ -105,50 +159,7 @@ impl Agent<'_> {
         let restore = last_good
             .filter(|b| b.as_slice() != new)
             .or(previous.filter(|b| b.as_slice() != new));
-        let restored = (|| -> anyhow::Result<String> {
-            self.bootout(action)?;
-            // Nothing of this stack runs now unless a restored plist starts it again: the
-            // identity files the failed Host wrote would name a dead pid that Oysterun's own
-            // scripts wait for (a restored Host writes its own).
-            if restore.is_none() || self.keep_stopped.get() {
-                self.remove_stale_identity();
-            }
-            match &restore {
-                Some(bytes) if self.keep_stopped.get() => {
-                    agentplist::write(self.lock, &plist, bytes, &self.stack.log_dir)?;
-                    Ok(format!(
-                        "the job was booted out and the plist `stop` left restored, not loaded: \
-                         the Host stays stopped; `{}` loads it again once the cause is fixed",
-                        self.hints.agent("start")
-                    ))
-                }
-                Some(bytes) => {
-                    agentplist::write(self.lock, &plist, bytes, &self.stack.log_dir)?;
-                    self.reload(action, false)?;
-                    let old_env = agentplist::read_env(bytes).unwrap_or_default();
-                    let port = old_env.port().unwrap_or(0);
-                    // The rollback's own verification is not cut short by the signal that
-                    // started it: it runs to its deadline.
-                    match self.verify_unattended(&old_env, port, timing) {
-                        Ok(v) => Ok(format!("restored the last good plist; the previous Host runs again (pid {})", v.pid)),
-                        Err(e) => Ok(format!("restored and reloaded the last good plist, but it did not verify either: {e}")),
-                    }
-                }
-                None if known_good => Ok(format!(
-                    "this definition verified before, so the failure is not the plist's: the job \
-                     was booted out and {} kept; `{}` loads it again once the cause is fixed",
-                    plist.display(),
-                    self.hints.agent("start")
-                )),
-                None => {
-                    std::fs::remove_file(&plist)?;
-                    Ok(
-                        "there was no earlier good plist; the new one was booted out and removed"
-                            .into(),
-                    )
-                }
-            }
-        })();
+        let restored = self.restore(action, restore, known_good, timing);
         let rollback = match restored {
             Ok(s) => {
                 let _ = std::fs::remove_file(self.pending_path());
