@@ -51,6 +51,7 @@ mod secrets_by_shape;
 mod service_steps;
 mod setup;
 mod snapshots;
+mod snapshots_verbs;
 mod special_files;
 mod sudo_foreign_owners;
 mod suite_layout;
