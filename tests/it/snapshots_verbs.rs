@@ -9,7 +9,9 @@ use crate::snapshots::{installed, settings, snap, snap_table, with_claude};
 #[track_caller]
 fn snap_json(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) {
     let r = t.run(args);
-    settings(t, ports).bind(|| {
+    let mut s = settings(t, ports);
+    s.add_filter(r#""pid": \d+"#, r#""pid": "[PID]""#);
+    s.bind(|| {
         insta::assert_snapshot!(
             name,
             format!(
