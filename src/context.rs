@@ -276,9 +276,10 @@ impl Context {
             env: self.env.clone(),
             launcher: self.launcher.clone(),
             out: self.out,
-            // One of several stacks (`--all`): every hint names its stack.
+            // One of several stacks (`--all`): every hint names its stack, as a plain name
+            // (`oyster start dev`), the form `oyster stop dev` gives too.
             typed: Typed {
-                stack: StackForm::Flag,
+                stack: StackForm::Plain,
                 ..self.typed
             },
             launchctl: Rc::clone(&self.launchctl),

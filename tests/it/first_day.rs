@@ -498,3 +498,15 @@ fn cleanup_yes_purge_removes_uninstalled_stacks_with_their_files_named_and_only_
         serde_json::json!([])
     );
 }
+
+#[test]
+fn stop_all_names_each_stack_in_the_form_stop_stack_does() {
+    let port = free_port();
+    let t = installed(port);
+    let one = t.run(["stop", "snap"]).ok().stdout();
+    assert!(one.contains("`oyster start snap` starts it again"), "{one}");
+    t.run(["start", "snap", "--settle-ms", "200"]).ok();
+    let all = t.run(["stop", "--all"]).ok().stdout();
+    assert!(all.contains("`oyster start snap` starts it again"), "{all}");
+    t.run(["uninstall", "--all"]).ok();
+}
