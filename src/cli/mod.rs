@@ -106,8 +106,7 @@ const STOP_ABOUT: &str = "Stop the Host: boot the job out and disable the label 
 const RESTART_ABOUT: &str = "Restart the Host: reload when the definition changed (kickstart never re-reads a plist), else a graceful restart (SIGTERM through launchd, then kickstart; SIGKILL only if the old Host outlives its exit timeout); then verify, rolling back a changed plist that does not verify";
 const LIST_ABOUT: &str =
     "Every stack found on this machine: its status in one word, port, pid, last exit and log";
-const KILL_ABOUT: &str =
-    "Send SIGTERM to the running Host only; launchd (KeepAlive) starts it again";
+const KILL_ABOUT: &str = "Send SIGTERM to the running Host only; launchd (KeepAlive) starts it again (brew's `kill`, stopped until the next login, is `stop --keep`)";
 const INSTALL_ABOUT: &str =
     "Write the LaunchAgent, load it into launchd, and verify the running Host";
 const UNINSTALL_ABOUT: &str =

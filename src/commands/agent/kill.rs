@@ -15,10 +15,11 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     let agent = Agent::new(ctx, &lock)?;
     let k = agent.kill(&|verb| ctx.hint_cmd(verb))?;
     ctx.out.out(&format!(
-        "Sent SIGTERM to the Host (pid {}){}; launchd starts it again (KeepAlive; a Host that ran less than 10 s waits out the throttle). `{}` shows the new pid.",
+        "Sent SIGTERM to the Host (pid {}){}; launchd starts it again (KeepAlive; a Host that ran less than 10 s waits out the throttle). `{}` shows the new pid; `{} --keep` stops it until the next login (brew's `kill`).",
         k.pid,
         if k.exited { ", which exited" } else { ", which is still shutting down" },
-        ctx.hint_cmd("status")
+        ctx.hint_cmd("status"),
+        ctx.hint_cmd("stop")
     ));
     Ok(ExitStatus::Success)
 }
