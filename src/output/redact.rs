@@ -217,7 +217,7 @@ fn authorization_re() -> &'static regex_lite::Regex {
     static AUTH: OnceLock<regex_lite::Regex> = OnceLock::new();
     AUTH.get_or_init(|| {
         regex_lite::Regex::new(
-            r#"(?i)(\b(?:proxy-)?authorization"?\s*[:=]\s*"?(?:(?:bearer|basic|token|digest|bot)\s+)?)([^\s"',;]+)"#,
+            r#"(?i)(\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest|bot)\s+)?)([^\s"',;]+)"#,
         )
         .expect("a fixed pattern")
     })
@@ -269,7 +269,17 @@ fn redact_assignments(text: &str) -> String {
         // name right before it and a space after (`x-api-key: …`, `X-Auth-Token: …`), not
         // oyster's own `device_token: null -> …`.
         let header = quote.is_none() && k == i && name.contains('-') && b.get(i + 1) == Some(&b' ');
-        if sep == b':' && quote.is_none() && !header {
+        // Or as Node prints an object (`util.inspect`, so `console.log(req.headers)` or
+        // `console.log(process.env)`): an unquoted key right before it and a quoted value
+        // after (`{ apiKey: 'sk-…' }`); `device_token: null` has no quote.
+        let inspected = quote.is_none() && k == i && {
+            let mut v = i + 1;
+            while b.get(v) == Some(&b' ') {
+                v += 1;
+            }
+            matches!(b.get(v), Some(b'\'' | b'"'))
+        };
+        if sep == b':' && quote.is_none() && !header && !inspected {
             i += 1;
             continue;
         }
