@@ -368,7 +368,90 @@ pub fn redact_shapes(text: &str) -> String {
     if s.contains(['=', ':']) {
         s = redact_assignments(&s);
     }
+    if s.contains("PRIVATE KEY-----") {
+        s = pem_re()
+            .replace_all(&s, |c: &regex_lite::Captures<'_>| {
+                let body = match &c[2] {
+                    "" => "",
+                    b if b.contains('\n') => "\n<redacted>\n",
+                    _ => REDACTED,
+                };
+                format!("{}{body}{}", &c[1], &c[3])
+            })
+            .into_owned();
+    }
     s
+}
+
+/// A PEM private key in one text (a log tail, a JSON-logged string with `\n` escaped): the
+/// body between its BEGIN and END lines, or to the end of the text when its END is not there.
+fn pem_re() -> &'static regex_lite::Regex {
+    use std::sync::OnceLock;
+    static PEM: OnceLock<regex_lite::Regex> = OnceLock::new();
+    PEM.get_or_init(|| {
+        regex_lite::Regex::new(
+            r"(?s)(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)(.*?)(-----END [A-Z0-9 ]*PRIVATE KEY-----|$)",
+        )
+        .expect("a fixed pattern")
+    })
+}
+
+/// The BEGIN and END lines of a PEM private key.
+fn pem_marker_re(kind: &str) -> regex_lite::Regex {
+    regex_lite::Regex::new(&format!("-----{kind} [A-Z0-9 ]*PRIVATE KEY-----"))
+        .expect("a fixed pattern")
+}
+
+/// A log's lines given one at a time (`logs`, `logs -f`): the body lines of a PEM private key
+/// printed over several lines are `<redacted>`, from a BEGIN line to its END line. Body lines
+/// have no shape of their own (base64), so this needs the lines before them; a line that is not
+/// a key's (not base64, a PEM header or blank) ends the block even without its END line.
+#[derive(Debug, Default)]
+pub struct PemLines {
+    inside: bool,
+}
+
+impl PemLines {
+    /// The line as it may be shown (the printer redacts the rest).
+    pub fn line(&mut self, line: String) -> String {
+        use std::sync::OnceLock;
+        static BEGIN: OnceLock<regex_lite::Regex> = OnceLock::new();
+        static END: OnceLock<regex_lite::Regex> = OnceLock::new();
+        let begin = BEGIN.get_or_init(|| pem_marker_re("BEGIN"));
+        let end = END.get_or_init(|| pem_marker_re("END"));
+        if self.inside {
+            if let Some(m) = end.find(&line) {
+                self.inside = false;
+                return if m.start() == 0 {
+                    line
+                } else {
+                    format!("{REDACTED}{}", &line[m.start()..])
+                };
+            }
+            if is_pem_body(&line) {
+                return REDACTED.to_owned();
+            }
+            self.inside = false;
+        }
+        if let Some(b) = begin.find_iter(&line).last() {
+            self.inside = !end.is_match(&line[b.end()..]);
+        }
+        line
+    }
+
+    /// Forgets an open block (the log was truncated or rotated).
+    pub fn reset(&mut self) {
+        self.inside = false;
+    }
+}
+
+/// Whether a line may be part of a PEM body: base64, blank, or an RFC 1421 header
+/// (`Proc-Type: 4,ENCRYPTED`, `DEK-Info: …`).
+fn is_pem_body(line: &str) -> bool {
+    let t = line.trim();
+    t.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+        || (t.starts_with(|c: char| c.is_ascii_alphabetic()) && t.contains(": "))
 }
 
 /// Every value held under a secret key, at any depth, as text (numbers included), and the
@@ -529,6 +612,54 @@ pub fn escape_controls(text: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_private_keys_body_is_redacted_in_one_text_and_line_by_line() {
+        let tail = "x\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----\ny";
+        assert_eq!(
+            redact_shapes(tail),
+            "x\n-----BEGIN OPENSSH PRIVATE KEY-----\n<redacted>\n-----END OPENSSH PRIVATE KEY-----\ny"
+        );
+        // A tail that ends inside the block.
+        assert_eq!(
+            redact_shapes("-----BEGIN PRIVATE KEY-----\nMIIEvQ"),
+            "-----BEGIN PRIVATE KEY-----\n<redacted>\n"
+        );
+        // A public key is not a secret.
+        let public = "-----BEGIN PUBLIC KEY-----\nMFkwEwYH\n-----END PUBLIC KEY-----";
+        assert_eq!(redact_shapes(public), public);
+        let mut pem = PemLines::default();
+        let shown: Vec<String> = [
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----",
+            "Proc-Type: 4,ENCRYPTED",
+            "MIIFHDBOBgkqhkiG9w0BBQ0wQTApBgkqhkiG9w0BBQwwHAQI",
+            "",
+            "-----END ENCRYPTED PRIVATE KEY-----",
+            "MIIE after the block",
+            "-----BEGIN PRIVATE KEY-----",
+            "MIIEvQ",
+            "the Host crashed before the END line",
+            "AAAA",
+        ]
+        .into_iter()
+        .map(|l| pem.line(l.to_owned()))
+        .collect();
+        assert_eq!(
+            shown,
+            [
+                "-----BEGIN ENCRYPTED PRIVATE KEY-----",
+                REDACTED,
+                REDACTED,
+                REDACTED,
+                "-----END ENCRYPTED PRIVATE KEY-----",
+                "MIIE after the block",
+                "-----BEGIN PRIVATE KEY-----",
+                REDACTED,
+                "the Host crashed before the END line",
+                "AAAA",
+            ]
+        );
+    }
 
     #[test]
     fn tilde_only_replaces_a_whole_leading_component() {
