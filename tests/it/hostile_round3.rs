@@ -136,3 +136,65 @@ fn logs_redacts_a_private_key_block_the_host_prints() {
         "logs -f shows the key:\n{out}"
     );
 }
+
+/// The state oyster's own note warns about: installed over SSH into `user/<uid>` (a
+/// `gui/<uid>` bootstrap answered 125), then a console login loads a second copy into
+/// `gui/<uid>`, which launchd keeps respawning beside the first. `kill` asked
+/// only the `gui/<uid>` copy: exit 1 "loaded but no Host is running" while the Host ran in
+/// `user/<uid>`, or SIGTERM to the copy being respawned when it happened to run; `stop` booted both out but said "no Host was running" of the Host it stopped.
+#[test]
+fn kill_of_a_job_loaded_twice_signals_nothing_and_stop_names_the_host_it_stopped() {
+    use crate::common::{Run, Stack};
+    let s = Stack::new("twice");
+    let uid = nix::unistd::getuid().as_raw();
+    let mut c = s.t.cmd();
+    c.env("LAUNCHD_SIM_FAIL_BOOTSTRAP", "125:1");
+    Run(c.args(s.args("install")).output().unwrap()).ok();
+    let pid = s.status()["pid"].as_u64().unwrap();
+    // The next console login: a second copy in gui/<uid>, not running.
+    s.t.sim(&[
+        "bootstrap",
+        &format!("gui/{uid}"),
+        s.plist().to_str().unwrap(),
+    ])
+    .ok();
+    let st = s.status();
+    assert_eq!(
+        st["loaded_in"],
+        serde_json::json!([format!("gui/{uid}"), format!("user/{uid}")]),
+        "{st}"
+    );
+    // kill: which copy runs at this instant is luck; nothing is signalled, the fix is named.
+    let r = s.t.run(["kill", "--stack", s.name]).fails_with(1);
+    let e = r.stderr();
+    assert!(
+        e.contains("is loaded twice") && e.contains("no Host was signalled"),
+        "{e}"
+    );
+    assert!(e.contains(&format!("boots the user/{uid} copy out")), "{e}");
+    assert!(
+        crate::common::get(s.port, "/health") == 200,
+        "the Host still serves"
+    );
+    let alive = |pid: u64| {
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
+            None,
+        )
+        .is_ok()
+    };
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(alive(pid), "the user/<uid> Host (pid {pid}) was signalled");
+    let r = s.t.run(["stop", "--stack", s.name]).ok();
+    let out = r.stdout();
+    assert!(!out.contains("no Host was running"), "{out}");
+    assert!(out.contains(" booted out)"), "{out}");
+    crate::common::wait_until(
+        std::time::Duration::from_secs(10),
+        "the user/<uid> Host to exit",
+        || !alive(pid),
+    );
+    assert_eq!(s.status()["loaded_in"], serde_json::json!([]));
+    s.t.run(["agent", "uninstall", "--stack", s.name]).ok();
+    s.t.wait_no_processes();
+}
