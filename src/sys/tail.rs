@@ -174,7 +174,13 @@ pub struct Follower {
     id: Option<(u64, u64)>,
     lines: Lines,
     refused: bool,
+    /// The last bytes read (up to [`SEEN_TAIL`]), ending at `pos`: a log emptied and written
+    /// again past `pos` between two looks never looks shorter, but holds other bytes there.
+    seen: Vec<u8>,
 }
+
+/// How many of the last bytes read are kept to notice a log rewritten under the follower.
+const SEEN_TAIL: usize = 64;
 
 impl Follower {
     /// Follows `path`, continuing `file` (already open) from `pos`.
@@ -194,15 +200,45 @@ impl Follower {
             id,
             lines: Lines::new(MAX_LINE),
             refused: false,
+            seen: vec![],
         }
+        .remembering_what_precedes_pos()
+    }
+
+    /// Reads the bytes before `pos` that the next look compares (see [`Follower::rewritten`]).
+    fn remembering_what_precedes_pos(mut self) -> Follower {
+        use std::os::unix::fs::FileExt;
+        if let Some(f) = self.file.as_ref() {
+            let from = self.pos.saturating_sub(SEEN_TAIL as u64);
+            let mut buf = vec![0; usize::try_from(self.pos - from).unwrap_or(0)];
+            if f.read_exact_at(&mut buf, from).is_ok() {
+                self.seen = buf;
+            }
+        }
+        self
+    }
+
+    /// Whether the bytes just before `pos` (`seen`) are no longer the ones read there: the log was
+    /// emptied (`: > log`) and written again past `pos` between two looks, so its size never
+    /// showed the truncation; going on at `pos` would start in the middle of a line.
+    fn rewritten(seen: &[u8], pos: u64, f: &File) -> bool {
+        use std::os::unix::fs::FileExt;
+        if seen.is_empty() {
+            return false;
+        }
+        let mut now = vec![0; seen.len()];
+        let from = pos - seen.len() as u64;
+        f.read_exact_at(&mut now, from)
+            .map_or(true, |()| now != seen)
     }
 
     /// Reads whatever arrived since the last call; never blocks.
     pub fn poll(&mut self) -> io::Result<Vec<Event>> {
         let mut events = vec![];
         if let Some(f) = self.file.as_mut() {
-            if f.metadata()?.len() < self.pos {
+            if f.metadata()?.len() < self.pos || Self::rewritten(&self.seen, self.pos, f) {
                 self.pos = 0;
+                self.seen.clear();
                 self.lines.clear();
                 f.seek(SeekFrom::Start(0))?;
                 events.push(Event::Truncated);
@@ -230,6 +266,7 @@ impl Follower {
                     self.id = f.metadata().ok().map(|m| (m.dev(), m.ino()));
                     self.file = Some(f);
                     self.pos = 0;
+                    self.seen.clear();
                     self.refused = false;
                     self.drain(&mut events)?;
                 }
@@ -260,6 +297,10 @@ impl Follower {
                 Err(e) => return Err(e),
             };
             self.pos += n as u64;
+            let keep = self.seen.len().min(SEEN_TAIL.saturating_sub(n));
+            self.seen.drain(..self.seen.len() - keep);
+            self.seen
+                .extend_from_slice(&buf[n.saturating_sub(SEEN_TAIL)..n]);
             events.extend(self.lines.push(&buf[..n]).into_iter().map(Event::Line));
         }
         Ok(())

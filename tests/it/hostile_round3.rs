@@ -198,3 +198,68 @@ fn kill_of_a_job_loaded_twice_signals_nothing_and_stop_names_the_host_it_stopped
     s.t.run(["agent", "uninstall", "--stack", s.name]).ok();
     s.t.wait_no_processes();
 }
+
+/// The user empties the Host log while following it (`: > …/oysterun-host.log`, as one clears
+/// any log) and the Host, appending, writes more than was read before before the next look:
+/// the file never looked shorter, so the follower went on at its old offset, in the middle of
+/// a line, and printed the rest of a credential without the name that made it one.
+#[test]
+fn logs_follow_notices_a_log_emptied_and_refilled_between_two_looks() {
+    use std::io::Write;
+    let t = TestContext::new();
+    let first = "a line the Host wrote before\n".repeat(7);
+    let path = stack_with_log(&t, &first);
+    let mut follow = t
+        .cmd()
+        .args(["logs", "-f", "--stack", "h3"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut reader = std::io::BufReader::new(follow.stdout.take().unwrap());
+    let mut out = String::new();
+    let mut read_until = |what: &str| {
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < std::time::Duration::from_secs(20) {
+            let mut l = String::new();
+            if std::io::BufRead::read_line(&mut reader, &mut l).unwrap_or(0) == 0 {
+                break;
+            }
+            out.push_str(&l);
+            if l.contains(what) {
+                break;
+            }
+        }
+    };
+    read_until("before");
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    // Emptied, then refilled at once: the old offset falls inside the value.
+    let name = "ANTHROPIC_API_KEY=";
+    let pad = "x".repeat(first.len() - name.len() - 4);
+    let refill = format!("{pad} {name}value-after-truncation-0123456789\nend-of-test\n");
+    let mut w = std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    w.write_all(refill.as_bytes()).unwrap();
+    drop(w);
+    read_until("end-of-test");
+    let _ = follow.kill();
+    let mut err = String::new();
+    let _ = std::io::Read::read_to_string(&mut follow.stderr.take().unwrap(), &mut err);
+    let _ = follow.wait();
+    assert!(out.contains("end-of-test"), "{out}");
+    assert!(
+        err.contains("was truncated; reading it from the start"),
+        "{err}"
+    );
+    assert!(
+        out.contains("ANTHROPIC_API_KEY=<redacted>"),
+        "the refilled line is read from its start: {out}"
+    );
+    assert!(
+        !out.contains("after-truncation"),
+        "logs -f shows a credential's value:\n{out}"
+    );
+}
