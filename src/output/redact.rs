@@ -268,7 +268,13 @@ fn redact_assignments(text: &str) -> String {
         // `:` counts after a quoted key (JSON, Python), or as an HTTP header: a hyphenated
         // name right before it and a space after (`x-api-key: …`, `X-Auth-Token: …`), not
         // oyster's own `device_token: null -> …`.
-        let header = quote.is_none() && k == i && name.contains('-') && b.get(i + 1) == Some(&b' ');
+        // A `Cookie` header or key is a session's credential whatever its case (a bare
+        // `cookie=` in prose is not: see [`is_secret_assignment`]).
+        let cookie = sep == b':' && name.eq_ignore_ascii_case("cookie");
+        let header = quote.is_none()
+            && k == i
+            && (name.contains('-') || cookie)
+            && b.get(i + 1) == Some(&b' ');
         // Or as Node prints an object (`util.inspect`, so `console.log(req.headers)` or
         // `console.log(process.env)`): an unquoted key right before it and a quoted value
         // after (`{ apiKey: 'sk-…' }`); `device_token: null` has no quote.
@@ -287,7 +293,7 @@ fn redact_assignments(text: &str) -> String {
         let comparison = sep == b'='
             && (b.get(i + 1) == Some(&b'=')
                 || (i > 0 && matches!(b[i - 1], b'=' | b'!' | b'<' | b'>')));
-        if name.is_empty() || !opening || comparison || !is_secret_assignment(name) {
+        if name.is_empty() || !opening || comparison || !(cookie || is_secret_assignment(name)) {
             i += 1;
             continue;
         }
@@ -303,6 +309,11 @@ fn redact_assignments(text: &str) -> String {
                     e += if b[e] == b'\\' { 2 } else { 1 };
                 }
                 (v + 1, e.min(b.len()), Some(q))
+            }
+            // A `Cookie:` header's value is every cookie to the end of its line.
+            _ if cookie => {
+                let e = text[v..].find('\n').map_or(b.len(), |n| v + n);
+                (v, e, None)
             }
             _ => {
                 let mut e = v;

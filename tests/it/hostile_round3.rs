@@ -17,7 +17,8 @@ fn stack_with_log(t: &TestContext, log: &str) -> std::path::PathBuf {
 /// The Host is Node: `console.log(req.headers)` or `console.log(process.env)` prints objects
 /// the way `util.inspect` does — unquoted keys, single-quoted values. Those credentials reached
 /// `logs` whole: `authorization: 'Basic …'`, `{ apiKey: '…', password: '…' }`, and
-/// `authorization='Basic …'` although `authorization=` is one of the README's shapes.
+/// `authorization='Basic …'` although `authorization=` is one of the README's shapes; and a
+/// session cookie, as Node prints it, as a `Cookie:` header, or as a JSON key.
 #[test]
 fn logs_redacts_credentials_in_nodes_printed_objects() {
     let t = TestContext::new();
@@ -26,6 +27,9 @@ fn logs_redacts_credentials_in_nodes_printed_objects() {
         "{ apiKey: 'plainapikeyvalue1', password: 'hunter2hunter2', token: \"tok-quoted-123\" }",
         "env { HOME: '/Users/me', AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMIK7MDENG' }",
         "curl -H authorization='Basic c2Vjb25kOnBhc3N3b3Jk'",
+        "headers: { host: 'x', cookie: 'connect.sid=s%3AinspectedSession.sig' }",
+        "Cookie: connect.sid=s%3AheaderSession.sig; theme=dark",
+        "{\"cookie\":\"sid=jsonSession\"}",
         "{ key: 'name', error: 'file not found', device_token: null }",
     ]
     .map(|l| format!("{l}\n"))
@@ -40,6 +44,9 @@ fn logs_redacts_credentials_in_nodes_printed_objects() {
         "tok-quoted-123",
         "wJalrXUtnFEMIK7MDENG",
         "c2Vjb25kOnBhc3N3b3Jk",
+        "inspectedSession",
+        "headerSession",
+        "jsonSession",
     ] {
         assert!(!out.contains(secret), "logs shows {secret:?}:\n{out}");
     }
@@ -48,6 +55,9 @@ fn logs_redacts_credentials_in_nodes_printed_objects() {
         "{ apiKey: '<redacted>', password: '<redacted>', token: \"<redacted>\" }",
         "env { HOME: '/Users/me', AWS_SECRET_ACCESS_KEY: '<redacted>' }",
         "curl -H authorization='Basic <redacted>'",
+        "headers: { host: 'x', cookie: '<redacted>' }",
+        "Cookie: <redacted>\n",
+        "{\"cookie\":\"<redacted>\"}",
         // Names that are not secrets, and a bare `key`, stay as written.
         "{ key: 'name', error: 'file not found', device_token: null }",
     ] {
@@ -262,4 +272,32 @@ fn logs_follow_notices_a_log_emptied_and_refilled_between_two_looks() {
         !out.contains("after-truncation"),
         "logs -f shows a credential's value:\n{out}"
     );
+}
+
+/// The log tail a failed start prints holds the key's block whole: its body is redacted too.
+#[test]
+fn a_failed_starts_log_tail_redacts_a_private_keys_body() {
+    let mut t = TestContext::new();
+    t.use_sim();
+    let root = t.pin_host_env();
+    let log = t.home.join(".oysterun-stacks/pem/logs/oysterun-host.log");
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    std::fs::write(
+        &log,
+        "key:\n-----BEGIN PRIVATE KEY-----\nMIIEvQtailBodyLine0123\n-----END PRIVATE KEY-----\n",
+    )
+    .unwrap();
+    TestContext::fixture_flag(&root, "crash-on-start", "");
+    let port = crate::common::free_port().to_string();
+    let r = t.run([
+        "host", "start", "--stack", "pem", "--port", &port, "--wait", "3",
+    ]);
+    assert_eq!(r.code(), 1, "{}\n{}", r.stdout(), r.stderr());
+    let e = r.stderr();
+    assert!(
+        e.contains("-----BEGIN PRIVATE KEY-----"),
+        "the tail is shown: {e}"
+    );
+    assert!(!e.contains("MIIEvQtailBodyLine0123"), "{e}");
+    t.wait_no_processes();
 }
