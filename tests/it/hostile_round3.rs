@@ -301,3 +301,24 @@ fn a_failed_starts_log_tail_redacts_a_private_keys_body() {
     assert!(!e.contains("MIIEvQtailBodyLine0123"), "{e}");
     t.wait_no_processes();
 }
+
+/// A restart that fails shows "this attempt's last lines" of the Host log: the bytes written
+/// since the run began. That window begins at a line's start, yet its first line was always
+/// dropped as if cut — here the old Host's own last words, in a single-line attempt the cause.
+#[test]
+fn a_failed_restarts_log_tail_keeps_the_attempts_first_line() {
+    use crate::common::Stack;
+    let s = Stack::new("tail1");
+    s.t.run(s.args("install")).ok();
+    TestContext::fixture_flag(&s.root, "crash-on-start", "");
+    let e = s.t.run(s.args("restart")).fails_with(1).stderr();
+    let tail = &e[e.find("--- this attempt's last lines").expect(&e)..];
+    // The old Host's reply to the restart's SIGTERM is this attempt's first line.
+    assert!(
+        tail.contains("fixture host: SIGTERM, exiting"),
+        "the first line is shown: {tail}"
+    );
+    assert!(tail.contains("crash-on-start is set"), "{tail}");
+    s.t.run(["agent", "uninstall", "--stack", s.name]).ok();
+    s.t.wait_no_processes();
+}
