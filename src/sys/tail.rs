@@ -43,21 +43,45 @@ pub fn last_lines(
         buf.truncate(keep);
     }
     let mut text: &[u8] = &buf;
+    let mut cut = None;
     if start > 0 {
         // The window began mid-line: drop that partial line.
-        if let Some(i) = text.iter().position(|b| *b == b'\n') {
-            text = &text[i + 1..];
+        match text.iter().position(|b| *b == b'\n') {
+            Some(i) if i + 1 < text.len() => text = &text[i + 1..],
+            _ if text.is_empty() => {}
+            // One line longer than the window.
+            _ => cut = Some(cut_line(text.strip_suffix(b"\n").unwrap_or(text))),
+        }
+        if cut.is_some() {
+            text = &[];
         }
     }
-    let mut lines: Vec<String> = text
-        .split(|b| *b == b'\n')
-        .map(|l| String::from_utf8_lossy(l).into_owned())
-        .collect();
+    let mut lines: Vec<String> = match cut {
+        Some(line) => vec![line],
+        None => text
+            .split(|b| *b == b'\n')
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .collect(),
+    };
     if lines.last().is_some_and(String::is_empty) {
         lines.pop();
     }
     let skip = lines.len().saturating_sub(n);
     Ok((lines.split_off(skip), end))
+}
+
+/// The end of one line longer than the tail's window: from its first space after the cut (a
+/// token at the cut is not shown in part), marked; with no space, not at all.
+fn cut_line(text: &[u8]) -> String {
+    match text.iter().position(u8::is_ascii_whitespace) {
+        Some(i) => format!(
+            "[line cut: it began more than {TAIL_WINDOW} bytes back] …{}",
+            String::from_utf8_lossy(&text[i..])
+        ),
+        None => format!(
+            "[one line longer than {TAIL_WINDOW} bytes, with no space in its last {TAIL_WINDOW}; not shown]"
+        ),
+    }
 }
 
 /// Something that happened to a followed log.
@@ -206,12 +230,15 @@ impl Follower {
     }
 
     /// Reads the bytes before `pos` that the next look compares (see [`Follower::rewritten`]).
+    /// A `pos` in the middle of a line (a last line longer than the tail's window) means the
+    /// rest of that line is skipped: its start, maybe half a token, is not shown.
     fn remembering_what_precedes_pos(mut self) -> Follower {
         use std::os::unix::fs::FileExt;
         if let Some(f) = self.file.as_ref() {
             let from = self.pos.saturating_sub(SEEN_TAIL as u64);
             let mut buf = vec![0; usize::try_from(self.pos - from).unwrap_or(0)];
             if f.read_exact_at(&mut buf, from).is_ok() {
+                self.lines.skipping = buf.last().is_some_and(|b| *b != b'\n');
                 self.seen = buf;
             }
         }
@@ -332,6 +359,36 @@ mod tests {
         assert_eq!((l, end), (vec!["c".to_owned(), "d".to_owned()], 7));
         let (l, _) = last_lines(&mut f, 10, false).unwrap();
         assert_eq!(l.len(), 4);
+    }
+
+    #[test]
+    fn a_last_line_longer_than_the_window_is_never_shown_from_mid_token() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("log");
+        let window = usize::try_from(TAIL_WINDOW).unwrap();
+        // The window begins inside `KEY=…`'s value: `mid|tokensecret`.
+        let head = format!("{}ANTHROPIC_API_KEY=mid", "x".repeat(100));
+        let body = "tokensecret rest of it ";
+        let text = format!("{head}{body}{}", "z".repeat(window - body.len()));
+        std::fs::write(&p, &text).unwrap();
+        let mut f = open_log(&p).unwrap().unwrap();
+        let (l, _) = last_lines(&mut f, 10, false).unwrap();
+        assert_eq!(l.len(), 1);
+        assert!(
+            l[0].starts_with(&format!(
+                "[line cut: it began more than {TAIL_WINDOW} bytes back] … rest of it zzz"
+            )),
+            "{}",
+            &l[0][..200]
+        );
+        assert!(!l[0].contains("tokensecret"));
+        // Following: nothing of it now, and the rest of that line is skipped when it ends.
+        let (l, end) = last_lines(&mut f, 10, true).unwrap();
+        assert!(l.is_empty());
+        let mut fo = Follower::new(&p, Some(f), end);
+        let mut w = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        w.write_all(b" still the long line\nnext\n").unwrap();
+        assert_eq!(lines(&fo.poll().unwrap()), vec!["next"]);
     }
 
     #[test]

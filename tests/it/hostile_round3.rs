@@ -322,3 +322,29 @@ fn a_failed_restarts_log_tail_keeps_the_attempts_first_line() {
     s.t.run(["agent", "uninstall", "--stack", s.name]).ok();
     s.t.wait_no_processes();
 }
+
+/// A last line longer than the 4 MiB `logs` reads from the end (a Host that logged a whole
+/// transcript on one line): it was shown from wherever the window began, which may be the
+/// middle of a credential (`…KEY=mid|tokensecret`), and no shape matches half a token.
+#[test]
+fn logs_never_starts_a_line_longer_than_its_window_mid_token() {
+    let t = TestContext::new();
+    let window = 4 << 20;
+    let head = format!("{}ANTHROPIC_API_KEY=mid", "x".repeat(100));
+    let body = "tokensecret rest of it ";
+    // Still being written: no newline yet.
+    let text = format!("{head}{body}{}", "z".repeat(window - body.len()));
+    stack_with_log(&t, &text);
+    let r = t.run(["logs", "--stack", "h3"]).ok();
+    let out = r.stdout();
+    assert!(
+        !out.contains("tokensecret"),
+        "{}",
+        &out[..200.min(out.len())]
+    );
+    assert!(
+        out.starts_with("[line cut: it began more than 4194304 bytes back] … rest of it zzz"),
+        "{}",
+        &out[..200.min(out.len())]
+    );
+}
