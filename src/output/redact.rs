@@ -426,6 +426,10 @@ impl PemLines {
     /// The line as it may be shown (the printer redacts the rest).
     pub fn line(&mut self, line: String) -> String {
         use std::sync::OnceLock;
+        // Most lines hold no marker at all: no regex for them.
+        if !self.inside && !line.contains("PRIVATE KEY-----") {
+            return line;
+        }
         static BEGIN: OnceLock<regex_lite::Regex> = OnceLock::new();
         static END: OnceLock<regex_lite::Regex> = OnceLock::new();
         let begin = BEGIN.get_or_init(|| pem_marker_re("BEGIN"));
