@@ -304,11 +304,15 @@ fn redact_assignments(text: &str) -> String {
         }
         let (from, to, q) = match b.get(v) {
             Some(&q @ (b'"' | b'\'')) => {
+                // To its closing quote, or the end of its line: a quote left open (a cut
+                // line, an apostrophe) must not take the rest of a multi-line message with it
+                // (a failure's log tail and its `next:` step are one text).
                 let mut e = v + 1;
-                while e < b.len() && b[e] != q {
+                while e < b.len() && b[e] != q && b[e] != b'\n' {
                     e += if b[e] == b'\\' { 2 } else { 1 };
                 }
-                (v + 1, e.min(b.len()), Some(q))
+                let e = e.min(b.len());
+                (v + 1, e, (b.get(e) == Some(&q)).then_some(q))
             }
             // A `Cookie:` header's value is every cookie to the end of its line.
             _ if cookie => {
@@ -627,6 +631,18 @@ pub fn escape_controls(text: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_open_quote_ends_its_value_at_the_end_of_its_line() {
+        assert_eq!(
+            redact_shapes("{ apiKey: 'cut-here\nnext: `oyster logs -f` follows the Host log"),
+            "{ apiKey: '<redacted>\nnext: `oyster logs -f` follows the Host log"
+        );
+        assert_eq!(
+            redact_shapes("\"token\": \"abc\" and \"password\": \"x\\\"y\" ok"),
+            "\"token\": \"<redacted>\" and \"password\": \"<redacted>\" ok"
+        );
+    }
 
     #[test]
     fn a_private_keys_body_is_redacted_in_one_text_and_line_by_line() {
