@@ -384,28 +384,35 @@ pub fn redact_shapes(text: &str) -> String {
         s = redact_assignments(&s);
     }
     if s.contains("PRIVATE KEY-----") {
+        // Within a line (a JSON-logged string, `\n` escaped): to its END or the line's end.
         s = pem_re()
             .replace_all(&s, |c: &regex_lite::Captures<'_>| {
-                let body = match &c[2] {
-                    "" => "",
-                    b if b.contains('\n') => "\n<redacted>\n",
-                    _ => REDACTED,
-                };
+                let body = if c[2].is_empty() { "" } else { REDACTED };
                 format!("{}{body}{}", &c[1], &c[3])
             })
             .into_owned();
+        // Over lines (a log tail): as `logs` reads them, so the block ends at its END line or
+        // at the first line that cannot be a key's (the message's own next step).
+        if s.contains('\n') {
+            let mut pem = PemLines::default();
+            s = s
+                .split('\n')
+                .map(|l| pem.line(l.to_owned()))
+                .collect::<Vec<_>>()
+                .join("\n");
+        }
     }
     s
 }
 
-/// A PEM private key in one text (a log tail, a JSON-logged string with `\n` escaped): the
-/// body between its BEGIN and END lines, or to the end of the text when its END is not there.
+/// A PEM private key within one line (a JSON-logged string with `\n` escaped): the body
+/// between its BEGIN and END markers, or to the end of the line when its END is not there.
 fn pem_re() -> &'static regex_lite::Regex {
     use std::sync::OnceLock;
     static PEM: OnceLock<regex_lite::Regex> = OnceLock::new();
     PEM.get_or_init(|| {
         regex_lite::Regex::new(
-            r"(?s)(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)(.*?)(-----END [A-Z0-9 ]*PRIVATE KEY-----|$)",
+            r"(?m)(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)(.*?)(-----END [A-Z0-9 ]*PRIVATE KEY-----|$)",
         )
         .expect("a fixed pattern")
     })
@@ -470,7 +477,8 @@ fn is_pem_body(line: &str) -> bool {
     let t = line.trim();
     t.bytes()
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
-        || (t.starts_with(|c: char| c.is_ascii_alphabetic()) && t.contains(": "))
+        || t.starts_with("Proc-Type: ")
+        || t.starts_with("DEK-Info: ")
 }
 
 /// Every value held under a secret key, at any depth, as text (numbers included), and the
@@ -651,10 +659,15 @@ mod tests {
             redact_shapes(tail),
             "x\n-----BEGIN OPENSSH PRIVATE KEY-----\n<redacted>\n-----END OPENSSH PRIVATE KEY-----\ny"
         );
-        // A tail that ends inside the block.
+        // A tail that ends inside the block, and the message's next step after it.
         assert_eq!(
-            redact_shapes("-----BEGIN PRIVATE KEY-----\nMIIEvQ"),
-            "-----BEGIN PRIVATE KEY-----\n<redacted>\n"
+            redact_shapes("-----BEGIN PRIVATE KEY-----\nMIIEvQ\nnext: `oyster logs -f`"),
+            "-----BEGIN PRIVATE KEY-----\n<redacted>\nnext: `oyster logs -f`"
+        );
+        // Escaped in one line, to its END or the line's end.
+        assert_eq!(
+            redact_shapes("pem=\"-----BEGIN PRIVATE KEY-----\\nMIIE\\n-----END PRIVATE KEY-----\" ok\nx -----BEGIN RSA PRIVATE KEY-----\\nAAA"),
+            "pem=\"-----BEGIN PRIVATE KEY-----<redacted>-----END PRIVATE KEY-----\" ok\nx -----BEGIN RSA PRIVATE KEY-----<redacted>"
         );
         // A public key is not a secret.
         let public = "-----BEGIN PUBLIC KEY-----\nMFkwEwYH\n-----END PUBLIC KEY-----";
