@@ -217,9 +217,20 @@ fn authorization_re() -> &'static regex_lite::Regex {
     static AUTH: OnceLock<regex_lite::Regex> = OnceLock::new();
     AUTH.get_or_init(|| {
         regex_lite::Regex::new(
-            r#"(?i)(\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest|bot)\s+)?)([^\s"',;]+)"#,
+            r#"(?i)(\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest|bot)\s+)?)([^\s"',;\[{]+)"#,
         )
         .expect("a fixed pattern")
+    })
+}
+
+/// A command line's `--NAME VALUE` (a provider spawned with `--api-key …`, logged by the
+/// Host): NAME and the value after the space.
+fn flag_re() -> &'static regex_lite::Regex {
+    use std::sync::OnceLock;
+    static FLAG: OnceLock<regex_lite::Regex> = OnceLock::new();
+    FLAG.get_or_init(|| {
+        regex_lite::Regex::new(r"((?:^|\s)--([A-Za-z][A-Za-z0-9_-]*)[ \t]+)([^\s-][^\s]*)")
+            .expect("a fixed pattern")
     })
 }
 
@@ -382,6 +393,17 @@ pub fn redact_shapes(text: &str) -> String {
     }
     if s.contains(['=', ':']) {
         s = redact_assignments(&s);
+    }
+    if s.contains("--") {
+        s = flag_re()
+            .replace_all(&s, |c: &regex_lite::Captures<'_>| {
+                if is_secret_assignment(&c[2]) && c[3] != *REDACTED {
+                    format!("{}{REDACTED}", &c[1])
+                } else {
+                    c[0].to_owned()
+                }
+            })
+            .into_owned();
     }
     if s.contains("PRIVATE KEY-----") {
         // Within a line (a JSON-logged string, `\n` escaped): to its END or the line's end.

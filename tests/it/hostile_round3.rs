@@ -18,7 +18,8 @@ fn stack_with_log(t: &TestContext, log: &str) -> std::path::PathBuf {
 /// the way `util.inspect` does — unquoted keys, single-quoted values. Those credentials reached
 /// `logs` whole: `authorization: 'Basic …'`, `{ apiKey: '…', password: '…' }`, and
 /// `authorization='Basic …'` although `authorization=` is one of the README's shapes; and a
-/// session cookie, as Node prints it, as a `Cookie:` header, or as a JSON key.
+/// session cookie, as Node prints it, as a `Cookie:` header, or as a JSON key; a command line's
+/// `--api-key VALUE`; and an `Authorization` header given as an array was mangled at its `[`.
 #[test]
 fn logs_redacts_credentials_in_nodes_printed_objects() {
     let t = TestContext::new();
@@ -30,6 +31,8 @@ fn logs_redacts_credentials_in_nodes_printed_objects() {
         "headers: { host: 'x', cookie: 'connect.sid=s%3AinspectedSession.sig' }",
         "Cookie: connect.sid=s%3AheaderSession.sig; theme=dark",
         "{\"cookie\":\"sid=jsonSession\"}",
+        "spawn codex --api-key plainflagvalue123 --password=hunter4hunter4 --model o3",
+        "{\"headers\":{\"Authorization\":[\"Bearer arrayBearer1234567\"]}}",
         "{ key: 'name', error: 'file not found', device_token: null }",
     ]
     .map(|l| format!("{l}\n"))
@@ -47,6 +50,9 @@ fn logs_redacts_credentials_in_nodes_printed_objects() {
         "inspectedSession",
         "headerSession",
         "jsonSession",
+        "plainflagvalue123",
+        "hunter4hunter4",
+        "arrayBearer1234567",
     ] {
         assert!(!out.contains(secret), "logs shows {secret:?}:\n{out}");
     }
@@ -58,6 +64,8 @@ fn logs_redacts_credentials_in_nodes_printed_objects() {
         "headers: { host: 'x', cookie: '<redacted>' }",
         "Cookie: <redacted>\n",
         "{\"cookie\":\"<redacted>\"}",
+        "spawn codex --api-key <redacted> --password=<redacted> --model o3",
+        "{\"headers\":{\"Authorization\":[\"Bearer <redacted>\"]}}",
         // Names that are not secrets, and a bare `key`, stay as written.
         "{ key: 'name', error: 'file not found', device_token: null }",
     ] {
