@@ -257,6 +257,13 @@ pub fn log_tail(path: &Path, max: u64) -> String {
     };
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     let start = len.saturating_sub(max);
+    // A window that begins right after a newline (a failed attempt's own bytes begin where
+    // the log ended before it) begins with a whole line, which is kept.
+    let at_line_start = start == 0 || {
+        use std::os::unix::fs::FileExt;
+        let mut before = [0u8];
+        f.read_exact_at(&mut before, start - 1).is_ok() && before[0] == b'\n'
+    };
     use std::io::Seek;
     if f.seek(std::io::SeekFrom::Start(start)).is_err() {
         return format!("(could not read {})", path.display());
@@ -264,11 +271,19 @@ pub fn log_tail(path: &Path, max: u64) -> String {
     let mut buf = Vec::new();
     let _ = f.take(max).read_to_end(&mut buf);
     let text = String::from_utf8_lossy(&buf).into_owned();
-    let text = if start > 0 {
-        text.split_once('\n')
-            .map_or(text.clone(), |(_, rest)| rest.to_owned())
-    } else {
+    let text = if at_line_start {
         text
+    } else {
+        match text.split_once('\n') {
+            // The window began mid-line: that partial line goes.
+            Some((_, rest)) => rest.to_owned(),
+            // One line longer than the window: shown from its first space after the cut (a
+            // token at the cut is not shown in part), marked.
+            None => match text.find(char::is_whitespace) {
+                Some(i) => format!("[line cut: it began more than {max} bytes back] …{}", &text[i..]),
+                None => format!("[one line longer than {max} bytes, with no space in its last {max}; not shown]"),
+            },
+        }
     };
     if text.trim().is_empty() {
         "(the log is empty)".into()
@@ -296,6 +311,22 @@ mod tests {
         );
         std::fs::write(&p, "").unwrap();
         assert_eq!(log_tail(&p, 64), "(the log is empty)");
+        // A window that begins at a line's start keeps that line.
+        std::fs::write(&p, "earlier run\nfirst of this attempt\nlast\n").unwrap();
+        assert_eq!(log_tail(&p, 27), "first of this attempt\nlast\n");
+        // One line longer than the window: from its first space after the cut, marked.
+        std::fs::write(
+            &p,
+            format!("{} KEY=sk-ant-api03-abcdefgh next words", "x".repeat(100)),
+        )
+        .unwrap();
+        let tail = log_tail(&p, 30);
+        assert!(
+            tail.starts_with("[line cut: it began more than 30 bytes back] … next words"),
+            "{tail}"
+        );
+        std::fs::write(&p, "y".repeat(100)).unwrap();
+        assert!(log_tail(&p, 30).contains("not shown"));
     }
 
     #[test]

@@ -296,6 +296,12 @@ impl<'a> Agent<'a> {
         *self.before.borrow_mut() = None;
     }
 
+    /// Every copy of the label loaded when the run began (`gui/<uid>` first); two means
+    /// loaded twice.
+    pub fn copies(&self) -> &[(Domain, PrintInfo)] {
+        &self.copies
+    }
+
     /// Copies of the label loaded in the other domain than the one oyster acts in (installed
     /// over SSH into `user/<uid>`, then a console login loaded the plist into `gui/<uid>`).
     pub fn other_copies(&self) -> impl Iterator<Item = &(Domain, PrintInfo)> {

@@ -207,7 +207,13 @@ impl Agent<'_> {
         Ok(StopOutcome {
             was_loaded: job.is_some(),
             still_stopping: !wait && pid.is_some(),
-            pid,
+            // The Host stopped, in whichever copy ran (loaded twice, the one oyster acts in
+            // may be the copy launchd kept respawning beside it).
+            pid: pid.or_else(|| {
+                self.other_copies()
+                    .find(|(_, i)| i.running())
+                    .and_then(|(_, i)| i.pid())
+            }),
         })
     }
 
@@ -248,6 +254,31 @@ impl Agent<'_> {
     /// `oyster start` after `oyster kill`).
     pub fn kill(&self, hint: &dyn Fn(&str) -> String) -> anyhow::Result<KillOutcome> {
         let _guard = InterruptGuard::install();
+        // Loaded twice (installed over SSH into user/<uid>, then a console login loaded the
+        // plist into gui/<uid>): one copy serves the port, the other keeps being respawned
+        // beside it, and which one runs at this instant is luck. Signalling "the" Host would
+        // hit either; nothing is sent, and the fix is named (the same as status says).
+        if let [(first, a), (second, b), ..] = self.copies() {
+            let pid = |i: &crate::launchctl::PrintInfo| {
+                i.pid()
+                    .filter(|_| i.running())
+                    .map_or("not running".into(), |p| format!("pid {p}"))
+            };
+            return Err(Failed::new(
+                format!(
+                    "{} is loaded twice, in {first} ({}) and in {second} ({}): two Hosts for one port, so no Host was signalled",
+                    self.stack.label,
+                    pid(a),
+                    pid(b),
+                ),
+                format!(
+                    "`{}` boots the {second} copy out and starts one Host (or `launchctl bootout {}`)",
+                    hint("restart"),
+                    second.target(&self.stack.label),
+                ),
+            )
+            .into());
+        }
         // In either domain: a copy only in user/<uid> is signalled where it is loaded.
         let Some((domain, info)) = self.job()? else {
             return Err(Failed::new(

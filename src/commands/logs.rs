@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::context::Context;
 use crate::invocation::Logs;
+use crate::output::redact::PemLines;
 use crate::sys::tail::{self, Event, Follower};
 use crate::ExitStatus;
 
@@ -24,16 +25,23 @@ pub fn run(ctx: &Context, args: &Logs) -> anyhow::Result<ExitStatus> {
     }
     let config = ctx.stack.config_path();
     let mut file = tail::open_log(&path)?;
+    let mut pem = PemLines::default();
     let n = usize::try_from(args.lines).unwrap_or(usize::MAX);
     let pos = match file.as_mut() {
         Some(f) => {
-            let (lines, end) = tail::last_lines(f, n, args.follow)
+            // Every line of the window, so a private key's block that began before the last
+            // `n` lines is still known as one (see `PemLines`).
+            let (lines, end) = tail::last_lines(f, usize::MAX, args.follow)
                 .map_err(|e| anyhow::anyhow!("could not read {}: {e}", path.display()))?;
             // Read again after the log: secrets the Host wrote since oyster started are known
             // before its lines are printed (see the loop below).
             crate::config::learn_secrets(&config);
-            for line in lines {
-                ctx.out.out(&line);
+            let skip = lines.len().saturating_sub(n);
+            for (i, line) in lines.into_iter().enumerate() {
+                let line = pem.line(line);
+                if i >= skip {
+                    ctx.out.out(&line);
+                }
             }
             end
         }
@@ -73,8 +81,11 @@ pub fn run(ctx: &Context, args: &Logs) -> anyhow::Result<ExitStatus> {
             config_seen = now;
         }
         for event in events {
+            if matches!(event, Event::Truncated | Event::Rotated) {
+                pem.reset();
+            }
             match event {
-                Event::Line(line) => ctx.out.out(&line),
+                Event::Line(line) => ctx.out.out(&pem.line(line)),
                 Event::Truncated => ctx.out.note(&format!(
                     "{} was truncated; reading it from the start",
                     path.display()

@@ -217,9 +217,20 @@ fn authorization_re() -> &'static regex_lite::Regex {
     static AUTH: OnceLock<regex_lite::Regex> = OnceLock::new();
     AUTH.get_or_init(|| {
         regex_lite::Regex::new(
-            r#"(?i)(\b(?:proxy-)?authorization"?\s*[:=]\s*"?(?:(?:bearer|basic|token|digest|bot)\s+)?)([^\s"',;]+)"#,
+            r#"(?i)(\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest|bot)\s+)?)([^\s"',;\[{]+)"#,
         )
         .expect("a fixed pattern")
+    })
+}
+
+/// A command line's `--NAME VALUE` (a provider spawned with `--api-key …`, logged by the
+/// Host): NAME and the value after the space.
+fn flag_re() -> &'static regex_lite::Regex {
+    use std::sync::OnceLock;
+    static FLAG: OnceLock<regex_lite::Regex> = OnceLock::new();
+    FLAG.get_or_init(|| {
+        regex_lite::Regex::new(r"((?:^|\s)--([A-Za-z][A-Za-z0-9_-]*)[ \t]+)([^\s-][^\s]*)")
+            .expect("a fixed pattern")
     })
 }
 
@@ -268,8 +279,24 @@ fn redact_assignments(text: &str) -> String {
         // `:` counts after a quoted key (JSON, Python), or as an HTTP header: a hyphenated
         // name right before it and a space after (`x-api-key: …`, `X-Auth-Token: …`), not
         // oyster's own `device_token: null -> …`.
-        let header = quote.is_none() && k == i && name.contains('-') && b.get(i + 1) == Some(&b' ');
-        if sep == b':' && quote.is_none() && !header {
+        // A `Cookie` header or key is a session's credential whatever its case (a bare
+        // `cookie=` in prose is not: see [`is_secret_assignment`]).
+        let cookie = sep == b':' && name.eq_ignore_ascii_case("cookie");
+        let header = quote.is_none()
+            && k == i
+            && (name.contains('-') || cookie)
+            && b.get(i + 1) == Some(&b' ');
+        // Or as Node prints an object (`util.inspect`, so `console.log(req.headers)` or
+        // `console.log(process.env)`): an unquoted key right before it and a quoted value
+        // after (`{ apiKey: 'sk-…' }`); `device_token: null` has no quote.
+        let inspected = quote.is_none() && k == i && {
+            let mut v = i + 1;
+            while b.get(v) == Some(&b' ') {
+                v += 1;
+            }
+            matches!(b.get(v), Some(b'\'' | b'"'))
+        };
+        if sep == b':' && quote.is_none() && !header && !inspected {
             i += 1;
             continue;
         }
@@ -277,7 +304,7 @@ fn redact_assignments(text: &str) -> String {
         let comparison = sep == b'='
             && (b.get(i + 1) == Some(&b'=')
                 || (i > 0 && matches!(b[i - 1], b'=' | b'!' | b'<' | b'>')));
-        if name.is_empty() || !opening || comparison || !is_secret_assignment(name) {
+        if name.is_empty() || !opening || comparison || !(cookie || is_secret_assignment(name)) {
             i += 1;
             continue;
         }
@@ -288,11 +315,20 @@ fn redact_assignments(text: &str) -> String {
         }
         let (from, to, q) = match b.get(v) {
             Some(&q @ (b'"' | b'\'')) => {
+                // To its closing quote, or the end of its line: a quote left open (a cut
+                // line, an apostrophe) must not take the rest of a multi-line message with it
+                // (a failure's log tail and its `next:` step are one text).
                 let mut e = v + 1;
-                while e < b.len() && b[e] != q {
+                while e < b.len() && b[e] != q && b[e] != b'\n' {
                     e += if b[e] == b'\\' { 2 } else { 1 };
                 }
-                (v + 1, e.min(b.len()), Some(q))
+                let e = e.min(b.len());
+                (v + 1, e, (b.get(e) == Some(&q)).then_some(q))
+            }
+            // A `Cookie:` header's value is every cookie to the end of its line.
+            _ if cookie => {
+                let e = text[v..].find('\n').map_or(b.len(), |n| v + n);
+                (v, e, None)
             }
             _ => {
                 let mut e = v;
@@ -358,7 +394,113 @@ pub fn redact_shapes(text: &str) -> String {
     if s.contains(['=', ':']) {
         s = redact_assignments(&s);
     }
+    if s.contains("--") {
+        s = flag_re()
+            .replace_all(&s, |c: &regex_lite::Captures<'_>| {
+                if is_secret_assignment(&c[2]) && c[3] != *REDACTED {
+                    format!("{}{REDACTED}", &c[1])
+                } else {
+                    c[0].to_owned()
+                }
+            })
+            .into_owned();
+    }
+    if s.contains("PRIVATE KEY-----") {
+        // Within a line (a JSON-logged string, `\n` escaped): to its END or the line's end.
+        s = pem_re()
+            .replace_all(&s, |c: &regex_lite::Captures<'_>| {
+                let body = if c[2].is_empty() { "" } else { REDACTED };
+                format!("{}{body}{}", &c[1], &c[3])
+            })
+            .into_owned();
+        // Over lines (a log tail): as `logs` reads them, so the block ends at its END line or
+        // at the first line that cannot be a key's (the message's own next step).
+        if s.contains('\n') {
+            let mut pem = PemLines::default();
+            s = s
+                .split('\n')
+                .map(|l| pem.line(l.to_owned()))
+                .collect::<Vec<_>>()
+                .join("\n");
+        }
+    }
     s
+}
+
+/// A PEM private key within one line (a JSON-logged string with `\n` escaped): the body
+/// between its BEGIN and END markers, or to the end of the line when its END is not there.
+fn pem_re() -> &'static regex_lite::Regex {
+    use std::sync::OnceLock;
+    static PEM: OnceLock<regex_lite::Regex> = OnceLock::new();
+    PEM.get_or_init(|| {
+        regex_lite::Regex::new(
+            r"(?m)(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)(.*?)(-----END [A-Z0-9 ]*PRIVATE KEY-----|$)",
+        )
+        .expect("a fixed pattern")
+    })
+}
+
+/// The BEGIN and END lines of a PEM private key.
+fn pem_marker_re(kind: &str) -> regex_lite::Regex {
+    regex_lite::Regex::new(&format!("-----{kind} [A-Z0-9 ]*PRIVATE KEY-----"))
+        .expect("a fixed pattern")
+}
+
+/// A log's lines given one at a time (`logs`, `logs -f`): the body lines of a PEM private key
+/// printed over several lines are `<redacted>`, from a BEGIN line to its END line. Body lines
+/// have no shape of their own (base64), so this needs the lines before them; a line that is not
+/// a key's (not base64, a PEM header or blank) ends the block even without its END line.
+#[derive(Debug, Default)]
+pub struct PemLines {
+    inside: bool,
+}
+
+impl PemLines {
+    /// The line as it may be shown (the printer redacts the rest).
+    pub fn line(&mut self, line: String) -> String {
+        use std::sync::OnceLock;
+        // Most lines hold no marker at all: no regex for them.
+        if !self.inside && !line.contains("PRIVATE KEY-----") {
+            return line;
+        }
+        static BEGIN: OnceLock<regex_lite::Regex> = OnceLock::new();
+        static END: OnceLock<regex_lite::Regex> = OnceLock::new();
+        let begin = BEGIN.get_or_init(|| pem_marker_re("BEGIN"));
+        let end = END.get_or_init(|| pem_marker_re("END"));
+        if self.inside {
+            if let Some(m) = end.find(&line) {
+                self.inside = false;
+                return if m.start() == 0 {
+                    line
+                } else {
+                    format!("{REDACTED}{}", &line[m.start()..])
+                };
+            }
+            if is_pem_body(&line) {
+                return REDACTED.to_owned();
+            }
+            self.inside = false;
+        }
+        if let Some(b) = begin.find_iter(&line).last() {
+            self.inside = !end.is_match(&line[b.end()..]);
+        }
+        line
+    }
+
+    /// Forgets an open block (the log was truncated or rotated).
+    pub fn reset(&mut self) {
+        self.inside = false;
+    }
+}
+
+/// Whether a line may be part of a PEM body: base64, blank, or an RFC 1421 header
+/// (`Proc-Type: 4,ENCRYPTED`, `DEK-Info: …`).
+fn is_pem_body(line: &str) -> bool {
+    let t = line.trim();
+    t.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+        || t.starts_with("Proc-Type: ")
+        || t.starts_with("DEK-Info: ")
 }
 
 /// Every value held under a secret key, at any depth, as text (numbers included), and the
@@ -519,6 +661,71 @@ pub fn escape_controls(text: &str) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_open_quote_ends_its_value_at_the_end_of_its_line() {
+        assert_eq!(
+            redact_shapes("{ apiKey: 'cut-here\nnext: `oyster logs -f` follows the Host log"),
+            "{ apiKey: '<redacted>\nnext: `oyster logs -f` follows the Host log"
+        );
+        assert_eq!(
+            redact_shapes("\"token\": \"abc\" and \"password\": \"x\\\"y\" ok"),
+            "\"token\": \"<redacted>\" and \"password\": \"<redacted>\" ok"
+        );
+    }
+
+    #[test]
+    fn a_private_keys_body_is_redacted_in_one_text_and_line_by_line() {
+        let tail = "x\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\n-----END OPENSSH PRIVATE KEY-----\ny";
+        assert_eq!(
+            redact_shapes(tail),
+            "x\n-----BEGIN OPENSSH PRIVATE KEY-----\n<redacted>\n-----END OPENSSH PRIVATE KEY-----\ny"
+        );
+        // A tail that ends inside the block, and the message's next step after it.
+        assert_eq!(
+            redact_shapes("-----BEGIN PRIVATE KEY-----\nMIIEvQ\nnext: `oyster logs -f`"),
+            "-----BEGIN PRIVATE KEY-----\n<redacted>\nnext: `oyster logs -f`"
+        );
+        // Escaped in one line, to its END or the line's end.
+        assert_eq!(
+            redact_shapes("pem=\"-----BEGIN PRIVATE KEY-----\\nMIIE\\n-----END PRIVATE KEY-----\" ok\nx -----BEGIN RSA PRIVATE KEY-----\\nAAA"),
+            "pem=\"-----BEGIN PRIVATE KEY-----<redacted>-----END PRIVATE KEY-----\" ok\nx -----BEGIN RSA PRIVATE KEY-----<redacted>"
+        );
+        // A public key is not a secret.
+        let public = "-----BEGIN PUBLIC KEY-----\nMFkwEwYH\n-----END PUBLIC KEY-----";
+        assert_eq!(redact_shapes(public), public);
+        let mut pem = PemLines::default();
+        let shown: Vec<String> = [
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----",
+            "Proc-Type: 4,ENCRYPTED",
+            "MIIFHDBOBgkqhkiG9w0BBQ0wQTApBgkqhkiG9w0BBQwwHAQI",
+            "",
+            "-----END ENCRYPTED PRIVATE KEY-----",
+            "MIIE after the block",
+            "-----BEGIN PRIVATE KEY-----",
+            "MIIEvQ",
+            "the Host crashed before the END line",
+            "AAAA",
+        ]
+        .into_iter()
+        .map(|l| pem.line(l.to_owned()))
+        .collect();
+        assert_eq!(
+            shown,
+            [
+                "-----BEGIN ENCRYPTED PRIVATE KEY-----",
+                REDACTED,
+                REDACTED,
+                REDACTED,
+                "-----END ENCRYPTED PRIVATE KEY-----",
+                "MIIE after the block",
+                "-----BEGIN PRIVATE KEY-----",
+                REDACTED,
+                "the Host crashed before the END line",
+                "AAAA",
+            ]
+        );
+    }
 
     #[test]
     fn tilde_only_replaces_a_whole_leading_component() {

@@ -43,21 +43,45 @@ pub fn last_lines(
         buf.truncate(keep);
     }
     let mut text: &[u8] = &buf;
+    let mut cut = None;
     if start > 0 {
         // The window began mid-line: drop that partial line.
-        if let Some(i) = text.iter().position(|b| *b == b'\n') {
-            text = &text[i + 1..];
+        match text.iter().position(|b| *b == b'\n') {
+            Some(i) if i + 1 < text.len() => text = &text[i + 1..],
+            _ if text.is_empty() => {}
+            // One line longer than the window.
+            _ => cut = Some(cut_line(text.strip_suffix(b"\n").unwrap_or(text))),
+        }
+        if cut.is_some() {
+            text = &[];
         }
     }
-    let mut lines: Vec<String> = text
-        .split(|b| *b == b'\n')
-        .map(|l| String::from_utf8_lossy(l).into_owned())
-        .collect();
+    let mut lines: Vec<String> = match cut {
+        Some(line) => vec![line],
+        None => text
+            .split(|b| *b == b'\n')
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .collect(),
+    };
     if lines.last().is_some_and(String::is_empty) {
         lines.pop();
     }
     let skip = lines.len().saturating_sub(n);
     Ok((lines.split_off(skip), end))
+}
+
+/// The end of one line longer than the tail's window: from its first space after the cut (a
+/// token at the cut is not shown in part), marked; with no space, not at all.
+fn cut_line(text: &[u8]) -> String {
+    match text.iter().position(u8::is_ascii_whitespace) {
+        Some(i) => format!(
+            "[line cut: it began more than {TAIL_WINDOW} bytes back] …{}",
+            String::from_utf8_lossy(&text[i..])
+        ),
+        None => format!(
+            "[one line longer than {TAIL_WINDOW} bytes, with no space in its last {TAIL_WINDOW}; not shown]"
+        ),
+    }
 }
 
 /// Something that happened to a followed log.
@@ -174,7 +198,13 @@ pub struct Follower {
     id: Option<(u64, u64)>,
     lines: Lines,
     refused: bool,
+    /// The last bytes read (up to [`SEEN_TAIL`]), ending at `pos`: a log emptied and written
+    /// again past `pos` between two looks never looks shorter, but holds other bytes there.
+    seen: Vec<u8>,
 }
+
+/// How many of the last bytes read are kept to notice a log rewritten under the follower.
+const SEEN_TAIL: usize = 64;
 
 impl Follower {
     /// Follows `path`, continuing `file` (already open) from `pos`.
@@ -194,15 +224,48 @@ impl Follower {
             id,
             lines: Lines::new(MAX_LINE),
             refused: false,
+            seen: vec![],
         }
+        .remembering_what_precedes_pos()
+    }
+
+    /// Reads the bytes before `pos` that the next look compares (see [`Follower::rewritten`]).
+    /// A `pos` in the middle of a line (a last line longer than the tail's window) means the
+    /// rest of that line is skipped: its start, maybe half a token, is not shown.
+    fn remembering_what_precedes_pos(mut self) -> Follower {
+        use std::os::unix::fs::FileExt;
+        if let Some(f) = self.file.as_ref() {
+            let from = self.pos.saturating_sub(SEEN_TAIL as u64);
+            let mut buf = vec![0; usize::try_from(self.pos - from).unwrap_or(0)];
+            if f.read_exact_at(&mut buf, from).is_ok() {
+                self.lines.skipping = buf.last().is_some_and(|b| *b != b'\n');
+                self.seen = buf;
+            }
+        }
+        self
+    }
+
+    /// Whether the bytes just before `pos` (`seen`) are no longer the ones read there: the log was
+    /// emptied (`: > log`) and written again past `pos` between two looks, so its size never
+    /// showed the truncation; going on at `pos` would start in the middle of a line.
+    fn rewritten(seen: &[u8], pos: u64, f: &File) -> bool {
+        use std::os::unix::fs::FileExt;
+        if seen.is_empty() {
+            return false;
+        }
+        let mut now = vec![0; seen.len()];
+        let from = pos - seen.len() as u64;
+        f.read_exact_at(&mut now, from)
+            .map_or(true, |()| now != seen)
     }
 
     /// Reads whatever arrived since the last call; never blocks.
     pub fn poll(&mut self) -> io::Result<Vec<Event>> {
         let mut events = vec![];
         if let Some(f) = self.file.as_mut() {
-            if f.metadata()?.len() < self.pos {
+            if f.metadata()?.len() < self.pos || Self::rewritten(&self.seen, self.pos, f) {
                 self.pos = 0;
+                self.seen.clear();
                 self.lines.clear();
                 f.seek(SeekFrom::Start(0))?;
                 events.push(Event::Truncated);
@@ -230,6 +293,7 @@ impl Follower {
                     self.id = f.metadata().ok().map(|m| (m.dev(), m.ino()));
                     self.file = Some(f);
                     self.pos = 0;
+                    self.seen.clear();
                     self.refused = false;
                     self.drain(&mut events)?;
                 }
@@ -260,6 +324,10 @@ impl Follower {
                 Err(e) => return Err(e),
             };
             self.pos += n as u64;
+            let keep = self.seen.len().min(SEEN_TAIL.saturating_sub(n));
+            self.seen.drain(..self.seen.len() - keep);
+            self.seen
+                .extend_from_slice(&buf[n.saturating_sub(SEEN_TAIL)..n]);
             events.extend(self.lines.push(&buf[..n]).into_iter().map(Event::Line));
         }
         Ok(())
@@ -291,6 +359,36 @@ mod tests {
         assert_eq!((l, end), (vec!["c".to_owned(), "d".to_owned()], 7));
         let (l, _) = last_lines(&mut f, 10, false).unwrap();
         assert_eq!(l.len(), 4);
+    }
+
+    #[test]
+    fn a_last_line_longer_than_the_window_is_never_shown_from_mid_token() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("log");
+        let window = usize::try_from(TAIL_WINDOW).unwrap();
+        // The window begins inside `KEY=…`'s value: `mid|tokensecret`.
+        let head = format!("{}ANTHROPIC_API_KEY=mid", "x".repeat(100));
+        let body = "tokensecret rest of it ";
+        let text = format!("{head}{body}{}", "z".repeat(window - body.len()));
+        std::fs::write(&p, &text).unwrap();
+        let mut f = open_log(&p).unwrap().unwrap();
+        let (l, _) = last_lines(&mut f, 10, false).unwrap();
+        assert_eq!(l.len(), 1);
+        assert!(
+            l[0].starts_with(&format!(
+                "[line cut: it began more than {TAIL_WINDOW} bytes back] … rest of it zzz"
+            )),
+            "{}",
+            &l[0][..200]
+        );
+        assert!(!l[0].contains("tokensecret"));
+        // Following: nothing of it now, and the rest of that line is skipped when it ends.
+        let (l, end) = last_lines(&mut f, 10, true).unwrap();
+        assert!(l.is_empty());
+        let mut fo = Follower::new(&p, Some(f), end);
+        let mut w = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        w.write_all(b" still the long line\nnext\n").unwrap();
+        assert_eq!(lines(&fo.poll().unwrap()), vec!["next"]);
     }
 
     #[test]
