@@ -39,6 +39,8 @@ pub fn sync_verb(ctx: &Context, port: Option<u16>) -> anyhow::Result<ExitStatus>
 
 /// `oyster config show`.
 pub fn show(ctx: &Context) -> anyhow::Result<ExitStatus> {
+    // Showing a stack that does not exist is a typo: refused with the nearest name.
+    crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
     ctx.announce_overrides();
     let path = ctx.stack.config_path();
     let doc = ConfigDoc::load(&path)?;

@@ -26,6 +26,8 @@ pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
     match cmd {
         Verb::ProvidersResolve(providers) => {
             let list = registry::lookup_all(&providers)?;
+            // Reading a stack that does not exist is a typo: refused with the nearest name.
+            crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
             ctx.announce_overrides();
             let doc = ConfigDoc::load(&ctx.stack.config_path())?;
             let rows: Vec<_> = list
@@ -35,6 +37,7 @@ pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
             show(ctx, &doc, rows)
         }
         Verb::ProvidersStatus => {
+            crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
             ctx.announce_overrides();
             let doc = ConfigDoc::load(&ctx.stack.config_path())?;
             let locked = crate::agent::status::runs_in_background_session(ctx);

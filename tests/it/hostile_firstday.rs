@@ -1,0 +1,154 @@
+//! A hostile pass over issues 31 (the first day) and 32 (fleets) as they stand: a typo of a
+//! stack in the verbs the first pass left out, and a refused first `host start`.
+
+use crate::common::{free_port, real_node, TestContext};
+
+/// A HOME with one custom stack, `snap`, that has a config (and so exists).
+fn with_snap() -> TestContext {
+    let t = TestContext::new();
+    let cfg = t.home.join(".oysterun-stacks/snap/host/config.json");
+    std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+    std::fs::write(&cfg, format!("{{\"port\": {}}}\n", free_port())).unwrap();
+    t
+}
+
+#[test]
+fn a_typo_of_a_stack_is_refused_by_host_config_and_providers_read_verbs_and_creates_nothing() {
+    let t = with_snap();
+    let typo = t.home.join(".oysterun-stacks/snp");
+    for verb in [
+        &["host", "status"][..],
+        &["host", "stop"],
+        &["config", "show"],
+        &["providers", "status"],
+        &["providers", "resolve"],
+    ] {
+        for json in [false, true] {
+            let mut args: Vec<&str> = verb.to_vec();
+            args.extend(["--stack", "snp"]);
+            if json && verb[0] != "host" {
+                args.push("--json");
+            }
+            let r = t.run(&args).fails_with(2);
+            assert!(
+                r.stderr().contains("did you mean `snap`?"),
+                "{args:?}: {}",
+                r.stderr()
+            );
+            if json && verb[0] != "host" {
+                assert_eq!(r.json()["error"]["exit_code"], 2, "{args:?}");
+            }
+            assert!(!typo.exists(), "{args:?} created {}", typo.display());
+        }
+    }
+    // The stack named right is read.
+    t.run(["config", "show", "--stack", "snap"]).ok();
+    t.run(["providers", "status", "--stack", "snap"]).ok();
+}
+
+#[test]
+fn a_refused_first_host_start_leaves_no_stack_behind() {
+    let mut t = TestContext::new();
+    t.extra_env.push((
+        "OYSTERUN_NODE_BIN".into(),
+        real_node().display().to_string(),
+    ));
+    let root = t.fixture_root("root");
+    let fresh = t.home.join(".oysterun-stacks/fresh");
+    // A --root without the Host (exit 2).
+    let missing = t.path("no-such-root");
+    let r = t
+        .run([
+            "host",
+            "start",
+            "--stack",
+            "fresh",
+            "--port",
+            &free_port().to_string(),
+            "--root",
+            &missing.display().to_string(),
+        ])
+        .fails_with(2);
+    assert!(
+        !fresh.exists(),
+        "left {:?}; {}",
+        crate::common::tree(&fresh).keys().collect::<Vec<_>>(),
+        r.stderr()
+    );
+    assert!(
+        r.stderr().contains("created by this refused host start"),
+        "{}",
+        r.stderr()
+    );
+    // A port another process holds (exit 1).
+    let held = std::net::TcpListener::bind(("127.0.0.1", free_port())).unwrap();
+    let port = held.local_addr().unwrap().port();
+    let r = t
+        .run([
+            "host",
+            "start",
+            "--stack",
+            "fresh",
+            "--port",
+            &port.to_string(),
+            "--root",
+            &root.display().to_string(),
+        ])
+        .fails_with(1);
+    assert!(
+        !fresh.exists(),
+        "left {:?}; {}",
+        crate::common::tree(&fresh).keys().collect::<Vec<_>>(),
+        r.stderr()
+    );
+    assert_eq!(
+        t.run(["list", "--json"]).ok().json()["stacks"],
+        serde_json::json!([])
+    );
+}
+
+#[test]
+fn a_host_start_refused_for_a_managed_root_leaves_no_stack_behind() {
+    let mut t = TestContext::new();
+    t.extra_env.push((
+        "OYSTERUN_NODE_BIN".into(),
+        real_node().display().to_string(),
+    ));
+    let dir = t.path("Managed Preferences");
+    std::fs::create_dir_all(&dir).unwrap();
+    let forced = t.fixture_root("forced-root");
+    let mut d = plist::Dictionary::new();
+    d.insert("root".into(), forced.display().to_string().into());
+    plist::Value::Dictionary(d)
+        .to_file_binary(dir.join("com.oysterun.oyster.plist"))
+        .unwrap();
+    t.extra_env.push((
+        "OYSTER_MANAGED_PREFERENCES_DIR".into(),
+        dir.display().to_string(),
+    ));
+    let other = t.fixture_root("other-root");
+    let r = t
+        .run([
+            "host",
+            "start",
+            "--stack",
+            "fresh",
+            "--port",
+            &free_port().to_string(),
+            "--root",
+            &other.display().to_string(),
+        ])
+        .fails_with(1);
+    assert!(
+        r.stderr().contains("managed by your organization"),
+        "{}",
+        r.stderr()
+    );
+    let fresh = t.home.join(".oysterun-stacks/fresh");
+    assert!(
+        !fresh.exists(),
+        "left {:?}",
+        crate::common::tree(&fresh).keys().collect::<Vec<_>>()
+    );
+}
+
