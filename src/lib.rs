@@ -132,7 +132,7 @@ fn usage_error(e: &clap::Error, args: &[OsString]) -> ExitCode {
             if tip.starts_with("to pass '") && tip.contains("as a value, use '-- ") {
                 if tip.starts_with("to pass '--all'") {
                     hints.push(
-                        "--all is taken by start, stop, restart and uninstall (`oyster list` shows every stack)"
+                        "--all is taken by start, stop, restart, uninstall and status (`oyster list` shows every stack)"
                             .to_owned(),
                     );
                 }

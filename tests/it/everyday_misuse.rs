@@ -183,8 +183,8 @@ fn an_unknown_flag_is_not_answered_with_a_tip_that_fails_when_typed() {
     let t = TestContext::new();
     for (args, says) in [
         (
-            &["status", "--all"][..],
-            Some("--all is taken by start, stop, restart and uninstall"),
+            &["doctor", "--all"][..],
+            Some("--all is taken by start, stop, restart, uninstall and status"),
         ),
         (&["logs", "--all"], Some("--all is taken by")),
         (&["status", "--bogus"], None),

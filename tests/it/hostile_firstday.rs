@@ -152,3 +152,62 @@ fn a_host_start_refused_for_a_managed_root_leaves_no_stack_behind() {
     );
 }
 
+/// Columns a line takes on the terminal (ANSI colour sequences take none).
+fn shown_width(line: &str) -> usize {
+    let mut n = 0;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else if c != '\r' {
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn setups_question_fits_an_80_column_terminal_and_is_answered_after_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    // A node prefix whose npm must never run (the question is cancelled).
+    let bin = t.path("nodepfx/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();
+    let npm = t.fake_exe(&bin.join("npm"));
+    std::fs::set_permissions(&npm, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let port = free_port().to_string();
+    let args = [
+        "setup",
+        "--stack",
+        "st",
+        "--port",
+        &port,
+        "--root",
+        &root.display().to_string(),
+        "--node-bin",
+        &bin.join("node").display().to_string(),
+    ];
+    let r = crate::everyday::pty(&t, b"\r", &args);
+    let output = r["output"].as_str().unwrap();
+    assert_eq!(r["prompted"], true, "{output}");
+    assert!(
+        output.trim_end().ends_with("no changes were made."),
+        "{output}"
+    );
+    for line in output.lines() {
+        assert!(
+            shown_width(line) <= 80 || !line.trim().contains(' '),
+            "{} columns: {line:?}\n{output}",
+            shown_width(line)
+        );
+    }
+    // The answer is typed after the question's last word, on its line.
+    assert!(output.contains("[y/s/N] \r\n"), "{output:?}");
+    t.assert_nothing_executed();
+}
