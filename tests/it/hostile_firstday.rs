@@ -211,3 +211,26 @@ fn setups_question_fits_an_80_column_terminal_and_is_answered_after_it() {
     assert!(output.contains("[y/s/N] \r\n"), "{output:?}");
     t.assert_nothing_executed();
 }
+
+#[test]
+fn open_on_a_machine_with_nothing_set_up_sends_no_browser_to_the_default_port() {
+    let mut t = TestContext::new();
+    let bin = t.path("bin");
+    t.fake_exe(&bin.join("xdg-open"));
+    t.path_dirs.push(bin);
+    for args in [&["open"][..], &["open", "staging"]] {
+        let r = t.run(args).fails_with(1);
+        assert!(
+            r.stderr().contains("nothing is set up for stack") && r.stderr().contains("setup"),
+            "{args:?}: {}",
+            r.stderr()
+        );
+        assert!(r.stdout().is_empty(), "{args:?}: {}", r.stdout());
+    }
+    t.assert_nothing_executed();
+    assert_eq!(
+        std::fs::read_dir(&t.home).unwrap().count(),
+        0,
+        "open wrote into HOME"
+    );
+}
