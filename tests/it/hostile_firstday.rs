@@ -234,3 +234,16 @@ fn open_on_a_machine_with_nothing_set_up_sends_no_browser_to_the_default_port() 
         "open wrote into HOME"
     );
 }
+
+#[test]
+fn mdm_profile_output_dash_is_stdout_not_a_file_named_dash() {
+    let t = TestContext::new();
+    let r = t.run(["mdm", "profile", "--output", "-"]).ok();
+    let profile = crate::common::plistlib(r.stdout().as_bytes());
+    assert_eq!(profile["PayloadType"], "Configuration", "{profile}");
+    assert_eq!(
+        r.stdout().as_bytes(),
+        t.run(["mdm", "profile"]).ok().stdout().as_bytes()
+    );
+    assert!(!t.path("-").exists(), "wrote a file named -");
+}
