@@ -163,6 +163,9 @@ fn shown_width(line: &str) -> usize {
                     break;
                 }
             }
+        } else if ('\u{4e00}'..='\u{9fff}').contains(&c) {
+            // A CJK ideograph takes two columns.
+            n += 2;
         } else if c != '\r' {
             n += 1;
         }
@@ -246,4 +249,41 @@ fn mdm_profile_output_dash_is_stdout_not_a_file_named_dash() {
         t.run(["mdm", "profile"]).ok().stdout().as_bytes()
     );
     assert!(!t.path("-").exists(), "wrote a file named -");
+}
+
+#[test]
+fn a_line_of_wide_characters_is_wrapped_by_the_columns_it_takes() {
+    let mut t = TestContext::new();
+    t.extra_env.push((
+        "OYSTERUN_NODE_BIN".into(),
+        real_node().display().to_string(),
+    ));
+    let cjk = "数据".repeat(12);
+    // A --root that does not hold the Host: its error line names the path, words of
+    // ideographs that take 48 columns each but count 24 characters.
+    let root = t.path(&format!("{cjk} {cjk} {cjk}"));
+    let r = crate::everyday::pty(
+        &t,
+        b"",
+        &[
+            "host",
+            "start",
+            "--stack",
+            "dev",
+            "--port",
+            &free_port().to_string(),
+            "--root",
+            &root.display().to_string(),
+        ],
+    );
+    let output = r["output"].as_str().unwrap();
+    let words = output.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("has no host-service/server.mjs"), "{output}");
+    for line in output.lines() {
+        assert!(
+            shown_width(line) <= 80 || !line.trim().contains(' '),
+            "{} columns: {line:?}\n{output}",
+            shown_width(line)
+        );
+    }
 }
