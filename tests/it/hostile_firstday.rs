@@ -287,3 +287,42 @@ fn a_line_of_wide_characters_is_wrapped_by_the_columns_it_takes() {
         );
     }
 }
+
+#[test]
+fn lists_log_column_is_cut_as_shown_with_home_as_tilde() {
+    let t = with_snap();
+    // A HOME deep enough that the real log path does not fit an 80-column row.
+    let r = crate::everyday::pty(&t, b"", &["list"]);
+    let output = r["output"].as_str().unwrap();
+    let row = output
+        .lines()
+        .map(strip_ansi)
+        .find(|l| l.starts_with("snap "))
+        .unwrap_or_else(|| panic!("{output}"));
+    let log = row.split_whitespace().last().unwrap();
+    // The path starts at `~/` and ends with the log's name, never at the temporary
+    // directory HOME lives in.
+    assert!(
+        log.starts_with("~/") && log.ends_with("-host.log"),
+        "{row:?}\n{output}"
+    );
+    assert!(!row.contains("/tmp/"), "{row:?}");
+}
+
+/// `line` without its ANSI colour sequences.
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else if c != '\r' {
+            out.push(c);
+        }
+    }
+    out
+}
