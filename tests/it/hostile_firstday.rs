@@ -326,3 +326,37 @@ fn strip_ansi(line: &str) -> String {
     }
     out
 }
+
+#[test]
+fn a_failed_login_qr_names_oyster_qr_for_this_stack() {
+    let mut t = TestContext::new();
+    t.use_sim();
+    let root = t.fixture_root("root");
+    std::fs::write(
+        root.join("host-service/setup.mjs"),
+        "console.error('no QR today'); process.exit(3);\n",
+    )
+    .unwrap();
+    t.run([
+        "install",
+        "snap",
+        "--port",
+        &free_port().to_string(),
+        "--root",
+        root.to_str().unwrap(),
+        "--node-bin",
+        real_node().to_str().unwrap(),
+        "--settle-ms",
+        "200",
+    ])
+    .ok();
+    let r = t.run(["qr", "snap"]).fails_with(1);
+    assert!(
+        r.stderr()
+            .contains("`oyster qr snap` shows this stack's login QR again"),
+        "{}",
+        r.stderr()
+    );
+    t.run(["uninstall", "snap"]).ok();
+    t.wait_no_processes();
+}
