@@ -360,3 +360,69 @@ fn a_failed_login_qr_names_oyster_qr_for_this_stack() {
     t.run(["uninstall", "snap"]).ok();
     t.wait_no_processes();
 }
+
+/// Points `t` at a managed preferences directory whose all-users file holds `pairs`.
+fn force(t: &mut TestContext, pairs: &[(&str, &str)]) -> std::path::PathBuf {
+    let dir = t.path("Managed Preferences");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut d = plist::Dictionary::new();
+    for (k, v) in pairs {
+        d.insert((*k).into(), (*v).into());
+    }
+    let file = dir.join("com.oysterun.oyster.plist");
+    plist::Value::Dictionary(d).to_file_binary(&file).unwrap();
+    t.extra_env.push((
+        "OYSTER_MANAGED_PREFERENCES_DIR".into(),
+        dir.display().to_string(),
+    ));
+    file
+}
+
+#[test]
+fn a_forced_node_or_root_that_does_not_work_is_the_profiles_not_a_flag_the_user_typed() {
+    for (key, bad) in [
+        ("node_bin", "/nonexistent/node"),
+        ("root", "/nonexistent/oysterun"),
+    ] {
+        let mut t = with_snap();
+        let root = t.fixture_root("root");
+        let file = force(&mut t, &[(key, bad)]);
+        if key == "node_bin" {
+            t.extra_env
+                .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
+        } else {
+            t.extra_env.push((
+                "OYSTERUN_NODE_BIN".into(),
+                real_node().display().to_string(),
+            ));
+        }
+        // The machine's setup, not the user's input: exit 1, the profile named, and the fix
+        // the administrator's (a --node-bin or --root would be refused as managed).
+        let r = t.run(["agent", "print", "--stack", "snap"]).fails_with(1);
+        let err = r.stderr();
+        assert!(err.contains(&format!("the managed {key} ({bad})")), "{err}");
+        assert!(
+            !err.contains("--node-bin") && !err.contains("from --root"),
+            "{err}"
+        );
+        assert!(
+            err.contains("ask your administrator") && err.contains(&file.display().to_string()),
+            "{err}"
+        );
+        let doc = t.run(["doctor", "snap", "--json"]).json();
+        let check = doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == "node/root")
+            .unwrap_or_else(|| panic!("{doc}"));
+        assert_eq!(check["status"], "fail", "{doc}");
+        assert!(
+            check["fix"]
+                .as_str()
+                .unwrap()
+                .contains("ask your administrator"),
+            "{check}"
+        );
+    }
+}

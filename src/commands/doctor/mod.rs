@@ -309,6 +309,21 @@ fn node_check(plan: &Option<anyhow::Result<Plan>>, h: &crate::context::Hints) ->
             )),
             )
         }
+        // A forced Node or root that does not work: the fix is the administrator's (a flag
+        // or variable naming another would be refused).
+        Some(Err(e))
+            if e.downcast_ref::<crate::error::Failed>().is_some_and(|f| {
+                f.msg.contains("the managed node_bin") || f.msg.contains("the managed root")
+            }) =>
+        {
+            let f = e.downcast_ref::<crate::error::Failed>();
+            check(
+                "node/root",
+                Level::Fail,
+                format!("{e:#}"),
+                f.and_then(|f| f.hint.clone()),
+            )
+        }
         Some(Err(e)) => check(
             "node/root",
             Level::Fail,
