@@ -426,3 +426,38 @@ fn a_forced_node_or_root_that_does_not_work_is_the_profiles_not_a_flag_the_user_
         );
     }
 }
+
+#[test]
+fn config_sync_port_of_a_stopped_host_does_not_say_it_still_runs() {
+    let mut t = TestContext::new();
+    t.use_sim();
+    t.pin_host_env();
+    let old = free_port();
+    t.run([
+        "install",
+        "snap",
+        "--port",
+        &old.to_string(),
+        "--settle-ms",
+        "200",
+    ])
+    .ok();
+    t.run(["stop", "snap"]).ok();
+    let new = free_port();
+    let r = t
+        .run(["config", "sync", "snap", "--port", &new.to_string()])
+        .ok();
+    let out = r.stdout();
+    assert!(!out.contains("still runs"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "The Host is not running (its LaunchAgent still says port {old}); `oyster start snap` starts it on port {new}."
+        )),
+        "{out}"
+    );
+    // Typed as told, it does.
+    t.run(["start", "snap", "--settle-ms", "200"]).ok();
+    assert_eq!(t.run(["status", "snap", "--json"]).ok().json()["port"], new);
+    t.run(["uninstall", "snap"]).ok();
+    t.wait_no_processes();
+}
