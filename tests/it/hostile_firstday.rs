@@ -461,3 +461,12 @@ fn config_sync_port_of_a_stopped_host_does_not_say_it_still_runs() {
     t.run(["uninstall", "snap"]).ok();
     t.wait_no_processes();
 }
+
+#[test]
+fn bare_oyster_with_a_stack_names_status_instead_of_an_empty_verb() {
+    let t = with_snap();
+    let r = t.run(["--stack", "snap"]).fails_with(2);
+    let err = r.stderr();
+    assert!(!err.contains("`oyster `"), "{err}");
+    assert!(err.contains("`oyster status snap` shows that one"), "{err}");
+}
