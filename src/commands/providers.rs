@@ -89,9 +89,23 @@ pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
 }
 
 /// A provider's status with the commands its reason suggests made this stack's, so that run
-/// as shown they change this stack's config, not production's.
-fn for_stack(ctx: &Context, mut status: ProviderStatus) -> ProviderStatus {
+/// as shown they change this stack's config, not production's; for a provider the
+/// organization's profile decides, the fix is the administrator's (`providers set`/`auto`
+/// would be refused).
+pub(crate) fn for_stack(ctx: &Context, mut status: ProviderStatus) -> ProviderStatus {
     status.reason = status.reason.map(|r| ctx.hints().for_stack(&r));
+    let managed = crate::host::plan::managed(ctx);
+    if let (Some(r), Some(e)) = (
+        &status.reason,
+        managed.provider(status.provider.as_str()).first(),
+    ) {
+        let why = r.split_once("; ").map_or(r.as_str(), |(why, _)| why);
+        status.reason = Some(format!(
+            "{why}; {} is forced by your organization ({}): ask your administrator to change it",
+            e.key,
+            e.file.display()
+        ));
+    }
     status
 }
 

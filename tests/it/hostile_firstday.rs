@@ -470,3 +470,52 @@ fn bare_oyster_with_a_stack_names_status_instead_of_an_empty_verb() {
     assert!(!err.contains("`oyster `"), "{err}");
     assert!(err.contains("`oyster status snap` shows that one"), "{err}");
 }
+
+#[test]
+fn a_forced_provider_command_that_is_missing_is_fixed_by_the_administrator_not_by_providers_set() {
+    let mut t = with_snap();
+    t.pin_host_env();
+    let dir = t.path("Managed Preferences");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut intents = plist::Dictionary::new();
+    intents.insert("claude".into(), "manual".into());
+    intents.insert("codex".into(), "disabled".into());
+    let mut d = plist::Dictionary::new();
+    d.insert("claude_command".into(), "/nonexistent/corp/claude".into());
+    d.insert(
+        "provider_command_intent".into(),
+        plist::Value::Dictionary(intents),
+    );
+    plist::Value::Dictionary(d)
+        .to_file_binary(dir.join("com.oysterun.oyster.plist"))
+        .unwrap();
+    t.extra_env.push((
+        "OYSTER_MANAGED_PREFERENCES_DIR".into(),
+        dir.display().to_string(),
+    ));
+    // The config follows the profile.
+    t.run(["config", "sync", "snap"]).ok();
+    let setup = t.run(["setup", "snap", "--dry-run"]).ok().stdout();
+    let status = t
+        .run(["providers", "status", "--stack", "snap"])
+        .ok()
+        .stdout();
+    let doctor = t.run(["doctor", "snap"]).stdout();
+    for (what, out) in [
+        ("setup", &setup),
+        ("providers status", &status),
+        ("doctor", &doctor),
+    ] {
+        let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains("claude_command is forced by your organization")
+                && words.contains("ask your administrator"),
+            "{what}: {out}"
+        );
+        // Both would be refused as managed.
+        assert!(
+            !words.contains("providers set claude") && !words.contains("providers auto claude"),
+            "{what}: {out}"
+        );
+    }
+}

@@ -354,8 +354,18 @@ fn provider_check(
         .filter(|i| *i != "unknown");
     // Each fix is for this stack: run as shown, it must not change production's config.
     let h = ctx.hints();
+    let managed = crate::host::plan::managed(ctx);
+    let forced = managed.provider(p.id.as_str()).first().map(|e| {
+        format!(
+            "{} is forced by your organization ({}): ask your administrator to change it",
+            e.key,
+            e.file.display()
+        )
+    });
     let (level, fix) = match (status.intent, status.state) {
         (Intent::Disabled, _) | (_, State::Available) => (Level::Ok, None),
+        // `providers set`/`auto` would be refused: the fix is the administrator's.
+        (Intent::Manual, _) if forced.is_some() => (Level::Fail, forced),
         (Intent::Manual, _) => (
             Level::Fail,
             Some(format!(
