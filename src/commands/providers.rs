@@ -100,6 +100,11 @@ pub(crate) fn for_stack(ctx: &Context, mut status: ProviderStatus) -> ProviderSt
         managed.provider(status.provider.as_str()).first(),
     ) {
         let why = r.split_once("; ").map_or(r.as_str(), |(why, _)| why);
+        // Disabled by the profile, not by the user.
+        let why = match status.state {
+            crate::provider::status::State::Disabled => "disabled by your organization",
+            _ => why,
+        };
         status.reason = Some(format!(
             "{why}; {} is forced by your organization ({}): ask your administrator to change it",
             e.key,

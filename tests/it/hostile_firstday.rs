@@ -517,5 +517,13 @@ fn a_forced_provider_command_that_is_missing_is_fixed_by_the_administrator_not_b
             !words.contains("providers set claude") && !words.contains("providers auto claude"),
             "{what}: {out}"
         );
+        // codex is off because the profile says so, not the user.
+        if what != "setup" {
+            assert!(
+                words.contains("disabled by your organization")
+                    && !words.contains("disabled by the user"),
+                "{what}: {out}"
+            );
+        }
     }
 }

@@ -365,7 +365,7 @@ fn provider_check(
     let (level, fix) = match (status.intent, status.state) {
         (Intent::Disabled, _) | (_, State::Available) => (Level::Ok, None),
         // `providers set`/`auto` would be refused: the fix is the administrator's.
-        (Intent::Manual, _) if forced.is_some() => (Level::Fail, forced),
+        (Intent::Manual, _) if forced.is_some() => (Level::Fail, forced.clone()),
         (Intent::Manual, _) => (
             Level::Fail,
             Some(format!(
@@ -392,6 +392,7 @@ fn provider_check(
         (None, None) => "",
     };
     let mut detail = match status.state {
+        State::Disabled if forced.is_some() => "disabled by your organization".to_owned(),
         State::Disabled => "disabled by the user".to_owned(),
         _ => format!("{} ({}), {why}", status.state, status.intent),
     };
