@@ -70,6 +70,11 @@ impl Cli {
             (b, a) => b.or(a),
         };
         if let Some(f) = flag {
+            if named.unnamed && word.is_empty() {
+                return Err(Unresolved::Conflict(format!(
+                    "`oyster` alone lists every stack, so --stack {f} would be ignored; `oyster status {f}` shows that one"
+                )));
+            }
             if named.unnamed {
                 return Err(Unresolved::Conflict(format!(
                     "`oyster {word}` does not take --stack (it is not about one stack), so --stack {f} would be ignored"

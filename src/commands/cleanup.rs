@@ -249,6 +249,12 @@ fn remove_asked(
 /// so the refusal leaves no stack behind. A Host log is kept (it says why), and with it the
 /// stack. Said in one note.
 pub fn forget_refused_first_install(ctx: &Context) {
+    forget_refused_first(ctx, "install");
+}
+
+/// [`forget_refused_first_install`] for another verb that creates a stack (`host start`),
+/// named in the note.
+pub fn forget_refused_first(ctx: &Context, verb: &str) {
     let stack = &ctx.stack;
     if stack.plist_path().exists() || !stack.root.is_dir() {
         return;
@@ -270,7 +276,7 @@ pub fn forget_refused_first_install(ctx: &Context) {
     }
     if !f.root.exists() {
         ctx.out.note(&format!(
-            "nothing of stack {} is kept: {} (created by this refused install) is removed again",
+            "nothing of stack {} is kept: {} (created by this refused {verb}) is removed again",
             stack.name,
             f.root.display()
         ));

@@ -28,10 +28,21 @@ pub fn sync_verb(ctx: &Context, port: Option<u16>) -> anyhow::Result<ExitStatus>
     // The config changed, the running Host did not: say which port it still answers on.
     let installed = crate::host::plist::read_installed(&ctx.stack.plist_path(), ctx.reporter());
     match (port, installed.as_ref().and_then(|i| i.env.port())) {
-        (Some(new), Some(old)) if new != old => ctx.out.out(&format!(
-            "The Host still runs on port {old}: run `{}` to move it to port {new}.",
-            ctx.hint_cmd("regenerate")
-        )),
+        // Said as it is: a Host answering on the old port runs there; one that does not (a
+        // stopped, unloaded or crashing one) is started on the new port by `start`.
+        (Some(new), Some(old)) if new != old => {
+            if crate::verify::health(old, std::time::Duration::from_millis(500)) == Some(200) {
+                ctx.out.out(&format!(
+                    "The Host still runs on port {old}: run `{}` to move it to port {new}.",
+                    ctx.hint_cmd("regenerate")
+                ));
+            } else {
+                ctx.out.out(&format!(
+                    "The Host is not running (its LaunchAgent still says port {old}); `{}` starts it on port {new}.",
+                    ctx.hints().cmd("start")
+                ));
+            }
+        }
         _ => super::providers::refresh_hint(ctx),
     }
     Ok(ExitStatus::Success)
@@ -39,6 +50,8 @@ pub fn sync_verb(ctx: &Context, port: Option<u16>) -> anyhow::Result<ExitStatus>
 
 /// `oyster config show`.
 pub fn show(ctx: &Context) -> anyhow::Result<ExitStatus> {
+    // Showing a stack that does not exist is a typo: refused with the nearest name.
+    crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
     ctx.announce_overrides();
     let path = ctx.stack.config_path();
     let doc = ConfigDoc::load(&path)?;

@@ -20,9 +20,26 @@ pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
     }
     ctx.announce_overrides();
     match cmd {
-        Verb::HostStart { host, timing } => start(ctx, &host, timing),
-        Verb::HostStop => stop(ctx),
-        Verb::HostStatus => show_status(ctx),
+        Verb::HostStart { host, timing } => {
+            // A refused first start (a held port, a bad or managed --root) leaves no stack
+            // behind, as a refused first install does (`list` and `cleanup` would meet it).
+            let first = !ctx.stack.root.exists();
+            let started = start(ctx, &host, timing);
+            if first && started.is_err() {
+                super::cleanup::forget_refused_first(ctx, "host start");
+            }
+            started
+        }
+        Verb::HostStop | Verb::HostStatus => {
+            // Only what exists is stopped or examined: a typo is refused with the nearest
+            // name (exit 2), as by every verb, and creates nothing.
+            crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
+            if let Verb::HostStop = cmd {
+                stop(ctx)
+            } else {
+                show_status(ctx)
+            }
+        }
         other => unreachable!("{} is not a host verb", other.word()),
     }
 }

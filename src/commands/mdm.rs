@@ -24,6 +24,8 @@ fn write_profile(
     output: Option<&Path>,
     organization: Option<&str>,
 ) -> anyhow::Result<ExitStatus> {
+    // `--output -` is stdout, as for every Unix tool (not a file named `-`).
+    let output = output.filter(|p| *p != Path::new("-"));
     if let Some(org) = organization {
         profile::check_organization(org).map_err(|why| {
             Invalid::new(why).hint("give the organization's name as people read it, e.g. --organization \"Example Inc.\"")

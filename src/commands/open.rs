@@ -45,6 +45,18 @@ fn port(ctx: &Context) -> anyhow::Result<u16> {
 /// `oyster open`: the URL in the browser, or printed when no opener exists.
 pub fn open(ctx: &Context) -> anyhow::Result<ExitStatus> {
     crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
+    // A built-in stack that was never set up has only its default port, which some other
+    // program may hold: no browser is sent there.
+    if !ctx.stack.on_disk() {
+        return Err(crate::error::Failed::new(
+            format!(
+                "nothing is set up for stack {} yet, so it has no URL to open",
+                ctx.stack.name
+            ),
+            format!("`{}` sets it up", ctx.hints().cmd("setup")),
+        )
+        .into());
+    }
     let port = port(ctx)?;
     let url = format!("http://127.0.0.1:{port}");
     if crate::verify::health(port, Duration::from_millis(500)) != Some(200) {

@@ -26,6 +26,8 @@ pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
     match cmd {
         Verb::ProvidersResolve(providers) => {
             let list = registry::lookup_all(&providers)?;
+            // Reading a stack that does not exist is a typo: refused with the nearest name.
+            crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
             ctx.announce_overrides();
             let doc = ConfigDoc::load(&ctx.stack.config_path())?;
             let rows: Vec<_> = list
@@ -35,6 +37,7 @@ pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
             show(ctx, &doc, rows)
         }
         Verb::ProvidersStatus => {
+            crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
             ctx.announce_overrides();
             let doc = ConfigDoc::load(&ctx.stack.config_path())?;
             let locked = crate::agent::status::runs_in_background_session(ctx);
@@ -86,9 +89,28 @@ pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
 }
 
 /// A provider's status with the commands its reason suggests made this stack's, so that run
-/// as shown they change this stack's config, not production's.
-fn for_stack(ctx: &Context, mut status: ProviderStatus) -> ProviderStatus {
+/// as shown they change this stack's config, not production's; for a provider the
+/// organization's profile decides, the fix is the administrator's (`providers set`/`auto`
+/// would be refused).
+pub(crate) fn for_stack(ctx: &Context, mut status: ProviderStatus) -> ProviderStatus {
     status.reason = status.reason.map(|r| ctx.hints().for_stack(&r));
+    let managed = crate::host::plan::managed(ctx);
+    if let (Some(r), Some(e)) = (
+        &status.reason,
+        managed.provider(status.provider.as_str()).first(),
+    ) {
+        let why = r.split_once("; ").map_or(r.as_str(), |(why, _)| why);
+        // Disabled by the profile, not by the user.
+        let why = match status.state {
+            crate::provider::status::State::Disabled => "disabled by your organization",
+            _ => why,
+        };
+        status.reason = Some(format!(
+            "{why}; {} is forced by your organization ({}): ask your administrator to change it",
+            e.key,
+            e.file.display()
+        ));
+    }
     status
 }
 

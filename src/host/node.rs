@@ -29,6 +29,8 @@ pub enum Origin {
     Env,
     InstalledPlist,
     Resolved,
+    /// The organization's profile (`node_bin`, docs/fleet.md).
+    Managed,
 }
 
 impl fmt::Display for Origin {
@@ -38,6 +40,7 @@ impl fmt::Display for Origin {
             Origin::Env => "OYSTERUN_NODE_BIN",
             Origin::InstalledPlist => "the installed LaunchAgent",
             Origin::Resolved => "resolution",
+            Origin::Managed => "the managed node_bin",
         })
     }
 }
@@ -61,6 +64,28 @@ pub struct PinRequest<'a> {
     /// Where the version cache lives, and the lock that guards writing it; `None` writes
     /// nothing (planning, dry runs).
     pub cache: Option<(&'a Path, &'a crate::sys::fs::Lock)>,
+}
+
+/// Pins the Node the organization's profile forces (`node_bin` in `file`): it is what runs,
+/// and one that does not work is a failure of the machine's setup (exit 1), whose fix is the
+/// administrator's, not a `--node-bin` (which a forced value refuses).
+pub fn pin_managed(
+    path: &Path,
+    file: &Path,
+    cache: Option<(&Path, &crate::sys::fs::Lock)>,
+) -> anyhow::Result<NodePin> {
+    check(path, cache)
+        .map(|pin| pin.from(Origin::Managed))
+        .map_err(|e| {
+            crate::error::Failed::new(
+                e.say(&Origin::Managed),
+                format!(
+                    "ask your administrator to make node_bin in {} a Node {MIN_MAJOR} or newer that exists on this Mac",
+                    file.display()
+                ),
+            )
+            .into()
+        })
 }
 
 /// Pins Node, printing a note when it passes over the installed plist's stale pin, or (in the

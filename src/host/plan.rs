@@ -212,32 +212,34 @@ fn node_and_root(
 ) -> anyhow::Result<(NodePin, crate::host::root::FoundRoot)> {
     let cache = pe.stack.node_version_cache_path();
     let managed = managed(*pe);
-    let node = node::pin(&PinRequest {
-        flag: args
-            .node_bin
-            .as_deref()
-            .or(managed.path("node_bin").map(|(p, _)| p)),
-        env: pe.node_bin,
-        installed: installed.and_then(Installed::node_bin),
-        search: pe.search,
-        out: pe.out,
-        cache: match writes {
-            Writes::Sync(lock) => Some((cache.as_path(), lock)),
-            Writes::None => None,
-        },
-    })?;
-    let found = crate::host::root::find(&RootSearch {
-        flag: args
-            .root
-            .as_deref()
-            .or(managed.path("root").map(|(p, _)| p)),
-        env: pe.root,
-        installed: installed.and_then(Installed::repo_root),
-        remembered: remembered_roots(pe),
-        node_bin: &node.path,
-        npm_prefix: pe.npm_prefix,
-        out: pe.out,
-    })?;
+    let cache = match writes {
+        Writes::Sync(lock) => Some((cache.as_path(), lock)),
+        Writes::None => None,
+    };
+    let node = match (args.node_bin.as_deref(), managed.path("node_bin")) {
+        // Forced and not given (a different flag was refused): said as the profile's.
+        (None, Some((path, e))) => node::pin_managed(path, &e.file, cache)?,
+        (flag, _) => node::pin(&PinRequest {
+            flag,
+            env: pe.node_bin,
+            installed: installed.and_then(Installed::node_bin),
+            search: pe.search,
+            out: pe.out,
+            cache,
+        })?,
+    };
+    let found = match (args.root.as_deref(), managed.path("root")) {
+        (None, Some((dir, e))) => crate::host::root::find_managed(dir, &e.file)?,
+        (flag, _) => crate::host::root::find(&RootSearch {
+            flag,
+            env: pe.root,
+            installed: installed.and_then(Installed::repo_root),
+            remembered: remembered_roots(pe),
+            node_bin: &node.path,
+            npm_prefix: pe.npm_prefix,
+            out: pe.out,
+        })?,
+    };
     Ok((node, found))
 }
 

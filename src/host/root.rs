@@ -38,6 +38,26 @@ pub struct FoundRoot {
     pub origin: String,
 }
 
+/// The root the organization's profile forces (`root` in `file`): one without the Host is a
+/// failure of the machine's setup (exit 1), whose fix is the administrator's.
+pub fn find_managed(dir: &Path, file: &Path) -> Result<FoundRoot, crate::error::Failed> {
+    let origin = "the managed root";
+    check(dir, origin)
+        .map(|path| FoundRoot {
+            path,
+            origin: origin.into(),
+        })
+        .map_err(|e| {
+            crate::error::Failed::new(
+                e.msg,
+                format!(
+                    "ask your administrator to make root in {} an Oysterun install on this Mac",
+                    file.display()
+                ),
+            )
+        })
+}
+
 /// Finds the root (docs/behaviour.md "Stacks, paths"): `--root`, `OYSTERUN_ROOT`, the installed
 /// plist's root (passed over aloud when it no longer holds the Host), the `oysterun` npm
 /// package in the pinned Node's global modules (and under `npm_config_prefix`), then the

@@ -77,7 +77,7 @@ pub const RESERVED_NAMES: &[&str] = &["all", "local", "phone", "daily", "shared"
 pub fn validate_name(name: &str) -> Result<(), Invalid> {
     if name == "all" {
         return Err(Invalid::new(
-            "`all` is not a stack name: every stack is `--all` (start, stop, restart, uninstall)",
+            "`all` is not a stack name: every stack is `--all` (start, stop, restart, uninstall, status)",
         )
         .hint("`oyster restart --all`, or `oyster list` to see the stacks"));
     }

@@ -268,7 +268,14 @@ impl Printer {
 
     /// Human text on stdout without a newline (a prompt), flushed.
     pub fn out_inline(&self, text: &str) {
-        self.raw(self.human(text).as_bytes());
+        let human = self.human(text);
+        let mut fitted = self.fit_out(&human);
+        // A question wrapped to the terminal like any prose; the answer is still typed after
+        // its trailing space, on its last line.
+        if human.ends_with(' ') && !fitted.ends_with(' ') {
+            fitted.push(' ');
+        }
+        self.raw(fitted.as_bytes());
     }
 
     /// One human line on stderr, wrapped to the terminal. A closed stderr is ignored: there

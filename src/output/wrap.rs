@@ -54,16 +54,16 @@ pub fn wrap(text: &str, width: usize) -> String {
         if n > 0 {
             out.push('\n');
         }
-        if line.chars().count() <= width {
+        if columns(line) <= width {
             out.push_str(line);
             continue;
         }
         let (start, indent) = layout(line, width);
         let mut current = line[..start].to_owned();
-        let mut used = current.chars().count();
+        let mut used = columns(&current);
         let mut empty = true;
         for word in line[start..].split(' ').filter(|w| !w.is_empty()) {
-            let len = word.chars().count();
+            let len = columns(word);
             if !empty && used + 1 + len > width {
                 out.push_str(&current);
                 out.push('\n');
@@ -82,6 +82,35 @@ pub fn wrap(text: &str, width: usize) -> String {
         out.push_str(&current);
     }
     out
+}
+
+/// The columns `text` takes on a terminal: a CJK ideograph, a Hangul syllable, a fullwidth
+/// form or an emoji takes two, a combining mark none, anything else one (the East Asian Wide
+/// and Fullwidth ranges of Unicode's EastAsianWidth.txt, as `wcwidth` counts them).
+pub fn columns(text: &str) -> usize {
+    text.chars().map(char_columns).sum()
+}
+
+fn char_columns(c: char) -> usize {
+    match u32::from(c) {
+        0x0300..=0x036F | 0x200B..=0x200F | 0xFE00..=0xFE0F => 0,
+        0x1100..=0x115F
+        | 0x2E80..=0x303E
+        | 0x3041..=0x33FF
+        | 0x3400..=0x4DBF
+        | 0x4E00..=0x9FFF
+        | 0xA000..=0xA4CF
+        | 0xAC00..=0xD7A3
+        | 0xF900..=0xFAFF
+        | 0xFE30..=0xFE4F
+        | 0xFF00..=0xFF60
+        | 0xFFE0..=0xFFE6
+        | 0x1F300..=0x1F64F
+        | 0x1F900..=0x1F9FF
+        | 0x20000..=0x2FFFD
+        | 0x30000..=0x3FFFD => 2,
+        _ => 1,
+    }
 }
 
 /// `path` shortened to `max` characters by cutting its middle (`/Users/…/logs/host.log`), for
@@ -120,6 +149,15 @@ mod tests {
         assert!(aligned.starts_with("  log:       word"), "{aligned}");
         // A short line and several lines keep their shape.
         assert_eq!(wrap("a\nb c", 80), "a\nb c");
+    }
+
+    #[test]
+    fn wide_characters_take_two_columns_when_a_line_is_fitted() {
+        let cjk = "数据".repeat(12);
+        let w = wrap(&format!("error: the root ({cjk} {cjk} {cjk}) has none"), 80);
+        assert!(w.lines().all(|l| columns(l) <= 80), "{w}");
+        assert_eq!(columns("数据a"), 5);
+        assert_eq!(columns("e\u{301}"), 1);
     }
 
     #[test]

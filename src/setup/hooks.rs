@@ -70,15 +70,26 @@ pub fn show_qr(ctx: &Context, plan: &Plan) -> Ran {
     ) {
         Ok(()) => Ran::Done,
         Err(_) if signal::received().is_some() => {
-            ctx.out.err(QR_UNAVAILABLE);
+            qr_unavailable(ctx);
             Ran::Interrupted(signal::received().unwrap_or(Signal::SIGINT))
         }
         Err(why) => {
             ctx.out.warn(&format!("the login QR step failed: {why}"));
-            ctx.out.err(QR_UNAVAILABLE);
+            qr_unavailable(ctx);
             Ran::Failed
         }
     }
+}
+
+/// 1.5.3's words, then oyster's own way to see the QR again, in the form the stack was given
+/// (`oyster qr` runs the entry point with this stack's environment, which a bare
+/// `oysterun show-qr` typed later does not have).
+fn qr_unavailable(ctx: &Context) {
+    ctx.out.err(QR_UNAVAILABLE);
+    ctx.out.err(&format!(
+        "`{}` shows this stack's login QR again",
+        ctx.hint_cmd("qr")
+    ));
 }
 
 /// Prepares the Host's restart restore, before `restart --restore-sessions` restarts it. A

@@ -22,6 +22,7 @@ mod fleet_pkg;
 mod help;
 mod host_start_interrupts;
 mod hostile_everyday;
+mod hostile_firstday;
 mod hostile_round3;
 mod identity;
 mod identity_and_lifecycle_misuse;

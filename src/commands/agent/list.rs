@@ -125,7 +125,8 @@ fn print_table(ctx: &Context, rows: &[AgentStatus]) {
         let before_log: usize = widths[..5].iter().map(|w| w + 2).sum();
         let room = term.saturating_sub(before_log).max(20);
         for row in &mut table {
-            row[5] = crate::output::wrap::cut_middle(&row[5], room);
+            // Cut as shown (home as `~`), or the cut keeps `/Users/n…` instead of the stack.
+            row[5] = crate::output::wrap::cut_middle(&ctx.out.human(&row[5]), room);
         }
     }
     let mut widths = HEAD.map(str::len);

@@ -316,6 +316,21 @@ fn node_check(plan: &Option<anyhow::Result<Plan>>, h: &crate::context::Hints) ->
             )),
             )
         }
+        // A forced Node or root that does not work: the fix is the administrator's (a flag
+        // or variable naming another would be refused).
+        Some(Err(e))
+            if e.downcast_ref::<crate::error::Failed>().is_some_and(|f| {
+                f.msg.contains("the managed node_bin") || f.msg.contains("the managed root")
+            }) =>
+        {
+            let f = e.downcast_ref::<crate::error::Failed>();
+            check(
+                "node/root",
+                Level::Fail,
+                format!("{e:#}"),
+                f.and_then(|f| f.hint.clone()),
+            )
+        }
         Some(Err(e)) => check(
             "node/root",
             Level::Fail,
@@ -346,8 +361,18 @@ fn provider_check(
         .filter(|i| *i != "unknown");
     // Each fix is for this stack: run as shown, it must not change production's config.
     let h = ctx.hints();
+    let managed = crate::host::plan::managed(ctx);
+    let forced = managed.provider(p.id.as_str()).first().map(|e| {
+        format!(
+            "{} is forced by your organization ({}): ask your administrator to change it",
+            e.key,
+            e.file.display()
+        )
+    });
     let (level, fix) = match (status.intent, status.state) {
         (Intent::Disabled, _) | (_, State::Available) => (Level::Ok, None),
+        // `providers set`/`auto` would be refused: the fix is the administrator's.
+        (Intent::Manual, _) if forced.is_some() => (Level::Fail, forced.clone()),
         (Intent::Manual, _) => (
             Level::Fail,
             Some(format!(
@@ -374,6 +399,7 @@ fn provider_check(
         (None, None) => "",
     };
     let mut detail = match status.state {
+        State::Disabled if forced.is_some() => "disabled by your organization".to_owned(),
         State::Disabled => "disabled by the user".to_owned(),
         _ => format!("{} ({}), {why}", status.state, status.intent),
     };

@@ -1,0 +1,529 @@
+//! A hostile pass over issues 31 (the first day) and 32 (fleets) as they stand: a typo of a
+//! stack in the verbs the first pass left out, and a refused first `host start`.
+
+use crate::common::{free_port, real_node, TestContext};
+
+/// A HOME with one custom stack, `snap`, that has a config (and so exists).
+fn with_snap() -> TestContext {
+    let t = TestContext::new();
+    let cfg = t.home.join(".oysterun-stacks/snap/host/config.json");
+    std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+    std::fs::write(&cfg, format!("{{\"port\": {}}}\n", free_port())).unwrap();
+    t
+}
+
+#[test]
+fn a_typo_of_a_stack_is_refused_by_host_config_and_providers_read_verbs_and_creates_nothing() {
+    let t = with_snap();
+    let typo = t.home.join(".oysterun-stacks/snp");
+    for verb in [
+        &["host", "status"][..],
+        &["host", "stop"],
+        &["config", "show"],
+        &["providers", "status"],
+        &["providers", "resolve"],
+    ] {
+        for json in [false, true] {
+            let mut args: Vec<&str> = verb.to_vec();
+            args.extend(["--stack", "snp"]);
+            if json && verb[0] != "host" {
+                args.push("--json");
+            }
+            let r = t.run(&args).fails_with(2);
+            assert!(
+                r.stderr().contains("did you mean `snap`?"),
+                "{args:?}: {}",
+                r.stderr()
+            );
+            if json && verb[0] != "host" {
+                assert_eq!(r.json()["error"]["exit_code"], 2, "{args:?}");
+            }
+            assert!(!typo.exists(), "{args:?} created {}", typo.display());
+        }
+    }
+    // The stack named right is read.
+    t.run(["config", "show", "--stack", "snap"]).ok();
+    t.run(["providers", "status", "--stack", "snap"]).ok();
+}
+
+#[test]
+fn a_refused_first_host_start_leaves_no_stack_behind() {
+    let mut t = TestContext::new();
+    t.extra_env.push((
+        "OYSTERUN_NODE_BIN".into(),
+        real_node().display().to_string(),
+    ));
+    let root = t.fixture_root("root");
+    let fresh = t.home.join(".oysterun-stacks/fresh");
+    // A --root without the Host (exit 2).
+    let missing = t.path("no-such-root");
+    let r = t
+        .run([
+            "host",
+            "start",
+            "--stack",
+            "fresh",
+            "--port",
+            &free_port().to_string(),
+            "--root",
+            &missing.display().to_string(),
+        ])
+        .fails_with(2);
+    assert!(
+        !fresh.exists(),
+        "left {:?}; {}",
+        crate::common::tree(&fresh).keys().collect::<Vec<_>>(),
+        r.stderr()
+    );
+    assert!(
+        r.stderr().contains("created by this refused host start"),
+        "{}",
+        r.stderr()
+    );
+    // A port another process holds (exit 1).
+    let held = std::net::TcpListener::bind(("127.0.0.1", free_port())).unwrap();
+    let port = held.local_addr().unwrap().port();
+    let r = t
+        .run([
+            "host",
+            "start",
+            "--stack",
+            "fresh",
+            "--port",
+            &port.to_string(),
+            "--root",
+            &root.display().to_string(),
+        ])
+        .fails_with(1);
+    assert!(
+        !fresh.exists(),
+        "left {:?}; {}",
+        crate::common::tree(&fresh).keys().collect::<Vec<_>>(),
+        r.stderr()
+    );
+    assert_eq!(
+        t.run(["list", "--json"]).ok().json()["stacks"],
+        serde_json::json!([])
+    );
+}
+
+#[test]
+fn a_host_start_refused_for_a_managed_root_leaves_no_stack_behind() {
+    let mut t = TestContext::new();
+    t.extra_env.push((
+        "OYSTERUN_NODE_BIN".into(),
+        real_node().display().to_string(),
+    ));
+    let dir = t.path("Managed Preferences");
+    std::fs::create_dir_all(&dir).unwrap();
+    let forced = t.fixture_root("forced-root");
+    let mut d = plist::Dictionary::new();
+    d.insert("root".into(), forced.display().to_string().into());
+    plist::Value::Dictionary(d)
+        .to_file_binary(dir.join("com.oysterun.oyster.plist"))
+        .unwrap();
+    t.extra_env.push((
+        "OYSTER_MANAGED_PREFERENCES_DIR".into(),
+        dir.display().to_string(),
+    ));
+    let other = t.fixture_root("other-root");
+    let r = t
+        .run([
+            "host",
+            "start",
+            "--stack",
+            "fresh",
+            "--port",
+            &free_port().to_string(),
+            "--root",
+            &other.display().to_string(),
+        ])
+        .fails_with(1);
+    assert!(
+        r.stderr().contains("managed by your organization"),
+        "{}",
+        r.stderr()
+    );
+    let fresh = t.home.join(".oysterun-stacks/fresh");
+    assert!(
+        !fresh.exists(),
+        "left {:?}",
+        crate::common::tree(&fresh).keys().collect::<Vec<_>>()
+    );
+}
+
+/// Columns a line takes on the terminal (ANSI colour sequences take none).
+fn shown_width(line: &str) -> usize {
+    let mut n = 0;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else if ('\u{4e00}'..='\u{9fff}').contains(&c) {
+            // A CJK ideograph takes two columns.
+            n += 2;
+        } else if c != '\r' {
+            n += 1;
+        }
+    }
+    n
+}
+
+#[test]
+fn setups_question_fits_an_80_column_terminal_and_is_answered_after_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    // A node prefix whose npm must never run (the question is cancelled).
+    let bin = t.path("nodepfx/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();
+    let npm = t.fake_exe(&bin.join("npm"));
+    std::fs::set_permissions(&npm, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let port = free_port().to_string();
+    let args = [
+        "setup",
+        "--stack",
+        "st",
+        "--port",
+        &port,
+        "--root",
+        &root.display().to_string(),
+        "--node-bin",
+        &bin.join("node").display().to_string(),
+    ];
+    let r = crate::everyday::pty(&t, b"\r", &args);
+    let output = r["output"].as_str().unwrap();
+    assert_eq!(r["prompted"], true, "{output}");
+    assert!(
+        output.trim_end().ends_with("no changes were made."),
+        "{output}"
+    );
+    for line in output.lines() {
+        assert!(
+            shown_width(line) <= 80 || !line.trim().contains(' '),
+            "{} columns: {line:?}\n{output}",
+            shown_width(line)
+        );
+    }
+    // The answer is typed after the question's last word, on its line.
+    assert!(output.contains("[y/s/N] \r\n"), "{output:?}");
+    t.assert_nothing_executed();
+}
+
+#[test]
+fn open_on_a_machine_with_nothing_set_up_sends_no_browser_to_the_default_port() {
+    let mut t = TestContext::new();
+    let bin = t.path("bin");
+    t.fake_exe(&bin.join("xdg-open"));
+    t.path_dirs.push(bin);
+    for args in [&["open"][..], &["open", "staging"]] {
+        let r = t.run(args).fails_with(1);
+        assert!(
+            r.stderr().contains("nothing is set up for stack") && r.stderr().contains("setup"),
+            "{args:?}: {}",
+            r.stderr()
+        );
+        assert!(r.stdout().is_empty(), "{args:?}: {}", r.stdout());
+    }
+    t.assert_nothing_executed();
+    assert_eq!(
+        std::fs::read_dir(&t.home).unwrap().count(),
+        0,
+        "open wrote into HOME"
+    );
+}
+
+#[test]
+fn mdm_profile_output_dash_is_stdout_not_a_file_named_dash() {
+    let t = TestContext::new();
+    let r = t.run(["mdm", "profile", "--output", "-"]).ok();
+    let profile = crate::common::plistlib(r.stdout().as_bytes());
+    assert_eq!(profile["PayloadType"], "Configuration", "{profile}");
+    assert_eq!(
+        r.stdout().as_bytes(),
+        t.run(["mdm", "profile"]).ok().stdout().as_bytes()
+    );
+    assert!(!t.path("-").exists(), "wrote a file named -");
+}
+
+#[test]
+fn a_line_of_wide_characters_is_wrapped_by_the_columns_it_takes() {
+    let mut t = TestContext::new();
+    t.extra_env.push((
+        "OYSTERUN_NODE_BIN".into(),
+        real_node().display().to_string(),
+    ));
+    let cjk = "数据".repeat(12);
+    // A --root that does not hold the Host: its error line names the path, words of
+    // ideographs that take 48 columns each but count 24 characters.
+    let root = t.path(&format!("{cjk} {cjk} {cjk}"));
+    let r = crate::everyday::pty(
+        &t,
+        b"",
+        &[
+            "host",
+            "start",
+            "--stack",
+            "dev",
+            "--port",
+            &free_port().to_string(),
+            "--root",
+            &root.display().to_string(),
+        ],
+    );
+    let output = r["output"].as_str().unwrap();
+    let words = output.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(words.contains("has no host-service/server.mjs"), "{output}");
+    for line in output.lines() {
+        assert!(
+            shown_width(line) <= 80 || !line.trim().contains(' '),
+            "{} columns: {line:?}\n{output}",
+            shown_width(line)
+        );
+    }
+}
+
+#[test]
+fn lists_log_column_is_cut_as_shown_with_home_as_tilde() {
+    let t = with_snap();
+    // A HOME deep enough that the real log path does not fit an 80-column row.
+    let r = crate::everyday::pty(&t, b"", &["list"]);
+    let output = r["output"].as_str().unwrap();
+    let row = output
+        .lines()
+        .map(strip_ansi)
+        .find(|l| l.starts_with("snap "))
+        .unwrap_or_else(|| panic!("{output}"));
+    let log = row.split_whitespace().last().unwrap();
+    // The path starts at `~/` and ends with the log's name, never at the temporary
+    // directory HOME lives in.
+    assert!(
+        log.starts_with("~/") && log.ends_with("-host.log"),
+        "{row:?}\n{output}"
+    );
+    assert!(!row.contains("/tmp/"), "{row:?}");
+}
+
+/// `line` without its ANSI colour sequences.
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else if c != '\r' {
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[test]
+fn a_failed_login_qr_names_oyster_qr_for_this_stack() {
+    let mut t = TestContext::new();
+    t.use_sim();
+    let root = t.fixture_root("root");
+    std::fs::write(
+        root.join("host-service/setup.mjs"),
+        "console.error('no QR today'); process.exit(3);\n",
+    )
+    .unwrap();
+    t.run([
+        "install",
+        "snap",
+        "--port",
+        &free_port().to_string(),
+        "--root",
+        root.to_str().unwrap(),
+        "--node-bin",
+        real_node().to_str().unwrap(),
+        "--settle-ms",
+        "200",
+    ])
+    .ok();
+    let r = t.run(["qr", "snap"]).fails_with(1);
+    assert!(
+        r.stderr()
+            .contains("`oyster qr snap` shows this stack's login QR again"),
+        "{}",
+        r.stderr()
+    );
+    t.run(["uninstall", "snap"]).ok();
+    t.wait_no_processes();
+}
+
+/// Points `t` at a managed preferences directory whose all-users file holds `pairs`.
+fn force(t: &mut TestContext, pairs: &[(&str, &str)]) -> std::path::PathBuf {
+    let dir = t.path("Managed Preferences");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut d = plist::Dictionary::new();
+    for (k, v) in pairs {
+        d.insert((*k).into(), (*v).into());
+    }
+    let file = dir.join("com.oysterun.oyster.plist");
+    plist::Value::Dictionary(d).to_file_binary(&file).unwrap();
+    t.extra_env.push((
+        "OYSTER_MANAGED_PREFERENCES_DIR".into(),
+        dir.display().to_string(),
+    ));
+    file
+}
+
+#[test]
+fn a_forced_node_or_root_that_does_not_work_is_the_profiles_not_a_flag_the_user_typed() {
+    for (key, bad) in [
+        ("node_bin", "/nonexistent/node"),
+        ("root", "/nonexistent/oysterun"),
+    ] {
+        let mut t = with_snap();
+        let root = t.fixture_root("root");
+        let file = force(&mut t, &[(key, bad)]);
+        if key == "node_bin" {
+            t.extra_env
+                .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
+        } else {
+            t.extra_env.push((
+                "OYSTERUN_NODE_BIN".into(),
+                real_node().display().to_string(),
+            ));
+        }
+        // The machine's setup, not the user's input: exit 1, the profile named, and the fix
+        // the administrator's (a --node-bin or --root would be refused as managed).
+        let r = t.run(["agent", "print", "--stack", "snap"]).fails_with(1);
+        let err = r.stderr();
+        assert!(err.contains(&format!("the managed {key} ({bad})")), "{err}");
+        assert!(
+            !err.contains("--node-bin") && !err.contains("from --root"),
+            "{err}"
+        );
+        assert!(
+            err.contains("ask your administrator") && err.contains(&file.display().to_string()),
+            "{err}"
+        );
+        let doc = t.run(["doctor", "snap", "--json"]).json();
+        let check = doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == "node/root")
+            .unwrap_or_else(|| panic!("{doc}"));
+        assert_eq!(check["status"], "fail", "{doc}");
+        assert!(
+            check["fix"]
+                .as_str()
+                .unwrap()
+                .contains("ask your administrator"),
+            "{check}"
+        );
+    }
+}
+
+#[test]
+fn config_sync_port_of_a_stopped_host_does_not_say_it_still_runs() {
+    let mut t = TestContext::new();
+    t.use_sim();
+    t.pin_host_env();
+    let old = free_port();
+    t.run([
+        "install",
+        "snap",
+        "--port",
+        &old.to_string(),
+        "--settle-ms",
+        "200",
+    ])
+    .ok();
+    t.run(["stop", "snap"]).ok();
+    let new = free_port();
+    let r = t
+        .run(["config", "sync", "snap", "--port", &new.to_string()])
+        .ok();
+    let out = r.stdout();
+    assert!(!out.contains("still runs"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "The Host is not running (its LaunchAgent still says port {old}); `oyster start snap` starts it on port {new}."
+        )),
+        "{out}"
+    );
+    // Typed as told, it does.
+    t.run(["start", "snap", "--settle-ms", "200"]).ok();
+    assert_eq!(t.run(["status", "snap", "--json"]).ok().json()["port"], new);
+    t.run(["uninstall", "snap"]).ok();
+    t.wait_no_processes();
+}
+
+#[test]
+fn bare_oyster_with_a_stack_names_status_instead_of_an_empty_verb() {
+    let t = with_snap();
+    let r = t.run(["--stack", "snap"]).fails_with(2);
+    let err = r.stderr();
+    assert!(!err.contains("`oyster `"), "{err}");
+    assert!(err.contains("`oyster status snap` shows that one"), "{err}");
+}
+
+#[test]
+fn a_forced_provider_command_that_is_missing_is_fixed_by_the_administrator_not_by_providers_set() {
+    let mut t = with_snap();
+    t.pin_host_env();
+    let dir = t.path("Managed Preferences");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut intents = plist::Dictionary::new();
+    intents.insert("claude".into(), "manual".into());
+    intents.insert("codex".into(), "disabled".into());
+    let mut d = plist::Dictionary::new();
+    d.insert("claude_command".into(), "/nonexistent/corp/claude".into());
+    d.insert(
+        "provider_command_intent".into(),
+        plist::Value::Dictionary(intents),
+    );
+    plist::Value::Dictionary(d)
+        .to_file_binary(dir.join("com.oysterun.oyster.plist"))
+        .unwrap();
+    t.extra_env.push((
+        "OYSTER_MANAGED_PREFERENCES_DIR".into(),
+        dir.display().to_string(),
+    ));
+    // The config follows the profile.
+    t.run(["config", "sync", "snap"]).ok();
+    let setup = t.run(["setup", "snap", "--dry-run"]).ok().stdout();
+    let status = t
+        .run(["providers", "status", "--stack", "snap"])
+        .ok()
+        .stdout();
+    let doctor = t.run(["doctor", "snap"]).stdout();
+    for (what, out) in [
+        ("setup", &setup),
+        ("providers status", &status),
+        ("doctor", &doctor),
+    ] {
+        let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains("claude_command is forced by your organization")
+                && words.contains("ask your administrator"),
+            "{what}: {out}"
+        );
+        // Both would be refused as managed.
+        assert!(
+            !words.contains("providers set claude") && !words.contains("providers auto claude"),
+            "{what}: {out}"
+        );
+        // codex is off because the profile says so, not the user.
+        if what != "setup" {
+            assert!(
+                words.contains("disabled by your organization")
+                    && !words.contains("disabled by the user"),
+                "{what}: {out}"
+            );
+        }
+    }
+}
