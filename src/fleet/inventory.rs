@@ -641,7 +641,16 @@ const PASSED_ENV: &[&str] = &[
 /// most [`USER_TIMEOUT`]; on any failure, the user with the problem.
 pub fn part_as(exe: &Path, account: &Account) -> Value {
     match run_as(exe, account) {
-        Ok(v) => v,
+        // Who the part is about is root's to say, not the user's process's: a part that
+        // named another uid, name or home is corrected to the account it was run as.
+        Ok(mut v) => {
+            if let Some(o) = v.as_object_mut() {
+                o.insert("uid".into(), account.uid.into());
+                o.insert("name".into(), account.name.clone().into());
+                o.insert("home".into(), account.home.display().to_string().into());
+            }
+            v
+        }
         Err(why) => serde_json::json!({
             "uid": account.uid,
             "name": account.name,
