@@ -21,6 +21,7 @@ use crate::sys::process;
 use crate::sys::signal::{self, Signal};
 use crate::verify::{self, LiveProcess};
 
+pub mod status;
 mod stop;
 
 use stop::{other_stack_refusal, unproven_refusal};
