@@ -158,11 +158,16 @@ pub struct PortHolder {
 
 /// Who, other than `current` (this stack's running Host, or a descendant of it), listens on
 /// `port`. `Ok(None)` when nobody does; `Err` when the socket table cannot be read. `current`
-/// is asked only when someone listens (finding it may take launchctl calls).
+/// is asked only when someone listens (finding it may take launchctl calls), and the socket
+/// table (every process's descriptors) is read only when the port cannot be bound: a free
+/// port costs two binds, not a walk of the process table.
 pub fn foreign_listener(
     port: u16,
     current: impl FnOnce() -> Vec<u32>,
 ) -> Result<Option<PortHolder>, String> {
+    if crate::sys::net::port_bindable(port) {
+        return Ok(None);
+    }
     let holders = crate::sys::net::listeners_on(port)?;
     if holders.is_empty() {
         return Ok(None);

@@ -68,7 +68,7 @@ pub fn fix(program: &str) -> String {
 /// `$OYSTER_LAUNCHCTL login-item-status PLIST`: one word on stdout (the simulator's verb).
 fn through_launchctl(lc: &Launchctl, plist: &Path) -> Result<LoginItem, String> {
     let f = lc
-        .call(&["login-item-status", &plist.to_string_lossy()])
+        .call::<std::ffi::OsStr>(&["login-item-status".as_ref(), plist.as_os_str()])
         .map_err(|e| e.to_string())?;
     if f.code != 0 {
         return Err(format!(

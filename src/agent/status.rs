@@ -548,35 +548,16 @@ fn direct_host(
     known: bool,
     st: &mut AgentStatus,
 ) {
+    let host = direct::status::probe(ctx, rec, live);
     st.running = true;
-    st.pid = Some(rec.pid);
-    st.port = Some(rec.port);
-    st.url = Some(url(rec.port));
-    let args = plan::HostInputs {
-        root: rec.root().map(Into::into),
-        node_bin: Some(rec.node.clone()),
-        port: None,
-    };
-    match plan::plan(ctx, &args, Writes::None) {
-        Ok(plan) => {
-            let record = ExecRecord::read(&ctx.stack.exec_record_path());
-            let p = probe::probe(&Target {
-                pid: rec.pid,
-                port: rec.port,
-                env: &plan.env,
-                exec_record: record.as_ref(),
-                launchd: None,
-                floor: ctx.env.proof_floor,
-                live: Some(live),
-            });
-            record_probe(st, &p);
-        }
-        Err(e) => {
-            st.health = crate::verify::health(rec.port, probe::HEALTH_TIMEOUT);
-            st.notes
-                .push(format!("could not compute the expected environment: {e:#}"));
-        }
-    }
+    st.pid = Some(host.pid);
+    st.port = Some(host.port);
+    st.url = Some(url(host.port));
+    st.health = host.health;
+    st.env_proof = host.env_proof;
+    st.env_mismatch = host.env_mismatch;
+    st.verified = host.verified;
+    st.notes.extend(host.env_note);
     if !known {
         // launchd's own Host writes the same pid file (`host exec` writes it): without
         // launchctl, who runs it is not known, and the advice must not be `host stop`.

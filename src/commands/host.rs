@@ -5,6 +5,7 @@ use serde::Serialize;
 
 use crate::agent::status::Manager;
 use crate::context::Context;
+use crate::direct::status::PidFile;
 use crate::direct::{self, Owner, StartOptions, Stopped};
 use crate::host::plan::{self, Writes};
 use crate::invocation::Verb;
@@ -156,21 +157,6 @@ fn print_status(ctx: &Context, st: &HostStatus, why: &str) {
     }
 }
 
-/// What the pid file says (`host status --json` `pid_file`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-enum PidFile {
-    Missing,
-    /// It names a live Host of this stack.
-    Current,
-    /// Its pid is gone.
-    Stale,
-    /// Its pid belongs to another process now (never signalled).
-    Foreign,
-    /// It names a live Host of another stack (copied identity files; never signalled).
-    OtherStack,
-}
-
 /// `host status --json` (docs/json.md): the same keys as `agent status` where they mean the
 /// same; no prose values.
 #[derive(Serialize)]
@@ -221,39 +207,25 @@ fn status(ctx: &Context) -> anyhow::Result<(HostStatus, String)> {
         env_mismatch_text: None,
     };
     let owner = direct::owner(stack)?;
-    st.pid_file = match &owner {
-        Owner::None => PidFile::Missing,
-        Owner::Stale(_) => PidFile::Stale,
-        Owner::Foreign(..) => PidFile::Foreign,
-        Owner::OtherStack(..) => PidFile::OtherStack,
-        Owner::Ours(..) => PidFile::Current,
-    };
+    st.pid_file = PidFile::of(&owner);
     if let Some(job) = launchd_runs_it(ctx)? {
         launchd_status(ctx, &job, recorded, &mut st);
         let why = format!("launchd has {} loaded, state {}", job.label, job.state);
         return Ok((st, why));
     }
-    let why = match owner {
-        Owner::None => "no pid file".to_owned(),
-        Owner::Stale(rec) => format!("stale pid file: pid {} is gone", rec.pid),
-        Owner::Foreign(rec, now) if now.runs(&rec.server) => format!(
-            "pid {} runs the Host's server.mjs ({}) but is not provably the process its exec record describes (missing, unreadable or another start time)",
-            rec.pid,
-            now.command()
-        ),
-        Owner::Foreign(rec, now) => {
-            format!(
-                "stale pid file: pid {} now belongs to another process ({})",
-                rec.pid,
-                now.command()
-            )
-        }
-        Owner::OtherStack(why) => why,
-        Owner::Ours(rec, live) => {
-            direct_status(ctx, &rec, &live, &mut st);
-            "running".to_owned()
-        }
-    };
+    if let Owner::Ours(rec, live) = &owner {
+        let host = direct::status::probe(ctx, rec, live);
+        st.managed_by = Some(Manager::Direct);
+        st.running = true;
+        st.pid = Some(host.pid);
+        st.port = Some(host.port);
+        st.health = host.health;
+        st.verified = host.verified;
+        st.env_proof = host.env_proof;
+        st.env_mismatch = host.env_mismatch;
+        st.env_mismatch_text = host.problem;
+    }
+    let why = direct::status::not_running_why(&owner).unwrap_or_else(|| "running".to_owned());
     Ok((st, why))
 }
 
@@ -283,45 +255,6 @@ fn launchd_status(ctx: &Context, job: &LaunchdJob, recorded: Option<u16>, st: &m
         live: None,
     });
     record_probe(st, &p);
-}
-
-/// A Host `oyster host start` ran: probed against what the generator produces now for the
-/// same root and node (the same proofs as `host start`).
-fn direct_status(
-    ctx: &Context,
-    rec: &direct::PidRecord,
-    live: &crate::verify::LiveProcess,
-    st: &mut HostStatus,
-) {
-    st.managed_by = Some(Manager::Direct);
-    st.running = true;
-    st.pid = Some(rec.pid);
-    st.port = Some(rec.port);
-    let args = plan::HostInputs {
-        root: rec.root().map(Into::into),
-        node_bin: Some(rec.node.clone()),
-        port: None,
-    };
-    match plan::plan(ctx, &args, Writes::None) {
-        Ok(plan) => {
-            let record = crate::host::identity::ExecRecord::read(&ctx.stack.exec_record_path());
-            let p = probe::probe(&probe::Target {
-                pid: rec.pid,
-                port: rec.port,
-                env: &plan.env,
-                exec_record: record.as_ref(),
-                launchd: None,
-                floor: ctx.env.proof_floor,
-                live: Some(live),
-            });
-            record_probe(st, &p);
-        }
-        Err(e) => {
-            st.health = crate::verify::health(rec.port, probe::HEALTH_TIMEOUT);
-            st.env_mismatch_text =
-                Some(format!("could not compute the expected environment: {e:#}"));
-        }
-    }
 }
 
 fn record_probe(st: &mut HostStatus, p: &probe::Probe) {

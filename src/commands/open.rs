@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::context::Context;
 use crate::host::plan::{self, HostInputs, Writes};
 use crate::setup::hooks::{self, Ran};
-use crate::sys::process::{self, ChildEnv};
+use crate::sys::process;
 use crate::ExitStatus;
 
 /// How long the opener may take (it hands the URL to the browser and returns).
@@ -74,7 +74,10 @@ pub fn open(ctx: &Context) -> anyhow::Result<ExitStatus> {
         });
         return Ok(ExitStatus::Success);
     };
-    let done = process::run(&program, &[&url], ChildEnv::Inherit, OPEN_TIMEOUT)?;
+    let done = process::Program::new(&program)
+        .arg(&url)
+        .timeout(OPEN_TIMEOUT)
+        .run()?;
     if done.code != 0 {
         return Err(crate::error::Failed::new(
             format!(

@@ -21,6 +21,7 @@ use crate::sys::process;
 use crate::sys::signal::{self, Signal};
 use crate::verify::{self, LiveProcess};
 
+pub mod status;
 mod stop;
 
 use stop::{other_stack_refusal, unproven_refusal};
@@ -380,6 +381,10 @@ fn refuse_unless_free(
 /// A port someone else holds would make /health answer for them: refused before starting,
 /// naming who holds it (as the LaunchAgent path does).
 fn refuse_held_port(stack: &Stack, port: u16) -> Result<(), Failed> {
+    // The cheap question first: a port that can be bound has no holder to name.
+    if crate::sys::net::port_bindable(port) {
+        return Ok(());
+    }
     let Ok(holders) = crate::sys::net::listeners_on(port) else {
         return Ok(());
     };

@@ -480,12 +480,11 @@ fn read_profiles(identifier: &str) -> (Option<bool>, Option<String>) {
             Some("only root can list the device's profiles (run: sudo oyster inventory)".into()),
         );
     }
-    match crate::sys::process::run(
-        Path::new("/usr/bin/profiles"),
-        &["show", "-type", "configuration"],
-        crate::sys::process::ChildEnv::Inherit,
-        Duration::from_secs(20),
-    ) {
+    match crate::sys::process::Program::new(Path::new("/usr/bin/profiles"))
+        .args(["show", "-type", "configuration"])
+        .timeout(Duration::from_secs(20))
+        .run()
+    {
         Ok(f) if f.code == 0 => (Some(names_profile(&f.stdout, identifier)), None),
         Ok(f) => (
             None,
@@ -567,12 +566,11 @@ pub fn accounts_with_stacks() -> (Vec<Account>, Vec<Problem>) {
 fn candidate_uids() -> (Vec<u32>, Vec<Problem>) {
     let mut uids: Vec<u32> = console_owner().filter(|&u| u != 0).into_iter().collect();
     let mut problems = vec![];
-    match crate::sys::process::run(
-        Path::new("/usr/bin/dscl"),
-        &[".", "-list", "/Users", "UniqueID"],
-        crate::sys::process::ChildEnv::Inherit,
-        Duration::from_secs(20),
-    ) {
+    match crate::sys::process::Program::new(Path::new("/usr/bin/dscl"))
+        .args([".", "-list", "/Users", "UniqueID"])
+        .timeout(Duration::from_secs(20))
+        .run()
+    {
         Ok(f) if f.code == 0 => uids.extend(parse_accounts(&f.stdout, 500)),
         Ok(f) => problems.push(accounts_unlisted(format!(
             "dscl exited with {}: {}",

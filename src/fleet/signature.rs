@@ -26,15 +26,12 @@ pub fn of(exe: &Path) -> Signature {
 
 #[cfg(target_os = "macos")]
 fn read(exe: &Path) -> Signature {
-    let Some(exe_str) = exe.to_str() else {
-        return none("its path is not UTF-8, so codesign was not asked");
-    };
-    match crate::sys::process::run(
-        Path::new("/usr/bin/codesign"),
-        &["-dvv", exe_str],
-        crate::sys::process::ChildEnv::Inherit,
-        std::time::Duration::from_secs(10),
-    ) {
+    match crate::sys::process::Program::new(Path::new("/usr/bin/codesign"))
+        .arg("-dvv")
+        .arg(exe)
+        .timeout(std::time::Duration::from_secs(10))
+        .run()
+    {
         Ok(f) if f.code == 0 => parse(&f.stderr),
         Ok(f) if f.stderr.contains("not signed at all") => none("the binary is not signed"),
         Ok(f) => none(&format!(

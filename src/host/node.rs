@@ -367,13 +367,12 @@ fn version_of(
     if let Some(version) = id.as_deref().and_then(|id| cached_version(&cached, id)) {
         return Ok(version);
     }
-    let out = process::run(
-        path,
-        &["--version"],
-        ChildEnv::Exactly(&[]),
-        Duration::from_secs(15),
-    )
-    .map_err(|e| e.to_string())?;
+    let out = process::Program::new(path)
+        .arg("--version")
+        .env(ChildEnv::Exactly(&[]))
+        .timeout(Duration::from_secs(15))
+        .run()
+        .map_err(|e| e.to_string())?;
     if out.code != 0 {
         return Err(format!(
             "`--version` exited with {}: {}",

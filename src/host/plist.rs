@@ -243,14 +243,16 @@ pub fn secret_values_on_disk(path: &Path) -> Vec<String> {
         return vec![];
     };
     read_env(&bytes)
-        .map(|env| {
-            env.vars
-                .into_iter()
-                .filter(|(k, _)| crate::output::redact::is_secret_key(k))
-                .map(|(_, v)| v)
-                .collect()
-        })
+        .map(|env| secrets_of(&env.vars))
         .unwrap_or_default()
+}
+
+/// The values of the secret-named variables of a plist's environment.
+fn secrets_of(vars: &std::collections::BTreeMap<String, String>) -> Vec<String> {
+    vars.iter()
+        .filter(|(k, _)| crate::output::redact::is_secret_key(k))
+        .map(|(_, v)| v.clone())
+        .collect()
 }
 
 /// Reads the installed plist, if there is one; one that does not parse is said, not fatal.
@@ -262,13 +264,20 @@ pub fn read_installed(path: &Path, out: &dyn crate::output::Reporter) -> Option<
             return None;
         }
     };
-    let agent = LaunchAgent::parse(&bytes).unwrap_or_else(|e| {
-        out.note(&format!(
-            "the installed {} does not parse ({e}); ignoring its pins",
-            path.display()
-        ));
-        LaunchAgent::default()
-    });
+    let agent = match LaunchAgent::parse(&bytes) {
+        Ok(agent) => {
+            // The printer need not open and parse the plist again for its secrets.
+            crate::output::learned(path, secrets_of(&agent.environment_variables));
+            agent
+        }
+        Err(e) => {
+            out.note(&format!(
+                "the installed {} does not parse ({e}); ignoring its pins",
+                path.display()
+            ));
+            LaunchAgent::default()
+        }
+    };
     Some(Installed {
         bytes,
         env: LaunchEnv {

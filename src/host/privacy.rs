@@ -18,17 +18,32 @@ const HOME_FOLDERS: [(&str, &str); 4] = [
 /// Which protected place `path` lies in (`Some("the Documents folder")`, `Some("the removable
 /// volume /Volumes/USB")`), or `None`. Both the path as given and where its links lead count
 /// (a `~/code` that links into `~/Documents` is as protected).
-pub fn protected_place(home: &Path, path: &Path) -> Option<String> {
+#[cfg(test)]
+fn protected_place(home: &Path, path: &Path) -> Option<String> {
+    place_in(&Homes::of(home), path)
+}
+
+/// HOME as given and where its links lead, with the protected folders under each: worked out
+/// once for every path asked about.
+struct Homes(Vec<(PathBuf, &'static str)>);
+
+impl Homes {
+    fn of(home: &Path) -> Homes {
+        let real_home = std::fs::canonicalize(home).ok();
+        Homes(
+            std::iter::once(home)
+                .chain(real_home.as_deref())
+                .flat_map(|h| HOME_FOLDERS.map(|(folder, name)| (h.join(folder), name)))
+                .collect(),
+        )
+    }
+}
+
+fn place_in(homes: &Homes, path: &Path) -> Option<String> {
     let real = std::fs::canonicalize(path).ok();
-    let real_home = std::fs::canonicalize(home).ok();
-    let homes: Vec<&Path> = std::iter::once(home).chain(real_home.as_deref()).collect();
     for p in std::iter::once(path).chain(real.as_deref()) {
-        for h in &homes {
-            for (folder, name) in HOME_FOLDERS {
-                if p.starts_with(h.join(folder)) {
-                    return Some(name.to_owned());
-                }
-            }
+        if let Some((_, name)) = homes.0.iter().find(|(folder, _)| p.starts_with(folder)) {
+            return Some((*name).to_owned());
         }
         if let Some(volume) = removable_volume(p) {
             return Some(format!("the removable volume {}", volume.display()));
@@ -59,10 +74,11 @@ fn removable_volume(path: &Path) -> Option<PathBuf> {
 /// Node (oyster execs it as the same pid), so the program privacy protection asks about, and
 /// the one a grant must name, is the resolved Node binary, not oyster.
 pub fn warnings(home: &Path, paths: &[(&str, &Path)], node: &Path) -> Vec<String> {
+    let homes = Homes::of(home);
     paths
         .iter()
         .filter_map(|(what, path)| {
-            let place = protected_place(home, path)?;
+            let place = place_in(&homes, path)?;
             Some(format!(
                 "{what} {} lies in {place}, which macOS privacy protection keeps programs launchd \
                  runs from reading (the Host would fail with \"Operation not permitted\"); move it \

@@ -450,14 +450,13 @@ fn dashboard_credentials(
             .into_owned(),
     );
     let vars: Vec<(String, String)> = vars.into_iter().collect();
-    let script_s = script.to_string_lossy();
-    let outcome = process::run_in(
-        node,
-        &[&script_s, "ensure"],
-        ChildEnv::Exactly(&vars),
-        Some(root),
-        DASHBOARD_CREDENTIALS_TIMEOUT,
-    );
+    let outcome = process::Program::new(node)
+        .arg(&script)
+        .arg("ensure")
+        .env(ChildEnv::Exactly(&vars))
+        .cwd(root)
+        .timeout(DASHBOARD_CREDENTIALS_TIMEOUT)
+        .run();
     // It may have written credentials: learn them before any of its output is logged.
     ctx.out
         .add_secrets(config::secret_values_on_disk(&stack.config_path()));

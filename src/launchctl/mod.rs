@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::sys::process::{self, ChildEnv, Finished, ProcessError};
+use crate::sys::process::{Finished, ProcessError, Program};
 
 /// The system launchctl.
 pub const SYSTEM_LAUNCHCTL: &str = "/bin/launchctl";
@@ -233,14 +233,19 @@ impl Launchctl {
     }
 
     /// Runs one launchctl call; a non-zero exit is returned as data, not an error.
-    pub fn call(&self, args: &[&str]) -> Result<Finished, ProcessError> {
-        process::run(&self.path, args, ChildEnv::Inherit, self.timeout)
+    /// Arguments are `OsStr`: a plist path is handed on byte for byte.
+    pub fn call<S: AsRef<OsStr> + ?Sized>(&self, args: &[&S]) -> Result<Finished, ProcessError> {
+        Program::new(&self.path)
+            .args(args.iter().copied())
+            .timeout(self.timeout)
+            .run()
     }
 
     /// Runs one call and types its answer. A verb that changes launchd's state makes every
     /// remembered `print` stale.
-    fn reply(&self, args: &[&str]) -> Result<Reply, ProcessError> {
-        if !matches!(args.first(), Some(&("print" | "print-disabled"))) {
+    fn reply<S: AsRef<OsStr> + ?Sized>(&self, args: &[&S]) -> Result<Reply, ProcessError> {
+        let verb = args.first().map(|a| a.as_ref());
+        if verb != Some(OsStr::new("print")) && verb != Some(OsStr::new("print-disabled")) {
             self.forget_prints();
         }
         let finished = self.call(args)?;
@@ -304,7 +309,8 @@ impl Launchctl {
     /// `bootstrap <domain> <plist>`: the answer, typed (5/37 loaded or draining, 119
     /// disabled, 122 ownership, 125/134 session refused).
     pub fn bootstrap(&self, domain: Domain, plist: &Path) -> Result<Reply, ProcessError> {
-        self.reply(&["bootstrap", &domain.to_string(), &plist.to_string_lossy()])
+        let domain = domain.to_string();
+        self.reply::<OsStr>(&["bootstrap".as_ref(), domain.as_ref(), plist.as_os_str()])
     }
 
     /// `bootout <domain>/<label>`: returns before the process is gone; 3 not loaded, 36 still
@@ -539,5 +545,35 @@ impl Launchctl {
             Ok(text) => Ok(parse_disabled(&text, label)),
             Err(code) => anyhow::bail!("`launchctl print-disabled {domain}` exited {code}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+
+    /// A plist path that is not UTF-8 (a byte a Mac's HFS name can carry through a
+    /// `LaunchAgents` symlink) reaches launchctl byte for byte, never through
+    /// `to_string_lossy` (which would name a file that does not exist).
+    #[test]
+    fn bootstrap_hands_launchctl_the_plist_path_byte_for_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let plist = dir
+            .path()
+            .join(OsStr::from_bytes(b"com.oysterun.host.caf\xe9.plist"));
+        std::fs::write(&plist, "").unwrap();
+        // A stand-in launchctl that succeeds only when its third argument names a file.
+        let fake = dir.path().join("launchctl");
+        std::fs::write(
+            &fake,
+            "#!/bin/sh\n[ \"$1\" = bootstrap ] && [ -f \"$3\" ]\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let lc = Launchctl::locate(Some(fake.as_os_str()), None).unwrap();
+        let r = lc.bootstrap(Domain::Gui(501), &plist).unwrap();
+        assert_eq!(r.finished.code, 0, "{:?}", r.finished);
     }
 }

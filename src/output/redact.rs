@@ -168,50 +168,43 @@ pub fn redact_text(text: &str, home: Option<&Path>, secrets: &[String]) -> Strin
 /// what follows (`Authorization: Bearer …`, `GITHUB_TOKEN=…`, `"device_token": "…"`), the value
 /// after it. Each needs a distinctive prefix and a sensible length, so ordinary words (`task-list`,
 /// `sk-learn`, `Bearer tokens`) are left alone.
-fn shape_res() -> &'static [(&'static [&'static str], regex_lite::Regex)] {
+///
+/// Each comes with the literal text it cannot match without (regex-lite has
+/// no prefilter of its own): a line without it is not searched, and a pattern is compiled only
+/// the first time a line holds its literal (compiling all six cost a read-only command about a
+/// tenth of its instructions, for documents that hold none).
+const SHAPES: [(&[&str], &str); 6] = [
+    // Anthropic (`sk-ant-api03-…`) and OpenAI project, service-account and admin keys.
+    (
+        &["sk-"],
+        r"\bsk-(?:ant|proj|svcacct|admin)-[A-Za-z0-9_-]{8,}",
+    ),
+    // OpenAI's older keys: `sk-` and 20 or more letters and digits (theirs have 48); no
+    // `-` or `_`, so a slug such as a stack named `sk-production-website` stays.
+    (&["sk-"], r"\bsk-[A-Za-z0-9]{20,}"),
+    // GitHub: classic (`ghp_`, and the OAuth/app/refresh kinds) and fine-grained tokens.
+    (
+        &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
+        r"\bgh[pousr]_[A-Za-z0-9]{20,}",
+    ),
+    (&["github_pat_"], r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
+    // Slack bot, user, app and config tokens.
+    (&["xox"], r"\bxox[abprse]-[A-Za-z0-9-]{10,}"),
+    // A JWT: two base64url JSON objects (both begin `{"`, so `eyJ`) and a signature.
+    (
+        &[".eyJ"],
+        r"\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*",
+    ),
+];
+
+/// The compiled pattern of `SHAPES[i]`, compiled on first use.
+fn shape_re(i: usize) -> &'static regex_lite::Regex {
     use std::sync::OnceLock;
-    type Shapes = Vec<(&'static [&'static str], regex_lite::Regex)>;
-    static SHAPES: OnceLock<Shapes> = OnceLock::new();
-    // Each with the literal text it cannot match without (regex-lite has no prefilter of its
-    // own): a line without it is not searched.
-    let shapes: [(&'static [&'static str], &str); 6] = [
-        // Anthropic (`sk-ant-api03-…`) and OpenAI project, service-account and admin keys.
-        (
-            &["sk-"],
-            r"\bsk-(?:ant|proj|svcacct|admin)-[A-Za-z0-9_-]{8,}",
-        ),
-        // OpenAI's older keys: `sk-` and 20 or more letters and digits (theirs have 48); no
-        // `-` or `_`, so a slug such as a stack named `sk-production-website` stays.
-        (&["sk-"], r"\bsk-[A-Za-z0-9]{20,}"),
-        // GitHub: classic (`ghp_`, and the OAuth/app/refresh kinds) and fine-grained tokens.
-        (
-            &["ghp_", "gho_", "ghu_", "ghs_", "ghr_"],
-            r"\bgh[pousr]_[A-Za-z0-9]{20,}",
-        ),
-        (&["github_pat_"], r"\bgithub_pat_[A-Za-z0-9_]{20,}"),
-        // Slack bot, user, app and config tokens.
-        (&["xox"], r"\bxox[abprse]-[A-Za-z0-9-]{10,}"),
-        // A JWT: two base64url JSON objects (both begin `{"`, so `eyJ`) and a signature.
-        (
-            &[".eyJ"],
-            r"\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*",
-        ),
-    ];
-    SHAPES.get_or_init(|| {
-        shapes
-            .iter()
-            .map(|(needles, p)| {
-                (
-                    *needles,
-                    regex_lite::Regex::new(p).expect("a fixed pattern"),
-                )
-            })
-            .collect()
-    })
+    static COMPILED: [OnceLock<regex_lite::Regex>; SHAPES.len()] =
+        [const { OnceLock::new() }; SHAPES.len()];
+    COMPILED[i].get_or_init(|| regex_lite::Regex::new(SHAPES[i].1).expect("a fixed pattern"))
 }
 
-/// `Authorization: <scheme> <credential>` (any scheme, also `Proxy-Authorization`, also as
-/// `authorization=` or a quoted JSON key): the credential goes, the scheme stays.
 fn authorization_re() -> &'static regex_lite::Regex {
     use std::sync::OnceLock;
     static AUTH: OnceLock<regex_lite::Regex> = OnceLock::new();
@@ -362,15 +355,15 @@ fn is_secret_assignment(name: &str) -> bool {
     is_secret_key(name) && !ORDINARY.contains(&name.to_ascii_lowercase().as_str())
 }
 
-/// Redacts the credential shapes of [`shape_res`], `Authorization` headers, `Bearer` tokens and
+/// Redacts the credential shapes of [`SHAPES`], `Authorization` headers, `Bearer` tokens and
 /// secret-named assignments in free text.
 pub fn redact_shapes(text: &str) -> String {
     // Cheap refusals first: most log lines hold none of the markers.
     let lower = text.to_ascii_lowercase();
     let mut s = text.to_owned();
-    for (needles, re) in shape_res() {
+    for (i, (needles, _)) in SHAPES.iter().enumerate() {
         if needles.iter().any(|n| s.contains(n)) {
-            s = re.replace_all(&s, REDACTED).into_owned();
+            s = shape_re(i).replace_all(&s, REDACTED).into_owned();
         }
     }
     if lower.contains("authorization") {

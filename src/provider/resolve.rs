@@ -242,7 +242,9 @@ pub fn search_binaries<'a>(
         .chain(fallback_hits)
         .filter_map(move |(dir, source)| {
             let candidate = normalize(&dir.join(binary));
-            if seen.contains(&candidate) {
+            // Normalized paths are equal exactly when their bytes are: compared as bytes, not
+            // component by component (which parses both paths again for every pair).
+            if seen.iter().any(|s| s.as_os_str() == candidate.as_os_str()) {
                 return None;
             }
             seen.push(candidate.clone());

@@ -34,6 +34,27 @@ pub fn listeners_on(port: u16) -> Result<Vec<Holder>, String> {
     Ok(set.into_iter().collect())
 }
 
+/// Whether nobody listens on `port`, asked the cheap way (two binds, no process table): the
+/// Host's own bind (the dual-stack wildcard `::`, IPv4's `0.0.0.0` where IPv6 is missing) and
+/// the loopback address `/health` is asked on (`127.0.0.1`). Both succeed only when no socket
+/// listens there: std sets `SO_REUSEADDR`, so a closing connection (`TIME_WAIT`) does not
+/// count, and binding the exact address also catches a listener on `127.0.0.1` alone, which
+/// BSD lets a wildcard bind coexist with. `false` means "held by someone": who is a question for
+/// [`listeners_on`].
+pub fn port_bindable(port: u16) -> bool {
+    use std::net::TcpListener;
+    let wildcard = match TcpListener::bind(("::", port)) {
+        Ok(l) => Some(l),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => return false,
+        Err(_) => match TcpListener::bind(("0.0.0.0", port)) {
+            Ok(l) => Some(l),
+            Err(_) => return false,
+        },
+    };
+    drop(wildcard);
+    TcpListener::bind(("127.0.0.1", port)).is_ok()
+}
+
 /// Whether `pid` is `ancestor` or one of its descendants.
 pub fn descends_from(pid: u32, ancestor: u32) -> bool {
     let mut sys = sysinfo::System::new();

@@ -3,6 +3,7 @@
 //! Always an absolute path, never a shell; stdin is null, stdout and stderr are captured, the
 //! child gets its own process group, and a timeout kills the whole group.
 
+use std::ffi::OsStr;
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
@@ -50,25 +51,95 @@ pub enum ChildEnv<'a> {
     Exactly(&'a [(String, String)]),
 }
 
-/// Runs `program args…` and waits at most `timeout`.
+/// A program as the door runs it: built from its absolute path, its arguments (as `OsStr`, so a
+/// path is handed on byte for byte, never through `to_string_lossy`), its environment, working
+/// directory and deadline, then [`Program::run`] (captured) or [`Program::stream`] (each line
+/// handed on as it arrives). Either way: no shell, stdin null, its own process group killed
+/// whole at the deadline or when oyster is interrupted, each stream's capture capped at
+/// [`OUTPUT_CAP`].
+#[must_use = "a Program does nothing until it is run"]
+pub struct Program<'a> {
+    program: &'a Path,
+    args: Vec<&'a OsStr>,
+    env: ChildEnv<'a>,
+    cwd: Option<&'a Path>,
+    timeout: Duration,
+}
+
+/// The deadline of a [`Program`] that was not given one (launchctl's own default).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl<'a> Program<'a> {
+    /// `program` (an absolute path), no arguments, this process's environment, its working
+    /// directory, [`DEFAULT_TIMEOUT`].
+    pub fn new(program: &'a Path) -> Self {
+        Program {
+            program,
+            args: Vec::new(),
+            env: ChildEnv::Inherit,
+            cwd: None,
+            timeout: DEFAULT_TIMEOUT,
+        }
+    }
+
+    /// One more argument.
+    pub fn arg<S: AsRef<OsStr> + ?Sized>(mut self, arg: &'a S) -> Self {
+        self.args.push(arg.as_ref());
+        self
+    }
+
+    /// More arguments, in order.
+    pub fn args<S: AsRef<OsStr> + ?Sized + 'a>(
+        mut self,
+        args: impl IntoIterator<Item = &'a S>,
+    ) -> Self {
+        self.args.extend(args.into_iter().map(AsRef::as_ref));
+        self
+    }
+
+    /// The child's environment.
+    pub fn env(mut self, env: ChildEnv<'a>) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// The child's working directory.
+    pub fn cwd(mut self, dir: &'a Path) -> Self {
+        self.cwd = Some(dir);
+        self
+    }
+
+    /// How long it may run before its whole group is killed.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Runs it to its end (or its deadline), capturing both streams.
+    pub fn run(self) -> Result<Finished, ProcessError> {
+        self.stream(&mut |_, _| {})
+    }
+
+    /// Runs it, handing every line it prints to `on_line` as it arrives (npm's progress during
+    /// setup, instead of minutes of silence); the capture is kept as [`Program::run`] keeps it
+    /// (the callback still sees every line).
+    pub fn stream(self, on_line: &mut dyn FnMut(Stream, &str)) -> Result<Finished, ProcessError> {
+        run_full(&self, on_line)
+    }
+}
+
+/// Runs `program args…` and waits at most `timeout` ([`Program`] with these settings).
 pub fn run(
     program: &Path,
     args: &[&str],
     env: ChildEnv<'_>,
     timeout: Duration,
 ) -> Result<Finished, ProcessError> {
-    run_in(program, args, env, None, timeout)
-}
-
-/// [`run`] in the working directory `cwd` (this process's when `None`).
-pub fn run_in(
-    program: &Path,
-    args: &[&str],
-    env: ChildEnv<'_>,
-    cwd: Option<&Path>,
-    timeout: Duration,
-) -> Result<Finished, ProcessError> {
-    run_full(program, args, env, cwd, timeout, &mut |_, _| {})
+    Program::new(program)
+        .args(args.iter().copied())
+        .env(env)
+        .timeout(timeout)
+        .run()
 }
 
 /// Which stream a line came from.
@@ -78,10 +149,7 @@ pub enum Stream {
     Stderr,
 }
 
-/// Like [`run`], but hands every line the program prints to `on_line` as it arrives (npm's
-/// progress during setup, instead of minutes of silence). The same guarantees: no shell, stdin
-/// null, its own process group killed whole at the deadline, each stream's capture capped at
-/// [`OUTPUT_CAP`] (the callback still sees every line).
+/// [`Program::stream`] with these settings.
 pub fn run_streaming(
     program: &Path,
     args: &[&str],
@@ -90,35 +158,36 @@ pub fn run_streaming(
     timeout: Duration,
     on_line: &mut dyn FnMut(Stream, &str),
 ) -> Result<Finished, ProcessError> {
-    run_full(program, args, env, cwd, timeout, on_line)
+    let mut p = Program::new(program)
+        .args(args.iter().copied())
+        .env(env)
+        .timeout(timeout);
+    p.cwd = cwd;
+    p.stream(on_line)
 }
 
-/// The one implementation behind [`run`], [`run_in`] and [`run_streaming`]: no shell, stdin
+/// The one implementation behind [`Program::run`] and [`Program::stream`]: no shell, stdin
 /// null, its own process group, killed whole at the deadline or when oyster is interrupted
 /// (SIGINT/SIGTERM/SIGHUP caught by a [`super::signal::InterruptGuard`]), output capped.
 fn run_full(
-    program: &Path,
-    args: &[&str],
-    env: ChildEnv<'_>,
-    cwd: Option<&Path>,
-    timeout: Duration,
+    p: &Program<'_>,
     on_line: &mut dyn FnMut(Stream, &str),
 ) -> Result<Finished, ProcessError> {
     debug_assert!(
-        program.is_absolute(),
+        p.program.is_absolute(),
         "the process door takes absolute paths"
     );
-    let argv: Vec<String> = std::iter::once(program.display().to_string())
-        .chain(args.iter().map(|a| a.to_string()))
+    // Shown in messages only: the child gets the bytes themselves.
+    let argv: Vec<String> = std::iter::once(p.program.as_os_str())
+        .chain(p.args.iter().copied())
+        .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let shown = argv.join(" ");
-    let mut child =
-        command(program, args, env, cwd)
-            .spawn()
-            .map_err(|source| ProcessError::Spawn {
-                argv: shown.clone(),
-                source,
-            })?;
+    let timeout = p.timeout;
+    let mut child = command(p).spawn().map_err(|source| ProcessError::Spawn {
+        argv: shown.clone(),
+        source,
+    })?;
     let (rx, readers) = spawn_readers(&mut child);
     let mut kept = Capture::default();
     let status = wait_status(&mut child, &rx, timeout, &shown, &mut |which, bytes| {
@@ -237,17 +306,17 @@ fn wait_status(
 
 /// The command the door runs: no shell, stdin null, both streams piped, its own process group
 /// (so a timeout or a cancel reaches its children too), and the environment asked for.
-fn command(program: &Path, args: &[&str], env: ChildEnv<'_>, cwd: Option<&Path>) -> Command {
-    let mut cmd = Command::new(program);
-    cmd.args(args)
+fn command(p: &Program<'_>) -> Command {
+    let mut cmd = Command::new(p.program);
+    cmd.args(&p.args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    if let Some(dir) = cwd {
+    if let Some(dir) = p.cwd {
         cmd.current_dir(dir);
     }
-    if let ChildEnv::Exactly(vars) = env {
+    if let ChildEnv::Exactly(vars) = p.env {
         cmd.env_clear();
         cmd.envs(vars.iter().map(|(k, v)| (k, v)));
     }
@@ -376,6 +445,47 @@ pub fn identity(pid: u32) -> Option<(u64, Vec<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_program_gets_its_arguments_byte_for_byte_its_directory_and_only_its_environment() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let name = OsStr::from_bytes(b"caf\xe9");
+        std::fs::write(dir.path().join(name), "").unwrap();
+        let vars = [("ONLY".to_owned(), "this".to_owned())];
+        let f = Program::new(Path::new("/bin/sh"))
+            .args([
+                "-c",
+                "[ -f \"$1\" ] && pwd && echo \"$ONLY ${HOME:-none}\"",
+                "sh",
+            ])
+            .arg(name)
+            .env(ChildEnv::Exactly(&vars))
+            .cwd(dir.path())
+            .timeout(Duration::from_secs(5))
+            .run()
+            .unwrap();
+        assert_eq!(f.code, 0, "{f:?}");
+        let cwd = dir.path().canonicalize().unwrap();
+        assert_eq!(f.stdout, format!("{}\nthis none\n", cwd.display()));
+        assert_eq!(
+            f.argv.last().map(String::as_str),
+            Some("caf\u{fffd}"),
+            "shown lossily, handed on exactly"
+        );
+    }
+
+    #[test]
+    fn a_built_program_keeps_the_deadline_for_its_whole_group() {
+        let t0 = Instant::now();
+        let e = Program::new(Path::new("/bin/sh"))
+            .args(["-c", "sleep 30 & sleep 30"])
+            .timeout(Duration::from_millis(200))
+            .stream(&mut |_, _| {})
+            .unwrap_err();
+        assert!(matches!(e, ProcessError::Timeout { .. }), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(5));
+    }
 
     #[test]
     fn captures_both_streams_and_the_code() {

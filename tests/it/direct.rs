@@ -120,6 +120,23 @@ fn start_status_stop_with_the_live_environment_read_back() {
             .contains("`oyster host stop it` stops it"),
         "{st}"
     );
+    // One direct-Host status (`direct::status`), rendered by both verbs: the same facts.
+    let host = t
+        .run(["host", "status", "--stack", "it", "--json"])
+        .ok()
+        .json();
+    for key in [
+        "pid",
+        "port",
+        "running",
+        "health",
+        "verified",
+        "env_proof",
+        "env_mismatch",
+        "managed_by",
+    ] {
+        assert_eq!(st[key], host[key], "{key}: {st} against {host}");
+    }
 
     let r = t.run(["host", "stop", "--stack", "it"]).ok();
     assert!(r.stdout().contains(&format!("pid {pid}")), "{}", r.stdout());

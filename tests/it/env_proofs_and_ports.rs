@@ -245,3 +245,31 @@ fn a_direct_host_is_proven_by_the_exec_record_when_the_kernel_hides_it() {
     );
     t.run(["host", "stop", "--stack", "dx"]).ok();
 }
+
+#[test]
+fn only_a_verb_that_loads_the_host_asks_who_holds_its_port() {
+    // Writing the plist starts nothing that could fail to listen: `install --no-start` and
+    // `regenerate --no-restart` neither walk the process table nor refuse; the verb that loads
+    // the Host asks, and refuses naming the holder.
+    let s = Stack::new("writeonly");
+    let mut other = impostor(&s.t, s.port);
+    let mut write = s.args("install");
+    write.push("--no-start".into());
+    s.t.run(&write).ok();
+    assert!(s.plist().exists());
+    let mut again = s.args("regenerate");
+    again.push("--no-restart".into());
+    let out = s.t.run(&again).ok().stdout();
+    assert!(out.contains("unchanged"), "{out}");
+    let e = s.t.run(s.args("install")).fails_with(1).stderr();
+    assert!(
+        e.contains(&format!(
+            "port {} is already held by pid {}",
+            s.port,
+            other.id()
+        )),
+        "{e}"
+    );
+    other.kill().unwrap();
+    other.wait().unwrap();
+}

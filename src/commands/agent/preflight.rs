@@ -52,7 +52,12 @@ pub fn run<T>(
     // Before the lock or the config sync: a LaunchAgents directory this user cannot write
     // (one stat, so before the port's probe too).
     ctx.stack.refuse_unwritable_agents_dir()?;
-    refuse_held_port(ctx, host)?;
+    // Only a verb that may load or start a Host asks who holds its port: one that writes the
+    // plist only (`install --no-start`, `regenerate --no-restart`) starts nothing that could
+    // fail to listen, and the verb that later loads it asks then.
+    if launchd != Launchd::NotNeeded {
+        refuse_held_port(ctx, host)?;
+    }
     let lock = ctx.lock_stack(verb)?;
     ctx.stack.refuse_special_log()?;
     let agent = match launchd {
@@ -120,7 +125,8 @@ fn current_host_pids(ctx: &Context) -> Vec<u32> {
 
 /// Refuses, before anything is written or created, a port held by a process that is not this
 /// stack's current Host, naming it (and its stack, when it is another oyster stack). The
-/// lifecycle checks again under the lock, just before it loads.
+/// lifecycle checks again under the lock, just before it loads. A port that can be bound is
+/// answered by two binds; only a held one makes it read the socket table and launchd.
 pub fn refuse_held_port(ctx: &Context, host: &HostInputs) -> anyhow::Result<()> {
     let Some(port) = intended_port(ctx, host) else {
         return Ok(());

@@ -459,12 +459,12 @@ fn probe_version(ctx: &Context, plan: &Plan, p: &Provider, path: &Path) -> (Leve
         Ok(env) => env,
         Err(e) => return (Level::Fail, format!("{e:#}")),
     };
-    match process::run(
-        path,
-        &["--version"],
-        ChildEnv::Exactly(&env),
-        Duration::from_secs(5),
-    ) {
+    match process::Program::new(path)
+        .arg("--version")
+        .env(ChildEnv::Exactly(&env))
+        .timeout(Duration::from_secs(5))
+        .run()
+    {
         Err(e) => (Level::Fail, e.to_string()),
         Ok(out) => {
             let first: String = out

@@ -1,0 +1,124 @@
+//! The one status of a directly started Host (`oyster host start`), owned here and rendered by
+//! `host status` and by `status` alike: what the pid file says ([`PidFile`], in words by
+//! [`not_running_why`]) and, for a live Host of this stack, its probe ([`DirectHost`]) against
+//! what the generator produces now for the same root and node (the proofs `host start` used).
+
+use serde::Serialize;
+
+use super::{Owner, PidRecord};
+use crate::context::Context;
+use crate::host::identity::ExecRecord;
+use crate::host::plan::{self, Writes};
+use crate::probe::{self, Target};
+use crate::verify::{EnvProof, LiveProcess};
+
+/// What the pid file says (`host status --json` `pid_file`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PidFile {
+    Missing,
+    /// It names a live Host of this stack.
+    Current,
+    /// Its pid is gone.
+    Stale,
+    /// Its pid belongs to another process now (never signalled).
+    Foreign,
+    /// It names a live Host of another stack (copied identity files; never signalled).
+    OtherStack,
+}
+
+impl PidFile {
+    pub fn of(owner: &Owner) -> PidFile {
+        match owner {
+            Owner::None => PidFile::Missing,
+            Owner::Stale(_) => PidFile::Stale,
+            Owner::Foreign(..) => PidFile::Foreign,
+            Owner::OtherStack(..) => PidFile::OtherStack,
+            Owner::Ours(..) => PidFile::Current,
+        }
+    }
+}
+
+/// Why no directly started Host of this stack runs, in words; `None` for a live one of ours.
+pub fn not_running_why(owner: &Owner) -> Option<String> {
+    Some(match owner {
+        Owner::None => "no pid file".to_owned(),
+        Owner::Stale(rec) => format!("stale pid file: pid {} is gone", rec.pid),
+        Owner::Foreign(rec, now) if now.runs(&rec.server) => format!(
+            "pid {} runs the Host's server.mjs ({}) but is not provably the process its exec record describes (missing, unreadable or another start time)",
+            rec.pid,
+            now.command()
+        ),
+        Owner::Foreign(rec, now) => format!(
+            "stale pid file: pid {} now belongs to another process ({})",
+            rec.pid,
+            now.command()
+        ),
+        Owner::OtherStack(why) => why.clone(),
+        Owner::Ours(..) => return None,
+    })
+}
+
+/// A live Host of this stack that the pid file names, probed.
+#[derive(Debug, Clone)]
+pub struct DirectHost {
+    pub pid: u32,
+    pub port: u16,
+    pub health: Option<u16>,
+    pub verified: bool,
+    /// How the environment was proven, or `None`.
+    pub env_proof: Option<EnvProof>,
+    /// Generated variables the live process does not have as generated.
+    pub env_mismatch: Vec<String>,
+    /// Why the environment could not be proven (or the expected one computed): a note.
+    pub env_note: Option<String>,
+    /// Why it does not verify, in words; `None` when it does.
+    pub problem: Option<String>,
+}
+
+/// Probes the Host `rec` names (alive as `live`) against the environment the generator
+/// produces now for its root and node. Reads only; prints nothing.
+pub fn probe(ctx: &Context, rec: &PidRecord, live: &LiveProcess) -> DirectHost {
+    let mut host = DirectHost {
+        pid: rec.pid,
+        port: rec.port,
+        health: None,
+        verified: false,
+        env_proof: None,
+        env_mismatch: vec![],
+        env_note: None,
+        problem: None,
+    };
+    let args = plan::HostInputs {
+        root: rec.root().map(Into::into),
+        node_bin: Some(rec.node.clone()),
+        port: None,
+    };
+    match plan::plan(ctx, &args, Writes::None) {
+        Ok(plan) => {
+            let record = ExecRecord::read(&ctx.stack.exec_record_path());
+            let p = probe::probe(&Target {
+                pid: rec.pid,
+                port: rec.port,
+                env: &plan.env,
+                exec_record: record.as_ref(),
+                launchd: None,
+                floor: ctx.env.proof_floor,
+                live: Some(live),
+            });
+            host.health = p.health;
+            host.env_proof = p.env_proof();
+            host.env_mismatch.clone_from(&p.env_mismatch);
+            host.verified = p.verified();
+            host.env_note = p.env.as_ref().err().cloned();
+            host.problem = p.problem();
+        }
+        Err(e) => {
+            host.health = crate::verify::health(rec.port, probe::HEALTH_TIMEOUT);
+            let why = format!("could not compute the expected environment: {e:#}");
+            host.env_note = Some(why.clone());
+            host.problem = Some(why);
+        }
+    }
+    host
+}
