@@ -284,10 +284,11 @@ fn the_bad_input_catalogue_names_only_real_tests() {
                     .into_iter()
                     .filter(|p| {
                         let dir = p.parent().and_then(Path::file_name);
-                        // The module's file, or any file of its directory (its tests may
-                        // live in `module/tests.rs`).
-                        p.file_stem().is_some_and(|s| s == module)
-                            || dir.is_some_and(|d| d == module)
+                        // The module's file, its `module_tests.rs`, or any file of its
+                        // directory (its tests may live in `module/tests.rs`).
+                        p.file_stem().is_some_and(|s| {
+                            s == module || *s == *format!("{module}_tests").as_str()
+                        }) || dir.is_some_and(|d| d == module)
                     }),
             )
             .filter_map(|p| std::fs::read_to_string(p).ok())
