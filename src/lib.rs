@@ -33,8 +33,6 @@ mod verify;
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use clap::Parser;
-
 pub use error::ExitStatus;
 
 /// Runs oyster with these arguments and returns its exit code: parse, build the context,
@@ -48,7 +46,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     if args.iter().skip(1).any(|a| a == "--json") {
         out.set_mode(output::Mode::Json);
     }
-    let cli = match cli::Cli::try_parse_from(&args) {
+    let cli = match cli::Cli::parse_args(&args) {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e, &args),
     };

@@ -433,3 +433,46 @@ pub fn providers_examples() -> String {
         ),
     ])
 }
+
+/// The command line as `--help`, `help`, the man pages and the completion scripts show it:
+/// clap's tree with every command's examples and the environment block. Laid out only when
+/// one of those is asked for (the examples are most of what building the tree costs, and
+/// every other run never shows them).
+pub fn with_help(cmd: clap::Command) -> clap::Command {
+    fn annotate(sc: clap::Command, group: Option<&str>) -> clap::Command {
+        let name = sc.get_name().to_owned();
+        let text = match (group, name.as_str()) {
+            (None, "agent") => agent_examples(),
+            (None, "providers") => providers_examples(),
+            _ => examples_for(&name),
+        };
+        let mut sc = if text.is_empty() {
+            sc
+        } else {
+            sc.after_help(text)
+        };
+        if group.is_none() && name == "agent" {
+            let subs: Vec<String> = sc
+                .get_subcommands()
+                .map(|c| c.get_name().to_owned())
+                .collect();
+            for sub in subs {
+                sc = sc.mut_subcommand(sub, |c| annotate(c, Some("agent")));
+            }
+        }
+        sc
+    }
+    let mut cmd = cmd.after_help(examples()).after_long_help(format!(
+        "{}\n\n{}",
+        examples(),
+        environment_help()
+    ));
+    let subs: Vec<String> = cmd
+        .get_subcommands()
+        .map(|c| c.get_name().to_owned())
+        .collect();
+    for name in subs {
+        cmd = cmd.mut_subcommand(name, |c| annotate(c, None));
+    }
+    cmd
+}

@@ -16,9 +16,7 @@ pub use groups::{ConfigCommand, HostCommand, InventoryArgs, MdmCommand, Provider
 pub use resolve::Unresolved;
 pub use usage::reword;
 
-pub use help::{
-    agent_examples, environment_help, examples, examples_for, providers_examples, ENVIRONMENT,
-};
+pub use help::{with_help, ENVIRONMENT};
 pub use meaning::meant_verb;
 pub use values::{bounded_settle, bounded_wait, port_number, whole_number};
 
@@ -29,9 +27,7 @@ pub use values::{bounded_settle, bounded_wait, port_number, whole_number};
     name = "oyster",
     version,
     propagate_version = true,
-    max_term_width = 80,
-    after_help = examples(),
-    after_long_help = format!("{}\n\n{}", examples(), environment_help())
+    max_term_width = 80
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -117,21 +113,17 @@ const RESTORE_HELP: &str = "Before restarting, run the root's host-service/cli/p
 pub enum Command {
     /// Release Setup: plan providers, config, AgentFolder and service; ask; then apply (a
     /// cancel changes nothing, a failure rolls back).
-    #[command(after_help = examples_for("setup"))]
     Setup(SetupArgs),
     /// The launchd job's verbs, also as `oyster agent VERB`: both forms parse into the same
     /// variant.
     #[command(flatten)]
     Job(JobCommand),
     /// Print the Host log (secrets redacted); `-f` follows it, across rotation and truncation.
-    #[command(after_help = examples_for("logs"))]
     Logs(LogsArgs),
     /// Remove stacks that hold nothing but oyster's own bookkeeping (no plist, no Host, no
     /// config, no log): lists them, asks on a terminal, `--yes` without one.
-    #[command(after_help = examples_for("cleanup"))]
     Cleanup(CleanupArgs),
     /// Check node, providers, the plist, launchd, the live Host and the log dir; say the fix.
-    #[command(after_help = examples_for("doctor"))]
     Doctor {
         /// Print JSON.
         #[arg(long)]
@@ -143,20 +135,19 @@ pub enum Command {
         target: Target,
     },
     /// Find and configure the provider commands (claude, codex).
-    #[command(subcommand, after_help = providers_examples())]
+    #[command(subcommand)]
     Providers(ProvidersCommand),
     /// Read and synchronize the stack's config.json.
-    #[command(subcommand, after_help = examples_for("config"))]
+    #[command(subcommand)]
     Config(ConfigCommand),
     /// The LaunchAgent: generate, install, restart and verify the launchd job.
-    #[command(subcommand, after_help = agent_examples())]
+    #[command(subcommand)]
     Agent(AgentCommand),
     /// Direct (pid-file) Host startup, for Linux and macOS without launchd.
-    #[command(subcommand, after_help = examples_for("host"))]
+    #[command(subcommand)]
     Host(HostCommand),
     /// Print oyster's version; `--verbose` adds, per stack, the pinned Node and the Oysterun
     /// root with its version.
-    #[command(after_help = examples_for("version"))]
     Version {
         /// Also the pinned Node and the Oysterun root and version of every stack.
         #[arg(long, short)]
@@ -164,37 +155,32 @@ pub enum Command {
     },
     /// Open the Host's URL in the browser (`open` on macOS, `xdg-open` elsewhere; the URL is
     /// printed when neither exists).
-    #[command(after_help = examples_for("open"))]
     Open {
         #[command(flatten)]
         target: Target,
     },
     /// Show the login QR again, through the Oysterun root's own entry point (as after `start`).
-    #[command(after_help = examples_for("qr"))]
     Qr {
         #[command(flatten)]
         target: Target,
     },
     /// Print a shell completion script (`--stack` completes the stacks on this machine).
-    #[command(after_help = examples_for("completions"))]
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
     /// Print the man page in roff; `--dir DIR` writes every page (oyster.1, oyster-agent.1, …)
     /// into DIR instead.
-    #[command(after_help = examples_for("man"))]
     Man {
         /// Write oyster.1 and one page per subcommand into this directory.
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
     /// For MDM administrators: configuration profiles for the Macs of an organisation.
-    #[command(subcommand, after_help = examples_for("mdm"))]
+    #[command(subcommand)]
     Mdm(MdmCommand),
     /// One JSON document about oyster on this Mac (every user's stacks when run as root), for
     /// MDM inventory; read-only, bounded, exit 0 even when something is broken.
-    #[command(after_help = examples_for("inventory"))]
     Inventory(InventoryArgs),
     /// The stacks on this machine, one per line (what the completion scripts offer).
     #[command(name = "__complete-stacks", hide = true)]
@@ -205,7 +191,7 @@ pub enum Command {
 /// `oyster agent VERB` both parse into these.
 #[derive(Debug, Subcommand, Clone)]
 pub enum JobCommand {
-    #[command(visible_alias = "info", about = STATUS_ABOUT, after_help = examples_for("status"))]
+    #[command(visible_alias = "info", about = STATUS_ABOUT)]
     Status {
         /// Print JSON.
         #[arg(long)]
@@ -217,9 +203,9 @@ pub enum JobCommand {
         #[command(flatten)]
         target: Target,
     },
-    #[command(about = START_ABOUT, after_help = examples_for("start"))]
+    #[command(about = START_ABOUT)]
     Start(StartArgs),
-    #[command(about = STOP_ABOUT, after_help = examples_for("stop"))]
+    #[command(about = STOP_ABOUT)]
     Stop {
         /// Stop it now but keep it registered: launchd starts it again at the next login (as
         /// `brew services stop --keep`).
@@ -231,20 +217,20 @@ pub enum JobCommand {
         #[command(flatten)]
         targets: Targets,
     },
-    #[command(about = RESTART_ABOUT, after_help = examples_for("restart"))]
+    #[command(about = RESTART_ABOUT)]
     Restart(RestartArgs),
-    #[command(visible_alias = "ls", about = LIST_ABOUT, after_help = examples_for("list"))]
+    #[command(visible_alias = "ls", about = LIST_ABOUT)]
     List {
         /// Print JSON.
         #[arg(long)]
         json: bool,
     },
-    #[command(about = KILL_ABOUT, after_help = examples_for("kill"))]
+    #[command(about = KILL_ABOUT)]
     Kill {
         #[command(flatten)]
         target: Target,
     },
-    #[command(about = INSTALL_ABOUT, after_help = examples_for("install"))]
+    #[command(about = INSTALL_ABOUT)]
     Install {
         #[command(flatten)]
         host: HostArgs,
@@ -256,7 +242,7 @@ pub enum JobCommand {
         #[command(flatten)]
         target: Target,
     },
-    #[command(about = UNINSTALL_ABOUT, after_help = examples_for("uninstall"))]
+    #[command(about = UNINSTALL_ABOUT)]
     Uninstall {
         #[command(flatten)]
         targets: Targets,
@@ -457,3 +443,31 @@ impl From<ModeArg> for crate::setup::Mode {
 
 #[cfg(test)]
 mod tests;
+
+impl Cli {
+    /// Parses `args`; the help text (examples, the environment block) is laid out only when
+    /// the command line asks for help (`-h`, `--help`, `help`) or names no subcommand where
+    /// one is needed, whose answer is help.
+    pub fn parse_args(args: &[std::ffi::OsString]) -> Result<Cli, clap::Error> {
+        use clap::{CommandFactory, FromArgMatches};
+        let asks = args
+            .iter()
+            .skip(1)
+            .any(|a| a == "-h" || a == "--help" || a == "help");
+        let parse = |cmd: clap::Command| {
+            cmd.try_get_matches_from(args)
+                .and_then(|m| Cli::from_arg_matches(&m))
+        };
+        if asks {
+            return parse(with_help(Cli::command()));
+        }
+        match parse(Cli::command()) {
+            Err(e)
+                if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+            {
+                parse(with_help(Cli::command()))
+            }
+            other => other,
+        }
+    }
+}
