@@ -289,6 +289,8 @@ fn the_bad_input_catalogue_names_only_real_tests() {
                         p.file_stem().is_some_and(|s| {
                             s == module || *s == *format!("{module}_tests").as_str()
                         }) || dir.is_some_and(|d| d == module)
+                            || p.ancestors()
+                                .any(|a| a.file_name().is_some_and(|n| n == module))
                     }),
             )
             .filter_map(|p| std::fs::read_to_string(p).ok())
