@@ -1,0 +1,90 @@
+//! What status says beside the facts: the Background session's locked keychain, Login
+//! Items, the label's override, a label loaded twice.
+
+use super::*;
+
+/// What a Host in `user/<uid>` means for providers, with the fix (docs/launchd.md, "Domains").
+pub fn keychain_note(ctx: &Context) -> String {
+    let keeping: Vec<&str> = crate::provider::registry::PROVIDERS
+        .iter()
+        .filter(|p| p.login_in_keychain)
+        .map(|p| p.display_name)
+        .collect();
+    format!(
+        "the Host runs in {}, a Background session, where the login keychain is locked: a provider that keeps its login there ({}) can fail to authenticate although the Host looks healthy; `{}` at the console moves it to {}, or log in at the console once",
+        Domain::user(),
+        keeping.join(", "),
+        ctx.hint_cmd("restart"),
+        Domain::gui()
+    )
+}
+
+/// Whether this stack's Host runs in `user/<uid>` now (the login keychain is locked there):
+/// `false` when launchctl cannot be asked.
+pub fn runs_in_background_session(ctx: &Context) -> bool {
+    let Ok(lc) = ctx.launchctl() else {
+        return false;
+    };
+    lc.in_both_domains(&ctx.stack.label).is_ok_and(|both| {
+        let loaded = both.loaded();
+        // Of two copies the running one is the Host (as `status` shows it).
+        loaded
+            .iter()
+            .find(|(_, i)| i.running())
+            .is_some_and(|(d, _)| matches!(d, Domain::User(_)))
+    })
+}
+
+/// The Login Items state of the installed plist, with a note (and its fix) when the user
+/// switched it off; unknown, never "fine", when it cannot be asked.
+pub(super) fn login_item(ctx: &Context, lc: &Launchctl, st: &mut AgentStatus) {
+    let plist = ctx.stack.plist_path();
+    match crate::agent::login_items::status(lc, &plist) {
+        Ok(state) => {
+            if state == LoginItem::RequiresApproval {
+                if let Some(c) = crate::agent::refusal::login_item(lc, &plist) {
+                    st.notes.push(format!("{}: {}", c.what, c.fix));
+                }
+            }
+            st.login_item = Some(state);
+        }
+        Err(why) => {
+            st.login_item = Some(LoginItem::Unknown);
+            st.login_item_why = Some(why);
+        }
+    }
+}
+
+/// launchd's disabled override for `label`: asked only for a job that is not loaded (it only
+/// matters for loading), from the listing when there is one; `None` when unknown.
+pub(super) fn disabled_override(
+    lc: &Launchctl,
+    listings: Option<&Listings>,
+    domain: Domain,
+    label: &str,
+    not_loaded: bool,
+) -> Option<bool> {
+    match (not_loaded, listings) {
+        (false, _) => None,
+        (true, Some(l)) => Some(l.disabled(domain, label).unwrap_or(false)),
+        (true, None) => lc.disabled(&domain, label).ok().map(|d| d.unwrap_or(false)),
+    }
+}
+
+/// What a label loaded in two domains means, and the fix: the `gui/<uid>` copy is the one a
+/// console login keeps loading, so the `user/<uid>` copy goes (a restart does it).
+pub(super) fn loaded_twice_note(
+    ctx: &Context,
+    (first, a): (Domain, &PrintInfo),
+    (second, b): (Domain, &PrintInfo),
+) -> String {
+    let pid = |i: &PrintInfo| i.pid().map_or("not running".into(), |p| format!("pid {p}"));
+    format!(
+        "loaded twice: {} is loaded in {first} ({}) and in {second} ({}), two Hosts for one port; `{}` boots the {second} copy out (or `launchctl bootout {}`)",
+        ctx.stack.label,
+        pid(a),
+        pid(b),
+        ctx.hint_cmd("restart"),
+        second.target(&ctx.stack.label),
+    )
+}
