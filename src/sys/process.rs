@@ -387,9 +387,9 @@ fn read_lines(r: Box<dyn Read + Send>, send: &mut dyn FnMut(Vec<u8>) -> bool) {
     }
 }
 
-/// Starts a long-running program detached from oyster: its own session (no controlling
-/// terminal, so a Ctrl-C in oyster's terminal never reaches it), exactly `env`, stdin null and
-/// both streams appended to `log`. Used for the directly started Host.
+/// Starts a long-running program detached from oyster: its own process group (so a Ctrl-C or
+/// a hang-up of oyster's terminal never reaches it), exactly `env`, stdin null and both
+/// streams appended to `log`. Used for the directly started Host.
 pub fn spawn_detached(
     program: &Path,
     args: &[&std::ffi::OsStr],
@@ -405,16 +405,10 @@ pub fn spawn_detached(
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);
-    #[allow(unsafe_code)]
-    // SAFETY: the closure runs in the forked child before exec and calls only setsid, which
-    // is async-signal-safe; it allocates nothing and touches no lock.
-    unsafe {
-        cmd.pre_exec(|| {
-            nix::unistd::setsid()
-                .map(drop)
-                .map_err(std::io::Error::from)
-        });
-    }
+    // Its own process group, never the terminal's foreground one: the terminal's Ctrl-C and
+    // hang-up go to the foreground group (oyster's), not to the Host. std sets it between
+    // fork and exec, with no unsafe code of ours.
+    cmd.process_group(0);
     cmd.spawn()
 }
 
