@@ -8,6 +8,7 @@
 //!   startup), [`probe`] (the one probe of a live Host) and [`verify`] act on the Host;
 //! - [`host`] (stack paths, root, node, the one launch environment, the plan), [`config`] and
 //!   [`provider`] (registry, resolver, provider state) decide what the Host gets;
+//! - [`undo`] takes side effects back (setup's journal, the lifecycle's rollback);
 //! - [`sys`] (files, locks, processes, users, signals) and [`output`] (printer, redaction,
 //!   audit) talk to the operating system and to people.
 
@@ -28,6 +29,7 @@ mod probe;
 mod provider;
 mod setup;
 mod sys;
+mod undo;
 mod verify;
 
 use std::ffi::OsString;

@@ -9,8 +9,6 @@
 
 use std::time::{Duration, Instant};
 
-use std::cell::{Cell, RefCell};
-
 use crate::context::Context;
 use crate::host::identity::ExecRecord;
 use crate::host::launchenv::LaunchEnv;
@@ -23,6 +21,7 @@ use crate::launchctl::{
 use crate::output::audit::{Action, Audit, Step, StepOutcome};
 use crate::sys::fs::{self as fsutil, Lock};
 use crate::sys::signal::{self, Signal};
+use crate::undo::Journal;
 use crate::verify;
 
 /// How long oyster waits for a booted-out label to disappear.
@@ -82,6 +81,7 @@ mod rollback;
 mod verification;
 
 use change::{Change, Then};
+use rollback::Definition;
 use verification::{generated_keys_match, Baseline};
 
 /// The launchd side of one stack.
@@ -89,11 +89,11 @@ pub struct Agent<'a> {
     pub lc: &'a Launchctl,
     /// The domain chosen when the run began (`gui/<uid>` when it exists).
     pub domain: DomainChoice,
-    active: Cell<Domain>,
+    active: Domain,
     /// Every domain the label was loaded in when the run began, with its `print`.
     copies: Vec<(Domain, PrintInfo)>,
     /// The first `print` of the job in the chosen domain, until [`Agent::before`] takes it.
-    before: RefCell<Option<Option<PrintInfo>>>,
+    before: Option<Option<PrintInfo>>,
     pub stack: &'a Stack,
     pub audit: Audit,
     pub(crate) lock: &'a Lock,
@@ -107,10 +107,7 @@ pub struct Agent<'a> {
     pub out: &'a dyn crate::output::Reporter,
     /// `start` of a stack `stop` left disabled: a rollback writes the previous plist back but
     /// does not load it (loading it would start the Host the user had stopped).
-    pub(crate) keep_stopped: Cell<bool>,
-    /// The fix for a bootstrap launchd refused (its named cause), kept so that the error the
-    /// rollback ends with still carries it as its hint.
-    refusal_hint: RefCell<Option<String>>,
+    pub(super) keep_stopped: bool,
 }
 
 /// A verified Host.
@@ -215,10 +212,10 @@ impl<'a> Agent<'a> {
             .map(|(_, i)| i.clone());
         Ok(Agent {
             lc,
-            active: Cell::new(domain.name),
+            active: domain.name,
             domain,
             copies,
-            before: RefCell::new(Some(before)),
+            before: Some(before),
             audit: Audit::new(stack.audit_path(), &stack.name, &stack.label),
             stack,
             lock,
@@ -226,15 +223,14 @@ impl<'a> Agent<'a> {
             log_start: std::fs::symlink_metadata(stack.log_path()).map_or(0, |m| m.len()),
             hints: ctx.hints(),
             out: ctx.reporter(),
-            keep_stopped: Cell::new(false),
-            refusal_hint: RefCell::new(None),
+            keep_stopped: false,
         })
     }
 
     /// The domain oyster acts in now: the chosen one, or `user/<uid>` after a `gui/<uid>`
     /// bootstrap was refused for the session.
     pub fn active(&self) -> Domain {
-        self.active.get()
+        self.active
     }
 
     pub fn target(&self) -> String {
@@ -253,8 +249,8 @@ impl<'a> Agent<'a> {
 
     /// The job as it was when this run began: the `print` taken by [`Agent::new`] the first
     /// time (no second process start for the same fact), a fresh one afterwards.
-    pub fn before(&self) -> anyhow::Result<Option<PrintInfo>> {
-        match self.before.borrow_mut().take() {
+    pub fn before(&mut self) -> anyhow::Result<Option<PrintInfo>> {
+        match self.before.take() {
             Some(first) => Ok(first),
             None => self.poll(),
         }
@@ -265,7 +261,7 @@ impl<'a> Agent<'a> {
     /// `gui/<uid>` exists (oyster's own fallback after a 125, or a console `stop` then an SSH
     /// `start`) is the stack's Host all the same: every verb that reads the job (`kill`,
     /// `stop`, `agent regenerate`) asks through this one function.
-    pub fn job(&self) -> anyhow::Result<Option<(Domain, PrintInfo)>> {
+    pub fn job(&mut self) -> anyhow::Result<Option<(Domain, PrintInfo)>> {
         if let Some(info) = self.before()? {
             return Ok(Some((self.active(), info)));
         }
@@ -292,8 +288,8 @@ impl<'a> Agent<'a> {
     }
 
     /// Forgets the first `print` (the job changed since: [`Agent::before`] asks again).
-    pub fn forget_before(&self) {
-        *self.before.borrow_mut() = None;
+    pub fn forget_before(&mut self) {
+        self.before = None;
     }
 
     /// Every copy of the label loaded when the run began (`gui/<uid>` first); two means
@@ -345,7 +341,7 @@ impl<'a> Agent<'a> {
     ///
     /// `force_restart` restarts an unchanged, loaded job (gracefully).
     pub fn apply(
-        &self,
+        &mut self,
         plan: &Plan,
         action: Action,
         force_restart: bool,
@@ -365,6 +361,17 @@ impl<'a> Agent<'a> {
         }
         let written = self.write_definition(plan, action, before.as_ref(), pending)?;
         let change = Change::decide(&written, force_restart, pending);
+        // A change that rolls back journals the definition it replaced (reverting it is the
+        // rollback), before launchd is touched.
+        let mut journal = Journal::new(Some((self.audit.clone(), action)));
+        if change.rolls_back() {
+            journal.push(Definition {
+                action,
+                timing,
+                previous: plan.installed.as_ref().map(|i| i.bytes.clone()),
+                new: plan.plist.clone(),
+            });
+        }
         if change == Change::Unchanged {
             let v = self.verify(&plan.env, plan.port, Baseline::of(before.as_ref()), timing);
             return self.finish(action, v, &plan.plist).map(|v| Outcome {
@@ -374,15 +381,20 @@ impl<'a> Agent<'a> {
             });
         }
         self.boot_out_other_copies(action)?;
-        let baseline = self.change_step(
-            plan,
-            action,
-            change,
-            written.was_loaded,
-            before.as_ref(),
-            timing,
-        )?;
-        self.conclude(plan, action, baseline, change, timing)
+        let baseline = match change.then() {
+            Then::Reload => match self.reload_step(action, written.was_loaded, before.as_ref()) {
+                Ok(baseline) => baseline,
+                Err((stop, hint)) => return Err(self.roll_back(action, journal, stop, hint)),
+            },
+            Then::Restart => {
+                // SIGTERM … kickstart is one step: a signal in between would leave the Host
+                // stopped, so it is noticed once the new instance has been started.
+                let _whole = signal::Suspended::new();
+                self.restart_gracefully(action, before.as_ref())?
+            }
+            Then::Verify => Baseline::of(before.as_ref()),
+        };
+        self.conclude(plan, action, baseline, journal, timing)
             .map(|verified| Outcome {
                 verified,
                 reloaded: written.reload,
@@ -431,54 +443,40 @@ impl<'a> Agent<'a> {
         })
     }
 
-    /// Reloads the changed definition, or restarts the unchanged one gracefully. After the
-    /// bootout every failure takes the rollback a failed verification takes (a bootstrap
-    /// refused, a launchctl timeout, a signal that cut a call short): the Host is down and the
-    /// new plist unverified.
-    fn change_step(
-        &self,
-        plan: &Plan,
+    /// Loads the changed definition again. After the bootout every failure takes the rollback
+    /// a failed verification takes (a bootstrap refused, a launchctl timeout, a signal that cut
+    /// a call short): the Host is down and the new plist unverified. The error is why, with the
+    /// fix launchd's refusal named.
+    fn reload_step(
+        &mut self,
         action: Action,
-        change: Change,
         was_loaded: bool,
         before: Option<&PrintInfo>,
-        timing: Timing,
-    ) -> anyhow::Result<Baseline> {
-        if change.then() == Then::Reload {
-            return match self.reload(action, was_loaded) {
-                Ok(()) => Ok(Baseline {
-                    old_pid: before.and_then(PrintInfo::pid),
-                    runs: Some(0),
-                    ..Baseline::default()
-                }),
-                Err(e) => {
-                    let previous = plan.installed.as_ref().map(|i| i.bytes.clone());
-                    let stop = match signal::received() {
-                        Some(sig) => Stop::Interrupted(sig),
-                        None => Stop::Failed(format!("{e:#}")),
-                    };
-                    Err(self.roll_back(action, previous, &plan.plist, stop, timing))
-                }
-            };
+    ) -> Result<Baseline, (Stop, Option<String>)> {
+        match self.reload(action, was_loaded) {
+            Ok(()) => Ok(Baseline {
+                old_pid: before.and_then(PrintInfo::pid),
+                runs: Some(0),
+                ..Baseline::default()
+            }),
+            Err(e) => {
+                let hint = e
+                    .downcast_ref::<crate::error::Failed>()
+                    .and_then(|f| f.hint.clone());
+                Err((stop_from(e), hint))
+            }
         }
-        if change.then() == Then::Restart {
-            // SIGTERM … kickstart is one step: a signal in between would leave the Host
-            // stopped, so it is noticed once the new instance has been started.
-            let _whole = signal::Suspended::new();
-            return self.restart_gracefully(action, before);
-        }
-        Ok(Baseline::of(before))
     }
 
     /// Verifies the new instance; a failure rolls back a changed definition, is said for an
     /// unchanged one (nothing to roll back to), and an interrupt after a restart stopped the
     /// old Host finishes verifying the new one.
     fn conclude(
-        &self,
+        &mut self,
         plan: &Plan,
         action: Action,
         baseline: Baseline,
-        change: Change,
+        journal: Journal<Definition>,
         timing: Timing,
     ) -> anyhow::Result<Verified> {
         let old = baseline.old_pid;
@@ -489,26 +487,23 @@ impl<'a> Agent<'a> {
                 self.keep_as_last_good(&plan.plist);
                 Ok(v)
             }
-            Err(Stop::Interrupted(sig)) if change == Change::Restart && old.is_some() => {
+            Err(Stop::Interrupted(sig)) if journal.is_empty() && old.is_some() => {
                 let old = old.unwrap_or_default();
                 Err(self.finish_interrupted_restart(action, sig, old, baseline, plan, timing))
             }
             // Nothing about the definition changed (a restart or start of the same plist):
             // there is nothing to roll back to. The failure is said; the job stays as it is.
-            Err(stop) if !change.rolls_back() => {
+            Err(stop) if journal.is_empty() => {
                 let _ = std::fs::remove_file(self.pending_path());
                 self.finish(action, Err(stop), &plan.plist)
             }
-            Err(stop) => {
-                let previous = plan.installed.as_ref().map(|i| i.bytes.clone());
-                Err(self.roll_back(action, previous, &plan.plist, stop, timing))
-            }
+            Err(stop) => Err(self.roll_back(action, journal, stop, None)),
         }
     }
 
     /// Boots the job out (waiting until it is gone) and removes the plist; keeps config, history
     /// and logs.
-    pub fn uninstall(&self) -> anyhow::Result<bool> {
+    pub fn uninstall(&mut self) -> anyhow::Result<bool> {
         // Ctrl-C while launchd stops a slow Host: the plist is removed all the same (else
         // launchd loads it again at the next login), then the interrupt is said.
         let _guard = signal::InterruptGuard::install();

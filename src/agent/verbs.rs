@@ -57,7 +57,7 @@ impl Agent<'_> {
     /// fails (or is interrupted) disables the label again: enabled, the plist it left would be
     /// loaded at the next login, and the Host the user had stopped would come back.
     pub fn start(
-        &self,
+        &mut self,
         plan: &crate::host::plan::Plan,
         timing: crate::agent::lifecycle::Timing,
     ) -> anyhow::Result<crate::agent::lifecycle::Outcome> {
@@ -76,8 +76,7 @@ impl Agent<'_> {
         let was_stopped = disabled_here || disabled_in(self.active().other());
         let draining = disabled_here && self.loaded_here().is_some();
         // Stopped means loaded nowhere (or only draining): a rollback then leaves it stopped.
-        self.keep_stopped
-            .set(was_stopped && (draining || !self.was_loaded()));
+        self.keep_stopped = was_stopped && (draining || !self.was_loaded());
         if draining {
             // Disabled and still listed: a `stop` interrupted while launchd drained the job
             // (its process may still be exiting). Left as it is, the job would look loaded
@@ -141,7 +140,7 @@ impl Agent<'_> {
     /// plist stays where it is.
     /// `keep`: boot out only, leaving the label enabled (the next login loads it again);
     /// `wait`: wait for launchd to finish each bootout (else return once it is issued).
-    pub fn stop(&self, keep: bool, wait: bool) -> anyhow::Result<StopOutcome> {
+    pub fn stop(&mut self, keep: bool, wait: bool) -> anyhow::Result<StopOutcome> {
         // Ctrl-C while launchd stops a slow Host must not leave the job booted out but still
         // enabled (it would come back at the next login): the disable is finished first.
         let _guard = InterruptGuard::install();
@@ -252,7 +251,7 @@ impl Agent<'_> {
     ///
     /// `hint` spells a suggested command in the form the user typed (`hint("start")` is
     /// `oyster start` after `oyster kill`).
-    pub fn kill(&self, hint: &dyn Fn(&str) -> String) -> anyhow::Result<KillOutcome> {
+    pub fn kill(&mut self, hint: &dyn Fn(&str) -> String) -> anyhow::Result<KillOutcome> {
         let _guard = InterruptGuard::install();
         // Loaded twice (installed over SSH into user/<uid>, then a console login loaded the
         // plist into gui/<uid>): one copy serves the port, the other keeps being respawned

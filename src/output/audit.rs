@@ -65,6 +65,7 @@ pub enum StepOutcome {
     Done,
 }
 
+#[derive(Debug, Clone)]
 pub struct Audit {
     path: PathBuf,
     stack: String,

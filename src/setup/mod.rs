@@ -20,7 +20,7 @@ use crate::error::Interrupted;
 use crate::error::Invalid;
 use crate::host::plan::{self, HostInputs, Plan, Writes};
 use crate::launchctl::Launchctl;
-use crate::output::audit::Action;
+use crate::output::audit::{Action, Audit};
 use crate::provider::registry::{Provider, PROVIDERS};
 use crate::provider::resolve::{self, Intent};
 use crate::sys::fs::{self as fsutil, Lock};
@@ -181,6 +181,15 @@ enum Undo {
     StopHost,
 }
 
+/// What setup's steps need to take themselves back.
+struct Undoing<'a> {
+    ctx: &'a Context,
+    sp: &'a SetupPlan,
+}
+
+/// Setup's journal: its side effects so far, each able to take itself back.
+type Journal = crate::undo::Journal<Undo>;
+
 /// Applies a plan; on failure every earlier side effect is rolled back. Returns the Host plan
 /// it applied (what the login QR step needs after a start).
 pub fn apply(
@@ -189,29 +198,28 @@ pub fn apply(
     sp: SetupPlan,
     install: bool,
 ) -> anyhow::Result<Plan> {
+    let st = &ctx.stack;
+    // Reverts are recorded in the stack's audit log when it has one already: a setup that
+    // rolls back entirely leaves no file it did not find.
+    let audit = Audit::new(st.audit_path(), &st.name, &st.label);
+    let mut journal = Journal::new(st.log_dir.is_dir().then_some((audit, Action::Setup)));
     // Everything setup may create is listed before the first side effect (the lock included),
     // so a failure or a Ctrl-C takes it all back.
-    let mut journal: Vec<Undo> = vec![created_paths(ctx, &sp)];
+    journal.push(created_paths(ctx, &sp));
     let _guard = InterruptGuard::install();
     let lock = ctx.lock_stack("setup")?;
-    apply_steps(ctx, opts, &sp, install, &lock, &mut journal)
-        .map_err(|err| roll_back_all(ctx, &sp, &lock, journal, err))
+    let applied = apply_steps(ctx, opts, &sp, install, &lock, &mut journal);
+    applied.map_err(|err| {
+        let undone = journal.roll_back(&mut Undoing { ctx, sp: &sp });
+        // Released only after the rollback: no other oyster sees the half-applied stack.
+        drop(lock);
+        rolled_back(&undone, err)
+    })
 }
 
-/// Rolls every journaled side effect back after `err`; the error to return (the real cause
-/// first, then what was undone).
-fn roll_back_all(
-    ctx: &Context,
-    sp: &SetupPlan,
-    lock: &Lock,
-    journal: Vec<Undo>,
-    err: anyhow::Error,
-) -> anyhow::Error {
-    let undone = {
-        // The rollback runs to its end, whatever signal stopped setup.
-        let _quiet = signal::Suspended::new();
-        roll_back(ctx, sp, lock, journal)
-    };
+/// The error setup ends with after its rollback: the real cause first, then what was undone
+/// (the order a reader needs them); an interrupt says only what was undone.
+fn rolled_back(undone: &[String], err: anyhow::Error) -> anyhow::Error {
     let list = if undone.is_empty() {
         "nothing had been changed".to_owned()
     } else {
@@ -220,7 +228,6 @@ fn roll_back_all(
     if let Some(sig) = signal::received() {
         return Interrupted(sig, format!("setup rolled back: {list}")).into();
     }
-    // The real cause first, then what was undone (the order a reader needs them).
     err.context(crate::error::Afterword {
         lead: "setup failed".into(),
         after: format!("rolled back: {list}"),
@@ -233,7 +240,7 @@ fn apply_steps(
     sp: &SetupPlan,
     install: bool,
     lock: &Lock,
-    journal: &mut Vec<Undo>,
+    journal: &mut Journal,
 ) -> anyhow::Result<Plan> {
     let base = sp.plan.host_environment(&ctx.stack.home)?;
     // 1. Provider installs.
@@ -265,7 +272,7 @@ fn install_providers<'p>(
     ctx: &Context,
     sp: &'p SetupPlan,
     base: &[(String, String)],
-    journal: &mut Vec<Undo>,
+    journal: &mut Journal,
 ) -> anyhow::Result<Vec<(&'p Provider, PathBuf)>> {
     let mut installed: Vec<(&Provider, PathBuf)> = vec![];
     let out_ = ctx.reporter();
@@ -324,7 +331,7 @@ fn merge_config(
     opts: &SetupOptions,
     sp: &SetupPlan,
     installed: &[(&Provider, PathBuf)],
-    journal: &mut Vec<Undo>,
+    journal: &mut Journal,
 ) -> anyhow::Result<()> {
     let st = &ctx.stack;
     let path = st.config_path();
@@ -371,7 +378,7 @@ fn start_service(
     sp: &SetupPlan,
     plan: &Plan,
     lock: &Lock,
-    journal: &mut Vec<Undo>,
+    journal: &mut Journal,
 ) -> anyhow::Result<()> {
     let st = &ctx.stack;
     match (&sp.service, opts.no_start) {
@@ -391,7 +398,7 @@ fn start_service(
         }
         (Service::Launchd(_), false) => {
             // The lifecycle rolls its own plist back when the Host does not verify.
-            let agent = Agent::new(ctx, lock)?;
+            let mut agent = Agent::new(ctx, lock)?;
             let outcome = agent.apply(plan, Action::Setup, false, opts.timing)?;
             ctx.reporter().line(&format!(
                 "Host verified: pid {}, /health 200 after {} ms.",
@@ -471,12 +478,10 @@ fn created_paths(ctx: &Context, sp: &SetupPlan) -> Undo {
     Undo::Created { files, dirs }
 }
 
-/// Undoes the journal in reverse; returns what was undone, in words.
-fn roll_back(ctx: &Context, sp: &SetupPlan, _lock: &Lock, journal: Vec<Undo>) -> Vec<String> {
-    let st = &ctx.stack;
-    let mut said = vec![];
-    for undo in journal.into_iter().rev() {
-        let outcome = match undo {
+impl crate::undo::Revert<Undoing<'_>> for Undo {
+    fn revert(self, cx: &mut Undoing<'_>) -> anyhow::Result<Option<String>> {
+        let Undoing { ctx, sp } = *cx;
+        Ok(Some(match self {
             Undo::Created { files, dirs } => {
                 let mut removed = 0;
                 for f in files.iter().filter(|f| f.exists()) {
@@ -486,58 +491,47 @@ fn roll_back(ctx: &Context, sp: &SetupPlan, _lock: &Lock, journal: Vec<Undo>) ->
                     removed += usize::from(std::fs::remove_dir(d).is_ok());
                 }
                 if removed == 0 {
-                    continue;
+                    return Ok(None);
                 }
-                Ok(format!(
-                    "removed {removed} file(s) and empty director(ies) it had created"
-                ))
+                format!("removed {removed} file(s) and empty director(ies) it had created")
             }
-            Undo::StopHost => direct::stop(st, &ctx.hints(), ctx.reporter())
-                .map(|_| "stopped the Host it started".to_owned()),
+            Undo::StopHost => {
+                direct::stop(&ctx.stack, &ctx.hints(), ctx.reporter())?;
+                "stopped the Host it started".to_owned()
+            }
             Undo::AgentFolder(dir) => match std::fs::remove_dir(&dir) {
-                Ok(()) => Ok(format!("removed the AgentFolder {}", dir.display())),
-                Err(_) => Ok(format!(
-                    "kept the AgentFolder {} (no longer empty)",
-                    dir.display()
-                )),
+                Ok(()) => format!("removed the AgentFolder {}", dir.display()),
+                Err(_) => format!("kept the AgentFolder {} (no longer empty)", dir.display()),
             },
             Undo::File { path, bytes, mode } => match bytes {
-                Some(b) => fsutil::lock_sidecar(&path)
-                    .and_then(|held| fsutil::write_atomic(&held, &path, &b, mode))
-                    .map(|_| format!("restored {}", path.display()))
-                    .map_err(Into::into),
-                None => std::fs::remove_file(&path)
-                    .or_else(ignore_missing)
-                    .map(|()| format!("removed {}", path.display()))
-                    .map_err(Into::into),
+                Some(b) => {
+                    let held = fsutil::lock_sidecar(&path)?;
+                    fsutil::write_atomic(&held, &path, &b, mode)?;
+                    format!("restored {}", path.display())
+                }
+                None => {
+                    std::fs::remove_file(&path).or_else(ignore_missing)?;
+                    format!("removed {}", path.display())
+                }
             },
             Undo::NpmUninstall { install_idx } => {
                 let i = &sp.installs[install_idx];
                 let args = i.argv("uninstall");
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                sp.plan
-                    .host_environment(&ctx.stack.home)
-                    .and_then(|env| {
-                        process::run(
-                            &i.npm,
-                            &args,
-                            ChildEnv::Exactly(&env),
-                            Duration::from_secs(300),
-                        )
-                        .map_err(anyhow::Error::from)
-                    })
-                    .and_then(|f| {
-                        if f.code == 0 {
-                            Ok(format!("uninstalled {}", i.provider.npm_package))
-                        } else {
-                            anyhow::bail!("`npm uninstall` exited {}", f.code)
-                        }
-                    })
+                let env = sp.plan.host_environment(&ctx.stack.home)?;
+                let f = process::run(
+                    &i.npm,
+                    &args,
+                    ChildEnv::Exactly(&env),
+                    Duration::from_secs(300),
+                )?;
+                if f.code != 0 {
+                    anyhow::bail!("`npm uninstall` exited {}", f.code)
+                }
+                format!("uninstalled {}", i.provider.npm_package)
             }
-        };
-        said.push(outcome.unwrap_or_else(|e| format!("could not undo a step: {e:#}")));
+        }))
     }
-    said
 }
 
 fn ignore_missing(e: std::io::Error) -> std::io::Result<()> {

@@ -55,6 +55,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "setup",
         &[
             "agent",
+            "undo",
             "direct",
             "verify",
             "host",
@@ -70,6 +71,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "agent",
         &[
+            "undo",
             "direct",
             "probe",
             "verify",
@@ -108,6 +110,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("verify", &["host", "sys", "output", "error"]),
+    // One way to take side effects back (setup's journal, the lifecycle's rollback): below
+    // both, above the audit log it records to.
+    ("undo", &["sys", "output", "error"]),
     // The one door to launchd (the located launchctl, its typed codes and domains, the print
     // parser): owned by the context, below every flow that loads or reads a job.
     ("launchctl", &["provider", "sys", "output", "error"]),

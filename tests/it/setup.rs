@@ -309,6 +309,46 @@ fn a_failure_at_the_agent_folder_undoes_the_install_and_the_config() {
 }
 
 #[test]
+fn a_rolled_back_setup_records_each_revert_in_the_stacks_audit_log() {
+    let s = Setup::new(0);
+    // The stack has a log directory already: its audit log is where the reverts go.
+    let logs = s.t.home.join(".oysterun-stacks/st/logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    std::fs::write(s.t.path("afile"), "").unwrap();
+    let bad = s.t.path("afile/agents");
+    s.t.run(s.args(&[
+        "--install-providers",
+        "--agent-folder",
+        bad.to_str().unwrap(),
+    ]))
+    .fails_with(1);
+    let log = std::fs::read_to_string(logs.join("service-control.jsonl")).unwrap();
+    let reverts: Vec<String> = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["action"] == "setup" && l["step"] == "rollback")
+        .map(|l| {
+            assert_eq!(l["outcome"], "done", "{l}");
+            l["detail"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    // Newest first: the config setup wrote, then each provider it installed, then the files
+    // and directories it created.
+    assert_eq!(reverts.len(), 4, "{reverts:#?}");
+    assert!(reverts[0].starts_with("removed ") && reverts[0].ends_with("config.json"));
+    let mut uninstalled = reverts[1..3].to_vec();
+    uninstalled.sort();
+    assert_eq!(
+        uninstalled,
+        [
+            "uninstalled @anthropic-ai/claude-code",
+            "uninstalled @openai/codex"
+        ]
+    );
+    assert!(reverts[3].contains("it had created"), "{reverts:#?}");
+}
+
+#[test]
 fn a_host_that_crashes_on_start_rolls_setup_back_to_the_old_config() {
     let s = Setup::new(0);
     std::fs::create_dir_all(s.config().parent().unwrap()).unwrap();

@@ -29,7 +29,7 @@ impl Agent<'_> {
 
     /// launchd refused the GUI domain for this session (over SSH: 125, or 134 when the
     /// session cannot load it): the user domain instead, said with what that means.
-    fn fall_back_to_user_domain(&self, r: &launchctl::Reply) -> anyhow::Result<()> {
+    fn fall_back_to_user_domain(&mut self, r: &launchctl::Reply) -> anyhow::Result<()> {
         let gui = self.active();
         self.out.progress(&format!(
             "launchctl bootstrap {gui} exited {} ({}); retrying once in {}.",
@@ -38,14 +38,14 @@ impl Agent<'_> {
             gui.other()
         ));
         self.out.note(&launchctl::user_domain_note(gui, r.code));
-        self.active.set(gui.other());
+        self.active = gui.other();
         self.lc
             .enable(gui.other(), &self.stack.label)?
             .accept(&[])?;
         Ok(())
     }
 
-    pub fn reload(&self, action: Action, loaded: bool) -> anyhow::Result<()> {
+    pub fn reload(&mut self, action: Action, loaded: bool) -> anyhow::Result<()> {
         self.lc
             .enable(self.active(), &self.stack.label)?
             .accept(&[])?;
@@ -229,7 +229,6 @@ impl Agent<'_> {
                 self.hints.cmd("doctor")
             )
         };
-        self.refusal_hint.replace(Some(hint.clone()));
         crate::error::Failed::new(msg, hint).into()
     }
 

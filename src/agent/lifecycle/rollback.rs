@@ -3,6 +3,7 @@
 //! record of what verified.
 
 use super::*;
+use crate::undo::{Journal, Revert};
 
 /// How many lines of this attempt's Host log a failure shows.
 const MAX_TAIL_LINES: usize = 20;
@@ -70,7 +71,7 @@ impl Agent<'_> {
     /// restore (loading and verifying it, unless `stop` left the stack stopped), keep a
     /// definition that verified before, or remove one that never did. Says what it did.
     fn restore(
-        &self,
+        &mut self,
         action: Action,
         restore: Option<Vec<u8>>,
         known_good: bool,
@@ -81,11 +82,11 @@ impl Agent<'_> {
         // Nothing of this stack runs now unless a restored plist starts it again: the
         // identity files the failed Host wrote would name a dead pid that Oysterun's own
         // scripts wait for (a restored Host writes its own).
-        if restore.is_none() || self.keep_stopped.get() {
+        if restore.is_none() || self.keep_stopped {
             self.remove_stale_identity();
         }
         match &restore {
-            Some(bytes) if self.keep_stopped.get() => {
+            Some(bytes) if self.keep_stopped => {
                 agentplist::write(self.lock, &plist, bytes, &self.stack.log_dir)?;
                 Ok(format!(
                     "the job was booted out and the plist `stop` left restored, not loaded: \
@@ -121,18 +122,16 @@ impl Agent<'_> {
         }
     }
 
-    /// Restores the last good plist (kept on disk; else the previous bytes; else removes ours),
-    /// reloads and verifies it, and returns the error describing what failed — an interrupt
-    /// included, whose rollback runs to its end before the run exits.
-    // A few lines over 80: the steps of one rollback (restore, reload, re-verify, say which
-    // state the Host is in) read best in order, in one place.
+    /// Reverts what the run journaled (the definition it replaced: the last good plist
+    /// restored, reloaded and verified) and returns the error describing what failed — an
+    /// interrupt included, whose rollback runs to its end before the run exits. `hint` is the
+    /// fix for a cause launchd's refusal named; it stays the error's hint.
     pub(super) fn roll_back(
-        &self,
+        &mut self,
         action: Action,
-        previous: Option<Vec<u8>>,
-        new: &[u8],
+        journal: Journal<Definition>,
         stop: Stop,
-        timing: Timing,
+        hint: Option<String>,
     ) -> anyhow::Error {
         // The rollback runs to its end, whatever signal started it or comes during it.
         let _quiet = signal::Suspended::new();
@@ -150,25 +149,7 @@ impl Agent<'_> {
             .unwrap_or_else(|| "unknown".into());
         self.out
             .progress(&format!("Verification stopped: {failure}. Rolling back…"));
-        let last_good = fsutil::read_regular(&self.last_good_path(), agentplist::MAX_PLIST_BYTES)
-            .ok()
-            .flatten();
-        // The definition that failed is itself a good one (it verified before, or it was the
-        // installed plist already): the cause is elsewhere, so it stays on disk, not loaded.
-        let known_good = last_good.as_deref() == Some(new) || previous.as_deref() == Some(new);
-        let restore = last_good
-            .filter(|b| b.as_slice() != new)
-            .or(previous.filter(|b| b.as_slice() != new));
-        let restored = self.restore(action, restore, known_good, timing);
-        let rollback = match restored {
-            Ok(s) => {
-                let _ = std::fs::remove_file(self.pending_path());
-                s
-            }
-            Err(e) => format!("rollback failed too (the next run retries it): {e:#}"),
-        };
-        self.audit
-            .record(action, Step::Rollback, StepOutcome::Done, None, &rollback);
+        let rollback = journal.roll_back(self).join("; ");
         if let Some(sig) = interrupted {
             return crate::error::Interrupted(sig, format!("rollback: {rollback}")).into();
         }
@@ -176,8 +157,7 @@ impl Agent<'_> {
             "{}\nlast exit: {last_exit}\nrollback: {rollback}",
             self.failure_message(&failure)
         );
-        // launchd's refusal named a cause: its fix stays the hint.
-        match self.refusal_hint.take() {
+        match hint {
             Some(hint) => crate::error::Failed::new(msg, hint).into(),
             None => anyhow::anyhow!(msg),
         }
@@ -286,5 +266,45 @@ impl Agent<'_> {
             log.display(),
             tail.trim_end()
         )
+    }
+}
+
+/// The definition a run replaced, journaled once its plist is written for a change that rolls
+/// back. Reverting it is the lifecycle's rollback: the last good plist kept on disk (else the
+/// bytes it replaced) written back, reloaded and verified, or the new one removed.
+pub(super) struct Definition {
+    pub(super) action: Action,
+    pub(super) timing: Timing,
+    /// The installed plist's bytes before this run (`None`: there was none).
+    pub(super) previous: Option<Vec<u8>>,
+    /// The plist this run wrote.
+    pub(super) new: Vec<u8>,
+}
+
+impl Revert<Agent<'_>> for Definition {
+    fn revert(self, agent: &mut Agent<'_>) -> anyhow::Result<Option<String>> {
+        let Definition {
+            action,
+            timing,
+            previous,
+            new,
+        } = self;
+        let last_good = fsutil::read_regular(&agent.last_good_path(), agentplist::MAX_PLIST_BYTES)
+            .ok()
+            .flatten();
+        // The definition that failed is itself a good one (it verified before, or it was the
+        // installed plist already): the cause is elsewhere, so it stays on disk, not loaded.
+        let known_good = last_good.as_deref() == Some(&new) || previous.as_deref() == Some(&new);
+        let restore = last_good
+            .filter(|b| *b != new)
+            .or(previous.filter(|b| *b != new));
+        let said = agent.restore(action, restore, known_good, timing)?;
+        // Rolled back: the next run has nothing to recover.
+        let _ = std::fs::remove_file(agent.pending_path());
+        Ok(Some(said))
+    }
+
+    fn failed(err: &anyhow::Error) -> String {
+        format!("rollback failed too (the next run retries it): {err:#}")
     }
 }

@@ -19,7 +19,7 @@ pub fn run(
         Launchd::Required
     };
     preflight::run(ctx, "agent install", host, launchd, |p| {
-        let Some(Ok(agent)) = p.agent else {
+        let Some(Ok(mut agent)) = p.agent else {
             preflight::write_only(ctx, &p.plan, p.lock)?;
             ctx.out.out(&format!(
                 "Not started (--no-start): launchd starts it at the next login, or run `{}`.",

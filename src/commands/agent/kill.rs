@@ -12,7 +12,7 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
         return Err(preflight::not_installed(ctx, "kill").into());
     }
     let lock = ctx.lock_stack("agent kill")?;
-    let agent = Agent::new(ctx, &lock)?;
+    let mut agent = Agent::new(ctx, &lock)?;
     let k = agent.kill(&|verb| ctx.hint_cmd(verb))?;
     ctx.out.out(&format!(
         "Sent SIGTERM to the Host (pid {}){}; launchd starts it again (KeepAlive; a Host that ran less than 10 s waits out the throttle). `{}` shows the new pid; `{} --keep` stops it until the next login (brew's `kill`).",

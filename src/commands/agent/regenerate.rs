@@ -33,7 +33,7 @@ pub fn run(
 /// unchanged running Host alone; only writes the plist when launchd is not there.
 fn reload_if_needed(ctx: &Context, p: Prepared<'_>, timing: Timing) -> anyhow::Result<ExitStatus> {
     let stack = &ctx.stack;
-    let agent = match p.agent {
+    let mut agent = match p.agent {
         None => return preflight::write_only(ctx, &p.plan, p.lock).map(|()| ExitStatus::Success),
         Some(Err(e)) => {
             preflight::write_only(ctx, &p.plan, p.lock)?;

@@ -27,7 +27,7 @@ pub fn run(
         }
     }
     preflight::run(ctx, "agent restart", host, Launchd::Required, |p| {
-        let Some(Ok(agent)) = p.agent else {
+        let Some(Ok(mut agent)) = p.agent else {
             unreachable!("Launchd::Required returns the agent or fails")
         };
         // Asked again under the lock: an `uninstall` this run waited for may have removed it,

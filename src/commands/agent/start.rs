@@ -12,7 +12,7 @@ pub fn run(ctx: &Context, args: &Starting) -> anyhow::Result<ExitStatus> {
         return Err(preflight::not_installed(ctx, "start").into());
     }
     preflight::run(ctx, "agent start", &args.host, Launchd::Required, |p| {
-        let Some(Ok(agent)) = p.agent else {
+        let Some(Ok(mut agent)) = p.agent else {
             unreachable!("Launchd::Required returns the agent or fails")
         };
         // Asked again under the lock: an `uninstall` this run waited for may have removed it.

@@ -24,7 +24,7 @@ pub fn run(ctx: &Context, keep: bool, no_wait: bool) -> anyhow::Result<ExitStatu
     }
     refuse_direct_host(ctx)?;
     let lock = ctx.lock_stack("agent stop")?;
-    let agent = Agent::new(ctx, &lock)?;
+    let mut agent = Agent::new(ctx, &lock)?;
     let done = agent.stop(keep, !no_wait)?;
     let what = match (done.was_loaded, done.pid, done.still_stopping) {
         (true, Some(pid), true) => format!(

@@ -42,7 +42,7 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     } else {
         format!("{} was already gone.", stack.root.display())
     };
-    let agent = match Agent::new(ctx, &lock) {
+    let mut agent = match Agent::new(ctx, &lock) {
         Ok(agent) => agent,
         Err(e) => {
             // No launchctl: nothing can be booted out, but the file can still go.
