@@ -53,6 +53,7 @@ mod secrets_by_shape;
 mod service_steps;
 mod setup;
 mod snapshots;
+mod snapshots_firstday;
 mod snapshots_machine;
 mod snapshots_more;
 mod snapshots_verbs;
