@@ -185,4 +185,19 @@ fn completions_and_the_man_page() {
         "--stack completes the stacks on this machine"
     );
     snap("man", &t, &["man"], &[]).ok();
+    // `--dir`: every page written into the directory (what it says, and which files).
+    let dir = t.path("man1");
+    let r = snap("man_dir", &t, &["man", "--dir", dir.to_str().unwrap()], &[]).ok();
+    let mut pages: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    pages.sort();
+    settings(&t, &[]).bind(|| insta::assert_snapshot!("man_dir_pages", pages.join("\n")));
+    assert_eq!(
+        std::fs::read(dir.join("oyster.1")).unwrap(),
+        t.run(["man"]).ok().0.stdout,
+        "{}",
+        r.stdout()
+    );
 }

@@ -85,6 +85,8 @@ fn inventory_settings(t: &TestContext, ports: &[u16]) -> insta::Settings {
         &format!(r"(?m)^{} \(uid \d+\)", regex_lite::escape(&me.name)),
         "[USER] (uid [UID])",
     );
+    // `--result problems`: `USER/STACK:PROBLEM`.
+    s.add_filter(&format!(r"\b{}/", regex_lite::escape(&me.name)), "[USER]/");
     s
 }
 
@@ -102,6 +104,14 @@ fn inventory_summary_and_json_of_one_verified_stack() {
     for (name, args) in [
         ("inventory", &["inventory"][..]),
         ("inventory_json", &["inventory", "--json"]),
+        (
+            "inventory_result_stacks",
+            &["inventory", "--result", "stacks"],
+        ),
+        (
+            "inventory_result_problems",
+            &["inventory", "--result", "problems"],
+        ),
     ] {
         let r = t.run(args).ok();
         s.bind(|| insta::assert_snapshot!(name, shown(args, &r)));
@@ -127,4 +137,15 @@ fn mdm_profile_on_stdout_and_for_a_named_organization() {
     // An independent reader takes it as a plist.
     let doc = crate::common::plistlib(&r.0.stdout);
     assert_eq!(doc["PayloadOrganization"], "Example & Co.");
+    // To a file: what was written is said, and the file holds what stdout showed.
+    let file = t.path("oysterun.mobileconfig");
+    snap(
+        "mdm_profile_output",
+        &t,
+        &["mdm", "profile", "--output", file.to_str().unwrap()],
+        &[],
+    )
+    .ok();
+    let plain = t.run(["mdm", "profile"]).ok();
+    assert_eq!(std::fs::read(&file).unwrap(), plain.0.stdout);
 }
