@@ -44,6 +44,39 @@ pub fn settings(t: &TestContext, ports: &[u16]) -> insta::Settings {
     for port in ports {
         s.add_filter(&format!(r"\b{port}\b"), "[PORT]");
     }
+    // The generated PATH starts with the real node's directory, which the fixed system
+    // directories then leave out (`src/host/launchenv.rs`): both differ between machines.
+    let node_dir = node.parent().unwrap().display().to_string();
+    let system_rest: Vec<&str> = [
+        "/opt/homebrew/bin",
+        "/usr/local/bin",
+        "/usr/bin",
+        "/bin",
+        "/usr/sbin",
+        "/sbin",
+    ]
+    .into_iter()
+    .filter(|d| *d != node_dir)
+    .collect();
+    s.add_filter(
+        &format!(
+            r#"(PATH=|PATH": "|PATH is "|should be "|<string>){}:"#,
+            regex_lite::escape(&node_dir)
+        ),
+        "${1}[NODE_DIR]:",
+    );
+    s.add_filter(
+        &format!(r":{}\b", regex_lite::escape(&system_rest.join(":"))),
+        ":[SYSTEM_DIRS]",
+    );
+    // What the user database says of whoever runs the tests, in the Host's whole environment
+    // (`doctor --json`).
+    for key in ["USER", "LOGNAME", "SHELL", "TMPDIR"] {
+        s.add_filter(
+            &format!(r#""{key}": "[^"]*""#),
+            format!(r#""{key}": "[{key}]""#),
+        );
+    }
     // Where the kernel hides Node's environment (macOS, an official Node build:
     // docs/launchd.md) the strongest proof is the launch program's record; which proof a Host
     // got is checked elsewhere (`common::strongest_proof`), so the snapshots keep `live`'s words.
@@ -91,8 +124,42 @@ fn the_filters_hide_what_changes_between_runs_and_keep_the_rest() {
     });
 }
 
+#[test]
+fn the_filters_hide_the_machines_node_directory_and_user_in_a_generated_environment() {
+    let t = TestContext::new();
+    let node_dir = real_node().parent().unwrap().display().to_string();
+    let system: Vec<&str> = [
+        "/opt/homebrew/bin",
+        "/usr/local/bin",
+        "/usr/bin",
+        "/bin",
+        "/usr/sbin",
+        "/sbin",
+    ]
+    .into_iter()
+    .filter(|d| *d != node_dir)
+    .collect();
+    let path = format!(
+        "{node_dir}:{}/.local/bin:{}",
+        t.home.display(),
+        system.join(":")
+    );
+    let text = format!(
+        "PATH={path}\n<string>{path}</string>\n\"PATH\": \"{path}\", \"USER\": \"ann\", \"SHELL\": \"/bin/zsh\"\n\
+         searched /opt/homebrew/bin, /usr/local/bin; kept /usr/bin:/bin"
+    );
+    settings(&t, &[]).bind(|| {
+        insta::assert_snapshot!(text, @r#"
+        PATH=[NODE_DIR]:[HOME]/.local/bin:[SYSTEM_DIRS]
+        <string>[NODE_DIR]:[HOME]/.local/bin:[SYSTEM_DIRS]</string>
+        "PATH": "[NODE_DIR]:[HOME]/.local/bin:[SYSTEM_DIRS]", "USER": "[USER]", "SHELL": "[SHELL]"
+        searched /opt/homebrew/bin, /usr/local/bin; kept /usr/bin:/bin
+        "#);
+    });
+}
+
 /// One run as a snapshot: the command line, the exit code, stdout and stderr.
-fn shown(args: &[&str], r: &Run) -> String {
+pub fn shown(args: &[&str], r: &Run) -> String {
     format!(
         "$ oyster {}\nexit: {}\n--- stdout\n{}--- stderr\n{}",
         args.join(" "),
