@@ -65,7 +65,7 @@ pub fn meant_verb(args: &[OsString]) -> Option<String> {
         .skip(1)
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
-    let cmd = <Cli as clap::CommandFactory>::command();
+    let cmd = Cli::whole();
     // The unknown word is the first that is not an option (or `--stack`'s value); under
     // `oyster agent` it is the word after `agent`.
     let mut i = 0;

@@ -37,6 +37,53 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+/// A group of subcommands (`agent`, `providers`, `config`, `host`, `mdm`) whose own
+/// subcommands clap builds only when the command line names the group (clap's
+/// `Command::defer`): an everyday run never pays for the trees it does not use. Whatever walks
+/// the whole tree (help, man pages, completions, the nearest-name hints) takes
+/// [`Cli::whole`], which builds it all.
+#[derive(Debug, Clone)]
+pub struct Deferred<T>(pub T);
+
+impl<T: Subcommand> Subcommand for Deferred<T> {
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        cmd.defer(|group| keeping_words(group, T::augment_subcommands))
+    }
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        cmd.defer(|group| keeping_words(group, T::augment_subcommands_for_update))
+    }
+    fn has_subcommand(name: &str) -> bool {
+        T::has_subcommand(name)
+    }
+}
+
+/// Adds a group's subcommands and keeps the group's own words (its variant's doc comment):
+/// built late, the enum's doc comment would replace them.
+fn keeping_words(
+    group: clap::Command,
+    augment: fn(clap::Command) -> clap::Command,
+) -> clap::Command {
+    let about = group.get_about().cloned();
+    let long_about = group.get_long_about().cloned();
+    let mut cmd = augment(group);
+    if let Some(about) = about {
+        cmd = cmd.about(about);
+    }
+    if let Some(long_about) = long_about {
+        cmd = cmd.long_about(long_about);
+    }
+    cmd
+}
+
+impl<T: clap::FromArgMatches> clap::FromArgMatches for Deferred<T> {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        T::from_arg_matches(m).map(Deferred)
+    }
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        self.0.update_from_arg_matches(m)
+    }
+}
+
 /// `--stack` before the subcommand (`oyster --stack dev restart`); each command about one
 /// stack also takes it after its name, and only those: `list --help` does not offer it.
 #[derive(Debug, Args, Clone)]
@@ -136,16 +183,16 @@ pub enum Command {
     },
     /// Find and configure the provider commands (claude, codex).
     #[command(subcommand)]
-    Providers(ProvidersCommand),
+    Providers(Deferred<ProvidersCommand>),
     /// Read and synchronize the stack's config.json.
     #[command(subcommand)]
-    Config(ConfigCommand),
+    Config(Deferred<ConfigCommand>),
     /// The LaunchAgent: generate, install, restart and verify the launchd job.
     #[command(subcommand)]
-    Agent(AgentCommand),
+    Agent(Deferred<AgentCommand>),
     /// Direct (pid-file) Host startup, for Linux and macOS without launchd.
     #[command(subcommand)]
-    Host(HostCommand),
+    Host(Deferred<HostCommand>),
     /// Print oyster's version; `--verbose` adds, per stack, the pinned Node and the Oysterun
     /// root with its version.
     Version {
@@ -178,7 +225,7 @@ pub enum Command {
     },
     /// For MDM administrators: configuration profiles for the Macs of an organisation.
     #[command(subcommand)]
-    Mdm(MdmCommand),
+    Mdm(Deferred<MdmCommand>),
     /// One JSON document about oyster on this Mac (every user's stacks when run as root), for
     /// MDM inventory; read-only, bounded, exit 0 even when something is broken.
     Inventory(InventoryArgs),
@@ -445,6 +492,24 @@ impl From<ModeArg> for crate::setup::Mode {
 mod tests;
 
 impl Cli {
+    /// The whole tree, every [`Deferred`] group's subcommands added: for what walks it (help,
+    /// man pages, completions, the hints that name the verb a user meant). A test keeps this
+    /// list of groups equal to the `Deferred` variants.
+    pub fn whole() -> clap::Command {
+        /// A deferred group with its subcommands added now (its deferred step made a no-op).
+        fn now<T: Subcommand>(group: clap::Command) -> clap::Command {
+            keeping_words(group.defer(std::convert::identity), T::augment_subcommands)
+        }
+        <Cli as clap::CommandFactory>::command().mut_subcommands(|sc| match sc.get_name() {
+            "agent" => now::<AgentCommand>(sc),
+            "providers" => now::<ProvidersCommand>(sc),
+            "config" => now::<ConfigCommand>(sc),
+            "host" => now::<HostCommand>(sc),
+            "mdm" => now::<MdmCommand>(sc),
+            _ => sc,
+        })
+    }
+
     /// Parses `args`; the help text (examples, the environment block) is laid out only when
     /// the command line asks for help (`-h`, `--help`, `help`) or names no subcommand where
     /// one is needed, whose answer is help.
@@ -459,13 +524,13 @@ impl Cli {
                 .and_then(|m| Cli::from_arg_matches(&m))
         };
         if asks {
-            return parse(with_help(Cli::command()));
+            return parse(with_help(Cli::whole()));
         }
         match parse(Cli::command()) {
             Err(e)
                 if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
             {
-                parse(with_help(Cli::command()))
+                parse(with_help(Cli::whole()))
             }
             other => other,
         }

@@ -149,18 +149,18 @@ fn qr(q: QrArgs) -> Qr {
 fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
     match command {
         Command::Setup(a) => setup_verb(a, n),
-        Command::Job(job) | Command::Agent(AgentCommand::Job(job)) => job_verb(job, n),
-        Command::Agent(AgentCommand::Print { host, target }) => {
+        Command::Job(job) | Command::Agent(Deferred(AgentCommand::Job(job))) => job_verb(job, n),
+        Command::Agent(Deferred(AgentCommand::Print { host, target })) => {
             n.target(target);
             Verb::Print(host.inputs())
         }
-        Command::Agent(AgentCommand::Regenerate {
+        Command::Agent(Deferred(AgentCommand::Regenerate {
             host,
             no_restart,
             dry_run,
             verify,
             target,
-        }) => {
+        })) => {
             n.target(target);
             Verb::Regenerate {
                 host: host.inputs(),
@@ -193,9 +193,9 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
             n.json = *json;
             Verb::Doctor { probe: *probe }
         }
-        Command::Providers(p) => providers_verb(p, n),
-        Command::Config(c) => config_verb(c, n),
-        Command::Host(h) => host_verb(h, n),
+        Command::Providers(Deferred(p)) => providers_verb(p, n),
+        Command::Config(Deferred(c)) => config_verb(c, n),
+        Command::Host(Deferred(h)) => host_verb(h, n),
         other => unnamed_verb(other, n),
     }
 }
@@ -222,10 +222,10 @@ fn setup_verb<'a>(a: &'a SetupArgs, n: &mut Named<'a>) -> Verb {
 /// The rest: the fleet's verbs, `version`, `open`, `qr` and the packaging helpers.
 fn unnamed_verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
     match command {
-        Command::Mdm(MdmCommand::Profile {
+        Command::Mdm(Deferred(MdmCommand::Profile {
             output,
             organization,
-        }) => {
+        })) => {
             n.unnamed = true;
             Verb::MdmProfile {
                 output: output.clone(),

@@ -138,3 +138,50 @@ fn a_stack_named_twice_differently_or_beside_all_is_refused_and_a_bad_name_too()
     ));
     assert!(refused(&["stop", "dev", "--stack", "dev"]).is_none());
 }
+
+#[test]
+fn groups_are_built_only_when_named_and_whole_for_what_walks_the_tree() {
+    use clap::CommandFactory;
+    let lazy = Cli::command();
+    let whole = Cli::whole();
+    let groups: Vec<&str> = whole
+        .get_subcommands()
+        .filter(|s| s.has_subcommands())
+        .map(clap::Command::get_name)
+        .collect();
+    assert_eq!(groups, ["providers", "config", "agent", "host", "mdm"]);
+    // An everyday run builds none of them…
+    for g in &groups {
+        let sub = lazy.find_subcommand(g).unwrap();
+        assert!(!sub.has_subcommands(), "{g} is built in every run");
+        // …and keeps each group's own words for the top-level help.
+        assert_eq!(
+            sub.get_about().map(ToString::to_string),
+            whole
+                .find_subcommand(g)
+                .unwrap()
+                .get_about()
+                .map(ToString::to_string)
+        );
+    }
+    // A group `whole` forgot would show here with its subcommands required and none listed.
+    for sc in whole.get_subcommands() {
+        assert!(
+            !sc.is_subcommand_required_set() || sc.has_subcommands(),
+            "{} is deferred but `Cli::whole` does not add its subcommands",
+            sc.get_name()
+        );
+    }
+    // Naming a group builds it: its verbs parse through the lazy tree.
+    let args: Vec<OsString> = ["oyster", "agent", "regenerate", "--dry-run"]
+        .map(Into::into)
+        .to_vec();
+    let cli = Cli::parse_args(&args).unwrap();
+    assert!(matches!(
+        cli.command,
+        Some(Command::Agent(Deferred(AgentCommand::Regenerate {
+            dry_run: true,
+            ..
+        })))
+    ));
+}

@@ -10,7 +10,7 @@ use super::Cli;
 /// The whole usage of the verb a usage line is about (`oyster restart <STACK>` →
 /// `Usage: oyster restart [OPTIONS] [STACK]`).
 fn full_usage(line: &str) -> Option<String> {
-    let mut cmd = <Cli as clap::CommandFactory>::command();
+    let mut cmd = Cli::whole();
     cmd.build();
     let words = line
         .split_whitespace()

@@ -29,7 +29,7 @@ use crate::ExitStatus;
 /// The packaging helpers, which need no HOME and no stack.
 pub fn packaging(verb: &Verb) -> anyhow::Result<ExitStatus> {
     let out = crate::output::printer();
-    let mut cmd = crate::cli::with_help(<Cli as clap::CommandFactory>::command());
+    let mut cmd = crate::cli::with_help(Cli::whole());
     let mut bytes = vec![];
     match verb {
         Verb::Completions(shell) => {
