@@ -8,6 +8,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub mod pkg;
+pub mod repo;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_oyster");
 
 pub struct TestContext {

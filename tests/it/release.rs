@@ -10,34 +10,11 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Instant;
 
-use crate::common::{self, TestContext};
-use crate::packaging::{
-    archive_sha256, cargo_version, formula_matches_its_tag, repo, tool, VERSION,
+use crate::common::repo::{
+    archive_sha256, cargo_version, copy_release_files, formula_matches_its_tag, git, make, repo,
+    tool, VERSION,
 };
-
-/// `git` in `dir` with an identity of its own (the runner may have none) and no signing.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let mut all = vec![
-        "-c",
-        "user.name=release test",
-        "-c",
-        "user.email=release@test.invalid",
-        "-c",
-        "commit.gpgsign=false",
-        "-c",
-        "tag.gpgsign=false",
-    ];
-    all.extend_from_slice(args);
-    tool("git", &all, dir)
-}
-
-fn make(dir: &Path, args: &[&str]) -> Output {
-    Command::new("make")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("make")
-}
+use crate::common::{self, TestContext};
 
 fn text(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
@@ -297,16 +274,7 @@ fn the_next_release_keeps_the_last_one_in_the_formula_until_its_own_tag() {
     }
     let t = TestContext::new();
     let dir = t.path("repo");
-    for file in [
-        "Makefile",
-        "Cargo.toml",
-        "Formula/oyster.rb",
-        "scripts/release-formula.sh",
-    ] {
-        let to = dir.join(file);
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(repo().join(file), &to).unwrap();
-    }
+    copy_release_files(&dir);
     std::fs::write(dir.join(".gitignore"), "/dist\n").unwrap();
     git(&dir, &["init", "-q"]);
     git(&dir, &["add", "-A"]);
