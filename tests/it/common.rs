@@ -8,8 +8,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod context;
 pub mod pkg;
 pub mod repo;
+
+pub use context::{pty_report, python, shown_width, strip_ansi, write_binary_plist};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_oyster");
 
@@ -527,6 +530,18 @@ impl Run {
         );
         self
     }
+}
+
+/// Runs `c`, which must succeed (else the test fails showing its stderr): its output.
+#[track_caller]
+pub fn output_ok(c: &mut Command) -> Output {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
 
 /// The provider ids, read from the binary's own registry through `providers resolve`.

@@ -3,21 +3,13 @@
 
 use std::process::Command;
 
-use crate::common::repo::{host_triple, repo, tool, VERSION};
+use crate::common::repo::{host_triple, need_git_checkout, repo, tool, VERSION};
 use crate::common::{self, TestContext};
 
 #[test]
 #[ignore = "needs make and a git checkout: make dist archives HEAD (.ci/run runs it)"]
 fn make_dist_archives_head_with_its_sha256_and_the_archive_resolves_offline() {
-    let in_git = Command::new("git")
-        .args(["rev-parse", "--is-inside-work-tree"])
-        .current_dir(repo())
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        in_git,
-        "make dist archives HEAD: run this test in a git checkout (not an unpacked archive)"
-    );
+    need_git_checkout("make dist archives HEAD");
     common::needed_tool("make", "apt-get install make");
     let t = TestContext::new();
     let dist = t.path("dist");
@@ -134,16 +126,11 @@ fn make_dist_archives_head_with_its_sha256_and_the_archive_resolves_offline() {
     std::fs::write(&manifest, pristine).unwrap();
     if std::env::var_os("OYSTER_TEST_DIST_BUILD").is_some() {
         let target = t.path("target");
-        let out = Command::new("cargo")
-            .args(["build", "--offline", "--locked", "-p", "oyster"])
-            .env("CARGO_TARGET_DIR", &target)
-            .current_dir(&src)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        common::output_ok(
+            Command::new("cargo")
+                .args(["build", "--offline", "--locked", "-p", "oyster"])
+                .env("CARGO_TARGET_DIR", &target)
+                .current_dir(&src),
         );
         let v = tool(
             target.join("debug/oyster").to_str().unwrap(),

@@ -6,13 +6,7 @@ use crate::common::{free_port, real_node, TestContext};
 
 /// A HOME with the simulator and the pinned Node.
 fn ctx() -> TestContext {
-    let mut t = TestContext::new();
-    t.use_sim();
-    t.extra_env.push((
-        "OYSTERUN_NODE_BIN".into(),
-        real_node().display().to_string(),
-    ));
-    t
+    TestContext::with_sim_and_node()
 }
 
 /// The commands in backquotes in `text`.

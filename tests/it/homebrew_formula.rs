@@ -6,8 +6,8 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common::repo::{
-    archive_sha256, copy_release_files, formula, formula_matches_its_tag, git, make, repo, ruby,
-    VERSION,
+    archive_sha256, copy_release_files, formula, formula_matches_its_tag, git, make,
+    readme_section, repo, ruby, VERSION,
 };
 use crate::common::{self, TestContext};
 
@@ -64,14 +64,7 @@ fn the_formula_lives_in_a_tap_layout_with_every_stanza() {
 #[test]
 fn the_formula_is_head_only_until_a_tag_and_the_readme_says_so() {
     let f = formula();
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let quick = readme
-        .split("## Quick start")
-        .nth(1)
-        .unwrap()
-        .split("\n## ")
-        .next()
-        .unwrap();
+    let quick = readme_section("Quick start");
     if formula_matches_its_tag(repo(), &f).unwrap() {
         assert!(quick.contains("brew install oyster"), "{quick}");
     } else {
@@ -142,15 +135,10 @@ fn make_release_formula_writes_the_url_and_sha256_of_the_tags_archive() {
 #[ignore = "needs ruby (.ci/run installs and runs it)"]
 fn the_formula_is_valid_ruby() {
     let ruby = ruby();
-    let out = Command::new(ruby)
-        .arg("-c")
-        .arg(repo().join("Formula/oyster.rb"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = common::output_ok(
+        Command::new(ruby)
+            .arg("-c")
+            .arg(repo().join("Formula/oyster.rb")),
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Syntax OK");
 }

@@ -1,7 +1,7 @@
 //! What a user reads about the CLI: completions and man pages generated from the clap
 //! definitions (and installed by make, the formula and the .pkg), and the README's quick start.
 
-use crate::common::repo::{formula, repo};
+use crate::common::repo::{formula, readme, readme_section, repo};
 use crate::common::TestContext;
 
 #[test]
@@ -115,14 +115,8 @@ fn a_man_page_per_subcommand_with_the_sections_a_reader_expects_installed_by_mak
 /// clap answers only for a verb and flags that exist), and every verb of `--help` is in it.
 #[test]
 fn the_readme_lists_only_commands_that_exist_and_every_verb() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let quick = readme
-        .split("## Quick start")
-        .nth(1)
-        .unwrap()
-        .split("\n## ")
-        .next()
-        .unwrap();
+    let readme = readme();
+    let quick = readme_section("Quick start");
     let t = TestContext::new();
     let mut seen = 0;
     for line in quick

@@ -11,8 +11,8 @@ use std::process::{Command, Output};
 use std::time::Instant;
 
 use crate::common::repo::{
-    archive_sha256, cargo_version, copy_release_files, formula_matches_its_tag, git, make, repo,
-    tool, VERSION,
+    archive_sha256, cargo_version, copy_release_files, formula_matches_its_tag, git, make,
+    need_git_checkout, readme_section, repo, tool, VERSION,
 };
 use crate::common::{self, TestContext};
 
@@ -40,15 +40,7 @@ fn with_release(before: &str, url: &str, sum: &str) -> String {
 #[test]
 #[ignore = "needs make and a git checkout, and builds the release archive offline (.ci/run runs it)"]
 fn a_tagged_clone_gets_a_formula_naming_its_archive_and_the_archive_builds_offline() {
-    let in_git = Command::new("git")
-        .args(["rev-parse", "--is-inside-work-tree"])
-        .current_dir(repo())
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        in_git,
-        "the release path clones this repository: run this test in a git checkout"
-    );
+    need_git_checkout("the release path clones this repository");
     common::needed_tool("make", "apt-get install make");
     common::needed_tool("git", "apt-get install git");
     common::needed_tool("sha256sum", "apt-get install coreutils");
@@ -206,14 +198,7 @@ fn a_tagged_clone_gets_a_formula_naming_its_archive_and_the_archive_builds_offli
 /// the maintainer to upload to is the one the script writes into the formula.
 #[test]
 fn the_readme_says_how_to_cut_a_release_with_the_url_the_script_writes() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let section = readme
-        .split("\n## Cutting a release\n")
-        .nth(1)
-        .expect("README has a `## Cutting a release` section")
-        .split("\n## ")
-        .next()
-        .unwrap();
+    let section = readme_section("Cutting a release");
     for step in [
         "version = \"X.Y.Z\"",
         "git tag -a vX.Y.Z",

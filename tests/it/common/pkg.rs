@@ -10,10 +10,9 @@ use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
 use super::repo::{repo, VERSION};
-use super::TestContext;
+use super::{python, TestContext};
 
 /// A macOS account the fakes know: local accounts are in both `.` and `/Search`, network
 /// accounts only in `/Search`.
@@ -73,18 +72,6 @@ pub fn script(path: &Path, body: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
-/// The real Python interpreter (not a pyenv shim, which needs the runner's environment).
-pub fn python() -> &'static str {
-    static PY: OnceLock<String> = OnceLock::new();
-    PY.get_or_init(|| {
-        let out = Command::new("python3")
-            .args(["-c", "import sys; print(sys.executable)"])
-            .output()
-            .expect("the tests need python3");
-        String::from_utf8(out.stdout).unwrap().trim().to_owned()
-    })
 }
 
 pub fn sh_quote(s: &str) -> String {

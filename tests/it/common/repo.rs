@@ -17,6 +17,34 @@ pub fn formula() -> String {
     std::fs::read_to_string(repo().join("Formula/oyster.rb")).unwrap()
 }
 
+/// The README.
+pub fn readme() -> String {
+    std::fs::read_to_string(repo().join("README.md")).unwrap()
+}
+
+/// The README's section `## HEADING`, up to the next `## ` heading.
+pub fn readme_section(heading: &str) -> String {
+    readme()
+        .split(&format!("\n## {heading}\n"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("README has a `## {heading}` section"))
+        .split("\n## ")
+        .next()
+        .unwrap()
+        .to_owned()
+}
+
+/// Fails the test unless this runs in a git checkout (not an unpacked archive): `why` is
+/// what needs one.
+pub fn need_git_checkout(why: &str) {
+    let in_git = Command::new("git")
+        .args(["rev-parse", "--is-inside-work-tree"])
+        .current_dir(repo())
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(in_git, "{why}: run this test in a git checkout");
+}
+
 /// What `make release-formula` needs of this repository, copied into `dir` (a new repository
 /// the test tags as a release would be).
 pub fn copy_release_files(dir: &Path) {
@@ -93,20 +121,15 @@ pub fn tool(name: &str, args: &[&str], dir: &Path) -> String {
 /// The sha256 of `make dist`'s archive of `git_ref` in `dir` (as `git archive` makes it, under
 /// `oyster-<version>/`).
 pub fn archive_sha256(dir: &Path, git_ref: &str, version: &str) -> String {
-    let out = Command::new("git")
-        .args([
-            "archive",
-            "--format=tar.gz",
-            &format!("--prefix=oyster-{version}/"),
-            git_ref,
-        ])
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = super::output_ok(
+        Command::new("git")
+            .args([
+                "archive",
+                "--format=tar.gz",
+                &format!("--prefix=oyster-{version}/"),
+                git_ref,
+            ])
+            .current_dir(dir),
     );
     let mut child = Command::new("sha256sum")
         .stdin(std::process::Stdio::piped())
