@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod context;
+mod follow;
 pub mod pkg;
 pub mod repo;
 

@@ -40,6 +40,43 @@ impl TestContext {
         self.home.join(".oysterun-stacks").join(name)
     }
 
+    /// Writes the Host log of stack `name` (`~/.oysterun-stacks/<name>/logs/oysterun-host.log`,
+    /// as the Host would have): its path.
+    pub fn write_host_log(&self, name: &str, log: &str) -> PathBuf {
+        let path = self.stack_dir(name).join("logs/oysterun-host.log");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, log).unwrap();
+        path
+    }
+
+    /// A known stack `name` with no Host (an empty config), its log holding `log`: the log's
+    /// path.
+    pub fn stack_with_log(&self, name: &str, log: &str) -> PathBuf {
+        let cfg = self.stack_dir(name).join("host/config.json");
+        std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+        std::fs::write(cfg, "{}\n").unwrap();
+        self.write_host_log(name, log)
+    }
+
+    /// A `host start --stack NAME --wait 3` that fails (exit 1) because the Host crashes on
+    /// start (the fixture's `crash-on-start`), the stack's log already holding `log`: the
+    /// context (to wait on) and the run, whose stderr shows the log's tail.
+    pub fn crashing_host_start(name: &str, log: &str) -> (TestContext, super::Run) {
+        let mut t = TestContext::new();
+        t.use_sim();
+        let root = t.pin_host_env();
+        t.write_host_log(name, log);
+        TestContext::fixture_flag(&root, "crash-on-start", "");
+        let r = t.run(
+            super::args(&["host", "start"])
+                .stack(name)
+                .port(super::free_port())
+                .extra(&["--wait", "3"]),
+        );
+        assert_eq!(r.code(), 1, "{}\n{}", r.stdout(), r.stderr());
+        (t, r)
+    }
+
     /// Fails the test if anything of stack `name` is on disk; `why` is shown with what is.
     #[track_caller]
     pub fn assert_no_stack(&self, name: &str, why: &str) {
