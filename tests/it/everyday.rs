@@ -13,17 +13,8 @@ fn ctx() -> TestContext {
 
 fn install(t: &TestContext, stack: &str, port: u16) {
     let root = t.fixture_root(&format!("root-{stack}"));
-    t.run([
-        "install",
-        stack,
-        "--port",
-        &port.to_string(),
-        "--root",
-        root.to_str().unwrap(),
-        "--settle-ms",
-        "200",
-    ])
-    .ok();
+    t.run(crate::common::install_args(stack, port, &root).settle(200))
+        .ok();
 }
 
 fn status(t: &TestContext, stack: &str) -> serde_json::Value {

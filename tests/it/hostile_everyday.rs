@@ -18,17 +18,8 @@ fn ctx() -> TestContext {
 /// Installs `stack` from its own fixture root and returns that root.
 fn install(t: &TestContext, stack: &str) -> std::path::PathBuf {
     let root = t.fixture_root(&format!("root-{stack}"));
-    t.run([
-        "install",
-        stack,
-        "--port",
-        &free_port().to_string(),
-        "--root",
-        root.to_str().unwrap(),
-        "--settle-ms",
-        "200",
-    ])
-    .ok();
+    t.run(crate::common::install_args(stack, free_port(), &root).settle(200))
+        .ok();
     root
 }
 

@@ -1,7 +1,9 @@
 //! A hostile pass over issues 31 (the first day) and 32 (fleets) as they stand: a typo of a
 //! stack in the verbs the first pass left out, and a refused first `host start`.
 
-use crate::common::{args, free_port, real_node, shown_width, strip_ansi, TestContext};
+use crate::common::{
+    args, free_port, install_args, real_node, shown_width, strip_ansi, TestContext,
+};
 
 /// A HOME with one custom stack, `snap`, that has a config (and so exists).
 fn with_snap() -> TestContext {
@@ -227,11 +229,9 @@ fn a_failed_login_qr_names_oyster_qr_for_this_stack() {
     )
     .unwrap();
     t.run(
-        args(&["install", "snap"])
-            .port(free_port())
-            .root(&root)
+        install_args("snap", free_port(), &root)
             .node(&real_node())
-            .extra(&["--settle-ms", "200"]),
+            .settle(200),
     )
     .ok();
     let r = t.run(["qr", "snap"]).fails_with(1);

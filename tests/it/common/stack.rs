@@ -45,6 +45,18 @@ impl Args {
     }
 }
 
+/// `install STACK --port P --root ROOT`: how the tests install a stack.
+pub fn install_args(stack: &str, port: u16, root: &Path) -> Args {
+    args(&["install", stack]).port(port).root(root)
+}
+
+impl Args {
+    /// `--settle-ms MS`: how long the verified Host must keep answering.
+    pub fn settle(self, ms: u64) -> Args {
+        self.arg("--settle-ms").arg(ms.to_string())
+    }
+}
+
 impl From<Args> for Vec<String> {
     fn from(a: Args) -> Vec<String> {
         a.0
