@@ -407,7 +407,7 @@ fn cleanup_removes_only_stacks_of_pure_bookkeeping_and_asks_first() {
     std::fs::rename(&kept, &aside).unwrap();
     let waiter = serde_json::json!([BIN, "host", "stop", "ghost"]).to_string();
     t.extra_env.push(("PTY_WHILE_ASKED".into(), waiter));
-    let r = t.pty(b"\n", &["cleanup"]);
+    let r = t.pty(b"\n", ["cleanup"]);
     t.extra_env.retain(|(k, _)| k != "PTY_WHILE_ASKED");
     std::fs::rename(&aside, &kept).unwrap();
     assert!(r["prompted"].as_bool().unwrap(), "{r}");
@@ -435,7 +435,7 @@ fn cleanup_removes_only_stacks_of_pure_bookkeeping_and_asks_first() {
     std::fs::remove_file(busy.join("run/oysterun-host-busy.pid")).unwrap();
     t.run(["cleanup", "--yes"]).ok();
     assert!(!busy.exists());
-    let r = t.pty(b"y\n", &["cleanup"]);
+    let r = t.pty(b"y\n", ["cleanup"]);
     let shown = r["output"].as_str().unwrap();
     // Read as words: the terminal is 80 columns, so the question is wrapped.
     let words = shown.split_whitespace().collect::<Vec<_>>().join(" ");

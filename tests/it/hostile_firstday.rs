@@ -121,7 +121,7 @@ fn setups_question_fits_an_80_column_terminal_and_is_answered_after_it() {
         "--node-bin",
         &bin.join("node").display().to_string(),
     ];
-    let r = t.pty(b"\r", &args);
+    let r = t.pty(b"\r", args);
     let output = r["output"].as_str().unwrap();
     assert_eq!(r["prompted"], true, "{output}");
     assert!(
@@ -201,7 +201,7 @@ fn a_line_of_wide_characters_is_wrapped_by_the_columns_it_takes() {
 fn lists_log_column_is_cut_as_shown_with_home_as_tilde() {
     let t = with_snap();
     // A HOME deep enough that the real log path does not fit an 80-column row.
-    let r = t.pty(b"", &["list"]);
+    let r = t.pty(b"", ["list"]);
     let output = r["output"].as_str().unwrap();
     let row = output
         .lines()

@@ -120,16 +120,16 @@ fn the_login_qr_follows_a_verified_restart_only_when_wanted() {
     );
     as_the_script_did(&s, &c[0]);
     // On a terminal by default, and --no-qr turns it off there (the last of the two wins).
-    let r = s.t.pty(b"", &["start", "qr", "--settle-ms", "200"]);
+    let r = s.t.pty(b"", ["start", "qr", "--settle-ms", "200"]);
     assert_eq!(r["code"], 0, "{r}");
     assert!(r["output"].as_str().unwrap().contains("QR for port"), "{r}");
     assert_eq!(calls(&s.root).len(), 2);
     let r =
-        s.t.pty(b"", &["restart", "qr", "--no-qr", "--settle-ms", "200"]);
+        s.t.pty(b"", ["restart", "qr", "--no-qr", "--settle-ms", "200"]);
     assert_eq!(r["code"], 0, "{r}");
     let r2 = s.t.pty(
         b"",
-        &["restart", "qr", "--qr", "--no-qr", "--settle-ms", "200"],
+        ["restart", "qr", "--qr", "--no-qr", "--settle-ms", "200"],
     );
     assert_eq!(r2["code"], 0, "{r2}");
     assert_eq!(calls(&s.root).len(), 2, "{r}");
