@@ -193,21 +193,11 @@ fn leftover(t: &TestContext, name: &str, with_lock: bool) -> PathBuf {
     run
 }
 
-fn install_args(root: &Path, port: u16, settle_ms: &str) -> Vec<String> {
-    [
-        "install",
-        "dev",
-        "--port",
-        &port.to_string(),
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        real_node().to_str().unwrap(),
-        "--settle-ms",
-        settle_ms,
-    ]
-    .map(String::from)
-    .to_vec()
+fn install_args(root: &Path, port: u16, settle_ms: u64) -> Vec<String> {
+    crate::common::install_args("dev", port, root)
+        .node(&real_node())
+        .settle(settle_ms)
+        .into()
 }
 
 /// Three processes: cleanup asks about a leftover (with and without `run/oyster.lock`); an
@@ -227,7 +217,7 @@ fn cleanup_holds_the_stacks_lock_to_its_removal_and_no_waiter_holds_an_unlinked_
         cleanup.wait_for("[y/N]");
         // An install while cleanup asks waits for it (before: it ran at once when the leftover
         // had no lock file, and the yes then deleted the live Host's pid and origin files).
-        let mut install = Background::spawn(&t, &install_args(&root, free_port(), "2500"));
+        let mut install = Background::spawn(&t, &install_args(&root, free_port(), 2500));
         install.wait_said("waiting for another oyster (pid ");
         assert!(
             install

@@ -8,6 +8,15 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod context;
+mod follow;
+pub mod pkg;
+pub mod repo;
+mod stack;
+
+pub use context::{pty_report, python, shown_width, strip_ansi, write_binary_plist};
+pub use stack::{args, install_args, Stack};
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_oyster");
 
 pub struct TestContext {
@@ -526,6 +535,18 @@ impl Run {
     }
 }
 
+/// Runs `c`, which must succeed (else the test fails showing its stderr): its output.
+#[track_caller]
+pub fn output_ok(c: &mut Command) -> Output {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// The provider ids, read from the binary's own registry through `providers resolve`.
 pub fn provider_ids() -> Vec<String> {
     let t = TestContext::new();
@@ -555,110 +576,6 @@ pub fn rust_files(dir: &Path) -> Vec<PathBuf> {
     }
     out.sort();
     out
-}
-
-/// The arguments of one oyster command, built by flags: `args(&["agent", "install"])
-/// .stack("lc").root(&root).node(&node).port(p).wait(10, 300)`. One builder for every test
-/// that drives a stack, so a renamed flag is changed in one place.
-#[derive(Debug, Clone, Default)]
-pub struct Args(pub Vec<String>);
-
-pub fn args(words: &[&str]) -> Args {
-    Args(words.iter().map(|w| (*w).to_owned()).collect())
-}
-
-impl Args {
-    pub fn arg(mut self, a: impl Into<String>) -> Args {
-        self.0.push(a.into());
-        self
-    }
-    pub fn extra(mut self, more: &[&str]) -> Args {
-        self.0.extend(more.iter().map(|a| (*a).to_owned()));
-        self
-    }
-    pub fn stack(self, name: &str) -> Args {
-        self.arg("--stack").arg(name)
-    }
-    pub fn root(self, root: &Path) -> Args {
-        self.arg("--root").arg(root.to_str().unwrap())
-    }
-    pub fn node(self, node: &Path) -> Args {
-        self.arg("--node-bin").arg(node.to_str().unwrap())
-    }
-    pub fn port(self, port: u16) -> Args {
-        self.arg("--port").arg(port.to_string())
-    }
-    /// `--wait SECS --settle-ms MS`: how long verification waits and how long it must hold.
-    pub fn wait(self, secs: u64, settle_ms: u64) -> Args {
-        self.arg("--wait")
-            .arg(secs.to_string())
-            .arg("--settle-ms")
-            .arg(settle_ms.to_string())
-    }
-}
-
-impl From<Args> for Vec<String> {
-    fn from(a: Args) -> Vec<String> {
-        a.0
-    }
-}
-
-impl IntoIterator for Args {
-    type Item = String;
-    type IntoIter = std::vec::IntoIter<String>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.0.into_iter()
-    }
-}
-
-/// A stack of the fixture Host under the simulator: its own HOME, the fixture root `root`, a
-/// free port, the machine's node.
-pub struct Stack {
-    pub t: TestContext,
-    pub root: PathBuf,
-    pub name: &'static str,
-    pub port: u16,
-}
-
-impl Stack {
-    pub fn new(name: &'static str) -> Stack {
-        let mut t = TestContext::new();
-        t.use_sim();
-        let root = t.fixture_root("root");
-        Stack {
-            t,
-            root,
-            name,
-            port: free_port(),
-        }
-    }
-
-    /// `agent VERB --stack NAME --root ROOT --node-bin NODE --port P --wait 10 --settle-ms 300`.
-    pub fn args(&self, verb: &str) -> Vec<String> {
-        self.host_args(&["agent", verb]).wait(10, 300).into()
-    }
-
-    /// `WORDS --stack NAME --root ROOT --node-bin NODE --port P`.
-    pub fn host_args(&self, words: &[&str]) -> Args {
-        args(words)
-            .stack(self.name)
-            .root(&self.root)
-            .node(&real_node())
-            .port(self.port)
-    }
-
-    pub fn status(&self) -> serde_json::Value {
-        self.t
-            .run(["agent", "status", "--json", "--stack", self.name])
-            .json()
-    }
-
-    pub fn plist(&self) -> PathBuf {
-        self.t.home.join(format!(
-            "Library/LaunchAgents/com.oysterun.host.{}.plist",
-            self.name
-        ))
-    }
 }
 
 /// One HTTP/1.0 GET to `127.0.0.1:port` (a plain body, no chunks): the status and the body;

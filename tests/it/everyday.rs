@@ -2,74 +2,23 @@
 //! `--all`, the aliases, an unknown verb answered by meaning, `cleanup`, and a `list` that
 //! fits 100 columns — against the launchd simulator with the real Node Host.
 
-use std::path::Path;
 use std::process::Command;
 
-use crate::common::{free_port, real_node, TestContext, BIN};
+use crate::common::{free_port, TestContext, BIN};
 
 /// A HOME with the simulator and the pinned Node; each stack gets its own root on install.
 fn ctx() -> TestContext {
-    let mut t = TestContext::new();
-    t.use_sim();
-    t.extra_env.push((
-        "OYSTERUN_NODE_BIN".into(),
-        real_node().display().to_string(),
-    ));
-    t
+    TestContext::with_sim_and_node()
 }
 
 fn install(t: &TestContext, stack: &str, port: u16) {
     let root = t.fixture_root(&format!("root-{stack}"));
-    t.run([
-        "install",
-        stack,
-        "--port",
-        &port.to_string(),
-        "--root",
-        root.to_str().unwrap(),
-        "--settle-ms",
-        "200",
-    ])
-    .ok();
+    t.run(crate::common::install_args(stack, port, &root).settle(200))
+        .ok();
 }
 
 fn status(t: &TestContext, stack: &str) -> serde_json::Value {
     t.run(["status", stack, "--json"]).json()
-}
-
-/// Runs oyster on a real 80-column terminal (tests/pty_drive.py), typing `answer` at a
-/// `[y/N]` question.
-pub fn pty(t: &TestContext, answer: &[u8], args: &[&str]) -> serde_json::Value {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pty_drive.py");
-    let hex: String = answer.iter().map(|b| format!("{b:02x}")).collect();
-    let mut c = Command::new(python3());
-    c.arg(script).arg(hex).arg(BIN).args(args);
-    c.env_clear().env("HOME", &t.home).env(
-        "PATH",
-        std::env::join_paths(&t.path_dirs).unwrap_or_default(),
-    );
-    if !t.extra_env.iter().any(|(k, _)| k == "OYSTER_LAUNCHCTL") {
-        c.env("OYSTER_LAUNCHCTL", "none");
-    }
-    for (k, v) in &t.extra_env {
-        c.env(k, v);
-    }
-    let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "pty_drive failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-/// The real python3 (not a version manager's shim, which needs a PATH the test does not give).
-fn python3() -> std::path::PathBuf {
-    let out = Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .expect("the PTY tests need python3");
-    std::path::PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
 #[test]
@@ -458,7 +407,7 @@ fn cleanup_removes_only_stacks_of_pure_bookkeeping_and_asks_first() {
     std::fs::rename(&kept, &aside).unwrap();
     let waiter = serde_json::json!([BIN, "host", "stop", "ghost"]).to_string();
     t.extra_env.push(("PTY_WHILE_ASKED".into(), waiter));
-    let r = pty(&t, b"\n", &["cleanup"]);
+    let r = t.pty(b"\n", ["cleanup"]);
     t.extra_env.retain(|(k, _)| k != "PTY_WHILE_ASKED");
     std::fs::rename(&aside, &kept).unwrap();
     assert!(r["prompted"].as_bool().unwrap(), "{r}");
@@ -486,7 +435,7 @@ fn cleanup_removes_only_stacks_of_pure_bookkeeping_and_asks_first() {
     std::fs::remove_file(busy.join("run/oysterun-host-busy.pid")).unwrap();
     t.run(["cleanup", "--yes"]).ok();
     assert!(!busy.exists());
-    let r = pty(&t, b"y\n", &["cleanup"]);
+    let r = t.pty(b"y\n", ["cleanup"]);
     let shown = r["output"].as_str().unwrap();
     // Read as words: the terminal is 80 columns, so the question is wrapped.
     let words = shown.split_whitespace().collect::<Vec<_>>().join(" ");

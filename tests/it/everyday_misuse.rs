@@ -6,13 +6,7 @@ use crate::common::{free_port, real_node, TestContext};
 
 /// A HOME with the simulator and the pinned Node.
 fn ctx() -> TestContext {
-    let mut t = TestContext::new();
-    t.use_sim();
-    t.extra_env.push((
-        "OYSTERUN_NODE_BIN".into(),
-        real_node().display().to_string(),
-    ));
-    t
+    TestContext::with_sim_and_node()
 }
 
 /// The commands in backquotes in `text`.
@@ -37,17 +31,8 @@ fn kill_hints_are_commands_in_the_form_typed() {
     let t = ctx();
     let port = free_port();
     let root = t.fixture_root("root-dev");
-    t.run([
-        "install",
-        "dev",
-        "--port",
-        &port.to_string(),
-        "--root",
-        root.to_str().unwrap(),
-        "--settle-ms",
-        "200",
-    ])
-    .ok();
+    t.run(crate::common::install_args("dev", port, &root).settle(200))
+        .ok();
     // After a kill, the command said to show the new pid is a real command.
     let out = t.run(["kill", "dev"]).ok().stdout();
     let shown = quoted(&out);
@@ -231,17 +216,8 @@ fn ctrl_c_during_the_login_qr_stops_the_step_and_exits_130() {
     let t = ctx();
     let port = free_port();
     let root = t.fixture_root("root-dev");
-    t.run([
-        "install",
-        "dev",
-        "--port",
-        &port.to_string(),
-        "--root",
-        root.to_str().unwrap(),
-        "--settle-ms",
-        "200",
-    ])
-    .ok();
+    t.run(crate::common::install_args("dev", port, &root).settle(200))
+        .ok();
     // A QR entry point that never ends, and says its pid.
     let pid_file = t.path("qr.pid");
     std::fs::write(

@@ -2,7 +2,7 @@
 //! script can read under `--json`, names that are not stacks, and help that offers only what
 //! a command takes.
 
-use crate::common::{free_port, TestContext};
+use crate::common::{free_port, shown_width, TestContext};
 use crate::snapshots::{installed, snap_table};
 
 #[test]
@@ -358,24 +358,6 @@ fn info_all_shows_every_stack_and_exits_1_unless_each_is_verified() {
     t.run(["uninstall", "--all"]).ok();
 }
 
-/// The width a terminal shows of `line`: its characters, ANSI colour sequences left out.
-fn shown_width(line: &str) -> usize {
-    let mut n = 0;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for d in chars.by_ref() {
-                if d.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else if c != '\r' {
-            n += 1;
-        }
-    }
-    n
-}
-
 #[test]
 fn at_80_columns_no_line_is_wider_than_the_terminal_and_piped_output_is_never_wrapped() {
     let port = free_port();
@@ -405,7 +387,7 @@ fn at_80_columns_no_line_is_wider_than_the_terminal_and_piped_output_is_never_wr
         vec!["agent", "regenerate", "--help"],
     ];
     for args in &commands {
-        let r = crate::everyday::pty(&t, b"", args);
+        let r = t.pty(b"", args);
         let output = r["output"].as_str().unwrap();
         for line in output.lines() {
             // A single word (a path) is never cut in prose; it stands alone instead.

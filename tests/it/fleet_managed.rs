@@ -6,13 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{free_port, TestContext};
-
-fn write_plist(path: &Path, v: plist::Value) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    // macOS writes managed preferences as binary plists.
-    v.to_file_binary(path).unwrap();
-}
+use crate::common::{free_port, write_binary_plist, TestContext};
 
 fn dict(pairs: Vec<(&str, plist::Value)>) -> plist::Value {
     let mut d = plist::Dictionary::new();
@@ -40,7 +34,7 @@ fn managed() -> Managed {
         dir.display().to_string(),
     ));
     let (forced, mine) = (free_port(), free_port());
-    write_plist(
+    write_binary_plist(
         &dir.join("com.oysterun.oyster.plist"),
         dict(vec![
             (
@@ -61,7 +55,7 @@ fn managed() -> Managed {
         .unwrap()
         .unwrap()
         .name;
-    write_plist(
+    write_binary_plist(
         &dir.join(&me).join("com.oysterun.oyster.plist"),
         dict(vec![("default_browse_path", "/Shared/Mine".into())]),
     );
@@ -189,7 +183,7 @@ fn a_forced_value_is_refused_without_writing_and_wins_over_config_json() {
         .unwrap()
         .unwrap()
         .name;
-    write_plist(
+    write_binary_plist(
         &m.dir.join(&me).join("com.oysterun.oyster.plist"),
         dict(vec![
             ("root", "/opt/oysterun".into()),
@@ -293,7 +287,7 @@ fn status_config_show_doctor_providers_and_inventory_mark_managed_values() {
     assert_eq!(dev["port"], m.forced);
 
     // A value oyster cannot use is left out and said; the others still apply.
-    write_plist(
+    write_binary_plist(
         &m.dir.join("com.oysterun.oyster.plist"),
         dict(vec![
             (
@@ -354,22 +348,17 @@ fn the_sample_payload_is_a_managed_preferences_profile_whose_every_key_oyster_ap
         t
     };
     // Extracted by Python's plistlib (integers stay integers), written binary as macOS does.
-    let out = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import plistlib, sys, os; p = plistlib.load(open(sys.argv[1], 'rb')); \
-             s = p['PayloadContent'][0]['PayloadContent']['com.oysterun.oyster']['Forced'][0]['mcx_preference_settings']; \
-             os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True); \
-             plistlib.dump(s, open(sys.argv[2], 'wb'), fmt=plistlib.FMT_BINARY)",
-        ])
-        .arg(&path)
-        .arg(t.path("mp/com.oysterun.oyster.plist"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    crate::common::output_ok(
+        std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import plistlib, sys, os; p = plistlib.load(open(sys.argv[1], 'rb')); \
+                 s = p['PayloadContent'][0]['PayloadContent']['com.oysterun.oyster']['Forced'][0]['mcx_preference_settings']; \
+                 os.makedirs(os.path.dirname(sys.argv[2]), exist_ok=True); \
+                 plistlib.dump(s, open(sys.argv[2], 'wb'), fmt=plistlib.FMT_BINARY)",
+            ])
+            .arg(&path)
+            .arg(t.path("mp/com.oysterun.oyster.plist")),
     );
     let show = t
         .run(["config", "show", "--stack", "staging"])
@@ -399,7 +388,7 @@ fn a_forced_root_and_node_are_what_the_plan_runs() {
         .unwrap()
         .unwrap()
         .name;
-    write_plist(
+    write_binary_plist(
         &m.dir.join(&me).join("com.oysterun.oyster.plist"),
         dict(vec![
             ("root", root.display().to_string().into()),

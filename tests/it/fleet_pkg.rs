@@ -1,18 +1,17 @@
 //! Fleets of Macs (issue 32), the `.pkg` side: the postinstall serves every logged-in user
 //! (fast user switching), the login step serves the others at their next login, and
 //! `oyster-uninstall` removes every user's Oysterun LaunchAgents. Run on Linux against the
-//! recording fakes of tests/it/packaging.rs, plus a fake `ps` and a `dscl` that lists accounts.
+//! recording fakes of `common::pkg`, plus a fake `ps` and a `dscl` that lists accounts.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
-use crate::packaging::{script, sh_quote, w, Outcome, Pkg, PKG_FILES, VERSION};
+use crate::common::pkg::{
+    assert_oyster_never_acts_as_root, script, sh_quote, w, Outcome, Pkg, PKG_FILES,
+};
+use crate::common::repo::{repo, VERSION};
 
 const LOGINWINDOW: &str = "/System/Library/CoreServices/loginwindow.app/Contents/MacOS/loginwindow";
-
-fn repo() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// A fake `/bin/ps` answering `ps -axo user=,comm=` with `lines` (as macOS prints it: the
 /// owner, then the executable's path), logging its call.
@@ -26,7 +25,7 @@ fn fake_ps(p: &Pkg, lines: &[(&str, &str)]) {
 }
 
 /// `dscl . -list /Users UniqueID` answered with `accounts` (NAME UID, as dscl prints them);
-/// every other call goes to packaging.rs's fake.
+/// every other call goes to `common::pkg`'s fake.
 fn dscl_lists(p: &Pkg, accounts: &[(&str, i64)]) {
     let dscl = p.sys.join("usr/bin/dscl");
     let real = p.sys.join("usr/bin/dscl-read");
@@ -113,7 +112,7 @@ fn postinstall_acts_for_exactly_the_users_logged_in_with_fast_user_switching() {
         o.calls
     );
     assert!(bob_plist.exists());
-    crate::packaging::assert_oyster_never_acts_as_root(&o);
+    assert_oyster_never_acts_as_root(&o);
 
     // One user's failure is logged and the next user is still served; the install succeeds.
     p.write_oyster(
@@ -141,31 +140,6 @@ fn postinstall_acts_for_exactly_the_users_logged_in_with_fast_user_switching() {
     assert!(calls_as(&o, "alice").is_empty(), "{:#?}", o.calls);
 }
 
-/// Runs packaging/pkg/oyster-login as launchd would at `user`'s login: HOME, a minimal PATH.
-fn login(p: &Pkg, user: &str, env: &[(&str, &str)]) -> Outcome {
-    let mut c = Command::new("/bin/sh");
-    c.arg(repo().join("packaging/pkg/oyster-login"))
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin:/usr/sbin:/sbin")
-        .env("HOME", p.home(user))
-        .env("RUN_AS", user)
-        .env("OYSTER_PKG_SYSROOT", &p.sys);
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let out = c.output().unwrap();
-    let calls = std::fs::read_to_string(&p.log)
-        .map(|s| s.lines().map(str::to_owned).collect())
-        .unwrap_or_default();
-    let _ = std::fs::remove_file(&p.log);
-    Outcome {
-        code: out.status.code().unwrap_or(-1),
-        out: String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr),
-        calls,
-    }
-}
-
 fn login_log(p: &Pkg, user: &str) -> String {
     std::fs::read_to_string(p.home(user).join("Library/Logs/oyster-login.log")).unwrap_or_default()
 }
@@ -187,7 +161,7 @@ fn the_login_step_regenerates_once_per_version_and_again_after_a_failure() {
     p.agent_running("bob", "com.oysterun.host.dev", oyster);
     let home = w(&p.home("bob"));
 
-    let o = login(&p, "bob", &[]);
+    let o = p.login("bob", &[]);
     assert_eq!(o.code, 0);
     assert!(o.out.is_empty(), "it writes only to its log: {}", o.out);
     assert_eq!(
@@ -205,29 +179,29 @@ fn the_login_step_regenerates_once_per_version_and_again_after_a_failure() {
         format!("oyster {VERSION}\n")
     );
     // The next login: this version is done.
-    let o = login(&p, "bob", &[]);
+    let o = p.login("bob", &[]);
     assert_eq!(
         o.oyster_calls(),
         [format!("oyster --version as=bob home={home}")]
     );
     // An upgrade (another version in the stamp): once more.
     std::fs::write(stamp(&p, "bob"), "oyster 0.0.1\n").unwrap();
-    let o = login(&p, "bob", &[]);
+    let o = p.login("bob", &[]);
     assert_eq!(o.oyster_calls().len(), 2, "{:#?}", o.calls);
 
     // A failure leaves no stamp: the next login tries again.
     p.agent_running("alice", "com.oysterun.host", oyster);
-    let o = login(&p, "alice", &[("FAKE_OYSTER_EXIT", "1")]);
+    let o = p.login("alice", &[("FAKE_OYSTER_EXIT", "1")]);
     assert_eq!(o.code, 0);
     assert!(!stamp(&p, "alice").exists());
     assert!(login_log(&p, "alice").contains("failed (exit 1)"));
-    let o = login(&p, "alice", &[]);
+    let o = p.login("alice", &[]);
     assert_eq!(o.oyster_calls().len(), 2, "{:#?}", o.calls);
     assert!(stamp(&p, "alice").exists());
 
     // Another installer's plist is not oyster's to regenerate; a user without any: nothing.
     p.agent_running("asmith", "com.oysterun.host", "/bin/bash");
-    let o = login(&p, "asmith", &[]);
+    let o = p.login("asmith", &[]);
     assert_eq!(o.oyster_calls().len(), 1, "{:#?}", o.calls);
     assert!(login_log(&p, "asmith").contains("not oyster; left alone"));
 
@@ -245,36 +219,11 @@ fn the_login_step_regenerates_once_per_version_and_again_after_a_failure() {
     assert!(plist.get("KeepAlive").is_none());
 }
 
-/// What the package installs beyond packaging.rs's PKG_FILES: the login step and its agent.
+/// What the package installs beyond `common::pkg`'s PKG_FILES: the login step and its agent.
 const LOGIN_FILES: &[&str] = &[
     "Library/LaunchAgents/com.oysterun.oyster.login.plist",
     "usr/local/libexec/oyster-login",
 ];
-
-fn uninstall(p: &Pkg, args: &[&str], console: Option<&str>) -> Outcome {
-    let mut c = Command::new("/bin/sh");
-    c.arg(repo().join("packaging/pkg/oyster-uninstall"))
-        .args(args)
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin:/usr/sbin:/sbin")
-        .env("HOME", "/var/root")
-        .env("OYSTER_PKG_SYSROOT", &p.sys)
-        .stdin(std::process::Stdio::null());
-    if let Some(user) = console {
-        c.env("FAKE_CONSOLE", user);
-    }
-    let out = c.output().unwrap();
-    let calls = std::fs::read_to_string(&p.log)
-        .map(|s| s.lines().map(str::to_owned).collect())
-        .unwrap_or_default();
-    let _ = std::fs::remove_file(&p.log);
-    Outcome {
-        code: out.status.code().unwrap_or(-1),
-        out: String::from_utf8_lossy(&out.stdout).into_owned()
-            + &String::from_utf8_lossy(&out.stderr),
-        calls,
-    }
-}
 
 #[test]
 fn oyster_uninstall_removes_every_local_users_agents_asking_first_and_keeps_data_unless_purged() {
@@ -313,7 +262,7 @@ fn oyster_uninstall_removes_every_local_users_agents_asking_first_and_keeps_data
     std::fs::write(&stamp_file, "oyster 0.1.0\n").unwrap();
 
     // No terminal and no --yes: the list, and nothing removed.
-    let o = uninstall(&p, &[], None);
+    let o = p.uninstall_with(&[], None, &[]);
     assert_eq!(o.code, 1, "{}", o.out);
     for want in [
         "alice's LaunchAgent",
@@ -330,10 +279,10 @@ fn oyster_uninstall_removes_every_local_users_agents_asking_first_and_keeps_data
         o.calls
     );
     assert!(alice.exists() && asmith.exists() && p.sys.join(LOGIN_FILES[1]).exists());
-    uninstall(&p, &["--bogus"], None);
+    p.uninstall_with(&["--bogus"], None, &[]);
     assert!(alice.exists());
 
-    let o = uninstall(&p, &["--yes"], None);
+    let o = p.uninstall_with(&["--yes"], None, &[]);
     o.exits_0_saying(&[
         "done: oyster is uninstalled.",
         "kept alice's Oysterun config",
@@ -376,7 +325,7 @@ fn oyster_uninstall_removes_every_local_users_agents_asking_first_and_keeps_data
 
     // --purge: the data too.
     p.install_payload();
-    let o = uninstall(&p, &["--yes", "--purge"], None);
+    let o = p.uninstall_with(&["--yes", "--purge"], None, &[]);
     assert_eq!(o.code, 0, "{}", o.out);
     assert!(
         !config.exists() && !p.home("alice").join(".oysterun").exists(),

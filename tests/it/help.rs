@@ -73,12 +73,12 @@ fn the_help_reads_at_80_columns_piped_and_on_a_terminal() {
     );
 
     // The same on a real terminal 80 columns wide (clap asks the terminal, not COLUMNS).
-    let r = crate::everyday::pty(&t, b"", &["--help"]);
+    let r = t.pty(b"", ["--help"]);
     let shown = r["output"].as_str().unwrap().replace("\r\n", "\n");
     assert_eq!(r["code"], 0, "{r}");
     reads_at_80(&shown, "Environment:", env_name);
     reads_at_80(&shown, "Examples:", |w| w == "oyster");
-    let r = crate::everyday::pty(&t, b"", &["agent", "--help"]);
+    let r = t.pty(b"", ["agent", "--help"]);
     let shown = r["output"].as_str().unwrap().replace("\r\n", "\n");
     reads_at_80(&shown, "Examples:", |w| w == "oyster");
 }

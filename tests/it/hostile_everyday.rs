@@ -8,33 +8,18 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{free_port, real_node, runner_tool, TestContext, BIN};
+use crate::common::{free_port, runner_tool, TestContext, BIN};
 
 /// A HOME with the simulator and the pinned Node.
 fn ctx() -> TestContext {
-    let mut t = TestContext::new();
-    t.use_sim();
-    t.extra_env.push((
-        "OYSTERUN_NODE_BIN".into(),
-        real_node().display().to_string(),
-    ));
-    t
+    TestContext::with_sim_and_node()
 }
 
 /// Installs `stack` from its own fixture root and returns that root.
 fn install(t: &TestContext, stack: &str) -> std::path::PathBuf {
     let root = t.fixture_root(&format!("root-{stack}"));
-    t.run([
-        "install",
-        stack,
-        "--port",
-        &free_port().to_string(),
-        "--root",
-        root.to_str().unwrap(),
-        "--settle-ms",
-        "200",
-    ])
-    .ok();
+    t.run(crate::common::install_args(stack, free_port(), &root).settle(200))
+        .ok();
     root
 }
 

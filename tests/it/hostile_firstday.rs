@@ -1,15 +1,22 @@
 //! A hostile pass over issues 31 (the first day) and 32 (fleets) as they stand: a typo of a
 //! stack in the verbs the first pass left out, and a refused first `host start`.
 
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{
+    args, free_port, install_args, real_node, shown_width, strip_ansi, TestContext,
+};
 
 /// A HOME with one custom stack, `snap`, that has a config (and so exists).
 fn with_snap() -> TestContext {
-    let t = TestContext::new();
-    let cfg = t.home.join(".oysterun-stacks/snap/host/config.json");
-    std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
-    std::fs::write(&cfg, format!("{{\"port\": {}}}\n", free_port())).unwrap();
-    t
+    TestContext::with_stack_config("snap")
+}
+
+/// `host start --stack NAME --port P --root ROOT`.
+fn host_start(stack: &str, port: u16, root: &std::path::Path) -> Vec<String> {
+    args(&["host", "start"])
+        .stack(stack)
+        .port(port)
+        .root(root)
+        .into()
 }
 
 #[test]
@@ -49,32 +56,14 @@ fn a_typo_of_a_stack_is_refused_by_host_config_and_providers_read_verbs_and_crea
 #[test]
 fn a_refused_first_host_start_leaves_no_stack_behind() {
     let mut t = TestContext::new();
-    t.extra_env.push((
-        "OYSTERUN_NODE_BIN".into(),
-        real_node().display().to_string(),
-    ));
+    t.pin_node();
     let root = t.fixture_root("root");
-    let fresh = t.home.join(".oysterun-stacks/fresh");
     // A --root without the Host (exit 2).
     let missing = t.path("no-such-root");
     let r = t
-        .run([
-            "host",
-            "start",
-            "--stack",
-            "fresh",
-            "--port",
-            &free_port().to_string(),
-            "--root",
-            &missing.display().to_string(),
-        ])
+        .run(host_start("fresh", free_port(), &missing))
         .fails_with(2);
-    assert!(
-        !fresh.exists(),
-        "left {:?}; {}",
-        crate::common::tree(&fresh).keys().collect::<Vec<_>>(),
-        r.stderr()
-    );
+    t.assert_no_stack("fresh", &r.stderr());
     assert!(
         r.stderr().contains("created by this refused host start"),
         "{}",
@@ -83,24 +72,8 @@ fn a_refused_first_host_start_leaves_no_stack_behind() {
     // A port another process holds (exit 1).
     let held = std::net::TcpListener::bind(("127.0.0.1", free_port())).unwrap();
     let port = held.local_addr().unwrap().port();
-    let r = t
-        .run([
-            "host",
-            "start",
-            "--stack",
-            "fresh",
-            "--port",
-            &port.to_string(),
-            "--root",
-            &root.display().to_string(),
-        ])
-        .fails_with(1);
-    assert!(
-        !fresh.exists(),
-        "left {:?}; {}",
-        crate::common::tree(&fresh).keys().collect::<Vec<_>>(),
-        r.stderr()
-    );
+    let r = t.run(host_start("fresh", port, &root)).fails_with(1);
+    t.assert_no_stack("fresh", &r.stderr());
     assert_eq!(
         t.run(["list", "--json"]).ok().json()["stacks"],
         serde_json::json!([])
@@ -110,67 +83,19 @@ fn a_refused_first_host_start_leaves_no_stack_behind() {
 #[test]
 fn a_host_start_refused_for_a_managed_root_leaves_no_stack_behind() {
     let mut t = TestContext::new();
-    t.extra_env.push((
-        "OYSTERUN_NODE_BIN".into(),
-        real_node().display().to_string(),
-    ));
-    let dir = t.path("Managed Preferences");
-    std::fs::create_dir_all(&dir).unwrap();
+    t.pin_node();
     let forced = t.fixture_root("forced-root");
-    let mut d = plist::Dictionary::new();
-    d.insert("root".into(), forced.display().to_string().into());
-    plist::Value::Dictionary(d)
-        .to_file_binary(dir.join("com.oysterun.oyster.plist"))
-        .unwrap();
-    t.extra_env.push((
-        "OYSTER_MANAGED_PREFERENCES_DIR".into(),
-        dir.display().to_string(),
-    ));
+    force(&mut t, &[("root", forced.to_str().unwrap())]);
     let other = t.fixture_root("other-root");
     let r = t
-        .run([
-            "host",
-            "start",
-            "--stack",
-            "fresh",
-            "--port",
-            &free_port().to_string(),
-            "--root",
-            &other.display().to_string(),
-        ])
+        .run(host_start("fresh", free_port(), &other))
         .fails_with(1);
     assert!(
         r.stderr().contains("managed by your organization"),
         "{}",
         r.stderr()
     );
-    let fresh = t.home.join(".oysterun-stacks/fresh");
-    assert!(
-        !fresh.exists(),
-        "left {:?}",
-        crate::common::tree(&fresh).keys().collect::<Vec<_>>()
-    );
-}
-
-/// Columns a line takes on the terminal (ANSI colour sequences take none).
-fn shown_width(line: &str) -> usize {
-    let mut n = 0;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for d in chars.by_ref() {
-                if d.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else if ('\u{4e00}'..='\u{9fff}').contains(&c) {
-            // A CJK ideograph takes two columns.
-            n += 2;
-        } else if c != '\r' {
-            n += 1;
-        }
-    }
-    n
+    t.assert_no_stack("fresh", "");
 }
 
 #[test]
@@ -196,7 +121,7 @@ fn setups_question_fits_an_80_column_terminal_and_is_answered_after_it() {
         "--node-bin",
         &bin.join("node").display().to_string(),
     ];
-    let r = crate::everyday::pty(&t, b"\r", &args);
+    let r = t.pty(b"\r", args);
     let output = r["output"].as_str().unwrap();
     assert_eq!(r["prompted"], true, "{output}");
     assert!(
@@ -254,28 +179,12 @@ fn mdm_profile_output_dash_is_stdout_not_a_file_named_dash() {
 #[test]
 fn a_line_of_wide_characters_is_wrapped_by_the_columns_it_takes() {
     let mut t = TestContext::new();
-    t.extra_env.push((
-        "OYSTERUN_NODE_BIN".into(),
-        real_node().display().to_string(),
-    ));
+    t.pin_node();
     let cjk = "数据".repeat(12);
     // A --root that does not hold the Host: its error line names the path, words of
     // ideographs that take 48 columns each but count 24 characters.
     let root = t.path(&format!("{cjk} {cjk} {cjk}"));
-    let r = crate::everyday::pty(
-        &t,
-        b"",
-        &[
-            "host",
-            "start",
-            "--stack",
-            "dev",
-            "--port",
-            &free_port().to_string(),
-            "--root",
-            &root.display().to_string(),
-        ],
-    );
+    let r = t.pty(b"", host_start("dev", free_port(), &root));
     let output = r["output"].as_str().unwrap();
     let words = output.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(words.contains("has no host-service/server.mjs"), "{output}");
@@ -292,7 +201,7 @@ fn a_line_of_wide_characters_is_wrapped_by_the_columns_it_takes() {
 fn lists_log_column_is_cut_as_shown_with_home_as_tilde() {
     let t = with_snap();
     // A HOME deep enough that the real log path does not fit an 80-column row.
-    let r = crate::everyday::pty(&t, b"", &["list"]);
+    let r = t.pty(b"", ["list"]);
     let output = r["output"].as_str().unwrap();
     let row = output
         .lines()
@@ -309,24 +218,6 @@ fn lists_log_column_is_cut_as_shown_with_home_as_tilde() {
     assert!(!row.contains("/tmp/"), "{row:?}");
 }
 
-/// `line` without its ANSI colour sequences.
-fn strip_ansi(line: &str) -> String {
-    let mut out = String::new();
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for d in chars.by_ref() {
-                if d.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else if c != '\r' {
-            out.push(c);
-        }
-    }
-    out
-}
-
 #[test]
 fn a_failed_login_qr_names_oyster_qr_for_this_stack() {
     let mut t = TestContext::new();
@@ -337,18 +228,11 @@ fn a_failed_login_qr_names_oyster_qr_for_this_stack() {
         "console.error('no QR today'); process.exit(3);\n",
     )
     .unwrap();
-    t.run([
-        "install",
-        "snap",
-        "--port",
-        &free_port().to_string(),
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        real_node().to_str().unwrap(),
-        "--settle-ms",
-        "200",
-    ])
+    t.run(
+        install_args("snap", free_port(), &root)
+            .node(&real_node())
+            .settle(200),
+    )
     .ok();
     let r = t.run(["qr", "snap"]).fails_with(1);
     assert!(
@@ -363,19 +247,11 @@ fn a_failed_login_qr_names_oyster_qr_for_this_stack() {
 
 /// Points `t` at a managed preferences directory whose all-users file holds `pairs`.
 fn force(t: &mut TestContext, pairs: &[(&str, &str)]) -> std::path::PathBuf {
-    let dir = t.path("Managed Preferences");
-    std::fs::create_dir_all(&dir).unwrap();
     let mut d = plist::Dictionary::new();
     for (k, v) in pairs {
         d.insert((*k).into(), (*v).into());
     }
-    let file = dir.join("com.oysterun.oyster.plist");
-    plist::Value::Dictionary(d).to_file_binary(&file).unwrap();
-    t.extra_env.push((
-        "OYSTER_MANAGED_PREFERENCES_DIR".into(),
-        dir.display().to_string(),
-    ));
-    file
+    t.managed_preferences("Managed Preferences", d)
 }
 
 #[test]
@@ -391,10 +267,7 @@ fn a_forced_node_or_root_that_does_not_work_is_the_profiles_not_a_flag_the_user_
             t.extra_env
                 .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
         } else {
-            t.extra_env.push((
-                "OYSTERUN_NODE_BIN".into(),
-                real_node().display().to_string(),
-            ));
+            t.pin_node();
         }
         // The machine's setup, not the user's input: exit 1, the profile named, and the fix
         // the administrator's (a --node-bin or --root would be refused as managed).
@@ -475,8 +348,6 @@ fn bare_oyster_with_a_stack_names_status_instead_of_an_empty_verb() {
 fn a_forced_provider_command_that_is_missing_is_fixed_by_the_administrator_not_by_providers_set() {
     let mut t = with_snap();
     t.pin_host_env();
-    let dir = t.path("Managed Preferences");
-    std::fs::create_dir_all(&dir).unwrap();
     let mut intents = plist::Dictionary::new();
     intents.insert("claude".into(), "manual".into());
     intents.insert("codex".into(), "disabled".into());
@@ -486,13 +357,7 @@ fn a_forced_provider_command_that_is_missing_is_fixed_by_the_administrator_not_b
         "provider_command_intent".into(),
         plist::Value::Dictionary(intents),
     );
-    plist::Value::Dictionary(d)
-        .to_file_binary(dir.join("com.oysterun.oyster.plist"))
-        .unwrap();
-    t.extra_env.push((
-        "OYSTER_MANAGED_PREFERENCES_DIR".into(),
-        dir.display().to_string(),
-    ));
+    t.managed_preferences("Managed Preferences", d);
     // The config follows the profile.
     t.run(["config", "sync", "snap"]).ok();
     let setup = t.run(["setup", "snap", "--dry-run"]).ok().stdout();

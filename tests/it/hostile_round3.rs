@@ -3,17 +3,6 @@
 
 use crate::common::TestContext;
 
-/// A known stack `h3` with no Host, its log holding `log`.
-fn stack_with_log(t: &TestContext, log: &str) -> std::path::PathBuf {
-    let dir = t.home.join(".oysterun-stacks/h3");
-    std::fs::create_dir_all(dir.join("host")).unwrap();
-    std::fs::create_dir_all(dir.join("logs")).unwrap();
-    std::fs::write(dir.join("host/config.json"), "{}\n").unwrap();
-    let path = dir.join("logs/oysterun-host.log");
-    std::fs::write(&path, log).unwrap();
-    path
-}
-
 /// The Host is Node: `console.log(req.headers)` or `console.log(process.env)` prints objects
 /// the way `util.inspect` does — unquoted keys, single-quoted values. Those credentials reached
 /// `logs` whole: `authorization: 'Basic …'`, `{ apiKey: '…', password: '…' }`, and
@@ -37,7 +26,7 @@ fn logs_redacts_credentials_in_nodes_printed_objects() {
     ]
     .map(|l| format!("{l}\n"))
     .concat();
-    stack_with_log(&t, &log);
+    t.stack_with_log("h3", &log);
     let r = t.run(["logs", "--stack", "h3", "-n", "100"]).ok();
     let out = r.stdout() + &r.stderr();
     for secret in [
@@ -91,7 +80,7 @@ fn logs_redacts_a_private_key_block_the_host_prints() {
          after the key\n",
         body[0], body[1]
     );
-    let path = stack_with_log(&t, &log);
+    let path = t.stack_with_log("h3", &log);
     let check = |what: &str, out: &str| {
         for secret in [body[0], body[1], "MIIEvQjsonEscapedBody77"] {
             assert!(!out.contains(secret), "{what} shows {secret:?}:\n{out}");
@@ -109,29 +98,8 @@ fn logs_redacts_a_private_key_block_the_host_prints() {
     let r = t.run(["logs", "--stack", "h3", "-n", "4"]).ok();
     check("logs -n 4", &r.stdout());
 
-    let mut follow = t
-        .cmd()
-        .args(["logs", "-f", "--stack", "h3", "-n", "1"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut reader = std::io::BufReader::new(follow.stdout.take().unwrap());
-    let mut out = String::new();
-    let mut read_until = |what: &str| {
-        let t0 = std::time::Instant::now();
-        while t0.elapsed() < std::time::Duration::from_secs(20) {
-            let mut l = String::new();
-            if std::io::BufRead::read_line(&mut reader, &mut l).unwrap_or(0) == 0 {
-                break;
-            }
-            out.push_str(&l);
-            if l.contains(what) {
-                break;
-            }
-        }
-    };
-    read_until("after the key");
+    let mut follow = t.follow_logs(&["--stack", "h3", "-n", "1"]);
+    follow.read_until("after the key");
     let mut w = std::fs::OpenOptions::new()
         .append(true)
         .open(&path)
@@ -145,9 +113,8 @@ fn logs_redacts_a_private_key_block_the_host_prints() {
         w.write_all(format!("{line}\n").as_bytes()).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(200));
     }
-    read_until("end-of-test");
-    let _ = follow.kill();
-    let _ = follow.wait();
+    follow.read_until("end-of-test");
+    let (out, _) = follow.stop();
     assert!(out.contains("end-of-test"), "{out}");
     assert!(
         !out.contains("MHcCAQEEIFollowedBodyLineOne0"),
@@ -226,30 +193,9 @@ fn logs_follow_notices_a_log_emptied_and_refilled_between_two_looks() {
     use std::io::Write;
     let t = TestContext::new();
     let first = "a line the Host wrote before\n".repeat(7);
-    let path = stack_with_log(&t, &first);
-    let mut follow = t
-        .cmd()
-        .args(["logs", "-f", "--stack", "h3"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut reader = std::io::BufReader::new(follow.stdout.take().unwrap());
-    let mut out = String::new();
-    let mut read_until = |what: &str| {
-        let t0 = std::time::Instant::now();
-        while t0.elapsed() < std::time::Duration::from_secs(20) {
-            let mut l = String::new();
-            if std::io::BufRead::read_line(&mut reader, &mut l).unwrap_or(0) == 0 {
-                break;
-            }
-            out.push_str(&l);
-            if l.contains(what) {
-                break;
-            }
-        }
-    };
-    read_until("before");
+    let path = t.stack_with_log("h3", &first);
+    let mut follow = t.follow_logs(&["--stack", "h3"]);
+    follow.read_until("before");
     std::thread::sleep(std::time::Duration::from_millis(400));
     // Emptied, then refilled at once: the old offset falls inside the value.
     let name = "ANTHROPIC_API_KEY=";
@@ -262,11 +208,8 @@ fn logs_follow_notices_a_log_emptied_and_refilled_between_two_looks() {
         .unwrap();
     w.write_all(refill.as_bytes()).unwrap();
     drop(w);
-    read_until("end-of-test");
-    let _ = follow.kill();
-    let mut err = String::new();
-    let _ = std::io::Read::read_to_string(&mut follow.stderr.take().unwrap(), &mut err);
-    let _ = follow.wait();
+    follow.read_until("end-of-test");
+    let (out, err) = follow.stop();
     assert!(out.contains("end-of-test"), "{out}");
     assert!(
         err.contains("was truncated; reading it from the start"),
@@ -285,22 +228,10 @@ fn logs_follow_notices_a_log_emptied_and_refilled_between_two_looks() {
 /// The log tail a failed start prints holds the key's block whole: its body is redacted too.
 #[test]
 fn a_failed_starts_log_tail_redacts_a_private_keys_body() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    let root = t.pin_host_env();
-    let log = t.home.join(".oysterun-stacks/pem/logs/oysterun-host.log");
-    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
-    std::fs::write(
-        &log,
+    let (t, r) = TestContext::crashing_host_start(
+        "pem",
         "key:\n-----BEGIN PRIVATE KEY-----\nMIIEvQtailBodyLine0123\n-----END PRIVATE KEY-----\n",
-    )
-    .unwrap();
-    TestContext::fixture_flag(&root, "crash-on-start", "");
-    let port = crate::common::free_port().to_string();
-    let r = t.run([
-        "host", "start", "--stack", "pem", "--port", &port, "--wait", "3",
-    ]);
-    assert_eq!(r.code(), 1, "{}\n{}", r.stdout(), r.stderr());
+    );
     let e = r.stderr();
     assert!(
         e.contains("-----BEGIN PRIVATE KEY-----"),
@@ -342,7 +273,7 @@ fn logs_never_starts_a_line_longer_than_its_window_mid_token() {
     let body = "tokensecret rest of it ";
     // Still being written: no newline yet.
     let text = format!("{head}{body}{}", "z".repeat(window - body.len()));
-    stack_with_log(&t, &text);
+    t.stack_with_log("h3", &text);
     let r = t.run(["logs", "--stack", "h3"]).ok();
     let out = r.stdout();
     assert!(

@@ -2,69 +2,45 @@
 //! (docs/behaviour.md §5): install, restart, regenerate, the stale-definition trap, rollback, and the
 //! ways launchd and the Host fail.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::common::{args, free_port, real_node, TestContext};
+use crate::common::{real_node, Run, Stack, TestContext};
 
-struct Lc {
-    t: TestContext,
-    root: PathBuf,
-    port: u16,
+/// Stack `lc`: the fixture Host under the simulator.
+fn lc() -> Stack {
+    Stack::new("lc")
 }
 
-impl Lc {
-    fn new() -> Lc {
-        let mut t = TestContext::new();
-        t.use_sim();
-        let root = t.fixture_root("root");
-        Lc {
-            t,
-            root,
-            port: free_port(),
-        }
-    }
-    /// `agent VERB --stack lc`, with the Host's definition for the verbs that take one and the
-    /// verification bounds for the verbs that verify.
-    fn args(&self, verb: &str) -> Vec<String> {
-        let mut a = args(&["agent", verb]).stack("lc");
-        if verb != "status" && verb != "uninstall" {
-            a = a.root(&self.root).node(&real_node()).port(self.port);
-        }
-        if ["install", "restart", "regenerate"].contains(&verb) {
-            a = a.wait(10, 300);
-        }
-        a.into()
-    }
-    fn agent(&self, verb: &str) -> crate::common::Run {
-        self.t.run(self.args(verb))
-    }
-    fn status(&self) -> serde_json::Value {
-        let mut a = self.args("status");
-        a.push("--json".into());
-        self.t.run(a).json()
-    }
-    fn plist(&self) -> PathBuf {
-        self.t
-            .home
-            .join("Library/LaunchAgents/com.oysterun.host.lc.plist")
-    }
-    fn live_env(&self) -> (u32, Vec<String>) {
-        let pid = u32::try_from(self.status()["pid"].as_u64().expect("a running pid")).unwrap();
-        (pid, self.t.host_environ(pid))
-    }
-    fn live_path(&self) -> String {
-        self.live_env()
-            .1
-            .into_iter()
-            .find_map(|kv| kv.strip_prefix("PATH=").map(str::to_owned))
-            .unwrap()
-    }
+/// `agent VERB --stack lc`, with the Host's definition for the verbs that take one and the
+/// verification bounds for the verbs that verify.
+fn verb_args(l: &Stack, verb: &str) -> Vec<String> {
+    let definition = verb != "status" && verb != "uninstall";
+    let verifies = ["install", "restart", "regenerate"].contains(&verb);
+    l.agent_args(verb, definition, verifies.then_some((10, 300)))
+        .into()
+}
+
+fn agent(l: &Stack, verb: &str) -> Run {
+    l.t.run(verb_args(l, verb))
+}
+
+fn live_env(l: &Stack) -> (u32, Vec<String>) {
+    let pid = u32::try_from(l.status()["pid"].as_u64().expect("a running pid")).unwrap();
+    (pid, l.t.host_environ(pid))
+}
+
+fn live_path(l: &Stack) -> String {
+    live_env(l)
+        .1
+        .into_iter()
+        .find_map(|kv| kv.strip_prefix("PATH=").map(str::to_owned))
+        .unwrap()
 }
 
 #[test]
 fn install_status_uninstall_leaves_config_and_logs_and_no_process() {
-    let l = Lc::new();
-    let r = l.agent("install").ok();
+    let l = lc();
+    let r = agent(&l, "install").ok();
     assert!(
         r.stdout().contains("Host verified") && r.stdout().contains("loaded (bootstrap)"),
         "{}",
@@ -94,7 +70,7 @@ fn install_status_uninstall_leaves_config_and_logs_and_no_process() {
         )
     );
     assert!(st["domain"].as_str().unwrap().starts_with("gui/"));
-    let (pid, env) = l.live_env();
+    let (pid, env) = live_env(&l);
     assert!(env.contains(&format!("OYSTERUN_NODE_BIN={}", real_node().display())));
     assert!(
         env.contains(&"XPC_SERVICE_NAME=com.oysterun.host.lc".to_string()),
@@ -102,10 +78,10 @@ fn install_status_uninstall_leaves_config_and_logs_and_no_process() {
     );
 
     // A second install with nothing changed leaves the running Host alone.
-    let r = l.agent("install").ok();
+    let r = agent(&l, "install").ok();
     assert!(r.stdout().contains(&format!("pid {pid}")), "{}", r.stdout());
 
-    let r = l.agent("uninstall").ok();
+    let r = agent(&l, "uninstall").ok();
     assert!(r.stdout().contains("removed"), "{}", r.stdout());
     let st =
         l.t.run(["agent", "status", "--stack", "lc", "--json"])
@@ -146,14 +122,14 @@ fn install_status_uninstall_leaves_config_and_logs_and_no_process() {
 
 #[test]
 fn restart_without_changes_is_graceful_and_verifies_a_new_pid() {
-    let l = Lc::new();
-    l.agent("install").ok();
-    let (old, _) = l.live_env();
-    let r = l.agent("restart").ok();
+    let l = lc();
+    agent(&l, "install").ok();
+    let (old, _) = live_env(&l);
+    let r = agent(&l, "restart").ok();
     // SIGTERM through launchd, not kickstart -k's SIGKILL: the old Host shut down cleanly.
     assert!(r.stderr().contains("SIGTERM to pid"), "{}", r.stderr());
     assert!(!r.stderr().contains("kickstart -k"), "{}", r.stderr());
-    let (new, _) = l.live_env();
+    let (new, _) = live_env(&l);
     assert_ne!(old, new);
     assert!(r.stdout().contains(&format!("pid {new}")));
     let log = std::fs::read_to_string(l.t.home.join(".oysterun-stacks/lc/logs/oysterun-host.log"))
@@ -172,45 +148,45 @@ fn restart_without_changes_is_graceful_and_verifies_a_new_pid() {
 
 #[test]
 fn regenerate_after_a_provider_change_reloads_and_the_live_path_changes() {
-    let l = Lc::new();
-    l.agent("install").ok();
-    let before = l.live_path();
+    let l = lc();
+    agent(&l, "install").ok();
+    let before = live_path(&l);
     let dir = l.t.home.join(".local/bin");
     l.t.fake_exe(&dir.join("codex"));
-    let r = l.agent("regenerate").ok();
+    let r = agent(&l, "regenerate").ok();
     assert!(
         r.stdout().contains("reloaded (bootout, bootstrap)"),
         "{}",
         r.stdout()
     );
-    let after = l.live_path();
+    let after = live_path(&l);
     assert_ne!(before, after);
     assert!(after.split(':').any(|d| Path::new(d) == dir), "{after}");
     // Nothing changed since: regenerate leaves the Host alone.
-    let (pid, _) = l.live_env();
-    let r = l.agent("regenerate").ok();
+    let (pid, _) = live_env(&l);
+    let r = agent(&l, "regenerate").ok();
     assert!(r.stdout().contains("left alone"), "{}", r.stdout());
-    assert_eq!(l.live_env().0, pid);
+    assert_eq!(live_env(&l).0, pid);
     l.t.assert_nothing_executed();
 }
 
 #[test]
 fn a_plist_edited_behind_oysters_back_is_noticed_by_restart() {
-    let l = Lc::new();
-    l.agent("install").ok();
+    let l = lc();
+    agent(&l, "install").ok();
     let good = std::fs::read(l.plist()).unwrap();
     let text = String::from_utf8(good.clone())
         .unwrap()
         .replace("/usr/sbin:", "/tampered:");
     std::fs::write(l.plist(), &text).unwrap();
-    let r = l.agent("restart").ok();
+    let r = agent(&l, "restart").ok();
     assert!(r.stdout().contains("reloaded"), "{}", r.stdout());
     assert_eq!(
         std::fs::read(l.plist()).unwrap(),
         good,
         "rewritten from the generator"
     );
-    assert!(!l.live_path().contains("/tampered"));
+    assert!(!live_path(&l).contains("/tampered"));
 
     // Worse: the tampered plist was loaded by hand and then the file put back. The file matches,
     // but the loaded definition does not; kickstart would keep running the stale one.
@@ -229,17 +205,17 @@ fn a_plist_edited_behind_oysters_back_is_noticed_by_restart() {
     l.t.sim(&["bootstrap", &domain, l.plist().to_str().unwrap()])
         .ok();
     std::fs::write(l.plist(), &good).unwrap();
-    let r = l.agent("restart").ok();
+    let r = agent(&l, "restart").ok();
     assert!(r.stderr().contains("does not match"), "{}", r.stderr());
-    assert!(!l.live_path().contains("/tampered"));
+    assert!(!live_path(&l).contains("/tampered"));
 }
 
 #[test]
 fn a_host_that_crashes_with_the_new_environment_is_rolled_back() {
-    let l = Lc::new();
-    l.agent("install").ok();
+    let l = lc();
+    agent(&l, "install").ok();
     let good = std::fs::read(l.plist()).unwrap();
-    let good_path = l.live_path();
+    let good_path = live_path(&l);
     // The new provider's directory makes the Host crash on start.
     let dir = l.t.path("poison");
     l.t.fake_exe(&dir.join("claude"));
@@ -253,7 +229,7 @@ fn a_host_that_crashes_with_the_new_environment_is_rolled_back() {
         "lc",
     ])
     .ok();
-    let r = l.agent("regenerate").fails_with(1);
+    let r = agent(&l, "regenerate").fails_with(1);
     let e = r.stderr();
     assert!(
         e.contains("last exit:") && e.contains("rollback: restored the last good plist"),
@@ -274,7 +250,7 @@ fn a_host_that_crashes_with_the_new_environment_is_rolled_back() {
         (Some(true), Some(true)),
         "{st}"
     );
-    assert_eq!(l.live_path(), good_path);
+    assert_eq!(live_path(&l), good_path);
     let audit = std::fs::read_to_string(
         l.t.home
             .join(".oysterun-stacks/lc/logs/service-control.jsonl"),
@@ -285,9 +261,9 @@ fn a_host_that_crashes_with_the_new_environment_is_rolled_back() {
 
 #[test]
 fn a_first_install_whose_host_never_answers_health_is_removed_again() {
-    let l = Lc::new();
+    let l = lc();
     TestContext::fixture_flag(&l.root, "unhealthy", "");
-    let mut a = l.args("install");
+    let mut a = verb_args(&l, "install");
     let i = a.iter().position(|x| x == "--wait").unwrap();
     a[i + 1] = "2".into();
     let e = l.t.run(a).fails_with(1).stderr();
@@ -306,12 +282,12 @@ fn a_first_install_whose_host_never_answers_health_is_removed_again() {
 
 #[test]
 fn missing_launchctl_is_a_clear_error() {
-    let mut l = Lc::new();
+    let mut l = lc();
     l.t.extra_env.retain(|(k, _)| k != "OYSTER_LAUNCHCTL");
     l.t.extra_env
         .push(("OYSTER_LAUNCHCTL".into(), "/nonexistent/launchctl".into()));
     // A variable the user set wrong is invalid input (2), like a bad OYSTERUN_NODE_BIN.
-    let e = l.agent("install").fails_with(2).stderr();
+    let e = agent(&l, "install").fails_with(2).stderr();
     assert!(
         e.contains("OYSTER_LAUNCHCTL") && e.contains("/nonexistent/launchctl"),
         "{e}"
@@ -319,7 +295,7 @@ fn missing_launchctl_is_a_clear_error() {
     if !Path::new("/bin/launchctl").exists() {
         l.t.extra_env.retain(|(k, _)| k != "OYSTER_LAUNCHCTL");
         l.t.system_launchctl = true;
-        let e = l.agent("install").fails_with(1).stderr();
+        let e = agent(&l, "install").fails_with(1).stderr();
         assert!(
             e.contains("launchctl was not found") && e.contains("oyster host start"),
             "{e}"
@@ -333,44 +309,44 @@ fn missing_launchctl_is_a_clear_error() {
 
 #[test]
 fn without_a_gui_session_the_user_domain_is_used_and_said() {
-    let mut l = Lc::new();
+    let mut l = lc();
     l.t.extra_env
         .push(("LAUNCHD_SIM_NO_GUI".into(), "1".into()));
-    let r = l.agent("install").ok();
+    let r = agent(&l, "install").ok();
     assert!(r.stderr().contains("using user/"), "{}", r.stderr());
     assert!(l.status()["domain"].as_str().unwrap().starts_with("user/"));
 }
 
 #[test]
 fn a_disabled_label_is_enabled_before_bootstrap() {
-    let l = Lc::new();
+    let l = lc();
     let uid = nix::unistd::getuid();
     l.t.sim(&["disable", &format!("gui/{uid}/com.oysterun.host.lc")])
         .ok();
-    l.agent("install").ok();
+    agent(&l, "install").ok();
     assert_eq!(l.status()["verified"], true);
 }
 
 #[test]
 fn bootstrap_failures_are_retried_with_the_reason_printed() {
-    let mut l = Lc::new();
+    let mut l = lc();
     l.t.extra_env
         .push(("LAUNCHD_SIM_FAIL_BOOTSTRAP".into(), "5:3".into()));
-    let r = l.agent("install").ok();
+    let r = agent(&l, "install").ok();
     // One line says what is awaited and for how long; the retries themselves are quiet.
     assert_eq!(r.stderr().matches("retrying").count(), 1, "{}", r.stderr());
     // A code that is not transient fails at once with launchctl's words.
-    let mut l = Lc::new();
+    let mut l = lc();
     l.t.extra_env
         .push(("LAUNCHD_SIM_FAIL_BOOTSTRAP".into(), "122".into()));
-    let e = l.agent("install").fails_with(1).stderr();
+    let e = agent(&l, "install").fails_with(1).stderr();
     assert!(e.contains("exited 122") && e.contains("ownership"), "{e}");
 }
 
 #[test]
 fn direct_start_is_refused_while_the_agent_is_loaded() {
-    let l = Lc::new();
-    l.agent("install").ok();
+    let l = lc();
+    agent(&l, "install").ok();
     let port = l.port.to_string();
     let e =
         l.t.run([
@@ -395,19 +371,19 @@ fn direct_start_is_refused_while_the_agent_is_loaded() {
 /// again once the cause is fixed.
 #[test]
 fn a_good_definition_that_fails_for_another_reason_keeps_its_plist() {
-    let l = Lc::new();
-    l.agent("install").ok();
+    let l = lc();
+    agent(&l, "install").ok();
     l.t.run(["agent", "stop", "--stack", "lc"]).ok();
     let good = std::fs::read(l.plist()).unwrap();
     TestContext::fixture_flag(&l.root, "unhealthy", "");
-    let mut a = l.args("install");
+    let mut a = verb_args(&l, "install");
     let i = a.iter().position(|x| x == "--wait").unwrap();
     a[i + 1] = "2".into();
     let e = l.t.run(a).fails_with(1).stderr();
     assert!(e.contains("verified before") && e.contains("kept"), "{e}");
     assert_eq!(std::fs::read(l.plist()).unwrap(), good, "the plist is kept");
     std::fs::remove_file(l.root.join("host-service/unhealthy")).unwrap();
-    let mut s = l.args("install");
+    let mut s = verb_args(&l, "install");
     s[1] = "start".into();
     l.t.run(s).ok();
     assert_eq!(l.status()["verified"], true);

@@ -4,101 +4,44 @@
 //! belongs to the step that acted on it; Ctrl-C during `restart`, `stop` and `uninstall` ends
 //! in a consistent state and says which.
 
-use std::path::PathBuf;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{args, free_port, real_node, Stack, TestContext};
 
-struct F {
-    t: TestContext,
-    root: PathBuf,
-    port: u16,
+/// Stack `lf`: the fixture Host under the simulator.
+fn lf() -> Stack {
+    Stack::new("lf")
 }
 
-impl F {
-    fn new() -> F {
-        let mut t = TestContext::new();
-        t.use_sim();
-        let root = t.fixture_root("root");
-        F {
-            t,
-            root,
-            port: free_port(),
-        }
+/// `agent VERB --stack lf`; every verb but stop and uninstall with the Host's definition on
+/// `port` and `--wait 10 --settle-ms MS`.
+fn args_on(f: &Stack, verb: &str, port: u16, settle_ms: u64) -> Vec<String> {
+    if verb == "stop" || verb == "uninstall" {
+        return f.agent_args(verb, false, None).into();
     }
-    fn args_on(&self, verb: &str, port: u16, settle_ms: u32) -> Vec<String> {
-        let mut a: Vec<String> = ["agent", verb, "--stack", "lf"].map(String::from).to_vec();
-        if verb != "stop" && verb != "uninstall" {
-            a.extend(
-                [
-                    "--root",
-                    self.root.to_str().unwrap(),
-                    "--node-bin",
-                    real_node().to_str().unwrap(),
-                    "--port",
-                    &port.to_string(),
-                    "--wait",
-                    "10",
-                    "--settle-ms",
-                    &settle_ms.to_string(),
-                ]
-                .map(String::from),
-            );
-        }
-        a
-    }
-    fn args(&self, verb: &str) -> Vec<String> {
-        self.args_on(verb, self.port, 300)
-    }
-    fn with_env(&self, k: &str, v: &str, args: Vec<String>) -> crate::common::Run {
-        crate::common::Run(self.t.cmd().env(k, v).args(args).output().unwrap())
-    }
-    fn plist(&self) -> PathBuf {
-        self.t
-            .home
-            .join("Library/LaunchAgents/com.oysterun.host.lf.plist")
-    }
-    fn status(&self) -> serde_json::Value {
-        self.t
-            .run(["agent", "status", "--json", "--stack", "lf"])
-            .json()
-    }
-    fn audit(&self) -> Vec<serde_json::Value> {
-        std::fs::read_to_string(
-            self.t
-                .home
-                .join(".oysterun-stacks/lf/logs/service-control.jsonl"),
-        )
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-    }
-    fn disabled(&self) -> bool {
-        let uid = nix::unistd::getuid();
-        let out = self
-            .t
-            .sim(&["print-disabled", &format!("gui/{uid}")])
-            .ok()
-            .stdout();
-        out.contains("\"com.oysterun.host.lf\" => disabled")
-    }
-    fn spawn(&self, args: &[String]) -> Child {
-        self.t
-            .cmd()
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
-    }
-    fn done(&self) {
-        let _ = self.t.run(["agent", "uninstall", "--stack", "lf"]);
-        self.t.wait_no_processes();
-    }
+    args(&["agent", verb])
+        .stack(f.name)
+        .root(&f.root)
+        .node(&real_node())
+        .port(port)
+        .wait(10, settle_ms)
+        .into()
+}
+
+fn verb_args(f: &Stack, verb: &str) -> Vec<String> {
+    args_on(f, verb, f.port, 300)
+}
+
+fn spawn(f: &Stack, args: &[String]) -> Child {
+    f.t.cmd()
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 /// Sends `sig` to exactly this child's pid.
@@ -131,15 +74,14 @@ fn finish(child: Child) -> (Option<i32>, String) {
 
 #[test]
 fn a_bootstrap_that_fails_after_the_bootout_rolls_back_to_the_verified_host() {
-    let f = F::new();
-    f.t.run(f.args("install")).ok();
+    let f = lf();
+    f.t.run(verb_args(&f, "install")).ok();
     let good = std::fs::read(f.plist()).unwrap();
     // A changed plist (another port): bootout, then a bootstrap launchd refuses once (122).
     let other = free_port();
-    let r = f.with_env(
-        "LAUNCHD_SIM_FAIL_BOOTSTRAP",
-        "122:1",
-        f.args_on("regenerate", other, 300),
+    let r = f.run_with_env(
+        ("LAUNCHD_SIM_FAIL_BOOTSTRAP", "122:1"),
+        args_on(&f, "regenerate", other, 300),
     );
     let r = r.fails_with(1);
     let out = format!("{}{}", r.stdout(), r.stderr());
@@ -168,8 +110,11 @@ fn a_bootstrap_that_fails_after_the_bootout_rolls_back_to_the_verified_host() {
 
 #[test]
 fn a_first_install_whose_bootstrap_fails_leaves_no_plist() {
-    let f = F::new();
-    let r = f.with_env("LAUNCHD_SIM_FAIL_BOOTSTRAP", "122", f.args("install"));
+    let f = lf();
+    let r = f.run_with_env(
+        ("LAUNCHD_SIM_FAIL_BOOTSTRAP", "122"),
+        verb_args(&f, "install"),
+    );
     let r = r.fails_with(1);
     let out = format!("{}{}", r.stdout(), r.stderr());
     assert!(!f.plist().exists(), "no plist is left behind:\n{out}");
@@ -182,16 +127,16 @@ fn a_first_install_whose_bootstrap_fails_leaves_no_plist() {
 
 #[test]
 fn a_refused_start_leaves_a_stopped_stack_disabled() {
-    let f = F::new();
-    f.t.run(f.args("install")).ok();
-    f.t.run(f.args("stop")).ok();
-    assert!(f.disabled());
+    let f = lf();
+    f.t.run(verb_args(&f, "install")).ok();
+    f.t.run(verb_args(&f, "stop")).ok();
+    assert!(f.disabled_in("gui"));
     // Someone else takes the port while the Host is stopped.
     let holder = std::net::TcpListener::bind(("127.0.0.1", f.port)).unwrap();
-    let r = f.t.run(f.args("start")).fails_with(1);
+    let r = f.t.run(verb_args(&f, "start")).fails_with(1);
     assert!(r.stderr().contains("already held by pid"), "{}", r.stderr());
     assert!(
-        f.disabled(),
+        f.disabled_in("gui"),
         "a refused start changes nothing, the disabled override included"
     );
     drop(holder);
@@ -200,10 +145,10 @@ fn a_refused_start_leaves_a_stopped_stack_disabled() {
 
 #[test]
 fn the_audit_log_puts_the_stopped_pid_on_the_bootout_step() {
-    let f = F::new();
-    f.t.run(f.args("install")).ok();
+    let f = lf();
+    f.t.run(verb_args(&f, "install")).ok();
     let pid = f.status()["pid"].as_u64().unwrap();
-    f.t.run(f.args("stop")).ok();
+    f.t.run(verb_args(&f, "stop")).ok();
     let audit = f.audit();
     let step = |name: &str| {
         audit
@@ -223,11 +168,11 @@ fn the_audit_log_puts_the_stopped_pid_on_the_bootout_step() {
 
 #[test]
 fn ctrl_c_during_restart_says_what_happened_and_leaves_a_verified_host() {
-    let f = F::new();
-    f.t.run(f.args("install")).ok();
+    let f = lf();
+    f.t.run(verb_args(&f, "install")).ok();
     let old = f.status()["pid"].as_u64().unwrap();
     // A long settle: the signal lands while the new Host is being verified.
-    let child = f.spawn(&f.args_on("restart", f.port, 4000));
+    let child = spawn(&f, &args_on(&f, "restart", f.port, 4000));
     let t0 = Instant::now();
     while f.status()["pid"].as_u64() == Some(old) || f.status()["pid"].is_null() {
         assert!(t0.elapsed() < Duration::from_secs(15), "no new Host");
@@ -254,10 +199,10 @@ fn ctrl_c_during_restart_says_what_happened_and_leaves_a_verified_host() {
 
 #[test]
 fn ctrl_c_while_stop_waits_for_a_slow_host_still_disables_the_label() {
-    let f = F::new();
+    let f = lf();
     TestContext::fixture_flag(&f.root, "slow-exit-ms", "3000");
-    f.t.run(f.args("install")).ok();
-    let child = f.spawn(&f.args("stop"));
+    f.t.run(verb_args(&f, "install")).ok();
+    let child = spawn(&f, &verb_args(&f, "stop"));
     std::thread::sleep(Duration::from_millis(1200));
     send(&child, Signal::SIGINT);
     let (code, out) = finish(child);
@@ -267,7 +212,7 @@ fn ctrl_c_while_stop_waits_for_a_slow_host_still_disables_the_label() {
         "{out}"
     );
     assert!(
-        f.disabled(),
+        f.disabled_in("gui"),
         "the label is disabled: it does not come back at login\n{out}"
     );
     assert!(f.plist().exists(), "stop keeps the plist");
@@ -276,10 +221,10 @@ fn ctrl_c_while_stop_waits_for_a_slow_host_still_disables_the_label() {
 
 #[test]
 fn ctrl_c_while_uninstall_waits_for_a_slow_host_still_removes_the_plist() {
-    let f = F::new();
+    let f = lf();
     TestContext::fixture_flag(&f.root, "slow-exit-ms", "3000");
-    f.t.run(f.args("install")).ok();
-    let child = f.spawn(&f.args("uninstall"));
+    f.t.run(verb_args(&f, "install")).ok();
+    let child = spawn(&f, &verb_args(&f, "uninstall"));
     std::thread::sleep(Duration::from_millis(1200));
     send(&child, Signal::SIGINT);
     let (code, out) = finish(child);
@@ -297,12 +242,12 @@ fn ctrl_c_while_uninstall_waits_for_a_slow_host_still_removes_the_plist() {
 fn a_plist_owned_by_another_uid_is_refused_before_anything_is_written() {
     // Not a silent pass without root (a Mac's CI user is not root): ignored, and run as root.
     crate::common::need_root();
-    let f = F::new();
+    let f = lf();
     std::fs::create_dir_all(f.plist().parent().unwrap()).unwrap();
     std::fs::write(f.plist(), b"<plist/>").unwrap();
     std::os::unix::fs::chown(f.plist(), Some(54321), None).unwrap();
     let run_dir = f.t.home.join(".oysterun-stacks/lf/run");
-    let r = f.t.run(f.args("install")).fails_with(2);
+    let r = f.t.run(verb_args(&f, "install")).fails_with(2);
     let err = r.stderr();
     assert!(
         err.contains("Library/LaunchAgents/com.oysterun.host.lf.plist is owned"),

@@ -4,90 +4,32 @@
 //! out; `stop` at the console disables the label in both domains and `start` enables both; a
 //! `gui/<uid>` bootstrap refused with 125 is retried once in `user/<uid>`, saying so.
 
-use std::path::PathBuf;
-
-use crate::common::{free_port, real_node, TestContext};
-
-struct D {
-    t: TestContext,
-    root: PathBuf,
-    port: u16,
-}
+use crate::common::{Run, Stack};
 
 const LABEL: &str = "com.oysterun.host.ld";
 
-impl D {
-    fn new() -> D {
-        let mut t = TestContext::new();
-        t.use_sim();
-        let root = t.fixture_root("root");
-        D {
-            t,
-            root,
-            port: free_port(),
-        }
-    }
-    fn args(&self, verb: &str) -> Vec<String> {
-        let mut a: Vec<String> = ["agent", verb, "--stack", "ld"].map(String::from).to_vec();
-        if verb != "stop" && verb != "uninstall" && verb != "status" {
-            a.extend(
-                [
-                    "--root",
-                    self.root.to_str().unwrap(),
-                    "--node-bin",
-                    real_node().to_str().unwrap(),
-                    "--port",
-                    &self.port.to_string(),
-                    "--wait",
-                    "10",
-                    "--settle-ms",
-                    "300",
-                ]
-                .map(String::from),
-            );
-        }
-        a
-    }
-    /// The verb as run over SSH with nobody at the console.
-    fn over_ssh(&self, verb: &str) -> crate::common::Run {
-        self.with_sim(("LAUNCHD_SIM_NO_GUI", "1"), verb)
-    }
-    /// The verb with one simulator setting (`LAUNCHD_SIM_…`) for this run only.
-    fn with_sim(&self, (k, v): (&str, &str), verb: &str) -> crate::common::Run {
-        crate::common::Run(
-            self.t
-                .cmd()
-                .env(k, v)
-                .args(self.args(verb))
-                .output()
-                .unwrap(),
-        )
-    }
-    fn domain(&self, kind: &str) -> String {
-        format!("{kind}/{}", nix::unistd::getuid())
-    }
-    fn loaded_in(&self, kind: &str) -> bool {
-        self.t
-            .sim(&["print", &format!("{}/{LABEL}", self.domain(kind))])
-            .code()
-            == 0
-    }
-    fn disabled_in(&self, kind: &str) -> bool {
-        self.t
-            .sim(&["print-disabled", &self.domain(kind)])
-            .stdout()
-            .contains(&format!("\"{LABEL}\" => disabled"))
-    }
-    fn done(&self) {
-        let _ = self.t.run(self.args("uninstall"));
-        self.t.wait_no_processes();
-    }
+/// Stack `ld`: the fixture Host under the simulator.
+fn ld() -> Stack {
+    Stack::new("ld")
+}
+
+/// `agent VERB --stack ld`; every verb but stop, uninstall and status with the Host's
+/// definition and `--wait 10 --settle-ms 300`.
+fn verb_args(d: &Stack, verb: &str) -> Vec<String> {
+    let definition = !["stop", "uninstall", "status"].contains(&verb);
+    d.agent_args(verb, definition, definition.then_some((10, 300)))
+        .into()
+}
+
+/// The verb as run over SSH with nobody at the console.
+fn over_ssh(d: &Stack, verb: &str) -> Run {
+    d.run_with_env(("LAUNCHD_SIM_NO_GUI", "1"), verb_args(d, verb))
 }
 
 #[test]
 fn installed_over_ssh_then_a_console_login_then_restart_leaves_one_host_in_gui() {
-    let d = D::new();
-    let r = d.over_ssh("install").ok();
+    let d = ld();
+    let r = over_ssh(&d, "install").ok();
     let out = format!("{}{}", r.stdout(), r.stderr());
     assert!(out.contains("Background session"), "{out}");
     assert!(out.contains("login keychain"), "{out}");
@@ -127,7 +69,7 @@ fn installed_over_ssh_then_a_console_login_then_restart_leaves_one_host_in_gui()
         .find(|c| c["detail"].as_str().unwrap_or("").contains("loaded twice"))
         .unwrap_or_else(|| panic!("no loaded-twice check: {doc}"));
     assert_eq!(twice["status"], "fail", "{twice}");
-    let r = d.t.run(d.args("restart")).ok();
+    let r = d.t.run(verb_args(&d, "restart")).ok();
     assert!(
         r.stderr()
             .contains(&format!("also loaded in {}", d.domain("user"))),
@@ -142,20 +84,23 @@ fn installed_over_ssh_then_a_console_login_then_restart_leaves_one_host_in_gui()
 
 #[test]
 fn stop_at_the_console_disables_both_domains_and_start_enables_both() {
-    let d = D::new();
-    d.t.run(d.args("install")).ok();
-    d.t.run(d.args("stop")).ok();
+    let d = ld();
+    d.t.run(verb_args(&d, "install")).ok();
+    d.t.run(verb_args(&d, "stop")).ok();
     assert!(d.disabled_in("gui") && d.disabled_in("user"));
-    d.t.run(d.args("start")).ok();
+    d.t.run(verb_args(&d, "start")).ok();
     assert!(!d.disabled_in("gui") && !d.disabled_in("user"));
     d.done();
 }
 
 #[test]
 fn a_gui_bootstrap_refused_with_125_is_retried_once_in_the_user_domain() {
-    let d = D::new();
+    let d = ld();
     let r = d
-        .with_sim(("LAUNCHD_SIM_FAIL_BOOTSTRAP", "125:1"), "install")
+        .run_with_env(
+            ("LAUNCHD_SIM_FAIL_BOOTSTRAP", "125:1"),
+            verb_args(&d, "install"),
+        )
         .ok();
     let out = format!("{}{}", r.stdout(), r.stderr());
     assert!(
@@ -179,12 +124,12 @@ fn a_gui_bootstrap_refused_with_125_is_retried_once_in_the_user_domain() {
 /// `regenerate` oyster itself names next wrote the whole plist again.
 #[test]
 fn a_host_stopped_over_ssh_stays_stopped_after_the_next_console_login() {
-    let d = D::new();
-    d.over_ssh("install").ok();
+    let d = ld();
+    over_ssh(&d, "install").ok();
     assert!(d.loaded_in("user"));
     let plist = d.t.home.join(format!("Library/LaunchAgents/{LABEL}.plist"));
     let generated = std::fs::read(&plist).unwrap();
-    let r = d.over_ssh("stop").ok();
+    let r = over_ssh(&d, "stop").ok();
     let said = format!("{}{}", r.stdout(), r.stderr());
     assert!(said.contains("stays stopped at the next login"), "{said}");
     assert!(!d.loaded_in("user"));
@@ -213,7 +158,7 @@ fn a_host_stopped_over_ssh_stays_stopped_after_the_next_console_login() {
     assert!(!human.contains("stale"), "{human}");
     // What oyster names next, and what an upgrade's postinstall runs: the Host stays stopped.
     for _ in 0..2 {
-        let r = d.t.run(d.args("regenerate")).ok();
+        let r = d.t.run(verb_args(&d, "regenerate")).ok();
         assert!(r.stdout().contains("not loaded"), "{}", r.stdout());
         assert!(
             !d.loaded_in("gui") && !d.loaded_in("user"),
@@ -224,7 +169,7 @@ fn a_host_stopped_over_ssh_stays_stopped_after_the_next_console_login() {
     d.t.sim(&["login", &d.domain("gui")]).ok();
     assert!(!d.loaded_in("gui") && !d.loaded_in("user"), "it came back");
     // `start` at the console undoes the stop.
-    let r = d.t.run(d.args("start")).ok();
+    let r = d.t.run(verb_args(&d, "start")).ok();
     assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
     assert!(d.loaded_in("gui") && !d.disabled_in("gui") && !d.disabled_in("user"));
     d.done();
@@ -235,11 +180,14 @@ fn a_host_stopped_over_ssh_stays_stopped_after_the_next_console_login() {
 /// load the plist and the Host the user stopped would come back.
 #[test]
 fn a_failed_start_of_a_stopped_stack_stays_stopped_at_the_next_login() {
-    let d = D::new();
-    d.t.run(d.args("install")).ok();
-    d.t.run(d.args("stop")).ok();
+    let d = ld();
+    d.t.run(verb_args(&d, "install")).ok();
+    d.t.run(verb_args(&d, "stop")).ok();
     let r = d
-        .with_sim(("LAUNCHD_SIM_FAIL_BOOTSTRAP", "122"), "start")
+        .run_with_env(
+            ("LAUNCHD_SIM_FAIL_BOOTSTRAP", "122"),
+            verb_args(&d, "start"),
+        )
         .fails_with(1);
     assert!(
         r.stderr().contains("is disabled again, as `stop` left it"),
@@ -250,7 +198,7 @@ fn a_failed_start_of_a_stopped_stack_stays_stopped_at_the_next_login() {
     d.t.sim(&["login", &d.domain("gui")]).ok();
     assert!(!d.loaded_in("gui") && !d.loaded_in("user"), "it came back");
     // A start that works still undoes the stop.
-    d.t.run(d.args("start")).ok();
+    d.t.run(verb_args(&d, "start")).ok();
     assert!(d.loaded_in("gui") && !d.disabled_in("gui"));
     d.done();
 }
@@ -260,11 +208,11 @@ fn a_failed_start_of_a_stopped_stack_stays_stopped_at_the_next_login() {
 /// would not load).
 #[test]
 fn restart_of_a_stopped_stack_undoes_the_stop_in_both_domains() {
-    let d = D::new();
-    d.t.run(d.args("install")).ok();
-    d.t.run(d.args("stop")).ok();
+    let d = ld();
+    d.t.run(verb_args(&d, "install")).ok();
+    d.t.run(verb_args(&d, "stop")).ok();
     assert!(d.disabled_in("gui") && d.disabled_in("user"));
-    let r = d.t.run(d.args("restart")).ok();
+    let r = d.t.run(verb_args(&d, "restart")).ok();
     assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
     assert!(!d.disabled_in("gui") && !d.disabled_in("user"));
     assert!(d.loaded_in("gui") && !d.loaded_in("user"));

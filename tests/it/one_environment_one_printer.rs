@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::process::Stdio;
 
-use crate::common::{free_port, plistlib, real_node, TestContext};
+use crate::common::{free_port, plistlib, TestContext};
 
 #[test]
 fn agent_print_host_start_and_doctor_agree_on_the_environment() {
@@ -15,10 +15,7 @@ fn agent_print_host_start_and_doctor_agree_on_the_environment() {
     // Root and node through the environment, so all three commands plan the same Host.
     t.extra_env
         .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
-    t.extra_env.push((
-        "OYSTERUN_NODE_BIN".into(),
-        real_node().display().to_string(),
-    ));
+    t.pin_node();
     let port = free_port().to_string();
     t.run(["config", "sync", "--stack", "env", "--port", &port])
         .ok();

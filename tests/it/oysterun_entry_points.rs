@@ -194,26 +194,18 @@ fn the_plist_runs_oyster_by_the_link_it_was_invoked_through() {
     let link = bin.join("oyster");
     std::os::unix::fs::symlink(BIN, &link).unwrap();
     let print = |program: &str| {
-        let out = Command::new(program)
-            .args([
-                "agent",
-                "print",
-                "--root",
-                root.to_str().unwrap(),
-                "--node-bin",
-                real_node().to_str().unwrap(),
-            ])
-            .env_clear()
-            .env("HOME", &t.home)
-            .env("PATH", &bin)
-            .env("OYSTER_LAUNCHCTL", "none")
-            .current_dir(t.path(""))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = crate::common::output_ok(
+            Command::new(program)
+                .args(
+                    crate::common::args(&["agent", "print"])
+                        .root(&root)
+                        .node(&real_node()),
+                )
+                .env_clear()
+                .env("HOME", &t.home)
+                .env("PATH", &bin)
+                .env("OYSTER_LAUNCHCTL", "none")
+                .current_dir(t.path("")),
         );
         plistlib(&out.stdout)["ProgramArguments"][0].clone()
     };

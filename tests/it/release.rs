@@ -10,34 +10,11 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Instant;
 
-use crate::common::{self, TestContext};
-use crate::packaging::{
-    archive_sha256, cargo_version, formula_matches_its_tag, repo, tool, VERSION,
+use crate::common::repo::{
+    archive_sha256, cargo_version, copy_release_files, formula_matches_its_tag, git, make,
+    need_git_checkout, readme_section, repo, tool, VERSION,
 };
-
-/// `git` in `dir` with an identity of its own (the runner may have none) and no signing.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let mut all = vec![
-        "-c",
-        "user.name=release test",
-        "-c",
-        "user.email=release@test.invalid",
-        "-c",
-        "commit.gpgsign=false",
-        "-c",
-        "tag.gpgsign=false",
-    ];
-    all.extend_from_slice(args);
-    tool("git", &all, dir)
-}
-
-fn make(dir: &Path, args: &[&str]) -> Output {
-    Command::new("make")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("make")
-}
+use crate::common::{self, TestContext};
 
 fn text(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
@@ -63,15 +40,7 @@ fn with_release(before: &str, url: &str, sum: &str) -> String {
 #[test]
 #[ignore = "needs make and a git checkout, and builds the release archive offline (.ci/run runs it)"]
 fn a_tagged_clone_gets_a_formula_naming_its_archive_and_the_archive_builds_offline() {
-    let in_git = Command::new("git")
-        .args(["rev-parse", "--is-inside-work-tree"])
-        .current_dir(repo())
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        in_git,
-        "the release path clones this repository: run this test in a git checkout"
-    );
+    need_git_checkout("the release path clones this repository");
     common::needed_tool("make", "apt-get install make");
     common::needed_tool("git", "apt-get install git");
     common::needed_tool("sha256sum", "apt-get install coreutils");
@@ -229,14 +198,7 @@ fn a_tagged_clone_gets_a_formula_naming_its_archive_and_the_archive_builds_offli
 /// the maintainer to upload to is the one the script writes into the formula.
 #[test]
 fn the_readme_says_how_to_cut_a_release_with_the_url_the_script_writes() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let section = readme
-        .split("\n## Cutting a release\n")
-        .nth(1)
-        .expect("README has a `## Cutting a release` section")
-        .split("\n## ")
-        .next()
-        .unwrap();
+    let section = readme_section("Cutting a release");
     for step in [
         "version = \"X.Y.Z\"",
         "git tag -a vX.Y.Z",
@@ -297,16 +259,7 @@ fn the_next_release_keeps_the_last_one_in_the_formula_until_its_own_tag() {
     }
     let t = TestContext::new();
     let dir = t.path("repo");
-    for file in [
-        "Makefile",
-        "Cargo.toml",
-        "Formula/oyster.rb",
-        "scripts/release-formula.sh",
-    ] {
-        let to = dir.join(file);
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(repo().join(file), &to).unwrap();
-    }
+    copy_release_files(&dir);
     std::fs::write(dir.join(".gitignore"), "/dist\n").unwrap();
     git(&dir, &["init", "-q"]);
     git(&dir, &["add", "-A"]);

@@ -402,36 +402,9 @@ fn logs_follow_learns_a_secret_the_host_writes_after_it_started() {
     ])
     .ok();
     let cfg = t.home.join(".oysterun-stacks/lf/host/config.json");
-    let mut follow = t
-        .cmd()
-        .args(["logs", "-f", "--stack", "lf"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    // Reads are bounded by killing the follower.
-    let pid = follow.id();
-    let killer = std::thread::spawn(move || {
-        std::thread::sleep(std::time::Duration::from_secs(15));
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    });
-    let mut out = String::new();
-    let mut reader = std::io::BufReader::new(follow.stdout.take().unwrap());
-    let mut read_until = |what: &str| loop {
-        let mut l = String::new();
-        if std::io::BufRead::read_line(&mut reader, &mut l).unwrap_or(0) == 0 {
-            break;
-        }
-        out.push_str(&l);
-        if l.contains(what) {
-            break;
-        }
-    };
+    let mut follow = t.follow_logs(&["--stack", "lf"]);
     // The follower has started (it printed the Host's first line) before the secret exists.
-    read_until("fixture host listening");
+    follow.read_until("fixture host listening");
     let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&cfg).unwrap()).unwrap();
     v["onboarding_token"] = "OB-late-secret-3b2a19".into();
     std::fs::write(&cfg, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
@@ -441,10 +414,8 @@ fn logs_follow_learns_a_secret_the_host_writes_after_it_started() {
         get(port, &format!("/log?line={}", encode("end-of-test"))),
         200
     );
-    read_until("end-of-test");
-    let _ = follow.kill();
-    let _ = follow.wait();
-    drop(killer);
+    follow.read_until("end-of-test");
+    let (out, _) = follow.stop();
     assert!(out.contains("end-of-test"), "{out}");
     assert!(
         out.contains("open https://app.example.com/onboard/<redacted> now")

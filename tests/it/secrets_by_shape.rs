@@ -4,7 +4,6 @@
 //! login QR's stdout is shown as written. Unicode bidirectional controls are escaped.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::common::{free_port, real_node, TestContext};
@@ -43,24 +42,13 @@ fn assert_no_secret(what: &str, text: &str) {
     }
 }
 
-/// A known stack `shape` with no Host: its config and its log.
-fn stack_with_log(t: &TestContext, log: &str) -> PathBuf {
-    let dir = t.home.join(".oysterun-stacks/shape");
-    std::fs::create_dir_all(dir.join("host")).unwrap();
-    std::fs::create_dir_all(dir.join("logs")).unwrap();
-    std::fs::write(dir.join("host/config.json"), "{}\n").unwrap();
-    let path = dir.join("logs/oysterun-host.log");
-    std::fs::write(&path, log).unwrap();
-    path
-}
-
 #[test]
 fn logs_redacts_credentials_by_shape_and_escapes_bidi_controls() {
     let t = TestContext::new();
     let mut log: String = SHAPED.iter().map(|l| format!("{l}\n")).collect();
     log.push_str("an ordinary line: task-list, sk-learn, Bearer authentication\n");
     log.push_str("file \u{202e}gnp.exe\u{2066}x\u{2069}\n");
-    stack_with_log(&t, &log);
+    t.stack_with_log("shape", &log);
     let r = t.run(["logs", "--stack", "shape", "-n", "100"]).ok();
     let out = r.stdout();
     assert_no_secret("logs", &out);
@@ -86,36 +74,9 @@ fn logs_redacts_credentials_by_shape_and_escapes_bidi_controls() {
 #[test]
 fn logs_follow_redacts_a_credential_split_across_the_hosts_writes() {
     let t = TestContext::new();
-    let path = stack_with_log(&t, "earlier line\nexport GITHUB_TOKEN=ghp_Aa0Bb1Cc2D");
-    let mut follow = t
-        .cmd()
-        .args(["logs", "-f", "--stack", "shape"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = follow.id();
-    // Reads are bounded by killing the follower.
-    let killer = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_secs(20));
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    });
-    let mut reader = std::io::BufReader::new(follow.stdout.take().unwrap());
-    let mut out = String::new();
-    let mut read_until = |what: &str| loop {
-        let mut l = String::new();
-        if std::io::BufRead::read_line(&mut reader, &mut l).unwrap_or(0) == 0 {
-            break;
-        }
-        out.push_str(&l);
-        if l.contains(what) {
-            break;
-        }
-    };
-    read_until("earlier line");
+    let path = t.stack_with_log("shape", "earlier line\nexport GITHUB_TOKEN=ghp_Aa0Bb1Cc2D");
+    let mut follow = t.follow_logs(&["--stack", "shape"]);
+    follow.read_until("earlier line");
     let mut w = std::fs::OpenOptions::new()
         .append(true)
         .open(&path)
@@ -131,10 +92,8 @@ fn logs_follow_redacts_a_credential_split_across_the_hosts_writes() {
         w.write_all(b"\n").unwrap();
     }
     w.write_all(b"end-of-test\n").unwrap();
-    read_until("end-of-test");
-    let _ = follow.kill();
-    let _ = follow.wait();
-    drop(killer);
+    follow.read_until("end-of-test");
+    let (out, _) = follow.stop();
     assert!(out.contains("end-of-test"), "{out}");
     assert_no_secret("logs -f", &out);
     assert!(
@@ -148,19 +107,8 @@ fn logs_follow_redacts_a_credential_split_across_the_hosts_writes() {
 /// The log tail a failed start prints is redacted by shape too.
 #[test]
 fn a_failed_starts_log_tail_redacts_credentials_by_shape() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    let root = t.pin_host_env();
-    let log = t.home.join(".oysterun-stacks/tail/logs/oysterun-host.log");
-    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
     let planted: String = SHAPED.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(&log, planted).unwrap();
-    TestContext::fixture_flag(&root, "crash-on-start", "");
-    let port = free_port().to_string();
-    let r = t.run([
-        "host", "start", "--stack", "tail", "--port", &port, "--wait", "3",
-    ]);
-    assert_eq!(r.code(), 1, "{}\n{}", r.stdout(), r.stderr());
+    let (t, r) = TestContext::crashing_host_start("tail", &planted);
     let e = r.stderr();
     assert!(
         e.contains("crash-on-start is set"),
@@ -250,7 +198,7 @@ fn the_restore_steps_stdout_is_redacted_and_only_the_qr_is_shown_as_written() {
 #[test]
 fn bidi_controls_never_reach_the_terminal_raw_in_human_or_json_output() {
     let t = TestContext::new();
-    stack_with_log(&t, "x\n");
+    t.stack_with_log("shape", "x\n");
     std::fs::write(
         t.home.join(".oysterun-stacks/shape/host/config.json"),
         "{\"label\": \"invoice\u{202e}fdp.exe\u{2066}\"}\n",

@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{install_args, real_node, Stack};
 
 const QR: &str = "host-service/setup.mjs";
 const RESTORE: &str = "host-service/cli/prepare-restart-restore.mjs";
@@ -44,46 +44,29 @@ fn calls(root: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
-struct Stack {
-    t: TestContext,
-    root: PathBuf,
-    port: u16,
-}
-
 /// Stack `qr` installed through the simulator from a root with both recording entry points;
 /// the caller's environment holds a variable the steps must not see.
 fn installed() -> Stack {
-    let mut t = TestContext::new();
-    t.use_sim();
-    t.extra_env
+    let mut s = Stack::new("qr");
+    s.t.extra_env
         .push(("CALLER_SECRET_ENV".into(), "from-the-caller".into()));
-    let root = t.fixture_root("root");
-    let pid_file = t.home.join(".oysterun-stacks/qr/run/oysterun-host-qr.pid");
-    recorder(&root, QR, &pid_file);
-    recorder(&root, RESTORE, &pid_file);
-    let port = free_port();
-    t.run([
-        "install",
-        "qr",
-        "--port",
-        &port.to_string(),
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        real_node().to_str().unwrap(),
-        "--settle-ms",
-        "200",
-    ])
+    let pid_file = s.stack_dir().join("run/oysterun-host-qr.pid");
+    recorder(&s.root, QR, &pid_file);
+    recorder(&s.root, RESTORE, &pid_file);
+    s.t.run(
+        install_args("qr", s.port, &s.root)
+            .node(&real_node())
+            .settle(200),
+    )
     .ok();
-    Stack { t, root, port }
+    s
 }
 
-impl Stack {
-    fn pid(&self) -> u64 {
-        self.t.run(["status", "qr", "--json"]).json()["pid"]
-            .as_u64()
-            .unwrap()
-    }
+/// The Host's pid, from `status qr --json`.
+fn pid(s: &Stack) -> u64 {
+    s.t.run(["status", "qr", "--json"]).json()["pid"]
+        .as_u64()
+        .unwrap()
 }
 
 /// The call was made as the 1.5.3 script made it, through oyster's door.
@@ -137,20 +120,16 @@ fn the_login_qr_follows_a_verified_restart_only_when_wanted() {
     );
     as_the_script_did(&s, &c[0]);
     // On a terminal by default, and --no-qr turns it off there (the last of the two wins).
-    let r = crate::everyday::pty(&s.t, b"", &["start", "qr", "--settle-ms", "200"]);
+    let r = s.t.pty(b"", ["start", "qr", "--settle-ms", "200"]);
     assert_eq!(r["code"], 0, "{r}");
     assert!(r["output"].as_str().unwrap().contains("QR for port"), "{r}");
     assert_eq!(calls(&s.root).len(), 2);
-    let r = crate::everyday::pty(
-        &s.t,
-        b"",
-        &["restart", "qr", "--no-qr", "--settle-ms", "200"],
-    );
+    let r =
+        s.t.pty(b"", ["restart", "qr", "--no-qr", "--settle-ms", "200"]);
     assert_eq!(r["code"], 0, "{r}");
-    let r2 = crate::everyday::pty(
-        &s.t,
+    let r2 = s.t.pty(
         b"",
-        &["restart", "qr", "--qr", "--no-qr", "--settle-ms", "200"],
+        ["restart", "qr", "--qr", "--no-qr", "--settle-ms", "200"],
     );
     assert_eq!(r2["code"], 0, "{r2}");
     assert_eq!(calls(&s.root).len(), 2, "{r}");
@@ -183,11 +162,11 @@ fn the_login_qr_follows_a_verified_restart_only_when_wanted() {
 #[test]
 fn restore_sessions_is_prepared_before_the_restart_and_never_fails_it() {
     let s = installed();
-    let old = s.pid();
+    let old = pid(&s);
     let r =
         s.t.run(["restart", "qr", "--restore-sessions", "--settle-ms", "200"])
             .ok();
-    let new = s.pid();
+    let new = pid(&s);
     assert_ne!(old, new);
     let c = calls(&s.root);
     assert_eq!(c.len(), 1, "no QR without a terminal: {c:?}");
@@ -205,7 +184,7 @@ fn restore_sessions_is_prepared_before_the_restart_and_never_fails_it() {
     assert_eq!(calls(&s.root).len(), 1);
     // A failing preparation is named, and the restart still goes on and verifies.
     std::fs::write(s.root.join("prepare-restart-restore.mjs.fail"), "").unwrap();
-    let before = s.pid();
+    let before = pid(&s);
     let r =
         s.t.run(["restart", "qr", "--restore-sessions", "--settle-ms", "200"])
             .ok();
@@ -215,7 +194,7 @@ fn restore_sessions_is_prepared_before_the_restart_and_never_fails_it() {
         r.stderr()
     );
     assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
-    assert_ne!(before, s.pid());
+    assert_ne!(before, pid(&s));
     // A root without it: one note, the restart goes on.
     std::fs::remove_file(s.root.join(RESTORE)).unwrap();
     let r =

@@ -3,12 +3,11 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
 use serde_json::json;
 
-use crate::common::{self, free_port, real_node, Entry, TestContext, BIN};
+use crate::common::{self, free_port, real_node, Entry, TestContext};
 
 const CANCELLED: &str = "Installation cancelled; no changes were made.";
 
@@ -93,39 +92,8 @@ impl Setup {
 
     /// Runs setup on a real pseudo-terminal, typing `answer` at the prompt.
     fn pty(&self, answer: &[u8], extra: &[&str]) -> serde_json::Value {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pty_drive.py");
-        let hex: String = answer.iter().map(|b| format!("{b:02x}")).collect();
-        let mut c = Command::new(python3());
-        c.arg(script).arg(hex).arg(BIN).args(self.args(extra));
-        c.env_clear().env("HOME", &self.t.home).env(
-            "PATH",
-            std::env::join_paths(&self.t.path_dirs).unwrap_or_default(),
-        );
-        for (k, v) in &self.t.extra_env {
-            c.env(k, v);
-        }
-        let out = c.output().unwrap();
-        assert!(
-            out.status.success(),
-            "pty_drive failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+        self.t.pty(answer, self.args(extra))
     }
-}
-
-/// The real python3 interpreter (not a version-manager shim, which would need the runner's
-/// PATH; the child's PATH is the controlled one).
-fn python3() -> PathBuf {
-    static EXE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    EXE.get_or_init(|| {
-        let out = Command::new("python3")
-            .args(["-c", "import sys; print(sys.executable)"])
-            .output()
-            .expect("the PTY tests need python3");
-        PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
-    })
-    .clone()
 }
 
 #[test]

@@ -519,30 +519,12 @@ fn host_stop_and_status_leave_a_launchd_host_to_launchd() {
 /// Runs oyster on a real pseudo-terminal (tests/pty_drive.py, answering nothing); what the
 /// terminal showed.
 fn on_a_terminal(t: &TestContext, args: &[&str], extra_env: &[(&str, &str)]) -> String {
-    let out = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .expect("the PTY tests need python3");
-    let python = PathBuf::from(String::from_utf8(out.stdout).unwrap().trim());
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pty_drive.py");
-    let mut c = std::process::Command::new(python);
-    c.arg(script).arg("").arg(crate::common::BIN).args(args);
-    c.env_clear()
-        .env("HOME", &t.home)
-        .env("PATH", "/usr/bin:/bin");
-    for (k, v) in &t.extra_env {
-        c.env(k, v);
-    }
+    let mut c = t.pty_cmd(b"", args);
+    c.env("PATH", "/usr/bin:/bin");
     for (k, v) in extra_env {
         c.env(k, v);
     }
-    let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = crate::common::pty_report(&mut c);
     report["output"].as_str().unwrap().to_owned()
 }
 

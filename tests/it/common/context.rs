@@ -1,0 +1,203 @@
+//! More of [`TestContext`]: the settings many tests give a HOME (the pinned Node, a stack that
+//! exists, managed preferences), and what they read of a terminal's output.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use super::{real_node, TestContext, BIN};
+
+impl TestContext {
+    /// A HOME with the simulator and the machine's Node pinned (`OYSTERUN_NODE_BIN`): each
+    /// stack gets its root from the test.
+    pub fn with_sim_and_node() -> TestContext {
+        let mut t = TestContext::new();
+        t.use_sim();
+        t.pin_node();
+        t
+    }
+
+    /// Pins the machine's real Node through `OYSTERUN_NODE_BIN`.
+    pub fn pin_node(&mut self) {
+        self.extra_env.push((
+            "OYSTERUN_NODE_BIN".into(),
+            real_node().display().to_string(),
+        ));
+    }
+
+    /// A HOME with one custom stack, `name`, that has a config (and so exists) on a free port.
+    pub fn with_stack_config(name: &str) -> TestContext {
+        let t = TestContext::new();
+        let cfg = t.stack_dir(name).join("host/config.json");
+        std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+        std::fs::write(&cfg, format!("{{\"port\": {}}}\n", super::free_port())).unwrap();
+        t
+    }
+
+    /// `~/.oysterun-stacks/<name>`: everything oyster keeps of a custom stack.
+    pub fn stack_dir(&self, name: &str) -> PathBuf {
+        self.home.join(".oysterun-stacks").join(name)
+    }
+
+    /// Writes the Host log of stack `name` (`~/.oysterun-stacks/<name>/logs/oysterun-host.log`,
+    /// as the Host would have): its path.
+    pub fn write_host_log(&self, name: &str, log: &str) -> PathBuf {
+        let path = self.stack_dir(name).join("logs/oysterun-host.log");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, log).unwrap();
+        path
+    }
+
+    /// A known stack `name` with no Host (an empty config), its log holding `log`: the log's
+    /// path.
+    pub fn stack_with_log(&self, name: &str, log: &str) -> PathBuf {
+        let cfg = self.stack_dir(name).join("host/config.json");
+        std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
+        std::fs::write(cfg, "{}\n").unwrap();
+        self.write_host_log(name, log)
+    }
+
+    /// A `host start --stack NAME --wait 3` that fails (exit 1) because the Host crashes on
+    /// start (the fixture's `crash-on-start`), the stack's log already holding `log`: the
+    /// context (to wait on) and the run, whose stderr shows the log's tail.
+    pub fn crashing_host_start(name: &str, log: &str) -> (TestContext, super::Run) {
+        let mut t = TestContext::new();
+        t.use_sim();
+        let root = t.pin_host_env();
+        t.write_host_log(name, log);
+        TestContext::fixture_flag(&root, "crash-on-start", "");
+        let r = t.run(
+            super::args(&["host", "start"])
+                .stack(name)
+                .port(super::free_port())
+                .extra(&["--wait", "3"]),
+        );
+        assert_eq!(r.code(), 1, "{}\n{}", r.stdout(), r.stderr());
+        (t, r)
+    }
+
+    /// Fails the test if anything of stack `name` is on disk; `why` is shown with what is.
+    #[track_caller]
+    pub fn assert_no_stack(&self, name: &str, why: &str) {
+        let dir = self.stack_dir(name);
+        assert!(
+            !dir.exists(),
+            "left {:?}; {why}",
+            super::tree(&dir).keys().collect::<Vec<_>>()
+        );
+    }
+
+    /// Points oyster at `<test dir>/<dir>` for its managed preferences
+    /// (`OYSTER_MANAGED_PREFERENCES_DIR`), whose all-users file is `settings`, written binary
+    /// as macOS writes it. Returns that file.
+    pub fn managed_preferences(&mut self, dir: &str, settings: plist::Dictionary) -> PathBuf {
+        let dir = self.path(dir);
+        let file = dir.join("com.oysterun.oyster.plist");
+        write_binary_plist(&file, plist::Value::Dictionary(settings));
+        self.extra_env.push((
+            "OYSTER_MANAGED_PREFERENCES_DIR".into(),
+            dir.display().to_string(),
+        ));
+        file
+    }
+}
+
+impl TestContext {
+    /// oyster with `args` on a real 80-column pseudo-terminal (tests/pty_drive.py), typing
+    /// `answer` at a `[y/N]` question; the environment is [`TestContext::cmd`]'s (HOME, PATH,
+    /// no launchd unless the test points at one, `extra_env`). Run it with [`pty_report`].
+    pub fn pty_cmd<I, S>(&self, answer: &[u8], args: I) -> Command
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/pty_drive.py");
+        let hex: String = answer.iter().map(|b| format!("{b:02x}")).collect();
+        let mut c = Command::new(python());
+        c.arg(script).arg(hex).arg(BIN).args(args);
+        c.env_clear().env("HOME", &self.home).env(
+            "PATH",
+            std::env::join_paths(&self.path_dirs).unwrap_or_default(),
+        );
+        if !self.extra_env.iter().any(|(k, _)| k == "OYSTER_LAUNCHCTL") {
+            c.env("OYSTER_LAUNCHCTL", "none");
+        }
+        for (k, v) in &self.extra_env {
+            c.env(k, v);
+        }
+        c
+    }
+
+    /// [`TestContext::pty_cmd`], run: pty_drive's report (`output`, `prompted`, `code`, …).
+    pub fn pty<I, S>(&self, answer: &[u8], args: I) -> serde_json::Value
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        pty_report(&mut self.pty_cmd(answer, args))
+    }
+}
+
+/// Runs a [`TestContext::pty_cmd`], which must succeed: pty_drive's report.
+pub fn pty_report(c: &mut Command) -> serde_json::Value {
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "pty_drive failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The real Python interpreter (not a version manager's shim, which needs the runner's
+/// environment; a child gets the test's controlled PATH).
+pub fn python() -> &'static str {
+    static PY: OnceLock<String> = OnceLock::new();
+    PY.get_or_init(|| {
+        let out = Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect("the tests need python3");
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    })
+}
+
+/// Writes `v` to `path` as a binary plist (as macOS writes managed preferences), creating its
+/// directory.
+pub fn write_binary_plist(path: &std::path::Path, v: plist::Value) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    v.to_file_binary(path).unwrap();
+}
+
+/// `line` without its ANSI colour sequences (and carriage returns): what a terminal shows.
+pub fn strip_ansi(line: &str) -> String {
+    let mut out = String::new();
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for d in chars.by_ref() {
+                if d.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else if c != '\r' {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Columns a line takes on the terminal: ANSI colour sequences take none, a CJK ideograph two.
+pub fn shown_width(line: &str) -> usize {
+    strip_ansi(line)
+        .chars()
+        .map(|c| {
+            if ('\u{4e00}'..='\u{9fff}').contains(&c) {
+                2
+            } else {
+                1
+            }
+        })
+        .sum()
+}

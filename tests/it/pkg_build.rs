@@ -1,0 +1,242 @@
+//! build-pkg.sh, against fakes of uname/cargo/lipo/codesign/pkgbuild/productbuild/xcrun: one
+//! universal package with its payload and distribution, signed and notarized when asked.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::common::pkg::{script, sh_quote, take_log};
+use crate::common::repo::{repo, VERSION};
+use crate::common::TestContext;
+
+#[test]
+#[cfg_attr(
+    target_os = "macos",
+    ignore = "needs a machine that is not macOS: there build-pkg.sh really builds"
+)]
+fn build_pkg_refuses_off_macos() {
+    let out = Command::new("bash")
+        .arg(repo().join("packaging/pkg/build-pkg.sh"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs macOS"));
+}
+
+struct BuildPkg {
+    t: TestContext,
+    fakes: PathBuf,
+    log: PathBuf,
+}
+
+impl BuildPkg {
+    fn new() -> BuildPkg {
+        let t = TestContext::new();
+        let fakes = t.path("fakes");
+        let log = t.path("calls.log");
+        let l = sh_quote(&log.display().to_string());
+        let rec = format!("echo \"$(basename \"$0\") $*\" >> {l}\n");
+        script(&fakes.join("uname"), "echo Darwin");
+        // cargo: a "binary" per target that answers `man` and `completions SHELL`.
+        script(
+            &fakes.join("cargo"),
+            &format!(
+                "{rec}while [ $# -gt 0 ]; do [ \"$1\" = --target ] && t=\"$2\"; shift; done\n\
+                 mkdir -p \"$CARGO_TARGET_DIR/$t/release\"\n\
+                 printf '#!/bin/sh\\nif [ \"$1 $2\" = \"man --dir\" ]; then mkdir -p \"$3\"; echo \"$1 for %s\" > \"$3/oyster.1\"; echo \"$1 for %s\" > \"$3/oyster-agent.1\"; exit; fi\\necho \"$1 $2 for %s\"\\n' \"$t\" \"$t\" \"$t\" > \"$CARGO_TARGET_DIR/$t/release/oyster\"\n\
+                 chmod 755 \"$CARGO_TARGET_DIR/$t/release/oyster\""
+            ),
+        );
+        script(
+            &fakes.join("lipo"),
+            &format!("{rec}if [ \"$1\" = -create ]; then cp \"$4\" \"$3\"; fi"),
+        );
+        script(&fakes.join("codesign"), &rec);
+        script(&fakes.join("xcrun"), &rec);
+        // pkgbuild records the payload; productbuild keeps the distribution it was given.
+        script(
+            &fakes.join("pkgbuild"),
+            &format!(
+                "{rec}(cd \"$2\" && find . -type f -perm -u+x -exec echo 'x {{}}' ';' && find . -type f ! -perm -u+x -exec echo '- {{}}' ';') | sort > {}\n\
+                 for a in \"$@\"; do last=\"$a\"; done; : > \"$last\"",
+                sh_quote(&t.path("payload.txt").display().to_string())
+            ),
+        );
+        script(
+            &fakes.join("productbuild"),
+            &format!(
+                "{rec}cp \"$2\" {}\nfor a in \"$@\"; do last=\"$a\"; done; : > \"$last\"",
+                sh_quote(&t.path("distribution.xml").display().to_string())
+            ),
+        );
+        BuildPkg { t, fakes, log }
+    }
+
+    fn run(&self, env: &[(&str, &str)]) -> (i32, String, Vec<String>) {
+        let mut c = Command::new("bash");
+        c.arg(repo().join("packaging/pkg/build-pkg.sh"))
+            .env_clear()
+            .env("PATH", format!("{}:/usr/bin:/bin", self.fakes.display()))
+            .env("HOME", &self.t.home)
+            .env("CARGO_TARGET_DIR", self.t.path("target"))
+            .env("DIST_DIR", self.t.path("dist"));
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        let calls = take_log(&self.log);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code().unwrap_or(-1), text, calls)
+    }
+}
+
+#[test]
+fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
+    let b = BuildPkg::new();
+    let target = b.t.path("target");
+    let pkg = b.t.path(&format!("dist/oyster-{VERSION}.pkg"));
+    let manifest = repo().join("Cargo.toml");
+
+    let (code, out, calls) = b.run(&[]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("unsigned") && out.contains(&format!("built {}", pkg.display())),
+        "{out}"
+    );
+    assert_eq!(calls.len(), 6, "{calls:#?}");
+    for (call, t) in calls
+        .iter()
+        .zip(["aarch64-apple-darwin", "x86_64-apple-darwin"])
+    {
+        assert_eq!(
+            call,
+            &format!(
+                "cargo build --release --locked -p oyster --manifest-path {} --target {t}",
+                manifest.display()
+            )
+        );
+    }
+    assert!(calls[2].starts_with("lipo -create -output ") && calls[2].ends_with(&format!(
+        "/root/usr/local/bin/oyster {0}/aarch64-apple-darwin/release/oyster {0}/x86_64-apple-darwin/release/oyster",
+        target.display()
+    )), "{}", calls[2]);
+    assert!(
+        calls[3].starts_with("lipo ")
+            && calls[3].ends_with("/usr/local/bin/oyster -verify_arch arm64 x86_64")
+    );
+    assert!(
+        calls[4].starts_with("pkgbuild --root ")
+            && calls[4].contains(&format!(
+        " --scripts {} --identifier com.oysterun.oyster --version {VERSION} --install-location / ",
+        repo().join("packaging/pkg/scripts").display()
+    )),
+        "{}",
+        calls[4]
+    );
+    assert!(
+        calls[5].starts_with("productbuild --distribution ")
+            && calls[5].ends_with(&format!(" {}", pkg.display())),
+        "{}",
+        calls[5]
+    );
+    assert!(!calls[5].contains("--sign"));
+    assert!(pkg.is_file());
+
+    // The payload: the universal binary (executable), the uninstall script (executable), its
+    // man page and completions.
+    let payload = std::fs::read_to_string(b.t.path("payload.txt")).unwrap();
+    assert_eq!(
+        payload.lines().collect::<Vec<_>>(),
+        [
+            "- ./Library/LaunchAgents/com.oysterun.oyster.login.plist",
+            "- ./usr/local/share/bash-completion/completions/oyster",
+            "- ./usr/local/share/fish/vendor_completions.d/oyster.fish",
+            "- ./usr/local/share/man/man1/oyster-agent.1",
+            "- ./usr/local/share/man/man1/oyster.1",
+            "- ./usr/local/share/zsh/site-functions/_oyster",
+            "x ./usr/local/bin/oyster",
+            "x ./usr/local/bin/oyster-uninstall",
+            "x ./usr/local/libexec/oyster-login",
+        ]
+    );
+    // The distribution productbuild got: both architectures, this version, this component.
+    let dist = std::fs::read_to_string(b.t.path("distribution.xml")).unwrap();
+    assert!(
+        dist.contains(r#"hostArchitectures="arm64,x86_64""#),
+        "{dist}"
+    );
+    assert!(
+        !dist.contains("@VERSION@") && dist.contains(&format!(r#"version="{VERSION}""#)),
+        "{dist}"
+    );
+    assert!(
+        dist.contains(r#"<pkg-ref id="com.oysterun.oyster" "#)
+            && dist.contains(">oyster-component.pkg</pkg-ref>"),
+        "{dist}"
+    );
+    let parsed = Command::new("python3")
+        .args(["-c", "import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); print(r.tag, r.find('options').get('hostArchitectures'))"])
+        .arg(b.t.path("distribution.xml"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&parsed.stdout).trim(),
+        "installer-gui-script arm64,x86_64"
+    );
+
+    // Signed and notarized: the binary with the hardened runtime, the product with the
+    // installer identity, then notarytool and stapler on the finished package.
+    let app = "Developer ID Application: Oysterun (TEAM123)";
+    let inst = "Developer ID Installer: Oysterun (TEAM123)";
+    let (code, out, calls) = b.run(&[
+        ("CODESIGN_IDENTITY", app),
+        ("PKG_SIGN_IDENTITY", inst),
+        ("NOTARY_PROFILE", "oyster-notary"),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains("unsigned"), "{out}");
+    let names: Vec<&str> = calls.iter().map(|c| c.split(' ').next().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "cargo",
+            "cargo",
+            "lipo",
+            "lipo",
+            "codesign",
+            "pkgbuild",
+            "productbuild",
+            "xcrun",
+            "xcrun"
+        ]
+    );
+    assert!(
+        calls[4].starts_with(&format!(
+            "codesign --force --options runtime --timestamp --sign {app} "
+        )),
+        "{}",
+        calls[4]
+    );
+    assert!(
+        calls[6].ends_with(&format!(" --sign {inst} --timestamp {}", pkg.display())),
+        "{}",
+        calls[6]
+    );
+    assert_eq!(
+        calls[7],
+        format!(
+            "xcrun notarytool submit {} --keychain-profile oyster-notary --wait",
+            pkg.display()
+        )
+    );
+    assert_eq!(calls[8], format!("xcrun stapler staple {}", pkg.display()));
+
+    // Notarizing unsigned code is refused before anything is built.
+    let (code, out, calls) = b.run(&[("NOTARY_PROFILE", "oyster-notary")]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("NOTARY_PROFILE needs PKG_SIGN_IDENTITY and CODESIGN_IDENTITY"),
+        "{out}"
+    );
+    assert!(calls.is_empty(), "{calls:#?}");
+}
