@@ -435,7 +435,7 @@ impl<'a> Agent<'a> {
         self.audit
             .record(action, Step::WritePlist, outcome, None, "");
         if stale && !wrote {
-            self.out.progress("The loaded job does not match the plist oyster generates (edited behind oyster's back?); reloading it.");
+            self.out.progress("launchd runs another definition than the plist on disk, which is what oyster generates (written by `regenerate --no-restart`, or the loaded job was changed behind oyster's back); reloading it.");
         }
         Ok(Written {
             reload: wrote || stale || before.is_none(),

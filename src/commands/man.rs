@@ -205,13 +205,15 @@ pub fn pages(mut cmd: Command) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
 }
 
 /// `oyster man --dir DIR`: every page written into DIR (created if missing).
-pub fn write_all(cmd: Command, dir: &Path) -> anyhow::Result<()> {
+/// Writes every page into `dir`; returns how many.
+pub fn write_all(cmd: Command, dir: &Path) -> anyhow::Result<usize> {
     std::fs::create_dir_all(dir)
         .map_err(|e| anyhow::anyhow!("could not create {}: {e}", dir.display()))?;
-    for (file, bytes) in pages(cmd)? {
-        let path = dir.join(&file);
+    let pages = pages(cmd)?;
+    for (file, bytes) in &pages {
+        let path = dir.join(file);
         std::fs::write(&path, bytes)
             .map_err(|e| anyhow::anyhow!("could not write {}: {e}", path.display()))?;
     }
-    Ok(())
+    Ok(pages.len())
 }

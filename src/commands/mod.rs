@@ -36,7 +36,10 @@ pub fn packaging(verb: &Verb) -> anyhow::Result<ExitStatus> {
             bytes = completions::script(*shell, &mut cmd);
         }
         Verb::Man { dir } => match dir {
-            Some(dir) => man::write_all(cmd, dir)?,
+            Some(dir) => {
+                let n = man::write_all(cmd, dir)?;
+                out.out(&format!("wrote {n} man pages into {}", dir.display()));
+            }
             None => man::render_main(cmd, &mut bytes)?,
         },
         Verb::CompleteStacks => {

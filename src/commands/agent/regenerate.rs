@@ -25,8 +25,24 @@ pub fn run(
         Launchd::Optional
     };
     preflight::run(ctx, "agent regenerate", host, launchd, |p| {
+        if no_restart {
+            return write_without_reload(ctx, &p);
+        }
         reload_if_needed(ctx, p, timing)
     })
+}
+
+/// `--no-restart`: the plist written, launchd not asked; a new definition is said not to reach
+/// a loaded job until it is reloaded.
+fn write_without_reload(ctx: &Context, p: &Prepared<'_>) -> anyhow::Result<ExitStatus> {
+    preflight::write_only(ctx, &p.plan, p.lock)?;
+    if p.plan.plist_changed() {
+        ctx.out.out(&format!(
+            "Not reloaded (--no-restart): a loaded job runs its old definition until `{}` gives the Host the change.",
+            ctx.hint_cmd("restart")
+        ));
+    }
+    Ok(ExitStatus::Success)
 }
 
 /// Reloads the job when the definition changed (or an earlier run is pending); leaves an
