@@ -2,7 +2,7 @@
 //! pinned Node and the Oysterun root with its version (read from its `package.json`).
 
 use crate::context::Context;
-use crate::host::plan::{self, HostInputs, Writes};
+use crate::host::plan::{self, HostInputs};
 use crate::ExitStatus;
 
 /// The most of a root's `package.json` that is read.
@@ -22,18 +22,20 @@ pub fn run(ctx: &Context, verbose: bool) -> anyhow::Result<ExitStatus> {
     }
     for name in names {
         let sub = ctx.for_stack(&name)?;
-        match plan::plan(&sub, &HostInputs::default(), Writes::None) {
-            Ok(p) => {
+        // What the stack runs, not what it would be planned with: a stack without a port
+        // still has a Node and a root.
+        match plan::node_and_root_only(&sub, &HostInputs::default()) {
+            Ok((node, root)) => {
                 ctx.out.out(&format!("stack {name}:"));
                 ctx.out.out(&format!(
                     "  node:     {} {}",
-                    p.node.path.display(),
-                    p.node.version
+                    node.path.display(),
+                    node.version
                 ));
                 ctx.out.out(&format!(
                     "  oysterun: {} {}",
-                    p.root.display(),
-                    oysterun_version(&p.root).unwrap_or_else(|| "(version unknown)".into())
+                    root.path.display(),
+                    oysterun_version(&root.path).unwrap_or_else(|| "(version unknown)".into())
                 ));
             }
             Err(e) => ctx.out.out(&format!(

@@ -202,6 +202,17 @@ pub fn plan<'a>(
     Ok(plan)
 }
 
+/// What a stack runs, without planning the rest (no port needed, nothing written): the pinned
+/// Node and the Oysterun root, found as [`plan`] finds them.
+pub fn node_and_root_only<'a>(
+    inputs: impl Into<PlanEnv<'a>>,
+    args: &HostInputs,
+) -> anyhow::Result<(NodePin, crate::host::root::FoundRoot)> {
+    let pe: PlanEnv<'a> = inputs.into();
+    let installed = agentplist::read_installed(&pe.stack.plist_path(), pe.out);
+    node_and_root(&pe, args, installed.as_ref(), Writes::None)
+}
+
 /// The pinned Node, then the root it finds (a forced root or Node comes first, as a flag would:
 /// a different flag was refused).
 fn node_and_root(

@@ -242,6 +242,27 @@ fn version_open_and_qr_answer_on_demand() {
         "{verbose}"
     );
     assert!(verbose.contains("  node:     "), "{verbose}");
+    // A custom stack with no port yet still runs a Node and a root: said as such, not as the
+    // plan's refusal to go without a port.
+    let noport = t.home.join(".oysterun-stacks/noport/host");
+    std::fs::create_dir_all(&noport).unwrap();
+    std::fs::write(
+        noport.join("config.json"),
+        serde_json::json!({ "oyster_root": root }).to_string(),
+    )
+    .unwrap();
+    let verbose = t.run(["version", "--verbose"]).ok().stdout();
+    let lines: Vec<&str> = verbose.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| *l == "stack noport:")
+        .unwrap_or_else(|| panic!("{verbose}"));
+    assert!(lines[at + 1].starts_with("  node:     "), "{verbose}");
+    assert_eq!(
+        lines[at + 2],
+        format!("  oysterun: {} 1.5.3", root.display()),
+        "{verbose}"
+    );
     // open: the URL handed to xdg-open on PATH, nothing else.
     let log = t.path("opened.log");
     let bin = t.path("bin");
