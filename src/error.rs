@@ -238,6 +238,32 @@ impl HasKind for crate::sys::fs::FsError {
     }
 }
 
+/// Why bytes are not a property list, in words. The `plist` crate's `Display` is the debug
+/// form of its error kind (`UnexpectedEndOfEventStream (offset 80)`, and for a corrupt binary
+/// plist the in-memory reader's `Io(Error { kind: InvalidInput, … })`): said here as words, with
+/// the offset. Bytes in memory have no I/O to fail, so an I/O error can only mean the file's
+/// own structure points outside it.
+pub fn plist_problem(e: &plist::Error) -> String {
+    if e.is_eof() {
+        return "it ends before its structure does (cut short?)".to_owned();
+    }
+    if e.as_io().is_some() {
+        return "its binary structure points outside the file (corrupt)".to_owned();
+    }
+    let shown = e.to_string();
+    let mut words = String::new();
+    for c in shown.chars().take_while(char::is_ascii_alphanumeric) {
+        if c.is_ascii_uppercase() && !words.is_empty() {
+            words.push(' ');
+        }
+        words.push(c.to_ascii_lowercase());
+    }
+    match shown.rfind("(offset ") {
+        Some(i) => format!("{words} at {}", shown[i + 1..].trim_end_matches(')')),
+        None => words,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,5 +300,28 @@ mod tests {
         assert_eq!(hint.as_deref(), Some("give 1-65535"));
         let (plain, none) = render(&anyhow::anyhow!("just this"));
         assert_eq!((plain.as_str(), none), ("just this", None));
+    }
+
+    #[test]
+    fn a_plist_that_does_not_parse_is_said_in_words_not_in_debug_form() {
+        let parse = |b: &[u8]| plist::Value::from_reader(std::io::Cursor::new(b)).unwrap_err();
+        assert_eq!(
+            plist_problem(&parse(b"bplist00\x01\x02garbage")),
+            "its binary structure points outside the file (corrupt)"
+        );
+        assert_eq!(
+            plist_problem(&parse(
+                b"<?xml version=\"1.0\"?><plist version=\"1.0\"><dict><key>port</key>"
+            )),
+            "unexpected end of event stream"
+        );
+        let said = plist_problem(&parse(
+            b"<?xml version=\"1.0\"?><plist><dict><bogus/></dict></plist>",
+        ));
+        assert!(
+            said.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == ' '),
+            "{said}"
+        );
     }
 }

@@ -130,8 +130,9 @@ impl Managed {
             }
             Err(e) => {
                 self.warnings.push(format!(
-                    "{} is not a property list ({e}); its values are not applied",
-                    path.display()
+                    "{} is not a property list ({}); its values are not applied",
+                    path.display(),
+                    crate::error::plist_problem(&e)
                 ));
                 return;
             }

@@ -272,8 +272,9 @@ pub fn read_installed(path: &Path, out: &dyn crate::output::Reporter) -> Option<
         }
         Err(e) => {
             out.note(&format!(
-                "the installed {} does not parse ({e}); ignoring its pins",
-                path.display()
+                "the installed {} does not parse ({}); ignoring its pins",
+                path.display(),
+                crate::error::plist_problem(&e)
             ));
             LaunchAgent::default()
         }
