@@ -66,7 +66,7 @@ fn write_profile(
             crate::sys::fs::replace_atomic(path, &bytes, 0o644)?;
             ctx.out.out(&format!(
                 "wrote {} (PayloadIdentifier {}, PayloadUUID {})",
-                path.display(),
+                crate::output::one_line(path),
                 profile::PROFILE_IDENTIFIER,
                 profile::payload_uuid(profile::PROFILE_IDENTIFIER)
             ));

@@ -38,7 +38,10 @@ pub fn packaging(verb: &Verb) -> anyhow::Result<ExitStatus> {
         Verb::Man { dir } => match dir {
             Some(dir) => {
                 let n = man::write_all(cmd, dir)?;
-                out.out(&format!("wrote {n} man pages into {}", dir.display()));
+                out.out(&format!(
+                    "wrote {n} man pages into {}",
+                    crate::output::one_line(dir)
+                ));
             }
             None => man::render_main(cmd, &mut bytes)?,
         },

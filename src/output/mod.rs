@@ -21,3 +21,31 @@ pub fn learn_secrets(values: Vec<String>) {
 pub fn learned(path: &std::path::Path, values: Vec<String>) {
     printer::printer().learned(path, values);
 }
+
+/// A path the user gave, as one line of output: every control character escaped, newline and
+/// tab too (the printer keeps those in ordinary text), so a name like `x\nAll done` can never
+/// forge a second line.
+pub fn one_line(path: &std::path::Path) -> String {
+    let text = path.display().to_string();
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    redact::escape_controls(&out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_path_is_one_line_whatever_its_name_holds() {
+        let p = std::path::Path::new("/tmp/a\nwrote x\t\u{1b}[31m\u{202e}.plist");
+        assert_eq!(
+            super::one_line(p),
+            "/tmp/a\\nwrote x\\t\\x1b[31m\\u{202e}.plist"
+        );
+    }
+}
