@@ -122,7 +122,14 @@ fn problem_codes(doc: &Value) -> Vec<String> {
             .as_array()
             .into_iter()
             .flatten()
-            .map(|p| format!("{at}:{}", p["code"].as_str().unwrap_or("?")))
+            .map(|p| {
+                let code = p["code"].as_str().unwrap_or("?");
+                // A stack has two providers: which one is the problem's subject.
+                match p["detail"].as_str() {
+                    Some(id) if code.starts_with("provider_") => format!("{at}:{code}({id})"),
+                    _ => format!("{at}:{code}"),
+                }
+            })
             .collect()
     };
     let mut out = codes(doc, "");
