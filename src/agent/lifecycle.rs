@@ -361,6 +361,9 @@ impl<'a> Agent<'a> {
         }
         let written = self.write_definition(plan, action, before.as_ref(), pending)?;
         let change = Change::decide(&written, force_restart, pending);
+        // One Host per user across domains, whatever the change: a copy loaded in the other
+        // domain would fight this one for the port.
+        self.boot_out_other_copies(action)?;
         // A change that rolls back journals the definition it replaced (reverting it is the
         // rollback), before launchd is touched.
         let mut journal = Journal::new(Some((self.audit.clone(), action)));
@@ -380,7 +383,6 @@ impl<'a> Agent<'a> {
                 was_loaded: true,
             });
         }
-        self.boot_out_other_copies(action)?;
         let baseline = match change.then() {
             Then::Reload => match self.reload_step(action, written.was_loaded, before.as_ref()) {
                 Ok(baseline) => baseline,

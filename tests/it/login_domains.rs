@@ -83,6 +83,26 @@ fn installed_over_ssh_then_a_console_login_then_restart_leaves_one_host_in_gui()
 }
 
 #[test]
+fn an_unchanged_regenerate_of_a_job_loaded_twice_leaves_one_host_in_gui() {
+    let d = ld();
+    over_ssh(&d, "install").ok();
+    d.t.sim(&["login", &d.domain("gui")]).ok();
+    assert!(d.loaded_in("user") && d.loaded_in("gui"), "loaded twice");
+    // Nothing about the definition changed, but two copies fight over one port: the one in
+    // the other domain goes, said, and the one oyster acts in is verified.
+    let r = d.t.run(verb_args(&d, "regenerate")).ok();
+    assert!(
+        r.stderr()
+            .contains(&format!("also loaded in {}", d.domain("user"))),
+        "{}",
+        r.stderr()
+    );
+    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    assert!(!d.loaded_in("user") && d.loaded_in("gui"));
+    d.done();
+}
+
+#[test]
 fn stop_at_the_console_disables_both_domains_and_start_enables_both() {
     let d = ld();
     d.t.run(verb_args(&d, "install")).ok();

@@ -76,10 +76,13 @@ fn reload_if_needed(ctx: &Context, p: Prepared<'_>, timing: Timing) -> anyhow::R
                 ctx.hint_cmd(verb)
             ));
         }
+        // Loaded twice (a console login beside a copy in user/<uid>) is not left alone: the
+        // lifecycle boots the other copy out.
         Some(info)
             if !p.plan.plist_changed()
                 && agent.loaded_matches(&info, &p.plan)
-                && !agent.pending() =>
+                && !agent.pending()
+                && agent.other_copies().next().is_none() =>
         {
             ctx.out.out(&format!(
                 "{}: unchanged; the running Host is left alone.",
