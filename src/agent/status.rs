@@ -304,68 +304,7 @@ fn ask_launchd(
 ) -> bool {
     st.launchctl = Some(lc.path.display().to_string());
     st.launchctl_overridden = lc.overridden;
-    let looked = (|| -> anyhow::Result<()> {
-        // A job loaded in user/<uid> is not visible in gui/<uid>: look in both, and a label
-        // loaded in both is one Host too many (a console login after an install over SSH).
-        // The two answers also say whether gui/<uid> exists: no separate domain probe.
-        let label = &ctx.stack.label;
-        // A listing row that did not parse but names this label: the table cannot say
-        // whether the job is there, so launchd is asked for it on its own.
-        let both = match listings {
-            Some(l) if !l.unsure(label) => l.both(label),
-            _ => lc.in_both_domains(label)?,
-        };
-        let domain = both.choice();
-        if let Some(n) = &domain.fallback_note {
-            st.notes.push(n.clone());
-        }
-        let mut loaded = both.loaded();
-        // A label loaded twice is rare and needs every fact of both copies: ask each job.
-        let asked;
-        if listings.is_some() && loaded.len() > 1 {
-            asked = lc.in_both_domains(label)?;
-            loaded = asked.loaded();
-        }
-        // launchd's disabled override only matters for loading: asked only when the job is not
-        // loaded. `print-disabled` failing leaves it unknown (`null`); it never fails the status.
-        st.disabled = disabled_override(lc, listings, domain.name, label, loaded.is_empty());
-        // Login Items: for every installed stack in `status`; in `list` (one listing for all
-        // stacks) only where it can be why the job is not loaded.
-        if installed.is_some() && (listings.is_none() || loaded.is_empty()) {
-            login_item(ctx, lc, st);
-        }
-        st.loaded_in = loaded.iter().map(|(d, _)| d.to_string()).collect();
-        // Of two copies, the one that runs is the Host this stack has now (the other crash-
-        // loops on the held port): its facts are shown.
-        let shown = loaded
-            .iter()
-            .find(|(_, i)| i.running())
-            .or_else(|| loaded.first());
-        st.domain = Some(shown.map_or(domain.name, |(d, _)| *d).to_string());
-        if let Some((d, info)) = shown {
-            let notes_before = st.notes.len();
-            record_job(ctx, info, installed, st);
-            // The listing has no runs, crash count or environment: a job it shows not running
-            // (a crash loop?) or whose environment only launchd can prove is printed itself.
-            if listings.is_some() && (!st.running || st.env_proof.is_none()) {
-                if let Ok(full) = lc.print_job(*d, label)? {
-                    st.notes.truncate(notes_before);
-                    record_job(ctx, &full, installed, st);
-                }
-            }
-        }
-        // A Host running in user/<uid> (a Background session) has no unlocked login
-        // keychain, for as long as it runs there: said with the fix.
-        if st.running && shown.is_some_and(|(d, _)| matches!(d, Domain::User(_))) {
-            st.notes.push(keychain_note(ctx));
-        }
-        if let [(first, a), (second, b), ..] = loaded.as_slice() {
-            st.notes
-                .push(loaded_twice_note(ctx, (*first, a), (*second, b)));
-        }
-        Ok(())
-    })();
-    match looked {
+    match look_in_both_domains(ctx, lc, listings, installed, st) {
         Ok(()) => {
             st.summary = if st.loaded_in.len() > 1 {
                 Summary::LoadedTwice
@@ -380,6 +319,89 @@ fn ask_launchd(
             false
         }
     }
+}
+
+/// The job as launchd has it in `gui/<uid>` and `user/<uid>`: where it is loaded, its
+/// disabled override, the facts of the copy shown, and the notes they call for.
+fn look_in_both_domains(
+    ctx: &Context,
+    lc: &Launchctl,
+    listings: Option<&Listings>,
+    installed: Option<&Installed>,
+    st: &mut AgentStatus,
+) -> anyhow::Result<()> {
+    // A job loaded in user/<uid> is not visible in gui/<uid>: look in both, and a label
+    // loaded in both is one Host too many (a console login after an install over SSH).
+    // The two answers also say whether gui/<uid> exists: no separate domain probe.
+    let label = &ctx.stack.label;
+    // A listing row that did not parse but names this label: the table cannot say
+    // whether the job is there, so launchd is asked for it on its own.
+    let both = match listings {
+        Some(l) if !l.unsure(label) => l.both(label),
+        _ => lc.in_both_domains(label)?,
+    };
+    let domain = both.choice();
+    if let Some(n) = &domain.fallback_note {
+        st.notes.push(n.clone());
+    }
+    let mut loaded = both.loaded();
+    // A label loaded twice is rare and needs every fact of both copies: ask each job.
+    let asked;
+    if listings.is_some() && loaded.len() > 1 {
+        asked = lc.in_both_domains(label)?;
+        loaded = asked.loaded();
+    }
+    // launchd's disabled override only matters for loading: asked only when the job is not
+    // loaded. `print-disabled` failing leaves it unknown (`null`); it never fails the status.
+    st.disabled = disabled_override(lc, listings, domain.name, label, loaded.is_empty());
+    // Login Items: for every installed stack in `status`; in `list` (one listing for all
+    // stacks) only where it can be why the job is not loaded.
+    if installed.is_some() && (listings.is_none() || loaded.is_empty()) {
+        login_item(ctx, lc, st);
+    }
+    st.loaded_in = loaded.iter().map(|(d, _)| d.to_string()).collect();
+    // Of two copies, the one that runs is the Host this stack has now (the other crash-
+    // loops on the held port): its facts are shown.
+    let shown = loaded
+        .iter()
+        .find(|(_, i)| i.running())
+        .or_else(|| loaded.first());
+    st.domain = Some(shown.map_or(domain.name, |(d, _)| *d).to_string());
+    if let Some((d, info)) = shown {
+        record_shown_job(ctx, lc, listings, installed, (*d, info), st)?;
+    }
+    // A Host running in user/<uid> (a Background session) has no unlocked login
+    // keychain, for as long as it runs there: said with the fix.
+    if st.running && shown.is_some_and(|(d, _)| matches!(d, Domain::User(_))) {
+        st.notes.push(keychain_note(ctx));
+    }
+    if let [(first, a), (second, b), ..] = loaded.as_slice() {
+        st.notes
+            .push(loaded_twice_note(ctx, (*first, a), (*second, b)));
+    }
+    Ok(())
+}
+
+/// The facts of the copy shown, from the listing or launchd's answer it came with; a job the
+/// listing shows not running (a crash loop?) or whose environment only launchd can prove is
+/// printed on its own, since the listing has no runs, crash count or environment.
+fn record_shown_job(
+    ctx: &Context,
+    lc: &Launchctl,
+    listings: Option<&Listings>,
+    installed: Option<&Installed>,
+    (domain, info): (Domain, &PrintInfo),
+    st: &mut AgentStatus,
+) -> anyhow::Result<()> {
+    let notes_before = st.notes.len();
+    record_job(ctx, info, installed, st);
+    if listings.is_some() && (!st.running || st.env_proof.is_none()) {
+        if let Ok(full) = lc.print_job(domain, &ctx.stack.label)? {
+            st.notes.truncate(notes_before);
+            record_job(ctx, &full, installed, st);
+        }
+    }
+    Ok(())
 }
 
 /// The loaded job's facts, and the probe of its running Host.

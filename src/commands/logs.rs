@@ -2,6 +2,8 @@
 //! control characters escaped), followed across rotation and truncation, never through a
 //! symlink. Reads only: a stack that does not exist is refused, nothing is created.
 
+use std::fs::File;
+use std::path::Path;
 use std::time::Duration;
 
 use crate::context::Context;
@@ -26,25 +28,8 @@ pub fn run(ctx: &Context, args: &Logs) -> anyhow::Result<ExitStatus> {
     let config = ctx.stack.config_path();
     let mut file = tail::open_log(&path)?;
     let mut pem = PemLines::default();
-    let n = usize::try_from(args.lines).unwrap_or(usize::MAX);
     let pos = match file.as_mut() {
-        Some(f) => {
-            // Every line of the window, so a private key's block that began before the last
-            // `n` lines is still known as one (see `PemLines`).
-            let (lines, end) = tail::last_lines(f, usize::MAX, args.follow)
-                .map_err(|e| anyhow::anyhow!("could not read {}: {e}", path.display()))?;
-            // Read again after the log: secrets the Host wrote since oyster started are known
-            // before its lines are printed (see the loop below).
-            crate::config::learn_secrets(&config);
-            let skip = lines.len().saturating_sub(n);
-            for (i, line) in lines.into_iter().enumerate() {
-                let line = pem.line(line);
-                if i >= skip {
-                    ctx.out.out(&line);
-                }
-            }
-            end
-        }
+        Some(f) => print_last_lines(ctx, f, &path, &config, args, &mut pem)?,
         None if !args.follow => {
             ctx.out.note(&format!(
                 "{} does not exist yet: the Host has not written anything (`{}` says whether it runs)",
@@ -61,13 +46,51 @@ pub fn run(ctx: &Context, args: &Logs) -> anyhow::Result<ExitStatus> {
             0
         }
     };
-    if !args.follow {
-        return Ok(ExitStatus::Success);
+    if args.follow {
+        follow(ctx, Follower::new(&path, file, pos), &path, &config, pem)?;
     }
-    let mut follower = Follower::new(&path, file, pos);
+    Ok(ExitStatus::Success)
+}
+
+/// The log's last `args.lines` lines, printed; the offset just past them (with `--follow`,
+/// past the last complete line), where following starts.
+fn print_last_lines(
+    ctx: &Context,
+    file: &mut File,
+    path: &Path,
+    config: &Path,
+    args: &Logs,
+    pem: &mut PemLines,
+) -> anyhow::Result<u64> {
+    let n = usize::try_from(args.lines).unwrap_or(usize::MAX);
+    // Every line of the window, so a private key's block that began before the last `n` lines
+    // is still known as one (see `PemLines`).
+    let (lines, end) = tail::last_lines(file, usize::MAX, args.follow)
+        .map_err(|e| anyhow::anyhow!("could not read {}: {e}", path.display()))?;
+    // Read again after the log: secrets the Host wrote since oyster started are known before
+    // its lines are printed (see `follow`).
+    crate::config::learn_secrets(config);
+    let skip = lines.len().saturating_sub(n);
+    for (i, line) in lines.into_iter().enumerate() {
+        let line = pem.line(line);
+        if i >= skip {
+            ctx.out.out(&line);
+        }
+    }
+    Ok(end)
+}
+
+/// What the Host writes to its log, printed until Ctrl-C (the default action ends oyster, as
+/// it ends `tail -f`) or a closed stdout.
+fn follow(
+    ctx: &Context,
+    mut follower: Follower,
+    path: &Path,
+    config: &Path,
+    mut pem: PemLines,
+) -> anyhow::Result<()> {
     // `None`: the first round reads the config again, whatever happened since the tail.
     let mut config_seen = None;
-    // Until Ctrl-C (the default action ends oyster, as it ends `tail -f`) or a closed stdout.
     while !ctx.out.stdout_closed() {
         let events = follower
             .poll()
@@ -75,36 +98,41 @@ pub fn run(ctx: &Context, args: &Logs) -> anyhow::Result<ExitStatus> {
         // The Host writes secrets of its own into its config (an onboarding token) and may log
         // them right after. Looked at after the log was read, so a line logged after the config
         // was written is printed only once its secrets are known.
-        let now = Some(identity(&config));
+        let now = Some(identity(config));
         if now != config_seen {
-            crate::config::learn_secrets(&config);
+            crate::config::learn_secrets(config);
             config_seen = now;
         }
         for event in events {
-            if matches!(event, Event::Truncated | Event::Rotated) {
-                pem.reset();
-            }
-            match event {
-                Event::Line(line) => ctx.out.out(&pem.line(line)),
-                Event::Truncated => ctx.out.note(&format!(
-                    "{} was truncated; reading it from the start",
-                    path.display()
-                )),
-                Event::Rotated => ctx.out.note(&format!(
-                    "{} was rotated; reading the new file",
-                    path.display()
-                )),
-                Event::Appeared => ctx.out.note(&format!("{} appeared", path.display())),
-                Event::Refused(why) => ctx.out.warn(&why),
-            }
+            print_event(ctx, path, &mut pem, event);
         }
         std::thread::sleep(POLL);
     }
-    Ok(ExitStatus::Success)
+    Ok(())
+}
+
+/// One thing that happened to the followed log: a line, or a note on the file itself.
+fn print_event(ctx: &Context, path: &Path, pem: &mut PemLines, event: Event) {
+    if matches!(event, Event::Truncated | Event::Rotated) {
+        pem.reset();
+    }
+    match event {
+        Event::Line(line) => ctx.out.out(&pem.line(line)),
+        Event::Truncated => ctx.out.note(&format!(
+            "{} was truncated; reading it from the start",
+            path.display()
+        )),
+        Event::Rotated => ctx.out.note(&format!(
+            "{} was rotated; reading the new file",
+            path.display()
+        )),
+        Event::Appeared => ctx.out.note(&format!("{} appeared", path.display())),
+        Event::Refused(why) => ctx.out.warn(&why),
+    }
 }
 
 /// What tells a rewritten file from the one seen before: inode, size and modification time.
-fn identity(path: &std::path::Path) -> Option<(u64, u64, i64, i64)> {
+fn identity(path: &Path) -> Option<(u64, u64, i64, i64)> {
     use std::os::unix::fs::MetadataExt;
     std::fs::symlink_metadata(path)
         .ok()

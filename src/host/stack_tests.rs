@@ -20,10 +20,10 @@ fn env() -> StackEnv {
     }
 }
 
-// One assertion per row of the stack table, in the table's order (long on purpose: it is
-// the table).
+// One assertion per row of the stack table, in the table's order: production's row, a named
+// stack's, and every per-stack file.
 #[test]
-fn table_rows() {
+fn table_row_of_production() {
     let p = Stack::new("production", &env()).unwrap();
     assert_eq!(p.config_path(), Path::new("/h/.oysterun/config.json"));
     assert_eq!(p.run_dir, Path::new("/h/.oysterun/run"));
@@ -49,7 +49,10 @@ fn table_rows() {
         p.matrix_db_path(),
         Path::new("/h/.oysterun/matrix/homeserver.db")
     );
+}
 
+#[test]
+fn table_rows_of_named_stacks() {
     let s = Stack::new("staging", &env()).unwrap();
     assert_eq!(s.root, Path::new("/h/.oysterun-stacks/staging"));
     assert_eq!(
@@ -78,6 +81,16 @@ fn table_rows() {
         Path::new("/s/dev-2/matrix/homeserver.db")
     );
     assert_eq!(c.default_port, None);
+    // Oysterun's preset test stacks use the unsuffixed names its scripts wait for.
+    let t1 = Stack::new("test1", &e).unwrap();
+    assert_eq!(t1.pid_path(), Path::new("/s/test1/run/oysterun-host.pid"));
+}
+
+#[test]
+fn table_rows_of_every_per_stack_file() {
+    let mut e = env();
+    e.stacks_dir = Some("/s".into());
+    let c = Stack::new("dev-2", &e).unwrap();
     // Every per-stack file is named here, and only here.
     assert_eq!(
         c.lifecycle_lock_path(),
@@ -108,9 +121,6 @@ fn table_rows() {
         c.exec_record_path(),
         Path::new("/s/dev-2/run/oyster-exec.json")
     );
-    // Oysterun's preset test stacks use the unsuffixed names its scripts wait for.
-    let t1 = Stack::new("test1", &e).unwrap();
-    assert_eq!(t1.pid_path(), Path::new("/s/test1/run/oysterun-host.pid"));
 }
 
 #[test]

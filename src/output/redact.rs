@@ -238,116 +238,6 @@ fn bearer_re() -> &'static regex_lite::Regex {
     })
 }
 
-/// `NAME=value`, `NAME = "value"`, `"NAME": "value"` and `'NAME': 'value'` where NAME names a
-/// secret ([`is_secret_assignment`]): the value (a quoted one whole) becomes `<redacted>`,
-/// quotes kept. `NAME == value` is a comparison, left alone. One pass over the text, no regex:
-/// every log line with a `=` or `:` goes through it.
-fn redact_assignments(text: &str) -> String {
-    let b = text.as_bytes();
-    let is_name = |c: u8| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-');
-    let mut out = String::with_capacity(text.len());
-    let mut copied = 0;
-    let mut i = 0;
-    while i < b.len() {
-        let sep = b[i];
-        if sep != b'=' && sep != b':' {
-            i += 1;
-            continue;
-        }
-        // The name before the separator: `NAME =`, `"NAME":`, `'NAME' :`.
-        let mut k = i;
-        while k > 0 && b[k - 1] == b' ' {
-            k -= 1;
-        }
-        let quote = (k > 0 && matches!(b[k - 1], b'"' | b'\'')).then(|| b[k - 1]);
-        let end = k - usize::from(quote.is_some());
-        let mut start = end;
-        while start > 0 && is_name(b[start - 1]) {
-            start -= 1;
-        }
-        while start < end && !b[start].is_ascii_alphabetic() {
-            start += 1;
-        }
-        let name = &text[start..end];
-        // `:` counts after a quoted key (JSON, Python), or as an HTTP header: a hyphenated
-        // name right before it and a space after (`x-api-key: …`, `X-Auth-Token: …`), not
-        // oyster's own `device_token: null -> …`.
-        // A `Cookie` header or key is a session's credential whatever its case (a bare
-        // `cookie=` in prose is not: see [`is_secret_assignment`]).
-        let cookie = sep == b':' && name.eq_ignore_ascii_case("cookie");
-        let header = quote.is_none()
-            && k == i
-            && (name.contains('-') || cookie)
-            && b.get(i + 1) == Some(&b' ');
-        // Or as Node prints an object (`util.inspect`, so `console.log(req.headers)` or
-        // `console.log(process.env)`): an unquoted key right before it and a quoted value
-        // after (`{ apiKey: 'sk-…' }`); `device_token: null` has no quote.
-        let inspected = quote.is_none() && k == i && {
-            let mut v = i + 1;
-            while b.get(v) == Some(&b' ') {
-                v += 1;
-            }
-            matches!(b.get(v), Some(b'\'' | b'"'))
-        };
-        if sep == b':' && quote.is_none() && !header && !inspected {
-            i += 1;
-            continue;
-        }
-        let opening = quote.is_none_or(|q| start > 0 && b[start - 1] == q);
-        let comparison = sep == b'='
-            && (b.get(i + 1) == Some(&b'=')
-                || (i > 0 && matches!(b[i - 1], b'=' | b'!' | b'<' | b'>')));
-        if name.is_empty() || !opening || comparison || !(cookie || is_secret_assignment(name)) {
-            i += 1;
-            continue;
-        }
-        // The value after it: quoted whole, or a run of value characters.
-        let mut v = i + 1;
-        while v < b.len() && b[v] == b' ' {
-            v += 1;
-        }
-        let (from, to, q) = match b.get(v) {
-            Some(&q @ (b'"' | b'\'')) => {
-                // To its closing quote, or the end of its line: a quote left open (a cut
-                // line, an apostrophe) must not take the rest of a multi-line message with it
-                // (a failure's log tail and its `next:` step are one text).
-                let mut e = v + 1;
-                while e < b.len() && b[e] != q && b[e] != b'\n' {
-                    e += if b[e] == b'\\' { 2 } else { 1 };
-                }
-                let e = e.min(b.len());
-                (v + 1, e, (b.get(e) == Some(&q)).then_some(q))
-            }
-            // A `Cookie:` header's value is every cookie to the end of its line.
-            _ if cookie => {
-                let e = text[v..].find('\n').map_or(b.len(), |n| v + n);
-                (v, e, None)
-            }
-            _ => {
-                let mut e = v;
-                while e < b.len()
-                    && !b[e].is_ascii_whitespace()
-                    && !matches!(b[e], b'"' | b'\'' | b'`' | b',' | b';' | b'&' | b'}' | b']')
-                {
-                    e += 1;
-                }
-                (v, e, None)
-            }
-        };
-        let value = &text[from..to];
-        if value.is_empty() || value == REDACTED {
-            i = to.max(i + 1);
-            continue;
-        }
-        out.push_str(&text[copied..from]);
-        out.push_str(REDACTED);
-        copied = to;
-        i = to + usize::from(q.is_some());
-    }
-    out.push_str(&text[copied..]);
-    out
-}
-
 /// Whether `name=value` is a secret assignment: the name names a secret, and is not only one
 /// of the words ordinary text uses as a name, in any case (`key=name`, `hash=sha256`, `PIN=3`).
 fn is_secret_assignment(name: &str) -> bool {
@@ -574,8 +464,10 @@ pub fn escape_controls(text: &str) -> String {
     out
 }
 
+mod assign;
 mod pem;
 
+use assign::redact_assignments;
 use pem::pem_re;
 pub use pem::PemLines;
 

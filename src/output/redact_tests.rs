@@ -203,11 +203,16 @@ fn control_characters_are_escaped_but_lines_and_tabs_kept() {
     );
 }
 
+/// Each line of `cases` redacted by shape to what is wanted.
+fn assert_redacted(cases: &[(&str, &str)]) {
+    for (line, want) in cases {
+        assert_eq!(redact_shapes(line), *want, "{line}");
+    }
+}
+
 #[test]
-fn credentials_are_redacted_by_shape_and_ordinary_words_are_not() {
-    let jwt =
-        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
-    for (line, want) in [
+fn authorization_headers_and_bearer_tokens_are_redacted() {
+    assert_redacted(&[
         (
             "curl -H 'Authorization: Bearer abc.DEF-123_x'",
             "curl -H 'Authorization: Bearer <redacted>'",
@@ -225,6 +230,19 @@ fn credentials_are_redacted_by_shape_and_ordinary_words_are_not() {
             "proxy-authorization: Digest <redacted>",
         ),
         ("sent Bearer 0123456789abcdefXYZ", "sent Bearer <redacted>"),
+        ("x-api-key: abc123 next", "x-api-key: <redacted> next"),
+        (
+            "X-Auth-Token: t0k; Set-Cookie: sid=42",
+            "X-Auth-Token: <redacted>; Set-Cookie: <redacted>",
+        ),
+    ]);
+}
+
+#[test]
+fn provider_tokens_are_redacted_by_their_shape() {
+    let jwt =
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c";
+    assert_redacted(&[
         (
             "key sk-ant-api03-AbCdEf0123456789_xyz-AA done",
             "key <redacted> done",
@@ -234,6 +252,30 @@ fn credentials_are_redacted_by_shape_and_ordinary_words_are_not() {
             "old sk-0123456789abcdefghijABCDEFGHIJ0123456789abcdefgh",
             "old <redacted>",
         ),
+        (
+            "gh token ghp_0123456789abcdefghijABCDEFGHIJ0123 ok",
+            "gh token <redacted> ok",
+        ),
+        (
+            "github_pat_11ABCDEFG0123456789_abcdefGHIJKLMNOP",
+            "<redacted>",
+        ),
+        (
+            "slack xoxb-1234567890-0987654321-AbCdEf",
+            "slack <redacted>",
+        ),
+        (
+            "xoxp-12345-67890-abcdef and xoxa-2-abcdefghij",
+            "<redacted> and <redacted>",
+        ),
+        (&format!("jwt={jwt}&x=1"), "jwt=<redacted>&x=1"),
+        (&format!("id {jwt}"), "id <redacted>"),
+    ]);
+}
+
+#[test]
+fn secret_named_assignments_are_redacted_and_comparisons_are_not() {
+    assert_redacted(&[
         (
             "ANTHROPIC_API_KEY=whatever-it-is x",
             "ANTHROPIC_API_KEY=<redacted> x",
@@ -260,36 +302,15 @@ fn credentials_are_redacted_by_shape_and_ordinary_words_are_not() {
             r#"{"device_token": "<redacted>", "name": "n"}"#,
         ),
         (
-            "gh token ghp_0123456789abcdefghijABCDEFGHIJ0123 ok",
-            "gh token <redacted> ok",
-        ),
-        (
-            "github_pat_11ABCDEFG0123456789_abcdefGHIJKLMNOP",
-            "<redacted>",
-        ),
-        (
             "a == b, token == 3, x != y, OTHER_KEY==v",
             "a == b, token == 3, x != y, OTHER_KEY==v",
         ),
         ("PASSWORD='p w' done", "PASSWORD='<redacted>' done"),
-        ("x-api-key: abc123 next", "x-api-key: <redacted> next"),
-        (
-            "X-Auth-Token: t0k; Set-Cookie: sid=42",
-            "X-Auth-Token: <redacted>; Set-Cookie: <redacted>",
-        ),
-        (
-            "slack xoxb-1234567890-0987654321-AbCdEf",
-            "slack <redacted>",
-        ),
-        (
-            "xoxp-12345-67890-abcdef and xoxa-2-abcdefghij",
-            "<redacted> and <redacted>",
-        ),
-        (&format!("jwt={jwt}&x=1"), "jwt=<redacted>&x=1"),
-        (&format!("id {jwt}"), "id <redacted>"),
-    ] {
-        assert_eq!(redact_shapes(line), want, "{line}");
-    }
+    ]);
+}
+
+#[test]
+fn ordinary_words_are_not_redacted() {
     // Ordinary log words stay.
     for line in [
         "task-list sk-learn risk-assessment desk-0123456789abcdefghijklmnop",
@@ -307,7 +328,10 @@ fn credentials_are_redacted_by_shape_and_ordinary_words_are_not() {
     ] {
         assert_eq!(redact_shapes(line), line, "a false positive");
     }
-    // Through the one door every human line takes.
+}
+
+#[test]
+fn shapes_are_redacted_through_the_one_door_every_human_line_takes() {
     assert_eq!(
         redact_text(
             "GITHUB_TOKEN=ghp_0123456789abcdefghijABCDEFGHIJ0123",

@@ -689,3 +689,98 @@ fn files_are_read_only_through_the_bounded_reader_in_sys() {
         ]
     );
 }
+
+/// Issue 28 item 8: at most [`MAX_LONG_FNS`] functions in `src/` over [`LONG_FN`] lines,
+/// counted from the `fn` line to the closing brace inclusive (as `wc -l` of the item would):
+/// free fns, methods, trait default bodies, fns nested in fns, test fns and tables alike.
+const LONG_FN: usize = 80;
+const MAX_LONG_FNS: usize = 3;
+
+/// `file:line: name (N lines)` for every function of `code` longer than [`LONG_FN`] lines.
+fn long_fns(file: &Path, code: &str) -> Vec<String> {
+    struct Long<'f> {
+        file: &'f Path,
+        found: Vec<String>,
+    }
+    impl Long<'_> {
+        fn measure(&mut self, sig: &syn::Signature, body: &syn::Block) {
+            let first = sig.fn_token.span.start().line;
+            let lines = body.brace_token.span.close().start().line + 1 - first;
+            if lines > LONG_FN {
+                let (file, name) = (self.file.display(), &sig.ident);
+                self.found
+                    .push(format!("{file}:{first}: {name} ({lines} lines)"));
+            }
+        }
+    }
+    impl<'ast> Visit<'ast> for Long<'_> {
+        fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+            self.measure(&f.sig, &f.block);
+            syn::visit::visit_item_fn(self, f);
+        }
+        fn visit_impl_item_fn(&mut self, f: &'ast syn::ImplItemFn) {
+            self.measure(&f.sig, &f.block);
+            syn::visit::visit_impl_item_fn(self, f);
+        }
+        fn visit_trait_item_fn(&mut self, f: &'ast syn::TraitItemFn) {
+            if let Some(body) = &f.default {
+                self.measure(&f.sig, body);
+            }
+            syn::visit::visit_trait_item_fn(self, f);
+        }
+    }
+    let parsed =
+        syn::parse_file(code).unwrap_or_else(|e| panic!("{} does not parse: {e}", file.display()));
+    let mut long = Long {
+        file,
+        found: vec![],
+    };
+    long.visit_file(&parsed);
+    long.found
+}
+
+#[test]
+fn long_functions_in_src_are_at_most_three() {
+    let src = real_src();
+    let mut found = vec![];
+    for file in super::common::rust_files(&src) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        found.extend(long_fns(file.strip_prefix(&src).unwrap(), &text));
+    }
+    assert!(
+        found.len() <= MAX_LONG_FNS,
+        "{} functions in src/ are over {LONG_FN} lines (at most {MAX_LONG_FNS}): split them \
+         into named steps:\n{}",
+        found.len(),
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_long_function_guard_counts_from_fn_to_the_closing_brace() {
+    // `n` statement lines between the `fn` line and the `}` line: an item of `n + 2` lines.
+    let body = |n: usize| "    let _ = 0;\n".repeat(n);
+    let code = format!(
+        "/// Doc lines and attributes are not counted.\n#[cfg(test)]\n\
+         fn eighty() {{\n{}}}\n\
+         fn eighty_one(\n    x: u8,\n) {{\n{}}}\n\
+         struct S;\nimpl S {{\n    fn method() {{\n{}    }}\n}}\n\
+         trait T {{\n    fn required();\n    fn provided() {{\n{}    }}\n}}\n\
+         mod tests {{\n    fn outer() {{\n        fn nested() {{\n{}        }}\n    }}\n}}\n",
+        body(78),
+        body(77),
+        body(79),
+        body(80),
+        body(79),
+    );
+    assert_eq!(
+        long_fns(Path::new("x.rs"), &code),
+        [
+            "x.rs:83: eighty_one (81 lines)",
+            "x.rs:166: method (81 lines)",
+            "x.rs:250: provided (82 lines)",
+            "x.rs:334: outer (83 lines)",
+            "x.rs:335: nested (81 lines)",
+        ]
+    );
+}

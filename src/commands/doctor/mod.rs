@@ -359,56 +359,9 @@ fn provider_check(
         .map(|path| installer_of(&ctx.stack.home, p, Path::new(path)))
         // Unknown is `null` in a document, never the word (docs/behaviour.md §10).
         .filter(|i| *i != "unknown");
-    // Each fix is for this stack: run as shown, it must not change production's config.
-    let h = ctx.hints();
-    let managed = crate::host::plan::managed(ctx);
-    let forced = managed.provider(p.id.as_str()).first().map(|e| {
-        format!(
-            "{} is forced by your organization ({}): ask your administrator to change it",
-            e.key,
-            e.file.display()
-        )
-    });
-    let (level, fix) = match (status.intent, status.state) {
-        (Intent::Disabled, _) | (_, State::Available) => (Level::Ok, None),
-        // `providers set`/`auto` would be refused: the fix is the administrator's.
-        (Intent::Manual, _) if forced.is_some() => (Level::Fail, forced.clone()),
-        (Intent::Manual, _) => (
-            Level::Fail,
-            Some(format!(
-                "`{}` or `{}`",
-                h.flag_cmd(&format!("providers set {} /full/path", p.id)),
-                h.flag_cmd(&format!("providers auto {}", p.id))
-            )),
-        ),
-        (Intent::Auto, _) => (
-            Level::Warn,
-            Some(format!(
-                "install it (`{setup}`), point oyster at it with `{set}`, or, if you do not use {name}, disable it with `{off}`",
-                setup = h.cmd("setup --install-providers"),
-                set = h.flag_cmd(&format!("providers set {} /full/path", p.id)),
-                off = h.flag_cmd(&format!("providers set {} \"\"", p.id)),
-                name = p.display_name
-            )),
-        ),
-    };
-    // The reason's fix (after its last "; ") is what `fix:` says; the detail keeps the why.
-    let why = match (&status.resolved, &status.reason) {
-        (Some(path), _) => path.as_str(),
-        (None, Some(r)) => r.rsplit_once("; ").map_or(r.as_str(), |(why, _)| why),
-        (None, None) => "",
-    };
-    let mut detail = match status.state {
-        State::Disabled if forced.is_some() => "disabled by your organization".to_owned(),
-        State::Disabled => "disabled by the user".to_owned(),
-        _ => format!("{} ({}), {why}", status.state, status.intent),
-    };
-    if let Some(source) = status.source {
-        detail.push_str(&format!(", source {}", source.as_str()));
-    }
-    if let Some(by) = installer {
-        detail.push_str(&format!(", installed by {by}"));
-    }
+    let forced = forced_by_organization(ctx, p);
+    let (level, fix) = provider_fix(ctx, p, &status, forced.as_ref());
+    let detail = provider_detail(&status, forced.is_some(), installer);
     let mut report = ProviderReport {
         status,
         installer,
@@ -431,6 +384,79 @@ fn provider_check(
     }
     checks.push(check(&format!("provider {}", p.id), level, detail, fix));
     report
+}
+
+/// Why the provider's setting cannot be changed here, when a managed preference forces it.
+fn forced_by_organization(ctx: &Context, p: &Provider) -> Option<String> {
+    let managed = crate::host::plan::managed(ctx);
+    managed.provider(p.id.as_str()).first().map(|e| {
+        format!(
+            "{} is forced by your organization ({}): ask your administrator to change it",
+            e.key,
+            e.file.display()
+        )
+    })
+}
+
+/// The provider's row level, and the fix of a provider that is wanted and not available.
+fn provider_fix(
+    ctx: &Context,
+    p: &Provider,
+    status: &ProviderStatus,
+    forced: Option<&String>,
+) -> (Level, Option<String>) {
+    // Each fix is for this stack: run as shown, it must not change production's config.
+    let h = ctx.hints();
+    match (status.intent, status.state) {
+        (Intent::Disabled, _) | (_, State::Available) => (Level::Ok, None),
+        // `providers set`/`auto` would be refused: the fix is the administrator's.
+        (Intent::Manual, _) if forced.is_some() => (Level::Fail, forced.cloned()),
+        (Intent::Manual, _) => (
+            Level::Fail,
+            Some(format!(
+                "`{}` or `{}`",
+                h.flag_cmd(&format!("providers set {} /full/path", p.id)),
+                h.flag_cmd(&format!("providers auto {}", p.id))
+            )),
+        ),
+        (Intent::Auto, _) => (
+            Level::Warn,
+            Some(format!(
+                "install it (`{setup}`), point oyster at it with `{set}`, or, if you do not use {name}, disable it with `{off}`",
+                setup = h.cmd("setup --install-providers"),
+                set = h.flag_cmd(&format!("providers set {} /full/path", p.id)),
+                off = h.flag_cmd(&format!("providers set {} \"\"", p.id)),
+                name = p.display_name
+            )),
+        ),
+    }
+}
+
+/// The provider row's detail: its state and intent with the path or why not, where its path
+/// came from, and who installed it.
+fn provider_detail(
+    status: &ProviderStatus,
+    forced: bool,
+    installer: Option<&'static str>,
+) -> String {
+    // The reason's fix (after its last "; ") is what `fix:` says; the detail keeps the why.
+    let why = match (&status.resolved, &status.reason) {
+        (Some(path), _) => path.as_str(),
+        (None, Some(r)) => r.rsplit_once("; ").map_or(r.as_str(), |(why, _)| why),
+        (None, None) => "",
+    };
+    let mut detail = match status.state {
+        State::Disabled if forced => "disabled by your organization".to_owned(),
+        State::Disabled => "disabled by the user".to_owned(),
+        _ => format!("{} ({}), {why}", status.state, status.intent),
+    };
+    if let Some(source) = &status.source {
+        detail.push_str(&format!(", source {}", source.as_str()));
+    }
+    if let Some(by) = installer {
+        detail.push_str(&format!(", installed by {by}"));
+    }
+    detail
 }
 
 /// Which installer owns a command, proven from its path (symlinks followed) only.
