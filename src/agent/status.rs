@@ -126,6 +126,9 @@ pub struct AgentStatus {
     /// Every domain the label is loaded in (`gui/<uid>` first); two means loaded twice.
     pub loaded_in: Vec<String>,
     pub notes: Vec<String>,
+    /// What the organization's profile forces for this stack (docs/fleet.md): each `setting`,
+    /// its `value` and the `file` that forces it; empty when nothing is managed.
+    pub managed: Vec<crate::config::managed::Entry>,
 }
 
 /// Everything `agent status` knows about the context's stack. Reads only; prints nothing.
@@ -252,6 +255,7 @@ fn blank(ctx: &Context, installed: Option<&Installed>) -> AgentStatus {
         domain: None,
         loaded_in: vec![],
         notes: vec![],
+        managed: crate::host::plan::managed(ctx).entries,
     }
 }
 

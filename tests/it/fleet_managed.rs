@@ -222,6 +222,22 @@ fn status_config_show_doctor_providers_and_inventory_mark_managed_values() {
         status.contains(&format!("managed: port = {}", m.forced)),
         "{status}"
     );
+    // `status --json` carries them as data: setting, value, and the file that forces it.
+    let st = t.run(["status", "dev", "--json"]).json();
+    let port = st["managed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["setting"] == "port")
+        .unwrap_or_else(|| panic!("{st}"));
+    assert_eq!(port["value"], m.forced, "{st}");
+    assert!(
+        port["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("com.oysterun.oyster.plist"),
+        "{st}"
+    );
     let providers = t
         .run(["providers", "status", "--stack", "dev"])
         .ok()
