@@ -36,6 +36,7 @@ fn st() -> AgentStatus {
         domain: None,
         loaded_in: vec![],
         notes: vec![],
+        managed: vec![],
     }
 }
 
