@@ -206,7 +206,12 @@ fn a_plist_edited_behind_oysters_back_is_noticed_by_restart() {
         .ok();
     std::fs::write(l.plist(), &good).unwrap();
     let r = agent(&l, "restart").ok();
-    assert!(r.stderr().contains("does not match"), "{}", r.stderr());
+    assert!(
+        r.stderr()
+            .contains("launchd runs another definition than the plist on disk"),
+        "{}",
+        r.stderr()
+    );
     assert!(!live_path(&l).contains("/tampered"));
 }
 
