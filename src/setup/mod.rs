@@ -219,7 +219,7 @@ pub fn apply(
         let undone = journal.roll_back(&mut Undoing { ctx, sp: &sp });
         // Released only after the rollback: no other oyster sees the half-applied stack.
         drop(lock);
-        rolled_back(&undone, err)
+        rolled_back(&undone.said, err)
     })
 }
 
