@@ -18,6 +18,15 @@ pub trait Revert<Cx: ?Sized> {
     }
 }
 
+/// What a rollback did: each revert that did something, in words, newest first, and the
+/// errors of the reverts that failed (said among them too), kept whole so that a fix a
+/// failure names (an error's hint) can still reach the user.
+#[derive(Debug, Default)]
+pub struct Undone {
+    pub said: Vec<String>,
+    pub failures: Vec<anyhow::Error>,
+}
+
 /// The side effects a command has taken so far, oldest first.
 pub struct Journal<S> {
     steps: Vec<S>,
@@ -51,26 +60,30 @@ impl<S> Journal<S> {
     }
 
     /// Reverts every step, newest first, each to its end (signals wait until the last one is
-    /// done); returns what was undone, in words, in that order. A revert that fails is said and
-    /// the rest still run.
-    pub fn roll_back<Cx: ?Sized>(self, cx: &mut Cx) -> Vec<String>
+    /// done); returns what was undone, in words, in that order. A revert that fails is said,
+    /// its error kept, and the rest still run.
+    pub fn roll_back<Cx: ?Sized>(self, cx: &mut Cx) -> Undone
     where
         S: Revert<Cx>,
     {
         let _quiet = signal::Suspended::new();
-        let mut said = Vec::new();
+        let mut undone = Undone::default();
         for step in self.steps.into_iter().rev() {
             let (outcome, words) = match step.revert(cx) {
                 Ok(None) => continue,
                 Ok(Some(words)) => (StepOutcome::Done, words),
-                Err(e) => (StepOutcome::Failed, S::failed(&e)),
+                Err(e) => {
+                    let words = S::failed(&e);
+                    undone.failures.push(e);
+                    (StepOutcome::Failed, words)
+                }
             };
             if let Some((audit, action)) = &self.record {
                 audit.record(*action, Step::Rollback, outcome, None, &words);
             }
-            said.push(words);
+            undone.said.push(words);
         }
-        said
+        undone
     }
 }
 
@@ -104,10 +117,12 @@ mod tests {
         assert!(journal.pop().is_some());
         journal.push(Mark("last", true));
         let mut trail = vec![];
-        let said = journal.roll_back(&mut trail);
+        let undone = journal.roll_back(&mut trail);
         assert_eq!(trail, ["last", "broken", "quiet", "first"]);
+        let failures: Vec<String> = undone.failures.iter().map(|e| e.to_string()).collect();
+        assert_eq!(failures, ["broken refused"]);
         assert_eq!(
-            said,
+            undone.said,
             [
                 "undid last",
                 "could not undo a step: broken refused",
@@ -147,6 +162,6 @@ mod tests {
         let mut journal: Journal<Mark> = Journal::new(None);
         journal.push(Mark("only", true));
         let mut trail = vec![];
-        assert_eq!(journal.roll_back(&mut trail), ["undid only"]);
+        assert_eq!(journal.roll_back(&mut trail).said, ["undid only"]);
     }
 }

@@ -164,10 +164,7 @@ fn expand(ctx: &Context, dir: &Path) -> Result<PathBuf, Invalid> {
 enum Undo {
     /// Files and directories that did not exist before setup applied anything; removed last
     /// (directories only while empty, so nothing a user put there is lost).
-    Created {
-        files: Vec<PathBuf>,
-        dirs: Vec<PathBuf>,
-    },
+    Created(Created),
     NpmUninstall {
         install_idx: usize,
     },
@@ -179,6 +176,12 @@ enum Undo {
     },
     AgentFolder(PathBuf),
     StopHost,
+}
+
+/// Files and directories setup may create that did not exist before it.
+struct Created {
+    files: Vec<PathBuf>,
+    dirs: Vec<PathBuf>,
 }
 
 /// What setup's steps need to take themselves back.
@@ -203,17 +206,20 @@ pub fn apply(
     // rolls back entirely leaves no file it did not find.
     let audit = Audit::new(st.audit_path(), &st.name, &st.label);
     let mut journal = Journal::new(st.log_dir.is_dir().then_some((audit, Action::Setup)));
-    // Everything setup may create is listed before the first side effect (the lock included),
-    // so a failure or a Ctrl-C takes it all back.
-    journal.push(created_paths(ctx, &sp));
+    // Everything setup may create is listed before its first side effect, the lock (which
+    // creates the run directory and the lock file), and listed again once it holds the lock:
+    // what another oyster created while this one waited for it is not this run's to remove.
+    let listed = created_paths(ctx, &sp);
     let _guard = InterruptGuard::install();
     let lock = ctx.lock_stack("setup")?;
+    let created = listed.made_by_lock(&ctx.stack, created_paths(ctx, &sp));
+    journal.push(Undo::Created(created));
     let applied = apply_steps(ctx, opts, &sp, install, &lock, &mut journal);
     applied.map_err(|err| {
         let undone = journal.roll_back(&mut Undoing { ctx, sp: &sp });
         // Released only after the rollback: no other oyster sees the half-applied stack.
         drop(lock);
-        rolled_back(&undone, err)
+        rolled_back(&undone.said, err)
     })
 }
 
@@ -277,6 +283,18 @@ fn install_providers<'p>(
     let mut installed: Vec<(&Provider, PathBuf)> = vec![];
     let out_ = ctx.reporter();
     for (idx, i) in sp.installs.iter().enumerate() {
+        // Installed since the plan (by another oyster this one waited for): used as it is,
+        // and so never uninstalled by this run's rollback.
+        let path = i.installed_path();
+        if resolve::check_executable(&path).is_ok() {
+            out_.line(&format!(
+                "{} is installed already: {}",
+                i.provider.display_name,
+                path.display()
+            ));
+            installed.push((i.provider, path));
+            continue;
+        }
         out_.line(&format!(
             "Installing {}: {}",
             i.provider.display_name,
@@ -433,8 +451,31 @@ fn start_service(
     Ok(())
 }
 
+impl Created {
+    /// This list (taken before the stack's lock) narrowed to what the lock created, the lock
+    /// file and the run directory's chain, joined with `now` (what may still be created,
+    /// listed under the lock).
+    fn made_by_lock(self, st: &crate::host::stack::Stack, now: Created) -> Created {
+        let Created {
+            mut files,
+            mut dirs,
+        } = now;
+        let lock = st.lifecycle_lock_path();
+        files.extend(self.files.into_iter().filter(|f| *f == lock && f.exists()));
+        dirs.extend(
+            self.dirs
+                .into_iter()
+                .filter(|d| st.run_dir.starts_with(d) && d.exists()),
+        );
+        // Deepest first, so parents empty out before their turn.
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        dirs.dedup();
+        Created { files, dirs }
+    }
+}
+
 /// What setup's steps may create: the directory chains under HOME and the lock and pid files.
-fn created_paths(ctx: &Context, sp: &SetupPlan) -> Undo {
+fn created_paths(ctx: &Context, sp: &SetupPlan) -> Created {
     let st = &ctx.stack;
     let mut files: Vec<PathBuf> = vec![
         st.config_lock_path(),
@@ -475,14 +516,14 @@ fn created_paths(ctx: &Context, sp: &SetupPlan) -> Undo {
     // Deepest first, so parents empty out before their turn.
     dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
     dirs.dedup();
-    Undo::Created { files, dirs }
+    Created { files, dirs }
 }
 
 impl crate::undo::Revert<Undoing<'_>> for Undo {
     fn revert(self, cx: &mut Undoing<'_>) -> anyhow::Result<Option<String>> {
         let Undoing { ctx, sp } = *cx;
         Ok(Some(match self {
-            Undo::Created { files, dirs } => {
+            Undo::Created(Created { files, dirs }) => {
                 let mut removed = 0;
                 for f in files.iter().filter(|f| f.exists()) {
                     removed += usize::from(std::fs::remove_file(f).is_ok());

@@ -352,3 +352,44 @@ fn a_host_in_the_background_session_is_said_to_have_no_login_keychain() {
     assert!(!p.to_string().contains("keychain_locked"), "{p}");
     done(&s);
 }
+
+/// A changed definition whose Host does not verify is rolled back; when launchd refuses the
+/// rollback's own bootstrap with a named cause (here the LaunchAgents directory made
+/// group-writable meanwhile), the error the run ends with keeps that cause's fix as its hint:
+/// the Host is down and the user needs the fix, not a bare "rollback failed too".
+#[test]
+fn a_rollback_refused_with_a_named_cause_ends_with_that_causes_fix() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::process::Stdio;
+    let mut s = Stack::new("rbfix");
+    s.t.run(s.args("install")).ok();
+    std::fs::write(s.root.join("host-service/unhealthy"), "").unwrap();
+    s.port = crate::common::free_port();
+    let log = s.t.path("regenerate.log");
+    let out = std::fs::File::create(&log).unwrap();
+    let mut child =
+        s.t.cmd()
+            .env("LAUNCHD_SIM_OWNERSHIP_CODE", "5")
+            .args(s.agent_args("regenerate", true, Some((3, 300))))
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap();
+    let said = || std::fs::read_to_string(&log).unwrap_or_default();
+    crate::common::wait_until(
+        std::time::Duration::from_secs(15),
+        "the new definition's verification",
+        || said().contains("waiting for the Host"),
+    );
+    let dir = s.t.home.join("Library/LaunchAgents");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o775)).unwrap();
+    let status = child.wait().unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let e = said();
+    assert_eq!(status.code(), Some(1), "{e}");
+    assert!(e.contains("rollback failed too"), "{e}");
+    let hint = e.lines().find(|l| l.starts_with("hint:")).unwrap_or("");
+    assert!(hint.contains("chmod go-w ~/Library/LaunchAgents"), "{e}");
+    done(&s);
+}

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use serde_json::json;
 
@@ -21,6 +22,11 @@ struct Setup {
 impl Setup {
     /// A HOME with no provider installed, a node prefix whose npm is a recording fake.
     fn new(npm_exit: i32) -> Setup {
+        Setup::with_npm(npm_exit, 0)
+    }
+
+    /// [`Setup::new`] whose npm takes `install_secs` seconds over each install.
+    fn with_npm(npm_exit: i32, install_secs: u32) -> Setup {
         let mut t = TestContext::new();
         let root = t.fixture_root("root");
         let bin = t.path("nodepfx/bin");
@@ -29,6 +35,7 @@ impl Setup {
         let log = t.path("npm.log");
         let npm = format!(
             "#!/bin/sh\necho \"$*\" >> '{log}'\n[ {npm_exit} -ne 0 ] && {{ echo 'npm ERR! simulated failure' >&2; exit {npm_exit}; }}\n\
+             [ \"$1\" = install ] && sleep {install_secs}\n\
              case \"$5\" in @anthropic-ai/claude-code) b=claude;; @openai/codex) b=codex;; *) exit 9;; esac\n\
              if [ \"$1\" = install ]; then echo \"added 1 package: $5\"; mkdir -p \"$4/bin\"; printf '#!/bin/sh\\necho executed >> {exec}\\n' > \"$4/bin/$b\"; chmod +x \"$4/bin/$b\";\n\
              else rm -f \"$4/bin/$b\"; fi\n",
@@ -518,4 +525,59 @@ fn setup_prints_the_login_qr_after_its_start() {
         1
     );
     s.t.wait_no_processes();
+}
+
+/// A setup that waited for another one on the same stack lists what it may create only once it
+/// holds the stack's lock, and installs only what is still missing then: when it fails (here:
+/// the first one's Host runs already), its rollback removes none of the files the first setup
+/// created meanwhile (the directly started Host's pid file: without it `host status` and
+/// `host stop` lose the running Host) and uninstalls no provider the first one installed.
+#[test]
+fn a_setup_that_waited_for_another_rolls_back_only_what_it_did() {
+    use std::process::Stdio;
+    let s = Setup::with_npm(0, 3);
+    let spawn = |log: &str| {
+        let out = std::fs::File::create(s.t.path(log)).unwrap();
+        s.t.cmd()
+            .args(s.args(&["--yes", "--install-providers"]))
+            .stdin(Stdio::null())
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .unwrap()
+    };
+    let said = |log: &str| std::fs::read_to_string(s.t.path(log)).unwrap_or_default();
+    let mut first = spawn("first.log");
+    common::wait_until(Duration::from_secs(15), "the first npm install", || {
+        !s.npm_calls().is_empty()
+    });
+    let mut second = spawn("second.log");
+    common::wait_until(Duration::from_secs(15), "the second setup to wait", || {
+        said("second.log").contains("waiting for another oyster")
+    });
+    assert!(first.wait().unwrap().success(), "{}", said("first.log"));
+    let status = second.wait().unwrap();
+    let output = said("second.log");
+    assert_eq!(status.code(), Some(1), "{output}");
+    assert!(output.contains("already running"), "{output}");
+    let pid_file =
+        s.t.home
+            .join(".oysterun-stacks/st/run/oysterun-host-st.pid");
+    assert!(
+        pid_file.exists(),
+        "the first setup's pid file was removed:\n{output}"
+    );
+    let st = s.t.run(["host", "status", "--stack", "st"]);
+    assert_eq!(st.code(), 0, "{}{}\n{output}", st.stdout(), st.stderr());
+    let calls = s.npm_calls();
+    assert_eq!(
+        calls.len(),
+        2,
+        "each provider installed once: {calls:?}\n{output}"
+    );
+    assert!(calls.iter().all(|c| c.starts_with("install")), "{calls:?}");
+    for b in ["claude", "codex"] {
+        assert!(s.t.path("nodepfx/bin").join(b).exists(), "{b}\n{output}");
+    }
+    s.t.run(["host", "stop", "--stack", "st"]).ok();
 }

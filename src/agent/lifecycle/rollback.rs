@@ -125,7 +125,8 @@ impl Agent<'_> {
     /// Reverts what the run journaled (the definition it replaced: the last good plist
     /// restored, reloaded and verified) and returns the error describing what failed — an
     /// interrupt included, whose rollback runs to its end before the run exits. `hint` is the
-    /// fix for a cause launchd's refusal named; it stays the error's hint.
+    /// fix for a cause launchd's refusal named; it stays the error's hint (else the fix a
+    /// failed revert names becomes it).
     pub(super) fn roll_back(
         &mut self,
         action: Action,
@@ -149,7 +150,8 @@ impl Agent<'_> {
             .unwrap_or_else(|| "unknown".into());
         self.out
             .progress(&format!("Verification stopped: {failure}. Rolling back…"));
-        let rollback = journal.roll_back(self).join("; ");
+        let undone = journal.roll_back(self);
+        let rollback = undone.said.join("; ");
         if let Some(sig) = interrupted {
             return crate::error::Interrupted(sig, format!("rollback: {rollback}")).into();
         }
@@ -157,6 +159,14 @@ impl Agent<'_> {
             "{}\nlast exit: {last_exit}\nrollback: {rollback}",
             self.failure_message(&failure)
         );
+        // A rollback launchd refused too, naming its cause: that fix is what the user needs
+        // now (the Host is down), unless the change's own refusal named one already.
+        let hint = hint.or_else(|| {
+            undone.failures.iter().find_map(|e| {
+                e.downcast_ref::<crate::error::Failed>()
+                    .and_then(|f| f.hint.clone())
+            })
+        });
         match hint {
             Some(hint) => crate::error::Failed::new(msg, hint).into(),
             None => anyhow::anyhow!(msg),
