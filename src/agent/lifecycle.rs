@@ -373,6 +373,11 @@ impl<'a> Agent<'a> {
                 timing,
                 previous: plan.installed.as_ref().map(|i| i.bytes.clone()),
                 new: plan.plist.clone(),
+                port: plan
+                    .changes
+                    .iter()
+                    .find(|c| c.key == crate::config::PORT_KEY)
+                    .cloned(),
             });
         }
         if change == Change::Unchanged {

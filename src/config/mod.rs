@@ -272,6 +272,17 @@ impl ConfigDoc {
         self.map.insert(key.to_owned(), value);
     }
 
+    /// Removes `key` (a change to `null`), when the file has it.
+    pub fn unset(&mut self, key: &str, changes: &mut Vec<Change>) {
+        if let Some(from) = self.map.remove(key) {
+            changes.push(Change {
+                key: key.to_owned(),
+                from,
+                to: Value::Null,
+            });
+        }
+    }
+
     fn set_intent(&mut self, p: &Provider, intent: Intent, changes: &mut Vec<Change>) {
         let before = self.recorded_intent(p);
         if before == Some(intent) {

@@ -347,3 +347,58 @@ fn status_right_after_a_failed_restart_says_what_launchd_and_the_kernel_say_now(
     s.t.run(["uninstall", "--stack", "afterx"]).ok();
     s.t.wait_no_processes();
 }
+
+#[test]
+fn a_rolled_back_port_change_puts_config_jsons_port_back() {
+    let s = crate::common::Stack::new("portx");
+    s.t.run(s.args("install")).ok();
+    let config = s.t.home.join(".oysterun-stacks/portx/host/config.json");
+    let port_in_config = || {
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
+        doc["port"].clone()
+    };
+    assert_eq!(port_in_config(), s.port);
+    // A new port and a provider whose directory makes the Host crash: the new definition
+    // does not verify and is rolled back to the one on the old port.
+    let dir = s.t.path("poison");
+    s.t.fake_exe(&dir.join("claude"));
+    std::fs::write(dir.join(".crash-host"), "").unwrap();
+    let claude = dir.join("claude");
+    s.t.run(
+        crate::common::args(&["providers", "set", "claude", claude.to_str().unwrap()])
+            .stack("portx"),
+    )
+    .ok();
+    let new_port = crate::common::free_port();
+    let e =
+        s.t.run(
+            crate::common::args(&["agent", "restart"])
+                .stack("portx")
+                .port(new_port)
+                .wait(5, 300),
+        )
+        .fails_with(1)
+        .stderr();
+    assert!(
+        e.contains("rollback: restored the last good plist")
+            && e.contains(&format!("config.json's port is {} again", s.port)),
+        "{e}"
+    );
+    // The config names the port the restored Host runs on; nothing asks for the failed one.
+    assert_eq!(port_in_config(), s.port);
+    assert_eq!(s.status()["port"], s.port);
+    let audit = std::fs::read_to_string(
+        s.t.home
+            .join(".oysterun-stacks/portx/logs/service-control.jsonl"),
+    )
+    .unwrap();
+    assert!(
+        audit
+            .lines()
+            .any(|l| l.contains("\"rollback\"") && l.contains("config.json's port is")),
+        "{audit}"
+    );
+    s.t.run(["agent", "uninstall", "--stack", "portx"]).ok();
+    s.t.wait_no_processes();
+}

@@ -289,6 +289,9 @@ pub(super) struct Definition {
     pub(super) previous: Option<Vec<u8>>,
     /// The plist this run wrote.
     pub(super) new: Vec<u8>,
+    /// The port this run recorded in config.json (`--port`), as a change: put back with the
+    /// definition, so the config names the port of the plist on disk again.
+    pub(super) port: Option<crate::config::Change>,
 }
 
 impl Revert<Agent<'_>> for Definition {
@@ -298,6 +301,7 @@ impl Revert<Agent<'_>> for Definition {
             timing,
             previous,
             new,
+            port,
         } = self;
         let last_good = fsutil::read_regular(&agent.last_good_path(), agentplist::MAX_PLIST_BYTES)
             .ok()
@@ -308,13 +312,44 @@ impl Revert<Agent<'_>> for Definition {
         let restore = last_good
             .filter(|b| *b != new)
             .or(previous.filter(|b| *b != new));
+        // Kept on disk, the failed definition still names the port this run recorded.
+        let replaced = restore.is_some() || !known_good;
         let said = agent.restore(action, restore, known_good, timing)?;
         // Rolled back: the next run has nothing to recover.
         let _ = std::fs::remove_file(agent.pending_path());
-        Ok(Some(said))
+        match port {
+            Some(change) if replaced => {
+                Ok(Some(format!("{said}; {}", put_back_port(agent, &change)?)))
+            }
+            _ => Ok(Some(said)),
+        }
     }
 
     fn failed(err: &anyhow::Error) -> String {
         format!("rollback failed too (the next run retries it): {err:#}")
     }
+}
+
+/// Puts config.json's port back to what it was before `change`, unless another command changed
+/// it since (then it is left as that command left it, and said).
+fn put_back_port(agent: &Agent<'_>, change: &crate::config::Change) -> anyhow::Result<String> {
+    let key = crate::config::PORT_KEY;
+    let (reverted, _) =
+        crate::config::update(&agent.stack.config_path(), agent.out, |doc, changes| {
+            if doc.value().get(key) != Some(&change.to) {
+                return Ok(false);
+            }
+            match &change.from {
+                serde_json::Value::Null => doc.unset(key, changes),
+                from => doc.set(key, from.clone(), changes),
+            }
+            Ok(true)
+        })?;
+    Ok(match (reverted, &change.from) {
+        (false, _) => {
+            "config.json's port was changed by another command meanwhile: left as it is".to_owned()
+        }
+        (true, serde_json::Value::Null) => "config.json has no port again".to_owned(),
+        (true, from) => format!("config.json's port is {from} again"),
+    })
 }
