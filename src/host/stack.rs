@@ -207,6 +207,24 @@ impl Stack {
     /// launchctl call after it), a symlink sends the Host's output wherever it points: refused,
     /// before anything is written or loaded, with the fix.
     pub fn refuse_special_log(&self) -> Result<(), Invalid> {
+        // The directory first: a plain file or a dangling symlink where it should be cannot
+        // hold the log (a symlink to a directory is followed, as the Host's log is).
+        let dir = &self.log_dir;
+        let what = match (std::fs::metadata(dir), std::fs::symlink_metadata(dir)) {
+            (Ok(m), _) if !m.is_dir() => Some("not a directory"),
+            (Err(_), Ok(_)) => Some("a symlink to nothing"),
+            _ => None,
+        };
+        if let Some(what) = what {
+            return Err(Invalid::new(format!(
+                "the log directory {} is {what}; the Host's log cannot be written in it",
+                dir.display()
+            ))
+            .hint(format!(
+                "move it aside (`mv {0} {0}.old`); oyster creates the directory",
+                dir.display()
+            )));
+        }
         let log = self.log_path();
         let Some(kind) = crate::sys::fs::not_regular(&log) else {
             return Ok(());

@@ -324,6 +324,25 @@ fn a_rolled_back_setup_records_each_revert_in_the_stacks_audit_log() {
 }
 
 #[test]
+fn a_log_directory_that_is_a_file_is_refused_before_npm_runs() {
+    let s = Setup::new(0);
+    let logs = s.t.home.join(".oysterun-stacks/st/logs");
+    std::fs::create_dir_all(logs.parent().unwrap()).unwrap();
+    std::fs::write(&logs, "not a directory").unwrap();
+    let before = s.snapshot(true, false);
+    let e =
+        s.t.run(s.args(&["--install-providers"]))
+            .fails_with(2)
+            .stderr();
+    assert!(
+        e.contains("the log directory ~/.oysterun-stacks/st/logs is not a directory"),
+        "{e}"
+    );
+    assert!(s.npm_calls().is_empty(), "{:?}", s.npm_calls());
+    assert_eq!(s.snapshot(true, false), before, "nothing was touched");
+}
+
+#[test]
 fn a_host_that_crashes_on_start_rolls_setup_back_to_the_old_config() {
     let s = Setup::new(0);
     std::fs::create_dir_all(s.config().parent().unwrap()).unwrap();
