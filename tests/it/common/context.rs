@@ -18,6 +18,22 @@ impl TestContext {
         t
     }
 
+    /// A HOME with the simulator and the Host fixture pinned (`OYSTERUN_ROOT`,
+    /// `OYSTERUN_NODE_BIN`), so Host commands need no --root/--node-bin.
+    pub fn with_pinned_host() -> TestContext {
+        let mut t = TestContext::new();
+        t.use_sim();
+        t.pin_host_env();
+        t
+    }
+
+    /// [`TestContext::with_pinned_host`], and claude installed in ~/.local/bin.
+    pub fn with_claude() -> TestContext {
+        let t = TestContext::with_pinned_host();
+        t.fake_exe(&t.home.join(".local/bin/claude"));
+        t
+    }
+
     /// Pins the machine's real Node through `OYSTERUN_NODE_BIN`.
     pub fn pin_node(&mut self) {
         self.extra_env.push((

@@ -93,6 +93,20 @@ impl Stack {
         }
     }
 
+    /// [`Stack::new`] with the root and the machine's Node pinned in the environment
+    /// (`OYSTERUN_ROOT`, `OYSTERUN_NODE_BIN`): its commands need no --root/--node-bin.
+    pub fn pinned(name: &'static str) -> Stack {
+        let mut t = TestContext::new();
+        t.use_sim();
+        let root = t.pin_host_env();
+        Stack {
+            t,
+            root,
+            name,
+            port: free_port(),
+        }
+    }
+
     /// `agent VERB --stack NAME --root ROOT --node-bin NODE --port P --wait 10 --settle-ms 300`.
     pub fn args(&self, verb: &str) -> Vec<String> {
         self.host_args(&["agent", verb]).wait(10, 300).into()
