@@ -10,7 +10,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::{free_port, real_node, TestContext};
-use crate::snapshots::{installed, settings, snap, with_claude};
+use crate::snapshots::{installed, settings, snap};
 
 /// Runs oyster on a pseudo-terminal `cols` wide, types `answer` once it shows `prompt`, and
 /// returns the exit code and everything the terminal showed, its line ends as `\n` and the
@@ -94,7 +94,7 @@ fn setup_cancelled_at_the_question_on_a_terminal() {
     // a terminal wide enough that no line wraps (where a line wraps depends on the temp path's
     // length; wrapping at 80 columns is checked in setup.rs).
     let port = free_port();
-    let t = with_claude();
+    let t = TestContext::with_claude();
     let bin = t.path("nodepfx/bin");
     std::fs::create_dir_all(&bin).unwrap();
     std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();

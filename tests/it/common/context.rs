@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use super::{real_node, TestContext, BIN};
+use super::{args, free_port, real_node, TestContext, BIN};
 
 impl TestContext {
     /// A HOME with the simulator and the machine's Node pinned (`OYSTERUN_NODE_BIN`): each
@@ -31,6 +31,26 @@ impl TestContext {
     pub fn with_claude() -> TestContext {
         let t = TestContext::with_pinned_host();
         t.fake_exe(&t.home.join(".local/bin/claude"));
+        t
+    }
+
+    /// [`TestContext::with_claude`] with three stacks, each on its own free port: production
+    /// installed and verified, `two` installed then stopped, and `third` only configured
+    /// (`config sync`).
+    pub fn with_three_stacks(third: &str) -> TestContext {
+        let t = TestContext::with_claude();
+        t.run(args(&["agent", "install"]).port(free_port()).settle(200))
+            .ok();
+        t.run(
+            args(&["agent", "install"])
+                .stack("two")
+                .port(free_port())
+                .settle(200),
+        )
+        .ok();
+        t.run(["agent", "stop", "--stack", "two"]).ok();
+        t.run(args(&["config", "sync"]).stack(third).port(free_port()))
+            .ok();
         t
     }
 
