@@ -20,6 +20,22 @@ fn real_node_version() -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
+/// The fixed system directories of a generated PATH (`src/host/launchenv.rs`), in order,
+/// without `node_dir`, which the PATH already starts with.
+fn system_dirs_but(node_dir: &str) -> Vec<&'static str> {
+    [
+        "/opt/homebrew/bin",
+        "/usr/local/bin",
+        "/usr/bin",
+        "/bin",
+        "/usr/sbin",
+        "/sbin",
+    ]
+    .into_iter()
+    .filter(|d| *d != node_dir)
+    .collect()
+}
+
 /// insta settings whose filters replace the machine- and run-specific parts of a snapshot by
 /// stable placeholders (insta's `filters` feature; applied in order, so a path is replaced
 /// before a prefix of it).
@@ -47,17 +63,7 @@ pub fn settings(t: &TestContext, ports: &[u16]) -> insta::Settings {
     // The generated PATH starts with the real node's directory, which the fixed system
     // directories then leave out (`src/host/launchenv.rs`): both differ between machines.
     let node_dir = node.parent().unwrap().display().to_string();
-    let system_rest: Vec<&str> = [
-        "/opt/homebrew/bin",
-        "/usr/local/bin",
-        "/usr/bin",
-        "/bin",
-        "/usr/sbin",
-        "/sbin",
-    ]
-    .into_iter()
-    .filter(|d| *d != node_dir)
-    .collect();
+    let system_rest = system_dirs_but(&node_dir);
     s.add_filter(
         &format!(
             r#"(PATH=|PATH": "|PATH is "|should be "|<string>){}:"#,
@@ -128,17 +134,7 @@ fn the_filters_hide_what_changes_between_runs_and_keep_the_rest() {
 fn the_filters_hide_the_machines_node_directory_and_user_in_a_generated_environment() {
     let t = TestContext::new();
     let node_dir = real_node().parent().unwrap().display().to_string();
-    let system: Vec<&str> = [
-        "/opt/homebrew/bin",
-        "/usr/local/bin",
-        "/usr/bin",
-        "/bin",
-        "/usr/sbin",
-        "/sbin",
-    ]
-    .into_iter()
-    .filter(|d| *d != node_dir)
-    .collect();
+    let system = system_dirs_but(&node_dir);
     let path = format!(
         "{node_dir}:{}/.local/bin:{}",
         t.home.display(),
