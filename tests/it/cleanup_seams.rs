@@ -4,7 +4,6 @@
 //! identity files it examines are read only through the one bounded, regular-file reader.
 
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -90,18 +89,7 @@ struct OnPty {
 
 impl OnPty {
     fn spawn(t: &TestContext, args: &[&str]) -> OnPty {
-        let pty = nix::pty::openpty(None, None).unwrap();
-        let slave = |fd: &OwnedFd| Stdio::from(fd.try_clone().unwrap());
-        let child = t
-            .cmd()
-            .args(args)
-            .stdin(slave(&pty.slave))
-            .stdout(slave(&pty.slave))
-            .stderr(slave(&pty.slave))
-            .spawn()
-            .unwrap();
-        drop(pty.slave);
-        let master = std::fs::File::from(pty.master);
+        let (child, master) = t.spawn_on_pty(args, None);
         let run = Running::collect(child, master.try_clone().unwrap());
         OnPty { run, master }
     }

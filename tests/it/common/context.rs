@@ -2,8 +2,9 @@
 //! exists, managed preferences), and what they read of a terminal's output.
 
 use std::ffi::OsStr;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
 use super::{args, free_port, real_node, TestContext, BIN};
@@ -172,6 +173,32 @@ impl TestContext {
         S: AsRef<OsStr>,
     {
         pty_report(&mut self.pty_cmd(answer, args))
+    }
+}
+
+impl TestContext {
+    /// Starts oyster with `args` on a new pseudo-terminal, 24 rows by `cols` when given (else
+    /// the kernel's default size), its stdin, stdout and stderr all the terminal: the child and
+    /// the terminal's master side (what it shows, and its keyboard).
+    pub fn spawn_on_pty(&self, args: &[&str], cols: Option<u16>) -> (Child, std::fs::File) {
+        let size = cols.map(|cols| nix::pty::Winsize {
+            ws_row: 24,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        });
+        let pty = nix::pty::openpty(size.as_ref(), None).unwrap();
+        let slave = |fd: &OwnedFd| Stdio::from(fd.try_clone().unwrap());
+        let child = self
+            .cmd()
+            .args(args)
+            .stdin(slave(&pty.slave))
+            .stdout(slave(&pty.slave))
+            .stderr(slave(&pty.slave))
+            .spawn()
+            .unwrap();
+        drop(pty.slave);
+        (child, std::fs::File::from(pty.master))
     }
 }
 
