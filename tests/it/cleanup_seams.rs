@@ -4,7 +4,6 @@
 //! identity files it examines are read only through the one bounded, regular-file reader.
 
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -12,156 +11,106 @@ use std::time::{Duration, Instant};
 
 use crate::common::{free_port, real_node, TestContext};
 
-/// oyster on a pseudo-terminal (cleanup asks only there): what it shows, collected as it comes.
-struct OnPty {
+/// A running oyster and what it has said so far, collected by a thread as it comes.
+struct Running {
     child: Child,
+    said: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Running {
+    /// Collects what `child` says through `from` (a pty's master, a piped stderr).
+    fn collect(child: Child, mut from: impl Read + Send + 'static) -> Running {
+        let said = Arc::new(Mutex::new(vec![]));
+        std::thread::spawn({
+            let said = said.clone();
+            move || {
+                let mut buf = [0u8; 4096];
+                // EIO on a pty once the child closed its side.
+                while let Ok(n) = from.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    said.lock().unwrap().extend_from_slice(&buf[..n]);
+                }
+            }
+        });
+        Running { child, said }
+    }
+
+    fn said(&self) -> String {
+        String::from_utf8_lossy(&self.said.lock().unwrap()).into_owned()
+    }
+
+    /// Waits until it said `text`; fails naming what it said if it ends first, or after 20 s.
+    fn wait_for(&mut self, text: &str) {
+        let t0 = Instant::now();
+        while !self.said().contains(text) {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                // Its last words may still be on their way to the reader.
+                std::thread::sleep(Duration::from_millis(100));
+                if self.said().contains(text) {
+                    return;
+                }
+                panic!("ended ({s}) without saying {text:?}:\n{}", self.said());
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "never said {text:?}:\n{}",
+                self.said()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits (60 s at most, then kills it and fails) for it to end: its exit code and all it
+    /// said.
+    fn finish(mut self) -> (i32, String) {
+        let t0 = Instant::now();
+        let status = loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                break s;
+            }
+            if t0.elapsed() > Duration::from_secs(60) {
+                let _ = self.child.kill();
+                panic!("still running:\n{}", self.said());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        (status.code().unwrap_or(-1), self.said())
+    }
+}
+
+/// oyster on a pseudo-terminal (cleanup asks only there): what it shows, and a keyboard.
+struct OnPty {
+    run: Running,
     master: std::fs::File,
-    shown: Arc<Mutex<Vec<u8>>>,
 }
 
 impl OnPty {
     fn spawn(t: &TestContext, args: &[&str]) -> OnPty {
-        let pty = nix::pty::openpty(None, None).unwrap();
-        let slave = |fd: &OwnedFd| Stdio::from(fd.try_clone().unwrap());
-        let child = t
-            .cmd()
-            .args(args)
-            .stdin(slave(&pty.slave))
-            .stdout(slave(&pty.slave))
-            .stderr(slave(&pty.slave))
-            .spawn()
-            .unwrap();
-        drop(pty.slave);
-        let master = std::fs::File::from(pty.master);
-        let shown = Arc::new(Mutex::new(vec![]));
-        std::thread::spawn({
-            let mut reader = master.try_clone().unwrap();
-            let shown = shown.clone();
-            move || {
-                let mut buf = [0u8; 4096];
-                // EIO once the child closed its side.
-                while let Ok(n) = reader.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    shown.lock().unwrap().extend_from_slice(&buf[..n]);
-                }
-            }
-        });
-        OnPty {
-            child,
-            master,
-            shown,
-        }
-    }
-
-    fn shown(&self) -> String {
-        String::from_utf8_lossy(&self.shown.lock().unwrap()).into_owned()
-    }
-
-    fn wait_for(&self, text: &str) {
-        let t0 = Instant::now();
-        while !self.shown().contains(text) {
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "never showed {text:?}:\n{}",
-                self.shown()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let (child, master) = t.spawn_on_pty(args, None);
+        let run = Running::collect(child, master.try_clone().unwrap());
+        OnPty { run, master }
     }
 
     fn answer(&mut self, text: &str) {
         self.master.write_all(text.as_bytes()).unwrap();
     }
-
-    fn finish(mut self) -> (i32, String) {
-        let t0 = Instant::now();
-        let status = loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                break s;
-            }
-            if t0.elapsed() > Duration::from_secs(60) {
-                let _ = self.child.kill();
-                panic!("still running:\n{}", self.shown());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        std::thread::sleep(Duration::from_millis(100));
-        (status.code().unwrap_or(-1), self.shown())
-    }
 }
 
-/// An oyster in the background with its stderr collected as it comes.
-struct Background {
-    child: Child,
-    err: Arc<Mutex<String>>,
-}
-
-impl Background {
-    fn spawn(t: &TestContext, args: &[String]) -> Background {
-        let mut child = t
-            .cmd()
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let err = Arc::new(Mutex::new(String::new()));
-        let mut stderr = child.stderr.take().unwrap();
-        std::thread::spawn({
-            let err = err.clone();
-            move || {
-                let mut buf = [0u8; 4096];
-                while let Ok(n) = stderr.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    err.lock()
-                        .unwrap()
-                        .push_str(&String::from_utf8_lossy(&buf[..n]));
-                }
-            }
-        });
-        Background { child, err }
-    }
-
-    fn stderr(&self) -> String {
-        self.err.lock().unwrap().clone()
-    }
-
-    /// Waits until its stderr says `text`; fails naming what it said if it ends first.
-    fn wait_said(&mut self, text: &str) {
-        let t0 = Instant::now();
-        while !self.stderr().contains(text) {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                panic!("ended ({s}) without saying {text:?}:\n{}", self.stderr());
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "never said {text:?}:\n{}",
-                self.stderr()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn finish(mut self) -> (i32, String) {
-        let t0 = Instant::now();
-        let status = loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                break s;
-            }
-            if t0.elapsed() > Duration::from_secs(60) {
-                let _ = self.child.kill();
-                panic!("still running:\n{}", self.stderr());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        std::thread::sleep(Duration::from_millis(100));
-        (status.code().unwrap_or(-1), self.stderr())
-    }
+/// An oyster in the background, its stdin and stdout closed: what it says on stderr.
+fn background(t: &TestContext, args: &[String]) -> Running {
+    let mut child = t
+        .cmd()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    Running::collect(child, stderr)
 }
 
 /// A pid that is gone.
@@ -214,20 +163,20 @@ fn cleanup_holds_the_stacks_lock_to_its_removal_and_no_waiter_holds_an_unlinked_
         let lock = run.join("oyster.lock");
 
         let mut cleanup = OnPty::spawn(&t, &["cleanup"]);
-        cleanup.wait_for("[y/N]");
+        cleanup.run.wait_for("[y/N]");
         // An install while cleanup asks waits for it (before: it ran at once when the leftover
         // had no lock file, and the yes then deleted the live Host's pid and origin files).
-        let mut install = Background::spawn(&t, &install_args(&root, free_port(), 2500));
-        install.wait_said("waiting for another oyster (pid ");
+        let mut install = background(&t, &install_args(&root, free_port(), 2500));
+        install.wait_for("waiting for another oyster (pid ");
         assert!(
             install
-                .stderr()
+                .said()
                 .contains("(cleanup)) to finish with stack dev"),
             "with_lock {with_lock}: {}",
-            install.stderr()
+            install.said()
         );
         cleanup.answer("y\n");
-        let (code, shown) = cleanup.finish();
+        let (code, shown) = cleanup.run.finish();
         assert_eq!(code, 0, "with_lock {with_lock}: {shown}");
         assert!(
             shown.contains("removed dev"),
@@ -245,12 +194,12 @@ fn cleanup_holds_the_stacks_lock_to_its_removal_and_no_waiter_holds_an_unlinked_
                 t0.elapsed() < Duration::from_secs(15),
                 "with_lock {with_lock}: the install holds no lock at {} (it locked the file cleanup unlinked); it said:\n{}",
                 lock.display(),
-                install.stderr()
+                install.said()
             );
             std::thread::sleep(Duration::from_millis(20));
         }
         // A third oyster waits for the install.
-        let third = Background::spawn(&t, &["config", "sync", "--stack", "dev"].map(String::from));
+        let third = background(&t, &["config", "sync", "--stack", "dev"].map(String::from));
         let (code, said) = install.finish();
         assert_eq!(code, 0, "with_lock {with_lock}: {said}");
         let (code, said) = third.finish();
@@ -272,12 +221,12 @@ fn cleanup_looks_again_under_its_lock_before_removing_anything() {
     let run = leftover(&t, "dev", false);
     let pid_file = run.join("oysterun-host-dev.pid");
     let mut cleanup = OnPty::spawn(&t, &["cleanup"]);
-    cleanup.wait_for("[y/N]");
+    cleanup.run.wait_for("[y/N]");
     // A live Host's pid, written by a runner that takes no lock.
     let live = std::process::id().to_string();
     std::fs::write(&pid_file, format!("{live}\n")).unwrap();
     cleanup.answer("y\n");
-    let (code, shown) = cleanup.finish();
+    let (code, shown) = cleanup.run.finish();
     assert_eq!(code, 0, "{shown}");
     // Read as words: the terminal is 80 columns, so the warning is wrapped.
     let shown = shown.split_whitespace().collect::<Vec<_>>().join(" ");

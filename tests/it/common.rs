@@ -133,12 +133,7 @@ impl TestContext {
 impl TestContext {
     /// Copies the Node Host fixture to `<test dir>/<name>` and returns that root.
     pub fn fixture_root(&self, name: &str) -> PathBuf {
-        let root = self.path(name);
-        let src =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/oysterun/host-service");
-        std::fs::create_dir_all(root.join("host-service")).unwrap();
-        std::fs::copy(src.join("server.mjs"), root.join("host-service/server.mjs")).unwrap();
-        root
+        fixture_root_at(&self.path(name))
     }
 
     /// Sets a fixture failure switch (`crash-on-start`, `unhealthy`, …) in a root.
@@ -164,6 +159,15 @@ impl TestContext {
     pub fn own_processes(&self) -> Vec<u32> {
         processes_with_env(&format!("HOME={}", self.home.display()))
     }
+}
+
+/// Copies the Node Host fixture to `root/host-service/server.mjs` (`root` anywhere: under
+/// HOME's `Documents`, a path with hostile characters) and returns `root`.
+pub fn fixture_root_at(root: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/oysterun/host-service");
+    std::fs::create_dir_all(root.join("host-service")).unwrap();
+    std::fs::copy(src.join("server.mjs"), root.join("host-service/server.mjs")).unwrap();
+    root.to_path_buf()
 }
 
 /// Every live process (not a thread, not a zombie, not this test) whose environment holds

@@ -406,53 +406,10 @@ fn hold_lock(path: &std::path::Path) -> nix::fcntl::Flock<std::fs::File> {
 
 #[test]
 fn the_hosts_in_place_rewrite_between_read_and_rename_is_merged_not_lost() {
-    use std::io::Write;
-    let mut t = TestContext::new();
-    t.write_config("{\n  \"port\": 8802\n}\n");
-    let marker = t.path("paused-before-rename");
-    t.extra_env.push((
-        "OYSTER_TEST_PAUSE_BEFORE_RENAME".into(),
-        marker.display().to_string(),
-    ));
-    let id = crate::common::provider_ids()[0].clone();
-    let child = t
-        .cmd()
-        .args(["providers", "set", &id, "/opt/tools/bin/tool"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let t0 = std::time::Instant::now();
-    while !marker.exists() {
-        assert!(
-            t0.elapsed() < Duration::from_secs(20),
-            "oyster never paused"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    // The Host rewrites the file in place, as Node's writeFileSync does: same inode.
-    let ino = std::fs::metadata(t.config_path()).unwrap().ino();
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .open(t.config_path())
-        .unwrap();
-    f.write_all(b"{\n  \"port\": 8802,\n  \"host_key\": \"written by the Host\"\n}\n")
-        .unwrap();
-    drop(f);
-    assert_eq!(std::fs::metadata(t.config_path()).unwrap().ino(), ino);
-    std::fs::remove_file(&marker).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
-    let cfg = t.read_config();
-    assert_eq!(cfg["host_key"], json!("written by the Host"), "{cfg}");
-    assert_eq!(
-        cfg[format!("{id}_command")],
-        json!("/opt/tools/bin/tool"),
-        "{cfg}"
+    crate::seams3::a_host_write_while_oyster_waits_is_merged(
+        "OYSTER_TEST_PAUSE_BEFORE_RENAME",
+        "in place",
     );
-    assert!(stderr.contains("merging again"), "{stderr}");
 }
 
 #[test]

@@ -5,24 +5,16 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::common::{free_port, TestContext};
+use crate::common::{args, free_port, TestContext};
 
 fn ready() -> (TestContext, Vec<String>) {
-    let mut t = TestContext::new();
-    t.use_sim();
-    t.pin_host_env();
-    t.fake_exe(&t.home.join(".local/bin/claude"));
-    let port = free_port().to_string();
-    t.run([
-        "agent",
-        "install",
-        "--stack",
-        "doc",
-        "--port",
-        &port,
-        "--settle-ms",
-        "200",
-    ])
+    let t = TestContext::with_claude();
+    t.run(
+        args(&["agent", "install"])
+            .stack("doc")
+            .port(free_port())
+            .settle(200),
+    )
     .ok();
     (
         t,

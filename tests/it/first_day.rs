@@ -308,7 +308,7 @@ fn version_open_and_qr_answer_on_demand() {
 #[test]
 fn a_launchagents_dir_the_user_cannot_write_is_named_with_its_fix_and_nothing_changes() {
     use std::os::unix::fs::PermissionsExt;
-    let mut t = crate::snapshots::with_claude();
+    let mut t = TestContext::with_claude();
     let port = free_port().to_string();
     let agents = t.home.join("Library/LaunchAgents");
     std::fs::create_dir_all(&agents).unwrap();

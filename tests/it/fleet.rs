@@ -169,38 +169,9 @@ fn mdm_profile_refuses_bad_output_and_organization_writing_nothing() {
 /// A Mac with three stacks: production verified, `two` stopped, `broken` whose config.json
 /// does not parse; a secret in production's config.
 fn three_stacks() -> TestContext {
-    use crate::common::free_port;
-    let mut t = TestContext::new();
-    t.use_sim();
-    t.pin_host_env();
-    t.fake_exe(&t.home.join(".local/bin/claude"));
-    let port = free_port().to_string();
-    t.run(["agent", "install", "--port", &port, "--settle-ms", "200"])
-        .ok();
-    let port2 = free_port().to_string();
-    t.run([
-        "agent",
-        "install",
-        "--stack",
-        "two",
-        "--port",
-        &port2,
-        "--settle-ms",
-        "200",
-    ])
-    .ok();
-    t.run(["agent", "stop", "--stack", "two"]).ok();
+    let t = TestContext::with_three_stacks("broken");
     // Production does without codex; two's codex is missing (a problem with its fix).
     t.run(["providers", "set", "codex", ""]).ok();
-    t.run([
-        "config",
-        "sync",
-        "--stack",
-        "broken",
-        "--port",
-        &free_port().to_string(),
-    ])
-    .ok();
     std::fs::write(
         t.home.join(".oysterun-stacks/broken/host/config.json"),
         "{ \"port\": 12, oops",

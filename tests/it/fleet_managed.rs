@@ -16,6 +16,32 @@ fn dict(pairs: Vec<(&str, plist::Value)>) -> plist::Value {
     plist::Value::Dictionary(d)
 }
 
+/// The managed preferences file's name, in the all-users directory and in each user's.
+const FILE: &str = "com.oysterun.oyster.plist";
+
+/// This user's login name: the folder of their own managed file.
+fn user_name() -> String {
+    nix::unistd::User::from_uid(nix::unistd::getuid())
+        .unwrap()
+        .unwrap()
+        .name
+}
+
+/// The `managed preferences` check of `doctor dev --json`.
+fn managed_check(t: &TestContext) -> serde_json::Value {
+    let doctor = t.run(["doctor", "dev", "--json"]).json();
+    find(&doctor["checks"], "check", "managed preferences").clone()
+}
+
+/// The element of the JSON array `list` whose `key` is `want`; fails showing the list if none.
+fn find<'a>(list: &'a serde_json::Value, key: &str, want: &str) -> &'a serde_json::Value {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e[key] == want)
+        .unwrap_or_else(|| panic!("no {key} {want:?} in {list}"))
+}
+
 struct Managed {
     t: TestContext,
     dir: PathBuf,
@@ -26,6 +52,13 @@ struct Managed {
 
 /// A HOME whose `dev` stack records port `mine`; the all-users managed file forces dev's
 /// port and disables codex; this user's own file forces the agent folder.
+impl Managed {
+    /// Writes this user's own managed file.
+    fn write_mine(&self, settings: plist::Value) {
+        write_binary_plist(&self.dir.join(user_name()).join(FILE), settings);
+    }
+}
+
 fn managed() -> Managed {
     let mut t = TestContext::new();
     let dir = t.path("Managed Preferences");
@@ -35,7 +68,7 @@ fn managed() -> Managed {
     ));
     let (forced, mine) = (free_port(), free_port());
     write_binary_plist(
-        &dir.join("com.oysterun.oyster.plist"),
+        &dir.join(FILE),
         dict(vec![
             (
                 "provider_command_intent",
@@ -51,12 +84,8 @@ fn managed() -> Managed {
             ("default_browse_path", "/Shared/Everyone".into()),
         ]),
     );
-    let me = nix::unistd::User::from_uid(nix::unistd::getuid())
-        .unwrap()
-        .unwrap()
-        .name;
     write_binary_plist(
-        &dir.join(&me).join("com.oysterun.oyster.plist"),
+        &dir.join(user_name()).join(FILE),
         dict(vec![("default_browse_path", "/Shared/Mine".into())]),
     );
     let dev_config = t.home.join(".oysterun-stacks/dev/host/config.json");
@@ -179,17 +208,10 @@ fn a_forced_value_is_refused_without_writing_and_wins_over_config_json() {
     );
 
     // A forced Oysterun root or Node: a different --root / --node-bin is refused too.
-    let me = nix::unistd::User::from_uid(nix::unistd::getuid())
-        .unwrap()
-        .unwrap()
-        .name;
-    write_binary_plist(
-        &m.dir.join(&me).join("com.oysterun.oyster.plist"),
-        dict(vec![
-            ("root", "/opt/oysterun".into()),
-            ("node_bin", "/opt/node/bin/node".into()),
-        ]),
-    );
+    m.write_mine(dict(vec![
+        ("root", "/opt/oysterun".into()),
+        ("node_bin", "/opt/node/bin/node".into()),
+    ]));
     for flag in ["--root", "--node-bin"] {
         let r = t
             .run(["agent", "print", "--stack", "dev", flag, "/tmp/elsewhere"])
@@ -246,13 +268,7 @@ fn status_config_show_doctor_providers_and_inventory_mark_managed_values() {
         providers.contains("managed: provider_command_intent.codex"),
         "{providers}"
     );
-    let doctor = t.run(["doctor", "dev", "--json"]).json();
-    let check = doctor["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "managed preferences")
-        .unwrap_or_else(|| panic!("{doctor}"));
+    let check = managed_check(t);
     assert_eq!(check["status"], "ok");
     assert!(
         check["detail"].as_str().unwrap().contains("port"),
@@ -277,24 +293,9 @@ fn status_config_show_doctor_providers_and_inventory_mark_managed_values() {
         "the all-users file's top-level keys: {inv}"
     );
     let home = t.home.display().to_string();
-    let me = inv["users"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|u| u["home"] == home.as_str())
-        .unwrap();
-    let dev = me["stacks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["stack"] == "dev")
-        .unwrap();
-    let port = dev["managed"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["setting"] == "port")
-        .unwrap_or_else(|| panic!("{dev}"));
+    let me = find(&inv["users"], "home", &home);
+    let dev = find(&me["stacks"], "stack", "dev");
+    let port = find(&dev["managed"], "setting", "port");
     assert_eq!(port["value"], m.forced);
     assert!(port["file"]
         .as_str()
@@ -304,7 +305,7 @@ fn status_config_show_doctor_providers_and_inventory_mark_managed_values() {
 
     // A value oyster cannot use is left out and said; the others still apply.
     write_binary_plist(
-        &m.dir.join("com.oysterun.oyster.plist"),
+        &m.dir.join(FILE),
         dict(vec![
             (
                 "stacks",
@@ -330,13 +331,7 @@ fn status_config_show_doctor_providers_and_inventory_mark_managed_values() {
         show.contains("# managed: provider_command_intent.codex"),
         "{show}"
     );
-    let doctor = t.run(["doctor", "dev", "--json"]).json();
-    let check = doctor["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "managed preferences")
-        .unwrap();
+    let check = managed_check(t);
     assert_eq!(check["status"], "warn", "{check}");
 }
 
@@ -400,17 +395,10 @@ fn a_forced_root_and_node_are_what_the_plan_runs() {
     let node = crate::common::real_node();
     // Without them (no OYSTERUN_ROOT, no --root, nothing installed) there is no root to plan.
     assert_ne!(t.run(["agent", "print", "--stack", "dev"]).code(), 0);
-    let me = nix::unistd::User::from_uid(nix::unistd::getuid())
-        .unwrap()
-        .unwrap()
-        .name;
-    write_binary_plist(
-        &m.dir.join(&me).join("com.oysterun.oyster.plist"),
-        dict(vec![
-            ("root", root.display().to_string().into()),
-            ("node_bin", node.display().to_string().into()),
-        ]),
-    );
+    m.write_mine(dict(vec![
+        ("root", root.display().to_string().into()),
+        ("node_bin", node.display().to_string().into()),
+    ]));
     let plist = t.run(["agent", "print", "--stack", "dev"]).ok().stdout();
     let doc = crate::common::plistlib(plist.as_bytes());
     let env = &doc["EnvironmentVariables"];

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::common::{free_port, TestContext};
+use crate::common::TestContext;
 
 /// One `### \`oyster …\`` heading and the JSON block under it.
 pub(crate) struct Example {
@@ -128,41 +128,6 @@ pub(crate) fn compare(doc: &Value, real: &Value, at: &str, loose: bool, errors: 
     }
 }
 
-/// A HOME with the simulator, the Host pinned, claude installed, production verified on a
-/// free port, a second stack stopped and a third only configured.
-fn world() -> TestContext {
-    let mut t = TestContext::new();
-    t.use_sim();
-    t.pin_host_env();
-    t.fake_exe(&t.home.join(".local/bin/claude"));
-    let port = free_port().to_string();
-    t.run(["agent", "install", "--port", &port, "--settle-ms", "200"])
-        .ok();
-    let port2 = free_port().to_string();
-    t.run([
-        "agent",
-        "install",
-        "--stack",
-        "two",
-        "--port",
-        &port2,
-        "--settle-ms",
-        "200",
-    ])
-    .ok();
-    t.run(["agent", "stop", "--stack", "two"]).ok();
-    t.run([
-        "config",
-        "sync",
-        "--stack",
-        "three",
-        "--port",
-        &free_port().to_string(),
-    ])
-    .ok();
-    t
-}
-
 fn run_json(t: &TestContext, args: &[&str]) -> (String, Value) {
     let r = t.run(args);
     assert!(r.code() <= 1, "{args:?}: {}", r.stderr());
@@ -187,7 +152,7 @@ fn every_example_in_docs_json_matches_the_real_output() {
     ] {
         assert!(documented.contains(must), "docs/json.md lacks {must}");
     }
-    let t = world();
+    let t = TestContext::with_three_stacks("three");
     let mut errors = vec![];
     for ex in &examples {
         let args: Vec<&str> = ex.command.split_whitespace().skip(1).collect();
@@ -257,7 +222,7 @@ pub(crate) fn check_conventions(
 fn no_json_document_holds_tilde_or_prose_where_an_enum_or_number_belongs() {
     let (enums, numbers) = conventions();
     assert!(enums.contains_key("summary") && numbers.contains("last_exit_code"));
-    let mut t = world();
+    let mut t = TestContext::with_three_stacks("three");
     // A secret, a manual command that is broken and a disabled provider widen the shapes.
     t.run(["providers", "set", "codex", ""]).ok();
     let mut runs: Vec<Vec<String>> = vec![];

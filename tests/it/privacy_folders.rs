@@ -1,42 +1,31 @@
 //! A checkout in a folder macOS's privacy protection guards (here `~/Documents`): planning
 //! names the path and the setting to change, and `doctor` has a check for it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{args, fixture_root_at, free_port, real_node, Run, TestContext};
 
-/// The Host fixture copied to `dir/host-service/server.mjs`.
-fn root_at(dir: &Path) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/oysterun/host-service");
-    std::fs::create_dir_all(dir.join("host-service")).unwrap();
-    std::fs::copy(src.join("server.mjs"), dir.join("host-service/server.mjs")).unwrap();
-    dir.to_path_buf()
+/// `agent install --stack pv` of `root` with `node`, verified for 10 s, settling 200 ms.
+fn install_with(t: &TestContext, root: &Path, node: &Path, port: u16) -> Run {
+    t.run(
+        args(&["agent", "install"])
+            .stack("pv")
+            .root(root)
+            .node(node)
+            .port(port)
+            .wait(10, 200),
+    )
 }
 
-fn install(t: &TestContext, root: &Path, port: u16) -> crate::common::Run {
-    t.run([
-        "agent",
-        "install",
-        "--stack",
-        "pv",
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        real_node().to_str().unwrap(),
-        "--port",
-        &port.to_string(),
-        "--wait",
-        "10",
-        "--settle-ms",
-        "200",
-    ])
+fn install(t: &TestContext, root: &Path, port: u16) -> Run {
+    install_with(t, root, &real_node(), port)
 }
 
 #[test]
 fn a_root_in_documents_is_named_with_the_setting_to_change_and_doctor_checks_it() {
     let mut t = TestContext::new();
     t.use_sim();
-    let root = root_at(&t.home.join("Documents/oysterun"));
+    let root = fixture_root_at(&t.home.join("Documents/oysterun"));
     let r = install(&t, &root, free_port()).ok();
     let e = r.stderr();
     assert!(
@@ -78,7 +67,7 @@ fn a_root_in_documents_is_named_with_the_setting_to_change_and_doctor_checks_it(
     t.run(["agent", "uninstall", "--stack", "pv"]).ok();
 
     // The same checkout outside the protected folders: nothing said.
-    let elsewhere = root_at(&t.home.join("code/oysterun"));
+    let elsewhere = fixture_root_at(&t.home.join("code/oysterun"));
     let r = install(&t, &elsewhere, free_port()).ok();
     assert!(!r.stderr().contains("Privacy"), "{}", r.stderr());
     let doc = t.run(["doctor", "--stack", "pv", "--json"]).json();
@@ -100,7 +89,7 @@ fn doctor_notices_that_the_pinned_node_changed_since_the_last_verified_start() {
     use std::os::unix::fs::PermissionsExt;
     let mut t = TestContext::new();
     t.use_sim();
-    let root = root_at(&t.home.join("Documents/oysterun"));
+    let root = fixture_root_at(&t.home.join("Documents/oysterun"));
     // A Homebrew-like layout: bin/node links to the current build in the Cellar.
     let cellar = t.path("Cellar");
     for v in ["1", "2"] {
@@ -117,24 +106,7 @@ fn doctor_notices_that_the_pinned_node_changed_since_the_last_verified_start() {
     let bin = t.path("bin");
     std::fs::create_dir_all(&bin).unwrap();
     std::os::unix::fs::symlink(cellar.join("1/node"), bin.join("node")).unwrap();
-    let port = free_port().to_string();
-    t.run([
-        "agent",
-        "install",
-        "--stack",
-        "pv",
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        bin.join("node").to_str().unwrap(),
-        "--port",
-        &port,
-        "--wait",
-        "10",
-        "--settle-ms",
-        "200",
-    ])
-    .ok();
+    install_with(&t, &root, &bin.join("node"), free_port()).ok();
     let changed = |t: &TestContext| -> Vec<String> {
         let doc = t.run(["doctor", "--stack", "pv", "--json"]).json();
         doc["checks"]

@@ -13,109 +13,50 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::{free_port, live_environ, plistlib, real_node, Run, TestContext, BIN};
+use crate::common::{
+    args, free_port, live_environ, plistlib, real_node, Run, Stack, TestContext, BIN,
+};
 
 const STACK: &str = "rn";
-const LABEL: &str = "com.oysterun.host.rn";
 
-/// A stack `rn` on a free port, the Host fixture, the simulator.
-struct Rn {
-    t: TestContext,
-    root: PathBuf,
-    port: u16,
+/// Stack `rn`: the fixture Host under the simulator, on a free port.
+fn rn() -> Stack {
+    Stack::new(STACK)
 }
 
-impl Rn {
-    fn new() -> Rn {
-        let mut t = TestContext::new();
-        t.use_sim();
-        let root = t.fixture_root("root");
-        Rn {
-            t,
-            root,
-            port: free_port(),
-        }
-    }
+/// `agent VERB --stack rn` with the Host's definition, verified for 10 s, settling 200 ms.
+fn agent(r: &Stack, verb: &str) -> Run {
+    r.t.run(r.host_args(&["agent", verb]).wait(10, 200))
+}
 
-    fn agent(&self, verb: &str) -> Run {
-        self.t.run([
-            "agent",
-            verb,
-            "--stack",
-            STACK,
-            "--root",
-            self.root.to_str().unwrap(),
-            "--node-bin",
-            real_node().to_str().unwrap(),
-            "--port",
-            &self.port.to_string(),
-            "--wait",
-            "10",
-            "--settle-ms",
-            "200",
-        ])
-    }
+fn pid_file(r: &Stack) -> PathBuf {
+    r.run_dir().join("oysterun-host-rn.pid")
+}
 
-    fn run_dir(&self) -> PathBuf {
-        self.t.home.join(".oysterun-stacks/rn/run")
-    }
+fn origin_file(r: &Stack) -> PathBuf {
+    r.run_dir().join("oysterun-host-rn.origin.tsv")
+}
 
-    fn pid_file(&self) -> PathBuf {
-        self.run_dir().join("oysterun-host-rn.pid")
-    }
-
-    fn origin_file(&self) -> PathBuf {
-        self.run_dir().join("oysterun-host-rn.origin.tsv")
-    }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(
-            self.t
-                .home
-                .join(".oysterun-stacks/rn/logs/oysterun-host.log"),
-        )
-        .unwrap_or_default()
-    }
-
-    fn plist(&self) -> PathBuf {
-        self.t
-            .home
-            .join("Library/LaunchAgents")
-            .join(format!("{LABEL}.plist"))
-    }
-
-    fn target(&self) -> String {
-        format!("gui/{}/{LABEL}", nix::unistd::getuid())
-    }
-
-    fn launchd_pid(&self) -> Option<u32> {
-        let out = self.t.sim(&["print", &self.target()]).stdout();
-        out.lines()
-            .find_map(|l| l.trim().strip_prefix("pid = "))
-            .and_then(|p| p.parse().ok())
-    }
-
-    /// Oysterun's `wait_for_host_identity_files`: up to 100 tries 0.2 s apart (20 s), the pid
-    /// from the pid file (`tr -d '[:space:]'`) equal to the `host_pid` row of the origin file
-    /// (`awk -F '\t' '$1 == "host_pid" { print $2; exit }'`), alive, its cwd the host dir.
-    fn wait_for_host_identity_files(&self, not: Option<u32>) -> Option<u32> {
-        let host_dir = std::fs::canonicalize(self.root.join("host-service")).unwrap();
-        for _ in 0..100 {
-            let pid = pid_from_file(&self.pid_file());
-            let origin_pid = origin_host_pid_from_file(&self.origin_file());
-            if let (Some(pid), Some(origin_pid)) = (pid, origin_pid) {
-                if pid == origin_pid {
-                    if let Ok(n) = pid.parse::<u32>() {
-                        if Some(n) != not && alive(n) && cwd_of(n).as_deref() == Some(&*host_dir) {
-                            return Some(n);
-                        }
+/// Oysterun's `wait_for_host_identity_files`: up to 100 tries 0.2 s apart (20 s), the pid
+/// from the pid file (`tr -d '[:space:]'`) equal to the `host_pid` row of the origin file
+/// (`awk -F '\t' '$1 == "host_pid" { print $2; exit }'`), alive, its cwd the host dir.
+fn wait_for_host_identity_files(r: &Stack, not: Option<u32>) -> Option<u32> {
+    let host_dir = std::fs::canonicalize(r.root.join("host-service")).unwrap();
+    for _ in 0..100 {
+        let pid = pid_from_file(&pid_file(r));
+        let origin_pid = origin_host_pid_from_file(&origin_file(r));
+        if let (Some(pid), Some(origin_pid)) = (pid, origin_pid) {
+            if pid == origin_pid {
+                if let Ok(n) = pid.parse::<u32>() {
+                    if Some(n) != not && alive(n) && cwd_of(n).as_deref() == Some(&*host_dir) {
+                        return Some(n);
                     }
                 }
             }
-            std::thread::sleep(Duration::from_millis(200));
         }
-        None
+        std::thread::sleep(Duration::from_millis(200));
     }
+    None
 }
 
 /// `pid_from_file`: the file's bytes without any whitespace.
@@ -185,46 +126,41 @@ fn exec_record(run_dir: &Path) -> Value {
 
 #[test]
 fn oysteruns_own_restart_finds_the_new_pid_in_the_identity_files() {
-    let r = Rn::new();
-    r.agent("install").ok();
-    let first = r
-        .wait_for_host_identity_files(None)
-        .expect("identity files after install");
+    let r = rn();
+    agent(&r, "install").ok();
+    let first = wait_for_host_identity_files(&r, None).expect("identity files after install");
     assert_eq!(r.launchd_pid(), Some(first));
 
     // What the Host's own restart runs (restart_oysterun.sh → start_oysterun.sh) when a
     // LaunchAgent is installed: bootout, remove the pid and origin files, bootstrap the same
     // plist, then wait up to 20 s for the identity files to name the new live pid.
-    r.t.sim(&["bootout", &r.target()]).ok();
+    r.t.sim(&["bootout", &r.target("gui")]).ok();
     let t0 = Instant::now();
-    while r.t.sim(&["print", &r.target()]).code() != 113 {
+    while r.t.sim(&["print", &r.target("gui")]).code() != 113 {
         assert!(t0.elapsed() < Duration::from_secs(10));
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::fs::remove_file(r.pid_file()).unwrap();
-    std::fs::remove_file(r.origin_file()).unwrap();
-    let domain = format!("gui/{}", nix::unistd::getuid());
-    r.t.sim(&["bootstrap", &domain, r.plist().to_str().unwrap()])
+    std::fs::remove_file(pid_file(&r)).unwrap();
+    std::fs::remove_file(origin_file(&r)).unwrap();
+    r.t.sim(&["bootstrap", &r.domain("gui"), r.plist().to_str().unwrap()])
         .ok();
-    let second = r
-        .wait_for_host_identity_files(Some(first))
+    let second = wait_for_host_identity_files(&r, Some(first))
         .expect("Oysterun's restart would report failure: no identity files within 20 s");
     assert_eq!(r.launchd_pid(), Some(second));
     // The identity files come before the Host listens (they are written just before the exec).
     assert_eq!(wait_new_healthy(r.port, first)["pid"], json!(second));
 
     // And after oyster's own restart.
-    r.agent("restart").ok();
-    let third = r
-        .wait_for_host_identity_files(Some(second))
+    agent(&r, "restart").ok();
+    let third = wait_for_host_identity_files(&r, Some(second))
         .expect("identity files after `oyster agent restart`");
     assert_eq!(r.launchd_pid(), Some(third));
 }
 
 #[test]
 fn the_host_gets_its_stack_name_and_runs_as_the_launch_programs_pid() {
-    let r = Rn::new();
-    r.agent("install").ok();
+    let r = rn();
+    agent(&r, "install").ok();
     let h = health(r.port).unwrap();
     assert_eq!(
         h["stack"], STACK,
@@ -261,27 +197,25 @@ fn the_host_gets_its_stack_name_and_runs_as_the_launch_programs_pid() {
         );
     }
     // An unchanged regenerate finds the loaded definition matching (program and arguments).
-    let out = r.agent("regenerate").ok().stdout();
+    let out = agent(&r, "regenerate").ok().stdout();
     assert!(out.contains("left alone"), "{out}");
 }
 
 #[test]
 fn a_host_launchd_restarts_on_its_own_gets_fresh_identity_files_and_a_synced_config() {
-    let r = Rn::new();
-    r.agent("install").ok();
-    let old = r.wait_for_host_identity_files(None).unwrap();
+    let r = rn();
+    agent(&r, "install").ok();
+    let old = wait_for_host_identity_files(&r, None).unwrap();
     let old_record = exec_record(&r.run_dir());
-    let config = r.t.home.join(".oysterun-stacks/rn/host/config.json");
+    let config = r.stack_dir().join("host/config.json");
     let before: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
     assert_eq!(before["codex_command"], Value::Null, "{before}");
     // A provider appears after install; no oyster command runs. Then launchd alone restarts
     // the Host (kickstart -k kills it and starts the loaded definition again, as KeepAlive
     // does after a crash).
     let codex = r.t.fake_exe(&r.t.home.join(".local/bin/codex"));
-    r.t.sim(&["kickstart", "-k", &r.target()]).ok();
-    let new = r
-        .wait_for_host_identity_files(Some(old))
-        .expect("fresh identity files");
+    r.t.sim(&["kickstart", "-k", &r.target("gui")]).ok();
+    let new = wait_for_host_identity_files(&r, Some(old)).expect("fresh identity files");
     assert_eq!(wait_new_healthy(r.port, old)["pid"], json!(new));
     let record = exec_record(&r.run_dir());
     assert_eq!(record["pid"], json!(new));
@@ -293,7 +227,7 @@ fn a_host_launchd_restarts_on_its_own_gets_fresh_identity_files_and_a_synced_con
         json!(codex),
         "the launch synced the config"
     );
-    let log = r.log();
+    let log = r.host_log();
     assert!(log.contains("config: codex_command"), "{log}");
     // The plist predates codex, so the launch says its environment differs, and starts anyway.
     assert!(
@@ -305,20 +239,14 @@ fn a_host_launchd_restarts_on_its_own_gets_fresh_identity_files_and_a_synced_con
 
 #[test]
 fn a_corrupt_config_is_logged_and_the_host_still_starts() {
-    let r = Rn::new();
-    r.agent("install").ok();
-    let old = r.wait_for_host_identity_files(None).unwrap();
-    std::fs::write(
-        r.t.home.join(".oysterun-stacks/rn/host/config.json"),
-        "{\"port\": ",
-    )
-    .unwrap();
-    r.t.sim(&["kickstart", "-k", &r.target()]).ok();
-    let new = r
-        .wait_for_host_identity_files(Some(old))
-        .expect("the Host started");
+    let r = rn();
+    agent(&r, "install").ok();
+    let old = wait_for_host_identity_files(&r, None).unwrap();
+    std::fs::write(r.stack_dir().join("host/config.json"), "{\"port\": ").unwrap();
+    r.t.sim(&["kickstart", "-k", &r.target("gui")]).ok();
+    let new = wait_for_host_identity_files(&r, Some(old)).expect("the Host started");
     assert_eq!(wait_new_healthy(r.port, old)["pid"], json!(new));
-    let log = r.log();
+    let log = r.host_log();
     assert!(
         log.contains("the config sync failed; the Host starts anyway")
             && log.contains("not valid JSON"),
@@ -328,9 +256,9 @@ fn a_corrupt_config_is_logged_and_the_host_still_starts() {
 
 #[test]
 fn host_stop_and_status_leave_a_launchd_host_to_launchd() {
-    let r = Rn::new();
-    r.agent("install").ok();
-    let pid = r.wait_for_host_identity_files(None).unwrap();
+    let r = rn();
+    agent(&r, "install").ok();
+    let pid = wait_for_host_identity_files(&r, None).unwrap();
     let e =
         r.t.run(["host", "stop", "--stack", STACK])
             .fails_with(1)
@@ -354,20 +282,14 @@ fn host_stop_and_status_leave_a_launchd_host_to_launchd() {
 
 /// `host start` with the fixture on a free port for stack `dr`.
 pub(crate) fn start_direct(t: &TestContext, root: &Path, port: u16) -> Run {
-    t.run([
-        "host",
-        "start",
-        "--stack",
-        "dr",
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        real_node().to_str().unwrap(),
-        "--port",
-        &port.to_string(),
-        "--wait",
-        "10",
-    ])
+    t.run(
+        args(&["host", "start"])
+            .stack("dr")
+            .root(root)
+            .node(&real_node())
+            .port(port)
+            .extra(&["--wait", "10"]),
+    )
 }
 
 #[test]
@@ -508,10 +430,10 @@ fn a_second_launch_leaves_a_live_hosts_identity_files_alone() {
 
 #[test]
 fn a_held_config_lock_never_keeps_the_host_down_the_launch_skips_the_sync_and_says_so() {
-    let r = Rn::new();
-    r.agent("install").ok();
-    let old = r.wait_for_host_identity_files(None).unwrap();
-    let config = r.t.home.join(".oysterun-stacks/rn/host/config.json");
+    let r = rn();
+    agent(&r, "install").ok();
+    let old = wait_for_host_identity_files(&r, None).unwrap();
+    let config = r.stack_dir().join("host/config.json");
     let mut lock = config.clone().into_os_string();
     lock.push(".lock");
     let mut f = std::fs::OpenOptions::new()
@@ -528,13 +450,11 @@ fn a_held_config_lock_never_keeps_the_host_down_the_launch_skips_the_sync_and_sa
     // A provider appears; the sync would record it, but the lock is held.
     r.t.fake_exe(&r.t.home.join(".local/bin/codex"));
     let t0 = Instant::now();
-    r.t.sim(&["kickstart", "-k", &r.target()]).ok();
-    let new = r
-        .wait_for_host_identity_files(Some(old))
-        .expect("the Host came back");
+    r.t.sim(&["kickstart", "-k", &r.target("gui")]).ok();
+    let new = wait_for_host_identity_files(&r, Some(old)).expect("the Host came back");
     assert_eq!(wait_new_healthy(r.port, old)["pid"], json!(new));
     assert!(t0.elapsed() < Duration::from_secs(10));
-    let log = r.log();
+    let log = r.host_log();
     assert!(
         log.contains(&format!(
             "config sync skipped: locked by pid {}",
@@ -550,10 +470,10 @@ fn a_held_config_lock_never_keeps_the_host_down_the_launch_skips_the_sync_and_sa
 }
 
 /// Waits (bounded) until the Host log holds `text`.
-fn wait_for_log(r: &Rn, text: &str) -> String {
+fn wait_for_log(r: &Stack, text: &str) -> String {
     let t0 = Instant::now();
     loop {
-        let log = r.log();
+        let log = r.host_log();
         if log.contains(text) {
             return log;
         }
@@ -568,20 +488,20 @@ fn wait_for_log(r: &Rn, text: &str) -> String {
 #[test]
 fn a_launch_that_cannot_become_the_host_leaves_no_identity_files_naming_a_dead_pid() {
     // The entry point gone (an Oysterun uninstalled under the plist).
-    let r = Rn::new();
-    r.agent("install").ok();
-    r.wait_for_host_identity_files(None).unwrap();
+    let r = rn();
+    agent(&r, "install").ok();
+    wait_for_host_identity_files(&r, None).unwrap();
     std::fs::rename(
         r.root.join("host-service/server.mjs"),
         r.root.join("host-service/server.mjs.moved"),
     )
     .unwrap();
-    r.t.sim(&["kickstart", "-k", &r.target()]).ok();
+    r.t.sim(&["kickstart", "-k", &r.target("gui")]).ok();
     let log = wait_for_log(&r, "no identity files were written");
     assert!(log.contains("server.mjs"), "{log}");
     for f in [
-        r.pid_file(),
-        r.origin_file(),
+        pid_file(&r),
+        origin_file(&r),
         r.run_dir().join("oyster-exec.json"),
     ] {
         assert!(!f.exists(), "{} names a dead pid", f.display());
@@ -594,31 +514,23 @@ fn a_launch_that_cannot_become_the_host_leaves_no_identity_files_naming_a_dead_p
     r.t.run(["agent", "uninstall", "--stack", STACK]).ok();
 
     // The pinned Node deleted (a version manager removed it), reached through a link.
-    let r = Rn::new();
+    let r = rn();
     let link_dir = r.t.path("nodes/bin");
     std::fs::create_dir_all(&link_dir).unwrap();
     std::os::unix::fs::symlink(real_node(), link_dir.join("node")).unwrap();
-    r.t.run([
-        "agent",
-        "install",
-        "--stack",
-        STACK,
-        "--root",
-        r.root.to_str().unwrap(),
-        "--node-bin",
-        link_dir.join("node").to_str().unwrap(),
-        "--port",
-        &r.port.to_string(),
-        "--wait",
-        "10",
-        "--settle-ms",
-        "200",
-    ])
+    r.t.run(
+        args(&["agent", "install"])
+            .stack(STACK)
+            .root(&r.root)
+            .node(&link_dir.join("node"))
+            .port(r.port)
+            .wait(10, 200),
+    )
     .ok();
-    r.wait_for_host_identity_files(None).unwrap();
+    wait_for_host_identity_files(&r, None).unwrap();
     std::fs::remove_file(link_dir.join("node")).unwrap();
-    r.t.sim(&["kickstart", "-k", &r.target()]).ok();
+    r.t.sim(&["kickstart", "-k", &r.target("gui")]).ok();
     let log = wait_for_log(&r, "no identity files were written");
     assert!(log.contains("the pinned Node"), "{log}");
-    assert!(!r.pid_file().exists(), "the pid file names a dead pid");
+    assert!(!pid_file(&r).exists(), "the pid file names a dead pid");
 }

@@ -3,9 +3,9 @@
 //! `--json`, success and failure), in the audit log, in the written plist, or on the Host's PATH
 //! and environment. A value that is not secret (`pinned_node`) still prints.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::common::{free_port, get, Run, TestContext};
+use crate::common::{args, get, Run, Stack, TestContext};
 
 const STACK: &str = "sec";
 
@@ -50,32 +50,14 @@ fn planted_config() -> serde_json::Value {
     })
 }
 
-struct Sec {
-    t: TestContext,
-    root: PathBuf,
-    port: u16,
-}
-
-impl Sec {
-    fn stack_dir(&self) -> PathBuf {
-        self.t.home.join(".oysterun-stacks").join(STACK)
+/// `ARGS --stack sec`, but for `list`, which shows every stack and refuses --stack rather
+/// than ignore it.
+fn run(s: &Stack, args: &[&str]) -> Run {
+    let mut a: Vec<&str> = args.to_vec();
+    if !args.contains(&"list") {
+        a.extend(["--stack", s.name]);
     }
-    fn plist(&self) -> PathBuf {
-        self.t.home.join(format!(
-            "Library/LaunchAgents/com.oysterun.host.{STACK}.plist"
-        ))
-    }
-    fn audit(&self) -> PathBuf {
-        self.stack_dir().join("logs/service-control.jsonl")
-    }
-    fn run(&self, args: &[&str]) -> Run {
-        let mut a: Vec<&str> = args.to_vec();
-        // `list` shows every stack, and refuses --stack rather than ignore it.
-        if !args.contains(&"list") {
-            a.extend(["--stack", STACK]);
-        }
-        self.t.run(a)
-    }
+    s.t.run(a)
 }
 
 /// Fails when any planted secret (or its JSON-escaped form) is in `text`.
@@ -99,8 +81,8 @@ fn assert_clean(what: &str, text: &str) {
 /// Runs `args` on the stack, asserts its exit code and that neither stdout nor stderr shows a
 /// secret; returns the run.
 #[track_caller]
-fn clean(s: &Sec, args: &[&str], code: i32) -> Run {
-    let r = s.run(args);
+fn clean(s: &Stack, args: &[&str], code: i32) -> Run {
+    let r = run(s, args);
     assert_eq!(
         r.code(),
         code,
@@ -144,7 +126,7 @@ fn hand_add_env(plist: &Path, vars: &[(&str, &str)]) {
 
 /// The plist as written holds no secret, and neither does PATH in it.
 #[track_caller]
-fn plist_clean(s: &Sec, when: &str) {
+fn plist_clean(s: &Stack, when: &str) {
     if let Ok(text) = std::fs::read_to_string(s.plist()) {
         assert_clean(&format!("the plist after {when}"), &text);
     }
@@ -156,15 +138,8 @@ fn plist_clean(s: &Sec, when: &str) {
 
 #[test]
 fn planted_secrets_never_appear_in_any_output_log_or_plist() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    let root = t.pin_host_env();
-    t.fake_exe(&t.home.join(".local/bin/claude"));
-    let s = Sec {
-        t,
-        root,
-        port: free_port(),
-    };
+    let s = Stack::pinned(STACK);
+    s.t.fake_exe(&s.t.home.join(".local/bin/claude"));
     let cfg = s.stack_dir().join("host/config.json");
     std::fs::create_dir_all(cfg.parent().unwrap()).unwrap();
     std::fs::write(&cfg, serde_json::to_vec_pretty(&planted_config()).unwrap()).unwrap();
@@ -327,7 +302,7 @@ fn planted_secrets_never_appear_in_any_output_log_or_plist() {
     clean(&s, &["config", "show"], 2);
 
     // The audit log of every step above.
-    let audit = std::fs::read_to_string(s.audit()).unwrap();
+    let audit = std::fs::read_to_string(s.stack_dir().join("logs/service-control.jsonl")).unwrap();
     assert!(audit.contains("\"action\":\"install\""), "{audit}");
     assert_clean("the audit log", &audit);
     s.t.wait_no_processes();
@@ -339,13 +314,11 @@ fn planted_secrets_never_appear_in_any_output_log_or_plist() {
 #[test]
 fn a_secret_the_host_writes_while_oyster_runs_is_redacted_too() {
     for verb in ["agent install", "host start"] {
-        let mut t = TestContext::new();
-        t.use_sim();
-        let root = t.pin_host_env();
-        TestContext::fixture_flag(&root, "unhealthy", "");
-        let port = free_port();
-        let cfg = t.home.join(".oysterun-stacks/new/host/config.json");
-        let log = t.home.join(".oysterun-stacks/new/logs/oysterun-host.log");
+        let s = Stack::pinned("new");
+        TestContext::fixture_flag(&s.root, "unhealthy", "");
+        let port = s.port;
+        let cfg = s.stack_dir().join("host/config.json");
+        let log = s.stack_dir().join("logs/oysterun-host.log");
         // What the Host does once it runs: add its token to the config, then log a URL with it.
         let host = std::thread::spawn({
             let (cfg, log) = (cfg.clone(), log.clone());
@@ -366,11 +339,15 @@ fn a_secret_the_host_writes_while_oyster_runs_is_redacted_too() {
                 assert_eq!(get(port, &format!("/log?line={}", encode(line))), 200);
             }
         });
-        let mut args: Vec<String> = verb.split(' ').map(String::from).collect();
-        args.extend(
-            ["--stack", "new", "--port", &port.to_string(), "--wait", "4"].map(String::from),
-        );
-        let r = t.run(&args).fails_with(1);
+        let words: Vec<&str> = verb.split(' ').collect();
+        let r =
+            s.t.run(
+                args(&words)
+                    .stack(s.name)
+                    .port(port)
+                    .extra(&["--wait", "4"]),
+            )
+            .fails_with(1);
         host.join().unwrap();
         let e = r.stderr();
         assert!(
@@ -378,30 +355,23 @@ fn a_secret_the_host_writes_while_oyster_runs_is_redacted_too() {
             "{verb}: the tail shows the line, redacted: {e}"
         );
         assert!(!(r.stdout() + &e).contains("OB-late"), "{verb}: {e}");
-        t.wait_no_processes();
+        s.t.wait_no_processes();
     }
 }
 
 /// `oyster logs -f` started before the Host wrote its token still redacts it.
 #[test]
 fn logs_follow_learns_a_secret_the_host_writes_after_it_started() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    t.pin_host_env();
-    let port = free_port();
-    let p = port.to_string();
-    t.run([
-        "agent",
-        "install",
-        "--stack",
-        "lf",
-        "--port",
-        &p,
-        "--settle-ms",
-        "200",
-    ])
+    let s = Stack::pinned("lf");
+    let (t, port) = (&s.t, s.port);
+    t.run(
+        args(&["agent", "install"])
+            .stack(s.name)
+            .port(port)
+            .settle(200),
+    )
     .ok();
-    let cfg = t.home.join(".oysterun-stacks/lf/host/config.json");
+    let cfg = s.stack_dir().join("host/config.json");
     let mut follow = t.follow_logs(&["--stack", "lf"]);
     // The follower has started (it printed the Host's first line) before the secret exists.
     follow.read_until("fixture host listening");

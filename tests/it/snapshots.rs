@@ -20,6 +20,22 @@ fn real_node_version() -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
+/// The fixed system directories of a generated PATH (`src/host/launchenv.rs`), in order,
+/// without `node_dir`, which the PATH already starts with.
+fn system_dirs_but(node_dir: &str) -> Vec<&'static str> {
+    [
+        "/opt/homebrew/bin",
+        "/usr/local/bin",
+        "/usr/bin",
+        "/bin",
+        "/usr/sbin",
+        "/sbin",
+    ]
+    .into_iter()
+    .filter(|d| *d != node_dir)
+    .collect()
+}
+
 /// insta settings whose filters replace the machine- and run-specific parts of a snapshot by
 /// stable placeholders (insta's `filters` feature; applied in order, so a path is replaced
 /// before a prefix of it).
@@ -47,17 +63,7 @@ pub fn settings(t: &TestContext, ports: &[u16]) -> insta::Settings {
     // The generated PATH starts with the real node's directory, which the fixed system
     // directories then leave out (`src/host/launchenv.rs`): both differ between machines.
     let node_dir = node.parent().unwrap().display().to_string();
-    let system_rest: Vec<&str> = [
-        "/opt/homebrew/bin",
-        "/usr/local/bin",
-        "/usr/bin",
-        "/bin",
-        "/usr/sbin",
-        "/sbin",
-    ]
-    .into_iter()
-    .filter(|d| *d != node_dir)
-    .collect();
+    let system_rest = system_dirs_but(&node_dir);
     s.add_filter(
         &format!(
             r#"(PATH=|PATH": "|PATH is "|should be "|<string>){}:"#,
@@ -128,17 +134,7 @@ fn the_filters_hide_what_changes_between_runs_and_keep_the_rest() {
 fn the_filters_hide_the_machines_node_directory_and_user_in_a_generated_environment() {
     let t = TestContext::new();
     let node_dir = real_node().parent().unwrap().display().to_string();
-    let system: Vec<&str> = [
-        "/opt/homebrew/bin",
-        "/usr/local/bin",
-        "/usr/bin",
-        "/bin",
-        "/usr/sbin",
-        "/sbin",
-    ]
-    .into_iter()
-    .filter(|d| *d != node_dir)
-    .collect();
+    let system = system_dirs_but(&node_dir);
     let path = format!(
         "{node_dir}:{}/.local/bin:{}",
         t.home.display(),
@@ -177,18 +173,9 @@ pub fn snap(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> Run {
     r
 }
 
-/// A HOME with the simulator, the Host fixture pinned, and claude installed in ~/.local/bin.
-pub fn with_claude() -> TestContext {
-    let mut t = TestContext::new();
-    t.use_sim();
-    t.pin_host_env();
-    t.fake_exe(&t.home.join(".local/bin/claude"));
-    t
-}
-
-/// `with_claude`, plus the agent installed and verified for stack `snap` on `port`.
+/// [`TestContext::with_claude`], plus the agent installed and verified for stack `snap` on `port`.
 pub fn installed(port: u16) -> TestContext {
-    let t = with_claude();
+    let t = TestContext::with_claude();
     t.run([
         "agent",
         "install",
@@ -219,7 +206,7 @@ fn doctor_on_a_verified_agent() {
 
 #[test]
 fn doctor_before_anything_is_installed() {
-    let t = with_claude();
+    let t = TestContext::with_claude();
     snap("doctor_fresh_home", &t, &["doctor"], &[]);
 }
 
@@ -238,13 +225,13 @@ fn agent_status_installed_and_verified() {
 
 #[test]
 fn agent_status_not_installed() {
-    let t = with_claude();
+    let t = TestContext::with_claude();
     snap("agent_status_not_installed", &t, &["agent", "status"], &[]);
 }
 
 #[test]
 fn providers_status_available_and_disabled() {
-    let t = with_claude();
+    let t = TestContext::with_claude();
     t.run(["providers", "set", "codex", ""]).ok();
     snap(
         "providers_status_available_disabled",
@@ -257,7 +244,7 @@ fn providers_status_available_and_disabled() {
 
 #[test]
 fn providers_status_broken_manual_and_not_found() {
-    let t = with_claude();
+    let t = TestContext::with_claude();
     t.run(["providers", "set", "claude", "/gone/claude"]).ok();
     snap(
         "providers_status_broken_manual_not_found",
@@ -272,7 +259,7 @@ fn setup_plan_without_a_terminal() {
     // The pinned node lives in a prefix of the test's own, so the npm that the plan names is
     // the same on every machine (nothing runs it: no terminal, no --install-providers).
     let port = free_port();
-    let t = with_claude();
+    let t = TestContext::with_claude();
     let bin = t.path("nodepfx/bin");
     std::fs::create_dir_all(&bin).unwrap();
     std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();
@@ -556,7 +543,7 @@ fn agent_stop_and_start() {
 
 #[test]
 fn error_unknown_stack() {
-    let t = with_claude();
+    let t = TestContext::with_claude();
     t.run(["config", "sync", "--stack", "real", "--port", "18999"])
         .ok();
     snap(
@@ -570,7 +557,7 @@ fn error_unknown_stack() {
 
 #[test]
 fn error_restart_not_installed() {
-    let t = with_claude();
+    let t = TestContext::with_claude();
     snap("error_restart_not_installed", &t, &["restart"], &[]).fails_with(1);
 }
 

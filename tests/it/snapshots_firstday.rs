@@ -3,14 +3,12 @@
 //! `snapshots.rs` filters them.
 
 use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use crate::common::{free_port, real_node, TestContext};
-use crate::snapshots::{installed, settings, snap, with_claude};
+use crate::snapshots::{installed, settings, snap};
 
 /// Runs oyster on a pseudo-terminal `cols` wide, types `answer` once it shows `prompt`, and
 /// returns the exit code and everything the terminal showed, its line ends as `\n` and the
@@ -22,24 +20,7 @@ fn on_terminal(
     prompt: &str,
     answer: &str,
 ) -> (i32, String) {
-    let size = nix::pty::Winsize {
-        ws_row: 24,
-        ws_col: cols,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    let pty = nix::pty::openpty(Some(&size), None).unwrap();
-    let slave = |fd: &OwnedFd| Stdio::from(fd.try_clone().unwrap());
-    let mut child = t
-        .cmd()
-        .args(args)
-        .stdin(slave(&pty.slave))
-        .stdout(slave(&pty.slave))
-        .stderr(slave(&pty.slave))
-        .spawn()
-        .unwrap();
-    drop(pty.slave);
-    let mut master = std::fs::File::from(pty.master);
+    let (mut child, mut master) = t.spawn_on_pty(args, Some(cols));
     let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
     std::thread::spawn({
         let mut reader = master.try_clone().unwrap();
@@ -94,7 +75,7 @@ fn setup_cancelled_at_the_question_on_a_terminal() {
     // a terminal wide enough that no line wraps (where a line wraps depends on the temp path's
     // length; wrapping at 80 columns is checked in setup.rs).
     let port = free_port();
-    let t = with_claude();
+    let t = TestContext::with_claude();
     let bin = t.path("nodepfx/bin");
     std::fs::create_dir_all(&bin).unwrap();
     std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();

@@ -5,7 +5,7 @@
 //! `snapshots.rs` filters them; `contains` is kept for properties elsewhere.
 
 use crate::common::{free_port, Run, TestContext};
-use crate::snapshots::{installed, settings, shown, snap, with_claude};
+use crate::snapshots::{installed, settings, shown, snap};
 
 /// `snap` for a run whose stdout is a JSON document: the command, the exit code, stdout and
 /// stderr, a document's pids filtered like the human ones.
@@ -20,7 +20,7 @@ pub fn snap_doc(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> Ru
 
 #[test]
 fn logs_prints_the_last_lines_redacted_and_n_chooses_how_many() {
-    let t = with_claude();
+    let t = TestContext::with_claude();
     t.run(["config", "sync", "lg", "--port", "18123"]).ok();
     let log = t.home.join(".oysterun-stacks/lg/logs/oysterun-host.log");
     std::fs::create_dir_all(log.parent().unwrap()).unwrap();
@@ -136,7 +136,7 @@ fn agent_print_shows_the_plist_that_would_be_installed() {
 
 #[test]
 fn providers_resolve_and_status_json() {
-    let t = with_claude();
+    let t = TestContext::with_claude();
     snap("providers_resolve", &t, &["providers", "resolve"], &[]).ok();
     snap_doc(
         "providers_resolve_json",
@@ -191,7 +191,7 @@ fn config_sync_that_changes_the_port_of_a_running_host() {
 #[test]
 fn host_status_json_direct_and_under_launchd() {
     let port = free_port();
-    let t = with_claude();
+    let t = TestContext::with_claude();
     t.run([
         "host",
         "start",
@@ -229,7 +229,7 @@ fn host_status_json_direct_and_under_launchd() {
 
 #[test]
 fn errors_under_json_are_one_document_on_stdout() {
-    let t = with_claude();
+    let t = TestContext::with_claude();
     t.run(["config", "sync", "real", "--port", "18999"]).ok();
     let r = snap_doc(
         "error_json_unknown_stack",

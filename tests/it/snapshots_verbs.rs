@@ -3,7 +3,7 @@
 //! whole here or there, and `contains` is kept for properties.
 
 use crate::common::{free_port, TestContext};
-use crate::snapshots::{installed, settings, snap, snap_table, with_claude};
+use crate::snapshots::{installed, settings, snap, snap_table};
 
 /// `snap` for a document whose key order and values are the contract: pretty JSON, filtered.
 #[track_caller]
@@ -101,7 +101,7 @@ fn the_config_and_provider_verbs_show_their_documents() {
 #[test]
 fn the_direct_host_verbs_say_what_they_did() {
     let port = free_port();
-    let t = with_claude();
+    let t = TestContext::with_claude();
     let p = port.to_string();
     snap(
         "host_start",

@@ -2,11 +2,12 @@
 //! exists, managed preferences), and what they read of a terminal's output.
 
 use std::ffi::OsStr;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 
-use super::{real_node, TestContext, BIN};
+use super::{args, free_port, real_node, TestContext, BIN};
 
 impl TestContext {
     /// A HOME with the simulator and the machine's Node pinned (`OYSTERUN_NODE_BIN`): each
@@ -15,6 +16,42 @@ impl TestContext {
         let mut t = TestContext::new();
         t.use_sim();
         t.pin_node();
+        t
+    }
+
+    /// A HOME with the simulator and the Host fixture pinned (`OYSTERUN_ROOT`,
+    /// `OYSTERUN_NODE_BIN`), so Host commands need no --root/--node-bin.
+    pub fn with_pinned_host() -> TestContext {
+        let mut t = TestContext::new();
+        t.use_sim();
+        t.pin_host_env();
+        t
+    }
+
+    /// [`TestContext::with_pinned_host`], and claude installed in ~/.local/bin.
+    pub fn with_claude() -> TestContext {
+        let t = TestContext::with_pinned_host();
+        t.fake_exe(&t.home.join(".local/bin/claude"));
+        t
+    }
+
+    /// [`TestContext::with_claude`] with three stacks, each on its own free port: production
+    /// installed and verified, `two` installed then stopped, and `third` only configured
+    /// (`config sync`).
+    pub fn with_three_stacks(third: &str) -> TestContext {
+        let t = TestContext::with_claude();
+        t.run(args(&["agent", "install"]).port(free_port()).settle(200))
+            .ok();
+        t.run(
+            args(&["agent", "install"])
+                .stack("two")
+                .port(free_port())
+                .settle(200),
+        )
+        .ok();
+        t.run(["agent", "stop", "--stack", "two"]).ok();
+        t.run(args(&["config", "sync"]).stack(third).port(free_port()))
+            .ok();
         t
     }
 
@@ -136,6 +173,32 @@ impl TestContext {
         S: AsRef<OsStr>,
     {
         pty_report(&mut self.pty_cmd(answer, args))
+    }
+}
+
+impl TestContext {
+    /// Starts oyster with `args` on a new pseudo-terminal, 24 rows by `cols` when given (else
+    /// the kernel's default size), its stdin, stdout and stderr all the terminal: the child and
+    /// the terminal's master side (what it shows, and its keyboard).
+    pub fn spawn_on_pty(&self, args: &[&str], cols: Option<u16>) -> (Child, std::fs::File) {
+        let size = cols.map(|cols| nix::pty::Winsize {
+            ws_row: 24,
+            ws_col: cols,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        });
+        let pty = nix::pty::openpty(size.as_ref(), None).unwrap();
+        let slave = |fd: &OwnedFd| Stdio::from(fd.try_clone().unwrap());
+        let child = self
+            .cmd()
+            .args(args)
+            .stdin(slave(&pty.slave))
+            .stdout(slave(&pty.slave))
+            .stderr(slave(&pty.slave))
+            .spawn()
+            .unwrap();
+        drop(pty.slave);
+        (child, std::fs::File::from(pty.master))
     }
 }
 

@@ -93,6 +93,20 @@ impl Stack {
         }
     }
 
+    /// [`Stack::new`] with the root and the machine's Node pinned in the environment
+    /// (`OYSTERUN_ROOT`, `OYSTERUN_NODE_BIN`): its commands need no --root/--node-bin.
+    pub fn pinned(name: &'static str) -> Stack {
+        let mut t = TestContext::new();
+        t.use_sim();
+        let root = t.pin_host_env();
+        Stack {
+            t,
+            root,
+            name,
+            port: free_port(),
+        }
+    }
+
     /// `agent VERB --stack NAME --root ROOT --node-bin NODE --port P --wait 10 --settle-ms 300`.
     pub fn args(&self, verb: &str) -> Vec<String> {
         self.host_args(&["agent", verb]).wait(10, 300).into()
@@ -165,10 +179,32 @@ impl Stack {
         format!("{kind}/{}", nix::unistd::getuid())
     }
 
+    /// `KIND/<uid>/LABEL`: the job in a launchd domain of this user.
+    pub fn target(&self, kind: &str) -> String {
+        format!("{}/{}", self.domain(kind), self.label())
+    }
+
     /// Whether the simulator has the job loaded in the domain `KIND/<uid>`.
     pub fn loaded_in(&self, kind: &str) -> bool {
-        let target = format!("{}/{}", self.domain(kind), self.label());
-        self.t.sim(&["print", &target]).code() == 0
+        self.t.sim(&["print", &self.target(kind)]).code() == 0
+    }
+
+    /// The pid the simulator's `gui/<uid>` job runs, if any.
+    pub fn launchd_pid(&self) -> Option<u32> {
+        let out = self.t.sim(&["print", &self.target("gui")]).stdout();
+        out.lines()
+            .find_map(|l| l.trim().strip_prefix("pid = "))
+            .and_then(|p| p.parse().ok())
+    }
+
+    /// `~/.oysterun-stacks/NAME/run`: the Host's identity files and oyster's exec record.
+    pub fn run_dir(&self) -> PathBuf {
+        self.stack_dir().join("run")
+    }
+
+    /// The Host log as it is now (empty when there is none yet).
+    pub fn host_log(&self) -> String {
+        std::fs::read_to_string(self.stack_dir().join("logs/oysterun-host.log")).unwrap_or_default()
     }
 
     /// Whether the simulator's domain `KIND/<uid>` has the label disabled.
