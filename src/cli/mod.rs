@@ -37,11 +37,11 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
-/// A group of subcommands (`agent`, `providers`, `config`, `host`, `mdm`) whose own
-/// subcommands clap builds only when the command line names the group (clap's
-/// `Command::defer`): an everyday run never pays for the trees it does not use. Whatever walks
-/// the whole tree (help, man pages, completions, the nearest-name hints) takes
-/// [`Cli::whole`], which builds it all.
+/// A part of the tree clap builds only when the command line names it (clap's
+/// `Command::defer`): a group's subcommands (`agent`, `providers`, `config`, `host`, `mdm`) or
+/// a verb's options (`setup`, `logs`, `cleanup`, `inventory`, `start`, `restart`). An everyday
+/// run never pays for the trees it does not use. Whatever walks the whole tree (help, man
+/// pages, completions, the nearest-name hints) takes [`Cli::whole`], which builds it all.
 #[derive(Debug, Clone)]
 pub struct Deferred<T>(pub T);
 
@@ -73,6 +73,19 @@ fn keeping_words(
         cmd = cmd.long_about(long_about);
     }
     cmd
+}
+
+/// A verb whose options clap adds only when the command line names it (the same `defer`).
+impl<T: Args> Args for Deferred<T> {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        cmd.defer(|verb| keeping_words(verb, T::augment_args))
+    }
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        cmd.defer(|verb| keeping_words(verb, T::augment_args_for_update))
+    }
+    fn group_id() -> Option<clap::Id> {
+        T::group_id()
+    }
 }
 
 impl<T: clap::FromArgMatches> clap::FromArgMatches for Deferred<T> {
@@ -160,16 +173,16 @@ const RESTORE_HELP: &str = "Before restarting, run the root's host-service/cli/p
 pub enum Command {
     /// Release Setup: plan providers, config, AgentFolder and service; ask; then apply (a
     /// cancel changes nothing, a failure rolls back).
-    Setup(SetupArgs),
+    Setup(Deferred<SetupArgs>),
     /// The launchd job's verbs, also as `oyster agent VERB`: both forms parse into the same
     /// variant.
     #[command(flatten)]
     Job(JobCommand),
     /// Print the Host log (secrets redacted); `-f` follows it, across rotation and truncation.
-    Logs(LogsArgs),
+    Logs(Deferred<LogsArgs>),
     /// Remove stacks that hold nothing but oyster's own bookkeeping (no plist, no Host, no
     /// config, no log): lists them, asks on a terminal, `--yes` without one.
-    Cleanup(CleanupArgs),
+    Cleanup(Deferred<CleanupArgs>),
     /// Check node, providers, the plist, launchd, the live Host and the log dir; say the fix.
     Doctor {
         /// Print JSON.
@@ -228,7 +241,7 @@ pub enum Command {
     Mdm(Deferred<MdmCommand>),
     /// One JSON document about oyster on this Mac (every user's stacks when run as root), for
     /// MDM inventory; read-only, bounded, exit 0 even when something is broken.
-    Inventory(InventoryArgs),
+    Inventory(Deferred<InventoryArgs>),
     /// The stacks on this machine, one per line (what the completion scripts offer).
     #[command(name = "__complete-stacks", hide = true)]
     CompleteStacks,
@@ -251,7 +264,7 @@ pub enum JobCommand {
         target: Target,
     },
     #[command(about = START_ABOUT)]
-    Start(StartArgs),
+    Start(Deferred<StartArgs>),
     #[command(about = STOP_ABOUT)]
     Stop {
         /// Stop it now but keep it registered: launchd starts it again at the next login (as
@@ -265,7 +278,7 @@ pub enum JobCommand {
         targets: Targets,
     },
     #[command(about = RESTART_ABOUT)]
-    Restart(RestartArgs),
+    Restart(Deferred<RestartArgs>),
     #[command(visible_alias = "ls", about = LIST_ABOUT)]
     List {
         /// Print JSON.
@@ -492,22 +505,36 @@ impl From<ModeArg> for crate::setup::Mode {
 mod tests;
 
 impl Cli {
-    /// The whole tree, every [`Deferred`] group's subcommands added: for what walks it (help,
-    /// man pages, completions, the hints that name the verb a user meant). A test keeps this
-    /// list of groups equal to the `Deferred` variants.
+    /// The whole tree, every [`Deferred`] part added: for what walks it (help, man pages,
+    /// completions, the hints that name the verb a user meant). A test proves nothing is left
+    /// deferred in it.
     pub fn whole() -> clap::Command {
         /// A deferred group with its subcommands added now (its deferred step made a no-op).
-        fn now<T: Subcommand>(group: clap::Command) -> clap::Command {
+        fn group<T: Subcommand>(group: clap::Command) -> clap::Command {
             keeping_words(group.defer(std::convert::identity), T::augment_subcommands)
         }
-        <Cli as clap::CommandFactory>::command().mut_subcommands(|sc| match sc.get_name() {
-            "agent" => now::<AgentCommand>(sc),
-            "providers" => now::<ProvidersCommand>(sc),
-            "config" => now::<ConfigCommand>(sc),
-            "host" => now::<HostCommand>(sc),
-            "mdm" => now::<MdmCommand>(sc),
-            _ => sc,
-        })
+        /// A deferred verb with its options added now.
+        fn verb<T: Args>(verb: clap::Command) -> clap::Command {
+            keeping_words(verb.defer(std::convert::identity), T::augment_args)
+        }
+        /// The top level's and `agent`'s deferred parts (the job's verbs are in both).
+        fn now(sc: clap::Command) -> clap::Command {
+            match sc.get_name() {
+                "agent" => group::<AgentCommand>(sc).mut_subcommands(now),
+                "providers" => group::<ProvidersCommand>(sc),
+                "config" => group::<ConfigCommand>(sc),
+                "host" => group::<HostCommand>(sc),
+                "mdm" => group::<MdmCommand>(sc),
+                "setup" => verb::<SetupArgs>(sc),
+                "logs" => verb::<LogsArgs>(sc),
+                "cleanup" => verb::<CleanupArgs>(sc),
+                "inventory" => verb::<InventoryArgs>(sc),
+                "start" => verb::<StartArgs>(sc),
+                "restart" => verb::<RestartArgs>(sc),
+                _ => sc,
+            }
+        }
+        <Cli as clap::CommandFactory>::command().mut_subcommands(now)
     }
 
     /// Parses `args`; the help text (examples, the environment block) is laid out only when

@@ -148,7 +148,7 @@ fn qr(q: QrArgs) -> Qr {
 
 fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
     match command {
-        Command::Setup(a) => setup_verb(a, n),
+        Command::Setup(Deferred(a)) => setup_verb(a, n),
         Command::Job(job) | Command::Agent(Deferred(AgentCommand::Job(job))) => job_verb(job, n),
         Command::Agent(Deferred(AgentCommand::Print { host, target })) => {
             n.target(target);
@@ -169,14 +169,14 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
                 timing: verify.timing(),
             }
         }
-        Command::Logs(a) => {
+        Command::Logs(Deferred(a)) => {
             n.target(&a.target);
             Verb::Logs(Logs {
                 lines: a.lines,
                 follow: a.follow,
             })
         }
-        Command::Cleanup(a) => {
+        Command::Cleanup(Deferred(a)) => {
             n.unnamed = true;
             Verb::Cleanup(Cleanup {
                 yes: a.yes,
@@ -232,7 +232,7 @@ fn unnamed_verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
                 organization: organization.clone(),
             }
         }
-        Command::Inventory(a) => {
+        Command::Inventory(Deferred(a)) => {
             n.unnamed = true;
             n.json = a.json;
             Verb::Inventory(Inventory {
@@ -360,7 +360,7 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
             n.all = *all;
             Verb::Status
         }
-        JobCommand::Start(a) => {
+        JobCommand::Start(Deferred(a)) => {
             n.targets(&a.targets);
             Verb::Start(starting(&a.host, &a.verify, a.qr, false))
         }
@@ -375,7 +375,7 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
                 no_wait: *no_wait,
             }
         }
-        JobCommand::Restart(a) => {
+        JobCommand::Restart(Deferred(a)) => {
             n.targets(&a.targets);
             Verb::Restart(starting(&a.host, &a.verify, a.qr, a.restore_sessions))
         }

@@ -139,8 +139,47 @@ fn a_stack_named_twice_differently_or_beside_all_is_refused_and_a_bad_name_too()
     assert!(refused(&["stop", "dev", "--stack", "dev"]).is_none());
 }
 
+/// Arguments and subcommands of `cmd` by name, without the ones `build` adds (help, version).
+fn parts(cmd: &clap::Command) -> (Vec<String>, Vec<String>) {
+    let args = cmd
+        .get_arguments()
+        .map(|a| a.get_id().to_string())
+        .filter(|id| id != "help" && id != "version")
+        .collect();
+    let subs = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_owned())
+        .filter(|n| n != "help")
+        .collect();
+    (args, subs)
+}
+
+/// Every command below `cmd` (itself included), by path.
+fn every_command(cmd: &clap::Command, path: String, out: &mut Vec<(String, clap::Command)>) {
+    for sub in cmd.get_subcommands() {
+        every_command(sub, format!("{path} {}", sub.get_name()), out);
+    }
+    out.push((path, cmd.clone()));
+}
+
 #[test]
-fn groups_are_built_only_when_named_and_whole_for_what_walks_the_tree() {
+fn nothing_is_left_deferred_in_the_whole_tree() {
+    let mut all = vec![];
+    every_command(&Cli::whole(), "oyster".into(), &mut all);
+    for (path, cmd) in all {
+        // Building runs whatever is still deferred: it must add nothing.
+        let mut built = cmd.clone();
+        built.build();
+        assert_eq!(
+            parts(&cmd),
+            parts(&built),
+            "`{path}` is still deferred in Cli::whole"
+        );
+    }
+}
+
+#[test]
+fn groups_and_big_verbs_are_built_only_when_named() {
     use clap::CommandFactory;
     let lazy = Cli::command();
     let whole = Cli::whole();
@@ -150,38 +189,34 @@ fn groups_are_built_only_when_named_and_whole_for_what_walks_the_tree() {
         .map(clap::Command::get_name)
         .collect();
     assert_eq!(groups, ["providers", "config", "agent", "host", "mdm"]);
-    // An everyday run builds none of them…
-    for g in &groups {
-        let sub = lazy.find_subcommand(g).unwrap();
-        assert!(!sub.has_subcommands(), "{g} is built in every run");
-        // …and keeps each group's own words for the top-level help.
+    for name in groups
+        .iter()
+        .chain(&["setup", "logs", "cleanup", "inventory", "start", "restart"])
+    {
+        let sub = lazy.find_subcommand(name).unwrap();
+        // An everyday run builds none of them…
+        assert_eq!(
+            parts(sub),
+            (vec![], vec![]),
+            "`{name}` is built in every run"
+        );
+        // …and keeps each one's own words for the top-level help.
         assert_eq!(
             sub.get_about().map(ToString::to_string),
             whole
-                .find_subcommand(g)
+                .find_subcommand(name)
                 .unwrap()
                 .get_about()
                 .map(ToString::to_string)
         );
     }
-    // A group `whole` forgot would show here with its subcommands required and none listed.
-    for sc in whole.get_subcommands() {
-        assert!(
-            !sc.is_subcommand_required_set() || sc.has_subcommands(),
-            "{} is deferred but `Cli::whole` does not add its subcommands",
-            sc.get_name()
-        );
+    // Naming one builds it: its options parse through the lazy tree, under `agent` too.
+    for words in [
+        &["oyster", "agent", "regenerate", "--dry-run"][..],
+        &["oyster", "agent", "restart", "--no-qr"][..],
+        &["oyster", "setup", "--no-start"][..],
+    ] {
+        let args: Vec<OsString> = words.iter().map(Into::into).collect();
+        Cli::parse_args(&args).unwrap_or_else(|e| panic!("{words:?}: {e}"));
     }
-    // Naming a group builds it: its verbs parse through the lazy tree.
-    let args: Vec<OsString> = ["oyster", "agent", "regenerate", "--dry-run"]
-        .map(Into::into)
-        .to_vec();
-    let cli = Cli::parse_args(&args).unwrap();
-    assert!(matches!(
-        cli.command,
-        Some(Command::Agent(Deferred(AgentCommand::Regenerate {
-            dry_run: true,
-            ..
-        })))
-    ));
 }
