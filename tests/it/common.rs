@@ -144,7 +144,7 @@ impl TestContext {
     /// Copies the Host fixture and pins it with `OYSTERUN_ROOT` and `OYSTERUN_NODE_BIN` (the
     /// real node), so Host commands need no --root/--node-bin. Returns the root.
     pub fn pin_host_env(&mut self) -> PathBuf {
-        let root = self.fixture_root("root");
+        let root = fixture_root_at(&self.host_root());
         self.extra_env
             .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
         self.extra_env.push((

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::common::TestContext;
+use crate::common::{args, TestContext};
 
 fn snapshot(t: &TestContext) -> (Vec<u8>, i64, i64, u64) {
     let m = std::fs::metadata(t.config_path()).unwrap();
@@ -267,7 +267,7 @@ fn new_files_are_0600_in_a_0700_dir_and_existing_modes_are_kept() {
 #[test]
 fn port_is_recorded_by_sync_and_stacks_are_separate() {
     let t = TestContext::new();
-    t.run(["config", "sync", "--stack", "dev-1", "--port", "7001"])
+    t.run(args(&["config", "sync"]).stack("dev-1").port(7001))
         .ok();
     let dev = t.home.join(".oysterun-stacks/dev-1/host/config.json");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(dev).unwrap()).unwrap();
@@ -280,7 +280,7 @@ fn port_is_recorded_by_sync_and_stacks_are_separate() {
         .exists());
     t.run(["config", "sync", "--stack", "Bad_Name"])
         .fails_with(2);
-    t.run(["config", "sync", "--port", "0"]).fails_with(2);
+    t.run(args(&["config", "sync"]).port(0)).fails_with(2);
 }
 
 #[test]

@@ -5,7 +5,7 @@
 
 use std::process::{Child, Command, Stdio};
 
-use crate::common::{free_port, real_node, wait_until, Stack, TestContext};
+use crate::common::{args, free_port, real_node, wait_until, Stack, TestContext};
 
 /// A process of the test's own listening on `port` on every interface, like another Host.
 fn impostor(t: &TestContext, port: u16) -> Child {
@@ -217,22 +217,14 @@ fn a_direct_host_is_proven_by_the_exec_record_when_the_kernel_hides_it() {
     t.extra_env.push(("OYSTER_ENV_PROOF".into(), "exec".into()));
     let port = free_port().to_string();
     let node = real_node();
-    t.run([
-        "host",
-        "start",
-        "--stack",
-        "dx",
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        node.to_str().unwrap(),
-        "--port",
-        &port,
-        "--wait",
-        "10",
-        "--settle-ms",
-        "300",
-    ])
+    t.run(
+        args(&["host", "start"])
+            .stack("dx")
+            .root(&root)
+            .node(&node)
+            .port(&port)
+            .wait(10, 300),
+    )
     .ok();
     let st = t
         .run(["host", "status", "--stack", "dx", "--json"])

@@ -2,7 +2,7 @@
 //! script can read under `--json`, names that are not stacks, and help that offers only what
 //! a command takes.
 
-use crate::common::{free_port, shown_width, TestContext};
+use crate::common::{args, free_port, shown_width, TestContext};
 use crate::snapshots::{installed, snap_table};
 
 #[test]
@@ -45,7 +45,7 @@ fn a_json_error_is_one_document_on_stdout_with_the_text_still_on_stderr() {
 fn all_and_oysteruns_reserved_names_are_not_stack_names() {
     let t = TestContext::new();
     let port = free_port().to_string();
-    let r = t.run(["install", "all", "--port", &port]).fails_with(2);
+    let r = t.run(args(&["install", "all"]).port(&port)).fails_with(2);
     assert!(r.stderr().contains("--all"), "{}", r.stderr());
     for name in ["local", "phone", "daily", "shared"] {
         let r = t.run(["setup", name, "--dry-run"]).fails_with(2);
@@ -130,14 +130,7 @@ fn config_sync_with_a_new_port_says_the_host_still_runs_on_the_old_one() {
     let t = installed(port);
     let new = free_port();
     let r = t
-        .run([
-            "config",
-            "sync",
-            "--stack",
-            "snap",
-            "--port",
-            &new.to_string(),
-        ])
+        .run(args(&["config", "sync"]).stack("snap").port(new))
         .ok();
     let out = r.stdout();
     assert!(
@@ -150,14 +143,7 @@ fn config_sync_with_a_new_port_says_the_host_still_runs_on_the_old_one() {
     t.run(["agent", "regenerate", "snap", "--settle-ms", "200"])
         .ok();
     let out = t
-        .run([
-            "config",
-            "sync",
-            "--stack",
-            "snap",
-            "--port",
-            &new.to_string(),
-        ])
+        .run(args(&["config", "sync"]).stack("snap").port(new))
         .ok()
         .stdout();
     assert!(
@@ -315,7 +301,7 @@ fn a_launchagents_dir_the_user_cannot_write_is_named_with_its_fix_and_nothing_ch
     // Read-only (mode 555): refused by its mode, also for root, who could write it anyway.
     std::fs::set_permissions(&agents, std::fs::Permissions::from_mode(0o555)).unwrap();
     let before = crate::common::tree(&t.home);
-    let r = t.run(["install", "pa", "--port", &port]).fails_with(1);
+    let r = t.run(args(&["install", "pa"]).port(&port)).fails_with(1);
     let err = r.stderr();
     assert!(
         err.contains("Library/LaunchAgents") && err.contains("mode is 0555"),
@@ -329,7 +315,7 @@ fn a_launchagents_dir_the_user_cannot_write_is_named_with_its_fix_and_nothing_ch
     if nix::unistd::geteuid().is_root() {
         std::os::unix::fs::chown(&agents, Some(54321), None).unwrap();
         let before = crate::common::tree(&t.home);
-        let r = t.run(["install", "pa", "--port", &port]).fails_with(1);
+        let r = t.run(args(&["install", "pa"]).port(&port)).fails_with(1);
         assert!(r.stderr().contains("owned by uid 54321"), "{}", r.stderr());
         assert!(r.stderr().contains("sudo chown $USER"), "{}", r.stderr());
         assert_eq!(crate::common::tree(&t.home), before, "nothing was written");
@@ -355,7 +341,7 @@ fn info_all_shows_every_stack_and_exits_1_unless_each_is_verified() {
     let port = free_port();
     let t = installed(port);
     let other = free_port().to_string();
-    t.run(["install", "snap2", "--port", &other, "--settle-ms", "200"])
+    t.run(args(&["install", "snap2"]).port(&other).settle(200))
         .ok();
     let doc = t.run(["info", "--all", "--json"]).ok().json();
     let stacks: Vec<&str> = doc["stacks"]
@@ -386,15 +372,8 @@ fn at_80_columns_no_line_is_wider_than_the_terminal_and_piped_output_is_never_wr
     // A long stack name and a stopped stack: the stop line, a status note and the list row
     // run long.
     let other = free_port().to_string();
-    t.run([
-        "install",
-        "second-stack",
-        "--port",
-        &other,
-        "--settle-ms",
-        "200",
-    ])
-    .ok();
+    t.run(args(&["install", "second-stack"]).port(&other).settle(200))
+        .ok();
     let commands: Vec<Vec<&str>> = vec![
         vec!["stop", "second-stack"],
         vec!["status", "second-stack"],

@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use crate::common::{plistlib, TestContext};
+use crate::common::{args, plistlib, TestContext};
 
 /// Python's own UUIDv5 of `name` in the DNS namespace, upper-case (an independent derivation).
 fn python_uuid5(name: &str) -> String {
@@ -377,15 +377,8 @@ fn inventory_user_part_is_the_users_entry_of_the_document() {
     use crate::common::free_port;
     let t = TestContext::new();
     for stack in ["alpha", "beta"] {
-        t.run([
-            "config",
-            "sync",
-            "--stack",
-            stack,
-            "--port",
-            &free_port().to_string(),
-        ])
-        .ok();
+        t.run(args(&["config", "sync"]).stack(stack).port(free_port()))
+            .ok();
     }
     let part = t.run(["inventory", "--user-part"]).ok().json();
     let doc = t.run(["inventory", "--json"]).ok().json();

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{free_port, write_binary_plist, TestContext};
+use crate::common::{args, free_port, write_binary_plist, TestContext};
 
 fn dict(pairs: Vec<(&str, plist::Value)>) -> plist::Value {
     let mut d = plist::Dictionary::new();
@@ -168,14 +168,7 @@ fn a_forced_value_is_refused_without_writing_and_wins_over_config_json() {
         );
     }
     let r = t
-        .run([
-            "config",
-            "sync",
-            "--stack",
-            "dev",
-            "--port",
-            &m.mine.to_string(),
-        ])
+        .run(args(&["config", "sync"]).stack("dev").port(m.mine))
         .fails_with(1);
     assert!(r.stderr().contains(&file) || r.stderr().contains("Managed Preferences"));
 
@@ -189,18 +182,10 @@ fn a_forced_value_is_refused_without_writing_and_wins_over_config_json() {
     assert_eq!(doc["default_browse_path"], "/Shared/Mine");
     assert_eq!(doc["history"][0], "kept");
     // The forced port itself is no change: accepted.
-    t.run([
-        "config",
-        "sync",
-        "--stack",
-        "dev",
-        "--port",
-        &m.forced.to_string(),
-    ])
-    .ok();
-    // Production has no port forced: its --port is the user's.
-    t.run(["config", "sync", "--port", &m.mine.to_string()])
+    t.run(args(&["config", "sync"]).stack("dev").port(m.forced))
         .ok();
+    // Production has no port forced: its --port is the user's.
+    t.run(args(&["config", "sync"]).port(m.mine)).ok();
     assert_eq!(t.read_config()["port"], m.mine);
     assert_eq!(
         t.read_config()["provider_command_intent"]["codex"],

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{free_port, runner_tool, TestContext, BIN};
+use crate::common::{args, free_port, runner_tool, TestContext, BIN};
 
 /// A HOME with the simulator and the pinned Node.
 fn ctx() -> TestContext {
@@ -479,16 +479,7 @@ fn a_failed_start_with_a_new_port_does_not_run_the_stopped_host_again() {
     TestContext::fixture_flag(&root, "crash-on-start", "");
     let port = free_port().to_string();
     let e = t
-        .run([
-            "start",
-            "np",
-            "--port",
-            &port,
-            "--wait",
-            "5",
-            "--settle-ms",
-            "200",
-        ])
+        .run(args(&["start", "np"]).port(&port).wait(5, 200))
         .fails_with(1)
         .stderr();
     assert!(e.contains("the Host stays stopped"), "{e}");

@@ -306,20 +306,10 @@ fn config_sync_port_of_a_stopped_host_does_not_say_it_still_runs() {
     t.use_sim();
     t.pin_host_env();
     let old = free_port();
-    t.run([
-        "install",
-        "snap",
-        "--port",
-        &old.to_string(),
-        "--settle-ms",
-        "200",
-    ])
-    .ok();
+    t.run(args(&["install", "snap"]).port(old).settle(200)).ok();
     t.run(["stop", "snap"]).ok();
     let new = free_port();
-    let r = t
-        .run(["config", "sync", "snap", "--port", &new.to_string()])
-        .ok();
+    let r = t.run(args(&["config", "sync", "snap"]).port(new)).ok();
     let out = r.stdout();
     assert!(!out.contains("still runs"), "{out}");
     assert!(

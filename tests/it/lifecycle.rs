@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::common::{real_node, Run, Stack, TestContext};
+use crate::common::{args, real_node, Run, Stack, TestContext};
 
 /// Stack `lc`: the fixture Host under the simulator.
 fn lc() -> Stack {
@@ -354,18 +354,13 @@ fn direct_start_is_refused_while_the_agent_is_loaded() {
     agent(&l, "install").ok();
     let port = l.port.to_string();
     let e =
-        l.t.run([
-            "host",
-            "start",
-            "--stack",
-            "lc",
-            "--root",
-            l.root.to_str().unwrap(),
-            "--node-bin",
-            real_node().to_str().unwrap(),
-            "--port",
-            &port,
-        ])
+        l.t.run(
+            args(&["host", "start"])
+                .stack("lc")
+                .root(&l.root)
+                .node(real_node())
+                .port(&port),
+        )
         .fails_with(1)
         .stderr();
     assert!(e.contains("LaunchAgent") && e.contains("loaded"), "{e}");

@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::common::{free_port, plistlib, real_node, TestContext, BIN};
+use crate::common::{args, free_port, plistlib, real_node, TestContext, BIN};
 use crate::runner::start_direct;
 
 #[test]
@@ -165,7 +165,11 @@ fn doctor_and_status_notice_a_plist_from_oysteruns_installer_and_regenerate_take
     // Oysterun's plist names no port: given one from the allocator, not production's 8802.
     let port = free_port().to_string();
     let out = t
-        .run(["agent", "regenerate", "--no-restart", "--port", &port])
+        .run(
+            args(&["agent", "regenerate"])
+                .extra(&["--no-restart"])
+                .port(&port),
+        )
         .ok()
         .stdout();
     assert!(out.contains("written"), "{out}");

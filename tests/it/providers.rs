@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use crate::common::TestContext;
+use crate::common::{args, TestContext};
 
 const P: &str = "claude";
 const Q: &str = "codex";
@@ -307,7 +307,7 @@ fn set_says_whether_the_host_needs_a_refresh_and_warns_about_a_path_that_cannot_
     t.use_sim();
     t.pin_host_env();
     let port = crate::common::free_port().to_string();
-    t.run(["agent", "install", "--port", &port, "--settle-ms", "200"])
+    t.run(args(&["agent", "install"]).port(&port).settle(200))
         .ok();
     // A new directory on the Host's PATH: the running Host must be refreshed, and it is said how.
     let exe = t.fake_exe(&t.path("tools/q"));

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use crate::bounded::{bounded, snapshot, Snapshot};
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{args, free_port, real_node, TestContext};
 
 /// Issue 12 item 10: `OYSTER_LAUNCHCTL_TIMEOUT_SECS` larger than any duration is invalid input
 /// (exit 2 naming the variable, never a panic's 101) for every verb that calls launchctl, and
@@ -97,8 +97,12 @@ fn uninstall_without_launchctl_removes_the_plist_and_says_it_could_not_boot_out(
     let mut t = TestContext::new();
     t.pin_host_env();
     let port = free_port().to_string();
-    t.run(["agent", "regenerate", "--no-restart", "--port", &port])
-        .ok();
+    t.run(
+        args(&["agent", "regenerate"])
+            .extra(&["--no-restart"])
+            .port(&port),
+    )
+    .ok();
     let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.plist");
     assert!(plist.exists());
     let r = bounded(

@@ -1,6 +1,6 @@
 //! Regressions found by trying oyster as a hostile user would, each named after what broke.
 
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{args, free_port, real_node, TestContext};
 
 fn stack(
     t: &TestContext,
@@ -161,18 +161,12 @@ fn the_everyday_verbs_see_a_directly_started_host() {
     let mut t = TestContext::new();
     t.pin_host_env();
     let port = free_port().to_string();
-    t.run([
-        "host",
-        "start",
-        "--stack",
-        "dh",
-        "--port",
-        &port,
-        "--wait",
-        "10",
-        "--settle-ms",
-        "300",
-    ])
+    t.run(
+        args(&["host", "start"])
+            .stack("dh")
+            .port(&port)
+            .wait(10, 300),
+    )
     .ok();
     let st = t.run(["status", "--json", "--stack", "dh"]).ok().json();
     assert_eq!(

@@ -9,7 +9,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::common::{free_port, real_node, sim_bin, Run, TestContext, BIN};
+use crate::common::{args, free_port, real_node, sim_bin, Run, TestContext, BIN};
 
 /// The version the real node reports (`v22.1.0`), to filter it out.
 fn real_node_version() -> String {
@@ -176,16 +176,12 @@ pub fn snap(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> Run {
 /// [`TestContext::with_claude`], plus the agent installed and verified for stack `snap` on `port`.
 pub fn installed(port: u16) -> TestContext {
     let t = TestContext::with_claude();
-    t.run([
-        "agent",
-        "install",
-        "--stack",
-        "snap",
-        "--port",
-        &port.to_string(),
-        "--settle-ms",
-        "200",
-    ])
+    t.run(
+        args(&["agent", "install"])
+            .stack("snap")
+            .port(port)
+            .settle(200),
+    )
     .ok();
     t
 }
@@ -407,7 +403,7 @@ fn note_older_nodes_passed_over() {
     let root = t.fixture_root("root");
     node_on_path(&mut t, "old", "v18.19.0");
     node_on_path(&mut t, "new", "v22.1.0");
-    let r = t.run(["agent", "print", "--root", root.to_str().unwrap()]);
+    let r = t.run(args(&["agent", "print"]).root(&root));
     settings(&t, &[]).bind(|| {
         insta::assert_snapshot!("note_older_nodes_passed_over", r.stderr());
     });
@@ -483,27 +479,16 @@ pub fn snap_table(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> 
 fn list_of_three_stacks() {
     let (p1, p2, p3) = (free_port(), free_port(), free_port());
     let t = installed(p1);
-    t.run([
-        "agent",
-        "install",
-        "--stack",
-        "snap2",
-        "--port",
-        &p2.to_string(),
-        "--settle-ms",
-        "200",
-    ])
+    t.run(
+        args(&["agent", "install"])
+            .stack("snap2")
+            .port(p2)
+            .settle(200),
+    )
     .ok();
     t.run(["agent", "stop", "--stack", "snap2"]).ok();
-    t.run([
-        "config",
-        "sync",
-        "--stack",
-        "snap3",
-        "--port",
-        &p3.to_string(),
-    ])
-    .ok();
+    t.run(args(&["config", "sync"]).stack("snap3").port(p3))
+        .ok();
     snap_table("list_three_stacks", &t, &["list"], &[p1, p2, p3]).ok();
 }
 
@@ -544,7 +529,7 @@ fn agent_stop_and_start() {
 #[test]
 fn error_unknown_stack() {
     let t = TestContext::with_claude();
-    t.run(["config", "sync", "--stack", "real", "--port", "18999"])
+    t.run(args(&["config", "sync"]).stack("real").port(18999))
         .ok();
     snap(
         "error_unknown_stack",

@@ -3,7 +3,7 @@
 //! clean, `inventory` (summary and `--json`) and `mdm profile`. Filtered as `snapshots.rs`
 //! filters them.
 
-use crate::common::{free_port, TestContext};
+use crate::common::{args, free_port, TestContext};
 use crate::snapshots::{installed, settings, shown, snap, snap_table};
 use crate::snapshots_more::snap_doc;
 
@@ -51,7 +51,7 @@ fn cleanup_lists_removes_and_purges() {
     let t = installed(port);
     leftover(&t, "dev");
     // An uninstalled stack that still holds its config and logs.
-    t.run(["config", "sync", "old", "--port", &free_port().to_string()])
+    t.run(args(&["config", "sync", "old"]).port(free_port()))
         .ok();
     snap("cleanup_dry_run", &t, &["cleanup", "--dry-run"], &[port]).ok();
     snap("cleanup_yes", &t, &["cleanup", "--yes"], &[port]).ok();

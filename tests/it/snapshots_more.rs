@@ -4,7 +4,7 @@
 //! `host status --json`, and errors under `--json` (one document on stdout). Filtered as
 //! `snapshots.rs` filters them; `contains` is kept for properties elsewhere.
 
-use crate::common::{free_port, Run, TestContext};
+use crate::common::{args, free_port, Run, TestContext};
 use crate::snapshots::{installed, settings, shown, snap};
 
 /// `snap` for a run whose stdout is a JSON document: the command, the exit code, stdout and
@@ -21,7 +21,7 @@ pub fn snap_doc(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> Ru
 #[test]
 fn logs_prints_the_last_lines_redacted_and_n_chooses_how_many() {
     let t = TestContext::with_claude();
-    t.run(["config", "sync", "lg", "--port", "18123"]).ok();
+    t.run(args(&["config", "sync", "lg"]).port(18123)).ok();
     let log = t.home.join(".oysterun-stacks/lg/logs/oysterun-host.log");
     std::fs::create_dir_all(log.parent().unwrap()).unwrap();
     let lines: Vec<String> = (1..=25)
@@ -192,16 +192,8 @@ fn config_sync_that_changes_the_port_of_a_running_host() {
 fn host_status_json_direct_and_under_launchd() {
     let port = free_port();
     let t = TestContext::with_claude();
-    t.run([
-        "host",
-        "start",
-        "dh",
-        "--port",
-        &port.to_string(),
-        "--settle-ms",
-        "200",
-    ])
-    .ok();
+    t.run(args(&["host", "start", "dh"]).port(port).settle(200))
+        .ok();
     snap_doc(
         "host_status_json_direct",
         &t,
@@ -230,7 +222,7 @@ fn host_status_json_direct_and_under_launchd() {
 #[test]
 fn errors_under_json_are_one_document_on_stdout() {
     let t = TestContext::with_claude();
-    t.run(["config", "sync", "real", "--port", "18999"]).ok();
+    t.run(args(&["config", "sync", "real"]).port(18999)).ok();
     let r = snap_doc(
         "error_json_unknown_stack",
         &t,

@@ -28,6 +28,19 @@ impl TestContext {
         t
     }
 
+    /// [`TestContext::with_pinned_host`] with no launchd (`OYSTER_LAUNCHCTL=none`): setup and
+    /// `host start` run the Host directly.
+    pub fn with_pinned_host_no_launchd() -> TestContext {
+        let mut t = TestContext::new();
+        t.pin_host_env();
+        t
+    }
+
+    /// The Host fixture's root that [`TestContext::pin_host_env`] copied and pinned.
+    pub fn host_root(&self) -> PathBuf {
+        self.path("root")
+    }
+
     /// [`TestContext::with_pinned_host`], and claude installed in ~/.local/bin.
     pub fn with_claude() -> TestContext {
         let t = TestContext::with_pinned_host();

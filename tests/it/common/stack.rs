@@ -27,13 +27,14 @@ impl Args {
     pub fn stack(self, name: &str) -> Args {
         self.arg("--stack").arg(name)
     }
-    pub fn root(self, root: &Path) -> Args {
-        self.arg("--root").arg(root.to_str().unwrap())
+    pub fn root(self, root: impl AsRef<Path>) -> Args {
+        self.arg("--root").arg(root.as_ref().to_str().unwrap())
     }
-    pub fn node(self, node: &Path) -> Args {
-        self.arg("--node-bin").arg(node.to_str().unwrap())
+    pub fn node(self, node: impl AsRef<Path>) -> Args {
+        self.arg("--node-bin").arg(node.as_ref().to_str().unwrap())
     }
-    pub fn port(self, port: u16) -> Args {
+    /// `--port P`: a number, or the text a test holds it as (`"0"`, `"80000"` for misuse).
+    pub fn port(self, port: impl ToString) -> Args {
         self.arg("--port").arg(port.to_string())
     }
     /// `--wait SECS --settle-ms MS`: how long verification waits and how long it must hold.
