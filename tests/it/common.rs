@@ -15,7 +15,7 @@ pub mod repo;
 mod stack;
 
 pub use context::{pty_report, python, shown_width, strip_ansi, write_binary_plist};
-pub use stack::{args, install_args, Stack};
+pub use stack::{args, install_args, Args, Stack};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_oyster");
 

@@ -1,9 +1,7 @@
 //! A hostile pass over issues 31 (the first day) and 32 (fleets) as they stand: a typo of a
 //! stack in the verbs the first pass left out, and a refused first `host start`.
 
-use crate::common::{
-    args, free_port, install_args, real_node, shown_width, strip_ansi, TestContext,
-};
+use crate::common::{args, free_port, real_node, shown_width, strip_ansi, TestContext};
 
 /// A HOME with one custom stack, `snap`, that has a config (and so exists).
 fn with_snap() -> TestContext {
@@ -220,20 +218,14 @@ fn lists_log_column_is_cut_as_shown_with_home_as_tilde() {
 
 #[test]
 fn a_failed_login_qr_names_oyster_qr_for_this_stack() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    let root = t.fixture_root("root");
+    let t = TestContext::with_pinned_host();
     std::fs::write(
-        root.join("host-service/setup.mjs"),
+        t.host_root().join("host-service/setup.mjs"),
         "console.error('no QR today'); process.exit(3);\n",
     )
     .unwrap();
-    t.run(
-        install_args("snap", free_port(), &root)
-            .node(&real_node())
-            .settle(200),
-    )
-    .ok();
+    t.run(args(&["install", "snap"]).port(free_port()).settle(200))
+        .ok();
     let r = t.run(["qr", "snap"]).fails_with(1);
     assert!(
         r.stderr()
@@ -302,9 +294,7 @@ fn a_forced_node_or_root_that_does_not_work_is_the_profiles_not_a_flag_the_user_
 
 #[test]
 fn config_sync_port_of_a_stopped_host_does_not_say_it_still_runs() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    t.pin_host_env();
+    let t = TestContext::with_pinned_host();
     let old = free_port();
     t.run(args(&["install", "snap"]).port(old).settle(200)).ok();
     t.run(["stop", "snap"]).ok();
