@@ -130,8 +130,7 @@ fn setups_offered_command_without_providers_works_when_typed() {
     let node = node.to_str().unwrap();
     let out = t
         .run(
-            args(&["setup"])
-                .extra(&["--dry-run"])
+            args(&["setup", "--dry-run"])
                 .stack("st")
                 .root(root)
                 .node(node)

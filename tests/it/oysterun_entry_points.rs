@@ -165,11 +165,7 @@ fn doctor_and_status_notice_a_plist_from_oysteruns_installer_and_regenerate_take
     // Oysterun's plist names no port: given one from the allocator, not production's 8802.
     let port = free_port().to_string();
     let out = t
-        .run(
-            args(&["agent", "regenerate"])
-                .extra(&["--no-restart"])
-                .port(&port),
-        )
+        .run(args(&["agent", "regenerate", "--no-restart"]).port(&port))
         .ok()
         .stdout();
     assert!(out.contains("written"), "{out}");
