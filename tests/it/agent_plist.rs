@@ -400,7 +400,7 @@ fn regenerate_writes_only_on_change_atomically_0644() {
     let node = real_node();
     let args = regen_args(&root, &node, free_port());
     let r = t.run(&args).ok();
-    assert!(r.stdout().contains("written"), "{}", r.stdout());
+    r.stdout_has("written");
     let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.plist");
     let m = std::fs::metadata(&plist).unwrap();
     assert_eq!(m.mode() & 0o777, 0o644);
@@ -410,7 +410,7 @@ fn regenerate_writes_only_on_change_atomically_0644() {
     );
     std::thread::sleep(std::time::Duration::from_millis(20));
     let r = t.run(&args).ok();
-    assert!(r.stdout().contains("unchanged"), "{}", r.stdout());
+    r.stdout_has("unchanged");
     let m2 = std::fs::metadata(&plist).unwrap();
     assert_eq!(
         (m.ino(), m.mtime(), m.mtime_nsec()),
@@ -449,7 +449,7 @@ fn an_unchanged_plist_with_a_mode_launchd_refuses_is_fixed() {
     let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.plist");
     std::fs::set_permissions(&plist, std::fs::Permissions::from_mode(0o666)).unwrap();
     let r = t.run(&args).ok();
-    assert!(r.stdout().contains("written"), "{}", r.stdout());
+    r.stdout_has("written");
     assert_eq!(std::fs::metadata(&plist).unwrap().mode() & 0o777, 0o644);
 }
 
@@ -464,7 +464,7 @@ fn a_symlinked_plist_is_refused() {
     let node = real_node();
     let r = t.run(regen_args(&root, &node, free_port()));
     assert_ne!(r.code(), 0);
-    assert!(r.stderr().contains("symlink"), "{}", r.stderr());
+    r.stderr_has("symlink");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
 }
 

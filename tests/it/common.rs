@@ -539,6 +539,23 @@ impl Run {
     }
 }
 
+impl Run {
+    /// Fails the test, showing stderr, unless stderr holds `text`.
+    #[track_caller]
+    pub fn stderr_has(&self, text: &str) -> &Run {
+        let e = self.stderr();
+        assert!(e.contains(text), "stderr lacks {text:?}:\n{e}");
+        self
+    }
+    /// Fails the test, showing stdout, unless stdout holds `text`.
+    #[track_caller]
+    pub fn stdout_has(&self, text: &str) -> &Run {
+        let o = self.stdout();
+        assert!(o.contains(text), "stdout lacks {text:?}:\n{o}");
+        self
+    }
+}
+
 /// Runs `c`, which must succeed (else the test fails showing its stderr): its output.
 #[track_caller]
 pub fn output_ok(c: &mut Command) -> Output {

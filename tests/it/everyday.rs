@@ -33,7 +33,7 @@ fn a_stack_is_taken_as_a_plain_name_and_a_contradiction_is_refused() {
     );
     let old = st["pid"].as_u64().unwrap();
     let r = t.run(["restart", "dev", "--settle-ms", "200"]).ok();
-    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    r.stdout_has("Host verified");
     let new = status(&t, "dev")["pid"].as_u64().unwrap();
     assert_ne!(old, new, "restart dev restarted stack dev");
     // The same name twice is fine; two different ones are not.
@@ -141,7 +141,7 @@ fn all_acts_on_every_stack_and_names_the_failures_at_the_end() {
         .find(|l| l.starts_with("oyster: error:"))
         .unwrap();
     assert!(last.contains("1 of 3 stacks failed to start: bb"), "{err}");
-    assert!(r.stdout().contains("FAILED"), "{}", r.stdout());
+    r.stdout_has("FAILED");
     // restart --all of a stopped stack starts it, and the summary says so.
     t.run(["start", "bb", "--settle-ms", "200"]).ok();
     t.run(["stop", "aa"]).ok();

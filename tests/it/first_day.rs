@@ -31,7 +31,7 @@ fn a_json_error_is_one_document_on_stdout_with_the_text_still_on_stderr() {
     assert_eq!(err["exit_code"], 2);
     let message = err["message"].as_str().unwrap();
     assert!(message.contains("snp"), "{doc}");
-    assert!(r.stderr().contains(message), "{}", r.stderr());
+    r.stderr_has(message);
     assert!(err["hint"].as_str().unwrap().contains("snap"), "{doc}");
     // A usage error under --json too.
     let r = t.run(["status", "--bogus", "--json"]).fails_with(2);
@@ -46,7 +46,7 @@ fn all_and_oysteruns_reserved_names_are_not_stack_names() {
     let t = TestContext::new();
     let port = free_port().to_string();
     let r = t.run(args(&["install", "all"]).port(&port)).fails_with(2);
-    assert!(r.stderr().contains("--all"), "{}", r.stderr());
+    r.stderr_has("--all");
     for name in ["local", "phone", "daily", "shared"] {
         let r = t.run(["setup", name, "--dry-run"]).fails_with(2);
         assert!(r.stderr().contains("reserved"), "{name}: {}", r.stderr());
@@ -101,11 +101,7 @@ fn help_and_completion_offer_stack_only_where_a_command_takes_one() {
     assert!(opts_after("oyster__subcmd__status").contains("--stack"));
     // `--stack` after such a verb is refused with its value, as before the verb.
     let r = t.run(["list", "--stack", "dev"]).fails_with(2);
-    assert!(
-        r.stderr().contains("--stack dev would be ignored"),
-        "{}",
-        r.stderr()
-    );
+    r.stderr_has("--stack dev would be ignored");
 }
 
 #[test]
@@ -168,8 +164,8 @@ fn brews_words_mean_what_brew_users_mean() {
     let mut t = TestContext::new();
     t.use_sim();
     let r = t.run(["kill"]).fails_with(1);
-    assert!(r.stderr().contains("is not installed"), "{}", r.stderr());
-    assert!(r.stderr().contains("oyster install"), "{}", r.stderr());
+    r.stderr_has("is not installed");
+    r.stderr_has("oyster install");
     assert!(!r.stderr().contains("oyster start"), "{}", r.stderr());
 }
 
@@ -182,12 +178,7 @@ fn logs_of_a_stack_migrated_from_oysterun_1_5_3_show_its_log_and_say_which() {
     std::fs::write(logs.join("oysterun-host-old.log"), "line one\nline two\n").unwrap();
     let r = t.run(["logs", "old"]).ok();
     assert_eq!(r.stdout(), "line one\nline two\n");
-    assert!(
-        r.stderr()
-            .contains("oysterun-host-old.log, the log Oysterun 1.5.3 wrote"),
-        "{}",
-        r.stderr()
-    );
+    r.stderr_has("oysterun-host-old.log, the log Oysterun 1.5.3 wrote");
     // Once oyster's own log exists, it is the one shown, without the note.
     std::fs::write(logs.join("oysterun-host.log"), "new\n").unwrap();
     let r = t.run(["logs", "old"]).ok();
@@ -257,16 +248,12 @@ fn version_open_and_qr_answer_on_demand() {
     let r = t.run(["open", "snap"]).ok();
     let url = format!("http://127.0.0.1:{port}");
     assert_eq!(std::fs::read_to_string(&log).unwrap(), format!("{url}\n"));
-    assert!(
-        r.stdout().contains(&format!("Opened {url}")),
-        "{}",
-        r.stdout()
-    );
+    r.stdout_has(&format!("Opened {url}"));
     // Without an opener, the URL is printed and the missing opener said.
     t.path_dirs.clear();
     let r = t.run(["open", "snap"]).ok();
     assert_eq!(r.stdout(), format!("{url}\n"));
-    assert!(r.stderr().contains("xdg-open"), "{}", r.stderr());
+    r.stderr_has("xdg-open");
     // qr: the root's own entry point, with the stack's port, again and again.
     let qr_log = t.path("qr.log");
     std::fs::write(
@@ -279,7 +266,7 @@ fn version_open_and_qr_answer_on_demand() {
     .unwrap();
     for _ in 0..2 {
         let r = t.run(["qr", "snap"]).ok();
-        assert!(r.stdout().contains("LOGIN-QR"), "{}", r.stdout());
+        r.stdout_has("LOGIN-QR");
     }
     assert_eq!(
         std::fs::read_to_string(&qr_log).unwrap(),
@@ -288,7 +275,7 @@ fn version_open_and_qr_answer_on_demand() {
     // A root without the entry point: said, exit 1.
     std::fs::remove_file(root.join("host-service/setup.mjs")).unwrap();
     let r = t.run(["qr", "snap"]).fails_with(1);
-    assert!(r.stderr().contains("no login QR"), "{}", r.stderr());
+    r.stderr_has("no login QR");
 }
 
 #[test]
@@ -316,11 +303,11 @@ fn a_launchagents_dir_the_user_cannot_write_is_named_with_its_fix_and_nothing_ch
         std::os::unix::fs::chown(&agents, Some(54321), None).unwrap();
         let before = crate::common::tree(&t.home);
         let r = t.run(args(&["install", "pa"]).port(&port)).fails_with(1);
-        assert!(r.stderr().contains("owned by uid 54321"), "{}", r.stderr());
-        assert!(r.stderr().contains("sudo chown $USER"), "{}", r.stderr());
+        r.stderr_has("owned by uid 54321");
+        r.stderr_has("sudo chown $USER");
         assert_eq!(crate::common::tree(&t.home), before, "nothing was written");
         let r = t.run(["agent", "regenerate"]).fails_with(1);
-        assert!(r.stderr().contains("sudo chown $USER"), "{}", r.stderr());
+        r.stderr_has("sudo chown $USER");
         let st = t.run(["status", "--json"]).json();
         let notes = st["notes"].to_string();
         assert!(notes.contains("sudo chown $USER"), "{st}");

@@ -201,13 +201,9 @@ fn a_forced_value_is_refused_without_writing_and_wins_over_config_json() {
         let r = t
             .run(["agent", "print", "--stack", "dev", flag, "/tmp/elsewhere"])
             .fails_with(1);
-        assert!(
-            r.stderr().contains(&format!(
-                "{flag} /tmp/elsewhere is managed by your organization"
-            )),
-            "{}",
-            r.stderr()
-        );
+        r.stderr_has(&format!(
+            "{flag} /tmp/elsewhere is managed by your organization"
+        ));
     }
 }
 

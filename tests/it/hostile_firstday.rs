@@ -62,11 +62,7 @@ fn a_refused_first_host_start_leaves_no_stack_behind() {
         .run(host_start("fresh", free_port(), &missing))
         .fails_with(2);
     t.assert_no_stack("fresh", &r.stderr());
-    assert!(
-        r.stderr().contains("created by this refused host start"),
-        "{}",
-        r.stderr()
-    );
+    r.stderr_has("created by this refused host start");
     // A port another process holds (exit 1).
     let held = std::net::TcpListener::bind(("127.0.0.1", free_port())).unwrap();
     let port = held.local_addr().unwrap().port();
@@ -88,11 +84,7 @@ fn a_host_start_refused_for_a_managed_root_leaves_no_stack_behind() {
     let r = t
         .run(host_start("fresh", free_port(), &other))
         .fails_with(1);
-    assert!(
-        r.stderr().contains("managed by your organization"),
-        "{}",
-        r.stderr()
-    );
+    r.stderr_has("managed by your organization");
     t.assert_no_stack("fresh", "");
 }
 
@@ -227,12 +219,7 @@ fn a_failed_login_qr_names_oyster_qr_for_this_stack() {
     t.run(args(&["install", "snap"]).port(free_port()).settle(200))
         .ok();
     let r = t.run(["qr", "snap"]).fails_with(1);
-    assert!(
-        r.stderr()
-            .contains("`oyster qr snap` shows this stack's login QR again"),
-        "{}",
-        r.stderr()
-    );
+    r.stderr_has("`oyster qr snap` shows this stack's login QR again");
     t.run(["uninstall", "snap"]).ok();
     t.wait_no_processes();
 }

@@ -72,11 +72,7 @@ fn list_reads_a_domain_listing_with_rows_it_did_not_expect() {
     assert_eq!(row["stack"], "rows", "{list}");
     assert_eq!(row["summary"], "verified", "{list}");
     // Counted, said once: 2 rows (`???` and a row with no label) in each domain's listing.
-    assert!(
-        run.stderr().contains("4 rows of launchd's domain listings"),
-        "{}",
-        run.stderr()
-    );
+    run.stderr_has("4 rows of launchd's domain listings");
     // A row that does not parse but names the stack's label: the table cannot say whether the
     // job is there, so that stack is asked for on its own, and still reported right.
     let label = format!("com.oysterun.host.{}", s.name);
@@ -263,7 +259,7 @@ fn a_job_only_in_the_user_domain_is_seen_by_every_verb() {
     let pid = in_user(&s, "125:1");
     // kill: SIGTERM to the copy in user/<uid>.
     let r = s.t.run(["kill", "--stack", s.name]).ok();
-    assert!(r.stdout().contains(&format!("pid {pid}")), "{}", r.stdout());
+    r.stdout_has(&format!("pid {pid}"));
     // host start: refused, naming the domain.
     let e =
         s.t.run(s.host_args(&["host", "start"]))
@@ -284,11 +280,7 @@ fn a_job_only_in_the_user_domain_is_seen_by_every_verb() {
     let pid = in_user(&s, "125:2");
     let r = s.t.run(["stop", "--stack", s.name]).ok();
     assert!(!r.stdout().contains("was not loaded"), "{}", r.stdout());
-    assert!(
-        r.stdout().contains(&format!("pid {pid} booted out")),
-        "{}",
-        r.stdout()
-    );
+    r.stdout_has(&format!("pid {pid} booted out"));
     assert_eq!(s.status()["loaded_in"], serde_json::json!([]));
     done(&s);
 }
@@ -310,7 +302,7 @@ fn a_host_in_the_background_session_is_said_to_have_no_login_keychain() {
             .collect::<Vec<_>>(),
     )
     .ok();
-    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    r.stdout_has("Host verified");
     let st = s.status();
     let notes = st["notes"].to_string();
     assert!(notes.contains("login keychain is locked"), "{st}");

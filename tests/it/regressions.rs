@@ -100,7 +100,7 @@ fn rerunning_setup_keeps_the_recorded_connection_mode() {
     let t = TestContext::with_pinned_host_no_launchd();
     t.write_config(r#"{"connection_mode": "managed"}"#);
     let r = t.run(["setup", "--no-start"]).ok();
-    assert!(r.stdout().contains("(mode: managed)"), "{}", r.stdout());
+    r.stdout_has("(mode: managed)");
     assert_eq!(t.read_config()["connection_mode"], "managed");
     t.run(["setup", "--no-start", "--mode", "cloud-direct"])
         .ok();

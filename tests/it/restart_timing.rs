@@ -89,7 +89,7 @@ fn restart_right_after_start_of_a_host_without_a_sigterm_handler_does_not_wait_o
     let (run, calls) = r.calls_of("restart");
     let took = t0.elapsed();
     let run = run.ok();
-    assert!(run.stdout().contains("Host verified"), "{}", run.stdout());
+    run.stdout_has("Host verified");
     assert!(!run.stderr().contains("kickstart -k"), "{}", run.stderr());
     eprintln!(
         "restart of a young handler-less Host: {} launchctl starts, {took:?}",

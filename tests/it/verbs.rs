@@ -67,7 +67,7 @@ fn stop_keeps_the_plist_and_disables_the_label_and_start_restores_the_same_host(
     let old_env = t.host_environ(old_pid);
 
     let r = t.run(["agent", "stop", "--stack", "vb"]).ok();
-    assert!(r.stdout().contains("stays stopped"), "{}", r.stdout());
+    r.stdout_has("stays stopped");
     assert_eq!(std::fs::read(plist(&t, "vb")).unwrap(), bytes, "plist kept");
     let uid = nix::unistd::getuid();
     let disabled = t
@@ -108,7 +108,7 @@ fn stop_keeps_the_plist_and_disables_the_label_and_start_restores_the_same_host(
     let r = t
         .run(["agent", "start", "--stack", "vb", "--settle-ms", "200"])
         .ok();
-    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    r.stdout_has("Host verified");
     assert_eq!(
         std::fs::read(plist(&t, "vb")).unwrap(),
         bytes,
@@ -158,7 +158,7 @@ fn kill_sends_sigterm_to_the_host_only_and_keepalive_starts_a_new_one() {
         "{}",
         r.stdout()
     );
-    assert!(r.stderr().contains("waiting for pid"), "{}", r.stderr());
+    r.stderr_has("waiting for pid");
     let log =
         std::fs::read_to_string(t.home.join(".oysterun-stacks/kl/logs/oysterun-host.log")).unwrap();
     assert!(log.contains("SIGTERM, exiting"), "a graceful stop: {log}");
@@ -257,11 +257,7 @@ fn logs_prints_the_tail_and_follows_lines_the_host_writes_redacted() {
 
     let r = t.run(["logs", "--stack", "lg", "-n", "1"]).ok();
     assert_eq!(r.stdout().lines().count(), 1, "{}", r.stdout());
-    assert!(
-        r.stdout().contains("fixture host listening"),
-        "{}",
-        r.stdout()
-    );
+    r.stdout_has("fixture host listening");
 
     let mut child = t
         .cmd()
@@ -339,7 +335,7 @@ fn a_symlinked_host_log_is_refused() {
     std::fs::write(t.path("elsewhere"), "not the Host's\n").unwrap();
     std::os::unix::fs::symlink(t.path("elsewhere"), logs.join("oysterun-host.log")).unwrap();
     let r = t.run(["logs", "--stack", "sl"]).fails_with(2);
-    assert!(r.stderr().contains("symlink"), "{}", r.stderr());
+    r.stderr_has("symlink");
     assert!(!r.stdout().contains("not the Host's"));
 }
 
@@ -415,11 +411,7 @@ fn read_only_commands_and_uninstall_create_nothing() {
         assert_eq!(tree(&t.home), before, "{args:?} created something");
     }
     let r = t.run(["agent", "uninstall"]).ok();
-    assert!(
-        r.stdout().contains("nothing to uninstall"),
-        "{}",
-        r.stdout()
-    );
+    r.stdout_has("nothing to uninstall");
 }
 
 #[test]
