@@ -7,8 +7,7 @@ use crate::snapshots::{installed, snap_table};
 
 #[test]
 fn bare_oyster_shows_the_stacks_and_what_to_type_next() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     snap_table("bare_oyster", &t, &[], &[port]).ok();
     // With no stack at all, the one line names setup (exit 0 either way).
     let fresh = TestContext::new();
@@ -21,8 +20,7 @@ fn bare_oyster_shows_the_stacks_and_what_to_type_next() {
 
 #[test]
 fn a_json_error_is_one_document_on_stdout_with_the_text_still_on_stderr() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, _) = installed();
     // A typo of a stack: the nearest name, exit 2, in both forms.
     let r = t.run(["status", "snp", "--json"]).fails_with(2);
     let doc = r.json();
@@ -106,8 +104,7 @@ fn help_and_completion_offer_stack_only_where_a_command_takes_one() {
 
 #[test]
 fn doctor_refuses_a_typo_of_a_stack_as_every_verb_does() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, _) = installed();
     for verb in ["doctor", "status", "restart", "logs"] {
         let r = t.run([verb, "snp"]).fails_with(2);
         assert!(
@@ -122,8 +119,7 @@ fn doctor_refuses_a_typo_of_a_stack_as_every_verb_does() {
 
 #[test]
 fn config_sync_with_a_new_port_says_the_host_still_runs_on_the_old_one() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     let new = free_port();
     let r = t
         .run(args(&["config", "sync"]).stack("snap").port(new))
@@ -200,8 +196,7 @@ fn recorder(path: &std::path::Path, log: &std::path::Path) {
 
 #[test]
 fn version_open_and_qr_answer_on_demand() {
-    let port = free_port();
-    let mut t = installed(port);
+    let (mut t, port) = installed();
     // version, plain and verbose (the pinned Node and the root of each stack).
     let plain = t.run(["version"]).ok().stdout();
     assert_eq!(plain, format!("oyster {}\n", env!("CARGO_PKG_VERSION")));
@@ -325,8 +320,7 @@ fn a_launchagents_dir_the_user_cannot_write_is_named_with_its_fix_and_nothing_ch
 
 #[test]
 fn info_all_shows_every_stack_and_exits_1_unless_each_is_verified() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, _) = installed();
     let other = free_port().to_string();
     t.run(args(&["install", "snap2"]).port(&other).settle(200))
         .ok();
@@ -354,8 +348,7 @@ fn info_all_shows_every_stack_and_exits_1_unless_each_is_verified() {
 
 #[test]
 fn at_80_columns_no_line_is_wider_than_the_terminal_and_piped_output_is_never_wrapped() {
-    let port = free_port();
-    let mut t = installed(port);
+    let (mut t, _) = installed();
     // A long stack name and a stopped stack: the stop line, a status note and the list row
     // run long.
     let other = free_port().to_string();
@@ -397,8 +390,7 @@ fn at_80_columns_no_line_is_wider_than_the_terminal_and_piped_output_is_never_wr
 
 #[test]
 fn stop_keep_stays_registered_for_the_next_login_and_no_wait_returns_at_once() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, _) = installed();
     let uid = nix::unistd::getuid().as_raw();
     let st = t.run(["status", "snap", "--json"]).json();
     let old = st["pid"].as_u64().unwrap();
@@ -437,8 +429,7 @@ fn stop_keep_stays_registered_for_the_next_login_and_no_wait_returns_at_once() {
 
 #[test]
 fn cleanup_yes_purge_removes_uninstalled_stacks_with_their_files_named_and_only_then() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, _) = installed();
     t.run(["uninstall", "snap"]).ok();
     let root = t.home.join(".oysterun-stacks/snap");
     assert!(root.join("host/config.json").exists() && root.join("logs").is_dir());
@@ -470,8 +461,7 @@ fn cleanup_yes_purge_removes_uninstalled_stacks_with_their_files_named_and_only_
 
 #[test]
 fn stop_all_names_each_stack_in_the_form_stop_stack_does() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, _) = installed();
     let one = t.run(["stop", "snap"]).ok().stdout();
     assert!(one.contains("`oyster start snap` starts it again"), "{one}");
     t.run(["start", "snap", "--settle-ms", "200"]).ok();

@@ -173,8 +173,10 @@ pub fn snap(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> Run {
     r
 }
 
-/// [`TestContext::with_claude`], plus the agent installed and verified for stack `snap` on `port`.
-pub fn installed(port: u16) -> TestContext {
+/// [`TestContext::with_claude`], plus the agent installed and verified for stack `snap` on a
+/// free port: the context and that port.
+pub fn installed() -> (TestContext, u16) {
+    let port = free_port();
     let t = TestContext::with_claude();
     t.run(
         args(&["agent", "install"])
@@ -183,13 +185,12 @@ pub fn installed(port: u16) -> TestContext {
             .settle(200),
     )
     .ok();
-    t
+    (t, port)
 }
 
 #[test]
 fn doctor_on_a_verified_agent() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     snap(
         "doctor_verified",
         &t,
@@ -208,8 +209,7 @@ fn doctor_before_anything_is_installed() {
 
 #[test]
 fn agent_status_installed_and_verified() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     snap(
         "agent_status_verified",
         &t,
@@ -477,8 +477,8 @@ pub fn snap_table(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> 
 
 #[test]
 fn list_of_three_stacks() {
-    let (p1, p2, p3) = (free_port(), free_port(), free_port());
-    let t = installed(p1);
+    let (t, p1) = installed();
+    let (p2, p3) = (free_port(), free_port());
     t.run(
         args(&["agent", "install"])
             .stack("snap2")
@@ -494,8 +494,7 @@ fn list_of_three_stacks() {
 
 #[test]
 fn agent_status_stopped() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     t.run(["agent", "stop", "--stack", "snap"]).ok();
     snap(
         "agent_status_stopped",
@@ -508,8 +507,7 @@ fn agent_status_stopped() {
 
 #[test]
 fn agent_stop_and_start() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     snap(
         "agent_stop",
         &t,
@@ -548,8 +546,7 @@ fn error_restart_not_installed() {
 
 #[test]
 fn error_host_stop_under_launchd() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     snap(
         "error_host_stop_under_launchd",
         &t,
@@ -578,8 +575,7 @@ fn error_clap_bad_port_and_unknown_command() {
 /// `arbitrary_precision`, which this crate uses, a number would come out as a private struct.)
 #[test]
 fn agent_status_json_installed_and_verified() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     let r = t.run(["agent", "status", "--stack", "snap", "--json"]).ok();
     let mut s = settings(&t, &[port]);
     s.add_filter(r#""pid": \d+"#, r#""pid": [PID]"#);

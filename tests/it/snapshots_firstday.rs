@@ -128,8 +128,7 @@ fn recorder(path: &Path, log: &Path) {
     ignore = "opens a real browser with /usr/bin/open"
 )]
 fn open_with_and_without_an_opener() {
-    let port = free_port();
-    let mut t = installed(port);
+    let (mut t, port) = installed();
     snap("open_without_opener", &t, &["open", "snap"], &[port]).ok();
     let log = t.path("opened.log");
     let bin = t.path("bin");
@@ -144,8 +143,7 @@ fn open_with_and_without_an_opener() {
 
 #[test]
 fn qr_through_the_roots_entry_point_and_without_one() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     snap("qr_older_root", &t, &["qr", "snap"], &[port]).fails_with(1);
     std::fs::write(
         t.path("root/host-service/setup.mjs"),

@@ -9,8 +9,7 @@ use crate::snapshots_more::snap_doc;
 
 #[test]
 fn list_stop_all_and_status_all_json_of_a_stopped_and_a_verified_stack() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     snap_doc(
         "status_all_json_verified",
         &t,
@@ -47,8 +46,7 @@ fn leftover(t: &TestContext, name: &str) {
 
 #[test]
 fn cleanup_lists_removes_and_purges() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     leftover(&t, "dev");
     // An uninstalled stack that still holds its config and logs.
     t.run(args(&["config", "sync", "old"]).port(free_port()))
@@ -98,8 +96,7 @@ fn inventory_settings(t: &TestContext, ports: &[u16]) -> insta::Settings {
     ignore = "the signature and profile lines are the Mac's own"
 )]
 fn inventory_summary_and_json_of_one_verified_stack() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     let s = inventory_settings(&t, &[port]);
     for (name, args) in [
         ("inventory", &["inventory"][..]),
