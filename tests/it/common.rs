@@ -14,7 +14,7 @@ pub mod pkg;
 pub mod repo;
 mod stack;
 
-pub use context::{pty_report, python, shown_width, strip_ansi, write_binary_plist};
+pub use context::{pty_report, python, recorder, shown_width, strip_ansi, write_binary_plist};
 pub use stack::{args, install_args, Args, Stack};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_oyster");

@@ -2,7 +2,7 @@
 //! script can read under `--json`, names that are not stacks, and help that offers only what
 //! a command takes.
 
-use crate::common::{args, free_port, shown_width, TestContext};
+use crate::common::{args, free_port, recorder, shown_width, TestContext};
 use crate::snapshots::{installed, snap_table};
 
 #[test]
@@ -180,18 +180,6 @@ fn logs_of_a_stack_migrated_from_oysterun_1_5_3_show_its_log_and_say_which() {
     let r = t.run(["logs", "old"]).ok();
     assert_eq!(r.stdout(), "new\n");
     assert!(!r.stderr().contains("1.5.3"), "{}", r.stderr());
-}
-
-/// An executable at `path` that appends its arguments to `log` (a stand-in for `xdg-open`).
-fn recorder(path: &std::path::Path, log: &std::path::Path) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(
-        path,
-        format!("#!/bin/sh\necho \"$*\" >> '{}'\n", log.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 #[test]

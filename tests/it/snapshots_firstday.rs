@@ -3,11 +3,9 @@
 //! `snapshots.rs` filters them.
 
 use std::io::{Read, Write};
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{free_port, real_node, recorder, TestContext};
 use crate::snapshots::{installed, settings, snap};
 
 /// Runs oyster on a pseudo-terminal `cols` wide, types `answer` once it shows `prompt`, and
@@ -107,17 +105,6 @@ fn setup_cancelled_at_the_question_on_a_terminal() {
         "a cancel changes nothing"
     );
     t.assert_nothing_executed();
-}
-
-/// An executable at `path` that appends its arguments to `log` (a stand-in for `xdg-open`).
-fn recorder(path: &Path, log: &Path) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(
-        path,
-        format!("#!/bin/sh\necho \"$*\" >> '{}'\n", log.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// `open` hands the URL to `xdg-open` found on PATH (macOS's `/usr/bin/open` would open a

@@ -246,6 +246,19 @@ pub fn write_binary_plist(path: &std::path::Path, v: plist::Value) {
     v.to_file_binary(path).unwrap();
 }
 
+/// An executable at `path` that appends its arguments, one line a run, to `log` (a stand-in
+/// for `xdg-open`, a provider that must be seen called).
+pub fn recorder(path: &Path, log: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(
+        path,
+        format!("#!/bin/sh\necho \"$*\" >> '{}'\n", log.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// `line` without its ANSI colour sequences (and carriage returns): what a terminal shows.
 pub fn strip_ansi(line: &str) -> String {
     let mut out = String::new();
