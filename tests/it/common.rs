@@ -556,6 +556,19 @@ impl Run {
     }
 }
 
+/// The check named `name` of a `doctor --json` document; fails showing the document if it has
+/// none.
+#[track_caller]
+pub fn doctor_check(doc: &serde_json::Value, name: &str) -> serde_json::Value {
+    doc["checks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no checks in {doc}"))
+        .iter()
+        .find(|c| c["check"] == name)
+        .unwrap_or_else(|| panic!("no {name:?} check in {doc}"))
+        .clone()
+}
+
 /// Runs `c`, which must succeed (else the test fails showing its stderr): its output.
 #[track_caller]
 pub fn output_ok(c: &mut Command) -> Output {

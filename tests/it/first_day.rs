@@ -2,7 +2,7 @@
 //! script can read under `--json`, names that are not stacks, and help that offers only what
 //! a command takes.
 
-use crate::common::{args, free_port, recorder, shown_width, TestContext};
+use crate::common::{args, doctor_check, free_port, recorder, shown_width, TestContext};
 use crate::snapshots::{installed, snap_table};
 
 #[test]
@@ -295,12 +295,7 @@ fn a_launchagents_dir_the_user_cannot_write_is_named_with_its_fix_and_nothing_ch
         let notes = st["notes"].to_string();
         assert!(notes.contains("sudo chown $USER"), "{st}");
         let doc = t.run(["doctor", "--json"]).json();
-        let check = doc["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["check"] == "LaunchAgents dir")
-            .unwrap_or_else(|| panic!("{doc}"));
+        let check = doctor_check(&doc, "LaunchAgents dir");
         assert_eq!(check["status"], "fail", "{doc}");
         t.extra_env.clear();
     }

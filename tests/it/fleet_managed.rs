@@ -30,7 +30,7 @@ fn user_name() -> String {
 /// The `managed preferences` check of `doctor dev --json`.
 fn managed_check(t: &TestContext) -> serde_json::Value {
     let doctor = t.run(["doctor", "dev", "--json"]).json();
-    find(&doctor["checks"], "check", "managed preferences").clone()
+    crate::common::doctor_check(&doctor, "managed preferences")
 }
 
 /// The element of the JSON array `list` whose `key` is `want`; fails showing the list if none.

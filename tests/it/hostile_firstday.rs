@@ -1,7 +1,9 @@
 //! A hostile pass over issues 31 (the first day) and 32 (fleets) as they stand: a typo of a
 //! stack in the verbs the first pass left out, and a refused first `host start`.
 
-use crate::common::{args, free_port, real_node, shown_width, strip_ansi, TestContext};
+use crate::common::{
+    args, doctor_check, free_port, real_node, shown_width, strip_ansi, TestContext,
+};
 
 /// A HOME with one custom stack, `snap`, that has a config (and so exists).
 fn with_snap() -> TestContext {
@@ -262,12 +264,7 @@ fn a_forced_node_or_root_that_does_not_work_is_the_profiles_not_a_flag_the_user_
             "{err}"
         );
         let doc = t.run(["doctor", "snap", "--json"]).json();
-        let check = doc["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["check"] == "node/root")
-            .unwrap_or_else(|| panic!("{doc}"));
+        let check = doctor_check(&doc, "node/root");
         assert_eq!(check["status"], "fail", "{doc}");
         assert!(
             check["fix"]

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{Run, Stack};
+use crate::common::{doctor_check, Run, Stack};
 
 fn uid() -> u32 {
     nix::unistd::getuid().as_raw()
@@ -171,13 +171,7 @@ fn a_host_switched_off_in_login_items_is_named_at_once() {
         "{human}"
     );
     let doc = s.t.run(["doctor", "--json", "--stack", s.name]).json();
-    let row = doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "login items")
-        .unwrap_or_else(|| panic!("no login items check: {doc}"))
-        .clone();
+    let row = doctor_check(&doc, "login items");
     assert_eq!(row["status"], "fail", "{row}");
     assert!(
         row["fix"]
@@ -308,13 +302,7 @@ fn a_host_in_the_background_session_is_said_to_have_no_login_keychain() {
     assert!(notes.contains("login keychain is locked"), "{st}");
     assert!(notes.contains("restart --stack kc` at the console"), "{st}");
     let doc = s.t.run(["doctor", "--json", "--stack", s.name]).json();
-    let row = doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "keychain")
-        .unwrap_or_else(|| panic!("no keychain check: {doc}"))
-        .clone();
+    let row = doctor_check(&doc, "keychain");
     assert_eq!(row["status"], "warn", "{row}");
     let p =
         s.t.run(["providers", "status", "--json", "--stack", s.name])

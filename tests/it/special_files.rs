@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::bounded::bounded;
-use crate::common::{free_port, TestContext};
+use crate::common::{doctor_check, free_port, TestContext};
 
 /// §9: a FIFO where config.json belongs makes every command refuse at once (exit 2; doctor
 /// reports the failed check and exits 1) instead of blocking on it forever — and not while
@@ -96,13 +96,7 @@ fn a_plist_linked_to_dev_zero_or_a_fifo_is_refused_at_once() {
             r.took
         );
         let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-        let check = doc["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["check"] == "plist")
-            .unwrap()
-            .clone();
+        let check = doctor_check(&doc, "plist");
         assert_eq!(
             check["status"], "fail",
             "{kind}: doctor's plist check: {check}"
@@ -361,13 +355,7 @@ fn every_command_that_loads_refuses_a_fifo_or_symlinked_host_log_before_anything
             Duration::from_secs(20),
         );
         let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-        let check = doc["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["check"] == "host log")
-            .unwrap_or_else(|| panic!("{kind}: no host log check: {doc}"))
-            .clone();
+        let check = doctor_check(&doc, "host log");
         assert_eq!(check["status"], "fail", "{kind}: {check}");
         assert!(
             check["fix"].as_str().unwrap().contains("rm "),
