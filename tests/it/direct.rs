@@ -8,7 +8,7 @@ fn start_args(root: &std::path::Path, port: u16) -> Vec<String> {
     args(&["host", "start"])
         .stack("it")
         .root(root)
-        .node(&real_node())
+        .node(real_node())
         .port(port)
         .extra(&["--wait", "10"])
         .into()
@@ -104,7 +104,7 @@ fn start_status_stop_with_the_live_environment_read_back() {
     );
     let plain: Vec<String> = args(&["host", "start", "it"])
         .root(&root)
-        .node(&real_node())
+        .node(real_node())
         .port(port)
         .into();
     let e = t.run(&plain).fails_with(1).stderr();

@@ -10,7 +10,7 @@ pub(crate) fn start(t: &TestContext, stack: &str, root: &Path, port: u16) -> u32
     t.run(
         args(&["host", "start"])
             .stack(stack)
-            .root(&root)
+            .root(root)
             .node(real_node())
             .port(port)
             .extra(&["--wait", "10"]),

@@ -25,7 +25,7 @@ fn args_on(f: &Stack, verb: &str, port: u16, settle_ms: u64) -> Vec<String> {
     args(&["agent", verb])
         .stack(f.name)
         .root(&f.root)
-        .node(&real_node())
+        .node(real_node())
         .port(port)
         .wait(10, settle_ms)
         .into()

@@ -193,7 +193,7 @@ fn the_plist_runs_oyster_by_the_link_it_was_invoked_through() {
                 .args(
                     crate::common::args(&["agent", "print"])
                         .root(&root)
-                        .node(&real_node()),
+                        .node(real_node()),
                 )
                 .env_clear()
                 .env("HOME", &t.home)

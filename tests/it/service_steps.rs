@@ -55,7 +55,7 @@ fn installed() -> Stack {
     recorder(&s.root, RESTORE, &pid_file);
     s.t.run(
         install_args("qr", s.port, &s.root)
-            .node(&real_node())
+            .node(real_node())
             .settle(200),
     )
     .ok();

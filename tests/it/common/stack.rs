@@ -118,7 +118,7 @@ impl Stack {
         args(words)
             .stack(self.name)
             .root(&self.root)
-            .node(&real_node())
+            .node(real_node())
             .port(self.port)
     }
 
@@ -143,7 +143,7 @@ impl Stack {
     pub fn agent_args(&self, verb: &str, definition: bool, wait: Option<(u64, u64)>) -> Args {
         let mut a = args(&["agent", verb]).stack(self.name);
         if definition {
-            a = a.root(&self.root).node(&real_node()).port(self.port);
+            a = a.root(&self.root).node(real_node()).port(self.port);
         }
         if let Some((secs, settle_ms)) = wait {
             a = a.wait(secs, settle_ms);
