@@ -227,14 +227,11 @@ fn provider_in_the_node_directory_appears_once() {
     ])
     .ok();
     let r = t
-        .run([
-            "agent",
-            "print",
-            "--root",
-            root.to_str().unwrap(),
-            "--node-bin",
-            nodedir.join("node").to_str().unwrap(),
-        ])
+        .run(
+            args(&["agent", "print"])
+                .root(&root)
+                .node(nodedir.join("node")),
+        )
         .ok();
     let v = plistlib(&r.0.stdout);
     let path = v["EnvironmentVariables"]["PATH"]
@@ -316,14 +313,7 @@ fn node_too_old_missing_or_not_executable_is_a_clear_error() {
     let r = root.to_str().unwrap();
     let old = fake_node(&t, "old/node", "v18.19.0", 0o755);
     let e = t
-        .run([
-            "agent",
-            "print",
-            "--root",
-            r,
-            "--node-bin",
-            old.to_str().unwrap(),
-        ])
+        .run(args(&["agent", "print"]).root(r).node(&old))
         .fails_with(2)
         .stderr();
     assert!(
@@ -339,7 +329,7 @@ fn node_too_old_missing_or_not_executable_is_a_clear_error() {
     ] {
         let n = node.to_str().unwrap();
         let e = t
-            .run(["agent", "print", "--root", r, "--node-bin", n])
+            .run(args(&["agent", "print"]).root(r).node(n))
             .fails_with(2)
             .stderr();
         assert!(e.contains(expect), "{n}: {e}");
@@ -347,7 +337,7 @@ fn node_too_old_missing_or_not_executable_is_a_clear_error() {
     // No node anywhere (PATH empty, nothing in the fallback dirs under this HOME).
     if !Path::new("/opt/homebrew/bin/node").exists() && !Path::new("/usr/local/bin/node").exists() {
         let e = t
-            .run(["agent", "print", "--root", r])
+            .run(args(&["agent", "print"]).root(r))
             .fails_with(1)
             .stderr();
         assert!(
@@ -360,7 +350,7 @@ fn node_too_old_missing_or_not_executable_is_a_clear_error() {
     t.extra_env
         .push(("OYSTERUN_NODE_BIN".into(), old.display().to_string()));
     let e = t
-        .run(["agent", "print", "--root", r])
+        .run(args(&["agent", "print"]).root(r))
         .fails_with(2)
         .stderr();
     assert!(
@@ -410,7 +400,7 @@ fn regenerate_writes_only_on_change_atomically_0644() {
     let node = real_node();
     let args = regen_args(&root, &node, free_port());
     let r = t.run(&args).ok();
-    assert!(r.stdout().contains("written"), "{}", r.stdout());
+    r.stdout_has("written");
     let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.plist");
     let m = std::fs::metadata(&plist).unwrap();
     assert_eq!(m.mode() & 0o777, 0o644);
@@ -420,7 +410,7 @@ fn regenerate_writes_only_on_change_atomically_0644() {
     );
     std::thread::sleep(std::time::Duration::from_millis(20));
     let r = t.run(&args).ok();
-    assert!(r.stdout().contains("unchanged"), "{}", r.stdout());
+    r.stdout_has("unchanged");
     let m2 = std::fs::metadata(&plist).unwrap();
     assert_eq!(
         (m.ino(), m.mtime(), m.mtime_nsec()),
@@ -459,7 +449,7 @@ fn an_unchanged_plist_with_a_mode_launchd_refuses_is_fixed() {
     let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.plist");
     std::fs::set_permissions(&plist, std::fs::Permissions::from_mode(0o666)).unwrap();
     let r = t.run(&args).ok();
-    assert!(r.stdout().contains("written"), "{}", r.stdout());
+    r.stdout_has("written");
     assert_eq!(std::fs::metadata(&plist).unwrap().mode() & 0o777, 0o644);
 }
 
@@ -474,7 +464,7 @@ fn a_symlinked_plist_is_refused() {
     let node = real_node();
     let r = t.run(regen_args(&root, &node, free_port()));
     assert_ne!(r.code(), 0);
-    assert!(r.stderr().contains("symlink"), "{}", r.stderr());
+    r.stderr_has("symlink");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
 }
 
@@ -484,14 +474,7 @@ fn root_discovery_and_its_errors() {
     let node = real_node();
     let n = node.to_str().unwrap();
     let e = t
-        .run([
-            "agent",
-            "print",
-            "--node-bin",
-            n,
-            "--root",
-            t.path("nothing").to_str().unwrap(),
-        ])
+        .run(args(&["agent", "print"]).node(n).root(t.path("nothing")))
         .fails_with(2)
         .stderr();
     assert!(
@@ -500,13 +483,13 @@ fn root_discovery_and_its_errors() {
     );
     // Not found on the machine: exit 1, as no `node` found is (docs/behaviour.md "Exit codes").
     let e = t
-        .run(["agent", "print", "--node-bin", n])
+        .run(args(&["agent", "print"]).node(n))
         .fails_with(1)
         .stderr();
     assert!(e.contains("OYSTERUN_ROOT"), "{e}");
     t.extra_env
         .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
-    let v = plistlib(&t.run(["agent", "print", "--node-bin", n]).ok().0.stdout);
+    let v = plistlib(&t.run(args(&["agent", "print"]).node(n)).ok().0.stdout);
     assert_eq!(v["EnvironmentVariables"]["OYSTERUN_REPO_ROOT"], json!(root));
 }
 
@@ -526,7 +509,7 @@ fn custom_stacks_need_a_port_once() {
     ];
     let e = t.run(base).fails_with(2).stderr();
     assert!(e.contains("--port"), "{e}");
-    t.run(["config", "sync", "--stack", "dev", "--port", "18001"])
+    t.run(args(&["config", "sync"]).stack("dev").port(18001))
         .ok();
     let v = plistlib(&t.run(base).ok().0.stdout);
     assert_eq!(v["Label"], "com.oysterun.host.dev");
@@ -562,7 +545,7 @@ fn the_root_is_found_in_the_pinned_nodes_global_npm_modules() {
     std::os::unix::fs::symlink(real_node(), &node).unwrap();
     let n = node.to_str().unwrap();
     let e = t
-        .run(["agent", "print", "--node-bin", n])
+        .run(args(&["agent", "print"]).node(n))
         .fails_with(1)
         .stderr();
     assert!(
@@ -577,7 +560,7 @@ fn the_root_is_found_in_the_pinned_nodes_global_npm_modules() {
     std::fs::write(other_root.join("host-service/server.mjs"), "").unwrap();
     t.extra_env
         .push(("npm_config_prefix".into(), other.display().to_string()));
-    let v = plistlib(&t.run(["agent", "print", "--node-bin", n]).ok().0.stdout);
+    let v = plistlib(&t.run(args(&["agent", "print"]).node(n)).ok().0.stdout);
     assert_eq!(
         v["EnvironmentVariables"]["OYSTERUN_REPO_ROOT"],
         json!(other_root)
@@ -586,7 +569,7 @@ fn the_root_is_found_in_the_pinned_nodes_global_npm_modules() {
     let root = prefix.join("lib/node_modules/oysterun");
     std::fs::create_dir_all(root.join("host-service")).unwrap();
     std::fs::write(root.join("host-service/server.mjs"), "").unwrap();
-    let v = plistlib(&t.run(["agent", "print", "--node-bin", n]).ok().0.stdout);
+    let v = plistlib(&t.run(args(&["agent", "print"]).node(n)).ok().0.stdout);
     assert_eq!(v["EnvironmentVariables"]["OYSTERUN_REPO_ROOT"], json!(root));
     assert_eq!(v["WorkingDirectory"], json!(root.join("host-service")));
 }

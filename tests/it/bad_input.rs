@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 #[cfg(target_os = "linux")] // the tmpfs `Mount`
 use std::{path::PathBuf, process::Command};
 
-use crate::common::{real_node, TestContext};
+use crate::common::{args, real_node, TestContext};
 
 /// A tmpfs mounted for one test (root only); unmounted on drop. Linux only: macOS has no
 /// tmpfs (`mount -t tmpfs`, `size=`, `remount,ro`); its RAM disks are `hdiutil` images.
@@ -167,16 +167,12 @@ fn a_hanging_launchctl_is_killed_and_named() {
     let root = t.fixture_root("root");
     let t0 = Instant::now();
     let e = t
-        .run([
-            "agent",
-            "install",
-            "--root",
-            root.to_str().unwrap(),
-            "--node-bin",
-            real_node().to_str().unwrap(),
-            "--port",
-            &crate::common::free_port().to_string(),
-        ])
+        .run(
+            args(&["agent", "install"])
+                .root(&root)
+                .node(real_node())
+                .port(crate::common::free_port()),
+        )
         .fails_with(1)
         .stderr();
     assert!(
@@ -209,16 +205,12 @@ fn a_broken_launchctl_is_not_mistaken_for_a_missing_gui_session() {
     );
     let root = t.fixture_root("root");
     let e = t
-        .run([
-            "agent",
-            "install",
-            "--root",
-            root.to_str().unwrap(),
-            "--node-bin",
-            real_node().to_str().unwrap(),
-            "--port",
-            &crate::common::free_port().to_string(),
-        ])
+        .run(
+            args(&["agent", "install"])
+                .root(&root)
+                .node(real_node())
+                .port(crate::common::free_port()),
+        )
         .fails_with(1)
         .stderr();
     assert!(

@@ -144,7 +144,7 @@ fn leftover(t: &TestContext, name: &str, with_lock: bool) -> PathBuf {
 
 fn install_args(root: &Path, port: u16, settle_ms: u64) -> Vec<String> {
     crate::common::install_args("dev", port, root)
-        .node(&real_node())
+        .node(real_node())
         .settle(settle_ms)
         .into()
 }

@@ -14,8 +14,8 @@ pub mod pkg;
 pub mod repo;
 mod stack;
 
-pub use context::{pty_report, python, shown_width, strip_ansi, write_binary_plist};
-pub use stack::{args, install_args, Stack};
+pub use context::{pty_report, python, recorder, shown_width, strip_ansi, write_binary_plist};
+pub use stack::{args, install_args, Args, Stack};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_oyster");
 
@@ -144,7 +144,7 @@ impl TestContext {
     /// Copies the Host fixture and pins it with `OYSTERUN_ROOT` and `OYSTERUN_NODE_BIN` (the
     /// real node), so Host commands need no --root/--node-bin. Returns the root.
     pub fn pin_host_env(&mut self) -> PathBuf {
-        let root = self.fixture_root("root");
+        let root = fixture_root_at(&self.host_root());
         self.extra_env
             .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
         self.extra_env.push((
@@ -537,6 +537,36 @@ impl Run {
         );
         self
     }
+}
+
+impl Run {
+    /// Fails the test, showing stderr, unless stderr holds `text`.
+    #[track_caller]
+    pub fn stderr_has(&self, text: &str) -> &Run {
+        let e = self.stderr();
+        assert!(e.contains(text), "stderr lacks {text:?}:\n{e}");
+        self
+    }
+    /// Fails the test, showing stdout, unless stdout holds `text`.
+    #[track_caller]
+    pub fn stdout_has(&self, text: &str) -> &Run {
+        let o = self.stdout();
+        assert!(o.contains(text), "stdout lacks {text:?}:\n{o}");
+        self
+    }
+}
+
+/// The check named `name` of a `doctor --json` document; fails showing the document if it has
+/// none.
+#[track_caller]
+pub fn doctor_check(doc: &serde_json::Value, name: &str) -> serde_json::Value {
+    doc["checks"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no checks in {doc}"))
+        .iter()
+        .find(|c| c["check"] == name)
+        .unwrap_or_else(|| panic!("no {name:?} check in {doc}"))
+        .clone()
 }
 
 /// Runs `c`, which must succeed (else the test fails showing its stderr): its output.

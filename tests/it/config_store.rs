@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::common::TestContext;
+use crate::common::{args, TestContext};
 
 fn snapshot(t: &TestContext) -> (Vec<u8>, i64, i64, u64) {
     let m = std::fs::metadata(t.config_path()).unwrap();
@@ -103,7 +103,7 @@ fn a_no_op_sync_leaves_bytes_mtime_and_inode_alone() {
     std::thread::sleep(Duration::from_millis(20));
     for _ in 0..3 {
         let r = t.run(["config", "sync"]).ok();
-        assert!(r.stdout().contains("unchanged"), "{}", r.stdout());
+        r.stdout_has("unchanged");
         t.run(["providers", "auto", "claude"]).ok();
         t.run(["providers", "resolve", "--json"]).ok();
         t.run(["providers", "status"]).ok();
@@ -238,7 +238,7 @@ fn a_symlinked_config_is_refused_and_its_target_untouched() {
     std::fs::create_dir_all(t.home.join(".oysterun")).unwrap();
     std::os::unix::fs::symlink(&target, t.config_path()).unwrap();
     let r = t.run(["config", "sync"]).fails_with(2);
-    assert!(r.stderr().contains("symlink"), "{}", r.stderr());
+    r.stderr_has("symlink");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), "{}");
 }
 
@@ -267,7 +267,7 @@ fn new_files_are_0600_in_a_0700_dir_and_existing_modes_are_kept() {
 #[test]
 fn port_is_recorded_by_sync_and_stacks_are_separate() {
     let t = TestContext::new();
-    t.run(["config", "sync", "--stack", "dev-1", "--port", "7001"])
+    t.run(args(&["config", "sync"]).stack("dev-1").port(7001))
         .ok();
     let dev = t.home.join(".oysterun-stacks/dev-1/host/config.json");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(dev).unwrap()).unwrap();
@@ -280,7 +280,7 @@ fn port_is_recorded_by_sync_and_stacks_are_separate() {
         .exists());
     t.run(["config", "sync", "--stack", "Bad_Name"])
         .fails_with(2);
-    t.run(["config", "sync", "--port", "0"]).fails_with(2);
+    t.run(args(&["config", "sync"]).port(0)).fails_with(2);
 }
 
 #[test]
@@ -290,7 +290,7 @@ fn config_dir_override_is_used_and_said() {
     t.extra_env
         .push(("OYSTERUN_CONFIG_DIR".into(), cfg_dir.display().to_string()));
     let r = t.run(["config", "sync"]).ok();
-    assert!(r.stderr().contains("OYSTERUN_CONFIG_DIR"), "{}", r.stderr());
+    r.stderr_has("OYSTERUN_CONFIG_DIR");
     assert!(cfg_dir.join("config.json").exists());
 }
 

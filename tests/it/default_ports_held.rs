@@ -94,7 +94,7 @@ fn whole_lifecycle_beside_a_held_default(name: &'static str, default: u16) {
     let bare: Vec<String> = args(&["agent", "install"])
         .stack(name)
         .root(&s.root)
-        .node(&real_node())
+        .node(real_node())
         .wait(10, 300)
         .into();
     let e = s.t.run(&bare).fails_with(1).stderr();
@@ -139,7 +139,7 @@ fn a_direct_start_of_production_beside_a_held_8802_takes_the_port_it_is_given() 
     let s = Stack::new("production");
     let bare: Vec<String> = args(&["host", "start"])
         .root(&s.root)
-        .node(&real_node())
+        .node(real_node())
         .extra(&["--wait", "10"])
         .into();
     let e = s.t.run(&bare).fails_with(1).stderr();

@@ -8,7 +8,7 @@ fn start_args(root: &std::path::Path, port: u16) -> Vec<String> {
     args(&["host", "start"])
         .stack("it")
         .root(root)
-        .node(&real_node())
+        .node(real_node())
         .port(port)
         .extra(&["--wait", "10"])
         .into()
@@ -23,11 +23,7 @@ fn start_status_stop_with_the_live_environment_read_back() {
     let root = t.fixture_root("root");
     let port = free_port();
     let r = t.run(start_args(&root, port)).ok();
-    assert!(
-        r.stdout().contains("environment verified"),
-        "{}",
-        r.stdout()
-    );
+    r.stdout_has("environment verified");
     // A custom stack's pid file is named as Oysterun names it, and holds the pid and a newline
     // only (Oysterun reads it with `tr -d '[:space:]'`).
     let pid_file = t.home.join(".oysterun-stacks/it/run/oysterun-host-it.pid");
@@ -108,7 +104,7 @@ fn start_status_stop_with_the_live_environment_read_back() {
     );
     let plain: Vec<String> = args(&["host", "start", "it"])
         .root(&root)
-        .node(&real_node())
+        .node(real_node())
         .port(port)
         .into();
     let e = t.run(&plain).fails_with(1).stderr();
@@ -139,7 +135,7 @@ fn start_status_stop_with_the_live_environment_read_back() {
     }
 
     let r = t.run(["host", "stop", "--stack", "it"]).ok();
-    assert!(r.stdout().contains(&format!("pid {pid}")), "{}", r.stdout());
+    r.stdout_has(&format!("pid {pid}"));
     assert!(!pid_file.exists());
     for gone in ["oysterun-host-it.origin.tsv", "oyster-exec.json"] {
         assert!(
@@ -176,7 +172,7 @@ fn stop_never_signals_a_foreign_process() {
     )
     .unwrap();
     let r = t.run(["host", "stop"]).ok();
-    assert!(r.stdout().contains("not signalled"), "{}", r.stdout());
+    r.stdout_has("not signalled");
     assert!(
         foreign.try_wait().unwrap().is_none(),
         "the foreign process is alive"
@@ -198,7 +194,7 @@ fn stop_never_signals_a_foreign_process() {
     )
     .unwrap();
     let r = t.run(["host", "stop"]).ok();
-    assert!(r.stdout().contains("not signalled"), "{}", r.stdout());
+    r.stdout_has("not signalled");
     assert!(
         foreign.try_wait().unwrap().is_none(),
         "the foreign process is alive"
@@ -213,7 +209,7 @@ fn stop_never_signals_a_foreign_process() {
     )
     .unwrap();
     let r = t.run(["host", "stop"]).ok();
-    assert!(r.stdout().contains("stale"), "{}", r.stdout());
+    r.stdout_has("stale");
 }
 
 #[test]

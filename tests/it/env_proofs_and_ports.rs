@@ -5,7 +5,7 @@
 
 use std::process::{Child, Command, Stdio};
 
-use crate::common::{free_port, real_node, wait_until, Stack, TestContext};
+use crate::common::{args, free_port, real_node, wait_until, Stack, TestContext};
 
 /// A process of the test's own listening on `port` on every interface, like another Host.
 fn impostor(t: &TestContext, port: u16) -> Child {
@@ -50,7 +50,7 @@ fn the_launchd_proof_is_used_when_the_kernel_hides_the_environment() {
     s.t.extra_env
         .push(("OYSTER_ENV_PROOF".into(), "exec".into()));
     let r = s.t.run(s.args("restart")).ok();
-    assert!(r.stdout().contains("env_proof: exec"), "{}", r.stdout());
+    r.stdout_has("env_proof: exec");
     assert_eq!(s.status()["env_proof"], "exec");
     // A record that says something else than the generator is a failure, not a pass.
     let record =
@@ -72,7 +72,7 @@ fn the_launchd_proof_is_used_when_the_kernel_hides_the_environment() {
     let r = s.t.run(s.args("restart")).ok();
     let pid = u32::try_from(s.status()["pid"].as_u64().unwrap()).unwrap();
     let said = format!("env_proof: {}", crate::common::strongest_proof(pid));
-    assert!(r.stdout().contains(&said), "{}", r.stdout());
+    r.stdout_has(&said);
 }
 
 #[test]
@@ -84,12 +84,7 @@ fn keys_launchd_adds_to_the_printed_environment_are_not_a_stale_definition() {
     ));
     s.t.run(s.args("install")).ok();
     let r = s.t.run(s.args("regenerate")).ok();
-    assert!(
-        r.stdout()
-            .contains("unchanged; the running Host is left alone"),
-        "{}",
-        r.stdout()
-    );
+    r.stdout_has("unchanged; the running Host is left alone");
     // The launchd proof compares only oyster's keys, too.
     s.t.extra_env
         .push(("OYSTER_ENV_PROOF".into(), "launchd".into()));
@@ -191,7 +186,7 @@ fn a_dual_stack_listener_is_recognised_as_the_hosts_own() {
     let s = Stack::new("dual");
     TestContext::fixture_flag(&s.root, "listen-all", "");
     let r = s.t.run(s.args("install")).ok();
-    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    r.stdout_has("Host verified");
     assert_eq!(s.status()["verified"], true);
 }
 
@@ -204,7 +199,7 @@ fn bootout_answering_36_means_keep_polling() {
     // A change (another port) forces bootout + bootstrap.
     s.port = free_port();
     let r = s.t.run(s.args("regenerate")).ok();
-    assert!(r.stdout().contains("reloaded"), "{}", r.stdout());
+    r.stdout_has("reloaded");
     assert_eq!(s.status()["verified"], true);
 }
 
@@ -217,22 +212,14 @@ fn a_direct_host_is_proven_by_the_exec_record_when_the_kernel_hides_it() {
     t.extra_env.push(("OYSTER_ENV_PROOF".into(), "exec".into()));
     let port = free_port().to_string();
     let node = real_node();
-    t.run([
-        "host",
-        "start",
-        "--stack",
-        "dx",
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        node.to_str().unwrap(),
-        "--port",
-        &port,
-        "--wait",
-        "10",
-        "--settle-ms",
-        "300",
-    ])
+    t.run(
+        args(&["host", "start"])
+            .stack("dx")
+            .root(&root)
+            .node(&node)
+            .port(&port)
+            .wait(10, 300),
+    )
     .ok();
     let st = t
         .run(["host", "status", "--stack", "dx", "--json"])

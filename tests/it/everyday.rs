@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use crate::common::{free_port, TestContext, BIN};
+use crate::common::{args, free_port, TestContext, BIN};
 
 /// A HOME with the simulator and the pinned Node; each stack gets its own root on install.
 fn ctx() -> TestContext {
@@ -33,7 +33,7 @@ fn a_stack_is_taken_as_a_plain_name_and_a_contradiction_is_refused() {
     );
     let old = st["pid"].as_u64().unwrap();
     let r = t.run(["restart", "dev", "--settle-ms", "200"]).ok();
-    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    r.stdout_has("Host verified");
     let new = status(&t, "dev")["pid"].as_u64().unwrap();
     assert_ne!(old, new, "restart dev restarted stack dev");
     // The same name twice is fine; two different ones are not.
@@ -107,15 +107,8 @@ fn all_acts_on_every_stack_and_names_the_failures_at_the_end() {
     install(&t, "aa", pa);
     install(&t, "bb", pb);
     // A stack with only a config has no LaunchAgent: skipped, and said.
-    t.run([
-        "config",
-        "sync",
-        "--stack",
-        "cc",
-        "--port",
-        &free_port().to_string(),
-    ])
-    .ok();
+    t.run(args(&["config", "sync"]).stack("cc").port(free_port()))
+        .ok();
     let r = t.run(["stop", "--all"]).ok();
     let out = r.stdout();
     for s in ["aa", "bb"] {
@@ -148,7 +141,7 @@ fn all_acts_on_every_stack_and_names_the_failures_at_the_end() {
         .find(|l| l.starts_with("oyster: error:"))
         .unwrap();
     assert!(last.contains("1 of 3 stacks failed to start: bb"), "{err}");
-    assert!(r.stdout().contains("FAILED"), "{}", r.stdout());
+    r.stdout_has("FAILED");
     // restart --all of a stopped stack starts it, and the summary says so.
     t.run(["start", "bb", "--settle-ms", "200"]).ok();
     t.run(["stop", "aa"]).ok();
@@ -479,7 +472,7 @@ fn a_refused_first_install_leaves_no_stack_behind() {
     let t = ctx();
     // No Oysterun root anywhere.
     let e = t
-        .run(["install", "ghost", "--port", &free_port().to_string()])
+        .run(args(&["install", "ghost"]).port(free_port()))
         .fails_with(1)
         .stderr();
     assert!(
@@ -491,17 +484,11 @@ fn a_refused_first_install_leaves_no_stack_behind() {
     let root = t.fixture_root("root");
     let hold = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = hold.local_addr().unwrap().port().to_string();
-    let args = [
-        "install",
-        "held",
-        "--port",
-        &port,
-        "--root",
-        root.to_str().unwrap(),
-        "--wait",
-        "3",
-    ];
-    let e = t.run(args).fails_with(1).stderr();
+    let held = args(&["install", "held"])
+        .port(&port)
+        .root(&root)
+        .extra(&["--wait", "3"]);
+    let e = t.run(held).fails_with(1).stderr();
     assert!(e.contains("already held"), "{e}");
     // Refused before the lock, so nothing of stack held was ever written.
     assert!(e.contains("Nothing was written"), "{e}");
@@ -517,16 +504,12 @@ fn a_refused_first_install_leaves_no_stack_behind() {
     t.run(["uninstall", "kept"]).ok();
     let hold = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = hold.local_addr().unwrap().port().to_string();
-    t.run([
-        "install",
-        "kept",
-        "--port",
-        &port,
-        "--root",
-        root.to_str().unwrap(),
-        "--wait",
-        "3",
-    ])
+    t.run(
+        args(&["install", "kept"])
+            .port(&port)
+            .root(&root)
+            .extra(&["--wait", "3"]),
+    )
     .fails_with(1);
     assert!(t
         .home
@@ -584,15 +567,8 @@ fn a_stale_plist_names_its_fix_once_in_the_form_typed_in_status_and_doctor() {
 fn doctor_reports_the_configs_port_when_the_root_cannot_be_found() {
     let t = ctx();
     let port = free_port();
-    t.run([
-        "config",
-        "sync",
-        "--stack",
-        "dev",
-        "--port",
-        &port.to_string(),
-    ])
-    .ok();
+    t.run(args(&["config", "sync"]).stack("dev").port(port))
+        .ok();
     let st = t.run(["status", "dev", "--json"]).json();
     assert_eq!(st["port"], port);
     let doc = t.run(["doctor", "dev", "--json"]).fails_with(1).json();

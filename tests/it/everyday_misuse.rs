@@ -2,7 +2,7 @@
 //! work when typed as shown, `cleanup` must touch nothing outside the stacks it names nor a
 //! stack another oyster is working on, and setup's suggested command must be one that works.
 
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{args, free_port, real_node, TestContext};
 
 /// A HOME with the simulator and the pinned Node.
 fn ctx() -> TestContext {
@@ -129,19 +129,14 @@ fn setups_offered_command_without_providers_works_when_typed() {
     let (root, node) = (root.to_str().unwrap(), bin.join("node"));
     let node = node.to_str().unwrap();
     let out = t
-        .run([
-            "setup",
-            "--dry-run",
-            "--stack",
-            "st",
-            "--root",
-            root,
-            "--node-bin",
-            node,
-            "--port",
-            &port,
-            "--no-start",
-        ])
+        .run(
+            args(&["setup", "--dry-run"])
+                .stack("st")
+                .root(root)
+                .node(node)
+                .port(&port)
+                .extra(&["--no-start"]),
+        )
         .ok()
         .stdout();
     let offered = quoted(&out)

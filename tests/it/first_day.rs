@@ -2,13 +2,12 @@
 //! script can read under `--json`, names that are not stacks, and help that offers only what
 //! a command takes.
 
-use crate::common::{free_port, shown_width, TestContext};
+use crate::common::{args, doctor_check, free_port, recorder, shown_width, TestContext};
 use crate::snapshots::{installed, snap_table};
 
 #[test]
 fn bare_oyster_shows_the_stacks_and_what_to_type_next() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     snap_table("bare_oyster", &t, &[], &[port]).ok();
     // With no stack at all, the one line names setup (exit 0 either way).
     let fresh = TestContext::new();
@@ -21,8 +20,7 @@ fn bare_oyster_shows_the_stacks_and_what_to_type_next() {
 
 #[test]
 fn a_json_error_is_one_document_on_stdout_with_the_text_still_on_stderr() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, _) = installed();
     // A typo of a stack: the nearest name, exit 2, in both forms.
     let r = t.run(["status", "snp", "--json"]).fails_with(2);
     let doc = r.json();
@@ -31,7 +29,7 @@ fn a_json_error_is_one_document_on_stdout_with_the_text_still_on_stderr() {
     assert_eq!(err["exit_code"], 2);
     let message = err["message"].as_str().unwrap();
     assert!(message.contains("snp"), "{doc}");
-    assert!(r.stderr().contains(message), "{}", r.stderr());
+    r.stderr_has(message);
     assert!(err["hint"].as_str().unwrap().contains("snap"), "{doc}");
     // A usage error under --json too.
     let r = t.run(["status", "--bogus", "--json"]).fails_with(2);
@@ -45,8 +43,8 @@ fn a_json_error_is_one_document_on_stdout_with_the_text_still_on_stderr() {
 fn all_and_oysteruns_reserved_names_are_not_stack_names() {
     let t = TestContext::new();
     let port = free_port().to_string();
-    let r = t.run(["install", "all", "--port", &port]).fails_with(2);
-    assert!(r.stderr().contains("--all"), "{}", r.stderr());
+    let r = t.run(args(&["install", "all"]).port(&port)).fails_with(2);
+    r.stderr_has("--all");
     for name in ["local", "phone", "daily", "shared"] {
         let r = t.run(["setup", name, "--dry-run"]).fails_with(2);
         assert!(r.stderr().contains("reserved"), "{name}: {}", r.stderr());
@@ -101,17 +99,12 @@ fn help_and_completion_offer_stack_only_where_a_command_takes_one() {
     assert!(opts_after("oyster__subcmd__status").contains("--stack"));
     // `--stack` after such a verb is refused with its value, as before the verb.
     let r = t.run(["list", "--stack", "dev"]).fails_with(2);
-    assert!(
-        r.stderr().contains("--stack dev would be ignored"),
-        "{}",
-        r.stderr()
-    );
+    r.stderr_has("--stack dev would be ignored");
 }
 
 #[test]
 fn doctor_refuses_a_typo_of_a_stack_as_every_verb_does() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, _) = installed();
     for verb in ["doctor", "status", "restart", "logs"] {
         let r = t.run([verb, "snp"]).fails_with(2);
         assert!(
@@ -126,18 +119,10 @@ fn doctor_refuses_a_typo_of_a_stack_as_every_verb_does() {
 
 #[test]
 fn config_sync_with_a_new_port_says_the_host_still_runs_on_the_old_one() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     let new = free_port();
     let r = t
-        .run([
-            "config",
-            "sync",
-            "--stack",
-            "snap",
-            "--port",
-            &new.to_string(),
-        ])
+        .run(args(&["config", "sync"]).stack("snap").port(new))
         .ok();
     let out = r.stdout();
     assert!(
@@ -150,14 +135,7 @@ fn config_sync_with_a_new_port_says_the_host_still_runs_on_the_old_one() {
     t.run(["agent", "regenerate", "snap", "--settle-ms", "200"])
         .ok();
     let out = t
-        .run([
-            "config",
-            "sync",
-            "--stack",
-            "snap",
-            "--port",
-            &new.to_string(),
-        ])
+        .run(args(&["config", "sync"]).stack("snap").port(new))
         .ok()
         .stdout();
     assert!(
@@ -182,8 +160,8 @@ fn brews_words_mean_what_brew_users_mean() {
     let mut t = TestContext::new();
     t.use_sim();
     let r = t.run(["kill"]).fails_with(1);
-    assert!(r.stderr().contains("is not installed"), "{}", r.stderr());
-    assert!(r.stderr().contains("oyster install"), "{}", r.stderr());
+    r.stderr_has("is not installed");
+    r.stderr_has("oyster install");
     assert!(!r.stderr().contains("oyster start"), "{}", r.stderr());
 }
 
@@ -196,12 +174,7 @@ fn logs_of_a_stack_migrated_from_oysterun_1_5_3_show_its_log_and_say_which() {
     std::fs::write(logs.join("oysterun-host-old.log"), "line one\nline two\n").unwrap();
     let r = t.run(["logs", "old"]).ok();
     assert_eq!(r.stdout(), "line one\nline two\n");
-    assert!(
-        r.stderr()
-            .contains("oysterun-host-old.log, the log Oysterun 1.5.3 wrote"),
-        "{}",
-        r.stderr()
-    );
+    r.stderr_has("oysterun-host-old.log, the log Oysterun 1.5.3 wrote");
     // Once oyster's own log exists, it is the one shown, without the note.
     std::fs::write(logs.join("oysterun-host.log"), "new\n").unwrap();
     let r = t.run(["logs", "old"]).ok();
@@ -209,22 +182,9 @@ fn logs_of_a_stack_migrated_from_oysterun_1_5_3_show_its_log_and_say_which() {
     assert!(!r.stderr().contains("1.5.3"), "{}", r.stderr());
 }
 
-/// An executable at `path` that appends its arguments to `log` (a stand-in for `xdg-open`).
-fn recorder(path: &std::path::Path, log: &std::path::Path) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(
-        path,
-        format!("#!/bin/sh\necho \"$*\" >> '{}'\n", log.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
 #[test]
 fn version_open_and_qr_answer_on_demand() {
-    let port = free_port();
-    let mut t = installed(port);
+    let (mut t, port) = installed();
     // version, plain and verbose (the pinned Node and the root of each stack).
     let plain = t.run(["version"]).ok().stdout();
     assert_eq!(plain, format!("oyster {}\n", env!("CARGO_PKG_VERSION")));
@@ -271,16 +231,12 @@ fn version_open_and_qr_answer_on_demand() {
     let r = t.run(["open", "snap"]).ok();
     let url = format!("http://127.0.0.1:{port}");
     assert_eq!(std::fs::read_to_string(&log).unwrap(), format!("{url}\n"));
-    assert!(
-        r.stdout().contains(&format!("Opened {url}")),
-        "{}",
-        r.stdout()
-    );
+    r.stdout_has(&format!("Opened {url}"));
     // Without an opener, the URL is printed and the missing opener said.
     t.path_dirs.clear();
     let r = t.run(["open", "snap"]).ok();
     assert_eq!(r.stdout(), format!("{url}\n"));
-    assert!(r.stderr().contains("xdg-open"), "{}", r.stderr());
+    r.stderr_has("xdg-open");
     // qr: the root's own entry point, with the stack's port, again and again.
     let qr_log = t.path("qr.log");
     std::fs::write(
@@ -293,7 +249,7 @@ fn version_open_and_qr_answer_on_demand() {
     .unwrap();
     for _ in 0..2 {
         let r = t.run(["qr", "snap"]).ok();
-        assert!(r.stdout().contains("LOGIN-QR"), "{}", r.stdout());
+        r.stdout_has("LOGIN-QR");
     }
     assert_eq!(
         std::fs::read_to_string(&qr_log).unwrap(),
@@ -302,7 +258,7 @@ fn version_open_and_qr_answer_on_demand() {
     // A root without the entry point: said, exit 1.
     std::fs::remove_file(root.join("host-service/setup.mjs")).unwrap();
     let r = t.run(["qr", "snap"]).fails_with(1);
-    assert!(r.stderr().contains("no login QR"), "{}", r.stderr());
+    r.stderr_has("no login QR");
 }
 
 #[test]
@@ -315,7 +271,7 @@ fn a_launchagents_dir_the_user_cannot_write_is_named_with_its_fix_and_nothing_ch
     // Read-only (mode 555): refused by its mode, also for root, who could write it anyway.
     std::fs::set_permissions(&agents, std::fs::Permissions::from_mode(0o555)).unwrap();
     let before = crate::common::tree(&t.home);
-    let r = t.run(["install", "pa", "--port", &port]).fails_with(1);
+    let r = t.run(args(&["install", "pa"]).port(&port)).fails_with(1);
     let err = r.stderr();
     assert!(
         err.contains("Library/LaunchAgents") && err.contains("mode is 0555"),
@@ -329,22 +285,17 @@ fn a_launchagents_dir_the_user_cannot_write_is_named_with_its_fix_and_nothing_ch
     if nix::unistd::geteuid().is_root() {
         std::os::unix::fs::chown(&agents, Some(54321), None).unwrap();
         let before = crate::common::tree(&t.home);
-        let r = t.run(["install", "pa", "--port", &port]).fails_with(1);
-        assert!(r.stderr().contains("owned by uid 54321"), "{}", r.stderr());
-        assert!(r.stderr().contains("sudo chown $USER"), "{}", r.stderr());
+        let r = t.run(args(&["install", "pa"]).port(&port)).fails_with(1);
+        r.stderr_has("owned by uid 54321");
+        r.stderr_has("sudo chown $USER");
         assert_eq!(crate::common::tree(&t.home), before, "nothing was written");
         let r = t.run(["agent", "regenerate"]).fails_with(1);
-        assert!(r.stderr().contains("sudo chown $USER"), "{}", r.stderr());
+        r.stderr_has("sudo chown $USER");
         let st = t.run(["status", "--json"]).json();
         let notes = st["notes"].to_string();
         assert!(notes.contains("sudo chown $USER"), "{st}");
         let doc = t.run(["doctor", "--json"]).json();
-        let check = doc["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["check"] == "LaunchAgents dir")
-            .unwrap_or_else(|| panic!("{doc}"));
+        let check = doctor_check(&doc, "LaunchAgents dir");
         assert_eq!(check["status"], "fail", "{doc}");
         t.extra_env.clear();
     }
@@ -352,10 +303,9 @@ fn a_launchagents_dir_the_user_cannot_write_is_named_with_its_fix_and_nothing_ch
 
 #[test]
 fn info_all_shows_every_stack_and_exits_1_unless_each_is_verified() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, _) = installed();
     let other = free_port().to_string();
-    t.run(["install", "snap2", "--port", &other, "--settle-ms", "200"])
+    t.run(args(&["install", "snap2"]).port(&other).settle(200))
         .ok();
     let doc = t.run(["info", "--all", "--json"]).ok().json();
     let stacks: Vec<&str> = doc["stacks"]
@@ -381,20 +331,12 @@ fn info_all_shows_every_stack_and_exits_1_unless_each_is_verified() {
 
 #[test]
 fn at_80_columns_no_line_is_wider_than_the_terminal_and_piped_output_is_never_wrapped() {
-    let port = free_port();
-    let mut t = installed(port);
+    let (mut t, _) = installed();
     // A long stack name and a stopped stack: the stop line, a status note and the list row
     // run long.
     let other = free_port().to_string();
-    t.run([
-        "install",
-        "second-stack",
-        "--port",
-        &other,
-        "--settle-ms",
-        "200",
-    ])
-    .ok();
+    t.run(args(&["install", "second-stack"]).port(&other).settle(200))
+        .ok();
     let commands: Vec<Vec<&str>> = vec![
         vec!["stop", "second-stack"],
         vec!["status", "second-stack"],
@@ -431,8 +373,7 @@ fn at_80_columns_no_line_is_wider_than_the_terminal_and_piped_output_is_never_wr
 
 #[test]
 fn stop_keep_stays_registered_for_the_next_login_and_no_wait_returns_at_once() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, _) = installed();
     let uid = nix::unistd::getuid().as_raw();
     let st = t.run(["status", "snap", "--json"]).json();
     let old = st["pid"].as_u64().unwrap();
@@ -471,8 +412,7 @@ fn stop_keep_stays_registered_for_the_next_login_and_no_wait_returns_at_once() {
 
 #[test]
 fn cleanup_yes_purge_removes_uninstalled_stacks_with_their_files_named_and_only_then() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, _) = installed();
     t.run(["uninstall", "snap"]).ok();
     let root = t.home.join(".oysterun-stacks/snap");
     assert!(root.join("host/config.json").exists() && root.join("logs").is_dir());
@@ -504,8 +444,7 @@ fn cleanup_yes_purge_removes_uninstalled_stacks_with_their_files_named_and_only_
 
 #[test]
 fn stop_all_names_each_stack_in_the_form_stop_stack_does() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, _) = installed();
     let one = t.run(["stop", "snap"]).ok().stdout();
     assert!(one.contains("`oyster start snap` starts it again"), "{one}");
     t.run(["start", "snap", "--settle-ms", "200"]).ok();

@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use crate::common::{plistlib, TestContext};
+use crate::common::{args, plistlib, TestContext};
 
 /// Python's own UUIDv5 of `name` in the DNS namespace, upper-case (an independent derivation).
 fn python_uuid5(name: &str) -> String {
@@ -83,7 +83,7 @@ fn mdm_profile_is_the_same_bytes_every_run_and_names_the_organization() {
             "Example & Söhne <IT>",
         ])
         .ok();
-    assert!(r.stdout().contains("wrote "), "{}", r.stdout());
+    r.stdout_has("wrote ");
     let first = std::fs::read(&file).unwrap();
     let doc = plistlib(&first);
     assert_eq!(doc["PayloadOrganization"], "Example & Söhne <IT>");
@@ -133,7 +133,7 @@ fn mdm_profile_refuses_bad_output_and_organization_writing_nothing() {
     let r = t
         .run(["mdm", "profile", "--output", missing.to_str().unwrap()])
         .fails_with(2);
-    assert!(r.stderr().contains("does not exist"), "{}", r.stderr());
+    r.stderr_has("does not exist");
     let target = dir.join("p.mobileconfig");
     for org in ["", "bad\u{1b}[31m", "line\nbreak"] {
         let r = t
@@ -146,7 +146,7 @@ fn mdm_profile_refuses_bad_output_and_organization_writing_nothing() {
                 org,
             ])
             .fails_with(2);
-        assert!(r.stderr().contains("--organization"), "{}", r.stderr());
+        r.stderr_has("--organization");
     }
     // A symlink is not written through (its target stays as it was).
     let victim = dir.join("victim");
@@ -329,11 +329,7 @@ fn inventory_describes_three_stacks_in_their_states_as_documented_and_holds_no_s
     );
     assert_eq!(one("team_id"), "<result>none</result>\n");
     let r = t.run(["inventory", "--result", "password"]).fails_with(2);
-    assert!(
-        r.stderr().contains("use one of: problems"),
-        "{}",
-        r.stderr()
-    );
+    r.stderr_has("use one of: problems");
     assert!(r.stdout().is_empty());
 
     // People get a summary, also exit 0.
@@ -377,15 +373,8 @@ fn inventory_user_part_is_the_users_entry_of_the_document() {
     use crate::common::free_port;
     let t = TestContext::new();
     for stack in ["alpha", "beta"] {
-        t.run([
-            "config",
-            "sync",
-            "--stack",
-            stack,
-            "--port",
-            &free_port().to_string(),
-        ])
-        .ok();
+        t.run(args(&["config", "sync"]).stack(stack).port(free_port()))
+            .ok();
     }
     let part = t.run(["inventory", "--user-part"]).ok().json();
     let doc = t.run(["inventory", "--json"]).ok().json();

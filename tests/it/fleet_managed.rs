@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{free_port, write_binary_plist, TestContext};
+use crate::common::{args, free_port, write_binary_plist, TestContext};
 
 fn dict(pairs: Vec<(&str, plist::Value)>) -> plist::Value {
     let mut d = plist::Dictionary::new();
@@ -30,7 +30,7 @@ fn user_name() -> String {
 /// The `managed preferences` check of `doctor dev --json`.
 fn managed_check(t: &TestContext) -> serde_json::Value {
     let doctor = t.run(["doctor", "dev", "--json"]).json();
-    find(&doctor["checks"], "check", "managed preferences").clone()
+    crate::common::doctor_check(&doctor, "managed preferences")
 }
 
 /// The element of the JSON array `list` whose `key` is `want`; fails showing the list if none.
@@ -168,14 +168,7 @@ fn a_forced_value_is_refused_without_writing_and_wins_over_config_json() {
         );
     }
     let r = t
-        .run([
-            "config",
-            "sync",
-            "--stack",
-            "dev",
-            "--port",
-            &m.mine.to_string(),
-        ])
+        .run(args(&["config", "sync"]).stack("dev").port(m.mine))
         .fails_with(1);
     assert!(r.stderr().contains(&file) || r.stderr().contains("Managed Preferences"));
 
@@ -189,18 +182,10 @@ fn a_forced_value_is_refused_without_writing_and_wins_over_config_json() {
     assert_eq!(doc["default_browse_path"], "/Shared/Mine");
     assert_eq!(doc["history"][0], "kept");
     // The forced port itself is no change: accepted.
-    t.run([
-        "config",
-        "sync",
-        "--stack",
-        "dev",
-        "--port",
-        &m.forced.to_string(),
-    ])
-    .ok();
-    // Production has no port forced: its --port is the user's.
-    t.run(["config", "sync", "--port", &m.mine.to_string()])
+    t.run(args(&["config", "sync"]).stack("dev").port(m.forced))
         .ok();
+    // Production has no port forced: its --port is the user's.
+    t.run(args(&["config", "sync"]).port(m.mine)).ok();
     assert_eq!(t.read_config()["port"], m.mine);
     assert_eq!(
         t.read_config()["provider_command_intent"]["codex"],
@@ -216,13 +201,9 @@ fn a_forced_value_is_refused_without_writing_and_wins_over_config_json() {
         let r = t
             .run(["agent", "print", "--stack", "dev", flag, "/tmp/elsewhere"])
             .fails_with(1);
-        assert!(
-            r.stderr().contains(&format!(
-                "{flag} /tmp/elsewhere is managed by your organization"
-            )),
-            "{}",
-            r.stderr()
-        );
+        r.stderr_has(&format!(
+            "{flag} /tmp/elsewhere is managed by your organization"
+        ));
     }
 }
 

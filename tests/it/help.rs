@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use crate::common::{free_port, runner_tool, TestContext, BIN};
+use crate::common::{args, free_port, runner_tool, TestContext, BIN};
 
 /// `oyster ARGS` with COLUMNS=80 and stdout piped (clap's width then comes from COLUMNS).
 fn help80(t: &TestContext, args: &[&str]) -> String {
@@ -182,15 +182,8 @@ fn every_option_of_every_verb_is_on_a_man_page_with_the_examples_of_its_help() {
 fn stack_completes_the_stacks_on_disk() {
     let t = TestContext::new();
     for s in ["dev", "qa"] {
-        t.run([
-            "config",
-            "sync",
-            "--stack",
-            s,
-            "--port",
-            &free_port().to_string(),
-        ])
-        .ok();
+        t.run(args(&["config", "sync"]).stack(s).port(free_port()))
+            .ok();
     }
     assert_eq!(t.run(["__complete-stacks"]).ok().stdout(), "dev\nqa\n");
     // Hidden: not in --help, no man page.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{args, free_port, real_node, TestContext};
 
 fn run_dir(t: &TestContext, stack: &str) -> PathBuf {
     t.home.join(".oysterun-stacks").join(stack).join("run")
@@ -159,20 +159,14 @@ fn ctrl_c_during_host_stop_finishes_the_stop_and_says_so() {
     // A Host that takes 1.5 s to exit after SIGTERM: oyster is still waiting when Ctrl-C comes.
     TestContext::fixture_flag(&root, "sigterm-delay-ms", "1500");
     let port = free_port().to_string();
-    t.run([
-        "host",
-        "start",
-        "--stack",
-        "hs",
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        real_node().to_str().unwrap(),
-        "--port",
-        &port,
-        "--wait",
-        "10",
-    ])
+    t.run(
+        args(&["host", "start"])
+            .stack("hs")
+            .root(&root)
+            .node(real_node())
+            .port(&port)
+            .extra(&["--wait", "10"]),
+    )
     .ok();
     let pid_file = run_dir(&t, "hs").join("oysterun-host-hs.pid");
     let host = wait_for_pid_file(&pid_file);

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::{free_port, runner_tool, TestContext, BIN};
+use crate::common::{args, free_port, runner_tool, TestContext, BIN};
 
 /// A HOME with the simulator and the pinned Node.
 fn ctx() -> TestContext {
@@ -373,13 +373,8 @@ fn start_right_after_an_interrupted_stop_loads_the_job_again() {
         tail(&err)
     );
     let r = t.run(["start", "dr", "--settle-ms", "200"]).ok();
-    assert!(
-        r.stderr()
-            .contains("is still being booted out (a stop was interrupted)"),
-        "{}",
-        r.stderr()
-    );
-    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    r.stderr_has("is still being booted out (a stop was interrupted)");
+    r.stdout_has("Host verified");
     let st = t.run(["status", "dr", "--json"]).json();
     assert_eq!(st["verified"], true, "{st}");
     t.run(["uninstall", "dr"]).ok();
@@ -395,7 +390,7 @@ fn uninstall_of_a_stack_whose_directory_is_gone_leaves_none_behind() {
     let dir = t.home.join(".oysterun-stacks/gone");
     std::fs::remove_dir_all(&dir).unwrap();
     let r = t.run(["uninstall", "--all"]).ok();
-    assert!(r.stdout().contains("was already gone"), "{}", r.stdout());
+    r.stdout_has("was already gone");
     assert!(!dir.exists(), "{}", r.stdout());
     assert!(!t.run(["list"]).ok().stdout().contains("gone"));
     assert!(t
@@ -479,16 +474,7 @@ fn a_failed_start_with_a_new_port_does_not_run_the_stopped_host_again() {
     TestContext::fixture_flag(&root, "crash-on-start", "");
     let port = free_port().to_string();
     let e = t
-        .run([
-            "start",
-            "np",
-            "--port",
-            &port,
-            "--wait",
-            "5",
-            "--settle-ms",
-            "200",
-        ])
+        .run(args(&["start", "np"]).port(&port).wait(5, 200))
         .fails_with(1)
         .stderr();
     assert!(e.contains("the Host stays stopped"), "{e}");
@@ -544,7 +530,7 @@ fn a_stack_directory_that_is_a_dangling_symlink_is_named_with_the_fix() {
     }
     std::fs::remove_file(&dir).unwrap();
     let r = t.run(["uninstall", "ln"]).ok();
-    assert!(r.stdout().contains("was already gone"), "{}", r.stdout());
+    r.stdout_has("was already gone");
     assert!(!plist.exists());
     assert!(!dir.exists());
 }

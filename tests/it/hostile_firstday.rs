@@ -2,7 +2,7 @@
 //! stack in the verbs the first pass left out, and a refused first `host start`.
 
 use crate::common::{
-    args, free_port, install_args, real_node, shown_width, strip_ansi, TestContext,
+    args, doctor_check, free_port, real_node, shown_width, strip_ansi, TestContext,
 };
 
 /// A HOME with one custom stack, `snap`, that has a config (and so exists).
@@ -64,11 +64,7 @@ fn a_refused_first_host_start_leaves_no_stack_behind() {
         .run(host_start("fresh", free_port(), &missing))
         .fails_with(2);
     t.assert_no_stack("fresh", &r.stderr());
-    assert!(
-        r.stderr().contains("created by this refused host start"),
-        "{}",
-        r.stderr()
-    );
+    r.stderr_has("created by this refused host start");
     // A port another process holds (exit 1).
     let held = std::net::TcpListener::bind(("127.0.0.1", free_port())).unwrap();
     let port = held.local_addr().unwrap().port();
@@ -90,11 +86,7 @@ fn a_host_start_refused_for_a_managed_root_leaves_no_stack_behind() {
     let r = t
         .run(host_start("fresh", free_port(), &other))
         .fails_with(1);
-    assert!(
-        r.stderr().contains("managed by your organization"),
-        "{}",
-        r.stderr()
-    );
+    r.stderr_has("managed by your organization");
     t.assert_no_stack("fresh", "");
 }
 
@@ -220,27 +212,16 @@ fn lists_log_column_is_cut_as_shown_with_home_as_tilde() {
 
 #[test]
 fn a_failed_login_qr_names_oyster_qr_for_this_stack() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    let root = t.fixture_root("root");
+    let t = TestContext::with_pinned_host();
     std::fs::write(
-        root.join("host-service/setup.mjs"),
+        t.host_root().join("host-service/setup.mjs"),
         "console.error('no QR today'); process.exit(3);\n",
     )
     .unwrap();
-    t.run(
-        install_args("snap", free_port(), &root)
-            .node(&real_node())
-            .settle(200),
-    )
-    .ok();
+    t.run(args(&["install", "snap"]).port(free_port()).settle(200))
+        .ok();
     let r = t.run(["qr", "snap"]).fails_with(1);
-    assert!(
-        r.stderr()
-            .contains("`oyster qr snap` shows this stack's login QR again"),
-        "{}",
-        r.stderr()
-    );
+    r.stderr_has("`oyster qr snap` shows this stack's login QR again");
     t.run(["uninstall", "snap"]).ok();
     t.wait_no_processes();
 }
@@ -283,12 +264,7 @@ fn a_forced_node_or_root_that_does_not_work_is_the_profiles_not_a_flag_the_user_
             "{err}"
         );
         let doc = t.run(["doctor", "snap", "--json"]).json();
-        let check = doc["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["check"] == "node/root")
-            .unwrap_or_else(|| panic!("{doc}"));
+        let check = doctor_check(&doc, "node/root");
         assert_eq!(check["status"], "fail", "{doc}");
         assert!(
             check["fix"]
@@ -302,24 +278,12 @@ fn a_forced_node_or_root_that_does_not_work_is_the_profiles_not_a_flag_the_user_
 
 #[test]
 fn config_sync_port_of_a_stopped_host_does_not_say_it_still_runs() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    t.pin_host_env();
+    let t = TestContext::with_pinned_host();
     let old = free_port();
-    t.run([
-        "install",
-        "snap",
-        "--port",
-        &old.to_string(),
-        "--settle-ms",
-        "200",
-    ])
-    .ok();
+    t.run(args(&["install", "snap"]).port(old).settle(200)).ok();
     t.run(["stop", "snap"]).ok();
     let new = free_port();
-    let r = t
-        .run(["config", "sync", "snap", "--port", &new.to_string()])
-        .ok();
+    let r = t.run(args(&["config", "sync", "snap"]).port(new)).ok();
     let out = r.stdout();
     assert!(!out.contains("still runs"), "{out}");
     assert!(

@@ -3,24 +3,18 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{args, free_port, real_node, TestContext};
 
 /// `host start` of `stack` from `root` on `port`, verified; the Host's pid.
 pub(crate) fn start(t: &TestContext, stack: &str, root: &Path, port: u16) -> u32 {
-    t.run([
-        "host",
-        "start",
-        "--stack",
-        stack,
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        real_node().to_str().unwrap(),
-        "--port",
-        &port.to_string(),
-        "--wait",
-        "10",
-    ])
+    t.run(
+        args(&["host", "start"])
+            .stack(stack)
+            .root(root)
+            .node(real_node())
+            .port(port)
+            .extra(&["--wait", "10"]),
+    )
     .ok();
     pid_of(t, stack)
 }
@@ -117,18 +111,13 @@ fn a_copied_stack_directory_never_makes_host_stop_signal_the_other_stacks_host()
     }
     // `host start --stack a` over the copies refuses the same way, deleting nothing.
     let e = t
-        .run([
-            "host",
-            "start",
-            "--stack",
-            "a",
-            "--root",
-            root.to_str().unwrap(),
-            "--node-bin",
-            real_node().to_str().unwrap(),
-            "--port",
-            &free_port().to_string(),
-        ])
+        .run(
+            args(&["host", "start"])
+                .stack("a")
+                .root(&root)
+                .node(real_node())
+                .port(free_port()),
+        )
         .fails_with(1)
         .stderr();
     assert!(e.contains("not stack a's Host"), "{e}");
@@ -202,18 +191,13 @@ fn an_older_record_that_no_longer_proves_a_live_host_is_kept_and_nothing_is_sign
     assert!(record.exists());
     // `host start` does not take the files over either.
     let e = t
-        .run([
-            "host",
-            "start",
-            "--stack",
-            "it",
-            "--root",
-            root.to_str().unwrap(),
-            "--node-bin",
-            real_node().to_str().unwrap(),
-            "--port",
-            &free_port().to_string(),
-        ])
+        .run(
+            args(&["host", "start"])
+                .stack("it")
+                .root(&root)
+                .node(real_node())
+                .port(free_port()),
+        )
         .fails_with(1)
         .stderr();
     assert!(e.contains("was not signalled"), "{e}");
@@ -227,22 +211,14 @@ fn host_stop_never_signals_a_pid_launchd_runs_under_another_label() {
     t.use_sim();
     let root = t.fixture_root("root");
     let port = free_port().to_string();
-    t.run([
-        "agent",
-        "install",
-        "--stack",
-        "a",
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        real_node().to_str().unwrap(),
-        "--port",
-        &port,
-        "--wait",
-        "10",
-        "--settle-ms",
-        "200",
-    ])
+    t.run(
+        args(&["agent", "install"])
+            .stack("a")
+            .root(&root)
+            .node(real_node())
+            .port(&port)
+            .wait(10, 200),
+    )
     .ok();
     // The same definition loaded under another stack's label (a hand-copied plist): launchd
     // runs stack a's Host as com.oysterun.host.b, and a's own label is not loaded.

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{args, free_port, real_node, TestContext};
 use crate::identity::{alive, run_dir, start};
 
 fn pid_path(t: &TestContext, stack: &str) -> PathBuf {
@@ -80,14 +80,7 @@ fn a_missing_exec_record_never_deletes_the_files_of_a_host_that_is_still_this_st
             run_dir(&t, "x").join("oysterun-host-x.origin.tsv").exists(),
             "{damage}: the origin file was removed"
         );
-        let again = t.run([
-            "host",
-            "start",
-            "--stack",
-            "x",
-            "--root",
-            root.to_str().unwrap(),
-        ]);
+        let again = t.run(args(&["host", "start"]).stack("x").root(&root));
         assert_ne!(again.code(), 0);
         assert!(
             !again.stderr().contains("removing a stale pid file"),
@@ -260,20 +253,14 @@ fn status_right_after_kill_of_a_young_host_is_no_crash_loop() {
     let root = t.fixture_root("root");
     TestContext::fixture_flag(&root, "no-sigterm-handler", "");
     let port = free_port().to_string();
-    t.run([
-        "agent",
-        "install",
-        "--stack",
-        "kl",
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        real_node().to_str().unwrap(),
-        "--port",
-        &port,
-        "--wait",
-        "10",
-    ])
+    t.run(
+        args(&["agent", "install"])
+            .stack("kl")
+            .root(&root)
+            .node(real_node())
+            .port(&port)
+            .extra(&["--wait", "10"]),
+    )
     .ok();
     t.run(["kill", "--stack", "kl"]).ok();
     let mut seen_throttled = false;

@@ -118,7 +118,7 @@ impl Ir {
         if let Some(r) = root {
             a = a.root(r);
         }
-        a = a.node(&real_node()).port(self.port);
+        a = a.node(real_node()).port(self.port);
         if verb != "print" {
             a = a.wait(wait, 200);
         }

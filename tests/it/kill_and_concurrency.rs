@@ -73,8 +73,7 @@ fn sigkill_during_config_writes_never_tears_the_file() {
 
 #[test]
 fn sigkill_during_plist_writes_leaves_a_whole_plist() {
-    let mut t = TestContext::new();
-    t.pin_host_env();
+    let t = TestContext::with_pinned_host_no_launchd();
     // A port from the allocator, not production's 8802 (which may be held on this machine).
     t.write_config(&format!("{{\"port\": {}}}", crate::common::free_port()));
     let dirs: Vec<PathBuf> = ["a", "b"].iter().map(|d| t.path(d)).collect();
@@ -121,8 +120,7 @@ fn sigkill_during_plist_writes_leaves_a_whole_plist() {
 
 #[test]
 fn concurrent_set_sync_and_regenerate_lose_no_update() {
-    let mut t = TestContext::new();
-    t.pin_host_env();
+    let t = TestContext::with_pinned_host_no_launchd();
     t.write_config(&format!(
         r#"{{"history": {{"s1": "keep"}}, "port": {}}}"#,
         crate::common::free_port()

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::common::{real_node, Run, Stack, TestContext};
+use crate::common::{args, real_node, Run, Stack, TestContext};
 
 /// Stack `lc`: the fixture Host under the simulator.
 fn lc() -> Stack {
@@ -79,10 +79,10 @@ fn install_status_uninstall_leaves_config_and_logs_and_no_process() {
 
     // A second install with nothing changed leaves the running Host alone.
     let r = agent(&l, "install").ok();
-    assert!(r.stdout().contains(&format!("pid {pid}")), "{}", r.stdout());
+    r.stdout_has(&format!("pid {pid}"));
 
     let r = agent(&l, "uninstall").ok();
-    assert!(r.stdout().contains("removed"), "{}", r.stdout());
+    r.stdout_has("removed");
     let st =
         l.t.run(["agent", "status", "--stack", "lc", "--json"])
             .fails_with(1)
@@ -127,7 +127,7 @@ fn restart_without_changes_is_graceful_and_verifies_a_new_pid() {
     let (old, _) = live_env(&l);
     let r = agent(&l, "restart").ok();
     // SIGTERM through launchd, not kickstart -k's SIGKILL: the old Host shut down cleanly.
-    assert!(r.stderr().contains("SIGTERM to pid"), "{}", r.stderr());
+    r.stderr_has("SIGTERM to pid");
     assert!(!r.stderr().contains("kickstart -k"), "{}", r.stderr());
     let (new, _) = live_env(&l);
     assert_ne!(old, new);
@@ -154,18 +154,14 @@ fn regenerate_after_a_provider_change_reloads_and_the_live_path_changes() {
     let dir = l.t.home.join(".local/bin");
     l.t.fake_exe(&dir.join("codex"));
     let r = agent(&l, "regenerate").ok();
-    assert!(
-        r.stdout().contains("reloaded (bootout, bootstrap)"),
-        "{}",
-        r.stdout()
-    );
+    r.stdout_has("reloaded (bootout, bootstrap)");
     let after = live_path(&l);
     assert_ne!(before, after);
     assert!(after.split(':').any(|d| Path::new(d) == dir), "{after}");
     // Nothing changed since: regenerate leaves the Host alone.
     let (pid, _) = live_env(&l);
     let r = agent(&l, "regenerate").ok();
-    assert!(r.stdout().contains("left alone"), "{}", r.stdout());
+    r.stdout_has("left alone");
     assert_eq!(live_env(&l).0, pid);
     l.t.assert_nothing_executed();
 }
@@ -180,7 +176,7 @@ fn a_plist_edited_behind_oysters_back_is_noticed_by_restart() {
         .replace("/usr/sbin:", "/tampered:");
     std::fs::write(l.plist(), &text).unwrap();
     let r = agent(&l, "restart").ok();
-    assert!(r.stdout().contains("reloaded"), "{}", r.stdout());
+    r.stdout_has("reloaded");
     assert_eq!(
         std::fs::read(l.plist()).unwrap(),
         good,
@@ -206,12 +202,7 @@ fn a_plist_edited_behind_oysters_back_is_noticed_by_restart() {
         .ok();
     std::fs::write(l.plist(), &good).unwrap();
     let r = agent(&l, "restart").ok();
-    assert!(
-        r.stderr()
-            .contains("launchd runs another definition than the plist on disk"),
-        "{}",
-        r.stderr()
-    );
+    r.stderr_has("launchd runs another definition than the plist on disk");
     assert!(!live_path(&l).contains("/tampered"));
 }
 
@@ -318,7 +309,7 @@ fn without_a_gui_session_the_user_domain_is_used_and_said() {
     l.t.extra_env
         .push(("LAUNCHD_SIM_NO_GUI".into(), "1".into()));
     let r = agent(&l, "install").ok();
-    assert!(r.stderr().contains("using user/"), "{}", r.stderr());
+    r.stderr_has("using user/");
     assert!(l.status()["domain"].as_str().unwrap().starts_with("user/"));
 }
 
@@ -354,18 +345,13 @@ fn direct_start_is_refused_while_the_agent_is_loaded() {
     agent(&l, "install").ok();
     let port = l.port.to_string();
     let e =
-        l.t.run([
-            "host",
-            "start",
-            "--stack",
-            "lc",
-            "--root",
-            l.root.to_str().unwrap(),
-            "--node-bin",
-            real_node().to_str().unwrap(),
-            "--port",
-            &port,
-        ])
+        l.t.run(
+            args(&["host", "start"])
+                .stack("lc")
+                .root(&l.root)
+                .node(real_node())
+                .port(&port),
+        )
         .fails_with(1)
         .stderr();
     assert!(e.contains("LaunchAgent") && e.contains("loaded"), "{e}");

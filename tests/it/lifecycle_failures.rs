@@ -25,7 +25,7 @@ fn args_on(f: &Stack, verb: &str, port: u16, settle_ms: u64) -> Vec<String> {
     args(&["agent", verb])
         .stack(f.name)
         .root(&f.root)
-        .node(&real_node())
+        .node(real_node())
         .port(port)
         .wait(10, settle_ms)
         .into()
@@ -134,7 +134,7 @@ fn a_refused_start_leaves_a_stopped_stack_disabled() {
     // Someone else takes the port while the Host is stopped.
     let holder = std::net::TcpListener::bind(("127.0.0.1", f.port)).unwrap();
     let r = f.t.run(verb_args(&f, "start")).fails_with(1);
-    assert!(r.stderr().contains("already held by pid"), "{}", r.stderr());
+    r.stderr_has("already held by pid");
     assert!(
         f.disabled_in("gui"),
         "a refused start changes nothing, the disabled override included"

@@ -76,7 +76,7 @@ fn installed_over_ssh_then_a_console_login_then_restart_leaves_one_host_in_gui()
         "{}",
         r.stderr()
     );
-    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    r.stdout_has("Host verified");
     assert!(!d.loaded_in("user"), "the user/<uid> copy was booted out");
     assert!(d.loaded_in("gui"));
     d.done();
@@ -97,7 +97,7 @@ fn an_unchanged_regenerate_of_a_job_loaded_twice_leaves_one_host_in_gui() {
         "{}",
         r.stderr()
     );
-    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    r.stdout_has("Host verified");
     assert!(!d.loaded_in("user") && d.loaded_in("gui"));
     d.done();
 }
@@ -179,7 +179,7 @@ fn a_host_stopped_over_ssh_stays_stopped_after_the_next_console_login() {
     // What oyster names next, and what an upgrade's postinstall runs: the Host stays stopped.
     for _ in 0..2 {
         let r = d.t.run(verb_args(&d, "regenerate")).ok();
-        assert!(r.stdout().contains("not loaded"), "{}", r.stdout());
+        r.stdout_has("not loaded");
         assert!(
             !d.loaded_in("gui") && !d.loaded_in("user"),
             "regenerate started it"
@@ -190,7 +190,7 @@ fn a_host_stopped_over_ssh_stays_stopped_after_the_next_console_login() {
     assert!(!d.loaded_in("gui") && !d.loaded_in("user"), "it came back");
     // `start` at the console undoes the stop.
     let r = d.t.run(verb_args(&d, "start")).ok();
-    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    r.stdout_has("Host verified");
     assert!(d.loaded_in("gui") && !d.disabled_in("gui") && !d.disabled_in("user"));
     d.done();
 }
@@ -209,11 +209,7 @@ fn a_failed_start_of_a_stopped_stack_stays_stopped_at_the_next_login() {
             verb_args(&d, "start"),
         )
         .fails_with(1);
-    assert!(
-        r.stderr().contains("is disabled again, as `stop` left it"),
-        "{}",
-        r.stderr()
-    );
+    r.stderr_has("is disabled again, as `stop` left it");
     assert!(d.disabled_in("gui") && d.disabled_in("user"));
     d.t.sim(&["login", &d.domain("gui")]).ok();
     assert!(!d.loaded_in("gui") && !d.loaded_in("user"), "it came back");
@@ -233,7 +229,7 @@ fn restart_of_a_stopped_stack_undoes_the_stop_in_both_domains() {
     d.t.run(verb_args(&d, "stop")).ok();
     assert!(d.disabled_in("gui") && d.disabled_in("user"));
     let r = d.t.run(verb_args(&d, "restart")).ok();
-    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    r.stdout_has("Host verified");
     assert!(!d.disabled_in("gui") && !d.disabled_in("user"));
     assert!(d.loaded_in("gui") && !d.loaded_in("user"));
     d.done();

@@ -6,7 +6,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::common::{self, TestContext};
+use crate::common::{self, args, TestContext};
 
 /// A fake `node` in `<test dir>/<dir>/node` that appends `<its path> <its arguments>` to
 /// `<test dir>/node-runs.log`, then prints `version` (as `node --version` does).
@@ -202,12 +202,7 @@ fn a_root_not_found_exits_1_as_no_node_found_does_and_a_root_the_user_named_exit
     // The same through install (with the simulator's launchd), which changes nothing.
     t.use_sim();
     let e = t
-        .run([
-            "install",
-            "ghost",
-            "--port",
-            &common::free_port().to_string(),
-        ])
+        .run(args(&["install", "ghost"]).port(common::free_port()))
         .fails_with(1)
         .stderr();
     assert!(
@@ -218,7 +213,7 @@ fn a_root_not_found_exits_1_as_no_node_found_does_and_a_root_the_user_named_exit
 
     let missing = t.path("no-oysterun");
     let e = t
-        .run(["agent", "print", "--root", missing.to_str().unwrap()])
+        .run(args(&["agent", "print"]).root(&missing))
         .fails_with(2)
         .stderr();
     assert!(e.contains("the Oysterun root from --root"), "{e}");

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::process::Stdio;
 
-use crate::common::{free_port, plistlib, TestContext};
+use crate::common::{args, free_port, plistlib, TestContext};
 
 #[test]
 fn agent_print_host_start_and_doctor_agree_on_the_environment() {
@@ -17,7 +17,7 @@ fn agent_print_host_start_and_doctor_agree_on_the_environment() {
         .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
     t.pin_node();
     let port = free_port().to_string();
-    t.run(["config", "sync", "--stack", "env", "--port", &port])
+    t.run(args(&["config", "sync"]).stack("env").port(&port))
         .ok();
     let plist = plistlib(&t.run(["agent", "print", "--stack", "env"]).ok().0.stdout);
     let generated: BTreeMap<String, String> =

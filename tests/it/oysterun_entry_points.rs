@@ -9,7 +9,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::common::{free_port, plistlib, real_node, TestContext, BIN};
+use crate::common::{args, doctor_check, free_port, plistlib, real_node, TestContext, BIN};
 use crate::runner::start_direct;
 
 #[test]
@@ -136,13 +136,7 @@ fn doctor_and_status_notice_a_plist_from_oysteruns_installer_and_regenerate_take
     std::fs::write(&plist, oysteruns_plist(&root, &real_node(), &log)).unwrap();
 
     let doc = t.run(["doctor", "--json"]).json();
-    let check = doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "plist")
-        .unwrap()
-        .clone();
+    let check = doctor_check(&doc, "plist");
     assert_eq!(check["status"], "warn", "{check}");
     let detail = check["detail"].as_str().unwrap();
     assert!(
@@ -165,7 +159,7 @@ fn doctor_and_status_notice_a_plist_from_oysteruns_installer_and_regenerate_take
     // Oysterun's plist names no port: given one from the allocator, not production's 8802.
     let port = free_port().to_string();
     let out = t
-        .run(["agent", "regenerate", "--no-restart", "--port", &port])
+        .run(args(&["agent", "regenerate", "--no-restart"]).port(&port))
         .ok()
         .stdout();
     assert!(out.contains("written"), "{out}");
@@ -199,7 +193,7 @@ fn the_plist_runs_oyster_by_the_link_it_was_invoked_through() {
                 .args(
                     crate::common::args(&["agent", "print"])
                         .root(&root)
-                        .node(&real_node()),
+                        .node(real_node()),
                 )
                 .env_clear()
                 .env("HOME", &t.home)

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use crate::common::TestContext;
+use crate::common::{args, TestContext};
 
 const P: &str = "claude";
 const Q: &str = "codex";
@@ -200,12 +200,7 @@ fn unsupported_names_fail_closed_with_the_supported_list() {
         vec!["providers", "auto", "claude;rm"],
     ] {
         let r = t.run(&args).fails_with(2);
-        assert!(
-            r.stderr()
-                .contains("supported providers are: claude, codex"),
-            "{}",
-            r.stderr()
-        );
+        r.stderr_has("supported providers are: claude, codex");
         assert!(r.stdout().is_empty());
     }
     assert!(!t.home.join(".oysterun").exists(), "nothing was created");
@@ -301,27 +296,22 @@ fn set_says_whether_the_host_needs_a_refresh_and_warns_about_a_path_that_cannot_
     let mut t = TestContext::new();
     // Nothing set up yet: the next setup uses it.
     let r = t.run(["providers", "set", Q, ""]).ok();
-    assert!(r.stdout().contains("No Host is set up"), "{}", r.stdout());
-    assert!(r.stdout().contains("disabled"), "{}", r.stdout());
+    r.stdout_has("No Host is set up");
+    r.stdout_has("disabled");
 
     t.use_sim();
     t.pin_host_env();
     let port = crate::common::free_port().to_string();
-    t.run(["agent", "install", "--port", &port, "--settle-ms", "200"])
+    t.run(args(&["agent", "install"]).port(&port).settle(200))
         .ok();
     // A new directory on the Host's PATH: the running Host must be refreshed, and it is said how.
     let exe = t.fake_exe(&t.path("tools/q"));
     let r = t.run(["providers", "set", Q, exe.to_str().unwrap()]).ok();
-    assert!(
-        r.stdout()
-            .contains("run `oyster agent regenerate` to give it the change"),
-        "{}",
-        r.stdout()
-    );
+    r.stdout_has("run `oyster agent regenerate` to give it the change");
     t.run(["agent", "regenerate", "--settle-ms", "200"]).ok();
     // The same again changes nothing, and says nothing about refreshing.
     let r = t.run(["providers", "set", Q, exe.to_str().unwrap()]).ok();
-    assert!(r.stdout().contains("unchanged"), "{}", r.stdout());
+    r.stdout_has("unchanged");
     assert!(!r.stdout().contains("regenerate"), "{}", r.stdout());
 
     // A path that does not exist, or a directory: saved as manual (seed 000), and warned.

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{Run, Stack};
+use crate::common::{doctor_check, Run, Stack};
 
 fn uid() -> u32 {
     nix::unistd::getuid().as_raw()
@@ -72,11 +72,7 @@ fn list_reads_a_domain_listing_with_rows_it_did_not_expect() {
     assert_eq!(row["stack"], "rows", "{list}");
     assert_eq!(row["summary"], "verified", "{list}");
     // Counted, said once: 2 rows (`???` and a row with no label) in each domain's listing.
-    assert!(
-        run.stderr().contains("4 rows of launchd's domain listings"),
-        "{}",
-        run.stderr()
-    );
+    run.stderr_has("4 rows of launchd's domain listings");
     // A row that does not parse but names the stack's label: the table cannot say whether the
     // job is there, so that stack is asked for on its own, and still reported right.
     let label = format!("com.oysterun.host.{}", s.name);
@@ -175,13 +171,7 @@ fn a_host_switched_off_in_login_items_is_named_at_once() {
         "{human}"
     );
     let doc = s.t.run(["doctor", "--json", "--stack", s.name]).json();
-    let row = doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "login items")
-        .unwrap_or_else(|| panic!("no login items check: {doc}"))
-        .clone();
+    let row = doctor_check(&doc, "login items");
     assert_eq!(row["status"], "fail", "{row}");
     assert!(
         row["fix"]
@@ -263,7 +253,7 @@ fn a_job_only_in_the_user_domain_is_seen_by_every_verb() {
     let pid = in_user(&s, "125:1");
     // kill: SIGTERM to the copy in user/<uid>.
     let r = s.t.run(["kill", "--stack", s.name]).ok();
-    assert!(r.stdout().contains(&format!("pid {pid}")), "{}", r.stdout());
+    r.stdout_has(&format!("pid {pid}"));
     // host start: refused, naming the domain.
     let e =
         s.t.run(s.host_args(&["host", "start"]))
@@ -284,11 +274,7 @@ fn a_job_only_in_the_user_domain_is_seen_by_every_verb() {
     let pid = in_user(&s, "125:2");
     let r = s.t.run(["stop", "--stack", s.name]).ok();
     assert!(!r.stdout().contains("was not loaded"), "{}", r.stdout());
-    assert!(
-        r.stdout().contains(&format!("pid {pid} booted out")),
-        "{}",
-        r.stdout()
-    );
+    r.stdout_has(&format!("pid {pid} booted out"));
     assert_eq!(s.status()["loaded_in"], serde_json::json!([]));
     done(&s);
 }
@@ -310,19 +296,13 @@ fn a_host_in_the_background_session_is_said_to_have_no_login_keychain() {
             .collect::<Vec<_>>(),
     )
     .ok();
-    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    r.stdout_has("Host verified");
     let st = s.status();
     let notes = st["notes"].to_string();
     assert!(notes.contains("login keychain is locked"), "{st}");
     assert!(notes.contains("restart --stack kc` at the console"), "{st}");
     let doc = s.t.run(["doctor", "--json", "--stack", s.name]).json();
-    let row = doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["check"] == "keychain")
-        .unwrap_or_else(|| panic!("no keychain check: {doc}"))
-        .clone();
+    let row = doctor_check(&doc, "keychain");
     assert_eq!(row["status"], "warn", "{row}");
     let p =
         s.t.run(["providers", "status", "--json", "--stack", s.name])

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use crate::bounded::{bounded, snapshot, Snapshot};
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{args, fixture_root_at, free_port, real_node, TestContext};
 
 /// Issue 12 item 10: `OYSTER_LAUNCHCTL_TIMEOUT_SECS` larger than any duration is invalid input
 /// (exit 2 naming the variable, never a panic's 101) for every verb that calls launchctl, and
@@ -15,24 +15,9 @@ use crate::common::{free_port, real_node, TestContext};
 /// reloaded", `uninstall` does not remove the plist of a job it cannot boot out.
 #[test]
 fn an_overflowing_launchctl_timeout_is_invalid_input_and_changes_nothing() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    let root = t.fixture_root("root");
+    let t = TestContext::with_pinned_host();
     let port = free_port().to_string();
-    let (root_s, node) = (
-        root.display().to_string(),
-        real_node().display().to_string(),
-    );
-    let host = [
-        "--stack",
-        "to",
-        "--root",
-        &root_s,
-        "--node-bin",
-        &node,
-        "--port",
-        &port,
-    ];
+    let host = ["--stack", "to", "--port", &port];
     t.run([&["agent", "regenerate", "--no-restart"][..], &host].concat())
         .ok();
     // A definition change waiting to be applied, so a regenerate would have something to write.
@@ -56,18 +41,7 @@ fn an_overflowing_launchctl_timeout_is_invalid_input_and_changes_nothing() {
         assert_eq!(snapshot(&t.home, true), before, "{verb} changed files");
     }
     // On a fresh stack, install refuses before its config sync creates anything.
-    let fresh = [
-        "agent",
-        "install",
-        "--stack",
-        "fresh",
-        "--port",
-        &port,
-        "--root",
-        &root_s,
-        "--node-bin",
-        &node,
-    ];
+    let fresh = ["agent", "install", "--stack", "fresh", "--port", &port];
     let r = bounded(&t, &fresh, &huge, Duration::from_secs(20));
     assert_eq!(r.code, Some(2), "{}", r.stderr());
     assert!(
@@ -94,10 +68,8 @@ fn an_overflowing_launchctl_timeout_is_invalid_input_and_changes_nothing() {
 /// job could not be booted out, and exits 0.
 #[test]
 fn uninstall_without_launchctl_removes_the_plist_and_says_it_could_not_boot_out() {
-    let mut t = TestContext::new();
-    t.pin_host_env();
-    let port = free_port().to_string();
-    t.run(["agent", "regenerate", "--no-restart", "--port", &port])
+    let t = TestContext::with_pinned_host_no_launchd();
+    t.run(args(&["agent", "regenerate", "--no-restart"]).port(free_port()))
         .ok();
     let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.plist");
     assert!(plist.exists());
@@ -123,8 +95,8 @@ fn uninstall_without_launchctl_removes_the_plist_and_says_it_could_not_boot_out(
 /// untouched, no `./~` or `./agents` created).
 #[test]
 fn unexpanded_and_relative_values_are_refused_where_they_enter() {
-    let mut t = TestContext::new();
-    let root = t.pin_host_env();
+    let t = TestContext::with_pinned_host_no_launchd();
+    let root = t.host_root();
     let cwd = t.path("");
     let listing = || -> Vec<_> {
         std::fs::read_dir(&cwd)
@@ -215,13 +187,7 @@ fn control_characters_in_root_are_refused_naming_the_flag_and_shown_escaped() {
         ("form feed", '\u{0c}'),
         ("0x01", '\u{01}'),
     ] {
-        let root = t.path(&format!("ro{ch}[31mot"));
-        std::fs::create_dir_all(root.join("host-service")).unwrap();
-        std::fs::copy(
-            t.fixture_root("plain").join("host-service/server.mjs"),
-            root.join("host-service/server.mjs"),
-        )
-        .unwrap();
+        let root = fixture_root_at(&t.path(&format!("ro{ch}[31mot")));
         let root_s = root.to_str().unwrap();
         let node = real_node();
         for verb in [

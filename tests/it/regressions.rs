@@ -1,51 +1,30 @@
 //! Regressions found by trying oyster as a hostile user would, each named after what broke.
 
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{args, free_port, Args, TestContext};
 
-fn stack(
-    t: &TestContext,
-    root: &std::path::Path,
-    verb: &str,
-    name: &str,
-    port: u16,
-) -> Vec<String> {
-    let _ = t;
-    let mut a: Vec<String> = ["agent", verb, "--stack", name].map(String::from).to_vec();
-    a.extend(
-        [
-            "--root",
-            root.to_str().unwrap(),
-            "--node-bin",
-            real_node().to_str().unwrap(),
-            "--wait",
-            "4",
-            "--settle-ms",
-            "300",
-        ]
-        .map(String::from),
-    );
+/// `agent VERB --stack NAME --wait 4 --settle-ms 300`, and `--port P` for the verbs that
+/// take one (the root and Node are pinned: [`TestContext::with_pinned_host`]).
+fn stack(verb: &str, name: &str, port: u16) -> Args {
+    let a = args(&["agent", verb]).stack(name).wait(4, 300);
     if verb != "restart" && verb != "start" {
-        a.extend(["--port".to_string(), port.to_string()]);
+        a.port(port)
+    } else {
+        a
     }
-    a
 }
 
 #[test]
 fn a_failed_restart_of_an_unchanged_job_keeps_the_plist() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    let root = t.fixture_root("root");
+    let t = TestContext::with_pinned_host();
+    let root = t.host_root();
     let port = free_port();
-    t.run(stack(&t, &root, "install", "rv", port)).ok();
+    t.run(stack("install", "rv", port)).ok();
     let plist = t
         .home
         .join("Library/LaunchAgents/com.oysterun.host.rv.plist");
     let good = std::fs::read(&plist).unwrap();
     TestContext::fixture_flag(&root, "crash-on-start", "");
-    let e = t
-        .run(stack(&t, &root, "restart", "rv", port))
-        .fails_with(1)
-        .stderr();
+    let e = t.run(stack("restart", "rv", port)).fails_with(1).stderr();
     assert!(!e.contains("removed"), "{e}");
     assert_eq!(
         std::fs::read(&plist).unwrap(),
@@ -53,7 +32,7 @@ fn a_failed_restart_of_an_unchanged_job_keeps_the_plist() {
         "the plist is still installed"
     );
     std::fs::remove_file(root.join("host-service/crash-on-start")).unwrap();
-    t.run(stack(&t, &root, "restart", "rv", port)).ok();
+    t.run(stack("restart", "rv", port)).ok();
 }
 
 #[test]
@@ -71,11 +50,9 @@ fn a_huge_wait_is_invalid_input_not_a_panic() {
 
 #[test]
 fn uninstall_after_stop_leaves_the_label_enabled() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    let root = t.fixture_root("root");
+    let t = TestContext::with_pinned_host();
     let port = free_port();
-    t.run(stack(&t, &root, "install", "en", port)).ok();
+    t.run(stack("install", "en", port)).ok();
     t.run(["agent", "stop", "--stack", "en"]).ok();
     let uid = nix::unistd::getuid();
     let disabled = t
@@ -100,13 +77,10 @@ fn uninstall_after_stop_leaves_the_label_enabled() {
 
 #[test]
 fn a_refused_install_writes_no_config() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    let root = t.fixture_root("root");
-    let mut a = stack(&t, &root, "install", "noport", 1);
-    let i = a.iter().position(|x| x == "--port").unwrap();
-    a.truncate(i);
-    let e = t.run(a).fails_with(2).stderr();
+    let t = TestContext::with_pinned_host();
+    // An install with no --port, for a stack that has none yet.
+    let no_port = args(&["agent", "install"]).stack("noport").wait(4, 300);
+    let e = t.run(no_port).fails_with(2).stderr();
     assert!(e.contains("no port yet"), "{e}");
     assert!(
         !t.home
@@ -123,11 +97,10 @@ fn a_refused_install_writes_no_config() {
 
 #[test]
 fn rerunning_setup_keeps_the_recorded_connection_mode() {
-    let mut t = TestContext::new();
-    t.pin_host_env();
+    let t = TestContext::with_pinned_host_no_launchd();
     t.write_config(r#"{"connection_mode": "managed"}"#);
     let r = t.run(["setup", "--no-start"]).ok();
-    assert!(r.stdout().contains("(mode: managed)"), "{}", r.stdout());
+    r.stdout_has("(mode: managed)");
     assert_eq!(t.read_config()["connection_mode"], "managed");
     t.run(["setup", "--no-start", "--mode", "cloud-direct"])
         .ok();
@@ -136,12 +109,9 @@ fn rerunning_setup_keeps_the_recorded_connection_mode() {
 
 #[test]
 fn a_verified_host_on_a_stale_plist_is_said_to_be_stale() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    let root = t.fixture_root("root");
+    let t = TestContext::with_claude();
     let port = free_port();
-    t.fake_exe(&t.home.join(".local/bin/claude"));
-    t.run(stack(&t, &root, "install", "st", port)).ok();
+    t.run(stack("install", "st", port)).ok();
     // A provider change the Host has not been given yet.
     t.run(["providers", "set", "claude", "", "--stack", "st"])
         .ok();
@@ -158,21 +128,14 @@ fn a_verified_host_on_a_stale_plist_is_said_to_be_stale() {
 /// see it, and `stop`/`restart` point at the `host` commands instead of "not installed".
 #[test]
 fn the_everyday_verbs_see_a_directly_started_host() {
-    let mut t = TestContext::new();
-    t.pin_host_env();
+    let t = TestContext::with_pinned_host_no_launchd();
     let port = free_port().to_string();
-    t.run([
-        "host",
-        "start",
-        "--stack",
-        "dh",
-        "--port",
-        &port,
-        "--wait",
-        "10",
-        "--settle-ms",
-        "300",
-    ])
+    t.run(
+        args(&["host", "start"])
+            .stack("dh")
+            .port(&port)
+            .wait(10, 300),
+    )
     .ok();
     let st = t.run(["status", "--json", "--stack", "dh"]).ok().json();
     assert_eq!(

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{args, free_port, real_node, TestContext};
 
 fn node() -> String {
     real_node().display().to_string()
@@ -64,16 +64,13 @@ fn the_root_given_once_is_remembered_for_host_start_after_uninstall_and_for_a_se
     // A second stack: the root the other stack remembers, and setup says why.
     let port2 = free_port().to_string();
     let r = t
-        .run([
-            "setup",
-            "--stack",
-            "rr2",
-            "--node-bin",
-            &n,
-            "--port",
-            &port2,
-            "--no-start",
-        ])
+        .run(
+            args(&["setup"])
+                .stack("rr2")
+                .node(&n)
+                .port(&port2)
+                .extra(&["--no-start"]),
+        )
         .ok();
     let out = r.stdout();
     assert!(

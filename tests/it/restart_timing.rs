@@ -5,7 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
-use crate::common::{free_port, real_node, sim_bin, TestContext};
+use crate::common::{args, free_port, real_node, sim_bin, TestContext};
 
 pub struct Recorded {
     pub t: TestContext,
@@ -89,7 +89,7 @@ fn restart_right_after_start_of_a_host_without_a_sigterm_handler_does_not_wait_o
     let (run, calls) = r.calls_of("restart");
     let took = t0.elapsed();
     let run = run.ok();
-    assert!(run.stdout().contains("Host verified"), "{}", run.stdout());
+    run.stdout_has("Host verified");
     assert!(!run.stderr().contains("kickstart -k"), "{}", run.stderr());
     eprintln!(
         "restart of a young handler-less Host: {} launchctl starts, {took:?}",
@@ -161,14 +161,11 @@ fn list_asks_launchd_once_per_domain_whatever_the_number_of_stacks() {
     r.t.run(r.args("install")).ok();
     for n in 0..8 {
         let port = free_port().to_string();
-        r.t.run([
-            "config",
-            "sync",
-            "--stack",
-            &format!("more{n}"),
-            "--port",
-            &port,
-        ])
+        r.t.run(
+            args(&["config", "sync"])
+                .stack(&format!("more{n}"))
+                .port(&port),
+        )
         .ok();
     }
     let (run, calls) = calls_of_args(&r, &["list", "--json"]);

@@ -286,7 +286,7 @@ pub(crate) fn start_direct(t: &TestContext, root: &Path, port: u16) -> Run {
         args(&["host", "start"])
             .stack("dr")
             .root(root)
-            .node(&real_node())
+            .node(real_node())
             .port(port)
             .extra(&["--wait", "10"]),
     )
@@ -522,7 +522,7 @@ fn a_launch_that_cannot_become_the_host_leaves_no_identity_files_naming_a_dead_p
         args(&["agent", "install"])
             .stack(STACK)
             .root(&r.root)
-            .node(&link_dir.join("node"))
+            .node(link_dir.join("node"))
             .port(r.port)
             .wait(10, 200),
     )

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::common::TestContext;
+use crate::common::{args, TestContext};
 
 /// The Host rewrites `config.json` (in place as Node's `writeFileSync` does, or by a rename)
 /// while oyster's temp file is being synced (slowed by the debug-build hook, standing in for
@@ -155,7 +155,7 @@ fn a_refused_verb_with_a_setting_leaves_every_file_byte_identical() {
     ))
     .ok();
     // Refusal 2: the Host log is a symlink.
-    t.run(["config", "sync", "--stack", "linked", "--port", &pl])
+    t.run(args(&["config", "sync"]).stack("linked").port(&pl))
         .ok();
     let linked_logs = t.home.join(".oysterun-stacks/linked/logs");
     std::fs::create_dir_all(&linked_logs).unwrap();

@@ -182,12 +182,7 @@ fn the_restore_steps_stdout_is_redacted_and_only_the_qr_is_shown_as_written() {
     }
     // The QR as its entry point wrote it.
     let r = t.run(["restart", "rs", "--qr", "--settle-ms", "200"]).ok();
-    assert!(
-        r.stdout()
-            .contains("QR sk-ant-api03-QRisTheUsersOwnLogin0 \u{1b}[7m"),
-        "{}",
-        r.stdout()
-    );
+    r.stdout_has("QR sk-ant-api03-QRisTheUsersOwnLogin0 \u{1b}[7m");
     t.run(["uninstall", "rs"]).ok();
     t.wait_no_processes();
 }

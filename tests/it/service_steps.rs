@@ -55,7 +55,7 @@ fn installed() -> Stack {
     recorder(&s.root, RESTORE, &pid_file);
     s.t.run(
         install_args("qr", s.port, &s.root)
-            .node(&real_node())
+            .node(real_node())
             .settle(200),
     )
     .ok();
@@ -188,23 +188,15 @@ fn restore_sessions_is_prepared_before_the_restart_and_never_fails_it() {
     let r =
         s.t.run(["restart", "qr", "--restore-sessions", "--settle-ms", "200"])
             .ok();
-    assert!(
-        r.stderr().contains("preparing the restart restore failed"),
-        "{}",
-        r.stderr()
-    );
-    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    r.stderr_has("preparing the restart restore failed");
+    r.stdout_has("Host verified");
     assert_ne!(before, pid(&s));
     // A root without it: one note, the restart goes on.
     std::fs::remove_file(s.root.join(RESTORE)).unwrap();
     let r =
         s.t.run(["restart", "qr", "--restore-sessions", "--settle-ms", "200"])
             .ok();
-    assert!(
-        r.stderr().contains("sessions not prepared for restore"),
-        "{}",
-        r.stderr()
-    );
+    r.stderr_has("sessions not prepared for restore");
     s.t.run(["uninstall", "qr"]).ok();
 }
 
@@ -230,11 +222,7 @@ fn restore_sessions_runs_only_after_every_refusal_and_only_for_this_stacks_own_h
     let r =
         s.t.run(["restart", "qr", "--restore-sessions", "--settle-ms", "200"])
             .fails_with(1);
-    assert!(
-        r.stderr().contains(&format!("port {port}")),
-        "{}",
-        r.stderr()
-    );
+    r.stderr_has(&format!("port {port}"));
     assert!(
         calls(&s.root).is_empty(),
         "the step ran for a port another holds"

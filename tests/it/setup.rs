@@ -217,7 +217,7 @@ fn without_a_terminal_it_never_prompts_and_installs_only_when_told() {
     let s = Setup::new(0);
     let r = s.t.run(s.args(&["--no-start"])).ok();
     assert!(!r.stdout().contains("[y/s/N]"));
-    assert!(r.stdout().contains("--install-providers"), "{}", r.stdout());
+    r.stdout_has("--install-providers");
     assert!(s.npm_calls().is_empty());
     let cfg: serde_json::Value =
         serde_json::from_slice(&std::fs::read(s.config()).unwrap()).unwrap();

@@ -9,7 +9,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::common::{free_port, real_node, sim_bin, Run, TestContext, BIN};
+use crate::common::{args, free_port, real_node, sim_bin, Run, TestContext, BIN};
 
 /// The version the real node reports (`v22.1.0`), to filter it out.
 fn real_node_version() -> String {
@@ -173,27 +173,24 @@ pub fn snap(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> Run {
     r
 }
 
-/// [`TestContext::with_claude`], plus the agent installed and verified for stack `snap` on `port`.
-pub fn installed(port: u16) -> TestContext {
+/// [`TestContext::with_claude`], plus the agent installed and verified for stack `snap` on a
+/// free port: the context and that port.
+pub fn installed() -> (TestContext, u16) {
+    let port = free_port();
     let t = TestContext::with_claude();
-    t.run([
-        "agent",
-        "install",
-        "--stack",
-        "snap",
-        "--port",
-        &port.to_string(),
-        "--settle-ms",
-        "200",
-    ])
+    t.run(
+        args(&["agent", "install"])
+            .stack("snap")
+            .port(port)
+            .settle(200),
+    )
     .ok();
-    t
+    (t, port)
 }
 
 #[test]
 fn doctor_on_a_verified_agent() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     snap(
         "doctor_verified",
         &t,
@@ -212,8 +209,7 @@ fn doctor_before_anything_is_installed() {
 
 #[test]
 fn agent_status_installed_and_verified() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     snap(
         "agent_status_verified",
         &t,
@@ -407,7 +403,7 @@ fn note_older_nodes_passed_over() {
     let root = t.fixture_root("root");
     node_on_path(&mut t, "old", "v18.19.0");
     node_on_path(&mut t, "new", "v22.1.0");
-    let r = t.run(["agent", "print", "--root", root.to_str().unwrap()]);
+    let r = t.run(args(&["agent", "print"]).root(&root));
     settings(&t, &[]).bind(|| {
         insta::assert_snapshot!("note_older_nodes_passed_over", r.stderr());
     });
@@ -481,36 +477,24 @@ pub fn snap_table(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> 
 
 #[test]
 fn list_of_three_stacks() {
-    let (p1, p2, p3) = (free_port(), free_port(), free_port());
-    let t = installed(p1);
-    t.run([
-        "agent",
-        "install",
-        "--stack",
-        "snap2",
-        "--port",
-        &p2.to_string(),
-        "--settle-ms",
-        "200",
-    ])
+    let (t, p1) = installed();
+    let (p2, p3) = (free_port(), free_port());
+    t.run(
+        args(&["agent", "install"])
+            .stack("snap2")
+            .port(p2)
+            .settle(200),
+    )
     .ok();
     t.run(["agent", "stop", "--stack", "snap2"]).ok();
-    t.run([
-        "config",
-        "sync",
-        "--stack",
-        "snap3",
-        "--port",
-        &p3.to_string(),
-    ])
-    .ok();
+    t.run(args(&["config", "sync"]).stack("snap3").port(p3))
+        .ok();
     snap_table("list_three_stacks", &t, &["list"], &[p1, p2, p3]).ok();
 }
 
 #[test]
 fn agent_status_stopped() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     t.run(["agent", "stop", "--stack", "snap"]).ok();
     snap(
         "agent_status_stopped",
@@ -523,8 +507,7 @@ fn agent_status_stopped() {
 
 #[test]
 fn agent_stop_and_start() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     snap(
         "agent_stop",
         &t,
@@ -544,7 +527,7 @@ fn agent_stop_and_start() {
 #[test]
 fn error_unknown_stack() {
     let t = TestContext::with_claude();
-    t.run(["config", "sync", "--stack", "real", "--port", "18999"])
+    t.run(args(&["config", "sync"]).stack("real").port(18999))
         .ok();
     snap(
         "error_unknown_stack",
@@ -563,8 +546,7 @@ fn error_restart_not_installed() {
 
 #[test]
 fn error_host_stop_under_launchd() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     snap(
         "error_host_stop_under_launchd",
         &t,
@@ -593,8 +575,7 @@ fn error_clap_bad_port_and_unknown_command() {
 /// `arbitrary_precision`, which this crate uses, a number would come out as a private struct.)
 #[test]
 fn agent_status_json_installed_and_verified() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     let r = t.run(["agent", "status", "--stack", "snap", "--json"]).ok();
     let mut s = settings(&t, &[port]);
     s.add_filter(r#""pid": \d+"#, r#""pid": [PID]"#);

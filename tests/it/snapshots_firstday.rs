@@ -3,11 +3,9 @@
 //! `snapshots.rs` filters them.
 
 use std::io::{Read, Write};
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{free_port, real_node, recorder, TestContext};
 use crate::snapshots::{installed, settings, snap};
 
 /// Runs oyster on a pseudo-terminal `cols` wide, types `answer` once it shows `prompt`, and
@@ -109,17 +107,6 @@ fn setup_cancelled_at_the_question_on_a_terminal() {
     t.assert_nothing_executed();
 }
 
-/// An executable at `path` that appends its arguments to `log` (a stand-in for `xdg-open`).
-fn recorder(path: &Path, log: &Path) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(
-        path,
-        format!("#!/bin/sh\necho \"$*\" >> '{}'\n", log.display()),
-    )
-    .unwrap();
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
-
 /// `open` hands the URL to `xdg-open` found on PATH (macOS's `/usr/bin/open` would open a
 /// real browser, so this runs elsewhere only).
 #[test]
@@ -128,8 +115,7 @@ fn recorder(path: &Path, log: &Path) {
     ignore = "opens a real browser with /usr/bin/open"
 )]
 fn open_with_and_without_an_opener() {
-    let port = free_port();
-    let mut t = installed(port);
+    let (mut t, port) = installed();
     snap("open_without_opener", &t, &["open", "snap"], &[port]).ok();
     let log = t.path("opened.log");
     let bin = t.path("bin");
@@ -144,8 +130,7 @@ fn open_with_and_without_an_opener() {
 
 #[test]
 fn qr_through_the_roots_entry_point_and_without_one() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     snap("qr_older_root", &t, &["qr", "snap"], &[port]).fails_with(1);
     std::fs::write(
         t.path("root/host-service/setup.mjs"),

@@ -3,14 +3,13 @@
 //! clean, `inventory` (summary and `--json`) and `mdm profile`. Filtered as `snapshots.rs`
 //! filters them.
 
-use crate::common::{free_port, TestContext};
+use crate::common::{args, free_port, TestContext};
 use crate::snapshots::{installed, settings, shown, snap, snap_table};
 use crate::snapshots_more::snap_doc;
 
 #[test]
 fn list_stop_all_and_status_all_json_of_a_stopped_and_a_verified_stack() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     snap_doc(
         "status_all_json_verified",
         &t,
@@ -47,11 +46,10 @@ fn leftover(t: &TestContext, name: &str) {
 
 #[test]
 fn cleanup_lists_removes_and_purges() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     leftover(&t, "dev");
     // An uninstalled stack that still holds its config and logs.
-    t.run(["config", "sync", "old", "--port", &free_port().to_string()])
+    t.run(args(&["config", "sync", "old"]).port(free_port()))
         .ok();
     snap("cleanup_dry_run", &t, &["cleanup", "--dry-run"], &[port]).ok();
     snap("cleanup_yes", &t, &["cleanup", "--yes"], &[port]).ok();
@@ -98,8 +96,7 @@ fn inventory_settings(t: &TestContext, ports: &[u16]) -> insta::Settings {
     ignore = "the signature and profile lines are the Mac's own"
 )]
 fn inventory_summary_and_json_of_one_verified_stack() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     let s = inventory_settings(&t, &[port]);
     for (name, args) in [
         ("inventory", &["inventory"][..]),

@@ -4,7 +4,7 @@
 //! `host status --json`, and errors under `--json` (one document on stdout). Filtered as
 //! `snapshots.rs` filters them; `contains` is kept for properties elsewhere.
 
-use crate::common::{free_port, Run, TestContext};
+use crate::common::{args, free_port, Run, TestContext};
 use crate::snapshots::{installed, settings, shown, snap};
 
 /// `snap` for a run whose stdout is a JSON document: the command, the exit code, stdout and
@@ -21,7 +21,7 @@ pub fn snap_doc(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> Ru
 #[test]
 fn logs_prints_the_last_lines_redacted_and_n_chooses_how_many() {
     let t = TestContext::with_claude();
-    t.run(["config", "sync", "lg", "--port", "18123"]).ok();
+    t.run(args(&["config", "sync", "lg"]).port(18123)).ok();
     let log = t.home.join(".oysterun-stacks/lg/logs/oysterun-host.log");
     std::fs::create_dir_all(log.parent().unwrap()).unwrap();
     let lines: Vec<String> = (1..=25)
@@ -39,15 +39,13 @@ fn logs_prints_the_last_lines_redacted_and_n_chooses_how_many() {
 
 #[test]
 fn kill_says_which_pid_it_ended_and_that_launchd_starts_it_again() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     snap("kill", &t, &["kill", "snap"], &[port]).ok();
 }
 
 #[test]
 fn agent_regenerate_unchanged_dry_run_no_restart_and_reload() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     let p = &[port];
     // Nothing changed: said for the config and the plist, the Host left alone.
     snap(
@@ -123,8 +121,7 @@ fn agent_regenerate_unchanged_dry_run_no_restart_and_reload() {
 
 #[test]
 fn agent_print_shows_the_plist_that_would_be_installed() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     snap(
         "agent_print",
         &t,
@@ -158,8 +155,7 @@ fn providers_resolve_and_status_json() {
 
 #[test]
 fn doctor_json_on_a_verified_agent() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     snap_doc(
         "doctor_verified_json",
         &t,
@@ -172,8 +168,8 @@ fn doctor_json_on_a_verified_agent() {
 
 #[test]
 fn config_sync_that_changes_the_port_of_a_running_host() {
-    let (port, other) = (free_port(), free_port());
-    let t = installed(port);
+    let (t, port) = installed();
+    let other = free_port();
     // The two ports under names of their own: which one the Host runs on is the point.
     let mut s = settings(&t, &[port]);
     s.add_filter(&format!(r"\b{other}\b"), "[NEW_PORT]");
@@ -192,16 +188,8 @@ fn config_sync_that_changes_the_port_of_a_running_host() {
 fn host_status_json_direct_and_under_launchd() {
     let port = free_port();
     let t = TestContext::with_claude();
-    t.run([
-        "host",
-        "start",
-        "dh",
-        "--port",
-        &port.to_string(),
-        "--settle-ms",
-        "200",
-    ])
-    .ok();
+    t.run(args(&["host", "start", "dh"]).port(port).settle(200))
+        .ok();
     snap_doc(
         "host_status_json_direct",
         &t,
@@ -216,8 +204,7 @@ fn host_status_json_direct_and_under_launchd() {
         &["host", "status", "dh", "--json"],
         &[port],
     );
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     snap_doc(
         "host_status_json_launchd",
         &t,
@@ -230,7 +217,7 @@ fn host_status_json_direct_and_under_launchd() {
 #[test]
 fn errors_under_json_are_one_document_on_stdout() {
     let t = TestContext::with_claude();
-    t.run(["config", "sync", "real", "--port", "18999"]).ok();
+    t.run(args(&["config", "sync", "real"]).port(18999)).ok();
     let r = snap_doc(
         "error_json_unknown_stack",
         &t,

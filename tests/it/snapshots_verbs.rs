@@ -26,8 +26,7 @@ fn snap_json(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) {
 
 #[test]
 fn the_lifecycle_verbs_say_what_they_did() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     snap(
         "verb_restart",
         &t,
@@ -63,8 +62,7 @@ fn the_lifecycle_verbs_say_what_they_did() {
 
 #[test]
 fn the_config_and_provider_verbs_show_their_documents() {
-    let port = free_port();
-    let t = installed(port);
+    let (t, port) = installed();
     snap("config_show", &t, &["config", "show", "snap"], &[port]).ok();
     snap_json(
         "config_show_json",

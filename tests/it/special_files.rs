@@ -10,15 +10,14 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::bounded::bounded;
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{doctor_check, free_port, TestContext};
 
 /// §9: a FIFO where config.json belongs makes every command refuse at once (exit 2; doctor
 /// reports the failed check and exits 1) instead of blocking on it forever — and not while
 /// holding the stack's lock.
 #[test]
 fn a_fifo_config_is_refused_at_once_by_every_command() {
-    let mut t = TestContext::new();
-    t.pin_host_env();
+    let t = TestContext::with_pinned_host_no_launchd();
     std::fs::create_dir_all(t.config_path().parent().unwrap()).unwrap();
     nix::unistd::mkfifo(
         &t.config_path(),
@@ -70,8 +69,7 @@ fn a_fifo_config_is_refused_at_once_by_every_command() {
 #[test]
 fn a_plist_linked_to_dev_zero_or_a_fifo_is_refused_at_once() {
     for kind in ["symlink to /dev/zero", "FIFO"] {
-        let mut t = TestContext::new();
-        t.pin_host_env();
+        let t = TestContext::with_pinned_host_no_launchd();
         // A port from the allocator, not production's 8802 (which may be held here).
         t.write_config(&format!("{{\"port\": {}}}", free_port()));
         let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.plist");
@@ -98,13 +96,7 @@ fn a_plist_linked_to_dev_zero_or_a_fifo_is_refused_at_once() {
             r.took
         );
         let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-        let check = doc["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["check"] == "plist")
-            .unwrap()
-            .clone();
+        let check = doctor_check(&doc, "plist");
         assert_eq!(
             check["status"], "fail",
             "{kind}: doctor's plist check: {check}"
@@ -205,8 +197,7 @@ fn the_audit_log_never_follows_a_symlink_and_rotates_at_a_size() {
 #[test]
 fn host_start_never_follows_a_symlinked_or_fifo_host_log() {
     for kind in ["symlink", "FIFO"] {
-        let t = TestContext::new();
-        let root = t.fixture_root("root");
+        let t = TestContext::with_pinned_host_no_launchd();
         let logs = t.home.join(".oysterun-stacks/hl/logs");
         std::fs::create_dir_all(&logs).unwrap();
         let log = logs.join("oysterun-host.log");
@@ -221,18 +212,7 @@ fn host_start_never_follows_a_symlinked_or_fifo_host_log() {
         let r = bounded(
             &t,
             &[
-                "host",
-                "start",
-                "--stack",
-                "hl",
-                "--port",
-                &port,
-                "--root",
-                root.to_str().unwrap(),
-                "--node-bin",
-                real_node().to_str().unwrap(),
-                "--wait",
-                "5",
+                "host", "start", "--stack", "hl", "--port", &port, "--wait", "5",
             ],
             &[],
             Duration::from_secs(15),
@@ -277,24 +257,9 @@ fn make_special_log(kind: &str, log: &Path, victim: &Path) {
 #[test]
 fn every_command_that_loads_refuses_a_fifo_or_symlinked_host_log_before_anything() {
     for kind in ["symlink", "FIFO"] {
-        let mut t = TestContext::new();
-        t.use_sim();
-        let root = t.fixture_root("root");
-        let (root_s, node) = (
-            root.display().to_string(),
-            real_node().display().to_string(),
-        );
+        let t = TestContext::with_pinned_host();
         let port = free_port().to_string();
-        let host = [
-            "--stack",
-            "hl",
-            "--port",
-            &port,
-            "--root",
-            &root_s,
-            "--node-bin",
-            &node,
-        ];
+        let host = ["--stack", "hl", "--port", &port];
         let timing = ["--wait", "10", "--settle-ms", "200"];
         let stack_dir = t.home.join(".oysterun-stacks/hl");
         let log = stack_dir.join("logs/oysterun-host.log");
@@ -390,13 +355,7 @@ fn every_command_that_loads_refuses_a_fifo_or_symlinked_host_log_before_anything
             Duration::from_secs(20),
         );
         let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-        let check = doc["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["check"] == "host log")
-            .unwrap_or_else(|| panic!("{kind}: no host log check: {doc}"))
-            .clone();
+        let check = doctor_check(&doc, "host log");
         assert_eq!(check["status"], "fail", "{kind}: {check}");
         assert!(
             check["fix"].as_str().unwrap().contains("rm "),
@@ -431,14 +390,8 @@ fn a_host_log_swapped_for_a_fifo_or_symlink_mid_verification_is_never_read_throu
         ("host start", "FIFO"),
         ("host start", "symlink"),
     ] {
-        let mut t = TestContext::new();
-        t.use_sim();
-        let root = t.fixture_root("root");
-        TestContext::fixture_flag(&root, "unhealthy", "");
-        let (root_s, node) = (
-            root.display().to_string(),
-            real_node().display().to_string(),
-        );
+        let t = TestContext::with_pinned_host();
+        TestContext::fixture_flag(&t.host_root(), "unhealthy", "");
         let port = free_port().to_string();
         let logs = t.home.join(".oysterun-stacks/sw/logs");
         let log = logs.join("oysterun-host.log");
@@ -464,18 +417,7 @@ fn a_host_log_swapped_for_a_fifo_or_symlink_mid_verification_is_never_read_throu
             })
         };
         let mut args: Vec<&str> = verb.split(' ').collect();
-        args.extend([
-            "--stack",
-            "sw",
-            "--port",
-            &port,
-            "--root",
-            &root_s,
-            "--node-bin",
-            &node,
-            "--wait",
-            "3",
-        ]);
+        args.extend(["--stack", "sw", "--port", &port, "--wait", "3"]);
         let r = bounded(&t, &args, &[], Duration::from_secs(40));
         swapper.join().unwrap();
         let e = r.stderr();
@@ -493,8 +435,7 @@ fn a_host_log_swapped_for_a_fifo_or_symlink_mid_verification_is_never_read_throu
 /// a second by every command, without reading it (peak RSS stays small), and is left untouched.
 #[test]
 fn a_100_mb_config_is_refused_at_once_without_reading_it() {
-    let mut t = TestContext::new();
-    t.pin_host_env();
+    let t = TestContext::with_pinned_host_no_launchd();
     std::fs::create_dir_all(t.config_path().parent().unwrap()).unwrap();
     {
         use std::io::Write;

@@ -9,27 +9,15 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::common::{free_port, get, wait_until, TestContext};
-
-/// A HOME with the simulator and the Host fixture pinned through the environment.
-fn ctx() -> TestContext {
-    let mut t = TestContext::new();
-    t.use_sim();
-    t.pin_host_env();
-    t
-}
+use crate::common::{args, free_port, get, wait_until, TestContext};
 
 fn install(t: &TestContext, stack: &str, port: u16) {
-    t.run([
-        "agent",
-        "install",
-        "--stack",
-        stack,
-        "--port",
-        &port.to_string(),
-        "--settle-ms",
-        "200",
-    ])
+    t.run(
+        args(&["agent", "install"])
+            .stack(stack)
+            .port(port)
+            .settle(200),
+    )
     .ok();
 }
 
@@ -70,7 +58,7 @@ fn wait_status(t: &TestContext, stack: &str, secs: u64, f: impl Fn(&serde_json::
 
 #[test]
 fn stop_keeps_the_plist_and_disables_the_label_and_start_restores_the_same_host() {
-    let t = ctx();
+    let t = TestContext::with_pinned_host();
     let port = free_port();
     install(&t, "vb", port);
     let before = status(&t, "vb");
@@ -79,7 +67,7 @@ fn stop_keeps_the_plist_and_disables_the_label_and_start_restores_the_same_host(
     let old_env = t.host_environ(old_pid);
 
     let r = t.run(["agent", "stop", "--stack", "vb"]).ok();
-    assert!(r.stdout().contains("stays stopped"), "{}", r.stdout());
+    r.stdout_has("stays stopped");
     assert_eq!(std::fs::read(plist(&t, "vb")).unwrap(), bytes, "plist kept");
     let uid = nix::unistd::getuid();
     let disabled = t
@@ -120,7 +108,7 @@ fn stop_keeps_the_plist_and_disables_the_label_and_start_restores_the_same_host(
     let r = t
         .run(["agent", "start", "--stack", "vb", "--settle-ms", "200"])
         .ok();
-    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    r.stdout_has("Host verified");
     assert_eq!(
         std::fs::read(plist(&t, "vb")).unwrap(),
         bytes,
@@ -159,7 +147,7 @@ fn stop_keeps_the_plist_and_disables_the_label_and_start_restores_the_same_host(
 
 #[test]
 fn kill_sends_sigterm_to_the_host_only_and_keepalive_starts_a_new_one() {
-    let t = ctx();
+    let t = TestContext::with_pinned_host();
     let port = free_port();
     install(&t, "kl", port);
     let old = status(&t, "kl")["pid"].as_u64().unwrap();
@@ -170,7 +158,7 @@ fn kill_sends_sigterm_to_the_host_only_and_keepalive_starts_a_new_one() {
         "{}",
         r.stdout()
     );
-    assert!(r.stderr().contains("waiting for pid"), "{}", r.stderr());
+    r.stderr_has("waiting for pid");
     let log =
         std::fs::read_to_string(t.home.join(".oysterun-stacks/kl/logs/oysterun-host.log")).unwrap();
     assert!(log.contains("SIGTERM, exiting"), "a graceful stop: {log}");
@@ -192,7 +180,7 @@ fn kill_sends_sigterm_to_the_host_only_and_keepalive_starts_a_new_one() {
 
 #[test]
 fn list_shows_every_stack_on_disk_with_its_facts() {
-    let mut t = ctx();
+    let mut t = TestContext::with_pinned_host();
     t.extra_env.push((
         "OYSTERUN_STACKS_DIR".into(),
         t.path("stacks").display().to_string(),
@@ -201,15 +189,8 @@ fn list_shows_every_stack_on_disk_with_its_facts() {
     install(&t, "one", p1);
     install(&t, "two", p2);
     t.run(["agent", "stop", "--stack", "two"]).ok();
-    t.run([
-        "config",
-        "sync",
-        "--stack",
-        "three",
-        "--port",
-        &p3.to_string(),
-    ])
-    .ok();
+    t.run(args(&["config", "sync"]).stack("three").port(p3))
+        .ok();
     // Not stacks: a stray file and a directory with an invalid name.
     std::fs::create_dir_all(t.path("stacks/Not_A_Stack/run")).unwrap();
     std::fs::write(t.path("stacks/notes.txt"), "").unwrap();
@@ -265,7 +246,7 @@ fn list_shows_every_stack_on_disk_with_its_facts() {
 // test's HOME, by pid; the happy path kills and waits for it below.
 #[allow(clippy::zombie_processes)]
 fn logs_prints_the_tail_and_follows_lines_the_host_writes_redacted() {
-    let t = ctx();
+    let t = TestContext::with_pinned_host();
     let port = free_port();
     install(&t, "lg", port);
     // A secret in the stack's config never shows, even when the Host logs it.
@@ -276,11 +257,7 @@ fn logs_prints_the_tail_and_follows_lines_the_host_writes_redacted() {
 
     let r = t.run(["logs", "--stack", "lg", "-n", "1"]).ok();
     assert_eq!(r.stdout().lines().count(), 1, "{}", r.stdout());
-    assert!(
-        r.stdout().contains("fixture host listening"),
-        "{}",
-        r.stdout()
-    );
+    r.stdout_has("fixture host listening");
 
     let mut child = t
         .cmd()
@@ -350,22 +327,15 @@ fn logs_prints_the_tail_and_follows_lines_the_host_writes_redacted() {
 
 #[test]
 fn a_symlinked_host_log_is_refused() {
-    let t = ctx();
-    t.run([
-        "config",
-        "sync",
-        "--stack",
-        "sl",
-        "--port",
-        &free_port().to_string(),
-    ])
-    .ok();
+    let t = TestContext::with_pinned_host();
+    t.run(args(&["config", "sync"]).stack("sl").port(free_port()))
+        .ok();
     let logs = t.home.join(".oysterun-stacks/sl/logs");
     std::fs::create_dir_all(&logs).unwrap();
     std::fs::write(t.path("elsewhere"), "not the Host's\n").unwrap();
     std::os::unix::fs::symlink(t.path("elsewhere"), logs.join("oysterun-host.log")).unwrap();
     let r = t.run(["logs", "--stack", "sl"]).fails_with(2);
-    assert!(r.stderr().contains("symlink"), "{}", r.stderr());
+    r.stderr_has("symlink");
     assert!(!r.stdout().contains("not the Host's"));
 }
 
@@ -397,16 +367,9 @@ fn needs_a_stack(stack: &str) -> Vec<Vec<String>> {
 
 #[test]
 fn an_unknown_stack_is_named_with_the_known_ones_and_nothing_is_created() {
-    let t = ctx();
-    t.run([
-        "config",
-        "sync",
-        "--stack",
-        "real",
-        "--port",
-        &free_port().to_string(),
-    ])
-    .ok();
+    let t = TestContext::with_pinned_host();
+    t.run(args(&["config", "sync"]).stack("real").port(free_port()))
+        .ok();
     let before = tree(&t.home);
     for args in needs_a_stack("nope") {
         let r = t.run(&args).fails_with(2);
@@ -422,7 +385,7 @@ fn an_unknown_stack_is_named_with_the_known_ones_and_nothing_is_created() {
 
 #[test]
 fn read_only_commands_and_uninstall_create_nothing() {
-    let t = ctx();
+    let t = TestContext::with_pinned_host();
     let before = tree(&t.home);
     for args in [
         &["agent", "status"][..],
@@ -448,11 +411,7 @@ fn read_only_commands_and_uninstall_create_nothing() {
         assert_eq!(tree(&t.home), before, "{args:?} created something");
     }
     let r = t.run(["agent", "uninstall"]).ok();
-    assert!(
-        r.stdout().contains("nothing to uninstall"),
-        "{}",
-        r.stdout()
-    );
+    r.stdout_has("nothing to uninstall");
 }
 
 #[test]
@@ -460,15 +419,8 @@ fn restart_of_an_uninstalled_stack_says_not_installed_before_anything_about_the_
     let mut t = TestContext::new();
     t.use_sim();
     // No root anywhere: a restart that looked for one first would fail on that.
-    t.run([
-        "config",
-        "sync",
-        "--stack",
-        "bare",
-        "--port",
-        &free_port().to_string(),
-    ])
-    .ok();
+    t.run(args(&["config", "sync"]).stack("bare").port(free_port()))
+        .ok();
     for args in [
         &["agent", "restart", "--stack", "bare"][..],
         &["restart", "--stack", "bare"],
@@ -490,7 +442,7 @@ fn restart_of_an_uninstalled_stack_says_not_installed_before_anything_about_the_
 
 #[test]
 fn host_stop_and_status_leave_a_launchd_host_to_launchd() {
-    let t = ctx();
+    let t = TestContext::with_pinned_host();
     let port = free_port();
     install(&t, "hs", port);
     let pid = status(&t, "hs")["pid"].as_u64().unwrap();
@@ -530,7 +482,7 @@ fn on_a_terminal(t: &TestContext, args: &[&str], extra_env: &[(&str, &str)]) -> 
 
 #[test]
 fn colour_on_a_terminal_none_with_no_color_or_a_pipe() {
-    let t = ctx();
+    let t = TestContext::with_pinned_host();
     let port = free_port();
     install(&t, "cl", port);
     let green = "\x1b[32m";

@@ -28,6 +28,19 @@ impl TestContext {
         t
     }
 
+    /// [`TestContext::with_pinned_host`] with no launchd (`OYSTER_LAUNCHCTL=none`): setup and
+    /// `host start` run the Host directly.
+    pub fn with_pinned_host_no_launchd() -> TestContext {
+        let mut t = TestContext::new();
+        t.pin_host_env();
+        t
+    }
+
+    /// The Host fixture's root that [`TestContext::pin_host_env`] copied and pinned.
+    pub fn host_root(&self) -> PathBuf {
+        self.path("root")
+    }
+
     /// [`TestContext::with_pinned_host`], and claude installed in ~/.local/bin.
     pub fn with_claude() -> TestContext {
         let t = TestContext::with_pinned_host();
@@ -231,6 +244,19 @@ pub fn python() -> &'static str {
 pub fn write_binary_plist(path: &std::path::Path, v: plist::Value) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     v.to_file_binary(path).unwrap();
+}
+
+/// An executable at `path` that appends its arguments, one line a run, to `log` (a stand-in
+/// for `xdg-open`, a provider that must be seen called).
+pub fn recorder(path: &Path, log: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(
+        path,
+        format!("#!/bin/sh\necho \"$*\" >> '{}'\n", log.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// `line` without its ANSI colour sequences (and carriage returns): what a terminal shows.

@@ -27,13 +27,14 @@ impl Args {
     pub fn stack(self, name: &str) -> Args {
         self.arg("--stack").arg(name)
     }
-    pub fn root(self, root: &Path) -> Args {
-        self.arg("--root").arg(root.to_str().unwrap())
+    pub fn root(self, root: impl AsRef<Path>) -> Args {
+        self.arg("--root").arg(root.as_ref().to_str().unwrap())
     }
-    pub fn node(self, node: &Path) -> Args {
-        self.arg("--node-bin").arg(node.to_str().unwrap())
+    pub fn node(self, node: impl AsRef<Path>) -> Args {
+        self.arg("--node-bin").arg(node.as_ref().to_str().unwrap())
     }
-    pub fn port(self, port: u16) -> Args {
+    /// `--port P`: a number, or the text a test holds it as (`"0"`, `"80000"` for misuse).
+    pub fn port(self, port: impl ToString) -> Args {
         self.arg("--port").arg(port.to_string())
     }
     /// `--wait SECS --settle-ms MS`: how long verification waits and how long it must hold.
@@ -117,7 +118,7 @@ impl Stack {
         args(words)
             .stack(self.name)
             .root(&self.root)
-            .node(&real_node())
+            .node(real_node())
             .port(self.port)
     }
 
@@ -142,7 +143,7 @@ impl Stack {
     pub fn agent_args(&self, verb: &str, definition: bool, wait: Option<(u64, u64)>) -> Args {
         let mut a = args(&["agent", verb]).stack(self.name);
         if definition {
-            a = a.root(&self.root).node(&real_node()).port(self.port);
+            a = a.root(&self.root).node(real_node()).port(self.port);
         }
         if let Some((secs, settle_ms)) = wait {
             a = a.wait(secs, settle_ms);
