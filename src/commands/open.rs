@@ -10,7 +10,8 @@ use crate::setup::hooks::{self, Ran};
 use crate::sys::process;
 use crate::ExitStatus;
 
-/// How long the opener may take (it hands the URL to the browser and returns).
+/// How long oyster waits for the opener (it hands the URL to the browser and returns; one
+/// still running then is left running).
 const OPEN_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The program that opens a URL in the user's browser: `/usr/bin/open` on macOS, `xdg-open`
@@ -74,24 +75,32 @@ pub fn open(ctx: &Context) -> anyhow::Result<ExitStatus> {
         });
         return Ok(ExitStatus::Success);
     };
-    let done = process::Program::new(&program)
+    let handed = process::Program::new(&program)
         .arg(&url)
         .timeout(OPEN_TIMEOUT)
-        .run()?;
-    if done.code != 0 {
-        return Err(crate::error::Failed::new(
-            format!(
-                "`{} {url}` exited {}: {}",
-                program.display(),
-                done.code,
-                done.stderr.trim()
-            ),
+        .hand_off()?;
+    let failed = |how: String| -> anyhow::Error {
+        crate::error::Failed::new(
+            format!("`{} {url}` {how}", program.display()),
             format!("open {url} in a browser yourself"),
         )
-        .into());
+        .into()
+    };
+    match handed {
+        process::HandedOff::Exited(0) => ctx
+            .out
+            .out(&format!("Opened {url} (with {})", program.display())),
+        process::HandedOff::Exited(code) => return Err(failed(format!("exited {code}"))),
+        process::HandedOff::Signaled(sig) => {
+            return Err(failed(format!("was killed by signal {sig}")))
+        }
+        // The browser it started runs in the foreground: it is the user's now.
+        process::HandedOff::StillRunning(pid) => ctx.out.out(&format!(
+            "Handed {url} to {} (pid {pid}, still running after {} s: the browser it started is left open)",
+            program.display(),
+            OPEN_TIMEOUT.as_secs()
+        )),
     }
-    ctx.out
-        .out(&format!("Opened {url} (with {})", program.display()));
     Ok(ExitStatus::Success)
 }
 

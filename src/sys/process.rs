@@ -126,6 +126,57 @@ impl<'a> Program<'a> {
     pub fn stream(self, on_line: &mut dyn FnMut(Stream, &str)) -> Result<Finished, ProcessError> {
         run_full(&self, on_line)
     }
+
+    /// Starts it (its own process group, stdin and both streams null) and waits at most its
+    /// timeout, or until a signal comes, for it to end. One still running then is **left
+    /// running**, never killed: a URL opener whose browser runs in the foreground (killing
+    /// the opener's group would close the user's browser).
+    pub fn hand_off(self) -> Result<HandedOff, ProcessError> {
+        let mut cmd = command(&self);
+        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        let argv = || {
+            std::iter::once(self.program.as_os_str())
+                .chain(self.args.iter().copied())
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let mut child = cmd.spawn().map_err(|source| ProcessError::Spawn {
+            argv: argv(),
+            source,
+        })?;
+        let end = Instant::now() + self.timeout;
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) => {
+                    return Ok(match (status.code(), status.signal()) {
+                        (Some(code), _) => HandedOff::Exited(code),
+                        (None, signal) => HandedOff::Signaled(signal.unwrap_or(0)),
+                    })
+                }
+                Ok(None) => {}
+                Err(source) => {
+                    return Err(ProcessError::Spawn {
+                        argv: argv(),
+                        source,
+                    })
+                }
+            }
+            if Instant::now() >= end || super::signal::received().is_some() {
+                return Ok(HandedOff::StillRunning(child.id()));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// How a [`Program::hand_off`] stood when oyster stopped waiting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HandedOff {
+    Exited(i32),
+    Signaled(i32),
+    /// Still running (this pid), left so.
+    StillRunning(u32),
 }
 
 /// Runs `program args…` and waits at most `timeout` ([`Program`] with these settings).

@@ -452,3 +452,50 @@ fn stop_all_names_each_stack_in_the_form_stop_stack_does() {
     assert!(all.contains("`oyster start snap` starts it again"), "{all}");
     t.run(["uninstall", "--all"]).ok();
 }
+
+/// An `xdg-open` on its own PATH directory that runs `body` (a POSIX shell script).
+fn opener(t: &mut TestContext, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = t.path("openers");
+    std::fs::create_dir_all(&bin).unwrap();
+    let path = bin.join("xdg-open");
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    t.path_dirs.retain(|d| d != &bin);
+    t.path_dirs.insert(0, bin);
+}
+
+#[cfg_attr(target_os = "macos", ignore = "macOS always opens with /usr/bin/open")]
+#[test]
+fn an_opener_whose_browser_stays_in_the_foreground_is_left_running_and_a_failing_one_is_said() {
+    let (mut t, port) = installed();
+    let url = format!("http://127.0.0.1:{port}");
+    // A browser in the foreground: the opener never returns. oyster stops waiting and leaves
+    // it (and the browser) running, in its own process group.
+    let pid_file = t.path("opener.pid");
+    let sleep = ["/bin/sleep", "/usr/bin/sleep"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("sleep");
+    opener(
+        &mut t,
+        &format!("echo $$ > '{}'\nexec {sleep} 60", pid_file.display()),
+    );
+    let r = t.run(["open", "snap"]).ok();
+    r.stdout_has(&format!("Handed {url} to "));
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
+    assert!(alive, "the opener (pid {pid}) was killed");
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    // An opener that fails: its exit code, and the URL to open by hand.
+    opener(&mut t, "exit 3");
+    let e = t.run(["open", "snap"]).fails_with(1).stderr();
+    assert!(e.contains("exited 3") && e.contains(&url), "{e}");
+}
