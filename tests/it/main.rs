@@ -51,6 +51,7 @@ mod regressions;
 mod release;
 mod remembered_root;
 mod restart_timing;
+mod rollback_under_fire;
 mod runner;
 mod seams3;
 mod secrets;
