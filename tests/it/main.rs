@@ -33,6 +33,7 @@ mod json_docs;
 mod kill_and_concurrency;
 mod lifecycle;
 mod lifecycle_failures;
+mod log_directory;
 mod login_domains;
 mod man_and_completions;
 mod node_choice;
