@@ -360,10 +360,17 @@ impl<'a> Agent<'a> {
             self.out.progress("A previous oyster run stopped before its change verified; verifying now (and rolling back to the last good plist if it does not).");
         }
         let written = self.write_definition(plan, action, before.as_ref(), pending)?;
-        let change = Change::decide(&written, force_restart, pending);
         // One Host per user across domains, whatever the change: a copy loaded in the other
-        // domain would fight this one for the port.
-        self.boot_out_other_copies(action)?;
+        // domain would fight this one for the port. When that copy was the one running, the
+        // one here died on its port and waits out launchd's ThrottleInterval: it is started
+        // now (as a restart of a stopped job), not waited for.
+        let booted_other = self.boot_out_other_copies(action)?;
+        let idle_here = before.as_ref().is_some_and(|b| b.pid().is_none());
+        let change = Change::decide(
+            &written,
+            force_restart || (booted_other && idle_here),
+            pending,
+        );
         // A change that rolls back journals the definition it replaced (reverting it is the
         // rollback), before launchd is touched.
         let mut journal = Journal::new(Some((self.audit.clone(), action)));
@@ -517,7 +524,7 @@ impl<'a> Agent<'a> {
         let before = self.before()?;
         let loaded = before.is_some();
         let booted_out = (|| -> anyhow::Result<()> {
-            self.boot_out_other_copies(Action::Uninstall)?;
+            let _ = self.boot_out_other_copies(Action::Uninstall)?;
             if let Some(info) = &before {
                 self.bootout_in(self.active(), Action::Uninstall, info.pid())?;
             }

@@ -34,11 +34,10 @@ fn doctor_fails_a_log_directory_that_is_not_one_once_and_never_calls_it_writable
         let scratch = s.t.path(&format!("scratch-{}", what.replace(' ', "-")));
         std::fs::create_dir_all(&scratch).unwrap();
         spoil(&logs, &scratch);
-        let v = s
-            .t
-            .run(["doctor", "--stack", "logdir", "--json"])
-            .fails_with(1)
-            .json();
+        let v =
+            s.t.run(["doctor", "--stack", "logdir", "--json"])
+                .fails_with(1)
+                .json();
         let about_it: Vec<(String, String)> = v["checks"]
             .as_array()
             .unwrap()
@@ -81,11 +80,11 @@ fn a_log_directory_symlinked_to_a_directory_is_followed() {
     let after = std::fs::metadata(real.join("oysterun-host.log"))
         .unwrap()
         .len();
-    assert!(after > before, "the restarted Host logs where the link points");
-    let v = s
-        .t
-        .run(["doctor", "--stack", "logln", "--json"])
-        .json();
+    assert!(
+        after > before,
+        "the restarted Host logs where the link points"
+    );
+    let v = s.t.run(["doctor", "--stack", "logln", "--json"]).json();
     let log_checks: Vec<&serde_json::Value> = v["checks"]
         .as_array()
         .unwrap()

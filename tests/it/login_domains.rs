@@ -103,6 +103,36 @@ fn an_unchanged_regenerate_of_a_job_loaded_twice_leaves_one_host_in_gui() {
 }
 
 #[test]
+fn an_unchanged_regenerate_that_boots_out_the_running_copy_starts_the_one_left_at_once() {
+    let d = ld();
+    over_ssh(&d, "install").ok();
+    // The console login loads a second copy, which dies on the port the user/<uid> copy holds
+    // and waits out its ThrottleInterval (10 s): the copy in the other domain is the only Host.
+    d.t.sim(&["login", &d.domain("gui")]).ok();
+    crate::common::wait_until(
+        std::time::Duration::from_secs(5),
+        "the gui copy to exit",
+        || {
+            d.t.sim(&["print", &d.target("gui")])
+                .stdout()
+                .contains("last exit code = 1")
+        },
+    );
+    assert_eq!(d.launchd_pid(), None);
+    let args: Vec<String> = d.agent_args("regenerate", true, Some((4, 300))).into();
+    let r = d.t.run(args);
+    assert_eq!(
+        r.code(),
+        0,
+        "booting the running copy out must not leave the stack down until launchd's throttle\n{}",
+        r.stderr()
+    );
+    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    assert!(!d.loaded_in("user") && d.launchd_pid().is_some());
+    d.done();
+}
+
+#[test]
 fn stop_at_the_console_disables_both_domains_and_start_enables_both() {
     let d = ld();
     d.t.run(verb_args(&d, "install")).ok();

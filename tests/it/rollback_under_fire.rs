@@ -59,10 +59,9 @@ fn restart_onto(s: &Stack, root: &Path, port: u16, err: &Path) -> Child {
 }
 
 fn config_port(s: &Stack) -> serde_json::Value {
-    let path = s
-        .t
-        .home
-        .join(format!(".oysterun-stacks/{}/host/config.json", s.name));
+    let path =
+        s.t.home
+            .join(format!(".oysterun-stacks/{}/host/config.json", s.name));
     serde_json::from_slice::<serde_json::Value>(&std::fs::read(path).unwrap()).unwrap()["port"]
         .clone()
 }
@@ -91,7 +90,11 @@ fn a_second_signal_during_the_rollback_does_not_cut_it_short() {
         std::thread::sleep(Duration::from_millis(40));
     };
     let e = read();
-    assert_eq!(status.code(), Some(130), "the first signal names the exit\n{e}");
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "the first signal names the exit\n{e}"
+    );
     assert!(
         e.contains("restored the last good plist; the previous Host runs again")
             && !e.contains("rollback failed too"),
@@ -132,7 +135,11 @@ fn a_config_that_cannot_take_its_port_back_does_not_hide_the_restored_host() {
             && !e.contains("rollback failed too"),
         "{e}"
     );
-    assert!(!s.t.home.join(".oysterun-stacks/cfgroll/run/pending").exists());
+    assert!(!s
+        .t
+        .home
+        .join(".oysterun-stacks/cfgroll/run/pending")
+        .exists());
     assert_eq!(std::fs::read_to_string(&config).unwrap(), "{broken");
     s.t.run(["agent", "uninstall", "--stack", s.name]).ok();
     s.t.wait_no_processes();

@@ -304,8 +304,10 @@ impl Agent<'_> {
     /// One Host per user across domains: before loading into the domain oyster acts in, a copy
     /// loaded in the other one (installed over SSH into `user/<uid>`, say) is booted out, said
     /// aloud, so two Hosts never fight over one port.
-    pub(super) fn boot_out_other_copies(&self, action: Action) -> anyhow::Result<()> {
+    pub(super) fn boot_out_other_copies(&self, action: Action) -> anyhow::Result<bool> {
+        let mut any = false;
         for (domain, info) in self.other_copies() {
+            any = true;
             self.out.progress(&format!(
                 "{} is also loaded in {domain}{}; booting that copy out so that only the one in {} runs.",
                 self.stack.label,
@@ -314,6 +316,6 @@ impl Agent<'_> {
             ));
             self.bootout_in(*domain, action, info.pid())?;
         }
-        Ok(())
+        Ok(any)
     }
 }

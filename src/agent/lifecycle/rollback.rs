@@ -322,9 +322,8 @@ impl Revert<Agent<'_>> for Definition {
         // failure (nothing is left for a next run to retry).
         match port {
             Some(change) if replaced => {
-                let config = put_back_port(agent, &change).unwrap_or_else(|e| {
-                    format!("config.json's port could not be put back: {e:#}")
-                });
+                let config = put_back_port(agent, &change)
+                    .unwrap_or_else(|e| format!("config.json's port could not be put back: {e:#}"));
                 Ok(Some(format!("{said}; {config}")))
             }
             _ => Ok(Some(said)),
