@@ -363,8 +363,13 @@ impl<'a> Agent<'a> {
         // One Host per user across domains, whatever the change: a copy loaded in the other
         // domain would fight this one for the port. When that copy was the one running, the
         // one here died on its port and waits out launchd's ThrottleInterval: it is started
-        // now (as a restart of a stopped job), not waited for.
-        let booted_other = self.boot_out_other_copies(action)?;
+        // now (as a restart of a stopped job), not waited for. The bootout runs to its end (the
+        // definition is written already): an interrupt meanwhile is the change's to take, by
+        // its rollback, which also puts config.json's port back.
+        let booted_other = {
+            let _whole = signal::Suspended::new();
+            self.boot_out_other_copies(action)?
+        };
         let idle_here = before.as_ref().is_some_and(|b| b.pid().is_none());
         let change = Change::decide(
             &written,
