@@ -98,3 +98,26 @@ fn a_log_directory_symlinked_to_a_directory_is_followed() {
     s.t.run(["agent", "uninstall", "--stack", "logln"]).ok();
     s.t.wait_no_processes();
 }
+
+#[test]
+fn a_verb_that_only_stops_says_why_its_audit_line_was_not_written() {
+    let s = Stack::new("logstop");
+    s.t.run(s.args("install")).ok();
+    let logs = s.t.home.join(".oysterun-stacks/logstop/logs");
+    std::fs::rename(&logs, s.t.path("logs.kept")).unwrap();
+    std::fs::write(&logs, "x").unwrap();
+    // Stopping writes no Host log: it is not refused, and the audit line it cannot write is
+    // said with the cause (not "File exists").
+    let e =
+        s.t.run(["agent", "stop", "--stack", "logstop"])
+            .ok()
+            .stderr();
+    assert!(
+        e.contains("service-control.jsonl")
+            && e.contains("is not a directory")
+            && !e.contains("File exists"),
+        "{e}"
+    );
+    std::fs::remove_file(&logs).unwrap();
+    s.done();
+}
