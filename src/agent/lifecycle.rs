@@ -360,22 +360,10 @@ impl<'a> Agent<'a> {
             self.out.progress("A previous oyster run stopped before its change verified; verifying now (and rolling back to the last good plist if it does not).");
         }
         let written = self.write_definition(plan, action, before.as_ref(), pending)?;
-        // One Host per user across domains, whatever the change: a copy loaded in the other
-        // domain would fight this one for the port. When that copy was the one running, the
-        // one here died on its port and waits out launchd's ThrottleInterval: it is started
-        // now (as a restart of a stopped job), not waited for. The bootout runs to its end (the
-        // definition is written already): an interrupt meanwhile is the change's to take, by
-        // its rollback, which also puts config.json's port back.
-        let booted_other = {
-            let _whole = signal::Suspended::new();
-            self.boot_out_other_copies(action)?
-        };
-        let idle_here = before.as_ref().is_some_and(|b| b.pid().is_none());
-        let change = Change::decide(
-            &written,
-            force_restart || (booted_other && idle_here),
-            pending,
-        );
+        // One Host per user across domains, whatever the change (a copy loaded in the other
+        // domain would fight this one for the port); the copy here, left idle, is started.
+        let start_here = self.boot_out_other_copies_for(action, before.as_ref())?;
+        let change = Change::decide(&written, force_restart || start_here, pending);
         // A change that rolls back journals the definition it replaced (reverting it is the
         // rollback), before launchd is touched.
         let mut journal = Journal::new(Some((self.audit.clone(), action)));
