@@ -7,8 +7,11 @@ use std::path::Path;
 
 use crate::common::Stack;
 
-/// Each way the log directory can stop being one, made at `dir` (which does not exist).
-fn spoilers() -> Vec<(&'static str, fn(&Path, &Path))> {
+/// Makes `dir` (which does not exist) something other than a directory, using `scratch`.
+type Spoil = fn(&Path, &Path);
+
+/// Each way the log directory can stop being one.
+fn spoilers() -> Vec<(&'static str, Spoil)> {
     vec![
         ("a plain file", |dir, _| std::fs::write(dir, "x").unwrap()),
         ("a symlink to a file", |dir, scratch| {
