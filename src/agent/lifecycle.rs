@@ -360,10 +360,10 @@ impl<'a> Agent<'a> {
             self.out.progress("A previous oyster run stopped before its change verified; verifying now (and rolling back to the last good plist if it does not).");
         }
         let written = self.write_definition(plan, action, before.as_ref(), pending)?;
-        let change = Change::decide(&written, force_restart, pending);
-        // One Host per user across domains, whatever the change: a copy loaded in the other
-        // domain would fight this one for the port.
-        self.boot_out_other_copies(action)?;
+        // One Host per user across domains, whatever the change (a copy loaded in the other
+        // domain would fight this one for the port); the copy here, left idle, is started.
+        let start_here = self.boot_out_other_copies_for(action, before.as_ref())?;
+        let change = Change::decide(&written, force_restart || start_here, pending);
         // A change that rolls back journals the definition it replaced (reverting it is the
         // rollback), before launchd is touched.
         let mut journal = Journal::new(Some((self.audit.clone(), action)));
@@ -517,7 +517,7 @@ impl<'a> Agent<'a> {
         let before = self.before()?;
         let loaded = before.is_some();
         let booted_out = (|| -> anyhow::Result<()> {
-            self.boot_out_other_copies(Action::Uninstall)?;
+            let _ = self.boot_out_other_copies(Action::Uninstall)?;
             if let Some(info) = &before {
                 self.bootout_in(self.active(), Action::Uninstall, info.pid())?;
             }

@@ -208,12 +208,13 @@ pub fn pages(mut cmd: Command) -> anyhow::Result<Vec<(String, Vec<u8>)>> {
 /// Writes every page into `dir`; returns how many.
 pub fn write_all(cmd: Command, dir: &Path) -> anyhow::Result<usize> {
     std::fs::create_dir_all(dir)
-        .map_err(|e| anyhow::anyhow!("could not create {}: {e}", dir.display()))?;
+        .map_err(|e| anyhow::anyhow!("could not create {}: {e}", crate::output::one_line(dir)))?;
     let pages = pages(cmd)?;
     for (file, bytes) in &pages {
         let path = dir.join(file);
-        std::fs::write(&path, bytes)
-            .map_err(|e| anyhow::anyhow!("could not write {}: {e}", path.display()))?;
+        std::fs::write(&path, bytes).map_err(|e| {
+            anyhow::anyhow!("could not write {}: {e}", crate::output::one_line(&path))
+        })?;
     }
     Ok(pages.len())
 }

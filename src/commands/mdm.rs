@@ -63,7 +63,13 @@ fn write_profile(
             ctx.out.note(install);
         }
         Some(path) => {
-            crate::sys::fs::replace_atomic(path, &bytes, 0o644)?;
+            crate::sys::fs::replace_atomic(path, &bytes, 0o644).map_err(|e| match e {
+                crate::sys::fs::FsError::Io { action, cause, .. } => anyhow::anyhow!(
+                    "could not {action} {}: {cause}",
+                    crate::output::one_line(path)
+                ),
+                e => e.into(),
+            })?;
             ctx.out.out(&format!(
                 "wrote {} (PayloadIdentifier {}, PayloadUUID {})",
                 crate::output::one_line(path),
@@ -79,7 +85,8 @@ fn write_profile(
 /// The profile goes to a regular file in an existing directory; anything else is refused
 /// before anything is written.
 fn check_output(path: &Path) -> Result<(), Invalid> {
-    let shown = path.display();
+    // The path the user gave, as one line in every refusal (a newline in it forges none).
+    let shown = crate::output::one_line(path);
     let example = "--output ~/Desktop/oysterun-login-items.mobileconfig";
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if meta.is_dir() {
@@ -104,7 +111,7 @@ fn check_output(path: &Path) -> Result<(), Invalid> {
     if !parent.is_dir() {
         return Err(Invalid::new(format!(
             "--output {shown}: the directory {} does not exist",
-            parent.display()
+            crate::output::one_line(parent)
         ))
         .hint(format!(
             "create it first, or name a file in an existing directory ({example})"

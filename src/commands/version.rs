@@ -27,15 +27,18 @@ pub fn run(ctx: &Context, verbose: bool) -> anyhow::Result<ExitStatus> {
         match plan::node_and_root_only(&sub, &HostInputs::default()) {
             Ok((node, root)) => {
                 ctx.out.out(&format!("stack {name}:"));
+                // One line each, whatever a path or a package's version holds.
+                let one_line = |s: &str| crate::output::one_line(std::path::Path::new(s));
                 ctx.out.out(&format!(
                     "  node:     {} {}",
-                    node.path.display(),
-                    node.version
+                    crate::output::one_line(&node.path),
+                    one_line(&node.version.to_string())
                 ));
                 ctx.out.out(&format!(
                     "  oysterun: {} {}",
-                    root.path.display(),
-                    oysterun_version(&root.path).unwrap_or_else(|| "(version unknown)".into())
+                    crate::output::one_line(&root.path),
+                    oysterun_version(&root.path)
+                        .map_or_else(|| "(version unknown)".into(), |v| one_line(&v))
                 ));
             }
             Err(e) => ctx.out.out(&format!(

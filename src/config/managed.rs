@@ -34,7 +34,14 @@ pub struct Entry {
     #[serde(rename = "setting")]
     pub key: String,
     pub value: Value,
+    /// Named lossily in documents: a folder whose name is not UTF-8 must not make every JSON
+    /// document that names it (status, list, inventory) fail to render.
+    #[serde(serialize_with = "lossy")]
     pub file: PathBuf,
+}
+
+fn lossy<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&path.to_string_lossy())
 }
 
 /// The managed values for one user and stack.

@@ -91,7 +91,10 @@ pub fn find(s: &RootSearch<'_>) -> anyhow::Result<FoundRoot> {
             }
             Err(e) => {
                 s.out.note(&format!("{e}; looking further"));
-                looked.push(format!("{dir} ({origin})"));
+                looked.push(format!(
+                    "{} ({origin})",
+                    crate::output::one_line(Path::new(dir))
+                ));
             }
         }
     }
@@ -105,7 +108,7 @@ pub fn find(s: &RootSearch<'_>) -> anyhow::Result<FoundRoot> {
             }
             Err(e) => {
                 s.out.note(&format!("{e}; looking further"));
-                looked.push(format!("{} ({origin})", dir.display()));
+                looked.push(format!("{} ({origin})", crate::output::one_line(dir)));
             }
         }
     }
@@ -123,7 +126,7 @@ pub fn find(s: &RootSearch<'_>) -> anyhow::Result<FoundRoot> {
                 origin: format!("{origin} (npm install -g oysterun)"),
             });
         }
-        looked.push(format!("{} ({origin})", dir.display()));
+        looked.push(format!("{} ({origin})", crate::output::one_line(&dir)));
     }
     if let Some(dir) = packaged_root() {
         if dir.join(SERVER).is_file() {
@@ -132,7 +135,10 @@ pub fn find(s: &RootSearch<'_>) -> anyhow::Result<FoundRoot> {
                 origin: "the packaged location next to oyster".into(),
             });
         }
-        looked.push(format!("{} (the packaged location)", dir.display()));
+        looked.push(format!(
+            "{} (the packaged location)",
+            crate::output::one_line(&dir)
+        ));
     }
     Err(Failed::new(
         format!(
@@ -152,7 +158,7 @@ pub fn refuse_controls(dir: &Path, origin: &str) -> Result<(), Invalid> {
         Some(c) => Err(Invalid::new(format!(
             "{origin} holds the control character U+{:04X}: {}",
             c as u32,
-            dir.display()
+            crate::output::one_line(dir)
         ))
         .hint(format!("give {origin} a path without control characters"))),
         None => Ok(()),

@@ -202,13 +202,10 @@ impl Stack {
         }
     }
 
-    /// docs/behaviour.md §9: the Host log launchd (or direct startup) opens for the Host's output
-    /// must be a regular file, or not exist yet. A FIFO there blocks launchd's spawn (and every
-    /// launchctl call after it), a symlink sends the Host's output wherever it points: refused,
-    /// before anything is written or loaded, with the fix.
-    pub fn refuse_special_log(&self) -> Result<(), Invalid> {
-        // The directory first: a plain file or a dangling symlink where it should be cannot
-        // hold the log (a symlink to a directory is followed, as the Host's log is).
+    /// The log directory first: a plain file (or a FIFO) or a dangling symlink where it should
+    /// be cannot hold the log (a symlink to a directory is followed, as the Host's log is).
+    /// Missing is fine: oyster creates it.
+    pub fn refuse_bad_log_dir(&self) -> Result<(), Invalid> {
         let dir = &self.log_dir;
         let what = match (std::fs::metadata(dir), std::fs::symlink_metadata(dir)) {
             (Ok(m), _) if !m.is_dir() => Some("not a directory"),
@@ -225,6 +222,15 @@ impl Stack {
                 dir.display()
             )));
         }
+        Ok(())
+    }
+
+    /// docs/behaviour.md §9: the Host log launchd (or direct startup) opens for the Host's output
+    /// must be a regular file, or not exist yet. A FIFO there blocks launchd's spawn (and every
+    /// launchctl call after it), a symlink sends the Host's output wherever it points: refused,
+    /// before anything is written or loaded, with the fix.
+    pub fn refuse_special_log(&self) -> Result<(), Invalid> {
+        self.refuse_bad_log_dir()?;
         let log = self.log_path();
         let Some(kind) = crate::sys::fs::not_regular(&log) else {
             return Ok(());

@@ -123,7 +123,14 @@ impl Audit {
         });
         let result = (|| -> anyhow::Result<()> {
             if let Some(dir) = self.path.parent() {
-                std::fs::create_dir_all(dir)?;
+                // A file (or a dangling symlink) where the log directory should be: said as
+                // that, not as create_dir_all's bare "File exists".
+                if let Err(e) = std::fs::create_dir_all(dir) {
+                    if std::fs::symlink_metadata(dir).is_ok() && !dir.is_dir() {
+                        anyhow::bail!("{} is not a directory", dir.display());
+                    }
+                    return Err(e.into());
+                }
             }
             self.rotate();
             // Never through a symlink, never blocking on a FIFO (docs/behaviour.md §9).

@@ -2,7 +2,7 @@
 //! process group or every process), and catching SIGINT/SIGTERM/SIGHUP as a flag that long
 //! waits poll, so an interrupted run can roll back before it exits (docs/behaviour.md §9).
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 use nix::errno::Errno;
 pub use nix::sys::signal::Signal;
@@ -36,6 +36,10 @@ pub fn exists(pid: u32) -> bool {
 }
 
 static RECEIVED: AtomicI32 = AtomicI32::new(0);
+
+/// How many [`Suspended`] are alive: while any is, [`received`] answers `None`, whatever
+/// signal arrives meanwhile (a second Ctrl-C must not cut a rollback's launchctl call short).
+static SUSPENDED: AtomicUsize = AtomicUsize::new(0);
 
 extern "C" fn record(sig: nix::libc::c_int) {
     // Only an atomic store: async-signal-safe.
@@ -88,20 +92,26 @@ fn set_action(sig: Signal, action: &SigAction) -> nix::Result<SigAction> {
     }
 }
 
-/// The signal caught since the guard was installed, if any.
+/// The signal caught since the guard was installed, if any (`None` while a [`Suspended`] is
+/// alive: the signal is reported once the last one is dropped).
 pub fn received() -> Option<Signal> {
+    if SUSPENDED.load(Ordering::SeqCst) > 0 {
+        return None;
+    }
     match RECEIVED.load(Ordering::SeqCst) {
         0 => None,
         n => Signal::try_from(n).ok(),
     }
 }
 
-/// While alive, [`received`] answers `None` (a rollback must run to its end); the signal
-/// caught before, or during, is reported again once it is dropped.
+/// While alive, [`received`] answers `None` (a rollback must run to its end), for the signal
+/// caught before and for any that arrives during it; the first of them is reported again once
+/// it is dropped.
 pub struct Suspended(i32);
 
 impl Suspended {
     pub fn new() -> Suspended {
+        SUSPENDED.fetch_add(1, Ordering::SeqCst);
         Suspended(RECEIVED.swap(0, Ordering::SeqCst))
     }
 }
@@ -118,6 +128,7 @@ impl Drop for Suspended {
         if self.0 != 0 || during != 0 {
             RECEIVED.store(if self.0 != 0 { self.0 } else { during }, Ordering::SeqCst);
         }
+        SUSPENDED.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

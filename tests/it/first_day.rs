@@ -498,4 +498,51 @@ fn an_opener_whose_browser_stays_in_the_foreground_is_left_running_and_a_failing
     opener(&mut t, "exit 3");
     let e = t.run(["open", "snap"]).fails_with(1).stderr();
     assert!(e.contains("exited 3") && e.contains(&url), "{e}");
+
+/// `version --verbose` names each stack's root and the version in its `package.json` on one
+/// line each, whatever they hold: a newline in a root's name or in a hostile package's
+/// version never forges a line (say, a stack that is not there).
+#[test]
+fn version_verbose_says_each_root_and_version_on_one_line() {
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    std::fs::write(
+        root.join("package.json"),
+        serde_json::json!({ "version": "1.5.3\nstack forged:" }).to_string(),
+    )
+    .unwrap();
+    let dir = t.home.join(".oysterun-stacks/one/host");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("config.json"),
+        serde_json::json!({ "oyster_root": root }).to_string(),
+    )
+    .unwrap();
+    let verbose = t
+        .cmd()
+        .env("OYSTERUN_NODE_BIN", crate::common::real_node())
+        .args(["version", "--verbose"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&verbose.stdout).into_owned();
+    let stacks: Vec<&str> = out.lines().filter(|l| l.starts_with("stack ")).collect();
+    assert_eq!(stacks, ["stack one:"], "{out}");
+    assert!(out.contains("/root 1.5.3\\nstack forged:"), "{out}");
+    // A root whose name holds a newline is refused where it enters (the plist cannot carry
+    // it): the refusal names it on one line too.
+    let ghost = crate::common::fixture_root_at(&t.path("r\nstack ghost:"));
+    std::fs::write(
+        dir.join("config.json"),
+        serde_json::json!({ "oyster_root": ghost }).to_string(),
+    )
+    .unwrap();
+    let r = t.run(
+        crate::common::args(&["agent", "print", "--stack", "one", "--port", "1"])
+            .node(&crate::common::real_node()),
+    );
+    let all = format!("{}{}", r.stdout(), r.stderr());
+    assert!(
+        !all.lines().any(|l| l.starts_with("stack ghost:")) && all.contains("r\\nstack ghost:"),
+        "{all}"
+    );
 }

@@ -395,3 +395,54 @@ fn a_forced_root_and_node_are_what_the_plan_runs() {
     );
     assert_eq!(env["OYSTERUN_PORT"], m.forced.to_string(), "{doc}");
 }
+
+/// A managed-preferences directory whose name is not UTF-8 (the profile's user folder, or the
+/// stand-in directory) does not break the JSON documents that name the forcing file: the
+/// file is named lossily, the rest of each document is there.
+#[test]
+fn a_managed_file_whose_path_is_not_utf8_is_named_lossily_in_every_json_document() {
+    use std::os::unix::ffi::OsStrExt;
+    let t = TestContext::new();
+    let dir = t
+        .path("")
+        .join(std::ffi::OsStr::from_bytes(b"Managed \xff Prefs"));
+    write_binary_plist(
+        &dir.join(FILE),
+        dict(vec![("default_browse_path", "/srv/agents".into())]),
+    );
+    let run = |args: &[&str]| {
+        let out = t
+            .cmd()
+            .env("OYSTER_MANAGED_PREFERENCES_DIR", &dir)
+            .args(args)
+            .output()
+            .unwrap();
+        serde_json::from_slice::<serde_json::Value>(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}\n{}", String::from_utf8_lossy(&out.stderr)))
+    };
+    let port = free_port().to_string();
+    t.run(["config", "sync", "--stack", "dev", "--port", &port])
+        .ok();
+    for (args, managed) in [
+        (
+            &["agent", "status", "--json", "--stack", "dev"][..],
+            "/managed",
+        ),
+        (&["list", "--json"][..], "/stacks/0/managed"),
+        (&["inventory", "--json"][..], "/managed_preferences/keys"),
+    ] {
+        let v = run(args);
+        let entries = v
+            .pointer(managed)
+            .unwrap_or_else(|| panic!("{args:?}: {v}"));
+        let e = find(entries, "setting", "default_browse_path");
+        assert_eq!(e["value"], "/srv/agents", "{args:?}: {v}");
+        assert!(
+            e["file"]
+                .as_str()
+                .unwrap()
+                .ends_with("Prefs/com.oysterun.oyster.plist"),
+            "{args:?}: {e}"
+        );
+    }
+}

@@ -103,6 +103,83 @@ fn an_unchanged_regenerate_of_a_job_loaded_twice_leaves_one_host_in_gui() {
 }
 
 #[test]
+fn an_unchanged_regenerate_that_boots_out_the_running_copy_starts_the_one_left_at_once() {
+    let d = ld();
+    over_ssh(&d, "install").ok();
+    // The console login loads a second copy, which dies on the port the user/<uid> copy holds
+    // and waits out its ThrottleInterval (10 s): the copy in the other domain is the only Host.
+    d.t.sim(&["login", &d.domain("gui")]).ok();
+    crate::common::wait_until(
+        std::time::Duration::from_secs(5),
+        "the gui copy to exit",
+        || {
+            d.t.sim(&["print", &d.target("gui")])
+                .stdout()
+                .contains("last exit code = 1")
+        },
+    );
+    assert_eq!(d.launchd_pid(), None);
+    let args: Vec<String> = d.agent_args("regenerate", true, Some((4, 300))).into();
+    let r = d.t.run(args);
+    assert_eq!(
+        r.code(),
+        0,
+        "booting the running copy out must not leave the stack down until launchd's throttle\n{}",
+        r.stderr()
+    );
+    assert!(r.stdout().contains("Host verified"), "{}", r.stdout());
+    assert!(!d.loaded_in("user") && d.launchd_pid().is_some());
+    d.done();
+}
+
+#[test]
+fn ctrl_c_while_the_other_copy_is_booted_out_rolls_the_whole_change_back() {
+    let d = ld();
+    over_ssh(&d, "install").ok();
+    let old_plist = std::fs::read(d.plist()).unwrap();
+    // The user/<uid> copy takes 1.5 s to go after SIGTERM: the interrupt lands in that bootout.
+    crate::common::TestContext::fixture_flag(&d.root, "sigterm-delay-ms", "1500");
+    d.t.sim(&["login", &d.domain("gui")]).ok();
+    let err = d.t.path("regenerate.err");
+    let new_port = crate::common::free_port();
+    let args: Vec<String> = crate::common::args(&["agent", "regenerate"])
+        .stack("ld")
+        .root(&d.root)
+        .node(&crate::common::real_node())
+        .port(new_port)
+        .wait(10, 300)
+        .into();
+    let mut child =
+        d.t.cmd()
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&err).unwrap())
+            .spawn()
+            .unwrap();
+    let read = || std::fs::read_to_string(&err).unwrap_or_default();
+    crate::common::wait_until(std::time::Duration::from_secs(10), "the bootout", || {
+        read().contains("also loaded in")
+    });
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    let e = read();
+    assert_eq!(status.code(), Some(130), "{e}");
+    // Nothing of the change is left: the old plist runs in gui/<uid> alone, config.json
+    // names its port, and no next run has a half-done change to finish.
+    assert!(e.contains("rollback: restored the last good plist"), "{e}");
+    assert_eq!(std::fs::read(d.plist()).unwrap(), old_plist, "{e}");
+    let config: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.stack_dir().join("host/config.json")).unwrap())
+            .unwrap();
+    assert_eq!(config["port"], d.port, "{e}");
+    assert!(!d.run_dir().join("pending").exists(), "{e}");
+    assert!(!d.loaded_in("user") && d.launchd_pid().is_some(), "{e}");
+    d.done();
+}
+
+#[test]
 fn stop_at_the_console_disables_both_domains_and_start_enables_both() {
     let d = ld();
     d.t.run(verb_args(&d, "install")).ok();

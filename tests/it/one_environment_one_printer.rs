@@ -88,3 +88,51 @@ fn a_closed_stdout_ends_a_command_quietly_with_its_own_status() {
         assert_eq!(out.status.code(), Some(own), "{args:?}: {err}");
     }
 }
+
+/// A path the user names (`man --dir`, `mdm profile --output`) is one line in every message
+/// about it, its refusals and failures included: a newline in it never forges a line.
+#[test]
+fn a_path_with_a_newline_is_one_line_in_every_message_about_it() {
+    let t = TestContext::new();
+    std::fs::write(t.path("afile"), "x").unwrap();
+    let forged = "\nALL OK";
+    let cases: Vec<Vec<String>> = vec![
+        // A directory that cannot be created (under a file).
+        vec![
+            "man".into(),
+            "--dir".into(),
+            format!("{}/x{forged}", t.path("afile").display()),
+        ],
+        // A directory that does not exist.
+        vec![
+            "mdm".into(),
+            "profile".into(),
+            "--output".into(),
+            format!("{}/no{forged}/p.mobileconfig", t.path("").display()),
+        ],
+        // A file that cannot be put in place (a trailing slash).
+        vec![
+            "mdm".into(),
+            "profile".into(),
+            "--output".into(),
+            format!("{}/q{forged}/", t.path("").display()),
+        ],
+        // A directory named as the file.
+        vec![
+            "mdm".into(),
+            "profile".into(),
+            "--output".into(),
+            format!("{}/d{forged}", t.path("").display()),
+        ],
+    ];
+    std::fs::create_dir_all(t.path("d\nALL OK")).unwrap();
+    for args in cases {
+        let r = t.run(&args);
+        assert_ne!(r.code(), 0, "{args:?}");
+        let e = r.stderr();
+        assert!(
+            !e.lines().any(|l| l.starts_with("ALL OK")) && e.contains("\\nALL OK"),
+            "{args:?}:\n{e}"
+        );
+    }
+}

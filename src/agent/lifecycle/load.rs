@@ -301,11 +301,29 @@ impl Agent<'_> {
         }
     }
 
+    /// [`Agent::boot_out_other_copies`] for a change whose definition is written already: the
+    /// bootout runs to its end (an interrupt meanwhile is the change's to take, by its
+    /// rollback, which also puts config.json's port back). Says whether the copy here must be
+    /// started now: when the other copy was the one running, this one died on its port and
+    /// waits out launchd's ThrottleInterval (started as a restart of a stopped job, not
+    /// waited for).
+    pub(super) fn boot_out_other_copies_for(
+        &self,
+        action: Action,
+        before: Option<&PrintInfo>,
+    ) -> anyhow::Result<bool> {
+        let _whole = signal::Suspended::new();
+        let booted = self.boot_out_other_copies(action)?;
+        Ok(booted && before.is_some_and(|b| b.pid().is_none()))
+    }
+
     /// One Host per user across domains: before loading into the domain oyster acts in, a copy
     /// loaded in the other one (installed over SSH into `user/<uid>`, say) is booted out, said
-    /// aloud, so two Hosts never fight over one port.
-    pub(super) fn boot_out_other_copies(&self, action: Action) -> anyhow::Result<()> {
+    /// aloud, so two Hosts never fight over one port. Says whether there was one.
+    pub(super) fn boot_out_other_copies(&self, action: Action) -> anyhow::Result<bool> {
+        let mut any = false;
         for (domain, info) in self.other_copies() {
+            any = true;
             self.out.progress(&format!(
                 "{} is also loaded in {domain}{}; booting that copy out so that only the one in {} runs.",
                 self.stack.label,
@@ -314,6 +332,6 @@ impl Agent<'_> {
             ));
             self.bootout_in(*domain, action, info.pid())?;
         }
-        Ok(())
+        Ok(any)
     }
 }

@@ -317,9 +317,14 @@ impl Revert<Agent<'_>> for Definition {
         let said = agent.restore(action, restore, known_good, timing)?;
         // Rolled back: the next run has nothing to recover.
         let _ = std::fs::remove_file(agent.pending_path());
+        // The definition is rolled back whatever the config says: a config.json that cannot
+        // take its port back (broken by hand meanwhile) is said, not made the rollback's
+        // failure (nothing is left for a next run to retry).
         match port {
             Some(change) if replaced => {
-                Ok(Some(format!("{said}; {}", put_back_port(agent, &change)?)))
+                let config = put_back_port(agent, &change)
+                    .unwrap_or_else(|e| format!("config.json's port could not be put back: {e:#}"));
+                Ok(Some(format!("{said}; {config}")))
             }
             _ => Ok(Some(said)),
         }

@@ -138,6 +138,10 @@ pub(super) fn plist_file_checks(ctx: &Context, installed: Option<&Installed>) ->
 /// launchd exits 78 when it cannot open the Host log.
 pub(super) fn log_dir_check(ctx: &Context) -> Check {
     let log_dir = &ctx.stack.log_dir;
+    // A file or a dangling symlink in its place is not "writable" whatever its parent is.
+    if let Err(e) = ctx.stack.refuse_bad_log_dir() {
+        return check("log dir", Level::Fail, e.msg, e.hint);
+    }
     let probe_dir = log_dir
         .ancestors()
         .find(|a| a.exists())

@@ -116,8 +116,10 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
         checks.push(check("LaunchAgents dir", Level::Fail, msg, e.hint));
     }
     checks.extend(privacy_check(ctx, plan_ok(&plan)));
-    // A FIFO or symlink where launchd opens the Host log (docs/behaviour.md §9).
-    if let Err(e) = st.refuse_special_log() {
+    // A FIFO or symlink where launchd opens the Host log (docs/behaviour.md §9); a log
+    // directory that is not one is the log dir check's failure, said once.
+    let dir_ok = st.refuse_bad_log_dir().is_ok();
+    if let Some(e) = dir_ok.then(|| st.refuse_special_log().err()).flatten() {
         checks.push(check("host log", Level::Fail, e.msg, e.hint));
     }
     let environment = plan_ok(&plan)
