@@ -498,6 +498,7 @@ fn an_opener_whose_browser_stays_in_the_foreground_is_left_running_and_a_failing
     opener(&mut t, "exit 3");
     let e = t.run(["open", "snap"]).fails_with(1).stderr();
     assert!(e.contains("exited 3") && e.contains(&url), "{e}");
+}
 
 /// `version --verbose` names each stack's root and the version in its `package.json` on one
 /// line each, whatever they hold: a newline in a root's name or in a hostile package's
