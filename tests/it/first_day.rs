@@ -539,7 +539,7 @@ fn version_verbose_says_each_root_and_version_on_one_line() {
     .unwrap();
     let r = t.run(
         crate::common::args(&["agent", "print", "--stack", "one", "--port", "1"])
-            .node(&crate::common::real_node()),
+            .node(crate::common::real_node()),
     );
     let all = format!("{}{}", r.stdout(), r.stderr());
     assert!(

@@ -145,7 +145,7 @@ fn ctrl_c_while_the_other_copy_is_booted_out_rolls_the_whole_change_back() {
     let args: Vec<String> = crate::common::args(&["agent", "regenerate"])
         .stack("ld")
         .root(&d.root)
-        .node(&crate::common::real_node())
+        .node(crate::common::real_node())
         .port(new_port)
         .wait(10, 300)
         .into();

@@ -46,7 +46,7 @@ fn restart_onto(s: &Stack, root: &Path, port: u16, err: &Path) -> Child {
     let args: Vec<String> = common::args(&["agent", "restart"])
         .stack(s.name)
         .root(root)
-        .node(&real_node())
+        .node(real_node())
         .port(port)
         .wait(4, 200)
         .into();
