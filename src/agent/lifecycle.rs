@@ -75,6 +75,7 @@ pub use crate::verify::{EnvProof, ProofFloor};
 
 mod change;
 mod load;
+mod pending;
 mod port;
 mod restart;
 mod rollback;
@@ -321,20 +322,9 @@ impl<'a> Agent<'a> {
             && generated_keys_match(info, &plan.env)
     }
 
-    /// The `pending` marker: written before a change, removed once it verified (or was rolled
-    /// back); found by the next run, it means a run died before it knew.
-    fn pending_path(&self) -> std::path::PathBuf {
-        self.stack.pending_path()
-    }
-
     /// The plist that last verified, kept on disk for rollback.
     fn last_good_path(&self) -> std::path::PathBuf {
         self.stack.last_good_plist_path()
-    }
-
-    /// Whether a previous run was interrupted before its change verified.
-    pub fn pending(&self) -> bool {
-        self.pending_path().exists()
     }
 
     /// Writes the plist and makes launchd run it; verifies; rolls back on failure or interrupt.
@@ -359,7 +349,9 @@ impl<'a> Agent<'a> {
         if pending {
             self.out.progress("A previous oyster run stopped before its change verified; verifying now (and rolling back to the last good plist if it does not).");
         }
-        let written = self.write_definition(plan, action, before.as_ref(), pending)?;
+        let port = self.port_change(plan, pending);
+        let written =
+            self.write_definition(plan, action, before.as_ref(), pending, port.as_ref())?;
         // One Host per user across domains, whatever the change (a copy loaded in the other
         // domain would fight this one for the port); the copy here, left idle, is started.
         let start_here = self.boot_out_other_copies_for(action, before.as_ref())?;
@@ -373,11 +365,7 @@ impl<'a> Agent<'a> {
                 timing,
                 previous: plan.installed.as_ref().map(|i| i.bytes.clone()),
                 new: plan.plist.clone(),
-                port: plan
-                    .changes
-                    .iter()
-                    .find(|c| c.key == crate::config::PORT_KEY)
-                    .cloned(),
+                port,
             });
         }
         if change == Change::Unchanged {
@@ -418,15 +406,11 @@ impl<'a> Agent<'a> {
         action: Action,
         before: Option<&PrintInfo>,
         pending: bool,
+        port: Option<&crate::config::Change>,
     ) -> anyhow::Result<Written> {
         let stale = before.is_some_and(|b| !self.loaded_matches(b, plan));
         if plan.plist_changed() || stale || before.is_none() || pending {
-            fsutil::write_atomic(
-                self.lock,
-                &self.pending_path(),
-                format!("{action}\n").as_bytes(),
-                Some(0o600),
-            )?;
+            self.mark_pending(action, port)?;
         }
         let wrote = agentplist::write(
             self.lock,

@@ -144,3 +144,46 @@ fn a_config_that_cannot_take_its_port_back_does_not_hide_the_restored_host() {
     s.t.run(["agent", "uninstall", "--stack", s.name]).ok();
     s.t.wait_no_processes();
 }
+
+#[test]
+fn a_run_killed_mid_change_leaves_its_port_for_the_recovering_runs_rollback_to_put_back() {
+    let (s, bad) = installed_with_a_bad_root("killroll");
+    let before = config_port(&s);
+    assert_eq!(before, s.port);
+    let err = s.t.path("restart.err");
+    let new_port = free_port();
+    let mut child = restart_onto(&s, &bad, new_port, &err);
+    // SIGKILL once the change is under way: no rollback runs, the marker stays.
+    let pending = s.t.home.join(".oysterun-stacks/killroll/run/pending");
+    wait_while_running(
+        &mut child,
+        Duration::from_secs(20),
+        "the pending marker",
+        || pending.exists(),
+    );
+    send(&child, Signal::SIGKILL);
+    let _ = child.wait();
+    assert_eq!(
+        config_port(&s),
+        new_port,
+        "the killed run recorded its port"
+    );
+    // The next run finds the marker, verifies the unfinished change, and rolls it back: the
+    // port the killed run recorded goes back with the definition.
+    let r = s.t.run(
+        common::args(&["agent", "regenerate"])
+            .stack(s.name)
+            .root(&bad)
+            .node(real_node())
+            .wait(3, 200),
+    );
+    let e = r.fails_with(1).stderr();
+    assert!(
+        e.contains(&format!("config.json's port is {} again", s.port)),
+        "{e}"
+    );
+    assert_eq!(config_port(&s), before);
+    assert!(!pending.exists());
+    s.t.run(["agent", "uninstall", "--stack", "killroll"]).ok();
+    s.t.wait_no_processes();
+}
