@@ -361,7 +361,7 @@ fn look_in_both_domains(
     // Login Items: for every installed stack in `status`; in `list` (one listing for all
     // stacks) only where it can be why the job is not loaded.
     if installed.is_some() && (listings.is_none() || loaded.is_empty()) {
-        login_item(ctx, lc, st);
+        login_item(ctx, lc, st, !loaded.is_empty());
     }
     st.loaded_in = loaded.iter().map(|(d, _)| d.to_string()).collect();
     // Of two copies, the one that runs is the Host this stack has now (the other crash-

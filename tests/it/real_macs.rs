@@ -193,6 +193,22 @@ fn a_host_switched_off_in_login_items_is_named_at_once() {
     s.t.sim(&["login-item", &label, "on"]).ok();
     s.t.run(s.args("install")).ok();
     assert_eq!(s.status()["login_item"], "enabled");
+    // Switched off while it runs: the Host runs and verifies now, and the note says it will
+    // not be loaded at the next login.
+    s.t.sim(&["login-item", &label, "off"]).ok();
+    let st = s.status();
+    assert_eq!(
+        (st["verified"].as_bool(), st["login_item"].as_str()),
+        (Some(true), Some("requires_approval")),
+        "{st}"
+    );
+    assert!(
+        st["notes"]
+            .to_string()
+            .contains("it is loaded now (it was loaded before), but will not be loaded again at the next login"),
+        "{st}"
+    );
+    s.t.sim(&["login-item", &label, "on"]).ok();
     // Where ServiceManagement cannot be asked (macOS 12, or it fails): unknown, never fine.
     let r = run_with(
         &s,

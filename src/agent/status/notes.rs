@@ -37,13 +37,20 @@ pub fn runs_in_background_session(ctx: &Context) -> bool {
 
 /// The Login Items state of the installed plist, with a note (and its fix) when the user
 /// switched it off; unknown, never "fine", when it cannot be asked.
-pub(super) fn login_item(ctx: &Context, lc: &Launchctl, st: &mut AgentStatus) {
+/// A job loaded before it was switched off keeps running: said as such (it is not loaded again
+/// at the next login), not as a job launchd will not load.
+pub(super) fn login_item(ctx: &Context, lc: &Launchctl, st: &mut AgentStatus, loaded: bool) {
     let plist = ctx.stack.plist_path();
     match crate::agent::login_items::status(lc, &plist) {
         Ok(state) => {
             if state == LoginItem::RequiresApproval {
                 if let Some(c) = crate::agent::refusal::login_item(lc, &plist) {
-                    st.notes.push(format!("{}: {}", c.what, c.fix));
+                    let when = if loaded {
+                        "; it is loaded now (it was loaded before), but will not be loaded again at the next login"
+                    } else {
+                        ""
+                    };
+                    st.notes.push(format!("{}{when}: {}", c.what, c.fix));
                 }
             }
             st.login_item = Some(state);
