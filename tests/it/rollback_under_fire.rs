@@ -187,3 +187,37 @@ fn a_run_killed_mid_change_leaves_its_port_for_the_recovering_runs_rollback_to_p
     s.t.run(["agent", "uninstall", "--stack", "killroll"]).ok();
     s.t.wait_no_processes();
 }
+
+/// A recovering run puts back only a port a marker could have recorded: a hand-edited or
+/// corrupt `port` line (not a port, out of range, not JSON, a marker that is not a file at all)
+/// never reaches config.json, and the recovery still rolls back and clears the marker.
+#[test]
+fn a_corrupt_marker_never_puts_a_non_port_into_config() {
+    let (s, bad) = installed_with_a_bad_root("badmark");
+    let good = config_port(&s);
+    let pending = s.t.home.join(".oysterun-stacks/badmark/run/pending");
+    let p = s.port;
+    let markers = [
+        format!("restart\nport \"x\" {p}\n"),
+        format!("restart\nport 70000 {p}\n"),
+        format!("restart\nport 0 {p}\n"),
+        format!("restart\nport {{\"a\":1}} {p}\n"),
+        format!("restart\nport -5 {p}\n"),
+        format!("restart\nport 80.5 {p}\n"),
+    ];
+    for m in &markers {
+        std::fs::write(&pending, m).unwrap();
+        let r = s.t.run(
+            common::args(&["agent", "regenerate"])
+                .stack(s.name)
+                .root(&bad)
+                .node(real_node())
+                .wait(3, 200),
+        );
+        let e = r.fails_with(1).stderr();
+        assert_eq!(config_port(&s), good, "marker {m:?}: {e}");
+        assert!(!pending.exists(), "marker {m:?}: {e}");
+    }
+    s.t.run(["agent", "uninstall", "--stack", "badmark"]).ok();
+    s.t.wait_no_processes();
+}

@@ -54,7 +54,9 @@ impl Agent<'_> {
     }
 
     /// The port change an unfinished run's marker records, if any (a marker it cannot read
-    /// names none: the recovery goes on without it).
+    /// names none: the recovery goes on without it). Only what a run could have recorded is
+    /// taken, a port (1–65535) or none on each side: a hand-edited or corrupt value would
+    /// otherwise be put into config.json by the rollback.
     fn marked_port(&self) -> Option<crate::config::Change> {
         let bytes = fsutil::read_regular(&self.pending_path(), MAX_MARKER_BYTES)
             .ok()
@@ -62,8 +64,8 @@ impl Agent<'_> {
         let text = String::from_utf8(bytes).ok()?;
         text.lines().find_map(|line| {
             let mut words = line.strip_prefix("port ")?.split(' ');
-            let from = serde_json::from_str(words.next()?).ok()?;
-            let to = serde_json::from_str(words.next()?).ok()?;
+            let from = port_value(words.next()?)?;
+            let to = port_value(words.next()?)?;
             Some(crate::config::Change {
                 key: crate::config::PORT_KEY.to_owned(),
                 from,
@@ -71,4 +73,11 @@ impl Agent<'_> {
             })
         })
     }
+}
+
+/// A marker's side of a port change: JSON `null` (no port) or a port 1–65535.
+fn port_value(word: &str) -> Option<serde_json::Value> {
+    let v: serde_json::Value = serde_json::from_str(word).ok()?;
+    let ok = v.is_null() || v.as_u64().is_some_and(|p| (1..=65535).contains(&p));
+    ok.then_some(v)
 }
