@@ -56,12 +56,15 @@ pub fn status(lc: &Launchctl, plist: &Path) -> Result<LoginItem, String> {
 
 /// Where to switch it on, naming the item as System Settings lists it: after the program the
 /// agent runs (`oyster`), or after the developer who signed that program.
+/// How [`fix`] ends: for a command that launchd refused (not for a note on a loaded job).
+pub const THEN_AGAIN: &str = "; then run the command again";
+
 pub fn fix(program: &str) -> String {
     let name = Path::new(program)
         .file_name()
         .map_or_else(|| "oyster".to_owned(), |n| n.to_string_lossy().into_owned());
     format!(
-        "open System Settings → General → Login Items, and under \"Allow in the Background\" switch on \"{name}\" (the item is named after the program the agent runs, {program}, or after the developer who signed it); then run the command again"
+        "open System Settings → General → Login Items, and under \"Allow in the Background\" switch on \"{name}\" (the item is named after the program the agent runs, {program}, or after the developer who signed it){THEN_AGAIN}"
     )
 }
 

@@ -202,10 +202,15 @@ fn a_host_switched_off_in_login_items_is_named_at_once() {
         (Some(true), Some("requires_approval")),
         "{st}"
     );
+    let notes = st["notes"].to_string();
     assert!(
-        st["notes"]
-            .to_string()
-            .contains("it is loaded now (it was loaded before), but will not be loaded again at the next login"),
+        notes.contains("it is loaded now (it was loaded before), but will not be loaded again at the next login"),
+        "{st}"
+    );
+    // Not also said as a job launchd will not load (it is loaded), nor as a command to run
+    // again (status ran none).
+    assert!(
+        !notes.contains("so launchd will not load it") && !notes.contains("run the command again"),
         "{st}"
     );
     s.t.sim(&["login-item", &label, "on"]).ok();

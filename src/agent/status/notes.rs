@@ -2,6 +2,7 @@
 //! Items, the label's override, a label loaded twice.
 
 use super::*;
+use crate::agent::login_items;
 
 /// What a Host in `user/<uid>` means for providers, with the fix (docs/launchd.md, "Domains").
 pub fn keychain_note(ctx: &Context) -> String {
@@ -45,12 +46,14 @@ pub(super) fn login_item(ctx: &Context, lc: &Launchctl, st: &mut AgentStatus, lo
         Ok(state) => {
             if state == LoginItem::RequiresApproval {
                 if let Some(c) = crate::agent::refusal::login_item(lc, &plist) {
-                    let when = if loaded {
-                        "; it is loaded now (it was loaded before), but will not be loaded again at the next login"
+                    // Loaded, it is not "a job launchd will not load", and status ran no
+                    // command to run again.
+                    st.notes.push(if loaded {
+                        let fix = c.fix.strip_suffix(login_items::THEN_AGAIN).unwrap_or(&c.fix);
+                        format!("the agent is switched off in System Settings → General → Login Items (\"Allow in the Background\"): it is loaded now (it was loaded before), but will not be loaded again at the next login, nor by a change that reloads it: {fix}")
                     } else {
-                        ""
-                    };
-                    st.notes.push(format!("{}{when}: {}", c.what, c.fix));
+                        format!("{}: {}", c.what, c.fix)
+                    });
                 }
             }
             st.login_item = Some(state);
