@@ -346,6 +346,7 @@ impl<'a> Agent<'a> {
         self.refuse_port_for(plan)?;
         let before = self.before()?;
         let pending = self.pending();
+        self.refuse_reload_switched_off(plan, before.as_ref(), pending)?;
         if pending {
             self.out.progress("A previous oyster run stopped before its change verified; verifying now (and rolling back to the last good plist if it does not).");
         }

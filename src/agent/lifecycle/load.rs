@@ -6,6 +6,35 @@ use super::*;
 use crate::launchctl::Reply;
 
 impl Agent<'_> {
+    /// Refuses (before anything is written or booted out) a change that would reload a loaded
+    /// job switched off in Login Items: launchd would refuse its bootstrap, and the rollback's
+    /// too, leaving down the Host that runs now.
+    pub(super) fn refuse_reload_switched_off(
+        &self,
+        plan: &Plan,
+        before: Option<&PrintInfo>,
+        pending: bool,
+    ) -> anyhow::Result<()> {
+        let Some(info) = before else {
+            return Ok(());
+        };
+        if !(plan.plist_changed() || pending || !self.loaded_matches(info, plan)) {
+            return Ok(());
+        }
+        let plist = self.stack.plist_path();
+        let Some(cause) = crate::agent::refusal::login_item(self.lc, &plist) else {
+            return Ok(());
+        };
+        Err(crate::error::Failed::new(
+            format!(
+                "{} is loaded (it was loaded before it was switched off in System Settings → General → Login Items), and launchd will not load it again: this change would reload it and leave the Host down, so launchd and the plist were left as they are (config.json keeps the change, applied by the next run once it is switched on)",
+                self.stack.label
+            ),
+            cause.fix,
+        )
+        .into())
+    }
+
     /// enable, bootout (if loaded), wait for the label to go, bootstrap with bounded retries.
     /// Says once why a bootstrap is retried: a job still draining, or a label not loaded.
     fn say_retrying(&self, f: &crate::sys::process::Finished, loaded: bool) {
