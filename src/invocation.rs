@@ -19,6 +19,9 @@ pub struct Invocation {
     pub stacks: Stacks,
     pub verb: Verb,
     pub mode: Mode,
+    /// `--dry-run` of a job verb (`install`, `start`, `stop`, `restart`, `uninstall`): the
+    /// steps it would take, and nothing changed.
+    pub dry_run: bool,
     /// How it was typed, so hints echo that form.
     pub typed: Typed,
 }

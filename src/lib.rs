@@ -27,6 +27,7 @@ mod launchctl;
 mod output;
 mod probe;
 mod provider;
+mod service;
 mod setup;
 mod sys;
 mod undo;

@@ -73,16 +73,15 @@ pub struct Timing {
 
 pub use crate::verify::{EnvProof, ProofFloor};
 
-mod change;
 mod load;
 mod pending;
 mod port;
 mod restart;
 mod rollback;
+mod run;
 mod verification;
 
-use change::{Change, Then};
-use rollback::Definition;
+use crate::service::Change;
 use verification::{generated_keys_match, Baseline};
 
 /// The launchd side of one stack.
@@ -97,7 +96,9 @@ pub struct Agent<'a> {
     before: Option<Option<PrintInfo>>,
     pub stack: &'a Stack,
     pub audit: Audit,
-    pub(crate) lock: &'a Lock,
+    /// The stack's lifecycle lock, held by a run that acts (`None`: a `--dry-run` observer,
+    /// which writes nothing).
+    lock: Option<&'a Lock>,
     /// `OYSTER_ENV_PROOF`: which proofs may be used (all, unless a test or a user says).
     proof_floor: ProofFloor,
     /// The Host log's length when the run began: a failure shows only what this attempt wrote.
@@ -109,6 +110,8 @@ pub struct Agent<'a> {
     /// `start` of a stack `stop` left disabled: a rollback writes the previous plist back but
     /// does not load it (loading it would start the Host the user had stopped).
     pub(super) keep_stopped: bool,
+    /// What the config step needs to merge the plan into `config.json` again.
+    plan_env: crate::host::plan::PlanEnv<'a>,
 }
 
 /// A verified Host.
@@ -168,9 +171,19 @@ impl<'a> Agent<'a> {
     /// Locates launchctl and the domain, saying aloud when it falls back to `user/<uid>` or
     /// finds the job loaded in the other domain. `lock` is the stack's lifecycle lock.
     pub fn new(ctx: &'a Context, lock: &'a Lock) -> anyhow::Result<Agent<'a>> {
+        Agent::located(ctx, Some(lock))
+    }
+
+    /// An agent that only observes and decides (`--dry-run`): it holds no lock and takes no
+    /// step.
+    pub fn observer(ctx: &'a Context) -> anyhow::Result<Agent<'a>> {
+        Agent::located(ctx, None)
+    }
+
+    fn located(ctx: &'a Context, lock: Option<&'a Lock>) -> anyhow::Result<Agent<'a>> {
         // Another oyster held the lock first: what this run saw of launchd before may be stale.
         let lc = ctx.launchctl()?;
-        if lock.waited() {
+        if lock.is_some_and(Lock::waited) {
             lc.forget_prints();
         }
         let stack = &ctx.stack;
@@ -225,6 +238,14 @@ impl<'a> Agent<'a> {
             hints: ctx.hints(),
             out: ctx.reporter(),
             keep_stopped: false,
+            plan_env: ctx.into(),
+        })
+    }
+
+    /// The stack's lock, which every step that writes holds.
+    pub(crate) fn lock(&self) -> anyhow::Result<&'a Lock> {
+        self.lock.ok_or_else(|| {
+            anyhow::anyhow!("a dry run takes no step (the stack's lock is not held)")
         })
     }
 
@@ -236,11 +257,6 @@ impl<'a> Agent<'a> {
 
     pub fn target(&self) -> String {
         self.active().target(&self.stack.label)
-    }
-
-    /// The job's `print` (remembered within the run until launchd's state changes).
-    pub fn print(&self) -> anyhow::Result<Option<PrintInfo>> {
-        self.lc.print(&self.target())
     }
 
     /// The job's `print` now: for waits that poll for a change.
@@ -327,172 +343,6 @@ impl<'a> Agent<'a> {
         self.stack.last_good_plist_path()
     }
 
-    /// Writes the plist and makes launchd run it; verifies; rolls back on failure or interrupt.
-    ///
-    /// `force_restart` restarts an unchanged, loaded job (gracefully).
-    pub fn apply(
-        &mut self,
-        plan: &Plan,
-        action: Action,
-        force_restart: bool,
-        timing: Timing,
-    ) -> anyhow::Result<Outcome> {
-        if let Some(sig) = signal::received() {
-            return Err(crate::error::Interrupted(sig, "nothing was changed".into()).into());
-        }
-        // Every refusal comes before anything is written.
-        self.stack.refuse_special_log()?;
-        agentplist::refuse_foreign_owner(&self.stack.plist_path())?;
-        self.refuse_port_for(plan)?;
-        let before = self.before()?;
-        let pending = self.pending();
-        self.refuse_reload_switched_off(plan, before.as_ref(), pending)?;
-        if pending {
-            self.out.progress("A previous oyster run stopped before its change verified; verifying now (and rolling back to the last good plist if it does not).");
-        }
-        let port = self.port_change(plan, pending);
-        let written =
-            self.write_definition(plan, action, before.as_ref(), pending, port.as_ref())?;
-        // One Host per user across domains, whatever the change (a copy loaded in the other
-        // domain would fight this one for the port); the copy here, left idle, is started.
-        let start_here = self.boot_out_other_copies_for(action, before.as_ref())?;
-        let change = Change::decide(&written, force_restart || start_here, pending);
-        // A change that rolls back journals the definition it replaced (reverting it is the
-        // rollback), before launchd is touched.
-        let mut journal = Journal::new(Some((self.audit.clone(), action)));
-        if change.rolls_back() {
-            journal.push(Definition {
-                action,
-                timing,
-                previous: plan.installed.as_ref().map(|i| i.bytes.clone()),
-                new: plan.plist.clone(),
-                port,
-            });
-        }
-        if change == Change::Unchanged {
-            let v = self.verify(&plan.env, plan.port, Baseline::of(before.as_ref()), timing);
-            return self.finish(action, v, &plan.plist).map(|v| Outcome {
-                verified: v,
-                reloaded: false,
-                was_loaded: true,
-            });
-        }
-        let baseline = match change.then() {
-            Then::Reload => match self.reload_step(action, written.was_loaded, before.as_ref()) {
-                Ok(baseline) => baseline,
-                Err((stop, hint)) => return Err(self.roll_back(action, journal, stop, hint)),
-            },
-            Then::Restart => {
-                // SIGTERM … kickstart is one step: a signal in between would leave the Host
-                // stopped, so it is noticed once the new instance has been started.
-                let _whole = signal::Suspended::new();
-                self.restart_gracefully(action, before.as_ref())?
-            }
-            Then::Verify => Baseline::of(before.as_ref()),
-        };
-        self.conclude(plan, action, baseline, journal, timing)
-            .map(|verified| Outcome {
-                verified,
-                reloaded: written.reload,
-                was_loaded: before.is_some(),
-            })
-    }
-
-    /// Writes the `pending` marker (when the definition changes) and the plist; says whether
-    /// launchd must load it again (bytes written, a loaded definition that does not match, or
-    /// nothing loaded).
-    fn write_definition(
-        &self,
-        plan: &Plan,
-        action: Action,
-        before: Option<&PrintInfo>,
-        pending: bool,
-        port: Option<&crate::config::Change>,
-    ) -> anyhow::Result<Written> {
-        let stale = before.is_some_and(|b| !self.loaded_matches(b, plan));
-        if plan.plist_changed() || stale || before.is_none() || pending {
-            self.mark_pending(action, port)?;
-        }
-        let wrote = agentplist::write(
-            self.lock,
-            &self.stack.plist_path(),
-            &plan.plist,
-            &self.stack.log_dir,
-        )?;
-        let outcome = if wrote {
-            StepOutcome::Written
-        } else {
-            StepOutcome::Unchanged
-        };
-        self.audit
-            .record(action, Step::WritePlist, outcome, None, "");
-        if stale && !wrote {
-            self.out.progress("launchd runs another definition than the plist on disk, which is what oyster generates (written by `regenerate --no-restart`, or the loaded job was changed behind oyster's back); reloading it.");
-        }
-        Ok(Written {
-            reload: wrote || stale || before.is_none(),
-            was_loaded: before.is_some(),
-        })
-    }
-
-    /// Loads the changed definition again. After the bootout every failure takes the rollback
-    /// a failed verification takes (a bootstrap refused, a launchctl timeout, a signal that cut
-    /// a call short): the Host is down and the new plist unverified. The error is why, with the
-    /// fix launchd's refusal named.
-    fn reload_step(
-        &mut self,
-        action: Action,
-        was_loaded: bool,
-        before: Option<&PrintInfo>,
-    ) -> Result<Baseline, (Stop, Option<String>)> {
-        match self.reload(action, was_loaded) {
-            Ok(()) => Ok(Baseline {
-                old_pid: before.and_then(PrintInfo::pid),
-                runs: Some(0),
-                ..Baseline::default()
-            }),
-            Err(e) => {
-                let hint = e
-                    .downcast_ref::<crate::error::Failed>()
-                    .and_then(|f| f.hint.clone());
-                Err((stop_from(e), hint))
-            }
-        }
-    }
-
-    /// Verifies the new instance; a failure rolls back a changed definition, is said for an
-    /// unchanged one (nothing to roll back to), and an interrupt after a restart stopped the
-    /// old Host finishes verifying the new one.
-    fn conclude(
-        &mut self,
-        plan: &Plan,
-        action: Action,
-        baseline: Baseline,
-        journal: Journal<Definition>,
-        timing: Timing,
-    ) -> anyhow::Result<Verified> {
-        let old = baseline.old_pid;
-        match self.verify(&plan.env, plan.port, baseline.clone(), timing) {
-            Ok(v) => {
-                self.audit
-                    .record(action, Step::Verify, StepOutcome::Ok, Some(v.pid), "");
-                self.keep_as_last_good(&plan.plist);
-                Ok(v)
-            }
-            Err(Stop::Interrupted(sig)) if journal.is_empty() && old.is_some() => {
-                let old = old.unwrap_or_default();
-                Err(self.finish_interrupted_restart(action, sig, old, baseline, plan, timing))
-            }
-            // Nothing about the definition changed (a restart or start of the same plist):
-            // there is nothing to roll back to. The failure is said; the job stays as it is.
-            Err(stop) if journal.is_empty() => {
-                let _ = std::fs::remove_file(self.pending_path());
-                self.finish(action, Err(stop), &plan.plist)
-            }
-            Err(stop) => Err(self.roll_back(action, journal, stop, None)),
-        }
-    }
-
     /// Boots the job out (waiting until it is gone) and removes the plist; keeps config, history
     /// and logs.
     pub fn uninstall(&mut self) -> anyhow::Result<bool> {
@@ -558,14 +408,6 @@ impl Agent<'_> {
         // Read through the regular-file reader (a FIFO there must not hang stop/uninstall).
         let _ = crate::host::identity::remove_if_dead(self.stack);
     }
-}
-
-/// What writing the definition means for launchd.
-struct Written {
-    /// launchd must load the definition again (bootout, bootstrap).
-    reload: bool,
-    /// The job was loaded before.
-    was_loaded: bool,
 }
 
 /// What `apply` did.

@@ -10,7 +10,7 @@ use crate::agent::login_items::LoginItem;
 use crate::context::Context;
 use crate::direct::{self, Owner, PidRecord};
 use crate::host::identity::ExecRecord;
-use crate::host::plan::{self, Writes};
+use crate::host::plan;
 use crate::host::plist::{self as agentplist, Installed};
 use crate::launchctl::{Domain, JobState, LastExit, Launchctl, PrintInfo};
 use crate::probe::{self, LaunchdView, Probe, Target};
@@ -165,7 +165,7 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
     // A fresh HOME: what a newcomer needs, not a verb that would fail for the same reason.
     let newcomer = installed.is_none()
         && !ctx.stack.config_path().exists()
-        && plan::plan(ctx, &Default::default(), Writes::None).is_err();
+        && plan::plan(ctx, &Default::default()).is_err();
     let asked = match ctx.launchctl() {
         Err(e) => {
             st.notes.push(ctx.hints().for_stack(&e.to_string()));
@@ -218,7 +218,7 @@ fn blank(ctx: &Context, installed: Option<&Installed>) -> AgentStatus {
     });
     // Only an installed plist can be stale.
     let in_sync = installed.and_then(|_| {
-        plan::plan(ctx, &Default::default(), Writes::None)
+        plan::plan(ctx, &Default::default())
             .ok()
             .map(|p| !p.plist_changed())
     });

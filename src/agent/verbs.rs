@@ -51,45 +51,20 @@ impl Agent<'_> {
         Ok(())
     }
 
-    /// `agent start`: refuses a port another process holds **before** enabling anything (a
-    /// refused start leaves the label disabled, as `stop` left it), then enables the label in
-    /// both domains and loads and verifies as `apply` does. A start of a stopped stack that
-    /// fails (or is interrupted) disables the label again: enabled, the plist it left would be
-    /// loaded at the next login, and the Host the user had stopped would come back.
+    /// `agent start`: every refusal (a port another process holds, a reload launchd would
+    /// refuse) **before** enabling anything (a refused start leaves the label disabled, as
+    /// `stop` left it), then enables the label in both domains and loads and verifies as
+    /// `apply` does. A start of a stopped stack that fails (or is interrupted) disables the
+    /// label again: enabled, the plist it left would be loaded at the next login, and the Host
+    /// the user had stopped would come back.
     pub fn start(
         &mut self,
         plan: &crate::host::plan::Plan,
         timing: crate::agent::lifecycle::Timing,
     ) -> anyhow::Result<crate::agent::lifecycle::Outcome> {
-        self.refuse_port_for(plan)?;
-        // `print-disabled` says whether `stop` left it disabled: in this domain, or only in the
-        // other one (stopped over SSH, where gui/<uid>'s override cannot be set, then started
-        // at the console).
-        let disabled_in = |d: Domain| {
-            self.lc
-                .disabled(&d, &self.stack.label)
-                .ok()
-                .flatten()
-                .unwrap_or(false)
-        };
-        let disabled_here = disabled_in(self.active());
-        let was_stopped = disabled_here || disabled_in(self.active().other());
-        let draining = disabled_here && self.loaded_here().is_some();
-        // Stopped means loaded nowhere (or only draining): a rollback then leaves it stopped.
-        self.keep_stopped = was_stopped && (draining || !self.was_loaded());
-        if draining {
-            // Disabled and still listed: a `stop` interrupted while launchd drained the job
-            // (its process may still be exiting). Left as it is, the job would look loaded
-            // and matching, and then vanish.
-            self.out.progress(&format!(
-                "{} is still being booted out (a stop was interrupted); finishing that first…",
-                self.target()
-            ));
-            self.bootout_in(self.active(), Action::Start, None)?;
-            self.forget_before();
-        }
-        self.enable(Action::Start)?;
-        let result = self.apply(plan, Action::Start, false, timing);
+        let decision = self.decide(plan, crate::service::Request::Start)?;
+        let was_stopped = self.was_stopped(&decision);
+        let result = self.run_decided(plan, Action::Start, &decision, timing);
         if result.is_err() && was_stopped && self.loaded_nowhere_now() {
             // After an interrupt too: these two calls finish before the run ends.
             let _rest = signal::Suspended::new();
@@ -107,6 +82,19 @@ impl Agent<'_> {
             }
         }
         result
+    }
+
+    /// Whether `stop` had left the label disabled, in this domain or the other (stopped over
+    /// SSH, started at the console).
+    fn was_stopped(&self, d: &crate::service::Decision) -> bool {
+        d.keep_stopped
+            || Domain::both().into_iter().any(|dom| {
+                self.lc
+                    .disabled(&dom, &self.stack.label)
+                    .ok()
+                    .flatten()
+                    .unwrap_or(false)
+            })
     }
 
     /// Whether, after a failed start, the job is loaded in neither domain (a rollback that

@@ -138,6 +138,20 @@ pub struct Targets {
     /// Every stack found on this machine, one after another; exit 1 if any failed, naming them.
     #[arg(long, conflicts_with = "stack_name")]
     pub all: bool,
+    #[command(flatten)]
+    pub preview: Preview,
+}
+
+/// `--dry-run [--json]`: the steps the run would take, changing nothing.
+#[derive(Debug, Args, Clone, Copy, Default)]
+pub struct Preview {
+    /// Print the steps this run would take, in order, and change nothing (a refusal is said
+    /// as the run would say it).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// With --dry-run: print the steps as JSON (`{"steps": [...]}`).
+    #[arg(long, requires = "dry_run")]
+    pub json: bool,
 }
 
 /// Whether the login QR is printed after the Host verified (Oysterun's `show-qr`).
@@ -301,6 +315,8 @@ pub enum JobCommand {
         verify: VerifyArgs,
         #[command(flatten)]
         target: Target,
+        #[command(flatten)]
+        preview: Preview,
     },
     #[command(about = UNINSTALL_ABOUT)]
     Uninstall {

@@ -25,6 +25,8 @@ struct Named<'a> {
     flag: Option<&'a str>,
     all: bool,
     json: bool,
+    /// `--dry-run` of a job verb.
+    dry_run: bool,
     /// `list`, `cleanup`, `completions`, `man`: not about one stack, so `--stack` is refused.
     unnamed: bool,
 }
@@ -38,6 +40,11 @@ impl<'a> Named<'a> {
         self.plain = t.stack_name.as_deref();
         self.flag = t.flag.stack.as_deref();
         self.all = t.all;
+        self.preview(t.preview);
+    }
+    fn preview(&mut self, p: crate::cli::Preview) {
+        self.dry_run = p.dry_run;
+        self.json |= p.json;
     }
 }
 
@@ -114,6 +121,7 @@ impl Cli {
             stacks,
             verb,
             mode: if named.json { Mode::Json } else { Mode::Human },
+            dry_run: named.dry_run,
             typed: Typed {
                 agent_form,
                 stack: form,
@@ -393,8 +401,10 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
             no_start,
             verify,
             target,
+            preview,
         } => {
             n.target(target);
+            n.preview(*preview);
             Verb::Install {
                 host: host.inputs(),
                 no_start: *no_start,

@@ -163,3 +163,12 @@ fn so_far(verb: &str, lines: &[Line], rest: &[String]) -> String {
     }
     text
 }
+
+/// `--all --dry-run`: each stack's steps, under its name; the first refusal ends it.
+pub fn preview(ctx: &Context, cmd: &Verb) -> anyhow::Result<ExitStatus> {
+    for name in crate::host::stack::discover(&ctx.env.stack_env()) {
+        let ctx = ctx.for_stack(&name)?;
+        super::agent::preview::run(&ctx, cmd)?;
+    }
+    Ok(ExitStatus::Success)
+}

@@ -7,7 +7,7 @@ use crate::agent::status::Manager;
 use crate::context::Context;
 use crate::direct::status::PidFile;
 use crate::direct::{self, Owner, StartOptions, Stopped};
-use crate::host::plan::{self, Writes};
+use crate::host::plan;
 use crate::invocation::Verb;
 use crate::probe;
 use crate::ExitStatus;
@@ -60,8 +60,9 @@ fn start(
     refuse_if_agent_loaded(ctx)?;
     // A Host already running is refused before the sync writes `--port`/`--root`.
     direct::refuse_running(stack, &ctx.hints(), ctx.reporter())?;
-    let plan = plan::plan(ctx, host, Writes::Sync(&lock))?;
-    crate::config::report(&ctx.stack.config_path(), &plan.changes, ctx.reporter());
+    let plan = plan::plan(ctx, host)?;
+    let changes = plan::write_config(ctx, &plan, &lock)?;
+    crate::config::report(&ctx.stack.config_path(), &changes, ctx.reporter());
     ctx.out.err(&format!(
         "Starting the Host (node {} {}) on 127.0.0.1:{}…",
         plan.node.version,

@@ -61,6 +61,13 @@ pub fn packaging(verb: &Verb) -> anyhow::Result<ExitStatus> {
 /// Runs one command.
 pub fn dispatch(ctx: &Context, inv: Invocation) -> anyhow::Result<ExitStatus> {
     ctx.out.set_mode(inv.mode);
+    if inv.dry_run {
+        ctx.announce_overrides();
+        return match inv.stacks {
+            Stacks::All => every::preview(ctx, &inv.verb),
+            _ => agent::preview::run(ctx, &inv.verb),
+        };
+    }
     if inv.stacks == Stacks::All {
         ctx.announce_overrides();
         if let Verb::Status = inv.verb {
@@ -152,7 +159,7 @@ fn agent_verb_steps(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
         _ => None,
     };
     let plan = |ctx: &Context, inputs: &crate::host::plan::HostInputs| {
-        crate::host::plan::plan(ctx, inputs, crate::host::plan::Writes::None)
+        crate::host::plan::plan(ctx, inputs)
     };
     // A first install that is refused must not leave a stack behind (`list` would show it).
     let first_install = matches!(verb, Verb::Install { .. }) && !ctx.stack.root.exists();

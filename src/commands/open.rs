@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::context::Context;
-use crate::host::plan::{self, HostInputs, Writes};
+use crate::host::plan::{self, HostInputs};
 use crate::setup::hooks::{self, Ran};
 use crate::sys::process;
 use crate::ExitStatus;
@@ -107,7 +107,7 @@ pub fn open(ctx: &Context) -> anyhow::Result<ExitStatus> {
 /// `oyster qr`: the login QR through the root's own entry point, as after a verified start.
 pub fn qr(ctx: &Context) -> anyhow::Result<ExitStatus> {
     crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
-    let plan = plan::plan(ctx, &HostInputs::default(), Writes::None)?;
+    let plan = plan::plan(ctx, &HostInputs::default())?;
     match hooks::show_qr(ctx, &plan) {
         Ran::Done => Ok(ExitStatus::Success),
         Ran::Interrupted(sig) => Err(super::qr_interrupted(sig)),

@@ -226,7 +226,7 @@ fn save(
 pub(super) fn refresh_hint(ctx: &Context) {
     let st = &ctx.stack;
     if st.plist_path().exists() {
-        match crate::host::plan::plan(ctx, &Default::default(), crate::host::plan::Writes::None)
+        match crate::host::plan::plan(ctx, &Default::default())
         {
             Ok(plan) if !plan.plist_changed() => ctx.out.out("The LaunchAgent already matches; the Host needs no refresh."),
             Ok(_) => ctx.out.out(&format!(

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::{Owner, PidRecord};
 use crate::context::Context;
 use crate::host::identity::ExecRecord;
-use crate::host::plan::{self, Writes};
+use crate::host::plan;
 use crate::probe::{self, Target};
 use crate::verify::{EnvProof, LiveProcess};
 
@@ -94,7 +94,7 @@ pub fn probe(ctx: &Context, rec: &PidRecord, live: &LiveProcess) -> DirectHost {
         node_bin: Some(rec.node.clone()),
         port: None,
     };
-    match plan::plan(ctx, &args, Writes::None) {
+    match plan::plan(ctx, &args) {
         Ok(plan) => {
             let record = ExecRecord::read(&ctx.stack.exec_record_path());
             let p = probe::probe(&Target {

@@ -61,19 +61,15 @@ pub struct PinRequest<'a> {
     pub env: Option<&'a str>,
     pub installed: Option<&'a str>,
     pub search: &'a Search,
-    /// Where the version cache lives, and the lock that guards writing it; `None` writes
-    /// nothing (planning, dry runs).
-    pub cache: Option<(&'a Path, &'a crate::sys::fs::Lock)>,
+    /// Where the version cache lives: read here, never written (planning writes nothing;
+    /// the run records a version asked afresh with [`record_version`] once it acts).
+    pub cache: Option<&'a Path>,
 }
 
 /// Pins the Node the organization's profile forces (`node_bin` in `file`): it is what runs,
 /// and one that does not work is a failure of the machine's setup (exit 1), whose fix is the
 /// administrator's, not a `--node-bin` (which a forced value refuses).
-pub fn pin_managed(
-    path: &Path,
-    file: &Path,
-    cache: Option<(&Path, &crate::sys::fs::Lock)>,
-) -> anyhow::Result<NodePin> {
+pub fn pin_managed(path: &Path, file: &Path, cache: Option<&Path>) -> anyhow::Result<NodePin> {
     check(path, cache)
         .map(|pin| pin.from(Origin::Managed))
         .map_err(|e| {
@@ -260,7 +256,7 @@ impl Checked {
 }
 
 /// Checks one candidate: absolute, executable, `--version` ≥ [`MIN_MAJOR`].
-fn check(path: &Path, cache: Option<(&Path, &crate::sys::fs::Lock)>) -> Result<Checked, Unusable> {
+fn check(path: &Path, cache: Option<&Path>) -> Result<Checked, Unusable> {
     let fail = |path: &Path, why| Unusable {
         path: path.to_owned(),
         why,
@@ -349,19 +345,12 @@ pub fn recorded_version(path: &Path, cache: &Path) -> Option<String> {
     cached_version(&String::from_utf8_lossy(&bytes), &id)
 }
 
-fn version_of(
-    path: &Path,
-    cache: Option<(&Path, &crate::sys::fs::Lock)>,
-) -> Result<String, String> {
+fn version_of(path: &Path, cache: Option<&Path>) -> Result<String, String> {
     let id = identity(path);
     // Through the one regular-file reader: a FIFO or device planted there must never block
     // the command (it is then only not a cache).
-    let cached: String = match (cache, &id) {
-        (Some((cache, _)), Some(_)) => crate::sys::fs::read_regular(cache, MAX_CACHE_BYTES)
-            .ok()
-            .flatten()
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default(),
+    let cached = match (cache, &id) {
+        (Some(cache), Some(_)) => read_cache(cache),
         _ => String::new(),
     };
     if let Some(version) = id.as_deref().and_then(|id| cached_version(&cached, id)) {
@@ -380,22 +369,41 @@ fn version_of(
             out.stderr.trim()
         ));
     }
-    let version = out.stdout.lines().next().unwrap_or("").trim().to_owned();
-    if let (Some((cache, lock)), Some(id)) = (cache, id) {
-        if parse_major(&version).is_some() && !version.contains(|c: char| c.is_control()) {
-            // Best effort: a cache that cannot be written only costs a Node start next time.
-            if let Some(dir) = cache.parent() {
-                let _ = crate::sys::fs::create_dir_all(dir, 0o700);
-            }
-            let _ = crate::sys::fs::write_atomic(
-                lock,
-                cache,
-                with_entry(&cached, path, &id, &version).as_bytes(),
-                Some(0o600),
-            );
-        }
+    Ok(out.stdout.lines().next().unwrap_or("").trim().to_owned())
+}
+
+fn read_cache(cache: &Path) -> String {
+    crate::sys::fs::read_regular(cache, MAX_CACHE_BYTES)
+        .ok()
+        .flatten()
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default()
+}
+
+/// Records the pinned Node's version in the stack's cache when it is not there yet (a run that
+/// acts, under the stack's lock, after every refusal). Best effort: a cache that cannot be
+/// written only costs a Node start next time.
+pub fn record_version(cache: &Path, lock: &crate::sys::fs::Lock, pin: &NodePin) {
+    let Some(id) = identity(&pin.path) else {
+        return;
+    };
+    let cached = read_cache(cache);
+    let version = &pin.version;
+    if cached_version(&cached, &id).as_deref() == Some(version.as_str())
+        || parse_major(version).is_none()
+        || version.contains(|c: char| c.is_control())
+    {
+        return;
     }
-    Ok(version)
+    if let Some(dir) = cache.parent() {
+        let _ = crate::sys::fs::create_dir_all(dir, 0o700);
+    }
+    let _ = crate::sys::fs::write_atomic(
+        lock,
+        cache,
+        with_entry(&cached, &pin.path, &id, version).as_bytes(),
+        Some(0o600),
+    );
 }
 
 #[cfg(test)]

@@ -110,8 +110,11 @@ impl HostInputs {
 
 /// One planned Host.
 pub struct Plan {
+    /// The stack's config with the sync applied (what [`write_config`] writes).
     pub doc: ConfigDoc,
     pub changes: Vec<Change>,
+    /// `--port`, which the sync records.
+    pub port_arg: Option<u16>,
     pub root: PathBuf,
     /// Why this root was chosen (setup's plan says it).
     pub root_origin: String,
@@ -129,30 +132,20 @@ pub struct Plan {
     pub privacy: Vec<String>,
 }
 
-/// Whether planning may write (the config sync and the node version cache).
-#[derive(Clone, Copy)]
-pub enum Writes<'a> {
-    /// `agent print`, `--dry-run`, setup's plan: nothing on disk changes.
-    None,
-    /// Sync the config (under its lock) and cache the node version, under the stack's
-    /// lifecycle lock (the caller's proof that it is the one writer).
-    Sync(&'a crate::sys::fs::Lock),
-}
-
-/// Builds the plan; with [`Writes::Sync`] the config sync is written first.
-pub fn plan<'a>(
-    inputs: impl Into<PlanEnv<'a>>,
-    args: &HostInputs,
-    writes: Writes<'_>,
-) -> anyhow::Result<Plan> {
+/// Builds the plan. Planning never writes: the config sync it computes is written by the run
+/// that acts on it ([`write_config`]), after every refusal.
+pub fn plan<'a>(inputs: impl Into<PlanEnv<'a>>, args: &HostInputs) -> anyhow::Result<Plan> {
     let pe: PlanEnv<'a> = inputs.into();
     let stack = pe.stack;
     let installed = agentplist::read_installed(&stack.plist_path(), pe.out);
-    refuse_before_writing(&pe, args, installed.as_ref(), writes)?;
-    let (node, found) = node_and_root(&pe, args, installed.as_ref(), writes)?;
+    refuse_before_planning(&pe, args)?;
+    let (node, found) = node_and_root(&pe, args, installed.as_ref())?;
     let root = found.path;
     let root_origin = found.origin;
-    let (doc, changes) = synced_config(&pe, args.port, &root, writes)?;
+    let mut doc = ConfigDoc::load(&stack.config_path())?;
+    let mut changes = vec![];
+    sync(pe, args.port, &mut doc, &mut changes);
+    doc.remember_root(&root, &mut changes);
     let EffectivePort {
         port,
         source: port_source,
@@ -182,9 +175,10 @@ pub fn plan<'a>(
     } else {
         vec![]
     };
-    let plan = Plan {
+    Ok(Plan {
         doc,
         changes,
+        port_arg: args.port,
         root,
         root_origin,
         node,
@@ -195,11 +189,27 @@ pub fn plan<'a>(
         plist,
         installed,
         privacy,
-    };
-    if let Writes::Sync(_) = writes {
-        plan.warn_privacy(pe.out);
-    }
-    Ok(plan)
+    })
+}
+
+/// The step that writes what planning computed into `config.json` (under its lock, merged
+/// again with what is on disk now: the Host rewrites the file too), the root remembered, and
+/// the pinned Node's version cached; said in one line per change. Run by a command that acts,
+/// after every refusal.
+pub fn write_config<'a>(
+    inputs: impl Into<PlanEnv<'a>>,
+    plan: &Plan,
+    lock: &crate::sys::fs::Lock,
+) -> anyhow::Result<Vec<Change>> {
+    let pe: PlanEnv<'a> = inputs.into();
+    node::record_version(&pe.stack.node_version_cache_path(), lock, &plan.node);
+    let (_, changes) = config::update(&pe.stack.config_path(), pe.out, |doc, changes| {
+        sync(pe, plan.port_arg, doc, changes);
+        doc.remember_root(&plan.root, changes);
+        Ok(())
+    })?;
+    plan.warn_privacy(pe.out);
+    Ok(changes)
 }
 
 /// What a stack runs, without planning the rest (no port needed, nothing written): the pinned
@@ -210,7 +220,7 @@ pub fn node_and_root_only<'a>(
 ) -> anyhow::Result<(NodePin, crate::host::root::FoundRoot)> {
     let pe: PlanEnv<'a> = inputs.into();
     let installed = agentplist::read_installed(&pe.stack.plist_path(), pe.out);
-    node_and_root(&pe, args, installed.as_ref(), Writes::None)
+    node_and_root(&pe, args, installed.as_ref())
 }
 
 /// The pinned Node, then the root it finds (a forced root or Node comes first, as a flag would:
@@ -219,14 +229,10 @@ fn node_and_root(
     pe: &PlanEnv<'_>,
     args: &HostInputs,
     installed: Option<&Installed>,
-    writes: Writes<'_>,
 ) -> anyhow::Result<(NodePin, crate::host::root::FoundRoot)> {
     let cache = pe.stack.node_version_cache_path();
+    let cache = Some(cache.as_path());
     let managed = managed(*pe);
-    let cache = match writes {
-        Writes::Sync(lock) => Some((cache.as_path(), lock)),
-        Writes::None => None,
-    };
     let node = match (args.node_bin.as_deref(), managed.path("node_bin")) {
         // Forced and not given (a different flag was refused): said as the profile's.
         (None, Some((path, e))) => node::pin_managed(path, &e.file, cache)?,
@@ -254,56 +260,16 @@ fn node_and_root(
     Ok((node, found))
 }
 
-/// Everything that can refuse is decided before anything is written: a root the user gave
-/// that can never go into a plist, then a port (a custom stack needs one recorded or given);
-/// the node and the root are checked by the caller before the sync writes.
-fn refuse_before_writing(
-    pe: &PlanEnv<'_>,
-    args: &HostInputs,
-    installed: Option<&Installed>,
-    writes: Writes<'_>,
-) -> anyhow::Result<()> {
+/// What refuses before anything is looked up: a forced value the flags would change, and a
+/// root the user gave that can never go into a plist.
+fn refuse_before_planning(pe: &PlanEnv<'_>, args: &HostInputs) -> anyhow::Result<()> {
     refuse_managed(pe, args)?;
     let given = (args.root.as_deref().map(|d| (d, "--root")))
         .or_else(|| pe.root.map(|d| (d, "OYSTERUN_ROOT")));
     if let Some((dir, origin)) = given {
         crate::host::root::refuse_controls(dir, origin)?;
     }
-    if let Writes::Sync(_) = writes {
-        let mut preview = ConfigDoc::load(&pe.stack.config_path())?;
-        sync(*pe, args.port, &mut preview, &mut vec![]);
-        if args
-            .effective_port(pe.stack, Some(&preview), installed)
-            .is_none()
-        {
-            return Err(no_port(pe.stack).into());
-        }
-    }
     Ok(())
-}
-
-/// The stack config after the sync (and the root remembered): written under the config's
-/// lock with [`Writes::Sync`], only computed with [`Writes::None`].
-fn synced_config(
-    pe: &PlanEnv<'_>,
-    port: Option<u16>,
-    root: &Path,
-    writes: Writes<'_>,
-) -> anyhow::Result<(ConfigDoc, Vec<Change>)> {
-    let path = pe.stack.config_path();
-    match writes {
-        Writes::Sync(_) => config::update(&path, pe.out, |doc, changes| {
-            sync(*pe, port, doc, changes);
-            doc.remember_root(root, changes);
-            Ok(doc.clone())
-        }),
-        Writes::None => {
-            let mut doc = ConfigDoc::load(&path)?;
-            let mut changes = vec![];
-            sync(*pe, port, &mut doc, &mut changes);
-            Ok((doc, changes))
-        }
-    }
 }
 
 /// The privacy warnings for every path the Host needs: the root and its working directory,

@@ -320,6 +320,14 @@ pub fn refuse_foreign_owner(plist_path: &Path) -> Result<(), Invalid> {
     )))
 }
 
+/// Whether the plist on disk has another mode than the 0644 [`write`] gives it (a write with
+/// the same bytes then still changes it: launchd refuses a group- or world-writable plist).
+pub fn mode_refused(plist_path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::symlink_metadata(plist_path)
+        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o7777 != 0o644)
+}
+
 /// Writes the plist when its bytes change: log dir first (launchd cannot open a log in a missing
 /// directory), then an atomic 0644 write, never through a symlink. Returns whether it wrote.
 ///

@@ -255,13 +255,6 @@ impl Launchctl {
         })
     }
 
-    /// `print <target>`: `None` when the label is not loaded (113). Answered from this run's
-    /// earlier look at the same target when nothing changed launchd's state since (see
-    /// [`Launchctl::forget_prints`]); a wait that polls for a change uses [`Launchctl::print_now`].
-    pub fn print(&self, target: &str) -> anyhow::Result<Option<PrintInfo>> {
-        Ok(self.print_target(target, false)?.ok())
-    }
-
     /// `print <target>` asked now, never from memory: for polls.
     pub fn print_now(&self, target: &str) -> anyhow::Result<Option<PrintInfo>> {
         Ok(self.print_target(target, true)?.ok())

@@ -18,7 +18,7 @@ use crate::context::Context;
 use crate::direct;
 use crate::error::Interrupted;
 use crate::error::Invalid;
-use crate::host::plan::{self, HostInputs, Plan, Writes};
+use crate::host::plan::{self, HostInputs, Plan};
 use crate::launchctl::Launchctl;
 use crate::output::audit::{Action, Audit};
 use crate::provider::registry::{Provider, PROVIDERS};
@@ -106,7 +106,7 @@ pub struct SetupPlan {
 
 /// Plans setup without writing anything.
 pub fn make_plan(ctx: &Context, opts: &SetupOptions) -> anyhow::Result<SetupPlan> {
-    let plan = plan::plan(ctx, &opts.host, Writes::None)?;
+    let plan = plan::plan(ctx, &opts.host)?;
     plan.warn_privacy(ctx.reporter());
     let node_bin = &plan.node.path;
     let node_dir = node_bin.parent().unwrap_or(Path::new("/"));
@@ -267,7 +267,7 @@ fn apply_steps(
         ));
     }
     // 4. The service, planned again now that the config holds the merged values.
-    let plan = plan::plan(ctx, &opts.host, Writes::None)?;
+    let plan = plan::plan(ctx, &opts.host)?;
     start_service(ctx, opts, sp, &plan, lock, journal)?;
     ctx.reporter().line("Setup complete.");
     Ok(plan)
@@ -417,7 +417,12 @@ fn start_service(
         (Service::Launchd(_), false) => {
             // The lifecycle rolls its own plist back when the Host does not verify.
             let mut agent = Agent::new(ctx, lock)?;
-            let outcome = agent.apply(plan, Action::Setup, false, opts.timing)?;
+            let outcome = agent.apply(
+                plan,
+                Action::Setup,
+                crate::service::Request::Apply,
+                opts.timing,
+            )?;
             ctx.reporter().line(&format!(
                 "Host verified: pid {}, /health 200 after {} ms.",
                 outcome.verified.pid,

@@ -55,6 +55,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         "setup",
         &[
             "agent",
+            "service",
             "undo",
             "direct",
             "verify",
@@ -71,6 +72,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     (
         "agent",
         &[
+            "service",
             "undo",
             "direct",
             "probe",
@@ -113,6 +115,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // One way to take side effects back (setup's journal, the lifecycle's rollback): below
     // both, above the audit log it records to.
     ("undo", &["sys", "output", "error"]),
+    // The service-manager seam: the neutral observation, the one pure decision, the steps and
+    // the receipt; below every manager (launchd's agent, systemd) that fills and takes them.
+    ("service", &["config", "sys", "output", "error"]),
     // The one door to launchd (the located launchctl, its typed codes and domains, the print
     // parser): owned by the context, below every flow that loads or reads a job.
     ("launchctl", &["provider", "sys", "output", "error"]),

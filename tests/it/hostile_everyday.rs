@@ -166,7 +166,7 @@ fn an_unknown_argument_shows_the_verbs_whole_usage() {
             "Usage: oyster status [OPTIONS] [STACK]",
         ),
         (
-            &["agent", "uninstall", "dev", "--dry-run"][..],
+            &["agent", "uninstall", "dev", "--purge-everything"][..],
             "Usage: oyster agent uninstall [OPTIONS] [STACK]",
         ),
         (

@@ -6,35 +6,6 @@ use super::*;
 use crate::launchctl::Reply;
 
 impl Agent<'_> {
-    /// Refuses (before anything is written or booted out) a change that would reload a loaded
-    /// job switched off in Login Items: launchd would refuse its bootstrap, and the rollback's
-    /// too, leaving down the Host that runs now.
-    pub(super) fn refuse_reload_switched_off(
-        &self,
-        plan: &Plan,
-        before: Option<&PrintInfo>,
-        pending: bool,
-    ) -> anyhow::Result<()> {
-        let Some(info) = before else {
-            return Ok(());
-        };
-        if !(plan.plist_changed() || pending || !self.loaded_matches(info, plan)) {
-            return Ok(());
-        }
-        let plist = self.stack.plist_path();
-        let Some(cause) = crate::agent::refusal::login_item(self.lc, &plist) else {
-            return Ok(());
-        };
-        Err(crate::error::Failed::new(
-            format!(
-                "{} is loaded (it was loaded before it was switched off in System Settings → General → Login Items), and launchd will not load it again: this change would reload it and leave the Host down, so launchd and the plist were left as they are (config.json keeps the change, applied by the next run once it is switched on)",
-                self.stack.label
-            ),
-            cause.fix,
-        )
-        .into())
-    }
-
     /// enable, bootout (if loaded), wait for the label to go, bootstrap with bounded retries.
     /// Says once why a bootstrap is retried: a job still draining, or a label not loaded.
     fn say_retrying(&self, f: &crate::sys::process::Finished, loaded: bool) {
@@ -74,6 +45,7 @@ impl Agent<'_> {
         Ok(())
     }
 
+    /// enable, bootout (if loaded), wait for the label to go, bootstrap with bounded retries.
     pub fn reload(&mut self, action: Action, loaded: bool) -> anyhow::Result<()> {
         self.lc
             .enable(self.active(), &self.stack.label)?
@@ -81,6 +53,12 @@ impl Agent<'_> {
         if loaded {
             self.bootout(action)?;
         }
+        self.bootstrap(action)
+    }
+
+    /// bootstrap with bounded retries: a job still draining, a label not loaded (then the
+    /// cause is looked for), the GUI domain refused for this session (the user domain then).
+    pub(super) fn bootstrap(&mut self, action: Action) -> anyhow::Result<()> {
         let plist = self.stack.plist_path();
         let t0 = Instant::now();
         let mut said = false;
@@ -328,22 +306,6 @@ impl Agent<'_> {
                     .accept(&[Code::NoSuchProcess, Code::InProgress])?;
             }
         }
-    }
-
-    /// [`Agent::boot_out_other_copies`] for a change whose definition is written already: the
-    /// bootout runs to its end (an interrupt meanwhile is the change's to take, by its
-    /// rollback, which also puts config.json's port back). Says whether the copy here must be
-    /// started now: when the other copy was the one running, this one died on its port and
-    /// waits out launchd's ThrottleInterval (started as a restart of a stopped job, not
-    /// waited for).
-    pub(super) fn boot_out_other_copies_for(
-        &self,
-        action: Action,
-        before: Option<&PrintInfo>,
-    ) -> anyhow::Result<bool> {
-        let _whole = signal::Suspended::new();
-        let booted = self.boot_out_other_copies(action)?;
-        Ok(booted && before.is_some_and(|b| b.pid().is_none()))
     }
 
     /// One Host per user across domains: before loading into the domain oyster acts in, a copy

@@ -1,12 +1,10 @@
-//! The `pending` marker: written before a change, removed once it verified or was rolled
-//! back; found by the next run, it means a run died before it knew. It names the action and
-//! the port change that run recorded in config.json (`port FROM TO`, JSON values), so a run
-//! that recovers it and rolls back puts that port back too.
+//! The run's receipt (`<run dir>/pending`, [`crate::service::journal`]): written before a
+//! change, removed once it verified or was rolled back; found by the next run, it means a run
+//! died before it knew. Its config step names the port change that run recorded in
+//! config.json, so a run that recovers it and rolls back puts that port back too.
 
 use super::*;
-
-/// The most of a marker that is read.
-const MAX_MARKER_BYTES: u64 = 4096;
+use crate::service::journal::{self, Receipt};
 
 impl Agent<'_> {
     pub(super) fn pending_path(&self) -> std::path::PathBuf {
@@ -19,65 +17,70 @@ impl Agent<'_> {
     }
 
     /// The port change a rollback puts back: this run's (`--port`), from the value before the
-    /// first unfinished run when a marker names one (the config held that value before either
-    /// run).
+    /// first unfinished run when its receipt names one (the config held that value before
+    /// either run).
     pub(super) fn port_change(&self, plan: &Plan, pending: bool) -> Option<crate::config::Change> {
         let now = plan
             .changes
             .iter()
             .find(|c| c.key == crate::config::PORT_KEY)
             .cloned();
-        let earlier = if pending { self.marked_port() } else { None };
+        let earlier = pending
+            .then(|| journal::read(&self.pending_path()))
+            .flatten()
+            .and_then(|r| r.port_edit())
+            .map(|e| crate::config::Change::from(&e));
         match (earlier, now) {
             (Some(e), Some(n)) => Some(crate::config::Change { to: n.to, ..e }),
             (e, n) => n.or(e),
         }
     }
 
-    /// Writes the marker for `action` and the port change it records.
+    /// Writes the receipt of `action`'s decided steps, its config step naming the port change
+    /// a rollback puts back.
     pub(super) fn mark_pending(
         &self,
         action: Action,
+        d: &crate::service::Decision,
         port: Option<&crate::config::Change>,
     ) -> anyhow::Result<()> {
-        let mut text = format!("{action}\n");
-        if let Some(c) = port {
-            text.push_str(&format!("port {} {}\n", c.from, c.to));
-        }
-        fsutil::write_atomic(
-            self.lock,
-            &self.pending_path(),
-            text.as_bytes(),
-            Some(0o600),
-        )?;
-        Ok(())
-    }
-
-    /// The port change an unfinished run's marker records, if any (a marker it cannot read
-    /// names none: the recovery goes on without it). Only what a run could have recorded is
-    /// taken, a port (1–65535) or none on each side: a hand-edited or corrupt value would
-    /// otherwise be put into config.json by the rollback.
-    fn marked_port(&self) -> Option<crate::config::Change> {
-        let bytes = fsutil::read_regular(&self.pending_path(), MAX_MARKER_BYTES)
-            .ok()
-            .flatten()?;
-        let text = String::from_utf8(bytes).ok()?;
-        text.lines().find_map(|line| {
-            let mut words = line.strip_prefix("port ")?.split(' ');
-            let from = port_value(words.next()?)?;
-            let to = port_value(words.next()?)?;
-            Some(crate::config::Change {
-                key: crate::config::PORT_KEY.to_owned(),
-                from,
-                to,
+        use crate::service::step::{ConfigEdit, Step};
+        // The receipt holds what a recovery needs: a config step keeps its port edit only (no
+        // other value, a secret least of all, is copied out of config.json).
+        let mut steps: Vec<Step> = d
+            .steps
+            .iter()
+            .map(|s| match s {
+                Step::WriteConfig { path, edits } => Step::WriteConfig {
+                    path: path.clone(),
+                    edits: edits
+                        .iter()
+                        .filter(|e| e.key == crate::config::PORT_KEY)
+                        .cloned()
+                        .collect(),
+                },
+                other => other.clone(),
             })
-        })
+            .collect();
+        if let Some(port) = port {
+            let edit = ConfigEdit::from(port);
+            match steps.iter_mut().find_map(|s| match s {
+                Step::WriteConfig { edits, .. } => Some(edits),
+                _ => None,
+            }) {
+                Some(edits) => {
+                    edits.retain(|e| e.key != crate::config::PORT_KEY);
+                    edits.push(edit);
+                }
+                None => steps.insert(
+                    0,
+                    Step::WriteConfig {
+                        path: self.stack.config_path(),
+                        edits: vec![edit],
+                    },
+                ),
+            }
+        }
+        Receipt::new(action.to_string(), steps).write(self.lock()?, &self.pending_path())
     }
-}
-
-/// A marker's side of a port change: JSON `null` (no port) or a port 1–65535.
-fn port_value(word: &str) -> Option<serde_json::Value> {
-    let v: serde_json::Value = serde_json::from_str(word).ok()?;
-    let ok = v.is_null() || v.as_u64().is_some_and(|p| (1..=65535).contains(&p));
-    ok.then_some(v)
 }

@@ -4,29 +4,13 @@
 use super::*;
 
 impl Agent<'_> {
-    /// Refuses a port held by a process that is not this stack's Host (in either domain).
-    pub(crate) fn refuse_port_for(&self, plan: &Plan) -> anyhow::Result<()> {
-        let before = self.print()?;
-        let old_pid = before.as_ref().and_then(PrintInfo::pid);
-        let copy_pids: Vec<u32> = self.other_copies().filter_map(|(_, i)| i.pid()).collect();
-        self.refuse_port_held_by_another(plan.port, old_pid, &copy_pids)
-    }
-
-    /// Refuses (before anything is written) a port held by a process that is not this stack's
-    /// current Host, naming it and, when it is one, its oyster stack.
-    pub(super) fn refuse_port_held_by_another(
-        &self,
-        port: u16,
-        current: Option<u32>,
-        copies: &[u32],
-    ) -> anyhow::Result<()> {
-        let ours = |pid: u32| {
-            current
-                .iter()
-                .chain(copies)
-                .any(|c| crate::sys::net::descends_from(pid, *c))
-        };
-        let mut verdict = check_port(port, crate::sys::net::listeners_on, ours, port_in_use);
+    /// Who holds `port` (before anything is loaded): free, or this stack's own Host (`ours`:
+    /// its pids in either domain, and their children), another process (named, with its
+    /// oyster stack when it is one), one oyster cannot see, or unknown (the listing failed).
+    pub(super) fn holder_of(&self, port: u16, ours: &[u32]) -> crate::service::PortHolder {
+        use crate::service::PortHolder;
+        let is_ours = |pid: u32| ours.iter().any(|c| crate::sys::net::descends_from(pid, *c));
+        let mut verdict = check_port(port, crate::sys::net::listeners_on, is_ours, port_in_use);
         // A socket no process shows but that cannot be bound is also one being closed right
         // now (our old Host going away): only one that stays so for a second is another's.
         for _ in 0..10 {
@@ -34,47 +18,25 @@ impl Agent<'_> {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(100));
-            verdict = check_port(port, crate::sys::net::listeners_on, ours, port_in_use);
+            verdict = check_port(port, crate::sys::net::listeners_on, is_ours, port_in_use);
         }
-        let h = match verdict {
-            PortCheck::Free => return Ok(()),
+        match verdict {
+            PortCheck::Free => PortHolder::Free,
             PortCheck::Unknown(e) => {
                 self.out
                     .note(&format!("could not list who listens on port {port}: {e}"));
-                return Ok(());
+                PortHolder::Unknown(e)
             }
-            PortCheck::Invisible => {
-                return Err(crate::error::Failed::new(
-                    format!(
-                        "port {port} is held by a process oyster cannot see (another user's?): no socket this user may inspect listens there, yet it cannot be bound; the Host of stack {} could not listen there",
-                        self.stack.name
-                    ),
-                    format!(
-                        "find the holder as an administrator (`sudo lsof -nP -iTCP:{port} -sTCP:LISTEN`), or give stack {} another port with --port",
-                        self.stack.name
-                    ),
-                )
-                .into())
-            }
-            PortCheck::Foreign(h) => h,
-        };
-        let stack = verify::inspect(h.pid)
-            .and_then(|p| {
-                p.var("OYSTERUN_ROUTEC_STACK_NAME")
-                    .or_else(|| p.var("OYSTERUN_CONFIG_DIR"))
-            })
-            .map_or(String::new(), |s| format!(", oyster stack {s}"));
-        Err(crate::error::Failed::new(
-            format!(
-                "port {port} is already held by pid {} ({}{stack}); the Host of stack {} could not listen there",
-                h.pid, h.name, self.stack.name
-            ),
-            format!(
-                "stop that process (or give stack {} another port with --port), then run again",
-                self.stack.name
-            ),
-        )
-        .into())
+            PortCheck::Invisible => PortHolder::Invisible,
+            PortCheck::Foreign(h) => PortHolder::Foreign {
+                stack: verify::inspect(h.pid).and_then(|p| {
+                    p.var("OYSTERUN_ROUTEC_STACK_NAME")
+                        .or_else(|| p.var("OYSTERUN_CONFIG_DIR"))
+                }),
+                pid: h.pid,
+                name: h.name,
+            },
+        }
     }
 }
 

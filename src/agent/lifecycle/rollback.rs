@@ -10,18 +10,12 @@ const MAX_TAIL_LINES: usize = 20;
 
 impl Agent<'_> {
     pub(super) fn keep_as_last_good(&self, bytes: &[u8]) {
+        let Some(lock) = self.lock else {
+            return;
+        };
         let r = fsutil::create_dir_all(&self.stack.run_dir, 0o700)
-            .and_then(|()| {
-                fsutil::write_atomic(self.lock, &self.last_good_path(), bytes, Some(0o600))
-            })
-            .and_then(|_| match std::fs::remove_file(self.pending_path()) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(fsutil::FsError::Io {
-                    action: "remove",
-                    path: self.pending_path(),
-                    cause: e,
-                }),
-                _ => Ok(()),
-            });
+            .and_then(|()| fsutil::write_atomic(lock, &self.last_good_path(), bytes, Some(0o600)))
+            .and_then(|_| crate::service::journal::remove(&self.pending_path()));
         if let Err(e) = r {
             self.out
                 .warn(&format!("could not record the verified plist: {e}"));
@@ -35,7 +29,7 @@ impl Agent<'_> {
         });
         if let Some(id) = identity {
             let _ = fsutil::write_atomic(
-                self.lock,
+                lock,
                 &crate::host::privacy::verified_node_path(&self.stack.run_dir),
                 id.as_bytes(),
                 Some(0o600),
@@ -87,7 +81,7 @@ impl Agent<'_> {
         }
         match &restore {
             Some(bytes) if self.keep_stopped => {
-                agentplist::write(self.lock, &plist, bytes, &self.stack.log_dir)?;
+                agentplist::write(self.lock()?, &plist, bytes, &self.stack.log_dir)?;
                 Ok(format!(
                     "the job was booted out and the plist `stop` left restored, not loaded: \
                      the Host stays stopped; `{}` loads it again once the cause is fixed",
@@ -95,7 +89,7 @@ impl Agent<'_> {
                 ))
             }
             Some(bytes) => {
-                agentplist::write(self.lock, &plist, bytes, &self.stack.log_dir)?;
+                agentplist::write(self.lock()?, &plist, bytes, &self.stack.log_dir)?;
                 self.reload(action, false)?;
                 let old_env = agentplist::read_env(bytes).unwrap_or_default();
                 let port = old_env.port().unwrap_or(0);

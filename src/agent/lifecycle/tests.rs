@@ -118,30 +118,3 @@ fn a_kickstart_pid_becomes_the_new_instance_with_one_more_run() {
     assert!(spawned(Some(&before), None).is_none());
     assert!(spawned(None, Some(9)).is_none());
 }
-
-#[test]
-fn the_change_is_decided_once_from_what_was_written_asked_and_left_pending() {
-    let w = |reload| Written {
-        reload,
-        was_loaded: true,
-    };
-    assert_eq!(Change::decide(&w(false), false, false), Change::Unchanged);
-    assert_eq!(Change::decide(&w(false), true, false), Change::Restart);
-    assert_eq!(Change::decide(&w(true), false, false), Change::Reload);
-    assert_eq!(Change::decide(&w(true), true, false), Change::Reload);
-    assert_eq!(
-        Change::decide(&w(false), false, true),
-        Change::Recover(Then::Verify)
-    );
-    assert_eq!(
-        Change::decide(&w(false), true, true),
-        Change::Recover(Then::Restart)
-    );
-    assert_eq!(
-        Change::decide(&w(true), true, true),
-        Change::Recover(Then::Reload)
-    );
-    // Only a changed definition (or an unfinished one) is rolled back.
-    assert!(!Change::Unchanged.rolls_back() && !Change::Restart.rolls_back());
-    assert!(Change::Reload.rolls_back() && Change::Recover(Then::Verify).rolls_back());
-}

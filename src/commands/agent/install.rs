@@ -27,7 +27,12 @@ pub fn run(
             ));
             return Ok(ExitStatus::Success);
         };
-        let outcome = agent.apply(&p.plan, Action::Install, false, timing)?;
+        let outcome = agent.apply(
+            &p.plan,
+            Action::Install,
+            crate::service::Request::Apply,
+            timing,
+        )?;
         preflight::report(ctx, &p.plan, &outcome);
         Ok(ExitStatus::Success)
     })

@@ -6,12 +6,13 @@ mod install;
 mod kill;
 pub mod list;
 pub mod preflight;
+pub mod preview;
 mod print;
 mod regenerate;
-mod restart;
+pub mod restart;
 mod start;
 pub mod status;
-mod stop;
+pub mod stop;
 mod uninstall;
 
 use crate::context::Context;

@@ -3,16 +3,17 @@
 //!
 //! interrupt guard → refuse a port another process holds (before anything is created) → the
 //! stack's lifecycle lock → refuse a special Host log → locate launchd (`Agent::new`) → refuse
-//! a directly started Host → the config sync and plan → the verb's own step (apply) → report.
+//! a directly started Host → the plan (which writes nothing) → the verb's own step: the job's
+//! refusals, then the config, the plist and launchd (apply) → report.
 //!
-//! Everything that can refuse does so before the config sync writes anything: a refused verb
-//! leaves no `config.json` and no stack directory behind.
+//! Everything that can refuse does so before the config step writes anything: a refused verb
+//! leaves `config.json` and the plist byte-identical, and no stack directory behind.
 
 use crate::agent::lifecycle::{Agent, EnvProof, Outcome};
 use crate::context::Context;
 use crate::direct::Owner;
 use crate::error::Failed;
-use crate::host::plan::{self, HostInputs, Plan, Writes};
+use crate::host::plan::{self, HostInputs, Plan};
 use crate::host::plist as agentplist;
 use crate::output::Tone;
 use crate::sys::fs::Lock;
@@ -78,8 +79,7 @@ pub fn run<T>(
     if matches!(agent, Some(Ok(_))) {
         refuse_direct_host(ctx)?;
     }
-    let plan = plan::plan(ctx, host, Writes::Sync(&lock))?;
-    crate::config::report(&ctx.stack.config_path(), &plan.changes, ctx.reporter());
+    let plan = plan::plan(ctx, host)?;
     step(Prepared {
         lock: &lock,
         plan,
@@ -187,8 +187,10 @@ pub fn refuse_direct_host(ctx: &Context) -> anyhow::Result<()> {
     .into())
 }
 
-/// Writes the plist without loading it, and says so.
+/// Writes the config and the plist without loading it, and says so.
 pub fn write_only(ctx: &Context, plan: &Plan, lock: &Lock) -> anyhow::Result<()> {
+    let changes = plan::write_config(ctx, plan, lock)?;
+    crate::config::report(&ctx.stack.config_path(), &changes, ctx.reporter());
     let path = ctx.stack.plist_path();
     let wrote = agentplist::write(lock, &path, &plan.plist, &ctx.stack.log_dir)?;
     ctx.reporter().line(&format!(

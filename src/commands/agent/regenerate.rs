@@ -4,7 +4,7 @@
 use super::preflight::{self, Launchd, Prepared};
 use crate::agent::lifecycle::Timing;
 use crate::context::Context;
-use crate::host::plan::{self, HostInputs, Plan, Writes};
+use crate::host::plan::{self, HostInputs, Plan};
 use crate::output::audit::Action;
 use crate::ExitStatus;
 
@@ -16,7 +16,7 @@ pub fn run(
     timing: Timing,
 ) -> anyhow::Result<ExitStatus> {
     if dry_run {
-        let plan = plan::plan(ctx, host, Writes::None)?;
+        let plan = plan::plan(ctx, host)?;
         return show_diff(ctx, &plan);
     }
     let launchd = if no_restart {
@@ -84,13 +84,19 @@ fn reload_if_needed(ctx: &Context, p: Prepared<'_>, timing: Timing) -> anyhow::R
                 && !agent.pending()
                 && agent.other_copies().next().is_none() =>
         {
+            agent.write_config(&p.plan)?;
             ctx.out.out(&format!(
                 "{}: unchanged; the running Host is left alone.",
                 stack.plist_path().display()
             ));
         }
         _ => {
-            let outcome = agent.apply(&p.plan, Action::Regenerate, false, timing)?;
+            let outcome = agent.apply(
+                &p.plan,
+                Action::Regenerate,
+                crate::service::Request::Apply,
+                timing,
+            )?;
             preflight::report(ctx, &p.plan, &outcome);
         }
     }

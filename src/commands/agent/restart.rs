@@ -15,17 +15,7 @@ pub fn run(
     restore_sessions: bool,
 ) -> anyhow::Result<ExitStatus> {
     preflight::require_known(ctx)?;
-    // Said first, before anything is created: nothing about the root or node matters for a
-    // job that is not there.
-    if !ctx.stack.plist_path().exists() {
-        if let Some(direct) = preflight::direct_instead(ctx, "restart") {
-            return Err(direct.into());
-        }
-        let lc = ctx.launchctl()?;
-        if lc.find_loaded(&ctx.stack.label)?.is_none() {
-            return Err(preflight::not_installed(ctx, "restart").into());
-        }
-    }
+    refuse_uninstalled(ctx)?;
     preflight::run(ctx, "agent restart", host, Launchd::Required, |p| {
         let Some(Ok(mut agent)) = p.agent else {
             unreachable!("Launchd::Required returns the agent or fails")
@@ -42,7 +32,12 @@ pub fn run(
             if restore_sessions {
                 prepare_restore(ctx, &agent, &p.plan)?;
             }
-            agent.apply(&p.plan, Action::Restart, true, timing)?
+            agent.apply(
+                &p.plan,
+                Action::Restart,
+                crate::service::Request::Restart,
+                timing,
+            )?
         } else {
             // Loaded in neither domain (stopped, or booted out behind oyster's back): the
             // restart starts it as `start` does (enabled in both domains, a failure leaving
@@ -52,6 +47,21 @@ pub fn run(
         preflight::report(ctx, &p.plan, &outcome);
         Ok(ExitStatus::Success)
     })
+}
+
+/// Said first, before anything is created: nothing about the root or node matters for a job
+/// that is not there (a directly started Host is named with its own command).
+pub fn refuse_uninstalled(ctx: &Context) -> anyhow::Result<()> {
+    if !ctx.stack.plist_path().exists() {
+        if let Some(direct) = preflight::direct_instead(ctx, "restart") {
+            return Err(direct.into());
+        }
+        let lc = ctx.launchctl()?;
+        if lc.find_loaded(&ctx.stack.label)?.is_none() {
+            return Err(preflight::not_installed(ctx, "restart").into());
+        }
+    }
+    Ok(())
 }
 
 /// `restart --restore-sessions`: the root's restore preparation, run only when the port the

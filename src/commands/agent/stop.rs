@@ -13,16 +13,7 @@ use crate::ExitStatus;
 pub fn run(ctx: &Context, keep: bool, no_wait: bool) -> anyhow::Result<ExitStatus> {
     preflight::require_known(ctx)?;
     let stack = &ctx.stack;
-    // Said before anything is created (no lock file for a stack that is not there).
-    if !stack.plist_path().exists() {
-        if let Some(direct) = preflight::direct_instead(ctx, "stop") {
-            return Err(direct.into());
-        }
-    }
-    if !preflight::is_installed(ctx)? {
-        return Err(preflight::not_installed(ctx, "stop").into());
-    }
-    refuse_direct_host(ctx)?;
+    refuse_early(ctx)?;
     let lock = ctx.lock_stack("agent stop")?;
     let mut agent = Agent::new(ctx, &lock)?;
     let done = agent.stop(keep, !no_wait)?;
@@ -51,6 +42,20 @@ pub fn run(ctx: &Context, keep: bool, no_wait: bool) -> anyhow::Result<ExitStatu
         ),
     );
     Ok(ExitStatus::Success)
+}
+
+/// Every refusal of `stop`, said before anything is created (no lock file for a stack that is
+/// not there).
+pub fn refuse_early(ctx: &Context) -> anyhow::Result<()> {
+    if !ctx.stack.plist_path().exists() {
+        if let Some(direct) = preflight::direct_instead(ctx, "stop") {
+            return Err(direct.into());
+        }
+    }
+    if !preflight::is_installed(ctx)? {
+        return Err(preflight::not_installed(ctx, "stop").into());
+    }
+    refuse_direct_host(ctx)
 }
 
 /// `stop` never claims stopped while this stack's Host answers: a Host `oyster host start`

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::config::ConfigDoc;
 use crate::context::Context;
-use crate::host::plan::{self as plan, Plan, Writes};
+use crate::host::plan::{self as plan, Plan};
 use crate::host::plist::{self as agentplist, Installed};
 use crate::launchctl::Launchctl;
 use crate::output::Tone;
@@ -89,9 +89,7 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
     }
     checks.extend(managed_check(ctx));
     let doc = config_check(ctx, &mut checks);
-    let plan = doc
-        .as_ref()
-        .map(|_| plan::plan(ctx, &Default::default(), Writes::None));
+    let plan = doc.as_ref().map(|_| plan::plan(ctx, &Default::default()));
     checks.push(node_check(&plan, &ctx.hints()));
     let mut providers = vec![];
     if let Some(doc) = &doc {

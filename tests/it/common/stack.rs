@@ -94,6 +94,13 @@ impl Stack {
         }
     }
 
+    /// [`Stack::new`], installed and verified (`agent install … --wait 10 --settle-ms 300`).
+    pub fn installed(name: &'static str) -> Stack {
+        let s = Stack::new(name);
+        s.t.run(s.args("install")).ok();
+        s
+    }
+
     /// [`Stack::new`] with the root and the machine's Node pinned in the environment
     /// (`OYSTERUN_ROOT`, `OYSTERUN_NODE_BIN`): its commands need no --root/--node-bin.
     pub fn pinned(name: &'static str) -> Stack {

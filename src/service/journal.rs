@@ -1,0 +1,151 @@
+//! The receipt of a run that changes a job (in the spirit of nix-installer's receipt): the
+//! action and its decided steps, with how many are done, written to `<run dir>/pending`
+//! (atomically, mode 0600) before each step and removed once the change verified or was
+//! rolled back. A run killed outright leaves it: the next run finds it, verifies the change
+//! and rolls back to the last good definition when it does not — putting back the port the
+//! receipt's config step recorded.
+//!
+//! The receipt is JSON read by serde into typed steps, never a line format a value could
+//! break; a file an older oyster wrote (`ACTION\nport FROM TO`), or one that does not parse,
+//! still means "a run died" but names no port.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::step::{ConfigEdit, Step};
+use crate::sys::fs::{self as fsutil, Lock};
+
+/// The most of a receipt that is read.
+const MAX_RECEIPT_BYTES: u64 = 256 * 1024;
+
+/// What a run in progress has decided and done.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Receipt {
+    /// The action that wrote it (`restart`, `install`, …).
+    pub action: String,
+    /// The steps it decided, in order.
+    pub steps: Vec<Step>,
+    /// How many of them had been taken when it was last written.
+    pub done: usize,
+}
+
+impl Receipt {
+    pub fn new(action: impl Into<String>, steps: Vec<Step>) -> Receipt {
+        Receipt {
+            action: action.into(),
+            steps,
+            done: 0,
+        }
+    }
+
+    /// The port change the run's config step records, when it is one a run could have made
+    /// (a port 1–65535, or none, on each side): a hand-edited value never reaches config.json.
+    pub fn port_edit(&self) -> Option<ConfigEdit> {
+        let ok = |v: &serde_json::Value| {
+            v.is_null() || v.as_u64().is_some_and(|p| (1..=65535).contains(&p))
+        };
+        self.steps.iter().find_map(|s| match s {
+            Step::WriteConfig { edits, .. } => edits
+                .iter()
+                .find(|e| e.key == crate::config::PORT_KEY && ok(&e.from) && ok(&e.to))
+                .cloned(),
+            _ => None,
+        })
+    }
+
+    /// Writes the receipt before the next step.
+    pub fn write(&self, lock: &Lock, path: &Path) -> anyhow::Result<()> {
+        if let Some(dir) = path.parent() {
+            fsutil::create_dir_all(dir, 0o700)?;
+        }
+        let mut bytes = serde_json::to_vec_pretty(self)?;
+        bytes.push(b'\n');
+        fsutil::write_atomic(lock, path, &bytes, Some(0o600))?;
+        Ok(())
+    }
+}
+
+/// What is on disk at `path`: `None` when no run is unfinished; a receipt that cannot be read
+/// or parsed is an unfinished run that names no steps.
+pub fn read(path: &Path) -> Option<Receipt> {
+    if std::fs::symlink_metadata(path).is_err() {
+        return None;
+    }
+    let parsed = fsutil::read_regular(path, MAX_RECEIPT_BYTES)
+        .ok()
+        .flatten()
+        .and_then(|bytes| serde_json::from_slice::<Receipt>(&bytes).ok());
+    Some(parsed.unwrap_or_else(|| Receipt::new("unknown", vec![])))
+}
+
+/// Removes the receipt: the change verified, or was rolled back.
+pub fn remove(path: &Path) -> Result<(), fsutil::FsError> {
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(fsutil::FsError::Io {
+            action: "remove",
+            path: path.to_owned(),
+            cause: e,
+        }),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edit(from: serde_json::Value, to: serde_json::Value) -> Step {
+        Step::WriteConfig {
+            path: "/c/config.json".into(),
+            edits: vec![ConfigEdit {
+                key: "port".into(),
+                from,
+                to,
+            }],
+        }
+    }
+
+    #[test]
+    fn a_receipt_reads_back_as_written_and_names_its_port_change() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run/pending");
+        let lock = fsutil::lock_sidecar(&dir.path().join("l")).unwrap();
+        let steps = vec![edit(8802.into(), 8810.into()), Step::Verify { port: 8810 }];
+        let mut r = Receipt::new("restart", steps);
+        r.done = 1;
+        r.write(&lock, &path).unwrap();
+        let back = read(&path).unwrap();
+        assert_eq!(back, r);
+        let port = back.port_edit().unwrap();
+        assert_eq!((port.from, port.to), (8802.into(), 8810.into()));
+        remove(&path).unwrap();
+        assert!(read(&path).is_none());
+        remove(&path).unwrap();
+    }
+
+    #[test]
+    fn an_old_or_broken_receipt_is_an_unfinished_run_that_names_no_port() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pending");
+        for text in ["restart\nport 8802 8810\n", "{\"action\": 3}", ""] {
+            std::fs::write(&path, text).unwrap();
+            let r = read(&path).unwrap();
+            assert!(r.steps.is_empty() && r.port_edit().is_none(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_port_no_run_could_record_is_not_taken() {
+        for (from, to) in [
+            (serde_json::json!(0), serde_json::json!(8810)),
+            (serde_json::json!(8802), serde_json::json!(70000)),
+            (serde_json::json!("8802"), serde_json::json!(8810)),
+        ] {
+            let r = Receipt::new("restart", vec![edit(from, to)]);
+            assert!(r.port_edit().is_none(), "{r:?}");
+        }
+        let r = Receipt::new("restart", vec![edit(serde_json::Value::Null, 8810.into())]);
+        assert!(r.port_edit().is_some());
+    }
+}
