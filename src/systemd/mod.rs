@@ -128,6 +128,8 @@ pub struct Systemctl {
     pub query_timeout: Duration,
     /// The deadline of a verb that waits for its job ([`JOB_TIMEOUT`]).
     pub job_timeout: Duration,
+    /// The `HOME` every call gets ([`Systemctl::with_home`]); `None`: the caller's.
+    pub home: Option<PathBuf>,
     /// `loginctl`: the system's, or the one beside an overriding systemctl; `None` when absent.
     loginctl: Option<PathBuf>,
 }
@@ -171,8 +173,18 @@ impl Systemctl {
             runtime_dir_defaulted,
             query_timeout: QUERY_TIMEOUT,
             job_timeout: JOB_TIMEOUT,
+            home: None,
             loginctl,
         })
+    }
+
+    /// Every call with this `HOME`: `systemctl --user enable` looks the unit up on the
+    /// client's side too, in the client's `~/.config/systemd/user` (measured, systemd 252:
+    /// "unit … does not exist" under another `HOME`), so give it the home the unit path was
+    /// made from.
+    pub fn with_home(mut self, home: &Path) -> Systemctl {
+        self.home = Some(home.to_path_buf());
+        self
     }
 
     /// What output says about which systemctl is in use and which manager it reaches.
@@ -199,7 +211,10 @@ impl Systemctl {
         args: &[&S],
         timeout: Duration,
     ) -> Result<Finished, ProcessError> {
-        let env = [(RUNTIME_DIR_VAR, self.runtime_dir.as_os_str())];
+        let mut env = vec![(RUNTIME_DIR_VAR, self.runtime_dir.as_os_str())];
+        if let Some(home) = &self.home {
+            env.push(("HOME", home.as_os_str()));
+        }
         Program::new(&self.path)
             .arg("--user")
             .args(args.iter().copied())
@@ -221,12 +236,15 @@ impl Systemctl {
         ok(self.call(&["daemon-reload"], self.job_timeout)?).map(drop)
     }
 
-    /// `enable UNIT`: its `[Install]` links (`default.target.wants/`), and a reload.
+    /// `enable UNIT`: its `[Install]` links (`default.target.wants/`). systemctl then reloads
+    /// the manager only when it sees `/run/systemd/system` in its own mount namespace
+    /// (measured): a `daemon_reload` after it makes `UnitFileState` current everywhere.
     pub fn enable(&self, unit: &str) -> Result<(), CallError> {
         self.job(&["enable"], unit).map(drop)
     }
 
     /// `disable [--now] UNIT`: the links removed; `now` also stops it (the unit file stays).
+    /// The manager's `UnitFileState` may say `enabled` until a reload (see `enable`).
     pub fn disable(&self, unit: &str, now: bool) -> Result<(), CallError> {
         let verb: &[&str] = if now { &["disable", "--now"] } else { &["disable"] };
         self.job(verb, unit).map(drop)

@@ -6,7 +6,8 @@
 //! - every `ExecStart=` word and every `Environment=` assignment is double-quoted, `\` and `"`
 //!   escaped, `%` written `%%` (specifiers are expanded in both);
 //! - `$` is written `$$` in the arguments (variables are expanded there), but not in the
-//!   program (never expanded) nor in `Environment=` (where `$` means nothing);
+//!   program (never expanded) nor in `Environment=` (where `$` means nothing); a program path
+//!   with a quote or a backslash is refused (systemd refuses it: "special characters");
 //! - `WorkingDirectory=`, `append:` paths and `Description=` are not unquoted at all: written
 //!   as they are, `%` doubled; what their parser would change (surrounding blanks, a trailing
 //!   `\`, a path that is not normalized) is refused, as is every control character.
@@ -114,7 +115,12 @@ impl crate::error::HasKind for UnitError {
 /// Renders the unit file. Same spec, same bytes.
 pub fn render(spec: &UnitSpec<'_>) -> Result<Vec<u8>, UnitError> {
     let t = &spec.timing;
-    let mut exec = vec![quote(&path_text(spec.program, Field::Program)?, false)];
+    let program = path_text(spec.program, Field::Program)?;
+    if program.contains(['"', '\'', '\\']) {
+        // systemd refuses such a program ("Executable name contains special characters").
+        return Err(unexpressible(Field::Program, "quotes or a backslash"));
+    }
+    let mut exec = vec![quote(&program, false)];
     for (i, a) in spec.args.iter().enumerate() {
         exec.push(quote(checked(a, Field::Argument(i))?, true));
     }
