@@ -315,7 +315,10 @@ impl Systemctl {
             &["show", "--property=UnitPath", "--value"],
             self.query_timeout,
         )?)?;
-        Ok(f.stdout.split_whitespace().map(PathBuf::from).collect())
+        Ok(show::split_words(&f.stdout)
+            .into_iter()
+            .map(PathBuf::from)
+            .collect())
     }
 }
 

@@ -1,6 +1,7 @@
 //! `show` parsed from real captures (tests/fixtures/systemd/README.md says where and how).
 
 use super::*;
+use std::path::Path;
 
 fn fixture(name: &str) -> UnitShow {
     let text = match name {
@@ -119,4 +120,24 @@ fn order_is_not_assumed_and_the_essential_states_are_required() {
         Err(ShowError::Bad { key: "MainPID", .. })
     ));
     assert!(UnitShow::parse("").is_err());
+}
+
+#[test]
+fn paths_with_blanks_come_quoted_and_are_read_whole() {
+    let text = include_str!("../../tests/fixtures/systemd/show-paths-with-spaces.txt");
+    let s = UnitShow::parse(&format!("{text}LoadState=loaded\nActiveState=inactive\nSubState=dead\n"))
+        .unwrap();
+    let dir = "/tmp/um3/h o/.config/systemd/user/d.service.d";
+    assert_eq!(
+        s.drop_in_paths,
+        [format!("{dir}/x y.conf"), format!("{dir}/z.conf")].map(PathBuf::from)
+    );
+    assert_eq!(
+        s.fragment_path.unwrap(),
+        Path::new("/tmp/um3/h o/.config/systemd/user/d.service")
+    );
+    assert_eq!(
+        split_words(r#"plain "a b" "q\"x" /c"#),
+        ["plain", "a b", "q\"x", "/c"]
+    );
 }

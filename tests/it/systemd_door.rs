@@ -465,6 +465,13 @@ fn the_manager_probe_says_running_or_why_there_is_none() {
     timed("manager_state", t0);
     assert!(matches!(state, ManagerState::Running | ManagerState::Degraded));
     assert!(!sc.runtime_dir_defaulted);
+    // Where the manager reads units from holds the directory oyster writes to (HOME has a
+    // blank, so systemd quotes it).
+    let search = sc.unit_search_path().unwrap();
+    assert!(
+        search.contains(&systemd::unit_dir(&m.home, None)),
+        "{search:?}"
+    );
     let dir = tempfile::tempdir().unwrap();
     let gone = dir.path().join("gone");
     let bogus = Systemctl::locate(None, Some(gone.as_os_str())).unwrap();
@@ -562,6 +569,46 @@ fn hostile_arguments_values_and_paths_reach_the_process_as_given() {
         None,
         "only the properties asked for"
     );
+    sc.stop(name).unwrap();
+    let _ = sc.reset_failed(name);
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
+fn a_log_directory_that_is_not_there_fails_the_start_before_the_program_runs() {
+    let Some((m, sc)) = door() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["-c".to_owned(), "sleep 100".to_owned()];
+    let log = dir.path().join("no-such-dir/host.log");
+    let spec = UnitSpec {
+        description: "no log directory",
+        program: Path::new("/bin/sh"),
+        args: &args,
+        working_directory: dir.path(),
+        env: &[],
+        log_path: &log,
+        timing: Timing::HOST,
+    };
+    let name = "oyster-it-nolog.service";
+    let path = systemd::unit_dir(&m.home, None).join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, systemd::render(&spec).unwrap()).unwrap();
+    {
+        let _r = reloads();
+        sc.daemon_reload().unwrap();
+    }
+    // systemd opens `append:` files itself, before the exec, and makes no directory:
+    // `Type=exec` makes that a failed start (209 = EXIT_STDOUT).
+    let Err(CallError::Exit(e)) = sc.start(name) else {
+        panic!("the start fails")
+    };
+    assert_eq!(e.code, 1);
+    let s = sc.show(name).unwrap();
+    assert_eq!(
+        (s.result, s.exec_main_status, s.main_pid),
+        (UnitResult::ExitCode, 209, None)
+    );
+    assert!(!log.exists());
     sc.stop(name).unwrap();
     let _ = sc.reset_failed(name);
     std::fs::remove_file(&path).unwrap();

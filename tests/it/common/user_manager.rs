@@ -99,7 +99,9 @@ impl UserManager {
             .prefix("oyster-um-")
             .tempdir()
             .map_err(|e| e.to_string())?;
-        let home = dir.path().join("home");
+        // A blank in HOME: every path the manager quotes back (drop-ins, the search path) is read
+        // whole, and the unit path, the log and the Host all live under it.
+        let home = dir.path().join("home dir");
         let runtime_dir = dir.path().join("run");
         std::fs::create_dir(&home).map_err(|e| e.to_string())?;
         std::fs::create_dir(&runtime_dir).map_err(|e| e.to_string())?;
