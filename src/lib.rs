@@ -218,7 +218,10 @@ mod tests {
             Kind::Invalid
         );
         assert_eq!(kind(systemd::LocateError::Missing), Kind::Failure);
-        assert_eq!(kind(systemd::UnitError::DuplicateEnv("A".into())), Kind::Invalid);
+        assert_eq!(
+            kind(systemd::UnitError::DuplicateEnv("A".into())),
+            Kind::Invalid
+        );
         assert_eq!(kind(anyhow::anyhow!("plain")), Kind::Failure);
     }
 

@@ -167,12 +167,18 @@ fn inherit_with_keeps_this_process_environment_and_sets_the_given_variables_over
     use std::os::unix::ffi::OsStrExt;
     let value = OsStr::from_bytes(b"/run/user/x\xe9");
     let f = Program::new(Path::new("/bin/sh"))
-        .args(["-c", "printf '%s|' \"${PATH:+has-path}\"; printf '%s' \"$XDG_RUNTIME_DIR\" | od -An -c"])
+        .args([
+            "-c",
+            "printf '%s|' \"${PATH:+has-path}\"; printf '%s' \"$XDG_RUNTIME_DIR\" | od -An -c",
+        ])
         .env(ChildEnv::InheritWith(&[("XDG_RUNTIME_DIR", value)]))
         .timeout(Duration::from_secs(5))
         .run()
         .unwrap();
     assert_eq!(f.code, 0, "{f:?}");
     assert!(f.stdout.starts_with("has-path|"), "{f:?}");
-    assert!(f.stdout.contains("351"), "the byte 0xe9 arrives as is: {f:?}");
+    assert!(
+        f.stdout.contains("351"),
+        "the byte 0xe9 arrives as is: {f:?}"
+    );
 }

@@ -246,7 +246,11 @@ impl Systemctl {
     /// `disable [--now] UNIT`: the links removed; `now` also stops it (the unit file stays).
     /// The manager's `UnitFileState` may say `enabled` until a reload (see `enable`).
     pub fn disable(&self, unit: &str, now: bool) -> Result<(), CallError> {
-        let verb: &[&str] = if now { &["disable", "--now"] } else { &["disable"] };
+        let verb: &[&str] = if now {
+            &["disable", "--now"]
+        } else {
+            &["disable"]
+        };
         self.job(verb, unit).map(drop)
     }
 

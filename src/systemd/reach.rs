@@ -152,14 +152,23 @@ mod tests {
     fn systemctl_failures_are_typed_by_what_it_said() {
         // Measured against systemd 252 (the test manager of tests/it/common/user_manager.rs).
         let cases = [
-            ("Failed to connect to bus: No such file or directory", Cause::NoBus),
+            (
+                "Failed to connect to bus: No such file or directory",
+                Cause::NoBus,
+            ),
             ("Failed to connect to bus: No medium found", Cause::NoBus),
-            ("Failed to connect to bus: Permission denied", Cause::PermissionDenied),
+            (
+                "Failed to connect to bus: Permission denied",
+                Cause::PermissionDenied,
+            ),
             (
                 "Failed to get properties: Transport endpoint is not connected",
                 Cause::NoBus,
             ),
-            ("Failed to connect to bus: Operation not permitted", Cause::PermissionDenied),
+            (
+                "Failed to connect to bus: Operation not permitted",
+                Cause::PermissionDenied,
+            ),
             ("something new", Cause::Failed),
         ];
         for (said, want) in cases {

@@ -37,7 +37,11 @@ fn a_running_unit_has_its_main_pid_invocation_and_file() {
         ))
     );
     assert!(s.drop_in_paths.is_empty());
-    assert_eq!(s.raw.len(), PROPERTIES.len(), "every property asked came back");
+    assert_eq!(
+        s.raw.len(),
+        PROPERTIES.len(),
+        "every property asked came back"
+    );
 }
 
 #[test]
@@ -61,7 +65,10 @@ fn a_crash_loop_past_its_start_limit_is_failed_with_its_last_exit() {
     assert_eq!(s.n_restarts, 3);
     assert_eq!(s.main_pid, None);
     assert_eq!(s.exec_main_pid, Some(27772));
-    assert_eq!((s.exec_main_code, s.exec_main_status), (MainCode::Exited, 1));
+    assert_eq!(
+        (s.exec_main_code, s.exec_main_status),
+        (MainCode::Exited, 1)
+    );
     assert_eq!(s.unit_file_state.as_deref(), Some("disabled"));
 }
 
@@ -96,7 +103,11 @@ fn the_whole_show_parses_too_and_keeps_every_line_in_raw() {
     assert!(s.is_running());
     assert!(s.raw.len() > 200, "{}", s.raw.len());
     // A value holding `=` is kept whole.
-    assert!(s.raw["ExecStart"].contains("path=/bin/sleep"), "{:?}", s.raw["ExecStart"]);
+    assert!(
+        s.raw["ExecStart"].contains("path=/bin/sleep"),
+        "{:?}",
+        s.raw["ExecStart"]
+    );
 }
 
 #[test]
@@ -104,7 +115,10 @@ fn order_is_not_assumed_and_the_essential_states_are_required() {
     let running = include_str!("../../tests/fixtures/systemd/show-running.txt");
     let mut lines: Vec<&str> = running.lines().collect();
     lines.reverse();
-    assert_eq!(UnitShow::parse(&lines.join("\n")).unwrap(), fixture("running"));
+    assert_eq!(
+        UnitShow::parse(&lines.join("\n")).unwrap(),
+        fixture("running")
+    );
     let without: String = running
         .lines()
         .filter(|l| !l.starts_with("ActiveState="))
@@ -125,8 +139,10 @@ fn order_is_not_assumed_and_the_essential_states_are_required() {
 #[test]
 fn paths_with_blanks_come_quoted_and_are_read_whole() {
     let text = include_str!("../../tests/fixtures/systemd/show-paths-with-spaces.txt");
-    let s = UnitShow::parse(&format!("{text}LoadState=loaded\nActiveState=inactive\nSubState=dead\n"))
-        .unwrap();
+    let s = UnitShow::parse(&format!(
+        "{text}LoadState=loaded\nActiveState=inactive\nSubState=dead\n"
+    ))
+    .unwrap();
     let dir = "/tmp/um3/h o/.config/systemd/user/d.service.d";
     assert_eq!(
         s.drop_in_paths,

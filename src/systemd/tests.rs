@@ -48,10 +48,7 @@ fn an_override_must_be_an_absolute_executable_and_none_switches_systemd_off() {
         let e = Systemctl::locate(Some(bad), None).unwrap_err();
         assert!(matches!(e, LocateError::BadOverride(_)), "{bad:?}: {e}");
         assert!(e.is_invalid_input());
-        assert_eq!(
-            crate::error::HasKind::kind(&e),
-            crate::error::Kind::Invalid
-        );
+        assert_eq!(crate::error::HasKind::kind(&e), crate::error::Kind::Invalid);
     }
     let off = Systemctl::locate(Some(OsStr::new("none")), None).unwrap_err();
     assert!(matches!(off, LocateError::Off) && !off.is_invalid_input());
@@ -99,8 +96,10 @@ fn every_verb_is_one_user_call_with_the_runtime_dir_and_the_unit_last() {
     sc.stop(u).unwrap();
     sc.restart(u).unwrap();
     sc.reset_failed(u).unwrap();
-    sc.kill(u, crate::sys::signal::Signal::SIGTERM, true).unwrap();
-    sc.kill(u, crate::sys::signal::Signal::SIGKILL, false).unwrap();
+    sc.kill(u, crate::sys::signal::Signal::SIGTERM, true)
+        .unwrap();
+    sc.kill(u, crate::sys::signal::Signal::SIGKILL, false)
+        .unwrap();
     let r = run.display();
     let want: Vec<String> = [
         "--user daemon-reload".to_owned(),

@@ -133,7 +133,10 @@ pub fn render(spec: &UnitSpec<'_>) -> Result<Vec<u8>, UnitError> {
         out.push_str(v);
         out.push('\n');
     };
-    line("[Unit]\nDescription", &bare(spec.description, Field::Description)?);
+    line(
+        "[Unit]\nDescription",
+        &bare(spec.description, Field::Description)?,
+    );
     line("StartLimitIntervalSec", &span(t.start_limit_interval));
     line("StartLimitBurst", &t.start_limit_burst.to_string());
     line("\n[Service]\nType", "exec");
@@ -205,13 +208,19 @@ fn bare_path(p: &Path, field: Field) -> Result<String, UnitError> {
 
 /// An absolute, normalized UTF-8 path without control characters, as text.
 fn path_text(p: &Path, field: Field) -> Result<String, UnitError> {
-    let s = p.to_str().ok_or_else(|| UnitError::NotUtf8(field.clone()))?;
+    let s = p
+        .to_str()
+        .ok_or_else(|| UnitError::NotUtf8(field.clone()))?;
     checked(s, field.clone())?;
     if !s.starts_with('/') {
         return Err(UnitError::NotAbsolute(field));
     }
     let parts: Vec<&str> = s[1..].split('/').collect();
-    if s != "/" && parts.iter().any(|c| c.is_empty() || *c == "." || *c == "..") {
+    if s != "/"
+        && parts
+            .iter()
+            .any(|c| c.is_empty() || *c == "." || *c == "..")
+    {
         return Err(unexpressible(field, "not a normalized path"));
     }
     if s.len() >= 4096 || parts.iter().any(|c| c.len() > 255) {

@@ -5,7 +5,9 @@ use super::*;
 use proptest::prelude::*;
 
 fn args(stack: &str) -> Vec<String> {
-    ["host", "exec", "--stack", stack].map(str::to_owned).to_vec()
+    ["host", "exec", "--stack", stack]
+        .map(str::to_owned)
+        .to_vec()
 }
 
 fn env() -> Vec<(String, String)> {
@@ -160,7 +162,10 @@ fn environment_names_are_checked_and_given_once() {
             "{bad:?}"
         );
     }
-    let twice = [("A".to_owned(), "1".to_owned()), ("A".to_owned(), "2".to_owned())];
+    let twice = [
+        ("A".to_owned(), "1".to_owned()),
+        ("A".to_owned(), "2".to_owned()),
+    ];
     assert_eq!(
         render(&spec(&a, &twice)),
         Err(UnitError::DuplicateEnv("A".into()))

@@ -179,7 +179,14 @@ fn log_path(home: &Path, stack: &str) -> PathBuf {
 fn host_env(home: &Path, stack: &str, root: &Path, port: u16) -> Vec<(String, String)> {
     let node = real_node();
     let mut path: Vec<String> = vec![node.parent().unwrap().display().to_string()];
-    for d in ["/opt/homebrew/bin", "/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"] {
+    for d in [
+        "/opt/homebrew/bin",
+        "/usr/local/bin",
+        "/usr/bin",
+        "/bin",
+        "/usr/sbin",
+        "/sbin",
+    ] {
         if !path.iter().any(|p| p == d) {
             path.push(d.to_owned());
         }
@@ -248,7 +255,10 @@ fn verify_lines(m: &UserManager, unit: &Path) -> Vec<String> {
 }
 
 fn timed(what: &str, t0: Instant) {
-    eprintln!("timing: {what}: {:.0} ms", t0.elapsed().as_secs_f64() * 1000.0);
+    eprintln!(
+        "timing: {what}: {:.0} ms",
+        t0.elapsed().as_secs_f64() * 1000.0
+    );
 }
 
 #[test]
@@ -278,7 +288,10 @@ fn the_real_host_runs_from_its_unit_with_exactly_the_generated_environment() {
     let manager = sc.show_environment().unwrap();
     let check = systemd::check_environ(&live, &u.env, &manager);
     assert!(check.holds_the_generated(), "{check:?}\n{live:#?}");
-    assert!(check.from_manager.contains(&"XDG_RUNTIME_DIR".to_owned()), "{check:?}");
+    assert!(
+        check.from_manager.contains(&"XDG_RUNTIME_DIR".to_owned()),
+        "{check:?}"
+    );
     assert_eq!(live.get("INVOCATION_ID"), s.invocation_id.as_ref());
     assert_eq!(live.get("SYSTEMD_EXEC_PID"), Some(&pid.to_string()));
     assert_eq!(live.get("MANAGERPID"), Some(&m.pid.to_string()));
@@ -342,14 +355,18 @@ fn a_drop_in_overriding_the_environment_is_named_and_seen_live() {
     u.install_and_start();
     let dropin = u.path.with_extension("service.d").join("override.conf");
     std::fs::create_dir_all(dropin.parent().unwrap()).unwrap();
-    std::fs::write(&dropin, "[Service]\nEnvironment=OYSTERUN_ROUTEC_STACK_NAME=other\n").unwrap();
+    std::fs::write(
+        &dropin,
+        "[Service]\nEnvironment=OYSTERUN_ROUTEC_STACK_NAME=other\n",
+    )
+    .unwrap();
     {
         let _r = reloads();
         sc.daemon_reload().unwrap();
     }
     sc.restart(&u.name).unwrap();
     let s = u.wait_healthy();
-    assert_eq!(s.drop_in_paths, [dropin.clone()]);
+    assert_eq!(s.drop_in_paths, std::slice::from_ref(&dropin));
     let check = systemd::check_environ(
         &environ(s.main_pid.unwrap()),
         &u.env,
@@ -374,7 +391,10 @@ fn stop_then_disable_now_leave_it_stopped_with_its_result_and_the_file_kept() {
     );
     assert_eq!(s.result, UnitResult::Success);
     let pid = running.main_pid.unwrap();
-    assert!(!Path::new(&format!("/proc/{pid}")).exists(), "the Host is gone");
+    assert!(
+        !Path::new(&format!("/proc/{pid}")).exists(),
+        "the Host is gone"
+    );
     assert!(s.is_enabled(), "a stop does not disable");
     sc.start(&u.name).unwrap();
     u.wait_healthy();
@@ -414,7 +434,10 @@ fn a_killed_host_is_started_again_by_the_manager() {
     } else {
         u.wait_healthy()
     };
-    timed("kill SIGTERM to a new healthy instance (RestartSec=200ms)", t0);
+    timed(
+        "kill SIGTERM to a new healthy instance (RestartSec=200ms)",
+        t0,
+    );
     assert_eq!(after.n_restarts, 1);
     assert_ne!(after.invocation_id, before.invocation_id);
 }
@@ -459,11 +482,17 @@ fn a_crash_loop_fails_at_its_start_limit_until_reset_failed() {
 #[test]
 fn the_manager_probe_says_running_or_why_there_is_none() {
     let Some((m, sc)) = door() else { return };
-    eprintln!("timing: manager ready in {:.0} ms", m.started_in.as_secs_f64() * 1000.0);
+    eprintln!(
+        "timing: manager ready in {:.0} ms",
+        m.started_in.as_secs_f64() * 1000.0
+    );
     let t0 = Instant::now();
     let state = sc.manager_state().unwrap();
     timed("manager_state", t0);
-    assert!(matches!(state, ManagerState::Running | ManagerState::Degraded));
+    assert!(matches!(
+        state,
+        ManagerState::Running | ManagerState::Degraded
+    ));
     assert!(!sc.runtime_dir_defaulted);
     // Where the manager reads units from holds the directory oyster writes to (HOME has a
     // blank, so systemd quotes it).

@@ -105,8 +105,11 @@ impl UserManager {
         let runtime_dir = dir.path().join("run");
         std::fs::create_dir(&home).map_err(|e| e.to_string())?;
         std::fs::create_dir(&runtime_dir).map_err(|e| e.to_string())?;
-        std::fs::set_permissions(&runtime_dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
-            .map_err(|e| e.to_string())?;
+        std::fs::set_permissions(
+            &runtime_dir,
+            std::os::unix::fs::PermissionsExt::from_mode(0o700),
+        )
+        .map_err(|e| e.to_string())?;
         let cgroups = make_cgroups()?;
         let log = dir.path().join("manager.log");
         let t0 = Instant::now();
@@ -327,7 +330,12 @@ fn procs_under(dir: &Path) -> Vec<u32> {
 }
 
 /// Starts the manager (see [`SCRIPT`]) from the spawner thread.
-fn spawn(home: &Path, runtime_dir: &Path, cgroups: &[PathBuf], log: &Path) -> Result<Child, String> {
+fn spawn(
+    home: &Path,
+    runtime_dir: &Path,
+    cgroups: &[PathBuf],
+    log: &Path,
+) -> Result<Child, String> {
     let out = std::fs::File::create(log).map_err(|e| e.to_string())?;
     let err = out.try_clone().map_err(|e| e.to_string())?;
     let user = nix::unistd::User::from_uid(nix::unistd::getuid())
@@ -346,16 +354,24 @@ fn spawn(home: &Path, runtime_dir: &Path, cgroups: &[PathBuf], log: &Path) -> Re
         // Rootless: an unprivileged user namespace may mount (the cgroup must be writable).
         cmd.args(["--user", "--map-root-user"]);
     }
-    cmd.args(["--mount", "--propagation", "private", "/bin/sh", "-c", SCRIPT, "sh"])
-        .arg(home)
-        .arg(runtime_dir)
-        .arg(&user)
-        .args(cgroups.iter().map(|d| d.join("cgroup.procs")))
-        .env_clear()
-        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err);
+    cmd.args([
+        "--mount",
+        "--propagation",
+        "private",
+        "/bin/sh",
+        "-c",
+        SCRIPT,
+        "sh",
+    ])
+    .arg(home)
+    .arg(runtime_dir)
+    .arg(&user)
+    .args(cgroups.iter().map(|d| d.join("cgroup.procs")))
+    .env_clear()
+    .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+    .stdin(Stdio::null())
+    .stdout(out)
+    .stderr(err);
     spawner(cmd).map_err(|e| format!("could not start unshare: {e}"))
 }
 
