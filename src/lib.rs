@@ -30,6 +30,7 @@ mod provider;
 mod service;
 mod setup;
 mod sys;
+pub mod systemd;
 mod undo;
 mod verify;
 
@@ -140,6 +141,8 @@ const ERROR_KINDS: &[error::KindProbe] = &[
     error::probe::<config::ConfigError>,
     error::probe::<sys::fs::FsError>,
     error::probe::<launchctl::LocateError>,
+    error::probe::<systemd::LocateError>,
+    error::probe::<systemd::UnitError>,
 ];
 
 /// The command's own status decides the exit code, also when its reader closed stdout
@@ -211,6 +214,15 @@ mod tests {
             Kind::Invalid
         );
         assert_eq!(kind(launchctl::LocateError::Missing), Kind::Failure);
+        assert_eq!(
+            kind(systemd::LocateError::BadOverride("x".into())),
+            Kind::Invalid
+        );
+        assert_eq!(kind(systemd::LocateError::Missing), Kind::Failure);
+        assert_eq!(
+            kind(systemd::UnitError::DuplicateEnv("A".into())),
+            Kind::Invalid
+        );
         assert_eq!(kind(anyhow::anyhow!("plain")), Kind::Failure);
     }
 

@@ -49,6 +49,9 @@ pub enum ChildEnv<'a> {
     Inherit,
     /// Exactly these variables and nothing else.
     Exactly(&'a [(String, String)]),
+    /// This process's environment with these variables set over it (`systemctl --user` gets
+    /// the caller's environment and the `XDG_RUNTIME_DIR` it is to use).
+    InheritWith(&'a [(&'a str, &'a OsStr)]),
 }
 
 /// A program as the door runs it: built from its absolute path, its arguments (as `OsStr`, so a
@@ -367,9 +370,15 @@ fn command(p: &Program<'_>) -> Command {
     if let Some(dir) = p.cwd {
         cmd.current_dir(dir);
     }
-    if let ChildEnv::Exactly(vars) = p.env {
-        cmd.env_clear();
-        cmd.envs(vars.iter().map(|(k, v)| (k, v)));
+    match p.env {
+        ChildEnv::Inherit => {}
+        ChildEnv::Exactly(vars) => {
+            cmd.env_clear();
+            cmd.envs(vars.iter().map(|(k, v)| (k, v)));
+        }
+        ChildEnv::InheritWith(vars) => {
+            cmd.envs(vars.iter().copied());
+        }
     }
     cmd
 }

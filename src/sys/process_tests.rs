@@ -159,3 +159,26 @@ fn output_is_capped() {
     .unwrap();
     assert_eq!(f.stdout.len(), OUTPUT_CAP);
 }
+
+#[test]
+fn inherit_with_keeps_this_process_environment_and_sets_the_given_variables_over_it() {
+    // PATH is inherited (the child finds nothing without it only when it was cleared), and
+    // the given variable is set, byte for byte.
+    use std::os::unix::ffi::OsStrExt;
+    let value = OsStr::from_bytes(b"/run/user/x\xe9");
+    let f = Program::new(Path::new("/bin/sh"))
+        .args([
+            "-c",
+            "printf '%s|' \"${PATH:+has-path}\"; printf '%s' \"$XDG_RUNTIME_DIR\" | od -An -c",
+        ])
+        .env(ChildEnv::InheritWith(&[("XDG_RUNTIME_DIR", value)]))
+        .timeout(Duration::from_secs(5))
+        .run()
+        .unwrap();
+    assert_eq!(f.code, 0, "{f:?}");
+    assert!(f.stdout.starts_with("has-path|"), "{f:?}");
+    assert!(
+        f.stdout.contains("351"),
+        "the byte 0xe9 arrives as is: {f:?}"
+    );
+}

@@ -121,6 +121,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // The one door to launchd (the located launchctl, its typed codes and domains, the print
     // parser): owned by the context, below every flow that loads or reads a job.
     ("launchctl", &["provider", "sys", "output", "error"]),
+    // The one door to systemd --user (the located systemctl, its verbs, the `show` parser,
+    // the unit renderer, the manager probe): typed values only, below every flow that will
+    // install or read a unit.
+    ("systemd", &["sys", "output", "error"]),
     // Not `context`: the context is built from the stack (`host::stack`), so planning takes
     // explicit inputs (`host::plan::PlanEnv`) and the two never import each other.
     ("host", &["config", "provider", "sys", "output", "error"]),

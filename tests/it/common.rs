@@ -13,6 +13,8 @@ mod follow;
 pub mod pkg;
 pub mod repo;
 mod stack;
+#[cfg(target_os = "linux")]
+pub mod user_manager;
 
 pub use context::{pty_report, python, recorder, shown_width, strip_ansi, write_binary_plist};
 pub use stack::{args, install_args, Args, Stack};

@@ -70,4 +70,6 @@ mod special_files;
 mod sudo_foreign_owners;
 mod suite_layout;
 mod syscalls;
+#[cfg(target_os = "linux")]
+mod systemd_door;
 mod verbs;
