@@ -37,6 +37,12 @@ pub struct EnvSnapshot {
     pub launchctl: Option<OsString>,
     /// `OYSTER_LAUNCHCTL_TIMEOUT_SECS`.
     pub launchctl_timeout: Option<String>,
+    /// `OYSTER_SYSTEMCTL`: another `systemctl` (or `none`).
+    pub systemctl: Option<OsString>,
+    /// `XDG_RUNTIME_DIR`: where the user manager answers (`/run/user/<uid>` when unset, said).
+    pub runtime_dir: Option<OsString>,
+    /// `XDG_CONFIG_HOME`: where user units live (`~/.config` when unset).
+    pub config_home: Option<PathBuf>,
     /// `OYSTER_MANAGED_PREFERENCES_DIR`: stands in for `/Library/Managed Preferences`.
     pub managed_dir: Option<PathBuf>,
     /// `OYSTER_ENV_PROOF`, parsed once: `exec` or `launchd` force the proof used when the
@@ -60,6 +66,9 @@ impl EnvSnapshot {
             npm_prefix: path("npm_config_prefix"),
             launchctl: os("OYSTER_LAUNCHCTL"),
             launchctl_timeout: text("OYSTER_LAUNCHCTL_TIMEOUT_SECS"),
+            systemctl: os("OYSTER_SYSTEMCTL"),
+            runtime_dir: os("XDG_RUNTIME_DIR"),
+            config_home: path("XDG_CONFIG_HOME"),
             proof_floor: ProofFloor::from_env(text("OYSTER_ENV_PROOF").as_deref()),
             managed_dir: path("OYSTER_MANAGED_PREFERENCES_DIR"),
         }
@@ -180,6 +189,52 @@ pub struct Context {
     /// launchctl, located on first use and shared by every stack of this run
     /// ([`Context::launchctl`]).
     launchctl: Rc<OnceCell<Result<Launchctl, LocateError>>>,
+    /// The service manager, chosen on first use ([`Context::manager`]).
+    manager: Rc<OnceCell<Result<Manager, NoManager>>>,
+}
+
+/// The service manager a stack's Host runs under on this machine.
+#[derive(Debug, Clone)]
+pub enum Manager {
+    /// launchd (macOS, or a launchctl named by `OYSTER_LAUNCHCTL`): [`Context::launchctl`].
+    Launchd,
+    /// The systemd user manager, reached through this `systemctl --user`.
+    Systemd(std::rc::Rc<crate::systemd::Systemctl>),
+}
+
+/// Why no service manager runs the Host here: the direct (pid-file) mode is what is left.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum NoManager {
+    /// launchctl could not be used, and this is not Linux (or launchd was named).
+    #[error(transparent)]
+    Launchd(#[from] LocateError),
+    /// A systemctl variable set wrong (exit 2).
+    #[error(transparent)]
+    Systemctl(#[from] crate::systemd::LocateError),
+    /// systemctl is there, but no user manager answers it.
+    #[error("{0}")]
+    Unreachable(String),
+}
+
+impl NoManager {
+    /// A variable the user set is wrong (exit 2); a missing manager is a failure (exit 1).
+    pub fn is_invalid_input(&self) -> bool {
+        match self {
+            NoManager::Launchd(e) => e.is_invalid_input(),
+            NoManager::Systemctl(e) => e.is_invalid_input(),
+            NoManager::Unreachable(_) => false,
+        }
+    }
+}
+
+impl crate::error::HasKind for NoManager {
+    fn kind(&self) -> crate::error::Kind {
+        if self.is_invalid_input() {
+            crate::error::Kind::Invalid
+        } else {
+            crate::error::Kind::Failure
+        }
+    }
 }
 
 /// Planning reads exactly these parts of the context (it lives below the command layer and
@@ -242,6 +297,7 @@ impl Context {
             out,
             typed,
             launchctl: Rc::default(),
+            manager: Rc::default(),
         })
     }
 
@@ -258,6 +314,42 @@ impl Context {
             })
             .as_ref()
             .map_err(Clone::clone)
+    }
+
+    /// The service manager of this run, chosen once: launchd where launchctl is (macOS, or
+    /// `OYSTER_LAUNCHCTL`); on Linux without one, the systemd user manager when `systemctl
+    /// --user` reaches one that runs (`SystemState` running or degraded); otherwise none, with
+    /// the cause (the direct mode is what is left).
+    pub fn manager(&self) -> Result<Manager, NoManager> {
+        self.manager.get_or_init(|| self.choose_manager()).clone()
+    }
+
+    fn choose_manager(&self) -> Result<Manager, NoManager> {
+        let launchd = match self.launchctl() {
+            Ok(_) => return Ok(Manager::Launchd),
+            Err(e) => e,
+        };
+        // A launchctl named (not `none`) is launchd asked for: its error stands.
+        let named = self.env.launchctl.as_deref().is_some_and(|v| v != "none");
+        if named || launchd.is_invalid_input() || !cfg!(target_os = "linux") {
+            return Err(launchd.into());
+        }
+        let sc = match crate::systemd::Systemctl::locate(
+            self.env.systemctl.as_deref(),
+            self.env.runtime_dir.as_deref(),
+        ) {
+            Ok(sc) => sc.with_home(&self.stack.home),
+            Err(e) if e.is_invalid_input() => return Err(e.into()),
+            // No systemctl, or switched off: launchd's reason stands.
+            Err(_) => return Err(launchd.into()),
+        };
+        match sc.manager_state() {
+            Ok(_) => Ok(Manager::Systemd(std::rc::Rc::new(sc))),
+            Err(why) => Err(NoManager::Unreachable(format!(
+                "{launchd}; and no systemd user manager answers `{} --user` ({why})",
+                sc.path.display()
+            ))),
+        }
     }
 
     /// The same run's context for another stack (`agent list`): same environment, launcher and
@@ -283,6 +375,7 @@ impl Context {
                 ..self.typed
             },
             launchctl: Rc::clone(&self.launchctl),
+            manager: Rc::clone(&self.manager),
         })
     }
 

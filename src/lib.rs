@@ -24,6 +24,7 @@ mod host;
 mod invocation;
 mod launch;
 mod launchctl;
+mod manager;
 mod output;
 mod probe;
 mod provider;
@@ -32,6 +33,7 @@ mod setup;
 mod sys;
 pub mod systemd;
 mod undo;
+mod unit;
 mod verify;
 
 use std::ffi::OsString;
@@ -143,6 +145,7 @@ const ERROR_KINDS: &[error::KindProbe] = &[
     error::probe::<launchctl::LocateError>,
     error::probe::<systemd::LocateError>,
     error::probe::<systemd::UnitError>,
+    error::probe::<context::NoManager>,
 ];
 
 /// The command's own status decides the exit code, also when its reader closed stdout

@@ -62,23 +62,16 @@ impl Backoff {
 /// `/health` is cheap: poll it often.
 const HEALTH_EVERY: Duration = Duration::from_millis(20);
 
-/// Verification timing.
-#[derive(Debug, Clone, Copy)]
-pub struct Timing {
-    /// For the new instance to run and answer `/health`.
-    pub wait: Duration,
-    /// How long the pid must stay the same after `/health` said 200.
-    pub settle: Duration,
-}
+pub use crate::service::{Outcome, Timing, Verified};
 
 pub use crate::verify::{EnvProof, ProofFloor};
 
 mod load;
 mod pending;
-mod port;
 mod restart;
 mod rollback;
 mod run;
+mod seam;
 mod verification;
 
 use crate::service::Change;
@@ -112,14 +105,6 @@ pub struct Agent<'a> {
     pub(super) keep_stopped: bool,
     /// What the config step needs to merge the plan into `config.json` again.
     plan_env: crate::host::plan::PlanEnv<'a>,
-}
-
-/// A verified Host.
-#[derive(Debug, Clone)]
-pub struct Verified {
-    pub pid: u32,
-    pub health_after: Duration,
-    pub env_proof: EnvProof,
 }
 
 /// Why verification stopped.
@@ -408,13 +393,6 @@ impl Agent<'_> {
         // Read through the regular-file reader (a FIFO there must not hang stop/uninstall).
         let _ = crate::host::identity::remove_if_dead(self.stack);
     }
-}
-
-/// What `apply` did.
-pub struct Outcome {
-    pub verified: Verified,
-    pub reloaded: bool,
-    pub was_loaded: bool,
 }
 
 #[cfg(test)]

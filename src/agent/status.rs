@@ -74,6 +74,8 @@ pub enum Manager {
     Launchd,
     /// `oyster host start` (the pid file).
     Direct,
+    /// The systemd user unit.
+    Systemd,
 }
 
 /// `agent status --json` and each row of `agent list --json` (docs/json.md): the four facts
@@ -118,6 +120,11 @@ pub struct AgentStatus {
     /// Who runs the Host; `null` when none runs or when that cannot be known (launchctl could
     /// not be asked about a stack that has a LaunchAgent).
     pub managed_by: Option<Manager>,
+    /// The service manager asked: `launchd`, `systemd`, or `null` (none here).
+    pub manager: Option<&'static str>,
+    /// The systemd unit's facts, under systemd.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<systemd::UnitFacts>,
     pub plist_path: String,
     pub log_path: String,
     pub launchctl: Option<String>,
@@ -166,14 +173,18 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
     let newcomer = installed.is_none()
         && !ctx.stack.config_path().exists()
         && plan::plan(ctx, &Default::default()).is_err();
-    let asked = match ctx.launchctl() {
-        Err(e) => {
+    let asked = match (ctx.manager(), ctx.launchctl()) {
+        (Ok(crate::context::Manager::Systemd(sc)), _) => systemd::ask(ctx, &sc, &mut st),
+        (_, Err(e)) => {
             st.notes.push(ctx.hints().for_stack(&e.to_string()));
             false
         }
-        Ok(lc) => ask_launchd(ctx, lc, listings, installed.as_ref(), &mut st),
+        (_, Ok(lc)) => {
+            st.manager = Some("launchd");
+            ask_launchd(ctx, lc, listings, installed.as_ref(), &mut st)
+        }
     };
-    if st.running {
+    if st.running && st.managed_by.is_none() {
         st.managed_by = Some(Manager::Launchd);
     } else if st.loaded {
         // A loaded job that is between instances (throttled, spawning): a live Host the pid
@@ -248,6 +259,8 @@ fn blank(ctx: &Context, installed: Option<&Installed>) -> AgentStatus {
         in_sync,
         installed_by: installed.map(installed_by),
         managed_by: None,
+        manager: None,
+        unit: None,
         plist_path: stack.plist_path().display().to_string(),
         log_path: stack.log_path().display().to_string(),
         launchctl: None,
@@ -571,6 +584,7 @@ fn sent_sigterm_lately(ctx: &Context) -> bool {
 }
 
 mod notes;
+mod systemd;
 
 use notes::{disabled_override, loaded_twice_note, login_item};
 pub use notes::{keychain_note, runs_in_background_session};

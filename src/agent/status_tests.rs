@@ -29,6 +29,8 @@ fn st() -> AgentStatus {
         in_sync: Some(true),
         installed_by: Some(InstalledBy::Oyster),
         managed_by: None,
+        manager: None,
+        unit: None,
         plist_path: String::new(),
         log_path: String::new(),
         launchctl: None,

@@ -15,26 +15,7 @@ use crate::output::audit::{Action, Step, StepOutcome};
 use crate::sys::process::ProcessError;
 use crate::sys::signal::{self, InterruptGuard};
 
-/// What `stop` found and did.
-#[derive(Debug, Clone, Copy)]
-pub struct StopOutcome {
-    /// The job was loaded and has been booted out.
-    pub was_loaded: bool,
-    /// The bootout was issued and not waited for (`--no-wait`): launchd may still be stopping
-    /// the Host.
-    pub still_stopping: bool,
-    /// The pid that was running, if one was.
-    pub pid: Option<u32>,
-}
-
-/// What `kill` did.
-#[derive(Debug, Clone, Copy)]
-pub struct KillOutcome {
-    /// The pid that got SIGTERM.
-    pub pid: u32,
-    /// Whether that pid was gone when oyster stopped watching.
-    pub exited: bool,
-}
+pub use crate::service::{KillOutcome, StopOutcome};
 
 /// How long `kill` watches the signalled pid go (launchd's exit timeout for agents is 5 s).
 const KILL_WATCH: Duration = Duration::from_secs(5);

@@ -145,8 +145,16 @@ pub fn agent_verb(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
 /// No launchd here (launchctl missing or switched off): the error names `oyster host start`
 /// as the way, for this stack (run as shown, a stack-less one would start production).
 fn launchd_absent_for_stack(ctx: &Context, e: anyhow::Error) -> anyhow::Error {
-    match e.downcast_ref::<crate::launchctl::LocateError>() {
-        Some(l) if !l.is_invalid_input() && !ctx.stack_suffix().is_empty() => {
+    let absent = match (
+        e.downcast_ref::<crate::launchctl::LocateError>(),
+        e.downcast_ref::<crate::context::NoManager>(),
+    ) {
+        (Some(l), _) => !l.is_invalid_input(),
+        (_, Some(m)) => !m.is_invalid_input(),
+        _ => false,
+    };
+    match absent {
+        true if !ctx.stack_suffix().is_empty() => {
             anyhow::anyhow!(ctx.hints().for_stack(&format!("{e:#}")))
         }
         _ => e,

@@ -120,8 +120,13 @@ fn show(ctx: &Context, opts: &SetupOptions, sp: &SetupPlan) {
             st.plist_path().display(),
             lc.describe()
         ),
-        Service::Direct => crate::say!(
-            "  service:     direct start with a pid file ({}); launchctl is not available here",
+        Service::Systemd(sc) => crate::say!(
+            "  service:     systemd user unit {} via {}",
+            crate::manager::definition(ctx).display(),
+            sc.describe()
+        ),
+        Service::Direct(why) => crate::say!(
+            "  service:     direct start with a pid file ({}); no service manager here: {why}",
             st.pid_path().display()
         ),
     }

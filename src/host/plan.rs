@@ -448,3 +448,31 @@ impl Plan {
         agentplist::launch_arguments(stack)
     }
 }
+
+/// The rollback of a run's port change (every manager's): puts config.json's port back to
+/// what it was before `change`, unless another command changed it since (then it is left as
+/// that command left it, and said).
+pub fn put_back_port(
+    path: &Path,
+    change: &Change,
+    out: &dyn crate::output::Reporter,
+) -> anyhow::Result<String> {
+    let key = config::PORT_KEY;
+    let (reverted, _) = config::update(path, out, |doc, changes| {
+        if doc.value().get(key) != Some(&change.to) {
+            return Ok(false);
+        }
+        match &change.from {
+            serde_json::Value::Null => doc.unset(key, changes),
+            from => doc.set(key, from.clone(), changes),
+        }
+        Ok(true)
+    })?;
+    Ok(match (reverted, &change.from) {
+        (false, _) => {
+            "config.json's port was changed by another command meanwhile: left as it is".to_owned()
+        }
+        (true, serde_json::Value::Null) => "config.json has no port again".to_owned(),
+        (true, from) => format!("config.json's port is {from} again"),
+    })
+}

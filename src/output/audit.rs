@@ -40,6 +40,16 @@ impl std::fmt::Display for Action {
 #[serde(rename_all = "kebab-case")]
 pub enum Step {
     WritePlist,
+    /// The systemd unit file written.
+    WriteUnit,
+    /// `systemctl --user daemon-reload`.
+    DaemonReload,
+    /// `systemctl --user start`.
+    Start,
+    /// `systemctl --user stop`.
+    Stop,
+    /// `systemctl --user restart`.
+    Restart,
     Enable,
     Disable,
     Bootout,

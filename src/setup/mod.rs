@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::agent::lifecycle::{Agent, Timing};
+use crate::agent::lifecycle::Timing;
 use crate::config;
 use crate::context::Context;
 use crate::direct;
@@ -68,7 +68,10 @@ pub struct SetupOptions {
 /// Which service manager starts the Host.
 pub enum Service {
     Launchd(Launchctl),
-    Direct,
+    /// The systemd user manager, reached through this systemctl.
+    Systemd(std::rc::Rc<crate::systemd::Systemctl>),
+    /// No manager: the pid-file direct Host, and why.
+    Direct(String),
 }
 
 /// One provider install: npm next to the pinned Node, `--prefix` pinned to that Node's prefix.
@@ -133,9 +136,12 @@ pub fn make_plan(ctx: &Context, opts: &SetupOptions) -> anyhow::Result<SetupPlan
         (None, Some(existing)) => PathBuf::from(existing),
         (None, None) => ctx.stack.home.join("OysterunAgents"),
     };
-    let service = match ctx.launchctl() {
-        Ok(lc) => Service::Launchd(lc.clone()),
-        Err(_) => Service::Direct,
+    let service = match (ctx.manager(), ctx.launchctl()) {
+        (Ok(crate::context::Manager::Launchd), Ok(lc)) => Service::Launchd(lc.clone()),
+        (Ok(crate::context::Manager::Systemd(sc)), _) => Service::Systemd(sc),
+        (Err(e), _) if e.is_invalid_input() => return Err(e.into()),
+        (Err(e), _) => Service::Direct(format!("{e}")),
+        (Ok(_), Err(e)) => Service::Direct(format!("{e}")),
     };
     Ok(SetupPlan {
         plan,
@@ -400,23 +406,23 @@ fn start_service(
 ) -> anyhow::Result<()> {
     let st = &ctx.stack;
     match (&sp.service, opts.no_start) {
-        (Service::Launchd(_), true) => {
-            let plist = st.plist_path();
+        (Service::Launchd(_) | Service::Systemd(_), true) => {
+            let plist = crate::manager::definition(ctx);
             journal.push(Undo::File {
                 path: plist.clone(),
                 bytes: fsutil::read_regular(&plist, crate::host::plist::MAX_PLIST_BYTES)?,
                 mode: Some(0o644),
             });
-            let wrote = crate::host::plist::write(lock, &plist, &plan.plist, &st.log_dir)?;
+            let wrote = crate::manager::write_definition(ctx, plan, lock)?;
             ctx.reporter().line(&format!(
                 "{}: {} (not started: --no-start)",
                 plist.display(),
                 if wrote { "written" } else { "unchanged" }
             ));
         }
-        (Service::Launchd(_), false) => {
-            // The lifecycle rolls its own plist back when the Host does not verify.
-            let mut agent = Agent::new(ctx, lock)?;
+        (Service::Launchd(_) | Service::Systemd(_), false) => {
+            // The lifecycle rolls its own definition back when the Host does not verify.
+            let mut agent = crate::manager::job(ctx, Some(lock))?;
             let outcome = agent.apply(
                 plan,
                 Action::Setup,
@@ -429,11 +435,11 @@ fn start_service(
                 outcome.verified.health_after.as_millis()
             ));
         }
-        (Service::Direct, true) => ctx.reporter().line(&format!(
+        (Service::Direct(_), true) => ctx.reporter().line(&format!(
             "Not started (--no-start); `{}` starts it.",
             ctx.hints().cmd("host start")
         )),
-        (Service::Direct, false) => {
+        (Service::Direct(_), false) => {
             let started = direct::start(
                 st,
                 plan,

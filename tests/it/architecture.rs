@@ -18,106 +18,34 @@ use syn::visit::Visit;
 /// Which top-level modules each top-level module may name (besides itself). `lib`/`main` and
 /// `commands` sit on top and may name anything. A cycle between two rows is refused by
 /// [`the_layers_have_no_cycle`]; the only ones tolerated are listed in [`CYCLE_EXCEPTIONS`].
+#[rustfmt::skip]
 const ALLOWED: &[(&str, &[&str])] = &[
     // clap's structs, resolved once into the `Invocation` the commands read.
-    (
-        "cli",
-        &[
-            "invocation",
-            "agent",
-            "context",
-            "host",
-            "provider",
-            "setup",
-            "output",
-            "error",
-        ],
-    ),
+    ("cli", &["invocation", "agent", "context", "host", "provider", "setup", "output", "error"]),
     // The resolved command line: plain types the commands read, nothing of clap's.
-    (
-        "invocation",
-        &["agent", "context", "host", "setup", "output"],
-    ),
-    (
-        "context",
-        &[
-            "launchctl",
-            "host",
-            "config",
-            "provider",
-            "verify",
-            "output",
-            "sys",
-            "error",
-        ],
-    ),
-    (
-        "setup",
-        &[
-            "agent",
-            "service",
-            "undo",
-            "direct",
-            "verify",
-            "host",
-            "config",
-            "provider",
-            "context",
-            "launchctl",
-            "sys",
-            "output",
-            "error",
-        ],
-    ),
-    (
-        "agent",
-        &[
-            "service",
-            "undo",
-            "direct",
-            "probe",
-            "verify",
-            "host",
-            "config",
-            "provider",
-            "context",
-            "launchctl",
-            "sys",
-            "output",
-            "error",
-        ],
-    ),
-    (
-        "direct",
-        &[
-            "probe", "verify", "host", "config", "provider", "context", "sys", "output", "error",
-        ],
-    ),
+    ("invocation", &["agent", "context", "host", "setup", "output"]),
+    ("context", &["launchctl", "systemd", "host", "config", "provider", "verify", "output", "sys", "error"]),
+    ("setup", &["agent", "manager", "systemd", "service", "undo", "direct", "verify", "host", "config", "provider", "context", "launchctl", "sys", "output", "error"]),
+    ("agent", &["service", "systemd", "unit", "undo", "direct", "probe", "verify", "host", "config", "provider", "context", "launchctl", "sys", "output", "error"]),
+    ("direct", &["probe", "verify", "host", "config", "provider", "context", "sys", "output", "error"]),
     // Fleets of Macs (issue 32): the MDM profile, oyster's signature, the inventory; reads
     // what the flows below it know, changes nothing.
-    (
-        "fleet",
-        &[
-            "agent", "probe", "verify", "host", "config", "provider", "context", "sys", "output",
-            "error",
-        ],
-    ),
+    ("fleet", &["agent", "probe", "verify", "host", "config", "provider", "context", "sys", "output", "error"]),
     // The one probe of a live Host: beside verify, below the flows that use it.
     ("probe", &["verify", "host", "sys", "output", "error"]),
     // The Host's launch program (`oyster host exec`): a flow beside agent/direct/setup.
-    (
-        "launch",
-        &[
-            "direct", "verify", "host", "config", "provider", "context", "sys", "output", "error",
-        ],
-    ),
+    ("launch", &["direct", "verify", "host", "config", "provider", "context", "sys", "output", "error"]),
     ("verify", &["host", "sys", "output", "error"]),
     // One way to take side effects back (setup's journal, the lifecycle's rollback): below
     // both, above the audit log it records to.
     ("undo", &["sys", "output", "error"]),
+    // Which manager runs the Host here, and its job: the one room naming both backends.
+    ("manager", &["agent", "unit", "service", "systemd", "context", "host", "sys", "error"]),
+    // The systemd user manager behind the seam: beside `agent` (launchd's job).
+    ("unit", &["service", "systemd", "verify", "host", "config", "context", "sys", "output", "error"]),
     // The service-manager seam: the neutral observation, the one pure decision, the steps and
     // the receipt; below every manager (launchd's agent, systemd) that fills and takes them.
-    ("service", &["config", "sys", "output", "error"]),
+    ("service", &["host", "verify", "config", "sys", "output", "error"]),
     // The one door to launchd (the located launchctl, its typed codes and domains, the print
     // parser): owned by the context, below every flow that loads or reads a job.
     ("launchctl", &["provider", "sys", "output", "error"]),

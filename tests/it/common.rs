@@ -116,6 +116,11 @@ impl TestContext {
         if !self.system_launchctl && !self.extra_env.iter().any(|(k, _)| k == "OYSTER_LAUNCHCTL") {
             c.env("OYSTER_LAUNCHCTL", "none");
         }
+        // Likewise no user manager unless a test names one: a developer's own `systemd
+        // --user` must never be reached by a test.
+        if !self.extra_env.iter().any(|(k, _)| k == "OYSTER_SYSTEMCTL") {
+            c.env("OYSTER_SYSTEMCTL", "none");
+        }
         for (k, v) in &self.extra_env {
             c.env(k, v);
         }

@@ -72,4 +72,6 @@ mod suite_layout;
 mod syscalls;
 #[cfg(target_os = "linux")]
 mod systemd_door;
+#[cfg(target_os = "linux")]
+mod systemd_job;
 mod verbs;

@@ -153,13 +153,14 @@ fn a_run_killed_mid_change_leaves_its_port_for_the_recovering_runs_rollback_to_p
     let err = s.t.path("restart.err");
     let new_port = free_port();
     let mut child = restart_onto(&s, &bad, new_port, &err);
-    // SIGKILL once the change is under way: no rollback runs, the marker stays.
+    // SIGKILL once the change is under way (its receipt written, then its config step): no
+    // rollback runs, the receipt stays.
     let pending = s.t.home.join(".oysterun-stacks/killroll/run/pending");
     wait_while_running(
         &mut child,
         Duration::from_secs(20),
-        "the pending marker",
-        || pending.exists(),
+        "the receipt and the config step",
+        || pending.exists() && config_port(&s) == new_port,
     );
     send(&child, Signal::SIGKILL);
     let _ = child.wait();

@@ -316,8 +316,12 @@ impl Revert<Agent<'_>> for Definition {
         // failure (nothing is left for a next run to retry).
         match port {
             Some(change) if replaced => {
-                let config = put_back_port(agent, &change)
-                    .unwrap_or_else(|e| format!("config.json's port could not be put back: {e:#}"));
+                let config = crate::host::plan::put_back_port(
+                    &agent.stack.config_path(),
+                    &change,
+                    agent.out,
+                )
+                .unwrap_or_else(|e| format!("config.json's port could not be put back: {e:#}"));
                 Ok(Some(format!("{said}; {config}")))
             }
             _ => Ok(Some(said)),
@@ -327,28 +331,4 @@ impl Revert<Agent<'_>> for Definition {
     fn failed(err: &anyhow::Error) -> String {
         format!("rollback failed too (the next run retries it): {err:#}")
     }
-}
-
-/// Puts config.json's port back to what it was before `change`, unless another command changed
-/// it since (then it is left as that command left it, and said).
-fn put_back_port(agent: &Agent<'_>, change: &crate::config::Change) -> anyhow::Result<String> {
-    let key = crate::config::PORT_KEY;
-    let (reverted, _) =
-        crate::config::update(&agent.stack.config_path(), agent.out, |doc, changes| {
-            if doc.value().get(key) != Some(&change.to) {
-                return Ok(false);
-            }
-            match &change.from {
-                serde_json::Value::Null => doc.unset(key, changes),
-                from => doc.set(key, from.clone(), changes),
-            }
-            Ok(true)
-        })?;
-    Ok(match (reverted, &change.from) {
-        (false, _) => {
-            "config.json's port was changed by another command meanwhile: left as it is".to_owned()
-        }
-        (true, serde_json::Value::Null) => "config.json has no port again".to_owned(),
-        (true, from) => format!("config.json's port is {from} again"),
-    })
 }

@@ -344,7 +344,7 @@ impl Agent<'_> {
             .chain(others)
             .filter_map(|l| l.pid)
             .collect();
-        self.holder_of(port, &ours)
+        service::port::holder(port, &ours, self.out)
     }
 
     /// A refusal as the error the user reads, with its fix.

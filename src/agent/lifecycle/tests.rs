@@ -1,8 +1,8 @@
 //! Unit tests of the lifecycle's units, without the simulator.
 
-use super::port::{check_port, port_in_use, PortCheck};
 use super::restart::spawned;
 use super::*;
+use crate::service::port::{check_port, port_in_use, PortCheck};
 use crate::sys::net::Holder;
 use std::cell::Cell;
 

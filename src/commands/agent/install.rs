@@ -33,7 +33,7 @@ pub fn run(
             crate::service::Request::Apply,
             timing,
         )?;
-        preflight::report(ctx, &p.plan, &outcome);
+        preflight::report(ctx, agent.kind(), &p.plan, &outcome);
         Ok(ExitStatus::Success)
     })
 }

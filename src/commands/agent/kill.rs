@@ -1,7 +1,6 @@
 //! `oyster agent kill`: SIGTERM to the running Host only; KeepAlive starts it again.
 
 use super::preflight;
-use crate::agent::lifecycle::Agent;
 use crate::context::Context;
 use crate::ExitStatus;
 
@@ -12,10 +11,14 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
         return Err(preflight::not_installed(ctx, "kill").into());
     }
     let lock = ctx.lock_stack("agent kill")?;
-    let mut agent = Agent::new(ctx, &lock)?;
+    let mut agent = preflight::job(ctx, Some(&lock))?;
     let k = agent.kill(&|verb| ctx.hint_cmd(verb))?;
+    let again = match agent.kind() {
+        crate::service::ManagerKind::Systemd => "systemd starts it again (Restart=always, after RestartSec=10)",
+        _ => "launchd starts it again (KeepAlive; a Host that ran less than 10 s waits out the throttle)",
+    };
     ctx.out.out(&format!(
-        "Sent SIGTERM to the Host (pid {}){}; launchd starts it again (KeepAlive; a Host that ran less than 10 s waits out the throttle). `{}` shows the new pid; `{} --keep` stops it until the next login (brew's `kill`).",
+        "Sent SIGTERM to the Host (pid {}){}; {again}. `{}` shows the new pid; `{} --keep` stops it until the next login (brew's `kill`).",
         k.pid,
         if k.exited { ", which exited" } else { ", which is still shutting down" },
         ctx.hint_cmd("status"),

@@ -9,13 +9,15 @@
 //! Everything that can refuse does so before the config step writes anything: a refused verb
 //! leaves `config.json` and the plist byte-identical, and no stack directory behind.
 
-use crate::agent::lifecycle::{Agent, EnvProof, Outcome};
-use crate::context::Context;
+use crate::agent::lifecycle::{EnvProof, Outcome};
+use crate::context::{Context, Manager};
 use crate::direct::Owner;
 use crate::error::Failed;
 use crate::host::plan::{self, HostInputs, Plan};
 use crate::host::plist as agentplist;
+pub use crate::manager::{definition, definition_changed, job, Job};
 use crate::output::Tone;
+use crate::service::ManagerKind;
 use crate::sys::fs::Lock;
 use crate::sys::signal::InterruptGuard;
 
@@ -35,9 +37,9 @@ pub enum Launchd {
 pub struct Prepared<'a> {
     pub lock: &'a Lock,
     pub plan: Plan,
-    /// The launchd side; `Err` (why) when [`Launchd::Optional`] found none, `None` for
-    /// [`Launchd::NotNeeded`].
-    pub agent: Option<anyhow::Result<Agent<'a>>>,
+    /// The service manager's side; `Err` (why) when [`Launchd::Optional`] found none, `None`
+    /// for [`Launchd::NotNeeded`].
+    pub agent: Option<anyhow::Result<Job<'a>>>,
 }
 
 /// Runs the preflight chain for `verb` (as the user typed it, for the lock's holder line),
@@ -62,16 +64,17 @@ pub fn run<T>(
     let lock = ctx.lock_stack(verb)?;
     ctx.stack.refuse_special_log()?;
     let agent = match launchd {
-        Launchd::Required => Some(Ok(Agent::new(ctx, &lock)?)),
+        Launchd::Required => Some(Ok(job(ctx, Some(&lock))?)),
         Launchd::Optional => {
-            // A launchctl variable set wrong is invalid input (exit 2), refused before anything
-            // is written; only one that is absent or switched off falls back.
-            if let Err(e) = ctx.launchctl() {
+            // A launchctl or systemctl variable set wrong is invalid input (exit 2), refused
+            // before anything is written; only a manager that is absent or switched off falls
+            // back.
+            if let Err(e) = ctx.manager() {
                 if e.is_invalid_input() {
                     return Err(e.into());
                 }
             }
-            Some(Agent::new(ctx, &lock))
+            Some(job(ctx, Some(&lock)))
         }
         Launchd::NotNeeded => None,
     };
@@ -111,12 +114,7 @@ fn intended_port(ctx: &Context, host: &HostInputs) -> Option<u16> {
 /// launchd's copies in both domains count (a label loaded twice holds its port with the other
 /// copy, and the verb is what boots that copy out).
 fn current_host_pids(ctx: &Context) -> Vec<u32> {
-    let mut pids: Vec<u32> = ctx
-        .launchctl()
-        .ok()
-        .and_then(|lc| lc.in_both_domains(&ctx.stack.label).ok())
-        .map(|b| b.loaded().iter().filter_map(|(_, i)| i.pid()).collect())
-        .unwrap_or_default();
+    let mut pids: Vec<u32> = manager_pids(ctx);
     if let Ok(Owner::Ours(rec, _)) = crate::direct::owner(&ctx.stack) {
         pids.push(rec.pid);
     }
@@ -162,10 +160,27 @@ pub fn refuse_held_port(ctx: &Context, host: &HostInputs) -> anyhow::Result<()> 
 /// pid file under launchd too, so a pid file alone does not make a Host direct (and a copy in
 /// `user/<uid>` beside one in `gui/<uid>` is launchd's too).
 pub fn launchd_runs(ctx: &Context, pid: u32) -> bool {
-    ctx.launchctl()
-        .ok()
-        .and_then(|lc| lc.in_both_domains(&ctx.stack.label).ok())
-        .is_some_and(|b| b.loaded().iter().any(|(_, i)| i.pid() == Some(pid)))
+    manager_pids(ctx).contains(&pid)
+}
+
+/// The pids this stack's service manager runs for it now: launchd's copies in both domains,
+/// or the unit's `MainPID`.
+fn manager_pids(ctx: &Context) -> Vec<u32> {
+    match ctx.manager() {
+        Ok(Manager::Launchd) => ctx
+            .launchctl()
+            .ok()
+            .and_then(|lc| lc.in_both_domains(&ctx.stack.label).ok())
+            .map(|b| b.loaded().iter().filter_map(|(_, i)| i.pid()).collect())
+            .unwrap_or_default(),
+        Ok(Manager::Systemd(sc)) => crate::systemd::unit_name(&ctx.stack.label)
+            .ok()
+            .and_then(|u| sc.show(&u).ok())
+            .and_then(|s| s.main_pid)
+            .into_iter()
+            .collect(),
+        Err(_) => vec![],
+    }
 }
 
 /// The LaunchAgent must not start a second Host beside a directly started one of the same
@@ -191,8 +206,8 @@ pub fn refuse_direct_host(ctx: &Context) -> anyhow::Result<()> {
 pub fn write_only(ctx: &Context, plan: &Plan, lock: &Lock) -> anyhow::Result<()> {
     let changes = plan::write_config(ctx, plan, lock)?;
     crate::config::report(&ctx.stack.config_path(), &changes, ctx.reporter());
-    let path = ctx.stack.plist_path();
-    let wrote = agentplist::write(lock, &path, &plan.plist, &ctx.stack.log_dir)?;
+    let path = definition(ctx);
+    let wrote = crate::manager::write_definition(ctx, plan, lock)?;
     ctx.reporter().line(&format!(
         "{}: {}",
         path.display(),
@@ -202,11 +217,19 @@ pub fn write_only(ctx: &Context, plan: &Plan, lock: &Lock) -> anyhow::Result<()>
 }
 
 /// The report of a verified load or restart.
-pub fn report(ctx: &Context, plan: &Plan, outcome: &Outcome) {
-    let how = match (outcome.reloaded, outcome.was_loaded) {
-        (true, true) => "reloaded (bootout, bootstrap)",
-        (true, false) => "loaded (bootstrap)",
-        (false, _) => "running",
+pub fn report(ctx: &Context, kind: ManagerKind, plan: &Plan, outcome: &Outcome) {
+    let how = match (kind, outcome.reloaded, outcome.was_loaded) {
+        (ManagerKind::Systemd, true, true) => "reloaded (daemon-reload, start)",
+        (ManagerKind::Systemd, true, false) => "started (daemon-reload, start)",
+        (_, true, true) => "reloaded (bootout, bootstrap)",
+        (_, true, false) => "loaded (bootstrap)",
+        (_, false, _) => "running",
+    };
+    let label = match kind {
+        ManagerKind::Systemd => {
+            crate::systemd::unit_name(&ctx.stack.label).unwrap_or_else(|_| ctx.stack.label.clone())
+        }
+        _ => ctx.stack.label.clone(),
     };
     let proof = match outcome.verified.env_proof {
         EnvProof::Live => "live environment matches (read from the kernel)",
@@ -220,8 +243,7 @@ pub fn report(ctx: &Context, plan: &Plan, outcome: &Outcome) {
     ctx.out.out_toned(
         Tone::Ok,
         &format!(
-            "Host verified: {} {how}, pid {}, /health 200 after {} ms, {proof}.",
-            ctx.stack.label,
+            "Host verified: {label} {how}, pid {}, /health 200 after {} ms, {proof}.",
             outcome.verified.pid,
             outcome.verified.health_after.as_millis()
         ),
@@ -243,13 +265,18 @@ pub fn require_known(ctx: &Context) -> Result<(), crate::error::Invalid> {
     crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())
 }
 
-/// Whether the stack has a plist, or a job loaded in either domain (read-only).
+/// Whether the stack has a definition (plist, unit), or a job its manager runs (read-only).
 pub fn is_installed(ctx: &Context) -> anyhow::Result<bool> {
-    if ctx.stack.plist_path().exists() {
+    if definition(ctx).exists() {
         return Ok(true);
     }
-    let lc = ctx.launchctl()?;
-    Ok(lc.find_loaded(&ctx.stack.label)?.is_some())
+    match ctx.manager()? {
+        Manager::Launchd => Ok(ctx.launchctl()?.find_loaded(&ctx.stack.label)?.is_some()),
+        Manager::Systemd(sc) => {
+            let show = sc.show(&crate::systemd::unit_name(&ctx.stack.label)?)?;
+            Ok(!show.is_not_found() && show.active_state != crate::systemd::ActiveState::Inactive)
+        }
+    }
 }
 
 /// For a stack whose Host was started directly (no LaunchAgent): the `host` command to use.
@@ -273,11 +300,15 @@ pub fn direct_instead(ctx: &Context, verb: &str) -> Option<Failed> {
 }
 
 pub fn not_installed(ctx: &Context, verb: &str) -> Failed {
+    let what = match ctx.manager() {
+        Ok(Manager::Systemd(_)) => "systemd unit",
+        _ => "LaunchAgent",
+    };
     Failed::new(
         format!(
-            "the LaunchAgent {} is not installed ({} does not exist), so there is nothing to {verb}",
+            "the {what} {} is not installed ({} does not exist), so there is nothing to {verb}",
             ctx.stack.label,
-            ctx.stack.plist_path().display()
+            definition(ctx).display()
         ),
         format!(
             "`{}` installs it (or `oyster setup{}`)",

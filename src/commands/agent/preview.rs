@@ -6,7 +6,6 @@
 use serde_json::json;
 
 use super::preflight;
-use crate::agent::lifecycle::Agent;
 use crate::context::Context;
 use crate::host::plan::{self, HostInputs, Plan};
 use crate::invocation::Verb;
@@ -33,21 +32,25 @@ pub fn run(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
         }
         Verb::Stop { keep, no_wait } => {
             super::stop::refuse_early(ctx)?;
-            let mut agent = Agent::observer(ctx)?;
+            let mut agent = preflight::job(ctx, None)?;
             (
                 None,
                 decide::decide_stop(&agent.observe_job()?, *keep, !*no_wait),
             )
         }
         Verb::Uninstall => {
-            let plist = ctx.stack.plist_path();
-            let mut agent = Agent::observer(ctx)?;
+            let plist = preflight::definition(ctx);
+            let mut agent = preflight::job(ctx, None)?;
             let o = agent.observe_job()?;
             (None, decide::decide_uninstall(&o, plist.exists()))
         }
         other => anyhow::bail!("`{}` has no --dry-run", other.word()),
     };
-    show(ctx, verb.word(), port, &steps);
+    let kind = match ctx.manager() {
+        Ok(crate::context::Manager::Systemd(_)) => service::ManagerKind::Systemd,
+        _ => service::ManagerKind::Launchd,
+    };
+    show(ctx, verb.word(), port, kind, &steps);
     Ok(ExitStatus::Success)
 }
 
@@ -64,7 +67,7 @@ fn load(
     if write_only {
         return Ok((Some(plan.port), writes(ctx, &plan)));
     }
-    let mut agent = Agent::observer(ctx)?;
+    let mut agent = preflight::job(ctx, None)?;
     preflight::refuse_direct_host(ctx)?;
     // `restart` of a job loaded nowhere starts it, as the run does.
     let request = match request {
@@ -84,15 +87,15 @@ fn writes(ctx: &Context, plan: &Plan) -> Vec<Step> {
             edits: plan.changes.iter().map(Into::into).collect(),
         });
     }
-    if plan.plist_changed() {
+    if preflight::definition_changed(ctx, plan) {
         steps.push(Step::WriteDefinition {
-            path: ctx.stack.plist_path(),
+            path: preflight::definition(ctx),
         });
     }
     steps
 }
 
-fn show(ctx: &Context, verb: &str, port: Option<u16>, steps: &[Step]) {
+fn show(ctx: &Context, verb: &str, port: Option<u16>, kind: service::ManagerKind, steps: &[Step]) {
     let shown: Vec<Step> = steps
         .iter()
         .map(|s| match s {
@@ -106,7 +109,7 @@ fn show(ctx: &Context, verb: &str, port: Option<u16>, steps: &[Step]) {
     let doc = json!({
         "stack": ctx.stack.name,
         "port": port,
-        "manager": service::ManagerKind::Launchd.as_str(),
+        "manager": kind.as_str(),
         "dry_run": true,
         "steps": shown,
     });
@@ -151,10 +154,10 @@ pub fn describe(step: &Step) -> String {
                 ", not waiting for it (--no-wait)"
             }
         ),
-        Step::Load { target } => format!("load {target} (bootstrap)"),
+        Step::Load { target } => format!("load {target} and start it"),
         Step::Restart { target, pid } => format!(
             "restart {target} gracefully{}",
-            pid.map_or(String::new(), |p| format!(" (SIGTERM to pid {p}, then kickstart)"))
+            pid.map_or(String::new(), |p| format!(" (SIGTERM to pid {p}, then a start)"))
         ),
         Step::Verify { port } => format!(
             "verify the Host on 127.0.0.1:{port}: a new pid, /health from its socket, its environment, the settle (a failure rolls a changed definition back)"

@@ -6,6 +6,7 @@ use crate::agent::lifecycle::Timing;
 use crate::context::Context;
 use crate::host::plan::{self, HostInputs, Plan};
 use crate::output::audit::Action;
+use crate::service::Standing;
 use crate::ExitStatus;
 
 pub fn run(
@@ -35,8 +36,9 @@ pub fn run(
 /// `--no-restart`: the plist written, launchd not asked; a new definition is said not to reach
 /// a loaded job until it is reloaded.
 fn write_without_reload(ctx: &Context, p: &Prepared<'_>) -> anyhow::Result<ExitStatus> {
+    let changed = preflight::definition_changed(ctx, &p.plan);
     preflight::write_only(ctx, &p.plan, p.lock)?;
-    if p.plan.plist_changed() {
+    if changed {
         ctx.out.out(&format!(
             "Not reloaded (--no-restart): a loaded job runs its old definition until `{}` gives the Host the change.",
             ctx.hint_cmd("restart")
@@ -48,7 +50,6 @@ fn write_without_reload(ctx: &Context, p: &Prepared<'_>) -> anyhow::Result<ExitS
 /// Reloads the job when the definition changed (or an earlier run is pending); leaves an
 /// unchanged running Host alone; only writes the plist when launchd is not there.
 fn reload_if_needed(ctx: &Context, p: Prepared<'_>, timing: Timing) -> anyhow::Result<ExitStatus> {
-    let stack = &ctx.stack;
     let mut agent = match p.agent {
         None => return preflight::write_only(ctx, &p.plan, p.lock).map(|()| ExitStatus::Success),
         Some(Err(e)) => {
@@ -58,46 +59,37 @@ fn reload_if_needed(ctx: &Context, p: Prepared<'_>, timing: Timing) -> anyhow::R
         }
         Some(Ok(agent)) => agent,
     };
-    // In either domain: a copy loaded only in user/<uid> while gui/<uid> exists is reloaded
-    // (into the domain oyster acts in, the other copy booted out) like any loaded job.
-    match agent.job()?.map(|(_, info)| info) {
-        // Not loaded and no run pending: nothing to restart. A pending marker means a run was
-        // killed between bootout and bootstrap: finish (or roll back) its change.
-        None if !agent.pending() => {
+    match agent.standing(&p.plan)? {
+        // Not loaded and no run pending: nothing to restart. An unfinished run's receipt means
+        // a run was killed between unload and load: its change is finished (or rolled back).
+        Standing::NotLoaded { stopped } => {
             preflight::write_only(ctx, &p.plan, p.lock)?;
             // A stopped agent is started again; one never loaded is installed.
-            let verb = if agent.lc.is_disabled_in(&agent.domain.name, &stack.label) {
-                "start"
-            } else {
-                "install"
-            };
+            let verb = if stopped { "start" } else { "install" };
             ctx.out.out(&format!(
-                "The LaunchAgent is not loaded; `{}` loads it.",
+                "The {} is not loaded; `{}` loads it.",
+                match agent.kind() {
+                    crate::service::ManagerKind::Systemd => "systemd unit",
+                    _ => "LaunchAgent",
+                },
                 ctx.hint_cmd(verb)
             ));
         }
-        // Loaded twice (a console login beside a copy in user/<uid>) is not left alone: the
-        // lifecycle boots the other copy out.
-        Some(info)
-            if !p.plan.plist_changed()
-                && agent.loaded_matches(&info, &p.plan)
-                && !agent.pending()
-                && agent.other_copies().next().is_none() =>
-        {
+        Standing::Current => {
             agent.write_config(&p.plan)?;
             ctx.out.out(&format!(
                 "{}: unchanged; the running Host is left alone.",
-                stack.plist_path().display()
+                preflight::definition(ctx).display()
             ));
         }
-        _ => {
+        Standing::Behind => {
             let outcome = agent.apply(
                 &p.plan,
                 Action::Regenerate,
                 crate::service::Request::Apply,
                 timing,
             )?;
-            preflight::report(ctx, &p.plan, &outcome);
+            preflight::report(ctx, agent.kind(), &p.plan, &outcome);
         }
     }
     Ok(ExitStatus::Success)

@@ -44,7 +44,7 @@ pub fn run(
             // a stopped stack stopped), as `brew services restart` starts a stopped service.
             agent.start(&p.plan, timing)?
         };
-        preflight::report(ctx, &p.plan, &outcome);
+        preflight::report(ctx, agent.kind(), &p.plan, &outcome);
         Ok(ExitStatus::Success)
     })
 }
@@ -52,12 +52,11 @@ pub fn run(
 /// Said first, before anything is created: nothing about the root or node matters for a job
 /// that is not there (a directly started Host is named with its own command).
 pub fn refuse_uninstalled(ctx: &Context) -> anyhow::Result<()> {
-    if !ctx.stack.plist_path().exists() {
+    if !preflight::definition(ctx).exists() {
         if let Some(direct) = preflight::direct_instead(ctx, "restart") {
             return Err(direct.into());
         }
-        let lc = ctx.launchctl()?;
-        if lc.find_loaded(&ctx.stack.label)?.is_none() {
+        if !preflight::is_installed(ctx)? {
             return Err(preflight::not_installed(ctx, "restart").into());
         }
     }
@@ -69,14 +68,11 @@ pub fn refuse_uninstalled(ctx: &Context) -> anyhow::Result<()> {
 /// and skipped (the restart goes on without restored sessions).
 fn prepare_restore(
     ctx: &Context,
-    agent: &crate::agent::lifecycle::Agent<'_>,
+    agent: &preflight::Job<'_>,
     plan: &crate::host::plan::Plan,
 ) -> anyhow::Result<()> {
     use crate::setup::hooks::{self, Ran};
-    let pid = agent
-        .loaded_here()
-        .filter(|i| i.running())
-        .and_then(|i| i.pid());
+    let pid = agent.running_pid();
     let ours = pid.is_some_and(|pid| {
         crate::verify::health(plan.port, std::time::Duration::from_secs(2)) == Some(200)
             && crate::verify::check_listener(plan.port, pid).is_ok()

@@ -20,7 +20,7 @@ pub fn run(ctx: &Context, args: &Starting) -> anyhow::Result<ExitStatus> {
             return Err(preflight::not_installed(ctx, "start").into());
         }
         let outcome = agent.start(&p.plan, args.timing)?;
-        preflight::report(ctx, &p.plan, &outcome);
+        preflight::report(ctx, agent.kind(), &p.plan, &outcome);
         Ok(ExitStatus::Success)
     })
 }

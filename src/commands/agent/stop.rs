@@ -2,7 +2,6 @@
 //! so it stays stopped at the next login.
 
 use super::preflight;
-use crate::agent::lifecycle::Agent;
 use crate::context::Context;
 use crate::direct::Owner;
 use crate::error::Failed;
@@ -15,29 +14,33 @@ pub fn run(ctx: &Context, keep: bool, no_wait: bool) -> anyhow::Result<ExitStatu
     let stack = &ctx.stack;
     refuse_early(ctx)?;
     let lock = ctx.lock_stack("agent stop")?;
-    let mut agent = Agent::new(ctx, &lock)?;
+    let mut agent = preflight::job(ctx, Some(&lock))?;
     let done = agent.stop(keep, !no_wait)?;
+    let (manager, out) = match agent.kind() {
+        crate::service::ManagerKind::Systemd => ("systemd", "stopped"),
+        _ => ("launchd", "booted out"),
+    };
     let what = match (done.was_loaded, done.pid, done.still_stopping) {
         (true, Some(pid), true) => format!(
-            "Stopping {} (pid {pid} booted out; launchd finishes stopping it, not waited for: --no-wait)",
+            "Stopping {} (pid {pid} {out}; {manager} finishes stopping it, not waited for: --no-wait)",
             stack.label
         ),
-        (true, Some(pid), false) => format!("Stopped {} (pid {pid} booted out)", stack.label),
-        (true, None, _) => format!("Stopped {} (booted out; no Host was running)", stack.label),
+        (true, Some(pid), false) => format!("Stopped {} (pid {pid} {out})", stack.label),
+        (true, None, _) => format!("Stopped {} ({out}; no Host was running)", stack.label),
         (false, _, _) => format!("{} was not loaded", stack.label),
     };
     // launchd's overrides are per user: the disable holds at the next console login, also
     // when it was set over SSH (docs/launchd.md, "Domains").
     let stays = if keep {
-        "left enabled (--keep), so launchd starts it again at the next login"
+        format!("left enabled (--keep), so {manager} starts it again at the next login")
     } else {
-        "disabled, so it stays stopped at the next login"
+        "disabled, so it stays stopped at the next login".to_owned()
     };
     ctx.out.out_toned(
         Tone::Ok,
         &format!(
             "{what}; {stays}. Kept {}; `{}` starts it again.",
-            stack.plist_path().display(),
+            preflight::definition(ctx).display(),
             ctx.hint_cmd("start")
         ),
     );
@@ -47,7 +50,7 @@ pub fn run(ctx: &Context, keep: bool, no_wait: bool) -> anyhow::Result<ExitStatu
 /// Every refusal of `stop`, said before anything is created (no lock file for a stack that is
 /// not there).
 pub fn refuse_early(ctx: &Context) -> anyhow::Result<()> {
-    if !ctx.stack.plist_path().exists() {
+    if !preflight::definition(ctx).exists() {
         if let Some(direct) = preflight::direct_instead(ctx, "stop") {
             return Err(direct.into());
         }

@@ -1,7 +1,6 @@
 //! `oyster agent uninstall`: boot the job out and remove the plist; the config and logs stay.
 
 use super::preflight;
-use crate::agent::lifecycle::Agent;
 use crate::context::Context;
 use crate::launchctl::LocateError;
 use crate::ExitStatus;
@@ -15,12 +14,8 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     if let Err(e @ LocateError::BadTimeout(_)) = lc {
         return Err(e.into());
     }
-    let plist = stack.plist_path();
-    let loaded = lc
-        .as_ref()
-        .ok()
-        .and_then(|lc| lc.find_loaded(&stack.label).ok().flatten())
-        .is_some();
+    let plist = preflight::definition(ctx);
+    let loaded = preflight::is_installed(ctx).unwrap_or(false);
     if !plist.exists() && !loaded {
         // Nothing to do, and nothing created (no lock, no log dir, no audit line).
         ctx.out.out(&format!(
@@ -42,7 +37,7 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     } else {
         format!("{} was already gone.", stack.root.display())
     };
-    let mut agent = match Agent::new(ctx, &lock) {
+    let mut agent = match preflight::job(ctx, Some(&lock)) {
         Ok(agent) => agent,
         Err(e) => {
             // No launchctl: nothing can be booted out, but the file can still go.

@@ -1,14 +1,15 @@
 //! Who holds the Host's port before anything is loaded: this stack's own Host (in either
 //! domain), another process (seen in two listings in a row), or one oyster cannot see.
 
-use super::*;
+use crate::verify;
 
-impl Agent<'_> {
-    /// Who holds `port` (before anything is loaded): free, or this stack's own Host (`ours`:
-    /// its pids in either domain, and their children), another process (named, with its
-    /// oyster stack when it is one), one oyster cannot see, or unknown (the listing failed).
-    pub(super) fn holder_of(&self, port: u16, ours: &[u32]) -> crate::service::PortHolder {
-        use crate::service::PortHolder;
+/// Who holds `port` (before anything is loaded): free, or this stack's own Host (`ours`: its
+/// pids wherever the manager runs them, and their children), another process (named, with its
+/// oyster stack when it is one), one oyster cannot see, or unknown (the listing failed, said on
+/// `out`).
+pub fn holder(port: u16, ours: &[u32], out: &dyn crate::output::Reporter) -> super::PortHolder {
+    {
+        use super::PortHolder;
         let is_ours = |pid: u32| ours.iter().any(|c| crate::sys::net::descends_from(pid, *c));
         let mut verdict = check_port(port, crate::sys::net::listeners_on, is_ours, port_in_use);
         // A socket no process shows but that cannot be bound is also one being closed right
@@ -23,8 +24,7 @@ impl Agent<'_> {
         match verdict {
             PortCheck::Free => PortHolder::Free,
             PortCheck::Unknown(e) => {
-                self.out
-                    .note(&format!("could not list who listens on port {port}: {e}"));
+                out.note(&format!("could not list who listens on port {port}: {e}"));
                 PortHolder::Unknown(e)
             }
             PortCheck::Invisible => PortHolder::Invisible,
@@ -42,7 +42,7 @@ impl Agent<'_> {
 
 /// Who holds a port, as far as the refusal before loading is concerned.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum PortCheck {
+pub enum PortCheck {
     /// Nobody, or this stack's own Host.
     Free,
     /// A process that is not this stack's Host, seen in two listings in a row.
@@ -59,7 +59,7 @@ pub(super) enum PortCheck {
 /// between two calls (it checks `proc_pidfdinfo` for `< 0`, while libproc returns 0 on failure,
 /// and then reads a struct that was never filled). When nobody visible holds it, a bind says
 /// whether someone invisible does.
-pub(super) fn check_port(
+pub fn check_port(
     port: u16,
     list: impl Fn(u16) -> Result<Vec<crate::sys::net::Holder>, String>,
     ours: impl Fn(u32) -> bool,
@@ -93,7 +93,7 @@ pub(super) fn check_port(
 
 /// Whether binding the port the way the Host does (`server.listen(PORT)`: the dual-stack
 /// wildcard, IPv4's when IPv6 is not available) fails with "address in use".
-pub(super) fn port_in_use(port: u16) -> bool {
+pub fn port_in_use(port: u16) -> bool {
     let in_use = |addr: &str| {
         matches!(
             std::net::TcpListener::bind(addr),

@@ -1,0 +1,134 @@
+//! The systemd user manager's view of a stack's unit for `status`, `list` and `doctor`: one
+//! `systemctl --user show`, and the probe of the Host it runs — the same model launchd's view
+//! fills (`AgentStatus`), with `manager: "systemd"` and the unit's own facts.
+
+use serde::Serialize;
+
+use super::{record_probe, summarize, AgentStatus, Manager};
+use crate::context::Context;
+use crate::host::identity::ExecRecord;
+use crate::probe::{self, Target};
+use crate::systemd::{ActiveState, Systemctl, UnitShow};
+
+/// The unit's facts (`status --json`'s `unit`).
+#[derive(Debug, Clone, Serialize)]
+pub struct UnitFacts {
+    /// `com.oysterun.host.NAME.service`.
+    pub unit: String,
+    pub path: String,
+    pub active_state: String,
+    pub sub_state: String,
+    pub main_pid: Option<u32>,
+    /// `NRestarts`: how often the manager started it again since the last manual start.
+    pub restarts: u32,
+    /// `Result`: why it last stopped (`success`, `exit-code`, `signal`, …).
+    pub result: String,
+    pub unit_file_state: Option<String>,
+    /// Drop-ins beside oyster's unit (`systemctl --user edit` writes them).
+    pub drop_ins: Vec<String>,
+}
+
+/// Fills `st` from the unit; `false` when systemctl could not be asked (then a note says why).
+pub(super) fn ask(ctx: &Context, sc: &Systemctl, st: &mut AgentStatus) -> bool {
+    st.manager = Some("systemd");
+    st.launchctl = None;
+    let (name, path) = match (
+        crate::systemd::unit_name(&ctx.stack.label),
+        crate::unit::path_for(ctx),
+    ) {
+        (Ok(n), Ok(p)) => (n, p),
+        (Err(e), _) => {
+            st.notes.push(format!("{e}"));
+            return false;
+        }
+        (_, Err(e)) => {
+            st.notes.push(format!("{e:#}"));
+            return false;
+        }
+    };
+    let show = match sc.show(&name) {
+        Ok(s) => s,
+        Err(e) => {
+            st.notes.push(format!("systemctl failed: {e:#}"));
+            return false;
+        }
+    };
+    st.installed = path.exists();
+    st.plist_path = path.display().to_string();
+    let plan = crate::host::plan::plan(ctx, &Default::default()).ok();
+    st.in_sync = plan
+        .as_ref()
+        .filter(|_| st.installed)
+        .map(|p| !crate::unit::definition_changed(ctx, p));
+    record(ctx, &show, plan.as_ref(), st);
+    st.unit = Some(facts(name, &path, &show));
+    st.summary = summarize(st);
+    true
+}
+
+fn record(
+    ctx: &Context,
+    show: &UnitShow,
+    plan: Option<&crate::host::plan::Plan>,
+    st: &mut AgentStatus,
+) {
+    st.loaded = !show.is_not_found() && !matches!(show.active_state, ActiveState::Inactive);
+    st.running = show.is_running();
+    st.state = Some(format!("{:?} {}", show.active_state, show.sub_state).to_lowercase());
+    st.pid = show.main_pid.filter(|_| st.running);
+    st.runs = Some(show.n_restarts);
+    st.disabled = st.installed.then(|| !show.is_enabled());
+    st.crash_loop = show.is_failed() || (show.sub_state == "auto-restart" && show.n_restarts > 0);
+    if show.exec_main_pid.is_some() && !st.running {
+        st.last_exit_code = Some(show.exec_main_status);
+    }
+    if !show.drop_in_paths.is_empty() {
+        st.notes.push(format!(
+            "drop-ins change the unit beside oyster's file: {}",
+            show.drop_in_paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if show.need_daemon_reload {
+        st.notes.push(format!(
+            "the unit file changed since systemd read it; `{}` reloads it",
+            ctx.hint_cmd("restart")
+        ));
+    }
+    let (Some(pid), Some(plan)) = (st.pid, plan) else {
+        return;
+    };
+    st.managed_by = Some(Manager::Systemd);
+    let record = ExecRecord::read(&ctx.stack.exec_record_path());
+    let p = probe::probe(&Target {
+        pid,
+        port: plan.port,
+        env: &plan.env,
+        exec_record: record.as_ref(),
+        launchd: None,
+        floor: ctx.env.proof_floor,
+        live: None,
+    });
+    record_probe(st, &p);
+}
+
+fn facts(unit: String, path: &std::path::Path, s: &UnitShow) -> UnitFacts {
+    UnitFacts {
+        unit,
+        path: path.display().to_string(),
+        active_state: format!("{:?}", s.active_state).to_lowercase(),
+        sub_state: s.sub_state.clone(),
+        main_pid: s.main_pid,
+        restarts: s.n_restarts,
+        result: s.raw.get("Result").cloned().unwrap_or_default(),
+        unit_file_state: s.unit_file_state.clone(),
+        drop_ins: s
+            .drop_in_paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+    }
+}

@@ -1,0 +1,64 @@
+//! Which service manager runs a stack's Host on this machine, and its job: the one place that
+//! names both launchd's agent and the systemd unit (every command and setup hold a
+//! [`Job`] and ask it through the seam, `service::ServiceManager`).
+
+use std::path::PathBuf;
+
+use crate::agent::lifecycle::Agent;
+use crate::context::{Context, Manager};
+use crate::host::plan::Plan;
+use crate::service::ServiceManager;
+use crate::sys::fs::Lock;
+
+/// A service manager of this run, for one stack.
+pub type Job<'a> = Box<dyn ServiceManager + 'a>;
+
+/// The stack's job under this machine's service manager (launchd, or the systemd user
+/// manager), observed once; `lock` is the stack's lifecycle lock (`None`: a `--dry-run`,
+/// which takes no step).
+pub fn job<'a>(ctx: &'a Context, lock: Option<&'a Lock>) -> anyhow::Result<Job<'a>> {
+    Ok(match ctx.manager()? {
+        Manager::Launchd => Box::new(match lock {
+            Some(lock) => Agent::new(ctx, lock)?,
+            None => Agent::observer(ctx)?,
+        }),
+        Manager::Systemd(sc) => Box::new(crate::unit::Unit::new(ctx, sc, lock)?),
+    })
+}
+
+/// Whether the definition on disk differs from what `plan` generates for this machine's
+/// manager.
+pub fn definition_changed(ctx: &Context, plan: &Plan) -> bool {
+    match ctx.manager() {
+        Ok(Manager::Systemd(_)) => crate::unit::definition_changed(ctx, plan),
+        _ => plan.plist_changed(),
+    }
+}
+
+/// Where the stack's job definition lives under this machine's manager: the unit file under
+/// systemd, the plist otherwise.
+pub fn definition(ctx: &Context) -> PathBuf {
+    match ctx.manager() {
+        Ok(Manager::Systemd(_)) => crate::systemd::unit_path(
+            &ctx.stack.home,
+            ctx.env.config_home.as_deref(),
+            &ctx.stack.label,
+        )
+        .unwrap_or_else(|_| ctx.stack.plist_path()),
+        _ => ctx.stack.plist_path(),
+    }
+}
+
+/// Writes the job's definition for `plan` (plist or unit) without loading it; says whether it
+/// wrote.
+pub fn write_definition(ctx: &Context, plan: &Plan, lock: &Lock) -> anyhow::Result<bool> {
+    match ctx.manager() {
+        Ok(Manager::Systemd(_)) => crate::unit::write_definition(ctx, plan, lock),
+        _ => crate::host::plist::write(
+            lock,
+            &ctx.stack.plist_path(),
+            &plan.plist,
+            &ctx.stack.log_dir,
+        ),
+    }
+}

@@ -1,0 +1,487 @@
+//! The systemd user manager behind the service-manager seam (docs/systemd.md): one stack's Host
+//! as the user unit `$XDG_CONFIG_HOME/systemd/user/<label>.service`, driven through the one
+//! door (`systemd::Systemctl`). The decision (`service::decide`), the receipt, the proofs
+//! (`verify`) and the words (`commands/`) are the ones launchd's job uses; this room only says
+//! what the job is (one `show`) and takes each step the systemd way.
+//!
+//! # Platform
+//! Linux, where a user manager answers `systemctl --user`.
+
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use crate::context::Context;
+use crate::host::plan::{Plan, PlanEnv};
+use crate::host::stack::Stack;
+use crate::output::audit::{Action, Audit, Step as Logged, StepOutcome};
+use crate::service::{
+    self, Decision, KillOutcome, Loaded, ManagerKind, Observed, Outcome, Request, ServiceManager,
+    Standing, StopOutcome, Timing,
+};
+use crate::sys::fs::{self as fsutil, Lock};
+use crate::sys::signal;
+use crate::systemd::{Systemctl, UnitShow};
+
+mod run;
+
+/// How long `kill` watches the signalled pid go.
+const KILL_WATCH: Duration = Duration::from_secs(5);
+
+/// The systemd side of one stack, for one run.
+pub struct Unit<'a> {
+    ctx: &'a Context,
+    sc: Rc<Systemctl>,
+    stack: &'a Stack,
+    /// `com.oysterun.host.NAME.service`.
+    name: String,
+    /// Where the unit file lives.
+    path: PathBuf,
+    lock: Option<&'a Lock>,
+    /// The unit as the run found it (one `show`).
+    before: UnitShow,
+    audit: Audit,
+    hints: crate::context::Hints,
+    out: &'a dyn crate::output::Reporter,
+    plan_env: PlanEnv<'a>,
+    proof_floor: crate::verify::ProofFloor,
+    /// The Host log's length when the run began: a failure shows only this attempt's lines.
+    log_start: u64,
+    /// `start` of a stack `stop` left disabled: a rollback does not start it again.
+    keep_stopped: bool,
+}
+
+impl<'a> Unit<'a> {
+    /// The stack's unit under the user manager `sc` reaches; `lock` is the stack's lifecycle
+    /// lock (`None`: a `--dry-run`, which takes no step).
+    pub fn new(
+        ctx: &'a Context,
+        sc: Rc<Systemctl>,
+        lock: Option<&'a Lock>,
+    ) -> anyhow::Result<Unit<'a>> {
+        if crate::sys::user::euid() == 0 && !sc.overridden {
+            return Err(crate::error::Invalid::new(
+                "oyster runs as root: a systemd user unit for root would run the Host as root",
+            )
+            .hint("run oyster as the user whose Host it is, without sudo")
+            .into());
+        }
+        let stack = &ctx.stack;
+        let name = crate::systemd::unit_name(&stack.label)?;
+        let path =
+            crate::systemd::unit_path(&stack.home, ctx.env.config_home.as_deref(), &stack.label)?;
+        if sc.overridden || sc.runtime_dir_defaulted {
+            ctx.out.note(&format!("using systemctl {}", sc.describe()));
+        }
+        let before = sc.show(&name)?;
+        Ok(Unit {
+            audit: Audit::new(stack.audit_path(), &stack.name, &stack.label),
+            log_start: std::fs::symlink_metadata(stack.log_path()).map_or(0, |m| m.len()),
+            hints: ctx.hints(),
+            out: ctx.reporter(),
+            plan_env: ctx.into(),
+            proof_floor: ctx.env.proof_floor,
+            keep_stopped: false,
+            ctx,
+            sc,
+            stack,
+            name,
+            path,
+            lock,
+            before,
+        })
+    }
+
+    fn lock(&self) -> anyhow::Result<&'a Lock> {
+        self.lock.ok_or_else(|| {
+            anyhow::anyhow!("a dry run takes no step (the stack's lock is not held)")
+        })
+    }
+
+    /// Whether the manager keeps the job going (running, starting, restarting, or failed
+    /// until a `reset-failed`): what launchd calls loaded.
+    fn is_loaded(show: &UnitShow) -> bool {
+        use crate::systemd::ActiveState::{Inactive, Other};
+        !show.is_not_found() && !matches!(show.active_state, Inactive | Other(_))
+    }
+
+    /// The unit's bytes for `plan`: the launch program, the one generated environment, the
+    /// Host log.
+    fn render(&self, plan: &Plan) -> anyhow::Result<Vec<u8>> {
+        spec_for(self.ctx, plan).map(|(_, bytes)| bytes)
+    }
+
+    /// The unit file's bytes on disk, through the bounded reader.
+    fn on_disk(&self) -> Option<Vec<u8>> {
+        fsutil::read_regular(&self.path, 1024 * 1024).ok().flatten()
+    }
+
+    /// The job in the seam's shape, without a plan.
+    fn observe_job(&self) -> Observed {
+        let here = Unit::is_loaded(&self.before).then(|| Loaded {
+            target: self.name.clone(),
+            pid: self.before.main_pid,
+            running: self.before.is_running(),
+            matches: true,
+        });
+        Observed {
+            everywhere: vec![self.name.clone()],
+            here: self.name.clone(),
+            loaded_here: here,
+            others: vec![],
+            definition: self.path.clone(),
+            definition_changed: false,
+            pending: self.stack.pending_path().exists(),
+            disabled_here: false,
+            disabled_anywhere: false,
+            switched_off: false,
+            port: service::PortHolder::Free,
+        }
+    }
+
+    /// [`Unit::observe_job`] against `plan`: the file on disk against the plan's bytes; the
+    /// loaded definition matches when the manager loaded that file, has nothing newer to read
+    /// and no drop-in beside it.
+    fn observe(&self, plan: &Plan, request: Request) -> anyhow::Result<Observed> {
+        let mut o = self.observe_job();
+        let bytes = self.render(plan)?;
+        o.definition_changed = self.on_disk().as_deref() != Some(bytes.as_slice());
+        let b = &self.before;
+        let matches = b.fragment_path.as_deref() == Some(self.path.as_path())
+            && !b.need_daemon_reload
+            && b.drop_in_paths.is_empty()
+            && !o.definition_changed;
+        if let Some(l) = o.loaded_here.as_mut() {
+            l.matches = matches;
+        }
+        if request == Request::Start {
+            o.disabled_here = self.path.exists() && !b.is_enabled();
+            o.disabled_anywhere = o.disabled_here;
+        }
+        let ours: Vec<u32> = o.loaded_here.iter().filter_map(|l| l.pid).collect();
+        o.port = service::port::holder(plan.port, &ours, self.out);
+        Ok(o)
+    }
+
+    fn decide_for(&self, plan: &Plan, request: Request) -> anyhow::Result<Decision> {
+        self.stack.refuse_special_log()?;
+        let observed = self.observe(plan, request)?;
+        let planned = service::Planned {
+            config: self.stack.config_path(),
+            edits: plan.changes.iter().map(Into::into).collect(),
+            port: plan.port,
+        };
+        service::decide(&observed, &planned, request).map_err(|r| refusal(self.stack, r))
+    }
+
+    /// The config step: the plan written into `config.json`, and said.
+    fn write_config(&self, plan: &Plan) -> anyhow::Result<()> {
+        let changes = crate::host::plan::write_config(self.plan_env, plan, self.lock()?)?;
+        crate::config::report(&self.stack.config_path(), &changes, self.out);
+        Ok(())
+    }
+
+    /// The unit now.
+    fn show(&self) -> anyhow::Result<UnitShow> {
+        Ok(self.sc.show(&self.name)?)
+    }
+
+    /// `stop`, then (unless `keep`) `disable`: the unit stays, and stays stopped at the next
+    /// login. The identity files the Host wrote go with it.
+    fn stop_job(&mut self, keep: bool, wait: bool) -> anyhow::Result<StopOutcome> {
+        let _guard = signal::InterruptGuard::install();
+        let was_loaded = Unit::is_loaded(&self.before);
+        let pid = self.before.main_pid.filter(|_| self.before.is_running());
+        {
+            // Both calls finish whatever signal comes: a job stopped but still enabled would
+            // come back at the next login.
+            let _whole = signal::Suspended::new();
+            if was_loaded {
+                match wait {
+                    true => self.sc.stop(&self.name)?,
+                    false => self.no_block("stop")?,
+                }
+                self.audit
+                    .record(Action::Stop, Logged::Stop, StepOutcome::Ok, pid, "");
+            }
+            if !keep {
+                self.sc.disable(&self.name, false)?;
+                // systemctl reloads the manager after a disable only where it sees
+                // `/run/systemd/system` itself: reloaded here so `UnitFileState` is current.
+                self.sc.daemon_reload()?;
+                self.audit
+                    .record(Action::Stop, Logged::Disable, StepOutcome::Ok, None, "");
+            }
+        }
+        if wait {
+            let _ = crate::host::identity::remove_if_dead(self.stack);
+        }
+        Ok(StopOutcome {
+            was_loaded,
+            still_stopping: !wait && pid.is_some(),
+            pid,
+        })
+    }
+
+    /// A job verb queued without waiting for it (`stop --no-wait`).
+    fn no_block(&self, verb: &str) -> anyhow::Result<()> {
+        let f = self.sc.call(
+            &["--no-block", verb, self.name.as_str()],
+            self.sc.query_timeout,
+        )?;
+        if f.code != 0 {
+            return Err(crate::systemd::SystemctlError::from(f).into());
+        }
+        Ok(())
+    }
+
+    fn kill_host(&mut self, hint: &dyn Fn(&str) -> String) -> anyhow::Result<KillOutcome> {
+        let _guard = signal::InterruptGuard::install();
+        let Some(pid) = self.before.main_pid.filter(|_| self.before.is_running()) else {
+            return Err(crate::error::Failed::new(
+                format!(
+                    "{} is not running, so there is no Host to signal",
+                    self.name
+                ),
+                format!(
+                    "`{}` starts it; `{}` shows why",
+                    hint("start"),
+                    hint("status")
+                ),
+            )
+            .into());
+        };
+        self.sc.kill(&self.name, signal::Signal::SIGTERM, true)?;
+        self.audit.record(
+            Action::Kill,
+            Logged::Sigterm,
+            StepOutcome::Ok,
+            Some(pid),
+            "",
+        );
+        self.out.waiting(&format!("pid {pid} to exit"), KILL_WATCH);
+        let t0 = Instant::now();
+        while t0.elapsed() < KILL_WATCH {
+            if let Some(sig) = signal::received() {
+                return Err(crate::error::Interrupted(
+                    sig,
+                    format!("SIGTERM was sent to pid {pid}; systemd starts the Host again by itself (Restart=always)"),
+                )
+                .into());
+            }
+            if crate::verify::inspect(pid).is_none() {
+                return Ok(KillOutcome { pid, exited: true });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(KillOutcome { pid, exited: false })
+    }
+
+    /// `disable --now`, the unit file removed, `daemon-reload`; config and logs stay.
+    fn uninstall_job(&mut self) -> anyhow::Result<bool> {
+        let _guard = signal::InterruptGuard::install();
+        let _whole = signal::Suspended::new();
+        let loaded = Unit::is_loaded(&self.before);
+        if !self.before.is_not_found() {
+            self.sc.disable(&self.name, true)?;
+            self.audit.record(
+                Action::Uninstall,
+                Logged::Stop,
+                StepOutcome::Ok,
+                self.before.main_pid,
+                "",
+            );
+        }
+        match std::fs::remove_file(&self.path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                anyhow::bail!("could not remove {}: {e}", self.path.display())
+            }
+            _ => {}
+        }
+        self.sc.daemon_reload()?;
+        for f in [self.stack.pending_path(), self.last_good_path()] {
+            let _ = std::fs::remove_file(f);
+        }
+        let _ = crate::host::identity::remove_if_dead(self.stack);
+        self.audit.record(
+            Action::Uninstall,
+            Logged::RemovePlist,
+            StepOutcome::Ok,
+            None,
+            "",
+        );
+        Ok(loaded)
+    }
+
+    /// The unit that last verified, kept for rollback.
+    fn last_good_path(&self) -> PathBuf {
+        self.stack.run_dir.join("last-good.service")
+    }
+}
+
+/// A refusal as the error the user reads, with its fix.
+fn refusal(stack: &Stack, r: service::Refusal) -> anyhow::Error {
+    let name = &stack.name;
+    match r {
+        service::Refusal::PortHeld { port, pid, name: holder, stack: other } => {
+            crate::error::Failed::new(
+                format!(
+                    "port {port} is already held by pid {pid} ({holder}{}); the Host of stack {name} could not listen there",
+                    other.map_or(String::new(), |s| format!(", oyster stack {s}"))
+                ),
+                format!("stop that process (or give stack {name} another port with --port), then run again"),
+            )
+            .into()
+        }
+        service::Refusal::PortInvisible { port } => crate::error::Failed::new(
+            format!("port {port} is held by a process oyster cannot see (another user's?); the Host of stack {name} could not listen there"),
+            format!("find the holder as an administrator (`sudo ss -ltnp sport = :{port}`), or give stack {name} another port with --port"),
+        )
+        .into(),
+        // systemd has no Login Items: never decided for it.
+        service::Refusal::SwitchedOff { target } => {
+            anyhow::anyhow!("{target} will not be loaded again by its manager")
+        }
+    }
+}
+
+impl ServiceManager for Unit<'_> {
+    fn kind(&self) -> ManagerKind {
+        ManagerKind::Systemd
+    }
+
+    fn was_loaded(&self) -> bool {
+        Unit::is_loaded(&self.before)
+    }
+
+    fn running_pid(&self) -> Option<u32> {
+        self.before.main_pid.filter(|_| self.before.is_running())
+    }
+
+    fn observe_job(&mut self) -> anyhow::Result<Observed> {
+        Ok(Unit::observe_job(self))
+    }
+
+    fn decide(&mut self, plan: &Plan, request: Request) -> anyhow::Result<Decision> {
+        self.decide_for(plan, request)
+    }
+
+    fn apply(
+        &mut self,
+        plan: &Plan,
+        action: Action,
+        request: Request,
+        timing: Timing,
+    ) -> anyhow::Result<Outcome> {
+        if let Some(sig) = signal::received() {
+            return Err(crate::error::Interrupted(sig, "nothing was changed".into()).into());
+        }
+        let d = self.decide_for(plan, request)?;
+        self.run(plan, action, &d, timing)
+    }
+
+    fn start(&mut self, plan: &Plan, timing: Timing) -> anyhow::Result<Outcome> {
+        let d = self.decide_for(plan, Request::Start)?;
+        let stopped = self.path.exists() && !self.before.is_enabled();
+        let result = self.run(plan, Action::Start, &d, timing);
+        if result.is_err() && stopped {
+            let _rest = signal::Suspended::new();
+            if !self.show().is_ok_and(|s| Unit::is_loaded(&s)) {
+                match self
+                    .sc
+                    .disable(&self.name, false)
+                    .and_then(|()| self.sc.daemon_reload())
+                {
+                    Ok(()) => self.out.note(&format!(
+                        "{} is disabled again, as `stop` left it: the Host stays stopped at login",
+                        self.name
+                    )),
+                    Err(e) => self.out.warn(&format!(
+                        "the start failed and {} could not be disabled again ({e:#}); `{}` keeps it stopped",
+                        self.name,
+                        self.hints.agent("stop")
+                    )),
+                }
+            }
+        }
+        result
+    }
+
+    fn stop(&mut self, keep: bool, wait: bool) -> anyhow::Result<StopOutcome> {
+        self.stop_job(keep, wait)
+    }
+
+    fn kill(&mut self, hint: &dyn Fn(&str) -> String) -> anyhow::Result<KillOutcome> {
+        self.kill_host(hint)
+    }
+
+    fn uninstall(&mut self) -> anyhow::Result<bool> {
+        self.uninstall_job()
+    }
+
+    fn write_config(&self, plan: &Plan) -> anyhow::Result<()> {
+        Unit::write_config(self, plan)
+    }
+
+    fn standing(&mut self, plan: &Plan) -> anyhow::Result<Standing> {
+        let o = self.observe(plan, Request::Apply)?;
+        Ok(match &o.loaded_here {
+            None if !o.pending => Standing::NotLoaded {
+                stopped: self.path.exists() && !self.before.is_enabled(),
+            },
+            Some(l) if l.matches && !o.definition_changed && !o.pending => Standing::Current,
+            _ => Standing::Behind,
+        })
+    }
+}
+
+/// Where the stack's unit file lives (`$XDG_CONFIG_HOME/systemd/user/<label>.service`).
+pub fn path_for(ctx: &Context) -> anyhow::Result<PathBuf> {
+    let stack = &ctx.stack;
+    Ok(crate::systemd::unit_path(
+        &stack.home,
+        ctx.env.config_home.as_deref(),
+        &stack.label,
+    )?)
+}
+
+/// The unit for `plan` at its path under `ctx` (for the verbs that only write it).
+fn spec_for(ctx: &Context, plan: &Plan) -> anyhow::Result<(PathBuf, Vec<u8>)> {
+    let stack = &ctx.stack;
+    let path = path_for(ctx)?;
+    let args = plan.launch_arguments(&stack.name);
+    let env: Vec<(String, String)> = plan.env.vars.clone().into_iter().collect();
+    let description = format!("Oysterun Host ({})", stack.label);
+    let bytes = crate::systemd::render(&crate::systemd::UnitSpec {
+        description: &description,
+        program: &plan.launcher,
+        args: &args,
+        working_directory: &plan.root.join("host-service"),
+        env: &env,
+        log_path: &stack.log_path(),
+        timing: crate::systemd::Timing::HOST,
+    })?;
+    Ok((path, bytes))
+}
+
+/// Whether the unit on disk differs from what `plan` generates.
+pub fn definition_changed(ctx: &Context, plan: &Plan) -> bool {
+    spec_for(ctx, plan).map_or(true, |(path, bytes)| {
+        fsutil::read_regular(&path, 1024 * 1024)
+            .ok()
+            .flatten()
+            .as_deref()
+            != Some(bytes.as_slice())
+    })
+}
+
+/// Writes the unit for `plan` when its bytes change (its log directory first); says whether it
+/// wrote. The manager reads it at the next `daemon-reload`.
+pub fn write_definition(ctx: &Context, plan: &Plan, lock: &Lock) -> anyhow::Result<bool> {
+    let (path, bytes) = spec_for(ctx, plan)?;
+    fsutil::create_dir_all(&ctx.stack.log_dir, 0o755)?;
+    if let Some(dir) = path.parent() {
+        fsutil::create_dir_all(dir, 0o755)?;
+    }
+    Ok(fsutil::write_atomic(lock, &path, &bytes, Some(0o644))?)
+}

@@ -1,0 +1,238 @@
+//! The verbs through the binary under a REAL `systemd --user` (common/user_manager.rs): a
+//! Linux user gets a supervised Host. install, verify, restart (unchanged, and with a new
+//! port), stop that stays stopped across a re-login, start, kill answered by the manager, a
+//! crashing generation rolled back to the last good unit, status, dry runs, uninstall leaving
+//! nothing. Each test its own stack and port; one manager for the tests that run together.
+
+use crate::common::user_manager::{self, UserManager};
+use crate::common::{free_port, get, wait_until, Run, TestContext};
+
+/// A user manager of the test's own and a context whose HOME is the manager's (the manager
+/// reads units from its own HOME), pointed at it with `OYSTER_SYSTEMCTL` and
+/// `XDG_RUNTIME_DIR`; `None` (said) where there can be none. Not the shared manager: the
+/// context's teardown stops every process carrying its HOME, the manager included.
+fn world() -> Option<(UserManager, TestContext)> {
+    let m = match UserManager::start() {
+        Ok(m) => m,
+        Err(why) => {
+            user_manager::skip(&why);
+            return None;
+        }
+    };
+    let mut t = TestContext::new();
+    t.home = m.home.clone();
+    t.pin_host_env();
+    t.extra_env
+        .push(("OYSTER_SYSTEMCTL".into(), "/usr/bin/systemctl".into()));
+    t.extra_env.push((
+        "XDG_RUNTIME_DIR".into(),
+        m.runtime_dir.display().to_string(),
+    ));
+    Some((m, t))
+}
+
+fn unit(stack: &str) -> String {
+    format!("com.oysterun.host.{stack}.service")
+}
+
+/// `systemctl --user show -p PROP --value UNIT`.
+fn prop(m: &UserManager, stack: &str, p: &str) -> String {
+    let out = m.systemctl(&["show", "-p", p, "--value", &unit(stack)]);
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+fn main_pid(m: &UserManager, stack: &str) -> u32 {
+    prop(m, stack, "MainPID").parse().unwrap_or(0)
+}
+
+/// `VERB STACK [--wait 15 --settle-ms 300] MORE` (the timing for the verbs that verify).
+fn verb(t: &TestContext, words: &[&str], stack: &str, more: &[&str]) -> Run {
+    let mut a: Vec<&str> = words.to_vec();
+    a.push(stack);
+    if !matches!(words[0], "stop" | "uninstall") {
+        a.extend_from_slice(&["--wait", "15", "--settle-ms", "300"]);
+    }
+    a.extend_from_slice(more);
+    t.run(&a)
+}
+
+#[test]
+fn install_restart_stop_start_and_uninstall_under_the_user_manager() {
+    let Some((m, t)) = world() else { return };
+    let s = "sdlife";
+    let port = free_port();
+    let p = port.to_string();
+    let r = verb(&t, &["install"], s, &["--port", &p]).ok();
+    r.stdout_has(&format!("Host verified: {} started", unit(s)));
+    r.stdout_has("env_proof: live");
+    let path = m.home.join(".config/systemd/user").join(unit(s));
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(
+        text.contains("ExecStart=") && text.contains("Restart=always"),
+        "{text}"
+    );
+    assert_eq!(prop(&m, s, "UnitFileState"), "enabled");
+    let first = main_pid(&m, s);
+    assert!(first > 0);
+    assert_eq!(get(port, "/health"), 200);
+    // status names the manager and the unit's facts.
+    let st = t.run(["status", s, "--json"]).ok().json();
+    assert_eq!(
+        (st["manager"].as_str(), st["verified"].as_bool()),
+        (Some("systemd"), Some(true)),
+        "{st}"
+    );
+    assert_eq!(st["unit"]["main_pid"], first, "{st}");
+    assert_eq!(st["summary"], "verified", "{st}");
+    // An unchanged restart: a new MainPID, the same unit.
+    verb(&t, &["restart"], s, &[]).ok();
+    let second = main_pid(&m, s);
+    assert!(second > 0 && second != first);
+    // A new port: the unit is rewritten, reloaded and verified on it.
+    let port2 = free_port();
+    let p2 = port2.to_string();
+    verb(&t, &["restart"], s, &["--port", &p2])
+        .ok()
+        .stdout_has("reloaded (daemon-reload, start)");
+    assert_eq!(get(port2, "/health"), 200);
+    assert!(std::fs::read_to_string(&path)
+        .unwrap()
+        .contains(&format!("OYSTERUN_PORT={port2}")));
+    // stop: stopped and disabled; a re-login (default.target started again) leaves it stopped.
+    verb(&t, &["stop"], s, &[])
+        .ok()
+        .stdout_has("disabled, so it stays stopped at the next login");
+    assert_eq!(prop(&m, s, "ActiveState"), "inactive");
+    assert_eq!(prop(&m, s, "UnitFileState"), "disabled");
+    m.systemctl(&["start", "default.target"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert_eq!(
+        prop(&m, s, "ActiveState"),
+        "inactive",
+        "a re-login started a stopped Host"
+    );
+    let st = t.run(["status", s, "--json"]).json();
+    assert_eq!(st["summary"], "stopped", "{st}");
+    // start undoes stop.
+    verb(&t, &["start"], s, &[]).ok();
+    assert_eq!(prop(&m, s, "UnitFileState"), "enabled");
+    assert_eq!(get(port2, "/health"), 200);
+    // kill: SIGTERM to the Host; the manager will start it again (Restart=always).
+    let before = main_pid(&m, s);
+    t.run(["kill", s])
+        .ok()
+        .stdout_has("systemd starts it again");
+    wait_until(
+        std::time::Duration::from_secs(5),
+        "the manager to schedule a restart",
+        || prop(&m, s, "SubState") == "auto-restart" || main_pid(&m, s) != before,
+    );
+    // uninstall: nothing of the unit is left.
+    verb(&t, &["uninstall"], s, &[]).ok();
+    assert!(!path.exists());
+    assert_eq!(prop(&m, s, "LoadState"), "not-found");
+    wait_until(
+        std::time::Duration::from_secs(5),
+        "the Host to be gone",
+        || crate::common::http_get(port2, "/health").is_none(),
+    );
+}
+
+#[test]
+fn a_crashing_generation_is_rolled_back_to_the_last_good_unit() {
+    let Some((m, t)) = world() else { return };
+    let s = "sdroll";
+    let port = free_port();
+    let p = port.to_string();
+    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let good = main_pid(&m, s);
+    let path = m.home.join(".config/systemd/user").join(unit(s));
+    let good_unit = std::fs::read(&path).unwrap();
+    // A provider whose directory poisons the Host's PATH: the new generation crashes at once.
+    let poison = t.path("poison");
+    std::fs::create_dir_all(&poison).unwrap();
+    std::fs::write(poison.join(".crash-host"), "").unwrap();
+    let codex = t.fake_exe(&poison.join("codex"));
+    t.run([
+        "providers",
+        "set",
+        "codex",
+        codex.to_str().unwrap(),
+        "--stack",
+        s,
+    ])
+    .ok();
+    let port2 = free_port();
+    let p2 = port2.to_string();
+    let r = verb(&t, &["restart"], s, &["--port", &p2]).fails_with(1);
+    r.stderr_has("the Host did not verify");
+    r.stderr_has("restored the last good unit; the previous Host runs again");
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        good_unit,
+        "the good unit is back"
+    );
+    assert_eq!(get(port, "/health"), 200);
+    assert_ne!(main_pid(&m, s), good);
+    let config: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            t.home
+                .join(format!(".oysterun-stacks/{s}/host/config.json")),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(config["port"], port, "the port is put back");
+    verb(&t, &["uninstall"], s, &[]).ok();
+}
+
+#[test]
+fn dry_runs_list_the_systemd_steps_and_change_nothing() {
+    let Some((m, t)) = world() else { return };
+    let s = "sddry";
+    let port = free_port();
+    let p = port.to_string();
+    let doc = t
+        .run(["install", s, "--port", &p, "--dry-run", "--json"])
+        .ok()
+        .json();
+    assert_eq!(doc["manager"], "systemd", "{doc}");
+    let steps: Vec<&str> = doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "write_config",
+            "write_definition",
+            "enable",
+            "load",
+            "verify"
+        ],
+        "{doc}"
+    );
+    assert!(!t.home.join(format!(".oysterun-stacks/{s}")).exists());
+    assert_eq!(prop(&m, s, "LoadState"), "not-found");
+}
+
+#[test]
+fn without_a_user_manager_install_says_why_and_host_start_remains() {
+    let mut t = TestContext::new();
+    t.pin_host_env();
+    t.extra_env
+        .push(("OYSTER_SYSTEMCTL".into(), "/usr/bin/systemctl".into()));
+    let missing = t.path("no-runtime-dir");
+    t.extra_env
+        .push(("XDG_RUNTIME_DIR".into(), missing.display().to_string()));
+    let port = free_port().to_string();
+    let r = t.run(["install", "sdnone", "--port", &port]).fails_with(1);
+    r.stderr_has("no systemd user manager answers");
+    r.stderr_has("oyster host start");
+    assert!(
+        !t.home.join(".oysterun-stacks/sdnone").exists(),
+        "a refused install wrote"
+    );
+}
