@@ -55,6 +55,7 @@ mod restart_timing;
 mod rollback_under_fire;
 mod runner;
 mod seams3;
+mod seams4;
 mod secrets;
 mod secrets_by_shape;
 mod service_steps;

@@ -1,0 +1,145 @@
+//! The seams, round 4 (issue 40): root never acts on what a user names, and managed values
+//! always win. Each through the binary, with real separate uids where users matter (the
+//! tests run as root and chown throwaway homes to uids no account has). The uninstall
+//! script's part is in `seams4_uninstall.rs`, the managed values' in `seams4_managed.rs`.
+
+use std::path::Path;
+
+use crate::common::TestContext;
+
+/// A uid no account on the test machine has: the owner of a throwaway home.
+pub(crate) const STRANGER: u32 = 61_234;
+
+/// `path` (not what it links to) now belongs to `uid`.
+pub(crate) fn lchown(path: &Path, uid: u32) {
+    nix::unistd::fchownat(
+        nix::fcntl::AT_FDCWD,
+        path,
+        Some(nix::unistd::Uid::from_raw(uid)),
+        Some(nix::unistd::Gid::from_raw(uid)),
+        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .unwrap();
+}
+
+/// Every file under `dir`, with its bytes (a link as its target's name).
+fn contents(dir: &Path) -> Vec<(String, String)> {
+    let mut out = vec![];
+    for e in walk(dir) {
+        let m = std::fs::symlink_metadata(&e).unwrap();
+        let what = if m.file_type().is_symlink() {
+            format!("-> {}", std::fs::read_link(&e).unwrap().display())
+        } else if m.is_dir() {
+            "dir".to_owned()
+        } else {
+            std::fs::read_to_string(&e).unwrap()
+        };
+        out.push((e.display().to_string(), what));
+    }
+    out.sort();
+    out
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        out.push(p.clone());
+        if e.file_type().unwrap().is_dir() {
+            out.extend(walk(&p));
+        }
+    }
+    out
+}
+
+/// Item 2: `sudo oyster cleanup --yes --purge` under a HOME another uid owns is refused like
+/// every writing verb (exit 2, naming the owner) and touches nothing; under its own HOME, a
+/// `~/.oysterun-stacks` that is a link to root's stack-shaped files keeps every stack it
+/// reaches, named, and removes nothing through it.
+#[test]
+#[ignore = "needs root: chowns HOME to another uid (.ci/run runs it)"]
+fn cleanup_as_root_refuses_a_foreign_home_and_never_deletes_through_a_link() {
+    crate::common::need_root();
+    let t = TestContext::new();
+    // Root's files, shaped like stacks: a leftover and one with a config and logs.
+    let victim = t.path("var-victim");
+    for (rel, text) in [
+        ("dev/run/oyster.lock", ""),
+        ("dev/run/node-version.cache", "v22"),
+        ("qa/host/config.json", "{\"keep\": true}"),
+        ("qa/logs/oysterun-host.log", "root's log"),
+    ] {
+        let p = victim.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+    }
+    let link = t.home.join(".oysterun-stacks");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let before = contents(&victim);
+    lchown(&t.home, STRANGER);
+    lchown(&link, STRANGER);
+    for args in [
+        &["cleanup", "--yes", "--purge"][..],
+        &["cleanup", "--yes"],
+        &["cleanup", "--dry-run"],
+    ] {
+        let r = t.run(args).fails_with(2);
+        r.stderr_has("belongs to uid 61234");
+        r.stderr_has("sudo -u");
+        assert_eq!(contents(&victim), before, "{args:?} touched root's files");
+    }
+    // The same HOME, root's own: every stack reached through the link is kept, named.
+    lchown(&t.home, 0);
+    lchown(&link, 0);
+    let r = t.run(["cleanup", "--yes", "--purge"]).ok();
+    let out = r.stdout();
+    assert!(
+        out.contains("kept    dev:") && out.contains("kept    qa:"),
+        "{out}"
+    );
+    assert!(
+        out.contains("~/.oysterun-stacks is a symlink")
+            && out.contains("cleanup removes nothing through it"),
+        "{out}"
+    );
+    assert_eq!(contents(&victim), before, "removed through the link:\n{out}");
+}
+
+/// Item 6: an organization name holding a character XML 1.0 cannot carry (U+FFFE, U+FFFF)
+/// is refused (exit 2, naming it) before anything is written, to a file or to stdout.
+#[test]
+fn mdm_profile_refuses_an_organization_xml_cannot_carry_before_writing() {
+    let t = TestContext::new();
+    let target = t.path("p.mobileconfig");
+    for (org, named) in [("Example\u{FFFE}", "U+FFFE"), ("\u{FFFF}Inc", "U+FFFF")] {
+        let r = t
+            .run([
+                "mdm",
+                "profile",
+                "--output",
+                target.to_str().unwrap(),
+                "--organization",
+                org,
+            ])
+            .fails_with(2);
+        r.stderr_has(named);
+        r.stderr_has("XML 1.0");
+        assert!(!target.exists(), "{org:?}: a profile was written");
+        let r = t
+            .run(["mdm", "profile", "--organization", org])
+            .fails_with(2);
+        assert_eq!(r.stdout(), "", "{org:?}: a profile reached stdout");
+    }
+    // The last character before them is XML, and is written.
+    t.run([
+        "mdm",
+        "profile",
+        "--output",
+        target.to_str().unwrap(),
+        "--organization",
+        "Example\u{FFFD}",
+    ])
+    .ok();
+    let text = std::fs::read_to_string(&target).unwrap();
+    assert!(text.contains("Example\u{FFFD}"), "{text}");
+}
