@@ -56,6 +56,7 @@ mod rollback_under_fire;
 mod runner;
 mod seams3;
 mod seams4;
+mod seams4_managed;
 mod secrets;
 mod secrets_by_shape;
 mod service_steps;

@@ -102,7 +102,11 @@ fn cleanup_as_root_refuses_a_foreign_home_and_never_deletes_through_a_link() {
             && out.contains("cleanup removes nothing through it"),
         "{out}"
     );
-    assert_eq!(contents(&victim), before, "removed through the link:\n{out}");
+    assert_eq!(
+        contents(&victim),
+        before,
+        "removed through the link:\n{out}"
+    );
 }
 
 /// Item 6: an organization name holding a character XML 1.0 cannot carry (U+FFFE, U+FFFF)
