@@ -152,8 +152,8 @@ fn stamp(p: &Pkg, user: &str) -> PathBuf {
 #[test]
 fn the_login_step_regenerates_once_per_version_and_again_after_a_failure() {
     let p = Pkg::new();
-    // The package's oyster, where the login step runs it (/usr/local/bin/oyster).
-    let installed = p.sys.join("usr/local/bin/oyster");
+    // The package's oyster, where the login step runs it (/Library/Oysterun/bin/oyster).
+    let installed = p.sys.join("Library/Oysterun/bin/oyster");
     std::fs::create_dir_all(installed.parent().unwrap()).unwrap();
     std::fs::copy(p.oyster(), &installed).unwrap();
     let oyster = "/usr/local/bin/oyster";

@@ -3,9 +3,11 @@
 //! tests run as root and chown throwaway homes to uids no account has). The uninstall
 //! script's part is in `seams4_uninstall.rs`, the managed values' in `seams4_managed.rs`.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::process::Command;
 
-use crate::common::TestContext;
+use crate::common::{TestContext, BIN};
 
 /// A uid no account on the test machine has: the owner of a throwaway home.
 pub(crate) const STRANGER: u32 = 61_234;
@@ -58,7 +60,7 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 /// reaches, named, and removes nothing through it.
 #[test]
 #[ignore = "needs root: chowns HOME to another uid (.ci/run runs it)"]
-fn cleanup_as_root_refuses_a_foreign_home_and_never_deletes_through_a_link() {
+fn a_root_cleanup_under_a_foreign_home_is_refused_and_never_deletes_through_a_link() {
     crate::common::need_root();
     let t = TestContext::new();
     // Root's files, shaped like stacks: a leftover and one with a config and logs.
@@ -146,4 +148,84 @@ fn mdm_profile_refuses_an_organization_xml_cannot_carry_before_writing() {
     .ok();
     let text = std::fs::read_to_string(&target).unwrap();
     assert!(text.contains("Example\u{FFFD}"), "{text}");
+}
+
+/// oyster copied to `dir` (created with `mode`, owned by `uid`), run as root with `args` and
+/// the test's environment.
+fn copy_run(t: &TestContext, dir: &Path, uid: u32, mode: u32, args: &[&str]) -> crate::common::Run {
+    std::fs::create_dir_all(dir).unwrap();
+    let exe = dir.join("oyster");
+    if !exe.exists() {
+        std::fs::copy(BIN, &exe).unwrap();
+    }
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode)).unwrap();
+    lchown(dir, uid);
+    // The test's own environment (HOME, PATH, no launchd), for the copy.
+    let env = t.cmd();
+    let mut run = Command::new(&exe);
+    run.env_clear().args(args).current_dir(t.dir.path());
+    for (k, v) in env.get_envs() {
+        run.env(k, v.unwrap_or_default());
+    }
+    crate::common::Run(run.output().unwrap())
+}
+
+/// Item 3: run as root, oyster refuses (exit 1) when its own file or a directory above it
+/// can be changed by another uid or by a group — as Homebrew's `/usr/local/bin` on an Intel
+/// Mac belongs to a user — naming that path and the .pkg's root-owned copy; nothing is done.
+/// A sticky directory (`/tmp`), a root-owned one, and a run as another user pass.
+#[test]
+#[ignore = "needs root: chowns the directory holding a copy of oyster (.ci/run runs it)"]
+fn a_root_run_of_an_oyster_another_uid_or_a_group_could_replace_is_refused() {
+    crate::common::need_root();
+    let t = TestContext::new();
+    std::fs::set_permissions(t.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The target directory oyster was built in is root's: the suite's own runs pass the check.
+    t.run(["list"]).ok();
+    let homebrew = t.path("usr-local-bin");
+    for (uid, mode, why) in [
+        (STRANGER, 0o755, "belongs to uid 61234, not root"),
+        (0, 0o775, "is writable by its group (mode 0775)"),
+        (0, 0o757, "is writable by everyone (mode 0757)"),
+    ] {
+        let r = copy_run(&t, &homebrew, uid, mode, &["setup", "--yes"]);
+        assert_eq!(r.code(), 1, "{why}: {}", r.stderr());
+        let err = r.stderr();
+        assert!(
+            err.contains(&format!("{} {why}", homebrew.display()))
+                && err.contains("could replace the program root runs; nothing was done")
+                && err.contains("/Library/Oysterun/bin/oyster"),
+            "{err}"
+        );
+        assert!(!t.home.join(".oysterun").exists(), "{why}: setup wrote");
+    }
+    // The same file, one directory lower in a root-owned one: the culprit is still named.
+    let r = copy_run(&t, &homebrew.join("sub"), 0, 0o755, &["list"]);
+    assert_eq!(r.code(), 1, "{}", r.stderr());
+    r.stderr_has(&format!("{} is writable by everyone", homebrew.display()));
+    // --version is the parser's, before the check (the .pkg's postinstall asks it).
+    copy_run(&t, &homebrew, STRANGER, 0o755, &["--version"]).ok();
+    // Root's own directory, and a sticky one like /tmp: run.
+    copy_run(&t, &homebrew, 0, 0o755, &["list"]).ok();
+    copy_run(&t, &homebrew, 0, 0o1777, &["list"]).ok();
+    // Not root: the check is root's (a user may run what they can replace).
+    let exe = homebrew.join("oyster");
+    lchown(&homebrew, STRANGER);
+    let home = t.path("stranger-home");
+    std::fs::create_dir_all(&home).unwrap();
+    lchown(&home, STRANGER);
+    let out = Command::new("setpriv")
+        .args(["--reuid=61234", "--regid=61234", "--clear-groups"])
+        .arg(&exe)
+        .arg("list")
+        .env_clear()
+        .env("HOME", &home)
+        .env("OYSTER_LAUNCHCTL", "none")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

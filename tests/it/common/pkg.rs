@@ -256,7 +256,7 @@ print(v)
     }
 
     pub fn oyster(&self) -> PathBuf {
-        self.dest.join("usr/local/bin/oyster")
+        self.dest.join("Library/Oysterun/bin/oyster")
     }
 
     /// The payload's oyster: a fake that records how it was run. `prefix` runs first.
@@ -412,6 +412,10 @@ pub fn assert_oyster_never_acts_as_root(o: &Outcome) {
 
 /// What the package installed, relative to / (as `pkgutil --files` lists it: directories too).
 pub const PKG_FILES: &[&str] = &[
+    "Library",
+    "Library/Oysterun",
+    "Library/Oysterun/bin",
+    "Library/Oysterun/bin/oyster",
     "usr",
     "usr/local",
     "usr/local/bin",
