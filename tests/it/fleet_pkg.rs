@@ -26,7 +26,7 @@ fn fake_ps(p: &Pkg, lines: &[(&str, &str)]) {
 
 /// `dscl . -list /Users UniqueID` answered with `accounts` (NAME UID, as dscl prints them);
 /// every other call goes to `common::pkg`'s fake.
-fn dscl_lists(p: &Pkg, accounts: &[(&str, i64)]) {
+pub(crate) fn dscl_lists(p: &Pkg, accounts: &[(&str, i64)]) {
     let dscl = p.sys.join("usr/bin/dscl");
     let real = p.sys.join("usr/bin/dscl-read");
     if !real.exists() {

@@ -57,6 +57,7 @@ mod runner;
 mod seams3;
 mod seams4;
 mod seams4_managed;
+mod seams4_uninstall;
 mod secrets;
 mod secrets_by_shape;
 mod service_steps;

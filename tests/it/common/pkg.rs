@@ -259,12 +259,15 @@ print(v)
         .unwrap();
         std::fs::set_permissions(&plutil, std::fs::Permissions::from_mode(0o755)).unwrap();
         // pkgutil: `--files ID` prints the receipt (sys/receipt.txt, paths relative to /),
-        // `--forget ID` removes it; an unknown package is pkgutil's own error.
+        // `--forget ID` removes it; an unknown package is pkgutil's own error. With
+        // FAKE_PKGUTIL_HOOK, `--files` first runs it (oyster-uninstall asks after its plan is
+        // made and before it acts: a test changes a home there).
         let receipt = sh_quote(&self.sys.join("receipt.txt").display().to_string());
         script(
             &self.sys.join("usr/sbin/pkgutil"),
             &format!(
                 "{logger}log pkgutil \"$@\"\n\
+                 if [ \"$1\" = --files ] && [ -n \"${{FAKE_PKGUTIL_HOOK:-}}\" ]; then /bin/sh -c \"$FAKE_PKGUTIL_HOOK\"; fi\n\
                  [ \"$2\" = com.oysterun.oyster ] && [ -f {receipt} ] || {{ echo \"No receipt for '$2' found at '/'.\" >&2; exit 1; }}\n\
                  case \"$1\" in --files) cat {receipt} ;; --forget) rm -f {receipt}; echo \"Forgot package '$2' on '/'.\" ;; *) exit 64 ;; esac"
             ),
