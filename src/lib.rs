@@ -63,6 +63,10 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
             return failed(error::Kind::Invalid, &e.msg, e.hint.as_deref())
         }
     };
+    // Root runs only a program root alone can replace (before anything else is done).
+    if let Err(e) = refuse_replaceable_as_root() {
+        return failed(error::Kind::Failure, &e.msg, e.hint.as_deref());
+    }
     if invocation.verb.is_packaging() {
         return finish(commands::packaging(&invocation.verb));
     }
@@ -83,6 +87,34 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Err(e) => return failed(error::Kind::Invalid, &e.msg, e.hint.as_deref()),
     };
     finish(commands::dispatch(&ctx, invocation))
+}
+
+/// The .pkg's copy of oyster, in a directory only root can write on every Mac (docs/fleet.md).
+pub const PKG_ROOT_OWNED: &str = "/Library/Oysterun/bin/oyster";
+
+/// Run as root, oyster refuses (exit 1, docs/decisions.md) when its own file or a directory
+/// above it can be changed by anyone but root: whoever can would choose what root runs next
+/// (Homebrew's `/usr/local/bin` on an Intel Mac belongs to a user). `--help` and `--version`
+/// are answered before this, by the parser.
+fn refuse_replaceable_as_root() -> Result<(), error::Failed> {
+    if sys::user::euid() != 0 {
+        return Ok(());
+    }
+    let exe = std::env::current_exe().unwrap_or_default();
+    let Err(e) = sys::trusted::only_root_can_replace(&exe) else {
+        return Ok(());
+    };
+    Err(error::Failed::new(
+        format!(
+            "oyster runs as root from {}, but {} {}, so someone other than root could replace the program root runs; nothing was done",
+            output::one_line(&exe),
+            output::one_line(&e.path),
+            e.why
+        ),
+        format!(
+            "as root, run the copy the .pkg installs where only root can write, {PKG_ROOT_OWNED}; or put oyster in a directory that root owns and nobody else can write, each directory above it too"
+        ),
+    ))
 }
 
 /// A stack named twice, or where none is taken, as clap's own usage errors are said (exit 2).

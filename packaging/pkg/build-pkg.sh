@@ -2,10 +2,13 @@
 # Builds dist/oyster-<version>.pkg, one package for every Mac (macOS 11 or later):
 #   1. one universal binary: cargo builds aarch64-apple-darwin and x86_64-apple-darwin and lipo
 #      joins them (once: rustup target add aarch64-apple-darwin x86_64-apple-darwin);
-#   2. the payload: /usr/local/bin/oyster, /usr/local/bin/oyster-uninstall (what removes it all
-#      again: `sudo oyster-uninstall`), its man pages and bash/zsh/fish completions, and the
-#      login step for users not logged in at install time (/usr/local/libexec/oyster-login,
-#      run by /Library/LaunchAgents/com.oysterun.oyster.login.plist);
+#   2. the payload: the binary at /Library/Oysterun/bin/oyster, where only root can write on
+#      every Mac (root runs that path: with Homebrew on an Intel Mac /usr/local/bin belongs to a
+#      user, who could replace what root runs), /usr/local/bin/oyster a link to it for
+#      everyone's PATH, /usr/local/bin/oyster-uninstall (what removes it all again: `sudo
+#      oyster-uninstall`), its man pages and bash/zsh/fish completions, and the login step for
+#      users not logged in at install time (/usr/local/libexec/oyster-login, run by
+#      /Library/LaunchAgents/com.oysterun.oyster.login.plist);
 #   3. pkgbuild makes the component package with scripts/postinstall, and productbuild the
 #      product from distribution.xml, which declares hostArchitectures="arm64,x86_64".
 #
@@ -68,10 +71,13 @@ done
 
 prefix="$stage/root/usr/local"
 share="$prefix/share"
+rootbin="$stage/root/Library/Oysterun/bin"
+install -d -m 0755 "$rootbin" "$stage/root/Library/Oysterun"
 install -d "$prefix/bin" "$share/man/man1" "$share/bash-completion/completions" \
   "$share/zsh/site-functions" "$share/fish/vendor_completions.d"
-bin="$prefix/bin/oyster"
+bin="$rootbin/oyster"
 lipo -create -output "$bin" "${slices[@]}"
+ln -s /Library/Oysterun/bin/oyster "$prefix/bin/oyster"
 lipo "$bin" -verify_arch arm64 x86_64
 chmod 0755 "$bin"
 if [ -n "${CODESIGN_IDENTITY:-}" ]; then

@@ -223,6 +223,7 @@ fn blank(ctx: &Context, installed: Option<&Installed>) -> AgentStatus {
     // cannot be read leaves it unknown: the default may not be the port it records.
     let port = installed.and_then(|i| i.env.port()).or_else(|| {
         let doc = crate::config::ConfigDoc::load(&stack.config_path()).ok()?;
+        let doc = plan::managed(ctx).applied(doc);
         plan::HostInputs::default()
             .effective_port(stack, Some(&doc), None)
             .map(|p| p.port)

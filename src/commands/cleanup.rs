@@ -16,6 +16,9 @@ use crate::launchctl::Launchctl;
 use crate::output::Tone;
 use crate::ExitStatus;
 
+mod identity;
+use identity::named_pid;
+
 /// What one stack directory holds, for cleanup.
 struct Found {
     /// The stack, to look at again under the lock right before removing anything.
@@ -33,6 +36,24 @@ struct Found {
     /// held to the removal, so no other oyster starts on the stack meanwhile (and one already
     /// at work keeps its stack).
     lock: Option<StackLock>,
+}
+
+impl Found {
+    /// The stack before it is looked at.
+    fn nothing(stack: &Stack) -> Found {
+        let (name, root) = (stack.name.clone(), stack.root.clone());
+        let (bookkeeping, precious, kept, lock) = (vec![], vec![], None, None);
+        let stack = stack.clone();
+        Found {
+            stack,
+            name,
+            root,
+            bookkeeping,
+            precious,
+            kept,
+            lock,
+        }
+    }
 }
 
 /// The stack's lifecycle lock as cleanup holds it: when cleanup created the lock file (or the
@@ -94,6 +115,8 @@ fn lock_stack(stack: &Stack) -> Result<Option<StackLock>, String> {
 }
 
 pub fn run(ctx: &Context, args: &Cleanup) -> anyhow::Result<ExitStatus> {
+    // As every writing verb: root under a HOME another uid owns removes nothing (exit 2).
+    ctx.refuse_foreign_home("cleanup")?;
     let env = ctx.env.stack_env();
     let lc = ctx.launchctl().ok();
     let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
@@ -316,25 +339,12 @@ fn candidates(ctx: &Context) -> Vec<(String, bool)> {
 /// Takes the stack's lock (creating it when `creates`; else only one that exists), then looks
 /// at what the stack holds.
 fn examine(stack: &Stack, lc: Option<&Launchctl>, creates: bool) -> Found {
-    let mut f = Found {
-        stack: stack.clone(),
-        name: stack.name.clone(),
-        root: stack.root.clone(),
-        bookkeeping: vec![],
-        precious: vec![],
-        kept: None,
-        lock: None,
-    };
-    // A stack directory that is a symlink: removing "its" files would remove them wherever
-    // it points, outside the stacks directory.
-    if std::fs::symlink_metadata(&stack.root).is_ok_and(|m| m.file_type().is_symlink()) {
-        f.kept = Some(format!(
-            "{} is a symlink (to {}); cleanup removes nothing through it",
-            stack.root.display(),
-            std::fs::read_link(&stack.root)
-                .map(|t| t.display().to_string())
-                .unwrap_or_else(|_| "?".into())
-        ));
+    let mut f = Found::nothing(stack);
+    // A stack directory, or the stacks directory holding it, that is a symlink: removing
+    // "its" files would remove them wherever it points, outside the stacks directory. Nothing
+    // is created through it either (not even the lock).
+    if let Err(why) = no_link_on_the_way(stack) {
+        f.kept = Some(why);
         return f;
     }
     // Only a stack with a directory has anything to remove (a plist alone is kept below).
@@ -374,6 +384,8 @@ fn look_kept(
     lc: Option<&Launchctl>,
     created: Option<&Path>,
 ) -> Result<(), String> {
+    // Looked at again right before anything is removed: a link put in meanwhile keeps it.
+    no_link_on_the_way(stack)?;
     if stack.plist_path().exists() {
         return Err(format!(
             "has a LaunchAgent ({})",
@@ -433,41 +445,23 @@ fn look_kept(
     Ok(())
 }
 
-/// The most an identity file of oyster's holds (a pid, an origin file, an exec record).
-const MAX_IDENTITY_BYTES: u64 = 64 * 1024;
-
-/// The pid an identity file names (pid file, origin's `host_pid` row, exec record's `pid`),
-/// read through the one bounded reader: a symlink (to `/dev/zero`, to a file elsewhere), a FIFO
-/// or an oversized file is not one oyster wrote, so it keeps its stack, named.
-fn named_pid(path: &Path) -> Result<Option<u32>, String> {
-    if let Some(kind) = crate::sys::fs::not_regular(path) {
-        return Err(format!(
-            "holds {}, which is {kind}, not oyster's bookkeeping",
-            path.display()
-        ));
+/// The stack directory and the stacks directory above it (`~/.oysterun-stacks`, or
+/// `OYSTERUN_STACKS_DIR`) are real directories: cleanup never removes anything through a
+/// symlink, which would reach files outside the stack wherever it points.
+fn no_link_on_the_way(stack: &Stack) -> Result<(), String> {
+    let parent = stack.root.parent().filter(|p| *p != stack.home);
+    for dir in std::iter::once(stack.root.as_path()).chain(parent) {
+        if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(format!(
+                "{} is a symlink (to {}); cleanup removes nothing through it",
+                dir.display(),
+                std::fs::read_link(dir)
+                    .map(|t| t.display().to_string())
+                    .unwrap_or_else(|_| "?".into())
+            ));
+        }
     }
-    let bytes = match crate::sys::fs::read_regular(path, MAX_IDENTITY_BYTES) {
-        Ok(Some(b)) => b,
-        Ok(None) => return Ok(None),
-        Err(e) => return Err(e.to_string()),
-    };
-    let text = String::from_utf8_lossy(&bytes);
-    Ok(pid_in(&text))
-}
-
-/// The pid in an identity file's text.
-fn pid_in(text: &str) -> Option<u32> {
-    if let Ok(pid) = text.trim().parse::<u32>() {
-        return Some(pid);
-    }
-    if let Some(pid) = text.lines().find_map(|l| l.strip_prefix("host_pid\t")) {
-        return pid.trim().parse().ok();
-    }
-    serde_json::from_str::<serde_json::Value>(text)
-        .ok()?
-        .get("pid")?
-        .as_u64()
-        .and_then(|p| u32::try_from(p).ok())
+    Ok(())
 }
 
 /// Every file under `dir` (symlinks as files, never followed).
@@ -489,15 +483,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 /// held since the first look: what does not take oyster's lock (Oysterun's own runner, a Host
 /// launchd started) may have written meanwhile, and then the stack is kept, said.
 fn remove(ctx: &Context, lc: Option<&Launchctl>, f: &Found) -> bool {
-    let mut again = Found {
-        stack: f.stack.clone(),
-        name: f.name.clone(),
-        root: f.root.clone(),
-        bookkeeping: vec![],
-        precious: vec![],
-        kept: None,
-        lock: None,
-    };
+    let mut again = Found::nothing(&f.stack);
     let created = f.lock.as_ref().and_then(|l| l.created_file.clone());
     look(&mut again, &f.stack, lc, created.as_deref());
     if again.kept.is_some() || again.bookkeeping != f.bookkeeping || again.precious != f.precious {

@@ -48,20 +48,29 @@ pub fn sync_verb(ctx: &Context, port: Option<u16>) -> anyhow::Result<ExitStatus>
     Ok(ExitStatus::Success)
 }
 
-/// `oyster config show`.
+/// `oyster config show`: the stack's config as every command resolves it, the
+/// organization's forced values in it (the next sync writes them into the file), each marked.
 pub fn show(ctx: &Context) -> anyhow::Result<ExitStatus> {
     // Showing a stack that does not exist is a typo: refused with the nearest name.
     crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
     ctx.announce_overrides();
     let path = ctx.stack.config_path();
-    let doc = ConfigDoc::load(&path)?;
+    let file = ConfigDoc::load(&path)?;
+    let managed = crate::host::plan::managed(ctx);
+    let doc = managed.applied(file.clone());
     let shown = redact::redact_value(&Value::Object(doc.value().clone()));
     let text = serde_json::to_string_pretty(&shown)?;
-    ctx.out.show(&shown, || {
-        let state = if doc.exists() {
-            ""
-        } else {
+    let mut document = shown;
+    if let Value::Object(map) = &mut document {
+        map.extend(managed_marks(&managed));
+    }
+    ctx.out.show(&document, || {
+        let state = if !file.exists() {
             " (does not exist yet)"
+        } else if file.value() != doc.value() {
+            "; with the organization's forced values, which the next sync writes into it"
+        } else {
+            ""
         };
         ctx.out
             .out(&format!("# {}{state}; secrets redacted", path.display()));
@@ -73,8 +82,30 @@ pub fn show(ctx: &Context) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
+/// `config show --json`'s marks, only when the profile forces or leaves out anything (keys no
+/// config.json holds, so a script tells them from the file's own): `$managed` maps each
+/// forced setting to the profile's file, `$managed_left_out` says each value left out, why.
+fn managed_marks(m: &crate::config::managed::Managed) -> Vec<(String, Value)> {
+    let mut marks = vec![];
+    if !m.entries.is_empty() {
+        let forced = m.entries.iter().map(|e| {
+            (
+                e.key.clone(),
+                Value::String(e.file.to_string_lossy().into()),
+            )
+        });
+        marks.push(("$managed".to_owned(), Value::Object(forced.collect())));
+    }
+    if !m.warnings.is_empty() {
+        let why = m.warnings.iter().cloned().map(Value::String).collect();
+        marks.push(("$managed_left_out".to_owned(), Value::Array(why)));
+    }
+    marks
+}
+
 /// What the organization's profile forces for this user and stack, one `# managed:` line per
-/// value (and one per value left out), for `config show`, `status` and `providers status`.
+/// value (and one per value left out, with why), for `config show`, `status` and `providers
+/// status`.
 pub fn managed_lines(ctx: &Context) -> Vec<String> {
     let m = crate::host::plan::managed(ctx);
     let mut lines: Vec<String> = m
@@ -82,7 +113,7 @@ pub fn managed_lines(ctx: &Context) -> Vec<String> {
         .iter()
         .map(|e| {
             format!(
-                "# managed: {} = {} (forced by {}; config.json follows it)",
+                "# managed: {} = {} (forced by {}; every command uses it, config.json gets it at the next sync)",
                 e.key,
                 e.value,
                 e.file.display()

@@ -29,7 +29,7 @@ pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
             // Reading a stack that does not exist is a typo: refused with the nearest name.
             crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
             ctx.announce_overrides();
-            let doc = ConfigDoc::load(&ctx.stack.config_path())?;
+            let doc = resolved_config(ctx)?;
             let rows: Vec<_> = list
                 .into_iter()
                 .map(|p| for_stack(ctx, doc.status(p, &ctx.search)))
@@ -39,7 +39,7 @@ pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
         Verb::ProvidersStatus => {
             crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
             ctx.announce_overrides();
-            let doc = ConfigDoc::load(&ctx.stack.config_path())?;
+            let doc = resolved_config(ctx)?;
             let locked = crate::agent::status::runs_in_background_session(ctx);
             let rows: Vec<_> = registry::PROVIDERS
                 .iter()
@@ -88,6 +88,13 @@ pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
     }
 }
 
+/// The stack's config as every command resolves it: the file with the organization's forced
+/// values in it (which the next sync writes there).
+pub(crate) fn resolved_config(ctx: &Context) -> Result<ConfigDoc, crate::config::ConfigError> {
+    let doc = ConfigDoc::load(&ctx.stack.config_path())?;
+    Ok(crate::host::plan::managed(ctx).applied(doc))
+}
+
 /// A provider's status with the commands its reason suggests made this stack's, so that run
 /// as shown they change this stack's config, not production's; for a provider the
 /// organization's profile decides, the fix is the administrator's (`providers set`/`auto`
@@ -95,10 +102,11 @@ pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
 pub(crate) fn for_stack(ctx: &Context, mut status: ProviderStatus) -> ProviderStatus {
     status.reason = status.reason.map(|r| ctx.hints().for_stack(&r));
     let managed = crate::host::plan::managed(ctx);
-    if let (Some(r), Some(e)) = (
-        &status.reason,
-        managed.provider(status.provider.as_str()).first(),
-    ) {
+    let forced = managed.provider(status.provider.as_str());
+    status.managed = forced
+        .first()
+        .map(|e| e.file.to_string_lossy().into_owned());
+    if let (Some(r), Some(e)) = (&status.reason, forced.first()) {
         let why = r.split_once("; ").map_or(r.as_str(), |(why, _)| why);
         // Disabled by the profile, not by the user.
         let why = match status.state {

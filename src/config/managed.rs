@@ -63,7 +63,51 @@ impl Managed {
         if let Some(u) = user.filter(|u| !u.is_empty() && !u.contains('/') && *u != "..") {
             m.read(&dir.join(u).join(&file), stack);
         }
+        m.force_intents();
         m
+    }
+
+    /// A forced command forces its provider's intent too, as `providers set` records it: `""`
+    /// disables the provider (a forced intent that says otherwise is left out, said), an
+    /// absolute path makes it `manual` unless the profile forces an intent of its own. Without
+    /// this, a forced `""` left the intent `auto`: discovery found the provider anyway, and its
+    /// directory went on the Host's PATH.
+    fn force_intents(&mut self) {
+        for p in PROVIDERS {
+            let Some(command) = self.get(p.command_key).cloned() else {
+                continue;
+            };
+            let key = format!("{}.{}", super::INTENT_KEY, p.id);
+            let disables = command.value.as_str() == Some("");
+            let want = if disables { "disabled" } else { "manual" };
+            match self.get(&key) {
+                Some(e) if disables && e.value != want => {
+                    self.warnings.push(format!(
+                        "{}: {key} = {} is left out: {} forces {} = \"\", which disables {}",
+                        e.file.display(),
+                        e.value,
+                        command.file.display(),
+                        p.command_key,
+                        p.id
+                    ));
+                    self.entries.retain(|e| e.key != key);
+                }
+                Some(_) => continue,
+                None => {}
+            }
+            self.entries.push(Entry {
+                key,
+                value: Value::String(want.to_owned()),
+                file: command.file,
+            });
+        }
+    }
+
+    /// `doc` as every command resolves it: with every forced value in it (in memory only;
+    /// the next sync writes them, since the Host reads the file).
+    pub fn applied(&self, mut doc: ConfigDoc) -> ConfigDoc {
+        self.apply(&mut doc, &mut vec![]);
+        doc
     }
 
     /// The forced value of `key`, if any.
@@ -150,8 +194,15 @@ impl Managed {
             }
             self.take(path, k, v, None);
         }
-        if let Some(per) = top
-            .get("stacks")
+        let stacks = top.get("stacks");
+        if let Some(other) = stacks.filter(|s| s.as_dictionary().is_none()) {
+            self.warnings.push(format!(
+                "{}: stacks is {}, not a dictionary of stack name to settings; every per-stack value in it is left out",
+                path.display(),
+                kind(other)
+            ));
+        }
+        if let Some(per) = stacks
             .and_then(plist::Value::as_dictionary)
             .and_then(|s| s.get(stack))
         {
@@ -162,8 +213,9 @@ impl Managed {
                     }
                 }
                 None => self.warnings.push(format!(
-                    "{}: stacks.{stack} is not a dictionary; left out",
-                    path.display()
+                    "{}: stacks.{stack} is {}, not a dictionary; every value in it is left out",
+                    path.display(),
+                    kind(per)
                 )),
             }
         }
@@ -187,6 +239,21 @@ impl Managed {
             };
             self.warnings.push(format!("{at}: {why}"));
         }
+    }
+}
+
+/// A plist value's type, in the words of a profile editor.
+fn kind(v: &plist::Value) -> &'static str {
+    match v {
+        plist::Value::Array(_) => "an array",
+        plist::Value::Dictionary(_) => "a dictionary",
+        plist::Value::Boolean(_) => "a boolean",
+        plist::Value::Data(_) => "data",
+        plist::Value::Date(_) => "a date",
+        plist::Value::Real(_) => "a real number",
+        plist::Value::Integer(_) => "an integer",
+        plist::Value::String(_) => "a string",
+        _ => "a value of another type",
     }
 }
 

@@ -331,7 +331,7 @@ fn oysterun_version(root: &str) -> Option<String> {
 /// is run); an unreadable config is the stack's problem, said once.
 fn providers(ctx: &Context, st: &AgentStatus) -> (Vec<ProviderPart>, Vec<Problem>) {
     let doc = match crate::config::ConfigDoc::load(&ctx.stack.config_path()) {
-        Ok(d) => d,
+        Ok(d) => crate::host::plan::managed(ctx).applied(d),
         Err(_) if st.broken => return (vec![], vec![]),
         Err(e) => {
             return (

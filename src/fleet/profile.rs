@@ -44,7 +44,21 @@ pub fn check_organization(name: &str) -> Result<(), String> {
             c
         ));
     }
+    // XML 1.0 (§2.2, `Char`) has no U+FFFE or U+FFFF (nor surrogates, which a Rust string
+    // cannot hold): a profile holding one is not XML, and macOS refuses it.
+    if let Some(c) = name.chars().find(|c| !xml_char(*c)) {
+        return Err(format!(
+            "--organization holds U+{:04X}, which XML 1.0 cannot carry, so the profile would not be XML",
+            c as u32
+        ));
+    }
     Ok(())
+}
+
+/// Whether XML 1.0 can carry `c` (its `Char` production: tab, line feed, carriage return,
+/// U+0020-U+D7FF, U+E000-U+FFFD, U+10000-U+10FFFF).
+pub fn xml_char(c: char) -> bool {
+    matches!(c, '\t' | '\n' | '\r' | '\u{20}'..='\u{D7FF}' | '\u{E000}'..='\u{FFFD}' | '\u{10000}'..)
 }
 
 /// The profile as a plist value.
@@ -163,5 +177,13 @@ mod tests {
         assert!(check_organization("  ").is_err());
         assert!(check_organization("a\u{1b}[31m").is_err());
         assert!(check_organization(&"x".repeat(201)).is_err());
+        for bad in ["A\u{FFFE}", "A\u{FFFF}"] {
+            let why = check_organization(bad).unwrap_err();
+            assert!(why.contains("XML 1.0"), "{why}");
+        }
+        // Everything else XML 1.0 carries passes: the last BMP character before U+FFFE, a
+        // private-use one, and one beyond the BMP.
+        assert!(check_organization("A\u{FFFD}\u{E000}\u{1F600}").is_ok());
+        assert!(!xml_char('\u{0}') && xml_char('\u{10FFFF}') && xml_char('\t'));
     }
 }

@@ -60,6 +60,9 @@ pub struct ProviderStatus {
     pub state: State,
     pub reason: Option<String>,
     pub authentication: Authentication,
+    /// The organization's profile that forces this provider's command or intent (the file),
+    /// `None` when nothing forces it; set by the commands that know the profile.
+    pub managed: Option<String>,
 }
 
 impl ProviderStatus {
@@ -84,6 +87,7 @@ impl ProviderStatus {
             state,
             reason: r.reason().map(str::to_owned),
             authentication: Authentication::NotChecked,
+            managed: None,
         }
     }
 

@@ -406,7 +406,7 @@ fn hold_lock(path: &std::path::Path) -> nix::fcntl::Flock<std::fs::File> {
 
 #[test]
 fn the_hosts_in_place_rewrite_between_read_and_rename_is_merged_not_lost() {
-    crate::seams3::a_host_write_while_oyster_waits_is_merged(
+    crate::host_writes_and_refusals::a_host_write_while_oyster_waits_is_merged(
         "OYSTER_TEST_PAUSE_BEFORE_RENAME",
         "in place",
     );

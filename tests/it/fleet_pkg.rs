@@ -26,7 +26,7 @@ fn fake_ps(p: &Pkg, lines: &[(&str, &str)]) {
 
 /// `dscl . -list /Users UniqueID` answered with `accounts` (NAME UID, as dscl prints them);
 /// every other call goes to `common::pkg`'s fake.
-fn dscl_lists(p: &Pkg, accounts: &[(&str, i64)]) {
+pub(crate) fn dscl_lists(p: &Pkg, accounts: &[(&str, i64)]) {
     let dscl = p.sys.join("usr/bin/dscl");
     let real = p.sys.join("usr/bin/dscl-read");
     if !real.exists() {
@@ -152,8 +152,8 @@ fn stamp(p: &Pkg, user: &str) -> PathBuf {
 #[test]
 fn the_login_step_regenerates_once_per_version_and_again_after_a_failure() {
     let p = Pkg::new();
-    // The package's oyster, where the login step runs it (/usr/local/bin/oyster).
-    let installed = p.sys.join("usr/local/bin/oyster");
+    // The package's oyster, where the login step runs it (/Library/Oysterun/bin/oyster).
+    let installed = p.sys.join("Library/Oysterun/bin/oyster");
     std::fs::create_dir_all(installed.parent().unwrap()).unwrap();
     std::fs::copy(p.oyster(), &installed).unwrap();
     let oyster = "/usr/local/bin/oyster";

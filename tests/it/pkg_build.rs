@@ -56,7 +56,7 @@ impl BuildPkg {
         script(
             &fakes.join("pkgbuild"),
             &format!(
-                "{rec}(cd \"$2\" && find . -type f -perm -u+x -exec echo 'x {{}}' ';' && find . -type f ! -perm -u+x -exec echo '- {{}}' ';') | sort > {}\n\
+                "{rec}(cd \"$2\" && find . -type f -perm -u+x -exec echo 'x {{}}' ';' && find . -type f ! -perm -u+x -exec echo '- {{}}' ';' && find . -type l -exec sh -c 'echo \"l $1 -> $(readlink \"$1\")\"' _ {{}} ';') | sort > {}\n\
                  for a in \"$@\"; do last=\"$a\"; done; : > \"$last\"",
                 sh_quote(&t.path("payload.txt").display().to_string())
             ),
@@ -117,12 +117,12 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
         );
     }
     assert!(calls[2].starts_with("lipo -create -output ") && calls[2].ends_with(&format!(
-        "/root/usr/local/bin/oyster {0}/aarch64-apple-darwin/release/oyster {0}/x86_64-apple-darwin/release/oyster",
+        "/root/Library/Oysterun/bin/oyster {0}/aarch64-apple-darwin/release/oyster {0}/x86_64-apple-darwin/release/oyster",
         target.display()
     )), "{}", calls[2]);
     assert!(
         calls[3].starts_with("lipo ")
-            && calls[3].ends_with("/usr/local/bin/oyster -verify_arch arm64 x86_64")
+            && calls[3].ends_with("/Library/Oysterun/bin/oyster -verify_arch arm64 x86_64")
     );
     assert!(
         calls[4].starts_with("pkgbuild --root ")
@@ -142,8 +142,8 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
     assert!(!calls[5].contains("--sign"));
     assert!(pkg.is_file());
 
-    // The payload: the universal binary (executable), the uninstall script (executable), its
-    // man page and completions.
+    // The payload: the universal binary (executable) where only root can write, the link on
+    // everyone's PATH to it, the uninstall script (executable), its man page and completions.
     let payload = std::fs::read_to_string(b.t.path("payload.txt")).unwrap();
     assert_eq!(
         payload.lines().collect::<Vec<_>>(),
@@ -154,7 +154,8 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
             "- ./usr/local/share/man/man1/oyster-agent.1",
             "- ./usr/local/share/man/man1/oyster.1",
             "- ./usr/local/share/zsh/site-functions/_oyster",
-            "x ./usr/local/bin/oyster",
+            "l ./usr/local/bin/oyster -> /Library/Oysterun/bin/oyster",
+            "x ./Library/Oysterun/bin/oyster",
             "x ./usr/local/bin/oyster-uninstall",
             "x ./usr/local/libexec/oyster-login",
         ]

@@ -88,7 +88,8 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
         ));
     }
     checks.extend(managed_check(ctx));
-    let doc = config_check(ctx, &mut checks);
+    // Resolved as every command resolves it: with the organization's forced values.
+    let doc = config_check(ctx, &mut checks).map(|d| plan::managed(ctx).applied(d));
     let plan = doc.as_ref().map(|_| plan::plan(ctx, &Default::default()));
     checks.push(node_check(&plan, &ctx.hints()));
     let mut providers = vec![];
@@ -352,7 +353,11 @@ fn provider_check(
     probe: bool,
     checks: &mut Vec<Check>,
 ) -> ProviderReport {
-    let status = doc.status(p, &ctx.search);
+    let mut status = doc.status(p, &ctx.search);
+    status.managed = (crate::host::plan::managed(ctx)
+        .provider(p.id.as_str())
+        .first())
+    .map(|e| e.file.to_string_lossy().into_owned());
     let installer = status
         .resolved
         .as_deref()

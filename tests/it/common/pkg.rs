@@ -142,10 +142,12 @@ impl Pkg {
         let mut uids = String::new();
         let mut homes = String::new();
         let mut dirs = String::new();
+        let mut owners = String::new();
         for a in &self.accounts {
             let home = sh_quote(&a.home.display().to_string());
             uids += &format!("  {}) echo {} ;;\n", a.name, a.uid);
-            homes += &format!("  {}) HOME={home} ;;\n", a.name);
+            homes += &format!("  {}) HOME={home} uid={} ;;\n", a.name, a.uid);
+            owners += &format!("  {home} | {home}/*) u={} ;;\n", a.uid);
             let nodes = if a.network {
                 format!("/Search:{}", a.name)
             } else {
@@ -157,10 +159,19 @@ impl Pkg {
             );
         }
         let bin = self.sys.join("usr/bin");
+        // stat: `-f%Su /dev/console` (who is at the console) and `-f %u PATH` (who owns PATH
+        // itself, BSD stat's lstat). Run by root, a file's real owner is said (the tests chown
+        // for real); run by another uid, a file that uid owns under an account's home is said
+        // to be that account's, as it would be on a Mac where the user made it.
         script(
             &bin.join("stat"),
             &format!(
                 "{logger}log stat \"$@\"\n\
+                 if [ \"$1\" = -f ] && [ \"$2\" = %u ]; then\n\
+                 u=\"$(/usr/bin/stat -c %u -- \"$3\")\" || exit 1\n\
+                 me=\"$(/usr/bin/id -u)\"\n\
+                 if [ \"$me\" != 0 ] && [ \"$u\" = \"$me\" ]; then case \"$3\" in\n{owners}  esac; fi\n\
+                 echo \"$u\"; exit 0\nfi\n\
                  [ -n \"${{FAKE_CONSOLE+x}}\" ] || {{ echo 'stat: /dev/console: No such file or directory' >&2; exit 1; }}\n\
                  echo \"$FAKE_CONSOLE\""
             ),
@@ -198,7 +209,9 @@ impl Pkg {
                 "{logger}log sudo \"$@\"\n\
                  [ \"$1\" = -u ] && [ \"$3\" = -H ] || {{ echo 'fake sudo: expected -u NAME -H' >&2; exit 1; }}\n\
                  case \"$2\" in\n{homes}  *) echo \"sudo: unknown user $2\" >&2; exit 1 ;;\nesac\n\
-                 RUN_AS=\"$2\"; export RUN_AS HOME\nshift 3\nexec \"$@\""
+                 RUN_AS=\"$2\"; export RUN_AS HOME\nshift 3\n\
+                 [ -n \"${{FAKE_SUDO_REAL_UIDS:-}}\" ] && exec /usr/bin/setpriv --reuid=\"$uid\" --regid=\"$uid\" --clear-groups \"$@\"\n\
+                 exec \"$@\""
             ),
         );
         // plutil: a faithful-enough `-extract KEYPATH raw -o - FILE|-` on Python's plistlib, so
@@ -217,6 +230,10 @@ if len(a) == 6 and a[5] == "-":
 with open({log}, "a") as f:
     words = ["'" + x + "'" if " " in x else x for x in a]
     f.write(" ".join(["plutil"] + words) + " as=" + os.environ.get("RUN_AS", "root") + "\n")
+if os.environ.get("FAKE_PLUTIL_STOP") == os.environ.get("RUN_AS", "root"):
+    # The user stops their own process: root must not wait for it.
+    import signal
+    os.kill(os.getpid(), signal.SIGSTOP)
 if os.environ.get("FAKE_PLUTIL_NO_RAW"):
     sys.stderr.write("plutil: invalid format 'raw' (macOS 11)\n")
     sys.exit(1)
@@ -242,12 +259,15 @@ print(v)
         .unwrap();
         std::fs::set_permissions(&plutil, std::fs::Permissions::from_mode(0o755)).unwrap();
         // pkgutil: `--files ID` prints the receipt (sys/receipt.txt, paths relative to /),
-        // `--forget ID` removes it; an unknown package is pkgutil's own error.
+        // `--forget ID` removes it; an unknown package is pkgutil's own error. With
+        // FAKE_PKGUTIL_HOOK, `--files` first runs it (oyster-uninstall asks after its plan is
+        // made and before it acts: a test changes a home there).
         let receipt = sh_quote(&self.sys.join("receipt.txt").display().to_string());
         script(
             &self.sys.join("usr/sbin/pkgutil"),
             &format!(
                 "{logger}log pkgutil \"$@\"\n\
+                 if [ \"$1\" = --files ] && [ -n \"${{FAKE_PKGUTIL_HOOK:-}}\" ]; then /bin/sh -c \"$FAKE_PKGUTIL_HOOK\"; fi\n\
                  [ \"$2\" = com.oysterun.oyster ] && [ -f {receipt} ] || {{ echo \"No receipt for '$2' found at '/'.\" >&2; exit 1; }}\n\
                  case \"$1\" in --files) cat {receipt} ;; --forget) rm -f {receipt}; echo \"Forgot package '$2' on '/'.\" ;; *) exit 64 ;; esac"
             ),
@@ -256,7 +276,7 @@ print(v)
     }
 
     pub fn oyster(&self) -> PathBuf {
-        self.dest.join("usr/local/bin/oyster")
+        self.dest.join("Library/Oysterun/bin/oyster")
     }
 
     /// The payload's oyster: a fake that records how it was run. `prefix` runs first.
@@ -412,6 +432,10 @@ pub fn assert_oyster_never_acts_as_root(o: &Outcome) {
 
 /// What the package installed, relative to / (as `pkgutil --files` lists it: directories too).
 pub const PKG_FILES: &[&str] = &[
+    "Library",
+    "Library/Oysterun",
+    "Library/Oysterun/bin",
+    "Library/Oysterun/bin/oyster",
     "usr",
     "usr/local",
     "usr/local/bin",
@@ -449,7 +473,25 @@ impl Pkg {
             plist::Value::Array(vec![program.into(), "host".into(), "exec".into()]),
         );
         plist::Value::Dictionary(top).to_file_xml(&plist).unwrap();
+        self.owned_by(user, &plist);
+        self.owned_by(user, plist.parent().unwrap());
         plist
+    }
+
+    /// `path` (itself, not a link's target) belongs to `user`'s uid, as what a user makes in
+    /// their home does on a Mac; when the tests do not run as root, the fake `stat` says so.
+    pub fn owned_by(&self, user: &str, path: &Path) {
+        if nix::unistd::geteuid().is_root() {
+            let id = self.account(user).uid;
+            nix::unistd::fchownat(
+                nix::fcntl::AT_FDCWD,
+                path,
+                Some(nix::unistd::Uid::from_raw(id)),
+                Some(nix::unistd::Gid::from_raw(id)),
+                nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+            )
+            .unwrap();
+        }
     }
 
     /// `sudo oyster-uninstall --yes`: without a terminal it removes nothing unless told to

@@ -1,0 +1,124 @@
+//! Whether a program root runs is one only root can replace (issue 40): the file and every
+//! directory above it are root's and writable by nobody else. With Homebrew on an Intel Mac,
+//! `/usr/local/bin` belongs to the user who installed Homebrew, who can put any program at
+//! `/usr/local/bin/oyster` — which a Jamf policy or a LaunchDaemon then runs as root.
+//!
+//! Both the path as it was run (its directories: whoever can write one can swap the link or
+//! file in it) and the file it resolves to (with every directory above it) are checked. A
+//! symlink's own owner and mode are not (no one can write through them); the directory holding
+//! it is. A directory that others may write but that has the sticky bit (`/tmp`) passes: in
+//! it only an entry's owner — here root, or the next check fails — can rename or remove the
+//! entry. ACLs are not read.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// Why a path is not root's alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replaceable {
+    /// The file or directory that someone other than root can change.
+    pub path: PathBuf,
+    /// What makes it so, in words ("belongs to uid 501 (alice)", "is writable by its group
+    /// (mode 0775)").
+    pub why: String,
+}
+
+/// `Ok` when `exe` (as run) and the file it resolves to can be changed by root alone; else
+/// the first path (from `/` down) that someone else could change, and why.
+pub fn only_root_can_replace(exe: &Path) -> Result<(), Replaceable> {
+    let mut paths: Vec<PathBuf> = vec![];
+    if exe.is_absolute() {
+        paths.extend(exe.ancestors().skip(1).map(Path::to_path_buf));
+    }
+    match std::fs::canonicalize(exe) {
+        Ok(real) => paths.extend(real.ancestors().map(Path::to_path_buf)),
+        Err(e) => {
+            return Err(Replaceable {
+                path: exe.to_path_buf(),
+                why: format!("cannot be resolved ({e})"),
+            })
+        }
+    }
+    // From `/` down, each once: the highest culprit is named.
+    paths.sort_by_key(|p| p.components().count());
+    paths.dedup();
+    paths.iter().try_for_each(|p| check(p))
+}
+
+fn check(path: &Path) -> Result<(), Replaceable> {
+    let bad = |why: String| Replaceable {
+        path: path.to_path_buf(),
+        why,
+    };
+    let m =
+        std::fs::symlink_metadata(path).map_err(|e| bad(format!("cannot be inspected ({e})")))?;
+    if m.file_type().is_symlink() {
+        return Ok(());
+    }
+    if m.uid() != 0 {
+        let name = super::user::name_of(m.uid())
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default();
+        return Err(bad(format!("belongs to uid {}{name}, not root", m.uid())));
+    }
+    let mode = m.mode() & 0o7777;
+    let sticky_dir = m.is_dir() && mode & 0o1000 != 0;
+    let who = match (mode & 0o020 != 0, mode & 0o002 != 0) {
+        _ if sticky_dir => return Ok(()),
+        (true, true) => "its group and everyone",
+        (true, false) => "its group",
+        (false, true) => "everyone",
+        (false, false) => return Ok(()),
+    };
+    Err(bad(format!("is writable by {who} (mode {mode:04o})")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn chmod(p: &Path, mode: u32) {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    #[test]
+    fn a_writable_directory_or_file_is_named_and_a_sticky_one_passes() {
+        if !nix::unistd::geteuid().is_root() {
+            return; // the files made here must be root's
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let exe = bin.join("oyster");
+        std::fs::write(&exe, "x").unwrap();
+        chmod(dir.path(), 0o755);
+        chmod(&bin, 0o755);
+        chmod(&exe, 0o755);
+        assert_eq!(only_root_can_replace(&exe), Ok(()));
+        chmod(&bin, 0o775);
+        let e = only_root_can_replace(&exe).unwrap_err();
+        assert_eq!(e.path, bin);
+        assert!(
+            e.why.contains("its group") && e.why.contains("0775"),
+            "{e:?}"
+        );
+        chmod(&bin, 0o1777);
+        assert_eq!(only_root_can_replace(&exe), Ok(()));
+        chmod(&exe, 0o757);
+        let e = only_root_can_replace(&exe).unwrap_err();
+        assert_eq!(
+            (e.path.as_path(), e.why.contains("everyone")),
+            (exe.as_path(), true)
+        );
+        chmod(&exe, 0o755);
+        // A link in a safe directory to a file in an unsafe one: the file's directory counts.
+        let other = dir.path().join("other");
+        std::fs::create_dir(&other).unwrap();
+        std::fs::rename(&exe, other.join("oyster")).unwrap();
+        std::os::unix::fs::symlink(other.join("oyster"), &exe).unwrap();
+        chmod(&bin, 0o755);
+        chmod(&other, 0o777);
+        assert_eq!(only_root_can_replace(&exe).unwrap_err().path, other);
+    }
+}

@@ -1,0 +1,231 @@
+//! The seams, round 4 (issue 40): root never acts on what a user names, and managed values
+//! always win. Each through the binary, with real separate uids where users matter (the
+//! tests run as root and chown throwaway homes to uids no account has). The uninstall
+//! script's part is in `pkg_uninstall_names.rs`, the managed values' in `managed_values_win.rs`.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+
+use crate::common::{TestContext, BIN};
+
+/// A uid no account on the test machine has: the owner of a throwaway home.
+pub(crate) const STRANGER: u32 = 61_234;
+
+/// `path` (not what it links to) now belongs to `uid`.
+pub(crate) fn lchown(path: &Path, uid: u32) {
+    nix::unistd::fchownat(
+        nix::fcntl::AT_FDCWD,
+        path,
+        Some(nix::unistd::Uid::from_raw(uid)),
+        Some(nix::unistd::Gid::from_raw(uid)),
+        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .unwrap();
+}
+
+/// Every file under `dir`, with its bytes (a link as its target's name).
+fn contents(dir: &Path) -> Vec<(String, String)> {
+    let mut out = vec![];
+    for e in walk(dir) {
+        let m = std::fs::symlink_metadata(&e).unwrap();
+        let what = if m.file_type().is_symlink() {
+            format!("-> {}", std::fs::read_link(&e).unwrap().display())
+        } else if m.is_dir() {
+            "dir".to_owned()
+        } else {
+            std::fs::read_to_string(&e).unwrap()
+        };
+        out.push((e.display().to_string(), what));
+    }
+    out.sort();
+    out
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        out.push(p.clone());
+        if e.file_type().unwrap().is_dir() {
+            out.extend(walk(&p));
+        }
+    }
+    out
+}
+
+/// Item 2: `sudo oyster cleanup --yes --purge` under a HOME another uid owns is refused like
+/// every writing verb (exit 2, naming the owner) and touches nothing; under its own HOME, a
+/// `~/.oysterun-stacks` that is a link to root's stack-shaped files keeps every stack it
+/// reaches, named, and removes nothing through it.
+#[test]
+#[ignore = "needs root: chowns HOME to another uid (.ci/run runs it)"]
+fn a_root_cleanup_under_a_foreign_home_is_refused_and_never_deletes_through_a_link() {
+    crate::common::need_root();
+    let t = TestContext::new();
+    // Root's files, shaped like stacks: a leftover and one with a config and logs.
+    let victim = t.path("var-victim");
+    for (rel, text) in [
+        ("dev/run/oyster.lock", ""),
+        ("dev/run/node-version.cache", "v22"),
+        ("qa/host/config.json", "{\"keep\": true}"),
+        ("qa/logs/oysterun-host.log", "root's log"),
+    ] {
+        let p = victim.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+    }
+    let link = t.home.join(".oysterun-stacks");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let before = contents(&victim);
+    lchown(&t.home, STRANGER);
+    lchown(&link, STRANGER);
+    for args in [
+        &["cleanup", "--yes", "--purge"][..],
+        &["cleanup", "--yes"],
+        &["cleanup", "--dry-run"],
+    ] {
+        let r = t.run(args).fails_with(2);
+        r.stderr_has("belongs to uid 61234");
+        r.stderr_has("sudo -u");
+        assert_eq!(contents(&victim), before, "{args:?} touched root's files");
+    }
+    // The same HOME, root's own: every stack reached through the link is kept, named.
+    lchown(&t.home, 0);
+    lchown(&link, 0);
+    let r = t.run(["cleanup", "--yes", "--purge"]).ok();
+    let out = r.stdout();
+    assert!(
+        out.contains("kept    dev:") && out.contains("kept    qa:"),
+        "{out}"
+    );
+    assert!(
+        out.contains("~/.oysterun-stacks is a symlink")
+            && out.contains("cleanup removes nothing through it"),
+        "{out}"
+    );
+    assert_eq!(
+        contents(&victim),
+        before,
+        "removed through the link:\n{out}"
+    );
+}
+
+/// Item 6: an organization name holding a character XML 1.0 cannot carry (U+FFFE, U+FFFF)
+/// is refused (exit 2, naming it) before anything is written, to a file or to stdout.
+#[test]
+fn mdm_profile_refuses_an_organization_xml_cannot_carry_before_writing() {
+    let t = TestContext::new();
+    let target = t.path("p.mobileconfig");
+    for (org, named) in [("Example\u{FFFE}", "U+FFFE"), ("\u{FFFF}Inc", "U+FFFF")] {
+        let r = t
+            .run([
+                "mdm",
+                "profile",
+                "--output",
+                target.to_str().unwrap(),
+                "--organization",
+                org,
+            ])
+            .fails_with(2);
+        r.stderr_has(named);
+        r.stderr_has("XML 1.0");
+        assert!(!target.exists(), "{org:?}: a profile was written");
+        let r = t
+            .run(["mdm", "profile", "--organization", org])
+            .fails_with(2);
+        assert_eq!(r.stdout(), "", "{org:?}: a profile reached stdout");
+    }
+    // The last character before them is XML, and is written.
+    t.run([
+        "mdm",
+        "profile",
+        "--output",
+        target.to_str().unwrap(),
+        "--organization",
+        "Example\u{FFFD}",
+    ])
+    .ok();
+    let text = std::fs::read_to_string(&target).unwrap();
+    assert!(text.contains("Example\u{FFFD}"), "{text}");
+}
+
+/// oyster copied to `dir` (created with `mode`, owned by `uid`), run as root with `args` and
+/// the test's environment.
+fn copy_run(t: &TestContext, dir: &Path, uid: u32, mode: u32, args: &[&str]) -> crate::common::Run {
+    std::fs::create_dir_all(dir).unwrap();
+    let exe = dir.join("oyster");
+    if !exe.exists() {
+        std::fs::copy(BIN, &exe).unwrap();
+    }
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode)).unwrap();
+    lchown(dir, uid);
+    // The test's own environment (HOME, PATH, no launchd), for the copy.
+    let env = t.cmd();
+    let mut run = Command::new(&exe);
+    run.env_clear().args(args).current_dir(t.dir.path());
+    for (k, v) in env.get_envs() {
+        run.env(k, v.unwrap_or_default());
+    }
+    crate::common::Run(run.output().unwrap())
+}
+
+/// Item 3: run as root, oyster refuses (exit 1) when its own file or a directory above it
+/// can be changed by another uid or by a group — as Homebrew's `/usr/local/bin` on an Intel
+/// Mac belongs to a user — naming that path and the .pkg's root-owned copy; nothing is done.
+/// A sticky directory (`/tmp`), a root-owned one, and a run as another user pass.
+#[test]
+#[ignore = "needs root: chowns the directory holding a copy of oyster (.ci/run runs it)"]
+fn a_root_run_of_an_oyster_another_uid_or_a_group_could_replace_is_refused() {
+    crate::common::need_root();
+    let t = TestContext::new();
+    std::fs::set_permissions(t.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    // The target directory oyster was built in is root's: the suite's own runs pass the check.
+    t.run(["list"]).ok();
+    let homebrew = t.path("usr-local-bin");
+    for (uid, mode, why) in [
+        (STRANGER, 0o755, "belongs to uid 61234, not root"),
+        (0, 0o775, "is writable by its group (mode 0775)"),
+        (0, 0o757, "is writable by everyone (mode 0757)"),
+    ] {
+        let r = copy_run(&t, &homebrew, uid, mode, &["setup", "--yes"]);
+        assert_eq!(r.code(), 1, "{why}: {}", r.stderr());
+        let err = r.stderr();
+        assert!(
+            err.contains(&format!("{} {why}", homebrew.display()))
+                && err.contains("could replace the program root runs; nothing was done")
+                && err.contains("/Library/Oysterun/bin/oyster"),
+            "{err}"
+        );
+        assert!(!t.home.join(".oysterun").exists(), "{why}: setup wrote");
+    }
+    // The same file, one directory lower in a root-owned one: the culprit is still named.
+    let r = copy_run(&t, &homebrew.join("sub"), 0, 0o755, &["list"]);
+    assert_eq!(r.code(), 1, "{}", r.stderr());
+    r.stderr_has(&format!("{} is writable by everyone", homebrew.display()));
+    // --version is the parser's, before the check (the .pkg's postinstall asks it).
+    copy_run(&t, &homebrew, STRANGER, 0o755, &["--version"]).ok();
+    // Root's own directory, and a sticky one like /tmp: run.
+    copy_run(&t, &homebrew, 0, 0o755, &["list"]).ok();
+    copy_run(&t, &homebrew, 0, 0o1777, &["list"]).ok();
+    // Not root: the check is root's (a user may run what they can replace).
+    let exe = homebrew.join("oyster");
+    lchown(&homebrew, STRANGER);
+    let home = t.path("stranger-home");
+    std::fs::create_dir_all(&home).unwrap();
+    lchown(&home, STRANGER);
+    let out = Command::new("setpriv")
+        .args(["--reuid=61234", "--regid=61234", "--clear-groups"])
+        .arg(&exe)
+        .arg("list")
+        .env_clear()
+        .env("HOME", &home)
+        .env("OYSTER_LAUNCHCTL", "none")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
