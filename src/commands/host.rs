@@ -280,10 +280,12 @@ impl LaunchdJob {
     fn refusal(&self, hints: &crate::context::Hints) -> crate::error::Failed {
         crate::error::Failed::new(
             format!(
-                "launchd runs this Host ({} in {}, {}); `host stop` would only make KeepAlive start it again, so it was not signalled",
+                "{} runs this Host ({} in {}, {}); `host stop` would only make {} start it again, so it was not signalled",
+                if self.info.is_some() { "launchd" } else { "systemd" },
                 self.label,
                 self.domain,
-                self.pid.map_or(format!("state {}", self.state), |p| format!("pid {p}"))
+                self.pid.map_or(format!("state {}", self.state), |p| format!("pid {p}")),
+                if self.info.is_some() { "KeepAlive" } else { "Restart=always" }
             ),
             format!(
                 "`{}` stops it and keeps it stopped; `{}` restarts it",
@@ -296,6 +298,9 @@ impl LaunchdJob {
 
 /// Whether launchd has the stack's job loaded (no launchctl here: it has not).
 fn launchd_runs_it(ctx: &Context) -> anyhow::Result<Option<LaunchdJob>> {
+    if let Some(job) = systemd_runs_it(ctx)? {
+        return Ok(Some(job));
+    }
     let Ok(lc) = ctx.launchctl() else {
         return Ok(None);
     };
@@ -310,6 +315,25 @@ fn launchd_runs_it(ctx: &Context) -> anyhow::Result<Option<LaunchdJob>> {
             pid: info.pid().filter(|_| info.running()),
             info: Some(info),
         }))
+}
+
+/// The stack's systemd unit, when the user manager keeps it going (active, starting,
+/// restarting, failed): it owns the Host, as a loaded LaunchAgent does.
+fn systemd_runs_it(ctx: &Context) -> anyhow::Result<Option<LaunchdJob>> {
+    let Ok(crate::context::Manager::Systemd(sc)) = ctx.manager() else {
+        return Ok(None);
+    };
+    let unit = crate::systemd::unit_name(&ctx.stack.label)?;
+    let show = sc.show(&unit)?;
+    let active =
+        !show.is_not_found() && !matches!(show.active_state, crate::systemd::ActiveState::Inactive);
+    Ok(active.then(|| LaunchdJob {
+        label: unit,
+        domain: "systemd --user".to_owned(),
+        state: show.sub_state.clone(),
+        pid: show.main_pid.filter(|_| show.is_running()),
+        info: None,
+    }))
 }
 
 /// The launchd job that runs `pid`, under any label oyster can name: every stack's label on
@@ -335,6 +359,16 @@ fn launchd_job_of(ctx: &Context, pid: u32) -> Option<String> {
 
 /// Direct startup must not run a second Host beside a loaded LaunchAgent.
 fn refuse_if_agent_loaded(ctx: &Context) -> anyhow::Result<()> {
+    if let Some(job) = systemd_runs_it(ctx)? {
+        anyhow::bail!(
+            "the systemd unit {} is active under {} ({}); it owns the Host. Use `{}`, or `{}` before starting the Host directly",
+            job.label,
+            job.domain,
+            job.state,
+            ctx.hint_cmd("restart"),
+            ctx.hint_cmd("uninstall")
+        );
+    }
     let Ok(lc) = ctx.launchctl() else {
         // No launchctl: no LaunchAgent can be loaded (Linux, or launchd-less macOS).
         return Ok(());

@@ -63,6 +63,10 @@ pub struct Observed {
     pub switched_off: bool,
     /// Who holds the plan's port (asked only for a request that starts a Host).
     pub port: PortHolder,
+    /// A Host of this stack started directly (`oyster host start`), which the manager's job
+    /// takes over (systemd: stopped by identity, the port kept); `None` where the manager
+    /// refuses beside one instead (launchd).
+    pub direct: Option<u32>,
 }
 
 /// What the user asked of the job.
@@ -209,6 +213,9 @@ pub fn decide(o: &Observed, plan: &Planned, request: Request) -> Result<Decision
         steps.push(Step::WriteDefinition {
             path: o.definition.clone(),
         });
+    }
+    if let Some(pid) = o.direct {
+        steps.push(Step::StopDirect { pid });
     }
     for other in &o.others {
         steps.push(Step::BootOut {

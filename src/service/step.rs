@@ -80,6 +80,9 @@ pub enum Step {
     /// The definition loaded and started (launchd `bootstrap`, systemd `daemon-reload` +
     /// `start`).
     Load { target: String },
+    /// A Host `oyster host start` started for this stack, stopped (identity-checked) so that
+    /// the service manager's runs instead, on the same port.
+    StopDirect { pid: u32 },
     /// The same definition restarted gracefully (SIGTERM, then a start).
     Restart { target: String, pid: Option<u32> },
     /// The new Host proven: a new pid, `/health` from its socket, its environment, the settle.
@@ -101,6 +104,7 @@ impl Step {
             Step::Enable { .. } => "enable",
             Step::BootOut { .. } => "boot_out",
             Step::Load { .. } => "load",
+            Step::StopDirect { .. } => "stop_direct",
             Step::Restart { .. } => "restart",
             Step::Verify { .. } => "verify",
             Step::Disable { .. } => "disable",

@@ -136,6 +136,7 @@ impl<'a> Unit<'a> {
             disabled_anywhere: false,
             switched_off: false,
             port: service::PortHolder::Free,
+            direct: None,
         }
     }
 
@@ -158,7 +159,19 @@ impl<'a> Unit<'a> {
             o.disabled_here = self.path.exists() && !b.is_enabled();
             o.disabled_anywhere = o.disabled_here;
         }
-        let ours: Vec<u32> = o.loaded_here.iter().filter_map(|l| l.pid).collect();
+        // A Host `oyster host start` started for this stack is taken over: stopped by
+        // identity, its port kept (so it is not another's).
+        if let Ok(crate::direct::Owner::Ours(rec, _)) = crate::direct::owner(self.stack) {
+            if self.before.main_pid != Some(rec.pid) {
+                o.direct = Some(rec.pid);
+            }
+        }
+        let ours: Vec<u32> = o
+            .loaded_here
+            .iter()
+            .filter_map(|l| l.pid)
+            .chain(o.direct)
+            .collect();
         o.port = service::port::holder(plan.port, &ours, self.out);
         Ok(o)
     }

@@ -36,6 +36,8 @@ fn sleep_interruptible(d: Duration) -> Result<(), Stop> {
 struct Baseline {
     /// The instance replaced (a new one must have another pid).
     old_pid: Option<u32>,
+    /// A `Load` step follows (its `daemon-reload` makes an enable current too).
+    loads: bool,
 }
 
 impl Unit<'_> {
@@ -70,7 +72,10 @@ impl Unit<'_> {
             crate::config::report(&self.stack.config_path(), &[], self.out);
         }
         let rolls_back = d.change.rolls_back();
-        let mut baseline = Baseline::default();
+        let mut baseline = Baseline {
+            loads: d.steps.iter().any(|s| matches!(s, Step::Load { .. })),
+            ..Baseline::default()
+        };
         for step in &d.steps {
             let taken = self.take(plan, step, action, &bytes, &mut baseline);
             if let Err(e) = taken {
@@ -139,8 +144,11 @@ impl Unit<'_> {
             }
             Step::Enable { .. } => {
                 self.sc.enable(&name)?;
-                // Current `UnitFileState` wherever systemctl runs (see `stop_job`).
-                self.sc.daemon_reload()?;
+                // Current `UnitFileState` wherever systemctl runs (see `stop_job`); a load
+                // that follows reloads anyway.
+                if !baseline.loads {
+                    self.sc.daemon_reload()?;
+                }
                 self.audit
                     .record(action, Logged::Enable, StepOutcome::Ok, None, "");
                 Ok(())
@@ -157,7 +165,9 @@ impl Unit<'_> {
                 self.audit
                     .record(action, Logged::DaemonReload, StepOutcome::Ok, None, "");
                 // A crash loop that hit its start limit stays failed until this.
-                self.sc.reset_failed(&name)?;
+                if self.before.is_failed() {
+                    self.sc.reset_failed(&name)?;
+                }
                 self.sc.start(&name)?;
                 self.audit
                     .record(action, Logged::Start, StepOutcome::Ok, None, "");
@@ -171,6 +181,13 @@ impl Unit<'_> {
                 self.audit
                     .record(action, Logged::Restart, StepOutcome::Ok, *pid, "");
                 baseline.old_pid = *pid;
+                Ok(())
+            }
+            Step::StopDirect { pid } => {
+                crate::direct::stop_checked(self.stack, &self.hints, self.out, &|_| None)?;
+                self.out.progress(&format!(
+                    "the Host `oyster host start` ran (pid {pid}) was stopped; the systemd unit runs it from now on, on the same port"
+                ));
                 Ok(())
             }
             Step::Verify { .. } => Ok(()),

@@ -42,7 +42,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     // Which manager runs the Host here, and its job: the one room naming both backends.
     ("manager", &["agent", "unit", "service", "systemd", "context", "host", "sys", "error"]),
     // The systemd user manager behind the seam: beside `agent` (launchd's job).
-    ("unit", &["service", "systemd", "verify", "host", "config", "context", "sys", "output", "error"]),
+    ("unit", &["service", "systemd", "direct", "verify", "host", "config", "context", "sys", "output", "error"]),
     // The service-manager seam: the neutral observation, the one pure decision, the steps and
     // the receipt; below every manager (launchd's agent, systemd) that fills and takes them.
     ("service", &["host", "verify", "config", "sys", "output", "error"]),

@@ -236,3 +236,111 @@ fn without_a_user_manager_install_says_why_and_host_start_remains() {
         "a refused install wrote"
     );
 }
+
+/// A stand-in `systemctl` that records each call, then runs the real one.
+fn counting(t: &mut TestContext) -> std::path::PathBuf {
+    let log = t.path("systemctl.calls");
+    let wrapper = t.path("bin/systemctl");
+    std::fs::create_dir_all(wrapper.parent().unwrap()).unwrap();
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec /usr/bin/systemctl \"$@\"\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    t.extra_env.retain(|(k, _)| k != "OYSTER_SYSTEMCTL");
+    t.extra_env
+        .push(("OYSTER_SYSTEMCTL".into(), wrapper.display().to_string()));
+    log
+}
+
+fn calls(log: &std::path::Path) -> usize {
+    let n = std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .count();
+    let _ = std::fs::remove_file(log);
+    n
+}
+
+#[test]
+fn status_and_restart_ask_systemd_few_times_and_doctor_names_the_unit_and_linger() {
+    let Some((m, mut t)) = world() else { return };
+    let log = counting(&mut t);
+    let s = "sdcount";
+    let p = free_port().to_string();
+    verb(&t, &["install"], s, &["--port", &p]).ok();
+    calls(&log);
+    t.run(["status", s, "--json"]).ok();
+    let status = calls(&log);
+    assert!(status <= 2, "status made {status} systemctl calls");
+    verb(&t, &["restart"], s, &[]).ok();
+    let restart = calls(&log);
+    assert!(
+        restart <= 8,
+        "an unchanged restart made {restart} systemctl calls"
+    );
+    let doc = t.run(["doctor", s, "--json"]).json();
+    let names: Vec<(&str, &str)> = doc["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["check"].as_str().unwrap(), c["status"].as_str().unwrap()))
+        .collect();
+    for want in [("service manager", "ok"), ("unit", "ok")] {
+        assert!(names.contains(&want), "{doc}");
+    }
+    assert!(names.iter().any(|(n, _)| *n == "linger"), "{doc}");
+    assert!(
+        !names.iter().any(|(n, _)| *n == "launchd" || *n == "plist"),
+        "{doc}"
+    );
+    let list = t.run(["list", "--json"]).ok().json();
+    assert_eq!(list["stacks"][0]["summary"], "verified", "{list}");
+    drop(m);
+}
+
+#[test]
+fn a_directly_started_host_moves_to_the_unit_on_install_and_host_start_is_refused_beside_it() {
+    let Some((m, t)) = world() else { return };
+    let s = "sdmove";
+    let port = free_port();
+    let p = port.to_string();
+    // Without a manager (as before systemd): the direct Host.
+    let mut direct = t.cmd();
+    direct.env("OYSTER_SYSTEMCTL", "none");
+    let out = direct
+        .args(["host", "start", s, "--port", &p, "--settle-ms", "300"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let direct_pid: u32 = std::fs::read_to_string(
+        t.home
+            .join(format!(".oysterun-stacks/{s}/run/oysterun-host-{s}.pid")),
+    )
+    .unwrap()
+    .trim()
+    .parse()
+    .unwrap();
+    let r = verb(&t, &["install"], s, &[]).ok();
+    r.stderr_has(&format!(
+        "(pid {direct_pid}) was stopped; the systemd unit runs it"
+    ));
+    assert!(main_pid(&m, s) != direct_pid && main_pid(&m, s) > 0);
+    assert_eq!(get(port, "/health"), 200, "the port is kept");
+    t.run(["host", "start", s])
+        .fails_with(1)
+        .stderr_has("is active under systemd --user");
+    verb(&t, &["uninstall"], s, &[]).ok();
+}

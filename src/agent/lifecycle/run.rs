@@ -69,6 +69,7 @@ impl Agent<'_> {
             disabled_anywhere: false,
             switched_off: false,
             port: PortHolder::Free,
+            direct: None,
         })
     }
 
@@ -166,8 +167,8 @@ impl Agent<'_> {
                     baseline = self.restart_gracefully(action, before.as_ref())?;
                 }
                 Step::Verify { .. } => {}
-                Step::Disable { .. } | Step::RemoveDefinition { .. } => {
-                    unreachable!("not a step of a load")
+                Step::Disable { .. } | Step::RemoveDefinition { .. } | Step::StopDirect { .. } => {
+                    anyhow::bail!("launchd takes no {step:?} step in a load")
                 }
             }
         }

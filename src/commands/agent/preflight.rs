@@ -186,6 +186,10 @@ fn manager_pids(ctx: &Context) -> Vec<u32> {
 /// The LaunchAgent must not start a second Host beside a directly started one of the same
 /// stack (as `host start` refuses the other way round).
 pub fn refuse_direct_host(ctx: &Context) -> anyhow::Result<()> {
+    // systemd's job takes a direct Host over (its decision stops it first).
+    if let Ok(Manager::Systemd(_)) = ctx.manager() {
+        return Ok(());
+    }
     let Owner::Ours(rec, _) = crate::direct::owner(&ctx.stack)? else {
         return Ok(());
     };

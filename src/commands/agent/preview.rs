@@ -155,6 +155,9 @@ pub fn describe(step: &Step) -> String {
             }
         ),
         Step::Load { target } => format!("load {target} and start it"),
+        Step::StopDirect { pid } => format!(
+            "stop the Host `oyster host start` runs (pid {pid}); the service manager takes it over on the same port"
+        ),
         Step::Restart { target, pid } => format!(
             "restart {target} gracefully{}",
             pid.map_or(String::new(), |p| format!(" (SIGTERM to pid {p}, then a start)"))

@@ -26,6 +26,7 @@ use crate::ExitStatus;
 
 mod files;
 mod launchd;
+mod systemd;
 
 use files::{log_dir_check, plist_check, plist_file_checks};
 use launchd::launchd_checks;
@@ -106,11 +107,20 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
         }
     }
     let installed = agentplist::read_installed(&st.plist_path(), ctx.reporter());
-    checks.push(plist_check(ctx, installed.as_ref(), plan_ok(&plan)));
-    checks.extend(plist_file_checks(ctx, installed.as_ref()));
-    checks.extend(launchd_checks(ctx, installed.as_ref()));
+    let systemd = match ctx.manager() {
+        Ok(crate::context::Manager::Systemd(sc)) => Some(sc),
+        _ => None,
+    };
+    match &systemd {
+        Some(sc) => checks.extend(systemd::systemd_checks(ctx, sc)),
+        None => {
+            checks.push(plist_check(ctx, installed.as_ref(), plan_ok(&plan)));
+            checks.extend(plist_file_checks(ctx, installed.as_ref()));
+            checks.extend(launchd_checks(ctx, installed.as_ref()));
+        }
+    }
     checks.push(log_dir_check(ctx));
-    if let Err(e) = st.refuse_unwritable_agents_dir() {
+    if let (None, Err(e)) = (&systemd, st.refuse_unwritable_agents_dir()) {
         let msg = e.msg.trim_end_matches("; nothing was changed").to_owned();
         checks.push(check("LaunchAgents dir", Level::Fail, msg, e.hint));
     }

@@ -25,6 +25,7 @@ fn running() -> Observed {
         disabled_anywhere: false,
         switched_off: false,
         port: PortHolder::Free,
+        direct: None,
     }
 }
 
@@ -205,4 +206,13 @@ fn stop_and_uninstall_boot_every_copy_out() {
     o.others.clear();
     o.loaded_here = None;
     assert_eq!(names(decide_stop(&o, false, true)), ["disable"]);
+}
+
+#[test]
+fn a_directly_started_host_the_manager_takes_over_is_stopped_before_the_load() {
+    let mut o = running();
+    o.loaded_here = None;
+    o.direct = Some(42);
+    let d = decide(&o, &planned(vec![]), Request::Apply).unwrap();
+    assert_eq!(names(&d), ["stop_direct", "enable", "load", "verify"]);
 }
