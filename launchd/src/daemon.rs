@@ -257,7 +257,11 @@ impl Daemon {
         if let Err(code) = proto::check_domain(&d, &req.knobs) {
             return proto::domain_error("bootout", &d, code);
         }
-        self.bootout(&d.target(&label), req, 3)
+        self.bootout(
+            &d.target(&label),
+            req,
+            proto::bootout_not_loaded_code(&req.knobs),
+        )
     }
 
     fn bootout_plist(&mut self, domain: &str, plist: &str, req: &Request) -> Reply {
@@ -281,8 +285,13 @@ impl Daemon {
                 .find(|(_, j)| j.domain == name && j.def.plist_path == plist)
                 .map_or_else(String::new, |(k, _)| k.clone()),
         };
-        // Not loaded: 113 in the plist form (nix-installer#520).
-        self.bootout(&key, req, 113)
+        // Not loaded: 113 in the plist form (nix-installer#520), or the knob's code (5 on
+        // Darwin 27, jdx/mise#10965).
+        let missing = req
+            .knobs
+            .get("LAUNCHD_SIM_BOOTOUT_NOT_LOADED_CODE")
+            .map_or(113, |_| proto::bootout_not_loaded_code(&req.knobs));
+        self.bootout(&key, req, missing)
     }
 
     /// Starts draining: SIGTERM now, SIGKILL after the exit timeout; the label lingers until the

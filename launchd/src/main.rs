@@ -230,11 +230,14 @@ fn not_loaded(verb: &str, a: &[&str], knobs: &BTreeMap<String, String>) -> Reply
                 .get("LAUNCHD_SIM_DOMAIN_EXTRA_ROWS")
                 .map(String::as_str),
         )),
-        ("bootout", Some(_)) => Reply::failed("Boot-out", 3),
+        ("bootout", Some(_)) => Reply::failed("Boot-out", proto::bootout_not_loaded_code(knobs)),
         ("bootout", None) => match a.get(2) {
-            Some(plist) => {
-                proto::missing_plist(plist).unwrap_or_else(|| Reply::failed("Boot-out", 113))
-            }
+            Some(plist) => proto::missing_plist(plist).unwrap_or_else(|| {
+                let code = knobs
+                    .get("LAUNCHD_SIM_BOOTOUT_NOT_LOADED_CODE")
+                    .map_or(113, |_| proto::bootout_not_loaded_code(knobs));
+                Reply::failed("Boot-out", code)
+            }),
             // Booting out a whole domain (a logout) is not modelled.
             None => Reply::bootout_usage(),
         },

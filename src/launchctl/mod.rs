@@ -33,6 +33,11 @@ pub const TIMEOUT_VAR: &str = "OYSTER_LAUNCHCTL_TIMEOUT_SECS";
 /// `print`/`kickstart` of a label that is not loaded.
 pub const NOT_LOADED: i32 = 113;
 
+/// What a `bootout` may answer without failing: 3 not loaded, 36 still in progress, and 5,
+/// which only `print` can decide: newer macOS answers 5 for a label that is not loaded
+/// (jdx/mise#10965), and a stuck job does too (nix-installer#1187).
+pub const BOOTOUT_GOES_ON: &[Code] = &[Code::NoSuchProcess, Code::InProgress, Code::InputOutput];
+
 /// launchd's per-user domains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Domain {
@@ -314,7 +319,7 @@ impl Launchctl {
     }
 
     /// `bootout <domain>/<label>`: returns before the process is gone; 3 not loaded, 36 still
-    /// in progress.
+    /// in progress, 5 either not loaded (newer macOS) or stuck ([`BOOTOUT_GOES_ON`]).
     pub fn bootout(&self, domain: Domain, label: &str) -> Result<Reply, ProcessError> {
         self.reply(&["bootout", &domain.target(label)])
     }

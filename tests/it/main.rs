@@ -46,6 +46,7 @@ mod planted_fifos;
 mod privacy_folders;
 mod providers;
 mod real_macs;
+mod real_macs4;
 mod refused_where_they_enter;
 mod registry_guard;
 mod regressions;

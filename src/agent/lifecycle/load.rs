@@ -3,7 +3,7 @@
 //! booted out first.
 
 use super::*;
-use crate::launchctl::Reply;
+use crate::launchctl::{Reply, BOOTOUT_GOES_ON};
 
 impl Agent<'_> {
     /// Refuses (before anything is written or booted out) a change that would reload a loaded
@@ -271,6 +271,11 @@ impl Agent<'_> {
     /// (operation now in progress) it is issued again on each poll, as Homebrew does, within
     /// the same bound; then `print` is polled (backing off) until it answers 113.
     /// `pid` is the instance it stops, for the audit log.
+    ///
+    /// Issue 39 item 3: a 5 is not an error by itself. Newer macOS answers 5 for a label that
+    /// is not loaded (jdx/mise#10965) and a stuck job does too (nix-installer#1187), so a 5 is
+    /// decided by `print`: gone is done; still loaded is re-issued like 36 within the bound,
+    /// and the error at the bound carries launchctl's own words.
     pub fn bootout_in(
         &self,
         domain: Domain,
@@ -279,11 +284,8 @@ impl Agent<'_> {
     ) -> anyhow::Result<()> {
         let target = domain.target(&self.stack.label);
         let label = &self.stack.label;
-        // 3: not loaded; 36: still in progress.
-        let mut r = self
-            .lc
-            .bootout(domain, label)?
-            .accept(&[Code::NoSuchProcess, Code::InProgress])?;
+        // 3: not loaded; 36: still in progress; 5: either, `print` decides.
+        let mut r = self.lc.bootout(domain, label)?.accept(BOOTOUT_GOES_ON)?;
         self.audit
             .record(action, Step::Bootout, StepOutcome::Ok, pid, "");
         let t0 = Instant::now();
@@ -308,8 +310,16 @@ impl Agent<'_> {
                 .into());
             }
             if t0.elapsed() > DRAIN_TIMEOUT {
+                let answered = if r.code == Code::InputOutput {
+                    format!(
+                        " (`launchctl bootout {target}` answered 5: {})",
+                        r.finished.stderr.trim()
+                    )
+                } else {
+                    String::new()
+                };
                 anyhow::bail!(
-                    "{target} was still loaded {} s after bootout",
+                    "{target} was still loaded {} s after bootout{answered}",
                     DRAIN_TIMEOUT.as_secs()
                 );
             }
@@ -321,11 +331,8 @@ impl Agent<'_> {
                 said = true;
             }
             std::thread::sleep(pause.next());
-            if r.code == Code::InProgress {
-                r = self
-                    .lc
-                    .bootout(domain, label)?
-                    .accept(&[Code::NoSuchProcess, Code::InProgress])?;
+            if matches!(r.code, Code::InProgress | Code::InputOutput) {
+                r = self.lc.bootout(domain, label)?.accept(BOOTOUT_GOES_ON)?;
             }
         }
     }
