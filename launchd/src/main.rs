@@ -101,10 +101,11 @@ fn dispatch(args: Vec<String>) -> Reply {
             ))
         }
         // The simulator's own Login Items switch: what the user does in System Settings →
-        // General → Login Items (`off`: switched off, or never approved).
-        ["login-item", label, word @ ("on" | "off")] => {
+        // General → Login Items (`off`: switched off, or never approved); `hang`: on, but
+        // the status query for it never answers (a wedged Background Task Management daemon).
+        ["login-item", label, word @ ("on" | "off" | "hang")] => {
             let uid = nix::unistd::getuid().as_raw();
-            match state::set_login_item(&state, uid, label, *word == "on") {
+            match state::set_login_item(&state, uid, label, word) {
                 Ok(()) => Reply::ok(""),
                 Err(e) => Reply::raw(1, format!("login-item: {e}\n")),
             }
@@ -120,9 +121,17 @@ fn dispatch(args: Vec<String>) -> Reply {
                 );
             }
             let uid = nix::unistd::getuid().as_raw();
-            let word = match job::read_label(Path::new(plist)) {
+            let label = job::read_label(Path::new(plist));
+            let switch = label.as_deref().map(|l| state::login_item(&state, uid, l));
+            if switch.as_deref() == Some("hang") {
+                // ServiceManagement's query has no time limit: it never answers.
+                loop {
+                    std::thread::sleep(Duration::from_secs(3600));
+                }
+            }
+            let word = match switch.as_deref() {
                 None => "not found",
-                Some(label) if state::login_item_off(&state, uid, &label) => "requires approval",
+                Some("off") => "requires approval",
                 Some(_) => "enabled",
             };
             Reply::ok(format!("{word}\n"))

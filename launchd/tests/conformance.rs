@@ -1749,3 +1749,37 @@ fn bootout_of_an_unloaded_label_can_answer_5() {
     assert_eq!(code(&s.run(&["bootout", &s.target("nl.other")])), 0);
     assert_eq!(code(&s.run(&["bootout", &s.target("nl.other")])), 5);
 }
+
+/// Issue 39 item 2: `login-item LABEL hang` is a wedged Background Task Management daemon:
+/// the status query for that plist never answers (the caller must bound its wait), while the
+/// label's switch stays on (it loads).
+#[test]
+fn a_hung_login_items_query_never_answers() {
+    if sim_only("the Login Items switch is the simulator's own verb") {
+        return;
+    }
+    let s = Sim::new();
+    let p = s.plist("hang.t", LOOP, "");
+    assert_eq!(code(&s.run(&["login-item", "hang.t", "hang"])), 0);
+    let mut child = Command::new(launchctl())
+        .args(["login-item-status", p.to_str().unwrap()])
+        .env_clear()
+        .env("HOME", s.home())
+        .env("LAUNCHD_SIM_STATE", s.dir.path().join("state"))
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(child.try_wait().unwrap().is_none(), "it answered");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    assert_eq!(code(&s.run(&["login-item", "hang.t", "on"])), 0);
+    assert_eq!(
+        stdout(&s.run(&["login-item-status", p.to_str().unwrap()])),
+        "enabled\n"
+    );
+}

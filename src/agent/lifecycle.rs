@@ -69,6 +69,10 @@ pub struct Timing {
     pub wait: Duration,
     /// How long the pid must stay the same after `/health` said 200.
     pub settle: Duration,
+    /// `--ignore-login-items` (issue 39 item 2): reload a loaded job that does not run even
+    /// when ServiceManagement says it is switched off in Login Items. Not timing, but it
+    /// travels with it to [`Agent::apply`], the one place that refusal is made.
+    pub ignore_login_items: bool,
 }
 
 pub use crate::verify::{EnvProof, ProofFloor};
@@ -346,7 +350,7 @@ impl<'a> Agent<'a> {
         self.refuse_port_for(plan)?;
         let before = self.before()?;
         let pending = self.pending();
-        self.refuse_reload_switched_off(plan, before.as_ref(), pending)?;
+        self.refuse_reload_switched_off(plan, before.as_ref(), pending, timing.ignore_login_items)?;
         if pending {
             self.out.progress("A previous oyster run stopped before its change verified; verifying now (and rolling back to the last good plist if it does not).");
         }

@@ -8,12 +8,19 @@ use crate::launchctl::{Reply, BOOTOUT_GOES_ON};
 impl Agent<'_> {
     /// Refuses (before anything is written or booted out) a change that would reload a loaded
     /// job switched off in Login Items: launchd would refuse its bootstrap, and the rollback's
-    /// too, leaving down the Host that runs now.
+    /// too, leaving the Host down.
+    ///
+    /// Issue 39 item 2 (a minimal change, kept here for the lifecycle refactor): what
+    /// ServiceManagement answers for a plist a CLI wrote is undocumented, and one public report
+    /// shows `requiresApproval` for a job that runs. So while the job runs that answer alone
+    /// refuses nothing: it is noted, and the change goes on; `ignore` (`--ignore-login-items`)
+    /// lets it go on for a job that does not run either.
     pub(super) fn refuse_reload_switched_off(
         &self,
         plan: &Plan,
         before: Option<&PrintInfo>,
         pending: bool,
+        ignore: bool,
     ) -> anyhow::Result<()> {
         let Some(info) = before else {
             return Ok(());
@@ -25,12 +32,26 @@ impl Agent<'_> {
         let Some(cause) = crate::agent::refusal::login_item(self.lc, &plist) else {
             return Ok(());
         };
+        let label = &self.stack.label;
+        if info.running() || ignore {
+            let why = if info.running() {
+                "it runs, so that answer alone is not taken as proof (for a plist a command-line tool wrote it is undocumented, and has been seen for a running job)"
+            } else {
+                "--ignore-login-items was given"
+            };
+            self.out.note(&format!(
+                "ServiceManagement says {label} is switched off in System Settings → General → Login Items (\"requires approval\"), but {why}: reloading it anyway; if launchd refuses the new definition, the Host stays down until it is switched on there"
+            ));
+            return Ok(());
+        }
         Err(crate::error::Failed::new(
             format!(
-                "{} is loaded (it was loaded before it was switched off in System Settings → General → Login Items), and launchd will not load it again: this change would reload it and leave the Host down, so launchd and the plist were left as they are (config.json keeps the change, applied by the next run once it is switched on)",
-                self.stack.label
+                "{label} is loaded (it was loaded before it was switched off in System Settings → General → Login Items), and launchd will not load it again: this change would reload it and leave it unloaded, so launchd and the plist were left as they are (config.json keeps the change, applied by the next run once it is switched on)"
             ),
-            cause.fix,
+            format!(
+                "{}; or, if it is switched on there already, run the command again with --ignore-login-items",
+                cause.fix
+            ),
         )
         .into())
     }
