@@ -143,6 +143,12 @@ impl Daemon {
         if let Some(code) = state::take_injected_failure(&self.state_dir, &req.knobs) {
             return Reply::failed(VERB, code);
         }
+        // Nobody (or another user) at the console: the GUI domain answers as if it were there,
+        // but has no Aqua session of this user to load into, and says a bare 5, not 125
+        // (psimaker/vaultsync#89, Homebrew/homebrew-services#528).
+        if d.kind == "gui" && proto::console_not_callers(&req.knobs, d.uid) {
+            return Reply::failed(VERB, 5);
+        }
         let def = match job::load(Path::new(plist)) {
             Ok(def) => def,
             // A plist refused for its owner or mode: 122 by default, `LAUNCHD_SIM_OWNERSHIP_CODE`

@@ -130,6 +130,16 @@ pub fn bootout_not_loaded_code(knobs: &BTreeMap<String, String>) -> i32 {
         .unwrap_or(3)
 }
 
+/// `LAUNCHD_SIM_CONSOLE_UID=N`: the uid that owns the console (`/dev/console`; 0 when nobody
+/// is logged in at the screen). Whether it is set and is not `uid` (the caller's): a session
+/// over SSH while the console is not this user's.
+pub fn console_not_callers(knobs: &BTreeMap<String, String>, uid: u32) -> bool {
+    knobs
+        .get("LAUNCHD_SIM_CONSOLE_UID")
+        .and_then(|v| v.parse::<u32>().ok())
+        .is_some_and(|owner| owner != uid)
+}
+
 pub const ROOT_HINT: &str = "Try re-running the command as root for richer errors.\n";
 
 /// The messages real launchctl pairs with its exit codes.

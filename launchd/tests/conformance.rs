@@ -1783,3 +1783,33 @@ fn a_hung_login_items_query_never_answers() {
         "enabled\n"
     );
 }
+
+/// Issue 39 item 4: over SSH with nobody (or another user) at the console, `gui/<uid>` still
+/// answers `print-disabled` and `print`, but its bootstrap answers a bare 5 (not 125;
+/// psimaker/vaultsync#89); `user/<uid>` loads a plist whose session types include Background.
+#[test]
+fn with_the_console_not_the_callers_a_gui_bootstrap_answers_5() {
+    if sim_only("LAUNCHD_SIM_CONSOLE_UID") {
+        return;
+    }
+    let mut s = Sim::new();
+    s.env.push(("LAUNCHD_SIM_EUID".into(), "501".into()));
+    s.env
+        .push(("LAUNCHD_SIM_CONSOLE_UID".into(), (s.uid + 4242).to_string()));
+    let both = "<key>LimitLoadToSessionType</key><array><string>Aqua</string><string>Background</string></array>\n";
+    let p = s.plist("console.t", LOOP, both);
+    let path = p.to_str().unwrap();
+    assert_eq!(code(&s.run(&["print-disabled", &s.gui()])), 0);
+    let o = s.run(&["bootstrap", &s.gui(), path]);
+    assert_eq!((code(&o), stderr(&o)), (5, s.bootstrap5()));
+    assert_eq!(code(&s.run(&["print", &s.target("console.t")])), 113);
+    assert_eq!(code(&s.run(&["bootstrap", &s.user(), path])), 0);
+    assert_eq!(
+        code(&s.run(&["bootout", &format!("{}/console.t", s.user())])),
+        0
+    );
+    // The console is the caller's: gui loads.
+    s.env
+        .push(("LAUNCHD_SIM_CONSOLE_UID".into(), s.uid.to_string()));
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), path])), 0);
+}

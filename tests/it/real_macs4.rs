@@ -189,3 +189,95 @@ fn switched_off_in_login_items_refuses_a_reload_only_of_a_host_that_does_not_run
     s.t.sim(&["login-item", &s.label(), "on"]).ok();
     s.done();
 }
+
+/// 39.4: over SSH with nobody (or another user) at the console, `gui/<uid>` can answer `print`
+/// while its bootstrap answers a bare 5, not 125 (psimaker/vaultsync#89; simulator:
+/// `LAUNCHD_SIM_CONSOLE_UID`). oyster asks who owns the console (as Homebrew does, the owner of
+/// `/dev/console`; `OYSTER_CONSOLE_UID` stands in for it here, and is said) and loads a Host
+/// that is not loaded in `gui/<uid>` into `user/<uid>`, saying why. Before, it tried
+/// `gui/<uid>` and ended with "launchd refused it and gave no reason".
+#[test]
+fn with_the_console_not_this_users_the_host_goes_to_the_user_domain_said() {
+    let s = Stack::new("ssh");
+    let me = nix::unistd::getuid().as_raw();
+    let other = (me + 4242).to_string();
+    let sim_only = [("LAUNCHD_SIM_CONSOLE_UID", other.as_str())];
+    // launchd's answer, as oyster met it before it asked who owns the console.
+    let e = run_with(&s, &sim_only, &s.args("install"))
+        .fails_with(1)
+        .stderr();
+    assert!(
+        e.contains(&format!("bootstrap gui/{me} ")) && e.contains("exited 5"),
+        "{e}"
+    );
+    assert!(e.contains("launchd refused it and gave no reason"), "{e}");
+    let both = [
+        ("LAUNCHD_SIM_CONSOLE_UID", other.as_str()),
+        ("OYSTER_CONSOLE_UID", other.as_str()),
+    ];
+    let r = run_with(&s, &both, &s.args("install")).ok();
+    let said = format!("{}{}", r.stdout(), r.stderr());
+    assert!(
+        said.contains(&format!(
+            "the console belongs to another user (uid {other}) (OYSTER_CONSOLE_UID={other}), so gui/{me} has no login session"
+        )) && said.contains(&format!("so using user/{me}")),
+        "{said}"
+    );
+    r.stdout_has("Host verified");
+    let status: Vec<String> = ["agent", "status", "--json", "--stack", s.name]
+        .map(String::from)
+        .to_vec();
+    let st = run_with(&s, &both, &status).json();
+    assert_eq!(
+        st["loaded_in"],
+        serde_json::json!([format!("user/{me}")]),
+        "{st}"
+    );
+    assert_eq!(st["verified"], true, "{st}");
+    s.t.run(["agent", "uninstall", "--stack", s.name]).ok();
+    // Nobody at the console (root owns it): said so.
+    let nobody = [
+        ("LAUNCHD_SIM_CONSOLE_UID", "0"),
+        ("OYSTER_CONSOLE_UID", "0"),
+    ];
+    if me != 0 {
+        let r = run_with(&s, &nobody, &s.args("install")).ok();
+        assert!(
+            r.stderr().contains("nobody is logged in at the console"),
+            "{}",
+            r.stderr()
+        );
+        s.t.run(["agent", "uninstall", "--stack", s.name]).ok();
+    }
+    // The console is this user's: gui/<uid>, as ever; a Host loaded there stays there when the
+    // console is someone else's later (fast user switching), since it proves the domain works.
+    let mine = me.to_string();
+    run_with(
+        &s,
+        &[("OYSTER_CONSOLE_UID", mine.as_str())],
+        &s.args("install"),
+    )
+    .ok();
+    assert!(s.loaded_in("gui"));
+    run_with(
+        &s,
+        &[("OYSTER_CONSOLE_UID", other.as_str())],
+        &s.args("restart"),
+    )
+    .ok();
+    let st = run_with(&s, &[("OYSTER_CONSOLE_UID", other.as_str())], &status).json();
+    assert_eq!(
+        st["loaded_in"],
+        serde_json::json!([format!("gui/{me}")]),
+        "{st}"
+    );
+    // A value that is not a uid is refused as input.
+    let e = run_with(&s, &[("OYSTER_CONSOLE_UID", "alice")], &s.args("restart"))
+        .fails_with(2)
+        .stderr();
+    assert!(
+        e.contains("OYSTER_CONSOLE_UID is \"alice\", which is not a uid"),
+        "{e}"
+    );
+    s.done();
+}
