@@ -4,6 +4,7 @@ mod agent_plist;
 mod architecture;
 mod bad_input;
 mod bounded;
+mod ci_macos_steps;
 mod ci_workflows;
 mod cleanup_seams;
 mod command_seams;
