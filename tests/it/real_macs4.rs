@@ -281,3 +281,104 @@ fn with_the_console_not_this_users_the_host_goes_to_the_user_domain_said() {
     );
     s.done();
 }
+
+/// 39.9: `list` reads one listing per domain whatever labels the domains hold: with labels
+/// holding spaces (a third-party agent loaded in both domains, rows whose label follows a
+/// tab, an override of such a label) beside three running stacks, it starts at most 3
+/// launchctl processes (the two listings; nothing per stack), counted through a wrapper
+/// that logs each call. A row oyster cannot read that names a longer label (`…sp1-old`) no
+/// longer makes the stack whose label begins it (`…sp1`) ask on its own (two more calls).
+#[test]
+fn list_of_three_stacks_beside_labels_holding_spaces_starts_at_most_three_launchctls() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut s = Stack::new("sp1");
+    let log = s.t.path("launchctl-calls.log");
+    let wrapper = s.t.path("launchctl-recorder");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            log.display(),
+            crate::common::sim_bin().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (k, v) in &mut s.t.extra_env {
+        if k == "OYSTER_LAUNCHCTL" {
+            *v = wrapper.display().to_string();
+        }
+    }
+    for name in ["sp1", "sp2", "sp3"] {
+        let port = crate::common::free_port();
+        s.t.run(
+            crate::common::args(&["agent", "install"])
+                .stack(name)
+                .root(&s.root)
+                .node(crate::common::real_node())
+                .port(port)
+                .wait(10, 300),
+        )
+        .ok();
+    }
+    // A third-party agent whose label holds spaces, loaded in both domains and disabled.
+    let label = "com.example.my agent";
+    let plist = s.t.path("my agent.plist");
+    std::fs::write(
+        &plist,
+        format!("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<plist version=\"1.0\"><dict><key>Label</key><string>{label}</string><key>ProgramArguments</key><array><string>/bin/sleep</string><string>60</string></array><key>LimitLoadToSessionType</key><array><string>Aqua</string><string>Background</string></array></dict></plist>\n"),
+    )
+    .unwrap();
+    let me = nix::unistd::getuid().as_raw();
+    for domain in [format!("gui/{me}"), format!("user/{me}")] {
+        s.t.sim(&["bootstrap", &domain, plist.to_str().unwrap()])
+            .ok();
+    }
+    s.t.sim(&["disable", &format!("gui/{me}/com.example.other agent")])
+        .ok();
+    // And a row in no shape oyster reads that names a label longer than a stack's (it says
+    // nothing of `sp1`, which it begins with): skipped, counted, and no reason to ask `sp1`.
+    let rows = "       0      -\tcom.example.tabbed label with spaces\n     812     -15     UIKitApplication:com.apple.Preferences[704b][rb-legacy]\n??? com.oysterun.host.sp1-old (a label holding spaces) ???";
+    let _ = std::fs::remove_file(&log);
+    let r = run_with(
+        &s,
+        &[("LAUNCHD_SIM_DOMAIN_EXTRA_ROWS", rows)],
+        &["list".to_owned(), "--json".to_owned()],
+    )
+    .ok();
+    let calls: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let doc = r.json();
+    let stacks = doc["stacks"].as_array().unwrap();
+    assert_eq!(stacks.len(), 3, "{doc}");
+    for st in stacks {
+        assert_eq!(st["summary"], "verified", "{st}");
+        assert!(
+            !st["notes"].to_string().contains("could not be used"),
+            "{st}"
+        );
+    }
+    // Only the `???` row, once per domain: every row holding spaces was read.
+    r.stderr_has("2 rows of launchd's domain listings");
+    assert!(
+        calls.len() <= 3,
+        "{} launchctl calls: {calls:#?}",
+        calls.len()
+    );
+    assert!(
+        calls
+            .iter()
+            .all(|c| c == &format!("print gui/{me}") || c == &format!("print user/{me}")),
+        "a call per stack: {calls:#?}"
+    );
+    for domain in [format!("gui/{me}"), format!("user/{me}")] {
+        s.t.sim(&["bootout", &format!("{domain}/{label}")]).ok();
+    }
+    for name in ["sp2", "sp3"] {
+        s.t.run(["agent", "uninstall", "--stack", name]).ok();
+    }
+    s.done();
+}
