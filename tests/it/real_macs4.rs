@@ -382,3 +382,47 @@ fn list_of_three_stacks_beside_labels_holding_spaces_starts_at_most_three_launch
     }
     s.done();
 }
+
+/// 39.7: the hint after "launchd refused it and gave no reason" is one this user can follow:
+/// `log show` needs an administrator (here root, so the plain form; a standard user is given
+/// the `sudo` form as an administrator's command, `refusal::tests`), and launchctl's own advice
+/// to a caller that is not root ("Try re-running the command as root for richer errors.") is
+/// kept as the command it means. Before, the hint was a `log show` a standard user cannot run,
+/// and launchctl's advice was only in the quoted error.
+#[test]
+fn the_hint_after_a_bare_5_keeps_launchctls_advice() {
+    let s = Stack::new("adv");
+    let me = nix::unistd::getuid().as_raw();
+    let hint = |env: &[(&str, &str)]| {
+        let e = run_with(&s, env, &s.args("install")).fails_with(1).stderr();
+        e.lines()
+            .find(|l| l.starts_with("hint:"))
+            .unwrap_or_else(|| panic!("no hint: {e}"))
+            .to_owned()
+    };
+    // launchctl as a caller that is not root sees it (the simulator's LAUNCHD_SIM_EUID).
+    let h = hint(&[
+        ("LAUNCHD_SIM_FAIL_BOOTSTRAP", "5"),
+        ("LAUNCHD_SIM_EUID", "501"),
+    ]);
+    assert!(
+        h.contains(&format!(
+            "launchctl's own advice, re-running it as root for a richer error, is `sudo launchctl bootstrap gui/{me} ~/Library/LaunchAgents/com.oysterun.host.adv.plist`"
+        )),
+        "{h}"
+    );
+    if nix::unistd::geteuid().is_root() {
+        assert!(
+            h.contains("hint: `log show --last 5m"),
+            "root reads the log itself: {h}"
+        );
+    }
+    // As root launchctl gives no such advice, and none is made up.
+    let h = hint(&[
+        ("LAUNCHD_SIM_FAIL_BOOTSTRAP", "5"),
+        ("LAUNCHD_SIM_EUID", "0"),
+    ]);
+    assert!(!h.contains("launchctl bootstrap"), "{h}");
+    assert!(h.contains("checks the rest"), "{h}");
+    s.done();
+}

@@ -180,6 +180,7 @@ impl Agent<'_> {
     fn refused_with_5(
         &self,
         msg: &mut String,
+        stderr: &str,
         cause: Option<crate::agent::refusal::Cause>,
         t0: Instant,
     ) -> String {
@@ -229,9 +230,13 @@ impl Agent<'_> {
                 msg.push_str(
                     "; launchd refused it and gave no reason (it is not disabled, not switched off in Login Items, its session types, owner and mode and its log directory are right)",
                 );
-                format!(
-                    "`log show --last 5m --predicate 'process == \"launchd\"'` shows launchd's own reason; `{}` checks the rest",
-                    self.hints.cmd("doctor")
+                // Issue 39 item 7: a hint a standard user can follow, launchctl's advice kept.
+                crate::agent::refusal::no_reason_hint(
+                    stderr,
+                    self.active(),
+                    &plist,
+                    &self.hints.cmd("doctor"),
+                    crate::sys::user::is_admin(),
                 )
             }
         }
@@ -272,7 +277,7 @@ impl Agent<'_> {
             r.finished.stderr.trim()
         );
         let hint = if matches!(code, Code::InputOutput | Code::AlreadyRunning) {
-            self.refused_with_5(&mut msg, cause, t0)
+            self.refused_with_5(&mut msg, &r.finished.stderr, cause, t0)
         } else {
             format!(
                 "run `{}` to see what launchd refuses",
