@@ -11,4 +11,5 @@ pub mod plan;
 pub mod plist;
 pub mod privacy;
 pub mod root;
+pub mod signing;
 pub mod stack;

@@ -182,6 +182,8 @@ fn managed_check(ctx: &Context) -> Option<Check> {
 fn privacy_check(ctx: &Context, plan: Option<&Plan>) -> Vec<Check> {
     let Some(plan) = plan else { return vec![] };
     let node = plan.node.path.as_path();
+    // Two signatures read: once for every row.
+    let grant = (!plan.privacy.is_empty()).then(|| crate::host::privacy::grant(node));
     let mut checks: Vec<Check> = plan
         .privacy
         .iter()
@@ -192,7 +194,7 @@ fn privacy_check(ctx: &Context, plan: Option<&Plan>) -> Vec<Check> {
                 w.clone(),
                 Some(format!(
                     "move it out of the protected folder (the lasting fix). {}",
-                    crate::host::privacy::grant(node)
+                    grant.as_deref().unwrap_or_default()
                 )),
             )
         })
