@@ -4,6 +4,7 @@
 //! `crate::launch`) leaves for Oysterun's scripts ([`identity`]).
 
 pub mod identity;
+pub mod lan;
 pub mod launchenv;
 pub mod launcher;
 pub mod node;

@@ -17,7 +17,9 @@ pub fn euid() -> u32 {
 
 /// Whether this process may do what macOS keeps to administrators (`log show` refuses anyone
 /// else): root, or a member of the `admin` group (gid 80 on macOS; a system without such a
-/// group has no administrators by that name).
+/// group has no administrators by that name). Membership is the group's member list, as
+/// macOS fleet tools read it (`getgrnam("admin")`; `getgroups` is not offered for Apple
+/// targets, whose group lists come from the directory service), or its gid as the primary one.
 pub fn is_admin() -> bool {
     if euid() == 0 {
         return true;
@@ -25,8 +27,7 @@ pub fn is_admin() -> bool {
     let Ok(Some(admin)) = nix::unistd::Group::from_name("admin") else {
         return false;
     };
-    nix::unistd::getegid() == admin.gid
-        || nix::unistd::getgroups().is_ok_and(|groups| groups.contains(&admin.gid))
+    nix::unistd::getegid() == admin.gid || name_of(uid()).is_some_and(|me| admin.mem.contains(&me))
 }
 
 /// The current user's account: login name and shell, as launchd would take them.

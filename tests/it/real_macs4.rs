@@ -426,3 +426,60 @@ fn the_hint_after_a_bare_5_keeps_launchctls_advice() {
     assert!(h.contains("checks the rest"), "{h}");
     s.done();
 }
+
+/// 39.8: on macOS 15 and later a program launchd starts that is not an app may not reach the
+/// local network until it is allowed (Local Network privacy, Apple TN3179): `doctor` warns
+/// when the Host's config names an address there (a private or link-local IP, an mDNS name),
+/// naming each and where to allow it, where launchd runs the Host; never for loopback or
+/// public addresses, nor without launchd. What a Mac really does is recorded by the macOS job.
+#[test]
+fn doctor_says_local_network_privacy_when_the_config_names_a_lan_address() {
+    let s = Stack::new("lan");
+    s.t.run(s.args("install")).ok();
+    let config = s.stack_dir().join("host/config.json");
+    let row = |s: &Stack| {
+        let doc = s.t.run(["doctor", "--json", "--stack", s.name]).json();
+        doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == "local network")
+            .cloned()
+    };
+    assert_eq!(row(&s), None, "nothing on the local network yet");
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    doc["ollama_base_url"] = "http://192.168.1.20:11434/v1".into();
+    doc["public_url"] = "https://api.example.com".into();
+    std::fs::write(&config, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+    let r = row(&s).expect("a local network check");
+    assert_eq!(r["status"], "warn", "{r}");
+    let detail = r["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("ollama_base_url (192.168.1.20)"),
+        "{detail}"
+    );
+    assert!(!detail.contains("api.example.com"), "{detail}");
+    assert!(detail.contains("TN3179"), "{detail}");
+    assert!(
+        r["fix"]
+            .as_str()
+            .unwrap()
+            .contains("System Settings → Privacy & Security → Local Network"),
+        "{r}"
+    );
+    // Without launchd (the Host is started directly), nothing is said.
+    let direct = run_with(
+        &s,
+        &[("OYSTER_LAUNCHCTL", "none")],
+        &[
+            "doctor".into(),
+            "--json".into(),
+            "--stack".into(),
+            s.name.into(),
+        ],
+    )
+    .json();
+    assert!(!direct.to_string().contains("local network"), "{direct}");
+    s.done();
+}

@@ -26,6 +26,7 @@ use crate::ExitStatus;
 
 mod files;
 mod launchd;
+mod network;
 
 use files::{log_dir_check, plist_check, plist_file_checks};
 use launchd::launchd_checks;
@@ -116,6 +117,7 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
         checks.push(check("LaunchAgents dir", Level::Fail, msg, e.hint));
     }
     checks.extend(privacy_check(ctx, plan_ok(&plan)));
+    checks.extend(network::local_network_check(ctx, doc.as_ref()));
     // A FIFO or symlink where launchd opens the Host log (docs/behaviour.md §9); a log
     // directory that is not one is the log dir check's failure, said once.
     let dir_ok = st.refuse_bad_log_dir().is_ok();
