@@ -278,7 +278,10 @@ impl Drop for Runner {
 }
 
 #[test]
+#[ignore = "needs jq and curl, which the workflow's scripts use (.ci/run installs and runs it)"]
 fn every_real_launchd_step_of_the_macos_workflow_runs_here_against_the_simulator() {
+    crate::common::needed_tool("jq", "apt-get install jq");
+    crate::common::needed_tool("curl", "apt-get install curl");
     let text = workflow();
     let steps = steps(&text, "macos");
     for (name, _) in SKIPPED {
