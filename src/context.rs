@@ -45,6 +45,8 @@ pub struct EnvSnapshot {
     pub config_home: Option<PathBuf>,
     /// `OYSTER_MANAGED_PREFERENCES_DIR`: stands in for `/Library/Managed Preferences`.
     pub managed_dir: Option<PathBuf>,
+    /// `OYSTER_CONSOLE_UID`: who owns the console, instead of `/dev/console` (tests, Linux).
+    pub console_uid: Option<String>,
     /// `OYSTER_ENV_PROOF`, parsed once: `exec` or `launchd` force the proof used when the
     /// kernel hides the Host's environment (for testing those paths off macOS).
     pub proof_floor: ProofFloor,
@@ -69,6 +71,7 @@ impl EnvSnapshot {
             systemctl: os("OYSTER_SYSTEMCTL"),
             runtime_dir: os("XDG_RUNTIME_DIR"),
             config_home: path("XDG_CONFIG_HOME"),
+            console_uid: text(crate::launchctl::CONSOLE_VAR),
             proof_floor: ProofFloor::from_env(text("OYSTER_ENV_PROOF").as_deref()),
             managed_dir: path("OYSTER_MANAGED_PREFERENCES_DIR"),
         }
@@ -377,6 +380,24 @@ impl Context {
             launchctl: Rc::clone(&self.launchctl),
             manager: Rc::clone(&self.manager),
         })
+    }
+
+    /// Who owns the console: `OYSTER_CONSOLE_UID` when set (a uid, else invalid input), else
+    /// `/dev/console`'s owner on macOS, else unknown.
+    pub fn console(&self) -> Result<crate::launchctl::Console, crate::error::Invalid> {
+        let var = crate::launchctl::CONSOLE_VAR;
+        match &self.env.console_uid {
+            None => Ok(crate::launchctl::Console::of_this_machine()),
+            Some(v) => match v.trim().parse::<u32>() {
+                Ok(uid) => Ok(crate::launchctl::Console {
+                    owner: Some(uid),
+                    overridden: true,
+                }),
+                Err(_) => Err(crate::error::Invalid::new(format!(
+                    "{var} is {v:?}, which is not a uid; give the uid that owns the console (0: nobody is logged in) or unset it"
+                ))),
+            },
+        }
     }
 
     /// A command to suggest, in the form the user typed ([`Hints::agent`]).

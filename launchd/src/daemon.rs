@@ -143,6 +143,12 @@ impl Daemon {
         if let Some(code) = state::take_injected_failure(&self.state_dir, &req.knobs) {
             return Reply::failed(VERB, code);
         }
+        // Nobody (or another user) at the console: the GUI domain answers as if it were there,
+        // but has no Aqua session of this user to load into, and says a bare 5, not 125
+        // (psimaker/vaultsync#89, Homebrew/homebrew-services#528).
+        if d.kind == "gui" && proto::console_not_callers(&req.knobs, d.uid) {
+            return Reply::failed(VERB, 5);
+        }
         let def = match job::load(Path::new(plist)) {
             Ok(def) => def,
             // A plist refused for its owner or mode: 122 by default, `LAUNCHD_SIM_OWNERSHIP_CODE`
@@ -257,7 +263,11 @@ impl Daemon {
         if let Err(code) = proto::check_domain(&d, &req.knobs) {
             return proto::domain_error("bootout", &d, code);
         }
-        self.bootout(&d.target(&label), req, 3)
+        self.bootout(
+            &d.target(&label),
+            req,
+            proto::bootout_not_loaded_code(&req.knobs),
+        )
     }
 
     fn bootout_plist(&mut self, domain: &str, plist: &str, req: &Request) -> Reply {
@@ -281,8 +291,13 @@ impl Daemon {
                 .find(|(_, j)| j.domain == name && j.def.plist_path == plist)
                 .map_or_else(String::new, |(k, _)| k.clone()),
         };
-        // Not loaded: 113 in the plist form (nix-installer#520).
-        self.bootout(&key, req, 113)
+        // Not loaded: 113 in the plist form (nix-installer#520), or the knob's code (5 on
+        // Darwin 27, jdx/mise#10965).
+        let missing = req
+            .knobs
+            .get("LAUNCHD_SIM_BOOTOUT_NOT_LOADED_CODE")
+            .map_or(113, |_| proto::bootout_not_loaded_code(&req.knobs));
+        self.bootout(&key, req, missing)
     }
 
     /// Starts draining: SIGTERM now, SIGKILL after the exit timeout; the label lingers until the

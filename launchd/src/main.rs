@@ -100,33 +100,15 @@ fn dispatch(args: Vec<String>) -> Reply {
                     .map_or("", String::as_str),
             ))
         }
-        // The simulator's own Login Items switch: what the user does in System Settings →
-        // General → Login Items (`off`: switched off, or never approved).
-        ["login-item", label, word @ ("on" | "off")] => {
+        // The simulator's own Login Items switch, and what ServiceManagement answers.
+        ["login-item", label, word @ ("on" | "off" | "hang")] => {
             let uid = nix::unistd::getuid().as_raw();
-            match state::set_login_item(&state, uid, label, *word == "on") {
+            match state::set_login_item(&state, uid, label, word) {
                 Ok(()) => Reply::ok(""),
                 Err(e) => Reply::raw(1, format!("login-item: {e}\n")),
             }
         }
-        // What ServiceManagement's `SMAppService.statusForLegacyPlist(at:)` answers for a
-        // plist, as one word on stdout (`enabled`, `requires approval`, `not found`);
-        // `LAUNCHD_SIM_LOGIN_ITEMS=unavailable` answers as a Mac without the API (exit 69).
-        ["login-item-status", plist] => {
-            if knobs.get("LAUNCHD_SIM_LOGIN_ITEMS").map(String::as_str) == Some("unavailable") {
-                return Reply::raw(
-                    69,
-                    "login-item-status: ServiceManagement is not available\n",
-                );
-            }
-            let uid = nix::unistd::getuid().as_raw();
-            let word = match job::read_label(Path::new(plist)) {
-                None => "not found",
-                Some(label) if state::login_item_off(&state, uid, &label) => "requires approval",
-                Some(_) => "enabled",
-            };
-            Reply::ok(format!("{word}\n"))
-        }
+        ["login-item-status", plist] => login_item_status(&state, plist, &knobs),
         // `login` is the simulator's own verb (a console login); it needs the daemon too.
         ["bootstrap", _, _] | ["login", _] => send(&state, args.clone(), knobs, true),
         ["kill", signal, target] => match send(&state, args.clone(), knobs.clone(), false) {
@@ -156,6 +138,35 @@ fn dispatch(args: Vec<String>) -> Reply {
         },
         _ => Reply::usage(&format!("unrecognized subcommand: {}", args.join(" "))),
     }
+}
+
+/// What ServiceManagement's `SMAppService.statusForLegacyPlist(at:)` answers for a plist, as
+/// one word on stdout (`enabled`, `requires approval`, `not found`): the user's switch in
+/// System Settings → General → Login Items (`off`: switched off, or never approved); `hang`
+/// never answers (a wedged Background Task Management daemon); `LAUNCHD_SIM_LOGIN_ITEMS=
+/// unavailable` answers as a Mac without the API (exit 69).
+fn login_item_status(state: &Path, plist: &str, knobs: &BTreeMap<String, String>) -> Reply {
+    if knobs.get("LAUNCHD_SIM_LOGIN_ITEMS").map(String::as_str) == Some("unavailable") {
+        return Reply::raw(
+            69,
+            "login-item-status: ServiceManagement is not available\n",
+        );
+    }
+    let uid = nix::unistd::getuid().as_raw();
+    let label = job::read_label(Path::new(plist));
+    let switch = label.as_deref().map(|l| state::login_item(state, uid, l));
+    if switch.as_deref() == Some("hang") {
+        // ServiceManagement's query has no time limit: it never answers.
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+    let word = match switch.as_deref() {
+        None => "not found",
+        Some("off") => "requires approval",
+        Some(_) => "enabled",
+    };
+    Reply::ok(format!("{word}\n"))
 }
 
 /// `kill` when no daemon runs: the same checks as the daemon's, then 113.
@@ -230,11 +241,14 @@ fn not_loaded(verb: &str, a: &[&str], knobs: &BTreeMap<String, String>) -> Reply
                 .get("LAUNCHD_SIM_DOMAIN_EXTRA_ROWS")
                 .map(String::as_str),
         )),
-        ("bootout", Some(_)) => Reply::failed("Boot-out", 3),
+        ("bootout", Some(_)) => Reply::failed("Boot-out", proto::bootout_not_loaded_code(knobs)),
         ("bootout", None) => match a.get(2) {
-            Some(plist) => {
-                proto::missing_plist(plist).unwrap_or_else(|| Reply::failed("Boot-out", 113))
-            }
+            Some(plist) => proto::missing_plist(plist).unwrap_or_else(|| {
+                let code = knobs
+                    .get("LAUNCHD_SIM_BOOTOUT_NOT_LOADED_CODE")
+                    .map_or(113, |_| proto::bootout_not_loaded_code(knobs));
+                Reply::failed("Boot-out", code)
+            }),
             // Booting out a whole domain (a logout) is not modelled.
             None => Reply::bootout_usage(),
         },

@@ -119,6 +119,27 @@ pub fn caller_is_root(knobs: &BTreeMap<String, String>) -> bool {
 }
 
 /// The line launchctl adds to a bare 5 for a caller that is not root.
+/// What `bootout DOMAIN/LABEL` answers for a label that is not loaded (or already booting
+/// out): 3 `No such process` by default; `LAUNCHD_SIM_BOOTOUT_NOT_LOADED_CODE` sets another
+/// for both forms (5 on Darwin 27 for the plist form, jdx/mise#10965; the plist form answers
+/// 113 when the knob is unset).
+pub fn bootout_not_loaded_code(knobs: &BTreeMap<String, String>) -> i32 {
+    knobs
+        .get("LAUNCHD_SIM_BOOTOUT_NOT_LOADED_CODE")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3)
+}
+
+/// `LAUNCHD_SIM_CONSOLE_UID=N`: the uid that owns the console (`/dev/console`; 0 when nobody
+/// is logged in at the screen). Whether it is set and is not `uid` (the caller's): a session
+/// over SSH while the console is not this user's.
+pub fn console_not_callers(knobs: &BTreeMap<String, String>, uid: u32) -> bool {
+    knobs
+        .get("LAUNCHD_SIM_CONSOLE_UID")
+        .and_then(|v| v.parse::<u32>().ok())
+        .is_some_and(|owner| owner != uid)
+}
+
 pub const ROOT_HINT: &str = "Try re-running the command as root for richer errors.\n";
 
 /// The messages real launchctl pairs with its exit codes.

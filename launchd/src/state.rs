@@ -47,26 +47,35 @@ fn login_items_path(state: &Path) -> PathBuf {
 }
 
 /// The Login Items switch of macOS 13+ (System Settings → General → Login Items, "Allow in
-/// the Background"), per user and label: `{"501": {"label": false}}`, false = switched off.
-/// Only the simulator's own `login-item` verb sets it (the user's click in System Settings).
-pub fn login_item_off(state: &Path, uid: u32, label: &str) -> bool {
+/// the Background"), per user and label: `{"501": {"label": "off"}}`: `on`, `off` (switched
+/// off), or `hang` (on, but ServiceManagement's status query for it never answers: the
+/// Background Task Management daemon wedged). Only the simulator's own `login-item` verb sets
+/// it (the user's click in System Settings).
+fn login_items(state: &Path) -> Map<String, Map<String, String>> {
     std::fs::read(login_items_path(state))
         .ok()
-        .and_then(|b| serde_json::from_slice::<Map<String, Map<String, bool>>>(&b).ok())
-        .and_then(|mut all| all.remove(&uid.to_string()))
-        .and_then(|m| m.get(label).copied())
-        .is_some_and(|on| !on)
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
 }
 
-pub fn set_login_item(state: &Path, uid: u32, label: &str, on: bool) -> std::io::Result<()> {
+/// The switch of `label` for `uid`: `on` unless set.
+pub fn login_item(state: &Path, uid: u32, label: &str) -> String {
+    login_items(state)
+        .remove(&uid.to_string())
+        .and_then(|mut m| m.remove(label))
+        .unwrap_or_else(|| "on".to_owned())
+}
+
+pub fn login_item_off(state: &Path, uid: u32, label: &str) -> bool {
+    login_item(state, uid, label) == "off"
+}
+
+pub fn set_login_item(state: &Path, uid: u32, label: &str, word: &str) -> std::io::Result<()> {
     std::fs::create_dir_all(state)?;
-    let mut all: Map<String, Map<String, bool>> = std::fs::read(login_items_path(state))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
+    let mut all = login_items(state);
     all.entry(uid.to_string())
         .or_default()
-        .insert(label.to_owned(), on);
+        .insert(label.to_owned(), word.to_owned());
     let tmp = state.join(format!(".login-items.json.{}", std::process::id()));
     std::fs::write(&tmp, serde_json::to_vec_pretty(&all)?)?;
     std::fs::rename(tmp, login_items_path(state))

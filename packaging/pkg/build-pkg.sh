@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds dist/oyster-<version>.pkg, one package for every Mac (macOS 11 or later):
+# Builds dist/oyster-<version>.pkg, one package for every Mac (macOS 12 or later):
 #   1. one universal binary: cargo builds aarch64-apple-darwin and x86_64-apple-darwin and lipo
 #      joins them (once: rustup target add aarch64-apple-darwin x86_64-apple-darwin);
 #   2. the payload: the binary at /Library/Oysterun/bin/oyster, where only root can write on

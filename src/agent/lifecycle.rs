@@ -105,6 +105,8 @@ pub struct Agent<'a> {
     pub(super) keep_stopped: bool,
     /// What the config step needs to merge the plan into `config.json` again.
     plan_env: crate::host::plan::PlanEnv<'a>,
+    /// `--ignore-login-items`: a reload of a job said to be switched off is made all the same.
+    pub(crate) ignore_switch: bool,
 }
 
 /// Why verification stopped.
@@ -186,17 +188,8 @@ impl<'a> Agent<'a> {
         // when there is no console session), and where the label is loaded (a job in
         // `user/<uid>` is invisible in `gui/<uid>`, and a console login can load a second copy).
         let both = lc.in_both_domains(&stack.label)?;
-        let gui = Domain::gui();
-        let domain = match both.gui_missing() {
-            Some(code) => DomainChoice {
-                name: gui.other(),
-                fallback_note: Some(launchctl::user_domain_note(gui, code)),
-            },
-            None => DomainChoice {
-                name: gui,
-                fallback_note: None,
-            },
-        };
+        // Issue 39 item 4: the console's owner decides too (nobody, or another user, there).
+        let domain = both.choice_at(ctx.console()?);
         if let Some(note) = &domain.fallback_note {
             ctx.out.note(note);
         }
@@ -224,6 +217,7 @@ impl<'a> Agent<'a> {
             out: ctx.reporter(),
             keep_stopped: false,
             plan_env: ctx.into(),
+            ignore_switch: false,
         })
     }
 

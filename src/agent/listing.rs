@@ -85,7 +85,7 @@ impl Listings {
         [&self.gui, &self.user]
             .into_iter()
             .filter_map(|l| l.as_ref().ok())
-            .any(|l| l.skipped.iter().any(|row| row.contains(label)))
+            .any(|l| l.skipped.iter().any(|row| names(row, label)))
     }
 
     /// How many rows the listings skipped (neither a job row nor an override oyster can read).
@@ -107,6 +107,18 @@ impl Listings {
         };
         l.as_ref().ok().and_then(|l| l.disabled.get(label).copied())
     }
+}
+
+/// Whether `row` names `label` as a whole: not as the start of a longer label
+/// (`com.oysterun.host`, production's, begins every other stack's label, and a row about
+/// `com.oysterun.host.dev` says nothing of it), nor as the end of one.
+fn names(row: &str, label: &str) -> bool {
+    let part = |c: char| c.is_alphanumeric() || matches!(c, '.' | '-' | '_');
+    row.match_indices(label).any(|(at, _)| {
+        let before = row[..at].chars().next_back();
+        let after = row[at + label.len()..].chars().next();
+        !before.is_some_and(part) && !after.is_some_and(part)
+    })
 }
 
 /// What the table says of a job, in `print`'s words, so one reader serves both.
@@ -236,6 +248,22 @@ mod tests {
         assert_eq!(l.jobs["com.apple.x"].status, Some(-9));
         assert_eq!(l.disabled.get("com.oysterun.host.dev"), Some(&true));
         assert_eq!(l.disabled.get("com.apple.y"), Some(&false));
+    }
+
+    #[test]
+    fn an_odd_row_makes_unsure_only_the_label_it_names_as_a_whole() {
+        let text = "x = {\n\tservices = {\n\t\t??? com.oysterun.host.dev ???\n\t}\n}\n";
+        let listings = Listings {
+            gui: Ok(parse_domain(text).unwrap()),
+            user: Err(Code::NoDomain),
+        };
+        assert!(listings.unsure("com.oysterun.host.dev"));
+        assert!(
+            !listings.unsure("com.oysterun.host"),
+            "production's label is a prefix"
+        );
+        assert!(!listings.unsure("com.oysterun.host.de"));
+        assert!(!listings.unsure("oysterun.host.dev"));
     }
 
     #[test]

@@ -37,6 +37,47 @@ pub fn first_cause(
         .or_else(|| log_dir(plist, regenerate))
 }
 
+/// What launchctl says when a richer error is to be had as root (to a caller that is not).
+const ROOT_ADVICE: &str = "re-running the command as root for richer errors";
+
+/// The hint when launchd refused a bootstrap and gave no reason (issue 39 item 7), in a form
+/// this user can follow. `log show` refuses a user who is not an administrator, so one who
+/// is not is told an administrator's `sudo` command; launchctl's own advice (`Try re-running
+/// the command as root for richer errors.`), when its `stderr` gave it, is kept as the command
+/// it means. `doctor` is how the user types `oyster doctor`.
+pub fn no_reason_hint(
+    stderr: &str,
+    domain: Domain,
+    plist: &Path,
+    doctor: &str,
+    admin: bool,
+) -> String {
+    let log = "log show --last 5m --predicate 'process == \"launchd\"'";
+    let mut hint = if admin {
+        format!("`{log}` shows launchd's own reason")
+    } else {
+        format!("an administrator can see launchd's own reason with `sudo {log}` (`log show` refuses a user who is not one)")
+    };
+    if stderr.contains(ROOT_ADVICE) {
+        hint += &format!(
+            "; launchctl's own advice, re-running it as root for a richer error, is `sudo launchctl bootstrap {domain} {}`{}",
+            shell_word(&plist.to_string_lossy()),
+            if admin { "" } else { " (also an administrator's)" }
+        );
+    }
+    hint + &format!("; `{doctor}` checks the rest")
+}
+
+/// `word` as one shell word: as it is when it needs no quoting, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:,@%~".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 fn disabled(lc: &Launchctl, domain: Domain, label: &str) -> Option<Cause> {
     let target = domain.target(label);
     let off = lc.disabled(&domain, label).ok().flatten()?;
@@ -179,6 +220,40 @@ mod tests {
         );
         std::fs::write(&p, xml).unwrap();
         p
+    }
+
+    /// Issue 39 item 7: `log show` needs an administrator, so a user who is not one gets the
+    /// `sudo` form as an administrator's command; launchctl's advice to retry as root, when it
+    /// gave it, is kept as the command it means (the plist quoted as one word).
+    #[test]
+    fn the_no_reason_hint_is_one_a_standard_user_can_follow() {
+        let plist = Path::new("/Users/a b/Library/LaunchAgents/com.oysterun.host.plist");
+        let five = "Bootstrap failed: 5: Input/output error\nTry re-running the command as root for richer errors.\n";
+        let standard = no_reason_hint(five, Domain::Gui(501), plist, "oyster doctor", false);
+        assert!(
+            standard.starts_with(
+                "an administrator can see launchd's own reason with `sudo log show --last 5m"
+            ),
+            "{standard}"
+        );
+        assert!(standard.contains("`sudo launchctl bootstrap gui/501 '/Users/a b/Library/LaunchAgents/com.oysterun.host.plist'` (also an administrator's)"), "{standard}");
+        assert!(
+            standard.ends_with("; `oyster doctor` checks the rest"),
+            "{standard}"
+        );
+        let admin = no_reason_hint(five, Domain::Gui(501), plist, "oyster doctor", true);
+        assert!(admin.starts_with("`log show --last 5m"), "{admin}");
+        assert!(!admin.contains("also an administrator's"), "{admin}");
+        // As root launchctl gives no such advice, and none is made up.
+        let root = no_reason_hint(
+            "Bootstrap failed: 5: Input/output error\n",
+            Domain::Gui(501),
+            plist,
+            "oyster doctor",
+            true,
+        );
+        assert!(!root.contains("launchctl bootstrap"), "{root}");
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
     }
 
     #[test]

@@ -358,7 +358,7 @@ fn look_in_both_domains(
         Some(l) if !l.unsure(label) => l.both(label),
         _ => lc.in_both_domains(label)?,
     };
-    let domain = both.choice();
+    let domain = both.choice_at(ctx.console()?);
     if let Some(n) = &domain.fallback_note {
         st.notes.push(n.clone());
     }

@@ -43,6 +43,7 @@ impl Agent<'_> {
         plan: &crate::host::plan::Plan,
         timing: crate::agent::lifecycle::Timing,
     ) -> anyhow::Result<crate::agent::lifecycle::Outcome> {
+        self.ignore_switch = timing.ignore_login_items;
         let decision = self.decide(plan, crate::service::Request::Start)?;
         let was_stopped = self.was_stopped(&decision);
         let result = self.run_decided(plan, Action::Start, &decision, timing);
@@ -192,10 +193,20 @@ impl Agent<'_> {
             if wait {
                 return self.bootout_in(domain, Action::Stop, pid);
             }
-            self.lc.bootout(domain, &self.stack.label)?.accept(&[
-                crate::launchctl::Code::NoSuchProcess,
-                crate::launchctl::Code::InProgress,
-            ])?;
+            let r = self
+                .lc
+                .bootout(domain, &self.stack.label)?
+                .accept(crate::launchctl::BOOTOUT_GOES_ON)?;
+            // A 5 is "not loaded" on newer macOS, a job already going away, or a stuck one:
+            // `print` decides (issue 39 item 3); not waiting, a label still listed is said.
+            let target = domain.target(&self.stack.label);
+            if r.code == crate::launchctl::Code::InputOutput
+                && self.lc.print_now(&target)?.is_some()
+            {
+                self.out.note(&format!(
+                    "`launchctl bootout {target}` answered 5 and launchd still lists it (going away, or stuck); `launchctl print {target}` shows its state"
+                ));
+            }
             self.audit.record(
                 Action::Stop,
                 Step::Bootout,

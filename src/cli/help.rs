@@ -34,6 +34,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "how long one launchctl call may take [default: 30, at most 3600]",
     ),
     (
+        "OYSTER_CONSOLE_UID",
+        "the uid that owns the console, instead of /dev/console's owner (said in output); a Host not loaded in gui/<uid> goes to user/<uid> when it is not yours",
+    ),
+    (
         "OYSTER_ENV_PROOF",
         "`exec` or `launchd`: prove the Host's environment as on Macs whose kernel hides it: from `host exec`'s own record, or from launchd's definition",
     ),

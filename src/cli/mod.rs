@@ -314,6 +314,8 @@ pub enum JobCommand {
         #[command(flatten)]
         verify: VerifyArgs,
         #[command(flatten)]
+        login_items: LoginItemsArgs,
+        #[command(flatten)]
         target: Target,
         #[command(flatten)]
         preview: Preview,
@@ -349,6 +351,8 @@ pub enum AgentCommand {
         #[command(flatten)]
         verify: VerifyArgs,
         #[command(flatten)]
+        login_items: LoginItemsArgs,
+        #[command(flatten)]
         target: Target,
     },
     #[command(flatten)]
@@ -362,6 +366,8 @@ pub struct RestartArgs {
     pub host: HostArgs,
     #[command(flatten)]
     pub verify: VerifyArgs,
+    #[command(flatten)]
+    pub login_items: LoginItemsArgs,
     #[command(flatten)]
     pub targets: Targets,
     #[command(flatten)]
@@ -407,6 +413,8 @@ pub struct StartArgs {
     pub host: HostArgs,
     #[command(flatten)]
     pub verify: VerifyArgs,
+    #[command(flatten)]
+    pub login_items: LoginItemsArgs,
     #[command(flatten)]
     pub targets: Targets,
     #[command(flatten)]
@@ -464,8 +472,27 @@ impl VerifyArgs {
         crate::agent::lifecycle::Timing {
             wait: std::time::Duration::from_secs(self.wait),
             settle: std::time::Duration::from_millis(self.settle_ms),
+            ignore_login_items: false,
         }
     }
+
+    /// [`VerifyArgs::timing`] with the job verbs' `--ignore-login-items`.
+    pub fn loading(&self, li: LoginItemsArgs) -> crate::agent::lifecycle::Timing {
+        crate::agent::lifecycle::Timing {
+            ignore_login_items: li.ignore_login_items,
+            ..self.timing()
+        }
+    }
+}
+
+/// The job verbs that may reload a loaded job (issue 39 item 2).
+#[derive(Debug, Args, Clone, Copy, Default)]
+pub struct LoginItemsArgs {
+    /// Reload a loaded Host that does not run even though System Settings → General → Login
+    /// Items says it is switched off (ServiceManagement's answer for a LaunchAgent can be
+    /// wrong); a Host that runs is reloaded anyway, with a note.
+    #[arg(long)]
+    pub ignore_login_items: bool,
 }
 
 /// Where the Host comes from, on every command that starts or describes it.

@@ -167,6 +167,7 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
             no_restart,
             dry_run,
             verify,
+            login_items,
             target,
         })) => {
             n.target(target);
@@ -174,7 +175,7 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
                 host: host.inputs(),
                 no_restart: *no_restart,
                 dry_run: *dry_run,
-                timing: verify.timing(),
+                timing: verify.loading(*login_items),
             }
         }
         Command::Logs(Deferred(a)) => {
@@ -355,12 +356,15 @@ fn host_verb<'a>(h: &'a HostCommand, n: &mut Named<'a>) -> Verb {
 }
 
 fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
-    let starting = |host: &HostArgs, verify: &VerifyArgs, q: QrArgs, restore: bool| Starting {
-        host: host.inputs(),
-        timing: verify.timing(),
-        qr: qr(q),
-        restore_sessions: restore,
-    };
+    let starting =
+        |host: &HostArgs, verify: &VerifyArgs, li: LoginItemsArgs, q: QrArgs, restore: bool| {
+            Starting {
+                host: host.inputs(),
+                timing: verify.loading(li),
+                qr: qr(q),
+                restore_sessions: restore,
+            }
+        };
     match job {
         JobCommand::Status { json, all, target } => {
             n.target(target);
@@ -370,7 +374,7 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
         }
         JobCommand::Start(Deferred(a)) => {
             n.targets(&a.targets);
-            Verb::Start(starting(&a.host, &a.verify, a.qr, false))
+            Verb::Start(starting(&a.host, &a.verify, a.login_items, a.qr, false))
         }
         JobCommand::Stop {
             keep,
@@ -385,7 +389,13 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
         }
         JobCommand::Restart(Deferred(a)) => {
             n.targets(&a.targets);
-            Verb::Restart(starting(&a.host, &a.verify, a.qr, a.restore_sessions))
+            Verb::Restart(starting(
+                &a.host,
+                &a.verify,
+                a.login_items,
+                a.qr,
+                a.restore_sessions,
+            ))
         }
         JobCommand::List { json } => {
             n.unnamed = true;
@@ -400,6 +410,7 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
             host,
             no_start,
             verify,
+            login_items,
             target,
             preview,
         } => {
@@ -408,7 +419,7 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
             Verb::Install {
                 host: host.inputs(),
                 no_start: *no_start,
-                timing: verify.timing(),
+                timing: verify.loading(*login_items),
             }
         }
         JobCommand::Uninstall { targets } => {

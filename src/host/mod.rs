@@ -4,6 +4,7 @@
 //! `crate::launch`) leaves for Oysterun's scripts ([`identity`]).
 
 pub mod identity;
+pub mod lan;
 pub mod launchenv;
 pub mod launcher;
 pub mod node;
@@ -11,4 +12,5 @@ pub mod plan;
 pub mod plist;
 pub mod privacy;
 pub mod root;
+pub mod signing;
 pub mod stack;

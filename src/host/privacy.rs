@@ -75,6 +75,8 @@ fn removable_volume(path: &Path) -> Option<PathBuf> {
 /// the one a grant must name, is the resolved Node binary, not oyster.
 pub fn warnings(home: &Path, paths: &[(&str, &Path)], node: &Path) -> Vec<String> {
     let homes = Homes::of(home);
+    // The grant reads two signatures: once, and only when some path is protected.
+    let advice = std::cell::OnceCell::new();
     paths
         .iter()
         .filter_map(|(what, path)| {
@@ -84,22 +86,39 @@ pub fn warnings(home: &Path, paths: &[(&str, &Path)], node: &Path) -> Vec<String
                  runs from reading (the Host would fail with \"Operation not permitted\"); move it \
                  out (e.g. a checkout to ~/oysterun): that is the lasting fix. {}",
                 path.display(),
-                grant(node)
+                advice.get_or_init(|| grant(node))
             ))
         })
         .collect()
 }
 
-/// How to grant access instead, naming the program that asks: the resolved Node binary.
+/// How to grant access instead, naming both programs that read the Host's files (issue 39
+/// item 5): the resolved Node binary, which launchd's job becomes (oyster execs it as the same
+/// pid); and oyster itself, whose launch program runs Oysterun's dashboard-credentials step as
+/// a Node child before it execs: macOS charges a child's access to the program responsible for
+/// it, oyster, so with only Node granted that step fails with EPERM (and is only logged).
 /// "Files and Folders" lists only programs that already asked and has no "+", so the grant a
-/// user can give by hand is Full Disk Access; Homebrew's Node is signed per build, so the grant
-/// is lost on every upgrade.
+/// user can give by hand is Full Disk Access, which asks for an administrator. Whether it
+/// outlives an upgrade depends on each program's signature, read here (`signing`).
 pub fn grant(node: &Path) -> String {
+    let node = resolved(node);
+    let oyster = std::env::current_exe()
+        .map(|p| resolved(&p))
+        .unwrap_or_else(|_| PathBuf::from("oyster"));
+    let lifetime = |name: &str, path: &Path| {
+        crate::host::signing::grant_lifetime(name, path, &crate::host::signing::of(path))
+    };
     format!(
-        "Otherwise grant access to the program that reads it, Node ({}; oyster becomes Node when \
-         launchd runs the Host): System Settings → Privacy & Security → Full Disk Access → +, \
-         and add it again after every Node upgrade (a new build is a new program to macOS)",
-        resolved(node).display()
+        "Otherwise grant access under System Settings → Privacy & Security → Full Disk Access → + \
+         (it asks for an administrator's name and password) to both programs that read it: Node \
+         ({}; oyster becomes Node when launchd runs the Host), and {}; and oyster ({}), whose \
+         launch program runs Oysterun's dashboard-credentials step as a Node child before the \
+         Host starts (macOS charges that step to oyster: with only Node granted it fails with \
+         \"Operation not permitted\", which is only logged), and {}",
+        node.display(),
+        lifetime("Node", &node),
+        oyster.display(),
+        lifetime("oyster", &oyster),
     )
 }
 
@@ -137,6 +156,18 @@ pub fn node_changed(run_dir: &Path, node: &Path) -> Option<String> {
     let bytes = crate::sys::fs::read_regular(&verified_node_path(run_dir), 64 * 1024).ok()??;
     let was = String::from_utf8_lossy(&bytes).into_owned();
     let now = node_identity(node)?;
+    // A Developer ID signed Node at the same path keeps its grant across upgrades (issue 39
+    // item 5): only its signer and path are asked about.
+    let same_path = was.lines().next() == Some(&*resolved(node).to_string_lossy());
+    if same_path
+        && !crate::host::signing::versioned_path(&resolved(node))
+        && matches!(
+            crate::host::signing::of(&resolved(node)),
+            crate::host::signing::Signing::DeveloperId(_)
+        )
+    {
+        return None;
+    }
     (was != now).then(|| {
         let old = was.lines().next().unwrap_or("?");
         format!(
@@ -194,7 +225,9 @@ mod tests {
         assert!(
             w[0].contains("Privacy & Security → Full Disk Access → +")
                 && w[0].contains("Node (/usr/local/bin/node;")
-                && w[0].contains("again after every Node upgrade"),
+                && w[0].contains("again after every Node upgrade")
+                && w[0].contains("and oyster (")
+                && w[0].contains("dashboard-credentials step"),
             "{}",
             w[0]
         );

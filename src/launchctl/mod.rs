@@ -10,9 +10,11 @@
 use std::collections::BTreeMap;
 
 mod code;
+mod domains;
 pub mod print;
 
 pub use code::Code;
+pub use domains::{user_domain_note, BothDomains, Console, DomainChoice, CONSOLE_VAR};
 
 pub use print::{parse_disabled, parse_print, JobState, LastExit, PrintInfo};
 use std::ffi::OsStr;
@@ -32,6 +34,11 @@ pub const TIMEOUT_VAR: &str = "OYSTER_LAUNCHCTL_TIMEOUT_SECS";
 
 /// `print`/`kickstart` of a label that is not loaded.
 pub const NOT_LOADED: i32 = 113;
+
+/// What a `bootout` may answer without failing: 3 not loaded, 36 still in progress, and 5,
+/// which only `print` can decide: newer macOS answers 5 for a label that is not loaded
+/// (jdx/mise#10965), and a stuck job does too (nix-installer#1187).
+pub const BOOTOUT_GOES_ON: &[Code] = &[Code::NoSuchProcess, Code::InProgress, Code::InputOutput];
 
 /// launchd's per-user domains.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -307,7 +314,7 @@ impl Launchctl {
     }
 
     /// `bootout <domain>/<label>`: returns before the process is gone; 3 not loaded, 36 still
-    /// in progress.
+    /// in progress, 5 either not loaded (newer macOS) or stuck ([`BOOTOUT_GOES_ON`]).
     pub fn bootout(&self, domain: Domain, label: &str) -> Result<Reply, ProcessError> {
         self.reply(&["bootout", &domain.target(label)])
     }
@@ -418,19 +425,6 @@ impl Launchctl {
     }
 }
 
-/// What is true of a Host in `user/<uid>`, said whenever oyster falls back to it.
-pub fn user_domain_note(gui: Domain, code: Code) -> String {
-    format!(
-        "the GUI domain {gui} is not available (launchctl exit {code}; no console session?), so \
-         using {user}: a Background session, where the login keychain is not unlocked (a \
-         provider that keeps its credentials there fails), which launchd does not load again \
-         after a reboot until this user logs in; the next console login does not move it but \
-         loads a second copy into {gui} beside it (two Hosts for one port) until `oyster \
-         restart` at the console boots this one out",
-        user = gui.other()
-    )
-}
-
 impl Launchctl {
     /// Whether `label` is disabled in `domain` (`false` when launchctl cannot say).
     pub fn is_disabled_in(&self, domain: &Domain, label: &str) -> bool {
@@ -459,64 +453,6 @@ impl Launchctl {
             }
         }
         Ok(None)
-    }
-}
-
-/// One label as `print` sees it in `gui/<uid>` and in `user/<uid>`: the job, or the code that
-/// said it is not there (113 not loaded; 112/125 no such domain).
-#[derive(Debug, Clone)]
-pub struct BothDomains {
-    pub gui: Result<PrintInfo, Code>,
-    pub user: Result<PrintInfo, Code>,
-}
-
-impl BothDomains {
-    /// Every domain the label is loaded in, `gui/<uid>` first.
-    pub fn loaded(&self) -> Vec<(Domain, &PrintInfo)> {
-        [(Domain::gui(), &self.gui), (Domain::user(), &self.user)]
-            .into_iter()
-            .filter_map(|(d, r)| r.as_ref().ok().map(|i| (d, i)))
-            .collect()
-    }
-
-    /// The domain this user's Host belongs in, as these two answers show it: `gui/<uid>`, or
-    /// `user/<uid>` (with the note saying what that means) when `gui/<uid>` does not exist. The
-    /// same choice as [`Launchctl::domain`], without another launchctl start.
-    pub fn choice(&self) -> DomainChoice {
-        let gui = Domain::gui();
-        match self.gui_missing() {
-            None => DomainChoice {
-                name: gui,
-                fallback_note: None,
-            },
-            Some(code) => DomainChoice {
-                name: gui.other(),
-                fallback_note: Some(user_domain_note(gui, code)),
-            },
-        }
-    }
-
-    /// The code that said `gui/<uid>` does not exist (no console session), if one did.
-    pub fn gui_missing(&self) -> Option<Code> {
-        match self.gui {
-            Err(c) if c.domain_missing() => Some(c),
-            _ => None,
-        }
-    }
-}
-
-/// The launchd domain chosen for this user, and the note when it is the fallback.
-#[derive(Debug, Clone)]
-pub struct DomainChoice {
-    pub name: Domain,
-    /// Set when oyster fell back from `gui/<uid>`.
-    pub fallback_note: Option<String>,
-}
-
-impl DomainChoice {
-    #[allow(dead_code)]
-    pub fn target(&self, label: &str) -> String {
-        self.name.target(label)
     }
 }
 

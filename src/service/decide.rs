@@ -151,15 +151,20 @@ pub struct Decision {
     /// The loaded definition is not the plan's (changed behind oyster's back, or written by
     /// `regenerate --no-restart`).
     pub stale: bool,
+    /// The job is reloaded although the manager said it is switched off (it runs, or
+    /// `--ignore-login-items`): said before the steps.
+    pub switched_off: bool,
     pub steps: Vec<Step>,
 }
 
-/// The plan's part of a decision: the config edits and the port.
+/// The plan's part of a decision: the config edits and the port, and what the user allowed.
 #[derive(Debug, Clone)]
 pub struct Planned {
     pub config: PathBuf,
     pub edits: Vec<ConfigEdit>,
     pub port: u16,
+    /// `--ignore-login-items`: a reload of a job switched off is made all the same.
+    pub ignore_switch: bool,
 }
 
 /// Decides a run of the job verbs that load (`install`, `regenerate`, `restart`, `start`).
@@ -182,16 +187,40 @@ pub fn decide(o: &Observed, plan: &Planned, request: Request) -> Result<Decision
     let here = o.loaded_here.as_ref().filter(|_| !draining);
     let stale = here.is_some_and(|l| !l.matches);
     let reload = o.definition_changed || stale || here.is_none();
-    if let (Some(l), true) = (here, reload || o.pending) {
-        if o.switched_off {
+    // What ServiceManagement answers for a plist a CLI wrote is undocumented, and one public
+    // report shows "requires approval" for a job that runs: only a job that does not run is
+    // refused on that answer (unless the user says it is switched on); one that runs is
+    // reloaded with a note.
+    let mut switched_off = false;
+    if let (Some(l), true) = (here, (reload || o.pending) && o.switched_off) {
+        if !l.running && !plan.ignore_switch {
             return Err(Refusal::SwitchedOff {
                 target: l.target.clone(),
             });
         }
+        switched_off = true;
     }
     // The copy here, left idle after the other copy that ran is booted out, is started.
     let start_here = !o.others.is_empty() && here.is_some_and(|l| l.pid.is_none());
     let change = change(reload, request == Request::Restart || start_here, o.pending);
+    let mut steps = writes(o, plan, request, draining);
+    steps.extend(manager_steps(o, here, change));
+    steps.push(Step::Verify { port: plan.port });
+    let was_stopped = request == Request::Start && o.disabled_anywhere;
+    Ok(Decision {
+        change,
+        keep_stopped: was_stopped && (draining || (o.loaded_here.is_none() && o.others.is_empty())),
+        reload,
+        stale,
+        switched_off,
+        steps,
+    })
+}
+
+/// The steps before the manager is touched: finishing a draining stop, the enable of
+/// `start`, the config, the definition, the directly started Host taken over, the other copies
+/// booted out.
+fn writes(o: &Observed, plan: &Planned, request: Request, draining: bool) -> Vec<Step> {
     let mut steps = vec![];
     if let Some(l) = o.loaded_here.as_ref().filter(|_| draining) {
         steps.push(Step::FinishStop {
@@ -217,44 +246,38 @@ pub fn decide(o: &Observed, plan: &Planned, request: Request) -> Result<Decision
     if let Some(pid) = o.direct {
         steps.push(Step::StopDirect { pid });
     }
-    for other in &o.others {
-        steps.push(Step::BootOut {
-            target: other.target.clone(),
-            pid: other.pid,
-            wait: true,
-        });
-    }
+    steps.extend(o.others.iter().map(|other| Step::BootOut {
+        target: other.target.clone(),
+        pid: other.pid,
+        wait: true,
+    }));
+    steps
+}
+
+/// The steps the change takes on the manager where oyster acts: enable, unload, load; or the
+/// graceful restart; or nothing.
+fn manager_steps(o: &Observed, here: Option<&Loaded>, change: Change) -> Vec<Step> {
     match change.then() {
         Then::Reload => {
-            steps.push(Step::Enable {
+            let mut steps = vec![Step::Enable {
                 targets: vec![o.here.clone()],
-            });
-            if let Some(l) = here {
-                steps.push(Step::BootOut {
-                    target: l.target.clone(),
-                    pid: l.pid,
-                    wait: true,
-                });
-            }
+            }];
+            steps.extend(here.map(|l| Step::BootOut {
+                target: l.target.clone(),
+                pid: l.pid,
+                wait: true,
+            }));
             steps.push(Step::Load {
                 target: o.here.clone(),
             });
+            steps
         }
-        Then::Restart => steps.push(Step::Restart {
+        Then::Restart => vec![Step::Restart {
             target: o.here.clone(),
             pid: here.and_then(|l| l.pid),
-        }),
-        Then::Verify => {}
+        }],
+        Then::Verify => vec![],
     }
-    steps.push(Step::Verify { port: plan.port });
-    let was_stopped = request == Request::Start && o.disabled_anywhere;
-    Ok(Decision {
-        change,
-        keep_stopped: was_stopped && (draining || (o.loaded_here.is_none() && o.others.is_empty())),
-        reload,
-        stale,
-        steps,
-    })
 }
 
 fn change(reload: bool, restart: bool, pending: bool) -> Change {

@@ -18,6 +18,10 @@ pub struct Timing {
     pub wait: Duration,
     /// How long the pid must stay the same after `/health` said 200.
     pub settle: Duration,
+    /// `--ignore-login-items`: reload a loaded job that does not run even when
+    /// ServiceManagement says it is switched off in Login Items. Not timing, but it travels
+    /// with it to the decision, the one place that refusal is made.
+    pub ignore_login_items: bool,
 }
 
 /// A verified Host.
@@ -81,6 +85,8 @@ pub trait ServiceManager {
     fn observe_job(&mut self) -> anyhow::Result<Observed>;
     /// Every refusal, then the steps: nothing is written.
     fn decide(&mut self, plan: &Plan, request: Request) -> anyhow::Result<Decision>;
+    /// `--ignore-login-items` for the decisions that follow.
+    fn allow_switched_off(&mut self, yes: bool);
     /// [`ServiceManager::decide`], then the steps: the Host verified, or rolled back.
     fn apply(
         &mut self,

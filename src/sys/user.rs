@@ -15,6 +15,21 @@ pub fn euid() -> u32 {
     nix::unistd::geteuid().as_raw()
 }
 
+/// Whether this process may do what macOS keeps to administrators (`log show` refuses anyone
+/// else): root, or a member of the `admin` group (gid 80 on macOS; a system without such a
+/// group has no administrators by that name). Membership is the group's member list, as
+/// macOS fleet tools read it (`getgrnam("admin")`; `getgroups` is not offered for Apple
+/// targets, whose group lists come from the directory service), or its gid as the primary one.
+pub fn is_admin() -> bool {
+    if euid() == 0 {
+        return true;
+    }
+    let Ok(Some(admin)) = nix::unistd::Group::from_name("admin") else {
+        return false;
+    };
+    nix::unistd::getegid() == admin.gid || name_of(uid()).is_some_and(|me| admin.mem.contains(&me))
+}
+
 /// The current user's account: login name and shell, as launchd would take them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Account {

@@ -49,6 +49,8 @@ pub struct Unit<'a> {
     log_start: u64,
     /// `start` of a stack `stop` left disabled: a rollback does not start it again.
     keep_stopped: bool,
+    /// `--ignore-login-items` (never needed here: systemd has no Login Items).
+    ignore_switch: bool,
 }
 
 impl<'a> Unit<'a> {
@@ -82,6 +84,7 @@ impl<'a> Unit<'a> {
             plan_env: ctx.into(),
             proof_floor: ctx.env.proof_floor,
             keep_stopped: false,
+            ignore_switch: false,
             ctx,
             sc,
             stack,
@@ -183,6 +186,7 @@ impl<'a> Unit<'a> {
             config: self.stack.config_path(),
             edits: plan.changes.iter().map(Into::into).collect(),
             port: plan.port,
+            ignore_switch: self.ignore_switch,
         };
         service::decide(&observed, &planned, request).map_err(|r| refusal(self.stack, r))
     }
@@ -379,6 +383,10 @@ impl ServiceManager for Unit<'_> {
         self.decide_for(plan, request)
     }
 
+    fn allow_switched_off(&mut self, yes: bool) {
+        self.ignore_switch = yes;
+    }
+
     fn apply(
         &mut self,
         plan: &Plan,
@@ -389,11 +397,13 @@ impl ServiceManager for Unit<'_> {
         if let Some(sig) = signal::received() {
             return Err(crate::error::Interrupted(sig, "nothing was changed".into()).into());
         }
+        self.ignore_switch = timing.ignore_login_items;
         let d = self.decide_for(plan, request)?;
         self.run(plan, action, &d, timing)
     }
 
     fn start(&mut self, plan: &Plan, timing: Timing) -> anyhow::Result<Outcome> {
+        self.ignore_switch = timing.ignore_login_items;
         let d = self.decide_for(plan, Request::Start)?;
         let stopped = self.path.exists() && !self.before.is_enabled();
         let result = self.run(plan, Action::Start, &d, timing);

@@ -31,6 +31,13 @@ fn sleep_interruptible(d: Duration) -> Result<(), Stop> {
     check_interrupt()
 }
 
+/// The unit this run replaces and writes, and the port change a rollback puts back.
+struct Generation {
+    previous: Option<Vec<u8>>,
+    bytes: Vec<u8>,
+    port: Option<crate::config::Change>,
+}
+
 /// What the new instance is measured against.
 #[derive(Clone, Default)]
 struct Baseline {
@@ -91,23 +98,45 @@ impl Unit<'_> {
                     Some(sig) => Stop::Interrupted(sig),
                     None => Stop::Failed(format!("{e:#}")),
                 };
-                return Err(self.roll_back(action, previous, &bytes, port, stop, timing));
+                let g = Generation {
+                    previous,
+                    bytes,
+                    port,
+                };
+                return Err(self.roll_back(action, g, stop, timing));
             }
         }
-        match self.verify(plan, &baseline, timing) {
+        let result = self.verify(plan, &baseline, timing);
+        let g = Generation {
+            previous,
+            bytes,
+            port,
+        };
+        self.conclude(action, d, result, g, timing)
+    }
+
+    /// The proof's outcome: kept as the last good unit, or rolled back (a changed unit), or
+    /// said (an unchanged one: nothing to roll back to).
+    fn conclude(
+        &mut self,
+        action: Action,
+        d: &Decision,
+        result: Result<Verified, Stop>,
+        g: Generation,
+        timing: Timing,
+    ) -> anyhow::Result<Outcome> {
+        match result {
             Ok(v) => {
                 self.audit
                     .record(action, Logged::Verify, StepOutcome::Ok, Some(v.pid), "");
-                self.keep_as_last_good(&bytes);
+                self.keep_as_last_good(&g.bytes);
                 Ok(Outcome {
                     verified: v,
                     reloaded: d.reload,
                     was_loaded: Unit::is_loaded(&self.before),
                 })
             }
-            Err(stop) if rolls_back => {
-                Err(self.roll_back(action, previous, &bytes, port, stop, timing))
-            }
+            Err(stop) if d.change.rolls_back() => Err(self.roll_back(action, g, stop, timing)),
             Err(Stop::Interrupted(sig)) => {
                 let _ = crate::service::journal::remove(&self.stack.pending_path());
                 Err(
@@ -375,12 +404,16 @@ impl Unit<'_> {
     fn roll_back(
         &mut self,
         action: Action,
-        previous: Option<Vec<u8>>,
-        new: &[u8],
-        port: Option<crate::config::Change>,
+        g: Generation,
         stop: Stop,
         timing: Timing,
     ) -> anyhow::Error {
+        let Generation {
+            previous,
+            bytes: new,
+            port,
+        } = g;
+        let new = new.as_slice();
         let _quiet = signal::Suspended::new();
         let (failure, interrupted) = match stop {
             Stop::Failed(f) => (f, None),

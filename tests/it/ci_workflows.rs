@@ -1,5 +1,6 @@
-//! The macOS workflow (`.github/workflows/macos.yml`) as its steps stand: it cannot run here,
-//! so what it must prove is checked in its text (issue 29 item 1). The real-launchd steps come
+//! The macOS workflow (`.github/workflows/macos.yml`) as its steps stand: what it must prove is
+//! checked in its text (issue 29 item 1); its real-launchd steps also run here, word for word,
+//! against the simulator (`ci_macos_steps.rs`, issue 39 item 1). The real-launchd steps come
 //! before the simulator suite, which runs whatever they gave, so a real-launchd failure is
 //! reported by its own step and never hidden behind `make test`; the restart inside launchd's
 //! throttle interval is required to verify in under 3 s; Homebrew's Node must be proven
@@ -79,9 +80,16 @@ fn the_macos_workflow_reports_real_launchd_before_the_simulator_suite() {
     assert!(conformance > suite);
     assert!(steps[conformance].1.contains("!cancelled()"));
 
-    // The restart inside the throttle interval: a Host younger than 10 s, verified in < 3 s.
+    // The restart inside the throttle interval: a Host younger than 10 s, verified in < 4.5 s
+    // (3 s and the 1.5 s settle; waiting out the throttle takes 8 s or more).
     let quick = &steps[index("a verified restart of a Host younger than 10 s")].1;
-    for needle in ["< 10", "< 3", ".running and .verified", "homebrew", "live"] {
+    for needle in [
+        "< 10",
+        "< 4.5",
+        ".running and .verified",
+        "homebrew",
+        "live",
+    ] {
         assert!(quick.contains(needle), "{needle:?} in {quick}");
     }
     // Homebrew's Node is proven live at install and after a restart: never `exec`/`launchd`.
@@ -98,8 +106,10 @@ fn the_macos_workflow_reports_real_launchd_before_the_simulator_suite() {
     }
     // The .pkg is installed and uninstalled, and no step of it may fail quietly.
     let pkg = &steps[index("The .pkg installs")].1;
+    // No terminal on a runner: oyster-uninstall removes nothing without --yes (exit 1).
     assert!(
-        pkg.contains("sudo installer -pkg") && pkg.contains("oyster-uninstall"),
+        pkg.contains("sudo installer -pkg")
+            && pkg.contains("sudo /usr/local/bin/oyster-uninstall --yes"),
         "{pkg}"
     );
     for (name, body) in &steps {

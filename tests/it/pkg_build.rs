@@ -241,3 +241,50 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
     );
     assert!(calls.is_empty(), "{calls:#?}");
 }
+
+/// Issue 39 item 6: the package's floor is the oldest macOS its own scripts run on. The
+/// login step and the uninstaller read plists with `plutil -extract KEYPATH raw`, which plutil
+/// has from macOS 12 (macOS 11's refuses it, as the fake's `FAKE_PLUTIL_NO_RAW` does; there
+/// `oyster-uninstall` would find no home and leave agents pointing at a removed binary). So the
+/// distribution productbuild is given allows macOS 12 and later, never 11.
+#[test]
+fn the_packages_floor_is_the_oldest_macos_its_scripts_run_on() {
+    let b = BuildPkg::new();
+    let (code, out, _) = b.run(&[]);
+    assert_eq!(code, 0, "{out}");
+    let parsed = Command::new("python3")
+        .args([
+            "-c",
+            "import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); print(r.find('volume-check/allowed-os-versions/os-version').get('min'))",
+        ])
+        .arg(b.t.path("distribution.xml"))
+        .output()
+        .unwrap();
+    let min = String::from_utf8_lossy(&parsed.stdout).trim().to_owned();
+    let major: u32 = min.split('.').next().unwrap().parse().unwrap();
+    // What the scripts the package installs or runs need.
+    let mut needs = 11;
+    for script in [
+        "packaging/pkg/oyster-login",
+        "packaging/pkg/oyster-uninstall",
+        "packaging/pkg/scripts/postinstall",
+    ] {
+        let text = std::fs::read_to_string(repo().join(script)).unwrap();
+        let joined = text.replace("\\\n", " ");
+        if joined.lines().any(|l| {
+            !l.trim_start().starts_with('#')
+                && l.contains("plutil\" -extract")
+                && l.contains(" raw ")
+        }) {
+            needs = needs.max(12);
+        }
+    }
+    assert_eq!(
+        needs, 12,
+        "the scripts no longer use `plutil … raw`: revisit the floor"
+    );
+    assert!(
+        major >= needs,
+        "distribution.xml allows macOS {min}, but the package's scripts need macOS {needs}"
+    );
+}

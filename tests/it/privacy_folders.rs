@@ -34,15 +34,33 @@ fn a_root_in_documents_is_named_with_the_setting_to_change_and_doctor_checks_it(
         "{e}"
     );
     // The grant names the program that asks (Node, resolved), the one place a user can add
-    // it (Full Disk Access → +), and that an upgrade loses it (issue 29 item 4).
+    // it (Full Disk Access → +), and that an upgrade loses it (issue 29 item 4); and oyster
+    // too, whose launch program reads the root through a Node child before it becomes Node,
+    // each with what its signature means for upgrades (unreadable off macOS: said so; issue
+    // 39 item 5).
     let node = std::fs::canonicalize(real_node()).unwrap();
+    let oyster = std::fs::canonicalize(crate::common::BIN).unwrap();
     assert!(
         e.contains(&format!("Node ({};", node.display()))
             && e.contains("System Settings → Privacy & Security → Full Disk Access → +")
             && e.contains("again after every Node upgrade")
+            && e.contains(&format!(
+                "and oyster ({}), whose launch program runs Oysterun's dashboard-credentials step",
+                oyster.display()
+            ))
+            && e.contains("with only Node granted it fails with \"Operation not permitted\"")
+            && e.contains("again after every oyster upgrade")
             && !e.contains("Files and Folders"),
         "{e}"
     );
+    if cfg!(not(target_os = "macos")) {
+        assert!(
+            e.contains(
+                "its signature could not be read: there are no code signatures to read off macOS"
+            ),
+            "{e}"
+        );
+    }
     assert_eq!(
         e.matches("lies in the Documents folder").count(),
         1,

@@ -394,36 +394,3 @@ fn a_rollback_refused_with_a_named_cause_ends_with_that_causes_fix() {
     assert!(hint.contains("chmod go-w ~/Library/LaunchAgents"), "{e}");
     done(&s);
 }
-
-/// A Host loaded before it was switched off in Login Items runs until its next login; a change
-/// that would reload it (boot it out, then bootstrap, which launchd refuses) is refused before
-/// anything is touched, so oyster never takes down the Host it could not load again.
-#[test]
-fn a_change_that_would_reload_a_host_switched_off_in_login_items_is_refused_and_leaves_it_running()
-{
-    let s = Stack::new("bgreload");
-    let label = format!("com.oysterun.host.{}", s.name);
-    s.t.run(s.args("install")).ok();
-    let pid = s.status()["pid"].clone();
-    let plist = s.t.home.join(format!("Library/LaunchAgents/{label}.plist"));
-    let bytes = std::fs::read(&plist).unwrap();
-    s.t.sim(&["login-item", &label, "off"]).ok();
-    let args: Vec<String> = crate::common::args(&["agent", "regenerate"])
-        .stack(s.name)
-        .root(&s.root)
-        .node(crate::common::real_node())
-        .port(crate::common::free_port())
-        .wait(5, 200)
-        .into();
-    let e = s.t.run(args).fails_with(1).stderr();
-    assert!(e.contains("System Settings → General → Login Items"), "{e}");
-    let st = s.status();
-    assert_eq!(
-        (st["verified"].as_bool(), &st["pid"]),
-        (Some(true), &pid),
-        "the Host was taken down: {e}\n{st}"
-    );
-    assert_eq!(std::fs::read(&plist).unwrap(), bytes, "{e}");
-    s.t.sim(&["login-item", &label, "on"]).ok();
-    s.t.run(["agent", "uninstall", "--stack", s.name]).ok();
-}

@@ -3,7 +3,7 @@
 //! booted out first.
 
 use super::*;
-use crate::launchctl::Reply;
+use crate::launchctl::{Reply, BOOTOUT_GOES_ON};
 
 impl Agent<'_> {
     /// enable, bootout (if loaded), wait for the label to go, bootstrap with bounded retries.
@@ -137,6 +137,7 @@ impl Agent<'_> {
     fn refused_with_5(
         &self,
         msg: &mut String,
+        stderr: &str,
         cause: Option<crate::agent::refusal::Cause>,
         t0: Instant,
     ) -> String {
@@ -186,9 +187,13 @@ impl Agent<'_> {
                 msg.push_str(
                     "; launchd refused it and gave no reason (it is not disabled, not switched off in Login Items, its session types, owner and mode and its log directory are right)",
                 );
-                format!(
-                    "`log show --last 5m --predicate 'process == \"launchd\"'` shows launchd's own reason; `{}` checks the rest",
-                    self.hints.cmd("doctor")
+                // Issue 39 item 7: a hint a standard user can follow, launchctl's advice kept.
+                crate::agent::refusal::no_reason_hint(
+                    stderr,
+                    self.active(),
+                    &plist,
+                    &self.hints.cmd("doctor"),
+                    crate::sys::user::is_admin(),
                 )
             }
         }
@@ -229,7 +234,7 @@ impl Agent<'_> {
             r.finished.stderr.trim()
         );
         let hint = if matches!(code, Code::InputOutput | Code::AlreadyRunning) {
-            self.refused_with_5(&mut msg, cause, t0)
+            self.refused_with_5(&mut msg, &r.finished.stderr, cause, t0)
         } else {
             format!(
                 "run `{}` to see what launchd refuses",
@@ -249,6 +254,11 @@ impl Agent<'_> {
     /// (operation now in progress) it is issued again on each poll, as Homebrew does, within
     /// the same bound; then `print` is polled (backing off) until it answers 113.
     /// `pid` is the instance it stops, for the audit log.
+    ///
+    /// Issue 39 item 3: a 5 is not an error by itself. Newer macOS answers 5 for a label that
+    /// is not loaded (jdx/mise#10965) and a stuck job does too (nix-installer#1187), so a 5 is
+    /// decided by `print`: gone is done; still loaded is re-issued like 36 within the bound,
+    /// and the error at the bound carries launchctl's own words.
     pub fn bootout_in(
         &self,
         domain: Domain,
@@ -257,11 +267,8 @@ impl Agent<'_> {
     ) -> anyhow::Result<()> {
         let target = domain.target(&self.stack.label);
         let label = &self.stack.label;
-        // 3: not loaded; 36: still in progress.
-        let mut r = self
-            .lc
-            .bootout(domain, label)?
-            .accept(&[Code::NoSuchProcess, Code::InProgress])?;
+        // 3: not loaded; 36: still in progress; 5: either, `print` decides.
+        let mut r = self.lc.bootout(domain, label)?.accept(BOOTOUT_GOES_ON)?;
         self.audit
             .record(action, Step::Bootout, StepOutcome::Ok, pid, "");
         let t0 = Instant::now();
@@ -286,8 +293,16 @@ impl Agent<'_> {
                 .into());
             }
             if t0.elapsed() > DRAIN_TIMEOUT {
+                let answered = if r.code == Code::InputOutput {
+                    format!(
+                        " (`launchctl bootout {target}` answered 5: {})",
+                        r.finished.stderr.trim()
+                    )
+                } else {
+                    String::new()
+                };
                 anyhow::bail!(
-                    "{target} was still loaded {} s after bootout",
+                    "{target} was still loaded {} s after bootout{answered}",
                     DRAIN_TIMEOUT.as_secs()
                 );
             }
@@ -299,11 +314,8 @@ impl Agent<'_> {
                 said = true;
             }
             std::thread::sleep(pause.next());
-            if r.code == Code::InProgress {
-                r = self
-                    .lc
-                    .bootout(domain, label)?
-                    .accept(&[Code::NoSuchProcess, Code::InProgress])?;
+            if matches!(r.code, Code::InProgress | Code::InputOutput) {
+                r = self.lc.bootout(domain, label)?.accept(BOOTOUT_GOES_ON)?;
             }
         }
     }

@@ -20,6 +20,7 @@ impl Agent<'_> {
         if let Some(sig) = signal::received() {
             return Err(crate::error::Interrupted(sig, "nothing was changed".into()).into());
         }
+        self.ignore_switch = timing.ignore_login_items;
         let decision = self.decide(plan, request)?;
         self.run_decided(plan, action, &decision, timing)
     }
@@ -35,6 +36,7 @@ impl Agent<'_> {
             config: self.stack.config_path(),
             edits: plan.changes.iter().map(Into::into).collect(),
             port: plan.port,
+            ignore_switch: self.ignore_switch,
         };
         service::decide(&observed, &planned, request).map_err(|r| self.refusal(r))
     }
@@ -119,21 +121,7 @@ impl Agent<'_> {
         self.keep_stopped = d.keep_stopped;
         let mut journal = Journal::new(Some((self.audit.clone(), action)));
         let mut baseline = Baseline::of(before.as_ref());
-        if !d
-            .steps
-            .iter()
-            .any(|s| matches!(s, Step::WriteConfig { .. }))
-        {
-            self.config_unchanged(plan)?;
-        }
-        if d.stale
-            && !d
-                .steps
-                .iter()
-                .any(|s| matches!(s, Step::WriteDefinition { .. }))
-        {
-            self.out.progress("launchd runs another definition than the plist on disk, which is what oyster generates (written by `regenerate --no-restart`, or the loaded job was changed behind oyster's back); reloading it.");
-        }
+        self.say_before_steps(plan, d)?;
         for step in &d.steps {
             match step {
                 Step::FinishStop { target } => self.finish_stop(target)?,
@@ -189,6 +177,34 @@ impl Agent<'_> {
                 reloaded: d.reload,
                 was_loaded: before.is_some(),
             })
+    }
+
+    /// What is said before the steps: a config left unchanged (no config step), a reload of a
+    /// job said to be switched off, a loaded definition that is not the plist on disk.
+    fn say_before_steps(&self, plan: &Plan, d: &Decision) -> anyhow::Result<()> {
+        let has = |f: fn(&Step) -> bool| d.steps.iter().any(f);
+        if !has(|s| matches!(s, Step::WriteConfig { .. })) {
+            self.config_unchanged(plan)?;
+        }
+        if d.switched_off {
+            self.note_switched_off();
+        }
+        if d.stale && !has(|s| matches!(s, Step::WriteDefinition { .. })) {
+            self.out.progress("launchd runs another definition than the plist on disk, which is what oyster generates (written by `regenerate --no-restart`, or the loaded job was changed behind oyster's back); reloading it.");
+        }
+        Ok(())
+    }
+
+    /// A reload of a job ServiceManagement says is switched off, made all the same: said.
+    fn note_switched_off(&self) {
+        let label = &self.stack.label;
+        let why = match self.ignore_switch {
+            true => "--ignore-login-items was given",
+            false => "it runs, so that answer alone is not taken as proof (for a plist a command-line tool wrote it is undocumented, and has been seen for a running job)",
+        };
+        self.out.note(&format!(
+            "ServiceManagement says {label} is switched off in System Settings → General → Login Items (\"requires approval\"), but {why}: reloading it anyway; if launchd refuses the new definition, the Host stays down until it is switched on there"
+        ));
     }
 
     /// The rollback's journal entry: the definition this run replaces.
@@ -374,10 +390,10 @@ impl Agent<'_> {
                     .map_or_else(String::new, |c| c.fix);
                 crate::error::Failed::new(
                     format!(
-                        "{} is loaded (it was loaded before it was switched off in System Settings → General → Login Items), and launchd will not load it again: this change would reload it and leave the Host down, so nothing was changed",
+                        "{} is loaded (it was loaded before it was switched off in System Settings → General → Login Items), and launchd will not load it again: this change would reload it and leave it unloaded, so launchd, the plist and config.json were left as they are",
                         self.stack.label
                     ),
-                    fix,
+                    format!("{fix}; or, if it is switched on there already, run the command again with --ignore-login-items"),
                 )
                 .into()
             }

@@ -29,6 +29,10 @@ impl ServiceManager for Agent<'_> {
         Agent::decide(self, plan, request)
     }
 
+    fn allow_switched_off(&mut self, yes: bool) {
+        self.ignore_switch = yes;
+    }
+
     fn apply(
         &mut self,
         plan: &Plan,

@@ -50,7 +50,7 @@ pub(super) fn login_item(ctx: &Context, lc: &Launchctl, st: &mut AgentStatus, lo
                     // command to run again.
                     st.notes.push(if loaded {
                         let fix = c.fix.strip_suffix(login_items::THEN_AGAIN).unwrap_or(&c.fix);
-                        format!("the agent is switched off in System Settings → General → Login Items (\"Allow in the Background\"): it is loaded now (it was loaded before), but will not be loaded again at the next login, nor by a change that reloads it: {fix}")
+                        format!("the agent is switched off in System Settings → General → Login Items (\"Allow in the Background\"): it is loaded now (it was loaded before), but will not be loaded again at the next login, and a change that reloads it (made with a note, since this answer can be wrong for a Host that runs) would leave it down: {fix}")
                     } else {
                         format!("{}: {}", c.what, c.fix)
                     });

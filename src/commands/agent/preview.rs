@@ -19,16 +19,38 @@ pub fn run(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
         preflight::require_known(ctx)?;
     }
     let (port, steps) = match verb {
-        Verb::Install { host, no_start, .. } => load(ctx, host, Request::Apply, *no_start)?,
+        Verb::Install {
+            host,
+            no_start,
+            timing,
+        } => load(
+            ctx,
+            host,
+            Request::Apply,
+            *no_start,
+            timing.ignore_login_items,
+        )?,
         Verb::Restart(s) => {
             super::restart::refuse_uninstalled(ctx)?;
-            load(ctx, &s.host, Request::Restart, false)?
+            load(
+                ctx,
+                &s.host,
+                Request::Restart,
+                false,
+                s.timing.ignore_login_items,
+            )?
         }
         Verb::Start(s) => {
             if !preflight::is_installed(ctx)? {
                 return Err(preflight::not_installed(ctx, "start").into());
             }
-            load(ctx, &s.host, Request::Start, false)?
+            load(
+                ctx,
+                &s.host,
+                Request::Start,
+                false,
+                s.timing.ignore_login_items,
+            )?
         }
         Verb::Stop { keep, no_wait } => {
             super::stop::refuse_early(ctx)?;
@@ -60,6 +82,7 @@ fn load(
     host: &HostInputs,
     request: Request,
     write_only: bool,
+    ignore_switch: bool,
 ) -> anyhow::Result<(Option<u16>, Vec<Step>)> {
     ctx.stack.refuse_unwritable_agents_dir()?;
     ctx.stack.refuse_special_log()?;
@@ -74,6 +97,7 @@ fn load(
         Request::Restart if !agent.was_loaded() => Request::Start,
         r => r,
     };
+    agent.allow_switched_off(ignore_switch);
     let decision = agent.decide(&plan, request)?;
     Ok((Some(plan.port), decision.steps))
 }

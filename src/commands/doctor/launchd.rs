@@ -158,8 +158,8 @@ fn loaded_twice_check(ctx: &Context, first: Domain, second: Domain) -> Check {
 /// fine).
 fn login_item_check(lc: &Launchctl, plist: &std::path::Path) -> Check {
     use crate::agent::login_items::{self, LoginItem};
-    match login_items::status(lc, plist) {
-        Ok(LoginItem::RequiresApproval) => {
+    match login_items::ask(lc, plist) {
+        Ok(a) if a.state == LoginItem::RequiresApproval => {
             let cause = crate::agent::refusal::login_item(lc, plist);
             check(
                 "login items",
@@ -171,14 +171,14 @@ fn login_item_check(lc: &Launchctl, plist: &std::path::Path) -> Check {
                 cause.map(|c| c.fix),
             )
         }
-        Ok(state) => check(
+        Ok(a) => check(
             "login items",
-            if state == LoginItem::NotFound {
+            if a.state == LoginItem::NotFound {
                 Level::Warn
             } else {
                 Level::Ok
             },
-            format!("Allow in the Background: {}", state.words()),
+            format!("Allow in the Background: {}", a.words()),
             None,
         ),
         Err(why) => check("login items", Level::Warn, format!("unknown: {why}"), None),

@@ -26,6 +26,7 @@ use crate::ExitStatus;
 
 mod files;
 mod launchd;
+mod network;
 mod systemd;
 
 use files::{log_dir_check, plist_check, plist_file_checks};
@@ -125,6 +126,7 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
         checks.push(check("LaunchAgents dir", Level::Fail, msg, e.hint));
     }
     checks.extend(privacy_check(ctx, plan_ok(&plan)));
+    checks.extend(network::local_network_check(ctx, doc.as_ref()));
     // A FIFO or symlink where launchd opens the Host log (docs/behaviour.md §9); a log
     // directory that is not one is the log dir check's failure, said once.
     let dir_ok = st.refuse_bad_log_dir().is_ok();
@@ -191,6 +193,8 @@ fn managed_check(ctx: &Context) -> Option<Check> {
 fn privacy_check(ctx: &Context, plan: Option<&Plan>) -> Vec<Check> {
     let Some(plan) = plan else { return vec![] };
     let node = plan.node.path.as_path();
+    // Two signatures read: once for every row.
+    let grant = (!plan.privacy.is_empty()).then(|| crate::host::privacy::grant(node));
     let mut checks: Vec<Check> = plan
         .privacy
         .iter()
@@ -201,7 +205,7 @@ fn privacy_check(ctx: &Context, plan: Option<&Plan>) -> Vec<Check> {
                 w.clone(),
                 Some(format!(
                     "move it out of the protected folder (the lasting fix). {}",
-                    crate::host::privacy::grant(node)
+                    grant.as_deref().unwrap_or_default()
                 )),
             )
         })

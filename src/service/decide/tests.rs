@@ -34,6 +34,7 @@ fn planned(edits: Vec<ConfigEdit>) -> Planned {
         config: "/c.json".into(),
         edits,
         port: 8810,
+        ignore_switch: false,
     }
 }
 
@@ -144,18 +145,27 @@ fn a_port_held_by_another_process_or_an_invisible_one_is_refused() {
 }
 
 #[test]
-fn a_reload_of_a_job_switched_off_is_refused_but_a_restart_of_it_is_not() {
+fn a_reload_of_a_job_switched_off_is_refused_only_when_it_does_not_run() {
     let mut o = running();
     o.switched_off = true;
     // The same definition restarted: launchd keeps it loaded, so it is allowed.
-    assert!(decide(&o, &planned(vec![]), Request::Restart).is_ok());
+    let d = decide(&o, &planned(vec![]), Request::Restart).unwrap();
+    assert!(!d.switched_off);
+    // A changed definition of a job that runs: reloaded, with a note.
     o.definition_changed = true;
+    let d = decide(&o, &planned(vec![]), Request::Restart).unwrap();
+    assert!(d.switched_off);
+    // One that does not run: refused, unless the user says it is switched on.
+    o.loaded_here = Some(loaded("gui/501/l", None, true));
     assert_eq!(
         decide(&o, &planned(vec![]), Request::Restart),
         Err(Refusal::SwitchedOff {
             target: "gui/501/l".into()
         })
     );
+    let mut p = planned(vec![]);
+    p.ignore_switch = true;
+    assert!(decide(&o, &p, Request::Restart).unwrap().switched_off);
     // Not loaded: nothing running would be left down (the load itself names the cause).
     o.loaded_here = None;
     assert!(decide(&o, &planned(vec![]), Request::Apply).is_ok());

@@ -1,0 +1,151 @@
+//! The per-user domains as one label is seen in them: `gui/<uid>` and `user/<uid>`, which of
+//! them a Host belongs in (a missing GUI domain, or a console that is not this user's), and
+//! what is true of a Host that falls back to `user/<uid>`.
+
+use std::path::Path;
+
+use super::{Code, Domain, PrintInfo};
+
+/// What is true of a Host in `user/<uid>`, said whenever oyster falls back to it.
+pub fn user_domain_note(gui: Domain, code: Code) -> String {
+    user_domain_note_because(
+        gui,
+        &format!(
+            "the GUI domain {gui} is not available (launchctl exit {code}; no console session?)"
+        ),
+    )
+}
+
+/// [`user_domain_note`] for another reason than a code from launchctl.
+fn user_domain_note_because(gui: Domain, why: &str) -> String {
+    format!(
+        "{why}, so using {user}: a Background session, where the login keychain is not \
+         unlocked (a provider that keeps its credentials there fails), which launchd does not \
+         load again after a reboot until this user logs in; the next console login does not \
+         move it but loads a second copy into {gui} beside it (two Hosts for one port) until \
+         `oyster restart` at the console boots this one out",
+        user = gui.other()
+    )
+}
+
+/// Who owns the console, as Homebrew asks it (`File.stat("/dev/console").uid`): on macOS the
+/// owner of `/dev/console` (root while nobody is logged in at the screen), or
+/// `OYSTER_CONSOLE_UID` when set (said wherever it decides something); elsewhere unknown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Console {
+    pub owner: Option<u32>,
+    /// Taken from `OYSTER_CONSOLE_UID`, not from `/dev/console`.
+    pub overridden: bool,
+}
+
+/// The variable that says who owns the console instead of `/dev/console` (tests, Linux).
+pub const CONSOLE_VAR: &str = "OYSTER_CONSOLE_UID";
+
+impl Console {
+    /// `/dev/console`'s owner on macOS; unknown elsewhere (Linux has no Aqua session to find).
+    pub fn of_this_machine() -> Console {
+        Console {
+            owner: if cfg!(target_os = "macos") {
+                crate::sys::user::owner_of(Path::new("/dev/console"))
+            } else {
+                None
+            },
+            overridden: false,
+        }
+    }
+
+    /// Why `gui/<uid>` cannot load this user's Host, when the console is someone else's.
+    fn not_mine(self, gui: Domain) -> Option<String> {
+        let Domain::Gui(me) = gui else { return None };
+        let owner = self.owner.filter(|o| *o != me)?;
+        let who = match owner {
+            0 => "nobody is logged in at the console (it belongs to root)".to_owned(),
+            o => format!(
+                "the console belongs to another user ({})",
+                crate::sys::user::name_of(o)
+                    .map_or(format!("uid {o}"), |n| format!("{n}, uid {o}"))
+            ),
+        };
+        let from = if self.overridden {
+            format!(" ({CONSOLE_VAR}={owner})")
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "{who}{from}, so {gui} has no login session of this user to load the Host into (launchd would answer its bootstrap with a bare 5)"
+        ))
+    }
+}
+
+/// One label as `print` sees it in `gui/<uid>` and in `user/<uid>`: the job, or the code that
+/// said it is not there (113 not loaded; 112/125 no such domain).
+#[derive(Debug, Clone)]
+pub struct BothDomains {
+    pub gui: Result<PrintInfo, Code>,
+    pub user: Result<PrintInfo, Code>,
+}
+
+impl BothDomains {
+    /// Every domain the label is loaded in, `gui/<uid>` first.
+    pub fn loaded(&self) -> Vec<(Domain, &PrintInfo)> {
+        [(Domain::gui(), &self.gui), (Domain::user(), &self.user)]
+            .into_iter()
+            .filter_map(|(d, r)| r.as_ref().ok().map(|i| (d, i)))
+            .collect()
+    }
+
+    /// The domain this user's Host belongs in, as these two answers show it: `gui/<uid>`, or
+    /// `user/<uid>` (with the note saying what that means) when `gui/<uid>` does not exist. The
+    /// same choice as [`Launchctl::domain`], without another launchctl start.
+    pub fn choice(&self) -> DomainChoice {
+        self.choice_at(Console::default())
+    }
+
+    /// [`BothDomains::choice`] knowing who owns the console (issue 39 item 4): over SSH with
+    /// nobody, or another user, at the console, `gui/<uid>` may still answer `print` while a
+    /// bootstrap there answers a bare 5 (psimaker/vaultsync#89, Homebrew/homebrew-services#528),
+    /// so a Host not loaded there goes to `user/<uid>`, said, as Homebrew does. A job loaded in
+    /// `gui/<uid>` proves that domain works: it stays.
+    pub fn choice_at(&self, console: Console) -> DomainChoice {
+        let gui = Domain::gui();
+        if let Some(code) = self.gui_missing() {
+            return DomainChoice {
+                name: gui.other(),
+                fallback_note: Some(user_domain_note(gui, code)),
+            };
+        }
+        match console.not_mine(gui).filter(|_| self.gui.is_err()) {
+            Some(why) => DomainChoice {
+                name: gui.other(),
+                fallback_note: Some(user_domain_note_because(gui, &why)),
+            },
+            None => DomainChoice {
+                name: gui,
+                fallback_note: None,
+            },
+        }
+    }
+
+    /// The code that said `gui/<uid>` does not exist (no console session), if one did.
+    pub fn gui_missing(&self) -> Option<Code> {
+        match self.gui {
+            Err(c) if c.domain_missing() => Some(c),
+            _ => None,
+        }
+    }
+}
+
+/// The launchd domain chosen for this user, and the note when it is the fallback.
+#[derive(Debug, Clone)]
+pub struct DomainChoice {
+    pub name: Domain,
+    /// Set when oyster fell back from `gui/<uid>`.
+    pub fallback_note: Option<String>,
+}
+
+impl DomainChoice {
+    #[allow(dead_code)]
+    pub fn target(&self, label: &str) -> String {
+        self.name.target(label)
+    }
+}
