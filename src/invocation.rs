@@ -110,12 +110,44 @@ pub struct Cleanup {
     pub purge: bool,
 }
 
-/// Every verb, once, with its settings.
+/// Every verb, once, with its settings: the verbs of one group nested in that group's enum, so
+/// each command module matches its own group whole (uv's nested command enums).
 #[derive(Debug, Clone)]
 pub enum Verb {
     /// `oyster` alone: the stacks on this machine and what to type next.
     Overview,
     Setup(Box<Setup>),
+    /// A verb of the stack's job (`oyster VERB`, `oyster agent VERB`).
+    Job(Job),
+    /// `oyster host …`.
+    Host(HostVerb),
+    /// `oyster providers …`.
+    Providers(ProvidersVerb),
+    /// `oyster config …`.
+    Config(ConfigVerb),
+    Logs(Logs),
+    Cleanup(Cleanup),
+    Doctor {
+        probe: bool,
+    },
+    Version {
+        verbose: bool,
+    },
+    /// `mdm profile`.
+    MdmProfile {
+        output: Option<PathBuf>,
+        organization: Option<String>,
+    },
+    Inventory(Inventory),
+    Open,
+    Qr,
+    /// The packaging helpers, which need no HOME and no stack.
+    Packaging(Packaging),
+}
+
+/// The verbs of the stack's job.
+#[derive(Debug, Clone)]
+pub enum Job {
     Status,
     Start(Starting),
     Stop {
@@ -142,88 +174,80 @@ pub enum Verb {
         dry_run: bool,
         timing: Timing,
     },
-    Logs(Logs),
-    Cleanup(Cleanup),
-    Doctor {
-        probe: bool,
-    },
-    ProvidersResolve(Vec<String>),
-    ProvidersSet {
-        provider: String,
-        command: OsString,
-    },
-    ProvidersAuto(String),
-    ProvidersStatus,
-    ConfigSync {
-        port: Option<u16>,
-    },
-    ConfigShow,
-    HostStart {
-        host: HostInputs,
-        timing: Timing,
-    },
-    HostStop,
-    HostStatus,
-    HostExec,
-    Version {
-        verbose: bool,
-    },
-    /// `mdm profile`.
-    MdmProfile {
-        output: Option<PathBuf>,
-        organization: Option<String>,
-    },
-    Inventory(Inventory),
-    Open,
-    Qr,
+}
+
+/// `oyster host …`: the direct (pid-file) Host and its launch program.
+#[derive(Debug, Clone)]
+pub enum HostVerb {
+    Start { host: HostInputs, timing: Timing },
+    Stop,
+    Status,
+    Exec,
+}
+
+/// `oyster providers …`.
+#[derive(Debug, Clone)]
+pub enum ProvidersVerb {
+    Resolve(Vec<String>),
+    Set { provider: String, command: OsString },
+    Auto(String),
+    Status,
+}
+
+/// `oyster config …`.
+#[derive(Debug, Clone)]
+pub enum ConfigVerb {
+    Sync { port: Option<u16> },
+    Show,
+}
+
+/// The packaging helpers.
+#[derive(Debug, Clone)]
+pub enum Packaging {
     Completions(clap_complete::Shell),
-    Man {
-        dir: Option<PathBuf>,
-    },
+    Man { dir: Option<PathBuf> },
     CompleteStacks,
 }
 
+impl Job {
+    /// The verb as the user types it.
+    pub fn word(&self) -> &'static str {
+        match self {
+            Job::Status => "status",
+            Job::Start(_) => "start",
+            Job::Stop { .. } => "stop",
+            Job::Restart(_) => "restart",
+            Job::List => "list",
+            Job::Kill => "kill",
+            Job::Install { .. } => "install",
+            Job::Uninstall => "uninstall",
+            Job::Print(_) => "print",
+            Job::Regenerate { .. } => "regenerate",
+        }
+    }
+}
+
 impl Verb {
-    /// The launchd job's verbs that take `--all`, as the user types them.
+    /// The verb as the user types it (a group's word for its verbs).
     pub fn word(&self) -> &'static str {
         match self {
             Verb::Overview => "",
             Verb::Setup(_) => "setup",
-            Verb::Status => "status",
-            Verb::Start(_) => "start",
-            Verb::Stop { .. } => "stop",
-            Verb::Restart(_) => "restart",
-            Verb::List => "list",
-            Verb::Kill => "kill",
-            Verb::Install { .. } => "install",
-            Verb::Uninstall => "uninstall",
-            Verb::Print(_) => "print",
-            Verb::Regenerate { .. } => "regenerate",
+            Verb::Job(j) => j.word(),
             Verb::Logs(_) => "logs",
             Verb::Cleanup(_) => "cleanup",
             Verb::Doctor { .. } => "doctor",
-            Verb::ProvidersResolve(_)
-            | Verb::ProvidersSet { .. }
-            | Verb::ProvidersAuto(_)
-            | Verb::ProvidersStatus => "providers",
-            Verb::ConfigSync { .. } | Verb::ConfigShow => "config",
-            Verb::HostStart { .. } | Verb::HostStop | Verb::HostStatus | Verb::HostExec => "host",
+            Verb::Providers(_) => "providers",
+            Verb::Config(_) => "config",
+            Verb::Host(_) => "host",
             Verb::Version { .. } => "version",
             Verb::MdmProfile { .. } => "mdm",
             Verb::Inventory(_) => "inventory",
             Verb::Open => "open",
             Verb::Qr => "qr",
-            Verb::Completions(_) => "completions",
-            Verb::Man { .. } => "man",
-            Verb::CompleteStacks => "__complete-stacks",
+            Verb::Packaging(Packaging::Completions(_)) => "completions",
+            Verb::Packaging(Packaging::Man { .. }) => "man",
+            Verb::Packaging(Packaging::CompleteStacks) => "__complete-stacks",
         }
-    }
-
-    /// The packaging helpers, which need no HOME and no stack.
-    pub fn is_packaging(&self) -> bool {
-        matches!(
-            self,
-            Verb::Completions(_) | Verb::Man { .. } | Verb::CompleteStacks
-        )
     }
 }

@@ -67,8 +67,8 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
     if let Err(e) = refuse_replaceable_as_root() {
         return failed(error::Kind::Failure, &e.msg, e.hint.as_deref());
     }
-    if invocation.verb.is_packaging() {
-        return finish(commands::packaging(&invocation.verb));
+    if let invocation::Verb::Packaging(helper) = &invocation.verb {
+        return finish(commands::packaging(helper));
     }
     let stack = match &invocation.stacks {
         invocation::Stacks::One(name) => name.clone(),

@@ -6,7 +6,10 @@
 use super::*;
 use crate::context::{StackForm, Typed};
 use crate::host::stack::StackName;
-use crate::invocation::{Cleanup, Inventory, Invocation, Logs, Qr, Setup, Stacks, Starting, Verb};
+use crate::invocation::{
+    Cleanup, ConfigVerb, HostVerb, Inventory, Invocation, Job, Logs, Packaging, ProvidersVerb, Qr,
+    Setup, Stacks, Starting, Verb,
+};
 use crate::output::Mode;
 
 /// Why a command line cannot be resolved.
@@ -64,7 +67,7 @@ impl Cli {
         };
         let word = match (&self.command, &verb) {
             (None, _) => String::new(),
-            (Some(Command::Agent(_)), Verb::List) => "agent list".to_owned(),
+            (Some(Command::Agent(_)), Verb::Job(Job::List)) => "agent list".to_owned(),
             (Some(Command::Agent(_)), _) => "agent".to_owned(),
             _ => verb.word().to_owned(),
         };
@@ -160,7 +163,7 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
         Command::Job(job) | Command::Agent(Deferred(AgentCommand::Job(job))) => job_verb(job, n),
         Command::Agent(Deferred(AgentCommand::Print { host, target })) => {
             n.target(target);
-            Verb::Print(host.inputs())
+            Verb::Job(Job::Print(host.inputs()))
         }
         Command::Agent(Deferred(AgentCommand::Regenerate {
             host,
@@ -171,12 +174,12 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
             target,
         })) => {
             n.target(target);
-            Verb::Regenerate {
+            Verb::Job(Job::Regenerate {
                 host: host.inputs(),
                 no_restart: *no_restart,
                 dry_run: *dry_run,
                 timing: verify.loading(*login_items),
-            }
+            })
         }
         Command::Logs(Deferred(a)) => {
             n.target(&a.target);
@@ -264,15 +267,15 @@ fn unnamed_verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
         }
         Command::Completions { shell } => {
             n.unnamed = true;
-            Verb::Completions(*shell)
+            Verb::Packaging(Packaging::Completions(*shell))
         }
         Command::Man { dir } => {
             n.unnamed = true;
-            Verb::Man { dir: dir.clone() }
+            Verb::Packaging(Packaging::Man { dir: dir.clone() })
         }
         Command::CompleteStacks => {
             n.unnamed = true;
-            Verb::CompleteStacks
+            Verb::Packaging(Packaging::CompleteStacks)
         }
         other => unreachable!("{other:?} is resolved in verb()"),
     }
@@ -287,7 +290,7 @@ fn providers_verb<'a>(p: &'a ProvidersCommand, n: &mut Named<'a>) -> Verb {
         } => {
             n.flag = flag.stack.as_deref();
             n.json = *json;
-            Verb::ProvidersResolve(providers.clone())
+            Verb::Providers(ProvidersVerb::Resolve(providers.clone()))
         }
         ProvidersCommand::Set {
             provider,
@@ -295,19 +298,19 @@ fn providers_verb<'a>(p: &'a ProvidersCommand, n: &mut Named<'a>) -> Verb {
             flag,
         } => {
             n.flag = flag.stack.as_deref();
-            Verb::ProvidersSet {
+            Verb::Providers(ProvidersVerb::Set {
                 provider: provider.clone(),
                 command: command.clone(),
-            }
+            })
         }
         ProvidersCommand::Auto { provider, flag } => {
             n.flag = flag.stack.as_deref();
-            Verb::ProvidersAuto(provider.clone())
+            Verb::Providers(ProvidersVerb::Auto(provider.clone()))
         }
         ProvidersCommand::Status { json, target } => {
             n.target(target);
             n.json = *json;
-            Verb::ProvidersStatus
+            Verb::Providers(ProvidersVerb::Status)
         }
     }
 }
@@ -316,12 +319,12 @@ fn config_verb<'a>(c: &'a ConfigCommand, n: &mut Named<'a>) -> Verb {
     match c {
         ConfigCommand::Sync { port, target } => {
             n.target(target);
-            Verb::ConfigSync { port: *port }
+            Verb::Config(ConfigVerb::Sync { port: *port })
         }
         ConfigCommand::Show { json, target } => {
             n.target(target);
             n.json = *json;
-            Verb::ConfigShow
+            Verb::Config(ConfigVerb::Show)
         }
     }
 }
@@ -334,23 +337,23 @@ fn host_verb<'a>(h: &'a HostCommand, n: &mut Named<'a>) -> Verb {
             target,
         } => {
             n.target(target);
-            Verb::HostStart {
+            Verb::Host(HostVerb::Start {
                 host: host.inputs(),
                 timing: verify.timing(),
-            }
+            })
         }
         HostCommand::Stop { target } => {
             n.target(target);
-            Verb::HostStop
+            Verb::Host(HostVerb::Stop)
         }
         HostCommand::Status { json, target } => {
             n.target(target);
             n.json = *json;
-            Verb::HostStatus
+            Verb::Host(HostVerb::Status)
         }
         HostCommand::Exec { flag } => {
             n.flag = flag.stack.as_deref();
-            Verb::HostExec
+            Verb::Host(HostVerb::Exec)
         }
     }
 }
@@ -370,11 +373,17 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
             n.target(target);
             n.json = *json;
             n.all = *all;
-            Verb::Status
+            Verb::Job(Job::Status)
         }
         JobCommand::Start(Deferred(a)) => {
             n.targets(&a.targets);
-            Verb::Start(starting(&a.host, &a.verify, a.login_items, a.qr, false))
+            Verb::Job(Job::Start(starting(
+                &a.host,
+                &a.verify,
+                a.login_items,
+                a.qr,
+                false,
+            )))
         }
         JobCommand::Stop {
             keep,
@@ -382,29 +391,29 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
             targets,
         } => {
             n.targets(targets);
-            Verb::Stop {
+            Verb::Job(Job::Stop {
                 keep: *keep,
                 no_wait: *no_wait,
-            }
+            })
         }
         JobCommand::Restart(Deferred(a)) => {
             n.targets(&a.targets);
-            Verb::Restart(starting(
+            Verb::Job(Job::Restart(starting(
                 &a.host,
                 &a.verify,
                 a.login_items,
                 a.qr,
                 a.restore_sessions,
-            ))
+            )))
         }
         JobCommand::List { json } => {
             n.unnamed = true;
             n.json = *json;
-            Verb::List
+            Verb::Job(Job::List)
         }
         JobCommand::Kill { target } => {
             n.target(target);
-            Verb::Kill
+            Verb::Job(Job::Kill)
         }
         JobCommand::Install {
             host,
@@ -416,15 +425,15 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
         } => {
             n.target(target);
             n.preview(*preview);
-            Verb::Install {
+            Verb::Job(Job::Install {
                 host: host.inputs(),
                 no_start: *no_start,
                 timing: verify.loading(*login_items),
-            }
+            })
         }
         JobCommand::Uninstall { targets } => {
             n.targets(targets);
-            Verb::Uninstall
+            Verb::Job(Job::Uninstall)
         }
     }
 }

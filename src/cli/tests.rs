@@ -90,7 +90,9 @@ fn a_job_verb_typed_either_way_resolves_to_the_same_verb_and_stack() {
         assert!(!a.typed.agent_form && b.typed.agent_form);
     }
     // The port given travels with the verb's own settings, nowhere else.
-    let Verb::Install { host, .. } = resolved(&["install", "dev", "--port", "8810"]).verb else {
+    let Verb::Job(crate::invocation::Job::Install { host, .. }) =
+        resolved(&["install", "dev", "--port", "8810"]).verb
+    else {
         panic!("install resolved to another verb")
     };
     assert_eq!(host.port, Some(8810));

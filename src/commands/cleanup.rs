@@ -152,18 +152,19 @@ pub fn run(ctx: &Context, args: &Cleanup) -> anyhow::Result<ExitStatus> {
     if args.dry_run || (!args.yes && !terminal) {
         if args.purge {
             for f in &with_files {
-                crate::say!("would purge {}: {}", f.name, list(&f.precious));
+                ctx.out
+                    .out(&format!("would purge {}: {}", f.name, list(&f.precious)));
             }
         }
         if !removable.is_empty() {
-            crate::say!(
+            ctx.out.out(&format!(
                 "Nothing removed ({}); `oyster cleanup --yes` removes the leftover stacks.",
                 if args.dry_run {
                     "--dry-run"
                 } else {
                     "no terminal to ask on"
                 }
-            );
+            ));
         }
         return Ok(ExitStatus::Success);
     }
@@ -179,25 +180,26 @@ pub fn run(ctx: &Context, args: &Cleanup) -> anyhow::Result<ExitStatus> {
 /// to clean up.
 fn say_found(ctx: &Context, found: &[Found], removable: &[&Found], with_files: &[&Found]) -> bool {
     for f in found.iter().filter(|f| f.kept.is_some()) {
-        crate::say!(
+        ctx.out.out(&format!(
             "kept    {}: {}",
             f.name,
             f.kept.as_deref().unwrap_or_default()
-        );
+        ));
     }
     for f in with_files {
-        crate::say!(
+        ctx.out.out(&format!(
             "kept    {}: no LaunchAgent and no Host, but it holds {}",
             f.name,
             list(&f.precious)
-        );
+        ));
     }
     if found.is_empty() {
-        crate::say!("No Oysterun stack on this machine; nothing to clean up.");
+        ctx.out
+            .out("No Oysterun stack on this machine; nothing to clean up.");
         return false;
     }
     if removable.is_empty() && with_files.is_empty() {
-        crate::say!("Nothing to clean up: every stack on this machine has a LaunchAgent, a running Host or files of its own.");
+        ctx.out.out("Nothing to clean up: every stack on this machine has a LaunchAgent, a running Host or files of its own.");
         return false;
     }
     for f in removable {
@@ -243,14 +245,15 @@ fn remove_asked(
                 failed |= !remove(ctx, lc, f);
             }
         } else {
-            crate::say!("Nothing removed.");
+            ctx.out.out("Nothing removed.");
         }
     }
     // The config and logs are only removed on a yes to a question that names them, or with
     // `--yes --purge`, naming each as it goes.
     if args.yes && args.purge {
         for f in with_files {
-            crate::say!("purging {}: {}", f.name, list(&f.precious));
+            ctx.out
+                .out(&format!("purging {}: {}", f.name, list(&f.precious)));
             failed |= !remove(ctx, lc, f);
         }
     } else if terminal && !args.yes {
@@ -261,7 +264,7 @@ fn remove_asked(
             }
         }
     } else if !with_files.is_empty() {
-        crate::say!("Stacks holding a config or logs are only removed on a terminal, after a question naming those files, or with `oyster cleanup --yes --purge`.");
+        ctx.out.out("Stacks holding a config or logs are only removed on a terminal, after a question naming those files, or with `oyster cleanup --yes --purge`.");
     }
     Ok(failed)
 }

@@ -4,16 +4,18 @@
 
 use crate::context::Context;
 use crate::error::Failed;
-use crate::invocation::Verb;
+use crate::invocation::Job;
 use crate::output::Tone;
 use crate::ExitStatus;
 
 /// Runs `cmd` (a verb of the launchd job given `--all`) on every stack on disk.
-pub fn run(ctx: &Context, cmd: &Verb) -> anyhow::Result<ExitStatus> {
+pub fn run(ctx: &Context, cmd: &Job) -> anyhow::Result<ExitStatus> {
     let names = crate::host::stack::discover(&ctx.env.stack_env());
     let verb = cmd.word();
     if names.is_empty() {
-        crate::say!("No Oysterun stack on this machine; nothing to {verb}.");
+        ctx.out.out(&format!(
+            "No Oysterun stack on this machine; nothing to {verb}."
+        ));
         return Ok(ExitStatus::Success);
     }
     let mut lines: Vec<Line> = vec![];
@@ -60,20 +62,21 @@ type Line = (String, Tone, String);
 
 /// The verb on one stack, said under its own heading; its summary line, or the error it ended
 /// with.
-fn one(ctx: &Context, cmd: &Verb, name: &str) -> anyhow::Result<Line> {
+fn one(ctx: &Context, cmd: &Job, name: &str) -> anyhow::Result<Line> {
     let verb = cmd.word();
     let done = match cmd {
-        Verb::Start(_) => "started, verified",
-        Verb::Stop { keep: false, .. } => "stopped",
-        Verb::Stop { keep: true, .. } => "stopped (kept for the next login)",
-        Verb::Restart(_) => "restarted, verified",
-        Verb::Uninstall => "uninstalled",
-        _ => unreachable!("only start, stop, restart and uninstall take --all"),
+        Job::Start(_) => "started, verified",
+        Job::Stop { keep: false, .. } => "stopped",
+        Job::Stop { keep: true, .. } => "stopped (kept for the next login)",
+        Job::Restart(_) => "restarted, verified",
+        Job::Uninstall => "uninstalled",
+        // Only the four above take --all (clap's tree says so); any other is said plainly.
+        _ => "done",
     };
     let sub = ctx.for_stack(name)?;
     let name = name.to_owned();
     // A stack with no LaunchAgent (only a config) has nothing to start, stop or restart.
-    if !matches!(cmd, Verb::Uninstall) && !sub.stack.plist_path().exists() {
+    if !matches!(cmd, Job::Uninstall) && !sub.stack.plist_path().exists() {
         let why = format!(
             "skipped: no LaunchAgent ({} does not exist)",
             sub.stack.plist_path().display()
@@ -82,7 +85,7 @@ fn one(ctx: &Context, cmd: &Verb, name: &str) -> anyhow::Result<Line> {
     }
     let had_plist = sub.stack.plist_path().exists();
     // A restart of a stopped stack starts it: the summary says which it was.
-    let stopped = matches!(cmd, Verb::Restart(_))
+    let stopped = matches!(cmd, Job::Restart(_))
         && ctx
             .launchctl()
             .ok()
@@ -165,7 +168,7 @@ fn so_far(verb: &str, lines: &[Line], rest: &[String]) -> String {
 }
 
 /// `--all --dry-run`: each stack's steps, under its name; the first refusal ends it.
-pub fn preview(ctx: &Context, cmd: &Verb) -> anyhow::Result<ExitStatus> {
+pub fn preview(ctx: &Context, cmd: &Job) -> anyhow::Result<ExitStatus> {
     for name in crate::host::stack::discover(&ctx.env.stack_env()) {
         let ctx = ctx.for_stack(&name)?;
         super::agent::preview::run(&ctx, cmd)?;

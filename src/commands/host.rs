@@ -8,20 +8,22 @@ use crate::context::Context;
 use crate::direct::status::PidFile;
 use crate::direct::{self, Owner, StartOptions, Stopped};
 use crate::host::plan;
-use crate::invocation::Verb;
+use crate::invocation::HostVerb;
 use crate::probe;
 use crate::ExitStatus;
 
-pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
-    if let Verb::HostExec = cmd {
+pub fn run(ctx: &Context, cmd: HostVerb) -> anyhow::Result<ExitStatus> {
+    if !matches!(cmd, HostVerb::Exec) {
+        ctx.announce_overrides();
+    }
+    match cmd {
         // The Host's environment always sets OYSTERUN_CONFIG_DIR: no override note in its log.
         // It returns only when the Host could not be exec'd.
-        let Err(e) = crate::launch::run(ctx);
-        return Err(e);
-    }
-    ctx.announce_overrides();
-    match cmd {
-        Verb::HostStart { host, timing } => {
+        HostVerb::Exec => {
+            let Err(e) = crate::launch::run(ctx);
+            Err(e)
+        }
+        HostVerb::Start { host, timing } => {
             // A refused first start (a held port, a bad or managed --root) leaves no stack
             // behind, as a refused first install does (`list` and `cleanup` would meet it).
             let first = !ctx.stack.root.exists();
@@ -31,17 +33,16 @@ pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
             }
             started
         }
-        Verb::HostStop | Verb::HostStatus => {
-            // Only what exists is stopped or examined: a typo is refused with the nearest
-            // name (exit 2), as by every verb, and creates nothing.
+        // Only what exists is stopped or examined: a typo is refused with the nearest name
+        // (exit 2), as by every verb, and creates nothing.
+        HostVerb::Stop => {
             crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
-            if let Verb::HostStop = cmd {
-                stop(ctx)
-            } else {
-                show_status(ctx)
-            }
+            stop(ctx)
         }
-        other => unreachable!("{} is not a host verb", other.word()),
+        HostVerb::Status => {
+            crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
+            show_status(ctx)
+        }
     }
 }
 

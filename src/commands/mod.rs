@@ -22,20 +22,20 @@ use std::io::IsTerminal;
 
 use crate::cli::Cli;
 use crate::context::Context;
-use crate::invocation::{Invocation, Stacks, Verb};
+use crate::invocation::{ConfigVerb, Invocation, Job, Packaging, Stacks, Verb};
 use crate::setup::hooks::Ran;
 use crate::ExitStatus;
 
 /// The packaging helpers, which need no HOME and no stack.
-pub fn packaging(verb: &Verb) -> anyhow::Result<ExitStatus> {
+pub fn packaging(helper: &Packaging) -> anyhow::Result<ExitStatus> {
     let out = crate::output::printer();
     let mut cmd = crate::cli::with_help(Cli::whole());
     let mut bytes = vec![];
-    match verb {
-        Verb::Completions(shell) => {
+    match helper {
+        Packaging::Completions(shell) => {
             bytes = completions::script(*shell, &mut cmd);
         }
-        Verb::Man { dir } => match dir {
+        Packaging::Man { dir } => match dir {
             Some(dir) => {
                 let n = man::write_all(cmd, dir)?;
                 out.out(&format!(
@@ -45,14 +45,13 @@ pub fn packaging(verb: &Verb) -> anyhow::Result<ExitStatus> {
             }
             None => man::render_main(cmd, &mut bytes)?,
         },
-        Verb::CompleteStacks => {
+        Packaging::CompleteStacks => {
             let env = crate::context::EnvSnapshot::from_process();
             for name in crate::host::stack::discover(&env.stack_env()) {
                 bytes.extend_from_slice(name.as_bytes());
                 bytes.push(b'\n');
             }
         }
-        other => unreachable!("{} is not a packaging helper", other.word()),
     }
     out.raw(&bytes);
     Ok(ExitStatus::Success)
@@ -61,33 +60,13 @@ pub fn packaging(verb: &Verb) -> anyhow::Result<ExitStatus> {
 /// Runs one command.
 pub fn dispatch(ctx: &Context, inv: Invocation) -> anyhow::Result<ExitStatus> {
     ctx.out.set_mode(inv.mode);
-    if inv.dry_run {
-        ctx.announce_overrides();
-        return match inv.stacks {
-            Stacks::All => every::preview(ctx, &inv.verb),
-            _ => agent::preview::run(ctx, &inv.verb),
-        };
-    }
-    if inv.stacks == Stacks::All {
-        ctx.announce_overrides();
-        if let Verb::Status = inv.verb {
-            return agent::status::run_all(ctx);
-        }
-        return every::run(ctx, &inv.verb);
-    }
     match inv.verb {
-        Verb::Completions(_) | Verb::Man { .. } | Verb::CompleteStacks => {
-            unreachable!("packaging helpers run before a context exists")
-        }
-        Verb::ProvidersResolve(_)
-        | Verb::ProvidersSet { .. }
-        | Verb::ProvidersAuto(_)
-        | Verb::ProvidersStatus => providers::run(ctx, inv.verb),
-        Verb::ConfigSync { port } => config::sync_verb(ctx, port),
-        Verb::ConfigShow => config::show(ctx),
-        Verb::HostStart { .. } | Verb::HostStop | Verb::HostStatus | Verb::HostExec => {
-            host::run(ctx, inv.verb)
-        }
+        Verb::Job(job) => job_verb(ctx, &inv.stacks, inv.dry_run, &job),
+        Verb::Packaging(helper) => packaging(&helper),
+        Verb::Providers(p) => providers::run(ctx, p),
+        Verb::Config(ConfigVerb::Sync { port }) => config::sync_verb(ctx, port),
+        Verb::Config(ConfigVerb::Show) => config::show(ctx),
+        Verb::Host(h) => host::run(ctx, h),
         Verb::Doctor { probe } => {
             ctx.announce_overrides();
             doctor::run(ctx, probe)
@@ -121,7 +100,26 @@ pub fn dispatch(ctx: &Context, inv: Invocation) -> anyhow::Result<ExitStatus> {
             }
             Ok(status)
         }
-        job => agent_verb(ctx, &job),
+    }
+}
+
+/// A verb of the stack's job: previewed (`--dry-run`), on every stack (`--all`), or on one.
+fn job_verb(
+    ctx: &Context,
+    stacks: &Stacks,
+    dry_run: bool,
+    job: &Job,
+) -> anyhow::Result<ExitStatus> {
+    let all = *stacks == Stacks::All;
+    if dry_run || all {
+        ctx.announce_overrides();
+    }
+    match (dry_run, all, job) {
+        (true, true, _) => every::preview(ctx, job),
+        (true, false, _) => agent::preview::run(ctx, job),
+        (false, true, Job::Status) => agent::status::run_all(ctx),
+        (false, true, _) => every::run(ctx, job),
+        (false, false, _) => agent_verb(ctx, job),
     }
 }
 
@@ -138,7 +136,7 @@ pub fn qr_interrupted(sig: crate::sys::signal::Signal) -> anyhow::Error {
 /// One verb of the launchd job on one stack, with the step Oysterun's service script ran
 /// after a start: the login QR after a verified start or restart (`restart
 /// --restore-sessions` prepares the sessions inside the restart, after its refusals).
-pub fn agent_verb(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
+pub fn agent_verb(ctx: &Context, verb: &Job) -> anyhow::Result<ExitStatus> {
     agent_verb_steps(ctx, verb).map_err(|e| launchd_absent_for_stack(ctx, e))
 }
 
@@ -161,16 +159,16 @@ fn launchd_absent_for_stack(ctx: &Context, e: anyhow::Error) -> anyhow::Error {
     }
 }
 
-fn agent_verb_steps(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
+fn agent_verb_steps(ctx: &Context, verb: &Job) -> anyhow::Result<ExitStatus> {
     let starting = match verb {
-        Verb::Start(s) | Verb::Restart(s) => Some(s),
+        Job::Start(s) | Job::Restart(s) => Some(s),
         _ => None,
     };
     let plan = |ctx: &Context, inputs: &crate::host::plan::HostInputs| {
         crate::host::plan::plan(ctx, inputs)
     };
     // A first install that is refused must not leave a stack behind (`list` would show it).
-    let first_install = matches!(verb, Verb::Install { .. }) && !ctx.stack.root.exists();
+    let first_install = matches!(verb, Job::Install { .. }) && !ctx.stack.root.exists();
     let status = match agent::run(ctx, verb) {
         Ok(status) => status,
         Err(e) => {

@@ -9,13 +9,14 @@ use crate::provider::status::{Authentication, ProviderStatus};
 pub fn print(ctx: &Context, rows: &[ProviderStatus]) {
     for (i, r) in rows.iter().enumerate() {
         if i > 0 {
-            crate::say!("");
+            ctx.out.out("");
         }
         ctx.out.out_toned(
             crate::output::Tone::Heading,
             &format!("{} ({})", r.provider, r.state.as_str()),
         );
-        crate::say!("  intent:         {}", r.intent.as_str());
+        ctx.out
+            .out(&format!("  intent:         {}", r.intent.as_str()));
         let command = match &r.command {
             _ if r.intent == crate::provider::resolve::Intent::Disabled => {
                 "\"\" (disabled)".to_owned()
@@ -25,16 +26,17 @@ pub fn print(ctx: &Context, rows: &[ProviderStatus]) {
             serde_json::Value::String(s) => s.clone(),
             other => other.to_string(),
         };
-        crate::say!("  command:        {command}");
-        crate::say!(
+        ctx.out.out(&format!("  command:        {command}"));
+        ctx.out.out(&format!(
             "  resolved:       {}",
             r.resolved.as_deref().unwrap_or("nothing")
-        );
+        ));
         if let Some(source) = r.source {
-            crate::say!("  source:         {}", Source::as_str(source));
+            ctx.out
+                .out(&format!("  source:         {}", Source::as_str(source)));
         }
         if let Some(reason) = &r.reason {
-            crate::say!("  reason:         {reason}");
+            ctx.out.out(&format!("  reason:         {reason}"));
         }
         let auth = match r.authentication {
             Authentication::NotChecked => {
@@ -45,6 +47,6 @@ pub fn print(ctx: &Context, rows: &[ProviderStatus]) {
                 ctx.hint_cmd("restart")
             ),
         };
-        crate::say!("  authentication: {auth}");
+        ctx.out.out(&format!("  authentication: {auth}"));
     }
 }

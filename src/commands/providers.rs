@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::config::{self, ConfigDoc};
 use crate::context::Context;
 use crate::error::Invalid;
-use crate::invocation::Verb;
+use crate::invocation::ProvidersVerb;
 use crate::provider::registry::{self, Provider};
 use crate::provider::resolve::{Intent, Source};
 use crate::provider::status::{ProviderStatus, State};
@@ -22,9 +22,9 @@ struct Rows {
     providers: Vec<ProviderStatus>,
 }
 
-pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
+pub fn run(ctx: &Context, cmd: ProvidersVerb) -> anyhow::Result<ExitStatus> {
     match cmd {
-        Verb::ProvidersResolve(providers) => {
+        ProvidersVerb::Resolve(providers) => {
             let list = registry::lookup_all(&providers)?;
             // Reading a stack that does not exist is a typo: refused with the nearest name.
             crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
@@ -36,7 +36,7 @@ pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
                 .collect();
             show(ctx, &doc, rows)
         }
-        Verb::ProvidersStatus => {
+        ProvidersVerb::Status => {
             crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
             ctx.announce_overrides();
             let doc = resolved_config(ctx)?;
@@ -59,16 +59,16 @@ pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
                 super::provider_status::print(ctx, &rows);
                 let managed = super::config::managed_lines(ctx);
                 if !managed.is_empty() {
-                    crate::say!("");
+                    ctx.out.out("");
                 }
                 for line in managed {
-                    crate::say!("{}", line.trim_start_matches("# "));
+                    ctx.out.out(line.trim_start_matches("# "));
                 }
                 return Ok(ExitStatus::Success);
             }
             show(ctx, &doc, rows)
         }
-        Verb::ProvidersSet { provider, command } => {
+        ProvidersVerb::Set { provider, command } => {
             let p = registry::lookup(&provider)?;
             let command = command.into_string().map_err(|_| {
                 Invalid::new(
@@ -80,11 +80,10 @@ pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
                 doc.save_preference(p, path.as_deref(), changes);
             })
         }
-        Verb::ProvidersAuto(provider) => {
+        ProvidersVerb::Auto(provider) => {
             let p = registry::lookup(&provider)?;
             save(ctx, p, |doc, changes| doc.set_auto(p, &ctx.search, changes))
         }
-        other => unreachable!("{} is not a providers verb", other.word()),
     }
 }
 

@@ -35,13 +35,15 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
     );
     if args.dry_run {
         if !sp.installs.is_empty() && !args.no_install_providers {
-            crate::say!("To set up the Host without installing any provider: `{without}`.");
+            ctx.out.out(&format!(
+                "To set up the Host without installing any provider: `{without}`."
+            ));
         }
-        crate::say!("Dry run (--dry-run): nothing was changed.");
+        ctx.out.out("Dry run (--dry-run): nothing was changed.");
         return Ok(ExitStatus::Success);
     }
     let Some(install) = install_or_cancel(ctx, &args, &sp, &without)? else {
-        crate::say!("{CANCELLED}");
+        ctx.out.out(CANCELLED);
         return Ok(ExitStatus::Success);
     };
     let plan = setup::apply(ctx, opts, sp, install)?;
@@ -77,16 +79,16 @@ fn show(ctx: &Context, opts: &SetupOptions, sp: &SetupPlan) {
                 .unwrap_or("direct"))
         ),
     );
-    crate::say!(
+    ctx.out.out(&format!(
         "  node:        {} {}",
         sp.plan.node.path.display(),
         sp.plan.node.version
-    );
-    crate::say!(
+    ));
+    ctx.out.out(&format!(
         "  root:        {} (from {})",
         sp.plan.root.display(),
         sp.plan.root_origin
-    );
+    ));
     for p in PROVIDERS {
         let status = super::providers::for_stack(ctx, sp.plan.doc.status(p, &ctx.search));
         let line = match (status.state, status.intent) {
@@ -100,44 +102,49 @@ fn show(ctx: &Context, opts: &SetupOptions, sp: &SetupPlan) {
                 None => "not installed".to_owned(),
             },
         };
-        crate::say!("  {:<12} {line}", format!("{}:", p.id));
+        ctx.out
+            .out(&format!("  {:<12} {line}", format!("{}:", p.id)));
     }
-    crate::say!(
+    ctx.out.out(&format!(
         "  port:        {} (from {})",
         sp.plan.port,
         sp.plan.port_source.describe()
-    );
-    crate::say!("  config:      {}", st.config_path().display());
+    ));
+    ctx.out
+        .out(&format!("  config:      {}", st.config_path().display()));
     let exists = if sp.agent_folder.is_dir() {
         "exists"
     } else {
         "will be created"
     };
-    crate::say!("  AgentFolder: {} ({exists})", sp.agent_folder.display());
+    ctx.out.out(&format!(
+        "  AgentFolder: {} ({exists})",
+        sp.agent_folder.display()
+    ));
     match &sp.service {
-        Service::Launchd(lc) => crate::say!(
+        Service::Launchd(lc) => ctx.out.out(&format!(
             "  service:     LaunchAgent {} via {}",
             st.plist_path().display(),
             lc.describe()
-        ),
-        Service::Systemd(sc) => crate::say!(
+        )),
+        Service::Systemd(sc) => ctx.out.out(&format!(
             "  service:     systemd user unit {} via {}",
             crate::manager::definition(ctx).display(),
             sc.describe()
-        ),
-        Service::Direct(why) => crate::say!(
+        )),
+        Service::Direct(why) => ctx.out.out(&format!(
             "  service:     direct start with a pid file ({}); no service manager here: {why}",
             st.pid_path().display()
-        ),
+        )),
     }
-    crate::say!(
+    ctx.out.out(&format!(
         "  start:       {}",
         if opts.no_start {
             "no (--no-start)"
         } else {
             "yes, then verify"
         }
-    );
+    ));
 }
 
 /// A `--mode` or `--agent-folder` that would change what the organization forces
@@ -193,7 +200,7 @@ fn install_or_cancel(
     };
     if !install {
         for i in &sp.installs {
-            crate::say!(
+            ctx.out.out(&format!(
                 "note: {} is not installed; it stays auto, and the Host finds it once it is installed ({})",
                 i.provider.id,
                 if args.no_install_providers {
@@ -201,7 +208,7 @@ fn install_or_cancel(
                 } else {
                     format!("pass --install-providers to run `{}`", i.shown())
                 }
-            );
+            ));
         }
     }
     Ok(Some(install))
@@ -231,18 +238,18 @@ fn confirm(ctx: &Context, installs: &[Install], without: &str) -> anyhow::Result
     } else {
         ("are", "them")
     };
-    crate::say!(
+    ctx.out.out(&format!(
         "Answer y to install {it}, s to set the Host up without {it} (found later once installed; a script runs `{without}`), or N to cancel and change nothing."
-    );
+    ));
     // Someone who uses only the other provider can switch this one off for good.
     for i in installs {
-        crate::say!(
+        ctx.out.out(&format!(
             "If you never use {name}, `{off}` disables it and setup stops asking.",
             name = i.provider.display_name,
             off = ctx
                 .hints()
                 .flag_cmd(&format!("providers set {} \"\"", i.provider.id))
-        );
+        ));
     }
     ctx.out.out_inline(&format!(
         "{} {is} not installed. Install {it} now with {}? [y/s/N] ",

@@ -58,7 +58,7 @@ struct Log {
 
 impl Log {
     fn line(&self, msg: &str) {
-        crate::tell!("{}: {msg}", self.head);
+        crate::output::printer::printer().err(&format!("{}: {msg}", self.head));
     }
 }
 

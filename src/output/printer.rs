@@ -355,15 +355,3 @@ impl Printer {
         }
     }
 }
-
-/// Prints one human line on stdout through the printer.
-#[macro_export]
-macro_rules! say {
-    ($($arg:tt)*) => { $crate::output::printer::printer().out(&format!($($arg)*)) };
-}
-
-/// Prints one human line on stderr through the printer.
-#[macro_export]
-macro_rules! tell {
-    ($($arg:tt)*) => { $crate::output::printer::printer().err(&format!($($arg)*)) };
-}

@@ -16,31 +16,30 @@ pub mod stop;
 mod uninstall;
 
 use crate::context::Context;
-use crate::invocation::Verb;
+use crate::invocation::Job;
 use crate::ExitStatus;
 
-pub fn run(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
+pub fn run(ctx: &Context, verb: &Job) -> anyhow::Result<ExitStatus> {
     ctx.announce_overrides();
     match verb {
-        Verb::Print(host) => print::run(ctx, host),
-        Verb::Install {
+        Job::Print(host) => print::run(ctx, host),
+        Job::Install {
             host,
             no_start,
             timing,
         } => install::run(ctx, host, *no_start, *timing),
-        Verb::Regenerate {
+        Job::Regenerate {
             host,
             no_restart,
             dry_run,
             timing,
         } => regenerate::run(ctx, host, *no_restart, *dry_run, *timing),
-        Verb::Restart(s) => restart::run(ctx, &s.host, s.timing, s.restore_sessions),
-        Verb::Status => status::run(ctx),
-        Verb::Stop { keep, no_wait } => stop::run(ctx, *keep, *no_wait),
-        Verb::Start(s) => start::run(ctx, s),
-        Verb::Kill => kill::run(ctx),
-        Verb::List => list::run(ctx),
-        Verb::Uninstall => uninstall::run(ctx),
-        other => unreachable!("{} is not a verb of the launchd job", other.word()),
+        Job::Restart(s) => restart::run(ctx, &s.host, s.timing, s.restore_sessions),
+        Job::Status => status::run(ctx),
+        Job::Stop { keep, no_wait } => stop::run(ctx, *keep, *no_wait),
+        Job::Start(s) => start::run(ctx, s),
+        Job::Kill => kill::run(ctx),
+        Job::List => list::run(ctx),
+        Job::Uninstall => uninstall::run(ctx),
     }
 }

@@ -42,6 +42,17 @@ pub struct Prepared<'a> {
     pub agent: Option<anyhow::Result<Job<'a>>>,
 }
 
+impl<'a> Prepared<'a> {
+    /// The job a verb that loads was prepared with ([`Launchd::Required`] fails before its
+    /// step when there is none).
+    pub fn job(&mut self) -> anyhow::Result<Job<'a>> {
+        match self.agent.take() {
+            Some(job) => job,
+            None => anyhow::bail!("no service manager was asked for this step"),
+        }
+    }
+}
+
 /// Runs the preflight chain for `verb` (as the user typed it, for the lock's holder line),
 /// then `step` with what it prepared.
 pub fn run<T>(

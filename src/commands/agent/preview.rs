@@ -8,18 +8,18 @@ use serde_json::json;
 use super::preflight;
 use crate::context::Context;
 use crate::host::plan::{self, HostInputs, Plan};
-use crate::invocation::Verb;
+use crate::invocation::Job;
 use crate::service::{self, decide, Request, Step};
 use crate::ExitStatus;
 
 /// Prints what `verb` would do on the context's stack.
-pub fn run(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
+pub fn run(ctx: &Context, verb: &Job) -> anyhow::Result<ExitStatus> {
     // `install` creates a stack; every other verb is about one that exists.
-    if !matches!(verb, Verb::Install { .. }) {
+    if !matches!(verb, Job::Install { .. }) {
         preflight::require_known(ctx)?;
     }
     let (port, steps) = match verb {
-        Verb::Install {
+        Job::Install {
             host,
             no_start,
             timing,
@@ -30,7 +30,7 @@ pub fn run(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
             *no_start,
             timing.ignore_login_items,
         )?,
-        Verb::Restart(s) => {
+        Job::Restart(s) => {
             super::restart::refuse_uninstalled(ctx)?;
             load(
                 ctx,
@@ -40,7 +40,7 @@ pub fn run(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
                 s.timing.ignore_login_items,
             )?
         }
-        Verb::Start(s) => {
+        Job::Start(s) => {
             if !preflight::is_installed(ctx)? {
                 return Err(preflight::not_installed(ctx, "start").into());
             }
@@ -52,7 +52,7 @@ pub fn run(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
                 s.timing.ignore_login_items,
             )?
         }
-        Verb::Stop { keep, no_wait } => {
+        Job::Stop { keep, no_wait } => {
             super::stop::refuse_early(ctx)?;
             let mut agent = preflight::job(ctx, None)?;
             (
@@ -60,7 +60,7 @@ pub fn run(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
                 decide::decide_stop(&agent.observe_job()?, *keep, !*no_wait),
             )
         }
-        Verb::Uninstall => {
+        Job::Uninstall => {
             let plist = preflight::definition(ctx);
             let mut agent = preflight::job(ctx, None)?;
             let o = agent.observe_job()?;

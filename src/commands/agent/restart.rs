@@ -16,10 +16,8 @@ pub fn run(
 ) -> anyhow::Result<ExitStatus> {
     preflight::require_known(ctx)?;
     refuse_uninstalled(ctx)?;
-    preflight::run(ctx, "agent restart", host, Launchd::Required, |p| {
-        let Some(Ok(mut agent)) = p.agent else {
-            unreachable!("Launchd::Required returns the agent or fails")
-        };
+    preflight::run(ctx, "agent restart", host, Launchd::Required, |mut p| {
+        let mut agent = p.job()?;
         // Asked again under the lock: an `uninstall` this run waited for may have removed it,
         // and writing the plist now would install again what the user just uninstalled.
         if !preflight::is_installed(ctx)? {

@@ -11,16 +11,20 @@ pub fn run(ctx: &Context, args: &Starting) -> anyhow::Result<ExitStatus> {
     if !preflight::is_installed(ctx)? {
         return Err(preflight::not_installed(ctx, "start").into());
     }
-    preflight::run(ctx, "agent start", &args.host, Launchd::Required, |p| {
-        let Some(Ok(mut agent)) = p.agent else {
-            unreachable!("Launchd::Required returns the agent or fails")
-        };
-        // Asked again under the lock: an `uninstall` this run waited for may have removed it.
-        if !preflight::is_installed(ctx)? {
-            return Err(preflight::not_installed(ctx, "start").into());
-        }
-        let outcome = agent.start(&p.plan, args.timing)?;
-        preflight::report(ctx, agent.kind(), &p.plan, &outcome);
-        Ok(ExitStatus::Success)
-    })
+    preflight::run(
+        ctx,
+        "agent start",
+        &args.host,
+        Launchd::Required,
+        |mut p| {
+            let mut agent = p.job()?;
+            // Asked again under the lock: an `uninstall` this run waited for may have removed it.
+            if !preflight::is_installed(ctx)? {
+                return Err(preflight::not_installed(ctx, "start").into());
+            }
+            let outcome = agent.start(&p.plan, args.timing)?;
+            preflight::report(ctx, agent.kind(), &p.plan, &outcome);
+            Ok(ExitStatus::Success)
+        },
+    )
 }
