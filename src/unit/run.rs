@@ -130,6 +130,9 @@ impl Unit<'_> {
                 self.audit
                     .record(action, Logged::Verify, StepOutcome::Ok, Some(v.pid), "");
                 self.keep_as_last_good(&g.bytes);
+                if matches!(action, Action::Install | Action::Setup) {
+                    self.note_linger();
+                }
                 Ok(Outcome {
                     verified: v,
                     reloaded: d.reload,
@@ -384,6 +387,17 @@ impl Unit<'_> {
                 )));
             }
             std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Without linger the user manager, and the Host with it, stops when the user's last
+    /// session ends: said once the Host is installed (doctor says it too).
+    fn note_linger(&self) {
+        let user = crate::sys::user::name_of(crate::sys::user::uid()).unwrap_or_default();
+        if self.sc.linger(&user) == Some(false) {
+            self.out.note(&format!(
+                "linger is off for {user}: the Host stops when you log out; `loginctl enable-linger {user}` keeps it running"
+            ));
         }
     }
 

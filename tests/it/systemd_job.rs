@@ -344,3 +344,48 @@ fn a_directly_started_host_moves_to_the_unit_on_install_and_host_start_is_refuse
         .stderr_has("is active under systemd --user");
     verb(&t, &["uninstall"], s, &[]).ok();
 }
+
+#[test]
+fn install_says_when_linger_is_off_and_doctor_warns() {
+    let Some((_m, mut t)) = world() else { return };
+    counting(&mut t);
+    // logind's answer, from a stand-in beside the systemctl oyster was given.
+    let loginctl = t.path("bin/loginctl");
+    std::fs::write(&loginctl, "#!/bin/sh\necho no\n").unwrap();
+    std::fs::set_permissions(
+        &loginctl,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let s = "sdlinger";
+    let p = free_port().to_string();
+    verb(&t, &["install"], s, &["--port", &p])
+        .ok()
+        .stderr_has("the Host stops when you log out; `loginctl enable-linger");
+    let doc = t.run(["doctor", s, "--json"]).json();
+    let linger = crate::common::doctor_check(&doc, "linger");
+    assert_eq!(linger["status"], "warn", "{linger}");
+    verb(&t, &["uninstall"], s, &[]).ok();
+}
+
+#[test]
+fn setup_installs_and_verifies_the_unit() {
+    let Some((m, t)) = world() else { return };
+    let s = "sdsetup";
+    let p = free_port().to_string();
+    let r = t
+        .run([
+            "setup",
+            s,
+            "--port",
+            &p,
+            "--yes",
+            "--no-install-providers",
+            "--no-qr",
+        ])
+        .ok();
+    r.stdout_has("systemd user unit");
+    assert!(main_pid(&m, s) > 0);
+    assert_eq!(prop(&m, s, "UnitFileState"), "enabled");
+    verb(&t, &["uninstall"], s, &[]).ok();
+}
