@@ -75,22 +75,23 @@ fn one(ctx: &Context, cmd: &Job, name: &str) -> anyhow::Result<Line> {
     };
     let sub = ctx.for_stack(name)?;
     let name = name.to_owned();
-    // A stack with no LaunchAgent (only a config) has nothing to start, stop or restart.
-    if !matches!(cmd, Job::Uninstall) && !sub.stack.plist_path().exists() {
+    // A stack with no job definition (only a config) has nothing to start, stop or restart.
+    let definition = crate::manager::definition(&sub);
+    if !matches!(cmd, Job::Uninstall) && !definition.exists() {
+        let what = match ctx.manager() {
+            Ok(crate::context::Manager::Systemd(_)) => "systemd unit",
+            _ => "LaunchAgent",
+        };
         let why = format!(
-            "skipped: no LaunchAgent ({} does not exist)",
-            sub.stack.plist_path().display()
+            "skipped: no {what} ({} does not exist)",
+            definition.display()
         );
         return Ok((name, Tone::Warn, why));
     }
-    let had_plist = sub.stack.plist_path().exists();
+    let had_plist = definition.exists();
     // A restart of a stopped stack starts it: the summary says which it was.
-    let stopped = matches!(cmd, Job::Restart(_))
-        && ctx
-            .launchctl()
-            .ok()
-            .and_then(|lc| lc.find_loaded(&sub.stack.label).ok())
-            .is_some_and(|found| found.is_none());
+    let stopped =
+        matches!(cmd, Job::Restart(_)) && !super::agent::preflight::is_loaded(&sub).unwrap_or(true);
     ctx.out
         .out_toned(Tone::Heading, &format!("==> {verb} stack {name}"));
     Ok(match super::agent_verb(&sub, cmd)? {

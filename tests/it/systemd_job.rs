@@ -389,3 +389,22 @@ fn setup_installs_and_verifies_the_unit() {
     assert_eq!(prop(&m, s, "UnitFileState"), "enabled");
     verb(&t, &["uninstall"], s, &[]).ok();
 }
+
+#[test]
+fn all_stops_and_starts_every_unit() {
+    let Some((m, t)) = world() else { return };
+    for s in ["sdall1", "sdall2"] {
+        let p = free_port().to_string();
+        verb(&t, &["install"], s, &["--port", &p]).ok();
+    }
+    let r = t.run(["stop", "--all"]).ok();
+    r.stdout_has("sdall1");
+    for s in ["sdall1", "sdall2"] {
+        assert_eq!(prop(&m, s, "ActiveState"), "inactive", "{s}");
+    }
+    t.run(["start", "--all", "--settle-ms", "300"]).ok();
+    for s in ["sdall1", "sdall2"] {
+        assert!(main_pid(&m, s) > 0, "{s}");
+    }
+    t.run(["uninstall", "--all"]).ok();
+}

@@ -280,11 +280,8 @@ pub fn require_known(ctx: &Context) -> Result<(), crate::error::Invalid> {
     crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())
 }
 
-/// Whether the stack has a definition (plist, unit), or a job its manager runs (read-only).
-pub fn is_installed(ctx: &Context) -> anyhow::Result<bool> {
-    if definition(ctx).exists() {
-        return Ok(true);
-    }
+/// Whether the stack's job is loaded (launchd: in either domain; systemd: kept going).
+pub fn is_loaded(ctx: &Context) -> anyhow::Result<bool> {
     match ctx.manager()? {
         Manager::Launchd => Ok(ctx.launchctl()?.find_loaded(&ctx.stack.label)?.is_some()),
         Manager::Systemd(sc) => {
@@ -292,6 +289,14 @@ pub fn is_installed(ctx: &Context) -> anyhow::Result<bool> {
             Ok(!show.is_not_found() && show.active_state != crate::systemd::ActiveState::Inactive)
         }
     }
+}
+
+/// Whether the stack has a definition (plist, unit), or a job its manager runs (read-only).
+pub fn is_installed(ctx: &Context) -> anyhow::Result<bool> {
+    if definition(ctx).exists() {
+        return Ok(true);
+    }
+    is_loaded(ctx)
 }
 
 /// For a stack whose Host was started directly (no LaunchAgent): the `host` command to use.
