@@ -66,6 +66,52 @@ impl Receipt {
     }
 }
 
+/// The port change a rollback puts back: this run's (`now`, a `--port` the plan records), from
+/// the value before the first unfinished run when its receipt at `pending` names one (the
+/// config held that value before either run).
+pub fn port_change(
+    now: Option<&crate::config::Change>,
+    pending: Option<&Path>,
+) -> Option<crate::config::Change> {
+    let earlier = pending
+        .and_then(read)
+        .and_then(|r| r.port_edit())
+        .map(|e| crate::config::Change::from(&e));
+    match (earlier, now.cloned()) {
+        (Some(e), Some(n)) => Some(crate::config::Change { to: n.to, ..e }),
+        (e, n) => n.or(e),
+    }
+}
+
+impl Receipt {
+    /// The receipt of `action`'s decided steps: its config step keeps only the port edit a
+    /// rollback puts back (no other value, a secret least of all, is copied out of
+    /// config.json).
+    pub fn of(
+        action: &str,
+        d: &super::Decision,
+        port: Option<&crate::config::Change>,
+        config: &Path,
+    ) -> Receipt {
+        let mut steps: Vec<Step> = d
+            .steps
+            .iter()
+            .filter(|s| !matches!(s, Step::WriteConfig { .. }))
+            .cloned()
+            .collect();
+        if let Some(port) = port {
+            steps.insert(
+                0,
+                Step::WriteConfig {
+                    path: config.to_path_buf(),
+                    edits: vec![port.into()],
+                },
+            );
+        }
+        Receipt::new(action, steps)
+    }
+}
+
 /// What is on disk at `path`: `None` when no run is unfinished; a receipt that cannot be read
 /// or parsed is an unfinished run that names no steps.
 pub fn read(path: &Path) -> Option<Receipt> {

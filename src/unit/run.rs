@@ -4,7 +4,7 @@
 //! unit that does not verify is rolled back to the last good one.
 
 use super::*;
-use crate::service::journal::Receipt;
+use crate::service::journal::{self, Receipt};
 use crate::service::{Step, Verified};
 
 /// How many lines of this attempt's Host log a failure shows.
@@ -240,23 +240,14 @@ impl Unit<'_> {
         Ok(())
     }
 
-    /// The port change a rollback puts back: this run's, from the value before the first
-    /// unfinished run when its receipt names one.
+    /// The port change a rollback puts back ([`journal::port_change`]).
     fn port_change(&self, plan: &Plan, pending: bool) -> Option<crate::config::Change> {
         let now = plan
             .changes
             .iter()
-            .find(|c| c.key == crate::config::PORT_KEY)
-            .cloned();
-        let earlier = pending
-            .then(|| crate::service::journal::read(&self.stack.pending_path()))
-            .flatten()
-            .and_then(|r| r.port_edit())
-            .map(|e| crate::config::Change::from(&e));
-        match (earlier, now) {
-            (Some(e), Some(n)) => Some(crate::config::Change { to: n.to, ..e }),
-            (e, n) => n.or(e),
-        }
+            .find(|c| c.key == crate::config::PORT_KEY);
+        let path = self.stack.pending_path();
+        journal::port_change(now, pending.then_some(path.as_path()))
     }
 
     fn write_receipt(
@@ -265,22 +256,8 @@ impl Unit<'_> {
         d: &Decision,
         port: Option<&crate::config::Change>,
     ) -> anyhow::Result<()> {
-        let mut steps: Vec<Step> = d
-            .steps
-            .iter()
-            .filter(|s| !matches!(s, Step::WriteConfig { .. }))
-            .cloned()
-            .collect();
-        if let Some(port) = port {
-            steps.insert(
-                0,
-                Step::WriteConfig {
-                    path: self.stack.config_path(),
-                    edits: vec![port.into()],
-                },
-            );
-        }
-        Receipt::new(action.to_string(), steps).write(self.lock()?, &self.stack.pending_path())
+        Receipt::of(&action.to_string(), d, port, &self.stack.config_path())
+            .write(self.lock()?, &self.stack.pending_path())
     }
 
     /// A new instance running, `/health` from its socket, its environment, the settle.

@@ -159,13 +159,7 @@ fn switched_off_in_login_items_refuses_a_reload_only_of_a_host_that_does_not_run
     // It does not run (a crash loop waiting out launchd's throttle): refused, nothing touched.
     s.t.sim(&["login-item", &s.label(), "on"]).ok();
     s.t.run(s.args("install")).ok();
-    crate::common::TestContext::fixture_flag(&s.root, "crash-on-start", "");
-    s.t.run(["kill", "--stack", s.name]).ok();
-    crate::common::wait_until(
-        std::time::Duration::from_secs(5),
-        "the job waiting out its throttle",
-        || s.status()["state"] == "spawn scheduled",
-    );
+    s.crash_looping();
     s.t.sim(&["login-item", &s.label(), "off"]).ok();
     let bytes = std::fs::read(s.plist()).unwrap();
     s.port = crate::common::free_port();

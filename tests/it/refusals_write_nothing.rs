@@ -60,13 +60,7 @@ fn a_port_held_by_another_process_is_refused_before_the_config_changes() {
 #[test]
 fn a_reload_launchd_would_refuse_is_refused_before_the_config_changes() {
     let s = Stack::installed("switched");
-    crate::common::TestContext::fixture_flag(&s.root, "crash-on-start", "");
-    s.t.run(["kill", "--stack", s.name]).ok();
-    crate::common::wait_until(
-        std::time::Duration::from_secs(5),
-        "the job waiting out its throttle",
-        || s.status()["state"] == "spawn scheduled",
-    );
+    s.crash_looping();
     s.t.sim(&["login-item", &s.label(), "off"]).ok();
     let attempts = loading_verbs(&s, free_port());
     refused_unchanged(&s, &attempts[..1], 1, "Login Items");

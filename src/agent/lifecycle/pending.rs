@@ -16,71 +16,24 @@ impl Agent<'_> {
         self.pending_path().exists()
     }
 
-    /// The port change a rollback puts back: this run's (`--port`), from the value before the
-    /// first unfinished run when its receipt names one (the config held that value before
-    /// either run).
+    /// The port change a rollback puts back ([`journal::port_change`]).
     pub(super) fn port_change(&self, plan: &Plan, pending: bool) -> Option<crate::config::Change> {
         let now = plan
             .changes
             .iter()
-            .find(|c| c.key == crate::config::PORT_KEY)
-            .cloned();
-        let earlier = pending
-            .then(|| journal::read(&self.pending_path()))
-            .flatten()
-            .and_then(|r| r.port_edit())
-            .map(|e| crate::config::Change::from(&e));
-        match (earlier, now) {
-            (Some(e), Some(n)) => Some(crate::config::Change { to: n.to, ..e }),
-            (e, n) => n.or(e),
-        }
+            .find(|c| c.key == crate::config::PORT_KEY);
+        let path = self.pending_path();
+        journal::port_change(now, pending.then_some(path.as_path()))
     }
 
-    /// Writes the receipt of `action`'s decided steps, its config step naming the port change
-    /// a rollback puts back.
+    /// Writes the receipt of `action`'s decided steps ([`Receipt::of`]).
     pub(super) fn mark_pending(
         &self,
         action: Action,
         d: &crate::service::Decision,
         port: Option<&crate::config::Change>,
     ) -> anyhow::Result<()> {
-        use crate::service::step::{ConfigEdit, Step};
-        // The receipt holds what a recovery needs: a config step keeps its port edit only (no
-        // other value, a secret least of all, is copied out of config.json).
-        let mut steps: Vec<Step> = d
-            .steps
-            .iter()
-            .map(|s| match s {
-                Step::WriteConfig { path, edits } => Step::WriteConfig {
-                    path: path.clone(),
-                    edits: edits
-                        .iter()
-                        .filter(|e| e.key == crate::config::PORT_KEY)
-                        .cloned()
-                        .collect(),
-                },
-                other => other.clone(),
-            })
-            .collect();
-        if let Some(port) = port {
-            let edit = ConfigEdit::from(port);
-            match steps.iter_mut().find_map(|s| match s {
-                Step::WriteConfig { edits, .. } => Some(edits),
-                _ => None,
-            }) {
-                Some(edits) => {
-                    edits.retain(|e| e.key != crate::config::PORT_KEY);
-                    edits.push(edit);
-                }
-                None => steps.insert(
-                    0,
-                    Step::WriteConfig {
-                        path: self.stack.config_path(),
-                        edits: vec![edit],
-                    },
-                ),
-            }
-        }
-        Receipt::new(action.to_string(), steps).write(self.lock()?, &self.pending_path())
+        Receipt::of(&action.to_string(), d, port, &self.stack.config_path())
+            .write(self.lock()?, &self.pending_path())
     }
 }

@@ -101,6 +101,18 @@ impl Stack {
         s
     }
 
+    /// Makes the installed Host crash: it now exits on start, is killed, and launchd waits
+    /// out its throttle (`spawn scheduled`): a loaded job that does not run.
+    pub fn crash_looping(&self) {
+        crate::common::TestContext::fixture_flag(&self.root, "crash-on-start", "");
+        self.t.run(["kill", "--stack", self.name]).ok();
+        crate::common::wait_until(
+            std::time::Duration::from_secs(5),
+            "the job waiting out its throttle",
+            || self.status()["state"] == "spawn scheduled",
+        );
+    }
+
     /// [`Stack::new`] with the root and the machine's Node pinned in the environment
     /// (`OYSTERUN_ROOT`, `OYSTERUN_NODE_BIN`): its commands need no --root/--node-bin.
     pub fn pinned(name: &'static str) -> Stack {
