@@ -38,6 +38,9 @@ pub enum Cause {
     Failed,
 }
 
+/// How long a manager that is still coming up is waited for.
+pub const STARTING_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 impl std::fmt::Display for Cause {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -63,7 +66,9 @@ pub struct Unreachable {
 
 impl Systemctl {
     /// Whether a user manager answers at [`Systemctl::runtime_dir`], in one call (none when
-    /// the runtime directory is missing).
+    /// the runtime directory is missing): `running`/`degraded` is a usable manager;
+    /// `initializing` or `starting` (a login a moment ago) is asked again for up to
+    /// [`STARTING_WAIT`].
     pub fn manager_state(&self) -> Result<ManagerState, Unreachable> {
         let unreachable = |cause: Cause, detail: String| {
             let cause = match cause {
@@ -79,20 +84,29 @@ impl Systemctl {
             ));
         }
         let args = ["show", "--property=SystemState", "--value"];
-        let f = self
-            .call(&args, self.query_timeout)
-            .map_err(|e| unreachable(Cause::Failed, e.to_string()))?;
-        if f.code != 0 {
-            let said = f.stderr.trim().to_owned();
-            return Err(unreachable(classify(&said), said));
-        }
-        match f.stdout.trim() {
-            "running" => Ok(ManagerState::Running),
-            "degraded" => Ok(ManagerState::Degraded),
-            other => Err(unreachable(
-                Cause::NotRunning(other.to_owned()),
-                other.to_owned(),
-            )),
+        // A manager that is still coming up (a login a moment ago) is waited for, bounded.
+        let until = std::time::Instant::now() + STARTING_WAIT;
+        loop {
+            let f = self
+                .call(&args, self.query_timeout)
+                .map_err(|e| unreachable(Cause::Failed, e.to_string()))?;
+            if f.code != 0 {
+                let said = f.stderr.trim().to_owned();
+                return Err(unreachable(classify(&said), said));
+            }
+            match f.stdout.trim() {
+                "running" => return Ok(ManagerState::Running),
+                "degraded" => return Ok(ManagerState::Degraded),
+                "initializing" | "starting" if std::time::Instant::now() < until => {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                other => {
+                    return Err(unreachable(
+                        Cause::NotRunning(other.to_owned()),
+                        other.to_owned(),
+                    ))
+                }
+            }
         }
     }
 

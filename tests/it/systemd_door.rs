@@ -334,7 +334,11 @@ fn restart_gives_a_new_instance_and_a_rewritten_unit_waits_for_daemon_reload() {
         u.write();
         assert!(u.show().need_daemon_reload);
         sc.restart(&u.name).unwrap();
-        let kept = u.show();
+        // The new instance as it serves, on the old port (its environment is read once it
+        // answers: right after the restart it may still be on its way to exec).
+        let new_port = std::mem::replace(&mut u.port, old_port);
+        let kept = u.wait_healthy();
+        u.port = new_port;
         let live = environ(kept.main_pid.unwrap());
         assert_eq!(live["OYSTERUN_PORT"], old_port.to_string());
         let t0 = Instant::now();
