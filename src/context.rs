@@ -289,6 +289,11 @@ impl Context {
             &stack.plist_path(),
             crate::host::plist::secret_values_on_disk,
         );
+        // Every declared value (`oyster env`) is a secret, whatever its name.
+        out.add_secret_source(
+            &crate::host::declared::path(&stack),
+            crate::config::environment::secret_values_on_disk,
+        );
         Ok(Context {
             stack,
             search,
@@ -361,6 +366,10 @@ impl Context {
         self.out
             .add_secrets(crate::host::plist::secret_values_on_disk(
                 &stack.plist_path(),
+            ));
+        self.out
+            .add_secrets(crate::config::environment::secret_values_on_disk(
+                &crate::host::declared::path(&stack),
             ));
         Ok(Context {
             stack,

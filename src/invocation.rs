@@ -110,6 +110,33 @@ pub struct Cleanup {
     pub purge: bool,
 }
 
+/// A declared value given on the command line: a secret, so its `Debug` never shows it.
+#[derive(Clone)]
+pub struct SecretArg(pub OsString);
+
+impl std::fmt::Debug for SecretArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretArg(<redacted>)")
+    }
+}
+
+/// `oyster env …`.
+#[derive(Debug, Clone)]
+pub enum EnvVerb {
+    List,
+    Set {
+        name: String,
+        /// The value from the command line; `None`: read it from stdin (`--value-stdin`).
+        value: Option<SecretArg>,
+        /// `--restart` (`Some(true)`), `--no-restart` (`Some(false)`), or ask (`None`).
+        restart: Option<bool>,
+    },
+    Unset {
+        name: String,
+        restart: Option<bool>,
+    },
+}
+
 /// Every verb, once, with its settings.
 #[derive(Debug, Clone)]
 pub enum Verb {
@@ -158,6 +185,7 @@ pub enum Verb {
         port: Option<u16>,
     },
     ConfigShow,
+    Env(EnvVerb),
     HostStart {
         host: HostInputs,
         timing: Timing,
@@ -207,6 +235,7 @@ impl Verb {
             | Verb::ProvidersAuto(_)
             | Verb::ProvidersStatus => "providers",
             Verb::ConfigSync { .. } | Verb::ConfigShow => "config",
+            Verb::Env(_) => "env",
             Verb::HostStart { .. } | Verb::HostStop | Verb::HostStatus | Verb::HostExec => "host",
             Verb::Version { .. } => "version",
             Verb::MdmProfile { .. } => "mdm",

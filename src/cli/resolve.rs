@@ -203,6 +203,7 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
         }
         Command::Providers(Deferred(p)) => providers_verb(p, n),
         Command::Config(Deferred(c)) => config_verb(c, n),
+        Command::Env(Deferred(e)) => env_verb(e, n),
         Command::Host(Deferred(h)) => host_verb(h, n),
         other => unnamed_verb(other, n),
     }
@@ -323,6 +324,46 @@ fn config_verb<'a>(c: &'a ConfigCommand, n: &mut Named<'a>) -> Verb {
             Verb::ConfigShow
         }
     }
+}
+
+fn env_verb<'a>(e: &'a EnvArgs, n: &mut Named<'a>) -> Verb {
+    use crate::invocation::{EnvVerb, SecretArg};
+    n.flag = e.flag.stack.as_deref();
+    n.json = e.json;
+    Verb::Env(match &e.command {
+        None => EnvVerb::List,
+        Some(EnvCommand::List { json, target }) => {
+            n.plain = target.stack_name.as_deref();
+            n.flag = n.flag.or(target.flag.stack.as_deref());
+            n.json |= *json;
+            EnvVerb::List
+        }
+        Some(EnvCommand::Set {
+            name,
+            value,
+            value_stdin: _,
+            restart,
+            flag,
+        }) => {
+            n.flag = n.flag.or(flag.stack.as_deref());
+            EnvVerb::Set {
+                name: name.clone(),
+                value: value.clone().map(SecretArg),
+                restart: restart.wanted(),
+            }
+        }
+        Some(EnvCommand::Unset {
+            name,
+            restart,
+            flag,
+        }) => {
+            n.flag = n.flag.or(flag.stack.as_deref());
+            EnvVerb::Unset {
+                name: name.clone(),
+                restart: restart.wanted(),
+            }
+        }
+    })
 }
 
 fn host_verb<'a>(h: &'a HostCommand, n: &mut Named<'a>) -> Verb {

@@ -6,6 +6,7 @@ pub mod cleanup;
 pub mod completions;
 pub mod config;
 pub mod doctor;
+pub mod env;
 pub mod every;
 pub mod host;
 pub mod inventory;
@@ -85,6 +86,7 @@ pub fn dispatch(ctx: &Context, inv: Invocation) -> anyhow::Result<ExitStatus> {
         | Verb::ProvidersStatus => providers::run(ctx, inv.verb),
         Verb::ConfigSync { port } => config::sync_verb(ctx, port),
         Verb::ConfigShow => config::show(ctx),
+        Verb::Env(v) => env::run(ctx, v),
         Verb::HostStart { .. } | Verb::HostStop | Verb::HostStatus | Verb::HostExec => {
             host::run(ctx, inv.verb)
         }

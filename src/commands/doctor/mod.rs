@@ -24,6 +24,7 @@ use crate::provider::status::{ProviderStatus, State};
 use crate::sys::process::{self, ChildEnv};
 use crate::ExitStatus;
 
+mod declared;
 mod files;
 mod launchd;
 
@@ -72,6 +73,8 @@ struct Report {
     providers: Vec<ProviderReport>,
     /// The full environment the Host gets (the generated variables plus launchd's base).
     environment: Option<BTreeMap<String, String>>,
+    /// The declared variables the launch program adds (`oyster env`): names only.
+    declared: Vec<String>,
 }
 
 pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
@@ -115,6 +118,8 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
         checks.push(check("LaunchAgents dir", Level::Fail, msg, e.hint));
     }
     checks.extend(privacy_check(ctx, plan_ok(&plan)));
+    let (declared_checks, declared) = declared::declared_checks(ctx);
+    checks.extend(declared_checks);
     // A FIFO or symlink where launchd opens the Host log (docs/behaviour.md §9); a log
     // directory that is not one is the log dir check's failure, said once.
     let dir_ok = st.refuse_bad_log_dir().is_ok();
@@ -136,6 +141,7 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
         checks,
         providers,
         environment,
+        declared,
     };
     ctx.out.show(&report, || print(ctx, &report));
     Ok(if report.ok {
