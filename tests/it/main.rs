@@ -9,6 +9,7 @@ mod cleanup_seams;
 mod command_seams;
 mod common;
 mod config_store;
+mod declared_environment;
 mod default_ports_held;
 mod direct;
 mod dist_archive;

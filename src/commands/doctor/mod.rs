@@ -157,13 +157,20 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
 /// anything or leaves something out.
 fn managed_check(ctx: &Context) -> Option<Check> {
     let managed = plan::managed(ctx);
-    if managed.entries.is_empty() && managed.warnings.is_empty() {
+    if managed.entries.is_empty() && managed.environment.is_empty() && managed.warnings.is_empty() {
         return None;
     }
+    // A forced variable by name: its value is a secret.
     let forced: Vec<String> = managed
         .entries
         .iter()
         .map(|e| format!("{} = {} ({})", e.key, e.value, e.file.display()))
+        .chain(
+            managed
+                .environment
+                .iter()
+                .map(|f| format!("environment {} ({})", f.name, f.file.display())),
+        )
         .collect();
     let (level, fix) = if managed.warnings.is_empty() {
         (Level::Ok, None)
