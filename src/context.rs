@@ -48,6 +48,35 @@ pub struct EnvSnapshot {
     /// `OYSTER_ENV_PROOF`, parsed once: `exec` or `launchd` force the proof used when the
     /// kernel hides the Host's environment (for testing those paths off macOS).
     pub proof_floor: ProofFloor,
+    /// The caller's proxy and CA variables ([`NOTICED`]): setup notices them and offers to
+    /// declare them (`oyster env`); nothing gives them to the Host otherwise.
+    pub noticed: Noticed,
+}
+
+/// The variables of the caller's shell that setup notices (never inherits): what a network
+/// behind a proxy or a TLS-inspecting firewall needs.
+pub const NOTICED: [&str; 9] = [
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "NODE_EXTRA_CA_CERTS",
+];
+
+/// [`NOTICED`] variables with their values (secrets: `Debug` shows names only).
+#[derive(Clone, Default)]
+pub struct Noticed(pub Vec<(String, String)>);
+
+impl std::fmt::Debug for Noticed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(k, _)| k))
+            .finish()
+    }
 }
 
 impl EnvSnapshot {
@@ -71,6 +100,13 @@ impl EnvSnapshot {
             config_home: path("XDG_CONFIG_HOME"),
             proof_floor: ProofFloor::from_env(text("OYSTER_ENV_PROOF").as_deref()),
             managed_dir: path("OYSTER_MANAGED_PREFERENCES_DIR"),
+            noticed: Noticed(
+                NOTICED
+                    .iter()
+                    .filter_map(|k| Some(((*k).to_owned(), std::env::var(k).ok()?)))
+                    .filter(|(_, v)| !v.is_empty())
+                    .collect(),
+            ),
         }
     }
 

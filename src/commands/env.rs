@@ -46,7 +46,7 @@ pub fn run(ctx: &Context, verb: EnvVerb) -> anyhow::Result<ExitStatus> {
 struct Row {
     name: String,
     /// `user` (the stack's env file) or `managed` (the organization's profile, which wins).
-    source: &'static str,
+    origin: &'static str,
     /// The profile that forces it, when managed.
     managed: Option<String>,
 }
@@ -79,7 +79,7 @@ fn list(ctx: &Context) -> anyhow::Result<ExitStatus> {
             .keys()
             .map(|name| Row {
                 name: name.clone(),
-                source: if d.forced.contains_key(name) {
+                origin: if d.forced.contains_key(name) {
                     "managed"
                 } else {
                     "user"
@@ -292,4 +292,60 @@ fn ask(ctx: &Context, question: &str) -> anyhow::Result<bool> {
     }
     let a = line.unwrap_or_default().trim().to_ascii_lowercase();
     Ok(a == "y" || a == "yes")
+}
+
+/// After setup: the caller's shell has proxy or CA variables ([`crate::context::NOTICED`])
+/// that the Host does not get (it never inherits them). Named with a redacted value; on a
+/// terminal, offered as declarations (then the Host is restarted to get them), else the
+/// commands that declare them are said. Nothing is declared without a yes.
+pub fn notice_shell(ctx: &Context) -> anyhow::Result<()> {
+    let d = declared::effective(&ctx.stack, &crate::host::plan::managed(ctx));
+    let new: Vec<&(String, String)> = ctx
+        .env
+        .noticed
+        .0
+        .iter()
+        .filter(|(k, v)| d.vars.get(k) != Some(v) && !d.forced.contains_key(k))
+        .filter(|(k, v)| environment::check_value(k, v).is_ok())
+        .collect();
+    if new.is_empty() {
+        return Ok(());
+    }
+    let shown: Vec<String> = new
+        .iter()
+        .map(|(k, v)| format!("{k} ({})", crate::output::redact::redact_urls(v)))
+        .collect();
+    ctx.out.out(&format!(
+        "Your shell has {}; the Host never inherits your shell's environment.",
+        shown.join(", ")
+    ));
+    let names: Vec<&str> = new.iter().map(|(k, _)| k.as_str()).collect();
+    let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let file = declared::path(&ctx.stack);
+    if !terminal
+        || !ask(
+            ctx,
+            &format!(
+                "Declare them for the Host (in {}, mode 0600)? [y/N] ",
+                file.display()
+            ),
+        )?
+    {
+        ctx.out.out(&format!(
+            "To give them to the Host: `{}` for each of {}, then `{}`.",
+            ctx.hints().flag_cmd("env set NAME --value-stdin"),
+            names.join(", "),
+            ctx.hints().cmd("restart")
+        ));
+        return Ok(());
+    }
+    for (k, v) in &new {
+        environment::change(&file, k, Some(v))?;
+    }
+    ctx.out.out(&format!(
+        "declared {} for stack {} (values not shown)",
+        names.join(", "),
+        ctx.stack.name
+    ));
+    offer_restart(ctx, Some(true)).map(|_| ())
 }

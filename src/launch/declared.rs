@@ -2,6 +2,9 @@
 //! learned as secrets before anything is logged, logged by name only, recorded in the exec
 //! record by fingerprint, and added to the Host's environment at the exec.
 
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+
 use super::Log;
 use crate::context::Context;
 use crate::host::declared::{self, Declared};
@@ -38,4 +41,13 @@ pub(super) fn summary(d: &Declared) -> String {
         0 => "no declared variables".to_owned(),
         n => format!("{n} declared variable(s) added ({})", d.names().join(", ")),
     }
+}
+
+/// `execve`s `node server` with this process's environment and the declared variables over it;
+/// returns only the error of an exec that failed.
+pub(super) fn exec(node: &Path, server: &Path, d: &Declared) -> std::io::Error {
+    std::process::Command::new(node)
+        .arg(server)
+        .envs(&d.vars)
+        .exec()
 }

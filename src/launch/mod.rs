@@ -30,7 +30,6 @@
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -143,10 +142,7 @@ pub fn run(ctx: &Context) -> anyhow::Result<Infallible> {
         &said,
     );
     log.line(&said);
-    let err = std::process::Command::new(&node)
-        .arg(&server)
-        .envs(&declared.vars)
-        .exec();
+    let err = declared::exec(&node, &server, &declared);
     Err(exec_failed(&stack, pid, &node, &server, &err, &log))
 }
 

@@ -339,7 +339,7 @@ fn a_forced_variable_wins_and_cannot_be_changed_or_unset() {
     let list = s.t.run(["env", "list", s.name, "--json"]).ok().json();
     let vars = list["variables"].as_array().unwrap();
     let forced = vars.iter().find(|v| v["name"] == "HTTPS_PROXY").unwrap();
-    assert_eq!(forced["source"], "managed", "{list}");
+    assert_eq!(forced["origin"], "managed", "{list}");
     assert!(
         !vars.iter().any(|v| v["name"] == "PATH"),
         "a reserved name was forced"
@@ -409,4 +409,57 @@ fn doctor_checks_the_ca_file_the_proxy_url_and_no_proxy_without_a_network() {
         "ok",
         "{doc}"
     );
+}
+
+/// `setup STACK --port P --no-install-providers`, waiting briefly.
+fn setup_args(name: &str) -> Vec<String> {
+    crate::common::args(&["setup", "--no-install-providers"])
+        .stack(name)
+        .port(crate::common::free_port())
+        .wait(10, 300)
+        .into()
+}
+
+#[test]
+fn setup_notices_the_shells_proxy_and_never_inherits_it() {
+    let mut t = TestContext::with_claude();
+    t.extra_env.push(("HTTPS_PROXY".into(), proxy()));
+    t.extra_env
+        .push(("NO_PROXY".into(), "127.0.0.1,localhost".into()));
+    let r = t.run(setup_args("declsetup")).ok();
+    r.stdout_has("Your shell has HTTPS_PROXY (http://<redacted>@proxy.corp.example:3128), NO_PROXY (127.0.0.1,localhost); the Host never inherits");
+    r.stdout_has("To give them to the Host: `oyster env set NAME --value-stdin --stack declsetup` for each of HTTPS_PROXY, NO_PROXY");
+    assert!(!r.stdout().contains(SECRET) && !r.stderr().contains(SECRET));
+    assert!(!t
+        .stack_dir("declsetup")
+        .join("host/oyster-host.env")
+        .exists());
+    let st = t.run(["status", "declsetup", "--json"]).json();
+    let pid = u32::try_from(st["pid"].as_u64().unwrap()).unwrap();
+    assert!(
+        !live_environ(pid)
+            .iter()
+            .any(|kv| kv.starts_with("HTTPS_PROXY=")),
+        "the Host inherited the caller's proxy"
+    );
+    t.run(["uninstall", "declsetup"]).ok();
+}
+
+#[test]
+fn setup_on_a_terminal_declares_the_shells_proxy_on_yes_and_restarts_the_host() {
+    let mut t = TestContext::with_claude();
+    t.extra_env.push(("HTTPS_PROXY".into(), proxy()));
+    let r = t.pty(b"y\n", setup_args("declpty"));
+    let said = r["output"].as_str().unwrap_or_default().to_owned();
+    assert!(said.contains("Declare them for the Host"), "{r}");
+    assert!(
+        said.contains("declared HTTPS_PROXY for stack declpty"),
+        "{said}"
+    );
+    assert!(!said.contains(SECRET), "{said}");
+    let st = t.run(["status", "declpty", "--json"]).json();
+    assert_eq!(st["summary"], "verified", "{st}");
+    let pid = u32::try_from(st["pid"].as_u64().unwrap()).unwrap();
+    assert!(live_environ(pid).contains(&format!("HTTPS_PROXY={}", proxy())));
+    t.run(["uninstall", "declpty"]).ok();
 }
