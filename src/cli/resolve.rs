@@ -330,10 +330,22 @@ fn env_verb<'a>(e: &'a EnvArgs, n: &mut Named<'a>) -> Verb {
     use crate::invocation::{EnvVerb, SecretArg};
     n.flag = e.flag.stack.as_deref();
     n.json = e.json;
+    // `oyster env --stack a set … --stack b`: two stacks, refused as such below.
+    let sub_flag = match &e.command {
+        Some(EnvCommand::Set { flag, .. } | EnvCommand::Unset { flag, .. }) => {
+            flag.stack.as_deref()
+        }
+        Some(EnvCommand::List { target, .. }) => target.flag.stack.as_deref(),
+        None => None,
+    };
+    if let (Some(_), Some(sub)) = (n.flag, sub_flag) {
+        n.plain = n.flag;
+        n.flag = Some(sub);
+    }
     Verb::Env(match &e.command {
         None => EnvVerb::List,
         Some(EnvCommand::List { json, target }) => {
-            n.plain = target.stack_name.as_deref();
+            n.plain = n.plain.or(target.stack_name.as_deref());
             n.flag = n.flag.or(target.flag.stack.as_deref());
             n.json |= *json;
             EnvVerb::List

@@ -463,3 +463,35 @@ fn setup_on_a_terminal_declares_the_shells_proxy_on_yes_and_restarts_the_host() 
     assert!(live_environ(pid).contains(&format!("HTTPS_PROXY={}", proxy())));
     t.run(["uninstall", "declpty"]).ok();
 }
+
+#[test]
+fn a_directly_started_host_gets_them_too_and_is_stale_after_a_change() {
+    let t = TestContext::with_pinned_host_no_launchd();
+    let port = crate::common::free_port().to_string();
+    t.run(["env", "set", "HTTP_PROXY", &proxy()]).ok();
+    t.run([
+        "host",
+        "start",
+        "--port",
+        &port,
+        "--wait",
+        "10",
+        "--settle-ms",
+        "300",
+    ])
+    .ok();
+    let st = t.run(["status", "--json"]).json();
+    assert_eq!(st["summary"], "direct", "{st}");
+    let pid = u32::try_from(st["pid"].as_u64().unwrap()).unwrap();
+    assert!(live_environ(pid).contains(&format!("HTTP_PROXY={}", proxy())));
+    t.run(["env", "set", "HTTP_PROXY", "http://other:3128"])
+        .ok()
+        .stdout_has("`oyster host stop` then `oyster host start`");
+    let st = t.run(["status", "--json"]).json();
+    assert_eq!(
+        (st["summary"].as_str(), &st["declared_stale"]),
+        (Some("stale"), &serde_json::json!(["HTTP_PROXY"])),
+        "{st}"
+    );
+    t.run(["host", "stop"]).ok();
+}
