@@ -45,7 +45,7 @@ demo: build
 ## list equal to what the binary writes, so uninstall removes exactly those).
 MANPAGES = oyster oyster-setup oyster-status oyster-start oyster-stop oyster-restart oyster-logs \
 	oyster-list oyster-kill oyster-install oyster-uninstall oyster-cleanup oyster-doctor \
-	oyster-providers oyster-config oyster-agent oyster-host oyster-version oyster-open oyster-qr \
+	oyster-providers oyster-config oyster-env oyster-agent oyster-host oyster-version oyster-open oyster-qr \
 	oyster-mdm oyster-inventory \
 	oyster-completions oyster-man
 

@@ -50,6 +50,35 @@ pub struct EnvSnapshot {
     /// `OYSTER_ENV_PROOF`, parsed once: `exec` or `launchd` force the proof used when the
     /// kernel hides the Host's environment (for testing those paths off macOS).
     pub proof_floor: ProofFloor,
+    /// The caller's proxy and CA variables ([`NOTICED`]): setup notices them and offers to
+    /// declare them (`oyster env`); nothing gives them to the Host otherwise.
+    pub noticed: Noticed,
+}
+
+/// The variables of the caller's shell that setup notices (never inherits): what a network
+/// behind a proxy or a TLS-inspecting firewall needs.
+pub const NOTICED: [&str; 9] = [
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "NODE_EXTRA_CA_CERTS",
+];
+
+/// [`NOTICED`] variables with their values (secrets: `Debug` shows names only).
+#[derive(Clone, Default)]
+pub struct Noticed(pub Vec<(String, String)>);
+
+impl std::fmt::Debug for Noticed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(k, _)| k))
+            .finish()
+    }
 }
 
 impl EnvSnapshot {
@@ -74,6 +103,13 @@ impl EnvSnapshot {
             console_uid: text(crate::launchctl::CONSOLE_VAR),
             proof_floor: ProofFloor::from_env(text("OYSTER_ENV_PROOF").as_deref()),
             managed_dir: path("OYSTER_MANAGED_PREFERENCES_DIR"),
+            noticed: Noticed(
+                NOTICED
+                    .iter()
+                    .filter_map(|k| Some(((*k).to_owned(), std::env::var(k).ok()?)))
+                    .filter(|(_, v)| !v.is_empty())
+                    .collect(),
+            ),
         }
     }
 
@@ -292,6 +328,11 @@ impl Context {
             &stack.plist_path(),
             crate::host::plist::secret_values_on_disk,
         );
+        // Every declared value (`oyster env`) is a secret, whatever its name.
+        out.add_secret_source(
+            &crate::host::declared::path(&stack),
+            crate::config::environment::secret_values_on_disk,
+        );
         Ok(Context {
             stack,
             search,
@@ -364,6 +405,10 @@ impl Context {
         self.out
             .add_secrets(crate::host::plist::secret_values_on_disk(
                 &stack.plist_path(),
+            ));
+        self.out
+            .add_secrets(crate::config::environment::secret_values_on_disk(
+                &crate::host::declared::path(&stack),
             ));
         Ok(Context {
             stack,

@@ -110,6 +110,33 @@ pub struct Cleanup {
     pub purge: bool,
 }
 
+/// A declared value given on the command line: a secret, so its `Debug` never shows it.
+#[derive(Clone)]
+pub struct SecretArg(pub OsString);
+
+impl std::fmt::Debug for SecretArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SecretArg(<redacted>)")
+    }
+}
+
+/// `oyster env …`.
+#[derive(Debug, Clone)]
+pub enum EnvVerb {
+    List,
+    Set {
+        name: String,
+        /// The value from the command line; `None`: read it from stdin (`--value-stdin`).
+        value: Option<SecretArg>,
+        /// `--restart` (`Some(true)`), `--no-restart` (`Some(false)`), or ask (`None`).
+        restart: Option<bool>,
+    },
+    Unset {
+        name: String,
+        restart: Option<bool>,
+    },
+}
+
 /// Every verb, once, with its settings: the verbs of one group nested in that group's enum, so
 /// each command module matches its own group whole (uv's nested command enums).
 #[derive(Debug, Clone)]
@@ -125,6 +152,8 @@ pub enum Verb {
     Providers(ProvidersVerb),
     /// `oyster config …`.
     Config(ConfigVerb),
+    /// `oyster env …`.
+    Env(EnvVerb),
     Logs(Logs),
     Cleanup(Cleanup),
     Doctor {
@@ -240,6 +269,7 @@ impl Verb {
             Verb::Providers(_) => "providers",
             Verb::Config(_) => "config",
             Verb::Host(_) => "host",
+            Verb::Env(_) => "env",
             Verb::Version { .. } => "version",
             Verb::MdmProfile { .. } => "mdm",
             Verb::Inventory(_) => "inventory",

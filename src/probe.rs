@@ -61,6 +61,9 @@ pub struct Probe {
     /// Generated variables the live environment does not hold as generated (empty when the
     /// kernel hides it or it matches).
     pub env_mismatch: Vec<String>,
+    /// Declared variables (`oyster env`) the Host does not hold as declared now: it started
+    /// before they changed (stale until a restart). Names only; empty when it cannot be told.
+    pub declared_stale: Vec<String>,
 }
 
 impl Probe {
@@ -94,7 +97,7 @@ impl Probe {
 pub fn probe(t: &Target<'_>) -> Probe {
     let health = verify::health(t.port, HEALTH_TIMEOUT);
     let listener = verify::check_listener(t.port, t.pid);
-    let env = prove_env(t);
+    let (env, declared_stale) = prove_with_drift(t);
     let inspected = match t.live {
         Some(_) => None,
         None => verify::inspect(t.pid),
@@ -109,19 +112,39 @@ pub fn probe(t: &Target<'_>) -> Probe {
         listener,
         env,
         env_mismatch,
+        declared_stale,
     }
 }
 
 /// The environment proof for the target, strongest first; a mismatch in the one used is an
-/// error naming the variables, and so is having none.
+/// error naming the variables, and so is having none, and so is a declared variable the Host
+/// does not hold as declared now (what a start or restart verifies).
 pub fn prove_env(t: &Target<'_>) -> Result<EnvProof, String> {
-    if let Some(proof) = verify::prove_live_or_exec(t.pid, t.env, t.exec_record, t.floor)? {
-        return Ok(proof);
+    let (proof, drift) = prove_with_drift(t);
+    let proof = proof?;
+    if drift.is_empty() {
+        Ok(proof)
+    } else {
+        Err(verify::declared_problem(&drift))
+    }
+}
+
+/// The generated variables' proof, strongest first, and apart from it the declared variables
+/// the Host does not hold as declared now (launchd's definition never holds them: the weakest
+/// proof cannot tell, and says none).
+fn prove_with_drift(t: &Target<'_>) -> (Result<EnvProof, String>, Vec<String>) {
+    let parts = match verify::prove_parts(t.pid, t.env, t.exec_record, t.floor) {
+        Ok(p) => p,
+        Err(e) => return (Err(e), vec![]),
+    };
+    let drift = parts.declared_drift.unwrap_or_default();
+    if let Some(proof) = parts.proof {
+        return (Ok(proof), drift);
     }
     let Some(launchd) = t.launchd else {
-        return Err("the environment is unproven: the kernel hides it and `oyster host exec` left no record for this process".to_owned());
+        return (Err("the environment is unproven: the kernel hides it and `oyster host exec` left no record for this process".to_owned()), drift);
     };
-    prove_by_launchd(t.pid, t.env, launchd)
+    (prove_by_launchd(t.pid, t.env, launchd), drift)
 }
 
 /// The weakest proof: launchd's loaded definition, for the pid launchd spawned.
@@ -201,6 +224,7 @@ mod tests {
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
+            declared: BTreeMap::new(),
         }
     }
 
@@ -231,6 +255,7 @@ mod tests {
             listener: Ok(()),
             env: Ok(EnvProof::Live),
             env_mismatch: vec![],
+            declared_stale: vec![],
         };
         assert!(ok.verified());
         assert_eq!(ok.problem(), None);

@@ -424,39 +424,122 @@ pub fn differing(env: &LaunchEnv, have: impl Fn(&str) -> Option<String>) -> Vec<
         .collect()
 }
 
+/// What the two proofs that need no launchd found: the proof of the generated variables
+/// (`None` when neither source is available), and the declared variables the Host does not
+/// hold as declared ([`declared_drift`]; `None` when that cannot be told).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proven {
+    pub proof: Option<EnvProof>,
+    pub declared_drift: Option<Vec<String>>,
+}
+
 /// The two proofs that need no launchd: the live environment, else the record `oyster host
 /// exec` wrote as this very process (same pid and start time). `Ok(None)` when neither is
-/// available (the caller may still have launchd's definition); a mismatch is an error.
+/// available (the caller may still have launchd's definition); a mismatch is an error, and so
+/// is a declared variable the Host does not hold as declared now.
 pub fn prove_live_or_exec(
     pid: u32,
     env: &LaunchEnv,
     exec_record: Option<&crate::host::identity::ExecRecord>,
     floor: ProofFloor,
 ) -> Result<Option<EnvProof>, String> {
-    let live = inspect(pid).ok_or("the Host exited right after answering /health")?;
-    let check = if floor == ProofFloor::Live {
-        check_env(&live, env)
-    } else {
-        EnvCheck::Unreadable
-    };
-    match check {
-        EnvCheck::Verified => return Ok(Some(EnvProof::Live)),
-        EnvCheck::Mismatch(_) => return Err(check.describe()),
-        EnvCheck::Unreadable => {}
+    let p = prove_parts(pid, env, exec_record, floor)?;
+    match (p.proof, p.declared_drift) {
+        (Some(_), Some(drift)) if !drift.is_empty() => Err(declared_problem(&drift)),
+        (proof, _) => Ok(proof),
     }
+}
+
+/// Why a Host does not run with the declared variables, by name.
+pub fn declared_problem(names: &[String]) -> String {
+    format!(
+        "the Host does not run with the declared environment as it is now (`oyster env`): {} \
+         differ(s); a restart applies it",
+        names.join(", ")
+    )
+}
+
+/// [`prove_live_or_exec`]'s parts, apart: the generated variables' proof, and the declared
+/// variables' drift from the same sources (status calls a Host whose declared variables
+/// drifted stale, not unverified).
+pub fn prove_parts(
+    pid: u32,
+    env: &LaunchEnv,
+    exec_record: Option<&crate::host::identity::ExecRecord>,
+    floor: ProofFloor,
+) -> Result<Proven, String> {
+    let live = inspect(pid).ok_or("the Host exited right after answering /health")?;
     let record = exec_record
         .filter(|_| floor != ProofFloor::Launchd)
         .filter(|r| r.describes(pid, live.start_time));
+    let shown = (floor == ProofFloor::Live && !live.environ.is_empty()).then_some(&live);
+    let declared_drift = declared_drift(env, shown, record);
+    if let Some(live) = shown {
+        return match check_env(live, env) {
+            EnvCheck::Verified => Ok(Proven {
+                proof: Some(EnvProof::Live),
+                declared_drift,
+            }),
+            check => Err(check.describe()),
+        };
+    }
     let Some(rec) = record else {
-        return Ok(None);
+        return Ok(Proven {
+            proof: None,
+            declared_drift,
+        });
     };
     let diffs = differing(env, |k| rec.env.get(k).cloned());
     if diffs.is_empty() {
-        Ok(Some(EnvProof::Exec))
+        Ok(Proven {
+            proof: Some(EnvProof::Exec),
+            declared_drift,
+        })
     } else {
         Err(format!(
             "the kernel hides the Host's environment, and what `oyster host exec` passed to it differs from the generated one in: {}",
             diffs.join(", ")
         ))
     }
+}
+
+/// The declared variables a Host does not hold as `env` declares them now: each one it lacks
+/// or has with another value, and each one its launch added that is no longer declared (`env
+/// unset`). From the live environment when it is shown (`live`), else from the launch's
+/// record (each value by its fingerprint); `None` when neither can tell. Names only.
+pub fn declared_drift(
+    env: &LaunchEnv,
+    live: Option<&LiveProcess>,
+    record: Option<&crate::host::identity::ExecRecord>,
+) -> Option<Vec<String>> {
+    let mut out: Vec<String> = vec![];
+    let launched: Vec<&String> = record
+        .map(|r| r.declared.keys().collect())
+        .unwrap_or_default();
+    let undeclared = launched
+        .into_iter()
+        .filter(|k| !env.declared.contains_key(*k));
+    if let Some(live) = live {
+        for (k, v) in &env.declared {
+            if live.var(k).as_deref() != Some(v.as_str()) {
+                out.push(k.clone());
+            }
+        }
+        out.extend(undeclared.filter(|k| live.var(k).is_some()).cloned());
+    } else {
+        let rec = record?;
+        for (k, v) in &env.declared {
+            let same = rec
+                .declared
+                .get(k)
+                .is_some_and(|fp| crate::sys::digest::matches(fp, v));
+            if !same {
+                out.push(k.clone());
+            }
+        }
+        out.extend(undeclared.cloned());
+    }
+    out.sort();
+    out.dedup();
+    Some(out)
 }

@@ -219,6 +219,7 @@ impl Daemon {
                 .unwrap_or(job::DEFAULT_SPAWNING_MS),
         );
         let mut job = Job::new(def, d.name(), exit_timeout, exit_notice, spawning);
+        job.setenv = pairs(req, "LAUNCHD_SIM_SETENV");
         if job.def.run_at_load {
             job.spawn(&self.home, &self.user, &self.shell);
         }
@@ -515,8 +516,15 @@ impl Daemon {
 /// block (e.g. `MallocSpaceEfficient => 1` on Apple jobs). Printed only; the process does not get
 /// them.
 fn extra_env(req: &Request) -> Vec<(String, String)> {
+    pairs(req, "LAUNCHD_SIM_PRINT_EXTRA_ENV")
+}
+
+/// A knob of `K=V[,K=V…]` pairs. `LAUNCHD_SIM_SETENV` is what `launchctl setenv` would have
+/// given every job of the domain, read when a job is loaded: the job's process gets it after
+/// launchd's defaults and before the plist's variables.
+fn pairs(req: &Request, knob: &str) -> Vec<(String, String)> {
     req.knobs
-        .get("LAUNCHD_SIM_PRINT_EXTRA_ENV")
+        .get(knob)
         .map(|spec| {
             spec.split(',')
                 .filter_map(|kv| kv.split_once('='))

@@ -210,6 +210,9 @@ pub struct Job {
     pub spawn_failed: bool,
     /// The IDs `print` shows for the job's resource coalition (the jetsam one is the next).
     pub coalition: u32,
+    /// What `launchctl setenv` gave every job of the domain (`LAUNCHD_SIM_SETENV` at load):
+    /// after launchd's defaults, before the plist's variables.
+    pub setenv: Vec<(String, String)>,
 }
 
 /// launchd numbers coalitions as it creates them; the simulator hands out IDs in load order.
@@ -241,6 +244,7 @@ impl Job {
             drained_at: None,
             spawn_failed: false,
             coalition: NEXT_COALITION.fetch_add(2, std::sync::atomic::Ordering::Relaxed),
+            setenv: vec![],
         }
     }
 
@@ -326,6 +330,7 @@ impl Job {
         if self.domain.starts_with("gui/") {
             env.insert("SSH_AUTH_SOCK".into(), SIM_SSH_AUTH_SOCK.into());
         }
+        env.extend(self.setenv.iter().cloned());
         env.extend(def.environment.clone());
         let open = |p: &Option<String>| -> Result<Stdio, ()> {
             match p {

@@ -25,7 +25,8 @@ pub enum Summary {
     /// Running and verified, started directly (`oyster host start`), not by launchd.
     Direct,
     /// Running and verified, but against an installed plist that is not what oyster generates
-    /// now (`oyster agent regenerate` brings it up to date).
+    /// now (`oyster agent regenerate` brings it up to date), or with declared variables
+    /// (`oyster env`) changed since it started (`oyster restart` applies them).
     Stale,
     /// Running, but `/health` or the environment does not verify.
     Unverified,
@@ -114,6 +115,11 @@ pub struct AgentStatus {
     pub env_proof: Option<EnvProof>,
     /// Generated variables the live process does not have as generated.
     pub env_mismatch: Vec<String>,
+    /// The declared variables (`oyster env`, and forced ones) the Host gets: names only.
+    pub declared: Vec<String>,
+    /// Declared variables the running Host does not hold as declared now (`stale` until a
+    /// restart): names only.
+    pub declared_stale: Vec<String>,
     pub in_sync: Option<bool>,
     /// Who wrote the installed plist; `null` when none is installed.
     pub installed_by: Option<InstalledBy>,
@@ -152,6 +158,7 @@ pub fn collect_listed(ctx: &Context, listings: &Listings) -> anyhow::Result<Agen
 fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<AgentStatus> {
     let installed = agentplist::read_installed(&ctx.stack.plist_path(), ctx.reporter());
     let mut st = blank(ctx, installed.as_ref());
+    let declared = declared::note(ctx, &mut st);
     note_broken_files(ctx, &mut st);
     if let Err(e) = ctx.stack.refuse_unwritable_agents_dir() {
         let fix = e.hint.unwrap_or_default();
@@ -181,6 +188,9 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
         }
         (_, Ok(lc)) => {
             st.manager = Some("launchd");
+            let installed = installed
+                .as_ref()
+                .map(|i| declared::expecting(i, &declared));
             ask_launchd(ctx, lc, listings, installed.as_ref(), &mut st)
         }
     };
@@ -257,6 +267,8 @@ fn blank(ctx: &Context, installed: Option<&Installed>) -> AgentStatus {
         health: None,
         env_proof: None,
         env_mismatch: vec![],
+        declared: vec![],
+        declared_stale: vec![],
         in_sync,
         installed_by: installed.map(installed_by),
         managed_by: None,
@@ -491,6 +503,7 @@ fn record_probe(st: &mut AgentStatus, p: &Probe) {
     if let Err(why) = &p.env {
         st.notes.push(why.clone());
     }
+    declared::stale(st, p.declared_stale.clone());
 }
 
 /// A Host the pid file names as this stack's: started by `oyster host start`, or — under
@@ -512,6 +525,7 @@ fn direct_host(
     st.env_mismatch = host.env_mismatch;
     st.verified = host.verified;
     st.notes.extend(host.env_note);
+    declared::stale(st, host.declared_stale);
     if !known {
         // launchd's own Host writes the same pid file (`host exec` writes it): without
         // launchctl, who runs it is not known, and the advice must not be `host stop`.
@@ -523,7 +537,9 @@ fn direct_host(
         return;
     }
     st.managed_by = Some(Manager::Direct);
-    st.summary = if st.verified {
+    st.summary = if st.verified && !st.declared_stale.is_empty() {
+        Summary::Stale
+    } else if st.verified {
         Summary::Direct
     } else {
         Summary::Unverified
@@ -548,7 +564,13 @@ fn installed_by(inst: &Installed) -> InstalledBy {
 
 fn summarize(st: &AgentStatus) -> Summary {
     match (st.installed, st.loaded) {
-        (_, true) if st.running && st.verified && st.in_sync == Some(false) => Summary::Stale,
+        (_, true)
+            if st.running
+                && st.verified
+                && (st.in_sync == Some(false) || !st.declared_stale.is_empty()) =>
+        {
+            Summary::Stale
+        }
         (_, true) if st.running && st.verified => Summary::Verified,
         (_, true) if st.running => Summary::Unverified,
         (_, true) if st.crash_loop => Summary::CrashLoop,
@@ -559,35 +581,11 @@ fn summarize(st: &AgentStatus) -> Summary {
     }
 }
 
-/// Whether this stack's last audit record is `kill`'s SIGTERM, at most 15 s ago (launchd's
-/// ThrottleInterval of 10 s, and a margin): then a signal death in `spawn scheduled` is the
-/// one oyster sent.
-fn sent_sigterm_lately(ctx: &Context) -> bool {
-    let Ok(Some(bytes)) = crate::sys::fs::read_regular(&ctx.stack.audit_path(), 2 << 20) else {
-        return false;
-    };
-    let text = String::from_utf8_lossy(&bytes);
-    // The launch program's own records (`exec`: launchd starting the next instance) come
-    // after the kill; the last thing oyster *did* is what counts.
-    let Some(last) = text
-        .lines()
-        .rev()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .find(|r| r["action"] != "exec")
-    else {
-        return false;
-    };
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis());
-    let at = last["ts_ms"].as_u64().map_or(0, u128::from);
-    last["action"] == "kill" && last["step"] == "sigterm" && now.saturating_sub(at) < 15_000
-}
-
+mod declared;
 mod notes;
 mod systemd;
 
-use notes::{disabled_override, loaded_twice_note, login_item};
+use notes::{disabled_override, loaded_twice_note, login_item, sent_sigterm_lately};
 pub use notes::{keychain_note, runs_in_background_session};
 
 #[cfg(test)]

@@ -26,6 +26,8 @@ fn st() -> AgentStatus {
         health: Some(200),
         env_proof: Some(EnvProof::Live),
         env_mismatch: vec![],
+        declared: vec![],
+        declared_stale: vec![],
         in_sync: Some(true),
         installed_by: Some(InstalledBy::Oyster),
         managed_by: None,

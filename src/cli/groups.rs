@@ -168,3 +168,84 @@ impl clap::builder::TypedValueParser for ProviderName {
         ))
     }
 }
+
+/// `oyster env`: the Host's declared environment (names and values the user declares; values
+/// are never shown).
+#[derive(Debug, Args)]
+pub struct EnvArgs {
+    #[command(subcommand)]
+    pub command: Option<EnvCommand>,
+    /// Print JSON (as `env list --json`).
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub flag: StackFlag,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum EnvCommand {
+    /// List the declared variables by name (never a value), marking those your organization
+    /// forces; also what `oyster env` alone does.
+    List {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        target: Target,
+    },
+    /// Declare a variable for the Host (a proxy, NODE_EXTRA_CA_CERTS, …): kept in the stack's
+    /// 0600 env file, added by the launch program at every start, never in the plist or unit.
+    Set {
+        /// The variable's name (letters, digits, `_`; not PATH, HOME, USER, LOGNAME, SHELL,
+        /// TMPDIR, OYSTERUN_* or OYSTER_*).
+        #[arg(value_name = "NAME")]
+        name: String,
+        /// Its value (one line). A secret is better given with --value-stdin: a value on the
+        /// command line stays in the shell's history.
+        #[arg(
+            value_name = "VALUE",
+            allow_hyphen_values = true,
+            required_unless_present = "value_stdin",
+            conflicts_with = "value_stdin"
+        )]
+        value: Option<OsString>,
+        /// Read the value from stdin (its first line), so it is never in argv or a history.
+        #[arg(long)]
+        value_stdin: bool,
+        #[command(flatten)]
+        restart: RestartChoice,
+        #[command(flatten)]
+        flag: StackFlag,
+    },
+    /// Remove a declared variable (the Host loses it at its next start).
+    Unset {
+        #[arg(value_name = "NAME")]
+        name: String,
+        #[command(flatten)]
+        restart: RestartChoice,
+        #[command(flatten)]
+        flag: StackFlag,
+    },
+}
+
+/// Whether `env set`/`unset` restart a running Host (asked on a terminal when neither).
+#[derive(Debug, Args, Clone, Copy, Default)]
+pub struct RestartChoice {
+    /// Restart the running Host now, so it gets the change (and verify it).
+    #[arg(long, conflicts_with = "no_restart")]
+    pub restart: bool,
+    /// Leave the running Host alone; it gets the change at its next start.
+    #[arg(long)]
+    pub no_restart: bool,
+}
+
+impl RestartChoice {
+    /// `Some(true)` restart, `Some(false)` do not, `None` ask on a terminal.
+    pub fn wanted(self) -> Option<bool> {
+        match (self.restart, self.no_restart) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        }
+    }
+}

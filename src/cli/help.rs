@@ -270,6 +270,18 @@ const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     (
+        "env",
+        &[
+            ("oyster env", "the declared variables, by name"),
+            (
+                "oyster env set HTTPS_PROXY --value-stdin < proxy.txt",
+                "a secret never in argv",
+            ),
+            ("oyster env set NO_PROXY 127.0.0.1,localhost --restart", ""),
+            ("oyster env unset HTTPS_PROXY", ""),
+        ],
+    ),
+    (
         "host",
         &[
             (

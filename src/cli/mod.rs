@@ -11,7 +11,9 @@ mod resolve;
 mod usage;
 mod values;
 
-pub use groups::{ConfigCommand, HostCommand, InventoryArgs, MdmCommand, ProvidersCommand};
+pub use groups::{
+    ConfigCommand, EnvArgs, EnvCommand, HostCommand, InventoryArgs, MdmCommand, ProvidersCommand,
+};
 
 pub use resolve::Unresolved;
 pub use usage::reword;
@@ -214,6 +216,9 @@ pub enum Command {
     /// Read and synchronize the stack's config.json.
     #[command(subcommand)]
     Config(Deferred<ConfigCommand>),
+    /// The Host's declared environment (proxies, CA bundles): list, set, unset; values are
+    /// secrets, never shown, and never in the plist or unit.
+    Env(Deferred<EnvArgs>),
     /// The LaunchAgent: generate, install, restart and verify the launchd job.
     #[command(subcommand)]
     Agent(Deferred<AgentCommand>),
@@ -566,6 +571,7 @@ impl Cli {
                 "agent" => group::<AgentCommand>(sc).mut_subcommands(now),
                 "providers" => group::<ProvidersCommand>(sc),
                 "config" => group::<ConfigCommand>(sc),
+                "env" => verb::<EnvArgs>(sc),
                 "host" => group::<HostCommand>(sc),
                 "mdm" => group::<MdmCommand>(sc),
                 "setup" => verb::<SetupArgs>(sc),

@@ -207,6 +207,7 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
         }
         Command::Providers(Deferred(p)) => providers_verb(p, n),
         Command::Config(Deferred(c)) => config_verb(c, n),
+        Command::Env(Deferred(e)) => env_verb(e, n),
         Command::Host(Deferred(h)) => host_verb(h, n),
         other => unnamed_verb(other, n),
     }
@@ -327,6 +328,58 @@ fn config_verb<'a>(c: &'a ConfigCommand, n: &mut Named<'a>) -> Verb {
             Verb::Config(ConfigVerb::Show)
         }
     }
+}
+
+fn env_verb<'a>(e: &'a EnvArgs, n: &mut Named<'a>) -> Verb {
+    use crate::invocation::{EnvVerb, SecretArg};
+    n.flag = e.flag.stack.as_deref();
+    n.json = e.json;
+    // `oyster env --stack a set … --stack b`: two stacks, refused as such below.
+    let sub_flag = match &e.command {
+        Some(EnvCommand::Set { flag, .. } | EnvCommand::Unset { flag, .. }) => {
+            flag.stack.as_deref()
+        }
+        Some(EnvCommand::List { target, .. }) => target.flag.stack.as_deref(),
+        None => None,
+    };
+    if let (Some(_), Some(sub)) = (n.flag, sub_flag) {
+        n.plain = n.flag;
+        n.flag = Some(sub);
+    }
+    Verb::Env(match &e.command {
+        None => EnvVerb::List,
+        Some(EnvCommand::List { json, target }) => {
+            n.plain = n.plain.or(target.stack_name.as_deref());
+            n.flag = n.flag.or(target.flag.stack.as_deref());
+            n.json |= *json;
+            EnvVerb::List
+        }
+        Some(EnvCommand::Set {
+            name,
+            value,
+            value_stdin: _,
+            restart,
+            flag,
+        }) => {
+            n.flag = n.flag.or(flag.stack.as_deref());
+            EnvVerb::Set {
+                name: name.clone(),
+                value: value.clone().map(SecretArg),
+                restart: restart.wanted(),
+            }
+        }
+        Some(EnvCommand::Unset {
+            name,
+            restart,
+            flag,
+        }) => {
+            n.flag = n.flag.or(flag.stack.as_deref());
+            EnvVerb::Unset {
+                name: name.clone(),
+                restart: restart.wanted(),
+            }
+        }
+    })
 }
 
 fn host_verb<'a>(h: &'a HostCommand, n: &mut Named<'a>) -> Verb {

@@ -190,7 +190,10 @@ fn groups_and_big_verbs_are_built_only_when_named() {
         .filter(|s| s.has_subcommands())
         .map(clap::Command::get_name)
         .collect();
-    assert_eq!(groups, ["providers", "config", "agent", "host", "mdm"]);
+    assert_eq!(
+        groups,
+        ["providers", "config", "env", "agent", "host", "mdm"]
+    );
     for name in groups
         .iter()
         .chain(&["setup", "logs", "cleanup", "inventory", "start", "restart"])

@@ -6,6 +6,7 @@ pub mod cleanup;
 pub mod completions;
 pub mod config;
 pub mod doctor;
+pub mod env;
 pub mod every;
 pub mod host;
 pub mod inventory;
@@ -67,6 +68,7 @@ pub fn dispatch(ctx: &Context, inv: Invocation) -> anyhow::Result<ExitStatus> {
         Verb::Config(ConfigVerb::Sync { port }) => config::sync_verb(ctx, port),
         Verb::Config(ConfigVerb::Show) => config::show(ctx),
         Verb::Host(h) => host::run(ctx, h),
+        Verb::Env(v) => env::run(ctx, v),
         Verb::Doctor { probe } => {
             ctx.announce_overrides();
             doctor::run(ctx, probe)

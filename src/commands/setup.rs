@@ -54,6 +54,8 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
     } else {
         ctx.out.out(&format!("url: {url}"));
     }
+    // Proxy and CA variables of the caller's shell: noticed, offered, never inherited.
+    super::env::notice_shell(ctx)?;
     // Oysterun's own setup printed the login QR once the Host ran.
     if !opts.no_start && args.qr.wanted(std::io::stdout().is_terminal()) {
         if let setup::hooks::Ran::Interrupted(sig) = setup::hooks::show_qr(ctx, &plan) {

@@ -44,10 +44,24 @@ fn lossy<S: serde::Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&path.to_string_lossy())
 }
 
+/// A variable the profile forces into the Host's environment (`environment`, and per stack
+/// `stacks.NAME.environment`; docs/fleet.md). Its value is a secret: never serialized, never
+/// said.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ForcedVar {
+    pub name: String,
+    #[serde(skip)]
+    pub value: String,
+    #[serde(serialize_with = "lossy")]
+    pub file: PathBuf,
+}
+
 /// The managed values for one user and stack.
 #[derive(Debug, Clone, Default)]
 pub struct Managed {
     pub entries: Vec<Entry>,
+    /// Forced variables of the Host's environment (not `config.json` keys: never written there).
+    pub environment: Vec<ForcedVar>,
     /// Values left out, in words (a wrong type, an unknown key, an unreadable file).
     pub warnings: Vec<String>,
 }
@@ -192,6 +206,10 @@ impl Managed {
             if k == "stacks" || k.starts_with("Payload") || k.starts_with("PayloadContent") {
                 continue;
             }
+            if k == ENVIRONMENT_KEY {
+                self.take_environment(path, v, None);
+                continue;
+            }
             self.take(path, k, v, None);
         }
         let stacks = top.get("stacks");
@@ -209,7 +227,11 @@ impl Managed {
             match per.as_dictionary() {
                 Some(d) => {
                     for (k, v) in d {
-                        self.take(path, k, v, Some(stack));
+                        if k == ENVIRONMENT_KEY {
+                            self.take_environment(path, v, Some(stack));
+                        } else {
+                            self.take(path, k, v, Some(stack));
+                        }
                     }
                 }
                 None => self.warnings.push(format!(
@@ -241,6 +263,54 @@ impl Managed {
         }
     }
 }
+
+impl Managed {
+    /// The forced variable `name`, if any.
+    pub fn forced_var(&self, name: &str) -> Option<&ForcedVar> {
+        self.environment.iter().find(|f| f.name == name)
+    }
+
+    /// `environment` (a dictionary of variable name to string): each usable variable forced
+    /// over any earlier one of that name; the others left out and said, by name only.
+    fn take_environment(&mut self, path: &Path, v: &plist::Value, stack: Option<&str>) {
+        let at = match stack {
+            Some(s) => format!("{}: stacks.{s}.{ENVIRONMENT_KEY}", path.display()),
+            None => format!("{}: {ENVIRONMENT_KEY}", path.display()),
+        };
+        let Some(d) = v.as_dictionary() else {
+            self.warnings.push(format!(
+                "{at} is {}, not a dictionary of variable name to string; left out",
+                kind(v)
+            ));
+            return;
+        };
+        for (name, value) in d {
+            let checked = match value.as_string() {
+                Some(s) => super::environment::check_name(name)
+                    .and_then(|()| super::environment::check_value(name, s))
+                    .map(|()| s),
+                None => Err(format!(
+                    "the value for {name} is {}, not a string",
+                    kind(value)
+                )),
+            };
+            match checked {
+                Ok(s) => {
+                    self.environment.retain(|f| f.name != *name);
+                    self.environment.push(ForcedVar {
+                        name: name.clone(),
+                        value: s.to_owned(),
+                        file: path.to_owned(),
+                    });
+                }
+                Err(why) => self.warnings.push(format!("{at}: {why}; left out")),
+            }
+        }
+    }
+}
+
+/// The managed key holding forced environment variables.
+pub const ENVIRONMENT_KEY: &str = "environment";
 
 /// A plist value's type, in the words of a profile editor.
 fn kind(v: &plist::Value) -> &'static str {

@@ -70,6 +70,8 @@ pub struct DirectHost {
     pub env_proof: Option<EnvProof>,
     /// Generated variables the live process does not have as generated.
     pub env_mismatch: Vec<String>,
+    /// Declared variables (`oyster env`) it does not hold as declared now.
+    pub declared_stale: Vec<String>,
     /// Why the environment could not be proven (or the expected one computed): a note.
     pub env_note: Option<String>,
     /// Why it does not verify, in words; `None` when it does.
@@ -86,6 +88,7 @@ pub fn probe(ctx: &Context, rec: &PidRecord, live: &LiveProcess) -> DirectHost {
         verified: false,
         env_proof: None,
         env_mismatch: vec![],
+        declared_stale: vec![],
         env_note: None,
         problem: None,
     };
@@ -109,6 +112,7 @@ pub fn probe(ctx: &Context, rec: &PidRecord, live: &LiveProcess) -> DirectHost {
             host.health = p.health;
             host.env_proof = p.env_proof();
             host.env_mismatch.clone_from(&p.env_mismatch);
+            host.declared_stale.clone_from(&p.declared_stale);
             host.verified = p.verified();
             host.env_note = p.env.as_ref().err().cloned();
             host.problem = p.problem();

@@ -125,8 +125,14 @@ pub struct ExecRecord {
     /// What it exec'd: `[node, <root>/host-service/server.mjs]`.
     pub argv: Vec<String>,
     pub cwd: String,
-    /// The whole environment passed to the Host, unchanged.
+    /// The environment the launch program was given, passed to the Host (the declared
+    /// variables' names left out: their values are in [`ExecRecord::declared`]'s form only).
     pub env: BTreeMap<String, String>,
+    /// The declared variables the launch program added (`oyster env`), each by a salted
+    /// fingerprint of its value ([`crate::sys::digest::fingerprint`]): no value is ever in this
+    /// file, yet a proof can tell whether the Host got the one declared now.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub declared: BTreeMap<String, String>,
     /// The oyster that wrote it.
     pub oyster_version: String,
 }

@@ -33,10 +33,16 @@ pub const STACK_ROOT: &str = "OYSTERUN_ROUTEC_STACK_ROOT";
 /// `<stack root>/matrix/homeserver.db`.
 pub const MATRIX_STORAGE_PATH: &str = "OYSTERUN_ROUTEC_MATRIX_STORAGE_PATH";
 
-/// The generated Host environment, sorted by name (as the plist stores it).
+/// The generated Host environment, sorted by name (as the plist stores it), and the declared
+/// variables the launch program adds to it at exec.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LaunchEnv {
+    /// What the plist (or the unit) sets: the generated variables.
     pub vars: BTreeMap<String, String>,
+    /// The declared variables (`oyster env`, and the organization's forced ones;
+    /// [`crate::host::declared`]): never in the plist or the unit, added by the launch program
+    /// when it execs the Host, expected by every proof. Values are secrets.
+    pub declared: BTreeMap<String, String>,
 }
 
 impl LaunchEnv {
@@ -107,7 +113,10 @@ pub fn generate(inputs: &EnvInputs<'_>) -> Result<LaunchEnv, Invalid> {
         MATRIX_STORAGE_PATH.to_owned(),
         value(MATRIX_STORAGE_PATH, &matrix)?,
     );
-    Ok(LaunchEnv { vars })
+    Ok(LaunchEnv {
+        vars,
+        declared: BTreeMap::new(),
+    })
 }
 
 /// Joins directories into a PATH: each once, in first-seen order; every entry must be an

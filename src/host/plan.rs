@@ -153,7 +153,7 @@ pub fn plan<'a>(inputs: impl Into<PlanEnv<'a>>, args: &HostInputs) -> anyhow::Re
         .effective_port(stack, Some(&doc), installed.as_ref())
         .ok_or_else(|| no_port(stack))?;
     let provider_dirs = provider_dirs(pe, &doc);
-    let env = launchenv::generate(&EnvInputs {
+    let mut env = launchenv::generate(&EnvInputs {
         node_bin: &node.path,
         provider_dirs: &provider_dirs,
         config_dir: &stack.config_dir,
@@ -162,6 +162,8 @@ pub fn plan<'a>(inputs: impl Into<PlanEnv<'a>>, args: &HostInputs) -> anyhow::Re
         stack_name: &stack.name,
         stack_root: &stack.root,
     })?;
+    // What the launch program adds at exec (never rendered into the plist or the unit).
+    env.declared = crate::host::declared::effective(stack, &managed(pe)).vars;
     let plist = agentplist::render(&AgentSpec {
         label: &stack.label,
         launcher: pe.launcher,

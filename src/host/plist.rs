@@ -283,6 +283,7 @@ pub fn read_installed(path: &Path, out: &dyn crate::output::Reporter) -> Option<
         bytes,
         env: LaunchEnv {
             vars: agent.environment_variables.clone(),
+            declared: BTreeMap::new(),
         },
         program_arguments: agent.program_arguments.clone(),
         agent,
@@ -293,6 +294,7 @@ pub fn read_installed(path: &Path, out: &dyn crate::output::Reporter) -> Option<
 pub fn read_env(bytes: &[u8]) -> Result<LaunchEnv, plist::Error> {
     Ok(LaunchEnv {
         vars: LaunchAgent::parse(bytes)?.environment_variables,
+        declared: BTreeMap::new(),
     })
 }
 

@@ -5,7 +5,7 @@
 //!
 //! It does the per-launch duties of Oysterun's runner (`tool_scripts/run_oysterun_host.sh`) in
 //! a few milliseconds, then `execve`s `OYSTERUN_NODE_BIN <root>/host-service/server.mjs` as the
-//! same pid with the environment it was given, unchanged:
+//! same pid with the environment it was given, plus the declared variables:
 //!
 //! 1. the stack's directories (config, run, log, `<stack root>/matrix`), as the runner makes them;
 //! 2. the stack config sync (the same preservation-first sync as `oyster config sync`, under the
@@ -16,7 +16,10 @@
 //!    "The launch program"): its dashboard-credentials entry point, and a check of the web-chat
 //!    build;
 //! 5. the identity files Oysterun's restart waits for, and oyster's exec record
-//!    ([`crate::host::identity`]).
+//!    ([`crate::host::identity`]);
+//! 6. the declared variables (`oyster env`, and the organization's forced ones;
+//!    [`crate::host::declared`]), added to the environment it execs the Host with — the one
+//!    thing it adds, and never from the caller: a file it may not use is logged and skipped.
 //!
 //! No launchctl call, no network, no prompt. Every failure before the exec is logged and never
 //! stops the Host from starting. Where root and node come from is its own environment
@@ -27,7 +30,6 @@
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -78,6 +80,7 @@ pub fn run(ctx: &Context) -> anyhow::Result<Infallible> {
     let root = required(&env, launchenv::REPO_ROOT)?;
     let stack = launch_stack(ctx, &env);
     learn_secrets(ctx, &stack, &env);
+    let declared = declared::for_launch(ctx, &stack);
     let pid = std::process::id();
     let started_at = identity::utc(SystemTime::now());
     let log = Log {
@@ -89,6 +92,7 @@ pub fn run(ctx: &Context) -> anyhow::Result<Infallible> {
     if let Err(e) = ensure_dirs(&stack) {
         log.line(&format!("{e:#}"));
     }
+    declared::log_problems(&declared, &log);
     let config_said = sync_config(ctx, &stack, &env, &node, &root, &log);
     dashboard_credentials(ctx, &stack, &env, &node, &root, &log);
     check_web_chat(&root, &log);
@@ -113,7 +117,9 @@ pub fn run(ctx: &Context) -> anyhow::Result<Infallible> {
         )
         .into());
     }
-    let (record, origin) = identity_files(&stack, &env, pid, &started_at, [&node, &server], &cwd);
+    let (mut record, origin) =
+        identity_files(&stack, &env, pid, &started_at, [&node, &server], &cwd);
+    declared::record(&mut record, &declared);
     let identity_said = match write_identity(&stack, &record, &origin) {
         Ok(()) => "identity files written",
         Err(e) => {
@@ -122,7 +128,8 @@ pub fn run(ctx: &Context) -> anyhow::Result<Infallible> {
         }
     };
     let said = format!(
-        "{config_said}; {identity_said}; exec {} {} ({:.1} ms)",
+        "{config_said}; {identity_said}; {}; exec {} {} ({:.1} ms)",
+        declared::summary(&declared),
         node.display(),
         server.display(),
         t0.elapsed().as_secs_f64() * 1000.0
@@ -135,9 +142,11 @@ pub fn run(ctx: &Context) -> anyhow::Result<Infallible> {
         &said,
     );
     log.line(&said);
-    let err = std::process::Command::new(&node).arg(&server).exec();
+    let err = declared::exec(&node, &server, &declared);
     Err(exec_failed(&stack, pid, &node, &server, &err, &log))
 }
+
+mod declared;
 
 /// What this launch may quote in the Host log and the audit log is redacted: the launch
 /// stack's config (it need not be the context's) and the values of variables named like
@@ -229,6 +238,7 @@ fn identity_files(
             .collect(),
         cwd: cwd.to_string_lossy().into_owned(),
         env: env.clone(),
+        declared: BTreeMap::new(),
         oyster_version: env!("CARGO_PKG_VERSION").to_owned(),
     };
     let origin = Origin {

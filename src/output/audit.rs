@@ -23,6 +23,8 @@ pub enum Action {
     Setup,
     /// The launch program (`host exec`), once per launch.
     Exec,
+    /// `oyster env set|unset` (the name only, never the value).
+    Env,
 }
 
 impl std::fmt::Display for Action {
@@ -62,6 +64,8 @@ pub enum Step {
     Rollback,
     RemovePlist,
     Launch,
+    /// The declared environment file written (`oyster env`).
+    WriteEnv,
 }
 
 /// How a step ended.

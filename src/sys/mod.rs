@@ -1,6 +1,7 @@
 //! The operating system, wrapped once: atomic writes and locks, the subprocess door, the user
 //! database, signals, and whether a path is root's alone.
 
+pub mod digest;
 pub mod fs;
 pub mod net;
 pub mod process;

@@ -10,6 +10,9 @@ mod cleanup_seams;
 mod command_seams;
 mod common;
 mod config_store;
+mod declared_environment;
+#[cfg(target_os = "linux")]
+mod declared_environment_systemd;
 mod default_ports_held;
 mod direct;
 mod dist_archive;

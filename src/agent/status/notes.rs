@@ -98,3 +98,28 @@ pub(super) fn loaded_twice_note(
         second.target(&ctx.stack.label),
     )
 }
+
+/// Whether this stack's last audit record is `kill`'s SIGTERM, at most 15 s ago (launchd's
+/// ThrottleInterval of 10 s, and a margin): then a signal death in `spawn scheduled` is the
+/// one oyster sent.
+pub(super) fn sent_sigterm_lately(ctx: &Context) -> bool {
+    let Ok(Some(bytes)) = crate::sys::fs::read_regular(&ctx.stack.audit_path(), 2 << 20) else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    // The launch program's own records (`exec`: launchd starting the next instance) come
+    // after the kill; the last thing oyster *did* is what counts.
+    let Some(last) = text
+        .lines()
+        .rev()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|r| r["action"] != "exec")
+    else {
+        return false;
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let at = last["ts_ms"].as_u64().map_or(0, u128::from);
+    last["action"] == "kill" && last["step"] == "sigterm" && now.saturating_sub(at) < 15_000
+}

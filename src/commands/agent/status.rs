@@ -136,6 +136,12 @@ fn print(ctx: &Context, st: &AgentStatus) {
     print_running(ctx, st);
     print_plist_warnings(ctx, st);
     out.out(&format!("  log:       {}", st.log_path));
+    if !st.declared.is_empty() {
+        out.out(&format!(
+            "  declared:  {} (`oyster env`)",
+            st.declared.join(", ")
+        ));
+    }
     if let Some(lc) = &st.launchctl {
         let how = if st.launchctl_overridden {
             " (from OYSTER_LAUNCHCTL)"

@@ -24,6 +24,7 @@ use crate::provider::status::{ProviderStatus, State};
 use crate::sys::process::{self, ChildEnv};
 use crate::ExitStatus;
 
+mod declared;
 mod files;
 mod launchd;
 mod network;
@@ -74,6 +75,8 @@ struct Report {
     providers: Vec<ProviderReport>,
     /// The full environment the Host gets (the generated variables plus launchd's base).
     environment: Option<BTreeMap<String, String>>,
+    /// The declared variables the launch program adds (`oyster env`): names only.
+    declared: Vec<String>,
 }
 
 pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
@@ -127,6 +130,8 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
     }
     checks.extend(privacy_check(ctx, plan_ok(&plan)));
     checks.extend(network::local_network_check(ctx, doc.as_ref()));
+    let (declared_checks, declared) = declared::declared_checks(ctx);
+    checks.extend(declared_checks);
     // A FIFO or symlink where launchd opens the Host log (docs/behaviour.md §9); a log
     // directory that is not one is the log dir check's failure, said once.
     let dir_ok = st.refuse_bad_log_dir().is_ok();
@@ -148,6 +153,7 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
         checks,
         providers,
         environment,
+        declared,
     };
     ctx.out.show(&report, || print(ctx, &report));
     Ok(if report.ok {
@@ -163,13 +169,20 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
 /// anything or leaves something out.
 fn managed_check(ctx: &Context) -> Option<Check> {
     let managed = plan::managed(ctx);
-    if managed.entries.is_empty() && managed.warnings.is_empty() {
+    if managed.entries.is_empty() && managed.environment.is_empty() && managed.warnings.is_empty() {
         return None;
     }
+    // A forced variable by name: its value is a secret.
     let forced: Vec<String> = managed
         .entries
         .iter()
         .map(|e| format!("{} = {} ({})", e.key, e.value, e.file.display()))
+        .chain(
+            managed
+                .environment
+                .iter()
+                .map(|f| format!("environment {} ({})", f.name, f.file.display())),
+        )
         .collect();
     let (level, fix) = if managed.warnings.is_empty() {
         (Level::Ok, None)

@@ -1,0 +1,339 @@
+//! The Host's declared environment file (`oyster env`, docs/behaviour.md "Declared
+//! environment"): `<config dir>/oyster-host.env`, beside the stack's config.
+//!
+//! `KEY=VALUE` lines; `#` starts a comment line; blank lines and an `export ` before a name
+//! are allowed; the value is everything after the first `=`, verbatim — no shell expansion,
+//! no escapes — except that one pair of matching quotes around it is removed (`"…"` or
+//! `'…'`). A line oyster cannot use is left out and said (by line number and name, never by
+//! value); the others apply. The file is used only when it is a regular file owned by the
+//! user reading it and not writable by group or others: otherwise none of it is (the Host
+//! starts without it, and `status`/`doctor` say why). Root reading a user's file is the same
+//! "not owned by the user": root never reads another user's declarations for itself.
+//!
+//! Values are secrets: nothing here ever puts one in an error or a note.
+
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::sys::fs::{self as fsutil, FsError};
+
+/// The file's name in the stack's config dir.
+pub const FILE_NAME: &str = "oyster-host.env";
+/// The largest file read.
+const CAP: u64 = 64 * 1024;
+/// Names oyster gives the Host itself (the generated environment, launchd's base).
+pub const RESERVED: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR"];
+/// Prefixes of the names oyster and Oysterun own.
+pub const RESERVED_PREFIXES: &[&str] = &["OYSTERUN_", "OYSTER_"];
+/// The header a new file starts with.
+const HEADER: &str = "# The Oysterun Host's declared environment (`oyster env`): KEY=VALUE lines, no shell\n# expansion. Read by oyster's launch program at every start of the Host; keep it mode 0600.\n";
+
+/// The file of the stack whose config dir is `config_dir`.
+pub fn path_in(config_dir: &Path) -> PathBuf {
+    config_dir.join(FILE_NAME)
+}
+
+/// Why `name` cannot be declared, or `Ok`.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if !is_identifier(name) {
+        return Err(format!(
+            "{:?} is not a variable name: use letters, digits and `_`, not starting with a digit",
+            crate::output::redact::escape_controls(name)
+        ));
+    }
+    if RESERVED.contains(&name) || RESERVED_PREFIXES.iter().any(|p| name.starts_with(p)) {
+        return Err(format!(
+            "{name} is oyster's to set: the Host's PATH, HOME, USER, LOGNAME, SHELL, TMPDIR and \
+             every OYSTERUN_* and OYSTER_* variable come from the generated environment"
+        ));
+    }
+    Ok(())
+}
+
+/// Letters, digits and `_`, not starting with a digit.
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Why `value` cannot be declared for `name` (it is never shown), or `Ok`.
+pub fn check_value(name: &str, value: &str) -> Result<(), String> {
+    if value.contains(['\n', '\r']) {
+        return Err(format!(
+            "the value for {name} contains a line break; a declared value is one line"
+        ));
+    }
+    if value.contains('\0') {
+        return Err(format!(
+            "the value for {name} contains a NUL byte, which no environment can hold"
+        ));
+    }
+    Ok(())
+}
+
+/// The variables a file declares, in file order (a name declared twice: the later line).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnvFile {
+    pub vars: Vec<(String, String)>,
+    /// Lines left out (and names declared twice), in words, by line number and name.
+    pub problems: Vec<String>,
+}
+
+impl EnvFile {
+    #[cfg(test)]
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.vars
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Why a file is not used at all (the Host starts without it). Never holds a value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{path} {why}")]
+pub struct Refused {
+    pub path: PathBuf,
+    pub why: String,
+    /// The command that fixes it.
+    pub fix: String,
+}
+
+/// Reads the file: `Ok(None)` when there is none; `Err` when it is not used at all.
+pub fn read(path: &Path) -> Result<Option<EnvFile>, Refused> {
+    let refused = |why: String, fix: String| Refused {
+        path: path.to_owned(),
+        why,
+        fix,
+    };
+    let mut file = match fsutil::open_regular(path) {
+        Ok(Some(f)) => f,
+        Ok(None) => return Ok(None),
+        Err(FsError::Symlink { .. }) => {
+            return Err(refused(
+                "is a symlink, which oyster does not follow".into(),
+                format!(
+                    "replace it with the file itself: `oyster env set` writes one, or `rm {}`",
+                    path.display()
+                ),
+            ))
+        }
+        Err(FsError::NotRegular { kind, .. }) => {
+            return Err(refused(
+                format!("is {kind}, not a regular file"),
+                format!(
+                    "remove it (`rm {}`) and declare the variables again",
+                    path.display()
+                ),
+            ))
+        }
+        Err(e) => {
+            return Err(refused(
+                format!("cannot be read: {e}"),
+                "check the file".into(),
+            ))
+        }
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| refused(format!("cannot be inspected: {e}"), "check the file".into()))?;
+    let euid = crate::sys::user::euid();
+    if meta.uid() != euid {
+        let owner =
+            crate::sys::user::name_of(meta.uid()).unwrap_or_else(|| format!("uid {}", meta.uid()));
+        return Err(refused(
+            format!("belongs to {owner}, not to the user reading it (uid {euid}); oyster uses only a user's own file"),
+            format!("run oyster as {owner}, or have {owner} remove the file"),
+        ));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(refused(
+            format!(
+                "is writable by {} (mode {mode:04o}): anyone who can write it could steer the Host",
+                if mode & 0o002 != 0 {
+                    "others"
+                } else {
+                    "its group"
+                }
+            ),
+            format!("chmod 600 {}", path.display()),
+        ));
+    }
+    let mut bytes = vec![];
+    (&mut file)
+        .take(CAP + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| refused(format!("cannot be read: {e}"), "check the file".into()))?;
+    if bytes.len() as u64 > CAP {
+        return Err(refused(
+            format!("is larger than {CAP} bytes, more than declared variables need"),
+            "check what wrote it, or move it aside".into(),
+        ));
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| refused("is not UTF-8 text".into(), "save it as UTF-8".into()))?;
+    Ok(Some(parse(&text)))
+}
+
+/// The variables of a file's text (see the module documentation).
+pub fn parse(text: &str) -> EnvFile {
+    let mut out = EnvFile::default();
+    for (i, line) in text.split('\n').enumerate() {
+        let n = i + 1;
+        let Some((name, value)) = split_line(line) else {
+            continue;
+        };
+        let Some(value) = value else {
+            out.problems.push(format!("line {n}: no `=`; left out"));
+            continue;
+        };
+        // A malformed name is not shown: it may be a value typed on the wrong line.
+        if !is_identifier(name) {
+            out.problems.push(format!(
+                "line {n}: not a variable name before `=`; left out"
+            ));
+            continue;
+        }
+        if let Err(why) = check_name(name).and_then(|()| check_value(name, value)) {
+            out.problems.push(format!("line {n}: {why}; left out"));
+            continue;
+        }
+        if let Some(at) = out.vars.iter().position(|(k, _)| k == name) {
+            out.problems.push(format!(
+                "line {n}: {name} is declared again; the later line is used"
+            ));
+            out.vars.remove(at);
+        }
+        out.vars.push((name.to_owned(), value.to_owned()));
+    }
+    out
+}
+
+/// A line's name and value (`None` for a comment or blank line; a value of `None` for a line
+/// without `=`).
+fn split_line(line: &str) -> Option<(&str, Option<&str>)> {
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    let t = line.trim_start();
+    if t.is_empty() || t.starts_with('#') {
+        return None;
+    }
+    let t = t.strip_prefix("export ").map_or(t, str::trim_start);
+    Some(match t.split_once('=') {
+        Some((name, value)) => (name, Some(unquote(value))),
+        None => (t.trim_end(), None),
+    })
+}
+
+fn unquote(value: &str) -> &str {
+    let b = value.as_bytes();
+    match b {
+        [q @ (b'"' | b'\''), .., last] if b.len() >= 2 && last == q => &value[1..value.len() - 1],
+        _ => value,
+    }
+}
+
+/// A line for `name=value` that reads back as `value`.
+fn line_for(name: &str, value: &str) -> String {
+    if unquote(value) == value {
+        format!("{name}={value}")
+    } else {
+        format!("{name}=\"{value}\"")
+    }
+}
+
+/// The file's text with `name` set to `value` (in place of its last line, other lines for it
+/// removed), or removed when `value` is `None`; every other line kept as it is.
+fn edit(text: &str, name: &str, value: Option<&str>) -> String {
+    let lines: Vec<&str> = if text.is_empty() {
+        vec![]
+    } else {
+        text.strip_suffix('\n')
+            .unwrap_or(text)
+            .split('\n')
+            .collect()
+    };
+    let is_name = |l: &&str| split_line(l).is_some_and(|(n, v)| n == name && v.is_some());
+    let last = lines.iter().rposition(is_name);
+    let mut out: Vec<String> = vec![];
+    for (i, l) in lines.iter().enumerate() {
+        if Some(i) == last {
+            if let Some(v) = value {
+                out.push(line_for(name, v));
+            }
+        } else if !is_name(l) {
+            out.push((*l).to_owned());
+        }
+    }
+    if let (None, Some(v)) = (last, value) {
+        if out.is_empty() && text.is_empty() {
+            out.extend(HEADER.lines().map(str::to_owned));
+        }
+        out.push(line_for(name, v));
+    }
+    let mut s = out.join("\n");
+    if !s.is_empty() {
+        s.push('\n');
+    }
+    s
+}
+
+/// What [`change`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Changed {
+    /// The file already said so: not touched.
+    Unchanged,
+    Written,
+}
+
+/// Sets (`Some`) or removes (`None`) one variable, under the file's lock: the name and value
+/// are checked first, and a file that would not be used (see [`read`]) is refused, so a
+/// refusal writes nothing. The file is written atomically with mode 0600.
+pub fn change(path: &Path, name: &str, value: Option<&str>) -> anyhow::Result<Changed> {
+    check_name(name).map_err(crate::error::Invalid::new)?;
+    if let Some(v) = value {
+        check_value(name, v).map_err(crate::error::Invalid::new)?;
+    }
+    if let Some(dir) = path.parent() {
+        fsutil::create_dir_all(dir, 0o700)?;
+    }
+    let lock = fsutil::lock_sidecar(path)?;
+    if let Err(r) = read(path) {
+        return Err(
+            crate::error::Invalid::new(format!("{r}; nothing was changed"))
+                .hint(r.fix)
+                .into(),
+        );
+    }
+    let text = match fsutil::read_regular(path, CAP)? {
+        Some(b) => String::from_utf8(b).unwrap_or_default(),
+        None => String::new(),
+    };
+    let new = edit(&text, name, value);
+    if new == text || (text.is_empty() && value.is_none()) {
+        return Ok(Changed::Unchanged);
+    }
+    fsutil::write_atomic(&lock, path, new.as_bytes(), Some(0o600))?;
+    Ok(Changed::Written)
+}
+
+/// Every declared value in the file (for the redaction), whatever the file's mode: a file
+/// oyster refuses still holds secrets no output may show.
+pub fn secret_values_on_disk(path: &Path) -> Vec<String> {
+    match fsutil::read_regular(path, CAP) {
+        Ok(Some(bytes)) => parse(&String::from_utf8_lossy(&bytes))
+            .vars
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect(),
+        _ => vec![],
+    }
+}
+
+#[cfg(test)]
+#[path = "environment_tests.rs"]
+mod tests;

@@ -1,0 +1,108 @@
+//! The declared environment (`oyster env`, issue 41) under a REAL `systemd --user`
+//! (common/user_manager.rs): the launch program the unit runs adds a declared proxy to the
+//! Host's environment (`/proc/<MainPID>/environ`), the unit file and the manager's view of it
+//! never hold it, and status calls the Host stale after `env set` until `restart`.
+
+use std::io::Write;
+use std::process::Stdio;
+
+use crate::common::user_manager::{self, UserManager};
+use crate::common::{free_port, live_environ, Run, TestContext};
+
+const SECRET: &str = "sd-s3cret-pw";
+
+fn world() -> Option<(UserManager, TestContext)> {
+    let m = match UserManager::start() {
+        Ok(m) => m,
+        Err(why) => {
+            user_manager::skip(&why);
+            return None;
+        }
+    };
+    let mut t = TestContext::new();
+    t.home = m.home.clone();
+    t.pin_host_env();
+    t.extra_env
+        .push(("OYSTER_SYSTEMCTL".into(), "/usr/bin/systemctl".into()));
+    t.extra_env.push((
+        "XDG_RUNTIME_DIR".into(),
+        m.runtime_dir.display().to_string(),
+    ));
+    Some((m, t))
+}
+
+fn main_pid(m: &UserManager, unit: &str) -> u32 {
+    let out = m.systemctl(&["show", "-p", "MainPID", "--value", unit]);
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_declared_proxy_reaches_the_host_systemd_runs_and_never_its_unit() {
+    let Some((m, t)) = world() else { return };
+    let s = "sdenv";
+    let unit = format!("com.oysterun.host.{s}.service");
+    let port = free_port().to_string();
+    let timing = ["--wait", "15", "--settle-ms", "300"];
+    let mut install = vec!["install", s, "--port", &port];
+    install.extend(timing);
+    t.run(&install).ok();
+    let proxy = format!("http://bob:{SECRET}@proxy.corp.example:3128");
+    let mut c = t
+        .cmd()
+        .args(["env", "set", "HTTPS_PROXY", "--value-stdin", "--stack", s])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    c.stdin.take().unwrap().write_all(proxy.as_bytes()).unwrap();
+    let r = Run(c.wait_with_output().unwrap()).ok();
+    r.stdout_has("`oyster restart --stack sdenv` applies it");
+    let st = t.run(["status", s, "--json"]).json();
+    assert_eq!(
+        (st["manager"].as_str(), st["summary"].as_str()),
+        (Some("systemd"), Some("stale")),
+        "{st}"
+    );
+    assert_eq!(
+        st["declared_stale"],
+        serde_json::json!(["HTTPS_PROXY"]),
+        "{st}"
+    );
+    let mut restart = vec!["restart", s];
+    restart.extend(timing);
+    t.run(&restart).ok().stdout_has("env_proof: live");
+    let pid = main_pid(&m, &unit);
+    assert!(
+        live_environ(pid).contains(&format!("HTTPS_PROXY={proxy}")),
+        "the Host systemd runs lacks the declared proxy"
+    );
+    let st = t.run(["status", s, "--json"]).json();
+    assert_eq!(st["summary"], "verified", "{st}");
+    let unit_text =
+        std::fs::read_to_string(m.home.join(".config/systemd/user").join(&unit)).unwrap();
+    assert!(
+        !unit_text.contains("HTTPS_PROXY") && !unit_text.contains(SECRET),
+        "{unit_text}"
+    );
+    let shown = m.systemctl(&["show", "-p", "Environment", &unit]);
+    assert!(!String::from_utf8_lossy(&shown.stdout).contains(SECRET));
+    let said = format!(
+        "{}{}",
+        t.run(["status", s]).stdout(),
+        t.run(["doctor", s, "--json"]).stdout()
+    );
+    assert!(!said.contains(SECRET), "{said}");
+    // unset --restart: the Host the manager starts again has it no more.
+    t.run(["env", "unset", "HTTPS_PROXY", "--stack", s, "--restart"])
+        .ok();
+    let pid = main_pid(&m, &unit);
+    assert!(!live_environ(pid)
+        .iter()
+        .any(|kv| kv.starts_with("HTTPS_PROXY=")));
+    assert_eq!(t.run(["status", s, "--json"]).json()["summary"], "verified");
+    t.run(["uninstall", s]).ok();
+}
