@@ -70,8 +70,7 @@ impl<'a> Unit<'a> {
         }
         let stack = &ctx.stack;
         let name = crate::systemd::unit_name(&stack.label)?;
-        let path =
-            crate::systemd::unit_path(&stack.home, ctx.env.config_home.as_deref(), &stack.label)?;
+        let path = path_for(ctx)?;
         if sc.overridden || sc.runtime_dir_defaulted {
             ctx.out.note(&format!("using systemctl {}", sc.describe()));
         }
