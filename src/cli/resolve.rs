@@ -45,7 +45,7 @@ impl<'a> Named<'a> {
         self.all = t.all;
         self.preview(t.preview);
     }
-    fn preview(&mut self, p: crate::cli::Preview) {
+    fn preview(&mut self, p: super::Preview) {
         self.dry_run = p.dry_run;
         self.json |= p.json;
     }

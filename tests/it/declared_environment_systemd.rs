@@ -1,3 +1,4 @@
+#![cfg(target_os = "linux")]
 //! The declared environment (`oyster env`, issue 41) under a REAL `systemd --user`
 //! (common/user_manager.rs): the launch program the unit runs adds a declared proxy to the
 //! Host's environment (`/proc/<MainPID>/environ`), the unit file and the manager's view of it
@@ -6,30 +7,12 @@
 use std::io::Write;
 use std::process::Stdio;
 
-use crate::common::user_manager::{self, UserManager};
-use crate::common::{free_port, live_environ, Run, TestContext};
+use crate::common::user_manager::UserManager;
+use crate::common::{free_port, live_environ, Run};
 
 const SECRET: &str = "sd-s3cret-pw";
 
-fn world() -> Option<(UserManager, TestContext)> {
-    let m = match UserManager::start() {
-        Ok(m) => m,
-        Err(why) => {
-            user_manager::skip(&why);
-            return None;
-        }
-    };
-    let mut t = TestContext::new();
-    t.home = m.home.clone();
-    t.pin_host_env();
-    t.extra_env
-        .push(("OYSTER_SYSTEMCTL".into(), "/usr/bin/systemctl".into()));
-    t.extra_env.push((
-        "XDG_RUNTIME_DIR".into(),
-        m.runtime_dir.display().to_string(),
-    ));
-    Some((m, t))
-}
+use crate::common::user_manager::world;
 
 fn main_pid(m: &UserManager, unit: &str) -> u32 {
     let out = m.systemctl(&["show", "-p", "MainPID", "--value", unit]);

@@ -1,3 +1,4 @@
+#![cfg(target_os = "linux")]
 //! The systemd door (`oyster::systemd`) against a REAL `systemd --user`
 //! (common/user_manager.rs): a unit rendered for the Node Host fixture run through the real
 //! launch program (`oyster host exec --stack NAME`), driven only through `Systemctl`, and what

@@ -1,35 +1,14 @@
+#![cfg(target_os = "linux")]
 //! The verbs through the binary under a REAL `systemd --user` (common/user_manager.rs): a
 //! Linux user gets a supervised Host. install, verify, restart (unchanged, and with a new
 //! port), stop that stays stopped across a re-login, start, kill answered by the manager, a
 //! crashing generation rolled back to the last good unit, status, dry runs, uninstall leaving
 //! nothing. Each test its own stack and port; one manager for the tests that run together.
 
-use crate::common::user_manager::{self, UserManager};
+use crate::common::user_manager::UserManager;
 use crate::common::{free_port, get, wait_until, Run, TestContext};
 
-/// A user manager of the test's own and a context whose HOME is the manager's (the manager
-/// reads units from its own HOME), pointed at it with `OYSTER_SYSTEMCTL` and
-/// `XDG_RUNTIME_DIR`; `None` (said) where there can be none. Not the shared manager: the
-/// context's teardown stops every process carrying its HOME, the manager included.
-fn world() -> Option<(UserManager, TestContext)> {
-    let m = match UserManager::start() {
-        Ok(m) => m,
-        Err(why) => {
-            user_manager::skip(&why);
-            return None;
-        }
-    };
-    let mut t = TestContext::new();
-    t.home = m.home.clone();
-    t.pin_host_env();
-    t.extra_env
-        .push(("OYSTER_SYSTEMCTL".into(), "/usr/bin/systemctl".into()));
-    t.extra_env.push((
-        "XDG_RUNTIME_DIR".into(),
-        m.runtime_dir.display().to_string(),
-    ));
-    Some((m, t))
-}
+use crate::common::user_manager::world;
 
 fn unit(stack: &str) -> String {
     format!("com.oysterun.host.{stack}.service")

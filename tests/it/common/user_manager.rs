@@ -1,3 +1,4 @@
+#![cfg(target_os = "linux")]
 //! A real `systemd --user` for tests (docs/systemd.md, "A real user manager in tests"): no
 //! systemd PID 1 and no login session needed.
 //!
@@ -402,4 +403,28 @@ fn tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(12)..].join("\n")
+}
+
+/// A user manager of the test's own and a context whose HOME is the manager's (the manager
+/// reads units from its own HOME), pointed at it with `OYSTER_SYSTEMCTL` and
+/// `XDG_RUNTIME_DIR`; `None` (said) where there can be none. Not the shared manager: the
+/// context's teardown stops every process carrying its HOME, the manager included.
+pub fn world() -> Option<(UserManager, super::TestContext)> {
+    let m = match UserManager::start() {
+        Ok(m) => m,
+        Err(why) => {
+            skip(&why);
+            return None;
+        }
+    };
+    let mut t = super::TestContext::new();
+    t.home = m.home.clone();
+    t.pin_host_env();
+    t.extra_env
+        .push(("OYSTER_SYSTEMCTL".into(), SYSTEMCTL.into()));
+    t.extra_env.push((
+        "XDG_RUNTIME_DIR".into(),
+        m.runtime_dir.display().to_string(),
+    ));
+    Some((m, t))
 }
