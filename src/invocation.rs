@@ -73,6 +73,8 @@ pub struct Setup {
     pub options: SetupOptions,
     pub yes: bool,
     pub dry_run: bool,
+    /// `--password-stdin`: the Host login's password is on stdin.
+    pub password_stdin: bool,
     pub no_install_providers: bool,
     pub qr: Qr,
     /// The choices typed that a suggested re-run needs (`--root …`, `--port N`, …), as shell

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::agent::listing::Listings;
 use crate::agent::login_items::LoginItem;
+use crate::config::login::HostLogin;
 use crate::context::Context;
 use crate::direct::{self, Owner, PidRecord};
 use crate::host::identity::ExecRecord;
@@ -115,6 +116,12 @@ pub struct AgentStatus {
     /// Generated variables the live process does not have as generated.
     pub env_mismatch: Vec<String>,
     pub in_sync: Option<bool>,
+    /// Whether anybody can log in to the Host (`dashboard_user` and `dashboard_password_hash`
+    /// set in its config); `null` when the stack has no readable config.
+    pub host_login: Option<HostLogin>,
+    /// The user name a login is made as, said in the human status.
+    #[serde(skip)]
+    pub login_user: Option<String>,
     /// Who wrote the installed plist; `null` when none is installed.
     pub installed_by: Option<InstalledBy>,
     /// Who runs the Host; `null` when none runs or when that cannot be known (launchctl could
@@ -228,6 +235,10 @@ fn blank(ctx: &Context, installed: Option<&Installed>) -> AgentStatus {
             .effective_port(stack, Some(&doc), None)
             .map(|p| p.port)
     });
+    let login = crate::config::ConfigDoc::load(&stack.config_path())
+        .ok()
+        .filter(crate::config::ConfigDoc::exists)
+        .map(|d| (HostLogin::of(d.value()), HostLogin::user(d.value())));
     // Only an installed plist can be stale.
     let in_sync = installed.and_then(|_| {
         plan::plan(ctx, &Default::default())
@@ -258,6 +269,8 @@ fn blank(ctx: &Context, installed: Option<&Installed>) -> AgentStatus {
         env_proof: None,
         env_mismatch: vec![],
         in_sync,
+        host_login: login.as_ref().map(|l| l.0),
+        login_user: login.map(|l| l.1),
         installed_by: installed.map(installed_by),
         managed_by: None,
         manager: None,

@@ -27,6 +27,8 @@ fn st() -> AgentStatus {
         env_proof: Some(EnvProof::Live),
         env_mismatch: vec![],
         in_sync: Some(true),
+        host_login: None,
+        login_user: None,
         installed_by: Some(InstalledBy::Oyster),
         managed_by: None,
         manager: None,

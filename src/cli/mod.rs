@@ -435,6 +435,10 @@ pub struct SetupArgs {
     /// Print the plan and change nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Read the Host's login password from stdin (as `docker login` does); without it, setup
+    /// asks on a terminal when no login is set.
+    #[arg(long)]
+    pub password_stdin: bool,
     /// Configure everything but do not start the Host.
     #[arg(long)]
     pub no_start: bool,

@@ -221,6 +221,7 @@ fn setup_verb<'a>(a: &'a SetupArgs, n: &mut Named<'a>) -> Verb {
         },
         yes: a.yes,
         dry_run: a.dry_run,
+        password_stdin: a.password_stdin,
         no_install_providers: a.no_install_providers,
         qr: qr(a.qr),
         retyped: a.retyped(),

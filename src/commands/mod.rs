@@ -16,6 +16,7 @@ pub mod open;
 pub mod provider_status;
 pub mod providers;
 pub mod setup;
+pub mod setup_login;
 pub mod version;
 
 use std::io::IsTerminal;

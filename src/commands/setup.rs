@@ -25,8 +25,17 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
     if !opts.no_start {
         super::agent::preflight::refuse_direct_host(ctx)?;
     }
+    // Read before the plan: an empty password is refused before anything else happens.
+    let piped = match (args.password_stdin, args.dry_run) {
+        (true, false) => Some(setup::login::read_stdin()?),
+        _ => None,
+    };
     let sp = setup::make_plan(ctx, opts)?;
     show(ctx, opts, &sp);
+    crate::say!(
+        "  login:       {}",
+        super::setup_login::plan_line(&args, &sp)
+    );
     // The command that sets the Host up and installs no provider, offered wherever setup
     // would otherwise install (or ask about) one.
     let without = format!(
@@ -44,7 +53,17 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
         crate::say!("{CANCELLED}");
         return Ok(ExitStatus::Success);
     };
-    let plan = setup::apply(ctx, opts, sp, install)?;
+    let login = match super::setup_login::decide(ctx, &args, &sp, piped)? {
+        super::setup_login::Decided::Set(l) => Some(l),
+        super::setup_login::Decided::Keep => None,
+        super::setup_login::Decided::Cancelled => {
+            crate::say!("{CANCELLED}");
+            return Ok(ExitStatus::Success);
+        }
+    };
+    let root = sp.plan.root.clone();
+    let plan = setup::apply(ctx, opts, sp, install, login.as_ref())?;
+    super::setup_login::ending(ctx, &args, &root);
     // The one thing a new user needs next: where the Host answers.
     let url = format!("http://127.0.0.1:{}", plan.port);
     if opts.no_start {
@@ -177,7 +196,9 @@ fn install_or_cancel(
     without: &str,
 ) -> anyhow::Result<Option<bool>> {
     let opts = &args.options;
-    let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    // stdin holds the password with --password-stdin: no question is read from it.
+    let interactive =
+        std::io::stdin().is_terminal() && std::io::stdout().is_terminal() && !args.password_stdin;
     let install = if sp.installs.is_empty() || args.no_install_providers {
         false
     } else if opts.install_providers {

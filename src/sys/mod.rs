@@ -7,4 +7,5 @@ pub mod process;
 pub mod signal;
 pub mod tail;
 pub mod trusted;
+pub mod tty;
 pub mod user;

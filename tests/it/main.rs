@@ -26,6 +26,7 @@ mod found_by_trying;
 mod help;
 mod hints_run_as_shown;
 mod homebrew_formula;
+mod host_login;
 mod host_start_interrupts;
 mod host_writes_and_refusals;
 mod identity;

@@ -25,6 +25,7 @@ use crate::sys::process::{self, ChildEnv};
 use crate::ExitStatus;
 
 mod files;
+mod host;
 mod launchd;
 
 use files::{log_dir_check, plist_check, plist_file_checks};
@@ -68,6 +69,8 @@ struct Report {
     ok: bool,
     stack: String,
     port: Option<u16>,
+    /// Whether anybody can log in to the Host; `null` when the stack has no config yet.
+    host_login: Option<crate::config::login::HostLogin>,
     checks: Vec<Check>,
     providers: Vec<ProviderReport>,
     /// The full environment the Host gets (the generated variables plus launchd's base).
@@ -92,6 +95,10 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
     let doc = config_check(ctx, &mut checks).map(|d| plan::managed(ctx).applied(d));
     let plan = doc.as_ref().map(|_| plan::plan(ctx, &Default::default()));
     checks.push(node_check(&plan, &ctx.hints()));
+    let login = host::login_check(ctx, doc.as_ref()).map(|(state, row)| {
+        checks.push(row);
+        state
+    });
     let mut providers = vec![];
     if let Some(doc) = &doc {
         for p in PROVIDERS {
@@ -133,6 +140,7 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
                 .effective_port(st, doc.as_ref(), installed.as_ref())
                 .map(|p| p.port)
         }),
+        host_login: login,
         checks,
         providers,
         environment,
