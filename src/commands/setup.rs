@@ -62,7 +62,13 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
         }
     };
     let root = sp.plan.root.clone();
+    let installed: Vec<&'static crate::provider::registry::Provider> = if install {
+        sp.installs.iter().map(|i| i.provider).collect()
+    } else {
+        vec![]
+    };
     let plan = setup::apply(ctx, opts, sp, install, login.as_ref())?;
+    super::setup_login::provider_problems(ctx, &installed);
     super::setup_login::ending(ctx, &args, &root);
     // The one thing a new user needs next: where the Host answers.
     let url = format!("http://127.0.0.1:{}", plan.port);
@@ -199,11 +205,18 @@ fn install_or_cancel(
     // stdin holds the password with --password-stdin: no question is read from it.
     let interactive =
         std::io::stdin().is_terminal() && std::io::stdout().is_terminal() && !args.password_stdin;
+    // 1.5.3 asks only when no provider is usable: with one usable, the Host works, and a
+    // missing other one is noted with its install command (setup goes on).
+    let usable: Vec<&str> = PROVIDERS
+        .iter()
+        .filter(|p| sp.plan.doc.status(p, &ctx.search).state == State::Available)
+        .map(|p| p.display_name)
+        .collect();
     let install = if sp.installs.is_empty() || args.no_install_providers {
         false
     } else if opts.install_providers {
         true
-    } else if interactive && !args.yes {
+    } else if interactive && !args.yes && usable.is_empty() {
         match confirm(ctx, &sp.installs, without)? {
             Answer::Install => true,
             Answer::Skip => false,
@@ -214,14 +227,20 @@ fn install_or_cancel(
     };
     if !install {
         for i in &sp.installs {
+            let how = if args.no_install_providers {
+                "not installed (--no-install-providers)".to_owned()
+            } else if !usable.is_empty() {
+                format!(
+                    "setup goes on with {}; to install it: `{}`",
+                    usable.join(" and "),
+                    i.shown()
+                )
+            } else {
+                format!("pass --install-providers to run `{}`", i.shown())
+            };
             crate::say!(
-                "note: {} is not installed; it stays auto, and the Host finds it once it is installed ({})",
+                "note: {} is not installed; it stays auto, and the Host finds it once it is installed ({how})",
                 i.provider.id,
-                if args.no_install_providers {
-                    "not installed (--no-install-providers)".to_owned()
-                } else {
-                    format!("pass --install-providers to run `{}`", i.shown())
-                }
             );
         }
     }

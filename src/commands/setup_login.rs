@@ -8,6 +8,9 @@ use crate::config::login::HostLogin;
 use crate::config::ConfigDoc;
 use crate::context::Context;
 use crate::invocation::Setup;
+use crate::provider::registry::{Provider, PROVIDERS};
+use crate::provider::resolve::Intent;
+use crate::provider::status::State;
 use crate::setup::login::{self, Password};
 use crate::setup::{NewLogin, SetupPlan};
 
@@ -119,6 +122,43 @@ fn hidden(ctx: &Context, prompt: &str) -> anyhow::Result<Option<String>> {
         ctx.out.raw(b"\n");
     }
     Ok(line.map(|l| l.strip_suffix('\r').map(str::to_owned).unwrap_or(l)))
+}
+
+/// Every provider problem the set-up Host has, named at the end of setup with its fix: a
+/// manual command that points at nothing, a provider not installed, one just installed that
+/// needs its own login first.
+pub fn provider_problems(ctx: &Context, installed: &[&'static Provider]) {
+    let Ok(doc) = ConfigDoc::load(&ctx.stack.config_path()) else {
+        return;
+    };
+    let h = ctx.hints();
+    for p in PROVIDERS {
+        let status = super::providers::for_stack(ctx, doc.status(p, &ctx.search));
+        let problem = match (status.state, status.intent) {
+            (State::Available, _) if installed.iter().any(|i| i.id == p.id) => format!(
+                "{} was just installed: sign in once by running `{}` in a terminal before the Host uses it",
+                p.display_name, p.binary
+            ),
+            (State::Unavailable, Intent::Manual) => format!(
+                "{}: {}; fix: `{}` or `{}`",
+                p.id,
+                status
+                    .detail()
+                    .split_once("; ")
+                    .map_or(status.detail(), |(why, _)| why),
+                h.flag_cmd(&format!("providers set {} /full/path", p.id)),
+                h.flag_cmd(&format!("providers auto {}", p.id))
+            ),
+            (State::Unavailable, _) => format!(
+                "{} is not installed: the Host cannot use it until it is (`{}` installs it; `{}` stops this note)",
+                p.display_name,
+                h.cmd("setup --install-providers"),
+                h.flag_cmd(&format!("providers set {} \"\"", p.id))
+            ),
+            _ => continue,
+        };
+        crate::say!("provider: {problem}");
+    }
 }
 
 /// Setup's last line: "Setup complete." only when the Host has a login; else what is missing

@@ -65,6 +65,7 @@ mod secrets;
 mod secrets_by_shape;
 mod service_steps;
 mod setup;
+mod setup_question;
 mod snapshots;
 mod snapshots_firstday;
 mod snapshots_machine;
