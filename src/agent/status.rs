@@ -191,6 +191,18 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
             ask_launchd(ctx, lc, listings, installed.as_ref(), &mut st)
         }
     };
+    if installed.is_none()
+        && st.loaded
+        && ctx
+            .manager()
+            .is_ok_and(|m| !matches!(m, crate::context::Manager::Systemd(_)))
+    {
+        st.notes.push(format!(
+            "{} was deleted while the job is loaded: it will not start at the next login; `{}` writes it again",
+            ctx.stack.plist_path().display(),
+            ctx.hint_cmd("restart")
+        ));
+    }
     if st.running && st.managed_by.is_none() {
         st.managed_by = Some(Manager::Launchd);
     } else if st.loaded {

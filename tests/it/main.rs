@@ -49,6 +49,7 @@ mod pkg_postinstall;
 mod pkg_uninstall;
 mod pkg_uninstall_names;
 mod planted_fifos;
+mod plist_deleted;
 mod privacy_folders;
 mod providers;
 mod real_macs;

@@ -284,6 +284,11 @@ pub fn direct_instead(ctx: &Context, verb: &str) -> Option<Failed> {
     let Owner::Ours(rec, _) = crate::direct::owner(&ctx.stack).ok()? else {
         return None;
     };
+    // The launch program writes the same pid file under launchd: a Host launchd runs (its
+    // plist deleted under the loaded job) is the job's, never a direct one.
+    if launchd_runs(ctx, rec.pid) {
+        return None;
+    }
     let h = ctx.hints();
     let fix = if verb == "stop" {
         format!("`{}`", h.cmd("host stop"))

@@ -28,6 +28,22 @@ pub(super) fn plist_check(
                 ctx.hint_cmd("install")
             )),
         ),
+        // Deleted under the loaded job: launchd runs a Host whose definition is gone, which
+        // will not come back at the next login.
+        (None, _) if crate::commands::agent::preflight::is_installed(ctx).unwrap_or(false) => check(
+            "plist",
+            Level::Fail,
+            format!(
+                "{} was deleted while {} is loaded: launchd runs a job whose plist is gone, and it will not start at the next login",
+                plist_path.display(),
+                st.label
+            ),
+            Some(format!(
+                "`{}` writes the plist again and restarts the Host (or `{}` stops it for good)",
+                ctx.hint_cmd("restart"),
+                ctx.hint_cmd("stop")
+            )),
+        ),
         (None, _) => check(
             "plist",
             Level::Warn,
