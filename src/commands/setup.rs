@@ -31,6 +31,9 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
         _ => None,
     };
     let sp = setup::make_plan(ctx, opts)?;
+    // Two stacks on one port (another stack's job installed there, stopped or running):
+    // refused before the plan is shown and anything is written, naming the owner.
+    crate::manager::refuse_claimed_port(ctx, sp.plan.port)?;
     show(ctx, opts, &sp);
     crate::say!(
         "  login:       {}",

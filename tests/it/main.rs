@@ -50,6 +50,7 @@ mod pkg_uninstall;
 mod pkg_uninstall_names;
 mod planted_fifos;
 mod plist_deleted;
+mod port_owners;
 mod privacy_folders;
 mod providers;
 mod real_macs;

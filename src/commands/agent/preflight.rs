@@ -83,6 +83,8 @@ pub fn run<T>(
         refuse_direct_host(ctx)?;
     }
     let plan = plan::plan(ctx, host)?;
+    // Two stacks on one port: refused before anything is written, naming the owner.
+    crate::manager::refuse_claimed_port(ctx, plan.port)?;
     step(Prepared {
         lock: &lock,
         plan,

@@ -206,3 +206,28 @@ fn stop_and_uninstall_boot_every_copy_out() {
     o.loaded_here = None;
     assert_eq!(names(decide_stop(&o, false, true)), ["disable"]);
 }
+
+#[test]
+fn a_port_another_stacks_job_claims_is_refused_naming_that_stack() {
+    let claims = [
+        Claim {
+            stack: "dev".into(),
+            port: 8810,
+        },
+        Claim {
+            stack: "qa".into(),
+            port: 8820,
+        },
+    ];
+    assert_eq!(
+        port_claimed("qa", 8810, &claims),
+        Err(PortClaimed {
+            port: 8810,
+            stack: "dev".into()
+        })
+    );
+    // Its own port, and a port nobody claims, are fine.
+    assert_eq!(port_claimed("qa", 8820, &claims), Ok(()));
+    assert_eq!(port_claimed("qa", 8830, &claims), Ok(()));
+    assert_eq!(port_claimed("dev", 8810, &claims), Ok(()));
+}
