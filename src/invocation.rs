@@ -134,7 +134,11 @@ pub enum Verb {
         no_start: bool,
         timing: Timing,
     },
-    Uninstall,
+    /// `--purge`: the stack's data goes too; `--yes`: without asking.
+    Uninstall {
+        purge: bool,
+        yes: bool,
+    },
     /// `agent print`.
     Print(HostInputs),
     /// `agent regenerate`.
@@ -198,7 +202,7 @@ impl Verb {
             Verb::List => "list",
             Verb::Kill => "kill",
             Verb::Install { .. } => "install",
-            Verb::Uninstall => "uninstall",
+            Verb::Uninstall { .. } => "uninstall",
             Verb::Print(_) => "print",
             Verb::Regenerate { .. } => "regenerate",
             Verb::Logs(_) => "logs",

@@ -180,7 +180,7 @@ const KILL_ABOUT: &str = "Send SIGTERM to the running Host only; launchd (KeepAl
 const INSTALL_ABOUT: &str =
     "Write the LaunchAgent, load it into launchd, and verify the running Host";
 const UNINSTALL_ABOUT: &str =
-    "Boot the job out and remove the plist; config, history and logs are kept";
+    "Boot the job out and remove the plist; config, history and logs are kept (--purge deletes them too)";
 const RESTORE_HELP: &str = "Before restarting, run the root's host-service/cli/prepare-restart-restore.mjs so the Host restores its sessions (as Oysterun's `service:restart --restore-sessions`).";
 
 #[derive(Debug, Subcommand)]
@@ -322,6 +322,13 @@ pub enum JobCommand {
     Uninstall {
         #[command(flatten)]
         targets: Targets,
+        /// Also delete the stack's data: its config, logs and the Host's history (the whole
+        /// stack directory), after a question naming what goes; the AgentFolder is kept.
+        #[arg(long, conflicts_with = "all")]
+        purge: bool,
+        /// With --purge: delete without asking (the only way without a terminal).
+        #[arg(long, requires = "purge")]
+        yes: bool,
     },
 }
 

@@ -412,9 +412,16 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
                 timing: verify.timing(),
             }
         }
-        JobCommand::Uninstall { targets } => {
+        JobCommand::Uninstall {
+            targets,
+            purge,
+            yes,
+        } => {
             n.targets(targets);
-            Verb::Uninstall
+            Verb::Uninstall {
+                purge: *purge,
+                yes: *yes,
+            }
         }
     }
 }

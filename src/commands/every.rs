@@ -67,13 +67,13 @@ fn one(ctx: &Context, cmd: &Verb, name: &str) -> anyhow::Result<Line> {
         Verb::Stop { keep: false, .. } => "stopped",
         Verb::Stop { keep: true, .. } => "stopped (kept for the next login)",
         Verb::Restart(_) => "restarted, verified",
-        Verb::Uninstall => "uninstalled",
+        Verb::Uninstall { .. } => "uninstalled",
         _ => unreachable!("only start, stop, restart and uninstall take --all"),
     };
     let sub = ctx.for_stack(name)?;
     let name = name.to_owned();
     // A stack with no LaunchAgent (only a config) has nothing to start, stop or restart.
-    if !matches!(cmd, Verb::Uninstall) && !sub.stack.plist_path().exists() {
+    if !matches!(cmd, Verb::Uninstall { .. }) && !sub.stack.plist_path().exists() {
         let why = format!(
             "skipped: no LaunchAgent ({} does not exist)",
             sub.stack.plist_path().display()

@@ -78,3 +78,22 @@ pub(super) fn created_paths(ctx: &Context, sp: &SetupPlan) -> Created {
     dirs.dedup();
     Created { files, dirs }
 }
+
+/// Whether the stack directory holds nothing but the lifecycle lock (and the directories on
+/// its way): what taking the lock created, nothing of anybody else's.
+pub(super) fn holds_only_the_lock(st: &crate::host::stack::Stack) -> bool {
+    fn only(dir: &Path, lock: &Path) -> bool {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return false;
+        };
+        entries.flatten().all(|e| {
+            let p = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => lock.starts_with(&p) && only(&p, lock),
+                Ok(_) => p == lock,
+                Err(_) => false,
+            }
+        })
+    }
+    st.root.starts_with(&st.home) && st.root != st.home && only(&st.root, &st.lifecycle_lock_path())
+}

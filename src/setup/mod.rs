@@ -221,13 +221,29 @@ pub fn apply(
     // creates the run directory and the lock file), and listed again once it holds the lock:
     // what another oyster created while this one waited for it is not this run's to remove.
     let listed = created_paths(ctx, &sp);
+    let existed = std::fs::symlink_metadata(&st.root).is_ok();
+    let above = st.root.parent().filter(|p| *p != st.home && !p.exists());
     let _guard = InterruptGuard::install();
     let lock = ctx.lock_stack("setup")?;
+    // A stack this setup creates (nothing of it before, nothing but the lock now: no other
+    // oyster made it meanwhile) is removed whole by a rollback: its Host log and audit line
+    // too, so a failed first setup leaves no stack behind (the failure showed the log's tail).
+    let fresh = !existed && created::holds_only_the_lock(st);
     let created = listed.made_by_lock(&ctx.stack, created_paths(ctx, &sp));
     journal.push(Undo::Created(created));
     let applied = apply_steps(ctx, opts, &sp, (install, login), &lock, &mut journal);
     applied.map_err(|err| {
-        let undone = journal.roll_back(&mut Undoing { ctx, sp: &sp });
+        let mut undone = journal.roll_back(&mut Undoing { ctx, sp: &sp });
+        if fresh && std::fs::remove_dir_all(&st.root).is_ok() {
+            undone.said.push(format!(
+                "removed the stack directory {} it had created",
+                st.root.display()
+            ));
+            // The stacks directory too, when this setup created it and it is empty.
+            if let Some(dir) = above {
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
         // Released only after the rollback: no other oyster sees the half-applied stack.
         drop(lock);
         rolled_back(&undone.said, err)

@@ -53,6 +53,7 @@ mod plist_deleted;
 mod port_owners;
 mod privacy_folders;
 mod providers;
+mod purge_stack;
 mod real_macs;
 mod refusals_write_nothing;
 mod refused_where_they_enter;

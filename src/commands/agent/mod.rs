@@ -8,6 +8,7 @@ pub mod list;
 pub mod preflight;
 pub mod preview;
 mod print;
+pub mod purge;
 mod regenerate;
 pub mod restart;
 mod start;
@@ -40,7 +41,7 @@ pub fn run(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
         Verb::Start(s) => start::run(ctx, s),
         Verb::Kill => kill::run(ctx),
         Verb::List => list::run(ctx),
-        Verb::Uninstall => uninstall::run(ctx),
+        Verb::Uninstall { purge, yes } => uninstall::run(ctx, *purge, *yes),
         other => unreachable!("{} is not a verb of the launchd job", other.word()),
     }
 }
