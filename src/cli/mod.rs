@@ -205,6 +205,9 @@ pub enum Command {
         /// Also run `<provider> --version` (only that: never login, model or auth).
         #[arg(long)]
         probe: bool,
+        /// Every stack found on this machine, one report each; exit 1 if any check failed.
+        #[arg(long, conflicts_with = "stack_name")]
+        all: bool,
         #[command(flatten)]
         target: Target,
     },

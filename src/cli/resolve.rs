@@ -195,9 +195,11 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
         Command::Doctor {
             json,
             probe,
+            all,
             target,
         } => {
             n.target(target);
+            n.all = *all;
             n.json = *json;
             Verb::Doctor { probe: *probe }
         }

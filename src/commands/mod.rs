@@ -74,6 +74,9 @@ pub fn dispatch(ctx: &Context, inv: Invocation) -> anyhow::Result<ExitStatus> {
         if let Verb::Status = inv.verb {
             return agent::status::run_all(ctx);
         }
+        if let Verb::Doctor { probe } = inv.verb {
+            return doctor::run_all(ctx, probe);
+        }
         return every::run(ctx, &inv.verb);
     }
     match inv.verb {

@@ -13,6 +13,7 @@ mod default_ports_held;
 mod direct;
 mod dist_archive;
 mod doctor;
+mod doctor_findings;
 mod dry_run;
 mod env_proofs_and_ports;
 mod everyday;

@@ -167,7 +167,7 @@ pub fn launchd_runs(ctx: &Context, pid: u32) -> bool {
 
 /// The pids this stack's service manager runs for it now: launchd's copies in both domains,
 /// or the unit's `MainPID`.
-fn manager_pids(ctx: &Context) -> Vec<u32> {
+pub fn manager_pids(ctx: &Context) -> Vec<u32> {
     match ctx.manager() {
         Ok(Manager::Launchd) => ctx
             .launchctl()

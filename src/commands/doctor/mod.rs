@@ -24,9 +24,12 @@ use crate::provider::status::{ProviderStatus, State};
 use crate::sys::process::{self, ChildEnv};
 use crate::ExitStatus;
 
+mod all;
 mod files;
 mod host;
 mod launchd;
+
+pub use all::run_all;
 
 use files::{log_dir_check, plist_check, plist_file_checks};
 use launchd::launchd_checks;
@@ -78,9 +81,20 @@ struct Report {
 }
 
 pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
-    let st = &ctx.stack;
     // A typo is refused with the nearest name, as every other verb refuses it (exit 2).
-    crate::host::stack::require_known(st, &ctx.env.stack_env())?;
+    crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
+    let report = report(ctx, probe);
+    ctx.out.show(&report, || print(ctx, &report));
+    Ok(if report.ok {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
+/// Every check of the context's stack; reads only, prints nothing.
+fn report(ctx: &Context, probe: bool) -> Report {
+    let st = &ctx.stack;
     let mut checks = vec![];
     if st.config_dir_overridden {
         checks.push(check(
@@ -116,6 +130,13 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
     checks.push(plist_check(ctx, installed.as_ref(), plan_ok(&plan)));
     checks.extend(plist_file_checks(ctx, installed.as_ref()));
     checks.extend(launchd_checks(ctx, installed.as_ref()));
+    // By the one rule when the plan cannot be made (no root found).
+    let port = plan_ok(&plan).map(|p| p.port).or_else(|| {
+        crate::host::plan::HostInputs::default()
+            .effective_port(st, doc.as_ref(), installed.as_ref())
+            .map(|p| p.port)
+    });
+    checks.extend(host::port_check(ctx, port));
     checks.push(log_dir_check(ctx));
     if let Err(e) = st.refuse_unwritable_agents_dir() {
         let msg = e.msg.trim_end_matches("; nothing was changed").to_owned();
@@ -131,26 +152,15 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
     let environment = plan_ok(&plan)
         .and_then(|p| p.host_environment(&st.home).ok())
         .map(|v| v.into_iter().collect());
-    let report = Report {
+    Report {
         ok: !checks.iter().any(|c| c.status == Level::Fail),
         stack: st.name.clone(),
-        // By the one rule when the plan cannot be made (no root found).
-        port: plan_ok(&plan).map(|p| p.port).or_else(|| {
-            crate::host::plan::HostInputs::default()
-                .effective_port(st, doc.as_ref(), installed.as_ref())
-                .map(|p| p.port)
-        }),
+        port,
         host_login: login,
         checks,
         providers,
         environment,
-    };
-    ctx.out.show(&report, || print(ctx, &report));
-    Ok(if report.ok {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Failure
-    })
+    }
 }
 
 /// Paths the Host needs that lie in a folder macOS's privacy protection keeps launchd-run
