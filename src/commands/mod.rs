@@ -192,10 +192,19 @@ fn agent_verb_steps(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
                         return Err(qr_interrupted(sig));
                     }
                 }
-                Err(e) => {
-                    ctx.out.warn(&format!("the login QR step failed: {e:#}"));
-                    ctx.out.err(crate::setup::hooks::QR_UNAVAILABLE);
-                }
+                Err(e) => crate::setup::hooks::qr_unavailable(
+                    ctx,
+                    s.host
+                        .effective_port(
+                            &ctx.stack,
+                            crate::config::ConfigDoc::load(&ctx.stack.config_path())
+                                .ok()
+                                .as_ref(),
+                            None,
+                        )
+                        .map_or(0, |p| p.port),
+                    &format!("{e:#}"),
+                ),
             }
         }
     }
