@@ -105,6 +105,14 @@ pub struct GlobalArgs {
     /// stacks on this machine).
     #[arg(long, value_name = "NAME")]
     pub stack: Option<String>,
+    /// Print nothing on stdout but what the command was asked to show (an action's own
+    /// report and progress are left out; warnings and errors still go to stderr).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Say more: how each start was proven (the environment proof, the Host's PATH), and for
+    /// `version` each stack's Node and Oysterun.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
 }
 
 /// `--stack NAME` on a command about one stack.
@@ -225,11 +233,7 @@ pub enum Command {
     Host(Deferred<HostCommand>),
     /// Print oyster's version; `--verbose` adds, per stack, the pinned Node and the Oysterun
     /// root with its version.
-    Version {
-        /// Also the pinned Node and the Oysterun root and version of every stack.
-        #[arg(long, short)]
-        verbose: bool,
-    },
+    Version,
     /// Open the Host's URL in the browser (`open` on macOS, `xdg-open` elsewhere; the URL is
     /// printed when neither exists).
     Open {

@@ -56,6 +56,13 @@ impl Cli {
         let agent_form = matches!(self.command, Some(Command::Agent(_)));
         let mut named = Named::default();
         let verb = match &self.command {
+            // `version -v`: the global `-v/--verbose`.
+            Some(Command::Version) => {
+                named.unnamed = true;
+                Verb::Version {
+                    verbose: self.global.verbose,
+                }
+            }
             Some(command) => verb(command, &mut named),
             None => {
                 named.unnamed = true;
@@ -113,7 +120,10 @@ impl Cli {
             Stacks::Unnamed
         } else {
             match name {
-                Some(n) => Stacks::One(StackName::parse(n).map_err(Unresolved::BadName)?),
+                Some(n) => Stacks::One(
+                    StackName::parse(n)
+                        .map_err(|e| Unresolved::BadName(all_for(n, verb.word()).unwrap_or(e)))?,
+                ),
                 None => Stacks::One(StackName::production()),
             }
         };
@@ -252,9 +262,9 @@ fn unnamed_verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
                 user_part: a.user_part,
             })
         }
-        Command::Version { verbose } => {
+        Command::Version => {
             n.unnamed = true;
-            Verb::Version { verbose: *verbose }
+            Verb::Version { verbose: false }
         }
         Command::Open { target } => {
             n.target(target);
@@ -426,4 +436,26 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
             }
         }
     }
+}
+
+/// `--stack all` (1.5.3's scripts' word for every stack): the `--all` of the verb typed, when
+/// it has one, else `list`.
+fn all_for(name: &str, verb: &str) -> Option<crate::error::Invalid> {
+    (name == "all").then(|| {
+        let takes_all = ["start", "stop", "restart", "uninstall", "status", "doctor"];
+        let hint = if takes_all.contains(&verb) {
+            format!("`oyster {verb} --all`")
+        } else {
+            "`oyster list` shows every stack".to_owned()
+        };
+        crate::error::Invalid::new(format!(
+            "`all` is not a stack name: every stack is `--all`{}",
+            if takes_all.contains(&verb) {
+                String::new()
+            } else {
+                format!(", which `{verb}` does not take")
+            }
+        ))
+        .hint(hint)
+    })
 }

@@ -34,11 +34,14 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
     // Two stacks on one port (another stack's job installed there, stopped or running):
     // refused before the plan is shown and anything is written, naming the owner.
     crate::manager::refuse_claimed_port(ctx, sp.plan.port)?;
-    show(ctx, opts, &sp);
-    crate::say!(
-        "  login:       {}",
-        super::setup_login::plan_line(&args, &sp)
-    );
+    // -q/--quiet: the plan is not shown (a question still is).
+    if !ctx.out.quiet() {
+        show(ctx, opts, &sp);
+        crate::say!(
+            "  login:       {}",
+            super::setup_login::plan_line(&args, &sp)
+        );
+    }
     // The command that sets the Host up and installs no provider, offered wherever setup
     // would otherwise install (or ask about) one.
     let without = format!(
@@ -76,9 +79,9 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
     // The one thing a new user needs next: where the Host answers.
     let url = format!("http://127.0.0.1:{}", plan.port);
     if opts.no_start {
-        ctx.out.out(&format!("url: {url} (once the Host runs)"));
+        ctx.out.said(&format!("url: {url} (once the Host runs)"));
     } else {
-        ctx.out.out(&format!("url: {url}"));
+        ctx.out.said(&format!("url: {url}"));
     }
     // Oysterun's own setup printed the login QR once the Host ran.
     if !opts.no_start && args.qr.wanted(std::io::stdout().is_terminal()) {
@@ -241,10 +244,10 @@ fn install_or_cancel(
             } else {
                 format!("pass --install-providers to run `{}`", i.shown())
             };
-            crate::say!(
+            ctx.out.said(&format!(
                 "note: {} is not installed; it stays auto, and the Host finds it once it is installed ({how})",
                 i.provider.id,
-            );
+            ));
         }
     }
     Ok(Some(install))

@@ -157,7 +157,7 @@ pub fn provider_problems(ctx: &Context, installed: &[&'static Provider]) {
             ),
             _ => continue,
         };
-        crate::say!("provider: {problem}");
+        ctx.out.said(&format!("provider: {problem}"));
     }
 }
 
@@ -167,7 +167,7 @@ pub fn ending(ctx: &Context, args: &Setup, sp_root: &std::path::Path) {
     let config = ctx.stack.config_path();
     let state = ConfigDoc::load(&config).map(|d| HostLogin::of(d.value()));
     if let Ok(HostLogin::Configured) = state {
-        crate::say!("Setup complete.");
+        ctx.out.said("Setup complete.");
         return;
     }
     let how = match login::module(sp_root) {

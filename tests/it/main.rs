@@ -83,4 +83,5 @@ mod syscalls;
 mod systemd_door;
 #[cfg(target_os = "linux")]
 mod systemd_job;
+mod verbosity;
 mod verbs;

@@ -242,23 +242,35 @@ pub fn report(ctx: &Context, kind: ManagerKind, plan: &Plan, outcome: &Outcome) 
             "environment proven by launchd's loaded definition (the kernel hides the live one)"
         }
     };
-    ctx.out.out_toned(
+    // How it was proven, and the Host's PATH: said with -v/--verbose (every restart would
+    // otherwise repeat them); the URL always.
+    let out = ctx.out;
+    let proof = if out.verbose() {
+        format!(", {proof}")
+    } else {
+        String::new()
+    };
+    out.outcome(
         Tone::Ok,
         &format!(
-            "Host verified: {label} {how}, pid {}, /health 200 after {} ms, {proof}.",
+            "Host verified: {label} {how}, pid {}, /health 200 after {} ms{proof}.",
             outcome.verified.pid,
             outcome.verified.health_after.as_millis()
         ),
     );
-    ctx.out.out(&format!(
-        "  url: http://127.0.0.1:{}  env_proof: {}",
-        plan.port,
-        outcome.verified.env_proof.as_str()
-    ));
-    ctx.out.out(&format!(
-        "  PATH={}",
-        plan.env.get(crate::host::launchenv::PATH).unwrap_or("")
-    ));
+    if out.verbose() {
+        out.out(&format!(
+            "  url: http://127.0.0.1:{}  env_proof: {}",
+            plan.port,
+            outcome.verified.env_proof.as_str()
+        ));
+        out.out(&format!(
+            "  PATH={}",
+            plan.env.get(crate::host::launchenv::PATH).unwrap_or("")
+        ));
+    } else {
+        out.said(&format!("  url: http://127.0.0.1:{}", plan.port));
+    }
 }
 
 /// A custom stack with nothing on disk is a typo until proven otherwise (exit 2, naming the

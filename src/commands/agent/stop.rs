@@ -52,7 +52,7 @@ pub fn run(ctx: &Context, keep: bool, no_wait: bool) -> anyhow::Result<ExitStatu
         )
     };
     ctx.out
-        .out_toned(Tone::Ok, &format!("{what}; {stays}. {kept}"));
+        .outcome(Tone::Ok, &format!("{what}; {stays}. {kept}"));
     Ok(ExitStatus::Success)
 }
 

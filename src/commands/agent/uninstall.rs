@@ -39,7 +39,7 @@ fn uninstall(ctx: &Context, purging: bool) -> anyhow::Result<ExitStatus> {
     let loaded = preflight::is_installed(ctx).unwrap_or(false);
     if !plist.exists() && !loaded {
         // Nothing to do, and nothing created (no lock, no log dir, no audit line).
-        ctx.out.out(&format!(
+        ctx.out.said(&format!(
             "{} is not installed; {}",
             plist.display(),
             if purging {
@@ -79,7 +79,7 @@ fn uninstall(ctx: &Context, purging: bool) -> anyhow::Result<ExitStatus> {
             if !root_was_there {
                 remove_what_this_run_created(stack);
             }
-            ctx.out.out(&format!(
+            ctx.out.said(&format!(
                 "Uninstalled stack {} ({}): {} {}.{kept}",
                 stack.name,
                 stack.label,
@@ -93,7 +93,7 @@ fn uninstall(ctx: &Context, purging: bool) -> anyhow::Result<ExitStatus> {
     if !root_was_there {
         remove_what_this_run_created(stack);
     }
-    ctx.out.out(&format!(
+    ctx.out.said(&format!(
         "Uninstalled stack {} ({}): {}{} removed.{kept}",
         stack.name,
         stack.label,
