@@ -34,6 +34,7 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
     // Two stacks on one port (another stack's job installed there, stopped or running):
     // refused before the plan is shown and anything is written, naming the owner.
     crate::manager::refuse_claimed_port(ctx, sp.plan.port)?;
+    super::agent::preflight::warn_production_port(ctx, sp.plan.port);
     // -q/--quiet: the plan is not shown (a question still is).
     if !ctx.out.quiet() {
         show(ctx, opts, &sp);

@@ -37,3 +37,33 @@ fn setup_on_the_port_of_a_stopped_stack_is_refused_naming_it() {
     t.run(["uninstall", "dev"]).ok();
     t.wait_no_processes();
 }
+
+/// Oysterun 1.5.3's own restart takes production's port to be 8802 (`oysterun_service_common.sh`:
+/// `PRODUCTION_HOST_PORT="8802"`, `--port` refused for a preset stack, the sync writes it):
+/// production elsewhere is said, with the way out.
+#[test]
+fn production_on_another_port_is_warned_that_oysteruns_own_restart_assumes_8802() {
+    let t = TestContext::with_pinned_host();
+    let port = free_port();
+    let r = t
+        .run(common::args(&["install"]).port(port).settle(200))
+        .ok();
+    r.stderr_has(&format!(
+        "production on port {port}: Oysterun's own in-app restart assumes production is on 8802"
+    ));
+    r.stderr_has(&format!(
+        "a custom stack keeps another port (`oyster setup NAME --port {port}`)"
+    ));
+    // A custom stack on any port: nothing to say.
+    let r = t
+        .run(
+            common::args(&["install", "dev"])
+                .port(free_port())
+                .settle(200),
+        )
+        .ok();
+    assert!(!r.stderr().contains("in-app restart"), "{}", r.stderr());
+    t.run(["uninstall"]).ok();
+    t.run(["uninstall", "dev"]).ok();
+    t.wait_no_processes();
+}

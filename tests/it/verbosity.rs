@@ -106,3 +106,24 @@ fn oysteruns_own_words_and_stack_all_get_the_right_command() {
         t.run(typed).fails_with(2).stderr_has(hint);
     }
 }
+
+/// `version -v` finds the root's version where Oysterun's own CLI does (1.5.3's
+/// `bin/oysterun.mjs`: the root's `package.json`, else `host-service/package.json`, which is
+/// where a checkout of 1.5.3 keeps it).
+#[test]
+fn version_verbose_finds_the_roots_version_where_oysteruns_cli_does() {
+    let t = TestContext::with_pinned_host();
+    t.run(common::args(&["config", "sync", "dev"]).port(free_port()))
+        .ok();
+    std::fs::write(
+        t.host_root().join("host-service/package.json"),
+        r#"{"name": "oysterun-host-service", "version": "1.5.3"}"#,
+    )
+    .unwrap();
+    std::fs::write(t.host_root().join("package.json"), r#"{"scripts": {}}"#).unwrap();
+    let out = t.run(["version", "-v"]).ok().stdout();
+    assert!(
+        out.contains(&format!("oysterun: {} 1.5.3", t.host_root().display())),
+        "{out}"
+    );
+}

@@ -85,6 +85,7 @@ pub fn run<T>(
     let plan = plan::plan(ctx, host)?;
     // Two stacks on one port: refused before anything is written, naming the owner.
     crate::manager::refuse_claimed_port(ctx, plan.port)?;
+    warn_production_port(ctx, plan.port);
     step(Prepared {
         lock: &lock,
         plan,
@@ -335,4 +336,19 @@ pub fn not_installed(ctx: &Context, verb: &str) -> Failed {
             ctx.stack_suffix()
         ),
     )
+}
+
+/// Production on a port other than 8802: Oysterun 1.5.3's own restart (the Host's in-app
+/// restart and update run `restart_oysterun.sh` → `start_oysterun.sh`) takes production's port
+/// to be 8802 — `--port` is refused for it, the stack config sync writes 8802 into config.json
+/// and 8802 must be free before it relaunches — so it is said, with the way out: a custom stack.
+pub fn warn_production_port(ctx: &Context, port: u16) {
+    let default = ctx.stack.default_port;
+    if ctx.stack.name != "production" || default.is_none_or(|d| d == port) {
+        return;
+    }
+    ctx.out.warn(&format!(
+        "production on port {port}: Oysterun's own in-app restart assumes production is on {} (it writes that port into config.json and needs it free before it relaunches); a custom stack keeps another port (`oyster setup NAME --port {port}`)",
+        default.unwrap_or(8802)
+    ));
 }
