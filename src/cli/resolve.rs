@@ -114,19 +114,7 @@ impl Cli {
             (true, true) => StackForm::Plain,
             (true, false) => StackForm::Flag,
         };
-        let stacks = if named.all {
-            Stacks::All
-        } else if named.unnamed {
-            Stacks::Unnamed
-        } else {
-            match name {
-                Some(n) => Stacks::One(
-                    StackName::parse(n)
-                        .map_err(|e| Unresolved::BadName(all_for(n, verb.word()).unwrap_or(e)))?,
-                ),
-                None => Stacks::One(StackName::production()),
-            }
-        };
+        let stacks = stacks_of(&named, name, verb.word())?;
         Ok(Invocation {
             stacks,
             verb,
@@ -436,6 +424,24 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
             }
         }
     }
+}
+
+/// Which stacks the run is about: every one (`--all`), none (a verb about no stack), or the
+/// one named (production when none is).
+fn stacks_of(named: &Named<'_>, name: Option<&str>, verb: &str) -> Result<Stacks, Unresolved> {
+    Ok(if named.all {
+        Stacks::All
+    } else if named.unnamed {
+        Stacks::Unnamed
+    } else {
+        match name {
+            Some(n) => Stacks::One(
+                StackName::parse(n)
+                    .map_err(|e| Unresolved::BadName(all_for(n, verb).unwrap_or(e)))?,
+            ),
+            None => Stacks::One(StackName::production()),
+        }
+    })
 }
 
 /// `--stack all` (1.5.3's scripts' word for every stack): the `--all` of the verb typed, when

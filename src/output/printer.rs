@@ -275,6 +275,13 @@ impl Printer {
         }
     }
 
+    /// One line on stdout as one line, never re-flowed to the terminal (the Host's own log
+    /// lines: the terminal wraps them, and a copied line stays whole).
+    pub fn out_unwrapped(&self, text: &str) {
+        let line = self.human(text);
+        self.raw(format!("{line}\n").as_bytes());
+    }
+
     /// One row of a table on stdout, in a tone: never wrapped (the caller fits its columns).
     pub fn out_row(&self, tone: Tone, text: &str) {
         let line = self.paint(self.color_out, tone, &self.human(text));

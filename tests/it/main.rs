@@ -15,6 +15,7 @@ mod dist_archive;
 mod doctor;
 mod doctor_findings;
 mod dry_run;
+mod eighty_columns;
 mod env_proofs_and_ports;
 mod everyday;
 mod everyday_misuse;
