@@ -73,6 +73,8 @@ pub struct Setup {
     pub options: SetupOptions,
     pub yes: bool,
     pub dry_run: bool,
+    /// `--password-stdin`: the Host login's password is on stdin.
+    pub password_stdin: bool,
     pub no_install_providers: bool,
     pub qr: Qr,
     /// The choices typed that a suggested re-run needs (`--root …`, `--port N`, …), as shell
@@ -193,7 +195,11 @@ pub enum Job {
         no_start: bool,
         timing: Timing,
     },
-    Uninstall,
+    /// `--purge`: the stack's data goes too; `--yes`: without asking.
+    Uninstall {
+        purge: bool,
+        yes: bool,
+    },
     /// `agent print`.
     Print(HostInputs),
     /// `agent regenerate`.
@@ -249,7 +255,7 @@ impl Job {
             Job::List => "list",
             Job::Kill => "kill",
             Job::Install { .. } => "install",
-            Job::Uninstall => "uninstall",
+            Job::Uninstall { .. } => "uninstall",
             Job::Print(_) => "print",
             Job::Regenerate { .. } => "regenerate",
         }

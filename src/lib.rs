@@ -56,6 +56,7 @@ pub fn run(args: impl IntoIterator<Item = OsString>) -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e, &args),
     };
+    out.set_verbosity(cli.global.quiet, cli.global.verbose);
     let invocation = match cli.resolve() {
         Ok(i) => i,
         Err(cli::Unresolved::Conflict(msg)) => return usage_error(&stack_conflict(&msg), &args),

@@ -62,3 +62,36 @@ pub fn write_definition(ctx: &Context, plan: &Plan, lock: &Lock) -> anyhow::Resu
         ),
     }
 }
+
+/// Refuses `port` for this stack when another stack's installed job (running or stopped)
+/// runs on it: said before anything is written, naming the stack that owns the port.
+pub fn refuse_claimed_port(ctx: &Context, port: u16) -> Result<(), crate::error::Failed> {
+    let unit_of = |stack: &crate::host::stack::Stack| match ctx.manager() {
+        Ok(Manager::Systemd(_)) => {
+            crate::systemd::unit_path(&stack.home, ctx.env.config_home.as_deref(), &stack.label)
+                .ok()
+        }
+        _ => None,
+    };
+    let claims: Vec<crate::service::decide::Claim> = crate::host::claims::ports(
+        &ctx.env.stack_env(),
+        &ctx.stack.name,
+        &unit_of,
+        ctx.reporter(),
+    )
+    .into_iter()
+    .map(|(stack, port)| crate::service::decide::Claim { stack, port })
+    .collect();
+    crate::service::decide::port_claimed(&ctx.stack.name, port, &claims).map_err(|c| {
+        crate::error::Failed::new(
+            format!(
+                "port {} is stack {}'s (its job is installed there, running or not); two stacks on one port cannot both run, so stack {} was not set up on it and nothing was changed",
+                c.port, c.stack, ctx.stack.name
+            ),
+            format!(
+                "give stack {} another port with --port, or remove stack {} first (`oyster uninstall {}`)",
+                ctx.stack.name, c.stack, c.stack
+            ),
+        )
+    })
+}

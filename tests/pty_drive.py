@@ -3,7 +3,11 @@
 a JSON report: everything the terminal showed, the exit code, and whether it prompted.
 
 Usage: pty_drive.py HEX_ANSWER COMMAND [ARGS...]   (the environment is passed through)
-An empty HEX_ANSWER types nothing. With PTY_WHILE_ASKED set (a JSON argv), that command is
+An empty HEX_ANSWER types nothing. With PTY_SCRIPT set (a JSON list of [TEXT, HEX] pairs),
+HEX_ANSWER is not used: each HEX is typed once the terminal shows its TEXT after the previous
+one (a hidden password prompt asked twice); "prompted" is then whether every step was typed.
+With PTY_PASSWORD set, it is typed (and Enter) at each "Host password: " and "Again, to
+confirm: " prompt, whatever else is answered. With PTY_WHILE_ASKED set (a JSON argv), that command is
 started while the prompt waits, its stderr read until it says "waiting for" (at most 10 s),
 then it is interrupted (SIGINT) and what it said is reported as "while_asked"; only then is
 the answer typed. The terminal is 80 columns wide, 24 lines high (what a
@@ -50,6 +54,11 @@ if pid == 0:
     os.execv(cmd[0], cmd)
 out = b""
 sent = False
+script = json.loads(os.environ.get("PTY_SCRIPT", "null"))
+password = os.environ.get("PTY_PASSWORD")
+typed_password = 0
+step = 0
+seen = 0
 deadline = time.time() + 60
 while time.time() < deadline:
     ready, _, _ = select.select([fd], [], [], 0.05)
@@ -61,7 +70,22 @@ while time.time() < deadline:
         if not chunk:
             break
         out += chunk
-    if not sent and (b"[y/N]" in out or b"[y/s/N]" in out):
+    if password is not None:
+        asked = out.count(b"Host password: ") + out.count(b"Again, to confirm: ")
+        if asked > typed_password:
+            time.sleep(0.1)
+            os.write(fd, password.encode() + b"\r")
+            typed_password += 1
+    if script is not None:
+        if step < len(script):
+            at = out.find(script[step][0].encode(), seen)
+            if at >= 0:
+                seen = at + len(script[step][0].encode())
+                time.sleep(0.1)
+                os.write(fd, bytes.fromhex(script[step][1]))
+                step += 1
+        sent = step == len(script)
+    elif not sent and (b"[y/N]" in out or b"[y/s/N]" in out):
         time.sleep(0.1)
         if os.environ.get("PTY_WHILE_ASKED"):
             while_asked = meanwhile(json.loads(os.environ["PTY_WHILE_ASKED"]))

@@ -7,14 +7,15 @@ use serde::Serialize;
 
 use crate::agent::listing::Listings;
 use crate::agent::login_items::LoginItem;
+use crate::config::login::HostLogin;
 use crate::context::Context;
-use crate::direct::{self, Owner, PidRecord};
+
 use crate::host::identity::ExecRecord;
 use crate::host::plan;
 use crate::host::plist::{self as agentplist, Installed};
 use crate::launchctl::{Domain, JobState, LastExit, Launchctl, PrintInfo};
 use crate::probe::{self, LaunchdView, Probe, Target};
-use crate::verify::{EnvProof, LiveProcess};
+use crate::verify::EnvProof;
 
 /// The state of a stack in one word, for people and scripts (docs/json.md `summary`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -121,6 +122,12 @@ pub struct AgentStatus {
     /// restart): names only.
     pub declared_stale: Vec<String>,
     pub in_sync: Option<bool>,
+    /// Whether anybody can log in to the Host (`dashboard_user` and `dashboard_password_hash`
+    /// set in its config); `null` when the stack has no readable config.
+    pub host_login: Option<HostLogin>,
+    /// The user name a login is made as, said in the human status.
+    #[serde(skip)]
+    pub login_user: Option<String>,
     /// Who wrote the installed plist; `null` when none is installed.
     pub installed_by: Option<InstalledBy>,
     /// Who runs the Host; `null` when none runs or when that cannot be known (launchctl could
@@ -194,26 +201,19 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
             ask_launchd(ctx, lc, listings, installed.as_ref(), &mut st)
         }
     };
-    if st.running && st.managed_by.is_none() {
-        st.managed_by = Some(Manager::Launchd);
-    } else if st.loaded {
-        // A loaded job that is between instances (throttled, spawning): a live Host the pid
-        // file names is launchd's next one (`host exec` writes it under launchd too), never a
-        // direct one — `host start` refuses while the job is loaded, and install the reverse.
-    } else {
-        match direct::owner(&ctx.stack) {
-            Ok(Owner::Ours(rec, live)) => {
-                let known = asked || installed.is_none();
-                direct_host(ctx, (&rec, &live), known, &mut st);
-            }
-            Ok(_) => {}
-            // A pid file that cannot be read (a FIFO, a directory) hides whether a Host runs.
-            Err(e) => {
-                st.broken = true;
-                st.notes.push(format!("broken: {e:#}"));
-            }
-        }
+    if installed.is_none()
+        && st.loaded
+        && ctx
+            .manager()
+            .is_ok_and(|m| !matches!(m, crate::context::Manager::Systemd(_)))
+    {
+        st.notes.push(format!(
+            "{} was deleted while the job is loaded: it will not start at the next login; `{}` writes it again",
+            ctx.stack.plist_path().display(),
+            ctx.hint_cmd("restart")
+        ));
     }
+    by_hand::who_runs_it(ctx, asked, installed.is_some(), &mut st);
     if newcomer && !st.running {
         st.notes.push(format!(
             "nothing is set up for stack {} yet: install Oysterun (`npm install -g oysterun`), then run `{}` (for a checkout: `{}`)",
@@ -238,6 +238,10 @@ fn blank(ctx: &Context, installed: Option<&Installed>) -> AgentStatus {
             .effective_port(stack, Some(&doc), None)
             .map(|p| p.port)
     });
+    let login = crate::config::ConfigDoc::load(&stack.config_path())
+        .ok()
+        .filter(crate::config::ConfigDoc::exists)
+        .map(|d| (HostLogin::of(d.value()), HostLogin::user(d.value())));
     // Only an installed plist can be stale.
     let in_sync = installed.and_then(|_| {
         plan::plan(ctx, &Default::default())
@@ -270,6 +274,8 @@ fn blank(ctx: &Context, installed: Option<&Installed>) -> AgentStatus {
         declared: vec![],
         declared_stale: vec![],
         in_sync,
+        host_login: login.as_ref().map(|l| l.0),
+        login_user: login.map(|l| l.1),
         installed_by: installed.map(installed_by),
         managed_by: None,
         manager: None,
@@ -506,50 +512,6 @@ fn record_probe(st: &mut AgentStatus, p: &Probe) {
     declared::stale(st, p.declared_stale.clone());
 }
 
-/// A Host the pid file names as this stack's: started by `oyster host start`, or — under
-/// launchd — by the launch program launchd ran. `known` says whether launchd was asked (or
-/// the stack has no LaunchAgent): only then is such a Host known to be direct.
-fn direct_host(
-    ctx: &Context,
-    (rec, live): (&PidRecord, &LiveProcess),
-    known: bool,
-    st: &mut AgentStatus,
-) {
-    let host = direct::status::probe(ctx, rec, live);
-    st.running = true;
-    st.pid = Some(host.pid);
-    st.port = Some(host.port);
-    st.url = Some(url(host.port));
-    st.health = host.health;
-    st.env_proof = host.env_proof;
-    st.env_mismatch = host.env_mismatch;
-    st.verified = host.verified;
-    st.notes.extend(host.env_note);
-    declared::stale(st, host.declared_stale);
-    if !known {
-        // launchd's own Host writes the same pid file (`host exec` writes it): without
-        // launchctl, who runs it is not known, and the advice must not be `host stop`.
-        st.summary = Summary::Unknown;
-        st.notes.push(format!(
-            "launchctl could not be asked, so whether launchd (the LaunchAgent) or `oyster host start` runs this Host (pid {}) is not known",
-            rec.pid
-        ));
-        return;
-    }
-    st.managed_by = Some(Manager::Direct);
-    st.summary = if st.verified && !st.declared_stale.is_empty() {
-        Summary::Stale
-    } else if st.verified {
-        Summary::Direct
-    } else {
-        Summary::Unverified
-    };
-    st.notes.push(format!(
-        "started directly (`oyster host start`): `{}` stops it",
-        ctx.hints().cmd("host stop")
-    ));
-}
-
 /// Who wrote an installed plist, from what it runs.
 fn installed_by(inst: &Installed) -> InstalledBy {
     let args: Vec<&str> = inst.program_arguments.iter().map(String::as_str).collect();
@@ -581,6 +543,7 @@ fn summarize(st: &AgentStatus) -> Summary {
     }
 }
 
+mod by_hand;
 mod declared;
 mod notes;
 mod systemd;

@@ -29,6 +29,8 @@ fn st() -> AgentStatus {
         declared: vec![],
         declared_stale: vec![],
         in_sync: Some(true),
+        host_login: None,
+        login_user: None,
         installed_by: Some(InstalledBy::Oyster),
         managed_by: None,
         manager: None,

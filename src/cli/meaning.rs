@@ -50,6 +50,27 @@ const MEANINGS: &[(&str, &str)] = &[
     ("signal", "kill"),
     ("provider", "providers"),
     ("completion", "completions"),
+    // Oysterun 1.5.3's own words (`oysterun show-qr`, `npm run service:restart`, …).
+    ("show-qr", "qr"),
+    ("showqr", "qr"),
+    ("service:install", "install"),
+    ("service:start", "start"),
+    ("service:stop", "stop"),
+    ("service:restart", "restart"),
+    ("service:status", "status"),
+    ("service:logs", "logs"),
+    ("service:uninstall", "uninstall"),
+];
+
+/// Words that mean a whole command of another room or program: `regenerate` is
+/// `agent regenerate`; `update`/`upgrade` is Homebrew's (oyster updates through it).
+const WHOLE: &[(&str, &str)] = &[
+    ("regenerate", "oyster agent regenerate"),
+    ("regen", "oyster agent regenerate"),
+    ("print", "oyster agent print"),
+    ("update", "brew upgrade oyster"),
+    ("upgrade", "brew upgrade oyster"),
+    ("self-update", "brew upgrade oyster"),
 ];
 
 /// Words that only say "a service" (`brew services list`, `service oyster restart`): the
@@ -95,6 +116,21 @@ pub fn meant_verb(args: &[OsString]) -> Option<String> {
         }
     }
     let unknown = words.get(i)?.to_ascii_lowercase();
+    if scope.is_empty() {
+        if let Some((_, whole)) = WHOLE.iter().find(|(w, _)| *w == unknown) {
+            let mut line = vec![(*whole).to_owned()];
+            if whole.starts_with("oyster ") {
+                line.extend(words[i + 1..].iter().cloned());
+                line.extend(before);
+            }
+            let after = if whole.starts_with("brew ") {
+                " (oyster is updated through Homebrew; after upgrading Oysterun, `oyster agent regenerate`)"
+            } else {
+                ""
+            };
+            return Some(format!("try `{}`{after}", line.join(" ")));
+        }
+    }
     let exists = |v: &str| level.find_subcommand(v).is_some();
     let meaning = |w: &str| -> Option<String> {
         let w = w.to_ascii_lowercase();

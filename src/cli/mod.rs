@@ -107,6 +107,14 @@ pub struct GlobalArgs {
     /// stacks on this machine).
     #[arg(long, value_name = "NAME")]
     pub stack: Option<String>,
+    /// Print nothing on stdout but what the command was asked to show (an action's own
+    /// report and progress are left out; warnings and errors still go to stderr).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Say more: how each start was proven (the environment proof, the Host's PATH), and for
+    /// `version` each stack's Node and Oysterun.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
 }
 
 /// `--stack NAME` on a command about one stack.
@@ -182,7 +190,7 @@ const KILL_ABOUT: &str = "Send SIGTERM to the running Host only; launchd (KeepAl
 const INSTALL_ABOUT: &str =
     "Write the LaunchAgent, load it into launchd, and verify the running Host";
 const UNINSTALL_ABOUT: &str =
-    "Boot the job out and remove the plist; config, history and logs are kept";
+    "Boot the job out and remove the plist; config, history and logs are kept (--purge deletes them too)";
 const RESTORE_HELP: &str = "Before restarting, run the root's host-service/cli/prepare-restart-restore.mjs so the Host restores its sessions (as Oysterun's `service:restart --restore-sessions`).";
 
 #[derive(Debug, Subcommand)]
@@ -207,6 +215,9 @@ pub enum Command {
         /// Also run `<provider> --version` (only that: never login, model or auth).
         #[arg(long)]
         probe: bool,
+        /// Every stack found on this machine, one report each; exit 1 if any check failed.
+        #[arg(long, conflicts_with = "stack_name")]
+        all: bool,
         #[command(flatten)]
         target: Target,
     },
@@ -227,11 +238,7 @@ pub enum Command {
     Host(Deferred<HostCommand>),
     /// Print oyster's version; `--verbose` adds, per stack, the pinned Node and the Oysterun
     /// root with its version.
-    Version {
-        /// Also the pinned Node and the Oysterun root and version of every stack.
-        #[arg(long, short)]
-        verbose: bool,
-    },
+    Version,
     /// Open the Host's URL in the browser (`open` on macOS, `xdg-open` elsewhere; the URL is
     /// printed when neither exists).
     Open {
@@ -329,6 +336,13 @@ pub enum JobCommand {
     Uninstall {
         #[command(flatten)]
         targets: Targets,
+        /// Also delete the stack's data: its config, logs and the Host's history (the whole
+        /// stack directory), after a question naming what goes; the AgentFolder is kept.
+        #[arg(long, conflicts_with = "all")]
+        purge: bool,
+        /// With --purge: delete without asking (the only way without a terminal).
+        #[arg(long, requires = "purge")]
+        yes: bool,
     },
 }
 
@@ -448,6 +462,10 @@ pub struct SetupArgs {
     /// Print the plan and change nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// Read the Host's login password from stdin (as `docker login` does); without it, setup
+    /// asks on a terminal when no login is set.
+    #[arg(long)]
+    pub password_stdin: bool,
     /// Configure everything but do not start the Host.
     #[arg(long)]
     pub no_start: bool,

@@ -59,6 +59,13 @@ impl Cli {
         let agent_form = matches!(self.command, Some(Command::Agent(_)));
         let mut named = Named::default();
         let verb = match &self.command {
+            // `version -v`: the global `-v/--verbose`.
+            Some(Command::Version) => {
+                named.unnamed = true;
+                Verb::Version {
+                    verbose: self.global.verbose,
+                }
+            }
             Some(command) => verb(command, &mut named),
             None => {
                 named.unnamed = true;
@@ -110,16 +117,7 @@ impl Cli {
             (true, true) => StackForm::Plain,
             (true, false) => StackForm::Flag,
         };
-        let stacks = if named.all {
-            Stacks::All
-        } else if named.unnamed {
-            Stacks::Unnamed
-        } else {
-            match name {
-                Some(n) => Stacks::One(StackName::parse(n).map_err(Unresolved::BadName)?),
-                None => Stacks::One(StackName::production()),
-            }
-        };
+        let stacks = stacks_of(&named, name, verb.word())?;
         Ok(Invocation {
             stacks,
             verb,
@@ -199,9 +197,11 @@ fn verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
         Command::Doctor {
             json,
             probe,
+            all,
             target,
         } => {
             n.target(target);
+            n.all = *all;
             n.json = *json;
             Verb::Doctor { probe: *probe }
         }
@@ -226,6 +226,7 @@ fn setup_verb<'a>(a: &'a SetupArgs, n: &mut Named<'a>) -> Verb {
         },
         yes: a.yes,
         dry_run: a.dry_run,
+        password_stdin: a.password_stdin,
         no_install_providers: a.no_install_providers,
         qr: qr(a.qr),
         retyped: a.retyped(),
@@ -254,9 +255,9 @@ fn unnamed_verb<'a>(command: &'a Command, n: &mut Named<'a>) -> Verb {
                 user_part: a.user_part,
             })
         }
-        Command::Version { verbose } => {
+        Command::Version => {
             n.unnamed = true;
-            Verb::Version { verbose: *verbose }
+            Verb::Version { verbose: false }
         }
         Command::Open { target } => {
             n.target(target);
@@ -411,32 +412,32 @@ fn host_verb<'a>(h: &'a HostCommand, n: &mut Named<'a>) -> Verb {
     }
 }
 
+fn starting(
+    host: &HostArgs,
+    verify: &VerifyArgs,
+    li: LoginItemsArgs,
+    q: QrArgs,
+    restore: bool,
+) -> Starting {
+    Starting {
+        host: host.inputs(),
+        timing: verify.loading(li),
+        qr: qr(q),
+        restore_sessions: restore,
+    }
+}
+
 fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
-    let starting =
-        |host: &HostArgs, verify: &VerifyArgs, li: LoginItemsArgs, q: QrArgs, restore: bool| {
-            Starting {
-                host: host.inputs(),
-                timing: verify.loading(li),
-                qr: qr(q),
-                restore_sessions: restore,
-            }
-        };
-    match job {
+    Verb::Job(match job {
         JobCommand::Status { json, all, target } => {
             n.target(target);
             n.json = *json;
             n.all = *all;
-            Verb::Job(Job::Status)
+            Job::Status
         }
         JobCommand::Start(Deferred(a)) => {
             n.targets(&a.targets);
-            Verb::Job(Job::Start(starting(
-                &a.host,
-                &a.verify,
-                a.login_items,
-                a.qr,
-                false,
-            )))
+            Job::Start(starting(&a.host, &a.verify, a.login_items, a.qr, false))
         }
         JobCommand::Stop {
             keep,
@@ -444,29 +445,24 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
             targets,
         } => {
             n.targets(targets);
-            Verb::Job(Job::Stop {
+            Job::Stop {
                 keep: *keep,
                 no_wait: *no_wait,
-            })
+            }
         }
         JobCommand::Restart(Deferred(a)) => {
             n.targets(&a.targets);
-            Verb::Job(Job::Restart(starting(
-                &a.host,
-                &a.verify,
-                a.login_items,
-                a.qr,
-                a.restore_sessions,
-            )))
+            let restore = a.restore_sessions;
+            Job::Restart(starting(&a.host, &a.verify, a.login_items, a.qr, restore))
         }
         JobCommand::List { json } => {
             n.unnamed = true;
             n.json = *json;
-            Verb::Job(Job::List)
+            Job::List
         }
         JobCommand::Kill { target } => {
             n.target(target);
-            Verb::Job(Job::Kill)
+            Job::Kill
         }
         JobCommand::Install {
             host,
@@ -478,15 +474,62 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
         } => {
             n.target(target);
             n.preview(*preview);
-            Verb::Job(Job::Install {
+            Job::Install {
                 host: host.inputs(),
                 no_start: *no_start,
                 timing: verify.loading(*login_items),
-            })
+            }
         }
-        JobCommand::Uninstall { targets } => {
+        JobCommand::Uninstall {
+            targets,
+            purge,
+            yes,
+        } => {
             n.targets(targets);
-            Verb::Job(Job::Uninstall)
+            Job::Uninstall {
+                purge: *purge,
+                yes: *yes,
+            }
         }
-    }
+    })
+}
+
+/// Which stacks the run is about: every one (`--all`), none (a verb about no stack), or the
+/// one named (production when none is).
+fn stacks_of(named: &Named<'_>, name: Option<&str>, verb: &str) -> Result<Stacks, Unresolved> {
+    Ok(if named.all {
+        Stacks::All
+    } else if named.unnamed {
+        Stacks::Unnamed
+    } else {
+        match name {
+            Some(n) => Stacks::One(
+                StackName::parse(n)
+                    .map_err(|e| Unresolved::BadName(all_for(n, verb).unwrap_or(e)))?,
+            ),
+            None => Stacks::One(StackName::production()),
+        }
+    })
+}
+
+/// `--stack all` (1.5.3's scripts' word for every stack): the `--all` of the verb typed, when
+/// it has one, else `list`.
+fn all_for(name: &str, verb: &str) -> Option<crate::error::Invalid> {
+    (name == "all").then(|| {
+        let takes_all = ["start", "stop", "restart", "uninstall", "status", "doctor"];
+        let hint = if takes_all.contains(&verb) {
+            format!("`oyster {verb} --all`")
+        } else {
+            "`oyster list` shows every stack".to_owned()
+        };
+        crate::error::Invalid::new(format!(
+            "`all` is not a stack name: every stack is `--all`{}",
+            if takes_all.contains(&verb) {
+                String::new()
+            } else {
+                format!(", which `{verb}` does not take")
+            }
+        ))
+        .hint(hint)
+    })
 }

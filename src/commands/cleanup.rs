@@ -440,8 +440,9 @@ fn look_kept(
             f.precious.push(file);
         } else {
             return Err(format!(
-                "holds {}, which is not oyster's bookkeeping",
-                file.display()
+                "holds {}, which is not oyster's bookkeeping (the Host's data); `oyster uninstall {} --purge` deletes the stack with it",
+                file.display(),
+                stack.name
             ));
         }
     }

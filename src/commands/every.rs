@@ -69,7 +69,7 @@ fn one(ctx: &Context, cmd: &Job, name: &str) -> anyhow::Result<Line> {
         Job::Stop { keep: false, .. } => "stopped",
         Job::Stop { keep: true, .. } => "stopped (kept for the next login)",
         Job::Restart(_) => "restarted, verified",
-        Job::Uninstall => "uninstalled",
+        Job::Uninstall { .. } => "uninstalled",
         // Only the four above take --all (clap's tree says so); any other is said plainly.
         _ => "done",
     };
@@ -77,7 +77,7 @@ fn one(ctx: &Context, cmd: &Job, name: &str) -> anyhow::Result<Line> {
     let name = name.to_owned();
     // A stack with no job definition (only a config) has nothing to start, stop or restart.
     let definition = crate::manager::definition(&sub);
-    if !matches!(cmd, Job::Uninstall) && !definition.exists() {
+    if !matches!(cmd, Job::Uninstall { .. }) && !definition.exists() {
         let what = match ctx.manager() {
             Ok(crate::context::Manager::Systemd(_)) => "systemd unit",
             _ => "LaunchAgent",

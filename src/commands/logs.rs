@@ -74,7 +74,7 @@ fn print_last_lines(
     for (i, line) in lines.into_iter().enumerate() {
         let line = pem.line(line);
         if i >= skip {
-            ctx.out.out(&line);
+            ctx.out.out_unwrapped(&line);
         }
     }
     Ok(end)
@@ -117,7 +117,7 @@ fn print_event(ctx: &Context, path: &Path, pem: &mut PemLines, event: Event) {
         pem.reset();
     }
     match event {
-        Event::Line(line) => ctx.out.out(&pem.line(line)),
+        Event::Line(line) => ctx.out.out_unwrapped(&pem.line(line)),
         Event::Truncated => ctx.out.note(&format!(
             "{} was truncated; reading it from the start",
             path.display()

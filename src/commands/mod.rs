@@ -17,6 +17,7 @@ pub mod open;
 pub mod provider_status;
 pub mod providers;
 pub mod setup;
+pub mod setup_login;
 pub mod version;
 
 use std::io::IsTerminal;
@@ -71,7 +72,10 @@ pub fn dispatch(ctx: &Context, inv: Invocation) -> anyhow::Result<ExitStatus> {
         Verb::Env(v) => env::run(ctx, v),
         Verb::Doctor { probe } => {
             ctx.announce_overrides();
-            doctor::run(ctx, probe)
+            match inv.stacks {
+                Stacks::All => doctor::run_all(ctx, probe),
+                _ => doctor::run(ctx, probe),
+            }
         }
         Verb::Setup(setup) => {
             ctx.announce_overrides();
@@ -188,10 +192,19 @@ fn agent_verb_steps(ctx: &Context, verb: &Job) -> anyhow::Result<ExitStatus> {
                         return Err(qr_interrupted(sig));
                     }
                 }
-                Err(e) => {
-                    ctx.out.warn(&format!("the login QR step failed: {e:#}"));
-                    ctx.out.err(crate::setup::hooks::QR_UNAVAILABLE);
-                }
+                Err(e) => crate::setup::hooks::qr_unavailable(
+                    ctx,
+                    s.host
+                        .effective_port(
+                            &ctx.stack,
+                            crate::config::ConfigDoc::load(&ctx.stack.config_path())
+                                .ok()
+                                .as_ref(),
+                            None,
+                        )
+                        .map_or(0, |p| p.port),
+                    &format!("{e:#}"),
+                ),
             }
         }
     }

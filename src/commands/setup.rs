@@ -25,8 +25,24 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
     if !opts.no_start {
         super::agent::preflight::refuse_direct_host(ctx)?;
     }
+    // Read before the plan: an empty password is refused before anything else happens.
+    let piped = match (args.password_stdin, args.dry_run) {
+        (true, false) => Some(setup::login::read_stdin()?),
+        _ => None,
+    };
     let sp = setup::make_plan(ctx, opts)?;
-    show(ctx, opts, &sp);
+    // Two stacks on one port (another stack's job installed there, stopped or running):
+    // refused before the plan is shown and anything is written, naming the owner.
+    crate::manager::refuse_claimed_port(ctx, sp.plan.port)?;
+    super::agent::preflight::warn_production_port(ctx, sp.plan.port);
+    // -q/--quiet: the plan is not shown (a question still is).
+    if !ctx.out.quiet() {
+        show(ctx, opts, &sp);
+        ctx.out.out(&format!(
+            "  login:       {}",
+            super::setup_login::plan_line(&args, &sp)
+        ));
+    }
     // The command that sets the Host up and installs no provider, offered wherever setup
     // would otherwise install (or ask about) one.
     let without = format!(
@@ -46,13 +62,29 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
         ctx.out.out(CANCELLED);
         return Ok(ExitStatus::Success);
     };
-    let plan = setup::apply(ctx, opts, sp, install)?;
+    let login = match super::setup_login::decide(ctx, &args, &sp, piped)? {
+        super::setup_login::Decided::Set(l) => Some(l),
+        super::setup_login::Decided::Keep => None,
+        super::setup_login::Decided::Cancelled => {
+            ctx.out.out(CANCELLED);
+            return Ok(ExitStatus::Success);
+        }
+    };
+    let root = sp.plan.root.clone();
+    let installed: Vec<&'static crate::provider::registry::Provider> = if install {
+        sp.installs.iter().map(|i| i.provider).collect()
+    } else {
+        vec![]
+    };
+    let plan = setup::apply(ctx, opts, sp, install, login.as_ref())?;
+    super::setup_login::provider_problems(ctx, &installed);
+    super::setup_login::ending(ctx, &args, &root);
     // The one thing a new user needs next: where the Host answers.
     let url = format!("http://127.0.0.1:{}", plan.port);
     if opts.no_start {
-        ctx.out.out(&format!("url: {url} (once the Host runs)"));
+        ctx.out.said(&format!("url: {url} (once the Host runs)"));
     } else {
-        ctx.out.out(&format!("url: {url}"));
+        ctx.out.said(&format!("url: {url}"));
     }
     // Proxy and CA variables of the caller's shell: noticed, offered, never inherited.
     super::env::notice_shell(ctx)?;
@@ -186,12 +218,21 @@ fn install_or_cancel(
     without: &str,
 ) -> anyhow::Result<Option<bool>> {
     let opts = &args.options;
-    let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    // stdin holds the password with --password-stdin: no question is read from it.
+    let interactive =
+        std::io::stdin().is_terminal() && std::io::stdout().is_terminal() && !args.password_stdin;
+    // 1.5.3 asks only when no provider is usable: with one usable, the Host works, and a
+    // missing other one is noted with its install command (setup goes on).
+    let usable: Vec<&str> = PROVIDERS
+        .iter()
+        .filter(|p| sp.plan.doc.status(p, &ctx.search).state == State::Available)
+        .map(|p| p.display_name)
+        .collect();
     let install = if sp.installs.is_empty() || args.no_install_providers {
         false
     } else if opts.install_providers {
         true
-    } else if interactive && !args.yes {
+    } else if interactive && !args.yes && usable.is_empty() {
         match confirm(ctx, &sp.installs, without)? {
             Answer::Install => true,
             Answer::Skip => false,
@@ -202,14 +243,20 @@ fn install_or_cancel(
     };
     if !install {
         for i in &sp.installs {
-            ctx.out.out(&format!(
-                "note: {} is not installed; it stays auto, and the Host finds it once it is installed ({})",
+            let how = if args.no_install_providers {
+                "not installed (--no-install-providers)".to_owned()
+            } else if !usable.is_empty() {
+                format!(
+                    "setup goes on with {}; to install it: `{}`",
+                    usable.join(" and "),
+                    i.shown()
+                )
+            } else {
+                format!("pass --install-providers to run `{}`", i.shown())
+            };
+            ctx.out.said(&format!(
+                "note: {} is not installed; it stays auto, and the Host finds it once it is installed ({how})",
                 i.provider.id,
-                if args.no_install_providers {
-                    "not installed (--no-install-providers)".to_owned()
-                } else {
-                    format!("pass --install-providers to run `{}`", i.shown())
-                }
             ));
         }
     }

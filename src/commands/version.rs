@@ -5,9 +5,6 @@ use crate::context::Context;
 use crate::host::plan::{self, HostInputs};
 use crate::ExitStatus;
 
-/// The most of a root's `package.json` that is read.
-const MAX_PACKAGE_JSON: u64 = 1 << 20;
-
 pub fn run(ctx: &Context, verbose: bool) -> anyhow::Result<ExitStatus> {
     ctx.out
         .out(&format!("oyster {}", env!("CARGO_PKG_VERSION")));
@@ -50,11 +47,7 @@ pub fn run(ctx: &Context, verbose: bool) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-/// The `version` of the root's `package.json`, through the one bounded reader.
+/// The root's version where Oysterun's own CLI finds it.
 fn oysterun_version(root: &std::path::Path) -> Option<String> {
-    let bytes = crate::sys::fs::read_regular(&root.join("package.json"), MAX_PACKAGE_JSON)
-        .ok()
-        .flatten()?;
-    let doc: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    doc.get("version")?.as_str().map(str::to_owned)
+    crate::host::root::oysterun_version(root)
 }

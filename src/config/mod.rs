@@ -17,6 +17,7 @@ use crate::provider::resolve::{self, Intent, Resolution, Search};
 use crate::sys::fs::{self as fsutil, FsError};
 
 pub mod environment;
+pub mod login;
 pub mod managed;
 mod store;
 pub use store::{update, update_waiting, LAUNCH_LOCK_WAIT};

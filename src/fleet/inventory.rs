@@ -27,9 +27,6 @@ pub const SCHEMA_VERSION: u32 = 1;
 /// How long oyster, run as one user, may take for that user's part (root's inventory).
 const USER_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// The largest `package.json` read for the Oysterun version.
-const PACKAGE_JSON_CAP: u64 = 1 << 20;
-
 /// The whole document.
 #[derive(Debug, Serialize)]
 pub struct Inventory {
@@ -317,14 +314,9 @@ fn from_status(ctx: &Context, st: AgentStatus, launchd: bool) -> StackPart {
     }
 }
 
-/// The Oysterun version: `version` in the root's package.json.
+/// The Oysterun version, where its own CLI finds it.
 fn oysterun_version(root: &str) -> Option<String> {
-    let bytes =
-        crate::sys::fs::read_regular(&Path::new(root).join("package.json"), PACKAGE_JSON_CAP)
-            .ok()
-            .flatten()?;
-    let doc: Value = serde_json::from_slice(&bytes).ok()?;
-    doc.get("version")?.as_str().map(str::to_owned)
+    crate::host::root::oysterun_version(Path::new(root))
 }
 
 /// Each provider's state from the stack's config and what discovery finds now (no provider

@@ -3,6 +3,7 @@
 //! assembles them; and the identity files the Host's launch program (`oyster host exec`,
 //! `crate::launch`) leaves for Oysterun's scripts ([`identity`]).
 
+pub mod claims;
 pub mod declared;
 pub mod identity;
 pub mod lan;

@@ -190,3 +190,25 @@ fn check(dir: &Path, origin: &str) -> Result<PathBuf, Invalid> {
         )))
     }
 }
+
+/// The most of a `package.json` that is read for a version.
+const PACKAGE_JSON_CAP: u64 = 1 << 20;
+
+/// The installed Oysterun's version where its own CLI finds it (1.5.3's `bin/oysterun.mjs`):
+/// `version` in `<root>/package.json`, else in `<root>/host-service/package.json` (a checkout's
+/// root `package.json` has none), through the one bounded reader.
+pub fn oysterun_version(root: &Path) -> Option<String> {
+    ["package.json", "host-service/package.json"]
+        .iter()
+        .find_map(|file| {
+            let bytes = crate::sys::fs::read_regular(&root.join(file), PACKAGE_JSON_CAP)
+                .ok()
+                .flatten()?;
+            let doc: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+            doc.get("version")?
+                .as_str()
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+        })
+}

@@ -55,6 +55,10 @@ pub struct Printer {
     width_out: Option<usize>,
     width_err: Option<usize>,
     stdout_closed: AtomicBool,
+    /// `-q/--quiet`: an action's report and progress are left out.
+    quiet: AtomicBool,
+    /// `-v/--verbose`: the proofs are said too.
+    verbose: AtomicBool,
     /// The first error writing stdout other than a closed pipe (a full disk, an I/O error):
     /// the output the user asked for is lost, so the run cannot end with 0.
     stdout_failed: RwLock<Option<String>>,
@@ -77,6 +81,8 @@ pub fn printer() -> &'static Printer {
             width_out: super::wrap::width_of(&io::stdout(), io::stdout().is_terminal()),
             width_err: super::wrap::width_of(&io::stderr(), io::stderr().is_terminal()),
             stdout_closed: AtomicBool::new(false),
+            quiet: AtomicBool::new(false),
+            verbose: AtomicBool::new(false),
             stdout_failed: RwLock::new(None),
         }
     })
@@ -86,6 +92,37 @@ impl Printer {
     /// Sets the output mode for the run (the command layer does, once, from `--json`).
     pub fn set_mode(&self, mode: Mode) {
         self.json.store(mode == Mode::Json, Ordering::SeqCst);
+    }
+
+    /// `-q/--quiet` and `-v/--verbose`, set once from the command line.
+    pub fn set_verbosity(&self, quiet: bool, verbose: bool) {
+        self.quiet.store(quiet, Ordering::SeqCst);
+        self.verbose.store(verbose, Ordering::SeqCst);
+    }
+
+    /// `-q/--quiet`: an action's report and progress are not printed.
+    pub fn quiet(&self) -> bool {
+        self.quiet.load(Ordering::SeqCst)
+    }
+
+    /// `-v/--verbose`: the proofs are printed too.
+    pub fn verbose(&self) -> bool {
+        self.verbose.load(Ordering::SeqCst)
+    }
+
+    /// A line of an action's own report (`Stopped …`, `Host verified: …`): stdout, toned,
+    /// left out under `-q/--quiet`.
+    pub fn outcome(&self, tone: Tone, text: &str) {
+        if !self.quiet() {
+            self.out_toned(tone, text);
+        }
+    }
+
+    /// [`Printer::outcome`], untoned.
+    pub fn said(&self, text: &str) {
+        if !self.quiet() {
+            self.out(text);
+        }
     }
 
     /// The output mode: commands render a document or human lines by it.
@@ -238,6 +275,13 @@ impl Printer {
         }
     }
 
+    /// One line on stdout as one line, never re-flowed to the terminal (the Host's own log
+    /// lines: the terminal wraps them, and a copied line stays whole).
+    pub fn out_unwrapped(&self, text: &str) {
+        let line = self.human(text);
+        self.raw(format!("{line}\n").as_bytes());
+    }
+
     /// One row of a table on stdout, in a tone: never wrapped (the caller fits its columns).
     pub fn out_row(&self, tone: Tone, text: &str) {
         let line = self.paint(self.color_out, tone, &self.human(text));
@@ -324,7 +368,7 @@ impl Printer {
     /// deadline (docs/behaviour.md §10): `waiting for /health on 127.0.0.1:8802 (up to 30 s)…`.
     /// Waits of a second or less pass silently.
     pub fn waiting(&self, what: &str, deadline: std::time::Duration) {
-        if deadline <= std::time::Duration::from_secs(1) {
+        if deadline <= std::time::Duration::from_secs(1) || self.quiet() {
             return;
         }
         let secs = deadline.as_secs_f64();
@@ -339,6 +383,9 @@ impl Printer {
 
     /// `oyster: note: …` on stderr (a fallback or override in effect).
     pub fn note(&self, text: &str) {
+        if self.quiet() {
+            return;
+        }
         self.err(&format!("oyster: note: {text}"));
     }
 

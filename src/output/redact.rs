@@ -100,7 +100,10 @@ pub fn redact_document(value: &Value, secrets: &[String]) -> Value {
         Value::Object(map) => Value::Object(
             map.iter()
                 .map(|(k, v)| {
-                    let v = if is_secret_key(k) && !v.is_null() {
+                    // A secret that is not set (null, "") is shown as not set: `<redacted>`
+                    // would read as set.
+                    let unset = v.is_null() || v.as_str() == Some("");
+                    let v = if is_secret_key(k) && !unset {
                         Value::String(REDACTED.into())
                     } else {
                         redact_document(v, secrets)
@@ -217,7 +220,7 @@ fn authorization_re() -> &'static regex_lite::Regex {
 }
 
 /// A command line's `--NAME VALUE` (a provider spawned with `--api-key …`, logged by the
-/// Host): NAME and the value after the space.
+/// Host): NAME and the value after the space (not after `--NAME-stdin`, a flag of its own).
 fn flag_re() -> &'static regex_lite::Regex {
     use std::sync::OnceLock;
     static FLAG: OnceLock<regex_lite::Regex> = OnceLock::new();
@@ -280,7 +283,10 @@ pub fn redact_shapes(text: &str) -> String {
     if s.contains("--") {
         s = flag_re()
             .replace_all(&s, |c: &regex_lite::Captures<'_>| {
-                if is_secret_assignment(&c[2]) && c[3] != *REDACTED {
+                // `--password-stdin` says where the secret comes from; the word after it is
+                // the next argument, never the secret.
+                let from_stdin = c[2].to_ascii_lowercase().ends_with("-stdin");
+                if is_secret_assignment(&c[2]) && !from_stdin && c[3] != *REDACTED {
                     format!("{}{REDACTED}", &c[1])
                 } else {
                     c[0].to_owned()

@@ -424,3 +424,25 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn an_unset_secret_and_a_flag_that_reads_one_from_stdin_are_shown_as_they_are() {
+    // A secret that is not set reads as not set.
+    assert_eq!(
+        redact_shapes(r#""dashboard_password_hash": null,"#),
+        r#""dashboard_password_hash": null,"#
+    );
+    assert_eq!(
+        redact_shapes(r#""dashboard_password_hash": "null""#),
+        r#""dashboard_password_hash": "<redacted>""#
+    );
+    // `--password-stdin` takes no value: the next word is the next argument.
+    assert_eq!(
+        redact_shapes("`oyster setup --password-stdin dev --port 8810`"),
+        "`oyster setup --password-stdin dev --port 8810`"
+    );
+    assert_eq!(
+        redact_shapes("--password hunter22"),
+        "--password <redacted>"
+    );
+}

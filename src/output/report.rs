@@ -25,10 +25,14 @@ pub trait Reporter {
 
 impl Reporter for Printer {
     fn line(&self, text: &str) {
-        self.out(text);
+        if !self.quiet() {
+            self.out(text);
+        }
     }
     fn progress(&self, text: &str) {
-        self.err(text);
+        if !self.quiet() {
+            self.err(text);
+        }
     }
     fn note(&self, text: &str) {
         Printer::note(self, text);
@@ -40,7 +44,9 @@ impl Reporter for Printer {
         Printer::waiting(self, what, deadline);
     }
     fn detail(&self, text: &str) {
-        self.out_toned(super::Tone::Dim, text);
+        if !self.quiet() {
+            self.out_toned(super::Tone::Dim, text);
+        }
     }
 }
 

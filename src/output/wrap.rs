@@ -62,9 +62,11 @@ pub fn wrap(text: &str, width: usize) -> String {
         let mut current = line[..start].to_owned();
         let mut used = columns(&current);
         let mut empty = true;
-        for word in line[start..].split(' ').filter(|w| !w.is_empty()) {
+        // Each word with the run of spaces before it, kept as it is within a line (aligned
+        // columns stay aligned); a break drops the run.
+        for (gap, word) in words_with_gaps(&line[start..]) {
             let len = columns(word);
-            if !empty && used + 1 + len > width {
+            if !empty && used + gap.len() + len > width {
                 out.push_str(&current);
                 out.push('\n');
                 current = " ".repeat(indent);
@@ -72,14 +74,30 @@ pub fn wrap(text: &str, width: usize) -> String {
                 empty = true;
             }
             if !empty {
-                current.push(' ');
-                used += 1;
+                current.push_str(gap);
+                used += gap.len();
             }
             current.push_str(word);
             used += len;
             empty = false;
         }
         out.push_str(&current);
+    }
+    out
+}
+
+/// The words of `text`, each with the run of spaces before it (the first word's is empty).
+fn words_with_gaps(text: &str) -> Vec<(&str, &str)> {
+    let mut out = vec![];
+    let mut rest = text.trim_start_matches(' ');
+    let mut gap = "";
+    while !rest.is_empty() {
+        let end = rest.find(' ').unwrap_or(rest.len());
+        out.push((gap, &rest[..end]));
+        let after = &rest[end..];
+        let next = after.trim_start_matches(' ');
+        gap = &after[..after.len() - next.len()];
+        rest = next;
     }
     out
 }
@@ -133,6 +151,15 @@ pub fn cut_middle(path: &str, max: usize) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn runs_of_spaces_are_kept_within_a_line_and_dropped_at_a_break() {
+        let line = format!("{:<10}{:<10}{}", "dev", "running", "word ".repeat(20));
+        let w = wrap(&line, 40);
+        assert!(w.starts_with("dev       running   word"), "{w}");
+        assert!(w.lines().all(|l| columns(l) <= 40), "{w}");
+        assert!(!w.lines().skip(1).any(|l| l.trim_start().starts_with(' ')));
+    }
 
     #[test]
     fn a_long_line_breaks_at_spaces_under_its_value() {

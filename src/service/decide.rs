@@ -138,6 +138,36 @@ pub enum Refusal {
     SwitchedOff { target: String },
 }
 
+/// Another stack of this user whose job is installed on the port a run would give this one
+/// (running or stopped): two stacks on one port cannot both run, so the run is refused before
+/// anything is written, naming the stack that owns the port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortClaimed {
+    pub port: u16,
+    /// The stack that owns it.
+    pub stack: String,
+}
+
+/// What another stack records as its port: the stack and its port (by the one rule: its
+/// config, else its installed definition, else its default), for stacks whose job is
+/// installed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub stack: String,
+    pub port: u16,
+}
+
+/// Refuses `port` for stack `this` when another stack's installed job claims it.
+pub fn port_claimed(this: &str, port: u16, claims: &[Claim]) -> Result<(), PortClaimed> {
+    match claims.iter().find(|c| c.port == port && c.stack != this) {
+        Some(c) => Err(PortClaimed {
+            port,
+            stack: c.stack.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
 /// The decision: what the run does, and its steps in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {

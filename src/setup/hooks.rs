@@ -25,8 +25,6 @@ pub const RESTORE_TRIGGER: (&str, &str) = (
     "OYSTERUN_RESTART_RESTORE_TRIGGER",
     "cli_service_restart_restore_sessions",
 );
-/// The words the 1.5.3 script said when the QR could not be printed.
-pub const QR_UNAVAILABLE: &str = "Login QR unavailable. Run 'oysterun show-qr' after setup.";
 
 /// How long the QR may take (it only reads the config and prints).
 const QR_TIMEOUT: Duration = Duration::from_secs(30);
@@ -69,26 +67,22 @@ pub fn show_qr(ctx: &Context, plan: &Plan) -> Ran {
         Stdout::AsWritten,
     ) {
         Ok(()) => Ran::Done,
-        Err(_) if signal::received().is_some() => {
-            qr_unavailable(ctx);
-            Ran::Interrupted(signal::received().unwrap_or(Signal::SIGINT))
-        }
         Err(why) => {
-            ctx.out.warn(&format!("the login QR step failed: {why}"));
-            qr_unavailable(ctx);
-            Ran::Failed
+            qr_unavailable(ctx, plan.port, &why);
+            match signal::received() {
+                Some(sig) => Ran::Interrupted(sig),
+                None => Ran::Failed,
+            }
         }
     }
 }
 
-/// 1.5.3's words, then oyster's own way to see the QR again, in the form the stack was given
-/// (`oyster qr` runs the entry point with this stack's environment, which a bare
-/// `oysterun show-qr` typed later does not have).
-fn qr_unavailable(ctx: &Context) {
-    ctx.out.err(QR_UNAVAILABLE);
-    ctx.out.err(&format!(
-        "`{}` shows this stack's login QR again",
-        ctx.hint_cmd("qr")
+/// One line when the root shows no QR: why in oyster's words, and where the Host answers
+/// instead. (The entry point's own words name its flags and another program's command, and
+/// `oyster qr` would fail the same way: neither is offered.)
+pub fn qr_unavailable(ctx: &Context, port: u16, why: &str) {
+    ctx.out.note(&format!(
+        "no login QR for this Host ({why}); log in at http://127.0.0.1:{port} instead"
     ));
 }
 
@@ -162,6 +156,9 @@ fn run_step(
     // Ctrl-C must reach the step: it runs in its own process group, which the terminal's
     // SIGINT does not reach, so without the guard oyster would die and leave it running.
     let _guard = InterruptGuard::install();
+    // The QR's stderr is held until it ends: a QR that cannot be shown is said in one line
+    // (`qr_unavailable`), not with the entry point's advice about its own flags.
+    let mut held: Vec<String> = vec![];
     // Each line as it comes (a step that hangs has shown what it printed), whole: the
     // process door's capture cap bounds only what oyster keeps, not what the user sees.
     let result = process::run_streaming(
@@ -176,18 +173,35 @@ fn run_step(
                 ctx.out.raw(format!("{line}\n").as_bytes());
             }
             process::Stream::Stdout => ctx.out.out(line),
+            process::Stream::Stderr if stdout == Stdout::AsWritten => {
+                if !line.trim().is_empty() {
+                    held.push(line.to_owned());
+                }
+            }
             process::Stream::Stderr if !line.trim().is_empty() => ctx.out.err(line),
             process::Stream::Stderr => {}
         },
     );
     match result {
-        Ok(f) if f.code == 0 => Ok(()),
+        Ok(f) if f.code == 0 => {
+            for line in &held {
+                ctx.out.err(line);
+            }
+            Ok(())
+        }
+        Ok(f) if stdout == Stdout::AsWritten => Err(format!(
+            "{SHOW_QR} --show-qr shows none: it exited {}",
+            f.code
+        )),
         Ok(f) => Err(format!(
             "`{} {}` exited with code {}",
             plan.node.path.display(),
             argv.join(" "),
             f.code
         )),
+        Err(_) if stdout == Stdout::AsWritten && signal::received().is_some() => {
+            Err("interrupted".to_owned())
+        }
         Err(e) => Err(e.to_string()),
     }
 }

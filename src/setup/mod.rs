@@ -5,7 +5,11 @@
 //! lock file, no directory, no cache, no temp file, no background process), so there is nothing
 //! to roll back. A failure after a side effect undoes every earlier one, in reverse order.
 
+mod created;
 pub mod hooks;
+pub mod login;
+
+use created::{created_paths, Created};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -184,12 +188,6 @@ enum Undo {
     StopHost,
 }
 
-/// Files and directories setup may create that did not exist before it.
-struct Created {
-    files: Vec<PathBuf>,
-    dirs: Vec<PathBuf>,
-}
-
 /// What setup's steps need to take themselves back.
 struct Undoing<'a> {
     ctx: &'a Context,
@@ -199,6 +197,12 @@ struct Undoing<'a> {
 /// Setup's journal: its side effects so far, each able to take itself back.
 type Journal = crate::undo::Journal<Undo>;
 
+/// The Host login setup writes: the user name and Oysterun's hash of the password.
+pub struct NewLogin {
+    pub user: String,
+    pub hash: String,
+}
+
 /// Applies a plan; on failure every earlier side effect is rolled back. Returns the Host plan
 /// it applied (what the login QR step needs after a start).
 pub fn apply(
@@ -206,6 +210,7 @@ pub fn apply(
     opts: &SetupOptions,
     sp: SetupPlan,
     install: bool,
+    login: Option<&NewLogin>,
 ) -> anyhow::Result<Plan> {
     let st = &ctx.stack;
     // Reverts are recorded in the stack's audit log when it has one already: a setup that
@@ -216,13 +221,29 @@ pub fn apply(
     // creates the run directory and the lock file), and listed again once it holds the lock:
     // what another oyster created while this one waited for it is not this run's to remove.
     let listed = created_paths(ctx, &sp);
+    let existed = std::fs::symlink_metadata(&st.root).is_ok();
+    let above = st.root.parent().filter(|p| *p != st.home && !p.exists());
     let _guard = InterruptGuard::install();
     let lock = ctx.lock_stack("setup")?;
+    // A stack this setup creates (nothing of it before, nothing but the lock now: no other
+    // oyster made it meanwhile) is removed whole by a rollback: its Host log and audit line
+    // too, so a failed first setup leaves no stack behind (the failure showed the log's tail).
+    let fresh = !existed && created::holds_only_the_lock(st);
     let created = listed.made_by_lock(&ctx.stack, created_paths(ctx, &sp));
     journal.push(Undo::Created(created));
-    let applied = apply_steps(ctx, opts, &sp, install, &lock, &mut journal);
+    let applied = apply_steps(ctx, opts, &sp, (install, login), &lock, &mut journal);
     applied.map_err(|err| {
-        let undone = journal.roll_back(&mut Undoing { ctx, sp: &sp });
+        let mut undone = journal.roll_back(&mut Undoing { ctx, sp: &sp });
+        if fresh && std::fs::remove_dir_all(&st.root).is_ok() {
+            undone.said.push(format!(
+                "removed the stack directory {} it had created",
+                st.root.display()
+            ));
+            // The stacks directory too, when this setup created it and it is empty.
+            if let Some(dir) = above {
+                let _ = std::fs::remove_dir(dir);
+            }
+        }
         // Released only after the rollback: no other oyster sees the half-applied stack.
         drop(lock);
         rolled_back(&undone.said, err)
@@ -250,7 +271,7 @@ fn apply_steps(
     ctx: &Context,
     opts: &SetupOptions,
     sp: &SetupPlan,
-    install: bool,
+    (install, login): (bool, Option<&NewLogin>),
     lock: &Lock,
     journal: &mut Journal,
 ) -> anyhow::Result<Plan> {
@@ -261,8 +282,9 @@ fn apply_steps(
     } else {
         vec![]
     };
-    // 2. The config: the same preservation-first merge, plus mode, AgentFolder and installs.
-    merge_config(ctx, opts, sp, &installed, journal)?;
+    // 2. The config: the same preservation-first merge, plus mode, AgentFolder, installs and
+    // the Host login.
+    merge_config(ctx, opts, sp, (&installed, login), journal)?;
     // 3. The AgentFolder.
     if !sp.agent_folder.is_dir() {
         fsutil::create_dir_all(&sp.agent_folder, 0o755)?;
@@ -275,7 +297,6 @@ fn apply_steps(
     // 4. The service, planned again now that the config holds the merged values.
     let plan = plan::plan(ctx, &opts.host)?;
     start_service(ctx, opts, sp, &plan, lock, journal)?;
-    ctx.reporter().line("Setup complete.");
     Ok(plan)
 }
 
@@ -354,7 +375,7 @@ fn merge_config(
     ctx: &Context,
     opts: &SetupOptions,
     sp: &SetupPlan,
-    installed: &[(&Provider, PathBuf)],
+    (installed, login): (&[(&Provider, PathBuf)], Option<&NewLogin>),
     journal: &mut Journal,
 ) -> anyhow::Result<()> {
     let st = &ctx.stack;
@@ -389,6 +410,18 @@ fn merge_config(
             Value::String(sp.agent_folder.display().to_string()),
             changes,
         );
+        if let Some(l) = login {
+            doc.set(
+                config::login::USER_KEY,
+                Value::String(l.user.clone()),
+                changes,
+            );
+            doc.set(
+                config::login::HASH_KEY,
+                Value::String(l.hash.clone()),
+                changes,
+            );
+        }
         Ok(())
     })?;
     crate::config::report(&ctx.stack.config_path(), &changes, ctx.reporter());
@@ -460,74 +493,6 @@ fn start_service(
         }
     }
     Ok(())
-}
-
-impl Created {
-    /// This list (taken before the stack's lock) narrowed to what the lock created, the lock
-    /// file and the run directory's chain, joined with `now` (what may still be created,
-    /// listed under the lock).
-    fn made_by_lock(self, st: &crate::host::stack::Stack, now: Created) -> Created {
-        let Created {
-            mut files,
-            mut dirs,
-        } = now;
-        let lock = st.lifecycle_lock_path();
-        files.extend(self.files.into_iter().filter(|f| *f == lock && f.exists()));
-        dirs.extend(
-            self.dirs
-                .into_iter()
-                .filter(|d| st.run_dir.starts_with(d) && d.exists()),
-        );
-        // Deepest first, so parents empty out before their turn.
-        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
-        dirs.dedup();
-        Created { files, dirs }
-    }
-}
-
-/// What setup's steps may create: the directory chains under HOME and the lock and pid files.
-fn created_paths(ctx: &Context, sp: &SetupPlan) -> Created {
-    let st = &ctx.stack;
-    let mut files: Vec<PathBuf> = vec![
-        st.config_lock_path(),
-        st.pid_path(),
-        st.origin_path(),
-        st.exec_record_path(),
-        st.pid_lock_path(),
-        st.node_version_cache_path(),
-        crate::host::privacy::verified_node_path(&st.run_dir),
-        st.lifecycle_lock_path(),
-        st.pending_path(),
-        st.last_good_plist_path(),
-    ];
-    files.retain(|f| !f.exists());
-    let mut dirs = vec![];
-    for leaf in [
-        st.config_dir.clone(),
-        sp.agent_folder.clone(),
-        st.plist_path()
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default(),
-        st.run_dir.clone(),
-        st.matrix_db_path()
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default(),
-    ] {
-        let mut d = leaf.as_path();
-        while !d.exists() && d.starts_with(&st.home) && d != st.home {
-            dirs.push(d.to_path_buf());
-            match d.parent() {
-                Some(p) => d = p,
-                None => break,
-            }
-        }
-    }
-    // Deepest first, so parents empty out before their turn.
-    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
-    dirs.dedup();
-    Created { files, dirs }
 }
 
 impl crate::undo::Revert<Undoing<'_>> for Undo {

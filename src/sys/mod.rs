@@ -8,4 +8,5 @@ pub mod process;
 pub mod signal;
 pub mod tail;
 pub mod trusted;
+pub mod tty;
 pub mod user;

@@ -1,6 +1,6 @@
 //! The one door through which oyster runs another program (`launchctl`, `node --version`, npm).
 //!
-//! Always an absolute path, never a shell; stdin is null, stdout and stderr are captured, the
+//! Always an absolute path, never a shell; stdin is null (or a few bytes it is handed), stdout and stderr are captured, the
 //! child gets its own process group, and a timeout kills the whole group.
 
 use std::ffi::OsStr;
@@ -57,7 +57,7 @@ pub enum ChildEnv<'a> {
 /// A program as the door runs it: built from its absolute path, its arguments (as `OsStr`, so a
 /// path is handed on byte for byte, never through `to_string_lossy`), its environment, working
 /// directory and deadline, then [`Program::run`] (captured) or [`Program::stream`] (each line
-/// handed on as it arrives). Either way: no shell, stdin null, its own process group killed
+/// handed on as it arrives). Either way: no shell, stdin null (or [`Program::stdin`]), its own process group killed
 /// whole at the deadline or when oyster is interrupted, each stream's capture capped at
 /// [`OUTPUT_CAP`].
 #[must_use = "a Program does nothing until it is run"]
@@ -67,7 +67,13 @@ pub struct Program<'a> {
     env: ChildEnv<'a>,
     cwd: Option<&'a Path>,
     timeout: Duration,
+    /// Bytes written to the child's stdin, which is then closed (else stdin is null).
+    stdin: Option<&'a [u8]>,
 }
+
+/// The most a [`Program`] may be handed on its stdin: written whole before oyster reads the
+/// child's output, it must fit a pipe's buffer (a secret, a short answer; never a stream).
+pub const STDIN_CAP: usize = 4096;
 
 /// The deadline of a [`Program`] that was not given one (launchctl's own default).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -82,7 +88,16 @@ impl<'a> Program<'a> {
             env: ChildEnv::Inherit,
             cwd: None,
             timeout: DEFAULT_TIMEOUT,
+            stdin: None,
         }
+    }
+
+    /// Hands the child these bytes on its stdin, then closes it: how a secret reaches a child
+    /// (never its arguments, its environment or a file). At most [`STDIN_CAP`] bytes.
+    pub fn stdin(mut self, bytes: &'a [u8]) -> Self {
+        assert!(bytes.len() <= STDIN_CAP, "a Program's stdin is small");
+        self.stdin = Some(bytes);
+        self
     }
 
     /// One more argument.
@@ -242,6 +257,12 @@ fn run_full(
         argv: shown.clone(),
         source,
     })?;
+    if let (Some(bytes), Some(mut pipe)) = (p.stdin, child.stdin.take()) {
+        use std::io::Write;
+        // Fits the pipe's buffer (STDIN_CAP), so this never waits on the child; a child that
+        // exited without reading it is not an error here (its exit code says what happened).
+        let _ = pipe.write_all(bytes);
+    }
     let (rx, readers) = spawn_readers(&mut child);
     let mut kept = Capture::default();
     let status = wait_status(&mut child, &rx, timeout, &shown, &mut |which, bytes| {
@@ -363,7 +384,11 @@ fn wait_status(
 fn command(p: &Program<'_>) -> Command {
     let mut cmd = Command::new(p.program);
     cmd.args(&p.args)
-        .stdin(Stdio::null())
+        .stdin(if p.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);

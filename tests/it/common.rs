@@ -168,12 +168,15 @@ impl TestContext {
     }
 }
 
-/// Copies the Node Host fixture to `root/host-service/server.mjs` (`root` anywhere: under
+/// Copies the Node Host fixture to `root/host-service/` (`server.mjs` and the password module
+/// `dashboard-password.mjs`; `root` anywhere: under
 /// HOME's `Documents`, a path with hostile characters) and returns `root`.
 pub fn fixture_root_at(root: &Path) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/oysterun/host-service");
     std::fs::create_dir_all(root.join("host-service")).unwrap();
-    std::fs::copy(src.join("server.mjs"), root.join("host-service/server.mjs")).unwrap();
+    for file in ["server.mjs", "dashboard-password.mjs"] {
+        std::fs::copy(src.join(file), root.join("host-service").join(file)).unwrap();
+    }
     root.to_path_buf()
 }
 

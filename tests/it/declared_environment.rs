@@ -168,6 +168,7 @@ fn the_exec_record_proves_declared_values_by_fingerprint_and_a_change_is_stale()
         .push(("OYSTER_ENV_PROOF".into(), "exec".into()));
     let set = |v: &str| {
         s.t.run([
+            "-v",
             "env",
             "set",
             "NODE_EXTRA_CA_CERTS",
@@ -449,6 +450,14 @@ fn setup_notices_the_shells_proxy_and_never_inherits_it() {
 fn setup_on_a_terminal_declares_the_shells_proxy_on_yes_and_restarts_the_host() {
     let mut t = TestContext::with_claude();
     t.extra_env.push(("HTTPS_PROXY".into(), proxy()));
+    // A login already set: setup's only question is the declared environment's.
+    let config = t.home.join(".oysterun-stacks/declpty/host/config.json");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(
+        &config,
+        r#"{"dashboard_user": "admin", "dashboard_password_hash": "scrypt$N=1$abc$def"}"#,
+    )
+    .unwrap();
     let r = t.pty(b"y\n", setup_args("declpty"));
     let said = r["output"].as_str().unwrap_or_default().to_owned();
     assert!(said.contains("Declare them for the Host"), "{r}");

@@ -55,7 +55,7 @@ fn a_declared_proxy_reaches_the_host_systemd_runs_and_never_its_unit() {
         serde_json::json!(["HTTPS_PROXY"]),
         "{st}"
     );
-    let mut restart = vec!["restart", s];
+    let mut restart = vec!["-v", "restart", s];
     restart.extend(timing);
     t.run(&restart).ok().stdout_has("env_proof: live");
     let pid = main_pid(&m, &unit);

@@ -32,7 +32,10 @@ fn the_launchd_proof_is_used_when_the_kernel_hides_the_environment() {
     let mut s = Stack::new("proof");
     s.t.extra_env
         .push(("OYSTER_ENV_PROOF".into(), "launchd".into()));
-    let r = s.t.run(s.args("install")).ok();
+    // The proof is said with -v (every restart would otherwise repeat it).
+    let r =
+        s.t.run(s.host_args(&["agent", "install", "-v"]).wait(10, 300))
+            .ok();
     assert!(
         r.stdout().contains("env_proof: launchd")
             && r.stdout().contains("launchd's loaded definition"),
@@ -49,7 +52,9 @@ fn the_launchd_proof_is_used_when_the_kernel_hides_the_environment() {
     s.t.extra_env.retain(|(k, _)| k != "OYSTER_ENV_PROOF");
     s.t.extra_env
         .push(("OYSTER_ENV_PROOF".into(), "exec".into()));
-    let r = s.t.run(s.args("restart")).ok();
+    let r =
+        s.t.run(s.host_args(&["agent", "restart", "-v"]).wait(10, 300))
+            .ok();
     r.stdout_has("env_proof: exec");
     assert_eq!(s.status()["env_proof"], "exec");
     // A record that says something else than the generator is a failure, not a pass.
@@ -69,7 +74,12 @@ fn the_launchd_proof_is_used_when_the_kernel_hides_the_environment() {
     let st = s.status();
     let pid = u32::try_from(st["pid"].as_u64().unwrap()).unwrap();
     assert_eq!(st["env_proof"], crate::common::strongest_proof(pid), "{st}");
-    let r = s.t.run(s.args("restart")).ok();
+    let r =
+        s.t.run(
+            s.host_args(&["agent", "restart", "--verbose"])
+                .wait(10, 300),
+        )
+        .ok();
     let pid = u32::try_from(s.status()["pid"].as_u64().unwrap()).unwrap();
     let said = format!("env_proof: {}", crate::common::strongest_proof(pid));
     r.stdout_has(&said);

@@ -211,17 +211,25 @@ fn lists_log_column_is_cut_as_shown_with_home_as_tilde() {
 }
 
 #[test]
-fn a_failed_login_qr_names_oyster_qr_for_this_stack() {
+fn a_failed_login_qr_is_one_line_naming_where_to_log_in() {
     let t = TestContext::with_pinned_host();
     std::fs::write(
         t.host_root().join("host-service/setup.mjs"),
         "console.error('no QR today'); process.exit(3);\n",
     )
     .unwrap();
-    t.run(args(&["install", "snap"]).port(free_port()).settle(200))
+    let port = free_port();
+    t.run(args(&["install", "snap"]).port(port).settle(200))
         .ok();
     let r = t.run(["qr", "snap"]).fails_with(1);
-    r.stderr_has("`oyster qr snap` shows this stack's login QR again");
+    // One line: no advice that fails the same way (`oyster qr`, `oysterun show-qr`), no
+    // flag of another program; where the user logs in instead.
+    r.stderr_has(&format!("no login QR for this Host (host-service/setup.mjs --show-qr shows none: it exited 3); log in at http://127.0.0.1:{port} instead"));
+    assert!(
+        !r.stderr().contains("oyster qr") && !r.stderr().contains("show-qr'"),
+        "{}",
+        r.stderr()
+    );
     t.run(["uninstall", "snap"]).ok();
     t.wait_no_processes();
 }

@@ -98,8 +98,12 @@ impl Setup {
     }
 
     /// Runs setup on a real pseudo-terminal, typing `answer` at the prompt.
+    /// A setup that gets as far as the Host login is asked for its password, which this
+    /// types (item 1 of issue 38: `host_login.rs`).
     fn pty(&self, answer: &[u8], extra: &[&str]) -> serde_json::Value {
-        self.t.pty(answer, self.args(extra))
+        let mut c = self.t.pty_cmd(answer, self.args(extra));
+        c.env("PTY_PASSWORD", "setup-test password");
+        common::pty_report(&mut c)
     }
 }
 
@@ -520,6 +524,13 @@ fn setup_prints_the_login_qr_after_its_start() {
             "import fs from 'node:fs';\nfs.appendFileSync({:?}, process.argv.slice(2).join(' ') + ' ' + process.env.OYSTERUN_PORT + '\\n');\nconsole.log('LOGIN-QR');\n",
             s.t.path("qr.log").display().to_string()
         ),
+    )
+    .unwrap();
+    // A Host somebody can log in to: setup is complete.
+    std::fs::create_dir_all(s.config().parent().unwrap()).unwrap();
+    std::fs::write(
+        s.config(),
+        r#"{"dashboard_user": "admin", "dashboard_password_hash": "scrypt$set"}"#,
     )
     .unwrap();
     let r = s.t.run(s.args(&["--no-install-providers", "--qr"])).ok();

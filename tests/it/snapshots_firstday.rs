@@ -72,8 +72,9 @@ fn setup_cancelled_at_the_question_on_a_terminal() {
     // A node prefix of the test's own, so the npm the question names is the same everywhere;
     // a terminal wide enough that no line wraps (where a line wraps depends on the temp path's
     // length; wrapping at 80 columns is checked in setup.rs).
+    // No provider usable: only then does setup ask (issue 38: 1.5.3 asks only then).
     let port = free_port();
-    let t = TestContext::with_claude();
+    let t = TestContext::with_pinned_host();
     let bin = t.path("nodepfx/bin");
     std::fs::create_dir_all(&bin).unwrap();
     std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();

@@ -41,7 +41,7 @@ fn install_restart_stop_start_and_uninstall_under_the_user_manager() {
     let s = "sdlife";
     let port = free_port();
     let p = port.to_string();
-    let r = verb(&t, &["install"], s, &["--port", &p]).ok();
+    let r = verb(&t, &["install"], s, &["--port", &p, "-v"]).ok();
     r.stdout_has(&format!("Host verified: {} started", unit(s)));
     r.stdout_has("env_proof: live");
     let path = m.home.join(".config/systemd/user").join(unit(s));

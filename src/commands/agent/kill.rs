@@ -17,7 +17,7 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
         crate::service::ManagerKind::Systemd => "systemd starts it again (Restart=always, after RestartSec=10)",
         _ => "launchd starts it again (KeepAlive; a Host that ran less than 10 s waits out the throttle)",
     };
-    ctx.out.out(&format!(
+    ctx.out.said(&format!(
         "Sent SIGTERM to the Host (pid {}){}; {again}. `{}` shows the new pid; `{} --keep` stops it until the next login (brew's `kill`).",
         k.pid,
         if k.exited { ", which exited" } else { ", which is still shutting down" },

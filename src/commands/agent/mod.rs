@@ -8,6 +8,7 @@ pub mod list;
 pub mod preflight;
 pub mod preview;
 mod print;
+pub mod purge;
 mod regenerate;
 pub mod restart;
 mod start;
@@ -40,6 +41,6 @@ pub fn run(ctx: &Context, verb: &Job) -> anyhow::Result<ExitStatus> {
         Job::Start(s) => start::run(ctx, s),
         Job::Kill => kill::run(ctx),
         Job::List => list::run(ctx),
-        Job::Uninstall => uninstall::run(ctx),
+        Job::Uninstall { purge, yes } => uninstall::run(ctx, *purge, *yes),
     }
 }

@@ -94,6 +94,9 @@ pub fn run<T>(
         refuse_direct_host(ctx)?;
     }
     let plan = plan::plan(ctx, host)?;
+    // Two stacks on one port: refused before anything is written, naming the owner.
+    crate::manager::refuse_claimed_port(ctx, plan.port)?;
+    warn_production_port(ctx, plan.port);
     step(Prepared {
         lock: &lock,
         plan,
@@ -176,7 +179,7 @@ pub fn launchd_runs(ctx: &Context, pid: u32) -> bool {
 
 /// The pids this stack's service manager runs for it now: launchd's copies in both domains,
 /// or the unit's `MainPID`.
-fn manager_pids(ctx: &Context) -> Vec<u32> {
+pub fn manager_pids(ctx: &Context) -> Vec<u32> {
     match ctx.manager() {
         Ok(Manager::Launchd) => ctx
             .launchctl()
@@ -255,23 +258,35 @@ pub fn report(ctx: &Context, kind: ManagerKind, plan: &Plan, outcome: &Outcome) 
             "environment proven by launchd's loaded definition (the kernel hides the live one)"
         }
     };
-    ctx.out.out_toned(
+    // How it was proven, and the Host's PATH: said with -v/--verbose (every restart would
+    // otherwise repeat them); the URL always.
+    let out = ctx.out;
+    let proof = if out.verbose() {
+        format!(", {proof}")
+    } else {
+        String::new()
+    };
+    out.outcome(
         Tone::Ok,
         &format!(
-            "Host verified: {label} {how}, pid {}, /health 200 after {} ms, {proof}.",
+            "Host verified: {label} {how}, pid {}, /health 200 after {} ms{proof}.",
             outcome.verified.pid,
             outcome.verified.health_after.as_millis()
         ),
     );
-    ctx.out.out(&format!(
-        "  url: http://127.0.0.1:{}  env_proof: {}",
-        plan.port,
-        outcome.verified.env_proof.as_str()
-    ));
-    ctx.out.out(&format!(
-        "  PATH={}",
-        plan.env.get(crate::host::launchenv::PATH).unwrap_or("")
-    ));
+    if out.verbose() {
+        out.out(&format!(
+            "  url: http://127.0.0.1:{}  env_proof: {}",
+            plan.port,
+            outcome.verified.env_proof.as_str()
+        ));
+        out.out(&format!(
+            "  PATH={}",
+            plan.env.get(crate::host::launchenv::PATH).unwrap_or("")
+        ));
+    } else {
+        out.said(&format!("  url: http://127.0.0.1:{}", plan.port));
+    }
 }
 
 /// A custom stack with nothing on disk is a typo until proven otherwise (exit 2, naming the
@@ -304,6 +319,11 @@ pub fn direct_instead(ctx: &Context, verb: &str) -> Option<Failed> {
     let Owner::Ours(rec, _) = crate::direct::owner(&ctx.stack).ok()? else {
         return None;
     };
+    // The launch program writes the same pid file under launchd: a Host launchd runs (its
+    // plist deleted under the loaded job) is the job's, never a direct one.
+    if launchd_runs(ctx, rec.pid) {
+        return None;
+    }
     let h = ctx.hints();
     let fix = if verb == "stop" {
         format!("`{}`", h.cmd("host stop"))
@@ -336,4 +356,19 @@ pub fn not_installed(ctx: &Context, verb: &str) -> Failed {
             ctx.stack_suffix()
         ),
     )
+}
+
+/// Production on a port other than 8802: Oysterun 1.5.3's own restart (the Host's in-app
+/// restart and update run `restart_oysterun.sh` → `start_oysterun.sh`) takes production's port
+/// to be 8802 — `--port` is refused for it, the stack config sync writes 8802 into config.json
+/// and 8802 must be free before it relaunches — so it is said, with the way out: a custom stack.
+pub fn warn_production_port(ctx: &Context, port: u16) {
+    let default = ctx.stack.default_port;
+    if ctx.stack.name != "production" || default.is_none_or(|d| d == port) {
+        return;
+    }
+    ctx.out.warn(&format!(
+        "production on port {port}: Oysterun's own in-app restart assumes production is on {} (it writes that port into config.json and needs it free before it relaunches); a custom stack keeps another port (`oyster setup NAME --port {port}`)",
+        default.unwrap_or(8802)
+    ));
 }

@@ -60,7 +60,10 @@ pub fn run(ctx: &Context, verb: &Job) -> anyhow::Result<ExitStatus> {
                 decide::decide_stop(&agent.observe_job()?, *keep, !*no_wait),
             )
         }
-        Job::Uninstall => {
+        Job::Uninstall { purge, .. } => {
+            if *purge {
+                super::purge::say_would(ctx)?;
+            }
             let plist = preflight::definition(ctx);
             let mut agent = preflight::job(ctx, None)?;
             let o = agent.observe_job()?;

@@ -133,6 +133,7 @@ fn print(ctx: &Context, st: &AgentStatus) {
         (Some(state), _) => out.out(&format!("  login:     {} in Login Items", state.words())),
         (None, _) => {}
     }
+    print_login(ctx, st);
     print_running(ctx, st);
     print_plist_warnings(ctx, st);
     out.out(&format!("  log:       {}", st.log_path));
@@ -160,6 +161,23 @@ fn print(ctx: &Context, st: &AgentStatus) {
     // What the organization's profile forces (docs/fleet.md), only when it forces anything.
     for line in crate::commands::config::managed_lines(ctx) {
         out.out(&format!("  {}", line.trim_start_matches("# ")));
+    }
+}
+
+/// Whether anybody can log in to the Host: a fact of its own, beside "verified".
+fn print_login(ctx: &Context, st: &AgentStatus) {
+    use crate::config::login::HostLogin;
+    let user = st.login_user.as_deref().unwrap_or("admin");
+    match st.host_login {
+        Some(HostLogin::Configured) => ctx.out.out(&format!("  password:  set (log in as {user})")),
+        Some(HostLogin::NotConfigured) => ctx.out.out_toned(
+            Tone::Warn,
+            &format!(
+                "  password:  not set: nobody can log in to the Host; `{}` sets it",
+                ctx.hints().cmd("setup")
+            ),
+        ),
+        None => {}
     }
 }
 

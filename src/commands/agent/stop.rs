@@ -36,14 +36,23 @@ pub fn run(ctx: &Context, keep: bool, no_wait: bool) -> anyhow::Result<ExitStatu
     } else {
         "disabled, so it stays stopped at the next login".to_owned()
     };
-    ctx.out.out_toned(
-        Tone::Ok,
-        &format!(
-            "{what}; {stays}. Kept {}; `{}` starts it again.",
+    // A definition deleted under the loaded job: booted out by label all the same (as brew
+    // does), and said, since there is none to keep.
+    let kept = if preflight::definition(ctx).exists() {
+        format!(
+            "Kept {}; `{}` starts it again.",
             preflight::definition(ctx).display(),
             ctx.hint_cmd("start")
-        ),
-    );
+        )
+    } else {
+        format!(
+            "{} was already deleted; `{}` writes it again and starts it.",
+            preflight::definition(ctx).display(),
+            ctx.hint_cmd("start")
+        )
+    };
+    ctx.out
+        .outcome(Tone::Ok, &format!("{what}; {stays}. {kept}"));
     Ok(ExitStatus::Success)
 }
 

@@ -1,12 +1,33 @@
-//! `oyster agent uninstall`: boot the job out and remove the plist; the config and logs stay.
+//! `oyster agent uninstall`: boot the job out and remove the plist; the config and logs stay
+//! (`--purge`: they go too, after a question naming them: `purge.rs`).
 
 use super::preflight;
 use crate::context::Context;
 use crate::launchctl::LocateError;
 use crate::ExitStatus;
 
-pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
+pub fn run(ctx: &Context, purge: bool, yes: bool) -> anyhow::Result<ExitStatus> {
     preflight::require_known(ctx)?;
+    // Asked before anything changes: a No changes nothing.
+    let purging = if purge {
+        match super::purge::ask(ctx, yes)? {
+            super::purge::Asked::Go(p) => Some(p),
+            super::purge::Asked::Cancelled => {
+                ctx.out.out("Cancelled; nothing was changed.");
+                return Ok(ExitStatus::Success);
+            }
+        }
+    } else {
+        None
+    };
+    let status = uninstall(ctx, purging.is_some())?;
+    if let Some(p) = &purging {
+        super::purge::delete(ctx, p)?;
+    }
+    Ok(status)
+}
+
+fn uninstall(ctx: &Context, purging: bool) -> anyhow::Result<ExitStatus> {
     let stack = &ctx.stack;
     // A bad timeout is a typo, not a missing launchctl: removing the plist of a job that stays
     // loaded would leave it with no file behind it.
@@ -18,9 +39,14 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     let loaded = preflight::is_installed(ctx).unwrap_or(false);
     if !plist.exists() && !loaded {
         // Nothing to do, and nothing created (no lock, no log dir, no audit line).
-        ctx.out.out(&format!(
-            "{} is not installed; nothing to uninstall.",
-            plist.display()
+        ctx.out.said(&format!(
+            "{} is not installed; {}",
+            plist.display(),
+            if purging {
+                "only the stack's data goes."
+            } else {
+                "nothing to uninstall."
+            }
         ));
         return Ok(ExitStatus::Success);
     }
@@ -28,14 +54,16 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     // would create it again, and `list`/`cleanup` would then show a stack of nothing.
     let root_was_there = std::fs::symlink_metadata(&stack.root).is_ok();
     let lock = ctx.lock_stack("agent uninstall")?;
-    let kept = if root_was_there {
+    let kept = if purging {
+        String::new()
+    } else if root_was_there {
         format!(
-            "Kept: config {}, logs {}.",
+            " Kept: config {}, logs {}.",
             stack.config_path().display(),
             stack.log_dir.display()
         )
     } else {
-        format!("{} was already gone.", stack.root.display())
+        format!(" {} was already gone.", stack.root.display())
     };
     let mut agent = match preflight::job(ctx, Some(&lock)) {
         Ok(agent) => agent,
@@ -51,8 +79,8 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
             if !root_was_there {
                 remove_what_this_run_created(stack);
             }
-            ctx.out.out(&format!(
-                "Uninstalled stack {} ({}): {} {}. {kept}",
+            ctx.out.said(&format!(
+                "Uninstalled stack {} ({}): {} {}.{kept}",
                 stack.name,
                 stack.label,
                 plist.display(),
@@ -65,8 +93,8 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
     if !root_was_there {
         remove_what_this_run_created(stack);
     }
-    ctx.out.out(&format!(
-        "Uninstalled stack {} ({}): {}{} removed. {kept}",
+    ctx.out.said(&format!(
+        "Uninstalled stack {} ({}): {}{} removed.{kept}",
         stack.name,
         stack.label,
         if was_loaded {

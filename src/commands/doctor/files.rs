@@ -4,6 +4,34 @@
 use super::*;
 
 /// The installed plist against what the generator makes now.
+/// A plist deleted under its loaded job: launchd runs a Host whose definition is gone, which
+/// will not come back at the next login.
+fn deleted_under_loaded_job(ctx: &Context) -> Option<Check> {
+    let st = &ctx.stack;
+    let plist_path = st.plist_path();
+    let launchd = matches!(ctx.manager(), Ok(crate::context::Manager::Launchd));
+    if !launchd
+        || std::fs::symlink_metadata(&plist_path).is_ok()
+        || !crate::commands::agent::preflight::is_installed(ctx).unwrap_or(false)
+    {
+        return None;
+    }
+    Some(check(
+        "plist",
+        Level::Fail,
+        format!(
+            "{} was deleted while {} is loaded: launchd runs a job whose plist is gone, and it will not start at the next login",
+            plist_path.display(),
+            st.label
+        ),
+        Some(format!(
+            "`{}` writes the plist again and restarts the Host (or `{}` stops it for good)",
+            ctx.hint_cmd("restart"),
+            ctx.hint_cmd("stop")
+        )),
+    ))
+}
+
 pub(super) fn plist_check(
     ctx: &Context,
     installed: Option<&Installed>,
@@ -11,6 +39,11 @@ pub(super) fn plist_check(
 ) -> Check {
     let st = &ctx.stack;
     let plist_path = st.plist_path();
+    if installed.is_none() {
+        if let Some(deleted) = deleted_under_loaded_job(ctx) {
+            return deleted;
+        }
+    }
     match (installed, plan) {
         // Something is there, but not a plist oyster may read (a symlink, a FIFO, a device,
         // over the size cap): say what, rather than "not installed".

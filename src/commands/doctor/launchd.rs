@@ -196,17 +196,30 @@ fn loaded_job_checks(
     let st = &ctx.stack;
     let mut checks = vec![];
     let running = info.running();
+    // A Host that keeps exiting: the log's last error line says why.
+    let crashes = info.successive_crashes().filter(|n| *n > 0);
+    let why = (!running || crashes.is_some())
+        .then(|| super::host::last_error_line(ctx))
+        .flatten()
+        .map_or(String::new(), |l| format!("; the log's last error: {l}"));
+    let looping = crashes.map_or(String::new(), |n| {
+        format!(", crash loop ({n} crashes in a row)")
+    });
     checks.push(check(
         "launchd",
-        if running { Level::Ok } else { Level::Fail },
+        if running && crashes.is_none() {
+            Level::Ok
+        } else {
+            Level::Fail
+        },
         format!(
-            "{} in {}: state = {}, last exit: {}",
+            "{} in {}: state = {}, last exit: {}{looping}{why}",
             st.label,
             domain,
             info.state().unwrap_or("?"),
             info.last_exit().map_or("unknown".into(), |e| e.to_string())
         ),
-        (!running).then(|| {
+        (!running || crashes.is_some()).then(|| {
             format!(
                 "see {} and run `{}`",
                 st.log_path().display(),

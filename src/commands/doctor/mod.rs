@@ -24,11 +24,15 @@ use crate::provider::status::{ProviderStatus, State};
 use crate::sys::process::{self, ChildEnv};
 use crate::ExitStatus;
 
+mod all;
 mod declared;
 mod files;
+mod host;
 mod launchd;
 mod network;
 mod systemd;
+
+pub use all::run_all;
 
 use files::{log_dir_check, plist_check, plist_file_checks};
 use launchd::launchd_checks;
@@ -71,6 +75,8 @@ struct Report {
     ok: bool,
     stack: String,
     port: Option<u16>,
+    /// Whether anybody can log in to the Host; `null` when the stack has no config yet.
+    host_login: Option<crate::config::login::HostLogin>,
     checks: Vec<Check>,
     providers: Vec<ProviderReport>,
     /// The full environment the Host gets (the generated variables plus launchd's base).
@@ -80,23 +86,43 @@ struct Report {
 }
 
 pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
-    let st = &ctx.stack;
     // A typo is refused with the nearest name, as every other verb refuses it (exit 2).
-    crate::host::stack::require_known(st, &ctx.env.stack_env())?;
-    let mut checks = vec![];
-    if st.config_dir_overridden {
-        checks.push(check(
+    crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
+    let report = report(ctx, probe);
+    ctx.out.show(&report, || print(ctx, &report));
+    Ok(if report.ok {
+        ExitStatus::Success
+    } else {
+        ExitStatus::Failure
+    })
+}
+
+/// An `OYSTERUN_CONFIG_DIR` in effect, said.
+fn config_dir_check(ctx: &Context) -> Option<Check> {
+    let st = &ctx.stack;
+    st.config_dir_overridden.then(|| {
+        check(
             "config dir",
             Level::Warn,
             format!("OYSTERUN_CONFIG_DIR is set: {}", st.config_dir.display()),
             None,
-        ));
-    }
+        )
+    })
+}
+
+/// Every check of the context's stack; reads only, prints nothing.
+fn report(ctx: &Context, probe: bool) -> Report {
+    let st = &ctx.stack;
+    let mut checks: Vec<Check> = config_dir_check(ctx).into_iter().collect();
     checks.extend(managed_check(ctx));
     // Resolved as every command resolves it: with the organization's forced values.
     let doc = config_check(ctx, &mut checks).map(|d| plan::managed(ctx).applied(d));
     let plan = doc.as_ref().map(|_| plan::plan(ctx, &Default::default()));
     checks.push(node_check(&plan, &ctx.hints()));
+    let login = host::login_check(ctx, doc.as_ref()).map(|(state, row)| {
+        checks.push(row);
+        state
+    });
     let mut providers = vec![];
     if let Some(doc) = &doc {
         for p in PROVIDERS {
@@ -123,6 +149,13 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
             checks.extend(launchd_checks(ctx, installed.as_ref()));
         }
     }
+    // By the one rule when the plan cannot be made (no root found).
+    let port = plan_ok(&plan).map(|p| p.port).or_else(|| {
+        crate::host::plan::HostInputs::default()
+            .effective_port(st, doc.as_ref(), installed.as_ref())
+            .map(|p| p.port)
+    });
+    checks.extend(host::port_check(ctx, port));
     checks.push(log_dir_check(ctx));
     if let (None, Err(e)) = (&systemd, st.refuse_unwritable_agents_dir()) {
         let msg = e.msg.trim_end_matches("; nothing was changed").to_owned();
@@ -141,26 +174,16 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
     let environment = plan_ok(&plan)
         .and_then(|p| p.host_environment(&st.home).ok())
         .map(|v| v.into_iter().collect());
-    let report = Report {
+    Report {
         ok: !checks.iter().any(|c| c.status == Level::Fail),
         stack: st.name.clone(),
-        // By the one rule when the plan cannot be made (no root found).
-        port: plan_ok(&plan).map(|p| p.port).or_else(|| {
-            crate::host::plan::HostInputs::default()
-                .effective_port(st, doc.as_ref(), installed.as_ref())
-                .map(|p| p.port)
-        }),
+        port,
+        host_login: login,
         checks,
         providers,
         environment,
         declared,
-    };
-    ctx.out.show(&report, || print(ctx, &report));
-    Ok(if report.ok {
-        ExitStatus::Success
-    } else {
-        ExitStatus::Failure
-    })
+    }
 }
 
 /// Paths the Host needs that lie in a folder macOS's privacy protection keeps launchd-run

@@ -25,7 +25,11 @@ pub(super) fn redact_assignments(text: &str) -> String {
         }
         let (from, to, q) = value_after(text, i + 1, key.cookie);
         let value = &text[from..to];
-        if value.is_empty() || value == REDACTED {
+        // A bare `null` is a secret that is not set (`"dashboard_password_hash": null`):
+        // shown as such, since `<redacted>` would read as set.
+        let quoted = from > 0 && matches!(b[from - 1], b'"' | b'\'');
+        let unset = value == "null" && !quoted;
+        if value.is_empty() || value == REDACTED || unset {
             i = to.max(i + 1);
             continue;
         }

@@ -226,3 +226,28 @@ fn a_directly_started_host_the_manager_takes_over_is_stopped_before_the_load() {
     let d = decide(&o, &planned(vec![]), Request::Apply).unwrap();
     assert_eq!(names(&d), ["stop_direct", "enable", "load", "verify"]);
 }
+
+#[test]
+fn a_port_another_stacks_job_claims_is_refused_naming_that_stack() {
+    let claims = [
+        Claim {
+            stack: "dev".into(),
+            port: 8810,
+        },
+        Claim {
+            stack: "qa".into(),
+            port: 8820,
+        },
+    ];
+    assert_eq!(
+        port_claimed("qa", 8810, &claims),
+        Err(PortClaimed {
+            port: 8810,
+            stack: "dev".into()
+        })
+    );
+    // Its own port, and a port nobody claims, are fine.
+    assert_eq!(port_claimed("qa", 8820, &claims), Ok(()));
+    assert_eq!(port_claimed("qa", 8830, &claims), Ok(()));
+    assert_eq!(port_claimed("dev", 8810, &claims), Ok(()));
+}
