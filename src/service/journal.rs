@@ -66,6 +66,28 @@ impl Receipt {
     }
 }
 
+/// The port change a rollback of this run puts back: this run's own (`now`), reaching back to
+/// the value before an unfinished earlier run (the port edit of its receipt, `earlier`) — but
+/// only when that run's config step was taken, i.e. config.json holds what it wrote (`port`,
+/// the stack's port as this run planned it: a run killed before its config step left nothing
+/// to put back, and saying "changed by another command" for it would be wrong).
+pub fn port_to_put_back(
+    earlier: Option<ConfigEdit>,
+    now: Option<crate::config::Change>,
+    port: u16,
+) -> Option<crate::config::Change> {
+    let on_disk = now
+        .as_ref()
+        .map_or_else(|| serde_json::Value::from(port), |n| n.from.clone());
+    let earlier = earlier
+        .filter(|e| e.to == on_disk)
+        .map(|e| crate::config::Change::from(&e));
+    match (earlier, now) {
+        (Some(e), Some(n)) => Some(crate::config::Change { to: n.to, ..e }),
+        (e, n) => n.or(e),
+    }
+}
+
 /// What is on disk at `path`: `None` when no run is unfinished; a receipt that cannot be read
 /// or parsed is an unfinished run that names no steps.
 pub fn read(path: &Path) -> Option<Receipt> {
@@ -133,6 +155,33 @@ mod tests {
             let r = read(&path).unwrap();
             assert!(r.steps.is_empty() && r.port_edit().is_none(), "{text:?}");
         }
+    }
+
+    #[test]
+    fn an_earlier_port_is_put_back_only_when_its_config_step_was_taken() {
+        let edit = |from: u16, to: u16| ConfigEdit {
+            key: "port".into(),
+            from: from.into(),
+            to: to.into(),
+        };
+        let change = |from: u16, to: u16| crate::config::Change::from(&edit(from, to));
+        // Killed after its config step: config holds 8810; this run changes nothing.
+        assert_eq!(
+            port_to_put_back(Some(edit(8802, 8810)), None, 8810),
+            Some(change(8802, 8810))
+        );
+        // …or moves on to 8820: the rollback goes back to 8802.
+        assert_eq!(
+            port_to_put_back(Some(edit(8802, 8810)), Some(change(8810, 8820)), 8820),
+            Some(change(8802, 8820))
+        );
+        // Killed before its config step: config still holds 8802; nothing of it to put back.
+        assert_eq!(port_to_put_back(Some(edit(8802, 8810)), None, 8802), None);
+        assert_eq!(
+            port_to_put_back(Some(edit(8802, 8810)), Some(change(8802, 8830)), 8830),
+            Some(change(8802, 8830))
+        );
+        assert_eq!(port_to_put_back(None, None, 8802), None);
     }
 
     #[test]

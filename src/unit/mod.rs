@@ -23,6 +23,7 @@ use crate::sys::fs::{self as fsutil, Lock};
 use crate::sys::signal;
 use crate::systemd::{Systemctl, UnitShow};
 
+mod refuse;
 mod run;
 
 /// How long `kill` watches the signalled pid go.
@@ -61,13 +62,7 @@ impl<'a> Unit<'a> {
         sc: Rc<Systemctl>,
         lock: Option<&'a Lock>,
     ) -> anyhow::Result<Unit<'a>> {
-        if crate::sys::user::euid() == 0 && !sc.overridden {
-            return Err(crate::error::Invalid::new(
-                "oyster runs as root: a systemd user unit for root would run the Host as root",
-            )
-            .hint("run oyster as the user whose Host it is, without sudo")
-            .into());
-        }
+        refuse::refuse_root(&sc)?;
         let stack = &ctx.stack;
         let name = crate::systemd::unit_name(&stack.label)?;
         let path =
@@ -121,7 +116,9 @@ impl<'a> Unit<'a> {
 
     /// The job in the seam's shape, without a plan.
     fn observe_job(&self) -> Observed {
-        let here = Unit::is_loaded(&self.before).then(|| Loaded {
+        // A failed unit (a crash loop past its start limit) is started again by nothing until
+        // a `reset-failed`: a run loads it as one that is not loaded (reset-failed, start).
+        let here = (Unit::is_loaded(&self.before) && !self.before.is_failed()).then(|| Loaded {
             target: self.name.clone(),
             pid: self.before.main_pid,
             running: self.before.is_running(),
@@ -181,6 +178,11 @@ impl<'a> Unit<'a> {
 
     fn decide_for(&self, plan: &Plan, request: Request) -> anyhow::Result<Decision> {
         self.stack.refuse_special_log()?;
+        refuse::refuse_special(&self.path)?;
+        let overriding = refuse::overriding_drop_ins(&self.path, &self.before.drop_in_paths);
+        if !overriding.is_empty() {
+            return Err(refuse::drop_in_refusal(&self.name, &overriding).into());
+        }
         let observed = self.observe(plan, request)?;
         let planned = service::Planned {
             config: self.stack.config_path(),
@@ -498,9 +500,20 @@ pub fn definition_changed(ctx: &Context, plan: &Plan) -> bool {
     })
 }
 
+/// Root's own unit, or a unit path that is not a regular file: refused before anything is
+/// written (`install --no-start`, `regenerate --no-restart`).
+pub fn refuse_write(ctx: &Context) -> anyhow::Result<()> {
+    if let Ok(crate::context::Manager::Systemd(sc)) = ctx.manager() {
+        refuse::refuse_root(&sc)?;
+    }
+    refuse::refuse_special(&path_for(ctx)?)?;
+    Ok(())
+}
+
 /// Writes the unit for `plan` when its bytes change (its log directory first); says whether it
 /// wrote. The manager reads it at the next `daemon-reload`.
 pub fn write_definition(ctx: &Context, plan: &Plan, lock: &Lock) -> anyhow::Result<bool> {
+    refuse_write(ctx)?;
     let (path, bytes) = spec_for(ctx, plan)?;
     fsutil::create_dir_all(&ctx.stack.log_dir, 0o755)?;
     if let Some(dir) = path.parent() {

@@ -248,12 +248,8 @@ impl Unit<'_> {
         let earlier = pending
             .then(|| crate::service::journal::read(&self.stack.pending_path()))
             .flatten()
-            .and_then(|r| r.port_edit())
-            .map(|e| crate::config::Change::from(&e));
-        match (earlier, now) {
-            (Some(e), Some(n)) => Some(crate::config::Change { to: n.to, ..e }),
-            (e, n) => n.or(e),
-        }
+            .and_then(|r| r.port_edit());
+        crate::service::journal::port_to_put_back(earlier, now, plan.port)
     }
 
     fn write_receipt(

@@ -53,6 +53,7 @@ mod privacy_folders;
 mod providers;
 mod real_macs;
 mod real_macs4;
+mod receipt_recovery;
 mod refusals_write_nothing;
 mod refused_where_they_enter;
 mod registry_guard;
@@ -78,5 +79,9 @@ mod syscalls;
 #[cfg(target_os = "linux")]
 mod systemd_door;
 #[cfg(target_os = "linux")]
+mod systemd_interrupts;
+#[cfg(target_os = "linux")]
 mod systemd_job;
+#[cfg(target_os = "linux")]
+mod systemd_misuse;
 mod verbs;

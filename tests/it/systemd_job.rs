@@ -11,7 +11,7 @@ use crate::common::{free_port, get, wait_until, Run, TestContext};
 /// reads units from its own HOME), pointed at it with `OYSTER_SYSTEMCTL` and
 /// `XDG_RUNTIME_DIR`; `None` (said) where there can be none. Not the shared manager: the
 /// context's teardown stops every process carrying its HOME, the manager included.
-fn world() -> Option<(UserManager, TestContext)> {
+pub(crate) fn world() -> Option<(UserManager, TestContext)> {
     let m = match UserManager::start() {
         Ok(m) => m,
         Err(why) => {
@@ -31,22 +31,22 @@ fn world() -> Option<(UserManager, TestContext)> {
     Some((m, t))
 }
 
-fn unit(stack: &str) -> String {
+pub(crate) fn unit(stack: &str) -> String {
     format!("com.oysterun.host.{stack}.service")
 }
 
 /// `systemctl --user show -p PROP --value UNIT`.
-fn prop(m: &UserManager, stack: &str, p: &str) -> String {
+pub(crate) fn prop(m: &UserManager, stack: &str, p: &str) -> String {
     let out = m.systemctl(&["show", "-p", p, "--value", &unit(stack)]);
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
-fn main_pid(m: &UserManager, stack: &str) -> u32 {
+pub(crate) fn main_pid(m: &UserManager, stack: &str) -> u32 {
     prop(m, stack, "MainPID").parse().unwrap_or(0)
 }
 
 /// `VERB STACK [--wait 15 --settle-ms 300] MORE` (the timing for the verbs that verify).
-fn verb(t: &TestContext, words: &[&str], stack: &str, more: &[&str]) -> Run {
+pub(crate) fn verb(t: &TestContext, words: &[&str], stack: &str, more: &[&str]) -> Run {
     let mut a: Vec<&str> = words.to_vec();
     a.push(stack);
     if !matches!(words[0], "stop" | "uninstall") {

@@ -28,12 +28,8 @@ impl Agent<'_> {
         let earlier = pending
             .then(|| journal::read(&self.pending_path()))
             .flatten()
-            .and_then(|r| r.port_edit())
-            .map(|e| crate::config::Change::from(&e));
-        match (earlier, now) {
-            (Some(e), Some(n)) => Some(crate::config::Change { to: n.to, ..e }),
-            (e, n) => n.or(e),
-        }
+            .and_then(|r| r.port_edit());
+        crate::service::journal::port_to_put_back(earlier, now, plan.port)
     }
 
     /// Writes the receipt of `action`'s decided steps, its config step naming the port change

@@ -208,6 +208,7 @@ pub fn refuse_direct_host(ctx: &Context) -> anyhow::Result<()> {
 
 /// Writes the config and the plist without loading it, and says so.
 pub fn write_only(ctx: &Context, plan: &Plan, lock: &Lock) -> anyhow::Result<()> {
+    crate::manager::refuse_definition_write(ctx)?;
     let changes = plan::write_config(ctx, plan, lock)?;
     crate::config::report(&ctx.stack.config_path(), &changes, ctx.reporter());
     let path = definition(ctx);

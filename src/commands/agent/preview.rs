@@ -88,6 +88,7 @@ fn load(
     ctx.stack.refuse_special_log()?;
     let plan = plan::plan(ctx, host)?;
     if write_only {
+        crate::manager::refuse_definition_write(ctx)?;
         return Ok((Some(plan.port), writes(ctx, &plan)));
     }
     let mut agent = preflight::job(ctx, None)?;

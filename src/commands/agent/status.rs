@@ -199,14 +199,24 @@ fn print_running(ctx: &Context, st: &AgentStatus) {
     };
     out.out(&format!("  verified:  {}{proof}{against}", yn(st.verified)));
     if st.crash_loop {
-        out.out_toned(
-            Tone::Fail,
-            &format!(
-                "  crash loop: launchd keeps restarting the Host (state {}); see `{}`",
-                st.state.as_deref().unwrap_or("?"),
+        let state = st.state.as_deref().unwrap_or("?");
+        let what = match st.manager {
+            // Past its start limit systemd restarts nothing until a start resets it.
+            Some("systemd") if state.starts_with("failed") => format!(
+                "systemd gave up restarting the Host (state {state}: its start limit); see `{}`, then `{}` starts it again",
+                ctx.hint_cmd("logs"),
+                ctx.hint_cmd("restart")
+            ),
+            Some("systemd") => format!(
+                "systemd keeps restarting the Host (state {state}); see `{}`",
                 ctx.hint_cmd("logs")
             ),
-        );
+            _ => format!(
+                "launchd keeps restarting the Host (state {state}); see `{}`",
+                ctx.hint_cmd("logs")
+            ),
+        };
+        out.out_toned(Tone::Fail, &format!("  crash loop: {what}"));
     }
     match (st.last_exit_code, st.last_signal) {
         (Some(code), _) => out.out(&format!("  last exit: code {code}")),

@@ -1,0 +1,211 @@
+//! What a user leaves beside the unit, under a REAL `systemd --user` (common/user_manager.rs):
+//! a unit path that is a FIFO or a symlink, a drop-in that overrides the unit's environment, a
+//! Host past its start limit, and root without `OYSTER_SYSTEMCTL`. Each refusal comes before
+//! anything is written or asked of the manager, and says what to do.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::bounded::bounded;
+use crate::common::{free_port, get, wait_until, TestContext};
+use crate::systemd_job::{main_pid, prop, unit, verb, world};
+
+fn unit_path(home: &Path, s: &str) -> PathBuf {
+    home.join(".config/systemd/user").join(unit(s))
+}
+
+/// The bytes a refusal must leave alone: config.json and the unit (`None`: absent or special).
+fn files(t: &TestContext, s: &str) -> Vec<Option<Vec<u8>>> {
+    let config = t
+        .home
+        .join(format!(".oysterun-stacks/{s}/host/config.json"));
+    let unit = unit_path(&t.home, s);
+    [config, unit]
+        .iter()
+        .map(|p| {
+            std::fs::symlink_metadata(p)
+                .ok()
+                .filter(|m| m.is_file())
+                .and_then(|_| std::fs::read(p).ok())
+        })
+        .collect()
+}
+
+/// Each of `attempts` exits 2 within 10 s saying `says`, leaving config.json, the unit and
+/// the receipt as they were.
+fn refused(t: &TestContext, s: &str, attempts: &[Vec<String>], says: &str) {
+    let pending = t.home.join(format!(".oysterun-stacks/{s}/run/pending"));
+    let before = files(t, s);
+    for a in attempts {
+        let args: Vec<&str> = a.iter().map(String::as_str).collect();
+        let r = bounded(t, &args, &[], Duration::from_secs(10));
+        let e = r.stderr();
+        assert_eq!(r.code, Some(2), "{a:?}: {e}");
+        assert!(e.contains(says), "{a:?}: {e}");
+        assert_eq!(files(t, s), before, "{a:?} wrote");
+        assert!(!pending.exists(), "{a:?} left a receipt");
+    }
+}
+
+/// The verbs that load, each asking for a change (another port), and their dry runs.
+fn loading(s: &str) -> Vec<Vec<String>> {
+    let p = free_port().to_string();
+    let mut v: Vec<Vec<String>> = vec![];
+    for verb in ["start", "restart", "install"] {
+        for more in [&["--port", p.as_str()][..], &["--dry-run"][..]] {
+            let mut a = vec![verb.to_owned(), s.to_owned()];
+            a.extend(more.iter().map(|m| (*m).to_owned()));
+            a.extend(["--wait", "8", "--settle-ms", "300"].map(str::to_owned));
+            v.push(a);
+        }
+    }
+    v
+}
+
+#[test]
+fn a_unit_that_is_a_fifo_or_a_symlink_is_refused_before_systemctl_is_asked() {
+    let Some((m, t)) = world() else { return };
+    let s = "sdspecial";
+    let p = free_port().to_string();
+    t.run(["install", s, "--port", &p, "--no-start"]).ok();
+    let path = unit_path(&t.home, s);
+    let real = std::fs::read(&path).unwrap();
+    // A FIFO: `systemctl enable` would block on it for the job's whole deadline.
+    std::fs::remove_file(&path).unwrap();
+    nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+    let mut attempts = loading(s);
+    attempts.push(
+        ["agent", "regenerate", s, "--no-restart"]
+            .map(str::to_owned)
+            .to_vec(),
+    );
+    refused(&t, s, &attempts, "FIFO");
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(
+        &std::fs::symlink_metadata(&path).unwrap().file_type()
+    ));
+    // A symlink (a dotfiles manager's): `systemctl disable` would remove the user's link.
+    std::fs::remove_file(&path).unwrap();
+    let target = t.path("dotfiles/oyster.service");
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    std::fs::write(&target, &real).unwrap();
+    std::os::unix::fs::symlink(&target, &path).unwrap();
+    refused(&t, s, &attempts, "symlink");
+    assert_eq!(
+        std::fs::read_link(&path).unwrap(),
+        target,
+        "the link is kept"
+    );
+    assert_eq!(std::fs::read(&target).unwrap(), real);
+    assert_ne!(prop(&m, s, "ActiveState"), "active");
+}
+
+#[test]
+fn a_drop_in_that_overrides_the_environment_is_refused_and_the_host_keeps_running() {
+    let Some((m, t)) = world() else { return };
+    let s = "sddropin";
+    let port = free_port();
+    let p = port.to_string();
+    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let pid = main_pid(&m, s);
+    let dir = PathBuf::from(format!("{}.d", unit_path(&t.home, s).display()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let other = free_port();
+    std::fs::write(
+        dir.join("override.conf"),
+        format!("[Service]\nEnvironment=\"OYSTERUN_PORT={other}\"\n"),
+    )
+    .unwrap();
+    // On disk only (the next daemon-reload reads it), then loaded by the manager.
+    for loaded in [false, true] {
+        if loaded {
+            m.systemctl(&["daemon-reload"]);
+        }
+        let mut attempts = loading(s);
+        attempts.push(["restart", s].map(str::to_owned).to_vec());
+        refused(&t, s, &attempts, "override.conf sets Environment=");
+        assert_eq!(
+            main_pid(&m, s),
+            pid,
+            "loaded={loaded}: the Host was touched"
+        );
+        assert_eq!(get(port, "/health"), 200);
+    }
+    // A drop-in that leaves the environment alone is the user's business: the restart runs.
+    std::fs::write(dir.join("override.conf"), "[Service]\nNice=5\n").unwrap();
+    verb(&t, &["restart"], s, &[]).ok();
+    assert_eq!(get(port, "/health"), 200);
+    verb(&t, &["uninstall"], s, &[]).ok();
+}
+
+/// Drives the unit past its start limit with `crash-on-start` set, then clears the flag.
+fn crash_past_the_start_limit(
+    m: &crate::common::user_manager::UserManager,
+    t: &TestContext,
+    s: &str,
+) {
+    let flag = t.host_root().join("host-service/crash-on-start");
+    std::fs::write(&flag, "").unwrap();
+    wait_until(Duration::from_secs(30), "the start limit", || {
+        m.systemctl(&["restart", &unit(s)]);
+        prop(m, s, "Result") == "start-limit-hit"
+    });
+    assert_eq!(prop(m, s, "ActiveState"), "failed");
+    std::fs::remove_file(&flag).unwrap();
+}
+
+#[test]
+fn a_host_past_its_start_limit_is_started_again_by_restart_and_start() {
+    let Some((m, t)) = world() else { return };
+    let s = "sdlimit";
+    let port = free_port();
+    let p = port.to_string();
+    verb(&t, &["install"], s, &["--port", &p]).ok();
+    crash_past_the_start_limit(&m, &t, s);
+    let st = t.run(["status", s]).stdout();
+    assert!(st.contains("systemd gave up restarting the Host"), "{st}");
+    assert!(!st.contains("launchd"), "{st}");
+    let dry = t.run(["restart", s, "--dry-run", "--json"]).ok().json();
+    let steps: Vec<&str> = dry["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert!(steps.contains(&"load"), "{dry}");
+    verb(&t, &["restart"], s, &[]).ok();
+    assert_eq!(get(port, "/health"), 200);
+    crash_past_the_start_limit(&m, &t, s);
+    verb(&t, &["start"], s, &[]).ok();
+    assert_eq!(get(port, "/health"), 200);
+    verb(&t, &["uninstall"], s, &[]).ok();
+}
+
+#[test]
+fn root_without_oyster_systemctl_never_gets_a_user_unit() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("skipped: needs root (root's own user manager is what is refused)");
+        return;
+    }
+    let Some((_m, t)) = world() else { return };
+    let s = "sdroot";
+    let p = free_port().to_string();
+    for args in [
+        vec!["install", s, "--port", &p, "--no-start"],
+        vec!["install", s, "--port", &p, "--no-start", "--dry-run"],
+        vec!["install", s, "--port", &p, "--wait", "8"],
+    ] {
+        let out = t
+            .cmd()
+            .env_remove("OYSTER_SYSTEMCTL")
+            .args(&args)
+            .output()
+            .unwrap();
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.contains("a systemd user unit for root"), "{args:?}: {e}");
+        assert!(
+            !unit_path(&t.home, s).exists(),
+            "{args:?} wrote root's unit"
+        );
+    }
+}
