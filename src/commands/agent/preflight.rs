@@ -290,6 +290,10 @@ pub fn direct_instead(ctx: &Context, verb: &str) -> Option<Failed> {
         return None;
     };
     let h = ctx.hints();
+    let by = match ctx.manager() {
+        Ok(Manager::Systemd(_)) => ("a systemd unit", "systemd"),
+        _ => ("a LaunchAgent", "launchd"),
+    };
     let fix = if verb == "stop" {
         format!("`{}`", h.cmd("host stop"))
     } else {
@@ -297,11 +301,20 @@ pub fn direct_instead(ctx: &Context, verb: &str) -> Option<Failed> {
     };
     Some(Failed::new(
         format!(
-            "the Host of stack {} was started directly (pid {}, `oyster host start`), not by a LaunchAgent, so there is nothing to {verb} in launchd",
-            ctx.stack.name, rec.pid
+            "the Host of stack {} was started directly (pid {}, `oyster host start`), not by {}, so there is nothing to {verb} in {}",
+            ctx.stack.name,
+            rec.pid,
+            by.0,
+            by.1
         ),
         fix,
     ))
+}
+
+/// Why `verb` has nothing to act on: a Host started directly (named with its own commands),
+/// else the job not installed.
+pub fn not_installed_or_direct(ctx: &Context, verb: &str) -> Failed {
+    direct_instead(ctx, verb).unwrap_or_else(|| not_installed(ctx, verb))
 }
 
 pub fn not_installed(ctx: &Context, verb: &str) -> Failed {

@@ -162,7 +162,7 @@ impl UserManager {
         tail(&self.log)
     }
 
-    /// Polls until the private socket answers; `Err` when the manager died first (the kernel
+    /// Polls until the private socket answers and the manager runs; `Err` when the manager died first (the kernel
     /// refused something: its output says what).
     fn wait_ready(&self) -> Result<(), String> {
         let socket = self.runtime_dir.join("systemd/private");
@@ -175,8 +175,11 @@ impl UserManager {
                 ));
             }
             if socket.exists() {
+                // Answering is not enough: oyster uses a manager only once it is `running` (or
+                // `degraded`), and a loaded machine shows `initializing` for a while.
                 let out = self.systemctl(&["show", "--property=SystemState", "--value"]);
-                if out.status.success() {
+                let state = String::from_utf8_lossy(&out.stdout);
+                if out.status.success() && matches!(state.trim(), "running" | "degraded") {
                     return Ok(());
                 }
             }
