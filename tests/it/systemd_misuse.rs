@@ -63,11 +63,21 @@ fn loading(s: &str) -> Vec<Vec<String>> {
 }
 
 #[test]
-fn a_unit_that_is_a_fifo_or_a_symlink_is_refused_before_systemctl_is_asked() {
+fn install_no_start_says_the_unit_is_not_enabled_and_a_fifo_or_symlinked_unit_is_refused() {
     let Some((m, t)) = world() else { return };
     let s = "sdspecial";
     let p = free_port().to_string();
-    t.run(["install", s, "--port", &p, "--no-start"]).ok();
+    // --no-start writes the unit without enabling it: said so (launchd's "starts it at the next
+    // login" would be false here).
+    let out = t
+        .run(["install", s, "--port", &p, "--no-start"])
+        .ok()
+        .stdout();
+    assert!(
+        out.contains("not enabled, so nothing starts it at login") && !out.contains("launchd"),
+        "{out}"
+    );
+    assert_eq!(prop(&m, s, "UnitFileState"), "disabled");
     let path = unit_path(&t.home, s);
     let real = std::fs::read(&path).unwrap();
     // A FIFO: `systemctl enable` would block on it for the job's whole deadline.
