@@ -90,6 +90,15 @@ fn install_no_start_says_the_unit_is_not_enabled_and_a_fifo_or_symlinked_unit_is
             .to_vec(),
     );
     refused(&t, s, &attempts, "FIFO");
+    let st = t.run(["status", s]).stdout();
+    assert!(
+        st.contains("is a FIFO (named pipe), not a regular file"),
+        "{st}"
+    );
+    assert!(
+        !st.contains("stale"),
+        "regenerate, the stale line's fix, is refused: {st}"
+    );
     assert!(std::os::unix::fs::FileTypeExt::is_fifo(
         &std::fs::symlink_metadata(&path).unwrap().file_type()
     ));
@@ -228,4 +237,38 @@ fn root_without_oyster_systemctl_never_gets_a_user_unit() {
             "{args:?} wrote root's unit"
         );
     }
+}
+
+#[test]
+fn status_names_the_unit_and_a_signal_that_killed_the_host() {
+    let Some((m, t)) = world() else { return };
+    let s = "sdsignal";
+    let p = free_port().to_string();
+    verb(&t, &["install"], s, &["--port", &p]).ok();
+    // A unit edited by hand: stale, said of the unit (and `regenerate` its fix).
+    let path = unit_path(&t.home, s);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("RestartSec=10", "RestartSec=11")).unwrap();
+    let st = t.run(["status", s]).stdout();
+    assert!(st.contains("the installed unit differs"), "{st}");
+    assert!(!st.contains("plist"), "{st}");
+    std::fs::write(&path, text).unwrap();
+    // SIGKILL to the Host: in the 10 s before systemd starts it again, the last exit is the
+    // signal, not "code 9".
+    let pid = main_pid(&m, s);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    crate::common::wait_until(Duration::from_secs(5), "the auto-restart", || {
+        prop(&m, s, "SubState") == "auto-restart"
+    });
+    let doc = t.run(["status", s, "--json"]).json();
+    assert_eq!(
+        (doc["last_signal"].as_i64(), doc["last_exit_code"].as_i64()),
+        (Some(9), None),
+        "{doc}"
+    );
+    verb(&t, &["uninstall"], s, &[]).ok();
 }

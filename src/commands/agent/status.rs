@@ -97,7 +97,14 @@ fn print(ctx: &Context, st: &AgentStatus) {
     out.out_toned(Tone::Heading, &format!("{} (stack {})", st.label, st.stack));
     out.out_toned(
         tone(st.summary),
-        &format!("  status:    {}", words(st.summary)),
+        &format!(
+            "  status:    {}",
+            match st.summary {
+                Summary::Stale =>
+                    format!("running, verified against a stale {}", definition_word(st)),
+                s => words(s).to_owned(),
+            }
+        ),
     );
     if let Some(url) = &st.url {
         out.out(&format!("  url:       {url}"));
@@ -193,9 +200,12 @@ fn print_running(ctx: &Context, st: &AgentStatus) {
         format!(" (environment proof: {})", p.as_str())
     });
     let against = if st.verified && st.in_sync == Some(false) {
-        ", against the installed plist, which is stale (below)"
+        format!(
+            ", against the installed {}, which is stale (below)",
+            definition_word(st)
+        )
     } else {
-        ""
+        String::new()
     };
     out.out(&format!("  verified:  {}{proof}{against}", yn(st.verified)));
     if st.crash_loop {
@@ -225,9 +235,18 @@ fn print_running(ctx: &Context, st: &AgentStatus) {
     }
     if !st.env_mismatch.is_empty() {
         out.out(&format!(
-            "  environment differs from the plist in: {}",
+            "  environment differs from the {} in: {}",
+            definition_word(st),
             st.env_mismatch.join(", ")
         ));
+    }
+}
+
+/// What the job's definition is called under the stack's manager.
+fn definition_word(st: &AgentStatus) -> &'static str {
+    match st.manager {
+        Some("systemd") => "unit",
+        _ => "plist",
     }
 }
 
@@ -245,7 +264,8 @@ fn print_plist_warnings(ctx: &Context, st: &AgentStatus) {
         ctx.out.out_toned(
             Tone::Warn,
             &format!(
-                "  stale:     the installed plist differs from what oyster generates now — run `{}`",
+                "  stale:     the installed {} differs from what oyster generates now — run `{}`",
+                definition_word(st),
                 ctx.hint_cmd("regenerate")
             ),
         );
