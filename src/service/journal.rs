@@ -88,6 +88,32 @@ pub fn port_to_put_back(
     }
 }
 
+/// After a config or definition write that failed, before the manager was asked to load
+/// anything (`manager` names it): the port this run wrote into config.json put back (so it
+/// does not name a port no Host listens on) and this run's receipt removed — an unfinished
+/// earlier run's (`pending`) is kept for the next run. The error says what was put back.
+pub fn undo_writes(
+    e: anyhow::Error,
+    paths: (&Path, &Path),
+    port: Option<&crate::config::Change>,
+    pending: bool,
+    manager: &str,
+    out: &dyn crate::output::Reporter,
+) -> anyhow::Error {
+    let (config, receipt) = paths;
+    let _quiet = crate::sys::signal::Suspended::new();
+    if !pending {
+        let _ = remove(receipt);
+    }
+    let Some(change) = port else { return e };
+    let said = crate::host::plan::put_back_port(config, change, out)
+        .unwrap_or_else(|e| format!("config.json's port could not be put back: {e:#}"));
+    e.context(crate::error::Afterword {
+        lead: format!("the change stopped before {manager} was asked to load it"),
+        after: said,
+    })
+}
+
 /// What is on disk at `path`: `None` when no run is unfinished; a receipt that cannot be read
 /// or parsed is an unfinished run that names no steps.
 pub fn read(path: &Path) -> Option<Receipt> {

@@ -86,12 +86,21 @@ impl Unit<'_> {
         for step in &d.steps {
             let taken = self.take(plan, step, action, &bytes, &mut baseline);
             if let Err(e) = taken {
-                if !rolls_back
-                    || matches!(
-                        step,
-                        Step::WriteConfig { .. } | Step::WriteDefinition { .. }
-                    )
-                {
+                if matches!(
+                    step,
+                    Step::WriteConfig { .. } | Step::WriteDefinition { .. }
+                ) {
+                    let paths = (self.stack.config_path(), self.stack.pending_path());
+                    return Err(crate::service::journal::undo_writes(
+                        e,
+                        (&paths.0, &paths.1),
+                        port.as_ref(),
+                        pending,
+                        "systemd",
+                        self.out,
+                    ));
+                }
+                if !rolls_back {
                     return Err(e);
                 }
                 let stop = match signal::received() {

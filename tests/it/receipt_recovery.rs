@@ -78,3 +78,34 @@ fn a_run_killed_between_its_receipt_and_its_config_step_is_rolled_back_on_the_ol
     );
     s.done();
 }
+
+/// launchd: `restart --port NEW` whose plist cannot be written (a read-only LaunchAgents
+/// directory, which its mode does not show): the config step already wrote the new port, so
+/// it is put back, and the receipt of a change launchd never saw is removed.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_plist_that_cannot_be_written_leaves_the_config_on_the_port_the_host_runs_on() {
+    let s = Stack::installed("rcptro");
+    let pid = s.launchd_pid();
+    let Some(ro) = crate::systemd_misuse::ReadOnly::bind(s.plist().parent().unwrap()) else {
+        eprintln!("skipped: cannot bind-mount a read-only directory here (needs root)");
+        s.done();
+        return;
+    };
+    let r = s.t.run(
+        s.agent_args("restart", false, Some((4, 200)))
+            .port(free_port()),
+    );
+    let e = r.fails_with(1).stderr();
+    assert!(e.contains("Read-only file system"), "{e}");
+    assert!(
+        e.contains(&format!("config.json's port is {} again", s.port)),
+        "{e}"
+    );
+    drop(ro);
+    assert_eq!(config_port(&s), s.port);
+    assert!(!s.run_dir().join("pending").exists(), "a receipt is left");
+    assert_eq!(s.launchd_pid(), pid, "the Host was touched");
+    assert_eq!(common::get(s.port, "/health"), 200);
+    s.done();
+}

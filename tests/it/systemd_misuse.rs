@@ -272,3 +272,73 @@ fn status_names_the_unit_and_a_signal_that_killed_the_host() {
     );
     verb(&t, &["uninstall"], s, &[]).ok();
 }
+
+/// The unit directory made read-only (a bind mount onto itself; the user manager, in a
+/// private mount namespace, does not see it), unmounted on drop.
+pub(crate) struct ReadOnly(PathBuf);
+
+impl ReadOnly {
+    pub(crate) fn bind(dir: &Path) -> Option<ReadOnly> {
+        let run = |args: &[&str]| {
+            std::process::Command::new("/bin/mount")
+                .args(args)
+                .arg(dir)
+                .arg(dir)
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        if !run(&["--bind"]) {
+            return None;
+        }
+        let ro = ReadOnly(dir.to_owned());
+        run(&["-o", "remount,bind,ro"]).then_some(ro)
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("/bin/umount")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+#[test]
+fn a_unit_that_cannot_be_written_leaves_the_config_on_the_port_the_host_runs_on() {
+    let Some((m, t)) = world() else { return };
+    let s = "sdrofs";
+    let port = free_port();
+    let p = port.to_string();
+    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let pid = main_pid(&m, s);
+    let Some(_ro) = ReadOnly::bind(unit_path(&t.home, s).parent().unwrap()) else {
+        eprintln!("skipped: cannot bind-mount a read-only directory here (needs root)");
+        return;
+    };
+    let other = free_port().to_string();
+    let r = verb(&t, &["restart"], s, &["--port", &other]).fails_with(1);
+    let e = r.stderr();
+    assert!(e.contains("Read-only file system"), "{e}");
+    assert!(
+        e.contains(&format!("config.json's port is {port} again")),
+        "{e}"
+    );
+    let config = t
+        .home
+        .join(format!(".oysterun-stacks/{s}/host/config.json"));
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(config).unwrap()).unwrap();
+    assert_eq!(
+        doc["port"], port,
+        "config.json names the port the Host runs on"
+    );
+    assert!(
+        !t.home
+            .join(format!(".oysterun-stacks/{s}/run/pending"))
+            .exists(),
+        "a receipt is left for a change that never reached systemd"
+    );
+    assert_eq!(main_pid(&m, s), pid);
+    assert_eq!(get(port, "/health"), 200);
+    drop(_ro);
+    verb(&t, &["uninstall"], s, &[]).ok();
+}
