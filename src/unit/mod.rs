@@ -510,6 +510,19 @@ pub fn refuse_write(ctx: &Context) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `stop` (without `--keep`) of a unit that is a symlink, which its disable would remove:
+/// refused before anything is stopped.
+pub fn refuse_stop(ctx: &Context, keep: bool) -> anyhow::Result<()> {
+    if keep {
+        return Ok(());
+    }
+    let keep_hint = format!("{} --keep", ctx.hint_cmd("stop"));
+    Ok(refuse::refuse_disabling_a_link(
+        &path_for(ctx)?,
+        &keep_hint,
+    )?)
+}
+
 /// Writes the unit for `plan` when its bytes change (its log directory first); says whether it
 /// wrote. The manager reads it at the next `daemon-reload`.
 pub fn write_definition(ctx: &Context, plan: &Plan, lock: &Lock) -> anyhow::Result<bool> {

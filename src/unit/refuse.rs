@@ -36,6 +36,23 @@ pub fn refuse_special(path: &Path) -> Result<(), FsError> {
     }
 }
 
+/// `stop` without `--keep` disables the unit, and `systemctl disable` removes a unit file that
+/// is a symlink (a "linked" unit): refused before anything is stopped, with `--keep` (which
+/// does not disable) as the way to stop it.
+pub fn refuse_disabling_a_link(path: &Path, keep_hint: &str) -> Result<(), Invalid> {
+    let linked = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if !linked {
+        return Ok(());
+    }
+    let p = crate::output::one_line(path);
+    Err(Invalid::new(format!(
+        "{p} is a symlink: the disable that keeps the Host stopped at the next login (`systemctl --user disable`) would remove it; nothing was stopped"
+    ))
+    .hint(format!(
+        "`{keep_hint}` stops it until the next login without disabling it; or replace the link with the file it points to, then stop again"
+    )))
+}
+
 /// Root's own user manager never gets a unit: it would run the Host as root. Refused unless
 /// `OYSTER_SYSTEMCTL` names the manager (a test's, or an administrator's deliberate choice).
 pub fn refuse_root(sc: &crate::systemd::Systemctl) -> Result<(), Invalid> {

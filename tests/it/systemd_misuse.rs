@@ -109,6 +109,14 @@ fn install_no_start_says_the_unit_is_not_enabled_and_a_fifo_or_symlinked_unit_is
     std::fs::write(&target, &real).unwrap();
     std::os::unix::fs::symlink(&target, &path).unwrap();
     refused(&t, s, &attempts, "symlink");
+    // `stop` disables, and `systemctl disable` removes a linked unit: refused (it said "Kept"
+    // the unit it had just lost); `--keep` does not disable.
+    let stops: Vec<Vec<String>> = [&["stop", s][..], &["stop", s, "--dry-run"][..]]
+        .iter()
+        .map(|a| a.iter().map(|w| (*w).to_owned()).collect())
+        .collect();
+    refused(&t, s, &stops, "would remove it");
+    t.run(["stop", s, "--keep"]).ok();
     assert_eq!(
         std::fs::read_link(&path).unwrap(),
         target,
@@ -340,5 +348,83 @@ fn a_unit_that_cannot_be_written_leaves_the_config_on_the_port_the_host_runs_on(
     assert_eq!(main_pid(&m, s), pid);
     assert_eq!(get(port, "/health"), 200);
     drop(_ro);
+    verb(&t, &["uninstall"], s, &[]).ok();
+}
+
+/// The audit log's steps of `action` after its first `from` lines, as a dry run names them
+/// (`daemon-reload` then `start` is the one `load`).
+fn audited(t: &TestContext, s: &str, action: &str, from: usize) -> Vec<String> {
+    let log = t
+        .home
+        .join(format!(".oysterun-stacks/{s}/logs/service-control.jsonl"));
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .skip(from)
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|l| l["action"] == action)
+        .filter_map(|l| {
+            Some(match l["step"].as_str()? {
+                "write-unit" => "write_definition",
+                "enable" => "enable",
+                "stop" => "boot_out",
+                "daemon-reload" => "load",
+                "restart" => "restart",
+                "verify" => "verify",
+                _ => return None,
+            })
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn every_dry_run_changes_nothing_and_lists_what_the_run_then_does() {
+    let Some((m, t)) = world() else { return };
+    let s = "sddryall";
+    let p = free_port().to_string();
+    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let facts = |m: &crate::common::user_manager::UserManager| {
+        [
+            "MainPID",
+            "InvocationID",
+            "UnitFileState",
+            "NeedDaemonReload",
+        ]
+        .map(|k| prop(m, s, k))
+    };
+    let before = (crate::bounded::snapshot(&t.home, true), facts(&m));
+    let other = free_port().to_string();
+    let mut steps_of_restart = vec![];
+    for args in [
+        vec!["install", s, "--port", &other],
+        vec!["restart", s, "--port", &other],
+        vec!["restart", s],
+        vec!["start", s],
+        vec!["stop", s],
+        vec!["stop", s, "--keep"],
+        vec!["uninstall", s],
+    ] {
+        let mut a = args.clone();
+        a.extend(["--dry-run", "--json"]);
+        let doc = t.run(&a).ok().json();
+        let now = (crate::bounded::snapshot(&t.home, true), facts(&m));
+        assert_eq!(now, before, "{a:?} changed something");
+        if args.len() == 4 && args[0] == "restart" {
+            steps_of_restart = doc["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s["step"].as_str().unwrap().to_owned())
+                .filter(|s| s != "write_config")
+                .collect();
+        }
+    }
+    let log = t
+        .home
+        .join(format!(".oysterun-stacks/{s}/logs/service-control.jsonl"));
+    let from = std::fs::read_to_string(&log).unwrap().lines().count();
+    verb(&t, &["restart"], s, &["--port", &other]).ok();
+    assert_eq!(audited(&t, s, "restart", from), steps_of_restart);
     verb(&t, &["uninstall"], s, &[]).ok();
 }

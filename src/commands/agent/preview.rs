@@ -53,7 +53,7 @@ pub fn run(ctx: &Context, verb: &Verb) -> anyhow::Result<ExitStatus> {
             )?
         }
         Verb::Stop { keep, no_wait } => {
-            super::stop::refuse_early(ctx)?;
+            super::stop::refuse_early(ctx, *keep)?;
             let mut agent = preflight::job(ctx, None)?;
             (
                 None,
