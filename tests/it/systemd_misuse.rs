@@ -428,3 +428,31 @@ fn every_dry_run_changes_nothing_and_lists_what_the_run_then_does() {
     assert_eq!(audited(&t, s, "restart", from), steps_of_restart);
     verb(&t, &["uninstall"], s, &[]).ok();
 }
+
+#[test]
+fn a_provider_change_names_the_unit_and_its_refresh_not_a_directly_started_host() {
+    let Some((_m, t)) = world() else { return };
+    let s = "sdprov";
+    let p = free_port().to_string();
+    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let codex = t.fake_exe(&t.path("tools/codex"));
+    let out = t
+        .run([
+            "providers",
+            "set",
+            "codex",
+            codex.to_str().unwrap(),
+            "--stack",
+            s,
+        ])
+        .ok()
+        .stdout();
+    assert!(
+        out.contains("The Host still runs with the old environment")
+            && !out.contains("directly started"),
+        "{out}"
+    );
+    verb(&t, &["uninstall"], s, &[]).ok();
+    let st = t.run(["status", s]).stdout();
+    assert!(st.contains("installs the systemd unit alone"), "{st}");
+}

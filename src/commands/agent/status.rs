@@ -111,10 +111,14 @@ fn print(ctx: &Context, st: &AgentStatus) {
     }
     if st.summary == Summary::NotInstalled {
         out.out(&format!(
-            "  installed: no ({}); `{}` sets the Host up (`{}` installs the LaunchAgent alone)",
+            "  installed: no ({}); `{}` sets the Host up (`{}` installs the {} alone)",
             st.plist_path,
             ctx.hints().cmd("setup"),
-            ctx.hint_cmd("install")
+            ctx.hint_cmd("install"),
+            match st.manager {
+                Some("systemd") => "systemd unit",
+                _ => "LaunchAgent",
+            }
         ));
     } else {
         out.out(&format!(
