@@ -430,7 +430,7 @@ fn every_dry_run_changes_nothing_and_lists_what_the_run_then_does() {
 }
 
 #[test]
-fn a_provider_change_names_the_unit_and_its_refresh_not_a_directly_started_host() {
+fn a_provider_change_and_host_status_name_the_unit_not_a_direct_host_or_launchd() {
     let Some((_m, t)) = world() else { return };
     let s = "sdprov";
     let p = free_port().to_string();
@@ -451,6 +451,18 @@ fn a_provider_change_names_the_unit_and_its_refresh_not_a_directly_started_host(
         out.contains("The Host still runs with the old environment")
             && !out.contains("directly started"),
         "{out}"
+    );
+    // `host status` of the unit's Host: running, verified, owned by systemd (it said "not
+    // running" and "launchd owns this Host", reading a plist there is none of).
+    // Not verified (exit 1): the Host predates the provider change.
+    let r = t.run(["host", "status", s]).fails_with(1);
+    r.stdout_has("Host running under systemd (com.oysterun.host.sdprov.service)");
+    r.stdout_has("systemd owns this Host");
+    let doc = t.run(["host", "status", s, "--json"]).fails_with(1).json();
+    assert_eq!(
+        (doc["managed_by"].as_str(), doc["verified"].as_bool()),
+        (Some("systemd"), Some(false)),
+        "the unit's Host predates the provider change: {doc}"
     );
     verb(&t, &["uninstall"], s, &[]).ok();
     let st = t.run(["status", s]).stdout();
