@@ -510,6 +510,12 @@ pub fn refuse_write(ctx: &Context) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The drop-ins beside the stack's unit (those the manager loaded, `loaded`, and those on disk)
+/// that override its environment or program: every verb that loads refuses them.
+pub fn overriding_drop_ins(ctx: &Context, loaded: &[PathBuf]) -> Vec<(PathBuf, Vec<String>)> {
+    path_for(ctx).map_or_else(|_| vec![], |p| refuse::overriding_drop_ins(&p, loaded))
+}
+
 /// `stop` (without `--keep`) of a unit that is a symlink, which its disable would remove:
 /// refused before anything is stopped.
 pub fn refuse_stop(ctx: &Context, keep: bool) -> anyhow::Result<()> {

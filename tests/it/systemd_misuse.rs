@@ -95,6 +95,10 @@ fn install_no_start_says_the_unit_is_not_enabled_and_a_fifo_or_symlinked_unit_is
         st.contains("is a FIFO (named pipe), not a regular file"),
         "{st}"
     );
+    let doc = t.run(["doctor", s, "--json"]).json();
+    let c = crate::common::doctor_check(&doc, "unit");
+    assert_eq!(c["status"], "fail", "{c}");
+    assert!(c["detail"].to_string().contains("FIFO"), "{c}");
     assert!(
         !st.contains("stale"),
         "regenerate, the stale line's fix, is refused: {st}"
@@ -156,6 +160,15 @@ fn a_drop_in_that_overrides_the_environment_is_refused_and_the_host_keeps_runnin
             "loaded={loaded}: the Host was touched"
         );
         assert_eq!(get(port, "/health"), 200);
+        let doc = t.run(["doctor", s, "--json"]).json();
+        let c = crate::common::doctor_check(&doc, "drop-ins");
+        assert_eq!(c["status"], "fail", "loaded={loaded}: {c}");
+        assert!(
+            c["detail"]
+                .to_string()
+                .contains("override.conf sets Environment="),
+            "{c}"
+        );
     }
     // A drop-in that leaves the environment alone is the user's business: the restart runs.
     std::fs::write(dir.join("override.conf"), "[Service]\nNice=5\n").unwrap();
