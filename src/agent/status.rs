@@ -173,8 +173,18 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
     let newcomer = installed.is_none()
         && !ctx.stack.config_path().exists()
         && plan::plan(ctx, &Default::default()).is_err();
+    let unit_unreachable = crate::unit::unreachable(ctx);
     let asked = match (ctx.manager(), ctx.launchctl()) {
         (Ok(crate::context::Manager::Systemd(sc)), _) => systemd::ask(ctx, &sc, &mut st),
+        (_, Err(_)) if unit_unreachable.is_some() => {
+            st.manager = Some("systemd");
+            st.installed = true;
+            if let Ok(path) = crate::unit::path_for(ctx) {
+                st.plist_path = path.display().to_string();
+            }
+            st.notes.extend(unit_unreachable.clone());
+            false
+        }
         (_, Err(e)) => {
             st.notes.push(ctx.hints().for_stack(&e.to_string()));
             false
@@ -193,7 +203,7 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
     } else {
         match direct::owner(&ctx.stack) {
             Ok(Owner::Ours(rec, live)) => {
-                let known = asked || installed.is_none();
+                let known = asked || (installed.is_none() && unit_unreachable.is_none());
                 direct_host(ctx, (&rec, &live), known, &mut st);
             }
             Ok(_) => {}
@@ -203,6 +213,9 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
                 st.notes.push(format!("broken: {e:#}"));
             }
         }
+    }
+    if unit_unreachable.is_some() {
+        st.summary = Summary::Unknown;
     }
     if newcomer && !st.running {
         st.notes.push(format!(
@@ -516,10 +529,16 @@ fn direct_host(
         // launchd's own Host writes the same pid file (`host exec` writes it): without
         // launchctl, who runs it is not known, and the advice must not be `host stop`.
         st.summary = Summary::Unknown;
-        st.notes.push(format!(
-            "launchctl could not be asked, so whether launchd (the LaunchAgent) or `oyster host start` runs this Host (pid {}) is not known",
-            rec.pid
-        ));
+        st.notes.push(match st.manager {
+            Some("systemd") => format!(
+                "so whether the systemd unit or `oyster host start` runs this Host (pid {}) is not known",
+                rec.pid
+            ),
+            _ => format!(
+                "launchctl could not be asked, so whether launchd (the LaunchAgent) or `oyster host start` runs this Host (pid {}) is not known",
+                rec.pid
+            ),
+        });
         return;
     }
     st.managed_by = Some(Manager::Direct);

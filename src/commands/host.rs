@@ -36,6 +36,9 @@ pub fn run(ctx: &Context, cmd: Verb) -> anyhow::Result<ExitStatus> {
             // name (exit 2), as by every verb, and creates nothing.
             crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
             if let Verb::HostStop = cmd {
+                // The Host of a unit whose manager does not answer writes the same pid file:
+                // signalling it would only make Restart=always start it again.
+                crate::unit::refuse_unreachable(ctx)?;
                 stop(ctx)
             } else {
                 show_status(ctx)
@@ -52,6 +55,8 @@ fn start(
     timing: crate::agent::lifecycle::Timing,
 ) -> anyhow::Result<ExitStatus> {
     let stack = &ctx.stack;
+    // A unit whose manager does not answer may be running the Host: not started beside it.
+    crate::unit::refuse_unreachable(ctx)?;
     // Before anything is created or written: a port another process holds.
     super::agent::preflight::refuse_held_port(ctx, host)?;
     let lock = ctx.lock_stack("host start")?;

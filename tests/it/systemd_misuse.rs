@@ -481,3 +481,59 @@ fn a_provider_change_and_host_status_name_the_unit_not_a_direct_host_or_launchd(
     let st = t.run(["status", s]).stdout();
     assert!(st.contains("installs the systemd unit alone"), "{st}");
 }
+
+#[test]
+fn a_unit_whose_manager_does_not_answer_is_never_taken_for_a_direct_host() {
+    let Some((m, t)) = world() else { return };
+    let s = "sdgone";
+    let p = free_port().to_string();
+    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let pid = main_pid(&m, s);
+    // `su`, cron, an SSH session without XDG_RUNTIME_DIR: the manager runs, oyster cannot
+    // reach it. The unit's Host writes the pid file a directly started one writes.
+    let gone = t.path("no-runtime-dir");
+    let run = |args: &[&str]| {
+        let out = t
+            .cmd()
+            .env("XDG_RUNTIME_DIR", &gone)
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (_, out, _) = run(&["status", s, "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["summary"], "unknown", "it said direct: {doc}");
+    assert!(
+        doc["notes"].to_string().contains("has a systemd unit"),
+        "{doc}"
+    );
+    let (_, out, _) = run(&["doctor", s, "--json"]);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let c = crate::common::doctor_check(&doc, "service manager");
+    assert_eq!(c["status"], "fail", "{c}");
+    // Every verb that acts on the job refuses (it said "started directly" and pointed at
+    // `host stop`, which signalled the unit's Host; uninstall said "nothing to uninstall").
+    for args in [
+        vec!["stop", s],
+        vec!["uninstall", s],
+        vec!["restart", s],
+        vec!["restart", s, "--dry-run"],
+        vec!["start", s],
+        vec!["kill", s],
+        vec!["host", "stop", s],
+        vec!["host", "start", s],
+    ] {
+        let (code, _, e) = run(&args);
+        assert_eq!(code, Some(1), "{args:?}: {e}");
+        assert!(e.contains("has a systemd unit"), "{args:?}: {e}");
+        assert!(e.contains("login session"), "{args:?}: {e}");
+    }
+    assert_eq!(main_pid(&m, s), pid, "the unit's Host was signalled");
+    assert!(unit_path(&t.home, s).exists());
+    verb(&t, &["uninstall"], s, &[]).ok();
+}

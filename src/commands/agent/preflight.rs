@@ -266,8 +266,12 @@ pub fn report(ctx: &Context, kind: ManagerKind, plan: &Plan, outcome: &Outcome) 
 
 /// A custom stack with nothing on disk is a typo until proven otherwise (exit 2, naming the
 /// stacks that exist); production and staging always exist.
-pub fn require_known(ctx: &Context) -> Result<(), crate::error::Invalid> {
-    crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())
+/// The stack exists, and (under systemd) its unit's manager answers: a verb that acts on the
+/// job never takes a unit it cannot reach for a stack without one.
+pub fn require_known(ctx: &Context) -> anyhow::Result<()> {
+    crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
+    crate::unit::refuse_unreachable(ctx)?;
+    Ok(())
 }
 
 /// Whether the stack has a definition (plist, unit), or a job its manager runs (read-only).

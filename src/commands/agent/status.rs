@@ -1,7 +1,6 @@
 //! `oyster agent status` (and `oyster status`): renders the domain's `AgentStatus`; exits 1
 //! unless the Host is verified.
 
-use super::preflight;
 use crate::agent::login_items::LoginItem;
 use crate::agent::status::{self as model, AgentStatus, InstalledBy, Summary};
 use crate::context::Context;
@@ -9,7 +8,8 @@ use crate::output::Tone;
 use crate::ExitStatus;
 
 pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
-    preflight::require_known(ctx)?;
+    // Not the job verbs' check: a unit whose manager does not answer is said, not refused.
+    crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
     let st = model::collect(ctx)?;
     ctx.out.show(&st, || print(ctx, &st));
     // A label loaded twice is a failure even when the copy shown verifies: two Hosts for
@@ -70,7 +70,7 @@ pub fn words(s: Summary) -> &'static str {
         Summary::Stopped => "stopped",
         Summary::NotLoaded => "installed, not loaded",
         Summary::NotInstalled => "not installed",
-        Summary::Unknown => "unknown (launchctl could not be asked)",
+        Summary::Unknown => "unknown (its service manager could not be asked)",
         Summary::LoadedTwice => "loaded twice (gui and user domain): two Hosts for one port",
     }
 }

@@ -112,16 +112,25 @@ pub fn run(ctx: &Context, probe: bool) -> anyhow::Result<ExitStatus> {
         Ok(crate::context::Manager::Systemd(sc)) => Some(sc),
         _ => None,
     };
-    match &systemd {
-        Some(sc) => checks.extend(systemd::systemd_checks(ctx, sc)),
-        None => {
+    let unreachable = crate::unit::refuse_unreachable(ctx).err();
+    match (&systemd, unreachable) {
+        (Some(sc), _) => checks.extend(systemd::systemd_checks(ctx, sc)),
+        // A unit on disk whose manager does not answer: that, not launchd's absence.
+        (None, Some(e)) => checks.push(check(
+            "service manager",
+            Level::Fail,
+            e.msg.trim_end_matches("; nothing was changed").to_owned(),
+            e.hint,
+        )),
+        (None, None) => {
             checks.push(plist_check(ctx, installed.as_ref(), plan_ok(&plan)));
             checks.extend(plist_file_checks(ctx, installed.as_ref()));
             checks.extend(launchd_checks(ctx, installed.as_ref()));
         }
     }
     checks.push(log_dir_check(ctx));
-    if let (None, Err(e)) = (&systemd, st.refuse_unwritable_agents_dir()) {
+    let unit_here = crate::unit::unreachable(ctx).is_some();
+    if let (None, false, Err(e)) = (&systemd, unit_here, st.refuse_unwritable_agents_dir()) {
         let msg = e.msg.trim_end_matches("; nothing was changed").to_owned();
         checks.push(check("LaunchAgents dir", Level::Fail, msg, e.hint));
     }
