@@ -12,7 +12,12 @@ use crate::common::{free_port, get, wait_until, Run, TestContext};
 /// `XDG_RUNTIME_DIR`; `None` (said) where there can be none. Not the shared manager: the
 /// context's teardown stops every process carrying its HOME, the manager included.
 pub(crate) fn world() -> Option<(UserManager, TestContext)> {
-    let m = match UserManager::start() {
+    world_in("home dir")
+}
+
+/// [`world`] with a HOME of this name.
+pub(crate) fn world_in(home_name: &str) -> Option<(UserManager, TestContext)> {
+    let m = match UserManager::start_in(home_name) {
         Ok(m) => m,
         Err(why) => {
             user_manager::skip(&why);

@@ -537,3 +537,38 @@ fn a_unit_whose_manager_does_not_answer_is_never_taken_for_a_direct_host() {
     assert!(unit_path(&t.home, s).exists());
     verb(&t, &["uninstall"], s, &[]).ok();
 }
+
+#[test]
+fn a_home_with_quotes_percent_and_dollar_runs_the_whole_lifecycle() {
+    let Some((m, t)) = crate::systemd_job::world_in("ho me \"q\" 50% $HOME %n") else {
+        return;
+    };
+    let s = "sdhome";
+    let port = free_port();
+    let p = port.to_string();
+    verb(&t, &["install"], s, &["--port", &p])
+        .ok()
+        .stdout_has("env_proof: live");
+    let other = free_port();
+    let o = other.to_string();
+    verb(&t, &["restart"], s, &["--port", &o]).ok();
+    assert_eq!(get(other, "/health"), 200);
+    // The Host log is the unit's `append:` file: the one under this HOME.
+    let log = t
+        .home
+        .join(format!(".oysterun-stacks/{s}/logs/oysterun-host.log"));
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains(&format!("listening on 127.0.0.1:{other}")),
+        "{}",
+        log.display()
+    );
+    verb(&t, &["stop"], s, &[]).ok();
+    assert_eq!(prop(&m, s, "UnitFileState"), "disabled");
+    verb(&t, &["start"], s, &[]).ok();
+    let st = t.run(["status", s, "--json"]).ok().json();
+    assert_eq!(st["summary"], "verified", "{st}");
+    verb(&t, &["uninstall"], s, &[]).ok();
+    assert!(!unit_path(&t.home, s).exists());
+}

@@ -90,6 +90,13 @@ pub fn skip(why: &str) {
 impl UserManager {
     /// Starts one (see the module's comment), or says why it cannot.
     pub fn start() -> Result<UserManager, String> {
+        // A blank in HOME: every path the manager quotes back (drop-ins, the search path) is
+        // read whole, and the unit path, the log and the Host all live under it.
+        UserManager::start_in("home dir")
+    }
+
+    /// [`UserManager::start`] with a HOME of this name (quotes, `%`, `$` welcome).
+    pub fn start_in(home_name: &str) -> Result<UserManager, String> {
         for tool in [SYSTEMD, SYSTEMCTL, "/usr/bin/unshare", "/bin/sh"] {
             if !Path::new(tool).exists() {
                 return Err(format!("no {tool} on this machine"));
@@ -99,9 +106,7 @@ impl UserManager {
             .prefix("oyster-um-")
             .tempdir()
             .map_err(|e| e.to_string())?;
-        // A blank in HOME: every path the manager quotes back (drop-ins, the search path) is read
-        // whole, and the unit path, the log and the Host all live under it.
-        let home = dir.path().join("home dir");
+        let home = dir.path().join(home_name);
         let runtime_dir = dir.path().join("run");
         std::fs::create_dir(&home).map_err(|e| e.to_string())?;
         std::fs::create_dir(&runtime_dir).map_err(|e| e.to_string())?;
