@@ -572,3 +572,41 @@ fn a_home_with_quotes_percent_and_dollar_runs_the_whole_lifecycle() {
     verb(&t, &["uninstall"], s, &[]).ok();
     assert!(!unit_path(&t.home, s).exists());
 }
+
+#[test]
+fn two_restarts_at_once_take_turns_and_leave_one_verified_host() {
+    let Some((m, t)) = world() else { return };
+    let s = "sdtwice";
+    let port = free_port();
+    let p = port.to_string();
+    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let other = free_port().to_string();
+    let spawn = |more: &[&str]| {
+        let mut a = vec!["restart", s, "--wait", "15", "--settle-ms", "300"];
+        a.extend_from_slice(more);
+        t.cmd()
+            .args(&a)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(&["--port", &other]), spawn(&[]));
+    for child in [a, b] {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let other: u16 = other.parse().unwrap();
+    assert_eq!(get(other, "/health"), 200);
+    assert!(
+        crate::common::http_get(port, "/health").is_none(),
+        "two Hosts"
+    );
+    let st = t.run(["status", s, "--json"]).ok().json();
+    assert_eq!(st["pid"], main_pid(&m, s), "{st}");
+    verb(&t, &["uninstall"], s, &[]).ok();
+}
