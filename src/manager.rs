@@ -49,6 +49,24 @@ pub fn definition(ctx: &Context) -> PathBuf {
     }
 }
 
+/// What refuses writing the definition, said before the config is written: under systemd, a
+/// unit for root's own manager, or a unit path that is not a regular file.
+pub fn refuse_definition_write(ctx: &Context) -> anyhow::Result<()> {
+    if let Ok(Manager::Systemd(_)) = ctx.manager() {
+        crate::unit::refuse_write(ctx)?;
+    }
+    Ok(())
+}
+
+/// What refuses `stop` (`keep`: `--keep`) before anything is stopped: under systemd, a unit
+/// file that is a symlink, which the disable would remove.
+pub fn refuse_stop(ctx: &Context, keep: bool) -> anyhow::Result<()> {
+    match ctx.manager() {
+        Ok(Manager::Systemd(_)) => crate::unit::refuse_stop(ctx, keep),
+        _ => Ok(()),
+    }
+}
+
 /// Writes the job's definition for `plan` (plist or unit) without loading it; says whether it
 /// wrote.
 pub fn write_definition(ctx: &Context, plan: &Plan, lock: &Lock) -> anyhow::Result<bool> {

@@ -187,8 +187,18 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
     let newcomer = installed.is_none()
         && !ctx.stack.config_path().exists()
         && plan::plan(ctx, &Default::default()).is_err();
+    let unit_unreachable = crate::unit::unreachable(ctx);
     let asked = match (ctx.manager(), ctx.launchctl()) {
         (Ok(crate::context::Manager::Systemd(sc)), _) => systemd::ask(ctx, &sc, &mut st),
+        (_, Err(_)) if unit_unreachable.is_some() => {
+            st.manager = Some("systemd");
+            st.installed = true;
+            if let Ok(path) = crate::unit::path_for(ctx) {
+                st.plist_path = path.display().to_string();
+            }
+            st.notes.extend(unit_unreachable.clone());
+            false
+        }
         (_, Err(e)) => {
             st.notes.push(ctx.hints().for_stack(&e.to_string()));
             false
@@ -213,7 +223,15 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
             ctx.hint_cmd("restart")
         ));
     }
-    by_hand::who_runs_it(ctx, asked, installed.is_some(), &mut st);
+    by_hand::who_runs_it(
+        ctx,
+        asked,
+        installed.is_some() || unit_unreachable.is_some(),
+        &mut st,
+    );
+    if unit_unreachable.is_some() {
+        st.summary = Summary::Unknown;
+    }
     if newcomer && !st.running {
         st.notes.push(format!(
             "nothing is set up for stack {} yet: install Oysterun (`npm install -g oysterun`), then run `{}` (for a checkout: `{}`)",

@@ -37,6 +37,9 @@ pub fn run(ctx: &Context, cmd: HostVerb) -> anyhow::Result<ExitStatus> {
         // (exit 2), as by every verb, and creates nothing.
         HostVerb::Stop => {
             crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
+            // The Host of a unit whose manager does not answer writes the same pid file:
+            // signalling it would only make Restart=always start it again.
+            crate::unit::refuse_unreachable(ctx)?;
             stop(ctx)
         }
         HostVerb::Status => {
@@ -53,6 +56,8 @@ fn start(
     timing: crate::agent::lifecycle::Timing,
 ) -> anyhow::Result<ExitStatus> {
     let stack = &ctx.stack;
+    // A unit whose manager does not answer may be running the Host: not started beside it.
+    crate::unit::refuse_unreachable(ctx)?;
     // Before anything is created or written: a port another process holds.
     super::agent::preflight::refuse_held_port(ctx, host)?;
     let lock = ctx.lock_stack("host start")?;
@@ -129,15 +134,22 @@ fn show_status(ctx: &Context) -> anyhow::Result<ExitStatus> {
 
 fn print_status(ctx: &Context, st: &HostStatus, why: &str) {
     let stack = &ctx.stack;
-    let under_launchd = st.managed_by == Some(Manager::Launchd);
+    // The service manager that owns the Host, its name for the job, and what restarts it.
+    let manager = match st.managed_by {
+        Some(Manager::Launchd) => Some(("launchd", stack.label.clone(), "KeepAlive")),
+        Some(Manager::Systemd) => Some((
+            "systemd",
+            crate::systemd::unit_name(&stack.label).unwrap_or_else(|_| stack.label.clone()),
+            "Restart=always",
+        )),
+        _ => None,
+    };
     match st.pid {
         Some(pid) if st.running => ctx.out.out(&format!(
             "Host running{}: pid {pid}, port {}, /health {}, environment {}",
-            if under_launchd {
-                format!(" under launchd ({})", stack.label)
-            } else {
-                String::new()
-            },
+            manager
+                .as_ref()
+                .map_or(String::new(), |(m, job, _)| format!(" under {m} ({job})")),
             st.port.map_or("?".into(), |p| p.to_string()),
             st.health.map_or("no answer".into(), |h| h.to_string()),
             if st.verified {
@@ -148,9 +160,9 @@ fn print_status(ctx: &Context, st: &HostStatus, why: &str) {
         )),
         _ => ctx.out.out(&format!("Host not running ({why})")),
     }
-    if under_launchd {
+    if let Some((m, _, restarts)) = manager {
         ctx.out.out(&format!(
-            "  launchd owns this Host: use `oyster status|stop|restart{}` (`host stop` would only make KeepAlive start it again)",
+            "  {m} owns this Host: use `oyster status|stop|restart{}` (`host stop` would only make {restarts} start it again)",
             ctx.stack_suffix()
         ));
     }
@@ -211,8 +223,16 @@ fn status(ctx: &Context) -> anyhow::Result<(HostStatus, String)> {
     let owner = direct::owner(stack)?;
     st.pid_file = PidFile::of(&owner);
     if let Some(job) = launchd_runs_it(ctx)? {
-        launchd_status(ctx, &job, recorded, &mut st);
-        let why = format!("launchd has {} loaded, state {}", job.label, job.state);
+        let why = match job.info {
+            Some(_) => {
+                launchd_status(ctx, &job, recorded, &mut st);
+                format!("launchd has {} loaded, state {}", job.label, job.state)
+            }
+            None => {
+                systemd_status(ctx, &job, recorded, &mut st);
+                format!("systemd --user has {}, state {}", job.label, job.state)
+            }
+        };
         return Ok((st, why));
     }
     if let Owner::Ours(rec, live) = &owner {
@@ -253,6 +273,30 @@ fn launchd_status(ctx: &Context, job: &LaunchdJob, recorded: Option<u16>, st: &m
         env: &inst.env,
         exec_record: record.as_ref(),
         launchd,
+        floor: ctx.env.proof_floor,
+        live: None,
+    });
+    record_probe(st, &p);
+}
+
+/// A Host the systemd unit runs: probed against the environment oyster generates (the unit
+/// is written from it; there is no plist to read).
+fn systemd_status(ctx: &Context, job: &LaunchdJob, recorded: Option<u16>, st: &mut HostStatus) {
+    st.managed_by = Some(Manager::Systemd);
+    let plan = plan::plan(ctx, &plan::HostInputs::default()).ok();
+    st.port = plan.as_ref().map(|p| p.port).or(recorded);
+    let (Some(pid), Some(plan)) = (job.pid, &plan) else {
+        return;
+    };
+    st.running = true;
+    st.pid = Some(pid);
+    let record = crate::host::identity::ExecRecord::read(&ctx.stack.exec_record_path());
+    let p = probe::probe(&probe::Target {
+        pid,
+        port: plan.port,
+        env: &plan.env,
+        exec_record: record.as_ref(),
+        launchd: None,
         floor: ctx.env.proof_floor,
         live: None,
     });

@@ -232,10 +232,16 @@ fn save(
 /// Whether the running Host must be refreshed to see a saved change, and how.
 pub(super) fn refresh_hint(ctx: &Context) {
     let st = &ctx.stack;
-    if st.plist_path().exists() {
+    // The job's definition under this machine's manager (the unit under systemd, whose Host
+    // writes the same pid file a directly started one does).
+    let job = match ctx.manager() {
+        Ok(crate::context::Manager::Systemd(_)) => "systemd unit",
+        _ => "LaunchAgent",
+    };
+    if crate::manager::definition(ctx).exists() {
         match crate::host::plan::plan(ctx, &Default::default())
         {
-            Ok(plan) if !plan.plist_changed() => ctx.out.out("The LaunchAgent already matches; the Host needs no refresh."),
+            Ok(plan) if !crate::manager::definition_changed(ctx, &plan) => ctx.out.out(&format!("The {job} already matches; the Host needs no refresh.")),
             Ok(_) => ctx.out.out(&format!(
                 "The Host still runs with the old environment: run `{}` to give it the change.",
                 ctx.hint_cmd("regenerate")

@@ -66,18 +66,23 @@ impl Receipt {
     }
 }
 
-/// The port change a rollback puts back: this run's (`now`, a `--port` the plan records), from
-/// the value before the first unfinished run when its receipt at `pending` names one (the
-/// config held that value before either run).
-pub fn port_change(
-    now: Option<&crate::config::Change>,
-    pending: Option<&Path>,
+/// The port change a rollback of this run puts back: this run's own (`now`), reaching back to
+/// the value before an unfinished earlier run (the port edit of its receipt, `earlier`) — but
+/// only when that run's config step was taken, i.e. config.json holds what it wrote (`port`,
+/// the stack's port as this run planned it: a run killed before its config step left nothing
+/// to put back, and saying "changed by another command" for it would be wrong).
+pub fn port_to_put_back(
+    earlier: Option<ConfigEdit>,
+    now: Option<crate::config::Change>,
+    port: u16,
 ) -> Option<crate::config::Change> {
-    let earlier = pending
-        .and_then(read)
-        .and_then(|r| r.port_edit())
+    let on_disk = now
+        .as_ref()
+        .map_or_else(|| serde_json::Value::from(port), |n| n.from.clone());
+    let earlier = earlier
+        .filter(|e| e.to == on_disk)
         .map(|e| crate::config::Change::from(&e));
-    match (earlier, now.cloned()) {
+    match (earlier, now) {
         (Some(e), Some(n)) => Some(crate::config::Change { to: n.to, ..e }),
         (e, n) => n.or(e),
     }
@@ -110,6 +115,32 @@ impl Receipt {
         }
         Receipt::new(action, steps)
     }
+}
+
+/// After a config or definition write that failed, before the manager was asked to load
+/// anything (`manager` names it): the port this run wrote into config.json put back (so it
+/// does not name a port no Host listens on) and this run's receipt removed — an unfinished
+/// earlier run's (`pending`) is kept for the next run. The error says what was put back.
+pub fn undo_writes(
+    e: anyhow::Error,
+    paths: (&Path, &Path),
+    port: Option<&crate::config::Change>,
+    pending: bool,
+    manager: &str,
+    out: &dyn crate::output::Reporter,
+) -> anyhow::Error {
+    let (config, receipt) = paths;
+    let _quiet = crate::sys::signal::Suspended::new();
+    if !pending {
+        let _ = remove(receipt);
+    }
+    let Some(change) = port else { return e };
+    let said = crate::host::plan::put_back_port(config, change, out)
+        .unwrap_or_else(|e| format!("config.json's port could not be put back: {e:#}"));
+    e.context(crate::error::Afterword {
+        lead: format!("the change stopped before {manager} was asked to load it"),
+        after: said,
+    })
 }
 
 /// What is on disk at `path`: `None` when no run is unfinished; a receipt that cannot be read
@@ -179,6 +210,33 @@ mod tests {
             let r = read(&path).unwrap();
             assert!(r.steps.is_empty() && r.port_edit().is_none(), "{text:?}");
         }
+    }
+
+    #[test]
+    fn an_earlier_port_is_put_back_only_when_its_config_step_was_taken() {
+        let edit = |from: u16, to: u16| ConfigEdit {
+            key: "port".into(),
+            from: from.into(),
+            to: to.into(),
+        };
+        let change = |from: u16, to: u16| crate::config::Change::from(&edit(from, to));
+        // Killed after its config step: config holds 8810; this run changes nothing.
+        assert_eq!(
+            port_to_put_back(Some(edit(8802, 8810)), None, 8810),
+            Some(change(8802, 8810))
+        );
+        // …or moves on to 8820: the rollback goes back to 8802.
+        assert_eq!(
+            port_to_put_back(Some(edit(8802, 8810)), Some(change(8810, 8820)), 8820),
+            Some(change(8802, 8820))
+        );
+        // Killed before its config step: config still holds 8802; nothing of it to put back.
+        assert_eq!(port_to_put_back(Some(edit(8802, 8810)), None, 8802), None);
+        assert_eq!(
+            port_to_put_back(Some(edit(8802, 8810)), Some(change(8802, 8830)), 8830),
+            Some(change(8802, 8830))
+        );
+        assert_eq!(port_to_put_back(None, None, 8802), None);
     }
 
     #[test]

@@ -23,6 +23,7 @@ use crate::sys::fs::{self as fsutil, Lock};
 use crate::sys::signal;
 use crate::systemd::{Systemctl, UnitShow};
 
+mod refuse;
 mod run;
 
 /// How long `kill` watches the signalled pid go.
@@ -61,13 +62,7 @@ impl<'a> Unit<'a> {
         sc: Rc<Systemctl>,
         lock: Option<&'a Lock>,
     ) -> anyhow::Result<Unit<'a>> {
-        if crate::sys::user::euid() == 0 && !sc.overridden {
-            return Err(crate::error::Invalid::new(
-                "oyster runs as root: a systemd user unit for root would run the Host as root",
-            )
-            .hint("run oyster as the user whose Host it is, without sudo")
-            .into());
-        }
+        refuse::refuse_root(&sc)?;
         let stack = &ctx.stack;
         let name = crate::systemd::unit_name(&stack.label)?;
         let path = path_for(ctx)?;
@@ -120,7 +115,9 @@ impl<'a> Unit<'a> {
 
     /// The job in the seam's shape, without a plan.
     fn observe_job(&self) -> Observed {
-        let here = Unit::is_loaded(&self.before).then(|| Loaded {
+        // A failed unit (a crash loop past its start limit) is started again by nothing until
+        // a `reset-failed`: a run loads it as one that is not loaded (reset-failed, start).
+        let here = (Unit::is_loaded(&self.before) && !self.before.is_failed()).then(|| Loaded {
             target: self.name.clone(),
             pid: self.before.main_pid,
             running: self.before.is_running(),
@@ -180,6 +177,11 @@ impl<'a> Unit<'a> {
 
     fn decide_for(&self, plan: &Plan, request: Request) -> anyhow::Result<Decision> {
         self.stack.refuse_special_log()?;
+        refuse::refuse_special(&self.path)?;
+        let overriding = refuse::overriding_drop_ins(&self.path, &self.before.drop_in_paths);
+        if !overriding.is_empty() {
+            return Err(refuse::drop_in_refusal(&self.name, &overriding).into());
+        }
         let observed = self.observe(plan, request)?;
         let planned = service::Planned {
             config: self.stack.config_path(),
@@ -497,9 +499,73 @@ pub fn definition_changed(ctx: &Context, plan: &Plan) -> bool {
     })
 }
 
+/// Root's own unit, or a unit path that is not a regular file: refused before anything is
+/// written (`install --no-start`, `regenerate --no-restart`).
+pub fn refuse_write(ctx: &Context) -> anyhow::Result<()> {
+    if let Ok(crate::context::Manager::Systemd(sc)) = ctx.manager() {
+        refuse::refuse_root(&sc)?;
+    }
+    refuse::refuse_special(&path_for(ctx)?)?;
+    Ok(())
+}
+
+/// When no systemd user manager answers (`XDG_RUNTIME_DIR` missing or stripped: `su`, cron,
+/// an SSH session without one) yet the stack has a unit on disk: the sentence that says so.
+/// The Host the unit runs writes the pid file a directly started Host writes, so without the
+/// manager nothing may take it for a direct one, nor act on the job as if it had none.
+pub fn unreachable(ctx: &Context) -> Option<String> {
+    let Err(crate::context::NoManager::Unreachable(why)) = ctx.manager() else {
+        return None;
+    };
+    let path = path_for(ctx).ok()?;
+    std::fs::symlink_metadata(&path).ok()?;
+    let why = why.rsplit_once("; and ").map_or(why.as_str(), |(_, w)| w);
+    Some(format!(
+        "stack {} has a systemd unit ({}), but {why}: whether it runs the Host cannot be told, and the unit cannot be changed from here",
+        ctx.stack.name,
+        crate::output::one_line(&path)
+    ))
+}
+
+/// [`unreachable`] as the refusal of a verb that acts on the job (exit 1), with the way to
+/// reach the manager.
+pub fn refuse_unreachable(ctx: &Context) -> Result<(), crate::error::Failed> {
+    match unreachable(ctx) {
+        None => Ok(()),
+        Some(why) => Err(crate::error::Failed::new(
+            format!("{why}; nothing was changed"),
+            format!(
+                "run oyster in {user}'s login session, where systemd --user runs (`XDG_RUNTIME_DIR=/run/user/{uid}`); `loginctl enable-linger {user}` keeps the manager running without one",
+                user = crate::sys::user::name_of(crate::sys::user::uid()).unwrap_or_else(|| "the user".into()),
+                uid = crate::sys::user::uid()
+            ),
+        )),
+    }
+}
+
+/// The drop-ins beside the stack's unit (those the manager loaded, `loaded`, and those on disk)
+/// that override its environment or program: every verb that loads refuses them.
+pub fn overriding_drop_ins(ctx: &Context, loaded: &[PathBuf]) -> Vec<(PathBuf, Vec<String>)> {
+    path_for(ctx).map_or_else(|_| vec![], |p| refuse::overriding_drop_ins(&p, loaded))
+}
+
+/// `stop` (without `--keep`) of a unit that is a symlink, which its disable would remove:
+/// refused before anything is stopped.
+pub fn refuse_stop(ctx: &Context, keep: bool) -> anyhow::Result<()> {
+    if keep {
+        return Ok(());
+    }
+    let keep_hint = format!("{} --keep", ctx.hint_cmd("stop"));
+    Ok(refuse::refuse_disabling_a_link(
+        &path_for(ctx)?,
+        &keep_hint,
+    )?)
+}
+
 /// Writes the unit for `plan` when its bytes change (its log directory first); says whether it
 /// wrote. The manager reads it at the next `daemon-reload`.
 pub fn write_definition(ctx: &Context, plan: &Plan, lock: &Lock) -> anyhow::Result<bool> {
+    refuse_write(ctx)?;
     let (path, bytes) = spec_for(ctx, plan)?;
     fsutil::create_dir_all(&ctx.stack.log_dir, 0o755)?;
     if let Some(dir) = path.parent() {

@@ -4,7 +4,7 @@
 //! unit that does not verify is rolled back to the last good one.
 
 use super::*;
-use crate::service::journal::{self, Receipt};
+use crate::service::journal::Receipt;
 use crate::service::{Step, Verified};
 
 /// How many lines of this attempt's Host log a failure shows.
@@ -86,12 +86,21 @@ impl Unit<'_> {
         for step in &d.steps {
             let taken = self.take(plan, step, action, &bytes, &mut baseline);
             if let Err(e) = taken {
-                if !rolls_back
-                    || matches!(
-                        step,
-                        Step::WriteConfig { .. } | Step::WriteDefinition { .. }
-                    )
-                {
+                if matches!(
+                    step,
+                    Step::WriteConfig { .. } | Step::WriteDefinition { .. }
+                ) {
+                    let paths = (self.stack.config_path(), self.stack.pending_path());
+                    return Err(crate::service::journal::undo_writes(
+                        e,
+                        (&paths.0, &paths.1),
+                        port.as_ref(),
+                        pending,
+                        "systemd",
+                        self.out,
+                    ));
+                }
+                if !rolls_back {
                     return Err(e);
                 }
                 let stop = match signal::received() {
@@ -245,9 +254,13 @@ impl Unit<'_> {
         let now = plan
             .changes
             .iter()
-            .find(|c| c.key == crate::config::PORT_KEY);
-        let path = self.stack.pending_path();
-        journal::port_change(now, pending.then_some(path.as_path()))
+            .find(|c| c.key == crate::config::PORT_KEY)
+            .cloned();
+        let earlier = pending
+            .then(|| crate::service::journal::read(&self.stack.pending_path()))
+            .flatten()
+            .and_then(|r| r.port_edit());
+        crate::service::journal::port_to_put_back(earlier, now, plan.port)
     }
 
     fn write_receipt(

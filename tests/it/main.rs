@@ -62,6 +62,7 @@ mod providers;
 mod purge_stack;
 mod real_macs;
 mod real_macs4;
+mod receipt_recovery;
 mod refusals_write_nothing;
 mod refused_where_they_enter;
 mod registry_guard;
@@ -88,6 +89,10 @@ mod syscalls;
 #[cfg(target_os = "linux")]
 mod systemd_door;
 #[cfg(target_os = "linux")]
+mod systemd_interrupts;
+#[cfg(target_os = "linux")]
 mod systemd_job;
+#[cfg(target_os = "linux")]
+mod systemd_misuse;
 mod verbosity;
 mod verbs;

@@ -37,12 +37,19 @@ fn refused_unchanged(s: &Stack, attempts: &[Vec<String>], code: i32, says: &str)
     }
 }
 
-/// `VERB NAME --port P --wait 10 --settle-ms 300` for the verbs that load the Host.
+/// `VERB NAME --port P --wait 10 --settle-ms 300` for the verbs that load the Host, then the
+/// same with `--dry-run` (refused as the run is).
 fn loading_verbs(s: &Stack, port: u16) -> Vec<Vec<String>> {
-    ["restart", "install", "start"]
+    let runs: Vec<Vec<String>> = ["restart", "install", "start"]
         .iter()
         .map(|v| s.agent_args(v, false, Some((10, 300))).port(port).into())
-        .collect()
+        .collect();
+    let dry = runs.iter().map(|a| {
+        let mut a = a.clone();
+        a.push("--dry-run".into());
+        a
+    });
+    runs.clone().into_iter().chain(dry).collect()
 }
 
 #[test]
@@ -63,7 +70,7 @@ fn a_reload_launchd_would_refuse_is_refused_before_the_config_changes() {
     s.crash_looping();
     s.t.sim(&["login-item", &s.label(), "off"]).ok();
     let attempts = loading_verbs(&s, free_port());
-    refused_unchanged(&s, &attempts[..1], 1, "Login Items");
+    refused_unchanged(&s, &attempts, 1, "Login Items");
     s.t.sim(&["login-item", &s.label(), "on"]).ok();
     s.done();
 }
@@ -97,6 +104,9 @@ fn a_directly_started_host_is_refused_before_the_config_changes() {
         .port(free_port())
         .into()];
     attempts.push(s.agent_args("stop", false, None).into());
+    let mut more = loading_verbs(&s, free_port());
+    more.push(s.agent_args("stop", false, None).arg("--dry-run").into());
+    attempts.extend(more);
     refused_unchanged(&s, &attempts, 1, "directly");
     s.t.run(["host", "stop", "--stack", s.name]).ok();
     s.t.wait_no_processes();
@@ -108,7 +118,7 @@ fn a_plist_another_user_owns_is_refused_before_the_config_changes() {
     need_root();
     let s = Stack::installed("owned");
     std::os::unix::fs::chown(s.plist(), Some(12345), None).unwrap();
-    refused_unchanged(&s, &loading_verbs(&s, free_port())[..2], 2, "12345");
+    refused_unchanged(&s, &loading_verbs(&s, free_port()), 2, "12345");
     std::os::unix::fs::chown(s.plist(), Some(0), None).unwrap();
     s.done();
 }

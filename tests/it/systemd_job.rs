@@ -8,24 +8,24 @@
 use crate::common::user_manager::UserManager;
 use crate::common::{free_port, get, wait_until, Run, TestContext};
 
-use crate::common::user_manager::world;
+pub(crate) use crate::common::user_manager::world;
 
-fn unit(stack: &str) -> String {
+pub(crate) fn unit(stack: &str) -> String {
     format!("com.oysterun.host.{stack}.service")
 }
 
 /// `systemctl --user show -p PROP --value UNIT`.
-fn prop(m: &UserManager, stack: &str, p: &str) -> String {
+pub(crate) fn prop(m: &UserManager, stack: &str, p: &str) -> String {
     let out = m.systemctl(&["show", "-p", p, "--value", &unit(stack)]);
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
 
-fn main_pid(m: &UserManager, stack: &str) -> u32 {
+pub(crate) fn main_pid(m: &UserManager, stack: &str) -> u32 {
     prop(m, stack, "MainPID").parse().unwrap_or(0)
 }
 
 /// `VERB STACK [--wait 15 --settle-ms 300] MORE` (the timing for the verbs that verify).
-fn verb(t: &TestContext, words: &[&str], stack: &str, more: &[&str]) -> Run {
+pub(crate) fn verb(t: &TestContext, words: &[&str], stack: &str, more: &[&str]) -> Run {
     let mut a: Vec<&str> = words.to_vec();
     a.push(stack);
     if !matches!(words[0], "stop" | "uninstall") {
@@ -43,7 +43,7 @@ fn install_restart_stop_start_and_uninstall_under_the_user_manager() {
     let p = port.to_string();
     let r = verb(&t, &["install"], s, &["--port", &p, "-v"]).ok();
     r.stdout_has(&format!("Host verified: {} started", unit(s)));
-    r.stdout_has("env_proof: live");
+    assert_eq!(t.run(["status", s, "--json"]).json()["env_proof"], "live");
     let path = m.home.join(".config/systemd/user").join(unit(s));
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(

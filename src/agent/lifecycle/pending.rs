@@ -21,9 +21,13 @@ impl Agent<'_> {
         let now = plan
             .changes
             .iter()
-            .find(|c| c.key == crate::config::PORT_KEY);
-        let path = self.pending_path();
-        journal::port_change(now, pending.then_some(path.as_path()))
+            .find(|c| c.key == crate::config::PORT_KEY)
+            .cloned();
+        let earlier = pending
+            .then(|| journal::read(&self.pending_path()))
+            .flatten()
+            .and_then(|r| r.port_edit());
+        crate::service::journal::port_to_put_back(earlier, now, plan.port)
     }
 
     /// Writes the receipt of `action`'s decided steps ([`Receipt::of`]).

@@ -101,6 +101,33 @@ impl Agent<'_> {
         Ok(o)
     }
 
+    /// The config or the plist written; a failure (before launchd was asked to load
+    /// anything) puts back the port this run wrote and removes this run's receipt.
+    fn write_step(
+        &mut self,
+        plan: &Plan,
+        action: Action,
+        step: &Step,
+        port: Option<&crate::config::Change>,
+        pending: bool,
+    ) -> anyhow::Result<()> {
+        let written = match step {
+            Step::WriteConfig { .. } => self.write_config(plan),
+            _ => self.write_plist(plan, action),
+        };
+        written.map_err(|e| {
+            let paths = (self.stack.config_path(), self.pending_path());
+            crate::service::journal::undo_writes(
+                e,
+                (&paths.0, &paths.1),
+                port,
+                pending,
+                "launchd",
+                self.out,
+            )
+        })
+    }
+
     /// Takes the decided steps in order.
     pub fn run_decided(
         &mut self,
@@ -126,8 +153,9 @@ impl Agent<'_> {
             match step {
                 Step::FinishStop { target } => self.finish_stop(target)?,
                 Step::Enable { targets } if targets.len() > 1 => self.enable(action)?,
-                Step::WriteConfig { .. } => self.write_config(plan)?,
-                Step::WriteDefinition { .. } => self.write_plist(plan, action)?,
+                Step::WriteConfig { .. } | Step::WriteDefinition { .. } => {
+                    self.write_step(plan, action, step, port.as_ref(), pending)?;
+                }
                 Step::BootOut { target, .. } if *target != self.target() => {
                     self.boot_out_others(action)?;
                     self.forget_before();

@@ -55,10 +55,16 @@ fn direct_host(
         // launchd's own Host writes the same pid file (`host exec` writes it): without
         // launchctl, who runs it is not known, and the advice must not be `host stop`.
         st.summary = Summary::Unknown;
-        st.notes.push(format!(
-            "launchctl could not be asked, so whether launchd (the LaunchAgent) or `oyster host start` runs this Host (pid {}) is not known",
-            rec.pid
-        ));
+        st.notes.push(match st.manager {
+            Some("systemd") => format!(
+                "so whether the systemd unit or `oyster host start` runs this Host (pid {}) is not known",
+                rec.pid
+            ),
+            _ => format!(
+                "launchctl could not be asked, so whether launchd (the LaunchAgent) or `oyster host start` runs this Host (pid {}) is not known",
+                rec.pid
+            ),
+        });
         return;
     }
     st.managed_by = Some(Manager::Direct);

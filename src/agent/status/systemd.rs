@@ -8,7 +8,7 @@ use super::{record_probe, summarize, AgentStatus, Manager};
 use crate::context::Context;
 use crate::host::identity::ExecRecord;
 use crate::probe::{self, Target};
-use crate::systemd::{ActiveState, Systemctl, UnitShow};
+use crate::systemd::{ActiveState, MainCode, Systemctl, UnitShow};
 
 /// The unit's facts (`status --json`'s `unit`).
 #[derive(Debug, Clone, Serialize)]
@@ -56,9 +56,19 @@ pub(super) fn ask(ctx: &Context, sc: &Systemctl, st: &mut AgentStatus) -> bool {
     st.installed = path.exists();
     st.plist_path = path.display().to_string();
     let plan = crate::host::plan::plan(ctx, &Default::default()).ok();
+    // A unit path that is a link or a special file is not compared (nor ever written): said,
+    // with the fix, as the verbs that load refuse it.
+    let special = crate::sys::fs::not_regular(&path);
+    if let Some(kind) = special {
+        st.notes.push(format!(
+            "{} is {kind}, not a regular file: every verb that loads the Host refuses it; replace it with the real file (or remove it, then `{}`)",
+            crate::output::one_line(&path),
+            ctx.hint_cmd("install")
+        ));
+    }
     st.in_sync = plan
         .as_ref()
-        .filter(|_| st.installed)
+        .filter(|_| st.installed && special.is_none())
         .map(|p| !crate::unit::definition_changed(ctx, p));
     record(ctx, &show, plan.as_ref(), st);
     st.unit = Some(facts(name, &path, &show));
@@ -80,7 +90,12 @@ fn record(
     st.disabled = st.installed.then(|| !show.is_enabled());
     st.crash_loop = show.is_failed() || (show.sub_state == "auto-restart" && show.n_restarts > 0);
     if show.exec_main_pid.is_some() && !st.running {
-        st.last_exit_code = Some(show.exec_main_status);
+        // `ExecMainStatus` is the exit status only when the Host exited; killed, it is the
+        // signal.
+        match show.exec_main_code {
+            MainCode::Killed | MainCode::Dumped => st.last_signal = Some(show.exec_main_status),
+            _ => st.last_exit_code = Some(show.exec_main_status),
+        }
     }
     if !show.drop_in_paths.is_empty() {
         st.notes.push(format!(

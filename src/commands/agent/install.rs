@@ -21,10 +21,17 @@ pub fn run(
     preflight::run(ctx, "agent install", host, launchd, |p| {
         let Some(Ok(mut agent)) = p.agent else {
             preflight::write_only(ctx, &p.plan, p.lock)?;
-            ctx.out.out(&format!(
-                "Not started (--no-start): launchd starts it at the next login, or run `{}`.",
-                ctx.hint_cmd("restart")
-            ));
+            ctx.out.out(&match ctx.manager() {
+                // A unit is started at login only once enabled, which --no-start does not do.
+                Ok(crate::context::Manager::Systemd(_)) => format!(
+                    "Not started (--no-start): the unit is written but not enabled, so nothing starts it at login; `{}` starts it, now and at every login.",
+                    ctx.hint_cmd("start")
+                ),
+                _ => format!(
+                    "Not started (--no-start): launchd starts it at the next login, or run `{}`.",
+                    ctx.hint_cmd("restart")
+                ),
+            });
             return Ok(ExitStatus::Success);
         };
         let outcome = agent.apply(

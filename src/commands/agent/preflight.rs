@@ -222,6 +222,7 @@ pub fn refuse_direct_host(ctx: &Context) -> anyhow::Result<()> {
 
 /// Writes the config and the plist without loading it, and says so.
 pub fn write_only(ctx: &Context, plan: &Plan, lock: &Lock) -> anyhow::Result<()> {
+    crate::manager::refuse_definition_write(ctx)?;
     let changes = plan::write_config(ctx, plan, lock)?;
     crate::config::report(&ctx.stack.config_path(), &changes, ctx.reporter());
     let path = definition(ctx);
@@ -291,8 +292,12 @@ pub fn report(ctx: &Context, kind: ManagerKind, plan: &Plan, outcome: &Outcome) 
 
 /// A custom stack with nothing on disk is a typo until proven otherwise (exit 2, naming the
 /// stacks that exist); production and staging always exist.
-pub fn require_known(ctx: &Context) -> Result<(), crate::error::Invalid> {
-    crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())
+/// The stack exists, and (under systemd) its unit's manager answers: a verb that acts on the
+/// job never takes a unit it cannot reach for a stack without one.
+pub fn require_known(ctx: &Context) -> anyhow::Result<()> {
+    crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
+    crate::unit::refuse_unreachable(ctx)?;
+    Ok(())
 }
 
 /// Whether the stack's job is loaded (launchd: in either domain; systemd: kept going).
@@ -325,6 +330,10 @@ pub fn direct_instead(ctx: &Context, verb: &str) -> Option<Failed> {
         return None;
     }
     let h = ctx.hints();
+    let by = match ctx.manager() {
+        Ok(Manager::Systemd(_)) => ("a systemd unit", "systemd"),
+        _ => ("a LaunchAgent", "launchd"),
+    };
     let fix = if verb == "stop" {
         format!("`{}`", h.cmd("host stop"))
     } else {
@@ -332,11 +341,20 @@ pub fn direct_instead(ctx: &Context, verb: &str) -> Option<Failed> {
     };
     Some(Failed::new(
         format!(
-            "the Host of stack {} was started directly (pid {}, `oyster host start`), not by a LaunchAgent, so there is nothing to {verb} in launchd",
-            ctx.stack.name, rec.pid
+            "the Host of stack {} was started directly (pid {}, `oyster host start`), not by {}, so there is nothing to {verb} in {}",
+            ctx.stack.name,
+            rec.pid,
+            by.0,
+            by.1
         ),
         fix,
     ))
+}
+
+/// Why `verb` has nothing to act on: a Host started directly (named with its own commands),
+/// else the job not installed.
+pub fn not_installed_or_direct(ctx: &Context, verb: &str) -> Failed {
+    direct_instead(ctx, verb).unwrap_or_else(|| not_installed(ctx, verb))
 }
 
 pub fn not_installed(ctx: &Context, verb: &str) -> Failed {

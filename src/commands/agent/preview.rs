@@ -42,7 +42,7 @@ pub fn run(ctx: &Context, verb: &Job) -> anyhow::Result<ExitStatus> {
         }
         Job::Start(s) => {
             if !preflight::is_installed(ctx)? {
-                return Err(preflight::not_installed(ctx, "start").into());
+                return Err(preflight::not_installed_or_direct(ctx, "start").into());
             }
             load(
                 ctx,
@@ -53,7 +53,7 @@ pub fn run(ctx: &Context, verb: &Job) -> anyhow::Result<ExitStatus> {
             )?
         }
         Job::Stop { keep, no_wait } => {
-            super::stop::refuse_early(ctx)?;
+            super::stop::refuse_early(ctx, *keep)?;
             let mut agent = preflight::job(ctx, None)?;
             (
                 None,
@@ -87,14 +87,20 @@ fn load(
     write_only: bool,
     ignore_switch: bool,
 ) -> anyhow::Result<(Option<u16>, Vec<Step>)> {
+    // The run's refusals in the run's order (preflight::run), so that the dry run says the one
+    // the run would: the port, the log, the job and a directly started Host, then the plan.
     ctx.stack.refuse_unwritable_agents_dir()?;
-    ctx.stack.refuse_special_log()?;
-    let plan = plan::plan(ctx, host)?;
     if write_only {
+        ctx.stack.refuse_special_log()?;
+        let plan = plan::plan(ctx, host)?;
+        crate::manager::refuse_definition_write(ctx)?;
         return Ok((Some(plan.port), writes(ctx, &plan)));
     }
+    preflight::refuse_held_port(ctx, host)?;
+    ctx.stack.refuse_special_log()?;
     let mut agent = preflight::job(ctx, None)?;
     preflight::refuse_direct_host(ctx)?;
+    let plan = plan::plan(ctx, host)?;
     // `restart` of a job loaded nowhere starts it, as the run does.
     let request = match request {
         Request::Restart if !agent.was_loaded() => Request::Start,

@@ -9,7 +9,7 @@ use crate::ExitStatus;
 pub fn run(ctx: &Context, args: &Starting) -> anyhow::Result<ExitStatus> {
     preflight::require_known(ctx)?;
     if !preflight::is_installed(ctx)? {
-        return Err(preflight::not_installed(ctx, "start").into());
+        return Err(preflight::not_installed_or_direct(ctx, "start").into());
     }
     preflight::run(
         ctx,

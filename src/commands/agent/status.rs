@@ -1,7 +1,6 @@
 //! `oyster agent status` (and `oyster status`): renders the domain's `AgentStatus`; exits 1
 //! unless the Host is verified.
 
-use super::preflight;
 use crate::agent::login_items::LoginItem;
 use crate::agent::status::{self as model, AgentStatus, InstalledBy, Summary};
 use crate::context::Context;
@@ -9,7 +8,8 @@ use crate::output::Tone;
 use crate::ExitStatus;
 
 pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
-    preflight::require_known(ctx)?;
+    // Not the job verbs' check: a unit whose manager does not answer is said, not refused.
+    crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
     let st = model::collect(ctx)?;
     ctx.out.show(&st, || print(ctx, &st));
     // A label loaded twice is a failure even when the copy shown verifies: two Hosts for
@@ -70,7 +70,7 @@ pub fn words(s: Summary) -> &'static str {
         Summary::Stopped => "stopped",
         Summary::NotLoaded => "installed, not loaded",
         Summary::NotInstalled => "not installed",
-        Summary::Unknown => "unknown (launchctl could not be asked)",
+        Summary::Unknown => "unknown (its service manager could not be asked)",
         Summary::LoadedTwice => "loaded twice (gui and user domain): two Hosts for one port",
     }
 }
@@ -97,17 +97,28 @@ fn print(ctx: &Context, st: &AgentStatus) {
     out.out_toned(Tone::Heading, &format!("{} (stack {})", st.label, st.stack));
     out.out_toned(
         tone(st.summary),
-        &format!("  status:    {}", words(st.summary)),
+        &format!(
+            "  status:    {}",
+            match st.summary {
+                Summary::Stale =>
+                    format!("running, verified against a stale {}", definition_word(st)),
+                s => words(s).to_owned(),
+            }
+        ),
     );
     if let Some(url) = &st.url {
         out.out(&format!("  url:       {url}"));
     }
     if st.summary == Summary::NotInstalled {
         out.out(&format!(
-            "  installed: no ({}); `{}` sets the Host up (`{}` installs the LaunchAgent alone)",
+            "  installed: no ({}); `{}` sets the Host up (`{}` installs the {} alone)",
             st.plist_path,
             ctx.hints().cmd("setup"),
-            ctx.hint_cmd("install")
+            ctx.hint_cmd("install"),
+            match st.manager {
+                Some("systemd") => "systemd unit",
+                _ => "LaunchAgent",
+            }
         ));
     } else {
         out.out(&format!(
@@ -117,22 +128,7 @@ fn print(ctx: &Context, st: &AgentStatus) {
         ));
     }
     out.out(&format!("  loaded:    {}", loaded_words(ctx, st)));
-    // Login Items (System Settings → General → Login Items): said as unknown, never as fine,
-    // when it cannot be asked.
-    match (st.login_item, &st.login_item_why) {
-        (Some(LoginItem::Unknown), Some(why)) => {
-            out.out(&format!("  login:     Login Items state unknown ({why})"));
-        }
-        (Some(LoginItem::RequiresApproval), _) => out.out_toned(
-            Tone::Fail,
-            &format!(
-                "  login:     {} in Login Items",
-                LoginItem::RequiresApproval.words()
-            ),
-        ),
-        (Some(state), _) => out.out(&format!("  login:     {} in Login Items", state.words())),
-        (None, _) => {}
-    }
+    print_login_item(ctx, st);
     print_login(ctx, st);
     print_running(ctx, st);
     print_plist_warnings(ctx, st);
@@ -161,6 +157,26 @@ fn print(ctx: &Context, st: &AgentStatus) {
     // What the organization's profile forces (docs/fleet.md), only when it forces anything.
     for line in crate::commands::config::managed_lines(ctx) {
         out.out(&format!("  {}", line.trim_start_matches("# ")));
+    }
+}
+
+/// Login Items (System Settings → General → Login Items): said as unknown, never as fine, when
+/// it cannot be asked.
+fn print_login_item(ctx: &Context, st: &AgentStatus) {
+    let out = ctx.out;
+    match (st.login_item, &st.login_item_why) {
+        (Some(LoginItem::Unknown), Some(why)) => {
+            out.out(&format!("  login:     Login Items state unknown ({why})"));
+        }
+        (Some(LoginItem::RequiresApproval), _) => out.out_toned(
+            Tone::Fail,
+            &format!(
+                "  login:     {} in Login Items",
+                LoginItem::RequiresApproval.words()
+            ),
+        ),
+        (Some(state), _) => out.out(&format!("  login:     {} in Login Items", state.words())),
+        (None, _) => {}
     }
 }
 
@@ -217,20 +233,33 @@ fn print_running(ctx: &Context, st: &AgentStatus) {
         format!(" (environment proof: {})", p.as_str())
     });
     let against = if st.verified && st.in_sync == Some(false) {
-        ", against the installed plist, which is stale (below)"
+        format!(
+            ", against the installed {}, which is stale (below)",
+            definition_word(st)
+        )
     } else {
-        ""
+        String::new()
     };
     out.out(&format!("  verified:  {}{proof}{against}", yn(st.verified)));
     if st.crash_loop {
-        out.out_toned(
-            Tone::Fail,
-            &format!(
-                "  crash loop: launchd keeps restarting the Host (state {}); see `{}`",
-                st.state.as_deref().unwrap_or("?"),
+        let state = st.state.as_deref().unwrap_or("?");
+        let what = match st.manager {
+            // Past its start limit systemd restarts nothing until a start resets it.
+            Some("systemd") if state.starts_with("failed") => format!(
+                "systemd gave up restarting the Host (state {state}: its start limit); see `{}`, then `{}` starts it again",
+                ctx.hint_cmd("logs"),
+                ctx.hint_cmd("restart")
+            ),
+            Some("systemd") => format!(
+                "systemd keeps restarting the Host (state {state}); see `{}`",
                 ctx.hint_cmd("logs")
             ),
-        );
+            _ => format!(
+                "launchd keeps restarting the Host (state {state}); see `{}`",
+                ctx.hint_cmd("logs")
+            ),
+        };
+        out.out_toned(Tone::Fail, &format!("  crash loop: {what}"));
     }
     match (st.last_exit_code, st.last_signal) {
         (Some(code), _) => out.out(&format!("  last exit: code {code}")),
@@ -239,9 +268,18 @@ fn print_running(ctx: &Context, st: &AgentStatus) {
     }
     if !st.env_mismatch.is_empty() {
         out.out(&format!(
-            "  environment differs from the plist in: {}",
+            "  environment differs from the {} in: {}",
+            definition_word(st),
             st.env_mismatch.join(", ")
         ));
+    }
+}
+
+/// What the job's definition is called under the stack's manager.
+fn definition_word(st: &AgentStatus) -> &'static str {
+    match st.manager {
+        Some("systemd") => "unit",
+        _ => "plist",
     }
 }
 
@@ -259,7 +297,8 @@ fn print_plist_warnings(ctx: &Context, st: &AgentStatus) {
         ctx.out.out_toned(
             Tone::Warn,
             &format!(
-                "  stale:     the installed plist differs from what oyster generates now — run `{}`",
+                "  stale:     the installed {} differs from what oyster generates now — run `{}`",
+                definition_word(st),
                 ctx.hint_cmd("regenerate")
             ),
         );

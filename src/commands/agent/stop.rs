@@ -12,7 +12,7 @@ use crate::ExitStatus;
 pub fn run(ctx: &Context, keep: bool, no_wait: bool) -> anyhow::Result<ExitStatus> {
     preflight::require_known(ctx)?;
     let stack = &ctx.stack;
-    refuse_early(ctx)?;
+    refuse_early(ctx, keep)?;
     let lock = ctx.lock_stack("agent stop")?;
     let mut agent = preflight::job(ctx, Some(&lock))?;
     let done = agent.stop(keep, !no_wait)?;
@@ -58,7 +58,7 @@ pub fn run(ctx: &Context, keep: bool, no_wait: bool) -> anyhow::Result<ExitStatu
 
 /// Every refusal of `stop`, said before anything is created (no lock file for a stack that is
 /// not there).
-pub fn refuse_early(ctx: &Context) -> anyhow::Result<()> {
+pub fn refuse_early(ctx: &Context, keep: bool) -> anyhow::Result<()> {
     if !preflight::definition(ctx).exists() {
         if let Some(direct) = preflight::direct_instead(ctx, "stop") {
             return Err(direct.into());
@@ -67,6 +67,7 @@ pub fn refuse_early(ctx: &Context) -> anyhow::Result<()> {
     if !preflight::is_installed(ctx)? {
         return Err(preflight::not_installed(ctx, "stop").into());
     }
+    crate::manager::refuse_stop(ctx, keep)?;
     refuse_direct_host(ctx)
 }
 

@@ -30,12 +30,12 @@ mod files;
 mod host;
 mod launchd;
 mod network;
+mod service;
 mod systemd;
 
 pub use all::run_all;
 
-use files::{log_dir_check, plist_check, plist_file_checks};
-use launchd::launchd_checks;
+use files::log_dir_check;
 
 #[derive(Debug, Serialize, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -141,14 +141,12 @@ fn report(ctx: &Context, probe: bool) -> Report {
         Ok(crate::context::Manager::Systemd(sc)) => Some(sc),
         _ => None,
     };
-    match &systemd {
-        Some(sc) => checks.extend(systemd::systemd_checks(ctx, sc)),
-        None => {
-            checks.push(plist_check(ctx, installed.as_ref(), plan_ok(&plan)));
-            checks.extend(plist_file_checks(ctx, installed.as_ref()));
-            checks.extend(launchd_checks(ctx, installed.as_ref()));
-        }
-    }
+    checks.extend(service::manager_checks(
+        ctx,
+        systemd.as_deref(),
+        installed.as_ref(),
+        plan_ok(&plan),
+    ));
     // By the one rule when the plan cannot be made (no root found).
     let port = plan_ok(&plan).map(|p| p.port).or_else(|| {
         crate::host::plan::HostInputs::default()
@@ -157,7 +155,8 @@ fn report(ctx: &Context, probe: bool) -> Report {
     });
     checks.extend(host::port_check(ctx, port));
     checks.push(log_dir_check(ctx));
-    if let (None, Err(e)) = (&systemd, st.refuse_unwritable_agents_dir()) {
+    let unit_here = crate::unit::unreachable(ctx).is_some();
+    if let (None, false, Err(e)) = (&systemd, unit_here, st.refuse_unwritable_agents_dir()) {
         let msg = e.msg.trim_end_matches("; nothing was changed").to_owned();
         checks.push(check("LaunchAgents dir", Level::Fail, msg, e.hint));
     }

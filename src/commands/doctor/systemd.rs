@@ -22,7 +22,27 @@ pub(super) fn systemd_checks(ctx: &Context, sc: &Systemctl) -> Vec<Check> {
         }
     };
     checks.push(unit_check(ctx, &st));
-    if let Some(u) = st.unit.as_ref().filter(|u| !u.drop_ins.is_empty()) {
+    let loaded: Vec<std::path::PathBuf> = st
+        .unit
+        .iter()
+        .flat_map(|u| u.drop_ins.iter().map(Into::into))
+        .collect();
+    let overriding = crate::unit::overriding_drop_ins(ctx, &loaded);
+    if !overriding.is_empty() {
+        let said: Vec<String> = overriding
+            .iter()
+            .map(|(p, keys)| format!("{} sets {}=", crate::output::one_line(p), keys.join("=, ")))
+            .collect();
+        checks.push(check(
+            "drop-ins",
+            Level::Fail,
+            format!(
+                "{}: the Host would not run with the environment oyster generates, so install, start and restart refuse",
+                said.join("; ")
+            ),
+            Some("remove it (`systemctl --user revert UNIT` removes every drop-in of the unit), or keep only other settings in it".into()),
+        ));
+    } else if let Some(u) = st.unit.as_ref().filter(|u| !u.drop_ins.is_empty()) {
         checks.push(check(
             "drop-ins",
             Level::Warn,
@@ -40,6 +60,19 @@ pub(super) fn systemd_checks(ctx: &Context, sc: &Systemctl) -> Vec<Check> {
 
 fn unit_check(ctx: &Context, st: &model::AgentStatus) -> Check {
     let path = &st.plist_path;
+    if let Some(kind) = crate::sys::fs::not_regular(std::path::Path::new(path)) {
+        return check(
+            "unit",
+            Level::Fail,
+            format!(
+                "{path} is {kind}, not a regular file: every verb that loads the Host refuses it"
+            ),
+            Some(format!(
+                "replace it with the real file, or remove it and run `{}`",
+                ctx.hint_cmd("install")
+            )),
+        );
+    }
     let (level, detail, fix) = match st.summary {
         Summary::Verified => (
             Level::Ok,

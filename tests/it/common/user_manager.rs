@@ -91,6 +91,13 @@ pub fn skip(why: &str) {
 impl UserManager {
     /// Starts one (see the module's comment), or says why it cannot.
     pub fn start() -> Result<UserManager, String> {
+        // A blank in HOME: every path the manager quotes back (drop-ins, the search path) is
+        // read whole, and the unit path, the log and the Host all live under it.
+        UserManager::start_in("home dir")
+    }
+
+    /// [`UserManager::start`] with a HOME of this name (quotes, `%`, `$` welcome).
+    pub fn start_in(home_name: &str) -> Result<UserManager, String> {
         for tool in [SYSTEMD, SYSTEMCTL, "/usr/bin/unshare", "/bin/sh"] {
             if !Path::new(tool).exists() {
                 return Err(format!("no {tool} on this machine"));
@@ -100,9 +107,7 @@ impl UserManager {
             .prefix("oyster-um-")
             .tempdir()
             .map_err(|e| e.to_string())?;
-        // A blank in HOME: every path the manager quotes back (drop-ins, the search path) is read
-        // whole, and the unit path, the log and the Host all live under it.
-        let home = dir.path().join("home dir");
+        let home = dir.path().join(home_name);
         let runtime_dir = dir.path().join("run");
         std::fs::create_dir(&home).map_err(|e| e.to_string())?;
         std::fs::create_dir(&runtime_dir).map_err(|e| e.to_string())?;
@@ -163,7 +168,7 @@ impl UserManager {
         tail(&self.log)
     }
 
-    /// Polls until the private socket answers; `Err` when the manager died first (the kernel
+    /// Polls until the private socket answers and the manager runs; `Err` when the manager died first (the kernel
     /// refused something: its output says what).
     fn wait_ready(&self) -> Result<(), String> {
         let socket = self.runtime_dir.join("systemd/private");
@@ -176,8 +181,11 @@ impl UserManager {
                 ));
             }
             if socket.exists() {
+                // Answering is not enough: oyster uses a manager only once it is `running` (or
+                // `degraded`), and a loaded machine shows `initializing` for a while.
                 let out = self.systemctl(&["show", "--property=SystemState", "--value"]);
-                if out.status.success() {
+                let state = String::from_utf8_lossy(&out.stdout);
+                if out.status.success() && matches!(state.trim(), "running" | "degraded") {
                     return Ok(());
                 }
             }
@@ -410,7 +418,12 @@ fn tail(path: &Path) -> String {
 /// `XDG_RUNTIME_DIR`; `None` (said) where there can be none. Not the shared manager: the
 /// context's teardown stops every process carrying its HOME, the manager included.
 pub fn world() -> Option<(UserManager, super::TestContext)> {
-    let m = match UserManager::start() {
+    world_in("home dir")
+}
+
+/// [`world`] with a HOME of this name.
+pub fn world_in(home_name: &str) -> Option<(UserManager, super::TestContext)> {
+    let m = match UserManager::start_in(home_name) {
         Ok(m) => m,
         Err(why) => {
             skip(&why);

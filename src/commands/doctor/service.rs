@@ -1,0 +1,35 @@
+//! doctor's rows about the service manager that runs the Host: systemd's, a unit whose manager
+//! does not answer, or the plist's and launchd's.
+
+use super::files::{plist_check, plist_file_checks};
+use super::launchd::launchd_checks;
+use super::{check, systemd, Check, Level};
+use crate::context::Context;
+use crate::host::plan::Plan;
+
+/// The service manager's checks: systemd's, a unit whose manager does not answer, or the
+/// plist's and launchd's.
+pub(super) fn manager_checks(
+    ctx: &Context,
+    systemd: Option<&crate::systemd::Systemctl>,
+    installed: Option<&crate::host::plist::Installed>,
+    plan: Option<&Plan>,
+) -> Vec<Check> {
+    let unreachable = crate::unit::refuse_unreachable(ctx).err();
+    match (systemd, unreachable) {
+        (Some(sc), _) => systemd::systemd_checks(ctx, sc),
+        // A unit on disk whose manager does not answer: that, not launchd's absence.
+        (None, Some(e)) => vec![check(
+            "service manager",
+            Level::Fail,
+            e.msg.trim_end_matches("; nothing was changed").to_owned(),
+            e.hint,
+        )],
+        (None, None) => {
+            let mut checks = vec![plist_check(ctx, installed, plan)];
+            checks.extend(plist_file_checks(ctx, installed));
+            checks.extend(launchd_checks(ctx, installed));
+            checks
+        }
+    }
+}
