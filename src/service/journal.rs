@@ -28,6 +28,9 @@ pub struct Receipt {
     pub steps: Vec<Step>,
     /// How many of them had been taken when it was last written.
     pub done: usize,
+    /// Steps the receipt holds before the decided ones (a port an earlier run changed).
+    #[serde(skip)]
+    shift: usize,
 }
 
 impl Receipt {
@@ -36,6 +39,7 @@ impl Receipt {
             action: action.into(),
             steps,
             done: 0,
+            shift: 0,
         }
     }
 
@@ -98,22 +102,31 @@ impl Receipt {
         port: Option<&crate::config::Change>,
         config: &Path,
     ) -> Receipt {
+        let port_only = |path: &Path| Step::WriteConfig {
+            path: path.to_path_buf(),
+            edits: port.map(Into::into).into_iter().collect(),
+        };
         let mut steps: Vec<Step> = d
             .steps
             .iter()
-            .filter(|s| !matches!(s, Step::WriteConfig { .. }))
-            .cloned()
+            .map(|s| match s {
+                Step::WriteConfig { path, .. } => port_only(path),
+                other => other.clone(),
+            })
             .collect();
-        if let Some(port) = port {
-            steps.insert(
-                0,
-                Step::WriteConfig {
-                    path: config.to_path_buf(),
-                    edits: vec![port.into()],
-                },
-            );
+        let mut receipt = Receipt::new(action, vec![]);
+        if port.is_some() && !steps.iter().any(|s| matches!(s, Step::WriteConfig { .. })) {
+            steps.insert(0, port_only(config));
+            receipt.shift = 1;
         }
-        Receipt::new(action, steps)
+        receipt.steps = steps;
+        receipt
+    }
+
+    /// Records, before the decided step `index` is taken, that the ones before it were.
+    pub fn advance(&mut self, index: usize, lock: &Lock, path: &Path) -> anyhow::Result<()> {
+        self.done = index + self.shift;
+        self.write(lock, path)
     }
 }
 
@@ -199,6 +212,63 @@ mod tests {
         remove(&path).unwrap();
         assert!(read(&path).is_none());
         remove(&path).unwrap();
+    }
+
+    #[test]
+    fn a_receipt_counts_the_decided_steps_taken_and_keeps_no_config_value_but_the_port() {
+        use crate::service::{Change, Decision};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pending");
+        let lock = fsutil::lock_sidecar(&dir.path().join("l")).unwrap();
+        let secret = ConfigEdit {
+            key: "relay_key".into(),
+            from: "a".into(),
+            to: "b".into(),
+        };
+        let port = crate::config::Change {
+            key: "port".into(),
+            from: 8802.into(),
+            to: 8810.into(),
+        };
+        let decided = |steps| Decision {
+            change: Change::Reload,
+            keep_stopped: false,
+            reload: true,
+            stale: false,
+            switched_off: false,
+            steps,
+        };
+        let with_config = vec![
+            Step::WriteConfig {
+                path: "/c".into(),
+                edits: vec![secret],
+            },
+            Step::Verify { port: 8810 },
+        ];
+        let mut r = Receipt::of(
+            "restart",
+            &decided(with_config),
+            Some(&port),
+            Path::new("/c"),
+        );
+        assert_eq!(r.steps.len(), 2, "the config step stays in its place");
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(
+            !text.contains("relay_key") && text.contains("8810"),
+            "{text}"
+        );
+        r.advance(1, &lock, &path).unwrap();
+        assert_eq!(read(&path).unwrap().done, 1);
+        // A port only an earlier run changed: its step comes first, and counts.
+        let mut r = Receipt::of(
+            "restart",
+            &decided(vec![Step::Verify { port: 8810 }]),
+            Some(&port),
+            Path::new("/c"),
+        );
+        assert_eq!(r.steps.len(), 2);
+        r.advance(1, &lock, &path).unwrap();
+        assert_eq!(read(&path).unwrap().done, 2);
     }
 
     #[test]

@@ -60,9 +60,10 @@ impl Unit<'_> {
             self.out.progress("A previous oyster run stopped before its change verified; verifying now (and rolling back to the last good unit if it does not).");
         }
         let port = self.port_change(plan, pending);
-        if d.reload || pending {
-            self.write_receipt(action, d, port.as_ref())?;
-        }
+        let mut receipt = match d.reload || pending {
+            true => Some(self.write_receipt(action, d, port.as_ref())?),
+            false => None,
+        };
         self.keep_stopped = d.keep_stopped;
         let bytes = self.render(plan)?;
         let previous = self.on_disk();
@@ -83,7 +84,10 @@ impl Unit<'_> {
             loads: d.steps.iter().any(|s| matches!(s, Step::Load { .. })),
             ..Baseline::default()
         };
-        for step in &d.steps {
+        for (i, step) in d.steps.iter().enumerate() {
+            if let Some(r) = receipt.as_mut() {
+                r.advance(i, self.lock()?, &self.stack.pending_path())?;
+            }
             let taken = self.take(plan, step, action, &bytes, &mut baseline);
             if let Err(e) = taken {
                 if matches!(
@@ -268,9 +272,10 @@ impl Unit<'_> {
         action: Action,
         d: &Decision,
         port: Option<&crate::config::Change>,
-    ) -> anyhow::Result<()> {
-        Receipt::of(&action.to_string(), d, port, &self.stack.config_path())
-            .write(self.lock()?, &self.stack.pending_path())
+    ) -> anyhow::Result<Receipt> {
+        let receipt = Receipt::of(&action.to_string(), d, port, &self.stack.config_path());
+        receipt.write(self.lock()?, &self.stack.pending_path())?;
+        Ok(receipt)
     }
 
     /// A new instance running, `/health` from its socket, its environment, the settle.

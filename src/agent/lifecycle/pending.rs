@@ -36,8 +36,9 @@ impl Agent<'_> {
         action: Action,
         d: &crate::service::Decision,
         port: Option<&crate::config::Change>,
-    ) -> anyhow::Result<()> {
-        Receipt::of(&action.to_string(), d, port, &self.stack.config_path())
-            .write(self.lock()?, &self.pending_path())
+    ) -> anyhow::Result<Receipt> {
+        let receipt = Receipt::of(&action.to_string(), d, port, &self.stack.config_path());
+        receipt.write(self.lock()?, &self.pending_path())?;
+        Ok(receipt)
     }
 }

@@ -142,14 +142,18 @@ impl Agent<'_> {
             self.out.progress("A previous oyster run stopped before its change verified; verifying now (and rolling back to the last good plist if it does not).");
         }
         let port = self.port_change(plan, pending);
-        if d.reload || pending {
-            self.mark_pending(action, d, port.as_ref())?;
-        }
+        let mut receipt = match d.reload || pending {
+            true => Some(self.mark_pending(action, d, port.as_ref())?),
+            false => None,
+        };
         self.keep_stopped = d.keep_stopped;
         let mut journal = Journal::new(Some((self.audit.clone(), action)));
         let mut baseline = Baseline::of(before.as_ref());
         self.say_before_steps(plan, d)?;
-        for step in &d.steps {
+        for (i, step) in d.steps.iter().enumerate() {
+            if let Some(r) = receipt.as_mut() {
+                r.advance(i, self.lock()?, &self.pending_path())?;
+            }
             match step {
                 Step::FinishStop { target } => self.finish_stop(target)?,
                 Step::Enable { targets } if targets.len() > 1 => self.enable(action)?,
