@@ -328,7 +328,8 @@ impl Context {
             &stack.plist_path(),
             crate::host::plist::secret_values_on_disk,
         );
-        // Every declared value (`oyster env`) is a secret, whatever its name.
+        // Every declared value (`oyster env`) is a secret, whatever its name, but a setting's
+        // (`environment::SETTINGS`: `NODE_ENV=production` must not blank the stack's name).
         out.add_secret_source(
             &crate::host::declared::path(&stack),
             crate::config::environment::secret_values_on_disk,

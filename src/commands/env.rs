@@ -31,7 +31,7 @@ pub fn run(ctx: &Context, verb: EnvVerb) -> anyhow::Result<ExitStatus> {
             refuse(ctx, &name, "set")?;
             let value = read_value(&name, value)?;
             environment::check_value(&name, &value).map_err(Invalid::new)?;
-            ctx.out.add_secrets([value.clone()]);
+            ctx.out.add_secrets(environment::secrets([(&name, &value)]));
             change(ctx, &name, Some(&value), restart)
         }
         EnvVerb::Unset { name, restart } => {
@@ -138,9 +138,17 @@ fn refuse(ctx: &Context, name: &str, verb: &str) -> anyhow::Result<()> {
             .hint("`oyster env list` shows what is declared")
     })?;
     if let Some(f) = crate::host::plan::managed(ctx).forced_var(name) {
+        let it = if f.name == name {
+            "it".to_owned()
+        } else {
+            format!(
+                "{} (the same variable to programs that read either case)",
+                f.name
+            )
+        };
         return Err(crate::error::Failed::new(
             format!(
-                "{name} is managed by your organization: {} forces it, so `env {verb}` cannot change it; nothing was changed",
+                "{name} is managed by your organization: {} forces {it}, so `env {verb}` cannot change it; nothing was changed",
                 f.file.display()
             ),
             "ask your administrator to change the profile (`oyster env list` marks every forced variable)",

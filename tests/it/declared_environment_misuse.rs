@@ -1,0 +1,147 @@
+//! The declared environment (`oyster env`, issue 41) used the way a careless or hostile user
+//! would, through the binary: a name and its value typed as one word, a setting such as
+//! `NODE_ENV=production` that oyster's own output holds as its own word, a lower-case twin of
+//! a variable the organization forces, and a config directory another user can write.
+
+use std::os::unix::fs::PermissionsExt;
+
+use crate::common::{live_environ, Stack, TestContext};
+
+/// `NAME=VALUE` given as one word (a habit from shells and .env files) is refused, exit 2,
+/// naming the name and never the value: before, the error quoted the whole word, value and
+/// all, unless the name happened to look like a secret's.
+#[test]
+fn a_name_and_value_in_one_word_is_refused_without_showing_the_value() {
+    let t = TestContext::new();
+    for words in [
+        &["env", "set", "MY_PW=hunter22xyz", "x"][..],
+        &["env", "unset", "MY_PW=hunter22xyz"],
+        &["env", "set", "NO_PROXY=corp.internal", "x"],
+    ] {
+        let r = t.run(words).fails_with(2);
+        let said = format!("{}{}", r.stdout(), r.stderr());
+        assert!(
+            !said.contains("hunter22xyz") && !said.contains("corp.internal"),
+            "a value was shown:\n{said}"
+        );
+        r.stderr_has("is a name and a value in one word")
+            .stderr_has("nothing was changed");
+    }
+    t.run(["env", "set", "MY_PW=hunter22xyz", "x"])
+        .fails_with(2)
+        .stderr_has("`oyster env set MY_PW VALUE`");
+    assert!(!t.home.join(".oysterun/oyster-host.env").exists());
+}
+
+/// `NODE_ENV=production` and `NO_PROXY=127.0.0.1` are settings, the commonest things a user
+/// declares: they no longer blank the default stack's name (`production`) and the Host's
+/// address out of every line and document. Before, `status --json` said
+/// `"stack": "<redacted>"` and `env set` "declared NODE_ENV for stack <redacted>".
+#[test]
+fn a_declared_setting_blanks_no_stack_name_or_address_from_the_output() {
+    let t = TestContext::new();
+    t.run(["env", "set", "NODE_ENV", "production"])
+        .ok()
+        .stdout_has("declared NODE_ENV for stack production");
+    t.run(["env", "set", "NO_PROXY", "127.0.0.1"]).ok();
+    let st = t.run(["status", "--json"]).json();
+    assert_eq!(st["stack"], "production", "{st}");
+    assert!(
+        st["url"].as_str().unwrap_or_default().contains("127.0.0.1"),
+        "{st}"
+    );
+    let list = t.run(["env", "list", "--json"]).ok().json();
+    assert_eq!(list["stack"], "production", "{list}");
+    // Any other variable's value is still a secret of every run.
+    t.run(["env", "set", "APP_MODE", "production"])
+        .ok()
+        .stdout_has("declared APP_MODE for stack <redacted>");
+}
+
+/// The organization forces `HTTPS_PROXY`; the user's `https_proxy` (which curl and Node's
+/// proxy agents read first) would go around it. `env set https_proxy` is refused naming the
+/// profile, a hand-written `https_proxy` line is left out and said, and the live Host has
+/// only the forced value. A name oyster owns is refused in any case too.
+#[test]
+fn a_lower_case_twin_of_a_forced_variable_is_refused_and_left_out() {
+    let mut s = Stack::new("decltwin");
+    let mut env = plist::Dictionary::new();
+    env.insert(
+        "HTTPS_PROXY".into(),
+        "http://forced.corp.example:8080".into(),
+    );
+    let mut settings = plist::Dictionary::new();
+    settings.insert("environment".into(), env.into());
+    let profile = s.t.managed_preferences("managed", settings);
+    let dir = profile.parent().unwrap().display().to_string();
+    s.t.extra_env.push((
+        "LAUNCHD_SIM_SETENV".into(),
+        format!("OYSTER_MANAGED_PREFERENCES_DIR={dir}"),
+    ));
+    s.t.run(s.args("install")).ok();
+    s.t.run([
+        "env",
+        "set",
+        "https_proxy",
+        "http://mine:1",
+        "--stack",
+        s.name,
+    ])
+    .fails_with(1)
+    .stderr_has("https_proxy is managed by your organization")
+    .stderr_has("forces HTTPS_PROXY")
+    .stderr_has(&profile.display().to_string());
+    s.t.run(["env", "set", "oysterun_port", "1", "--stack", s.name])
+        .fails_with(2)
+        .stderr_has("oysterun_port is oyster's to set");
+    let file = s.stack_dir().join("host/oyster-host.env");
+    std::fs::write(&file, "https_proxy=http://mine:1\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let list = s.t.run(["env", "list", s.name, "--json"]).ok().json();
+    let names: Vec<&str> = list["variables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v["name"].as_str())
+        .collect();
+    assert_eq!(names, vec!["HTTPS_PROXY"], "{list}");
+    assert!(
+        list["left_out"]
+            .to_string()
+            .contains("https_proxy: your organization forces HTTPS_PROXY"),
+        "{list}"
+    );
+    s.t.run(["restart", s.name, "--wait", "10", "--settle-ms", "300"])
+        .ok();
+    let pid = u32::try_from(s.status()["pid"].as_u64().unwrap()).unwrap();
+    let live = live_environ(pid);
+    assert!(
+        !live.iter().any(|kv| kv.starts_with("https_proxy=")),
+        "{live:?}"
+    );
+    assert!(live.contains(&"HTTPS_PROXY=http://forced.corp.example:8080".to_owned()));
+    s.done();
+}
+
+/// The env file is the user's and 0600, but the directory holding it is writable by others:
+/// any of them could swap a file in between `env set`'s check and its read (which `env set`
+/// then wrote back as the user's own), or take the user's away. Refused like a file others can
+/// write: `env set` exit 2 with the `chmod go-w` fix, nothing written, the file not used.
+#[test]
+fn a_config_directory_others_can_write_keeps_the_file_out() {
+    let t = TestContext::new();
+    t.run(["env", "set", "HTTP_PROXY", "http://proxy:3128"])
+        .ok();
+    let dir = t.home.join(".oysterun");
+    let file = dir.join("oyster-host.env");
+    let before = std::fs::read(&file).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    t.run(["env", "set", "B", "2"])
+        .fails_with(2)
+        .stderr_has("which is writable by others (mode 0777)")
+        .stderr_has("hint: chmod go-w ~/.oysterun");
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+    let list = t.run(["env", "list", "--json"]).ok().json();
+    assert_eq!(list["usable"], false, "{list}");
+    assert_eq!(list["variables"], serde_json::json!([]), "{list}");
+}
