@@ -155,7 +155,12 @@ fn refuse(ctx: &Context, name: &str, verb: &str) -> anyhow::Result<()> {
         )
         .into());
     }
-    ctx.refuse_foreign_home(&format!("env {verb}"))?;
+    // The hint is a command that runs as shown: a value is given on stdin.
+    let whole = match verb {
+        "set" => format!("env set {name} --value-stdin"),
+        _ => format!("env {verb} {name}"),
+    };
+    ctx.refuse_foreign_home(&whole)?;
     Ok(())
 }
 

@@ -145,3 +145,23 @@ fn a_config_directory_others_can_write_keeps_the_file_out() {
     assert_eq!(list["usable"], false, "{list}");
     assert_eq!(list["variables"], serde_json::json!([]), "{list}");
 }
+
+/// Root running `oyster env set` under a HOME another uid owns (a `sudo` that kept HOME) is
+/// refused, writing nothing, and the hint is a command that runs as shown: the uid without an
+/// account as sudo takes it (`'#61234'`, not "uid 61234"), the name and `--value-stdin`
+/// (before, `sudo -u uid 61234 -H oyster env set`, which neither sudo nor oyster accepts).
+#[test]
+#[ignore = "needs root: chowns HOME to another uid (.ci/run runs it)"]
+fn root_under_another_users_home_is_refused_with_a_hint_that_runs() {
+    crate::common::need_root();
+    let t = TestContext::new();
+    crate::root_never_steered::lchown(&t.home, crate::root_never_steered::STRANGER);
+    t.run(["env", "set", "HTTPS_PROXY", "http://p:1"])
+        .fails_with(2)
+        .stderr_has("belongs to uid 61234")
+        .stderr_has("`sudo -u '#61234' -H oyster env set HTTPS_PROXY --value-stdin`");
+    t.run(["env", "unset", "HTTPS_PROXY"])
+        .fails_with(2)
+        .stderr_has("`sudo -u '#61234' -H oyster env unset HTTPS_PROXY`");
+    assert!(!t.home.join(".oysterun").exists());
+}
