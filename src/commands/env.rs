@@ -184,6 +184,16 @@ fn read_value(name: &str, given: Option<SecretArg>) -> anyhow::Result<String> {
         ))
         .into());
     }
+    // Nothing at all (not even a line ending): the command that was to print the value failed
+    // (`get-secret | oyster env set X --value-stdin`), and an empty value would replace the one
+    // declared. An empty line is an empty value.
+    if bytes.is_empty() {
+        return Err(Invalid::new(format!(
+            "nothing came on stdin for {name} (not even an empty line); nothing was changed"
+        ))
+        .hint("pipe the value's line into the command; to declare an empty value, pipe an empty line: `echo | oyster env set NAME --value-stdin`")
+        .into());
+    }
     let text = String::from_utf8(bytes).map_err(|_| {
         Invalid::new(format!(
             "the value for {name} on stdin is not valid UTF-8; nothing was changed"

@@ -33,6 +33,45 @@ fn a_name_and_value_in_one_word_is_refused_without_showing_the_value() {
     assert!(!t.home.join(".oysterun/oyster-host.env").exists());
 }
 
+/// A value of several words typed unquoted (`env set PASS my secret phrase`): clap's "unexpected
+/// argument 'secret'" quoted a word of the secret; now the error says what to do without any
+/// of the words.
+#[test]
+fn a_value_of_several_unquoted_words_is_refused_without_showing_them() {
+    let t = TestContext::new();
+    let r = t
+        .run(["env", "set", "PASS", "my", "Zsecret9", "phrase"])
+        .fails_with(2);
+    let said = format!("{}{}", r.stdout(), r.stderr());
+    assert!(
+        !said.contains("Zsecret9") && !said.contains("phrase"),
+        "{said}"
+    );
+    r.stderr_has("quote a value with spaces, or give it on stdin with --value-stdin");
+}
+
+/// `get-secret | oyster env set HTTPS_PROXY --value-stdin` where get-secret failed and printed
+/// nothing: before, an empty value replaced the declared proxy, exit 0. Nothing on stdin (not
+/// even a line ending) is refused, exit 2, the file untouched; an empty line is an empty value.
+#[test]
+fn nothing_on_stdin_replaces_no_declared_value() {
+    let t = TestContext::new();
+    t.run(["env", "set", "HTTPS_PROXY", "http://proxy:3128"])
+        .ok();
+    let file = t.home.join(".oysterun/oyster-host.env");
+    let before = std::fs::read(&file).unwrap();
+    let out = t
+        .cmd()
+        .args(["env", "set", "HTTPS_PROXY", "--value-stdin"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let r = crate::common::Run(out).fails_with(2);
+    r.stderr_has("nothing came on stdin for HTTPS_PROXY")
+        .stderr_has("nothing was changed");
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+}
+
 /// `NODE_ENV=production` and `NO_PROXY=127.0.0.1` are settings, the commonest things a user
 /// declares: they no longer blank the default stack's name (`production`) and the Host's
 /// address out of every line and document. Before, `status --json` said
