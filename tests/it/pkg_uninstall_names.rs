@@ -359,3 +359,48 @@ fn a_root_postinstall_reads_a_users_plist_as_the_user_and_says_no_forged_line() 
         o.out
     );
 }
+
+/// The package's files are root's: the user who owns `/usr/local/bin` (Homebrew's on an Intel
+/// Mac) makes it a link to another user's folder holding that user's own `oyster` and
+/// `oyster-uninstall`. Root removes neither (they belong to uid 502, so the package did not
+/// install them), says so, and removes the rest of the payload; before, root removed them
+/// through the link.
+#[test]
+#[ignore = "needs root: files of real separate uids (.ci/run runs it)"]
+fn a_root_uninstall_removes_only_roots_files_at_the_packages_names() {
+    let p = real_uids();
+    let bin = p.home("asmith").join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    crate::root_never_steered::lchown(&bin, 502);
+    for name in ["oyster", "oyster-uninstall"] {
+        std::fs::write(bin.join(name), "asmith's own").unwrap();
+        crate::root_never_steered::lchown(&bin.join(name), 502);
+    }
+    let usr_bin = p.sys.join("usr/local/bin");
+    std::fs::remove_dir_all(&usr_bin).unwrap();
+    std::os::unix::fs::symlink(&bin, &usr_bin).unwrap();
+    crate::root_never_steered::lchown(&usr_bin, 501);
+    let o = uninstall(&p, &["--yes"], &[]);
+    assert_eq!(o.code, 0, "{}", o.out);
+    for name in ["oyster", "oyster-uninstall"] {
+        assert_eq!(
+            std::fs::read_to_string(bin.join(name)).unwrap(),
+            "asmith's own",
+            "{}",
+            o.out
+        );
+        assert!(
+            o.out.contains(&format!(
+                "kept /usr/local/bin/{name}: it belongs to uid 502, not root"
+            )),
+            "{}",
+            o.out
+        );
+    }
+    assert!(
+        !p.sys.join("Library/Oysterun/bin/oyster").exists(),
+        "{}",
+        o.out
+    );
+    assert!(!p.sys.join("usr/local/share/man/man1/oyster.1").exists());
+}
