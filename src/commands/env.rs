@@ -323,13 +323,16 @@ fn ask(ctx: &Context, question: &str) -> anyhow::Result<bool> {
 /// terminal, offered as declarations (then the Host is restarted to get them), else the
 /// commands that declare them are said. Nothing is declared without a yes.
 pub fn notice_shell(ctx: &Context) -> anyhow::Result<()> {
-    let d = declared::effective(&ctx.stack, &crate::host::plan::managed(ctx));
+    let managed = crate::host::plan::managed(ctx);
+    let d = declared::effective(&ctx.stack, &managed);
+    // A forced name, in any case, is the organization's: never offered (the shell's
+    // `https_proxy` beside a forced `HTTPS_PROXY` would only be left out at launch).
     let new: Vec<&(String, String)> = ctx
         .env
         .noticed
         .0
         .iter()
-        .filter(|(k, v)| d.vars.get(k) != Some(v) && !d.forced.contains_key(k))
+        .filter(|(k, v)| d.vars.get(k) != Some(v) && managed.forced_var(k).is_none())
         .filter(|(k, v)| environment::check_value(k, v).is_ok())
         .collect();
     if new.is_empty() {

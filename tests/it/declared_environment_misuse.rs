@@ -162,6 +162,41 @@ fn a_lower_case_twin_of_a_forced_variable_is_refused_and_left_out() {
     s.done();
 }
 
+/// setup notices the shell's proxy variables and offers to declare them; one whose name the
+/// organization forces in another case (`https_proxy` beside a forced `HTTPS_PROXY`) is the
+/// organization's and is not offered (it would only be left out at launch); the others are.
+#[test]
+fn setup_never_offers_a_variable_the_organization_forces_in_another_case() {
+    let mut t = TestContext::with_claude();
+    let mut env = plist::Dictionary::new();
+    env.insert(
+        "HTTPS_PROXY".into(),
+        "http://forced.corp.example:8080".into(),
+    );
+    let mut settings = plist::Dictionary::new();
+    settings.insert("environment".into(), env.into());
+    let profile = t.managed_preferences("managed", settings);
+    // The launch program reads the same profile (launchd's environment, as on a Mac).
+    let dir = profile.parent().unwrap().display().to_string();
+    t.extra_env.push((
+        "LAUNCHD_SIM_SETENV".into(),
+        format!("OYSTER_MANAGED_PREFERENCES_DIR={dir}"),
+    ));
+    t.extra_env
+        .push(("https_proxy".into(), "http://mine.example:1".into()));
+    t.extra_env
+        .push(("NO_PROXY".into(), "127.0.0.1,localhost".into()));
+    let args: Vec<String> = crate::common::args(&["setup", "--no-install-providers"])
+        .stack("decltwinsetup")
+        .port(crate::common::free_port())
+        .wait(10, 300)
+        .into();
+    let r = t.run(args).ok();
+    r.stdout_has("Your shell has NO_PROXY (127.0.0.1,localhost)");
+    assert!(!r.stdout().contains("https_proxy"), "{}", r.stdout());
+    t.run(["uninstall", "decltwinsetup"]).ok();
+}
+
 /// The env file is the user's and 0600, but the directory holding it is writable by others:
 /// any of them could swap a file in between `env set`'s check and its read (which `env set`
 /// then wrote back as the user's own), or take the user's away. Refused like a file others can
