@@ -328,7 +328,8 @@ impl Context {
             &stack.plist_path(),
             crate::host::plist::secret_values_on_disk,
         );
-        // Every declared value (`oyster env`) is a secret, whatever its name.
+        // Every declared value (`oyster env`) is a secret, whatever its name, but a setting's
+        // (`environment::SETTINGS`: `NODE_ENV=production` must not blank the stack's name).
         out.add_secret_source(
             &crate::host::declared::path(&stack),
             crate::config::environment::secret_values_on_disk,
@@ -528,13 +529,18 @@ impl Context {
         if owner == euid {
             return Ok(());
         }
-        let name = crate::sys::user::name_of(owner).unwrap_or_else(|| format!("uid {owner}"));
+        let known = crate::sys::user::name_of(owner);
+        // sudo takes a uid without an account as `#UID` (quoted: `#` starts a shell comment).
+        let (name, sudo_user) = match known {
+            Some(n) => (n.clone(), n),
+            None => (format!("uid {owner}"), format!("'#{owner}'")),
+        };
         Err(crate::error::Invalid::new(format!(
             "HOME ({}) belongs to {name}, but oyster runs as uid {euid}; `{what}` would leave files there that {name} cannot use",
             self.stack.home.display()
         ))
         .hint(format!(
-            "run it as {name}, without sudo: `oyster {what}{stack}`, or `sudo -u {name} -H oyster {what}{stack}`",
+            "run it as {name}, without sudo: `oyster {what}{stack}`, or `sudo -u {sudo_user} -H oyster {what}{stack}`",
             stack = self.stack_suffix()
         )))
     }

@@ -45,6 +45,12 @@ pub fn reword(e: &clap::Error, args: &[OsString]) -> (String, Option<String>) {
             "this command is not about one stack, so it takes no --stack (--stack {value} would be ignored)"
         );
     }
+    // `oyster env set NAME my secret phrase`: a value of several words, unquoted. clap names
+    // the first word it did not expect, a part of a secret; said without it.
+    if e.kind() == ErrorKind::UnknownArgument && text.contains("Usage: oyster env set") {
+        msg = "`env set` takes one value after the name, and more words were given (they are not shown): quote a value with spaces, or give it on stdin with --value-stdin".to_owned();
+        hints.clear();
+    }
     // Everything clap says between the message and its tips (a usage line, an empty line);
     // with the tips taken out, the empty lines around them are one.
     rest.dedup_by(|a, b| a.trim().is_empty() && b.trim().is_empty());

@@ -18,6 +18,8 @@ use crate::ExitStatus;
 
 mod identity;
 use identity::named_pid;
+mod dirs;
+use dirs::no_link_on_the_way;
 
 /// What one stack directory holds, for cleanup.
 struct Found {
@@ -443,25 +445,6 @@ fn look_kept(
                 "holds {}, which is not oyster's bookkeeping (the Host's data); `oyster uninstall {} --purge` deletes the stack with it",
                 file.display(),
                 stack.name
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The stack directory and the stacks directory above it (`~/.oysterun-stacks`, or
-/// `OYSTERUN_STACKS_DIR`) are real directories: cleanup never removes anything through a
-/// symlink, which would reach files outside the stack wherever it points.
-fn no_link_on_the_way(stack: &Stack) -> Result<(), String> {
-    let parent = stack.root.parent().filter(|p| *p != stack.home);
-    for dir in std::iter::once(stack.root.as_path()).chain(parent) {
-        if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(format!(
-                "{} is a symlink (to {}); cleanup removes nothing through it",
-                dir.display(),
-                std::fs::read_link(dir)
-                    .map(|t| t.display().to_string())
-                    .unwrap_or_else(|_| "?".into())
             ));
         }
     }

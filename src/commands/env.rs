@@ -31,7 +31,7 @@ pub fn run(ctx: &Context, verb: EnvVerb) -> anyhow::Result<ExitStatus> {
             refuse(ctx, &name, "set")?;
             let value = read_value(&name, value)?;
             environment::check_value(&name, &value).map_err(Invalid::new)?;
-            ctx.out.add_secrets([value.clone()]);
+            ctx.out.add_secrets(environment::secrets([(&name, &value)]));
             change(ctx, &name, Some(&value), restart)
         }
         EnvVerb::Unset { name, restart } => {
@@ -138,16 +138,29 @@ fn refuse(ctx: &Context, name: &str, verb: &str) -> anyhow::Result<()> {
             .hint("`oyster env list` shows what is declared")
     })?;
     if let Some(f) = crate::host::plan::managed(ctx).forced_var(name) {
+        let it = if f.name == name {
+            "it".to_owned()
+        } else {
+            format!(
+                "{} (the same variable to programs that read either case)",
+                f.name
+            )
+        };
         return Err(crate::error::Failed::new(
             format!(
-                "{name} is managed by your organization: {} forces it, so `env {verb}` cannot change it; nothing was changed",
+                "{name} is managed by your organization: {} forces {it}, so `env {verb}` cannot change it; nothing was changed",
                 f.file.display()
             ),
             "ask your administrator to change the profile (`oyster env list` marks every forced variable)",
         )
         .into());
     }
-    ctx.refuse_foreign_home(&format!("env {verb}"))?;
+    // The hint is a command that runs as shown: a value is given on stdin.
+    let whole = match verb {
+        "set" => format!("env set {name} --value-stdin"),
+        _ => format!("env {verb} {name}"),
+    };
+    ctx.refuse_foreign_home(&whole)?;
     Ok(())
 }
 
@@ -169,6 +182,16 @@ fn read_value(name: &str, given: Option<SecretArg>) -> anyhow::Result<String> {
         return Err(Invalid::new(format!(
             "the value for {name} on stdin is longer than {STDIN_CAP} bytes; nothing was changed"
         ))
+        .into());
+    }
+    // Nothing at all (not even a line ending): the command that was to print the value failed
+    // (`get-secret | oyster env set X --value-stdin`), and an empty value would replace the one
+    // declared. An empty line is an empty value.
+    if bytes.is_empty() {
+        return Err(Invalid::new(format!(
+            "nothing came on stdin for {name} (not even an empty line); nothing was changed"
+        ))
+        .hint("pipe the value's line into the command; to declare an empty value, pipe an empty line: `echo | oyster env set NAME --value-stdin`")
         .into());
     }
     let text = String::from_utf8(bytes).map_err(|_| {
@@ -300,13 +323,16 @@ fn ask(ctx: &Context, question: &str) -> anyhow::Result<bool> {
 /// terminal, offered as declarations (then the Host is restarted to get them), else the
 /// commands that declare them are said. Nothing is declared without a yes.
 pub fn notice_shell(ctx: &Context) -> anyhow::Result<()> {
-    let d = declared::effective(&ctx.stack, &crate::host::plan::managed(ctx));
+    let managed = crate::host::plan::managed(ctx);
+    let d = declared::effective(&ctx.stack, &managed);
+    // A forced name, in any case, is the organization's: never offered (the shell's
+    // `https_proxy` beside a forced `HTTPS_PROXY` would only be left out at launch).
     let new: Vec<&(String, String)> = ctx
         .env
         .noticed
         .0
         .iter()
-        .filter(|(k, v)| d.vars.get(k) != Some(v) && !d.forced.contains_key(k))
+        .filter(|(k, v)| d.vars.get(k) != Some(v) && managed.forced_var(k).is_none())
         .filter(|(k, v)| environment::check_value(k, v).is_ok())
         .collect();
     if new.is_empty() {

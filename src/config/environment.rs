@@ -36,16 +36,33 @@ pub fn path_in(config_dir: &Path) -> PathBuf {
 
 /// Why `name` cannot be declared, or `Ok`.
 pub fn check_name(name: &str) -> Result<(), String> {
+    // `NAME=VALUE` given as one word: what follows the `=` is a value, maybe a secret, and is
+    // never shown; the name before it is, when it is one.
+    if let Some((before, _)) = name.split_once('=') {
+        let shown = if is_identifier(before) {
+            before
+        } else {
+            "NAME"
+        };
+        return Err(format!(
+            "`{shown}=…` is a name and a value in one word (the value is not shown): give them \
+             apart, `oyster env set {shown} VALUE`, or `--value-stdin` to keep the value out of argv"
+        ));
+    }
     if !is_identifier(name) {
         return Err(format!(
             "{:?} is not a variable name: use letters, digits and `_`, not starting with a digit",
             crate::output::redact::escape_controls(name)
         ));
     }
-    if RESERVED.contains(&name) || RESERVED_PREFIXES.iter().any(|p| name.starts_with(p)) {
+    // In any case: `oysterun_port` or `Path` is no variable of oyster's on a case-sensitive
+    // system, but one a program that folds case (or a reader of the file) takes for it.
+    let upper = name.to_ascii_uppercase();
+    if RESERVED.contains(&upper.as_str()) || RESERVED_PREFIXES.iter().any(|p| upper.starts_with(p))
+    {
         return Err(format!(
             "{name} is oyster's to set: the Host's PATH, HOME, USER, LOGNAME, SHELL, TMPDIR and \
-             every OYSTERUN_* and OYSTER_* variable come from the generated environment"
+             every OYSTERUN_* and OYSTER_* variable (in any case) come from the generated environment"
         ));
     }
     Ok(())
@@ -105,6 +122,13 @@ pub struct Refused {
 
 /// Reads the file: `Ok(None)` when there is none; `Err` when it is not used at all.
 pub fn read(path: &Path) -> Result<Option<EnvFile>, Refused> {
+    Ok(read_text(path)?.map(|text| parse(&text)))
+}
+
+/// The file's text, from the one open file whose owner and mode were checked (so no file
+/// swapped in after the check is what is read), after its directory was checked: whoever can
+/// write the directory could put a file there, or take the user's away, between any two looks.
+fn read_text(path: &Path) -> Result<Option<String>, Refused> {
     let refused = |why: String, fix: String| Refused {
         path: path.to_owned(),
         why,
@@ -112,7 +136,10 @@ pub fn read(path: &Path) -> Result<Option<EnvFile>, Refused> {
     };
     let mut file = match fsutil::open_regular(path) {
         Ok(Some(f)) => f,
-        Ok(None) => return Ok(None),
+        Ok(None) => {
+            check_dir(path)?;
+            return Ok(None);
+        }
         Err(FsError::Symlink { .. }) => {
             return Err(refused(
                 "is a symlink, which oyster does not follow".into(),
@@ -155,15 +182,12 @@ pub fn read(path: &Path) -> Result<Option<EnvFile>, Refused> {
         return Err(refused(
             format!(
                 "is writable by {} (mode {mode:04o}): anyone who can write it could steer the Host",
-                if mode & 0o002 != 0 {
-                    "others"
-                } else {
-                    "its group"
-                }
+                writers(mode)
             ),
             format!("chmod 600 {}", path.display()),
         ));
     }
+    check_dir(path)?;
     let mut bytes = vec![];
     (&mut file)
         .take(CAP + 1)
@@ -175,9 +199,59 @@ pub fn read(path: &Path) -> Result<Option<EnvFile>, Refused> {
             "check what wrote it, or move it aside".into(),
         ));
     }
-    let text = String::from_utf8(bytes)
-        .map_err(|_| refused("is not UTF-8 text".into(), "save it as UTF-8".into()))?;
-    Ok(Some(parse(&text)))
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| refused("is not UTF-8 text".into(), "save it as UTF-8".into()))
+}
+
+/// Who besides the owner may write, by a mode.
+fn writers(mode: u32) -> &'static str {
+    if mode & 0o002 != 0 {
+        "others"
+    } else {
+        "its group"
+    }
+}
+
+/// The directory holding the file is the user's (or root's) and writable by no one else:
+/// another user who can write it could swap a file in between `env set`'s look and its read
+/// (which `env set` would then write back as the user's own), or remove the user's.
+fn check_dir(path: &Path) -> Result<(), Refused> {
+    let Some(dir) = path.parent() else {
+        return Ok(());
+    };
+    let Ok(meta) = std::fs::metadata(dir) else {
+        return Ok(()); // no directory yet: `env set` creates it 0700
+    };
+    let refused = |why: String, fix: String| Refused {
+        path: path.to_owned(),
+        why,
+        fix,
+    };
+    let euid = crate::sys::user::euid();
+    if meta.uid() != euid && meta.uid() != 0 {
+        let owner =
+            crate::sys::user::name_of(meta.uid()).unwrap_or_else(|| format!("uid {}", meta.uid()));
+        return Err(refused(
+            format!(
+                "is in {}, which belongs to {owner}, not to the user reading it (uid {euid}): {owner} could swap the file",
+                dir.display()
+            ),
+            format!("keep the stack's config directory your own (`chown` it, as root, to yourself), or run oyster as {owner}"),
+        ));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(refused(
+            format!(
+                "is in {}, which is writable by {} (mode {mode:04o}): anyone who can write it could swap the file",
+                dir.display(),
+                writers(mode)
+            ),
+            format!("chmod go-w {}", dir.display()),
+        ));
+    }
+    Ok(())
 }
 
 /// The variables of a file's text (see the module documentation).
@@ -302,16 +376,16 @@ pub fn change(path: &Path, name: &str, value: Option<&str>) -> anyhow::Result<Ch
         fsutil::create_dir_all(dir, 0o700)?;
     }
     let lock = fsutil::lock_sidecar(path)?;
-    if let Err(r) = read(path) {
-        return Err(
-            crate::error::Invalid::new(format!("{r}; nothing was changed"))
-                .hint(r.fix)
-                .into(),
-        );
-    }
-    let text = match fsutil::read_regular(path, CAP)? {
-        Some(b) => String::from_utf8(b).unwrap_or_default(),
-        None => String::new(),
+    // The text edited is the one the checks were made on (one open file), never a second read.
+    let text = match read_text(path) {
+        Ok(text) => text.unwrap_or_default(),
+        Err(r) => {
+            return Err(
+                crate::error::Invalid::new(format!("{r}; nothing was changed"))
+                    .hint(r.fix)
+                    .into(),
+            )
+        }
     };
     let new = edit(&text, name, value);
     if new == text || (text.is_empty() && value.is_none()) {
@@ -321,15 +395,38 @@ pub fn change(path: &Path, name: &str, value: Option<&str>) -> anyhow::Result<Ch
     Ok(Changed::Written)
 }
 
+/// Variables whose values are settings, not secrets: the Host's mode (`NODE_ENV=production`),
+/// the hosts that skip a proxy (`NO_PROXY=127.0.0.1`), a CA bundle's path, the time zone and
+/// locale. Every other declared value is a secret of every run; these are not learned as
+/// secrets, because oyster's own output holds them as its own words — `production` is the
+/// default stack's name, `127.0.0.1` the Host's address — and redacting those blanked the
+/// stack's name and URL out of every line and `--json` document.
+pub const SETTINGS: &[&str] = &[
+    "NO_PROXY",
+    "no_proxy",
+    "NODE_ENV",
+    "NODE_EXTRA_CA_CERTS",
+    "TZ",
+    "LANG",
+    "LC_ALL",
+];
+
+/// The values of `vars` that no output may show: every one but a [`SETTINGS`] variable's.
+pub fn secrets<'a>(vars: impl IntoIterator<Item = (&'a String, &'a String)>) -> Vec<String> {
+    vars.into_iter()
+        .filter(|(k, _)| !SETTINGS.contains(&k.as_str()))
+        .map(|(_, v)| v.clone())
+        .collect()
+}
+
 /// Every declared value in the file (for the redaction), whatever the file's mode: a file
 /// oyster refuses still holds secrets no output may show.
 pub fn secret_values_on_disk(path: &Path) -> Vec<String> {
     match fsutil::read_regular(path, CAP) {
-        Ok(Some(bytes)) => parse(&String::from_utf8_lossy(&bytes))
-            .vars
-            .into_iter()
-            .map(|(_, v)| v)
-            .collect(),
+        Ok(Some(bytes)) => {
+            let f = parse(&String::from_utf8_lossy(&bytes));
+            secrets(f.vars.iter().map(|(k, v)| (k, v)))
+        }
         _ => vec![],
     }
 }

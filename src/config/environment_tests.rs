@@ -117,3 +117,74 @@ fn a_change_is_refused_before_writing_and_written_0600_otherwise() {
     assert_eq!(std::fs::read(&p).unwrap(), before);
     assert_eq!(secret_values_on_disk(&p), vec!["1".to_owned()]);
 }
+
+#[test]
+fn a_name_and_value_in_one_word_never_shows_the_value() {
+    for (word, name) in [
+        ("MY_PW=hunter22", "MY_PW"),
+        ("NO_PROXY=corp.internal", "NO_PROXY"),
+        ("9X=hunter22", "NAME"),
+    ] {
+        let why = check_name(word).unwrap_err();
+        assert!(
+            !why.contains("hunter22") && !why.contains("corp.internal"),
+            "{why}"
+        );
+        assert!(why.contains(&format!("`{name}=…`")), "{why}");
+    }
+}
+
+#[test]
+fn names_oyster_owns_are_refused_in_any_case() {
+    for bad in [
+        "oysterun_port",
+        "Oyster_Launchctl",
+        "path",
+        "Home",
+        "tmpdir",
+    ] {
+        let why = check_name(bad).unwrap_err();
+        assert!(why.contains("oyster's to set"), "{bad}: {why}");
+    }
+    let f = parse("oysterun_port=1\nhttps_proxy=http://p:1\n");
+    assert_eq!(f.vars, vec![("https_proxy".into(), "http://p:1".into())]);
+}
+
+#[test]
+fn a_file_in_a_directory_others_can_write_is_not_used_nor_changed() {
+    let d = tempfile::tempdir().unwrap();
+    let dir = d.path().join("host");
+    std::fs::create_dir(&dir).unwrap();
+    let p = dir.join(FILE_NAME);
+    assert_eq!(change(&p, "A", Some("1")).unwrap(), Changed::Written);
+    for mode in [0o777, 0o770, 0o1777] {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+        let r = read(&p).unwrap_err();
+        assert!(r.why.contains(&dir.display().to_string()), "{r}");
+        assert_eq!(r.fix, format!("chmod go-w {}", dir.display()));
+        let before = std::fs::read(&p).unwrap();
+        let e = change(&p, "A", Some("2")).unwrap_err();
+        assert!(format!("{e:#}").contains("nothing was changed"), "{e:#}");
+        assert_eq!(std::fs::read(&p).unwrap(), before);
+    }
+    // No file yet: the directory is what is refused, so `env set` writes nothing into it.
+    std::fs::remove_file(&p).unwrap();
+    assert!(read(&p).is_err());
+    assert!(change(&p, "A", Some("1")).is_err());
+    assert!(!p.exists());
+}
+
+#[test]
+fn a_settings_value_is_no_secret_and_every_other_value_is() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join(FILE_NAME);
+    std::fs::write(
+        &p,
+        "NODE_ENV=production\nNO_PROXY=127.0.0.1\nAPP_MODE=production\nTOKEN=abcd1234\n",
+    )
+    .unwrap();
+    assert_eq!(
+        secret_values_on_disk(&p),
+        vec!["production".to_owned(), "abcd1234".to_owned()]
+    );
+}

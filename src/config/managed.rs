@@ -265,9 +265,12 @@ impl Managed {
 }
 
 impl Managed {
-    /// The forced variable `name`, if any.
+    /// The forced variable `name`, in any case (`https_proxy` is the forced `HTTPS_PROXY` to
+    /// curl and Node's proxy agents, which read the lower-case name first), if any.
     pub fn forced_var(&self, name: &str) -> Option<&ForcedVar> {
-        self.environment.iter().find(|f| f.name == name)
+        self.environment
+            .iter()
+            .find(|f| f.name.eq_ignore_ascii_case(name))
     }
 
     /// `environment` (a dictionary of variable name to string): each usable variable forced

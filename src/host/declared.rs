@@ -79,7 +79,25 @@ pub fn effective(stack: &Stack, managed: &Managed) -> Declared {
         Ok(None) => {}
         Err(r) => d.refused = Some(r),
     }
+    // A forced name wins in any case: the user's `https_proxy` beside a forced `HTTPS_PROXY`
+    // would be the one curl and Node's proxy agents use (they read the lower-case name first).
     for f in &managed.environment {
+        let shadowing: Vec<String> = d
+            .vars
+            .keys()
+            .filter(|k| {
+                **k != f.name && !d.forced.contains_key(*k) && k.eq_ignore_ascii_case(&f.name)
+            })
+            .cloned()
+            .collect();
+        for k in shadowing {
+            d.vars.remove(&k);
+            d.left_out.push(format!(
+                "{k}: your organization forces {} ({}), the same variable in another case; left out",
+                f.name,
+                f.file.display()
+            ));
+        }
         d.vars.insert(f.name.clone(), f.value.clone());
         d.forced.insert(f.name.clone(), f.file.clone());
     }

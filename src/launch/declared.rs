@@ -1,5 +1,5 @@
 //! The declared variables at launch (docs/behaviour.md "Declared environment"): read once,
-//! learned as secrets before anything is logged, logged by name only, recorded in the exec
+//! learned as secrets (all but the settings, `environment::SETTINGS`) before anything is logged, logged by name only, recorded in the exec
 //! record by fingerprint, and added to the Host's environment at the exec.
 
 use std::os::unix::process::CommandExt;
@@ -15,7 +15,8 @@ use crate::host::stack::Stack;
 /// over it. Every value becomes a secret of this run before anything is logged.
 pub(super) fn for_launch(ctx: &Context, stack: &Stack) -> Declared {
     let d = declared::effective(stack, &crate::host::plan::managed(ctx));
-    ctx.out.add_secrets(d.vars.values().cloned());
+    ctx.out
+        .add_secrets(crate::config::environment::secrets(&d.vars));
     d
 }
 

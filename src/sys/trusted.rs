@@ -28,7 +28,8 @@ pub struct Replaceable {
 pub fn only_root_can_replace(exe: &Path) -> Result<(), Replaceable> {
     let mut paths: Vec<PathBuf> = vec![];
     if exe.is_absolute() {
-        paths.extend(exe.ancestors().skip(1).map(Path::to_path_buf));
+        // The path itself too: when it is a link, whoever may replace the link chooses.
+        paths.extend(exe.ancestors().map(Path::to_path_buf));
     }
     match std::fs::canonicalize(exe) {
         Ok(real) => paths.extend(real.ancestors().map(Path::to_path_buf)),
@@ -53,6 +54,22 @@ fn check(path: &Path) -> Result<(), Replaceable> {
     let m =
         std::fs::symlink_metadata(path).map_err(|e| bad(format!("cannot be inspected ({e})")))?;
     if m.file_type().is_symlink() {
+        // In a sticky directory others may write (`/tmp`, `/Users/Shared`), an entry's owner
+        // may remove and make it again: a link there that is not root's can be pointed at
+        // another program (any program root may run, which no check of oyster's then sees).
+        let sticky_parent = path
+            .parent()
+            .and_then(|d| std::fs::metadata(d).ok())
+            .is_some_and(|d| d.mode() & 0o1000 != 0 && d.mode() & 0o022 != 0);
+        if sticky_parent && m.uid() != 0 {
+            let name = super::user::name_of(m.uid())
+                .map(|n| format!(" ({n})"))
+                .unwrap_or_default();
+            return Err(bad(format!(
+                "is a symlink that uid {}{name} owns in a directory others may write, so it can point it at another program",
+                m.uid()
+            )));
+        }
         return Ok(());
     }
     if m.uid() != 0 {
@@ -120,5 +137,40 @@ mod tests {
         chmod(&bin, 0o755);
         chmod(&other, 0o777);
         assert_eq!(only_root_can_replace(&exe).unwrap_err().path, other);
+    }
+
+    /// The path as run may pass through a link in a sticky directory others can write (`/tmp`,
+    /// `/Users/Shared`): a link a user owns there is theirs to remove and make again, pointing
+    /// at any program, so it is named; root's own link there passes.
+    #[test]
+    fn a_users_link_in_a_sticky_directory_is_named() {
+        if !nix::unistd::geteuid().is_root() {
+            return; // the files made here must be root's
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        let real = bin.join("oyster");
+        std::fs::write(&real, "x").unwrap();
+        let shared = dir.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        chmod(dir.path(), 0o755);
+        chmod(&bin, 0o755);
+        chmod(&real, 0o755);
+        chmod(&shared, 0o1777);
+        let link = shared.join("oyster");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        assert_eq!(only_root_can_replace(&link), Ok(()));
+        nix::unistd::fchownat(
+            nix::fcntl::AT_FDCWD,
+            &link,
+            Some(nix::unistd::Uid::from_raw(501)),
+            None,
+            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+        )
+        .unwrap();
+        let e = only_root_can_replace(&link).unwrap_err();
+        assert_eq!(e.path, link, "{e:?}");
+        assert!(e.why.contains("uid 501"), "{e:?}");
     }
 }

@@ -10,6 +10,7 @@ mod cleanup_one_writer;
 mod common;
 mod config_store;
 mod declared_environment;
+mod declared_environment_misuse;
 #[cfg(target_os = "linux")]
 mod declared_environment_systemd;
 mod default_ports_held;

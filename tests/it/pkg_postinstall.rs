@@ -34,8 +34,14 @@ fn postinstall_upgrade_regenerates_with_the_pinned_node() {
     let o = p.run(Some("alice"), &[]);
     o.exits_0_saying(&["done: oyster agent regenerate"]);
     let mut want = p.lookup_calls("alice");
+    // The user's plist is read as the user, never by root.
     want.push(format!(
-        "plutil -extract EnvironmentVariables.OYSTERUN_NODE_BIN raw -o - {} as=root",
+        "sudo -u alice -H {} -extract EnvironmentVariables.OYSTERUN_NODE_BIN raw -o - {} as=root",
+        w(&p.sys.join("usr/bin/plutil")),
+        w(&plist)
+    ));
+    want.push(format!(
+        "plutil -extract EnvironmentVariables.OYSTERUN_NODE_BIN raw -o - {} as=alice",
         w(&plist)
     ));
     want.extend(p.agent_calls(

@@ -111,6 +111,66 @@ fn a_root_cleanup_under_a_foreign_home_is_refused_and_never_deletes_through_a_li
     );
 }
 
+/// Root running cleanup with a HOME it owns but anyone may write (`/tmp`, 1777: what a daemon
+/// or a script may run with): `~/.oysterun-stacks` there is another user's, who could swap a
+/// part of a stack for a link between cleanup's look and its removal. Every stack in it is
+/// kept, named, nothing removed; so is a stack in a stacks directory others may write without
+/// the sticky bit, and one another uid owns in a shared sticky stacks directory.
+#[test]
+#[ignore = "needs root: directories of another uid (.ci/run runs it)"]
+fn a_root_cleanup_removes_nothing_of_another_users_nor_through_a_directory_others_may_write() {
+    crate::common::need_root();
+    let t = TestContext::new();
+    std::fs::set_permissions(&t.home, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let stacks = t.home.join(".oysterun-stacks");
+    for (rel, text) in [
+        ("dev/run/oyster.lock", ""),
+        ("dev/run/node-version.cache", "v22"),
+        ("qa/host/config.json", "{\"keep\": true}"),
+    ] {
+        let p = stacks.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+    }
+    for e in std::iter::once(stacks.clone()).chain(walk(&stacks)) {
+        lchown(&e, STRANGER);
+    }
+    let before = contents(&stacks);
+    let out = t.run(["cleanup", "--yes", "--purge"]).ok().stdout();
+    assert!(
+        out.contains("kept    dev:") && out.contains("kept    qa:"),
+        "{out}"
+    );
+    assert!(
+        out.contains("belongs to uid 61234, not to the user running cleanup"),
+        "{out}"
+    );
+    assert_eq!(
+        contents(&stacks),
+        before,
+        "removed another user's files:\n{out}"
+    );
+    // The stacks directory root's but writable by all without the sticky bit: kept.
+    for e in std::iter::once(stacks.clone()).chain(walk(&stacks)) {
+        lchown(&e, 0);
+    }
+    std::fs::set_permissions(&stacks, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let out = t.run(["cleanup", "--yes", "--purge"]).ok().stdout();
+    assert!(
+        out.contains("may be written by others (mode 0777)"),
+        "{out}"
+    );
+    assert!(stacks.join("dev/run/oyster.lock").exists(), "{out}");
+    // Shared with the sticky bit: root's own stack goes, another uid's stays.
+    std::fs::set_permissions(&stacks, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    for e in std::iter::once(stacks.join("qa")).chain(walk(&stacks.join("qa"))) {
+        lchown(&e, STRANGER);
+    }
+    let out = t.run(["cleanup", "--yes", "--purge"]).ok().stdout();
+    assert!(!stacks.join("dev").exists(), "{out}");
+    assert!(stacks.join("qa/host/config.json").exists(), "{out}");
+}
+
 /// Item 6: an organization name holding a character XML 1.0 cannot carry (U+FFFE, U+FFFF)
 /// is refused (exit 2, naming it) before anything is written, to a file or to stdout.
 #[test]

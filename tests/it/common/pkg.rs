@@ -162,7 +162,8 @@ impl Pkg {
         // stat: `-f%Su /dev/console` (who is at the console) and `-f %u PATH` (who owns PATH
         // itself, BSD stat's lstat). Run by root, a file's real owner is said (the tests chown
         // for real); run by another uid, a file that uid owns under an account's home is said
-        // to be that account's, as it would be on a Mac where the user made it.
+        // to be that account's, and one under the stand-in root root's, as they would be on a
+        // Mac where the user made the one and the package installed the other.
         script(
             &bin.join("stat"),
             &format!(
@@ -170,7 +171,7 @@ impl Pkg {
                  if [ \"$1\" = -f ] && [ \"$2\" = %u ]; then\n\
                  u=\"$(/usr/bin/stat -c %u -- \"$3\")\" || exit 1\n\
                  me=\"$(/usr/bin/id -u)\"\n\
-                 if [ \"$me\" != 0 ] && [ \"$u\" = \"$me\" ]; then case \"$3\" in\n{owners}  esac; fi\n\
+                 if [ \"$me\" != 0 ] && [ \"$u\" = \"$me\" ]; then case \"$3\" in\n{owners}  \"$OYSTER_PKG_SYSROOT\"/*) u=0 ;;\n  esac; fi\n\
                  echo \"$u\"; exit 0\nfi\n\
                  [ -n \"${{FAKE_CONSOLE+x}}\" ] || {{ echo 'stat: /dev/console: No such file or directory' >&2; exit 1; }}\n\
                  echo \"$FAKE_CONSOLE\""
