@@ -60,10 +60,9 @@ impl Unit<'_> {
             self.out.progress("A previous oyster run stopped before its change verified; verifying now (and rolling back to the last good unit if it does not).");
         }
         let port = self.port_change(plan, pending);
-        let mut receipt = match d.reload || pending {
-            true => Some(self.write_receipt(action, d, port.as_ref())?),
-            false => None,
-        };
+        let mut receipt = (d.reload || pending)
+            .then(|| self.write_receipt(action, d, port.as_ref()))
+            .transpose()?;
         self.keep_stopped = d.keep_stopped;
         let bytes = self.render(plan)?;
         let previous = self.on_disk();

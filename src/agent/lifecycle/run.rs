@@ -142,10 +142,9 @@ impl Agent<'_> {
             self.out.progress("A previous oyster run stopped before its change verified; verifying now (and rolling back to the last good plist if it does not).");
         }
         let port = self.port_change(plan, pending);
-        let mut receipt = match d.reload || pending {
-            true => Some(self.mark_pending(action, d, port.as_ref())?),
-            false => None,
-        };
+        let mut receipt = (d.reload || pending)
+            .then(|| self.mark_pending(action, d, port.as_ref()))
+            .transpose()?;
         self.keep_stopped = d.keep_stopped;
         let mut journal = Journal::new(Some((self.audit.clone(), action)));
         let mut baseline = Baseline::of(before.as_ref());
