@@ -536,7 +536,7 @@ fn an_interrupt_while_a_login_items_query_hangs_leaves_no_query_behind() {
             );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
-        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
         nix::sys::signal::kill(pid, sig).unwrap();
         let status = child.wait().unwrap();
         assert_eq!(status.signal(), Some(sig as i32), "{args:?}: {status:?}");
