@@ -103,7 +103,7 @@ pub fn refuse_claimed_port(ctx: &Context, port: u16) -> Result<(), crate::error:
     crate::service::decide::port_claimed(&ctx.stack.name, port, &claims).map_err(|c| {
         crate::error::Failed::new(
             format!(
-                "port {} is stack {}'s (its job is installed there, running or not); two stacks on one port cannot both run, so stack {} was not set up on it and nothing was changed",
+                "port {} is stack {}'s (its job is installed there, running or not); two stacks on one port cannot both run, so stack {} was not given it and nothing was changed",
                 c.port, c.stack, ctx.stack.name
             ),
             format!(

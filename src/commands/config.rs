@@ -19,6 +19,10 @@ pub fn sync_verb(ctx: &Context, port: Option<u16>) -> anyhow::Result<ExitStatus>
             ..Default::default()
         },
     )?;
+    // A port another stack's installed job owns, running or stopped (issue 38 item 4).
+    if let Some(port) = port {
+        crate::manager::refuse_claimed_port(ctx, port)?;
+    }
     let _lock = ctx.lock_stack("config sync")?;
     let changes = sync(ctx, port)?;
     crate::config::report(&ctx.stack.config_path(), &changes, ctx.reporter());

@@ -60,6 +60,10 @@ fn start(
     crate::unit::refuse_unreachable(ctx)?;
     // Before anything is created or written: a port another process holds.
     super::agent::preflight::refuse_held_port(ctx, host)?;
+    // A port another stack's installed job owns, running or stopped (issue 38 item 4).
+    if let Some(port) = super::agent::preflight::intended_port(ctx, host) {
+        crate::manager::refuse_claimed_port(ctx, port)?;
+    }
     let lock = ctx.lock_stack("host start")?;
     // Before the config sync writes anything.
     stack.refuse_special_log()?;

@@ -66,8 +66,16 @@ impl std::fmt::Debug for Password {
 
 /// Reads the password from stdin as `docker login --password-stdin` does: everything up to
 /// the end of input, less one trailing newline (`\n` or `\r\n`).
+/// A terminal is refused: the line discipline would echo what is typed there (the password on
+/// the screen and in the scrollback), and nothing would say to end it with Ctrl-D.
 pub fn read_stdin() -> Result<Password, Invalid> {
-    use std::io::Read;
+    use std::io::{IsTerminal, Read};
+    if std::io::stdin().is_terminal() {
+        return Err(Invalid::new(
+            "--password-stdin reads the password from a pipe, and stdin is this terminal, where what you type would show; nothing was changed",
+        )
+        .hint("pipe it in: `printf '%s\\n' \"$PASSWORD\" | oyster setup --password-stdin`, or run `oyster setup` without it on a terminal: it asks for the password hidden, twice, while none is set"));
+    }
     let mut bytes = Vec::new();
     std::io::stdin()
         .lock()

@@ -253,6 +253,8 @@ fn run_full(
         .collect();
     let shown = argv.join(" ");
     let timeout = p.timeout;
+    // Before the child exists: a signal between its start and the wait is caught too.
+    let _watch = super::signal::ChildWatch::install();
     let mut child = command(p).spawn().map_err(|source| ProcessError::Spawn {
         argv: shown.clone(),
         source,

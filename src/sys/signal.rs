@@ -81,6 +81,77 @@ impl Drop for InterruptGuard {
     }
 }
 
+/// Which of [`CAUGHT`] the live [`ChildWatch`]es took from their default action, and how many
+/// watches are alive (the first takes them, the last gives them back).
+static WATCH: std::sync::Mutex<(usize, Vec<Signal>)> = std::sync::Mutex::new((0, Vec::new()));
+
+/// While a child of the process door runs in a run that catches no signal (no
+/// [`InterruptGuard`]: `status`, `doctor`, `list`), SIGINT, SIGTERM and SIGHUP only set the
+/// flag, so the door kills the child's own process group first (Ctrl-C never reaches that
+/// group: it is not the terminal's); the last watch dropped gives the signals back their
+/// default action and, if one came, raises it again: oyster ends by it as it would have,
+/// leaving no child behind (a Login Items query that never answers, a wedged launchctl).
+/// Signals a guard catches or the caller ignores are left as they are.
+pub struct ChildWatch(());
+
+impl ChildWatch {
+    pub fn install() -> ChildWatch {
+        let mut w = WATCH
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if w.0 == 0 {
+            let action = SigAction::new(
+                SigHandler::Handler(record),
+                SaFlags::empty(),
+                SigSet::empty(),
+            );
+            w.1 = CAUGHT
+                .into_iter()
+                .filter(|sig| current_is_default(*sig))
+                .filter(|sig| set_action(*sig, &action).is_ok())
+                .collect();
+        }
+        w.0 += 1;
+        ChildWatch(())
+    }
+}
+
+impl Drop for ChildWatch {
+    fn drop(&mut self) {
+        let mut w = WATCH
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        w.0 -= 1;
+        if w.0 > 0 {
+            return;
+        }
+        let took = std::mem::take(&mut w.1);
+        let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+        for sig in &took {
+            let _ = set_action(*sig, &default);
+        }
+        let came = Signal::try_from(RECEIVED.load(Ordering::SeqCst)).ok();
+        if let Some(sig) = came.filter(|s| took.contains(s)) {
+            drop(w);
+            // The default action again: oyster ends by the signal, as it would have.
+            let _ = nix::sys::signal::raise(sig);
+        }
+    }
+}
+
+/// Whether `sig`'s action is the default one (read without changing it).
+fn current_is_default(sig: Signal) -> bool {
+    let mut old = std::mem::MaybeUninit::<nix::libc::sigaction>::zeroed();
+    #[allow(unsafe_code)]
+    // SAFETY: `sigaction(2)` with a null new action only writes the current one into `old`,
+    // a zeroed, properly sized and aligned `struct sigaction` that outlives the call.
+    let (rc, old) = unsafe {
+        let rc = nix::libc::sigaction(sig as nix::libc::c_int, std::ptr::null(), old.as_mut_ptr());
+        (rc, old.assume_init())
+    };
+    rc == 0 && old.sa_sigaction == nix::libc::SIG_DFL
+}
+
 /// `sigaction(2)`: installs `action` for `sig`, returning the one it replaces. Only the guard
 /// calls it, with [`record`] or with the action that was there before the guard.
 fn set_action(sig: Signal, action: &SigAction) -> nix::Result<SigAction> {

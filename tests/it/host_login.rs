@@ -247,3 +247,24 @@ fn ctrl_d_at_the_password_prompt_cancels_and_changes_nothing() {
     );
     t.assert_no_stack("dev", "a cancelled password prompt writes nothing");
 }
+
+/// `--password-stdin` with stdin a terminal: the terminal would echo every key typed (the
+/// password on the screen and in the scrollback) and nothing says to end it with Ctrl-D. It is
+/// refused at once (exit 2) naming both ways that work, before anything is written; before,
+/// setup sat reading the terminal, showing what was typed.
+#[test]
+fn password_stdin_on_a_terminal_is_refused_before_anything_is_typed() {
+    let t = TestContext::with_pinned_host();
+    let t0 = std::time::Instant::now();
+    let report = t.pty(b"", setup_args(free_port(), &["--password-stdin"]));
+    let shown = report["output"].as_str().unwrap();
+    assert_eq!(report["code"], 2, "{shown}");
+    assert!(t0.elapsed().as_secs() < 30, "it waited for input: {shown}");
+    // Wrapped at 80 columns: compared with its line breaks as spaces.
+    let words = shown.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("stdin is this terminal") && words.contains("run `oyster setup` without it"),
+        "{shown}"
+    );
+    t.assert_no_stack("dev", "refused first");
+}

@@ -47,7 +47,7 @@ fn doctor_fails_naming_the_deleted_plist_and_the_fix() {
         .stderr_has("`oyster stop dev` stops it");
     let r = t.run(["stop", "dev"]).ok();
     r.stdout_has("Stopped com.oysterun.host.dev (pid");
-    r.stdout_has("was already deleted; `oyster start dev` writes it again and starts it.");
+    r.stdout_has("was already deleted; `oyster install dev` writes it again and starts it.");
     let st = t.run(["status", "dev", "--json"]).json();
     assert_eq!(
         (st["loaded"].as_bool(), st["running"].as_bool()),
@@ -55,6 +55,21 @@ fn doctor_fails_naming_the_deleted_plist_and_the_fix() {
         "{st}"
     );
     assert!(!plist.exists());
+    // The command it names does what it says (before, it named `start`, which refuses a
+    // stack with no plist as "not installed": a dead end).
+    let named = r
+        .stdout()
+        .split("was already deleted; `oyster ")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap()
+        .to_owned();
+    let words: Vec<&str> = named.split_whitespace().collect();
+    t.run(common::args(&words).settle(200))
+        .ok()
+        .stdout_has("Host verified");
+    assert!(plist.exists());
+    t.run(["uninstall", "dev"]).ok();
     t.wait_no_processes();
 }
 

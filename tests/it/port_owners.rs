@@ -67,3 +67,39 @@ fn production_on_another_port_is_warned_that_oysteruns_own_restart_assumes_8802(
     t.run(["uninstall", "dev"]).ok();
     t.wait_no_processes();
 }
+
+/// The same port through the other doors that take `--port`: `config sync --port` (of a new
+/// stack and of one set up elsewhere) and `host start --port`. Each is refused naming the
+/// owner, before anything is written; before, `config sync` recorded it (so a later `restart`
+/// of the owner was refused as if the port were the other stack's) and `host start` started a
+/// second Host there, so the stopped owner could not start again.
+#[test]
+fn config_sync_and_host_start_on_another_stacks_port_are_refused_naming_it() {
+    let t = TestContext::with_pinned_host();
+    let port = free_port();
+    t.run(common::args(&["install", "dev"]).port(port).settle(200))
+        .ok();
+    t.run(["stop", "dev"]).ok();
+    let qa_port = free_port();
+    t.run(common::args(&["config", "sync"]).stack("qa").port(qa_port))
+        .ok();
+    let before = common::tree(&t.home);
+    for args in [
+        common::args(&["config", "sync"]).stack("new").port(port),
+        common::args(&["config", "sync"]).stack("qa").port(port),
+        common::args(&["host", "start"]).stack("new").port(port),
+        common::args(&["host", "start"]).stack("qa").port(port),
+    ] {
+        let args: Vec<String> = args.into();
+        let r = t.run(&args).fails_with(1);
+        r.stderr_has(&format!("port {port} is stack dev's"));
+        assert_eq!(common::tree(&t.home), before, "{args:?} wrote");
+    }
+    t.assert_no_stack("new", "refused first");
+    // The owner starts on its port, and its own sync of it is no claim on itself.
+    t.run(common::args(&["config", "sync"]).stack("dev").port(port))
+        .ok();
+    t.run(common::args(&["start", "dev"]).settle(200)).ok();
+    t.run(["uninstall", "dev"]).ok();
+    t.wait_no_processes();
+}

@@ -477,3 +477,76 @@ fn doctor_says_local_network_privacy_when_the_config_names_a_lan_address() {
     assert!(!direct.to_string().contains("local network"), "{direct}");
     s.done();
 }
+
+/// The pids of this test's Login Items queries (`launchctl login-item-status`) still running.
+fn queries(s: &Stack) -> Vec<u32> {
+    let ours = s.t.own_processes();
+    let mut sys = sysinfo::System::new();
+    sys.refresh_processes_specifics(
+        sysinfo::ProcessesToUpdate::All,
+        true,
+        sysinfo::ProcessRefreshKind::nothing().with_cmd(sysinfo::UpdateKind::Always),
+    );
+    ours.into_iter()
+        .filter(|pid| {
+            sys.process(sysinfo::Pid::from_u32(*pid)).is_some_and(|p| {
+                p.cmd()
+                    .iter()
+                    .any(|a| a.to_string_lossy() == "login-item-status")
+            })
+        })
+        .collect()
+}
+
+/// 39.2 with a real Ctrl-C or SIGTERM: `status`, `doctor` and `list` catch no signal, and the
+/// Login Items query runs in a process group of its own (the terminal's Ctrl-C never reaches
+/// it). Interrupted while the query hangs, oyster kills the query first and still ends by the
+/// signal. Before, oyster died and the query it started was left running for good.
+#[test]
+fn an_interrupt_while_a_login_items_query_hangs_leaves_no_query_behind() {
+    use std::os::unix::process::ExitStatusExt;
+    let s = Stack::new("hangint");
+    s.t.run(s.args("install")).ok();
+    s.t.sim(&["login-item", &s.label(), "hang"]).ok();
+    s.t.run(["stop", "--stack", s.name]).ok();
+    let runs = [
+        (
+            ["status", "--stack", s.name],
+            nix::sys::signal::Signal::SIGINT,
+        ),
+        (
+            ["doctor", "--stack", s.name],
+            nix::sys::signal::Signal::SIGTERM,
+        ),
+        (["list", "--json", "-q"], nix::sys::signal::Signal::SIGINT),
+    ];
+    for (args, sig) in runs {
+        let mut child =
+            s.t.cmd()
+                .args(args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+        let t0 = std::time::Instant::now();
+        while queries(&s).is_empty() {
+            assert!(
+                t0.elapsed().as_secs() < 10,
+                "{args:?} never asked Login Items"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+        nix::sys::signal::kill(pid, sig).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(sig as i32), "{args:?}: {status:?}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert_eq!(
+            queries(&s),
+            Vec::<u32>::new(),
+            "{args:?} left its query running"
+        );
+    }
+    s.t.sim(&["login-item", &s.label(), "on"]).ok();
+    s.done();
+}

@@ -106,7 +106,7 @@ pub fn run<T>(
 
 /// The port the verb will load the Host on, by the one rule ([`HostInputs::effective_port`]).
 /// `None` when it is not known yet (the plan then says why).
-fn intended_port(ctx: &Context, host: &HostInputs) -> Option<u16> {
+pub fn intended_port(ctx: &Context, host: &HostInputs) -> Option<u16> {
     // A config that cannot be read is the plan's to report (with its fix), not a port check's.
     let doc = match host.port {
         Some(_) => None,

@@ -48,7 +48,8 @@ pub fn run(ctx: &Context, keep: bool, no_wait: bool) -> anyhow::Result<ExitStatu
         format!(
             "{} was already deleted; `{}` writes it again and starts it.",
             preflight::definition(ctx).display(),
-            ctx.hint_cmd("start")
+            // Not `start`: with no definition it refuses ("not installed").
+            ctx.hint_cmd("install")
         )
     };
     ctx.out
