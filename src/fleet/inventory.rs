@@ -116,6 +116,9 @@ pub struct StackPart {
     pub stack: String,
     pub label: String,
     pub summary: Summary,
+    /// The service manager asked: `launchd`, `systemd`, or `null` (none here).
+    pub manager: Option<&'static str>,
+    /// The job's definition: the plist under launchd, the unit file under systemd.
     pub plist_path: String,
     pub plist_present: bool,
     /// The installed plist is what oyster generates now; `null` when not known.
@@ -237,6 +240,7 @@ fn unreadable(ctx: &Context, name: &str, why: &str) -> StackPart {
         stack: name.to_owned(),
         label: ctx.stack.label.clone(),
         summary: Summary::Unknown,
+        manager: None,
         plist_present: plist.exists(),
         plist_path: plist.display().to_string(),
         plist_current: None,
@@ -267,15 +271,7 @@ fn unreadable(ctx: &Context, name: &str, why: &str) -> StackPart {
 }
 
 fn from_status(ctx: &Context, st: AgentStatus, launchd: bool) -> StackPart {
-    let installed = agentplist::read_installed(&ctx.stack.plist_path(), ctx.reporter());
-    let node_bin = installed
-        .as_ref()
-        .and_then(Installed::node_bin)
-        .map(str::to_owned);
-    let root = installed
-        .as_ref()
-        .and_then(Installed::repo_root)
-        .map(str::to_owned);
+    let (node_bin, root) = definition_facts(ctx, &st);
     let node_version = node_bin.as_deref().and_then(|n| {
         crate::host::node::recorded_version(Path::new(n), &ctx.stack.node_version_cache_path())
     });
@@ -289,6 +285,7 @@ fn from_status(ctx: &Context, st: AgentStatus, launchd: bool) -> StackPart {
         stack: st.stack.clone(),
         label: st.label.clone(),
         summary: st.summary,
+        manager: st.manager,
         plist_path: st.plist_path.clone(),
         plist_present: st.installed,
         plist_current: st.in_sync,
@@ -312,6 +309,21 @@ fn from_status(ctx: &Context, st: AgentStatus, launchd: bool) -> StackPart {
         managed: crate::host::plan::managed(ctx).entries,
         problems,
     }
+}
+
+/// The Node and the Oysterun root the installed definition runs: the plist's, or under
+/// systemd the unit's `Environment=` lines.
+fn definition_facts(ctx: &Context, st: &AgentStatus) -> (Option<String>, Option<String>) {
+    if st.manager == Some("systemd") {
+        let text = std::fs::read_to_string(&st.plist_path).unwrap_or_default();
+        let env = crate::systemd::environment_of(&text);
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        let launch = crate::host::launchenv::NODE_BIN;
+        return (get(launch), get(crate::host::launchenv::REPO_ROOT));
+    }
+    let installed = agentplist::read_installed(&ctx.stack.plist_path(), ctx.reporter());
+    let of = |f: fn(&Installed) -> Option<&str>| installed.as_ref().and_then(f).map(str::to_owned);
+    (of(Installed::node_bin), of(Installed::repo_root))
 }
 
 /// The Oysterun version, where its own CLI finds it.

@@ -25,7 +25,9 @@ pub mod unit;
 pub use environ::{check_environ, parse_environment, EnvCheck, EXEC_ADDED_KEYS};
 pub use reach::{is_wsl, Cause, ManagerState, Unreachable};
 pub use show::{ActiveState, LoadState, MainCode, ShowError, UnitResult, UnitShow, PROPERTIES};
-pub use unit::{render, unit_dir, unit_name, unit_path, Field, Timing, UnitError, UnitSpec};
+pub use unit::{
+    environment_of, render, unit_dir, unit_name, unit_path, Field, Timing, UnitError, UnitSpec,
+};
 
 use crate::sys::process::{ChildEnv, Finished, ProcessError, Program};
 

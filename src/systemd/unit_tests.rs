@@ -291,5 +291,6 @@ proptest! {
             .collect();
         let want: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
         prop_assert_eq!(assigned, want);
+        prop_assert_eq!(environment_of(&text), env);
     }
 }

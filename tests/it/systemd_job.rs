@@ -393,3 +393,31 @@ fn all_stops_and_starts_every_unit() {
     }
     t.run(["uninstall", "--all"]).ok();
 }
+
+#[test]
+fn inventory_reports_a_units_stack_as_it_runs() {
+    let Some((_m, t)) = world() else { return };
+    let s = "sdinv";
+    let p = free_port().to_string();
+    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let doc = t.run(["inventory", "--json"]).ok().json();
+    let part = doc["users"][0]["stacks"]
+        .as_array()
+        .and_then(|a| a.iter().find(|p| p["stack"] == s))
+        .unwrap_or_else(|| panic!("no {s} in {doc}"));
+    assert_eq!(part["manager"], "systemd", "{part}");
+    assert_eq!(part["summary"], "verified", "{part}");
+    assert!(
+        part["plist_path"].as_str().unwrap().ends_with(".service"),
+        "{part}"
+    );
+    // The Node and root the unit runs, read from its Environment= lines.
+    assert!(
+        part["node_bin"]
+            .as_str()
+            .is_some_and(|n| n.contains("node")),
+        "{part}"
+    );
+    assert!(part["oysterun_root"].is_string(), "{part}");
+    verb(&t, &["uninstall"], s, &[]).ok();
+}
