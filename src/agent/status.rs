@@ -564,7 +564,7 @@ fn summarize(st: &AgentStatus) -> Summary {
 mod by_hand;
 mod declared;
 mod notes;
-mod systemd;
+pub mod systemd;
 
 use notes::{disabled_override, loaded_twice_note, login_item, sent_sigterm_lately};
 pub use notes::{keychain_note, runs_in_background_session};

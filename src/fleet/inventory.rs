@@ -315,11 +315,7 @@ fn from_status(ctx: &Context, st: AgentStatus, launchd: bool) -> StackPart {
 /// systemd the unit's `Environment=` lines.
 fn definition_facts(ctx: &Context, st: &AgentStatus) -> (Option<String>, Option<String>) {
     if st.manager == Some("systemd") {
-        let text = std::fs::read_to_string(&st.plist_path).unwrap_or_default();
-        let env = crate::systemd::environment_of(&text);
-        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
-        let launch = crate::host::launchenv::NODE_BIN;
-        return (get(launch), get(crate::host::launchenv::REPO_ROOT));
+        return model::systemd::unit_runs(Path::new(&st.plist_path));
     }
     let installed = agentplist::read_installed(&ctx.stack.plist_path(), ctx.reporter());
     let of = |f: fn(&Installed) -> Option<&str>| installed.as_ref().and_then(f).map(str::to_owned);

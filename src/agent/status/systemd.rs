@@ -147,3 +147,17 @@ fn facts(unit: String, path: &std::path::Path, s: &UnitShow) -> UnitFacts {
             .collect(),
     }
 }
+
+/// The Node and the Oysterun root an installed unit runs, from its `Environment=` lines.
+pub fn unit_runs(unit: &std::path::Path) -> (Option<String>, Option<String>) {
+    let bytes = crate::sys::fs::read_regular(unit, 1024 * 1024)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    let env = crate::systemd::environment_of(&String::from_utf8_lossy(&bytes));
+    let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    (
+        get(crate::host::launchenv::NODE_BIN),
+        get(crate::host::launchenv::REPO_ROOT),
+    )
+}
