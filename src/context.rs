@@ -465,14 +465,16 @@ impl Context {
         }
     }
 
-    /// Takes the stack's lifecycle lock (`<run dir>/oyster.lock`, docs/behaviour.md §9) for the
+    /// Takes the stack's lifecycle lock ([`crate::host::stack::lock_dir`], docs/behaviour.md §9) for the
     /// whole run of a command that writes or loads: a second one waits, saying for whom, up to
     /// [`LOCK_WAIT`], or until it is interrupted, then fails.
     pub fn lock_stack(&self, what: &str) -> anyhow::Result<crate::sys::fs::Lock> {
         self.refuse_foreign_home(what)?;
         self.refuse_dangling_root()?;
-        crate::sys::fs::create_dir_all(&self.stack.run_dir, 0o700)?;
         let path = self.stack.lifecycle_lock_path();
+        if let Some(dir) = path.parent() {
+            crate::sys::fs::create_dir_all(dir, 0o700)?;
+        }
         let lock = crate::sys::fs::lock_waiting(
             &path,
             what,
@@ -495,7 +497,7 @@ impl Context {
     }
 
     /// A stack directory that is a symlink whose target is gone (moved or removed by hand):
-    /// creating the lock's directory through it fails with a bare "File exists". Named with
+    /// creating the run's directories through it fails with a bare "File exists". Named with
     /// the fix instead, before anything changes.
     fn refuse_dangling_root(&self) -> anyhow::Result<()> {
         let root = &self.stack.root;

@@ -34,10 +34,9 @@ struct Found {
     precious: Vec<PathBuf>,
     /// Why the stack is kept regardless (a LaunchAgent, a running Host, an unknown file).
     kept: Option<String>,
-    /// The stack's lifecycle lock, taken (created when there was none) before the look and
-    /// held to the removal, so no other oyster starts on the stack meanwhile (and one already
-    /// at work keeps its stack).
-    lock: Option<StackLock>,
+    /// The stack's lifecycle lock, taken before the look and held to the removal, so no other
+    /// oyster starts on the stack meanwhile (and one already at work keeps its stack).
+    lock: Option<crate::sys::fs::Lock>,
 }
 
 impl Found {
@@ -58,61 +57,16 @@ impl Found {
     }
 }
 
-/// The stack's lifecycle lock as cleanup holds it: when cleanup created the lock file (or the
-/// run directory holding it) and leaves the stack, it removes them again while still holding
-/// the lock, so looking leaves nothing behind. (An oyster that waits on the lock meanwhile takes
-/// the file at the path afterwards, not the removed one: `sys::fs` checks the inode.)
-struct StackLock {
-    _lock: crate::sys::fs::Lock,
-    created_file: Option<PathBuf>,
-    created_dir: Option<PathBuf>,
-}
-
-impl Drop for StackLock {
-    fn drop(&mut self) {
-        if let Some(file) = &self.created_file {
-            let _ = std::fs::remove_file(file);
-        }
-        if let Some(dir) = &self.created_dir {
-            let _ = std::fs::remove_dir(dir);
-        }
-    }
-}
-
-/// Takes the stack's lock without waiting, creating the lock file (and the run directory) when
-/// there is none. `Ok(None)`: another oyster holds it.
-fn lock_stack(stack: &Stack) -> Result<Option<StackLock>, String> {
+/// Takes the stack's lock without waiting (creating the lock file in oyster's lock directory,
+/// outside the stack, when there is none). `Ok(None)`: another oyster holds it.
+fn lock_stack(stack: &Stack) -> Result<Option<crate::sys::fs::Lock>, String> {
     let lock_path = stack.lifecycle_lock_path();
-    let created_dir = match std::fs::symlink_metadata(&stack.run_dir) {
-        Ok(m) if m.is_dir() => None,
-        Ok(_) => {
-            return Err(format!(
-                "{} is not a directory; cleanup removes nothing through it",
-                stack.run_dir.display()
-            ))
-        }
-        Err(_) => {
-            use std::os::unix::fs::DirBuilderExt;
-            std::fs::DirBuilder::new()
-                .mode(0o700)
-                .create(&stack.run_dir)
-                .map_err(|e| format!("could not create {}: {e}", stack.run_dir.display()))?;
-            Some(stack.run_dir.clone())
-        }
-    };
+    if let Some(dir) = lock_path.parent() {
+        crate::sys::fs::create_dir_all(dir, 0o700).map_err(|e| e.to_string())?;
+    }
     match crate::sys::fs::try_lock_creating(&lock_path, "cleanup") {
-        Ok(Some((lock, created))) => Ok(Some(StackLock {
-            _lock: lock,
-            created_file: created.then(|| lock_path.clone()),
-            created_dir,
-        })),
-        Ok(None) => Ok(None),
-        Err(e) => {
-            if let Some(dir) = &created_dir {
-                let _ = std::fs::remove_dir(dir);
-            }
-            Err(e.to_string())
-        }
+        Ok(held) => Ok(held.map(|(lock, _)| lock)),
+        Err(e) => Err(e.to_string()),
     }
 }
 
@@ -122,8 +76,9 @@ pub fn run(ctx: &Context, args: &Cleanup) -> anyhow::Result<ExitStatus> {
     let env = ctx.env.stack_env();
     let lc = ctx.launchctl().ok();
     let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
-    // A run that may remove creates each stack's lock to hold it; one that only shows
-    // (`--dry-run`, no terminal to ask on) creates nothing, and holds the locks that exist.
+    // A run that may remove creates each stack's lock (outside the stack) to hold it; one that
+    // only shows (`--dry-run`, no terminal to ask on) creates nothing, and holds the locks that
+    // exist.
     let creates = !args.dry_run && (args.yes || terminal);
     let mut found = vec![];
     for (name, listed) in candidates(ctx) {
@@ -369,26 +324,19 @@ fn examine(stack: &Stack, lc: Option<&Launchctl>, creates: bool) -> Found {
             }
         }
     }
-    let created = f.lock.as_ref().and_then(|l| l.created_file.clone());
-    look(&mut f, stack, lc, created.as_deref());
+    look(&mut f, stack, lc);
     f
 }
 
-/// What the stack holds, sorted into `f` (its lock already held). The lock file cleanup
-/// created itself is not the stack's.
-fn look(f: &mut Found, stack: &Stack, lc: Option<&Launchctl>, created: Option<&Path>) {
+/// What the stack holds, sorted into `f` (its lock already held).
+fn look(f: &mut Found, stack: &Stack, lc: Option<&Launchctl>) {
     f.bookkeeping.clear();
     f.precious.clear();
     f.kept = None;
-    f.kept = look_kept(f, stack, lc, created).err();
+    f.kept = look_kept(f, stack, lc).err();
 }
 
-fn look_kept(
-    f: &mut Found,
-    stack: &Stack,
-    lc: Option<&Launchctl>,
-    created: Option<&Path>,
-) -> Result<(), String> {
+fn look_kept(f: &mut Found, stack: &Stack, lc: Option<&Launchctl>) -> Result<(), String> {
     // Looked at again right before anything is removed: a link put in meanwhile keeps it.
     no_link_on_the_way(stack)?;
     if stack.plist_path().exists() {
@@ -412,10 +360,9 @@ fn look_kept(
     if let Err(e) = walk(&stack.root, &mut files) {
         return Err(format!("{} could not be read: {e}", stack.root.display()));
     }
-    files.retain(|p| Some(p.as_path()) != created);
     files.sort();
     let bookkeeping = [
-        stack.run_dir.join("oyster.lock"),
+        stack.legacy_lock_path(),
         stack.run_dir.join("node-version.cache"),
         crate::host::privacy::verified_node_path(&stack.run_dir),
         stack.config_dir.join("config.json.lock"),
@@ -471,8 +418,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
 /// launchd started) may have written meanwhile, and then the stack is kept, said.
 fn remove(ctx: &Context, lc: Option<&Launchctl>, f: &Found) -> bool {
     let mut again = Found::nothing(&f.stack);
-    let created = f.lock.as_ref().and_then(|l| l.created_file.clone());
-    look(&mut again, &f.stack, lc, created.as_deref());
+    look(&mut again, &f.stack, lc);
     if again.kept.is_some() || again.bookkeeping != f.bookkeeping || again.precious != f.precious {
         ctx.out.warn(&format!(
             "kept {}: it changed while cleanup asked ({}); nothing of it was removed. Run `oyster cleanup` again to see it as it is now",
@@ -484,13 +430,9 @@ fn remove(ctx: &Context, lc: Option<&Launchctl>, f: &Found) -> bool {
         ));
         return true;
     }
-    // The lock file cleanup created goes with the rest (it still holds the lock on it).
-    for file in f
-        .bookkeeping
-        .iter()
-        .chain(&f.precious)
-        .chain(created.as_ref())
-    {
+    // The lock file stays in oyster's lock directory (outside the stack): an oyster waiting on
+    // it takes the same file once this one is done.
+    for file in f.bookkeeping.iter().chain(&f.precious) {
         if let Err(e) = std::fs::remove_file(file) {
             if e.kind() != std::io::ErrorKind::NotFound {
                 ctx.out

@@ -24,7 +24,11 @@ const FILES: &[(&str, &str)] = &[
     ),
     (
         "~/.oysterun/run/",
-        "pid and identity files, the lifecycle lock",
+        "pid and identity files, the receipt of a change in progress",
+    ),
+    (
+        "~/Library/Caches/oyster/locks/LABEL.lock",
+        "each stack's lifecycle lock (~/.cache/oyster/locks on Linux)",
     ),
     (
         "~/.oysterun-stacks/NAME/{host,run,logs}/",

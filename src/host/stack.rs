@@ -3,7 +3,7 @@
 //! The table in docs/behaviour.md "Stacks, paths and labels" lives here and nowhere else; every
 //! other module asks a [`Stack`] for its paths.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::error::Invalid;
 
@@ -317,8 +317,16 @@ impl Stack {
         self.run_dir.join("oyster-exec.json")
     }
 
-    /// The stack's lifecycle lock: every command that writes or loads holds it for its run.
+    /// The stack's lifecycle lock: every command that writes or loads holds it for its run. It
+    /// lives in oyster's per-user lock directory, named by the job's label, not in the stack:
+    /// taking it creates no stack (a refused first command leaves nothing to remove), and a
+    /// cleanup that removes the stack never removes the lock a waiter is about to take.
     pub fn lifecycle_lock_path(&self) -> PathBuf {
+        lock_dir(&self.home).join(format!("{}.lock", self.label))
+    }
+
+    /// Where earlier oyster versions kept the lifecycle lock: bookkeeping `cleanup` removes.
+    pub fn legacy_lock_path(&self) -> PathBuf {
         self.run_dir.join("oyster.lock")
     }
 
@@ -517,3 +525,14 @@ fn nearest<'a>(typed: &str, candidates: &[&'a str]) -> Option<&'a str> {
 #[cfg(test)]
 #[path = "stack_tests.rs"]
 mod tests;
+
+/// oyster's per-user lock directory under `home`: `~/Library/Caches/oyster/locks` on macOS,
+/// `~/.cache/oyster/locks` elsewhere (`XDG_CACHE_HOME` is not read: where root may write is
+/// decided by HOME alone, which root's checks cover).
+pub fn lock_dir(home: &Path) -> PathBuf {
+    if cfg!(target_os = "macos") {
+        home.join("Library/Caches/oyster/locks")
+    } else {
+        home.join(".cache/oyster/locks")
+    }
+}

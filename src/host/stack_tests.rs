@@ -92,10 +92,17 @@ fn table_rows_of_every_per_stack_file() {
     e.stacks_dir = Some("/s".into());
     let c = Stack::new("dev-2", &e).unwrap();
     // Every per-stack file is named here, and only here.
+    // The lifecycle lock is the one file outside the stack: taking it creates no stack.
+    let locks = if cfg!(target_os = "macos") {
+        "/h/Library/Caches/oyster/locks"
+    } else {
+        "/h/.cache/oyster/locks"
+    };
     assert_eq!(
         c.lifecycle_lock_path(),
-        Path::new("/s/dev-2/run/oyster.lock")
+        Path::new(locks).join("com.oysterun.host.dev-2.lock")
     );
+    assert_eq!(c.legacy_lock_path(), Path::new("/s/dev-2/run/oyster.lock"));
     assert_eq!(c.pending_path(), Path::new("/s/dev-2/run/pending"));
     assert_eq!(
         c.last_good_plist_path(),

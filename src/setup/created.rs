@@ -11,29 +11,6 @@ pub(super) struct Created {
     pub(super) dirs: Vec<PathBuf>,
 }
 
-impl Created {
-    /// This list (taken before the stack's lock) narrowed to what the lock created, the lock
-    /// file and the run directory's chain, joined with `now` (what may still be created,
-    /// listed under the lock).
-    pub(super) fn made_by_lock(self, st: &crate::host::stack::Stack, now: Created) -> Created {
-        let Created {
-            mut files,
-            mut dirs,
-        } = now;
-        let lock = st.lifecycle_lock_path();
-        files.extend(self.files.into_iter().filter(|f| *f == lock && f.exists()));
-        dirs.extend(
-            self.dirs
-                .into_iter()
-                .filter(|d| st.run_dir.starts_with(d) && d.exists()),
-        );
-        // Deepest first, so parents empty out before their turn.
-        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
-        dirs.dedup();
-        Created { files, dirs }
-    }
-}
-
 /// What setup's steps may create: the directory chains under HOME and the lock and pid files.
 pub(super) fn created_paths(ctx: &Context, sp: &SetupPlan) -> Created {
     let st = &ctx.stack;
@@ -45,7 +22,6 @@ pub(super) fn created_paths(ctx: &Context, sp: &SetupPlan) -> Created {
         st.pid_lock_path(),
         st.node_version_cache_path(),
         crate::host::privacy::verified_node_path(&st.run_dir),
-        st.lifecycle_lock_path(),
         st.pending_path(),
         st.last_good_plist_path(),
     ];
@@ -77,23 +53,4 @@ pub(super) fn created_paths(ctx: &Context, sp: &SetupPlan) -> Created {
     dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
     dirs.dedup();
     Created { files, dirs }
-}
-
-/// Whether the stack directory holds nothing but the lifecycle lock (and the directories on
-/// its way): what taking the lock created, nothing of anybody else's.
-pub(super) fn holds_only_the_lock(st: &crate::host::stack::Stack) -> bool {
-    fn only(dir: &Path, lock: &Path) -> bool {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return false;
-        };
-        entries.flatten().all(|e| {
-            let p = e.path();
-            match e.file_type() {
-                Ok(t) if t.is_dir() => lock.starts_with(&p) && only(&p, lock),
-                Ok(_) => p == lock,
-                Err(_) => false,
-            }
-        })
-    }
-    st.root.starts_with(&st.home) && st.root != st.home && only(&st.root, &st.lifecycle_lock_path())
 }

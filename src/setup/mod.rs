@@ -217,19 +217,16 @@ pub fn apply(
     // rolls back entirely leaves no file it did not find.
     let audit = Audit::new(st.audit_path(), &st.name, &st.label);
     let mut journal = Journal::new(st.log_dir.is_dir().then_some((audit, Action::Setup)));
-    // Everything setup may create is listed before its first side effect, the lock (which
-    // creates the run directory and the lock file), and listed again once it holds the lock:
-    // what another oyster created while this one waited for it is not this run's to remove.
-    let listed = created_paths(ctx, &sp);
-    let existed = std::fs::symlink_metadata(&st.root).is_ok();
-    let above = st.root.parent().filter(|p| *p != st.home && !p.exists());
     let _guard = InterruptGuard::install();
     let lock = ctx.lock_stack("setup")?;
-    // A stack this setup creates (nothing of it before, nothing but the lock now: no other
-    // oyster made it meanwhile) is removed whole by a rollback: its Host log and audit line
-    // too, so a failed first setup leaves no stack behind (the failure showed the log's tail).
-    let fresh = !existed && created::holds_only_the_lock(st);
-    let created = listed.made_by_lock(&ctx.stack, created_paths(ctx, &sp));
+    // Everything setup may create is listed once it holds the lock (which lives outside the
+    // stack and creates none of it): what another oyster created while this one waited for it
+    // is not this run's to remove. A stack this setup creates is removed whole by a rollback:
+    // its Host log and audit line too, so a failed first setup leaves no stack behind (the
+    // failure showed the log's tail).
+    let fresh = std::fs::symlink_metadata(&st.root).is_err();
+    let above = st.root.parent().filter(|p| *p != st.home && !p.exists());
+    let created = created_paths(ctx, &sp);
     journal.push(Undo::Created(created));
     let applied = apply_steps(ctx, opts, &sp, (install, login), &lock, &mut journal);
     applied.map_err(|err| {

@@ -121,7 +121,7 @@ fn dead_pid() -> u32 {
 }
 
 /// What Oysterun's own runner leaves of stack `name`: the pid and origin files of a dead Host
-/// in `run/`, with oyster's lock file only when `with_lock`.
+/// in `run/`, with an earlier oyster's lock file (`run/oyster.lock`) only when `with_lock`.
 fn leftover(t: &TestContext, name: &str, with_lock: bool) -> PathBuf {
     let run = t.home.join(".oysterun-stacks").join(name).join("run");
     std::fs::create_dir_all(&run).unwrap();
@@ -149,18 +149,18 @@ fn install_args(root: &Path, port: u16, settle_ms: u64) -> Vec<String> {
         .into()
 }
 
-/// Three processes: cleanup asks about a leftover (with and without `run/oyster.lock`); an
-/// install started meanwhile waits for it; after the yes removes the stack (its lock file
-/// included), the install holds the lock at the path — not an unlinked one — so a third oyster
-/// started then waits for the install instead of running beside it.
+/// Three processes: cleanup asks about a leftover (with and without an earlier version's
+/// `run/oyster.lock`); an install started meanwhile waits for it; after the yes removes the
+/// stack, the install holds the lock at its path (outside the stack, never removed), so a third
+/// oyster started then waits for the install instead of running beside it.
 #[test]
 fn cleanup_holds_the_stacks_lock_to_its_removal_and_no_waiter_holds_an_unlinked_one() {
     for with_lock in [true, false] {
         let mut t = TestContext::new();
         t.use_sim();
         let root = t.fixture_root("root");
-        let run = leftover(&t, "dev", with_lock);
-        let lock = run.join("oyster.lock");
+        leftover(&t, "dev", with_lock);
+        let lock = t.lock_file("dev");
 
         let mut cleanup = OnPty::spawn(&t, &["cleanup"]);
         cleanup.run.wait_for("[y/N]");
@@ -241,8 +241,9 @@ fn cleanup_looks_again_under_its_lock_before_removing_anything() {
         "{shown}"
     );
     assert!(run.join("oysterun-host-dev.origin.tsv").exists());
-    // Nothing of cleanup's own is left behind: the lock file it created went with its look.
+    // Nothing of cleanup's own is left in the stack: its lock lives outside it.
     assert!(!run.join("oyster.lock").exists(), "{shown}");
+    assert!(t.lock_file("dev").exists(), "{shown}");
 }
 
 /// Runs oyster, killing it (by pid) and failing if it runs longer than 10 s.

@@ -58,7 +58,7 @@ fn kill_hints_are_commands_in_the_form_typed() {
     assert!(e.contains("`oyster agent start --stack dev`"), "{e}");
 }
 
-/// A leftover stack (a run dir with only the lock and the node cache) at `dir`.
+/// A leftover stack (a run dir with only an earlier version's lock and the node cache) at `dir`.
 fn leftover(dir: &std::path::Path) {
     std::fs::create_dir_all(dir.join("run")).unwrap();
     std::fs::write(dir.join("run/oyster.lock"), "").unwrap();
@@ -100,7 +100,9 @@ fn cleanup_keeps_a_stack_another_oyster_holds_the_lock_of() {
     let busy = t.home.join(".oysterun-stacks/busy");
     leftover(&busy);
     // Another oyster (here: this test) is mid-install on the stack: it holds the lock.
-    let held = std::fs::File::open(busy.join("run/oyster.lock")).unwrap();
+    let lock = t.lock_file("busy");
+    std::fs::write(&lock, "").unwrap();
+    let held = std::fs::File::open(&lock).unwrap();
     held.lock().unwrap();
     let before = crate::common::tree(&busy);
     let r = t.run(["cleanup", "--yes"]).ok();

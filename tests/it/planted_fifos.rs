@@ -133,7 +133,7 @@ fn fifos_at_the_identity_files_hang_neither_host_status_nor_host_stop() {
 fn a_fifo_at_a_lock_file_is_refused_naming_it_never_waited_on() {
     let t = TestContext::new();
     let root = t.fixture_root("root");
-    let lock = run_dir(&t).join("oyster.lock");
+    let lock = t.lock_file(STACK);
     mkfifo(&lock);
     let r = bounded(
         &t,
@@ -153,7 +153,10 @@ fn a_fifo_at_a_lock_file_is_refused_naming_it_never_waited_on() {
     );
     let e = r.stderr();
     assert_eq!(r.code(), 2, "{e}");
-    assert!(e.contains("oyster.lock") && e.contains("FIFO"), "{e}");
+    assert!(
+        e.contains("com.oysterun.host.ff.lock") && e.contains("FIFO"),
+        "{e}"
+    );
     assert!(t.own_processes().is_empty(), "nothing was started");
 
     let config_lock = t.home.join(".oysterun/config.json.lock");

@@ -80,6 +80,18 @@ impl Setup {
     /// (when `mtimes`) its mtime: a cancel must not even touch a file; a rollback restores
     /// content.
     fn snapshot(&self, mtimes: bool, skip_logs: bool) -> BTreeMap<PathBuf, Entry> {
+        self.snapshot_of(mtimes, skip_logs, false)
+    }
+
+    /// [`Setup::snapshot`] without oyster's per-user lock directory (`~/.cache/oyster`, outside
+    /// every stack): a setup that took the stack's lock and rolled back leaves its lock file
+    /// there, and only there (a lock file is never removed: one waiting on it would hold an
+    /// unlinked file).
+    fn snapshot_but_locks(&self, skip_logs: bool) -> BTreeMap<PathBuf, Entry> {
+        self.snapshot_of(false, skip_logs, true)
+    }
+
+    fn snapshot_of(&self, mtimes: bool, skip_logs: bool, locks: bool) -> BTreeMap<PathBuf, Entry> {
         let mut out = BTreeMap::new();
         for base in [
             self.t.home.clone(),
@@ -93,6 +105,10 @@ impl Setup {
         }
         if skip_logs {
             out.retain(|k, _| !k.to_string_lossy().contains("/logs"));
+        }
+        if locks {
+            let cache = self.t.home.join(".cache");
+            out.retain(|k, _| !k.starts_with(&cache));
         }
         out
     }
@@ -240,7 +256,7 @@ fn without_a_terminal_it_never_prompts_and_installs_only_when_told() {
 #[test]
 fn a_failed_install_changes_nothing_else() {
     let s = Setup::new(1);
-    let before = s.snapshot(false, false);
+    let before = s.snapshot_but_locks(false);
     let e =
         s.t.run(s.args(&["--install-providers"]))
             .fails_with(1)
@@ -253,7 +269,18 @@ fn a_failed_install_changes_nothing_else() {
     assert!(!e.contains("uninstalled"), "{e}");
     assert_eq!(s.npm_calls().len(), 1, "{:?}", s.npm_calls());
     assert_eq!(s.npm_calls()[0].split(' ').next(), Some("install"));
-    assert_eq!(s.snapshot(false, false), before);
+    assert_eq!(s.snapshot_but_locks(false), before);
+    // What the lock left is the lock file alone, outside the stack.
+    let cache = common::tree(&s.t.home.join(".cache"));
+    let files: Vec<_> = cache
+        .iter()
+        .filter(|(_, e)| !e.dir)
+        .map(|(p, _)| p)
+        .collect();
+    assert!(
+        files.len() == 1 && files[0].ends_with("oyster/locks/com.oysterun.host.st.lock"),
+        "{files:?}"
+    );
 }
 
 #[test]
@@ -261,7 +288,7 @@ fn a_failure_at_the_agent_folder_undoes_the_install_and_the_config() {
     let s = Setup::new(0);
     std::fs::write(s.t.path("afile"), "").unwrap();
     let bad = s.t.path("afile/agents");
-    let before = s.snapshot(false, false);
+    let before = s.snapshot_but_locks(false);
     let e =
         s.t.run(s.args(&[
             "--install-providers",
@@ -281,7 +308,7 @@ fn a_failure_at_the_agent_folder_undoes_the_install_and_the_config() {
         "{calls:?}"
     );
     assert_eq!(
-        s.snapshot(false, false),
+        s.snapshot_but_locks(false),
         before,
         "config, locks and directories are gone again"
     );
@@ -353,7 +380,7 @@ fn a_host_that_crashes_on_start_rolls_setup_back_to_the_old_config() {
     let original = "{\"claude_command\": \"/x/claude\", \"history\": [1]}";
     std::fs::write(s.config(), original).unwrap();
     TestContext::fixture_flag(&s.root, "crash-on-start", "");
-    let before = s.snapshot(false, true);
+    let before = s.snapshot_but_locks(true);
     let e = s.t.run(s.args(&[])).fails_with(1).stderr();
     assert!(
         e.contains("crash-on-start") && e.contains("restored"),
@@ -361,7 +388,7 @@ fn a_host_that_crashes_on_start_rolls_setup_back_to_the_old_config() {
     );
     assert_eq!(std::fs::read_to_string(s.config()).unwrap(), original);
     assert!(!s.t.home.join("OysterunAgents").exists());
-    assert_eq!(s.snapshot(false, true), before);
+    assert_eq!(s.snapshot_but_locks(true), before);
     assert!(s.t.own_processes().is_empty());
 }
 

@@ -50,8 +50,8 @@ fn uninstall(ctx: &Context, purging: bool) -> anyhow::Result<ExitStatus> {
         ));
         return Ok(ExitStatus::Success);
     }
-    // A stack directory removed by hand while its plist stayed: the lock (and the audit line)
-    // would create it again, and `list`/`cleanup` would then show a stack of nothing.
+    // A stack directory removed by hand while its plist stayed: the audit line would create it
+    // again, and `list`/`cleanup` would then show a stack of nothing.
     let root_was_there = std::fs::symlink_metadata(&stack.root).is_ok();
     let lock = ctx.lock_stack("agent uninstall")?;
     let kept = if purging {
@@ -107,11 +107,10 @@ fn uninstall(ctx: &Context, purging: bool) -> anyhow::Result<ExitStatus> {
     Ok(ExitStatus::Success)
 }
 
-/// The files this run created in a stack directory that did not exist before it (the lock and
-/// the audit line), then those directories while empty: nothing else can be there, since the
-/// lock was held all along.
+/// The file this run created in a stack directory that did not exist before it (the audit
+/// line), then those directories while empty: nothing else can be there, since the lock was
+/// held all along.
 fn remove_what_this_run_created(stack: &crate::host::stack::Stack) {
-    let _ = std::fs::remove_file(stack.lifecycle_lock_path());
     let _ = std::fs::remove_file(stack.audit_path());
     for dir in [&stack.run_dir, &stack.log_dir, &stack.root] {
         let _ = std::fs::remove_dir(dir);

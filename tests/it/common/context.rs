@@ -85,6 +85,14 @@ impl TestContext {
         t
     }
 
+    /// The lifecycle lock of custom stack `name`, in oyster's per-user lock directory (outside
+    /// the stack); its directory made, as oyster makes it.
+    pub fn lock_file(&self, name: &str) -> PathBuf {
+        let dir = self.home.join(".cache/oyster/locks");
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join(format!("com.oysterun.host.{name}.lock"))
+    }
+
     /// `~/.oysterun-stacks/<name>`: everything oyster keeps of a custom stack.
     pub fn stack_dir(&self, name: &str) -> PathBuf {
         self.home.join(".oysterun-stacks").join(name)
