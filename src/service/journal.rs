@@ -126,8 +126,26 @@ impl Receipt {
     /// Records, before the decided step `index` is taken, that the ones before it were.
     pub fn advance(&mut self, index: usize, lock: &Lock, path: &Path) -> anyhow::Result<()> {
         self.done = index + self.shift;
-        self.write(lock, path)
+        self.write(lock, path)?;
+        test_kill_at(index);
+        Ok(())
     }
+}
+
+/// A test hook, compiled into debug builds only (inert in every release build, whatever the
+/// environment): with `OYSTER_TEST_KILL_AT_STEP=<n>`, the run SIGKILLs itself once its receipt
+/// names step `n` (counted as `--dry-run --json` lists the steps) as the next, before taking
+/// it — the crash matrix of `tests/it/killed_at_every_step.rs`.
+fn test_kill_at(index: usize) {
+    #[cfg(debug_assertions)]
+    {
+        let at = std::env::var("OYSTER_TEST_KILL_AT_STEP").ok();
+        if at.and_then(|v| v.parse::<usize>().ok()) == Some(index) {
+            let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = index;
 }
 
 /// After a config or definition write that failed, before the manager was asked to load

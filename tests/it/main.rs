@@ -41,6 +41,7 @@ mod identity_and_lifecycle_misuse;
 mod interrupts;
 mod json_docs;
 mod kill_and_concurrency;
+mod killed_at_every_step;
 mod lifecycle;
 mod lifecycle_failures;
 mod log_directory;
