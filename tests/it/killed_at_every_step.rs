@@ -69,7 +69,7 @@ fn definition_port(t: &TestContext, stack: &str) -> Option<String> {
 fn consistent(t: &TestContext, stack: &str, what: &str) -> u16 {
     let st = t.run(["status", stack, "--json"]).json();
     assert_eq!(st["summary"], "verified", "{what}: {st}");
-    let port = st["port"].as_u64().expect("a port") as u16;
+    let port = u16::try_from(st["port"].as_u64().expect("a port")).unwrap();
     let dir = t.stack_dir(stack);
     let config: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("host/config.json")).unwrap()).unwrap();
