@@ -475,24 +475,18 @@ impl Context {
         if let Some(dir) = path.parent() {
             crate::sys::fs::create_dir_all(dir, 0o700)?;
         }
-        let lock = crate::sys::fs::lock_waiting(
-            &path,
-            what,
-            LOCK_WAIT,
-            |holder| {
-                self.reporter().progress(&format!(
-                    "waiting for another oyster ({}) to finish with stack {} (up to {} s)…",
-                    if holder.is_empty() {
-                        "starting"
-                    } else {
-                        holder
-                    },
-                    self.stack.name,
-                    LOCK_WAIT.as_secs()
-                ))
-            },
-            || crate::sys::signal::received().is_some(),
-        )?;
+        let lock = crate::sys::fs::lock_waiting(&path, what, LOCK_WAIT, |holder| {
+            self.reporter().progress(&format!(
+                "waiting for another oyster ({}) to finish with stack {} (up to {} s)…",
+                if holder.is_empty() {
+                    "starting"
+                } else {
+                    holder
+                },
+                self.stack.name,
+                LOCK_WAIT.as_secs()
+            ))
+        })?;
         Ok(lock)
     }
 

@@ -139,7 +139,6 @@ fn lock(
                 ));
             }
         },
-        || crate::sys::signal::received().is_some(),
     )?)
 }
 

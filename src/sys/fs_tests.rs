@@ -124,14 +124,8 @@ fn a_waiter_whose_lock_file_was_unlinked_takes_the_one_at_the_path() {
     let waiter = std::thread::spawn({
         let p = p.clone();
         move || {
-            let l = lock_waiting(
-                &p,
-                "install",
-                std::time::Duration::from_secs(10),
-                |_| {},
-                || false,
-            )
-            .unwrap();
+            let l =
+                lock_waiting(&p, "install", std::time::Duration::from_secs(10), |_| {}).unwrap();
             (l, std::time::Instant::now())
         }
     });
@@ -162,13 +156,9 @@ fn a_waiter_reads_only_the_head_of_a_huge_lock_file() {
         .unwrap();
     let t0 = std::time::Instant::now();
     let mut said = None;
-    let r = lock_waiting(
-        &p,
-        "waiter",
-        std::time::Duration::from_millis(400),
-        |h| said = Some(h.len()),
-        || false,
-    );
+    let r = lock_waiting(&p, "waiter", std::time::Duration::from_millis(400), |h| {
+        said = Some(h.len())
+    });
     assert!(matches!(r, Err(FsError::Busy { .. })));
     assert!(
         t0.elapsed() < std::time::Duration::from_secs(2),

@@ -247,14 +247,13 @@ fn write_record(held: &mut nix::fcntl::Flock<File>, what: &str) -> bool {
 
 /// Takes the exclusive lock at `lock_path`, waiting at most `bound`. While another process
 /// holds it, `waiting` is called once with what the holder wrote into the file (its pid and
-/// command); the wait also ends early when `interrupted()` turns true. The holder's record is
-/// this process's pid and `what`.
+/// command); the wait also ends early when a signal arrives (`sys::signal::received`). The
+/// holder's record is this process's pid and `what`.
 pub fn lock_waiting(
     lock_path: &Path,
     what: &str,
     bound: std::time::Duration,
     waiting: impl FnOnce(&str),
-    interrupted: impl Fn() -> bool,
 ) -> Result<Lock, FsError> {
     use std::io::{Read, Seek};
     let mut file = open_lock_file(lock_path)?;
@@ -298,7 +297,7 @@ pub fn lock_waiting(
                         }
                     }
                 }
-                if t0.elapsed() >= bound || interrupted() {
+                if t0.elapsed() >= bound || crate::sys::signal::received().is_some() {
                     // A record naming no live process is not the holder's (a killed holder's
                     // lock went with it): whoever holds it wrote none.
                     let holder = Some(holder_of(&mut busy)).filter(|h| record_is_live(h));
