@@ -330,6 +330,9 @@ impl<'a> Agent<'a> {
         let _guard = signal::InterruptGuard::install();
         let before = self.before()?;
         let loaded = before.is_some();
+        if loaded {
+            crate::service::journal::step_boundary();
+        }
         let booted_out = (|| -> anyhow::Result<()> {
             let _ = self.boot_out_other_copies(Action::Uninstall)?;
             if let Some(info) = &before {
@@ -343,7 +346,17 @@ impl<'a> Agent<'a> {
             Ok(()) => None,
         };
         let _rest = interrupted.map(|_| signal::Suspended::new());
+        // `agent stop` disabled the label; an uninstalled label must not stay disabled, or the
+        // next installer (Oysterun's own, which never enables) gets a bare 5 from bootstrap.
+        // Enabled before the plist goes: a run killed in between leaves the plist, so the next
+        // `uninstall` does it all again (the other way round it would find nothing installed
+        // and leave the label disabled).
+        crate::service::journal::step_boundary();
+        for d in Domain::both() {
+            let _ = self.lc.enable(d, &self.stack.label);
+        }
         let plist = self.stack.plist_path();
+        crate::service::journal::step_boundary();
         match std::fs::remove_file(&plist) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -353,11 +366,6 @@ impl<'a> Agent<'a> {
             let _ = std::fs::remove_file(f);
         }
         self.remove_stale_identity();
-        // `agent stop` disabled the label; an uninstalled label must not stay disabled, or the
-        // next installer (Oysterun's own, which never enables) gets a bare 5 from bootstrap.
-        for d in Domain::both() {
-            let _ = self.lc.enable(d, &self.stack.label);
-        }
         self.audit.record(
             Action::Uninstall,
             Step::RemovePlist,

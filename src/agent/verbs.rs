@@ -121,6 +121,9 @@ impl Agent<'_> {
             .filter(|(_, i)| i.running())
             .and_then(|(_, i)| i.pid());
         let here = job.as_ref().is_some_and(|(d, _)| *d == self.active());
+        if job.is_some() {
+            crate::service::journal::step_boundary();
+        }
         let booted_out = self.boot_out_for_stop(here, pid, wait);
         let interrupted = match booted_out {
             Err(_) if signal::received().is_some() => signal::received(),
@@ -156,6 +159,7 @@ impl Agent<'_> {
         // and its `disable` is refused (112/125, no failure). The plist is never touched: it
         // stays the generated one, so `status` does not call it stale and `regenerate` or an
         // upgrade's postinstall, which write it again, do not undo the stop.
+        crate::service::journal::step_boundary();
         self.in_each_domain(|d| self.lc.disable(d, &self.stack.label))?;
         self.audit
             .record(Action::Stop, Step::Disable, StepOutcome::Ok, None, "");

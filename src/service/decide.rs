@@ -345,18 +345,19 @@ pub fn decide_stop(o: &Observed, keep: bool, wait: bool) -> Vec<Step> {
     steps
 }
 
-/// The steps of `uninstall`: every copy booted out, the definition removed, and the job
-/// enabled again everywhere (a `stop` left it disabled; the next installer must not meet that).
+/// The steps of `uninstall`: every copy booted out, the job enabled again everywhere (a
+/// `stop` left it disabled; the next installer must not meet that), then the definition
+/// removed — last, so that a run killed before it leaves what the next `uninstall` finds.
 pub fn decide_uninstall(o: &Observed, definition_exists: bool) -> Vec<Step> {
     let mut steps = decide_stop(o, true, true);
+    steps.push(Step::Enable {
+        targets: o.everywhere.clone(),
+    });
     if definition_exists {
         steps.push(Step::RemoveDefinition {
             path: o.definition.clone(),
         });
     }
-    steps.push(Step::Enable {
-        targets: o.everywhere.clone(),
-    });
     steps
 }
 

@@ -127,25 +127,29 @@ impl Receipt {
     pub fn advance(&mut self, index: usize, lock: &Lock, path: &Path) -> anyhow::Result<()> {
         self.done = index + self.shift;
         self.write(lock, path)?;
-        test_kill_at(index);
+        step_boundary();
         Ok(())
     }
 }
 
+/// Where a run stands between two of its steps: after the receipt names the next step (a run
+/// with a receipt), or right before the next step of `stop` and `uninstall` (which take none).
+///
 /// A test hook, compiled into debug builds only (inert in every release build, whatever the
-/// environment): with `OYSTER_TEST_KILL_AT_STEP=<n>`, the run SIGKILLs itself once its receipt
-/// names step `n` (counted as `--dry-run --json` lists the steps) as the next, before taking
-/// it — the crash matrix of `tests/it/killed_at_every_step.rs`.
-fn test_kill_at(index: usize) {
+/// environment): with `OYSTER_TEST_KILL_AT_STEP=<n>`, the run SIGKILLs itself at its boundary
+/// number `n` (from 0), which is step `n` as `--dry-run --json` lists the steps — the crash
+/// matrix of `tests/it/killed_at_every_step.rs`.
+pub fn step_boundary() {
     #[cfg(debug_assertions)]
     {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static PASSED: AtomicUsize = AtomicUsize::new(0);
+        let n = PASSED.fetch_add(1, Ordering::SeqCst);
         let at = std::env::var("OYSTER_TEST_KILL_AT_STEP").ok();
-        if at.and_then(|v| v.parse::<usize>().ok()) == Some(index) {
+        if at.and_then(|v| v.parse::<usize>().ok()) == Some(n) {
             let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGKILL);
         }
     }
-    #[cfg(not(debug_assertions))]
-    let _ = index;
 }
 
 /// After a config or definition write that failed, before the manager was asked to load

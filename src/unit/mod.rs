@@ -215,6 +215,7 @@ impl<'a> Unit<'a> {
             // come back at the next login.
             let _whole = signal::Suspended::new();
             if was_loaded {
+                crate::service::journal::step_boundary();
                 match wait {
                     true => self.sc.stop(&self.name)?,
                     false => self.no_block("stop")?,
@@ -223,6 +224,7 @@ impl<'a> Unit<'a> {
                     .record(Action::Stop, Logged::Stop, StepOutcome::Ok, pid, "");
             }
             if !keep {
+                crate::service::journal::step_boundary();
                 self.sc.disable(&self.name, false)?;
                 // systemctl reloads the manager after a disable only where it sees
                 // `/run/systemd/system` itself: reloaded here so `UnitFileState` is current.

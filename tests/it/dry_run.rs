@@ -109,7 +109,7 @@ fn stop_start_and_uninstall_list_their_steps_and_change_nothing() {
     let (_, steps) = dry(&s, "stop", &["--keep"]);
     assert_eq!(steps, ["boot_out"]);
     let (doc, steps) = dry(&s, "uninstall", &[]);
-    assert_eq!(steps, ["boot_out", "remove_definition", "enable"], "{doc}");
+    assert_eq!(steps, ["boot_out", "enable", "remove_definition"], "{doc}");
     s.t.run(["stop", s.name]).ok();
     let (_, steps) = dry(&s, "start", &[]);
     assert_eq!(steps, ["enable", "enable", "load", "verify"]);

@@ -25,6 +25,15 @@ fn steps(t: &TestContext, args: &[String]) -> Vec<String> {
 /// Runs `args` (on `stack`) killed before step `n`: it must die by SIGKILL and leave its
 /// receipt.
 fn killed_at(t: &TestContext, stack: &str, args: &[String], n: usize, step: &str) {
+    killed(t, args, n, step);
+    assert!(
+        t.stack_dir(stack).join("run/pending").exists(),
+        "killed before step {n} ({step}): no receipt"
+    );
+}
+
+/// Runs `args` killed at its step boundary `n`: it must die by SIGKILL.
+fn killed(t: &TestContext, args: &[String], n: usize, step: &str) {
     let out = t
         .cmd()
         .env("OYSTER_TEST_KILL_AT_STEP", n.to_string())
@@ -37,10 +46,6 @@ fn killed_at(t: &TestContext, stack: &str, args: &[String], n: usize, step: &str
         Some(9),
         "{args:?}: step {n} ({step}) was not journaled before it was taken (the run ended {:?}): {said}",
         out.status
-    );
-    assert!(
-        t.stack_dir(stack).join("run/pending").exists(),
-        "killed before step {n} ({step}): no receipt: {said}"
     );
 }
 
@@ -159,12 +164,59 @@ fn a_start_killed_at_any_step_is_settled_by_the_next_start() {
     s.done();
 }
 
-/// The same under a real `systemd --user`: a unit's install and restart, killed before each
-/// step, are settled by the next run.
+/// `stop` and `uninstall` take no receipt (each step is one the next run takes again or finds
+/// done): killed before each of their steps, the next `stop` leaves the Host stopped and
+/// disabled (and `start` verifies it again), the next `uninstall` leaves nothing loaded, no
+/// plist and the label enabled.
+#[test]
+fn a_stop_or_an_uninstall_killed_at_any_step_is_finished_by_the_next_one() {
+    let s = Stack::installed("killsu");
+    let start: Vec<String> = s.agent_args("start", false, Some((10, 300))).into();
+    let stop: Vec<String> = ["stop", s.name].map(String::from).into();
+    let decided = steps(&s.t, &stop);
+    assert_eq!(decided, ["boot_out", "disable"]);
+    for (n, step) in decided.iter().enumerate() {
+        killed(&s.t, &stop, n, step);
+        s.t.run(&stop).ok();
+        let st = s.status();
+        assert_eq!(st["summary"], "stopped", "stop killed before {step}: {st}");
+        assert!(
+            s.disabled_in("gui"),
+            "stop killed before {step}: not disabled"
+        );
+        s.t.run(&start).ok();
+        consistent(
+            &s.t,
+            s.name,
+            &format!("start after a stop killed before {step}"),
+        );
+    }
+    let uninstall: Vec<String> = ["uninstall", s.name].map(String::from).into();
+    let decided = steps(&s.t, &uninstall);
+    assert_eq!(decided, ["boot_out", "enable", "remove_definition"]);
+    for (n, step) in decided.iter().enumerate() {
+        // From a stopped (disabled) job: the uninstall must enable it again.
+        s.t.run(&stop).ok();
+        s.t.run(&start).ok();
+        killed(&s.t, &uninstall, n, step);
+        s.t.run(&uninstall).ok();
+        assert!(!s.plist().exists(), "uninstall killed before {step}");
+        assert!(s.launchd_pid().is_none(), "uninstall killed before {step}");
+        assert!(
+            !s.disabled_in("gui"),
+            "uninstall killed before {step}: left disabled"
+        );
+        s.t.run(s.args("install")).ok();
+    }
+    s.done();
+}
+
+/// The same under a real `systemd --user`: a unit's install, restart and stop, killed before
+/// each step, are settled by the next run.
 #[cfg(target_os = "linux")]
 #[test]
-fn under_systemd_an_install_and_a_restart_killed_at_any_step_are_settled_by_the_next_run() {
-    let Some((_m, t)) = crate::common::user_manager::world() else {
+fn under_systemd_an_install_a_restart_and_a_stop_killed_at_any_step_are_settled_by_the_next_run() {
+    let Some((m, t)) = crate::common::user_manager::world() else {
         return;
     };
     let stack = "sdkill";
@@ -190,5 +242,24 @@ fn under_systemd_an_install_and_a_restart_killed_at_any_step_are_settled_by_the_
     let mut restart: Vec<String> = vec!["restart".into(), stack.into()];
     restart.extend(timing);
     restart_matrix(&t, stack, &restart, port);
+    let stop: Vec<String> = ["stop", stack].map(String::from).into();
+    let decided = steps(&t, &stop);
+    assert_eq!(decided, ["boot_out", "disable"]);
+    let mut start: Vec<String> = vec!["start".into(), stack.into()];
+    start.extend(["--wait", "15", "--settle-ms", "300"].map(String::from));
+    for (n, step) in decided.iter().enumerate() {
+        killed(&t, &stop, n, step);
+        t.run(&stop).ok();
+        let st = t.run(["status", stack, "--json"]).json();
+        assert_eq!(st["summary"], "stopped", "stop killed before {step}: {st}");
+        let state = crate::systemd_job::prop(&m, stack, "UnitFileState");
+        assert_eq!(state, "disabled", "stop killed before {step}");
+        t.run(&start).ok();
+        consistent(
+            &t,
+            stack,
+            &format!("start after a stop killed before {step}"),
+        );
+    }
     t.run(["uninstall", stack, "--purge", "--yes"]).ok();
 }

@@ -211,7 +211,7 @@ fn stop_and_uninstall_boot_every_copy_out() {
     assert_eq!(names(decide_stop(&o, true, true)), ["boot_out", "boot_out"]);
     assert_eq!(
         names(decide_uninstall(&o, true)),
-        ["boot_out", "boot_out", "remove_definition", "enable"]
+        ["boot_out", "boot_out", "enable", "remove_definition"]
     );
     o.others.clear();
     o.loaded_here = None;
