@@ -315,7 +315,8 @@ fn from_status(ctx: &Context, st: AgentStatus, launchd: bool) -> StackPart {
 /// systemd the unit's `Environment=` lines.
 fn definition_facts(ctx: &Context, st: &AgentStatus) -> (Option<String>, Option<String>) {
     if st.manager == Some("systemd") {
-        let text = std::fs::read_to_string(&st.plist_path).unwrap_or_default();
+        let bytes = crate::sys::fs::read_regular(Path::new(&st.plist_path), 1024 * 1024);
+        let text = String::from_utf8(bytes.ok().flatten().unwrap_or_default()).unwrap_or_default();
         let env = crate::systemd::environment_of(&text);
         let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
         let launch = crate::host::launchenv::NODE_BIN;

@@ -29,8 +29,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("agent", &["service", "systemd", "unit", "undo", "direct", "probe", "verify", "host", "config", "provider", "context", "launchctl", "sys", "output", "error"]),
     ("direct", &["probe", "verify", "host", "config", "provider", "context", "sys", "output", "error"]),
     // Fleets of Macs (issue 32): the MDM profile, oyster's signature, the inventory; reads
-    // what the flows below it know, changes nothing.
-    ("fleet", &["agent", "probe", "verify", "host", "config", "provider", "context", "sys", "output", "error"]),
+    // what the flows below it know, changes nothing (a unit's `Environment=` through
+    // systemd's own parser, as a plist through host's).
+    ("fleet", &["agent", "probe", "verify", "host", "config", "provider", "context", "systemd", "sys", "output", "error"]),
     // The one probe of a live Host: beside verify, below the flows that use it.
     ("probe", &["verify", "host", "sys", "output", "error"]),
     // The Host's launch program (`oyster host exec`): a flow beside agent/direct/setup.
