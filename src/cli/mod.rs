@@ -310,6 +310,9 @@ pub enum JobCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Never cut the LOG path to fit the terminal (piped output never is).
+        #[arg(long, short, conflicts_with = "json")]
+        wide: bool,
     },
     #[command(about = KILL_ABOUT)]
     Kill {
