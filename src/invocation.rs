@@ -188,7 +188,10 @@ pub enum Job {
         no_wait: bool,
     },
     Restart(Starting),
-    List,
+    List {
+        /// `--wide`: the LOG path never cut to the terminal.
+        wide: bool,
+    },
     Kill,
     Install {
         host: HostInputs,
@@ -252,7 +255,7 @@ impl Job {
             Job::Start(_) => "start",
             Job::Stop { .. } => "stop",
             Job::Restart(_) => "restart",
-            Job::List => "list",
+            Job::List { .. } => "list",
             Job::Kill => "kill",
             Job::Install { .. } => "install",
             Job::Uninstall { .. } => "uninstall",

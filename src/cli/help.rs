@@ -93,23 +93,33 @@ fn wrap(text: &str, width: usize) -> Vec<String> {
 /// one (or one with a text that would not fit) puts its text on the next lines, indented to
 /// that column, wrapped there.
 pub(super) fn two_columns(title: &str, rows: &[(String, &str)], max_left: usize) -> String {
-    let col = 2
-        + rows
-            .iter()
-            .map(|(l, _)| l.chars().count())
-            .filter(|&n| n <= max_left)
-            .max()
-            .unwrap_or(0)
-        + 3;
+    let left = rows
+        .iter()
+        .map(|(l, _)| l.chars().count())
+        .filter(|&n| n <= max_left)
+        .max()
+        .unwrap_or(0);
+    columns_at(title, rows, (2 + left + 3, 3), &|s| s.to_owned())
+}
+
+/// [`two_columns`] with the text column at `col`, at least `gap` spaces after a first column
+/// (a longer one stands alone), each first column drawn by `paint` (the commands, bold as
+/// clap draws them); the layout counts the plain text.
+pub(super) fn columns_at(
+    title: &str,
+    rows: &[(String, &str)],
+    (col, gap): (usize, usize),
+    paint: &dyn Fn(&str) -> String,
+) -> String {
     let mut out = String::from(title);
     for (left, text) in rows {
         out.push_str("\n  ");
-        out.push_str(left);
+        out.push_str(&paint(left));
         if text.is_empty() {
             continue;
         }
         let lines = wrap(text, HELP_WIDTH - col);
-        let fits = 2 + left.chars().count() + 3 <= col;
+        let fits = 2 + left.chars().count() + gap <= col;
         for (i, line) in lines.iter().enumerate() {
             if i == 0 && fits {
                 let pad = col - 2 - left.chars().count();
@@ -488,7 +498,18 @@ pub fn with_help(cmd: clap::Command) -> clap::Command {
         .map(|c| c.get_name().to_owned())
         .collect();
     for name in subs {
-        cmd = cmd.mut_subcommand(name, |c| annotate(c, None));
+        let order = super::top_help::GROUPS
+            .iter()
+            .flat_map(|(_, names)| names.iter())
+            .position(|n| *n == name);
+        cmd = cmd.mut_subcommand(name, |c| {
+            let c = annotate(c, None);
+            match order {
+                Some(i) => c.display_order(i),
+                None => c,
+            }
+        });
     }
-    cmd
+    let template = super::top_help::grouped_template(&cmd);
+    cmd.help_template(template)
 }

@@ -8,6 +8,7 @@ mod groups;
 mod help;
 mod meaning;
 mod resolve;
+mod top_help;
 mod usage;
 mod values;
 
@@ -20,6 +21,7 @@ pub use usage::reword;
 
 pub use help::{with_help, ENVIRONMENT};
 pub use meaning::meant_verb;
+pub use top_help::{details_for, GROUPS};
 pub use values::{bounded_settle, bounded_wait, port_number, whole_number};
 
 /// Installs, starts, restarts and verifies the Oysterun Host, and keeps its provider commands
@@ -183,7 +185,8 @@ const STATUS_ABOUT: &str =
 const START_ABOUT: &str =
     "Start the Host: enable the label, regenerate and load the plist, verify (undoes `stop`)";
 const STOP_ABOUT: &str = "Stop the Host: boot the job out and disable the label so it stays stopped across logins; the plist is kept (`start` undoes it)";
-const RESTART_ABOUT: &str = "Restart the Host: reload when the definition changed (kickstart never re-reads a plist), else a graceful restart (SIGTERM through launchd, then kickstart; SIGKILL only if the old Host outlives its exit timeout); then verify, rolling back a changed plist that does not verify";
+// One or two lines: how it restarts is its man page's (`cli::help` DETAILS).
+const RESTART_ABOUT: &str = "Restart the Host and verify it; a changed definition (the plist or unit) is reloaded, and rolled back if it does not verify";
 const LIST_ABOUT: &str =
     "Every stack found on this machine: its status in one word, port, pid, last exit and log";
 const KILL_ABOUT: &str = "Send SIGTERM to the running Host only; launchd (KeepAlive) starts it again (brew's `kill`, stopped until the next login, is `stop --keep`)";
@@ -310,6 +313,9 @@ pub enum JobCommand {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// Never cut the LOG path to fit the terminal (piped output never is).
+        #[arg(long, short, conflicts_with = "json")]
+        wide: bool,
     },
     #[command(about = KILL_ABOUT)]
     Kill {

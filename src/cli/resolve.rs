@@ -74,7 +74,7 @@ impl Cli {
         };
         let word = match (&self.command, &verb) {
             (None, _) => String::new(),
-            (Some(Command::Agent(_)), Verb::Job(Job::List)) => "agent list".to_owned(),
+            (Some(Command::Agent(_)), Verb::Job(Job::List { .. })) => "agent list".to_owned(),
             (Some(Command::Agent(_)), _) => "agent".to_owned(),
             _ => verb.word().to_owned(),
         };
@@ -455,10 +455,10 @@ fn job_verb<'a>(job: &'a JobCommand, n: &mut Named<'a>) -> Verb {
             let restore = a.restore_sessions;
             Job::Restart(starting(&a.host, &a.verify, a.login_items, a.qr, restore))
         }
-        JobCommand::List { json } => {
+        JobCommand::List { json, wide } => {
             n.unnamed = true;
             n.json = *json;
-            Job::List
+            Job::List { wide: *wide }
         }
         JobCommand::Kill { target } => {
             n.target(target);

@@ -225,3 +225,21 @@ fn groups_and_big_verbs_are_built_only_when_named() {
         Cli::parse_args(&args).unwrap_or_else(|e| panic!("{words:?}: {e}"));
     }
 }
+
+#[test]
+fn every_command_is_in_exactly_one_help_group() {
+    let mut cmd = Cli::whole();
+    cmd.build();
+    let mut visible: Vec<&str> = cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set())
+        .map(clap::Command::get_name)
+        .collect();
+    visible.sort_unstable();
+    let mut grouped: Vec<&str> = top_help::GROUPS
+        .iter()
+        .flat_map(|(_, names)| names.iter().copied())
+        .collect();
+    grouped.sort_unstable();
+    assert_eq!(grouped, visible, "help::GROUPS against the command tree");
+}

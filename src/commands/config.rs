@@ -26,6 +26,9 @@ pub fn sync_verb(ctx: &Context, port: Option<u16>) -> anyhow::Result<ExitStatus>
     let _lock = ctx.lock_stack("config sync")?;
     let changes = sync(ctx, port)?;
     crate::config::report(&ctx.stack.config_path(), &changes, ctx.reporter());
+    if let Some(port) = port {
+        super::agent::preflight::warn_production_port(ctx, port);
+    }
     if changes.is_empty() {
         return Ok(ExitStatus::Success);
     }

@@ -73,6 +73,8 @@ fn start(
     let plan = plan::plan(ctx, host)?;
     let changes = plan::write_config(ctx, &plan, &lock)?;
     crate::config::report(&ctx.stack.config_path(), &changes, ctx.reporter());
+    // Oysterun's own restart of a directly started Host takes production to 8802 too.
+    super::agent::preflight::warn_production_port(ctx, plan.port);
     ctx.out.err(&format!(
         "Starting the Host (node {} {}) on 127.0.0.1:{}…",
         plan.node.version,

@@ -94,6 +94,9 @@ fn nested_options(out: &mut Vec<u8>, cmd: &Command, bin: &str) -> anyhow::Result
         if let Some(about) = sub.get_long_about().or(sub.get_about()) {
             let _ = writeln!(out, "{}", esc(&about.to_string()));
         }
+        if let Some(details) = crate::cli::details_for(sub.get_name()) {
+            let _ = writeln!(out, ".PP\n{}", esc(details));
+        }
         let aliases: Vec<&str> = sub.get_visible_aliases().collect();
         if !aliases.is_empty() {
             let _ = writeln!(out, ".br\nAlso: {}", esc(&aliases.join(", ")));
@@ -109,6 +112,35 @@ fn nested_options(out: &mut Vec<u8>, cmd: &Command, bin: &str) -> anyhow::Result
     Ok(())
 }
 
+/// SUBCOMMANDS: oyster(1) points at the pages that exist (oyster-agent(1), …) in the groups
+/// `--help` shows; a subcommand's page lists its own subcommands as they are typed (there is
+/// no oyster-agent-stop(1)), then each one's options.
+fn subcommands_section(out: &mut Vec<u8>, cmd: &Command, name: &str) -> anyhow::Result<()> {
+    section(out, "SUBCOMMANDS");
+    let about = |sub: &Command| sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+    if name == "oyster" {
+        for (title, names) in crate::cli::GROUPS {
+            let _ = writeln!(out, ".SS \"{}\"", esc(title));
+            // clap's `help` is `--help`, not a page.
+            let subs = names.iter().filter(|n| **n != "help");
+            for sub in subs.filter_map(|n| cmd.find_subcommand(n)) {
+                let tag = format!("oyster-{}(1)", sub.get_name());
+                tagged(out, &[(tag.as_str(), about(sub).as_str())]);
+            }
+        }
+        return Ok(());
+    }
+    let bin = cmd.get_bin_name().unwrap_or(cmd.get_name()).to_owned();
+    for sub in cmd
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set() && s.get_name() != "help")
+    {
+        let tag = format!("{bin} {}", sub.get_name());
+        tagged(out, &[(tag.as_str(), about(sub).as_str())]);
+    }
+    nested_options(out, cmd, &bin)
+}
+
 /// One page: clap's sections, then EXAMPLES, FILES, ENVIRONMENT, EXIT STATUS, SEE ALSO.
 fn render(cmd: Command, name: &str, out: &mut Vec<u8>) -> anyhow::Result<()> {
     let examples = examples_of(&cmd);
@@ -119,7 +151,12 @@ fn render(cmd: Command, name: &str, out: &mut Vec<u8>) -> anyhow::Result<()> {
         .collect();
     // The `Examples:`/`Environment:` text is ours to place; clap's "extra" section would
     // repeat it untitled.
-    let cmd = cmd.after_help(None::<&str>).after_long_help(None::<&str>);
+    let mut cmd = cmd.after_help(None::<&str>).after_long_help(None::<&str>);
+    // What the page says beyond `--help`'s one or two lines, after them.
+    if let Some(details) = crate::cli::details_for(name) {
+        let about = cmd.get_about().map(ToString::to_string).unwrap_or_default();
+        cmd = cmd.long_about(format!("{about}\n\n{details}"));
+    }
     let man = clap_mangen::Man::new(cmd.clone())
         .source(format!("oyster {}", cmd.get_version().unwrap_or_default()));
     man.render_title(out)?;
@@ -130,25 +167,7 @@ fn render(cmd: Command, name: &str, out: &mut Vec<u8>) -> anyhow::Result<()> {
         man.render_options_section(out)?;
     }
     if !subcommands.is_empty() {
-        // oyster(1) points at the pages that exist (oyster-agent(1), …); a subcommand's page
-        // lists its own subcommands as they are typed (there is no oyster-agent-stop(1)).
-        section(out, "SUBCOMMANDS");
-        let bin = cmd.get_bin_name().unwrap_or(cmd.get_name()).to_owned();
-        for sub in cmd
-            .get_subcommands()
-            .filter(|s| !s.is_hide_set() && s.get_name() != "help")
-        {
-            let tag = if name == "oyster" {
-                format!("oyster-{}(1)", sub.get_name())
-            } else {
-                format!("{bin} {}", sub.get_name())
-            };
-            let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
-            tagged(out, &[(tag.as_str(), about.as_str())]);
-        }
-        if name != "oyster" {
-            nested_options(out, &cmd, &bin)?;
-        }
+        subcommands_section(out, &cmd, name)?;
     }
     if let Some(ex) = examples {
         section(out, "EXAMPLES");

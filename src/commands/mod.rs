@@ -96,7 +96,7 @@ pub fn dispatch(ctx: &Context, inv: Invocation) -> anyhow::Result<ExitStatus> {
         Verb::Qr => open::qr(ctx),
         Verb::Overview => {
             ctx.announce_overrides();
-            let status = agent::list::run(ctx)?;
+            let status = agent::list::run(ctx, false)?;
             // With no stack, the list's own line already names `oyster setup`.
             let any = !crate::host::stack::discover(&ctx.env.stack_env()).is_empty();
             if any && ctx.out.mode() == crate::output::Mode::Human {

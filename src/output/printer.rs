@@ -275,6 +275,17 @@ impl Printer {
         }
     }
 
+    /// `head` and a list joined by `sep` (the Host's `PATH=`) on stdout: one line when piped,
+    /// on a terminal broken after a separator to fit, under the list's first item.
+    pub fn out_list(&self, head: &str, list: &str, sep: char) {
+        let list = self.human(list);
+        let text = match (self.width_out, self.json.load(Ordering::SeqCst)) {
+            (Some(w), false) => super::wrap::wrap_list(head, &list, sep, w),
+            _ => format!("{head}{list}"),
+        };
+        self.raw(format!("{text}\n").as_bytes());
+    }
+
     /// One line on stdout as one line, never re-flowed to the terminal (the Host's own log
     /// lines: the terminal wraps them, and a copied line stays whole).
     pub fn out_unwrapped(&self, text: &str) {
@@ -377,7 +388,8 @@ impl Printer {
         } else {
             format!("{secs:.1} s")
         };
-        let line = self.human(&format!("waiting for {what} (up to {shown})…"));
+        // Wrapped like any prose: a port, a label or a long wait can take it past 80 columns.
+        let line = self.fit_err(&self.human(&format!("waiting for {what} (up to {shown})…")));
         self.err_safe(&self.paint(self.color_err, Tone::Dim, &line));
     }
 

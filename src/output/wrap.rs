@@ -20,12 +20,24 @@ pub fn width_of(stream: &impl std::os::fd::AsFd, is_terminal: bool) -> Option<us
     )
 }
 
-/// Where a line's text starts: under the value of a `key:   value` line (the columns
-/// `status` prints), else after the line's own indentation. Returns (the prefix kept as it is,
-/// the indentation of continuation lines).
+/// Where a line's text starts: after a leading `[tag] ` (the column `doctor`'s checks and
+/// their `fix:` lines share), under the value of a `key:   value` line (the columns `status`
+/// prints), else after the line's own indentation. Returns (the prefix kept as it is, the
+/// indentation of continuation lines).
 fn layout(line: &str, width: usize) -> (usize, usize) {
     let lead = line.len() - line.trim_start().len();
     let rest = &line[lead..];
+    // `[ok  ]`, `[warn]`, `[FAIL]`: a short word in brackets, then a space.
+    let tag = rest.strip_prefix('[').and_then(|r| {
+        let i = r.find("] ")?;
+        (i <= 6 && r[..i].chars().all(|c| c.is_ascii_alphabetic() || c == ' ')).then_some(i)
+    });
+    if let Some(i) = tag {
+        let start = lead + 1 + i + 2;
+        if start <= width / 2 {
+            return (start, start);
+        }
+    }
     let key = rest
         .find(": ")
         .filter(|&i| {
@@ -82,6 +94,28 @@ pub fn wrap(text: &str, width: usize) -> String {
             empty = false;
         }
         out.push_str(&current);
+    }
+    out
+}
+
+/// A line whose text after `head` is one list joined by `sep` (a PATH): longer than `width`,
+/// it breaks after a separator, each continuation indented under the list's first item. An
+/// item longer than the room is never cut.
+pub fn wrap_list(head: &str, list: &str, sep: char, width: usize) -> String {
+    let indent = columns(head);
+    let mut out = head.to_owned();
+    let mut used = indent;
+    let mut empty = true;
+    for item in list.split_inclusive(sep) {
+        let len = columns(item);
+        if !empty && used + len > width {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            used = indent;
+        }
+        out.push_str(item);
+        used += len;
+        empty = false;
     }
     out
 }
@@ -185,6 +219,61 @@ mod tests {
         assert!(w.lines().all(|l| columns(l) <= 80), "{w}");
         assert_eq!(columns("数据a"), 5);
         assert_eq!(columns("e\u{301}"), 1);
+    }
+
+    #[test]
+    fn a_doctor_line_continues_under_its_text_where_its_fix_starts() {
+        let line = format!("[warn] host login: {}", "not set ".repeat(12));
+        let w = wrap(&line, 80);
+        let lines: Vec<&str> = w.lines().collect();
+        assert!(
+            lines.len() > 1 && lines[0].starts_with("[warn] host login: not"),
+            "{w}"
+        );
+        assert!(
+            lines[1..]
+                .iter()
+                .all(|l| l.starts_with("       ") && !l.starts_with("        ")),
+            "{w}"
+        );
+        // Brackets that are no tag keep the ordinary rule.
+        let other = wrap(&format!("[a long bracket] {}", "word ".repeat(20)), 40);
+        assert!(
+            other.lines().nth(1).unwrap().starts_with("  word"),
+            "{other}"
+        );
+    }
+
+    #[test]
+    fn a_long_path_list_breaks_after_a_colon_under_its_first_directory() {
+        let dirs = [
+            "/Users/someone/.nvm/versions/node/v22.11.0/bin",
+            "/Users/someone/.local/bin",
+            "/opt/homebrew/bin",
+            "/usr/local/bin",
+            "/usr/bin",
+            "/bin",
+            "/usr/sbin",
+            "/sbin",
+        ];
+        let list = dirs.join(":");
+        let w = wrap_list("  PATH=", &list, ':', 80);
+        let lines: Vec<&str> = w.lines().collect();
+        assert!(lines.len() > 1, "{w}");
+        assert!(lines.iter().all(|l| columns(l) <= 80), "{w}");
+        assert!(
+            lines[0].starts_with("  PATH=/Users/") && lines[0].ends_with(':'),
+            "{w}"
+        );
+        assert!(lines[1].starts_with("       /"), "{w}");
+        // Joined back, it is the same list.
+        let back: String = lines
+            .iter()
+            .map(|l| l.trim_start().trim_start_matches("PATH="))
+            .collect();
+        assert_eq!(back, list);
+        // Short enough, one line.
+        assert_eq!(wrap_list("  PATH=", "/a:/b", ':', 80), "  PATH=/a:/b");
     }
 
     #[test]

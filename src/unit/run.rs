@@ -282,7 +282,7 @@ impl Unit<'_> {
         let t0 = Instant::now();
         let port = plan.port;
         self.out.waiting(
-            &format!("the Host to start and answer /health on 127.0.0.1:{port}"),
+            &format!("the Host to answer /health on 127.0.0.1:{port}"),
             timing.wait,
         );
         let first = self.wait_for_instance(baseline, t0, timing)?;

@@ -242,7 +242,7 @@ fn the_aliases_run_the_agent_verbs_with_their_full_help() {
         .exists());
     // An alias's help is the full help of what it runs (options included).
     for (alias, agent, words) in [
-        ("restart", "restart", "graceful restart"),
+        ("restart", "restart", "Restart the Host and verify it"),
         ("status", "status", "separate facts"),
         ("kill", "kill", "KeepAlive"),
         ("install", "install", "LaunchAgent"),

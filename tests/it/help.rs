@@ -106,14 +106,118 @@ fn options(help: &str) -> Vec<String> {
         .collect()
 }
 
-/// The subcommands a `--help` lists.
-fn subcommands(help: &str) -> Vec<String> {
-    block(help, "Commands:")
-        .iter()
+/// The subcommands a `--help` lists: a group's under `Commands:`, the top level's under its
+/// headings (each row at column 2, up to the arguments and options).
+pub fn subcommands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| !l.starts_with("Usage:"))
+        .skip(1)
+        .take_while(|l| *l != "Arguments:" && *l != "Options:")
         .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
         .map(|l| l.split_whitespace().next().unwrap().to_owned())
         .filter(|s| s != "help")
         .collect()
+}
+
+/// `oyster --help` (and `-h`, `help`) lists the daily verbs first, under their own heading,
+/// and plumbing last; each command once.
+#[test]
+fn the_top_level_help_puts_the_daily_verbs_first_and_plumbing_last() {
+    let t = TestContext::new();
+    for args in [&["--help"][..], &["-h"], &["help"]] {
+        let help = t.run(args).ok().stdout();
+        let headings: Vec<&str> = help
+            .lines()
+            .skip_while(|l| !l.starts_with("Usage:"))
+            .filter(|l| l.ends_with(':') && !l.starts_with(' '))
+            .take_while(|l| *l != "Options:")
+            .collect();
+        assert_eq!(
+            headings,
+            ["Every day:", "Set up and remove:", "Settings:", "Plumbing:"],
+            "{args:?}:\n{help}"
+        );
+        let names = |title: &str| -> Vec<String> {
+            block(&help, title)
+                .iter()
+                .filter(|l| !l.starts_with("   "))
+                .map(|l| l.split_whitespace().next().unwrap().to_owned())
+                .collect()
+        };
+        assert_eq!(
+            names("Every day:"),
+            ["status", "start", "stop", "restart", "list", "logs", "doctor", "open", "qr"],
+            "{help}"
+        );
+        let plumbing = names("Plumbing:");
+        for p in [
+            "agent",
+            "host",
+            "completions",
+            "man",
+            "mdm",
+            "inventory",
+            "help",
+        ] {
+            assert!(plumbing.contains(&p.to_owned()), "{p}: {help}");
+        }
+        let mut all = subcommands(&help);
+        let n = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), n, "a command listed twice:\n{help}");
+        // Aliases as clap says them, and every row fits 80 columns.
+        assert!(
+            help.contains("[alias: info]") && help.contains("[alias: ls]"),
+            "{help}"
+        );
+        assert!(help.lines().all(|l| l.chars().count() <= 80), "{help}");
+    }
+}
+
+/// `restart`'s help says what it does in one or two lines; how it restarts is its man page's
+/// (and `agent restart`'s section of oyster-agent(1)).
+#[test]
+fn restart_help_is_two_lines_and_its_man_page_has_the_details() {
+    let t = TestContext::new();
+    for args in [&["restart", "--help"][..], &["agent", "restart", "--help"]] {
+        let help = help80(&t, args);
+        let about: Vec<&str> = help.lines().take_while(|l| !l.is_empty()).collect();
+        assert!(about.len() <= 2, "{args:?}:\n{help}");
+        assert!(
+            about[0].starts_with("Restart the Host and verify it"),
+            "{help}"
+        );
+        assert!(!help.contains("SIGKILL"), "{help}");
+    }
+    let top = help80(&t, &["--help"]);
+    let row: Vec<&str> = top
+        .lines()
+        .skip_while(|l| !l.starts_with("  restart "))
+        .take_while(|l| l.starts_with("  restart ") || l.starts_with("     "))
+        .collect();
+    assert!(!row.is_empty() && row.len() <= 2, "{top}");
+    let dir = t.path("man1");
+    t.run(["man", "--dir", dir.to_str().unwrap()]).ok();
+    // oyster(1) lists the pages in the groups of `--help`; clap's `help` has none.
+    let main = page(&dir, "oyster");
+    let every_day = main
+        .find(".SS \"Every day\"")
+        .expect("oyster.1 has no groups");
+    let plumbing = main.find(".SS \"Plumbing\"").unwrap();
+    assert!(every_day < main.find("oyster-restart(1)").unwrap());
+    assert!(plumbing < main.find("oyster-inventory(1)").unwrap());
+    assert!(!main.contains("oyster-help(1)"));
+    for name in ["oyster-restart", "oyster-agent"] {
+        let text = page(&dir, name);
+        for detail in [
+            "graceful restart",
+            "SIGKILL only if",
+            "kickstart never re-reads a plist",
+        ] {
+            assert!(text.contains(detail), "{name}.1 lacks {detail:?}");
+        }
+    }
 }
 
 #[test]

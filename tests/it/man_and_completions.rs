@@ -142,17 +142,8 @@ fn the_readme_lists_only_commands_that_exist_and_every_verb() {
     }
     assert!(seen >= 8, "{quick}");
     let help = t.run(["--help"]).ok().stdout();
-    let verbs = help
-        .split("Commands:")
-        .nth(1)
-        .unwrap()
-        .split("\n\n")
-        .next()
-        .unwrap()
-        .lines()
-        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
-        .map(|l| l.split_whitespace().next().unwrap().to_owned())
-        .filter(|v| v != "help");
+    let verbs = crate::help::subcommands(&help);
+    assert!(verbs.len() > 20, "{help}");
     for verb in verbs {
         assert!(
             readme.contains(&format!("`oyster {verb}")),
@@ -161,5 +152,75 @@ fn the_readme_lists_only_commands_that_exist_and_every_verb() {
     }
     for alias in ["alias `info`", "alias `ls`", "oyster-uninstall", "--all"] {
         assert!(readme.contains(alias), "README lacks {alias}");
+    }
+}
+
+/// The quick start works as written for a newcomer (issue 38): it installs from the clone it is
+/// read in (no address the repository does not have yet); the tap's placeholder address comes
+/// only after the README says it is one; "stack" is defined before it is used; and outside the
+/// Commands table each command has one spelling (the top-level verb, not `agent VERB` or an
+/// alias).
+#[test]
+fn the_quick_start_works_as_written() {
+    let readme = readme();
+    let quick = readme_section("Quick start");
+    let first_block = quick
+        .split("```sh\n")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    assert!(!first_block.contains("://"), "{first_block}");
+    assert!(
+        first_block.starts_with("cargo install --locked --path ."),
+        "{first_block}"
+    );
+    // The root package builds the oyster binary that line installs.
+    let manifest = std::fs::read_to_string(repo().join("Cargo.toml")).unwrap();
+    assert!(
+        manifest.contains("[[bin]]\nname = \"oyster\""),
+        "Cargo.toml"
+    );
+    let said = readme
+        .find("stand for wherever it is published")
+        .expect("placeholder said");
+    let url = readme.find("https://github.com/oysterun/oyster").unwrap();
+    assert!(
+        said < url,
+        "the tap's placeholder address is used before it is said to be one"
+    );
+    let lower = readme.to_lowercase();
+    let first = lower.find("stack").unwrap();
+    assert_eq!(
+        Some(first),
+        readme.find("A **stack** is").map(|i| i + "A **".len()),
+        "\"stack\" is used before it is defined:\n{}",
+        &readme[first.saturating_sub(200)..first + 50]
+    );
+    let prose: Vec<&str> = readme.lines().filter(|l| !l.starts_with('|')).collect();
+    for verb in [
+        "start",
+        "stop",
+        "restart",
+        "status",
+        "list",
+        "kill",
+        "install",
+        "uninstall",
+    ] {
+        let agent_form = format!("oyster agent {verb}");
+        for l in &prose {
+            assert!(
+                !l.contains(&format!("{agent_form} ")) && !l.contains(&format!("{agent_form}`")),
+                "README says `{agent_form}` where `oyster {verb}` is the spelling: {l}"
+            );
+        }
+    }
+    for alias in ["oyster info", "oyster ls"] {
+        assert!(
+            !prose.iter().any(|l| l.contains(alias)),
+            "README spells {alias}"
+        );
     }
 }

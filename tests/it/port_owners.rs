@@ -54,6 +54,26 @@ fn production_on_another_port_is_warned_that_oysteruns_own_restart_assumes_8802(
     r.stderr_has(&format!(
         "a custom stack keeps another port (`oyster setup NAME --port {port}`)"
     ));
+    // The other doors that record production's port say it too: `config sync --port` and a
+    // direct start (Oysterun's own restart of a pid-file Host takes 8802 as well).
+    t.run(["uninstall"]).ok();
+    let other = free_port();
+    let r = t.run(common::args(&["config", "sync"]).port(other)).ok();
+    r.stderr_has(&format!(
+        "production on port {other}: Oysterun's own in-app restart assumes production is on 8802"
+    ));
+    let direct = TestContext::with_pinned_host_no_launchd();
+    let r = direct
+        .run(
+            common::args(&["host", "start"])
+                .port(free_port())
+                .settle(200),
+        )
+        .ok();
+    r.stderr_has("Oysterun's own in-app restart assumes production is on 8802");
+    direct.run(["host", "stop"]).ok();
+    t.run(common::args(&["install"]).port(port).settle(200))
+        .ok();
     // A custom stack on any port: nothing to say.
     let r = t
         .run(

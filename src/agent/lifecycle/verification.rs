@@ -58,7 +58,7 @@ impl Agent<'_> {
         let t0 = Instant::now();
         let plist = self.stack.plist_path();
         self.out.waiting(
-            &format!("the Host to start and answer /health on 127.0.0.1:{port}"),
+            &format!("the Host to answer /health on 127.0.0.1:{port}"),
             timing.wait,
         );
         let (pid, info) = match baseline.started.take() {

@@ -20,7 +20,8 @@ struct List {
 // columns for ordinary names; `oyster status STACK` has every fact.
 const HEAD: [&str; 6] = ["STACK", "STATUS", "PORT", "PID", "EXIT", "LOG"];
 
-pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
+/// `wide`: the LOG path is never cut to the terminal's width.
+pub fn run(ctx: &Context, wide: bool) -> anyhow::Result<ExitStatus> {
     let names = crate::host::stack::discover(&ctx.env.stack_env());
     // launchd's view of every stack from one listing per domain (two launchctl calls, whatever
     // the number of stacks); a listing oyster cannot read means asking job by job, said in
@@ -71,7 +72,11 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitStatus> {
             .out("No Oysterun stack on this machine yet; `oyster setup` sets one up.");
         return Ok(ExitStatus::Success);
     }
-    print_table(ctx, &rows);
+    if print_table(ctx, &rows, wide) {
+        ctx.out.note(
+            "LOG paths are cut to fit the terminal; `oyster list --wide` shows them whole, and so does `oyster status STACK`",
+        );
+    }
     // Switched off in Login Items: the reason it is not loaded, with where to switch it on.
     for r in rows
         .iter()
@@ -111,11 +116,14 @@ fn cells(r: &AgentStatus) -> [String; 6] {
     ]
 }
 
-fn print_table(ctx: &Context, rows: &[AgentStatus]) {
+/// Prints the table; returns whether a LOG path was cut to fit.
+fn print_table(ctx: &Context, rows: &[AgentStatus], wide: bool) -> bool {
     let mut table: Vec<[String; 6]> = rows.iter().map(cells).collect();
+    let mut cut = false;
     // On a terminal too narrow for the whole row, the LOG path (the last, widest column) is
-    // cut in its middle so the columns stay aligned; piped output keeps it whole.
-    if let Some(term) = ctx.out.width() {
+    // cut in its middle so the columns stay aligned (and said, with `--wide`); piped output
+    // and `--wide` keep it whole.
+    if let Some(term) = ctx.out.width().filter(|_| !wide) {
         let mut widths = HEAD.map(str::len);
         for row in &table {
             for (w, cell) in widths.iter_mut().zip(row) {
@@ -126,7 +134,9 @@ fn print_table(ctx: &Context, rows: &[AgentStatus]) {
         let room = term.saturating_sub(before_log).max(20);
         for row in &mut table {
             // Cut as shown (home as `~`), or the cut keeps `/Users/n…` instead of the stack.
-            row[5] = crate::output::wrap::cut_middle(&ctx.out.human(&row[5]), room);
+            let shown = ctx.out.human(&row[5]);
+            row[5] = crate::output::wrap::cut_middle(&shown, room);
+            cut |= row[5] != shown;
         }
     }
     let mut widths = HEAD.map(str::len);
@@ -155,4 +165,5 @@ fn print_table(ctx: &Context, rows: &[AgentStatus]) {
         };
         ctx.out.out_row(t, &text);
     }
+    cut
 }

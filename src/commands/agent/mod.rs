@@ -40,7 +40,7 @@ pub fn run(ctx: &Context, verb: &Job) -> anyhow::Result<ExitStatus> {
         Job::Stop { keep, no_wait } => stop::run(ctx, *keep, *no_wait),
         Job::Start(s) => start::run(ctx, s),
         Job::Kill => kill::run(ctx),
-        Job::List => list::run(ctx),
+        Job::List { wide } => list::run(ctx, *wide),
         Job::Uninstall { purge, yes } => uninstall::run(ctx, *purge, *yes),
     }
 }

@@ -281,10 +281,9 @@ pub fn report(ctx: &Context, kind: ManagerKind, plan: &Plan, outcome: &Outcome) 
             plan.port,
             outcome.verified.env_proof.as_str()
         ));
-        out.out(&format!(
-            "  PATH={}",
-            plan.env.get(crate::host::launchenv::PATH).unwrap_or("")
-        ));
+        // On a terminal, broken after a `:` to fit it; piped, one `PATH=` line.
+        let path = plan.env.get(crate::host::launchenv::PATH).unwrap_or("");
+        out.out_list("  PATH=", path, ':');
     } else {
         out.said(&format!("  url: http://127.0.0.1:{}", plan.port));
     }
