@@ -6,8 +6,6 @@
 //! was only booted out would come back at the next login. `brew services stop` deletes the plist
 //! instead; oyster keeps it, so `start` restores exactly the definition that was stopped.
 
-use std::time::{Duration, Instant};
-
 use crate::agent::lifecycle::Agent;
 use crate::error::{Failed, Interrupted};
 use crate::launchctl::{Domain, Reply};
@@ -16,9 +14,6 @@ use crate::sys::process::ProcessError;
 use crate::sys::signal::{self, InterruptGuard};
 
 pub use crate::service::{KillOutcome, StopOutcome};
-
-/// How long `kill` watches the signalled pid go (launchd's exit timeout for agents is 5 s).
-const KILL_WATCH: Duration = Duration::from_secs(5);
 
 impl Agent<'_> {
     /// `launchctl enable` in both of this user's domains: undoes `stop`'s disable (`start`
@@ -293,23 +288,10 @@ impl Agent<'_> {
             .accept(&[])?;
         self.audit
             .record(Action::Kill, Step::Sigterm, StepOutcome::Ok, Some(pid), "");
-        self.out.waiting(&format!("pid {pid} to exit"), KILL_WATCH);
-        let t0 = Instant::now();
-        let mut exited = false;
-        while t0.elapsed() < KILL_WATCH {
-            if let Some(sig) = signal::received() {
-                return Err(Interrupted(
-                    sig,
-                    format!("SIGTERM was sent to pid {pid}; launchd starts the Host again by itself (KeepAlive)"),
-                )
-                .into());
-            }
-            if crate::verify::inspect(pid).is_none() {
-                exited = true;
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Ok(KillOutcome { pid, exited })
+        KillOutcome::watch(
+            pid,
+            "launchd starts the Host again by itself (KeepAlive)",
+            self.out,
+        )
     }
 }

@@ -63,6 +63,34 @@ pub struct KillOutcome {
     pub exited: bool,
 }
 
+impl KillOutcome {
+    /// How long `kill` watches the pid it signalled (launchd's exit timeout for agents is 5 s).
+    pub const WATCH: Duration = Duration::from_secs(5);
+
+    /// After SIGTERM to `pid`: watches it exit for [`KillOutcome::WATCH`] (said on `out`). An
+    /// interrupt ends the watch with the signal; the manager (`restarts`: how it starts the
+    /// Host again) is said in the error.
+    pub fn watch(
+        pid: u32,
+        restarts: &str,
+        out: &dyn crate::output::Reporter,
+    ) -> anyhow::Result<KillOutcome> {
+        out.waiting(&format!("pid {pid} to exit"), Self::WATCH);
+        let t0 = std::time::Instant::now();
+        while t0.elapsed() < Self::WATCH {
+            if let Some(sig) = crate::sys::signal::received() {
+                let said = format!("SIGTERM was sent to pid {pid}; {restarts}");
+                return Err(crate::error::Interrupted(sig, said).into());
+            }
+            if crate::verify::inspect(pid).is_none() {
+                return Ok(KillOutcome { pid, exited: true });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(KillOutcome { pid, exited: false })
+    }
+}
+
 /// The job against a plan, for `regenerate`: whether it needs the change at all.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Standing {

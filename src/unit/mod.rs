@@ -26,9 +26,6 @@ use crate::systemd::{Systemctl, UnitShow};
 mod refuse;
 mod run;
 
-/// How long `kill` watches the signalled pid go.
-const KILL_WATCH: Duration = Duration::from_secs(5);
-
 /// The systemd side of one stack, for one run.
 pub struct Unit<'a> {
     ctx: &'a Context,
@@ -279,22 +276,11 @@ impl<'a> Unit<'a> {
             Some(pid),
             "",
         );
-        self.out.waiting(&format!("pid {pid} to exit"), KILL_WATCH);
-        let t0 = Instant::now();
-        while t0.elapsed() < KILL_WATCH {
-            if let Some(sig) = signal::received() {
-                return Err(crate::error::Interrupted(
-                    sig,
-                    format!("SIGTERM was sent to pid {pid}; systemd starts the Host again by itself (Restart=always)"),
-                )
-                .into());
-            }
-            if crate::verify::inspect(pid).is_none() {
-                return Ok(KillOutcome { pid, exited: true });
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Ok(KillOutcome { pid, exited: false })
+        KillOutcome::watch(
+            pid,
+            "systemd starts the Host again by itself (Restart=always)",
+            self.out,
+        )
     }
 
     /// `disable --now`, the unit file removed, `daemon-reload`; config and logs stay.
