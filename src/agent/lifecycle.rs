@@ -340,11 +340,7 @@ impl<'a> Agent<'a> {
             }
             Ok(())
         })();
-        let interrupted = match booted_out {
-            Err(_) if signal::received().is_some() => signal::received(),
-            Err(e) => return Err(e),
-            Ok(()) => None,
-        };
+        let interrupted = signal::cut_short(booted_out)?;
         let _rest = interrupted.map(|_| signal::Suspended::new());
         // `agent stop` disabled the label; an uninstalled label must not stay disabled, or the
         // next installer (Oysterun's own, which never enables) gets a bare 5 from bootstrap.

@@ -120,11 +120,7 @@ impl Agent<'_> {
             crate::service::journal::step_boundary();
         }
         let booted_out = self.boot_out_for_stop(here, pid, wait);
-        let interrupted = match booted_out {
-            Err(_) if signal::received().is_some() => signal::received(),
-            Err(e) => return Err(e),
-            Ok(()) => None,
-        };
+        let interrupted = signal::cut_short(booted_out)?;
         let _rest = interrupted.map(|_| signal::Suspended::new());
         if wait {
             self.remove_stale_identity();

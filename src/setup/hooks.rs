@@ -101,7 +101,7 @@ pub fn prepare_restore(ctx: &Context, plan: &Plan) -> Ran {
         "Preparing the Host's sessions for restore ({PREPARE_RESTORE}, up to {} s)…",
         RESTORE_TIMEOUT.as_secs()
     ));
-    match run_step(
+    let ran = run_step(
         ctx,
         plan,
         script,
@@ -109,11 +109,10 @@ pub fn prepare_restore(ctx: &Context, plan: &Plan) -> Ran {
         Some(RESTORE_TRIGGER),
         RESTORE_TIMEOUT,
         Stdout::Redacted,
-    ) {
-        Ok(()) => Ran::Done,
-        Err(_) if signal::received().is_some() => {
-            Ran::Interrupted(signal::received().unwrap_or(Signal::SIGINT))
-        }
+    );
+    match signal::cut_short(ran) {
+        Ok(None) => Ran::Done,
+        Ok(Some(sig)) => Ran::Interrupted(sig),
         Err(why) => {
             ctx.out.warn(&format!(
                 "preparing the restart restore failed: {why}; restarting without restored sessions"

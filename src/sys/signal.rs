@@ -175,6 +175,19 @@ pub fn received() -> Option<Signal> {
     }
 }
 
+/// What a step that failed while a signal arrived means: `Ok(Some(signal))` — the signal cut
+/// it short (a child killed by it, a wait it ended), and the caller finishes what must be
+/// finished before saying so; `Ok(None)` for a step that succeeded; the error otherwise.
+pub fn cut_short<T, E>(result: Result<T, E>) -> Result<Option<Signal>, E> {
+    match result {
+        Ok(_) => Ok(None),
+        Err(e) => match received() {
+            Some(sig) => Ok(Some(sig)),
+            None => Err(e),
+        },
+    }
+}
+
 /// While alive, [`received`] answers `None` (a rollback must run to its end), for the signal
 /// caught before and for any that arrives during it; the first of them is reported again once
 /// it is dropped.
