@@ -1132,6 +1132,51 @@ fn launchd_handles_an_exit_only_after_the_kernel_reports_it() {
 }
 
 #[test]
+fn the_throttle_scale_shortens_the_wait_but_not_the_interval_print_shows() {
+    if sim_only("LAUNCHD_SIM_THROTTLE_SCALE") {
+        return;
+    }
+    let mut s = Sim::new();
+    s.env
+        .push(("LAUNCHD_SIM_THROTTLE_SCALE".into(), "0.1".into()));
+    let target = s.target("scaled.t");
+    // Young (the default ThrottleInterval, 10 s): the respawn waits 10 s × 0.1.
+    let p = s.plist("scaled.t", NO_HANDLER, "<key>KeepAlive</key><true/>\n");
+    assert_eq!(
+        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
+        0
+    );
+    let old: u32 = s.field("scaled.t", "pid").unwrap().parse().unwrap();
+    let t0 = Instant::now();
+    assert_eq!(code(&s.run(&["kill", "TERM", &target])), 0);
+    s.wait_for("spawn scheduled", || {
+        s.field("scaled.t", "state").as_deref() == Some("spawn scheduled")
+    });
+    let text = stdout(&s.run(&["print", &target]));
+    assert!(text.contains("\tminimum runtime = 10\n"), "{text}");
+    s.wait_for("the respawn", || {
+        s.field("scaled.t", "pid")
+            .is_some_and(|p| p != old.to_string())
+    });
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_millis(500) && waited < Duration::from_secs(5),
+        "about 1 s, not 10: {waited:?}"
+    );
+    // A later call that sets it changes it for the loaded job: 0 respawns at once.
+    s.env.retain(|(k, _)| k != "LAUNCHD_SIM_THROTTLE_SCALE");
+    s.env
+        .push(("LAUNCHD_SIM_THROTTLE_SCALE".into(), "0".into()));
+    let young: u32 = s.field("scaled.t", "pid").unwrap().parse().unwrap();
+    assert_eq!(code(&s.run(&["kill", "TERM", &target])), 0);
+    s.wait_for("an immediate respawn", || {
+        s.field("scaled.t", "pid")
+            .is_some_and(|p| p != young.to_string())
+    });
+    assert_eq!(code(&s.run(&["bootout", &target])), 0);
+}
+
+#[test]
 fn a_new_instance_is_in_xpcproxy_with_its_pid_before_running() {
     if sim_only("LAUNCHD_SIM_SPAWNING_MS") {
         return;
