@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use crate::common::{args, free_port, plistlib, real_node, TestContext};
+use crate::common::{has_all, has_none};
 
 fn ctx_with_root(home_name: &str) -> (TestContext, PathBuf) {
     let t = TestContext::with_home_name(home_name);
@@ -24,17 +25,7 @@ fn regen_args(root: &Path, node: &Path, port: u16) -> Vec<String> {
 }
 
 fn print(t: &TestContext, root: &Path, extra: &[&str]) -> crate::common::Run {
-    let node = real_node();
-    let mut args = vec![
-        "agent",
-        "print",
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        node.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    t.run(args)
+    t.run(args(&["agent", "print"]).host(root).extra(extra))
 }
 
 #[test]
@@ -96,10 +87,8 @@ fn plistlib_agrees_on_every_value_with_hostile_paths() {
     let text = out.stdout();
     // The hostile HOME is in the text only escaped: `&` and `<` never appear raw (`>` and
     // quotes may, inside a string element).
-    assert!(
-        text.contains("/we &amp; &lt;they") && !text.contains("/we & ") && !text.contains("<they"),
-        "{text}"
-    );
+    has_all(&text, &["/we &amp; &lt;they"]);
+    has_none(&text, &["/we & ", "<they"]);
     assert!(text.ends_with("</plist>\n"));
     assert!(
         !t.home.join("Library").exists(),
@@ -144,7 +133,7 @@ fn secrets_and_the_callers_environment_never_reach_the_plist() {
         .push(("NODE_OPTIONS".into(), "--require SECRET-HOOK".into()));
     let out = print(&t, &root, &[]).ok();
     let text = out.stdout() + &out.stderr();
-    assert!(!text.contains("SECRET"), "{text}");
+    has_none(&text, &["SECRET"]);
     let node = real_node();
     let args = regen_args(&root, &node, free_port());
     let r = t.run(&args).ok();
@@ -152,7 +141,7 @@ fn secrets_and_the_callers_environment_never_reach_the_plist() {
     let plist =
         std::fs::read_to_string(t.home.join("Library/LaunchAgents/com.oysterun.host.plist"))
             .unwrap();
-    assert!(!plist.contains("SECRET"), "{plist}");
+    has_none(&plist, &["SECRET"]);
 }
 
 #[test]
@@ -177,16 +166,14 @@ fn unsafe_path_entries_are_errors_never_written() {
         match how {
             "manual" => {
                 // `providers set` refuses it where it enters (docs/behaviour.md §9)…
-                let e = t
-                    .run([
-                        "providers",
-                        "set",
-                        "claude",
-                        dir.join("claude").to_str().unwrap(),
-                    ])
-                    .fails_with(2)
-                    .stderr();
-                assert!(e.contains("`:`") && e.contains("PATH"), "{e}");
+                t.run([
+                    "providers",
+                    "set",
+                    "claude",
+                    dir.join("claude").to_str().unwrap(),
+                ])
+                .fails_with(2)
+                .stderr_has_all(&["`:`", "PATH"]);
                 assert!(!t.config_path().exists(), "nothing saved");
                 // …and a hand-edited config that holds it is refused by the generator.
                 t.write_config(
@@ -312,14 +299,9 @@ fn node_too_old_missing_or_not_executable_is_a_clear_error() {
     let (mut t, root) = ctx_with_root("home");
     let r = root.to_str().unwrap();
     let old = fake_node(&t, "old/node", "v18.19.0", 0o755);
-    let e = t
-        .run(args(&["agent", "print"]).root(r).node(&old))
+    t.run(args(&["agent", "print"]).root(r).node(&old))
         .fails_with(2)
-        .stderr();
-    assert!(
-        e.contains("v18.19.0") && e.contains(old.to_str().unwrap()) && e.contains("20"),
-        "{e}"
-    );
+        .stderr_has_all(&["v18.19.0", old.to_str().unwrap(), "20"]);
     let noexec = fake_node(&t, "noexec/node", "v20.0.0", 0o644);
     let garbage = fake_node(&t, "garbage/node", "hello", 0o755);
     for (node, expect) in [
@@ -336,27 +318,17 @@ fn node_too_old_missing_or_not_executable_is_a_clear_error() {
     }
     // No node anywhere (PATH empty, nothing in the fallback dirs under this HOME).
     if !Path::new("/opt/homebrew/bin/node").exists() && !Path::new("/usr/local/bin/node").exists() {
-        let e = t
-            .run(args(&["agent", "print"]).root(r))
+        t.run(args(&["agent", "print"]).root(r))
             .fails_with(1)
-            .stderr();
-        assert!(
-            e.contains("no `node` was found") && e.contains("--node-bin"),
-            "{e}"
-        );
+            .stderr_has_all(&["no `node` was found", "--node-bin"]);
     }
     // OYSTERUN_NODE_BIN invalid: an error, never a silent fallback to the node on PATH.
     t.path_dirs.push(real_node().parent().unwrap().to_owned());
     t.extra_env
         .push(("OYSTERUN_NODE_BIN".into(), old.display().to_string()));
-    let e = t
-        .run(args(&["agent", "print"]).root(r))
+    t.run(args(&["agent", "print"]).root(r))
         .fails_with(2)
-        .stderr();
-    assert!(
-        e.contains("OYSTERUN_NODE_BIN") && e.contains("v18.19.0"),
-        "{e}"
-    );
+        .stderr_has_all(&["OYSTERUN_NODE_BIN", "v18.19.0"]);
 }
 
 /// A version-manager shim (asdf, nodenv: a `#!` script that runs whichever Node is selected)
@@ -390,8 +362,9 @@ fn a_shim_node_is_asked_every_time_so_a_switch_to_an_old_node_is_refused() {
     };
     assert_eq!(count(), 2, "a script node is asked every time");
     std::fs::write(&selected, "v18.19.0\n").unwrap();
-    let e = t.run(&args).fails_with(2).stderr();
-    assert!(e.contains("v18.19.0") && e.contains("20"), "{e}");
+    t.run(&args)
+        .fails_with(2)
+        .stderr_has_all(&["v18.19.0", "20"]);
 }
 
 #[test]
@@ -426,10 +399,7 @@ fn regenerate_writes_only_on_change_atomically_0644() {
     // A new provider changes PATH: rewritten.
     t.fake_exe(&t.home.join("bin/codex"));
     let dry = t.run(["agent", "regenerate", "--dry-run"]).ok().stdout();
-    assert!(
-        dry.contains("-\t\t<string>") && dry.contains("+\t\t<string>") && dry.contains("/bin:"),
-        "{dry}"
-    );
+    has_all(&dry, &["-\t\t<string>", "+\t\t<string>", "/bin:"]);
     assert_eq!(
         std::fs::metadata(&plist).unwrap().ino(),
         m.ino(),
@@ -473,20 +443,13 @@ fn root_discovery_and_its_errors() {
     let (mut t, root) = ctx_with_root("home");
     let node = real_node();
     let n = node.to_str().unwrap();
-    let e = t
-        .run(args(&["agent", "print"]).node(n).root(t.path("nothing")))
+    t.run(args(&["agent", "print"]).node(n).root(t.path("nothing")))
         .fails_with(2)
-        .stderr();
-    assert!(
-        e.contains("host-service/server.mjs") && e.contains("--root"),
-        "{e}"
-    );
+        .stderr_has_all(&["host-service/server.mjs", "--root"]);
     // Not found on the machine: exit 1, as no `node` found is (docs/behaviour.md "Exit codes").
-    let e = t
-        .run(args(&["agent", "print"]).node(n))
+    t.run(args(&["agent", "print"]).node(n))
         .fails_with(1)
-        .stderr();
-    assert!(e.contains("OYSTERUN_ROOT"), "{e}");
+        .stderr_has_all(&["OYSTERUN_ROOT"]);
     t.extra_env
         .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
     let v = plistlib(&t.run(args(&["agent", "print"]).node(n)).ok().0.stdout);
@@ -496,19 +459,10 @@ fn root_discovery_and_its_errors() {
 #[test]
 fn custom_stacks_need_a_port_once() {
     let (t, root) = ctx_with_root("home");
-    let node = real_node();
-    let base = [
-        "agent",
-        "print",
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        node.to_str().unwrap(),
-        "--stack",
-        "dev",
-    ];
-    let e = t.run(base).fails_with(2).stderr();
-    assert!(e.contains("--port"), "{e}");
+    let base = args(&["agent", "print"]).host(&root).stack("dev");
+    t.run(base.clone())
+        .fails_with(2)
+        .stderr_has_all(&["--port"]);
     t.run(args(&["config", "sync"]).stack("dev").port(18001))
         .ok();
     let v = plistlib(&t.run(base).ok().0.stdout);

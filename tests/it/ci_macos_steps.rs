@@ -13,6 +13,7 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::has_all;
 use crate::common::{real_node, sim_bin, TestContext, BIN};
 
 /// Steps not run here, by name (a prefix of it), and why. Each must name a step of the job.
@@ -347,7 +348,7 @@ fn every_real_launchd_step_of_the_macos_workflow_runs_here_against_the_simulator
         "loaded: login_item=enabled",
         "stopped: login_item=",
     ] {
-        assert!(login_items.contains(state), "{login_items}");
+        has_all(&login_items, &[state]);
     }
     let rc = |name: &str| std::fs::read_to_string(evidence.join(format!("{name}.rc"))).unwrap();
     assert_eq!(rc("print-job-after-install").trim(), "0");

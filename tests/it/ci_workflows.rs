@@ -7,6 +7,7 @@
 //! `live`; the `.pkg` is installed and removed; and a Linux job type-checks the tests for
 //! both Apple targets.
 
+use crate::common::has_all;
 use std::path::Path;
 
 /// The workflow's steps, in order: `(name, body)` for each `- name:` / `- uses:` item of the
@@ -107,10 +108,12 @@ fn the_macos_workflow_reports_real_launchd_before_the_simulator_suite() {
     // The .pkg is installed and uninstalled, and no step of it may fail quietly.
     let pkg = &steps[index("The .pkg installs")].1;
     // No terminal on a runner: oyster-uninstall removes nothing without --yes (exit 1).
-    assert!(
-        pkg.contains("sudo installer -pkg")
-            && pkg.contains("sudo /usr/local/bin/oyster-uninstall --yes"),
-        "{pkg}"
+    has_all(
+        pkg,
+        &[
+            "sudo installer -pkg",
+            "sudo /usr/local/bin/oyster-uninstall --yes",
+        ],
     );
     for (name, body) in &steps {
         if body.contains("continue-on-error: true") {
@@ -127,11 +130,11 @@ fn a_linux_job_type_checks_the_tests_for_both_apple_targets() {
     let text = workflow();
     let steps = steps(&text, "apple-targets-on-linux");
     let all: String = steps.iter().map(|(n, b)| format!("{n}\n{b}")).collect();
-    assert!(
-        all.contains("rustup target add aarch64-apple-darwin x86_64-apple-darwin"),
-        "{all}"
+    has_all(
+        &all,
+        &["rustup target add aarch64-apple-darwin x86_64-apple-darwin"],
     );
-    assert!(all.contains("make check-macos"), "{all}");
+    has_all(&all, &["make check-macos"]);
     assert!(text.contains("runs-on: ubuntu-latest"));
     // make check-macos checks every target kind, tests included: each `cargo clippy` it runs
     // (a command joined across its `\` continuations) has `--all-targets`.
@@ -148,6 +151,6 @@ fn a_linux_job_type_checks_the_tests_for_both_apple_targets() {
         .collect();
     assert!(runs.len() >= 2, "both ways of the check: {runs:?}");
     for run in runs {
-        assert!(run.contains("--all-targets"), "{run}");
+        has_all(run, &["--all-targets"]);
     }
 }

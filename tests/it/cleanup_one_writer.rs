@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::has_all;
 use crate::common::{free_port, real_node, TestContext};
 
 /// A running oyster and what it has said so far, collected by a thread as it comes.
@@ -101,14 +102,7 @@ impl OnPty {
 
 /// An oyster in the background, its stdin and stdout closed: what it says on stderr.
 fn background(t: &TestContext, args: &[String]) -> Running {
-    let mut child = t
-        .cmd()
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = t.spawn(args, Stdio::null(), Stdio::null(), Stdio::piped());
     let stderr = child.stderr.take().unwrap();
     Running::collect(child, stderr)
 }
@@ -230,10 +224,12 @@ fn cleanup_looks_again_under_its_lock_before_removing_anything() {
     assert_eq!(code, 0, "{shown}");
     // Read as words: the terminal is 80 columns, so the warning is wrapped.
     let shown = shown.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(
-        shown.contains("kept dev: it changed while cleanup asked")
-            && shown.contains(&format!("names pid {live}, which is running")),
-        "{shown}"
+    has_all(
+        &shown,
+        &[
+            "kept dev: it changed while cleanup asked",
+            &format!("names pid {live}, which is running"),
+        ],
     );
     assert_eq!(
         std::fs::read_to_string(&pid_file).unwrap().trim(),
@@ -248,14 +244,7 @@ fn cleanup_looks_again_under_its_lock_before_removing_anything() {
 /// Runs oyster, killing it (by pid) and failing if it runs longer than 10 s.
 fn bounded(t: &TestContext, args: &[&str]) -> (i32, String, Duration) {
     let t0 = Instant::now();
-    let mut child = t
-        .cmd()
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = t.spawn(args, Stdio::null(), Stdio::piped(), Stdio::null());
     let mut stdout = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
         let mut s = String::new();

@@ -16,7 +16,9 @@ mod stack;
 #[cfg(target_os = "linux")]
 pub mod user_manager;
 
-pub use context::{pty_report, python, recorder, shown_width, strip_ansi, write_binary_plist};
+pub use context::{
+    first_line, pty_report, python, recorder, shown_width, strip_ansi, write_binary_plist,
+};
 pub use stack::{args, install_args, Args, Stack};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_oyster");
@@ -392,6 +394,24 @@ impl TestContext {
             .push(("LAUNCHD_SIM_DRAIN_MS".into(), "200".into()));
     }
 
+    /// A HOME under the simulator with the Host fixture at `<test dir>/root` and a free port:
+    /// where most tests of a stack's lifecycle start.
+    pub fn sim_root() -> (TestContext, PathBuf, u16) {
+        let mut t = TestContext::new();
+        t.use_sim();
+        let root = t.fixture_root("root");
+        (t, root, free_port())
+    }
+
+    /// Scales the simulator's ThrottleInterval waits by `factor` (`LAUNCHD_SIM_THROTTLE_SCALE`,
+    /// launchd/README.md) for the jobs this test loads: a test that waits out launchd's 10 s
+    /// throttle (a respawn after `kill`, a crash loop forming) sits through `10 × factor` s.
+    /// Not for a test whose point is that something does *not* wait out the throttle.
+    pub fn scale_throttle(&mut self, factor: &str) {
+        self.extra_env
+            .push(("LAUNCHD_SIM_THROTTLE_SCALE".into(), factor.into()));
+    }
+
     /// Runs the simulator directly with this test's state.
     pub fn sim(&self, args: &[&str]) -> Run {
         let mut c = Command::new(sim_bin());
@@ -550,6 +570,18 @@ impl Run {
 }
 
 impl Run {
+    /// Fails the test, showing stderr, unless stderr holds every one of `texts`.
+    #[track_caller]
+    pub fn stderr_has_all(&self, texts: &[&str]) -> &Run {
+        has_all(&self.stderr(), texts);
+        self
+    }
+    /// Fails the test, showing stdout, unless stdout holds every one of `texts`.
+    #[track_caller]
+    pub fn stdout_has_all(&self, texts: &[&str]) -> &Run {
+        has_all(&self.stdout(), texts);
+        self
+    }
     /// Fails the test, showing stderr, unless stderr holds `text`.
     #[track_caller]
     pub fn stderr_has(&self, text: &str) -> &Run {
@@ -564,6 +596,40 @@ impl Run {
         assert!(o.contains(text), "stdout lacks {text:?}:\n{o}");
         self
     }
+}
+
+/// Fails the test, showing `text`, unless it holds every one of `parts`.
+#[track_caller]
+pub fn has_all(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "lacks {part:?}:\n{text}");
+    }
+}
+
+/// Fails the test, showing `text`, if it holds any one of `parts`.
+#[track_caller]
+pub fn has_none(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(!text.contains(part), "holds {part:?}:\n{text}");
+    }
+}
+
+/// The string `v` (a JSON value that must be a string), which must hold every one of `parts`.
+#[track_caller]
+pub fn str_has_all(v: &serde_json::Value, parts: &[&str]) {
+    let text = v.as_str().unwrap_or_else(|| panic!("not a string: {v}"));
+    has_all(text, parts);
+}
+
+/// The string at `key` of each row of the list `rows` (a document's `stacks` or `steps`), in
+/// order.
+#[track_caller]
+pub fn column(rows: &serde_json::Value, key: &str) -> Vec<String> {
+    rows.as_array()
+        .unwrap_or_else(|| panic!("not a list: {rows}"))
+        .iter()
+        .map(|r| r[key].as_str().unwrap().to_owned())
+        .collect()
 }
 
 /// The check named `name` of a `doctor --json` document; fails showing the document if it has

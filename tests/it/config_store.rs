@@ -423,11 +423,7 @@ fn a_held_config_lock_makes_a_command_wait_bounded_naming_the_holder_then_exit_1
     let r = t
         .run(["providers", "set", &id, "/opt/tools/bin/tool"])
         .fails_with(1);
-    let e = r.stderr();
-    assert!(
-        e.contains(&format!("pid {}", std::process::id())) && e.contains("config.json.lock"),
-        "{e}"
-    );
+    r.stderr_has_all(&[&format!("pid {}", std::process::id()), "config.json.lock"]);
     assert!(t0.elapsed() < Duration::from_secs(30), "not bounded");
     assert_eq!(snapshot(&t), before, "the config was touched");
 }

@@ -5,12 +5,11 @@
 //! doctor say why); names oyster owns are refused, writing nothing; a forced value wins and
 //! cannot be changed; status calls a Host stale after `env set` until `restart`.
 
-use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use crate::common::{doctor_check, live_environ, tree, Run, Stack, TestContext};
+use crate::common::{has_all, has_none};
 
 const SECRET: &str = "s3cret-Pr0xy-pw";
 
@@ -20,16 +19,7 @@ fn proxy() -> String {
 
 /// `oyster WORDS` with `stdin` as its standard input.
 fn with_stdin(t: &TestContext, words: &[&str], stdin: &str) -> Run {
-    let mut c = t
-        .cmd()
-        .args(words)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    c.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    Run(c.wait_with_output().unwrap())
+    t.run_with_stdin(words, stdin.as_bytes())
 }
 
 fn env_file(s: &Stack) -> PathBuf {
@@ -134,10 +124,7 @@ fn a_declared_proxy_reaches_the_live_host_never_the_plist_and_no_output() {
         .mode();
     assert_eq!(mode & 0o777, 0o600);
     let record = std::fs::read_to_string(s.run_dir().join("oyster-exec.json")).unwrap();
-    assert!(
-        record.contains("\"declared\"") && record.contains("HTTPS_PROXY"),
-        "{record}"
-    );
+    has_all(&record, &["\"declared\"", "HTTPS_PROXY"]);
     let said = everything_said(&s);
     assert!(!said.contains(SECRET), "a value was shown:\n{said}");
     assert!(said.contains("HTTPS_PROXY"), "the name is shown");
@@ -219,7 +206,7 @@ fn the_exec_record_proves_declared_values_by_fingerprint_and_a_change_is_stale()
         serde_json::json!(["NODE_EXTRA_CA_CERTS"])
     );
     let record = std::fs::read_to_string(s.run_dir().join("oyster-exec.json")).unwrap();
-    assert!(!record.contains("two.pem"), "{record}");
+    has_none(&record, &["two.pem"]);
     s.done();
 }
 
@@ -302,22 +289,13 @@ fn refused_names_values_and_files_write_nothing() {
 #[test]
 fn a_forced_variable_wins_and_cannot_be_changed_or_unset() {
     let mut s = Stack::new("declmdm");
-    let mut env = plist::Dictionary::new();
-    env.insert(
-        "HTTPS_PROXY".into(),
-        "http://forced.corp.example:8080".into(),
-    );
-    env.insert("PATH".into(), "/evil".into());
-    let mut settings = plist::Dictionary::new();
-    settings.insert("environment".into(), env.into());
-    let profile = s.t.managed_preferences("managed", settings);
     // The launch program reads the same profile: on a Mac, /Library/Managed Preferences; here
     // the directory standing in for it, as `launchctl setenv` would give every job.
-    let dir = profile.parent().unwrap().display().to_string();
-    s.t.extra_env.push((
-        "LAUNCHD_SIM_SETENV".into(),
-        format!("OYSTER_MANAGED_PREFERENCES_DIR={dir}"),
-    ));
+    let forced = [
+        ("HTTPS_PROXY", "http://forced.corp.example:8080"),
+        ("PATH", "/evil"),
+    ];
+    let profile = s.t.forced_environment(&forced);
     s.t.run(s.args("install")).ok();
     // The user's own value loses to the organization's.
     std::fs::write(
@@ -357,10 +335,12 @@ fn a_forced_variable_wins_and_cannot_be_changed_or_unset() {
         !said.contains("forced.corp"),
         "a forced value was shown:\n{said}"
     );
-    assert!(
-        said.contains("environment: PATH is oyster's to set")
-            && said.contains("environment HTTPS_PROXY ("),
-        "{said}"
+    has_all(
+        &said,
+        &[
+            "environment: PATH is oyster's to set",
+            "environment HTTPS_PROXY (",
+        ],
     );
     s.done();
 }
@@ -461,11 +441,8 @@ fn setup_on_a_terminal_declares_the_shells_proxy_on_yes_and_restarts_the_host() 
     let r = t.pty(b"y\n", setup_args("declpty"));
     let said = r["output"].as_str().unwrap_or_default().to_owned();
     assert!(said.contains("Declare them for the Host"), "{r}");
-    assert!(
-        said.contains("declared HTTPS_PROXY for stack declpty"),
-        "{said}"
-    );
-    assert!(!said.contains(SECRET), "{said}");
+    has_all(&said, &["declared HTTPS_PROXY for stack declpty"]);
+    has_none(&said, &[SECRET]);
     let st = t.run(["status", "declpty", "--json"]).json();
     assert_eq!(st["summary"], "verified", "{st}");
     let pid = u32::try_from(st["pid"].as_u64().unwrap()).unwrap();

@@ -5,6 +5,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 
+use crate::common::has_none;
 use crate::common::{live_environ, Stack, TestContext};
 
 /// `NAME=VALUE` given as one word (a habit from shells and .env files) is refused, exit 2,
@@ -43,10 +44,7 @@ fn a_value_of_several_unquoted_words_is_refused_without_showing_them() {
         .run(["env", "set", "PASS", "my", "Zsecret9", "phrase"])
         .fails_with(2);
     let said = format!("{}{}", r.stdout(), r.stderr());
-    assert!(
-        !said.contains("Zsecret9") && !said.contains("phrase"),
-        "{said}"
-    );
+    has_none(&said, &["Zsecret9", "phrase"]);
     r.stderr_has("quote a value with spaces, or give it on stdin with --value-stdin");
 }
 
@@ -104,19 +102,8 @@ fn a_declared_setting_blanks_no_stack_name_or_address_from_the_output() {
 #[test]
 fn a_lower_case_twin_of_a_forced_variable_is_refused_and_left_out() {
     let mut s = Stack::new("decltwin");
-    let mut env = plist::Dictionary::new();
-    env.insert(
-        "HTTPS_PROXY".into(),
-        "http://forced.corp.example:8080".into(),
-    );
-    let mut settings = plist::Dictionary::new();
-    settings.insert("environment".into(), env.into());
-    let profile = s.t.managed_preferences("managed", settings);
-    let dir = profile.parent().unwrap().display().to_string();
-    s.t.extra_env.push((
-        "LAUNCHD_SIM_SETENV".into(),
-        format!("OYSTER_MANAGED_PREFERENCES_DIR={dir}"),
-    ));
+    let profile =
+        s.t.forced_environment(&[("HTTPS_PROXY", "http://forced.corp.example:8080")]);
     s.t.run(s.args("install")).ok();
     s.t.run([
         "env",
@@ -168,20 +155,8 @@ fn a_lower_case_twin_of_a_forced_variable_is_refused_and_left_out() {
 #[test]
 fn setup_never_offers_a_variable_the_organization_forces_in_another_case() {
     let mut t = TestContext::with_claude();
-    let mut env = plist::Dictionary::new();
-    env.insert(
-        "HTTPS_PROXY".into(),
-        "http://forced.corp.example:8080".into(),
-    );
-    let mut settings = plist::Dictionary::new();
-    settings.insert("environment".into(), env.into());
-    let profile = t.managed_preferences("managed", settings);
     // The launch program reads the same profile (launchd's environment, as on a Mac).
-    let dir = profile.parent().unwrap().display().to_string();
-    t.extra_env.push((
-        "LAUNCHD_SIM_SETENV".into(),
-        format!("OYSTER_MANAGED_PREFERENCES_DIR={dir}"),
-    ));
+    t.forced_environment(&[("HTTPS_PROXY", "http://forced.corp.example:8080")]);
     t.extra_env
         .push(("https_proxy".into(), "http://mine.example:1".into()));
     t.extra_env

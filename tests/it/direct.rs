@@ -3,14 +3,14 @@
 use std::process::{Command, Stdio};
 
 use crate::common::{args, free_port, real_node, TestContext};
+use crate::common::{has_all, has_none};
 
 fn start_args(root: &std::path::Path, port: u16) -> Vec<String> {
     args(&["host", "start"])
         .stack("it")
-        .root(root)
-        .node(real_node())
+        .host(root)
         .port(port)
-        .extra(&["--wait", "10"])
+        .wait_secs(10)
         .into()
 }
 
@@ -97,18 +97,16 @@ fn start_status_stop_with_the_live_environment_read_back() {
 
     // A second start is refused while the Host lives.
     // Its fix echoes how the stack was named: `--stack it`, or `it` after the verb.
-    let e = t.run(start_args(&root, port)).fails_with(1).stderr();
-    assert!(
-        e.contains("already running") && e.contains("stop it with `oyster host stop --stack it`"),
-        "{e}"
-    );
-    let plain: Vec<String> = args(&["host", "start", "it"])
-        .root(&root)
-        .node(real_node())
-        .port(port)
-        .into();
-    let e = t.run(&plain).fails_with(1).stderr();
-    assert!(e.contains("stop it with `oyster host stop it`"), "{e}");
+    t.run(start_args(&root, port))
+        .fails_with(1)
+        .stderr_has_all(&[
+            "already running",
+            "stop it with `oyster host stop --stack it`",
+        ]);
+    let plain: Vec<String> = args(&["host", "start", "it"]).host(&root).port(port).into();
+    t.run(&plain)
+        .fails_with(1)
+        .stderr_has_all(&["stop it with `oyster host stop it`"]);
     let st = t.run(["status", "it", "--json"]).json();
     assert!(
         st["notes"]
@@ -217,11 +215,9 @@ fn a_host_that_crashes_on_start_fails_with_the_log_tail_and_leaves_nothing() {
     let t = TestContext::new();
     let root = t.fixture_root("root");
     TestContext::fixture_flag(&root, "crash-on-start", "");
-    let e = t.run(start_args(&root, free_port())).fails_with(1).stderr();
-    assert!(
-        e.contains("exited") && e.contains("crash-on-start is set"),
-        "{e}"
-    );
+    t.run(start_args(&root, free_port()))
+        .fails_with(1)
+        .stderr_has_all(&["exited", "crash-on-start is set"]);
     assert!(!t
         .home
         .join(".oysterun-stacks/it/run/oysterun-host-it.pid")
@@ -237,8 +233,7 @@ fn a_host_that_never_answers_health_is_stopped_after_the_wait() {
     let mut args = start_args(&root, free_port());
     let n = args.len();
     args[n - 1] = "2".into();
-    let e = t.run(args).fails_with(1).stderr();
-    assert!(e.contains("503"), "{e}");
+    t.run(args).fails_with(1).stderr_has_all(&["503"]);
     assert!(t.own_processes().is_empty());
 }
 
@@ -252,10 +247,8 @@ fn a_host_that_dies_right_after_health_is_a_crash_loop() {
     let e = t.run(start_args(&root, free_port())).fails_with(1).stderr();
     // Caught by the settle check, and said so: not "exited before answering /health", which
     // is a Host that never came up.
-    assert!(
-        e.contains("crash loop") && !e.contains("before answering"),
-        "{e}"
-    );
+    has_all(&e, &["crash loop"]);
+    has_none(&e, &["before answering"]);
     assert!(e.contains("crashing after 600 ms"), "the log tail: {e}");
     assert!(t.own_processes().is_empty());
 }

@@ -5,6 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::common::has_all;
 use crate::common::{args, free_port, TestContext};
 
 fn ready() -> (TestContext, Vec<String>) {
@@ -73,11 +74,9 @@ fn healthy_setup_is_all_ok_but_the_override_is_said() {
         claude["resolved"],
         format!("{}/.local/bin/claude", t.home.display())
     );
-    let human = t.run(["doctor", "--stack", "doc"]).ok().stdout();
-    assert!(
-        human.contains("OYSTER_LAUNCHCTL override in effect"),
-        "{human}"
-    );
+    t.run(["doctor", "--stack", "doc"])
+        .ok()
+        .stdout_has_all(&["OYSTER_LAUNCHCTL override in effect"]);
     t.assert_nothing_executed();
 }
 
@@ -89,12 +88,10 @@ fn drift_between_plist_and_generator_is_a_warning_with_the_fix() {
     assert_eq!(status_of(&v, "plist"), "warn");
     let detail = checks(&v).into_iter().find(|c| c.0 == "plist").unwrap().2;
     let home_bin = format!("{}/bin", t.home.display());
-    assert!(
-        detail.contains("+") && detail.contains(&home_bin),
-        "{detail}"
-    );
-    let human = t.run(["doctor", "--stack", "doc"]).ok().stdout();
-    assert!(human.contains("oyster agent regenerate"), "{human}");
+    has_all(&detail, &["+", &home_bin]);
+    t.run(["doctor", "--stack", "doc"])
+        .ok()
+        .stdout_has_all(&["oyster agent regenerate"]);
 }
 
 #[test]
@@ -116,11 +113,9 @@ fn a_broken_manual_command_fails_with_the_fix_and_disabled_is_fine() {
     assert_eq!(status_of(&v, "provider claude"), "fail");
     assert_eq!(status_of(&v, "provider codex"), "ok");
     assert_eq!(v["providers"][1]["state"], "disabled");
-    let human = t.run(["doctor", "--stack", "doc"]).fails_with(1).stdout();
-    assert!(
-        human.contains("oyster providers set claude /full/path"),
-        "{human}"
-    );
+    t.run(["doctor", "--stack", "doc"])
+        .fails_with(1)
+        .stdout_has_all(&["oyster providers set claude /full/path"]);
 }
 
 #[test]

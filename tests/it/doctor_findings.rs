@@ -18,12 +18,7 @@ fn squatter(port: u16) -> std::process::Child {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
+    common::first_line(&mut child);
     child
 }
 
@@ -62,7 +57,8 @@ fn doctor_names_the_program_holding_a_stopped_stacks_port() {
 
 #[test]
 fn doctor_says_a_crash_loops_last_error_line_from_the_log() {
-    let t = TestContext::with_pinned_host();
+    let mut t = TestContext::with_pinned_host();
+    t.scale_throttle("0.2");
     t.run(
         common::args(&["install", "dev"])
             .port(free_port())
@@ -97,18 +93,10 @@ fn doctor_all_reports_every_stack_and_fails_when_one_does() {
     t.run(common::args(&["install", "two"]).port(b).settle(200))
         .ok();
     let all = t.run(["doctor", "--all", "--json"]).json();
-    let names: Vec<&str> = all["stacks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["stack"].as_str().unwrap())
-        .collect();
+    let names = crate::common::column(&all["stacks"], "stack");
     assert_eq!(names, ["one", "two"], "{all}");
-    let human = t.run(["doctor", "--all"]).stdout();
-    assert!(
-        human.contains("stack one") && human.contains("stack two"),
-        "{human}"
-    );
+    t.run(["doctor", "--all"])
+        .stdout_has_all(&["stack one", "stack two"]);
     // One stack's failure fails the whole run, as `status --all`.
     std::fs::write(t.stack_dir("two").join("host/config.json"), "{not json").unwrap();
     let r = t.run(["doctor", "--all", "--json"]).fails_with(1);

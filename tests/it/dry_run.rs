@@ -4,6 +4,7 @@
 //! what the run then does: the audit log of the real run names the same steps in that order.
 
 use crate::bounded::snapshot;
+use crate::common::has_all;
 use crate::common::{free_port, Stack};
 
 /// `VERB STACK [more] --dry-run --json`, its steps' names, checking nothing changed.
@@ -73,14 +74,8 @@ fn restart_with_a_new_port_lists_every_step_and_the_run_takes_them_in_order() {
         s.t.run(["restart", s.name, "--port", &p, "--dry-run"])
             .ok()
             .stdout();
-    assert!(
-        human.contains("would take these steps (nothing was changed)"),
-        "{human}"
-    );
-    assert!(
-        human.contains("  6. verify the Host on 127.0.0.1:"),
-        "{human}"
-    );
+    has_all(&human, &["would take these steps (nothing was changed)"]);
+    has_all(&human, &["  6. verify the Host on 127.0.0.1:"]);
     // The real run: the steps that reach launchd, in that order.
     let from = s.audit().len();
     s.t.run(s.agent_args("restart", false, Some((10, 300))).port(port))
@@ -122,11 +117,11 @@ fn a_first_install_dry_run_creates_no_stack() {
     let before = snapshot(&s.t.home, false);
     let args: Vec<String> = s.agent_args("install", true, None).arg("--dry-run").into();
     let out = s.t.run(&args).ok().stdout();
-    assert!(
-        out.contains("write ~/.oysterun-stacks/dryfresh/host/config.json"),
-        "{out}"
+    has_all(
+        &out,
+        &["write ~/.oysterun-stacks/dryfresh/host/config.json"],
     );
-    assert!(out.contains("load gui/"), "{out}");
+    has_all(&out, &["load gui/"]);
     assert_eq!(
         snapshot(&s.t.home, false),
         before,

@@ -17,13 +17,7 @@ fn impostor(t: &TestContext, port: u16) -> Child {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(c.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    assert_eq!(line.trim(), "up");
+    assert_eq!(crate::common::first_line(&mut c).trim(), "up");
     c
 }
 
@@ -106,15 +100,11 @@ fn a_port_held_by_another_process_is_refused_before_anything_is_written() {
     let s = Stack::new("held");
     let mut other = impostor(&s.t, s.port);
     let r = s.t.run(s.args("install")).fails_with(1);
-    let e = r.stderr();
-    assert!(
-        e.contains(&format!(
-            "port {} is already held by pid {}",
-            s.port,
-            other.id()
-        )),
-        "{e}"
-    );
+    r.stderr_has_all(&[&format!(
+        "port {} is already held by pid {}",
+        s.port,
+        other.id()
+    )]);
     assert!(!s.plist().exists(), "nothing was written");
     // Refused before anything is written: not even the stack's directory (so it is no stack).
     assert!(
@@ -256,17 +246,14 @@ fn only_a_verb_that_loads_the_host_asks_who_holds_its_port() {
     assert!(s.plist().exists());
     let mut again = s.args("regenerate");
     again.push("--no-restart".into());
-    let out = s.t.run(&again).ok().stdout();
-    assert!(out.contains("unchanged"), "{out}");
-    let e = s.t.run(s.args("install")).fails_with(1).stderr();
-    assert!(
-        e.contains(&format!(
+    s.t.run(&again).ok().stdout_has_all(&["unchanged"]);
+    s.t.run(s.args("install"))
+        .fails_with(1)
+        .stderr_has_all(&[&format!(
             "port {} is already held by pid {}",
             s.port,
             other.id()
-        )),
-        "{e}"
-    );
+        )]);
     other.kill().unwrap();
     other.wait().unwrap();
 }

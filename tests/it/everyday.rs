@@ -5,6 +5,7 @@
 use std::process::Command;
 
 use crate::common::{args, free_port, TestContext, BIN};
+use crate::common::{has_all, has_none};
 
 /// A HOME with the simulator and the pinned Node; each stack gets its own root on install.
 fn ctx() -> TestContext {
@@ -46,12 +47,12 @@ fn a_stack_is_taken_as_a_plain_name_and_a_contradiction_is_refused() {
     );
     // A name and --all: the usage shown is the verb's whole usage, not `oyster restart
     // <STACK>` (clap's conflict usage, as if the stack were required).
-    let e = t.run(["restart", "dev", "--all"]).fails_with(2).stderr();
-    assert!(
-        e.contains("cannot be used with '--all'")
-            && e.contains("Usage: oyster restart [OPTIONS] [STACK]"),
-        "{e}"
-    );
+    t.run(["restart", "dev", "--all"])
+        .fails_with(2)
+        .stderr_has_all(&[
+            "cannot be used with '--all'",
+            "Usage: oyster restart [OPTIONS] [STACK]",
+        ]);
     t.run(["logs", "dev", "-n", "3"]).ok();
     t.run(["agent", "status", "dev"]).ok();
     for args in [
@@ -68,13 +69,16 @@ fn a_stack_is_taken_as_a_plain_name_and_a_contradiction_is_refused() {
     t.run(["config", "show", "dev", "--stack", "qa"])
         .fails_with(2);
     // A positional name that is not a stack is said like --stack's.
-    let e = t.run(["status", "nosuch"]).fails_with(2).stderr();
-    assert!(e.contains("no stack named \"nosuch\""), "{e}");
+    t.run(["status", "nosuch"])
+        .fails_with(2)
+        .stderr_has_all(&["no stack named \"nosuch\""]);
     // The hint after `oyster stop dev` is `oyster start dev`, in the form typed.
-    let r = t.run(["stop", "dev"]).ok().stdout();
-    assert!(r.contains("`oyster start dev` starts it again"), "{r}");
-    let r = t.run(["agent", "stop", "--stack", "dev"]).ok().stdout();
-    assert!(r.contains("`oyster agent start --stack dev`"), "{r}");
+    t.run(["stop", "dev"])
+        .ok()
+        .stdout_has_all(&["`oyster start dev` starts it again"]);
+    t.run(["agent", "stop", "--stack", "dev"])
+        .ok()
+        .stdout_has_all(&["`oyster agent start --stack dev`"]);
 }
 
 #[test]
@@ -112,7 +116,7 @@ fn all_acts_on_every_stack_and_names_the_failures_at_the_end() {
     let r = t.run(["stop", "--all"]).ok();
     let out = r.stdout();
     for s in ["aa", "bb"] {
-        assert!(out.contains(&format!("==> stop stack {s}")), "{out}");
+        has_all(&out, &[&format!("==> stop stack {s}")]);
         assert_eq!(status(&t, s)["summary"], "stopped", "{s}");
     }
     let summary: Vec<&str> = out
@@ -173,7 +177,7 @@ fn all_acts_on_every_stack_and_names_the_failures_at_the_end() {
     // Again: nothing is installed any more, and the summary does not claim an uninstall.
     let out = t.run(["uninstall", "--all"]).ok().stdout();
     assert_eq!(out.matches("no plist to remove").count(), 3, "{out}");
-    assert!(!out.contains("uninstalled"), "{out}");
+    has_none(&out, &["uninstalled"]);
 }
 
 /// Ctrl-C in `restart --all` ends the run at the stack it was on, which finishes its own
@@ -208,15 +212,12 @@ fn an_interrupted_all_names_the_stacks_it_did_not_reach() {
     let code = child.wait().unwrap().code();
     let text = said();
     assert_eq!(code, Some(130), "{text}");
-    assert!(!text.contains("==> restart stack ib"), "{text}");
+    has_none(&text, &["==> restart stack ib"]);
     let err = text
         .lines()
         .find(|l| l.starts_with("oyster: error: interrupted by SIGINT"))
         .unwrap_or_else(|| panic!("{text}"));
-    assert!(
-        err.contains("stack ia: ") && err.contains("not reached: ib, ic"),
-        "{err}"
-    );
+    has_all(err, &["stack ia: ", "not reached: ib, ic"]);
     // Nothing was left half-done: every stack still runs a verified Host.
     for s in ["ia", "ib", "ic"] {
         assert_eq!(status(&t, s)["verified"], true, "{s}");
@@ -233,8 +234,9 @@ fn the_aliases_run_the_agent_verbs_with_their_full_help() {
     assert_eq!(info["summary"], "verified");
     assert_eq!(t.run(["ls"]).ok().stdout(), t.run(["list"]).ok().stdout());
     let old = info["pid"].as_u64().unwrap();
-    let r = t.run(["kill", "al"]).ok().stdout();
-    assert!(r.contains(&format!("pid {old}")), "{r}");
+    t.run(["kill", "al"])
+        .ok()
+        .stdout_has_all(&[&format!("pid {old}")]);
     t.run(["uninstall", "al"]).ok();
     assert!(!t
         .home
@@ -250,7 +252,7 @@ fn the_aliases_run_the_agent_verbs_with_their_full_help() {
         let a = t.run([alias, "--help"]).ok().stdout();
         let b = t.run(["agent", agent, "--help"]).ok().stdout();
         assert!(a.contains(words) && b.contains(words), "{alias}:\n{a}");
-        assert!(!a.contains("Alias of"), "{a}");
+        has_none(&a, &["Alias of"]);
         for opt in b.lines().filter_map(|l| l.trim().strip_prefix("--")) {
             let flag = opt.split([' ', '<']).next().unwrap();
             assert!(
@@ -259,8 +261,9 @@ fn the_aliases_run_the_agent_verbs_with_their_full_help() {
             );
         }
     }
-    let info_help = t.run(["info", "--help"]).ok().stdout();
-    assert!(info_help.contains("separate facts"), "{info_help}");
+    t.run(["info", "--help"])
+        .ok()
+        .stdout_has_all(&["separate facts"]);
 }
 
 #[test]
@@ -290,10 +293,7 @@ fn an_unknown_verb_is_answered_with_the_verb_it_means() {
     }
     // A misspelling keeps clap's nearest spelling, without two empty lines.
     let e = t.run(["restat"]).fails_with(2).stderr();
-    assert!(
-        e.contains("similar subcommand") && e.contains("'restart'"),
-        "{e}"
-    );
+    has_all(&e, &["similar subcommand", "'restart'"]);
     assert!(!e.contains("\n\n\n") && e.contains("\n\nUsage:"), "{e:?}");
 }
 
@@ -370,26 +370,20 @@ fn cleanup_removes_only_stacks_of_pure_bookkeeping_and_asks_first() {
     // Without a terminal: a dry run, saying how to do it.
     for args in [&["cleanup"][..], &["cleanup", "--dry-run"]] {
         let out = t.run(args).ok().stdout();
-        assert!(out.contains("leftover ghost"), "{out}");
-        assert!(
-            out.contains("Nothing removed") && out.contains("--yes"),
-            "{out}"
-        );
-        assert!(out.contains("kept    live: has a LaunchAgent"), "{out}");
-        assert!(
-            out.contains("kept    busy") && out.contains("running"),
-            "{out}"
-        );
-        assert!(
-            out.contains("kept    mine")
-                && out.contains(
-                    &kept
-                        .join("host/config.json")
-                        .display()
-                        .to_string()
-                        .replace(&t.home.display().to_string(), "~")
-                ),
-            "{out}"
+        has_all(&out, &["leftover ghost"]);
+        has_all(&out, &["Nothing removed", "--yes"]);
+        has_all(&out, &["kept    live: has a LaunchAgent"]);
+        has_all(&out, &["kept    busy", "running"]);
+        has_all(
+            &out,
+            &[
+                "kept    mine",
+                &kept
+                    .join("host/config.json")
+                    .display()
+                    .to_string()
+                    .replace(&t.home.display().to_string(), "~"),
+            ],
         );
         assert!(ghost.exists());
     }
@@ -407,13 +401,16 @@ fn cleanup_removes_only_stacks_of_pure_bookkeeping_and_asks_first() {
     assert_eq!(r["code"], 0, "{r}");
     assert!(ghost.exists(), "{r}");
     let waited = r["while_asked"].as_str().unwrap();
-    assert!(
-        waited.contains("waiting for another oyster (pid ")
-            && waited.contains(" (cleanup)) to finish with stack ghost"),
-        "{waited}"
+    has_all(
+        waited,
+        &[
+            "waiting for another oyster (pid ",
+            " (cleanup)) to finish with stack ghost",
+        ],
     );
-    let r = t.run(["cleanup", "--yes"]).ok().stdout();
-    assert!(r.contains("removed ghost"), "{r}");
+    t.run(["cleanup", "--yes"])
+        .ok()
+        .stdout_has_all(&["removed ghost"]);
     assert!(!ghost.exists());
     assert!(kept.join("host/config.json").exists() && kept.join("logs/oysterun-host.log").exists());
     assert!(busy.exists());
@@ -448,23 +445,17 @@ fn a_fresh_home_is_told_what_a_newcomer_needs() {
     // A Mac with Node but no Oysterun yet.
     let t = ctx();
     let st = t.run(["status"]).fails_with(1).stdout();
-    assert!(
-        st.contains("`npm install -g oysterun`") && st.contains("`oyster setup --root DIR`"),
-        "{st}"
+    has_all(
+        &st,
+        &["`npm install -g oysterun`", "`oyster setup --root DIR`"],
     );
-    assert!(
-        !st.contains("agent regenerate") && !st.contains("oyster agent install"),
-        "{st}"
-    );
+    has_none(&st, &["agent regenerate", "oyster agent install"]);
     let doc = t.run(["doctor"]).fails_with(1).stdout();
-    assert!(
-        doc.contains("fix: install Oysterun (`npm install -g oysterun`), then run `oyster setup`"),
-        "{doc}"
+    has_all(
+        &doc,
+        &["fix: install Oysterun (`npm install -g oysterun`), then run `oyster setup`"],
     );
-    assert!(
-        !doc.contains("--root to `oyster agent regenerate`"),
-        "{doc}"
-    );
+    has_none(&doc, &["--root to `oyster agent regenerate`"]);
 }
 
 #[test]
@@ -475,10 +466,7 @@ fn a_refused_first_install_leaves_no_stack_behind() {
         .run(args(&["install", "ghost"]).port(free_port()))
         .fails_with(1)
         .stderr();
-    assert!(
-        e.contains("could not find the Oysterun install root"),
-        "{e}"
-    );
+    has_all(&e, &["could not find the Oysterun install root"]);
     assert!(!t.home.join(".oysterun-stacks/ghost").exists(), "{e}");
     // The port is held: the config sync of this run goes again too.
     let root = t.fixture_root("root");
@@ -487,11 +475,11 @@ fn a_refused_first_install_leaves_no_stack_behind() {
     let held = args(&["install", "held"])
         .port(&port)
         .root(&root)
-        .extra(&["--wait", "3"]);
+        .wait_secs(3);
     let e = t.run(held).fails_with(1).stderr();
-    assert!(e.contains("already held"), "{e}");
+    has_all(&e, &["already held"]);
     // Refused before the lock, so nothing of stack held was ever written.
-    assert!(e.contains("Nothing was written"), "{e}");
+    has_all(&e, &["Nothing was written"]);
     assert!(!t.home.join(".oysterun-stacks/held").exists(), "{e}");
     assert_eq!(
         t.run(["list"]).ok().stdout().lines().count(),
@@ -508,7 +496,7 @@ fn a_refused_first_install_leaves_no_stack_behind() {
         args(&["install", "kept"])
             .port(&port)
             .root(&root)
-            .extra(&["--wait", "3"]),
+            .wait_secs(3),
     )
     .fails_with(1);
     assert!(t
@@ -525,14 +513,12 @@ fn a_stale_plist_names_its_fix_once_in_the_form_typed_in_status_and_doctor() {
     t.run(["providers", "set", "claude", "", "--stack", "st"])
         .ok();
     let out = t.run(["status", "st"]).ok().stdout();
-    assert!(out.contains("stale"), "{out}");
+    has_all(&out, &["stale"]);
     assert_eq!(out.matches("regenerate").count(), 1, "{out}");
-    assert!(out.contains("`oyster agent regenerate st`"), "{out}");
-    let out = t.run(["status", "--stack", "st"]).ok().stdout();
-    assert!(
-        out.contains("`oyster agent regenerate --stack st`"),
-        "{out}"
-    );
+    has_all(&out, &["`oyster agent regenerate st`"]);
+    t.run(["status", "--stack", "st"])
+        .ok()
+        .stdout_has_all(&["`oyster agent regenerate --stack st`"]);
     // doctor's fix, and a status note, in the form typed too.
     for (form, want) in [
         (&["doctor", "st"][..], "`oyster agent regenerate st`"),

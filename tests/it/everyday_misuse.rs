@@ -2,6 +2,7 @@
 //! work when typed as shown, `cleanup` must touch nothing outside the stacks it names nor a
 //! stack another oyster is working on, and setup's suggested command must be one that works.
 
+use crate::common::has_all;
 use crate::common::{args, free_port, real_node, TestContext};
 
 /// A HOME with the simulator and the pinned Node.
@@ -51,11 +52,9 @@ fn kill_hints_are_commands_in_the_form_typed() {
         ["oyster start dev", "oyster status dev"],
         "{e}"
     );
-    let e = t
-        .run(["agent", "kill", "--stack", "dev"])
+    t.run(["agent", "kill", "--stack", "dev"])
         .fails_with(1)
-        .stderr();
-    assert!(e.contains("`oyster agent start --stack dev`"), "{e}");
+        .stderr_has_all(&["`oyster agent start --stack dev`"]);
 }
 
 /// A leftover stack (a run dir with only the lock and the node cache) at `dir`.
@@ -82,11 +81,7 @@ fn cleanup_removes_nothing_through_a_symlinked_stack_dir() {
         !stacks.join("ghost").exists(),
         "the real leftover is removed"
     );
-    let out = r.stdout();
-    assert!(
-        out.contains("kept    linked") && out.contains("symlink"),
-        "{out}"
-    );
+    r.stdout_has_all(&["kept    linked", "symlink"]);
     assert!(
         !r.stderr().contains("something was added"),
         "{}",
@@ -149,8 +144,8 @@ fn setups_offered_command_without_providers_works_when_typed() {
     let r = t.run(&words);
     assert_eq!(r.0.status.code(), Some(0), "`{offered}`: {}", r.stderr());
     let again = r.stdout();
-    assert!(again.contains(root), "{again}");
-    assert!(offered.contains(&format!("--port {port}")), "{offered}");
+    has_all(&again, &[root]);
+    has_all(&offered, &[&format!("--port {port}")]);
     assert!(
         again.contains("start:       no"),
         "--no-start is kept: {again}"
@@ -256,9 +251,9 @@ fn ctrl_c_during_the_login_qr_stops_the_step_and_exits_130() {
         "the QR step (pid {qr}) outlived oyster's Ctrl-C: {err}"
     );
     assert_eq!(out.status.code(), Some(130), "{err}");
-    assert!(
-        err.contains("the login QR step was stopped; the Host runs and verified"),
-        "{err}"
+    has_all(
+        &err,
+        &["the login QR step was stopped; the Host runs and verified"],
     );
     assert_eq!(status_of(&t, "dev")["verified"], true);
 }

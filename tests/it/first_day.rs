@@ -3,6 +3,7 @@
 //! a command takes.
 
 use crate::common::{args, doctor_check, free_port, recorder, shown_width, TestContext};
+use crate::common::{has_all, has_none};
 use crate::snapshots::{installed, snap_table};
 
 #[test]
@@ -124,13 +125,9 @@ fn config_sync_with_a_new_port_says_the_host_still_runs_on_the_old_one() {
     let r = t
         .run(args(&["config", "sync"]).stack("snap").port(new))
         .ok();
-    let out = r.stdout();
-    assert!(
-        out.contains(&format!(
+    r.stdout_has_all(&[&format!(
             "The Host still runs on port {port}: run `oyster agent regenerate --stack snap` to move it to port {new}."
-        )),
-        "{out}"
-    );
+        )]);
     // Once regenerated, the same sync changes nothing and says nothing about the Host.
     t.run(["agent", "regenerate", "snap", "--settle-ms", "200"])
         .ok();
@@ -138,10 +135,8 @@ fn config_sync_with_a_new_port_says_the_host_still_runs_on_the_old_one() {
         .run(args(&["config", "sync"]).stack("snap").port(new))
         .ok()
         .stdout();
-    assert!(
-        out.contains("unchanged") && !out.contains("still runs"),
-        "{out}"
-    );
+    has_all(&out, &["unchanged"]);
+    has_none(&out, &["still runs"]);
 }
 
 #[test]
@@ -196,12 +191,9 @@ fn version_open_and_qr_answer_on_demand() {
     let root = t.path("root");
     std::fs::write(root.join("package.json"), r#"{"version": "1.5.3"}"#).unwrap();
     let verbose = t.run(["version", "--verbose"]).ok().stdout();
-    assert!(verbose.contains("stack snap:"), "{verbose}");
-    assert!(
-        verbose.contains(&format!("oysterun: {} 1.5.3", root.display())),
-        "{verbose}"
-    );
-    assert!(verbose.contains("  node:     "), "{verbose}");
+    has_all(&verbose, &["stack snap:"]);
+    has_all(&verbose, &[&format!("oysterun: {} 1.5.3", root.display())]);
+    has_all(&verbose, &["  node:     "]);
     // A custom stack with no port yet still runs a Node and a root: said as such, not as the
     // plan's refusal to go without a port.
     let noport = t.home.join(".oysterun-stacks/noport/host");
@@ -273,11 +265,8 @@ fn a_launchagents_dir_the_user_cannot_write_is_named_with_its_fix_and_nothing_ch
     let before = crate::common::tree(&t.home);
     let r = t.run(args(&["install", "pa"]).port(&port)).fails_with(1);
     let err = r.stderr();
-    assert!(
-        err.contains("Library/LaunchAgents") && err.contains("mode is 0555"),
-        "{err}"
-    );
-    assert!(err.contains("chmod u+wx"), "{err}");
+    has_all(&err, &["Library/LaunchAgents", "mode is 0555"]);
+    has_all(&err, &["chmod u+wx"]);
     assert_eq!(crate::common::tree(&t.home), before, "nothing was written");
     // Owned by another user (a `sudo` mistake): the owner and `sudo chown` are named, in
     // install, regenerate, status and doctor alike.
@@ -308,22 +297,14 @@ fn info_all_shows_every_stack_and_exits_1_unless_each_is_verified() {
     t.run(args(&["install", "snap2"]).port(&other).settle(200))
         .ok();
     let doc = t.run(["info", "--all", "--json"]).ok().json();
-    let stacks: Vec<&str> = doc["stacks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["stack"].as_str().unwrap())
-        .collect();
+    let stacks = crate::common::column(&doc["stacks"], "stack");
     assert_eq!(stacks, ["snap", "snap2"], "{doc}");
     t.run(["stop", "snap2"]).ok();
     let r = t.run(["status", "--all"]).fails_with(1);
     let out = r.stdout();
-    assert!(out.contains("com.oysterun.host.snap (stack snap)"), "{out}");
-    assert!(
-        out.contains("com.oysterun.host.snap2 (stack snap2)"),
-        "{out}"
-    );
-    assert!(out.contains("status:    stopped"), "{out}");
+    has_all(&out, &["com.oysterun.host.snap (stack snap)"]);
+    has_all(&out, &["com.oysterun.host.snap2 (stack snap2)"]);
+    has_all(&out, &["status:    stopped"]);
     // One stack or all: not both.
     t.run(["info", "snap", "--all"]).fails_with(2);
     t.run(["uninstall", "--all"]).ok();
@@ -378,8 +359,9 @@ fn stop_keep_stays_registered_for_the_next_login_and_no_wait_returns_at_once() {
     let st = t.run(["status", "snap", "--json"]).json();
     let old = st["pid"].as_u64().unwrap();
     // --keep: booted out, not disabled; a login loads it again (brew's `stop --keep`).
-    let out = t.run(["stop", "snap", "--keep"]).ok().stdout();
-    assert!(out.contains("left enabled (--keep)"), "{out}");
+    t.run(["stop", "snap", "--keep"])
+        .ok()
+        .stdout_has_all(&["left enabled (--keep)"]);
     let st = t.run(["status", "snap", "--json"]).fails_with(1).json();
     assert_eq!(st["loaded"], false, "{st}");
     assert_ne!(st["disabled"], true, "not disabled: {st}");
@@ -397,11 +379,9 @@ fn stop_keep_stays_registered_for_the_next_login_and_no_wait_returns_at_once() {
     let pid = t.run(["status", "snap", "--json"]).json()["pid"]
         .as_u64()
         .unwrap();
-    let out = t.run(["stop", "snap", "--no-wait"]).ok().stdout();
-    assert!(
-        out.contains("disabled, so it stays stopped") && out.contains(&format!("pid {pid}")),
-        "{out}"
-    );
+    t.run(["stop", "snap", "--no-wait"])
+        .ok()
+        .stdout_has_all(&["disabled, so it stays stopped", &format!("pid {pid}")]);
     crate::common::wait_until(
         std::time::Duration::from_secs(10),
         "the Host to exit",
@@ -418,23 +398,20 @@ fn cleanup_yes_purge_removes_uninstalled_stacks_with_their_files_named_and_only_
     assert!(root.join("host/config.json").exists() && root.join("logs").is_dir());
     // Without --purge: kept, and the way to remove it is named.
     let out = t.run(["cleanup", "--yes"]).ok().stdout();
-    assert!(
-        out.contains("kept    snap: no LaunchAgent and no Host, but it holds"),
-        "{out}"
+    has_all(
+        &out,
+        &["kept    snap: no LaunchAgent and no Host, but it holds"],
     );
-    assert!(out.contains("--yes --purge"), "{out}");
+    has_all(&out, &["--yes --purge"]);
     assert!(root.exists());
     // --dry-run --purge: says what it would remove, removes nothing.
     let out = t.run(["cleanup", "--dry-run", "--purge"]).ok().stdout();
-    assert!(out.contains("would purge snap: "), "{out}");
-    assert!(out.contains("config.json"), "{out}");
+    has_all(&out, &["would purge snap: "]);
+    has_all(&out, &["config.json"]);
     assert!(root.exists());
     // --yes --purge: removed, each file named.
     let out = t.run(["cleanup", "--yes", "--purge"]).ok().stdout();
-    assert!(
-        out.contains("purging snap: ") && out.contains("config.json"),
-        "{out}"
-    );
+    has_all(&out, &["purging snap: ", "config.json"]);
     assert!(!root.exists(), "{out}");
     assert_eq!(
         t.run(["list", "--json"]).json()["stacks"],
@@ -445,11 +422,12 @@ fn cleanup_yes_purge_removes_uninstalled_stacks_with_their_files_named_and_only_
 #[test]
 fn stop_all_names_each_stack_in_the_form_stop_stack_does() {
     let (t, _) = installed();
-    let one = t.run(["stop", "snap"]).ok().stdout();
-    assert!(one.contains("`oyster start snap` starts it again"), "{one}");
+    t.run(["stop", "snap"])
+        .ok()
+        .stdout_has_all(&["`oyster start snap` starts it again"]);
     t.run(["start", "snap", "--settle-ms", "200"]).ok();
     let all = t.run(["stop", "--all"]).ok().stdout();
-    assert!(all.contains("`oyster start snap` starts it again"), "{all}");
+    has_all(&all, &["`oyster start snap` starts it again"]);
     t.run(["uninstall", "--all"]).ok();
 }
 
@@ -496,8 +474,9 @@ fn an_opener_whose_browser_stays_in_the_foreground_is_left_running_and_a_failing
     );
     // An opener that fails: its exit code, and the URL to open by hand.
     opener(&mut t, "exit 3");
-    let e = t.run(["open", "snap"]).fails_with(1).stderr();
-    assert!(e.contains("exited 3") && e.contains(&url), "{e}");
+    t.run(["open", "snap"])
+        .fails_with(1)
+        .stderr_has_all(&["exited 3", &url]);
 }
 
 /// `version --verbose` names each stack's root and the version in its `package.json` on one
@@ -528,7 +507,7 @@ fn version_verbose_says_each_root_and_version_on_one_line() {
     let out = String::from_utf8_lossy(&verbose.stdout).into_owned();
     let stacks: Vec<&str> = out.lines().filter(|l| l.starts_with("stack ")).collect();
     assert_eq!(stacks, ["stack one:"], "{out}");
-    assert!(out.contains("/root 1.5.3\\nstack forged:"), "{out}");
+    has_all(&out, &["/root 1.5.3\\nstack forged:"]);
     // A root whose name holds a newline is refused where it enters (the plist cannot carry
     // it): the refusal names it on one line too.
     let ghost = crate::common::fixture_root_at(&t.path("r\nstack ghost:"));

@@ -4,6 +4,7 @@
 use crate::common::{
     args, doctor_check, free_port, real_node, shown_width, strip_ansi, TestContext,
 };
+use crate::common::{has_all, has_none};
 
 /// A HOME with one custom stack, `snap`, that has a config (and so exists).
 fn with_snap() -> TestContext {
@@ -262,14 +263,11 @@ fn a_forced_node_or_root_that_does_not_work_is_the_profiles_not_a_flag_the_user_
         // the administrator's (a --node-bin or --root would be refused as managed).
         let r = t.run(["agent", "print", "--stack", "snap"]).fails_with(1);
         let err = r.stderr();
-        assert!(err.contains(&format!("the managed {key} ({bad})")), "{err}");
-        assert!(
-            !err.contains("--node-bin") && !err.contains("from --root"),
-            "{err}"
-        );
-        assert!(
-            err.contains("ask your administrator") && err.contains(&file.display().to_string()),
-            "{err}"
+        has_all(&err, &[&format!("the managed {key} ({bad})")]);
+        has_none(&err, &["--node-bin", "from --root"]);
+        has_all(
+            &err,
+            &["ask your administrator", &file.display().to_string()],
         );
         let doc = t.run(["doctor", "snap", "--json"]).json();
         let check = doctor_check(&doc, "node/root");
@@ -293,13 +291,10 @@ fn config_sync_port_of_a_stopped_host_does_not_say_it_still_runs() {
     let new = free_port();
     let r = t.run(args(&["config", "sync", "snap"]).port(new)).ok();
     let out = r.stdout();
-    assert!(!out.contains("still runs"), "{out}");
-    assert!(
-        out.contains(&format!(
+    has_none(&out, &["still runs"]);
+    has_all(&out, &[&format!(
             "The Host is not running (its LaunchAgent still says port {old}); `oyster start snap` starts it on port {new}."
-        )),
-        "{out}"
-    );
+        )]);
     // Typed as told, it does.
     t.run(["start", "snap", "--settle-ms", "200"]).ok();
     assert_eq!(t.run(["status", "snap", "--json"]).ok().json()["port"], new);
@@ -312,8 +307,8 @@ fn bare_oyster_with_a_stack_names_status_instead_of_an_empty_verb() {
     let t = with_snap();
     let r = t.run(["--stack", "snap"]).fails_with(2);
     let err = r.stderr();
-    assert!(!err.contains("`oyster `"), "{err}");
-    assert!(err.contains("`oyster status snap` shows that one"), "{err}");
+    has_none(&err, &["`oyster `"]);
+    has_all(&err, &["`oyster status snap` shows that one"]);
 }
 
 #[test]

@@ -4,6 +4,7 @@
 use std::process::Command;
 
 use crate::common::{args, plistlib, TestContext};
+use crate::common::{has_all, has_none};
 
 /// Python's own UUIDv5 of `name` in the DNS namespace, upper-case (an independent derivation).
 fn python_uuid5(name: &str) -> String {
@@ -58,14 +59,8 @@ fn mdm_profile_is_a_device_servicemanagement_profile_matching_every_stack_label(
     assert_eq!(rules[1]["RuleValue"], login["Label"]);
     assert!(rules[1].get("TeamIdentifier").is_none(), "{rules:?}");
     let err = r.stderr();
-    assert!(
-        err.contains("no TeamIdentifier") && err.contains("not for macOS"),
-        "{err}"
-    );
-    assert!(
-        err.contains("through your MDM") && err.contains("double-click"),
-        "{err}"
-    );
+    has_all(&err, &["no TeamIdentifier", "not for macOS"]);
+    has_all(&err, &["through your MDM", "double-click"]);
 }
 
 #[test]
@@ -303,7 +298,7 @@ fn inventory_describes_three_stacks_in_their_states_as_documented_and_holds_no_s
         "{broken}"
     );
     let fix = broken["problems"][0]["fix"].as_str().unwrap();
-    assert!(fix.contains("oyster doctor broken"), "{fix}");
+    has_all(fix, &["oyster doctor broken"]);
 
     // --result: one value, wrapped for a Jamf extension attribute.
     let one = |key: &str| t.run(["inventory", "--result", key]).ok().stdout();
@@ -313,15 +308,9 @@ fn inventory_describes_three_stacks_in_their_states_as_documented_and_holds_no_s
         "{problems}"
     );
     let who = me["name"].as_str().unwrap();
-    assert!(
-        problems.contains(&format!("{who}/two:stopped")),
-        "{problems}"
-    );
-    assert!(
-        problems.contains(&format!("{who}/broken:broken_files")),
-        "{problems}"
-    );
-    assert!(!problems.contains("production"), "{problems}");
+    has_all(&problems, &[&format!("{who}/two:stopped")]);
+    has_all(&problems, &[&format!("{who}/broken:broken_files")]);
+    has_none(&problems, &["production"]);
     assert!(one("verified").contains("<result>1/3</result>") || users.len() > 1);
     assert_eq!(
         one("oyster_version"),
@@ -334,8 +323,8 @@ fn inventory_describes_three_stacks_in_their_states_as_documented_and_holds_no_s
 
     // People get a summary, also exit 0.
     let human = t.run(["inventory"]).ok().stdout();
-    assert!(human.contains("stopped: oyster start two"), "{human}");
-    assert!(!human.contains("SECRET"), "{human}");
+    has_all(&human, &["stopped: oyster start two"]);
+    has_none(&human, &["SECRET"]);
     t.run(["inventory", "--stack", "two"]).fails_with(2);
 }
 
@@ -386,12 +375,7 @@ fn inventory_user_part_is_the_users_entry_of_the_document() {
         .find(|u| u["home"] == home.as_str())
         .unwrap_or_else(|| panic!("{doc}"));
     assert_eq!(&part, entry);
-    let names: Vec<&str> = part["stacks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["stack"].as_str().unwrap())
-        .collect();
+    let names = crate::common::column(&part["stacks"], "stack");
     assert_eq!(names, ["alpha", "beta"]);
     // Hidden, and only on its own.
     assert!(!t

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::{args, free_port, write_binary_plist, TestContext};
+use crate::common::{has_all, has_none};
 
 fn dict(pairs: Vec<(&str, plist::Value)>) -> plist::Value {
     let mut d = plist::Dictionary::new();
@@ -212,19 +213,16 @@ fn status_config_show_doctor_providers_and_inventory_mark_managed_values() {
     let m = managed();
     let t = &m.t;
     let show = t.run(["config", "show", "--stack", "dev"]).ok().stdout();
-    assert!(
-        show.contains(&format!("# managed: port = {} (forced by ", m.forced)),
-        "{show}"
+    has_all(
+        &show,
+        &[&format!("# managed: port = {} (forced by ", m.forced)],
     );
-    assert!(
-        show.contains("# managed: provider_command_intent.codex = \"disabled\""),
-        "{show}"
+    has_all(
+        &show,
+        &["# managed: provider_command_intent.codex = \"disabled\""],
     );
     let status = t.run(["status", "dev"]).stdout();
-    assert!(
-        status.contains(&format!("managed: port = {}", m.forced)),
-        "{status}"
-    );
+    has_all(&status, &[&format!("managed: port = {}", m.forced)]);
     // `status --json` carries them as data: setting, value, and the file that forces it.
     let st = t.run(["status", "dev", "--json"]).json();
     let port = st["managed"]
@@ -241,14 +239,9 @@ fn status_config_show_doctor_providers_and_inventory_mark_managed_values() {
             .ends_with("com.oysterun.oyster.plist"),
         "{st}"
     );
-    let providers = t
-        .run(["providers", "status", "--stack", "dev"])
+    t.run(["providers", "status", "--stack", "dev"])
         .ok()
-        .stdout();
-    assert!(
-        providers.contains("managed: provider_command_intent.codex"),
-        "{providers}"
-    );
+        .stdout_has_all(&["managed: provider_command_intent.codex"]);
     let check = managed_check(t);
     assert_eq!(check["status"], "ok");
     assert!(
@@ -262,12 +255,7 @@ fn status_config_show_doctor_providers_and_inventory_mark_managed_values() {
         inv["managed_preferences"]["directory"],
         m.dir.display().to_string()
     );
-    let everyone: Vec<&str> = inv["managed_preferences"]["keys"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| k["setting"].as_str().unwrap())
-        .collect();
+    let everyone = crate::common::column(&inv["managed_preferences"]["keys"], "setting");
     assert_eq!(
         everyone,
         ["provider_command_intent.codex", "default_browse_path"],
@@ -308,10 +296,7 @@ fn status_config_show_doctor_providers_and_inventory_mark_managed_values() {
     ] {
         assert!(show.contains(left_out), "{left_out}: {show}");
     }
-    assert!(
-        show.contains("# managed: provider_command_intent.codex"),
-        "{show}"
-    );
+    has_all(&show, &["# managed: provider_command_intent.codex"]);
     let check = managed_check(t);
     assert_eq!(check["status"], "warn", "{check}");
 }
@@ -356,7 +341,7 @@ fn the_sample_payload_is_a_managed_preferences_profile_whose_every_key_oyster_ap
         .run(["config", "show", "--stack", "staging"])
         .ok()
         .stdout();
-    assert!(!show.contains("left out"), "{show}");
+    has_none(&show, &["left out"]);
     for key in [
         "connection_mode",
         "default_browse_path",

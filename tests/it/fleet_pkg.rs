@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use crate::common::has_all;
 use crate::common::pkg::{
     assert_oyster_never_acts_as_root, script, sh_quote, w, Outcome, Pkg, PKG_FILES,
 };
@@ -172,8 +173,8 @@ fn the_login_step_regenerates_once_per_version_and_again_after_a_failure() {
         ]
     );
     let log = login_log(&p, "bob");
-    assert!(log.contains("oyster agent regenerate succeeded"), "{log}");
-    assert!(log.contains("oyster agent regenerate --stack dev"), "{log}");
+    has_all(&log, &["oyster agent regenerate succeeded"]);
+    has_all(&log, &["oyster agent regenerate --stack dev"]);
     assert_eq!(
         std::fs::read_to_string(stamp(&p, "bob")).unwrap(),
         format!("oyster {VERSION}\n")
@@ -384,13 +385,10 @@ fn oyster_uninstall_on_a_terminal_asks_and_a_no_removes_nothing() {
     let agent = p.agent_running("alice", "com.oysterun.host", "/usr/local/bin/oyster");
     let (code, out) = uninstall_on_a_terminal(&p, "n");
     assert_eq!(code, 0, "{out}");
-    assert!(
-        out.contains("remove all of this? [y/N]") && out.contains("nothing was removed."),
-        "{out}"
-    );
+    has_all(&out, &["remove all of this? [y/N]", "nothing was removed."]);
     assert!(agent.exists() && p.sys.join("usr/local/bin/oyster").exists());
     let (code, out) = uninstall_on_a_terminal(&p, "y");
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("done: oyster is uninstalled."), "{out}");
+    has_all(&out, &["done: oyster is uninstalled."]);
     assert!(!agent.exists() && !p.sys.join("usr/local/bin/oyster").exists());
 }

@@ -1,6 +1,7 @@
 //! Regressions found by trying oyster as a hostile user would, each named after what broke.
 
 use crate::common::{args, free_port, Args, TestContext};
+use crate::common::{has_all, has_none};
 
 /// `agent VERB --stack NAME --wait 4 --settle-ms 300`, and `--port P` for the verbs that
 /// take one (the root and Node are pinned: [`TestContext::with_pinned_host`]).
@@ -25,7 +26,7 @@ fn a_failed_restart_of_an_unchanged_job_keeps_the_plist() {
     let good = std::fs::read(&plist).unwrap();
     TestContext::fixture_flag(&root, "crash-on-start", "");
     let e = t.run(stack("restart", "rv", port)).fails_with(1).stderr();
-    assert!(!e.contains("removed"), "{e}");
+    has_none(&e, &["removed"]);
     assert_eq!(
         std::fs::read(&plist).unwrap(),
         good,
@@ -59,16 +60,13 @@ fn uninstall_after_stop_leaves_the_label_enabled() {
         .sim(&["print-disabled", &format!("gui/{uid}")])
         .ok()
         .stdout();
-    assert!(disabled.contains("com.oysterun.host.en"), "{disabled}");
+    has_all(&disabled, &["com.oysterun.host.en"]);
     t.run(["agent", "uninstall", "--stack", "en"]).ok();
     let after = t
         .sim(&["print-disabled", &format!("gui/{uid}")])
         .ok()
         .stdout();
-    assert!(
-        !after.contains("\"com.oysterun.host.en\" => disabled"),
-        "{after}"
-    );
+    has_none(&after, &["\"com.oysterun.host.en\" => disabled"]);
     // The identity files named a pid that is gone: removed with the job.
     let run = t.home.join(".oysterun-stacks/en/run");
     assert!(!run.join("oysterun-host-en.pid").exists());
@@ -80,8 +78,9 @@ fn a_refused_install_writes_no_config() {
     let t = TestContext::with_pinned_host();
     // An install with no --port, for a stack that has none yet.
     let no_port = args(&["agent", "install"]).stack("noport").wait(4, 300);
-    let e = t.run(no_port).fails_with(2).stderr();
-    assert!(e.contains("no port yet"), "{e}");
+    t.run(no_port)
+        .fails_with(2)
+        .stderr_has_all(&["no port yet"]);
     assert!(
         !t.home
             .join(".oysterun-stacks/noport/host/config.json")
@@ -90,7 +89,7 @@ fn a_refused_install_writes_no_config() {
     );
     // And it is no phantom stack afterwards.
     let list = t.run(["agent", "list", "--json"]).ok().stdout();
-    assert!(!list.contains("noport"), "{list}");
+    has_none(&list, &["noport"]);
     t.run(["agent", "status", "--stack", "noport"])
         .fails_with(2);
 }
@@ -120,8 +119,7 @@ fn a_verified_host_on_a_stale_plist_is_said_to_be_stale() {
         .ok()
         .json();
     assert_eq!(st["summary"], "stale", "{st}");
-    let list = t.run(["agent", "list"]).ok().stdout();
-    assert!(list.contains(" stale "), "{list}");
+    t.run(["agent", "list"]).ok().stdout_has_all(&[" stale "]);
 }
 
 /// Where there is no launchd, setup starts the Host directly; the everyday `status` and `list`
@@ -147,12 +145,9 @@ fn the_everyday_verbs_see_a_directly_started_host() {
         (Some("direct"), Some("direct"), Some(true)),
         "{st}"
     );
-    let list = t.run(["list"]).ok().stdout();
-    assert!(list.contains("dh") && list.contains(" direct "), "{list}");
-    let e = t.run(["stop", "--stack", "dh"]).fails_with(1).stderr();
-    assert!(
-        e.contains("started directly") && e.contains("oyster host stop --stack dh"),
-        "{e}"
-    );
+    t.run(["list"]).ok().stdout_has_all(&["dh", " direct "]);
+    t.run(["stop", "--stack", "dh"])
+        .fails_with(1)
+        .stderr_has_all(&["started directly", "oyster host stop --stack dh"]);
     t.run(["host", "stop", "--stack", "dh"]).ok();
 }

@@ -6,6 +6,7 @@
 use std::process::Command;
 
 use crate::common::{args, free_port, runner_tool, TestContext, BIN};
+use crate::common::{has_all, has_none};
 
 /// `oyster ARGS` with COLUMNS=80 and stdout piped (clap's width then comes from COLUMNS).
 fn help80(t: &TestContext, args: &[&str]) -> String {
@@ -62,15 +63,9 @@ fn the_help_reads_at_80_columns_piped_and_on_a_terminal() {
     }
     let text = help80(&t, &["--help"]);
     reads_at_80(&text, "Environment:", env_name);
-    assert!(
-        text.contains("\n  OYSTER_LAUNCHCTL_TIMEOUT_SECS\n"),
-        "{text}"
-    );
+    has_all(&text, &["\n  OYSTER_LAUNCHCTL_TIMEOUT_SECS\n"]);
     // completions and man are listed.
-    assert!(
-        text.contains("\n  completions ") && text.contains("\n  man "),
-        "{text}"
-    );
+    has_all(&text, &["\n  completions ", "\n  man "]);
 
     // The same on a real terminal 80 columns wide (clap asks the terminal, not COLUMNS).
     let r = t.pty(b"", ["--help"]);
@@ -235,7 +230,7 @@ fn stack_completes_the_stacks_on_disk() {
         verbs.lines().any(|v| v == "restart") && verbs.lines().any(|v| v == "cleanup"),
         "{verbs}"
     );
-    assert!(!verbs.contains("__complete"), "{verbs}");
+    has_none(&verbs, &["__complete"]);
     for (shell, marker) in [
         ("zsh", "compadd -- $(oyster __complete-stacks"),
         ("fish", "-a \"(oyster __complete-stacks"),
@@ -283,11 +278,8 @@ fn providers_status_says_every_documented_field_including_authentication() {
     for field in ["intent:", "command:", "resolved:", "authentication:"] {
         assert_eq!(status.matches(field).count(), 2, "{field}:\n{status}");
     }
-    assert!(status.contains("claude (available)"), "{status}");
-    assert!(
-        status.contains("codex (disabled)") && status.contains("\"\" (disabled)"),
-        "{status}"
-    );
-    assert!(status.contains("authentication: not checked"), "{status}");
+    has_all(&status, &["claude (available)"]);
+    has_all(&status, &["codex (disabled)", "\"\" (disabled)"]);
+    has_all(&status, &["authentication: not checked"]);
     t.assert_nothing_executed();
 }

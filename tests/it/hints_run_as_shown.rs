@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::{args, free_port, runner_tool, TestContext, BIN};
+use crate::common::{has_all, has_none};
 
 /// A HOME with the simulator and the pinned Node.
 fn ctx() -> TestContext {
@@ -94,67 +95,46 @@ fn doctors_provider_fixes_for_a_named_stack_change_that_stack_when_run() {
 fn hints_for_a_stack_given_with_a_flag_name_it_where_there_is_no_plist_or_a_loaded_agent() {
     let t = ctx();
     // A stack with only a config: `providers set` says which setup uses the change.
-    let out = t
-        .run([
-            "providers",
-            "set",
-            "claude",
-            "/usr/bin/true",
-            "--stack",
-            "qa",
-        ])
-        .ok()
-        .stdout();
-    assert!(
-        out.contains("`oyster setup --stack qa` uses the change"),
-        "{out}"
-    );
+    t.run([
+        "providers",
+        "set",
+        "claude",
+        "/usr/bin/true",
+        "--stack",
+        "qa",
+    ])
+    .ok()
+    .stdout_has_all(&["`oyster setup --stack qa` uses the change"]);
     // Disabling names the undo for this stack; run as shown, it undoes it there.
-    let out = t
-        .run(["providers", "set", "codex", "", "--stack", "qa"])
+    t.run(["providers", "set", "codex", "", "--stack", "qa"])
         .ok()
-        .stdout();
-    assert!(
-        out.contains("(`oyster providers auto codex --stack qa` undoes this)"),
-        "{out}"
-    );
-    let out = t
-        .run(["providers", "auto", "codex", "--stack", "qa"])
+        .stdout_has_all(&["(`oyster providers auto codex --stack qa` undoes this)"]);
+    t.run(["providers", "auto", "codex", "--stack", "qa"])
         .ok()
-        .stdout();
-    assert!(out.contains("codex: auto"), "{out}");
+        .stdout_has_all(&["codex: auto"]);
     assert!(!t.config_path().exists(), "production's config was written");
     // A manual path that is no executable names the way back for this stack.
-    let e = t
-        .run([
-            "providers",
-            "set",
-            "codex",
-            "/nonexistent/codex",
-            "--stack",
-            "qa",
-        ])
-        .ok()
-        .stderr();
-    assert!(
-        e.contains("(or `oyster providers auto codex --stack qa`)"),
-        "{e}"
-    );
+    t.run([
+        "providers",
+        "set",
+        "codex",
+        "/nonexistent/codex",
+        "--stack",
+        "qa",
+    ])
+    .ok()
+    .stderr_has_all(&["(or `oyster providers auto codex --stack qa`)"]);
     // A loaded LaunchAgent refuses `host start`: its suggestions are for that stack.
     install(&t, "dev");
-    let e = t.run(["host", "start", "dev"]).fails_with(1).stderr();
-    assert!(
-        e.contains("Use `oyster restart dev`, or `oyster uninstall dev`"),
-        "{e}"
-    );
-    let e = t
-        .run(["host", "start", "--stack", "dev"])
+    t.run(["host", "start", "dev"])
         .fails_with(1)
-        .stderr();
-    assert!(
-        e.contains("`oyster restart --stack dev`") && e.contains("`oyster uninstall --stack dev`"),
-        "{e}"
-    );
+        .stderr_has_all(&["Use `oyster restart dev`, or `oyster uninstall dev`"]);
+    t.run(["host", "start", "--stack", "dev"])
+        .fails_with(1)
+        .stderr_has_all(&[
+            "`oyster restart --stack dev`",
+            "`oyster uninstall --stack dev`",
+        ]);
 }
 
 #[test]
@@ -302,8 +282,7 @@ fn a_providers_reason_for_a_named_stack_suggests_that_stacks_commands() {
         .into_iter()
         .find(|c| c.starts_with("oyster providers auto codex"))
         .unwrap_or_else(|| panic!("{out}"));
-    let r = t.run(words(&back)).ok().stdout();
-    assert!(r.contains("codex: auto"), "{r}");
+    t.run(words(&back)).ok().stdout_has_all(&["codex: auto"]);
     assert!(
         !t.config_path().exists(),
         "`{back}` wrote production's config"
@@ -328,20 +307,19 @@ fn without_launchd_the_way_to_start_directly_names_the_stack_given() {
         assert!(e.contains(want), "{args:?}: {e}");
     }
     let out = t.run(["status", "dev", "--json"]).json().to_string();
-    assert!(out.contains("`oyster host start dev`"), "{out}");
-    let out = t.run(["doctor", "--stack", "dev"]).stdout();
-    assert!(out.contains("`oyster host start --stack dev`"), "{out}");
+    has_all(&out, &["`oyster host start dev`"]);
+    t.run(["doctor", "--stack", "dev"])
+        .stdout_has_all(&["`oyster host start --stack dev`"]);
     // A newcomer's first look at staging: staging's setup.
     let fresh = TestContext::new();
-    let out = fresh.run(["status", "staging"]).stdout();
-    assert!(out.contains("then run `oyster setup staging`"), "{out}");
+    fresh
+        .run(["status", "staging"])
+        .stdout_has_all(&["then run `oyster setup staging`"]);
     // Production's own hint stays as it was.
     t.run(["providers", "set", "codex", ""]).ok();
-    let e = t.run(["start"]).fails_with(1).stderr();
-    assert!(
-        e.contains("`oyster host start` starts the Host directly"),
-        "{e}"
-    );
+    t.run(["start"])
+        .fails_with(1)
+        .stderr_has_all(&["`oyster host start` starts the Host directly"]);
 }
 
 /// `start` right after a `stop` interrupted while launchd drained the job: the label is
@@ -438,8 +416,8 @@ fn a_failed_console_start_of_a_stack_stopped_over_ssh_leaves_it_stopped() {
         .run(["start", "ssh", "--wait", "5", "--settle-ms", "200"])
         .fails_with(1);
     let e = r.stderr();
-    assert!(!e.contains("rollback failed"), "{e}");
-    assert!(e.contains("disabled again"), "{e}");
+    has_none(&e, &["rollback failed"]);
+    has_all(&e, &["disabled again"]);
     assert!(t0.elapsed() < Duration::from_secs(15), "{e}");
     let uid = nix::unistd::getuid();
     for kind in ["user", "gui"] {
@@ -477,8 +455,8 @@ fn a_failed_start_with_a_new_port_does_not_run_the_stopped_host_again() {
         .run(args(&["start", "np"]).port(&port).wait(5, 200))
         .fails_with(1)
         .stderr();
-    assert!(e.contains("the Host stays stopped"), "{e}");
-    assert!(e.contains("disabled again"), "{e}");
+    has_all(&e, &["the Host stays stopped"]);
+    has_all(&e, &["disabled again"]);
     let uid = nix::unistd::getuid();
     assert_ne!(
         t.sim(&["print", &format!("gui/{uid}/com.oysterun.host.np")])
@@ -486,8 +464,8 @@ fn a_failed_start_with_a_new_port_does_not_run_the_stopped_host_again() {
         0,
         "{e}"
     );
-    let d = t.sim(&["print-disabled", &format!("gui/{uid}")]).stdout();
-    assert!(d.contains("\"com.oysterun.host.np\" => disabled"), "{d}");
+    t.sim(&["print-disabled", &format!("gui/{uid}")])
+        .stdout_has_all(&["\"com.oysterun.host.np\" => disabled"]);
     let plist = std::fs::read_to_string(
         t.home
             .join("Library/LaunchAgents/com.oysterun.host.np.plist"),

@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::common::has_all;
 use crate::common::repo::{
     archive_sha256, copy_release_files, formula, formula_matches_its_tag, git, make,
     readme_section, repo, ruby, VERSION,
@@ -66,11 +67,11 @@ fn the_formula_is_head_only_until_a_tag_and_the_readme_says_so() {
     let f = formula();
     let quick = readme_section("Quick start");
     if formula_matches_its_tag(repo(), &f).unwrap() {
-        assert!(quick.contains("brew install oyster"), "{quick}");
+        has_all(&quick, &["brew install oyster"]);
     } else {
         eprintln!("skipped the sha256 check: there is no tag v{VERSION} yet (head-only formula)");
         assert!(f.contains("\n  head \"https://github.com/oysterun/oyster.git\""));
-        assert!(quick.contains("brew install --HEAD oyster"), "{quick}");
+        has_all(&quick, &["brew install --HEAD oyster"]);
     }
 }
 
@@ -115,10 +116,7 @@ fn make_release_formula_writes_the_url_and_sha256_of_the_tags_archive() {
     );
     let sum =
         std::fs::read_to_string(dir.join(format!("dist/oyster-{VERSION}.tar.gz.sha256"))).unwrap();
-    assert!(
-        written.contains(&format!("sha256 \"{}\"", &sum[..64])),
-        "{written}"
-    );
+    has_all(&written, &[&format!("sha256 \"{}\"", &sum[..64])]);
     assert_ne!(archive_sha256(&dir, "HEAD", VERSION), sum[..64]);
     // Once: a second run replaces the pair instead of adding one.
     assert!(make(&dir, &["-s", "release-formula"]).status.success());
@@ -128,7 +126,7 @@ fn make_release_formula_writes_the_url_and_sha256_of_the_tags_archive() {
     // A committed sha256 that is not the tag's archive is caught.
     let tampered = written.replace(&sum[..64], &"0".repeat(64));
     let err = formula_matches_its_tag(&dir, &tampered).unwrap_err();
-    assert!(err.contains("run make release-formula"), "{err}");
+    has_all(&err, &["run make release-formula"]);
 }
 
 #[test]
@@ -243,11 +241,8 @@ fn the_formula_test_block_passes_against_the_real_binary() {
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("formula test passed"), "{text}");
-    assert!(
-        text.contains("oyster setup --root <your Oysterun install>"),
-        "{text}"
-    );
+    has_all(&text, &["formula test passed"]);
+    has_all(&text, &["oyster setup --root <your Oysterun install>"]);
     // It wrote nothing outside its stub root.
     let left: Vec<_> = std::fs::read_dir(&t.home)
         .unwrap()

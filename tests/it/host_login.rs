@@ -5,9 +5,9 @@
 //! complete"; `status`, `doctor` and `--json` say whether anybody can log in.
 
 use std::io::Write;
-use std::process::Stdio;
 
 use crate::common::{self, free_port, TestContext};
+use crate::common::{has_all, has_none};
 
 const PASSWORD: &str = "tide-pool 42 oyster";
 
@@ -39,16 +39,7 @@ fn setup_args(port: u16, extra: &[&str]) -> Vec<String> {
 
 /// Runs oyster with `stdin` piped in.
 fn run_with_stdin(t: &TestContext, args: &[String], stdin: &[u8]) -> common::Run {
-    let mut child = t
-        .cmd()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    common::Run(child.wait_with_output().unwrap())
+    t.run_with_stdin(args, stdin)
 }
 
 /// Every file under `dir` that holds `needle`.
@@ -93,12 +84,12 @@ fn a_password_on_stdin_becomes_a_login_the_host_accepts_and_is_never_written_or_
     assert_eq!(login(port, "admin", "not it"), 401);
     // The password is nowhere: not in the output, any file (config, audit log, Host log,
     // plist), nor the hashing child's arguments or environment.
-    assert!(!out.contains(PASSWORD), "{out}");
-    assert!(!out.contains(hash), "{out}");
+    has_none(&out, &[PASSWORD]);
+    has_none(&out, &[hash]);
     assert_eq!(files_holding(&t.home, PASSWORD), Vec::<String>::new());
     let calls = std::fs::read_to_string(t.host_root().join("host-service/hash-calls.log")).unwrap();
     let call: serde_json::Value = serde_json::from_str(calls.lines().next().unwrap()).unwrap();
-    assert!(!calls.contains(PASSWORD), "{calls}");
+    has_none(&calls, &[PASSWORD]);
     assert_eq!(call["env"], serde_json::json!([]), "{calls}");
     // status, doctor and their documents say it as a fact of its own.
     let st = t.run(["status", "dev", "--json"]).ok().json();
@@ -122,18 +113,16 @@ fn without_a_password_setup_is_not_complete_and_says_the_exact_command() {
     let port = free_port();
     let r = t.run(setup_args(port, &[])).ok();
     let out = r.stdout();
-    assert!(!out.contains("Setup complete"), "{out}");
-    assert!(
-        out.contains(
-            "Setup is not complete: the Host login is not set, so nobody can log in to the Host"
-        ) && out.contains("`oyster setup dev --port")
-            && out.contains("`oyster setup --password-stdin dev --port"),
-        "{out}"
+    has_none(&out, &["Setup complete"]);
+    has_all(
+        &out,
+        &[
+            "Setup is not complete: the Host login is not set, so nobody can log in to the Host",
+            "`oyster setup dev --port",
+            "`oyster setup --password-stdin dev --port",
+        ],
     );
-    assert!(
-        out.contains("login:       not set (no terminal to ask on"),
-        "{out}"
-    );
+    has_all(&out, &["login:       not set (no terminal to ask on"]);
     // What the Host answers then, and what oyster says of it.
     assert_eq!(login(port, "admin", "anything"), 503);
     let st = t.run(["status", "dev", "--json"]).ok().json();
@@ -216,11 +205,8 @@ fn on_a_terminal_setup_asks_for_the_password_hidden_and_twice() {
     let shown = report["output"].as_str().unwrap();
     assert_eq!(report["code"], 0, "{shown}");
     assert_eq!(report["prompted"], true, "{shown}");
-    assert!(
-        shown.contains("The two passwords differ; try again."),
-        "{shown}"
-    );
-    assert!(shown.contains("Setup complete."), "{shown}");
+    has_all(shown, &["The two passwords differ; try again."]);
+    has_all(shown, &["Setup complete."]);
     // Hidden: the terminal never showed what was typed.
     for typed in [PASSWORD, "first try", "not the same"] {
         assert!(!shown.contains(typed), "{typed} was shown:\n{shown}");
@@ -241,10 +227,7 @@ fn ctrl_d_at_the_password_prompt_cancels_and_changes_nothing() {
     let report = common::pty_report(&mut c);
     let shown = report["output"].as_str().unwrap();
     assert_eq!(report["code"], 0, "{shown}");
-    assert!(
-        shown.contains("Installation cancelled; no changes were made."),
-        "{shown}"
-    );
+    has_all(shown, &["Installation cancelled; no changes were made."]);
     t.assert_no_stack("dev", "a cancelled password prompt writes nothing");
 }
 

@@ -8,20 +8,15 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
+use crate::common::has_all;
 use crate::common::{args, free_port, real_node, TestContext};
 
 fn run_dir(t: &TestContext, stack: &str) -> PathBuf {
     t.home.join(".oysterun-stacks").join(stack).join("run")
 }
 
-fn spawn(t: &TestContext, args: &[&str]) -> Child {
-    t.cmd()
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+fn spawn<S: AsRef<std::ffi::OsStr>>(t: &TestContext, args: &[S]) -> Child {
+    t.spawn(args, Stdio::null(), Stdio::piped(), Stdio::piped())
 }
 
 /// Waits (bounded) until the launch program has written the pid file: the Host runs and
@@ -79,32 +74,19 @@ fn an_interrupted_host_start_stops_the_host_it_spawned_and_exits_128_plus_n() {
         (Signal::SIGHUP, 129),
     ] {
         let port = free_port().to_string();
-        let child = spawn(
-            &t,
-            &[
-                "host",
-                "start",
-                "--stack",
-                "hs",
-                "--root",
-                root.to_str().unwrap(),
-                "--node-bin",
-                node.to_str().unwrap(),
-                "--port",
-                &port,
-                "--wait",
-                "60",
-            ],
-        );
+        let start = args(&["host", "start"]).stack("hs").root(&root).node(&node);
+        let child = spawn(&t, &Vec::from(start.port(&port).wait_secs(60)));
         let pid_file = run_dir(&t, "hs").join("oysterun-host-hs.pid");
         let host = wait_for_pid_file(&pid_file);
         let (got, stderr, took) = interrupt(child, sig);
         assert_eq!(got, Some(code), "{sig}: {stderr}");
         assert!(took < Duration::from_secs(10), "{sig}: took {took:?}");
-        assert!(
-            stderr.contains(&format!("interrupted by {sig}"))
-                && stderr.contains(&format!("stopped the Host it had started (pid {host}")),
-            "{stderr}"
+        has_all(
+            &stderr,
+            &[
+                &format!("interrupted by {sig}"),
+                &format!("stopped the Host it had started (pid {host}"),
+            ],
         );
         assert!(gone(host), "{sig}: the unverified Host kept running");
         for f in [
@@ -124,22 +106,12 @@ fn ctrl_c_during_setups_direct_start_stops_waiting_at_once() {
     let root = t.fixture_root("root");
     TestContext::fixture_flag(&root, "silent", "");
     let port = free_port().to_string();
-    let child = spawn(
-        &t,
-        &[
-            "setup",
-            "--stack",
-            "sd",
-            "--root",
-            root.to_str().unwrap(),
-            "--node-bin",
-            real_node().to_str().unwrap(),
-            "--port",
-            &port,
-            "--wait",
-            "60",
-        ],
-    );
+    let setup = args(&["setup"])
+        .stack("sd")
+        .host(&root)
+        .port(&port)
+        .wait_secs(60);
+    let child = spawn(&t, &Vec::from(setup));
     let host = wait_for_pid_file(&run_dir(&t, "sd").join("oysterun-host-sd.pid"));
     let (got, stderr, took) = interrupt(child, Signal::SIGINT);
     assert_eq!(got, Some(130), "{stderr}");
@@ -147,7 +119,7 @@ fn ctrl_c_during_setups_direct_start_stops_waiting_at_once() {
         took < Duration::from_secs(5),
         "setup waited {took:?} after Ctrl-C"
     );
-    assert!(stderr.contains("interrupted by SIGINT"), "{stderr}");
+    has_all(&stderr, &["interrupted by SIGINT"]);
     assert!(gone(host), "the Host kept running");
     assert_eq!(t.own_processes(), Vec::<u32>::new());
 }
@@ -162,10 +134,9 @@ fn ctrl_c_during_host_stop_finishes_the_stop_and_says_so() {
     t.run(
         args(&["host", "start"])
             .stack("hs")
-            .root(&root)
-            .node(real_node())
+            .host(&root)
             .port(&port)
-            .extra(&["--wait", "10"]),
+            .wait_secs(10),
     )
     .ok();
     let pid_file = run_dir(&t, "hs").join("oysterun-host-hs.pid");
@@ -182,10 +153,12 @@ fn ctrl_c_during_host_stop_finishes_the_stop_and_says_so() {
     }
     let (got, stderr, _) = interrupt(child, Signal::SIGINT);
     assert_eq!(got, Some(130), "{stderr}");
-    assert!(
-        stderr.contains("interrupted by SIGINT")
-            && stderr.contains(&format!("Host stopped (pid {host})")),
-        "{stderr}"
+    has_all(
+        &stderr,
+        &[
+            "interrupted by SIGINT",
+            &format!("Host stopped (pid {host})"),
+        ],
     );
     assert!(gone(host), "the Host kept running");
     assert!(!pid_file.exists(), "the pid file names a dead pid");

@@ -3,17 +3,17 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{args, free_port, real_node, TestContext};
+use crate::common::has_all;
+use crate::common::{args, free_port, TestContext};
 
 /// `host start` of `stack` from `root` on `port`, verified; the Host's pid.
 pub(crate) fn start(t: &TestContext, stack: &str, root: &Path, port: u16) -> u32 {
     t.run(
         args(&["host", "start"])
             .stack(stack)
-            .root(root)
-            .node(real_node())
+            .host(root)
             .port(port)
-            .extra(&["--wait", "10"]),
+            .wait_secs(10),
     )
     .ok();
     pid_of(t, stack)
@@ -92,14 +92,11 @@ fn a_copied_stack_directory_never_makes_host_stop_signal_the_other_stacks_host()
 
     let r = t.run(["host", "stop", "--stack", "a"]).fails_with(1);
     let e = r.stderr();
-    assert!(
-        e.contains(&format!("pid {b} is not stack a's Host")) && e.contains("stack \"b\""),
-        "{e}"
+    has_all(
+        &e,
+        &[&format!("pid {b} is not stack a's Host"), "stack \"b\""],
     );
-    assert!(
-        e.contains("nothing was signalled") && e.contains("hint:"),
-        "{e}"
-    );
+    has_all(&e, &["nothing was signalled", "hint:"]);
     assert!(alive(b), "stack b's Host was signalled");
     for (path, bytes) in &copied {
         assert_eq!(
@@ -110,17 +107,14 @@ fn a_copied_stack_directory_never_makes_host_stop_signal_the_other_stacks_host()
         );
     }
     // `host start --stack a` over the copies refuses the same way, deleting nothing.
-    let e = t
-        .run(
-            args(&["host", "start"])
-                .stack("a")
-                .root(&root)
-                .node(real_node())
-                .port(free_port()),
-        )
-        .fails_with(1)
-        .stderr();
-    assert!(e.contains("not stack a's Host"), "{e}");
+    t.run(
+        args(&["host", "start"])
+            .stack("a")
+            .host(&root)
+            .port(free_port()),
+    )
+    .fails_with(1)
+    .stderr_has_all(&["not stack a's Host"]);
     assert!(run_dir(&t, "a").join("oysterun-host-a.pid").exists());
     assert!(alive(b));
     // b's own stop still works.
@@ -178,29 +172,21 @@ fn an_older_record_that_no_longer_proves_a_live_host_is_kept_and_nothing_is_sign
     rec.as_object_mut().unwrap().remove("start_stamp");
     rec["start_time"] = (rec["start_time"].as_u64().unwrap() + 3600).into();
     std::fs::write(&record, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
-    let e = t
-        .run(["host", "stop", "--stack", "it"])
+    t.run(["host", "stop", "--stack", "it"])
         .fails_with(1)
-        .stderr();
-    assert!(
-        e.contains("was not signalled") && e.contains(&format!("kill {pid}")),
-        "{e}"
-    );
+        .stderr_has_all(&["was not signalled", &format!("kill {pid}")]);
     assert!(alive(pid));
     assert!(run_dir(&t, "it").join("oysterun-host-it.pid").exists());
     assert!(record.exists());
     // `host start` does not take the files over either.
-    let e = t
-        .run(
-            args(&["host", "start"])
-                .stack("it")
-                .root(&root)
-                .node(real_node())
-                .port(free_port()),
-        )
-        .fails_with(1)
-        .stderr();
-    assert!(e.contains("was not signalled"), "{e}");
+    t.run(
+        args(&["host", "start"])
+            .stack("it")
+            .host(&root)
+            .port(free_port()),
+    )
+    .fails_with(1)
+    .stderr_has_all(&["was not signalled"]);
     assert!(alive(pid));
     assert!(record.exists());
 }
@@ -214,8 +200,7 @@ fn host_stop_never_signals_a_pid_launchd_runs_under_another_label() {
     t.run(
         args(&["agent", "install"])
             .stack("a")
-            .root(&root)
-            .node(real_node())
+            .host(&root)
             .port(&port)
             .wait(10, 200),
     )
@@ -252,14 +237,9 @@ fn host_stop_never_signals_a_pid_launchd_runs_under_another_label() {
         assert!(t0.elapsed().as_secs() < 15, "the Host never came up: {st}");
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
-    let e = t
-        .run(["host", "stop", "--stack", "a"])
+    t.run(["host", "stop", "--stack", "a"])
         .fails_with(1)
-        .stderr();
-    assert!(
-        e.contains(&format!("launchd runs pid {pid}")) && e.contains("com.oysterun.host.b"),
-        "{e}"
-    );
+        .stderr_has_all(&[&format!("launchd runs pid {pid}"), "com.oysterun.host.b"]);
     assert!(alive(pid), "launchd's job was signalled");
     assert!(run_dir(&t, "a").join("oysterun-host-a.pid").exists());
     t.sim(&["bootout", &format!("gui/{uid}/com.oysterun.host.b")])

@@ -3,7 +3,8 @@
 
 use std::path::PathBuf;
 
-use crate::common::{args, free_port, real_node, TestContext};
+use crate::common::{args, free_port, TestContext};
+use crate::common::{has_all, has_none};
 use crate::identity::{alive, run_dir, start};
 
 fn pid_path(t: &TestContext, stack: &str) -> PathBuf {
@@ -102,7 +103,7 @@ fn stop_over_ssh_keeps_its_promise_that_the_host_stays_stopped_at_the_next_conso
     t.use_sim();
     let root = t.fixture_root("root");
     let port = free_port().to_string();
-    let ssh = |args: &[&str]| {
+    let ssh = |args: Vec<String>| {
         crate::common::Run(
             t.cmd()
                 .env("LAUNCHD_SIM_NO_GUI", "1")
@@ -111,28 +112,15 @@ fn stop_over_ssh_keeps_its_promise_that_the_host_stays_stopped_at_the_next_conso
                 .unwrap(),
         )
     };
-    ssh(&[
-        "agent",
-        "install",
-        "--stack",
-        "sh",
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        real_node().to_str().unwrap(),
-        "--port",
-        &port,
-        "--wait",
-        "10",
-    ])
-    .ok();
-    let stop = ssh(&["stop", "--stack", "sh"]).ok();
+    let install = args(&["agent", "install"]).stack("sh").host(&root);
+    ssh(install.port(&port).wait_secs(10).into()).ok();
+    let stop = ssh(args(&["stop", "--stack", "sh"]).into()).ok();
     let gui = format!("gui/{}", nix::unistd::getuid());
     // gui/<uid> does not exist over SSH, but launchd's overrides are the user's, read by both
     // domains: the disable set through user/<uid> keeps the promise "stays stopped".
     let said = format!("{}{}", stop.stdout(), stop.stderr());
-    assert!(said.contains("stays stopped at the next login"), "{said}");
-    assert!(!said.contains("may start it again"), "{said}");
+    has_all(&said, &["stays stopped at the next login"]);
+    has_none(&said, &["may start it again"]);
     // What the line says is what happens: the console login does not start it in gui/<uid>.
     t.sim(&["login", &gui]).ok();
     assert_ne!(
@@ -180,7 +168,7 @@ fn a_stale_lock_record_never_names_the_host_as_the_config_locks_holder() {
         !e.contains(&format!("pid {host}")),
         "named the Host (pid {host}) as the lock's holder:\n{e}"
     );
-    assert!(e.contains("config.json.lock"), "{e}");
+    has_all(&e, &["config.json.lock"]);
     assert!(!e.contains("()"), "an empty holder shown as `()`:\n{e}");
     drop(held);
     t.run(["host", "stop", "--stack", "lk"]).ok();
@@ -195,23 +183,12 @@ fn a_rollback_that_leaves_nothing_running_leaves_no_identity_files() {
     t.use_sim();
     let root = t.fixture_root("root");
     let port = free_port().to_string();
-    let args = |verb: &str| -> Vec<String> {
-        [
-            "agent",
-            verb,
-            "--stack",
-            "rb",
-            "--root",
-            root.to_str().unwrap(),
-            "--node-bin",
-            real_node().to_str().unwrap(),
-            "--port",
-            &port,
-            "--wait",
-            "2",
-        ]
-        .map(String::from)
-        .to_vec()
+    let args = |verb: &str| {
+        args(&["agent", verb])
+            .stack("rb")
+            .host(&root)
+            .port(&port)
+            .wait_secs(2)
     };
     let identity = |t: &TestContext| -> Vec<String> {
         [
@@ -248,18 +225,15 @@ fn a_rollback_that_leaves_nothing_running_leaves_no_identity_files() {
 /// sent, not a crash: `status` must not report a crash loop meanwhile.
 #[test]
 fn status_right_after_kill_of_a_young_host_is_no_crash_loop() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    let root = t.fixture_root("root");
+    let (mut t, root, port) = TestContext::sim_root();
+    t.scale_throttle("0.2");
     TestContext::fixture_flag(&root, "no-sigterm-handler", "");
-    let port = free_port().to_string();
     t.run(
         args(&["agent", "install"])
             .stack("kl")
-            .root(&root)
-            .node(real_node())
-            .port(&port)
-            .extra(&["--wait", "10"]),
+            .host(&root)
+            .port(port)
+            .wait_secs(10),
     )
     .ok();
     t.run(["kill", "--stack", "kl"]).ok();

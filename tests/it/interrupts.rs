@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
+use crate::common::has_all;
 use crate::common::{self, temp_files};
 use crate::common::{free_port, real_node, wait_until, TestContext};
 
@@ -484,10 +485,7 @@ fn ctrl_c_during_setups_npm_install_kills_its_group_and_rolls_back() {
             .any(|l| l.starts_with("install") && l.contains("@openai/codex")),
         "nothing was installed after the cancel:\n{calls}"
     );
-    assert!(
-        output.contains("interrupted by SIGINT") && output.contains("uninstalled"),
-        "{output}"
-    );
+    has_all(&output, &["interrupted by SIGINT", "uninstalled"]);
     assert_eq!(std::fs::read(&config).unwrap(), before, "config.json bytes");
     assert!(!t.home.join("OysterunAgents").exists(), "no AgentFolder");
     // The grandchild would have written its marker 2 s after it started; once no process of

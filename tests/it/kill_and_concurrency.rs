@@ -22,13 +22,7 @@ impl Lcg {
 }
 
 fn kill_after(t: &TestContext, args: &[String], micros: u64) {
-    let mut child = t
-        .cmd()
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = t.spawn(args, Stdio::inherit(), Stdio::null(), Stdio::null());
     std::thread::sleep(Duration::from_micros(micros));
     let _ = child.kill();
     let _ = child.wait();

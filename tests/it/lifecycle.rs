@@ -4,6 +4,7 @@
 
 use std::path::Path;
 
+use crate::common::has_all;
 use crate::common::{args, real_node, Run, Stack, TestContext};
 
 /// Stack `lc`: the fixture Host under the simulator.
@@ -122,8 +123,7 @@ fn install_status_uninstall_leaves_config_and_logs_and_no_process() {
 
 #[test]
 fn restart_without_changes_is_graceful_and_verifies_a_new_pid() {
-    let l = lc();
-    agent(&l, "install").ok();
+    let l = Stack::installed("lc");
     let (old, _) = live_env(&l);
     let r = agent(&l, "restart").ok();
     // SIGTERM through launchd, not kickstart -k's SIGKILL: the old Host shut down cleanly.
@@ -134,7 +134,7 @@ fn restart_without_changes_is_graceful_and_verifies_a_new_pid() {
     assert!(r.stdout().contains(&format!("pid {new}")));
     let log = std::fs::read_to_string(l.t.home.join(".oysterun-stacks/lc/logs/oysterun-host.log"))
         .unwrap();
-    assert!(log.contains("fixture host: SIGTERM, exiting"), "{log}");
+    has_all(&log, &["fixture host: SIGTERM, exiting"]);
     let uid = nix::unistd::getuid();
     let print =
         l.t.sim(&["print", &format!("gui/{uid}/com.oysterun.host.lc")])
@@ -148,8 +148,7 @@ fn restart_without_changes_is_graceful_and_verifies_a_new_pid() {
 
 #[test]
 fn regenerate_after_a_provider_change_reloads_and_the_live_path_changes() {
-    let l = lc();
-    agent(&l, "install").ok();
+    let l = Stack::installed("lc");
     let before = live_path(&l);
     let dir = l.t.home.join(".local/bin");
     l.t.fake_exe(&dir.join("codex"));
@@ -168,8 +167,7 @@ fn regenerate_after_a_provider_change_reloads_and_the_live_path_changes() {
 
 #[test]
 fn a_plist_edited_behind_oysters_back_is_noticed_by_restart() {
-    let l = lc();
-    agent(&l, "install").ok();
+    let l = Stack::installed("lc");
     let good = std::fs::read(l.plist()).unwrap();
     let text = String::from_utf8(good.clone())
         .unwrap()
@@ -208,8 +206,7 @@ fn a_plist_edited_behind_oysters_back_is_noticed_by_restart() {
 
 #[test]
 fn a_host_that_crashes_with_the_new_environment_is_rolled_back() {
-    let l = lc();
-    agent(&l, "install").ok();
+    let l = Stack::installed("lc");
     let good = std::fs::read(l.plist()).unwrap();
     let good_path = live_path(&l);
     // The new provider's directory makes the Host crash on start.
@@ -227,9 +224,9 @@ fn a_host_that_crashes_with_the_new_environment_is_rolled_back() {
     .ok();
     let r = agent(&l, "regenerate").fails_with(1);
     let e = r.stderr();
-    assert!(
-        e.contains("last exit:") && e.contains("rollback: restored the last good plist"),
-        "{e}"
+    has_all(
+        &e,
+        &["last exit:", "rollback: restored the last good plist"],
     );
     assert!(
         e.contains(".crash-host is on PATH"),
@@ -262,11 +259,9 @@ fn a_first_install_whose_host_never_answers_health_is_removed_again() {
     let mut a = verb_args(&l, "install");
     let i = a.iter().position(|x| x == "--wait").unwrap();
     a[i + 1] = "2".into();
-    let e = l.t.run(a).fails_with(1).stderr();
-    assert!(
-        e.contains("503") && e.contains("no earlier good plist"),
-        "{e}"
-    );
+    l.t.run(a)
+        .fails_with(1)
+        .stderr_has_all(&["503", "no earlier good plist"]);
     assert!(!l.plist().exists());
     let st =
         l.t.run(["agent", "status", "--stack", "lc", "--json"])
@@ -283,19 +278,15 @@ fn missing_launchctl_is_a_clear_error() {
     l.t.extra_env
         .push(("OYSTER_LAUNCHCTL".into(), "/nonexistent/launchctl".into()));
     // A variable the user set wrong is invalid input (2), like a bad OYSTERUN_NODE_BIN.
-    let e = agent(&l, "install").fails_with(2).stderr();
-    assert!(
-        e.contains("OYSTER_LAUNCHCTL") && e.contains("/nonexistent/launchctl"),
-        "{e}"
-    );
+    agent(&l, "install")
+        .fails_with(2)
+        .stderr_has_all(&["OYSTER_LAUNCHCTL", "/nonexistent/launchctl"]);
     if !Path::new("/bin/launchctl").exists() {
         l.t.extra_env.retain(|(k, _)| k != "OYSTER_LAUNCHCTL");
         l.t.system_launchctl = true;
-        let e = agent(&l, "install").fails_with(1).stderr();
-        assert!(
-            e.contains("launchctl was not found") && e.contains("oyster host start"),
-            "{e}"
-        );
+        agent(&l, "install")
+            .fails_with(1)
+            .stderr_has_all(&["launchctl was not found", "oyster host start"]);
         // The refused install left no stack behind; production always exists.
         l.t.run(["agent", "status", "--stack", "lc"]).fails_with(2);
         let st = l.t.run(["agent", "status", "--json"]).fails_with(1).json();
@@ -335,26 +326,25 @@ fn bootstrap_failures_are_retried_with_the_reason_printed() {
     let mut l = lc();
     l.t.extra_env
         .push(("LAUNCHD_SIM_FAIL_BOOTSTRAP".into(), "122".into()));
-    let e = agent(&l, "install").fails_with(1).stderr();
-    assert!(e.contains("exited 122") && e.contains("ownership"), "{e}");
+    agent(&l, "install")
+        .fails_with(1)
+        .stderr_has_all(&["exited 122", "ownership"]);
 }
 
 #[test]
 fn direct_start_is_refused_while_the_agent_is_loaded() {
-    let l = lc();
-    agent(&l, "install").ok();
+    let l = Stack::installed("lc");
     let port = l.port.to_string();
     let e =
         l.t.run(
             args(&["host", "start"])
                 .stack("lc")
-                .root(&l.root)
-                .node(real_node())
+                .host(&l.root)
                 .port(&port),
         )
         .fails_with(1)
         .stderr();
-    assert!(e.contains("LaunchAgent") && e.contains("loaded"), "{e}");
+    has_all(&e, &["LaunchAgent", "loaded"]);
 }
 
 /// A definition that verified before and now fails for another reason (here the Host itself
@@ -362,16 +352,15 @@ fn direct_start_is_refused_while_the_agent_is_loaded() {
 /// again once the cause is fixed.
 #[test]
 fn a_good_definition_that_fails_for_another_reason_keeps_its_plist() {
-    let l = lc();
-    agent(&l, "install").ok();
-    l.t.run(["agent", "stop", "--stack", "lc"]).ok();
+    let l = Stack::stopped("lc");
     let good = std::fs::read(l.plist()).unwrap();
     TestContext::fixture_flag(&l.root, "unhealthy", "");
     let mut a = verb_args(&l, "install");
     let i = a.iter().position(|x| x == "--wait").unwrap();
     a[i + 1] = "2".into();
-    let e = l.t.run(a).fails_with(1).stderr();
-    assert!(e.contains("verified before") && e.contains("kept"), "{e}");
+    l.t.run(a)
+        .fails_with(1)
+        .stderr_has_all(&["verified before", "kept"]);
     assert_eq!(std::fs::read(l.plist()).unwrap(), good, "the plist is kept");
     std::fs::remove_file(l.root.join("host-service/unhealthy")).unwrap();
     let mut s = verb_args(&l, "install");

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::common::{args, free_port, real_node, Stack, TestContext};
+use crate::common::{args, free_port, Stack, TestContext};
+use crate::common::{has_all, has_none};
 
 /// Stack `lf`: the fixture Host under the simulator.
 fn lf() -> Stack {
@@ -24,8 +25,7 @@ fn args_on(f: &Stack, verb: &str, port: u16, settle_ms: u64) -> Vec<String> {
     }
     args(&["agent", verb])
         .stack(f.name)
-        .root(&f.root)
-        .node(real_node())
+        .host(&f.root)
         .port(port)
         .wait(10, settle_ms)
         .into()
@@ -74,8 +74,7 @@ fn finish(child: Child) -> (Option<i32>, String) {
 
 #[test]
 fn a_bootstrap_that_fails_after_the_bootout_rolls_back_to_the_verified_host() {
-    let f = lf();
-    f.t.run(verb_args(&f, "install")).ok();
+    let f = Stack::installed("lf");
     let good = std::fs::read(f.plist()).unwrap();
     // A changed plist (another port): bootout, then a bootstrap launchd refuses once (122).
     let other = free_port();
@@ -85,10 +84,10 @@ fn a_bootstrap_that_fails_after_the_bootout_rolls_back_to_the_verified_host() {
     );
     let r = r.fails_with(1);
     let out = format!("{}{}", r.stdout(), r.stderr());
-    assert!(out.contains("Rolling back"), "{out}");
-    assert!(
-        out.contains("restored the last good plist; the previous Host runs again"),
-        "{out}"
+    has_all(&out, &["Rolling back"]);
+    has_all(
+        &out,
+        &["restored the last good plist; the previous Host runs again"],
     );
     assert_eq!(
         std::fs::read(f.plist()).unwrap(),
@@ -127,9 +126,7 @@ fn a_first_install_whose_bootstrap_fails_leaves_no_plist() {
 
 #[test]
 fn a_refused_start_leaves_a_stopped_stack_disabled() {
-    let f = lf();
-    f.t.run(verb_args(&f, "install")).ok();
-    f.t.run(verb_args(&f, "stop")).ok();
+    let f = Stack::stopped("lf");
     assert!(f.disabled_in("gui"));
     // Someone else takes the port while the Host is stopped.
     let holder = std::net::TcpListener::bind(("127.0.0.1", f.port)).unwrap();
@@ -145,8 +142,7 @@ fn a_refused_start_leaves_a_stopped_stack_disabled() {
 
 #[test]
 fn the_audit_log_puts_the_stopped_pid_on_the_bootout_step() {
-    let f = lf();
-    f.t.run(verb_args(&f, "install")).ok();
+    let f = Stack::installed("lf");
     let pid = f.status()["pid"].as_u64().unwrap();
     f.t.run(verb_args(&f, "stop")).ok();
     let audit = f.audit();
@@ -168,8 +164,7 @@ fn the_audit_log_puts_the_stopped_pid_on_the_bootout_step() {
 
 #[test]
 fn ctrl_c_during_restart_says_what_happened_and_leaves_a_verified_host() {
-    let f = lf();
-    f.t.run(verb_args(&f, "install")).ok();
+    let f = Stack::installed("lf");
     let old = f.status()["pid"].as_u64().unwrap();
     // A long settle: the signal lands while the new Host is being verified.
     let child = spawn(&f, &args_on(&f, "restart", f.port, 4000));
@@ -186,11 +181,8 @@ fn ctrl_c_during_restart_says_what_happened_and_leaves_a_verified_host() {
         !out.contains("nothing was changed"),
         "it does not deny the restart:\n{out}"
     );
-    assert!(
-        out.contains(&format!("stopped the old Host (pid {old})")),
-        "{out}"
-    );
-    assert!(out.contains("runs and verified"), "{out}");
+    has_all(&out, &[&format!("stopped the old Host (pid {old})")]);
+    has_all(&out, &["runs and verified"]);
     let st = f.status();
     assert_eq!(st["verified"], true, "{st}");
     assert_ne!(st["pid"].as_u64(), Some(old));
@@ -207,10 +199,7 @@ fn ctrl_c_while_stop_waits_for_a_slow_host_still_disables_the_label() {
     send(&child, Signal::SIGINT);
     let (code, out) = finish(child);
     assert_eq!(code, Some(130), "{out}");
-    assert!(
-        out.contains("booted out") && out.contains("disabled, so it stays stopped"),
-        "{out}"
-    );
+    has_all(&out, &["booted out", "disabled, so it stays stopped"]);
     assert!(
         f.disabled_in("gui"),
         "the label is disabled: it does not come back at login\n{out}"
@@ -229,7 +218,7 @@ fn ctrl_c_while_uninstall_waits_for_a_slow_host_still_removes_the_plist() {
     send(&child, Signal::SIGINT);
     let (code, out) = finish(child);
     assert_eq!(code, Some(130), "{out}");
-    assert!(out.contains("removed"), "{out}");
+    has_all(&out, &["removed"]);
     assert!(
         !f.plist().exists(),
         "the plist is gone: launchd does not load it at login\n{out}"
@@ -249,15 +238,12 @@ fn a_plist_owned_by_another_uid_is_refused_before_anything_is_written() {
     let run_dir = f.t.home.join(".oysterun-stacks/lf/run");
     let r = f.t.run(verb_args(&f, "install")).fails_with(2);
     let err = r.stderr();
-    assert!(
-        err.contains("Library/LaunchAgents/com.oysterun.host.lf.plist is owned"),
-        "{err}"
+    has_all(
+        &err,
+        &["Library/LaunchAgents/com.oysterun.host.lf.plist is owned"],
     );
-    assert!(err.contains("owned by uid 54321"), "{err}");
-    assert!(
-        err.contains("sudo rm") && err.contains("sudo chown"),
-        "{err}"
-    );
+    has_all(&err, &["owned by uid 54321"]);
+    has_all(&err, &["sudo rm", "sudo chown"]);
     assert_eq!(std::fs::read(f.plist()).unwrap(), b"<plist/>", "untouched");
     assert!(!run_dir.join("pending").exists(), "nothing written first");
     f.t.wait_no_processes();
@@ -282,7 +268,7 @@ fn a_failed_restart_shows_only_what_this_attempt_logged_at_most_20_lines() {
         s.t.run(s.host_args(&["agent", "restart"]).wait(5, 300))
             .fails_with(1)
             .stderr();
-    assert!(e.contains("crash-on-start is set"), "{e}");
+    has_all(&e, &["crash-on-start is set"]);
     assert!(!e.contains("an old line"), "earlier runs shown: {e}");
     let tail: Vec<&str> = e
         .lines()
@@ -297,7 +283,7 @@ fn a_failed_restart_shows_only_what_this_attempt_logged_at_most_20_lines() {
             || e.contains("next: `oyster logs --stack tailx -f` follows the Host log"),
         "{e}"
     );
-    assert!(!e.contains("--wait 60"), "{e}");
+    has_none(&e, &["--wait 60"]);
     let _ = std::fs::remove_file(s.root.join("host-service/crash-on-start"));
     s.t.run(["agent", "uninstall", "--stack", "tailx"]).ok();
     s.t.wait_no_processes();
@@ -313,10 +299,7 @@ fn a_restart_whose_wait_ran_out_names_the_log_to_follow_and_a_longer_wait() {
         s.t.run(s.host_args(&["restart"]).wait(2, 200))
             .fails_with(1)
             .stderr();
-    assert!(
-        e.contains("next: `oyster logs --stack waitx -f` follows the Host log; `oyster restart --stack waitx --wait 60` gives the Host longer to answer"),
-        "{e}"
-    );
+    has_all(&e, &["next: `oyster logs --stack waitx -f` follows the Host log; `oyster restart --stack waitx --wait 60` gives the Host longer to answer"]);
     let _ = std::fs::remove_file(s.root.join("host-service/unhealthy"));
     s.t.run(["uninstall", "--stack", "waitx"]).ok();
     s.t.wait_no_processes();
@@ -380,10 +363,12 @@ fn a_rolled_back_port_change_puts_config_jsons_port_back() {
         )
         .fails_with(1)
         .stderr();
-    assert!(
-        e.contains("rollback: restored the last good plist")
-            && e.contains(&format!("config.json's port is {} again", s.port)),
-        "{e}"
+    has_all(
+        &e,
+        &[
+            "rollback: restored the last good plist",
+            &format!("config.json's port is {} again", s.port),
+        ],
     );
     // The config names the port the restored Host runs on; nothing asks for the failed one.
     assert_eq!(port_in_config(), s.port);

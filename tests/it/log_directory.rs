@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use crate::common::Stack;
+use crate::common::{has_all, has_none};
 
 /// Makes `dir` (which does not exist) something other than a directory, using `scratch`.
 type Spoil = fn(&Path, &Path);
@@ -115,12 +116,8 @@ fn a_verb_that_only_stops_says_why_its_audit_line_was_not_written() {
         s.t.run(["agent", "stop", "--stack", "logstop"])
             .ok()
             .stderr();
-    assert!(
-        e.contains("service-control.jsonl")
-            && e.contains("is not a directory")
-            && !e.contains("File exists"),
-        "{e}"
-    );
+    has_all(&e, &["service-control.jsonl", "is not a directory"]);
+    has_none(&e, &["File exists"]);
     std::fs::remove_file(&logs).unwrap();
     s.done();
 }

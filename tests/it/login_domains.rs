@@ -4,6 +4,7 @@
 //! out; `stop` at the console disables the label in both domains and `start` enables both; a
 //! `gui/<uid>` bootstrap refused with 125 is retried once in `user/<uid>`, saying so.
 
+use crate::common::{has_all, has_none};
 use crate::common::{Run, Stack};
 
 const LABEL: &str = "com.oysterun.host.ld";
@@ -31,9 +32,9 @@ fn installed_over_ssh_then_a_console_login_then_restart_leaves_one_host_in_gui()
     let d = ld();
     let r = over_ssh(&d, "install").ok();
     let out = format!("{}{}", r.stdout(), r.stderr());
-    assert!(out.contains("Background session"), "{out}");
-    assert!(out.contains("login keychain"), "{out}");
-    assert!(out.contains("after a reboot until"), "{out}");
+    has_all(&out, &["Background session"]);
+    has_all(&out, &["login keychain"]);
+    has_all(&out, &["after a reboot until"]);
     assert!(d.loaded_in("user") && !d.loaded_in("gui"));
     // The console login loads the plist into gui/<uid> beside the copy in user/<uid>.
     d.t.sim(&["login", &d.domain("gui")]).ok();
@@ -50,12 +51,10 @@ fn installed_over_ssh_then_a_console_login_then_restart_leaves_one_host_in_gui()
         "{st}"
     );
     let note = st["notes"].to_string();
-    assert!(
-        note.contains("loaded twice") && note.contains("restart"),
-        "{note}"
-    );
-    let human = d.t.run(["status", "ld"]).fails_with(1).stdout();
-    assert!(human.contains("loaded twice"), "{human}");
+    has_all(&note, &["loaded twice", "restart"]);
+    d.t.run(["status", "ld"])
+        .fails_with(1)
+        .stdout_has_all(&["loaded twice"]);
     let list = d.t.run(["list", "--json"]).json();
     assert_eq!(list["stacks"][0]["summary"], "loaded_twice", "{list}");
     let doc =
@@ -168,7 +167,7 @@ fn ctrl_c_while_the_other_copy_is_booted_out_rolls_the_whole_change_back() {
     assert_eq!(status.code(), Some(130), "{e}");
     // Nothing of the change is left: the old plist runs in gui/<uid> alone, config.json
     // names its port, and no next run has a half-done change to finish.
-    assert!(e.contains("rollback: restored the last good plist"), "{e}");
+    has_all(&e, &["rollback: restored the last good plist"]);
     assert_eq!(std::fs::read(d.plist()).unwrap(), old_plist, "{e}");
     let config: serde_json::Value =
         serde_json::from_slice(&std::fs::read(d.stack_dir().join("host/config.json")).unwrap())
@@ -181,9 +180,7 @@ fn ctrl_c_while_the_other_copy_is_booted_out_rolls_the_whole_change_back() {
 
 #[test]
 fn stop_at_the_console_disables_both_domains_and_start_enables_both() {
-    let d = ld();
-    d.t.run(verb_args(&d, "install")).ok();
-    d.t.run(verb_args(&d, "stop")).ok();
+    let d = Stack::stopped("ld");
     assert!(d.disabled_in("gui") && d.disabled_in("user"));
     d.t.run(verb_args(&d, "start")).ok();
     assert!(!d.disabled_in("gui") && !d.disabled_in("user"));
@@ -200,10 +197,7 @@ fn a_gui_bootstrap_refused_with_125_is_retried_once_in_the_user_domain() {
         )
         .ok();
     let out = format!("{}{}", r.stdout(), r.stderr());
-    assert!(
-        out.contains(&format!("retrying once in {}", d.domain("user"))),
-        "{out}"
-    );
+    has_all(&out, &[&format!("retrying once in {}", d.domain("user"))]);
     assert!(
         out.contains("Background session"),
         "the fallback note: {out}"
@@ -228,7 +222,7 @@ fn a_host_stopped_over_ssh_stays_stopped_after_the_next_console_login() {
     let generated = std::fs::read(&plist).unwrap();
     let r = over_ssh(&d, "stop").ok();
     let said = format!("{}{}", r.stdout(), r.stderr());
-    assert!(said.contains("stays stopped at the next login"), "{said}");
+    has_all(&said, &["stays stopped at the next login"]);
     assert!(!d.loaded_in("user"));
     // One override, seen through both domains.
     assert!(d.disabled_in("user") && d.disabled_in("gui"));
@@ -252,7 +246,7 @@ fn a_host_stopped_over_ssh_stays_stopped_after_the_next_console_login() {
             .output()
             .unwrap();
     let human = String::from_utf8_lossy(&human.stdout).into_owned();
-    assert!(!human.contains("stale"), "{human}");
+    has_none(&human, &["stale"]);
     // What oyster names next, and what an upgrade's postinstall runs: the Host stays stopped.
     for _ in 0..2 {
         let r = d.t.run(verb_args(&d, "regenerate")).ok();
@@ -277,9 +271,7 @@ fn a_host_stopped_over_ssh_stays_stopped_after_the_next_console_login() {
 /// load the plist and the Host the user stopped would come back.
 #[test]
 fn a_failed_start_of_a_stopped_stack_stays_stopped_at_the_next_login() {
-    let d = ld();
-    d.t.run(verb_args(&d, "install")).ok();
-    d.t.run(verb_args(&d, "stop")).ok();
+    let d = Stack::stopped("ld");
     let r = d
         .run_with_env(
             ("LAUNCHD_SIM_FAIL_BOOTSTRAP", "122"),
@@ -301,9 +293,7 @@ fn a_failed_start_of_a_stopped_stack_stays_stopped_at_the_next_login() {
 /// would not load).
 #[test]
 fn restart_of_a_stopped_stack_undoes_the_stop_in_both_domains() {
-    let d = ld();
-    d.t.run(verb_args(&d, "install")).ok();
-    d.t.run(verb_args(&d, "stop")).ok();
+    let d = Stack::stopped("ld");
     assert!(d.disabled_in("gui") && d.disabled_in("user"));
     let r = d.t.run(verb_args(&d, "restart")).ok();
     r.stdout_has("Host verified");

@@ -2,6 +2,7 @@
 //! its fix (docs/bad-input.md, "Hostile round 3").
 
 use crate::common::TestContext;
+use crate::common::{has_all, has_none};
 
 /// The Host is Node: `console.log(req.headers)` or `console.log(process.env)` prints objects
 /// the way `util.inspect` does — unquoted keys, single-quoted values. Those credentials reached
@@ -89,10 +90,12 @@ fn logs_redacts_a_private_key_block_the_host_prints() {
     let r = t.run(["logs", "--stack", "h3", "-n", "100"]).ok();
     let out = r.stdout();
     check("logs", &out);
-    assert!(
-        out.contains("-----BEGIN RSA PRIVATE KEY-----\n<redacted>\n")
-            && out.contains("after the key"),
-        "{out}"
+    has_all(
+        &out,
+        &[
+            "-----BEGIN RSA PRIVATE KEY-----\n<redacted>\n",
+            "after the key",
+        ],
     );
     // `-n` starting inside the block: the lines before the window still say where it began.
     let r = t.run(["logs", "--stack", "h3", "-n", "4"]).ok();
@@ -115,7 +118,7 @@ fn logs_redacts_a_private_key_block_the_host_prints() {
     }
     follow.read_until("end-of-test");
     let (out, _) = follow.stop();
-    assert!(out.contains("end-of-test"), "{out}");
+    has_all(&out, &["end-of-test"]);
     assert!(
         !out.contains("MHcCAQEEIFollowedBodyLineOne0"),
         "logs -f shows the key:\n{out}"
@@ -152,11 +155,8 @@ fn kill_of_a_job_loaded_twice_signals_nothing_and_stop_names_the_host_it_stopped
     // kill: which copy runs at this instant is luck; nothing is signalled, the fix is named.
     let r = s.t.run(["kill", "--stack", s.name]).fails_with(1);
     let e = r.stderr();
-    assert!(
-        e.contains("is loaded twice") && e.contains("no Host was signalled"),
-        "{e}"
-    );
-    assert!(e.contains(&format!("boots the user/{uid} copy out")), "{e}");
+    has_all(&e, &["is loaded twice", "no Host was signalled"]);
+    has_all(&e, &[&format!("boots the user/{uid} copy out")]);
     assert!(
         crate::common::get(s.port, "/health") == 200,
         "the Host still serves"
@@ -172,8 +172,8 @@ fn kill_of_a_job_loaded_twice_signals_nothing_and_stop_names_the_host_it_stopped
     assert!(alive(pid), "the user/<uid> Host (pid {pid}) was signalled");
     let r = s.t.run(["stop", "--stack", s.name]).ok();
     let out = r.stdout();
-    assert!(!out.contains("no Host was running"), "{out}");
-    assert!(out.contains(" booted out)"), "{out}");
+    has_none(&out, &["no Host was running"]);
+    has_all(&out, &[" booted out)"]);
     crate::common::wait_until(
         std::time::Duration::from_secs(10),
         "the user/<uid> Host to exit",
@@ -210,11 +210,8 @@ fn logs_follow_notices_a_log_emptied_and_refilled_between_two_looks() {
     drop(w);
     follow.read_until("end-of-test");
     let (out, err) = follow.stop();
-    assert!(out.contains("end-of-test"), "{out}");
-    assert!(
-        err.contains("was truncated; reading it from the start"),
-        "{err}"
-    );
+    has_all(&out, &["end-of-test"]);
+    has_all(&err, &["was truncated; reading it from the start"]);
     assert!(
         out.contains("ANTHROPIC_API_KEY=<redacted>"),
         "the refilled line is read from its start: {out}"
@@ -237,7 +234,7 @@ fn a_failed_starts_log_tail_redacts_a_private_keys_body() {
         e.contains("-----BEGIN PRIVATE KEY-----"),
         "the tail is shown: {e}"
     );
-    assert!(!e.contains("MIIEvQtailBodyLine0123"), "{e}");
+    has_none(&e, &["MIIEvQtailBodyLine0123"]);
     t.wait_no_processes();
 }
 
@@ -257,7 +254,7 @@ fn a_failed_restarts_log_tail_keeps_the_attempts_first_line() {
         tail.contains("fixture host: SIGTERM, exiting"),
         "the first line is shown: {tail}"
     );
-    assert!(tail.contains("crash-on-start is set"), "{tail}");
+    has_all(tail, &["crash-on-start is set"]);
     s.t.run(["agent", "uninstall", "--stack", s.name]).ok();
     s.t.wait_no_processes();
 }

@@ -1,6 +1,7 @@
 //! What a user reads about the CLI: completions and man pages generated from the clap
 //! definitions (and installed by make, the formula and the .pkg), and the README's quick start.
 
+use crate::common::has_all;
 use crate::common::repo::{formula, readme, readme_section, repo};
 use crate::common::TestContext;
 
@@ -28,11 +29,8 @@ fn completions_and_man_page_come_from_the_cli_and_are_listed_in_help() {
     );
     // Listed in --help (what a user looking for completions reads first).
     let help = t.run(["--help"]).ok().stdout();
-    assert!(
-        help.contains("\n  completions ") && help.contains("\n  man "),
-        "{help}"
-    );
-    assert!(help.contains("Examples:\n  oyster setup"), "{help}");
+    has_all(&help, &["\n  completions ", "\n  man "]);
+    has_all(&help, &["Examples:\n  oyster setup"]);
     t.run(["completions", "tcsh"]).fails_with(2);
 }
 

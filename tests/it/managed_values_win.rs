@@ -3,6 +3,7 @@
 //! `--json` marks it; a managed value of the wrong type is said, never dropped silently.
 
 use crate::common::{doctor_check, free_port, plistlib, TestContext};
+use crate::common::{has_all, has_none};
 
 fn dict(pairs: Vec<(&str, plist::Value)>) -> plist::Value {
     let mut d = plist::Dictionary::new();
@@ -63,11 +64,8 @@ fn a_forced_empty_command_and_a_forced_intent_disable_everywhere_at_once() {
         );
     }
     let human = t.run(["providers", "status"]).ok().stdout();
-    assert!(
-        human.contains("claude (disabled)") && human.contains("codex (disabled)"),
-        "{human}"
-    );
-    assert!(!human.contains("available"), "{human}");
+    has_all(&human, &["claude (disabled)", "codex (disabled)"]);
+    has_none(&human, &["available"]);
     let resolve = t.run(["providers", "resolve", "--json"]).ok().json();
     assert_eq!(resolve["providers"][0]["state"], "disabled", "{resolve}");
 
@@ -83,12 +81,10 @@ fn a_forced_empty_command_and_a_forced_intent_disable_everywhere_at_once() {
     ] {
         assert_eq!(show["$managed"][key], file_s, "{key}: {show}");
     }
-    let human = t.run(["config", "show"]).ok().stdout();
-    assert!(
-        human.contains("with the organization's forced values")
-            && human.contains("# managed: provider_command_intent.claude = \"disabled\""),
-        "{human}"
-    );
+    t.run(["config", "show"]).ok().stdout_has_all(&[
+        "with the organization's forced values",
+        "# managed: provider_command_intent.claude = \"disabled\"",
+    ]);
     assert_eq!(
         std::fs::read(t.config_path()).unwrap(),
         before,
@@ -126,10 +122,8 @@ fn a_forced_empty_command_and_a_forced_intent_disable_everywhere_at_once() {
         .run(["setup", "--dry-run", "--install-providers"])
         .ok()
         .stdout();
-    assert!(
-        !plan.contains("npm install") && plan.contains("disabled (kept disabled)"),
-        "{plan}"
-    );
+    has_all(&plan, &["disabled (kept disabled)"]);
+    has_none(&plan, &["npm install"]);
 
     // And a sync writes it, so the Host reads it too.
     t.run(["config", "sync"]).ok();
@@ -171,13 +165,11 @@ fn a_forced_command_is_manual_and_a_contradicting_intent_is_left_out_and_said() 
         "{claude}"
     );
     assert_eq!(row("codex")["state"], "disabled");
-    let show = t.run(["config", "show"]).ok().stdout();
-    assert!(
-        show.contains("# managed value left out:")
-            && show.contains("provider_command_intent.codex = \"auto\" is left out")
-            && show.contains("which disables codex"),
-        "{show}"
-    );
+    t.run(["config", "show"]).ok().stdout_has_all(&[
+        "# managed value left out:",
+        "provider_command_intent.codex = \"auto\" is left out",
+        "which disables codex",
+    ]);
 }
 
 /// Item 5: a managed payload whose `stacks` is an array (a profile editor's slip) holds every
@@ -208,14 +200,13 @@ fn a_managed_payload_of_the_wrong_type_is_said_in_doctor_and_config_show() {
             && said.contains("connection_mode"),
         "{check}"
     );
-    let human = t.run(["config", "show", "dev"]).ok().stdout();
-    assert!(
-        human.contains(&format!(
+    t.run(["config", "show", "dev"]).ok().stdout_has_all(&[
+        &format!(
             "# managed value left out: {}: stacks is an array",
             file.display()
-        )) && human.contains("connection_mode: not direct"),
-        "{human}"
-    );
+        ),
+        "connection_mode: not direct",
+    ]);
     let json = t.run(["config", "show", "dev", "--json"]).ok().json();
     let left_out = json["$managed_left_out"].as_array().unwrap();
     assert_eq!(left_out.len(), 2, "{json}");

@@ -6,6 +6,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::common::has_all;
 use crate::common::{self, args, TestContext};
 
 /// A fake `node` in `<test dir>/<dir>/node` that appends `<its path> <its arguments>` to
@@ -145,8 +146,9 @@ fn only_older_nodes_found_exits_1_naming_each_as_no_node_found_does() {
     );
     // None at all: the same exit code.
     on_path(&mut t, &[]);
-    let e = t.run(print_args(&root)).fails_with(1).stderr();
-    assert!(e.contains("no `node` was found on PATH"), "{e}");
+    t.run(print_args(&root))
+        .fails_with(1)
+        .stderr_has_all(&["no `node` was found on PATH"]);
 }
 
 #[test]
@@ -161,18 +163,14 @@ fn a_node_the_user_named_that_is_too_old_or_missing_exits_2_by_flag_or_variable(
     for bad in [&old, &missing] {
         let mut args = print_args(&root);
         args.extend(["--node-bin".into(), bad.display().to_string()]);
-        let e = t.run(&args).fails_with(2).stderr();
-        assert!(
-            e.contains(&format!("node from --node-bin ({})", bad.display())),
-            "{e}"
-        );
+        t.run(&args)
+            .fails_with(2)
+            .stderr_has_all(&[&format!("node from --node-bin ({})", bad.display())]);
 
         t.extra_env = vec![("OYSTERUN_NODE_BIN".into(), bad.display().to_string())];
-        let e = t.run(print_args(&root)).fails_with(2).stderr();
-        assert!(
-            e.contains(&format!("node from OYSTERUN_NODE_BIN ({})", bad.display())),
-            "{e}"
-        );
+        t.run(print_args(&root))
+            .fails_with(2)
+            .stderr_has_all(&[&format!("node from OYSTERUN_NODE_BIN ({})", bad.display())]);
         t.extra_env.clear();
     }
     assert!(
@@ -195,9 +193,9 @@ fn a_root_not_found_exits_1_as_no_node_found_does_and_a_root_the_user_named_exit
         e.starts_with("oyster: error: could not find the Oysterun install root"),
         "{e}"
     );
-    assert!(
-        e.contains("\nhint: install Oysterun with `npm install -g oysterun`"),
-        "{e}"
+    has_all(
+        &e,
+        &["\nhint: install Oysterun with `npm install -g oysterun`"],
     );
     // The same through install (with the simulator's launchd), which changes nothing.
     t.use_sim();
@@ -205,21 +203,17 @@ fn a_root_not_found_exits_1_as_no_node_found_does_and_a_root_the_user_named_exit
         .run(args(&["install", "ghost"]).port(common::free_port()))
         .fails_with(1)
         .stderr();
-    assert!(
-        e.contains("could not find the Oysterun install root"),
-        "{e}"
-    );
+    has_all(&e, &["could not find the Oysterun install root"]);
     assert!(!t.home.join(".oysterun-stacks/ghost").exists(), "{e}");
 
     let missing = t.path("no-oysterun");
-    let e = t
-        .run(args(&["agent", "print"]).root(&missing))
+    t.run(args(&["agent", "print"]).root(&missing))
         .fails_with(2)
-        .stderr();
-    assert!(e.contains("the Oysterun root from --root"), "{e}");
+        .stderr_has_all(&["the Oysterun root from --root"]);
     t.extra_env = vec![("OYSTERUN_ROOT".into(), missing.display().to_string())];
-    let e = t.run(["agent", "print"]).fails_with(2).stderr();
-    assert!(e.contains("the Oysterun root from OYSTERUN_ROOT"), "{e}");
+    t.run(["agent", "print"])
+        .fails_with(2)
+        .stderr_has_all(&["the Oysterun root from OYSTERUN_ROOT"]);
 }
 
 #[test]

@@ -7,6 +7,7 @@ use std::process::Command;
 use crate::common::pkg::{script, sh_quote, take_log};
 use crate::common::repo::{repo, VERSION};
 use crate::common::TestContext;
+use crate::common::{has_all, has_none};
 
 #[test]
 #[cfg_attr(
@@ -99,10 +100,7 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
 
     let (code, out, calls) = b.run(&[]);
     assert_eq!(code, 0, "{out}");
-    assert!(
-        out.contains("unsigned") && out.contains(&format!("built {}", pkg.display())),
-        "{out}"
-    );
+    has_all(&out, &["unsigned", &format!("built {}", pkg.display())]);
     assert_eq!(calls.len(), 6, "{calls:#?}");
     for (call, t) in calls
         .iter()
@@ -162,18 +160,15 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
     );
     // The distribution productbuild got: both architectures, this version, this component.
     let dist = std::fs::read_to_string(b.t.path("distribution.xml")).unwrap();
-    assert!(
-        dist.contains(r#"hostArchitectures="arm64,x86_64""#),
-        "{dist}"
-    );
-    assert!(
-        !dist.contains("@VERSION@") && dist.contains(&format!(r#"version="{VERSION}""#)),
-        "{dist}"
-    );
-    assert!(
-        dist.contains(r#"<pkg-ref id="com.oysterun.oyster" "#)
-            && dist.contains(">oyster-component.pkg</pkg-ref>"),
-        "{dist}"
+    has_all(&dist, &[r#"hostArchitectures="arm64,x86_64""#]);
+    has_all(&dist, &[&format!(r#"version="{VERSION}""#)]);
+    has_none(&dist, &["@VERSION@"]);
+    has_all(
+        &dist,
+        &[
+            r#"<pkg-ref id="com.oysterun.oyster" "#,
+            ">oyster-component.pkg</pkg-ref>",
+        ],
     );
     let parsed = Command::new("python3")
         .args(["-c", "import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); print(r.tag, r.find('options').get('hostArchitectures'))"])
@@ -195,7 +190,7 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
         ("NOTARY_PROFILE", "oyster-notary"),
     ]);
     assert_eq!(code, 0, "{out}");
-    assert!(!out.contains("unsigned"), "{out}");
+    has_none(&out, &["unsigned"]);
     let names: Vec<&str> = calls.iter().map(|c| c.split(' ').next().unwrap()).collect();
     assert_eq!(
         names,
@@ -235,9 +230,9 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
     // Notarizing unsigned code is refused before anything is built.
     let (code, out, calls) = b.run(&[("NOTARY_PROFILE", "oyster-notary")]);
     assert_eq!(code, 1, "{out}");
-    assert!(
-        out.contains("NOTARY_PROFILE needs PKG_SIGN_IDENTITY and CODESIGN_IDENTITY"),
-        "{out}"
+    has_all(
+        &out,
+        &["NOTARY_PROFILE needs PKG_SIGN_IDENTITY and CODESIGN_IDENTITY"],
     );
     assert!(calls.is_empty(), "{calls:#?}");
 }

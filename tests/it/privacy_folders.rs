@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use crate::common::{args, fixture_root_at, free_port, real_node, Run, TestContext};
+use crate::common::{has_all, has_none};
 
 /// `agent install --stack pv` of `root` with `node`, verified for 10 s, settling 200 ms.
 fn install_with(t: &TestContext, root: &Path, node: &Path, port: u16) -> Run {
@@ -28,10 +29,12 @@ fn a_root_in_documents_is_named_with_the_setting_to_change_and_doctor_checks_it(
     let root = fixture_root_at(&t.home.join("Documents/oysterun"));
     let r = install(&t, &root, free_port()).ok();
     let e = r.stderr();
-    assert!(
-        e.contains("warning: the Oysterun root ~/Documents/oysterun lies in the Documents folder")
-            && e.contains("move it out (e.g. a checkout to ~/oysterun): that is the lasting fix"),
-        "{e}"
+    has_all(
+        &e,
+        &[
+            "warning: the Oysterun root ~/Documents/oysterun lies in the Documents folder",
+            "move it out (e.g. a checkout to ~/oysterun): that is the lasting fix",
+        ],
     );
     // The grant names the program that asks (Node, resolved), the one place a user can add
     // it (Full Disk Access → +), and that an upgrade loses it (issue 29 item 4); and oyster
@@ -40,25 +43,25 @@ fn a_root_in_documents_is_named_with_the_setting_to_change_and_doctor_checks_it(
     // 39 item 5).
     let node = std::fs::canonicalize(real_node()).unwrap();
     let oyster = std::fs::canonicalize(crate::common::BIN).unwrap();
-    assert!(
-        e.contains(&format!("Node ({};", node.display()))
-            && e.contains("System Settings → Privacy & Security → Full Disk Access → +")
-            && e.contains("again after every Node upgrade")
-            && e.contains(&format!(
+    has_all(
+        &e,
+        &[
+            &format!("Node ({};", node.display()),
+            "System Settings → Privacy & Security → Full Disk Access → +",
+            "again after every Node upgrade",
+            &format!(
                 "and oyster ({}), whose launch program runs Oysterun's dashboard-credentials step",
                 oyster.display()
-            ))
-            && e.contains("with only Node granted it fails with \"Operation not permitted\"")
-            && e.contains("again after every oyster upgrade")
-            && !e.contains("Files and Folders"),
-        "{e}"
-    );
-    if cfg!(not(target_os = "macos")) {
-        assert!(
-            e.contains(
-                "its signature could not be read: there are no code signatures to read off macOS"
             ),
-            "{e}"
+            "with only Node granted it fails with \"Operation not permitted\"",
+            "again after every oyster upgrade",
+        ],
+    );
+    has_none(&e, &["Files and Folders"]);
+    if cfg!(not(target_os = "macos")) {
+        has_all(
+            &e,
+            &["its signature could not be read: there are no code signatures to read off macOS"],
         );
     }
     assert_eq!(

@@ -2,6 +2,7 @@
 //! after a question naming what goes (`--yes` without a terminal, `--dry-run` names it), and a
 //! rolled-back first setup leaves no stack behind.
 
+use crate::common::has_all;
 use crate::common::{self, free_port, TestContext};
 
 /// `dev` installed and verified, with the Host's history beside its config (what a Host that
@@ -68,11 +69,8 @@ fn on_a_terminal_purge_asks_naming_the_files_and_no_keeps_everything() {
         (Some(true), Some(0)),
         "{shown}"
     );
-    assert!(
-        shown.contains("oysterun.sqlite") && shown.contains("[y/N]"),
-        "{shown}"
-    );
-    assert!(shown.contains("Cancelled; nothing was changed."), "{shown}");
+    has_all(shown, &["oysterun.sqlite", "[y/N]"]);
+    has_all(shown, &["Cancelled; nothing was changed."]);
     assert_eq!(common::tree(&t.home), before, "Enter keeps everything");
     let r = t.pty(b"y\r", ["uninstall", "dev", "--purge"]);
     assert_eq!(r["code"], 0, "{r}");

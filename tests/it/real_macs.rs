@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::has_all;
 use crate::common::{doctor_check, Run, Stack};
 
 fn uid() -> u32 {
@@ -110,8 +111,8 @@ fn a_bootstrap_refused_with_5_names_its_cause_after_about_two_seconds() {
     let s = Stack::new("five");
     // No cause holds: launchd just said 5.
     let (e, took) = install_refused(&s, &[("LAUNCHD_SIM_FAIL_BOOTSTRAP", "5")]);
-    assert!(e.contains("exited 5"), "{e}");
-    assert!(e.contains("launchd refused it and gave no reason"), "{e}");
+    has_all(&e, &["exited 5"]);
+    has_all(&e, &["launchd refused it and gave no reason"]);
     assert!(e.contains("log show"), "the hint: {e}");
     assert!(
         took < std::time::Duration::from_secs(10),
@@ -122,22 +123,16 @@ fn a_bootstrap_refused_with_5_names_its_cause_after_about_two_seconds() {
     s.t.sim(&["disable", &format!("gui/{}/{label}", uid())])
         .ok();
     let (e, _) = install_refused(&s, &[("LAUNCHD_SIM_ENABLE_IGNORED", "1")]);
-    assert!(e.contains("disabled (`launchctl print-disabled"), "{e}");
-    assert!(
-        e.contains(&format!("launchctl enable gui/{}/{label}", uid())),
-        "{e}"
-    );
+    has_all(&e, &["disabled (`launchctl print-disabled"]);
+    has_all(&e, &[&format!("launchctl enable gui/{}/{label}", uid())]);
     s.t.sim(&["enable", &format!("gui/{}/{label}", uid())]).ok();
     // The LaunchAgents directory writable by the group: launchd refuses what is in it.
     let dir = s.t.home.join("Library/LaunchAgents");
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o775)).unwrap();
     let (e, _) = install_refused(&s, &[("LAUNCHD_SIM_OWNERSHIP_CODE", "5")]);
-    assert!(
-        e.contains("has an owner or mode launchd refuses (owner uid"),
-        "{e}"
-    );
-    assert!(e.contains("chmod go-w ~/Library/LaunchAgents`"), "{e}");
+    has_all(&e, &["has an owner or mode launchd refuses (owner uid"]);
+    has_all(&e, &["chmod go-w ~/Library/LaunchAgents`"]);
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     // Nothing was left loaded or running by the refusals; a plain install works.
     s.t.run(s.args("install")).ok();
@@ -153,7 +148,7 @@ fn a_host_switched_off_in_login_items_is_named_at_once() {
     let label = format!("com.oysterun.host.{}", s.name);
     s.t.sim(&["login-item", &label, "off"]).ok();
     let (e, took) = install_refused(&s, &[]);
-    assert!(e.contains("System Settings → General → Login Items"), "{e}");
+    has_all(&e, &["System Settings → General → Login Items"]);
     assert!(e.contains("\"oyster\""), "names the item as listed: {e}");
     assert!(
         took < std::time::Duration::from_secs(5),
@@ -165,11 +160,8 @@ fn a_host_switched_off_in_login_items_is_named_at_once() {
     let st = s.status();
     assert_eq!(st["login_item"], "requires_approval", "{st}");
     assert!(st["notes"].to_string().contains("Login Items"), "{st}");
-    let human = s.t.run(["status", s.name]).stdout();
-    assert!(
-        human.contains("login:     switched off (requires approval) in Login Items"),
-        "{human}"
-    );
+    s.t.run(["status", s.name])
+        .stdout_has_all(&["login:     switched off (requires approval) in Login Items"]);
     let doc = s.t.run(["doctor", "--json", "--stack", s.name]).json();
     let row = doctor_check(&doc, "login items");
     assert_eq!(row["status"], "fail", "{row}");
@@ -179,11 +171,8 @@ fn a_host_switched_off_in_login_items_is_named_at_once() {
             .contains("System Settings → General → Login Items"),
         "{row}"
     );
-    let list = s.t.run(["list"]).stdout();
-    assert!(
-        list.contains("bg: the agent is switched off in System Settings"),
-        "{list}"
-    );
+    s.t.run(["list"])
+        .stdout_has_all(&["bg: the agent is switched off in System Settings"]);
     let list = s.t.run(["list", "--json"]).json();
     assert_eq!(
         list["stacks"][0]["login_item"], "requires_approval",
@@ -264,9 +253,9 @@ fn a_job_only_in_the_user_domain_is_seen_by_every_verb() {
         )
         .ok();
         let said = format!("{}{}", r.stdout(), r.stderr());
-        assert!(said.contains("retrying once in"), "{said}");
+        has_all(&said, &["retrying once in"]);
         // The note does not promise that a console login moves the Host.
-        assert!(said.contains("loads a second copy"), "{said}");
+        has_all(&said, &["loads a second copy"]);
         let st = s.status();
         assert_eq!(st["loaded_in"], serde_json::json!([user.clone()]), "{st}");
         st["pid"].as_u64().unwrap()
@@ -280,7 +269,7 @@ fn a_job_only_in_the_user_domain_is_seen_by_every_verb() {
         s.t.run(s.host_args(&["host", "start"]))
             .fails_with(1)
             .stderr();
-    assert!(e.contains(&format!("is loaded in {user}")), "{e}");
+    has_all(&e, &[&format!("is loaded in {user}")]);
     // regenerate on another port: reloaded, verified, now in gui/<uid>.
     s.port = crate::common::free_port();
     let r = s.t.run(s.args("regenerate")).ok();
@@ -340,8 +329,8 @@ fn a_host_in_the_background_session_is_said_to_have_no_login_keychain() {
     };
     assert_eq!(auth("claude"), "keychain_locked", "{p}");
     assert_eq!(auth("codex"), "not_checked", "{p}");
-    let human = s.t.run(["providers", "status", "--stack", s.name]).stdout();
-    assert!(human.contains("authentication: at risk"), "{human}");
+    s.t.run(["providers", "status", "--stack", s.name])
+        .stdout_has_all(&["authentication: at risk"]);
     // At the console, a restart moves it to gui/<uid>: nothing to warn about.
     s.t.run(s.args("restart")).ok();
     let st = s.status();
@@ -389,7 +378,7 @@ fn a_rollback_refused_with_a_named_cause_ends_with_that_causes_fix() {
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let e = said();
     assert_eq!(status.code(), Some(1), "{e}");
-    assert!(e.contains("rollback failed too"), "{e}");
+    has_all(&e, &["rollback failed too"]);
     let hint = e.lines().find(|l| l.starts_with("hint:")).unwrap_or("");
     assert!(hint.contains("chmod go-w ~/Library/LaunchAgents"), "{e}");
     done(&s);

@@ -3,6 +3,7 @@
 //! — against the simulator, each in the shape a real Mac shows (docs/launchd.md gives the
 //! source for each).
 
+use crate::common::{has_all, has_none};
 use crate::common::{Run, Stack};
 
 fn run_with(s: &Stack, env: &[(&str, &str)], args: &[String]) -> Run {
@@ -148,14 +149,11 @@ fn switched_off_in_login_items_refuses_a_reload_only_of_a_host_that_does_not_run
     s.port = crate::common::free_port();
     let r = s.t.run(s.args("regenerate")).fails_with(1);
     let said = format!("{}{}", r.stdout(), r.stderr());
-    assert!(
-        said.contains("but it runs, so that answer alone is not taken as proof"),
-        "{said}"
+    has_all(
+        &said,
+        &["but it runs, so that answer alone is not taken as proof"],
     );
-    assert!(
-        said.contains("System Settings → General → Login Items"),
-        "{said}"
-    );
+    has_all(&said, &["System Settings → General → Login Items"]);
     // It does not run (a crash loop waiting out launchd's throttle): refused, nothing touched.
     s.t.sim(&["login-item", &s.label(), "on"]).ok();
     s.t.run(s.args("install")).ok();
@@ -164,7 +162,7 @@ fn switched_off_in_login_items_refuses_a_reload_only_of_a_host_that_does_not_run
     let bytes = std::fs::read(s.plist()).unwrap();
     s.port = crate::common::free_port();
     let e = s.t.run(s.args("regenerate")).fails_with(1).stderr();
-    assert!(e.contains("were left as they are"), "{e}");
+    has_all(&e, &["were left as they are"]);
     assert!(
         e.contains("--ignore-login-items"),
         "the hint names the override: {e}"
@@ -176,9 +174,9 @@ fn switched_off_in_login_items_refuses_a_reload_only_of_a_host_that_does_not_run
     args.push("--ignore-login-items".into());
     let r = s.t.run(args).fails_with(1);
     let said = format!("{}{}", r.stdout(), r.stderr());
-    assert!(
-        said.contains("--ignore-login-items was given: reloading it anyway"),
-        "{said}"
+    has_all(
+        &said,
+        &["--ignore-login-items was given: reloading it anyway"],
     );
     s.t.sim(&["login-item", &s.label(), "on"]).ok();
     s.done();
@@ -200,23 +198,17 @@ fn with_the_console_not_this_users_the_host_goes_to_the_user_domain_said() {
     let e = run_with(&s, &sim_only, &s.args("install"))
         .fails_with(1)
         .stderr();
-    assert!(
-        e.contains(&format!("bootstrap gui/{me} ")) && e.contains("exited 5"),
-        "{e}"
-    );
-    assert!(e.contains("launchd refused it and gave no reason"), "{e}");
+    has_all(&e, &[&format!("bootstrap gui/{me} "), "exited 5"]);
+    has_all(&e, &["launchd refused it and gave no reason"]);
     let both = [
         ("LAUNCHD_SIM_CONSOLE_UID", other.as_str()),
         ("OYSTER_CONSOLE_UID", other.as_str()),
     ];
     let r = run_with(&s, &both, &s.args("install")).ok();
     let said = format!("{}{}", r.stdout(), r.stderr());
-    assert!(
-        said.contains(&format!(
+    has_all(&said, &[&format!(
             "the console belongs to another user (uid {other}) (OYSTER_CONSOLE_UID={other}), so gui/{me} has no login session"
-        )) && said.contains(&format!("so using user/{me}")),
-        "{said}"
-    );
+        ), &format!("so using user/{me}")]);
     r.stdout_has("Host verified");
     let status: Vec<String> = ["agent", "status", "--json", "--stack", s.name]
         .map(String::from)
@@ -266,13 +258,9 @@ fn with_the_console_not_this_users_the_host_goes_to_the_user_domain_said() {
         "{st}"
     );
     // A value that is not a uid is refused as input.
-    let e = run_with(&s, &[("OYSTER_CONSOLE_UID", "alice")], &s.args("restart"))
+    run_with(&s, &[("OYSTER_CONSOLE_UID", "alice")], &s.args("restart"))
         .fails_with(2)
-        .stderr();
-    assert!(
-        e.contains("OYSTER_CONSOLE_UID is \"alice\", which is not a uid"),
-        "{e}"
-    );
+        .stderr_has_all(&["OYSTER_CONSOLE_UID is \"alice\", which is not a uid"]);
     s.done();
 }
 
@@ -399,12 +387,9 @@ fn the_hint_after_a_bare_5_keeps_launchctls_advice() {
         ("LAUNCHD_SIM_FAIL_BOOTSTRAP", "5"),
         ("LAUNCHD_SIM_EUID", "501"),
     ]);
-    assert!(
-        h.contains(&format!(
+    has_all(&h, &[&format!(
             "launchctl's own advice, re-running it as root for a richer error, is `sudo launchctl bootstrap gui/{me} ~/Library/LaunchAgents/com.oysterun.host.adv.plist`"
-        )),
-        "{h}"
-    );
+        )]);
     if nix::unistd::geteuid().is_root() {
         assert!(
             h.contains("hint: `log show --last 5m"),
@@ -416,8 +401,8 @@ fn the_hint_after_a_bare_5_keeps_launchctls_advice() {
         ("LAUNCHD_SIM_FAIL_BOOTSTRAP", "5"),
         ("LAUNCHD_SIM_EUID", "0"),
     ]);
-    assert!(!h.contains("launchctl bootstrap"), "{h}");
-    assert!(h.contains("checks the rest"), "{h}");
+    has_none(&h, &["launchctl bootstrap"]);
+    has_all(&h, &["checks the rest"]);
     s.done();
 }
 
@@ -449,12 +434,9 @@ fn doctor_says_local_network_privacy_when_the_config_names_a_lan_address() {
     let r = row(&s).expect("a local network check");
     assert_eq!(r["status"], "warn", "{r}");
     let detail = r["detail"].as_str().unwrap();
-    assert!(
-        detail.contains("ollama_base_url (192.168.1.20)"),
-        "{detail}"
-    );
-    assert!(!detail.contains("api.example.com"), "{detail}");
-    assert!(detail.contains("TN3179"), "{detail}");
+    has_all(detail, &["ollama_base_url (192.168.1.20)"]);
+    has_none(detail, &["api.example.com"]);
+    has_all(detail, &["TN3179"]);
     assert!(
         r["fix"]
             .as_str()

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Instant;
 
+use crate::common::has_all;
 use crate::common::repo::{
     archive_sha256, cargo_version, copy_release_files, formula_matches_its_tag, git, make,
     need_git_checkout, readme_section, repo, tool, VERSION,
@@ -105,13 +106,10 @@ fn a_tagged_clone_gets_a_formula_naming_its_archive_and_the_archive_builds_offli
     assert_eq!(formula_matches_its_tag(&clone, &after), Ok(true));
     // What the run told the maintainer to do next.
     let said = text(&out);
-    assert!(
-        said.contains(&format!("Formula/oyster.rb: sha256 {sum}")),
-        "{said}"
-    );
-    assert!(
-        said.contains(&format!("Upload dist/{name} to the {tag} release")),
-        "{said}"
+    has_all(&said, &[&format!("Formula/oyster.rb: sha256 {sum}")]);
+    has_all(
+        &said,
+        &[&format!("Upload dist/{name} to the {tag} release")],
     );
     // Nothing else in the clone changed (dist/ is ignored).
     assert_eq!(
@@ -184,14 +182,8 @@ fn a_tagged_clone_gets_a_formula_naming_its_archive_and_the_archive_builds_offli
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let plist = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        plist.contains("<string>com.oysterun.host</string>"),
-        "{plist}"
-    );
-    assert!(
-        plist.contains(&format!("<string>{}</string>", node.display())),
-        "{plist}"
-    );
+    has_all(&plist, &["<string>com.oysterun.host</string>"]);
+    has_all(&plist, &[&format!("<string>{}</string>", node.display())]);
 }
 
 /// The README's "Cutting a release" names the steps the test above runs, and the url it tells
@@ -295,11 +287,11 @@ fn the_next_release_keeps_the_last_one_in_the_formula_until_its_own_tag() {
     assert!(!dir.join(format!("dist/oyster-{next}.tar.gz")).exists());
     // Tagged but not yet in the formula: the check says what to run.
     let err = formula_matches_its_tag(&dir, &released).unwrap_err();
-    assert!(
-        err.contains(&format!(
+    has_all(
+        &err,
+        &[&format!(
             "the formula still names {first}; run make release-formula"
-        )),
-        "{err}"
+        )],
     );
 
     // The tag moved to the bump: the formula names the new archive.
@@ -320,5 +312,5 @@ fn the_next_release_keeps_the_last_one_in_the_formula_until_its_own_tag() {
         .replace(&next_tag, "v9.9.9")
         .replace(&name, "oyster-9.9.9.tar.gz");
     let err = formula_matches_its_tag(&dir, &untagged).unwrap_err();
-    assert!(err.contains("there is no tag v9.9.9"), "{err}");
+    has_all(&err, &["there is no tag v9.9.9"]);
 }

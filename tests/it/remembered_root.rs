@@ -72,18 +72,12 @@ fn the_root_given_once_is_remembered_for_host_start_after_uninstall_and_for_a_se
                 .extra(&["--no-start"]),
         )
         .ok();
-    let out = r.stdout();
-    assert!(
-        out.contains("root:") && out.contains("the root stack rr remembers"),
-        "{out}"
-    );
+    r.stdout_has_all(&["root:", "the root stack rr remembers"]);
     assert_eq!(config(&t, "rr2")["oyster_root"], root_s.as_str());
 
     // A remembered root that no longer holds the Host is passed over aloud, never used.
     std::fs::remove_file(Path::new(&root_s).join("host-service/server.mjs")).unwrap();
-    let e = t.run(&start).fails_with(1).stderr();
-    assert!(
-        e.contains("the root remembered in") && e.contains("looking further"),
-        "{e}"
-    );
+    t.run(&start)
+        .fails_with(1)
+        .stderr_has_all(&["the root remembered in", "looking further"]);
 }

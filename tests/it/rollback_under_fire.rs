@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::common::{self, free_port, real_node, Stack, TestContext};
+use crate::common::{self, free_port, Stack, TestContext};
+use crate::common::{has_all, has_none};
 
 /// Sends `sig` to exactly this child's pid (ESRCH: it finished first).
 fn send(child: &Child, sig: Signal) {
@@ -45,8 +46,7 @@ fn installed_with_a_bad_root(name: &'static str) -> (Stack, std::path::PathBuf) 
 fn restart_onto(s: &Stack, root: &Path, port: u16, err: &Path) -> Child {
     let args: Vec<String> = common::args(&["agent", "restart"])
         .stack(s.name)
-        .root(root)
-        .node(real_node())
+        .host(root)
         .port(port)
         .wait(4, 200)
         .into();
@@ -95,11 +95,11 @@ fn a_second_signal_during_the_rollback_does_not_cut_it_short() {
         Some(130),
         "the first signal names the exit\n{e}"
     );
-    assert!(
-        e.contains("restored the last good plist; the previous Host runs again")
-            && !e.contains("rollback failed too"),
-        "{e}"
+    has_all(
+        &e,
+        &["restored the last good plist; the previous Host runs again"],
     );
+    has_none(&e, &["rollback failed too"]);
     assert_eq!(config_port(&s), s.port, "{e}");
     let st = s.status();
     assert_eq!(
@@ -128,13 +128,15 @@ fn a_config_that_cannot_take_its_port_back_does_not_hide_the_restored_host() {
     assert_eq!(status.code(), Some(1), "{e}");
     // What the rollback did is said, then why the port stays: the rollback did not fail (the
     // pending marker is gone, so no next run would retry it).
-    assert!(
-        e.contains("restored the last good plist; the previous Host runs again")
-            && e.contains("config.json's port could not be put back")
-            && e.contains("not valid JSON")
-            && !e.contains("rollback failed too"),
-        "{e}"
+    has_all(
+        &e,
+        &[
+            "restored the last good plist; the previous Host runs again",
+            "config.json's port could not be put back",
+            "not valid JSON",
+        ],
     );
+    has_none(&e, &["rollback failed too"]);
     assert!(!s
         .t
         .home
@@ -174,15 +176,11 @@ fn a_run_killed_mid_change_leaves_its_port_for_the_recovering_runs_rollback_to_p
     let r = s.t.run(
         common::args(&["agent", "regenerate"])
             .stack(s.name)
-            .root(&bad)
-            .node(real_node())
+            .host(&bad)
             .wait(3, 200),
     );
-    let e = r.fails_with(1).stderr();
-    assert!(
-        e.contains(&format!("config.json's port is {} again", s.port)),
-        "{e}"
-    );
+    r.fails_with(1)
+        .stderr_has_all(&[&format!("config.json's port is {} again", s.port)]);
     assert_eq!(config_port(&s), before);
     assert!(!pending.exists());
     s.t.run(["agent", "uninstall", "--stack", "killroll"]).ok();
@@ -211,8 +209,7 @@ fn a_corrupt_marker_never_puts_a_non_port_into_config() {
         let r = s.t.run(
             common::args(&["agent", "regenerate"])
                 .stack(s.name)
-                .root(&bad)
-                .node(real_node())
+                .host(&bad)
                 .wait(3, 200),
         );
         let e = r.fails_with(1).stderr();

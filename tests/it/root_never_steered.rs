@@ -7,6 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
+use crate::common::has_all;
 use crate::common::{TestContext, BIN};
 
 /// A uid no account on the test machine has: the owner of a throwaway home.
@@ -95,14 +96,13 @@ fn a_root_cleanup_under_a_foreign_home_is_refused_and_never_deletes_through_a_li
     lchown(&link, 0);
     let r = t.run(["cleanup", "--yes", "--purge"]).ok();
     let out = r.stdout();
-    assert!(
-        out.contains("kept    dev:") && out.contains("kept    qa:"),
-        "{out}"
-    );
-    assert!(
-        out.contains("~/.oysterun-stacks is a symlink")
-            && out.contains("cleanup removes nothing through it"),
-        "{out}"
+    has_all(&out, &["kept    dev:", "kept    qa:"]);
+    has_all(
+        &out,
+        &[
+            "~/.oysterun-stacks is a symlink",
+            "cleanup removes nothing through it",
+        ],
     );
     assert_eq!(
         contents(&victim),
@@ -137,13 +137,10 @@ fn a_root_cleanup_removes_nothing_of_another_users_nor_through_a_directory_other
     }
     let before = contents(&stacks);
     let out = t.run(["cleanup", "--yes", "--purge"]).ok().stdout();
-    assert!(
-        out.contains("kept    dev:") && out.contains("kept    qa:"),
-        "{out}"
-    );
-    assert!(
-        out.contains("belongs to uid 61234, not to the user running cleanup"),
-        "{out}"
+    has_all(&out, &["kept    dev:", "kept    qa:"]);
+    has_all(
+        &out,
+        &["belongs to uid 61234, not to the user running cleanup"],
     );
     assert_eq!(
         contents(&stacks),
@@ -156,10 +153,7 @@ fn a_root_cleanup_removes_nothing_of_another_users_nor_through_a_directory_other
     }
     std::fs::set_permissions(&stacks, std::fs::Permissions::from_mode(0o777)).unwrap();
     let out = t.run(["cleanup", "--yes", "--purge"]).ok().stdout();
-    assert!(
-        out.contains("may be written by others (mode 0777)"),
-        "{out}"
-    );
+    has_all(&out, &["may be written by others (mode 0777)"]);
     assert!(stacks.join("dev/run/oyster.lock").exists(), "{out}");
     // Shared with the sticky bit: root's own stack goes, another uid's stays.
     std::fs::set_permissions(&stacks, std::fs::Permissions::from_mode(0o1777)).unwrap();
@@ -207,7 +201,7 @@ fn mdm_profile_refuses_an_organization_xml_cannot_carry_before_writing() {
     ])
     .ok();
     let text = std::fs::read_to_string(&target).unwrap();
-    assert!(text.contains("Example\u{FFFD}"), "{text}");
+    has_all(&text, &["Example\u{FFFD}"]);
 }
 
 /// oyster copied to `dir` (created with `mode`, owned by `uid`), run as root with `args` and
@@ -251,11 +245,13 @@ fn a_root_run_of_an_oyster_another_uid_or_a_group_could_replace_is_refused() {
         let r = copy_run(&t, &homebrew, uid, mode, &["setup", "--yes"]);
         assert_eq!(r.code(), 1, "{why}: {}", r.stderr());
         let err = r.stderr();
-        assert!(
-            err.contains(&format!("{} {why}", homebrew.display()))
-                && err.contains("could replace the program root runs; nothing was done")
-                && err.contains("/Library/Oysterun/bin/oyster"),
-            "{err}"
+        has_all(
+            &err,
+            &[
+                &format!("{} {why}", homebrew.display()),
+                "could replace the program root runs; nothing was done",
+                "/Library/Oysterun/bin/oyster",
+            ],
         );
         assert!(!t.home.join(".oysterun").exists(), "{why}: setup wrote");
     }

@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use crate::common::{
     args, free_port, live_environ, plistlib, real_node, Run, Stack, TestContext, BIN,
 };
+use crate::common::{has_all, has_none};
 
 const STACK: &str = "rn";
 
@@ -197,8 +198,7 @@ fn the_host_gets_its_stack_name_and_runs_as_the_launch_programs_pid() {
         );
     }
     // An unchanged regenerate finds the loaded definition matching (program and arguments).
-    let out = agent(&r, "regenerate").ok().stdout();
-    assert!(out.contains("left alone"), "{out}");
+    agent(&r, "regenerate").ok().stdout_has_all(&["left alone"]);
 }
 
 #[test]
@@ -228,11 +228,11 @@ fn a_host_launchd_restarts_on_its_own_gets_fresh_identity_files_and_a_synced_con
         "the launch synced the config"
     );
     let log = r.host_log();
-    assert!(log.contains("config: codex_command"), "{log}");
+    has_all(&log, &["config: codex_command"]);
     // The plist predates codex, so the launch says its environment differs, and starts anyway.
-    assert!(
-        log.contains("differs from what oyster generates") && log.contains("agent regenerate"),
-        "{log}"
+    has_all(
+        &log,
+        &["differs from what oyster generates", "agent regenerate"],
     );
     r.t.assert_nothing_executed();
 }
@@ -247,10 +247,12 @@ fn a_corrupt_config_is_logged_and_the_host_still_starts() {
     let new = wait_for_host_identity_files(&r, Some(old)).expect("the Host started");
     assert_eq!(wait_new_healthy(r.port, old)["pid"], json!(new));
     let log = r.host_log();
-    assert!(
-        log.contains("the config sync failed; the Host starts anyway")
-            && log.contains("not valid JSON"),
-        "{log}"
+    has_all(
+        &log,
+        &[
+            "the config sync failed; the Host starts anyway",
+            "not valid JSON",
+        ],
     );
 }
 
@@ -263,10 +265,12 @@ fn host_stop_and_status_leave_a_launchd_host_to_launchd() {
         r.t.run(["host", "stop", "--stack", STACK])
             .fails_with(1)
             .stderr();
-    assert!(
-        e.contains("launchd runs this Host")
-            && e.contains(&format!("`oyster stop --stack {STACK}` stops it")),
-        "{e}"
+    has_all(
+        &e,
+        &[
+            "launchd runs this Host",
+            &format!("`oyster stop --stack {STACK}` stops it"),
+        ],
     );
     assert!(alive(pid), "not signalled");
     let st =
@@ -285,10 +289,9 @@ pub(crate) fn start_direct(t: &TestContext, root: &Path, port: u16) -> Run {
     t.run(
         args(&["host", "start"])
             .stack("dr")
-            .root(root)
-            .node(real_node())
+            .host(root)
             .port(port)
-            .extra(&["--wait", "10"]),
+            .wait_secs(10),
     )
 }
 
@@ -376,11 +379,11 @@ fn direct_start_runs_the_same_launch_program_and_leaves_the_same_files() {
     // The Host log says what the launch program did.
     let log =
         std::fs::read_to_string(t.home.join(".oysterun-stacks/dr/logs/oysterun-host.log")).unwrap();
-    assert!(
-        log.contains("oyster host exec (stack dr") && log.contains("identity files written"),
-        "{log}"
+    has_all(
+        &log,
+        &["oyster host exec (stack dr", "identity files written"],
     );
-    assert!(!log.contains("differs"), "{log}");
+    has_none(&log, &["differs"]);
     t.run(["host", "stop", "--stack", "dr"]).ok();
 }
 
@@ -411,10 +414,7 @@ fn a_second_launch_leaves_a_live_hosts_identity_files_alone() {
         .unwrap();
     assert!(!out.status.success(), "the second Host cannot listen");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(&format!("names another live Host (pid {first})")),
-        "{err}"
-    );
+    has_all(&err, &[&format!("names another live Host (pid {first})")]);
     assert_eq!(
         pid_from_file(&run.join("oysterun-host-dr.pid")).unwrap(),
         first
@@ -455,12 +455,12 @@ fn a_held_config_lock_never_keeps_the_host_down_the_launch_skips_the_sync_and_sa
     assert_eq!(wait_new_healthy(r.port, old)["pid"], json!(new));
     assert!(t0.elapsed() < Duration::from_secs(10));
     let log = r.host_log();
-    assert!(
-        log.contains(&format!(
+    has_all(
+        &log,
+        &[&format!(
             "config sync skipped: locked by pid {}",
             std::process::id()
-        )),
-        "{log}"
+        )],
     );
     assert_eq!(
         std::fs::read(&config).unwrap(),
@@ -498,7 +498,7 @@ fn a_launch_that_cannot_become_the_host_leaves_no_identity_files_naming_a_dead_p
     .unwrap();
     r.t.sim(&["kickstart", "-k", &r.target("gui")]).ok();
     let log = wait_for_log(&r, "no identity files were written");
-    assert!(log.contains("server.mjs"), "{log}");
+    has_all(&log, &["server.mjs"]);
     for f in [
         pid_file(&r),
         origin_file(&r),
@@ -531,6 +531,6 @@ fn a_launch_that_cannot_become_the_host_leaves_no_identity_files_naming_a_dead_p
     std::fs::remove_file(link_dir.join("node")).unwrap();
     r.t.sim(&["kickstart", "-k", &r.target("gui")]).ok();
     let log = wait_for_log(&r, "no identity files were written");
-    assert!(log.contains("the pinned Node"), "{log}");
+    has_all(&log, &["the pinned Node"]);
     assert!(!pid_file(&r).exists(), "the pid file names a dead pid");
 }

@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use crate::common::{args, get, Run, Stack, TestContext};
+use crate::common::{has_all, has_none};
 
 const STACK: &str = "sec";
 
@@ -211,11 +212,9 @@ fn planted_secrets_never_appear_in_any_output_log_or_plist() {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let out = clean(&s, &["logs"], 0).stdout();
-    assert!(
-        out.contains("pairing via https://relay.example.com/pair/<redacted>?onboarding_token=<redacted>&step=2"),
-        "{out}"
-    );
+    clean(&s, &["logs"], 0).stdout_has_all(&[
+        "pairing via https://relay.example.com/pair/<redacted>?onboarding_token=<redacted>&step=2",
+    ]);
 
     // API keys a user added to the plist by hand: printed by no command, though the diff and
     // doctor name the variables.
@@ -232,7 +231,7 @@ fn planted_secrets_never_appear_in_any_output_log_or_plist() {
         "the dry run shows the change: {dry}"
     );
     let doctor = clean(&s, &["doctor"], 1).stdout();
-    assert!(doctor.contains("ANTHROPIC_API_KEY"), "{doctor}");
+    has_all(&doctor, &["ANTHROPIC_API_KEY"]);
     clean(&s, &["doctor", "--json"], 1);
     for (args, code) in [
         // The live Host lacks the hand-added variables: running, not verified (exit 1).
@@ -295,15 +294,14 @@ fn planted_secrets_never_appear_in_any_output_log_or_plist() {
     // the commands that go on without it still know its secrets.
     let text = serde_json::to_string_pretty(&planted_config()).unwrap();
     std::fs::write(&cfg, &text[..text.len() - 3]).unwrap();
-    let out = clean(&s, &["logs"], 0).stdout();
-    assert!(out.contains("pair/<redacted>"), "{out}");
+    clean(&s, &["logs"], 0).stdout_has_all(&["pair/<redacted>"]);
     clean(&s, &["doctor"], 1);
     clean(&s, &["doctor", "--json"], 1);
     clean(&s, &["config", "show"], 2);
 
     // The audit log of every step above.
     let audit = std::fs::read_to_string(s.stack_dir().join("logs/service-control.jsonl")).unwrap();
-    assert!(audit.contains("\"action\":\"install\""), "{audit}");
+    has_all(&audit, &["\"action\":\"install\""]);
     assert_clean("the audit log", &audit);
     s.t.wait_no_processes();
 }
@@ -341,13 +339,8 @@ fn a_secret_the_host_writes_while_oyster_runs_is_redacted_too() {
         });
         let words: Vec<&str> = verb.split(' ').collect();
         let r =
-            s.t.run(
-                args(&words)
-                    .stack(s.name)
-                    .port(port)
-                    .extra(&["--wait", "4"]),
-            )
-            .fails_with(1);
+            s.t.run(args(&words).stack(s.name).port(port).wait_secs(4))
+                .fails_with(1);
         host.join().unwrap();
         let e = r.stderr();
         assert!(
@@ -386,12 +379,12 @@ fn logs_follow_learns_a_secret_the_host_writes_after_it_started() {
     );
     follow.read_until("end-of-test");
     let (out, _) = follow.stop();
-    assert!(out.contains("end-of-test"), "{out}");
-    assert!(
-        out.contains("open https://app.example.com/onboard/<redacted> now")
-            && !out.contains("OB-late"),
-        "{out}"
+    has_all(&out, &["end-of-test"]);
+    has_all(
+        &out,
+        &["open https://app.example.com/onboard/<redacted> now"],
     );
+    has_none(&out, &["OB-late"]);
     t.run(["agent", "uninstall", "--stack", "lf"]).ok();
     t.wait_no_processes();
 }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::common::{self, free_port, real_node, Entry, TestContext};
+use crate::common::{has_all, has_none};
 
 const CANCELLED: &str = "Installation cancelled; no changes were made.";
 
@@ -162,13 +163,10 @@ fn yes_at_the_terminal_installs_through_the_pinned_npm_and_continues() {
     let r = s.pty(b"y\r", &["--no-start"]);
     let output = r["output"].as_str().unwrap();
     assert_eq!(r["code"], 0, "{output}");
-    assert!(output.contains("Setup complete"), "{output}");
+    has_all(output, &["Setup complete"]);
     // npm's own output is streamed, indented (and dimmed on this terminal).
-    assert!(
-        output.contains("    added 1 package: @openai/codex"),
-        "{output}"
-    );
-    assert!(output.contains("\x1b[2m    added 1 package"), "{output}");
+    has_all(output, &["    added 1 package: @openai/codex"]);
+    has_all(output, &["\x1b[2m    added 1 package"]);
     let prefix = s.t.path("nodepfx");
     assert_eq!(
         s.npm_calls(),
@@ -202,11 +200,11 @@ fn skip_at_the_terminal_sets_the_host_up_without_installing_and_keeps_the_provid
     let r = s.pty(b"s\r", &["--no-start"]);
     let output = r["output"].as_str().unwrap();
     assert_eq!(r["code"], 0, "{output}");
-    assert!(output.contains("Setup complete"), "{output}");
-    assert!(!output.contains(CANCELLED), "{output}");
-    assert!(output.contains("it stays auto"), "{output}");
+    has_all(output, &["Setup complete"]);
+    has_none(output, &[CANCELLED]);
+    has_all(output, &["it stays auto"]);
     // The URL the Host will answer on, at the end.
-    assert!(output.contains("url: http://127.0.0.1:"), "{output}");
+    has_all(output, &["url: http://127.0.0.1:"]);
     assert!(s.npm_calls().is_empty(), "skip installs nothing");
     let cfg: serde_json::Value =
         serde_json::from_slice(&std::fs::read(s.config()).unwrap()).unwrap();
@@ -250,7 +248,7 @@ fn a_failed_install_changes_nothing_else() {
     let cause = e.find("simulated failure").expect(&e);
     let rolled = e.find("rolled back").expect(&e);
     assert!(cause < rolled, "{e}");
-    assert!(!e.contains("uninstalled"), "{e}");
+    has_none(&e, &["uninstalled"]);
     assert_eq!(s.npm_calls().len(), 1, "{:?}", s.npm_calls());
     assert_eq!(s.npm_calls()[0].split(' ').next(), Some("install"));
     assert_eq!(s.snapshot(false, false), before);
@@ -270,10 +268,7 @@ fn a_failure_at_the_agent_folder_undoes_the_install_and_the_config() {
         ]))
         .fails_with(1)
         .stderr();
-    assert!(
-        e.contains("rolled back") && e.contains("uninstalled"),
-        "{e}"
-    );
+    has_all(&e, &["rolled back", "uninstalled"]);
     let calls = s.npm_calls();
     assert_eq!(
         calls.iter().filter(|c| c.starts_with("uninstall")).count(),
@@ -338,9 +333,9 @@ fn a_log_directory_that_is_a_file_is_refused_before_npm_runs() {
         s.t.run(s.args(&["--install-providers"]))
             .fails_with(2)
             .stderr();
-    assert!(
-        e.contains("the log directory ~/.oysterun-stacks/st/logs is not a directory"),
-        "{e}"
+    has_all(
+        &e,
+        &["the log directory ~/.oysterun-stacks/st/logs is not a directory"],
     );
     assert!(s.npm_calls().is_empty(), "{:?}", s.npm_calls());
     assert_eq!(s.snapshot(true, false), before, "nothing was touched");
@@ -354,11 +349,9 @@ fn a_host_that_crashes_on_start_rolls_setup_back_to_the_old_config() {
     std::fs::write(s.config(), original).unwrap();
     TestContext::fixture_flag(&s.root, "crash-on-start", "");
     let before = s.snapshot(false, true);
-    let e = s.t.run(s.args(&[])).fails_with(1).stderr();
-    assert!(
-        e.contains("crash-on-start") && e.contains("restored"),
-        "{e}"
-    );
+    s.t.run(s.args(&[]))
+        .fails_with(1)
+        .stderr_has_all(&["crash-on-start", "restored"]);
     assert_eq!(std::fs::read_to_string(s.config()).unwrap(), original);
     assert!(!s.t.home.join("OysterunAgents").exists());
     assert_eq!(s.snapshot(false, true), before);
@@ -448,11 +441,8 @@ fn the_question_offers_the_command_that_sets_the_host_up_without_providers() {
         (Some(0), Some(false)),
         "{output}"
     );
-    assert!(
-        output.contains("not installed (--no-install-providers)"),
-        "{output}"
-    );
-    assert!(output.contains("Setup complete."), "{output}");
+    has_all(output, &["not installed (--no-install-providers)"]);
+    has_all(output, &["Setup complete."]);
     assert!(s.npm_calls().is_empty());
     assert!(s.config().exists());
     s.t.assert_nothing_executed();
@@ -468,7 +458,7 @@ fn yes_consents_without_a_question_and_installs_only_when_told() {
         (Some(0), Some(false)),
         "{output}"
     );
-    assert!(output.contains("Setup complete."), "{output}");
+    has_all(output, &["Setup complete."]);
     assert!(s.npm_calls().is_empty(), "--yes alone installs nothing");
     let s = Setup::new(0);
     let r = s.pty(b"", &["--yes", "--install-providers", "--no-start"]);
@@ -497,16 +487,10 @@ fn dry_run_prints_the_plan_and_changes_nothing() {
         } else {
             s.t.run(s.args(&["--dry-run"])).ok().stdout()
         };
-        assert!(output.contains("Oysterun setup for stack st"), "{output}");
-        assert!(output.contains("AgentFolder:"), "{output}");
-        assert!(
-            output.contains("oyster setup --no-install-providers --stack st"),
-            "{output}"
-        );
-        assert!(
-            output.contains("Dry run (--dry-run): nothing was changed."),
-            "{output}"
-        );
+        has_all(&output, &["Oysterun setup for stack st"]);
+        has_all(&output, &["AgentFolder:"]);
+        has_all(&output, &["oyster setup --no-install-providers --stack st"]);
+        has_all(&output, &["Dry run (--dry-run): nothing was changed."]);
         assert_eq!(s.snapshot(true, false), before, "pty {pty}");
     }
     assert!(s.npm_calls().is_empty());
@@ -589,7 +573,7 @@ fn a_setup_that_waited_for_another_rolls_back_only_what_it_did() {
     let status = second.wait().unwrap();
     let output = said("second.log");
     assert_eq!(status.code(), Some(1), "{output}");
-    assert!(output.contains("already running"), "{output}");
+    has_all(&output, &["already running"]);
     let pid_file =
         s.t.home
             .join(".oysterun-stacks/st/run/oysterun-host-st.pid");

@@ -3,6 +3,7 @@
 //! setup goes on. The end of setup names every provider problem with its fix.
 
 use crate::common::{self, free_port, TestContext};
+use crate::common::{has_all, has_none};
 
 const CANCELLED: &str = "Installation cancelled; no changes were made.";
 
@@ -35,19 +36,18 @@ fn with_claude_usable_a_missing_codex_is_a_note_and_setup_goes_on() {
     let (r, out) = on_a_terminal(&t, b"\r", port);
     assert_eq!(r["prompted"], false, "no [y/s/N] question: {out}");
     assert_eq!(r["code"], 0, "{out}");
-    assert!(!out.contains(CANCELLED), "{out}");
-    assert!(
-        out.contains("note: codex is not installed; it stays auto")
-            && out.contains("setup goes on with Claude Code; to install it: `")
-            && out.contains("install -g --prefix"),
-        "{out}"
+    has_none(&out, &[CANCELLED]);
+    has_all(
+        &out,
+        &[
+            "note: codex is not installed; it stays auto",
+            "setup goes on with Claude Code; to install it: `",
+            "install -g --prefix",
+        ],
     );
     // The end names it again, with what to do.
-    assert!(
-        out.contains("provider: Codex CLI is not installed: the Host cannot use it until it is (`oyster setup --install-providers dev` installs it; `oyster providers set codex \"\" --stack dev` stops this note)"),
-        "{out}"
-    );
-    assert!(out.contains("Setup complete."), "{out}");
+    has_all(&out, &["provider: Codex CLI is not installed: the Host cannot use it until it is (`oyster setup --install-providers dev` installs it; `oyster providers set codex \"\" --stack dev` stops this note)"]);
+    has_all(&out, &["Setup complete."]);
     assert_eq!(common::get(port, "/health"), 200);
     t.run(["uninstall", "dev"]).ok();
     t.wait_no_processes();
@@ -59,7 +59,7 @@ fn with_nothing_usable_the_question_stays_and_enter_cancels_with_the_exact_words
     let (r, out) = on_a_terminal(&t, b"\r", free_port());
     assert_eq!(r["prompted"], true, "{out}");
     assert_eq!(r["code"], 0, "{out}");
-    assert!(out.contains("[y/s/N]"), "{out}");
+    has_all(&out, &["[y/s/N]"]);
     assert!(out.trim_end().ends_with(CANCELLED), "{out}");
     t.assert_no_stack("dev", "Enter at the question changes nothing");
 }
@@ -84,11 +84,7 @@ fn the_end_of_setup_names_a_manual_command_that_points_at_nothing() {
         .lines()
         .find(|l| l.starts_with("provider: codex:"))
         .unwrap_or_else(|| panic!("{out}"));
-    assert!(
-        line.contains("/opt/gone/codex")
-            && line.contains("`oyster providers set codex /full/path --stack dev` or `oyster providers auto codex --stack dev`"),
-        "{line}"
-    );
+    has_all(line, &["/opt/gone/codex", "`oyster providers set codex /full/path --stack dev` or `oyster providers auto codex --stack dev`"]);
     assert!(
         !out.contains("provider: Claude Code"),
         "claude is fine: {out}"

@@ -5,29 +5,16 @@
 
 use crate::common::{args, free_port, TestContext};
 use crate::snapshots::{installed, settings, shown, snap, snap_table};
-use crate::snapshots_more::snap_doc;
+use crate::snapshots_more::snap_docs;
 
 #[test]
 fn list_stop_all_and_status_all_json_of_a_stopped_and_a_verified_stack() {
     let (t, port) = installed();
-    snap_doc(
-        "status_all_json_verified",
-        &t,
-        &["status", "--all", "--json"],
-        &[port],
-    )
-    .ok()
-    .json();
+    let all: &[&str] = &["status", "--all", "--json"];
+    snap_docs(&t, &[port], &[("status_all_json_verified", all, 0)]);
     snap("stop_all", &t, &["stop", "--all"], &[port]).ok();
     snap_table("list_stopped", &t, &["list"], &[port]).ok();
-    snap_doc(
-        "status_all_json_stopped",
-        &t,
-        &["status", "--all", "--json"],
-        &[port],
-    )
-    .fails_with(1)
-    .json();
+    snap_docs(&t, &[port], &[("status_all_json_stopped", all, 1)]);
 }
 
 /// What Oysterun's own runner leaves of stack `name` once its Host is gone: the run directory

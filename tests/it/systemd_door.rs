@@ -15,6 +15,7 @@ use oyster::systemd::{
     UnitSpec,
 };
 
+use crate::common::has_all;
 use crate::common::user_manager::{self, UserManager};
 use crate::common::{fixture_root_at, free_port, http_get, real_node, wait_until};
 
@@ -305,13 +306,10 @@ fn the_real_host_runs_from_its_unit_with_exactly_the_generated_environment() {
     let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap();
     assert_eq!(cwd, u.root.join("host-service"));
     let log = std::fs::read_to_string(log_path(&m.home, &u.stack)).unwrap();
-    assert!(
-        log.contains(&format!("fixture host pid {pid} starting")),
-        "{log}"
-    );
-    assert!(log.contains("oyster host exec (stack sd-env"), "{log}");
+    has_all(&log, &[&format!("fixture host pid {pid} starting")]);
+    has_all(&log, &["oyster host exec (stack sd-env"]);
     let cgroup = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap();
-    assert!(cgroup.contains(&format!("/{}", u.name)), "{cgroup}");
+    has_all(&cgroup, &[&format!("/{}", u.name)]);
 }
 
 #[test]

@@ -123,22 +123,8 @@ fn stopped_at(
 
 /// Installs `s` on a port, then poisons its provider PATH: every new generation crashes.
 fn installed_then_poisoned(t: &TestContext, s: &str) -> u16 {
-    let port = free_port();
-    let p = port.to_string();
-    crate::systemd_job::verb(t, &["install"], s, &["--port", &p]).ok();
-    let poison = t.path("poison");
-    std::fs::create_dir_all(&poison).unwrap();
-    std::fs::write(poison.join(".crash-host"), "").unwrap();
-    let codex = t.fake_exe(&poison.join("codex"));
-    t.run([
-        "providers",
-        "set",
-        "codex",
-        codex.to_str().unwrap(),
-        "--stack",
-        s,
-    ])
-    .ok();
+    let (port, _) = crate::systemd_job::installed(t, s);
+    crate::systemd_job::poison(t, s);
     port
 }
 

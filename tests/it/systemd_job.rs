@@ -5,6 +5,7 @@
 //! crashing generation rolled back to the last good unit, status, dry runs, uninstall leaving
 //! nothing. Each test its own stack and port; one manager for the tests that run together.
 
+use crate::common::has_all;
 use crate::common::user_manager::UserManager;
 use crate::common::{free_port, get, wait_until, Run, TestContext};
 
@@ -35,6 +36,29 @@ pub(crate) fn verb(t: &TestContext, words: &[&str], stack: &str, more: &[&str]) 
     t.run(&a)
 }
 
+/// `install STACK --port P` on a free port, verified: the port, and as text.
+pub(crate) fn installed(t: &TestContext, stack: &str) -> (u16, String) {
+    let port = free_port();
+    let p = port.to_string();
+    verb(t, &["install"], stack, &["--port", &p]).ok();
+    (port, p)
+}
+
+/// Gives stack `s` a provider whose directory poisons the Host's PATH: every new generation
+/// crashes at once.
+pub(crate) fn poison(t: &TestContext, s: &str) {
+    let poison = t.path("poison");
+    std::fs::create_dir_all(&poison).unwrap();
+    std::fs::write(poison.join(".crash-host"), "").unwrap();
+    let codex = t.fake_exe(&poison.join("codex"));
+    t.run(
+        crate::common::args(&["providers", "set", "codex"])
+            .arg(codex.to_str().unwrap())
+            .stack(s),
+    )
+    .ok();
+}
+
 #[test]
 fn install_restart_stop_start_and_uninstall_under_the_user_manager() {
     let Some((m, t)) = world() else { return };
@@ -46,10 +70,7 @@ fn install_restart_stop_start_and_uninstall_under_the_user_manager() {
     assert_eq!(t.run(["status", s, "--json"]).json()["env_proof"], "live");
     let path = m.home.join(".config/systemd/user").join(unit(s));
     let text = std::fs::read_to_string(&path).unwrap();
-    assert!(
-        text.contains("ExecStart=") && text.contains("Restart=always"),
-        "{text}"
-    );
+    has_all(&text, &["ExecStart=", "Restart=always"]);
     assert_eq!(prop(&m, s, "UnitFileState"), "enabled");
     let first = main_pid(&m, s);
     assert!(first > 0);
@@ -127,26 +148,11 @@ fn install_restart_stop_start_and_uninstall_under_the_user_manager() {
 fn a_crashing_generation_is_rolled_back_to_the_last_good_unit() {
     let Some((m, t)) = world() else { return };
     let s = "sdroll";
-    let port = free_port();
-    let p = port.to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (port, _p) = installed(&t, s);
     let good = main_pid(&m, s);
     let path = m.home.join(".config/systemd/user").join(unit(s));
     let good_unit = std::fs::read(&path).unwrap();
-    // A provider whose directory poisons the Host's PATH: the new generation crashes at once.
-    let poison = t.path("poison");
-    std::fs::create_dir_all(&poison).unwrap();
-    std::fs::write(poison.join(".crash-host"), "").unwrap();
-    let codex = t.fake_exe(&poison.join("codex"));
-    t.run([
-        "providers",
-        "set",
-        "codex",
-        codex.to_str().unwrap(),
-        "--stack",
-        s,
-    ])
-    .ok();
+    poison(&t, s);
     let port2 = free_port();
     let p2 = port2.to_string();
     let r = verb(&t, &["restart"], s, &["--port", &p2]).fails_with(1);
@@ -182,12 +188,7 @@ fn dry_runs_list_the_systemd_steps_and_change_nothing() {
         .ok()
         .json();
     assert_eq!(doc["manager"], "systemd", "{doc}");
-    let steps: Vec<&str> = doc["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap())
-        .collect();
+    let steps = crate::common::column(&doc["steps"], "step");
     assert_eq!(
         steps,
         [
@@ -260,8 +261,7 @@ fn status_and_restart_ask_systemd_few_times_and_doctor_names_the_unit_and_linger
     let Some((m, mut t)) = world() else { return };
     let log = counting(&mut t);
     let s = "sdcount";
-    let p = free_port().to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (_, _p) = installed(&t, s);
     calls(&log);
     t.run(["status", s, "--json"]).ok();
     let status = calls(&log);
@@ -398,8 +398,7 @@ fn all_stops_and_starts_every_unit() {
 fn inventory_reports_a_units_stack_as_it_runs() {
     let Some((_m, t)) = world() else { return };
     let s = "sdinv";
-    let p = free_port().to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (_, _p) = installed(&t, s);
     let doc = t.run(["inventory", "--json"]).ok().json();
     let part = doc["users"][0]["stacks"]
         .as_array()

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use crate::bounded::bounded;
 use crate::common::{free_port, get, TestContext};
-use crate::systemd_job::{main_pid, prop, unit, verb, world};
+use crate::common::{has_all, has_none};
+use crate::systemd_job::{installed, main_pid, prop, unit, verb, world};
 
 fn unit_path(home: &Path, s: &str) -> PathBuf {
     home.join(".config/systemd/user").join(unit(s))
@@ -73,10 +74,8 @@ fn install_no_start_says_the_unit_is_not_enabled_and_a_fifo_or_symlinked_unit_is
         .run(["install", s, "--port", &p, "--no-start"])
         .ok()
         .stdout();
-    assert!(
-        out.contains("not enabled, so nothing starts it at login") && !out.contains("launchd"),
-        "{out}"
-    );
+    has_all(&out, &["not enabled, so nothing starts it at login"]);
+    has_none(&out, &["launchd"]);
     assert_eq!(prop(&m, s, "UnitFileState"), "disabled");
     let path = unit_path(&t.home, s);
     let real = std::fs::read(&path).unwrap();
@@ -91,10 +90,7 @@ fn install_no_start_says_the_unit_is_not_enabled_and_a_fifo_or_symlinked_unit_is
     );
     refused(&t, s, &attempts, "FIFO");
     let st = t.run(["status", s]).stdout();
-    assert!(
-        st.contains("is a FIFO (named pipe), not a regular file"),
-        "{st}"
-    );
+    has_all(&st, &["is a FIFO (named pipe), not a regular file"]);
     let doc = t.run(["doctor", s, "--json"]).json();
     let c = crate::common::doctor_check(&doc, "unit");
     assert_eq!(c["status"], "fail", "{c}");
@@ -134,9 +130,7 @@ fn install_no_start_says_the_unit_is_not_enabled_and_a_fifo_or_symlinked_unit_is
 fn a_drop_in_that_overrides_the_environment_is_refused_and_the_host_keeps_running() {
     let Some((m, t)) = world() else { return };
     let s = "sddropin";
-    let port = free_port();
-    let p = port.to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (port, _p) = installed(&t, s);
     let pid = main_pid(&m, s);
     let dir = PathBuf::from(format!("{}.d", unit_path(&t.home, s).display()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -207,21 +201,14 @@ fn crash_past_the_start_limit(
 fn a_host_past_its_start_limit_is_started_again_by_restart_and_start() {
     let Some((m, t)) = world() else { return };
     let s = "sdlimit";
-    let port = free_port();
-    let p = port.to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (port, _p) = installed(&t, s);
     crash_past_the_start_limit(&m, &t, s);
     let st = t.run(["status", s]).stdout();
-    assert!(st.contains("systemd gave up restarting the Host"), "{st}");
-    assert!(!st.contains("launchd"), "{st}");
+    has_all(&st, &["systemd gave up restarting the Host"]);
+    has_none(&st, &["launchd"]);
     let dry = t.run(["restart", s, "--dry-run", "--json"]).ok().json();
-    let steps: Vec<&str> = dry["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap())
-        .collect();
-    assert!(steps.contains(&"load"), "{dry}");
+    let steps = crate::common::column(&dry["steps"], "step");
+    assert!(steps.iter().any(|s| s == "load"), "{dry}");
     verb(&t, &["restart"], s, &[]).ok();
     assert_eq!(get(port, "/health"), 200);
     crash_past_the_start_limit(&m, &t, s);
@@ -264,15 +251,14 @@ fn root_without_oyster_systemctl_never_gets_a_user_unit() {
 fn status_names_the_unit_and_a_signal_that_killed_the_host() {
     let Some((m, t)) = world() else { return };
     let s = "sdsignal";
-    let p = free_port().to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (_, _p) = installed(&t, s);
     // A unit edited by hand: stale, said of the unit (and `regenerate` its fix).
     let path = unit_path(&t.home, s);
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, text.replace("RestartSec=10", "RestartSec=11")).unwrap();
     let st = t.run(["status", s]).stdout();
-    assert!(st.contains("the installed unit differs"), "{st}");
-    assert!(!st.contains("plist"), "{st}");
+    has_all(&st, &["the installed unit differs"]);
+    has_none(&st, &["plist"]);
     std::fs::write(&path, text).unwrap();
     // SIGKILL to the Host: in the 10 s before systemd starts it again, the last exit is the
     // signal, not "code 9".
@@ -328,9 +314,7 @@ impl Drop for ReadOnly {
 fn a_unit_that_cannot_be_written_leaves_the_config_on_the_port_the_host_runs_on() {
     let Some((m, t)) = world() else { return };
     let s = "sdrofs";
-    let port = free_port();
-    let p = port.to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (port, _p) = installed(&t, s);
     let pid = main_pid(&m, s);
     let Some(_ro) = ReadOnly::bind(unit_path(&t.home, s).parent().unwrap()) else {
         eprintln!("skipped: cannot bind-mount a read-only directory here (needs root)");
@@ -339,11 +323,8 @@ fn a_unit_that_cannot_be_written_leaves_the_config_on_the_port_the_host_runs_on(
     let other = free_port().to_string();
     let r = verb(&t, &["restart"], s, &["--port", &other]).fails_with(1);
     let e = r.stderr();
-    assert!(e.contains("Read-only file system"), "{e}");
-    assert!(
-        e.contains(&format!("config.json's port is {port} again")),
-        "{e}"
-    );
+    has_all(&e, &["Read-only file system"]);
+    has_all(&e, &[&format!("config.json's port is {port} again")]);
     let config = t
         .home
         .join(format!(".oysterun-stacks/{s}/host/config.json"));
@@ -395,8 +376,7 @@ fn audited(t: &TestContext, s: &str, action: &str, from: usize) -> Vec<String> {
 fn every_dry_run_changes_nothing_and_lists_what_the_run_then_does() {
     let Some((m, t)) = world() else { return };
     let s = "sddryall";
-    let p = free_port().to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (_, _p) = installed(&t, s);
     let facts = |m: &crate::common::user_manager::UserManager| {
         [
             "MainPID",
@@ -446,8 +426,7 @@ fn every_dry_run_changes_nothing_and_lists_what_the_run_then_does() {
 fn a_provider_change_and_host_status_name_the_unit_not_a_direct_host_or_launchd() {
     let Some((_m, t)) = world() else { return };
     let s = "sdprov";
-    let p = free_port().to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (_, _p) = installed(&t, s);
     let codex = t.fake_exe(&t.path("tools/codex"));
     let out = t
         .run([
@@ -460,11 +439,8 @@ fn a_provider_change_and_host_status_name_the_unit_not_a_direct_host_or_launchd(
         ])
         .ok()
         .stdout();
-    assert!(
-        out.contains("The Host still runs with the old environment")
-            && !out.contains("directly started"),
-        "{out}"
-    );
+    has_all(&out, &["The Host still runs with the old environment"]);
+    has_none(&out, &["directly started"]);
     // `host status` of the unit's Host: running, verified, owned by systemd (it said "not
     // running" and "launchd owns this Host", reading a plist there is none of).
     // Not verified (exit 1): the Host predates the provider change.
@@ -478,16 +454,15 @@ fn a_provider_change_and_host_status_name_the_unit_not_a_direct_host_or_launchd(
         "the unit's Host predates the provider change: {doc}"
     );
     verb(&t, &["uninstall"], s, &[]).ok();
-    let st = t.run(["status", s]).stdout();
-    assert!(st.contains("installs the systemd unit alone"), "{st}");
+    t.run(["status", s])
+        .stdout_has_all(&["installs the systemd unit alone"]);
 }
 
 #[test]
 fn a_unit_whose_manager_does_not_answer_is_never_taken_for_a_direct_host() {
     let Some((m, t)) = world() else { return };
     let s = "sdgone";
-    let p = free_port().to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (_, _p) = installed(&t, s);
     let pid = main_pid(&m, s);
     // `su`, cron, an SSH session without XDG_RUNTIME_DIR: the manager runs, oyster cannot
     // reach it. The unit's Host writes the pid file a directly started one writes.
@@ -544,9 +519,7 @@ fn a_home_with_quotes_percent_and_dollar_runs_the_whole_lifecycle() {
         return;
     };
     let s = "sdhome";
-    let port = free_port();
-    let p = port.to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (_port, _p) = installed(&t, s);
     assert_eq!(t.run(["status", s, "--json"]).json()["env_proof"], "live");
     let other = free_port();
     let o = other.to_string();
@@ -576,9 +549,7 @@ fn a_home_with_quotes_percent_and_dollar_runs_the_whole_lifecycle() {
 fn two_restarts_at_once_take_turns_and_leave_one_verified_host() {
     let Some((m, t)) = world() else { return };
     let s = "sdtwice";
-    let port = free_port();
-    let p = port.to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (port, _p) = installed(&t, s);
     let other = free_port().to_string();
     let spawn = |more: &[&str]| {
         let mut a = vec!["restart", s, "--wait", "15", "--settle-ms", "300"];

@@ -154,6 +154,28 @@ impl TestContext {
 }
 
 impl TestContext {
+    /// Managed preferences that force the Host's environment to `vars` (an organization's
+    /// `environment` payload), read by oyster and by the launch program alike: the directory
+    /// standing in for /Library/Managed Preferences is given every job as `launchctl setenv`
+    /// would (the simulator's `LAUNCHD_SIM_SETENV`).
+    pub fn forced_environment(&mut self, vars: &[(&str, &str)]) -> PathBuf {
+        let mut env = plist::Dictionary::new();
+        for (k, v) in vars {
+            env.insert((*k).into(), (*v).into());
+        }
+        let mut settings = plist::Dictionary::new();
+        settings.insert("environment".into(), env.into());
+        let profile = self.managed_preferences("managed", settings);
+        let dir = profile.parent().unwrap().display().to_string();
+        self.extra_env.push((
+            "LAUNCHD_SIM_SETENV".into(),
+            format!("OYSTER_MANAGED_PREFERENCES_DIR={dir}"),
+        ));
+        profile
+    }
+}
+
+impl TestContext {
     /// oyster with `args` on a real 80-column pseudo-terminal (tests/pty_drive.py), typing
     /// `answer` at a `[y/N]` question; the environment is [`TestContext::cmd`]'s (HOME, PATH,
     /// no launchd unless the test points at one, `extra_env`). Run it with [`pty_report`].
@@ -187,6 +209,46 @@ impl TestContext {
     {
         pty_report(&mut self.pty_cmd(answer, args))
     }
+}
+
+impl TestContext {
+    /// Starts oyster with `args` in the background, its standard streams as given.
+    pub fn spawn<I, S>(&self, args: I, stdin: Stdio, stdout: Stdio, stderr: Stdio) -> Child
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.cmd()
+            .args(args)
+            .stdin(stdin)
+            .stdout(stdout)
+            .stderr(stderr)
+            .spawn()
+            .unwrap()
+    }
+
+    /// Runs oyster with `args` and `stdin` as its standard input: the finished run.
+    pub fn run_with_stdin<I, S>(&self, args: I, stdin: &[u8]) -> super::Run
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        use std::io::Write;
+        let mut c = self.spawn(args, Stdio::piped(), Stdio::piped(), Stdio::piped());
+        c.stdin.take().unwrap().write_all(stdin).unwrap();
+        super::Run(c.wait_with_output().unwrap())
+    }
+}
+
+/// The first line `child` writes to its piped stdout (a helper's `up`, once it listens).
+pub fn first_line(child: &mut Child) -> String {
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    line
 }
 
 impl TestContext {

@@ -33,9 +33,17 @@ impl Args {
     pub fn node(self, node: impl AsRef<Path>) -> Args {
         self.arg("--node-bin").arg(node.as_ref().to_str().unwrap())
     }
+    /// `--root ROOT --node-bin NODE`, NODE the machine's real node: the Host a test drives.
+    pub fn host(self, root: impl AsRef<Path>) -> Args {
+        self.root(root).node(real_node())
+    }
     /// `--port P`: a number, or the text a test holds it as (`"0"`, `"80000"` for misuse).
     pub fn port(self, port: impl ToString) -> Args {
         self.arg("--port").arg(port.to_string())
+    }
+    /// `--wait SECS`: how long verification waits (the settle as oyster's default).
+    pub fn wait_secs(self, secs: u64) -> Args {
+        self.arg("--wait").arg(secs.to_string())
     }
     /// `--wait SECS --settle-ms MS`: how long verification waits and how long it must hold.
     pub fn wait(self, secs: u64, settle_ms: u64) -> Args {
@@ -101,6 +109,13 @@ impl Stack {
         s
     }
 
+    /// [`Stack::installed`], then stopped (`agent stop`): disabled, booted out.
+    pub fn stopped(name: &'static str) -> Stack {
+        let s = Stack::installed(name);
+        s.t.run(["agent", "stop", "--stack", name]).ok();
+        s
+    }
+
     /// Makes the installed Host crash: it now exits on start, is killed, and launchd waits
     /// out its throttle (`spawn scheduled`): a loaded job that does not run.
     pub fn crash_looping(&self) {
@@ -136,8 +151,7 @@ impl Stack {
     pub fn host_args(&self, words: &[&str]) -> Args {
         args(words)
             .stack(self.name)
-            .root(&self.root)
-            .node(real_node())
+            .host(&self.root)
             .port(self.port)
     }
 
@@ -162,7 +176,7 @@ impl Stack {
     pub fn agent_args(&self, verb: &str, definition: bool, wait: Option<(u64, u64)>) -> Args {
         let mut a = args(&["agent", verb]).stack(self.name);
         if definition {
-            a = a.root(&self.root).node(real_node()).port(self.port);
+            a = a.host(&self.root).port(self.port);
         }
         if let Some((secs, settle_ms)) = wait {
             a = a.wait(secs, settle_ms);
