@@ -39,23 +39,11 @@ fn plistlib_agrees_on_every_value_with_hostile_paths() {
     let v = plistlib(&out.0.stdout);
     let node = real_node();
     let node_dir = node.parent().unwrap().to_str().unwrap().to_owned();
-    let mut path = vec![
+    let path = crate::common::generated_path(vec![
         node_dir.clone(),
         claude.parent().unwrap().display().to_string(),
         codex_dir.display().to_string(),
-    ];
-    for d in [
-        "/opt/homebrew/bin",
-        "/usr/local/bin",
-        "/usr/bin",
-        "/bin",
-        "/usr/sbin",
-        "/sbin",
-    ] {
-        if !path.iter().any(|p| p == d) {
-            path.push(d.to_owned());
-        }
-    }
+    ]);
     let log = t.home.join(".oysterun/logs/oysterun-host.log");
     assert_eq!(
         v,
@@ -166,14 +154,9 @@ fn unsafe_path_entries_are_errors_never_written() {
         match how {
             "manual" => {
                 // `providers set` refuses it where it enters (docs/behaviour.md §9)…
-                t.run([
-                    "providers",
-                    "set",
-                    "claude",
-                    dir.join("claude").to_str().unwrap(),
-                ])
-                .fails_with(2)
-                .stderr_has_all(&["`:`", "PATH"]);
+                t.set_provider("claude", &dir.join("claude"))
+                    .fails_with(2)
+                    .stderr_has_all(&["`:`", "PATH"]);
                 assert!(!t.config_path().exists(), "nothing saved");
                 // …and a hand-edited config that holds it is refused by the generator.
                 t.write_config(
@@ -206,13 +189,7 @@ fn provider_in_the_node_directory_appears_once() {
     std::fs::create_dir_all(&nodedir).unwrap();
     std::os::unix::fs::symlink(real_node(), nodedir.join("node")).unwrap();
     t.fake_exe(&nodedir.join("claude"));
-    t.run([
-        "providers",
-        "set",
-        "claude",
-        nodedir.join("claude").to_str().unwrap(),
-    ])
-    .ok();
+    t.set_provider("claude", &nodedir.join("claude")).ok();
     let r = t
         .run(
             args(&["agent", "print"])

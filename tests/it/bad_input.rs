@@ -143,14 +143,18 @@ fn a_read_only_config_dir_is_an_error_that_changes_nothing() {
     t.run(["providers", "status", "--json"]).ok();
 }
 
+/// `agent install` of the fixture Host on a free port, which must fail (exit 1): its stderr.
+fn failed_install(t: &TestContext) -> String {
+    let root = t.fixture_root("root");
+    let install = args(&["agent", "install"])
+        .host(&root)
+        .port(crate::common::free_port());
+    t.run(install).fails_with(1).stderr()
+}
+
 /// Points oyster at a launchctl that is this shell script.
 fn fake_launchctl(t: &mut TestContext, script: &str) {
-    use std::os::unix::fs::PermissionsExt;
-    let fake = t.path("launchctl");
-    std::fs::write(&fake, script).unwrap();
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
-    t.extra_env
-        .push(("OYSTER_LAUNCHCTL".into(), fake.display().to_string()));
+    t.stand_in("OYSTER_LAUNCHCTL", "launchctl", script);
 }
 
 #[test]
@@ -159,16 +163,8 @@ fn a_hanging_launchctl_is_killed_and_named() {
     fake_launchctl(&mut t, "#!/bin/sh\nexec /bin/sleep 60\n");
     t.extra_env
         .push(("OYSTER_LAUNCHCTL_TIMEOUT_SECS".into(), "1".into()));
-    let root = t.fixture_root("root");
     let t0 = Instant::now();
-    let e = t
-        .run(
-            args(&["agent", "install"])
-                .host(&root)
-                .port(crate::common::free_port()),
-        )
-        .fails_with(1)
-        .stderr();
+    let e = failed_install(&t);
     assert!(
         t0.elapsed() < Duration::from_secs(10),
         "bounded: {:?}",
@@ -194,15 +190,7 @@ fn a_broken_launchctl_is_not_mistaken_for_a_missing_gui_session() {
         &mut t,
         "#!/bin/sh\necho 'launchctl: broken' >&2\nexit 127\n",
     );
-    let root = t.fixture_root("root");
-    let e = t
-        .run(
-            args(&["agent", "install"])
-                .host(&root)
-                .port(crate::common::free_port()),
-        )
-        .fails_with(1)
-        .stderr();
+    let e = failed_install(&t);
     has_all(&e, &["exited with 127", "launchctl: broken"]);
     assert!(!e.contains("using user/"), "no silent domain fallback: {e}");
 }

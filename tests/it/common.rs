@@ -462,6 +462,28 @@ pub fn real_node() -> PathBuf {
     runner_tool("node").expect("the tests need node (v20+) on PATH")
 }
 
+/// The fixed system directories of a generated PATH, in order (`src/host/launchenv.rs`).
+pub const SYSTEM_DIRS: [&str; 6] = [
+    "/opt/homebrew/bin",
+    "/usr/local/bin",
+    "/usr/bin",
+    "/bin",
+    "/usr/sbin",
+    "/sbin",
+];
+
+/// The PATH oyster generates: `first` (the pinned node's directory, then any provider's),
+/// then [`SYSTEM_DIRS`], each entry once, as a list.
+pub fn generated_path(first: Vec<String>) -> Vec<String> {
+    let mut path = first;
+    for d in SYSTEM_DIRS {
+        if !path.iter().any(|p| p == d) {
+            path.push(d.to_owned());
+        }
+    }
+    path
+}
+
 /// Where [`free_port`] picks from: below Linux's ephemeral range (32768–60999) and macOS's
 /// (49152–65535), so the kernel never hands one of these to an outgoing connection, and above
 /// the well-known services.

@@ -169,12 +169,14 @@ fn stop_never_signals_a_foreign_process() {
         ),
     )
     .unwrap();
-    let r = t.run(["host", "stop"]).ok();
-    r.stdout_has("not signalled");
-    assert!(
-        foreign.try_wait().unwrap().is_none(),
-        "the foreign process is alive"
-    );
+    let not_signalled = |foreign: &mut std::process::Child| {
+        t.run(["host", "stop"]).ok().stdout_has("not signalled");
+        assert!(
+            foreign.try_wait().unwrap().is_none(),
+            "the foreign process is alive"
+        );
+    };
+    not_signalled(&mut foreign);
     // Today's format: the pid only, the identity in oyster's exec record beside it.
     std::fs::write(
         run_dir.join("oysterun-host.pid"),
@@ -191,12 +193,7 @@ fn stop_never_signals_a_foreign_process() {
         ),
     )
     .unwrap();
-    let r = t.run(["host", "stop"]).ok();
-    r.stdout_has("not signalled");
-    assert!(
-        foreign.try_wait().unwrap().is_none(),
-        "the foreign process is alive"
-    );
+    not_signalled(&mut foreign);
     assert!(!run_dir.join("oysterun-host.pid").exists());
     foreign.kill().unwrap();
     foreign.wait().unwrap();

@@ -26,8 +26,7 @@ fn squatter(port: u16) -> std::process::Child {
 fn doctor_names_the_program_holding_a_stopped_stacks_port() {
     let t = TestContext::with_pinned_host();
     let port = free_port();
-    t.run(common::args(&["install", "dev"]).port(port).settle(200))
-        .ok();
+    t.install("dev", port);
     t.run(["stop", "dev"]).ok();
     t.wait_no_processes();
     let mut other = squatter(port);
@@ -88,10 +87,8 @@ fn doctor_says_a_crash_loops_last_error_line_from_the_log() {
 fn doctor_all_reports_every_stack_and_fails_when_one_does() {
     let t = TestContext::with_claude();
     let (a, b) = (free_port(), free_port());
-    t.run(common::args(&["install", "one"]).port(a).settle(200))
-        .ok();
-    t.run(common::args(&["install", "two"]).port(b).settle(200))
-        .ok();
+    t.install("one", a);
+    t.install("two", b);
     let all = t.run(["doctor", "--all", "--json"]).json();
     let names = crate::common::column(&all["stacks"], "stack");
     assert_eq!(names, ["one", "two"], "{all}");

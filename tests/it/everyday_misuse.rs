@@ -3,7 +3,7 @@
 //! stack another oyster is working on, and setup's suggested command must be one that works.
 
 use crate::common::has_all;
-use crate::common::{args, free_port, real_node, TestContext};
+use crate::common::{args, free_port, TestContext};
 
 /// A HOME with the simulator and the pinned Node.
 fn ctx() -> TestContext {
@@ -116,9 +116,7 @@ fn setups_offered_command_without_providers_works_when_typed() {
     let t = TestContext::new();
     let root = t.fixture_root("root");
     // A node prefix with an npm, so setup offers to install the missing providers.
-    let bin = t.path("nodepfx/bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();
+    let bin = t.node_prefix();
     t.fake_exe(&bin.join("npm"));
     let port = free_port().to_string();
     let (root, node) = (root.to_str().unwrap(), bin.join("node"));

@@ -294,8 +294,7 @@ fn a_launchagents_dir_the_user_cannot_write_is_named_with_its_fix_and_nothing_ch
 fn info_all_shows_every_stack_and_exits_1_unless_each_is_verified() {
     let (t, _) = installed();
     let other = free_port().to_string();
-    t.run(args(&["install", "snap2"]).port(&other).settle(200))
-        .ok();
+    t.install("snap2", &other);
     let doc = t.run(["info", "--all", "--json"]).ok().json();
     let stacks = crate::common::column(&doc["stacks"], "stack");
     assert_eq!(stacks, ["snap", "snap2"], "{doc}");
@@ -316,8 +315,7 @@ fn at_80_columns_no_line_is_wider_than_the_terminal_and_piped_output_is_never_wr
     // A long stack name and a stopped stack: the stop line, a status note and the list row
     // run long.
     let other = free_port().to_string();
-    t.run(args(&["install", "second-stack"]).port(&other).settle(200))
-        .ok();
+    t.install("second-stack", &other);
     let commands: Vec<Vec<&str>> = vec![
         vec!["stop", "second-stack"],
         vec!["status", "second-stack"],

@@ -1,9 +1,7 @@
 //! A hostile pass over issues 31 (the first day) and 32 (fleets) as they stand: a typo of a
 //! stack in the verbs the first pass left out, and a refused first `host start`.
 
-use crate::common::{
-    args, doctor_check, free_port, real_node, shown_width, strip_ansi, TestContext,
-};
+use crate::common::{args, doctor_check, free_port, shown_width, strip_ansi, TestContext};
 use crate::common::{has_all, has_none};
 
 /// A HOME with one custom stack, `snap`, that has a config (and so exists).
@@ -97,9 +95,7 @@ fn setups_question_fits_an_80_column_terminal_and_is_answered_after_it() {
     let t = TestContext::new();
     let root = t.fixture_root("root");
     // A node prefix whose npm must never run (the question is cancelled).
-    let bin = t.path("nodepfx/bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();
+    let bin = t.node_prefix();
     let npm = t.fake_exe(&bin.join("npm"));
     std::fs::set_permissions(&npm, std::fs::Permissions::from_mode(0o755)).unwrap();
     let port = free_port().to_string();
@@ -220,8 +216,7 @@ fn a_failed_login_qr_is_one_line_naming_where_to_log_in() {
     )
     .unwrap();
     let port = free_port();
-    t.run(args(&["install", "snap"]).port(port).settle(200))
-        .ok();
+    t.install("snap", port);
     let r = t.run(["qr", "snap"]).fails_with(1);
     // One line: no advice that fails the same way (`oyster qr`, `oysterun show-qr`), no
     // flag of another program; where the user logs in instead.
@@ -286,7 +281,7 @@ fn a_forced_node_or_root_that_does_not_work_is_the_profiles_not_a_flag_the_user_
 fn config_sync_port_of_a_stopped_host_does_not_say_it_still_runs() {
     let t = TestContext::with_pinned_host();
     let old = free_port();
-    t.run(args(&["install", "snap"]).port(old).settle(200)).ok();
+    t.install("snap", old);
     t.run(["stop", "snap"]).ok();
     let new = free_port();
     let r = t.run(args(&["config", "sync", "snap"]).port(new)).ok();

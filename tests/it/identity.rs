@@ -122,19 +122,32 @@ fn a_copied_stack_directory_never_makes_host_stop_signal_the_other_stacks_host()
     assert!(!alive(b));
 }
 
-#[test]
-fn a_clock_step_does_not_orphan_a_directly_started_host() {
+/// A Host started directly as stack `it`, its exec record then edited by `edit` (what a clock
+/// step, an older oyster did to it): the context, the root, the Host's pid and the record.
+fn started_with_record(
+    edit: impl FnOnce(&mut serde_json::Value),
+) -> (TestContext, PathBuf, u32, PathBuf) {
     let t = TestContext::new();
     let root = t.fixture_root("root");
     let pid = start(&t, "it", &root, free_port());
-    // What a +1 h clock step does to a wall-clock start time: the recorded one no longer
-    // equals what the kernel reports now.
     let record = run_dir(&t, "it").join("oyster-exec.json");
     let mut rec: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
-    let wall = rec["start_time"].as_u64().unwrap();
-    rec["start_time"] = (wall + 3600).into();
+    edit(&mut rec);
     std::fs::write(&record, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
+    (t, root, pid, record)
+}
+
+/// A record's wall-clock start time, an hour later: what a +1 h clock step does to it.
+fn clock_step(rec: &mut serde_json::Value) {
+    rec["start_time"] = (rec["start_time"].as_u64().unwrap() + 3600).into();
+}
+
+#[test]
+fn a_clock_step_does_not_orphan_a_directly_started_host() {
+    // What a +1 h clock step does to a wall-clock start time: the recorded one no longer
+    // equals what the kernel reports now.
+    let (t, _, pid, _) = started_with_record(clock_step);
 
     let st = t
         .run(["host", "status", "--stack", "it", "--json"])
@@ -161,17 +174,12 @@ fn a_clock_step_does_not_orphan_a_directly_started_host() {
 
 #[test]
 fn an_older_record_that_no_longer_proves_a_live_host_is_kept_and_nothing_is_signalled() {
-    let t = TestContext::new();
-    let root = t.fixture_root("root");
-    let pid = start(&t, "it", &root, free_port());
     // A record of an older oyster (no start stamp) after a clock step: the wall-clock time
     // no longer matches, and nothing else proves the process is the one recorded.
-    let record = run_dir(&t, "it").join("oyster-exec.json");
-    let mut rec: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
-    rec.as_object_mut().unwrap().remove("start_stamp");
-    rec["start_time"] = (rec["start_time"].as_u64().unwrap() + 3600).into();
-    std::fs::write(&record, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
+    let (t, root, pid, record) = started_with_record(|rec| {
+        rec.as_object_mut().unwrap().remove("start_stamp");
+        clock_step(rec);
+    });
     t.run(["host", "stop", "--stack", "it"])
         .fails_with(1)
         .stderr_has_all(&["was not signalled", &format!("kill {pid}")]);

@@ -407,9 +407,7 @@ fn ctrl_c_during_setups_npm_install_kills_its_group_and_rolls_back() {
     let mut rng = Rng::seeded("setup-ctrl-c");
     let mut t = TestContext::new();
     let root = t.fixture_root("root");
-    let bin = t.path("nodepfx/bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();
+    let bin = t.node_prefix();
     let log = t.path("npm.log");
     let marker = t.path("grandchild-finished");
     let pids = t.path("npm.pids");

@@ -74,13 +74,7 @@ fn sigkill_during_plist_writes_leaves_a_whole_plist() {
     let mut variants = vec![];
     for d in &dirs {
         t.fake_exe(&d.join("codex"));
-        t.run([
-            "providers",
-            "set",
-            "codex",
-            d.join("codex").to_str().unwrap(),
-        ])
-        .ok();
+        t.set_provider("codex", &d.join("codex")).ok();
         variants.push(t.run(["agent", "print"]).ok().0.stdout);
     }
     assert_ne!(variants[0], variants[1]);
@@ -89,13 +83,7 @@ fn sigkill_during_plist_writes_leaves_a_whole_plist() {
     let mut rng = Lcg(0xbeef);
     for i in 0..150usize {
         let d = &dirs[i % 2];
-        t.run([
-            "providers",
-            "set",
-            "codex",
-            d.join("codex").to_str().unwrap(),
-        ])
-        .ok();
+        t.set_provider("codex", &d.join("codex")).ok();
         kill_after(
             &t,
             &["agent".into(), "regenerate".into(), "--no-restart".into()],

@@ -21,6 +21,14 @@ fn verb_args(l: &Stack, verb: &str) -> Vec<String> {
         .into()
 }
 
+/// `agent install` whose verification waits at most 2 s.
+fn install_waiting_2s(l: &Stack) -> Run {
+    let mut a = verb_args(l, "install");
+    let i = a.iter().position(|x| x == "--wait").unwrap();
+    a[i + 1] = "2".into();
+    l.t.run(a)
+}
+
 fn agent(l: &Stack, verb: &str) -> Run {
     l.t.run(verb_args(l, verb))
 }
@@ -256,10 +264,7 @@ fn a_host_that_crashes_with_the_new_environment_is_rolled_back() {
 fn a_first_install_whose_host_never_answers_health_is_removed_again() {
     let l = lc();
     TestContext::fixture_flag(&l.root, "unhealthy", "");
-    let mut a = verb_args(&l, "install");
-    let i = a.iter().position(|x| x == "--wait").unwrap();
-    a[i + 1] = "2".into();
-    l.t.run(a)
+    install_waiting_2s(&l)
         .fails_with(1)
         .stderr_has_all(&["503", "no earlier good plist"]);
     assert!(!l.plist().exists());
@@ -355,10 +360,7 @@ fn a_good_definition_that_fails_for_another_reason_keeps_its_plist() {
     let l = Stack::stopped("lc");
     let good = std::fs::read(l.plist()).unwrap();
     TestContext::fixture_flag(&l.root, "unhealthy", "");
-    let mut a = verb_args(&l, "install");
-    let i = a.iter().position(|x| x == "--wait").unwrap();
-    a[i + 1] = "2".into();
-    l.t.run(a)
+    install_waiting_2s(&l)
         .fails_with(1)
         .stderr_has_all(&["verified before", "kept"]);
     assert_eq!(std::fs::read(l.plist()).unwrap(), good, "the plist is kept");

@@ -36,12 +36,7 @@ fn verb_args(f: &Stack, verb: &str) -> Vec<String> {
 }
 
 fn spawn(f: &Stack, args: &[String]) -> Child {
-    f.t.cmd()
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    f.t.spawn(args, Stdio::inherit(), Stdio::piped(), Stdio::piped())
 }
 
 /// Sends `sig` to exactly this child's pid.
@@ -189,16 +184,23 @@ fn ctrl_c_during_restart_says_what_happened_and_leaves_a_verified_host() {
     f.done();
 }
 
-#[test]
-fn ctrl_c_while_stop_waits_for_a_slow_host_still_disables_the_label() {
+/// An installed Host that takes 3 s to exit, and Ctrl-C 1.2 s into `verb` (stop, uninstall),
+/// while it waits for that exit: the stack and what the verb said; it exited 130.
+fn ctrl_c_while_waiting_for_a_slow_host(verb: &str) -> (Stack, String) {
     let f = lf();
     TestContext::fixture_flag(&f.root, "slow-exit-ms", "3000");
     f.t.run(verb_args(&f, "install")).ok();
-    let child = spawn(&f, &verb_args(&f, "stop"));
+    let child = spawn(&f, &verb_args(&f, verb));
     std::thread::sleep(Duration::from_millis(1200));
     send(&child, Signal::SIGINT);
     let (code, out) = finish(child);
     assert_eq!(code, Some(130), "{out}");
+    (f, out)
+}
+
+#[test]
+fn ctrl_c_while_stop_waits_for_a_slow_host_still_disables_the_label() {
+    let (f, out) = ctrl_c_while_waiting_for_a_slow_host("stop");
     has_all(&out, &["booted out", "disabled, so it stays stopped"]);
     assert!(
         f.disabled_in("gui"),
@@ -210,14 +212,7 @@ fn ctrl_c_while_stop_waits_for_a_slow_host_still_disables_the_label() {
 
 #[test]
 fn ctrl_c_while_uninstall_waits_for_a_slow_host_still_removes_the_plist() {
-    let f = lf();
-    TestContext::fixture_flag(&f.root, "slow-exit-ms", "3000");
-    f.t.run(verb_args(&f, "install")).ok();
-    let child = spawn(&f, &verb_args(&f, "uninstall"));
-    std::thread::sleep(Duration::from_millis(1200));
-    send(&child, Signal::SIGINT);
-    let (code, out) = finish(child);
-    assert_eq!(code, Some(130), "{out}");
+    let (f, out) = ctrl_c_while_waiting_for_a_slow_host("uninstall");
     has_all(&out, &["removed"]);
     assert!(
         !f.plist().exists(),

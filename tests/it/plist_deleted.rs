@@ -8,8 +8,7 @@ use crate::common::{self, free_port, TestContext};
 fn loaded_without_its_plist() -> (TestContext, std::path::PathBuf, u16) {
     let t = TestContext::with_pinned_host();
     let port = free_port();
-    t.run(common::args(&["install", "dev"]).port(port).settle(200))
-        .ok();
+    t.install("dev", port);
     let plist = t
         .home
         .join("Library/LaunchAgents/com.oysterun.host.dev.plist");

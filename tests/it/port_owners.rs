@@ -7,8 +7,7 @@ use crate::common::{self, free_port, TestContext};
 fn setup_on_the_port_of_a_stopped_stack_is_refused_naming_it() {
     let t = TestContext::with_pinned_host();
     let port = free_port();
-    t.run(common::args(&["install", "dev"]).port(port).settle(200))
-        .ok();
+    t.install("dev", port);
     t.run(["stop", "dev"]).ok();
     let before = common::tree(&t.home);
     let r = t
@@ -77,8 +76,7 @@ fn production_on_another_port_is_warned_that_oysteruns_own_restart_assumes_8802(
 fn config_sync_and_host_start_on_another_stacks_port_are_refused_naming_it() {
     let t = TestContext::with_pinned_host();
     let port = free_port();
-    t.run(common::args(&["install", "dev"]).port(port).settle(200))
-        .ok();
+    t.install("dev", port);
     t.run(["stop", "dev"]).ok();
     let qa_port = free_port();
     t.run(common::args(&["config", "sync"]).stack("qa").port(qa_port))

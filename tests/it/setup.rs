@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::common::{self, free_port, real_node, Entry, TestContext};
+use crate::common::{self, free_port, Entry, TestContext};
 use crate::common::{has_all, has_none};
 
 const CANCELLED: &str = "Installation cancelled; no changes were made.";
@@ -30,9 +30,7 @@ impl Setup {
     fn with_npm(npm_exit: i32, install_secs: u32) -> Setup {
         let mut t = TestContext::new();
         let root = t.fixture_root("root");
-        let bin = t.path("nodepfx/bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();
+        let bin = t.node_prefix();
         let log = t.path("npm.log");
         let npm = format!(
             "#!/bin/sh\necho \"$*\" >> '{log}'\n[ {npm_exit} -ne 0 ] && {{ echo 'npm ERR! simulated failure' >&2; exit {npm_exit}; }}\n\

@@ -23,17 +23,10 @@ fn real_node_version() -> String {
 /// The fixed system directories of a generated PATH (`src/host/launchenv.rs`), in order,
 /// without `node_dir`, which the PATH already starts with.
 fn system_dirs_but(node_dir: &str) -> Vec<&'static str> {
-    [
-        "/opt/homebrew/bin",
-        "/usr/local/bin",
-        "/usr/bin",
-        "/bin",
-        "/usr/sbin",
-        "/sbin",
-    ]
-    .into_iter()
-    .filter(|d| *d != node_dir)
-    .collect()
+    crate::common::SYSTEM_DIRS
+        .into_iter()
+        .filter(|d| *d != node_dir)
+        .collect()
 }
 
 /// insta settings whose filters replace the machine- and run-specific parts of a snapshot by
@@ -281,9 +274,7 @@ fn setup_plan_without_a_terminal() {
     // the same on every machine (nothing runs it: no terminal, no --install-providers).
     let port = free_port();
     let t = TestContext::with_claude();
-    let bin = t.path("nodepfx/bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();
+    let bin = t.node_prefix();
     let (p, node) = (port.to_string(), bin.join("node"));
     let args = [
         "setup",

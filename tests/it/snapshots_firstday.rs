@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use crate::common::{free_port, real_node, recorder, TestContext};
+use crate::common::{free_port, recorder, TestContext};
 use crate::snapshots::{installed, settings, snap};
 
 /// Runs oyster on a pseudo-terminal `cols` wide, types `answer` once it shows `prompt`, and
@@ -75,9 +75,7 @@ fn setup_cancelled_at_the_question_on_a_terminal() {
     // No provider usable: only then does setup ask (issue 38: 1.5.3 asks only then).
     let port = free_port();
     let t = TestContext::with_pinned_host();
-    let bin = t.path("nodepfx/bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();
+    let bin = t.node_prefix();
     let node = bin.join("node");
     let args = [
         "setup",

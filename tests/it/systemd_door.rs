@@ -180,19 +180,7 @@ fn log_path(home: &Path, stack: &str) -> PathBuf {
 /// variables direct startup adds (`host_environment`), in name order.
 fn host_env(home: &Path, stack: &str, root: &Path, port: u16) -> Vec<(String, String)> {
     let node = real_node();
-    let mut path: Vec<String> = vec![node.parent().unwrap().display().to_string()];
-    for d in [
-        "/opt/homebrew/bin",
-        "/usr/local/bin",
-        "/usr/bin",
-        "/bin",
-        "/usr/sbin",
-        "/sbin",
-    ] {
-        if !path.iter().any(|p| p == d) {
-            path.push(d.to_owned());
-        }
-    }
+    let path = crate::common::generated_path(vec![node.parent().unwrap().display().to_string()]);
     let user = nix::unistd::User::from_uid(nix::unistd::getuid())
         .unwrap()
         .unwrap();

@@ -30,11 +30,10 @@ const POINTS: [Option<(&str, &str)>; 6] = [
 /// A `systemctl` that stalls at `$STALL_VERB` once (its pid in `marker`), else runs the real
 /// one.
 fn stalling(t: &mut TestContext, marker: &Path) {
-    let wrapper = t.path("bin/systemctl");
-    std::fs::create_dir_all(wrapper.parent().unwrap()).unwrap();
-    std::fs::write(
-        &wrapper,
-        format!(
+    t.stand_in(
+        "OYSTER_SYSTEMCTL",
+        "bin/systemctl",
+        &format!(
             r#"#!/bin/sh
 m='{m}'
 if [ -n "$STALL_VERB" ] && [ "$2" = "$STALL_VERB" ] && [ ! -e "$m" ]; then
@@ -47,16 +46,7 @@ exec /usr/bin/systemctl "$@"
 "#,
             m = marker.display()
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    t.extra_env.retain(|(k, _)| k != "OYSTER_SYSTEMCTL");
-    t.extra_env
-        .push(("OYSTER_SYSTEMCTL".into(), wrapper.display().to_string()));
+    );
 }
 
 fn send(pid: u32, sig: Signal) {

@@ -226,24 +226,11 @@ fn without_a_user_manager_install_says_why_and_host_start_remains() {
 /// A stand-in `systemctl` that records each call, then runs the real one.
 fn counting(t: &mut TestContext) -> std::path::PathBuf {
     let log = t.path("systemctl.calls");
-    let wrapper = t.path("bin/systemctl");
-    std::fs::create_dir_all(wrapper.parent().unwrap()).unwrap();
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\necho \"$*\" >> '{}'\nexec /usr/bin/systemctl \"$@\"\n",
-            log.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    t.extra_env.retain(|(k, _)| k != "OYSTER_SYSTEMCTL");
-    t.extra_env
-        .push(("OYSTER_SYSTEMCTL".into(), wrapper.display().to_string()));
+    let script = format!(
+        "#!/bin/sh\necho \"$*\" >> '{}'\nexec /usr/bin/systemctl \"$@\"\n",
+        log.display()
+    );
+    t.stand_in("OYSTER_SYSTEMCTL", "bin/systemctl", &script);
     log
 }
 

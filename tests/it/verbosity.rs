@@ -7,8 +7,7 @@ use crate::common::{self, free_port, TestContext};
 fn a_restart_says_its_proofs_and_path_only_with_verbose() {
     let t = TestContext::with_pinned_host();
     let port = free_port();
-    t.run(common::args(&["install", "dev"]).port(port).settle(200))
-        .ok();
+    t.install("dev", port);
     let plain = t.run(common::args(&["restart", "dev"]).settle(200)).ok();
     plain.stdout_has("Host verified: com.oysterun.host.dev");
     plain.stdout_has(&format!("  url: http://127.0.0.1:{port}"));

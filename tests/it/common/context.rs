@@ -68,6 +68,43 @@ impl TestContext {
         t
     }
 
+    /// `<test dir>/nodepfx/bin`, holding a link to the machine's real node: a Node prefix of the
+    /// test's own (the npm a plan names beside it is the same on every machine). Returns the
+    /// bin directory.
+    pub fn node_prefix(&self) -> PathBuf {
+        let bin = self.path("nodepfx/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();
+        bin
+    }
+
+    /// Writes the executable script `text` at `<test dir>/<rel>` and points oyster's `var`
+    /// (`OYSTER_LAUNCHCTL`, `OYSTER_SYSTEMCTL`) at it, in place of any earlier value: a stand-in
+    /// for a tool. Returns its path.
+    pub fn stand_in(&mut self, var: &str, rel: &str, text: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.path(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        self.extra_env.retain(|(k, _)| k != var);
+        self.extra_env
+            .push((var.into(), path.display().to_string()));
+        path
+    }
+
+    /// `providers set ID CMD` (a manual provider command): the run, unchecked.
+    pub fn set_provider(&self, id: &str, cmd: &Path) -> super::Run {
+        self.run(["providers", "set", id, cmd.to_str().unwrap()])
+    }
+
+    /// `install STACK --port P --settle-ms 200`, which must succeed: the verified Host of a
+    /// context whose root and Node are pinned.
+    pub fn install(&self, stack: &str, port: impl ToString) -> super::Run {
+        self.run(args(&["install", stack]).port(port).settle(200))
+            .ok()
+    }
+
     /// Pins the machine's real Node through `OYSTERUN_NODE_BIN`.
     pub fn pin_node(&mut self) {
         self.extra_env.push((
