@@ -17,11 +17,7 @@ fn ctx_with_root(home_name: &str) -> (TestContext, PathBuf) {
 /// `agent regenerate --no-restart --root ROOT --node-bin NODE --port PORT`: production, on a
 /// port from the allocator (8802 may be held on the machine running the tests).
 fn regen_args(root: &Path, node: &Path, port: u16) -> Vec<String> {
-    args(&["agent", "regenerate", "--no-restart"])
-        .root(root)
-        .node(node)
-        .port(port)
-        .into()
+    args(&["agent", "regenerate", "--no-restart"]).root(root).node(node).port(port).into()
 }
 
 fn print(t: &TestContext, root: &Path, extra: &[&str]) -> crate::common::Run {
@@ -78,10 +74,7 @@ fn plistlib_agrees_on_every_value_with_hostile_paths() {
     has_all(&text, &["/we &amp; &lt;they"]);
     has_none(&text, &["/we & ", "<they"]);
     assert!(text.ends_with("</plist>\n"));
-    assert!(
-        !t.home.join("Library").exists(),
-        "print has no side effects"
-    );
+    assert!(!t.home.join("Library").exists(), "print has no side effects");
     assert!(!t.config_path().exists(), "print writes no config");
     t.assert_nothing_executed();
 }
@@ -96,11 +89,7 @@ fn keys_are_sorted_and_same_inputs_give_same_bytes() {
     let keys: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with("\t<key>"))
-        .map(|l| {
-            l.trim()
-                .trim_start_matches("<key>")
-                .trim_end_matches("</key>")
-        })
+        .map(|l| l.trim().trim_start_matches("<key>").trim_end_matches("</key>"))
         .collect();
     let mut sorted = keys.clone();
     sorted.sort();
@@ -115,10 +104,8 @@ fn secrets_and_the_callers_environment_never_reach_the_plist() {
     let secret_dir = t.path("SECRET-DIR");
     std::fs::create_dir_all(&secret_dir).unwrap();
     t.path_dirs.push(secret_dir);
-    t.extra_env
-        .push(("ANTHROPIC_API_KEY".into(), "SECRET-KEY".into()));
-    t.extra_env
-        .push(("NODE_OPTIONS".into(), "--require SECRET-HOOK".into()));
+    t.extra_env.push(("ANTHROPIC_API_KEY".into(), "SECRET-KEY".into()));
+    t.extra_env.push(("NODE_OPTIONS".into(), "--require SECRET-HOOK".into()));
     let out = print(&t, &root, &[]).ok();
     let text = out.stdout() + &out.stderr();
     has_none(&text, &["SECRET"]);
@@ -136,16 +123,11 @@ fn secrets_and_the_callers_environment_never_reach_the_plist() {
 fn unsafe_path_entries_are_errors_never_written() {
     // `:` reaches the generator through a manual command, a line break through discovery on
     // PATH, and both through a HOME whose ~/.local/bin holds the provider.
-    for (how, bad_dir) in [
-        ("manual", "has:colon"),
-        ("path", "has\nnewline"),
-        ("home", "home:colon"),
-    ] {
-        let (mut t, root) = if how == "home" {
-            ctx_with_root(bad_dir)
-        } else {
-            ctx_with_root("home")
-        };
+    for (how, bad_dir) in
+        [("manual", "has:colon"), ("path", "has\nnewline"), ("home", "home:colon")]
+    {
+        let (mut t, root) =
+            if how == "home" { ctx_with_root(bad_dir) } else { ctx_with_root("home") };
         let dir = match how {
             "home" => t.home.join(".local/bin"),
             _ => t.path(bad_dir),
@@ -174,11 +156,7 @@ fn unsafe_path_entries_are_errors_never_written() {
         assert!(r.stderr().contains("PATH"), "{how}: {}", r.stderr());
         let node = real_node();
         t.run(regen_args(&root, &node, free_port())).fails_with(2);
-        assert!(!t
-            .home
-            .join("Library/LaunchAgents")
-            .join("com.oysterun.host.plist")
-            .exists());
+        assert!(!t.home.join("Library/LaunchAgents").join("com.oysterun.host.plist").exists());
     }
 }
 
@@ -190,18 +168,9 @@ fn provider_in_the_node_directory_appears_once() {
     std::os::unix::fs::symlink(real_node(), nodedir.join("node")).unwrap();
     t.fake_exe(&nodedir.join("claude"));
     t.set_provider("claude", &nodedir.join("claude")).ok();
-    let r = t
-        .run(
-            args(&["agent", "print"])
-                .root(&root)
-                .node(nodedir.join("node")),
-        )
-        .ok();
+    let r = t.run(args(&["agent", "print"]).root(&root).node(nodedir.join("node"))).ok();
     let v = plistlib(&r.0.stdout);
-    let path = v["EnvironmentVariables"]["PATH"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let path = v["EnvironmentVariables"]["PATH"].as_str().unwrap().to_owned();
     assert_eq!(path.matches(nodedir.to_str().unwrap()).count(), 1, "{path}");
     assert!(path.starts_with(nodedir.to_str().unwrap()));
 }
@@ -209,12 +178,7 @@ fn provider_in_the_node_directory_appears_once() {
 /// PATH entries of the plist `agent print` writes now.
 fn plist_path_entries(t: &TestContext, root: &Path) -> Vec<String> {
     let v = plistlib(&print(t, root, &[]).ok().0.stdout);
-    v["EnvironmentVariables"]["PATH"]
-        .as_str()
-        .unwrap()
-        .split(':')
-        .map(str::to_owned)
-        .collect()
+    v["EnvironmentVariables"]["PATH"].as_str().unwrap().split(':').map(str::to_owned).collect()
 }
 
 #[test]
@@ -240,10 +204,7 @@ fn disabled_and_broken_manual_providers_add_no_path_entry() {
     t.run(["providers", "set", "claude", ""]).ok();
     let path = plist_path_entries(&t, &root);
     assert!(!path.contains(&dir(&claude_dir)), "{path:?}");
-    assert!(
-        path.contains(&dir(&codex_dir)),
-        "only the disabled one goes"
-    );
+    assert!(path.contains(&dir(&codex_dir)), "only the disabled one goes");
 
     // A broken manual command: neither its own directory nor the binary discovery would have
     // found instead.
@@ -276,9 +237,11 @@ fn node_too_old_missing_or_not_executable_is_a_clear_error() {
     let (mut t, root) = ctx_with_root("home");
     let r = root.to_str().unwrap();
     let old = fake_node(&t, "old/node", "v18.19.0", 0o755);
-    t.run(args(&["agent", "print"]).root(r).node(&old))
-        .fails_with(2)
-        .stderr_has_all(&["v18.19.0", old.to_str().unwrap(), "20"]);
+    t.run(args(&["agent", "print"]).root(r).node(&old)).fails_with(2).stderr_has_all(&[
+        "v18.19.0",
+        old.to_str().unwrap(),
+        "20",
+    ]);
     let noexec = fake_node(&t, "noexec/node", "v20.0.0", 0o644);
     let garbage = fake_node(&t, "garbage/node", "hello", 0o755);
     for (node, expect) in [
@@ -287,10 +250,7 @@ fn node_too_old_missing_or_not_executable_is_a_clear_error() {
         (garbage, "not a Node version"),
     ] {
         let n = node.to_str().unwrap();
-        let e = t
-            .run(args(&["agent", "print"]).root(r).node(n))
-            .fails_with(2)
-            .stderr();
+        let e = t.run(args(&["agent", "print"]).root(r).node(n)).fails_with(2).stderr();
         assert!(e.contains(expect), "{n}: {e}");
     }
     // No node anywhere (PATH empty, nothing in the fallback dirs under this HOME).
@@ -301,8 +261,7 @@ fn node_too_old_missing_or_not_executable_is_a_clear_error() {
     }
     // OYSTERUN_NODE_BIN invalid: an error, never a silent fallback to the node on PATH.
     t.path_dirs.push(real_node().parent().unwrap().to_owned());
-    t.extra_env
-        .push(("OYSTERUN_NODE_BIN".into(), old.display().to_string()));
+    t.extra_env.push(("OYSTERUN_NODE_BIN".into(), old.display().to_string()));
     t.run(args(&["agent", "print"]).root(r))
         .fails_with(2)
         .stderr_has_all(&["OYSTERUN_NODE_BIN", "v18.19.0"]);
@@ -321,27 +280,17 @@ fn a_shim_node_is_asked_every_time_so_a_switch_to_an_old_node_is_refused() {
     std::fs::write(&selected, "v22.1.0\n").unwrap();
     std::fs::write(
         &node,
-        format!(
-            "#!/bin/sh\necho ran >> '{}'\ncat '{}'\n",
-            runs.display(),
-            selected.display()
-        ),
+        format!("#!/bin/sh\necho ran >> '{}'\ncat '{}'\n", runs.display(), selected.display()),
     )
     .unwrap();
     std::fs::set_permissions(&node, std::fs::Permissions::from_mode(0o755)).unwrap();
     let args = regen_args(&root, &node, free_port());
     t.run(&args).ok();
     t.run(&args).ok();
-    let count = || {
-        std::fs::read_to_string(&runs)
-            .map(|s| s.lines().count())
-            .unwrap_or(0)
-    };
+    let count = || std::fs::read_to_string(&runs).map(|s| s.lines().count()).unwrap_or(0);
     assert_eq!(count(), 2, "a script node is asked every time");
     std::fs::write(&selected, "v18.19.0\n").unwrap();
-    t.run(&args)
-        .fails_with(2)
-        .stderr_has_all(&["v18.19.0", "20"]);
+    t.run(&args).fails_with(2).stderr_has_all(&["v18.19.0", "20"]);
 }
 
 #[test]
@@ -354,18 +303,12 @@ fn regenerate_writes_only_on_change_atomically_0644() {
     let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.plist");
     let m = std::fs::metadata(&plist).unwrap();
     assert_eq!(m.mode() & 0o777, 0o644);
-    assert!(
-        t.home.join(".oysterun/logs").is_dir(),
-        "log dir created first"
-    );
+    assert!(t.home.join(".oysterun/logs").is_dir(), "log dir created first");
     std::thread::sleep(std::time::Duration::from_millis(20));
     let r = t.run(&args).ok();
     r.stdout_has("unchanged");
     let m2 = std::fs::metadata(&plist).unwrap();
-    assert_eq!(
-        (m.ino(), m.mtime(), m.mtime_nsec()),
-        (m2.ino(), m2.mtime(), m2.mtime_nsec())
-    );
+    assert_eq!((m.ino(), m.mtime(), m.mtime_nsec()), (m2.ino(), m2.mtime(), m2.mtime_nsec()));
     // The file equals `agent print`.
     let printed = t.run(["agent", "print"]).ok().0.stdout;
     assert_eq!(
@@ -377,11 +320,7 @@ fn regenerate_writes_only_on_change_atomically_0644() {
     t.fake_exe(&t.home.join("bin/codex"));
     let dry = t.run(["agent", "regenerate", "--dry-run"]).ok().stdout();
     has_all(&dry, &["-\t\t<string>", "+\t\t<string>", "/bin:"]);
-    assert_eq!(
-        std::fs::metadata(&plist).unwrap().ino(),
-        m.ino(),
-        "dry run writes nothing"
-    );
+    assert_eq!(std::fs::metadata(&plist).unwrap().ino(), m.ino(), "dry run writes nothing");
     t.run(["agent", "regenerate", "--no-restart"]).ok();
     assert!(std::fs::read_to_string(&plist)
         .unwrap()
@@ -424,11 +363,8 @@ fn root_discovery_and_its_errors() {
         .fails_with(2)
         .stderr_has_all(&["host-service/server.mjs", "--root"]);
     // Not found on the machine: exit 1, as no `node` found is (docs/behaviour.md "Exit codes").
-    t.run(args(&["agent", "print"]).node(n))
-        .fails_with(1)
-        .stderr_has_all(&["OYSTERUN_ROOT"]);
-    t.extra_env
-        .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
+    t.run(args(&["agent", "print"]).node(n)).fails_with(1).stderr_has_all(&["OYSTERUN_ROOT"]);
+    t.extra_env.push(("OYSTERUN_ROOT".into(), root.display().to_string()));
     let v = plistlib(&t.run(args(&["agent", "print"]).node(n)).ok().0.stdout);
     assert_eq!(v["EnvironmentVariables"]["OYSTERUN_REPO_ROOT"], json!(root));
 }
@@ -437,11 +373,8 @@ fn root_discovery_and_its_errors() {
 fn custom_stacks_need_a_port_once() {
     let (t, root) = ctx_with_root("home");
     let base = args(&["agent", "print"]).host(&root).stack("dev");
-    t.run(base.clone())
-        .fails_with(2)
-        .stderr_has_all(&["--port"]);
-    t.run(args(&["config", "sync"]).stack("dev").port(18001))
-        .ok();
+    t.run(base.clone()).fails_with(2).stderr_has_all(&["--port"]);
+    t.run(args(&["config", "sync"]).stack("dev").port(18001)).ok();
     let v = plistlib(&t.run(base).ok().0.stdout);
     assert_eq!(v["Label"], "com.oysterun.host.dev");
     assert_eq!(v["EnvironmentVariables"]["OYSTERUN_PORT"], "18001");
@@ -450,14 +383,8 @@ fn custom_stacks_need_a_port_once() {
         json!([crate::common::BIN, "host", "exec", "--stack", "dev"])
     );
     let stack_root = t.home.join(".oysterun-stacks/dev");
-    assert_eq!(
-        v["EnvironmentVariables"]["OYSTERUN_ROUTEC_STACK_NAME"],
-        "dev"
-    );
-    assert_eq!(
-        v["EnvironmentVariables"]["OYSTERUN_ROUTEC_STACK_ROOT"],
-        json!(stack_root)
-    );
+    assert_eq!(v["EnvironmentVariables"]["OYSTERUN_ROUTEC_STACK_NAME"], "dev");
+    assert_eq!(v["EnvironmentVariables"]["OYSTERUN_ROUTEC_STACK_ROOT"], json!(stack_root));
     assert_eq!(
         v["EnvironmentVariables"]["OYSTERUN_ROUTEC_MATRIX_STORAGE_PATH"],
         json!(stack_root.join("matrix/homeserver.db"))
@@ -475,10 +402,7 @@ fn the_root_is_found_in_the_pinned_nodes_global_npm_modules() {
     let node = prefix.join("bin/node");
     std::os::unix::fs::symlink(real_node(), &node).unwrap();
     let n = node.to_str().unwrap();
-    let e = t
-        .run(args(&["agent", "print"]).node(n))
-        .fails_with(1)
-        .stderr();
+    let e = t.run(args(&["agent", "print"]).node(n)).fails_with(1).stderr();
     assert!(
         e.contains("node prefix/lib/node_modules/oysterun")
             && e.contains("npm install -g oysterun"),
@@ -489,13 +413,9 @@ fn the_root_is_found_in_the_pinned_nodes_global_npm_modules() {
     let other_root = other.join("lib/node_modules/oysterun");
     std::fs::create_dir_all(other_root.join("host-service")).unwrap();
     std::fs::write(other_root.join("host-service/server.mjs"), "").unwrap();
-    t.extra_env
-        .push(("npm_config_prefix".into(), other.display().to_string()));
+    t.extra_env.push(("npm_config_prefix".into(), other.display().to_string()));
     let v = plistlib(&t.run(args(&["agent", "print"]).node(n)).ok().0.stdout);
-    assert_eq!(
-        v["EnvironmentVariables"]["OYSTERUN_REPO_ROOT"],
-        json!(other_root)
-    );
+    assert_eq!(v["EnvironmentVariables"]["OYSTERUN_REPO_ROOT"], json!(other_root));
     // The pinned Node's own global modules come first.
     let root = prefix.join("lib/node_modules/oysterun");
     std::fs::create_dir_all(root.join("host-service")).unwrap();

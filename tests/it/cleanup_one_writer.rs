@@ -120,11 +120,7 @@ fn leftover(t: &TestContext, name: &str, with_lock: bool) -> PathBuf {
     let run = t.home.join(".oysterun-stacks").join(name).join("run");
     std::fs::create_dir_all(&run).unwrap();
     let dead = dead_pid();
-    std::fs::write(
-        run.join(format!("oysterun-host-{name}.pid")),
-        format!("{dead}\n"),
-    )
-    .unwrap();
+    std::fs::write(run.join(format!("oysterun-host-{name}.pid")), format!("{dead}\n")).unwrap();
     std::fs::write(
         run.join(format!("oysterun-host-{name}.origin.tsv")),
         format!("host_pid\t{dead}\n"),
@@ -137,10 +133,7 @@ fn leftover(t: &TestContext, name: &str, with_lock: bool) -> PathBuf {
 }
 
 fn install_args(root: &Path, port: u16, settle_ms: u64) -> Vec<String> {
-    crate::common::install_args("dev", port, root)
-        .node(real_node())
-        .settle(settle_ms)
-        .into()
+    crate::common::install_args("dev", port, root).node(real_node()).settle(settle_ms).into()
 }
 
 /// Three processes: cleanup asks about a leftover (with and without `run/oyster.lock`); an
@@ -163,27 +156,19 @@ fn cleanup_holds_the_stacks_lock_to_its_removal_and_no_waiter_holds_an_unlinked_
         let mut install = background(&t, &install_args(&root, free_port(), 2500));
         install.wait_for("waiting for another oyster (pid ");
         assert!(
-            install
-                .said()
-                .contains("(cleanup)) to finish with stack dev"),
+            install.said().contains("(cleanup)) to finish with stack dev"),
             "with_lock {with_lock}: {}",
             install.said()
         );
         cleanup.answer("y\n");
         let (code, shown) = cleanup.run.finish();
         assert_eq!(code, 0, "with_lock {with_lock}: {shown}");
-        assert!(
-            shown.contains("removed dev"),
-            "with_lock {with_lock}: {shown}"
-        );
+        assert!(shown.contains("removed dev"), "with_lock {with_lock}: {shown}");
 
         // The install now holds the lock file at the path (its record is in it).
         let me = format!("pid {} (", install.child.id());
         let t0 = Instant::now();
-        while !std::fs::read_to_string(&lock)
-            .unwrap_or_default()
-            .contains(&me)
-        {
+        while !std::fs::read_to_string(&lock).unwrap_or_default().contains(&me) {
             assert!(
                 t0.elapsed() < Duration::from_secs(15),
                 "with_lock {with_lock}: the install holds no lock at {} (it locked the file cleanup unlinked); it said:\n{}",
@@ -231,11 +216,7 @@ fn cleanup_looks_again_under_its_lock_before_removing_anything() {
             &format!("names pid {live}, which is running"),
         ],
     );
-    assert_eq!(
-        std::fs::read_to_string(&pid_file).unwrap().trim(),
-        live,
-        "{shown}"
-    );
+    assert_eq!(std::fs::read_to_string(&pid_file).unwrap().trim(), live, "{shown}");
     assert!(run.join("oysterun-host-dev.origin.tsv").exists());
     // Nothing of cleanup's own is left behind: the lock file it created went with its look.
     assert!(!run.join("oyster.lock").exists(), "{shown}");
@@ -273,11 +254,7 @@ fn bounded(t: &TestContext, args: &[&str]) -> (i32, String, Duration) {
 fn cleanup_reads_identity_files_only_through_the_bounded_reader() {
     let t = TestContext::new();
     let outside_fifo = t.path("outside.fifo");
-    nix::unistd::mkfifo(
-        &outside_fifo,
-        nix::sys::stat::Mode::from_bits_truncate(0o600),
-    )
-    .unwrap();
+    nix::unistd::mkfifo(&outside_fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
     type Plant<'a> = &'a dyn Fn(&Path);
     let planted: [(&str, Plant); 3] = [
         ("fifo-link", &|run: &Path| {
@@ -314,9 +291,7 @@ fn cleanup_reads_identity_files_only_through_the_bounded_reader() {
     let stacks = t.home.join(".oysterun-stacks");
     assert!(std::fs::symlink_metadata(stacks.join("zero/run/oyster-exec.json")).is_ok());
     assert!(std::fs::symlink_metadata(stacks.join("fifo-link/run/oyster-exec.json")).is_ok());
-    assert!(stacks
-        .join("fifo-pid/run/oysterun-host-fifo-pid.pid")
-        .exists());
+    assert!(stacks.join("fifo-pid/run/oysterun-host-fifo-pid.pid").exists());
 }
 
 /// A cleanup that only shows (`--dry-run`, or no terminal to ask on) creates no lock file or

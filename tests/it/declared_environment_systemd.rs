@@ -14,10 +14,7 @@ use crate::common::user_manager::world;
 
 fn main_pid(m: &UserManager, unit: &str) -> u32 {
     let out = m.systemctl(&["show", "-p", "MainPID", "--value", unit]);
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .unwrap_or(0)
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0)
 }
 
 #[test]
@@ -40,11 +37,7 @@ fn a_declared_proxy_reaches_the_host_systemd_runs_and_never_its_unit() {
         (Some("systemd"), Some("stale")),
         "{st}"
     );
-    assert_eq!(
-        st["declared_stale"],
-        serde_json::json!(["HTTPS_PROXY"]),
-        "{st}"
-    );
+    assert_eq!(st["declared_stale"], serde_json::json!(["HTTPS_PROXY"]), "{st}");
     let mut restart = vec!["-v", "restart", s];
     restart.extend(timing);
     t.run(&restart).ok().stdout_has("env_proof: live");
@@ -60,19 +53,13 @@ fn a_declared_proxy_reaches_the_host_systemd_runs_and_never_its_unit() {
     has_none(&unit_text, &["HTTPS_PROXY", SECRET]);
     let shown = m.systemctl(&["show", "-p", "Environment", &unit]);
     assert!(!String::from_utf8_lossy(&shown.stdout).contains(SECRET));
-    let said = format!(
-        "{}{}",
-        t.run(["status", s]).stdout(),
-        t.run(["doctor", s, "--json"]).stdout()
-    );
+    let said =
+        format!("{}{}", t.run(["status", s]).stdout(), t.run(["doctor", s, "--json"]).stdout());
     has_none(&said, &[SECRET]);
     // unset --restart: the Host the manager starts again has it no more.
-    t.run(["env", "unset", "HTTPS_PROXY", "--stack", s, "--restart"])
-        .ok();
+    t.run(["env", "unset", "HTTPS_PROXY", "--stack", s, "--restart"]).ok();
     let pid = main_pid(&m, &unit);
-    assert!(!live_environ(pid)
-        .iter()
-        .any(|kv| kv.starts_with("HTTPS_PROXY=")));
+    assert!(!live_environ(pid).iter().any(|kv| kv.starts_with("HTTPS_PROXY=")));
     assert_eq!(t.run(["status", s, "--json"]).json()["summary"], "verified");
     t.run(["uninstall", s]).ok();
 }

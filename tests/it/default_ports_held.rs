@@ -63,9 +63,7 @@ pub struct Held(());
 
 impl Held {
     pub fn defaults() -> Held {
-        let mut h = HOLDER
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut h = HOLDER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if h.0 == 0 {
             h.1 = Some(Holder::new(&DEFAULTS));
         }
@@ -76,9 +74,7 @@ impl Held {
 
 impl Drop for Held {
     fn drop(&mut self) {
-        let mut h = HOLDER
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut h = HOLDER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         h.0 -= 1;
         if h.0 == 0 {
             h.1 = None;
@@ -91,11 +87,8 @@ impl Drop for Held {
 /// restarts and uninstalls as anywhere else, and its status reports that port.
 fn whole_lifecycle_beside_a_held_default(name: &'static str, default: u16) {
     let s = Stack::new(name);
-    let bare: Vec<String> = args(&["agent", "install"])
-        .stack(name)
-        .host(&s.root)
-        .wait(10, 300)
-        .into();
+    let bare: Vec<String> =
+        args(&["agent", "install"]).stack(name).host(&s.root).wait(10, 300).into();
     let e = s.t.run(&bare).fails_with(1).stderr();
     assert!(
         e.contains(&format!("port {default} is already held")),
@@ -115,9 +108,7 @@ fn whole_lifecycle_beside_a_held_default(name: &'static str, default: u16) {
     s.t.run(s.args("restart")).ok();
     assert_eq!(s.status()["verified"], true, "{name} after restart");
     // Later commands read the port back (config, plist): no `--port`, still not the default.
-    let st =
-        s.t.run(["agent", "status", "--json", "--stack", name])
-            .json();
+    let st = s.t.run(["agent", "status", "--json", "--stack", name]).json();
     assert_eq!(st["port"].as_u64(), Some(u64::from(s.port)), "{st}");
     s.t.run(["agent", "uninstall", "--stack", name]).ok();
     s.t.wait_no_processes();
@@ -139,9 +130,7 @@ fn a_direct_start_of_production_beside_a_held_8802_takes_the_port_it_is_given() 
     let bare: Vec<String> = args(&["host", "start"]).host(&s.root).wait_secs(10).into();
     s.t.run(&bare).fails_with(1).stderr_has_all(&["8802"]);
     let given: Vec<String> = s.host_args(&["host", "start"]).wait_secs(10).into();
-    s.t.run(&given)
-        .ok()
-        .stdout_has_all(&["environment verified"]);
+    s.t.run(&given).ok().stdout_has_all(&["environment verified"]);
     assert_eq!(crate::common::get(s.port, "/health"), 200);
     s.t.run(["host", "stop"]).ok();
     s.t.wait_no_processes();

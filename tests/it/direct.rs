@@ -6,19 +6,13 @@ use crate::common::{args, free_port, real_node, TestContext};
 use crate::common::{has_all, has_none};
 
 fn start_args(root: &std::path::Path, port: u16) -> Vec<String> {
-    args(&["host", "start"])
-        .stack("it")
-        .host(root)
-        .port(port)
-        .wait_secs(10)
-        .into()
+    args(&["host", "start"]).stack("it").host(root).port(port).wait_secs(10).into()
 }
 
 #[test]
 fn start_status_stop_with_the_live_environment_read_back() {
     let mut t = TestContext::new();
-    t.extra_env
-        .push(("SECRET_TOKEN".into(), "do-not-inherit".into()));
+    t.extra_env.push(("SECRET_TOKEN".into(), "do-not-inherit".into()));
     let claude = t.fake_exe(&t.home.join(".local/bin/claude"));
     let root = t.fixture_root("root");
     let port = free_port();
@@ -78,10 +72,7 @@ fn start_status_stop_with_the_live_environment_read_back() {
         ]
     );
 
-    let st = t
-        .run(["host", "status", "--stack", "it", "--json"])
-        .ok()
-        .json();
+    let st = t.run(["host", "status", "--stack", "it", "--json"]).ok().json();
     assert_eq!(
         (
             st["running"].as_bool(),
@@ -99,36 +90,16 @@ fn start_status_stop_with_the_live_environment_read_back() {
     // Its fix echoes how the stack was named: `--stack it`, or `it` after the verb.
     t.run(start_args(&root, port))
         .fails_with(1)
-        .stderr_has_all(&[
-            "already running",
-            "stop it with `oyster host stop --stack it`",
-        ]);
+        .stderr_has_all(&["already running", "stop it with `oyster host stop --stack it`"]);
     let plain: Vec<String> = args(&["host", "start", "it"]).host(&root).port(port).into();
-    t.run(&plain)
-        .fails_with(1)
-        .stderr_has_all(&["stop it with `oyster host stop it`"]);
+    t.run(&plain).fails_with(1).stderr_has_all(&["stop it with `oyster host stop it`"]);
     let st = t.run(["status", "it", "--json"]).json();
-    assert!(
-        st["notes"]
-            .to_string()
-            .contains("`oyster host stop it` stops it"),
-        "{st}"
-    );
+    assert!(st["notes"].to_string().contains("`oyster host stop it` stops it"), "{st}");
     // One direct-Host status (`direct::status`), rendered by both verbs: the same facts.
-    let host = t
-        .run(["host", "status", "--stack", "it", "--json"])
-        .ok()
-        .json();
-    for key in [
-        "pid",
-        "port",
-        "running",
-        "health",
-        "verified",
-        "env_proof",
-        "env_mismatch",
-        "managed_by",
-    ] {
+    let host = t.run(["host", "status", "--stack", "it", "--json"]).ok().json();
+    for key in
+        ["pid", "port", "running", "health", "verified", "env_proof", "env_mismatch", "managed_by"]
+    {
         assert_eq!(st[key], host[key], "{key}: {st} against {host}");
     }
 
@@ -142,10 +113,7 @@ fn start_status_stop_with_the_live_environment_read_back() {
         );
     }
     assert!(t.own_processes().is_empty(), "the Host is gone");
-    let st = t
-        .run(["host", "status", "--stack", "it", "--json"])
-        .fails_with(1)
-        .json();
+    let st = t.run(["host", "status", "--stack", "it", "--json"]).fails_with(1).json();
     assert_eq!(st["running"], false);
     t.assert_nothing_executed();
 }
@@ -153,36 +121,22 @@ fn start_status_stop_with_the_live_environment_read_back() {
 #[test]
 fn stop_never_signals_a_foreign_process() {
     let t = TestContext::new();
-    let mut foreign = Command::new("sleep")
-        .arg("30")
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut foreign = Command::new("sleep").arg("30").stdout(Stdio::null()).spawn().unwrap();
     let run_dir = t.home.join(".oysterun/run");
     std::fs::create_dir_all(&run_dir).unwrap();
     // A pid file in the format of an older oyster (its identity on later lines) is still read.
     std::fs::write(
         run_dir.join("oysterun-host.pid"),
-        format!(
-            "{}\nstart_time=1\nserver=/x/host-service/server.mjs\nport=8802\n",
-            foreign.id()
-        ),
+        format!("{}\nstart_time=1\nserver=/x/host-service/server.mjs\nport=8802\n", foreign.id()),
     )
     .unwrap();
     let not_signalled = |foreign: &mut std::process::Child| {
         t.run(["host", "stop"]).ok().stdout_has("not signalled");
-        assert!(
-            foreign.try_wait().unwrap().is_none(),
-            "the foreign process is alive"
-        );
+        assert!(foreign.try_wait().unwrap().is_none(), "the foreign process is alive");
     };
     not_signalled(&mut foreign);
     // Today's format: the pid only, the identity in oyster's exec record beside it.
-    std::fs::write(
-        run_dir.join("oysterun-host.pid"),
-        format!("{}\n", foreign.id()),
-    )
-    .unwrap();
+    std::fs::write(run_dir.join("oysterun-host.pid"), format!("{}\n", foreign.id())).unwrap();
     std::fs::write(
         run_dir.join("oyster-exec.json"),
         format!(
@@ -198,11 +152,7 @@ fn stop_never_signals_a_foreign_process() {
     foreign.kill().unwrap();
     foreign.wait().unwrap();
     // A pid file naming a dead pid is stale: reported, removed.
-    std::fs::write(
-        run_dir.join("oysterun-host.pid"),
-        format!("{}\n", foreign.id()),
-    )
-    .unwrap();
+    std::fs::write(run_dir.join("oysterun-host.pid"), format!("{}\n", foreign.id())).unwrap();
     let r = t.run(["host", "stop"]).ok();
     r.stdout_has("stale");
 }
@@ -215,10 +165,7 @@ fn a_host_that_crashes_on_start_fails_with_the_log_tail_and_leaves_nothing() {
     t.run(start_args(&root, free_port()))
         .fails_with(1)
         .stderr_has_all(&["exited", "crash-on-start is set"]);
-    assert!(!t
-        .home
-        .join(".oysterun-stacks/it/run/oysterun-host-it.pid")
-        .exists());
+    assert!(!t.home.join(".oysterun-stacks/it/run/oysterun-host-it.pid").exists());
     assert!(t.own_processes().is_empty());
 }
 
@@ -259,11 +206,7 @@ fn the_next_launch_sweeps_temp_files_a_killed_launch_left_beside_the_identity_fi
     let mut dead = Command::new("true").spawn().unwrap();
     let dead_pid = dead.id();
     dead.wait().unwrap();
-    for name in [
-        "oyster-exec.json",
-        "oysterun-host-it.pid",
-        "oysterun-host-it.origin.tsv",
-    ] {
+    for name in ["oyster-exec.json", "oysterun-host-it.pid", "oysterun-host-it.origin.tsv"] {
         std::fs::write(
             run.join(format!(".{name}.oyster-tmp.{dead_pid}")),
             "a launch environment, half written",

@@ -43,10 +43,7 @@ fn doctor_names_the_program_holding_a_stopped_stacks_port() {
     // As `start` names it.
     t.run(common::args(&["start", "dev"]).settle(200))
         .fails_with(1)
-        .stderr_has(&format!(
-            "port {port} is already held by pid {}",
-            other.id()
-        ));
+        .stderr_has(&format!("port {port} is already held by pid {}", other.id()));
     other.kill().unwrap();
     other.wait().unwrap();
     let doc = t.run(["doctor", "dev", "--json"]).json();
@@ -58,12 +55,7 @@ fn doctor_names_the_program_holding_a_stopped_stacks_port() {
 fn doctor_says_a_crash_loops_last_error_line_from_the_log() {
     let mut t = TestContext::with_pinned_host();
     t.scale_throttle("0.2");
-    t.run(
-        common::args(&["install", "dev"])
-            .port(free_port())
-            .settle(200),
-    )
-    .ok();
+    t.run(common::args(&["install", "dev"]).port(free_port()).settle(200)).ok();
     TestContext::fixture_flag(&t.host_root(), "crash-on-start", "");
     t.run(["kill", "dev"]).ok();
     common::wait_until(std::time::Duration::from_secs(20), "a crash loop", || {
@@ -92,8 +84,7 @@ fn doctor_all_reports_every_stack_and_fails_when_one_does() {
     let all = t.run(["doctor", "--all", "--json"]).json();
     let names = crate::common::column(&all["stacks"], "stack");
     assert_eq!(names, ["one", "two"], "{all}");
-    t.run(["doctor", "--all"])
-        .stdout_has_all(&["stack one", "stack two"]);
+    t.run(["doctor", "--all"]).stdout_has_all(&["stack one", "stack two"]);
     // One stack's failure fails the whole run, as `status --all`.
     std::fs::write(t.stack_dir("two").join("host/config.json"), "{not json").unwrap();
     let r = t.run(["doctor", "--all", "--json"]).fails_with(1);

@@ -13,10 +13,7 @@ fn bare_oyster_shows_the_stacks_and_what_to_type_next() {
     // With no stack at all, the one line names setup (exit 0 either way).
     let fresh = TestContext::new();
     let r = fresh.run::<[&str; 0], &str>([]).ok();
-    assert_eq!(
-        r.stdout(),
-        "No Oysterun stack on this machine yet; `oyster setup` sets one up.\n"
-    );
+    assert_eq!(r.stdout(), "No Oysterun stack on this machine yet; `oyster setup` sets one up.\n");
 }
 
 #[test]
@@ -60,24 +57,13 @@ fn all_and_oysteruns_reserved_names_are_not_stack_names() {
 #[test]
 fn help_and_completion_offer_stack_only_where_a_command_takes_one() {
     let t = TestContext::new();
-    for verb in [
-        &["list"][..],
-        &["completions"],
-        &["cleanup"],
-        &["man"],
-        &["agent", "list"],
-    ] {
+    for verb in [&["list"][..], &["completions"], &["cleanup"], &["man"], &["agent", "list"]] {
         let mut args = verb.to_vec();
         args.push("--help");
         let help = t.run(&args).ok().stdout();
         assert!(!help.contains("--stack <NAME>"), "{verb:?}: {help}");
     }
-    for verb in [
-        &["status"][..],
-        &["restart"],
-        &["providers", "set"],
-        &["host", "exec"],
-    ] {
+    for verb in [&["status"][..], &["restart"], &["providers", "set"], &["host", "exec"]] {
         let mut args = verb.to_vec();
         args.push("--help");
         let help = t.run(&args).ok().stdout();
@@ -86,14 +72,9 @@ fn help_and_completion_offer_stack_only_where_a_command_takes_one() {
     // bash: the words offered after `oyster list` and after `oyster status`.
     let script = t.run(["completions", "bash"]).ok().stdout();
     let opts_after = |case: &str| -> String {
-        let at = script
-            .find(&format!("        {case})"))
-            .unwrap_or_else(|| panic!("{case}"));
+        let at = script.find(&format!("        {case})")).unwrap_or_else(|| panic!("{case}"));
         let rest = &script[at..];
-        let line = rest
-            .lines()
-            .find(|l| l.trim_start().starts_with("opts="))
-            .unwrap();
+        let line = rest.lines().find(|l| l.trim_start().starts_with("opts=")).unwrap();
         line.to_owned()
     };
     assert!(!opts_after("oyster__subcmd__list").contains("--stack"));
@@ -108,11 +89,7 @@ fn doctor_refuses_a_typo_of_a_stack_as_every_verb_does() {
     let (t, _) = installed();
     for verb in ["doctor", "status", "restart", "logs"] {
         let r = t.run([verb, "snp"]).fails_with(2);
-        assert!(
-            r.stderr().contains("did you mean `snap`?"),
-            "{verb}: {}",
-            r.stderr()
-        );
+        assert!(r.stderr().contains("did you mean `snap`?"), "{verb}: {}", r.stderr());
     }
     // The stack named right is examined.
     t.run(["doctor", "snap"]).ok();
@@ -122,19 +99,13 @@ fn doctor_refuses_a_typo_of_a_stack_as_every_verb_does() {
 fn config_sync_with_a_new_port_says_the_host_still_runs_on_the_old_one() {
     let (t, port) = installed();
     let new = free_port();
-    let r = t
-        .run(args(&["config", "sync"]).stack("snap").port(new))
-        .ok();
+    let r = t.run(args(&["config", "sync"]).stack("snap").port(new)).ok();
     r.stdout_has_all(&[&format!(
             "The Host still runs on port {port}: run `oyster agent regenerate --stack snap` to move it to port {new}."
         )]);
     // Once regenerated, the same sync changes nothing and says nothing about the Host.
-    t.run(["agent", "regenerate", "snap", "--settle-ms", "200"])
-        .ok();
-    let out = t
-        .run(args(&["config", "sync"]).stack("snap").port(new))
-        .ok()
-        .stdout();
+    t.run(["agent", "regenerate", "snap", "--settle-ms", "200"]).ok();
+    let out = t.run(args(&["config", "sync"]).stack("snap").port(new)).ok().stdout();
     has_all(&out, &["unchanged"]);
     has_none(&out, &["still runs"]);
 }
@@ -183,11 +154,7 @@ fn version_open_and_qr_answer_on_demand() {
     // version, plain and verbose (the pinned Node and the root of each stack).
     let plain = t.run(["version"]).ok().stdout();
     assert_eq!(plain, format!("oyster {}\n", env!("CARGO_PKG_VERSION")));
-    assert_eq!(
-        t.run(["--version"]).ok().stdout(),
-        plain,
-        "the same as --version"
-    );
+    assert_eq!(t.run(["--version"]).ok().stdout(), plain, "the same as --version");
     let root = t.path("root");
     std::fs::write(root.join("package.json"), r#"{"version": "1.5.3"}"#).unwrap();
     let verbose = t.run(["version", "--verbose"]).ok().stdout();
@@ -205,16 +172,10 @@ fn version_open_and_qr_answer_on_demand() {
     .unwrap();
     let verbose = t.run(["version", "--verbose"]).ok().stdout();
     let lines: Vec<&str> = verbose.lines().collect();
-    let at = lines
-        .iter()
-        .position(|l| *l == "stack noport:")
-        .unwrap_or_else(|| panic!("{verbose}"));
+    let at =
+        lines.iter().position(|l| *l == "stack noport:").unwrap_or_else(|| panic!("{verbose}"));
     assert!(lines[at + 1].starts_with("  node:     "), "{verbose}");
-    assert_eq!(
-        lines[at + 2],
-        format!("  oysterun: {} 1.5.3", root.display()),
-        "{verbose}"
-    );
+    assert_eq!(lines[at + 2], format!("  oysterun: {} 1.5.3", root.display()), "{verbose}");
     // open: the URL handed to xdg-open on PATH, nothing else.
     let log = t.path("opened.log");
     let bin = t.path("bin");
@@ -343,11 +304,7 @@ fn at_80_columns_no_line_is_wider_than_the_terminal_and_piped_output_is_never_wr
     // Piped, the same long line is one line.
     t.extra_env.push(("COLUMNS".into(), "80".into()));
     let piped = t.run(["status", "second-stack"]);
-    assert!(
-        piped.stdout().lines().any(|l| l.chars().count() > 80),
-        "{}",
-        piped.stdout()
-    );
+    assert!(piped.stdout().lines().any(|l| l.chars().count() > 80), "{}", piped.stdout());
 }
 
 #[test]
@@ -357,34 +314,24 @@ fn stop_keep_stays_registered_for_the_next_login_and_no_wait_returns_at_once() {
     let st = t.run(["status", "snap", "--json"]).json();
     let old = st["pid"].as_u64().unwrap();
     // --keep: booted out, not disabled; a login loads it again (brew's `stop --keep`).
-    t.run(["stop", "snap", "--keep"])
-        .ok()
-        .stdout_has_all(&["left enabled (--keep)"]);
+    t.run(["stop", "snap", "--keep"]).ok().stdout_has_all(&["left enabled (--keep)"]);
     let st = t.run(["status", "snap", "--json"]).fails_with(1).json();
     assert_eq!(st["loaded"], false, "{st}");
     assert_ne!(st["disabled"], true, "not disabled: {st}");
     assert_eq!(st["summary"], "not_loaded", "{st}");
     t.sim(&["login", &format!("gui/{uid}")]).ok();
-    crate::common::wait_until(
-        std::time::Duration::from_secs(10),
-        "the login's Host",
-        || {
-            let st = t.run(["status", "snap", "--json"]).json();
-            st["running"] == true && st["pid"].as_u64() != Some(old)
-        },
-    );
+    crate::common::wait_until(std::time::Duration::from_secs(10), "the login's Host", || {
+        let st = t.run(["status", "snap", "--json"]).json();
+        st["running"] == true && st["pid"].as_u64() != Some(old)
+    });
     // --no-wait: the stop returns once launchd was told; the Host goes by itself.
-    let pid = t.run(["status", "snap", "--json"]).json()["pid"]
-        .as_u64()
-        .unwrap();
+    let pid = t.run(["status", "snap", "--json"]).json()["pid"].as_u64().unwrap();
     t.run(["stop", "snap", "--no-wait"])
         .ok()
         .stdout_has_all(&["disabled, so it stays stopped", &format!("pid {pid}")]);
-    crate::common::wait_until(
-        std::time::Duration::from_secs(10),
-        "the Host to exit",
-        || t.run(["status", "snap", "--json"]).json()["running"] == false,
-    );
+    crate::common::wait_until(std::time::Duration::from_secs(10), "the Host to exit", || {
+        t.run(["status", "snap", "--json"]).json()["running"] == false
+    });
     t.run(["uninstall", "snap"]).ok();
 }
 
@@ -396,10 +343,7 @@ fn cleanup_yes_purge_removes_uninstalled_stacks_with_their_files_named_and_only_
     assert!(root.join("host/config.json").exists() && root.join("logs").is_dir());
     // Without --purge: kept, and the way to remove it is named.
     let out = t.run(["cleanup", "--yes"]).ok().stdout();
-    has_all(
-        &out,
-        &["kept    snap: no LaunchAgent and no Host, but it holds"],
-    );
+    has_all(&out, &["kept    snap: no LaunchAgent and no Host, but it holds"]);
     has_all(&out, &["--yes --purge"]);
     assert!(root.exists());
     // --dry-run --purge: says what it would remove, removes nothing.
@@ -411,18 +355,13 @@ fn cleanup_yes_purge_removes_uninstalled_stacks_with_their_files_named_and_only_
     let out = t.run(["cleanup", "--yes", "--purge"]).ok().stdout();
     has_all(&out, &["purging snap: ", "config.json"]);
     assert!(!root.exists(), "{out}");
-    assert_eq!(
-        t.run(["list", "--json"]).json()["stacks"],
-        serde_json::json!([])
-    );
+    assert_eq!(t.run(["list", "--json"]).json()["stacks"], serde_json::json!([]));
 }
 
 #[test]
 fn stop_all_names_each_stack_in_the_form_stop_stack_does() {
     let (t, _) = installed();
-    t.run(["stop", "snap"])
-        .ok()
-        .stdout_has_all(&["`oyster start snap` starts it again"]);
+    t.run(["stop", "snap"]).ok().stdout_has_all(&["`oyster start snap` starts it again"]);
     t.run(["start", "snap", "--settle-ms", "200"]).ok();
     let all = t.run(["stop", "--all"]).ok().stdout();
     has_all(&all, &["`oyster start snap` starts it again"]);
@@ -453,28 +392,17 @@ fn an_opener_whose_browser_stays_in_the_foreground_is_left_running_and_a_failing
         .into_iter()
         .find(|p| std::path::Path::new(p).exists())
         .expect("sleep");
-    opener(
-        &mut t,
-        &format!("echo $$ > '{}'\nexec {sleep} 60", pid_file.display()),
-    );
+    opener(&mut t, &format!("echo $$ > '{}'\nexec {sleep} 60", pid_file.display()));
     let r = t.run(["open", "snap"]).ok();
     r.stdout_has(&format!("Handed {url} to "));
-    let pid: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
     let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
     assert!(alive, "the opener (pid {pid}) was killed");
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    );
+    let _ =
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
     // An opener that fails: its exit code, and the URL to open by hand.
     opener(&mut t, "exit 3");
-    t.run(["open", "snap"])
-        .fails_with(1)
-        .stderr_has_all(&["exited 3", &url]);
+    t.run(["open", "snap"]).fails_with(1).stderr_has_all(&["exited 3", &url]);
 }
 
 /// `version --verbose` names each stack's root and the version in its `package.json` on one
@@ -491,11 +419,8 @@ fn version_verbose_says_each_root_and_version_on_one_line() {
     .unwrap();
     let dir = t.home.join(".oysterun-stacks/one/host");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("config.json"),
-        serde_json::json!({ "oyster_root": root }).to_string(),
-    )
-    .unwrap();
+    std::fs::write(dir.join("config.json"), serde_json::json!({ "oyster_root": root }).to_string())
+        .unwrap();
     let verbose = t
         .cmd()
         .env("OYSTERUN_NODE_BIN", crate::common::real_node())

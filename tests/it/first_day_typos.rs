@@ -11,11 +11,7 @@ fn with_snap() -> TestContext {
 
 /// `host start --stack NAME --port P --root ROOT`.
 fn host_start(stack: &str, port: u16, root: &std::path::Path) -> Vec<String> {
-    args(&["host", "start"])
-        .stack(stack)
-        .port(port)
-        .root(root)
-        .into()
+    args(&["host", "start"]).stack(stack).port(port).root(root).into()
 }
 
 #[test]
@@ -36,11 +32,7 @@ fn a_typo_of_a_stack_is_refused_by_host_config_and_providers_read_verbs_and_crea
                 args.push("--json");
             }
             let r = t.run(&args).fails_with(2);
-            assert!(
-                r.stderr().contains("did you mean `snap`?"),
-                "{args:?}: {}",
-                r.stderr()
-            );
+            assert!(r.stderr().contains("did you mean `snap`?"), "{args:?}: {}", r.stderr());
             if json && verb[0] != "host" {
                 assert_eq!(r.json()["error"]["exit_code"], 2, "{args:?}");
             }
@@ -59,9 +51,7 @@ fn a_refused_first_host_start_leaves_no_stack_behind() {
     let root = t.fixture_root("root");
     // A --root without the Host (exit 2).
     let missing = t.path("no-such-root");
-    let r = t
-        .run(host_start("fresh", free_port(), &missing))
-        .fails_with(2);
+    let r = t.run(host_start("fresh", free_port(), &missing)).fails_with(2);
     t.assert_no_stack("fresh", &r.stderr());
     r.stderr_has("created by this refused host start");
     // A port another process holds (exit 1).
@@ -69,10 +59,7 @@ fn a_refused_first_host_start_leaves_no_stack_behind() {
     let port = held.local_addr().unwrap().port();
     let r = t.run(host_start("fresh", port, &root)).fails_with(1);
     t.assert_no_stack("fresh", &r.stderr());
-    assert_eq!(
-        t.run(["list", "--json"]).ok().json()["stacks"],
-        serde_json::json!([])
-    );
+    assert_eq!(t.run(["list", "--json"]).ok().json()["stacks"], serde_json::json!([]));
 }
 
 #[test]
@@ -82,9 +69,7 @@ fn a_host_start_refused_for_a_managed_root_leaves_no_stack_behind() {
     let forced = t.fixture_root("forced-root");
     force(&mut t, &[("root", forced.to_str().unwrap())]);
     let other = t.fixture_root("other-root");
-    let r = t
-        .run(host_start("fresh", free_port(), &other))
-        .fails_with(1);
+    let r = t.run(host_start("fresh", free_port(), &other)).fails_with(1);
     r.stderr_has("managed by your organization");
     t.assert_no_stack("fresh", "");
 }
@@ -113,10 +98,7 @@ fn setups_question_fits_an_80_column_terminal_and_is_answered_after_it() {
     let r = t.pty(b"\r", args);
     let output = r["output"].as_str().unwrap();
     assert_eq!(r["prompted"], true, "{output}");
-    assert!(
-        output.trim_end().ends_with("no changes were made."),
-        "{output}"
-    );
+    assert!(output.trim_end().ends_with("no changes were made."), "{output}");
     for line in output.lines() {
         assert!(
             shown_width(line) <= 80 || !line.trim().contains(' '),
@@ -145,11 +127,7 @@ fn open_on_a_machine_with_nothing_set_up_sends_no_browser_to_the_default_port() 
         assert!(r.stdout().is_empty(), "{args:?}: {}", r.stdout());
     }
     t.assert_nothing_executed();
-    assert_eq!(
-        std::fs::read_dir(&t.home).unwrap().count(),
-        0,
-        "open wrote into HOME"
-    );
+    assert_eq!(std::fs::read_dir(&t.home).unwrap().count(), 0, "open wrote into HOME");
 }
 
 #[test]
@@ -158,10 +136,7 @@ fn mdm_profile_output_dash_is_stdout_not_a_file_named_dash() {
     let r = t.run(["mdm", "profile", "--output", "-"]).ok();
     let profile = crate::common::plistlib(r.stdout().as_bytes());
     assert_eq!(profile["PayloadType"], "Configuration", "{profile}");
-    assert_eq!(
-        r.stdout().as_bytes(),
-        t.run(["mdm", "profile"]).ok().stdout().as_bytes()
-    );
+    assert_eq!(r.stdout().as_bytes(), t.run(["mdm", "profile"]).ok().stdout().as_bytes());
     assert!(!t.path("-").exists(), "wrote a file named -");
 }
 
@@ -200,10 +175,7 @@ fn lists_log_column_is_cut_as_shown_with_home_as_tilde() {
     let log = row.split_whitespace().last().unwrap();
     // The path starts at `~/` and ends with the log's name, never at the temporary
     // directory HOME lives in.
-    assert!(
-        log.starts_with("~/") && log.ends_with("-host.log"),
-        "{row:?}\n{output}"
-    );
+    assert!(log.starts_with("~/") && log.ends_with("-host.log"), "{row:?}\n{output}");
     assert!(!row.contains("/tmp/"), "{row:?}");
 }
 
@@ -241,16 +213,12 @@ fn force(t: &mut TestContext, pairs: &[(&str, &str)]) -> std::path::PathBuf {
 
 #[test]
 fn a_forced_node_or_root_that_does_not_work_is_the_profiles_not_a_flag_the_user_typed() {
-    for (key, bad) in [
-        ("node_bin", "/nonexistent/node"),
-        ("root", "/nonexistent/oysterun"),
-    ] {
+    for (key, bad) in [("node_bin", "/nonexistent/node"), ("root", "/nonexistent/oysterun")] {
         let mut t = with_snap();
         let root = t.fixture_root("root");
         let file = force(&mut t, &[(key, bad)]);
         if key == "node_bin" {
-            t.extra_env
-                .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
+            t.extra_env.push(("OYSTERUN_ROOT".into(), root.display().to_string()));
         } else {
             t.pin_node();
         }
@@ -260,20 +228,11 @@ fn a_forced_node_or_root_that_does_not_work_is_the_profiles_not_a_flag_the_user_
         let err = r.stderr();
         has_all(&err, &[&format!("the managed {key} ({bad})")]);
         has_none(&err, &["--node-bin", "from --root"]);
-        has_all(
-            &err,
-            &["ask your administrator", &file.display().to_string()],
-        );
+        has_all(&err, &["ask your administrator", &file.display().to_string()]);
         let doc = t.run(["doctor", "snap", "--json"]).json();
         let check = doctor_check(&doc, "node/root");
         assert_eq!(check["status"], "fail", "{doc}");
-        assert!(
-            check["fix"]
-                .as_str()
-                .unwrap()
-                .contains("ask your administrator"),
-            "{check}"
-        );
+        assert!(check["fix"].as_str().unwrap().contains("ask your administrator"), "{check}");
     }
 }
 
@@ -315,24 +274,14 @@ fn a_forced_provider_command_that_is_missing_is_fixed_by_the_administrator_not_b
     intents.insert("codex".into(), "disabled".into());
     let mut d = plist::Dictionary::new();
     d.insert("claude_command".into(), "/nonexistent/corp/claude".into());
-    d.insert(
-        "provider_command_intent".into(),
-        plist::Value::Dictionary(intents),
-    );
+    d.insert("provider_command_intent".into(), plist::Value::Dictionary(intents));
     t.managed_preferences("Managed Preferences", d);
     // The config follows the profile.
     t.run(["config", "sync", "snap"]).ok();
     let setup = t.run(["setup", "snap", "--dry-run"]).ok().stdout();
-    let status = t
-        .run(["providers", "status", "--stack", "snap"])
-        .ok()
-        .stdout();
+    let status = t.run(["providers", "status", "--stack", "snap"]).ok().stdout();
     let doctor = t.run(["doctor", "snap"]).stdout();
-    for (what, out) in [
-        ("setup", &setup),
-        ("providers status", &status),
-        ("doctor", &doctor),
-    ] {
+    for (what, out) in [("setup", &setup), ("providers status", &status), ("doctor", &doctor)] {
         let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(
             words.contains("claude_command is forced by your organization")

@@ -19,11 +19,7 @@ fn help80(t: &TestContext, args: &[&str]) -> String {
 
 /// The lines of the block titled `title` (up to the next empty line).
 fn block<'a>(text: &'a str, title: &str) -> Vec<&'a str> {
-    text.lines()
-        .skip_while(|l| *l != title)
-        .skip(1)
-        .take_while(|l| !l.is_empty())
-        .collect()
+    text.lines().skip_while(|l| *l != title).skip(1).take_while(|l| !l.is_empty()).collect()
 }
 
 /// Each row of a two-column block starts at column 2; a continuation is indented to the text
@@ -50,11 +46,7 @@ fn env_name(w: &str) -> bool {
 #[test]
 fn the_help_reads_at_80_columns_piped_and_on_a_terminal() {
     let t = TestContext::new();
-    for args in [
-        &["--help"][..],
-        &["agent", "--help"],
-        &["restart", "--help"],
-    ] {
+    for args in [&["--help"][..], &["agent", "--help"], &["restart", "--help"]] {
         let text = help80(&t, args);
         for l in text.lines() {
             assert!(l.chars().count() <= 80, "{args:?}: {l:?}");
@@ -94,8 +86,7 @@ fn options(help: &str) -> Vec<String> {
             let l = l.strip_prefix("-")?;
             let long = l.split(", ").last().unwrap_or(l);
             let long = long.strip_prefix('-').unwrap_or(long);
-            long.strip_prefix('-')
-                .map(|f| f.split([' ', '<', '=']).next().unwrap().to_owned())
+            long.strip_prefix('-').map(|f| f.split([' ', '<', '=']).next().unwrap().to_owned())
         })
         .filter(|f| f != "help" && f != "version")
         .collect()
@@ -123,32 +114,20 @@ fn every_option_of_every_verb_is_on_a_man_page_with_the_examples_of_its_help() {
         let help = t.run([verb.as_str(), "--help"]).ok().stdout();
         let text = page(&dir, &format!("oyster-{verb}"));
         for opt in options(&help) {
-            assert!(
-                text.contains(&format!("--{opt}")),
-                "oyster-{verb}.1 lacks --{opt}"
-            );
+            assert!(text.contains(&format!("--{opt}")), "oyster-{verb}.1 lacks --{opt}");
         }
         // The examples of `--help` are the page's EXAMPLES, line for line.
         for ex in block(&help, "Examples:") {
             let cmd = ex.trim();
-            assert!(
-                text.contains(cmd),
-                "oyster-{verb}.1 lacks the example {cmd:?}"
-            );
+            assert!(text.contains(cmd), "oyster-{verb}.1 lacks the example {cmd:?}");
         }
         // A nested verb's options are on its parent's page (there is no oyster-agent-stop.1).
         for sub in subcommands(&help) {
             let sub_help = t.run([verb.as_str(), sub.as_str(), "--help"]).ok().stdout();
             let heading = format!(".SS \"oyster {verb} {sub}\"");
             assert!(text.contains(&heading), "oyster-{verb}.1 lacks {heading}");
-            let section: String = text
-                .split(&heading)
-                .nth(1)
-                .unwrap()
-                .split(".SS ")
-                .next()
-                .unwrap()
-                .to_owned();
+            let section: String =
+                text.split(&heading).nth(1).unwrap().split(".SS ").next().unwrap().to_owned();
             for opt in options(&sub_help) {
                 assert!(
                     section.contains(&format!("--{opt}")),
@@ -158,14 +137,8 @@ fn every_option_of_every_verb_is_on_a_man_page_with_the_examples_of_its_help() {
         }
     }
     let agent = page(&dir, "oyster-agent");
-    for opt in [
-        "--dry-run",
-        "--no-restart",
-        "--no-start",
-        "--json",
-        "--restore-sessions",
-        "--all",
-    ] {
+    for opt in ["--dry-run", "--no-restart", "--no-start", "--json", "--restore-sessions", "--all"]
+    {
         assert!(agent.contains(opt), "{opt}");
     }
     // An alias's page is the full page of what it runs, not "Alias of".
@@ -177,8 +150,7 @@ fn every_option_of_every_verb_is_on_a_man_page_with_the_examples_of_its_help() {
 fn stack_completes_the_stacks_on_disk() {
     let t = TestContext::new();
     for s in ["dev", "qa"] {
-        t.run(args(&["config", "sync"]).stack(s).port(free_port()))
-            .ok();
+        t.run(args(&["config", "sync"]).stack(s).port(free_port())).ok();
     }
     assert_eq!(t.run(["__complete-stacks"]).ok().stdout(), "dev\nqa\n");
     // Hidden: not in --help, no man page.
@@ -254,15 +226,10 @@ fn stack_completes_the_stacks_on_disk() {
         !fish.contains("\"__fish_oyster_using_subcommand list\" -f -a \"(oyster __complete-stacks")
     );
     let zsh = t.run(["completions", "zsh"]).ok().stdout();
-    let plain: Vec<&str> = zsh
-        .lines()
-        .filter(|l| l.starts_with("'::stack_name"))
-        .collect();
+    let plain: Vec<&str> = zsh.lines().filter(|l| l.starts_with("'::stack_name")).collect();
     assert!(plain.len() > 10, "{zsh}");
     assert!(
-        plain
-            .iter()
-            .all(|l| l.contains(":{compadd -- $(oyster __complete-stacks")),
+        plain.iter().all(|l| l.contains(":{compadd -- $(oyster __complete-stacks")),
         "{plain:?}"
     );
 }

@@ -15,10 +15,7 @@ use crate::common::{self, TestContext};
 #[test]
 fn the_formula_lives_in_a_tap_layout_with_every_stanza() {
     let f = formula();
-    assert!(
-        !repo().join("packaging/homebrew").exists(),
-        "one formula: Formula/oyster.rb"
-    );
+    assert!(!repo().join("packaging/homebrew").exists(), "one formula: Formula/oyster.rb");
     let line = |start: &str| {
         f.lines()
             .map(str::trim)
@@ -32,22 +29,16 @@ fn the_formula_lives_in_a_tap_layout_with_every_stanza() {
     assert!(line("head ").starts_with("head \"https://github.com/oysterun/oyster.git\""));
     assert!(f.contains("livecheck do") && f.contains("strategy :github_latest"));
     // No brew service: it would be a second plist and a second Host on the same port.
-    assert!(
-        !f.lines().any(|l| l.trim_start().starts_with("service do")),
-        "no `service do` block"
-    );
+    assert!(!f.lines().any(|l| l.trim_start().starts_with("service do")), "no `service do` block");
     assert!(f.contains("homebrew.mxcl.oyster"), "the comment says why");
     // Nothing pretends to be an Oysterun root; HOME is brew's own testpath.
     assert!(
         !f.contains("pkgshare") && !f.contains("share/\"oyster") && !f.contains("ENV[\"HOME\"]")
     );
     let test = &f[f.find("test do").expect("test do")..];
-    for needle in [
-        "oyster --version",
-        "agent print --root ",
-        " --node-bin ",
-        "host-service/server.mjs",
-    ] {
+    for needle in
+        ["oyster --version", "agent print --root ", " --node-bin ", "host-service/server.mjs"]
+    {
         assert!(test.contains(needle), "test do lacks {needle:?}");
     }
     let caveats = &f[f.find("def caveats").expect("caveats")..f.find("test do").unwrap()];
@@ -92,10 +83,7 @@ fn make_release_formula_writes_the_url_and_sha256_of_the_tags_archive() {
     let out = make(&dir, &["-s", "release-formula"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("no tag v{VERSION}")));
-    assert_eq!(
-        std::fs::read_to_string(dir.join("Formula/oyster.rb")).unwrap(),
-        formula()
-    );
+    assert_eq!(std::fs::read_to_string(dir.join("Formula/oyster.rb")).unwrap(), formula());
     assert!(!formula_matches_its_tag(&dir, &formula()).unwrap());
 
     git(&dir, &["tag", &format!("v{VERSION}")]);
@@ -104,16 +92,9 @@ fn make_release_formula_writes_the_url_and_sha256_of_the_tags_archive() {
     git(&dir, &["add", "-A"]);
     git(&dir, &["commit", "-qm", "later"]);
     let out = make(&dir, &["-s", "release-formula"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let written = std::fs::read_to_string(dir.join("Formula/oyster.rb")).unwrap();
-    assert!(
-        formula_matches_its_tag(&dir, &written).unwrap(),
-        "{written}"
-    );
+    assert!(formula_matches_its_tag(&dir, &written).unwrap(), "{written}");
     let sum =
         std::fs::read_to_string(dir.join(format!("dist/oyster-{VERSION}.tar.gz.sha256"))).unwrap();
     has_all(&written, &[&format!("sha256 \"{}\"", &sum[..64])]);
@@ -133,11 +114,7 @@ fn make_release_formula_writes_the_url_and_sha256_of_the_tags_archive() {
 #[ignore = "needs ruby (.ci/run installs and runs it)"]
 fn the_formula_is_valid_ruby() {
     let ruby = ruby();
-    let out = common::output_ok(
-        Command::new(ruby)
-            .arg("-c")
-            .arg(repo().join("Formula/oyster.rb")),
-    );
+    let out = common::output_ok(Command::new(ruby).arg("-c").arg(repo().join("Formula/oyster.rb")));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Syntax OK");
 }
 
@@ -244,9 +221,7 @@ fn the_formula_test_block_passes_against_the_real_binary() {
     has_all(&text, &["formula test passed"]);
     has_all(&text, &["oyster setup --root <your Oysterun install>"]);
     // It wrote nothing outside its stub root.
-    let left: Vec<_> = std::fs::read_dir(&t.home)
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
+    let left: Vec<_> =
+        std::fs::read_dir(&t.home).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, [std::ffi::OsString::from("oysterun")]);
 }

@@ -16,8 +16,7 @@ fn login(port: u16, user: &str, password: &str) -> u16 {
     use std::io::Read;
     let body = serde_json::json!({"username": user, "password": password}).to_string();
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
     write!(
         s,
         "POST /auth/login HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
@@ -47,9 +46,7 @@ fn files_holding(dir: &std::path::Path, needle: &str) -> Vec<String> {
     common::tree(dir)
         .into_keys()
         .filter(|p| {
-            std::fs::read(p)
-                .map(|b| String::from_utf8_lossy(&b).contains(needle))
-                .unwrap_or(false)
+            std::fs::read(p).map(|b| String::from_utf8_lossy(&b).contains(needle)).unwrap_or(false)
         })
         .map(|p| p.display().to_string())
         .collect()
@@ -75,10 +72,7 @@ fn a_password_on_stdin_becomes_a_login_the_host_accepts_and_is_never_written_or_
     .unwrap();
     assert_eq!(config["dashboard_user"], "admin");
     let hash = config["dashboard_password_hash"].as_str().unwrap();
-    assert!(
-        hash.starts_with("scrypt$N=16384,r=8,p=1,keylen=32$"),
-        "{hash}"
-    );
+    assert!(hash.starts_with("scrypt$N=16384,r=8,p=1,keylen=32$"), "{hash}");
     // The Host lets the user in with it, and no one with another.
     assert_eq!(login(port, "admin", PASSWORD), 200);
     assert_eq!(login(port, "admin", "not it"), 401);
@@ -94,9 +88,7 @@ fn a_password_on_stdin_becomes_a_login_the_host_accepts_and_is_never_written_or_
     // status, doctor and their documents say it as a fact of its own.
     let st = t.run(["status", "dev", "--json"]).ok().json();
     assert_eq!(st["host_login"], "configured");
-    t.run(["status", "dev"])
-        .ok()
-        .stdout_has("password:  set (log in as admin)");
+    t.run(["status", "dev"]).ok().stdout_has("password:  set (log in as admin)");
     let doc = t.run(["doctor", "dev", "--json"]).json();
     assert_eq!(doc["host_login"], "configured");
     assert_eq!(common::doctor_check(&doc, "host login")["status"], "ok");
@@ -134,21 +126,13 @@ fn without_a_password_setup_is_not_complete_and_says_the_exact_command() {
     assert_eq!(doc["host_login"], "not_configured");
     let row = common::doctor_check(&doc, "host login");
     assert_eq!(row["status"], "warn");
-    assert!(
-        row["fix"]
-            .as_str()
-            .unwrap()
-            .contains("oyster setup --password-stdin dev"),
-        "{row}"
-    );
+    assert!(row["fix"].as_str().unwrap().contains("oyster setup --password-stdin dev"), "{row}");
     // The fix as said: the password on stdin sets it, on the running stack.
     let again: Vec<String> = common::args(&["setup", "--password-stdin", "dev", "--port"])
         .arg(port.to_string())
         .wait(10, 300)
         .into();
-    run_with_stdin(&t, &again, PASSWORD.as_bytes())
-        .ok()
-        .stdout_has("Setup complete.");
+    run_with_stdin(&t, &again, PASSWORD.as_bytes()).ok().stdout_has("Setup complete.");
     assert_eq!(login(port, "admin", PASSWORD), 200);
     t.run(["uninstall", "dev"]).ok();
     t.wait_no_processes();
@@ -167,21 +151,16 @@ fn config_show_says_an_unset_secret_is_unset() {
     assert_eq!(doc["relay_key"], "");
     // A set one is still redacted.
     t.write_config(r#"{"dashboard_password_hash": "scrypt$N=1$abc$def"}"#);
-    t.run(["config", "show"])
-        .ok()
-        .stdout_has(r#""dashboard_password_hash": "<redacted>""#);
+    t.run(["config", "show"]).ok().stdout_has(r#""dashboard_password_hash": "<redacted>""#);
 }
 
 #[test]
 fn an_empty_password_on_stdin_is_refused_before_anything_is_written() {
     let t = TestContext::with_pinned_host();
     for stdin in ["", "\n", "   \n"] {
-        let r = run_with_stdin(
-            &t,
-            &setup_args(free_port(), &["--password-stdin"]),
-            stdin.as_bytes(),
-        )
-        .fails_with(2);
+        let r =
+            run_with_stdin(&t, &setup_args(free_port(), &["--password-stdin"]), stdin.as_bytes())
+                .fails_with(2);
         assert!(r.stderr().contains("password"), "{}", r.stderr());
     }
     t.assert_no_stack("dev", "an empty password is refused first");
@@ -220,10 +199,7 @@ fn on_a_terminal_setup_asks_for_the_password_hidden_and_twice() {
 fn ctrl_d_at_the_password_prompt_cancels_and_changes_nothing() {
     let t = TestContext::with_pinned_host();
     let mut c = t.pty_cmd(b"", setup_args(free_port(), &[]));
-    c.env(
-        "PTY_SCRIPT",
-        serde_json::json!([["Host password: ", "04"]]).to_string(),
-    );
+    c.env("PTY_SCRIPT", serde_json::json!([["Host password: ", "04"]]).to_string());
     let report = common::pty_report(&mut c);
     let shown = report["output"].as_str().unwrap();
     assert_eq!(report["code"], 0, "{shown}");

@@ -8,14 +8,7 @@ use crate::common::{args, free_port, TestContext};
 
 /// `host start` of `stack` from `root` on `port`, verified; the Host's pid.
 pub(crate) fn start(t: &TestContext, stack: &str, root: &Path, port: u16) -> u32 {
-    t.run(
-        args(&["host", "start"])
-            .stack(stack)
-            .host(root)
-            .port(port)
-            .wait_secs(10),
-    )
-    .ok();
+    t.run(args(&["host", "start"]).stack(stack).host(root).port(port).wait_secs(10)).ok();
     pid_of(t, stack)
 }
 
@@ -31,11 +24,7 @@ fn pid_of(t: &TestContext, stack: &str) -> u32 {
 }
 
 pub(crate) fn alive(pid: u32) -> bool {
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
-        None,
-    )
-    .is_ok()
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()), None).is_ok()
         && !crate::common::zombie(pid)
 }
 
@@ -44,12 +33,7 @@ pub(crate) fn alive(pid: u32) -> bool {
 fn copy_stack(t: &TestContext, from: &str, to: &str) {
     let src = t.home.join(".oysterun-stacks").join(from);
     let dst = t.home.join(".oysterun-stacks").join(to);
-    let status = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(&src)
-        .arg(&dst)
-        .status()
-        .unwrap();
+    let status = std::process::Command::new("cp").arg("-a").arg(&src).arg(&dst).status().unwrap();
     assert!(status.success());
     let run = dst.join("run");
     for ext in ["pid", "origin.tsv"] {
@@ -74,10 +58,7 @@ fn a_copied_stack_directory_never_makes_host_stop_signal_the_other_stacks_host()
         .map(|e| (e.path(), std::fs::read(e.path()).unwrap_or_default()))
         .collect();
 
-    let st = t
-        .run(["host", "status", "--stack", "a", "--json"])
-        .fails_with(1)
-        .json();
+    let st = t.run(["host", "status", "--stack", "a", "--json"]).fails_with(1).json();
     assert_eq!(
         (st["running"].as_bool(), st["pid_file"].as_str()),
         (Some(false), Some("other_stack")),
@@ -92,10 +73,7 @@ fn a_copied_stack_directory_never_makes_host_stop_signal_the_other_stacks_host()
 
     let r = t.run(["host", "stop", "--stack", "a"]).fails_with(1);
     let e = r.stderr();
-    has_all(
-        &e,
-        &[&format!("pid {b} is not stack a's Host"), "stack \"b\""],
-    );
+    has_all(&e, &[&format!("pid {b} is not stack a's Host"), "stack \"b\""]);
     has_all(&e, &["nothing was signalled", "hint:"]);
     assert!(alive(b), "stack b's Host was signalled");
     for (path, bytes) in &copied {
@@ -107,14 +85,9 @@ fn a_copied_stack_directory_never_makes_host_stop_signal_the_other_stacks_host()
         );
     }
     // `host start --stack a` over the copies refuses the same way, deleting nothing.
-    t.run(
-        args(&["host", "start"])
-            .stack("a")
-            .host(&root)
-            .port(free_port()),
-    )
-    .fails_with(1)
-    .stderr_has_all(&["not stack a's Host"]);
+    t.run(args(&["host", "start"]).stack("a").host(&root).port(free_port()))
+        .fails_with(1)
+        .stderr_has_all(&["not stack a's Host"]);
     assert!(run_dir(&t, "a").join("oysterun-host-a.pid").exists());
     assert!(alive(b));
     // b's own stop still works.
@@ -149,25 +122,14 @@ fn a_clock_step_does_not_orphan_a_directly_started_host() {
     // equals what the kernel reports now.
     let (t, _, pid, _) = started_with_record(clock_step);
 
-    let st = t
-        .run(["host", "status", "--stack", "it", "--json"])
-        .ok()
-        .json();
+    let st = t.run(["host", "status", "--stack", "it", "--json"]).ok().json();
     assert_eq!(
-        (
-            st["running"].as_bool(),
-            st["pid"].as_u64(),
-            st["verified"].as_bool()
-        ),
+        (st["running"].as_bool(), st["pid"].as_u64(), st["verified"].as_bool()),
         (Some(true), Some(pid as u64), Some(true)),
         "{st}"
     );
     let r = t.run(["host", "stop", "--stack", "it"]).ok();
-    assert!(
-        r.stdout().contains(&format!("Host stopped (pid {pid}")),
-        "{}",
-        r.stdout()
-    );
+    assert!(r.stdout().contains(&format!("Host stopped (pid {pid}")), "{}", r.stdout());
     assert!(!alive(pid), "the Host kept running");
     assert!(!run_dir(&t, "it").join("oysterun-host-it.pid").exists());
 }
@@ -187,14 +149,9 @@ fn an_older_record_that_no_longer_proves_a_live_host_is_kept_and_nothing_is_sign
     assert!(run_dir(&t, "it").join("oysterun-host-it.pid").exists());
     assert!(record.exists());
     // `host start` does not take the files over either.
-    t.run(
-        args(&["host", "start"])
-            .stack("it")
-            .host(&root)
-            .port(free_port()),
-    )
-    .fails_with(1)
-    .stderr_has_all(&["was not signalled"]);
+    t.run(args(&["host", "start"]).stack("it").host(&root).port(free_port()))
+        .fails_with(1)
+        .stderr_has_all(&["was not signalled"]);
     assert!(alive(pid));
     assert!(record.exists());
 }
@@ -205,14 +162,7 @@ fn host_stop_never_signals_a_pid_launchd_runs_under_another_label() {
     t.use_sim();
     let root = t.fixture_root("root");
     let port = free_port().to_string();
-    t.run(
-        args(&["agent", "install"])
-            .stack("a")
-            .host(&root)
-            .port(&port)
-            .wait(10, 200),
-    )
-    .ok();
+    t.run(args(&["agent", "install"]).stack("a").host(&root).port(&port).wait(10, 200)).ok();
     // The same definition loaded under another stack's label (a hand-copied plist): launchd
     // runs stack a's Host as com.oysterun.host.b, and a's own label is not loaded.
     let agents = t.home.join("Library/LaunchAgents");
@@ -226,16 +176,10 @@ fn host_stop_never_signals_a_pid_launchd_runs_under_another_label() {
     );
     assert_ne!(copied, text);
     let uid = nix::unistd::getuid();
-    t.sim(&["bootout", &format!("gui/{uid}/com.oysterun.host.a")])
-        .ok();
+    t.sim(&["bootout", &format!("gui/{uid}/com.oysterun.host.a")]).ok();
     std::fs::remove_file(&a_plist).unwrap();
     std::fs::write(&b_plist, copied).unwrap();
-    t.sim(&[
-        "bootstrap",
-        &format!("gui/{uid}"),
-        b_plist.to_str().unwrap(),
-    ])
-    .ok();
+    t.sim(&["bootstrap", &format!("gui/{uid}"), b_plist.to_str().unwrap()]).ok();
     let t0 = std::time::Instant::now();
     let pid = loop {
         let st = t.run(["host", "status", "--stack", "a", "--json"]).json();
@@ -250,6 +194,5 @@ fn host_stop_never_signals_a_pid_launchd_runs_under_another_label() {
         .stderr_has_all(&[&format!("launchd runs pid {pid}"), "com.oysterun.host.b"]);
     assert!(alive(pid), "launchd's job was signalled");
     assert!(run_dir(&t, "a").join("oysterun-host-a.pid").exists());
-    t.sim(&["bootout", &format!("gui/{uid}/com.oysterun.host.b")])
-        .ok();
+    t.sim(&["bootout", &format!("gui/{uid}/com.oysterun.host.b")]).ok();
 }

@@ -54,29 +54,12 @@ fn a_missing_exec_record_never_deletes_the_files_of_a_host_that_is_still_this_st
             std::fs::write(&rec, "{ not json").unwrap();
         }
         let st = t.run(["host", "status", "--stack", "x"]);
-        assert!(
-            !st.stdout().contains("another process"),
-            "{damage}: {}",
-            st.stdout()
-        );
+        assert!(!st.stdout().contains("another process"), "{damage}: {}", st.stdout());
         let stop = t.run(["host", "stop", "--stack", "x"]);
-        assert_ne!(
-            stop.code(),
-            0,
-            "{damage}: {}{}",
-            stop.stdout(),
-            stop.stderr()
-        );
-        assert!(
-            !stop.stdout().contains("another process"),
-            "{damage}: {}",
-            stop.stdout()
-        );
+        assert_ne!(stop.code(), 0, "{damage}: {}{}", stop.stdout(), stop.stderr());
+        assert!(!stop.stdout().contains("another process"), "{damage}: {}", stop.stdout());
         assert!(alive(pid));
-        assert!(
-            pid_path(&t, "x").exists(),
-            "{damage}: the pid file was removed"
-        );
+        assert!(pid_path(&t, "x").exists(), "{damage}: the pid file was removed");
         assert!(
             run_dir(&t, "x").join("oysterun-host-x.origin.tsv").exists(),
             "{damage}: the origin file was removed"
@@ -104,13 +87,7 @@ fn stop_over_ssh_keeps_its_promise_that_the_host_stays_stopped_at_the_next_conso
     let root = t.fixture_root("root");
     let port = free_port().to_string();
     let ssh = |args: Vec<String>| {
-        crate::common::Run(
-            t.cmd()
-                .env("LAUNCHD_SIM_NO_GUI", "1")
-                .args(args)
-                .output()
-                .unwrap(),
-        )
+        crate::common::Run(t.cmd().env("LAUNCHD_SIM_NO_GUI", "1").args(args).output().unwrap())
     };
     let install = args(&["agent", "install"]).stack("sh").host(&root);
     ssh(install.port(&port).wait_secs(10).into()).ok();
@@ -124,8 +101,7 @@ fn stop_over_ssh_keeps_its_promise_that_the_host_stays_stopped_at_the_next_conso
     // What the line says is what happens: the console login does not start it in gui/<uid>.
     t.sim(&["login", &gui]).ok();
     assert_ne!(
-        t.sim(&["print", &format!("{gui}/com.oysterun.host.sh")])
-            .code(),
+        t.sim(&["print", &format!("{gui}/com.oysterun.host.sh")]).code(),
         0,
         "the login loaded it"
     );
@@ -144,25 +120,12 @@ fn a_stale_lock_record_never_names_the_host_as_the_config_locks_holder() {
     let host = start(&t, "lk", &root, free_port());
     let lock_path = t.home.join(".oysterun-stacks/lk/host/config.json.lock");
     // Another program holds the lock without writing a record of its own.
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(&lock_path)
-        .unwrap();
+    let f = std::fs::OpenOptions::new().read(true).write(true).open(&lock_path).unwrap();
     let held = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
         .map_err(|(_, e)| e)
         .unwrap();
     let id = crate::common::provider_ids()[0].clone();
-    let r = t
-        .run([
-            "providers",
-            "set",
-            "--stack",
-            "lk",
-            &id,
-            "/opt/tools/bin/tool",
-        ])
-        .fails_with(1);
+    let r = t.run(["providers", "set", "--stack", "lk", &id, "/opt/tools/bin/tool"]).fails_with(1);
     let e = r.stderr();
     assert!(
         !e.contains(&format!("pid {host}")),
@@ -183,32 +146,18 @@ fn a_rollback_that_leaves_nothing_running_leaves_no_identity_files() {
     t.use_sim();
     let root = t.fixture_root("root");
     let port = free_port().to_string();
-    let args = |verb: &str| {
-        args(&["agent", verb])
-            .stack("rb")
-            .host(&root)
-            .port(&port)
-            .wait_secs(2)
-    };
+    let args = |verb: &str| args(&["agent", verb]).stack("rb").host(&root).port(&port).wait_secs(2);
     let identity = |t: &TestContext| -> Vec<String> {
-        [
-            "oysterun-host-rb.pid",
-            "oysterun-host-rb.origin.tsv",
-            "oyster-exec.json",
-        ]
-        .into_iter()
-        .filter(|f| run_dir(t, "rb").join(f).exists())
-        .map(String::from)
-        .collect()
+        ["oysterun-host-rb.pid", "oysterun-host-rb.origin.tsv", "oyster-exec.json"]
+            .into_iter()
+            .filter(|f| run_dir(t, "rb").join(f).exists())
+            .map(String::from)
+            .collect()
     };
     // A first install whose Host never answers /health.
     TestContext::fixture_flag(&root, "unhealthy", "");
     t.run(args("install")).fails_with(1);
-    assert_eq!(
-        identity(&t),
-        Vec::<String>::new(),
-        "after the first install"
-    );
+    assert_eq!(identity(&t), Vec::<String>::new(), "after the first install");
     // A definition that verified before, started again (after a stop) while its Host fails.
     std::fs::remove_file(root.join("host-service/unhealthy")).unwrap();
     t.run(args("install")).ok();
@@ -228,27 +177,16 @@ fn status_right_after_kill_of_a_young_host_is_no_crash_loop() {
     let (mut t, root, port) = TestContext::sim_root();
     t.scale_throttle("0.2");
     TestContext::fixture_flag(&root, "no-sigterm-handler", "");
-    t.run(
-        args(&["agent", "install"])
-            .stack("kl")
-            .host(&root)
-            .port(port)
-            .wait_secs(10),
-    )
-    .ok();
+    t.run(args(&["agent", "install"]).stack("kl").host(&root).port(port).wait_secs(10)).ok();
     t.run(["kill", "--stack", "kl"]).ok();
     let mut seen_throttled = false;
-    crate::common::wait_until(
-        std::time::Duration::from_secs(15),
-        "the Host to run again",
-        || {
-            let st = t.run(["status", "--stack", "kl", "--json"]).json();
-            assert_ne!(st["summary"], "crash_loop", "{st}");
-            assert_eq!(st["crash_loop"], false, "{st}");
-            seen_throttled |= st["state"] == "spawn scheduled";
-            st["summary"] == "verified"
-        },
-    );
+    crate::common::wait_until(std::time::Duration::from_secs(15), "the Host to run again", || {
+        let st = t.run(["status", "--stack", "kl", "--json"]).json();
+        assert_ne!(st["summary"], "crash_loop", "{st}");
+        assert_eq!(st["crash_loop"], false, "{st}");
+        seen_throttled |= st["state"] == "spawn scheduled";
+        st["summary"] == "verified"
+    });
     assert!(seen_throttled, "the kill never met the throttle");
     t.run(["agent", "uninstall", "--stack", "kl"]).ok();
     t.wait_no_processes();

@@ -38,20 +38,14 @@ fn doctor_fails_a_log_directory_that_is_not_one_once_and_never_calls_it_writable
         let scratch = s.t.path(&format!("scratch-{}", what.replace(' ', "-")));
         std::fs::create_dir_all(&scratch).unwrap();
         spoil(&logs, &scratch);
-        let v =
-            s.t.run(["doctor", "--stack", "logdir", "--json"])
-                .fails_with(1)
-                .json();
+        let v = s.t.run(["doctor", "--stack", "logdir", "--json"]).fails_with(1).json();
         let about_it: Vec<(String, String)> = v["checks"]
             .as_array()
             .unwrap()
             .iter()
             .filter(|c| c["detail"].as_str().unwrap().contains("logdir/logs"))
             .map(|c| {
-                (
-                    c["status"].as_str().unwrap().to_owned(),
-                    c["detail"].as_str().unwrap().to_owned(),
-                )
+                (c["status"].as_str().unwrap().to_owned(), c["detail"].as_str().unwrap().to_owned())
             })
             .collect();
         assert_eq!(about_it.len(), 1, "{what}: {about_it:?}");
@@ -77,17 +71,10 @@ fn a_log_directory_symlinked_to_a_directory_is_followed() {
     let real = s.t.path("elsewhere-logs");
     std::fs::rename(&logs, &real).unwrap();
     std::os::unix::fs::symlink(&real, &logs).unwrap();
-    let before = std::fs::metadata(real.join("oysterun-host.log"))
-        .unwrap()
-        .len();
+    let before = std::fs::metadata(real.join("oysterun-host.log")).unwrap().len();
     s.t.run(s.args("restart")).ok();
-    let after = std::fs::metadata(real.join("oysterun-host.log"))
-        .unwrap()
-        .len();
-    assert!(
-        after > before,
-        "the restarted Host logs where the link points"
-    );
+    let after = std::fs::metadata(real.join("oysterun-host.log")).unwrap().len();
+    assert!(after > before, "the restarted Host logs where the link points");
     let v = s.t.run(["doctor", "--stack", "logln", "--json"]).json();
     let log_checks: Vec<&serde_json::Value> = v["checks"]
         .as_array()
@@ -95,10 +82,7 @@ fn a_log_directory_symlinked_to_a_directory_is_followed() {
         .iter()
         .filter(|c| c["detail"].as_str().unwrap().contains("logln/logs"))
         .collect();
-    assert!(
-        log_checks.iter().all(|c| c["status"] == "ok"),
-        "{log_checks:?}"
-    );
+    assert!(log_checks.iter().all(|c| c["status"] == "ok"), "{log_checks:?}");
     s.t.run(["agent", "uninstall", "--stack", "logln"]).ok();
     s.t.wait_no_processes();
 }
@@ -112,10 +96,7 @@ fn a_verb_that_only_stops_says_why_its_audit_line_was_not_written() {
     std::fs::write(&logs, "x").unwrap();
     // Stopping writes no Host log: it is not refused, and the audit line it cannot write is
     // said with the cause (not "File exists").
-    let e =
-        s.t.run(["agent", "stop", "--stack", "logstop"])
-            .ok()
-            .stderr();
+    let e = s.t.run(["agent", "stop", "--stack", "logstop"]).ok().stderr();
     has_all(&e, &["service-control.jsonl", "is not a directory"]);
     has_none(&e, &["File exists"]);
     std::fs::remove_file(&logs).unwrap();

@@ -8,25 +8,15 @@ use crate::common::TestContext;
 #[test]
 fn completions_and_man_page_come_from_the_cli_and_are_listed_in_help() {
     let t = TestContext::new();
-    for (shell, marker) in [
-        ("bash", "_oyster()"),
-        ("zsh", "#compdef oyster"),
-        ("fish", "complete -c oyster"),
-    ] {
+    for (shell, marker) in
+        [("bash", "_oyster()"), ("zsh", "#compdef oyster"), ("fish", "complete -c oyster")]
+    {
         let out = t.run(["completions", shell]).ok().stdout();
-        assert!(
-            out.contains(marker),
-            "{shell}: {}",
-            &out[..out.len().min(200)]
-        );
+        assert!(out.contains(marker), "{shell}: {}", &out[..out.len().min(200)]);
         assert!(out.contains("regenerate"), "{shell} completes subcommands");
     }
     let man = t.run(["man"]).ok().stdout();
-    assert!(
-        man.contains(".TH oyster 1") && man.contains("setup"),
-        "{}",
-        &man[..200]
-    );
+    assert!(man.contains(".TH oyster 1") && man.contains("setup"), "{}", &man[..200]);
     // Listed in --help (what a user looking for completions reads first).
     let help = t.run(["--help"]).ok().stdout();
     has_all(&help, &["\n  completions ", "\n  man "]);
@@ -44,12 +34,7 @@ fn a_man_page_per_subcommand_with_the_sections_a_reader_expects_installed_by_mak
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     pages.sort();
-    for page in [
-        "oyster.1",
-        "oyster-agent.1",
-        "oyster-logs.1",
-        "oyster-status.1",
-    ] {
+    for page in ["oyster.1", "oyster-agent.1", "oyster-logs.1", "oyster-status.1"] {
         assert!(pages.contains(&page.to_owned()), "{pages:?}");
     }
     // The hidden helper the completion scripts call has no page.
@@ -58,19 +43,10 @@ fn a_man_page_per_subcommand_with_the_sections_a_reader_expects_installed_by_mak
         let text = std::fs::read_to_string(dir.join(page)).unwrap();
         let name = page.trim_end_matches(".1");
         assert!(text.contains(&format!("\n.TH {name} 1")), "{page}");
-        for section in [
-            "NAME",
-            "SYNOPSIS",
-            "EXAMPLES",
-            "FILES",
-            "ENVIRONMENT",
-            "EXIT STATUS",
-            "SEE ALSO",
-        ] {
-            assert!(
-                text.contains(&format!("\n.SH {section}\n")),
-                "{page} lacks {section}"
-            );
+        for section in
+            ["NAME", "SYNOPSIS", "EXAMPLES", "FILES", "ENVIRONMENT", "EXIT STATUS", "SEE ALSO"]
+        {
+            assert!(text.contains(&format!("\n.SH {section}\n")), "{page} lacks {section}");
         }
         assert!(text.contains("OYSTERUN_STACKS_DIR"), "{page}");
     }
@@ -81,10 +57,7 @@ fn a_man_page_per_subcommand_with_the_sections_a_reader_expects_installed_by_mak
         "no page is named that does not exist"
     );
     let main = std::fs::read_to_string(dir.join("oyster.1")).unwrap();
-    assert!(
-        main.contains("oyster\\-agent(1)"),
-        "oyster(1) points at the pages"
-    );
+    assert!(main.contains("oyster\\-agent(1)"), "oyster(1) points at the pages");
     // `oyster man` alone still prints the main page (what older packaging ran).
     assert!(t.run(["man"]).ok().stdout().contains("\n.TH oyster 1"));
     // make install/uninstall, the formula and the .pkg install all of them.
@@ -117,11 +90,7 @@ fn the_readme_lists_only_commands_that_exist_and_every_verb() {
     let quick = readme_section("Quick start");
     let t = TestContext::new();
     let mut seen = 0;
-    for line in quick
-        .lines()
-        .map(str::trim)
-        .filter(|l| l.starts_with("oyster "))
-    {
+    for line in quick.lines().map(str::trim).filter(|l| l.starts_with("oyster ")) {
         let cmd = line.split("  #").next().unwrap().trim();
         let mut args: Vec<String> = vec![];
         // The words as a shell would split them (`""` is one empty word).
@@ -130,12 +99,7 @@ fn the_readme_lists_only_commands_that_exist_and_every_verb() {
         }
         args.push("--help".into());
         let r = t.run(&args);
-        assert_eq!(
-            r.code(),
-            0,
-            "README: `{cmd}` does not parse: {}",
-            r.stderr()
-        );
+        assert_eq!(r.code(), 0, "README: `{cmd}` does not parse: {}", r.stderr());
         seen += 1;
     }
     assert!(seen >= 8, "{quick}");
@@ -152,10 +116,7 @@ fn the_readme_lists_only_commands_that_exist_and_every_verb() {
         .map(|l| l.split_whitespace().next().unwrap().to_owned())
         .filter(|v| v != "help");
     for verb in verbs {
-        assert!(
-            readme.contains(&format!("`oyster {verb}")),
-            "README lacks `oyster {verb}`"
-        );
+        assert!(readme.contains(&format!("`oyster {verb}")), "README lacks `oyster {verb}`");
     }
     for alias in ["alias `info`", "alias `ls`", "oyster-uninstall", "--all"] {
         assert!(readme.contains(alias), "README lacks {alias}");

@@ -37,10 +37,7 @@ fn a_forced_empty_command_and_a_forced_intent_disable_everywhere_at_once() {
         "Managed Preferences",
         settings(dict(vec![
             ("claude_command", "".into()),
-            (
-                "provider_command_intent",
-                dict(vec![("codex", "disabled".into())]),
-            ),
+            ("provider_command_intent", dict(vec![("codex", "disabled".into())])),
         ])),
     );
     let file_s = file.display().to_string();
@@ -55,13 +52,7 @@ fn a_forced_empty_command_and_a_forced_intent_disable_everywhere_at_once() {
             "{id}: {row}"
         );
         assert_eq!(row["managed"], file_s, "{id}: {row}");
-        assert!(
-            row["reason"]
-                .as_str()
-                .unwrap()
-                .contains("disabled by your organization"),
-            "{row}"
-        );
+        assert!(row["reason"].as_str().unwrap().contains("disabled by your organization"), "{row}");
     }
     let human = t.run(["providers", "status"]).ok().stdout();
     has_all(&human, &["claude (disabled)", "codex (disabled)"]);
@@ -74,22 +65,15 @@ fn a_forced_empty_command_and_a_forced_intent_disable_everywhere_at_once() {
     assert_eq!(show["claude_command"], "");
     assert_eq!(show["provider_command_intent"]["claude"], "disabled");
     assert_eq!(show["provider_command_intent"]["codex"], "disabled");
-    for key in [
-        "claude_command",
-        "provider_command_intent.claude",
-        "provider_command_intent.codex",
-    ] {
+    for key in ["claude_command", "provider_command_intent.claude", "provider_command_intent.codex"]
+    {
         assert_eq!(show["$managed"][key], file_s, "{key}: {show}");
     }
     t.run(["config", "show"]).ok().stdout_has_all(&[
         "with the organization's forced values",
         "# managed: provider_command_intent.claude = \"disabled\"",
     ]);
-    assert_eq!(
-        std::fs::read(t.config_path()).unwrap(),
-        before,
-        "a reader wrote"
-    );
+    assert_eq!(std::fs::read(t.config_path()).unwrap(), before, "a reader wrote");
 
     // The plist: neither provider's directory goes on the Host's PATH.
     let plist = t.run(["agent", "print"]).ok();
@@ -97,9 +81,7 @@ fn a_forced_empty_command_and_a_forced_intent_disable_everywhere_at_once() {
     let path = env["PATH"].as_str().unwrap().to_owned();
     let local_bin = claude.parent().unwrap().display().to_string();
     assert!(
-        !path
-            .split(':')
-            .any(|d| d == local_bin || d == tools.to_str().unwrap()),
+        !path.split(':').any(|d| d == local_bin || d == tools.to_str().unwrap()),
         "a disabled provider's directory is on the Host's PATH: {path}"
     );
 
@@ -107,21 +89,16 @@ fn a_forced_empty_command_and_a_forced_intent_disable_everywhere_at_once() {
     let status = t.run(["status", "--json"]).json();
     let managed = status["managed"].as_array().unwrap();
     assert!(
-        managed
-            .iter()
-            .any(|e| e["setting"] == "provider_command_intent.claude"
-                && e["value"] == "disabled"
-                && e["file"] == file_s),
+        managed.iter().any(|e| e["setting"] == "provider_command_intent.claude"
+            && e["value"] == "disabled"
+            && e["file"] == file_s),
         "{status}"
     );
 
     // setup would not install a provider the organization disabled (here: none is found).
     std::fs::remove_file(&claude).unwrap();
     std::fs::remove_file(tools.join("codex")).unwrap();
-    let plan = t
-        .run(["setup", "--dry-run", "--install-providers"])
-        .ok()
-        .stdout();
+    let plan = t.run(["setup", "--dry-run", "--install-providers"]).ok().stdout();
     has_all(&plan, &["disabled (kept disabled)"]);
     has_none(&plan, &["npm install"]);
 
@@ -145,10 +122,7 @@ fn a_forced_command_is_manual_and_a_contradicting_intent_is_left_out_and_said() 
         settings(dict(vec![
             ("claude_command", "/opt/org/bin/claude".into()),
             ("codex_command", "".into()),
-            (
-                "provider_command_intent",
-                dict(vec![("codex", "auto".into())]),
-            ),
+            ("provider_command_intent", dict(vec![("codex", "auto".into())])),
         ])),
     );
     let doc = t.run(["providers", "status", "--json"]).ok().json();
@@ -158,10 +132,7 @@ fn a_forced_command_is_manual_and_a_contradicting_intent_is_left_out_and_said() 
     assert_eq!(claude["intent"], "manual", "{claude}");
     assert_eq!(claude["state"], "unavailable", "{claude}");
     assert!(
-        claude["reason"]
-            .as_str()
-            .unwrap()
-            .contains("/opt/org/bin/claude does not exist"),
+        claude["reason"].as_str().unwrap().contains("/opt/org/bin/claude does not exist"),
         "{claude}"
     );
     assert_eq!(row("codex")["state"], "disabled");
@@ -188,10 +159,7 @@ fn a_managed_payload_of_the_wrong_type_is_said_in_doctor_and_config_show() {
             ("connection_mode", 42.into()),
         ])),
     );
-    let check = doctor_check(
-        &t.run(["doctor", "dev", "--json"]).json(),
-        "managed preferences",
-    );
+    let check = doctor_check(&t.run(["doctor", "dev", "--json"]).json(), "managed preferences");
     assert_eq!(check["status"], "warn", "{check}");
     let said = format!("{} {}", check["detail"], check["fix"]);
     assert!(
@@ -201,10 +169,7 @@ fn a_managed_payload_of_the_wrong_type_is_said_in_doctor_and_config_show() {
         "{check}"
     );
     t.run(["config", "show", "dev"]).ok().stdout_has_all(&[
-        &format!(
-            "# managed value left out: {}: stacks is an array",
-            file.display()
-        ),
+        &format!("# managed value left out: {}: stacks is an array", file.display()),
         "connection_mode: not direct",
     ]);
     let json = t.run(["config", "show", "dev", "--json"]).ok().json();

@@ -40,9 +40,8 @@ fn on_path(t: &mut TestContext, nodes: &[&Path]) {
 /// Only where no system node sits in the fallback directories (as on this Linux): there it
 /// would be a candidate after PATH.
 fn no_system_node() -> bool {
-    let none = !["/opt/homebrew/bin/node", "/usr/local/bin/node"]
-        .iter()
-        .any(|p| Path::new(p).exists());
+    let none =
+        !["/opt/homebrew/bin/node", "/usr/local/bin/node"].iter().any(|p| Path::new(p).exists());
     if !none {
         eprintln!("skipped: a node in /opt/homebrew/bin or /usr/local/bin is a candidate too");
     }
@@ -50,21 +49,13 @@ fn no_system_node() -> bool {
 }
 
 fn print_args(root: &Path) -> Vec<String> {
-    vec![
-        "agent".into(),
-        "print".into(),
-        "--root".into(),
-        root.display().to_string(),
-    ]
+    vec!["agent".into(), "print".into(), "--root".into(), root.display().to_string()]
 }
 
 /// The `OYSTERUN_NODE_BIN` a printed plist pins.
 fn pinned(plist: &str) -> String {
     let doc = common::plistlib(plist.as_bytes());
-    doc["EnvironmentVariables"]["OYSTERUN_NODE_BIN"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    doc["EnvironmentVariables"]["OYSTERUN_NODE_BIN"].as_str().unwrap().to_owned()
 }
 
 #[test]
@@ -115,11 +106,7 @@ fn a_directory_twice_on_path_asks_its_node_once() {
     let old = fake_node(&t, "a", "v16.20.2");
     on_path(&mut t, &[&old, &old]);
     let e = t.run(print_args(&root)).fails_with(1).stderr();
-    assert_eq!(
-        e.matches(&old.display().to_string()).count(),
-        1,
-        "named once: {e}"
-    );
+    assert_eq!(e.matches(&old.display().to_string()).count(), 1, "named once: {e}");
     assert_eq!(node_runs(&t).len(), 1, "{:?}", node_runs(&t));
 }
 
@@ -146,9 +133,7 @@ fn only_older_nodes_found_exits_1_naming_each_as_no_node_found_does() {
     );
     // None at all: the same exit code.
     on_path(&mut t, &[]);
-    t.run(print_args(&root))
-        .fails_with(1)
-        .stderr_has_all(&["no `node` was found on PATH"]);
+    t.run(print_args(&root)).fails_with(1).stderr_has_all(&["no `node` was found on PATH"]);
 }
 
 #[test]
@@ -174,9 +159,7 @@ fn a_node_the_user_named_that_is_too_old_or_missing_exits_2_by_flag_or_variable(
         t.extra_env.clear();
     }
     assert!(
-        !node_runs(&t)
-            .iter()
-            .any(|l| l.starts_with(&good.display().to_string())),
+        !node_runs(&t).iter().any(|l| l.starts_with(&good.display().to_string())),
         "the node on PATH was run: {:?}",
         node_runs(&t)
     );
@@ -189,20 +172,11 @@ fn a_root_not_found_exits_1_as_no_node_found_does_and_a_root_the_user_named_exit
     let good = fake_node(&t, "c/bin", "v22.1.0");
     on_path(&mut t, &[&good]);
     let e = t.run(["agent", "print"]).fails_with(1).stderr();
-    assert!(
-        e.starts_with("oyster: error: could not find the Oysterun install root"),
-        "{e}"
-    );
-    has_all(
-        &e,
-        &["\nhint: install Oysterun with `npm install -g oysterun`"],
-    );
+    assert!(e.starts_with("oyster: error: could not find the Oysterun install root"), "{e}");
+    has_all(&e, &["\nhint: install Oysterun with `npm install -g oysterun`"]);
     // The same through install (with the simulator's launchd), which changes nothing.
     t.use_sim();
-    let e = t
-        .run(args(&["install", "ghost"]).port(common::free_port()))
-        .fails_with(1)
-        .stderr();
+    let e = t.run(args(&["install", "ghost"]).port(common::free_port())).fails_with(1).stderr();
     has_all(&e, &["could not find the Oysterun install root"]);
     assert!(!t.home.join(".oysterun-stacks/ghost").exists(), "{e}");
 
@@ -247,11 +221,5 @@ fn an_installed_pin_now_too_old_is_passed_over_once_and_the_search_goes_on() {
             newer.display()
         )
     );
-    assert_eq!(
-        node_runs(&t),
-        [
-            format!("{a} --version"),
-            format!("{} --version", newer.display())
-        ]
-    );
+    assert_eq!(node_runs(&t), [format!("{a} --version"), format!("{} --version", newer.display())]);
 }

@@ -34,11 +34,8 @@ console.log("dashboard credentials ready");
     let port = free_port();
     start_direct(&t, &root, port).ok();
     let proof: Value = serde_json::from_slice(
-        &std::fs::read(
-            t.home
-                .join(".oysterun-stacks/dr/run/stack_dashboard_credentials.json"),
-        )
-        .unwrap(),
+        &std::fs::read(t.home.join(".oysterun-stacks/dr/run/stack_dashboard_credentials.json"))
+            .unwrap(),
     )
     .unwrap();
     assert_eq!(
@@ -57,11 +54,7 @@ console.log("dashboard credentials ready");
     t.run(["host", "stop", "--stack", "dr"]).ok();
 
     // A failing entry point is logged; the Host starts anyway.
-    std::fs::write(
-        &script,
-        "console.error('no credentials for you'); process.exit(3);\n",
-    )
-    .unwrap();
+    std::fs::write(&script, "console.error('no credentials for you'); process.exit(3);\n").unwrap();
     start_direct(&t, &root, port).ok();
     let log = std::fs::read_to_string(&log_path).unwrap();
     has_all(
@@ -139,14 +132,9 @@ fn doctor_and_status_notice_a_plist_from_oysteruns_installer_and_regenerate_take
     let detail = check["detail"].as_str().unwrap();
     has_all(
         detail,
-        &[
-            "Oysterun's own installer",
-            "run_oysterun_host.sh",
-            "oyster agent regenerate",
-        ],
+        &["Oysterun's own installer", "run_oysterun_host.sh", "oyster agent regenerate"],
     );
-    t.run(["doctor"])
-        .stdout_has_all(&["Oysterun's own installer"]);
+    t.run(["doctor"]).stdout_has_all(&["Oysterun's own installer"]);
     let st = t.run(["agent", "status", "--json"]).json();
     assert_eq!(st["installed_by"], "oysterun", "{st}");
     t.run(["agent", "status"])
@@ -159,15 +147,9 @@ fn doctor_and_status_notice_a_plist_from_oysteruns_installer_and_regenerate_take
         .ok()
         .stdout_has_all(&["written"]);
     let v = plistlib(&std::fs::read(&plist).unwrap());
-    assert_eq!(
-        v["ProgramArguments"],
-        json!([BIN, "host", "exec", "--stack", "production"])
-    );
+    assert_eq!(v["ProgramArguments"], json!([BIN, "host", "exec", "--stack", "production"]));
     assert_eq!(v["EnvironmentVariables"]["OYSTERUN_REPO_ROOT"], json!(root));
-    assert_eq!(
-        v["EnvironmentVariables"]["OYSTERUN_NODE_BIN"],
-        json!(real_node())
-    );
+    assert_eq!(v["EnvironmentVariables"]["OYSTERUN_NODE_BIN"], json!(real_node()));
     let st = t.run(["agent", "status", "--json"]).json();
     assert_eq!(st["installed_by"], "oyster", "{st}");
 }

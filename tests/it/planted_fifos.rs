@@ -63,17 +63,13 @@ fn a_fifo_at_the_node_version_cache_hangs_no_install_regenerate_or_restart() {
 #[test]
 fn a_fifo_at_the_pid_file_hangs_neither_agent_stop_nor_uninstall() {
     let (t, root, port) = TestContext::sim_root();
-    let plist = t
-        .home
-        .join("Library/LaunchAgents/com.oysterun.host.ff.plist");
+    let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.ff.plist");
     let pid_file = run_dir(&t).join("oysterun-host-ff.pid");
     bounded(&t, &agent(&root, port, "install")).ok();
     mkfifo(&pid_file);
     bounded(&t, &agent(&root, port, "stop")).ok();
     assert!(plist.exists(), "stop keeps the plist");
-    let st = t
-        .run(["agent", "status", "--stack", STACK, "--json"])
-        .json();
+    let st = t.run(["agent", "status", "--stack", STACK, "--json"]).json();
     assert_eq!(st["summary"], "stopped", "{st}");
     mkfifo(&pid_file);
     bounded(&t, &agent(&root, port, "uninstall")).ok();
@@ -84,11 +80,7 @@ fn a_fifo_at_the_pid_file_hangs_neither_agent_stop_nor_uninstall() {
 fn fifos_at_the_identity_files_hang_neither_host_status_nor_host_stop() {
     let t = TestContext::new();
     let run = t.home.join(".oysterun/run");
-    for name in [
-        "oysterun-host.pid",
-        "oysterun-host.origin.tsv",
-        "oyster-exec.json",
-    ] {
+    for name in ["oysterun-host.pid", "oysterun-host.origin.tsv", "oyster-exec.json"] {
         let f = run.join(name);
         mkfifo(&f);
         for verb in ["status", "stop"] {
@@ -112,12 +104,7 @@ fn a_fifo_at_a_lock_file_is_refused_naming_it_never_waited_on() {
     mkfifo(&lock);
     let r = bounded(
         &t,
-        &Vec::from(
-            args(&["host", "start"])
-                .stack(STACK)
-                .host(&root)
-                .port(free_port()),
-        ),
+        &Vec::from(args(&["host", "start"]).stack(STACK).host(&root).port(free_port())),
     );
     let e = r.stderr();
     assert_eq!(r.code(), 2, "{e}");
@@ -127,10 +114,7 @@ fn a_fifo_at_a_lock_file_is_refused_naming_it_never_waited_on() {
     let config_lock = t.home.join(".oysterun/config.json.lock");
     mkfifo(&config_lock);
     let id = crate::common::provider_ids()[0].clone();
-    let r = bounded(
-        &t,
-        &["providers", "set", &id, "/opt/tools/bin/tool"].map(String::from),
-    );
+    let r = bounded(&t, &["providers", "set", &id, "/opt/tools/bin/tool"].map(String::from));
     let e = r.stderr();
     assert_eq!(r.code(), 2, "{e}");
     has_all(&e, &["config.json.lock", "FIFO"]);

@@ -10,26 +10,18 @@ fn setup_on_the_port_of_a_stopped_stack_is_refused_naming_it() {
     t.install("dev", port);
     t.run(["stop", "dev"]).ok();
     let before = common::tree(&t.home);
-    let r = t
-        .run(common::args(&["setup", "qa", "--no-install-providers"]).port(port))
-        .fails_with(1);
+    let r =
+        t.run(common::args(&["setup", "qa", "--no-install-providers"]).port(port)).fails_with(1);
     r.stderr_has(&format!("port {port} is stack dev's"));
     r.stderr_has("give stack qa another port with --port, or remove stack dev first (`oyster uninstall dev`)");
     assert_eq!(common::tree(&t.home), before, "nothing was written");
     t.assert_no_stack("qa", "refused first");
     // install and restart refuse it the same way, and another port is fine.
-    let r = t
-        .run(common::args(&["install", "qa"]).port(port))
-        .fails_with(1);
+    let r = t.run(common::args(&["install", "qa"]).port(port)).fails_with(1);
     r.stderr_has(&format!("port {port} is stack dev's"));
     t.assert_no_stack("qa", "refused first");
     let other = free_port();
-    t.run(
-        common::args(&["setup", "qa", "--no-install-providers"])
-            .port(other)
-            .settle(200),
-    )
-    .ok();
+    t.run(common::args(&["setup", "qa", "--no-install-providers"]).port(other).settle(200)).ok();
     // dev's own port stays dev's to start.
     t.run(common::args(&["start", "dev"]).settle(200)).ok();
     t.run(["uninstall", "qa"]).ok();
@@ -44,23 +36,13 @@ fn setup_on_the_port_of_a_stopped_stack_is_refused_naming_it() {
 fn production_on_another_port_is_warned_that_oysteruns_own_restart_assumes_8802() {
     let t = TestContext::with_pinned_host();
     let port = free_port();
-    let r = t
-        .run(common::args(&["install"]).port(port).settle(200))
-        .ok();
+    let r = t.run(common::args(&["install"]).port(port).settle(200)).ok();
     r.stderr_has(&format!(
         "production on port {port}: Oysterun's own in-app restart assumes production is on 8802"
     ));
-    r.stderr_has(&format!(
-        "a custom stack keeps another port (`oyster setup NAME --port {port}`)"
-    ));
+    r.stderr_has(&format!("a custom stack keeps another port (`oyster setup NAME --port {port}`)"));
     // A custom stack on any port: nothing to say.
-    let r = t
-        .run(
-            common::args(&["install", "dev"])
-                .port(free_port())
-                .settle(200),
-        )
-        .ok();
+    let r = t.run(common::args(&["install", "dev"]).port(free_port()).settle(200)).ok();
     assert!(!r.stderr().contains("in-app restart"), "{}", r.stderr());
     t.run(["uninstall"]).ok();
     t.run(["uninstall", "dev"]).ok();
@@ -79,8 +61,7 @@ fn config_sync_and_host_start_on_another_stacks_port_are_refused_naming_it() {
     t.install("dev", port);
     t.run(["stop", "dev"]).ok();
     let qa_port = free_port();
-    t.run(common::args(&["config", "sync"]).stack("qa").port(qa_port))
-        .ok();
+    t.run(common::args(&["config", "sync"]).stack("qa").port(qa_port)).ok();
     let before = common::tree(&t.home);
     for args in [
         common::args(&["config", "sync"]).stack("new").port(port),
@@ -95,8 +76,7 @@ fn config_sync_and_host_start_on_another_stacks_port_are_refused_naming_it() {
     }
     t.assert_no_stack("new", "refused first");
     // The owner starts on its port, and its own sync of it is no claim on itself.
-    t.run(common::args(&["config", "sync"]).stack("dev").port(port))
-        .ok();
+    t.run(common::args(&["config", "sync"]).stack("dev").port(port)).ok();
     t.run(common::args(&["start", "dev"]).settle(200)).ok();
     t.run(["uninstall", "dev"]).ok();
     t.wait_no_processes();

@@ -8,14 +8,7 @@ use crate::common::{has_all, has_none};
 
 /// `agent install --stack pv` of `root` with `node`, verified for 10 s, settling 200 ms.
 fn install_with(t: &TestContext, root: &Path, node: &Path, port: u16) -> Run {
-    t.run(
-        args(&["agent", "install"])
-            .stack("pv")
-            .root(root)
-            .node(node)
-            .port(port)
-            .wait(10, 200),
-    )
+    t.run(args(&["agent", "install"]).stack("pv").root(root).node(node).port(port).wait(10, 200))
 }
 
 fn install(t: &TestContext, root: &Path, port: u16) -> Run {
@@ -64,27 +57,13 @@ fn a_root_in_documents_is_named_with_the_setting_to_change_and_doctor_checks_it(
             &["its signature could not be read: there are no code signatures to read off macOS"],
         );
     }
-    assert_eq!(
-        e.matches("lies in the Documents folder").count(),
-        1,
-        "said once: {e}"
-    );
+    assert_eq!(e.matches("lies in the Documents folder").count(), 1, "said once: {e}");
     let doc = t.run(["doctor", "--stack", "pv", "--json"]).json();
-    let rows: Vec<&serde_json::Value> = doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["check"] == "privacy")
-        .collect();
+    let rows: Vec<&serde_json::Value> =
+        doc["checks"].as_array().unwrap().iter().filter(|c| c["check"] == "privacy").collect();
     assert_eq!(rows.len(), 1, "{doc}");
     assert_eq!(rows[0]["status"], "warn");
-    assert!(
-        rows[0]["detail"]
-            .as_str()
-            .unwrap()
-            .contains(&root.display().to_string()),
-        "{doc}"
-    );
+    assert!(rows[0]["detail"].as_str().unwrap().contains(&root.display().to_string()), "{doc}");
     t.run(["agent", "uninstall", "--stack", "pv"]).ok();
 
     // The same checkout outside the protected folders: nothing said.
@@ -92,14 +71,7 @@ fn a_root_in_documents_is_named_with_the_setting_to_change_and_doctor_checks_it(
     let r = install(&t, &elsewhere, free_port()).ok();
     assert!(!r.stderr().contains("Privacy"), "{}", r.stderr());
     let doc = t.run(["doctor", "--stack", "pv", "--json"]).json();
-    assert!(
-        !doc["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|c| c["check"] == "privacy"),
-        "{doc}"
-    );
+    assert!(!doc["checks"].as_array().unwrap().iter().any(|c| c["check"] == "privacy"), "{doc}");
 }
 
 /// Issue 29 item 4: a Full Disk Access grant is given to one Node binary; Homebrew's
@@ -117,11 +89,8 @@ fn doctor_notices_that_the_pinned_node_changed_since_the_last_verified_start() {
         let dir = cellar.join(v);
         std::fs::create_dir_all(&dir).unwrap();
         let node = dir.join("node");
-        std::fs::write(
-            &node,
-            format!("#!/bin/sh\nexec {} \"$@\"\n", real_node().display()),
-        )
-        .unwrap();
+        std::fs::write(&node, format!("#!/bin/sh\nexec {} \"$@\"\n", real_node().display()))
+            .unwrap();
         std::fs::set_permissions(&node, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     let bin = t.path("bin");
@@ -145,10 +114,7 @@ fn doctor_notices_that_the_pinned_node_changed_since_the_last_verified_start() {
     std::os::unix::fs::symlink(cellar.join("2/node"), bin.join("node")).unwrap();
     let rows = changed(&t);
     assert_eq!(rows.len(), 1, "{rows:?}");
-    assert!(
-        rows[0].contains(&format!("now {}", cellar.join("2/node").display())),
-        "{rows:?}"
-    );
+    assert!(rows[0].contains(&format!("now {}", cellar.join("2/node").display())), "{rows:?}");
     t.run(["agent", "uninstall", "--stack", "pv"]).ok();
     t.wait_no_processes();
 }

@@ -14,8 +14,7 @@ fn uid() -> u32 {
 /// A third-party agent plist (not oyster's) with `label`, written under the test's own
 /// directory, that launchd loads without running anything.
 fn foreign_plist(s: &Stack, label: &str) -> PathBuf {
-    let path =
-        s.t.path(&format!("{}.plist", label.replace(['/', ' '], "_")));
+    let path = s.t.path(&format!("{}.plist", label.replace(['/', ' '], "_")));
     let text = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n<plist version=\"1.0\"><dict><key>Label</key><string>{label}</string><key>ProgramArguments</key><array><string>/bin/sleep</string><string>60</string></array></dict></plist>\n"
     );
@@ -37,12 +36,7 @@ fn done(s: &Stack) {
 }
 
 fn bootstrap_foreign(s: &Stack, plist: &Path) {
-    s.t.sim(&[
-        "bootstrap",
-        &format!("gui/{}", uid()),
-        plist.to_str().unwrap(),
-    ])
-    .ok();
+    s.t.sim(&["bootstrap", &format!("gui/{}", uid()), plist.to_str().unwrap()]).ok();
 }
 
 /// 29.7: a label with spaces (any string a third-party plist gives), Apple's
@@ -58,12 +52,7 @@ fn list_reads_a_domain_listing_with_rows_it_did_not_expect() {
     let rows = "     704      -     UIKitApplication:com.apple.Preferences[704b][rb-legacy]\n\
                 ???\n\
                        0      -\t";
-    let run = run_with(
-        &s,
-        &[("LAUNCHD_SIM_DOMAIN_EXTRA_ROWS", rows)],
-        &["list", "--json"],
-    )
-    .ok();
+    let run = run_with(&s, &[("LAUNCHD_SIM_DOMAIN_EXTRA_ROWS", rows)], &["list", "--json"]).ok();
     let list = run.json();
     let row = &list["stacks"][0];
     assert!(
@@ -78,16 +67,10 @@ fn list_reads_a_domain_listing_with_rows_it_did_not_expect() {
     // job is there, so that stack is asked for on its own, and still reported right.
     let label = format!("com.oysterun.host.{}", s.name);
     let odd = format!("??? {label} ???");
-    let list = run_with(
-        &s,
-        &[("LAUNCHD_SIM_DOMAIN_EXTRA_ROWS", &odd)],
-        &["list", "--json"],
-    )
-    .ok()
-    .json();
+    let list =
+        run_with(&s, &[("LAUNCHD_SIM_DOMAIN_EXTRA_ROWS", &odd)], &["list", "--json"]).ok().json();
     assert_eq!(list["stacks"][0]["summary"], "verified", "{list}");
-    s.t.sim(&["bootout", &format!("gui/{}/com.example.my agent", uid())])
-        .ok();
+    s.t.sim(&["bootout", &format!("gui/{}/com.example.my agent", uid())]).ok();
     done(&s);
 }
 
@@ -120,8 +103,7 @@ fn a_bootstrap_refused_with_5_names_its_cause_after_about_two_seconds() {
     );
     // Disabled, and `enable` does not undo it (a profile holds the override).
     let label = format!("com.oysterun.host.{}", s.name);
-    s.t.sim(&["disable", &format!("gui/{}/{label}", uid())])
-        .ok();
+    s.t.sim(&["disable", &format!("gui/{}/{label}", uid())]).ok();
     let (e, _) = install_refused(&s, &[("LAUNCHD_SIM_ENABLE_IGNORED", "1")]);
     has_all(&e, &["disabled (`launchctl print-disabled"]);
     has_all(&e, &[&format!("launchctl enable gui/{}/{label}", uid())]);
@@ -150,10 +132,7 @@ fn a_host_switched_off_in_login_items_is_named_at_once() {
     let (e, took) = install_refused(&s, &[]);
     has_all(&e, &["System Settings → General → Login Items"]);
     assert!(e.contains("\"oyster\""), "names the item as listed: {e}");
-    assert!(
-        took < std::time::Duration::from_secs(5),
-        "retried before saying it: {took:?}\n{e}"
-    );
+    assert!(took < std::time::Duration::from_secs(5), "retried before saying it: {took:?}\n{e}");
     // The plist stays installed (written, not loaded): every command that reads the stack says
     // why it is not loaded, and where to switch it on.
     s.t.run(args_no_wait(&s, "regenerate")).ok();
@@ -165,19 +144,10 @@ fn a_host_switched_off_in_login_items_is_named_at_once() {
     let doc = s.t.run(["doctor", "--json", "--stack", s.name]).json();
     let row = doctor_check(&doc, "login items");
     assert_eq!(row["status"], "fail", "{row}");
-    assert!(
-        row["fix"]
-            .to_string()
-            .contains("System Settings → General → Login Items"),
-        "{row}"
-    );
-    s.t.run(["list"])
-        .stdout_has_all(&["bg: the agent is switched off in System Settings"]);
+    assert!(row["fix"].to_string().contains("System Settings → General → Login Items"), "{row}");
+    s.t.run(["list"]).stdout_has_all(&["bg: the agent is switched off in System Settings"]);
     let list = s.t.run(["list", "--json"]).json();
-    assert_eq!(
-        list["stacks"][0]["login_item"], "requires_approval",
-        "{list}"
-    );
+    assert_eq!(list["stacks"][0]["login_item"], "requires_approval", "{list}");
     // Switched on again: allowed, and it loads.
     s.t.sim(&["login-item", &label, "on"]).ok();
     s.t.run(s.args("install")).ok();
@@ -210,17 +180,8 @@ fn a_host_switched_off_in_login_items_is_named_at_once() {
         &["agent", "status", "--json", "--stack", s.name],
     );
     assert_eq!(r.json()["login_item"], "unknown");
-    let r = run_with(
-        &s,
-        &[("LAUNCHD_SIM_LOGIN_ITEMS", "unavailable")],
-        &["status", s.name],
-    );
-    assert!(
-        r.stdout()
-            .contains("login:     Login Items state unknown ("),
-        "{}",
-        r.stdout()
-    );
+    let r = run_with(&s, &[("LAUNCHD_SIM_LOGIN_ITEMS", "unavailable")], &["status", s.name]);
+    assert!(r.stdout().contains("login:     Login Items state unknown ("), "{}", r.stdout());
     done(&s);
 }
 
@@ -246,10 +207,7 @@ fn a_job_only_in_the_user_domain_is_seen_by_every_verb() {
         let r = run_with(
             s,
             &[("LAUNCHD_SIM_FAIL_BOOTSTRAP", fail)],
-            &s.args("install")
-                .iter()
-                .map(String::as_str)
-                .collect::<Vec<_>>(),
+            &s.args("install").iter().map(String::as_str).collect::<Vec<_>>(),
         )
         .ok();
         let said = format!("{}{}", r.stdout(), r.stderr());
@@ -265,10 +223,7 @@ fn a_job_only_in_the_user_domain_is_seen_by_every_verb() {
     let r = s.t.run(["kill", "--stack", s.name]).ok();
     r.stdout_has(&format!("pid {pid}"));
     // host start: refused, naming the domain.
-    let e =
-        s.t.run(s.host_args(&["host", "start"]))
-            .fails_with(1)
-            .stderr();
+    let e = s.t.run(s.host_args(&["host", "start"])).fails_with(1).stderr();
     has_all(&e, &[&format!("is loaded in {user}")]);
     // regenerate on another port: reloaded, verified, now in gui/<uid>.
     s.port = crate::common::free_port();
@@ -300,10 +255,7 @@ fn a_host_in_the_background_session_is_said_to_have_no_login_keychain() {
     let r = run_with(
         &s,
         &[("LAUNCHD_SIM_FAIL_BOOTSTRAP", "125:1")],
-        &s.args("install")
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
+        &s.args("install").iter().map(String::as_str).collect::<Vec<_>>(),
     )
     .ok();
     r.stdout_has("Host verified");
@@ -314,17 +266,10 @@ fn a_host_in_the_background_session_is_said_to_have_no_login_keychain() {
     let doc = s.t.run(["doctor", "--json", "--stack", s.name]).json();
     let row = doctor_check(&doc, "keychain");
     assert_eq!(row["status"], "warn", "{row}");
-    let p =
-        s.t.run(["providers", "status", "--json", "--stack", s.name])
-            .ok()
-            .json();
+    let p = s.t.run(["providers", "status", "--json", "--stack", s.name]).ok().json();
     let auth = |id: &str| {
-        p["providers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["provider"] == id)
-            .unwrap()["authentication"]
+        p["providers"].as_array().unwrap().iter().find(|r| r["provider"] == id).unwrap()
+            ["authentication"]
             .clone()
     };
     assert_eq!(auth("claude"), "keychain_locked", "{p}");
@@ -335,10 +280,7 @@ fn a_host_in_the_background_session_is_said_to_have_no_login_keychain() {
     s.t.run(s.args("restart")).ok();
     let st = s.status();
     assert!(!st["notes"].to_string().contains("login keychain"), "{st}");
-    let p =
-        s.t.run(["providers", "status", "--json", "--stack", s.name])
-            .ok()
-            .json();
+    let p = s.t.run(["providers", "status", "--json", "--stack", s.name]).ok().json();
     assert!(!p.to_string().contains("keychain_locked"), "{p}");
     done(&s);
 }

@@ -59,22 +59,13 @@ fn a_run_killed_between_its_receipt_and_its_config_step_is_rolled_back_on_the_ol
     child.kill().unwrap();
     let _ = child.wait();
     assert_eq!(config_port(&s), s.port, "the config step never finished");
-    let r = s.t.run(
-        common::args(&["agent", "regenerate"])
-            .stack(s.name)
-            .host(&bad)
-            .wait(3, 200),
-    );
+    let r = s.t.run(common::args(&["agent", "regenerate"]).stack(s.name).host(&bad).wait(3, 200));
     let e = r.fails_with(1).stderr();
     has_all(&e, &["rolling back"]);
     has_none(&e, &["changed by another command"]);
     assert_eq!(config_port(&s), s.port);
     assert!(!pending.exists());
-    assert_eq!(
-        common::get(s.port, "/health"),
-        200,
-        "the old Host runs again"
-    );
+    assert_eq!(common::get(s.port, "/health"), 200, "the old Host runs again");
     s.done();
 }
 
@@ -91,10 +82,7 @@ fn a_plist_that_cannot_be_written_leaves_the_config_on_the_port_the_host_runs_on
         s.done();
         return;
     };
-    let r = s.t.run(
-        s.agent_args("restart", false, Some((4, 200)))
-            .port(free_port()),
-    );
+    let r = s.t.run(s.agent_args("restart", false, Some((4, 200))).port(free_port()));
     let e = r.fails_with(1).stderr();
     has_all(&e, &["Read-only file system"]);
     has_all(&e, &[&format!("config.json's port is {} again", s.port)]);

@@ -44,12 +44,8 @@ fn installed_with_a_bad_root(name: &'static str) -> (Stack, std::path::PathBuf) 
 
 /// `agent restart` onto `root` and `port`, in the background, its stderr in `err`.
 fn restart_onto(s: &Stack, root: &Path, port: u16, err: &Path) -> Child {
-    let args: Vec<String> = common::args(&["agent", "restart"])
-        .stack(s.name)
-        .host(root)
-        .port(port)
-        .wait(4, 200)
-        .into();
+    let args: Vec<String> =
+        common::args(&["agent", "restart"]).stack(s.name).host(root).port(port).wait(4, 200).into();
     s.t.cmd()
         .args(args)
         .stdout(Stdio::null())
@@ -59,9 +55,7 @@ fn restart_onto(s: &Stack, root: &Path, port: u16, err: &Path) -> Child {
 }
 
 fn config_port(s: &Stack) -> serde_json::Value {
-    let path =
-        s.t.home
-            .join(format!(".oysterun-stacks/{}/host/config.json", s.name));
+    let path = s.t.home.join(format!(".oysterun-stacks/{}/host/config.json", s.name));
     serde_json::from_slice::<serde_json::Value>(&std::fs::read(path).unwrap()).unwrap()["port"]
         .clone()
 }
@@ -90,15 +84,8 @@ fn a_second_signal_during_the_rollback_does_not_cut_it_short() {
         std::thread::sleep(Duration::from_millis(40));
     };
     let e = read();
-    assert_eq!(
-        status.code(),
-        Some(130),
-        "the first signal names the exit\n{e}"
-    );
-    has_all(
-        &e,
-        &["restored the last good plist; the previous Host runs again"],
-    );
+    assert_eq!(status.code(), Some(130), "the first signal names the exit\n{e}");
+    has_all(&e, &["restored the last good plist; the previous Host runs again"]);
     has_none(&e, &["rollback failed too"]);
     assert_eq!(config_port(&s), s.port, "{e}");
     let st = s.status();
@@ -137,11 +124,7 @@ fn a_config_that_cannot_take_its_port_back_does_not_hide_the_restored_host() {
         ],
     );
     has_none(&e, &["rollback failed too"]);
-    assert!(!s
-        .t
-        .home
-        .join(".oysterun-stacks/cfgroll/run/pending")
-        .exists());
+    assert!(!s.t.home.join(".oysterun-stacks/cfgroll/run/pending").exists());
     assert_eq!(std::fs::read_to_string(&config).unwrap(), "{broken");
     s.t.run(["agent", "uninstall", "--stack", s.name]).ok();
     s.t.wait_no_processes();
@@ -166,21 +149,11 @@ fn a_run_killed_mid_change_leaves_its_port_for_the_recovering_runs_rollback_to_p
     );
     send(&child, Signal::SIGKILL);
     let _ = child.wait();
-    assert_eq!(
-        config_port(&s),
-        new_port,
-        "the killed run recorded its port"
-    );
+    assert_eq!(config_port(&s), new_port, "the killed run recorded its port");
     // The next run finds the marker, verifies the unfinished change, and rolls it back: the
     // port the killed run recorded goes back with the definition.
-    let r = s.t.run(
-        common::args(&["agent", "regenerate"])
-            .stack(s.name)
-            .host(&bad)
-            .wait(3, 200),
-    );
-    r.fails_with(1)
-        .stderr_has_all(&[&format!("config.json's port is {} again", s.port)]);
+    let r = s.t.run(common::args(&["agent", "regenerate"]).stack(s.name).host(&bad).wait(3, 200));
+    r.fails_with(1).stderr_has_all(&[&format!("config.json's port is {} again", s.port)]);
     assert_eq!(config_port(&s), before);
     assert!(!pending.exists());
     s.t.run(["agent", "uninstall", "--stack", "killroll"]).ok();
@@ -206,12 +179,8 @@ fn a_corrupt_marker_never_puts_a_non_port_into_config() {
     ];
     for m in &markers {
         std::fs::write(&pending, m).unwrap();
-        let r = s.t.run(
-            common::args(&["agent", "regenerate"])
-                .stack(s.name)
-                .host(&bad)
-                .wait(3, 200),
-        );
+        let r =
+            s.t.run(common::args(&["agent", "regenerate"]).stack(s.name).host(&bad).wait(3, 200));
         let e = r.fails_with(1).stderr();
         assert_eq!(config_port(&s), good, "marker {m:?}: {e}");
         assert!(!pending.exists(), "marker {m:?}: {e}");

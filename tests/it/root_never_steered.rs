@@ -81,11 +81,9 @@ fn a_root_cleanup_under_a_foreign_home_is_refused_and_never_deletes_through_a_li
     let before = contents(&victim);
     lchown(&t.home, STRANGER);
     lchown(&link, STRANGER);
-    for args in [
-        &["cleanup", "--yes", "--purge"][..],
-        &["cleanup", "--yes"],
-        &["cleanup", "--dry-run"],
-    ] {
+    for args in
+        [&["cleanup", "--yes", "--purge"][..], &["cleanup", "--yes"], &["cleanup", "--dry-run"]]
+    {
         let r = t.run(args).fails_with(2);
         r.stderr_has("belongs to uid 61234");
         r.stderr_has("sudo -u");
@@ -97,18 +95,8 @@ fn a_root_cleanup_under_a_foreign_home_is_refused_and_never_deletes_through_a_li
     let r = t.run(["cleanup", "--yes", "--purge"]).ok();
     let out = r.stdout();
     has_all(&out, &["kept    dev:", "kept    qa:"]);
-    has_all(
-        &out,
-        &[
-            "~/.oysterun-stacks is a symlink",
-            "cleanup removes nothing through it",
-        ],
-    );
-    assert_eq!(
-        contents(&victim),
-        before,
-        "removed through the link:\n{out}"
-    );
+    has_all(&out, &["~/.oysterun-stacks is a symlink", "cleanup removes nothing through it"]);
+    assert_eq!(contents(&victim), before, "removed through the link:\n{out}");
 }
 
 /// Root running cleanup with a HOME it owns but anyone may write (`/tmp`, 1777: what a daemon
@@ -138,15 +126,8 @@ fn a_root_cleanup_removes_nothing_of_another_users_nor_through_a_directory_other
     let before = contents(&stacks);
     let out = t.run(["cleanup", "--yes", "--purge"]).ok().stdout();
     has_all(&out, &["kept    dev:", "kept    qa:"]);
-    has_all(
-        &out,
-        &["belongs to uid 61234, not to the user running cleanup"],
-    );
-    assert_eq!(
-        contents(&stacks),
-        before,
-        "removed another user's files:\n{out}"
-    );
+    has_all(&out, &["belongs to uid 61234, not to the user running cleanup"]);
+    assert_eq!(contents(&stacks), before, "removed another user's files:\n{out}");
     // The stacks directory root's but writable by all without the sticky bit: kept.
     for e in std::iter::once(stacks.clone()).chain(walk(&stacks)) {
         lchown(&e, 0);
@@ -173,21 +154,12 @@ fn mdm_profile_refuses_an_organization_xml_cannot_carry_before_writing() {
     let target = t.path("p.mobileconfig");
     for (org, named) in [("Example\u{FFFE}", "U+FFFE"), ("\u{FFFF}Inc", "U+FFFF")] {
         let r = t
-            .run([
-                "mdm",
-                "profile",
-                "--output",
-                target.to_str().unwrap(),
-                "--organization",
-                org,
-            ])
+            .run(["mdm", "profile", "--output", target.to_str().unwrap(), "--organization", org])
             .fails_with(2);
         r.stderr_has(named);
         r.stderr_has("XML 1.0");
         assert!(!target.exists(), "{org:?}: a profile was written");
-        let r = t
-            .run(["mdm", "profile", "--organization", org])
-            .fails_with(2);
+        let r = t.run(["mdm", "profile", "--organization", org]).fails_with(2);
         assert_eq!(r.stdout(), "", "{org:?}: a profile reached stdout");
     }
     // The last character before them is XML, and is written.
@@ -279,9 +251,5 @@ fn a_root_run_of_an_oyster_another_uid_or_a_group_could_replace_is_refused() {
         .env("OYSTER_LAUNCHCTL", "none")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -8,10 +8,7 @@ use crate::common::{has_all, has_none};
 const CANCELLED: &str = "Installation cancelled; no changes were made.";
 
 fn setup_args(port: u16) -> Vec<String> {
-    common::args(&["setup", "dev"])
-        .port(port)
-        .wait(10, 300)
-        .into()
+    common::args(&["setup", "dev"]).port(port).wait(10, 300).into()
 }
 
 /// Setup on a terminal, typing `answer` at a `[y/s/N]` question and a password at the login
@@ -20,12 +17,7 @@ fn on_a_terminal(t: &TestContext, answer: &[u8], port: u16) -> (serde_json::Valu
     let mut c = t.pty_cmd(answer, setup_args(port));
     c.env("PTY_PASSWORD", "question test password");
     let r = common::pty_report(&mut c);
-    let words = r["output"]
-        .as_str()
-        .unwrap()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let words = r["output"].as_str().unwrap().split_whitespace().collect::<Vec<_>>().join(" ");
     (r, words)
 }
 
@@ -76,19 +68,12 @@ fn the_end_of_setup_names_a_manual_command_that_points_at_nothing() {
         r#"{"codex_command": "/opt/gone/codex", "provider_command_intent": {"codex": "manual"}}"#,
     )
     .unwrap();
-    let r = t
-        .run(common::args(&["setup", "dev"]).port(port).wait(10, 300))
-        .ok();
+    let r = t.run(common::args(&["setup", "dev"]).port(port).wait(10, 300)).ok();
     let out = r.stdout();
-    let line = out
-        .lines()
-        .find(|l| l.starts_with("provider: codex:"))
-        .unwrap_or_else(|| panic!("{out}"));
+    let line =
+        out.lines().find(|l| l.starts_with("provider: codex:")).unwrap_or_else(|| panic!("{out}"));
     has_all(line, &["/opt/gone/codex", "`oyster providers set codex /full/path --stack dev` or `oyster providers auto codex --stack dev`"]);
-    assert!(
-        !out.contains("provider: Claude Code"),
-        "claude is fine: {out}"
-    );
+    assert!(!out.contains("provider: Claude Code"), "claude is fine: {out}");
     t.run(["uninstall", "dev"]).ok();
     t.wait_no_processes();
 }

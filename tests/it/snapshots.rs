@@ -13,20 +13,14 @@ use crate::common::{args, free_port, real_node, sim_bin, Run, TestContext, BIN};
 
 /// The version the real node reports (`v22.1.0`), to filter it out.
 fn real_node_version() -> String {
-    let out = std::process::Command::new(real_node())
-        .arg("--version")
-        .output()
-        .unwrap();
+    let out = std::process::Command::new(real_node()).arg("--version").output().unwrap();
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
 /// The fixed system directories of a generated PATH (`src/host/launchenv.rs`), in order,
 /// without `node_dir`, which the PATH already starts with.
 fn system_dirs_but(node_dir: &str) -> Vec<&'static str> {
-    crate::common::SYSTEM_DIRS
-        .into_iter()
-        .filter(|d| *d != node_dir)
-        .collect()
+    crate::common::SYSTEM_DIRS.into_iter().filter(|d| *d != node_dir).collect()
 }
 
 /// insta settings whose filters replace the machine- and run-specific parts of a snapshot by
@@ -64,17 +58,11 @@ pub fn settings(t: &TestContext, ports: &[u16]) -> insta::Settings {
         ),
         "${1}[NODE_DIR]:",
     );
-    s.add_filter(
-        &format!(r":{}\b", regex_lite::escape(&system_rest.join(":"))),
-        ":[SYSTEM_DIRS]",
-    );
+    s.add_filter(&format!(r":{}\b", regex_lite::escape(&system_rest.join(":"))), ":[SYSTEM_DIRS]");
     // What the user database says of whoever runs the tests, in the Host's whole environment
     // (`doctor --json`).
     for key in ["USER", "LOGNAME", "SHELL", "TMPDIR"] {
-        s.add_filter(
-            &format!(r#""{key}": "[^"]*""#),
-            format!(r#""{key}": "[{key}]""#),
-        );
+        s.add_filter(&format!(r#""{key}": "[^"]*""#), format!(r#""{key}": "[{key}]""#));
     }
     // Where the kernel hides Node's environment (macOS, an official Node build:
     // docs/launchd.md) the strongest proof is the launch program's record; which proof a Host
@@ -128,11 +116,7 @@ fn the_filters_hide_the_machines_node_directory_and_user_in_a_generated_environm
     let t = TestContext::new();
     let node_dir = real_node().parent().unwrap().display().to_string();
     let system = system_dirs_but(&node_dir);
-    let path = format!(
-        "{node_dir}:{}/.local/bin:{}",
-        t.home.display(),
-        system.join(":")
-    );
+    let path = format!("{node_dir}:{}/.local/bin:{}", t.home.display(), system.join(":"));
     let text = format!(
         "PATH={path}\n<string>{path}</string>\n\"PATH\": \"{path}\", \"USER\": \"ann\", \"SHELL\": \"/bin/zsh\"\n\
          searched /opt/homebrew/bin, /usr/local/bin; kept /usr/bin:/bin"
@@ -171,13 +155,7 @@ pub fn snap(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> Run {
 pub fn installed() -> (TestContext, u16) {
     let port = free_port();
     let t = TestContext::with_claude();
-    t.run(
-        args(&["agent", "install"])
-            .stack("snap")
-            .port(port)
-            .settle(200),
-    )
-    .ok();
+    t.run(args(&["agent", "install"]).stack("snap").port(port).settle(200)).ok();
     (t, port)
 }
 
@@ -199,11 +177,7 @@ fn every_view_of_one_verified_agent() {
         &[port],
         &[
             ("doctor_verified", &["doctor", "--stack", "snap"], 0),
-            (
-                "agent_status_verified",
-                &["agent", "status", "--stack", "snap"],
-                0,
-            ),
+            ("agent_status_verified", &["agent", "status", "--stack", "snap"], 0),
             ("agent_print", &["agent", "print", "--stack", "snap"], 0),
         ],
     );
@@ -211,16 +185,8 @@ fn every_view_of_one_verified_agent() {
         &t,
         &[port],
         &[
-            (
-                "doctor_verified_json",
-                &["doctor", "--stack", "snap", "--json"],
-                0,
-            ),
-            (
-                "host_status_json_launchd",
-                &["host", "status", "snap", "--json"],
-                0,
-            ),
+            ("doctor_verified_json", &["doctor", "--stack", "snap", "--json"], 0),
+            ("host_status_json_launchd", &["host", "status", "snap", "--json"], 0),
         ],
     );
     t.assert_nothing_executed();
@@ -237,11 +203,7 @@ fn every_view_of_one_verified_agent() {
         &t,
         &[port],
         &[
-            (
-                "error_host_stop_under_launchd",
-                &["host", "stop", "--stack", "snap"],
-                1,
-            ),
+            ("error_host_stop_under_launchd", &["host", "stop", "--stack", "snap"], 1),
             ("kill", &["kill", "snap"], 0),
         ],
     );
@@ -257,10 +219,7 @@ fn a_home_with_nothing_installed() {
     snaps(&t, &[], &[("error_restart_not_installed", &["restart"], 1)]);
     for (set, name) in [
         (["codex", ""], "providers_status_available_disabled"),
-        (
-            ["claude", "/gone/claude"],
-            "providers_status_broken_manual_not_found",
-        ),
+        (["claude", "/gone/claude"], "providers_status_broken_manual_not_found"),
     ] {
         let t = TestContext::with_claude();
         t.run(["providers", "set", set[0], set[1]]).ok();
@@ -276,22 +235,8 @@ fn setup_plan_without_a_terminal() {
     let t = TestContext::with_claude();
     let bin = t.node_prefix();
     let (p, node) = (port.to_string(), bin.join("node"));
-    let args = [
-        "setup",
-        "--stack",
-        "snap",
-        "--port",
-        &p,
-        "--node-bin",
-        node.to_str().unwrap(),
-    ];
-    snap(
-        "setup_no_start",
-        &t,
-        &[&args[..], &["--no-start"]].concat(),
-        &[port],
-    )
-    .ok();
+    let args = ["setup", "--stack", "snap", "--port", &p, "--node-bin", node.to_str().unwrap()];
+    snap("setup_no_start", &t, &[&args[..], &["--no-start"]].concat(), &[port]).ok();
     t.assert_nothing_executed();
 }
 
@@ -304,16 +249,8 @@ fn errors_of_a_fresh_home() {
         &t,
         &[],
         &[
-            (
-                "error_unsupported_provider",
-                &["providers", "resolve", "gemini"],
-                2,
-            ),
-            (
-                "error_invalid_stack_name",
-                &["config", "sync", "--stack", "Bad_Name"],
-                2,
-            ),
+            ("error_unsupported_provider", &["providers", "resolve", "gemini"], 2),
+            ("error_invalid_stack_name", &["config", "sync", "--stack", "Bad_Name"], 2),
             ("error_bad_port", &["config", "sync", "--port", "80000"], 2),
             ("error_unknown_command", &["kil"], 2),
             (
@@ -331,11 +268,7 @@ fn errors_of_a_fresh_home() {
         ],
     );
     t.write_config("{\"claude_command\": \"/x\",\n  \"port\": 88");
-    snaps(
-        &t,
-        &[],
-        &[("error_corrupt_config", &["providers", "status"], 2)],
-    );
+    snaps(&t, &[], &[("error_corrupt_config", &["providers", "status"], 2)]);
 }
 
 /// A `node` that only prints `version`.
@@ -372,9 +305,7 @@ fn errors_of_the_node_given() {
 
 /// Whether a system node sits in the fallback directories (a Mac's Homebrew, /usr/local).
 fn system_node() -> bool {
-    ["/opt/homebrew/bin/node", "/usr/local/bin/node"]
-        .iter()
-        .any(|p| Path::new(p).exists())
+    ["/opt/homebrew/bin/node", "/usr/local/bin/node"].iter().any(|p| Path::new(p).exists())
 }
 
 /// A `node` in `<test dir>/<dir>/node` that only prints `version`, its directory on PATH.
@@ -415,13 +346,8 @@ fn error_only_older_nodes_found() {
 #[test]
 fn error_unknown_stack() {
     let t = TestContext::with_claude();
-    t.run(args(&["config", "sync"]).stack("real").port(18999))
-        .ok();
-    snaps(
-        &t,
-        &[],
-        &[("error_unknown_stack", &["status", "--stack", "nope"], 2)],
-    );
+    t.run(args(&["config", "sync"]).stack("real").port(18999)).ok();
+    snaps(&t, &[], &[("error_unknown_stack", &["status", "--stack", "nope"], 2)]);
 }
 
 #[test]
@@ -431,13 +357,8 @@ fn errors_of_a_custom_stack_without_a_port_and_of_a_relative_config_dir() {
     let dev: &[&str] = &["agent", "print", "--stack", "dev"];
     snaps(&t, &[], &[("error_custom_stack_without_port", dev, 2)]);
     let mut t = TestContext::new();
-    t.extra_env
-        .push(("OYSTERUN_CONFIG_DIR".into(), "relative/dir".into()));
-    snaps(
-        &t,
-        &[],
-        &[("error_relative_config_dir", &["config", "sync"], 2)],
-    );
+    t.extra_env.push(("OYSTERUN_CONFIG_DIR".into(), "relative/dir".into()));
+    snaps(&t, &[], &[("error_relative_config_dir", &["config", "sync"], 2)]);
 }
 
 /// `snap`, with runs of spaces collapsed: a table's padding follows the width of pids and
@@ -455,16 +376,9 @@ pub fn snap_table(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> 
 fn list_of_three_stacks() {
     let (t, p1) = installed();
     let (p2, p3) = (free_port(), free_port());
-    t.run(
-        args(&["agent", "install"])
-            .stack("snap2")
-            .port(p2)
-            .settle(200),
-    )
-    .ok();
+    t.run(args(&["agent", "install"]).stack("snap2").port(p2).settle(200)).ok();
     t.run(["agent", "stop", "--stack", "snap2"]).ok();
-    t.run(args(&["config", "sync"]).stack("snap3").port(p3))
-        .ok();
+    t.run(args(&["config", "sync"]).stack("snap3").port(p3)).ok();
     snap_table("list_three_stacks", &t, &["list"], &[p1, p2, p3]).ok();
 }
 
@@ -478,11 +392,7 @@ fn agent_stop_status_and_start() {
         &[
             ("agent_stop", &["agent", "stop", "--stack", "snap"], 0),
             ("agent_status_stopped", &["status", "--stack", "snap"], 1),
-            (
-                "agent_start",
-                &["agent", "start", "--stack", "snap", "--settle-ms", "200"],
-                0,
-            ),
+            ("agent_start", &["agent", "start", "--stack", "snap", "--settle-ms", "200"], 0),
         ],
     )
 }

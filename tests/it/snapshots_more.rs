@@ -63,12 +63,7 @@ fn agent_regenerate_unchanged_dry_run_no_restart_and_reload() {
     );
     // A manual codex in a directory of its own: the plist's PATH gains it.
     let codex = t.fake_exe(&t.home.join("tools/codex"));
-    t.run(
-        args(&["providers", "set", "codex"])
-            .arg(codex.to_str().unwrap())
-            .stack("snap"),
-    )
-    .ok();
+    t.run(args(&["providers", "set", "codex"]).arg(codex.to_str().unwrap()).stack("snap")).ok();
     // Then the plist is written, the running Host still has the old PATH: a reload gives it.
     snaps(
         &t,
@@ -86,21 +81,9 @@ fn agent_regenerate_unchanged_dry_run_no_restart_and_reload() {
 fn providers_resolve_and_status_json() {
     let t = TestContext::with_claude();
     snap("providers_resolve", &t, &["providers", "resolve"], &[]).ok();
-    snap_doc(
-        "providers_resolve_json",
-        &t,
-        &["providers", "resolve", "--json"],
-        &[],
-    )
-    .ok();
+    snap_doc("providers_resolve_json", &t, &["providers", "resolve", "--json"], &[]).ok();
     t.run(["providers", "set", "codex", ""]).ok();
-    snap_doc(
-        "providers_status_json",
-        &t,
-        &["providers", "status", "--json"],
-        &[],
-    )
-    .ok();
+    snap_doc("providers_status_json", &t, &["providers", "status", "--json"], &[]).ok();
     t.assert_nothing_executed();
 }
 
@@ -130,16 +113,8 @@ fn errors_under_json_are_one_document_on_stdout() {
         &t,
         &[],
         &[
-            (
-                "error_json_unknown_stack",
-                &["status", "--stack", "nope", "--json"],
-                2,
-            ),
-            (
-                "error_json_unsupported_provider",
-                &["providers", "resolve", "gemini", "--json"],
-                2,
-            ),
+            ("error_json_unknown_stack", &["status", "--stack", "nope", "--json"], 2),
+            ("error_json_unsupported_provider", &["providers", "resolve", "gemini", "--json"], 2),
         ],
     );
     t.write_config("{\"port\": 88");
@@ -147,19 +122,11 @@ fn errors_under_json_are_one_document_on_stdout() {
         &t,
         &[],
         &[
-            (
-                "error_json_corrupt_config",
-                &["providers", "status", "--json"],
-                2,
-            ),
+            ("error_json_corrupt_config", &["providers", "status", "--json"], 2),
             // doctor reports a corrupt config as a failed check in its own document.
             ("doctor_json_corrupt_config", &["doctor", "--json"], 1),
             // Not an error: a status document, exit 1 because nothing is verified.
-            (
-                "status_json_not_installed",
-                &["status", "real", "--json"],
-                1,
-            ),
+            ("status_json_not_installed", &["status", "real", "--json"], 1),
         ],
     );
 }

@@ -15,12 +15,7 @@ fn snap_json(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) {
     s.bind(|| {
         insta::assert_snapshot!(
             name,
-            format!(
-                "$ oyster {}\nexit: {}\n{}",
-                args.join(" "),
-                r.code(),
-                r.stdout()
-            )
+            format!("$ oyster {}\nexit: {}\n{}", args.join(" "), r.code(), r.stdout())
         )
     });
 }
@@ -33,19 +28,11 @@ fn the_lifecycle_verbs_say_what_they_did() {
         &t,
         &[port],
         &[
-            (
-                "verb_restart",
-                &["restart", "snap", "--settle-ms", "200"],
-                0,
-            ),
+            ("verb_restart", &["restart", "snap", "--settle-ms", "200"], 0),
             ("verb_stop", &["stop", "snap"], 0),
             ("verb_start", &["start", "snap", "--settle-ms", "200"], 0),
             ("verb_uninstall", &["uninstall", "snap"], 0),
-            (
-                "verb_install",
-                &["install", "snap", "--port", &p, "--settle-ms", "200"],
-                0,
-            ),
+            ("verb_install", &["install", "snap", "--port", &p, "--settle-ms", "200"], 0),
         ],
     );
     t.run(["uninstall", "snap"]).ok();
@@ -55,27 +42,14 @@ fn the_lifecycle_verbs_say_what_they_did() {
 fn the_config_and_provider_verbs_show_their_documents() {
     let (t, port) = installed();
     snap("config_show", &t, &["config", "show", "snap"], &[port]).ok();
-    snap_json(
-        "config_show_json",
-        &t,
-        &["config", "show", "snap", "--json"],
-        &[port],
-    );
+    snap_json("config_show_json", &t, &["config", "show", "snap", "--json"], &[port]);
     snaps(
         &t,
         &[port],
         &[
             ("config_sync_unchanged", &["config", "sync", "snap"], 0),
-            (
-                "providers_set_disable",
-                &["providers", "set", "codex", "", "--stack", "snap"],
-                0,
-            ),
-            (
-                "providers_auto",
-                &["providers", "auto", "codex", "--stack", "snap"],
-                0,
-            ),
+            ("providers_set_disable", &["providers", "set", "codex", "", "--stack", "snap"], 0),
+            ("providers_auto", &["providers", "auto", "codex", "--stack", "snap"], 0),
         ],
     );
     snap_json("list_json", &t, &["list", "--json"], &[port]);
@@ -93,11 +67,7 @@ fn the_direct_host_verbs_say_what_they_did() {
         &t,
         &[port],
         &[
-            (
-                "host_start",
-                &["host", "start", "dh", "--port", &p, "--settle-ms", "200"],
-                0,
-            ),
+            ("host_start", &["host", "start", "dh", "--port", &p, "--settle-ms", "200"], 0),
             ("host_status", &["host", "status", "dh"], 0),
         ],
     );

@@ -54,9 +54,7 @@ fn send(pid: u32, sig: Signal) {
 }
 
 fn config_port(t: &TestContext, s: &str) -> serde_json::Value {
-    let p = t
-        .home
-        .join(format!(".oysterun-stacks/{s}/host/config.json"));
+    let p = t.home.join(format!(".oysterun-stacks/{s}/host/config.json"));
     serde_json::from_slice::<serde_json::Value>(&std::fs::read(p).unwrap()).unwrap()["port"].clone()
 }
 
@@ -72,18 +70,9 @@ fn stopped_at(
     let _ = std::fs::remove_file(marker);
     let new = free_port().to_string();
     let mut c = t.cmd();
-    c.args([
-        "restart",
-        s,
-        "--port",
-        &new,
-        "--wait",
-        "8",
-        "--settle-ms",
-        "300",
-    ])
-    .stdout(Stdio::null())
-    .stderr(std::fs::File::create(err).unwrap());
+    c.args(["restart", s, "--port", &new, "--wait", "8", "--settle-ms", "300"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(err).unwrap());
     match point {
         Some((verb, when)) => c.env("STALL_VERB", verb).env("STALL_WHEN", when),
         None => c.env("OYSTER_TEST_PAUSE_BEFORE_RENAME", marker),
@@ -101,13 +90,7 @@ fn stopped_at(
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let stalled = point.map(|_| {
-        std::fs::read_to_string(marker)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
-    });
+    let stalled = point.map(|_| std::fs::read_to_string(marker).unwrap().trim().parse().unwrap());
     (child, stalled)
 }
 
@@ -122,11 +105,7 @@ fn installed_then_poisoned(t: &TestContext, s: &str) -> u16 {
 fn back_on(t: &TestContext, s: &str, port: u16, pending: &Path, what: &str) {
     assert_eq!(config_port(t, s), port, "{what}: config.json's port");
     assert!(!pending.exists(), "{what}: a receipt is left");
-    assert_eq!(
-        get(port, "/health"),
-        200,
-        "{what}: the old Host does not answer"
-    );
+    assert_eq!(get(port, "/health"), 200, "{what}: the old Host does not answer");
 }
 
 #[test]
@@ -145,10 +124,7 @@ fn a_restart_killed_at_any_step_is_recovered_by_the_next_run_on_the_old_port() {
         if let Some(pid) = stalled {
             send(pid, Signal::SIGKILL);
         }
-        assert!(
-            pending.exists(),
-            "{point:?}: the killed run left no receipt"
-        );
+        assert!(pending.exists(), "{point:?}: the killed run left no receipt");
         let r = crate::systemd_job::verb(&t, &["restart"], s, &[]);
         let e = r.stderr();
         assert!(
@@ -174,11 +150,7 @@ fn a_restart_interrupted_at_any_step_rolls_itself_back_on_the_old_port() {
     for (i, point) in POINTS.into_iter().enumerate().filter(|(_, p)| p.is_some()) {
         // Ctrl-C reaches the whole foreground group (the stalled systemctl too); SIGTERM
         // only oyster (its systemctl is then killed by the test, as a deadline would).
-        let sig = if i % 2 == 0 {
-            Signal::SIGINT
-        } else {
-            Signal::SIGTERM
-        };
+        let sig = if i % 2 == 0 { Signal::SIGINT } else { Signal::SIGTERM };
         let (mut child, stalled) = stopped_at(&t, s, point, &marker, &err);
         send(child.id(), sig);
         std::thread::sleep(Duration::from_millis(200));
@@ -186,10 +158,7 @@ fn a_restart_interrupted_at_any_step_rolls_itself_back_on_the_old_port() {
         let status = child.wait().unwrap();
         let e = std::fs::read_to_string(&err).unwrap();
         assert!(!status.success(), "{point:?} {sig}: {e}");
-        assert!(
-            e.contains(&format!("interrupted by {sig}")),
-            "{point:?}: {e}"
-        );
+        assert!(e.contains(&format!("interrupted by {sig}")), "{point:?}: {e}");
         back_on(&t, s, port, &pending, &format!("{point:?} {sig}: {e}"));
         assert!(main_pid(&m, s) > 0);
     }

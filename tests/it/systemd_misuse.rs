@@ -17,9 +17,7 @@ fn unit_path(home: &Path, s: &str) -> PathBuf {
 
 /// The bytes a refusal must leave alone: config.json and the unit (`None`: absent or special).
 fn files(t: &TestContext, s: &str) -> Vec<Option<Vec<u8>>> {
-    let config = t
-        .home
-        .join(format!(".oysterun-stacks/{s}/host/config.json"));
+    let config = t.home.join(format!(".oysterun-stacks/{s}/host/config.json"));
     let unit = unit_path(&t.home, s);
     [config, unit]
         .iter()
@@ -70,10 +68,7 @@ fn install_no_start_says_the_unit_is_not_enabled_and_a_fifo_or_symlinked_unit_is
     let p = free_port().to_string();
     // --no-start writes the unit without enabling it: said so (launchd's "starts it at the next
     // login" would be false here).
-    let out = t
-        .run(["install", s, "--port", &p, "--no-start"])
-        .ok()
-        .stdout();
+    let out = t.run(["install", s, "--port", &p, "--no-start"]).ok().stdout();
     has_all(&out, &["not enabled, so nothing starts it at login"]);
     has_none(&out, &["launchd"]);
     assert_eq!(prop(&m, s, "UnitFileState"), "disabled");
@@ -83,11 +78,7 @@ fn install_no_start_says_the_unit_is_not_enabled_and_a_fifo_or_symlinked_unit_is
     std::fs::remove_file(&path).unwrap();
     nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
     let mut attempts = loading(s);
-    attempts.push(
-        ["agent", "regenerate", s, "--no-restart"]
-            .map(str::to_owned)
-            .to_vec(),
-    );
+    attempts.push(["agent", "regenerate", s, "--no-restart"].map(str::to_owned).to_vec());
     refused(&t, s, &attempts, "FIFO");
     let st = t.run(["status", s]).stdout();
     has_all(&st, &["is a FIFO (named pipe), not a regular file"]);
@@ -95,10 +86,7 @@ fn install_no_start_says_the_unit_is_not_enabled_and_a_fifo_or_symlinked_unit_is
     let c = crate::common::doctor_check(&doc, "unit");
     assert_eq!(c["status"], "fail", "{c}");
     assert!(c["detail"].to_string().contains("FIFO"), "{c}");
-    assert!(
-        !st.contains("stale"),
-        "regenerate, the stale line's fix, is refused: {st}"
-    );
+    assert!(!st.contains("stale"), "regenerate, the stale line's fix, is refused: {st}");
     assert!(std::os::unix::fs::FileTypeExt::is_fifo(
         &std::fs::symlink_metadata(&path).unwrap().file_type()
     ));
@@ -117,11 +105,7 @@ fn install_no_start_says_the_unit_is_not_enabled_and_a_fifo_or_symlinked_unit_is
         .collect();
     refused(&t, s, &stops, "would remove it");
     t.run(["stop", s, "--keep"]).ok();
-    assert_eq!(
-        std::fs::read_link(&path).unwrap(),
-        target,
-        "the link is kept"
-    );
+    assert_eq!(std::fs::read_link(&path).unwrap(), target, "the link is kept");
     assert_eq!(std::fs::read(&target).unwrap(), real);
     assert_ne!(prop(&m, s, "ActiveState"), "active");
 }
@@ -148,21 +132,12 @@ fn a_drop_in_that_overrides_the_environment_is_refused_and_the_host_keeps_runnin
         let mut attempts = loading(s);
         attempts.push(["restart", s].map(str::to_owned).to_vec());
         refused(&t, s, &attempts, "override.conf sets Environment=");
-        assert_eq!(
-            main_pid(&m, s),
-            pid,
-            "loaded={loaded}: the Host was touched"
-        );
+        assert_eq!(main_pid(&m, s), pid, "loaded={loaded}: the Host was touched");
         assert_eq!(get(port, "/health"), 200);
         let doc = t.run(["doctor", s, "--json"]).json();
         let c = crate::common::doctor_check(&doc, "drop-ins");
         assert_eq!(c["status"], "fail", "loaded={loaded}: {c}");
-        assert!(
-            c["detail"]
-                .to_string()
-                .contains("override.conf sets Environment="),
-            "{c}"
-        );
+        assert!(c["detail"].to_string().contains("override.conf sets Environment="), "{c}");
     }
     // A drop-in that leaves the environment alone is the user's business: the restart runs.
     std::fs::write(dir.join("override.conf"), "[Service]\nNice=5\n").unwrap();
@@ -231,19 +206,11 @@ fn root_without_oyster_systemctl_never_gets_a_user_unit() {
         vec!["install", s, "--port", &p, "--no-start", "--dry-run"],
         vec!["install", s, "--port", &p, "--wait", "8"],
     ] {
-        let out = t
-            .cmd()
-            .env_remove("OYSTER_SYSTEMCTL")
-            .args(&args)
-            .output()
-            .unwrap();
+        let out = t.cmd().env_remove("OYSTER_SYSTEMCTL").args(&args).output().unwrap();
         let e = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {e}");
         assert!(e.contains("a systemd user unit for root"), "{args:?}: {e}");
-        assert!(
-            !unit_path(&t.home, s).exists(),
-            "{args:?} wrote root's unit"
-        );
+        assert!(!unit_path(&t.home, s).exists(), "{args:?} wrote root's unit");
     }
 }
 
@@ -304,9 +271,7 @@ impl ReadOnly {
 
 impl Drop for ReadOnly {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("/bin/umount")
-            .arg(&self.0)
-            .status();
+        let _ = std::process::Command::new("/bin/umount").arg(&self.0).status();
     }
 }
 
@@ -325,18 +290,11 @@ fn a_unit_that_cannot_be_written_leaves_the_config_on_the_port_the_host_runs_on(
     let e = r.stderr();
     has_all(&e, &["Read-only file system"]);
     has_all(&e, &[&format!("config.json's port is {port} again")]);
-    let config = t
-        .home
-        .join(format!(".oysterun-stacks/{s}/host/config.json"));
+    let config = t.home.join(format!(".oysterun-stacks/{s}/host/config.json"));
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(config).unwrap()).unwrap();
-    assert_eq!(
-        doc["port"], port,
-        "config.json names the port the Host runs on"
-    );
+    assert_eq!(doc["port"], port, "config.json names the port the Host runs on");
     assert!(
-        !t.home
-            .join(format!(".oysterun-stacks/{s}/run/pending"))
-            .exists(),
+        !t.home.join(format!(".oysterun-stacks/{s}/run/pending")).exists(),
         "a receipt is left for a change that never reached systemd"
     );
     assert_eq!(main_pid(&m, s), pid);
@@ -348,9 +306,7 @@ fn a_unit_that_cannot_be_written_leaves_the_config_on_the_port_the_host_runs_on(
 /// The audit log's steps of `action` after its first `from` lines, as a dry run names them
 /// (`daemon-reload` then `start` is the one `load`).
 fn audited(t: &TestContext, s: &str, action: &str, from: usize) -> Vec<String> {
-    let log = t
-        .home
-        .join(format!(".oysterun-stacks/{s}/logs/service-control.jsonl"));
+    let log = t.home.join(format!(".oysterun-stacks/{s}/logs/service-control.jsonl"));
     std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
@@ -378,13 +334,7 @@ fn every_dry_run_changes_nothing_and_lists_what_the_run_then_does() {
     let s = "sddryall";
     let (_, _p) = installed(&t, s);
     let facts = |m: &crate::common::user_manager::UserManager| {
-        [
-            "MainPID",
-            "InvocationID",
-            "UnitFileState",
-            "NeedDaemonReload",
-        ]
-        .map(|k| prop(m, s, k))
+        ["MainPID", "InvocationID", "UnitFileState", "NeedDaemonReload"].map(|k| prop(m, s, k))
     };
     let before = (crate::bounded::snapshot(&t.home, true), facts(&m));
     let other = free_port().to_string();
@@ -413,9 +363,7 @@ fn every_dry_run_changes_nothing_and_lists_what_the_run_then_does() {
                 .collect();
         }
     }
-    let log = t
-        .home
-        .join(format!(".oysterun-stacks/{s}/logs/service-control.jsonl"));
+    let log = t.home.join(format!(".oysterun-stacks/{s}/logs/service-control.jsonl"));
     let from = std::fs::read_to_string(&log).unwrap().lines().count();
     verb(&t, &["restart"], s, &["--port", &other]).ok();
     assert_eq!(audited(&t, s, "restart", from), steps_of_restart);
@@ -428,17 +376,8 @@ fn a_provider_change_and_host_status_name_the_unit_not_a_direct_host_or_launchd(
     let s = "sdprov";
     let (_, _p) = installed(&t, s);
     let codex = t.fake_exe(&t.path("tools/codex"));
-    let out = t
-        .run([
-            "providers",
-            "set",
-            "codex",
-            codex.to_str().unwrap(),
-            "--stack",
-            s,
-        ])
-        .ok()
-        .stdout();
+    let out =
+        t.run(["providers", "set", "codex", codex.to_str().unwrap(), "--stack", s]).ok().stdout();
     has_all(&out, &["The Host still runs with the old environment"]);
     has_none(&out, &["directly started"]);
     // `host status` of the unit's Host: running, verified, owned by systemd (it said "not
@@ -454,8 +393,7 @@ fn a_provider_change_and_host_status_name_the_unit_not_a_direct_host_or_launchd(
         "the unit's Host predates the provider change: {doc}"
     );
     verb(&t, &["uninstall"], s, &[]).ok();
-    t.run(["status", s])
-        .stdout_has_all(&["installs the systemd unit alone"]);
+    t.run(["status", s]).stdout_has_all(&["installs the systemd unit alone"]);
 }
 
 #[test]
@@ -468,12 +406,7 @@ fn a_unit_whose_manager_does_not_answer_is_never_taken_for_a_direct_host() {
     // reach it. The unit's Host writes the pid file a directly started one writes.
     let gone = t.path("no-runtime-dir");
     let run = |args: &[&str]| {
-        let out = t
-            .cmd()
-            .env("XDG_RUNTIME_DIR", &gone)
-            .args(args)
-            .output()
-            .unwrap();
+        let out = t.cmd().env("XDG_RUNTIME_DIR", &gone).args(args).output().unwrap();
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -483,10 +416,7 @@ fn a_unit_whose_manager_does_not_answer_is_never_taken_for_a_direct_host() {
     let (_, out, _) = run(&["status", s, "--json"]);
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(doc["summary"], "unknown", "it said direct: {doc}");
-    assert!(
-        doc["notes"].to_string().contains("has a systemd unit"),
-        "{doc}"
-    );
+    assert!(doc["notes"].to_string().contains("has a systemd unit"), "{doc}");
     let (_, out, _) = run(&["doctor", s, "--json"]);
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
     let c = crate::common::doctor_check(&doc, "service manager");
@@ -526,13 +456,9 @@ fn a_home_with_quotes_percent_and_dollar_runs_the_whole_lifecycle() {
     verb(&t, &["restart"], s, &["--port", &o]).ok();
     assert_eq!(get(other, "/health"), 200);
     // The Host log is the unit's `append:` file: the one under this HOME.
-    let log = t
-        .home
-        .join(format!(".oysterun-stacks/{s}/logs/oysterun-host.log"));
+    let log = t.home.join(format!(".oysterun-stacks/{s}/logs/oysterun-host.log"));
     assert!(
-        std::fs::read_to_string(&log)
-            .unwrap()
-            .contains(&format!("listening on 127.0.0.1:{other}")),
+        std::fs::read_to_string(&log).unwrap().contains(&format!("listening on 127.0.0.1:{other}")),
         "{}",
         log.display()
     );
@@ -564,18 +490,11 @@ fn two_restarts_at_once_take_turns_and_leave_one_verified_host() {
     let (a, b) = (spawn(&["--port", &other]), spawn(&[]));
     for child in [a, b] {
         let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
     let other: u16 = other.parse().unwrap();
     assert_eq!(get(other, "/health"), 200);
-    assert!(
-        crate::common::http_get(port, "/health").is_none(),
-        "two Hosts"
-    );
+    assert!(crate::common::http_get(port, "/health").is_none(), "two Hosts");
     let st = t.run(["status", s, "--json"]).ok().json();
     assert_eq!(st["pid"], main_pid(&m, s), "{st}");
     verb(&t, &["uninstall"], s, &[]).ok();

@@ -53,18 +53,10 @@ impl TestContext {
     /// (`config sync`).
     pub fn with_three_stacks(third: &str) -> TestContext {
         let t = TestContext::with_claude();
-        t.run(args(&["agent", "install"]).port(free_port()).settle(200))
-            .ok();
-        t.run(
-            args(&["agent", "install"])
-                .stack("two")
-                .port(free_port())
-                .settle(200),
-        )
-        .ok();
+        t.run(args(&["agent", "install"]).port(free_port()).settle(200)).ok();
+        t.run(args(&["agent", "install"]).stack("two").port(free_port()).settle(200)).ok();
         t.run(["agent", "stop", "--stack", "two"]).ok();
-        t.run(args(&["config", "sync"]).stack(third).port(free_port()))
-            .ok();
+        t.run(args(&["config", "sync"]).stack(third).port(free_port())).ok();
         t
     }
 
@@ -88,8 +80,7 @@ impl TestContext {
         std::fs::write(&path, text).unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
         self.extra_env.retain(|(k, _)| k != var);
-        self.extra_env
-            .push((var.into(), path.display().to_string()));
+        self.extra_env.push((var.into(), path.display().to_string()));
         path
     }
 
@@ -101,16 +92,12 @@ impl TestContext {
     /// `install STACK --port P --settle-ms 200`, which must succeed: the verified Host of a
     /// context whose root and Node are pinned.
     pub fn install(&self, stack: &str, port: impl ToString) -> super::Run {
-        self.run(args(&["install", stack]).port(port).settle(200))
-            .ok()
+        self.run(args(&["install", stack]).port(port).settle(200)).ok()
     }
 
     /// Pins the machine's real Node through `OYSTERUN_NODE_BIN`.
     pub fn pin_node(&mut self) {
-        self.extra_env.push((
-            "OYSTERUN_NODE_BIN".into(),
-            real_node().display().to_string(),
-        ));
+        self.extra_env.push(("OYSTERUN_NODE_BIN".into(), real_node().display().to_string()));
     }
 
     /// A HOME with one custom stack, `name`, that has a config (and so exists) on a free port.
@@ -168,11 +155,7 @@ impl TestContext {
     #[track_caller]
     pub fn assert_no_stack(&self, name: &str, why: &str) {
         let dir = self.stack_dir(name);
-        assert!(
-            !dir.exists(),
-            "left {:?}; {why}",
-            super::tree(&dir).keys().collect::<Vec<_>>()
-        );
+        assert!(!dir.exists(), "left {:?}; {why}", super::tree(&dir).keys().collect::<Vec<_>>());
     }
 
     /// Points oyster at `<test dir>/<dir>` for its managed preferences
@@ -182,10 +165,7 @@ impl TestContext {
         let dir = self.path(dir);
         let file = dir.join("com.oysterun.oyster.plist");
         write_binary_plist(&file, plist::Value::Dictionary(settings));
-        self.extra_env.push((
-            "OYSTER_MANAGED_PREFERENCES_DIR".into(),
-            dir.display().to_string(),
-        ));
+        self.extra_env.push(("OYSTER_MANAGED_PREFERENCES_DIR".into(), dir.display().to_string()));
         file
     }
 }
@@ -204,10 +184,8 @@ impl TestContext {
         settings.insert("environment".into(), env.into());
         let profile = self.managed_preferences("managed", settings);
         let dir = profile.parent().unwrap().display().to_string();
-        self.extra_env.push((
-            "LAUNCHD_SIM_SETENV".into(),
-            format!("OYSTER_MANAGED_PREFERENCES_DIR={dir}"),
-        ));
+        self.extra_env
+            .push(("LAUNCHD_SIM_SETENV".into(), format!("OYSTER_MANAGED_PREFERENCES_DIR={dir}")));
         profile
     }
 }
@@ -225,10 +203,9 @@ impl TestContext {
         let hex: String = answer.iter().map(|b| format!("{b:02x}")).collect();
         let mut c = Command::new(python());
         c.arg(script).arg(hex).arg(BIN).args(args);
-        c.env_clear().env("HOME", &self.home).env(
-            "PATH",
-            std::env::join_paths(&self.path_dirs).unwrap_or_default(),
-        );
+        c.env_clear()
+            .env("HOME", &self.home)
+            .env("PATH", std::env::join_paths(&self.path_dirs).unwrap_or_default());
         if !self.extra_env.iter().any(|(k, _)| k == "OYSTER_LAUNCHCTL") {
             c.env("OYSTER_LAUNCHCTL", "none");
         }
@@ -255,13 +232,7 @@ impl TestContext {
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
     {
-        self.cmd()
-            .args(args)
-            .stdin(stdin)
-            .stdout(stdout)
-            .stderr(stderr)
-            .spawn()
-            .unwrap()
+        self.cmd().args(args).stdin(stdin).stdout(stdout).stderr(stderr).spawn().unwrap()
     }
 
     /// Runs oyster with `args` and `stdin` as its standard input: the finished run.
@@ -317,11 +288,7 @@ impl TestContext {
 /// Runs a [`TestContext::pty_cmd`], which must succeed: pty_drive's report.
 pub fn pty_report(c: &mut Command) -> serde_json::Value {
     let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "pty_drive failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "pty_drive failed: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -350,11 +317,7 @@ pub fn write_binary_plist(path: &std::path::Path, v: plist::Value) {
 pub fn recorder(path: &Path, log: &Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(
-        path,
-        format!("#!/bin/sh\necho \"$*\" >> '{}'\n", log.display()),
-    )
-    .unwrap();
+    std::fs::write(path, format!("#!/bin/sh\necho \"$*\" >> '{}'\n", log.display())).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
@@ -380,12 +343,6 @@ pub fn strip_ansi(line: &str) -> String {
 pub fn shown_width(line: &str) -> usize {
     strip_ansi(line)
         .chars()
-        .map(|c| {
-            if ('\u{4e00}'..='\u{9fff}').contains(&c) {
-                2
-            } else {
-                1
-            }
-        })
+        .map(|c| if ('\u{4e00}'..='\u{9fff}').contains(&c) { 2 } else { 1 })
         .sum()
 }

@@ -47,10 +47,7 @@ impl Args {
     }
     /// `--wait SECS --settle-ms MS`: how long verification waits and how long it must hold.
     pub fn wait(self, secs: u64, settle_ms: u64) -> Args {
-        self.arg("--wait")
-            .arg(secs.to_string())
-            .arg("--settle-ms")
-            .arg(settle_ms.to_string())
+        self.arg("--wait").arg(secs.to_string()).arg("--settle-ms").arg(settle_ms.to_string())
     }
 }
 
@@ -94,12 +91,7 @@ impl Stack {
         let mut t = TestContext::new();
         t.use_sim();
         let root = t.fixture_root("root");
-        Stack {
-            t,
-            root,
-            name,
-            port: free_port(),
-        }
+        Stack { t, root, name, port: free_port() }
     }
 
     /// [`Stack::new`], installed and verified (`agent install … --wait 10 --settle-ms 300`).
@@ -134,12 +126,7 @@ impl Stack {
         let mut t = TestContext::new();
         t.use_sim();
         let root = t.pin_host_env();
-        Stack {
-            t,
-            root,
-            name,
-            port: free_port(),
-        }
+        Stack { t, root, name, port: free_port() }
     }
 
     /// `agent VERB --stack NAME --root ROOT --node-bin NODE --port P --wait 10 --settle-ms 300`.
@@ -149,23 +136,15 @@ impl Stack {
 
     /// `WORDS --stack NAME --root ROOT --node-bin NODE --port P`.
     pub fn host_args(&self, words: &[&str]) -> Args {
-        args(words)
-            .stack(self.name)
-            .host(&self.root)
-            .port(self.port)
+        args(words).stack(self.name).host(&self.root).port(self.port)
     }
 
     pub fn status(&self) -> serde_json::Value {
-        self.t
-            .run(["agent", "status", "--json", "--stack", self.name])
-            .json()
+        self.t.run(["agent", "status", "--json", "--stack", self.name]).json()
     }
 
     pub fn plist(&self) -> PathBuf {
-        self.t.home.join(format!(
-            "Library/LaunchAgents/com.oysterun.host.{}.plist",
-            self.name
-        ))
+        self.t.home.join(format!("Library/LaunchAgents/com.oysterun.host.{}.plist", self.name))
     }
 }
 
@@ -226,9 +205,7 @@ impl Stack {
     /// The pid the simulator's `gui/<uid>` job runs, if any.
     pub fn launchd_pid(&self) -> Option<u32> {
         let out = self.t.sim(&["print", &self.target("gui")]).stdout();
-        out.lines()
-            .find_map(|l| l.trim().strip_prefix("pid = "))
-            .and_then(|p| p.parse().ok())
+        out.lines().find_map(|l| l.trim().strip_prefix("pid = ")).and_then(|p| p.parse().ok())
     }
 
     /// `~/.oysterun-stacks/NAME/run`: the Host's identity files and oyster's exec record.
