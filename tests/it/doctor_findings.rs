@@ -24,10 +24,7 @@ fn squatter(port: u16) -> std::process::Child {
 
 #[test]
 fn doctor_names_the_program_holding_a_stopped_stacks_port() {
-    let t = TestContext::with_pinned_host();
-    let port = free_port();
-    t.install("dev", port);
-    t.run(["stop", "dev"]).ok();
+    let (t, port) = TestContext::with_stopped("dev");
     t.wait_no_processes();
     let mut other = squatter(port);
     let doc = t.run(["doctor", "dev", "--json"]).json();

@@ -154,8 +154,7 @@ fn a_dual_stack_listener_is_recognised_as_the_hosts_own() {
 
 #[test]
 fn bootout_answering_36_means_keep_polling() {
-    let mut s = Stack::new("busy");
-    s.t.run(s.args("install")).ok();
+    let mut s = crate::common::Stack::installed("busy");
     s.t.extra_env.push(("LAUNCHD_SIM_BOOTOUT_IN_PROGRESS".into(), "1".into()));
     // A change (another port) forces bootout + bootstrap.
     s.port = free_port();

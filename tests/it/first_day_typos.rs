@@ -238,10 +238,7 @@ fn a_forced_node_or_root_that_does_not_work_is_the_profiles_not_a_flag_the_user_
 
 #[test]
 fn config_sync_port_of_a_stopped_host_does_not_say_it_still_runs() {
-    let t = TestContext::with_pinned_host();
-    let old = free_port();
-    t.install("snap", old);
-    t.run(["stop", "snap"]).ok();
+    let (t, old) = TestContext::with_stopped("snap");
     let new = free_port();
     let r = t.run(args(&["config", "sync", "snap"]).port(new)).ok();
     let out = r.stdout();

@@ -209,8 +209,7 @@ fn a_plist_owned_by_another_uid_is_refused_before_anything_is_written() {
 
 #[test]
 fn a_failed_restart_shows_only_what_this_attempt_logged_at_most_20_lines() {
-    let s = crate::common::Stack::new("tailx");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("tailx");
     // Days of earlier runs in the log: none of it is this attempt's cause.
     let log = s.t.home.join(".oysterun-stacks/tailx/logs/oysterun-host.log");
     let mut old = std::fs::read_to_string(&log).unwrap();
@@ -244,8 +243,7 @@ fn a_failed_restart_shows_only_what_this_attempt_logged_at_most_20_lines() {
 
 #[test]
 fn a_restart_whose_wait_ran_out_names_the_log_to_follow_and_a_longer_wait() {
-    let s = crate::common::Stack::new("waitx");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("waitx");
     // The new Host runs but never answers /health 200: the wait runs out.
     crate::common::TestContext::fixture_flag(&s.root, "unhealthy", "");
     let e = s.t.run(s.host_args(&["restart"]).wait(2, 200)).fails_with(1).stderr();
@@ -257,8 +255,7 @@ fn a_restart_whose_wait_ran_out_names_the_log_to_follow_and_a_longer_wait() {
 
 #[test]
 fn status_right_after_a_failed_restart_says_what_launchd_and_the_kernel_say_now() {
-    let s = crate::common::Stack::new("afterx");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("afterx");
     crate::common::TestContext::fixture_flag(&s.root, "crash-on-start", "");
     s.t.run(s.host_args(&["restart"]).wait(3, 200)).fails_with(1);
     // At once: never "running" for a pid the kernel no longer has, never "exited right
@@ -282,8 +279,7 @@ fn status_right_after_a_failed_restart_says_what_launchd_and_the_kernel_say_now(
 
 #[test]
 fn a_rolled_back_port_change_puts_config_jsons_port_back() {
-    let s = crate::common::Stack::new("portx");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("portx");
     let config = s.t.home.join(".oysterun-stacks/portx/host/config.json");
     let port_in_config = || {
         let doc: serde_json::Value =

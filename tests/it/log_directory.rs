@@ -5,7 +5,6 @@
 
 use std::path::Path;
 
-use crate::common::Stack;
 use crate::common::{has_all, has_none};
 
 /// Makes `dir` (which does not exist) something other than a directory, using `scratch`.
@@ -30,8 +29,7 @@ fn spoilers() -> Vec<(&'static str, Spoil)> {
 
 #[test]
 fn doctor_fails_a_log_directory_that_is_not_one_once_and_never_calls_it_writable() {
-    let s = Stack::new("logdir");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("logdir");
     let logs = s.t.home.join(".oysterun-stacks/logdir/logs");
     std::fs::rename(&logs, s.t.path("logs.kept")).unwrap();
     for (what, spoil) in spoilers() {
@@ -65,8 +63,7 @@ fn doctor_fails_a_log_directory_that_is_not_one_once_and_never_calls_it_writable
 
 #[test]
 fn a_log_directory_symlinked_to_a_directory_is_followed() {
-    let s = Stack::new("logln");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("logln");
     let logs = s.t.home.join(".oysterun-stacks/logln/logs");
     let real = s.t.path("elsewhere-logs");
     std::fs::rename(&logs, &real).unwrap();
@@ -89,8 +86,7 @@ fn a_log_directory_symlinked_to_a_directory_is_followed() {
 
 #[test]
 fn a_verb_that_only_stops_says_why_its_audit_line_was_not_written() {
-    let s = Stack::new("logstop");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("logstop");
     let logs = s.t.home.join(".oysterun-stacks/logstop/logs");
     std::fs::rename(&logs, s.t.path("logs.kept")).unwrap();
     std::fs::write(&logs, "x").unwrap();

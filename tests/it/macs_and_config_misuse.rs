@@ -207,9 +207,7 @@ fn a_failed_starts_log_tail_redacts_a_private_keys_body() {
 /// dropped as if cut — here the old Host's own last words, in a single-line attempt the cause.
 #[test]
 fn a_failed_restarts_log_tail_keeps_the_attempts_first_line() {
-    use crate::common::Stack;
-    let s = Stack::new("tail1");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("tail1");
     TestContext::fixture_flag(&s.root, "crash-on-start", "");
     let e = s.t.run(s.args("restart")).fails_with(1).stderr();
     let tail = &e[e.find("--- this attempt's last lines").expect(&e)..];

@@ -39,6 +39,16 @@ fn on_path(t: &mut TestContext, nodes: &[&Path]) {
 
 /// Only where no system node sits in the fallback directories (as on this Linux): there it
 /// would be a candidate after PATH.
+/// A HOME with the Host fixture at `<test dir>/root`, only where [`no_system_node`].
+fn without_system_node() -> Option<(TestContext, PathBuf)> {
+    if !no_system_node() {
+        return None;
+    }
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    Some((t, root))
+}
+
 fn no_system_node() -> bool {
     let none =
         !["/opt/homebrew/bin/node", "/usr/local/bin/node"].iter().any(|p| Path::new(p).exists());
@@ -98,11 +108,7 @@ fn the_first_node_new_enough_on_path_is_pinned_and_the_older_ones_before_it_are_
 
 #[test]
 fn a_directory_twice_on_path_asks_its_node_once() {
-    if !no_system_node() {
-        return;
-    }
-    let mut t = TestContext::new();
-    let root = t.fixture_root("root");
+    let Some((mut t, root)) = without_system_node() else { return };
     let old = fake_node(&t, "a", "v16.20.2");
     on_path(&mut t, &[&old, &old]);
     let e = t.run(print_args(&root)).fails_with(1).stderr();
@@ -112,11 +118,7 @@ fn a_directory_twice_on_path_asks_its_node_once() {
 
 #[test]
 fn only_older_nodes_found_exits_1_naming_each_as_no_node_found_does() {
-    if !no_system_node() {
-        return;
-    }
-    let mut t = TestContext::new();
-    let root = t.fixture_root("root");
+    let Some((mut t, root)) = without_system_node() else { return };
     let old = fake_node(&t, "a", "v18.19.0");
     let older = fake_node(&t, "b", "v16.20.2");
     on_path(&mut t, &[&old, &older]);

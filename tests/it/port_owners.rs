@@ -5,10 +5,7 @@ use crate::common::{self, free_port, TestContext};
 
 #[test]
 fn setup_on_the_port_of_a_stopped_stack_is_refused_naming_it() {
-    let t = TestContext::with_pinned_host();
-    let port = free_port();
-    t.install("dev", port);
-    t.run(["stop", "dev"]).ok();
+    let (t, port) = TestContext::with_stopped("dev");
     let before = common::tree(&t.home);
     let r =
         t.run(common::args(&["setup", "qa", "--no-install-providers"]).port(port)).fails_with(1);
@@ -56,10 +53,7 @@ fn production_on_another_port_is_warned_that_oysteruns_own_restart_assumes_8802(
 /// second Host there, so the stopped owner could not start again.
 #[test]
 fn config_sync_and_host_start_on_another_stacks_port_are_refused_naming_it() {
-    let t = TestContext::with_pinned_host();
-    let port = free_port();
-    t.install("dev", port);
-    t.run(["stop", "dev"]).ok();
+    let (t, port) = TestContext::with_stopped("dev");
     let qa_port = free_port();
     t.run(common::args(&["config", "sync"]).stack("qa").port(qa_port)).ok();
     let before = common::tree(&t.home);

@@ -45,8 +45,7 @@ fn bootstrap_foreign(s: &Stack, plist: &Path) {
 /// the old parser one such row made the whole listing unreadable and `list` asked per stack.
 #[test]
 fn list_reads_a_domain_listing_with_rows_it_did_not_expect() {
-    let s = Stack::new("rows");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("rows");
     let agent = foreign_plist(&s, "com.example.my agent");
     bootstrap_foreign(&s, &agent);
     let rows = "     704      -     UIKitApplication:com.apple.Preferences[704b][rb-legacy]\n\
@@ -293,8 +292,7 @@ fn a_host_in_the_background_session_is_said_to_have_no_login_keychain() {
 fn a_rollback_refused_with_a_named_cause_ends_with_that_causes_fix() {
     use std::os::unix::fs::PermissionsExt;
     use std::process::Stdio;
-    let mut s = Stack::new("rbfix");
-    s.t.run(s.args("install")).ok();
+    let mut s = crate::common::Stack::installed("rbfix");
     std::fs::write(s.root.join("host-service/unhealthy"), "").unwrap();
     s.port = crate::common::free_port();
     let log = s.t.path("regenerate.log");

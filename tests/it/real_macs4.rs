@@ -20,8 +20,7 @@ fn run_with(s: &Stack, env: &[(&str, &str)], args: &[String]) -> Run {
 /// `print`": the label is gone, so each succeeds. Before, each failed with "exited with 5".
 #[test]
 fn a_bootout_answered_5_for_a_label_going_away_is_decided_by_print() {
-    let mut s = Stack::new("bo5");
-    s.t.run(s.args("install")).ok();
+    let mut s = crate::common::Stack::installed("bo5");
     // The first bootout answers 36 (in progress) and goes on; the one issued again finds the
     // label draining, which newer macOS answers with 5.
     let race =
@@ -61,8 +60,7 @@ fn a_bootout_answered_5_for_a_label_going_away_is_decided_by_print() {
 /// second question in one run is not asked again. Before, each hung with the query.
 #[test]
 fn a_login_items_query_that_never_answers_is_unknown_after_three_seconds() {
-    let s = Stack::new("hang");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("hang");
     s.t.sim(&["login-item", &s.label(), "hang"]).ok();
     let timed = |args: &[&str]| {
         let t0 = std::time::Instant::now();
@@ -119,8 +117,7 @@ fn a_login_items_query_that_never_answers_is_unknown_after_three_seconds() {
 /// does not run is still refused before anything is touched, unless --ignore-login-items.
 #[test]
 fn switched_off_in_login_items_refuses_a_reload_only_of_a_host_that_does_not_run() {
-    let mut s = Stack::new("bgreload");
-    s.t.run(s.args("install")).ok();
+    let mut s = crate::common::Stack::installed("bgreload");
     s.t.sim(&["login-item", &s.label(), "off"]).ok();
     // It runs: noted, tried.
     s.port = crate::common::free_port();
@@ -328,8 +325,7 @@ fn the_hint_after_a_bare_5_keeps_launchctls_advice() {
 /// public addresses, nor without launchd. What a Mac really does is recorded by the macOS job.
 #[test]
 fn doctor_says_local_network_privacy_when_the_config_names_a_lan_address() {
-    let s = Stack::new("lan");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("lan");
     let config = s.stack_dir().join("host/config.json");
     let row = |s: &Stack| {
         let doc = s.t.run(["doctor", "--json", "--stack", s.name]).json();
@@ -386,8 +382,7 @@ fn queries(s: &Stack) -> Vec<u32> {
 #[test]
 fn an_interrupt_while_a_login_items_query_hangs_leaves_no_query_behind() {
     use std::os::unix::process::ExitStatusExt;
-    let s = Stack::new("hangint");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("hangint");
     s.t.sim(&["login-item", &s.label(), "hang"]).ok();
     s.t.run(["stop", "--stack", s.name]).ok();
     let runs = [

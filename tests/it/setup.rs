@@ -94,6 +94,16 @@ impl Setup {
         c.env("PTY_PASSWORD", "setup-test password");
         common::pty_report(&mut c)
     }
+
+    /// [`Setup::pty`] of `--no-start`, answering `answer`, which must complete (exit 0): what
+    /// the terminal showed.
+    fn completes(&self, answer: &[u8]) -> String {
+        let r = self.pty(answer, &["--no-start"]);
+        let output = r["output"].as_str().unwrap().to_owned();
+        assert_eq!(r["code"], 0, "{output}");
+        has_all(&output, &["Setup complete"]);
+        output
+    }
 }
 
 #[test]
@@ -143,10 +153,7 @@ fn every_way_of_saying_no_at_a_real_terminal_changes_nothing() {
 #[test]
 fn yes_at_the_terminal_installs_through_the_pinned_npm_and_continues() {
     let s = Setup::new(0);
-    let r = s.pty(b"y\r", &["--no-start"]);
-    let output = r["output"].as_str().unwrap();
-    assert_eq!(r["code"], 0, "{output}");
-    has_all(output, &["Setup complete"]);
+    let output = &s.completes(b"y\r");
     // npm's own output is streamed, indented (and dimmed on this terminal).
     has_all(output, &["    added 1 package: @openai/codex"]);
     has_all(output, &["\x1b[2m    added 1 package"]);
@@ -171,10 +178,7 @@ fn yes_at_the_terminal_installs_through_the_pinned_npm_and_continues() {
 #[test]
 fn skip_at_the_terminal_sets_the_host_up_without_installing_and_keeps_the_providers_auto() {
     let s = Setup::new(0);
-    let r = s.pty(b"s\r", &["--no-start"]);
-    let output = r["output"].as_str().unwrap();
-    assert_eq!(r["code"], 0, "{output}");
-    has_all(output, &["Setup complete"]);
+    let output = &s.completes(b"s\r");
     has_none(output, &[CANCELLED]);
     has_all(output, &["it stays auto"]);
     // The URL the Host will answer on, at the end.

@@ -6,12 +6,13 @@
 //! (before or after the real call) so the signal lands there; every process is signalled by
 //! its pid.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
+use crate::common::user_manager::UserManager;
 use crate::common::{free_port, get, TestContext};
 use crate::systemd_job::{main_pid, world};
 
@@ -108,15 +109,25 @@ fn back_on(t: &TestContext, s: &str, port: u16, pending: &Path, what: &str) {
     assert_eq!(get(port, "/health"), 200, "{what}: the old Host does not answer");
 }
 
-#[test]
-fn a_restart_killed_at_any_step_is_recovered_by_the_next_run_on_the_old_port() {
-    let Some((m, mut t)) = world() else { return };
+/// A world whose systemctl stalls where a test says, stack `s` installed then poisoned: the
+/// manager, the context, the stall's marker, the old port, the receipt's path and the file
+/// the interrupted run's stderr goes to.
+type Poisoned = (UserManager, TestContext, PathBuf, u16, PathBuf, PathBuf);
+
+fn poisoned_world(s: &str) -> Option<Poisoned> {
+    let (m, mut t) = world()?;
     let marker = t.path("stalled");
     stalling(&mut t, &marker);
-    let s = "sdkill";
     let port = installed_then_poisoned(&t, s);
     let pending = t.home.join(format!(".oysterun-stacks/{s}/run/pending"));
     let err = t.path("run.err");
+    Some((m, t, marker, port, pending, err))
+}
+
+#[test]
+fn a_restart_killed_at_any_step_is_recovered_by_the_next_run_on_the_old_port() {
+    let s = "sdkill";
+    let Some((m, t, marker, port, pending, err)) = poisoned_world(s) else { return };
     for point in POINTS {
         let (mut child, stalled) = stopped_at(&t, s, point, &marker, &err);
         send(child.id(), Signal::SIGKILL);
@@ -140,13 +151,8 @@ fn a_restart_killed_at_any_step_is_recovered_by_the_next_run_on_the_old_port() {
 
 #[test]
 fn a_restart_interrupted_at_any_step_rolls_itself_back_on_the_old_port() {
-    let Some((m, mut t)) = world() else { return };
-    let marker = t.path("stalled");
-    stalling(&mut t, &marker);
     let s = "sdterm";
-    let port = installed_then_poisoned(&t, s);
-    let pending = t.home.join(format!(".oysterun-stacks/{s}/run/pending"));
-    let err = t.path("run.err");
+    let Some((m, t, marker, port, pending, err)) = poisoned_world(s) else { return };
     for (i, point) in POINTS.into_iter().enumerate().filter(|(_, p)| p.is_some()) {
         // Ctrl-C reaches the whole foreground group (the stalled systemctl too); SIGTERM
         // only oyster (its systemctl is then killed by the test, as a deadline would).

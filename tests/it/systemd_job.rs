@@ -38,10 +38,24 @@ pub(crate) fn verb(t: &TestContext, words: &[&str], stack: &str, more: &[&str]) 
 
 /// `install STACK --port P` on a free port, verified: the port, and as text.
 pub(crate) fn installed(t: &TestContext, stack: &str) -> (u16, String) {
-    let port = free_port();
-    let p = port.to_string();
+    let (port, p) = free_port_text();
     verb(t, &["install"], stack, &["--port", &p]).ok();
     (port, p)
+}
+
+/// A free port, and as text.
+fn free_port_text() -> (u16, String) {
+    let port = free_port();
+    (port, port.to_string())
+}
+
+/// A world with stack `s` installed on a free port (see [`installed`]): the manager, the
+/// context, the port and the Host's pid.
+pub(crate) fn world_with(s: &str) -> Option<(UserManager, TestContext, u16, u32)> {
+    let (m, t) = world()?;
+    let (port, _) = installed(&t, s);
+    let pid = main_pid(&m, s);
+    Some((m, t, port, pid))
 }
 
 /// Gives stack `s` a provider whose directory poisons the Host's PATH: every new generation
@@ -61,8 +75,7 @@ pub(crate) fn poison(t: &TestContext, s: &str) {
 fn install_restart_stop_start_and_uninstall_under_the_user_manager() {
     let Some((m, t)) = world() else { return };
     let s = "sdlife";
-    let port = free_port();
-    let p = port.to_string();
+    let (port, p) = free_port_text();
     let r = verb(&t, &["install"], s, &["--port", &p, "-v"]).ok();
     r.stdout_has(&format!("Host verified: {} started", unit(s)));
     assert_eq!(t.run(["status", s, "--json"]).json()["env_proof"], "live");
@@ -125,10 +138,8 @@ fn install_restart_stop_start_and_uninstall_under_the_user_manager() {
 
 #[test]
 fn a_crashing_generation_is_rolled_back_to_the_last_good_unit() {
-    let Some((m, t)) = world() else { return };
     let s = "sdroll";
-    let (port, _p) = installed(&t, s);
-    let good = main_pid(&m, s);
+    let Some((m, t, port, good)) = world_with(s) else { return };
     let path = m.home.join(".config/systemd/user").join(unit(s));
     let good_unit = std::fs::read(&path).unwrap();
     poison(&t, s);
@@ -153,8 +164,7 @@ fn a_crashing_generation_is_rolled_back_to_the_last_good_unit() {
 fn dry_runs_list_the_systemd_steps_and_change_nothing() {
     let Some((m, t)) = world() else { return };
     let s = "sddry";
-    let port = free_port();
-    let p = port.to_string();
+    let (_, p) = free_port_text();
     let doc = t.run(["install", s, "--port", &p, "--dry-run", "--json"]).ok().json();
     assert_eq!(doc["manager"], "systemd", "{doc}");
     let steps = crate::common::column(&doc["steps"], "step");
@@ -226,8 +236,7 @@ fn status_and_restart_ask_systemd_few_times_and_doctor_names_the_unit_and_linger
 fn a_directly_started_host_moves_to_the_unit_on_install_and_host_start_is_refused_beside_it() {
     let Some((m, t)) = world() else { return };
     let s = "sdmove";
-    let port = free_port();
-    let p = port.to_string();
+    let (port, p) = free_port_text();
     // Without a manager (as before systemd): the direct Host.
     let mut direct = t.cmd();
     direct.env("OYSTER_SYSTEMCTL", "none");

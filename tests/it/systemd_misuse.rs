@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::bounded::bounded;
 use crate::common::{free_port, get, TestContext};
 use crate::common::{has_all, has_none};
-use crate::systemd_job::{installed, main_pid, prop, unit, verb, world};
+use crate::systemd_job::{installed, main_pid, prop, unit, verb, world, world_with};
 
 fn unit_path(home: &Path, s: &str) -> PathBuf {
     home.join(".config/systemd/user").join(unit(s))
@@ -112,10 +112,8 @@ fn install_no_start_says_the_unit_is_not_enabled_and_a_fifo_or_symlinked_unit_is
 
 #[test]
 fn a_drop_in_that_overrides_the_environment_is_refused_and_the_host_keeps_running() {
-    let Some((m, t)) = world() else { return };
     let s = "sddropin";
-    let (port, _p) = installed(&t, s);
-    let pid = main_pid(&m, s);
+    let Some((m, t, port, pid)) = world_with(s) else { return };
     let dir = PathBuf::from(format!("{}.d", unit_path(&t.home, s).display()));
     std::fs::create_dir_all(&dir).unwrap();
     let other = free_port();
@@ -277,10 +275,8 @@ impl Drop for ReadOnly {
 
 #[test]
 fn a_unit_that_cannot_be_written_leaves_the_config_on_the_port_the_host_runs_on() {
-    let Some((m, t)) = world() else { return };
     let s = "sdrofs";
-    let (port, _p) = installed(&t, s);
-    let pid = main_pid(&m, s);
+    let Some((m, t, port, pid)) = world_with(s) else { return };
     let Some(_ro) = ReadOnly::bind(unit_path(&t.home, s).parent().unwrap()) else {
         eprintln!("skipped: cannot bind-mount a read-only directory here (needs root)");
         return;

@@ -41,6 +41,16 @@ impl TestContext {
         self.path("root")
     }
 
+    /// [`TestContext::with_pinned_host`] with `stack` installed on a free port, then stopped:
+    /// the context and that port (nothing listens on it).
+    pub fn with_stopped(stack: &str) -> (TestContext, u16) {
+        let t = TestContext::with_pinned_host();
+        let port = free_port();
+        t.install(stack, port);
+        t.run(["stop", stack]).ok();
+        (t, port)
+    }
+
     /// [`TestContext::with_pinned_host`], and claude installed in ~/.local/bin.
     pub fn with_claude() -> TestContext {
         let t = TestContext::with_pinned_host();
