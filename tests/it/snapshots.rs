@@ -251,8 +251,6 @@ fn errors_of_a_fresh_home() {
         &[
             ("error_unsupported_provider", &["providers", "resolve", "gemini"], 2),
             ("error_invalid_stack_name", &["config", "sync", "--stack", "Bad_Name"], 2),
-            ("error_bad_port", &["config", "sync", "--port", "80000"], 2),
-            ("error_unknown_command", &["kil"], 2),
             (
                 "error_missing_root",
                 &[
@@ -269,6 +267,21 @@ fn errors_of_a_fresh_home() {
     );
     t.write_config("{\"claude_command\": \"/x\",\n  \"port\": 88");
     snaps(&t, &[], &[("error_corrupt_config", &["providers", "status"], 2)]);
+}
+
+/// A bad `--port` and an unknown subcommand: clap's errors, in oyster's words
+/// (docs/bad-input.md names this test).
+#[test]
+fn error_clap_bad_port_and_unknown_command() {
+    let t = TestContext::new();
+    snaps(
+        &t,
+        &[],
+        &[
+            ("error_bad_port", &["config", "sync", "--port", "80000"], 2),
+            ("error_unknown_command", &["kil"], 2),
+        ],
+    );
 }
 
 /// A `node` that only prints `version`.
