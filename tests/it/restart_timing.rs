@@ -94,10 +94,13 @@ fn restart_right_after_start_of_a_host_without_a_sigterm_handler_does_not_wait_o
 
 #[test]
 fn restart_of_an_older_host_starts_at_most_six_launchctl_processes() {
-    let r = Recorded::new();
+    let mut r = Recorded::new();
+    // ThrottleInterval's wait scaled from 10 s to 1 s, so the Host is older than it after
+    // 1.5 s instead of 10.5 (oyster reads launchd's state, not the Host's age).
+    r.t.scale_throttle("0.1");
     r.t.run(r.args("install")).ok();
-    // Older than its ThrottleInterval (10 s): launchd's KeepAlive respawns it at once.
-    std::thread::sleep(std::time::Duration::from_millis(10_500));
+    // Older than its ThrottleInterval: launchd's KeepAlive respawns it at once.
+    std::thread::sleep(std::time::Duration::from_millis(1_500));
     let (run, calls) = r.calls_of("restart");
     run.ok();
     eprintln!("restart of an older Host: {} launchctl starts", calls.len());
