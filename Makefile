@@ -7,10 +7,13 @@ build:
 	$(CARGO) build --workspace --locked
 
 ## Format check, clippy with warnings as errors, then every test in the workspace.
+## The integration tests mostly wait (a Host starting and settling, launchd's drain, a lock
+## held by another run), not compute, so they run TEST_THREADS at a time, more than the cores.
+TEST_THREADS ?= 8
 test:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
-	$(CARGO) test --workspace --locked
+	RUST_TEST_THREADS=$(TEST_THREADS) $(CARGO) test --workspace --locked
 
 ## `make test` as a newcomer's machine runs it: a clone of HEAD in a temp dir, an empty
 ## CARGO_HOME (no crate cached), no earlier build. See scripts/test-fresh.sh.

@@ -118,6 +118,9 @@ impl Daemon {
         if let Some(d) = ms("LAUNCHD_SIM_SPAWNING_MS") {
             self.jobs.values_mut().for_each(|j| j.spawning = d);
         }
+        if let Some(f) = job::throttle_scale(req.knobs.get("LAUNCHD_SIM_THROTTLE_SCALE")) {
+            self.jobs.values_mut().for_each(|j| j.throttle_scale = f);
+        }
         let args: Vec<&str> = req.args.iter().map(String::as_str).collect();
         match args.as_slice() {
             ["bootstrap", domain, plist] => self.bootstrap(domain, plist, req),
@@ -219,6 +222,9 @@ impl Daemon {
                 .unwrap_or(job::DEFAULT_SPAWNING_MS),
         );
         let mut job = Job::new(def, d.name(), exit_timeout, exit_notice, spawning);
+        // The factor on ThrottleInterval's wait, taken at load time.
+        job.throttle_scale =
+            job::throttle_scale(req.knobs.get("LAUNCHD_SIM_THROTTLE_SCALE")).unwrap_or(1.0);
         job.setenv = pairs(req, "LAUNCHD_SIM_SETENV");
         if job.def.run_at_load {
             job.spawn(&self.home, &self.user, &self.shell);

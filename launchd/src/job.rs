@@ -33,6 +33,14 @@ pub const DEFAULT_EXIT_NOTICE_MS: u64 = 150;
 /// says otherwise.
 pub const DEFAULT_SPAWNING_MS: u64 = 50;
 
+/// `LAUNCHD_SIM_THROTTLE_SCALE=F`: the factor on every ThrottleInterval wait (a finite number,
+/// 0 or more; `0.1` makes launchd's 10 s one second). `print` still shows the definition's
+/// interval: only the wait is scaled, so tests need not sit through it.
+pub fn throttle_scale(knob: Option<&String>) -> Option<f64> {
+    knob.and_then(|v| v.parse::<f64>().ok())
+        .filter(|f| f.is_finite() && *f >= 0.0)
+}
+
 /// The job definition as captured from the plist at bootstrap.
 #[derive(Debug, Clone)]
 pub struct Definition {
@@ -194,6 +202,8 @@ pub struct Job {
     pub exit_notice: Duration,
     /// How long a new instance stays in `state = xpcproxy`.
     pub spawning: Duration,
+    /// The factor on ThrottleInterval's wait (`LAUNCHD_SIM_THROTTLE_SCALE`; 1: launchd's).
+    pub throttle_scale: f64,
     pub started_at: Option<Instant>,
     pub runs: u32,
     pub last_exit: LastExit,
@@ -235,6 +245,7 @@ impl Job {
             unnoticed: None,
             exit_notice,
             spawning,
+            throttle_scale: 1.0,
             started_at: None,
             runs: 0,
             last_exit: LastExit::Never,
@@ -432,7 +443,7 @@ impl Job {
         }
         if self.def.keep_alive {
             let ran = self.started_at.map_or(Duration::ZERO, |t| t.elapsed());
-            let min = Duration::from_secs(self.def.throttle_interval);
+            let min = Duration::from_secs(self.def.throttle_interval).mul_f64(self.throttle_scale);
             self.next_spawn = Some(Instant::now() + min.saturating_sub(ran));
         }
     }

@@ -104,11 +104,7 @@ impl Sim {
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         text.lines()
             .filter(|l| l.starts_with('\t') && !l.starts_with("\t\t"))
-            .find_map(|l| {
-                l.trim()
-                    .strip_prefix(&format!("{key} = "))
-                    .map(str::to_owned)
-            })
+            .find_map(|l| l.trim().strip_prefix(&format!("{key} = ")).map(str::to_owned))
     }
     /// `Bootstrap failed: 5: …`, with launchctl's hint to retry as root when the caller is not
     /// root (the simulator's `LAUNCHD_SIM_EUID` pretends).
@@ -120,20 +116,14 @@ impl Sim {
             .find(|(k, _)| k == "LAUNCHD_SIM_EUID")
             .and_then(|(_, v)| v.parse::<u32>().ok())
             .unwrap_or_else(|| nix::unistd::geteuid().as_raw());
-        let hint = if euid == 0 {
-            ""
-        } else {
-            "Try re-running the command as root for richer errors.\n"
-        };
+        let hint =
+            if euid == 0 { "" } else { "Try re-running the command as root for richer errors.\n" };
         format!("Bootstrap failed: 5: Input/output error\n{hint}")
     }
     fn wait_for(&self, what: &str, mut f: impl FnMut() -> bool) {
         let t0 = Instant::now();
         while !f() {
-            assert!(
-                t0.elapsed() < Duration::from_secs(15),
-                "timed out waiting for {what}"
-            );
+            assert!(t0.elapsed() < Duration::from_secs(15), "timed out waiting for {what}");
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -214,12 +204,7 @@ fn process_env(pid: u32) -> Option<Vec<String>> {
     if matches!(p.status(), ProcessStatus::Zombie | ProcessStatus::Dead) {
         return None;
     }
-    Some(
-        p.environ()
-            .iter()
-            .map(|kv| kv.to_string_lossy().into_owned())
-            .collect(),
-    )
+    Some(p.environ().iter().map(|kv| kv.to_string_lossy().into_owned()).collect())
 }
 
 fn alive(pid: u32) -> bool {
@@ -247,11 +232,7 @@ fn environ(home: &Path, pid: u32) -> Vec<String> {
     while !dump.exists() && t0.elapsed() < Duration::from_secs(2) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    std::fs::read_to_string(dump)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    std::fs::read_to_string(dump).unwrap_or_default().lines().map(str::to_owned).collect()
 }
 
 const LOOP: &str = "while :; do sleep 0.05; done";
@@ -266,10 +247,8 @@ const ENV_LOOP: &str = "/usr/bin/env > '@DUMP@/env.'$$; while :; do sleep 0.05; 
 fn unloaded_labels_answer_113_3_and_5() {
     let s = Sim::new();
     // Two lines, "Bad request." first (toss-agent-runtime#40), for print and kickstart.
-    let missing = format!(
-        "Bad request.\nCould not find service \"x.y\" in domain for user gui: {}\n",
-        s.uid
-    );
+    let missing =
+        format!("Bad request.\nCould not find service \"x.y\" in domain for user gui: {}\n", s.uid);
     for args in [vec!["print"], vec!["kickstart"], vec!["kickstart", "-k"]] {
         let mut args = args;
         let target = s.target("x.y");
@@ -280,40 +259,25 @@ fn unloaded_labels_answer_113_3_and_5() {
     let o = s.run(&["print", &format!("{}/x.y", s.user())]);
     assert_eq!(
         stderr(&o),
-        format!(
-            "Bad request.\nCould not find service \"x.y\" in domain for uid: {}\n",
-            s.uid
-        )
+        format!("Bad request.\nCould not find service \"x.y\" in domain for uid: {}\n", s.uid)
     );
     let o = s.run(&["bootout", &s.target("x.y")]);
     // Newer macOS may answer 5 instead (jdx/mise#10965, issue 39 item 3): against the real
     // launchctl either is recorded, never a failure here.
     if real() && code(&o) == 5 {
-        eprintln!(
-            "bootout of an unloaded label answered 5 here: {}",
-            stderr(&o)
-        );
+        eprintln!("bootout of an unloaded label answered 5 here: {}", stderr(&o));
     } else {
-        assert_eq!(
-            (code(&o), stderr(&o).as_str()),
-            (3, "Boot-out failed: 3: No such process\n")
-        );
+        assert_eq!((code(&o), stderr(&o).as_str()), (3, "Boot-out failed: 3: No such process\n"));
     }
     // The plist form answers 113 for an unloaded label (nix-installer#520), 2 for no file.
     let p = s.plist("x.y", LOOP, "");
     let o = s.run(&["bootout", &s.gui(), p.to_str().unwrap()]);
     if real() && code(&o) == 5 {
-        eprintln!(
-            "plist-form bootout of an unloaded label answered 5 here: {}",
-            stderr(&o)
-        );
+        eprintln!("plist-form bootout of an unloaded label answered 5 here: {}", stderr(&o));
     } else {
         assert_eq!(
             (code(&o), stderr(&o).as_str()),
-            (
-                113,
-                "Boot-out failed: 113: Could not find specified service\n"
-            )
+            (113, "Boot-out failed: 113: Could not find specified service\n")
         );
     }
     let gone = s.home().join("gone.plist");
@@ -338,19 +302,11 @@ fn bootstrap_print_layout_and_already_loaded() {
     let s = Sim::new();
     let p = s.plist("a.b", LOOP, "<key>KeepAlive</key><true/>\n");
     let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
-    assert_eq!(
-        (code(&o), stdout(&o).as_str(), stderr(&o).as_str()),
-        (0, "", "")
-    );
-    s.wait_for("running (past xpcproxy)", || {
-        s.field("a.b", "state").as_deref() == Some("running")
-    });
+    assert_eq!((code(&o), stdout(&o).as_str(), stderr(&o).as_str()), (0, "", ""));
+    s.wait_for("running (past xpcproxy)", || s.field("a.b", "state").as_deref() == Some("running"));
     let o = s.run(&["print", &s.target("a.b")]);
     let text = stdout(&o);
-    assert!(
-        text.starts_with(&format!("{} = {{\n", s.target("a.b"))),
-        "{text}"
-    );
+    assert!(text.starts_with(&format!("{} = {{\n", s.target("a.b"))), "{text}");
     assert!(text.ends_with("}\n"));
     for line in [
         "\ttype = LaunchAgent\n",
@@ -371,10 +327,7 @@ fn bootstrap_print_layout_and_already_loaded() {
     }
     let mut s = s;
     s.env.push(("LAUNCHD_SIM_BUSY_CODE".into(), "37".into()));
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        37
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 37);
 }
 
 #[test]
@@ -385,45 +338,27 @@ fn the_job_gets_launchds_environment_not_the_callers() {
         ENV_LOOP,
         "<key>EnvironmentVariables</key><dict><key>FOO</key><string>$HOME/x</string></dict>\n",
     );
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
     let pid: u32 = s.field("env.t", "pid").unwrap().parse().unwrap();
     let env = environ(&s.home(), pid);
-    assert!(
-        env.contains(&"PATH=/usr/bin:/bin:/usr/sbin:/sbin".to_string()),
-        "{env:?}"
-    );
+    assert!(env.contains(&"PATH=/usr/bin:/bin:/usr/sbin:/sbin".to_string()), "{env:?}");
     assert!(env.contains(&"XPC_SERVICE_NAME=env.t".to_string()));
-    assert!(
-        env.contains(&"FOO=$HOME/x".to_string()),
-        "no expansion: {env:?}"
-    );
+    assert!(env.contains(&"FOO=$HOME/x".to_string()), "no expansion: {env:?}");
     // The simulator gives the jobs its caller's HOME; launchd the user's home directory.
     let home = if real() {
-        nix::unistd::User::from_uid(nix::unistd::getuid())
-            .unwrap()
-            .unwrap()
-            .dir
+        nix::unistd::User::from_uid(nix::unistd::getuid()).unwrap().unwrap().dir
     } else {
         s.home()
     };
     assert!(env.contains(&format!("HOME={}", home.display())), "{env:?}");
-    assert!(
-        !env.iter().any(|kv| kv.contains("CALLER_SECRET")),
-        "{env:?}"
-    );
+    assert!(!env.iter().any(|kv| kv.contains("CALLER_SECRET")), "{env:?}");
     // The plist's PATH overrides the default.
     let q = s.plist(
         "env.u",
         ENV_LOOP,
         "<key>EnvironmentVariables</key><dict><key>PATH</key><string>/opt/x:/bin</string></dict>\n",
     );
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), q.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), q.to_str().unwrap()])), 0);
     let pid: u32 = s.field("env.u", "pid").unwrap().parse().unwrap();
     assert!(environ(&s.home(), pid).contains(&"PATH=/opt/x:/bin".to_string()));
 }
@@ -436,10 +371,7 @@ fn kickstart_never_rereads_the_plist() {
         ENV_LOOP,
         "<key>EnvironmentVariables</key><dict><key>GEN</key><string>one</string></dict>\n",
     );
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
     let old: u32 = s.field("stale.t", "pid").unwrap().parse().unwrap();
     s.plist(
         "stale.t",
@@ -456,13 +388,8 @@ fn kickstart_never_rereads_the_plist() {
     );
     // Only bootout + bootstrap picks up the edit.
     assert_eq!(code(&s.run(&["bootout", &s.target("stale.t")])), 0);
-    s.wait_for("drain", || {
-        code(&s.run(&["print", &s.target("stale.t")])) == 113
-    });
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
+    s.wait_for("drain", || code(&s.run(&["print", &s.target("stale.t")])) == 113);
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
     let pid: u32 = s.field("stale.t", "pid").unwrap().parse().unwrap();
     assert!(environ(&s.home(), pid).contains(&"GEN=two".to_string()));
 }
@@ -473,35 +400,20 @@ fn bootout_returns_before_the_process_is_gone_and_the_label_lingers() {
     s.env.push(("LAUNCHD_SIM_DRAIN_MS".into(), "300".into()));
     let slow = "trap 'sleep 1; exit 0' TERM; while :; do sleep 0.05; done";
     let p = s.plist("drain.t", slow, "<key>KeepAlive</key><true/>\n");
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
     std::thread::sleep(Duration::from_millis(100));
     let pid: u32 = s.field("drain.t", "pid").unwrap().parse().unwrap();
     let t0 = Instant::now();
     assert_eq!(code(&s.run(&["bootout", &s.target("drain.t")])), 0);
-    assert!(
-        t0.elapsed() < Duration::from_millis(900),
-        "bootout waited for the process"
-    );
+    assert!(t0.elapsed() < Duration::from_millis(900), "bootout waited for the process");
     assert!(alive(pid), "still alive right after bootout");
     assert_eq!(s.field("drain.t", "state").as_deref(), Some("SIGTERMed"));
     let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
     assert_eq!(code(&o), 5, "bootstrap while draining fails with 5");
-    assert_eq!(
-        code(&s.run(&["bootout", &s.target("drain.t")])),
-        3,
-        "already booting out"
-    );
-    s.wait_for("label gone", || {
-        code(&s.run(&["print", &s.target("drain.t")])) == 113
-    });
+    assert_eq!(code(&s.run(&["bootout", &s.target("drain.t")])), 3, "already booting out");
+    s.wait_for("label gone", || code(&s.run(&["print", &s.target("drain.t")])) == 113);
     assert!(t0.elapsed() >= Duration::from_millis(1000));
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
 }
 
 #[test]
@@ -523,20 +435,15 @@ fn disabled_labels_fail_bootstrap_until_enabled() {
         assert_eq!(code(&s.run(&["enable", &s.target("dis.t")])), 0);
         return;
     }
-    s.env
-        .push(("LAUNCHD_SIM_DISABLED_CODE".into(), "119".into()));
+    s.env.push(("LAUNCHD_SIM_DISABLED_CODE".into(), "119".into()));
     let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
     assert_eq!(
         (code(&o), stderr(&o).as_str()),
         (119, "Bootstrap failed: 119: Service is disabled\n")
     );
     assert_eq!(code(&s.run(&["enable", &s.target("dis.t")])), 0);
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
-    s.env
-        .push(("LAUNCHD_SIM_PRINT_DISABLED_STYLE".into(), "bool".into()));
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
+    s.env.push(("LAUNCHD_SIM_PRINT_DISABLED_STYLE".into(), "bool".into()));
     assert!(stdout(&s.run(&["print-disabled", &s.gui()])).contains("\"dis.t\" => false"));
 }
 
@@ -549,75 +456,38 @@ fn keepalive_respawns_after_the_throttle_interval() {
         "<key>KeepAlive</key><true/>\n<key>ThrottleInterval</key><integer>1</integer>\n",
     );
     let t0 = Instant::now();
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
-    s.wait_for("first exit", || {
-        s.field("crash.t", "last exit code").as_deref() == Some("3")
-    });
-    assert_eq!(
-        s.field("crash.t", "state").as_deref(),
-        Some("spawn scheduled")
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
+    s.wait_for("first exit", || s.field("crash.t", "last exit code").as_deref() == Some("3"));
+    assert_eq!(s.field("crash.t", "state").as_deref(), Some("spawn scheduled"));
     assert!(s.field("crash.t", "successive crashes").is_some());
     s.wait_for("respawn", || {
-        s.field("crash.t", "runs")
-            .and_then(|r| r.parse::<u32>().ok())
-            >= Some(3)
+        s.field("crash.t", "runs").and_then(|r| r.parse::<u32>().ok()) >= Some(3)
     });
-    assert!(
-        t0.elapsed() >= Duration::from_millis(1900),
-        "throttled to one run a second"
-    );
+    assert!(t0.elapsed() >= Duration::from_millis(1900), "throttled to one run a second");
 }
 
 #[test]
 fn unusable_paths_end_as_ex_config_and_bad_plists_are_refused() {
     let s = Sim::new();
-    let p = s.plist(
-        "cfg.t",
-        LOOP,
-        "<key>WorkingDirectory</key><string>/nonexistent/dir</string>\n",
-    );
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
-    assert_eq!(
-        s.field("cfg.t", "last exit code").as_deref(),
-        Some("78: EX_CONFIG")
-    );
+    let p =
+        s.plist("cfg.t", LOOP, "<key>WorkingDirectory</key><string>/nonexistent/dir</string>\n");
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
+    assert_eq!(s.field("cfg.t", "last exit code").as_deref(), Some("78: EX_CONFIG"));
     let q = s.plist(
         "log.t",
         LOOP,
         "<key>StandardOutPath</key><string>/nonexistent/dir/out.log</string>\n",
     );
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), q.to_str().unwrap()])),
-        0
-    );
-    assert_eq!(
-        s.field("log.t", "last exit code").as_deref(),
-        Some("78: EX_CONFIG")
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), q.to_str().unwrap()])), 0);
+    assert_eq!(s.field("log.t", "last exit code").as_deref(), Some("78: EX_CONFIG"));
     let w = s.plist("mode.t", LOOP, "");
     std::fs::set_permissions(&w, std::fs::Permissions::from_mode(0o666)).unwrap();
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), w.to_str().unwrap()])),
-        122
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), w.to_str().unwrap()])), 122);
     let missing = s.home().join("nope.plist");
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), missing.to_str().unwrap()])),
-        2
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), missing.to_str().unwrap()])), 2);
     let junk = s.home().join("junk.plist");
     std::fs::write(&junk, "not a plist").unwrap();
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), junk.to_str().unwrap()])),
-        5
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), junk.to_str().unwrap()])), 5);
 }
 
 #[test]
@@ -632,14 +502,10 @@ fn no_gui_domain_and_injected_failures() {
     let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
     assert_eq!(
         (code(&o), stderr(&o).as_str()),
-        (
-            125,
-            "Bootstrap failed: 125: Domain does not support specified action\n"
-        )
+        (125, "Bootstrap failed: 125: Domain does not support specified action\n")
     );
     let user = format!("user/{}", s.uid);
-    s.env
-        .push(("LAUNCHD_SIM_FAIL_BOOTSTRAP".into(), "5:2".into()));
+    s.env.push(("LAUNCHD_SIM_FAIL_BOOTSTRAP".into(), "5:2".into()));
     assert_eq!(code(&s.run(&["bootstrap", &user, p.to_str().unwrap()])), 5);
     assert_eq!(code(&s.run(&["bootstrap", &user, p.to_str().unwrap()])), 5);
     assert_eq!(code(&s.run(&["bootstrap", &user, p.to_str().unwrap()])), 0);
@@ -653,16 +519,9 @@ fn the_daemon_exits_once_nothing_is_loaded() {
     }
     let s = Sim::new();
     let p = s.plist("idle.t", LOOP, "");
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
     let pidfile = s.dir.path().join("state/daemon.pid");
-    let daemon: u32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let daemon: u32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
     let job: u32 = s.field("idle.t", "pid").unwrap().parse().unwrap();
     assert_eq!(code(&s.run(&["bootout", &s.target("idle.t")])), 0);
     s.wait_for("daemon exit", || !pidfile.exists());
@@ -676,24 +535,12 @@ fn session_types_decide_where_a_plist_loads_and_domains_are_separate() {
     let aqua = s.plist("aqua.t", LOOP, "");
     let o = s.run(&["bootstrap", &s.user(), aqua.to_str().unwrap()]);
     assert_eq!((code(&o), stderr(&o)), (5, s.bootstrap5()));
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), aqua.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), aqua.to_str().unwrap()])), 0);
     // A string naming Background loads in user/<uid> only.
-    let bg = s.plist(
-        "bg.t",
-        LOOP,
-        "<key>LimitLoadToSessionType</key><string>Background</string>\n",
-    );
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), bg.to_str().unwrap()])),
-        5
-    );
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.user(), bg.to_str().unwrap()])),
-        0
-    );
+    let bg =
+        s.plist("bg.t", LOOP, "<key>LimitLoadToSessionType</key><string>Background</string>\n");
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), bg.to_str().unwrap()])), 5);
+    assert_eq!(code(&s.run(&["bootstrap", &s.user(), bg.to_str().unwrap()])), 0);
     // Loaded in user/<uid> is not visible in gui/<uid>.
     assert_eq!(code(&s.run(&["print", &format!("{}/bg.t", s.user())])), 0);
     assert_eq!(code(&s.run(&["print", &s.target("bg.t")])), 113);
@@ -701,11 +548,7 @@ fn session_types_decide_where_a_plist_loads_and_domains_are_separate() {
     // An array with both loads in both; each domain has its own instance.
     let both = s.plist("both.t", LOOP, BOTH_SESSIONS);
     for domain in [s.gui(), s.user()] {
-        assert_eq!(
-            code(&s.run(&["bootstrap", &domain, both.to_str().unwrap()])),
-            0,
-            "{domain}"
-        );
+        assert_eq!(code(&s.run(&["bootstrap", &domain, both.to_str().unwrap()])), 0, "{domain}");
     }
     let gui_pid = s.field("both.t", "pid").unwrap();
     let out = stdout(&s.run(&["print", &format!("{}/both.t", s.user())]));
@@ -715,15 +558,11 @@ fn session_types_decide_where_a_plist_loads_and_domains_are_separate() {
     if sim_only("LAUNCHD_SIM_SESSION_CODE") {
         return;
     }
-    s.env
-        .push(("LAUNCHD_SIM_SESSION_CODE".into(), "125".into()));
+    s.env.push(("LAUNCHD_SIM_SESSION_CODE".into(), "125".into()));
     let o = s.run(&["bootstrap", &s.user(), aqua.to_str().unwrap()]);
     assert_eq!(
         (code(&o), stderr(&o).as_str()),
-        (
-            125,
-            "Bootstrap failed: 125: Domain does not support specified action\n"
-        )
+        (125, "Bootstrap failed: 125: Domain does not support specified action\n")
     );
 }
 
@@ -737,26 +576,15 @@ fn a_signal_death_prints_the_signal_instead_of_the_exit_code() {
         "[ -e \"$HOME/once\" ] &amp;&amp; exec sleep 30; touch \"$HOME/once\"; sleep 0.2; kill -TERM $$; sleep 5",
         "<key>KeepAlive</key><true/>\n<key>ThrottleInterval</key><integer>2</integer>\n",
     );
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
-    s.wait_for("the signal death", || {
-        s.field("sig.t", "last terminating signal").is_some()
-    });
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
+    s.wait_for("the signal death", || s.field("sig.t", "last terminating signal").is_some());
     let text = stdout(&s.run(&["print", &s.target("sig.t")]));
-    assert!(
-        text.contains("\tlast terminating signal = Terminated: 15\n"),
-        "{text}"
-    );
+    assert!(text.contains("\tlast terminating signal = Terminated: 15\n"), "{text}");
     assert!(!text.contains("last exit code"), "instead of: {text}");
     assert!(text.contains("\tstate = spawn scheduled\n"), "{text}");
     assert!(text.contains("\tsuccessive crashes = 1\n"), "{text}");
     assert!(text.contains("\truns = 1\n"), "{text}");
-    assert!(
-        !text.contains("\tpid = "),
-        "no pid while not running: {text}"
-    );
+    assert!(!text.contains("\tpid = "), "no pid while not running: {text}");
     s.wait_for("the respawn", || {
         s.field("sig.t", "runs").as_deref() == Some("2") && s.field("sig.t", "pid").is_some()
     });
@@ -773,10 +601,7 @@ const TERM_NOTED: &str =
 fn kickstart_is_37_on_a_running_job_and_k_kills_with_sigkill() {
     let mut s = Sim::new();
     let p = s.plist("ks.t", TERM_NOTED, "<key>KeepAlive</key><true/>\n");
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
     let old: u32 = s.field("ks.t", "pid").unwrap().parse().unwrap();
     // Without -k on a running job: EALREADY, no message, nothing restarted.
     for flags in [&[][..], &["-p"][..]] {
@@ -785,11 +610,7 @@ fn kickstart_is_37_on_a_running_job_and_k_kills_with_sigkill() {
         let target = s.target("ks.t");
         args.push(&target);
         let o = s.run(&args);
-        assert_eq!(
-            (code(&o), stdout(&o).as_str(), stderr(&o).as_str()),
-            (37, "", ""),
-            "{args:?}"
-        );
+        assert_eq!((code(&o), stdout(&o).as_str(), stderr(&o).as_str()), (37, "", ""), "{args:?}");
     }
     assert_eq!(s.field("ks.t", "pid"), Some(old.to_string()));
     // -k: SIGKILL, so the TERM trap never runs; a new instance starts at once.
@@ -797,28 +618,18 @@ fn kickstart_is_37_on_a_running_job_and_k_kills_with_sigkill() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let new: u32 = stdout(&o).trim().parse().expect("bare pid on a pipe");
     assert_ne!(old, new);
-    assert!(
-        !alive(old),
-        "the old instance is gone when kickstart returns"
-    );
+    assert!(!alive(old), "the old instance is gone when kickstart returns");
     let text = stdout(&s.run(&["print", &s.target("ks.t")]));
-    assert!(
-        text.contains("\tlast terminating signal = Killed: 9\n"),
-        "{text}"
-    );
+    assert!(text.contains("\tlast terminating signal = Killed: 9\n"), "{text}");
     assert!(!text.contains("last exit code"), "{text}");
     assert!(text.contains(&format!("\tpid = {new}\n")), "{text}");
     std::thread::sleep(Duration::from_millis(200));
-    assert!(
-        !s.home().join("got-term").exists(),
-        "-k must not send SIGTERM first"
-    );
+    assert!(!s.home().join("got-term").exists(), "-k must not send SIGTERM first");
     // The older reading (exit 0, the running pid) stays available as a knob.
     if sim_only("LAUNCHD_SIM_KICKSTART_RUNNING") {
         return;
     }
-    s.env
-        .push(("LAUNCHD_SIM_KICKSTART_RUNNING".into(), "0".into()));
+    s.env.push(("LAUNCHD_SIM_KICKSTART_RUNNING".into(), "0".into()));
     let o = s.run(&["kickstart", "-p", &s.target("ks.t")]);
     assert_eq!((code(&o), stdout(&o)), (0, format!("{new}\n")));
 }
@@ -827,10 +638,7 @@ fn kickstart_is_37_on_a_running_job_and_k_kills_with_sigkill() {
 fn kill_signals_the_instance_and_keepalive_respawns_it_after_the_throttle() {
     let s = Sim::new();
     let target = s.target("kill.t");
-    let missing = format!(
-        "Could not find service \"kill.t\" in domain for user gui: {}\n",
-        s.uid
-    );
+    let missing = format!("Could not find service \"kill.t\" in domain for user gui: {}\n", s.uid);
     // Not loaded (no daemon yet): 113.
     let o = s.run(&["kill", "SIGTERM", &target]);
     assert_eq!((code(&o), stderr(&o)), (113, missing.clone()));
@@ -841,10 +649,7 @@ fn kill_signals_the_instance_and_keepalive_respawns_it_after_the_throttle() {
         TERM_NOTED,
         "<key>KeepAlive</key><true/>\n<key>ThrottleInterval</key><integer>2</integer>\n",
     );
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
     // Not loaded, with the daemon running for another label: 113 too.
     let o = s.run(&["kill", "TERM", &s.target("other.t")]);
     assert_eq!(code(&o), 113);
@@ -853,27 +658,18 @@ fn kill_signals_the_instance_and_keepalive_respawns_it_after_the_throttle() {
 
     // The graceful restart: kill SIGTERM, wait for the pid to go, then kickstart.
     let o = s.run(&["kill", "SIGTERM", &target]);
-    assert_eq!(
-        (code(&o), stdout(&o).as_str(), stderr(&o).as_str()),
-        (0, "", "")
-    );
+    assert_eq!((code(&o), stdout(&o).as_str(), stderr(&o).as_str()), (0, "", ""));
     s.wait_for("launchd to see the exit", || {
         s.field("kill.t", "state").as_deref() == Some("spawn scheduled")
     });
     assert!(!alive(old));
-    assert!(
-        s.home().join("got-term").exists(),
-        "the job saw SIGTERM and shut down itself"
-    );
+    assert!(s.home().join("got-term").exists(), "the job saw SIGTERM and shut down itself");
     let text = stdout(&s.run(&["print", &target]));
     assert!(text.contains("\tlast exit code = 0\n"), "{text}");
     assert!(text.contains("\tstate = spawn scheduled\n"), "{text}");
     // Nothing to signal while the throttle holds the respawn.
     let o = s.run(&["kill", "TERM", &target]);
-    assert_eq!(
-        (code(&o), stderr(&o).as_str()),
-        (3, "No process to signal.\n")
-    );
+    assert_eq!((code(&o), stderr(&o).as_str()), (3, "No process to signal.\n"));
     // kickstart starts it at once instead of after the throttle.
     let t0 = Instant::now();
     assert_eq!(code(&s.run(&["kickstart", &target])), 0);
@@ -903,24 +699,13 @@ fn plist_form_bootout_finds_the_label_and_answers_113_once_it_is_going() {
     let mut s = Sim::new();
     s.env.push(("LAUNCHD_SIM_DRAIN_MS".into(), "300".into()));
     let p = s.plist("pf.t", LOOP, "");
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
     // Loaded in gui/<uid> only: the user domain does not have it.
-    assert_eq!(
-        code(&s.run(&["bootout", &s.user(), p.to_str().unwrap()])),
-        113
-    );
+    assert_eq!(code(&s.run(&["bootout", &s.user(), p.to_str().unwrap()])), 113);
     assert_eq!(code(&s.run(&["bootout", &s.gui(), p.to_str().unwrap()])), 0);
     // Already booting out: not loaded as far as bootout is concerned.
-    assert_eq!(
-        code(&s.run(&["bootout", &s.gui(), p.to_str().unwrap()])),
-        113
-    );
-    s.wait_for("drain", || {
-        code(&s.run(&["print", &s.target("pf.t")])) == 113
-    });
+    assert_eq!(code(&s.run(&["bootout", &s.gui(), p.to_str().unwrap()])), 113);
+    s.wait_for("drain", || code(&s.run(&["print", &s.target("pf.t")])) == 113);
 }
 
 #[test]
@@ -930,14 +715,10 @@ fn bootout_can_answer_36_while_the_job_keeps_draining() {
     }
     let mut s = Sim::new();
     s.env.push(("LAUNCHD_SIM_DRAIN_MS".into(), "300".into()));
-    s.env
-        .push(("LAUNCHD_SIM_BOOTOUT_IN_PROGRESS".into(), "2".into()));
+    s.env.push(("LAUNCHD_SIM_BOOTOUT_IN_PROGRESS".into(), "2".into()));
     let slow = "trap 'sleep 0.5; exit 0' TERM; while :; do sleep 0.05; done";
     let p = s.plist("busy.t", slow, "<key>KeepAlive</key><true/>\n");
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
     std::thread::sleep(Duration::from_millis(100));
     let target = s.target("busy.t");
     let o = s.run(&["bootout", &target]);
@@ -950,14 +731,9 @@ fn bootout_can_answer_36_while_the_job_keeps_draining() {
     // Re-issued (as Homebrew does while it gets 36): 36 again, then the usual "not loaded".
     assert_eq!(code(&s.run(&["bootout", &target])), 36);
     assert_eq!(code(&s.run(&["bootout", &target])), 3);
-    s.wait_for("the label to go", || {
-        code(&s.run(&["print", &target])) == 113
-    });
+    s.wait_for("the label to go", || code(&s.run(&["print", &target])) == 113);
     // The count is used up: the next load and bootout behave normally.
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
     assert_eq!(code(&s.run(&["bootout", &target])), 0);
 }
 
@@ -967,33 +743,19 @@ fn bootout_escalates_to_sigkill_after_the_exit_timeout() {
     // Ignores SIGTERM, so only the SIGKILL after the exit timeout ends it.
     let stubborn = "trap '' TERM; while :; do sleep 0.05; done";
     let default = s.plist("to5.t", stubborn, "");
-    let key = s.plist(
-        "to1.t",
-        stubborn,
-        "<key>ExitTimeOut</key><integer>1</integer>\n",
-    );
+    let key = s.plist("to1.t", stubborn, "<key>ExitTimeOut</key><integer>1</integer>\n");
     for p in [&default, &key] {
-        assert_eq!(
-            code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-            0
-        );
+        assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
     }
     // The knob is the system default at load time; a plist's ExitTimeOut still wins.
     s.env.push(("LAUNCHD_SIM_EXIT_TIMEOUT".into(), "2".into()));
     let knob = s.plist("to2.t", stubborn, "");
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), knob.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), knob.to_str().unwrap()])), 0);
     let mut jobs = vec![];
     // A real launchd ignores the knob: its system default (5 s) applies.
     let knob_secs = if real() { 5 } else { 2 };
     for (label, secs) in [("to1.t", 1u64), ("to2.t", knob_secs), ("to5.t", 5)] {
-        assert_eq!(
-            s.field(label, "exit timeout"),
-            Some(secs.to_string()),
-            "{label}"
-        );
+        assert_eq!(s.field(label, "exit timeout"), Some(secs.to_string()), "{label}");
         let pid: u32 = s.field(label, "pid").unwrap().parse().unwrap();
         jobs.push((label, secs, pid));
     }
@@ -1021,38 +783,21 @@ fn launchd_may_add_keys_to_the_printed_environment() {
         ENV_LOOP,
         "<key>EnvironmentVariables</key><dict><key>OURS</key><string>1</string></dict>\n",
     );
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
     let block = |s: &Sim| -> Vec<String> {
         let text = stdout(&s.run(&["print", &s.target("xenv.t")]));
-        let start = text
-            .find("\tenvironment = {\n")
-            .expect("an environment block");
-        text[start..]
-            .lines()
-            .skip(1)
-            .take_while(|l| *l != "\t}")
-            .map(str::to_owned)
-            .collect()
+        let start = text.find("\tenvironment = {\n").expect("an environment block");
+        text[start..].lines().skip(1).take_while(|l| *l != "\t}").map(str::to_owned).collect()
     };
     // launchd's own OSLogRateLimit (first) and XPC_SERVICE_NAME (last) are always there.
     assert_eq!(
         block(&s),
-        [
-            "\t\tOSLogRateLimit => 64",
-            "\t\tOURS => 1",
-            "\t\tXPC_SERVICE_NAME => xenv.t"
-        ]
+        ["\t\tOSLogRateLimit => 64", "\t\tOURS => 1", "\t\tXPC_SERVICE_NAME => xenv.t"]
     );
     if sim_only("LAUNCHD_SIM_PRINT_EXTRA_ENV") {
         return;
     }
-    s.env.push((
-        "LAUNCHD_SIM_PRINT_EXTRA_ENV".into(),
-        "MallocSpaceEfficient=1,OURS=theirs".into(),
-    ));
+    s.env.push(("LAUNCHD_SIM_PRINT_EXTRA_ENV".into(), "MallocSpaceEfficient=1,OURS=theirs".into()));
     assert_eq!(
         block(&s),
         [
@@ -1067,10 +812,7 @@ fn launchd_may_add_keys_to_the_printed_environment() {
     let pid: u32 = s.field("xenv.t", "pid").unwrap().parse().unwrap();
     let env = environ(&s.home(), pid);
     assert!(env.contains(&"OURS=1".to_string()), "{env:?}");
-    assert!(
-        !env.iter().any(|kv| kv.starts_with("MallocSpaceEfficient=")),
-        "{env:?}"
-    );
+    assert!(!env.iter().any(|kv| kv.starts_with("MallocSpaceEfficient=")), "{env:?}");
 }
 
 /// A job without a SIGTERM handler: the signal ends it at once (Node's default).
@@ -1082,18 +824,12 @@ fn launchd_handles_an_exit_only_after_the_kernel_reports_it() {
         return;
     }
     let mut s = Sim::new();
-    s.env
-        .push(("LAUNCHD_SIM_EXIT_NOTICE_MS".into(), "1500".into()));
+    s.env.push(("LAUNCHD_SIM_EXIT_NOTICE_MS".into(), "1500".into()));
     let target = s.target("late.t");
     // Young (the default ThrottleInterval, 10 s): launchd will schedule the respawn for later.
     let p = s.plist("late.t", NO_HANDLER, "<key>KeepAlive</key><true/>\n");
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
-    s.wait_for("running", || {
-        s.field("late.t", "state").as_deref() == Some("running")
-    });
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
+    s.wait_for("running", || s.field("late.t", "state").as_deref() == Some("running"));
     let old: u32 = s.field("late.t", "pid").unwrap().parse().unwrap();
     assert_eq!(code(&s.run(&["kill", "SIGTERM", &target])), 0);
     s.wait_for("the kernel to see the exit", || !alive(old));
@@ -1101,10 +837,7 @@ fn launchd_handles_an_exit_only_after_the_kernel_reports_it() {
     let text = stdout(&s.run(&["print", &target]));
     assert!(text.contains("\tstate = running\n"), "{text}");
     assert!(text.contains(&format!("\tpid = {old}\n")), "{text}");
-    assert!(
-        text.contains("\tlast exit code = (never exited)\n"),
-        "{text}"
-    );
+    assert!(text.contains("\tlast exit code = (never exited)\n"), "{text}");
     // ...so a kickstart lands on a job it counts as running: 37, nothing started.
     let o = s.run(&["kickstart", &target]);
     assert_eq!((code(&o), stderr(&o).as_str()), (37, ""));
@@ -1114,10 +847,7 @@ fn launchd_handles_an_exit_only_after_the_kernel_reports_it() {
     });
     let text = stdout(&s.run(&["print", &target]));
     assert!(!text.contains("\tpid = "), "{text}");
-    assert!(
-        text.contains("\tlast terminating signal = Terminated: 15\n"),
-        "{text}"
-    );
+    assert!(text.contains("\tlast terminating signal = Terminated: 15\n"), "{text}");
     assert!(text.contains("\tsuccessive crashes = 1\n"), "{text}");
     // Now kickstart starts it at once instead of after the throttle.
     let o = s.run(&["kickstart", "-p", &target]);
@@ -1125,10 +855,44 @@ fn launchd_handles_an_exit_only_after_the_kernel_reports_it() {
     let new: u32 = stdout(&o).trim().parse().unwrap();
     assert_ne!(new, old);
     assert!(alive(new));
-    s.wait_for("running", || {
-        s.field("late.t", "state").as_deref() == Some("running")
-    });
+    s.wait_for("running", || s.field("late.t", "state").as_deref() == Some("running"));
     assert_eq!(s.field("late.t", "pid"), Some(new.to_string()));
+}
+
+#[test]
+fn the_throttle_scale_shortens_the_wait_but_not_the_interval_print_shows() {
+    if sim_only("LAUNCHD_SIM_THROTTLE_SCALE") {
+        return;
+    }
+    let mut s = Sim::new();
+    s.env.push(("LAUNCHD_SIM_THROTTLE_SCALE".into(), "0.1".into()));
+    let target = s.target("scaled.t");
+    // Young (the default ThrottleInterval, 10 s): the respawn waits 10 s × 0.1.
+    let p = s.plist("scaled.t", NO_HANDLER, "<key>KeepAlive</key><true/>\n");
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
+    let old: u32 = s.field("scaled.t", "pid").unwrap().parse().unwrap();
+    let t0 = Instant::now();
+    assert_eq!(code(&s.run(&["kill", "TERM", &target])), 0);
+    s.wait_for("spawn scheduled", || {
+        s.field("scaled.t", "state").as_deref() == Some("spawn scheduled")
+    });
+    let text = stdout(&s.run(&["print", &target]));
+    assert!(text.contains("\tminimum runtime = 10\n"), "{text}");
+    s.wait_for("the respawn", || s.field("scaled.t", "pid").is_some_and(|p| p != old.to_string()));
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_millis(500) && waited < Duration::from_secs(5),
+        "about 1 s, not 10: {waited:?}"
+    );
+    // A later call that sets it changes it for the loaded job: 0 respawns at once.
+    s.env.retain(|(k, _)| k != "LAUNCHD_SIM_THROTTLE_SCALE");
+    s.env.push(("LAUNCHD_SIM_THROTTLE_SCALE".into(), "0".into()));
+    let young: u32 = s.field("scaled.t", "pid").unwrap().parse().unwrap();
+    assert_eq!(code(&s.run(&["kill", "TERM", &target])), 0);
+    s.wait_for("an immediate respawn", || {
+        s.field("scaled.t", "pid").is_some_and(|p| p != young.to_string())
+    });
+    assert_eq!(code(&s.run(&["bootout", &target])), 0);
 }
 
 #[test]
@@ -1137,14 +901,10 @@ fn a_new_instance_is_in_xpcproxy_with_its_pid_before_running() {
         return;
     }
     let mut s = Sim::new();
-    s.env
-        .push(("LAUNCHD_SIM_SPAWNING_MS".into(), "1000".into()));
+    s.env.push(("LAUNCHD_SIM_SPAWNING_MS".into(), "1000".into()));
     let target = s.target("xpc.t");
     let p = s.plist("xpc.t", LOOP, "<key>KeepAlive</key><true/>\n");
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
     // The trampoline has the pid the program will keep once it has exec'd over it.
     let text = stdout(&s.run(&["print", &target]));
     assert!(text.contains("\tstate = xpcproxy\n"), "{text}");
@@ -1152,17 +912,12 @@ fn a_new_instance_is_in_xpcproxy_with_its_pid_before_running() {
     assert!(alive(pid));
     // launchd counts it as active: kickstart without -k starts nothing.
     assert_eq!(code(&s.run(&["kickstart", &target])), 37);
-    s.wait_for("running", || {
-        s.field("xpc.t", "state").as_deref() == Some("running")
-    });
+    s.wait_for("running", || s.field("xpc.t", "state").as_deref() == Some("running"));
     assert_eq!(s.field("xpc.t", "pid"), Some(pid.to_string()));
     // The knob 0 turns the transient state off: running at once.
     s.env.push(("LAUNCHD_SIM_SPAWNING_MS".into(), "0".into()));
     let q = s.plist("xpc0.t", LOOP, "");
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), q.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), q.to_str().unwrap()])), 0);
     assert_eq!(s.field("xpc0.t", "state").as_deref(), Some("running"));
 }
 
@@ -1171,20 +926,14 @@ fn the_exit_notice_delay_is_on_by_default_and_0_turns_it_off() {
     if sim_only("LAUNCHD_SIM_EXIT_NOTICE_MS") {
         return;
     }
-    for (knob, at_least) in [
-        (None, Duration::from_millis(150)),
-        (Some("0"), Duration::ZERO),
-    ] {
+    for (knob, at_least) in [(None, Duration::from_millis(150)), (Some("0"), Duration::ZERO)] {
         let mut s = Sim::new();
         if let Some(ms) = knob {
             s.env.push(("LAUNCHD_SIM_EXIT_NOTICE_MS".into(), ms.into()));
         }
         let target = s.target("dflt.t");
         let p = s.plist("dflt.t", NO_HANDLER, "<key>KeepAlive</key><true/>\n");
-        assert_eq!(
-            code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-            0
-        );
+        assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
         let old: u32 = s.field("dflt.t", "pid").unwrap().parse().unwrap();
         let t0 = Instant::now();
         assert_eq!(code(&s.run(&["kill", "TERM", &target])), 0);
@@ -1206,18 +955,11 @@ fn login_loads_every_aqua_agent_into_gui_whatever_runs_in_user() {
     let user_target = |label: &str| format!("{}/{label}", s.user());
     s.plist("aqua.t", LOOP, "");
     let both = s.plist("both.t", LOOP, BOTH_SESSIONS);
-    s.plist(
-        "bg.t",
-        LOOP,
-        "<key>LimitLoadToSessionType</key><string>Background</string>\n",
-    );
+    s.plist("bg.t", LOOP, "<key>LimitLoadToSessionType</key><string>Background</string>\n");
     s.plist("dis.t", LOOP, "");
     s.plist("udis.t", LOOP, BOTH_SESSIONS);
     // Installed over SSH: loaded in user/<uid>, where it keeps running after the login.
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.user(), both.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.user(), both.to_str().unwrap()])), 0);
     let o = s.run(&["print", &user_target("both.t")]);
     let user_pid = String::from_utf8_lossy(&o.stdout)
         .lines()
@@ -1228,10 +970,7 @@ fn login_loads_every_aqua_agent_into_gui_whatever_runs_in_user() {
     assert_eq!(code(&s.run(&["disable", &s.target("dis.t")])), 0);
     assert_eq!(code(&s.run(&["disable", &user_target("udis.t")])), 0);
     let o = s.run(&["login", &s.gui()]);
-    assert_eq!(
-        (code(&o), stdout(&o).as_str(), stderr(&o).as_str()),
-        (0, "", "")
-    );
+    assert_eq!((code(&o), stdout(&o).as_str(), stderr(&o).as_str()), (0, "", ""));
     for label in ["aqua.t", "both.t"] {
         assert!(s.field(label, "pid").is_some(), "{label} runs in gui");
     }
@@ -1269,20 +1008,12 @@ fn print_has_the_shape_of_a_real_capture() {
          <key>StandardOutPath</key><string>/dev/null</string>\n\
          <key>EnvironmentVariables</key><dict><key>PORT</key><string>11002</string></dict>\n",
     );
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
-    s.wait_for("running", || {
-        s.field("shape.t", "state").as_deref() == Some("running")
-    });
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
+    s.wait_for("running", || s.field("shape.t", "state").as_deref() == Some("running"));
     let pid = s.field("shape.t", "pid").unwrap();
     let text = stdout(&s.run(&["print", &s.target("shape.t")]));
     // The coalition IDs depend on load order; everything else is fixed.
-    let ids: Vec<&str> = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("\t\tID = "))
-        .collect();
+    let ids: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("\t\tID = ")).collect();
     assert_eq!(ids.len(), 2, "{text}");
     let (rid, jid) = (ids[0], ids[1]);
     assert_eq!(jid.parse::<u32>().unwrap(), rid.parse::<u32>().unwrap() + 1);
@@ -1328,18 +1059,12 @@ fn print_shows_job_state_empty_properties_event_triggers_and_the_user_domain_lin
          <key>Minute</key><integer>0</integer></dict></dict></plist>\n",
     )
     .unwrap();
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), bare.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), bare.to_str().unwrap()])), 0);
     let text = stdout(&s.run(&["print", &s.target("bare.t")]));
     assert!(text.contains("\n\tproperties = \n}\n"), "{text:?}");
     assert!(text.contains("\tjob state = uninitialized\n"), "{text}");
     assert!(text.contains("\truns = 0\n"), "{text}");
-    assert!(
-        !text.contains("coalition"),
-        "not before a first run: {text}"
-    );
+    assert!(!text.contains("coalition"), "not before a first run: {text}");
     assert!(
         text.contains(
             "\tevent triggers = {\n\t\tbare.t.268435470 => {\n\t\t\tkeepalive = 0\n\t\t\tservice = bare.t\n\
@@ -1349,25 +1074,14 @@ fn print_shows_job_state_empty_properties_event_triggers_and_the_user_domain_lin
         "{text}"
     );
     // user/<uid>: no audit session in brackets, no inherited SSH_AUTH_SOCK.
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.user(), bare.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.user(), bare.to_str().unwrap()])), 0);
     let text = stdout(&s.run(&["print", &format!("{}/bare.t", s.user())]));
-    assert!(
-        text.contains(&format!("\tdomain = {}\n\tasid = ", s.user())),
-        "{text}"
-    );
+    assert!(text.contains(&format!("\tdomain = {}\n\tasid = ", s.user())), "{text}");
     assert!(!text.contains("inherited environment"), "{text}");
     // A job that exited: `exited`; one whose program could not start: `spawn failed`, 78.
     let quick = s.plist("quick.t", "exit 0", "");
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), quick.to_str().unwrap()])),
-        0
-    );
-    s.wait_for("the exit", || {
-        s.field("quick.t", "job state").as_deref() == Some("exited")
-    });
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), quick.to_str().unwrap()])), 0);
+    s.wait_for("the exit", || s.field("quick.t", "job state").as_deref() == Some("exited"));
     assert_eq!(s.field("quick.t", "last exit code").as_deref(), Some("0"));
     assert_eq!(s.field("quick.t", "state").as_deref(), Some("not running"));
     let bad = s.plist(
@@ -1375,16 +1089,10 @@ fn print_shows_job_state_empty_properties_event_triggers_and_the_user_domain_lin
         LOOP,
         "<key>KeepAlive</key><true/>\n<key>WorkingDirectory</key><string>/nonexistent</string>\n",
     );
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), bad.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), bad.to_str().unwrap()])), 0);
     let text = stdout(&s.run(&["print", &s.target("bad.t")]));
     assert!(text.contains("\tstate = spawn scheduled\n"), "{text}");
-    assert!(
-        text.contains("\tlast exit code = 78: EX_CONFIG\n"),
-        "{text}"
-    );
+    assert!(text.contains("\tlast exit code = 78: EX_CONFIG\n"), "{text}");
     assert!(text.contains("\tjob state = spawn failed\n"), "{text}");
 }
 
@@ -1392,10 +1100,7 @@ fn print_shows_job_state_empty_properties_event_triggers_and_the_user_domain_lin
 fn errors_have_their_real_text() {
     let mut s = Sim::new();
     let p = s.plist("err.t", LOOP, "");
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
     // 5 says "try as root" only to a caller that is not root.
     let pretend: &[&str] = if real() { &[] } else { &["501", "0"] };
     let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
@@ -1424,28 +1129,20 @@ fn errors_have_their_real_text() {
     );
     // Another user's domain (no such login): 112, "Bad request." then the domain line.
     let other = "gui/99999";
-    for args in [
-        vec!["print", other],
-        vec!["print", "gui/99999/err.t"],
-        vec!["print-disabled", other],
-    ] {
+    for args in
+        [vec!["print", other], vec!["print", "gui/99999/err.t"], vec!["print-disabled", other]]
+    {
         let o = s.run(&args);
         assert_eq!(
             (code(&o), stderr(&o).as_str()),
-            (
-                112,
-                "Bad request.\nCould not find domain for user gui: 99999\n"
-            ),
+            (112, "Bad request.\nCould not find domain for user gui: 99999\n"),
             "{args:?}"
         );
     }
     let o = s.run(&["print-disabled", "user/99999"]);
     assert_eq!(
         (code(&o), stderr(&o).as_str()),
-        (
-            112,
-            "Bad request.\nCould not find domain for user uid: 99999\n"
-        )
+        (112, "Bad request.\nCould not find domain for user uid: 99999\n")
     );
 }
 
@@ -1457,10 +1154,7 @@ fn a_missing_gui_domain_answers_112_or_125_and_print_disabled_probes_it_cheaply(
     let mut s = Sim::new();
     let p = s.plist("dom.t", LOOP, BOTH_SESSIONS);
     s.env.push(("LAUNCHD_SIM_NO_GUI".into(), "112".into()));
-    let missing = format!(
-        "Bad request.\nCould not find domain for user gui: {}\n",
-        s.uid
-    );
+    let missing = format!("Bad request.\nCould not find domain for user gui: {}\n", s.uid);
     for args in [vec!["print", &s.gui()], vec!["print-disabled", &s.gui()]] {
         let o = s.run(&args);
         assert_eq!((code(&o), stderr(&o)), (112, missing.clone()), "{args:?}");
@@ -1468,10 +1162,7 @@ fn a_missing_gui_domain_answers_112_or_125_and_print_disabled_probes_it_cheaply(
     let o = s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()]);
     assert_eq!(
         (code(&o), stderr(&o).as_str()),
-        (
-            112,
-            "Bootstrap failed: 112: Could not find specified domain\n"
-        )
+        (112, "Bootstrap failed: 112: Could not find specified domain\n")
     );
     // The user domain is there all the same.
     assert_eq!(code(&s.run(&["print-disabled", &s.user()])), 0);
@@ -1479,10 +1170,7 @@ fn a_missing_gui_domain_answers_112_or_125_and_print_disabled_probes_it_cheaply(
     let o = s.run(&["print-disabled", &s.gui()]);
     assert_eq!(
         (code(&o), stderr(&o).as_str()),
-        (
-            125,
-            "Could not print domain: 125: Domain does not support specified action\n"
-        )
+        (125, "Could not print domain: 125: Domain does not support specified action\n")
     );
 }
 
@@ -1499,15 +1187,10 @@ fn print_disabled_in_the_styles_of_macos_12_13_and_26() {
         stdout(&o),
         "disabled services = {\n\t\"off.t\" => disabled\n\t\"on.t\" => enabled\n}\n"
     );
-    s.env
-        .push(("LAUNCHD_SIM_PRINT_DISABLED_STYLE".into(), "bool".into()));
+    s.env.push(("LAUNCHD_SIM_PRINT_DISABLED_STYLE".into(), "bool".into()));
     let o = s.run(&["print-disabled", &s.gui()]);
-    assert_eq!(
-        stdout(&o),
-        "disabled services = {\n\t\"off.t\" => true\n\t\"on.t\" => false\n}\n"
-    );
-    s.env
-        .push(("LAUNCHD_SIM_PRINT_DISABLED_STYLE".into(), "macos26".into()));
+    assert_eq!(stdout(&o), "disabled services = {\n\t\"off.t\" => true\n\t\"on.t\" => false\n}\n");
+    s.env.push(("LAUNCHD_SIM_PRINT_DISABLED_STYLE".into(), "macos26".into()));
     let o = s.run(&["print-disabled", &s.gui()]);
     assert_eq!(
         stdout(&o),
@@ -1520,10 +1203,7 @@ fn print_disabled_in_the_styles_of_macos_12_13_and_26() {
         "\n\tdisabled services = {\n\t\t\"off.t\" => disabled\n\t\t\"on.t\" => enabled\n\t}\n"
     );
     // A user with no override still gets the block.
-    s.env.push((
-        "LAUNCHD_SIM_STATE".into(),
-        s.dir.path().join("empty").display().to_string(),
-    ));
+    s.env.push(("LAUNCHD_SIM_STATE".into(), s.dir.path().join("empty").display().to_string()));
     let o = s.run(&["print-disabled", &s.user()]);
     assert_eq!(stdout(&o), "\n\tdisabled services = {\n\t}\n");
 }
@@ -1548,15 +1228,9 @@ fn print_of_a_domain_and_list_describe_every_job_in_one_call() {
     let term = s.plist("c.term", "kill -TERM $$", "");
     let bg = s.plist("d.bg", LOOP, BOTH_SESSIONS);
     for p in [&up, &three, &term] {
-        assert_eq!(
-            code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-            0
-        );
+        assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
     }
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.user(), bg.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.user(), bg.to_str().unwrap()])), 0);
     assert_eq!(code(&s.run(&["disable", &s.target("z.off")])), 0);
     s.wait_for("both exits", || {
         s.field("b.three", "last exit code").as_deref() == Some("3")
@@ -1564,15 +1238,9 @@ fn print_of_a_domain_and_list_describe_every_job_in_one_call() {
     });
     let pid = s.field("a.up", "pid").unwrap();
     let text = stdout(&s.run(&["print", &s.gui()]));
-    assert!(
-        text.starts_with(&format!("{} = {{\n\ttype = login\n\thandle = ", s.gui())),
-        "{text}"
-    );
+    assert!(text.starts_with(&format!("{} = {{\n\ttype = login\n\thandle = ", s.gui())), "{text}");
     if !real() {
-        assert!(
-            text.contains("\n\tactive count = 1\n\tservice count = 3\n"),
-            "{text}"
-        );
+        assert!(text.contains("\n\tactive count = 1\n\tservice count = 3\n"), "{text}");
     }
     // pid (0 when not running) right-aligned in 8, the status in 6 (`-` before an exit, minus
     // the signal after a signal death), then the label.
@@ -1592,10 +1260,7 @@ fn print_of_a_domain_and_list_describe_every_job_in_one_call() {
         assert!(text.ends_with(&services), "{text}");
     }
     let text = stdout(&s.run(&["print", &s.user()]));
-    assert!(
-        text.contains("\t\td.bg\n") || text.contains("     d.bg\n"),
-        "{text}"
-    );
+    assert!(text.contains("\t\td.bg\n") || text.contains("     d.bg\n"), "{text}");
     assert!(!text.contains("a.up"), "{text}");
     // The legacy list: the caller's session (gui/<uid> while there is one), tab-separated.
     let list = stdout(&s.run(&["list"]));
@@ -1631,14 +1296,10 @@ fn a_timing_knob_set_after_bootstrap_applies_to_the_loaded_job() {
     let mut s = Sim::new();
     let target = s.target("later.t");
     let p = s.plist("later.t", NO_HANDLER, "<key>KeepAlive</key><true/>\n");
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
     let old: u32 = s.field("later.t", "pid").unwrap().parse().unwrap();
     // Loaded with the default; the restart's own calls carry a longer delay.
-    s.env
-        .push(("LAUNCHD_SIM_EXIT_NOTICE_MS".into(), "1500".into()));
+    s.env.push(("LAUNCHD_SIM_EXIT_NOTICE_MS".into(), "1500".into()));
     assert_eq!(code(&s.run(&["kill", "TERM", &target])), 0);
     s.wait_for("the kernel to see the exit", || !alive(old));
     assert_eq!(s.field("later.t", "pid"), Some(old.to_string()));
@@ -1663,10 +1324,7 @@ fn each_cause_of_a_bare_5_with_the_label_not_loaded() {
     let path = p.to_str().unwrap();
     assert_eq!(stdout(&s.run(&["login-item-status", path])), "enabled\n");
     assert_eq!(code(&s.run(&["login-item", "li.t", "off"])), 0);
-    assert_eq!(
-        stdout(&s.run(&["login-item-status", path])),
-        "requires approval\n"
-    );
+    assert_eq!(stdout(&s.run(&["login-item-status", path])), "requires approval\n");
     assert_eq!(code(&s.run(&["enable", &s.target("li.t")])), 0);
     let o = s.run(&["bootstrap", &s.gui(), path]);
     assert_eq!(
@@ -1681,13 +1339,9 @@ fn each_cause_of_a_bare_5_with_the_label_not_loaded() {
     assert_eq!(code(&s.run(&["bootstrap", &s.gui(), path])), 0);
     assert_eq!(code(&s.run(&["bootout", &s.target("li.t")])), 0);
     let missing = s.home().join("nope.plist");
-    assert_eq!(
-        stdout(&s.run(&["login-item-status", missing.to_str().unwrap()])),
-        "not found\n"
-    );
+    assert_eq!(stdout(&s.run(&["login-item-status", missing.to_str().unwrap()])), "not found\n");
     let mut u = Sim::new();
-    u.env
-        .push(("LAUNCHD_SIM_LOGIN_ITEMS".into(), "unavailable".into()));
+    u.env.push(("LAUNCHD_SIM_LOGIN_ITEMS".into(), "unavailable".into()));
     assert_eq!(code(&u.run(&["login-item-status", path])), 69);
     // A log directory that does not exist.
     let logged = s.plist(
@@ -1697,22 +1351,15 @@ fn each_cause_of_a_bare_5_with_the_label_not_loaded() {
     );
     let mut k = Sim::new();
     k.env.push(("LAUNCHD_SIM_LOG_DIR_CODE".into(), "5".into()));
-    k.env.push((
-        "LAUNCHD_SIM_STATE".into(),
-        s.dir.path().join("state").display().to_string(),
-    ));
-    assert_eq!(
-        code(&k.run(&["bootstrap", &s.gui(), logged.to_str().unwrap()])),
-        5
-    );
+    k.env.push(("LAUNCHD_SIM_STATE".into(), s.dir.path().join("state").display().to_string()));
+    assert_eq!(code(&k.run(&["bootstrap", &s.gui(), logged.to_str().unwrap()])), 5);
     assert_eq!(code(&s.run(&["print", &s.target("log.t")])), 113);
     // A directory writable by the group.
     use std::os::unix::fs::PermissionsExt;
     let dir = p.parent().unwrap().to_owned();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o775)).unwrap();
     assert_eq!(code(&s.run(&["bootstrap", &s.gui(), path])), 122);
-    s.env
-        .push(("LAUNCHD_SIM_OWNERSHIP_CODE".into(), "5".into()));
+    s.env.push(("LAUNCHD_SIM_OWNERSHIP_CODE".into(), "5".into()));
     assert_eq!(code(&s.run(&["bootstrap", &s.gui(), path])), 5);
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
@@ -1727,8 +1374,7 @@ fn bootout_of_an_unloaded_label_can_answer_5() {
     }
     let mut s = Sim::new();
     s.env.push(("LAUNCHD_SIM_EUID".into(), "501".into()));
-    s.env
-        .push(("LAUNCHD_SIM_BOOTOUT_NOT_LOADED_CODE".into(), "5".into()));
+    s.env.push(("LAUNCHD_SIM_BOOTOUT_NOT_LOADED_CODE".into(), "5".into()));
     let five = "Boot-out failed: 5: Input/output error\nTry re-running the command as root for richer errors.\n";
     // No daemon runs yet.
     let o = s.run(&["bootout", &s.target("nl.t")]);
@@ -1739,10 +1385,7 @@ fn bootout_of_an_unloaded_label_can_answer_5() {
     assert_eq!((code(&o), stderr(&o).as_str()), (5, five));
     // With a daemon: another label loaded, this one not.
     let other = s.plist("nl.other", LOOP, "");
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), other.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), other.to_str().unwrap()])), 0);
     assert_eq!(code(&s.run(&["bootout", &s.target("nl.t")])), 5);
     assert_eq!(code(&s.run(&["bootout", &s.gui(), path])), 5);
     // A loaded label boots out as ever; once it is going, the knob's code again.
@@ -1773,15 +1416,9 @@ fn a_hung_login_items_query_never_answers() {
     assert!(child.try_wait().unwrap().is_none(), "it answered");
     child.kill().unwrap();
     child.wait().unwrap();
-    assert_eq!(
-        code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootstrap", &s.gui(), p.to_str().unwrap()])), 0);
     assert_eq!(code(&s.run(&["login-item", "hang.t", "on"])), 0);
-    assert_eq!(
-        stdout(&s.run(&["login-item-status", p.to_str().unwrap()])),
-        "enabled\n"
-    );
+    assert_eq!(stdout(&s.run(&["login-item-status", p.to_str().unwrap()])), "enabled\n");
 }
 
 /// Issue 39 item 4: over SSH with nobody (or another user) at the console, `gui/<uid>` still
@@ -1794,8 +1431,7 @@ fn with_the_console_not_the_callers_a_gui_bootstrap_answers_5() {
     }
     let mut s = Sim::new();
     s.env.push(("LAUNCHD_SIM_EUID".into(), "501".into()));
-    s.env
-        .push(("LAUNCHD_SIM_CONSOLE_UID".into(), (s.uid + 4242).to_string()));
+    s.env.push(("LAUNCHD_SIM_CONSOLE_UID".into(), (s.uid + 4242).to_string()));
     let both = "<key>LimitLoadToSessionType</key><array><string>Aqua</string><string>Background</string></array>\n";
     let p = s.plist("console.t", LOOP, both);
     let path = p.to_str().unwrap();
@@ -1804,12 +1440,8 @@ fn with_the_console_not_the_callers_a_gui_bootstrap_answers_5() {
     assert_eq!((code(&o), stderr(&o)), (5, s.bootstrap5()));
     assert_eq!(code(&s.run(&["print", &s.target("console.t")])), 113);
     assert_eq!(code(&s.run(&["bootstrap", &s.user(), path])), 0);
-    assert_eq!(
-        code(&s.run(&["bootout", &format!("{}/console.t", s.user())])),
-        0
-    );
+    assert_eq!(code(&s.run(&["bootout", &format!("{}/console.t", s.user())])), 0);
     // The console is the caller's: gui loads.
-    s.env
-        .push(("LAUNCHD_SIM_CONSOLE_UID".into(), s.uid.to_string()));
+    s.env.push(("LAUNCHD_SIM_CONSOLE_UID".into(), s.uid.to_string()));
     assert_eq!(code(&s.run(&["bootstrap", &s.gui(), path])), 0);
 }

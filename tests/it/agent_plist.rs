@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 
 use crate::common::{args, free_port, plistlib, real_node, TestContext};
+use crate::common::{has_all, has_none};
 
 fn ctx_with_root(home_name: &str) -> (TestContext, PathBuf) {
     let t = TestContext::with_home_name(home_name);
@@ -16,25 +17,11 @@ fn ctx_with_root(home_name: &str) -> (TestContext, PathBuf) {
 /// `agent regenerate --no-restart --root ROOT --node-bin NODE --port PORT`: production, on a
 /// port from the allocator (8802 may be held on the machine running the tests).
 fn regen_args(root: &Path, node: &Path, port: u16) -> Vec<String> {
-    args(&["agent", "regenerate", "--no-restart"])
-        .root(root)
-        .node(node)
-        .port(port)
-        .into()
+    args(&["agent", "regenerate", "--no-restart"]).root(root).node(node).port(port).into()
 }
 
 fn print(t: &TestContext, root: &Path, extra: &[&str]) -> crate::common::Run {
-    let node = real_node();
-    let mut args = vec![
-        "agent",
-        "print",
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        node.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    t.run(args)
+    t.run(args(&["agent", "print"]).host(root).extra(extra))
 }
 
 #[test]
@@ -48,23 +35,11 @@ fn plistlib_agrees_on_every_value_with_hostile_paths() {
     let v = plistlib(&out.0.stdout);
     let node = real_node();
     let node_dir = node.parent().unwrap().to_str().unwrap().to_owned();
-    let mut path = vec![
+    let path = crate::common::generated_path(vec![
         node_dir.clone(),
         claude.parent().unwrap().display().to_string(),
         codex_dir.display().to_string(),
-    ];
-    for d in [
-        "/opt/homebrew/bin",
-        "/usr/local/bin",
-        "/usr/bin",
-        "/bin",
-        "/usr/sbin",
-        "/sbin",
-    ] {
-        if !path.iter().any(|p| p == d) {
-            path.push(d.to_owned());
-        }
-    }
+    ]);
     let log = t.home.join(".oysterun/logs/oysterun-host.log");
     assert_eq!(
         v,
@@ -96,15 +71,10 @@ fn plistlib_agrees_on_every_value_with_hostile_paths() {
     let text = out.stdout();
     // The hostile HOME is in the text only escaped: `&` and `<` never appear raw (`>` and
     // quotes may, inside a string element).
-    assert!(
-        text.contains("/we &amp; &lt;they") && !text.contains("/we & ") && !text.contains("<they"),
-        "{text}"
-    );
+    has_all(&text, &["/we &amp; &lt;they"]);
+    has_none(&text, &["/we & ", "<they"]);
     assert!(text.ends_with("</plist>\n"));
-    assert!(
-        !t.home.join("Library").exists(),
-        "print has no side effects"
-    );
+    assert!(!t.home.join("Library").exists(), "print has no side effects");
     assert!(!t.config_path().exists(), "print writes no config");
     t.assert_nothing_executed();
 }
@@ -119,11 +89,7 @@ fn keys_are_sorted_and_same_inputs_give_same_bytes() {
     let keys: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with("\t<key>"))
-        .map(|l| {
-            l.trim()
-                .trim_start_matches("<key>")
-                .trim_end_matches("</key>")
-        })
+        .map(|l| l.trim().trim_start_matches("<key>").trim_end_matches("</key>"))
         .collect();
     let mut sorted = keys.clone();
     sorted.sort();
@@ -138,13 +104,11 @@ fn secrets_and_the_callers_environment_never_reach_the_plist() {
     let secret_dir = t.path("SECRET-DIR");
     std::fs::create_dir_all(&secret_dir).unwrap();
     t.path_dirs.push(secret_dir);
-    t.extra_env
-        .push(("ANTHROPIC_API_KEY".into(), "SECRET-KEY".into()));
-    t.extra_env
-        .push(("NODE_OPTIONS".into(), "--require SECRET-HOOK".into()));
+    t.extra_env.push(("ANTHROPIC_API_KEY".into(), "SECRET-KEY".into()));
+    t.extra_env.push(("NODE_OPTIONS".into(), "--require SECRET-HOOK".into()));
     let out = print(&t, &root, &[]).ok();
     let text = out.stdout() + &out.stderr();
-    assert!(!text.contains("SECRET"), "{text}");
+    has_none(&text, &["SECRET"]);
     let node = real_node();
     let args = regen_args(&root, &node, free_port());
     let r = t.run(&args).ok();
@@ -152,23 +116,18 @@ fn secrets_and_the_callers_environment_never_reach_the_plist() {
     let plist =
         std::fs::read_to_string(t.home.join("Library/LaunchAgents/com.oysterun.host.plist"))
             .unwrap();
-    assert!(!plist.contains("SECRET"), "{plist}");
+    has_none(&plist, &["SECRET"]);
 }
 
 #[test]
 fn unsafe_path_entries_are_errors_never_written() {
     // `:` reaches the generator through a manual command, a line break through discovery on
     // PATH, and both through a HOME whose ~/.local/bin holds the provider.
-    for (how, bad_dir) in [
-        ("manual", "has:colon"),
-        ("path", "has\nnewline"),
-        ("home", "home:colon"),
-    ] {
-        let (mut t, root) = if how == "home" {
-            ctx_with_root(bad_dir)
-        } else {
-            ctx_with_root("home")
-        };
+    for (how, bad_dir) in
+        [("manual", "has:colon"), ("path", "has\nnewline"), ("home", "home:colon")]
+    {
+        let (mut t, root) =
+            if how == "home" { ctx_with_root(bad_dir) } else { ctx_with_root("home") };
         let dir = match how {
             "home" => t.home.join(".local/bin"),
             _ => t.path(bad_dir),
@@ -177,16 +136,9 @@ fn unsafe_path_entries_are_errors_never_written() {
         match how {
             "manual" => {
                 // `providers set` refuses it where it enters (docs/behaviour.md §9)…
-                let e = t
-                    .run([
-                        "providers",
-                        "set",
-                        "claude",
-                        dir.join("claude").to_str().unwrap(),
-                    ])
+                t.set_provider("claude", &dir.join("claude"))
                     .fails_with(2)
-                    .stderr();
-                assert!(e.contains("`:`") && e.contains("PATH"), "{e}");
+                    .stderr_has_all(&["`:`", "PATH"]);
                 assert!(!t.config_path().exists(), "nothing saved");
                 // …and a hand-edited config that holds it is refused by the generator.
                 t.write_config(
@@ -204,11 +156,7 @@ fn unsafe_path_entries_are_errors_never_written() {
         assert!(r.stderr().contains("PATH"), "{how}: {}", r.stderr());
         let node = real_node();
         t.run(regen_args(&root, &node, free_port())).fails_with(2);
-        assert!(!t
-            .home
-            .join("Library/LaunchAgents")
-            .join("com.oysterun.host.plist")
-            .exists());
+        assert!(!t.home.join("Library/LaunchAgents").join("com.oysterun.host.plist").exists());
     }
 }
 
@@ -219,25 +167,10 @@ fn provider_in_the_node_directory_appears_once() {
     std::fs::create_dir_all(&nodedir).unwrap();
     std::os::unix::fs::symlink(real_node(), nodedir.join("node")).unwrap();
     t.fake_exe(&nodedir.join("claude"));
-    t.run([
-        "providers",
-        "set",
-        "claude",
-        nodedir.join("claude").to_str().unwrap(),
-    ])
-    .ok();
-    let r = t
-        .run(
-            args(&["agent", "print"])
-                .root(&root)
-                .node(nodedir.join("node")),
-        )
-        .ok();
+    t.set_provider("claude", &nodedir.join("claude")).ok();
+    let r = t.run(args(&["agent", "print"]).root(&root).node(nodedir.join("node"))).ok();
     let v = plistlib(&r.0.stdout);
-    let path = v["EnvironmentVariables"]["PATH"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let path = v["EnvironmentVariables"]["PATH"].as_str().unwrap().to_owned();
     assert_eq!(path.matches(nodedir.to_str().unwrap()).count(), 1, "{path}");
     assert!(path.starts_with(nodedir.to_str().unwrap()));
 }
@@ -245,12 +178,7 @@ fn provider_in_the_node_directory_appears_once() {
 /// PATH entries of the plist `agent print` writes now.
 fn plist_path_entries(t: &TestContext, root: &Path) -> Vec<String> {
     let v = plistlib(&print(t, root, &[]).ok().0.stdout);
-    v["EnvironmentVariables"]["PATH"]
-        .as_str()
-        .unwrap()
-        .split(':')
-        .map(str::to_owned)
-        .collect()
+    v["EnvironmentVariables"]["PATH"].as_str().unwrap().split(':').map(str::to_owned).collect()
 }
 
 #[test]
@@ -276,10 +204,7 @@ fn disabled_and_broken_manual_providers_add_no_path_entry() {
     t.run(["providers", "set", "claude", ""]).ok();
     let path = plist_path_entries(&t, &root);
     assert!(!path.contains(&dir(&claude_dir)), "{path:?}");
-    assert!(
-        path.contains(&dir(&codex_dir)),
-        "only the disabled one goes"
-    );
+    assert!(path.contains(&dir(&codex_dir)), "only the disabled one goes");
 
     // A broken manual command: neither its own directory nor the binary discovery would have
     // found instead.
@@ -312,14 +237,11 @@ fn node_too_old_missing_or_not_executable_is_a_clear_error() {
     let (mut t, root) = ctx_with_root("home");
     let r = root.to_str().unwrap();
     let old = fake_node(&t, "old/node", "v18.19.0", 0o755);
-    let e = t
-        .run(args(&["agent", "print"]).root(r).node(&old))
-        .fails_with(2)
-        .stderr();
-    assert!(
-        e.contains("v18.19.0") && e.contains(old.to_str().unwrap()) && e.contains("20"),
-        "{e}"
-    );
+    t.run(args(&["agent", "print"]).root(r).node(&old)).fails_with(2).stderr_has_all(&[
+        "v18.19.0",
+        old.to_str().unwrap(),
+        "20",
+    ]);
     let noexec = fake_node(&t, "noexec/node", "v20.0.0", 0o644);
     let garbage = fake_node(&t, "garbage/node", "hello", 0o755);
     for (node, expect) in [
@@ -328,35 +250,21 @@ fn node_too_old_missing_or_not_executable_is_a_clear_error() {
         (garbage, "not a Node version"),
     ] {
         let n = node.to_str().unwrap();
-        let e = t
-            .run(args(&["agent", "print"]).root(r).node(n))
-            .fails_with(2)
-            .stderr();
+        let e = t.run(args(&["agent", "print"]).root(r).node(n)).fails_with(2).stderr();
         assert!(e.contains(expect), "{n}: {e}");
     }
     // No node anywhere (PATH empty, nothing in the fallback dirs under this HOME).
     if !Path::new("/opt/homebrew/bin/node").exists() && !Path::new("/usr/local/bin/node").exists() {
-        let e = t
-            .run(args(&["agent", "print"]).root(r))
+        t.run(args(&["agent", "print"]).root(r))
             .fails_with(1)
-            .stderr();
-        assert!(
-            e.contains("no `node` was found") && e.contains("--node-bin"),
-            "{e}"
-        );
+            .stderr_has_all(&["no `node` was found", "--node-bin"]);
     }
     // OYSTERUN_NODE_BIN invalid: an error, never a silent fallback to the node on PATH.
     t.path_dirs.push(real_node().parent().unwrap().to_owned());
-    t.extra_env
-        .push(("OYSTERUN_NODE_BIN".into(), old.display().to_string()));
-    let e = t
-        .run(args(&["agent", "print"]).root(r))
+    t.extra_env.push(("OYSTERUN_NODE_BIN".into(), old.display().to_string()));
+    t.run(args(&["agent", "print"]).root(r))
         .fails_with(2)
-        .stderr();
-    assert!(
-        e.contains("OYSTERUN_NODE_BIN") && e.contains("v18.19.0"),
-        "{e}"
-    );
+        .stderr_has_all(&["OYSTERUN_NODE_BIN", "v18.19.0"]);
 }
 
 /// A version-manager shim (asdf, nodenv: a `#!` script that runs whichever Node is selected)
@@ -372,26 +280,17 @@ fn a_shim_node_is_asked_every_time_so_a_switch_to_an_old_node_is_refused() {
     std::fs::write(&selected, "v22.1.0\n").unwrap();
     std::fs::write(
         &node,
-        format!(
-            "#!/bin/sh\necho ran >> '{}'\ncat '{}'\n",
-            runs.display(),
-            selected.display()
-        ),
+        format!("#!/bin/sh\necho ran >> '{}'\ncat '{}'\n", runs.display(), selected.display()),
     )
     .unwrap();
     std::fs::set_permissions(&node, std::fs::Permissions::from_mode(0o755)).unwrap();
     let args = regen_args(&root, &node, free_port());
     t.run(&args).ok();
     t.run(&args).ok();
-    let count = || {
-        std::fs::read_to_string(&runs)
-            .map(|s| s.lines().count())
-            .unwrap_or(0)
-    };
+    let count = || std::fs::read_to_string(&runs).map(|s| s.lines().count()).unwrap_or(0);
     assert_eq!(count(), 2, "a script node is asked every time");
     std::fs::write(&selected, "v18.19.0\n").unwrap();
-    let e = t.run(&args).fails_with(2).stderr();
-    assert!(e.contains("v18.19.0") && e.contains("20"), "{e}");
+    t.run(&args).fails_with(2).stderr_has_all(&["v18.19.0", "20"]);
 }
 
 #[test]
@@ -404,18 +303,12 @@ fn regenerate_writes_only_on_change_atomically_0644() {
     let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.plist");
     let m = std::fs::metadata(&plist).unwrap();
     assert_eq!(m.mode() & 0o777, 0o644);
-    assert!(
-        t.home.join(".oysterun/logs").is_dir(),
-        "log dir created first"
-    );
+    assert!(t.home.join(".oysterun/logs").is_dir(), "log dir created first");
     std::thread::sleep(std::time::Duration::from_millis(20));
     let r = t.run(&args).ok();
     r.stdout_has("unchanged");
     let m2 = std::fs::metadata(&plist).unwrap();
-    assert_eq!(
-        (m.ino(), m.mtime(), m.mtime_nsec()),
-        (m2.ino(), m2.mtime(), m2.mtime_nsec())
-    );
+    assert_eq!((m.ino(), m.mtime(), m.mtime_nsec()), (m2.ino(), m2.mtime(), m2.mtime_nsec()));
     // The file equals `agent print`.
     let printed = t.run(["agent", "print"]).ok().0.stdout;
     assert_eq!(
@@ -426,15 +319,8 @@ fn regenerate_writes_only_on_change_atomically_0644() {
     // A new provider changes PATH: rewritten.
     t.fake_exe(&t.home.join("bin/codex"));
     let dry = t.run(["agent", "regenerate", "--dry-run"]).ok().stdout();
-    assert!(
-        dry.contains("-\t\t<string>") && dry.contains("+\t\t<string>") && dry.contains("/bin:"),
-        "{dry}"
-    );
-    assert_eq!(
-        std::fs::metadata(&plist).unwrap().ino(),
-        m.ino(),
-        "dry run writes nothing"
-    );
+    has_all(&dry, &["-\t\t<string>", "+\t\t<string>", "/bin:"]);
+    assert_eq!(std::fs::metadata(&plist).unwrap().ino(), m.ino(), "dry run writes nothing");
     t.run(["agent", "regenerate", "--no-restart"]).ok();
     assert!(std::fs::read_to_string(&plist)
         .unwrap()
@@ -473,22 +359,12 @@ fn root_discovery_and_its_errors() {
     let (mut t, root) = ctx_with_root("home");
     let node = real_node();
     let n = node.to_str().unwrap();
-    let e = t
-        .run(args(&["agent", "print"]).node(n).root(t.path("nothing")))
+    t.run(args(&["agent", "print"]).node(n).root(t.path("nothing")))
         .fails_with(2)
-        .stderr();
-    assert!(
-        e.contains("host-service/server.mjs") && e.contains("--root"),
-        "{e}"
-    );
+        .stderr_has_all(&["host-service/server.mjs", "--root"]);
     // Not found on the machine: exit 1, as no `node` found is (docs/behaviour.md "Exit codes").
-    let e = t
-        .run(args(&["agent", "print"]).node(n))
-        .fails_with(1)
-        .stderr();
-    assert!(e.contains("OYSTERUN_ROOT"), "{e}");
-    t.extra_env
-        .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
+    t.run(args(&["agent", "print"]).node(n)).fails_with(1).stderr_has_all(&["OYSTERUN_ROOT"]);
+    t.extra_env.push(("OYSTERUN_ROOT".into(), root.display().to_string()));
     let v = plistlib(&t.run(args(&["agent", "print"]).node(n)).ok().0.stdout);
     assert_eq!(v["EnvironmentVariables"]["OYSTERUN_REPO_ROOT"], json!(root));
 }
@@ -496,21 +372,9 @@ fn root_discovery_and_its_errors() {
 #[test]
 fn custom_stacks_need_a_port_once() {
     let (t, root) = ctx_with_root("home");
-    let node = real_node();
-    let base = [
-        "agent",
-        "print",
-        "--root",
-        root.to_str().unwrap(),
-        "--node-bin",
-        node.to_str().unwrap(),
-        "--stack",
-        "dev",
-    ];
-    let e = t.run(base).fails_with(2).stderr();
-    assert!(e.contains("--port"), "{e}");
-    t.run(args(&["config", "sync"]).stack("dev").port(18001))
-        .ok();
+    let base = args(&["agent", "print"]).host(&root).stack("dev");
+    t.run(base.clone()).fails_with(2).stderr_has_all(&["--port"]);
+    t.run(args(&["config", "sync"]).stack("dev").port(18001)).ok();
     let v = plistlib(&t.run(base).ok().0.stdout);
     assert_eq!(v["Label"], "com.oysterun.host.dev");
     assert_eq!(v["EnvironmentVariables"]["OYSTERUN_PORT"], "18001");
@@ -519,14 +383,8 @@ fn custom_stacks_need_a_port_once() {
         json!([crate::common::BIN, "host", "exec", "--stack", "dev"])
     );
     let stack_root = t.home.join(".oysterun-stacks/dev");
-    assert_eq!(
-        v["EnvironmentVariables"]["OYSTERUN_ROUTEC_STACK_NAME"],
-        "dev"
-    );
-    assert_eq!(
-        v["EnvironmentVariables"]["OYSTERUN_ROUTEC_STACK_ROOT"],
-        json!(stack_root)
-    );
+    assert_eq!(v["EnvironmentVariables"]["OYSTERUN_ROUTEC_STACK_NAME"], "dev");
+    assert_eq!(v["EnvironmentVariables"]["OYSTERUN_ROUTEC_STACK_ROOT"], json!(stack_root));
     assert_eq!(
         v["EnvironmentVariables"]["OYSTERUN_ROUTEC_MATRIX_STORAGE_PATH"],
         json!(stack_root.join("matrix/homeserver.db"))
@@ -544,10 +402,7 @@ fn the_root_is_found_in_the_pinned_nodes_global_npm_modules() {
     let node = prefix.join("bin/node");
     std::os::unix::fs::symlink(real_node(), &node).unwrap();
     let n = node.to_str().unwrap();
-    let e = t
-        .run(args(&["agent", "print"]).node(n))
-        .fails_with(1)
-        .stderr();
+    let e = t.run(args(&["agent", "print"]).node(n)).fails_with(1).stderr();
     assert!(
         e.contains("node prefix/lib/node_modules/oysterun")
             && e.contains("npm install -g oysterun"),
@@ -558,13 +413,9 @@ fn the_root_is_found_in_the_pinned_nodes_global_npm_modules() {
     let other_root = other.join("lib/node_modules/oysterun");
     std::fs::create_dir_all(other_root.join("host-service")).unwrap();
     std::fs::write(other_root.join("host-service/server.mjs"), "").unwrap();
-    t.extra_env
-        .push(("npm_config_prefix".into(), other.display().to_string()));
+    t.extra_env.push(("npm_config_prefix".into(), other.display().to_string()));
     let v = plistlib(&t.run(args(&["agent", "print"]).node(n)).ok().0.stdout);
-    assert_eq!(
-        v["EnvironmentVariables"]["OYSTERUN_REPO_ROOT"],
-        json!(other_root)
-    );
+    assert_eq!(v["EnvironmentVariables"]["OYSTERUN_REPO_ROOT"], json!(other_root));
     // The pinned Node's own global modules come first.
     let root = prefix.join("lib/node_modules/oysterun");
     std::fs::create_dir_all(root.join("host-service")).unwrap();

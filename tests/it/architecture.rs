@@ -78,10 +78,7 @@ fn allowed(module: &str) -> Vec<&'static str> {
         .find(|(m, _)| *m == module)
         .map(|(_, a)| a.to_vec())
         .unwrap_or_else(|| panic!("{module} has no row in ALLOWED; add one"));
-    let extra = CYCLE_EXCEPTIONS
-        .iter()
-        .filter(|(from, _)| *from == module)
-        .map(|(_, to)| *to);
+    let extra = CYCLE_EXCEPTIONS.iter().filter(|(from, _)| *from == module).map(|(_, to)| *to);
     row.into_iter().chain(extra).collect()
 }
 
@@ -89,10 +86,8 @@ fn allowed(module: &str) -> Vec<&'static str> {
 /// `[host]`, `src/cli.rs` → `[cli]`.
 fn module_path(src: &Path, file: &Path) -> Vec<String> {
     let rel = file.strip_prefix(src).unwrap().with_extension("");
-    let mut parts: Vec<String> = rel
-        .components()
-        .map(|c| c.as_os_str().to_string_lossy().into_owned())
-        .collect();
+    let mut parts: Vec<String> =
+        rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
     if parts.last().is_some_and(|p| p == "mod") {
         parts.pop();
     }
@@ -200,10 +195,7 @@ fn flatten(tokens: TokenStream) -> Vec<TokenTree> {
 }
 
 fn is_colons(toks: &[TokenTree]) -> bool {
-    toks.len() == 2
-        && toks
-            .iter()
-            .all(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ':'))
+    toks.len() == 2 && toks.iter().all(|t| matches!(t, TokenTree::Punct(p) if p.as_char() == ':'))
 }
 
 impl<'ast> Visit<'ast> for Refs {
@@ -242,10 +234,7 @@ impl<'ast> Visit<'ast> for Refs {
 /// another top-level module.
 fn references(here: &[String], code: &str) -> Result<BTreeSet<(usize, String)>, syn::Error> {
     let file = syn::parse_file(code)?;
-    let mut refs = Refs {
-        here: here.to_vec(),
-        found: BTreeSet::new(),
-    };
+    let mut refs = Refs { here: here.to_vec(), found: BTreeSet::new() };
     refs.visit_file(&file);
     Ok(refs.found)
 }
@@ -255,12 +244,7 @@ fn top_modules(src: &Path) -> BTreeSet<String> {
     std::fs::read_dir(src)
         .unwrap()
         .flatten()
-        .map(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .trim_end_matches(".rs")
-                .to_owned()
-        })
+        .map(|e| e.file_name().to_string_lossy().trim_end_matches(".rs").to_owned())
         .collect()
 }
 
@@ -286,10 +270,7 @@ fn violations_and_edges(src: &Path, taken: &mut BTreeSet<(String, String)>) -> V
             }
             taken.insert((module.clone(), target.clone()));
             if !allowed.contains(&target.as_str()) {
-                found.push(format!(
-                    "{}:{line}: {module} imports {target}",
-                    file.display()
-                ));
+                found.push(format!("{}:{line}: {module} imports {target}", file.display()));
             }
         }
     }
@@ -379,10 +360,7 @@ fn the_guard_catches_an_upward_import() {
          const S: &str = \"crate::cli::in_a_string\";\n",
     )]);
     assert_eq!(
-        found
-            .iter()
-            .map(|f| f.rsplit("plan.rs").next().unwrap())
-            .collect::<Vec<_>>(),
+        found.iter().map(|f| f.rsplit("plan.rs").next().unwrap()).collect::<Vec<_>>(),
         [":1: host imports commands", ":3: host imports cli"],
         "{found:#?}"
     );
@@ -391,15 +369,10 @@ fn the_guard_catches_an_upward_import() {
 #[test]
 fn the_guard_catches_a_wrapped_import_as_rustfmt_writes_it() {
     // The shape the line scanner could not see: the module on a line of its own.
-    let (_t, found) = fixture(&[(
-        "host/plan.rs",
-        "use crate::{\n    config::Config,\n    commands,\n};\n",
-    )]);
+    let (_t, found) =
+        fixture(&[("host/plan.rs", "use crate::{\n    config::Config,\n    commands,\n};\n")]);
     assert_eq!(found.len(), 1, "{found:#?}");
-    assert!(
-        found[0].ends_with(":3: host imports commands"),
-        "{found:#?}"
-    );
+    assert!(found[0].ends_with(":3: host imports commands"), "{found:#?}");
 }
 
 #[test]
@@ -415,10 +388,7 @@ fn the_guard_catches_an_import_reached_through_super() {
         ),
         ("host/stack.rs", ""),
     ]);
-    let tails: Vec<&str> = found
-        .iter()
-        .map(|f| f.rsplit("src/").next().unwrap())
-        .collect();
+    let tails: Vec<&str> = found.iter().map(|f| f.rsplit("src/").next().unwrap()).collect();
     assert_eq!(
         tails,
         [
@@ -437,10 +407,7 @@ fn the_guard_catches_paths_in_expressions_types_and_macros() {
         "fn f(x: crate::cli::Args) {\n    let y = crate::commands::run(\n        x,\n    );\n    \
          say!(\"{}\", crate::context::now());\n}\nmacro_rules! m { () => { $crate::cli::X } }\n",
     )]);
-    let tails: Vec<&str> = found
-        .iter()
-        .map(|f| f.rsplit("src/").next().unwrap())
-        .collect();
+    let tails: Vec<&str> = found.iter().map(|f| f.rsplit("src/").next().unwrap()).collect();
     assert_eq!(
         tails,
         [
@@ -496,12 +463,7 @@ fn only_commands_and_launch_print() {
     let mut found = vec![];
     let mut looked = 0;
     for file in super::common::rust_files(&src) {
-        let room = file
-            .strip_prefix(&src)
-            .unwrap()
-            .components()
-            .next()
-            .unwrap();
+        let room = file.strip_prefix(&src).unwrap().components().next().unwrap();
         if MAY_PRINT.contains(&room.as_os_str().to_str().unwrap()) {
             continue;
         }
@@ -509,17 +471,12 @@ fn only_commands_and_launch_print() {
         let text = std::fs::read_to_string(&file).unwrap();
         calls(text.parse().unwrap(), &file, &mut found);
     }
-    assert!(
-        looked > 40,
-        "only {looked} files outside the printing rooms were read"
-    );
+    assert!(looked > 40, "only {looked} files outside the printing rooms were read");
     assert!(found.is_empty(), "{found:#?}");
     // The check sees both forms.
     let mut seen = vec![];
     calls(
-        "fn f() { crate::say!(\"x\"); let o = crate::output::printer(); }"
-            .parse()
-            .unwrap(),
+        "fn f() { crate::say!(\"x\"); let o = crate::output::printer(); }".parse().unwrap(),
         Path::new("fixture.rs"),
         &mut seen,
     );
@@ -580,11 +537,7 @@ fn files_are_read_only_through_the_bounded_reader_in_sys() {
                 _ => continue,
             };
             for n in names.iter().filter(|n| forbidden.contains(&n.as_str())) {
-                found.push(format!(
-                    "{}:{}: {id}::{n}",
-                    file.display(),
-                    id.span().start().line
-                ));
+                found.push(format!("{}:{}: {id}::{n}", file.display(), id.span().start().line));
             }
         }
     }
@@ -645,8 +598,7 @@ fn long_fns(file: &Path, code: &str) -> Vec<String> {
             let lines = body.brace_token.span.close().start().line + 1 - first;
             if lines > LONG_FN {
                 let (file, name) = (self.file.display(), &sig.ident);
-                self.found
-                    .push(format!("{file}:{first}: {name} ({lines} lines)"));
+                self.found.push(format!("{file}:{first}: {name} ({lines} lines)"));
             }
         }
     }
@@ -668,10 +620,7 @@ fn long_fns(file: &Path, code: &str) -> Vec<String> {
     }
     let parsed =
         syn::parse_file(code).unwrap_or_else(|e| panic!("{} does not parse: {e}", file.display()));
-    let mut long = Long {
-        file,
-        found: vec![],
-    };
+    let mut long = Long { file, found: vec![] };
     long.visit_file(&parsed);
     long.found
 }

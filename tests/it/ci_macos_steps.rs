@@ -13,6 +13,7 @@ use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::common::has_all;
 use crate::common::{real_node, sim_bin, TestContext, BIN};
 
 /// Steps not run here, by name (a prefix of it), and why. Each must name a step of the job.
@@ -64,18 +65,11 @@ fn steps(text: &str, job: &str) -> Vec<Step> {
             break; // the next job
         }
         if let Some(name) = line.strip_prefix("      - name: ") {
-            out.push(Step {
-                name: name.to_owned(),
-                ..Step::default()
-            });
+            out.push(Step { name: name.to_owned(), ..Step::default() });
             continue;
         }
         if let Some(action) = line.strip_prefix("      - uses: ") {
-            out.push(Step {
-                name: action.to_owned(),
-                uses: true,
-                ..Step::default()
-            });
+            out.push(Step { name: action.to_owned(), uses: true, ..Step::default() });
             continue;
         }
         let Some(step) = out.last_mut() else { continue };
@@ -150,11 +144,7 @@ impl Runner {
         std::fs::create_dir_all(workspace.join("target/debug")).unwrap();
         std::fs::create_dir_all(workspace.join("tests")).unwrap();
         symlink(BIN, workspace.join("target/debug/oyster")).unwrap();
-        symlink(
-            repo.join("tests/fixtures"),
-            workspace.join("tests/fixtures"),
-        )
-        .unwrap();
+        symlink(repo.join("tests/fixtures"), workspace.join("tests/fixtures")).unwrap();
         // `launchctl` on PATH is the simulator.
         let bin = t.path("bin");
         std::fs::create_dir_all(&bin).unwrap();
@@ -193,16 +183,8 @@ impl Runner {
             env.insert(k.to_owned(), v.to_owned());
         }
         let mut path = vec![bin, node_bin];
-        path.extend(std::env::split_paths(
-            &std::env::var_os("PATH").unwrap_or_default(),
-        ));
-        Runner {
-            t,
-            workspace,
-            temp,
-            env,
-            path,
-        }
+        path.extend(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()));
+        Runner { t, workspace, temp, env, path }
     }
 
     /// Runs one step's script as GitHub does; `Err` with everything it printed when it fails.
@@ -226,25 +208,17 @@ impl Runner {
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
         );
-        eprintln!(
-            "step {:?}: exit {:?} in {:?}",
-            step.name,
-            out.status.code(),
-            t0.elapsed()
-        );
+        eprintln!("step {:?}: exit {:?} in {:?}", step.name, out.status.code(), t0.elapsed());
         // What the step left for the next ones, as the runner carries it over.
-        for line in std::fs::read_to_string(self.temp.join("github-env"))
-            .unwrap_or_default()
-            .lines()
+        for line in
+            std::fs::read_to_string(self.temp.join("github-env")).unwrap_or_default().lines()
         {
             if let Some((k, v)) = line.split_once('=') {
                 self.env.insert(k.to_owned(), v.to_owned());
             }
         }
-        for line in std::fs::read_to_string(self.temp.join("github-path"))
-            .unwrap_or_default()
-            .lines()
-            .rev()
+        for line in
+            std::fs::read_to_string(self.temp.join("github-path")).unwrap_or_default().lines().rev()
         {
             let dir = PathBuf::from(line);
             if !self.path.contains(&dir) {
@@ -286,10 +260,7 @@ fn every_real_launchd_step_of_the_macos_workflow_runs_here_against_the_simulator
     let steps = steps(&text, "macos");
     for (name, _) in SKIPPED {
         let n = steps.iter().filter(|s| s.name.starts_with(name)).count();
-        assert_eq!(
-            n, 1,
-            "the skip list names {name:?}, which matches {n} steps"
-        );
+        assert_eq!(n, 1, "the skip list names {name:?}, which matches {n} steps");
     }
     let mut runner = Runner::new();
     let mut ran = vec![];
@@ -334,20 +305,14 @@ fn every_real_launchd_step_of_the_macos_workflow_runs_here_against_the_simulator
         "agent regenerate after a provider appears; doctor",
         "agent uninstall leaves nothing loaded or listening",
     ] {
-        assert!(
-            ran.iter().any(|r| r.starts_with(name)),
-            "{name:?} did not run: {ran:#?}"
-        );
+        assert!(ran.iter().any(|r| r.starts_with(name)), "{name:?} did not run: {ran:#?}");
     }
     // What the artifact steps recorded, as the Mac's artifact would have it.
     let evidence = runner.temp.join("launchd-evidence");
     let login_items = std::fs::read_to_string(evidence.join("login-items.txt")).unwrap();
-    for state in [
-        "never loaded: login_item=",
-        "loaded: login_item=enabled",
-        "stopped: login_item=",
-    ] {
-        assert!(login_items.contains(state), "{login_items}");
+    for state in ["never loaded: login_item=", "loaded: login_item=enabled", "stopped: login_item="]
+    {
+        has_all(&login_items, &[state]);
     }
     let rc = |name: &str| std::fs::read_to_string(evidence.join(format!("{name}.rc"))).unwrap();
     assert_eq!(rc("print-job-after-install").trim(), "0");

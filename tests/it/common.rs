@@ -16,7 +16,9 @@ mod stack;
 #[cfg(target_os = "linux")]
 pub mod user_manager;
 
-pub use context::{pty_report, python, recorder, shown_width, strip_ansi, write_binary_plist};
+pub use context::{
+    first_line, pty_report, python, recorder, shown_width, strip_ansi, write_binary_plist,
+};
 pub use stack::{args, install_args, Args, Stack};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_oyster");
@@ -108,10 +110,7 @@ impl TestContext {
         let mut c = Command::new(BIN);
         c.env_clear()
             .env("HOME", &self.home)
-            .env(
-                "PATH",
-                std::env::join_paths(&self.path_dirs).unwrap_or_default(),
-            )
+            .env("PATH", std::env::join_paths(&self.path_dirs).unwrap_or_default())
             .current_dir(self.dir.path());
         if !self.system_launchctl && !self.extra_env.iter().any(|(k, _)| k == "OYSTER_LAUNCHCTL") {
             c.env("OYSTER_LAUNCHCTL", "none");
@@ -152,12 +151,8 @@ impl TestContext {
     /// real node), so Host commands need no --root/--node-bin. Returns the root.
     pub fn pin_host_env(&mut self) -> PathBuf {
         let root = fixture_root_at(&self.host_root());
-        self.extra_env
-            .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
-        self.extra_env.push((
-            "OYSTERUN_NODE_BIN".into(),
-            real_node().display().to_string(),
-        ));
+        self.extra_env.push(("OYSTERUN_ROOT".into(), root.display().to_string()));
+        self.extra_env.push(("OYSTERUN_NODE_BIN".into(), real_node().display().to_string()));
         root
     }
 
@@ -198,10 +193,7 @@ pub fn processes_with_env(entry: &str) -> Vec<u32> {
     let test_dir = entry
         .strip_prefix("HOME=")
         .and_then(|home| Path::new(home).parent())
-        .filter(|d| {
-            d.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("oyster-it-"))
-        });
+        .filter(|d| d.file_name().is_some_and(|n| n.to_string_lossy().starts_with("oyster-it-")));
     let hidden_but_ours = |p: &sysinfo::Process| {
         p.environ().is_empty()
             && test_dir.is_some_and(|d| p.cmd().iter().any(|a| Path::new(a).starts_with(d)))
@@ -243,12 +235,7 @@ pub fn live_environ(pid: u32) -> Vec<String> {
         sysinfo::ProcessRefreshKind::nothing().with_environ(sysinfo::UpdateKind::Always),
     );
     sys.process(spid)
-        .map(|p| {
-            p.environ()
-                .iter()
-                .map(|kv| kv.to_string_lossy().into_owned())
-                .collect()
-        })
+        .map(|p| p.environ().iter().map(|kv| kv.to_string_lossy().into_owned()).collect())
         .unwrap_or_default()
 }
 
@@ -263,10 +250,7 @@ pub fn zombie(pid: u32) -> bool {
         sysinfo::ProcessRefreshKind::nothing(),
     );
     sys.process(spid).is_some_and(|p| {
-        matches!(
-            p.status(),
-            sysinfo::ProcessStatus::Zombie | sysinfo::ProcessStatus::Dead
-        )
+        matches!(p.status(), sysinfo::ProcessStatus::Zombie | sysinfo::ProcessStatus::Dead)
     })
 }
 
@@ -384,12 +368,26 @@ impl TestContext {
     /// Points oyster at the simulator with this test's own state, fast drains.
     pub fn use_sim(&mut self) {
         let state = self.path("launchd-state");
-        self.extra_env
-            .push(("OYSTER_LAUNCHCTL".into(), sim_bin().display().to_string()));
-        self.extra_env
-            .push(("LAUNCHD_SIM_STATE".into(), state.display().to_string()));
-        self.extra_env
-            .push(("LAUNCHD_SIM_DRAIN_MS".into(), "200".into()));
+        self.extra_env.push(("OYSTER_LAUNCHCTL".into(), sim_bin().display().to_string()));
+        self.extra_env.push(("LAUNCHD_SIM_STATE".into(), state.display().to_string()));
+        self.extra_env.push(("LAUNCHD_SIM_DRAIN_MS".into(), "200".into()));
+    }
+
+    /// A HOME under the simulator with the Host fixture at `<test dir>/root` and a free port:
+    /// where most tests of a stack's lifecycle start.
+    pub fn sim_root() -> (TestContext, PathBuf, u16) {
+        let mut t = TestContext::new();
+        t.use_sim();
+        let root = t.fixture_root("root");
+        (t, root, free_port())
+    }
+
+    /// Scales the simulator's ThrottleInterval waits by `factor` (`LAUNCHD_SIM_THROTTLE_SCALE`,
+    /// launchd/README.md) for the jobs this test loads: a test that waits out launchd's 10 s
+    /// throttle (a respawn after `kill`, a crash loop forming) sits through `10 × factor` s.
+    /// Not for a test whose point is that something does *not* wait out the throttle.
+    pub fn scale_throttle(&mut self, factor: &str) {
+        self.extra_env.push(("LAUNCHD_SIM_THROTTLE_SCALE".into(), factor.into()));
     }
 
     /// Runs the simulator directly with this test's state.
@@ -442,6 +440,22 @@ pub fn real_node() -> PathBuf {
     runner_tool("node").expect("the tests need node (v20+) on PATH")
 }
 
+/// The fixed system directories of a generated PATH, in order (`src/host/launchenv.rs`).
+pub const SYSTEM_DIRS: [&str; 6] =
+    ["/opt/homebrew/bin", "/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin"];
+
+/// The PATH oyster generates: `first` (the pinned node's directory, then any provider's),
+/// then [`SYSTEM_DIRS`], each entry once, as a list.
+pub fn generated_path(first: Vec<String>) -> Vec<String> {
+    let mut path = first;
+    for d in SYSTEM_DIRS {
+        if !path.iter().any(|p| p == d) {
+            path.push(d.to_owned());
+        }
+    }
+    path
+}
+
 /// Where [`free_port`] picks from: below Linux's ephemeral range (32768–60999) and macOS's
 /// (49152–65535), so the kernel never hands one of these to an outgoing connection, and above
 /// the well-known services.
@@ -480,10 +494,7 @@ pub fn free_port() -> u16 {
 pub fn wait_until(bound: std::time::Duration, what: &str, mut cond: impl FnMut() -> bool) {
     let t0 = std::time::Instant::now();
     while !cond() {
-        assert!(
-            t0.elapsed() < bound,
-            "timed out after {bound:?} waiting for {what}"
-        );
+        assert!(t0.elapsed() < bound, "timed out after {bound:?} waiting for {what}");
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
@@ -518,38 +529,34 @@ impl Run {
     }
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.0.stdout).unwrap_or_else(|e| {
-            panic!(
-                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
-                self.stdout(),
-                self.stderr()
-            )
+            panic!("stdout is not JSON ({e}):\n{}\nstderr:\n{}", self.stdout(), self.stderr())
         })
     }
     #[track_caller]
     pub fn ok(self) -> Run {
-        assert_eq!(
-            self.code(),
-            0,
-            "stdout:\n{}\nstderr:\n{}",
-            self.stdout(),
-            self.stderr()
-        );
+        assert_eq!(self.code(), 0, "stdout:\n{}\nstderr:\n{}", self.stdout(), self.stderr());
         self
     }
     #[track_caller]
     pub fn fails_with(self, code: i32) -> Run {
-        assert_eq!(
-            self.code(),
-            code,
-            "stdout:\n{}\nstderr:\n{}",
-            self.stdout(),
-            self.stderr()
-        );
+        assert_eq!(self.code(), code, "stdout:\n{}\nstderr:\n{}", self.stdout(), self.stderr());
         self
     }
 }
 
 impl Run {
+    /// Fails the test, showing stderr, unless stderr holds every one of `texts`.
+    #[track_caller]
+    pub fn stderr_has_all(&self, texts: &[&str]) -> &Run {
+        has_all(&self.stderr(), texts);
+        self
+    }
+    /// Fails the test, showing stdout, unless stdout holds every one of `texts`.
+    #[track_caller]
+    pub fn stdout_has_all(&self, texts: &[&str]) -> &Run {
+        has_all(&self.stdout(), texts);
+        self
+    }
     /// Fails the test, showing stderr, unless stderr holds `text`.
     #[track_caller]
     pub fn stderr_has(&self, text: &str) -> &Run {
@@ -564,6 +571,40 @@ impl Run {
         assert!(o.contains(text), "stdout lacks {text:?}:\n{o}");
         self
     }
+}
+
+/// Fails the test, showing `text`, unless it holds every one of `parts`.
+#[track_caller]
+pub fn has_all(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "lacks {part:?}:\n{text}");
+    }
+}
+
+/// Fails the test, showing `text`, if it holds any one of `parts`.
+#[track_caller]
+pub fn has_none(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(!text.contains(part), "holds {part:?}:\n{text}");
+    }
+}
+
+/// The string `v` (a JSON value that must be a string), which must hold every one of `parts`.
+#[track_caller]
+pub fn str_has_all(v: &serde_json::Value, parts: &[&str]) {
+    let text = v.as_str().unwrap_or_else(|| panic!("not a string: {v}"));
+    has_all(text, parts);
+}
+
+/// The string at `key` of each row of the list `rows` (a document's `stacks` or `steps`), in
+/// order.
+#[track_caller]
+pub fn column(rows: &serde_json::Value, key: &str) -> Vec<String> {
+    rows.as_array()
+        .unwrap_or_else(|| panic!("not a list: {rows}"))
+        .iter()
+        .map(|r| r[key].as_str().unwrap().to_owned())
+        .collect()
 }
 
 /// The check named `name` of a `doctor --json` document; fails showing the document if it has
@@ -583,11 +624,7 @@ pub fn doctor_check(doc: &serde_json::Value, name: &str) -> serde_json::Value {
 #[track_caller]
 pub fn output_ok(c: &mut Command) -> Output {
     let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     out
 }
 
@@ -627,8 +664,7 @@ pub fn rust_files(dir: &Path) -> Vec<PathBuf> {
 pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(std::time::Duration::from_secs(2)))
-        .ok()?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(2))).ok()?;
     write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
     let mut text = String::new();
     s.read_to_string(&mut text).ok()?;
@@ -639,9 +675,7 @@ pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
 
 /// `GET path` on the fixture Host, which must answer: its status code.
 pub fn get(port: u16, path: &str) -> u16 {
-    http_get(port, path)
-        .unwrap_or_else(|| panic!("nothing answered GET {path} on port {port}"))
-        .0
+    http_get(port, path).unwrap_or_else(|| panic!("nothing answered GET {path} on port {port}")).0
 }
 
 /// One path of a [`tree`] snapshot.
@@ -670,10 +704,7 @@ pub fn tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, Entry> {
         for p in entries.flatten().map(|e| e.path()) {
             let m = std::fs::symlink_metadata(&p).unwrap();
             let content = if m.file_type().is_symlink() {
-                std::fs::read_link(&p)
-                    .unwrap()
-                    .into_os_string()
-                    .into_encoded_bytes()
+                std::fs::read_link(&p).unwrap().into_os_string().into_encoded_bytes()
             } else if m.is_file() {
                 std::fs::read(&p).unwrap_or_default()
             } else {
@@ -699,20 +730,12 @@ pub fn tree(dir: &Path) -> std::collections::BTreeMap<PathBuf, Entry> {
 #[test]
 fn free_port_never_hands_out_a_port_twice_and_each_is_bindable() {
     let ports: Vec<u16> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..8)
-            .map(|_| s.spawn(|| (0..25).map(|_| free_port()).collect::<Vec<_>>()))
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap())
-            .collect()
+        let handles: Vec<_> =
+            (0..8).map(|_| s.spawn(|| (0..25).map(|_| free_port()).collect::<Vec<_>>())).collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
     });
     let distinct: std::collections::BTreeSet<u16> = ports.iter().copied().collect();
-    assert_eq!(
-        distinct.len(),
-        ports.len(),
-        "a port came back twice: {ports:?}"
-    );
+    assert_eq!(distinct.len(), ports.len(), "a port came back twice: {ports:?}");
     for p in ports.iter().take(20) {
         assert!(PORTS.contains(&u32::from(*p)), "{p} outside {PORTS:?}");
         std::net::TcpListener::bind(("127.0.0.1", *p)).unwrap();
@@ -722,9 +745,5 @@ fn free_port_never_hands_out_a_port_twice_and_each_is_bindable() {
 #[test]
 #[should_panic(expected = "waiting for the impossible")]
 fn wait_until_names_what_it_waited_for() {
-    wait_until(
-        std::time::Duration::from_millis(50),
-        "the impossible",
-        || false,
-    );
+    wait_until(std::time::Duration::from_millis(50), "the impossible", || false);
 }

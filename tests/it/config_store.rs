@@ -11,12 +11,7 @@ use crate::common::{args, TestContext};
 
 fn snapshot(t: &TestContext) -> (Vec<u8>, i64, i64, u64) {
     let m = std::fs::metadata(t.config_path()).unwrap();
-    (
-        std::fs::read(t.config_path()).unwrap(),
-        m.mtime(),
-        m.mtime_nsec(),
-        m.ino(),
-    )
+    (std::fs::read(t.config_path()).unwrap(), m.mtime(), m.mtime_nsec(), m.ino())
 }
 
 #[test]
@@ -37,22 +32,8 @@ fn migration_cases() {
             json!("/abs/claude"),
             json!(found),
         ),
-        (
-            json!("claude"),
-            json!(null),
-            "auto",
-            "auto",
-            json!(found_claude),
-            json!(found),
-        ),
-        (
-            json!("  "),
-            json!(""),
-            "auto",
-            "auto",
-            json!(found_claude),
-            json!(found),
-        ),
+        (json!("claude"), json!(null), "auto", "auto", json!(found_claude), json!(found)),
+        (json!("  "), json!(""), "auto", "auto", json!(found_claude), json!(found)),
         (
             json!("~/bin/claude"),
             json!("my-codex --flag"),
@@ -86,10 +67,7 @@ fn migration_cases() {
     t.write_config("{}");
     t.run(["config", "sync"]).ok();
     let cfg = t.read_config();
-    assert_eq!(
-        cfg["provider_command_intent"],
-        json!({"claude": "auto", "codex": "auto"})
-    );
+    assert_eq!(cfg["provider_command_intent"], json!({"claude": "auto", "codex": "auto"}));
     assert_eq!(cfg.get("claude_command"), None);
     t.assert_nothing_executed();
 }
@@ -179,24 +157,15 @@ fn numbers_in_unknown_keys_keep_every_digit_across_a_rewrite() {
 fn corrupt_input_is_refused_with_position_and_never_rewritten() {
     let t = TestContext::new();
     for (text, expect) in [
-        (
-            "{\"claude_command\": \"/x\",\n  \"port\": 88",
-            "line 2, column",
-        ),
+        ("{\"claude_command\": \"/x\",\n  \"port\": 88", "line 2, column"),
         ("", "empty"),
         ("   \n", "empty"),
         ("\u{feff}{}", "byte-order mark"),
         ("[1, 2]", "line 1, column"),
         ("{\"claude_command\": 42}", "claude_command"),
         ("{\"codex_command\": [\"/x\"]}", "codex_command"),
-        (
-            "{\"provider_command_intent\": {\"claude\": \"always\"}}",
-            "provider_command_intent",
-        ),
-        (
-            "{\"provider_command_intent\": \"auto\"}",
-            "provider_command_intent",
-        ),
+        ("{\"provider_command_intent\": {\"claude\": \"always\"}}", "provider_command_intent"),
+        ("{\"provider_command_intent\": \"auto\"}", "provider_command_intent"),
         ("{\"port\": \"8802\"}", "port"),
         ("{\"a\": 1} trailing", "line 1, column"),
     ] {
@@ -252,10 +221,7 @@ fn new_files_are_0600_in_a_0700_dir_and_existing_modes_are_kept() {
     assert_eq!(d.mode() & 0o777, 0o700);
     std::fs::set_permissions(t.config_path(), std::fs::Permissions::from_mode(0o644)).unwrap();
     t.run(["providers", "set", "claude", "/y/claude"]).ok();
-    assert_eq!(
-        std::fs::metadata(t.config_path()).unwrap().mode() & 0o777,
-        0o644
-    );
+    assert_eq!(std::fs::metadata(t.config_path()).unwrap().mode() & 0o777, 0o644);
     let leftovers: Vec<_> = std::fs::read_dir(t.home.join(".oysterun"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -267,19 +233,14 @@ fn new_files_are_0600_in_a_0700_dir_and_existing_modes_are_kept() {
 #[test]
 fn port_is_recorded_by_sync_and_stacks_are_separate() {
     let t = TestContext::new();
-    t.run(args(&["config", "sync"]).stack("dev-1").port(7001))
-        .ok();
+    t.run(args(&["config", "sync"]).stack("dev-1").port(7001)).ok();
     let dev = t.home.join(".oysterun-stacks/dev-1/host/config.json");
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(dev).unwrap()).unwrap();
     assert_eq!(v["port"], 7001);
     assert!(!t.config_path().exists());
     t.run(["--stack", "staging", "config", "sync"]).ok();
-    assert!(t
-        .home
-        .join(".oysterun-stacks/staging/host/config.json")
-        .exists());
-    t.run(["config", "sync", "--stack", "Bad_Name"])
-        .fails_with(2);
+    assert!(t.home.join(".oysterun-stacks/staging/host/config.json").exists());
+    t.run(["config", "sync", "--stack", "Bad_Name"]).fails_with(2);
     t.run(args(&["config", "sync"]).port(0)).fails_with(2);
 }
 
@@ -287,8 +248,7 @@ fn port_is_recorded_by_sync_and_stacks_are_separate() {
 fn config_dir_override_is_used_and_said() {
     let mut t = TestContext::new();
     let cfg_dir = t.path("elsewhere");
-    t.extra_env
-        .push(("OYSTERUN_CONFIG_DIR".into(), cfg_dir.display().to_string()));
+    t.extra_env.push(("OYSTERUN_CONFIG_DIR".into(), cfg_dir.display().to_string()));
     let r = t.run(["config", "sync"]).ok();
     r.stderr_has("OYSTERUN_CONFIG_DIR");
     assert!(cfg_dir.join("config.json").exists());
@@ -304,10 +264,7 @@ fn show_redacts_secrets_and_home() {
     ));
     for (args, path) in [
         (vec!["config", "show"], "~/OysterunAgents".to_owned()),
-        (
-            vec!["config", "show", "--json"],
-            format!("{}/OysterunAgents", t.home.display()),
-        ),
+        (vec!["config", "show", "--json"], format!("{}/OysterunAgents", t.home.display())),
     ] {
         let r = t.run(&args).ok();
         assert!(!r.stdout().contains("SECRET"), "{}", r.stdout());
@@ -326,24 +283,13 @@ fn concurrent_saves_of_different_providers_never_lose_an_update() {
         let b = format!("/b/{i}/codex");
         let mut c1 = t.cmd();
         let mut c2 = t.cmd();
-        let h1 = c1
-            .args(["providers", "set", "claude", &a])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let h2 = c2
-            .args(["providers", "set", "codex", &b])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
+        let h1 = c1.args(["providers", "set", "claude", &a]).stdout(Stdio::null()).spawn().unwrap();
+        let h2 = c2.args(["providers", "set", "codex", &b]).stdout(Stdio::null()).spawn().unwrap();
         assert!(h1.wait_with_output().unwrap().status.success());
         assert!(h2.wait_with_output().unwrap().status.success());
         let cfg = t.read_config();
         assert_eq!(
-            (
-                cfg["claude_command"].as_str(),
-                cfg["codex_command"].as_str()
-            ),
+            (cfg["claude_command"].as_str(), cfg["codex_command"].as_str()),
             (Some(a.as_str()), Some(b.as_str())),
             "round {i}"
         );
@@ -420,14 +366,8 @@ fn a_held_config_lock_makes_a_command_wait_bounded_naming_the_holder_then_exit_1
     let _held = hold_lock(&t.home.join(".oysterun/config.json.lock"));
     let id = crate::common::provider_ids()[0].clone();
     let t0 = std::time::Instant::now();
-    let r = t
-        .run(["providers", "set", &id, "/opt/tools/bin/tool"])
-        .fails_with(1);
-    let e = r.stderr();
-    assert!(
-        e.contains(&format!("pid {}", std::process::id())) && e.contains("config.json.lock"),
-        "{e}"
-    );
+    let r = t.run(["providers", "set", &id, "/opt/tools/bin/tool"]).fails_with(1);
+    r.stderr_has_all(&[&format!("pid {}", std::process::id()), "config.json.lock"]);
     assert!(t0.elapsed() < Duration::from_secs(30), "not bounded");
     assert_eq!(snapshot(&t), before, "the config was touched");
 }

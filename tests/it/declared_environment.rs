@@ -5,12 +5,11 @@
 //! doctor say why); names oyster owns are refused, writing nothing; a forced value wins and
 //! cannot be changed; status calls a Host stale after `env set` until `restart`.
 
-use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use crate::common::{doctor_check, live_environ, tree, Run, Stack, TestContext};
+use crate::common::{has_all, has_none};
 
 const SECRET: &str = "s3cret-Pr0xy-pw";
 
@@ -20,16 +19,7 @@ fn proxy() -> String {
 
 /// `oyster WORDS` with `stdin` as its standard input.
 fn with_stdin(t: &TestContext, words: &[&str], stdin: &str) -> Run {
-    let mut c = t
-        .cmd()
-        .args(words)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    c.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    Run(c.wait_with_output().unwrap())
+    t.run_with_stdin(words, stdin.as_bytes())
 }
 
 fn env_file(s: &Stack) -> PathBuf {
@@ -76,14 +66,7 @@ fn a_declared_proxy_reaches_the_live_host_never_the_plist_and_no_output() {
     let s = Stack::installed("decl");
     let r = with_stdin(
         &s.t,
-        &[
-            "env",
-            "set",
-            "HTTPS_PROXY",
-            "--value-stdin",
-            "--stack",
-            s.name,
-        ],
+        &["env", "set", "HTTPS_PROXY", "--value-stdin", "--stack", s.name],
         &format!("{}\n", proxy()),
     )
     .ok();
@@ -95,32 +78,17 @@ fn a_declared_proxy_reaches_the_live_host_never_the_plist_and_no_output() {
     assert_eq!(st["summary"], "stale", "{st}");
     assert_eq!(st["verified"], true, "{st}");
     assert_eq!(st["declared"], serde_json::json!(["HTTPS_PROXY"]), "{st}");
-    assert_eq!(
-        st["declared_stale"],
-        serde_json::json!(["HTTPS_PROXY"]),
-        "{st}"
-    );
-    assert!(
-        st["notes"].to_string().contains("oyster restart decl"),
-        "{st}"
-    );
+    assert_eq!(st["declared_stale"], serde_json::json!(["HTTPS_PROXY"]), "{st}");
+    assert!(st["notes"].to_string().contains("oyster restart decl"), "{st}");
     // The restart applies it: the live Host has it, verified, no longer stale.
-    let r =
-        s.t.run(["restart", s.name, "--wait", "10", "--settle-ms", "300"])
-            .ok();
+    let r = s.t.run(["restart", s.name, "--wait", "10", "--settle-ms", "300"]).ok();
     assert!(!r.stdout().contains(SECRET), "{}", r.stdout());
     let pid = host_pid(&s);
     let want = format!("HTTPS_PROXY={}", proxy());
-    assert!(
-        live_environ(pid).contains(&want),
-        "the Host lacks the proxy"
-    );
+    assert!(live_environ(pid).contains(&want), "the Host lacks the proxy");
     let st = s.status();
     assert_eq!(
-        (
-            st["summary"].as_str(),
-            st["declared_stale"].as_array().map(Vec::len)
-        ),
+        (st["summary"].as_str(), st["declared_stale"].as_array().map(Vec::len)),
         (Some("verified"), Some(0)),
         "{st}"
     );
@@ -128,35 +96,18 @@ fn a_declared_proxy_reaches_the_live_host_never_the_plist_and_no_output() {
     let plist = std::fs::read_to_string(s.plist()).unwrap();
     assert!(!plist.contains("HTTPS_PROXY") && !plist.contains(SECRET));
     assert_eq!(files_holding(&s.t.home, SECRET), vec![env_file(&s)]);
-    let mode = std::fs::metadata(env_file(&s))
-        .unwrap()
-        .permissions()
-        .mode();
+    let mode = std::fs::metadata(env_file(&s)).unwrap().permissions().mode();
     assert_eq!(mode & 0o777, 0o600);
     let record = std::fs::read_to_string(s.run_dir().join("oyster-exec.json")).unwrap();
-    assert!(
-        record.contains("\"declared\"") && record.contains("HTTPS_PROXY"),
-        "{record}"
-    );
+    has_all(&record, &["\"declared\"", "HTTPS_PROXY"]);
     let said = everything_said(&s);
     assert!(!said.contains(SECRET), "a value was shown:\n{said}");
     assert!(said.contains("HTTPS_PROXY"), "the name is shown");
     // unset --restart: the Host loses it at once.
-    let r =
-        s.t.run([
-            "env",
-            "unset",
-            "HTTPS_PROXY",
-            "--stack",
-            s.name,
-            "--restart",
-        ])
-        .ok();
+    let r = s.t.run(["env", "unset", "HTTPS_PROXY", "--stack", s.name, "--restart"]).ok();
     r.stdout_has("removed HTTPS_PROXY");
     let pid = host_pid(&s);
-    assert!(!live_environ(pid)
-        .iter()
-        .any(|kv| kv.starts_with("HTTPS_PROXY=")));
+    assert!(!live_environ(pid).iter().any(|kv| kv.starts_with("HTTPS_PROXY=")));
     assert_eq!(s.status()["summary"], "verified");
     s.done();
 }
@@ -164,20 +115,9 @@ fn a_declared_proxy_reaches_the_live_host_never_the_plist_and_no_output() {
 #[test]
 fn the_exec_record_proves_declared_values_by_fingerprint_and_a_change_is_stale() {
     let mut s = Stack::installed("declexec");
-    s.t.extra_env
-        .push(("OYSTER_ENV_PROOF".into(), "exec".into()));
+    s.t.extra_env.push(("OYSTER_ENV_PROOF".into(), "exec".into()));
     let set = |v: &str| {
-        s.t.run([
-            "-v",
-            "env",
-            "set",
-            "NODE_EXTRA_CA_CERTS",
-            v,
-            "--stack",
-            s.name,
-            "--restart",
-        ])
-        .ok()
+        s.t.run(["-v", "env", "set", "NODE_EXTRA_CA_CERTS", v, "--stack", s.name, "--restart"]).ok()
     };
     set("/etc/ssl/one.pem").stdout_has("env_proof: exec");
     let st = s.status();
@@ -198,28 +138,13 @@ fn the_exec_record_proves_declared_values_by_fingerprint_and_a_change_is_stale()
     .ok();
     let st = s.status();
     assert_eq!(st["summary"], "stale", "{st}");
-    assert_eq!(
-        st["declared_stale"],
-        serde_json::json!(["NODE_EXTRA_CA_CERTS"]),
-        "{st}"
-    );
+    assert_eq!(st["declared_stale"], serde_json::json!(["NODE_EXTRA_CA_CERTS"]), "{st}");
     // Removed while the Host still has it: stale too.
     set("/etc/ssl/two.pem");
-    s.t.run([
-        "env",
-        "unset",
-        "NODE_EXTRA_CA_CERTS",
-        "--stack",
-        s.name,
-        "--no-restart",
-    ])
-    .ok();
-    assert_eq!(
-        s.status()["declared_stale"],
-        serde_json::json!(["NODE_EXTRA_CA_CERTS"])
-    );
+    s.t.run(["env", "unset", "NODE_EXTRA_CA_CERTS", "--stack", s.name, "--no-restart"]).ok();
+    assert_eq!(s.status()["declared_stale"], serde_json::json!(["NODE_EXTRA_CA_CERTS"]));
     let record = std::fs::read_to_string(s.run_dir().join("oyster-exec.json")).unwrap();
-    assert!(!record.contains("two.pem"), "{record}");
+    has_none(&record, &["two.pem"]);
     s.done();
 }
 
@@ -229,20 +154,14 @@ fn refused_names_values_and_files_write_nothing() {
     let before = tree(&s.stack_dir().join("host"));
     for (words, says) in [
         (&["env", "set", "PATH", "/x"][..], "PATH is oyster's to set"),
-        (
-            &["env", "set", "OYSTERUN_PORT", "1"],
-            "OYSTERUN_PORT is oyster's to set",
-        ),
+        (&["env", "set", "OYSTERUN_PORT", "1"], "OYSTERUN_PORT is oyster's to set"),
         (&["env", "set", "HOME", "/tmp"], "HOME is oyster's to set"),
         (&["env", "set", "BAD-NAME", "x"], "is not a variable name"),
         (&["env", "unset", "TMPDIR"], "TMPDIR is oyster's to set"),
     ] {
         let mut w = words.to_vec();
         w.extend(["--stack", s.name]);
-        s.t.run(&w)
-            .fails_with(2)
-            .stderr_has(says)
-            .stderr_has("nothing was changed");
+        s.t.run(&w).fails_with(2).stderr_has(says).stderr_has("nothing was changed");
     }
     let r = with_stdin(
         &s.t,
@@ -256,16 +175,7 @@ fn refused_names_values_and_files_write_nothing() {
 
     // A file others can write: `env set` refuses it, the Host starts without it, and
     // status and doctor say why with the fix.
-    s.t.run([
-        "env",
-        "set",
-        "HTTP_PROXY",
-        &proxy(),
-        "--stack",
-        s.name,
-        "--no-restart",
-    ])
-    .ok();
+    s.t.run(["env", "set", "HTTP_PROXY", &proxy(), "--stack", s.name, "--no-restart"]).ok();
     let file = env_file(&s);
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
     let bytes = std::fs::read(&file).unwrap();
@@ -274,27 +184,17 @@ fn refused_names_values_and_files_write_nothing() {
         .stderr_has("is writable by others (mode 0666)")
         .stderr_has("hint: chmod 600 ~/.oysterun-stacks/declbad/host/oyster-host.env");
     assert_eq!(std::fs::read(&file).unwrap(), bytes);
-    s.t.run(["restart", s.name, "--wait", "10", "--settle-ms", "300"])
-        .ok();
+    s.t.run(["restart", s.name, "--wait", "10", "--settle-ms", "300"]).ok();
     let pid = host_pid(&s);
-    assert!(!live_environ(pid)
-        .iter()
-        .any(|kv| kv.starts_with("HTTP_PROXY=")));
+    assert!(!live_environ(pid).iter().any(|kv| kv.starts_with("HTTP_PROXY=")));
     let st = s.status();
     assert_eq!(st["verified"], true, "{st}");
-    assert!(
-        st["notes"]
-            .to_string()
-            .contains("the declared environment is not used"),
-        "{st}"
-    );
+    assert!(st["notes"].to_string().contains("the declared environment is not used"), "{st}");
     let doc = s.t.run(["doctor", s.name, "--json"]).json();
     let c = doctor_check(&doc, "declared environment");
     assert_eq!(c["status"], "fail", "{c}");
     assert!(c["fix"].as_str().unwrap().starts_with("chmod 600"), "{c}");
-    assert!(s
-        .host_log()
-        .contains("the declared environment is not used"));
+    assert!(s.host_log().contains("the declared environment is not used"));
     assert!(!s.host_log().contains(SECRET));
     s.done();
 }
@@ -302,34 +202,18 @@ fn refused_names_values_and_files_write_nothing() {
 #[test]
 fn a_forced_variable_wins_and_cannot_be_changed_or_unset() {
     let mut s = Stack::new("declmdm");
-    let mut env = plist::Dictionary::new();
-    env.insert(
-        "HTTPS_PROXY".into(),
-        "http://forced.corp.example:8080".into(),
-    );
-    env.insert("PATH".into(), "/evil".into());
-    let mut settings = plist::Dictionary::new();
-    settings.insert("environment".into(), env.into());
-    let profile = s.t.managed_preferences("managed", settings);
     // The launch program reads the same profile: on a Mac, /Library/Managed Preferences; here
     // the directory standing in for it, as `launchctl setenv` would give every job.
-    let dir = profile.parent().unwrap().display().to_string();
-    s.t.extra_env.push((
-        "LAUNCHD_SIM_SETENV".into(),
-        format!("OYSTER_MANAGED_PREFERENCES_DIR={dir}"),
-    ));
+    let forced = [("HTTPS_PROXY", "http://forced.corp.example:8080"), ("PATH", "/evil")];
+    let profile = s.t.forced_environment(&forced);
     s.t.run(s.args("install")).ok();
     // The user's own value loses to the organization's.
-    std::fs::write(
-        env_file(&s),
-        "HTTPS_PROXY=http://mine:1\nNO_PROXY=127.0.0.1,localhost\n",
-    )
-    .unwrap();
+    std::fs::write(env_file(&s), "HTTPS_PROXY=http://mine:1\nNO_PROXY=127.0.0.1,localhost\n")
+        .unwrap();
     std::fs::set_permissions(env_file(&s), std::fs::Permissions::from_mode(0o600)).unwrap();
-    for words in [
-        &["env", "set", "HTTPS_PROXY", "http://x:1"][..],
-        &["env", "unset", "HTTPS_PROXY"],
-    ] {
+    for words in
+        [&["env", "set", "HTTPS_PROXY", "http://x:1"][..], &["env", "unset", "HTTPS_PROXY"]]
+    {
         let mut w = words.to_vec();
         w.extend(["--stack", s.name]);
         s.t.run(&w)
@@ -341,27 +225,16 @@ fn a_forced_variable_wins_and_cannot_be_changed_or_unset() {
     let vars = list["variables"].as_array().unwrap();
     let forced = vars.iter().find(|v| v["name"] == "HTTPS_PROXY").unwrap();
     assert_eq!(forced["origin"], "managed", "{list}");
-    assert!(
-        !vars.iter().any(|v| v["name"] == "PATH"),
-        "a reserved name was forced"
-    );
+    assert!(!vars.iter().any(|v| v["name"] == "PATH"), "a reserved name was forced");
     assert!(!list.to_string().contains("forced.corp"), "{list}");
-    s.t.run(["restart", s.name, "--wait", "10", "--settle-ms", "300"])
-        .ok();
+    s.t.run(["restart", s.name, "--wait", "10", "--settle-ms", "300"]).ok();
     let live = live_environ(host_pid(&s));
     assert!(live.contains(&"HTTPS_PROXY=http://forced.corp.example:8080".to_owned()));
     assert!(live.contains(&"NO_PROXY=127.0.0.1,localhost".to_owned()));
     assert!(!live.iter().any(|kv| kv == "PATH=/evil"));
     let said = everything_said(&s);
-    assert!(
-        !said.contains("forced.corp"),
-        "a forced value was shown:\n{said}"
-    );
-    assert!(
-        said.contains("environment: PATH is oyster's to set")
-            && said.contains("environment HTTPS_PROXY ("),
-        "{said}"
-    );
+    assert!(!said.contains("forced.corp"), "a forced value was shown:\n{said}");
+    has_all(&said, &["environment: PATH is oyster's to set", "environment HTTPS_PROXY ("]);
     s.done();
 }
 
@@ -372,44 +245,24 @@ fn doctor_checks_the_ca_file_the_proxy_url_and_no_proxy_without_a_network() {
     set("NODE_EXTRA_CA_CERTS", "/nonexistent/ca.pem");
     set("HTTPS_PROXY", "proxy.corp:3128");
     let doc = t.run(["doctor", "--json"]).json();
-    assert_eq!(
-        doc["declared"],
-        serde_json::json!(["HTTPS_PROXY", "NODE_EXTRA_CA_CERTS"])
-    );
+    assert_eq!(doc["declared"], serde_json::json!(["HTTPS_PROXY", "NODE_EXTRA_CA_CERTS"]));
     let checks = doc["checks"].as_array().unwrap();
     let find = |name: &str, status: &str| {
-        checks
-            .iter()
-            .any(|c| c["check"] == name && c["status"] == status)
+        checks.iter().any(|c| c["check"] == name && c["status"] == status)
     };
     assert!(find("CA certificates", "fail"), "{doc}");
     assert!(find("proxy", "fail"), "{doc}");
-    assert!(
-        find("proxy", "warn"),
-        "NO_PROXY lacks the Host's own names: {doc}"
-    );
+    assert!(find("proxy", "warn"), "NO_PROXY lacks the Host's own names: {doc}");
     assert!(!doc.to_string().contains("/nonexistent"), "{doc}");
     let pem = t.path("ca.pem");
-    std::fs::write(
-        &pem,
-        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n",
-    )
-    .unwrap();
+    std::fs::write(&pem, "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n").unwrap();
     set("NODE_EXTRA_CA_CERTS", pem.to_str().unwrap());
     set("HTTPS_PROXY", "http://proxy.corp:3128");
     set("NO_PROXY", "127.0.0.1,localhost,.corp");
     let doc = t.run(["doctor", "--json"]).json();
-    assert_eq!(
-        doctor_check(&doc, "CA certificates")["status"],
-        "ok",
-        "{doc}"
-    );
+    assert_eq!(doctor_check(&doc, "CA certificates")["status"], "ok", "{doc}");
     assert_eq!(doctor_check(&doc, "proxy")["status"], "ok", "{doc}");
-    assert_eq!(
-        doctor_check(&doc, "declared environment")["status"],
-        "ok",
-        "{doc}"
-    );
+    assert_eq!(doctor_check(&doc, "declared environment")["status"], "ok", "{doc}");
 }
 
 /// `setup STACK --port P --no-install-providers`, waiting briefly.
@@ -425,22 +278,16 @@ fn setup_args(name: &str) -> Vec<String> {
 fn setup_notices_the_shells_proxy_and_never_inherits_it() {
     let mut t = TestContext::with_claude();
     t.extra_env.push(("HTTPS_PROXY".into(), proxy()));
-    t.extra_env
-        .push(("NO_PROXY".into(), "127.0.0.1,localhost".into()));
+    t.extra_env.push(("NO_PROXY".into(), "127.0.0.1,localhost".into()));
     let r = t.run(setup_args("declsetup")).ok();
     r.stdout_has("Your shell has HTTPS_PROXY (http://<redacted>@proxy.corp.example:3128), NO_PROXY (127.0.0.1,localhost); the Host never inherits");
     r.stdout_has("To give them to the Host: `oyster env set NAME --value-stdin --stack declsetup` for each of HTTPS_PROXY, NO_PROXY");
     assert!(!r.stdout().contains(SECRET) && !r.stderr().contains(SECRET));
-    assert!(!t
-        .stack_dir("declsetup")
-        .join("host/oyster-host.env")
-        .exists());
+    assert!(!t.stack_dir("declsetup").join("host/oyster-host.env").exists());
     let st = t.run(["status", "declsetup", "--json"]).json();
     let pid = u32::try_from(st["pid"].as_u64().unwrap()).unwrap();
     assert!(
-        !live_environ(pid)
-            .iter()
-            .any(|kv| kv.starts_with("HTTPS_PROXY=")),
+        !live_environ(pid).iter().any(|kv| kv.starts_with("HTTPS_PROXY=")),
         "the Host inherited the caller's proxy"
     );
     t.run(["uninstall", "declsetup"]).ok();
@@ -461,11 +308,8 @@ fn setup_on_a_terminal_declares_the_shells_proxy_on_yes_and_restarts_the_host() 
     let r = t.pty(b"y\n", setup_args("declpty"));
     let said = r["output"].as_str().unwrap_or_default().to_owned();
     assert!(said.contains("Declare them for the Host"), "{r}");
-    assert!(
-        said.contains("declared HTTPS_PROXY for stack declpty"),
-        "{said}"
-    );
-    assert!(!said.contains(SECRET), "{said}");
+    has_all(&said, &["declared HTTPS_PROXY for stack declpty"]);
+    has_none(&said, &[SECRET]);
     let st = t.run(["status", "declpty", "--json"]).json();
     assert_eq!(st["summary"], "verified", "{st}");
     let pid = u32::try_from(st["pid"].as_u64().unwrap()).unwrap();
@@ -478,17 +322,7 @@ fn a_directly_started_host_gets_them_too_and_is_stale_after_a_change() {
     let t = TestContext::with_pinned_host_no_launchd();
     let port = crate::common::free_port().to_string();
     t.run(["env", "set", "HTTP_PROXY", &proxy()]).ok();
-    t.run([
-        "host",
-        "start",
-        "--port",
-        &port,
-        "--wait",
-        "10",
-        "--settle-ms",
-        "300",
-    ])
-    .ok();
+    t.run(["host", "start", "--port", &port, "--wait", "10", "--settle-ms", "300"]).ok();
     let st = t.run(["status", "--json"]).json();
     assert_eq!(st["summary"], "direct", "{st}");
     let pid = u32::try_from(st["pid"].as_u64().unwrap()).unwrap();

@@ -5,6 +5,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 
+use crate::common::has_none;
 use crate::common::{live_environ, Stack, TestContext};
 
 /// `NAME=VALUE` given as one word (a habit from shells and .env files) is refused, exit 2,
@@ -24,8 +25,7 @@ fn a_name_and_value_in_one_word_is_refused_without_showing_the_value() {
             !said.contains("hunter22xyz") && !said.contains("corp.internal"),
             "a value was shown:\n{said}"
         );
-        r.stderr_has("is a name and a value in one word")
-            .stderr_has("nothing was changed");
+        r.stderr_has("is a name and a value in one word").stderr_has("nothing was changed");
     }
     t.run(["env", "set", "MY_PW=hunter22xyz", "x"])
         .fails_with(2)
@@ -39,14 +39,9 @@ fn a_name_and_value_in_one_word_is_refused_without_showing_the_value() {
 #[test]
 fn a_value_of_several_unquoted_words_is_refused_without_showing_them() {
     let t = TestContext::new();
-    let r = t
-        .run(["env", "set", "PASS", "my", "Zsecret9", "phrase"])
-        .fails_with(2);
+    let r = t.run(["env", "set", "PASS", "my", "Zsecret9", "phrase"]).fails_with(2);
     let said = format!("{}{}", r.stdout(), r.stderr());
-    assert!(
-        !said.contains("Zsecret9") && !said.contains("phrase"),
-        "{said}"
-    );
+    has_none(&said, &["Zsecret9", "phrase"]);
     r.stderr_has("quote a value with spaces, or give it on stdin with --value-stdin");
 }
 
@@ -56,8 +51,7 @@ fn a_value_of_several_unquoted_words_is_refused_without_showing_them() {
 #[test]
 fn nothing_on_stdin_replaces_no_declared_value() {
     let t = TestContext::new();
-    t.run(["env", "set", "HTTPS_PROXY", "http://proxy:3128"])
-        .ok();
+    t.run(["env", "set", "HTTPS_PROXY", "http://proxy:3128"]).ok();
     let file = t.home.join(".oysterun/oyster-host.env");
     let before = std::fs::read(&file).unwrap();
     let out = t
@@ -67,8 +61,7 @@ fn nothing_on_stdin_replaces_no_declared_value() {
         .output()
         .unwrap();
     let r = crate::common::Run(out).fails_with(2);
-    r.stderr_has("nothing came on stdin for HTTPS_PROXY")
-        .stderr_has("nothing was changed");
+    r.stderr_has("nothing came on stdin for HTTPS_PROXY").stderr_has("nothing was changed");
     assert_eq!(std::fs::read(&file).unwrap(), before);
 }
 
@@ -85,10 +78,7 @@ fn a_declared_setting_blanks_no_stack_name_or_address_from_the_output() {
     t.run(["env", "set", "NO_PROXY", "127.0.0.1"]).ok();
     let st = t.run(["status", "--json"]).json();
     assert_eq!(st["stack"], "production", "{st}");
-    assert!(
-        st["url"].as_str().unwrap_or_default().contains("127.0.0.1"),
-        "{st}"
-    );
+    assert!(st["url"].as_str().unwrap_or_default().contains("127.0.0.1"), "{st}");
     let list = t.run(["env", "list", "--json"]).ok().json();
     assert_eq!(list["stack"], "production", "{list}");
     // Any other variable's value is still a secret of every run.
@@ -104,32 +94,13 @@ fn a_declared_setting_blanks_no_stack_name_or_address_from_the_output() {
 #[test]
 fn a_lower_case_twin_of_a_forced_variable_is_refused_and_left_out() {
     let mut s = Stack::new("decltwin");
-    let mut env = plist::Dictionary::new();
-    env.insert(
-        "HTTPS_PROXY".into(),
-        "http://forced.corp.example:8080".into(),
-    );
-    let mut settings = plist::Dictionary::new();
-    settings.insert("environment".into(), env.into());
-    let profile = s.t.managed_preferences("managed", settings);
-    let dir = profile.parent().unwrap().display().to_string();
-    s.t.extra_env.push((
-        "LAUNCHD_SIM_SETENV".into(),
-        format!("OYSTER_MANAGED_PREFERENCES_DIR={dir}"),
-    ));
+    let profile = s.t.forced_environment(&[("HTTPS_PROXY", "http://forced.corp.example:8080")]);
     s.t.run(s.args("install")).ok();
-    s.t.run([
-        "env",
-        "set",
-        "https_proxy",
-        "http://mine:1",
-        "--stack",
-        s.name,
-    ])
-    .fails_with(1)
-    .stderr_has("https_proxy is managed by your organization")
-    .stderr_has("forces HTTPS_PROXY")
-    .stderr_has(&profile.display().to_string());
+    s.t.run(["env", "set", "https_proxy", "http://mine:1", "--stack", s.name])
+        .fails_with(1)
+        .stderr_has("https_proxy is managed by your organization")
+        .stderr_has("forces HTTPS_PROXY")
+        .stderr_has(&profile.display().to_string());
     s.t.run(["env", "set", "oysterun_port", "1", "--stack", s.name])
         .fails_with(2)
         .stderr_has("oysterun_port is oyster's to set");
@@ -137,27 +108,17 @@ fn a_lower_case_twin_of_a_forced_variable_is_refused_and_left_out() {
     std::fs::write(&file, "https_proxy=http://mine:1\n").unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
     let list = s.t.run(["env", "list", s.name, "--json"]).ok().json();
-    let names: Vec<&str> = list["variables"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|v| v["name"].as_str())
-        .collect();
+    let names: Vec<&str> =
+        list["variables"].as_array().unwrap().iter().filter_map(|v| v["name"].as_str()).collect();
     assert_eq!(names, vec!["HTTPS_PROXY"], "{list}");
     assert!(
-        list["left_out"]
-            .to_string()
-            .contains("https_proxy: your organization forces HTTPS_PROXY"),
+        list["left_out"].to_string().contains("https_proxy: your organization forces HTTPS_PROXY"),
         "{list}"
     );
-    s.t.run(["restart", s.name, "--wait", "10", "--settle-ms", "300"])
-        .ok();
+    s.t.run(["restart", s.name, "--wait", "10", "--settle-ms", "300"]).ok();
     let pid = u32::try_from(s.status()["pid"].as_u64().unwrap()).unwrap();
     let live = live_environ(pid);
-    assert!(
-        !live.iter().any(|kv| kv.starts_with("https_proxy=")),
-        "{live:?}"
-    );
+    assert!(!live.iter().any(|kv| kv.starts_with("https_proxy=")), "{live:?}");
     assert!(live.contains(&"HTTPS_PROXY=http://forced.corp.example:8080".to_owned()));
     s.done();
 }
@@ -168,24 +129,10 @@ fn a_lower_case_twin_of_a_forced_variable_is_refused_and_left_out() {
 #[test]
 fn setup_never_offers_a_variable_the_organization_forces_in_another_case() {
     let mut t = TestContext::with_claude();
-    let mut env = plist::Dictionary::new();
-    env.insert(
-        "HTTPS_PROXY".into(),
-        "http://forced.corp.example:8080".into(),
-    );
-    let mut settings = plist::Dictionary::new();
-    settings.insert("environment".into(), env.into());
-    let profile = t.managed_preferences("managed", settings);
     // The launch program reads the same profile (launchd's environment, as on a Mac).
-    let dir = profile.parent().unwrap().display().to_string();
-    t.extra_env.push((
-        "LAUNCHD_SIM_SETENV".into(),
-        format!("OYSTER_MANAGED_PREFERENCES_DIR={dir}"),
-    ));
-    t.extra_env
-        .push(("https_proxy".into(), "http://mine.example:1".into()));
-    t.extra_env
-        .push(("NO_PROXY".into(), "127.0.0.1,localhost".into()));
+    t.forced_environment(&[("HTTPS_PROXY", "http://forced.corp.example:8080")]);
+    t.extra_env.push(("https_proxy".into(), "http://mine.example:1".into()));
+    t.extra_env.push(("NO_PROXY".into(), "127.0.0.1,localhost".into()));
     let args: Vec<String> = crate::common::args(&["setup", "--no-install-providers"])
         .stack("decltwinsetup")
         .port(crate::common::free_port())
@@ -204,8 +151,7 @@ fn setup_never_offers_a_variable_the_organization_forces_in_another_case() {
 #[test]
 fn a_config_directory_others_can_write_keeps_the_file_out() {
     let t = TestContext::new();
-    t.run(["env", "set", "HTTP_PROXY", "http://proxy:3128"])
-        .ok();
+    t.run(["env", "set", "HTTP_PROXY", "http://proxy:3128"]).ok();
     let dir = t.home.join(".oysterun");
     let file = dir.join("oyster-host.env");
     let before = std::fs::read(&file).unwrap();

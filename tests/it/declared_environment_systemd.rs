@@ -4,22 +4,17 @@
 //! Host's environment (`/proc/<MainPID>/environ`), the unit file and the manager's view of it
 //! never hold it, and status calls the Host stale after `env set` until `restart`.
 
-use std::io::Write;
-use std::process::Stdio;
-
 use crate::common::user_manager::UserManager;
-use crate::common::{free_port, live_environ, Run};
+use crate::common::{free_port, live_environ};
 
 const SECRET: &str = "sd-s3cret-pw";
 
+use crate::common::has_none;
 use crate::common::user_manager::world;
 
 fn main_pid(m: &UserManager, unit: &str) -> u32 {
     let out = m.systemctl(&["show", "-p", "MainPID", "--value", unit]);
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .parse()
-        .unwrap_or(0)
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap_or(0)
 }
 
 #[test]
@@ -33,16 +28,8 @@ fn a_declared_proxy_reaches_the_host_systemd_runs_and_never_its_unit() {
     install.extend(timing);
     t.run(&install).ok();
     let proxy = format!("http://bob:{SECRET}@proxy.corp.example:3128");
-    let mut c = t
-        .cmd()
-        .args(["env", "set", "HTTPS_PROXY", "--value-stdin", "--stack", s])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    c.stdin.take().unwrap().write_all(proxy.as_bytes()).unwrap();
-    let r = Run(c.wait_with_output().unwrap()).ok();
+    let set = ["env", "set", "HTTPS_PROXY", "--value-stdin", "--stack", s];
+    let r = t.run_with_stdin(set, proxy.as_bytes()).ok();
     r.stdout_has("`oyster restart --stack sdenv` applies it");
     let st = t.run(["status", s, "--json"]).json();
     assert_eq!(
@@ -50,11 +37,7 @@ fn a_declared_proxy_reaches_the_host_systemd_runs_and_never_its_unit() {
         (Some("systemd"), Some("stale")),
         "{st}"
     );
-    assert_eq!(
-        st["declared_stale"],
-        serde_json::json!(["HTTPS_PROXY"]),
-        "{st}"
-    );
+    assert_eq!(st["declared_stale"], serde_json::json!(["HTTPS_PROXY"]), "{st}");
     let mut restart = vec!["-v", "restart", s];
     restart.extend(timing);
     t.run(&restart).ok().stdout_has("env_proof: live");
@@ -67,25 +50,16 @@ fn a_declared_proxy_reaches_the_host_systemd_runs_and_never_its_unit() {
     assert_eq!(st["summary"], "verified", "{st}");
     let unit_text =
         std::fs::read_to_string(m.home.join(".config/systemd/user").join(&unit)).unwrap();
-    assert!(
-        !unit_text.contains("HTTPS_PROXY") && !unit_text.contains(SECRET),
-        "{unit_text}"
-    );
+    has_none(&unit_text, &["HTTPS_PROXY", SECRET]);
     let shown = m.systemctl(&["show", "-p", "Environment", &unit]);
     assert!(!String::from_utf8_lossy(&shown.stdout).contains(SECRET));
-    let said = format!(
-        "{}{}",
-        t.run(["status", s]).stdout(),
-        t.run(["doctor", s, "--json"]).stdout()
-    );
-    assert!(!said.contains(SECRET), "{said}");
+    let said =
+        format!("{}{}", t.run(["status", s]).stdout(), t.run(["doctor", s, "--json"]).stdout());
+    has_none(&said, &[SECRET]);
     // unset --restart: the Host the manager starts again has it no more.
-    t.run(["env", "unset", "HTTPS_PROXY", "--stack", s, "--restart"])
-        .ok();
+    t.run(["env", "unset", "HTTPS_PROXY", "--stack", s, "--restart"]).ok();
     let pid = main_pid(&m, &unit);
-    assert!(!live_environ(pid)
-        .iter()
-        .any(|kv| kv.starts_with("HTTPS_PROXY=")));
+    assert!(!live_environ(pid).iter().any(|kv| kv.starts_with("HTTPS_PROXY=")));
     assert_eq!(t.run(["status", s, "--json"]).json()["summary"], "verified");
     t.run(["uninstall", s]).ok();
 }

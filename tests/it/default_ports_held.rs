@@ -12,7 +12,7 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-use crate::common::{args, real_node, Stack};
+use crate::common::{args, Stack};
 
 /// Production's and staging's default ports (docs/behaviour.md, "Stacks").
 const DEFAULTS: [u16; 2] = [8802, 9902];
@@ -63,9 +63,7 @@ pub struct Held(());
 
 impl Held {
     pub fn defaults() -> Held {
-        let mut h = HOLDER
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut h = HOLDER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if h.0 == 0 {
             h.1 = Some(Holder::new(&DEFAULTS));
         }
@@ -76,9 +74,7 @@ impl Held {
 
 impl Drop for Held {
     fn drop(&mut self) {
-        let mut h = HOLDER
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut h = HOLDER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         h.0 -= 1;
         if h.0 == 0 {
             h.1 = None;
@@ -91,12 +87,8 @@ impl Drop for Held {
 /// restarts and uninstalls as anywhere else, and its status reports that port.
 fn whole_lifecycle_beside_a_held_default(name: &'static str, default: u16) {
     let s = Stack::new(name);
-    let bare: Vec<String> = args(&["agent", "install"])
-        .stack(name)
-        .root(&s.root)
-        .node(real_node())
-        .wait(10, 300)
-        .into();
+    let bare: Vec<String> =
+        args(&["agent", "install"]).stack(name).host(&s.root).wait(10, 300).into();
     let e = s.t.run(&bare).fails_with(1).stderr();
     assert!(
         e.contains(&format!("port {default} is already held")),
@@ -116,9 +108,7 @@ fn whole_lifecycle_beside_a_held_default(name: &'static str, default: u16) {
     s.t.run(s.args("restart")).ok();
     assert_eq!(s.status()["verified"], true, "{name} after restart");
     // Later commands read the port back (config, plist): no `--port`, still not the default.
-    let st =
-        s.t.run(["agent", "status", "--json", "--stack", name])
-            .json();
+    let st = s.t.run(["agent", "status", "--json", "--stack", name]).json();
     assert_eq!(st["port"].as_u64(), Some(u64::from(s.port)), "{st}");
     s.t.run(["agent", "uninstall", "--stack", name]).ok();
     s.t.wait_no_processes();
@@ -137,19 +127,10 @@ fn production_and_staging_run_on_allocated_ports_while_8802_and_9902_are_held() 
 fn a_direct_start_of_production_beside_a_held_8802_takes_the_port_it_is_given() {
     let _held = Held::defaults();
     let s = Stack::new("production");
-    let bare: Vec<String> = args(&["host", "start"])
-        .root(&s.root)
-        .node(real_node())
-        .extra(&["--wait", "10"])
-        .into();
-    let e = s.t.run(&bare).fails_with(1).stderr();
-    assert!(e.contains("8802"), "{e}");
-    let given: Vec<String> = s
-        .host_args(&["host", "start"])
-        .extra(&["--wait", "10"])
-        .into();
-    let out = s.t.run(&given).ok().stdout();
-    assert!(out.contains("environment verified"), "{out}");
+    let bare: Vec<String> = args(&["host", "start"]).host(&s.root).wait_secs(10).into();
+    s.t.run(&bare).fails_with(1).stderr_has_all(&["8802"]);
+    let given: Vec<String> = s.host_args(&["host", "start"]).wait_secs(10).into();
+    s.t.run(&given).ok().stdout_has_all(&["environment verified"]);
     assert_eq!(crate::common::get(s.port, "/health"), 200);
     s.t.run(["host", "stop"]).ok();
     s.t.wait_no_processes();

@@ -3,22 +3,16 @@
 use std::process::{Command, Stdio};
 
 use crate::common::{args, free_port, real_node, TestContext};
+use crate::common::{has_all, has_none};
 
 fn start_args(root: &std::path::Path, port: u16) -> Vec<String> {
-    args(&["host", "start"])
-        .stack("it")
-        .root(root)
-        .node(real_node())
-        .port(port)
-        .extra(&["--wait", "10"])
-        .into()
+    args(&["host", "start"]).stack("it").host(root).port(port).wait_secs(10).into()
 }
 
 #[test]
 fn start_status_stop_with_the_live_environment_read_back() {
     let mut t = TestContext::new();
-    t.extra_env
-        .push(("SECRET_TOKEN".into(), "do-not-inherit".into()));
+    t.extra_env.push(("SECRET_TOKEN".into(), "do-not-inherit".into()));
     let claude = t.fake_exe(&t.home.join(".local/bin/claude"));
     let root = t.fixture_root("root");
     let port = free_port();
@@ -78,10 +72,7 @@ fn start_status_stop_with_the_live_environment_read_back() {
         ]
     );
 
-    let st = t
-        .run(["host", "status", "--stack", "it", "--json"])
-        .ok()
-        .json();
+    let st = t.run(["host", "status", "--stack", "it", "--json"]).ok().json();
     assert_eq!(
         (
             st["running"].as_bool(),
@@ -97,40 +88,18 @@ fn start_status_stop_with_the_live_environment_read_back() {
 
     // A second start is refused while the Host lives.
     // Its fix echoes how the stack was named: `--stack it`, or `it` after the verb.
-    let e = t.run(start_args(&root, port)).fails_with(1).stderr();
-    assert!(
-        e.contains("already running") && e.contains("stop it with `oyster host stop --stack it`"),
-        "{e}"
-    );
-    let plain: Vec<String> = args(&["host", "start", "it"])
-        .root(&root)
-        .node(real_node())
-        .port(port)
-        .into();
-    let e = t.run(&plain).fails_with(1).stderr();
-    assert!(e.contains("stop it with `oyster host stop it`"), "{e}");
+    t.run(start_args(&root, port))
+        .fails_with(1)
+        .stderr_has_all(&["already running", "stop it with `oyster host stop --stack it`"]);
+    let plain: Vec<String> = args(&["host", "start", "it"]).host(&root).port(port).into();
+    t.run(&plain).fails_with(1).stderr_has_all(&["stop it with `oyster host stop it`"]);
     let st = t.run(["status", "it", "--json"]).json();
-    assert!(
-        st["notes"]
-            .to_string()
-            .contains("`oyster host stop it` stops it"),
-        "{st}"
-    );
+    assert!(st["notes"].to_string().contains("`oyster host stop it` stops it"), "{st}");
     // One direct-Host status (`direct::status`), rendered by both verbs: the same facts.
-    let host = t
-        .run(["host", "status", "--stack", "it", "--json"])
-        .ok()
-        .json();
-    for key in [
-        "pid",
-        "port",
-        "running",
-        "health",
-        "verified",
-        "env_proof",
-        "env_mismatch",
-        "managed_by",
-    ] {
+    let host = t.run(["host", "status", "--stack", "it", "--json"]).ok().json();
+    for key in
+        ["pid", "port", "running", "health", "verified", "env_proof", "env_mismatch", "managed_by"]
+    {
         assert_eq!(st[key], host[key], "{key}: {st} against {host}");
     }
 
@@ -144,10 +113,7 @@ fn start_status_stop_with_the_live_environment_read_back() {
         );
     }
     assert!(t.own_processes().is_empty(), "the Host is gone");
-    let st = t
-        .run(["host", "status", "--stack", "it", "--json"])
-        .fails_with(1)
-        .json();
+    let st = t.run(["host", "status", "--stack", "it", "--json"]).fails_with(1).json();
     assert_eq!(st["running"], false);
     t.assert_nothing_executed();
 }
@@ -155,34 +121,22 @@ fn start_status_stop_with_the_live_environment_read_back() {
 #[test]
 fn stop_never_signals_a_foreign_process() {
     let t = TestContext::new();
-    let mut foreign = Command::new("sleep")
-        .arg("30")
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut foreign = Command::new("sleep").arg("30").stdout(Stdio::null()).spawn().unwrap();
     let run_dir = t.home.join(".oysterun/run");
     std::fs::create_dir_all(&run_dir).unwrap();
     // A pid file in the format of an older oyster (its identity on later lines) is still read.
     std::fs::write(
         run_dir.join("oysterun-host.pid"),
-        format!(
-            "{}\nstart_time=1\nserver=/x/host-service/server.mjs\nport=8802\n",
-            foreign.id()
-        ),
+        format!("{}\nstart_time=1\nserver=/x/host-service/server.mjs\nport=8802\n", foreign.id()),
     )
     .unwrap();
-    let r = t.run(["host", "stop"]).ok();
-    r.stdout_has("not signalled");
-    assert!(
-        foreign.try_wait().unwrap().is_none(),
-        "the foreign process is alive"
-    );
+    let not_signalled = |foreign: &mut std::process::Child| {
+        t.run(["host", "stop"]).ok().stdout_has("not signalled");
+        assert!(foreign.try_wait().unwrap().is_none(), "the foreign process is alive");
+    };
+    not_signalled(&mut foreign);
     // Today's format: the pid only, the identity in oyster's exec record beside it.
-    std::fs::write(
-        run_dir.join("oysterun-host.pid"),
-        format!("{}\n", foreign.id()),
-    )
-    .unwrap();
+    std::fs::write(run_dir.join("oysterun-host.pid"), format!("{}\n", foreign.id())).unwrap();
     std::fs::write(
         run_dir.join("oyster-exec.json"),
         format!(
@@ -193,21 +147,12 @@ fn stop_never_signals_a_foreign_process() {
         ),
     )
     .unwrap();
-    let r = t.run(["host", "stop"]).ok();
-    r.stdout_has("not signalled");
-    assert!(
-        foreign.try_wait().unwrap().is_none(),
-        "the foreign process is alive"
-    );
+    not_signalled(&mut foreign);
     assert!(!run_dir.join("oysterun-host.pid").exists());
     foreign.kill().unwrap();
     foreign.wait().unwrap();
     // A pid file naming a dead pid is stale: reported, removed.
-    std::fs::write(
-        run_dir.join("oysterun-host.pid"),
-        format!("{}\n", foreign.id()),
-    )
-    .unwrap();
+    std::fs::write(run_dir.join("oysterun-host.pid"), format!("{}\n", foreign.id())).unwrap();
     let r = t.run(["host", "stop"]).ok();
     r.stdout_has("stale");
 }
@@ -217,15 +162,10 @@ fn a_host_that_crashes_on_start_fails_with_the_log_tail_and_leaves_nothing() {
     let t = TestContext::new();
     let root = t.fixture_root("root");
     TestContext::fixture_flag(&root, "crash-on-start", "");
-    let e = t.run(start_args(&root, free_port())).fails_with(1).stderr();
-    assert!(
-        e.contains("exited") && e.contains("crash-on-start is set"),
-        "{e}"
-    );
-    assert!(!t
-        .home
-        .join(".oysterun-stacks/it/run/oysterun-host-it.pid")
-        .exists());
+    t.run(start_args(&root, free_port()))
+        .fails_with(1)
+        .stderr_has_all(&["exited", "crash-on-start is set"]);
+    assert!(!t.home.join(".oysterun-stacks/it/run/oysterun-host-it.pid").exists());
     assert!(t.own_processes().is_empty());
 }
 
@@ -237,8 +177,7 @@ fn a_host_that_never_answers_health_is_stopped_after_the_wait() {
     let mut args = start_args(&root, free_port());
     let n = args.len();
     args[n - 1] = "2".into();
-    let e = t.run(args).fails_with(1).stderr();
-    assert!(e.contains("503"), "{e}");
+    t.run(args).fails_with(1).stderr_has_all(&["503"]);
     assert!(t.own_processes().is_empty());
 }
 
@@ -252,10 +191,8 @@ fn a_host_that_dies_right_after_health_is_a_crash_loop() {
     let e = t.run(start_args(&root, free_port())).fails_with(1).stderr();
     // Caught by the settle check, and said so: not "exited before answering /health", which
     // is a Host that never came up.
-    assert!(
-        e.contains("crash loop") && !e.contains("before answering"),
-        "{e}"
-    );
+    has_all(&e, &["crash loop"]);
+    has_none(&e, &["before answering"]);
     assert!(e.contains("crashing after 600 ms"), "the log tail: {e}");
     assert!(t.own_processes().is_empty());
 }
@@ -269,11 +206,7 @@ fn the_next_launch_sweeps_temp_files_a_killed_launch_left_beside_the_identity_fi
     let mut dead = Command::new("true").spawn().unwrap();
     let dead_pid = dead.id();
     dead.wait().unwrap();
-    for name in [
-        "oyster-exec.json",
-        "oysterun-host-it.pid",
-        "oysterun-host-it.origin.tsv",
-    ] {
+    for name in ["oyster-exec.json", "oysterun-host-it.pid", "oysterun-host-it.origin.tsv"] {
         std::fs::write(
             run.join(format!(".{name}.oyster-tmp.{dead_pid}")),
             "a launch environment, half written",

@@ -22,10 +22,7 @@ fn make_dist_archives_head_with_its_sha256_and_the_archive_resolves_offline() {
     let sums = std::fs::read_to_string(dist.join(format!("{name}.sha256"))).unwrap();
     let (sum, file) = sums.trim_end().split_once("  ").unwrap();
     assert_eq!(file, name);
-    assert!(
-        sum.len() == 64 && sum.bytes().all(|b| b.is_ascii_hexdigit()),
-        "{sums}"
-    );
+    assert!(sum.len() == 64 && sum.bytes().all(|b| b.is_ascii_hexdigit()), "{sums}");
     let again = if common::runner_tool("sha256sum").is_some() {
         tool("sha256sum", &[&name], &dist)
     } else {
@@ -35,10 +32,7 @@ fn make_dist_archives_head_with_its_sha256_and_the_archive_resolves_offline() {
     // Same commit, same bytes: a release's sha256 can be recomputed by anyone.
     let first = std::fs::read(&tar).unwrap();
     tool("make", &["-s", "dist", &dist_arg], repo());
-    assert!(
-        std::fs::read(&tar).unwrap() == first,
-        "make dist is not reproducible"
-    );
+    assert!(std::fs::read(&tar).unwrap() == first, "make dist is not reproducible");
 
     // Every file of HEAD, under oyster-<version>/, and nothing else.
     let prefix = format!("oyster-{VERSION}/");
@@ -46,9 +40,7 @@ fn make_dist_archives_head_with_its_sha256_and_the_archive_resolves_offline() {
         .lines()
         .filter(|l| !l.ends_with('/'))
         .map(|l| {
-            l.strip_prefix(&prefix)
-                .unwrap_or_else(|| panic!("{l} is outside {prefix}"))
-                .to_owned()
+            l.strip_prefix(&prefix).unwrap_or_else(|| panic!("{l} is outside {prefix}")).to_owned()
         })
         .collect();
     listed.sort();
@@ -70,49 +62,26 @@ fn make_dist_archives_head_with_its_sha256_and_the_archive_resolves_offline() {
     let host = host_triple();
     let meta = tool(
         "cargo",
-        &[
-            "metadata",
-            "--offline",
-            "--locked",
-            "--filter-platform",
-            &host,
-            "--format-version",
-            "1",
-        ],
+        &["metadata", "--offline", "--locked", "--filter-platform", &host, "--format-version", "1"],
         &src,
     );
     let meta: serde_json::Value = serde_json::from_str(&meta).unwrap();
-    let members: Vec<&str> = meta["workspace_members"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m.as_str().unwrap())
-        .collect();
+    let members: Vec<&str> =
+        meta["workspace_members"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()).collect();
     assert_eq!(members.len(), 2, "{members:?}");
     assert!(
-        members
-            .iter()
-            .any(|m| m.contains(&format!("oyster@{VERSION}"))
-                || m.contains(&format!("oyster {VERSION}"))),
+        members.iter().any(|m| m.contains(&format!("oyster@{VERSION}"))
+            || m.contains(&format!("oyster {VERSION}"))),
         "{members:?}"
     );
     // The same check refuses a manifest the lock file does not satisfy, so it is not a no-op.
     let manifest = src.join("Cargo.toml");
     let pristine = std::fs::read_to_string(&manifest).unwrap();
     let drifted = pristine.replacen("\n[dependencies]\n", "\n[dependencies]\nitoa = \"1\"\n", 1);
-    assert_ne!(
-        drifted, pristine,
-        "the manifest has no [dependencies] table"
-    );
+    assert_ne!(drifted, pristine, "the manifest has no [dependencies] table");
     std::fs::write(&manifest, drifted).unwrap();
     let refused = Command::new("cargo")
-        .args([
-            "metadata",
-            "--offline",
-            "--locked",
-            "--filter-platform",
-            &host,
-        ])
+        .args(["metadata", "--offline", "--locked", "--filter-platform", &host])
         .args(["--format-version", "1"])
         .current_dir(&src)
         .output()
@@ -132,11 +101,7 @@ fn make_dist_archives_head_with_its_sha256_and_the_archive_resolves_offline() {
                 .env("CARGO_TARGET_DIR", &target)
                 .current_dir(&src),
         );
-        let v = tool(
-            target.join("debug/oyster").to_str().unwrap(),
-            &["--version"],
-            &src,
-        );
+        let v = tool(target.join("debug/oyster").to_str().unwrap(), &["--version"], &src);
         assert_eq!(v.trim(), format!("oyster {VERSION}"));
     } else {
         eprintln!("note: set OYSTER_TEST_DIST_BUILD=1 to also build the unpacked archive");
@@ -161,15 +126,8 @@ fn shipped_shell_is_shellcheck_clean() {
         ("scripts/test-fresh.sh", "bash"),
         (".ci/run", "bash"),
     ] {
-        let out = Command::new("shellcheck")
-            .args(["-s", shell])
-            .arg(repo().join(file))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{file}:\n{}",
-            String::from_utf8_lossy(&out.stdout)
-        );
+        let out =
+            Command::new("shellcheck").args(["-s", shell]).arg(repo().join(file)).output().unwrap();
+        assert!(out.status.success(), "{file}:\n{}", String::from_utf8_lossy(&out.stdout));
     }
 }

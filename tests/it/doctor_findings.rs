@@ -18,22 +18,13 @@ fn squatter(port: u16) -> std::process::Child {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
+    common::first_line(&mut child);
     child
 }
 
 #[test]
 fn doctor_names_the_program_holding_a_stopped_stacks_port() {
-    let t = TestContext::with_pinned_host();
-    let port = free_port();
-    t.run(common::args(&["install", "dev"]).port(port).settle(200))
-        .ok();
-    t.run(["stop", "dev"]).ok();
+    let (t, port) = TestContext::with_stopped("dev");
     t.wait_no_processes();
     let mut other = squatter(port);
     let doc = t.run(["doctor", "dev", "--json"]).json();
@@ -49,10 +40,7 @@ fn doctor_names_the_program_holding_a_stopped_stacks_port() {
     // As `start` names it.
     t.run(common::args(&["start", "dev"]).settle(200))
         .fails_with(1)
-        .stderr_has(&format!(
-            "port {port} is already held by pid {}",
-            other.id()
-        ));
+        .stderr_has(&format!("port {port} is already held by pid {}", other.id()));
     other.kill().unwrap();
     other.wait().unwrap();
     let doc = t.run(["doctor", "dev", "--json"]).json();
@@ -62,13 +50,9 @@ fn doctor_names_the_program_holding_a_stopped_stacks_port() {
 
 #[test]
 fn doctor_says_a_crash_loops_last_error_line_from_the_log() {
-    let t = TestContext::with_pinned_host();
-    t.run(
-        common::args(&["install", "dev"])
-            .port(free_port())
-            .settle(200),
-    )
-    .ok();
+    let mut t = TestContext::with_pinned_host();
+    t.scale_throttle("0.2");
+    t.run(common::args(&["install", "dev"]).port(free_port()).settle(200)).ok();
     TestContext::fixture_flag(&t.host_root(), "crash-on-start", "");
     t.run(["kill", "dev"]).ok();
     common::wait_until(std::time::Duration::from_secs(20), "a crash loop", || {
@@ -92,23 +76,12 @@ fn doctor_says_a_crash_loops_last_error_line_from_the_log() {
 fn doctor_all_reports_every_stack_and_fails_when_one_does() {
     let t = TestContext::with_claude();
     let (a, b) = (free_port(), free_port());
-    t.run(common::args(&["install", "one"]).port(a).settle(200))
-        .ok();
-    t.run(common::args(&["install", "two"]).port(b).settle(200))
-        .ok();
+    t.install("one", a);
+    t.install("two", b);
     let all = t.run(["doctor", "--all", "--json"]).json();
-    let names: Vec<&str> = all["stacks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["stack"].as_str().unwrap())
-        .collect();
+    let names = crate::common::column(&all["stacks"], "stack");
     assert_eq!(names, ["one", "two"], "{all}");
-    let human = t.run(["doctor", "--all"]).stdout();
-    assert!(
-        human.contains("stack one") && human.contains("stack two"),
-        "{human}"
-    );
+    t.run(["doctor", "--all"]).stdout_has_all(&["stack one", "stack two"]);
     // One stack's failure fails the whole run, as `status --all`.
     std::fs::write(t.stack_dir("two").join("host/config.json"), "{not json").unwrap();
     let r = t.run(["doctor", "--all", "--json"]).fails_with(1);

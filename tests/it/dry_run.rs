@@ -4,6 +4,7 @@
 //! what the run then does: the audit log of the real run names the same steps in that order.
 
 use crate::bounded::snapshot;
+use crate::common::has_all;
 use crate::common::{free_port, Stack};
 
 /// `VERB STACK [more] --dry-run --json`, its steps' names, checking nothing changed.
@@ -52,39 +53,19 @@ fn restart_with_a_new_port_lists_every_step_and_the_run_takes_them_in_order() {
     let (doc, steps) = dry(&s, "restart", &["--port", &p]);
     assert_eq!(
         steps,
-        [
-            "write_config",
-            "write_definition",
-            "enable",
-            "boot_out",
-            "load",
-            "verify"
-        ],
+        ["write_config", "write_definition", "enable", "boot_out", "load", "verify"],
         "{doc}"
     );
     assert_eq!(doc["steps"][0]["edits"][0]["setting"], "port", "{doc}");
     assert_eq!(doc["steps"][0]["edits"][0]["to"], port, "{doc}");
-    assert_eq!(
-        (doc["stack"].as_str(), doc["port"].as_u64()),
-        (Some(s.name), Some(port.into()))
-    );
+    assert_eq!((doc["stack"].as_str(), doc["port"].as_u64()), (Some(s.name), Some(port.into())));
     // The human form numbers the same steps.
-    let human =
-        s.t.run(["restart", s.name, "--port", &p, "--dry-run"])
-            .ok()
-            .stdout();
-    assert!(
-        human.contains("would take these steps (nothing was changed)"),
-        "{human}"
-    );
-    assert!(
-        human.contains("  6. verify the Host on 127.0.0.1:"),
-        "{human}"
-    );
+    let human = s.t.run(["restart", s.name, "--port", &p, "--dry-run"]).ok().stdout();
+    has_all(&human, &["would take these steps (nothing was changed)"]);
+    has_all(&human, &["  6. verify the Host on 127.0.0.1:"]);
     // The real run: the steps that reach launchd, in that order.
     let from = s.audit().len();
-    s.t.run(s.agent_args("restart", false, Some((10, 300))).port(port))
-        .ok();
+    s.t.run(s.agent_args("restart", false, Some((10, 300))).port(port)).ok();
     let acted: Vec<String> = steps
         .iter()
         .filter(|s| !matches!(s.as_str(), "write_config" | "enable"))
@@ -95,8 +76,7 @@ fn restart_with_a_new_port_lists_every_step_and_the_run_takes_them_in_order() {
     let (_, steps) = dry(&s, "restart", &[]);
     assert_eq!(steps, ["restart", "verify"]);
     let from = s.audit().len();
-    s.t.run(s.agent_args("restart", false, Some((10, 300))))
-        .ok();
+    s.t.run(s.agent_args("restart", false, Some((10, 300)))).ok();
     assert_eq!(audited(&s, "restart", from), steps);
     s.done();
 }
@@ -122,16 +102,9 @@ fn a_first_install_dry_run_creates_no_stack() {
     let before = snapshot(&s.t.home, false);
     let args: Vec<String> = s.agent_args("install", true, None).arg("--dry-run").into();
     let out = s.t.run(&args).ok().stdout();
-    assert!(
-        out.contains("write ~/.oysterun-stacks/dryfresh/host/config.json"),
-        "{out}"
-    );
-    assert!(out.contains("load gui/"), "{out}");
-    assert_eq!(
-        snapshot(&s.t.home, false),
-        before,
-        "a dry run created files"
-    );
+    has_all(&out, &["write ~/.oysterun-stacks/dryfresh/host/config.json"]);
+    has_all(&out, &["load gui/"]);
+    assert_eq!(snapshot(&s.t.home, false), before, "a dry run created files");
     assert!(!s.stack_dir().exists());
 }
 
@@ -142,9 +115,7 @@ fn a_dry_run_is_refused_as_the_run_would_be() {
     let _holder = std::net::TcpListener::bind(("::", other)).unwrap();
     let o = other.to_string();
     let before = snapshot(&s.t.home, true);
-    let r =
-        s.t.run(["restart", s.name, "--port", &o, "--dry-run"])
-            .fails_with(1);
+    let r = s.t.run(["restart", s.name, "--port", &o, "--dry-run"]).fails_with(1);
     r.stderr_has("is already held by pid");
     assert_eq!(snapshot(&s.t.home, true), before);
     // --json needs --dry-run (the verbs themselves print words).

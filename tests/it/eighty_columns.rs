@@ -22,8 +22,7 @@ fn shown(t: &TestContext, args: &[&str]) -> (String, i64) {
 /// A verified stack named [`LONG`] on a free port.
 fn installed() -> TestContext {
     let t = TestContext::with_pinned_host();
-    t.run(args(&["install", LONG]).port(free_port()).settle(200))
-        .ok();
+    t.run(args(&["install", LONG]).port(free_port()).settle(200)).ok();
     t
 }
 
@@ -48,10 +47,7 @@ fn logs_never_reflows_the_hosts_lines_on_a_narrow_terminal() {
     }
     child.wait().unwrap();
     let shown = String::from_utf8_lossy(&shown).replace("\r\n", "\n");
-    assert!(
-        shown.lines().any(|l| strip_ansi(l) == long),
-        "the line was re-flowed:\n{shown}"
-    );
+    assert!(shown.lines().any(|l| strip_ansi(l) == long), "the line was re-flowed:\n{shown}");
 }
 
 /// `status` aligns its values at column 13 and `doctor` its text at column 7 (where each
@@ -66,10 +62,7 @@ fn a_wrapped_status_or_doctor_line_goes_on_under_its_column() {
     for line in status.lines().skip(1) {
         let (lead, rest) = line.split_at(13.min(line.len()));
         // A path is never cut: alone on its line, it may be wider than the terminal.
-        assert!(
-            shown_width(line) <= 80 || !rest.contains(' '),
-            "{line:?}\n{status}"
-        );
+        assert!(shown_width(line) <= 80 || !rest.contains(' '), "{line:?}\n{status}");
         if lead.trim().is_empty() {
             wrapped += 1;
             assert!(!rest.starts_with(' '), "{line:?}\n{status}");
@@ -82,17 +75,11 @@ fn a_wrapped_status_or_doctor_line_goes_on_under_its_column() {
         }
     }
     assert!(wrapped > 0, "no line wrapped:\n{status}");
-    assert!(
-        status.contains("\n  status:    running, verified\n"),
-        "{status}"
-    );
+    assert!(status.contains("\n  status:    running, verified\n"), "{status}");
 
     let (doctor, _) = shown(&t, &["doctor", LONG]);
     let mut wrapped = 0;
-    for line in doctor
-        .lines()
-        .take_while(|l| !l.starts_with("authentication:"))
-    {
+    for line in doctor.lines().take_while(|l| !l.starts_with("authentication:")) {
         if !line.starts_with('[') {
             wrapped += usize::from(!line.trim_start().starts_with("fix:"));
             assert!(
@@ -135,10 +122,7 @@ fn list_cuts_the_log_path_to_fit_says_so_and_wide_keeps_it_whole() {
     assert!(!r.stderr().contains("--wide"), "{}", r.stderr());
     // status names it whole too.
     let (status, _) = shown(&t, &["status", LONG]);
-    assert!(
-        status.contains(&format!("  log:       {whole}")),
-        "{status}"
-    );
+    assert!(status.contains(&format!("  log:       {whole}")), "{status}");
     done(&t);
 }
 
@@ -149,27 +133,18 @@ fn list_cuts_the_log_path_to_fit_says_so_and_wide_keeps_it_whole() {
 fn a_verbose_restart_fits_its_wait_line_and_breaks_the_path_after_a_colon() {
     let t = installed();
     // A provider deep in a folder: the Host's PATH runs past 80 columns.
-    let deep = t
-        .home
-        .join("tools/provider-clis/claude-code/current/node_modules/.bin/claude");
+    let deep = t.home.join("tools/provider-clis/claude-code/current/node_modules/.bin/claude");
     t.fake_exe(&deep);
-    t.run(args(&["providers", "set", "claude", deep.to_str().unwrap()]).stack(LONG))
-        .ok();
+    t.run(args(&["providers", "set", "claude", deep.to_str().unwrap()]).stack(LONG)).ok();
     let restart = ["restart", LONG, "-v", "--wait", "300", "--settle-ms", "200"];
     let (out, code) = shown(&t, &restart);
     assert_eq!(code, 0, "{out}");
-    let waiting: Vec<&str> = out
-        .lines()
-        .filter(|l| l.starts_with("waiting for"))
-        .collect();
+    let waiting: Vec<&str> = out.lines().filter(|l| l.starts_with("waiting for")).collect();
     assert!(!waiting.is_empty(), "{out}");
     for l in waiting {
         assert!(shown_width(l) <= 80, "{l:?}\n{out}");
     }
-    let at = out
-        .lines()
-        .position(|l| l.starts_with("  PATH="))
-        .unwrap_or_else(|| panic!("{out}"));
+    let at = out.lines().position(|l| l.starts_with("  PATH=")).unwrap_or_else(|| panic!("{out}"));
     let lines: Vec<&str> = out
         .lines()
         .skip(at)
@@ -185,14 +160,9 @@ fn a_verbose_restart_fits_its_wait_line_and_breaks_the_path_after_a_colon() {
     let joined: String = lines.iter().map(|l| l.trim_start()).collect();
     // Piped: one line, the same PATH.
     let piped = t.run(restart).ok().stdout();
-    let line = piped
-        .lines()
-        .find(|l| l.starts_with("  PATH="))
-        .unwrap_or_else(|| panic!("{piped}"));
+    let line =
+        piped.lines().find(|l| l.starts_with("  PATH=")).unwrap_or_else(|| panic!("{piped}"));
     assert_eq!(joined, line.trim_start(), "{out}");
-    assert!(
-        line.contains("tools/provider-clis/claude-code/current/node_modules/.bin:"),
-        "{line}"
-    );
+    assert!(line.contains("tools/provider-clis/claude-code/current/node_modules/.bin:"), "{line}");
     done(&t);
 }

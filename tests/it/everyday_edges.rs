@@ -8,7 +8,8 @@ use std::process::Stdio;
 
 use serde_json::Value;
 
-use crate::common::{free_port, real_node, TestContext};
+use crate::common::{args, free_port, TestContext};
+use crate::common::{has_all, has_none};
 
 /// Runs oyster with a stdout pipe whose reading end is already closed (`oyster … | head -1`
 /// after `head` exited): every write fails with EPIPE.
@@ -17,17 +18,8 @@ fn with_closed_stdout(t: &TestContext, args: &[&str]) -> (i32, String) {
     // Debian's Rust 1.85.
     let (reader, writer) = nix::unistd::pipe().unwrap();
     drop(reader);
-    let out = t
-        .cmd()
-        .args(args)
-        .stdout(writer)
-        .stderr(Stdio::piped())
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let out = t.cmd().args(args).stdout(writer).stderr(Stdio::piped()).output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
 #[test]
@@ -36,7 +28,7 @@ fn a_closed_stdout_keeps_the_commands_own_exit_status() {
     // No Host at all: `status` is not verified (exit 1), also when nobody reads its output.
     let (code, err) = with_closed_stdout(&t, &["status"]);
     assert_eq!(code, 1, "{err}");
-    assert!(!err.contains("panicked"), "{err}");
+    has_none(&err, &["panicked"]);
     let (code, err) = with_closed_stdout(&t, &["status", "--json"]);
     assert_eq!(code, 1, "{err}");
     // A read command that succeeded still ends quietly with 0.
@@ -67,12 +59,7 @@ fn row<'a>(list: &'a Value, name: &str) -> &'a Value {
 }
 
 fn notes(row: &Value) -> Vec<String> {
-    row["notes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n.as_str().unwrap().to_owned())
-        .collect()
+    row["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap().to_owned()).collect()
 }
 
 #[test]
@@ -111,10 +98,7 @@ fn list_names_each_broken_stack_with_the_fix_and_leaves_healthy_ones_alone() {
         (&Value::Bool(false), &Value::from(9101)),
         "{healthy}"
     );
-    assert!(
-        !notes(healthy).iter().any(|n| n.contains("broken")),
-        "{healthy}"
-    );
+    assert!(!notes(healthy).iter().any(|n| n.contains("broken")), "{healthy}");
     for (name, why) in [
         ("notjson", "is not valid JSON"),
         ("wrongtype", "has the wrong type"),
@@ -125,10 +109,8 @@ fn list_names_each_broken_stack_with_the_fix_and_leaves_healthy_ones_alone() {
     ] {
         let r = row(&list, name);
         assert_eq!(r["broken"], true, "{name}: {r}");
-        let broken: Vec<String> = notes(r)
-            .into_iter()
-            .filter(|n| n.starts_with("broken: "))
-            .collect();
+        let broken: Vec<String> =
+            notes(r).into_iter().filter(|n| n.starts_with("broken: ")).collect();
         assert_eq!(broken.len(), 1, "{name}: {r}");
         assert!(broken[0].contains(why), "{name}: {}", broken[0]);
         // The fix is named, and the file.
@@ -156,16 +138,9 @@ fn list_names_each_broken_stack_with_the_fix_and_leaves_healthy_ones_alone() {
         );
     }
     let human = t.run(["list"]).ok().stdout();
-    for name in [
-        "notjson",
-        "wrongtype",
-        "bigport",
-        "fifo",
-        "dirconf",
-        "plainhost",
-    ] {
-        assert!(human.contains(&format!("{name} (broken)")), "{human}");
-        assert!(human.contains(&format!("{name}: broken: ")), "{human}");
+    for name in ["notjson", "wrongtype", "bigport", "fifo", "dirconf", "plainhost"] {
+        has_all(&human, &[&format!("{name} (broken)")]);
+        has_all(&human, &[&format!("{name}: broken: ")]);
     }
     assert!(!human.contains("healthy (broken)") && !human.contains("healthy: broken"));
 }
@@ -176,131 +151,51 @@ fn status_with_a_corrupt_config_says_so_instead_of_using_the_default_port() {
     std::fs::create_dir_all(t.home.join(".oysterun")).unwrap();
     std::fs::write(t.home.join(".oysterun/config.json"), r#"{"port": 70000}"#).unwrap();
     let st = t.run(["status", "--json"]).fails_with(1).json();
-    assert_eq!(
-        (&st["broken"], &st["port"]),
-        (&Value::Bool(true), &Value::Null),
-        "{st}"
-    );
-    assert!(
-        notes(&st)
-            .iter()
-            .any(|n| n.starts_with("broken: ") && n.contains("70000")),
-        "{st}"
-    );
+    assert_eq!((&st["broken"], &st["port"]), (&Value::Bool(true), &Value::Null), "{st}");
+    assert!(notes(&st).iter().any(|n| n.starts_with("broken: ") && n.contains("70000")), "{st}");
     let human = t.run(["status"]).fails_with(1).stdout();
-    assert!(
-        human.contains("broken: ~/.oysterun/config.json") && human.contains("Fix the value"),
-        "{human}"
-    );
-    assert!(
-        !human.contains("8802"),
-        "the default port is not shown as the Host's: {human}"
-    );
+    has_all(&human, &["broken: ~/.oysterun/config.json", "Fix the value"]);
+    assert!(!human.contains("8802"), "the default port is not shown as the Host's: {human}");
 }
 
-/// `args` with the fixture root, the real node and short waits.
+/// `VERB --stack STACK --root ROOT --node-bin NODE --wait 10 --settle-ms 300 --port P`.
 fn host_args(root: &Path, verb: &[&str], stack: &str, port: u16) -> Vec<String> {
-    let mut a: Vec<String> = verb.iter().map(|s| (*s).to_owned()).collect();
-    a.extend(
-        [
-            "--stack",
-            stack,
-            "--root",
-            root.to_str().unwrap(),
-            "--node-bin",
-            real_node().to_str().unwrap(),
-            "--wait",
-            "10",
-            "--settle-ms",
-            "300",
-            "--port",
-            &port.to_string(),
-        ]
-        .map(String::from),
-    );
-    a
+    args(verb).stack(stack).host(root).wait(10, 300).port(port).into()
 }
 
 #[test]
 fn an_install_or_host_start_refused_for_a_held_port_writes_nothing() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    let root = t.fixture_root("root");
-    let port = free_port();
+    let (t, root, port) = TestContext::sim_root();
     t.run(host_args(&root, &["host", "start"], "a", port)).ok();
-    let e = t
-        .run(host_args(&root, &["agent", "install"], "b", port))
-        .fails_with(1)
-        .stderr();
-    assert!(
-        e.contains(&format!("port {port} is already held by pid")),
-        "{e}"
-    );
-    assert!(
-        !stack_dir(&t, "b").exists(),
-        "no stack dir, no config.json for b"
-    );
-    let e = t
-        .run(host_args(&root, &["host", "start"], "c", port))
-        .fails_with(1)
-        .stderr();
-    assert!(
-        e.contains(&format!("port {port} is already held by pid")),
-        "{e}"
-    );
-    assert!(
-        !stack_dir(&t, "c").exists(),
-        "no stack dir, no config.json for c"
-    );
+    let held = format!("port {port} is already held by pid");
+    for (verb, stack) in [(&["agent", "install"][..], "b"), (&["host", "start"], "c")] {
+        t.run(host_args(&root, verb, stack, port)).fails_with(1).stderr_has(&held);
+        t.assert_no_stack(stack, "no stack dir, no config.json");
+    }
     t.run(["host", "stop", "--stack", "a"]).ok();
 }
 
 #[test]
 fn stop_beside_a_directly_started_host_never_claims_it_stopped() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    let root = t.fixture_root("root");
-    let port = free_port();
+    let (t, root, port) = TestContext::sim_root();
     // A LaunchAgent installed but not loaded, and the Host started directly.
-    t.run(host_args(
-        &root,
-        &["agent", "install", "--no-start"],
-        "s",
-        port,
-    ))
-    .ok();
+    t.run(host_args(&root, &["agent", "install", "--no-start"], "s", port)).ok();
     t.run(host_args(&root, &["host", "start"], "s", port)).ok();
     let r = t.run(["stop", "--stack", "s"]).fails_with(1);
-    let e = r.stderr();
-    assert!(
-        e.contains("runs directly") && e.contains("oyster host stop --stack s"),
-        "{e}"
-    );
+    r.stderr_has_all(&["runs directly", "oyster host stop --stack s"]);
     assert!(!r.stdout().contains("stays stopped"), "{}", r.stdout());
     // It still answers, and nothing changed: the label is not disabled.
-    let hs = t
-        .run(["host", "status", "--stack", "s", "--json"])
-        .ok()
-        .json();
+    let hs = t.run(["host", "status", "--stack", "s", "--json"]).ok().json();
     assert_eq!(hs["running"], true, "{hs}");
-    let disabled = t
-        .sim(&["print-disabled", &format!("gui/{}", nix::unistd::getuid())])
-        .stdout();
-    assert!(
-        !disabled.contains("\"com.oysterun.host.s\" => disabled"),
-        "{disabled}"
-    );
+    let disabled = t.sim(&["print-disabled", &format!("gui/{}", nix::unistd::getuid())]).stdout();
+    has_none(&disabled, &["\"com.oysterun.host.s\" => disabled"]);
     t.run(["host", "stop", "--stack", "s"]).ok();
 }
 
 #[test]
 fn status_without_launchctl_does_not_call_launchds_host_direct() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    let root = t.fixture_root("root");
-    let port = free_port();
-    t.run(host_args(&root, &["agent", "install"], "l", port))
-        .ok();
+    let (mut t, root, port) = TestContext::sim_root();
+    t.run(host_args(&root, &["agent", "install"], "l", port)).ok();
     // The same machine, asked with launchctl switched off.
     let sim = t.extra_env.clone();
     t.extra_env.retain(|(k, _)| k != "OYSTER_LAUNCHCTL");
@@ -311,17 +206,10 @@ fn status_without_launchctl_does_not_call_launchds_host_direct() {
         (&Value::Null, &Value::from("unknown")),
         "{st}"
     );
-    assert!(
-        notes(&st)
-            .iter()
-            .any(|n| n.contains("launchctl could not be asked")),
-        "{st}"
-    );
+    assert!(notes(&st).iter().any(|n| n.contains("launchctl could not be asked")), "{st}");
     let human = off.run(["status", "--stack", "l"]).stdout();
-    assert!(
-        human.contains("launchctl could not be asked") && !human.contains("host stop"),
-        "{human}"
-    );
+    has_all(&human, &["launchctl could not be asked"]);
+    has_none(&human, &["host stop"]);
     t.extra_env = sim;
     t.run(["agent", "uninstall", "--stack", "l"]).ok();
 }
@@ -334,43 +222,24 @@ fn host_status_exits_1_for_a_host_that_does_not_verify() {
     t.run(host_args(&root, &["host", "start"], "u", port)).ok();
     t.run(["host", "status", "--stack", "u"]).ok();
     TestContext::fixture_flag(&root, "unhealthy", "");
-    let hs = t
-        .run(["host", "status", "--stack", "u", "--json"])
-        .fails_with(1)
-        .json();
+    let hs = t.run(["host", "status", "--stack", "u", "--json"]).fails_with(1).json();
     assert_eq!(
         (&hs["running"], &hs["verified"], &hs["health"]),
         (&Value::Bool(true), &Value::Bool(false), &Value::from(503)),
         "{hs}"
     );
-    let human = t
-        .run(["host", "status", "--stack", "u"])
+    t.run(["host", "status", "--stack", "u"])
         .fails_with(1)
-        .stdout();
-    assert!(
-        human.contains("NOT verified") && human.contains("503"),
-        "{human}"
-    );
+        .stdout_has_all(&["NOT verified", "503"]);
     std::fs::remove_file(root.join("host-service/unhealthy")).unwrap();
     t.run(["host", "stop", "--stack", "u"]).ok();
 }
 
 #[test]
 fn a_dry_run_diff_shows_real_paths_and_bytes_and_says_what_it_redacted() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    let root = t.fixture_root("root");
-    let port = free_port();
-    t.run(host_args(
-        &root,
-        &["agent", "install", "--no-start"],
-        "d",
-        port,
-    ))
-    .ok();
-    let plist = t
-        .home
-        .join("Library/LaunchAgents/com.oysterun.host.d.plist");
+    let (t, root, port) = TestContext::sim_root();
+    t.run(host_args(&root, &["agent", "install", "--no-start"], "d", port)).ok();
+    let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.d.plist");
     let text = std::fs::read_to_string(&plist).unwrap();
     let at = text.find("<key>EnvironmentVariables</key>").unwrap();
     let dict = at + text[at..].find("<dict>").unwrap() + "<dict>".len();
@@ -380,65 +249,34 @@ fn a_dry_run_diff_shows_real_paths_and_bytes_and_says_what_it_redacted() {
         &text[dict..]
     );
     std::fs::write(&plist, edited).unwrap();
-    let r = t
-        .run(host_args(
-            &root,
-            &["agent", "regenerate", "--dry-run"],
-            "d",
-            port,
-        ))
-        .ok();
+    let r = t.run(host_args(&root, &["agent", "regenerate", "--dry-run"], "d", port)).ok();
     let diff = r.stdout();
     let home = t.home.display().to_string();
     assert!(
-        diff.starts_with(&format!(
-            "--- a{}\n+++ b{}\n",
-            plist.display(),
-            plist.display()
-        )),
+        diff.starts_with(&format!("--- a{}\n+++ b{}\n", plist.display(), plist.display())),
         "{diff}"
     );
     assert!(!diff.contains('~'), "real bytes, no ~: {diff}");
-    assert!(diff.contains(&format!("<string>{home}")), "{diff}");
-    assert!(!diff.contains("tok-very-secret-0a1b2c3d"), "{diff}");
-    assert!(diff.contains("-\t\t<string><redacted></string>"), "{diff}");
-    let note = r.stderr();
-    assert!(
-        note.contains("1 line of this diff is not shown verbatim (secret values as <redacted>"),
-        "{note}"
-    );
+    has_all(&diff, &[&format!("<string>{home}")]);
+    has_none(&diff, &["tok-very-secret-0a1b2c3d"]);
+    has_all(&diff, &["-\t\t<string><redacted></string>"]);
+    r.stderr_has_all(&["1 line of this diff is not shown verbatim (secret values as <redacted>"]);
 }
 
 #[test]
 fn a_start_refused_for_a_held_port_changes_nothing_the_stop_stays() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    let root = t.fixture_root("root");
-    let port = free_port();
-    t.run(host_args(&root, &["agent", "install"], "p", port))
-        .ok();
+    let (t, root, port) = TestContext::sim_root();
+    t.run(host_args(&root, &["agent", "install"], "p", port)).ok();
     t.run(["stop", "--stack", "p"]).ok();
     // Someone else takes the port while the Host is stopped.
     let other = std::net::TcpListener::bind(("0.0.0.0", port)).unwrap();
-    let e = t
-        .run(host_args(&root, &["start"], "p", port))
+    t.run(host_args(&root, &["start"], "p", port))
         .fails_with(1)
-        .stderr();
-    assert!(
-        e.contains(&format!(
-            "port {port} is already held by pid {}",
-            std::process::id()
-        )),
-        "{e}"
-    );
+        .stderr_has_all(&[&format!("port {port} is already held by pid {}", std::process::id())]);
     let st = t.run(["status", "--json", "--stack", "p"]).json();
     assert_eq!(
         (&st["disabled"], &st["loaded"], &st["summary"]),
-        (
-            &Value::Bool(true),
-            &Value::Bool(false),
-            &Value::from("stopped")
-        ),
+        (&Value::Bool(true), &Value::Bool(false), &Value::from("stopped")),
         "still stopped and disabled: {st}"
     );
     drop(other);

@@ -3,6 +3,7 @@
 //! a command takes.
 
 use crate::common::{args, doctor_check, free_port, recorder, shown_width, TestContext};
+use crate::common::{has_all, has_none};
 use crate::snapshots::{installed, snap_table};
 
 #[test]
@@ -12,10 +13,7 @@ fn bare_oyster_shows_the_stacks_and_what_to_type_next() {
     // With no stack at all, the one line names setup (exit 0 either way).
     let fresh = TestContext::new();
     let r = fresh.run::<[&str; 0], &str>([]).ok();
-    assert_eq!(
-        r.stdout(),
-        "No Oysterun stack on this machine yet; `oyster setup` sets one up.\n"
-    );
+    assert_eq!(r.stdout(), "No Oysterun stack on this machine yet; `oyster setup` sets one up.\n");
 }
 
 #[test]
@@ -59,24 +57,13 @@ fn all_and_oysteruns_reserved_names_are_not_stack_names() {
 #[test]
 fn help_and_completion_offer_stack_only_where_a_command_takes_one() {
     let t = TestContext::new();
-    for verb in [
-        &["list"][..],
-        &["completions"],
-        &["cleanup"],
-        &["man"],
-        &["agent", "list"],
-    ] {
+    for verb in [&["list"][..], &["completions"], &["cleanup"], &["man"], &["agent", "list"]] {
         let mut args = verb.to_vec();
         args.push("--help");
         let help = t.run(&args).ok().stdout();
         assert!(!help.contains("--stack <NAME>"), "{verb:?}: {help}");
     }
-    for verb in [
-        &["status"][..],
-        &["restart"],
-        &["providers", "set"],
-        &["host", "exec"],
-    ] {
+    for verb in [&["status"][..], &["restart"], &["providers", "set"], &["host", "exec"]] {
         let mut args = verb.to_vec();
         args.push("--help");
         let help = t.run(&args).ok().stdout();
@@ -85,14 +72,9 @@ fn help_and_completion_offer_stack_only_where_a_command_takes_one() {
     // bash: the words offered after `oyster list` and after `oyster status`.
     let script = t.run(["completions", "bash"]).ok().stdout();
     let opts_after = |case: &str| -> String {
-        let at = script
-            .find(&format!("        {case})"))
-            .unwrap_or_else(|| panic!("{case}"));
+        let at = script.find(&format!("        {case})")).unwrap_or_else(|| panic!("{case}"));
         let rest = &script[at..];
-        let line = rest
-            .lines()
-            .find(|l| l.trim_start().starts_with("opts="))
-            .unwrap();
+        let line = rest.lines().find(|l| l.trim_start().starts_with("opts=")).unwrap();
         line.to_owned()
     };
     assert!(!opts_after("oyster__subcmd__list").contains("--stack"));
@@ -107,11 +89,7 @@ fn doctor_refuses_a_typo_of_a_stack_as_every_verb_does() {
     let (t, _) = installed();
     for verb in ["doctor", "status", "restart", "logs"] {
         let r = t.run([verb, "snp"]).fails_with(2);
-        assert!(
-            r.stderr().contains("did you mean `snap`?"),
-            "{verb}: {}",
-            r.stderr()
-        );
+        assert!(r.stderr().contains("did you mean `snap`?"), "{verb}: {}", r.stderr());
     }
     // The stack named right is examined.
     t.run(["doctor", "snap"]).ok();
@@ -121,27 +99,15 @@ fn doctor_refuses_a_typo_of_a_stack_as_every_verb_does() {
 fn config_sync_with_a_new_port_says_the_host_still_runs_on_the_old_one() {
     let (t, port) = installed();
     let new = free_port();
-    let r = t
-        .run(args(&["config", "sync"]).stack("snap").port(new))
-        .ok();
-    let out = r.stdout();
-    assert!(
-        out.contains(&format!(
+    let r = t.run(args(&["config", "sync"]).stack("snap").port(new)).ok();
+    r.stdout_has_all(&[&format!(
             "The Host still runs on port {port}: run `oyster agent regenerate --stack snap` to move it to port {new}."
-        )),
-        "{out}"
-    );
+        )]);
     // Once regenerated, the same sync changes nothing and says nothing about the Host.
-    t.run(["agent", "regenerate", "snap", "--settle-ms", "200"])
-        .ok();
-    let out = t
-        .run(args(&["config", "sync"]).stack("snap").port(new))
-        .ok()
-        .stdout();
-    assert!(
-        out.contains("unchanged") && !out.contains("still runs"),
-        "{out}"
-    );
+    t.run(["agent", "regenerate", "snap", "--settle-ms", "200"]).ok();
+    let out = t.run(args(&["config", "sync"]).stack("snap").port(new)).ok().stdout();
+    has_all(&out, &["unchanged"]);
+    has_none(&out, &["still runs"]);
 }
 
 #[test]
@@ -188,20 +154,13 @@ fn version_open_and_qr_answer_on_demand() {
     // version, plain and verbose (the pinned Node and the root of each stack).
     let plain = t.run(["version"]).ok().stdout();
     assert_eq!(plain, format!("oyster {}\n", env!("CARGO_PKG_VERSION")));
-    assert_eq!(
-        t.run(["--version"]).ok().stdout(),
-        plain,
-        "the same as --version"
-    );
+    assert_eq!(t.run(["--version"]).ok().stdout(), plain, "the same as --version");
     let root = t.path("root");
     std::fs::write(root.join("package.json"), r#"{"version": "1.5.3"}"#).unwrap();
     let verbose = t.run(["version", "--verbose"]).ok().stdout();
-    assert!(verbose.contains("stack snap:"), "{verbose}");
-    assert!(
-        verbose.contains(&format!("oysterun: {} 1.5.3", root.display())),
-        "{verbose}"
-    );
-    assert!(verbose.contains("  node:     "), "{verbose}");
+    has_all(&verbose, &["stack snap:"]);
+    has_all(&verbose, &[&format!("oysterun: {} 1.5.3", root.display())]);
+    has_all(&verbose, &["  node:     "]);
     // A custom stack with no port yet still runs a Node and a root: said as such, not as the
     // plan's refusal to go without a port.
     let noport = t.home.join(".oysterun-stacks/noport/host");
@@ -213,16 +172,10 @@ fn version_open_and_qr_answer_on_demand() {
     .unwrap();
     let verbose = t.run(["version", "--verbose"]).ok().stdout();
     let lines: Vec<&str> = verbose.lines().collect();
-    let at = lines
-        .iter()
-        .position(|l| *l == "stack noport:")
-        .unwrap_or_else(|| panic!("{verbose}"));
+    let at =
+        lines.iter().position(|l| *l == "stack noport:").unwrap_or_else(|| panic!("{verbose}"));
     assert!(lines[at + 1].starts_with("  node:     "), "{verbose}");
-    assert_eq!(
-        lines[at + 2],
-        format!("  oysterun: {} 1.5.3", root.display()),
-        "{verbose}"
-    );
+    assert_eq!(lines[at + 2], format!("  oysterun: {} 1.5.3", root.display()), "{verbose}");
     // open: the URL handed to xdg-open on PATH, nothing else.
     let log = t.path("opened.log");
     let bin = t.path("bin");
@@ -273,11 +226,8 @@ fn a_launchagents_dir_the_user_cannot_write_is_named_with_its_fix_and_nothing_ch
     let before = crate::common::tree(&t.home);
     let r = t.run(args(&["install", "pa"]).port(&port)).fails_with(1);
     let err = r.stderr();
-    assert!(
-        err.contains("Library/LaunchAgents") && err.contains("mode is 0555"),
-        "{err}"
-    );
-    assert!(err.contains("chmod u+wx"), "{err}");
+    has_all(&err, &["Library/LaunchAgents", "mode is 0555"]);
+    has_all(&err, &["chmod u+wx"]);
     assert_eq!(crate::common::tree(&t.home), before, "nothing was written");
     // Owned by another user (a `sudo` mistake): the owner and `sudo chown` are named, in
     // install, regenerate, status and doctor alike.
@@ -305,25 +255,16 @@ fn a_launchagents_dir_the_user_cannot_write_is_named_with_its_fix_and_nothing_ch
 fn info_all_shows_every_stack_and_exits_1_unless_each_is_verified() {
     let (t, _) = installed();
     let other = free_port().to_string();
-    t.run(args(&["install", "snap2"]).port(&other).settle(200))
-        .ok();
+    t.install("snap2", &other);
     let doc = t.run(["info", "--all", "--json"]).ok().json();
-    let stacks: Vec<&str> = doc["stacks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["stack"].as_str().unwrap())
-        .collect();
+    let stacks = crate::common::column(&doc["stacks"], "stack");
     assert_eq!(stacks, ["snap", "snap2"], "{doc}");
     t.run(["stop", "snap2"]).ok();
     let r = t.run(["status", "--all"]).fails_with(1);
     let out = r.stdout();
-    assert!(out.contains("com.oysterun.host.snap (stack snap)"), "{out}");
-    assert!(
-        out.contains("com.oysterun.host.snap2 (stack snap2)"),
-        "{out}"
-    );
-    assert!(out.contains("status:    stopped"), "{out}");
+    has_all(&out, &["com.oysterun.host.snap (stack snap)"]);
+    has_all(&out, &["com.oysterun.host.snap2 (stack snap2)"]);
+    has_all(&out, &["status:    stopped"]);
     // One stack or all: not both.
     t.run(["info", "snap", "--all"]).fails_with(2);
     t.run(["uninstall", "--all"]).ok();
@@ -335,8 +276,7 @@ fn at_80_columns_no_line_is_wider_than_the_terminal_and_piped_output_is_never_wr
     // A long stack name and a stopped stack: the stop line, a status note and the list row
     // run long.
     let other = free_port().to_string();
-    t.run(args(&["install", "second-stack"]).port(&other).settle(200))
-        .ok();
+    t.install("second-stack", &other);
     let commands: Vec<Vec<&str>> = vec![
         vec!["stop", "second-stack"],
         vec!["status", "second-stack"],
@@ -364,11 +304,7 @@ fn at_80_columns_no_line_is_wider_than_the_terminal_and_piped_output_is_never_wr
     // Piped, the same long line is one line.
     t.extra_env.push(("COLUMNS".into(), "80".into()));
     let piped = t.run(["status", "second-stack"]);
-    assert!(
-        piped.stdout().lines().any(|l| l.chars().count() > 80),
-        "{}",
-        piped.stdout()
-    );
+    assert!(piped.stdout().lines().any(|l| l.chars().count() > 80), "{}", piped.stdout());
 }
 
 #[test]
@@ -378,35 +314,24 @@ fn stop_keep_stays_registered_for_the_next_login_and_no_wait_returns_at_once() {
     let st = t.run(["status", "snap", "--json"]).json();
     let old = st["pid"].as_u64().unwrap();
     // --keep: booted out, not disabled; a login loads it again (brew's `stop --keep`).
-    let out = t.run(["stop", "snap", "--keep"]).ok().stdout();
-    assert!(out.contains("left enabled (--keep)"), "{out}");
+    t.run(["stop", "snap", "--keep"]).ok().stdout_has_all(&["left enabled (--keep)"]);
     let st = t.run(["status", "snap", "--json"]).fails_with(1).json();
     assert_eq!(st["loaded"], false, "{st}");
     assert_ne!(st["disabled"], true, "not disabled: {st}");
     assert_eq!(st["summary"], "not_loaded", "{st}");
     t.sim(&["login", &format!("gui/{uid}")]).ok();
-    crate::common::wait_until(
-        std::time::Duration::from_secs(10),
-        "the login's Host",
-        || {
-            let st = t.run(["status", "snap", "--json"]).json();
-            st["running"] == true && st["pid"].as_u64() != Some(old)
-        },
-    );
+    crate::common::wait_until(std::time::Duration::from_secs(10), "the login's Host", || {
+        let st = t.run(["status", "snap", "--json"]).json();
+        st["running"] == true && st["pid"].as_u64() != Some(old)
+    });
     // --no-wait: the stop returns once launchd was told; the Host goes by itself.
-    let pid = t.run(["status", "snap", "--json"]).json()["pid"]
-        .as_u64()
-        .unwrap();
-    let out = t.run(["stop", "snap", "--no-wait"]).ok().stdout();
-    assert!(
-        out.contains("disabled, so it stays stopped") && out.contains(&format!("pid {pid}")),
-        "{out}"
-    );
-    crate::common::wait_until(
-        std::time::Duration::from_secs(10),
-        "the Host to exit",
-        || t.run(["status", "snap", "--json"]).json()["running"] == false,
-    );
+    let pid = t.run(["status", "snap", "--json"]).json()["pid"].as_u64().unwrap();
+    t.run(["stop", "snap", "--no-wait"])
+        .ok()
+        .stdout_has_all(&["disabled, so it stays stopped", &format!("pid {pid}")]);
+    crate::common::wait_until(std::time::Duration::from_secs(10), "the Host to exit", || {
+        t.run(["status", "snap", "--json"]).json()["running"] == false
+    });
     t.run(["uninstall", "snap"]).ok();
 }
 
@@ -418,38 +343,28 @@ fn cleanup_yes_purge_removes_uninstalled_stacks_with_their_files_named_and_only_
     assert!(root.join("host/config.json").exists() && root.join("logs").is_dir());
     // Without --purge: kept, and the way to remove it is named.
     let out = t.run(["cleanup", "--yes"]).ok().stdout();
-    assert!(
-        out.contains("kept    snap: no LaunchAgent and no Host, but it holds"),
-        "{out}"
-    );
-    assert!(out.contains("--yes --purge"), "{out}");
+    has_all(&out, &["kept    snap: no LaunchAgent and no Host, but it holds"]);
+    has_all(&out, &["--yes --purge"]);
     assert!(root.exists());
     // --dry-run --purge: says what it would remove, removes nothing.
     let out = t.run(["cleanup", "--dry-run", "--purge"]).ok().stdout();
-    assert!(out.contains("would purge snap: "), "{out}");
-    assert!(out.contains("config.json"), "{out}");
+    has_all(&out, &["would purge snap: "]);
+    has_all(&out, &["config.json"]);
     assert!(root.exists());
     // --yes --purge: removed, each file named.
     let out = t.run(["cleanup", "--yes", "--purge"]).ok().stdout();
-    assert!(
-        out.contains("purging snap: ") && out.contains("config.json"),
-        "{out}"
-    );
+    has_all(&out, &["purging snap: ", "config.json"]);
     assert!(!root.exists(), "{out}");
-    assert_eq!(
-        t.run(["list", "--json"]).json()["stacks"],
-        serde_json::json!([])
-    );
+    assert_eq!(t.run(["list", "--json"]).json()["stacks"], serde_json::json!([]));
 }
 
 #[test]
 fn stop_all_names_each_stack_in_the_form_stop_stack_does() {
     let (t, _) = installed();
-    let one = t.run(["stop", "snap"]).ok().stdout();
-    assert!(one.contains("`oyster start snap` starts it again"), "{one}");
+    t.run(["stop", "snap"]).ok().stdout_has_all(&["`oyster start snap` starts it again"]);
     t.run(["start", "snap", "--settle-ms", "200"]).ok();
     let all = t.run(["stop", "--all"]).ok().stdout();
-    assert!(all.contains("`oyster start snap` starts it again"), "{all}");
+    has_all(&all, &["`oyster start snap` starts it again"]);
     t.run(["uninstall", "--all"]).ok();
 }
 
@@ -477,27 +392,17 @@ fn an_opener_whose_browser_stays_in_the_foreground_is_left_running_and_a_failing
         .into_iter()
         .find(|p| std::path::Path::new(p).exists())
         .expect("sleep");
-    opener(
-        &mut t,
-        &format!("echo $$ > '{}'\nexec {sleep} 60", pid_file.display()),
-    );
+    opener(&mut t, &format!("echo $$ > '{}'\nexec {sleep} 60", pid_file.display()));
     let r = t.run(["open", "snap"]).ok();
     r.stdout_has(&format!("Handed {url} to "));
-    let pid: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
     let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok();
     assert!(alive, "the opener (pid {pid}) was killed");
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    );
+    let _ =
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
     // An opener that fails: its exit code, and the URL to open by hand.
     opener(&mut t, "exit 3");
-    let e = t.run(["open", "snap"]).fails_with(1).stderr();
-    assert!(e.contains("exited 3") && e.contains(&url), "{e}");
+    t.run(["open", "snap"]).fails_with(1).stderr_has_all(&["exited 3", &url]);
 }
 
 /// `version --verbose` names each stack's root and the version in its `package.json` on one
@@ -514,11 +419,8 @@ fn version_verbose_says_each_root_and_version_on_one_line() {
     .unwrap();
     let dir = t.home.join(".oysterun-stacks/one/host");
     std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("config.json"),
-        serde_json::json!({ "oyster_root": root }).to_string(),
-    )
-    .unwrap();
+    std::fs::write(dir.join("config.json"), serde_json::json!({ "oyster_root": root }).to_string())
+        .unwrap();
     let verbose = t
         .cmd()
         .env("OYSTERUN_NODE_BIN", crate::common::real_node())
@@ -528,7 +430,7 @@ fn version_verbose_says_each_root_and_version_on_one_line() {
     let out = String::from_utf8_lossy(&verbose.stdout).into_owned();
     let stacks: Vec<&str> = out.lines().filter(|l| l.starts_with("stack ")).collect();
     assert_eq!(stacks, ["stack one:"], "{out}");
-    assert!(out.contains("/root 1.5.3\\nstack forged:"), "{out}");
+    has_all(&out, &["/root 1.5.3\\nstack forged:"]);
     // A root whose name holds a newline is refused where it enters (the plist cannot carry
     // it): the refusal names it on one line too.
     let ghost = crate::common::fixture_root_at(&t.path("r\nstack ghost:"));

@@ -1,9 +1,8 @@
 //! A hostile pass over issues 31 (the first day) and 32 (fleets) as they stand: a typo of a
 //! stack in the verbs the first pass left out, and a refused first `host start`.
 
-use crate::common::{
-    args, doctor_check, free_port, real_node, shown_width, strip_ansi, TestContext,
-};
+use crate::common::{args, doctor_check, free_port, shown_width, strip_ansi, TestContext};
+use crate::common::{has_all, has_none};
 
 /// A HOME with one custom stack, `snap`, that has a config (and so exists).
 fn with_snap() -> TestContext {
@@ -12,11 +11,7 @@ fn with_snap() -> TestContext {
 
 /// `host start --stack NAME --port P --root ROOT`.
 fn host_start(stack: &str, port: u16, root: &std::path::Path) -> Vec<String> {
-    args(&["host", "start"])
-        .stack(stack)
-        .port(port)
-        .root(root)
-        .into()
+    args(&["host", "start"]).stack(stack).port(port).root(root).into()
 }
 
 #[test]
@@ -37,11 +32,7 @@ fn a_typo_of_a_stack_is_refused_by_host_config_and_providers_read_verbs_and_crea
                 args.push("--json");
             }
             let r = t.run(&args).fails_with(2);
-            assert!(
-                r.stderr().contains("did you mean `snap`?"),
-                "{args:?}: {}",
-                r.stderr()
-            );
+            assert!(r.stderr().contains("did you mean `snap`?"), "{args:?}: {}", r.stderr());
             if json && verb[0] != "host" {
                 assert_eq!(r.json()["error"]["exit_code"], 2, "{args:?}");
             }
@@ -60,9 +51,7 @@ fn a_refused_first_host_start_leaves_no_stack_behind() {
     let root = t.fixture_root("root");
     // A --root without the Host (exit 2).
     let missing = t.path("no-such-root");
-    let r = t
-        .run(host_start("fresh", free_port(), &missing))
-        .fails_with(2);
+    let r = t.run(host_start("fresh", free_port(), &missing)).fails_with(2);
     t.assert_no_stack("fresh", &r.stderr());
     // Refused before anything was written: there is nothing to remove (the lock is outside the
     // stack), so nothing is said to be removed.
@@ -72,10 +61,7 @@ fn a_refused_first_host_start_leaves_no_stack_behind() {
     let port = held.local_addr().unwrap().port();
     let r = t.run(host_start("fresh", port, &root)).fails_with(1);
     t.assert_no_stack("fresh", &r.stderr());
-    assert_eq!(
-        t.run(["list", "--json"]).ok().json()["stacks"],
-        serde_json::json!([])
-    );
+    assert_eq!(t.run(["list", "--json"]).ok().json()["stacks"], serde_json::json!([]));
 }
 
 #[test]
@@ -85,9 +71,7 @@ fn a_host_start_refused_for_a_managed_root_leaves_no_stack_behind() {
     let forced = t.fixture_root("forced-root");
     force(&mut t, &[("root", forced.to_str().unwrap())]);
     let other = t.fixture_root("other-root");
-    let r = t
-        .run(host_start("fresh", free_port(), &other))
-        .fails_with(1);
+    let r = t.run(host_start("fresh", free_port(), &other)).fails_with(1);
     r.stderr_has("managed by your organization");
     t.assert_no_stack("fresh", "");
 }
@@ -98,9 +82,7 @@ fn setups_question_fits_an_80_column_terminal_and_is_answered_after_it() {
     let t = TestContext::new();
     let root = t.fixture_root("root");
     // A node prefix whose npm must never run (the question is cancelled).
-    let bin = t.path("nodepfx/bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();
+    let bin = t.node_prefix();
     let npm = t.fake_exe(&bin.join("npm"));
     std::fs::set_permissions(&npm, std::fs::Permissions::from_mode(0o755)).unwrap();
     let port = free_port().to_string();
@@ -118,10 +100,7 @@ fn setups_question_fits_an_80_column_terminal_and_is_answered_after_it() {
     let r = t.pty(b"\r", args);
     let output = r["output"].as_str().unwrap();
     assert_eq!(r["prompted"], true, "{output}");
-    assert!(
-        output.trim_end().ends_with("no changes were made."),
-        "{output}"
-    );
+    assert!(output.trim_end().ends_with("no changes were made."), "{output}");
     for line in output.lines() {
         assert!(
             shown_width(line) <= 80 || !line.trim().contains(' '),
@@ -150,11 +129,7 @@ fn open_on_a_machine_with_nothing_set_up_sends_no_browser_to_the_default_port() 
         assert!(r.stdout().is_empty(), "{args:?}: {}", r.stdout());
     }
     t.assert_nothing_executed();
-    assert_eq!(
-        std::fs::read_dir(&t.home).unwrap().count(),
-        0,
-        "open wrote into HOME"
-    );
+    assert_eq!(std::fs::read_dir(&t.home).unwrap().count(), 0, "open wrote into HOME");
 }
 
 #[test]
@@ -163,10 +138,7 @@ fn mdm_profile_output_dash_is_stdout_not_a_file_named_dash() {
     let r = t.run(["mdm", "profile", "--output", "-"]).ok();
     let profile = crate::common::plistlib(r.stdout().as_bytes());
     assert_eq!(profile["PayloadType"], "Configuration", "{profile}");
-    assert_eq!(
-        r.stdout().as_bytes(),
-        t.run(["mdm", "profile"]).ok().stdout().as_bytes()
-    );
+    assert_eq!(r.stdout().as_bytes(), t.run(["mdm", "profile"]).ok().stdout().as_bytes());
     assert!(!t.path("-").exists(), "wrote a file named -");
 }
 
@@ -205,10 +177,7 @@ fn lists_log_column_is_cut_as_shown_with_home_as_tilde() {
     let log = row.split_whitespace().last().unwrap();
     // The path starts at `~/` and ends with the log's name, never at the temporary
     // directory HOME lives in.
-    assert!(
-        log.starts_with("~/") && log.ends_with("-host.log"),
-        "{row:?}\n{output}"
-    );
+    assert!(log.starts_with("~/") && log.ends_with("-host.log"), "{row:?}\n{output}");
     assert!(!row.contains("/tmp/"), "{row:?}");
 }
 
@@ -221,8 +190,7 @@ fn a_failed_login_qr_is_one_line_naming_where_to_log_in() {
     )
     .unwrap();
     let port = free_port();
-    t.run(args(&["install", "snap"]).port(port).settle(200))
-        .ok();
+    t.install("snap", port);
     let r = t.run(["qr", "snap"]).fails_with(1);
     // One line: no advice that fails the same way (`oyster qr`, `oysterun show-qr`), no
     // flag of another program; where the user logs in instead.
@@ -247,16 +215,12 @@ fn force(t: &mut TestContext, pairs: &[(&str, &str)]) -> std::path::PathBuf {
 
 #[test]
 fn a_forced_node_or_root_that_does_not_work_is_the_profiles_not_a_flag_the_user_typed() {
-    for (key, bad) in [
-        ("node_bin", "/nonexistent/node"),
-        ("root", "/nonexistent/oysterun"),
-    ] {
+    for (key, bad) in [("node_bin", "/nonexistent/node"), ("root", "/nonexistent/oysterun")] {
         let mut t = with_snap();
         let root = t.fixture_root("root");
         let file = force(&mut t, &[(key, bad)]);
         if key == "node_bin" {
-            t.extra_env
-                .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
+            t.extra_env.push(("OYSTERUN_ROOT".into(), root.display().to_string()));
         } else {
             t.pin_node();
         }
@@ -264,44 +228,26 @@ fn a_forced_node_or_root_that_does_not_work_is_the_profiles_not_a_flag_the_user_
         // the administrator's (a --node-bin or --root would be refused as managed).
         let r = t.run(["agent", "print", "--stack", "snap"]).fails_with(1);
         let err = r.stderr();
-        assert!(err.contains(&format!("the managed {key} ({bad})")), "{err}");
-        assert!(
-            !err.contains("--node-bin") && !err.contains("from --root"),
-            "{err}"
-        );
-        assert!(
-            err.contains("ask your administrator") && err.contains(&file.display().to_string()),
-            "{err}"
-        );
+        has_all(&err, &[&format!("the managed {key} ({bad})")]);
+        has_none(&err, &["--node-bin", "from --root"]);
+        has_all(&err, &["ask your administrator", &file.display().to_string()]);
         let doc = t.run(["doctor", "snap", "--json"]).json();
         let check = doctor_check(&doc, "node/root");
         assert_eq!(check["status"], "fail", "{doc}");
-        assert!(
-            check["fix"]
-                .as_str()
-                .unwrap()
-                .contains("ask your administrator"),
-            "{check}"
-        );
+        assert!(check["fix"].as_str().unwrap().contains("ask your administrator"), "{check}");
     }
 }
 
 #[test]
 fn config_sync_port_of_a_stopped_host_does_not_say_it_still_runs() {
-    let t = TestContext::with_pinned_host();
-    let old = free_port();
-    t.run(args(&["install", "snap"]).port(old).settle(200)).ok();
-    t.run(["stop", "snap"]).ok();
+    let (t, old) = TestContext::with_stopped("snap");
     let new = free_port();
     let r = t.run(args(&["config", "sync", "snap"]).port(new)).ok();
     let out = r.stdout();
-    assert!(!out.contains("still runs"), "{out}");
-    assert!(
-        out.contains(&format!(
+    has_none(&out, &["still runs"]);
+    has_all(&out, &[&format!(
             "The Host is not running (its LaunchAgent still says port {old}); `oyster start snap` starts it on port {new}."
-        )),
-        "{out}"
-    );
+        )]);
     // Typed as told, it does.
     t.run(["start", "snap", "--settle-ms", "200"]).ok();
     assert_eq!(t.run(["status", "snap", "--json"]).ok().json()["port"], new);
@@ -314,8 +260,8 @@ fn bare_oyster_with_a_stack_names_status_instead_of_an_empty_verb() {
     let t = with_snap();
     let r = t.run(["--stack", "snap"]).fails_with(2);
     let err = r.stderr();
-    assert!(!err.contains("`oyster `"), "{err}");
-    assert!(err.contains("`oyster status snap` shows that one"), "{err}");
+    has_none(&err, &["`oyster `"]);
+    has_all(&err, &["`oyster status snap` shows that one"]);
 }
 
 #[test]
@@ -327,24 +273,14 @@ fn a_forced_provider_command_that_is_missing_is_fixed_by_the_administrator_not_b
     intents.insert("codex".into(), "disabled".into());
     let mut d = plist::Dictionary::new();
     d.insert("claude_command".into(), "/nonexistent/corp/claude".into());
-    d.insert(
-        "provider_command_intent".into(),
-        plist::Value::Dictionary(intents),
-    );
+    d.insert("provider_command_intent".into(), plist::Value::Dictionary(intents));
     t.managed_preferences("Managed Preferences", d);
     // The config follows the profile.
     t.run(["config", "sync", "snap"]).ok();
     let setup = t.run(["setup", "snap", "--dry-run"]).ok().stdout();
-    let status = t
-        .run(["providers", "status", "--stack", "snap"])
-        .ok()
-        .stdout();
+    let status = t.run(["providers", "status", "--stack", "snap"]).ok().stdout();
     let doctor = t.run(["doctor", "snap"]).stdout();
-    for (what, out) in [
-        ("setup", &setup),
-        ("providers status", &status),
-        ("doctor", &doctor),
-    ] {
+    for (what, out) in [("setup", &setup), ("providers status", &status), ("doctor", &doctor)] {
         let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(
             words.contains("claude_command is forced by your organization")

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::common::{args, free_port, write_binary_plist, TestContext};
+use crate::common::{has_all, has_none};
 
 fn dict(pairs: Vec<(&str, plist::Value)>) -> plist::Value {
     let mut d = plist::Dictionary::new();
@@ -21,10 +22,7 @@ const FILE: &str = "com.oysterun.oyster.plist";
 
 /// This user's login name: the folder of their own managed file.
 fn user_name() -> String {
-    nix::unistd::User::from_uid(nix::unistd::getuid())
-        .unwrap()
-        .unwrap()
-        .name
+    nix::unistd::User::from_uid(nix::unistd::getuid()).unwrap().unwrap().name
 }
 
 /// The `managed preferences` check of `doctor dev --json`.
@@ -62,25 +60,13 @@ impl Managed {
 fn managed() -> Managed {
     let mut t = TestContext::new();
     let dir = t.path("Managed Preferences");
-    t.extra_env.push((
-        "OYSTER_MANAGED_PREFERENCES_DIR".into(),
-        dir.display().to_string(),
-    ));
+    t.extra_env.push(("OYSTER_MANAGED_PREFERENCES_DIR".into(), dir.display().to_string()));
     let (forced, mine) = (free_port(), free_port());
     write_binary_plist(
         &dir.join(FILE),
         dict(vec![
-            (
-                "provider_command_intent",
-                dict(vec![("codex", "disabled".into())]),
-            ),
-            (
-                "stacks",
-                dict(vec![(
-                    "dev",
-                    dict(vec![("port", u64::from(forced).into())]),
-                )]),
-            ),
+            ("provider_command_intent", dict(vec![("codex", "disabled".into())])),
+            ("stacks", dict(vec![("dev", dict(vec![("port", u64::from(forced).into())]))])),
             ("default_browse_path", "/Shared/Everyone".into()),
         ]),
     );
@@ -90,18 +76,9 @@ fn managed() -> Managed {
     );
     let dev_config = t.home.join(".oysterun-stacks/dev/host/config.json");
     std::fs::create_dir_all(dev_config.parent().unwrap()).unwrap();
-    std::fs::write(
-        &dev_config,
-        format!("{{\"port\": {mine}, \"history\": [\"kept\"]}}\n"),
-    )
-    .unwrap();
-    Managed {
-        t,
-        dir,
-        forced,
-        mine,
-        dev_config,
-    }
+    std::fs::write(&dev_config, format!("{{\"port\": {mine}, \"history\": [\"kept\"]}}\n"))
+        .unwrap();
+    Managed { t, dir, forced, mine, dev_config }
 }
 
 #[test]
@@ -109,38 +86,13 @@ fn a_forced_value_is_refused_without_writing_and_wins_over_config_json() {
     let m = managed();
     let t = &m.t;
     let before = std::fs::read(&m.dev_config).unwrap();
-    let file = m
-        .dir
-        .join("com.oysterun.oyster.plist")
-        .display()
-        .to_string();
+    let file = m.dir.join("com.oysterun.oyster.plist").display().to_string();
     // Each would change a forced value: exit 1, naming the profile's file, nothing written.
     for args in [
-        vec![
-            "config",
-            "sync",
-            "--stack",
-            "dev",
-            "--port",
-            &m.mine.to_string(),
-        ],
-        vec![
-            "providers",
-            "set",
-            "codex",
-            "/usr/bin/true",
-            "--stack",
-            "dev",
-        ],
+        vec!["config", "sync", "--stack", "dev", "--port", &m.mine.to_string()],
+        vec!["providers", "set", "codex", "/usr/bin/true", "--stack", "dev"],
         vec!["providers", "auto", "codex", "--stack", "dev"],
-        vec![
-            "setup",
-            "dev",
-            "--port",
-            &m.mine.to_string(),
-            "--dry-run",
-            "--no-install-providers",
-        ],
+        vec!["setup", "dev", "--port", &m.mine.to_string(), "--dry-run", "--no-install-providers"],
         vec![
             "setup",
             "dev",
@@ -157,19 +109,10 @@ fn a_forced_value_is_refused_without_writing_and_wins_over_config_json() {
             "{args:?}: {err}"
         );
         assert!(err.contains("com.oysterun.oyster.plist"), "{args:?}: {err}");
-        assert!(
-            err.contains("OYSTER_MANAGED_PREFERENCES_DIR is set"),
-            "said: {err}"
-        );
-        assert_eq!(
-            std::fs::read(&m.dev_config).unwrap(),
-            before,
-            "{args:?} wrote"
-        );
+        assert!(err.contains("OYSTER_MANAGED_PREFERENCES_DIR is set"), "said: {err}");
+        assert_eq!(std::fs::read(&m.dev_config).unwrap(), before, "{args:?} wrote");
     }
-    let r = t
-        .run(args(&["config", "sync"]).stack("dev").port(m.mine))
-        .fails_with(1);
+    let r = t.run(args(&["config", "sync"]).stack("dev").port(m.mine)).fails_with(1);
     assert!(r.stderr().contains(&file) || r.stderr().contains("Managed Preferences"));
 
     // The sync writes what is forced into config.json (the Host reads it), the rest kept.
@@ -182,15 +125,11 @@ fn a_forced_value_is_refused_without_writing_and_wins_over_config_json() {
     assert_eq!(doc["default_browse_path"], "/Shared/Mine");
     assert_eq!(doc["history"][0], "kept");
     // The forced port itself is no change: accepted.
-    t.run(args(&["config", "sync"]).stack("dev").port(m.forced))
-        .ok();
+    t.run(args(&["config", "sync"]).stack("dev").port(m.forced)).ok();
     // Production has no port forced: its --port is the user's.
     t.run(args(&["config", "sync"]).port(m.mine)).ok();
     assert_eq!(t.read_config()["port"], m.mine);
-    assert_eq!(
-        t.read_config()["provider_command_intent"]["codex"],
-        "disabled"
-    );
+    assert_eq!(t.read_config()["provider_command_intent"]["codex"], "disabled");
 
     // A forced Oysterun root or Node: a different --root / --node-bin is refused too.
     m.write_mine(dict(vec![
@@ -198,12 +137,8 @@ fn a_forced_value_is_refused_without_writing_and_wins_over_config_json() {
         ("node_bin", "/opt/node/bin/node".into()),
     ]));
     for flag in ["--root", "--node-bin"] {
-        let r = t
-            .run(["agent", "print", "--stack", "dev", flag, "/tmp/elsewhere"])
-            .fails_with(1);
-        r.stderr_has(&format!(
-            "{flag} /tmp/elsewhere is managed by your organization"
-        ));
+        let r = t.run(["agent", "print", "--stack", "dev", flag, "/tmp/elsewhere"]).fails_with(1);
+        r.stderr_has(&format!("{flag} /tmp/elsewhere is managed by your organization"));
     }
 }
 
@@ -212,19 +147,10 @@ fn status_config_show_doctor_providers_and_inventory_mark_managed_values() {
     let m = managed();
     let t = &m.t;
     let show = t.run(["config", "show", "--stack", "dev"]).ok().stdout();
-    assert!(
-        show.contains(&format!("# managed: port = {} (forced by ", m.forced)),
-        "{show}"
-    );
-    assert!(
-        show.contains("# managed: provider_command_intent.codex = \"disabled\""),
-        "{show}"
-    );
+    has_all(&show, &[&format!("# managed: port = {} (forced by ", m.forced)]);
+    has_all(&show, &["# managed: provider_command_intent.codex = \"disabled\""]);
     let status = t.run(["status", "dev"]).stdout();
-    assert!(
-        status.contains(&format!("managed: port = {}", m.forced)),
-        "{status}"
-    );
+    has_all(&status, &[&format!("managed: port = {}", m.forced)]);
     // `status --json` carries them as data: setting, value, and the file that forces it.
     let st = t.run(["status", "dev", "--json"]).json();
     let port = st["managed"]
@@ -234,40 +160,18 @@ fn status_config_show_doctor_providers_and_inventory_mark_managed_values() {
         .find(|e| e["setting"] == "port")
         .unwrap_or_else(|| panic!("{st}"));
     assert_eq!(port["value"], m.forced, "{st}");
-    assert!(
-        port["file"]
-            .as_str()
-            .unwrap()
-            .ends_with("com.oysterun.oyster.plist"),
-        "{st}"
-    );
-    let providers = t
-        .run(["providers", "status", "--stack", "dev"])
+    assert!(port["file"].as_str().unwrap().ends_with("com.oysterun.oyster.plist"), "{st}");
+    t.run(["providers", "status", "--stack", "dev"])
         .ok()
-        .stdout();
-    assert!(
-        providers.contains("managed: provider_command_intent.codex"),
-        "{providers}"
-    );
+        .stdout_has_all(&["managed: provider_command_intent.codex"]);
     let check = managed_check(t);
     assert_eq!(check["status"], "ok");
-    assert!(
-        check["detail"].as_str().unwrap().contains("port"),
-        "{check}"
-    );
+    assert!(check["detail"].as_str().unwrap().contains("port"), "{check}");
 
     t.run(["config", "sync", "--stack", "dev"]).ok();
     let inv = t.run(["inventory", "--json"]).ok().json();
-    assert_eq!(
-        inv["managed_preferences"]["directory"],
-        m.dir.display().to_string()
-    );
-    let everyone: Vec<&str> = inv["managed_preferences"]["keys"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| k["setting"].as_str().unwrap())
-        .collect();
+    assert_eq!(inv["managed_preferences"]["directory"], m.dir.display().to_string());
+    let everyone = crate::common::column(&inv["managed_preferences"]["keys"], "setting");
     assert_eq!(
         everyone,
         ["provider_command_intent.codex", "default_browse_path"],
@@ -278,26 +182,17 @@ fn status_config_show_doctor_providers_and_inventory_mark_managed_values() {
     let dev = find(&me["stacks"], "stack", "dev");
     let port = find(&dev["managed"], "setting", "port");
     assert_eq!(port["value"], m.forced);
-    assert!(port["file"]
-        .as_str()
-        .unwrap()
-        .ends_with("com.oysterun.oyster.plist"));
+    assert!(port["file"].as_str().unwrap().ends_with("com.oysterun.oyster.plist"));
     assert_eq!(dev["port"], m.forced);
 
     // A value oyster cannot use is left out and said; the others still apply.
     write_binary_plist(
         &m.dir.join(FILE),
         dict(vec![
-            (
-                "stacks",
-                dict(vec![("dev", dict(vec![("port", "8810".into())]))]),
-            ),
+            ("stacks", dict(vec![("dev", dict(vec![("port", "8810".into())]))])),
             ("connection_mode", "sideways".into()),
             ("codex_command", "codex".into()),
-            (
-                "provider_command_intent",
-                dict(vec![("codex", "disabled".into())]),
-            ),
+            ("provider_command_intent", dict(vec![("codex", "disabled".into())])),
         ]),
     );
     let show = t.run(["config", "show", "--stack", "dev"]).ok().stdout();
@@ -308,10 +203,7 @@ fn status_config_show_doctor_providers_and_inventory_mark_managed_values() {
     ] {
         assert!(show.contains(left_out), "{left_out}: {show}");
     }
-    assert!(
-        show.contains("# managed: provider_command_intent.codex"),
-        "{show}"
-    );
+    has_all(&show, &["# managed: provider_command_intent.codex"]);
     let check = managed_check(t);
     assert_eq!(check["status"], "warn", "{check}");
 }
@@ -323,20 +215,15 @@ fn the_sample_payload_is_a_managed_preferences_profile_whose_every_key_oyster_ap
     let profile = crate::common::plistlib(&std::fs::read(&path).unwrap());
     assert_eq!(profile["PayloadType"], "Configuration");
     let payload = &profile["PayloadContent"][0];
-    assert_eq!(
-        payload["PayloadType"],
-        "com.apple.ManagedClient.preferences"
-    );
+    assert_eq!(payload["PayloadType"], "com.apple.ManagedClient.preferences");
     let settings =
         &payload["PayloadContent"]["com.oysterun.oyster"]["Forced"][0]["mcx_preference_settings"];
     assert!(settings.is_object(), "{profile}");
     // What macOS writes to /Library/Managed Preferences/com.oysterun.oyster.plist.
     let t = {
         let mut t = TestContext::new();
-        t.extra_env.push((
-            "OYSTER_MANAGED_PREFERENCES_DIR".into(),
-            t.path("mp").display().to_string(),
-        ));
+        t.extra_env
+            .push(("OYSTER_MANAGED_PREFERENCES_DIR".into(), t.path("mp").display().to_string()));
         t
     };
     // Extracted by Python's plistlib (integers stay integers), written binary as macOS does.
@@ -352,11 +239,8 @@ fn the_sample_payload_is_a_managed_preferences_profile_whose_every_key_oyster_ap
             .arg(&path)
             .arg(t.path("mp/com.oysterun.oyster.plist")),
     );
-    let show = t
-        .run(["config", "show", "--stack", "staging"])
-        .ok()
-        .stdout();
-    assert!(!show.contains("left out"), "{show}");
+    let show = t.run(["config", "show", "--stack", "staging"]).ok().stdout();
+    has_none(&show, &["left out"]);
     for key in [
         "connection_mode",
         "default_browse_path",
@@ -383,16 +267,8 @@ fn a_forced_root_and_node_are_what_the_plan_runs() {
     let plist = t.run(["agent", "print", "--stack", "dev"]).ok().stdout();
     let doc = crate::common::plistlib(plist.as_bytes());
     let env = &doc["EnvironmentVariables"];
-    assert_eq!(
-        env["OYSTERUN_REPO_ROOT"],
-        root.display().to_string(),
-        "{doc}"
-    );
-    assert_eq!(
-        env["OYSTERUN_NODE_BIN"],
-        node.display().to_string(),
-        "{doc}"
-    );
+    assert_eq!(env["OYSTERUN_REPO_ROOT"], root.display().to_string(), "{doc}");
+    assert_eq!(env["OYSTERUN_NODE_BIN"], node.display().to_string(), "{doc}");
     assert_eq!(env["OYSTERUN_PORT"], m.forced.to_string(), "{doc}");
 }
 
@@ -403,45 +279,26 @@ fn a_forced_root_and_node_are_what_the_plan_runs() {
 fn a_managed_file_whose_path_is_not_utf8_is_named_lossily_in_every_json_document() {
     use std::os::unix::ffi::OsStrExt;
     let t = TestContext::new();
-    let dir = t
-        .path("")
-        .join(std::ffi::OsStr::from_bytes(b"Managed \xff Prefs"));
-    write_binary_plist(
-        &dir.join(FILE),
-        dict(vec![("default_browse_path", "/srv/agents".into())]),
-    );
+    let dir = t.path("").join(std::ffi::OsStr::from_bytes(b"Managed \xff Prefs"));
+    write_binary_plist(&dir.join(FILE), dict(vec![("default_browse_path", "/srv/agents".into())]));
     let run = |args: &[&str]| {
-        let out = t
-            .cmd()
-            .env("OYSTER_MANAGED_PREFERENCES_DIR", &dir)
-            .args(args)
-            .output()
-            .unwrap();
+        let out = t.cmd().env("OYSTER_MANAGED_PREFERENCES_DIR", &dir).args(args).output().unwrap();
         serde_json::from_slice::<serde_json::Value>(&out.stdout)
             .unwrap_or_else(|e| panic!("{args:?}: {e}\n{}", String::from_utf8_lossy(&out.stderr)))
     };
     let port = free_port().to_string();
-    t.run(["config", "sync", "--stack", "dev", "--port", &port])
-        .ok();
+    t.run(["config", "sync", "--stack", "dev", "--port", &port]).ok();
     for (args, managed) in [
-        (
-            &["agent", "status", "--json", "--stack", "dev"][..],
-            "/managed",
-        ),
+        (&["agent", "status", "--json", "--stack", "dev"][..], "/managed"),
         (&["list", "--json"][..], "/stacks/0/managed"),
         (&["inventory", "--json"][..], "/managed_preferences/keys"),
     ] {
         let v = run(args);
-        let entries = v
-            .pointer(managed)
-            .unwrap_or_else(|| panic!("{args:?}: {v}"));
+        let entries = v.pointer(managed).unwrap_or_else(|| panic!("{args:?}: {v}"));
         let e = find(entries, "setting", "default_browse_path");
         assert_eq!(e["value"], "/srv/agents", "{args:?}: {v}");
         assert!(
-            e["file"]
-                .as_str()
-                .unwrap()
-                .ends_with("Prefs/com.oysterun.oyster.plist"),
+            e["file"].as_str().unwrap().ends_with("Prefs/com.oysterun.oyster.plist"),
             "{args:?}: {e}"
         );
     }

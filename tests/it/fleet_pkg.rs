@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use crate::common::has_all;
 use crate::common::pkg::{
     assert_oyster_never_acts_as_root, script, sh_quote, w, Outcome, Pkg, PKG_FILES,
 };
@@ -47,10 +48,7 @@ pub(crate) fn dscl_lists(p: &Pkg, accounts: &[(&str, i64)]) {
 }
 
 fn calls_as<'a>(o: &'a Outcome, who: &str) -> Vec<&'a str> {
-    o.oyster_calls()
-        .into_iter()
-        .filter(|c| c.contains(&format!(" as={who} ")))
-        .collect()
+    o.oyster_calls().into_iter().filter(|c| c.contains(&format!(" as={who} "))).collect()
 }
 
 #[test]
@@ -84,20 +82,10 @@ fn postinstall_acts_for_exactly_the_users_logged_in_with_fast_user_switching() {
         "done: oyster agent regenerate succeeded for asmith",
         "users not logged in now get 'oyster agent regenerate' at their next login",
     ]);
-    let launchctl: Vec<&String> = o
-        .calls
-        .iter()
-        .filter(|c| c.starts_with("launchctl "))
-        .collect();
+    let launchctl: Vec<&String> = o.calls.iter().filter(|c| c.starts_with("launchctl ")).collect();
     assert_eq!(launchctl.len(), 2, "{launchctl:#?}");
-    assert!(
-        launchctl[0].starts_with("launchctl asuser 501 "),
-        "{launchctl:#?}"
-    );
-    assert!(
-        launchctl[1].starts_with("launchctl asuser 502 "),
-        "{launchctl:#?}"
-    );
+    assert!(launchctl[0].starts_with("launchctl asuser 501 "), "{launchctl:#?}");
+    assert!(launchctl[1].starts_with("launchctl asuser 502 "), "{launchctl:#?}");
     // alice's whole turn, then asmith's: the same steps as for the console user alone.
     let mut want = p.agent_calls("alice", "install", &format!(" --node-bin {}", w(&node)));
     want.retain(|c| c.starts_with("oyster "));
@@ -105,9 +93,7 @@ fn postinstall_acts_for_exactly_the_users_logged_in_with_fast_user_switching() {
     assert_eq!(calls_as(&o, "asmith").len(), 2, "{:#?}", o.calls);
     assert!(calls_as(&o, "bob").is_empty(), "{:#?}", o.calls);
     assert!(
-        !o.calls
-            .iter()
-            .any(|c| c.contains("/Users/bob") || c.contains(" bob ")),
+        !o.calls.iter().any(|c| c.contains("/Users/bob") || c.contains(" bob ")),
         "nothing is looked up for bob: {:#?}",
         o.calls
     );
@@ -131,10 +117,7 @@ fn postinstall_acts_for_exactly_the_users_logged_in_with_fast_user_switching() {
     assert!(!o.out.contains("nobody is logged in"), "{}", o.out);
 
     // ps failing: the console user alone, said.
-    script(
-        &p.sys.join("bin/ps"),
-        "echo 'ps: sysctl: Operation not permitted' >&2; exit 1",
-    );
+    script(&p.sys.join("bin/ps"), "echo 'ps: sysctl: Operation not permitted' >&2; exit 1");
     let o = p.run(Some("asmith"), &[]);
     o.exits_0_saying(&["ps failed", "succeeded for asmith"]);
     assert!(calls_as(&o, "alice").is_empty(), "{:#?}", o.calls);
@@ -145,8 +128,7 @@ fn login_log(p: &Pkg, user: &str) -> String {
 }
 
 fn stamp(p: &Pkg, user: &str) -> PathBuf {
-    p.home(user)
-        .join("Library/Application Support/oyster/login-regenerated")
+    p.home(user).join("Library/Application Support/oyster/login-regenerated")
 }
 
 #[test]
@@ -172,18 +154,12 @@ fn the_login_step_regenerates_once_per_version_and_again_after_a_failure() {
         ]
     );
     let log = login_log(&p, "bob");
-    assert!(log.contains("oyster agent regenerate succeeded"), "{log}");
-    assert!(log.contains("oyster agent regenerate --stack dev"), "{log}");
-    assert_eq!(
-        std::fs::read_to_string(stamp(&p, "bob")).unwrap(),
-        format!("oyster {VERSION}\n")
-    );
+    has_all(&log, &["oyster agent regenerate succeeded"]);
+    has_all(&log, &["oyster agent regenerate --stack dev"]);
+    assert_eq!(std::fs::read_to_string(stamp(&p, "bob")).unwrap(), format!("oyster {VERSION}\n"));
     // The next login: this version is done.
     let o = p.login("bob", &[]);
-    assert_eq!(
-        o.oyster_calls(),
-        [format!("oyster --version as=bob home={home}")]
-    );
+    assert_eq!(o.oyster_calls(), [format!("oyster --version as=bob home={home}")]);
     // An upgrade (another version in the stamp): once more.
     std::fs::write(stamp(&p, "bob"), "oyster 0.0.1\n").unwrap();
     let o = p.login("bob", &[]);
@@ -210,20 +186,15 @@ fn the_login_step_regenerates_once_per_version_and_again_after_a_failure() {
         &std::fs::read(repo().join("packaging/pkg/com.oysterun.oyster.login.plist")).unwrap(),
     );
     assert_eq!(plist["Label"], "com.oysterun.oyster.login");
-    assert_eq!(
-        plist["ProgramArguments"][0],
-        "/usr/local/libexec/oyster-login"
-    );
+    assert_eq!(plist["ProgramArguments"][0], "/usr/local/libexec/oyster-login");
     assert_eq!(plist["RunAtLoad"], true);
     assert_eq!(plist["LimitLoadToSessionType"], "Aqua");
     assert!(plist.get("KeepAlive").is_none());
 }
 
 /// What the package installs beyond `common::pkg`'s PKG_FILES: the login step and its agent.
-const LOGIN_FILES: &[&str] = &[
-    "Library/LaunchAgents/com.oysterun.oyster.login.plist",
-    "usr/local/libexec/oyster-login",
-];
+const LOGIN_FILES: &[&str] =
+    &["Library/LaunchAgents/com.oysterun.oyster.login.plist", "usr/local/libexec/oyster-login"];
 
 #[test]
 fn oyster_uninstall_removes_every_local_users_agents_asking_first_and_keeps_data_unless_purged() {
@@ -273,25 +244,16 @@ fn oyster_uninstall_removes_every_local_users_agents_asking_first_and_keeps_data
     ] {
         assert!(o.out.contains(want), "missing {want:?} in:\n{}", o.out);
     }
-    assert!(
-        !o.calls.iter().any(|c| c.starts_with("launchctl")),
-        "{:#?}",
-        o.calls
-    );
+    assert!(!o.calls.iter().any(|c| c.starts_with("launchctl")), "{:#?}", o.calls);
     assert!(alice.exists() && asmith.exists() && p.sys.join(LOGIN_FILES[1]).exists());
     p.uninstall_with(&["--bogus"], None, &[]);
     assert!(alice.exists());
 
     let o = p.uninstall_with(&["--yes"], None, &[]);
-    o.exits_0_saying(&[
-        "done: oyster is uninstalled.",
-        "kept alice's Oysterun config",
-    ]);
-    for (uid, job) in [
-        (501, "com.oysterun.host"),
-        (501, "com.oysterun.host.dev"),
-        (502, "com.oysterun.host"),
-    ] {
+    o.exits_0_saying(&["done: oyster is uninstalled.", "kept alice's Oysterun config"]);
+    for (uid, job) in
+        [(501, "com.oysterun.host"), (501, "com.oysterun.host.dev"), (502, "com.oysterun.host")]
+    {
         for domain in ["gui", "user"] {
             let call = format!("launchctl bootout {domain}/{uid}/{job} as=root");
             assert!(o.calls.contains(&call), "{call}: {:#?}", o.calls);
@@ -301,11 +263,7 @@ fn oyster_uninstall_removes_every_local_users_agents_asking_first_and_keeps_data
         let call = format!("launchctl bootout gui/{uid}/com.oysterun.oyster.login as=root");
         assert!(o.calls.contains(&call), "{call}: {:#?}", o.calls);
     }
-    assert!(
-        !alice.exists() && !alice_dev.exists() && !asmith.exists(),
-        "{}",
-        o.out
-    );
+    assert!(!alice.exists() && !alice_dev.exists() && !asmith.exists(), "{}", o.out);
     assert!(theirs.exists(), "another installer's plist stays");
     assert!(!stamp_file.exists(), "the login step's stamp goes");
     assert!(config.exists(), "the user's config stays");
@@ -315,9 +273,7 @@ fn oyster_uninstall_removes_every_local_users_agents_asking_first_and_keeps_data
     // Only accounts from uid 500 up: no lookup for daemon, nobody, root or _spotlight.
     for other in ["daemon", "nobody", "_spotlight", "/Users/root"] {
         assert!(
-            !o.calls
-                .iter()
-                .any(|c| c.contains(other) && !c.starts_with("dscl . -list")),
+            !o.calls.iter().any(|c| c.contains(other) && !c.starts_with("dscl . -list")),
             "{other}: {:#?}",
             o.calls
         );
@@ -327,11 +283,7 @@ fn oyster_uninstall_removes_every_local_users_agents_asking_first_and_keeps_data
     p.install_payload();
     let o = p.uninstall_with(&["--yes", "--purge"], None, &[]);
     assert_eq!(o.code, 0, "{}", o.out);
-    assert!(
-        !config.exists() && !p.home("alice").join(".oysterun").exists(),
-        "{}",
-        o.out
-    );
+    assert!(!config.exists() && !p.home("alice").join(".oysterun").exists(), "{}", o.out);
 }
 
 /// Runs oyster-uninstall on a pseudo-terminal (Python's pty), answering its question with
@@ -370,10 +322,7 @@ sys.exit(os.waitstatus_to_exitcode(status))
         .output()
         .unwrap();
     let _ = std::fs::remove_file(&p.log);
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-    )
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 #[test]
@@ -384,13 +333,10 @@ fn oyster_uninstall_on_a_terminal_asks_and_a_no_removes_nothing() {
     let agent = p.agent_running("alice", "com.oysterun.host", "/usr/local/bin/oyster");
     let (code, out) = uninstall_on_a_terminal(&p, "n");
     assert_eq!(code, 0, "{out}");
-    assert!(
-        out.contains("remove all of this? [y/N]") && out.contains("nothing was removed."),
-        "{out}"
-    );
+    has_all(&out, &["remove all of this? [y/N]", "nothing was removed."]);
     assert!(agent.exists() && p.sys.join("usr/local/bin/oyster").exists());
     let (code, out) = uninstall_on_a_terminal(&p, "y");
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains("done: oyster is uninstalled."), "{out}");
+    has_all(&out, &["done: oyster is uninstalled."]);
     assert!(!agent.exists() && !p.sys.join("usr/local/bin/oyster").exists());
 }

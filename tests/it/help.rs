@@ -6,6 +6,7 @@
 use std::process::Command;
 
 use crate::common::{args, free_port, runner_tool, TestContext, BIN};
+use crate::common::{has_all, has_none};
 
 /// `oyster ARGS` with COLUMNS=80 and stdout piped (clap's width then comes from COLUMNS).
 fn help80(t: &TestContext, args: &[&str]) -> String {
@@ -18,11 +19,7 @@ fn help80(t: &TestContext, args: &[&str]) -> String {
 
 /// The lines of the block titled `title` (up to the next empty line).
 fn block<'a>(text: &'a str, title: &str) -> Vec<&'a str> {
-    text.lines()
-        .skip_while(|l| *l != title)
-        .skip(1)
-        .take_while(|l| !l.is_empty())
-        .collect()
+    text.lines().skip_while(|l| *l != title).skip(1).take_while(|l| !l.is_empty()).collect()
 }
 
 /// Each row of a two-column block starts at column 2; a continuation is indented to the text
@@ -49,11 +46,7 @@ fn env_name(w: &str) -> bool {
 #[test]
 fn the_help_reads_at_80_columns_piped_and_on_a_terminal() {
     let t = TestContext::new();
-    for args in [
-        &["--help"][..],
-        &["agent", "--help"],
-        &["restart", "--help"],
-    ] {
+    for args in [&["--help"][..], &["agent", "--help"], &["restart", "--help"]] {
         let text = help80(&t, args);
         for l in text.lines() {
             assert!(l.chars().count() <= 80, "{args:?}: {l:?}");
@@ -62,15 +55,9 @@ fn the_help_reads_at_80_columns_piped_and_on_a_terminal() {
     }
     let text = help80(&t, &["--help"]);
     reads_at_80(&text, "Environment:", env_name);
-    assert!(
-        text.contains("\n  OYSTER_LAUNCHCTL_TIMEOUT_SECS\n"),
-        "{text}"
-    );
+    has_all(&text, &["\n  OYSTER_LAUNCHCTL_TIMEOUT_SECS\n"]);
     // completions and man are listed.
-    assert!(
-        text.contains("\n  completions ") && text.contains("\n  man "),
-        "{text}"
-    );
+    has_all(&text, &["\n  completions ", "\n  man "]);
 
     // The same on a real terminal 80 columns wide (clap asks the terminal, not COLUMNS).
     let r = t.pty(b"", ["--help"]);
@@ -99,8 +86,7 @@ fn options(help: &str) -> Vec<String> {
             let l = l.strip_prefix("-")?;
             let long = l.split(", ").last().unwrap_or(l);
             let long = long.strip_prefix('-').unwrap_or(long);
-            long.strip_prefix('-')
-                .map(|f| f.split([' ', '<', '=']).next().unwrap().to_owned())
+            long.strip_prefix('-').map(|f| f.split([' ', '<', '=']).next().unwrap().to_owned())
         })
         .filter(|f| f != "help" && f != "version")
         .collect()
@@ -150,15 +136,7 @@ fn the_top_level_help_puts_the_daily_verbs_first_and_plumbing_last() {
             "{help}"
         );
         let plumbing = names("Plumbing:");
-        for p in [
-            "agent",
-            "host",
-            "completions",
-            "man",
-            "mdm",
-            "inventory",
-            "help",
-        ] {
+        for p in ["agent", "host", "completions", "man", "mdm", "inventory", "help"] {
             assert!(plumbing.contains(&p.to_owned()), "{p}: {help}");
         }
         let mut all = subcommands(&help);
@@ -167,10 +145,7 @@ fn the_top_level_help_puts_the_daily_verbs_first_and_plumbing_last() {
         all.dedup();
         assert_eq!(all.len(), n, "a command listed twice:\n{help}");
         // Aliases as clap says them, and every row fits 80 columns.
-        assert!(
-            help.contains("[alias: info]") && help.contains("[alias: ls]"),
-            "{help}"
-        );
+        assert!(help.contains("[alias: info]") && help.contains("[alias: ls]"), "{help}");
         assert!(help.lines().all(|l| l.chars().count() <= 80), "{help}");
     }
 }
@@ -184,10 +159,7 @@ fn restart_help_is_two_lines_and_its_man_page_has_the_details() {
         let help = help80(&t, args);
         let about: Vec<&str> = help.lines().take_while(|l| !l.is_empty()).collect();
         assert!(about.len() <= 2, "{args:?}:\n{help}");
-        assert!(
-            about[0].starts_with("Restart the Host and verify it"),
-            "{help}"
-        );
+        assert!(about[0].starts_with("Restart the Host and verify it"), "{help}");
         assert!(!help.contains("SIGKILL"), "{help}");
     }
     let top = help80(&t, &["--help"]);
@@ -201,20 +173,14 @@ fn restart_help_is_two_lines_and_its_man_page_has_the_details() {
     t.run(["man", "--dir", dir.to_str().unwrap()]).ok();
     // oyster(1) lists the pages in the groups of `--help`; clap's `help` has none.
     let main = page(&dir, "oyster");
-    let every_day = main
-        .find(".SS \"Every day\"")
-        .expect("oyster.1 has no groups");
+    let every_day = main.find(".SS \"Every day\"").expect("oyster.1 has no groups");
     let plumbing = main.find(".SS \"Plumbing\"").unwrap();
     assert!(every_day < main.find("oyster-restart(1)").unwrap());
     assert!(plumbing < main.find("oyster-inventory(1)").unwrap());
     assert!(!main.contains("oyster-help(1)"));
     for name in ["oyster-restart", "oyster-agent"] {
         let text = page(&dir, name);
-        for detail in [
-            "graceful restart",
-            "SIGKILL only if",
-            "kickstart never re-reads a plist",
-        ] {
+        for detail in ["graceful restart", "SIGKILL only if", "kickstart never re-reads a plist"] {
             assert!(text.contains(detail), "{name}.1 lacks {detail:?}");
         }
     }
@@ -232,32 +198,20 @@ fn every_option_of_every_verb_is_on_a_man_page_with_the_examples_of_its_help() {
         let help = t.run([verb.as_str(), "--help"]).ok().stdout();
         let text = page(&dir, &format!("oyster-{verb}"));
         for opt in options(&help) {
-            assert!(
-                text.contains(&format!("--{opt}")),
-                "oyster-{verb}.1 lacks --{opt}"
-            );
+            assert!(text.contains(&format!("--{opt}")), "oyster-{verb}.1 lacks --{opt}");
         }
         // The examples of `--help` are the page's EXAMPLES, line for line.
         for ex in block(&help, "Examples:") {
             let cmd = ex.trim();
-            assert!(
-                text.contains(cmd),
-                "oyster-{verb}.1 lacks the example {cmd:?}"
-            );
+            assert!(text.contains(cmd), "oyster-{verb}.1 lacks the example {cmd:?}");
         }
         // A nested verb's options are on its parent's page (there is no oyster-agent-stop.1).
         for sub in subcommands(&help) {
             let sub_help = t.run([verb.as_str(), sub.as_str(), "--help"]).ok().stdout();
             let heading = format!(".SS \"oyster {verb} {sub}\"");
             assert!(text.contains(&heading), "oyster-{verb}.1 lacks {heading}");
-            let section: String = text
-                .split(&heading)
-                .nth(1)
-                .unwrap()
-                .split(".SS ")
-                .next()
-                .unwrap()
-                .to_owned();
+            let section: String =
+                text.split(&heading).nth(1).unwrap().split(".SS ").next().unwrap().to_owned();
             for opt in options(&sub_help) {
                 assert!(
                     section.contains(&format!("--{opt}")),
@@ -267,14 +221,8 @@ fn every_option_of_every_verb_is_on_a_man_page_with_the_examples_of_its_help() {
         }
     }
     let agent = page(&dir, "oyster-agent");
-    for opt in [
-        "--dry-run",
-        "--no-restart",
-        "--no-start",
-        "--json",
-        "--restore-sessions",
-        "--all",
-    ] {
+    for opt in ["--dry-run", "--no-restart", "--no-start", "--json", "--restore-sessions", "--all"]
+    {
         assert!(agent.contains(opt), "{opt}");
     }
     // An alias's page is the full page of what it runs, not "Alias of".
@@ -286,8 +234,7 @@ fn every_option_of_every_verb_is_on_a_man_page_with_the_examples_of_its_help() {
 fn stack_completes_the_stacks_on_disk() {
     let t = TestContext::new();
     for s in ["dev", "qa"] {
-        t.run(args(&["config", "sync"]).stack(s).port(free_port()))
-            .ok();
+        t.run(args(&["config", "sync"]).stack(s).port(free_port())).ok();
     }
     assert_eq!(t.run(["__complete-stacks"]).ok().stdout(), "dev\nqa\n");
     // Hidden: not in --help, no man page.
@@ -339,7 +286,7 @@ fn stack_completes_the_stacks_on_disk() {
         verbs.lines().any(|v| v == "restart") && verbs.lines().any(|v| v == "cleanup"),
         "{verbs}"
     );
-    assert!(!verbs.contains("__complete"), "{verbs}");
+    has_none(&verbs, &["__complete"]);
     for (shell, marker) in [
         ("zsh", "compadd -- $(oyster __complete-stacks"),
         ("fish", "-a \"(oyster __complete-stacks"),
@@ -363,15 +310,10 @@ fn stack_completes_the_stacks_on_disk() {
         !fish.contains("\"__fish_oyster_using_subcommand list\" -f -a \"(oyster __complete-stacks")
     );
     let zsh = t.run(["completions", "zsh"]).ok().stdout();
-    let plain: Vec<&str> = zsh
-        .lines()
-        .filter(|l| l.starts_with("'::stack_name"))
-        .collect();
+    let plain: Vec<&str> = zsh.lines().filter(|l| l.starts_with("'::stack_name")).collect();
     assert!(plain.len() > 10, "{zsh}");
     assert!(
-        plain
-            .iter()
-            .all(|l| l.contains(":{compadd -- $(oyster __complete-stacks")),
+        plain.iter().all(|l| l.contains(":{compadd -- $(oyster __complete-stacks")),
         "{plain:?}"
     );
 }
@@ -387,11 +329,8 @@ fn providers_status_says_every_documented_field_including_authentication() {
     for field in ["intent:", "command:", "resolved:", "authentication:"] {
         assert_eq!(status.matches(field).count(), 2, "{field}:\n{status}");
     }
-    assert!(status.contains("claude (available)"), "{status}");
-    assert!(
-        status.contains("codex (disabled)") && status.contains("\"\" (disabled)"),
-        "{status}"
-    );
-    assert!(status.contains("authentication: not checked"), "{status}");
+    has_all(&status, &["claude (available)"]);
+    has_all(&status, &["codex (disabled)", "\"\" (disabled)"]);
+    has_all(&status, &["authentication: not checked"]);
     t.assert_nothing_executed();
 }

@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::{args, free_port, runner_tool, TestContext, BIN};
+use crate::common::{has_all, has_none};
 
 /// A HOME with the simulator and the pinned Node.
 fn ctx() -> TestContext {
@@ -18,8 +19,7 @@ fn ctx() -> TestContext {
 /// Installs `stack` from its own fixture root and returns that root.
 fn install(t: &TestContext, stack: &str) -> std::path::PathBuf {
     let root = t.fixture_root(&format!("root-{stack}"));
-    t.run(crate::common::install_args(stack, free_port(), &root).settle(200))
-        .ok();
+    t.run(crate::common::install_args(stack, free_port(), &root).settle(200)).ok();
     root
 }
 
@@ -37,13 +37,7 @@ fn suggested(text: &str) -> Vec<String> {
 fn words(cmd: &str) -> Vec<String> {
     cmd.split_whitespace()
         .skip(1)
-        .map(|w| {
-            if w == "\"\"" {
-                String::new()
-            } else {
-                w.to_owned()
-            }
-        })
+        .map(|w| if w == "\"\"" { String::new() } else { w.to_owned() })
         .collect()
 }
 
@@ -63,17 +57,13 @@ fn doctors_provider_fixes_for_a_named_stack_change_that_stack_when_run() {
             .unwrap_or_else(|| panic!("no provider fix in {args:?}:\n{out}"));
         let cmds = suggested(fix);
         assert!(
-            !cmds.is_empty()
-                && cmds
-                    .iter()
-                    .all(|c| c.ends_with(form) || c.ends_with(" dev")),
+            !cmds.is_empty() && cmds.iter().all(|c| c.ends_with(form) || c.ends_with(" dev")),
             "{args:?}: every command names stack dev: {fix}"
         );
         // `oyster setup --install-providers` is this stack's setup too.
         assert!(
-            cmds.iter()
-                .any(|c| c.starts_with("oyster setup --install-providers")
-                    && (c.ends_with(" dev") || c.ends_with("--stack dev"))),
+            cmds.iter().any(|c| c.starts_with("oyster setup --install-providers")
+                && (c.ends_with(" dev") || c.ends_with("--stack dev"))),
             "{fix}"
         );
     }
@@ -94,85 +84,39 @@ fn doctors_provider_fixes_for_a_named_stack_change_that_stack_when_run() {
 fn hints_for_a_stack_given_with_a_flag_name_it_where_there_is_no_plist_or_a_loaded_agent() {
     let t = ctx();
     // A stack with only a config: `providers set` says which setup uses the change.
-    let out = t
-        .run([
-            "providers",
-            "set",
-            "claude",
-            "/usr/bin/true",
-            "--stack",
-            "qa",
-        ])
+    t.run(["providers", "set", "claude", "/usr/bin/true", "--stack", "qa"])
         .ok()
-        .stdout();
-    assert!(
-        out.contains("`oyster setup --stack qa` uses the change"),
-        "{out}"
-    );
+        .stdout_has_all(&["`oyster setup --stack qa` uses the change"]);
     // Disabling names the undo for this stack; run as shown, it undoes it there.
-    let out = t
-        .run(["providers", "set", "codex", "", "--stack", "qa"])
+    t.run(["providers", "set", "codex", "", "--stack", "qa"])
         .ok()
-        .stdout();
-    assert!(
-        out.contains("(`oyster providers auto codex --stack qa` undoes this)"),
-        "{out}"
-    );
-    let out = t
-        .run(["providers", "auto", "codex", "--stack", "qa"])
-        .ok()
-        .stdout();
-    assert!(out.contains("codex: auto"), "{out}");
+        .stdout_has_all(&["(`oyster providers auto codex --stack qa` undoes this)"]);
+    t.run(["providers", "auto", "codex", "--stack", "qa"]).ok().stdout_has_all(&["codex: auto"]);
     assert!(!t.config_path().exists(), "production's config was written");
     // A manual path that is no executable names the way back for this stack.
-    let e = t
-        .run([
-            "providers",
-            "set",
-            "codex",
-            "/nonexistent/codex",
-            "--stack",
-            "qa",
-        ])
+    t.run(["providers", "set", "codex", "/nonexistent/codex", "--stack", "qa"])
         .ok()
-        .stderr();
-    assert!(
-        e.contains("(or `oyster providers auto codex --stack qa`)"),
-        "{e}"
-    );
+        .stderr_has_all(&["(or `oyster providers auto codex --stack qa`)"]);
     // A loaded LaunchAgent refuses `host start`: its suggestions are for that stack.
     install(&t, "dev");
-    let e = t.run(["host", "start", "dev"]).fails_with(1).stderr();
-    assert!(
-        e.contains("Use `oyster restart dev`, or `oyster uninstall dev`"),
-        "{e}"
-    );
-    let e = t
-        .run(["host", "start", "--stack", "dev"])
+    t.run(["host", "start", "dev"])
         .fails_with(1)
-        .stderr();
-    assert!(
-        e.contains("`oyster restart --stack dev`") && e.contains("`oyster uninstall --stack dev`"),
-        "{e}"
-    );
+        .stderr_has_all(&["Use `oyster restart dev`, or `oyster uninstall dev`"]);
+    t.run(["host", "start", "--stack", "dev"])
+        .fails_with(1)
+        .stderr_has_all(&["`oyster restart --stack dev`", "`oyster uninstall --stack dev`"]);
 }
 
 #[test]
 fn an_unknown_argument_shows_the_verbs_whole_usage() {
     let t = TestContext::new();
     for (args, usage) in [
-        (
-            &["info", "dev", "--all"][..],
-            "Usage: oyster status [OPTIONS] [STACK]",
-        ),
+        (&["info", "dev", "--all"][..], "Usage: oyster status [OPTIONS] [STACK]"),
         (
             &["agent", "uninstall", "dev", "--purge-everything"][..],
             "Usage: oyster agent uninstall [OPTIONS] [STACK]",
         ),
-        (
-            &["restart", "dev", "--nosuch"][..],
-            "Usage: oyster restart [OPTIONS] [STACK]",
-        ),
+        (&["restart", "dev", "--nosuch"][..], "Usage: oyster restart [OPTIONS] [STACK]"),
     ] {
         let e = t.run(args).fails_with(2).stderr();
         assert!(e.contains(usage), "{args:?}: {e}");
@@ -223,10 +167,7 @@ fn wait_bounded(child: &mut std::process::Child, bound: Duration, err: &Path) ->
         if t0.elapsed() > bound {
             let _ = child.kill();
             let _ = child.wait();
-            panic!(
-                "oyster still ran after {bound:?} (killed); stderr:\n{}",
-                tail(err)
-            );
+            panic!("oyster still ran after {bound:?} (killed); stderr:\n{}", tail(err));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -254,10 +195,7 @@ fn a_login_qr_that_floods_its_output_still_answers_ctrl_c() {
     .unwrap();
     let (mut child, err) = spawn(&t, &["restart", "flood", "--qr", "--settle-ms", "200"]);
     let t0 = Instant::now();
-    while !std::fs::read_to_string(&err)
-        .unwrap_or_default()
-        .contains("waiting for the login QR")
-    {
+    while !std::fs::read_to_string(&err).unwrap_or_default().contains("waiting for the login QR") {
         assert!(t0.elapsed() < Duration::from_secs(60), "{}", tail(&err));
         assert!(child.try_wait().unwrap().is_none(), "{}", tail(&err));
         std::thread::sleep(Duration::from_millis(20));
@@ -276,17 +214,14 @@ fn a_login_qr_that_floods_its_output_still_answers_ctrl_c() {
 #[test]
 fn a_providers_reason_for_a_named_stack_suggests_that_stacks_commands() {
     let t = TestContext::new();
-    t.run(["providers", "set", "codex", "", "--stack", "qa"])
-        .ok();
-    for args in [
-        &["providers", "status", "qa"][..],
-        &["providers", "resolve", "--stack", "qa", "--json"],
-    ] {
+    t.run(["providers", "set", "codex", "", "--stack", "qa"]).ok();
+    for args in
+        [&["providers", "status", "qa"][..], &["providers", "resolve", "--stack", "qa", "--json"]]
+    {
         let out = t.run(args).ok().stdout().replace("\\\"", "\"");
         let cmds = suggested(&out);
         assert!(
-            cmds.iter()
-                .any(|c| c.starts_with("oyster providers set claude")),
+            cmds.iter().any(|c| c.starts_with("oyster providers set claude")),
             "{args:?}: {out}"
         );
         assert!(
@@ -302,46 +237,34 @@ fn a_providers_reason_for_a_named_stack_suggests_that_stacks_commands() {
         .into_iter()
         .find(|c| c.starts_with("oyster providers auto codex"))
         .unwrap_or_else(|| panic!("{out}"));
-    let r = t.run(words(&back)).ok().stdout();
-    assert!(r.contains("codex: auto"), "{r}");
-    assert!(
-        !t.config_path().exists(),
-        "`{back}` wrote production's config"
-    );
+    t.run(words(&back)).ok().stdout_has_all(&["codex: auto"]);
+    assert!(!t.config_path().exists(), "`{back}` wrote production's config");
 }
 
 #[test]
 fn without_launchd_the_way_to_start_directly_names_the_stack_given() {
     // OYSTER_LAUNCHCTL=none: launchd switched off, as on Linux.
     let t = TestContext::new();
-    t.run(["providers", "set", "codex", "", "--stack", "dev"])
-        .ok();
+    t.run(["providers", "set", "codex", "", "--stack", "dev"]).ok();
     for (args, want) in [
         (&["start", "dev"][..], "`oyster host start dev`"),
-        (
-            &["restart", "--stack", "dev"][..],
-            "`oyster host start --stack dev`",
-        ),
+        (&["restart", "--stack", "dev"][..], "`oyster host start --stack dev`"),
         (&["agent", "stop", "dev"][..], "`oyster host start dev`"),
     ] {
         let e = t.run(args).fails_with(1).stderr();
         assert!(e.contains(want), "{args:?}: {e}");
     }
     let out = t.run(["status", "dev", "--json"]).json().to_string();
-    assert!(out.contains("`oyster host start dev`"), "{out}");
-    let out = t.run(["doctor", "--stack", "dev"]).stdout();
-    assert!(out.contains("`oyster host start --stack dev`"), "{out}");
+    has_all(&out, &["`oyster host start dev`"]);
+    t.run(["doctor", "--stack", "dev"]).stdout_has_all(&["`oyster host start --stack dev`"]);
     // A newcomer's first look at staging: staging's setup.
     let fresh = TestContext::new();
-    let out = fresh.run(["status", "staging"]).stdout();
-    assert!(out.contains("then run `oyster setup staging`"), "{out}");
+    fresh.run(["status", "staging"]).stdout_has_all(&["then run `oyster setup staging`"]);
     // Production's own hint stays as it was.
     t.run(["providers", "set", "codex", ""]).ok();
-    let e = t.run(["start"]).fails_with(1).stderr();
-    assert!(
-        e.contains("`oyster host start` starts the Host directly"),
-        "{e}"
-    );
+    t.run(["start"])
+        .fails_with(1)
+        .stderr_has_all(&["`oyster host start` starts the Host directly"]);
 }
 
 /// `start` right after a `stop` interrupted while launchd drained the job: the label is
@@ -351,8 +274,7 @@ fn without_launchd_the_way_to_start_directly_names_the_stack_given() {
 fn start_right_after_an_interrupted_stop_loads_the_job_again() {
     let mut t = ctx();
     // The booted-out label lingers 2 s, as on a real Mac (3–5 s).
-    t.extra_env
-        .push(("LAUNCHD_SIM_DRAIN_MS".into(), "2000".into()));
+    t.extra_env.push(("LAUNCHD_SIM_DRAIN_MS".into(), "2000".into()));
     install(&t, "dr");
     let (mut stop, err) = spawn(&t, &["stop", "dr"]);
     std::thread::sleep(Duration::from_millis(400));
@@ -361,17 +283,8 @@ fn start_right_after_an_interrupted_stop_loads_the_job_again() {
         nix::sys::signal::Signal::SIGTERM,
     )
     .unwrap();
-    assert_eq!(
-        wait_bounded(&mut stop, Duration::from_secs(30), &err),
-        143,
-        "{}",
-        tail(&err)
-    );
-    assert!(
-        tail(&err).contains("disabled, so it stays stopped"),
-        "{}",
-        tail(&err)
-    );
+    assert_eq!(wait_bounded(&mut stop, Duration::from_secs(30), &err), 143, "{}", tail(&err));
+    assert!(tail(&err).contains("disabled, so it stays stopped"), "{}", tail(&err));
     let r = t.run(["start", "dr", "--settle-ms", "200"]).ok();
     r.stderr_has("is still being booted out (a stop was interrupted)");
     r.stdout_has("Host verified");
@@ -393,11 +306,7 @@ fn uninstall_of_a_stack_whose_directory_is_gone_leaves_none_behind() {
     r.stdout_has("was already gone");
     assert!(!dir.exists(), "{}", r.stdout());
     assert!(!t.run(["list"]).ok().stdout().contains("gone"));
-    assert!(t
-        .run(["cleanup"])
-        .ok()
-        .stdout()
-        .contains("No Oysterun stack on this machine"));
+    assert!(t.run(["cleanup"]).ok().stdout().contains("No Oysterun stack on this machine"));
 }
 
 /// A stack stopped over SSH (disabled through user/<uid>; gui/<uid> does not exist then, and
@@ -411,13 +320,7 @@ fn a_failed_console_start_of_a_stack_stopped_over_ssh_leaves_it_stopped() {
     let t = ctx();
     let root = t.fixture_root("root-ssh");
     let ssh = |args: &[&str]| {
-        crate::common::Run(
-            t.cmd()
-                .env("LAUNCHD_SIM_NO_GUI", "1")
-                .args(args)
-                .output()
-                .unwrap(),
-        )
+        crate::common::Run(t.cmd().env("LAUNCHD_SIM_NO_GUI", "1").args(args).output().unwrap())
     };
     let port = free_port().to_string();
     ssh(&[
@@ -434,32 +337,21 @@ fn a_failed_console_start_of_a_stack_stopped_over_ssh_leaves_it_stopped() {
     ssh(&["stop", "ssh"]).ok();
     TestContext::fixture_flag(&root, "crash-on-start", "");
     let t0 = Instant::now();
-    let r = t
-        .run(["start", "ssh", "--wait", "5", "--settle-ms", "200"])
-        .fails_with(1);
+    let r = t.run(["start", "ssh", "--wait", "5", "--settle-ms", "200"]).fails_with(1);
     let e = r.stderr();
-    assert!(!e.contains("rollback failed"), "{e}");
-    assert!(e.contains("disabled again"), "{e}");
+    has_none(&e, &["rollback failed"]);
+    has_all(&e, &["disabled again"]);
     assert!(t0.elapsed() < Duration::from_secs(15), "{e}");
     let uid = nix::unistd::getuid();
     for kind in ["user", "gui"] {
-        let d = t
-            .sim(&["print-disabled", &format!("{kind}/{uid}")])
-            .stdout();
-        assert!(
-            d.contains("\"com.oysterun.host.ssh\" => disabled"),
-            "{kind}: {d}\n{e}"
-        );
+        let d = t.sim(&["print-disabled", &format!("{kind}/{uid}")]).stdout();
+        assert!(d.contains("\"com.oysterun.host.ssh\" => disabled"), "{kind}: {d}\n{e}");
     }
     assert!(!t.home.join(".oysterun-stacks/ssh/run/pending").exists());
     // A console login does not bring it back.
     t.sim(&["login", &format!("gui/{uid}")]).ok();
     std::thread::sleep(Duration::from_millis(300));
-    assert_ne!(
-        t.sim(&["print", &format!("gui/{uid}/com.oysterun.host.ssh")])
-            .code(),
-        0
-    );
+    assert_ne!(t.sim(&["print", &format!("gui/{uid}/com.oysterun.host.ssh")]).code(), 0);
     t.run(["uninstall", "ssh"]).ok();
 }
 
@@ -473,26 +365,16 @@ fn a_failed_start_with_a_new_port_does_not_run_the_stopped_host_again() {
     t.run(["stop", "np"]).ok();
     TestContext::fixture_flag(&root, "crash-on-start", "");
     let port = free_port().to_string();
-    let e = t
-        .run(args(&["start", "np"]).port(&port).wait(5, 200))
-        .fails_with(1)
-        .stderr();
-    assert!(e.contains("the Host stays stopped"), "{e}");
-    assert!(e.contains("disabled again"), "{e}");
+    let e = t.run(args(&["start", "np"]).port(&port).wait(5, 200)).fails_with(1).stderr();
+    has_all(&e, &["the Host stays stopped"]);
+    has_all(&e, &["disabled again"]);
     let uid = nix::unistd::getuid();
-    assert_ne!(
-        t.sim(&["print", &format!("gui/{uid}/com.oysterun.host.np")])
-            .code(),
-        0,
-        "{e}"
-    );
-    let d = t.sim(&["print-disabled", &format!("gui/{uid}")]).stdout();
-    assert!(d.contains("\"com.oysterun.host.np\" => disabled"), "{d}");
-    let plist = std::fs::read_to_string(
-        t.home
-            .join("Library/LaunchAgents/com.oysterun.host.np.plist"),
-    )
-    .unwrap();
+    assert_ne!(t.sim(&["print", &format!("gui/{uid}/com.oysterun.host.np")]).code(), 0, "{e}");
+    t.sim(&["print-disabled", &format!("gui/{uid}")])
+        .stdout_has_all(&["\"com.oysterun.host.np\" => disabled"]);
+    let plist =
+        std::fs::read_to_string(t.home.join("Library/LaunchAgents/com.oysterun.host.np.plist"))
+            .unwrap();
     assert!(!plist.contains(&port), "the failed port stayed: {plist}");
     // No identity file of the Host that failed names a dead pid.
     let run = t.home.join(".oysterun-stacks/np/run");
@@ -514,15 +396,10 @@ fn a_stack_directory_that_is_a_dangling_symlink_is_named_with_the_fix() {
     std::fs::rename(&dir, &moved).unwrap();
     std::os::unix::fs::symlink(&moved, &dir).unwrap();
     std::fs::remove_dir_all(&moved).unwrap();
-    let plist = t
-        .home
-        .join("Library/LaunchAgents/com.oysterun.host.ln.plist");
+    let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.ln.plist");
     for verb in ["uninstall", "stop"] {
         let e = t.run([verb, "ln"]).fails_with(1).stderr();
-        assert!(
-            e.contains("is a symlink to") && e.contains("which does not exist"),
-            "{verb}: {e}"
-        );
+        assert!(e.contains("is a symlink to") && e.contains("which does not exist"), "{verb}: {e}");
         assert!(e.contains("hint: remove the link"), "{verb}: {e}");
         assert!(!e.contains("File exists"), "{verb}: {e}");
         assert!(plist.exists(), "{verb}: {e}");
@@ -544,9 +421,7 @@ fn a_restart_that_waited_for_an_uninstall_does_not_install_it_again() {
     let root = install(&t, "ur");
     // launchd takes 1.5 s to stop the Host, so the uninstall holds the lock that long.
     TestContext::fixture_flag(&root, "sigterm-delay-ms", "1500");
-    let plist = t
-        .home
-        .join("Library/LaunchAgents/com.oysterun.host.ur.plist");
+    let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.ur.plist");
     for verb in ["restart", "start"] {
         if !plist.exists() {
             install(&t, "ur");
@@ -554,20 +429,14 @@ fn a_restart_that_waited_for_an_uninstall_does_not_install_it_again() {
         let (mut un, err) = spawn(&t, &["uninstall", "ur"]);
         std::thread::sleep(Duration::from_millis(400));
         let r = t.run([verb, "ur", "--settle-ms", "200"]);
-        assert_eq!(
-            wait_bounded(&mut un, Duration::from_secs(30), &err),
-            0,
-            "{}",
-            tail(&err)
-        );
+        assert_eq!(wait_bounded(&mut un, Duration::from_secs(30), &err), 0, "{}", tail(&err));
         let e = r.fails_with(1).stderr();
         assert!(e.contains("waiting for another oyster"), "{verb}: {e}");
         assert!(e.contains("is not installed"), "{verb}: {e}");
         assert!(!plist.exists(), "{verb} installed it again: {e}");
         let uid = nix::unistd::getuid();
         assert_ne!(
-            t.sim(&["print", &format!("gui/{uid}/com.oysterun.host.ur")])
-                .code(),
+            t.sim(&["print", &format!("gui/{uid}/com.oysterun.host.ur")]).code(),
             0,
             "{verb}: {e}"
         );

@@ -5,6 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use crate::common::has_all;
 use crate::common::repo::{
     archive_sha256, copy_release_files, formula, formula_matches_its_tag, git, make,
     readme_section, repo, ruby, VERSION,
@@ -14,10 +15,7 @@ use crate::common::{self, TestContext};
 #[test]
 fn the_formula_lives_in_a_tap_layout_with_every_stanza() {
     let f = formula();
-    assert!(
-        !repo().join("packaging/homebrew").exists(),
-        "one formula: Formula/oyster.rb"
-    );
+    assert!(!repo().join("packaging/homebrew").exists(), "one formula: Formula/oyster.rb");
     let line = |start: &str| {
         f.lines()
             .map(str::trim)
@@ -31,22 +29,16 @@ fn the_formula_lives_in_a_tap_layout_with_every_stanza() {
     assert!(line("head ").starts_with("head \"https://github.com/oysterun/oyster.git\""));
     assert!(f.contains("livecheck do") && f.contains("strategy :github_latest"));
     // No brew service: it would be a second plist and a second Host on the same port.
-    assert!(
-        !f.lines().any(|l| l.trim_start().starts_with("service do")),
-        "no `service do` block"
-    );
+    assert!(!f.lines().any(|l| l.trim_start().starts_with("service do")), "no `service do` block");
     assert!(f.contains("homebrew.mxcl.oyster"), "the comment says why");
     // Nothing pretends to be an Oysterun root; HOME is brew's own testpath.
     assert!(
         !f.contains("pkgshare") && !f.contains("share/\"oyster") && !f.contains("ENV[\"HOME\"]")
     );
     let test = &f[f.find("test do").expect("test do")..];
-    for needle in [
-        "oyster --version",
-        "agent print --root ",
-        " --node-bin ",
-        "host-service/server.mjs",
-    ] {
+    for needle in
+        ["oyster --version", "agent print --root ", " --node-bin ", "host-service/server.mjs"]
+    {
         assert!(test.contains(needle), "test do lacks {needle:?}");
     }
     let caveats = &f[f.find("def caveats").expect("caveats")..f.find("test do").unwrap()];
@@ -66,11 +58,11 @@ fn the_formula_is_head_only_until_a_tag_and_the_readme_says_so() {
     let f = formula();
     let quick = readme_section("Quick start");
     if formula_matches_its_tag(repo(), &f).unwrap() {
-        assert!(quick.contains("brew install oyster"), "{quick}");
+        has_all(&quick, &["brew install oyster"]);
     } else {
         eprintln!("skipped the sha256 check: there is no tag v{VERSION} yet (head-only formula)");
         assert!(f.contains("\n  head \"https://github.com/oysterun/oyster.git\""));
-        assert!(quick.contains("brew install --HEAD oyster"), "{quick}");
+        has_all(&quick, &["brew install --HEAD oyster"]);
     }
 }
 
@@ -91,10 +83,7 @@ fn make_release_formula_writes_the_url_and_sha256_of_the_tags_archive() {
     let out = make(&dir, &["-s", "release-formula"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains(&format!("no tag v{VERSION}")));
-    assert_eq!(
-        std::fs::read_to_string(dir.join("Formula/oyster.rb")).unwrap(),
-        formula()
-    );
+    assert_eq!(std::fs::read_to_string(dir.join("Formula/oyster.rb")).unwrap(), formula());
     assert!(!formula_matches_its_tag(&dir, &formula()).unwrap());
 
     git(&dir, &["tag", &format!("v{VERSION}")]);
@@ -103,22 +92,12 @@ fn make_release_formula_writes_the_url_and_sha256_of_the_tags_archive() {
     git(&dir, &["add", "-A"]);
     git(&dir, &["commit", "-qm", "later"]);
     let out = make(&dir, &["-s", "release-formula"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let written = std::fs::read_to_string(dir.join("Formula/oyster.rb")).unwrap();
-    assert!(
-        formula_matches_its_tag(&dir, &written).unwrap(),
-        "{written}"
-    );
+    assert!(formula_matches_its_tag(&dir, &written).unwrap(), "{written}");
     let sum =
         std::fs::read_to_string(dir.join(format!("dist/oyster-{VERSION}.tar.gz.sha256"))).unwrap();
-    assert!(
-        written.contains(&format!("sha256 \"{}\"", &sum[..64])),
-        "{written}"
-    );
+    has_all(&written, &[&format!("sha256 \"{}\"", &sum[..64])]);
     assert_ne!(archive_sha256(&dir, "HEAD", VERSION), sum[..64]);
     // Once: a second run replaces the pair instead of adding one.
     assert!(make(&dir, &["-s", "release-formula"]).status.success());
@@ -128,18 +107,14 @@ fn make_release_formula_writes_the_url_and_sha256_of_the_tags_archive() {
     // A committed sha256 that is not the tag's archive is caught.
     let tampered = written.replace(&sum[..64], &"0".repeat(64));
     let err = formula_matches_its_tag(&dir, &tampered).unwrap_err();
-    assert!(err.contains("run make release-formula"), "{err}");
+    has_all(&err, &["run make release-formula"]);
 }
 
 #[test]
 #[ignore = "needs ruby (.ci/run installs and runs it)"]
 fn the_formula_is_valid_ruby() {
     let ruby = ruby();
-    let out = common::output_ok(
-        Command::new(ruby)
-            .arg("-c")
-            .arg(repo().join("Formula/oyster.rb")),
-    );
+    let out = common::output_ok(Command::new(ruby).arg("-c").arg(repo().join("Formula/oyster.rb")));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Syntax OK");
 }
 
@@ -243,15 +218,10 @@ fn the_formula_test_block_passes_against_the_real_binary() {
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("formula test passed"), "{text}");
-    assert!(
-        text.contains("oyster setup --root <your Oysterun install>"),
-        "{text}"
-    );
+    has_all(&text, &["formula test passed"]);
+    has_all(&text, &["oyster setup --root <your Oysterun install>"]);
     // It wrote nothing outside its stub root.
-    let left: Vec<_> = std::fs::read_dir(&t.home)
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
+    let left: Vec<_> =
+        std::fs::read_dir(&t.home).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left, [std::ffi::OsString::from("oysterun")]);
 }

@@ -5,9 +5,9 @@
 //! complete"; `status`, `doctor` and `--json` say whether anybody can log in.
 
 use std::io::Write;
-use std::process::Stdio;
 
 use crate::common::{self, free_port, TestContext};
+use crate::common::{has_all, has_none};
 
 const PASSWORD: &str = "tide-pool 42 oyster";
 
@@ -16,8 +16,7 @@ fn login(port: u16, user: &str, password: &str) -> u16 {
     use std::io::Read;
     let body = serde_json::json!({"username": user, "password": password}).to_string();
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
-        .unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
     write!(
         s,
         "POST /auth/login HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
@@ -39,16 +38,7 @@ fn setup_args(port: u16, extra: &[&str]) -> Vec<String> {
 
 /// Runs oyster with `stdin` piped in.
 fn run_with_stdin(t: &TestContext, args: &[String], stdin: &[u8]) -> common::Run {
-    let mut child = t
-        .cmd()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    common::Run(child.wait_with_output().unwrap())
+    t.run_with_stdin(args, stdin)
 }
 
 /// Every file under `dir` that holds `needle`.
@@ -56,9 +46,7 @@ fn files_holding(dir: &std::path::Path, needle: &str) -> Vec<String> {
     common::tree(dir)
         .into_keys()
         .filter(|p| {
-            std::fs::read(p)
-                .map(|b| String::from_utf8_lossy(&b).contains(needle))
-                .unwrap_or(false)
+            std::fs::read(p).map(|b| String::from_utf8_lossy(&b).contains(needle)).unwrap_or(false)
         })
         .map(|p| p.display().to_string())
         .collect()
@@ -84,28 +72,23 @@ fn a_password_on_stdin_becomes_a_login_the_host_accepts_and_is_never_written_or_
     .unwrap();
     assert_eq!(config["dashboard_user"], "admin");
     let hash = config["dashboard_password_hash"].as_str().unwrap();
-    assert!(
-        hash.starts_with("scrypt$N=16384,r=8,p=1,keylen=32$"),
-        "{hash}"
-    );
+    assert!(hash.starts_with("scrypt$N=16384,r=8,p=1,keylen=32$"), "{hash}");
     // The Host lets the user in with it, and no one with another.
     assert_eq!(login(port, "admin", PASSWORD), 200);
     assert_eq!(login(port, "admin", "not it"), 401);
     // The password is nowhere: not in the output, any file (config, audit log, Host log,
     // plist), nor the hashing child's arguments or environment.
-    assert!(!out.contains(PASSWORD), "{out}");
-    assert!(!out.contains(hash), "{out}");
+    has_none(&out, &[PASSWORD]);
+    has_none(&out, &[hash]);
     assert_eq!(files_holding(&t.home, PASSWORD), Vec::<String>::new());
     let calls = std::fs::read_to_string(t.host_root().join("host-service/hash-calls.log")).unwrap();
     let call: serde_json::Value = serde_json::from_str(calls.lines().next().unwrap()).unwrap();
-    assert!(!calls.contains(PASSWORD), "{calls}");
+    has_none(&calls, &[PASSWORD]);
     assert_eq!(call["env"], serde_json::json!([]), "{calls}");
     // status, doctor and their documents say it as a fact of its own.
     let st = t.run(["status", "dev", "--json"]).ok().json();
     assert_eq!(st["host_login"], "configured");
-    t.run(["status", "dev"])
-        .ok()
-        .stdout_has("password:  set (log in as admin)");
+    t.run(["status", "dev"]).ok().stdout_has("password:  set (log in as admin)");
     let doc = t.run(["doctor", "dev", "--json"]).json();
     assert_eq!(doc["host_login"], "configured");
     assert_eq!(common::doctor_check(&doc, "host login")["status"], "ok");
@@ -122,18 +105,16 @@ fn without_a_password_setup_is_not_complete_and_says_the_exact_command() {
     let port = free_port();
     let r = t.run(setup_args(port, &[])).ok();
     let out = r.stdout();
-    assert!(!out.contains("Setup complete"), "{out}");
-    assert!(
-        out.contains(
-            "Setup is not complete: the Host login is not set, so nobody can log in to the Host"
-        ) && out.contains("`oyster setup dev --port")
-            && out.contains("`oyster setup --password-stdin dev --port"),
-        "{out}"
+    has_none(&out, &["Setup complete"]);
+    has_all(
+        &out,
+        &[
+            "Setup is not complete: the Host login is not set, so nobody can log in to the Host",
+            "`oyster setup dev --port",
+            "`oyster setup --password-stdin dev --port",
+        ],
     );
-    assert!(
-        out.contains("login:       not set (no terminal to ask on"),
-        "{out}"
-    );
+    has_all(&out, &["login:       not set (no terminal to ask on"]);
     // What the Host answers then, and what oyster says of it.
     assert_eq!(login(port, "admin", "anything"), 503);
     let st = t.run(["status", "dev", "--json"]).ok().json();
@@ -145,21 +126,13 @@ fn without_a_password_setup_is_not_complete_and_says_the_exact_command() {
     assert_eq!(doc["host_login"], "not_configured");
     let row = common::doctor_check(&doc, "host login");
     assert_eq!(row["status"], "warn");
-    assert!(
-        row["fix"]
-            .as_str()
-            .unwrap()
-            .contains("oyster setup --password-stdin dev"),
-        "{row}"
-    );
+    assert!(row["fix"].as_str().unwrap().contains("oyster setup --password-stdin dev"), "{row}");
     // The fix as said: the password on stdin sets it, on the running stack.
     let again: Vec<String> = common::args(&["setup", "--password-stdin", "dev", "--port"])
         .arg(port.to_string())
         .wait(10, 300)
         .into();
-    run_with_stdin(&t, &again, PASSWORD.as_bytes())
-        .ok()
-        .stdout_has("Setup complete.");
+    run_with_stdin(&t, &again, PASSWORD.as_bytes()).ok().stdout_has("Setup complete.");
     assert_eq!(login(port, "admin", PASSWORD), 200);
     t.run(["uninstall", "dev"]).ok();
     t.wait_no_processes();
@@ -178,21 +151,16 @@ fn config_show_says_an_unset_secret_is_unset() {
     assert_eq!(doc["relay_key"], "");
     // A set one is still redacted.
     t.write_config(r#"{"dashboard_password_hash": "scrypt$N=1$abc$def"}"#);
-    t.run(["config", "show"])
-        .ok()
-        .stdout_has(r#""dashboard_password_hash": "<redacted>""#);
+    t.run(["config", "show"]).ok().stdout_has(r#""dashboard_password_hash": "<redacted>""#);
 }
 
 #[test]
 fn an_empty_password_on_stdin_is_refused_before_anything_is_written() {
     let t = TestContext::with_pinned_host();
     for stdin in ["", "\n", "   \n"] {
-        let r = run_with_stdin(
-            &t,
-            &setup_args(free_port(), &["--password-stdin"]),
-            stdin.as_bytes(),
-        )
-        .fails_with(2);
+        let r =
+            run_with_stdin(&t, &setup_args(free_port(), &["--password-stdin"]), stdin.as_bytes())
+                .fails_with(2);
         assert!(r.stderr().contains("password"), "{}", r.stderr());
     }
     t.assert_no_stack("dev", "an empty password is refused first");
@@ -216,11 +184,8 @@ fn on_a_terminal_setup_asks_for_the_password_hidden_and_twice() {
     let shown = report["output"].as_str().unwrap();
     assert_eq!(report["code"], 0, "{shown}");
     assert_eq!(report["prompted"], true, "{shown}");
-    assert!(
-        shown.contains("The two passwords differ; try again."),
-        "{shown}"
-    );
-    assert!(shown.contains("Setup complete."), "{shown}");
+    has_all(shown, &["The two passwords differ; try again."]);
+    has_all(shown, &["Setup complete."]);
     // Hidden: the terminal never showed what was typed.
     for typed in [PASSWORD, "first try", "not the same"] {
         assert!(!shown.contains(typed), "{typed} was shown:\n{shown}");
@@ -234,17 +199,11 @@ fn on_a_terminal_setup_asks_for_the_password_hidden_and_twice() {
 fn ctrl_d_at_the_password_prompt_cancels_and_changes_nothing() {
     let t = TestContext::with_pinned_host();
     let mut c = t.pty_cmd(b"", setup_args(free_port(), &[]));
-    c.env(
-        "PTY_SCRIPT",
-        serde_json::json!([["Host password: ", "04"]]).to_string(),
-    );
+    c.env("PTY_SCRIPT", serde_json::json!([["Host password: ", "04"]]).to_string());
     let report = common::pty_report(&mut c);
     let shown = report["output"].as_str().unwrap();
     assert_eq!(report["code"], 0, "{shown}");
-    assert!(
-        shown.contains("Installation cancelled; no changes were made."),
-        "{shown}"
-    );
+    has_all(shown, &["Installation cancelled; no changes were made."]);
     t.assert_no_stack("dev", "a cancelled password prompt writes nothing");
 }
 

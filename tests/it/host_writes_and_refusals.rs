@@ -29,8 +29,7 @@ pub(crate) fn a_host_write_while_oyster_waits_is_merged(hook: &str, how: &str) {
     let mut t = TestContext::new();
     t.write_config("{\n  \"port\": 8802\n}\n");
     let marker = t.path("in-hook");
-    t.extra_env
-        .push((hook.into(), marker.display().to_string()));
+    t.extra_env.push((hook.into(), marker.display().to_string()));
     let id = crate::common::provider_ids()[0].clone();
     let child = t
         .cmd()
@@ -51,11 +50,7 @@ pub(crate) fn a_host_write_while_oyster_waits_is_merged(hook: &str, how: &str) {
     let cfg_path = t.config_path();
     if how == "in place" {
         let ino = std::fs::metadata(&cfg_path).unwrap().ino();
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .truncate(true)
-            .open(&cfg_path)
-            .unwrap();
+        let mut f = std::fs::OpenOptions::new().write(true).truncate(true).open(&cfg_path).unwrap();
         f.write_all(host).unwrap();
         drop(f);
         assert_eq!(std::fs::metadata(&cfg_path).unwrap().ino(), ino);
@@ -74,11 +69,7 @@ pub(crate) fn a_host_write_while_oyster_waits_is_merged(hook: &str, how: &str) {
         json!("written by the Host"),
         "{hook} {how}: the Host's write was lost: {cfg}"
     );
-    assert_eq!(
-        cfg[format!("{id}_command")],
-        json!("/opt/tools/bin/tool"),
-        "{hook} {how}: {cfg}"
-    );
+    assert_eq!(cfg[format!("{id}_command")], json!("/opt/tools/bin/tool"), "{hook} {how}: {cfg}");
     assert!(stderr.contains("merging again"), "{hook} {how}: {stderr}");
     // No temp file of oyster's is left.
     let names: Vec<String> = std::fs::read_dir(cfg_path.parent().unwrap())
@@ -116,10 +107,7 @@ fn a_refused_verb_with_a_setting_leaves_every_file_byte_identical() {
         free_port().to_string(),
     );
     let base = |verb: &[&str], stack: &str| -> Vec<String> {
-        verb.iter()
-            .chain(&["--stack", stack])
-            .map(|s| (*s).to_owned())
-            .collect()
+        verb.iter().chain(&["--stack", stack]).map(|s| (*s).to_owned()).collect()
     };
     let node_arg = ["--node-bin", node.as_str()];
     let root_arg = ["--root", root.to_str().unwrap()];
@@ -155,25 +143,16 @@ fn a_refused_verb_with_a_setting_leaves_every_file_byte_identical() {
     ))
     .ok();
     // Refusal 2: the Host log is a symlink.
-    t.run(args(&["config", "sync"]).stack("linked").port(&pl))
-        .ok();
+    t.run(args(&["config", "sync"]).stack("linked").port(&pl)).ok();
     let linked_logs = t.home.join(".oysterun-stacks/linked/logs");
     std::fs::create_dir_all(&linked_logs).unwrap();
     std::fs::write(t.path("elsewhere.log"), "x\n").unwrap();
-    std::os::unix::fs::symlink(
-        t.path("elsewhere.log"),
-        linked_logs.join("oysterun-host.log"),
-    )
-    .unwrap();
+    std::os::unix::fs::symlink(t.path("elsewhere.log"), linked_logs.join("oysterun-host.log"))
+        .unwrap();
     // Refusal 3: the LaunchAgent is loaded (for host start) — an installed stack.
     t.run(with(
         base(&["install"], "loaded"),
-        &[
-            &root_arg[..],
-            &node_arg,
-            &["--port", &pi, "--settle-ms", "200"],
-        ]
-        .concat(),
+        &[&root_arg[..], &node_arg, &["--port", &pi, "--settle-ms", "200"]].concat(),
     ))
     .ok();
 

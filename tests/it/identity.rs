@@ -3,19 +3,12 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{args, free_port, real_node, TestContext};
+use crate::common::has_all;
+use crate::common::{args, free_port, TestContext};
 
 /// `host start` of `stack` from `root` on `port`, verified; the Host's pid.
 pub(crate) fn start(t: &TestContext, stack: &str, root: &Path, port: u16) -> u32 {
-    t.run(
-        args(&["host", "start"])
-            .stack(stack)
-            .root(root)
-            .node(real_node())
-            .port(port)
-            .extra(&["--wait", "10"]),
-    )
-    .ok();
+    t.run(args(&["host", "start"]).stack(stack).host(root).port(port).wait_secs(10)).ok();
     pid_of(t, stack)
 }
 
@@ -31,11 +24,7 @@ fn pid_of(t: &TestContext, stack: &str) -> u32 {
 }
 
 pub(crate) fn alive(pid: u32) -> bool {
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
-        None,
-    )
-    .is_ok()
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()), None).is_ok()
         && !crate::common::zombie(pid)
 }
 
@@ -44,12 +33,7 @@ pub(crate) fn alive(pid: u32) -> bool {
 fn copy_stack(t: &TestContext, from: &str, to: &str) {
     let src = t.home.join(".oysterun-stacks").join(from);
     let dst = t.home.join(".oysterun-stacks").join(to);
-    let status = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(&src)
-        .arg(&dst)
-        .status()
-        .unwrap();
+    let status = std::process::Command::new("cp").arg("-a").arg(&src).arg(&dst).status().unwrap();
     assert!(status.success());
     let run = dst.join("run");
     for ext in ["pid", "origin.tsv"] {
@@ -74,10 +58,7 @@ fn a_copied_stack_directory_never_makes_host_stop_signal_the_other_stacks_host()
         .map(|e| (e.path(), std::fs::read(e.path()).unwrap_or_default()))
         .collect();
 
-    let st = t
-        .run(["host", "status", "--stack", "a", "--json"])
-        .fails_with(1)
-        .json();
+    let st = t.run(["host", "status", "--stack", "a", "--json"]).fails_with(1).json();
     assert_eq!(
         (st["running"].as_bool(), st["pid_file"].as_str()),
         (Some(false), Some("other_stack")),
@@ -92,14 +73,8 @@ fn a_copied_stack_directory_never_makes_host_stop_signal_the_other_stacks_host()
 
     let r = t.run(["host", "stop", "--stack", "a"]).fails_with(1);
     let e = r.stderr();
-    assert!(
-        e.contains(&format!("pid {b} is not stack a's Host")) && e.contains("stack \"b\""),
-        "{e}"
-    );
-    assert!(
-        e.contains("nothing was signalled") && e.contains("hint:"),
-        "{e}"
-    );
+    has_all(&e, &[&format!("pid {b} is not stack a's Host"), "stack \"b\""]);
+    has_all(&e, &["nothing was signalled", "hint:"]);
     assert!(alive(b), "stack b's Host was signalled");
     for (path, bytes) in &copied {
         assert_eq!(
@@ -110,17 +85,9 @@ fn a_copied_stack_directory_never_makes_host_stop_signal_the_other_stacks_host()
         );
     }
     // `host start --stack a` over the copies refuses the same way, deleting nothing.
-    let e = t
-        .run(
-            args(&["host", "start"])
-                .stack("a")
-                .root(&root)
-                .node(real_node())
-                .port(free_port()),
-        )
+    t.run(args(&["host", "start"]).stack("a").host(&root).port(free_port()))
         .fails_with(1)
-        .stderr();
-    assert!(e.contains("not stack a's Host"), "{e}");
+        .stderr_has_all(&["not stack a's Host"]);
     assert!(run_dir(&t, "a").join("oysterun-host-a.pid").exists());
     assert!(alive(b));
     // b's own stop still works.
@@ -128,79 +95,63 @@ fn a_copied_stack_directory_never_makes_host_stop_signal_the_other_stacks_host()
     assert!(!alive(b));
 }
 
-#[test]
-fn a_clock_step_does_not_orphan_a_directly_started_host() {
+/// A Host started directly as stack `it`, its exec record then edited by `edit` (what a clock
+/// step, an older oyster did to it): the context, the root, the Host's pid and the record.
+fn started_with_record(
+    edit: impl FnOnce(&mut serde_json::Value),
+) -> (TestContext, PathBuf, u32, PathBuf) {
     let t = TestContext::new();
     let root = t.fixture_root("root");
     let pid = start(&t, "it", &root, free_port());
-    // What a +1 h clock step does to a wall-clock start time: the recorded one no longer
-    // equals what the kernel reports now.
     let record = run_dir(&t, "it").join("oyster-exec.json");
     let mut rec: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
-    let wall = rec["start_time"].as_u64().unwrap();
-    rec["start_time"] = (wall + 3600).into();
+    edit(&mut rec);
     std::fs::write(&record, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
+    (t, root, pid, record)
+}
 
-    let st = t
-        .run(["host", "status", "--stack", "it", "--json"])
-        .ok()
-        .json();
+/// A record's wall-clock start time, an hour later: what a +1 h clock step does to it.
+fn clock_step(rec: &mut serde_json::Value) {
+    rec["start_time"] = (rec["start_time"].as_u64().unwrap() + 3600).into();
+}
+
+#[test]
+fn a_clock_step_does_not_orphan_a_directly_started_host() {
+    // What a +1 h clock step does to a wall-clock start time: the recorded one no longer
+    // equals what the kernel reports now.
+    let (t, _, pid, _) = started_with_record(clock_step);
+
+    let st = t.run(["host", "status", "--stack", "it", "--json"]).ok().json();
     assert_eq!(
-        (
-            st["running"].as_bool(),
-            st["pid"].as_u64(),
-            st["verified"].as_bool()
-        ),
+        (st["running"].as_bool(), st["pid"].as_u64(), st["verified"].as_bool()),
         (Some(true), Some(pid as u64), Some(true)),
         "{st}"
     );
     let r = t.run(["host", "stop", "--stack", "it"]).ok();
-    assert!(
-        r.stdout().contains(&format!("Host stopped (pid {pid}")),
-        "{}",
-        r.stdout()
-    );
+    assert!(r.stdout().contains(&format!("Host stopped (pid {pid}")), "{}", r.stdout());
     assert!(!alive(pid), "the Host kept running");
     assert!(!run_dir(&t, "it").join("oysterun-host-it.pid").exists());
 }
 
 #[test]
 fn an_older_record_that_no_longer_proves_a_live_host_is_kept_and_nothing_is_signalled() {
-    let t = TestContext::new();
-    let root = t.fixture_root("root");
-    let pid = start(&t, "it", &root, free_port());
     // A record of an older oyster (no start stamp) after a clock step: the wall-clock time
     // no longer matches, and nothing else proves the process is the one recorded.
-    let record = run_dir(&t, "it").join("oyster-exec.json");
-    let mut rec: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
-    rec.as_object_mut().unwrap().remove("start_stamp");
-    rec["start_time"] = (rec["start_time"].as_u64().unwrap() + 3600).into();
-    std::fs::write(&record, serde_json::to_vec_pretty(&rec).unwrap()).unwrap();
-    let e = t
-        .run(["host", "stop", "--stack", "it"])
+    let (t, root, pid, record) = started_with_record(|rec| {
+        rec.as_object_mut().unwrap().remove("start_stamp");
+        clock_step(rec);
+    });
+    t.run(["host", "stop", "--stack", "it"])
         .fails_with(1)
-        .stderr();
-    assert!(
-        e.contains("was not signalled") && e.contains(&format!("kill {pid}")),
-        "{e}"
-    );
+        .stderr_has_all(&["was not signalled", &format!("kill {pid}")]);
     assert!(alive(pid));
     assert!(run_dir(&t, "it").join("oysterun-host-it.pid").exists());
     assert!(record.exists());
     // `host start` does not take the files over either.
-    let e = t
-        .run(
-            args(&["host", "start"])
-                .stack("it")
-                .root(&root)
-                .node(real_node())
-                .port(free_port()),
-        )
+    t.run(args(&["host", "start"]).stack("it").host(&root).port(free_port()))
         .fails_with(1)
-        .stderr();
-    assert!(e.contains("was not signalled"), "{e}");
+        .stderr_has_all(&["was not signalled"]);
     assert!(alive(pid));
     assert!(record.exists());
 }
@@ -211,15 +162,7 @@ fn host_stop_never_signals_a_pid_launchd_runs_under_another_label() {
     t.use_sim();
     let root = t.fixture_root("root");
     let port = free_port().to_string();
-    t.run(
-        args(&["agent", "install"])
-            .stack("a")
-            .root(&root)
-            .node(real_node())
-            .port(&port)
-            .wait(10, 200),
-    )
-    .ok();
+    t.run(args(&["agent", "install"]).stack("a").host(&root).port(&port).wait(10, 200)).ok();
     // The same definition loaded under another stack's label (a hand-copied plist): launchd
     // runs stack a's Host as com.oysterun.host.b, and a's own label is not loaded.
     let agents = t.home.join("Library/LaunchAgents");
@@ -233,16 +176,10 @@ fn host_stop_never_signals_a_pid_launchd_runs_under_another_label() {
     );
     assert_ne!(copied, text);
     let uid = nix::unistd::getuid();
-    t.sim(&["bootout", &format!("gui/{uid}/com.oysterun.host.a")])
-        .ok();
+    t.sim(&["bootout", &format!("gui/{uid}/com.oysterun.host.a")]).ok();
     std::fs::remove_file(&a_plist).unwrap();
     std::fs::write(&b_plist, copied).unwrap();
-    t.sim(&[
-        "bootstrap",
-        &format!("gui/{uid}"),
-        b_plist.to_str().unwrap(),
-    ])
-    .ok();
+    t.sim(&["bootstrap", &format!("gui/{uid}"), b_plist.to_str().unwrap()]).ok();
     let t0 = std::time::Instant::now();
     let pid = loop {
         let st = t.run(["host", "status", "--stack", "a", "--json"]).json();
@@ -252,16 +189,10 @@ fn host_stop_never_signals_a_pid_launchd_runs_under_another_label() {
         assert!(t0.elapsed().as_secs() < 15, "the Host never came up: {st}");
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
-    let e = t
-        .run(["host", "stop", "--stack", "a"])
+    t.run(["host", "stop", "--stack", "a"])
         .fails_with(1)
-        .stderr();
-    assert!(
-        e.contains(&format!("launchd runs pid {pid}")) && e.contains("com.oysterun.host.b"),
-        "{e}"
-    );
+        .stderr_has_all(&[&format!("launchd runs pid {pid}"), "com.oysterun.host.b"]);
     assert!(alive(pid), "launchd's job was signalled");
     assert!(run_dir(&t, "a").join("oysterun-host-a.pid").exists());
-    t.sim(&["bootout", &format!("gui/{uid}/com.oysterun.host.b")])
-        .ok();
+    t.sim(&["bootout", &format!("gui/{uid}/com.oysterun.host.b")]).ok();
 }

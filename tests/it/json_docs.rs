@@ -61,16 +61,11 @@ pub(crate) fn conventions() -> (BTreeMap<String, BTreeSet<String>>, BTreeSet<Str
         .filter(|l| l.starts_with("| `"))
         .map(|l| {
             let cells: Vec<&str> = l.split('|').collect();
-            (
-                ticked(cells[1])[0].clone(),
-                ticked(cells[2]).into_iter().collect(),
-            )
+            (ticked(cells[1])[0].clone(), ticked(cells[2]).into_iter().collect())
         })
         .collect();
     let numbers = text.split("## Numbers").nth(1).unwrap();
-    let numbers = ticked(numbers.split("whole number:").nth(1).unwrap())
-        .into_iter()
-        .collect();
+    let numbers = ticked(numbers.split("whole number:").nth(1).unwrap()).into_iter().collect();
     (enums, numbers)
 }
 
@@ -93,11 +88,7 @@ pub(crate) fn compare(doc: &Value, real: &Value, at: &str, loose: bool, errors: 
         return;
     }
     if kind(doc) != kind(real) {
-        errors.push(format!(
-            "{at}: documented {}, printed {}",
-            kind(doc),
-            kind(real)
-        ));
+        errors.push(format!("{at}: documented {}, printed {}", kind(doc), kind(real)));
         return;
     }
     match (doc, real) {
@@ -160,11 +151,7 @@ fn every_example_in_docs_json_matches_the_real_output() {
         let loose = ex.command.contains("config show");
         compare(&ex.value, &real, &ex.command, loose, &mut errors);
     }
-    assert!(
-        errors.is_empty(),
-        "docs/json.md is out of date:\n{}",
-        errors.join("\n")
-    );
+    assert!(errors.is_empty(), "docs/json.md is out of date:\n{}", errors.join("\n"));
 }
 
 /// Walks a document: `~` nowhere, enums in their sets, numbers numbers.
@@ -210,9 +197,7 @@ pub(crate) fn check_conventions(
             }
         }
         Value::String(s) if s.contains('~') => {
-            errors.push(format!(
-                "{at} = {s:?} holds ~ (documents carry absolute paths)"
-            ));
+            errors.push(format!("{at} = {s:?} holds ~ (documents carry absolute paths)"));
         }
         _ => {}
     }
@@ -261,10 +246,7 @@ fn no_json_document_holds_tilde_or_prose_where_an_enum_or_number_belongs() {
     let direct = v["managed_by"] == "direct";
     assert_eq!(
         (&v["summary"], &v["disabled"]),
-        (
-            &(if direct { "direct" } else { "unknown" }).into(),
-            &Value::Null
-        ),
+        (&(if direct { "direct" } else { "unknown" }).into(), &Value::Null),
         "{v}"
     );
     assert!(errors.is_empty(), "{}", errors.join("\n"));

@@ -13,22 +13,13 @@ use crate::common::TestContext;
 struct Lcg(u64);
 impl Lcg {
     fn next(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         (self.0 >> 33) % n
     }
 }
 
 fn kill_after(t: &TestContext, args: &[String], micros: u64) {
-    let mut child = t
-        .cmd()
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = t.spawn(args, Stdio::inherit(), Stdio::null(), Stdio::null());
     std::thread::sleep(Duration::from_micros(micros));
     let _ = child.kill();
     let _ = child.wait();
@@ -45,12 +36,7 @@ fn sigkill_during_config_writes_never_tears_the_file() {
         let new = format!("/v/{i}/claude");
         kill_after(
             &t,
-            &[
-                "providers".into(),
-                "set".into(),
-                "claude".into(),
-                new.clone(),
-            ],
+            &["providers".into(), "set".into(), "claude".into(), new.clone()],
             rng.next(4000),
         );
         let bytes = std::fs::read(t.config_path()).unwrap();
@@ -61,10 +47,7 @@ fn sigkill_during_config_writes_never_tears_the_file() {
         } else {
             assert_eq!(bytes, old, "iteration {i}: neither old nor new");
         }
-        assert!(
-            temp_files(&t.home.join(".oysterun")).len() <= 1,
-            "temp files pile up"
-        );
+        assert!(temp_files(&t.home.join(".oysterun")).len() <= 1, "temp files pile up");
     }
     eprintln!("{completed}/250 writes completed before SIGKILL");
     t.run(["providers", "set", "claude", "/final/claude"]).ok();
@@ -80,13 +63,7 @@ fn sigkill_during_plist_writes_leaves_a_whole_plist() {
     let mut variants = vec![];
     for d in &dirs {
         t.fake_exe(&d.join("codex"));
-        t.run([
-            "providers",
-            "set",
-            "codex",
-            d.join("codex").to_str().unwrap(),
-        ])
-        .ok();
+        t.set_provider("codex", &d.join("codex")).ok();
         variants.push(t.run(["agent", "print"]).ok().0.stdout);
     }
     assert_ne!(variants[0], variants[1]);
@@ -95,13 +72,7 @@ fn sigkill_during_plist_writes_leaves_a_whole_plist() {
     let mut rng = Lcg(0xbeef);
     for i in 0..150usize {
         let d = &dirs[i % 2];
-        t.run([
-            "providers",
-            "set",
-            "codex",
-            d.join("codex").to_str().unwrap(),
-        ])
-        .ok();
+        t.set_provider("codex", &d.join("codex")).ok();
         kill_after(
             &t,
             &["agent".into(), "regenerate".into(), "--no-restart".into()],
@@ -130,11 +101,7 @@ fn concurrent_set_sync_and_regenerate_lose_no_update() {
         let t = &t;
         let run = move |args: Vec<String>| {
             let out = t.cmd().args(&args).output().unwrap();
-            assert!(
-                out.status.success(),
-                "{args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         };
         s.spawn(move || {
             (0..ROUNDS).for_each(|i| {
@@ -148,23 +115,13 @@ fn concurrent_set_sync_and_regenerate_lose_no_update() {
         });
         s.spawn(move || {
             (0..ROUNDS).for_each(|i| {
-                run(vec![
-                    "providers".into(),
-                    "set".into(),
-                    "codex".into(),
-                    format!("/x/{i}/codex"),
-                ])
+                run(vec!["providers".into(), "set".into(), "codex".into(), format!("/x/{i}/codex")])
             })
         });
         s.spawn(move || (0..ROUNDS).for_each(|_| run(vec!["config".into(), "sync".into()])));
         s.spawn(move || {
-            (0..ROUNDS).for_each(|_| {
-                run(vec![
-                    "agent".into(),
-                    "regenerate".into(),
-                    "--no-restart".into(),
-                ])
-            })
+            (0..ROUNDS)
+                .for_each(|_| run(vec!["agent".into(), "regenerate".into(), "--no-restart".into()]))
         });
     });
     let cfg = t.read_config();

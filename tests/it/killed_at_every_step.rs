@@ -34,12 +34,7 @@ fn killed_at(t: &TestContext, stack: &str, args: &[String], n: usize, step: &str
 
 /// Runs `args` killed at its step boundary `n`: it must die by SIGKILL.
 fn killed(t: &TestContext, args: &[String], n: usize, step: &str) {
-    let out = t
-        .cmd()
-        .env("OYSTER_TEST_KILL_AT_STEP", n.to_string())
-        .args(args)
-        .output()
-        .unwrap();
+    let out = t.cmd().env("OYSTER_TEST_KILL_AT_STEP", n.to_string()).args(args).output().unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
         out.status.signal(),
@@ -62,10 +57,7 @@ fn definition_port(t: &TestContext, stack: &str) -> Option<String> {
     }
     let plist = plist::Value::from_file(t.home.join(format!("Library/LaunchAgents/{label}.plist")));
     let plist = plist.ok()?;
-    let env = plist
-        .as_dictionary()?
-        .get("EnvironmentVariables")?
-        .as_dictionary()?;
+    let env = plist.as_dictionary()?.get("EnvironmentVariables")?.as_dictionary()?;
     Some(env.get("OYSTERUN_PORT")?.as_string()?.to_owned())
 }
 
@@ -79,15 +71,8 @@ fn consistent(t: &TestContext, stack: &str, what: &str) -> u16 {
     let config: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.join("host/config.json")).unwrap()).unwrap();
     assert_eq!(config["port"], port, "{what}: config.json");
-    assert_eq!(
-        definition_port(t, stack),
-        Some(port.to_string()),
-        "{what}: the definition"
-    );
-    assert!(
-        !dir.join("run/pending").exists(),
-        "{what}: a receipt is left"
-    );
+    assert_eq!(definition_port(t, stack), Some(port.to_string()), "{what}: the definition");
+    assert!(!dir.join("run/pending").exists(), "{what}: a receipt is left");
     port
 }
 
@@ -107,10 +92,7 @@ fn restart_matrix(t: &TestContext, stack: &str, base: &[String], port: u16) {
         killed_at(t, stack, &with(new), n, step);
         t.run(base).ok();
         let now = consistent(t, stack, &format!("after a kill before step {n} ({step})"));
-        assert!(
-            now == new || now == port,
-            "step {n}: port {now}, neither {port} nor {new}"
-        );
+        assert!(now == new || now == port, "step {n}: port {now}, neither {port} nor {new}");
         port = now;
     }
 }
@@ -132,11 +114,7 @@ fn a_first_install_killed_at_any_step_is_settled_by_the_next_install() {
     for (n, step) in decided.iter().enumerate() {
         killed_at(&s.t, s.name, &install, n, step);
         s.t.run(&install).ok();
-        consistent(
-            &s.t,
-            s.name,
-            &format!("after a kill before step {n} ({step})"),
-        );
+        consistent(&s.t, s.name, &format!("after a kill before step {n} ({step})"));
         // A first install again for the next step.
         s.t.run(["uninstall", s.name, "--purge", "--yes"]).ok();
         s.t.wait_no_processes();
@@ -154,11 +132,7 @@ fn a_start_killed_at_any_step_is_settled_by_the_next_start() {
     for (n, step) in decided.iter().enumerate() {
         killed_at(&s.t, s.name, &start, n, step);
         s.t.run(&start).ok();
-        consistent(
-            &s.t,
-            s.name,
-            &format!("after a kill before step {n} ({step})"),
-        );
+        consistent(&s.t, s.name, &format!("after a kill before step {n} ({step})"));
         s.t.run(["stop", s.name]).ok();
     }
     s.done();
@@ -180,16 +154,9 @@ fn a_stop_or_an_uninstall_killed_at_any_step_is_finished_by_the_next_one() {
         s.t.run(&stop).ok();
         let st = s.status();
         assert_eq!(st["summary"], "stopped", "stop killed before {step}: {st}");
-        assert!(
-            s.disabled_in("gui"),
-            "stop killed before {step}: not disabled"
-        );
+        assert!(s.disabled_in("gui"), "stop killed before {step}: not disabled");
         s.t.run(&start).ok();
-        consistent(
-            &s.t,
-            s.name,
-            &format!("start after a stop killed before {step}"),
-        );
+        consistent(&s.t, s.name, &format!("start after a stop killed before {step}"));
     }
     let uninstall: Vec<String> = ["uninstall", s.name].map(String::from).into();
     let decided = steps(&s.t, &uninstall);
@@ -202,10 +169,7 @@ fn a_stop_or_an_uninstall_killed_at_any_step_is_finished_by_the_next_one() {
         s.t.run(&uninstall).ok();
         assert!(!s.plist().exists(), "uninstall killed before {step}");
         assert!(s.launchd_pid().is_none(), "uninstall killed before {step}");
-        assert!(
-            !s.disabled_in("gui"),
-            "uninstall killed before {step}: left disabled"
-        );
+        assert!(!s.disabled_in("gui"), "uninstall killed before {step}: left disabled");
         s.t.run(s.args("install")).ok();
     }
     s.done();
@@ -230,11 +194,7 @@ fn under_systemd_an_install_a_restart_and_a_stop_killed_at_any_step_are_settled_
     for (n, step) in decided.iter().enumerate() {
         killed_at(&t, stack, &install, n, step);
         t.run(&install).ok();
-        consistent(
-            &t,
-            stack,
-            &format!("install killed before step {n} ({step})"),
-        );
+        consistent(&t, stack, &format!("install killed before step {n} ({step})"));
         if n + 1 < decided.len() {
             t.run(["uninstall", stack, "--purge", "--yes"]).ok();
         }
@@ -255,11 +215,7 @@ fn under_systemd_an_install_a_restart_and_a_stop_killed_at_any_step_are_settled_
         let state = crate::systemd_job::prop(&m, stack, "UnitFileState");
         assert_eq!(state, "disabled", "stop killed before {step}");
         t.run(&start).ok();
-        consistent(
-            &t,
-            stack,
-            &format!("start after a stop killed before {step}"),
-        );
+        consistent(&t, stack, &format!("start after a stop killed before {step}"));
     }
     t.run(["uninstall", stack, "--purge", "--yes"]).ok();
 }

@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::common::{args, free_port, real_node, Stack, TestContext};
+use crate::common::{args, free_port, Stack, TestContext};
+use crate::common::{has_all, has_none};
 
 /// Stack `lf`: the fixture Host under the simulator.
 fn lf() -> Stack {
@@ -22,13 +23,7 @@ fn args_on(f: &Stack, verb: &str, port: u16, settle_ms: u64) -> Vec<String> {
     if verb == "stop" || verb == "uninstall" {
         return f.agent_args(verb, false, None).into();
     }
-    args(&["agent", verb])
-        .stack(f.name)
-        .root(&f.root)
-        .node(real_node())
-        .port(port)
-        .wait(10, settle_ms)
-        .into()
+    args(&["agent", verb]).stack(f.name).host(&f.root).port(port).wait(10, settle_ms).into()
 }
 
 fn verb_args(f: &Stack, verb: &str) -> Vec<String> {
@@ -36,12 +31,7 @@ fn verb_args(f: &Stack, verb: &str) -> Vec<String> {
 }
 
 fn spawn(f: &Stack, args: &[String]) -> Child {
-    f.t.cmd()
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
+    f.t.spawn(args, Stdio::inherit(), Stdio::piped(), Stdio::piped())
 }
 
 /// Sends `sig` to exactly this child's pid.
@@ -64,18 +54,13 @@ fn finish(child: Child) -> (Option<i32>, String) {
     let out = child.wait_with_output().unwrap();
     (
         out.status.code(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
+        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
     )
 }
 
 #[test]
 fn a_bootstrap_that_fails_after_the_bootout_rolls_back_to_the_verified_host() {
-    let f = lf();
-    f.t.run(verb_args(&f, "install")).ok();
+    let f = Stack::installed("lf");
     let good = std::fs::read(f.plist()).unwrap();
     // A changed plist (another port): bootout, then a bootstrap launchd refuses once (122).
     let other = free_port();
@@ -85,16 +70,9 @@ fn a_bootstrap_that_fails_after_the_bootout_rolls_back_to_the_verified_host() {
     );
     let r = r.fails_with(1);
     let out = format!("{}{}", r.stdout(), r.stderr());
-    assert!(out.contains("Rolling back"), "{out}");
-    assert!(
-        out.contains("restored the last good plist; the previous Host runs again"),
-        "{out}"
-    );
-    assert_eq!(
-        std::fs::read(f.plist()).unwrap(),
-        good,
-        "the verified plist is back"
-    );
+    has_all(&out, &["Rolling back"]);
+    has_all(&out, &["restored the last good plist; the previous Host runs again"]);
+    assert_eq!(std::fs::read(f.plist()).unwrap(), good, "the verified plist is back");
     let st = f.status();
     assert_eq!(st["running"], true, "{st}");
     assert_eq!(
@@ -111,25 +89,17 @@ fn a_bootstrap_that_fails_after_the_bootout_rolls_back_to_the_verified_host() {
 #[test]
 fn a_first_install_whose_bootstrap_fails_leaves_no_plist() {
     let f = lf();
-    let r = f.run_with_env(
-        ("LAUNCHD_SIM_FAIL_BOOTSTRAP", "122"),
-        verb_args(&f, "install"),
-    );
+    let r = f.run_with_env(("LAUNCHD_SIM_FAIL_BOOTSTRAP", "122"), verb_args(&f, "install"));
     let r = r.fails_with(1);
     let out = format!("{}{}", r.stdout(), r.stderr());
     assert!(!f.plist().exists(), "no plist is left behind:\n{out}");
-    assert!(
-        out.contains("booted out and removed"),
-        "it says the state:\n{out}"
-    );
+    assert!(out.contains("booted out and removed"), "it says the state:\n{out}");
     f.done();
 }
 
 #[test]
 fn a_refused_start_leaves_a_stopped_stack_disabled() {
-    let f = lf();
-    f.t.run(verb_args(&f, "install")).ok();
-    f.t.run(verb_args(&f, "stop")).ok();
+    let f = Stack::stopped("lf");
     assert!(f.disabled_in("gui"));
     // Someone else takes the port while the Host is stopped.
     let holder = std::net::TcpListener::bind(("127.0.0.1", f.port)).unwrap();
@@ -145,8 +115,7 @@ fn a_refused_start_leaves_a_stopped_stack_disabled() {
 
 #[test]
 fn the_audit_log_puts_the_stopped_pid_on_the_bootout_step() {
-    let f = lf();
-    f.t.run(verb_args(&f, "install")).ok();
+    let f = Stack::installed("lf");
     let pid = f.status()["pid"].as_u64().unwrap();
     f.t.run(verb_args(&f, "stop")).ok();
     let audit = f.audit();
@@ -159,17 +128,13 @@ fn the_audit_log_puts_the_stopped_pid_on_the_bootout_step() {
             .unwrap_or_else(|| panic!("no stop/{name} line: {audit:?}"))
     };
     assert_eq!(step("bootout")["pid"], pid, "the bootout stopped that pid");
-    assert!(
-        step("disable")["pid"].is_null(),
-        "disable acts on a label, not a pid"
-    );
+    assert!(step("disable")["pid"].is_null(), "disable acts on a label, not a pid");
     f.done();
 }
 
 #[test]
 fn ctrl_c_during_restart_says_what_happened_and_leaves_a_verified_host() {
-    let f = lf();
-    f.t.run(verb_args(&f, "install")).ok();
+    let f = Stack::installed("lf");
     let old = f.status()["pid"].as_u64().unwrap();
     // A long settle: the signal lands while the new Host is being verified.
     let child = spawn(&f, &args_on(&f, "restart", f.port, 4000));
@@ -182,58 +147,43 @@ fn ctrl_c_during_restart_says_what_happened_and_leaves_a_verified_host() {
     send(&child, Signal::SIGINT);
     let (code, out) = finish(child);
     assert_eq!(code, Some(130), "{out}");
-    assert!(
-        !out.contains("nothing was changed"),
-        "it does not deny the restart:\n{out}"
-    );
-    assert!(
-        out.contains(&format!("stopped the old Host (pid {old})")),
-        "{out}"
-    );
-    assert!(out.contains("runs and verified"), "{out}");
+    assert!(!out.contains("nothing was changed"), "it does not deny the restart:\n{out}");
+    has_all(&out, &[&format!("stopped the old Host (pid {old})")]);
+    has_all(&out, &["runs and verified"]);
     let st = f.status();
     assert_eq!(st["verified"], true, "{st}");
     assert_ne!(st["pid"].as_u64(), Some(old));
     f.done();
 }
 
-#[test]
-fn ctrl_c_while_stop_waits_for_a_slow_host_still_disables_the_label() {
+/// An installed Host that takes 3 s to exit, and Ctrl-C 1.2 s into `verb` (stop, uninstall),
+/// while it waits for that exit: the stack and what the verb said; it exited 130.
+fn ctrl_c_while_waiting_for_a_slow_host(verb: &str) -> (Stack, String) {
     let f = lf();
     TestContext::fixture_flag(&f.root, "slow-exit-ms", "3000");
     f.t.run(verb_args(&f, "install")).ok();
-    let child = spawn(&f, &verb_args(&f, "stop"));
+    let child = spawn(&f, &verb_args(&f, verb));
     std::thread::sleep(Duration::from_millis(1200));
     send(&child, Signal::SIGINT);
     let (code, out) = finish(child);
     assert_eq!(code, Some(130), "{out}");
-    assert!(
-        out.contains("booted out") && out.contains("disabled, so it stays stopped"),
-        "{out}"
-    );
-    assert!(
-        f.disabled_in("gui"),
-        "the label is disabled: it does not come back at login\n{out}"
-    );
+    (f, out)
+}
+
+#[test]
+fn ctrl_c_while_stop_waits_for_a_slow_host_still_disables_the_label() {
+    let (f, out) = ctrl_c_while_waiting_for_a_slow_host("stop");
+    has_all(&out, &["booted out", "disabled, so it stays stopped"]);
+    assert!(f.disabled_in("gui"), "the label is disabled: it does not come back at login\n{out}");
     assert!(f.plist().exists(), "stop keeps the plist");
     f.done();
 }
 
 #[test]
 fn ctrl_c_while_uninstall_waits_for_a_slow_host_still_removes_the_plist() {
-    let f = lf();
-    TestContext::fixture_flag(&f.root, "slow-exit-ms", "3000");
-    f.t.run(verb_args(&f, "install")).ok();
-    let child = spawn(&f, &verb_args(&f, "uninstall"));
-    std::thread::sleep(Duration::from_millis(1200));
-    send(&child, Signal::SIGINT);
-    let (code, out) = finish(child);
-    assert_eq!(code, Some(130), "{out}");
-    assert!(out.contains("removed"), "{out}");
-    assert!(
-        !f.plist().exists(),
-        "the plist is gone: launchd does not load it at login\n{out}"
-    );
+    let (f, out) = ctrl_c_while_waiting_for_a_slow_host("uninstall");
+    has_all(&out, &["removed"]);
+    assert!(!f.plist().exists(), "the plist is gone: launchd does not load it at login\n{out}");
     f.t.wait_no_processes();
 }
 
@@ -249,15 +199,9 @@ fn a_plist_owned_by_another_uid_is_refused_before_anything_is_written() {
     let run_dir = f.t.home.join(".oysterun-stacks/lf/run");
     let r = f.t.run(verb_args(&f, "install")).fails_with(2);
     let err = r.stderr();
-    assert!(
-        err.contains("Library/LaunchAgents/com.oysterun.host.lf.plist is owned"),
-        "{err}"
-    );
-    assert!(err.contains("owned by uid 54321"), "{err}");
-    assert!(
-        err.contains("sudo rm") && err.contains("sudo chown"),
-        "{err}"
-    );
+    has_all(&err, &["Library/LaunchAgents/com.oysterun.host.lf.plist is owned"]);
+    has_all(&err, &["owned by uid 54321"]);
+    has_all(&err, &["sudo rm", "sudo chown"]);
     assert_eq!(std::fs::read(f.plist()).unwrap(), b"<plist/>", "untouched");
     assert!(!run_dir.join("pending").exists(), "nothing written first");
     f.t.wait_no_processes();
@@ -265,12 +209,9 @@ fn a_plist_owned_by_another_uid_is_refused_before_anything_is_written() {
 
 #[test]
 fn a_failed_restart_shows_only_what_this_attempt_logged_at_most_20_lines() {
-    let s = crate::common::Stack::new("tailx");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("tailx");
     // Days of earlier runs in the log: none of it is this attempt's cause.
-    let log =
-        s.t.home
-            .join(".oysterun-stacks/tailx/logs/oysterun-host.log");
+    let log = s.t.home.join(".oysterun-stacks/tailx/logs/oysterun-host.log");
     let mut old = std::fs::read_to_string(&log).unwrap();
     for n in 0..500 {
         old.push_str(&format!("an old line {n} from an earlier run\n"));
@@ -278,11 +219,8 @@ fn a_failed_restart_shows_only_what_this_attempt_logged_at_most_20_lines() {
     std::fs::write(&log, old).unwrap();
     crate::common::TestContext::fixture_flag(&s.root, "crash-on-start", "");
     // The new Host crashes on start.
-    let e =
-        s.t.run(s.host_args(&["agent", "restart"]).wait(5, 300))
-            .fails_with(1)
-            .stderr();
-    assert!(e.contains("crash-on-start is set"), "{e}");
+    let e = s.t.run(s.host_args(&["agent", "restart"]).wait(5, 300)).fails_with(1).stderr();
+    has_all(&e, &["crash-on-start is set"]);
     assert!(!e.contains("an old line"), "earlier runs shown: {e}");
     let tail: Vec<&str> = e
         .lines()
@@ -297,7 +235,7 @@ fn a_failed_restart_shows_only_what_this_attempt_logged_at_most_20_lines() {
             || e.contains("next: `oyster logs --stack tailx -f` follows the Host log"),
         "{e}"
     );
-    assert!(!e.contains("--wait 60"), "{e}");
+    has_none(&e, &["--wait 60"]);
     let _ = std::fs::remove_file(s.root.join("host-service/crash-on-start"));
     s.t.run(["agent", "uninstall", "--stack", "tailx"]).ok();
     s.t.wait_no_processes();
@@ -305,18 +243,11 @@ fn a_failed_restart_shows_only_what_this_attempt_logged_at_most_20_lines() {
 
 #[test]
 fn a_restart_whose_wait_ran_out_names_the_log_to_follow_and_a_longer_wait() {
-    let s = crate::common::Stack::new("waitx");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("waitx");
     // The new Host runs but never answers /health 200: the wait runs out.
     crate::common::TestContext::fixture_flag(&s.root, "unhealthy", "");
-    let e =
-        s.t.run(s.host_args(&["restart"]).wait(2, 200))
-            .fails_with(1)
-            .stderr();
-    assert!(
-        e.contains("next: `oyster logs --stack waitx -f` follows the Host log; `oyster restart --stack waitx --wait 60` gives the Host longer to answer"),
-        "{e}"
-    );
+    let e = s.t.run(s.host_args(&["restart"]).wait(2, 200)).fails_with(1).stderr();
+    has_all(&e, &["next: `oyster logs --stack waitx -f` follows the Host log; `oyster restart --stack waitx --wait 60` gives the Host longer to answer"]);
     let _ = std::fs::remove_file(s.root.join("host-service/unhealthy"));
     s.t.run(["uninstall", "--stack", "waitx"]).ok();
     s.t.wait_no_processes();
@@ -324,11 +255,9 @@ fn a_restart_whose_wait_ran_out_names_the_log_to_follow_and_a_longer_wait() {
 
 #[test]
 fn status_right_after_a_failed_restart_says_what_launchd_and_the_kernel_say_now() {
-    let s = crate::common::Stack::new("afterx");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("afterx");
     crate::common::TestContext::fixture_flag(&s.root, "crash-on-start", "");
-    s.t.run(s.host_args(&["restart"]).wait(3, 200))
-        .fails_with(1);
+    s.t.run(s.host_args(&["restart"]).wait(3, 200)).fails_with(1);
     // At once: never "running" for a pid the kernel no longer has, never "exited right
     // after answering /health" for a Host that never answered.
     for _ in 0..5 {
@@ -350,8 +279,7 @@ fn status_right_after_a_failed_restart_says_what_launchd_and_the_kernel_say_now(
 
 #[test]
 fn a_rolled_back_port_change_puts_config_jsons_port_back() {
-    let s = crate::common::Stack::new("portx");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("portx");
     let config = s.t.home.join(".oysterun-stacks/portx/host/config.json");
     let port_in_config = || {
         let doc: serde_json::Value =
@@ -371,32 +299,26 @@ fn a_rolled_back_port_change_puts_config_jsons_port_back() {
     )
     .ok();
     let new_port = crate::common::free_port();
-    let e =
-        s.t.run(
-            crate::common::args(&["agent", "restart"])
-                .stack("portx")
-                .port(new_port)
-                .wait(5, 300),
-        )
+    let e = s
+        .t
+        .run(crate::common::args(&["agent", "restart"]).stack("portx").port(new_port).wait(5, 300))
         .fails_with(1)
         .stderr();
-    assert!(
-        e.contains("rollback: restored the last good plist")
-            && e.contains(&format!("config.json's port is {} again", s.port)),
-        "{e}"
+    has_all(
+        &e,
+        &[
+            "rollback: restored the last good plist",
+            &format!("config.json's port is {} again", s.port),
+        ],
     );
     // The config names the port the restored Host runs on; nothing asks for the failed one.
     assert_eq!(port_in_config(), s.port);
     assert_eq!(s.status()["port"], s.port);
-    let audit = std::fs::read_to_string(
-        s.t.home
-            .join(".oysterun-stacks/portx/logs/service-control.jsonl"),
-    )
-    .unwrap();
+    let audit =
+        std::fs::read_to_string(s.t.home.join(".oysterun-stacks/portx/logs/service-control.jsonl"))
+            .unwrap();
     assert!(
-        audit
-            .lines()
-            .any(|l| l.contains("\"rollback\"") && l.contains("config.json's port is")),
+        audit.lines().any(|l| l.contains("\"rollback\"") && l.contains("config.json's port is")),
         "{audit}"
     );
     s.t.run(["agent", "uninstall", "--stack", "portx"]).ok();

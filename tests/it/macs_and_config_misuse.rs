@@ -2,6 +2,7 @@
 //! its fix (docs/bad-input.md, "Hostile round 3").
 
 use crate::common::TestContext;
+use crate::common::{has_all, has_none};
 
 /// The Host is Node: `console.log(req.headers)` or `console.log(process.env)` prints objects
 /// the way `util.inspect` does — unquoted keys, single-quoted values. Those credentials reached
@@ -70,10 +71,7 @@ fn logs_redacts_credentials_in_nodes_printed_objects() {
 fn logs_redacts_a_private_key_block_the_host_prints() {
     use std::io::Write;
     let t = TestContext::new();
-    let body = [
-        "MIIEowIBAAKCAQEAs3cr3tb0dyl1n3ZZ",
-        "QQ8secretBodyLineNumberTwo+/xyz==",
-    ];
+    let body = ["MIIEowIBAAKCAQEAs3cr3tb0dyl1n3ZZ", "QQ8secretBodyLineNumberTwo+/xyz=="];
     let log = format!(
         "generated device key\n-----BEGIN RSA PRIVATE KEY-----\n{}\n{}\n-----END RSA PRIVATE KEY-----\n\
          {{\"msg\":\"key\",\"pem\":\"-----BEGIN PRIVATE KEY-----\\nMIIEvQjsonEscapedBody77\\n-----END PRIVATE KEY-----\\n\"}}\n\
@@ -89,21 +87,14 @@ fn logs_redacts_a_private_key_block_the_host_prints() {
     let r = t.run(["logs", "--stack", "h3", "-n", "100"]).ok();
     let out = r.stdout();
     check("logs", &out);
-    assert!(
-        out.contains("-----BEGIN RSA PRIVATE KEY-----\n<redacted>\n")
-            && out.contains("after the key"),
-        "{out}"
-    );
+    has_all(&out, &["-----BEGIN RSA PRIVATE KEY-----\n<redacted>\n", "after the key"]);
     // `-n` starting inside the block: the lines before the window still say where it began.
     let r = t.run(["logs", "--stack", "h3", "-n", "4"]).ok();
     check("logs -n 4", &r.stdout());
 
     let mut follow = t.follow_logs(&["--stack", "h3", "-n", "1"]);
     follow.read_until("after the key");
-    let mut w = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap();
+    let mut w = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
     for line in [
         "-----BEGIN EC PRIVATE KEY-----",
         "MHcCAQEEIFollowedBodyLineOne0",
@@ -115,11 +106,8 @@ fn logs_redacts_a_private_key_block_the_host_prints() {
     }
     follow.read_until("end-of-test");
     let (out, _) = follow.stop();
-    assert!(out.contains("end-of-test"), "{out}");
-    assert!(
-        !out.contains("MHcCAQEEIFollowedBodyLineOne0"),
-        "logs -f shows the key:\n{out}"
-    );
+    has_all(&out, &["end-of-test"]);
+    assert!(!out.contains("MHcCAQEEIFollowedBodyLineOne0"), "logs -f shows the key:\n{out}");
 }
 
 /// The state oyster's own note warns about: installed over SSH into `user/<uid>` (a
@@ -137,12 +125,7 @@ fn kill_of_a_job_loaded_twice_signals_nothing_and_stop_names_the_host_it_stopped
     Run(c.args(s.args("install")).output().unwrap()).ok();
     let pid = s.status()["pid"].as_u64().unwrap();
     // The next console login: a second copy in gui/<uid>, not running.
-    s.t.sim(&[
-        "bootstrap",
-        &format!("gui/{uid}"),
-        s.plist().to_str().unwrap(),
-    ])
-    .ok();
+    s.t.sim(&["bootstrap", &format!("gui/{uid}"), s.plist().to_str().unwrap()]).ok();
     let st = s.status();
     assert_eq!(
         st["loaded_in"],
@@ -152,28 +135,19 @@ fn kill_of_a_job_loaded_twice_signals_nothing_and_stop_names_the_host_it_stopped
     // kill: which copy runs at this instant is luck; nothing is signalled, the fix is named.
     let r = s.t.run(["kill", "--stack", s.name]).fails_with(1);
     let e = r.stderr();
-    assert!(
-        e.contains("is loaded twice") && e.contains("no Host was signalled"),
-        "{e}"
-    );
-    assert!(e.contains(&format!("boots the user/{uid} copy out")), "{e}");
-    assert!(
-        crate::common::get(s.port, "/health") == 200,
-        "the Host still serves"
-    );
+    has_all(&e, &["is loaded twice", "no Host was signalled"]);
+    has_all(&e, &[&format!("boots the user/{uid} copy out")]);
+    assert!(crate::common::get(s.port, "/health") == 200, "the Host still serves");
     let alive = |pid: u64| {
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()),
-            None,
-        )
-        .is_ok()
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap()), None)
+            .is_ok()
     };
     std::thread::sleep(std::time::Duration::from_millis(300));
     assert!(alive(pid), "the user/<uid> Host (pid {pid}) was signalled");
     let r = s.t.run(["stop", "--stack", s.name]).ok();
     let out = r.stdout();
-    assert!(!out.contains("no Host was running"), "{out}");
-    assert!(out.contains(" booted out)"), "{out}");
+    has_none(&out, &["no Host was running"]);
+    has_all(&out, &[" booted out)"]);
     crate::common::wait_until(
         std::time::Duration::from_secs(10),
         "the user/<uid> Host to exit",
@@ -201,28 +175,18 @@ fn logs_follow_notices_a_log_emptied_and_refilled_between_two_looks() {
     let name = "ANTHROPIC_API_KEY=";
     let pad = "x".repeat(first.len() - name.len() - 4);
     let refill = format!("{pad} {name}value-after-truncation-0123456789\nend-of-test\n");
-    let mut w = std::fs::OpenOptions::new()
-        .write(true)
-        .truncate(true)
-        .open(&path)
-        .unwrap();
+    let mut w = std::fs::OpenOptions::new().write(true).truncate(true).open(&path).unwrap();
     w.write_all(refill.as_bytes()).unwrap();
     drop(w);
     follow.read_until("end-of-test");
     let (out, err) = follow.stop();
-    assert!(out.contains("end-of-test"), "{out}");
-    assert!(
-        err.contains("was truncated; reading it from the start"),
-        "{err}"
-    );
+    has_all(&out, &["end-of-test"]);
+    has_all(&err, &["was truncated; reading it from the start"]);
     assert!(
         out.contains("ANTHROPIC_API_KEY=<redacted>"),
         "the refilled line is read from its start: {out}"
     );
-    assert!(
-        !out.contains("after-truncation"),
-        "logs -f shows a credential's value:\n{out}"
-    );
+    assert!(!out.contains("after-truncation"), "logs -f shows a credential's value:\n{out}");
 }
 
 /// The log tail a failed start prints holds the key's block whole: its body is redacted too.
@@ -233,11 +197,8 @@ fn a_failed_starts_log_tail_redacts_a_private_keys_body() {
         "key:\n-----BEGIN PRIVATE KEY-----\nMIIEvQtailBodyLine0123\n-----END PRIVATE KEY-----\n",
     );
     let e = r.stderr();
-    assert!(
-        e.contains("-----BEGIN PRIVATE KEY-----"),
-        "the tail is shown: {e}"
-    );
-    assert!(!e.contains("MIIEvQtailBodyLine0123"), "{e}");
+    assert!(e.contains("-----BEGIN PRIVATE KEY-----"), "the tail is shown: {e}");
+    has_none(&e, &["MIIEvQtailBodyLine0123"]);
     t.wait_no_processes();
 }
 
@@ -246,18 +207,13 @@ fn a_failed_starts_log_tail_redacts_a_private_keys_body() {
 /// dropped as if cut — here the old Host's own last words, in a single-line attempt the cause.
 #[test]
 fn a_failed_restarts_log_tail_keeps_the_attempts_first_line() {
-    use crate::common::Stack;
-    let s = Stack::new("tail1");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("tail1");
     TestContext::fixture_flag(&s.root, "crash-on-start", "");
     let e = s.t.run(s.args("restart")).fails_with(1).stderr();
     let tail = &e[e.find("--- this attempt's last lines").expect(&e)..];
     // The old Host's reply to the restart's SIGTERM is this attempt's first line.
-    assert!(
-        tail.contains("fixture host: SIGTERM, exiting"),
-        "the first line is shown: {tail}"
-    );
-    assert!(tail.contains("crash-on-start is set"), "{tail}");
+    assert!(tail.contains("fixture host: SIGTERM, exiting"), "the first line is shown: {tail}");
+    has_all(tail, &["crash-on-start is set"]);
     s.t.run(["agent", "uninstall", "--stack", s.name]).ok();
     s.t.wait_no_processes();
 }
@@ -276,11 +232,7 @@ fn logs_never_starts_a_line_longer_than_its_window_mid_token() {
     t.stack_with_log("h3", &text);
     let r = t.run(["logs", "--stack", "h3"]).ok();
     let out = r.stdout();
-    assert!(
-        !out.contains("tokensecret"),
-        "{}",
-        &out[..200.min(out.len())]
-    );
+    assert!(!out.contains("tokensecret"), "{}", &out[..200.min(out.len())]);
     assert!(
         out.starts_with("[line cut: it began more than 4194304 bytes back] … rest of it zzz"),
         "{}",

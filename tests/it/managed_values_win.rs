@@ -3,6 +3,7 @@
 //! `--json` marks it; a managed value of the wrong type is said, never dropped silently.
 
 use crate::common::{doctor_check, free_port, plistlib, TestContext};
+use crate::common::{has_all, has_none};
 
 fn dict(pairs: Vec<(&str, plist::Value)>) -> plist::Value {
     let mut d = plist::Dictionary::new();
@@ -36,10 +37,7 @@ fn a_forced_empty_command_and_a_forced_intent_disable_everywhere_at_once() {
         "Managed Preferences",
         settings(dict(vec![
             ("claude_command", "".into()),
-            (
-                "provider_command_intent",
-                dict(vec![("codex", "disabled".into())]),
-            ),
+            ("provider_command_intent", dict(vec![("codex", "disabled".into())])),
         ])),
     );
     let file_s = file.display().to_string();
@@ -54,20 +52,11 @@ fn a_forced_empty_command_and_a_forced_intent_disable_everywhere_at_once() {
             "{id}: {row}"
         );
         assert_eq!(row["managed"], file_s, "{id}: {row}");
-        assert!(
-            row["reason"]
-                .as_str()
-                .unwrap()
-                .contains("disabled by your organization"),
-            "{row}"
-        );
+        assert!(row["reason"].as_str().unwrap().contains("disabled by your organization"), "{row}");
     }
     let human = t.run(["providers", "status"]).ok().stdout();
-    assert!(
-        human.contains("claude (disabled)") && human.contains("codex (disabled)"),
-        "{human}"
-    );
-    assert!(!human.contains("available"), "{human}");
+    has_all(&human, &["claude (disabled)", "codex (disabled)"]);
+    has_none(&human, &["available"]);
     let resolve = t.run(["providers", "resolve", "--json"]).ok().json();
     assert_eq!(resolve["providers"][0]["state"], "disabled", "{resolve}");
 
@@ -76,24 +65,15 @@ fn a_forced_empty_command_and_a_forced_intent_disable_everywhere_at_once() {
     assert_eq!(show["claude_command"], "");
     assert_eq!(show["provider_command_intent"]["claude"], "disabled");
     assert_eq!(show["provider_command_intent"]["codex"], "disabled");
-    for key in [
-        "claude_command",
-        "provider_command_intent.claude",
-        "provider_command_intent.codex",
-    ] {
+    for key in ["claude_command", "provider_command_intent.claude", "provider_command_intent.codex"]
+    {
         assert_eq!(show["$managed"][key], file_s, "{key}: {show}");
     }
-    let human = t.run(["config", "show"]).ok().stdout();
-    assert!(
-        human.contains("with the organization's forced values")
-            && human.contains("# managed: provider_command_intent.claude = \"disabled\""),
-        "{human}"
-    );
-    assert_eq!(
-        std::fs::read(t.config_path()).unwrap(),
-        before,
-        "a reader wrote"
-    );
+    t.run(["config", "show"]).ok().stdout_has_all(&[
+        "with the organization's forced values",
+        "# managed: provider_command_intent.claude = \"disabled\"",
+    ]);
+    assert_eq!(std::fs::read(t.config_path()).unwrap(), before, "a reader wrote");
 
     // The plist: neither provider's directory goes on the Host's PATH.
     let plist = t.run(["agent", "print"]).ok();
@@ -101,9 +81,7 @@ fn a_forced_empty_command_and_a_forced_intent_disable_everywhere_at_once() {
     let path = env["PATH"].as_str().unwrap().to_owned();
     let local_bin = claude.parent().unwrap().display().to_string();
     assert!(
-        !path
-            .split(':')
-            .any(|d| d == local_bin || d == tools.to_str().unwrap()),
+        !path.split(':').any(|d| d == local_bin || d == tools.to_str().unwrap()),
         "a disabled provider's directory is on the Host's PATH: {path}"
     );
 
@@ -111,25 +89,18 @@ fn a_forced_empty_command_and_a_forced_intent_disable_everywhere_at_once() {
     let status = t.run(["status", "--json"]).json();
     let managed = status["managed"].as_array().unwrap();
     assert!(
-        managed
-            .iter()
-            .any(|e| e["setting"] == "provider_command_intent.claude"
-                && e["value"] == "disabled"
-                && e["file"] == file_s),
+        managed.iter().any(|e| e["setting"] == "provider_command_intent.claude"
+            && e["value"] == "disabled"
+            && e["file"] == file_s),
         "{status}"
     );
 
     // setup would not install a provider the organization disabled (here: none is found).
     std::fs::remove_file(&claude).unwrap();
     std::fs::remove_file(tools.join("codex")).unwrap();
-    let plan = t
-        .run(["setup", "--dry-run", "--install-providers"])
-        .ok()
-        .stdout();
-    assert!(
-        !plan.contains("npm install") && plan.contains("disabled (kept disabled)"),
-        "{plan}"
-    );
+    let plan = t.run(["setup", "--dry-run", "--install-providers"]).ok().stdout();
+    has_all(&plan, &["disabled (kept disabled)"]);
+    has_none(&plan, &["npm install"]);
 
     // And a sync writes it, so the Host reads it too.
     t.run(["config", "sync"]).ok();
@@ -151,10 +122,7 @@ fn a_forced_command_is_manual_and_a_contradicting_intent_is_left_out_and_said() 
         settings(dict(vec![
             ("claude_command", "/opt/org/bin/claude".into()),
             ("codex_command", "".into()),
-            (
-                "provider_command_intent",
-                dict(vec![("codex", "auto".into())]),
-            ),
+            ("provider_command_intent", dict(vec![("codex", "auto".into())])),
         ])),
     );
     let doc = t.run(["providers", "status", "--json"]).ok().json();
@@ -164,20 +132,15 @@ fn a_forced_command_is_manual_and_a_contradicting_intent_is_left_out_and_said() 
     assert_eq!(claude["intent"], "manual", "{claude}");
     assert_eq!(claude["state"], "unavailable", "{claude}");
     assert!(
-        claude["reason"]
-            .as_str()
-            .unwrap()
-            .contains("/opt/org/bin/claude does not exist"),
+        claude["reason"].as_str().unwrap().contains("/opt/org/bin/claude does not exist"),
         "{claude}"
     );
     assert_eq!(row("codex")["state"], "disabled");
-    let show = t.run(["config", "show"]).ok().stdout();
-    assert!(
-        show.contains("# managed value left out:")
-            && show.contains("provider_command_intent.codex = \"auto\" is left out")
-            && show.contains("which disables codex"),
-        "{show}"
-    );
+    t.run(["config", "show"]).ok().stdout_has_all(&[
+        "# managed value left out:",
+        "provider_command_intent.codex = \"auto\" is left out",
+        "which disables codex",
+    ]);
 }
 
 /// Item 5: a managed payload whose `stacks` is an array (a profile editor's slip) holds every
@@ -196,10 +159,7 @@ fn a_managed_payload_of_the_wrong_type_is_said_in_doctor_and_config_show() {
             ("connection_mode", 42.into()),
         ])),
     );
-    let check = doctor_check(
-        &t.run(["doctor", "dev", "--json"]).json(),
-        "managed preferences",
-    );
+    let check = doctor_check(&t.run(["doctor", "dev", "--json"]).json(), "managed preferences");
     assert_eq!(check["status"], "warn", "{check}");
     let said = format!("{} {}", check["detail"], check["fix"]);
     assert!(
@@ -208,14 +168,10 @@ fn a_managed_payload_of_the_wrong_type_is_said_in_doctor_and_config_show() {
             && said.contains("connection_mode"),
         "{check}"
     );
-    let human = t.run(["config", "show", "dev"]).ok().stdout();
-    assert!(
-        human.contains(&format!(
-            "# managed value left out: {}: stacks is an array",
-            file.display()
-        )) && human.contains("connection_mode: not direct"),
-        "{human}"
-    );
+    t.run(["config", "show", "dev"]).ok().stdout_has_all(&[
+        &format!("# managed value left out: {}: stacks is an array", file.display()),
+        "connection_mode: not direct",
+    ]);
     let json = t.run(["config", "show", "dev", "--json"]).ok().json();
     let left_out = json["$managed_left_out"].as_array().unwrap();
     assert_eq!(left_out.len(), 2, "{json}");

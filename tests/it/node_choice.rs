@@ -6,6 +6,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use crate::common::has_all;
 use crate::common::{self, args, TestContext};
 
 /// A fake `node` in `<test dir>/<dir>/node` that appends `<its path> <its arguments>` to
@@ -38,10 +39,19 @@ fn on_path(t: &mut TestContext, nodes: &[&Path]) {
 
 /// Only where no system node sits in the fallback directories (as on this Linux): there it
 /// would be a candidate after PATH.
+/// A HOME with the Host fixture at `<test dir>/root`, only where [`no_system_node`].
+fn without_system_node() -> Option<(TestContext, PathBuf)> {
+    if !no_system_node() {
+        return None;
+    }
+    let t = TestContext::new();
+    let root = t.fixture_root("root");
+    Some((t, root))
+}
+
 fn no_system_node() -> bool {
-    let none = !["/opt/homebrew/bin/node", "/usr/local/bin/node"]
-        .iter()
-        .any(|p| Path::new(p).exists());
+    let none =
+        !["/opt/homebrew/bin/node", "/usr/local/bin/node"].iter().any(|p| Path::new(p).exists());
     if !none {
         eprintln!("skipped: a node in /opt/homebrew/bin or /usr/local/bin is a candidate too");
     }
@@ -49,21 +59,13 @@ fn no_system_node() -> bool {
 }
 
 fn print_args(root: &Path) -> Vec<String> {
-    vec![
-        "agent".into(),
-        "print".into(),
-        "--root".into(),
-        root.display().to_string(),
-    ]
+    vec!["agent".into(), "print".into(), "--root".into(), root.display().to_string()]
 }
 
 /// The `OYSTERUN_NODE_BIN` a printed plist pins.
 fn pinned(plist: &str) -> String {
     let doc = common::plistlib(plist.as_bytes());
-    doc["EnvironmentVariables"]["OYSTERUN_NODE_BIN"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    doc["EnvironmentVariables"]["OYSTERUN_NODE_BIN"].as_str().unwrap().to_owned()
 }
 
 #[test]
@@ -106,29 +108,17 @@ fn the_first_node_new_enough_on_path_is_pinned_and_the_older_ones_before_it_are_
 
 #[test]
 fn a_directory_twice_on_path_asks_its_node_once() {
-    if !no_system_node() {
-        return;
-    }
-    let mut t = TestContext::new();
-    let root = t.fixture_root("root");
+    let Some((mut t, root)) = without_system_node() else { return };
     let old = fake_node(&t, "a", "v16.20.2");
     on_path(&mut t, &[&old, &old]);
     let e = t.run(print_args(&root)).fails_with(1).stderr();
-    assert_eq!(
-        e.matches(&old.display().to_string()).count(),
-        1,
-        "named once: {e}"
-    );
+    assert_eq!(e.matches(&old.display().to_string()).count(), 1, "named once: {e}");
     assert_eq!(node_runs(&t).len(), 1, "{:?}", node_runs(&t));
 }
 
 #[test]
 fn only_older_nodes_found_exits_1_naming_each_as_no_node_found_does() {
-    if !no_system_node() {
-        return;
-    }
-    let mut t = TestContext::new();
-    let root = t.fixture_root("root");
+    let Some((mut t, root)) = without_system_node() else { return };
     let old = fake_node(&t, "a", "v18.19.0");
     let older = fake_node(&t, "b", "v16.20.2");
     on_path(&mut t, &[&old, &older]);
@@ -145,8 +135,7 @@ fn only_older_nodes_found_exits_1_naming_each_as_no_node_found_does() {
     );
     // None at all: the same exit code.
     on_path(&mut t, &[]);
-    let e = t.run(print_args(&root)).fails_with(1).stderr();
-    assert!(e.contains("no `node` was found on PATH"), "{e}");
+    t.run(print_args(&root)).fails_with(1).stderr_has_all(&["no `node` was found on PATH"]);
 }
 
 #[test]
@@ -161,24 +150,18 @@ fn a_node_the_user_named_that_is_too_old_or_missing_exits_2_by_flag_or_variable(
     for bad in [&old, &missing] {
         let mut args = print_args(&root);
         args.extend(["--node-bin".into(), bad.display().to_string()]);
-        let e = t.run(&args).fails_with(2).stderr();
-        assert!(
-            e.contains(&format!("node from --node-bin ({})", bad.display())),
-            "{e}"
-        );
+        t.run(&args)
+            .fails_with(2)
+            .stderr_has_all(&[&format!("node from --node-bin ({})", bad.display())]);
 
         t.extra_env = vec![("OYSTERUN_NODE_BIN".into(), bad.display().to_string())];
-        let e = t.run(print_args(&root)).fails_with(2).stderr();
-        assert!(
-            e.contains(&format!("node from OYSTERUN_NODE_BIN ({})", bad.display())),
-            "{e}"
-        );
+        t.run(print_args(&root))
+            .fails_with(2)
+            .stderr_has_all(&[&format!("node from OYSTERUN_NODE_BIN ({})", bad.display())]);
         t.extra_env.clear();
     }
     assert!(
-        !node_runs(&t)
-            .iter()
-            .any(|l| l.starts_with(&good.display().to_string())),
+        !node_runs(&t).iter().any(|l| l.starts_with(&good.display().to_string())),
         "the node on PATH was run: {:?}",
         node_runs(&t)
     );
@@ -191,35 +174,22 @@ fn a_root_not_found_exits_1_as_no_node_found_does_and_a_root_the_user_named_exit
     let good = fake_node(&t, "c/bin", "v22.1.0");
     on_path(&mut t, &[&good]);
     let e = t.run(["agent", "print"]).fails_with(1).stderr();
-    assert!(
-        e.starts_with("oyster: error: could not find the Oysterun install root"),
-        "{e}"
-    );
-    assert!(
-        e.contains("\nhint: install Oysterun with `npm install -g oysterun`"),
-        "{e}"
-    );
+    assert!(e.starts_with("oyster: error: could not find the Oysterun install root"), "{e}");
+    has_all(&e, &["\nhint: install Oysterun with `npm install -g oysterun`"]);
     // The same through install (with the simulator's launchd), which changes nothing.
     t.use_sim();
-    let e = t
-        .run(args(&["install", "ghost"]).port(common::free_port()))
-        .fails_with(1)
-        .stderr();
-    assert!(
-        e.contains("could not find the Oysterun install root"),
-        "{e}"
-    );
+    let e = t.run(args(&["install", "ghost"]).port(common::free_port())).fails_with(1).stderr();
+    has_all(&e, &["could not find the Oysterun install root"]);
     assert!(!t.home.join(".oysterun-stacks/ghost").exists(), "{e}");
 
     let missing = t.path("no-oysterun");
-    let e = t
-        .run(args(&["agent", "print"]).root(&missing))
+    t.run(args(&["agent", "print"]).root(&missing))
         .fails_with(2)
-        .stderr();
-    assert!(e.contains("the Oysterun root from --root"), "{e}");
+        .stderr_has_all(&["the Oysterun root from --root"]);
     t.extra_env = vec![("OYSTERUN_ROOT".into(), missing.display().to_string())];
-    let e = t.run(["agent", "print"]).fails_with(2).stderr();
-    assert!(e.contains("the Oysterun root from OYSTERUN_ROOT"), "{e}");
+    t.run(["agent", "print"])
+        .fails_with(2)
+        .stderr_has_all(&["the Oysterun root from OYSTERUN_ROOT"]);
 }
 
 #[test]
@@ -253,11 +223,5 @@ fn an_installed_pin_now_too_old_is_passed_over_once_and_the_search_goes_on() {
             newer.display()
         )
     );
-    assert_eq!(
-        node_runs(&t),
-        [
-            format!("{a} --version"),
-            format!("{} --version", newer.display())
-        ]
-    );
+    assert_eq!(node_runs(&t), [format!("{a} --version"), format!("{} --version", newer.display())]);
 }

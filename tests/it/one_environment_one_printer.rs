@@ -13,29 +13,20 @@ fn agent_print_host_start_and_doctor_agree_on_the_environment() {
     t.fake_exe(&t.home.join(".local/bin/claude"));
     let root = t.fixture_root("root");
     // Root and node through the environment, so all three commands plan the same Host.
-    t.extra_env
-        .push(("OYSTERUN_ROOT".into(), root.display().to_string()));
+    t.extra_env.push(("OYSTERUN_ROOT".into(), root.display().to_string()));
     t.pin_node();
     let port = free_port().to_string();
-    t.run(args(&["config", "sync"]).stack("env").port(&port))
-        .ok();
+    t.run(args(&["config", "sync"]).stack("env").port(&port)).ok();
     let plist = plistlib(&t.run(["agent", "print", "--stack", "env"]).ok().0.stdout);
     let generated: BTreeMap<String, String> =
         serde_json::from_value(plist["EnvironmentVariables"].clone()).unwrap();
-    t.run(["host", "start", "--stack", "env", "--wait", "10"])
-        .ok();
-    let st = t
-        .run(["host", "status", "--json", "--stack", "env"])
-        .ok()
-        .json();
+    t.run(["host", "start", "--stack", "env", "--wait", "10"]).ok();
+    let st = t.run(["host", "status", "--json", "--stack", "env"]).ok().json();
     let pid = u32::try_from(st["pid"].as_u64().unwrap()).unwrap();
     let live: BTreeMap<String, String> = t
         .host_environ(pid)
         .into_iter()
-        .filter_map(|kv| {
-            kv.split_once('=')
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        })
+        .filter_map(|kv| kv.split_once('=').map(|(k, v)| (k.to_owned(), v.to_owned())))
         .collect();
     // The directly started Host has exactly the plist's variables plus launchd's base, and
     // nothing from the caller's environment (OYSTERUN_ROOT above is the caller's).
@@ -78,10 +69,7 @@ fn a_closed_stdout_ends_a_command_quietly_with_its_own_status() {
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            !err.contains("panicked") && !err.contains("Broken pipe"),
-            "{args:?}: {err}"
-        );
+        assert!(!err.contains("panicked") && !err.contains("Broken pipe"), "{args:?}: {err}");
         // The command's own status, as with a reader that stayed (doctor and status fail
         // here: no Host).
         let own = t.run(&args).code();
@@ -98,11 +86,7 @@ fn a_path_with_a_newline_is_one_line_in_every_message_about_it() {
     let forged = "\nALL OK";
     let cases: Vec<Vec<String>> = vec![
         // A directory that cannot be created (under a file).
-        vec![
-            "man".into(),
-            "--dir".into(),
-            format!("{}/x{forged}", t.path("afile").display()),
-        ],
+        vec!["man".into(), "--dir".into(), format!("{}/x{forged}", t.path("afile").display())],
         // A directory that does not exist.
         vec![
             "mdm".into(),

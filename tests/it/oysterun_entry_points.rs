@@ -9,6 +9,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
+use crate::common::has_all;
 use crate::common::{args, doctor_check, free_port, plistlib, real_node, TestContext, BIN};
 use crate::runner::start_direct;
 
@@ -33,11 +34,8 @@ console.log("dashboard credentials ready");
     let port = free_port();
     start_direct(&t, &root, port).ok();
     let proof: Value = serde_json::from_slice(
-        &std::fs::read(
-            t.home
-                .join(".oysterun-stacks/dr/run/stack_dashboard_credentials.json"),
-        )
-        .unwrap(),
+        &std::fs::read(t.home.join(".oysterun-stacks/dr/run/stack_dashboard_credentials.json"))
+            .unwrap(),
     )
     .unwrap();
     assert_eq!(
@@ -52,21 +50,19 @@ console.log("dashboard credentials ready");
     );
     let log_path = t.home.join(".oysterun-stacks/dr/logs/oysterun-host.log");
     let log = std::fs::read_to_string(&log_path).unwrap();
-    assert!(log.contains("dashboard credentials ready"), "{log}");
+    has_all(&log, &["dashboard credentials ready"]);
     t.run(["host", "stop", "--stack", "dr"]).ok();
 
     // A failing entry point is logged; the Host starts anyway.
-    std::fs::write(
-        &script,
-        "console.error('no credentials for you'); process.exit(3);\n",
-    )
-    .unwrap();
+    std::fs::write(&script, "console.error('no credentials for you'); process.exit(3);\n").unwrap();
     start_direct(&t, &root, port).ok();
     let log = std::fs::read_to_string(&log_path).unwrap();
-    assert!(
-        log.contains("no credentials for you")
-            && log.contains("stack_dashboard_credentials.mjs exited 3; the Host starts anyway"),
-        "{log}"
+    has_all(
+        &log,
+        &[
+            "no credentials for you",
+            "stack_dashboard_credentials.mjs exited 3; the Host starts anyway",
+        ],
     );
     t.run(["host", "stop", "--stack", "dr"]).ok();
 }
@@ -74,14 +70,9 @@ console.log("dashboard credentials ready");
 #[test]
 fn exec_without_the_environment_that_names_the_host_is_refused() {
     let t = TestContext::new();
-    let e = t
-        .run(["host", "exec", "--stack", "dr"])
+    t.run(["host", "exec", "--stack", "dr"])
         .fails_with(2)
-        .stderr();
-    assert!(
-        e.contains("OYSTERUN_NODE_BIN is not set") && e.contains("launch program"),
-        "{e}"
-    );
+        .stderr_has_all(&["OYSTERUN_NODE_BIN is not set", "launch program"]);
     assert!(!t.home.join(".oysterun-stacks").exists(), "nothing written");
 }
 
@@ -139,40 +130,26 @@ fn doctor_and_status_notice_a_plist_from_oysteruns_installer_and_regenerate_take
     let check = doctor_check(&doc, "plist");
     assert_eq!(check["status"], "warn", "{check}");
     let detail = check["detail"].as_str().unwrap();
-    assert!(
-        detail.contains("Oysterun's own installer")
-            && detail.contains("run_oysterun_host.sh")
-            && detail.contains("oyster agent regenerate"),
-        "{detail}"
+    has_all(
+        detail,
+        &["Oysterun's own installer", "run_oysterun_host.sh", "oyster agent regenerate"],
     );
-    let human = t.run(["doctor"]).stdout();
-    assert!(human.contains("Oysterun's own installer"), "{human}");
+    t.run(["doctor"]).stdout_has_all(&["Oysterun's own installer"]);
     let st = t.run(["agent", "status", "--json"]).json();
     assert_eq!(st["installed_by"], "oysterun", "{st}");
-    let human = t.run(["agent", "status"]).stdout();
-    assert!(
-        human.contains("Oysterun's own installer") && human.contains("oyster agent regenerate"),
-        "{human}"
-    );
+    t.run(["agent", "status"])
+        .stdout_has_all(&["Oysterun's own installer", "oyster agent regenerate"]);
 
     // Regenerate takes it over: the root comes from the runner it ran, the node from its pin.
     // Oysterun's plist names no port: given one from the allocator, not production's 8802.
     let port = free_port().to_string();
-    let out = t
-        .run(args(&["agent", "regenerate", "--no-restart"]).port(&port))
+    t.run(args(&["agent", "regenerate", "--no-restart"]).port(&port))
         .ok()
-        .stdout();
-    assert!(out.contains("written"), "{out}");
+        .stdout_has_all(&["written"]);
     let v = plistlib(&std::fs::read(&plist).unwrap());
-    assert_eq!(
-        v["ProgramArguments"],
-        json!([BIN, "host", "exec", "--stack", "production"])
-    );
+    assert_eq!(v["ProgramArguments"], json!([BIN, "host", "exec", "--stack", "production"]));
     assert_eq!(v["EnvironmentVariables"]["OYSTERUN_REPO_ROOT"], json!(root));
-    assert_eq!(
-        v["EnvironmentVariables"]["OYSTERUN_NODE_BIN"],
-        json!(real_node())
-    );
+    assert_eq!(v["EnvironmentVariables"]["OYSTERUN_NODE_BIN"], json!(real_node()));
     let st = t.run(["agent", "status", "--json"]).json();
     assert_eq!(st["installed_by"], "oyster", "{st}");
 }
@@ -190,11 +167,7 @@ fn the_plist_runs_oyster_by_the_link_it_was_invoked_through() {
     let print = |program: &str| {
         let out = crate::common::output_ok(
             Command::new(program)
-                .args(
-                    crate::common::args(&["agent", "print"])
-                        .root(&root)
-                        .node(real_node()),
-                )
+                .args(crate::common::args(&["agent", "print"]).host(&root))
                 .env_clear()
                 .env("HOME", &t.home)
                 .env("PATH", &bin)

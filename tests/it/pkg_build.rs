@@ -7,6 +7,7 @@ use std::process::Command;
 use crate::common::pkg::{script, sh_quote, take_log};
 use crate::common::repo::{repo, VERSION};
 use crate::common::TestContext;
+use crate::common::{has_all, has_none};
 
 #[test]
 #[cfg_attr(
@@ -14,10 +15,7 @@ use crate::common::TestContext;
     ignore = "needs a machine that is not macOS: there build-pkg.sh really builds"
 )]
 fn build_pkg_refuses_off_macos() {
-    let out = Command::new("bash")
-        .arg(repo().join("packaging/pkg/build-pkg.sh"))
-        .output()
-        .unwrap();
+    let out = Command::new("bash").arg(repo().join("packaging/pkg/build-pkg.sh")).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs macOS"));
 }
@@ -99,15 +97,9 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
 
     let (code, out, calls) = b.run(&[]);
     assert_eq!(code, 0, "{out}");
-    assert!(
-        out.contains("unsigned") && out.contains(&format!("built {}", pkg.display())),
-        "{out}"
-    );
+    has_all(&out, &["unsigned", &format!("built {}", pkg.display())]);
     assert_eq!(calls.len(), 6, "{calls:#?}");
-    for (call, t) in calls
-        .iter()
-        .zip(["aarch64-apple-darwin", "x86_64-apple-darwin"])
-    {
+    for (call, t) in calls.iter().zip(["aarch64-apple-darwin", "x86_64-apple-darwin"]) {
         assert_eq!(
             call,
             &format!(
@@ -162,28 +154,16 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
     );
     // The distribution productbuild got: both architectures, this version, this component.
     let dist = std::fs::read_to_string(b.t.path("distribution.xml")).unwrap();
-    assert!(
-        dist.contains(r#"hostArchitectures="arm64,x86_64""#),
-        "{dist}"
-    );
-    assert!(
-        !dist.contains("@VERSION@") && dist.contains(&format!(r#"version="{VERSION}""#)),
-        "{dist}"
-    );
-    assert!(
-        dist.contains(r#"<pkg-ref id="com.oysterun.oyster" "#)
-            && dist.contains(">oyster-component.pkg</pkg-ref>"),
-        "{dist}"
-    );
+    has_all(&dist, &[r#"hostArchitectures="arm64,x86_64""#]);
+    has_all(&dist, &[&format!(r#"version="{VERSION}""#)]);
+    has_none(&dist, &["@VERSION@"]);
+    has_all(&dist, &[r#"<pkg-ref id="com.oysterun.oyster" "#, ">oyster-component.pkg</pkg-ref>"]);
     let parsed = Command::new("python3")
         .args(["-c", "import sys, xml.etree.ElementTree as E; r = E.parse(sys.argv[1]).getroot(); print(r.tag, r.find('options').get('hostArchitectures'))"])
         .arg(b.t.path("distribution.xml"))
         .output()
         .unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&parsed.stdout).trim(),
-        "installer-gui-script arm64,x86_64"
-    );
+    assert_eq!(String::from_utf8_lossy(&parsed.stdout).trim(), "installer-gui-script arm64,x86_64");
 
     // Signed and notarized: the binary with the hardened runtime, the product with the
     // installer identity, then notarytool and stapler on the finished package.
@@ -195,7 +175,7 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
         ("NOTARY_PROFILE", "oyster-notary"),
     ]);
     assert_eq!(code, 0, "{out}");
-    assert!(!out.contains("unsigned"), "{out}");
+    has_none(&out, &["unsigned"]);
     let names: Vec<&str> = calls.iter().map(|c| c.split(' ').next().unwrap()).collect();
     assert_eq!(
         names,
@@ -212,9 +192,8 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
         ]
     );
     assert!(
-        calls[4].starts_with(&format!(
-            "codesign --force --options runtime --timestamp --sign {app} "
-        )),
+        calls[4]
+            .starts_with(&format!("codesign --force --options runtime --timestamp --sign {app} ")),
         "{}",
         calls[4]
     );
@@ -235,10 +214,7 @@ fn build_pkg_makes_one_universal_package_and_signs_it_when_asked() {
     // Notarizing unsigned code is refused before anything is built.
     let (code, out, calls) = b.run(&[("NOTARY_PROFILE", "oyster-notary")]);
     assert_eq!(code, 1, "{out}");
-    assert!(
-        out.contains("NOTARY_PROFILE needs PKG_SIGN_IDENTITY and CODESIGN_IDENTITY"),
-        "{out}"
-    );
+    has_all(&out, &["NOTARY_PROFILE needs PKG_SIGN_IDENTITY and CODESIGN_IDENTITY"]);
     assert!(calls.is_empty(), "{calls:#?}");
 }
 
@@ -279,10 +255,7 @@ fn the_packages_floor_is_the_oldest_macos_its_scripts_run_on() {
             needs = needs.max(12);
         }
     }
-    assert_eq!(
-        needs, 12,
-        "the scripts no longer use `plutil … raw`: revisit the floor"
-    );
+    assert_eq!(needs, 12, "the scripts no longer use `plutil … raw`: revisit the floor");
     assert!(
         major >= needs,
         "distribution.xml allows macOS {min}, but the package's scripts need macOS {needs}"

@@ -44,31 +44,15 @@ fn postinstall_upgrade_regenerates_with_the_pinned_node() {
         "plutil -extract EnvironmentVariables.OYSTERUN_NODE_BIN raw -o - {} as=alice",
         w(&plist)
     ));
-    want.extend(p.agent_calls(
-        "alice",
-        "regenerate",
-        &format!(" --node-bin {}", w(&pinned)),
-    ));
+    want.extend(p.agent_calls("alice", "regenerate", &format!(" --node-bin {}", w(&pinned))));
     assert_eq!(o.calls, want);
     assert_oyster_never_acts_as_root(&o);
 
     // Another stack's agent is named, with the command for it, but left to its owner.
-    std::fs::write(
-        p.agents_dir("alice")
-            .join("com.oysterun.host.staging.plist"),
-        "x",
-    )
-    .unwrap();
+    std::fs::write(p.agents_dir("alice").join("com.oysterun.host.staging.plist"), "x").unwrap();
     let o = p.run(Some("alice"), &[]);
-    o.exits_0_saying(&[
-        "also has the stack 'staging'",
-        "oyster agent regenerate --stack staging",
-    ]);
-    assert!(
-        !o.oyster_calls().iter().any(|c| c.contains("--stack")),
-        "{:#?}",
-        o.calls
-    );
+    o.exits_0_saying(&["also has the stack 'staging'", "oyster agent regenerate --stack staging"]);
+    assert!(!o.oyster_calls().iter().any(|c| c.contains("--stack")), "{:#?}", o.calls);
 
     // A pin whose Node was removed is passed over for the common locations, aloud.
     std::fs::remove_file(&pinned).unwrap();
@@ -89,10 +73,7 @@ fn postinstall_upgrade_regenerates_with_the_pinned_node() {
     o.exits_0_saying(&["done: oyster agent regenerate"]);
     assert_eq!(
         o.oyster_calls().last().unwrap(),
-        &format!(
-            "oyster agent regenerate as=alice home={}",
-            w(&p.home("alice"))
-        )
+        &format!("oyster agent regenerate as=alice home={}", w(&p.home("alice")))
     );
 }
 
@@ -106,18 +87,11 @@ fn postinstall_finds_a_home_with_spaces() {
     let o = p.run(Some("asmith"), &[]);
     // The plist was found under the whole home (so: regenerate), and the pin under it reached
     // oyster as one argument.
-    o.exits_0_saying(&[
-        "done: oyster agent regenerate",
-        &format!("(home {})", home.display()),
-    ]);
+    o.exits_0_saying(&["done: oyster agent regenerate", &format!("(home {})", home.display())]);
     assert_eq!(
         o.oyster_calls()[1..],
         [
-            format!(
-                "oyster agent print --node-bin {} as=asmith home={}",
-                w(&pinned),
-                w(&home)
-            ),
+            format!("oyster agent print --node-bin {} as=asmith home={}", w(&pinned), w(&home)),
             format!(
                 "oyster agent regenerate --node-bin {} as=asmith home={}",
                 w(&pinned),
@@ -182,16 +156,8 @@ fn postinstall_without_an_oysterun_root_leaves_setup_to_the_user() {
         "run as alice (in Terminal, without sudo): oyster setup --root <your Oysterun install>",
         "oyster doctor",
     ]);
-    assert!(
-        !o.calls.iter().any(|c| c.starts_with("launchctl")),
-        "{:#?}",
-        o.calls
-    );
-    assert!(o
-        .oyster_calls()
-        .last()
-        .unwrap()
-        .starts_with("oyster agent print "));
+    assert!(!o.calls.iter().any(|c| c.starts_with("launchctl")), "{:#?}", o.calls);
+    assert!(o.oyster_calls().last().unwrap().starts_with("oyster agent print "));
 
     // On an upgrade, the hint is the regenerate the user can run once the root is back.
     let pinned = p.brew_node();
@@ -201,11 +167,7 @@ fn postinstall_without_an_oysterun_root_leaves_setup_to_the_user() {
         &format!("oyster cannot set up the agent for alice yet: oyster: {err}"),
         "run as alice (in Terminal, without sudo): oyster agent regenerate --root <your Oysterun install>",
     ]);
-    assert!(
-        !o.calls.iter().any(|c| c.starts_with("launchctl")),
-        "{:#?}",
-        o.calls
-    );
+    assert!(!o.calls.iter().any(|c| c.starts_with("launchctl")), "{:#?}", o.calls);
 }
 
 #[test]
@@ -220,35 +182,24 @@ fn postinstall_without_a_usable_node_leaves_setup_to_the_user() {
         "no usable Node for alice",
         "run as alice (in Terminal, without sudo): oyster setup --root <your Oysterun install> --node-bin <your node",
     ]);
-    assert_eq!(
-        o.oyster_calls(),
-        ["oyster --version as=root home=/var/root"]
-    );
-    assert!(!o
-        .calls
-        .iter()
-        .any(|c| c.starts_with("sudo") || c.starts_with("launchctl")));
+    assert_eq!(o.oyster_calls(), ["oyster --version as=root home=/var/root"]);
+    assert!(!o.calls.iter().any(|c| c.starts_with("sudo") || c.starts_with("launchctl")));
 
     // Intel Homebrew and the nodejs.org installer put Node in /usr/local/bin.
     let intel = p.node_at(&p.sys.join("usr/local/bin/node"));
     let o = p.run(Some("alice"), &[]);
     o.exits_0_saying(&["done: oyster agent install"]);
-    assert!(o.oyster_calls().last().unwrap().starts_with(&format!(
-        "oyster agent install --node-bin {} as=alice",
-        w(&intel)
-    )));
+    assert!(o
+        .oyster_calls()
+        .last()
+        .unwrap()
+        .starts_with(&format!("oyster agent install --node-bin {} as=alice", w(&intel))));
 }
 
 #[test]
 fn postinstall_with_nobody_logged_in_does_nothing_and_says_why() {
     let p = Pkg::new();
-    for console in [
-        Some("root"),
-        Some("loginwindow"),
-        Some("_mbsetupuser"),
-        Some(""),
-        None,
-    ] {
+    for console in [Some("root"), Some("loginwindow"), Some("_mbsetupuser"), Some(""), None] {
         let o = p.run(console, &[]);
         o.exits_0_saying(&[
             "nobody is logged in",
@@ -257,10 +208,7 @@ fn postinstall_with_nobody_logged_in_does_nothing_and_says_why() {
         ]);
         assert_eq!(
             o.calls,
-            [
-                "oyster --version as=root home=/var/root",
-                "stat -f%Su /dev/console as=root"
-            ],
+            ["oyster --version as=root home=/var/root", "stat -f%Su /dev/console as=root"],
             "{console:?}"
         );
     }
@@ -283,10 +231,7 @@ fn postinstall_when_launchctl_refuses_exits_0_with_the_command_to_run() {
         ),
     ]);
     assert!(o.calls.last().unwrap().starts_with("launchctl asuser 502 "));
-    assert!(!o
-        .oyster_calls()
-        .iter()
-        .any(|c| c.contains("agent regenerate")));
+    assert!(!o.oyster_calls().iter().any(|c| c.contains("agent regenerate")));
 }
 
 #[test]
@@ -302,11 +247,7 @@ fn postinstall_when_oyster_agent_install_fails_exits_0_with_the_command_to_run()
         ),
         "then check with: oyster doctor",
     ]);
-    assert!(o
-        .calls
-        .last()
-        .unwrap()
-        .starts_with("oyster agent install --node-bin "));
+    assert!(o.calls.last().unwrap().starts_with("oyster agent install --node-bin "));
 }
 
 #[test]
@@ -325,21 +266,13 @@ fn postinstall_with_a_broken_payload_fails_the_install() {
     std::fs::set_permissions(p.oyster(), std::fs::Permissions::from_mode(0o644)).unwrap();
     let o = p.run(Some("alice"), &[]);
     assert_eq!(o.code, 1, "{}", o.out);
-    assert!(
-        o.out.contains("BROKEN PAYLOAD") && o.out.contains("not executable"),
-        "{}",
-        o.out
-    );
+    assert!(o.out.contains("BROKEN PAYLOAD") && o.out.contains("not executable"), "{}", o.out);
     assert!(o.calls.is_empty(), "{:#?}", o.calls);
     // Does not run (a wrong architecture, a truncated file).
     p.write_oyster("echo 'Bad CPU type in executable' >&2; exit 126\n");
     let o = p.run(Some("alice"), &[]);
     assert_eq!(o.code, 1, "{}", o.out);
-    assert!(
-        o.out.contains("BROKEN PAYLOAD") && o.out.contains("Bad CPU type"),
-        "{}",
-        o.out
-    );
+    assert!(o.out.contains("BROKEN PAYLOAD") && o.out.contains("Bad CPU type"), "{}", o.out);
     // Missing.
     std::fs::remove_file(p.oyster()).unwrap();
     let o = p.run(Some("alice"), &[]);

@@ -10,11 +10,7 @@ fn oyster_uninstall_boots_out_every_stack_removes_the_payload_and_forgets_the_re
     p.install_payload();
     let oyster = "/usr/local/bin/oyster";
     let prod = p.agent_running("asmith", "com.oysterun.host", oyster);
-    let dev = p.agent_running(
-        "asmith",
-        "com.oysterun.host.dev",
-        "/opt/homebrew/bin/oyster",
-    );
+    let dev = p.agent_running("asmith", "com.oysterun.host.dev", "/opt/homebrew/bin/oyster");
     // Oysterun's own installer's plist is not oyster's to remove.
     let theirs = p.agent_running("asmith", "com.oysterun.host.legacy", "/bin/bash");
     let config = p.home("asmith").join(".oysterun/config.json");
@@ -29,29 +25,18 @@ fn oyster_uninstall_boots_out_every_stack_removes_the_payload_and_forgets_the_re
     assert!(prod.exists() && p.sys.join("usr/local/bin/oyster").exists());
 
     let o = p.uninstall(Some("asmith"), &[]);
-    o.exits_0_saying(&[
-        "done: oyster is uninstalled.",
-        "kept asmith's Oysterun config",
-    ]);
+    o.exits_0_saying(&["done: oyster is uninstalled.", "kept asmith's Oysterun config"]);
     let uid = p.account("asmith").uid;
     for job in ["com.oysterun.host", "com.oysterun.host.dev"] {
         assert!(
-            o.calls
-                .contains(&format!("launchctl bootout gui/{uid}/{job} as=root")),
+            o.calls.contains(&format!("launchctl bootout gui/{uid}/{job} as=root")),
             "{:#?}",
             o.calls
         );
     }
-    assert!(!o
-        .calls
-        .iter()
-        .any(|c| c.contains("legacy") && c.starts_with("launchctl")));
+    assert!(!o.calls.iter().any(|c| c.contains("legacy") && c.starts_with("launchctl")));
     assert!(!prod.exists() && !dev.exists(), "{}", o.out);
-    assert!(
-        theirs.exists() && o.out.contains("another installer wrote it"),
-        "{}",
-        o.out
-    );
+    assert!(theirs.exists() && o.out.contains("another installer wrote it"), "{}", o.out);
     assert!(config.exists(), "the user's config stays");
     for rel in PKG_FILES {
         let path = p.sys.join(rel);
@@ -64,11 +49,7 @@ fn oyster_uninstall_boots_out_every_stack_removes_the_payload_and_forgets_the_re
             assert!(path.is_dir(), "a directory ({rel}) was removed");
         }
     }
-    let pkgutil: Vec<&String> = o
-        .calls
-        .iter()
-        .filter(|c| c.starts_with("pkgutil"))
-        .collect();
+    let pkgutil: Vec<&String> = o.calls.iter().filter(|c| c.starts_with("pkgutil")).collect();
     assert_eq!(
         pkgutil,
         [
@@ -80,12 +61,7 @@ fn oyster_uninstall_boots_out_every_stack_removes_the_payload_and_forgets_the_re
     // Again: nothing left to remove, and pkgutil no longer knows the package: named, exit 1.
     let o = p.uninstall(Some("asmith"), &[]);
     assert_eq!(o.code, 1, "{}", o.out);
-    assert!(
-        o.out
-            .contains("pkgutil knows no package com.oysterun.oyster"),
-        "{}",
-        o.out
-    );
+    assert!(o.out.contains("pkgutil knows no package com.oysterun.oyster"), "{}", o.out);
 }
 
 #[test]
@@ -95,11 +71,7 @@ fn oyster_uninstall_with_nobody_logged_in_still_removes_the_payload() {
     let prod = p.agent_running("alice", "com.oysterun.host", "/usr/local/bin/oyster");
     // Not loaded (bootout fails): the plist goes anyway.
     let o = p.uninstall(None, &[("FAKE_BOOTOUT_EXIT", "3")]);
-    o.exits_0_saying(&[
-        "nobody is logged in",
-        "oyster agent uninstall --all",
-        "done",
-    ]);
+    o.exits_0_saying(&["nobody is logged in", "oyster agent uninstall --all", "done"]);
     assert!(prod.exists(), "another user's agent is theirs");
     assert!(!p.sys.join("usr/local/bin/oyster").exists());
     let o = {

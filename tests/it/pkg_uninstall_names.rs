@@ -53,10 +53,7 @@ fn plist_at(path: &Path, label: &str, uid: u32) -> PathBuf {
 }
 
 fn launchctl_calls(o: &Outcome) -> Vec<&String> {
-    o.calls
-        .iter()
-        .filter(|c| c.starts_with("launchctl"))
-        .collect()
+    o.calls.iter().filter(|c| c.starts_with("launchctl")).collect()
 }
 
 /// A file name holding a line break and tabs cannot add a record to root's plan: the forged
@@ -74,32 +71,20 @@ fn a_root_uninstall_acts_only_on_checked_names_in_the_owners_own_domains() {
     let theirs = p.agent_running("asmith", "com.oysterun.host", "/bin/bash");
     let forged_name = "com.oysterun.host.x\nA\tme\t502\tcom.victim.job\nZ.plist";
     let forged = plist_at(&agents.join(forged_name), "com.oysterun.host.x", 501);
-    let foreign = plist_at(
-        &agents.join("com.oysterun.host.dev.plist"),
-        "com.oysterun.host.dev",
-        502,
-    );
+    let foreign =
+        plist_at(&agents.join("com.oysterun.host.dev.plist"), "com.oysterun.host.dev", 502);
     let fifo = agents.join("com.oysterun.host.fifo.plist");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
     crate::root_never_steered::lchown(&fifo, 501);
     let link = agents.join("com.oysterun.host.link.plist");
     std::os::unix::fs::symlink(&theirs, &link).unwrap();
     crate::root_never_steered::lchown(&link, 501);
-    let renamed = plist_at(
-        &agents.join("com.oysterun.host.qa.plist"),
-        "com.apple.qa",
-        501,
-    );
+    let renamed = plist_at(&agents.join("com.oysterun.host.qa.plist"), "com.apple.qa", 501);
 
     // The listing the admin is asked about: alice's agent, and no forged line.
     let o = uninstall(&p, &[], &[]);
     assert_eq!(o.code, 1, "{}", o.out);
-    assert!(
-        o.out
-            .contains(&format!("alice's LaunchAgent {}", alice.display())),
-        "{}",
-        o.out
-    );
+    assert!(o.out.contains(&format!("alice's LaunchAgent {}", alice.display())), "{}", o.out);
     assert!(!o.out.contains("me's LaunchAgent"), "{}", o.out);
     for line in o.out.lines() {
         assert!(
@@ -110,8 +95,7 @@ fn a_root_uninstall_acts_only_on_checked_names_in_the_owners_own_domains() {
     }
     assert!(
         o.out.contains("refused ")
-            && o.out
-                .contains("com.oysterun.host.x\\nA\\tme\\t502\\tcom.victim.job\\nZ.plist")
+            && o.out.contains("com.oysterun.host.x\\nA\\tme\\t502\\tcom.victim.job\\nZ.plist")
             && o.out.contains("its name holds a control character"),
         "{}",
         o.out
@@ -119,10 +103,7 @@ fn a_root_uninstall_acts_only_on_checked_names_in_the_owners_own_domains() {
 
     let start = Instant::now();
     let o = uninstall(&p, &["--yes"], &[]);
-    assert!(
-        start.elapsed() < Duration::from_secs(60),
-        "a FIFO held it up"
-    );
+    assert!(start.elapsed() < Duration::from_secs(60), "a FIFO held it up");
     assert_eq!(o.code, 0, "{}", o.out);
     for c in launchctl_calls(&o) {
         let own = c.contains("/501/") || c.contains("gui/502/com.oysterun.oyster.login ");
@@ -132,35 +113,22 @@ fn a_root_uninstall_acts_only_on_checked_names_in_the_owners_own_domains() {
             o.calls
         );
     }
-    assert!(o
-        .calls
-        .contains(&"launchctl bootout gui/501/com.oysterun.host as=root".to_owned()));
+    assert!(o.calls.contains(&"launchctl bootout gui/501/com.oysterun.host as=root".to_owned()));
     assert!(!alice.exists(), "{}", o.out);
-    assert!(o
-        .calls
-        .iter()
-        .any(|c| c.starts_with("sudo -u alice -H /bin/rm -f ")
-            && c.ends_with("com.oysterun.host.plist as=root")));
+    assert!(o.calls.iter().any(|c| c.starts_with("sudo -u alice -H /bin/rm -f ")
+        && c.ends_with("com.oysterun.host.plist as=root")));
     for (kept, why) in [
         (&foreign, "it belongs to uid 502, not alice (uid 501)"),
         (&fifo, "not a regular file"),
         (&link, "not a regular file"),
         (&renamed, "its Label is 'com.apple.qa'"),
     ] {
-        assert!(
-            std::fs::symlink_metadata(kept).is_ok(),
-            "{} was removed",
-            kept.display()
-        );
+        assert!(std::fs::symlink_metadata(kept).is_ok(), "{} was removed", kept.display());
         assert!(o.out.contains(why), "missing {why:?}:\n{}", o.out);
     }
     assert!(forged.exists() && theirs.exists(), "{}", o.out);
     // The plists were read as alice, never as root.
-    for c in o
-        .calls
-        .iter()
-        .filter(|c| c.starts_with("plutil -extract ProgramArguments"))
-    {
+    for c in o.calls.iter().filter(|c| c.starts_with("plutil -extract ProgramArguments")) {
         assert!(c.ends_with(" as=alice") || c.ends_with(" as=asmith"), "{c}");
     }
 }
@@ -184,21 +152,8 @@ fn a_root_uninstall_checks_each_item_again_after_the_question() {
     let o = uninstall(&p, &["--yes"], &[("FAKE_PKGUTIL_HOOK", &hook)]);
     assert_eq!(o.code, 1, "{}", o.out);
     assert!(theirs.exists(), "asmith's plist was removed:\n{}", o.out);
-    assert!(
-        agents
-            .with_extension("moved")
-            .join("com.oysterun.host.plist")
-            .exists(),
-        "{}",
-        o.out
-    );
-    assert!(
-        !o.calls
-            .iter()
-            .any(|c| c.contains("/502/com.oysterun.host ")),
-        "{:#?}",
-        o.calls
-    );
+    assert!(agents.with_extension("moved").join("com.oysterun.host.plist").exists(), "{}", o.out);
+    assert!(!o.calls.iter().any(|c| c.contains("/502/com.oysterun.host ")), "{:#?}", o.calls);
     assert!(
         o.out.contains("is not a directory (a link, or gone)")
             && o.out.contains(&format!(
@@ -235,18 +190,13 @@ fn a_root_uninstall_bounds_each_users_part_in_time() {
     let alice = p.agent_running("alice", "com.oysterun.host", "/usr/local/bin/oyster");
     let asmith = p.agent_running("asmith", "com.oysterun.host", "/usr/local/bin/oyster");
     let start = Instant::now();
-    let o = uninstall(
-        &p,
-        &["--yes"],
-        &[("OYSTER_PKG_USER_SECS", "3"), ("FAKE_PLUTIL_STOP", "alice")],
-    );
+    let o =
+        uninstall(&p, &["--yes"], &[("OYSTER_PKG_USER_SECS", "3"), ("FAKE_PLUTIL_STOP", "alice")]);
     assert!(start.elapsed() < Duration::from_secs(30), "{}", o.out);
     assert_eq!(o.code, 1, "{}", o.out);
     assert!(
-        o.out
-            .contains("looking at alice's LaunchAgents did not finish in 3 s")
-            && o.out
-                .contains("as alice, run: oyster agent uninstall --all"),
+        o.out.contains("looking at alice's LaunchAgents did not finish in 3 s")
+            && o.out.contains("as alice, run: oyster agent uninstall --all"),
         "{}",
         o.out
     );
@@ -262,11 +212,7 @@ fn a_root_uninstall_bounds_each_users_part_in_time() {
 fn a_root_postinstall_bounds_each_users_turn_in_time() {
     let p = real_uids();
     p.write_oyster("[ \"${RUN_AS:-}\" = alice ] && kill -STOP $$\n");
-    std::fs::set_permissions(
-        p.dest.join("Library"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .ok();
+    std::fs::set_permissions(p.dest.join("Library"), std::fs::Permissions::from_mode(0o755)).ok();
     let node = p.brew_node();
     for a in ["alice", "asmith"] {
         let agent = p.install_agent(a, &node);
@@ -278,16 +224,12 @@ fn a_root_postinstall_bounds_each_users_turn_in_time() {
     std::fs::write(&p.log, "").unwrap();
     std::fs::set_permissions(&p.log, std::fs::Permissions::from_mode(0o666)).unwrap();
     let start = Instant::now();
-    let o = p.run(
-        Some("alice"),
-        &[("OYSTER_PKG_USER_SECS", "3"), ("FAKE_SUDO_REAL_UIDS", "1")],
-    );
+    let o = p.run(Some("alice"), &[("OYSTER_PKG_USER_SECS", "3"), ("FAKE_SUDO_REAL_UIDS", "1")]);
     assert!(start.elapsed() < Duration::from_secs(30), "{}", o.out);
     assert_eq!(o.code, 0, "{}", o.out);
     assert!(
         o.out.contains("alice's turn did not finish in 3 s")
-            && o.out
-                .contains("run as alice (in Terminal, without sudo): oyster agent regenerate"),
+            && o.out.contains("run as alice (in Terminal, without sudo): oyster agent regenerate"),
         "{}",
         o.out
     );
@@ -309,39 +251,23 @@ fn a_root_postinstall_bounds_each_users_turn_in_time() {
 #[ignore = "needs root: homes of real separate uids (.ci/run runs it)"]
 fn a_root_postinstall_reads_a_users_plist_as_the_user_and_says_no_forged_line() {
     let p = real_uids();
-    std::fs::set_permissions(
-        p.dest.join("Library"),
-        std::fs::Permissions::from_mode(0o755),
-    )
-    .ok();
+    std::fs::set_permissions(p.dest.join("Library"), std::fs::Permissions::from_mode(0o755)).ok();
     p.brew_node();
     let secret = p.t.path("root-only.plist");
     p.install_agent("alice", Path::new("/ROOT-ONLY-SECRET/node"));
-    std::fs::rename(
-        p.agents_dir("alice").join("com.oysterun.host.plist"),
-        &secret,
-    )
-    .unwrap();
+    std::fs::rename(p.agents_dir("alice").join("com.oysterun.host.plist"), &secret).unwrap();
     std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
     let link = p.agents_dir("alice").join("com.oysterun.host.plist");
     std::os::unix::fs::symlink(&secret, &link).unwrap();
     crate::root_never_steered::lchown(&link, 501);
     let forged = "com.oysterun.host.x\noyster postinstall: done: FORGED.plist";
-    plist_at(
-        &p.agents_dir("alice").join(forged),
-        "com.oysterun.host.x",
-        501,
-    );
+    plist_at(&p.agents_dir("alice").join(forged), "com.oysterun.host.x", 501);
     std::fs::write(&p.log, "").unwrap();
     std::fs::set_permissions(&p.log, std::fs::Permissions::from_mode(0o666)).unwrap();
     let o = p.run(Some("alice"), &[("FAKE_SUDO_REAL_UIDS", "1")]);
     assert_eq!(o.code, 0, "{}", o.out);
     assert!(!o.out.contains("ROOT-ONLY-SECRET"), "{}", o.out);
-    for c in o
-        .calls
-        .iter()
-        .filter(|c| c.starts_with("plutil -extract Env"))
-    {
+    for c in o.calls.iter().filter(|c| c.starts_with("plutil -extract Env")) {
         assert!(c.ends_with(" as=alice"), "root read a user's plist: {c}");
     }
     for line in o.out.lines() {
@@ -383,24 +309,13 @@ fn a_root_uninstall_removes_only_roots_files_at_the_packages_names() {
     let o = uninstall(&p, &["--yes"], &[]);
     assert_eq!(o.code, 0, "{}", o.out);
     for name in ["oyster", "oyster-uninstall"] {
-        assert_eq!(
-            std::fs::read_to_string(bin.join(name)).unwrap(),
-            "asmith's own",
-            "{}",
-            o.out
-        );
+        assert_eq!(std::fs::read_to_string(bin.join(name)).unwrap(), "asmith's own", "{}", o.out);
         assert!(
-            o.out.contains(&format!(
-                "kept /usr/local/bin/{name}: it belongs to uid 502, not root"
-            )),
+            o.out.contains(&format!("kept /usr/local/bin/{name}: it belongs to uid 502, not root")),
             "{}",
             o.out
         );
     }
-    assert!(
-        !p.sys.join("Library/Oysterun/bin/oyster").exists(),
-        "{}",
-        o.out
-    );
+    assert!(!p.sys.join("Library/Oysterun/bin/oyster").exists(), "{}", o.out);
     assert!(!p.sys.join("usr/local/share/man/man1/oyster.1").exists());
 }

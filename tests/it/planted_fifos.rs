@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::common::{free_port, real_node, Run, TestContext};
+use crate::common::has_all;
+use crate::common::{args, free_port, Run, TestContext};
 
 const STACK: &str = "ff";
 
@@ -22,13 +23,7 @@ fn run_dir(t: &TestContext) -> PathBuf {
 
 /// Runs oyster, failing the test (and killing it) if it has not finished within 60 s.
 fn bounded(t: &TestContext, args: &[String]) -> Run {
-    let mut child = t
-        .cmd()
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = t.spawn(args, Stdio::inherit(), Stdio::piped(), Stdio::piped());
     let t0 = Instant::now();
     while child.try_wait().unwrap().is_none() {
         if t0.elapsed() > Duration::from_secs(60) {
@@ -46,33 +41,16 @@ fn bounded(t: &TestContext, args: &[String]) -> Run {
 }
 
 fn agent(root: &Path, port: u16, verb: &str) -> Vec<String> {
-    let mut a: Vec<String> = ["agent", verb, "--stack", STACK].map(String::from).to_vec();
-    if !["stop", "uninstall"].contains(&verb) {
-        a.extend(
-            [
-                "--root",
-                root.to_str().unwrap(),
-                "--node-bin",
-                real_node().to_str().unwrap(),
-                "--port",
-                &port.to_string(),
-                "--wait",
-                "10",
-                "--settle-ms",
-                "200",
-            ]
-            .map(String::from),
-        );
+    let a = args(&["agent", verb]).stack(STACK);
+    if ["stop", "uninstall"].contains(&verb) {
+        return a.into();
     }
-    a
+    a.host(root).port(port).wait(10, 200).into()
 }
 
 #[test]
 fn a_fifo_at_the_node_version_cache_hangs_no_install_regenerate_or_restart() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    let root = t.fixture_root("root");
-    let port = free_port();
+    let (t, root, port) = TestContext::sim_root();
     let cache = run_dir(&t).join("node-version.cache");
     mkfifo(&cache);
     for verb in ["install", "regenerate", "restart"] {
@@ -84,21 +62,14 @@ fn a_fifo_at_the_node_version_cache_hangs_no_install_regenerate_or_restart() {
 
 #[test]
 fn a_fifo_at_the_pid_file_hangs_neither_agent_stop_nor_uninstall() {
-    let mut t = TestContext::new();
-    t.use_sim();
-    let root = t.fixture_root("root");
-    let port = free_port();
-    let plist = t
-        .home
-        .join("Library/LaunchAgents/com.oysterun.host.ff.plist");
+    let (t, root, port) = TestContext::sim_root();
+    let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.ff.plist");
     let pid_file = run_dir(&t).join("oysterun-host-ff.pid");
     bounded(&t, &agent(&root, port, "install")).ok();
     mkfifo(&pid_file);
     bounded(&t, &agent(&root, port, "stop")).ok();
     assert!(plist.exists(), "stop keeps the plist");
-    let st = t
-        .run(["agent", "status", "--stack", STACK, "--json"])
-        .json();
+    let st = t.run(["agent", "status", "--stack", STACK, "--json"]).json();
     assert_eq!(st["summary"], "stopped", "{st}");
     mkfifo(&pid_file);
     bounded(&t, &agent(&root, port, "uninstall")).ok();
@@ -109,11 +80,7 @@ fn a_fifo_at_the_pid_file_hangs_neither_agent_stop_nor_uninstall() {
 fn fifos_at_the_identity_files_hang_neither_host_status_nor_host_stop() {
     let t = TestContext::new();
     let run = t.home.join(".oysterun/run");
-    for name in [
-        "oysterun-host.pid",
-        "oysterun-host.origin.tsv",
-        "oyster-exec.json",
-    ] {
+    for name in ["oysterun-host.pid", "oysterun-host.origin.tsv", "oyster-exec.json"] {
         let f = run.join(name);
         mkfifo(&f);
         for verb in ["status", "stop"] {
@@ -122,7 +89,7 @@ fn fifos_at_the_identity_files_hang_neither_host_status_nor_host_stop() {
                 // The pid file itself is refused, naming it, as every special file is.
                 let e = r.stderr();
                 assert_eq!(r.code(), 2, "{e}");
-                assert!(e.contains("FIFO") && e.contains(name), "{e}");
+                has_all(&e, &["FIFO", name]);
             }
         }
         std::fs::remove_file(&f).unwrap();
@@ -137,37 +104,19 @@ fn a_fifo_at_a_lock_file_is_refused_naming_it_never_waited_on() {
     mkfifo(&lock);
     let r = bounded(
         &t,
-        &[
-            "host",
-            "start",
-            "--stack",
-            STACK,
-            "--root",
-            root.to_str().unwrap(),
-            "--node-bin",
-            real_node().to_str().unwrap(),
-            "--port",
-            &free_port().to_string(),
-        ]
-        .map(String::from),
+        &Vec::from(args(&["host", "start"]).stack(STACK).host(&root).port(free_port())),
     );
     let e = r.stderr();
     assert_eq!(r.code(), 2, "{e}");
-    assert!(
-        e.contains("com.oysterun.host.ff.lock") && e.contains("FIFO"),
-        "{e}"
-    );
+    has_all(&e, &["com.oysterun.host.ff.lock", "FIFO"]);
     assert!(t.own_processes().is_empty(), "nothing was started");
 
     let config_lock = t.home.join(".oysterun/config.json.lock");
     mkfifo(&config_lock);
     let id = crate::common::provider_ids()[0].clone();
-    let r = bounded(
-        &t,
-        &["providers", "set", &id, "/opt/tools/bin/tool"].map(String::from),
-    );
+    let r = bounded(&t, &["providers", "set", &id, "/opt/tools/bin/tool"].map(String::from));
     let e = r.stderr();
     assert_eq!(r.code(), 2, "{e}");
-    assert!(e.contains("config.json.lock") && e.contains("FIFO"), "{e}");
+    has_all(&e, &["config.json.lock", "FIFO"]);
     assert!(!t.home.join(".oysterun/config.json").exists());
 }

@@ -8,11 +8,8 @@ use crate::common::{self, free_port, TestContext};
 fn loaded_without_its_plist() -> (TestContext, std::path::PathBuf, u16) {
     let t = TestContext::with_pinned_host();
     let port = free_port();
-    t.run(common::args(&["install", "dev"]).port(port).settle(200))
-        .ok();
-    let plist = t
-        .home
-        .join("Library/LaunchAgents/com.oysterun.host.dev.plist");
+    t.install("dev", port);
+    let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.dev.plist");
     std::fs::remove_file(&plist).unwrap();
     (t, plist, port)
 }
@@ -35,16 +32,9 @@ fn doctor_fails_naming_the_deleted_plist_and_the_fix() {
         "`oyster restart dev` writes the plist again and restarts the Host (or `oyster stop dev` stops it for good)"
     );
     let st = t.run(["status", "dev", "--json"]).json();
-    assert!(
-        st["notes"]
-            .to_string()
-            .contains("was deleted while the job is loaded"),
-        "{st}"
-    );
+    assert!(st["notes"].to_string().contains("was deleted while the job is loaded"), "{st}");
     // `host stop` says `stop`, and `stop` does it (no loop between them).
-    t.run(["host", "stop", "dev"])
-        .fails_with(1)
-        .stderr_has("`oyster stop dev` stops it");
+    t.run(["host", "stop", "dev"]).fails_with(1).stderr_has("`oyster stop dev` stops it");
     let r = t.run(["stop", "dev"]).ok();
     r.stdout_has("Stopped com.oysterun.host.dev (pid");
     r.stdout_has("was already deleted; `oyster install dev` writes it again and starts it.");
@@ -65,9 +55,7 @@ fn doctor_fails_naming_the_deleted_plist_and_the_fix() {
         .unwrap()
         .to_owned();
     let words: Vec<&str> = named.split_whitespace().collect();
-    t.run(common::args(&words).settle(200))
-        .ok()
-        .stdout_has("Host verified");
+    t.run(common::args(&words).settle(200)).ok().stdout_has("Host verified");
     assert!(plist.exists());
     t.run(["uninstall", "dev"]).ok();
     t.wait_no_processes();
@@ -76,15 +64,11 @@ fn doctor_fails_naming_the_deleted_plist_and_the_fix() {
 #[test]
 fn restart_and_start_write_the_deleted_plist_again() {
     let (t, plist, port) = loaded_without_its_plist();
-    t.run(common::args(&["restart", "dev"]).settle(200))
-        .ok()
-        .stdout_has("Host verified");
+    t.run(common::args(&["restart", "dev"]).settle(200)).ok().stdout_has("Host verified");
     assert!(plist.exists(), "restart wrote the plist again");
     assert_eq!(common::get(port, "/health"), 200);
     std::fs::remove_file(&plist).unwrap();
-    t.run(common::args(&["start", "dev"]).settle(200))
-        .ok()
-        .stdout_has("Host verified");
+    t.run(common::args(&["start", "dev"]).settle(200)).ok().stdout_has("Host verified");
     assert!(plist.exists(), "start wrote the plist again");
     let doc = t.run(["doctor", "dev", "--json"]).json();
     assert_eq!(common::doctor_check(&doc, "plist")["status"], "ok");

@@ -4,17 +4,11 @@
 use std::path::Path;
 
 use crate::common::{args, fixture_root_at, free_port, real_node, Run, TestContext};
+use crate::common::{has_all, has_none};
 
 /// `agent install --stack pv` of `root` with `node`, verified for 10 s, settling 200 ms.
 fn install_with(t: &TestContext, root: &Path, node: &Path, port: u16) -> Run {
-    t.run(
-        args(&["agent", "install"])
-            .stack("pv")
-            .root(root)
-            .node(node)
-            .port(port)
-            .wait(10, 200),
-    )
+    t.run(args(&["agent", "install"]).stack("pv").root(root).node(node).port(port).wait(10, 200))
 }
 
 fn install(t: &TestContext, root: &Path, port: u16) -> Run {
@@ -28,10 +22,12 @@ fn a_root_in_documents_is_named_with_the_setting_to_change_and_doctor_checks_it(
     let root = fixture_root_at(&t.home.join("Documents/oysterun"));
     let r = install(&t, &root, free_port()).ok();
     let e = r.stderr();
-    assert!(
-        e.contains("warning: the Oysterun root ~/Documents/oysterun lies in the Documents folder")
-            && e.contains("move it out (e.g. a checkout to ~/oysterun): that is the lasting fix"),
-        "{e}"
+    has_all(
+        &e,
+        &[
+            "warning: the Oysterun root ~/Documents/oysterun lies in the Documents folder",
+            "move it out (e.g. a checkout to ~/oysterun): that is the lasting fix",
+        ],
     );
     // The grant names the program that asks (Node, resolved), the one place a user can add
     // it (Full Disk Access → +), and that an upgrade loses it (issue 29 item 4); and oyster
@@ -40,48 +36,34 @@ fn a_root_in_documents_is_named_with_the_setting_to_change_and_doctor_checks_it(
     // 39 item 5).
     let node = std::fs::canonicalize(real_node()).unwrap();
     let oyster = std::fs::canonicalize(crate::common::BIN).unwrap();
-    assert!(
-        e.contains(&format!("Node ({};", node.display()))
-            && e.contains("System Settings → Privacy & Security → Full Disk Access → +")
-            && e.contains("again after every Node upgrade")
-            && e.contains(&format!(
+    has_all(
+        &e,
+        &[
+            &format!("Node ({};", node.display()),
+            "System Settings → Privacy & Security → Full Disk Access → +",
+            "again after every Node upgrade",
+            &format!(
                 "and oyster ({}), whose launch program runs Oysterun's dashboard-credentials step",
                 oyster.display()
-            ))
-            && e.contains("with only Node granted it fails with \"Operation not permitted\"")
-            && e.contains("again after every oyster upgrade")
-            && !e.contains("Files and Folders"),
-        "{e}"
-    );
-    if cfg!(not(target_os = "macos")) {
-        assert!(
-            e.contains(
-                "its signature could not be read: there are no code signatures to read off macOS"
             ),
-            "{e}"
+            "with only Node granted it fails with \"Operation not permitted\"",
+            "again after every oyster upgrade",
+        ],
+    );
+    has_none(&e, &["Files and Folders"]);
+    if cfg!(not(target_os = "macos")) {
+        has_all(
+            &e,
+            &["its signature could not be read: there are no code signatures to read off macOS"],
         );
     }
-    assert_eq!(
-        e.matches("lies in the Documents folder").count(),
-        1,
-        "said once: {e}"
-    );
+    assert_eq!(e.matches("lies in the Documents folder").count(), 1, "said once: {e}");
     let doc = t.run(["doctor", "--stack", "pv", "--json"]).json();
-    let rows: Vec<&serde_json::Value> = doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["check"] == "privacy")
-        .collect();
+    let rows: Vec<&serde_json::Value> =
+        doc["checks"].as_array().unwrap().iter().filter(|c| c["check"] == "privacy").collect();
     assert_eq!(rows.len(), 1, "{doc}");
     assert_eq!(rows[0]["status"], "warn");
-    assert!(
-        rows[0]["detail"]
-            .as_str()
-            .unwrap()
-            .contains(&root.display().to_string()),
-        "{doc}"
-    );
+    assert!(rows[0]["detail"].as_str().unwrap().contains(&root.display().to_string()), "{doc}");
     t.run(["agent", "uninstall", "--stack", "pv"]).ok();
 
     // The same checkout outside the protected folders: nothing said.
@@ -89,14 +71,7 @@ fn a_root_in_documents_is_named_with_the_setting_to_change_and_doctor_checks_it(
     let r = install(&t, &elsewhere, free_port()).ok();
     assert!(!r.stderr().contains("Privacy"), "{}", r.stderr());
     let doc = t.run(["doctor", "--stack", "pv", "--json"]).json();
-    assert!(
-        !doc["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|c| c["check"] == "privacy"),
-        "{doc}"
-    );
+    assert!(!doc["checks"].as_array().unwrap().iter().any(|c| c["check"] == "privacy"), "{doc}");
 }
 
 /// Issue 29 item 4: a Full Disk Access grant is given to one Node binary; Homebrew's
@@ -114,11 +89,8 @@ fn doctor_notices_that_the_pinned_node_changed_since_the_last_verified_start() {
         let dir = cellar.join(v);
         std::fs::create_dir_all(&dir).unwrap();
         let node = dir.join("node");
-        std::fs::write(
-            &node,
-            format!("#!/bin/sh\nexec {} \"$@\"\n", real_node().display()),
-        )
-        .unwrap();
+        std::fs::write(&node, format!("#!/bin/sh\nexec {} \"$@\"\n", real_node().display()))
+            .unwrap();
         std::fs::set_permissions(&node, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     let bin = t.path("bin");
@@ -142,10 +114,7 @@ fn doctor_notices_that_the_pinned_node_changed_since_the_last_verified_start() {
     std::os::unix::fs::symlink(cellar.join("2/node"), bin.join("node")).unwrap();
     let rows = changed(&t);
     assert_eq!(rows.len(), 1, "{rows:?}");
-    assert!(
-        rows[0].contains(&format!("now {}", cellar.join("2/node").display())),
-        "{rows:?}"
-    );
+    assert!(rows[0].contains(&format!("now {}", cellar.join("2/node").display())), "{rows:?}");
     t.run(["agent", "uninstall", "--stack", "pv"]).ok();
     t.wait_no_processes();
 }

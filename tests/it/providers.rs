@@ -40,10 +40,7 @@ fn steps_win_in_contract_order() {
     assert_eq!(resolve_one(&t, P)["resolved"], json!(bin5));
     let on_path = t.fake_exe(&path_dir.join(P));
     let row = resolve_one(&t, P);
-    assert_eq!(
-        (row["resolved"].clone(), row["source"].clone()),
-        (json!(on_path), json!("path"))
-    );
+    assert_eq!((row["resolved"].clone(), row["source"].clone()), (json!(on_path), json!("path")));
     // Step 1: an executable configured command beats everything, under auto too.
     let configured = t.fake_exe(&t.path("custom/my-claude"));
     t.write_config(&format!(
@@ -77,13 +74,8 @@ fn make_bad(t: &TestContext, kind: &str, path: &PathBuf) {
     }
 }
 
-const BAD: [&str; 5] = [
-    "directory",
-    "broken symlink",
-    "symlink loop",
-    "not executable",
-    "symlink to a directory",
-];
+const BAD: [&str; 5] =
+    ["directory", "broken symlink", "symlink loop", "not executable", "symlink to a directory"];
 
 #[test]
 fn bad_candidates_are_skipped_at_every_step() {
@@ -104,10 +96,7 @@ fn bad_candidates_are_skipped_at_every_step() {
         let row = resolve_one(&t, P);
         assert_eq!(row["resolved"], json!(null), "{kind}");
         assert_eq!(row["state"], "unavailable", "{kind}");
-        assert!(
-            row["reason"].as_str().unwrap().contains("not found"),
-            "{kind}: {row}"
-        );
+        assert!(row["reason"].as_str().unwrap().contains("not found"), "{kind}: {row}");
 
         // Step 1 (manual) bad: unavailable with the reason and the fix, never replaced by the
         // good binary discovery finds on PATH, neither in the answer nor in the config.
@@ -133,20 +122,13 @@ fn bad_candidates_are_skipped_at_every_step() {
         t.run(["config", "sync"]).ok();
         let saved = t.read_config();
         assert_eq!(
-            (
-                &saved["claude_command"],
-                &saved["provider_command_intent"]["claude"]
-            ),
+            (&saved["claude_command"], &saved["provider_command_intent"]["claude"]),
             (&json!(cfg), &json!("manual")),
             "{kind}: a sync keeps the manual command"
         );
         // The premise: handed back to discovery, that good binary is what it finds.
         t.run(["providers", "auto", P]).ok();
-        assert_eq!(
-            resolve_one(&t, P)["resolved"],
-            json!(good_on_path),
-            "{kind}"
-        );
+        assert_eq!(resolve_one(&t, P)["resolved"], json!(good_on_path), "{kind}");
         t.assert_nothing_executed();
     }
 }
@@ -160,11 +142,7 @@ fn a_symlink_is_kept_as_the_link_path_not_its_target() {
     symlink(&real, link_dir.join(P)).unwrap();
     t.path_dirs.push(t.path("prefix/./bin/../bin"));
     let row = resolve_one(&t, P);
-    assert_eq!(
-        row["resolved"],
-        json!(link_dir.join(P)),
-        "normalized link path"
-    );
+    assert_eq!(row["resolved"], json!(link_dir.join(P)), "normalized link path");
     t.run(["config", "sync"]).ok();
     assert_eq!(t.read_config()["claude_command"], json!(link_dir.join(P)));
 }
@@ -176,14 +154,8 @@ fn relative_and_empty_path_entries_are_never_the_working_directory() {
     t.fake_exe(&t.path(P));
     t.fake_exe(&t.path("rel").join(P));
     let mut c = t.cmd();
-    c.env(
-        "PATH",
-        format!("::rel:.:./rel:{}", t.path("empty").display()),
-    );
-    let out = c
-        .args(["providers", "resolve", P, "--json"])
-        .output()
-        .unwrap();
+    c.env("PATH", format!("::rel:.:./rel:{}", t.path("empty").display()));
+    let out = c.args(["providers", "resolve", P, "--json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["providers"][0]["resolved"], json!(null), "{v}");
     t.path_dirs.clear();
@@ -217,10 +189,7 @@ fn intent_table_auto_manual_disabled() {
     t.run(["config", "sync"]).ok();
     let cfg = t.read_config();
     assert_eq!(cfg["claude_command"], json!(found));
-    assert_eq!(
-        cfg["provider_command_intent"],
-        json!({"claude": "auto", "codex": "auto"})
-    );
+    assert_eq!(cfg["provider_command_intent"], json!({"claude": "auto", "codex": "auto"}));
     // auto, not found: unavailable but not disabled, and nothing written over.
     assert_eq!(cfg.get("codex_command"), None);
     let row = resolve_one(&t, Q);
@@ -269,10 +238,7 @@ fn set_expands_home_normalizes_and_refuses_bare_or_relative() {
     assert_eq!(std::fs::read(t.config_path()).unwrap(), before);
     // Blank (spaces) disables.
     t.run(["providers", "set", Q, "   "]).ok();
-    assert_eq!(
-        t.read_config()["provider_command_intent"]["codex"],
-        "disabled"
-    );
+    assert_eq!(t.read_config()["provider_command_intent"]["codex"], "disabled");
 }
 
 #[test]
@@ -284,11 +250,7 @@ fn status_prints_home_as_tilde_and_resolve_prints_real_paths() {
     assert_eq!(row["resolved"], json!(exe), "documents carry real paths");
     assert!(!status.stdout().contains('~'));
     assert_eq!(resolve_one(&t, P)["resolved"], json!(exe));
-    let human = t.run(["providers", "status"]).ok().stdout();
-    assert!(
-        human.contains("~/.local/bin/claude") && human.contains("available"),
-        "{human}"
-    );
+    t.run(["providers", "status"]).ok().stdout_has_all(&["~/.local/bin/claude", "available"]);
 }
 
 #[test]
@@ -302,8 +264,7 @@ fn set_says_whether_the_host_needs_a_refresh_and_warns_about_a_path_that_cannot_
     t.use_sim();
     t.pin_host_env();
     let port = crate::common::free_port().to_string();
-    t.run(args(&["agent", "install"]).port(&port).settle(200))
-        .ok();
+    t.run(args(&["agent", "install"]).port(&port).settle(200)).ok();
     // A new directory on the Host's PATH: the running Host must be refreshed, and it is said how.
     let exe = t.fake_exe(&t.path("tools/q"));
     let r = t.run(["providers", "set", Q, exe.to_str().unwrap()]).ok();
@@ -315,16 +276,10 @@ fn set_says_whether_the_host_needs_a_refresh_and_warns_about_a_path_that_cannot_
     assert!(!r.stdout().contains("regenerate"), "{}", r.stdout());
 
     // A path that does not exist, or a directory: saved as manual (seed 000), and warned.
-    for (bad, words) in [
-        (t.path("gone/q"), "does not exist"),
-        (t.path("tools"), "is a directory"),
-    ] {
+    for (bad, words) in [(t.path("gone/q"), "does not exist"), (t.path("tools"), "is a directory")]
+    {
         let r = t.run(["providers", "set", Q, bad.to_str().unwrap()]).ok();
-        let e = r.stderr();
-        assert!(
-            e.contains("warning:") && e.contains(words) && e.contains("saved"),
-            "{e}"
-        );
+        r.stderr_has_all(&["warning:", words, "saved"]);
         let v = t.read_config();
         assert_eq!(v["provider_command_intent"][Q], "manual");
         assert_eq!(v[format!("{Q}_command")], json!(bad));

@@ -2,18 +2,14 @@
 //! after a question naming what goes (`--yes` without a terminal, `--dry-run` names it), and a
 //! rolled-back first setup leaves no stack behind.
 
+use crate::common::has_all;
 use crate::common::{self, free_port, TestContext};
 
 /// `dev` installed and verified, with the Host's history beside its config (what a Host that
 /// ran leaves: `cleanup --purge` keeps such a stack).
 fn dev_with_history() -> TestContext {
     let t = TestContext::with_pinned_host();
-    t.run(
-        common::args(&["install", "dev"])
-            .port(free_port())
-            .settle(200),
-    )
-    .ok();
+    t.run(common::args(&["install", "dev"]).port(free_port()).settle(200)).ok();
     std::fs::write(t.stack_dir("dev").join("host/oysterun.sqlite"), b"history").unwrap();
     t
 }
@@ -21,9 +17,7 @@ fn dev_with_history() -> TestContext {
 #[test]
 fn purge_names_what_goes_and_needs_yes_without_a_terminal() {
     let t = dev_with_history();
-    let plist = t
-        .home
-        .join("Library/LaunchAgents/com.oysterun.host.dev.plist");
+    let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.dev.plist");
     let before = common::tree(&t.home);
     // Without a terminal and without --yes: refused, nothing changed.
     let r = t.run(["uninstall", "dev", "--purge"]).fails_with(2);
@@ -48,10 +42,7 @@ fn purge_names_what_goes_and_needs_yes_without_a_terminal() {
     r.stdout_has("only the stack's data goes.");
     r.stdout_has("Deleted ");
     assert!(!t.stack_dir("dev").exists());
-    assert!(
-        t.home.join("OysterunAgents/mine").is_dir(),
-        "the AgentFolder is the user's"
-    );
+    assert!(t.home.join("OysterunAgents/mine").is_dir(), "the AgentFolder is the user's");
     let list = t.run(["list", "--json"]).ok().json();
     assert!(!list.to_string().contains("\"dev\""), "{list}");
     t.wait_no_processes();
@@ -63,16 +54,9 @@ fn on_a_terminal_purge_asks_naming_the_files_and_no_keeps_everything() {
     let before = common::tree(&t.home);
     let r = t.pty(b"\r", ["uninstall", "dev", "--purge"]);
     let shown = r["output"].as_str().unwrap();
-    assert_eq!(
-        (r["prompted"].as_bool(), r["code"].as_i64()),
-        (Some(true), Some(0)),
-        "{shown}"
-    );
-    assert!(
-        shown.contains("oysterun.sqlite") && shown.contains("[y/N]"),
-        "{shown}"
-    );
-    assert!(shown.contains("Cancelled; nothing was changed."), "{shown}");
+    assert_eq!((r["prompted"].as_bool(), r["code"].as_i64()), (Some(true), Some(0)), "{shown}");
+    has_all(shown, &["oysterun.sqlite", "[y/N]"]);
+    has_all(shown, &["Cancelled; nothing was changed."]);
     assert_eq!(common::tree(&t.home), before, "Enter keeps everything");
     let r = t.pty(b"y\r", ["uninstall", "dev", "--purge"]);
     assert_eq!(r["code"], 0, "{r}");
@@ -86,16 +70,12 @@ fn a_rolled_back_first_setup_leaves_no_stack_behind() {
     TestContext::fixture_flag(&t.host_root(), "crash-on-start", "");
     let r = t
         .run(
-            common::args(&["setup", "qa", "--no-install-providers"])
-                .port(free_port())
-                .wait(3, 200),
+            common::args(&["setup", "qa", "--no-install-providers"]).port(free_port()).wait(3, 200),
         )
         .fails_with(1);
     r.stderr_has("removed the stack directory");
     assert!(!t.stack_dir("qa").exists());
     assert!(!t.home.join(".oysterun-stacks").exists());
-    t.run(["list"])
-        .ok()
-        .stdout_has("No Oysterun stack on this machine");
+    t.run(["list"]).ok().stdout_has("No Oysterun stack on this machine");
     t.wait_no_processes();
 }

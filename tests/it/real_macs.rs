@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::has_all;
 use crate::common::{doctor_check, Run, Stack};
 
 fn uid() -> u32 {
@@ -13,8 +14,7 @@ fn uid() -> u32 {
 /// A third-party agent plist (not oyster's) with `label`, written under the test's own
 /// directory, that launchd loads without running anything.
 fn foreign_plist(s: &Stack, label: &str) -> PathBuf {
-    let path =
-        s.t.path(&format!("{}.plist", label.replace(['/', ' '], "_")));
+    let path = s.t.path(&format!("{}.plist", label.replace(['/', ' '], "_")));
     let text = format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n<plist version=\"1.0\"><dict><key>Label</key><string>{label}</string><key>ProgramArguments</key><array><string>/bin/sleep</string><string>60</string></array></dict></plist>\n"
     );
@@ -36,12 +36,7 @@ fn done(s: &Stack) {
 }
 
 fn bootstrap_foreign(s: &Stack, plist: &Path) {
-    s.t.sim(&[
-        "bootstrap",
-        &format!("gui/{}", uid()),
-        plist.to_str().unwrap(),
-    ])
-    .ok();
+    s.t.sim(&["bootstrap", &format!("gui/{}", uid()), plist.to_str().unwrap()]).ok();
 }
 
 /// 29.7: a label with spaces (any string a third-party plist gives), Apple's
@@ -50,19 +45,13 @@ fn bootstrap_foreign(s: &Stack, plist: &Path) {
 /// the old parser one such row made the whole listing unreadable and `list` asked per stack.
 #[test]
 fn list_reads_a_domain_listing_with_rows_it_did_not_expect() {
-    let s = Stack::new("rows");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("rows");
     let agent = foreign_plist(&s, "com.example.my agent");
     bootstrap_foreign(&s, &agent);
     let rows = "     704      -     UIKitApplication:com.apple.Preferences[704b][rb-legacy]\n\
                 ???\n\
                        0      -\t";
-    let run = run_with(
-        &s,
-        &[("LAUNCHD_SIM_DOMAIN_EXTRA_ROWS", rows)],
-        &["list", "--json"],
-    )
-    .ok();
+    let run = run_with(&s, &[("LAUNCHD_SIM_DOMAIN_EXTRA_ROWS", rows)], &["list", "--json"]).ok();
     let list = run.json();
     let row = &list["stacks"][0];
     assert!(
@@ -77,16 +66,10 @@ fn list_reads_a_domain_listing_with_rows_it_did_not_expect() {
     // job is there, so that stack is asked for on its own, and still reported right.
     let label = format!("com.oysterun.host.{}", s.name);
     let odd = format!("??? {label} ???");
-    let list = run_with(
-        &s,
-        &[("LAUNCHD_SIM_DOMAIN_EXTRA_ROWS", &odd)],
-        &["list", "--json"],
-    )
-    .ok()
-    .json();
+    let list =
+        run_with(&s, &[("LAUNCHD_SIM_DOMAIN_EXTRA_ROWS", &odd)], &["list", "--json"]).ok().json();
     assert_eq!(list["stacks"][0]["summary"], "verified", "{list}");
-    s.t.sim(&["bootout", &format!("gui/{}/com.example.my agent", uid())])
-        .ok();
+    s.t.sim(&["bootout", &format!("gui/{}/com.example.my agent", uid())]).ok();
     done(&s);
 }
 
@@ -110,8 +93,8 @@ fn a_bootstrap_refused_with_5_names_its_cause_after_about_two_seconds() {
     let s = Stack::new("five");
     // No cause holds: launchd just said 5.
     let (e, took) = install_refused(&s, &[("LAUNCHD_SIM_FAIL_BOOTSTRAP", "5")]);
-    assert!(e.contains("exited 5"), "{e}");
-    assert!(e.contains("launchd refused it and gave no reason"), "{e}");
+    has_all(&e, &["exited 5"]);
+    has_all(&e, &["launchd refused it and gave no reason"]);
     assert!(e.contains("log show"), "the hint: {e}");
     assert!(
         took < std::time::Duration::from_secs(10),
@@ -119,25 +102,18 @@ fn a_bootstrap_refused_with_5_names_its_cause_after_about_two_seconds() {
     );
     // Disabled, and `enable` does not undo it (a profile holds the override).
     let label = format!("com.oysterun.host.{}", s.name);
-    s.t.sim(&["disable", &format!("gui/{}/{label}", uid())])
-        .ok();
+    s.t.sim(&["disable", &format!("gui/{}/{label}", uid())]).ok();
     let (e, _) = install_refused(&s, &[("LAUNCHD_SIM_ENABLE_IGNORED", "1")]);
-    assert!(e.contains("disabled (`launchctl print-disabled"), "{e}");
-    assert!(
-        e.contains(&format!("launchctl enable gui/{}/{label}", uid())),
-        "{e}"
-    );
+    has_all(&e, &["disabled (`launchctl print-disabled"]);
+    has_all(&e, &[&format!("launchctl enable gui/{}/{label}", uid())]);
     s.t.sim(&["enable", &format!("gui/{}/{label}", uid())]).ok();
     // The LaunchAgents directory writable by the group: launchd refuses what is in it.
     let dir = s.t.home.join("Library/LaunchAgents");
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o775)).unwrap();
     let (e, _) = install_refused(&s, &[("LAUNCHD_SIM_OWNERSHIP_CODE", "5")]);
-    assert!(
-        e.contains("has an owner or mode launchd refuses (owner uid"),
-        "{e}"
-    );
-    assert!(e.contains("chmod go-w ~/Library/LaunchAgents`"), "{e}");
+    has_all(&e, &["has an owner or mode launchd refuses (owner uid"]);
+    has_all(&e, &["chmod go-w ~/Library/LaunchAgents`"]);
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     // Nothing was left loaded or running by the refusals; a plain install works.
     s.t.run(s.args("install")).ok();
@@ -153,42 +129,24 @@ fn a_host_switched_off_in_login_items_is_named_at_once() {
     let label = format!("com.oysterun.host.{}", s.name);
     s.t.sim(&["login-item", &label, "off"]).ok();
     let (e, took) = install_refused(&s, &[]);
-    assert!(e.contains("System Settings → General → Login Items"), "{e}");
+    has_all(&e, &["System Settings → General → Login Items"]);
     assert!(e.contains("\"oyster\""), "names the item as listed: {e}");
-    assert!(
-        took < std::time::Duration::from_secs(5),
-        "retried before saying it: {took:?}\n{e}"
-    );
+    assert!(took < std::time::Duration::from_secs(5), "retried before saying it: {took:?}\n{e}");
     // The plist stays installed (written, not loaded): every command that reads the stack says
     // why it is not loaded, and where to switch it on.
     s.t.run(args_no_wait(&s, "regenerate")).ok();
     let st = s.status();
     assert_eq!(st["login_item"], "requires_approval", "{st}");
     assert!(st["notes"].to_string().contains("Login Items"), "{st}");
-    let human = s.t.run(["status", s.name]).stdout();
-    assert!(
-        human.contains("login:     switched off (requires approval) in Login Items"),
-        "{human}"
-    );
+    s.t.run(["status", s.name])
+        .stdout_has_all(&["login:     switched off (requires approval) in Login Items"]);
     let doc = s.t.run(["doctor", "--json", "--stack", s.name]).json();
     let row = doctor_check(&doc, "login items");
     assert_eq!(row["status"], "fail", "{row}");
-    assert!(
-        row["fix"]
-            .to_string()
-            .contains("System Settings → General → Login Items"),
-        "{row}"
-    );
-    let list = s.t.run(["list"]).stdout();
-    assert!(
-        list.contains("bg: the agent is switched off in System Settings"),
-        "{list}"
-    );
+    assert!(row["fix"].to_string().contains("System Settings → General → Login Items"), "{row}");
+    s.t.run(["list"]).stdout_has_all(&["bg: the agent is switched off in System Settings"]);
     let list = s.t.run(["list", "--json"]).json();
-    assert_eq!(
-        list["stacks"][0]["login_item"], "requires_approval",
-        "{list}"
-    );
+    assert_eq!(list["stacks"][0]["login_item"], "requires_approval", "{list}");
     // Switched on again: allowed, and it loads.
     s.t.sim(&["login-item", &label, "on"]).ok();
     s.t.run(s.args("install")).ok();
@@ -221,17 +179,8 @@ fn a_host_switched_off_in_login_items_is_named_at_once() {
         &["agent", "status", "--json", "--stack", s.name],
     );
     assert_eq!(r.json()["login_item"], "unknown");
-    let r = run_with(
-        &s,
-        &[("LAUNCHD_SIM_LOGIN_ITEMS", "unavailable")],
-        &["status", s.name],
-    );
-    assert!(
-        r.stdout()
-            .contains("login:     Login Items state unknown ("),
-        "{}",
-        r.stdout()
-    );
+    let r = run_with(&s, &[("LAUNCHD_SIM_LOGIN_ITEMS", "unavailable")], &["status", s.name]);
+    assert!(r.stdout().contains("login:     Login Items state unknown ("), "{}", r.stdout());
     done(&s);
 }
 
@@ -257,16 +206,13 @@ fn a_job_only_in_the_user_domain_is_seen_by_every_verb() {
         let r = run_with(
             s,
             &[("LAUNCHD_SIM_FAIL_BOOTSTRAP", fail)],
-            &s.args("install")
-                .iter()
-                .map(String::as_str)
-                .collect::<Vec<_>>(),
+            &s.args("install").iter().map(String::as_str).collect::<Vec<_>>(),
         )
         .ok();
         let said = format!("{}{}", r.stdout(), r.stderr());
-        assert!(said.contains("retrying once in"), "{said}");
+        has_all(&said, &["retrying once in"]);
         // The note does not promise that a console login moves the Host.
-        assert!(said.contains("loads a second copy"), "{said}");
+        has_all(&said, &["loads a second copy"]);
         let st = s.status();
         assert_eq!(st["loaded_in"], serde_json::json!([user.clone()]), "{st}");
         st["pid"].as_u64().unwrap()
@@ -276,11 +222,8 @@ fn a_job_only_in_the_user_domain_is_seen_by_every_verb() {
     let r = s.t.run(["kill", "--stack", s.name]).ok();
     r.stdout_has(&format!("pid {pid}"));
     // host start: refused, naming the domain.
-    let e =
-        s.t.run(s.host_args(&["host", "start"]))
-            .fails_with(1)
-            .stderr();
-    assert!(e.contains(&format!("is loaded in {user}")), "{e}");
+    let e = s.t.run(s.host_args(&["host", "start"])).fails_with(1).stderr();
+    has_all(&e, &[&format!("is loaded in {user}")]);
     // regenerate on another port: reloaded, verified, now in gui/<uid>.
     s.port = crate::common::free_port();
     let r = s.t.run(s.args("regenerate")).ok();
@@ -311,10 +254,7 @@ fn a_host_in_the_background_session_is_said_to_have_no_login_keychain() {
     let r = run_with(
         &s,
         &[("LAUNCHD_SIM_FAIL_BOOTSTRAP", "125:1")],
-        &s.args("install")
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
+        &s.args("install").iter().map(String::as_str).collect::<Vec<_>>(),
     )
     .ok();
     r.stdout_has("Host verified");
@@ -325,31 +265,21 @@ fn a_host_in_the_background_session_is_said_to_have_no_login_keychain() {
     let doc = s.t.run(["doctor", "--json", "--stack", s.name]).json();
     let row = doctor_check(&doc, "keychain");
     assert_eq!(row["status"], "warn", "{row}");
-    let p =
-        s.t.run(["providers", "status", "--json", "--stack", s.name])
-            .ok()
-            .json();
+    let p = s.t.run(["providers", "status", "--json", "--stack", s.name]).ok().json();
     let auth = |id: &str| {
-        p["providers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|r| r["provider"] == id)
-            .unwrap()["authentication"]
+        p["providers"].as_array().unwrap().iter().find(|r| r["provider"] == id).unwrap()
+            ["authentication"]
             .clone()
     };
     assert_eq!(auth("claude"), "keychain_locked", "{p}");
     assert_eq!(auth("codex"), "not_checked", "{p}");
-    let human = s.t.run(["providers", "status", "--stack", s.name]).stdout();
-    assert!(human.contains("authentication: at risk"), "{human}");
+    s.t.run(["providers", "status", "--stack", s.name])
+        .stdout_has_all(&["authentication: at risk"]);
     // At the console, a restart moves it to gui/<uid>: nothing to warn about.
     s.t.run(s.args("restart")).ok();
     let st = s.status();
     assert!(!st["notes"].to_string().contains("login keychain"), "{st}");
-    let p =
-        s.t.run(["providers", "status", "--json", "--stack", s.name])
-            .ok()
-            .json();
+    let p = s.t.run(["providers", "status", "--json", "--stack", s.name]).ok().json();
     assert!(!p.to_string().contains("keychain_locked"), "{p}");
     done(&s);
 }
@@ -362,8 +292,7 @@ fn a_host_in_the_background_session_is_said_to_have_no_login_keychain() {
 fn a_rollback_refused_with_a_named_cause_ends_with_that_causes_fix() {
     use std::os::unix::fs::PermissionsExt;
     use std::process::Stdio;
-    let mut s = Stack::new("rbfix");
-    s.t.run(s.args("install")).ok();
+    let mut s = crate::common::Stack::installed("rbfix");
     std::fs::write(s.root.join("host-service/unhealthy"), "").unwrap();
     s.port = crate::common::free_port();
     let log = s.t.path("regenerate.log");
@@ -389,7 +318,7 @@ fn a_rollback_refused_with_a_named_cause_ends_with_that_causes_fix() {
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let e = said();
     assert_eq!(status.code(), Some(1), "{e}");
-    assert!(e.contains("rollback failed too"), "{e}");
+    has_all(&e, &["rollback failed too"]);
     let hint = e.lines().find(|l| l.starts_with("hint:")).unwrap_or("");
     assert!(hint.contains("chmod go-w ~/Library/LaunchAgents"), "{e}");
     done(&s);

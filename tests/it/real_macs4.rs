@@ -3,6 +3,7 @@
 //! — against the simulator, each in the shape a real Mac shows (docs/launchd.md gives the
 //! source for each).
 
+use crate::common::{has_all, has_none};
 use crate::common::{Run, Stack};
 
 fn run_with(s: &Stack, env: &[(&str, &str)], args: &[String]) -> Run {
@@ -19,14 +20,11 @@ fn run_with(s: &Stack, env: &[(&str, &str)], args: &[String]) -> Run {
 /// `print`": the label is gone, so each succeeds. Before, each failed with "exited with 5".
 #[test]
 fn a_bootout_answered_5_for_a_label_going_away_is_decided_by_print() {
-    let mut s = Stack::new("bo5");
-    s.t.run(s.args("install")).ok();
+    let mut s = crate::common::Stack::installed("bo5");
     // The first bootout answers 36 (in progress) and goes on; the one issued again finds the
     // label draining, which newer macOS answers with 5.
-    let race = [
-        ("LAUNCHD_SIM_BOOTOUT_IN_PROGRESS", "1"),
-        ("LAUNCHD_SIM_BOOTOUT_NOT_LOADED_CODE", "5"),
-    ];
+    let race =
+        [("LAUNCHD_SIM_BOOTOUT_IN_PROGRESS", "1"), ("LAUNCHD_SIM_BOOTOUT_NOT_LOADED_CODE", "5")];
     let stop: Vec<String> = ["stop", "--stack", s.name].map(String::from).to_vec();
     let r = run_with(&s, &race, &stop).ok();
     assert!(!r.stderr().contains("exited with 5"), "{}", r.stderr());
@@ -45,22 +43,11 @@ fn a_bootout_answered_5_for_a_label_going_away_is_decided_by_print() {
     // stop --no-wait: a 5 with the label already gone is no failure either.
     let mut stop_now = stop.clone();
     stop_now.push("--no-wait".into());
-    run_with(
-        &s,
-        &[("LAUNCHD_SIM_BOOTOUT_NOT_LOADED_CODE", "5")],
-        &stop_now,
-    )
-    .ok();
-    run_with(
-        &s,
-        &[("LAUNCHD_SIM_BOOTOUT_NOT_LOADED_CODE", "5")],
-        &stop_now,
-    )
-    .ok();
+    run_with(&s, &[("LAUNCHD_SIM_BOOTOUT_NOT_LOADED_CODE", "5")], &stop_now).ok();
+    run_with(&s, &[("LAUNCHD_SIM_BOOTOUT_NOT_LOADED_CODE", "5")], &stop_now).ok();
     s.t.run(s.args("start")).ok();
-    let uninstall: Vec<String> = ["agent", "uninstall", "--stack", s.name]
-        .map(String::from)
-        .to_vec();
+    let uninstall: Vec<String> =
+        ["agent", "uninstall", "--stack", s.name].map(String::from).to_vec();
     run_with(&s, &race, &uninstall).ok();
     assert!(!s.loaded_in("gui") && !s.plist().exists());
     s.done();
@@ -73,8 +60,7 @@ fn a_bootout_answered_5_for_a_label_going_away_is_decided_by_print() {
 /// second question in one run is not asked again. Before, each hung with the query.
 #[test]
 fn a_login_items_query_that_never_answers_is_unknown_after_three_seconds() {
-    let s = Stack::new("hang");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("hang");
     s.t.sim(&["login-item", &s.label(), "hang"]).ok();
     let timed = |args: &[&str]| {
         let t0 = std::time::Instant::now();
@@ -107,10 +93,7 @@ fn a_login_items_query_that_never_answers_is_unknown_after_three_seconds() {
     );
     let row = crate::common::doctor_check(&r.json(), "login items");
     assert_eq!(row["status"], "warn", "{row}");
-    assert!(
-        row["detail"].to_string().contains("did not answer"),
-        "{row}"
-    );
+    assert!(row["detail"].to_string().contains("did not answer"), "{row}");
     // list asks only for a stack that is not loaded.
     s.t.run(["stop", "--stack", s.name]).ok();
     let (r, took) = timed(&["list", "--json"]);
@@ -121,15 +104,8 @@ fn a_login_items_query_that_never_answers_is_unknown_after_three_seconds() {
     let t0 = std::time::Instant::now();
     let r = run_with(&s, &[("LAUNCHD_SIM_FAIL_BOOTSTRAP", "5")], &s.args("start")).fails_with(1);
     let took = t0.elapsed();
-    assert!(
-        took < std::time::Duration::from_secs(12),
-        "start took {took:?}"
-    );
-    assert!(
-        r.stderr().contains("launchd refused it and gave no reason"),
-        "{}",
-        r.stderr()
-    );
+    assert!(took < std::time::Duration::from_secs(12), "start took {took:?}");
+    assert!(r.stderr().contains("launchd refused it and gave no reason"), "{}", r.stderr());
     s.t.sim(&["login-item", &s.label(), "on"]).ok();
     s.done();
 }
@@ -141,21 +117,14 @@ fn a_login_items_query_that_never_answers_is_unknown_after_three_seconds() {
 /// does not run is still refused before anything is touched, unless --ignore-login-items.
 #[test]
 fn switched_off_in_login_items_refuses_a_reload_only_of_a_host_that_does_not_run() {
-    let mut s = Stack::new("bgreload");
-    s.t.run(s.args("install")).ok();
+    let mut s = crate::common::Stack::installed("bgreload");
     s.t.sim(&["login-item", &s.label(), "off"]).ok();
     // It runs: noted, tried.
     s.port = crate::common::free_port();
     let r = s.t.run(s.args("regenerate")).fails_with(1);
     let said = format!("{}{}", r.stdout(), r.stderr());
-    assert!(
-        said.contains("but it runs, so that answer alone is not taken as proof"),
-        "{said}"
-    );
-    assert!(
-        said.contains("System Settings → General → Login Items"),
-        "{said}"
-    );
+    has_all(&said, &["but it runs, so that answer alone is not taken as proof"]);
+    has_all(&said, &["System Settings → General → Login Items"]);
     // It does not run (a crash loop waiting out launchd's throttle): refused, nothing touched.
     s.t.sim(&["login-item", &s.label(), "on"]).ok();
     s.t.run(s.args("install")).ok();
@@ -164,11 +133,8 @@ fn switched_off_in_login_items_refuses_a_reload_only_of_a_host_that_does_not_run
     let bytes = std::fs::read(s.plist()).unwrap();
     s.port = crate::common::free_port();
     let e = s.t.run(s.args("regenerate")).fails_with(1).stderr();
-    assert!(e.contains("were left as they are"), "{e}");
-    assert!(
-        e.contains("--ignore-login-items"),
-        "the hint names the override: {e}"
-    );
+    has_all(&e, &["were left as they are"]);
+    assert!(e.contains("--ignore-login-items"), "the hint names the override: {e}");
     assert_eq!(std::fs::read(s.plist()).unwrap(), bytes, "{e}");
     assert!(s.loaded_in("gui"), "{e}");
     // The override: tried, said.
@@ -176,10 +142,7 @@ fn switched_off_in_login_items_refuses_a_reload_only_of_a_host_that_does_not_run
     args.push("--ignore-login-items".into());
     let r = s.t.run(args).fails_with(1);
     let said = format!("{}{}", r.stdout(), r.stderr());
-    assert!(
-        said.contains("--ignore-login-items was given: reloading it anyway"),
-        "{said}"
-    );
+    has_all(&said, &["--ignore-login-items was given: reloading it anyway"]);
     s.t.sim(&["login-item", &s.label(), "on"]).ok();
     s.done();
 }
@@ -197,82 +160,42 @@ fn with_the_console_not_this_users_the_host_goes_to_the_user_domain_said() {
     let other = (me + 4242).to_string();
     let sim_only = [("LAUNCHD_SIM_CONSOLE_UID", other.as_str())];
     // launchd's answer, as oyster met it before it asked who owns the console.
-    let e = run_with(&s, &sim_only, &s.args("install"))
-        .fails_with(1)
-        .stderr();
-    assert!(
-        e.contains(&format!("bootstrap gui/{me} ")) && e.contains("exited 5"),
-        "{e}"
-    );
-    assert!(e.contains("launchd refused it and gave no reason"), "{e}");
-    let both = [
-        ("LAUNCHD_SIM_CONSOLE_UID", other.as_str()),
-        ("OYSTER_CONSOLE_UID", other.as_str()),
-    ];
+    let e = run_with(&s, &sim_only, &s.args("install")).fails_with(1).stderr();
+    has_all(&e, &[&format!("bootstrap gui/{me} "), "exited 5"]);
+    has_all(&e, &["launchd refused it and gave no reason"]);
+    let both =
+        [("LAUNCHD_SIM_CONSOLE_UID", other.as_str()), ("OYSTER_CONSOLE_UID", other.as_str())];
     let r = run_with(&s, &both, &s.args("install")).ok();
     let said = format!("{}{}", r.stdout(), r.stderr());
-    assert!(
-        said.contains(&format!(
+    has_all(&said, &[&format!(
             "the console belongs to another user (uid {other}) (OYSTER_CONSOLE_UID={other}), so gui/{me} has no login session"
-        )) && said.contains(&format!("so using user/{me}")),
-        "{said}"
-    );
+        ), &format!("so using user/{me}")]);
     r.stdout_has("Host verified");
-    let status: Vec<String> = ["agent", "status", "--json", "--stack", s.name]
-        .map(String::from)
-        .to_vec();
+    let status: Vec<String> =
+        ["agent", "status", "--json", "--stack", s.name].map(String::from).to_vec();
     let st = run_with(&s, &both, &status).json();
-    assert_eq!(
-        st["loaded_in"],
-        serde_json::json!([format!("user/{me}")]),
-        "{st}"
-    );
+    assert_eq!(st["loaded_in"], serde_json::json!([format!("user/{me}")]), "{st}");
     assert_eq!(st["verified"], true, "{st}");
     s.t.run(["agent", "uninstall", "--stack", s.name]).ok();
     // Nobody at the console (root owns it): said so.
-    let nobody = [
-        ("LAUNCHD_SIM_CONSOLE_UID", "0"),
-        ("OYSTER_CONSOLE_UID", "0"),
-    ];
+    let nobody = [("LAUNCHD_SIM_CONSOLE_UID", "0"), ("OYSTER_CONSOLE_UID", "0")];
     if me != 0 {
         let r = run_with(&s, &nobody, &s.args("install")).ok();
-        assert!(
-            r.stderr().contains("nobody is logged in at the console"),
-            "{}",
-            r.stderr()
-        );
+        assert!(r.stderr().contains("nobody is logged in at the console"), "{}", r.stderr());
         s.t.run(["agent", "uninstall", "--stack", s.name]).ok();
     }
     // The console is this user's: gui/<uid>, as ever; a Host loaded there stays there when the
     // console is someone else's later (fast user switching), since it proves the domain works.
     let mine = me.to_string();
-    run_with(
-        &s,
-        &[("OYSTER_CONSOLE_UID", mine.as_str())],
-        &s.args("install"),
-    )
-    .ok();
+    run_with(&s, &[("OYSTER_CONSOLE_UID", mine.as_str())], &s.args("install")).ok();
     assert!(s.loaded_in("gui"));
-    run_with(
-        &s,
-        &[("OYSTER_CONSOLE_UID", other.as_str())],
-        &s.args("restart"),
-    )
-    .ok();
+    run_with(&s, &[("OYSTER_CONSOLE_UID", other.as_str())], &s.args("restart")).ok();
     let st = run_with(&s, &[("OYSTER_CONSOLE_UID", other.as_str())], &status).json();
-    assert_eq!(
-        st["loaded_in"],
-        serde_json::json!([format!("gui/{me}")]),
-        "{st}"
-    );
+    assert_eq!(st["loaded_in"], serde_json::json!([format!("gui/{me}")]), "{st}");
     // A value that is not a uid is refused as input.
-    let e = run_with(&s, &[("OYSTER_CONSOLE_UID", "alice")], &s.args("restart"))
+    run_with(&s, &[("OYSTER_CONSOLE_UID", "alice")], &s.args("restart"))
         .fails_with(2)
-        .stderr();
-    assert!(
-        e.contains("OYSTER_CONSOLE_UID is \"alice\", which is not a uid"),
-        "{e}"
-    );
+        .stderr_has_all(&["OYSTER_CONSOLE_UID is \"alice\", which is not a uid"]);
     s.done();
 }
 
@@ -325,11 +248,9 @@ fn list_of_three_stacks_beside_labels_holding_spaces_starts_at_most_three_launch
     .unwrap();
     let me = nix::unistd::getuid().as_raw();
     for domain in [format!("gui/{me}"), format!("user/{me}")] {
-        s.t.sim(&["bootstrap", &domain, plist.to_str().unwrap()])
-            .ok();
+        s.t.sim(&["bootstrap", &domain, plist.to_str().unwrap()]).ok();
     }
-    s.t.sim(&["disable", &format!("gui/{me}/com.example.other agent")])
-        .ok();
+    s.t.sim(&["disable", &format!("gui/{me}/com.example.other agent")]).ok();
     // And a row in no shape oyster reads that names a label longer than a stack's (it says
     // nothing of `sp1`, which it begins with): skipped, counted, and no reason to ask `sp1`.
     let rows = "       0      -\tcom.example.tabbed label with spaces\n     812     -15     UIKitApplication:com.apple.Preferences[704b][rb-legacy]\n??? com.oysterun.host.sp1-old (a label holding spaces) ???";
@@ -340,32 +261,20 @@ fn list_of_three_stacks_beside_labels_holding_spaces_starts_at_most_three_launch
         &["list".to_owned(), "--json".to_owned()],
     )
     .ok();
-    let calls: Vec<String> = std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect();
+    let calls: Vec<String> =
+        std::fs::read_to_string(&log).unwrap_or_default().lines().map(str::to_owned).collect();
     let doc = r.json();
     let stacks = doc["stacks"].as_array().unwrap();
     assert_eq!(stacks.len(), 3, "{doc}");
     for st in stacks {
         assert_eq!(st["summary"], "verified", "{st}");
-        assert!(
-            !st["notes"].to_string().contains("could not be used"),
-            "{st}"
-        );
+        assert!(!st["notes"].to_string().contains("could not be used"), "{st}");
     }
     // Only the `???` row, once per domain: every row holding spaces was read.
     r.stderr_has("2 rows of launchd's domain listings");
+    assert!(calls.len() <= 3, "{} launchctl calls: {calls:#?}", calls.len());
     assert!(
-        calls.len() <= 3,
-        "{} launchctl calls: {calls:#?}",
-        calls.len()
-    );
-    assert!(
-        calls
-            .iter()
-            .all(|c| c == &format!("print gui/{me}") || c == &format!("print user/{me}")),
+        calls.iter().all(|c| c == &format!("print gui/{me}") || c == &format!("print user/{me}")),
         "a call per stack: {calls:#?}"
     );
     for domain in [format!("gui/{me}"), format!("user/{me}")] {
@@ -395,29 +304,17 @@ fn the_hint_after_a_bare_5_keeps_launchctls_advice() {
             .to_owned()
     };
     // launchctl as a caller that is not root sees it (the simulator's LAUNCHD_SIM_EUID).
-    let h = hint(&[
-        ("LAUNCHD_SIM_FAIL_BOOTSTRAP", "5"),
-        ("LAUNCHD_SIM_EUID", "501"),
-    ]);
-    assert!(
-        h.contains(&format!(
+    let h = hint(&[("LAUNCHD_SIM_FAIL_BOOTSTRAP", "5"), ("LAUNCHD_SIM_EUID", "501")]);
+    has_all(&h, &[&format!(
             "launchctl's own advice, re-running it as root for a richer error, is `sudo launchctl bootstrap gui/{me} ~/Library/LaunchAgents/com.oysterun.host.adv.plist`"
-        )),
-        "{h}"
-    );
+        )]);
     if nix::unistd::geteuid().is_root() {
-        assert!(
-            h.contains("hint: `log show --last 5m"),
-            "root reads the log itself: {h}"
-        );
+        assert!(h.contains("hint: `log show --last 5m"), "root reads the log itself: {h}");
     }
     // As root launchctl gives no such advice, and none is made up.
-    let h = hint(&[
-        ("LAUNCHD_SIM_FAIL_BOOTSTRAP", "5"),
-        ("LAUNCHD_SIM_EUID", "0"),
-    ]);
-    assert!(!h.contains("launchctl bootstrap"), "{h}");
-    assert!(h.contains("checks the rest"), "{h}");
+    let h = hint(&[("LAUNCHD_SIM_FAIL_BOOTSTRAP", "5"), ("LAUNCHD_SIM_EUID", "0")]);
+    has_none(&h, &["launchctl bootstrap"]);
+    has_all(&h, &["checks the rest"]);
     s.done();
 }
 
@@ -428,17 +325,11 @@ fn the_hint_after_a_bare_5_keeps_launchctls_advice() {
 /// public addresses, nor without launchd. What a Mac really does is recorded by the macOS job.
 #[test]
 fn doctor_says_local_network_privacy_when_the_config_names_a_lan_address() {
-    let s = Stack::new("lan");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("lan");
     let config = s.stack_dir().join("host/config.json");
     let row = |s: &Stack| {
         let doc = s.t.run(["doctor", "--json", "--stack", s.name]).json();
-        doc["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["check"] == "local network")
-            .cloned()
+        doc["checks"].as_array().unwrap().iter().find(|c| c["check"] == "local network").cloned()
     };
     assert_eq!(row(&s), None, "nothing on the local network yet");
     let mut doc: serde_json::Value =
@@ -449,29 +340,18 @@ fn doctor_says_local_network_privacy_when_the_config_names_a_lan_address() {
     let r = row(&s).expect("a local network check");
     assert_eq!(r["status"], "warn", "{r}");
     let detail = r["detail"].as_str().unwrap();
+    has_all(detail, &["ollama_base_url (192.168.1.20)"]);
+    has_none(detail, &["api.example.com"]);
+    has_all(detail, &["TN3179"]);
     assert!(
-        detail.contains("ollama_base_url (192.168.1.20)"),
-        "{detail}"
-    );
-    assert!(!detail.contains("api.example.com"), "{detail}");
-    assert!(detail.contains("TN3179"), "{detail}");
-    assert!(
-        r["fix"]
-            .as_str()
-            .unwrap()
-            .contains("System Settings → Privacy & Security → Local Network"),
+        r["fix"].as_str().unwrap().contains("System Settings → Privacy & Security → Local Network"),
         "{r}"
     );
     // Without launchd (the Host is started directly), nothing is said.
     let direct = run_with(
         &s,
         &[("OYSTER_LAUNCHCTL", "none")],
-        &[
-            "doctor".into(),
-            "--json".into(),
-            "--stack".into(),
-            s.name.into(),
-        ],
+        &["doctor".into(), "--json".into(), "--stack".into(), s.name.into()],
     )
     .json();
     assert!(!direct.to_string().contains("local network"), "{direct}");
@@ -489,11 +369,8 @@ fn queries(s: &Stack) -> Vec<u32> {
     );
     ours.into_iter()
         .filter(|pid| {
-            sys.process(sysinfo::Pid::from_u32(*pid)).is_some_and(|p| {
-                p.cmd()
-                    .iter()
-                    .any(|a| a.to_string_lossy() == "login-item-status")
-            })
+            sys.process(sysinfo::Pid::from_u32(*pid))
+                .is_some_and(|p| p.cmd().iter().any(|a| a.to_string_lossy() == "login-item-status"))
         })
         .collect()
 }
@@ -505,19 +382,12 @@ fn queries(s: &Stack) -> Vec<u32> {
 #[test]
 fn an_interrupt_while_a_login_items_query_hangs_leaves_no_query_behind() {
     use std::os::unix::process::ExitStatusExt;
-    let s = Stack::new("hangint");
-    s.t.run(s.args("install")).ok();
+    let s = crate::common::Stack::installed("hangint");
     s.t.sim(&["login-item", &s.label(), "hang"]).ok();
     s.t.run(["stop", "--stack", s.name]).ok();
     let runs = [
-        (
-            ["status", "--stack", s.name],
-            nix::sys::signal::Signal::SIGINT,
-        ),
-        (
-            ["doctor", "--stack", s.name],
-            nix::sys::signal::Signal::SIGTERM,
-        ),
+        (["status", "--stack", s.name], nix::sys::signal::Signal::SIGINT),
+        (["doctor", "--stack", s.name], nix::sys::signal::Signal::SIGTERM),
         (["list", "--json", "-q"], nix::sys::signal::Signal::SIGINT),
     ];
     for (args, sig) in runs {
@@ -530,10 +400,7 @@ fn an_interrupt_while_a_login_items_query_hangs_leaves_no_query_behind() {
                 .unwrap();
         let t0 = std::time::Instant::now();
         while queries(&s).is_empty() {
-            assert!(
-                t0.elapsed().as_secs() < 10,
-                "{args:?} never asked Login Items"
-            );
+            assert!(t0.elapsed().as_secs() < 10, "{args:?} never asked Login Items");
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
         let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
@@ -541,11 +408,7 @@ fn an_interrupt_while_a_login_items_query_hangs_leaves_no_query_behind() {
         let status = child.wait().unwrap();
         assert_eq!(status.signal(), Some(sig as i32), "{args:?}: {status:?}");
         std::thread::sleep(std::time::Duration::from_millis(200));
-        assert_eq!(
-            queries(&s),
-            Vec::<u32>::new(),
-            "{args:?} left its query running"
-        );
+        assert_eq!(queries(&s), Vec::<u32>::new(), "{args:?} left its query running");
     }
     s.t.sim(&["login-item", &s.label(), "on"]).ok();
     s.done();

@@ -29,11 +29,7 @@ fn refused_unchanged(s: &Stack, attempts: &[Vec<String>], code: i32, says: &str)
         let r = s.t.run(a).fails_with(code);
         r.stderr_has(says);
         assert_eq!(files(s), bytes, "{a:?} changed config.json or the plist");
-        assert_eq!(
-            snapshot(&s.t.home, true),
-            before,
-            "{a:?} changed files under HOME"
-        );
+        assert_eq!(snapshot(&s.t.home, true), before, "{a:?} changed files under HOME");
     }
 }
 
@@ -85,12 +81,7 @@ fn a_forced_port_is_refused_before_anything_is_written() {
     let mut settings = plist::Dictionary::new();
     settings.insert("stacks".into(), stacks.into());
     s.t.managed_preferences("Managed Preferences", settings);
-    refused_unchanged(
-        &s,
-        &loading_verbs(&s, free_port()),
-        1,
-        "managed by your organization",
-    );
+    refused_unchanged(&s, &loading_verbs(&s, free_port()), 1, "managed by your organization");
     s.done();
 }
 
@@ -99,10 +90,8 @@ fn a_directly_started_host_is_refused_before_the_config_changes() {
     let s = Stack::new("direct");
     s.t.run(s.host_args(&["host", "start"]).wait(10, 300)).ok();
     // install and restart of a job beside it, and stop (which would disable the label).
-    let mut attempts = vec![s
-        .agent_args("install", false, Some((10, 300)))
-        .port(free_port())
-        .into()];
+    let mut attempts =
+        vec![s.agent_args("install", false, Some((10, 300))).port(free_port()).into()];
     attempts.push(s.agent_args("stop", false, None).into());
     let mut more = loading_verbs(&s, free_port());
     more.push(s.agent_args("stop", false, None).arg("--dry-run").into());

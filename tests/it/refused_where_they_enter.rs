@@ -18,11 +18,9 @@ fn an_overflowing_launchctl_timeout_is_invalid_input_and_changes_nothing() {
     let t = TestContext::with_pinned_host();
     let port = free_port().to_string();
     let host = ["--stack", "to", "--port", &port];
-    t.run([&["agent", "regenerate", "--no-restart"][..], &host].concat())
-        .ok();
+    t.run([&["agent", "regenerate", "--no-restart"][..], &host].concat()).ok();
     // A definition change waiting to be applied, so a regenerate would have something to write.
-    t.run(["providers", "set", "codex", "/opt/x/codex", "--stack", "to"])
-        .ok();
+    t.run(["providers", "set", "codex", "/opt/x/codex", "--stack", "to"]).ok();
     let before = snapshot(&t.home, true);
     let huge = [("OYSTER_LAUNCHCTL_TIMEOUT_SECS", "18446744073709551615")];
     for verb in ["install", "restart", "uninstall", "regenerate"] {
@@ -45,15 +43,12 @@ fn an_overflowing_launchctl_timeout_is_invalid_input_and_changes_nothing() {
     let r = bounded(&t, &fresh, &huge, Duration::from_secs(20));
     assert_eq!(r.code, Some(2), "{}", r.stderr());
     assert!(
-        !t.home
-            .join(".oysterun-stacks/fresh/host/config.json")
-            .exists(),
+        !t.home.join(".oysterun-stacks/fresh/host/config.json").exists(),
         "install wrote the config before refusing"
     );
-    for args in [
-        vec!["agent", "status", "--stack", "to", "--json"],
-        vec!["doctor", "--stack", "to"],
-    ] {
+    for args in
+        [vec!["agent", "status", "--stack", "to", "--json"], vec!["doctor", "--stack", "to"]]
+    {
         let r = bounded(&t, &args, &huge, Duration::from_secs(20));
         assert_eq!(r.code, Some(1), "{args:?}: {}", r.stderr());
         assert!(
@@ -69,8 +64,7 @@ fn an_overflowing_launchctl_timeout_is_invalid_input_and_changes_nothing() {
 #[test]
 fn uninstall_without_launchctl_removes_the_plist_and_says_it_could_not_boot_out() {
     let t = TestContext::with_pinned_host_no_launchd();
-    t.run(args(&["agent", "regenerate", "--no-restart"]).port(free_port()))
-        .ok();
+    t.run(args(&["agent", "regenerate", "--no-restart"]).port(free_port())).ok();
     let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.plist");
     assert!(plist.exists());
     let r = bounded(
@@ -117,10 +111,7 @@ fn unexpanded_and_relative_values_are_refused_where_they_enter() {
         vec!["setup", "--no-start"],
         vec!["host", "start", "--root", &root_s, "--wait", "3"],
     ];
-    for (var, value) in [
-        ("OYSTERUN_CONFIG_DIR", "~/.x"),
-        ("OYSTERUN_STACKS_DIR", "rel/stacks"),
-    ] {
+    for (var, value) in [("OYSTERUN_CONFIG_DIR", "~/.x"), ("OYSTERUN_STACKS_DIR", "rel/stacks")] {
         for v in &verbs {
             // `--port` only where the command takes one (it is not global).
             let takes_port =
@@ -135,15 +126,8 @@ fn unexpanded_and_relative_values_are_refused_where_they_enter() {
         }
     }
     let cwd_after = listing();
-    assert_eq!(
-        cwd_after, cwd_before,
-        "something was created in the working directory"
-    );
-    assert_eq!(
-        snapshot(&t.home, false),
-        Snapshot::new(),
-        "something was created in HOME"
-    );
+    assert_eq!(cwd_after, cwd_before, "something was created in the working directory");
+    assert_eq!(snapshot(&t.home, false), Snapshot::new(), "something was created in HOME");
 
     for (key, value) in [
         ("default_browse_path", "\"~/OysterunAgents\""),
@@ -153,11 +137,7 @@ fn unexpanded_and_relative_values_are_refused_where_they_enter() {
     ] {
         let text = format!("{{\"history\": {{\"s1\": 1}}, \"{key}\": {value}}}");
         t.write_config(&text);
-        for args in [
-            vec!["setup", "--no-start"],
-            vec!["agent", "print"],
-            vec!["config", "sync"],
-        ] {
+        for args in [vec!["setup", "--no-start"], vec!["agent", "print"], vec!["config", "sync"]] {
             let r = bounded(&t, &args, &[], Duration::from_secs(10));
             let e = r.stderr();
             assert_eq!(r.code, Some(2), "{key}={value} {args:?}: {e}");
@@ -170,10 +150,7 @@ fn unexpanded_and_relative_values_are_refused_where_they_enter() {
         assert!(!t.home.join("OysterunAgents").exists());
     }
     let cwd_after = listing();
-    assert_eq!(
-        cwd_after, cwd_before,
-        "setup created a relative AgentFolder"
-    );
+    assert_eq!(cwd_after, cwd_before, "setup created a relative AgentFolder");
 }
 
 /// §4/§8: control characters in `--root` (ESC, form feed, 0x01) are refused with exit 2 naming
@@ -182,11 +159,7 @@ fn unexpanded_and_relative_values_are_refused_where_they_enter() {
 fn control_characters_in_root_are_refused_naming_the_flag_and_shown_escaped() {
     let t = TestContext::new();
     let port = free_port().to_string();
-    for (name, ch) in [
-        ("ESC", '\u{1b}'),
-        ("form feed", '\u{0c}'),
-        ("0x01", '\u{01}'),
-    ] {
+    for (name, ch) in [("ESC", '\u{1b}'), ("form feed", '\u{0c}'), ("0x01", '\u{01}')] {
         let root = fixture_root_at(&t.path(&format!("ro{ch}[31mot")));
         let root_s = root.to_str().unwrap();
         let node = real_node();
@@ -224,10 +197,7 @@ fn control_characters_in_root_are_refused_naming_the_flag_and_shown_escaped() {
                     "{name} {verb:?}: a raw control byte reached the terminal: {out:?}"
                 );
             }
-            assert!(!t
-                .home
-                .join("Library/LaunchAgents/com.oysterun.host.cc.plist")
-                .exists());
+            assert!(!t.home.join("Library/LaunchAgents/com.oysterun.host.cc.plist").exists());
         }
     }
 }
@@ -246,12 +216,7 @@ fn a_provider_command_whose_directory_cannot_go_on_path_is_refused_where_it_ente
         "/t/form\u{0c}feed/claude",
         "/t/one\u{01}/claude",
     ] {
-        let r = bounded(
-            &t,
-            &["providers", "set", "claude", cmd],
-            &[],
-            Duration::from_secs(10),
-        );
+        let r = bounded(&t, &["providers", "set", "claude", cmd], &[], Duration::from_secs(10));
         let e = r.stderr();
         assert_eq!(r.code, Some(2), "{cmd:?}: {e}");
         assert!(e.contains("PATH") && e.contains("claude"), "{cmd:?}: {e}");

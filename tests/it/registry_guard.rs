@@ -52,12 +52,7 @@ fn registry_facts(registry_src: &str) -> Vec<Fact> {
     struct Entries(Vec<Fact>);
     impl<'ast> Visit<'ast> for Entries {
         fn visit_expr_struct(&mut self, node: &'ast syn::ExprStruct) {
-            if node
-                .path
-                .segments
-                .last()
-                .is_some_and(|s| s.ident == "Provider")
-            {
+            if node.path.segments.last().is_some_and(|s| s.ident == "Provider") {
                 let fields: Vec<(String, Vec<String>)> = node
                     .fields
                     .iter()
@@ -77,10 +72,7 @@ fn registry_facts(registry_src: &str) -> Vec<Fact> {
                     .unwrap_or_else(|| format!("entry {}", self.0.len()));
                 for (field, values) in fields {
                     for value in values {
-                        self.0.push(Fact {
-                            name: format!("{id}.{field}"),
-                            value,
-                        });
+                        self.0.push(Fact { name: format!("{id}.{field}"), value });
                     }
                 }
             }
@@ -97,14 +89,8 @@ fn registry_facts(registry_src: &str) -> Vec<Fact> {
 /// `claude_command` and `~/.claude/x`, not in `claudette`).
 fn contains_fact(hay: &str, needle: &str) -> bool {
     hay.match_indices(needle).any(|(k, _)| {
-        !hay[..k]
-            .chars()
-            .next_back()
-            .is_some_and(char::is_alphanumeric)
-            && !hay[k + needle.len()..]
-                .chars()
-                .next()
-                .is_some_and(char::is_alphanumeric)
+        !hay[..k].chars().next_back().is_some_and(char::is_alphanumeric)
+            && !hay[k + needle.len()..].chars().next().is_some_and(char::is_alphanumeric)
     })
 }
 
@@ -333,12 +319,7 @@ fn violations(src: &str, facts: &[Fact]) -> Vec<(usize, String, bool)> {
         .unwrap_or_else(|e| panic!("line {}: does not parse: {e}", e.span().start().line));
     let mut aliases = Aliases::default();
     aliases.visit_file(&file);
-    let mut scan = Scan {
-        facts,
-        aliases,
-        in_test: 0,
-        out: vec![],
-    };
+    let mut scan = Scan { facts, aliases, in_test: 0, out: vec![] };
     scan.visit_file(&file);
     let mut out = scan.out;
     out.sort();
@@ -399,16 +380,10 @@ fn every_field_of_every_registry_entry_is_read() {
     let facts = real_registry_facts();
     // The ids parsed from the file are exactly the ones the binary reports: the parser reads
     // the real table, not an empty or stale one.
-    let ids: Vec<String> = facts
-        .iter()
-        .filter(|f| f.name.ends_with(".id"))
-        .map(|f| f.value.clone())
-        .collect();
+    let ids: Vec<String> =
+        facts.iter().filter(|f| f.name.ends_with(".id")).map(|f| f.value.clone()).collect();
     assert_eq!(ids, super::common::provider_ids());
-    let fields: BTreeSet<&str> = facts
-        .iter()
-        .map(|f| f.name.split_once('.').unwrap().1)
-        .collect();
+    let fields: BTreeSet<&str> = facts.iter().map(|f| f.name.split_once('.').unwrap().1).collect();
     for field in [
         "id",
         "binary",
@@ -426,11 +401,7 @@ fn every_field_of_every_registry_entry_is_read() {
 #[test]
 fn the_guard_sees_every_shape() {
     let facts = real_registry_facts();
-    let id = &facts
-        .iter()
-        .find(|f| f.name.ends_with(".id"))
-        .unwrap()
-        .value;
+    let id = &facts.iter().find(|f| f.name.ends_with(".id")).unwrap().value;
     // Statements, put in a function on the same line so line numbers stay those of `body`.
     let hits = |body: &str| violations(&format!("fn f() {{ {body}\n}}"), &facts);
     // Each registry value, in each literal shape: the real guard must flag them all.
@@ -486,15 +457,9 @@ fn the_guard_sees_every_shape() {
                    use std::ptr::{self, eq};\n\
                    fn f(x: &Provider) -> bool {\n    eq(x, &ALL[0]) || ptr::eq(x, x)\n}\n";
     let found = violations(aliased, &facts);
-    let lines: Vec<(usize, &str)> = found
-        .iter()
-        .map(|h| (h.0, h.1.split(' ').next().unwrap()))
-        .collect();
-    assert_eq!(
-        lines,
-        [(4, "`PROVIDERS[…]`"), (4, "`ptr::eq`")],
-        "{found:#?}"
-    );
+    let lines: Vec<(usize, &str)> =
+        found.iter().map(|h| (h.0, h.1.split(' ').next().unwrap())).collect();
+    assert_eq!(lines, [(4, "`PROVIDERS[…]`"), (4, "`ptr::eq`")], "{found:#?}");
     assert_eq!(found.len(), 2, "{found:#?}");
     // Line numbers count lines inside comments and multi-line literals.
     let src = format!("/* a\nb */ let s = \"x\ny\";\n// \"{id}\"\nx == \"{id}\";");

@@ -10,6 +10,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Instant;
 
+use crate::common::has_all;
 use crate::common::repo::{
     archive_sha256, cargo_version, copy_release_files, formula_matches_its_tag, git, make,
     need_git_checkout, readme_section, repo, tool, VERSION,
@@ -46,22 +47,10 @@ fn a_tagged_clone_gets_a_formula_naming_its_archive_and_the_archive_builds_offli
     common::needed_tool("sha256sum", "apt-get install coreutils");
     let t = TestContext::new();
     let clone = t.path("clone");
-    tool(
-        "git",
-        &[
-            "clone",
-            "-q",
-            repo().to_str().unwrap(),
-            clone.to_str().unwrap(),
-        ],
-        t.dir.path(),
-    );
+    tool("git", &["clone", "-q", repo().to_str().unwrap(), clone.to_str().unwrap()], t.dir.path());
     let tag = format!("v{VERSION}");
     // A clone of a repository that is already released starts from no tag, as before a release.
-    let _ = Command::new("git")
-        .args(["tag", "-d", &tag])
-        .current_dir(&clone)
-        .output();
+    let _ = Command::new("git").args(["tag", "-d", &tag]).current_dir(&clone).output();
     let formula_path = clone.join("Formula/oyster.rb");
     let before = std::fs::read_to_string(&formula_path).unwrap();
 
@@ -69,9 +58,7 @@ fn a_tagged_clone_gets_a_formula_naming_its_archive_and_the_archive_builds_offli
     let out = make(&clone, &["-s", "release-formula"]);
     assert!(!out.status.success(), "{}", text(&out));
     assert!(
-        text(&out).contains(&format!(
-            "there is no tag {tag}; tag the release commit first"
-        )),
+        text(&out).contains(&format!("there is no tag {tag}; tag the release commit first")),
         "{}",
         text(&out)
     );
@@ -79,10 +66,7 @@ fn a_tagged_clone_gets_a_formula_naming_its_archive_and_the_archive_builds_offli
     assert!(!clone.join("dist").exists());
 
     // The maintainer's steps: an annotated tag, then make release-formula.
-    git(
-        &clone,
-        &["tag", "-a", &tag, "-m", &format!("oyster {VERSION}")],
-    );
+    git(&clone, &["tag", "-a", &tag, "-m", &format!("oyster {VERSION}")]);
     let out = make(&clone, &["-s", "release-formula"]);
     assert!(out.status.success(), "{}", text(&out));
 
@@ -105,19 +89,10 @@ fn a_tagged_clone_gets_a_formula_naming_its_archive_and_the_archive_builds_offli
     assert_eq!(formula_matches_its_tag(&clone, &after), Ok(true));
     // What the run told the maintainer to do next.
     let said = text(&out);
-    assert!(
-        said.contains(&format!("Formula/oyster.rb: sha256 {sum}")),
-        "{said}"
-    );
-    assert!(
-        said.contains(&format!("Upload dist/{name} to the {tag} release")),
-        "{said}"
-    );
+    has_all(&said, &[&format!("Formula/oyster.rb: sha256 {sum}")]);
+    has_all(&said, &[&format!("Upload dist/{name} to the {tag} release")]);
     // Nothing else in the clone changed (dist/ is ignored).
-    assert_eq!(
-        git(&clone, &["status", "--porcelain"]),
-        " M Formula/oyster.rb\n"
-    );
+    assert_eq!(git(&clone, &["status", "--porcelain"]), " M Formula/oyster.rb\n");
 
     // The archive alone is the release: unpacked outside the clone, every file of the tag
     // under oyster-<version>/, and it builds offline from the lock file, as brew would.
@@ -125,10 +100,8 @@ fn a_tagged_clone_gets_a_formula_naming_its_archive_and_the_archive_builds_offli
     std::fs::create_dir_all(&unpacked).unwrap();
     tool("tar", &["-xzf", archive.to_str().unwrap()], &unpacked);
     let src = unpacked.join(format!("oyster-{VERSION}"));
-    let mut tracked: Vec<String> = git(&clone, &["ls-tree", "-r", "--name-only", &tag])
-        .lines()
-        .map(str::to_owned)
-        .collect();
+    let mut tracked: Vec<String> =
+        git(&clone, &["ls-tree", "-r", "--name-only", &tag]).lines().map(str::to_owned).collect();
     tracked.sort();
     let mut files = vec![];
     let mut stack = vec![src.clone()];
@@ -159,10 +132,7 @@ fn a_tagged_clone_gets_a_formula_naming_its_archive_and_the_archive_builds_offli
         "the release archive does not build offline: {}",
         String::from_utf8_lossy(&build.stderr)
     );
-    eprintln!(
-        "built the release archive offline in {:.0?}",
-        started.elapsed()
-    );
+    eprintln!("built the release archive offline in {:.0?}", started.elapsed());
     let bin = target.join("debug/oyster");
     let version = tool(bin.to_str().unwrap(), &["--version"], &src);
     assert_eq!(version.trim(), format!("oyster {VERSION}"));
@@ -184,14 +154,8 @@ fn a_tagged_clone_gets_a_formula_naming_its_archive_and_the_archive_builds_offli
         .unwrap();
     assert!(out.status.success(), "{}", text(&out));
     let plist = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        plist.contains("<string>com.oysterun.host</string>"),
-        "{plist}"
-    );
-    assert!(
-        plist.contains(&format!("<string>{}</string>", node.display())),
-        "{plist}"
-    );
+    has_all(&plist, &["<string>com.oysterun.host</string>"]);
+    has_all(&plist, &[&format!("<string>{}</string>", node.display())]);
 }
 
 /// The README's "Cutting a release" names the steps the test above runs, and the url it tells
@@ -207,10 +171,7 @@ fn the_readme_says_how_to_cut_a_release_with_the_url_the_script_writes() {
         "Formula/oyster.rb",
         "git push origin main vX.Y.Z",
     ] {
-        assert!(
-            section.contains(step),
-            "the section lacks {step:?}:\n{section}"
-        );
+        assert!(section.contains(step), "the section lacks {step:?}:\n{section}");
     }
     let script = std::fs::read_to_string(repo().join("scripts/release-formula.sh")).unwrap();
     let template = script
@@ -219,10 +180,7 @@ fn the_readme_says_how_to_cut_a_release_with_the_url_the_script_writes() {
         .expect("the script's url= line")
         .trim_end_matches('"');
     let url = template.replace("$version", "X.Y.Z");
-    assert!(
-        section.contains(&format!("`{url}`")),
-        "{url} not in:\n{section}"
-    );
+    assert!(section.contains(&format!("`{url}`")), "{url} not in:\n{section}");
 }
 
 /// `version` with its last number one higher: 0.1.0 → 0.1.1.
@@ -236,11 +194,7 @@ fn bump(dir: &Path, to: &str) {
     let path = dir.join("Cargo.toml");
     let text = std::fs::read_to_string(&path).unwrap();
     let from = format!("version = \"{}\"", cargo_version(dir));
-    std::fs::write(
-        &path,
-        text.replacen(&from, &format!("version = \"{to}\""), 1),
-    )
-    .unwrap();
+    std::fs::write(&path, text.replacen(&from, &format!("version = \"{to}\""), 1)).unwrap();
 }
 
 /// The second release: after the first, Cargo.toml is bumped before the next tag, and the
@@ -295,12 +249,7 @@ fn the_next_release_keeps_the_last_one_in_the_formula_until_its_own_tag() {
     assert!(!dir.join(format!("dist/oyster-{next}.tar.gz")).exists());
     // Tagged but not yet in the formula: the check says what to run.
     let err = formula_matches_its_tag(&dir, &released).unwrap_err();
-    assert!(
-        err.contains(&format!(
-            "the formula still names {first}; run make release-formula"
-        )),
-        "{err}"
-    );
+    has_all(&err, &[&format!("the formula still names {first}; run make release-formula")]);
 
     // The tag moved to the bump: the formula names the new archive.
     git(&dir, &["tag", "-d", &next_tag]);
@@ -316,9 +265,7 @@ fn the_next_release_keeps_the_last_one_in_the_formula_until_its_own_tag() {
     assert_eq!(archive_sha256(&dir, &next_tag, &next), sum);
     assert_eq!(formula_matches_its_tag(&dir, &written), Ok(true));
     // A url for a release that was never tagged is caught.
-    let untagged = written
-        .replace(&next_tag, "v9.9.9")
-        .replace(&name, "oyster-9.9.9.tar.gz");
+    let untagged = written.replace(&next_tag, "v9.9.9").replace(&name, "oyster-9.9.9.tar.gz");
     let err = formula_matches_its_tag(&dir, &untagged).unwrap_err();
-    assert!(err.contains("there is no tag v9.9.9"), "{err}");
+    has_all(&err, &["there is no tag v9.9.9"]);
 }

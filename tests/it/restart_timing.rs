@@ -37,12 +37,7 @@ impl Recorded {
             }
         }
         let root = t.fixture_root("root");
-        Recorded {
-            t,
-            root,
-            port: free_port(),
-            log,
-        }
+        Recorded { t, root, port: free_port(), log }
     }
 
     pub fn args(&self, verb: &str) -> Vec<String> {
@@ -91,35 +86,25 @@ fn restart_right_after_start_of_a_host_without_a_sigterm_handler_does_not_wait_o
     let run = run.ok();
     run.stdout_has("Host verified");
     assert!(!run.stderr().contains("kickstart -k"), "{}", run.stderr());
-    eprintln!(
-        "restart of a young handler-less Host: {} launchctl starts, {took:?}",
-        calls.len()
-    );
+    eprintln!("restart of a young handler-less Host: {} launchctl starts, {took:?}", calls.len());
     // Waiting out the throttle polled `print` ~50 times over ~10 s.
-    assert!(
-        calls.len() <= 8,
-        "{} launchctl starts:\n{}",
-        calls.len(),
-        calls.join("\n")
-    );
+    assert!(calls.len() <= 8, "{} launchctl starts:\n{}", calls.len(), calls.join("\n"));
     r.done();
 }
 
 #[test]
 fn restart_of_an_older_host_starts_at_most_six_launchctl_processes() {
-    let r = Recorded::new();
+    let mut r = Recorded::new();
+    // ThrottleInterval's wait scaled from 10 s to 1 s, so the Host is older than it after
+    // 1.5 s instead of 10.5 (oyster reads launchd's state, not the Host's age).
+    r.t.scale_throttle("0.1");
     r.t.run(r.args("install")).ok();
-    // Older than its ThrottleInterval (10 s): launchd's KeepAlive respawns it at once.
-    std::thread::sleep(std::time::Duration::from_millis(10_500));
+    // Older than its ThrottleInterval: launchd's KeepAlive respawns it at once.
+    std::thread::sleep(std::time::Duration::from_millis(1_500));
     let (run, calls) = r.calls_of("restart");
     run.ok();
     eprintln!("restart of an older Host: {} launchctl starts", calls.len());
-    assert!(
-        calls.len() <= 6,
-        "{} launchctl starts:\n{}",
-        calls.len(),
-        calls.join("\n")
-    );
+    assert!(calls.len() <= 6, "{} launchctl starts:\n{}", calls.len(), calls.join("\n"));
     r.done();
 }
 
@@ -129,17 +114,11 @@ fn bootout_is_issued_again_while_it_answers_36() {
     r.t.run(r.args("install")).ok();
     // A changed plist (another port) is reloaded: bootout, which answers 36 twice.
     r.port = free_port();
-    r.t.extra_env
-        .push(("LAUNCHD_SIM_BOOTOUT_IN_PROGRESS".into(), "2".into()));
+    r.t.extra_env.push(("LAUNCHD_SIM_BOOTOUT_IN_PROGRESS".into(), "2".into()));
     let (run, calls) = r.calls_of("regenerate");
     run.ok();
     let bootouts = calls.iter().filter(|c| c.starts_with("bootout ")).count();
-    assert_eq!(
-        bootouts,
-        3,
-        "re-issued on each 36, then polled:\n{}",
-        calls.join("\n")
-    );
+    assert_eq!(bootouts, 3, "re-issued on each 36, then polled:\n{}", calls.join("\n"));
     r.done();
 }
 
@@ -147,11 +126,8 @@ fn bootout_is_issued_again_while_it_answers_36() {
 fn calls_of_args(r: &Recorded, args: &[&str]) -> (crate::common::Run, Vec<String>) {
     let _ = std::fs::remove_file(&r.log);
     let run = r.t.run(args);
-    let calls = std::fs::read_to_string(&r.log)
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect();
+    let calls =
+        std::fs::read_to_string(&r.log).unwrap_or_default().lines().map(str::to_owned).collect();
     (run, calls)
 }
 
@@ -161,33 +137,17 @@ fn list_asks_launchd_once_per_domain_whatever_the_number_of_stacks() {
     r.t.run(r.args("install")).ok();
     for n in 0..8 {
         let port = free_port().to_string();
-        r.t.run(
-            args(&["config", "sync"])
-                .stack(&format!("more{n}"))
-                .port(&port),
-        )
-        .ok();
+        r.t.run(args(&["config", "sync"]).stack(&format!("more{n}")).port(&port)).ok();
     }
     let (run, calls) = calls_of_args(&r, &["list", "--json"]);
     let doc = run.ok().json();
     assert_eq!(doc["stacks"].as_array().unwrap().len(), 9, "{doc}");
-    let rt = doc["stacks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["stack"] == "rt")
-        .unwrap();
+    let rt = doc["stacks"].as_array().unwrap().iter().find(|s| s["stack"] == "rt").unwrap();
     assert_eq!(rt["summary"], "verified", "{rt}");
     // One `print` per domain; a running, verified job needs nothing more.
+    assert!(calls.len() <= 3, "{} launchctl calls: {calls:#?}", calls.len());
     assert!(
-        calls.len() <= 3,
-        "{} launchctl calls: {calls:#?}",
-        calls.len()
-    );
-    assert!(
-        calls
-            .iter()
-            .all(|c| !c.starts_with("print gui/0/") && !c.contains("/com.")),
+        calls.iter().all(|c| !c.starts_with("print gui/0/") && !c.contains("/com.")),
         "a per-job print: {calls:#?}"
     );
     r.done();

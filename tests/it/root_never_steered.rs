@@ -7,6 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
+use crate::common::has_all;
 use crate::common::{TestContext, BIN};
 
 /// A uid no account on the test machine has: the owner of a throwaway home.
@@ -80,11 +81,9 @@ fn a_root_cleanup_under_a_foreign_home_is_refused_and_never_deletes_through_a_li
     let before = contents(&victim);
     lchown(&t.home, STRANGER);
     lchown(&link, STRANGER);
-    for args in [
-        &["cleanup", "--yes", "--purge"][..],
-        &["cleanup", "--yes"],
-        &["cleanup", "--dry-run"],
-    ] {
+    for args in
+        [&["cleanup", "--yes", "--purge"][..], &["cleanup", "--yes"], &["cleanup", "--dry-run"]]
+    {
         let r = t.run(args).fails_with(2);
         r.stderr_has("belongs to uid 61234");
         r.stderr_has("sudo -u");
@@ -95,20 +94,9 @@ fn a_root_cleanup_under_a_foreign_home_is_refused_and_never_deletes_through_a_li
     lchown(&link, 0);
     let r = t.run(["cleanup", "--yes", "--purge"]).ok();
     let out = r.stdout();
-    assert!(
-        out.contains("kept    dev:") && out.contains("kept    qa:"),
-        "{out}"
-    );
-    assert!(
-        out.contains("~/.oysterun-stacks is a symlink")
-            && out.contains("cleanup removes nothing through it"),
-        "{out}"
-    );
-    assert_eq!(
-        contents(&victim),
-        before,
-        "removed through the link:\n{out}"
-    );
+    has_all(&out, &["kept    dev:", "kept    qa:"]);
+    has_all(&out, &["~/.oysterun-stacks is a symlink", "cleanup removes nothing through it"]);
+    assert_eq!(contents(&victim), before, "removed through the link:\n{out}");
 }
 
 /// Root running cleanup with a HOME it owns but anyone may write (`/tmp`, 1777: what a daemon
@@ -137,29 +125,16 @@ fn a_root_cleanup_removes_nothing_of_another_users_nor_through_a_directory_other
     }
     let before = contents(&stacks);
     let out = t.run(["cleanup", "--yes", "--purge"]).ok().stdout();
-    assert!(
-        out.contains("kept    dev:") && out.contains("kept    qa:"),
-        "{out}"
-    );
-    assert!(
-        out.contains("belongs to uid 61234, not to the user running cleanup"),
-        "{out}"
-    );
-    assert_eq!(
-        contents(&stacks),
-        before,
-        "removed another user's files:\n{out}"
-    );
+    has_all(&out, &["kept    dev:", "kept    qa:"]);
+    has_all(&out, &["belongs to uid 61234, not to the user running cleanup"]);
+    assert_eq!(contents(&stacks), before, "removed another user's files:\n{out}");
     // The stacks directory root's but writable by all without the sticky bit: kept.
     for e in std::iter::once(stacks.clone()).chain(walk(&stacks)) {
         lchown(&e, 0);
     }
     std::fs::set_permissions(&stacks, std::fs::Permissions::from_mode(0o777)).unwrap();
     let out = t.run(["cleanup", "--yes", "--purge"]).ok().stdout();
-    assert!(
-        out.contains("may be written by others (mode 0777)"),
-        "{out}"
-    );
+    has_all(&out, &["may be written by others (mode 0777)"]);
     assert!(stacks.join("dev/run/oyster.lock").exists(), "{out}");
     // Shared with the sticky bit: root's own stack goes, another uid's stays.
     std::fs::set_permissions(&stacks, std::fs::Permissions::from_mode(0o1777)).unwrap();
@@ -179,21 +154,12 @@ fn mdm_profile_refuses_an_organization_xml_cannot_carry_before_writing() {
     let target = t.path("p.mobileconfig");
     for (org, named) in [("Example\u{FFFE}", "U+FFFE"), ("\u{FFFF}Inc", "U+FFFF")] {
         let r = t
-            .run([
-                "mdm",
-                "profile",
-                "--output",
-                target.to_str().unwrap(),
-                "--organization",
-                org,
-            ])
+            .run(["mdm", "profile", "--output", target.to_str().unwrap(), "--organization", org])
             .fails_with(2);
         r.stderr_has(named);
         r.stderr_has("XML 1.0");
         assert!(!target.exists(), "{org:?}: a profile was written");
-        let r = t
-            .run(["mdm", "profile", "--organization", org])
-            .fails_with(2);
+        let r = t.run(["mdm", "profile", "--organization", org]).fails_with(2);
         assert_eq!(r.stdout(), "", "{org:?}: a profile reached stdout");
     }
     // The last character before them is XML, and is written.
@@ -207,7 +173,7 @@ fn mdm_profile_refuses_an_organization_xml_cannot_carry_before_writing() {
     ])
     .ok();
     let text = std::fs::read_to_string(&target).unwrap();
-    assert!(text.contains("Example\u{FFFD}"), "{text}");
+    has_all(&text, &["Example\u{FFFD}"]);
 }
 
 /// oyster copied to `dir` (created with `mode`, owned by `uid`), run as root with `args` and
@@ -251,11 +217,13 @@ fn a_root_run_of_an_oyster_another_uid_or_a_group_could_replace_is_refused() {
         let r = copy_run(&t, &homebrew, uid, mode, &["setup", "--yes"]);
         assert_eq!(r.code(), 1, "{why}: {}", r.stderr());
         let err = r.stderr();
-        assert!(
-            err.contains(&format!("{} {why}", homebrew.display()))
-                && err.contains("could replace the program root runs; nothing was done")
-                && err.contains("/Library/Oysterun/bin/oyster"),
-            "{err}"
+        has_all(
+            &err,
+            &[
+                &format!("{} {why}", homebrew.display()),
+                "could replace the program root runs; nothing was done",
+                "/Library/Oysterun/bin/oyster",
+            ],
         );
         assert!(!t.home.join(".oysterun").exists(), "{why}: setup wrote");
     }
@@ -283,9 +251,5 @@ fn a_root_run_of_an_oyster_another_uid_or_a_group_could_replace_is_refused() {
         .env("OYSTER_LAUNCHCTL", "none")
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }

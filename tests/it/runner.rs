@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 use crate::common::{
     args, free_port, live_environ, plistlib, real_node, Run, Stack, TestContext, BIN,
 };
+use crate::common::{has_all, has_none};
 
 const STACK: &str = "rn";
 
@@ -91,10 +92,7 @@ fn process(pid: u32) -> Option<(bool, Option<PathBuf>)> {
         sysinfo::ProcessRefreshKind::nothing().with_cwd(sysinfo::UpdateKind::Always),
     );
     let p = sys.process(spid)?;
-    Some((
-        matches!(p.status(), sysinfo::ProcessStatus::Zombie),
-        p.cwd().map(Path::to_path_buf),
-    ))
+    Some((matches!(p.status(), sysinfo::ProcessStatus::Zombie), p.cwd().map(Path::to_path_buf)))
 }
 
 fn cwd_of(pid: u32) -> Option<PathBuf> {
@@ -142,8 +140,7 @@ fn oysteruns_own_restart_finds_the_new_pid_in_the_identity_files() {
     }
     std::fs::remove_file(pid_file(&r)).unwrap();
     std::fs::remove_file(origin_file(&r)).unwrap();
-    r.t.sim(&["bootstrap", &r.domain("gui"), r.plist().to_str().unwrap()])
-        .ok();
+    r.t.sim(&["bootstrap", &r.domain("gui"), r.plist().to_str().unwrap()]).ok();
     let second = wait_for_host_identity_files(&r, Some(first))
         .expect("Oysterun's restart would report failure: no identity files within 20 s");
     assert_eq!(r.launchd_pid(), Some(second));
@@ -162,43 +159,26 @@ fn the_host_gets_its_stack_name_and_runs_as_the_launch_programs_pid() {
     let r = rn();
     agent(&r, "install").ok();
     let h = health(r.port).unwrap();
-    assert_eq!(
-        h["stack"], STACK,
-        "OYSTERUN_ROUTEC_STACK_NAME reached the Host"
-    );
+    assert_eq!(h["stack"], STACK, "OYSTERUN_ROUTEC_STACK_NAME reached the Host");
     let pid = r.launchd_pid().unwrap();
     assert_eq!(h["pid"], json!(pid), "the exec kept launchd's pid");
     let plist = plistlib(&std::fs::read(r.plist()).unwrap());
-    assert_eq!(
-        plist["ProgramArguments"],
-        json!([BIN, "host", "exec", "--stack", STACK])
-    );
+    assert_eq!(plist["ProgramArguments"], json!([BIN, "host", "exec", "--stack", STACK]));
     // Verification follows: launchd's program is oyster, the live environment is the plist's.
-    let st =
-        r.t.run(["agent", "status", "--stack", STACK, "--json"])
-            .ok()
-            .json();
+    let st = r.t.run(["agent", "status", "--stack", STACK, "--json"]).ok().json();
     // `live` wherever the kernel shows the Host's environment; where macOS hides it (an
     // official Node build), the launch program's record proves it (`exec`).
     assert_eq!(
         (&st["verified"], &st["env_proof"], &st["installed_by"]),
-        (
-            &json!(true),
-            &json!(crate::common::strongest_proof(pid)),
-            &json!("oyster")
-        ),
+        (&json!(true), &json!(crate::common::strongest_proof(pid)), &json!("oyster")),
         "{st}"
     );
     let env = r.t.host_environ(pid);
     for (k, v) in plist["EnvironmentVariables"].as_object().unwrap() {
-        assert!(
-            env.contains(&format!("{k}={}", v.as_str().unwrap())),
-            "{k} in {env:?}"
-        );
+        assert!(env.contains(&format!("{k}={}", v.as_str().unwrap())), "{k} in {env:?}");
     }
     // An unchanged regenerate finds the loaded definition matching (program and arguments).
-    let out = agent(&r, "regenerate").ok().stdout();
-    assert!(out.contains("left alone"), "{out}");
+    agent(&r, "regenerate").ok().stdout_has_all(&["left alone"]);
 }
 
 #[test]
@@ -222,18 +202,11 @@ fn a_host_launchd_restarts_on_its_own_gets_fresh_identity_files_and_a_synced_con
     assert_ne!(record["started_at"], Value::Null);
     assert_ne!(record, old_record);
     let after: Value = serde_json::from_slice(&std::fs::read(&config).unwrap()).unwrap();
-    assert_eq!(
-        after["codex_command"],
-        json!(codex),
-        "the launch synced the config"
-    );
+    assert_eq!(after["codex_command"], json!(codex), "the launch synced the config");
     let log = r.host_log();
-    assert!(log.contains("config: codex_command"), "{log}");
+    has_all(&log, &["config: codex_command"]);
     // The plist predates codex, so the launch says its environment differs, and starts anyway.
-    assert!(
-        log.contains("differs from what oyster generates") && log.contains("agent regenerate"),
-        "{log}"
-    );
+    has_all(&log, &["differs from what oyster generates", "agent regenerate"]);
     r.t.assert_nothing_executed();
 }
 
@@ -247,11 +220,7 @@ fn a_corrupt_config_is_logged_and_the_host_still_starts() {
     let new = wait_for_host_identity_files(&r, Some(old)).expect("the Host started");
     assert_eq!(wait_new_healthy(r.port, old)["pid"], json!(new));
     let log = r.host_log();
-    assert!(
-        log.contains("the config sync failed; the Host starts anyway")
-            && log.contains("not valid JSON"),
-        "{log}"
-    );
+    has_all(&log, &["the config sync failed; the Host starts anyway", "not valid JSON"]);
 }
 
 #[test]
@@ -259,37 +228,16 @@ fn host_stop_and_status_leave_a_launchd_host_to_launchd() {
     let r = rn();
     agent(&r, "install").ok();
     let pid = wait_for_host_identity_files(&r, None).unwrap();
-    let e =
-        r.t.run(["host", "stop", "--stack", STACK])
-            .fails_with(1)
-            .stderr();
-    assert!(
-        e.contains("launchd runs this Host")
-            && e.contains(&format!("`oyster stop --stack {STACK}` stops it")),
-        "{e}"
-    );
+    let e = r.t.run(["host", "stop", "--stack", STACK]).fails_with(1).stderr();
+    has_all(&e, &["launchd runs this Host", &format!("`oyster stop --stack {STACK}` stops it")]);
     assert!(alive(pid), "not signalled");
-    let st =
-        r.t.run(["host", "status", "--stack", STACK, "--json"])
-            .ok()
-            .json();
-    assert_eq!(
-        (&st["managed_by"], &st["pid"]),
-        (&json!("launchd"), &json!(pid)),
-        "{st}"
-    );
+    let st = r.t.run(["host", "status", "--stack", STACK, "--json"]).ok().json();
+    assert_eq!((&st["managed_by"], &st["pid"]), (&json!("launchd"), &json!(pid)), "{st}");
 }
 
 /// `host start` with the fixture on a free port for stack `dr`.
 pub(crate) fn start_direct(t: &TestContext, root: &Path, port: u16) -> Run {
-    t.run(
-        args(&["host", "start"])
-            .stack("dr")
-            .root(root)
-            .node(real_node())
-            .port(port)
-            .extra(&["--wait", "10"]),
-    )
+    t.run(args(&["host", "start"]).stack("dr").host(root).port(port).wait_secs(10))
 }
 
 #[test]
@@ -299,17 +247,11 @@ fn direct_start_runs_the_same_launch_program_and_leaves_the_same_files() {
     let port = free_port();
     start_direct(&t, &root, port).ok();
     let run = t.home.join(".oysterun-stacks/dr/run");
-    let pid: u32 = pid_from_file(&run.join("oysterun-host-dr.pid"))
-        .unwrap()
-        .parse()
-        .unwrap();
+    let pid: u32 = pid_from_file(&run.join("oysterun-host-dr.pid")).unwrap().parse().unwrap();
     let h = health(port).unwrap();
     assert_eq!((&h["pid"], &h["stack"]), (&json!(pid), &json!("dr")));
     let origin = std::fs::read_to_string(run.join("oysterun-host-dr.origin.tsv")).unwrap();
-    let rows: Vec<(&str, &str)> = origin
-        .lines()
-        .map(|l| l.split_once('\t').unwrap())
-        .collect();
+    let rows: Vec<(&str, &str)> = origin.lines().map(|l| l.split_once('\t').unwrap()).collect();
     let keys: Vec<&str> = rows.iter().map(|(k, _)| *k).collect();
     assert_eq!(
         keys,
@@ -329,38 +271,19 @@ fn direct_start_runs_the_same_launch_program_and_leaves_the_same_files() {
     let host_dir = root.join("host-service");
     assert_eq!(row("repo_root"), root.to_str().unwrap());
     assert_eq!(row("host_dir"), host_dir.to_str().unwrap());
-    assert_eq!(
-        Path::new(row("actual_cwd")),
-        std::fs::canonicalize(&host_dir).unwrap()
-    );
-    assert_eq!(
-        Path::new(row("config_dir")),
-        t.home.join(".oysterun-stacks/dr/host")
-    );
+    assert_eq!(Path::new(row("actual_cwd")), std::fs::canonicalize(&host_dir).unwrap());
+    assert_eq!(Path::new(row("config_dir")), t.home.join(".oysterun-stacks/dr/host"));
     assert_eq!(row("host_port"), port.to_string());
     assert_eq!(row("host_pid"), pid.to_string());
     assert_eq!(row("launch_label"), "com.oysterun.host.dr");
     let at = row("started_at_utc");
-    assert!(
-        at.len() == 20 && at.ends_with('Z') && at.as_bytes()[10] == b'T',
-        "{at}"
-    );
+    assert!(at.len() == 20 && at.ends_with('Z') && at.as_bytes()[10] == b'T', "{at}");
     // oyster's own record: owner-only, the argv and environment it exec'd with.
     let record_path = run.join("oyster-exec.json");
-    assert_eq!(
-        std::fs::metadata(&record_path)
-            .unwrap()
-            .permissions()
-            .mode()
-            & 0o777,
-        0o600
-    );
+    assert_eq!(std::fs::metadata(&record_path).unwrap().permissions().mode() & 0o777, 0o600);
     let rec = exec_record(&run);
     assert_eq!(rec["pid"], json!(pid));
-    assert_eq!(
-        rec["argv"],
-        json!([real_node(), root.join("host-service/server.mjs")])
-    );
+    assert_eq!(rec["argv"], json!([real_node(), root.join("host-service/server.mjs")]));
     let mut live: Vec<String> = live_environ(pid);
     live.sort();
     let recorded: Vec<String> = rec["env"]
@@ -376,11 +299,8 @@ fn direct_start_runs_the_same_launch_program_and_leaves_the_same_files() {
     // The Host log says what the launch program did.
     let log =
         std::fs::read_to_string(t.home.join(".oysterun-stacks/dr/logs/oysterun-host.log")).unwrap();
-    assert!(
-        log.contains("oyster host exec (stack dr") && log.contains("identity files written"),
-        "{log}"
-    );
-    assert!(!log.contains("differs"), "{log}");
+    has_all(&log, &["oyster host exec (stack dr", "identity files written"]);
+    has_none(&log, &["differs"]);
     t.run(["host", "stop", "--stack", "dr"]).ok();
 }
 
@@ -411,18 +331,9 @@ fn a_second_launch_leaves_a_live_hosts_identity_files_alone() {
         .unwrap();
     assert!(!out.status.success(), "the second Host cannot listen");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains(&format!("names another live Host (pid {first})")),
-        "{err}"
-    );
-    assert_eq!(
-        pid_from_file(&run.join("oysterun-host-dr.pid")).unwrap(),
-        first
-    );
-    assert_eq!(
-        std::fs::read(run.join("oysterun-host-dr.origin.tsv")).unwrap(),
-        origin
-    );
+    has_all(&err, &[&format!("names another live Host (pid {first})")]);
+    assert_eq!(pid_from_file(&run.join("oysterun-host-dr.pid")).unwrap(), first);
+    assert_eq!(std::fs::read(run.join("oysterun-host-dr.origin.tsv")).unwrap(), origin);
     assert_eq!(exec_record(&run), rec);
     assert_eq!(health(port).unwrap()["pid"].to_string(), first);
     t.run(["host", "stop", "--stack", "dr"]).ok();
@@ -436,12 +347,8 @@ fn a_held_config_lock_never_keeps_the_host_down_the_launch_skips_the_sync_and_sa
     let config = r.stack_dir().join("host/config.json");
     let mut lock = config.clone().into_os_string();
     lock.push(".lock");
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .truncate(true)
-        .open(&lock)
-        .unwrap();
+    let mut f =
+        std::fs::OpenOptions::new().read(true).write(true).truncate(true).open(&lock).unwrap();
     writeln!(f, "pid {} (a suspended oyster)", std::process::id()).unwrap();
     let _held = nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock)
         .map_err(|(_, e)| e)
@@ -455,18 +362,8 @@ fn a_held_config_lock_never_keeps_the_host_down_the_launch_skips_the_sync_and_sa
     assert_eq!(wait_new_healthy(r.port, old)["pid"], json!(new));
     assert!(t0.elapsed() < Duration::from_secs(10));
     let log = r.host_log();
-    assert!(
-        log.contains(&format!(
-            "config sync skipped: locked by pid {}",
-            std::process::id()
-        )),
-        "{log}"
-    );
-    assert_eq!(
-        std::fs::read(&config).unwrap(),
-        before,
-        "written without the lock"
-    );
+    has_all(&log, &[&format!("config sync skipped: locked by pid {}", std::process::id())]);
+    assert_eq!(std::fs::read(&config).unwrap(), before, "written without the lock");
 }
 
 /// Waits (bounded) until the Host log holds `text`.
@@ -477,10 +374,7 @@ fn wait_for_log(r: &Stack, text: &str) -> String {
         if log.contains(text) {
             return log;
         }
-        assert!(
-            t0.elapsed() < Duration::from_secs(15),
-            "never logged {text:?}:\n{log}"
-        );
+        assert!(t0.elapsed() < Duration::from_secs(15), "never logged {text:?}:\n{log}");
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -498,12 +392,8 @@ fn a_launch_that_cannot_become_the_host_leaves_no_identity_files_naming_a_dead_p
     .unwrap();
     r.t.sim(&["kickstart", "-k", &r.target("gui")]).ok();
     let log = wait_for_log(&r, "no identity files were written");
-    assert!(log.contains("server.mjs"), "{log}");
-    for f in [
-        pid_file(&r),
-        origin_file(&r),
-        r.run_dir().join("oyster-exec.json"),
-    ] {
+    has_all(&log, &["server.mjs"]);
+    for f in [pid_file(&r), origin_file(&r), r.run_dir().join("oyster-exec.json")] {
         assert!(!f.exists(), "{} names a dead pid", f.display());
     }
     std::fs::rename(
@@ -531,6 +421,6 @@ fn a_launch_that_cannot_become_the_host_leaves_no_identity_files_naming_a_dead_p
     std::fs::remove_file(link_dir.join("node")).unwrap();
     r.t.sim(&["kickstart", "-k", &r.target("gui")]).ok();
     let log = wait_for_log(&r, "no identity files were written");
-    assert!(log.contains("the pinned Node"), "{log}");
+    has_all(&log, &["the pinned Node"]);
     assert!(!pid_file(&r).exists(), "the pid file names a dead pid");
 }

@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use crate::common::{args, get, Run, Stack, TestContext};
+use crate::common::{has_all, has_none};
 
 const STACK: &str = "sec";
 
@@ -72,10 +73,7 @@ fn assert_clean(what: &str, text: &str) {
         );
     }
     // The URL credentials as a pair, whatever the password.
-    assert!(
-        !text.contains("relayuser:"),
-        "{what} shows URL credentials:\n{text}"
-    );
+    assert!(!text.contains("relayuser:"), "{what} shows URL credentials:\n{text}");
 }
 
 /// Runs `args` on the stack, asserts its exit code and that neither stdout nor stderr shows a
@@ -83,13 +81,7 @@ fn assert_clean(what: &str, text: &str) {
 #[track_caller]
 fn clean(s: &Stack, args: &[&str], code: i32) -> Run {
     let r = run(s, args);
-    assert_eq!(
-        r.code(),
-        code,
-        "{args:?}\nstdout:\n{}\nstderr:\n{}",
-        r.stdout(),
-        r.stderr()
-    );
+    assert_eq!(r.code(), code, "{args:?}\nstdout:\n{}\nstderr:\n{}", r.stdout(), r.stderr());
     assert_clean(&format!("{args:?} stdout"), &r.stdout());
     assert_clean(&format!("{args:?} stderr"), &r.stderr());
     if args.contains(&"--json") {
@@ -160,11 +152,7 @@ fn planted_secrets_never_appear_in_any_output_log_or_plist() {
         clean(&s, args, 0);
     }
     let claude = s.t.home.join(".local/bin/claude");
-    clean(
-        &s,
-        &["providers", "set", "claude", claude.to_str().unwrap()],
-        0,
-    );
+    clean(&s, &["providers", "set", "claude", claude.to_str().unwrap()], 0);
     // `pinned_node` is not a secret: it prints, in both forms.
     for args in [&["config", "show"][..], &["config", "show", "--json"]] {
         let out = clean(&s, args, 0).stdout();
@@ -201,21 +189,13 @@ fn planted_secrets_never_appear_in_any_output_log_or_plist() {
     }
     let log = s.stack_dir().join("logs/oysterun-host.log");
     let t0 = std::time::Instant::now();
-    while !std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .contains("pin 918273")
-    {
-        assert!(
-            t0.elapsed().as_secs() < 10,
-            "the Host never logged the line"
-        );
+    while !std::fs::read_to_string(&log).unwrap_or_default().contains("pin 918273") {
+        assert!(t0.elapsed().as_secs() < 10, "the Host never logged the line");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    let out = clean(&s, &["logs"], 0).stdout();
-    assert!(
-        out.contains("pairing via https://relay.example.com/pair/<redacted>?onboarding_token=<redacted>&step=2"),
-        "{out}"
-    );
+    clean(&s, &["logs"], 0).stdout_has_all(&[
+        "pairing via https://relay.example.com/pair/<redacted>?onboarding_token=<redacted>&step=2",
+    ]);
 
     // API keys a user added to the plist by hand: printed by no command, though the diff and
     // doctor name the variables.
@@ -232,7 +212,7 @@ fn planted_secrets_never_appear_in_any_output_log_or_plist() {
         "the dry run shows the change: {dry}"
     );
     let doctor = clean(&s, &["doctor"], 1).stdout();
-    assert!(doctor.contains("ANTHROPIC_API_KEY"), "{doctor}");
+    has_all(&doctor, &["ANTHROPIC_API_KEY"]);
     clean(&s, &["doctor", "--json"], 1);
     for (args, code) in [
         // The live Host lacks the hand-added variables: running, not verified (exit 1).
@@ -253,9 +233,7 @@ fn planted_secrets_never_appear_in_any_output_log_or_plist() {
     // The lifecycle verbs rewrite the plist: the hand-added keys go, nothing secret comes in.
     clean(&s, &[&["agent", "restart"][..], &timing].concat(), 0);
     plist_clean(&s, "agent restart");
-    assert!(!std::fs::read_to_string(s.plist())
-        .unwrap()
-        .contains("ANTHROPIC_API_KEY"));
+    assert!(!std::fs::read_to_string(s.plist()).unwrap().contains("ANTHROPIC_API_KEY"));
     clean(&s, &["agent", "stop"], 0);
     clean(&s, &[&["agent", "start"][..], &timing].concat(), 0);
     plist_clean(&s, "agent start");
@@ -265,11 +243,7 @@ fn planted_secrets_never_appear_in_any_output_log_or_plist() {
     // Stopped first, so install has to load it: the Host then crashes on start.
     clean(&s, &["agent", "stop"], 0);
     TestContext::fixture_flag(&s.root, "crash-on-start", "");
-    let r = clean(
-        &s,
-        &["agent", "install", "--wait", "5", "--settle-ms", "300"],
-        1,
-    );
+    let r = clean(&s, &["agent", "install", "--wait", "5", "--settle-ms", "300"], 1);
     assert!(
         // Only this attempt's lines (the earlier `pairing via` line is not this failure's
         // cause); `clean` checks no secret is in them.
@@ -295,15 +269,14 @@ fn planted_secrets_never_appear_in_any_output_log_or_plist() {
     // the commands that go on without it still know its secrets.
     let text = serde_json::to_string_pretty(&planted_config()).unwrap();
     std::fs::write(&cfg, &text[..text.len() - 3]).unwrap();
-    let out = clean(&s, &["logs"], 0).stdout();
-    assert!(out.contains("pair/<redacted>"), "{out}");
+    clean(&s, &["logs"], 0).stdout_has_all(&["pair/<redacted>"]);
     clean(&s, &["doctor"], 1);
     clean(&s, &["doctor", "--json"], 1);
     clean(&s, &["config", "show"], 2);
 
     // The audit log of every step above.
     let audit = std::fs::read_to_string(s.stack_dir().join("logs/service-control.jsonl")).unwrap();
-    assert!(audit.contains("\"action\":\"install\""), "{audit}");
+    has_all(&audit, &["\"action\":\"install\""]);
     assert_clean("the audit log", &audit);
     s.t.wait_no_processes();
 }
@@ -340,14 +313,7 @@ fn a_secret_the_host_writes_while_oyster_runs_is_redacted_too() {
             }
         });
         let words: Vec<&str> = verb.split(' ').collect();
-        let r =
-            s.t.run(
-                args(&words)
-                    .stack(s.name)
-                    .port(port)
-                    .extra(&["--wait", "4"]),
-            )
-            .fails_with(1);
+        let r = s.t.run(args(&words).stack(s.name).port(port).wait_secs(4)).fails_with(1);
         host.join().unwrap();
         let e = r.stderr();
         assert!(
@@ -364,13 +330,7 @@ fn a_secret_the_host_writes_while_oyster_runs_is_redacted_too() {
 fn logs_follow_learns_a_secret_the_host_writes_after_it_started() {
     let s = Stack::pinned("lf");
     let (t, port) = (&s.t, s.port);
-    t.run(
-        args(&["agent", "install"])
-            .stack(s.name)
-            .port(port)
-            .settle(200),
-    )
-    .ok();
+    t.run(args(&["agent", "install"]).stack(s.name).port(port).settle(200)).ok();
     let cfg = s.stack_dir().join("host/config.json");
     let mut follow = t.follow_logs(&["--stack", "lf"]);
     // The follower has started (it printed the Host's first line) before the secret exists.
@@ -380,18 +340,12 @@ fn logs_follow_learns_a_secret_the_host_writes_after_it_started() {
     std::fs::write(&cfg, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
     let line = "open https://app.example.com/onboard/OB-late-secret-3b2a19 now";
     assert_eq!(get(port, &format!("/log?line={}", encode(line))), 200);
-    assert_eq!(
-        get(port, &format!("/log?line={}", encode("end-of-test"))),
-        200
-    );
+    assert_eq!(get(port, &format!("/log?line={}", encode("end-of-test"))), 200);
     follow.read_until("end-of-test");
     let (out, _) = follow.stop();
-    assert!(out.contains("end-of-test"), "{out}");
-    assert!(
-        out.contains("open https://app.example.com/onboard/<redacted> now")
-            && !out.contains("OB-late"),
-        "{out}"
-    );
+    has_all(&out, &["end-of-test"]);
+    has_all(&out, &["open https://app.example.com/onboard/<redacted> now"]);
+    has_none(&out, &["OB-late"]);
     t.run(["agent", "uninstall", "--stack", "lf"]).ok();
     t.wait_no_processes();
 }

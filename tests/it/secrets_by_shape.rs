@@ -6,6 +6,7 @@
 use std::io::Write;
 use std::time::Duration;
 
+use crate::common::has_all;
 use crate::common::{free_port, real_node, TestContext};
 
 /// Lines as a Host might log them: each holds a credential no config names.
@@ -63,10 +64,7 @@ fn logs_redacts_credentials_by_shape_and_escapes_bidi_controls() {
     ] {
         assert!(out.contains(kept), "{kept:?} not in:\n{out}");
     }
-    assert!(
-        !out.contains('\u{202e}') && !out.contains('\u{2066}'),
-        "{out}"
-    );
+    assert!(!out.contains('\u{202e}') && !out.contains('\u{2066}'), "{out}");
 }
 
 /// `logs -f` with the Host writing each credential in two writes, the follower polling between
@@ -77,10 +75,7 @@ fn logs_follow_redacts_a_credential_split_across_the_hosts_writes() {
     let path = t.stack_with_log("shape", "earlier line\nexport GITHUB_TOKEN=ghp_Aa0Bb1Cc2D");
     let mut follow = t.follow_logs(&["--stack", "shape"]);
     follow.read_until("earlier line");
-    let mut w = std::fs::OpenOptions::new()
-        .append(true)
-        .open(&path)
-        .unwrap();
+    let mut w = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
     // The rest of the half-written line, then each shaped line cut in two, a pause (longer
     // than the follower's poll) between the halves.
     w.write_all(b"d3Ee4Ff5Gg6Hh7Ii8Jj9Kk0L\n").unwrap();
@@ -94,7 +89,7 @@ fn logs_follow_redacts_a_credential_split_across_the_hosts_writes() {
     w.write_all(b"end-of-test\n").unwrap();
     follow.read_until("end-of-test");
     let (out, _) = follow.stop();
-    assert!(out.contains("end-of-test"), "{out}");
+    has_all(&out, &["end-of-test"]);
     assert_no_secret("logs -f", &out);
     assert!(
         out.contains("export GITHUB_TOKEN=<redacted>\n")
@@ -110,10 +105,7 @@ fn a_failed_starts_log_tail_redacts_credentials_by_shape() {
     let planted: String = SHAPED.iter().map(|l| format!("{l}\n")).collect();
     let (t, r) = TestContext::crashing_host_start("tail", &planted);
     let e = r.stderr();
-    assert!(
-        e.contains("crash-on-start is set"),
-        "the tail is shown: {e}"
-    );
+    assert!(e.contains("crash-on-start is set"), "the tail is shown: {e}");
     assert!(
         e.contains("Authorization: Bearer <redacted>"),
         "the planted lines are in the tail: {e}"
@@ -138,36 +130,20 @@ fn the_restore_steps_stdout_is_redacted_and_only_the_qr_is_shown_as_written() {
         "host-service/cli/prepare-restart-restore.mjs",
         "prepared; device_token=\"dt-RESTORE-7f6e5d\" auth Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI0MiJ9.c2lnbmF0dXJlLXNlY3JldA \u{1b}[2J",
     );
-    step(
-        "host-service/setup.mjs",
-        "QR sk-ant-api03-QRisTheUsersOwnLogin0 \u{1b}[7m",
-    );
+    step("host-service/setup.mjs", "QR sk-ant-api03-QRisTheUsersOwnLogin0 \u{1b}[7m");
     let port = free_port().to_string();
     let base = |verb: &str| -> Vec<String> {
-        [
-            verb,
-            "rs",
-            "--port",
-            &port,
-            "--root",
-            root.to_str().unwrap(),
-        ]
-        .iter()
-        .map(|s| (*s).to_owned())
-        .chain(["--node-bin".to_owned(), real_node().display().to_string()])
-        .chain(["--settle-ms".to_owned(), "200".to_owned()])
-        .collect()
+        [verb, "rs", "--port", &port, "--root", root.to_str().unwrap()]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .chain(["--node-bin".to_owned(), real_node().display().to_string()])
+            .chain(["--settle-ms".to_owned(), "200".to_owned()])
+            .collect()
     };
     t.run(base("install")).ok();
     for args in [
         vec!["restart", "rs", "--restore-sessions", "--settle-ms", "200"],
-        vec![
-            "restart",
-            "--all",
-            "--restore-sessions",
-            "--settle-ms",
-            "200",
-        ],
+        vec!["restart", "--all", "--restore-sessions", "--settle-ms", "200"],
     ] {
         let r = t.run(&args).ok();
         let all = r.stdout() + &r.stderr();
@@ -200,19 +176,10 @@ fn bidi_controls_never_reach_the_terminal_raw_in_human_or_json_output() {
     )
     .unwrap();
     let human = t.run(["config", "show", "--stack", "shape"]).ok().stdout();
-    assert!(
-        human.contains("invoice\\u{202e}fdp.exe\\u{2066}"),
-        "{human}"
-    );
-    let json = t
-        .run(["config", "show", "--json", "--stack", "shape"])
-        .ok()
-        .stdout();
+    has_all(&human, &["invoice\\u{202e}fdp.exe\\u{2066}"]);
+    let json = t.run(["config", "show", "--json", "--stack", "shape"]).ok().stdout();
     for out in [&human, &json] {
-        assert!(
-            !out.contains('\u{202e}') && !out.contains('\u{2066}'),
-            "{out}"
-        );
+        assert!(!out.contains('\u{202e}') && !out.contains('\u{2066}'), "{out}");
     }
     let doc: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(doc["label"], "invoice\u{202e}fdp.exe\u{2066}", "{json}");

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::common::{self, free_port, real_node, Entry, TestContext};
+use crate::common::{self, free_port, Entry, TestContext};
+use crate::common::{has_all, has_none};
 
 const CANCELLED: &str = "Installation cancelled; no changes were made.";
 
@@ -29,9 +30,7 @@ impl Setup {
     fn with_npm(npm_exit: i32, install_secs: u32) -> Setup {
         let mut t = TestContext::new();
         let root = t.fixture_root("root");
-        let bin = t.path("nodepfx/bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();
+        let bin = t.node_prefix();
         let log = t.path("npm.log");
         let npm = format!(
             "#!/bin/sh\necho \"$*\" >> '{log}'\n[ {npm_exit} -ne 0 ] && {{ echo 'npm ERR! simulated failure' >&2; exit {npm_exit}; }}\n\
@@ -45,14 +44,8 @@ impl Setup {
         std::fs::write(bin.join("npm"), npm).unwrap();
         std::fs::set_permissions(bin.join("npm"), std::fs::Permissions::from_mode(0o755)).unwrap();
         std::fs::create_dir_all(t.path("tmp")).unwrap();
-        t.extra_env
-            .push(("TMPDIR".into(), t.path("tmp").display().to_string()));
-        Setup {
-            t,
-            root,
-            node: bin.join("node"),
-            port: free_port(),
-        }
+        t.extra_env.push(("TMPDIR".into(), t.path("tmp").display().to_string()));
+        Setup { t, root, node: bin.join("node"), port: free_port() }
     }
 
     fn args(&self, extra: &[&str]) -> Vec<String> {
@@ -93,11 +86,7 @@ impl Setup {
 
     fn snapshot_of(&self, mtimes: bool, skip_logs: bool, locks: bool) -> BTreeMap<PathBuf, Entry> {
         let mut out = BTreeMap::new();
-        for base in [
-            self.t.home.clone(),
-            self.t.path("tmp"),
-            self.t.path("nodepfx"),
-        ] {
+        for base in [self.t.home.clone(), self.t.path("tmp"), self.t.path("nodepfx")] {
             out.extend(common::tree(&base));
         }
         if !mtimes {
@@ -120,6 +109,16 @@ impl Setup {
         let mut c = self.t.pty_cmd(answer, self.args(extra));
         c.env("PTY_PASSWORD", "setup-test password");
         common::pty_report(&mut c)
+    }
+
+    /// [`Setup::pty`] of `--no-start`, answering `answer`, which must complete (exit 0): what
+    /// the terminal showed.
+    fn completes(&self, answer: &[u8]) -> String {
+        let r = self.pty(answer, &["--no-start"]);
+        let output = r["output"].as_str().unwrap().to_owned();
+        assert_eq!(r["code"], 0, "{output}");
+        has_all(&output, &["Setup complete"]);
+        output
     }
 }
 
@@ -147,15 +146,10 @@ fn every_way_of_saying_no_at_a_real_terminal_changes_nothing() {
                 output.contains("Claude Code and Codex CLI are not installed"),
                 "{name}: {output}"
             );
-            assert!(
-                output.contains("install -g --prefix"),
-                "the exact command is named: {output}"
-            );
+            assert!(output.contains("install -g --prefix"), "the exact command is named: {output}");
             // Before the question: how to go on without a provider one does not use.
             let q = output.find("[y/s/N]").unwrap();
-            let hint = output
-                .find("oyster providers set codex \"\"")
-                .expect(output);
+            let hint = output.find("oyster providers set codex \"\"").expect(output);
             assert!(hint < q, "{output}");
             assert_eq!(r["code"], 0, "{name}: {output}");
             assert_eq!(output.matches(CANCELLED).count(), 1, "{name}: {output}");
@@ -175,24 +169,15 @@ fn every_way_of_saying_no_at_a_real_terminal_changes_nothing() {
 #[test]
 fn yes_at_the_terminal_installs_through_the_pinned_npm_and_continues() {
     let s = Setup::new(0);
-    let r = s.pty(b"y\r", &["--no-start"]);
-    let output = r["output"].as_str().unwrap();
-    assert_eq!(r["code"], 0, "{output}");
-    assert!(output.contains("Setup complete"), "{output}");
+    let output = &s.completes(b"y\r");
     // npm's own output is streamed, indented (and dimmed on this terminal).
-    assert!(
-        output.contains("    added 1 package: @openai/codex"),
-        "{output}"
-    );
-    assert!(output.contains("\x1b[2m    added 1 package"), "{output}");
+    has_all(output, &["    added 1 package: @openai/codex"]);
+    has_all(output, &["\x1b[2m    added 1 package"]);
     let prefix = s.t.path("nodepfx");
     assert_eq!(
         s.npm_calls(),
         [
-            format!(
-                "install -g --prefix {} @anthropic-ai/claude-code",
-                prefix.display()
-            ),
+            format!("install -g --prefix {} @anthropic-ai/claude-code", prefix.display()),
             format!("install -g --prefix {} @openai/codex", prefix.display())
         ]
     );
@@ -200,14 +185,8 @@ fn yes_at_the_terminal_installs_through_the_pinned_npm_and_continues() {
         serde_json::from_slice(&std::fs::read(s.config()).unwrap()).unwrap();
     assert_eq!(cfg["claude_command"], json!(prefix.join("bin/claude")));
     assert_eq!(cfg["codex_command"], json!(prefix.join("bin/codex")));
-    assert_eq!(
-        cfg["provider_command_intent"],
-        json!({"claude": "auto", "codex": "auto"})
-    );
-    assert_eq!(
-        cfg["default_browse_path"],
-        json!(s.t.home.join("OysterunAgents"))
-    );
+    assert_eq!(cfg["provider_command_intent"], json!({"claude": "auto", "codex": "auto"}));
+    assert_eq!(cfg["default_browse_path"], json!(s.t.home.join("OysterunAgents")));
     assert!(s.t.home.join("OysterunAgents").is_dir());
     s.t.assert_nothing_executed();
 }
@@ -215,14 +194,11 @@ fn yes_at_the_terminal_installs_through_the_pinned_npm_and_continues() {
 #[test]
 fn skip_at_the_terminal_sets_the_host_up_without_installing_and_keeps_the_providers_auto() {
     let s = Setup::new(0);
-    let r = s.pty(b"s\r", &["--no-start"]);
-    let output = r["output"].as_str().unwrap();
-    assert_eq!(r["code"], 0, "{output}");
-    assert!(output.contains("Setup complete"), "{output}");
-    assert!(!output.contains(CANCELLED), "{output}");
-    assert!(output.contains("it stays auto"), "{output}");
+    let output = &s.completes(b"s\r");
+    has_none(output, &[CANCELLED]);
+    has_all(output, &["it stays auto"]);
     // The URL the Host will answer on, at the end.
-    assert!(output.contains("url: http://127.0.0.1:"), "{output}");
+    has_all(output, &["url: http://127.0.0.1:"]);
     assert!(s.npm_calls().is_empty(), "skip installs nothing");
     let cfg: serde_json::Value =
         serde_json::from_slice(&std::fs::read(s.config()).unwrap()).unwrap();
@@ -242,11 +218,7 @@ fn without_a_terminal_it_never_prompts_and_installs_only_when_told() {
     let cfg: serde_json::Value =
         serde_json::from_slice(&std::fs::read(s.config()).unwrap()).unwrap();
     assert_eq!(cfg["connection_mode"], "direct");
-    assert_eq!(
-        cfg.get("claude_command"),
-        None,
-        "a detector null is never written"
-    );
+    assert_eq!(cfg.get("claude_command"), None, "a detector null is never written");
 
     let s = Setup::new(0);
     s.t.run(s.args(&["--no-start", "--install-providers"])).ok();
@@ -257,26 +229,19 @@ fn without_a_terminal_it_never_prompts_and_installs_only_when_told() {
 fn a_failed_install_changes_nothing_else() {
     let s = Setup::new(1);
     let before = s.snapshot_but_locks(false);
-    let e =
-        s.t.run(s.args(&["--install-providers"]))
-            .fails_with(1)
-            .stderr();
+    let e = s.t.run(s.args(&["--install-providers"])).fails_with(1).stderr();
     // The real cause first, then what was rolled back; nothing was installed, so nothing is
     // said to be uninstalled (and npm uninstall is not run).
     let cause = e.find("simulated failure").expect(&e);
     let rolled = e.find("rolled back").expect(&e);
     assert!(cause < rolled, "{e}");
-    assert!(!e.contains("uninstalled"), "{e}");
+    has_none(&e, &["uninstalled"]);
     assert_eq!(s.npm_calls().len(), 1, "{:?}", s.npm_calls());
     assert_eq!(s.npm_calls()[0].split(' ').next(), Some("install"));
     assert_eq!(s.snapshot_but_locks(false), before);
     // What the lock left is the lock file alone, outside the stack.
     let cache = common::tree(&s.t.home.join(".cache"));
-    let files: Vec<_> = cache
-        .iter()
-        .filter(|(_, e)| !e.dir)
-        .map(|(p, _)| p)
-        .collect();
+    let files: Vec<_> = cache.iter().filter(|(_, e)| !e.dir).map(|(p, _)| p).collect();
     assert!(
         files.len() == 1 && files[0].ends_with("oyster/locks/com.oysterun.host.st.lock"),
         "{files:?}"
@@ -290,28 +255,13 @@ fn a_failure_at_the_agent_folder_undoes_the_install_and_the_config() {
     let bad = s.t.path("afile/agents");
     let before = s.snapshot_but_locks(false);
     let e =
-        s.t.run(s.args(&[
-            "--install-providers",
-            "--agent-folder",
-            bad.to_str().unwrap(),
-        ]))
-        .fails_with(1)
-        .stderr();
-    assert!(
-        e.contains("rolled back") && e.contains("uninstalled"),
-        "{e}"
-    );
+        s.t.run(s.args(&["--install-providers", "--agent-folder", bad.to_str().unwrap()]))
+            .fails_with(1)
+            .stderr();
+    has_all(&e, &["rolled back", "uninstalled"]);
     let calls = s.npm_calls();
-    assert_eq!(
-        calls.iter().filter(|c| c.starts_with("uninstall")).count(),
-        2,
-        "{calls:?}"
-    );
-    assert_eq!(
-        s.snapshot_but_locks(false),
-        before,
-        "config, locks and directories are gone again"
-    );
+    assert_eq!(calls.iter().filter(|c| c.starts_with("uninstall")).count(), 2, "{calls:?}");
+    assert_eq!(s.snapshot_but_locks(false), before, "config and directories are gone again");
 }
 
 #[test]
@@ -322,12 +272,8 @@ fn a_rolled_back_setup_records_each_revert_in_the_stacks_audit_log() {
     std::fs::create_dir_all(&logs).unwrap();
     std::fs::write(s.t.path("afile"), "").unwrap();
     let bad = s.t.path("afile/agents");
-    s.t.run(s.args(&[
-        "--install-providers",
-        "--agent-folder",
-        bad.to_str().unwrap(),
-    ]))
-    .fails_with(1);
+    s.t.run(s.args(&["--install-providers", "--agent-folder", bad.to_str().unwrap()]))
+        .fails_with(1);
     let log = std::fs::read_to_string(logs.join("service-control.jsonl")).unwrap();
     let reverts: Vec<String> = log
         .lines()
@@ -344,13 +290,7 @@ fn a_rolled_back_setup_records_each_revert_in_the_stacks_audit_log() {
     assert!(reverts[0].starts_with("removed ") && reverts[0].ends_with("config.json"));
     let mut uninstalled = reverts[1..3].to_vec();
     uninstalled.sort();
-    assert_eq!(
-        uninstalled,
-        [
-            "uninstalled @anthropic-ai/claude-code",
-            "uninstalled @openai/codex"
-        ]
-    );
+    assert_eq!(uninstalled, ["uninstalled @anthropic-ai/claude-code", "uninstalled @openai/codex"]);
     assert!(reverts[3].contains("it had created"), "{reverts:#?}");
 }
 
@@ -361,14 +301,8 @@ fn a_log_directory_that_is_a_file_is_refused_before_npm_runs() {
     std::fs::create_dir_all(logs.parent().unwrap()).unwrap();
     std::fs::write(&logs, "not a directory").unwrap();
     let before = s.snapshot(true, false);
-    let e =
-        s.t.run(s.args(&["--install-providers"]))
-            .fails_with(2)
-            .stderr();
-    assert!(
-        e.contains("the log directory ~/.oysterun-stacks/st/logs is not a directory"),
-        "{e}"
-    );
+    let e = s.t.run(s.args(&["--install-providers"])).fails_with(2).stderr();
+    has_all(&e, &["the log directory ~/.oysterun-stacks/st/logs is not a directory"]);
     assert!(s.npm_calls().is_empty(), "{:?}", s.npm_calls());
     assert_eq!(s.snapshot(true, false), before, "nothing was touched");
 }
@@ -381,11 +315,7 @@ fn a_host_that_crashes_on_start_rolls_setup_back_to_the_old_config() {
     std::fs::write(s.config(), original).unwrap();
     TestContext::fixture_flag(&s.root, "crash-on-start", "");
     let before = s.snapshot_but_locks(true);
-    let e = s.t.run(s.args(&[])).fails_with(1).stderr();
-    assert!(
-        e.contains("crash-on-start") && e.contains("restored"),
-        "{e}"
-    );
+    s.t.run(s.args(&[])).fails_with(1).stderr_has_all(&["crash-on-start", "restored"]);
     assert_eq!(std::fs::read_to_string(s.config()).unwrap(), original);
     assert!(!s.t.home.join("OysterunAgents").exists());
     assert_eq!(s.snapshot_but_locks(true), before);
@@ -428,10 +358,7 @@ fn with_launchd_setup_installs_and_verifies_the_agent() {
         "{}",
         r.stdout()
     );
-    let st =
-        s.t.run(["agent", "status", "--stack", "st", "--json"])
-            .ok()
-            .json();
+    let st = s.t.run(["agent", "status", "--stack", "st", "--json"]).ok().json();
     assert_eq!(st["verified"], true);
     s.t.run(["agent", "uninstall", "--stack", "st"]).ok();
     s.t.wait_no_processes();
@@ -470,16 +397,9 @@ fn the_question_offers_the_command_that_sets_the_host_up_without_providers() {
     // That command, on the same terminal: no question, no npm, the Host set up.
     let r = s.pty(b"", &["--no-install-providers", "--no-start"]);
     let output = r["output"].as_str().unwrap();
-    assert_eq!(
-        (r["code"].as_i64(), r["prompted"].as_bool()),
-        (Some(0), Some(false)),
-        "{output}"
-    );
-    assert!(
-        output.contains("not installed (--no-install-providers)"),
-        "{output}"
-    );
-    assert!(output.contains("Setup complete."), "{output}");
+    assert_eq!((r["code"].as_i64(), r["prompted"].as_bool()), (Some(0), Some(false)), "{output}");
+    has_all(output, &["not installed (--no-install-providers)"]);
+    has_all(output, &["Setup complete."]);
     assert!(s.npm_calls().is_empty());
     assert!(s.config().exists());
     s.t.assert_nothing_executed();
@@ -490,20 +410,15 @@ fn yes_consents_without_a_question_and_installs_only_when_told() {
     let s = Setup::new(0);
     let r = s.pty(b"", &["--yes", "--no-start"]);
     let output = r["output"].as_str().unwrap();
-    assert_eq!(
-        (r["code"].as_i64(), r["prompted"].as_bool()),
-        (Some(0), Some(false)),
-        "{output}"
-    );
-    assert!(output.contains("Setup complete."), "{output}");
+    assert_eq!((r["code"].as_i64(), r["prompted"].as_bool()), (Some(0), Some(false)), "{output}");
+    has_all(output, &["Setup complete."]);
     assert!(s.npm_calls().is_empty(), "--yes alone installs nothing");
     let s = Setup::new(0);
     let r = s.pty(b"", &["--yes", "--install-providers", "--no-start"]);
     assert_eq!(r["prompted"], false, "{r}");
     assert_eq!(s.npm_calls().len(), 2, "{r}");
     // --install-providers and --no-install-providers contradict each other.
-    s.t.run(s.args(&["--install-providers", "--no-install-providers"]))
-        .fails_with(2);
+    s.t.run(s.args(&["--install-providers", "--no-install-providers"])).fails_with(2);
 }
 
 #[test]
@@ -524,16 +439,10 @@ fn dry_run_prints_the_plan_and_changes_nothing() {
         } else {
             s.t.run(s.args(&["--dry-run"])).ok().stdout()
         };
-        assert!(output.contains("Oysterun setup for stack st"), "{output}");
-        assert!(output.contains("AgentFolder:"), "{output}");
-        assert!(
-            output.contains("oyster setup --no-install-providers --stack st"),
-            "{output}"
-        );
-        assert!(
-            output.contains("Dry run (--dry-run): nothing was changed."),
-            "{output}"
-        );
+        has_all(&output, &["Oysterun setup for stack st"]);
+        has_all(&output, &["AgentFolder:"]);
+        has_all(&output, &["oyster setup --no-install-providers --stack st"]);
+        has_all(&output, &["Dry run (--dry-run): nothing was changed."]);
         assert_eq!(s.snapshot(true, false), before, "pty {pty}");
     }
     assert!(s.npm_calls().is_empty());
@@ -562,25 +471,15 @@ fn setup_prints_the_login_qr_after_its_start() {
     .unwrap();
     let r = s.t.run(s.args(&["--no-install-providers", "--qr"])).ok();
     let out = r.stdout();
-    assert!(
-        out.find("Setup complete.").unwrap() < out.find("LOGIN-QR").expect(&out),
-        "{out}"
-    );
+    assert!(out.find("Setup complete.").unwrap() < out.find("LOGIN-QR").expect(&out), "{out}");
     assert_eq!(
         std::fs::read_to_string(s.t.path("qr.log")).unwrap(),
         format!("--show-qr {}\n", s.port)
     );
     // --no-start starts nothing, so there is no QR.
     s.t.run(["uninstall", "st"]).ok();
-    s.t.run(s.args(&["--no-install-providers", "--qr", "--no-start"]))
-        .ok();
-    assert_eq!(
-        std::fs::read_to_string(s.t.path("qr.log"))
-            .unwrap()
-            .lines()
-            .count(),
-        1
-    );
+    s.t.run(s.args(&["--no-install-providers", "--qr", "--no-start"])).ok();
+    assert_eq!(std::fs::read_to_string(s.t.path("qr.log")).unwrap().lines().count(), 1);
     s.t.wait_no_processes();
 }
 
@@ -616,22 +515,13 @@ fn a_setup_that_waited_for_another_rolls_back_only_what_it_did() {
     let status = second.wait().unwrap();
     let output = said("second.log");
     assert_eq!(status.code(), Some(1), "{output}");
-    assert!(output.contains("already running"), "{output}");
-    let pid_file =
-        s.t.home
-            .join(".oysterun-stacks/st/run/oysterun-host-st.pid");
-    assert!(
-        pid_file.exists(),
-        "the first setup's pid file was removed:\n{output}"
-    );
+    has_all(&output, &["already running"]);
+    let pid_file = s.t.home.join(".oysterun-stacks/st/run/oysterun-host-st.pid");
+    assert!(pid_file.exists(), "the first setup's pid file was removed:\n{output}");
     let st = s.t.run(["host", "status", "--stack", "st"]);
     assert_eq!(st.code(), 0, "{}{}\n{output}", st.stdout(), st.stderr());
     let calls = s.npm_calls();
-    assert_eq!(
-        calls.len(),
-        2,
-        "each provider installed once: {calls:?}\n{output}"
-    );
+    assert_eq!(calls.len(), 2, "each provider installed once: {calls:?}\n{output}");
     assert!(calls.iter().all(|c| c.starts_with("install")), "{calls:?}");
     for b in ["claude", "codex"] {
         assert!(s.t.path("nodepfx/bin").join(b).exists(), "{b}\n{output}");

@@ -13,27 +13,14 @@ use crate::common::{args, free_port, real_node, sim_bin, Run, TestContext, BIN};
 
 /// The version the real node reports (`v22.1.0`), to filter it out.
 fn real_node_version() -> String {
-    let out = std::process::Command::new(real_node())
-        .arg("--version")
-        .output()
-        .unwrap();
+    let out = std::process::Command::new(real_node()).arg("--version").output().unwrap();
     String::from_utf8(out.stdout).unwrap().trim().to_owned()
 }
 
 /// The fixed system directories of a generated PATH (`src/host/launchenv.rs`), in order,
 /// without `node_dir`, which the PATH already starts with.
 fn system_dirs_but(node_dir: &str) -> Vec<&'static str> {
-    [
-        "/opt/homebrew/bin",
-        "/usr/local/bin",
-        "/usr/bin",
-        "/bin",
-        "/usr/sbin",
-        "/sbin",
-    ]
-    .into_iter()
-    .filter(|d| *d != node_dir)
-    .collect()
+    crate::common::SYSTEM_DIRS.into_iter().filter(|d| *d != node_dir).collect()
 }
 
 /// insta settings whose filters replace the machine- and run-specific parts of a snapshot by
@@ -71,17 +58,11 @@ pub fn settings(t: &TestContext, ports: &[u16]) -> insta::Settings {
         ),
         "${1}[NODE_DIR]:",
     );
-    s.add_filter(
-        &format!(r":{}\b", regex_lite::escape(&system_rest.join(":"))),
-        ":[SYSTEM_DIRS]",
-    );
+    s.add_filter(&format!(r":{}\b", regex_lite::escape(&system_rest.join(":"))), ":[SYSTEM_DIRS]");
     // What the user database says of whoever runs the tests, in the Host's whole environment
     // (`doctor --json`).
     for key in ["USER", "LOGNAME", "SHELL", "TMPDIR"] {
-        s.add_filter(
-            &format!(r#""{key}": "[^"]*""#),
-            format!(r#""{key}": "[{key}]""#),
-        );
+        s.add_filter(&format!(r#""{key}": "[^"]*""#), format!(r#""{key}": "[{key}]""#));
     }
     // Where the kernel hides Node's environment (macOS, an official Node build:
     // docs/launchd.md) the strongest proof is the launch program's record; which proof a Host
@@ -135,11 +116,7 @@ fn the_filters_hide_the_machines_node_directory_and_user_in_a_generated_environm
     let t = TestContext::new();
     let node_dir = real_node().parent().unwrap().display().to_string();
     let system = system_dirs_but(&node_dir);
-    let path = format!(
-        "{node_dir}:{}/.local/bin:{}",
-        t.home.display(),
-        system.join(":")
-    );
+    let path = format!("{node_dir}:{}/.local/bin:{}", t.home.display(), system.join(":"));
     let text = format!(
         "PATH={path}\n<string>{path}</string>\n\"PATH\": \"{path}\", \"USER\": \"ann\", \"SHELL\": \"/bin/zsh\"\n\
          searched /opt/homebrew/bin, /usr/local/bin; kept /usr/bin:/bin"
@@ -178,76 +155,76 @@ pub fn snap(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> Run {
 pub fn installed() -> (TestContext, u16) {
     let port = free_port();
     let t = TestContext::with_claude();
-    t.run(
-        args(&["agent", "install"])
-            .stack("snap")
-            .port(port)
-            .settle(200),
-    )
-    .ok();
+    t.run(args(&["agent", "install"]).stack("snap").port(port).settle(200)).ok();
     (t, port)
 }
 
-#[test]
-fn doctor_on_a_verified_agent() {
-    let (t, port) = installed();
-    snap(
-        "doctor_verified",
-        &t,
-        &["doctor", "--stack", "snap"],
-        &[port],
-    )
-    .ok();
-    t.assert_nothing_executed();
+/// Runs each `(name, args, exit code)` row as [`snap`] on `t`, each run's code checked.
+#[track_caller]
+pub fn snaps(t: &TestContext, ports: &[u16], rows: &[(&str, &[&str], i32)]) {
+    for (name, args, code) in rows {
+        snap(name, t, args, ports).fails_with(*code);
+    }
 }
 
+/// One verified agent as each read-only view shows it (doctor, status, print, host status),
+/// then the refused `host stop` and `kill`: one install serves every view.
 #[test]
-fn doctor_before_anything_is_installed() {
+fn every_view_of_one_verified_agent() {
+    let (t, port) = installed();
+    snaps(
+        &t,
+        &[port],
+        &[
+            ("doctor_verified", &["doctor", "--stack", "snap"], 0),
+            ("agent_status_verified", &["agent", "status", "--stack", "snap"], 0),
+            ("agent_print", &["agent", "print", "--stack", "snap"], 0),
+        ],
+    );
+    crate::snapshots_more::snap_docs(
+        &t,
+        &[port],
+        &[
+            ("doctor_verified_json", &["doctor", "--stack", "snap", "--json"], 0),
+            ("host_status_json_launchd", &["host", "status", "snap", "--json"], 0),
+        ],
+    );
+    t.assert_nothing_executed();
+    // The JSON a script reads, as the binary printed it: every key, its order and each value's
+    // type are pinned; the run-specific numbers are filtered like the human output. (The text,
+    // not insta's `assert_json_snapshot!`: that re-serializes through serde, and with
+    // serde_json's `arbitrary_precision`, which this crate uses, a number would come out as a
+    // private struct.)
+    let r = t.run(["agent", "status", "--stack", "snap", "--json"]).ok();
+    let mut s = settings(&t, &[port]);
+    s.add_filter(r#""pid": \d+"#, r#""pid": [PID]"#);
+    s.bind(|| insta::assert_snapshot!("agent_status_verified_json", r.stdout()));
+    snaps(
+        &t,
+        &[port],
+        &[
+            ("error_host_stop_under_launchd", &["host", "stop", "--stack", "snap"], 1),
+            ("kill", &["kill", "snap"], 0),
+        ],
+    );
+}
+
+/// What a HOME with claude and nothing installed shows (doctor, status, a refused restart),
+/// and how `providers status` shows a provider disabled, broken or missing.
+#[test]
+fn a_home_with_nothing_installed() {
     let t = TestContext::with_claude();
     snap("doctor_fresh_home", &t, &["doctor"], &[]);
-}
-
-#[test]
-fn agent_status_installed_and_verified() {
-    let (t, port) = installed();
-    snap(
-        "agent_status_verified",
-        &t,
-        &["agent", "status", "--stack", "snap"],
-        &[port],
-    )
-    .ok();
-}
-
-#[test]
-fn agent_status_not_installed() {
-    let t = TestContext::with_claude();
     snap("agent_status_not_installed", &t, &["agent", "status"], &[]);
-}
-
-#[test]
-fn providers_status_available_and_disabled() {
-    let t = TestContext::with_claude();
-    t.run(["providers", "set", "codex", ""]).ok();
-    snap(
-        "providers_status_available_disabled",
-        &t,
-        &["providers", "status"],
-        &[],
-    )
-    .ok();
-}
-
-#[test]
-fn providers_status_broken_manual_and_not_found() {
-    let t = TestContext::with_claude();
-    t.run(["providers", "set", "claude", "/gone/claude"]).ok();
-    snap(
-        "providers_status_broken_manual_not_found",
-        &t,
-        &["providers", "status"],
-        &[],
-    );
+    snaps(&t, &[], &[("error_restart_not_installed", &["restart"], 1)]);
+    for (set, name) in [
+        (["codex", ""], "providers_status_available_disabled"),
+        (["claude", "/gone/claude"], "providers_status_broken_manual_not_found"),
+    ] {
+        let t = TestContext::with_claude();
+        t.run(["providers", "set", set[0], set[1]]).ok();
+        snaps(&t, &[], &[(name, &["providers", "status"], 0)]);
+    }
 }
 
 #[test]
@@ -256,66 +233,55 @@ fn setup_plan_without_a_terminal() {
     // the same on every machine (nothing runs it: no terminal, no --install-providers).
     let port = free_port();
     let t = TestContext::with_claude();
-    let bin = t.path("nodepfx/bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();
-    snap(
-        "setup_no_start",
-        &t,
-        &[
-            "setup",
-            "--stack",
-            "snap",
-            "--port",
-            &port.to_string(),
-            "--node-bin",
-            bin.join("node").to_str().unwrap(),
-            "--no-start",
-        ],
-        &[port],
-    )
-    .ok();
+    let bin = t.node_prefix();
+    let (p, node) = (port.to_string(), bin.join("node"));
+    let args = ["setup", "--stack", "snap", "--port", &p, "--node-bin", node.to_str().unwrap()];
+    snap("setup_no_start", &t, &[&args[..], &["--no-start"]].concat(), &[port]).ok();
     t.assert_nothing_executed();
 }
 
 #[test]
-fn error_unsupported_provider() {
+fn errors_of_a_fresh_home() {
     let t = TestContext::new();
-    snap(
-        "error_unsupported_provider",
-        &t,
-        &["providers", "resolve", "gemini"],
-        &[],
-    )
-    .fails_with(2);
-}
-
-#[test]
-fn error_corrupt_config_names_line_and_column() {
-    let t = TestContext::new();
-    t.write_config("{\"claude_command\": \"/x\",\n  \"port\": 88");
-    snap("error_corrupt_config", &t, &["providers", "status"], &[]).fails_with(2);
-}
-
-#[test]
-fn error_missing_root() {
-    let t = TestContext::new();
-    let node = real_node();
     let nothing = t.path("nothing");
-    snap(
-        "error_missing_root",
+    let node = real_node();
+    snaps(
         &t,
-        &[
-            "agent",
-            "print",
-            "--root",
-            nothing.to_str().unwrap(),
-            "--node-bin",
-            node.to_str().unwrap(),
-        ],
         &[],
-    )
-    .fails_with(2);
+        &[
+            ("error_unsupported_provider", &["providers", "resolve", "gemini"], 2),
+            ("error_invalid_stack_name", &["config", "sync", "--stack", "Bad_Name"], 2),
+            (
+                "error_missing_root",
+                &[
+                    "agent",
+                    "print",
+                    "--root",
+                    nothing.to_str().unwrap(),
+                    "--node-bin",
+                    node.to_str().unwrap(),
+                ],
+                2,
+            ),
+        ],
+    );
+    t.write_config("{\"claude_command\": \"/x\",\n  \"port\": 88");
+    snaps(&t, &[], &[("error_corrupt_config", &["providers", "status"], 2)]);
+}
+
+/// A bad `--port` and an unknown subcommand: clap's errors, in oyster's words
+/// (docs/bad-input.md names this test).
+#[test]
+fn error_clap_bad_port_and_unknown_command() {
+    let t = TestContext::new();
+    snaps(
+        &t,
+        &[],
+        &[
+            ("error_bad_port", &["config", "sync", "--port", "80000"], 2),
+            ("error_unknown_command", &["kil"], 2),
+        ],
+    );
 }
 
 /// A `node` that only prints `version`.
@@ -327,65 +293,32 @@ fn fake_node(t: &TestContext, version: &str) -> PathBuf {
     p
 }
 
+/// `agent print` refused for the Node it was given: too old, missing, none anywhere (this
+/// last only where no system node sits in the fallback directories, as on CI's Linux).
 #[test]
-fn error_node_too_old() {
+fn errors_of_the_node_given() {
     let t = TestContext::new();
     let root = t.fixture_root("root");
     let old = fake_node(&t, "v18.19.0");
-    snap(
-        "error_node_too_old",
+    let print = ["agent", "print", "--root", root.to_str().unwrap()];
+    let old = old.to_str().unwrap();
+    let with_node = |node| [&print[..], &["--node-bin", node]].concat();
+    snaps(
         &t,
-        &[
-            "agent",
-            "print",
-            "--root",
-            root.to_str().unwrap(),
-            "--node-bin",
-            old.to_str().unwrap(),
-        ],
         &[],
-    )
-    .fails_with(2);
-}
-
-#[test]
-fn error_node_bin_missing() {
-    let t = TestContext::new();
-    let root = t.fixture_root("root");
-    snap(
-        "error_node_bin_missing",
-        &t,
         &[
-            "agent",
-            "print",
-            "--root",
-            root.to_str().unwrap(),
-            "--node-bin",
-            "/nowhere/node",
+            ("error_node_too_old", &with_node(old), 2),
+            ("error_node_bin_missing", &with_node("/nowhere/node"), 2),
         ],
-        &[],
-    )
-    .fails_with(2);
-}
-
-#[test]
-fn error_no_node_anywhere() {
-    // Only where no system node sits in the fallback directories (as on CI's Linux).
-    if ["/opt/homebrew/bin/node", "/usr/local/bin/node"]
-        .iter()
-        .any(|p| Path::new(p).exists())
-    {
-        return;
+    );
+    if !system_node() {
+        snaps(&t, &[], &[("error_no_node_anywhere", &print, 1)]);
     }
-    let t = TestContext::new();
-    let root = t.fixture_root("root");
-    snap(
-        "error_no_node_anywhere",
-        &t,
-        &["agent", "print", "--root", root.to_str().unwrap()],
-        &[],
-    )
-    .fails_with(1);
+}
+
+/// Whether a system node sits in the fallback directories (a Mac's Homebrew, /usr/local).
+fn system_node() -> bool {
+    ["/opt/homebrew/bin/node", "/usr/local/bin/node"].iter().any(|p| Path::new(p).exists())
 }
 
 /// A `node` in `<test dir>/<dir>/node` that only prints `version`, its directory on PATH.
@@ -412,56 +345,33 @@ fn note_older_nodes_passed_over() {
 
 #[test]
 fn error_only_older_nodes_found() {
-    if ["/opt/homebrew/bin/node", "/usr/local/bin/node"]
-        .iter()
-        .any(|p| Path::new(p).exists())
-    {
+    if system_node() {
         return;
     }
     let mut t = TestContext::new();
     let root = t.fixture_root("root");
     node_on_path(&mut t, "old", "v18.19.0");
     node_on_path(&mut t, "older", "v16.20.2");
-    snap(
-        "error_only_older_nodes_found",
-        &t,
-        &["agent", "print", "--root", root.to_str().unwrap()],
-        &[],
-    )
-    .fails_with(1);
+    let print: &[&str] = &["agent", "print", "--root", root.to_str().unwrap()];
+    snaps(&t, &[], &[("error_only_older_nodes_found", print, 1)]);
 }
 
 #[test]
-fn error_invalid_stack_name() {
-    let t = TestContext::new();
-    snap(
-        "error_invalid_stack_name",
-        &t,
-        &["config", "sync", "--stack", "Bad_Name"],
-        &[],
-    )
-    .fails_with(2);
+fn error_unknown_stack() {
+    let t = TestContext::with_claude();
+    t.run(args(&["config", "sync"]).stack("real").port(18999)).ok();
+    snaps(&t, &[], &[("error_unknown_stack", &["status", "--stack", "nope"], 2)]);
 }
 
 #[test]
-fn error_custom_stack_without_a_port() {
+fn errors_of_a_custom_stack_without_a_port_and_of_a_relative_config_dir() {
     let mut t = TestContext::new();
     t.pin_host_env();
-    snap(
-        "error_custom_stack_without_port",
-        &t,
-        &["agent", "print", "--stack", "dev"],
-        &[],
-    )
-    .fails_with(2);
-}
-
-#[test]
-fn error_relative_config_dir() {
+    let dev: &[&str] = &["agent", "print", "--stack", "dev"];
+    snaps(&t, &[], &[("error_custom_stack_without_port", dev, 2)]);
     let mut t = TestContext::new();
-    t.extra_env
-        .push(("OYSTERUN_CONFIG_DIR".into(), "relative/dir".into()));
-    snap("error_relative_config_dir", &t, &["config", "sync"], &[]).fails_with(2);
+    t.extra_env.push(("OYSTERUN_CONFIG_DIR".into(), "relative/dir".into()));
+    snaps(&t, &[], &[("error_relative_config_dir", &["config", "sync"], 2)]);
 }
 
 /// `snap`, with runs of spaces collapsed: a table's padding follows the width of pids and
@@ -479,105 +389,23 @@ pub fn snap_table(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> 
 fn list_of_three_stacks() {
     let (t, p1) = installed();
     let (p2, p3) = (free_port(), free_port());
-    t.run(
-        args(&["agent", "install"])
-            .stack("snap2")
-            .port(p2)
-            .settle(200),
-    )
-    .ok();
+    t.run(args(&["agent", "install"]).stack("snap2").port(p2).settle(200)).ok();
     t.run(["agent", "stop", "--stack", "snap2"]).ok();
-    t.run(args(&["config", "sync"]).stack("snap3").port(p3))
-        .ok();
+    t.run(args(&["config", "sync"]).stack("snap3").port(p3)).ok();
     snap_table("list_three_stacks", &t, &["list"], &[p1, p2, p3]).ok();
 }
 
+/// `agent stop`, the status of the stopped stack, and `agent start`.
 #[test]
-fn agent_status_stopped() {
+fn agent_stop_status_and_start() {
     let (t, port) = installed();
-    t.run(["agent", "stop", "--stack", "snap"]).ok();
-    snap(
-        "agent_status_stopped",
+    snaps(
         &t,
-        &["status", "--stack", "snap"],
         &[port],
+        &[
+            ("agent_stop", &["agent", "stop", "--stack", "snap"], 0),
+            ("agent_status_stopped", &["status", "--stack", "snap"], 1),
+            ("agent_start", &["agent", "start", "--stack", "snap", "--settle-ms", "200"], 0),
+        ],
     )
-    .fails_with(1);
-}
-
-#[test]
-fn agent_stop_and_start() {
-    let (t, port) = installed();
-    snap(
-        "agent_stop",
-        &t,
-        &["agent", "stop", "--stack", "snap"],
-        &[port],
-    )
-    .ok();
-    snap(
-        "agent_start",
-        &t,
-        &["agent", "start", "--stack", "snap", "--settle-ms", "200"],
-        &[port],
-    )
-    .ok();
-}
-
-#[test]
-fn error_unknown_stack() {
-    let t = TestContext::with_claude();
-    t.run(args(&["config", "sync"]).stack("real").port(18999))
-        .ok();
-    snap(
-        "error_unknown_stack",
-        &t,
-        &["status", "--stack", "nope"],
-        &[],
-    )
-    .fails_with(2);
-}
-
-#[test]
-fn error_restart_not_installed() {
-    let t = TestContext::with_claude();
-    snap("error_restart_not_installed", &t, &["restart"], &[]).fails_with(1);
-}
-
-#[test]
-fn error_host_stop_under_launchd() {
-    let (t, port) = installed();
-    snap(
-        "error_host_stop_under_launchd",
-        &t,
-        &["host", "stop", "--stack", "snap"],
-        &[port],
-    )
-    .fails_with(1);
-}
-
-#[test]
-fn error_clap_bad_port_and_unknown_command() {
-    let t = TestContext::new();
-    snap(
-        "error_bad_port",
-        &t,
-        &["config", "sync", "--port", "80000"],
-        &[],
-    )
-    .fails_with(2);
-    snap("error_unknown_command", &t, &["kil"], &[]).fails_with(2);
-}
-
-/// The JSON a script reads, as the binary printed it: every key, its order and each value's
-/// type are pinned; the run-specific numbers are filtered like the human output. (The text, not
-/// insta's `assert_json_snapshot!`: that re-serializes through serde, and with serde_json's
-/// `arbitrary_precision`, which this crate uses, a number would come out as a private struct.)
-#[test]
-fn agent_status_json_installed_and_verified() {
-    let (t, port) = installed();
-    let r = t.run(["agent", "status", "--stack", "snap", "--json"]).ok();
-    let mut s = settings(&t, &[port]);
-    s.add_filter(r#""pid": \d+"#, r#""pid": [PID]"#);
-    s.bind(|| insta::assert_snapshot!("agent_status_verified_json", r.stdout()));
 }

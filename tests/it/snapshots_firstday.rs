@@ -5,7 +5,7 @@
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use crate::common::{free_port, real_node, recorder, TestContext};
+use crate::common::{free_port, recorder, TestContext};
 use crate::snapshots::{installed, settings, snap};
 
 /// Runs oyster on a pseudo-terminal `cols` wide, types `answer` once it shows `prompt`, and
@@ -56,14 +56,8 @@ fn on_terminal(
     while let Ok(chunk) = rx.recv_timeout(Duration::from_secs(2)) {
         shown.extend(chunk);
     }
-    assert!(
-        answered,
-        "never asked {prompt:?}:\n{}",
-        String::from_utf8_lossy(&shown)
-    );
-    let text = String::from_utf8_lossy(&shown)
-        .replace("\r\n", "\n")
-        .replace('\x1b', "␛");
+    assert!(answered, "never asked {prompt:?}:\n{}", String::from_utf8_lossy(&shown));
+    let text = String::from_utf8_lossy(&shown).replace("\r\n", "\n").replace('\x1b', "␛");
     (status.code().unwrap_or(-1), text)
 }
 
@@ -75,9 +69,7 @@ fn setup_cancelled_at_the_question_on_a_terminal() {
     // No provider usable: only then does setup ask (issue 38: 1.5.3 asks only then).
     let port = free_port();
     let t = TestContext::with_pinned_host();
-    let bin = t.path("nodepfx/bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();
+    let bin = t.node_prefix();
     let node = bin.join("node");
     let args = [
         "setup",
@@ -93,28 +85,18 @@ fn setup_cancelled_at_the_question_on_a_terminal() {
     settings(&t, &[port]).bind(|| {
         insta::assert_snapshot!(
             "setup_cancelled_on_a_terminal",
-            format!(
-                "$ oyster {}\nexit: {code}\n--- terminal\n{text}",
-                args.join(" ")
-            )
+            format!("$ oyster {}\nexit: {code}\n--- terminal\n{text}", args.join(" "))
         )
     });
     assert_eq!(code, 0);
-    assert_eq!(
-        crate::common::tree(&t.home),
-        before,
-        "a cancel changes nothing"
-    );
+    assert_eq!(crate::common::tree(&t.home), before, "a cancel changes nothing");
     t.assert_nothing_executed();
 }
 
 /// `open` hands the URL to `xdg-open` found on PATH (macOS's `/usr/bin/open` would open a
 /// real browser, so this runs elsewhere only).
 #[test]
-#[cfg_attr(
-    target_os = "macos",
-    ignore = "opens a real browser with /usr/bin/open"
-)]
+#[cfg_attr(target_os = "macos", ignore = "opens a real browser with /usr/bin/open")]
 fn open_with_and_without_an_opener() {
     let (mut t, port) = installed();
     snap("open_without_opener", &t, &["open", "snap"], &[port]).ok();
@@ -123,10 +105,7 @@ fn open_with_and_without_an_opener() {
     recorder(&bin.join("xdg-open"), &log);
     t.path_dirs.push(bin);
     snap("open_with_xdg_open", &t, &["open", "snap"], &[port]).ok();
-    assert_eq!(
-        std::fs::read_to_string(&log).unwrap(),
-        format!("http://127.0.0.1:{port}\n")
-    );
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), format!("http://127.0.0.1:{port}\n"));
 }
 
 #[test]

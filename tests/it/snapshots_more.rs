@@ -5,7 +5,7 @@
 //! `snapshots.rs` filters them; `contains` is kept for properties elsewhere.
 
 use crate::common::{args, free_port, Run, TestContext};
-use crate::snapshots::{installed, settings, shown, snap};
+use crate::snapshots::{installed, settings, shown, snap, snaps};
 
 /// `snap` for a run whose stdout is a JSON document: the command, the exit code, stdout and
 /// stderr, a document's pids filtered like the human ones.
@@ -16,6 +16,15 @@ pub fn snap_doc(name: &str, t: &TestContext, args: &[&str], ports: &[u16]) -> Ru
     s.add_filter(r#""pid": \d+"#, r#""pid": [PID]"#);
     s.bind(|| insta::assert_snapshot!(name, shown(args, &r)));
     r
+}
+
+/// Runs each `(name, args, exit code)` row as [`snap_doc`] on `t`, each run's code checked and
+/// its stdout one JSON document.
+#[track_caller]
+pub fn snap_docs(t: &TestContext, ports: &[u16], rows: &[(&str, &[&str], i32)]) {
+    for (name, args, code) in rows {
+        snap_doc(name, t, args, ports).fails_with(*code).json();
+    }
 }
 
 #[test]
@@ -38,131 +47,43 @@ fn logs_prints_the_last_lines_redacted_and_n_chooses_how_many() {
 }
 
 #[test]
-fn kill_says_which_pid_it_ended_and_that_launchd_starts_it_again() {
-    let (t, port) = installed();
-    snap("kill", &t, &["kill", "snap"], &[port]).ok();
-}
-
-#[test]
 fn agent_regenerate_unchanged_dry_run_no_restart_and_reload() {
     let (t, port) = installed();
-    let p = &[port];
+    let regen = |more: &'static str| ["agent", "regenerate", "--stack", "snap", more];
+    let settle = [&regen("--settle-ms")[..], &["200"]].concat();
     // Nothing changed: said for the config and the plist, the Host left alone.
-    snap(
-        "regenerate_unchanged",
+    snaps(
         &t,
+        &[port],
         &[
-            "agent",
-            "regenerate",
-            "--stack",
-            "snap",
-            "--settle-ms",
-            "200",
+            ("regenerate_unchanged", &settle, 0),
+            ("regenerate_dry_run_unchanged", &regen("--dry-run"), 0),
+            ("regenerate_no_restart_unchanged", &regen("--no-restart"), 0),
         ],
-        p,
-    )
-    .ok();
-    snap(
-        "regenerate_dry_run_unchanged",
-        &t,
-        &["agent", "regenerate", "--stack", "snap", "--dry-run"],
-        p,
-    )
-    .ok();
-    snap(
-        "regenerate_no_restart_unchanged",
-        &t,
-        &["agent", "regenerate", "--stack", "snap", "--no-restart"],
-        p,
-    )
-    .ok();
+    );
     // A manual codex in a directory of its own: the plist's PATH gains it.
     let codex = t.fake_exe(&t.home.join("tools/codex"));
-    t.run([
-        "providers",
-        "set",
-        "codex",
-        codex.to_str().unwrap(),
-        "--stack",
-        "snap",
-    ])
-    .ok();
-    snap(
-        "regenerate_dry_run_changed",
+    t.run(args(&["providers", "set", "codex"]).arg(codex.to_str().unwrap()).stack("snap")).ok();
+    // Then the plist is written, the running Host still has the old PATH: a reload gives it.
+    snaps(
         &t,
-        &["agent", "regenerate", "--stack", "snap", "--dry-run"],
-        p,
-    )
-    .ok();
-    snap(
-        "regenerate_no_restart_changed",
-        &t,
-        &["agent", "regenerate", "--stack", "snap", "--no-restart"],
-        p,
-    )
-    .ok();
-    // The plist is written, the running Host still has the old PATH: a reload gives it.
-    snap(
-        "regenerate_reload",
-        &t,
-        &[
-            "agent",
-            "regenerate",
-            "--stack",
-            "snap",
-            "--settle-ms",
-            "200",
-        ],
-        p,
-    )
-    .ok();
-    t.assert_nothing_executed();
-}
-
-#[test]
-fn agent_print_shows_the_plist_that_would_be_installed() {
-    let (t, port) = installed();
-    snap(
-        "agent_print",
-        &t,
-        &["agent", "print", "--stack", "snap"],
         &[port],
-    )
-    .ok();
+        &[
+            ("regenerate_dry_run_changed", &regen("--dry-run"), 0),
+            ("regenerate_no_restart_changed", &regen("--no-restart"), 0),
+            ("regenerate_reload", &settle, 0),
+        ],
+    );
+    t.assert_nothing_executed();
 }
 
 #[test]
 fn providers_resolve_and_status_json() {
     let t = TestContext::with_claude();
     snap("providers_resolve", &t, &["providers", "resolve"], &[]).ok();
-    snap_doc(
-        "providers_resolve_json",
-        &t,
-        &["providers", "resolve", "--json"],
-        &[],
-    )
-    .ok();
+    snap_doc("providers_resolve_json", &t, &["providers", "resolve", "--json"], &[]).ok();
     t.run(["providers", "set", "codex", ""]).ok();
-    snap_doc(
-        "providers_status_json",
-        &t,
-        &["providers", "status", "--json"],
-        &[],
-    )
-    .ok();
-    t.assert_nothing_executed();
-}
-
-#[test]
-fn doctor_json_on_a_verified_agent() {
-    let (t, port) = installed();
-    snap_doc(
-        "doctor_verified_json",
-        &t,
-        &["doctor", "--stack", "snap", "--json"],
-        &[port],
-    )
-    .ok();
+    snap_doc("providers_status_json", &t, &["providers", "status", "--json"], &[]).ok();
     t.assert_nothing_executed();
 }
 
@@ -185,75 +106,27 @@ fn config_sync_that_changes_the_port_of_a_running_host() {
 }
 
 #[test]
-fn host_status_json_direct_and_under_launchd() {
-    let port = free_port();
-    let t = TestContext::with_claude();
-    t.run(args(&["host", "start", "dh"]).port(port).settle(200))
-        .ok();
-    snap_doc(
-        "host_status_json_direct",
-        &t,
-        &["host", "status", "dh", "--json"],
-        &[port],
-    )
-    .ok();
-    t.run(["host", "stop", "dh"]).ok();
-    snap_doc(
-        "host_status_json_stopped",
-        &t,
-        &["host", "status", "dh", "--json"],
-        &[port],
-    );
-    let (t, port) = installed();
-    snap_doc(
-        "host_status_json_launchd",
-        &t,
-        &["host", "status", "snap", "--json"],
-        &[port],
-    )
-    .ok();
-}
-
-#[test]
 fn errors_under_json_are_one_document_on_stdout() {
     let t = TestContext::with_claude();
     t.run(args(&["config", "sync", "real"]).port(18999)).ok();
-    let r = snap_doc(
-        "error_json_unknown_stack",
+    snap_docs(
         &t,
-        &["status", "--stack", "nope", "--json"],
         &[],
-    )
-    .fails_with(2);
-    r.json();
-    snap_doc(
-        "error_json_unsupported_provider",
-        &t,
-        &["providers", "resolve", "gemini", "--json"],
-        &[],
-    )
-    .fails_with(2)
-    .json();
+        &[
+            ("error_json_unknown_stack", &["status", "--stack", "nope", "--json"], 2),
+            ("error_json_unsupported_provider", &["providers", "resolve", "gemini", "--json"], 2),
+        ],
+    );
     t.write_config("{\"port\": 88");
-    snap_doc(
-        "error_json_corrupt_config",
+    snap_docs(
         &t,
-        &["providers", "status", "--json"],
         &[],
-    )
-    .fails_with(2)
-    .json();
-    // doctor reports a corrupt config as a failed check in its own document.
-    snap_doc("doctor_json_corrupt_config", &t, &["doctor", "--json"], &[])
-        .fails_with(1)
-        .json();
-    // Not an error: a status document, exit 1 because nothing is verified.
-    snap_doc(
-        "status_json_not_installed",
-        &t,
-        &["status", "real", "--json"],
-        &[],
-    )
-    .fails_with(1)
-    .json();
+        &[
+            ("error_json_corrupt_config", &["providers", "status", "--json"], 2),
+            // doctor reports a corrupt config as a failed check in its own document.
+            ("doctor_json_corrupt_config", &["doctor", "--json"], 1),
+            // Not an error: a status document, exit 1 because nothing is verified.
+            ("status_json_not_installed", &["status", "real", "--json"], 1),
+        ],
+    );
 }

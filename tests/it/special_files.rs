@@ -19,11 +19,7 @@ use crate::common::{doctor_check, free_port, TestContext};
 fn a_fifo_config_is_refused_at_once_by_every_command() {
     let t = TestContext::with_pinned_host_no_launchd();
     std::fs::create_dir_all(t.config_path().parent().unwrap()).unwrap();
-    nix::unistd::mkfifo(
-        &t.config_path(),
-        nix::sys::stat::Mode::from_bits_truncate(0o600),
-    )
-    .unwrap();
+    nix::unistd::mkfifo(&t.config_path(), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
     for args in [
         vec!["config", "sync"],
         vec!["providers", "status"],
@@ -38,11 +34,7 @@ fn a_fifo_config_is_refused_at_once_by_every_command() {
     ] {
         let r = bounded(&t, &args, &[], Duration::from_secs(10));
         let e = r.stderr();
-        assert!(
-            r.took < Duration::from_secs(2),
-            "{args:?} took {:?}",
-            r.took
-        );
+        assert!(r.took < Duration::from_secs(2), "{args:?} took {:?}", r.took);
         if args[0] == "doctor" {
             // doctor reports: the config check fails, naming the FIFO; exit 1 (a failed check).
             assert_eq!(r.code, Some(1), "{args:?}: {e}");
@@ -53,10 +45,7 @@ fn a_fifo_config_is_refused_at_once_by_every_command() {
             );
         } else {
             assert_eq!(r.code, Some(2), "{args:?}: {e}");
-            assert!(
-                e.contains("FIFO") && e.contains("config.json"),
-                "{args:?}: {e}"
-            );
+            assert!(e.contains("FIFO") && e.contains("config.json"), "{args:?}: {e}");
         }
     }
     let m = std::fs::symlink_metadata(t.config_path()).unwrap();
@@ -80,43 +69,23 @@ fn a_plist_linked_to_dev_zero_or_a_fifo_is_refused_at_once() {
             std::os::unix::fs::symlink("/dev/zero", &plist).unwrap();
         }
         let word = if kind == "FIFO" { "FIFO" } else { "symlink" };
-        let r = bounded(
-            &t,
-            &["agent", "regenerate", "--no-restart"],
-            &[],
-            Duration::from_secs(10),
-        );
+        let r = bounded(&t, &["agent", "regenerate", "--no-restart"], &[], Duration::from_secs(10));
         assert_eq!(r.code, Some(2), "{kind}: {}", r.stderr());
         assert!(r.stderr().contains(word), "{kind}: {}", r.stderr());
         assert!(r.took < Duration::from_secs(2), "{kind}: took {:?}", r.took);
         let r = bounded(&t, &["doctor", "--json"], &[], Duration::from_secs(10));
-        assert!(
-            r.took < Duration::from_secs(2),
-            "{kind}: doctor took {:?}",
-            r.took
-        );
+        assert!(r.took < Duration::from_secs(2), "{kind}: doctor took {:?}", r.took);
         let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
         let check = doctor_check(&doc, "plist");
-        assert_eq!(
-            check["status"], "fail",
-            "{kind}: doctor's plist check: {check}"
-        );
+        assert_eq!(check["status"], "fail", "{kind}: doctor's plist check: {check}");
         assert!(
             check["detail"].as_str().unwrap().contains(word),
             "{kind}: doctor names what is wrong: {check}"
         );
         for args in [vec!["agent", "print"], vec!["agent", "status", "--json"]] {
             let r = bounded(&t, &args, &[], Duration::from_secs(10));
-            assert!(
-                r.took < Duration::from_secs(2),
-                "{kind}: {args:?} took {:?}",
-                r.took
-            );
-            assert!(
-                r.code.is_some_and(|c| c <= 1),
-                "{kind}: {args:?}: {}",
-                r.stderr()
-            );
+            assert!(r.took < Duration::from_secs(2), "{kind}: {args:?} took {:?}", r.took);
+            assert!(r.code.is_some_and(|c| c <= 1), "{kind}: {args:?}: {}", r.stderr());
         }
         let m = std::fs::symlink_metadata(&plist).unwrap();
         if kind == "FIFO" {
@@ -142,9 +111,7 @@ fn the_audit_log_never_follows_a_symlink_and_rotates_at_a_size() {
     std::os::unix::fs::symlink(&victim, &audit).unwrap();
     let uninstall = ["agent", "uninstall", "--stack", "au"];
     // An installed plist (never loaded), so uninstall has something to do and records it.
-    let plist = t
-        .home
-        .join("Library/LaunchAgents/com.oysterun.host.au.plist");
+    let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.au.plist");
     let put_plist = || {
         std::fs::create_dir_all(plist.parent().unwrap()).unwrap();
         std::fs::write(&plist, "<plist/>").unwrap();
@@ -152,20 +119,13 @@ fn the_audit_log_never_follows_a_symlink_and_rotates_at_a_size() {
     put_plist();
     let r = bounded(&t, &uninstall, &[], Duration::from_secs(20));
     assert_eq!(r.code, Some(0), "{}", r.stderr());
-    assert_eq!(
-        std::fs::read_to_string(&victim).unwrap(),
-        "keep\n",
-        "appended through the link"
-    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep\n", "appended through the link");
     assert!(
         r.stderr().contains("warning") && r.stderr().contains("service-control.jsonl"),
         "the skipped audit line is said: {}",
         r.stderr()
     );
-    assert!(std::fs::symlink_metadata(&audit)
-        .unwrap()
-        .file_type()
-        .is_symlink());
+    assert!(std::fs::symlink_metadata(&audit).unwrap().file_type().is_symlink());
 
     // Rotation: a log over 1 MiB moves to `.1` (replacing an older `.1`) before the next line.
     std::fs::remove_file(&audit).unwrap();
@@ -174,10 +134,7 @@ fn the_audit_log_never_follows_a_symlink_and_rotates_at_a_size() {
     std::fs::write(logs.join("service-control.jsonl.1"), "oldest\n").unwrap();
     put_plist();
     bounded(&t, &uninstall, &[], Duration::from_secs(20));
-    assert_eq!(
-        std::fs::read_to_string(logs.join("service-control.jsonl.1")).unwrap(),
-        big
-    );
+    assert_eq!(std::fs::read_to_string(logs.join("service-control.jsonl.1")).unwrap(), big);
     let fresh = std::fs::read_to_string(&audit).unwrap();
     assert!(
         !fresh.is_empty() && fresh.len() < 4096 && fresh.contains("\"action\":\"uninstall\""),
@@ -211,29 +168,15 @@ fn host_start_never_follows_a_symlinked_or_fifo_host_log() {
         let port = free_port().to_string();
         let r = bounded(
             &t,
-            &[
-                "host", "start", "--stack", "hl", "--port", &port, "--wait", "5",
-            ],
+            &["host", "start", "--stack", "hl", "--port", &port, "--wait", "5"],
             &[],
             Duration::from_secs(15),
         );
         assert_eq!(r.code, Some(2), "{kind}: {}", r.stderr());
         assert!(r.took < Duration::from_secs(2), "{kind}: took {:?}", r.took);
-        assert!(
-            r.stderr().contains("oysterun-host.log"),
-            "{kind}: {}",
-            r.stderr()
-        );
-        assert_eq!(
-            std::fs::read_to_string(&victim).unwrap(),
-            "keep\n",
-            "{kind}"
-        );
-        assert_eq!(
-            t.own_processes(),
-            Vec::<u32>::new(),
-            "{kind}: a Host was left running"
-        );
+        assert!(r.stderr().contains("oysterun-host.log"), "{kind}: {}", r.stderr());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep\n", "{kind}");
+        assert_eq!(t.own_processes(), Vec::<u32>::new(), "{kind}: a Host was left running");
     }
 }
 
@@ -263,41 +206,28 @@ fn every_command_that_loads_refuses_a_fifo_or_symlinked_host_log_before_anything
         let timing = ["--wait", "10", "--settle-ms", "200"];
         let stack_dir = t.home.join(".oysterun-stacks/hl");
         let log = stack_dir.join("logs/oysterun-host.log");
-        let plist = t
-            .home
-            .join("Library/LaunchAgents/com.oysterun.host.hl.plist");
+        let plist = t.home.join("Library/LaunchAgents/com.oysterun.host.hl.plist");
         let victim = t.path("victim.log");
         std::fs::write(&victim, "keep\n").unwrap();
         let refused = |args: &[&str], what: &str| {
             let r = bounded(&t, args, &[], Duration::from_secs(20));
             let e = r.stderr();
             assert_eq!(r.code, Some(2), "{kind} {what}: {e}");
-            assert!(
-                r.took < Duration::from_secs(3),
-                "{kind} {what} took {:?}",
-                r.took
-            );
+            assert!(r.took < Duration::from_secs(3), "{kind} {what} took {:?}", r.took);
             assert!(
                 e.contains("oysterun-host.log")
                     && e.contains(if kind == "FIFO" { "FIFO" } else { "symlink" })
                     && e.contains("hint: remove it (`rm "),
                 "{kind} {what} names the log and the fix: {e}"
             );
-            assert_eq!(
-                std::fs::read_to_string(&victim).unwrap(),
-                "keep\n",
-                "{kind} {what}"
-            );
+            assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep\n", "{kind} {what}");
         };
 
         // A fresh stack: refused before the config sync creates anything or launchd is asked.
         make_special_log(kind, &log, &victim);
-        for verb in [
-            &["agent", "install"][..],
-            &["agent", "regenerate"],
-            &["setup"],
-            &["host", "start"],
-        ] {
+        for verb in
+            [&["agent", "install"][..], &["agent", "regenerate"], &["setup"], &["host", "start"]]
+        {
             refused(&[verb, &host, &timing[..2]].concat(), &verb.join(" "));
             assert!(!plist.exists(), "{kind} {verb:?} wrote the plist");
             assert!(
@@ -336,11 +266,7 @@ fn every_command_that_loads_refuses_a_fifo_or_symlinked_host_log_before_anything
             &["agent", "install"],
         ] {
             refused(&[verb, &host, &timing].concat(), &verb.join(" "));
-            assert_eq!(
-                std::fs::read(&plist).unwrap(),
-                plist_before,
-                "{kind} {verb:?}"
-            );
+            assert_eq!(std::fs::read(&plist).unwrap(), plist_before, "{kind} {verb:?}");
             let st = status();
             assert_eq!(
                 (st["pid"].as_u64(), st["verified"].as_bool()),
@@ -348,25 +274,12 @@ fn every_command_that_loads_refuses_a_fifo_or_symlinked_host_log_before_anything
                 "{kind} {verb:?} touched the running Host"
             );
         }
-        let r = bounded(
-            &t,
-            &["doctor", "--stack", "hl", "--json"],
-            &[],
-            Duration::from_secs(20),
-        );
+        let r = bounded(&t, &["doctor", "--stack", "hl", "--json"], &[], Duration::from_secs(20));
         let doc: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
         let check = doctor_check(&doc, "host log");
         assert_eq!(check["status"], "fail", "{kind}: {check}");
-        assert!(
-            check["fix"].as_str().unwrap().contains("rm "),
-            "{kind}: {check}"
-        );
-        let r = bounded(
-            &t,
-            &["agent", "uninstall", "--stack", "hl"],
-            &[],
-            Duration::from_secs(20),
-        );
+        assert!(check["fix"].as_str().unwrap().contains("rm "), "{kind}: {check}");
+        let r = bounded(&t, &["agent", "uninstall", "--stack", "hl"], &[], Duration::from_secs(20));
         assert_eq!(r.code, Some(0), "{kind}: uninstall: {}", r.stderr());
         assert!(!plist.exists());
         t.wait_no_processes();
@@ -406,10 +319,7 @@ fn a_host_log_swapped_for_a_fifo_or_symlink_mid_verification_is_never_read_throu
                     .unwrap_or_default()
                     .contains("fixture host listening")
                 {
-                    assert!(
-                        t0.elapsed() < Duration::from_secs(20),
-                        "the Host never logged"
-                    );
+                    assert!(t0.elapsed() < Duration::from_secs(20), "the Host never logged");
                     std::thread::sleep(Duration::from_millis(20));
                 }
                 std::fs::rename(&log, logs.join("swapped-out.log")).unwrap();
@@ -461,38 +371,25 @@ fn a_100_mb_config_is_refused_at_once_without_reading_it() {
         vec!["doctor"],
     ] {
         let r = bounded(&t, &args, &[], Duration::from_secs(10));
-        assert!(
-            r.took < Duration::from_secs(2),
-            "{args:?} took {:?}",
-            r.took
-        );
+        assert!(r.took < Duration::from_secs(2), "{args:?} took {:?}", r.took);
         let expect = if args[0] == "doctor" { 1 } else { 2 };
         assert_eq!(r.code, Some(expect), "{args:?}: {}", r.stderr());
         let said = format!("{}{}", r.stdout, r.stderr());
-        assert!(
-            said.contains("config.json") && said.contains("larger than"),
-            "{args:?}: {said}"
-        );
+        assert!(said.contains("config.json") && said.contains("larger than"), "{args:?}: {said}");
         assert_eq!(meta(&t.config_path()), before, "{args:?} touched the file");
         if gnu_time {
             // Peak RSS, measured by time(1) around the same command: GNU time's `-f %M` is in
             // KiB; macOS's BSD time has no `-f`, and its `-l` prints getrusage(2)'s
             // `ru_maxrss`, which is in bytes there, as "N  maximum resident set size".
             let base = t.cmd();
-            let rss_flags: &[&str] = if cfg!(target_os = "macos") {
-                &["-l"]
-            } else {
-                &["-f", "%M"]
-            };
+            let rss_flags: &[&str] =
+                if cfg!(target_os = "macos") { &["-l"] } else { &["-f", "%M"] };
             let out = std::process::Command::new("/usr/bin/time")
                 .args(rss_flags)
                 .arg(crate::common::BIN)
                 .args(&args)
                 .env_clear()
-                .envs(
-                    base.get_envs()
-                        .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))),
-                )
+                .envs(base.get_envs().filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))))
                 .current_dir(t.path("runs"))
                 .output()
                 .unwrap();

@@ -11,10 +11,7 @@ use crate::bounded::{bounded, snapshot};
 use crate::common::{free_port, real_node, TestContext};
 
 fn chown_tree(dir: &Path, uid: u32) {
-    let (u, g) = (
-        Some(nix::unistd::Uid::from_raw(uid)),
-        Some(nix::unistd::Gid::from_raw(uid)),
-    );
+    let (u, g) = (Some(nix::unistd::Uid::from_raw(uid)), Some(nix::unistd::Gid::from_raw(uid)));
     nix::unistd::chown(dir, u, g).unwrap();
     for e in std::fs::read_dir(dir).unwrap().flatten() {
         let p = e.path();
@@ -49,10 +46,7 @@ fn a_root_run_against_another_users_home_refuses_and_changes_nothing() {
     std::fs::set_permissions(t.config_path(), std::fs::Permissions::from_mode(0o600)).unwrap();
     chown_tree(&t.home, NOBODY);
     let before = snapshot(&t.home, false);
-    let (root_s, node) = (
-        root.display().to_string(),
-        real_node().display().to_string(),
-    );
+    let (root_s, node) = (root.display().to_string(), real_node().display().to_string());
     let port = free_port().to_string();
     let host = ["--root", &root_s, "--node-bin", &node, "--port", &port];
     let cases: Vec<Vec<&str>> = vec![
@@ -70,10 +64,7 @@ fn a_root_run_against_another_users_home_refuses_and_changes_nothing() {
             e.contains("belongs to nobody") || e.contains("belongs to uid 65534"),
             "{args:?} names the owner: {e}"
         );
-        assert!(
-            e.contains("sudo -u"),
-            "{args:?} names the command to run instead: {e}"
-        );
+        assert!(e.contains("sudo -u"), "{args:?} names the command to run instead: {e}");
         assert_eq!(snapshot(&t.home, false), before, "{args:?} changed HOME");
     }
     assert_eq!(t.own_processes(), Vec::<u32>::new());
@@ -95,11 +86,7 @@ fn a_root_rewrite_keeps_a_foreign_owned_configs_owner_and_mode() {
         Some(nix::unistd::Gid::from_raw(NOBODY)),
     )
     .unwrap();
-    assert_eq!(
-        std::fs::metadata(&t.home).unwrap().uid(),
-        0,
-        "HOME is root's own"
-    );
+    assert_eq!(std::fs::metadata(&t.home).unwrap().uid(), 0, "HOME is root's own");
     for args in [
         vec!["providers", "set", "claude", "/x/claude"],
         vec!["providers", "set", "codex", "/y/codex"],

@@ -17,8 +17,5 @@ fn no_test_file_is_over_800_lines() {
             over.push(format!("{name}: {lines} lines"));
         }
     }
-    assert!(
-        over.is_empty(),
-        "split these by subject (at most {MAX_LINES} lines each): {over:#?}"
-    );
+    assert!(over.is_empty(), "split these by subject (at most {MAX_LINES} lines each): {over:#?}");
 }

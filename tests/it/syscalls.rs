@@ -18,16 +18,9 @@ fn traced(t: &TestContext, args: &[&str]) -> Option<Vec<String>> {
     let log = t.path("strace.log");
     let strace = needed_tool("strace", "apt-get install strace");
     let mut c = Command::new(strace);
-    c.args(["-f", "-qq", "-e", "trace=%file,execve", "-o"])
-        .arg(&log)
-        .arg(BIN)
-        .args(args);
-    c.env_clear()
-        .env("HOME", &t.home)
-        .env("PATH", std::env::join_paths(&t.path_dirs).unwrap());
-    let out = c
-        .output()
-        .unwrap_or_else(|e| panic!("strace is not available ({e})"));
+    c.args(["-f", "-qq", "-e", "trace=%file,execve", "-o"]).arg(&log).arg(BIN).args(args);
+    c.env_clear().env("HOME", &t.home).env("PATH", std::env::join_paths(&t.path_dirs).unwrap());
+    let out = c.output().unwrap_or_else(|e| panic!("strace is not available ({e})"));
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(
         text.contains("execve("),
@@ -55,15 +48,8 @@ fn resolution_at_path_position_k_is_one_exec_and_o_k_lookups() {
         let execs: Vec<_> = lines.iter().filter(|l| l.contains("execve(")).collect();
         assert_eq!(execs.len(), 1, "only oyster's own exec: {execs:#?}");
         let lookups = lines.iter().filter(|l| l.contains("/claude\"")).count();
-        assert!(
-            lookups >= k,
-            "each PATH dir is looked at: {lookups} for k={k}"
-        );
-        assert!(
-            lookups <= 3 * k + 2,
-            "O(k) lookups: {lookups} for k={k}:\n{}",
-            lines.join("\n")
-        );
+        assert!(lookups >= k, "each PATH dir is looked at: {lookups} for k={k}");
+        assert!(lookups <= 3 * k + 2, "O(k) lookups: {lookups} for k={k}:\n{}", lines.join("\n"));
         assert!(lookups > last, "grows with k");
         last = lookups;
         t.assert_nothing_executed();
@@ -85,9 +71,6 @@ fn an_unsupported_name_touches_nothing() {
                 && (l.contains(&home) || l.contains("gemini") || l.contains("/bin/"))
         })
         .collect();
-    assert!(
-        touching.is_empty(),
-        "file syscalls after the name was refused: {touching:#?}"
-    );
+    assert!(touching.is_empty(), "file syscalls after the name was refused: {touching:#?}");
     assert!(!Path::new(&t.home).join(".oysterun").exists());
 }

@@ -6,12 +6,13 @@
 //! (before or after the real call) so the signal lands there; every process is signalled by
 //! its pid.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
+use crate::common::user_manager::UserManager;
 use crate::common::{free_port, get, TestContext};
 use crate::systemd_job::{main_pid, world};
 
@@ -30,11 +31,10 @@ const POINTS: [Option<(&str, &str)>; 6] = [
 /// A `systemctl` that stalls at `$STALL_VERB` once (its pid in `marker`), else runs the real
 /// one.
 fn stalling(t: &mut TestContext, marker: &Path) {
-    let wrapper = t.path("bin/systemctl");
-    std::fs::create_dir_all(wrapper.parent().unwrap()).unwrap();
-    std::fs::write(
-        &wrapper,
-        format!(
+    t.stand_in(
+        "OYSTER_SYSTEMCTL",
+        "bin/systemctl",
+        &format!(
             r#"#!/bin/sh
 m='{m}'
 if [ -n "$STALL_VERB" ] && [ "$2" = "$STALL_VERB" ] && [ ! -e "$m" ]; then
@@ -47,16 +47,7 @@ exec /usr/bin/systemctl "$@"
 "#,
             m = marker.display()
         ),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    t.extra_env.retain(|(k, _)| k != "OYSTER_SYSTEMCTL");
-    t.extra_env
-        .push(("OYSTER_SYSTEMCTL".into(), wrapper.display().to_string()));
+    );
 }
 
 fn send(pid: u32, sig: Signal) {
@@ -64,9 +55,7 @@ fn send(pid: u32, sig: Signal) {
 }
 
 fn config_port(t: &TestContext, s: &str) -> serde_json::Value {
-    let p = t
-        .home
-        .join(format!(".oysterun-stacks/{s}/host/config.json"));
+    let p = t.home.join(format!(".oysterun-stacks/{s}/host/config.json"));
     serde_json::from_slice::<serde_json::Value>(&std::fs::read(p).unwrap()).unwrap()["port"].clone()
 }
 
@@ -82,18 +71,9 @@ fn stopped_at(
     let _ = std::fs::remove_file(marker);
     let new = free_port().to_string();
     let mut c = t.cmd();
-    c.args([
-        "restart",
-        s,
-        "--port",
-        &new,
-        "--wait",
-        "8",
-        "--settle-ms",
-        "300",
-    ])
-    .stdout(Stdio::null())
-    .stderr(std::fs::File::create(err).unwrap());
+    c.args(["restart", s, "--port", &new, "--wait", "8", "--settle-ms", "300"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(err).unwrap());
     match point {
         Some((verb, when)) => c.env("STALL_VERB", verb).env("STALL_WHEN", when),
         None => c.env("OYSTER_TEST_PAUSE_BEFORE_RENAME", marker),
@@ -111,34 +91,14 @@ fn stopped_at(
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    let stalled = point.map(|_| {
-        std::fs::read_to_string(marker)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
-    });
+    let stalled = point.map(|_| std::fs::read_to_string(marker).unwrap().trim().parse().unwrap());
     (child, stalled)
 }
 
 /// Installs `s` on a port, then poisons its provider PATH: every new generation crashes.
 fn installed_then_poisoned(t: &TestContext, s: &str) -> u16 {
-    let port = free_port();
-    let p = port.to_string();
-    crate::systemd_job::verb(t, &["install"], s, &["--port", &p]).ok();
-    let poison = t.path("poison");
-    std::fs::create_dir_all(&poison).unwrap();
-    std::fs::write(poison.join(".crash-host"), "").unwrap();
-    let codex = t.fake_exe(&poison.join("codex"));
-    t.run([
-        "providers",
-        "set",
-        "codex",
-        codex.to_str().unwrap(),
-        "--stack",
-        s,
-    ])
-    .ok();
+    let (port, _) = crate::systemd_job::installed(t, s);
+    crate::systemd_job::poison(t, s);
     port
 }
 
@@ -146,22 +106,28 @@ fn installed_then_poisoned(t: &TestContext, s: &str) -> u16 {
 fn back_on(t: &TestContext, s: &str, port: u16, pending: &Path, what: &str) {
     assert_eq!(config_port(t, s), port, "{what}: config.json's port");
     assert!(!pending.exists(), "{what}: a receipt is left");
-    assert_eq!(
-        get(port, "/health"),
-        200,
-        "{what}: the old Host does not answer"
-    );
+    assert_eq!(get(port, "/health"), 200, "{what}: the old Host does not answer");
+}
+
+/// A world whose systemctl stalls where a test says, stack `s` installed then poisoned: the
+/// manager, the context, the stall's marker, the old port, the receipt's path and the file
+/// the interrupted run's stderr goes to.
+type Poisoned = (UserManager, TestContext, PathBuf, u16, PathBuf, PathBuf);
+
+fn poisoned_world(s: &str) -> Option<Poisoned> {
+    let (m, mut t) = world()?;
+    let marker = t.path("stalled");
+    stalling(&mut t, &marker);
+    let port = installed_then_poisoned(&t, s);
+    let pending = t.home.join(format!(".oysterun-stacks/{s}/run/pending"));
+    let err = t.path("run.err");
+    Some((m, t, marker, port, pending, err))
 }
 
 #[test]
 fn a_restart_killed_at_any_step_is_recovered_by_the_next_run_on_the_old_port() {
-    let Some((m, mut t)) = world() else { return };
-    let marker = t.path("stalled");
-    stalling(&mut t, &marker);
     let s = "sdkill";
-    let port = installed_then_poisoned(&t, s);
-    let pending = t.home.join(format!(".oysterun-stacks/{s}/run/pending"));
-    let err = t.path("run.err");
+    let Some((m, t, marker, port, pending, err)) = poisoned_world(s) else { return };
     for point in POINTS {
         let (mut child, stalled) = stopped_at(&t, s, point, &marker, &err);
         send(child.id(), Signal::SIGKILL);
@@ -169,10 +135,7 @@ fn a_restart_killed_at_any_step_is_recovered_by_the_next_run_on_the_old_port() {
         if let Some(pid) = stalled {
             send(pid, Signal::SIGKILL);
         }
-        assert!(
-            pending.exists(),
-            "{point:?}: the killed run left no receipt"
-        );
+        assert!(pending.exists(), "{point:?}: the killed run left no receipt");
         let r = crate::systemd_job::verb(&t, &["restart"], s, &[]);
         let e = r.stderr();
         assert!(
@@ -188,21 +151,12 @@ fn a_restart_killed_at_any_step_is_recovered_by_the_next_run_on_the_old_port() {
 
 #[test]
 fn a_restart_interrupted_at_any_step_rolls_itself_back_on_the_old_port() {
-    let Some((m, mut t)) = world() else { return };
-    let marker = t.path("stalled");
-    stalling(&mut t, &marker);
     let s = "sdterm";
-    let port = installed_then_poisoned(&t, s);
-    let pending = t.home.join(format!(".oysterun-stacks/{s}/run/pending"));
-    let err = t.path("run.err");
+    let Some((m, t, marker, port, pending, err)) = poisoned_world(s) else { return };
     for (i, point) in POINTS.into_iter().enumerate().filter(|(_, p)| p.is_some()) {
         // Ctrl-C reaches the whole foreground group (the stalled systemctl too); SIGTERM
         // only oyster (its systemctl is then killed by the test, as a deadline would).
-        let sig = if i % 2 == 0 {
-            Signal::SIGINT
-        } else {
-            Signal::SIGTERM
-        };
+        let sig = if i % 2 == 0 { Signal::SIGINT } else { Signal::SIGTERM };
         let (mut child, stalled) = stopped_at(&t, s, point, &marker, &err);
         send(child.id(), sig);
         std::thread::sleep(Duration::from_millis(200));
@@ -210,10 +164,7 @@ fn a_restart_interrupted_at_any_step_rolls_itself_back_on_the_old_port() {
         let status = child.wait().unwrap();
         let e = std::fs::read_to_string(&err).unwrap();
         assert!(!status.success(), "{point:?} {sig}: {e}");
-        assert!(
-            e.contains(&format!("interrupted by {sig}")),
-            "{point:?}: {e}"
-        );
+        assert!(e.contains(&format!("interrupted by {sig}")), "{point:?}: {e}");
         back_on(&t, s, port, &pending, &format!("{point:?} {sig}: {e}"));
         assert!(main_pid(&m, s) > 0);
     }

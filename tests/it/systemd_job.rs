@@ -5,6 +5,7 @@
 //! crashing generation rolled back to the last good unit, status, dry runs, uninstall leaving
 //! nothing. Each test its own stack and port; one manager for the tests that run together.
 
+use crate::common::has_all;
 use crate::common::user_manager::UserManager;
 use crate::common::{free_port, get, wait_until, Run, TestContext};
 
@@ -35,21 +36,52 @@ pub(crate) fn verb(t: &TestContext, words: &[&str], stack: &str, more: &[&str]) 
     t.run(&a)
 }
 
+/// `install STACK --port P` on a free port, verified: the port, and as text.
+pub(crate) fn installed(t: &TestContext, stack: &str) -> (u16, String) {
+    let (port, p) = free_port_text();
+    verb(t, &["install"], stack, &["--port", &p]).ok();
+    (port, p)
+}
+
+/// A free port, and as text.
+fn free_port_text() -> (u16, String) {
+    let port = free_port();
+    (port, port.to_string())
+}
+
+/// A world with stack `s` installed on a free port (see [`installed`]): the manager, the
+/// context, the port and the Host's pid.
+pub(crate) fn world_with(s: &str) -> Option<(UserManager, TestContext, u16, u32)> {
+    let (m, t) = world()?;
+    let (port, _) = installed(&t, s);
+    let pid = main_pid(&m, s);
+    Some((m, t, port, pid))
+}
+
+/// Gives stack `s` a provider whose directory poisons the Host's PATH: every new generation
+/// crashes at once.
+pub(crate) fn poison(t: &TestContext, s: &str) {
+    let poison = t.path("poison");
+    std::fs::create_dir_all(&poison).unwrap();
+    std::fs::write(poison.join(".crash-host"), "").unwrap();
+    let codex = t.fake_exe(&poison.join("codex"));
+    t.run(
+        crate::common::args(&["providers", "set", "codex"]).arg(codex.to_str().unwrap()).stack(s),
+    )
+    .ok();
+}
+
 #[test]
 fn install_restart_stop_start_and_uninstall_under_the_user_manager() {
     let Some((m, t)) = world() else { return };
     let s = "sdlife";
-    let port = free_port();
-    let p = port.to_string();
+    let (port, p) = free_port_text();
     let r = verb(&t, &["install"], s, &["--port", &p, "-v"]).ok();
     r.stdout_has(&format!("Host verified: {} started", unit(s)));
     assert_eq!(t.run(["status", s, "--json"]).json()["env_proof"], "live");
     let path = m.home.join(".config/systemd/user").join(unit(s));
     let text = std::fs::read_to_string(&path).unwrap();
-    assert!(
-        text.contains("ExecStart=") && text.contains("Restart=always"),
-        "{text}"
-    );
+    has_all(&text, &["ExecStart=", "Restart=always"]);
     assert_eq!(prop(&m, s, "UnitFileState"), "enabled");
     let first = main_pid(&m, s);
     assert!(first > 0);
@@ -67,35 +99,22 @@ fn install_restart_stop_start_and_uninstall_under_the_user_manager() {
     // speed is measured in benchmarks).
     let t0 = std::time::Instant::now();
     verb(&t, &["restart"], s, &[]).ok();
-    eprintln!(
-        "timing: verified restart under systemd: {} ms",
-        t0.elapsed().as_millis()
-    );
+    eprintln!("timing: verified restart under systemd: {} ms", t0.elapsed().as_millis());
     let second = main_pid(&m, s);
     assert!(second > 0 && second != first);
     // A new port: the unit is rewritten, reloaded and verified on it.
     let port2 = free_port();
     let p2 = port2.to_string();
-    verb(&t, &["restart"], s, &["--port", &p2])
-        .ok()
-        .stdout_has("reloaded (daemon-reload, start)");
+    verb(&t, &["restart"], s, &["--port", &p2]).ok().stdout_has("reloaded (daemon-reload, start)");
     assert_eq!(get(port2, "/health"), 200);
-    assert!(std::fs::read_to_string(&path)
-        .unwrap()
-        .contains(&format!("OYSTERUN_PORT={port2}")));
+    assert!(std::fs::read_to_string(&path).unwrap().contains(&format!("OYSTERUN_PORT={port2}")));
     // stop: stopped and disabled; a re-login (default.target started again) leaves it stopped.
-    verb(&t, &["stop"], s, &[])
-        .ok()
-        .stdout_has("disabled, so it stays stopped at the next login");
+    verb(&t, &["stop"], s, &[]).ok().stdout_has("disabled, so it stays stopped at the next login");
     assert_eq!(prop(&m, s, "ActiveState"), "inactive");
     assert_eq!(prop(&m, s, "UnitFileState"), "disabled");
     m.systemctl(&["start", "default.target"]);
     std::thread::sleep(std::time::Duration::from_millis(300));
-    assert_eq!(
-        prop(&m, s, "ActiveState"),
-        "inactive",
-        "a re-login started a stopped Host"
-    );
+    assert_eq!(prop(&m, s, "ActiveState"), "inactive", "a re-login started a stopped Host");
     let st = t.run(["status", s, "--json"]).json();
     assert_eq!(st["summary"], "stopped", "{st}");
     // start undoes stop.
@@ -104,67 +123,37 @@ fn install_restart_stop_start_and_uninstall_under_the_user_manager() {
     assert_eq!(get(port2, "/health"), 200);
     // kill: SIGTERM to the Host; the manager will start it again (Restart=always).
     let before = main_pid(&m, s);
-    t.run(["kill", s])
-        .ok()
-        .stdout_has("systemd starts it again");
-    wait_until(
-        std::time::Duration::from_secs(5),
-        "the manager to schedule a restart",
-        || prop(&m, s, "SubState") == "auto-restart" || main_pid(&m, s) != before,
-    );
+    t.run(["kill", s]).ok().stdout_has("systemd starts it again");
+    wait_until(std::time::Duration::from_secs(5), "the manager to schedule a restart", || {
+        prop(&m, s, "SubState") == "auto-restart" || main_pid(&m, s) != before
+    });
     // uninstall: nothing of the unit is left.
     verb(&t, &["uninstall"], s, &[]).ok();
     assert!(!path.exists());
     assert_eq!(prop(&m, s, "LoadState"), "not-found");
-    wait_until(
-        std::time::Duration::from_secs(5),
-        "the Host to be gone",
-        || crate::common::http_get(port2, "/health").is_none(),
-    );
+    wait_until(std::time::Duration::from_secs(5), "the Host to be gone", || {
+        crate::common::http_get(port2, "/health").is_none()
+    });
 }
 
 #[test]
 fn a_crashing_generation_is_rolled_back_to_the_last_good_unit() {
-    let Some((m, t)) = world() else { return };
     let s = "sdroll";
-    let port = free_port();
-    let p = port.to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
-    let good = main_pid(&m, s);
+    let Some((m, t, port, good)) = world_with(s) else { return };
     let path = m.home.join(".config/systemd/user").join(unit(s));
     let good_unit = std::fs::read(&path).unwrap();
-    // A provider whose directory poisons the Host's PATH: the new generation crashes at once.
-    let poison = t.path("poison");
-    std::fs::create_dir_all(&poison).unwrap();
-    std::fs::write(poison.join(".crash-host"), "").unwrap();
-    let codex = t.fake_exe(&poison.join("codex"));
-    t.run([
-        "providers",
-        "set",
-        "codex",
-        codex.to_str().unwrap(),
-        "--stack",
-        s,
-    ])
-    .ok();
+    poison(&t, s);
     let port2 = free_port();
     let p2 = port2.to_string();
     let r = verb(&t, &["restart"], s, &["--port", &p2]).fails_with(1);
     r.stderr_has("the Host did not verify");
     r.stderr_has("restored the last good unit; the previous Host runs again");
-    assert_eq!(
-        std::fs::read(&path).unwrap(),
-        good_unit,
-        "the good unit is back"
-    );
+    assert_eq!(std::fs::read(&path).unwrap(), good_unit, "the good unit is back");
     assert_eq!(get(port, "/health"), 200);
     assert_ne!(main_pid(&m, s), good);
     let config: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            t.home
-                .join(format!(".oysterun-stacks/{s}/host/config.json")),
-        )
-        .unwrap(),
+        &std::fs::read_to_string(t.home.join(format!(".oysterun-stacks/{s}/host/config.json")))
+            .unwrap(),
     )
     .unwrap();
     assert_eq!(config["port"], port, "the port is put back");
@@ -175,30 +164,11 @@ fn a_crashing_generation_is_rolled_back_to_the_last_good_unit() {
 fn dry_runs_list_the_systemd_steps_and_change_nothing() {
     let Some((m, t)) = world() else { return };
     let s = "sddry";
-    let port = free_port();
-    let p = port.to_string();
-    let doc = t
-        .run(["install", s, "--port", &p, "--dry-run", "--json"])
-        .ok()
-        .json();
+    let (_, p) = free_port_text();
+    let doc = t.run(["install", s, "--port", &p, "--dry-run", "--json"]).ok().json();
     assert_eq!(doc["manager"], "systemd", "{doc}");
-    let steps: Vec<&str> = doc["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        steps,
-        [
-            "write_config",
-            "write_definition",
-            "enable",
-            "load",
-            "verify"
-        ],
-        "{doc}"
-    );
+    let steps = crate::common::column(&doc["steps"], "step");
+    assert_eq!(steps, ["write_config", "write_definition", "enable", "load", "verify"], "{doc}");
     assert!(!t.home.join(format!(".oysterun-stacks/{s}")).exists());
     assert_eq!(prop(&m, s, "LoadState"), "not-found");
 }
@@ -207,50 +177,27 @@ fn dry_runs_list_the_systemd_steps_and_change_nothing() {
 fn without_a_user_manager_install_says_why_and_host_start_remains() {
     let mut t = TestContext::new();
     t.pin_host_env();
-    t.extra_env
-        .push(("OYSTER_SYSTEMCTL".into(), "/usr/bin/systemctl".into()));
+    t.extra_env.push(("OYSTER_SYSTEMCTL".into(), "/usr/bin/systemctl".into()));
     let missing = t.path("no-runtime-dir");
-    t.extra_env
-        .push(("XDG_RUNTIME_DIR".into(), missing.display().to_string()));
+    t.extra_env.push(("XDG_RUNTIME_DIR".into(), missing.display().to_string()));
     let port = free_port().to_string();
     let r = t.run(["install", "sdnone", "--port", &port]).fails_with(1);
     r.stderr_has("no systemd user manager answers");
     r.stderr_has("oyster host start");
-    assert!(
-        !t.home.join(".oysterun-stacks/sdnone").exists(),
-        "a refused install wrote"
-    );
+    assert!(!t.home.join(".oysterun-stacks/sdnone").exists(), "a refused install wrote");
 }
 
 /// A stand-in `systemctl` that records each call, then runs the real one.
 fn counting(t: &mut TestContext) -> std::path::PathBuf {
     let log = t.path("systemctl.calls");
-    let wrapper = t.path("bin/systemctl");
-    std::fs::create_dir_all(wrapper.parent().unwrap()).unwrap();
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\necho \"$*\" >> '{}'\nexec /usr/bin/systemctl \"$@\"\n",
-            log.display()
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    t.extra_env.retain(|(k, _)| k != "OYSTER_SYSTEMCTL");
-    t.extra_env
-        .push(("OYSTER_SYSTEMCTL".into(), wrapper.display().to_string()));
+    let script =
+        format!("#!/bin/sh\necho \"$*\" >> '{}'\nexec /usr/bin/systemctl \"$@\"\n", log.display());
+    t.stand_in("OYSTER_SYSTEMCTL", "bin/systemctl", &script);
     log
 }
 
 fn calls(log: &std::path::Path) -> usize {
-    let n = std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .count();
+    let n = std::fs::read_to_string(log).unwrap_or_default().lines().count();
     let _ = std::fs::remove_file(log);
     n
 }
@@ -260,18 +207,14 @@ fn status_and_restart_ask_systemd_few_times_and_doctor_names_the_unit_and_linger
     let Some((m, mut t)) = world() else { return };
     let log = counting(&mut t);
     let s = "sdcount";
-    let p = free_port().to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (_, _p) = installed(&t, s);
     calls(&log);
     t.run(["status", s, "--json"]).ok();
     let status = calls(&log);
     assert!(status <= 2, "status made {status} systemctl calls");
     verb(&t, &["restart"], s, &[]).ok();
     let restart = calls(&log);
-    assert!(
-        restart <= 8,
-        "an unchanged restart made {restart} systemctl calls"
-    );
+    assert!(restart <= 8, "an unchanged restart made {restart} systemctl calls");
     let doc = t.run(["doctor", s, "--json"]).json();
     let names: Vec<(&str, &str)> = doc["checks"]
         .as_array()
@@ -283,10 +226,7 @@ fn status_and_restart_ask_systemd_few_times_and_doctor_names_the_unit_and_linger
         assert!(names.contains(&want), "{doc}");
     }
     assert!(names.iter().any(|(n, _)| *n == "linger"), "{doc}");
-    assert!(
-        !names.iter().any(|(n, _)| *n == "launchd" || *n == "plist"),
-        "{doc}"
-    );
+    assert!(!names.iter().any(|(n, _)| *n == "launchd" || *n == "plist"), "{doc}");
     let list = t.run(["list", "--json"]).ok().json();
     assert_eq!(list["stacks"][0]["summary"], "verified", "{list}");
     drop(m);
@@ -296,37 +236,25 @@ fn status_and_restart_ask_systemd_few_times_and_doctor_names_the_unit_and_linger
 fn a_directly_started_host_moves_to_the_unit_on_install_and_host_start_is_refused_beside_it() {
     let Some((m, t)) = world() else { return };
     let s = "sdmove";
-    let port = free_port();
-    let p = port.to_string();
+    let (port, p) = free_port_text();
     // Without a manager (as before systemd): the direct Host.
     let mut direct = t.cmd();
     direct.env("OYSTER_SYSTEMCTL", "none");
-    let out = direct
-        .args(["host", "start", s, "--port", &p, "--settle-ms", "300"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out =
+        direct.args(["host", "start", s, "--port", &p, "--settle-ms", "300"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let direct_pid: u32 = std::fs::read_to_string(
-        t.home
-            .join(format!(".oysterun-stacks/{s}/run/oysterun-host-{s}.pid")),
+        t.home.join(format!(".oysterun-stacks/{s}/run/oysterun-host-{s}.pid")),
     )
     .unwrap()
     .trim()
     .parse()
     .unwrap();
     let r = verb(&t, &["install"], s, &[]).ok();
-    r.stderr_has(&format!(
-        "(pid {direct_pid}) was stopped; the systemd unit runs it"
-    ));
+    r.stderr_has(&format!("(pid {direct_pid}) was stopped; the systemd unit runs it"));
     assert!(main_pid(&m, s) != direct_pid && main_pid(&m, s) > 0);
     assert_eq!(get(port, "/health"), 200, "the port is kept");
-    t.run(["host", "start", s])
-        .fails_with(1)
-        .stderr_has("is active under systemd --user");
+    t.run(["host", "start", s]).fails_with(1).stderr_has("is active under systemd --user");
     verb(&t, &["uninstall"], s, &[]).ok();
 }
 
@@ -337,11 +265,8 @@ fn install_says_when_linger_is_off_and_doctor_warns() {
     // logind's answer, from a stand-in beside the systemctl oyster was given.
     let loginctl = t.path("bin/loginctl");
     std::fs::write(&loginctl, "#!/bin/sh\necho no\n").unwrap();
-    std::fs::set_permissions(
-        &loginctl,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    std::fs::set_permissions(&loginctl, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .unwrap();
     let s = "sdlinger";
     let p = free_port().to_string();
     verb(&t, &["install"], s, &["--port", &p])
@@ -358,17 +283,7 @@ fn setup_installs_and_verifies_the_unit() {
     let Some((m, t)) = world() else { return };
     let s = "sdsetup";
     let p = free_port().to_string();
-    let r = t
-        .run([
-            "setup",
-            s,
-            "--port",
-            &p,
-            "--yes",
-            "--no-install-providers",
-            "--no-qr",
-        ])
-        .ok();
+    let r = t.run(["setup", s, "--port", &p, "--yes", "--no-install-providers", "--no-qr"]).ok();
     r.stdout_has("systemd user unit");
     assert!(main_pid(&m, s) > 0);
     assert_eq!(prop(&m, s, "UnitFileState"), "enabled");
@@ -398,8 +313,7 @@ fn all_stops_and_starts_every_unit() {
 fn inventory_reports_a_units_stack_as_it_runs() {
     let Some((_m, t)) = world() else { return };
     let s = "sdinv";
-    let p = free_port().to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (_, _p) = installed(&t, s);
     let doc = t.run(["inventory", "--json"]).ok().json();
     let part = doc["users"][0]["stacks"]
         .as_array()
@@ -407,17 +321,9 @@ fn inventory_reports_a_units_stack_as_it_runs() {
         .unwrap_or_else(|| panic!("no {s} in {doc}"));
     assert_eq!(part["manager"], "systemd", "{part}");
     assert_eq!(part["summary"], "verified", "{part}");
-    assert!(
-        part["plist_path"].as_str().unwrap().ends_with(".service"),
-        "{part}"
-    );
+    assert!(part["plist_path"].as_str().unwrap().ends_with(".service"), "{part}");
     // The Node and root the unit runs, read from its Environment= lines.
-    assert!(
-        part["node_bin"]
-            .as_str()
-            .is_some_and(|n| n.contains("node")),
-        "{part}"
-    );
+    assert!(part["node_bin"].as_str().is_some_and(|n| n.contains("node")), "{part}");
     assert!(part["oysterun_root"].is_string(), "{part}");
     verb(&t, &["uninstall"], s, &[]).ok();
 }

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use crate::bounded::bounded;
 use crate::common::{free_port, get, TestContext};
-use crate::systemd_job::{main_pid, prop, unit, verb, world};
+use crate::common::{has_all, has_none};
+use crate::systemd_job::{installed, main_pid, prop, unit, verb, world, world_with};
 
 fn unit_path(home: &Path, s: &str) -> PathBuf {
     home.join(".config/systemd/user").join(unit(s))
@@ -16,9 +17,7 @@ fn unit_path(home: &Path, s: &str) -> PathBuf {
 
 /// The bytes a refusal must leave alone: config.json and the unit (`None`: absent or special).
 fn files(t: &TestContext, s: &str) -> Vec<Option<Vec<u8>>> {
-    let config = t
-        .home
-        .join(format!(".oysterun-stacks/{s}/host/config.json"));
+    let config = t.home.join(format!(".oysterun-stacks/{s}/host/config.json"));
     let unit = unit_path(&t.home, s);
     [config, unit]
         .iter()
@@ -69,14 +68,9 @@ fn install_no_start_says_the_unit_is_not_enabled_and_a_fifo_or_symlinked_unit_is
     let p = free_port().to_string();
     // --no-start writes the unit without enabling it: said so (launchd's "starts it at the next
     // login" would be false here).
-    let out = t
-        .run(["install", s, "--port", &p, "--no-start"])
-        .ok()
-        .stdout();
-    assert!(
-        out.contains("not enabled, so nothing starts it at login") && !out.contains("launchd"),
-        "{out}"
-    );
+    let out = t.run(["install", s, "--port", &p, "--no-start"]).ok().stdout();
+    has_all(&out, &["not enabled, so nothing starts it at login"]);
+    has_none(&out, &["launchd"]);
     assert_eq!(prop(&m, s, "UnitFileState"), "disabled");
     let path = unit_path(&t.home, s);
     let real = std::fs::read(&path).unwrap();
@@ -84,25 +78,15 @@ fn install_no_start_says_the_unit_is_not_enabled_and_a_fifo_or_symlinked_unit_is
     std::fs::remove_file(&path).unwrap();
     nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
     let mut attempts = loading(s);
-    attempts.push(
-        ["agent", "regenerate", s, "--no-restart"]
-            .map(str::to_owned)
-            .to_vec(),
-    );
+    attempts.push(["agent", "regenerate", s, "--no-restart"].map(str::to_owned).to_vec());
     refused(&t, s, &attempts, "FIFO");
     let st = t.run(["status", s]).stdout();
-    assert!(
-        st.contains("is a FIFO (named pipe), not a regular file"),
-        "{st}"
-    );
+    has_all(&st, &["is a FIFO (named pipe), not a regular file"]);
     let doc = t.run(["doctor", s, "--json"]).json();
     let c = crate::common::doctor_check(&doc, "unit");
     assert_eq!(c["status"], "fail", "{c}");
     assert!(c["detail"].to_string().contains("FIFO"), "{c}");
-    assert!(
-        !st.contains("stale"),
-        "regenerate, the stale line's fix, is refused: {st}"
-    );
+    assert!(!st.contains("stale"), "regenerate, the stale line's fix, is refused: {st}");
     assert!(std::os::unix::fs::FileTypeExt::is_fifo(
         &std::fs::symlink_metadata(&path).unwrap().file_type()
     ));
@@ -121,23 +105,15 @@ fn install_no_start_says_the_unit_is_not_enabled_and_a_fifo_or_symlinked_unit_is
         .collect();
     refused(&t, s, &stops, "would remove it");
     t.run(["stop", s, "--keep"]).ok();
-    assert_eq!(
-        std::fs::read_link(&path).unwrap(),
-        target,
-        "the link is kept"
-    );
+    assert_eq!(std::fs::read_link(&path).unwrap(), target, "the link is kept");
     assert_eq!(std::fs::read(&target).unwrap(), real);
     assert_ne!(prop(&m, s, "ActiveState"), "active");
 }
 
 #[test]
 fn a_drop_in_that_overrides_the_environment_is_refused_and_the_host_keeps_running() {
-    let Some((m, t)) = world() else { return };
     let s = "sddropin";
-    let port = free_port();
-    let p = port.to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
-    let pid = main_pid(&m, s);
+    let Some((m, t, port, pid)) = world_with(s) else { return };
     let dir = PathBuf::from(format!("{}.d", unit_path(&t.home, s).display()));
     std::fs::create_dir_all(&dir).unwrap();
     let other = free_port();
@@ -154,21 +130,12 @@ fn a_drop_in_that_overrides_the_environment_is_refused_and_the_host_keeps_runnin
         let mut attempts = loading(s);
         attempts.push(["restart", s].map(str::to_owned).to_vec());
         refused(&t, s, &attempts, "override.conf sets Environment=");
-        assert_eq!(
-            main_pid(&m, s),
-            pid,
-            "loaded={loaded}: the Host was touched"
-        );
+        assert_eq!(main_pid(&m, s), pid, "loaded={loaded}: the Host was touched");
         assert_eq!(get(port, "/health"), 200);
         let doc = t.run(["doctor", s, "--json"]).json();
         let c = crate::common::doctor_check(&doc, "drop-ins");
         assert_eq!(c["status"], "fail", "loaded={loaded}: {c}");
-        assert!(
-            c["detail"]
-                .to_string()
-                .contains("override.conf sets Environment="),
-            "{c}"
-        );
+        assert!(c["detail"].to_string().contains("override.conf sets Environment="), "{c}");
     }
     // A drop-in that leaves the environment alone is the user's business: the restart runs.
     std::fs::write(dir.join("override.conf"), "[Service]\nNice=5\n").unwrap();
@@ -207,21 +174,14 @@ fn crash_past_the_start_limit(
 fn a_host_past_its_start_limit_is_started_again_by_restart_and_start() {
     let Some((m, t)) = world() else { return };
     let s = "sdlimit";
-    let port = free_port();
-    let p = port.to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (port, _p) = installed(&t, s);
     crash_past_the_start_limit(&m, &t, s);
     let st = t.run(["status", s]).stdout();
-    assert!(st.contains("systemd gave up restarting the Host"), "{st}");
-    assert!(!st.contains("launchd"), "{st}");
+    has_all(&st, &["systemd gave up restarting the Host"]);
+    has_none(&st, &["launchd"]);
     let dry = t.run(["restart", s, "--dry-run", "--json"]).ok().json();
-    let steps: Vec<&str> = dry["steps"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["step"].as_str().unwrap())
-        .collect();
-    assert!(steps.contains(&"load"), "{dry}");
+    let steps = crate::common::column(&dry["steps"], "step");
+    assert!(steps.iter().any(|s| s == "load"), "{dry}");
     verb(&t, &["restart"], s, &[]).ok();
     assert_eq!(get(port, "/health"), 200);
     crash_past_the_start_limit(&m, &t, s);
@@ -244,19 +204,11 @@ fn root_without_oyster_systemctl_never_gets_a_user_unit() {
         vec!["install", s, "--port", &p, "--no-start", "--dry-run"],
         vec!["install", s, "--port", &p, "--wait", "8"],
     ] {
-        let out = t
-            .cmd()
-            .env_remove("OYSTER_SYSTEMCTL")
-            .args(&args)
-            .output()
-            .unwrap();
+        let out = t.cmd().env_remove("OYSTER_SYSTEMCTL").args(&args).output().unwrap();
         let e = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {e}");
         assert!(e.contains("a systemd user unit for root"), "{args:?}: {e}");
-        assert!(
-            !unit_path(&t.home, s).exists(),
-            "{args:?} wrote root's unit"
-        );
+        assert!(!unit_path(&t.home, s).exists(), "{args:?} wrote root's unit");
     }
 }
 
@@ -264,15 +216,14 @@ fn root_without_oyster_systemctl_never_gets_a_user_unit() {
 fn status_names_the_unit_and_a_signal_that_killed_the_host() {
     let Some((m, t)) = world() else { return };
     let s = "sdsignal";
-    let p = free_port().to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (_, _p) = installed(&t, s);
     // A unit edited by hand: stale, said of the unit (and `regenerate` its fix).
     let path = unit_path(&t.home, s);
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(&path, text.replace("RestartSec=10", "RestartSec=11")).unwrap();
     let st = t.run(["status", s]).stdout();
-    assert!(st.contains("the installed unit differs"), "{st}");
-    assert!(!st.contains("plist"), "{st}");
+    has_all(&st, &["the installed unit differs"]);
+    has_none(&st, &["plist"]);
     std::fs::write(&path, text).unwrap();
     // SIGKILL to the Host: in the 10 s before systemd starts it again, the last exit is the
     // signal, not "code 9".
@@ -318,20 +269,14 @@ impl ReadOnly {
 
 impl Drop for ReadOnly {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("/bin/umount")
-            .arg(&self.0)
-            .status();
+        let _ = std::process::Command::new("/bin/umount").arg(&self.0).status();
     }
 }
 
 #[test]
 fn a_unit_that_cannot_be_written_leaves_the_config_on_the_port_the_host_runs_on() {
-    let Some((m, t)) = world() else { return };
     let s = "sdrofs";
-    let port = free_port();
-    let p = port.to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
-    let pid = main_pid(&m, s);
+    let Some((m, t, port, pid)) = world_with(s) else { return };
     let Some(_ro) = ReadOnly::bind(unit_path(&t.home, s).parent().unwrap()) else {
         eprintln!("skipped: cannot bind-mount a read-only directory here (needs root)");
         return;
@@ -339,23 +284,13 @@ fn a_unit_that_cannot_be_written_leaves_the_config_on_the_port_the_host_runs_on(
     let other = free_port().to_string();
     let r = verb(&t, &["restart"], s, &["--port", &other]).fails_with(1);
     let e = r.stderr();
-    assert!(e.contains("Read-only file system"), "{e}");
-    assert!(
-        e.contains(&format!("config.json's port is {port} again")),
-        "{e}"
-    );
-    let config = t
-        .home
-        .join(format!(".oysterun-stacks/{s}/host/config.json"));
+    has_all(&e, &["Read-only file system"]);
+    has_all(&e, &[&format!("config.json's port is {port} again")]);
+    let config = t.home.join(format!(".oysterun-stacks/{s}/host/config.json"));
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(config).unwrap()).unwrap();
-    assert_eq!(
-        doc["port"], port,
-        "config.json names the port the Host runs on"
-    );
+    assert_eq!(doc["port"], port, "config.json names the port the Host runs on");
     assert!(
-        !t.home
-            .join(format!(".oysterun-stacks/{s}/run/pending"))
-            .exists(),
+        !t.home.join(format!(".oysterun-stacks/{s}/run/pending")).exists(),
         "a receipt is left for a change that never reached systemd"
     );
     assert_eq!(main_pid(&m, s), pid);
@@ -367,9 +302,7 @@ fn a_unit_that_cannot_be_written_leaves_the_config_on_the_port_the_host_runs_on(
 /// The audit log's steps of `action` after its first `from` lines, as a dry run names them
 /// (`daemon-reload` then `start` is the one `load`).
 fn audited(t: &TestContext, s: &str, action: &str, from: usize) -> Vec<String> {
-    let log = t
-        .home
-        .join(format!(".oysterun-stacks/{s}/logs/service-control.jsonl"));
+    let log = t.home.join(format!(".oysterun-stacks/{s}/logs/service-control.jsonl"));
     std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
@@ -395,16 +328,9 @@ fn audited(t: &TestContext, s: &str, action: &str, from: usize) -> Vec<String> {
 fn every_dry_run_changes_nothing_and_lists_what_the_run_then_does() {
     let Some((m, t)) = world() else { return };
     let s = "sddryall";
-    let p = free_port().to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (_, _p) = installed(&t, s);
     let facts = |m: &crate::common::user_manager::UserManager| {
-        [
-            "MainPID",
-            "InvocationID",
-            "UnitFileState",
-            "NeedDaemonReload",
-        ]
-        .map(|k| prop(m, s, k))
+        ["MainPID", "InvocationID", "UnitFileState", "NeedDaemonReload"].map(|k| prop(m, s, k))
     };
     let before = (crate::bounded::snapshot(&t.home, true), facts(&m));
     let other = free_port().to_string();
@@ -433,9 +359,7 @@ fn every_dry_run_changes_nothing_and_lists_what_the_run_then_does() {
                 .collect();
         }
     }
-    let log = t
-        .home
-        .join(format!(".oysterun-stacks/{s}/logs/service-control.jsonl"));
+    let log = t.home.join(format!(".oysterun-stacks/{s}/logs/service-control.jsonl"));
     let from = std::fs::read_to_string(&log).unwrap().lines().count();
     verb(&t, &["restart"], s, &["--port", &other]).ok();
     assert_eq!(audited(&t, s, "restart", from), steps_of_restart);
@@ -446,25 +370,12 @@ fn every_dry_run_changes_nothing_and_lists_what_the_run_then_does() {
 fn a_provider_change_and_host_status_name_the_unit_not_a_direct_host_or_launchd() {
     let Some((_m, t)) = world() else { return };
     let s = "sdprov";
-    let p = free_port().to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (_, _p) = installed(&t, s);
     let codex = t.fake_exe(&t.path("tools/codex"));
-    let out = t
-        .run([
-            "providers",
-            "set",
-            "codex",
-            codex.to_str().unwrap(),
-            "--stack",
-            s,
-        ])
-        .ok()
-        .stdout();
-    assert!(
-        out.contains("The Host still runs with the old environment")
-            && !out.contains("directly started"),
-        "{out}"
-    );
+    let out =
+        t.run(["providers", "set", "codex", codex.to_str().unwrap(), "--stack", s]).ok().stdout();
+    has_all(&out, &["The Host still runs with the old environment"]);
+    has_none(&out, &["directly started"]);
     // `host status` of the unit's Host: running, verified, owned by systemd (it said "not
     // running" and "launchd owns this Host", reading a plist there is none of).
     // Not verified (exit 1): the Host predates the provider change.
@@ -478,27 +389,20 @@ fn a_provider_change_and_host_status_name_the_unit_not_a_direct_host_or_launchd(
         "the unit's Host predates the provider change: {doc}"
     );
     verb(&t, &["uninstall"], s, &[]).ok();
-    let st = t.run(["status", s]).stdout();
-    assert!(st.contains("installs the systemd unit alone"), "{st}");
+    t.run(["status", s]).stdout_has_all(&["installs the systemd unit alone"]);
 }
 
 #[test]
 fn a_unit_whose_manager_does_not_answer_is_never_taken_for_a_direct_host() {
     let Some((m, t)) = world() else { return };
     let s = "sdgone";
-    let p = free_port().to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (_, _p) = installed(&t, s);
     let pid = main_pid(&m, s);
     // `su`, cron, an SSH session without XDG_RUNTIME_DIR: the manager runs, oyster cannot
     // reach it. The unit's Host writes the pid file a directly started one writes.
     let gone = t.path("no-runtime-dir");
     let run = |args: &[&str]| {
-        let out = t
-            .cmd()
-            .env("XDG_RUNTIME_DIR", &gone)
-            .args(args)
-            .output()
-            .unwrap();
+        let out = t.cmd().env("XDG_RUNTIME_DIR", &gone).args(args).output().unwrap();
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -508,10 +412,7 @@ fn a_unit_whose_manager_does_not_answer_is_never_taken_for_a_direct_host() {
     let (_, out, _) = run(&["status", s, "--json"]);
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(doc["summary"], "unknown", "it said direct: {doc}");
-    assert!(
-        doc["notes"].to_string().contains("has a systemd unit"),
-        "{doc}"
-    );
+    assert!(doc["notes"].to_string().contains("has a systemd unit"), "{doc}");
     let (_, out, _) = run(&["doctor", s, "--json"]);
     let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
     let c = crate::common::doctor_check(&doc, "service manager");
@@ -544,22 +445,16 @@ fn a_home_with_quotes_percent_and_dollar_runs_the_whole_lifecycle() {
         return;
     };
     let s = "sdhome";
-    let port = free_port();
-    let p = port.to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (_port, _p) = installed(&t, s);
     assert_eq!(t.run(["status", s, "--json"]).json()["env_proof"], "live");
     let other = free_port();
     let o = other.to_string();
     verb(&t, &["restart"], s, &["--port", &o]).ok();
     assert_eq!(get(other, "/health"), 200);
     // The Host log is the unit's `append:` file: the one under this HOME.
-    let log = t
-        .home
-        .join(format!(".oysterun-stacks/{s}/logs/oysterun-host.log"));
+    let log = t.home.join(format!(".oysterun-stacks/{s}/logs/oysterun-host.log"));
     assert!(
-        std::fs::read_to_string(&log)
-            .unwrap()
-            .contains(&format!("listening on 127.0.0.1:{other}")),
+        std::fs::read_to_string(&log).unwrap().contains(&format!("listening on 127.0.0.1:{other}")),
         "{}",
         log.display()
     );
@@ -576,9 +471,7 @@ fn a_home_with_quotes_percent_and_dollar_runs_the_whole_lifecycle() {
 fn two_restarts_at_once_take_turns_and_leave_one_verified_host() {
     let Some((m, t)) = world() else { return };
     let s = "sdtwice";
-    let port = free_port();
-    let p = port.to_string();
-    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let (port, _p) = installed(&t, s);
     let other = free_port().to_string();
     let spawn = |more: &[&str]| {
         let mut a = vec!["restart", s, "--wait", "15", "--settle-ms", "300"];
@@ -593,18 +486,11 @@ fn two_restarts_at_once_take_turns_and_leave_one_verified_host() {
     let (a, b) = (spawn(&["--port", &other]), spawn(&[]));
     for child in [a, b] {
         let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
     let other: u16 = other.parse().unwrap();
     assert_eq!(get(other, "/health"), 200);
-    assert!(
-        crate::common::http_get(port, "/health").is_none(),
-        "two Hosts"
-    );
+    assert!(crate::common::http_get(port, "/health").is_none(), "two Hosts");
     let st = t.run(["status", s, "--json"]).ok().json();
     assert_eq!(st["pid"], main_pid(&m, s), "{st}");
     verb(&t, &["uninstall"], s, &[]).ok();

@@ -41,6 +41,16 @@ impl TestContext {
         self.path("root")
     }
 
+    /// [`TestContext::with_pinned_host`] with `stack` installed on a free port, then stopped:
+    /// the context and that port (nothing listens on it).
+    pub fn with_stopped(stack: &str) -> (TestContext, u16) {
+        let t = TestContext::with_pinned_host();
+        let port = free_port();
+        t.install(stack, port);
+        t.run(["stop", stack]).ok();
+        (t, port)
+    }
+
     /// [`TestContext::with_pinned_host`], and claude installed in ~/.local/bin.
     pub fn with_claude() -> TestContext {
         let t = TestContext::with_pinned_host();
@@ -53,27 +63,51 @@ impl TestContext {
     /// (`config sync`).
     pub fn with_three_stacks(third: &str) -> TestContext {
         let t = TestContext::with_claude();
-        t.run(args(&["agent", "install"]).port(free_port()).settle(200))
-            .ok();
-        t.run(
-            args(&["agent", "install"])
-                .stack("two")
-                .port(free_port())
-                .settle(200),
-        )
-        .ok();
+        t.run(args(&["agent", "install"]).port(free_port()).settle(200)).ok();
+        t.run(args(&["agent", "install"]).stack("two").port(free_port()).settle(200)).ok();
         t.run(["agent", "stop", "--stack", "two"]).ok();
-        t.run(args(&["config", "sync"]).stack(third).port(free_port()))
-            .ok();
+        t.run(args(&["config", "sync"]).stack(third).port(free_port())).ok();
         t
+    }
+
+    /// `<test dir>/nodepfx/bin`, holding a link to the machine's real node: a Node prefix of the
+    /// test's own (the npm a plan names beside it is the same on every machine). Returns the
+    /// bin directory.
+    pub fn node_prefix(&self) -> PathBuf {
+        let bin = self.path("nodepfx/bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::os::unix::fs::symlink(real_node(), bin.join("node")).unwrap();
+        bin
+    }
+
+    /// Writes the executable script `text` at `<test dir>/<rel>` and points oyster's `var`
+    /// (`OYSTER_LAUNCHCTL`, `OYSTER_SYSTEMCTL`) at it, in place of any earlier value: a stand-in
+    /// for a tool. Returns its path.
+    pub fn stand_in(&mut self, var: &str, rel: &str, text: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.path(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        self.extra_env.retain(|(k, _)| k != var);
+        self.extra_env.push((var.into(), path.display().to_string()));
+        path
+    }
+
+    /// `providers set ID CMD` (a manual provider command): the run, unchecked.
+    pub fn set_provider(&self, id: &str, cmd: &Path) -> super::Run {
+        self.run(["providers", "set", id, cmd.to_str().unwrap()])
+    }
+
+    /// `install STACK --port P --settle-ms 200`, which must succeed: the verified Host of a
+    /// context whose root and Node are pinned.
+    pub fn install(&self, stack: &str, port: impl ToString) -> super::Run {
+        self.run(args(&["install", stack]).port(port).settle(200)).ok()
     }
 
     /// Pins the machine's real Node through `OYSTERUN_NODE_BIN`.
     pub fn pin_node(&mut self) {
-        self.extra_env.push((
-            "OYSTERUN_NODE_BIN".into(),
-            real_node().display().to_string(),
-        ));
+        self.extra_env.push(("OYSTERUN_NODE_BIN".into(), real_node().display().to_string()));
     }
 
     /// A HOME with one custom stack, `name`, that has a config (and so exists) on a free port.
@@ -139,11 +173,7 @@ impl TestContext {
     #[track_caller]
     pub fn assert_no_stack(&self, name: &str, why: &str) {
         let dir = self.stack_dir(name);
-        assert!(
-            !dir.exists(),
-            "left {:?}; {why}",
-            super::tree(&dir).keys().collect::<Vec<_>>()
-        );
+        assert!(!dir.exists(), "left {:?}; {why}", super::tree(&dir).keys().collect::<Vec<_>>());
     }
 
     /// Points oyster at `<test dir>/<dir>` for its managed preferences
@@ -153,11 +183,28 @@ impl TestContext {
         let dir = self.path(dir);
         let file = dir.join("com.oysterun.oyster.plist");
         write_binary_plist(&file, plist::Value::Dictionary(settings));
-        self.extra_env.push((
-            "OYSTER_MANAGED_PREFERENCES_DIR".into(),
-            dir.display().to_string(),
-        ));
+        self.extra_env.push(("OYSTER_MANAGED_PREFERENCES_DIR".into(), dir.display().to_string()));
         file
+    }
+}
+
+impl TestContext {
+    /// Managed preferences that force the Host's environment to `vars` (an organization's
+    /// `environment` payload), read by oyster and by the launch program alike: the directory
+    /// standing in for /Library/Managed Preferences is given every job as `launchctl setenv`
+    /// would (the simulator's `LAUNCHD_SIM_SETENV`).
+    pub fn forced_environment(&mut self, vars: &[(&str, &str)]) -> PathBuf {
+        let mut env = plist::Dictionary::new();
+        for (k, v) in vars {
+            env.insert((*k).into(), (*v).into());
+        }
+        let mut settings = plist::Dictionary::new();
+        settings.insert("environment".into(), env.into());
+        let profile = self.managed_preferences("managed", settings);
+        let dir = profile.parent().unwrap().display().to_string();
+        self.extra_env
+            .push(("LAUNCHD_SIM_SETENV".into(), format!("OYSTER_MANAGED_PREFERENCES_DIR={dir}")));
+        profile
     }
 }
 
@@ -174,10 +221,9 @@ impl TestContext {
         let hex: String = answer.iter().map(|b| format!("{b:02x}")).collect();
         let mut c = Command::new(python());
         c.arg(script).arg(hex).arg(BIN).args(args);
-        c.env_clear().env("HOME", &self.home).env(
-            "PATH",
-            std::env::join_paths(&self.path_dirs).unwrap_or_default(),
-        );
+        c.env_clear()
+            .env("HOME", &self.home)
+            .env("PATH", std::env::join_paths(&self.path_dirs).unwrap_or_default());
         if !self.extra_env.iter().any(|(k, _)| k == "OYSTER_LAUNCHCTL") {
             c.env("OYSTER_LAUNCHCTL", "none");
         }
@@ -195,6 +241,40 @@ impl TestContext {
     {
         pty_report(&mut self.pty_cmd(answer, args))
     }
+}
+
+impl TestContext {
+    /// Starts oyster with `args` in the background, its standard streams as given.
+    pub fn spawn<I, S>(&self, args: I, stdin: Stdio, stdout: Stdio, stderr: Stdio) -> Child
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.cmd().args(args).stdin(stdin).stdout(stdout).stderr(stderr).spawn().unwrap()
+    }
+
+    /// Runs oyster with `args` and `stdin` as its standard input: the finished run.
+    pub fn run_with_stdin<I, S>(&self, args: I, stdin: &[u8]) -> super::Run
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        use std::io::Write;
+        let mut c = self.spawn(args, Stdio::piped(), Stdio::piped(), Stdio::piped());
+        c.stdin.take().unwrap().write_all(stdin).unwrap();
+        super::Run(c.wait_with_output().unwrap())
+    }
+}
+
+/// The first line `child` writes to its piped stdout (a helper's `up`, once it listens).
+pub fn first_line(child: &mut Child) -> String {
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    line
 }
 
 impl TestContext {
@@ -226,11 +306,7 @@ impl TestContext {
 /// Runs a [`TestContext::pty_cmd`], which must succeed: pty_drive's report.
 pub fn pty_report(c: &mut Command) -> serde_json::Value {
     let out = c.output().unwrap();
-    assert!(
-        out.status.success(),
-        "pty_drive failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "pty_drive failed: {}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -259,11 +335,7 @@ pub fn write_binary_plist(path: &std::path::Path, v: plist::Value) {
 pub fn recorder(path: &Path, log: &Path) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(
-        path,
-        format!("#!/bin/sh\necho \"$*\" >> '{}'\n", log.display()),
-    )
-    .unwrap();
+    std::fs::write(path, format!("#!/bin/sh\necho \"$*\" >> '{}'\n", log.display())).unwrap();
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
@@ -289,12 +361,6 @@ pub fn strip_ansi(line: &str) -> String {
 pub fn shown_width(line: &str) -> usize {
     strip_ansi(line)
         .chars()
-        .map(|c| {
-            if ('\u{4e00}'..='\u{9fff}').contains(&c) {
-                2
-            } else {
-                1
-            }
-        })
+        .map(|c| if ('\u{4e00}'..='\u{9fff}').contains(&c) { 2 } else { 1 })
         .sum()
 }

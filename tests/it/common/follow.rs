@@ -40,12 +40,7 @@ impl TestContext {
             }
         });
         let reader = BufReader::new(child.stdout.take().unwrap());
-        Follow {
-            child,
-            reader,
-            out: String::new(),
-            watchdog: Some(tx),
-        }
+        Follow { child, reader, out: String::new(), watchdog: Some(tx) }
     }
 }
 

@@ -39,11 +39,7 @@ pub struct Outcome {
 
 impl Outcome {
     pub fn oyster_calls(&self) -> Vec<&str> {
-        self.calls
-            .iter()
-            .filter(|c| c.starts_with("oyster "))
-            .map(String::as_str)
-            .collect()
+        self.calls.iter().filter(|c| c.starts_with("oyster ")).map(String::as_str).collect()
     }
 
     #[track_caller]
@@ -84,9 +80,7 @@ pub fn py_str(s: &str) -> String {
 }
 
 pub fn xml_text(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
 }
 
 impl Pkg {
@@ -96,18 +90,8 @@ impl Pkg {
         let dest = t.path("dest");
         let log = t.path("calls.log");
         let accounts = vec![
-            Account {
-                name: "alice",
-                uid: 501,
-                home: t.path("Users/alice"),
-                network: false,
-            },
-            Account {
-                name: "asmith",
-                uid: 502,
-                home: t.path("Users/Alice Smith"),
-                network: false,
-            },
+            Account { name: "alice", uid: 501, home: t.path("Users/alice"), network: false },
+            Account { name: "asmith", uid: 502, home: t.path("Users/Alice Smith"), network: false },
             Account {
                 name: "bob",
                 uid: 1026,
@@ -118,13 +102,7 @@ impl Pkg {
         for a in &accounts {
             std::fs::create_dir_all(&a.home).unwrap();
         }
-        let p = Pkg {
-            t,
-            sys,
-            dest,
-            log,
-            accounts,
-        };
+        let p = Pkg { t, sys, dest, log, accounts };
         p.write_fakes();
         p
     }
@@ -323,10 +301,7 @@ print(v)
         let plist = self.agents_dir(user).join("com.oysterun.host.plist");
         std::fs::create_dir_all(plist.parent().unwrap()).unwrap();
         let mut env = plist::Dictionary::new();
-        env.insert(
-            "OYSTERUN_NODE_BIN".into(),
-            node.display().to_string().into(),
-        );
+        env.insert("OYSTERUN_NODE_BIN".into(), node.display().to_string().into());
         env.insert("OYSTERUN_PORT".into(), "8802".into());
         let mut top = plist::Dictionary::new();
         top.insert("EnvironmentVariables".into(), env.into());
@@ -342,11 +317,7 @@ print(v)
     pub fn run_on(&self, target: &str, console: Option<&str>, env: &[(&str, &str)]) -> Outcome {
         self.sh(
             "packaging/pkg/scripts/postinstall",
-            [
-                OsStr::new("/tmp/oyster.pkg"),
-                self.dest.as_os_str(),
-                OsStr::new(target),
-            ],
+            [OsStr::new("/tmp/oyster.pkg"), self.dest.as_os_str(), OsStr::new(target)],
             Path::new("/var/root"),
             console,
             env,
@@ -509,13 +480,7 @@ impl Pkg {
         env: &[(&str, &str)],
     ) -> Outcome {
         let root_home = Path::new("/var/root");
-        self.sh(
-            "packaging/pkg/oyster-uninstall",
-            args,
-            root_home,
-            console,
-            env,
-        )
+        self.sh("packaging/pkg/oyster-uninstall", args, root_home, console, env)
     }
 
     /// packaging/pkg/oyster-login as launchd runs it at `user`'s login: their HOME, a minimal
@@ -524,13 +489,7 @@ impl Pkg {
         let mut all = vec![("RUN_AS", user)];
         all.extend_from_slice(env);
         let no_args: [&str; 0] = [];
-        self.sh(
-            "packaging/pkg/oyster-login",
-            no_args,
-            &self.home(user),
-            None,
-            &all,
-        )
+        self.sh("packaging/pkg/oyster-login", no_args, &self.home(user), None, &all)
     }
 }
 

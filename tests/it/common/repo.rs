@@ -48,12 +48,7 @@ pub fn need_git_checkout(why: &str) {
 /// What `make release-formula` needs of this repository, copied into `dir` (a new repository
 /// the test tags as a release would be).
 pub fn copy_release_files(dir: &Path) {
-    for file in [
-        "Makefile",
-        "Cargo.toml",
-        "Formula/oyster.rb",
-        "scripts/release-formula.sh",
-    ] {
+    for file in ["Makefile", "Cargo.toml", "Formula/oyster.rb", "scripts/release-formula.sh"] {
         let to = dir.join(file);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         std::fs::copy(repo().join(file), &to).unwrap();
@@ -78,11 +73,7 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 
 /// `make ARGS` in `dir`, whatever its exit.
 pub fn make(dir: &Path, args: &[&str]) -> Output {
-    Command::new("make")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("make")
+    Command::new("make").args(args).current_dir(dir).output().expect("make")
 }
 
 /// Ruby, for the `#[ignore = "needs ruby"]` formula tests.
@@ -123,12 +114,7 @@ pub fn tool(name: &str, args: &[&str], dir: &Path) -> String {
 pub fn archive_sha256(dir: &Path, git_ref: &str, version: &str) -> String {
     let out = super::output_ok(
         Command::new("git")
-            .args([
-                "archive",
-                "--format=tar.gz",
-                &format!("--prefix=oyster-{version}/"),
-                git_ref,
-            ])
+            .args(["archive", "--format=tar.gz", &format!("--prefix=oyster-{version}/"), git_ref])
             .current_dir(dir),
     );
     let mut child = Command::new("sha256sum")

@@ -33,16 +33,21 @@ impl Args {
     pub fn node(self, node: impl AsRef<Path>) -> Args {
         self.arg("--node-bin").arg(node.as_ref().to_str().unwrap())
     }
+    /// `--root ROOT --node-bin NODE`, NODE the machine's real node: the Host a test drives.
+    pub fn host(self, root: impl AsRef<Path>) -> Args {
+        self.root(root).node(real_node())
+    }
     /// `--port P`: a number, or the text a test holds it as (`"0"`, `"80000"` for misuse).
     pub fn port(self, port: impl ToString) -> Args {
         self.arg("--port").arg(port.to_string())
     }
+    /// `--wait SECS`: how long verification waits (the settle as oyster's default).
+    pub fn wait_secs(self, secs: u64) -> Args {
+        self.arg("--wait").arg(secs.to_string())
+    }
     /// `--wait SECS --settle-ms MS`: how long verification waits and how long it must hold.
     pub fn wait(self, secs: u64, settle_ms: u64) -> Args {
-        self.arg("--wait")
-            .arg(secs.to_string())
-            .arg("--settle-ms")
-            .arg(settle_ms.to_string())
+        self.arg("--wait").arg(secs.to_string()).arg("--settle-ms").arg(settle_ms.to_string())
     }
 }
 
@@ -86,18 +91,20 @@ impl Stack {
         let mut t = TestContext::new();
         t.use_sim();
         let root = t.fixture_root("root");
-        Stack {
-            t,
-            root,
-            name,
-            port: free_port(),
-        }
+        Stack { t, root, name, port: free_port() }
     }
 
     /// [`Stack::new`], installed and verified (`agent install … --wait 10 --settle-ms 300`).
     pub fn installed(name: &'static str) -> Stack {
         let s = Stack::new(name);
         s.t.run(s.args("install")).ok();
+        s
+    }
+
+    /// [`Stack::installed`], then stopped (`agent stop`): disabled, booted out.
+    pub fn stopped(name: &'static str) -> Stack {
+        let s = Stack::installed(name);
+        s.t.run(["agent", "stop", "--stack", name]).ok();
         s
     }
 
@@ -119,12 +126,7 @@ impl Stack {
         let mut t = TestContext::new();
         t.use_sim();
         let root = t.pin_host_env();
-        Stack {
-            t,
-            root,
-            name,
-            port: free_port(),
-        }
+        Stack { t, root, name, port: free_port() }
     }
 
     /// `agent VERB --stack NAME --root ROOT --node-bin NODE --port P --wait 10 --settle-ms 300`.
@@ -134,24 +136,15 @@ impl Stack {
 
     /// `WORDS --stack NAME --root ROOT --node-bin NODE --port P`.
     pub fn host_args(&self, words: &[&str]) -> Args {
-        args(words)
-            .stack(self.name)
-            .root(&self.root)
-            .node(real_node())
-            .port(self.port)
+        args(words).stack(self.name).host(&self.root).port(self.port)
     }
 
     pub fn status(&self) -> serde_json::Value {
-        self.t
-            .run(["agent", "status", "--json", "--stack", self.name])
-            .json()
+        self.t.run(["agent", "status", "--json", "--stack", self.name]).json()
     }
 
     pub fn plist(&self) -> PathBuf {
-        self.t.home.join(format!(
-            "Library/LaunchAgents/com.oysterun.host.{}.plist",
-            self.name
-        ))
+        self.t.home.join(format!("Library/LaunchAgents/com.oysterun.host.{}.plist", self.name))
     }
 }
 
@@ -162,7 +155,7 @@ impl Stack {
     pub fn agent_args(&self, verb: &str, definition: bool, wait: Option<(u64, u64)>) -> Args {
         let mut a = args(&["agent", verb]).stack(self.name);
         if definition {
-            a = a.root(&self.root).node(real_node()).port(self.port);
+            a = a.host(&self.root).port(self.port);
         }
         if let Some((secs, settle_ms)) = wait {
             a = a.wait(secs, settle_ms);
@@ -212,9 +205,7 @@ impl Stack {
     /// The pid the simulator's `gui/<uid>` job runs, if any.
     pub fn launchd_pid(&self) -> Option<u32> {
         let out = self.t.sim(&["print", &self.target("gui")]).stdout();
-        out.lines()
-            .find_map(|l| l.trim().strip_prefix("pid = "))
-            .and_then(|p| p.parse().ok())
+        out.lines().find_map(|l| l.trim().strip_prefix("pid = ")).and_then(|p| p.parse().ok())
     }
 
     /// `~/.oysterun-stacks/NAME/run`: the Host's identity files and oyster's exec record.

@@ -103,19 +103,14 @@ impl UserManager {
                 return Err(format!("no {tool} on this machine"));
             }
         }
-        let dir = tempfile::Builder::new()
-            .prefix("oyster-um-")
-            .tempdir()
-            .map_err(|e| e.to_string())?;
+        let dir =
+            tempfile::Builder::new().prefix("oyster-um-").tempdir().map_err(|e| e.to_string())?;
         let home = dir.path().join(home_name);
         let runtime_dir = dir.path().join("run");
         std::fs::create_dir(&home).map_err(|e| e.to_string())?;
         std::fs::create_dir(&runtime_dir).map_err(|e| e.to_string())?;
-        std::fs::set_permissions(
-            &runtime_dir,
-            std::os::unix::fs::PermissionsExt::from_mode(0o700),
-        )
-        .map_err(|e| e.to_string())?;
+        std::fs::set_permissions(&runtime_dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .map_err(|e| e.to_string())?;
         let cgroups = make_cgroups()?;
         let log = dir.path().join("manager.log");
         let t0 = Instant::now();
@@ -156,11 +151,7 @@ impl UserManager {
 
     /// `systemctl --user ARGS` against this manager.
     pub fn systemctl(&self, args: &[&str]) -> std::process::Output {
-        self.client(SYSTEMCTL)
-            .arg("--user")
-            .args(args)
-            .output()
-            .expect("systemctl runs")
+        self.client(SYSTEMCTL).arg("--user").args(args).output().expect("systemctl runs")
     }
 
     /// What the manager wrote (for a failure message).
@@ -246,11 +237,7 @@ fn signal(pid: u32, sig: nix::sys::signal::Signal) {
 fn make_cgroups() -> Result<Vec<PathBuf>, String> {
     use std::sync::atomic::{AtomicU32, Ordering};
     static N: AtomicU32 = AtomicU32::new(0);
-    let name = format!(
-        "oyster-it-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    );
+    let name = format!("oyster-it-{}-{}", std::process::id(), N.fetch_add(1, Ordering::Relaxed));
     let root = Path::new(CGROUP_ROOT);
     let parents: Vec<PathBuf> = if root.join("cgroup.controllers").exists() {
         vec![root.to_path_buf()]
@@ -261,9 +248,7 @@ fn make_cgroups() -> Result<Vec<PathBuf>, String> {
         }
         v
     } else {
-        return Err(format!(
-            "no cgroup hierarchy systemd can use under {CGROUP_ROOT}"
-        ));
+        return Err(format!("no cgroup hierarchy systemd can use under {CGROUP_ROOT}"));
     };
     for parent in &parents {
         sweep_stale(parent);
@@ -330,11 +315,7 @@ fn procs_under(dir: &Path) -> Vec<u32> {
     collect_dirs(dir, &mut dirs);
     dirs.iter()
         .filter_map(|d| std::fs::read_to_string(d.join("cgroup.procs")).ok())
-        .flat_map(|t| {
-            t.lines()
-                .filter_map(|l| l.trim().parse().ok())
-                .collect::<Vec<u32>>()
-        })
+        .flat_map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect::<Vec<u32>>())
         .collect()
 }
 
@@ -363,24 +344,16 @@ fn spawn(
         // Rootless: an unprivileged user namespace may mount (the cgroup must be writable).
         cmd.args(["--user", "--map-root-user"]);
     }
-    cmd.args([
-        "--mount",
-        "--propagation",
-        "private",
-        "/bin/sh",
-        "-c",
-        SCRIPT,
-        "sh",
-    ])
-    .arg(home)
-    .arg(runtime_dir)
-    .arg(&user)
-    .args(cgroups.iter().map(|d| d.join("cgroup.procs")))
-    .env_clear()
-    .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-    .stdin(Stdio::null())
-    .stdout(out)
-    .stderr(err);
+    cmd.args(["--mount", "--propagation", "private", "/bin/sh", "-c", SCRIPT, "sh"])
+        .arg(home)
+        .arg(runtime_dir)
+        .arg(&user)
+        .args(cgroups.iter().map(|d| d.join("cgroup.procs")))
+        .env_clear()
+        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err);
     spawner(cmd).map_err(|e| format!("could not start unshare: {e}"))
 }
 
@@ -433,11 +406,7 @@ pub fn world_in(home_name: &str) -> Option<(UserManager, super::TestContext)> {
     let mut t = super::TestContext::new();
     t.home = m.home.clone();
     t.pin_host_env();
-    t.extra_env
-        .push(("OYSTER_SYSTEMCTL".into(), SYSTEMCTL.into()));
-    t.extra_env.push((
-        "XDG_RUNTIME_DIR".into(),
-        m.runtime_dir.display().to_string(),
-    ));
+    t.extra_env.push(("OYSTER_SYSTEMCTL".into(), SYSTEMCTL.into()));
+    t.extra_env.push(("XDG_RUNTIME_DIR".into(), m.runtime_dir.display().to_string()));
     Some((m, t))
 }
