@@ -526,13 +526,16 @@ fn nearest<'a>(typed: &str, candidates: &[&'a str]) -> Option<&'a str> {
 #[path = "stack_tests.rs"]
 mod tests;
 
-/// oyster's per-user lock directory under `home`: `~/Library/Caches/oyster/locks` on macOS,
-/// `~/.cache/oyster/locks` elsewhere (`XDG_CACHE_HOME` is not read: where root may write is
-/// decided by HOME alone, which root's checks cover).
+/// oyster's per-user lock directory under `home`: `~/Library/Application Support/oyster/locks`
+/// on macOS, `~/.local/state/oyster/locks` elsewhere (`XDG_STATE_HOME` is not read: where root
+/// may write is decided by HOME alone, which root's checks cover). A state directory, not a
+/// cache: `~/.cache` and `~/Library/Caches` are emptied by hand and by cleaners as a matter of
+/// course, and a lock file removed while a run holds it lets the next oyster create a fresh one
+/// and run beside it.
 pub fn lock_dir(home: &Path) -> PathBuf {
     if cfg!(target_os = "macos") {
-        home.join("Library/Caches/oyster/locks")
+        home.join("Library/Application Support/oyster/locks")
     } else {
-        home.join(".cache/oyster/locks")
+        home.join(".local/state/oyster/locks")
     }
 }
