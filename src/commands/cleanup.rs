@@ -61,6 +61,11 @@ impl Found {
 /// outside the stack, when there is none). `Ok(None)`: another oyster holds it.
 fn lock_stack(stack: &Stack) -> Result<Option<crate::sys::fs::Lock>, String> {
     let lock_path = stack.lifecycle_lock_path();
+    if let Err(e) = stack.refuse_unusable_lock_dir() {
+        let fix = e.hint.unwrap_or_default();
+        let why = e.msg.trim_end_matches("; nothing was changed");
+        return Err(format!("{why}; fix: {fix}"));
+    }
     if let Some(dir) = lock_path.parent() {
         crate::sys::fs::create_dir_all(dir, 0o700).map_err(|e| e.to_string())?;
     }

@@ -325,6 +325,13 @@ impl Stack {
         lock_dir(&self.home).join(format!("{}.lock", self.label))
     }
 
+    /// Refuses, before anything is created, a lock directory this user cannot use (a part of
+    /// its path that is no directory, or the deepest one there another uid's, left by a `sudo`
+    /// run): said with the fix ([`crate::host::lock_dir::refuse_unusable`]).
+    pub fn refuse_unusable_lock_dir(&self) -> Result<(), crate::error::Failed> {
+        crate::host::lock_dir::refuse_unusable(&self.home, &self.lifecycle_lock_path())
+    }
+
     /// Where earlier oyster versions kept the lifecycle lock: bookkeeping `cleanup` removes.
     pub fn legacy_lock_path(&self) -> PathBuf {
         self.run_dir.join("oyster.lock")
