@@ -207,3 +207,62 @@ fn a_lock_directory_on_a_path_root_owns_is_named_with_the_chown_that_fixes_it() 
     assert_eq!(check["status"], "fail", "{check}");
     assert!(check["fix"].to_string().contains("sudo chown"), "{check}");
 }
+
+/// A first `install dev` (or `host start --stack dev`) waits for the stack's lock while another
+/// oyster holds it and creates the stack (`config sync --stack dev --port P`: a config.json
+/// alone), then is refused (a `--root` without the Host): the other oyster's stack is kept,
+/// and no note says it was this run's. Before, "first" was decided before the lock: the refused
+/// run removed the config another oyster had just written ("nothing of stack dev is kept: …
+/// (created by this refused install) is removed again"); measured with two real oysters, in 2
+/// runs out of 4.
+#[test]
+fn a_refused_first_install_keeps_a_stack_another_oyster_created_while_it_waited() {
+    let t = TestContext::with_pinned_host();
+    let bad_root = t.path("no-host-here");
+    std::fs::create_dir_all(&bad_root).unwrap();
+    let config = t.stack_dir("dev").join("host/config.json");
+    for words in [
+        &["install", "dev"][..],
+        &["host", "start", "--stack", "dev"],
+    ] {
+        let lock = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(t.lock_file("dev"))
+            .unwrap();
+        let mut held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).unwrap();
+        std::io::Write::write_all(
+            &mut *held,
+            format!("pid {} (config sync)\n", std::process::id()).as_bytes(),
+        )
+        .unwrap();
+        let refused = Background::spawn(&t, &args(words).root(&bad_root).0, "refused");
+        let t0 = Instant::now();
+        while !std::fs::read_to_string(&refused.stderr)
+            .is_ok_and(|s| s.contains("waiting for another oyster"))
+        {
+            assert!(t0.elapsed() < Duration::from_secs(20), "it never waited");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // What the holder's `config sync` writes: the stack, a config.json alone.
+        std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+        std::fs::write(&config, format!("{{\"port\": {}}}\n", free_port())).unwrap();
+        held.set_len(0).unwrap();
+        drop(held);
+        let (code, said) = refused.finish();
+        assert_eq!(code, 2, "{said}");
+        assert!(said.contains("has no host-service/server.mjs"), "{said}");
+        assert!(!said.contains("is removed again"), "{said}");
+        assert!(
+            config.exists(),
+            "{words:?} removed another oyster's stack:\n{said}"
+        );
+        std::fs::remove_dir_all(t.stack_dir("dev")).unwrap();
+    }
+    // Alone, a refused first install still leaves nothing behind.
+    t.run(args(&["install", "dev"]).root(&bad_root).port(free_port()))
+        .fails_with(2);
+    t.assert_no_stack("dev", "a refused first install");
+}
