@@ -148,14 +148,27 @@ fn facts(unit: String, path: &std::path::Path, s: &UnitShow) -> UnitFacts {
     }
 }
 
-/// The Node and the Oysterun root an installed unit runs, from its `Environment=` lines.
-pub fn unit_runs(unit: &std::path::Path) -> (Option<String>, Option<String>) {
-    let bytes = crate::sys::fs::read_regular(unit, 1024 * 1024)
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    let env = crate::systemd::environment_of(&String::from_utf8_lossy(&bytes));
-    let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+/// The Node and the Oysterun root an installed unit runs, from its `Environment=` lines and
+/// those of its drop-ins (`st.unit`'s, in systemd's order), read as systemd reads them; `None`
+/// for what the files cannot tell (an `EnvironmentFile=`, a specifier other than `%h`).
+pub fn unit_runs(st: &AgentStatus, home: &std::path::Path) -> (Option<String>, Option<String>) {
+    let read = |p: &std::path::Path| {
+        let bytes = crate::sys::fs::read_regular(p, 1024 * 1024)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    let mut texts = vec![read(std::path::Path::new(&st.plist_path))];
+    let drop_ins = st.unit.as_ref().map_or(&[][..], |u| &u.drop_ins[..]);
+    texts.extend(drop_ins.iter().map(|d| read(std::path::Path::new(d))));
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let env = crate::systemd::environment_of(&texts, home);
+    let get = |k: &str| {
+        env.iter()
+            .find(|(n, _)| n == k)
+            .and_then(|(_, v)| v.clone())
+    };
     (
         get(crate::host::launchenv::NODE_BIN),
         get(crate::host::launchenv::REPO_ROOT),
