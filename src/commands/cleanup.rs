@@ -1,6 +1,6 @@
 //! `oyster cleanup` (as `brew services cleanup`): the stacks that hold nothing but oyster's own
-//! bookkeeping — no LaunchAgent, no Host running, only the lifecycle lock, caches and identity
-//! files naming dead pids — are listed and, when the user agrees, removed.
+//! bookkeeping — no LaunchAgent, no Host running, only caches, an older oyster's lock file and
+//! identity files naming dead pids — are listed and, when the user agrees, removed.
 //!
 //! A stack's config.json or logs are what a user would miss: a stack holding them is never
 //! removed with the others; it is listed with those files named, and only a yes to a question
