@@ -473,6 +473,18 @@ fn inventory_reads_a_hand_edited_unit_and_its_drop_ins_as_systemd_does() {
     let now = part(&t);
     assert_eq!(now["node_bin"], "/opt/hand/node", "{now}");
     assert_eq!(now["oysterun_root"], root.as_str(), "{now}");
+    // A drop-in reached through a link is read, as systemd reads it.
+    let elsewhere = t.path("elsewhere.conf");
+    std::fs::write(
+        &elsewhere,
+        "[Service]\nEnvironment=OYSTERUN_NODE_BIN=/opt/linked/node\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&elsewhere, drop_in.join("zz-linked.conf")).unwrap();
+    m.systemctl(&["daemon-reload"]);
+    assert!(prop(&m, s, "Environment").contains("OYSTERUN_NODE_BIN=/opt/linked/node"));
+    assert_eq!(part(&t)["node_bin"], "/opt/linked/node");
+    std::fs::remove_file(drop_in.join("zz-linked.conf")).unwrap();
     std::fs::write(&conf, "[Service]\nEnvironment=\n").unwrap();
     m.systemctl(&["daemon-reload"]);
     assert_eq!(prop(&m, s, "Environment"), "", "cleared");

@@ -160,8 +160,17 @@ pub fn unit_runs(st: &AgentStatus, home: &std::path::Path) -> (Option<String>, O
         String::from_utf8_lossy(&bytes).into_owned()
     };
     let mut texts = vec![read(std::path::Path::new(&st.plist_path))];
+    // Drop-ins as systemd reads them: through a link (one to /dev/null masks it); one that
+    // cannot be read leaves what it may set unknown.
     let drop_ins = st.unit.as_ref().map_or(&[][..], |u| &u.drop_ins[..]);
-    texts.extend(drop_ins.iter().map(|d| read(std::path::Path::new(d))));
+    for d in drop_ins.iter().map(std::path::Path::new) {
+        let masked = std::fs::canonicalize(d).is_ok_and(|p| p == std::path::Path::new("/dev/null"));
+        match crate::sys::fs::read_head(d, 1024 * 1024) {
+            Some(bytes) => texts.push(String::from_utf8_lossy(&bytes).into_owned()),
+            None if masked => {}
+            None => return (None, None),
+        }
+    }
     let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
     let env = crate::systemd::environment_of(&texts, home);
     let get = |k: &str| {
