@@ -266,3 +266,51 @@ fn a_refused_first_install_keeps_a_stack_another_oyster_created_while_it_waited(
         .fails_with(2);
     t.assert_no_stack("dev", "a refused first install");
 }
+
+/// `uninstall dev` of a job whose stack directory was removed by hand waits for the stack's
+/// lock while another oyster (an install) creates the stack again, config, logs and audit
+/// line: the uninstall keeps them and says so. Before, it had looked before the wait ("was
+/// already gone") and removed the audit log the install had written, as if it were its own.
+#[test]
+fn an_uninstall_that_waited_keeps_the_stack_another_oyster_created_meanwhile() {
+    let t = TestContext::with_pinned_host();
+    t.run(args(&["install", "dev"]).port(free_port()).wait(10, 200))
+        .ok();
+    std::fs::remove_dir_all(t.stack_dir("dev")).unwrap();
+    let lock = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(t.lock_file("dev"))
+        .unwrap();
+    let mut held = nix::fcntl::Flock::lock(lock, nix::fcntl::FlockArg::LockExclusive).unwrap();
+    std::io::Write::write_all(
+        &mut *held,
+        format!("pid {} (agent install)\n", std::process::id()).as_bytes(),
+    )
+    .unwrap();
+    let uninstall = Background::spawn(&t, &args(&["uninstall", "dev"]).0, "uninstall");
+    let t0 = Instant::now();
+    while !std::fs::read_to_string(&uninstall.stderr)
+        .is_ok_and(|s| s.contains("waiting for another oyster"))
+    {
+        assert!(t0.elapsed() < Duration::from_secs(20), "it never waited");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // What the install that holds the lock writes: the stack again, its audit line with it.
+    let audit = t.stack_dir("dev").join("logs/service-control.jsonl");
+    std::fs::create_dir_all(audit.parent().unwrap()).unwrap();
+    std::fs::write(&audit, "{\"action\":\"install\"}\n").unwrap();
+    let config = t.stack_dir("dev").join("host/config.json");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "{}\n").unwrap();
+    held.set_len(0).unwrap();
+    drop(held);
+    let (code, said) = uninstall.finish();
+    assert_eq!(code, 0, "{said}");
+    let lines = std::fs::read_to_string(&audit).unwrap_or_default();
+    assert!(
+        lines.starts_with("{\"action\":\"install\"}"),
+        "the install's audit line is gone: {lines:?}\n{said}"
+    );
+    assert!(config.exists(), "{said}");
+}
