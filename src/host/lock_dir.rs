@@ -2,7 +2,7 @@
 //! lifecycle lock lives, cannot be used, when it cannot: said before anything is created, with
 //! the fix, by every verb that takes the lock, its dry run, `status` and `doctor`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::Failed;
 
@@ -28,20 +28,20 @@ pub fn refuse_unusable(home: &Path, lock: &Path) -> Result<(), Failed> {
         if meta.file_type().is_symlink() {
             match std::fs::metadata(&at) {
                 Ok(m) if m.is_dir() => {}
-                Ok(m) => return Err(not_a_directory(&at, &kind_of(&m.file_type()), dir)),
-                Err(_) => return Err(dangling(&at, dir)),
+                Ok(m) => return Err(not_a_directory(home, &at, &kind_of(&m.file_type()), dir)),
+                Err(_) => return Err(dangling(home, &at, dir)),
             }
         } else if !meta.is_dir() {
-            return Err(not_a_directory(&at, &kind_of(&meta.file_type()), dir));
+            return Err(not_a_directory(home, &at, &kind_of(&meta.file_type()), dir));
         }
         deepest = at.clone();
     }
     // The deepest directory that exists: the next one is created in it, or the lock file.
     if !writable(&deepest) {
-        return Err(unwritable(&deepest, dir, false));
+        return Err(unwritable(home, &deepest, dir, false));
     }
     if std::fs::symlink_metadata(lock).is_ok_and(|m| m.is_file()) && !writable_file(lock) {
-        return Err(unwritable(lock, dir, true));
+        return Err(unwritable(home, lock, dir, true));
     }
     Ok(())
 }
@@ -52,7 +52,24 @@ fn kind_of(ft: &std::fs::FileType) -> String {
         .to_owned()
 }
 
-fn not_a_directory(at: &Path, what: &str, dir: &Path) -> Failed {
+/// `at` as one shell word for a command in a hint: `~/…` under `home` (the rest quoted when it
+/// needs it, as macOS's `Library/Application Support` does), else the whole path.
+fn word(home: &Path, at: &Path) -> String {
+    let quoted = |s: &str| {
+        let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:,@%".contains(c);
+        if !s.is_empty() && s.chars().all(plain) {
+            s.to_owned()
+        } else {
+            format!("'{}'", s.replace('\'', "'\\''"))
+        }
+    };
+    match at.strip_prefix(home) {
+        Ok(rel) if !rel.as_os_str().is_empty() => format!("~/{}", quoted(&rel.to_string_lossy())),
+        _ => quoted(&at.to_string_lossy()),
+    }
+}
+
+fn not_a_directory(home: &Path, at: &Path, what: &str, dir: &Path) -> Failed {
     Failed::new(
         format!(
             "oyster keeps each stack's lifecycle lock in {}, but {} is {what}, not a directory; nothing was changed",
@@ -60,13 +77,14 @@ fn not_a_directory(at: &Path, what: &str, dir: &Path) -> Failed {
             at.display()
         ),
         format!(
-            "move it aside (`mv {0} {0}.moved`) or make it a directory, then run the command again",
-            at.display()
+            "move it aside (`mv {0} {1}`) or make it a directory, then run the command again",
+            word(home, at),
+            word(home, &PathBuf::from(format!("{}.moved", at.display())))
         ),
     )
 }
 
-fn dangling(at: &Path, dir: &Path) -> Failed {
+fn dangling(home: &Path, at: &Path, dir: &Path) -> Failed {
     let to = std::fs::read_link(at).unwrap_or_default();
     Failed::new(
         format!(
@@ -77,12 +95,12 @@ fn dangling(at: &Path, dir: &Path) -> Failed {
         ),
         format!(
             "remove the link (`rm {}`) or restore its target, then run the command again",
-            at.display()
+            word(home, at)
         ),
     )
 }
 
-fn unwritable(at: &Path, dir: &Path, file: bool) -> Failed {
+fn unwritable(home: &Path, at: &Path, dir: &Path, file: bool) -> Failed {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let who = |uid: u32| {
         crate::sys::user::name_of(uid).map_or(format!("uid {uid}"), |n| format!("{n} (uid {uid})"))
@@ -114,7 +132,7 @@ fn unwritable(at: &Path, dir: &Path, file: bool) -> Failed {
     } else {
         format!(
             "`sudo chown $USER {}` (a `sudo` run of an installer or of oyster left it so)",
-            at.display()
+            word(home, at)
         )
     };
     Failed::new(
@@ -157,5 +175,14 @@ mod tests {
         std::os::unix::fs::symlink(home.join("gone"), &first).unwrap();
         let e = refuse_unusable(home, &lock).unwrap_err();
         assert!(e.msg.contains("which does not exist"), "{}", e.msg);
+    }
+
+    #[test]
+    fn a_command_in_a_hint_quotes_a_path_with_a_space_after_the_tilde() {
+        let home = Path::new("/Users/a b");
+        let at = home.join("Library/Application Support");
+        assert_eq!(word(home, &at), "~/'Library/Application Support'");
+        assert_eq!(word(home, &home.join(".local")), "~/.local");
+        assert_eq!(word(home, Path::new("/o'k")), "'/o'\\''k'");
     }
 }
