@@ -471,6 +471,7 @@ impl Context {
     pub fn lock_stack(&self, what: &str) -> anyhow::Result<crate::sys::fs::Lock> {
         self.refuse_foreign_home(what)?;
         self.refuse_dangling_root()?;
+        self.stack.refuse_unusable_lock_dir()?;
         let path = self.stack.lifecycle_lock_path();
         if let Some(dir) = path.parent() {
             crate::sys::fs::create_dir_all(dir, 0o700)?;

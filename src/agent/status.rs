@@ -162,18 +162,27 @@ pub fn collect_listed(ctx: &Context, listings: &Listings) -> anyhow::Result<Agen
     collect_with(ctx, Some(listings))
 }
 
-fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<AgentStatus> {
-    let installed = agentplist::read_installed(&ctx.stack.plist_path(), ctx.reporter());
-    let mut st = blank(ctx, installed.as_ref());
-    let declared = declared::note(ctx, &mut st);
-    note_broken_files(ctx, &mut st);
-    if let Err(e) = ctx.stack.refuse_unwritable_agents_dir() {
+/// A LaunchAgents or lock directory every verb that writes would refuse, with the fix.
+fn note_unusable_dirs(ctx: &Context, st: &mut AgentStatus) {
+    let unusable = [
+        ctx.stack.refuse_unwritable_agents_dir(),
+        ctx.stack.refuse_unusable_lock_dir(),
+    ];
+    for e in unusable.into_iter().filter_map(Result::err) {
         let fix = e.hint.unwrap_or_default();
         st.notes.push(format!(
             "{}; fix: {fix}",
             e.msg.trim_end_matches("; nothing was changed")
         ));
     }
+}
+
+fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<AgentStatus> {
+    let installed = agentplist::read_installed(&ctx.stack.plist_path(), ctx.reporter());
+    let mut st = blank(ctx, installed.as_ref());
+    let declared = declared::note(ctx, &mut st);
+    note_broken_files(ctx, &mut st);
+    note_unusable_dirs(ctx, &mut st);
     if installed.is_none() {
         note_unreadable_plist(ctx, &mut st);
     }

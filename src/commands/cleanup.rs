@@ -1,6 +1,6 @@
 //! `oyster cleanup` (as `brew services cleanup`): the stacks that hold nothing but oyster's own
-//! bookkeeping — no LaunchAgent, no Host running, only the lifecycle lock, caches and identity
-//! files naming dead pids — are listed and, when the user agrees, removed.
+//! bookkeeping — no LaunchAgent, no Host running, only caches, an older oyster's lock file and
+//! identity files naming dead pids — are listed and, when the user agrees, removed.
 //!
 //! A stack's config.json or logs are what a user would miss: a stack holding them is never
 //! removed with the others; it is listed with those files named, and only a yes to a question
@@ -61,6 +61,11 @@ impl Found {
 /// outside the stack, when there is none). `Ok(None)`: another oyster holds it.
 fn lock_stack(stack: &Stack) -> Result<Option<crate::sys::fs::Lock>, String> {
     let lock_path = stack.lifecycle_lock_path();
+    if let Err(e) = stack.refuse_unusable_lock_dir() {
+        let fix = e.hint.unwrap_or_default();
+        let why = e.msg.trim_end_matches("; nothing was changed");
+        return Err(format!("{why}; fix: {fix}"));
+    }
     if let Some(dir) = lock_path.parent() {
         crate::sys::fs::create_dir_all(dir, 0o700).map_err(|e| e.to_string())?;
     }
@@ -226,24 +231,22 @@ fn remove_asked(
     Ok(failed)
 }
 
-/// After a refused first install (no root found, port held, a Host that did not verify): the
-/// stack directory that run created, when it holds nothing but what the run wrote (its
-/// bookkeeping, the config sync of the `--port` it was given, no Host log), is removed again,
-/// so the refusal leaves no stack behind. A Host log is kept (it says why), and with it the
-/// stack. Said in one note.
-pub fn forget_refused_first_install(ctx: &Context) {
-    forget_refused_first(ctx, "install");
-}
-
-/// [`forget_refused_first_install`] for another verb that creates a stack (`host start`),
-/// named in the note.
+/// After a refused first command (no root found, port held, a Host that did not verify) that
+/// took the stack's lock while there was no stack directory, and still holds it: whatever the
+/// stack holds now is that run's own (no other oyster can have written while it held the lock),
+/// and when it is nothing but what the run wrote (its bookkeeping, the config sync of the
+/// `--port` it was given, no Host log) it is removed again, so the refusal leaves no stack
+/// behind. A Host log is kept (it says why), and with it the stack. Said in one note naming
+/// `verb`. (Decided under the lock: a stack another oyster created while this one waited for
+/// the lock is not this run's, and is never removed.)
 pub fn forget_refused_first(ctx: &Context, verb: &str) {
     let stack = &ctx.stack;
-    if stack.plist_path().exists() || !stack.root.is_dir() {
+    if stack.plist_path().exists() || !stack.root.is_dir() || no_link_on_the_way(stack).is_err() {
         return;
     }
     let lc = ctx.launchctl().ok();
-    let f = examine(stack, lc, true);
+    let mut f = Found::nothing(stack);
+    look(&mut f, stack, lc);
     let only_config = f.precious.iter().all(|p| *p == stack.config_path());
     if f.kept.is_some() || !only_config {
         return;

@@ -23,16 +23,7 @@ pub fn run(ctx: &Context, cmd: HostVerb) -> anyhow::Result<ExitStatus> {
             let Err(e) = crate::launch::run(ctx);
             Err(e)
         }
-        HostVerb::Start { host, timing } => {
-            // A refused first start (a held port, a bad or managed --root) leaves no stack
-            // behind, as a refused first install does (`list` and `cleanup` would meet it).
-            let first = !ctx.stack.root.exists();
-            let started = start(ctx, &host, timing);
-            if first && started.is_err() {
-                super::cleanup::forget_refused_first(ctx, "host start");
-            }
-            started
-        }
+        HostVerb::Start { host, timing } => start(ctx, &host, timing),
         // Only what exists is stopped or examined: a typo is refused with the nearest name
         // (exit 2), as by every verb, and creates nothing.
         HostVerb::Stop => {
@@ -65,13 +56,32 @@ fn start(
         crate::manager::refuse_claimed_port(ctx, port)?;
     }
     let lock = ctx.lock_stack("host start")?;
+    // A refused first start (a bad or managed --root) leaves no stack behind, as a refused
+    // first install does (`list` and `cleanup` would meet it): decided under the lock, so a
+    // stack another oyster created while this one waited is never taken for this run's.
+    let first = std::fs::symlink_metadata(&stack.root).is_err();
+    let started = start_locked(ctx, host, timing, &lock);
+    if first && started.is_err() {
+        super::cleanup::forget_refused_first(ctx, "host start");
+    }
+    started
+}
+
+/// [`start`] once it holds the stack's lock.
+fn start_locked(
+    ctx: &Context,
+    host: &crate::host::plan::HostInputs,
+    timing: crate::agent::lifecycle::Timing,
+    lock: &crate::sys::fs::Lock,
+) -> anyhow::Result<ExitStatus> {
+    let stack = &ctx.stack;
     // Before the config sync writes anything.
     stack.refuse_special_log()?;
     refuse_if_agent_loaded(ctx)?;
     // A Host already running is refused before the sync writes `--port`/`--root`.
     direct::refuse_running(stack, &ctx.hints(), ctx.reporter())?;
     let plan = plan::plan(ctx, host)?;
-    let changes = plan::write_config(ctx, &plan, &lock)?;
+    let changes = plan::write_config(ctx, &plan, lock)?;
     crate::config::report(&ctx.stack.config_path(), &changes, ctx.reporter());
     // Oysterun's own restart of a directly started Host takes production to 8802 too.
     super::agent::preflight::warn_production_port(ctx, plan.port);

@@ -27,8 +27,8 @@ const FILES: &[(&str, &str)] = &[
         "pid and identity files, the receipt of a change in progress",
     ),
     (
-        "~/Library/Caches/oyster/locks/LABEL.lock",
-        "each stack's lifecycle lock (~/.cache/oyster/locks on Linux)",
+        "~/Library/Application Support/oyster/locks/LABEL.lock",
+        "each stack's lifecycle lock (~/.local/state/oyster/locks on Linux)",
     ),
     (
         "~/.oysterun-stacks/NAME/{host,run,logs}/",

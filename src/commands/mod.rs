@@ -173,17 +173,8 @@ fn agent_verb_steps(ctx: &Context, verb: &Job) -> anyhow::Result<ExitStatus> {
     let plan = |ctx: &Context, inputs: &crate::host::plan::HostInputs| {
         crate::host::plan::plan(ctx, inputs)
     };
-    // A first install that is refused must not leave a stack behind (`list` would show it).
-    let first_install = matches!(verb, Job::Install { .. }) && !ctx.stack.root.exists();
-    let status = match agent::run(ctx, verb) {
-        Ok(status) => status,
-        Err(e) => {
-            if first_install {
-                cleanup::forget_refused_first_install(ctx);
-            }
-            return Err(e);
-        }
-    };
+    // A refused first install leaves no stack behind: `preflight::run` forgets it under the lock.
+    let status = agent::run(ctx, verb)?;
     if let (ExitStatus::Success, Some(s)) = (status, starting) {
         if s.qr.wanted(std::io::stdout().is_terminal()) {
             match plan(ctx, &s.host) {

@@ -312,10 +312,10 @@ fn from_status(ctx: &Context, st: AgentStatus, launchd: bool) -> StackPart {
 }
 
 /// The Node and the Oysterun root the installed definition runs: the plist's, or under
-/// systemd the unit's `Environment=` lines.
+/// systemd what the unit's `Environment=` lines (and its drop-ins') set.
 fn definition_facts(ctx: &Context, st: &AgentStatus) -> (Option<String>, Option<String>) {
     if st.manager == Some("systemd") {
-        return model::systemd::unit_runs(Path::new(&st.plist_path));
+        return model::systemd::unit_runs(st, &ctx.stack.home);
     }
     let installed = agentplist::read_installed(&ctx.stack.plist_path(), ctx.reporter());
     let of = |f: fn(&Installed) -> Option<&str>| installed.as_ref().and_then(f).map(str::to_owned);

@@ -9,6 +9,7 @@ pub mod identity;
 pub mod lan;
 pub mod launchenv;
 pub mod launcher;
+pub mod lock_dir;
 pub mod node;
 pub mod plan;
 pub mod plist;

@@ -325,6 +325,13 @@ impl Stack {
         lock_dir(&self.home).join(format!("{}.lock", self.label))
     }
 
+    /// Refuses, before anything is created, a lock directory this user cannot use (a part of
+    /// its path that is no directory, or the deepest one there another uid's, left by a `sudo`
+    /// run): said with the fix ([`crate::host::lock_dir::refuse_unusable`]).
+    pub fn refuse_unusable_lock_dir(&self) -> Result<(), crate::error::Failed> {
+        crate::host::lock_dir::refuse_unusable(&self.home, &self.lifecycle_lock_path())
+    }
+
     /// Where earlier oyster versions kept the lifecycle lock: bookkeeping `cleanup` removes.
     pub fn legacy_lock_path(&self) -> PathBuf {
         self.run_dir.join("oyster.lock")
@@ -526,13 +533,16 @@ fn nearest<'a>(typed: &str, candidates: &[&'a str]) -> Option<&'a str> {
 #[path = "stack_tests.rs"]
 mod tests;
 
-/// oyster's per-user lock directory under `home`: `~/Library/Caches/oyster/locks` on macOS,
-/// `~/.cache/oyster/locks` elsewhere (`XDG_CACHE_HOME` is not read: where root may write is
-/// decided by HOME alone, which root's checks cover).
+/// oyster's per-user lock directory under `home`: `~/Library/Application Support/oyster/locks`
+/// on macOS, `~/.local/state/oyster/locks` elsewhere (`XDG_STATE_HOME` is not read: where root
+/// may write is decided by HOME alone, which root's checks cover). A state directory, not a
+/// cache: `~/.cache` and `~/Library/Caches` are emptied by hand and by cleaners as a matter of
+/// course, and a lock file removed while a run holds it lets the next oyster create a fresh one
+/// and run beside it.
 pub fn lock_dir(home: &Path) -> PathBuf {
     if cfg!(target_os = "macos") {
-        home.join("Library/Caches/oyster/locks")
+        home.join("Library/Application Support/oyster/locks")
     } else {
-        home.join(".cache/oyster/locks")
+        home.join(".local/state/oyster/locks")
     }
 }

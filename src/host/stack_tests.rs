@@ -94,9 +94,9 @@ fn table_rows_of_every_per_stack_file() {
     // Every per-stack file is named here, and only here.
     // The lifecycle lock is the one file outside the stack: taking it creates no stack.
     let locks = if cfg!(target_os = "macos") {
-        "/h/Library/Caches/oyster/locks"
+        "/h/Library/Application Support/oyster/locks"
     } else {
-        "/h/.cache/oyster/locks"
+        "/h/.local/state/oyster/locks"
     };
     assert_eq!(
         c.lifecycle_lock_path(),

@@ -21,13 +21,13 @@ pub mod environ;
 pub mod reach;
 pub mod show;
 pub mod unit;
+pub mod unit_environment;
 
 pub use environ::{check_environ, parse_environment, EnvCheck, EXEC_ADDED_KEYS};
 pub use reach::{is_wsl, Cause, ManagerState, Unreachable};
 pub use show::{ActiveState, LoadState, MainCode, ShowError, UnitResult, UnitShow, PROPERTIES};
-pub use unit::{
-    environment_of, render, unit_dir, unit_name, unit_path, Field, Timing, UnitError, UnitSpec,
-};
+pub use unit::{render, unit_dir, unit_name, unit_path, Field, Timing, UnitError, UnitSpec};
+pub use unit_environment::environment_of;
 
 use crate::sys::process::{ChildEnv, Finished, ProcessError, Program};
 

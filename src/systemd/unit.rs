@@ -172,30 +172,6 @@ fn environment(env: &[(String, String)]) -> Result<Vec<String>, UnitError> {
         .collect()
 }
 
-/// The `Environment=` assignments of a unit file this module rendered, in order: the inverse
-/// of [`quote`] without `$` doubling. A line not in that form is skipped.
-pub fn environment_of(text: &str) -> Vec<(String, String)> {
-    text.lines()
-        .filter_map(|l| l.strip_prefix("Environment=\"")?.strip_suffix('"'))
-        .filter_map(|q| {
-            let mut v = String::with_capacity(q.len());
-            let mut chars = q.chars();
-            while let Some(c) = chars.next() {
-                match c {
-                    '\\' => v.push(chars.next()?),
-                    '%' => {
-                        chars.next().filter(|n| *n == '%')?;
-                        v.push('%');
-                    }
-                    c => v.push(c),
-                }
-            }
-            let (k, val) = v.split_once('=')?;
-            Some((k.to_owned(), val.to_owned()))
-        })
-        .collect()
-}
-
 /// `"…"` with `\` and `"` escaped, `%` doubled, and `$` doubled when `dollar`.
 pub fn quote(s: &str, dollar: bool) -> String {
     let mut q = String::with_capacity(s.len() + 2);

@@ -279,11 +279,15 @@ fn oyster_uninstall_removes_every_local_users_agents_asking_first_and_keeps_data
         );
     }
 
-    // --purge: the data too.
+    // --purge: the data too, the stacks' lock files (outside the stacks) with it.
     p.install_payload();
+    let support = p.home("alice").join("Library/Application Support/oyster");
+    std::fs::create_dir_all(support.join("locks")).unwrap();
+    std::fs::write(support.join("locks/com.oysterun.host.lock"), "").unwrap();
     let o = p.uninstall_with(&["--yes", "--purge"], None, &[]);
     assert_eq!(o.code, 0, "{}", o.out);
     assert!(!config.exists() && !p.home("alice").join(".oysterun").exists(), "{}", o.out);
+    assert!(!support.exists(), "the lock files stay: {}", o.out);
 }
 
 /// Runs oyster-uninstall on a pseudo-terminal (Python's pty), answering its question with

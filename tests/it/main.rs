@@ -44,6 +44,7 @@ mod kill_and_concurrency;
 mod killed_at_every_step;
 mod lifecycle;
 mod lifecycle_failures;
+mod lock_directory;
 mod log_directory;
 mod login_domains;
 mod macs_and_config_misuse;

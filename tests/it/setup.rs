@@ -76,7 +76,7 @@ impl Setup {
         self.snapshot_of(mtimes, skip_logs, false)
     }
 
-    /// [`Setup::snapshot`] without oyster's per-user lock directory (`~/.cache/oyster`, outside
+    /// [`Setup::snapshot`] without oyster's per-user lock directory (`~/.local/state/oyster`, outside
     /// every stack): a setup that took the stack's lock and rolled back leaves its lock file
     /// there, and only there (a lock file is never removed: one waiting on it would hold an
     /// unlinked file).
@@ -96,8 +96,7 @@ impl Setup {
             out.retain(|k, _| !k.to_string_lossy().contains("/logs"));
         }
         if locks {
-            let cache = self.t.home.join(".cache");
-            out.retain(|k, _| !k.starts_with(&cache));
+            out.retain(|k, _| !self.t.is_lock_path(k));
         }
         out
     }
@@ -240,8 +239,8 @@ fn a_failed_install_changes_nothing_else() {
     assert_eq!(s.npm_calls()[0].split(' ').next(), Some("install"));
     assert_eq!(s.snapshot_but_locks(false), before);
     // What the lock left is the lock file alone, outside the stack.
-    let cache = common::tree(&s.t.home.join(".cache"));
-    let files: Vec<_> = cache.iter().filter(|(_, e)| !e.dir).map(|(p, _)| p).collect();
+    let locks = common::tree(s.t.lock_dir().parent().unwrap());
+    let files: Vec<_> = locks.iter().filter(|(_, e)| !e.dir).map(|(p, _)| p).collect();
     assert!(
         files.len() == 1 && files[0].ends_with("oyster/locks/com.oysterun.host.st.lock"),
         "{files:?}"

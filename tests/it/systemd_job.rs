@@ -327,3 +327,60 @@ fn inventory_reports_a_units_stack_as_it_runs() {
     assert!(part["oysterun_root"].is_string(), "{part}");
     verb(&t, &["uninstall"], s, &[]).ok();
 }
+
+/// A unit edited by hand (`OYSTERUN_NODE_BIN` assigned again at its end, unquoted, as systemd
+/// also takes it) and a drop-in (`systemctl --user edit`: `Environment = "OYSTERUN_REPO_ROOT=
+/// %h/elsewhere"`): inventory names the Node and root systemd runs, as `systemctl show` says
+/// them; a drop-in's empty `Environment=` (which clears every assignment) leaves both unknown
+/// (null). Before, inventory read only the exact `Environment="…"` form and took the first
+/// assignment: it named the Node and root oyster had written, not the ones systemd ran.
+#[test]
+fn inventory_reads_a_hand_edited_unit_and_its_drop_ins_as_systemd_does() {
+    let Some((m, t)) = world() else { return };
+    let s = "sdhand";
+    let p = free_port().to_string();
+    verb(&t, &["install"], s, &["--port", &p]).ok();
+    let path = m.home.join(".config/systemd/user").join(unit(s));
+    let orig = std::fs::read_to_string(&path).unwrap();
+    let text =
+        orig.replace("\n[Install]", "Environment=OYSTERUN_NODE_BIN=/opt/hand/node\n\n[Install]");
+    std::fs::write(&path, text).unwrap();
+    let drop_in = m.home.join(".config/systemd/user").join(format!("{}.d", unit(s)));
+    std::fs::create_dir_all(&drop_in).unwrap();
+    let conf = drop_in.join("override.conf");
+    std::fs::write(&conf, "[Service]\nEnvironment = \"OYSTERUN_REPO_ROOT=%h/elsewhere\"\n")
+        .unwrap();
+    m.systemctl(&["daemon-reload"]);
+    let shown = prop(&m, s, "Environment");
+    let root = format!("{}/elsewhere", m.home.display());
+    assert!(shown.contains("OYSTERUN_NODE_BIN=/opt/hand/node"), "{shown}");
+    assert!(shown.contains(&format!("OYSTERUN_REPO_ROOT={root}")), "{shown}");
+    let part = |t: &TestContext| {
+        let doc = t.run(["inventory", "--json"]).ok().json();
+        doc["users"][0]["stacks"]
+            .as_array()
+            .and_then(|a| a.iter().find(|p| p["stack"] == s).cloned())
+            .unwrap_or_else(|| panic!("no {s} in {doc}"))
+    };
+    let now = part(&t);
+    assert_eq!(now["node_bin"], "/opt/hand/node", "{now}");
+    assert_eq!(now["oysterun_root"], root.as_str(), "{now}");
+    // A drop-in reached through a link is read, as systemd reads it.
+    let elsewhere = t.path("elsewhere.conf");
+    std::fs::write(&elsewhere, "[Service]\nEnvironment=OYSTERUN_NODE_BIN=/opt/linked/node\n")
+        .unwrap();
+    std::os::unix::fs::symlink(&elsewhere, drop_in.join("zz-linked.conf")).unwrap();
+    m.systemctl(&["daemon-reload"]);
+    assert!(prop(&m, s, "Environment").contains("OYSTERUN_NODE_BIN=/opt/linked/node"));
+    assert_eq!(part(&t)["node_bin"], "/opt/linked/node");
+    std::fs::remove_file(drop_in.join("zz-linked.conf")).unwrap();
+    std::fs::write(&conf, "[Service]\nEnvironment=\n").unwrap();
+    m.systemctl(&["daemon-reload"]);
+    assert_eq!(prop(&m, s, "Environment"), "", "cleared");
+    let now = part(&t);
+    assert!(now["node_bin"].is_null() && now["oysterun_root"].is_null(), "{now}");
+    std::fs::remove_dir_all(&drop_in).unwrap();
+    std::fs::write(&path, orig).unwrap();
+    m.systemctl(&["daemon-reload"]);
+    verb(&t, &["uninstall"], s, &[]).ok();
+}

@@ -148,14 +148,36 @@ fn facts(unit: String, path: &std::path::Path, s: &UnitShow) -> UnitFacts {
     }
 }
 
-/// The Node and the Oysterun root an installed unit runs, from its `Environment=` lines.
-pub fn unit_runs(unit: &std::path::Path) -> (Option<String>, Option<String>) {
-    let bytes = crate::sys::fs::read_regular(unit, 1024 * 1024)
-        .ok()
-        .flatten()
-        .unwrap_or_default();
-    let env = crate::systemd::environment_of(&String::from_utf8_lossy(&bytes));
-    let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+/// The Node and the Oysterun root an installed unit runs, from its `Environment=` lines and
+/// those of its drop-ins (`st.unit`'s, in systemd's order), read as systemd reads them; `None`
+/// for what the files cannot tell (an `EnvironmentFile=`, a specifier other than `%h`).
+pub fn unit_runs(st: &AgentStatus, home: &std::path::Path) -> (Option<String>, Option<String>) {
+    let read = |p: &std::path::Path| {
+        let bytes = crate::sys::fs::read_regular(p, 1024 * 1024)
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    let mut texts = vec![read(std::path::Path::new(&st.plist_path))];
+    // Drop-ins as systemd reads them: through a link (one to /dev/null masks it); one that
+    // cannot be read leaves what it may set unknown.
+    let drop_ins = st.unit.as_ref().map_or(&[][..], |u| &u.drop_ins[..]);
+    for d in drop_ins.iter().map(std::path::Path::new) {
+        let masked = std::fs::canonicalize(d).is_ok_and(|p| p == std::path::Path::new("/dev/null"));
+        match crate::sys::fs::read_head(d, 1024 * 1024) {
+            Some(bytes) => texts.push(String::from_utf8_lossy(&bytes).into_owned()),
+            None if masked => {}
+            None => return (None, None),
+        }
+    }
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let env = crate::systemd::environment_of(&texts, home);
+    let get = |k: &str| {
+        env.iter()
+            .find(|(n, _)| n == k)
+            .and_then(|(_, v)| v.clone())
+    };
     (
         get(crate::host::launchenv::NODE_BIN),
         get(crate::host::launchenv::REPO_ROOT),

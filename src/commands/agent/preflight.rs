@@ -73,9 +73,28 @@ pub fn run<T>(
         refuse_held_port(ctx, host)?;
     }
     let lock = ctx.lock_stack(verb)?;
+    // Looked at under the lock: no stack directory now means nothing of it is another oyster's.
+    let first = std::fs::symlink_metadata(&ctx.stack.root).is_err();
+    let done = locked(ctx, host, launchd, &lock, step);
+    if first && done.is_err() {
+        // A refused first command leaves no stack behind (`list` would show it); the lock is
+        // still held, so what is there is this run's alone.
+        super::super::cleanup::forget_refused_first(ctx, verb.trim_start_matches("agent "));
+    }
+    done
+}
+
+/// [`run`]'s chain once it holds the stack's lock.
+fn locked<'a, T>(
+    ctx: &'a Context,
+    host: &HostInputs,
+    launchd: Launchd,
+    lock: &'a Lock,
+    step: impl FnOnce(Prepared<'a>) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
     ctx.stack.refuse_special_log()?;
     let agent = match launchd {
-        Launchd::Required => Some(Ok(job(ctx, Some(&lock))?)),
+        Launchd::Required => Some(Ok(job(ctx, Some(lock))?)),
         Launchd::Optional => {
             // A launchctl or systemctl variable set wrong is invalid input (exit 2), refused
             // before anything is written; only a manager that is absent or switched off falls
@@ -85,7 +104,7 @@ pub fn run<T>(
                     return Err(e.into());
                 }
             }
-            Some(job(ctx, Some(&lock)))
+            Some(job(ctx, Some(lock)))
         }
         Launchd::NotNeeded => None,
     };
@@ -97,11 +116,7 @@ pub fn run<T>(
     // Two stacks on one port: refused before anything is written, naming the owner.
     crate::manager::refuse_claimed_port(ctx, plan.port)?;
     warn_production_port(ctx, plan.port);
-    step(Prepared {
-        lock: &lock,
-        plan,
-        agent,
-    })
+    step(Prepared { lock, plan, agent })
 }
 
 /// The port the verb will load the Host on, by the one rule ([`HostInputs::effective_port`]).

@@ -90,6 +90,7 @@ fn load(
     // The run's refusals in the run's order (preflight::run), so that the dry run says the one
     // the run would: the port, the log, the job and a directly started Host, then the plan.
     ctx.stack.refuse_unwritable_agents_dir()?;
+    ctx.stack.refuse_unusable_lock_dir()?;
     if write_only {
         ctx.stack.refuse_special_log()?;
         let plan = plan::plan(ctx, host)?;

@@ -50,10 +50,11 @@ fn uninstall(ctx: &Context, purging: bool) -> anyhow::Result<ExitStatus> {
         ));
         return Ok(ExitStatus::Success);
     }
-    // A stack directory removed by hand while its plist stayed: the audit line would create it
-    // again, and `list`/`cleanup` would then show a stack of nothing.
-    let root_was_there = std::fs::symlink_metadata(&stack.root).is_ok();
     let lock = ctx.lock_stack("agent uninstall")?;
+    // A stack directory removed by hand while its plist stayed: the audit line would create it
+    // again, and `list`/`cleanup` would then show a stack of nothing. Looked at under the lock:
+    // a stack another oyster created while this one waited (an install) is not this run's.
+    let root_was_there = std::fs::symlink_metadata(&stack.root).is_ok();
     let kept = if purging {
         String::new()
     } else if root_was_there {

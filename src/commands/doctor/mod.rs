@@ -160,6 +160,11 @@ fn report(ctx: &Context, probe: bool) -> Report {
         let msg = e.msg.trim_end_matches("; nothing was changed").to_owned();
         checks.push(check("LaunchAgents dir", Level::Fail, msg, e.hint));
     }
+    // Every verb that writes takes the stack's lock there first.
+    if let Err(e) = st.refuse_unusable_lock_dir() {
+        let msg = e.msg.trim_end_matches("; nothing was changed").to_owned();
+        checks.push(check("lock dir", Level::Fail, msg, e.hint));
+    }
     checks.extend(privacy_check(ctx, plan_ok(&plan)));
     checks.extend(network::local_network_check(ctx, doc.as_ref()));
     let (declared_checks, declared) = declared::declared_checks(ctx);

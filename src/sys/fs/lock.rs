@@ -127,9 +127,10 @@ fn moved_away(lock_path: &Path) -> FsError {
 }
 
 /// Whether the file a lock is held on is still the file at `lock_path` (same device and
-/// inode). A holder that unlinked the file (`cleanup` removing a stack, a refused first install
-/// forgetting its directory) lets a waiter lock the orphaned inode while a newcomer creates a
-/// fresh file and locks that: two writers. So a lock counts only while the path names it.
+/// inode). oyster never removes a lock file, but something else may (a user clearing oyster's
+/// lock directory; an older oyster whose lock lived in the stack, which `cleanup` removed): a
+/// waiter would then lock the orphaned inode while a newcomer creates a fresh file and locks
+/// that: two writers. So a lock counts only while the path names it.
 fn still_at(held: &File, lock_path: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let Ok(ours) = held.metadata() else {
@@ -152,10 +153,10 @@ fn reopen_lock_file(lock_path: &Path) -> Result<File, FsError> {
 
 /// Takes the exclusive lock at `lock_path` without waiting, creating the file (0600) when
 /// there is none; its directory must exist. `Ok(None)` when another process holds it; else the
-/// lock and whether this call created the file (a caller that then leaves the stack alone
-/// removes what it created, while still holding it). `cleanup` takes each stack's lock this
-/// way before it looks, so no oyster starts on a stack it is about to remove, even one that
-/// never had a lock file (the run directory Oysterun's own runner leaves).
+/// lock and whether this call created the file. `cleanup` takes each stack's lock this way
+/// before it looks, so no oyster starts on a stack it is about to remove, even one whose lock
+/// file does not exist yet (the run directory Oysterun's own runner leaves). Lock files are
+/// never removed: they live outside the stacks, in oyster's lock directory.
 pub fn try_lock_creating(lock_path: &Path, what: &str) -> Result<Option<(Lock, bool)>, FsError> {
     refuse_symlink(lock_path)?;
     for _ in 0..RELOCK_TRIES {

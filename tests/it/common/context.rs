@@ -122,9 +122,27 @@ impl TestContext {
     /// The lifecycle lock of custom stack `name`, in oyster's per-user lock directory (outside
     /// the stack); its directory made, as oyster makes it.
     pub fn lock_file(&self, name: &str) -> PathBuf {
-        let dir = self.home.join(".cache/oyster/locks");
+        let dir = self.lock_dir();
         std::fs::create_dir_all(&dir).unwrap();
         dir.join(format!("com.oysterun.host.{name}.lock"))
+    }
+
+    /// oyster's per-user lock directory (`~/.local/state/oyster/locks`, on macOS
+    /// `~/Library/Application Support/oyster/locks`), not created.
+    pub fn lock_dir(&self) -> PathBuf {
+        if cfg!(target_os = "macos") {
+            self.home.join("Library/Application Support/oyster/locks")
+        } else {
+            self.home.join(".local/state/oyster/locks")
+        }
+    }
+
+    /// Whether `path` is oyster's lock directory, a lock file in it, or a directory on its way
+    /// under HOME (what taking a lock may create outside every stack).
+    pub fn is_lock_path(&self, path: &Path) -> bool {
+        let oyster = self.lock_dir().parent().unwrap().to_owned();
+        path.starts_with(&oyster)
+            || (oyster.starts_with(path) && path.starts_with(&self.home) && path != self.home)
     }
 
     /// `~/.oysterun-stacks/<name>`: everything oyster keeps of a custom stack.
