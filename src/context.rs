@@ -470,6 +470,7 @@ impl Context {
     /// [`LOCK_WAIT`], or until it is interrupted, then fails.
     pub fn lock_stack(&self, what: &str) -> anyhow::Result<crate::sys::fs::Lock> {
         self.refuse_foreign_home(what)?;
+        self.refuse_foreign_stack(what)?;
         self.refuse_dangling_root()?;
         self.stack.refuse_unusable_lock_dir()?;
         let path = self.stack.lifecycle_lock_path();
@@ -540,6 +541,33 @@ impl Context {
             "run it as {name}, without sudo: `oyster {what}{stack}`, or `sudo -u {sudo_user} -H oyster {what}{stack}`",
             stack = self.stack_suffix()
         )))
+    }
+
+    /// A stack whose directory (or config directory) another uid owns — root, or another user,
+    /// with `OYSTERUN_STACKS_DIR`/`OYSTERUN_CONFIG_DIR` pointing into someone else's stacks: a
+    /// writing verb is refused (exit 2) as under a foreign HOME. It would leave files there the
+    /// owner cannot use, and its lock would not exclude the owner's own oyster (each user's
+    /// lifecycle locks live in their own HOME).
+    pub fn refuse_foreign_stack(&self, what: &str) -> Result<(), crate::error::Invalid> {
+        let euid = crate::sys::user::euid();
+        for dir in [&self.stack.root, &self.stack.config_dir] {
+            let Some(owner) = crate::sys::user::owner_of(dir) else {
+                continue;
+            };
+            if owner == euid {
+                continue;
+            }
+            let name = crate::sys::user::name_of(owner).unwrap_or_else(|| format!("uid {owner}"));
+            return Err(crate::error::Invalid::new(format!(
+                "{} belongs to {name}, but oyster runs as uid {euid}; `{what}` would write there, and {name}'s own oyster would not wait for it",
+                dir.display()
+            ))
+            .hint(format!(
+                "run it as {name}: `oyster {what}{}`",
+                self.stack_suffix()
+            )));
+        }
+        Ok(())
     }
 
     /// The reporter domain code says its progress and notes through (the printer; a unit test

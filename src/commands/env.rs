@@ -161,6 +161,7 @@ fn refuse(ctx: &Context, name: &str, verb: &str) -> anyhow::Result<()> {
         _ => format!("env {verb} {name}"),
     };
     ctx.refuse_foreign_home(&whole)?;
+    ctx.refuse_foreign_stack(&whole)?;
     Ok(())
 }
 

@@ -253,3 +253,33 @@ fn a_root_run_of_an_oyster_another_uid_or_a_group_could_replace_is_refused() {
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// The lock outside the stack is each user's own (in their HOME): root — or another user —
+/// pointed at someone else's stacks (`OYSTERUN_STACKS_DIR`) would not wait for the owner's
+/// oyster. A writing verb on a stack another uid owns is refused (exit 2) before it waits or
+/// writes, naming the owner; a read (`status`) still answers.
+#[test]
+#[ignore = "needs root: a stack directory of another uid (.ci/run runs it)"]
+fn a_writing_verb_on_a_stack_another_uid_owns_is_refused_before_it_writes() {
+    crate::common::need_root();
+    let mut t = TestContext::new();
+    let shared = t.path("their-stacks");
+    let config = shared.join("dev/host/config.json");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    std::fs::write(&config, "{\"port\": 4242}").unwrap();
+    for e in std::iter::once(shared.join("dev")).chain(walk(&shared.join("dev"))) {
+        lchown(&e, STRANGER);
+    }
+    t.extra_env.push(("OYSTERUN_STACKS_DIR".into(), shared.display().to_string()));
+    let before = contents(&shared);
+    for args in [
+        &["config", "sync", "--stack", "dev", "--port", "4343"][..],
+        &["env", "set", "HTTPS_PROXY", "http://proxy:3128", "--stack", "dev", "--no-restart"],
+        &["host", "stop", "--stack", "dev"],
+    ] {
+        let r = t.run(args).fails_with(2);
+        has_all(&r.stderr(), &["belongs to uid 61234", "would not wait for it"]);
+    }
+    assert_eq!(contents(&shared), before, "a refused verb wrote into another uid's stack");
+    t.run(["status", "dev", "--json"]);
+}
