@@ -161,7 +161,7 @@ fn say_found(ctx: &Context, found: &[Found], removable: &[&Found], with_files: &
         return false;
     }
     if removable.is_empty() && with_files.is_empty() {
-        ctx.out.out("Nothing to clean up: every stack on this machine has a LaunchAgent, a running Host or files of its own.");
+        ctx.out.out("Nothing to clean up: every stack on this machine is kept, for the reason said beside it.");
         return false;
     }
     for f in removable {
