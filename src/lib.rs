@@ -210,6 +210,24 @@ fn finish(result: anyhow::Result<ExitStatus>) -> ExitCode {
     }
 }
 
+/// How many cases a property test runs: `full` in a release build (`cargo test --release`,
+/// `make bench`), a tenth of it (at least 64) in a debug build — `make test` — so the suite's
+/// time goes to behaviour, not to the 3,000th random path; `PROPTEST_CASES` wins over both.
+#[cfg(test)]
+pub(crate) fn proptest_cases(full: u32) -> u32 {
+    if let Some(n) = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        return n;
+    }
+    if cfg!(debug_assertions) {
+        (full / 10).max(64).min(full)
+    } else {
+        full
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

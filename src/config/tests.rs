@@ -194,7 +194,7 @@ mod store_and_merge {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(3000))]
+        #![proptest_config(ProptestConfig::with_cases(crate::proptest_cases(3000)))]
 
         /// Fuzz: no byte string makes the parser panic; whatever parses survives a sync and
         /// re-parses to what was written, and a second sync changes nothing.

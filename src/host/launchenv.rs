@@ -209,7 +209,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(3000))]
+        #![proptest_config(ProptestConfig::with_cases(crate::proptest_cases(3000)))]
 
         /// Fuzz: any entries either fail with an error or give a PATH whose every entry is an
         /// absolute, plain directory that appears once.

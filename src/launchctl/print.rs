@@ -272,7 +272,7 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(2000))]
+        #![proptest_config(ProptestConfig::with_cases(crate::proptest_cases(2000)))]
 
         /// Fuzz: any text parses without panicking.
         #[test]
@@ -310,7 +310,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(1000))]
+        #![proptest_config(ProptestConfig::with_cases(crate::proptest_cases(1000)))]
 
         /// Braces, ` = {` and ` => {` inside values (an environment value, a path, an
         /// argument) open no block: the job's pid and state are read whatever the values hold.

@@ -374,7 +374,7 @@ proptest::proptest! {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(crate::proptest_cases(128)))]
     /// `logs -f`: however the Host's writes split a stream of credential lines (lines cut
     /// at the 1 MiB cap or a small one included), no line the follower gives out shows a
     /// secret once redacted. The lines come from `sys::tail::Lines`, the follower's own

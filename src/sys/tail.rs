@@ -489,7 +489,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(crate::proptest_cases(64)))]
         /// However the Host's writes split a log, `logs -f` gives the same lines as the whole
         /// stream at once (so the printer redacts each line whole; the redaction side of this
         /// is `output::redact::tests::a_credential_split_across_writes_is_never_printed`).

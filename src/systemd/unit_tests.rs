@@ -256,7 +256,7 @@ fn field_of(text: &str, key: &str) -> Vec<String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(256))]
+    #![proptest_config(ProptestConfig::with_cases(crate::proptest_cases(256)))]
 
     #[test]
     fn every_argument_and_value_reads_back_as_given(
