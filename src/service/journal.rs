@@ -297,7 +297,16 @@ mod tests {
     fn an_old_or_broken_receipt_is_an_unfinished_run_that_names_no_port() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pending");
-        for text in ["restart\nport 8802 8810\n", "{\"action\": 3}", ""] {
+        for text in [
+            "restart\nport 8802 8810\n",
+            "restart\nport \"x\" 8810\n",
+            "restart\nport 70000 8810\n",
+            "restart\nport {\"a\":1} 8810\n",
+            "restart\nport -5 8810\n",
+            "restart\nport 80.5 8810\n",
+            "{\"action\": 3}",
+            "",
+        ] {
             std::fs::write(&path, text).unwrap();
             let r = read(&path).unwrap();
             assert!(r.steps.is_empty() && r.port_edit().is_none(), "{text:?}");

@@ -169,13 +169,18 @@ fn a_corrupt_marker_never_puts_a_non_port_into_config() {
     let good = config_port(&s);
     let pending = s.t.home.join(".oysterun-stacks/badmark/run/pending");
     let p = s.port;
+    // An older oyster's line format (never a port now: every such line is "a run died") and a
+    // JSON receipt whose port edit no run could make; the other shapes of both are unit tests
+    // of `service::journal` (each case here waits out a Host that never answers).
+    let config = s.t.home.join(".oysterun-stacks/badmark/host/config.json");
     let markers = [
         format!("restart\nport \"x\" {p}\n"),
-        format!("restart\nport 70000 {p}\n"),
-        format!("restart\nport 0 {p}\n"),
-        format!("restart\nport {{\"a\":1}} {p}\n"),
-        format!("restart\nport -5 {p}\n"),
-        format!("restart\nport 80.5 {p}\n"),
+        serde_json::json!({
+            "action": "restart",
+            "steps": [{"step": "write_config", "path": config, "edits": [{"setting": "port", "from": 70000, "to": p}]}],
+            "done": 1
+        })
+        .to_string(),
     ];
     for m in &markers {
         std::fs::write(&pending, m).unwrap();
