@@ -114,6 +114,15 @@ fn start_locked(
 /// `host stop`: stop the directly started Host (identity-checked); never launchd's.
 fn stop(ctx: &Context) -> anyhow::Result<ExitStatus> {
     let stack = &ctx.stack;
+    // No stack directory, so no pid file: nothing to stop, and nothing (not even the lock) is
+    // created to say so.
+    if std::fs::symlink_metadata(&stack.root).is_err() {
+        if let Some(job) = launchd_runs_it(ctx)? {
+            return Err(job.refusal(&ctx.hints()).into());
+        }
+        ctx.out.out("The Host is not running (no pid file).");
+        return Ok(ExitStatus::Success);
+    }
     let _lock = ctx.lock_stack("host stop")?;
     if let Some(job) = launchd_runs_it(ctx)? {
         return Err(job.refusal(&ctx.hints()).into());

@@ -302,3 +302,13 @@ fn a_forced_provider_command_that_is_missing_is_fixed_by_the_administrator_not_b
         }
     }
 }
+
+/// `host stop` of production on a machine where nothing was ever set up: not running, exit 0,
+/// and HOME exactly as it was (no stack, no lock directory).
+#[test]
+fn host_stop_where_nothing_was_set_up_creates_nothing() {
+    let t = TestContext::new();
+    let before = crate::common::tree(&t.home);
+    t.run(["host", "stop"]).ok().stdout_has_all(&["not running"]);
+    assert_eq!(crate::common::tree(&t.home), before);
+}
