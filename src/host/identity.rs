@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
@@ -292,47 +292,12 @@ pub fn replace(path: &Path, bytes: &[u8], mode: u32) -> Result<(), FsError> {
 
 /// `YYYY-MM-DDTHH:MM:SSZ` for a time (Oysterun's `date -u +"%Y-%m-%dT%H:%M:%SZ"`).
 pub fn utc(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    #[allow(clippy::cast_possible_wrap, reason = "days since 1970 fit an i64")]
-    let (y, m, d) = civil_from_days(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar (Howard
-/// Hinnant's `civil_from_days`).
-#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // day and month are small
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
+    crate::sys::time::rfc3339(t)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
-
-    #[test]
-    fn utc_matches_dates_we_know() {
-        let at = |s: u64| utc(UNIX_EPOCH + Duration::from_secs(s));
-        assert_eq!(at(0), "1970-01-01T00:00:00Z");
-        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(at(1_767_225_599), "2025-12-31T23:59:59Z");
-        assert_eq!(at(4_107_542_400), "2100-03-01T00:00:00Z");
-    }
 
     #[test]
     fn the_start_stamp_is_field_22_and_a_name_with_parentheses_does_not_shift_it() {

@@ -7,6 +7,7 @@ pub mod net;
 pub mod process;
 pub mod signal;
 pub mod tail;
+pub mod time;
 pub mod trusted;
 pub mod tty;
 pub mod user;
