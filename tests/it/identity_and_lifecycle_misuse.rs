@@ -175,7 +175,8 @@ fn a_rollback_that_leaves_nothing_running_leaves_no_identity_files() {
 #[test]
 fn status_right_after_kill_of_a_young_host_is_no_crash_loop() {
     let (mut t, root, port) = TestContext::sim_root();
-    t.scale_throttle("0.2");
+    // A 5 s throttle: long enough for a status under load to see it (2 s was missed).
+    t.scale_throttle("0.5");
     TestContext::fixture_flag(&root, "no-sigterm-handler", "");
     t.run(args(&["agent", "install"]).stack("kl").host(&root).port(port).wait_secs(10)).ok();
     t.run(["kill", "--stack", "kl"]).ok();

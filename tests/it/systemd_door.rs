@@ -381,7 +381,9 @@ fn a_killed_host_is_started_again_by_the_manager() {
     });
     let after = if http_get(u.port, "/health").is_some() { after } else { u.wait_healthy() };
     timed("kill SIGTERM to a new healthy instance (RestartSec=200ms)", t0);
-    assert_eq!(after.n_restarts, 1);
+    // At least one restart by the manager (a loaded machine may see the new instance fail once
+    // before it answers, which the manager restarts again: a second is not this test's subject).
+    assert!(after.n_restarts >= 1, "{}", after.n_restarts);
     assert_ne!(after.invocation_id, before.invocation_id);
 }
 
