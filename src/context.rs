@@ -469,8 +469,7 @@ impl Context {
     /// whole run of a command that writes or loads: a second one waits, saying for whom, up to
     /// [`LOCK_WAIT`], or until it is interrupted, then fails.
     pub fn lock_stack(&self, what: &str) -> anyhow::Result<crate::sys::fs::Lock> {
-        self.refuse_foreign_home(what)?;
-        self.refuse_foreign_stack(what)?;
+        self.refuse_foreign(what)?;
         self.refuse_dangling_root()?;
         self.stack.refuse_unusable_lock_dir()?;
         let path = self.stack.lifecycle_lock_path();
@@ -515,6 +514,14 @@ impl Context {
             ),
         )
         .into())
+    }
+
+    /// [`Context::refuse_foreign_home`], then [`Context::refuse_foreign_stack`]: what every
+    /// writing verb refuses before it waits, asks or writes — and its `--dry-run`, which says
+    /// the refusal the run would.
+    pub fn refuse_foreign(&self, what: &str) -> Result<(), crate::error::Invalid> {
+        self.refuse_foreign_home(what)?;
+        self.refuse_foreign_stack(what)
     }
 
     /// docs/behaviour.md §5: a HOME owned by another uid than the effective one (a `sudo` that kept

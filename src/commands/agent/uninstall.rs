@@ -8,6 +8,12 @@ use crate::ExitStatus;
 
 pub fn run(ctx: &Context, purge: bool, yes: bool) -> anyhow::Result<ExitStatus> {
     preflight::require_known(ctx)?;
+    // Refused before the question: an uninstalled stack's purge deletes without taking the
+    // lock (which does the refusing), so root with OYSTERUN_STACKS_DIR at another user's stacks
+    // deleted their stack.
+    if purge {
+        ctx.refuse_foreign("agent uninstall --purge")?;
+    }
     // Asked before anything changes: a No changes nothing.
     let purging = if purge {
         match super::purge::ask(ctx, yes)? {
