@@ -342,3 +342,40 @@ fn a_purge_or_a_dry_run_on_a_stack_another_uid_owns_is_refused() {
         t.run(args).ok();
     }
 }
+
+/// The refusal of `providers set`/`providers auto` on a stack (or a HOME) another uid owns
+/// names the command as typed, one the owner can run: before, both said `providers set P`
+/// without the command (a usage error when run), and `auto` was named `set`.
+#[test]
+#[ignore = "needs root: a stack directory of another uid (.ci/run runs it)"]
+fn a_refused_providers_edit_names_the_command_as_typed() {
+    crate::common::need_root();
+    let mut t = TestContext::new();
+    let shared = t.path("their-stacks");
+    std::fs::create_dir_all(shared.join("dev/host")).unwrap();
+    std::fs::write(shared.join("dev/host/config.json"), "{\"port\": 4242}").unwrap();
+    for e in std::iter::once(shared.join("dev")).chain(walk(&shared.join("dev"))) {
+        lchown(&e, STRANGER);
+    }
+    t.extra_env.push(("OYSTERUN_STACKS_DIR".into(), shared.display().to_string()));
+    for (args, hint) in [
+        (
+            &["providers", "auto", "codex", "--stack", "dev"][..],
+            "`oyster providers auto codex --stack dev`",
+        ),
+        (
+            &["providers", "set", "codex", "", "--stack", "dev"],
+            "`oyster providers set codex '' --stack dev`",
+        ),
+        (
+            &["providers", "set", "claude", "/opt/my tools/claude", "--stack", "dev"],
+            "`oyster providers set claude '/opt/my tools/claude' --stack dev`",
+        ),
+    ] {
+        let r = t.run(args).fails_with(2);
+        has_all(&r.stderr(), &["belongs to uid 61234", hint]);
+    }
+    lchown(&t.home, STRANGER);
+    let r = t.run(["providers", "set", "codex", ""]).fails_with(2);
+    has_all(&r.stderr(), &["`oyster providers set codex ''`", "-H oyster providers set codex ''`"]);
+}
