@@ -557,7 +557,24 @@ impl Context {
     /// lifecycle locks live in their own HOME).
     pub fn refuse_foreign_stack(&self, what: &str) -> Result<(), crate::error::Invalid> {
         let euid = crate::sys::user::euid();
-        for dir in [&self.stack.root, &self.stack.config_dir] {
+        // A stack not created yet is created in the directory above it (OYSTERUN_STACKS_DIR):
+        // one another uid owns would get a stack of this uid's, which its owner's oyster
+        // cannot use. HOME is refuse_foreign_home's; a sticky directory (/tmp) is everyone's.
+        let above = self
+            .stack
+            .root
+            .parent()
+            .filter(|_| std::fs::symlink_metadata(&self.stack.root).is_err())
+            .filter(|p| *p != self.stack.home)
+            .filter(|p| {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o1000 == 0)
+            })
+            .map(std::path::Path::to_path_buf);
+        for dir in [&self.stack.root, &self.stack.config_dir]
+            .into_iter()
+            .chain(above.as_ref())
+        {
             let Some(owner) = crate::sys::user::owner_of(dir) else {
                 continue;
             };

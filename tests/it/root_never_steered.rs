@@ -379,3 +379,36 @@ fn a_refused_providers_edit_names_the_command_as_typed() {
     let r = t.run(["providers", "set", "codex", ""]).fails_with(2);
     has_all(&r.stderr(), &["`oyster providers set codex ''`", "-H oyster providers set codex ''`"]);
 }
+
+/// A stack not created yet, in a stacks directory (`OYSTERUN_STACKS_DIR`) another uid owns:
+/// refused (exit 2) before it is created. Before, `config sync new --port N` as root made a
+/// 0700 root-owned stack in the other user's directory, one their oyster could not read. A
+/// sticky directory everyone writes in (/tmp) is not another uid's.
+#[test]
+#[ignore = "needs root: a stacks directory of another uid (.ci/run runs it)"]
+fn a_new_stack_in_a_stacks_directory_another_uid_owns_is_refused() {
+    crate::common::need_root();
+    let mut t = TestContext::new();
+    let shared = t.path("their-stacks");
+    std::fs::create_dir_all(&shared).unwrap();
+    lchown(&shared, STRANGER);
+    t.extra_env.push(("OYSTERUN_STACKS_DIR".into(), shared.display().to_string()));
+    let port = crate::common::free_port().to_string();
+    for args in [
+        &["config", "sync", "newone", "--port", &port][..],
+        &["setup", "newone", "--port", &port, "--dry-run"],
+        &["install", "newone", "--port", &port, "--dry-run"],
+        &["host", "start", "newone", "--port", &port],
+    ] {
+        let r = t.run(args).fails_with(2);
+        has_all(&r.stderr(), &["their-stacks belongs to uid 61234"]);
+    }
+    assert!(walk(&shared).is_empty(), "a refused verb created a stack in another uid's directory");
+    let sticky = t.path("everyones");
+    std::fs::create_dir_all(&sticky).unwrap();
+    std::fs::set_permissions(&sticky, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    lchown(&sticky, STRANGER);
+    t.extra_env.retain(|(k, _)| k != "OYSTERUN_STACKS_DIR");
+    t.extra_env.push(("OYSTERUN_STACKS_DIR".into(), sticky.display().to_string()));
+    t.run(["config", "sync", "newone", "--port", &port]).ok();
+}
