@@ -469,8 +469,7 @@ impl Context {
     /// whole run of a command that writes or loads: a second one waits, saying for whom, up to
     /// [`LOCK_WAIT`], or until it is interrupted, then fails.
     pub fn lock_stack(&self, what: &str) -> anyhow::Result<crate::sys::fs::Lock> {
-        self.refuse_foreign_home(what)?;
-        self.refuse_foreign_stack(what)?;
+        self.refuse_foreign(what)?;
         self.refuse_dangling_root()?;
         self.stack.refuse_unusable_lock_dir()?;
         let path = self.stack.lifecycle_lock_path();
@@ -517,6 +516,14 @@ impl Context {
         .into())
     }
 
+    /// [`Context::refuse_foreign_home`], then [`Context::refuse_foreign_stack`]: what every
+    /// writing verb refuses before it waits, asks or writes — and its `--dry-run`, which says
+    /// the refusal the run would.
+    pub fn refuse_foreign(&self, what: &str) -> Result<(), crate::error::Invalid> {
+        self.refuse_foreign_home(what)?;
+        self.refuse_foreign_stack(what)
+    }
+
     /// docs/behaviour.md §5: a HOME owned by another uid than the effective one (a `sudo` that kept
     /// HOME) would leave files the user can no longer read; refuse before writing anything.
     pub fn refuse_foreign_home(&self, what: &str) -> Result<(), crate::error::Invalid> {
@@ -550,7 +557,24 @@ impl Context {
     /// lifecycle locks live in their own HOME).
     pub fn refuse_foreign_stack(&self, what: &str) -> Result<(), crate::error::Invalid> {
         let euid = crate::sys::user::euid();
-        for dir in [&self.stack.root, &self.stack.config_dir] {
+        // A stack not created yet is created in the directory above it (OYSTERUN_STACKS_DIR):
+        // one another uid owns would get a stack of this uid's, which its owner's oyster
+        // cannot use. HOME is refuse_foreign_home's; a sticky directory (/tmp) is everyone's.
+        let above = self
+            .stack
+            .root
+            .parent()
+            .filter(|_| std::fs::symlink_metadata(&self.stack.root).is_err())
+            .filter(|p| *p != self.stack.home)
+            .filter(|p| {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o1000 == 0)
+            })
+            .map(std::path::Path::to_path_buf);
+        for dir in [&self.stack.root, &self.stack.config_dir]
+            .into_iter()
+            .chain(above.as_ref())
+        {
             let Some(owner) = crate::sys::user::owner_of(dir) else {
                 continue;
             };

@@ -10,7 +10,7 @@ mod meaning;
 mod resolve;
 mod top_help;
 mod usage;
-mod values;
+pub(crate) mod values;
 
 pub use groups::{
     ConfigCommand, EnvArgs, EnvCommand, HostCommand, InventoryArgs, MdmCommand, ProvidersCommand,

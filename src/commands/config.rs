@@ -79,11 +79,13 @@ pub fn show(ctx: &Context) -> anyhow::Result<ExitStatus> {
         } else {
             ""
         };
+        // A document, not prose: never re-flowed to the terminal, or a string value is broken
+        // across lines (invalid JSON when copied) and a comment's continuation loses its `#`.
         ctx.out
-            .out(&format!("# {}{state}; secrets redacted", path.display()));
-        ctx.out.out(&text);
+            .out_unwrapped(&format!("# {}{state}; secrets redacted", path.display()));
+        ctx.out.out_unwrapped(&text);
         for line in managed_lines(ctx) {
-            ctx.out.out(&line);
+            ctx.out.out_unwrapped(&line);
         }
     });
     Ok(ExitStatus::Success)

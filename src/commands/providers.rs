@@ -76,13 +76,21 @@ pub fn run(ctx: &Context, cmd: ProvidersVerb) -> anyhow::Result<ExitStatus> {
                 )
             })?;
             let path = parse_command(ctx, p, &command)?;
-            save(ctx, p, |doc, changes| {
+            let what = format!(
+                "providers set {} {}",
+                p.id,
+                crate::cli::values::shell_word(&command)
+            );
+            save(ctx, p, &what, |doc, changes| {
                 doc.save_preference(p, path.as_deref(), changes);
             })
         }
         ProvidersVerb::Auto(provider) => {
             let p = registry::lookup(&provider)?;
-            save(ctx, p, |doc, changes| doc.set_auto(p, &ctx.search, changes))
+            let what = format!("providers auto {}", p.id);
+            save(ctx, p, &what, |doc, changes| {
+                doc.set_auto(p, &ctx.search, changes)
+            })
         }
     }
 }
@@ -164,9 +172,11 @@ fn parse_command(ctx: &Context, p: &Provider, command: &str) -> Result<Option<Pa
     Ok(Some(path))
 }
 
+/// `what`: the command as the user can run it again (a refusal's hint, the lock's holder line).
 fn save(
     ctx: &Context,
     p: &'static Provider,
+    what: &str,
     mut edit: impl FnMut(&mut ConfigDoc, &mut Vec<config::Change>),
 ) -> anyhow::Result<ExitStatus> {
     ctx.announce_overrides();
@@ -177,7 +187,7 @@ fn save(
     {
         return Err(crate::config::managed::refusal(&format!("the {} command", p.id), e).into());
     }
-    let _lock = ctx.lock_stack(&format!("providers set {}", p.id))?;
+    let _lock = ctx.lock_stack(what)?;
     let path = ctx.stack.config_path();
     let (doc, changes) = config::update(&path, ctx.reporter(), |doc, changes| {
         edit(doc, changes);

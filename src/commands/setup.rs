@@ -17,6 +17,9 @@ use crate::ExitStatus;
 pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
     let retyped = &args.retyped;
     let opts = &args.options;
+    // Refused before the plan, the question and the password (the lock, taken after them,
+    // would refuse it too, once they were typed), and by the dry run, which takes no lock.
+    ctx.refuse_foreign("setup")?;
     // Refused before the plan is shown: setup would start a Host that cannot write its log.
     ctx.stack.refuse_special_log()?;
     refuse_managed(ctx, opts)?;

@@ -166,3 +166,33 @@ fn a_verbose_restart_fits_its_wait_line_and_breaks_the_path_after_a_colon() {
     assert!(line.contains("tools/provider-clis/claude-code/current/node_modules/.bin:"), "{line}");
     done(&t);
 }
+
+/// `config show` prints a document (a `#` comment and the config's JSON), not prose: on a
+/// narrow terminal it is not re-flowed. Before, a string value with spaces was broken across
+/// lines (the JSON no longer parsed when copied) and the comment went on without its `#`.
+#[test]
+fn config_show_is_not_reflowed_on_a_narrow_terminal() {
+    let t = TestContext::with_stack_config("dev");
+    let cfg = t.stack_dir("dev").join("host/config.json");
+    let value = "a display name with spaces in it that runs well past forty columns";
+    std::fs::write(&cfg, format!("{{\"port\": {}, \"display_name\": \"{value}\"}}\n", free_port()))
+        .unwrap();
+    let (mut child, mut master) = t.spawn_on_pty(&["config", "show", "dev"], Some(40));
+    let mut shown = vec![];
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = master.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        shown.extend_from_slice(&buf[..n]);
+    }
+    child.wait().unwrap();
+    let shown = strip_ansi(&String::from_utf8_lossy(&shown).replace("\r\n", "\n"));
+    let mut lines = shown.lines();
+    let comment = lines.next().unwrap();
+    assert!(comment.starts_with("# ") && comment.ends_with("; secrets redacted"), "{shown}");
+    let json: String = lines.collect::<Vec<_>>().join("\n");
+    let doc: serde_json::Value =
+        serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}:\n{shown}"));
+    assert_eq!(doc["display_name"], value);
+}

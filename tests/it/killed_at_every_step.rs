@@ -7,7 +7,7 @@
 
 use std::os::unix::process::ExitStatusExt;
 
-use crate::common::{free_port, Stack, TestContext};
+use crate::common::{free_port, has_all, Stack, TestContext};
 
 /// The steps `args` would take, from its `--dry-run --json`.
 fn steps(t: &TestContext, args: &[String]) -> Vec<String> {
@@ -218,4 +218,25 @@ fn under_systemd_an_install_a_restart_and_a_stop_killed_at_any_step_are_settled_
         consistent(&t, stack, &format!("start after a stop killed before {step}"));
     }
     t.run(["uninstall", stack, "--purge", "--yes"]).ok();
+}
+
+/// A stopped stack (its label disabled) whose plist is then gone — removed by hand, or by an
+/// older oyster's uninstall, which removed it before enabling — is uninstalled all the same:
+/// the label is enabled again, so the next installer (Oysterun's own, which never enables)
+/// can bootstrap it. Before, `uninstall` found nothing installed ("nothing to uninstall") and
+/// left the label disabled for good.
+#[test]
+fn an_uninstall_enables_the_label_a_stop_left_disabled_when_the_plist_is_gone() {
+    let s = Stack::stopped("disgone");
+    assert!(s.disabled_in("gui"));
+    std::fs::remove_file(s.plist()).unwrap();
+    let r = s.t.run(["uninstall", s.name]).ok();
+    assert!(!s.disabled_in("gui"), "uninstall left the label disabled: {}", r.stdout());
+    has_all(
+        &r.stdout(),
+        &["is not installed (its label, left disabled by `stop`, is enabled again)"],
+    );
+    // Nothing else to do: the second one finds nothing to uninstall.
+    has_all(&s.t.run(["uninstall", s.name]).ok().stdout(), &["nothing to uninstall"]);
+    s.done();
 }

@@ -18,6 +18,14 @@ pub fn run(ctx: &Context, verb: &Job) -> anyhow::Result<ExitStatus> {
     if !matches!(verb, Job::Install { .. }) {
         preflight::require_known(ctx)?;
     }
+    // The run refuses a HOME or a stack another uid owns (exit 2) when it locks; so does its
+    // dry run, which takes no lock.
+    let purge = matches!(verb, Job::Uninstall { purge: true, .. });
+    ctx.refuse_foreign(&format!(
+        "agent {}{}",
+        verb.word(),
+        if purge { " --purge" } else { "" }
+    ))?;
     let (port, steps) = match verb {
         Job::Install {
             host,

@@ -8,6 +8,12 @@ use crate::ExitStatus;
 
 pub fn run(ctx: &Context, purge: bool, yes: bool) -> anyhow::Result<ExitStatus> {
     preflight::require_known(ctx)?;
+    // Refused before the question: an uninstalled stack's purge deletes without taking the
+    // lock (which does the refusing), so root with OYSTERUN_STACKS_DIR at another user's stacks
+    // deleted their stack.
+    if purge {
+        ctx.refuse_foreign("agent uninstall --purge")?;
+    }
     // Asked before anything changes: a No changes nothing.
     let purging = if purge {
         match super::purge::ask(ctx, yes)? {
@@ -38,9 +44,13 @@ fn uninstall(ctx: &Context, purging: bool) -> anyhow::Result<ExitStatus> {
     let plist = preflight::definition(ctx);
     let loaded = preflight::is_installed(ctx).unwrap_or(false);
     if !plist.exists() && !loaded {
-        // Nothing to do, and nothing created (no lock, no log dir, no audit line).
+        // A label `stop` disabled whose plist went since (removed by hand, or by an older
+        // oyster's uninstall, which removed it before enabling): enabled again, or the next
+        // installer (Oysterun's own, which never enables) gets a bare 5 from bootstrap.
+        let enabled = enable_left_disabled(ctx)?;
+        // Nothing else to do, and nothing created (no log dir, no audit line).
         ctx.out.said(&format!(
-            "{} is not installed; {}",
+            "{} is not installed{enabled}; {}",
             plist.display(),
             if purging {
                 "only the stack's data goes."
@@ -106,6 +116,31 @@ fn uninstall(ctx: &Context, purging: bool) -> anyhow::Result<ExitStatus> {
         plist.display(),
     ));
     Ok(ExitStatus::Success)
+}
+
+/// Enables the label in each domain where it is disabled, under the lock; says so (` (its
+/// label, left disabled by `stop`, is enabled again)`), or nothing when none was disabled or
+/// launchd cannot be asked.
+fn enable_left_disabled(ctx: &Context) -> anyhow::Result<&'static str> {
+    if !matches!(ctx.manager(), Ok(crate::context::Manager::Launchd)) {
+        return Ok("");
+    }
+    let Ok(lc) = ctx.launchctl() else {
+        return Ok("");
+    };
+    let label = &ctx.stack.label;
+    let disabled: Vec<_> = crate::launchctl::Domain::both()
+        .into_iter()
+        .filter(|d| lc.is_disabled_in(d, label))
+        .collect();
+    if disabled.is_empty() {
+        return Ok("");
+    }
+    let _lock = ctx.lock_stack("agent uninstall")?;
+    for d in disabled {
+        lc.enable(d, label)?;
+    }
+    Ok(" (its label, left disabled by `stop`, is enabled again)")
 }
 
 /// The file this run created in a stack directory that did not exist before it (the audit
