@@ -545,8 +545,8 @@ impl Context {
             self.stack.home.display()
         ))
         .hint(format!(
-            "run it as {name}, without sudo: `oyster {what}{stack}`, or `sudo -u {sudo_user} -H oyster {what}{stack}`",
-            stack = self.stack_suffix()
+            "run it as {name}, without sudo: `{typed}`, or `sudo -u {sudo_user} -H {typed}`",
+            typed = crate::output::as_typed()
         )))
     }
 
@@ -581,14 +581,18 @@ impl Context {
             if owner == euid {
                 continue;
             }
-            let name = crate::sys::user::name_of(owner).unwrap_or_else(|| format!("uid {owner}"));
+            // sudo takes a uid without an account as `#UID` (quoted: `#` starts a comment).
+            let (name, sudo_user) = match crate::sys::user::name_of(owner) {
+                Some(n) => (n.clone(), n),
+                None => (format!("uid {owner}"), format!("'#{owner}'")),
+            };
             return Err(crate::error::Invalid::new(format!(
                 "{} belongs to {name}, but oyster runs as uid {euid}; `{what}` would write there, and {name}'s own oyster would not wait for it",
                 dir.display()
             ))
             .hint(format!(
-                "run it as {name}: `oyster {what}{}`",
-                self.stack_suffix()
+                "run it as {name}, with the same OYSTERUN_STACKS_DIR: `sudo -u {sudo_user} -H {}`",
+                crate::output::as_typed()
             )));
         }
         Ok(())

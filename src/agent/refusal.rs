@@ -11,6 +11,7 @@ use std::path::Path;
 
 use super::login_items::{self, LoginItem};
 use crate::launchctl::{Domain, Launchctl};
+use crate::output::shell_word;
 
 /// One cause of a refusal, with its fix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,16 +67,6 @@ pub fn no_reason_hint(
         );
     }
     hint + &format!("; `{doctor}` checks the rest")
-}
-
-/// `word` as one shell word: as it is when it needs no quoting, else in single quotes.
-fn shell_word(word: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:,@%~".contains(c);
-    if !word.is_empty() && word.chars().all(plain) {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
 }
 
 fn disabled(lc: &Launchctl, domain: Domain, label: &str) -> Option<Cause> {

@@ -68,13 +68,4 @@ impl super::SetupArgs {
     }
 }
 
-/// `s` as one POSIX shell word: unchanged when it holds only safe characters, else in single
-/// quotes (a `'` inside as `'\''`).
-pub(crate) fn shell_word(s: &str) -> String {
-    let safe = |c: char| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c);
-    if !s.is_empty() && s.chars().all(safe) {
-        s.to_owned()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
+pub(crate) use crate::output::shell_word;

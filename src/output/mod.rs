@@ -6,6 +6,31 @@ pub mod redact;
 pub mod report;
 pub mod wrap;
 
+/// `s` as one POSIX shell word for a command oyster suggests: unchanged when it holds only
+/// characters no shell treats specially, else in single quotes (a `'` inside as `'\''`). `~`
+/// is quoted: at the start of a word the shell would expand it.
+pub fn shell_word(s: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c);
+    if !s.is_empty() && s.chars().all(safe) {
+        s.to_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// The command this process was started with, as one line a user can run again (`oyster`
+/// and its arguments, each a [`shell_word`]).
+pub fn as_typed() -> String {
+    let words: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| shell_word(&a.to_string_lossy()))
+        .collect();
+    std::iter::once("oyster".to_owned())
+        .chain(words)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 pub use printer::{printer, Mode, Tone};
 pub use report::Reporter;
 

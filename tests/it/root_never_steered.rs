@@ -278,7 +278,10 @@ fn a_writing_verb_on_a_stack_another_uid_owns_is_refused_before_it_writes() {
         &["host", "stop", "--stack", "dev"],
     ] {
         let r = t.run(args).fails_with(2);
-        has_all(&r.stderr(), &["belongs to uid 61234", "would not wait for it"]);
+        // The hint repeats the command as typed (its options too), as the owner, whom sudo
+        // knows by `#UID` when no account has the uid.
+        let hint = format!("`sudo -u '#61234' -H oyster {}`", args.join(" "));
+        has_all(&r.stderr(), &["belongs to uid 61234", "would not wait for it", &hint]);
     }
     assert_eq!(contents(&shared), before, "a refused verb wrote into another uid's stack");
     t.run(["status", "dev", "--json"]);
@@ -361,15 +364,15 @@ fn a_refused_providers_edit_names_the_command_as_typed() {
     for (args, hint) in [
         (
             &["providers", "auto", "codex", "--stack", "dev"][..],
-            "`oyster providers auto codex --stack dev`",
+            "-H oyster providers auto codex --stack dev`",
         ),
         (
             &["providers", "set", "codex", "", "--stack", "dev"],
-            "`oyster providers set codex '' --stack dev`",
+            "-H oyster providers set codex '' --stack dev`",
         ),
         (
             &["providers", "set", "claude", "/opt/my tools/claude", "--stack", "dev"],
-            "`oyster providers set claude '/opt/my tools/claude' --stack dev`",
+            "-H oyster providers set claude '/opt/my tools/claude' --stack dev`",
         ),
     ] {
         let r = t.run(args).fails_with(2);
