@@ -79,3 +79,32 @@ fn a_rolled_back_first_setup_leaves_no_stack_behind() {
     t.run(["list"]).ok().stdout_has("No Oysterun stack on this machine");
     t.wait_no_processes();
 }
+
+/// A purge holds the stack's lock from its uninstall to its deletion: while another oyster
+/// holds it (here: this test, as an install would), the purge waits, naming it, and deletes
+/// nothing; once it is free, the purge goes on. Before, a purge deleted without the lock, so an
+/// install meanwhile lost the stack it was writing.
+#[test]
+fn a_purge_waits_for_the_stacks_lock_before_it_deletes() {
+    use std::io::Read;
+    let t = TestContext::new();
+    let dir = t.stack_dir("dev");
+    std::fs::create_dir_all(dir.join("host")).unwrap();
+    std::fs::write(dir.join("host/config.json"), "{\"port\": 4242}").unwrap();
+    let lock = t.lock_file("dev");
+    std::fs::write(&lock, "").unwrap();
+    let held = std::fs::File::open(&lock).unwrap();
+    held.lock().unwrap();
+    let piped = std::process::Stdio::piped;
+    let mut purge = t.spawn(["uninstall", "dev", "--purge", "--yes"], piped(), piped(), piped());
+    let mut err = purge.stderr.take().unwrap();
+    let mut said = vec![0u8; 4096];
+    let n = err.read(&mut said).unwrap();
+    let said = String::from_utf8_lossy(&said[..n]).into_owned();
+    has_all(&said, &["waiting for another oyster"]);
+    assert!(dir.join("host/config.json").exists(), "deleted under another oyster's lock");
+    drop(held);
+    let out = purge.wait_with_output().unwrap();
+    assert!(out.status.success(), "{said}");
+    assert!(!dir.exists());
+}

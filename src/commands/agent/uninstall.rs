@@ -26,14 +26,25 @@ pub fn run(ctx: &Context, purge: bool, yes: bool) -> anyhow::Result<ExitStatus> 
     } else {
         None
     };
-    let status = uninstall(ctx, purging.is_some())?;
+    // A purge holds the stack's lock from the uninstall to the deletion: an install started
+    // meanwhile waits, instead of writing a stack the deletion then takes from under it.
+    let held = match purging {
+        Some(_) => Some(ctx.lock_stack("agent uninstall --purge")?),
+        None => None,
+    };
+    let status = uninstall(ctx, purging.is_some(), held.as_ref())?;
     if let Some(p) = &purging {
         super::purge::delete(ctx, p)?;
     }
     Ok(status)
 }
 
-fn uninstall(ctx: &Context, purging: bool) -> anyhow::Result<ExitStatus> {
+/// `held`: the stack's lock, when the caller holds it already (a purge); else taken here.
+fn uninstall(
+    ctx: &Context,
+    purging: bool,
+    held: Option<&crate::sys::fs::Lock>,
+) -> anyhow::Result<ExitStatus> {
     let stack = &ctx.stack;
     // A bad timeout is a typo, not a missing launchctl: removing the plist of a job that stays
     // loaded would leave it with no file behind it.
@@ -44,39 +55,22 @@ fn uninstall(ctx: &Context, purging: bool) -> anyhow::Result<ExitStatus> {
     let plist = preflight::definition(ctx);
     let loaded = preflight::is_installed(ctx).unwrap_or(false);
     if !plist.exists() && !loaded {
-        // A label `stop` disabled whose plist went since (removed by hand, or by an older
-        // oyster's uninstall, which removed it before enabling): enabled again, or the next
-        // installer (Oysterun's own, which never enables) gets a bare 5 from bootstrap.
-        let enabled = enable_left_disabled(ctx)?;
-        // Nothing else to do, and nothing created (no log dir, no audit line).
-        ctx.out.said(&format!(
-            "{} is not installed{enabled}; {}",
-            plist.display(),
-            if purging {
-                "only the stack's data goes."
-            } else {
-                "nothing to uninstall."
-            }
-        ));
-        return Ok(ExitStatus::Success);
+        return not_installed(ctx, &plist, purging, held);
     }
-    let lock = ctx.lock_stack("agent uninstall")?;
+    let owned;
+    let lock = match held {
+        Some(lock) => lock,
+        None => {
+            owned = ctx.lock_stack("agent uninstall")?;
+            &owned
+        }
+    };
     // A stack directory removed by hand while its plist stayed: the audit line would create it
     // again, and `list`/`cleanup` would then show a stack of nothing. Looked at under the lock:
     // a stack another oyster created while this one waited (an install) is not this run's.
     let root_was_there = std::fs::symlink_metadata(&stack.root).is_ok();
-    let kept = if purging {
-        String::new()
-    } else if root_was_there {
-        format!(
-            " Kept: config {}, logs {}.",
-            stack.config_path().display(),
-            stack.log_dir.display()
-        )
-    } else {
-        format!(" {} was already gone.", stack.root.display())
-    };
-    let mut agent = match preflight::job(ctx, Some(&lock)) {
+    let kept = kept_words(stack, purging, root_was_there);
+    let mut agent = match preflight::job(ctx, Some(lock)) {
         Ok(agent) => agent,
         Err(e) => {
             // No launchctl: nothing can be booted out, but the file can still go.
@@ -121,7 +115,48 @@ fn uninstall(ctx: &Context, purging: bool) -> anyhow::Result<ExitStatus> {
 /// Enables the label in each domain where it is disabled, under the lock; says so (` (its
 /// label, left disabled by `stop`, is enabled again)`), or nothing when none was disabled or
 /// launchd cannot be asked.
-fn enable_left_disabled(ctx: &Context) -> anyhow::Result<&'static str> {
+/// What the uninstall keeps, in words (nothing when purging: the purge says what went).
+fn kept_words(stack: &crate::host::stack::Stack, purging: bool, root_was_there: bool) -> String {
+    if purging {
+        String::new()
+    } else if root_was_there {
+        format!(
+            " Kept: config {}, logs {}.",
+            stack.config_path().display(),
+            stack.log_dir.display()
+        )
+    } else {
+        format!(" {} was already gone.", stack.root.display())
+    }
+}
+
+/// Nothing loaded and no definition: nothing to uninstall, and nothing created (no log dir,
+/// no audit line). A label `stop` disabled whose plist went since (removed by hand, or by an
+/// older oyster's uninstall, which removed it before enabling) is enabled again, or the next
+/// installer (Oysterun's own, which never enables) gets a bare 5 from bootstrap.
+fn not_installed(
+    ctx: &Context,
+    plist: &std::path::Path,
+    purging: bool,
+    held: Option<&crate::sys::fs::Lock>,
+) -> anyhow::Result<ExitStatus> {
+    let enabled = enable_left_disabled(ctx, held)?;
+    ctx.out.said(&format!(
+        "{} is not installed{enabled}; {}",
+        plist.display(),
+        if purging {
+            "only the stack's data goes."
+        } else {
+            "nothing to uninstall."
+        }
+    ));
+    Ok(ExitStatus::Success)
+}
+
+fn enable_left_disabled(
+    ctx: &Context,
+    held: Option<&crate::sys::fs::Lock>,
+) -> anyhow::Result<&'static str> {
     if !matches!(ctx.manager(), Ok(crate::context::Manager::Launchd)) {
         return Ok("");
     }
@@ -136,7 +171,10 @@ fn enable_left_disabled(ctx: &Context) -> anyhow::Result<&'static str> {
     if disabled.is_empty() {
         return Ok("");
     }
-    let _lock = ctx.lock_stack("agent uninstall")?;
+    let _lock = match held {
+        Some(_) => None,
+        None => Some(ctx.lock_stack("agent uninstall")?),
+    };
     for d in disabled {
         lc.enable(d, label)?;
     }
