@@ -545,8 +545,8 @@ impl Context {
             self.stack.home.display()
         ))
         .hint(format!(
-            "run it as {name}, without sudo: `{typed}`, or `sudo -u {sudo_user} -H {typed}`",
-            typed = crate::output::as_typed()
+            "run it as {name}, without sudo: `oyster {what}{stack}`, or `sudo -u {sudo_user} -H oyster {what}{stack}`",
+            stack = self.stack_suffix()
         )))
     }
 
@@ -591,8 +591,8 @@ impl Context {
                 dir.display()
             ))
             .hint(format!(
-                "run it as {name}, with the same OYSTERUN_STACKS_DIR: `sudo -u {sudo_user} -H {}`",
-                crate::output::as_typed()
+                "run it as {name}, with the same OYSTERUN_STACKS_DIR: `sudo -u {sudo_user} -H oyster {what}{}`",
+                self.stack_suffix()
             )));
         }
         Ok(())

@@ -23,7 +23,12 @@ pub fn sync_verb(ctx: &Context, port: Option<u16>) -> anyhow::Result<ExitStatus>
     if let Some(port) = port {
         crate::manager::refuse_claimed_port(ctx, port)?;
     }
-    let _lock = ctx.lock_stack("config sync")?;
+    // As a refusal's hint repeats it: the options too (run without --port it would do else).
+    let what = match port {
+        Some(p) => format!("config sync --port {p}"),
+        None => "config sync".to_owned(),
+    };
+    let _lock = ctx.lock_stack(&what)?;
     let changes = sync(ctx, port)?;
     crate::config::report(&ctx.stack.config_path(), &changes, ctx.reporter());
     if let Some(port) = port {

@@ -40,6 +40,22 @@ pub fn run(ctx: &Context, cmd: HostVerb) -> anyhow::Result<ExitStatus> {
     }
 }
 
+/// `host start` with the definition it was given, as a refusal's hint repeats it.
+fn start_as_typed(host: &crate::host::plan::HostInputs) -> String {
+    let path = |p: &std::path::Path| crate::output::shell_word(&p.display().to_string());
+    let mut words = vec!["host start".to_owned()];
+    if let Some(root) = &host.root {
+        words.push(format!("--root {}", path(root)));
+    }
+    if let Some(node) = &host.node_bin {
+        words.push(format!("--node-bin {}", path(node)));
+    }
+    if let Some(port) = host.port {
+        words.push(format!("--port {port}"));
+    }
+    words.join(" ")
+}
+
 /// `host start`: start the Host directly (pid file), verify it, or stop it again.
 fn start(
     ctx: &Context,
@@ -55,7 +71,7 @@ fn start(
     if let Some(port) = super::agent::preflight::intended_port(ctx, host) {
         crate::manager::refuse_claimed_port(ctx, port)?;
     }
-    let lock = ctx.lock_stack("host start")?;
+    let lock = ctx.lock_stack(&start_as_typed(host))?;
     // A refused first start (a bad or managed --root) leaves no stack behind, as a refused
     // first install does (`list` and `cleanup` would meet it): decided under the lock, so a
     // stack another oyster created while this one waited is never taken for this run's.

@@ -18,19 +18,6 @@ pub fn shell_word(s: &str) -> String {
     }
 }
 
-/// The command this process was started with, as one line a user can run again (`oyster`
-/// and its arguments, each a [`shell_word`]).
-pub fn as_typed() -> String {
-    let words: Vec<String> = std::env::args_os()
-        .skip(1)
-        .map(|a| shell_word(&a.to_string_lossy()))
-        .collect();
-    std::iter::once("oyster".to_owned())
-        .chain(words)
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 pub use printer::{printer, Mode, Tone};
 pub use report::Reporter;
 

@@ -276,12 +276,20 @@ fn a_writing_verb_on_a_stack_another_uid_owns_is_refused_before_it_writes() {
         &["config", "sync", "--stack", "dev", "--port", "4343"][..],
         &["env", "set", "HTTPS_PROXY", "http://proxy:3128", "--stack", "dev", "--no-restart"],
         &["host", "stop", "--stack", "dev"],
+        &["host", "start", "--stack", "dev", "--port", "4545"],
     ] {
         let r = t.run(args).fails_with(2);
-        // The hint repeats the command as typed (its options too), as the owner, whom sudo
-        // knows by `#UID` when no account has the uid.
-        let hint = format!("`sudo -u '#61234' -H oyster {}`", args.join(" "));
-        has_all(&r.stderr(), &["belongs to uid 61234", "would not wait for it", &hint]);
+        // The hint repeats the command (its options too, never a value it was given), as the
+        // owner, whom sudo knows by `#UID` when no account has the uid.
+        let hint = match args[0] {
+            "config" => "`sudo -u '#61234' -H oyster config sync --port 4343 --stack dev`",
+            "env" => "`sudo -u '#61234' -H oyster env set HTTPS_PROXY --value-stdin --stack dev`",
+            _ if args[1] == "start" => {
+                "`sudo -u '#61234' -H oyster host start --port 4545 --stack dev`"
+            }
+            _ => "`sudo -u '#61234' -H oyster host stop --stack dev`",
+        };
+        has_all(&r.stderr(), &["belongs to uid 61234", "would not wait for it", hint]);
     }
     assert_eq!(contents(&shared), before, "a refused verb wrote into another uid's stack");
     t.run(["status", "dev", "--json"]);
