@@ -193,7 +193,7 @@ fn remove_asked(
     if !removable.is_empty() {
         let names: Vec<&str> = removable.iter().map(|f| f.name.as_str()).collect();
         let go = args.yes
-            || ask(
+            || super::setup::ask_yes(
                 ctx,
                 &format!(
                     "Remove {} leftover stack{} ({})? [y/N] ",
@@ -221,7 +221,7 @@ fn remove_asked(
     } else if terminal && !args.yes {
         for f in with_files {
             let q = format!("Remove stack {} with {}? [y/N] ", f.name, list(&f.precious));
-            if ask(ctx, &q)? {
+            if super::setup::ask_yes(ctx, &q)? {
                 failed |= !remove(ctx, lc, f);
             }
         }
@@ -501,15 +501,4 @@ fn list(files: &[PathBuf]) -> String {
         (false, true) => format!("its config ({})", show(&config)),
         _ => format!("logs ({})", show(&logs)),
     }
-}
-
-fn ask(ctx: &Context, question: &str) -> anyhow::Result<bool> {
-    ctx.out.out_inline(question);
-    let _guard = crate::sys::signal::InterruptGuard::install();
-    let line = super::setup::read_answer()?;
-    if line.is_none() {
-        ctx.out.raw(b"\n");
-    }
-    let a = line.unwrap_or_default().trim().to_ascii_lowercase();
-    Ok(a == "y" || a == "yes")
 }

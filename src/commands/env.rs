@@ -283,7 +283,9 @@ fn offer_restart(ctx: &Context, restart: Option<bool>) -> anyhow::Result<ExitSta
     let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let go = match restart {
         Some(go) => go,
-        None if terminal => ask(ctx, "Restart the Host now so it gets the change? [y/N] ")?,
+        None if terminal => {
+            super::setup::ask_yes(ctx, "Restart the Host now so it gets the change? [y/N] ")?
+        }
         None => false,
     };
     if !go {
@@ -306,17 +308,6 @@ fn offer_restart(ctx: &Context, restart: Option<bool>) -> anyhow::Result<ExitSta
             restore_sessions: false,
         }),
     )
-}
-
-fn ask(ctx: &Context, question: &str) -> anyhow::Result<bool> {
-    ctx.out.out_inline(question);
-    let _guard = crate::sys::signal::InterruptGuard::install();
-    let line = super::setup::read_answer()?;
-    if line.is_none() {
-        ctx.out.raw(b"\n");
-    }
-    let a = line.unwrap_or_default().trim().to_ascii_lowercase();
-    Ok(a == "y" || a == "yes")
 }
 
 /// After setup: the caller's shell has proxy or CA variables ([`crate::context::NOTICED`])
@@ -351,7 +342,7 @@ pub fn notice_shell(ctx: &Context) -> anyhow::Result<()> {
     let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let file = declared::path(&ctx.stack);
     if !terminal
-        || !ask(
+        || !super::setup::ask_yes(
             ctx,
             &format!(
                 "Declare them for the Host (in {}, mode 0600)? [y/N] ",

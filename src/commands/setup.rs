@@ -323,6 +323,19 @@ fn confirm(ctx: &Context, installs: &[Install], without: &str) -> anyhow::Result
     })
 }
 
+/// Asks `question` on the terminal (a `[y/N]` one): `y` or `yes` is a yes; anything else,
+/// Enter, end of input or an interrupt is a no.
+pub(crate) fn ask_yes(ctx: &Context, question: &str) -> anyhow::Result<bool> {
+    ctx.out.out_inline(question);
+    let _guard = crate::sys::signal::InterruptGuard::install();
+    let line = read_answer()?;
+    if line.is_none() {
+        ctx.out.raw(b"\n");
+    }
+    let a = line.unwrap_or_default().trim().to_ascii_lowercase();
+    Ok(a == "y" || a == "yes")
+}
+
 /// Reads one line from stdin byte by byte, so an interrupt ends the read (`EINTR`) instead of
 /// being retried. `None` on EOF or interrupt.
 pub(crate) fn read_answer() -> anyhow::Result<Option<String>> {
