@@ -272,10 +272,16 @@ fn apply_steps(
     lock: &Lock,
     journal: &mut Journal,
 ) -> anyhow::Result<Plan> {
-    let base = sp.plan.host_environment(&ctx.stack.home)?;
     // 1. Provider installs.
     let installed = if install {
-        install_providers(ctx, sp, &base, journal)?
+        let (env, declared) = npm_environment(ctx, &sp.plan)?;
+        if !declared.is_empty() {
+            ctx.reporter().note(&format!(
+                "npm runs with the declared {} (`oyster env`)",
+                declared.join(", ")
+            ));
+        }
+        install_providers(ctx, sp, &env, journal)?
     } else {
         vec![]
     };
@@ -295,6 +301,28 @@ fn apply_steps(
     let plan = plan::plan(ctx, &opts.host)?;
     start_service(ctx, opts, sp, &plan, lock, journal)?;
     Ok(plan)
+}
+
+/// The environment npm runs in: the Host's generated one, plus the declared variables a
+/// network needs ([`crate::context::NOTICED`]: proxies, `NO_PROXY`, `NODE_EXTRA_CA_CERTS`;
+/// `oyster env`, the organization's forced ones over them), so that an install behind a proxy
+/// reaches the registry as the Host reaches the providers. Their values are secrets of this
+/// run (npm's lines are shown); the names are returned to be said.
+fn npm_environment(
+    ctx: &Context,
+    plan: &Plan,
+) -> anyhow::Result<(Vec<(String, String)>, Vec<String>)> {
+    let mut env = plan.host_environment(&ctx.stack.home)?;
+    let declared = crate::host::declared::effective(&ctx.stack, &plan::managed(ctx));
+    let network: Vec<(String, String)> = declared
+        .vars
+        .into_iter()
+        .filter(|(k, _)| crate::context::NOTICED.contains(&k.as_str()))
+        .collect();
+    ctx.out.add_secrets(network.iter().map(|(_, v)| v.clone()));
+    let names = network.iter().map(|(k, _)| k.clone()).collect();
+    env.extend(network);
+    Ok((env, names))
 }
 
 /// Installs each missing provider through the pinned Node's npm, journaled before npm runs.
@@ -532,7 +560,7 @@ impl crate::undo::Revert<Undoing<'_>> for Undo {
                 let i = &sp.installs[install_idx];
                 let args = i.argv("uninstall");
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                let env = sp.plan.host_environment(&ctx.stack.home)?;
+                let (env, _) = npm_environment(ctx, &sp.plan)?;
                 let f = process::run(
                     &i.npm,
                     &args,

@@ -527,3 +527,37 @@ fn a_setup_that_waited_for_another_rolls_back_only_what_it_did() {
     }
     s.t.run(["host", "stop", "--stack", "st"]).ok();
 }
+
+/// Behind a proxy, setup's npm reaches the registry as the Host reaches the providers: it runs
+/// with the declared network variables (`oyster env`: a proxy, `NO_PROXY`, a CA bundle), said
+/// by name, never by value (npm's lines are shown, redacted); a declared variable that is not a
+/// network one (`DEBUG`) is the Host's alone. Before, npm got none of them.
+#[test]
+fn setups_npm_gets_the_declared_proxy_and_no_other_declared_variable() {
+    let s = Setup::new(0);
+    let seen = s.t.path("npm-env.log");
+    let npm = s.t.path("nodepfx/bin/npm");
+    let recorded = std::fs::read_to_string(&npm).unwrap().replacen(
+        "#!/bin/sh\n",
+        &format!(
+            "#!/bin/sh\necho \"proxy=$HTTPS_PROXY no=$NO_PROXY debug=$DEBUG\" >> '{}'\necho \"npm http fetch via $HTTPS_PROXY\"\n",
+            seen.display()
+        ),
+        1,
+    );
+    std::fs::write(&npm, recorded).unwrap();
+    let proxy = "http://alice:s3cret-pw@proxy.example:3128";
+    s.t.run(["config", "sync", "--stack", "st", "--port", &s.port.to_string()]).ok();
+    for (k, v) in [("HTTPS_PROXY", proxy), ("NO_PROXY", "127.0.0.1,localhost"), ("DEBUG", "1")] {
+        s.t.run(["env", "set", k, v, "--stack", "st", "--no-restart"]).ok();
+    }
+    let r = s.t.run(s.args(&["--install-providers"])).ok();
+    let out = format!("{}{}", r.stdout(), r.stderr());
+    has_all(&out, &["npm runs with the declared HTTPS_PROXY, NO_PROXY (`oyster env`)"]);
+    // npm's line naming the proxy is shown, the password in it redacted.
+    has_all(&out, &["npm http fetch via"]);
+    has_none(&out, &["s3cret-pw"]);
+    let env = std::fs::read_to_string(&seen).unwrap();
+    let first = env.lines().next().unwrap();
+    assert_eq!(first, format!("proxy={proxy} no=127.0.0.1,localhost debug="), "{env}");
+}
