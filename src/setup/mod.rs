@@ -303,15 +303,15 @@ fn apply_steps(
     Ok(plan)
 }
 
+/// An environment, name → value, in order.
+type Env = Vec<(String, String)>;
+
 /// The environment npm runs in: the Host's generated one, plus the declared variables a
 /// network needs ([`crate::context::NOTICED`]: proxies, `NO_PROXY`, `NODE_EXTRA_CA_CERTS`;
 /// `oyster env`, the organization's forced ones over them), so that an install behind a proxy
 /// reaches the registry as the Host reaches the providers. Their values are secrets of this
 /// run (npm's lines are shown); the names are returned to be said.
-fn npm_environment(
-    ctx: &Context,
-    plan: &Plan,
-) -> anyhow::Result<(Vec<(String, String)>, Vec<String>)> {
+fn npm_environment(ctx: &Context, plan: &Plan) -> anyhow::Result<(Env, Vec<String>)> {
     let mut env = plan.host_environment(&ctx.stack.home)?;
     let declared = crate::host::declared::effective(&ctx.stack, &plan::managed(ctx));
     let network: Vec<(String, String)> = declared
