@@ -478,7 +478,7 @@ impl Unit<'_> {
                 self.sc.daemon_reload()?;
                 self.sc.reset_failed(&self.name)?;
                 self.sc.start(&self.name)?;
-                let port = unit_port(&bytes).unwrap_or(0);
+                let port = unit_port(&bytes, &self.stack.home).unwrap_or(0);
                 let fresh = Baseline::default();
                 let first = self.wait_for_instance(&fresh, Instant::now(), timing);
                 let healthy = first.and_then(|s| {
@@ -527,16 +527,15 @@ impl Unit<'_> {
     }
 }
 
-/// `OYSTERUN_PORT` as a unit's `Environment=` line sets it.
-fn unit_port(bytes: &[u8]) -> Option<u16> {
+/// `OYSTERUN_PORT` as the unit's `Environment=` lines set it (read as systemd reads them).
+fn unit_port(bytes: &[u8], home: &std::path::Path) -> Option<u16> {
     let text = std::str::from_utf8(bytes).ok()?;
-    text.lines().find_map(|l| {
-        let rest = l.strip_prefix("Environment=")?.trim_matches('"');
-        rest.strip_prefix("OYSTERUN_PORT=")?
-            .trim_matches('"')
-            .parse()
-            .ok()
-    })
+    crate::systemd::environment_of(&[text], home)
+        .into_iter()
+        .find(|(k, _)| k == "OYSTERUN_PORT")?
+        .1?
+        .parse()
+        .ok()
 }
 
 fn step_word(step: &Step) -> String {
