@@ -56,7 +56,8 @@ pub struct EnvSnapshot {
 }
 
 /// The variables of the caller's shell that setup notices (never inherits): what a network
-/// behind a proxy or a TLS-inspecting firewall needs.
+/// behind a proxy or a TLS-inspecting firewall needs. The proxies come first (doctor checks
+/// the first six as proxy URLs).
 pub const NOTICED: [&str; 9] = [
     "HTTPS_PROXY",
     "https_proxy",

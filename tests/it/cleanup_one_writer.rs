@@ -13,7 +13,7 @@ use crate::common::has_all;
 use crate::common::{free_port, real_node, TestContext};
 
 /// A running oyster and what it has said so far, collected by a thread as it comes.
-struct Running {
+pub(crate) struct Running {
     child: Child,
     said: Arc<Mutex<Vec<u8>>>,
 }
@@ -43,7 +43,7 @@ impl Running {
     }
 
     /// Waits until it said `text`; fails naming what it said if it ends first, or after 20 s.
-    fn wait_for(&mut self, text: &str) {
+    pub(crate) fn wait_for(&mut self, text: &str) {
         let t0 = Instant::now();
         while !self.said().contains(text) {
             if let Some(s) = self.child.try_wait().unwrap() {
@@ -65,7 +65,7 @@ impl Running {
 
     /// Waits (60 s at most, then kills it and fails) for it to end: its exit code and all it
     /// said.
-    fn finish(mut self) -> (i32, String) {
+    pub(crate) fn finish(mut self) -> (i32, String) {
         let t0 = Instant::now();
         let status = loop {
             if let Some(s) = self.child.try_wait().unwrap() {
@@ -101,7 +101,7 @@ impl OnPty {
 }
 
 /// An oyster in the background, its stdin and stdout closed: what it says on stderr.
-fn background(t: &TestContext, args: &[String]) -> Running {
+pub(crate) fn background(t: &TestContext, args: &[String]) -> Running {
     let mut child = t.spawn(args, Stdio::null(), Stdio::null(), Stdio::piped());
     let stderr = child.stderr.take().unwrap();
     Running::collect(child, stderr)

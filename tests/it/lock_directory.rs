@@ -1,48 +1,10 @@
 //! The stack's lifecycle lock outside the stack (docs/behaviour.md §9, hostile pass 8): where
 //! it lives, what a cleaner or a `sudo` run does to its directory, and what a waiter meets.
 
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::cleanup_one_writer::background;
 use crate::common::{args, free_port, TestContext};
-
-/// An oyster in the background, its stderr collected into a file of the test's.
-struct Background {
-    child: Child,
-    stderr: std::path::PathBuf,
-}
-
-impl Background {
-    fn spawn(t: &TestContext, a: &[String], name: &str) -> Background {
-        let stderr = t.path(&format!("{name}.stderr"));
-        let child = t
-            .cmd()
-            .args(a)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
-        Background { child, stderr }
-    }
-
-    /// Waits (60 s at most) for it to end: its exit code and its stderr.
-    fn finish(mut self) -> (i32, String) {
-        let t0 = Instant::now();
-        let status = loop {
-            if let Some(s) = self.child.try_wait().unwrap() {
-                break s;
-            }
-            if t0.elapsed() > Duration::from_secs(60) {
-                let _ = self.child.kill();
-                panic!("still running");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let said = std::fs::read_to_string(&self.stderr).unwrap_or_default();
-        (status.code().unwrap_or(-1), said)
-    }
-}
 
 /// Waits (20 s at most) until the lock file of stack `name` records a holder doing `what`.
 fn wait_for_holder(t: &TestContext, name: &str, what: &str) {
@@ -69,7 +31,7 @@ fn a_cache_cleaner_removing_its_directories_lets_no_second_oyster_beside_a_holde
         std::fs::create_dir_all(c.join("some-tool")).unwrap();
     }
     let install = args(&["install", "dev"]).port(free_port()).wait(4, 200);
-    let holder = Background::spawn(&t, &install.0, "install");
+    let holder = background(&t, &install.0);
     wait_for_holder(&t, "dev", "agent install");
     for c in &caches {
         std::fs::remove_dir_all(c).unwrap();
@@ -219,14 +181,8 @@ fn a_refused_first_install_keeps_a_stack_another_oyster_created_while_it_waited(
             format!("pid {} (config sync)\n", std::process::id()).as_bytes(),
         )
         .unwrap();
-        let refused = Background::spawn(&t, &args(words).root(&bad_root).0, "refused");
-        let t0 = Instant::now();
-        while !std::fs::read_to_string(&refused.stderr)
-            .is_ok_and(|s| s.contains("waiting for another oyster"))
-        {
-            assert!(t0.elapsed() < Duration::from_secs(20), "it never waited");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let mut refused = background(&t, &args(words).root(&bad_root).0);
+        refused.wait_for("waiting for another oyster");
         // What the holder's `config sync` writes: the stack, a config.json alone.
         std::fs::create_dir_all(config.parent().unwrap()).unwrap();
         std::fs::write(&config, format!("{{\"port\": {}}}\n", free_port())).unwrap();
@@ -260,14 +216,8 @@ fn an_uninstall_that_waited_keeps_the_stack_another_oyster_created_meanwhile() {
         format!("pid {} (agent install)\n", std::process::id()).as_bytes(),
     )
     .unwrap();
-    let uninstall = Background::spawn(&t, &args(&["uninstall", "dev"]).0, "uninstall");
-    let t0 = Instant::now();
-    while !std::fs::read_to_string(&uninstall.stderr)
-        .is_ok_and(|s| s.contains("waiting for another oyster"))
-    {
-        assert!(t0.elapsed() < Duration::from_secs(20), "it never waited");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let mut uninstall = background(&t, &args(&["uninstall", "dev"]).0);
+    uninstall.wait_for("waiting for another oyster");
     // What the install that holds the lock writes: the stack again, its audit line with it.
     let audit = t.stack_dir("dev").join("logs/service-control.jsonl");
     std::fs::create_dir_all(audit.parent().unwrap()).unwrap();

@@ -10,15 +10,8 @@ use super::{check, Check, Level};
 use crate::context::Context;
 use crate::host::declared::{self, Declared};
 
-/// The proxy variables Node, npm and the providers read.
-const PROXIES: &[&str] = &[
-    "HTTPS_PROXY",
-    "https_proxy",
-    "HTTP_PROXY",
-    "http_proxy",
-    "ALL_PROXY",
-    "all_proxy",
-];
+/// The proxy variables Node, npm and the providers read: the first six setup notices.
+const PROXIES: &[&str] = crate::context::NOTICED.split_at(6).0;
 
 pub(super) fn declared_checks(ctx: &Context) -> (Vec<Check>, Vec<String>) {
     let d = declared::effective(&ctx.stack, &crate::host::plan::managed(ctx));
