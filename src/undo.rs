@@ -54,11 +54,6 @@ impl<S> Journal<S> {
         self.steps.pop()
     }
 
-    /// Whether nothing was journaled: nothing to take back.
-    pub fn is_empty(&self) -> bool {
-        self.steps.is_empty()
-    }
-
     /// Reverts every step, newest first, each to its end (signals wait until the last one is
     /// done); returns what was undone, in words, in that order. A revert that fails is said,
     /// its error kept, and the rest still run.

@@ -21,7 +21,6 @@ use crate::launchctl::{
 use crate::output::audit::{Action, Audit, Step, StepOutcome};
 use crate::sys::fs::{self as fsutil, Lock};
 use crate::sys::signal::{self, Signal};
-use crate::undo::Journal;
 use crate::verify;
 
 /// How long oyster waits for a booted-out label to disappear.
@@ -59,22 +58,17 @@ impl Backoff {
     }
 }
 
-/// `/health` is cheap: poll it often.
-const HEALTH_EVERY: Duration = Duration::from_millis(20);
-
 pub use crate::service::{Outcome, Timing, Verified};
 
 pub use crate::verify::{EnvProof, ProofFloor};
 
 mod load;
-mod pending;
 mod restart;
 mod rollback;
 mod run;
 mod seam;
 mod verification;
 
-use crate::service::Change;
 use verification::{generated_keys_match, Baseline};
 
 /// The launchd side of one stack.
@@ -107,52 +101,11 @@ pub struct Agent<'a> {
     plan_env: crate::host::plan::PlanEnv<'a>,
     /// `--ignore-login-items`: a reload of a job said to be switched off is made all the same.
     pub(crate) ignore_switch: bool,
+    /// The job a run that loads replaces, as it was before its steps.
+    replaced: Option<PrintInfo>,
 }
 
-/// Why verification stopped.
-enum Stop {
-    Failed(String),
-    Interrupted(Signal),
-}
-
-impl From<String> for Stop {
-    fn from(s: String) -> Stop {
-        Stop::Failed(s)
-    }
-}
-
-impl From<&str> for Stop {
-    fn from(s: &str) -> Stop {
-        Stop::Failed(s.to_owned())
-    }
-}
-
-/// Stops a wait when a signal came.
-fn check_interrupt() -> Result<(), Stop> {
-    match signal::received() {
-        Some(sig) => Err(Stop::Interrupted(sig)),
-        None => Ok(()),
-    }
-}
-
-/// A launchctl call that failed while a signal is pending was cut short by it (its process
-/// group is killed on an interrupt): that is the interrupt, not a failed verification.
-fn stop_from(e: anyhow::Error) -> Stop {
-    match signal::received() {
-        Some(sig) => Stop::Interrupted(sig),
-        None => Stop::Failed(format!("{e:#}")),
-    }
-}
-
-/// Sleeps `d` in short steps, waking for a signal.
-fn sleep_interruptible(d: Duration) -> Result<(), Stop> {
-    let end = Instant::now() + d;
-    while Instant::now() < end {
-        check_interrupt()?;
-        std::thread::sleep(HEALTH_EVERY.min(end.saturating_duration_since(Instant::now())));
-    }
-    check_interrupt()
-}
+use crate::service::run::{check_interrupt, sleep_interruptible, stop_from, Stop, HEALTH_EVERY};
 
 impl<'a> Agent<'a> {
     /// Locates launchctl and the domain, saying aloud when it falls back to `user/<uid>` or
@@ -218,6 +171,7 @@ impl<'a> Agent<'a> {
             keep_stopped: false,
             plan_env: ctx.into(),
             ignore_switch: false,
+            replaced: None,
         })
     }
 
@@ -315,6 +269,16 @@ impl<'a> Agent<'a> {
             && info.get("program") == Some(launcher.as_ref())
             && info.arguments == arguments
             && generated_keys_match(info, &plan.env)
+    }
+
+    /// The run's receipt (`<run dir>/pending`, [`crate::service::journal`]).
+    pub(super) fn pending_path(&self) -> std::path::PathBuf {
+        self.stack.pending_path()
+    }
+
+    /// Whether a previous run was interrupted before its change verified.
+    pub fn pending(&self) -> bool {
+        self.pending_path().exists()
     }
 
     /// The plist that last verified, kept on disk for rollback.

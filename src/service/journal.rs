@@ -238,7 +238,7 @@ mod tests {
 
     #[test]
     fn a_receipt_counts_the_decided_steps_taken_and_keeps_no_config_value_but_the_port() {
-        use crate::service::{Change, Decision};
+        use crate::service::decide::{Change, Decision};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pending");
         let lock = fsutil::lock_sidecar(&dir.path().join("l")).unwrap();

@@ -9,11 +9,10 @@ pub mod decide;
 pub mod journal;
 pub mod manager;
 pub mod port;
+pub mod run;
 pub mod step;
 
-pub use decide::{
-    decide, Change, Decision, Loaded, Observed, Planned, PortHolder, Refusal, Request,
-};
+pub use decide::{decide, Decision, Loaded, Observed, Planned, PortHolder, Refusal, Request};
 pub use manager::{KillOutcome, Outcome, ServiceManager, Standing, StopOutcome, Timing, Verified};
 pub use step::Step;
 

@@ -388,14 +388,14 @@ impl ServiceManager for Unit<'_> {
         }
         self.ignore_switch = timing.ignore_login_items;
         let d = self.decide_for(plan, request)?;
-        self.run(plan, action, &d, timing)
+        service::run::run(self, plan, action, &d, timing)
     }
 
     fn start(&mut self, plan: &Plan, timing: Timing) -> anyhow::Result<Outcome> {
         self.ignore_switch = timing.ignore_login_items;
         let d = self.decide_for(plan, Request::Start)?;
         let stopped = self.path.exists() && !self.before.is_enabled();
-        let result = self.run(plan, Action::Start, &d, timing);
+        let result = service::run::run(self, plan, Action::Start, &d, timing);
         if result.is_err() && stopped {
             let _rest = signal::Suspended::new();
             if !self.show().is_ok_and(|s| Unit::is_loaded(&s)) {

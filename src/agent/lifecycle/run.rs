@@ -5,6 +5,7 @@
 //! it back.
 
 use super::*;
+use crate::service::run::Failed;
 use crate::service::{self, Decision, Loaded, Observed, PortHolder, Refusal, Request, Step};
 
 impl Agent<'_> {
@@ -101,34 +102,7 @@ impl Agent<'_> {
         Ok(o)
     }
 
-    /// The config or the plist written; a failure (before launchd was asked to load
-    /// anything) puts back the port this run wrote and removes this run's receipt.
-    fn write_step(
-        &mut self,
-        plan: &Plan,
-        action: Action,
-        step: &Step,
-        port: Option<&crate::config::Change>,
-        pending: bool,
-    ) -> anyhow::Result<()> {
-        let written = match step {
-            Step::WriteConfig { .. } => self.write_config(plan),
-            _ => self.write_plist(plan, action),
-        };
-        written.map_err(|e| {
-            let paths = (self.stack.config_path(), self.pending_path());
-            crate::service::journal::undo_writes(
-                e,
-                (&paths.0, &paths.1),
-                port,
-                pending,
-                "launchd",
-                self.out,
-            )
-        })
-    }
-
-    /// Takes the decided steps in order.
+    /// Takes the decided steps in order, through the one runner ([`service::run`]).
     pub fn run_decided(
         &mut self,
         plan: &Plan,
@@ -136,83 +110,55 @@ impl Agent<'_> {
         d: &Decision,
         timing: Timing,
     ) -> anyhow::Result<Outcome> {
-        let before = self.peek_before()?;
-        let pending = self.pending();
-        if pending {
-            self.out.progress("A previous oyster run stopped before its change verified; verifying now (and rolling back to the last good plist if it does not).");
-        }
-        let port = self.port_change(plan, pending);
-        let mut receipt = (d.reload || pending)
-            .then(|| self.mark_pending(action, d, port.as_ref()))
-            .transpose()?;
-        self.keep_stopped = d.keep_stopped;
-        let mut journal = Journal::new(Some((self.audit.clone(), action)));
-        let mut baseline = Baseline::of(before.as_ref());
-        self.say_before_steps(plan, d)?;
-        for (i, step) in d.steps.iter().enumerate() {
-            if let Some(r) = receipt.as_mut() {
-                r.advance(i, self.lock()?, &self.pending_path())?;
+        service::run::run(self, plan, action, d, timing)
+    }
+
+    /// One decided step, the launchd way.
+    pub(super) fn take_step(
+        &mut self,
+        plan: &Plan,
+        action: Action,
+        step: &Step,
+        baseline: &mut Baseline,
+    ) -> Result<(), Failed> {
+        match step {
+            Step::FinishStop { target } => self.finish_stop(target).map_err(Failed::Before),
+            Step::Enable { targets } if targets.len() > 1 => {
+                self.enable(action).map_err(Failed::Before)
             }
-            match step {
-                Step::FinishStop { target } => self.finish_stop(target)?,
-                Step::Enable { targets } if targets.len() > 1 => self.enable(action)?,
-                Step::WriteConfig { .. } | Step::WriteDefinition { .. } => {
-                    self.write_step(plan, action, step, port.as_ref(), pending)?;
-                }
-                Step::BootOut { target, .. } if *target != self.target() => {
-                    self.boot_out_others(action)?;
-                    self.forget_before();
-                }
-                Step::Enable { .. } | Step::BootOut { .. } | Step::Load { .. } => {
-                    if journal.is_empty() && d.change.rolls_back() {
-                        journal.push(self.definition(plan, action, timing, port.clone()));
-                    }
-                    if let Err((stop, hint)) = self.reload_part(step, action) {
-                        return Err(self.roll_back(action, journal, stop, hint));
-                    }
-                    baseline = Baseline {
-                        old_pid: before.as_ref().and_then(PrintInfo::pid),
-                        runs: Some(0),
-                        ..Baseline::default()
-                    };
-                }
-                Step::Restart { .. } => {
-                    if journal.is_empty() && d.change.rolls_back() {
-                        journal.push(self.definition(plan, action, timing, port.clone()));
-                    }
-                    // SIGTERM … kickstart is one step: a signal in between would leave the Host
-                    // stopped, so it is noticed once the new instance has been started.
-                    let _whole = signal::Suspended::new();
-                    baseline = self.restart_gracefully(action, before.as_ref())?;
-                }
-                Step::Verify { .. } => {}
-                Step::Disable { .. } | Step::RemoveDefinition { .. } | Step::StopDirect { .. } => {
-                    anyhow::bail!("launchd takes no {step:?} step in a load")
-                }
+            Step::WriteConfig { .. } => Ok(self.write_config(plan)?),
+            Step::WriteDefinition { .. } => Ok(self.write_plist(plan, action)?),
+            Step::BootOut { target, .. } if *target != self.target() => {
+                self.boot_out_others(action).map_err(Failed::Before)?;
+                self.forget_before();
+                Ok(())
             }
+            Step::Enable { .. } | Step::BootOut { .. } | Step::Load { .. } => {
+                self.reload_part(step, action)?;
+                *baseline = Baseline {
+                    old_pid: self.replaced.as_ref().and_then(PrintInfo::pid),
+                    runs: Some(0),
+                    ..Baseline::default()
+                };
+                Ok(())
+            }
+            Step::Restart { .. } => {
+                // SIGTERM … kickstart is one step: a signal in between would leave the Host
+                // stopped, so it is noticed once the new instance has been started.
+                let _whole = signal::Suspended::new();
+                *baseline = self.restart_gracefully(action, self.replaced.as_ref())?;
+                Ok(())
+            }
+            Step::Verify { .. } => Ok(()),
+            Step::Disable { .. } | Step::RemoveDefinition { .. } | Step::StopDirect { .. } => Err(
+                Failed::Before(anyhow::anyhow!("launchd takes no {step:?} step in a load")),
+            ),
         }
-        if d.change == Change::Unchanged {
-            let v = self.verify(&plan.env, plan.port, baseline, timing);
-            return self.finish(action, v, &plan.plist).map(|v| Outcome {
-                verified: v,
-                reloaded: false,
-                was_loaded: true,
-            });
-        }
-        if journal.is_empty() && d.change.rolls_back() {
-            journal.push(self.definition(plan, action, timing, port));
-        }
-        self.conclude(plan, action, baseline, journal, timing)
-            .map(|verified| Outcome {
-                verified,
-                reloaded: d.reload,
-                was_loaded: before.is_some(),
-            })
     }
 
     /// What is said before the steps: a config left unchanged (no config step), a reload of a
     /// job said to be switched off, a loaded definition that is not the plist on disk.
-    fn say_before_steps(&self, plan: &Plan, d: &Decision) -> anyhow::Result<()> {
+    pub(super) fn say_before_steps(&self, plan: &Plan, d: &Decision) -> anyhow::Result<()> {
         let has = |f: fn(&Step) -> bool| d.steps.iter().any(f);
         if !has(|s| matches!(s, Step::WriteConfig { .. })) {
             self.config_unchanged(plan)?;
@@ -238,28 +184,11 @@ impl Agent<'_> {
         ));
     }
 
-    /// The rollback's journal entry: the definition this run replaces.
-    fn definition(
-        &self,
-        plan: &Plan,
-        action: Action,
-        timing: Timing,
-        port: Option<crate::config::Change>,
-    ) -> rollback::Definition {
-        rollback::Definition {
-            action,
-            timing,
-            previous: plan.installed.as_ref().map(|i| i.bytes.clone()),
-            new: plan.plist.clone(),
-            port,
-        }
-    }
-
     /// One part of loading the changed definition again. After the bootout every failure takes
     /// the rollback a failed verification takes (a bootstrap refused, a launchctl timeout, a
     /// signal that cut a call short): the Host is down and the new plist unverified. The error
     /// is why, with the fix launchd's refusal named.
-    fn reload_part(&mut self, step: &Step, action: Action) -> Result<(), (Stop, Option<String>)> {
+    fn reload_part(&mut self, step: &Step, action: Action) -> Result<(), Failed> {
         let r = match step {
             Step::Enable { .. } => self
                 .lc
@@ -273,7 +202,7 @@ impl Agent<'_> {
             let hint = e
                 .downcast_ref::<crate::error::Failed>()
                 .and_then(|f| f.hint.clone());
-            (stop_from(e), hint)
+            Failed::Changing(e, hint)
         })
     }
 
@@ -343,44 +272,6 @@ impl Agent<'_> {
         let first = self.before()?;
         self.before = Some(first.clone());
         Ok(first)
-    }
-
-    /// Verifies the new instance; a failure rolls back a changed definition, is said for an
-    /// unchanged one (nothing to roll back to), and an interrupt after a restart stopped the
-    /// old Host finishes verifying the new one.
-    fn conclude(
-        &mut self,
-        plan: &Plan,
-        action: Action,
-        baseline: Baseline,
-        journal: Journal<rollback::Definition>,
-        timing: Timing,
-    ) -> anyhow::Result<Verified> {
-        let old = baseline.old_pid;
-        match self.verify(&plan.env, plan.port, baseline.clone(), timing) {
-            Ok(v) => {
-                self.audit.record(
-                    action,
-                    crate::output::audit::Step::Verify,
-                    StepOutcome::Ok,
-                    Some(v.pid),
-                    "",
-                );
-                self.keep_as_last_good(&plan.plist);
-                Ok(v)
-            }
-            Err(Stop::Interrupted(sig)) if journal.is_empty() && old.is_some() => {
-                let old = old.unwrap_or_default();
-                Err(self.finish_interrupted_restart(action, sig, old, baseline, plan, timing))
-            }
-            // Nothing about the definition changed (a restart or start of the same plist):
-            // there is nothing to roll back to. The failure is said; the job stays as it is.
-            Err(stop) if journal.is_empty() => {
-                let _ = std::fs::remove_file(self.pending_path());
-                self.finish(action, Err(stop), &plan.plist)
-            }
-            Err(stop) => Err(self.roll_back(action, journal, stop, None)),
-        }
     }
 
     /// Who holds `port`, by the one rule ([`port::check_port`]): this stack's own Host in

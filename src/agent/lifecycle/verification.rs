@@ -6,7 +6,7 @@ use super::*;
 
 /// What was true before this run's change: crash evidence counts only what came after it.
 #[derive(Debug, Clone, Default)]
-pub(super) struct Baseline {
+pub struct Baseline {
     /// The instance being replaced (a new one must have another pid).
     pub(super) old_pid: Option<u32>,
     /// The job's `runs` before the new instance.
@@ -77,7 +77,7 @@ impl Agent<'_> {
             .wait
             .saturating_sub(t0.elapsed())
             .max(Duration::from_secs(1));
-        self.wait_for_health(pid, port, Instant::now() + remaining)?;
+        crate::service::run::wait_for_health(pid, port, Instant::now() + remaining)?;
         let health_after = t0.elapsed();
         verify::check_listener(port, pid).map_err(Stop::Failed)?;
         let env_proof = self.prove_env(pid, &info, env)?;
@@ -131,35 +131,6 @@ impl Agent<'_> {
                 )));
             }
             sleep_interruptible(pause.next())?;
-        }
-    }
-
-    /// Polls `/health` (cheap) until 200, while the kernel still shows `pid`.
-    pub(super) fn wait_for_health(
-        &self,
-        pid: u32,
-        port: u16,
-        deadline: Instant,
-    ) -> Result<(), Stop> {
-        let mut last = None;
-        loop {
-            check_interrupt()?;
-            if verify::inspect(pid).is_none() {
-                return Err(Stop::Failed(format!(
-                    "the Host (pid {pid}) exited before answering /health on 127.0.0.1:{port}"
-                )));
-            }
-            last = verify::health(port, Duration::from_millis(500)).or(last);
-            if last == Some(200) {
-                return Ok(());
-            }
-            if Instant::now() >= deadline {
-                return Err(Stop::Failed(format!(
-                    "{} on 127.0.0.1:{port}",
-                    verify::HealthFailure::Timeout(last)
-                )));
-            }
-            std::thread::sleep(HEALTH_EVERY);
         }
     }
 
@@ -225,14 +196,4 @@ pub(super) fn generated_keys_match(info: &PrintInfo, env: &LaunchEnv) -> bool {
     env.vars
         .iter()
         .all(|(k, v)| info.environment.get(k) == Some(v))
-}
-
-/// Whether a verification failure is its wait running out (no new instance, or no 200 from
-/// `/health` in time), rather than a Host that died: only then does a longer `--wait` help.
-/// The texts are the ones this module writes.
-pub(super) fn ran_out(failure: &str) -> bool {
-    let timeout_none = verify::HealthFailure::Timeout(None).to_string();
-    failure.starts_with("no new running instance within")
-        || failure.starts_with(&timeout_none)
-        || (failure.starts_with("GET /health answered") && failure.contains("never 200"))
 }
