@@ -78,14 +78,13 @@ impl KillOutcome {
         out.waiting(&format!("pid {pid} to exit"), Self::WATCH);
         let t0 = std::time::Instant::now();
         while t0.elapsed() < Self::WATCH {
-            if let Some(sig) = crate::sys::signal::received() {
-                let said = format!("SIGTERM was sent to pid {pid}; {restarts}");
-                return Err(crate::error::Interrupted(sig, said).into());
-            }
             if crate::verify::inspect(pid).is_none() {
                 return Ok(KillOutcome { pid, exited: true });
             }
-            std::thread::sleep(Duration::from_millis(50));
+            if let Err(sig) = crate::sys::signal::pause(Duration::from_millis(50)) {
+                let said = format!("SIGTERM was sent to pid {pid}; {restarts}");
+                return Err(crate::error::Interrupted(sig, said).into());
+            }
         }
         Ok(KillOutcome { pid, exited: false })
     }

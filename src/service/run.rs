@@ -39,9 +39,15 @@ impl From<&str> for Stop {
     }
 }
 
-/// The one question a wait asks between its polls: did a signal come?
+/// Whether a signal came, as a proof's stop.
 pub fn check_interrupt() -> Result<(), Stop> {
-    signal::received().map_or(Ok(()), |sig| Err(Stop::Interrupted(sig)))
+    sleep_interruptible(Duration::ZERO)
+}
+
+/// A run that loads, before anything is decided: a signal that came already ends it here.
+pub fn refuse_interrupted() -> anyhow::Result<()> {
+    signal::pause(Duration::ZERO)
+        .map_err(|sig| crate::error::Interrupted(sig, "nothing was changed".into()).into())
 }
 
 /// A manager's call that failed while a signal is pending was cut short by it (its process
@@ -53,17 +59,9 @@ pub fn stop_from(e: anyhow::Error) -> Stop {
     }
 }
 
-/// Sleeps `d` in short steps, waking for a signal.
+/// Sleeps `d`, waking for a signal ([`signal::pause`]).
 pub fn sleep_interruptible(d: Duration) -> Result<(), Stop> {
-    let end = Instant::now() + d;
-    loop {
-        check_interrupt()?;
-        let left = end.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Ok(());
-        }
-        std::thread::sleep(HEALTH_EVERY.min(left));
-    }
+    signal::pause(d).map_err(Stop::Interrupted)
 }
 
 /// Polls `/health` until 200, while the kernel still shows `pid`.
@@ -249,6 +247,21 @@ pub fn run<J: Job>(
         });
     }
     let proof = job.verify(plan, &baseline, timing);
+    conclude(job, plan, action, d, proof, (generation, baseline), timing)
+}
+
+/// The proof's outcome: the definition kept as the last good one, or rolled back (a changed
+/// one), or the failure said (an unchanged one: nothing to roll back to).
+fn conclude<J: Job>(
+    job: &mut J,
+    plan: &Plan,
+    action: Action,
+    d: &Decision,
+    proof: Result<Verified, Stop>,
+    (generation, baseline): (Generation, J::Baseline),
+    timing: Timing,
+) -> anyhow::Result<Outcome> {
+    let receipt_path = job.stack().pending_path();
     match proof {
         Ok(v) => {
             job.audit()

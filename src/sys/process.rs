@@ -180,10 +180,9 @@ impl<'a> Program<'a> {
                     })
                 }
             }
-            if Instant::now() >= end || super::signal::received().is_some() {
+            if Instant::now() >= end || super::signal::pause(Duration::from_millis(20)).is_err() {
                 return Ok(HandedOff::StillRunning(child.id()));
             }
-            std::thread::sleep(Duration::from_millis(20));
         }
     }
 }
@@ -346,15 +345,16 @@ fn wait_status(
                 Err(_) => break,
             }
         }
+        let interrupted = super::signal::pause(Duration::ZERO).err();
         match child.try_wait() {
             Ok(Some(status)) => return Ok(status),
-            Ok(None) if super::signal::received().is_some() => {
+            Ok(None) if interrupted.is_some() => {
                 // Cancel reaches the whole group: npm's own children die with it.
                 let _ = super::signal::killpg(pgid, super::signal::Signal::SIGKILL);
                 let _ = child.wait();
                 return Err(ProcessError::Interrupted {
                     argv: shown.to_owned(),
-                    signal: super::signal::received().unwrap_or(super::signal::Signal::SIGINT),
+                    signal: interrupted.unwrap_or(super::signal::Signal::SIGINT),
                 });
             }
             Ok(None) if Instant::now() >= deadline => {

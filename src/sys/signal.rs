@@ -175,6 +175,24 @@ pub fn received() -> Option<Signal> {
     }
 }
 
+/// The one interruptible wait: sleeps `d` in short steps and wakes for a signal (`Err`: the
+/// signal that came, before or during it; a zero `d` only asks). Every poll loop pauses through
+/// it between its looks, so none asks for signals on its own.
+pub fn pause(d: std::time::Duration) -> Result<(), Signal> {
+    const STEP: std::time::Duration = std::time::Duration::from_millis(20);
+    let end = std::time::Instant::now() + d;
+    loop {
+        if let Some(sig) = received() {
+            return Err(sig);
+        }
+        let left = end.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        std::thread::sleep(STEP.min(left));
+    }
+}
+
 /// What a step that failed while a signal arrived means: `Ok(Some(signal))` — the signal cut
 /// it short (a child killed by it, a wait it ended), and the caller finishes what must be
 /// finished before saying so; `Ok(None)` for a step that succeeded; the error otherwise.

@@ -383,9 +383,7 @@ impl ServiceManager for Unit<'_> {
         request: Request,
         timing: Timing,
     ) -> anyhow::Result<Outcome> {
-        if let Some(sig) = signal::received() {
-            return Err(crate::error::Interrupted(sig, "nothing was changed".into()).into());
-        }
+        service::run::refuse_interrupted()?;
         self.ignore_switch = timing.ignore_login_items;
         let d = self.decide_for(plan, request)?;
         service::run::run(self, plan, action, &d, timing)

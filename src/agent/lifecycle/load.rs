@@ -109,14 +109,13 @@ impl Agent<'_> {
                         self.say_retrying(f, loaded);
                         said = true;
                     }
-                    if let Some(sig) = signal::received() {
+                    if let Err(sig) = signal::pause(Duration::from_millis(250)) {
                         return Err(crate::error::Interrupted(
                             sig,
                             "the job was not loaded again".into(),
                         )
                         .into());
                     }
-                    std::thread::sleep(Duration::from_millis(250));
                 }
                 // launchd refused the GUI domain for this session (over SSH: 125, or 134 when the
                 // session cannot load it): once, the user domain instead, said with what that
@@ -283,15 +282,6 @@ impl Agent<'_> {
             if gone {
                 return Ok(());
             }
-            // The bootout is issued and launchd finishes it by itself: a signal only stops
-            // the wait (the caller decides what makes the state consistent).
-            if let Some(sig) = signal::received() {
-                return Err(crate::error::Interrupted(
-                    sig,
-                    format!("{target} was booted out; launchd is still stopping it"),
-                )
-                .into());
-            }
             if t0.elapsed() > DRAIN_TIMEOUT {
                 let answered = if r.code == Code::InputOutput {
                     format!(
@@ -313,7 +303,15 @@ impl Agent<'_> {
                 );
                 said = true;
             }
-            std::thread::sleep(pause.next());
+            // The bootout is issued and launchd finishes it by itself: a signal only stops
+            // the wait (the caller decides what makes the state consistent).
+            if let Err(sig) = signal::pause(pause.next()) {
+                return Err(crate::error::Interrupted(
+                    sig,
+                    format!("{target} was booted out; launchd is still stopping it"),
+                )
+                .into());
+            }
             if matches!(r.code, Code::InProgress | Code::InputOutput) {
                 r = self.lc.bootout(domain, label)?.accept(BOOTOUT_GOES_ON)?;
             }

@@ -18,9 +18,7 @@ impl Agent<'_> {
         request: Request,
         timing: Timing,
     ) -> anyhow::Result<Outcome> {
-        if let Some(sig) = signal::received() {
-            return Err(crate::error::Interrupted(sig, "nothing was changed".into()).into());
-        }
+        service::run::refuse_interrupted()?;
         self.ignore_switch = timing.ignore_login_items;
         let decision = self.decide(plan, request)?;
         self.run_decided(plan, action, &decision, timing)

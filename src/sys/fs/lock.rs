@@ -298,7 +298,9 @@ pub fn lock_waiting(
                         }
                     }
                 }
-                if t0.elapsed() >= bound || crate::sys::signal::received().is_some() {
+                let interrupted =
+                    || crate::sys::signal::pause(std::time::Duration::from_millis(50)).is_err();
+                if t0.elapsed() >= bound || interrupted() {
                     // A record naming no live process is not the holder's (a killed holder's
                     // lock went with it): whoever holds it wrote none.
                     let holder = Some(holder_of(&mut busy)).filter(|h| record_is_live(h));
@@ -308,7 +310,6 @@ pub fn lock_waiting(
                         secs: t0.elapsed().as_secs(),
                     });
                 }
-                std::thread::sleep(std::time::Duration::from_millis(50));
                 file = busy;
             }
         }
