@@ -334,15 +334,11 @@ impl<'a> Agent<'a> {
             "",
         );
         if let Some(sig) = interrupted {
-            return Err(crate::error::Interrupted(
-                sig,
-                format!(
-                    "{} was booted out (launchd finishes stopping the Host) and {} removed; config and logs are kept",
-                    self.stack.label,
-                    plist.display()
-                ),
-            )
-            .into());
+            let left = crate::service::said::Left::Uninstalled {
+                label: self.stack.label.clone(),
+                plist,
+            };
+            return Err(crate::error::Interrupted(sig, left.to_string()).into());
         }
         Ok(loaded)
     }

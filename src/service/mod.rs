@@ -10,6 +10,7 @@ pub mod journal;
 pub mod manager;
 pub mod port;
 pub mod run;
+pub mod said;
 pub mod step;
 
 pub use decide::{decide, Decision, Loaded, Observed, Planned, PortHolder, Refusal, Request};

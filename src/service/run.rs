@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::journal::{self, Receipt};
-use super::{Decision, Outcome, Step, Timing, Verified};
+use super::said::{Failure, NotVerified, Rollback, Said};
+use super::{Decision, ManagerKind, Outcome, Step, Timing, Verified};
 use crate::config::Change;
 use crate::host::plan::Plan;
 use crate::host::stack::Stack;
@@ -23,19 +24,25 @@ pub const HEALTH_EVERY: Duration = Duration::from_millis(20);
 /// Why a verification stopped.
 #[derive(Debug)]
 pub enum Stop {
-    Failed(String),
+    Failed(Failure),
     Interrupted(Signal),
+}
+
+impl From<Failure> for Stop {
+    fn from(f: Failure) -> Stop {
+        Stop::Failed(f)
+    }
 }
 
 impl From<String> for Stop {
     fn from(s: String) -> Stop {
-        Stop::Failed(s)
+        Stop::Failed(Failure::Other(s))
     }
 }
 
 impl From<&str> for Stop {
     fn from(s: &str) -> Stop {
-        Stop::Failed(s.to_owned())
+        Stop::Failed(Failure::Other(s.to_owned()))
     }
 }
 
@@ -55,7 +62,7 @@ pub fn refuse_interrupted() -> anyhow::Result<()> {
 pub fn stop_from(e: anyhow::Error) -> Stop {
     match check_interrupt() {
         Err(stop) => stop,
-        Ok(()) => Stop::Failed(format!("{e:#}")),
+        Ok(()) => Stop::Failed(Failure::Other(format!("{e:#}"))),
     }
 }
 
@@ -70,19 +77,14 @@ pub fn wait_for_health(pid: u32, port: u16, deadline: Instant) -> Result<(), Sto
     loop {
         check_interrupt()?;
         if crate::verify::inspect(pid).is_none() {
-            return Err(Stop::Failed(format!(
-                "the Host (pid {pid}) exited before answering /health on 127.0.0.1:{port}"
-            )));
+            return Err(Failure::ExitedBeforeHealth { pid, port }.into());
         }
         last = crate::verify::health(port, Duration::from_millis(500)).or(last);
         if last == Some(200) {
             return Ok(());
         }
         if Instant::now() >= deadline {
-            return Err(Stop::Failed(format!(
-                "{} on 127.0.0.1:{port}",
-                crate::verify::HealthFailure::Timeout(last)
-            )));
+            return Err(Failure::HealthTimeout { last, port }.into());
         }
         std::thread::sleep(HEALTH_EVERY);
     }
@@ -117,10 +119,8 @@ pub struct Generation {
 pub trait Job {
     /// What a new instance is measured against.
     type Baseline;
-    /// The manager's name (`launchd`, `systemd`).
-    fn manager(&self) -> &'static str;
-    /// What its definition is called (`plist`, `unit`).
-    fn definition_word(&self) -> &'static str;
+    /// Which manager it is.
+    fn manager(&self) -> ManagerKind;
     fn stack(&self) -> &Stack;
     fn audit(&self) -> &Audit;
     fn out(&self) -> &dyn Reporter;
@@ -169,11 +169,11 @@ pub trait Job {
         restore: Option<Vec<u8>>,
         known_good: bool,
         timing: Timing,
-    ) -> anyhow::Result<String>;
+    ) -> anyhow::Result<Rollback>;
     /// A line about the failed instance, asked before the rollback (launchd's last exit).
     fn last_exit(&self) -> Option<String>;
-    /// The next step a failure suggests, beside the log (`systemctl --user status`).
-    fn next_step(&self) -> Option<String>;
+    /// The manager's own look at the job a failure suggests (`systemctl --user status NAME`).
+    fn status_command(&self) -> Option<String>;
     /// The Host log's length when the run began.
     fn log_start(&self) -> u64;
     /// The command a failure suggests, in the form the user typed (`logs`, `restart`).
@@ -193,10 +193,12 @@ pub fn run<J: Job>(
     let receipt_path = stack.pending_path();
     let pending = receipt_path.exists();
     if pending {
-        job.out().progress(&format!(
-            "A previous oyster run stopped before its change verified; verifying now (and rolling back to the last good {} if it does not).",
-            job.definition_word()
-        ));
+        job.out().progress(
+            &Said::Recovering {
+                manager: job.manager(),
+            }
+            .to_string(),
+        );
     }
     let port = port_change(&receipt_path, plan, pending);
     let mut receipt = match d.reload || pending {
@@ -232,7 +234,7 @@ pub fn run<J: Job>(
                     (&stack.config_path(), &receipt_path),
                     generation.port.as_ref(),
                     pending,
-                    job.manager(),
+                    job.manager().as_str(),
                     job.out(),
                 ));
             }
@@ -285,8 +287,9 @@ fn conclude<J: Job>(
         }
         Err(Stop::Failed(f)) => {
             let _ = journal::remove(&receipt_path);
+            let failure = f.to_string();
             job.audit()
-                .record(action, Logged::Verify, StepOutcome::Failed, None, &f);
+                .record(action, Logged::Verify, StepOutcome::Failed, None, &failure);
             Err(anyhow::anyhow!(failure_message(job, &f)))
         }
     }
@@ -315,10 +318,12 @@ pub fn keep_as_last_good<J: Job + ?Sized>(job: &J, bytes: &[u8]) {
         .and_then(|()| fsutil::write_atomic(lock, &job.last_good_path(), bytes, Some(0o600)))
         .and_then(|_| journal::remove(&stack.pending_path()));
     if let Err(e) = r {
-        job.out().warn(&format!(
-            "could not record the verified {}: {e}",
-            job.definition_word()
-        ));
+        let what = match job.manager() {
+            ManagerKind::Systemd => "unit",
+            _ => "plist",
+        };
+        job.out()
+            .warn(&format!("could not record the verified {what}: {e}"));
     }
 }
 
@@ -336,8 +341,10 @@ fn roll_back<J: Job>(
     let _quiet = signal::Suspended::new();
     let (failure, interrupted) = match stop {
         Stop::Failed(f) => (f, None),
-        Stop::Interrupted(sig) => (format!("interrupted by {sig}"), Some(sig)),
+        Stop::Interrupted(sig) => (Failure::Other(format!("interrupted by {sig}")), Some(sig)),
     };
+    let failure_kind = failure;
+    let failure = failure_kind.to_string();
     job.audit()
         .record(action, Logged::Verify, StepOutcome::Failed, None, &failure);
     let last_exit = job.last_exit();
@@ -362,7 +369,7 @@ fn roll_back<J: Job>(
     let last_exit = last_exit.map_or_else(String::new, |l| format!("\n{l}"));
     let msg = format!(
         "{}{last_exit}\nrollback: {said}",
-        failure_message(job, &failure)
+        failure_message(job, &failure_kind)
     );
     // A rollback the manager refused too, naming its cause: that fix is what the user needs
     // now (the Host is down), unless the change's own refusal named one already.
@@ -402,7 +409,9 @@ fn revert<J: Job>(
         .or(previous.filter(|b| *b != new));
     // Kept on disk, the failed definition still names the port this run recorded.
     let replaced = restore.is_some() || !known_good;
-    let said = job.restore(action, restore, known_good, timing)?;
+    let said = job
+        .restore(action, restore, known_good, timing)?
+        .to_string();
     let stack = job.stack();
     let _ = journal::remove(&stack.pending_path());
     // The definition is rolled back whatever the config says: a config.json that cannot take
@@ -424,7 +433,7 @@ const MAX_TAIL_LINES: usize = 20;
 /// may hold days of earlier runs, which would scroll the cause away: the bytes since the run
 /// began, at most the last 20 lines; a log that shrank meanwhile is shown from its start), and
 /// the next step.
-pub fn failure_message<J: Job + ?Sized>(job: &J, failure: &str) -> String {
+pub fn failure_message<J: Job + ?Sized>(job: &J, failure: &Failure) -> String {
     let stack = job.stack();
     let log = stack.log_path();
     let meta = std::fs::symlink_metadata(&log).ok();
@@ -432,13 +441,13 @@ pub fn failure_message<J: Job + ?Sized>(job: &J, failure: &str) -> String {
     let since = len.checked_sub(job.log_start()).unwrap_or(len);
     let tail = if meta.as_ref().is_some_and(|m| !m.is_file()) {
         // A FIFO, a symlink: the reader says why it is not shown.
-        crate::verify::log_tail(&log, 16 * 1024)
+        Some(crate::verify::log_tail(&log, 16 * 1024))
     } else if since == 0 {
-        "(the Host wrote nothing to its log during this attempt)".to_owned()
+        None
     } else {
         let text = crate::verify::log_tail(&log, since.min(16 * 1024));
         let lines: Vec<&str> = text.trim_end().lines().collect();
-        lines[lines.len().saturating_sub(MAX_TAIL_LINES)..].join("\n")
+        Some(lines[lines.len().saturating_sub(MAX_TAIL_LINES)..].join("\n"))
     };
     // The Host may have written secrets of its own since this run began, and logged them: the
     // config is read again after the log, so whatever the tail holds is known by the time it
@@ -446,29 +455,13 @@ pub fn failure_message<J: Job + ?Sized>(job: &J, failure: &str) -> String {
     crate::config::learn_secrets(&stack.config_path());
     // The next step: the log as it goes on, and more time when the wait ran out (not when the
     // Host died: waiting longer would not help).
-    let mut next = format!("`{} -f` follows the Host log", job.hint("logs"));
-    if ran_out(failure) {
-        next.push_str(&format!(
-            "; `{} --wait 60` gives the Host longer to answer",
-            job.hint("restart")
-        ));
+    NotVerified {
+        failure: failure.clone(),
+        log,
+        tail,
+        logs: job.hint("logs"),
+        restart: failure.ran_out().then(|| job.hint("restart")),
+        status: job.status_command(),
     }
-    if let Some(more) = job.next_step() {
-        next.push_str(&format!("; {more}"));
-    }
-    format!(
-        "the Host did not verify: {failure}\n--- this attempt's last lines of {} ---\n{}\nnext: {next}",
-        log.display(),
-        tail.trim_end()
-    )
-}
-
-/// Whether a verification failure is its wait running out (no new instance, or no 200 from
-/// `/health` in time), rather than a Host that died: only then does a longer `--wait` help.
-/// The texts are the ones the managers' proofs write.
-pub fn ran_out(failure: &str) -> bool {
-    let timeout_none = crate::verify::HealthFailure::Timeout(None).to_string();
-    failure.starts_with("no new running instance within")
-        || failure.starts_with(&timeout_none)
-        || (failure.starts_with("GET /health answered") && failure.contains("never 200"))
+    .to_string()
 }

@@ -15,6 +15,7 @@ use crate::context::Context;
 use crate::host::plan::{Plan, PlanEnv};
 use crate::host::stack::Stack;
 use crate::output::audit::{Action, Audit, Step as Logged, StepOutcome};
+use crate::service::said::Said;
 use crate::service::{
     self, Decision, KillOutcome, Loaded, ManagerKind, Observed, Outcome, Request, ServiceManager,
     Standing, StopOutcome, Timing,
@@ -325,30 +326,16 @@ impl<'a> Unit<'a> {
     }
 }
 
-/// A refusal as the error the user reads, with its fix.
-fn refusal(stack: &Stack, r: service::Refusal) -> anyhow::Error {
-    let name = &stack.name;
-    match r {
-        service::Refusal::PortHeld { port, pid, name: holder, stack: other } => {
-            crate::error::Failed::new(
-                format!(
-                    "port {port} is already held by pid {pid} ({holder}{}); the Host of stack {name} could not listen there",
-                    other.map_or(String::new(), |s| format!(", oyster stack {s}"))
-                ),
-                format!("stop that process (or give stack {name} another port with --port), then run again"),
-            )
-            .into()
-        }
-        service::Refusal::PortInvisible { port } => crate::error::Failed::new(
-            format!("port {port} is held by a process oyster cannot see (another user's?); the Host of stack {name} could not listen there"),
-            format!("find the holder as an administrator (`sudo ss -ltnp sport = :{port}`), or give stack {name} another port with --port"),
-        )
-        .into(),
-        // systemd has no Login Items: never decided for it.
-        service::Refusal::SwitchedOff { target } => {
-            anyhow::anyhow!("{target} will not be loaded again by its manager")
-        }
-    }
+/// A refusal as the error the user reads, with its fix (`commands/words/service.rs`).
+fn refusal(stack: &Stack, refusal: service::Refusal) -> anyhow::Error {
+    crate::error::Failed::from(service::said::Refused {
+        manager: ManagerKind::Systemd,
+        stack: stack.name.to_string(),
+        label: stack.label.clone(),
+        refusal,
+        switch_on: None,
+    })
+    .into()
 }
 
 impl ServiceManager for Unit<'_> {
@@ -402,15 +389,21 @@ impl ServiceManager for Unit<'_> {
                     .disable(&self.name, false)
                     .and_then(|()| self.sc.daemon_reload())
                 {
-                    Ok(()) => self.out.note(&format!(
-                        "{} is disabled again, as `stop` left it: the Host stays stopped at login",
-                        self.name
-                    )),
-                    Err(e) => self.out.warn(&format!(
-                        "the start failed and {} could not be disabled again ({e:#}); `{}` keeps it stopped",
-                        self.name,
-                        self.hints.agent("stop")
-                    )),
+                    Ok(()) => self.out.note(
+                        &Said::DisabledAgain {
+                            job: self.name.clone(),
+                        }
+                        .to_string(),
+                    ),
+                    Err(e) => self.out.warn(
+                        &Said::NotDisabledAgain {
+                            manager: ManagerKind::Systemd,
+                            job: self.name.clone(),
+                            error: format!("{e:#}"),
+                            stop: self.hints.agent("stop"),
+                        }
+                        .to_string(),
+                    ),
                 }
             }
         }

@@ -7,7 +7,8 @@ use super::*;
 use crate::service::run::{
     self as runner, check_interrupt, sleep_interruptible, Failed, Job, Stop,
 };
-use crate::service::{Step, Verified};
+use crate::service::said::{Failure, Restored, Rollback, Said};
+use crate::service::{ManagerKind, Step, Verified};
 
 /// `show` is a process start: polled with a back-off from this to 500 ms.
 const SHOW_FIRST: Duration = Duration::from_millis(50);
@@ -83,9 +84,8 @@ impl Unit<'_> {
             }
             Step::StopDirect { pid } => {
                 crate::direct::stop_checked(self.stack, &self.hints, self.out, &|_| None)?;
-                self.out.progress(&format!(
-                    "the Host `oyster host start` ran (pid {pid}) was stopped; the systemd unit runs it from now on, on the same port"
-                ));
+                self.out
+                    .progress(&Said::DirectTakenOver { pid: *pid }.to_string());
                 Ok(())
             }
             Step::Verify { .. } => Ok(()),
@@ -118,36 +118,34 @@ impl Unit<'_> {
         let pid = first.main_pid.unwrap_or_default();
         runner::wait_for_health(pid, port, t0 + timing.wait.max(Duration::from_secs(1)))?;
         let health_after = t0.elapsed();
-        crate::verify::check_listener(port, pid).map_err(Stop::Failed)?;
+        crate::verify::check_listener(port, pid).map_err(Stop::from)?;
         let record = crate::host::identity::ExecRecord::read(&self.stack.exec_record_path());
-        let proof = crate::verify::prove_live_or_exec(pid, &plan.env, record.as_ref(), self.proof_floor)
-            .map_err(Stop::Failed)?
-            .ok_or_else(|| Stop::Failed("the environment is unproven: the kernel hides it and `oyster host exec` left no record for this process".into()))?;
+        let proof =
+            crate::verify::prove_live_or_exec(pid, &plan.env, record.as_ref(), self.proof_floor)
+                .map_err(Stop::from)?
+                .ok_or(Stop::Failed(Failure::Unproven))?;
         if !first.drop_in_paths.is_empty() {
-            let shown: Vec<String> = first
-                .drop_in_paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect();
-            self.out.note(&format!(
-                "drop-ins change {} beside oyster's unit ({}); the Host's environment is still the generated one",
-                self.name,
-                shown.join(", ")
-            ));
+            let said = Said::DropIns {
+                unit: self.name.clone(),
+                paths: first.drop_in_paths.clone(),
+            };
+            self.out.note(&said.to_string());
         }
         self.out.waiting(
             &format!("pid {pid} to stay up (a crash loop would not)"),
             timing.settle,
         );
         sleep_interruptible(timing.settle)?;
-        let after = self.show().map_err(|e| Stop::Failed(format!("{e:#}")))?;
+        let after = self.show().map_err(|e| Stop::from(format!("{e:#}")))?;
         if after.main_pid != Some(pid) || !after.is_running() || after.n_restarts > first.n_restarts
         {
-            return Err(Stop::Failed(format!(
-                "the Host did not stay up: pid {pid} became {} within {} ms of answering /health (a crash loop?)",
-                after.main_pid.map_or("none".into(), |p| p.to_string()),
-                timing.settle.as_millis()
-            )));
+            return Err(Failure::DidNotStayUp {
+                pid,
+                became: after.main_pid,
+                settle_ms: timing.settle.as_millis(),
+                respawned: None,
+            }
+            .into());
         }
         Ok(Verified {
             pid,
@@ -167,23 +165,23 @@ impl Unit<'_> {
         let mut pause = SHOW_FIRST;
         loop {
             check_interrupt()?;
-            let s = self.show().map_err(|e| Stop::Failed(format!("{e:#}")))?;
+            let s = self.show().map_err(|e| Stop::from(format!("{e:#}")))?;
             if s.is_running() && s.main_pid != b.old_pid {
                 return Ok(s);
             }
             if s.is_failed() {
-                return Err(Stop::Failed(format!(
-                    "the Host is not running ({} {}, result {:?}, exit status {})",
+                let state = format!(
+                    "{} {}, result {:?}, exit status {}",
                     self.name, s.sub_state, s.result, s.exec_main_status
-                )));
+                );
+                return Err(Failure::NotRunning { state }.into());
             }
             if t0.elapsed() > timing.wait {
-                return Err(Stop::Failed(format!(
-                    "no new running instance within {} s (state = {:?} {})",
-                    timing.wait.as_secs(),
-                    s.active_state,
-                    s.sub_state
-                )));
+                return Err(Failure::NoNewInstance {
+                    secs: timing.wait.as_secs(),
+                    state: format!("{:?} {}", s.active_state, s.sub_state),
+                }
+                .into());
             }
             sleep_interruptible(pause)?;
             pause = (pause * 2).min(Duration::from_millis(500));
@@ -195,9 +193,7 @@ impl Unit<'_> {
     fn note_linger(&self) {
         let user = crate::sys::user::name_of(crate::sys::user::uid()).unwrap_or_default();
         if self.sc.linger(&user) == Some(false) {
-            self.out.note(&format!(
-                "linger is off for {user}: the Host stops when you log out; `loginctl enable-linger {user}` keeps it running"
-            ));
+            self.out.note(&Said::LingerOff { user }.to_string());
         }
     }
 
@@ -206,16 +202,15 @@ impl Unit<'_> {
         restore: Option<Vec<u8>>,
         known_good: bool,
         timing: Timing,
-    ) -> anyhow::Result<String> {
+    ) -> anyhow::Result<Rollback> {
         self.sc.stop(&self.name)?;
-        match restore {
+        let restored = match restore {
             Some(bytes) if self.keep_stopped => {
                 self.write_unit(&bytes)?;
                 self.sc.daemon_reload()?;
-                Ok(format!(
-                    "the unit `stop` left was restored, not started: the Host stays stopped; `{}` starts it once the cause is fixed",
-                    self.hints.agent("start")
-                ))
+                Restored::KeptStopped {
+                    start: self.hints.agent("start"),
+                }
             }
             Some(bytes) => {
                 self.write_unit(&bytes)?;
@@ -229,36 +224,37 @@ impl Unit<'_> {
                     let pid = s.main_pid.unwrap_or_default();
                     runner::wait_for_health(pid, port, Instant::now() + timing.wait).map(|()| pid)
                 });
-                Ok(match healthy {
-                    Ok(pid) => format!("restored the last good unit; the previous Host runs again (pid {pid})"),
-                    Err(Stop::Failed(f)) => format!("restored and started the last good unit, but it did not verify either: {f}"),
-                    Err(Stop::Interrupted(_)) => "restored and started the last good unit".to_owned(),
-                })
+                match healthy {
+                    Ok(pid) => Restored::Runs { pid },
+                    Err(Stop::Failed(f)) => Restored::NotVerified {
+                        failure: f.to_string(),
+                    },
+                    Err(Stop::Interrupted(_)) => Restored::Started,
+                }
             }
-            None if known_good => Ok(format!(
-                "this unit verified before, so the failure is not the unit's: it was stopped and {} kept; `{}` starts it again once the cause is fixed",
-                self.path.display(),
-                self.hints.agent("start")
-            )),
+            None if known_good => Restored::KeptGood {
+                path: self.path.clone(),
+                start: self.hints.agent("start"),
+            },
             None => {
                 let _ = self.sc.disable(&self.name, false);
                 std::fs::remove_file(&self.path)?;
                 self.sc.daemon_reload()?;
-                Ok("there was no earlier good unit; the new one was stopped and removed".into())
+                Restored::Removed
             }
-        }
+        };
+        Ok(Rollback {
+            manager: ManagerKind::Systemd,
+            restored,
+        })
     }
 }
 
 impl Job for Unit<'_> {
     type Baseline = Baseline;
 
-    fn manager(&self) -> &'static str {
-        "systemd"
-    }
-
-    fn definition_word(&self) -> &'static str {
-        "unit"
+    fn manager(&self) -> ManagerKind {
+        ManagerKind::Systemd
     }
 
     fn stack(&self) -> &Stack {
@@ -344,7 +340,7 @@ impl Job for Unit<'_> {
         restore: Option<Vec<u8>>,
         known_good: bool,
         timing: Timing,
-    ) -> anyhow::Result<String> {
+    ) -> anyhow::Result<Rollback> {
         self.restore_unit(restore, known_good, timing)
     }
 
@@ -352,11 +348,8 @@ impl Job for Unit<'_> {
         None
     }
 
-    fn next_step(&self) -> Option<String> {
-        Some(format!(
-            "`systemctl --user status {}` shows the unit",
-            self.name
-        ))
+    fn status_command(&self) -> Option<String> {
+        Some(format!("systemctl --user status {}", self.name))
     }
 
     fn log_start(&self) -> u64 {

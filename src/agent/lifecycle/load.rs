@@ -325,12 +325,13 @@ impl Agent<'_> {
         let mut any = false;
         for (domain, info) in self.other_copies() {
             any = true;
-            self.out.progress(&format!(
-                "{} is also loaded in {domain}{}; booting that copy out so that only the one in {} runs.",
-                self.stack.label,
-                info.pid().map_or(String::new(), |p| format!(" (pid {p})")),
-                self.active()
-            ));
+            let said = crate::service::said::Said::OtherCopy {
+                label: self.stack.label.clone(),
+                other: domain.to_string(),
+                pid: info.pid(),
+                here: self.active().to_string(),
+            };
+            self.out.progress(&said.to_string());
             self.bootout_in(*domain, action, info.pid())?;
         }
         Ok(any)

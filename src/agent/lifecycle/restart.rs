@@ -23,10 +23,12 @@ impl Agent<'_> {
         };
         baseline.old_pid = Some(pid);
         let grace = Duration::from_secs(before.and_then(PrintInfo::exit_timeout).unwrap_or(5));
-        self.out.progress(&format!(
-            "Restarting {target}: SIGTERM to pid {pid}, waiting up to {} s for it to exit…",
-            grace.as_secs()
-        ));
+        let said = crate::service::said::Said::Restarting {
+            target: target.clone(),
+            pid,
+            grace_secs: grace.as_secs(),
+        };
+        self.out.progress(&said.to_string());
         // 3: loaded, but the process is already gone.
         self.lc
             .kill_sigterm(self.active(), &self.stack.label)?
@@ -40,10 +42,11 @@ impl Agent<'_> {
             std::thread::sleep(HEALTH_EVERY);
         }
         if verify::inspect(pid).is_some() {
-            self.out.progress(&format!(
-                "pid {pid} outlived SIGTERM by {} s; killing it with `launchctl kickstart -k` (SIGKILL).",
-                grace.as_secs()
-            ));
+            let said = crate::service::said::Said::Outlived {
+                pid,
+                grace_secs: grace.as_secs(),
+            };
+            self.out.progress(&said.to_string());
             self.lc
                 .kickstart(self.active(), &self.stack.label, true)?
                 .accept(&[])?;

@@ -4,7 +4,8 @@
 
 use super::*;
 use crate::service::run::{self as runner, Failed, Job, Stop};
-use crate::service::Decision;
+use crate::service::said::{Left, Restored, Rollback, Said};
+use crate::service::{Decision, ManagerKind};
 
 impl Agent<'_> {
     /// The rollback's own step: boot the failed definition out, then write back the plist to
@@ -16,7 +17,7 @@ impl Agent<'_> {
         restore: Option<Vec<u8>>,
         known_good: bool,
         timing: Timing,
-    ) -> anyhow::Result<String> {
+    ) -> anyhow::Result<Rollback> {
         let plist = self.stack.plist_path();
         self.bootout(action)?;
         // Nothing of this stack runs now unless a restored plist starts it again: the
@@ -25,14 +26,12 @@ impl Agent<'_> {
         if restore.is_none() || self.keep_stopped {
             self.remove_stale_identity();
         }
-        match &restore {
+        let restored = match &restore {
             Some(bytes) if self.keep_stopped => {
                 agentplist::write(self.lock()?, &plist, bytes, &self.stack.log_dir)?;
-                Ok(format!(
-                    "the job was booted out and the plist `stop` left restored, not loaded: \
-                     the Host stays stopped; `{}` loads it again once the cause is fixed",
-                    self.hints.agent("start")
-                ))
+                Restored::KeptStopped {
+                    start: self.hints.agent("start"),
+                }
             }
             Some(bytes) => {
                 agentplist::write(self.lock()?, &plist, bytes, &self.stack.log_dir)?;
@@ -42,24 +41,23 @@ impl Agent<'_> {
                 // The rollback's own verification is not cut short by the signal that
                 // started it: it runs to its deadline.
                 match self.verify_unattended(&old_env, port, timing) {
-                    Ok(v) => Ok(format!("restored the last good plist; the previous Host runs again (pid {})", v.pid)),
-                    Err(e) => Ok(format!("restored and reloaded the last good plist, but it did not verify either: {e}")),
+                    Ok(v) => Restored::Runs { pid: v.pid },
+                    Err(failure) => Restored::NotVerified { failure },
                 }
             }
-            None if known_good => Ok(format!(
-                "this definition verified before, so the failure is not the plist's: the job \
-                 was booted out and {} kept; `{}` loads it again once the cause is fixed",
-                plist.display(),
-                self.hints.agent("start")
-            )),
+            None if known_good => Restored::KeptGood {
+                path: plist,
+                start: self.hints.agent("start"),
+            },
             None => {
                 std::fs::remove_file(&plist)?;
-                Ok(
-                    "there was no earlier good plist; the new one was booted out and removed"
-                        .into(),
-                )
+                Restored::Removed
             }
-        }
+        };
+        Ok(Rollback {
+            manager: ManagerKind::Launchd,
+            restored,
+        })
     }
 
     /// Verification for a rollback: signals are not polled (the rollback must finish).
@@ -87,7 +85,7 @@ impl Agent<'_> {
         let _quiet = signal::Suspended::new();
         match self.verify(env, port, baseline, timing) {
             Ok(v) => Ok(v),
-            Err(Stop::Failed(f)) => Err(f),
+            Err(Stop::Failed(f)) => Err(f.to_string()),
             Err(Stop::Interrupted(sig)) => Err(format!("interrupted by {sig}")),
         }
     }
@@ -104,28 +102,27 @@ impl Agent<'_> {
         plan: &Plan,
         timing: Timing,
     ) -> anyhow::Error {
-        self.out.progress(&format!("Interrupted by {sig}; the old Host (pid {old}) is already stopped, so oyster finishes verifying the new one first…"));
+        self.out
+            .progress(&Said::InterruptedRestart { sig, old }.to_string());
         let state = match self.verify_to_the_end(&plan.env, plan.port, baseline, timing) {
             Ok(v) => {
                 self.audit
                     .record(action, Step::Verify, StepOutcome::Ok, Some(v.pid), "");
                 runner::keep_as_last_good(self, &plan.plist);
                 self.record_node(&plan.plist);
-                format!(
-                    "the restart had stopped the old Host (pid {old}); the new Host (pid {}) runs and verified",
-                    v.pid
-                )
+                Left::RestartVerified { old, new: v.pid }
             }
             Err(f) => {
                 self.audit
                     .record(action, Step::Verify, StepOutcome::Failed, None, &f);
-                format!(
-                    "the restart had stopped the old Host (pid {old}); launchd runs the same definition again, but the new Host did not verify: {f}; `{}` shows it",
-                    self.hints.agent("status")
-                )
+                Left::RestartUnverified {
+                    old,
+                    failure: f,
+                    status: self.hints.agent("status"),
+                }
             }
         };
-        crate::error::Interrupted(sig, state).into()
+        crate::error::Interrupted(sig, state.to_string()).into()
     }
 }
 
@@ -153,12 +150,8 @@ impl Agent<'_> {
 impl Job for Agent<'_> {
     type Baseline = Baseline;
 
-    fn manager(&self) -> &'static str {
-        "launchd"
-    }
-
-    fn definition_word(&self) -> &'static str {
-        "plist"
+    fn manager(&self) -> ManagerKind {
+        ManagerKind::Launchd
     }
 
     fn stack(&self) -> &Stack {
@@ -238,7 +231,7 @@ impl Job for Agent<'_> {
         restore: Option<Vec<u8>>,
         known_good: bool,
         timing: Timing,
-    ) -> anyhow::Result<String> {
+    ) -> anyhow::Result<Rollback> {
         self.restore_plist(action, restore, known_good, timing)
     }
 
@@ -252,7 +245,7 @@ impl Job for Agent<'_> {
         Some(format!("last exit: {last_exit}"))
     }
 
-    fn next_step(&self) -> Option<String> {
+    fn status_command(&self) -> Option<String> {
         None
     }
 

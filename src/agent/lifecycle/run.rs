@@ -6,6 +6,7 @@
 
 use super::*;
 use crate::service::run::Failed;
+use crate::service::said::{Refused, Said};
 use crate::service::{self, Decision, Loaded, Observed, PortHolder, Refusal, Request, Step};
 
 impl Agent<'_> {
@@ -165,21 +166,18 @@ impl Agent<'_> {
             self.note_switched_off();
         }
         if d.stale && !has(|s| matches!(s, Step::WriteDefinition { .. })) {
-            self.out.progress("launchd runs another definition than the plist on disk, which is what oyster generates (written by `regenerate --no-restart`, or the loaded job was changed behind oyster's back); reloading it.");
+            self.out.progress(&Said::StaleDefinition.to_string());
         }
         Ok(())
     }
 
     /// A reload of a job ServiceManagement says is switched off, made all the same: said.
     fn note_switched_off(&self) {
-        let label = &self.stack.label;
-        let why = match self.ignore_switch {
-            true => "--ignore-login-items was given",
-            false => "it runs, so that answer alone is not taken as proof (for a plist a command-line tool wrote it is undocumented, and has been seen for a running job)",
+        let said = Said::SwitchedOffAnyway {
+            label: self.stack.label.clone(),
+            ignored: self.ignore_switch,
         };
-        self.out.note(&format!(
-            "ServiceManagement says {label} is switched off in System Settings → General → Login Items (\"requires approval\"), but {why}: reloading it anyway; if launchd refuses the new definition, the Host stays down until it is switched on there"
-        ));
+        self.out.note(&said.to_string());
     }
 
     /// One part of loading the changed definition again. After the bootout every failure takes
@@ -213,9 +211,10 @@ impl Agent<'_> {
 
     /// `start` after an interrupted `stop`: the bootout launchd was still draining, finished.
     fn finish_stop(&mut self, target: &str) -> anyhow::Result<()> {
-        self.out.progress(&format!(
-            "{target} is still being booted out (a stop was interrupted); finishing that first…"
-        ));
+        let said = Said::FinishingStop {
+            target: target.to_owned(),
+        };
+        self.out.progress(&said.to_string());
         self.bootout_in(self.active(), Action::Start, None)?;
         self.forget_before();
         Ok(())
@@ -284,39 +283,19 @@ impl Agent<'_> {
         service::port::holder(port, &ours, self.out)
     }
 
-    /// A refusal as the error the user reads, with its fix.
-    fn refusal(&self, r: Refusal) -> anyhow::Error {
-        let name = &self.stack.name;
-        match r {
-            Refusal::PortHeld { port, pid, name: holder, stack } => crate::error::Failed::new(
-                format!(
-                    "port {port} is already held by pid {pid} ({holder}{}); the Host of stack {name} could not listen there",
-                    stack.map_or(String::new(), |s| format!(", oyster stack {s}"))
-                ),
-                format!("stop that process (or give stack {name} another port with --port), then run again"),
-            )
-            .into(),
-            Refusal::PortInvisible { port } => crate::error::Failed::new(
-                format!(
-                    "port {port} is held by a process oyster cannot see (another user's?): no socket this user may inspect listens there, yet it cannot be bound; the Host of stack {name} could not listen there"
-                ),
-                format!(
-                    "find the holder as an administrator (`sudo lsof -nP -iTCP:{port} -sTCP:LISTEN`), or give stack {name} another port with --port"
-                ),
-            )
-            .into(),
-            Refusal::SwitchedOff { .. } => {
-                let fix = crate::agent::refusal::login_item(self.lc, &self.stack.plist_path())
-                    .map_or_else(String::new, |c| c.fix);
-                crate::error::Failed::new(
-                    format!(
-                        "{} is loaded (it was loaded before it was switched off in System Settings → General → Login Items), and launchd will not load it again: this change would reload it and leave it unloaded, so launchd, the plist and config.json were left as they are",
-                        self.stack.label
-                    ),
-                    format!("{fix}; or, if it is switched on there already, run the command again with --ignore-login-items"),
-                )
-                .into()
-            }
-        }
+    /// A refusal as the error the user reads, with its fix (`commands/words/service.rs`).
+    fn refusal(&self, refusal: Refusal) -> anyhow::Error {
+        let switch_on = matches!(refusal, Refusal::SwitchedOff { .. })
+            .then(|| crate::agent::refusal::login_item(self.lc, &self.stack.plist_path()))
+            .flatten()
+            .map(|c| c.fix);
+        crate::error::Failed::from(Refused {
+            manager: service::ManagerKind::Launchd,
+            stack: self.stack.name.to_string(),
+            label: self.stack.label.clone(),
+            refusal,
+            switch_on,
+        })
+        .into()
     }
 }

@@ -3,6 +3,8 @@
 //! has not spawned the job again. Crash evidence counts only this instance.
 
 use super::*;
+use crate::service::said::Failure;
+use std::path::Path;
 
 /// What was true before this run's change: crash evidence counts only what came after it.
 #[derive(Debug, Clone, Default)]
@@ -66,12 +68,11 @@ impl Agent<'_> {
             None => self.wait_for_new_instance(&baseline, t0, timing)?,
         };
         if info.path() != Some(plist.as_path()) {
-            return Err(Stop::Failed(format!(
-                "launchd runs the job from {}, not {}",
-                info.path()
-                    .map_or("(no path)".into(), |p| p.display().to_string()),
-                plist.display()
-            )));
+            return Err(Failure::WrongPath {
+                running: info.path().map(Path::to_path_buf),
+                plist,
+            }
+            .into());
         }
         let remaining = timing
             .wait
@@ -79,7 +80,7 @@ impl Agent<'_> {
             .max(Duration::from_secs(1));
         crate::service::run::wait_for_health(pid, port, Instant::now() + remaining)?;
         let health_after = t0.elapsed();
-        verify::check_listener(port, pid).map_err(Stop::Failed)?;
+        verify::check_listener(port, pid).map_err(Stop::from)?;
         let env_proof = self.prove_env(pid, &info, env)?;
         self.out.waiting(
             &format!("pid {pid} to stay up (a crash loop would not)"),
@@ -117,18 +118,19 @@ impl Agent<'_> {
                 _ => {}
             }
             if baseline.crashed(&info) {
-                return Err(Stop::Failed(format!(
-                    "the Host is not running (state = {}, last exit: {})",
+                let state = format!(
+                    "state = {}, last exit: {}",
                     info.job_state(),
                     info.last_exit().map_or("unknown".into(), |e| e.to_string())
-                )));
+                );
+                return Err(Failure::NotRunning { state }.into());
             }
             if t0.elapsed() > timing.wait {
-                return Err(Stop::Failed(format!(
-                    "no new running instance within {} s (state = {})",
-                    timing.wait.as_secs(),
-                    info.job_state()
-                )));
+                return Err(Failure::NoNewInstance {
+                    secs: timing.wait.as_secs(),
+                    state: info.job_state().to_string(),
+                }
+                .into());
             }
             sleep_interruptible(pause.next())?;
         }
@@ -151,19 +153,13 @@ impl Agent<'_> {
         if after.pid() == Some(pid) && after.running() && !respawned {
             return Ok(());
         }
-        Err(Stop::Failed(format!(
-            "the Host did not stay up: pid {pid} became {} within {} ms of answering /health{} (a crash loop?)",
-            after.pid().map_or("none".into(), |p| p.to_string()),
-            timing.settle.as_millis(),
-            if respawned {
-                format!(
-                    ", and launchd spawned it {} more time(s)",
-                    after.runs().unwrap_or(0) - first.runs().unwrap_or(0)
-                )
-            } else {
-                String::new()
-            }
-        )))
+        Err(Failure::DidNotStayUp {
+            pid,
+            became: after.pid(),
+            settle_ms: timing.settle.as_millis(),
+            respawned: respawned.then(|| after.runs().unwrap_or(0) - first.runs().unwrap_or(0)),
+        }
+        .into())
     }
 
     pub(super) fn prove_env(
@@ -186,7 +182,7 @@ impl Agent<'_> {
             floor: self.proof_floor,
             live: None,
         })
-        .map_err(Stop::Failed)
+        .map_err(Stop::from)
     }
 }
 

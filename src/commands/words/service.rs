@@ -1,0 +1,361 @@
+//! The words of the service verbs' run (`service::said`): a proof's failure, where a rollback
+//! left the Host, the steps' progress and notes, and the refusals decided before anything is
+//! written — in each manager's terms where launchd and systemd differ.
+
+use std::fmt;
+
+use crate::service::said::{Failure, Left, Refused, Restored, Rollback, Said};
+use crate::service::{ManagerKind, Refusal};
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::ExitedBeforeHealth { pid, port } => write!(
+                f,
+                "the Host (pid {pid}) exited before answering /health on 127.0.0.1:{port}"
+            ),
+            Failure::HealthTimeout { last, port } => write!(
+                f,
+                "{} on 127.0.0.1:{port}",
+                crate::verify::HealthFailure::Timeout(*last)
+            ),
+            Failure::NoNewInstance { secs, state } => {
+                write!(
+                    f,
+                    "no new running instance within {secs} s (state = {state})"
+                )
+            }
+            Failure::NotRunning { state } => write!(f, "the Host is not running ({state})"),
+            Failure::DidNotStayUp {
+                pid,
+                became,
+                settle_ms,
+                respawned,
+            } => {
+                let became = became.map_or("none".into(), |p| p.to_string());
+                let respawned = respawned.map_or(String::new(), |n| {
+                    format!(", and launchd spawned it {n} more time(s)")
+                });
+                write!(
+                    f,
+                    "the Host did not stay up: pid {pid} became {became} within {settle_ms} ms of \
+                     answering /health{respawned} (a crash loop?)"
+                )
+            }
+            Failure::WrongPath { running, plist } => write!(
+                f,
+                "launchd runs the job from {}, not {}",
+                running
+                    .as_ref()
+                    .map_or("(no path)".into(), |p| p.display().to_string()),
+                plist.display()
+            ),
+            Failure::Unproven => f.write_str(
+                "the environment is unproven: the kernel hides it and `oyster host exec` left no \
+                 record for this process",
+            ),
+            Failure::Other(s) => f.write_str(s),
+        }
+    }
+}
+
+impl fmt::Display for Rollback {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let launchd = self.manager == ManagerKind::Launchd;
+        let (what, run, again) = match launchd {
+            true => ("plist", "reloaded", "loads it again"),
+            false => ("unit", "started", "starts it again"),
+        };
+        match &self.restored {
+            Restored::KeptStopped { start } if launchd => write!(
+                f,
+                "the job was booted out and the plist `stop` left restored, not loaded: the Host \
+                 stays stopped; `{start}` loads it again once the cause is fixed"
+            ),
+            Restored::KeptStopped { start } => write!(
+                f,
+                "the unit `stop` left was restored, not started: the Host stays stopped; \
+                 `{start}` starts it once the cause is fixed"
+            ),
+            Restored::Runs { pid } => write!(
+                f,
+                "restored the last good {what}; the previous Host runs again (pid {pid})"
+            ),
+            Restored::NotVerified { failure } => write!(
+                f,
+                "restored and {run} the last good {what}, but it did not verify either: {failure}"
+            ),
+            Restored::Started => write!(f, "restored and {run} the last good {what}"),
+            Restored::KeptGood { path, start } => {
+                let (verified, stopped) = match launchd {
+                    true => ("this definition", "the job was booted out"),
+                    false => ("this unit", "it was stopped"),
+                };
+                write!(
+                    f,
+                    "{verified} verified before, so the failure is not the {what}'s: {stopped} \
+                     and {} kept; `{start}` {again} once the cause is fixed",
+                    path.display()
+                )
+            }
+            Restored::Removed => {
+                let stopped = if launchd { "booted out" } else { "stopped" };
+                write!(
+                    f,
+                    "there was no earlier good {what}; the new one was {stopped} and removed"
+                )
+            }
+        }
+    }
+}
+
+impl fmt::Display for Said {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Said::Recovering { manager } => write!(
+                f,
+                "A previous oyster run stopped before its change verified; verifying now (and \
+                 rolling back to the last good {} if it does not).",
+                definition(*manager)
+            ),
+            Said::DirectTakenOver { pid } => write!(
+                f,
+                "the Host `oyster host start` ran (pid {pid}) was stopped; the systemd unit runs \
+                 it from now on, on the same port"
+            ),
+            Said::DropIns { unit, paths } => {
+                let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+                write!(
+                    f,
+                    "drop-ins change {unit} beside oyster's unit ({}); the Host's environment is \
+                     still the generated one",
+                    shown.join(", ")
+                )
+            }
+            Said::LingerOff { user } => write!(
+                f,
+                "linger is off for {user}: the Host stops when you log out; `loginctl \
+                 enable-linger {user}` keeps it running"
+            ),
+            Said::DisabledAgain { job } => write!(
+                f,
+                "{job} is disabled again, as `stop` left it: the Host stays stopped at login"
+            ),
+            Said::NotDisabledAgain {
+                manager,
+                job,
+                error,
+                stop,
+            } => {
+                let login = match manager {
+                    ManagerKind::Launchd => ": a login may load it;",
+                    _ => ";",
+                };
+                write!(
+                    f,
+                    "the start failed and {job} could not be disabled again ({error}){login} \
+                     `{stop}` keeps it stopped"
+                )
+            }
+            Said::StaleDefinition => f.write_str(
+                "launchd runs another definition than the plist on disk, which is what oyster \
+                 generates (written by `regenerate --no-restart`, or the loaded job was changed \
+                 behind oyster's back); reloading it.",
+            ),
+            Said::SwitchedOffAnyway { label, ignored } => {
+                let why = match ignored {
+                    true => "--ignore-login-items was given",
+                    false => {
+                        "it runs, so that answer alone is not taken as proof (for a plist a \
+                         command-line tool wrote it is undocumented, and has been seen for a \
+                         running job)"
+                    }
+                };
+                write!(
+                    f,
+                    "ServiceManagement says {label} is switched off in System Settings → General \
+                     → Login Items (\"requires approval\"), but {why}: reloading it anyway; if \
+                     launchd refuses the new definition, the Host stays down until it is \
+                     switched on there"
+                )
+            }
+            Said::FinishingStop { target } => write!(
+                f,
+                "{target} is still being booted out (a stop was interrupted); finishing that \
+                 first…"
+            ),
+            Said::OtherCopy {
+                label,
+                other,
+                pid,
+                here,
+            } => write!(
+                f,
+                "{label} is also loaded in {other}{}; booting that copy out so that only the one \
+                 in {here} runs.",
+                pid.map_or(String::new(), |p| format!(" (pid {p})"))
+            ),
+            Said::Restarting {
+                target,
+                pid,
+                grace_secs,
+            } => write!(
+                f,
+                "Restarting {target}: SIGTERM to pid {pid}, waiting up to {grace_secs} s for it \
+                 to exit…"
+            ),
+            Said::Outlived { pid, grace_secs } => write!(
+                f,
+                "pid {pid} outlived SIGTERM by {grace_secs} s; killing it with `launchctl \
+                 kickstart -k` (SIGKILL)."
+            ),
+            Said::InterruptedRestart { sig, old } => write!(
+                f,
+                "Interrupted by {sig}; the old Host (pid {old}) is already stopped, so oyster \
+                 finishes verifying the new one first…"
+            ),
+        }
+    }
+}
+
+impl fmt::Display for Left {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Left::RestartVerified { old, new } => write!(
+                f,
+                "the restart had stopped the old Host (pid {old}); the new Host (pid {new}) runs \
+                 and verified"
+            ),
+            Left::RestartUnverified {
+                old,
+                failure,
+                status,
+            } => write!(
+                f,
+                "the restart had stopped the old Host (pid {old}); launchd runs the same \
+                 definition again, but the new Host did not verify: {failure}; `{status}` shows it"
+            ),
+            Left::Uninstalled { label, plist } => write!(
+                f,
+                "{label} was booted out (launchd finishes stopping the Host) and {} removed; \
+                 config and logs are kept",
+                plist.display()
+            ),
+        }
+    }
+}
+
+/// The definition a manager runs, as a rollback names it.
+fn definition(manager: ManagerKind) -> &'static str {
+    match manager {
+        ManagerKind::Systemd => "unit",
+        _ => "plist",
+    }
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = &self.stack;
+        match &self.refusal {
+            Refusal::PortHeld {
+                port,
+                pid,
+                name: holder,
+                stack,
+            } => write!(
+                f,
+                "port {port} is already held by pid {pid} ({holder}{}); the Host of stack {name} \
+                 could not listen there",
+                stack
+                    .as_ref()
+                    .map_or(String::new(), |s| format!(", oyster stack {s}"))
+            ),
+            Refusal::PortInvisible { port } => {
+                let sep = match self.manager {
+                    ManagerKind::Launchd => {
+                        ": no socket this user may inspect listens there, yet it cannot be bound;"
+                    }
+                    _ => ";",
+                };
+                write!(
+                    f,
+                    "port {port} is held by a process oyster cannot see (another user's?){sep} \
+                     the Host of stack {name} could not listen there"
+                )
+            }
+            Refusal::SwitchedOff { target } if self.manager != ManagerKind::Launchd => {
+                write!(f, "{target} will not be loaded again by its manager")
+            }
+            Refusal::SwitchedOff { .. } => write!(
+                f,
+                "{} is loaded (it was loaded before it was switched off in System Settings → \
+                 General → Login Items), and launchd will not load it again: this change would \
+                 reload it and leave it unloaded, so launchd, the plist and config.json were \
+                 left as they are",
+                self.label
+            ),
+        }
+    }
+}
+
+impl Refused {
+    /// The fix.
+    pub fn hint(&self) -> Option<String> {
+        let name = &self.stack;
+        Some(match &self.refusal {
+            Refusal::PortHeld { .. } => format!(
+                "stop that process (or give stack {name} another port with --port), then run again"
+            ),
+            Refusal::PortInvisible { port } => {
+                let find = match self.manager {
+                    ManagerKind::Launchd => format!("sudo lsof -nP -iTCP:{port} -sTCP:LISTEN"),
+                    _ => format!("sudo ss -ltnp sport = :{port}"),
+                };
+                format!(
+                    "find the holder as an administrator (`{find}`), or give stack {name} another \
+                     port with --port"
+                )
+            }
+            Refusal::SwitchedOff { .. } if self.manager != ManagerKind::Launchd => return None,
+            Refusal::SwitchedOff { .. } => format!(
+                "{}; or, if it is switched on there already, run the command again with \
+                 --ignore-login-items",
+                self.switch_on.clone().unwrap_or_default()
+            ),
+        })
+    }
+}
+
+impl From<Refused> for crate::error::Failed {
+    fn from(r: Refused) -> Self {
+        crate::error::Failed {
+            msg: r.to_string(),
+            hint: r.hint(),
+        }
+    }
+}
+
+impl fmt::Display for crate::service::said::NotVerified {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let tail = self
+            .tail
+            .as_deref()
+            .unwrap_or("(the Host wrote nothing to its log during this attempt)");
+        let mut next = format!("`{} -f` follows the Host log", self.logs);
+        if let Some(restart) = &self.restart {
+            next.push_str(&format!(
+                "; `{restart} --wait 60` gives the Host longer to answer"
+            ));
+        }
+        if let Some(status) = &self.status {
+            next.push_str(&format!("; `{status}` shows the unit"));
+        }
+        write!(
+            f,
+            "the Host did not verify: {}\n--- this attempt's last lines of {} ---\n{}\nnext: {next}",
+            self.failure,
+            self.log.display(),
+            tail.trim_end()
+        )
+    }
+}
