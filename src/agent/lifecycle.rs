@@ -128,11 +128,10 @@ impl<'a> Agent<'a> {
         }
         let stack = &ctx.stack;
         if !lc.overridden && crate::sys::user::euid() == 0 {
-            return Err(crate::error::Invalid::new(
-                "oyster runs as root: root has no gui/0 session, and a job loaded in user/0 would run the Host as root",
-            )
-            .hint("run oyster as the user whose Host it is, without sudo (a .pkg runs it with `sudo -u <user>`)")
-            .into());
+            let root = crate::service::said::Declined::Root {
+                manager: crate::service::ManagerKind::Launchd,
+            };
+            return Err(crate::error::Invalid::from(root).into());
         }
         if lc.overridden || lc.timeout != Duration::from_secs(30) {
             ctx.out.note(&format!("using launchctl {}", lc.describe()));

@@ -115,6 +115,21 @@ pub enum Said {
     },
     /// The old pid outlived SIGTERM: `kickstart -k`.
     Outlived { pid: u32, grace_secs: u64 },
+    /// `launchctl bootstrap` answered `code` (`said`): retried for up to `secs` (the old job
+    /// still draining, or a label not loaded whose cause is looked for after).
+    BootstrapRetrying {
+        code: i32,
+        said: String,
+        draining: bool,
+        secs: u64,
+    },
+    /// launchd refused the GUI domain for this session: once more in the user domain.
+    FallingBack {
+        gui: String,
+        code: i32,
+        said: String,
+        user: String,
+    },
     /// A signal after the restart stopped the old Host: the new one is verified first.
     InterruptedRestart { sig: Signal, old: u32 },
 }
@@ -161,4 +176,67 @@ pub struct NotVerified {
     pub restart: Option<String>,
     /// The manager's own look at the job (`systemctl --user status NAME`).
     pub status: Option<String>,
+}
+
+/// A manager's refusal of a run, before anything is changed (or, for a bootstrap, of the load
+/// itself): the facts; the words and the fix are the edge's.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Declined {
+    /// oyster runs as root, and nothing named the manager on purpose.
+    Root { manager: ManagerKind },
+    /// The unit file is a symlink a `disable` would remove (`keep`: `stop --keep`, typed).
+    LinkedUnit { path: PathBuf, keep: String },
+    /// Drop-ins beside the unit set keys that override oyster's (`found`: each file and its
+    /// keys; `keys`: every key that overrides).
+    DropIns {
+        unit: String,
+        found: Vec<(PathBuf, Vec<String>)>,
+        keys: Vec<String>,
+    },
+    /// The stack has a unit, but its manager cannot be reached (`why`).
+    Unreachable(Unreachable),
+    /// launchd says the job is disabled even after `launchctl enable`.
+    StillDisabled { target: String },
+    /// `launchctl bootstrap` kept refusing the plist.
+    Bootstrap(Box<BootstrapRefused>),
+    /// `kickstart` kept answering 37 and no new instance came.
+    NoNewInstance { target: String, secs: u64 },
+}
+
+/// A stack whose unit's manager cannot be reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unreachable {
+    pub stack: String,
+    pub unit: PathBuf,
+    pub why: String,
+    pub user: String,
+    pub uid: u32,
+}
+
+/// A bootstrap launchd kept refusing, and why, as far as oyster can tell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BootstrapRefused {
+    pub domain: String,
+    pub target: String,
+    pub plist: PathBuf,
+    pub code: String,
+    pub stderr: String,
+    /// How long it was retried, when that was long enough to say.
+    pub retried_secs: Option<f64>,
+    pub why: RefusedBecause,
+}
+
+/// Why launchd refused a bootstrap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RefusedBecause {
+    /// The label is loaded from another plist.
+    LoadedElsewhere,
+    /// Still loaded from this plist: the old job never finished booting out.
+    StillDraining,
+    /// The first cause that holds (`agent::refusal`), with its fix.
+    Cause { what: String, fix: String },
+    /// None holds; `hint` is what a user can still do.
+    NoReason { hint: String },
+    /// Not a 5/37: `doctor` says what launchd refuses.
+    Other { doctor: String },
 }

@@ -493,32 +493,32 @@ pub fn refuse_write(ctx: &Context) -> anyhow::Result<()> {
 /// The Host the unit runs writes the pid file a directly started Host writes, so without the
 /// manager nothing may take it for a direct one, nor act on the job as if it had none.
 pub fn unreachable(ctx: &Context) -> Option<String> {
+    unreachable_here(ctx).map(|u| u.to_string())
+}
+
+fn unreachable_here(ctx: &Context) -> Option<service::said::Unreachable> {
     let Err(crate::context::NoManager::Unreachable(why)) = ctx.manager() else {
         return None;
     };
     let path = path_for(ctx).ok()?;
     std::fs::symlink_metadata(&path).ok()?;
     let why = why.rsplit_once("; and ").map_or(why.as_str(), |(_, w)| w);
-    Some(format!(
-        "stack {} has a systemd unit ({}), but {why}: whether it runs the Host cannot be told, and the unit cannot be changed from here",
-        ctx.stack.name,
-        crate::output::one_line(&path)
-    ))
+    let uid = crate::sys::user::uid();
+    Some(service::said::Unreachable {
+        stack: ctx.stack.name.to_string(),
+        unit: path,
+        why: why.to_owned(),
+        user: crate::sys::user::name_of(uid).unwrap_or_else(|| "the user".into()),
+        uid,
+    })
 }
 
 /// [`unreachable`] as the refusal of a verb that acts on the job (exit 1), with the way to
 /// reach the manager.
 pub fn refuse_unreachable(ctx: &Context) -> Result<(), crate::error::Failed> {
-    match unreachable(ctx) {
+    match unreachable_here(ctx) {
         None => Ok(()),
-        Some(why) => Err(crate::error::Failed::new(
-            format!("{why}; nothing was changed"),
-            format!(
-                "run oyster in {user}'s login session, where systemd --user runs (`XDG_RUNTIME_DIR=/run/user/{uid}`); `loginctl enable-linger {user}` keeps the manager running without one",
-                user = crate::sys::user::name_of(crate::sys::user::uid()).unwrap_or_else(|| "the user".into()),
-                uid = crate::sys::user::uid()
-            ),
-        )),
+        Some(u) => Err(service::said::Declined::Unreachable(u).into()),
     }
 }
 

@@ -5,6 +5,7 @@
 //! reload would start the Host on the drop-in's values, no verification could pass, and the
 //! rollback could only stop it.
 
+use crate::service::said::Declined;
 use std::path::{Path, PathBuf};
 
 use crate::error::Invalid;
@@ -44,23 +45,21 @@ pub fn refuse_disabling_a_link(path: &Path, keep_hint: &str) -> Result<(), Inval
     if !linked {
         return Ok(());
     }
-    let p = crate::output::one_line(path);
-    Err(Invalid::new(format!(
-        "{p} is a symlink: the disable that keeps the Host stopped at the next login (`systemctl --user disable`) would remove it; nothing was stopped"
-    ))
-    .hint(format!(
-        "`{keep_hint}` stops it until the next login without disabling it; or replace the link with the file it points to, then stop again"
-    )))
+    Err(Declined::LinkedUnit {
+        path: path.to_owned(),
+        keep: keep_hint.to_owned(),
+    }
+    .into())
 }
 
 /// Root's own user manager never gets a unit: it would run the Host as root. Refused unless
 /// `OYSTER_SYSTEMCTL` names the manager (a test's, or an administrator's deliberate choice).
 pub fn refuse_root(sc: &crate::systemd::Systemctl) -> Result<(), Invalid> {
     if crate::sys::user::euid() == 0 && !sc.overridden {
-        return Err(Invalid::new(
-            "oyster runs as root: a systemd user unit for root would run the Host as root",
-        )
-        .hint("run oyster as the user whose Host it is, without sudo"));
+        return Err(Declined::Root {
+            manager: crate::service::ManagerKind::Systemd,
+        }
+        .into());
     }
     Ok(())
 }
@@ -118,21 +117,12 @@ pub fn overriding_keys(text: &str) -> Vec<String> {
 
 /// The refusal for drop-ins that override oyster's unit (exit 2), naming each and what it sets.
 pub fn drop_in_refusal(name: &str, found: &[(PathBuf, Vec<String>)]) -> Invalid {
-    let said: Vec<String> = found
-        .iter()
-        .map(|(p, keys)| {
-            let keys: Vec<String> = keys.iter().map(|k| format!("{k}=")).collect();
-            format!("{} sets {}", crate::output::one_line(p), keys.join(", "))
-        })
-        .collect();
-    Invalid::new(format!(
-        "a drop-in overrides {name}: {}; the Host would run with what it says, not the environment oyster generates, and could not be verified (nothing was changed)",
-        said.join("; ")
-    ))
-    .hint(format!(
-        "remove it (`systemctl --user revert {name}` removes every drop-in of the unit), or keep only settings other than {}, then run again",
-        OVERRIDING_KEYS.map(|k| format!("{k}=")).join(", ")
-    ))
+    Declined::DropIns {
+        unit: name.to_owned(),
+        found: found.to_vec(),
+        keys: OVERRIDING_KEYS.map(str::to_owned).to_vec(),
+    }
+    .into()
 }
 
 #[cfg(test)]

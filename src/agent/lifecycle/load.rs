@@ -4,39 +4,42 @@
 
 use super::*;
 use crate::launchctl::{Reply, BOOTOUT_GOES_ON};
+use crate::service::said::{BootstrapRefused, Declined, RefusedBecause, Said};
 
 impl Agent<'_> {
     /// enable, bootout (if loaded), wait for the label to go, bootstrap with bounded retries.
     /// Says once why a bootstrap is retried: a job still draining, or a label not loaded.
     fn say_retrying(&self, f: &crate::sys::process::Finished, loaded: bool) {
-        self.out.progress(&format!(
-            "launchctl bootstrap exited {} ({}); {}…",
-            f.code,
-            f.stderr.lines().next().unwrap_or("").trim(),
-            if loaded {
-                format!(
-                    "the old job is still draining, retrying for up to {} s",
-                    BOOTSTRAP_RETRY.as_secs()
-                )
-            } else {
-                format!(
-                    "the label is not loaded, retrying for up to {} s before looking for the cause",
-                    NOT_LOADED_RETRY.as_secs()
-                )
-            }
-        ));
+        let said = Said::BootstrapRetrying {
+            code: f.code,
+            said: f.stderr.lines().next().unwrap_or("").trim().to_owned(),
+            draining: loaded,
+            secs: match loaded {
+                true => BOOTSTRAP_RETRY.as_secs(),
+                false => NOT_LOADED_RETRY.as_secs(),
+            },
+        };
+        self.out.progress(&said.to_string());
     }
 
     /// launchd refused the GUI domain for this session (over SSH: 125, or 134 when the
     /// session cannot load it): the user domain instead, said with what that means.
     fn fall_back_to_user_domain(&mut self, r: &launchctl::Reply) -> anyhow::Result<()> {
         let gui = self.active();
-        self.out.progress(&format!(
-            "launchctl bootstrap {gui} exited {} ({}); retrying once in {}.",
-            r.finished.code,
-            r.finished.stderr.lines().last().unwrap_or("").trim(),
-            gui.other()
-        ));
+        let said = Said::FallingBack {
+            gui: gui.to_string(),
+            code: r.finished.code,
+            said: r
+                .finished
+                .stderr
+                .lines()
+                .last()
+                .unwrap_or("")
+                .trim()
+                .to_owned(),
+            user: gui.other().to_string(),
+        };
+        self.out.progress(&said.to_string());
         self.out.note(&launchctl::user_domain_note(gui, r.code));
         self.active = gui.other();
         self.lc
@@ -132,15 +135,12 @@ impl Agent<'_> {
 
     /// A bootstrap that answered 5 (or 37): why, in order — the label loaded from another
     /// plist, a bootout that never finished draining, the first cause that holds
-    /// (`agent::refusal`), or launchd's silence; appended to `msg`, with the fix returned.
+    /// (`agent::refusal`, or `cause`, found already), or launchd's silence.
     fn refused_with_5(
         &self,
-        msg: &mut String,
         stderr: &str,
         cause: Option<crate::agent::refusal::Cause>,
-        t0: Instant,
-    ) -> String {
-        let target = self.target();
+    ) -> RefusedBecause {
         let plist = self.stack.plist_path();
         let now = self.poll().ok().flatten();
         let loaded_elsewhere = now
@@ -148,17 +148,13 @@ impl Agent<'_> {
             .is_some_and(|i| i.path().is_some_and(|p| p != plist.as_path()));
         // Still listed from this plist after the whole bound: a bootout that never
         // finished draining, not a refusal to look for causes of.
-        let still_draining = now.is_some() && !loaded_elsewhere;
-        if t0.elapsed() >= Duration::from_millis(500) {
-            msg.push_str(&format!(
-                " (after {:.1} s of retries)",
-                t0.elapsed().as_secs_f64()
-            ));
+        if loaded_elsewhere {
+            return RefusedBecause::LoadedElsewhere;
+        }
+        if now.is_some() {
+            return RefusedBecause::StillDraining;
         }
         let cause = cause.or_else(|| {
-            if loaded_elsewhere || still_draining {
-                return None;
-            }
             crate::agent::refusal::first_cause(
                 self.lc,
                 self.active(),
@@ -168,33 +164,20 @@ impl Agent<'_> {
             )
         });
         match cause {
-            _ if loaded_elsewhere => {
-                "the label is loaded from another plist: `launchctl bootout` it, then run again"
-                    .to_owned()
-            }
-            _ if still_draining => {
-                msg.push_str(&format!(
-                    "; {target} is still loaded: launchd did not finish booting the old job out"
-                ));
-                format!("`launchctl print {target}` shows its state; run the command again once it is gone")
-            }
-            Some(c) => {
-                msg.push_str(&format!("; launchd refused it because {}", c.what));
-                c.fix
-            }
-            None => {
-                msg.push_str(
-                    "; launchd refused it and gave no reason (it is not disabled, not switched off in Login Items, its session types, owner and mode and its log directory are right)",
-                );
-                // Issue 39 item 7: a hint a standard user can follow, launchctl's advice kept.
-                crate::agent::refusal::no_reason_hint(
+            Some(c) => RefusedBecause::Cause {
+                what: c.what,
+                fix: c.fix,
+            },
+            // Issue 39 item 7: a hint a standard user can follow, launchctl's advice kept.
+            None => RefusedBecause::NoReason {
+                hint: crate::agent::refusal::no_reason_hint(
                     stderr,
                     self.active(),
                     &plist,
                     &self.hints.cmd("doctor"),
                     crate::sys::user::is_admin(),
-                )
-            }
+                ),
+            },
         }
     }
 
@@ -211,7 +194,6 @@ impl Agent<'_> {
         t0: Instant,
     ) -> anyhow::Error {
         let target = self.target();
-        let plist = self.stack.plist_path();
         let why = if code == Code::Disabled {
             "disabled".to_owned()
         } else {
@@ -220,27 +202,26 @@ impl Agent<'_> {
         self.audit
             .record(action, Step::Bootstrap, StepOutcome::Failed, None, &why);
         if code == Code::Disabled {
-            return crate::error::Failed::new(
-                format!("launchd says {target} is disabled (bootstrap exit 119) even after `launchctl enable`"),
-                format!("run `launchctl enable {target}` yourself and try again"),
-            )
-            .into();
+            return crate::error::Failed::from(Declined::StillDisabled { target }).into();
         }
-        let mut msg = format!(
-            "`launchctl bootstrap {} {}` exited {code}: {}",
-            self.active(),
-            plist.display(),
-            r.finished.stderr.trim()
-        );
-        let hint = if matches!(code, Code::InputOutput | Code::AlreadyRunning) {
-            self.refused_with_5(&mut msg, &r.finished.stderr, cause, t0)
-        } else {
-            format!(
-                "run `{}` to see what launchd refuses",
-                self.hints.cmd("doctor")
-            )
+        let five = matches!(code, Code::InputOutput | Code::AlreadyRunning);
+        let why = match five {
+            true => self.refused_with_5(&r.finished.stderr, cause),
+            false => RefusedBecause::Other {
+                doctor: self.hints.cmd("doctor"),
+            },
         };
-        crate::error::Failed::new(msg, hint).into()
+        let refused = BootstrapRefused {
+            domain: self.active().to_string(),
+            plist: self.stack.plist_path(),
+            code: code.to_string(),
+            stderr: r.finished.stderr.clone(),
+            retried_secs: (five && t0.elapsed() >= Duration::from_millis(500))
+                .then(|| t0.elapsed().as_secs_f64()),
+            why,
+            target,
+        };
+        crate::error::Failed::from(Declined::Bootstrap(Box::new(refused))).into()
     }
 
     /// bootout, then poll `print` until the label is gone (113): bootout returns before the

@@ -104,11 +104,13 @@ impl Agent<'_> {
                 }
             }
             if t0.elapsed() > EXIT_NOTICE_BOUND {
-                anyhow::bail!(
-                    "launchd did not start a new instance of {} within {} s of the old one's exit (kickstart kept answering 37, already running)",
-                    self.target(),
-                    EXIT_NOTICE_BOUND.as_secs()
-                );
+                return Err(crate::error::Failed::from(
+                    crate::service::said::Declined::NoNewInstance {
+                        target: self.target(),
+                        secs: EXIT_NOTICE_BOUND.as_secs(),
+                    },
+                )
+                .into());
             }
             // Also before the first look: launchd learns of an exit after the kernel (a
             // `print` at once would almost always show the old pid still running).

@@ -209,6 +209,30 @@ impl fmt::Display for Said {
                 "pid {pid} outlived SIGTERM by {grace_secs} s; killing it with `launchctl \
                  kickstart -k` (SIGKILL)."
             ),
+            Said::BootstrapRetrying {
+                code,
+                said,
+                draining,
+                secs,
+            } => {
+                let why = match draining {
+                    true => format!("the old job is still draining, retrying for up to {secs} s"),
+                    false => format!(
+                        "the label is not loaded, retrying for up to {secs} s before looking for \
+                         the cause"
+                    ),
+                };
+                write!(f, "launchctl bootstrap exited {code} ({said}); {why}…")
+            }
+            Said::FallingBack {
+                gui,
+                code,
+                said,
+                user,
+            } => write!(
+                f,
+                "launchctl bootstrap {gui} exited {code} ({said}); retrying once in {user}."
+            ),
             Said::InterruptedRestart { sig, old } => write!(
                 f,
                 "Interrupted by {sig}; the old Host (pid {old}) is already stopped, so oyster \
@@ -357,5 +381,173 @@ impl fmt::Display for crate::service::said::NotVerified {
             self.log.display(),
             tail.trim_end()
         )
+    }
+}
+
+impl fmt::Display for crate::service::said::Declined {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::service::said::{Declined, RefusedBecause};
+        match self {
+            Declined::Root { manager } => {
+                let why = match manager {
+                    ManagerKind::Systemd => {
+                        "a systemd user unit for root would run the Host as root"
+                    }
+                    _ => {
+                        "root has no gui/0 session, and a job loaded in user/0 would run the Host \
+                         as root"
+                    }
+                };
+                write!(f, "oyster runs as root: {why}")
+            }
+            Declined::LinkedUnit { path, .. } => write!(
+                f,
+                "{} is a symlink: the disable that keeps the Host stopped at the next login \
+                 (`systemctl --user disable`) would remove it; nothing was stopped",
+                crate::output::one_line(path)
+            ),
+            Declined::DropIns { unit, found, .. } => {
+                let said: Vec<String> = found
+                    .iter()
+                    .map(|(p, keys)| {
+                        let keys: Vec<String> = keys.iter().map(|k| format!("{k}=")).collect();
+                        format!("{} sets {}", crate::output::one_line(p), keys.join(", "))
+                    })
+                    .collect();
+                write!(
+                    f,
+                    "a drop-in overrides {unit}: {}; the Host would run with what it says, not \
+                     the environment oyster generates, and could not be verified (nothing was \
+                     changed)",
+                    said.join("; ")
+                )
+            }
+            Declined::Unreachable(u) => write!(f, "{u}; nothing was changed"),
+            Declined::StillDisabled { target } => write!(
+                f,
+                "launchd says {target} is disabled (bootstrap exit 119) even after `launchctl \
+                 enable`"
+            ),
+            Declined::Bootstrap(b) => {
+                write!(
+                    f,
+                    "`launchctl bootstrap {} {}` exited {}: {}",
+                    b.domain,
+                    b.plist.display(),
+                    b.code,
+                    b.stderr.trim()
+                )?;
+                if let Some(secs) = b.retried_secs {
+                    write!(f, " (after {secs:.1} s of retries)")?;
+                }
+                match &b.why {
+                    RefusedBecause::StillDraining => write!(
+                        f,
+                        "; {} is still loaded: launchd did not finish booting the old job out",
+                        b.target
+                    ),
+                    RefusedBecause::Cause { what, .. } => {
+                        write!(f, "; launchd refused it because {what}")
+                    }
+                    RefusedBecause::NoReason { .. } => f.write_str(
+                        "; launchd refused it and gave no reason (it is not disabled, not \
+                         switched off in Login Items, its session types, owner and mode and its \
+                         log directory are right)",
+                    ),
+                    RefusedBecause::LoadedElsewhere | RefusedBecause::Other { .. } => Ok(()),
+                }
+            }
+            Declined::NoNewInstance { target, secs } => write!(
+                f,
+                "launchd did not start a new instance of {target} within {secs} s of the old \
+                 one's exit (kickstart kept answering 37, already running)"
+            ),
+        }
+    }
+}
+
+impl fmt::Display for crate::service::said::Unreachable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "stack {} has a systemd unit ({}), but {}: whether it runs the Host cannot be told, \
+             and the unit cannot be changed from here",
+            self.stack,
+            crate::output::one_line(&self.unit),
+            self.why
+        )
+    }
+}
+
+impl crate::service::said::Declined {
+    /// The fix.
+    pub fn hint(&self) -> Option<String> {
+        use crate::service::said::{Declined, RefusedBecause};
+        Some(match self {
+            Declined::Root { manager } => match manager {
+                ManagerKind::Systemd => {
+                    "run oyster as the user whose Host it is, without sudo".into()
+                }
+                _ => "run oyster as the user whose Host it is, without sudo (a .pkg runs it with \
+                      `sudo -u <user>`)"
+                    .into(),
+            },
+            Declined::LinkedUnit { keep, .. } => format!(
+                "`{keep}` stops it until the next login without disabling it; or replace the link \
+                 with the file it points to, then stop again"
+            ),
+            Declined::DropIns { unit, keys, .. } => format!(
+                "remove it (`systemctl --user revert {unit}` removes every drop-in of the unit), \
+                 or keep only settings other than {}, then run again",
+                keys.iter()
+                    .map(|k| format!("{k}="))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Declined::Unreachable(u) => format!(
+                "run oyster in {user}'s login session, where systemd --user runs \
+                 (`XDG_RUNTIME_DIR=/run/user/{uid}`); `loginctl enable-linger {user}` keeps the \
+                 manager running without one",
+                user = u.user,
+                uid = u.uid
+            ),
+            Declined::StillDisabled { target } => {
+                format!("run `launchctl enable {target}` yourself and try again")
+            }
+            Declined::Bootstrap(b) => match &b.why {
+                RefusedBecause::LoadedElsewhere => {
+                    "the label is loaded from another plist: `launchctl bootout` it, then run again"
+                        .into()
+                }
+                RefusedBecause::StillDraining => format!(
+                    "`launchctl print {}` shows its state; run the command again once it is gone",
+                    b.target
+                ),
+                RefusedBecause::Cause { fix, .. } => fix.clone(),
+                RefusedBecause::NoReason { hint } => hint.clone(),
+                RefusedBecause::Other { doctor } => {
+                    format!("run `{doctor}` to see what launchd refuses")
+                }
+            },
+            Declined::NoNewInstance { .. } => return None,
+        })
+    }
+}
+
+impl From<crate::service::said::Declined> for crate::error::Failed {
+    fn from(d: crate::service::said::Declined) -> Self {
+        crate::error::Failed {
+            msg: d.to_string(),
+            hint: d.hint(),
+        }
+    }
+}
+
+impl From<crate::service::said::Declined> for crate::error::Invalid {
+    fn from(d: crate::service::said::Declined) -> Self {
+        crate::error::Invalid {
+            msg: d.to_string(),
+            hint: d.hint(),
+        }
     }
 }
