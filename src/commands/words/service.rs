@@ -157,88 +157,103 @@ impl fmt::Display for Said {
                      `{stop}` keeps it stopped"
                 )
             }
-            Said::StaleDefinition => f.write_str(
-                "launchd runs another definition than the plist on disk, which is what oyster \
-                 generates (written by `regenerate --no-restart`, or the loaded job was changed \
-                 behind oyster's back); reloading it.",
-            ),
-            Said::SwitchedOffAnyway { label, ignored } => {
-                let why = match ignored {
-                    true => "--ignore-login-items was given",
-                    false => {
-                        "it runs, so that answer alone is not taken as proof (for a plist a \
-                         command-line tool wrote it is undocumented, and has been seen for a \
-                         running job)"
-                    }
-                };
-                write!(
-                    f,
-                    "ServiceManagement says {label} is switched off in System Settings → General \
-                     → Login Items (\"requires approval\"), but {why}: reloading it anyway; if \
-                     launchd refuses the new definition, the Host stays down until it is \
-                     switched on there"
-                )
-            }
-            Said::FinishingStop { target } => write!(
-                f,
-                "{target} is still being booted out (a stop was interrupted); finishing that \
-                 first…"
-            ),
-            Said::OtherCopy {
-                label,
-                other,
-                pid,
-                here,
-            } => write!(
-                f,
-                "{label} is also loaded in {other}{}; booting that copy out so that only the one \
-                 in {here} runs.",
-                pid.map_or(String::new(), |p| format!(" (pid {p})"))
-            ),
-            Said::Restarting {
-                target,
-                pid,
-                grace_secs,
-            } => write!(
-                f,
-                "Restarting {target}: SIGTERM to pid {pid}, waiting up to {grace_secs} s for it \
-                 to exit…"
-            ),
-            Said::Outlived { pid, grace_secs } => write!(
-                f,
-                "pid {pid} outlived SIGTERM by {grace_secs} s; killing it with `launchctl \
-                 kickstart -k` (SIGKILL)."
-            ),
-            Said::BootstrapRetrying {
-                code,
-                said,
-                draining,
-                secs,
-            } => {
-                let why = match draining {
-                    true => format!("the old job is still draining, retrying for up to {secs} s"),
-                    false => format!(
-                        "the label is not loaded, retrying for up to {secs} s before looking for \
-                         the cause"
-                    ),
-                };
-                write!(f, "launchctl bootstrap exited {code} ({said}); {why}…")
-            }
-            Said::FallingBack {
-                gui,
-                code,
-                said,
-                user,
-            } => write!(
-                f,
-                "launchctl bootstrap {gui} exited {code} ({said}); retrying once in {user}."
-            ),
-            Said::InterruptedRestart { sig, old } => write!(
-                f,
-                "Interrupted by {sig}; the old Host (pid {old}) is already stopped, so oyster \
-                 finishes verifying the new one first…"
-            ),
+            launchd => said_by_launchd(launchd, f),
         }
+    }
+}
+
+/// The lines only launchd's job says (its reloads, restarts and bootstraps).
+fn said_by_launchd(said: &Said, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    match said {
+        Said::StaleDefinition => f.write_str(
+            "launchd runs another definition than the plist on disk, which is what oyster \
+             generates (written by `regenerate --no-restart`, or the loaded job was changed \
+             behind oyster's back); reloading it.",
+        ),
+        Said::SwitchedOffAnyway { label, ignored } => {
+            let why = match ignored {
+                true => "--ignore-login-items was given",
+                false => {
+                    "it runs, so that answer alone is not taken as proof (for a plist a \
+                     command-line tool wrote it is undocumented, and has been seen for a \
+                     running job)"
+                }
+            };
+            write!(
+                f,
+                "ServiceManagement says {label} is switched off in System Settings → General \
+                 → Login Items (\"requires approval\"), but {why}: reloading it anyway; if \
+                 launchd refuses the new definition, the Host stays down until it is \
+                 switched on there"
+            )
+        }
+        Said::FinishingStop { target } => write!(
+            f,
+            "{target} is still being booted out (a stop was interrupted); finishing that \
+             first…"
+        ),
+        Said::OtherCopy {
+            label,
+            other,
+            pid,
+            here,
+        } => write!(
+            f,
+            "{label} is also loaded in {other}{}; booting that copy out so that only the one \
+             in {here} runs.",
+            pid.map_or(String::new(), |p| format!(" (pid {p})"))
+        ),
+        restart => said_by_restart(restart, f),
+    }
+}
+
+/// The lines of launchd's graceful restart and of its bootstraps.
+fn said_by_restart(said: &Said, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    match said {
+        Said::Restarting {
+            target,
+            pid,
+            grace_secs,
+        } => write!(
+            f,
+            "Restarting {target}: SIGTERM to pid {pid}, waiting up to {grace_secs} s for it \
+             to exit…"
+        ),
+        Said::Outlived { pid, grace_secs } => write!(
+            f,
+            "pid {pid} outlived SIGTERM by {grace_secs} s; killing it with `launchctl \
+             kickstart -k` (SIGKILL)."
+        ),
+        Said::BootstrapRetrying {
+            code,
+            said,
+            draining,
+            secs,
+        } => {
+            let why = match draining {
+                true => format!("the old job is still draining, retrying for up to {secs} s"),
+                false => format!(
+                    "the label is not loaded, retrying for up to {secs} s before looking for \
+                     the cause"
+                ),
+            };
+            write!(f, "launchctl bootstrap exited {code} ({said}); {why}…")
+        }
+        Said::FallingBack {
+            gui,
+            code,
+            said,
+            user,
+        } => write!(
+            f,
+            "launchctl bootstrap {gui} exited {code} ({said}); retrying once in {user}."
+        ),
+        Said::InterruptedRestart { sig, old } => write!(
+            f,
+            "Interrupted by {sig}; the old Host (pid {old}) is already stopped, so oyster \
+             finishes verifying the new one first…"
+        ),
+        _ => Ok(()),
     }
 }
 
