@@ -1,0 +1,1 @@
+//! The words of `agent/`.
