@@ -26,7 +26,8 @@ pub mod status;
 mod stop;
 
 pub use outcomes::{
-    DirectError, Finished, Mismatch, NotThisStacks, NotVerified, Note, Refusal, StartFailed, Wait,
+    DirectError, Finished, Mismatch, NoExpectedEnv, NotThisStacks, NotVerified, Note, Refusal,
+    StartFailed, Wait,
 };
 
 use stop::{other_stack_refusal, unproven_refusal};

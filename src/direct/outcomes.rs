@@ -60,6 +60,10 @@ pub enum NotVerified {
     Said(String),
 }
 
+/// The environment a Host should have could not be computed (why).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoExpectedEnv(pub String);
+
 /// What the direct start, stop and pid file refuse or fail with; said (with the fix, where
 /// there is one) in `commands/words/direct.rs`.
 #[derive(Debug)]

@@ -145,7 +145,7 @@ pub fn probe(ctx: &Context, rec: &PidRecord, live: &LiveProcess) -> DirectHost {
         }
         Err(e) => {
             host.health = crate::verify::health(rec.port, probe::HEALTH_TIMEOUT);
-            let why = format!("could not compute the expected environment: {e:#}");
+            let why = super::NoExpectedEnv(format!("{e:#}")).to_string();
             host.env_note = Some(why.clone());
             host.problem = Some(why);
         }

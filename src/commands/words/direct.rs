@@ -5,7 +5,8 @@ use std::fmt::{self, Display, Formatter};
 
 use crate::direct::status::NotRunning;
 use crate::direct::{
-    DirectError, Finished, Mismatch, NotThisStacks, NotVerified, Note, Refusal, StartFailed, Wait,
+    DirectError, Finished, Mismatch, NoExpectedEnv, NotThisStacks, NotVerified, Note, Refusal,
+    StartFailed, Wait,
 };
 use crate::error::Failed;
 
@@ -218,6 +219,12 @@ impl Display for Wait {
             Wait::Health { port } => write!(f, "GET /health on 127.0.0.1:{port}"),
             Wait::Exit { pid } => write!(f, "pid {pid} to exit after SIGTERM"),
         }
+    }
+}
+
+impl Display for NoExpectedEnv {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(f, "could not compute the expected environment: {}", self.0)
     }
 }
 
