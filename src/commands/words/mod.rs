@@ -4,3 +4,6 @@
 
 mod agent;
 mod direct;
+
+#[cfg(test)]
+mod tests;
