@@ -19,7 +19,7 @@ pub mod providers;
 pub mod setup;
 pub mod setup_login;
 pub mod version;
-mod words;
+pub mod words;
 
 use std::io::IsTerminal;
 
