@@ -41,6 +41,11 @@ pub struct Listings {
 #[derive(Debug)]
 pub struct Unreadable(pub String);
 
+/// `launchctl print DOMAIN` has no services table oyster can read (in words in
+/// `commands/words/agent.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoServicesTable(pub Domain);
+
 impl Launchctl {
     /// Two calls, whatever the number of stacks: `print gui/<uid>` and `print user/<uid>`.
     pub fn listings(&self) -> anyhow::Result<Result<Listings, Unreadable>> {
@@ -49,9 +54,7 @@ impl Launchctl {
                 Err(code) => Ok(Err(code)),
                 Ok(text) => match parse_domain(&text) {
                     Some(l) => Ok(Ok(l)),
-                    None => Err(Unreadable(format!(
-                        "`launchctl print {d}` has no `services = {{` table oyster can read"
-                    ))),
+                    None => Err(Unreadable(NoServicesTable(d).to_string())),
                 },
             })
         };

@@ -12,14 +12,15 @@
 //! state unknown. The state is **unknown, never "fine"**, where the API is missing (macOS 12)
 //! or fails.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::launchctl::Launchctl;
 use crate::sys::process::{ProcessError, Program};
 
-/// What ServiceManagement says of the plist (`SMAppService.Status`).
+/// What ServiceManagement says of the plist (`SMAppService.Status`); `words()` (in
+/// `commands/words/agent.rs`) says it for humans.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LoginItem {
@@ -35,19 +36,6 @@ pub enum LoginItem {
     Unknown,
 }
 
-impl LoginItem {
-    /// The state in words for humans.
-    pub fn words(self) -> &'static str {
-        match self {
-            LoginItem::Enabled => "allowed",
-            LoginItem::RequiresApproval => "switched off (requires approval)",
-            LoginItem::NotRegistered => "not registered yet",
-            LoginItem::NotFound => "not found by ServiceManagement",
-            LoginItem::Unknown => "unknown",
-        }
-    }
-}
-
 /// How long ServiceManagement (or the program that stands in for it) may take to answer. Its
 /// query has no time limit of its own, and the Background Task Management daemon behind it is
 /// known to wedge (macOS 14–26 field reports): without this bound `status`, `doctor`, `list`
@@ -57,26 +45,56 @@ pub const LIMIT: Duration = Duration::from_secs(3);
 /// What was asked and answered: the state, and ServiceManagement's own number for it
 /// (`SMAppService.Status`: 0 not registered, 1 enabled, 2 requires approval, 3 not found)
 /// when it came from ServiceManagement, said beside the state in `status` and `doctor` so a
-/// report from a Mac shows what the API really answered.
+/// report from a Mac shows what the API really answered (`words()`, in
+/// `commands/words/agent.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Answer {
     pub state: LoginItem,
     pub raw: Option<isize>,
 }
 
-impl Answer {
-    /// The state in words, with ServiceManagement's number when there is one.
-    pub fn words(self) -> String {
-        match self.raw {
-            Some(n) => format!("{} (ServiceManagement status {n})", self.state.words()),
-            None => self.state.words().to_owned(),
-        }
-    }
-}
-
 /// Set once a query did not answer within [`LIMIT`]: the daemon behind it is wedged, and
 /// asking again in this run would only wait again (one oyster process is one run).
-static NO_ANSWER: OnceLock<String> = OnceLock::new();
+static NO_ANSWER: OnceLock<Unknown> = OnceLock::new();
+
+/// Why the state is unknown, as facts (in words in `commands/words/agent.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unknown {
+    /// The query did not answer within [`LIMIT`].
+    Hung(Asked),
+    /// One did not earlier in this run (why), so it was not asked again.
+    NotAgain(Box<Unknown>),
+    /// ServiceManagement answered a status number oyster does not know.
+    Status(isize),
+    /// Running the program failed (in its own words).
+    Run(String),
+    /// The program exited `code` (with the first line of its `stderr`, if any).
+    CannotSay {
+        program: PathBuf,
+        code: i32,
+        said: Option<String>,
+    },
+    /// The program answered a word oyster does not know.
+    Answered { program: PathBuf, word: String },
+    /// Before macOS 13 there are no Login Items to ask.
+    #[cfg_attr(not(target_os = "macos"), allow(dead_code))] // asked on macOS
+    BeforeMacos13,
+    /// The thread that asks could not start.
+    #[cfg_attr(not(target_os = "macos"), allow(dead_code))] // asked on macOS
+    NoThread(String),
+    /// The plist's path cannot be a file URL.
+    #[cfg_attr(not(target_os = "macos"), allow(dead_code))] // asked on macOS
+    NoFileUrl(PathBuf),
+}
+
+/// Who was asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Asked {
+    /// The launchctl oyster was pointed at, with the simulator's verb.
+    Launchctl(PathBuf),
+    #[cfg_attr(not(target_os = "macos"), allow(dead_code))] // asked on macOS
+    ServiceManagement,
+}
 
 /// The Login Items state of `plist`, or why it is unknown.
 pub fn status(lc: &Launchctl, plist: &Path) -> Result<LoginItem, String> {
@@ -86,8 +104,13 @@ pub fn status(lc: &Launchctl, plist: &Path) -> Result<LoginItem, String> {
 /// [`status`] with ServiceManagement's own number. At most [`LIMIT`] per run: a query that
 /// does not answer in time leaves the state unknown, and later ones in the run say so at once.
 pub fn ask(lc: &Launchctl, plist: &Path) -> Result<Answer, String> {
+    ask_why(lc, plist).map_err(|why| why.to_string())
+}
+
+/// [`ask`], with why the state is unknown as facts.
+pub fn ask_why(lc: &Launchctl, plist: &Path) -> Result<Answer, Unknown> {
     if let Some(why) = NO_ANSWER.get() {
-        return Err(format!("{why}; not asked again in this run"));
+        return Err(Unknown::NotAgain(Box::new(why.clone())));
     }
     #[cfg(target_os = "macos")]
     let answer = if lc.overridden {
@@ -107,47 +130,28 @@ pub fn ask(lc: &Launchctl, plist: &Path) -> Result<Answer, String> {
 #[derive(Debug)]
 enum NoAnswer {
     /// The query did not answer within [`LIMIT`] (remembered for the rest of the run).
-    Hung(String),
+    Hung(Unknown),
     /// It answered, but not with a state oyster knows (or could not be asked at all).
-    Said(String),
+    Said(Unknown),
 }
 
 impl NoAnswer {
-    fn hung(what: &str) -> NoAnswer {
-        NoAnswer::Hung(format!(
-            "{what} did not answer within {} s (the Background Task Management daemon behind Login Items may be wedged)",
-            LIMIT.as_secs()
-        ))
+    fn hung(asked: Asked) -> NoAnswer {
+        NoAnswer::Hung(Unknown::Hung(asked))
     }
 }
 
 /// ServiceManagement's `SMAppService.Status` number as a state; another number is said with
 /// its value (a status a newer macOS added), never taken as fine.
 #[cfg_attr(not(target_os = "macos"), allow(dead_code))] // asked on macOS; unit-tested everywhere
-pub fn from_raw(n: isize) -> Result<LoginItem, String> {
+pub fn from_raw(n: isize) -> Result<LoginItem, Unknown> {
     match n {
         0 => Ok(LoginItem::NotRegistered),
         1 => Ok(LoginItem::Enabled),
         2 => Ok(LoginItem::RequiresApproval),
         3 => Ok(LoginItem::NotFound),
-        other => Err(format!(
-            "ServiceManagement answered status {other}, which oyster does not know"
-        )),
+        other => Err(Unknown::Status(other)),
     }
-}
-
-/// Where to switch it on, naming the item as System Settings lists it: after the program the
-/// agent runs (`oyster`), or after the developer who signed that program.
-/// How [`fix`] ends: for a command that launchd refused (not for a note on a loaded job).
-pub const THEN_AGAIN: &str = "; then run the command again";
-
-pub fn fix(program: &str) -> String {
-    let name = Path::new(program)
-        .file_name()
-        .map_or_else(|| "oyster".to_owned(), |n| n.to_string_lossy().into_owned());
-    format!(
-        "open System Settings → General → Login Items, and under \"Allow in the Background\" switch on \"{name}\" (the item is named after the program the agent runs, {program}, or after the developer who signed it){THEN_AGAIN}"
-    )
 }
 
 /// `$OYSTER_LAUNCHCTL login-item-status PLIST`: one word on stdout (the simulator's verb),
@@ -162,23 +166,16 @@ fn through_launchctl(lc: &Launchctl, plist: &Path) -> Result<Answer, NoAnswer> {
     let f = match f {
         Ok(f) => f,
         Err(ProcessError::Timeout { .. }) => {
-            return Err(NoAnswer::hung(&format!(
-                "{} login-item-status",
-                lc.path.display()
-            )))
+            return Err(NoAnswer::hung(Asked::Launchctl(lc.path.clone())))
         }
-        Err(e) => return Err(NoAnswer::Said(e.to_string())),
+        Err(e) => return Err(NoAnswer::Said(Unknown::Run(e.to_string()))),
     };
     if f.code != 0 {
-        return Err(NoAnswer::Said(format!(
-            "{} cannot say (`login-item-status` exited {}{})",
-            lc.path.display(),
-            f.code,
-            f.stderr
-                .lines()
-                .next()
-                .map_or(String::new(), |l| format!(": {}", l.trim()))
-        )));
+        return Err(NoAnswer::Said(Unknown::CannotSay {
+            program: lc.path.clone(),
+            code: f.code,
+            said: f.stderr.lines().next().map(|l| l.trim().to_owned()),
+        }));
     }
     let state = match f.stdout.trim() {
         "enabled" => LoginItem::Enabled,
@@ -186,10 +183,10 @@ fn through_launchctl(lc: &Launchctl, plist: &Path) -> Result<Answer, NoAnswer> {
         "not registered" => LoginItem::NotRegistered,
         "not found" => LoginItem::NotFound,
         other => {
-            return Err(NoAnswer::Said(format!(
-                "{} answered {other:?} for the Login Items status",
-                lc.path.display()
-            )))
+            return Err(NoAnswer::Said(Unknown::Answered {
+                program: lc.path.clone(),
+                word: other.to_owned(),
+            }))
         }
     };
     Ok(Answer { state, raw: None })
@@ -202,7 +199,7 @@ mod service_management {
     use objc2_foundation::NSURL;
     use objc2_service_management::SMAppService;
 
-    use super::{from_raw, Answer, NoAnswer, LIMIT};
+    use super::{from_raw, Answer, Asked, NoAnswer, Unknown, LIMIT};
 
     /// Asks on a thread of its own, inside an autorelease pool, and waits at most [`LIMIT`]:
     /// `statusForLegacyURL:` has no time limit, and a wedged Background Task Management daemon
@@ -210,10 +207,7 @@ mod service_management {
     /// with the process); its answer, if it ever comes, goes nowhere.
     pub fn status(plist: &Path) -> Result<Answer, NoAnswer> {
         if !objc2::available!(macos = 13.0) {
-            return Err(NoAnswer::Said(
-                "Login Items exist from macOS 13, and ServiceManagement cannot be asked before it"
-                    .to_owned(),
-            ));
+            return Err(NoAnswer::Said(Unknown::BeforeMacos13));
         }
         let path = plist.to_path_buf();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -233,19 +227,14 @@ mod service_management {
                 });
                 let _ = tx.send(raw);
             })
-            .map_err(|e| NoAnswer::Said(format!("could not start the Login Items query: {e}")))?;
+            .map_err(|e| NoAnswer::Said(Unknown::NoThread(e.to_string())))?;
         match rx.recv_timeout(LIMIT) {
             Ok(Some(raw)) => Ok(Answer {
                 state: from_raw(raw).map_err(NoAnswer::Said)?,
                 raw: Some(raw),
             }),
-            Ok(None) => Err(NoAnswer::Said(format!(
-                "{} cannot be made a file URL",
-                plist.display()
-            ))),
-            Err(_) => Err(NoAnswer::hung(
-                "ServiceManagement (SMAppService.statusForLegacyURL)",
-            )),
+            Ok(None) => Err(NoAnswer::Said(Unknown::NoFileUrl(plist.to_owned()))),
+            Err(_) => Err(NoAnswer::hung(Asked::ServiceManagement)),
         }
     }
 }
@@ -260,7 +249,7 @@ mod tests {
         assert_eq!(from_raw(1), Ok(LoginItem::Enabled));
         assert_eq!(from_raw(2), Ok(LoginItem::RequiresApproval));
         assert_eq!(from_raw(3), Ok(LoginItem::NotFound));
-        assert!(from_raw(7).unwrap_err().contains("status 7"));
+        assert!(from_raw(7).unwrap_err().to_string().contains("status 7"));
         let a = Answer {
             state: LoginItem::Enabled,
             raw: Some(1),

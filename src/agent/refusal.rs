@@ -7,19 +7,76 @@
 //! and gave no reason.
 
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::login_items::{self, LoginItem};
 use crate::launchctl::{Domain, Launchctl};
-use crate::output::shell_word;
 
-/// One cause of a refusal, with its fix.
+/// One cause of a refusal, with its fix, in words (from a [`Found`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cause {
     /// What holds, as a clause: "launchd has … disabled".
     pub what: String,
     /// What to do, as an imperative sentence.
     pub fix: String,
+}
+
+/// One cause of a refusal, as facts: what holds is its `Display`, the fix its `fix()` (both in
+/// `commands/words/agent.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    /// launchd has the label disabled in `domain` (`target` is `domain/label`).
+    Disabled { target: String, domain: Domain },
+    /// Switched off in Login Items; `program` is what the plist runs (the item's name).
+    SwitchedOff { program: String },
+    /// The plist's session types do not include the domain's `session`.
+    SessionType {
+        types: Vec<String>,
+        session: &'static str,
+        domain: Domain,
+        regenerate: String,
+    },
+    /// The plist is a symbolic link.
+    Symlink { path: PathBuf },
+    /// The plist (or, `dir`, its directory) has an owner or mode launchd refuses.
+    Ownership {
+        path: PathBuf,
+        dir: bool,
+        uid: u32,
+        mode: u32,
+        me: u32,
+    },
+    /// A log directory the plist names is not a directory.
+    LogDirNotDir { dir: PathBuf, regenerate: String },
+    /// A log directory the plist names (for `log`) does not exist.
+    LogDirMissing {
+        dir: PathBuf,
+        log: String,
+        regenerate: String,
+    },
+}
+
+impl From<Found> for Cause {
+    fn from(f: Found) -> Cause {
+        Cause {
+            what: f.to_string(),
+            fix: f.fix(),
+        }
+    }
+}
+
+/// The hint when launchd refused a bootstrap and gave no reason, as facts (in words in
+/// `commands/words/agent.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NoReason {
+    /// launchctl's `stderr` gave its advice to retry as root.
+    pub root_advice: bool,
+    pub domain: Domain,
+    pub plist: PathBuf,
+    /// How the user types `oyster doctor`.
+    pub doctor: String,
+    /// The user is an administrator.
+    pub admin: bool,
 }
 
 /// The first cause that holds for `label` refused in `domain` from `plist`. `regenerate` is
@@ -31,8 +88,19 @@ pub fn first_cause(
     plist: &Path,
     regenerate: &str,
 ) -> Option<Cause> {
+    first_found(lc, domain, label, plist, regenerate).map(Cause::from)
+}
+
+/// [`first_cause`] as facts.
+pub fn first_found(
+    lc: &Launchctl,
+    domain: Domain,
+    label: &str,
+    plist: &Path,
+    regenerate: &str,
+) -> Option<Found> {
     disabled(lc, domain, label)
-        .or_else(|| login_item(lc, plist))
+        .or_else(|| login_item_found(lc, plist))
         .or_else(|| session_type(domain, plist, regenerate))
         .or_else(|| ownership(plist))
         .or_else(|| log_dir(plist, regenerate))
@@ -53,39 +121,36 @@ pub fn no_reason_hint(
     doctor: &str,
     admin: bool,
 ) -> String {
-    let log = "log show --last 5m --predicate 'process == \"launchd\"'";
-    let mut hint = if admin {
-        format!("`{log}` shows launchd's own reason")
-    } else {
-        format!("an administrator can see launchd's own reason with `sudo {log}` (`log show` refuses a user who is not one)")
-    };
-    if stderr.contains(ROOT_ADVICE) {
-        hint += &format!(
-            "; launchctl's own advice, re-running it as root for a richer error, is `sudo launchctl bootstrap {domain} {}`{}",
-            shell_word(&plist.to_string_lossy()),
-            if admin { "" } else { " (also an administrator's)" }
-        );
+    NoReason {
+        root_advice: stderr.contains(ROOT_ADVICE),
+        domain,
+        plist: plist.to_owned(),
+        doctor: doctor.to_owned(),
+        admin,
     }
-    hint + &format!("; `{doctor}` checks the rest")
+    .to_string()
 }
 
-fn disabled(lc: &Launchctl, domain: Domain, label: &str) -> Option<Cause> {
-    let target = domain.target(label);
+fn disabled(lc: &Launchctl, domain: Domain, label: &str) -> Option<Found> {
     let off = lc.disabled(&domain, label).ok().flatten()?;
-    off.then(|| Cause {
-        what: format!("launchd has {target} disabled (`launchctl print-disabled {domain}`), although oyster enabled it just before"),
-        fix: format!("run `launchctl enable {target}` and try again; if it is disabled again, a configuration profile (MDM) disables it"),
+    off.then(|| Found::Disabled {
+        target: domain.target(label),
+        domain,
     })
 }
 
 /// The Login Items state, when it is "switched off" (a state that is unknown is no cause).
 pub fn login_item(lc: &Launchctl, plist: &Path) -> Option<Cause> {
+    login_item_found(lc, plist).map(Cause::from)
+}
+
+/// [`login_item`] as facts.
+pub fn login_item_found(lc: &Launchctl, plist: &Path) -> Option<Found> {
     if login_items::status(lc, plist) != Ok(LoginItem::RequiresApproval) {
         return None;
     }
-    Some(Cause {
-        what: "the agent is switched off in System Settings → General → Login Items (\"Allow in the Background\"), or was never approved, so launchd will not load it; `launchctl enable` does not change that".to_owned(),
-        fix: login_items::fix(&program(plist)),
+    Some(Found::SwitchedOff {
+        program: program(plist),
     })
 }
 
@@ -101,7 +166,7 @@ fn read(plist: &Path) -> Option<crate::host::plist::LaunchAgent> {
     crate::host::plist::LaunchAgent::parse(&bytes).ok()
 }
 
-fn session_type(domain: Domain, plist: &Path, regenerate: &str) -> Option<Cause> {
+fn session_type(domain: Domain, plist: &Path, regenerate: &str) -> Option<Found> {
     let agent = read(plist)?;
     let mut types = agent.limit_load_to_session_type.clone();
     if types.is_empty() {
@@ -119,82 +184,59 @@ fn session_type(domain: Domain, plist: &Path, regenerate: &str) -> Option<Cause>
         Domain::Gui(_) => "Aqua",
         Domain::User(_) => "Background",
     };
-    (!types.iter().any(|t| t == session)).then(|| Cause {
-        what: format!(
-            "the plist's LimitLoadToSessionType ({}) does not include {session}, the session of {domain}",
-            types.join(", ")
-        ),
-        fix: format!("run `{regenerate}`, which writes it with every session type"),
+    (!types.iter().any(|t| t == session)).then(|| Found::SessionType {
+        types,
+        session,
+        domain,
+        regenerate: regenerate.to_owned(),
     })
 }
 
 /// launchd refuses a plist that is a symlink, is not the user's, or that group or others may
 /// write (launchctl(1)); the directory that holds it by the same rule **[unverified]**.
-fn ownership(plist: &Path) -> Option<Cause> {
+fn ownership(plist: &Path) -> Option<Found> {
     let me = crate::sys::user::uid();
     let meta = std::fs::symlink_metadata(plist).ok()?;
-    let shown = plist.display();
     if meta.file_type().is_symlink() {
-        return Some(Cause {
-            what: format!("{shown} is a symbolic link, which launchd refuses"),
-            fix:
-                "replace it by the file itself (`oyster agent regenerate` writes one) and try again"
-                    .to_owned(),
+        return Some(Found::Symlink {
+            path: plist.to_owned(),
         });
     }
-    let bad = |m: &std::fs::Metadata| m.uid() != me || m.mode() & 0o022 != 0;
-    let describe =
-        |m: &std::fs::Metadata| format!("owner uid {}, mode {:o}", m.uid(), m.mode() & 0o7777);
-    if bad(&meta) {
-        return Some(Cause {
-            what: format!(
-                "{shown} has an owner or mode launchd refuses ({}): it must be yours (uid {me}) and not writable by group or others",
-                describe(&meta)
-            ),
-            fix: format!("run `chmod go-w {shown}` (and `chown` it to yourself if it is not yours), then try again"),
-        });
+    let refused = |path: &Path, dir: bool, m: &std::fs::Metadata| {
+        (m.uid() != me || m.mode() & 0o022 != 0).then(|| Found::Ownership {
+            path: path.to_owned(),
+            dir,
+            uid: m.uid(),
+            mode: m.mode() & 0o7777,
+            me,
+        })
+    };
+    if let Some(found) = refused(plist, false, &meta) {
+        return Some(found);
     }
     let dir = plist.parent()?;
-    let dmeta = std::fs::metadata(dir).ok()?;
-    bad(&dmeta).then(|| Cause {
-        what: format!(
-            "{}, the plist's directory, has an owner or mode launchd refuses ({}): it must be yours (uid {me}) and not writable by group or others",
-            dir.display(),
-            describe(&dmeta)
-        ),
-        fix: format!(
-            "run `chmod go-w {}` (and `chown` it to yourself if it is not yours), then try again",
-            dir.display()
-        ),
-    })
+    refused(dir, true, &std::fs::metadata(dir).ok()?)
 }
 
-fn log_dir(plist: &Path, regenerate: &str) -> Option<Cause> {
+fn log_dir(plist: &Path, regenerate: &str) -> Option<Found> {
     let agent = read(plist)?;
     let logs: Vec<String> = [agent.standard_out_path, agent.standard_error_path]
         .into_iter()
         .flatten()
         .collect();
+    let regenerate = regenerate.to_owned();
     logs.iter().find_map(|log| {
-        let dir = Path::new(log).parent()?;
-        match std::fs::metadata(dir) {
+        let dir = Path::new(log).parent()?.to_owned();
+        match std::fs::metadata(&dir) {
             Ok(m) if m.is_dir() => None,
-            Ok(_) => Some(Cause {
-                what: format!("the log directory {} is not a directory", dir.display()),
-                fix: format!(
-                    "move what is at {} away, then run `{regenerate}` (it creates the directory)",
-                    dir.display()
-                ),
+            Ok(_) => Some(Found::LogDirNotDir {
+                dir,
+                regenerate: regenerate.clone(),
             }),
-            Err(_) => Some(Cause {
-                what: format!(
-                    "the log directory {} of the plist's {log} does not exist",
-                    dir.display()
-                ),
-                fix: format!(
-                    "run `{regenerate}` (it creates the directory) or `mkdir -p {}`",
-                    dir.display()
-                ),
+            Err(_) => Some(Found::LogDirMissing {
+                dir,
+                log: log.clone(),
+                regenerate: regenerate.clone(),
             }),
         }
     })
@@ -203,6 +245,18 @@ fn log_dir(plist: &Path, regenerate: &str) -> Option<Cause> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::output::shell_word;
+
+    // The discriminators return facts; the tests read them in words, as the callers do.
+    fn session_type(d: Domain, p: &Path, regenerate: &str) -> Option<Cause> {
+        super::session_type(d, p, regenerate).map(Cause::from)
+    }
+    fn log_dir(p: &Path, regenerate: &str) -> Option<Cause> {
+        super::log_dir(p, regenerate).map(Cause::from)
+    }
+    fn ownership(p: &Path) -> Option<Cause> {
+        super::ownership(p).map(Cause::from)
+    }
 
     fn plist(dir: &Path, extra: &str) -> std::path::PathBuf {
         let p = dir.join("com.oysterun.host.t.plist");

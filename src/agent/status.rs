@@ -169,11 +169,10 @@ fn note_unusable_dirs(ctx: &Context, st: &mut AgentStatus) {
         ctx.stack.refuse_unusable_lock_dir(),
     ];
     for e in unusable.into_iter().filter_map(Result::err) {
-        let fix = e.hint.unwrap_or_default();
-        st.notes.push(format!(
-            "{}; fix: {fix}",
-            e.msg.trim_end_matches("; nothing was changed")
-        ));
+        st.note(StatusNote::Unusable {
+            why: e.msg,
+            fix: e.hint.unwrap_or_default(),
+        });
     }
 }
 
@@ -187,10 +186,9 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
         note_unreadable_plist(ctx, &mut st);
     }
     if ctx.stack.pending_path().exists() {
-        st.notes.push(format!(
-            "an earlier change was interrupted before it verified; `{}` re-verifies it (and rolls back if it fails)",
-            ctx.hint_cmd("regenerate")
-        ));
+        st.note(StatusNote::Pending {
+            regenerate: ctx.hint_cmd("regenerate"),
+        });
     }
     // A fresh HOME: what a newcomer needs, not a verb that would fail for the same reason.
     let newcomer = installed.is_none()
@@ -226,11 +224,10 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
             .manager()
             .is_ok_and(|m| !matches!(m, crate::context::Manager::Systemd(_)))
     {
-        st.notes.push(format!(
-            "{} was deleted while the job is loaded: it will not start at the next login; `{}` writes it again",
-            ctx.stack.plist_path().display(),
-            ctx.hint_cmd("restart")
-        ));
+        st.note(StatusNote::PlistDeleted {
+            plist: ctx.stack.plist_path(),
+            restart: ctx.hint_cmd("restart"),
+        });
     }
     by_hand::who_runs_it(
         ctx,
@@ -242,12 +239,11 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
         st.summary = Summary::Unknown;
     }
     if newcomer && !st.running {
-        st.notes.push(format!(
-            "nothing is set up for stack {} yet: install Oysterun (`npm install -g oysterun`), then run `{}` (for a checkout: `{}`)",
-            ctx.stack.name,
-            ctx.hints().cmd("setup"),
-            ctx.hints().cmd("setup --root DIR")
-        ));
+        st.note(StatusNote::Newcomer {
+            stack: ctx.stack.name.clone(),
+            setup: ctx.hints().cmd("setup"),
+            setup_root: ctx.hints().cmd("setup --root DIR"),
+        });
     }
     Ok(st)
 }
@@ -329,16 +325,15 @@ fn note_broken_files(ctx: &Context, st: &mut AgentStatus) {
     let dir = &stack.config_dir;
     if dir.exists() && !dir.is_dir() {
         st.broken = true;
-        st.notes.push(format!(
-            "broken: the config dir {} is not a directory, so the stack's config.json cannot be read; move it aside (or remove it) and run `{}`",
-            dir.display(),
-            ctx.hints().cmd("setup")
-        ));
+        st.note(StatusNote::ConfigDirNotDir {
+            dir: dir.clone(),
+            setup: ctx.hints().cmd("setup"),
+        });
         return;
     }
     if let Err(e) = crate::config::ConfigDoc::load(&stack.config_path()) {
         st.broken = true;
-        st.notes.push(format!("broken: {e}"));
+        st.note(StatusNote::Broken(e.to_string()));
     }
 }
 
@@ -352,7 +347,7 @@ fn note_unreadable_plist(ctx: &Context, st: &mut AgentStatus) {
     }
     if let Err(e) = crate::sys::fs::read_regular(&path, agentplist::MAX_PLIST_BYTES) {
         st.broken = true;
-        st.notes.push(format!("broken: {e}"));
+        st.note(StatusNote::Broken(e.to_string()));
     }
 }
 
@@ -378,7 +373,7 @@ fn ask_launchd(
         }
         // Whether it is loaded is not known: the summary says so.
         Err(e) => {
-            st.notes.push(format!("launchctl failed: {e:#}"));
+            st.note(StatusNote::LaunchctlFailed(format!("{e:#}")));
             false
         }
     }
@@ -439,8 +434,7 @@ fn look_in_both_domains(
         st.notes.push(keychain_note(ctx));
     }
     if let [(first, a), (second, b), ..] = loaded.as_slice() {
-        st.notes
-            .push(loaded_twice_note(ctx, (*first, a), (*second, b)));
+        st.note(loaded_twice_note(ctx, (*first, a), (*second, b)));
     }
     Ok(())
 }
@@ -484,10 +478,10 @@ fn record_job(
     if let Some(pid) = info.pid().filter(|_| st.running) {
         if crate::verify::inspect(pid).is_none() {
             st.running = false;
-            st.notes.push(format!(
-                "pid {pid} has exited; launchd has not noticed yet (its exit code and the next start follow in a moment: `{}` again)",
-                ctx.hint_cmd("status")
-            ));
+            st.note(StatusNote::PidExited {
+                pid,
+                status: ctx.hint_cmd("status"),
+            });
         }
     }
     let last = info.last_exit();
@@ -502,9 +496,7 @@ fn record_job(
     // waits out the throttle after it, which launchd counts among its crashes.
     if st.crash_loop && last == Some(LastExit::Signal(15)) && sent_sigterm_lately(ctx) {
         st.crash_loop = false;
-        st.notes.push(
-            "launchd waits out its throttle (ThrottleInterval) before starting the Host again after `oyster kill`'s SIGTERM; not a crash loop".to_owned(),
-        );
+        st.note(StatusNote::ThrottleAfterKill);
     }
     let Some(pid) = info.pid().filter(|_| st.running) else {
         return;
@@ -576,7 +568,7 @@ mod notes;
 pub mod systemd;
 
 use notes::{disabled_override, loaded_twice_note, login_item, sent_sigterm_lately};
-pub use notes::{keychain_note, runs_in_background_session};
+pub use notes::{keychain_note, runs_in_background_session, StatusNote};
 
 #[cfg(test)]
 #[path = "status_tests.rs"]

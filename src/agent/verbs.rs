@@ -15,6 +15,61 @@ use crate::sys::signal::{self, InterruptGuard};
 
 pub use crate::service::{KillOutcome, StopOutcome};
 
+/// What the verbs say on their way (through the `Reporter`), as facts; in words in
+/// `commands/words/agent.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VerbNote {
+    /// A failed start of a stopped stack disabled `label` again.
+    DisabledAgain { label: String },
+    /// It could not (why); `stop` keeps it stopped.
+    NotDisabledAgain {
+        label: String,
+        why: String,
+        stop: String,
+    },
+    /// A bootout not waited for answered 5 and launchd still lists `target`.
+    StillListed { target: String },
+    /// After `kill`, who starts the Host again.
+    KeepAlive,
+}
+
+/// What an interrupted `stop` finished before the run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopFinished {
+    /// Booted out, left enabled (`--keep`).
+    Kept { label: String },
+    /// Booted out (launchd still stopping `pid`, if any) and disabled; the plist kept.
+    Disabled {
+        label: String,
+        pid: Option<u32>,
+        plist: std::path::PathBuf,
+    },
+}
+
+/// Why `kill` signals nothing; said with its fix as a `Failed` by `commands/words/agent.rs`.
+/// The commands are spelled as the user typed them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KillRefusal {
+    /// `label` is loaded in two domains (each copy's running pid).
+    LoadedTwice {
+        label: String,
+        first: (Domain, Option<u32>),
+        second: (Domain, Option<u32>),
+        restart: String,
+    },
+    NotLoaded {
+        label: String,
+        start: String,
+        status: String,
+    },
+    /// Loaded, no Host running (launchd's state, if it said one).
+    NotRunning {
+        label: String,
+        state: Option<String>,
+        logs: String,
+    },
+}
+
 impl Agent<'_> {
     /// `launchctl enable` in both of this user's domains: undoes `stop`'s disable (`start`
     /// calls it before loading). launchd keeps one store of overrides per user, so one enable
@@ -47,15 +102,20 @@ impl Agent<'_> {
             let _rest = signal::Suspended::new();
             let out = self.out;
             match self.in_each_domain(|d| self.lc.disable(d, &self.stack.label)) {
-                Ok(_) => out.note(&format!(
-                    "{} is disabled again, as `stop` left it: the Host stays stopped at login",
-                    self.stack.label
-                )),
-                Err(e) => out.warn(&format!(
-                    "the start failed and {} could not be disabled again ({e:#}): a login may load it; `{}` keeps it stopped",
-                    self.stack.label,
-                    self.hints.agent("stop")
-                )),
+                Ok(_) => out.note(
+                    &VerbNote::DisabledAgain {
+                        label: self.stack.label.clone(),
+                    }
+                    .to_string(),
+                ),
+                Err(e) => out.warn(
+                    &VerbNote::NotDisabledAgain {
+                        label: self.stack.label.clone(),
+                        why: format!("{e:#}"),
+                        stop: self.hints.agent("stop"),
+                    }
+                    .to_string(),
+                ),
             }
         }
         result
@@ -128,14 +188,10 @@ impl Agent<'_> {
         if keep {
             // Registered still: no disable, so the next login (or `start`) loads it again.
             if let Some(sig) = interrupted {
-                return Err(Interrupted(
-                    sig,
-                    format!(
-                        "{} was booted out and left enabled (--keep): the next login starts it again",
-                        self.stack.label
-                    ),
-                )
-                .into());
+                let kept = StopFinished::Kept {
+                    label: self.stack.label.clone(),
+                };
+                return Err(Interrupted(sig, kept.to_string()).into());
             }
             return Ok(StopOutcome {
                 was_loaded: job.is_some(),
@@ -155,18 +211,12 @@ impl Agent<'_> {
         self.audit
             .record(Action::Stop, Step::Disable, StepOutcome::Ok, None, "");
         if let Some(sig) = interrupted {
-            return Err(Interrupted(
-                sig,
-                format!(
-                    "{} was booted out{} and disabled, so it stays stopped (also at the next login); kept {}",
-                    self.stack.label,
-                    pid.map_or(String::new(), |p| format!(
-                        " (launchd finishes stopping pid {p})"
-                    )),
-                    self.stack.plist_path().display()
-                ),
-            )
-            .into());
+            let disabled = StopFinished::Disabled {
+                label: self.stack.label.clone(),
+                pid,
+                plist: self.stack.plist_path(),
+            };
+            return Err(Interrupted(sig, disabled.to_string()).into());
         }
         Ok(StopOutcome {
             was_loaded: job.is_some(),
@@ -198,9 +248,7 @@ impl Agent<'_> {
             if r.code == crate::launchctl::Code::InputOutput
                 && self.lc.print_now(&target)?.is_some()
             {
-                self.out.note(&format!(
-                    "`launchctl bootout {target}` answered 5 and launchd still lists it (going away, or stuck); `launchctl print {target}` shows its state"
-                ));
+                self.out.note(&VerbNote::StillListed { target }.to_string());
             }
             self.audit.record(
                 Action::Stop,
@@ -233,50 +281,30 @@ impl Agent<'_> {
         // beside it, and which one runs at this instant is luck. Signalling "the" Host would
         // hit either; nothing is sent, and the fix is named (the same as status says).
         if let [(first, a), (second, b), ..] = self.copies() {
-            let pid = |i: &crate::launchctl::PrintInfo| {
-                i.pid()
-                    .filter(|_| i.running())
-                    .map_or("not running".into(), |p| format!("pid {p}"))
-            };
-            return Err(Failed::new(
-                format!(
-                    "{} is loaded twice, in {first} ({}) and in {second} ({}): two Hosts for one port, so no Host was signalled",
-                    self.stack.label,
-                    pid(a),
-                    pid(b),
-                ),
-                format!(
-                    "`{}` boots the {second} copy out and starts one Host (or `launchctl bootout {}`)",
-                    hint("restart"),
-                    second.target(&self.stack.label),
-                ),
-            )
+            let pid = |i: &crate::launchctl::PrintInfo| i.pid().filter(|_| i.running());
+            return Err(Failed::from(KillRefusal::LoadedTwice {
+                label: self.stack.label.clone(),
+                first: (*first, pid(a)),
+                second: (*second, pid(b)),
+                restart: hint("restart"),
+            })
             .into());
         }
         // In either domain: a copy only in user/<uid> is signalled where it is loaded.
         let Some((domain, info)) = self.job()? else {
-            return Err(Failed::new(
-                format!(
-                    "{} is not loaded, so there is no Host to signal",
-                    self.stack.label
-                ),
-                format!(
-                    "`{}` starts it; `{}` shows why it is not loaded",
-                    hint("start"),
-                    hint("status")
-                ),
-            )
+            return Err(Failed::from(KillRefusal::NotLoaded {
+                label: self.stack.label.clone(),
+                start: hint("start"),
+                status: hint("status"),
+            })
             .into());
         };
         let Some(pid) = info.pid().filter(|_| info.running()) else {
-            return Err(Failed::new(
-                format!(
-                    "{} is loaded but no Host is running (state = {}); launchd starts it again by itself",
-                    self.stack.label,
-                    info.state().unwrap_or("unknown")
-                ),
-                format!("see `{}` for why it is not running", hint("logs")),
-            )
+            return Err(Failed::from(KillRefusal::NotRunning {
+                label: self.stack.label.clone(),
+                state: info.state().map(str::to_owned),
+                logs: hint("logs"),
+            })
             .into());
         };
         self.lc
@@ -284,10 +312,6 @@ impl Agent<'_> {
             .accept(&[])?;
         self.audit
             .record(Action::Kill, Step::Sigterm, StepOutcome::Ok, Some(pid), "");
-        KillOutcome::watch(
-            pid,
-            "launchd starts the Host again by itself (KeepAlive)",
-            self.out,
-        )
+        KillOutcome::watch(pid, &VerbNote::KeepAlive.to_string(), self.out)
     }
 }

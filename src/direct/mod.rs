@@ -21,8 +21,14 @@ use crate::sys::process;
 use crate::sys::signal::{self, Signal};
 use crate::verify::{self, LiveProcess};
 
+mod outcomes;
 pub mod status;
 mod stop;
+
+pub use outcomes::{
+    DirectError, Finished, Mismatch, NoExpectedEnv, NotThisStacks, NotVerified, Note, Refusal,
+    StartFailed, Wait,
+};
 
 use stop::{other_stack_refusal, unproven_refusal};
 pub use stop::{stop, stop_checked, terminate, Stopped};
@@ -102,10 +108,7 @@ pub fn read_record(stack: &Stack) -> anyhow::Result<Option<PidRecord>> {
         ))),
         Some(Err(text)) => match PidRecord::parse_legacy(&text) {
             Some(rec) => Ok(Some(rec)),
-            None => anyhow::bail!(
-                "{} does not hold a pid; remove it if no Host is running",
-                path.display()
-            ),
+            None => Err(DirectError::NotAPid { path }.into()),
         },
     }
 }
@@ -116,7 +119,7 @@ pub fn remove_identity(stack: &Stack) -> anyhow::Result<()> {
         match std::fs::remove_file(&path) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => anyhow::bail!("could not remove {}: {e}", path.display()),
+            Err(e) => return Err(DirectError::Remove { path, cause: e }.into()),
         }
     }
     Ok(())
@@ -152,9 +155,9 @@ pub enum Owner {
     /// The pid now belongs to a different process.
     Foreign(PidRecord, LiveProcess),
     /// The recorded Host is alive, but it is another stack's (the files were copied from
-    /// another stack's directory): reported, never signalled, nothing deleted. The text says
-    /// whose it is.
-    OtherStack(String),
+    /// another stack's directory): reported, never signalled, nothing deleted. It says whose
+    /// it is.
+    OtherStack(NotThisStacks),
     /// Our Host, alive.
     Ours(PidRecord, LiveProcess),
 }
@@ -225,38 +228,35 @@ fn server_by_environment(stack: &Stack, live: &LiveProcess) -> Option<PathBuf> {
 /// Why the recorded (live) Host is not `stack`'s, or `None` when everything that can be read
 /// names this stack: the exec record's stack and config dir, and the live environment's stack
 /// name and config dir where the kernel shows them.
-fn not_this_stacks(stack: &Stack, rec: &PidRecord, live: &LiveProcess) -> Option<String> {
+fn not_this_stacks(stack: &Stack, rec: &PidRecord, live: &LiveProcess) -> Option<NotThisStacks> {
     let config_dir = stack.config_dir.to_string_lossy();
     let mut why = vec![];
     if let Some(x) = &rec.exec {
         if x.stack != stack.name {
-            why.push(format!("its exec record names stack {:?}", x.stack));
+            why.push(Mismatch::RecordStack(x.stack.clone()));
         }
         if let Some(dir) = x.env.get(launchenv::CONFIG_DIR) {
             if *dir != config_dir {
-                why.push(format!("its exec record's config dir is {dir}"));
+                why.push(Mismatch::RecordConfigDir(dir.clone()));
             }
         }
     }
     if !live.environ.is_empty() {
         match live.var(launchenv::STACK_NAME) {
             Some(name) if name == stack.name => {}
-            Some(name) => why.push(format!("its environment names stack {name:?}")),
-            None => why.push(format!("its environment has no {}", launchenv::STACK_NAME)),
+            Some(name) => why.push(Mismatch::EnvStack(name)),
+            None => why.push(Mismatch::EnvNoStack(launchenv::STACK_NAME)),
         }
         if let Some(dir) = live.var(launchenv::CONFIG_DIR) {
             if dir != config_dir {
-                why.push(format!("its environment's config dir is {dir}"));
+                why.push(Mismatch::EnvConfigDir(dir));
             }
         }
     }
-    (!why.is_empty()).then(|| {
-        format!(
-            "pid {} is not stack {}'s Host: {} (were these identity files copied from another stack's directory?)",
-            rec.pid,
-            stack.name,
-            why.join("; ")
-        )
+    (!why.is_empty()).then(|| NotThisStacks {
+        pid: rec.pid,
+        stack: stack.name.clone(),
+        why,
     })
 }
 
@@ -264,15 +264,6 @@ fn not_this_stacks(stack: &Stack, rec: &PidRecord, live: &LiveProcess) -> Option
 pub struct Started {
     pub pid: u32,
     pub health_after: Duration,
-}
-
-/// Why a start failed, after the child was stopped and the pid file removed.
-#[derive(Debug, thiserror::Error)]
-#[error("the Host did not start: {what}\n--- last lines of {log} ---\n{tail}")]
-pub struct StartFailed {
-    pub what: String,
-    pub log: String,
-    pub tail: String,
 }
 
 /// Options for a start.
@@ -317,7 +308,10 @@ pub fn start(stack: &Stack, plan: &Plan, opts: &StartOptions) -> anyhow::Result<
         &env,
         log,
     )
-    .map_err(|e| anyhow::anyhow!("could not start {}: {e}", plan.launcher.display()))?;
+    .map_err(|cause| DirectError::Spawn {
+        launcher: plan.launcher.clone(),
+        cause,
+    })?;
     let pid = child.id();
     match verify_start(&mut child, stack, plan, opts) {
         Ok(health_after) => Ok(Started { pid, health_after }),
@@ -354,24 +348,25 @@ fn refuse_unless_free(
     out: &dyn crate::output::Reporter,
 ) -> anyhow::Result<()> {
     match owner(stack)? {
-        Owner::Ours(rec, _) => anyhow::bail!(
-            "the Host is already running (pid {}, from {}); stop it with `{}`",
-            rec.pid,
-            stack.pid_path().display(),
-            hints.cmd("host stop")
-        ),
-        Owner::Stale(rec) => out.note(&format!(
-            "removing a stale pid file (pid {} is not running)",
-            rec.pid
-        )),
+        Owner::Ours(rec, _) => {
+            return Err(DirectError::AlreadyRunning {
+                pid: rec.pid,
+                pid_file: stack.pid_path(),
+                stop: hints.cmd("host stop"),
+            }
+            .into())
+        }
+        Owner::Stale(rec) => out.note(&Note::StalePidGone { pid: rec.pid }.to_string()),
         Owner::Foreign(rec, now) if now.runs(&rec.server) => {
             return Err(unproven_refusal(stack, &rec, hints).into())
         }
-        Owner::Foreign(rec, now) => out.note(&format!(
-            "removing a stale pid file (pid {} now belongs to another process, {}, which is left alone)",
-            rec.pid,
-            now.command()
-        )),
+        Owner::Foreign(rec, now) => out.note(
+            &Note::StalePidForeign {
+                pid: rec.pid,
+                command: now.command(),
+            }
+            .to_string(),
+        ),
         Owner::OtherStack(why) => return Err(other_stack_refusal(stack, &why).into()),
         Owner::None => {}
     }
@@ -391,19 +386,15 @@ fn refuse_held_port(stack: &Stack, port: u16) -> Result<(), Failed> {
     let Some(h) = holders.first() else {
         return Ok(());
     };
-    let stack_of = verify::inspect(h.pid)
-        .and_then(|p| p.var(launchenv::STACK_NAME))
-        .map_or(String::new(), |s| format!(", oyster stack {s}"));
-    Err(Failed::new(
-        format!(
-            "port {port} is already held by pid {} ({}{stack_of}); the Host of stack {} could not listen there",
-            h.pid, h.name, stack.name
-        ),
-        format!(
-            "stop that process (or give stack {} another port with --port), then run again",
-            stack.name
-        ),
-    ))
+    let stack_of = verify::inspect(h.pid).and_then(|p| p.var(launchenv::STACK_NAME));
+    Err(Refusal::PortHeld {
+        port,
+        pid: h.pid,
+        name: h.name.clone(),
+        stack_of,
+        stack: stack.name.clone(),
+    }
+    .into())
 }
 
 /// Stops a child that did not become a verified Host, removes its identity files once it is
@@ -422,19 +413,15 @@ fn stop_unverified(
     // Only when the child is really gone: files naming a live process stay.
     let removed = remove_identity_if_dead(stack);
     match not {
-        NotStarted::Interrupted(sig) => {
-            let removed = match removed {
-                Ok(_) => "removed its identity files",
-                Err(_) => "could not remove its identity files",
-            };
-            crate::error::Interrupted(
-                sig,
-                format!(
-                    "stopped the Host it had started (pid {pid}, not yet verified) and {removed}"
-                ),
-            )
-            .into()
-        }
+        NotStarted::Interrupted(sig) => crate::error::Interrupted(
+            sig,
+            Finished::StartStopped {
+                pid,
+                removed: removed.is_ok(),
+            }
+            .to_string(),
+        )
+        .into(),
         NotStarted::Failed(what) => {
             let log_path = stack.log_path();
             let tail = verify::log_tail(&log_path, 4096);
@@ -455,12 +442,18 @@ fn stop_unverified(
 enum NotStarted {
     /// SIGINT, SIGTERM or SIGHUP arrived while waiting: stop waiting at once.
     Interrupted(Signal),
-    Failed(String),
+    Failed(NotVerified),
+}
+
+impl From<NotVerified> for NotStarted {
+    fn from(n: NotVerified) -> NotStarted {
+        NotStarted::Failed(n)
+    }
 }
 
 impl From<String> for NotStarted {
     fn from(s: String) -> NotStarted {
-        NotStarted::Failed(s)
+        NotStarted::Failed(NotVerified::Said(s))
     }
 }
 
@@ -472,10 +465,8 @@ fn verify_start(
     plan: &Plan,
     opts: &StartOptions<'_>,
 ) -> Result<Duration, NotStarted> {
-    opts.out.waiting(
-        &format!("GET /health on 127.0.0.1:{}", plan.port),
-        opts.wait,
-    );
+    opts.out
+        .waiting(&Wait::Health { port: plan.port }.to_string(), opts.wait);
     let interrupted = || signal::received().map(NotStarted::Interrupted);
     let health = verify::wait_healthy(plan.port, opts.wait, || {
         signal::received().is_none() && matches!(child.try_wait(), Ok(None))
@@ -485,29 +476,28 @@ fn verify_start(
     }
     let health_after = health.map_err(|f| match (f, child.try_wait()) {
         (verify::HealthFailure::Exited, Ok(Some(status))) => {
-            format!("the Host exited ({status}) before answering /health")
+            NotVerified::ExitedBeforeHealth(status.to_string())
         }
-        (f, _) => format!("{f} on 127.0.0.1:{} within {:?}", plan.port, opts.wait),
+        (f, _) => NotVerified::NoHealth {
+            failure: f.to_string(),
+            port: plan.port,
+            wait: opts.wait,
+        },
     })?;
     match identity::read_pid_file(&stack.pid_path()) {
         Ok(Some(Ok(pid))) if pid == child.id() => {}
         _ => {
-            return Err(format!(
-                "`oyster host exec` did not write {} for pid {} (its reason is in the log)",
-                stack.pid_path().display(),
-                child.id()
-            )
+            return Err(NotVerified::NoPidFile {
+                path: stack.pid_path(),
+                pid: child.id(),
+            }
             .into())
         }
     }
     verify::check_listener(plan.port, child.id())?;
     let record = crate::host::identity::ExecRecord::read(&stack.exec_record_path());
     if verify::prove_live_or_exec(child.id(), &plan.env, record.as_ref(), opts.floor)?.is_none() {
-        return Err(format!(
-            "the kernel hides pid {}'s environment and `oyster host exec` left no record for it, so the environment is unproven",
-            child.id()
-        )
-        .into());
+        return Err(NotVerified::EnvUnproven { pid: child.id() }.into());
     }
     let deadline = Instant::now() + opts.settle;
     while Instant::now() < deadline {
@@ -515,11 +505,7 @@ fn verify_start(
             return Err(stop);
         }
         if !matches!(child.try_wait(), Ok(None)) {
-            return Err(format!(
-                "the Host exited within {:?} of answering /health (a crash loop?)",
-                opts.settle
-            )
-            .into());
+            return Err(NotVerified::ExitedWhileSettling(opts.settle).into());
         }
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -39,24 +39,50 @@ impl PidFile {
     }
 }
 
-/// Why no directly started Host of this stack runs, in words; `None` for a live one of ours.
+/// Why no directly started Host of this stack runs; `None` for a live one of ours.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotRunning {
+    NoPidFile,
+    /// The pid is gone.
+    Gone {
+        pid: u32,
+    },
+    /// The pid runs the Host's `server.mjs` (`command`) but is not provably the recorded one.
+    Unproven {
+        pid: u32,
+        command: String,
+    },
+    /// The pid belongs to another process (`command`) now.
+    Foreign {
+        pid: u32,
+        command: String,
+    },
+    OtherStack(super::NotThisStacks),
+}
+
+impl NotRunning {
+    pub fn of(owner: &Owner) -> Option<NotRunning> {
+        Some(match owner {
+            Owner::None => NotRunning::NoPidFile,
+            Owner::Stale(rec) => NotRunning::Gone { pid: rec.pid },
+            Owner::Foreign(rec, now) if now.runs(&rec.server) => NotRunning::Unproven {
+                pid: rec.pid,
+                command: now.command(),
+            },
+            Owner::Foreign(rec, now) => NotRunning::Foreign {
+                pid: rec.pid,
+                command: now.command(),
+            },
+            Owner::OtherStack(why) => NotRunning::OtherStack(why.clone()),
+            Owner::Ours(..) => return None,
+        })
+    }
+}
+
+/// Why no directly started Host of this stack runs, in words (`commands/words/direct.rs`);
+/// `None` for a live one of ours.
 pub fn not_running_why(owner: &Owner) -> Option<String> {
-    Some(match owner {
-        Owner::None => "no pid file".to_owned(),
-        Owner::Stale(rec) => format!("stale pid file: pid {} is gone", rec.pid),
-        Owner::Foreign(rec, now) if now.runs(&rec.server) => format!(
-            "pid {} runs the Host's server.mjs ({}) but is not provably the process its exec record describes (missing, unreadable or another start time)",
-            rec.pid,
-            now.command()
-        ),
-        Owner::Foreign(rec, now) => format!(
-            "stale pid file: pid {} now belongs to another process ({})",
-            rec.pid,
-            now.command()
-        ),
-        Owner::OtherStack(why) => why.clone(),
-        Owner::Ours(..) => return None,
-    })
+    NotRunning::of(owner).map(|n| n.to_string())
 }
 
 /// A live Host of this stack that the pid file names, probed.
@@ -119,7 +145,7 @@ pub fn probe(ctx: &Context, rec: &PidRecord, live: &LiveProcess) -> DirectHost {
         }
         Err(e) => {
             host.health = crate::verify::health(rec.port, probe::HEALTH_TIMEOUT);
-            let why = format!("could not compute the expected environment: {e:#}");
+            let why = super::NoExpectedEnv(format!("{e:#}")).to_string();
             host.env_note = Some(why.clone());
             host.problem = Some(why);
         }

@@ -7,7 +7,7 @@ use crate::context::Hints;
 /// SIGTERM one pid, wait up to `grace`, then SIGKILL. Returns whether it had to escalate.
 pub fn terminate(pid: u32, grace: Duration, out: &dyn crate::output::Reporter) -> bool {
     let _ = signal::kill(pid, Signal::SIGTERM);
-    out.waiting(&format!("pid {pid} to exit after SIGTERM"), grace);
+    out.waiting(&Wait::Exit { pid }.to_string(), grace);
     let deadline = Instant::now() + grace;
     while Instant::now() < deadline {
         if verify::inspect(pid).is_none() {
@@ -33,46 +33,32 @@ pub enum Stopped {
 
 /// The refusal for identity files that describe another stack's Host: named, with the fix;
 /// nothing was signalled or removed.
-pub(super) fn other_stack_refusal(stack: &Stack, why: &str) -> Failed {
-    let files: Vec<String> = stack
-        .identity_paths()
-        .iter()
-        .filter(|p| p.exists())
-        .map(|p| p.display().to_string())
-        .collect();
-    Failed::new(
-        format!("{why}; nothing was signalled and no file was removed"),
-        format!(
-            "if stack {} has no Host of its own running, remove the copied identity files: `rm {}`",
-            stack.name,
-            files.join(" ")
-        ),
-    )
+pub(super) fn other_stack_refusal(stack: &Stack, why: &NotThisStacks) -> Failed {
+    Refusal::OtherStack {
+        why: why.clone(),
+        stack: stack.name.clone(),
+        files: stack
+            .identity_paths()
+            .into_iter()
+            .filter(|p| p.exists())
+            .collect(),
+    }
+    .into()
 }
 
 /// The refusal for a live process that runs the recorded server but is not provably the
 /// recorded one (an older oyster's record, from before a clock step): it may be this stack's
 /// Host, so it is neither signalled nor are its files removed.
 pub(super) fn unproven_refusal(stack: &Stack, rec: &PidRecord, hints: &Hints) -> Failed {
-    let why = if rec.exec.is_some() || rec.start_time != 0 {
-        "is not the process recorded in"
-    } else {
-        "has no record of its start in"
-    };
-    Failed::new(
-        format!(
-            "pid {} runs {} but {why} {} (another start time, or the record is missing or unreadable); it was not signalled and the identity files were kept",
-            rec.pid,
-            rec.server.display(),
-            stack.exec_record_path().display()
-        ),
-        format!(
-            "if it is stack {}'s Host, stop it yourself (`kill {}`), then `{}`",
-            stack.name,
-            rec.pid,
-            hints.cmd("host start")
-        ),
-    )
+    Refusal::Unproven {
+        pid: rec.pid,
+        server: rec.server.clone(),
+        recorded: rec.exec.is_some() || rec.start_time != 0,
+        exec_record: stack.exec_record_path(),
+        stack: stack.name.clone(),
+        start: hints.cmd("host start"),
+    }
+    .into()
 }
 
 /// Stops the recorded Host after proving the pid is still this stack's Host; never by name,
@@ -93,7 +79,7 @@ pub fn stop_checked(
     match (signal::received(), &stopped) {
         (Some(sig), Stopped::Signalled { pid, .. }) => Err(crate::error::Interrupted(
             sig,
-            format!("the stop had begun and was finished: Host stopped (pid {pid}), identity files removed"),
+            Finished::StopFinished { pid: *pid }.to_string(),
         )
         .into()),
         _ => Ok(stopped),
@@ -133,24 +119,16 @@ fn stop_inner(
         Owner::OtherStack(why) => Err(other_stack_refusal(stack, &why).into()),
         Owner::Ours(rec, _) => {
             if let Some(job) = launchd_job(rec.pid) {
-                return Err(Failed::new(
-                    format!(
-                        "launchd runs pid {} ({job}); `host stop` would only make KeepAlive start it again, so it was not signalled and its files were kept",
-                        rec.pid
-                    ),
-                    format!(
-                        "`{}` stops a Host launchd runs (for another stack's job, that stack's name)",
-                        hints.agent("stop")
-                    ),
-                )
+                return Err(Failed::from(Refusal::LaunchdRuns {
+                    pid: rec.pid,
+                    job,
+                    stop: hints.agent("stop"),
+                })
                 .into());
             }
             let killed = terminate(rec.pid, Duration::from_secs(10), out);
             if verify::inspect(rec.pid).is_some() {
-                anyhow::bail!(
-                    "pid {} outlived SIGTERM and SIGKILL; its identity files were kept",
-                    rec.pid
-                );
+                return Err(DirectError::Outlived { pid: rec.pid }.into());
             }
             remove_identity(stack)?;
             Ok(Stopped::Signalled {

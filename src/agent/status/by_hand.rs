@@ -1,7 +1,7 @@
 //! Who runs a stack's Host when the manager does not: a Host `oyster host start` started, as
 //! the pid file names it.
 
-use super::{declared, url, AgentStatus, Manager, Summary};
+use super::{declared, url, AgentStatus, Manager, StatusNote, Summary};
 use crate::context::Context;
 use crate::direct::{self, Owner, PidRecord};
 use crate::verify::LiveProcess;
@@ -25,7 +25,7 @@ pub(super) fn who_runs_it(ctx: &Context, asked: bool, installed: bool, st: &mut 
             // A pid file that cannot be read (a FIFO, a directory) hides whether a Host runs.
             Err(e) => {
                 st.broken = true;
-                st.notes.push(format!("broken: {e:#}"));
+                st.note(StatusNote::Broken(format!("{e:#}")));
             }
         }
     }
@@ -55,15 +55,9 @@ fn direct_host(
         // launchd's own Host writes the same pid file (`host exec` writes it): without
         // launchctl, who runs it is not known, and the advice must not be `host stop`.
         st.summary = Summary::Unknown;
-        st.notes.push(match st.manager {
-            Some("systemd") => format!(
-                "so whether the systemd unit or `oyster host start` runs this Host (pid {}) is not known",
-                rec.pid
-            ),
-            _ => format!(
-                "launchctl could not be asked, so whether launchd (the LaunchAgent) or `oyster host start` runs this Host (pid {}) is not known",
-                rec.pid
-            ),
+        st.note(StatusNote::WhoRunsUnknown {
+            systemd: st.manager == Some("systemd"),
+            pid: rec.pid,
         });
         return;
     }
@@ -75,8 +69,7 @@ fn direct_host(
     } else {
         Summary::Unverified
     };
-    st.notes.push(format!(
-        "started directly (`oyster host start`): `{}` stops it",
-        ctx.hints().cmd("host stop")
-    ));
+    st.note(StatusNote::StartedDirectly {
+        stop: ctx.hints().cmd("host stop"),
+    });
 }

@@ -2,7 +2,7 @@
 //! variables the Host gets (names), why the user's file is not used, and a Host started
 //! before they changed, called stale until a restart.
 
-use super::AgentStatus;
+use super::{AgentStatus, StatusNote};
 use crate::context::Context;
 use crate::host::declared::{self, Declared};
 use crate::host::plist::Installed;
@@ -30,14 +30,15 @@ pub(super) fn stale(st: &mut AgentStatus, names: Vec<String>) {
     if names.is_empty() {
         return;
     }
-    st.notes.push(format!(
-        "the declared environment changed since this Host started ({}): `oyster restart{}` applies it",
-        names.join(", "),
-        if st.stack == crate::host::stack::DEFAULT_STACK {
-            String::new()
-        } else {
-            format!(" {}", st.stack)
-        }
-    ));
+    // The restart as typed for this stack (the default stack needs no name).
+    let mut restart = vec!["oyster", "restart"];
+    if st.stack != crate::host::stack::DEFAULT_STACK {
+        restart.push(&st.stack);
+    }
+    let restart = restart.join(" ");
+    st.note(StatusNote::DeclaredStale {
+        names: names.clone(),
+        restart,
+    });
     st.declared_stale = names;
 }

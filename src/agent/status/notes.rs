@@ -1,8 +1,80 @@
 //! What status says beside the facts: the Background session's locked keychain, Login
 //! Items, the label's override, a label loaded twice.
 
+use std::path::PathBuf;
+
 use super::*;
-use crate::agent::login_items;
+use crate::agent::refusal::Found;
+
+/// A note of `status`, as facts; in words (`AgentStatus::notes` holds them so) in
+/// `commands/words/agent.rs`. Commands are spelled as the user typed them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatusNote {
+    /// A LaunchAgents or lock directory every verb that writes would refuse: why, and the fix.
+    Unusable { why: String, fix: String },
+    /// An earlier change was interrupted before it verified; `regenerate` re-verifies it.
+    Pending { regenerate: String },
+    /// The plist was deleted while the job is loaded; `restart` writes it again.
+    PlistDeleted { plist: PathBuf, restart: String },
+    /// Nothing is set up for `stack` yet: the setup commands.
+    Newcomer {
+        stack: String,
+        setup: String,
+        setup_root: String,
+    },
+    /// The config dir is not a directory; `setup` after moving it aside.
+    ConfigDirNotDir { dir: PathBuf, setup: String },
+    /// A file of the stack cannot be used (why).
+    Broken(String),
+    /// launchctl failed (why).
+    LaunchctlFailed(String),
+    /// systemctl failed (why).
+    SystemctlFailed(String),
+    /// launchd still calls `pid` running, but it exited; `status` again shows what follows.
+    PidExited { pid: u32, status: String },
+    /// A signal death after `oyster kill`'s SIGTERM is launchd's throttle, not a crash loop.
+    ThrottleAfterKill,
+    /// The Host runs in the Background session `user`: the providers that keep their login in
+    /// the keychain, and `restart` at the console that moves it to `gui`.
+    Keychain {
+        user: Domain,
+        keeping: Vec<&'static str>,
+        restart: String,
+        gui: Domain,
+    },
+    /// Switched off in Login Items (`found`), said for a job that is `loaded` or not.
+    SwitchedOff { found: Found, loaded: bool },
+    /// `label` loaded in two domains (each copy's pid, if any); `restart` boots `second` out.
+    LoadedTwice {
+        label: String,
+        first: (Domain, Option<u32>),
+        second: (Domain, Option<u32>),
+        restart: String,
+    },
+    /// Without the manager's answer, who runs `pid` is not known (`systemd`: under systemd).
+    WhoRunsUnknown { systemd: bool, pid: u32 },
+    /// Started by `oyster host start`; `stop` stops it.
+    StartedDirectly { stop: String },
+    /// These declared variables changed since the Host started; `restart` applies them.
+    DeclaredStale { names: Vec<String>, restart: String },
+    /// The unit path is `kind`, not a regular file; `install` after replacing it.
+    UnitSpecial {
+        path: PathBuf,
+        kind: &'static str,
+        install: String,
+    },
+    /// Drop-ins beside oyster's unit file.
+    DropIns(Vec<PathBuf>),
+    /// The unit file changed since systemd read it; `restart` reloads it.
+    NeedsDaemonReload { restart: String },
+}
+
+impl AgentStatus {
+    /// Adds a note, in words.
+    pub(super) fn note(&mut self, note: StatusNote) {
+        self.notes.push(note.to_string());
+    }
+}
 
 /// What a Host in `user/<uid>` means for providers, with the fix (docs/launchd.md, "Domains").
 pub fn keychain_note(ctx: &Context) -> String {
@@ -11,13 +83,13 @@ pub fn keychain_note(ctx: &Context) -> String {
         .filter(|p| p.login_in_keychain)
         .map(|p| p.display_name)
         .collect();
-    format!(
-        "the Host runs in {}, a Background session, where the login keychain is locked: a provider that keeps its login there ({}) can fail to authenticate although the Host looks healthy; `{}` at the console moves it to {}, or log in at the console once",
-        Domain::user(),
-        keeping.join(", "),
-        ctx.hint_cmd("restart"),
-        Domain::gui()
-    )
+    StatusNote::Keychain {
+        user: Domain::user(),
+        keeping,
+        restart: ctx.hint_cmd("restart"),
+        gui: Domain::gui(),
+    }
+    .to_string()
 }
 
 /// Whether this stack's Host runs in `user/<uid>` now (the login keychain is locked there):
@@ -45,15 +117,10 @@ pub(super) fn login_item(ctx: &Context, lc: &Launchctl, st: &mut AgentStatus, lo
     match crate::agent::login_items::status(lc, &plist) {
         Ok(state) => {
             if state == LoginItem::RequiresApproval {
-                if let Some(c) = crate::agent::refusal::login_item(lc, &plist) {
+                if let Some(found) = crate::agent::refusal::login_item_found(lc, &plist) {
                     // Loaded, it is not "a job launchd will not load", and status ran no
                     // command to run again.
-                    st.notes.push(if loaded {
-                        let fix = c.fix.strip_suffix(login_items::THEN_AGAIN).unwrap_or(&c.fix);
-                        format!("the agent is switched off in System Settings → General → Login Items (\"Allow in the Background\"): it is loaded now (it was loaded before), but will not be loaded again at the next login, and a change that reloads it (made with a note, since this answer can be wrong for a Host that runs) would leave it down: {fix}")
-                    } else {
-                        format!("{}: {}", c.what, c.fix)
-                    });
+                    st.note(StatusNote::SwitchedOff { found, loaded });
                 }
             }
             st.login_item = Some(state);
@@ -87,16 +154,13 @@ pub(super) fn loaded_twice_note(
     ctx: &Context,
     (first, a): (Domain, &PrintInfo),
     (second, b): (Domain, &PrintInfo),
-) -> String {
-    let pid = |i: &PrintInfo| i.pid().map_or("not running".into(), |p| format!("pid {p}"));
-    format!(
-        "loaded twice: {} is loaded in {first} ({}) and in {second} ({}), two Hosts for one port; `{}` boots the {second} copy out (or `launchctl bootout {}`)",
-        ctx.stack.label,
-        pid(a),
-        pid(b),
-        ctx.hint_cmd("restart"),
-        second.target(&ctx.stack.label),
-    )
+) -> StatusNote {
+    StatusNote::LoadedTwice {
+        label: ctx.stack.label.clone(),
+        first: (first, a.pid()),
+        second: (second, b.pid()),
+        restart: ctx.hint_cmd("restart"),
+    }
 }
 
 /// Whether this stack's last audit record is `kill`'s SIGTERM, at most 15 s ago (launchd's

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::{record_probe, summarize, AgentStatus, Manager};
+use super::{record_probe, summarize, AgentStatus, Manager, StatusNote};
 use crate::context::Context;
 use crate::host::identity::ExecRecord;
 use crate::probe::{self, Target};
@@ -49,7 +49,7 @@ pub(super) fn ask(ctx: &Context, sc: &Systemctl, st: &mut AgentStatus) -> bool {
     let show = match sc.show(&name) {
         Ok(s) => s,
         Err(e) => {
-            st.notes.push(format!("systemctl failed: {e:#}"));
+            st.note(StatusNote::SystemctlFailed(format!("{e:#}")));
             return false;
         }
     };
@@ -60,11 +60,11 @@ pub(super) fn ask(ctx: &Context, sc: &Systemctl, st: &mut AgentStatus) -> bool {
     // with the fix, as the verbs that load refuse it.
     let special = crate::sys::fs::not_regular(&path);
     if let Some(kind) = special {
-        st.notes.push(format!(
-            "{} is {kind}, not a regular file: every verb that loads the Host refuses it; replace it with the real file (or remove it, then `{}`)",
-            crate::output::one_line(&path),
-            ctx.hint_cmd("install")
-        ));
+        st.note(StatusNote::UnitSpecial {
+            path: path.clone(),
+            kind,
+            install: ctx.hint_cmd("install"),
+        });
     }
     st.in_sync = plan
         .as_ref()
@@ -98,20 +98,12 @@ fn record(
         }
     }
     if !show.drop_in_paths.is_empty() {
-        st.notes.push(format!(
-            "drop-ins change the unit beside oyster's file: {}",
-            show.drop_in_paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
+        st.note(StatusNote::DropIns(show.drop_in_paths.clone()));
     }
     if show.need_daemon_reload {
-        st.notes.push(format!(
-            "the unit file changed since systemd read it; `{}` reloads it",
-            ctx.hint_cmd("restart")
-        ));
+        st.note(StatusNote::NeedsDaemonReload {
+            restart: ctx.hint_cmd("restart"),
+        });
     }
     let (Some(pid), Some(plan)) = (st.pid, plan) else {
         return;
