@@ -54,6 +54,11 @@ impl<S> Journal<S> {
         self.steps.pop()
     }
 
+    /// The steps journaled so far, oldest first (what a receipt writes down).
+    pub fn steps(&self) -> &[S] {
+        &self.steps
+    }
+
     /// Whether nothing was journaled: nothing to take back.
     pub fn is_empty(&self) -> bool {
         self.steps.is_empty()

@@ -1,0 +1,235 @@
+//! Setup's receipt (issue 36, items 3 and 8): its undo journal, written to
+//! `<run dir>/setup-pending` (JSON, atomically, mode 0600, under the stack's lock) before each
+//! side effect, and removed once setup finished or was rolled back whole. A setup killed
+//! outright leaves it: the next setup takes back what it lists, newest first, before it plans.
+//!
+//! The receipt holds no secret: a file's previous bytes are kept only when none is in them,
+//! else its keys with the values that hold none (`steps::Before`); a password or its hash never.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::steps::{plausible, Undo, Undoing};
+use crate::context::Context;
+use crate::error::Failed;
+use crate::host::plan::{self, HostInputs};
+use crate::output::audit::{Action, Audit};
+use crate::service::journal::step_boundary;
+use crate::sys::fs::{self as fsutil, Lock};
+use crate::undo::{Journal, Undone};
+
+/// The most of a receipt that is read.
+const MAX_RECEIPT_BYTES: u64 = 1024 * 1024;
+
+/// Where a stack's setup keeps its receipt.
+pub fn path(st: &crate::host::stack::Stack) -> PathBuf {
+    st.run_dir.join("setup-pending")
+}
+
+/// The receipt as written: setup's journal, oldest step first.
+#[derive(Serialize)]
+struct Written<'a> {
+    action: &'static str,
+    steps: &'a [Undo],
+}
+
+/// The receipt as read back.
+#[derive(Deserialize)]
+struct Read {
+    steps: Vec<Undo>,
+}
+
+/// The stack's audit log, where reverts are recorded, when it has one already (a rollback
+/// leaves no file it did not find).
+pub(super) fn record(ctx: &Context) -> Option<(Audit, Action)> {
+    let st = &ctx.stack;
+    let audit = Audit::new(st.audit_path(), &st.name, &st.label);
+    st.log_dir.is_dir().then_some((audit, Action::Setup))
+}
+
+/// Setup's journal, written ahead: each step is on disk before it is taken.
+pub(super) struct Journaled<'l> {
+    journal: Journal<Undo>,
+    path: PathBuf,
+    lock: &'l Lock,
+    /// The run directory, when this run made it (for the receipt): removed with the receipt
+    /// when it is empty then.
+    made_run_dir: Option<PathBuf>,
+}
+
+impl<'l> Journaled<'l> {
+    pub(super) fn new(ctx: &Context, lock: &'l Lock) -> Journaled<'l> {
+        let st = &ctx.stack;
+        Journaled {
+            journal: Journal::new(record(ctx)),
+            path: path(st),
+            lock,
+            made_run_dir: (!st.run_dir.exists()).then(|| st.run_dir.clone()),
+        }
+    }
+
+    /// Journals a step before it is taken: on disk first, then the step boundary (where
+    /// `OYSTER_TEST_KILL_AT_STEP` kills a debug build). A receipt that cannot be written stops
+    /// setup before the step.
+    pub(super) fn push(&mut self, step: Undo) -> anyhow::Result<()> {
+        self.journal.push(step);
+        if let Err(e) = self.write() {
+            self.journal.pop();
+            return Err(e);
+        }
+        step_boundary();
+        Ok(())
+    }
+
+    /// Takes the newest step back out: its effect turned out not to happen.
+    pub(super) fn pop(&mut self) {
+        self.journal.pop();
+        let _ = self.write();
+    }
+
+    fn write(&self) -> anyhow::Result<()> {
+        if let Some(dir) = self.path.parent() {
+            fsutil::create_dir_all(dir, 0o700)?;
+        }
+        let written = Written {
+            action: "setup",
+            steps: self.journal.steps(),
+        };
+        let mut bytes = serde_json::to_vec_pretty(&written)?;
+        bytes.push(b'\n');
+        fsutil::write_atomic(self.lock, &self.path, &bytes, Some(0o600))?;
+        Ok(())
+    }
+
+    /// Setup finished: the receipt goes.
+    pub(super) fn finish(self) {
+        forget(&self.path, self.made_run_dir.as_deref());
+    }
+
+    /// Reverts every step, newest first; the receipt goes when every revert succeeded.
+    pub(super) fn roll_back(self, cx: &mut Undoing<'_>) -> Undone {
+        let undone = self.journal.roll_back(cx);
+        if undone.failures.is_empty() {
+            forget(&self.path, self.made_run_dir.as_deref());
+        }
+        undone
+    }
+}
+
+/// Removes the receipt, and the run directory its write made when that is empty now.
+fn forget(receipt: &Path, made_run_dir: Option<&Path>) {
+    let _ = crate::service::journal::remove(receipt);
+    if let Some(dir) = made_run_dir {
+        let _ = std::fs::remove_dir(dir);
+    }
+}
+
+/// What the next setup found of a setup killed outright.
+#[derive(Debug)]
+pub enum Recovered {
+    /// No receipt: nothing to take back.
+    Nothing,
+    /// Each revert, in words, newest first.
+    TookBack(Vec<String>),
+}
+
+/// Takes back what a setup killed outright did, from its receipt, under the stack's lock:
+/// newest first, each revert recorded in the audit log and returned in words. A receipt that
+/// does not read, or names a path setup never writes, is refused and kept.
+///
+/// A receipt whose stack lock another oyster holds may be a live setup's: this run does not
+/// wait here (it waits for the lock where it applies, as before, and takes back there what a
+/// dead run's receipt still lists then).
+pub fn recover(ctx: &Context, host: &HostInputs) -> anyhow::Result<Recovered> {
+    let st = &ctx.stack;
+    if std::fs::symlink_metadata(path(st)).is_err() {
+        return Ok(Recovered::Nothing);
+    }
+    let lock_path = st.lifecycle_lock_path();
+    if let Some(dir) = lock_path.parent() {
+        fsutil::create_dir_all(dir, 0o700)?;
+    }
+    match fsutil::try_lock_creating(&lock_path, "setup")? {
+        Some((lock, _)) => recover_locked(ctx, host, &lock),
+        None => Ok(Recovered::Nothing),
+    }
+}
+
+/// [`recover`], with the stack's lock held.
+pub(super) fn recover_locked(
+    ctx: &Context,
+    host: &HostInputs,
+    lock: &Lock,
+) -> anyhow::Result<Recovered> {
+    let st = &ctx.stack;
+    let path = path(st);
+    let Some(bytes) = fsutil::read_regular(&path, MAX_RECEIPT_BYTES)? else {
+        return Ok(Recovered::Nothing);
+    };
+    let unreadable = |why: String| {
+        Failed::new(
+            super::Said::UnreadableReceipt {
+                path: path.clone(),
+                why,
+            }
+            .to_string(),
+            super::Said::RemoveReceipt { path: path.clone() }.to_string(),
+        )
+    };
+    let read: Read = serde_json::from_slice(&bytes).map_err(|e| unreadable(e.to_string()))?;
+    if let Some(step) = read.steps.iter().find(|s| !plausible(ctx, s)) {
+        return Err(unreadable(format!("{step:?}")).into());
+    }
+    let made_run_dir = read.steps.iter().any(|s| match s {
+        Undo::Created(c) => c.dirs.contains(&st.run_dir),
+        _ => false,
+    });
+    let plan = plan::plan(ctx, host)?;
+    // A stack the killed run created goes whole, its audit log with it: no revert is
+    // recorded there (the last one would write it again).
+    let fresh = read.steps.iter().any(|s| matches!(s, Undo::Stack { .. }));
+    let mut journal = Journal::new(if fresh { None } else { record(ctx) });
+    for step in read.steps {
+        journal.push(step);
+    }
+    let mut cx = Undoing {
+        ctx,
+        plan: &plan,
+        lock,
+        regenerate: None,
+    };
+    let mut undone = journal.roll_back(&mut cx);
+    // The definition, written again from the config as it is back now (its own port).
+    if let Some(def) = cx.regenerate.take() {
+        let inputs = HostInputs {
+            port: None,
+            ..host.clone()
+        };
+        match plan::plan(ctx, &inputs).and_then(|p| crate::manager::write_definition(ctx, &p, lock))
+        {
+            Ok(_) => undone.said.push(format!("restored {}", def.display())),
+            Err(e) => {
+                undone.said.push(format!("could not undo a step: {e:#}"));
+                undone.failures.push(e);
+            }
+        }
+    }
+    if let Some(e) = undone.failures.into_iter().next() {
+        return Err(e.context(
+            super::Said::PartlyTakenBack {
+                said: undone.said,
+                path,
+            }
+            .to_string(),
+        ));
+    }
+    forget(&path, made_run_dir.then_some(st.run_dir.as_path()));
+    Ok(Recovered::TookBack(undone.said))
+}
+
+/// Whether a setup killed outright left its receipt on this stack (what `--dry-run` says).
+pub fn pending(st: &crate::host::stack::Stack) -> Option<PathBuf> {
+    let path = path(st);
+    std::fs::symlink_metadata(&path).is_ok().then_some(path)
+}

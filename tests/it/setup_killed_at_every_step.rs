@@ -1,0 +1,116 @@
+//! Setup in the crash matrix (issue 36, items 3 and 8): `oyster setup` SIGKILLed right after its
+//! receipt (`<run dir>/setup-pending`) names step n as the next, for every n, through
+//! `OYSTER_TEST_KILL_AT_STEP` (a hook compiled into debug builds only). Whatever n: the run was
+//! killed there, its receipt is on disk (mode 0600, no secret in it), and the next setup —
+//! cancelled at its question — takes back what the killed one did and leaves no trace: the
+//! tree under HOME, the node prefix and TMPDIR as before (config.json byte for byte), no
+//! provider the killed run installed, no Host running, no receipt. Past the last step, setup
+//! just completes, which ends the loop.
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::ExitStatusExt;
+use std::process::Stdio;
+
+use crate::common::{has_all, has_none};
+use crate::setup::{Setup, CANCELLED};
+
+/// Where the receipt of stack `st` lives.
+fn receipt(s: &Setup) -> std::path::PathBuf {
+    s.t.home.join(".oysterun-stacks/st/run/setup-pending")
+}
+
+/// Runs setup with `first` killed at each step in turn, each time settled by a setup cancelled
+/// at its question; returns how many steps the setup has (the first n it completed at).
+/// `skip_logs`: the stack's logs are left out of the comparison (a stack that was there keeps
+/// its log directory, where the reverts are recorded); `secrets`: what no receipt may hold.
+fn matrix(s: &Setup, first: &[&str], skip_logs: bool, secrets: &[&str]) -> usize {
+    let before = s.snapshot_but_locks(skip_logs);
+    let config_before = std::fs::read(s.config()).ok();
+    for n in 0..40 {
+        let out =
+            s.t.cmd()
+                .env("OYSTER_TEST_KILL_AT_STEP", n.to_string())
+                .args(s.args(first))
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if out.status.signal() != Some(9) {
+            assert!(out.status.success(), "past its last step ({n}), setup failed: {said}");
+            assert!(!receipt(s).exists(), "a finished setup left its receipt");
+            return n;
+        }
+        let path = receipt(s);
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("killed at step {n}: no receipt ({e}): {said}"));
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "step {n}: the receipt's mode");
+        has_none(&text, secrets);
+        let r = s.pty(b"\r", &[]);
+        let output = r["output"].as_str().unwrap().to_owned();
+        assert_eq!(r["code"], 0, "step {n}: the next setup failed:\n{output}\nreceipt: {text}");
+        has_all(&output, &[CANCELLED]);
+        s.t.wait_no_processes();
+        assert!(!path.exists(), "step {n}: the receipt is left:\n{output}");
+        assert_eq!(
+            std::fs::read(s.config()).ok(),
+            config_before,
+            "step {n}: config.json\n{output}"
+        );
+        for b in ["claude", "codex"] {
+            assert!(!s.t.path("nodepfx/bin").join(b).exists(), "step {n}: {b} is left\n{output}");
+        }
+        assert_eq!(s.snapshot_but_locks(skip_logs), before, "step {n}: a trace is left\n{output}");
+    }
+    panic!("setup never completed: its steps do not end");
+}
+
+#[test]
+fn a_first_direct_setup_killed_at_any_step_leaves_no_trace_after_the_next_one() {
+    let s = Setup::new(0);
+    let steps = matrix(&s, &["--install-providers"], false, &[]);
+    // The stack, what it may create, two installs, the config, the AgentFolder, the Host.
+    assert!(steps >= 7, "{steps} steps");
+    s.t.run(["host", "stop", "--stack", "st"]).ok();
+}
+
+#[test]
+fn a_first_launchd_setup_killed_at_any_step_leaves_no_trace_after_the_next_one() {
+    let mut s = Setup::new(0);
+    s.t.use_sim();
+    let steps = matrix(&s, &["--install-providers"], false, &[]);
+    // Setup's own steps, and the lifecycle's within its start.
+    assert!(steps >= 8, "{steps} steps");
+    s.t.run(["agent", "uninstall", "--stack", "st"]).ok();
+    s.t.wait_no_processes();
+}
+
+/// A stack set up before (`--no-start`: a config and a plist), whose config holds secrets:
+/// a second setup that installs providers and switches the mode, killed at any step, is taken
+/// back to the same config.json byte for byte and the same plist, and no receipt holds a
+/// secret (the config's values that hold one are taken as the file holds them then).
+#[test]
+fn a_second_setup_killed_at_any_step_puts_a_config_with_secrets_back_and_writes_none() {
+    let mut s = Setup::new(0);
+    s.t.use_sim();
+    s.t.run(s.args(&["--no-start"])).ok();
+    let mut cfg: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(s.config()).unwrap()).unwrap();
+    let (key, url) = ("s3cret-relay-key-value", "https://alice:pw-in-url-99@relay.example/x");
+    cfg.insert("relay_key".into(), key.into());
+    cfg.insert("relay_url".into(), url.into());
+    let mut bytes = serde_json::to_vec_pretty(&cfg).unwrap();
+    bytes.push(b'\n');
+    std::fs::write(s.config(), bytes).unwrap();
+    let args = ["--no-start", "--install-providers", "--mode", "managed"];
+    let steps = matrix(&s, &args, true, &[key, "pw-in-url-99"]);
+    assert!(steps >= 5, "{steps} steps");
+    let cfg: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(s.config()).unwrap()).unwrap();
+    assert_eq!(cfg["connection_mode"], "managed");
+    assert_eq!(cfg["relay_key"], key);
+}
