@@ -118,7 +118,7 @@ fn take_back(ctx: &Context, opts: &SetupOptions, dry_run: bool) -> anyhow::Resul
         }
         return Ok(());
     }
-    if let setup::Recovered::TookBack(said) = setup::recover(ctx, &opts.host)? {
+    if let setup::Recovered::TookBack(said) = setup::recover(ctx, opts)? {
         for words in said {
             ctx.reporter().line(&format!(
                 "An earlier setup was cut short; took back: {words}"

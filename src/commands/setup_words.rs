@@ -29,6 +29,10 @@ impl fmt::Display for Said {
                 said.join("; ")
             ),
             Said::RunAgain => f.write_str("run `oyster setup` again"),
+            Said::JobPutBack { pid, port } => write!(
+                f,
+                "put the job back on the config it had: Host verified on port {port} (pid {pid})"
+            ),
         }
     }
 }

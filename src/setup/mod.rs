@@ -193,7 +193,7 @@ pub fn apply(
     let lock = ctx.lock_stack("setup")?;
     // A receipt under the lock is a dead run's, left while this one planned and asked (a
     // live oyster held the lock then): taken back, and this run's plan, made before, is stale.
-    if let Recovered::TookBack(said) = receipt::recover_locked(ctx, &opts.host, &lock)? {
+    if let Recovered::TookBack(said) = receipt::recover_locked(ctx, opts, &lock)? {
         return Err(crate::error::Failed::new(
             Said::TookBackWhileWaiting { said }.to_string(),
             Said::RunAgain.to_string(),
@@ -233,6 +233,7 @@ pub fn apply(
                 plan: &sp.plan,
                 lock: &lock,
                 regenerate: None,
+                reapply: false,
             };
             let undone = journal.roll_back(&mut cx);
             // Released only after the rollback: no other oyster sees the half-applied stack.
@@ -533,19 +534,18 @@ fn start_job(
 ) -> anyhow::Result<()> {
     // The lifecycle rolls its own definition back when the Host does not verify.
     let mut agent = crate::manager::job(ctx, Some(lock))?;
-    // A job installed where none was is journaled for a setup killed outright (the
-    // lifecycle's own rollback takes a failed start back): the next setup uninstalls it.
+    // Journaled for a setup killed outright (the lifecycle's own rollback takes a failed
+    // start back): the next setup uninstalls a job installed where none was, or puts a
+    // changed one back on the config it restores.
     let first = !crate::manager::definition(ctx).exists() && !agent.was_loaded();
-    if first {
-        journal.push(Undo::Service)?;
-    }
+    journal.push(Undo::Service { first })?;
     let applied = agent.apply(
         plan,
         Action::Setup,
         crate::service::Request::Apply,
         opts.timing,
     );
-    if first && applied.is_err() {
+    if applied.is_err() {
         journal.pop();
     }
     let outcome = applied?;

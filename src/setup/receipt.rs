@@ -141,7 +141,7 @@ pub enum Recovered {
 /// A receipt whose stack lock another oyster holds may be a live setup's: this run does not
 /// wait here (it waits for the lock where it applies, as before, and takes back there what a
 /// dead run's receipt still lists then).
-pub fn recover(ctx: &Context, host: &HostInputs) -> anyhow::Result<Recovered> {
+pub fn recover(ctx: &Context, opts: &super::SetupOptions) -> anyhow::Result<Recovered> {
     let st = &ctx.stack;
     if std::fs::symlink_metadata(path(st)).is_err() {
         return Ok(Recovered::Nothing);
@@ -151,7 +151,7 @@ pub fn recover(ctx: &Context, host: &HostInputs) -> anyhow::Result<Recovered> {
         fsutil::create_dir_all(dir, 0o700)?;
     }
     match fsutil::try_lock_creating(&lock_path, "setup")? {
-        Some((lock, _)) => recover_locked(ctx, host, &lock),
+        Some((lock, _)) => recover_locked(ctx, opts, &lock),
         None => Ok(Recovered::Nothing),
     }
 }
@@ -159,38 +159,24 @@ pub fn recover(ctx: &Context, host: &HostInputs) -> anyhow::Result<Recovered> {
 /// [`recover`], with the stack's lock held.
 pub(super) fn recover_locked(
     ctx: &Context,
-    host: &HostInputs,
+    opts: &super::SetupOptions,
     lock: &Lock,
 ) -> anyhow::Result<Recovered> {
     let st = &ctx.stack;
     let path = path(st);
-    let Some(bytes) = fsutil::read_regular(&path, MAX_RECEIPT_BYTES)? else {
+    let Some(steps) = read_checked(ctx, &path)? else {
         return Ok(Recovered::Nothing);
     };
-    let unreadable = |why: String| {
-        Failed::new(
-            super::Said::UnreadableReceipt {
-                path: path.clone(),
-                why,
-            }
-            .to_string(),
-            super::Said::RemoveReceipt { path: path.clone() }.to_string(),
-        )
-    };
-    let read: Read = serde_json::from_slice(&bytes).map_err(|e| unreadable(e.to_string()))?;
-    if let Some(step) = read.steps.iter().find(|s| !plausible(ctx, s)) {
-        return Err(unreadable(format!("{step:?}")).into());
-    }
-    let made_run_dir = read.steps.iter().any(|s| match s {
+    let made_run_dir = steps.iter().any(|s| match s {
         Undo::Created(c) => c.dirs.contains(&st.run_dir),
         _ => false,
     });
-    let plan = plan::plan(ctx, host)?;
+    let plan = plan::plan(ctx, &opts.host)?;
     // A stack the killed run created goes whole, its audit log with it: no revert is
     // recorded there (the last one would write it again).
-    let fresh = read.steps.iter().any(|s| matches!(s, Undo::Stack { .. }));
+    let fresh = steps.iter().any(|s| matches!(s, Undo::Stack { .. }));
     let mut journal = Journal::new(if fresh { None } else { record(ctx) });
-    for step in read.steps {
+    for step in steps {
         journal.push(step);
     }
     let mut cx = Undoing {
@@ -198,23 +184,16 @@ pub(super) fn recover_locked(
         plan: &plan,
         lock,
         regenerate: None,
+        reapply: false,
     };
     let mut undone = journal.roll_back(&mut cx);
-    // The definition, written again from the config as it is back now (its own port).
-    if let Some(def) = cx.regenerate.take() {
-        let inputs = HostInputs {
-            port: None,
-            ..host.clone()
-        };
-        match plan::plan(ctx, &inputs).and_then(|p| crate::manager::write_definition(ctx, &p, lock))
-        {
-            Ok(_) => undone.said.push(format!("restored {}", def.display())),
-            Err(e) => {
-                undone.said.push(format!("could not undo a step: {e:#}"));
-                undone.failures.push(e);
-            }
-        }
-    }
+    put_job_back(
+        ctx,
+        opts,
+        lock,
+        (cx.regenerate.take(), cx.reapply),
+        &mut undone,
+    );
     if let Some(e) = undone.failures.into_iter().next() {
         return Err(e.context(
             super::Said::PartlyTakenBack {
@@ -226,6 +205,64 @@ pub(super) fn recover_locked(
     }
     forget(&path, made_run_dir.then_some(st.run_dir.as_path()));
     Ok(Recovered::TookBack(undone.said))
+}
+
+/// The receipt's steps (`None`: it went meanwhile); one that does not read, or names a path
+/// or package setup never uses, is refused.
+fn read_checked(ctx: &Context, path: &Path) -> anyhow::Result<Option<Vec<Undo>>> {
+    let Some(bytes) = fsutil::read_regular(path, MAX_RECEIPT_BYTES)? else {
+        return Ok(None);
+    };
+    let unreadable = |why: String| {
+        let path = path.to_path_buf();
+        let hint = super::Said::RemoveReceipt { path: path.clone() }.to_string();
+        Failed::new(
+            super::Said::UnreadableReceipt { path, why }.to_string(),
+            hint,
+        )
+    };
+    let read: Read = serde_json::from_slice(&bytes).map_err(|e| unreadable(e.to_string()))?;
+    if let Some(step) = read.steps.iter().find(|s| !plausible(ctx, s)) {
+        return Err(unreadable(format!("{step:?}")).into());
+    }
+    Ok(Some(read.steps))
+}
+
+/// After the reverts, from the config as it is back now (its own port, not this run's
+/// `--port`): the definition written again (`regenerate`), the job put back (`reapply`).
+fn put_job_back(
+    ctx: &Context,
+    opts: &super::SetupOptions,
+    lock: &Lock,
+    (regenerate, reapply): (Option<PathBuf>, bool),
+    undone: &mut Undone,
+) {
+    let inputs = HostInputs {
+        port: None,
+        ..opts.host.clone()
+    };
+    let mut after = |what: anyhow::Result<String>| match what {
+        Ok(words) => undone.said.push(words),
+        Err(e) => {
+            undone.said.push(format!("could not undo a step: {e:#}"));
+            undone.failures.push(e);
+        }
+    };
+    if let Some(def) = regenerate {
+        after(plan::plan(ctx, &inputs).and_then(|p| {
+            crate::manager::write_definition(ctx, &p, lock)?;
+            Ok(format!("restored {}", def.display()))
+        }));
+    }
+    if reapply {
+        after(plan::plan(ctx, &inputs).and_then(|p| {
+            let mut job = crate::manager::job(ctx, Some(lock))?;
+            let request = crate::service::Request::Apply;
+            let done = job.apply(&p, Action::Setup, request, opts.timing)?;
+            let (pid, port) = (done.verified.pid, p.port);
+            Ok(super::Said::JobPutBack { pid, port }.to_string())
+        }));
+    }
 }
 
 /// Whether a setup killed outright left its receipt on this stack (what `--dry-run` says).

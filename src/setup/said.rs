@@ -16,4 +16,6 @@ pub enum Said {
     TookBackWhileWaiting { said: Vec<String> },
     /// Its hint.
     RunAgain,
+    /// The job a killed setup changed, put back on the restored config and verified.
+    JobPutBack { pid: u32, port: u16 },
 }

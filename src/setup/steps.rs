@@ -50,8 +50,12 @@ pub(super) enum Undo {
     AgentFolder(PathBuf),
     /// The Host started directly (a pid file).
     StopHost,
-    /// A job installed through the service manager where none was (its definition, loaded).
-    Service,
+    /// The job under the service manager, installed (`first`: where none was) or changed:
+    /// journaled for a setup killed outright, whose next run uninstalls a first job, or puts a
+    /// changed one back on the config it restored.
+    Service {
+        first: bool,
+    },
 }
 
 /// What a file held before setup wrote it, as a receipt may keep it: never a secret.
@@ -108,6 +112,8 @@ pub(super) struct Undoing<'a> {
     pub(super) lock: &'a Lock,
     /// A definition to write again once everything else is taken back (a receipt's).
     pub(super) regenerate: Option<PathBuf>,
+    /// Whether the job is to be put back on the config once everything else is taken back.
+    pub(super) reapply: bool,
 }
 
 impl crate::undo::Revert<Undoing<'_>> for Undo {
@@ -137,7 +143,11 @@ impl crate::undo::Revert<Undoing<'_>> for Undo {
                 direct::Stopped::NotRunning => return Ok(None),
                 _ => "stopped the Host it started".to_owned(),
             },
-            Undo::Service => {
+            Undo::Service { first: false } => {
+                cx.reapply = true;
+                return Ok(None);
+            }
+            Undo::Service { first: true } => {
                 let mut job = crate::manager::job(ctx, Some(cx.lock))?;
                 job.uninstall()?;
                 format!(
@@ -253,7 +263,7 @@ pub(super) fn plausible(ctx: &Context, step: &Undo) -> bool {
         Undo::File { path, .. } => {
             *path == st.config_path() || *path == crate::manager::definition(ctx)
         }
-        Undo::AgentFolder(_) | Undo::StopHost | Undo::Service => true,
+        Undo::AgentFolder(_) | Undo::StopHost | Undo::Service { .. } => true,
     }
 }
 

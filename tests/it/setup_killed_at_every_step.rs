@@ -114,3 +114,43 @@ fn a_second_setup_killed_at_any_step_puts_a_config_with_secrets_back_and_writes_
     assert_eq!(cfg["connection_mode"], "managed");
     assert_eq!(cfg["relay_key"], key);
 }
+
+/// A stack set up and running under launchd: a second setup onto another port, killed at any
+/// step (its lifecycle's among them), is taken back by the next setup (cancelled): the same
+/// config.json and plist, byte for byte, and the job verified on the old port again.
+#[test]
+fn a_setup_of_a_running_stack_killed_at_any_step_is_put_back_on_its_old_port() {
+    let mut s = Setup::new(0);
+    s.t.use_sim();
+    s.t.run(s.args(&["--no-install-providers"])).ok();
+    let plist = s.t.home.join("Library/LaunchAgents/com.oysterun.host.st.plist");
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).unwrap();
+    let (config, definition) = (read(&s.config()), read(&plist));
+    let old = s.t.run(["status", "st", "--json"]).json()["port"].to_string();
+    let new = crate::common::free_port().to_string();
+    for n in 0..40 {
+        let mut args = s.args(&["--no-install-providers"]);
+        let at = args.iter().position(|a| a == "--port").unwrap();
+        args[at + 1] = new.clone();
+        let out = s.t.cmd().env("OYSTER_TEST_KILL_AT_STEP", n.to_string()).args(&args).output();
+        let out = out.unwrap();
+        if out.status.signal() != Some(9) {
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            assert!(n >= 4, "{n} steps");
+            break;
+        }
+        assert!(receipt(&s).exists(), "step {n}: no receipt");
+        let r = s.pty(b"\r", &[]);
+        let output = r["output"].as_str().unwrap().to_owned();
+        assert_eq!(r["code"], 0, "step {n}:\n{output}");
+        has_all(&output, &[CANCELLED]);
+        assert!(!receipt(&s).exists(), "step {n}: the receipt is left:\n{output}");
+        assert_eq!(read(&s.config()), config, "step {n}: config.json\n{output}");
+        assert_eq!(read(&plist), definition, "step {n}: the plist\n{output}");
+        let st = s.t.run(["status", "st", "--json"]).json();
+        assert_eq!(st["summary"], "verified", "step {n}: {st}\n{output}");
+        assert_eq!(st["port"].to_string(), old, "step {n}: {st}\n{output}");
+    }
+    s.t.run(["agent", "uninstall", "--stack", "st"]).ok();
+    s.t.wait_no_processes();
+}
