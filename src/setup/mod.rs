@@ -163,9 +163,12 @@ fn expand(ctx: &Context, dir: &Path) -> Result<PathBuf, Invalid> {
         None => dir.to_owned(),
     };
     if !p.is_absolute() {
-        return Err(Invalid::new(format!(
-            "--agent-folder {s:?} is not a full path; give an absolute path or one starting with ~/"
-        )));
+        return Err(Invalid::new(
+            Said::AgentFolderNotAbsolute {
+                given: s.into_owned(),
+            }
+            .to_string(),
+        ));
     }
     Ok(resolve::normalize(&p))
 }
@@ -514,11 +517,13 @@ fn start_service(
                 journal.pop();
             }
             let started = started?;
-            ctx.reporter().line(&format!(
-                "Host started directly: pid {}, /health 200 after {} ms, environment verified.",
-                started.pid,
-                started.health_after.as_millis()
-            ));
+            ctx.reporter().line(
+                &Said::StartedDirectly {
+                    pid: started.pid,
+                    health_ms: started.health_after.as_millis(),
+                }
+                .to_string(),
+            );
         }
     }
     Ok(())

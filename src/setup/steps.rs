@@ -135,9 +135,7 @@ impl crate::undo::Revert<Undoing<'_>> for Undo {
             }
             Undo::Created(created) => match created.remove() {
                 0 => return Ok(None),
-                removed => {
-                    format!("removed {removed} file(s) and empty director(ies) it had created")
-                }
+                removed => super::Said::RemovedCreated { removed }.to_string(),
             },
             Undo::StopHost => match direct::stop(&ctx.stack, &ctx.hints(), ctx.reporter())? {
                 direct::Stopped::NotRunning => return Ok(None),
