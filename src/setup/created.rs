@@ -58,8 +58,8 @@ pub(super) fn created_paths(ctx: &Context, sp: &SetupPlan) -> Created {
             }
         }
     }
-    // Deepest first, so parents empty out before their turn.
-    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    // Deepest first, so parents empty out before their turn; each once (chains share parents).
+    dirs.sort_by(|a, b| (b.components().count(), a).cmp(&(a.components().count(), b)));
     dirs.dedup();
     Created { files, dirs }
 }

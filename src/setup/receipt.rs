@@ -223,7 +223,7 @@ fn read_checked(ctx: &Context, path: &Path) -> anyhow::Result<Option<Vec<Undo>>>
     };
     let read: Read = serde_json::from_slice(&bytes).map_err(|e| unreadable(e.to_string()))?;
     if let Some(step) = read.steps.iter().find(|s| !plausible(ctx, s)) {
-        return Err(unreadable(format!("{step:?}")).into());
+        return Err(unreadable(format!("a step setup never takes: {step:?}")).into());
     }
     Ok(Some(read.steps))
 }

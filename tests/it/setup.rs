@@ -27,7 +27,7 @@ impl Setup {
     }
 
     /// [`Setup::new`] whose npm takes `install_secs` seconds over each install.
-    fn with_npm(npm_exit: i32, install_secs: u32) -> Setup {
+    pub(crate) fn with_npm(npm_exit: i32, install_secs: u32) -> Setup {
         let mut t = TestContext::new();
         let root = t.fixture_root("root");
         let bin = t.node_prefix();

@@ -154,3 +154,44 @@ fn a_setup_of_a_running_stack_killed_at_any_step_is_put_back_on_its_old_port() {
     s.t.run(["agent", "uninstall", "--stack", "st"]).ok();
     s.t.wait_no_processes();
 }
+
+/// Two setups at once, the first killed outright while the second waits for the stack's lock:
+/// the second takes back what the first did once it holds the lock, and stops there (its plan
+/// was made before), asking to be run again; nothing of the first is left, and the next setup
+/// finds nothing to take back.
+#[test]
+fn a_setup_that_waited_for_one_killed_outright_takes_it_back_and_stops() {
+    let s = Setup::with_npm(0, 2);
+    let before = s.snapshot_but_locks(false);
+    let spawn = |log: &str| {
+        let out = std::fs::File::create(s.t.path(log)).unwrap();
+        let args = s.args(&["--yes", "--install-providers"]);
+        let mut c = s.t.cmd();
+        c.args(args).stdin(Stdio::null()).stdout(out.try_clone().unwrap());
+        c.stderr(out).spawn().unwrap()
+    };
+    let said = |log: &str| std::fs::read_to_string(s.t.path(log)).unwrap_or_default();
+    let mut first = spawn("first.log");
+    let bound = std::time::Duration::from_secs(15);
+    crate::common::wait_until(bound, "the first npm", || !s.npm_calls().is_empty());
+    let mut second = spawn("second.log");
+    crate::common::wait_until(bound, "the second to wait", || {
+        said("second.log").contains("waiting for another oyster")
+    });
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let status = second.wait().unwrap();
+    let output = said("second.log");
+    assert_eq!(status.code(), Some(1), "{output}");
+    has_all(
+        &output,
+        &["was taken back while this one waited", "uninstalled @anthropic-ai/claude-code"],
+    );
+    has_all(&output, &["run `oyster setup` again"]);
+    s.t.wait_no_processes();
+    assert_eq!(s.snapshot_but_locks(false), before, "{output}");
+    let r = s.pty(b"\r", &[]);
+    let next = r["output"].as_str().unwrap();
+    assert_eq!(r["code"], 0, "{next}");
+    has_none(next, &["took back"]);
+}
