@@ -143,7 +143,7 @@ pub enum Recovered {
 /// dead run's receipt still lists then).
 pub fn recover(ctx: &Context, opts: &super::SetupOptions) -> anyhow::Result<Recovered> {
     let st = &ctx.stack;
-    if std::fs::symlink_metadata(path(st)).is_err() {
+    if std::fs::symlink_metadata(path(st)).is_err() && stale_temps(&path(st)).is_empty() {
         return Ok(Recovered::Nothing);
     }
     let lock_path = st.lifecycle_lock_path();
@@ -164,8 +164,16 @@ pub(super) fn recover_locked(
 ) -> anyhow::Result<Recovered> {
     let st = &ctx.stack;
     let path = path(st);
-    let Some(steps) = read_checked(ctx, &path)? else {
-        return Ok(Recovered::Nothing);
+    let temps = stale_temps(&path);
+    let steps = match read_checked(ctx, &path)? {
+        Some(steps) => steps,
+        // Killed as it wrote its first receipt (the temp file not yet renamed): what that
+        // receipt lists, when the temp holds it whole, else the empty directories made for it.
+        None => match first_receipt(ctx, &temps) {
+            Some(steps) => steps,
+            None if temps.is_empty() => return Ok(Recovered::Nothing),
+            None => return Ok(Recovered::TookBack(began(st, &temps))),
+        },
     };
     let made_run_dir = steps.iter().any(|s| match s {
         Undo::Created(c) => c.dirs.contains(&st.run_dir),
@@ -203,8 +211,67 @@ pub(super) fn recover_locked(
             .to_string(),
         ));
     }
+    for temp in &temps {
+        let _ = std::fs::remove_file(temp);
+    }
     forget(&path, made_run_dir.then_some(st.run_dir.as_path()));
     Ok(Recovered::TookBack(undone.said))
+}
+
+/// The temp files of receipt writers that are gone (killed half-way through a write).
+fn stale_temps(path: &Path) -> Vec<PathBuf> {
+    // This process's own temp name, less its pid: the prefix every writer's shares.
+    let ours = fsutil::temp_path(path);
+    let (Some(dir), Some(tmp)) = (path.parent(), ours.file_name()) else {
+        return vec![];
+    };
+    let tmp = tmp.to_string_lossy();
+    let prefix = tmp.trim_end_matches(|c: char| c.is_ascii_digit());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return vec![];
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_prefix(prefix)
+                .and_then(|pid| pid.parse::<u32>().ok())
+                .is_some_and(|pid| pid != std::process::id() && !crate::sys::signal::exists(pid))
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
+/// The steps of a first receipt a killed run left whole in its temp file.
+fn first_receipt(ctx: &Context, temps: &[PathBuf]) -> Option<Vec<Undo>> {
+    temps.iter().find_map(|t| {
+        let bytes = fsutil::read_regular(t, MAX_RECEIPT_BYTES).ok()??;
+        let read: Read = serde_json::from_slice(&bytes).ok()?;
+        read.steps
+            .iter()
+            .all(|s| plausible(ctx, s))
+            .then_some(read.steps)
+    })
+}
+
+/// A run killed before its first receipt held anything: its temp files go, and the
+/// directories made for them while they are empty (the run dir, the stack's, the stacks').
+fn began(st: &crate::host::stack::Stack, temps: &[PathBuf]) -> Vec<String> {
+    for temp in temps {
+        let _ = std::fs::remove_file(temp);
+    }
+    let stacks = st.root.parent().filter(|p| *p != st.home);
+    let mut removed = 0;
+    for dir in [Some(st.run_dir.as_path()), Some(st.root.as_path()), stacks] {
+        match dir.map(std::fs::remove_dir) {
+            Some(Ok(())) => removed += 1,
+            _ => break,
+        }
+    }
+    match removed {
+        0 => vec![],
+        removed => vec![super::Said::RemovedCreated { removed }.to_string()],
+    }
 }
 
 /// The receipt's steps (`None`: it went meanwhile); one that does not read, or names a path

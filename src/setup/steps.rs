@@ -155,6 +155,8 @@ impl crate::undo::Revert<Undoing<'_>> for Undo {
             }
             Undo::AgentFolder(dir) => match std::fs::remove_dir(&dir) {
                 Ok(()) => format!("removed the AgentFolder {}", dir.display()),
+                // Never made (a run killed before it), or taken back already.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
                 Err(_) => format!("kept the AgentFolder {} (no longer empty)", dir.display()),
             },
             Undo::File {

@@ -195,3 +195,31 @@ fn a_setup_that_waited_for_one_killed_outright_takes_it_back_and_stops() {
     assert_eq!(r["code"], 0, "{next}");
     has_none(next, &["took back"]);
 }
+
+/// Killed inside its first receipt write (the temp file written, or only created, and not yet
+/// renamed): the next setup finds the temp file of a writer that is gone, takes back what it
+/// lists when it holds it whole, else removes the empty directories made for it — no stack
+/// directory is left with nothing but a temp file in it.
+#[test]
+fn a_setup_killed_inside_its_first_receipt_write_leaves_no_trace_after_the_next_one() {
+    let s = Setup::new(0);
+    let before = s.snapshot_but_locks(false);
+    let mut killed = s.t.cmd();
+    killed.env("OYSTER_TEST_KILL_AT_STEP", "1").args(s.args(&["--install-providers"]));
+    assert_eq!(killed.output().unwrap().status.signal(), Some(9));
+    let whole = std::fs::read(receipt(&s)).unwrap();
+    let dead = std::process::Command::new("true").spawn().unwrap();
+    let pid = dead.id();
+    dead.wait_with_output().unwrap();
+    for temp in [whole, vec![]] {
+        std::fs::remove_file(receipt(&s)).unwrap_or_default();
+        let run = receipt(&s).parent().unwrap().to_owned();
+        std::fs::create_dir_all(&run).unwrap();
+        std::fs::write(run.join(format!(".setup-pending.oyster-tmp.{pid}")), &temp).unwrap();
+        let r = s.pty(b"\r", &[]);
+        let output = r["output"].as_str().unwrap();
+        assert_eq!(r["code"], 0, "{output}");
+        has_all(output, &[CANCELLED, "it had created"]);
+        assert_eq!(s.snapshot_but_locks(false), before, "a {}-byte temp:\n{output}", temp.len());
+    }
+}
