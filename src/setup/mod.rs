@@ -3,7 +3,9 @@
 //!
 //! Cancelling at the question changes nothing: the plan phase only reads (no config write, no
 //! lock file, no directory, no cache, no temp file, no background process), so there is nothing
-//! to roll back. A failure after a side effect undoes every earlier one, in reverse order.
+//! to roll back. A failure after a side effect undoes every earlier one, in reverse order. Each
+//! side effect is journaled to a receipt before it is taken (`receipt.rs`): a setup killed
+//! outright is taken back by the next one, before it plans.
 
 mod created;
 pub mod hooks;
