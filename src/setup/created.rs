@@ -43,6 +43,11 @@ pub(super) fn created_paths(ctx: &Context, sp: &SetupPlan) -> Created {
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default(),
+        // The systemd unit's directory, under systemd (the plist's otherwise).
+        crate::manager::definition(ctx)
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default(),
         st.run_dir.clone(),
         st.matrix_db_path()
             .parent()

@@ -28,7 +28,11 @@ impl Setup {
 
     /// [`Setup::new`] whose npm takes `install_secs` seconds over each install.
     pub(crate) fn with_npm(npm_exit: i32, install_secs: u32) -> Setup {
-        let mut t = TestContext::new();
+        Setup::in_context(TestContext::new(), npm_exit, install_secs)
+    }
+
+    /// [`Setup::with_npm`] in `t` (a world with a real user manager, say).
+    pub(crate) fn in_context(mut t: TestContext, npm_exit: i32, install_secs: u32) -> Setup {
         let root = t.fixture_root("root");
         let bin = t.node_prefix();
         let log = t.path("npm.log");

@@ -23,7 +23,13 @@ fn receipt(s: &Setup) -> std::path::PathBuf {
 /// at its question; returns how many steps the setup has (the first n it completed at).
 /// `skip_logs`: the stack's logs are left out of the comparison (a stack that was there keeps
 /// its log directory, where the reverts are recorded); `secrets`: what no receipt may hold.
-fn matrix(s: &Setup, first: &[&str], skip_logs: bool, secrets: &[&str]) -> usize {
+/// Every process of the test's is waited for, but a user manager's (`manager`).
+fn matrix(
+    s: &Setup,
+    first: &[&str],
+    (skip_logs, manager): (bool, bool),
+    secrets: &[&str],
+) -> usize {
     let before = s.snapshot_but_locks(skip_logs);
     let config_before = std::fs::read(s.config()).ok();
     for n in 0..40 {
@@ -54,7 +60,9 @@ fn matrix(s: &Setup, first: &[&str], skip_logs: bool, secrets: &[&str]) -> usize
         let output = r["output"].as_str().unwrap().to_owned();
         assert_eq!(r["code"], 0, "step {n}: the next setup failed:\n{output}\nreceipt: {text}");
         has_all(&output, &[CANCELLED]);
-        s.t.wait_no_processes();
+        if !manager {
+            s.t.wait_no_processes();
+        }
         assert!(!path.exists(), "step {n}: the receipt is left:\n{output}");
         assert_eq!(
             std::fs::read(s.config()).ok(),
@@ -64,15 +72,34 @@ fn matrix(s: &Setup, first: &[&str], skip_logs: bool, secrets: &[&str]) -> usize
         for b in ["claude", "codex"] {
             assert!(!s.t.path("nodepfx/bin").join(b).exists(), "step {n}: {b} is left\n{output}");
         }
-        assert_eq!(s.snapshot_but_locks(skip_logs), before, "step {n}: a trace is left\n{output}");
+        let now = s.snapshot_but_locks(skip_logs);
+        assert!(now == before, "step {n}: a trace is left: {}\n{output}", differ(&before, &now));
     }
     panic!("setup never completed: its steps do not end");
 }
 
+/// The paths two trees differ at: added, gone, or changed.
+fn differ(before: &Tree, now: &Tree) -> String {
+    let mut out: Vec<String> = vec![];
+    for (k, v) in now {
+        match before.get(k) {
+            None => out.push(format!("added {}", k.display())),
+            Some(b) if b != v => out.push(format!("changed {}", k.display())),
+            Some(_) => {}
+        }
+    }
+    out.extend(
+        before.keys().filter(|k| !now.contains_key(*k)).map(|k| format!("gone {}", k.display())),
+    );
+    out.join(", ")
+}
+
+type Tree = std::collections::BTreeMap<std::path::PathBuf, crate::common::Entry>;
+
 #[test]
 fn a_first_direct_setup_killed_at_any_step_leaves_no_trace_after_the_next_one() {
     let s = Setup::new(0);
-    let steps = matrix(&s, &["--install-providers"], false, &[]);
+    let steps = matrix(&s, &["--install-providers"], (false, false), &[]);
     // The stack, what it may create, two installs, the config, the AgentFolder, the Host.
     assert!(steps >= 7, "{steps} steps");
     s.t.run(["host", "stop", "--stack", "st"]).ok();
@@ -82,11 +109,27 @@ fn a_first_direct_setup_killed_at_any_step_leaves_no_trace_after_the_next_one() 
 fn a_first_launchd_setup_killed_at_any_step_leaves_no_trace_after_the_next_one() {
     let mut s = Setup::new(0);
     s.t.use_sim();
-    let steps = matrix(&s, &["--install-providers"], false, &[]);
+    let steps = matrix(&s, &["--install-providers"], (false, false), &[]);
     // Setup's own steps, and the lifecycle's within its start.
     assert!(steps >= 8, "{steps} steps");
     s.t.run(["agent", "uninstall", "--stack", "st"]).ok();
     s.t.wait_no_processes();
+}
+
+/// The same under a real `systemd --user`: the unit a killed first setup installed is
+/// uninstalled by the next one (`systemctl --user` finds no unit of the stack's after).
+#[cfg(target_os = "linux")]
+#[test]
+fn under_systemd_a_first_setup_killed_at_any_step_leaves_no_trace_after_the_next_one() {
+    let Some((m, t)) = crate::common::user_manager::world() else {
+        return;
+    };
+    let s = Setup::in_context(t, 0, 0);
+    let steps = matrix(&s, &["--install-providers"], (false, true), &[]);
+    assert!(steps >= 8, "{steps} steps");
+    let state = crate::systemd_job::prop(&m, "st", "LoadState");
+    assert_eq!(state, "loaded", "the completed setup's unit");
+    s.t.run(["uninstall", "st", "--purge", "--yes"]).ok();
 }
 
 /// A stack set up before (`--no-start`: a config and a plist), whose config holds secrets:
@@ -107,7 +150,7 @@ fn a_second_setup_killed_at_any_step_puts_a_config_with_secrets_back_and_writes_
     bytes.push(b'\n');
     std::fs::write(s.config(), bytes).unwrap();
     let args = ["--no-start", "--install-providers", "--mode", "managed"];
-    let steps = matrix(&s, &args, true, &[key, "pw-in-url-99"]);
+    let steps = matrix(&s, &args, (true, false), &[key, "pw-in-url-99"]);
     assert!(steps >= 5, "{steps} steps");
     let cfg: serde_json::Value =
         serde_json::from_slice(&std::fs::read(s.config()).unwrap()).unwrap();
