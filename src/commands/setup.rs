@@ -118,12 +118,19 @@ fn take_back(ctx: &Context, opts: &SetupOptions, dry_run: bool) -> anyhow::Resul
         }
         return Ok(());
     }
-    if let setup::Recovered::TookBack(said) = setup::recover(ctx, opts)? {
-        for words in said {
-            ctx.reporter().line(&format!(
-                "An earlier setup was cut short; took back: {words}"
-            ));
+    match setup::recover(ctx, opts)? {
+        setup::Recovered::TookBack(said) => {
+            for words in said {
+                ctx.reporter().line(&format!(
+                    "An earlier setup was cut short; took back: {words}"
+                ));
+            }
         }
+        setup::Recovered::Stale => ctx.out.note(&format!(
+            "an earlier setup was cut short, but stack {} was changed since by another oyster command: nothing of it is taken back",
+            ctx.stack.name
+        )),
+        setup::Recovered::Nothing => {}
     }
     Ok(())
 }

@@ -132,6 +132,10 @@ pub enum Recovered {
     Nothing,
     /// Each revert, in words, newest first.
     TookBack(Vec<String>),
+    /// Another oyster command changed the stack since the setup was killed (its audit log
+    /// says so): nothing is taken back — a stack in use is not undone from under its user —
+    /// and the receipt is dropped.
+    Stale,
 }
 
 /// Takes back what a setup killed outright did, from its receipt, under the stack's lock:
@@ -166,6 +170,13 @@ pub(super) fn recover_locked(
     let path = path(st);
     let temps = stale_temps(&path);
     let steps = match read_checked(ctx, &path)? {
+        Some(_) if used_since(st, &path) => {
+            for temp in &temps {
+                let _ = std::fs::remove_file(temp);
+            }
+            forget(&path, None);
+            return Ok(Recovered::Stale);
+        }
         Some(steps) => steps,
         // Killed as it wrote its first receipt (the temp file not yet renamed): what that
         // receipt lists, when the temp holds it whole, else the empty directories made for it.
@@ -216,6 +227,33 @@ pub(super) fn recover_locked(
     }
     forget(&path, made_run_dir.then_some(st.run_dir.as_path()));
     Ok(Recovered::TookBack(undone.said))
+}
+
+/// The most of the audit log read to tell whether the stack was used since.
+const MAX_AUDIT_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Whether another oyster command acted on the stack after the receipt was last written: its
+/// audit log holds a later line of another action than setup's own (and the Host's launches,
+/// which a job the killed setup loaded makes by itself). A log too big to read counts as used.
+fn used_since(st: &crate::host::stack::Stack, receipt: &Path) -> bool {
+    let since = std::fs::symlink_metadata(receipt)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis());
+    let own = [Action::Setup, Action::Exec].map(|a| a.to_string());
+    match fsutil::read_regular(&st.audit_path(), MAX_AUDIT_BYTES) {
+        Ok(None) => false,
+        Err(_) => true,
+        Ok(Some(bytes)) => String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .any(|l| {
+                let action = l["action"].as_str().unwrap_or_default();
+                l["ts_ms"].as_u64().is_some_and(|t| u128::from(t) > since)
+                    && !own.iter().any(|o| o == action)
+            }),
+    }
 }
 
 /// The temp files of receipt writers that are gone (killed half-way through a write).

@@ -266,3 +266,30 @@ fn a_setup_killed_inside_its_first_receipt_write_leaves_no_trace_after_the_next_
         assert_eq!(s.snapshot_but_locks(false), before, "a {}-byte temp:\n{output}", temp.len());
     }
 }
+
+/// A stack used since the setup was killed (here `oyster install` settled it): the next setup
+/// takes nothing back — it would uninstall a job and remove a stack in use — says so, drops
+/// the receipt, and goes on as usual.
+#[test]
+fn a_killed_setup_is_not_taken_back_once_another_command_used_the_stack() {
+    let mut s = Setup::new(0);
+    s.t.use_sim();
+    let mut killed = s.t.cmd();
+    killed.env("OYSTER_TEST_KILL_AT_STEP", "6").args(s.args(&["--install-providers"]));
+    assert_eq!(killed.output().unwrap().status.signal(), Some(9));
+    assert!(receipt(&s).exists());
+    // The same stack, root, node and port: `install` instead of `setup`.
+    let mut install = s.args(&[]);
+    install[0] = "install".into();
+    s.t.run(install).ok();
+    // The next setup (no terminal): it goes on as usual over the stack as it is.
+    let r = s.t.run(s.args(&[])).ok();
+    let output = format!("{}{}", r.stdout(), r.stderr());
+    has_all(&output, &["nothing of it is taken back", "Host verified"]);
+    has_none(&output, &["took back"]);
+    assert!(!receipt(&s).exists(), "{output}");
+    let st = s.t.run(["status", "st", "--json"]).json();
+    assert_eq!(st["summary"], "verified", "{st}");
+    s.t.run(["agent", "uninstall", "--stack", "st"]).ok();
+    s.t.wait_no_processes();
+}
