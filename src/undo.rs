@@ -54,6 +54,11 @@ impl<S> Journal<S> {
         self.steps.pop()
     }
 
+    /// The steps journaled so far, oldest first (what a receipt writes down).
+    pub fn steps(&self) -> &[S] {
+        &self.steps
+    }
+
     /// Reverts every step, newest first, each to its end (signals wait until the last one is
     /// done); returns what was undone, in words, in that order. A revert that fails is said,
     /// its error kept, and the rest still run.

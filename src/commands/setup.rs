@@ -4,6 +4,9 @@
 
 use std::io::IsTerminal;
 
+#[path = "setup_words.rs"]
+mod words;
+
 use crate::context::Context;
 use crate::invocation::Setup;
 use crate::provider::registry::PROVIDERS;
@@ -23,6 +26,9 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
     // Refused before the plan is shown: setup would start a Host that cannot write its log.
     ctx.stack.refuse_special_log()?;
     refuse_managed(ctx, opts)?;
+    // A setup killed outright left its receipt: what it did is taken back first (its Host
+    // too, before the direct-Host refusal below sees it), and the plan is made after.
+    take_back(ctx, opts, args.dry_run)?;
     // Also a Host this stack runs directly (`host start`): setup would load the LaunchAgent
     // beside it on another `--port` (two Hosts of one stack), or fail on its port after writing.
     if !opts.no_start {
@@ -98,6 +104,35 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
         }
     }
     Ok(ExitStatus::Success)
+}
+
+/// Takes back what a setup killed outright did (its receipt), saying each revert on a line;
+/// a dry run only says that the next setup will.
+fn take_back(ctx: &Context, opts: &SetupOptions, dry_run: bool) -> anyhow::Result<()> {
+    if dry_run {
+        if let Some(path) = setup::receipt::pending(&ctx.stack) {
+            ctx.out.out(&format!(
+                "An earlier setup was cut short: `oyster setup` first takes back what {} lists.",
+                path.display()
+            ));
+        }
+        return Ok(());
+    }
+    match setup::recover(ctx, opts)? {
+        setup::Recovered::TookBack(said) => {
+            for words in said {
+                ctx.reporter().line(&format!(
+                    "An earlier setup was cut short; took back: {words}"
+                ));
+            }
+        }
+        setup::Recovered::Stale => ctx.out.note(&format!(
+            "an earlier setup was cut short, but stack {} was changed since by another oyster command: nothing of it is taken back",
+            ctx.stack.name
+        )),
+        setup::Recovered::Nothing => {}
+    }
+    Ok(())
 }
 
 fn show(ctx: &Context, opts: &SetupOptions, sp: &SetupPlan) {

@@ -2,19 +2,22 @@
 
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
 use super::SetupPlan;
 use crate::context::Context;
 
 /// Files and directories setup may create that did not exist before it.
+#[derive(Debug, Serialize, Deserialize)]
 pub(super) struct Created {
     pub(super) files: Vec<PathBuf>,
     pub(super) dirs: Vec<PathBuf>,
 }
 
-/// What setup's steps may create: the directory chains under HOME and the lock and pid files.
-pub(super) fn created_paths(ctx: &Context, sp: &SetupPlan) -> Created {
+/// The files setup's steps may create.
+fn candidate_files(ctx: &Context) -> Vec<PathBuf> {
     let st = &ctx.stack;
-    let mut files: Vec<PathBuf> = vec![
+    vec![
         st.config_lock_path(),
         st.pid_path(),
         st.origin_path(),
@@ -24,13 +27,24 @@ pub(super) fn created_paths(ctx: &Context, sp: &SetupPlan) -> Created {
         crate::host::privacy::verified_node_path(&st.run_dir),
         st.pending_path(),
         st.last_good_plist_path(),
-    ];
+    ]
+}
+
+/// What setup's steps may create: the directory chains under HOME and the lock and pid files.
+pub(super) fn created_paths(ctx: &Context, sp: &SetupPlan) -> Created {
+    let st = &ctx.stack;
+    let mut files = candidate_files(ctx);
     files.retain(|f| !f.exists());
     let mut dirs = vec![];
     for leaf in [
         st.config_dir.clone(),
         sp.agent_folder.clone(),
         st.plist_path()
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default(),
+        // The systemd unit's directory, under systemd (the plist's otherwise).
+        crate::manager::definition(ctx)
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default(),
@@ -49,8 +63,35 @@ pub(super) fn created_paths(ctx: &Context, sp: &SetupPlan) -> Created {
             }
         }
     }
-    // Deepest first, so parents empty out before their turn.
-    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    // Deepest first, so parents empty out before their turn; each once (chains share parents).
+    dirs.sort_by(|a, b| (b.components().count(), a).cmp(&(a.components().count(), b)));
     dirs.dedup();
     Created { files, dirs }
+}
+
+impl Created {
+    /// Removes what is there of it (directories only while empty); how many went.
+    pub(super) fn remove(&self) -> usize {
+        let mut removed = 0;
+        for f in self.files.iter().filter(|f| f.exists()) {
+            removed += usize::from(std::fs::remove_file(f).is_ok());
+        }
+        for d in &self.dirs {
+            removed += usize::from(std::fs::remove_dir(d).is_ok());
+        }
+        removed
+    }
+
+    /// Whether a receipt's list names only what setup may create on this stack: its own files,
+    /// and directories under HOME.
+    pub(super) fn within(&self, ctx: &Context) -> bool {
+        let files = candidate_files(ctx);
+        let home = &ctx.stack.home;
+        let up = std::path::Component::ParentDir;
+        self.files.iter().all(|f| files.contains(f))
+            && self
+                .dirs
+                .iter()
+                .all(|d| d.starts_with(home) && d != home && !d.components().any(|c| c == up))
+    }
 }

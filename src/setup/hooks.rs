@@ -11,6 +11,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use super::Said;
 use crate::context::Context;
 use crate::host::plan::Plan;
 use crate::sys::process::{self, ChildEnv};
@@ -49,10 +50,12 @@ pub enum Ran {
 pub fn show_qr(ctx: &Context, plan: &Plan) -> Ran {
     let script = plan.root.join(SHOW_QR);
     if !script.is_file() {
-        ctx.out.note(&format!(
-            "no login QR: {} has no {SHOW_QR} (this Oysterun is older than 1.5)",
-            plan.root.display()
-        ));
+        ctx.out.note(
+            &Said::NoQrEntry {
+                root: plan.root.clone(),
+            }
+            .to_string(),
+        );
         return Ran::Skipped;
     }
     ctx.out
@@ -81,9 +84,8 @@ pub fn show_qr(ctx: &Context, plan: &Plan) -> Ran {
 /// instead. (The entry point's own words name its flags and another program's command, and
 /// `oyster qr` would fail the same way: neither is offered.)
 pub fn qr_unavailable(ctx: &Context, port: u16, why: &str) {
-    ctx.out.note(&format!(
-        "no login QR for this Host ({why}); log in at http://127.0.0.1:{port} instead"
-    ));
+    let why = why.to_owned();
+    ctx.out.note(&Said::QrUnavailable { why, port }.to_string());
 }
 
 /// Prepares the Host's restart restore, before `restart --restore-sessions` restarts it. A
@@ -91,16 +93,20 @@ pub fn qr_unavailable(ctx: &Context, port: u16, why: &str) {
 pub fn prepare_restore(ctx: &Context, plan: &Plan) -> Ran {
     let script = plan.root.join(PREPARE_RESTORE);
     if !script.is_file() {
-        ctx.out.note(&format!(
-            "sessions not prepared for restore: {} has no {PREPARE_RESTORE}; restarting without it",
-            plan.root.display()
-        ));
+        ctx.out.note(
+            &Said::NoRestoreEntry {
+                root: plan.root.clone(),
+            }
+            .to_string(),
+        );
         return Ran::Skipped;
     }
-    ctx.reporter().line(&format!(
-        "Preparing the Host's sessions for restore ({PREPARE_RESTORE}, up to {} s)…",
-        RESTORE_TIMEOUT.as_secs()
-    ));
+    ctx.reporter().line(
+        &Said::PreparingRestore {
+            secs: RESTORE_TIMEOUT.as_secs(),
+        }
+        .to_string(),
+    );
     let ran = run_step(
         ctx,
         plan,
@@ -114,9 +120,7 @@ pub fn prepare_restore(ctx: &Context, plan: &Plan) -> Ran {
         Ok(None) => Ran::Done,
         Ok(Some(sig)) => Ran::Interrupted(sig),
         Err(why) => {
-            ctx.out.warn(&format!(
-                "preparing the restart restore failed: {why}; restarting without restored sessions"
-            ));
+            ctx.out.warn(&Said::RestoreFailed { why }.to_string());
             Ran::Failed
         }
     }

@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::Said;
 use crate::error::{Failed, Invalid};
 use crate::sys::process::{ChildEnv, Program, STDIN_CAP};
 
@@ -44,9 +45,9 @@ impl Password {
             ));
         }
         if text.len() > STDIN_CAP {
-            return Err(Invalid::new(format!(
-                "the Host password is longer than {STDIN_CAP} bytes; nothing was changed"
-            )));
+            return Err(Invalid::new(
+                Said::PasswordTooLong { cap: STDIN_CAP }.to_string(),
+            ));
         }
         crate::output::learn_secrets(vec![text.clone()]);
         Ok(Password(text))
@@ -71,10 +72,9 @@ impl std::fmt::Debug for Password {
 pub fn read_stdin() -> Result<Password, Invalid> {
     use std::io::{IsTerminal, Read};
     if std::io::stdin().is_terminal() {
-        return Err(Invalid::new(
-            "--password-stdin reads the password from a pipe, and stdin is this terminal, where what you type would show; nothing was changed",
-        )
-        .hint("pipe it in: `printf '%s\\n' \"$PASSWORD\" | oyster setup --password-stdin`, or run `oyster setup` without it on a terminal: it asks for the password hidden, twice, while none is set"));
+        return Err(
+            Invalid::new(Said::StdinIsTerminal.to_string()).hint(Said::PipeItInOrAsk.to_string())
+        );
     }
     let mut bytes = Vec::new();
     std::io::stdin()
@@ -88,14 +88,10 @@ pub fn read_stdin() -> Result<Password, Invalid> {
             bytes.pop();
         }
     }
-    let text = String::from_utf8(bytes).map_err(|_| {
-        Invalid::new("--password-stdin: the password is not UTF-8; nothing was changed")
-    })?;
+    let text =
+        String::from_utf8(bytes).map_err(|_| Invalid::new(Said::PasswordNotUtf8.to_string()))?;
     if text.is_empty() {
-        return Err(
-            Invalid::new("--password-stdin: stdin held no password; nothing was changed")
-                .hint("pipe it in: `printf '%s\\n' \"$PASSWORD\" | oyster setup --password-stdin`"),
-        );
+        return Err(Invalid::new(Said::StdinEmpty.to_string()).hint(Said::PipeItIn.to_string()));
     }
     Password::new(text)
 }
@@ -106,10 +102,10 @@ pub fn module(root: &Path) -> Result<PathBuf, String> {
     if path.is_file() {
         Ok(path)
     } else {
-        Err(format!(
-            "this Oysterun ({}) has no {MODULE}, so oyster cannot hash a password the way it does",
-            root.display()
-        ))
+        Err(Said::NoPasswordModule {
+            root: root.to_owned(),
+        }
+        .to_string())
     }
 }
 
@@ -137,15 +133,12 @@ pub fn hash(node: &Path, root: &Path, password: &Password) -> anyhow::Result<Str
     let hash = out.stdout.trim();
     if out.code != 0 || !hash.starts_with("scrypt$") {
         let said = out.stderr.trim().lines().last().unwrap_or("").to_owned();
-        return Err(Failed::new(
-            format!(
-                "{} could not hash the Host password (exit {}): {said}; nothing was changed",
-                module.display(),
-                out.code
-            ),
-            "check that the Oysterun install is complete (`npm install -g oysterun`)",
-        )
-        .into());
+        let failed = Said::HashFailed {
+            module,
+            code: out.code,
+            said,
+        };
+        return Err(Failed::new(failed.to_string(), Said::CheckInstall.to_string()).into());
     }
     crate::output::learn_secrets(vec![hash.to_owned()]);
     Ok(hash.to_owned())

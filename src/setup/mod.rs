@@ -3,13 +3,21 @@
 //!
 //! Cancelling at the question changes nothing: the plan phase only reads (no config write, no
 //! lock file, no directory, no cache, no temp file, no background process), so there is nothing
-//! to roll back. A failure after a side effect undoes every earlier one, in reverse order.
+//! to roll back. A failure after a side effect undoes every earlier one, in reverse order. Each
+//! side effect is journaled to a receipt before it is taken (`receipt.rs`): a setup killed
+//! outright is taken back by the next one, before it plans.
 
 mod created;
 pub mod hooks;
 pub mod login;
+pub mod receipt;
+mod said;
+mod steps;
 
-use created::{created_paths, Created};
+use created::created_paths;
+pub use receipt::{recover, Recovered};
+pub use said::Said;
+use steps::{Before, Undo, Undoing};
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -24,7 +32,7 @@ use crate::error::Interrupted;
 use crate::error::Invalid;
 use crate::host::plan::{self, HostInputs, Plan};
 use crate::launchctl::Launchctl;
-use crate::output::audit::{Action, Audit};
+use crate::output::audit::Action;
 use crate::provider::registry::{Provider, PROVIDERS};
 use crate::provider::resolve::{self, Intent};
 use crate::sys::fs::{self as fsutil, Lock};
@@ -87,13 +95,7 @@ pub struct Install {
 
 impl Install {
     fn argv(&self, verb: &str) -> Vec<String> {
-        vec![
-            verb.to_owned(),
-            "-g".to_owned(),
-            "--prefix".to_owned(),
-            self.prefix.display().to_string(),
-            self.provider.npm_package.to_owned(),
-        ]
+        steps::npm_argv(verb, &self.prefix, self.provider.npm_package)
     }
     pub fn shown(&self) -> String {
         format!("{} {}", self.npm.display(), self.argv("install").join(" "))
@@ -163,39 +165,18 @@ fn expand(ctx: &Context, dir: &Path) -> Result<PathBuf, Invalid> {
         None => dir.to_owned(),
     };
     if !p.is_absolute() {
-        return Err(Invalid::new(format!(
-            "--agent-folder {s:?} is not a full path; give an absolute path or one starting with ~/"
-        )));
+        return Err(Invalid::new(
+            Said::AgentFolderNotAbsolute {
+                given: s.into_owned(),
+            }
+            .to_string(),
+        ));
     }
     Ok(resolve::normalize(&p))
 }
 
-/// One side effect and how to take it back.
-enum Undo {
-    /// Files and directories that did not exist before setup applied anything; removed last
-    /// (directories only while empty, so nothing a user put there is lost).
-    Created(Created),
-    NpmUninstall {
-        install_idx: usize,
-    },
-    /// A file's previous bytes (`None`: it did not exist), restored with `mode`.
-    File {
-        path: PathBuf,
-        bytes: Option<Vec<u8>>,
-        mode: Option<u32>,
-    },
-    AgentFolder(PathBuf),
-    StopHost,
-}
-
-/// What setup's steps need to take themselves back.
-struct Undoing<'a> {
-    ctx: &'a Context,
-    sp: &'a SetupPlan,
-}
-
-/// Setup's journal: its side effects so far, each able to take itself back.
-type Journal = crate::undo::Journal<Undo>;
+/// Setup's journal, written ahead to its receipt.
+type Journal<'l> = receipt::Journaled<'l>;
 
 /// The Host login setup writes: the user name and Oysterun's hash of the password.
 pub struct NewLogin {
@@ -213,12 +194,21 @@ pub fn apply(
     login: Option<&NewLogin>,
 ) -> anyhow::Result<Plan> {
     let st = &ctx.stack;
-    // Reverts are recorded in the stack's audit log when it has one already: a setup that
-    // rolls back entirely leaves no file it did not find.
-    let audit = Audit::new(st.audit_path(), &st.name, &st.label);
-    let mut journal = Journal::new(st.log_dir.is_dir().then_some((audit, Action::Setup)));
     let _guard = InterruptGuard::install();
     let lock = ctx.lock_stack("setup")?;
+    // A receipt under the lock is a dead run's, left while this one planned and asked (a
+    // live oyster held the lock then): taken back, and this run's plan, made before, is stale.
+    if let Recovered::TookBack(said) = receipt::recover_locked(ctx, opts, &lock)? {
+        return Err(crate::error::Failed::new(
+            Said::TookBackWhileWaiting { said }.to_string(),
+            Said::RunAgain.to_string(),
+        )
+        .into());
+    }
+    // Reverts are recorded in the stack's audit log when it has one already: a setup that
+    // rolls back entirely leaves no file it did not find. Each step is written to the
+    // receipt before it is taken: a setup killed outright is taken back by the next one.
+    let mut journal = Journal::new(ctx, &lock);
     // Everything setup may create is listed once it holds the lock (which lives outside the
     // stack and creates none of it): what another oyster created while this one waited for it
     // is not this run's to remove. A stack this setup creates is removed whole by a rollback:
@@ -227,24 +217,35 @@ pub fn apply(
     let fresh = std::fs::symlink_metadata(&st.root).is_err();
     let above = st.root.parent().filter(|p| *p != st.home && !p.exists());
     let created = created_paths(ctx, &sp);
-    journal.push(Undo::Created(created));
-    let applied = apply_steps(ctx, opts, &sp, (install, login), &lock, &mut journal);
-    applied.map_err(|err| {
-        let mut undone = journal.roll_back(&mut Undoing { ctx, sp: &sp });
-        if fresh && std::fs::remove_dir_all(&st.root).is_ok() {
-            undone.said.push(format!(
-                "removed the stack directory {} it had created",
-                st.root.display()
-            ));
-            // The stacks directory too, when this setup created it and it is empty.
-            if let Some(dir) = above {
-                let _ = std::fs::remove_dir(dir);
-            }
+    let applied = (|| {
+        if fresh {
+            journal.push(Undo::Stack {
+                root: st.root.clone(),
+                above: above.map(Path::to_path_buf),
+            })?;
         }
-        // Released only after the rollback: no other oyster sees the half-applied stack.
-        drop(lock);
-        rolled_back(&undone.said, err)
-    })
+        journal.push(Undo::Created(created))?;
+        apply_steps(ctx, opts, &sp, (install, login), &lock, &mut journal)
+    })();
+    match applied {
+        Ok(plan) => {
+            journal.finish();
+            Ok(plan)
+        }
+        Err(err) => {
+            let mut cx = Undoing {
+                ctx,
+                plan: &sp.plan,
+                lock: &lock,
+                regenerate: None,
+                reapply: false,
+            };
+            let undone = journal.roll_back(&mut cx);
+            // Released only after the rollback: no other oyster sees the half-applied stack.
+            drop(lock);
+            Err(rolled_back(&undone.said, err))
+        }
+    }
 }
 
 /// The error setup ends with after its rollback: the real cause first, then what was undone
@@ -290,8 +291,11 @@ fn apply_steps(
     merge_config(ctx, opts, sp, (&installed, login), journal)?;
     // 3. The AgentFolder.
     if !sp.agent_folder.is_dir() {
-        fsutil::create_dir_all(&sp.agent_folder, 0o755)?;
-        journal.push(Undo::AgentFolder(sp.agent_folder.clone()));
+        journal.push(Undo::AgentFolder(sp.agent_folder.clone()))?;
+        if let Err(e) = fsutil::create_dir_all(&sp.agent_folder, 0o755) {
+            journal.pop();
+            return Err(e.into());
+        }
         ctx.reporter().line(&format!(
             "Created the AgentFolder {}",
             sp.agent_folder.display()
@@ -334,7 +338,7 @@ fn install_providers<'p>(
 ) -> anyhow::Result<Vec<(&'p Provider, PathBuf)>> {
     let mut installed: Vec<(&Provider, PathBuf)> = vec![];
     let out_ = ctx.reporter();
-    for (idx, i) in sp.installs.iter().enumerate() {
+    for i in &sp.installs {
         // Installed since the plan (by another oyster this one waited for): used as it is,
         // and so never uninstalled by this run's rollback.
         let path = i.installed_path();
@@ -360,7 +364,11 @@ fn install_providers<'p>(
         );
         // Journaled before npm runs: an install cut short (Ctrl-C, timeout) may have put
         // files in place before its group was killed, and uninstalling is harmless if not.
-        journal.push(Undo::NpmUninstall { install_idx: idx });
+        journal.push(Undo::NpmUninstall {
+            npm: i.npm.clone(),
+            prefix: i.prefix.clone(),
+            package: i.provider.npm_package.to_owned(),
+        })?;
         // npm's own progress, indented and dimmed, instead of minutes of silence.
         let out = process::run_streaming(
             &i.npm,
@@ -409,9 +417,10 @@ fn merge_config(
     let before = fsutil::read_regular(&path, config::MAX_CONFIG_BYTES)?;
     journal.push(Undo::File {
         path: path.clone(),
-        bytes: before,
         mode: None,
-    });
+        before: Before::of_config(before.as_deref()),
+        bytes: Some(before),
+    })?;
     let ((), changes) = config::update(&path, ctx.reporter(), |doc, changes| {
         // Migrate first: an installed path set before migration would read as user-owned.
         plan::sync(ctx, opts.host.port, doc, changes);
@@ -466,11 +475,18 @@ fn start_service(
     match (&sp.service, opts.no_start) {
         (Service::Launchd(_) | Service::Systemd(_), true) => {
             let plist = crate::manager::definition(ctx);
+            let bytes = fsutil::read_regular(&plist, crate::host::plist::MAX_PLIST_BYTES)?;
             journal.push(Undo::File {
                 path: plist.clone(),
-                bytes: fsutil::read_regular(&plist, crate::host::plist::MAX_PLIST_BYTES)?,
                 mode: Some(0o644),
-            });
+                // A definition holds the Host's environment (secrets among it): a receipt
+                // keeps none of it; the next setup writes it again from the config.
+                before: match bytes {
+                    Some(_) => Before::Generated,
+                    None => Before::Absent,
+                },
+                bytes: Some(bytes),
+            })?;
             let wrote = crate::manager::write_definition(ctx, plan, lock)?;
             ctx.reporter().line(&format!(
                 "{}: {} (not started: --no-start)",
@@ -479,25 +495,14 @@ fn start_service(
             ));
         }
         (Service::Launchd(_) | Service::Systemd(_), false) => {
-            // The lifecycle rolls its own definition back when the Host does not verify.
-            let mut agent = crate::manager::job(ctx, Some(lock))?;
-            let outcome = agent.apply(
-                plan,
-                Action::Setup,
-                crate::service::Request::Apply,
-                opts.timing,
-            )?;
-            ctx.reporter().line(&format!(
-                "Host verified: pid {}, /health 200 after {} ms.",
-                outcome.verified.pid,
-                outcome.verified.health_after.as_millis()
-            ));
+            start_job(ctx, opts, plan, lock, journal)?
         }
         (Service::Direct(_), true) => ctx.reporter().line(&format!(
             "Not started (--no-start); `{}` starts it.",
             ctx.hints().cmd("host start")
         )),
         (Service::Direct(_), false) => {
+            journal.push(Undo::StopHost)?;
             let started = direct::start(
                 st,
                 plan,
@@ -508,78 +513,53 @@ fn start_service(
                     hints: ctx.hints(),
                     out: ctx.reporter(),
                 },
-            )?;
-            journal.push(Undo::StopHost);
-            ctx.reporter().line(&format!(
-                "Host started directly: pid {}, /health 200 after {} ms, environment verified.",
-                started.pid,
-                started.health_after.as_millis()
-            ));
+            );
+            // A start that failed stopped what it started.
+            if started.is_err() {
+                journal.pop();
+            }
+            let started = started?;
+            ctx.reporter().line(
+                &Said::StartedDirectly {
+                    pid: started.pid,
+                    health_ms: started.health_after.as_millis(),
+                }
+                .to_string(),
+            );
         }
     }
     Ok(())
 }
 
-impl crate::undo::Revert<Undoing<'_>> for Undo {
-    fn revert(self, cx: &mut Undoing<'_>) -> anyhow::Result<Option<String>> {
-        let Undoing { ctx, sp } = *cx;
-        Ok(Some(match self {
-            Undo::Created(Created { files, dirs }) => {
-                let mut removed = 0;
-                for f in files.iter().filter(|f| f.exists()) {
-                    removed += usize::from(std::fs::remove_file(f).is_ok());
-                }
-                for d in &dirs {
-                    removed += usize::from(std::fs::remove_dir(d).is_ok());
-                }
-                if removed == 0 {
-                    return Ok(None);
-                }
-                format!("removed {removed} file(s) and empty director(ies) it had created")
-            }
-            Undo::StopHost => {
-                direct::stop(&ctx.stack, &ctx.hints(), ctx.reporter())?;
-                "stopped the Host it started".to_owned()
-            }
-            Undo::AgentFolder(dir) => match std::fs::remove_dir(&dir) {
-                Ok(()) => format!("removed the AgentFolder {}", dir.display()),
-                Err(_) => format!("kept the AgentFolder {} (no longer empty)", dir.display()),
-            },
-            Undo::File { path, bytes, mode } => match bytes {
-                Some(b) => {
-                    let held = fsutil::lock_sidecar(&path)?;
-                    fsutil::write_atomic(&held, &path, &b, mode)?;
-                    format!("restored {}", path.display())
-                }
-                None => {
-                    std::fs::remove_file(&path).or_else(ignore_missing)?;
-                    format!("removed {}", path.display())
-                }
-            },
-            Undo::NpmUninstall { install_idx } => {
-                let i = &sp.installs[install_idx];
-                let args = i.argv("uninstall");
-                let args: Vec<&str> = args.iter().map(String::as_str).collect();
-                let (env, _) = npm_environment(ctx, &sp.plan)?;
-                let f = process::run(
-                    &i.npm,
-                    &args,
-                    ChildEnv::Exactly(&env),
-                    Duration::from_secs(300),
-                )?;
-                if f.code != 0 {
-                    anyhow::bail!("`npm uninstall` exited {}", f.code)
-                }
-                format!("uninstalled {}", i.provider.npm_package)
-            }
-        }))
+/// Installs (or updates) and verifies the job under the service manager.
+fn start_job(
+    ctx: &Context,
+    opts: &SetupOptions,
+    plan: &Plan,
+    lock: &Lock,
+    journal: &mut Journal,
+) -> anyhow::Result<()> {
+    // The lifecycle rolls its own definition back when the Host does not verify.
+    let mut agent = crate::manager::job(ctx, Some(lock))?;
+    // Journaled for a setup killed outright (the lifecycle's own rollback takes a failed
+    // start back): the next setup uninstalls a job installed where none was, or puts a
+    // changed one back on the config it restores.
+    let first = !crate::manager::definition(ctx).exists() && !agent.was_loaded();
+    journal.push(Undo::Service { first })?;
+    let applied = agent.apply(
+        plan,
+        Action::Setup,
+        crate::service::Request::Apply,
+        opts.timing,
+    );
+    if applied.is_err() {
+        journal.pop();
     }
-}
-
-fn ignore_missing(e: std::io::Error) -> std::io::Result<()> {
-    if e.kind() == std::io::ErrorKind::NotFound {
-        Ok(())
-    } else {
-        Err(e)
-    }
+    let outcome = applied?;
+    ctx.reporter().line(&format!(
+        "Host verified: pid {}, /health 200 after {} ms.",
+        outcome.verified.pid,
+        outcome.verified.health_after.as_millis()
+    ));
+    Ok(())
 }

@@ -79,6 +79,7 @@ mod secrets;
 mod secrets_by_shape;
 mod service_steps;
 mod setup;
+mod setup_killed_at_every_step;
 mod setup_question;
 mod snapshots;
 mod snapshots_firstday;

@@ -11,10 +11,10 @@ use serde_json::json;
 use crate::common::{self, free_port, Entry, TestContext};
 use crate::common::{has_all, has_none};
 
-const CANCELLED: &str = "Installation cancelled; no changes were made.";
+pub(crate) const CANCELLED: &str = "Installation cancelled; no changes were made.";
 
-struct Setup {
-    t: TestContext,
+pub(crate) struct Setup {
+    pub(crate) t: TestContext,
     root: PathBuf,
     node: PathBuf,
     port: u16,
@@ -22,13 +22,17 @@ struct Setup {
 
 impl Setup {
     /// A HOME with no provider installed, a node prefix whose npm is a recording fake.
-    fn new(npm_exit: i32) -> Setup {
+    pub(crate) fn new(npm_exit: i32) -> Setup {
         Setup::with_npm(npm_exit, 0)
     }
 
     /// [`Setup::new`] whose npm takes `install_secs` seconds over each install.
-    fn with_npm(npm_exit: i32, install_secs: u32) -> Setup {
-        let mut t = TestContext::new();
+    pub(crate) fn with_npm(npm_exit: i32, install_secs: u32) -> Setup {
+        Setup::in_context(TestContext::new(), npm_exit, install_secs)
+    }
+
+    /// [`Setup::with_npm`] in `t` (a world with a real user manager, say).
+    pub(crate) fn in_context(mut t: TestContext, npm_exit: i32, install_secs: u32) -> Setup {
         let root = t.fixture_root("root");
         let bin = t.node_prefix();
         let log = t.path("npm.log");
@@ -48,7 +52,7 @@ impl Setup {
         Setup { t, root, node: bin.join("node"), port: free_port() }
     }
 
-    fn args(&self, extra: &[&str]) -> Vec<String> {
+    pub(crate) fn args(&self, extra: &[&str]) -> Vec<String> {
         common::args(&["setup"])
             .stack("st")
             .port(self.port)
@@ -59,13 +63,13 @@ impl Setup {
             .into()
     }
 
-    fn npm_calls(&self) -> Vec<String> {
+    pub(crate) fn npm_calls(&self) -> Vec<String> {
         std::fs::read_to_string(self.t.path("npm.log"))
             .map(|s| s.lines().map(str::to_owned).collect())
             .unwrap_or_default()
     }
 
-    fn config(&self) -> PathBuf {
+    pub(crate) fn config(&self) -> PathBuf {
         self.t.home.join(".oysterun-stacks/st/host/config.json")
     }
 
@@ -80,7 +84,7 @@ impl Setup {
     /// every stack): a setup that took the stack's lock and rolled back leaves its lock file
     /// there, and only there (a lock file is never removed: one waiting on it would hold an
     /// unlinked file).
-    fn snapshot_but_locks(&self, skip_logs: bool) -> BTreeMap<PathBuf, Entry> {
+    pub(crate) fn snapshot_but_locks(&self, skip_logs: bool) -> BTreeMap<PathBuf, Entry> {
         self.snapshot_of(false, skip_logs, true)
     }
 
@@ -104,7 +108,7 @@ impl Setup {
     /// Runs setup on a real pseudo-terminal, typing `answer` at the prompt.
     /// A setup that gets as far as the Host login is asked for its password, which this
     /// types (item 1 of issue 38: `host_login.rs`).
-    fn pty(&self, answer: &[u8], extra: &[&str]) -> serde_json::Value {
+    pub(crate) fn pty(&self, answer: &[u8], extra: &[&str]) -> serde_json::Value {
         let mut c = self.t.pty_cmd(answer, self.args(extra));
         c.env("PTY_PASSWORD", "setup-test password");
         common::pty_report(&mut c)
