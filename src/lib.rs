@@ -179,6 +179,8 @@ const ERROR_KINDS: &[error::KindProbe] = &[
     error::probe::<systemd::LocateError>,
     error::probe::<systemd::UnitError>,
     error::probe::<context::NoManager>,
+    error::probe::<config::environment::DeclareProblem>,
+    error::probe::<config::environment::NothingChanged>,
 ];
 
 /// The command's own status decides the exit code, also when its reader closed stdout
@@ -204,6 +206,7 @@ fn finish(result: anyhow::Result<ExitStatus>) -> ExitCode {
                 failed(kind, &format!("{err:#}"), None)
             } else {
                 let (text, hint) = error::render(&err);
+                let hint = hint.or_else(|| commands::words::hint_of(&err));
                 failed(kind, &text, hint.as_deref())
             }
         }

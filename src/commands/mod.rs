@@ -19,6 +19,7 @@ pub mod providers;
 pub mod setup;
 pub mod setup_login;
 pub mod version;
+pub mod words;
 
 use std::io::IsTerminal;
 

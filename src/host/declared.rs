@@ -39,7 +39,7 @@ impl Declared {
         if let Some(r) = &self.refused {
             out.push(format!(
                 "the declared environment is not used: {r}; the Host starts without it (fix: {})",
-                r.fix
+                r.fix()
             ));
         }
         for l in &self.left_out {

@@ -218,7 +218,12 @@ fn managed_check(ctx: &Context) -> Option<Check> {
             Level::Warn,
             Some(format!(
                 "ask your administrator to correct the profile: {}",
-                managed.warnings.join("; ")
+                managed
+                    .warnings
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
             )),
         )
     };

@@ -1,0 +1,31 @@
+//! Words at the edge: the sentences (and their `hint:` fixes) of the typed outcomes, refusals
+//! and failures the domain rooms return. A room below `commands/` says what happened as a value
+//! carrying the facts; its `Display` (and its [`Hint`]) is written here, one file per room.
+
+mod config;
+
+/// The fix a typed error carries as data, said as the `hint:` line.
+pub trait Hint {
+    fn hint(&self) -> Option<String>;
+}
+
+/// Asks an error chain for the hint of one type (a cause, or context added on the way up).
+type HintProbe = fn(&anyhow::Error) -> Option<String>;
+
+fn probe<T: Hint + std::error::Error + Send + Sync + 'static>(
+    err: &anyhow::Error,
+) -> Option<String> {
+    err.chain()
+        .filter_map(|c| c.downcast_ref::<T>())
+        .find_map(Hint::hint)
+        .or_else(|| err.downcast_ref::<T>().and_then(Hint::hint))
+}
+
+/// Every typed error whose fix is data: asked by `lib.rs` when no `Invalid`/`Failed` in the
+/// chain gave one.
+const HINTS: &[HintProbe] = &[probe::<crate::config::environment::NothingChanged>];
+
+/// The first hint a registered type in `err`'s chain carries.
+pub fn hint_of(err: &anyhow::Error) -> Option<String> {
+    HINTS.iter().find_map(|p| p(err))
+}
