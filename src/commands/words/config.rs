@@ -5,6 +5,7 @@ use std::fmt::{self, Display, Formatter};
 
 use crate::config::environment::{writers, DeclareProblem, NothingChanged, Refused, RefusedWhy};
 use crate::config::managed::{Forced, KeyWhy, LeftOut, Place, VariableWhy};
+use crate::config::{BadValue, ConfigError, KeptChanging, StoreNote};
 use crate::error::Failed;
 use crate::output::redact::escape_controls;
 
@@ -219,6 +220,104 @@ impl From<Forced> for Failed {
                 e.value
             ),
             "ask your administrator to change the profile (`oyster config show` lists every managed value)",
+        )
+    }
+}
+
+impl Display for ConfigError {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Syntax {
+                path,
+                msg,
+                line,
+                column,
+            } => write!(
+                f,
+                "{} is not valid JSON: {msg} at line {line}, column {column}. Fix or restore the file; oyster changed nothing",
+                path.display()
+            ),
+            ConfigError::Type {
+                path,
+                key,
+                msg,
+                line,
+                column,
+            } => write!(
+                f,
+                "{}: `{key}` has the wrong type: {msg} at line {line}, column {column}. Fix the value; oyster changed nothing",
+                path.display()
+            ),
+            ConfigError::Bom { path } => write!(
+                f,
+                "{} starts with a UTF-8 byte-order mark (line 1, column 1); save it without the BOM. oyster changed nothing",
+                path.display()
+            ),
+            ConfigError::Empty { path } => write!(
+                f,
+                "{} is empty (line 1, column 1); put `{{}}` in it or delete it. oyster changed nothing",
+                path.display()
+            ),
+            ConfigError::BadValue { path, key, why } => write!(
+                f,
+                "{}: `{key}` {why}. Fix the value (or remove the key); oyster changed nothing",
+                path.display()
+            ),
+            ConfigError::Fs(e) => e.fmt(f),
+        }
+    }
+}
+
+impl Display for BadValue {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            BadValue::NotAPort(n) => write!(f, "is {n}, not a port between 1 and 65535"),
+            BadValue::NotAbsolute(dir) => write!(
+                f,
+                "is {dir:?}, not an absolute path (give the full path, e.g. /Users/you/OysterunAgents)"
+            ),
+        }
+    }
+}
+
+impl Display for StoreNote {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreNote::Rewritten { path } => write!(
+                f,
+                "{} was rewritten by another program while oyster merged it; merging again",
+                path.display()
+            ),
+            StoreNote::Waiting { holder, lock, secs } => write!(
+                f,
+                "oyster: waiting for {} to release {} (up to {secs} s)…",
+                if holder.is_empty() {
+                    "another writer"
+                } else {
+                    holder
+                },
+                lock.display()
+            ),
+        }
+    }
+}
+
+impl Display for KeptChanging {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} kept changing while oyster merged it ({} attempts); nothing was written",
+            self.path.display(),
+            self.attempts
+        )
+    }
+}
+
+impl super::Hint for KeptChanging {
+    fn hint(&self) -> Option<String> {
+        Some(
+            "something rewrites it continuously (the Host in a restart loop?); stop that, then run again"
+                .into(),
         )
     }
 }

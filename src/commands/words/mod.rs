@@ -23,7 +23,10 @@ fn probe<T: Hint + std::error::Error + Send + Sync + 'static>(
 
 /// Every typed error whose fix is data: asked by `lib.rs` when no `Invalid`/`Failed` in the
 /// chain gave one.
-const HINTS: &[HintProbe] = &[probe::<crate::config::environment::NothingChanged>];
+const HINTS: &[HintProbe] = &[
+    probe::<crate::config::environment::NothingChanged>,
+    probe::<crate::config::KeptChanging>,
+];
 
 /// The first hint a registered type in `err`'s chain carries.
 pub fn hint_of(err: &anyhow::Error) -> Option<String> {
