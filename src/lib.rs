@@ -181,6 +181,7 @@ const ERROR_KINDS: &[error::KindProbe] = &[
     error::probe::<context::NoManager>,
     error::probe::<config::environment::DeclareProblem>,
     error::probe::<config::environment::NothingChanged>,
+    error::probe::<host::node::NodeProblem>,
 ];
 
 /// The command's own status decides the exit code, also when its reader closed stdout

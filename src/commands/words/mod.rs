@@ -2,7 +2,31 @@
 //! and failures the domain rooms return. A room below `commands/` says what happened as a value
 //! carrying the facts; its `Display` (and its [`Hint`]) is written here, one file per room.
 
+/// `Invalid` and `Failed` made from a typed refusal (its words and its [`Hint`]): a domain
+/// function that returns one of them keeps its signature, and says no sentence itself.
+macro_rules! said_as_invalid_or_failed {
+    ($($t:ty),+ $(,)?) => {$(
+        impl From<$t> for crate::error::Invalid {
+            fn from(v: $t) -> Self {
+                crate::error::Invalid {
+                    msg: v.to_string(),
+                    hint: crate::commands::words::Hint::hint(&v),
+                }
+            }
+        }
+        impl From<$t> for crate::error::Failed {
+            fn from(v: $t) -> Self {
+                crate::error::Failed {
+                    msg: v.to_string(),
+                    hint: crate::commands::words::Hint::hint(&v),
+                }
+            }
+        }
+    )+};
+}
+
 mod config;
+mod host;
 
 /// The fix a typed error carries as data, said as the `hint:` line.
 pub trait Hint {
@@ -26,6 +50,7 @@ fn probe<T: Hint + std::error::Error + Send + Sync + 'static>(
 const HINTS: &[HintProbe] = &[
     probe::<crate::config::environment::NothingChanged>,
     probe::<crate::config::KeptChanging>,
+    probe::<crate::host::node::NodeProblem>,
 ];
 
 /// The first hint a registered type in `err`'s chain carries.
