@@ -105,17 +105,7 @@ fn refuse_replaceable_as_root() -> Result<(), error::Failed> {
     let Err(e) = sys::trusted::only_root_can_replace(&exe) else {
         return Ok(());
     };
-    Err(error::Failed::new(
-        format!(
-            "oyster runs as root from {}, but {} {}, so someone other than root could replace the program root runs; nothing was done",
-            output::one_line(&exe),
-            output::one_line(&e.path),
-            e.why
-        ),
-        format!(
-            "as root, run the copy the .pkg installs where only root can write, {PKG_ROOT_OWNED}; or put oyster in a directory that root owns and nobody else can write, each directory above it too"
-        ),
-    ))
+    Err(commands::words::top::RootRunsReplaceable { exe, at: e }.into())
 }
 
 /// A stack named twice, or where none is taken, as clap's own usage errors are said (exit 2).
@@ -192,10 +182,8 @@ fn finish(result: anyhow::Result<ExitStatus>) -> ExitCode {
     // A closed pipe is the reader's choice; any other failure to write stdout (a full disk)
     // lost the output the user asked for: never exit 0 then.
     if let (Ok(ExitStatus::Success), Some(why)) = (&result, out.stdout_failed()) {
-        out.error(
-            &format!("could not write the output to stdout: {why}"),
-            Some("check where stdout goes (a full disk, a file that cannot be written)"),
-        );
+        let (text, hint) = commands::words::top::stdout_failed(&why);
+        out.error(&text, Some(hint));
         return ExitStatus::Failure.into();
     }
     match result {

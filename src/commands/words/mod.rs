@@ -26,7 +26,11 @@ macro_rules! said_as_invalid_or_failed {
 }
 
 mod config;
+mod context;
 mod host;
+mod sys;
+pub mod top;
+mod verify;
 
 /// The fix a typed error carries as data, said as the `hint:` line.
 pub trait Hint {
