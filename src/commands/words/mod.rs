@@ -28,6 +28,7 @@ macro_rules! said_as_invalid_or_failed {
 mod config;
 mod context;
 mod host;
+mod launchctl;
 mod sys;
 pub mod top;
 mod verify;
