@@ -101,6 +101,18 @@ pub struct Problem {
     pub detail: Option<String>,
 }
 
+/// The inventory's fixed words (fixes and notes). Words: `commands/words/fleet.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Note {
+    /// launchd's listing could not be read: each stack was asked on its own.
+    LaunchdUnreadable,
+    /// Only root can list the device's profiles.
+    #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
+    ProfilesNeedRoot,
+    /// Only the console user and root were looked at.
+    AccountsUnlisted,
+}
+
 /// One provider, without its command (no secret, URL or token can be in it).
 #[derive(Debug, Serialize)]
 pub struct ProviderPart {
@@ -186,8 +198,7 @@ pub fn user_part(ctx: &Context) -> UserPart {
 fn launchd_unreadable(why: String) -> Problem {
     Problem {
         code: "launchd_listing_unreadable",
-        fix: "each stack was asked on its own; run `oyster doctor` to see what launchctl says"
-            .into(),
+        fix: Note::LaunchdUnreadable.to_string(),
         detail: Some(why),
     }
 }

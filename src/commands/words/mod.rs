@@ -27,6 +27,7 @@ macro_rules! said_as_invalid_or_failed {
 
 mod config;
 mod context;
+mod fleet;
 mod host;
 mod launchctl;
 mod sys;

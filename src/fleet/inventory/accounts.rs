@@ -18,10 +18,7 @@ pub fn profile_state() -> ProfileState {
 #[cfg(target_os = "macos")]
 fn read_profiles(identifier: &str) -> (Option<bool>, Option<String>) {
     if crate::sys::user::euid() != 0 {
-        return (
-            None,
-            Some("only root can list the device's profiles (run: sudo oyster inventory)".into()),
-        );
+        return (None, Some(super::Note::ProfilesNeedRoot.to_string()));
     }
     match crate::sys::process::Program::new(Path::new("/usr/bin/profiles"))
         .args(["show", "-type", "configuration"])
@@ -150,7 +147,7 @@ fn candidate_uids() -> (Vec<u32>, Vec<Problem>) {
 fn accounts_unlisted(why: String) -> Problem {
     Problem {
         code: "accounts_unlisted",
-        fix: "only the console user and root were looked at; each user can run `oyster inventory --json` themselves".into(),
+        fix: super::Note::AccountsUnlisted.to_string(),
         detail: Some(why),
     }
 }
