@@ -269,6 +269,18 @@ mod tests {
             kind(systemd::UnitError::DuplicateEnv("A".into())),
             Kind::Invalid
         );
+        let declare = config::environment::check_name("PATH").unwrap_err();
+        assert_eq!(kind(declare), Kind::Invalid);
+        let refused = config::environment::Refused {
+            path: PathBuf::from("/x/oyster-host.env"),
+            why: config::environment::RefusedWhy::NotUtf8,
+        };
+        assert_eq!(
+            kind(config::environment::NothingChanged(refused)),
+            Kind::Invalid
+        );
+        let none = host::node::NodeProblem::NoneFound { dirs: vec![] };
+        assert_eq!(kind(none), Kind::Failure);
         assert_eq!(kind(anyhow::anyhow!("plain")), Kind::Failure);
     }
 

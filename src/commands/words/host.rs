@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::host::declared::DeclaredNote;
 use crate::host::lock_dir::{LockDirRefusal, LockDirWhy};
 use crate::host::node::{NodeNote, NodeProblem, Origin, Unusable, Why, MIN_MAJOR};
+use crate::host::plan::PlanWords;
 use crate::host::plist::PlistRefusal;
 use crate::host::privacy::{Grant, NodeChanged, Protected};
 use crate::host::root::{RootNote, RootProblem, SERVER};
@@ -239,6 +240,32 @@ impl Hint for LockDirRefusal {
                 format!("{fix}, then run the command again")
             }
         })
+    }
+}
+
+said_as_invalid_or_failed!(PlanWords);
+
+impl Display for PlanWords {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            PlanWords::NoPort { stack, config } => write!(
+                f,
+                "stack {stack} has no port yet; pass --port N once and it is recorded in {}",
+                config.display()
+            ),
+            PlanWords::PortChangedMeanwhile => write!(
+                f,
+                "config.json's port was changed by another command meanwhile: left as it is"
+            ),
+            PlanWords::PortBack(None) => write!(f, "config.json has no port again"),
+            PlanWords::PortBack(Some(from)) => write!(f, "config.json's port is {from} again"),
+        }
+    }
+}
+
+impl Hint for PlanWords {
+    fn hint(&self) -> Option<String> {
+        None
     }
 }
 

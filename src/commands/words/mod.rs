@@ -63,3 +63,52 @@ const HINTS: &[HintProbe] = &[
 pub fn hint_of(err: &anyhow::Error) -> Option<String> {
     HINTS.iter().find_map(|p| p(err))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::environment::{check_name, DeclareProblem, NothingChanged, Refused};
+    use std::path::PathBuf;
+
+    #[test]
+    fn the_domain_returns_the_facts_and_the_edge_says_them_word_for_word() {
+        // The outcome value: what is wrong, no sentence.
+        let problem = check_name("OYSTERUN_PORT").unwrap_err();
+        assert_eq!(
+            problem,
+            DeclareProblem::Reserved {
+                name: "OYSTERUN_PORT".into()
+            }
+        );
+        // Its words.
+        assert_eq!(
+            problem.to_string(),
+            "OYSTERUN_PORT is oyster's to set: the Host's PATH, HOME, USER, LOGNAME, SHELL, TMPDIR \
+             and every OYSTERUN_* and OYSTER_* variable (in any case) come from the generated \
+             environment"
+        );
+    }
+
+    #[test]
+    fn a_typed_errors_fix_reaches_the_hint_line_through_the_chain() {
+        use anyhow::Context as _;
+        let refused = Refused {
+            path: PathBuf::from("/x/oyster-host.env"),
+            why: crate::config::environment::RefusedWhy::Writable { mode: 0o666 },
+        };
+        let err = Err::<(), _>(NothingChanged(refused))
+            .context("env set failed")
+            .unwrap_err();
+        assert_eq!(
+            hint_of(&err).as_deref(),
+            Some("chmod 600 /x/oyster-host.env")
+        );
+        let (text, _) = crate::error::render(&err);
+        assert_eq!(
+            text,
+            "env set failed: /x/oyster-host.env is writable by others (mode 0666): anyone who \
+             can write it could steer the Host; nothing was changed"
+        );
+        assert_eq!(hint_of(&anyhow::anyhow!("plain")), None);
+    }
+}
