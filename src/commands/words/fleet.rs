@@ -1,9 +1,9 @@
 //! The words of `fleet/`: oyster's own signature, the profile's organization, the inventory's
-//! fixed notes.
+//! fixes.
 
 use std::fmt::{self, Display, Formatter};
 
-use crate::fleet::inventory::Note;
+use crate::fleet::inventory::Fix;
 use crate::fleet::profile::BadOrganization;
 use crate::fleet::signature::About;
 
@@ -55,18 +55,81 @@ impl Display for BadOrganization {
     }
 }
 
-impl Display for Note {
+/// `oyster VERB` for `stack`, as a user types it.
+fn cmd(stack: &str, verb: &str) -> String {
+    if stack == crate::host::stack::DEFAULT_STACK {
+        format!("oyster {verb}")
+    } else {
+        format!("oyster {verb} {stack}")
+    }
+}
+
+/// ` --stack NAME`, or nothing for the default stack.
+fn stack_flag(stack: &str) -> String {
+    if stack == crate::host::stack::DEFAULT_STACK {
+        String::new()
+    } else {
+        format!(" --stack {stack}")
+    }
+}
+
+impl Display for Fix {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Note::LaunchdUnreadable => {
-                "each stack was asked on its own; run `oyster doctor` to see what launchctl says"
+        match self {
+            Fix::LaunchdUnreadable => f.write_str(
+                "each stack was asked on its own; run `oyster doctor` to see what launchctl says",
+            ),
+            Fix::ProfilesNeedRoot => f.write_str(
+                "only root can list the device's profiles (run: sudo oyster inventory)",
+            ),
+            Fix::AccountsUnlisted => f.write_str(
+                "only the console user and root were looked at; each user can run `oyster inventory --json` themselves",
+            ),
+            Fix::AsUser { user } => {
+                write!(f, "run `oyster inventory` as {user} for the details")
             }
-            Note::ProfilesNeedRoot => {
-                "only root can list the device's profiles (run: sudo oyster inventory)"
+            Fix::DoctorDetails { stack } => write!(
+                f,
+                "run `{}` for the details and the fix",
+                cmd(stack, "doctor")
+            ),
+            Fix::DoctorForIt { stack } => write!(f, "run `{}` for the fix", cmd(stack, "doctor")),
+            Fix::Doctor { stack } => write!(f, "run `{}`", cmd(stack, "doctor")),
+            Fix::DoctorLaunchctl { stack } => write!(
+                f,
+                "run `{}` to see what launchctl says",
+                cmd(stack, "doctor")
+            ),
+            Fix::Verb { stack, verb } => f.write_str(&cmd(stack, verb)),
+            Fix::CrashLoop { stack } => write!(
+                f,
+                "read `{}`, fix the cause, then `{}`",
+                cmd(stack, "logs"),
+                cmd(stack, "restart")
+            ),
+            Fix::InstallProvider { name, id, stack } => write!(
+                f,
+                "install {name} (`oyster providers status{flag}` says where oyster looked), or \
+                 disable it: oyster providers set {id} \"\"{flag}",
+                flag = stack_flag(stack)
+            ),
+            Fix::Regenerate { stack } => {
+                if stack == crate::host::stack::DEFAULT_STACK {
+                    f.write_str("oyster agent regenerate")
+                } else {
+                    write!(f, "oyster agent regenerate --stack {stack}")
+                }
             }
-            Note::AccountsUnlisted => {
-                "only the console user and root were looked at; each user can run `oyster inventory --json` themselves"
-            }
-        })
+            Fix::RegenerateNode { stack } => write!(
+                f,
+                "oyster agent regenerate{} --node-bin <a Node 20 or later>",
+                stack_flag(stack)
+            ),
+            Fix::RegenerateRoot { stack } => write!(
+                f,
+                "oyster agent regenerate{} --root <your Oysterun install>",
+                stack_flag(stack)
+            ),
+        }
     }
 }

@@ -7,6 +7,7 @@ use super::Hint;
 use std::path::{Path, PathBuf};
 
 use crate::host::declared::DeclaredNote;
+use crate::host::launchenv::{NotInEnvironment, NotOnPath};
 use crate::host::lock_dir::{LockDirRefusal, LockDirWhy};
 use crate::host::node::{NodeNote, NodeProblem, Origin, Unusable, Why, MIN_MAJOR};
 use crate::host::plan::PlanWords;
@@ -264,6 +265,47 @@ impl Display for PlanWords {
 }
 
 impl Hint for PlanWords {
+    fn hint(&self) -> Option<String> {
+        None
+    }
+}
+
+said_as_invalid_or_failed!(NotInEnvironment);
+
+impl Display for NotInEnvironment {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            NotInEnvironment::NodeWithoutDir(node) => {
+                write!(f, "node path {} has no directory", node.display())
+            }
+            NotInEnvironment::PathEntryNotUtf8(dir) => {
+                write!(f, "PATH entry {} is not valid UTF-8", dir.display())
+            }
+            NotInEnvironment::NotOnPath { entry, why } => {
+                let why = match why {
+                    NotOnPath::Relative => "is not an absolute path",
+                    NotOnPath::Colon => "contains `:`, the PATH separator",
+                    NotOnPath::LineBreak => "contains a line break",
+                    NotOnPath::Nul => "contains a NUL byte",
+                };
+                write!(
+                    f,
+                    "cannot put {entry:?} on the Host's PATH: it {why}. Move the executable to a \
+                     directory whose path is plain (or point the provider at one with \
+                     `oyster providers set`)"
+                )
+            }
+            NotInEnvironment::NotUtf8 { name, path } => {
+                write!(f, "{name} ({}) is not valid UTF-8", path.display())
+            }
+            NotInEnvironment::Control { name, value } => {
+                write!(f, "{name} ({value:?}) contains a line break or NUL")
+            }
+        }
+    }
+}
+
+impl Hint for NotInEnvironment {
     fn hint(&self) -> Option<String> {
         None
     }

@@ -18,7 +18,7 @@ pub fn profile_state() -> ProfileState {
 #[cfg(target_os = "macos")]
 fn read_profiles(identifier: &str) -> (Option<bool>, Option<String>) {
     if crate::sys::user::euid() != 0 {
-        return (None, Some(super::Note::ProfilesNeedRoot.to_string()));
+        return (None, Some(super::Fix::ProfilesNeedRoot.to_string()));
     }
     match crate::sys::process::Program::new(Path::new("/usr/bin/profiles"))
         .args(["show", "-type", "configuration"])
@@ -147,7 +147,7 @@ fn candidate_uids() -> (Vec<u32>, Vec<Problem>) {
 fn accounts_unlisted(why: String) -> Problem {
     Problem {
         code: "accounts_unlisted",
-        fix: super::Note::AccountsUnlisted.to_string(),
+        fix: super::Fix::AccountsUnlisted.to_string(),
         detail: Some(why),
     }
 }
@@ -197,7 +197,10 @@ pub fn part_as(exe: &Path, account: &Account) -> Value {
             "stacks": [],
             "problems": [Problem {
                 code: "user_unreadable",
-                fix: format!("run `oyster inventory` as {} for the details", account.name),
+                fix: super::Fix::AsUser {
+                    user: account.name.clone(),
+                }
+                .to_string(),
                 detail: Some(why),
             }],
         }),
