@@ -206,17 +206,14 @@ pub enum HealthFailure {
     Timeout(Option<u16>),
 }
 
-impl std::fmt::Display for HealthFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            HealthFailure::Exited => f.write_str("the Host exited before answering /health"),
-            HealthFailure::Timeout(None) => f.write_str("nothing answered GET /health"),
-            HealthFailure::Timeout(Some(code)) => {
-                write!(f, "GET /health answered {code}, never 200")
-            }
-        }
-    }
+/// Why a log's tail is not shown. Words: `commands/words/verify.rs`.
+#[derive(Debug)]
+pub enum LogNotShown {
+    Missing(std::path::PathBuf),
+    Refused(crate::sys::fs::FsError),
 }
+
+// `HealthFailure`'s words: `commands/words/verify.rs`.
 
 /// The last `max` bytes of the Host log, for failure messages (lossy UTF-8, whole lines).
 ///
@@ -224,23 +221,10 @@ impl std::fmt::Display for HealthFailure {
 /// be any file the user can read), never blocking on a FIFO or device (opened non-blocking,
 /// checked with `fstat` before any read), and never more than `max` bytes, from the end.
 pub fn log_tail(path: &Path, max: u64) -> String {
-    use crate::sys::fs::FsError;
     let mut f = match crate::sys::tail::open_log(path) {
         Ok(Some(f)) => f,
-        Ok(None) => return format!("(no log at {})", path.display()),
-        Err(FsError::Symlink { .. }) => {
-            return format!(
-                "(not shown: {} is a symlink, which oyster does not follow)",
-                path.display()
-            )
-        }
-        Err(FsError::NotRegular { kind, .. }) => {
-            return format!(
-                "(not shown: {} is {kind}, not a regular file)",
-                path.display()
-            )
-        }
-        Err(e) => return format!("(not shown: {e})"),
+        Ok(None) => return LogNotShown::Missing(path.to_owned()).to_string(),
+        Err(e) => return LogNotShown::Refused(e).to_string(),
     };
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     let start = len.saturating_sub(max);

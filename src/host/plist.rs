@@ -260,7 +260,7 @@ pub fn read_installed(path: &Path, out: &dyn crate::output::Reporter) -> Option<
     let bytes = match fsutil::read_regular(path, MAX_PLIST_BYTES) {
         Ok(b) => b?,
         Err(e) => {
-            out.note(&format!("ignoring the installed plist: {e}"));
+            out.note(&InstalledNote::Unreadable(e).to_string());
             return None;
         }
     };
@@ -271,11 +271,11 @@ pub fn read_installed(path: &Path, out: &dyn crate::output::Reporter) -> Option<
             agent
         }
         Err(e) => {
-            out.note(&format!(
-                "the installed {} does not parse ({}); ignoring its pins",
-                path.display(),
-                crate::error::plist_problem(&e)
-            ));
+            let note = InstalledNote::NotAPlist {
+                path: path.to_owned(),
+                problem: crate::error::plist_problem(&e),
+            };
+            out.note(&note.to_string());
             LaunchAgent::default()
         }
     };
@@ -330,6 +330,16 @@ pub enum PlistRefusal {
     },
     /// The plist on disk is another uid's.
     ForeignOwner { path: PathBuf, owner: u32, me: u32 },
+}
+
+/// What reading the installed plist says when it cannot use it. Words:
+/// `commands/words/host.rs`.
+#[derive(Debug)]
+pub enum InstalledNote {
+    /// The file could not be read (the reader's refusal).
+    Unreadable(FsError),
+    /// It is not a property list (`problem`: `error::plist_problem`'s words).
+    NotAPlist { path: PathBuf, problem: String },
 }
 
 /// Whether the plist on disk has another mode than the 0644 [`write`] gives it (a write with

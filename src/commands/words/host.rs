@@ -11,7 +11,7 @@ use crate::host::launchenv::{NotInEnvironment, NotOnPath};
 use crate::host::lock_dir::{LockDirRefusal, LockDirWhy};
 use crate::host::node::{NodeNote, NodeProblem, Origin, Unusable, Why, MIN_MAJOR};
 use crate::host::plan::PlanWords;
-use crate::host::plist::PlistRefusal;
+use crate::host::plist::{InstalledNote, PlistRefusal};
 use crate::host::privacy::{Grant, NodeChanged, Protected};
 use crate::host::root::{RootNote, RootProblem, SERVER};
 use crate::host::signing::{GrantLifetime, Signing};
@@ -308,6 +308,19 @@ impl Display for NotInEnvironment {
 impl Hint for NotInEnvironment {
     fn hint(&self) -> Option<String> {
         None
+    }
+}
+
+impl Display for InstalledNote {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            InstalledNote::Unreadable(e) => write!(f, "ignoring the installed plist: {e}"),
+            InstalledNote::NotAPlist { path, problem } => write!(
+                f,
+                "the installed {} does not parse ({problem}); ignoring its pins",
+                path.display()
+            ),
+        }
     }
 }
 

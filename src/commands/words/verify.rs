@@ -5,7 +5,8 @@ use std::fmt::{self, Display, Formatter};
 
 use crate::output::redact;
 use crate::probe::Unproven;
-use crate::verify::{EnvCheck, NotTheListener};
+use crate::sys::fs::FsError;
+use crate::verify::{EnvCheck, HealthFailure, LogNotShown, NotTheListener};
 
 impl EnvCheck {
     /// The check in words: every difference named, a secret-named variable's values never shown.
@@ -80,6 +81,37 @@ impl Display for Unproven {
                 "the kernel hides the Host's environment, and launchd's loaded definition differs from the generated one in: {}",
                 diffs.join(", ")
             ),
+        }
+    }
+}
+
+impl Display for HealthFailure {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            HealthFailure::Exited => f.write_str("the Host exited before answering /health"),
+            HealthFailure::Timeout(None) => f.write_str("nothing answered GET /health"),
+            HealthFailure::Timeout(Some(code)) => {
+                write!(f, "GET /health answered {code}, never 200")
+            }
+        }
+    }
+}
+
+impl Display for LogNotShown {
+    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        match self {
+            LogNotShown::Missing(path) => write!(f, "(no log at {})", path.display()),
+            LogNotShown::Refused(FsError::Symlink { path }) => write!(
+                f,
+                "(not shown: {} is a symlink, which oyster does not follow)",
+                path.display()
+            ),
+            LogNotShown::Refused(FsError::NotRegular { path, kind }) => write!(
+                f,
+                "(not shown: {} is {kind}, not a regular file)",
+                path.display()
+            ),
+            LogNotShown::Refused(e) => write!(f, "(not shown: {e})"),
         }
     }
 }
