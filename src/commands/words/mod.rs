@@ -30,6 +30,7 @@ mod context;
 mod fleet;
 mod host;
 mod launchctl;
+mod pinned;
 mod provider;
 mod sys;
 pub mod top;
