@@ -251,9 +251,19 @@ pub enum NoManager {
     /// A systemctl variable set wrong (exit 2).
     #[error(transparent)]
     Systemctl(#[from] crate::systemd::LocateError),
-    /// systemctl is there, but no user manager answers it.
+    /// systemctl is there, but no user manager answers it: [`Unreachable`] as said (`unit/`
+    /// reads its last clause).
     #[error("{0}")]
     Unreachable(String),
+}
+
+/// launchctl could not be used (`launchd`), and no systemd user manager answers `systemctl`
+/// (`why`). Words: `commands/words/context.rs`.
+#[derive(Debug, Clone)]
+pub struct Unreachable {
+    pub launchd: LocateError,
+    pub systemctl: PathBuf,
+    pub why: String,
 }
 
 impl NoManager {
@@ -275,6 +285,24 @@ impl crate::error::HasKind for NoManager {
             crate::error::Kind::Failure
         }
     }
+}
+
+/// What the context says (its notes and its one refusal of a variable). Words:
+/// `commands/words/context.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContextNote {
+    /// Waiting for another oyster (`holder`; empty: starting) to release the stack's lock.
+    Waiting {
+        holder: String,
+        stack: String,
+        secs: u64,
+    },
+    /// `OYSTER_MANAGED_PREFERENCES_DIR` stands in for the system's directory.
+    ManagedDir(PathBuf),
+    /// `OYSTERUN_CONFIG_DIR` is the config dir.
+    ConfigDir(PathBuf),
+    /// `var` (the console uid's variable) is not a uid.
+    NotAUid { var: &'static str, value: String },
 }
 
 /// Planning reads exactly these parts of the context (it lives below the command layer and
@@ -300,6 +328,7 @@ impl<'a> From<&'a Context> for crate::host::plan::PlanEnv<'a> {
 }
 
 mod refuse;
+pub use refuse::WhereRefusal;
 
 impl Context {
     /// Builds the context for `stack`; the printer learns the home directory and the secret
@@ -393,10 +422,14 @@ impl Context {
         };
         match sc.manager_state() {
             Ok(_) => Ok(Manager::Systemd(std::rc::Rc::new(sc))),
-            Err(why) => Err(NoManager::Unreachable(format!(
-                "{launchd}; and no systemd user manager answers `{} --user` ({why})",
-                sc.path.display()
-            ))),
+            Err(why) => {
+                let unreachable = Unreachable {
+                    launchd,
+                    systemctl: sc.path.clone(),
+                    why: why.to_string(),
+                };
+                Err(NoManager::Unreachable(unreachable.to_string()))
+            }
         }
     }
 
@@ -442,9 +475,11 @@ impl Context {
                     owner: Some(uid),
                     overridden: true,
                 }),
-                Err(_) => Err(crate::error::Invalid::new(format!(
-                    "{var} is {v:?}, which is not a uid; give the uid that owns the console (0: nobody is logged in) or unset it"
-                ))),
+                Err(_) => Err(ContextNote::NotAUid {
+                    var,
+                    value: v.clone(),
+                }
+                .into()),
             },
         }
     }
@@ -480,16 +515,12 @@ impl Context {
             crate::sys::fs::create_dir_all(dir, 0o700)?;
         }
         let lock = crate::sys::fs::lock_waiting(&path, what, LOCK_WAIT, |holder| {
-            self.reporter().progress(&format!(
-                "waiting for another oyster ({}) to finish with stack {} (up to {} s)…",
-                if holder.is_empty() {
-                    "starting"
-                } else {
-                    holder
-                },
-                self.stack.name,
-                LOCK_WAIT.as_secs()
-            ))
+            let note = ContextNote::Waiting {
+                holder: holder.to_owned(),
+                stack: self.stack.name.clone(),
+                secs: LOCK_WAIT.as_secs(),
+            };
+            self.reporter().progress(&note.to_string())
         })?;
         Ok(lock)
     }
@@ -503,16 +534,13 @@ impl Context {
     /// Notes printed whenever an override or fallback is in effect.
     pub fn announce_overrides(&self) {
         if let Some(dir) = &self.env.managed_dir {
-            self.reporter().note(&format!(
-                "OYSTER_MANAGED_PREFERENCES_DIR is set; managed preferences are read from {} instead of /Library/Managed Preferences",
-                dir.display()
-            ));
+            self.reporter()
+                .note(&ContextNote::ManagedDir(dir.clone()).to_string());
         }
         if self.stack.config_dir_overridden {
-            self.reporter().note(&format!(
-                "OYSTERUN_CONFIG_DIR is set; using {} as the config dir",
-                self.stack.config_dir.display()
-            ));
+            let dir = self.stack.config_dir.clone();
+            self.reporter()
+                .note(&ContextNote::ConfigDir(dir).to_string());
         }
     }
 }

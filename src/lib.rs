@@ -105,17 +105,7 @@ fn refuse_replaceable_as_root() -> Result<(), error::Failed> {
     let Err(e) = sys::trusted::only_root_can_replace(&exe) else {
         return Ok(());
     };
-    Err(error::Failed::new(
-        format!(
-            "oyster runs as root from {}, but {} {}, so someone other than root could replace the program root runs; nothing was done",
-            output::one_line(&exe),
-            output::one_line(&e.path),
-            e.why
-        ),
-        format!(
-            "as root, run the copy the .pkg installs where only root can write, {PKG_ROOT_OWNED}; or put oyster in a directory that root owns and nobody else can write, each directory above it too"
-        ),
-    ))
+    Err(commands::words::top::RootRunsReplaceable { exe, at: e }.into())
 }
 
 /// A stack named twice, or where none is taken, as clap's own usage errors are said (exit 2).
@@ -179,6 +169,9 @@ const ERROR_KINDS: &[error::KindProbe] = &[
     error::probe::<systemd::LocateError>,
     error::probe::<systemd::UnitError>,
     error::probe::<context::NoManager>,
+    error::probe::<config::environment::DeclareProblem>,
+    error::probe::<config::environment::NothingChanged>,
+    error::probe::<host::node::NodeProblem>,
 ];
 
 /// The command's own status decides the exit code, also when its reader closed stdout
@@ -189,10 +182,8 @@ fn finish(result: anyhow::Result<ExitStatus>) -> ExitCode {
     // A closed pipe is the reader's choice; any other failure to write stdout (a full disk)
     // lost the output the user asked for: never exit 0 then.
     if let (Ok(ExitStatus::Success), Some(why)) = (&result, out.stdout_failed()) {
-        out.error(
-            &format!("could not write the output to stdout: {why}"),
-            Some("check where stdout goes (a full disk, a file that cannot be written)"),
-        );
+        let (text, hint) = commands::words::top::stdout_failed(&why);
+        out.error(&text, Some(hint));
         return ExitStatus::Failure.into();
     }
     match result {
@@ -204,6 +195,7 @@ fn finish(result: anyhow::Result<ExitStatus>) -> ExitCode {
                 failed(kind, &format!("{err:#}"), None)
             } else {
                 let (text, hint) = error::render(&err);
+                let hint = hint.or_else(|| commands::words::hint_of(&err));
                 failed(kind, &text, hint.as_deref())
             }
         }
@@ -277,6 +269,18 @@ mod tests {
             kind(systemd::UnitError::DuplicateEnv("A".into())),
             Kind::Invalid
         );
+        let declare = config::environment::check_name("PATH").unwrap_err();
+        assert_eq!(kind(declare), Kind::Invalid);
+        let refused = config::environment::Refused {
+            path: PathBuf::from("/x/oyster-host.env"),
+            why: config::environment::RefusedWhy::NotUtf8,
+        };
+        assert_eq!(
+            kind(config::environment::NothingChanged(refused)),
+            Kind::Invalid
+        );
+        let none = host::node::NodeProblem::NoneFound { dirs: vec![] };
+        assert_eq!(kind(none), Kind::Failure);
         assert_eq!(kind(anyhow::anyhow!("plain")), Kind::Failure);
     }
 

@@ -81,6 +81,14 @@ pub fn write_definition(ctx: &Context, plan: &Plan, lock: &Lock) -> anyhow::Resu
     }
 }
 
+/// Another stack's installed job claims the port stack `this` asked for. Words (and hint):
+/// `commands/words/context.rs`, said as a `Failed`.
+#[derive(Debug, Clone)]
+pub struct PortTaken {
+    pub claimed: crate::service::decide::PortClaimed,
+    pub this: String,
+}
+
 /// Refuses `port` for this stack when another stack's installed job (running or stopped)
 /// runs on it: said before anything is written, naming the stack that owns the port.
 pub fn refuse_claimed_port(ctx: &Context, port: u16) -> Result<(), crate::error::Failed> {
@@ -100,16 +108,11 @@ pub fn refuse_claimed_port(ctx: &Context, port: u16) -> Result<(), crate::error:
     .into_iter()
     .map(|(stack, port)| crate::service::decide::Claim { stack, port })
     .collect();
-    crate::service::decide::port_claimed(&ctx.stack.name, port, &claims).map_err(|c| {
-        crate::error::Failed::new(
-            format!(
-                "port {} is stack {}'s (its job is installed there, running or not); two stacks on one port cannot both run, so stack {} was not given it and nothing was changed",
-                c.port, c.stack, ctx.stack.name
-            ),
-            format!(
-                "give stack {} another port with --port, or remove stack {} first (`oyster uninstall {}`)",
-                ctx.stack.name, c.stack, c.stack
-            ),
-        )
+    crate::service::decide::port_claimed(&ctx.stack.name, port, &claims).map_err(|claimed| {
+        PortTaken {
+            claimed,
+            this: ctx.stack.name.clone(),
+        }
+        .into()
     })
 }

@@ -142,9 +142,20 @@ fn prove_with_drift(t: &Target<'_>) -> (Result<EnvProof, String>, Vec<String>) {
         return (Ok(proof), drift);
     }
     let Some(launchd) = t.launchd else {
-        return (Err("the environment is unproven: the kernel hides it and `oyster host exec` left no record for this process".to_owned()), drift);
+        return (Err(Unproven::NoRecord.to_string()), drift);
     };
     (prove_by_launchd(t.pid, t.env, launchd), drift)
+}
+
+/// Why the Host's environment is not proven. Words: `commands/words/verify.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unproven {
+    /// The kernel hides it and `oyster host exec` left no record.
+    NoRecord,
+    /// The kernel hides it, and launchd does not name `pid` as the job's.
+    NotLaunchdsPid { pid: u32 },
+    /// The kernel hides it, and launchd's loaded definition differs in these variables.
+    LaunchdDiffers { diffs: Vec<String> },
 }
 
 /// The weakest proof: launchd's loaded definition, for the pid launchd spawned.
@@ -154,18 +165,13 @@ fn prove_by_launchd(
     launchd: LaunchdView<'_>,
 ) -> Result<EnvProof, String> {
     if launchd.pid != Some(pid) {
-        return Err(format!(
-            "the kernel hides pid {pid}'s environment and launchd does not name it as the job's pid"
-        ));
+        return Err(Unproven::NotLaunchdsPid { pid }.to_string());
     }
     let diffs = verify::differing(env, |k| launchd.environment.get(k).cloned());
     if diffs.is_empty() {
         Ok(EnvProof::Launchd)
     } else {
-        Err(format!(
-            "the kernel hides the Host's environment, and launchd's loaded definition differs from the generated one in: {}",
-            diffs.join(", ")
-        ))
+        Err(Unproven::LaunchdDiffers { diffs }.to_string())
     }
 }
 

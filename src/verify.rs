@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System, UpdateKind};
 
 use crate::host::launchenv::LaunchEnv;
-use crate::output::redact;
+use crate::sys::tail::LineCut;
 
 /// What the kernel says about one live process.
 #[derive(Debug, Clone)]
@@ -88,36 +88,7 @@ pub enum EnvCheck {
     Unreadable,
 }
 
-impl EnvCheck {
-    pub fn describe(&self) -> String {
-        match self {
-            EnvCheck::Verified => "the live environment matches the generated one".into(),
-            EnvCheck::Unreadable => {
-                "the live environment could not be read from the kernel, so it is unverified".into()
-            }
-            EnvCheck::Mismatch(diffs) => diffs
-                .iter()
-                .map(|(k, want, got)| {
-                    // A variable named like a secret (a key added to the plist by hand) is
-                    // named, never shown (docs/behaviour.md §8).
-                    let shown = |v: &str| {
-                        if redact::is_secret_key(k) {
-                            redact::REDACTED.to_owned()
-                        } else {
-                            format!("{v:?}")
-                        }
-                    };
-                    format!(
-                        "{k} is {} but should be {}",
-                        got.as_deref().map_or("unset".to_owned(), shown),
-                        shown(want)
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("; "),
-        }
-    }
-}
+// `EnvCheck::describe`, its words: `commands/words/verify.rs`.
 
 /// Compares every generated variable with the live process.
 pub fn check_env(live: &LiveProcess, expected: &LaunchEnv) -> EnvCheck {
@@ -142,13 +113,32 @@ pub fn check_env(live: &LiveProcess, expected: &LaunchEnv) -> EnvCheck {
 /// Checks that the socket listening on `port` belongs to `pid` (or a descendant): a `/health`
 /// answer from another process (a direct-mode Host, another stack) proves nothing.
 pub fn check_listener(port: u16, pid: u32) -> Result<(), String> {
-    let holders = crate::sys::net::listeners_on(port)
-        .map_err(|e| format!("could not tell who listens on port {port}: {e}"))?;
+    listener(port, pid).map_err(|e| e.to_string())
+}
+
+/// Why the socket on a port is not proven the Host's. Words: `commands/words/verify.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotTheListener {
+    /// Who listens could not be told (`why`).
+    Unknown { port: u16, why: String },
+    /// No socket found for `pid`.
+    None { port: u16, pid: u32 },
+    /// `/health` was answered by these (`pid`, name), none the Host.
+    Others {
+        port: u16,
+        pid: u32,
+        holders: Vec<(u32, String)>,
+    },
+}
+
+fn listener(port: u16, pid: u32) -> Result<(), NotTheListener> {
+    let holders = crate::sys::net::listeners_on(port).map_err(|e| NotTheListener::Unknown {
+        port,
+        why: e.to_string(),
+    })?;
     if holders.is_empty() {
         // The socket went away between /health and now, or is invisible to this user.
-        return Err(format!(
-            "no listening socket on port {port} could be found for pid {pid}"
-        ));
+        return Err(NotTheListener::None { port, pid });
     }
     if holders
         .iter()
@@ -156,14 +146,11 @@ pub fn check_listener(port: u16, pid: u32) -> Result<(), String> {
     {
         return Ok(());
     }
-    let who: Vec<String> = holders
-        .iter()
-        .map(|h| format!("pid {} ({})", h.pid, h.name))
-        .collect();
-    Err(format!(
-        "/health on port {port} was answered by {}, not by the Host (pid {pid})",
-        who.join(", ")
-    ))
+    Err(NotTheListener::Others {
+        port,
+        pid,
+        holders: holders.into_iter().map(|h| (h.pid, h.name)).collect(),
+    })
 }
 
 /// One `GET /health` on `127.0.0.1:port`: the HTTP status, or `None` when nothing answered.
@@ -219,17 +206,14 @@ pub enum HealthFailure {
     Timeout(Option<u16>),
 }
 
-impl std::fmt::Display for HealthFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            HealthFailure::Exited => f.write_str("the Host exited before answering /health"),
-            HealthFailure::Timeout(None) => f.write_str("nothing answered GET /health"),
-            HealthFailure::Timeout(Some(code)) => {
-                write!(f, "GET /health answered {code}, never 200")
-            }
-        }
-    }
+/// Why a log's tail is not shown. Words: `commands/words/verify.rs`.
+#[derive(Debug)]
+pub enum LogNotShown {
+    Missing(std::path::PathBuf),
+    Refused(crate::sys::fs::FsError),
 }
+
+// `HealthFailure`'s words: `commands/words/verify.rs`.
 
 /// The last `max` bytes of the Host log, for failure messages (lossy UTF-8, whole lines).
 ///
@@ -237,23 +221,10 @@ impl std::fmt::Display for HealthFailure {
 /// be any file the user can read), never blocking on a FIFO or device (opened non-blocking,
 /// checked with `fstat` before any read), and never more than `max` bytes, from the end.
 pub fn log_tail(path: &Path, max: u64) -> String {
-    use crate::sys::fs::FsError;
     let mut f = match crate::sys::tail::open_log(path) {
         Ok(Some(f)) => f,
-        Ok(None) => return format!("(no log at {})", path.display()),
-        Err(FsError::Symlink { .. }) => {
-            return format!(
-                "(not shown: {} is a symlink, which oyster does not follow)",
-                path.display()
-            )
-        }
-        Err(FsError::NotRegular { kind, .. }) => {
-            return format!(
-                "(not shown: {} is {kind}, not a regular file)",
-                path.display()
-            )
-        }
-        Err(e) => return format!("(not shown: {e})"),
+        Ok(None) => return LogNotShown::Missing(path.to_owned()).to_string(),
+        Err(e) => return LogNotShown::Refused(e).to_string(),
     };
     let len = f.metadata().map(|m| m.len()).unwrap_or(0);
     let start = len.saturating_sub(max);
@@ -280,9 +251,13 @@ pub fn log_tail(path: &Path, max: u64) -> String {
             // One line longer than the window: shown from its first space after the cut (a
             // token at the cut is not shown in part), marked.
             None => match text.find(char::is_whitespace) {
-                Some(i) => format!("[line cut: it began more than {max} bytes back] …{}", &text[i..]),
-                None => format!("[one line longer than {max} bytes, with no space in its last {max}; not shown]"),
-            },
+                Some(i) => LineCut::Began {
+                    max,
+                    rest: text[i..].to_owned(),
+                },
+                None => LineCut::NotShown { max },
+            }
+            .to_string(),
         }
     };
     if text.trim().is_empty() {

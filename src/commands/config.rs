@@ -111,7 +111,11 @@ fn managed_marks(m: &crate::config::managed::Managed) -> Vec<(String, Value)> {
         marks.push(("$managed".to_owned(), Value::Object(forced.collect())));
     }
     if !m.warnings.is_empty() {
-        let why = m.warnings.iter().cloned().map(Value::String).collect();
+        let why = m
+            .warnings
+            .iter()
+            .map(|w| Value::String(w.to_string()))
+            .collect();
         marks.push(("$managed_left_out".to_owned(), Value::Array(why)));
     }
     marks

@@ -30,7 +30,7 @@ pub fn run(ctx: &Context, verb: EnvVerb) -> anyhow::Result<ExitStatus> {
         } => {
             refuse(ctx, &name, "set")?;
             let value = read_value(&name, value)?;
-            environment::check_value(&name, &value).map_err(Invalid::new)?;
+            environment::check_value(&name, &value)?;
             ctx.out.add_secrets(environment::secrets([(&name, &value)]));
             change(ctx, &name, Some(&value), restart)
         }
@@ -72,7 +72,10 @@ fn list(ctx: &Context) -> anyhow::Result<ExitStatus> {
         stack: ctx.stack.name.clone(),
         file: d.file.display().to_string(),
         usable: d.refused.is_none(),
-        problem: d.refused.as_ref().map(|r| format!("{r} (fix: {})", r.fix)),
+        problem: d
+            .refused
+            .as_ref()
+            .map(|r| format!("{r} (fix: {})", r.fix())),
         left_out: d.left_out.clone(),
         variables: d
             .vars

@@ -28,7 +28,7 @@ fn write_profile(
     let output = output.filter(|p| *p != Path::new("-"));
     if let Some(org) = organization {
         profile::check_organization(org).map_err(|why| {
-            Invalid::new(why).hint("give the organization's name as people read it, e.g. --organization \"Example Inc.\"")
+            Invalid::new(why.to_string()).hint("give the organization's name as people read it, e.g. --organization \"Example Inc.\"")
         })?;
     }
     if let Some(path) = output {

@@ -34,8 +34,32 @@ pub fn path_in(config_dir: &Path) -> PathBuf {
     config_dir.join(FILE_NAME)
 }
 
+/// Why a name or a value cannot be declared (never holding a value: it may be a secret).
+/// Words: `commands/words/config.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeclareProblem {
+    /// `NAME=VALUE` given as one word; `shown` is the name, or `NAME` when it is none.
+    NameAndValue { shown: String },
+    /// Not letters, digits and `_` (not starting with a digit).
+    NotAName { name: String },
+    /// A name oyster sets itself (in any case).
+    Reserved { name: String },
+    /// The value holds a line break.
+    LineBreak { name: String },
+    /// The value holds a NUL byte.
+    Nul { name: String },
+}
+
+impl std::error::Error for DeclareProblem {}
+
+impl crate::error::HasKind for DeclareProblem {
+    fn kind(&self) -> crate::error::Kind {
+        crate::error::Kind::Invalid
+    }
+}
+
 /// Why `name` cannot be declared, or `Ok`.
-pub fn check_name(name: &str) -> Result<(), String> {
+pub fn check_name(name: &str) -> Result<(), DeclareProblem> {
     // `NAME=VALUE` given as one word: what follows the `=` is a value, maybe a secret, and is
     // never shown; the name before it is, when it is one.
     if let Some((before, _)) = name.split_once('=') {
@@ -44,26 +68,23 @@ pub fn check_name(name: &str) -> Result<(), String> {
         } else {
             "NAME"
         };
-        return Err(format!(
-            "`{shown}=…` is a name and a value in one word (the value is not shown): give them \
-             apart, `oyster env set {shown} VALUE`, or `--value-stdin` to keep the value out of argv"
-        ));
+        return Err(DeclareProblem::NameAndValue {
+            shown: shown.to_owned(),
+        });
     }
     if !is_identifier(name) {
-        return Err(format!(
-            "{:?} is not a variable name: use letters, digits and `_`, not starting with a digit",
-            crate::output::redact::escape_controls(name)
-        ));
+        return Err(DeclareProblem::NotAName {
+            name: name.to_owned(),
+        });
     }
     // In any case: `oysterun_port` or `Path` is no variable of oyster's on a case-sensitive
     // system, but one a program that folds case (or a reader of the file) takes for it.
     let upper = name.to_ascii_uppercase();
     if RESERVED.contains(&upper.as_str()) || RESERVED_PREFIXES.iter().any(|p| upper.starts_with(p))
     {
-        return Err(format!(
-            "{name} is oyster's to set: the Host's PATH, HOME, USER, LOGNAME, SHELL, TMPDIR and \
-             every OYSTERUN_* and OYSTER_* variable (in any case) come from the generated environment"
-        ));
+        return Err(DeclareProblem::Reserved {
+            name: name.to_owned(),
+        });
     }
     Ok(())
 }
@@ -78,16 +99,13 @@ fn is_identifier(name: &str) -> bool {
 }
 
 /// Why `value` cannot be declared for `name` (it is never shown), or `Ok`.
-pub fn check_value(name: &str, value: &str) -> Result<(), String> {
+pub fn check_value(name: &str, value: &str) -> Result<(), DeclareProblem> {
+    let name = name.to_owned();
     if value.contains(['\n', '\r']) {
-        return Err(format!(
-            "the value for {name} contains a line break; a declared value is one line"
-        ));
+        return Err(DeclareProblem::LineBreak { name });
     }
     if value.contains('\0') {
-        return Err(format!(
-            "the value for {name} contains a NUL byte, which no environment can hold"
-        ));
+        return Err(DeclareProblem::Nul { name });
     }
     Ok(())
 }
@@ -110,14 +128,64 @@ impl EnvFile {
     }
 }
 
-/// Why a file is not used at all (the Host starts without it). Never holds a value.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{path} {why}")]
+/// Why a file is not used at all (the Host starts without it). Never holds a value. Words
+/// (and the fix, [`Refused::fix`]): `commands/words/config.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Refused {
     pub path: PathBuf,
-    pub why: String,
-    /// The command that fixes it.
-    pub fix: String,
+    pub why: RefusedWhy,
+}
+
+impl std::error::Error for Refused {}
+
+/// What is wrong with the file or its directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RefusedWhy {
+    Symlink,
+    /// Not a regular file: `kind` says what it is ("a directory").
+    NotRegular {
+        kind: &'static str,
+    },
+    Unreadable {
+        cause: String,
+    },
+    Uninspectable {
+        cause: String,
+    },
+    /// Owned by another user (`owner`, a name or `uid N`) than the reader (`euid`).
+    ForeignOwner {
+        owner: String,
+        euid: u32,
+    },
+    /// Writable by its group or others.
+    Writable {
+        mode: u32,
+    },
+    /// Larger than [`CAP`].
+    TooLarge {
+        cap: u64,
+    },
+    NotUtf8,
+    /// Its directory belongs to another user than the reader or root.
+    DirForeignOwner {
+        dir: PathBuf,
+        owner: String,
+        euid: u32,
+    },
+    /// Its directory is writable by its group or others.
+    DirWritable {
+        dir: PathBuf,
+        mode: u32,
+    },
+}
+
+/// Who besides the owner may write, by a mode.
+pub fn writers(mode: u32) -> &'static str {
+    if mode & 0o002 != 0 {
+        "others"
+    } else {
+        "its group"
+    }
 }
 
 /// Reads the file: `Ok(None)` when there is none; `Err` when it is not used at all.
@@ -129,10 +197,9 @@ pub fn read(path: &Path) -> Result<Option<EnvFile>, Refused> {
 /// swapped in after the check is what is read), after its directory was checked: whoever can
 /// write the directory could put a file there, or take the user's away, between any two looks.
 fn read_text(path: &Path) -> Result<Option<String>, Refused> {
-    let refused = |why: String, fix: String| Refused {
+    let refused = |why: RefusedWhy| Refused {
         path: path.to_owned(),
         why,
-        fix,
     };
     let mut file = match fsutil::open_regular(path) {
         Ok(Some(f)) => f,
@@ -140,77 +207,47 @@ fn read_text(path: &Path) -> Result<Option<String>, Refused> {
             check_dir(path)?;
             return Ok(None);
         }
-        Err(FsError::Symlink { .. }) => {
-            return Err(refused(
-                "is a symlink, which oyster does not follow".into(),
-                format!(
-                    "replace it with the file itself: `oyster env set` writes one, or `rm {}`",
-                    path.display()
-                ),
-            ))
-        }
+        Err(FsError::Symlink { .. }) => return Err(refused(RefusedWhy::Symlink)),
         Err(FsError::NotRegular { kind, .. }) => {
-            return Err(refused(
-                format!("is {kind}, not a regular file"),
-                format!(
-                    "remove it (`rm {}`) and declare the variables again",
-                    path.display()
-                ),
-            ))
+            return Err(refused(RefusedWhy::NotRegular { kind }))
         }
         Err(e) => {
-            return Err(refused(
-                format!("cannot be read: {e}"),
-                "check the file".into(),
-            ))
+            return Err(refused(RefusedWhy::Unreadable {
+                cause: e.to_string(),
+            }))
         }
     };
-    let meta = file
-        .metadata()
-        .map_err(|e| refused(format!("cannot be inspected: {e}"), "check the file".into()))?;
+    let meta = file.metadata().map_err(|e| {
+        refused(RefusedWhy::Uninspectable {
+            cause: e.to_string(),
+        })
+    })?;
     let euid = crate::sys::user::euid();
     if meta.uid() != euid {
         let owner =
             crate::sys::user::name_of(meta.uid()).unwrap_or_else(|| format!("uid {}", meta.uid()));
-        return Err(refused(
-            format!("belongs to {owner}, not to the user reading it (uid {euid}); oyster uses only a user's own file"),
-            format!("run oyster as {owner}, or have {owner} remove the file"),
-        ));
+        return Err(refused(RefusedWhy::ForeignOwner { owner, euid }));
     }
     let mode = meta.mode() & 0o7777;
     if mode & 0o022 != 0 {
-        return Err(refused(
-            format!(
-                "is writable by {} (mode {mode:04o}): anyone who can write it could steer the Host",
-                writers(mode)
-            ),
-            format!("chmod 600 {}", path.display()),
-        ));
+        return Err(refused(RefusedWhy::Writable { mode }));
     }
     check_dir(path)?;
     let mut bytes = vec![];
     (&mut file)
         .take(CAP + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| refused(format!("cannot be read: {e}"), "check the file".into()))?;
+        .map_err(|e| {
+            refused(RefusedWhy::Unreadable {
+                cause: e.to_string(),
+            })
+        })?;
     if bytes.len() as u64 > CAP {
-        return Err(refused(
-            format!("is larger than {CAP} bytes, more than declared variables need"),
-            "check what wrote it, or move it aside".into(),
-        ));
+        return Err(refused(RefusedWhy::TooLarge { cap: CAP }));
     }
     String::from_utf8(bytes)
         .map(Some)
-        .map_err(|_| refused("is not UTF-8 text".into(), "save it as UTF-8".into()))
-}
-
-/// Who besides the owner may write, by a mode.
-fn writers(mode: u32) -> &'static str {
-    if mode & 0o002 != 0 {
-        "others"
-    } else {
-        "its group"
-    }
+        .map_err(|_| refused(RefusedWhy::NotUtf8))
 }
 
 /// The directory holding the file is the user's (or root's) and writable by no one else:
@@ -223,33 +260,26 @@ fn check_dir(path: &Path) -> Result<(), Refused> {
     let Ok(meta) = std::fs::metadata(dir) else {
         return Ok(()); // no directory yet: `env set` creates it 0700
     };
-    let refused = |why: String, fix: String| Refused {
+    let refused = |why: RefusedWhy| Refused {
         path: path.to_owned(),
         why,
-        fix,
     };
     let euid = crate::sys::user::euid();
     if meta.uid() != euid && meta.uid() != 0 {
         let owner =
             crate::sys::user::name_of(meta.uid()).unwrap_or_else(|| format!("uid {}", meta.uid()));
-        return Err(refused(
-            format!(
-                "is in {}, which belongs to {owner}, not to the user reading it (uid {euid}): {owner} could swap the file",
-                dir.display()
-            ),
-            format!("keep the stack's config directory your own (`chown` it, as root, to yourself), or run oyster as {owner}"),
-        ));
+        return Err(refused(RefusedWhy::DirForeignOwner {
+            dir: dir.to_owned(),
+            owner,
+            euid,
+        }));
     }
     let mode = meta.mode() & 0o7777;
     if mode & 0o022 != 0 {
-        return Err(refused(
-            format!(
-                "is in {}, which is writable by {} (mode {mode:04o}): anyone who can write it could swap the file",
-                dir.display(),
-                writers(mode)
-            ),
-            format!("chmod go-w {}", dir.display()),
-        ));
+        return Err(refused(RefusedWhy::DirWritable {
+            dir: dir.to_owned(),
+            mode,
+        }));
     }
     Ok(())
 }
@@ -368,9 +398,9 @@ pub enum Changed {
 /// are checked first, and a file that would not be used (see [`read`]) is refused, so a
 /// refusal writes nothing. The file is written atomically with mode 0600.
 pub fn change(path: &Path, name: &str, value: Option<&str>) -> anyhow::Result<Changed> {
-    check_name(name).map_err(crate::error::Invalid::new)?;
+    check_name(name)?;
     if let Some(v) = value {
-        check_value(name, v).map_err(crate::error::Invalid::new)?;
+        check_value(name, v)?;
     }
     if let Some(dir) = path.parent() {
         fsutil::create_dir_all(dir, 0o700)?;
@@ -379,13 +409,7 @@ pub fn change(path: &Path, name: &str, value: Option<&str>) -> anyhow::Result<Ch
     // The text edited is the one the checks were made on (one open file), never a second read.
     let text = match read_text(path) {
         Ok(text) => text.unwrap_or_default(),
-        Err(r) => {
-            return Err(
-                crate::error::Invalid::new(format!("{r}; nothing was changed"))
-                    .hint(r.fix)
-                    .into(),
-            )
-        }
+        Err(r) => return Err(NothingChanged(r).into()),
     };
     let new = edit(&text, name, value);
     if new == text || (text.is_empty() && value.is_none()) {
@@ -393,6 +417,18 @@ pub fn change(path: &Path, name: &str, value: Option<&str>) -> anyhow::Result<Ch
     }
     fsutil::write_atomic(&lock, path, new.as_bytes(), Some(0o600))?;
     Ok(Changed::Written)
+}
+
+/// A file [`change`] would not use, so it changed nothing (invalid input, with the file's fix).
+#[derive(Debug)]
+pub struct NothingChanged(pub Refused);
+
+impl std::error::Error for NothingChanged {}
+
+impl crate::error::HasKind for NothingChanged {
+    fn kind(&self) -> crate::error::Kind {
+        crate::error::Kind::Invalid
+    }
 }
 
 /// Variables whose values are settings, not secrets: the Host's mode (`NODE_ENV=production`),

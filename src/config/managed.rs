@@ -62,8 +62,71 @@ pub struct Managed {
     pub entries: Vec<Entry>,
     /// Forced variables of the Host's environment (not `config.json` keys: never written there).
     pub environment: Vec<ForcedVar>,
-    /// Values left out, in words (a wrong type, an unknown key, an unreadable file).
-    pub warnings: Vec<String>,
+    /// Values left out (a wrong type, an unknown key, an unreadable file).
+    pub warnings: Vec<LeftOut>,
+}
+
+/// A managed value (or file) left out, and why. Words: `commands/words/config.rs`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LeftOut {
+    /// A forced intent that contradicts a forced `""` command, which disables the provider.
+    IntentContradicts {
+        file: PathBuf,
+        key: String,
+        value: Value,
+        command_file: PathBuf,
+        command_key: &'static str,
+        provider: String,
+    },
+    /// The file could not be read (the reader's refusal, in its words).
+    Unreadable { cause: String },
+    /// The file's top level is not a dictionary.
+    NotADictionary { file: PathBuf },
+    /// The file is not a property list (`problem`: `error::plist_problem`'s words).
+    NotAPlist { file: PathBuf, problem: String },
+    /// `stacks` is not a dictionary.
+    StacksNotADictionary { file: PathBuf, kind: &'static str },
+    /// `stacks.<stack>` is not a dictionary.
+    StackNotADictionary {
+        file: PathBuf,
+        stack: String,
+        kind: &'static str,
+    },
+    /// `environment` (at `at`) is not a dictionary.
+    EnvironmentNotADictionary { at: Place, kind: &'static str },
+    /// A forced variable that cannot be declared.
+    Variable { at: Place, why: VariableWhy },
+    /// One key's value, or part of it.
+    Key { at: Place, why: KeyWhy },
+}
+
+/// Where in a managed file: `<file>: <key>` or `<file>: stacks.<stack>.<key>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub file: PathBuf,
+    pub stack: Option<String>,
+    pub key: String,
+}
+
+/// Why a forced variable is left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VariableWhy {
+    NotAString { name: String, kind: &'static str },
+    Declare(super::environment::DeclareProblem),
+}
+
+/// Why a managed key's value (or part of it) is left out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyWhy {
+    PortOnlyPerStack,
+    NotAPort,
+    NotAbsolute,
+    NotAMode,
+    /// Provider ids without a supported intent.
+    Intents(Vec<String>),
+    NotADictionary,
+    NotACommand,
+    Unknown,
 }
 
 impl Managed {
@@ -96,14 +159,14 @@ impl Managed {
             let want = if disables { "disabled" } else { "manual" };
             match self.get(&key) {
                 Some(e) if disables && e.value != want => {
-                    self.warnings.push(format!(
-                        "{}: {key} = {} is left out: {} forces {} = \"\", which disables {}",
-                        e.file.display(),
-                        e.value,
-                        command.file.display(),
-                        p.command_key,
-                        p.id
-                    ));
+                    self.warnings.push(LeftOut::IntentContradicts {
+                        file: e.file.clone(),
+                        key: key.clone(),
+                        value: e.value.clone(),
+                        command_file: command.file.clone(),
+                        command_key: p.command_key,
+                        provider: p.id.to_string(),
+                    });
                     self.entries.retain(|e| e.key != key);
                 }
                 Some(_) => continue,
@@ -179,26 +242,25 @@ impl Managed {
             Ok(Some(b)) => b,
             Ok(None) => return,
             Err(e) => {
-                self.warnings
-                    .push(format!("{e}; its values are not applied"));
+                self.warnings.push(LeftOut::Unreadable {
+                    cause: e.to_string(),
+                });
                 return;
             }
         };
         let top = match plist::Value::from_reader(std::io::Cursor::new(bytes)) {
             Ok(plist::Value::Dictionary(d)) => d,
             Ok(_) => {
-                self.warnings.push(format!(
-                    "{} is not a dictionary; its values are not applied",
-                    path.display()
-                ));
+                self.warnings.push(LeftOut::NotADictionary {
+                    file: path.to_owned(),
+                });
                 return;
             }
             Err(e) => {
-                self.warnings.push(format!(
-                    "{} is not a property list ({}); its values are not applied",
-                    path.display(),
-                    crate::error::plist_problem(&e)
-                ));
+                self.warnings.push(LeftOut::NotAPlist {
+                    file: path.to_owned(),
+                    problem: crate::error::plist_problem(&e),
+                });
                 return;
             }
         };
@@ -214,11 +276,10 @@ impl Managed {
         }
         let stacks = top.get("stacks");
         if let Some(other) = stacks.filter(|s| s.as_dictionary().is_none()) {
-            self.warnings.push(format!(
-                "{}: stacks is {}, not a dictionary of stack name to settings; every per-stack value in it is left out",
-                path.display(),
-                kind(other)
-            ));
+            self.warnings.push(LeftOut::StacksNotADictionary {
+                file: path.to_owned(),
+                kind: kind(other),
+            });
         }
         if let Some(per) = stacks
             .and_then(plist::Value::as_dictionary)
@@ -234,11 +295,11 @@ impl Managed {
                         }
                     }
                 }
-                None => self.warnings.push(format!(
-                    "{}: stacks.{stack} is {}, not a dictionary; every value in it is left out",
-                    path.display(),
-                    kind(per)
-                )),
+                None => self.warnings.push(LeftOut::StackNotADictionary {
+                    file: path.to_owned(),
+                    stack: stack.to_owned(),
+                    kind: kind(per),
+                }),
             }
         }
     }
@@ -255,11 +316,8 @@ impl Managed {
             });
         }
         if let Some(why) = why {
-            let at = match stack {
-                Some(s) => format!("{}: stacks.{s}.{key}", path.display()),
-                None => format!("{}: {key}", path.display()),
-            };
-            self.warnings.push(format!("{at}: {why}"));
+            let at = Place::new(path, stack, key);
+            self.warnings.push(LeftOut::Key { at, why });
         }
     }
 }
@@ -276,26 +334,22 @@ impl Managed {
     /// `environment` (a dictionary of variable name to string): each usable variable forced
     /// over any earlier one of that name; the others left out and said, by name only.
     fn take_environment(&mut self, path: &Path, v: &plist::Value, stack: Option<&str>) {
-        let at = match stack {
-            Some(s) => format!("{}: stacks.{s}.{ENVIRONMENT_KEY}", path.display()),
-            None => format!("{}: {ENVIRONMENT_KEY}", path.display()),
-        };
+        let at = Place::new(path, stack, ENVIRONMENT_KEY);
         let Some(d) = v.as_dictionary() else {
-            self.warnings.push(format!(
-                "{at} is {}, not a dictionary of variable name to string; left out",
-                kind(v)
-            ));
+            self.warnings
+                .push(LeftOut::EnvironmentNotADictionary { at, kind: kind(v) });
             return;
         };
         for (name, value) in d {
             let checked = match value.as_string() {
                 Some(s) => super::environment::check_name(name)
                     .and_then(|()| super::environment::check_value(name, s))
-                    .map(|()| s),
-                None => Err(format!(
-                    "the value for {name} is {}, not a string",
-                    kind(value)
-                )),
+                    .map(|()| s)
+                    .map_err(VariableWhy::Declare),
+                None => Err(VariableWhy::NotAString {
+                    name: name.clone(),
+                    kind: kind(value),
+                }),
             };
             match checked {
                 Ok(s) => {
@@ -306,8 +360,21 @@ impl Managed {
                         file: path.to_owned(),
                     });
                 }
-                Err(why) => self.warnings.push(format!("{at}: {why}; left out")),
+                Err(why) => self.warnings.push(LeftOut::Variable {
+                    at: at.clone(),
+                    why,
+                }),
             }
+        }
+    }
+}
+
+impl Place {
+    fn new(file: &Path, stack: Option<&str>, key: &str) -> Place {
+        Place {
+            file: file.to_owned(),
+            stack: stack.map(str::to_owned),
+            key: key.to_owned(),
         }
     }
 }
@@ -330,17 +397,21 @@ fn kind(v: &plist::Value) -> &'static str {
     }
 }
 
+/// A command that would change a forced value: `what` it was given, and the entry forcing it.
+/// Words: `commands/words/config.rs`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Forced {
+    pub what: String,
+    pub entry: Entry,
+}
+
 /// Why a command may not change a forced value (exit 1), naming the profile's file.
 pub fn refusal(what: &str, e: &Entry) -> crate::error::Failed {
-    crate::error::Failed::new(
-        format!(
-            "{what} is managed by your organization: {} forces {} = {}; nothing was changed",
-            e.file.display(),
-            e.key,
-            e.value
-        ),
-        "ask your administrator to change the profile (`oyster config show` lists every managed value)",
-    )
+    Forced {
+        what: what.to_owned(),
+        entry: e.clone(),
+    }
+    .into()
 }
 
 /// What one managed key gives: the config values it forces (`key` or `key.provider`), and why
@@ -349,34 +420,34 @@ fn accepted(
     key: &str,
     v: &plist::Value,
     per_stack: bool,
-) -> (Vec<(String, Value)>, Option<String>) {
+) -> (Vec<(String, Value)>, Option<KeyWhy>) {
     let one = |value: Value| (vec![(key.to_owned(), value)], None);
-    let left_out = |why: &str| (vec![], Some(format!("{why}; left out")));
+    let left_out = |why: KeyWhy| (vec![], Some(why));
     let absolute = |v: &plist::Value| {
         v.as_string()
             .filter(|s| Path::new(s).is_absolute())
             .map(str::to_owned)
     };
     match key {
-        "port" if !per_stack => left_out("port is only per stack (stacks.NAME.port)"),
+        "port" if !per_stack => left_out(KeyWhy::PortOnlyPerStack),
         "port" => match v
             .as_unsigned_integer()
             .and_then(|p| u16::try_from(p).ok())
             .filter(|p| *p > 0)
         {
             Some(p) => one(Value::from(p)),
-            None => left_out("not a port (1-65535)"),
+            None => left_out(KeyWhy::NotAPort),
         },
         "root" | "node_bin" | super::BROWSE_KEY => match absolute(v) {
             Some(s) => one(Value::String(s)),
-            None => left_out("not an absolute path"),
+            None => left_out(KeyWhy::NotAbsolute),
         },
         // The modes setup records (`setup::Mode`; config sits below setup, so listed here).
         super::MODE_KEY => match v.as_string() {
             Some(s @ ("direct" | "cloud-direct" | "managed" | "managed-pending")) => {
                 one(Value::String(s.to_owned()))
             }
-            _ => left_out("not direct, cloud-direct, managed or managed-pending"),
+            _ => left_out(KeyWhy::NotAMode),
         },
         super::INTENT_KEY => match v.as_dictionary() {
             Some(d) => {
@@ -391,23 +462,18 @@ fn accepted(
                         _ => bad.push(id.clone()),
                     }
                 }
-                let why = (!bad.is_empty()).then(|| {
-                    format!(
-                        "{} not a supported provider with auto, manual or disabled; left out",
-                        bad.join(", ")
-                    )
-                });
+                let why = (!bad.is_empty()).then_some(KeyWhy::Intents(bad));
                 (values, why)
             }
-            None => left_out("not a dictionary"),
+            None => left_out(KeyWhy::NotADictionary),
         },
         k if PROVIDERS.iter().any(|p| p.command_key == k) => match v.as_string() {
             Some(s) if s.is_empty() || Path::new(s).is_absolute() => {
                 one(Value::String(s.to_owned()))
             }
-            _ => left_out("not an absolute path (or \"\" to disable)"),
+            _ => left_out(KeyWhy::NotACommand),
         },
-        _ => left_out("not a key oyster manages"),
+        _ => left_out(KeyWhy::Unknown),
     }
 }
 
@@ -453,7 +519,12 @@ mod tests {
         assert!(browse.file.ends_with("a/com.oysterun.oyster.plist"));
         assert_eq!(m.provider(last).len(), 1);
         assert!(m.get("node_bin").is_none());
-        let w = m.warnings.join("\n");
+        let w = m
+            .warnings
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n");
         assert!(
             w.contains("only per stack") && w.contains("gemini") && w.contains("absolute"),
             "{w}"

@@ -20,7 +20,7 @@ pub mod environment;
 pub mod login;
 pub mod managed;
 mod store;
-pub use store::{update, update_waiting, LAUNCH_LOCK_WAIT};
+pub use store::{update, update_waiting, KeptChanging, StoreNote, LAUNCH_LOCK_WAIT};
 
 /// The key holding `{provider: intent}`.
 pub const INTENT_KEY: &str = "provider_command_intent";
@@ -34,17 +34,15 @@ pub const MODE_KEY: &str = "connection_mode";
 /// key), so `--root` is needed at most once per stack.
 pub const ROOT_KEY: &str = "oyster_root";
 
-/// Why a config could not be used.
-#[derive(Debug, thiserror::Error)]
+/// Why a config could not be used. Words: `commands/words/config.rs`.
+#[derive(Debug)]
 pub enum ConfigError {
-    #[error("{path} is not valid JSON: {msg} at line {line}, column {column}. Fix or restore the file; oyster changed nothing")]
     Syntax {
         path: PathBuf,
         msg: String,
         line: usize,
         column: usize,
     },
-    #[error("{path}: `{key}` has the wrong type: {msg} at line {line}, column {column}. Fix the value; oyster changed nothing")]
     Type {
         path: PathBuf,
         key: String,
@@ -52,20 +50,43 @@ pub enum ConfigError {
         line: usize,
         column: usize,
     },
-    #[error("{path} starts with a UTF-8 byte-order mark (line 1, column 1); save it without the BOM. oyster changed nothing")]
-    Bom { path: PathBuf },
-    #[error(
-        "{path} is empty (line 1, column 1); put `{{}}` in it or delete it. oyster changed nothing"
-    )]
-    Empty { path: PathBuf },
-    #[error("{path}: `{key}` {why}. Fix the value (or remove the key); oyster changed nothing")]
+    Bom {
+        path: PathBuf,
+    },
+    Empty {
+        path: PathBuf,
+    },
     BadValue {
         path: PathBuf,
         key: &'static str,
-        why: String,
+        why: BadValue,
     },
-    #[error(transparent)]
-    Fs(#[from] FsError),
+    Fs(FsError),
+}
+
+/// Why a value that parses cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BadValue {
+    /// The port is outside 1-65535.
+    NotAPort(serde_json::Number),
+    /// The AgentFolder is not an absolute path.
+    NotAbsolute(String),
+}
+
+impl From<FsError> for ConfigError {
+    fn from(e: FsError) -> ConfigError {
+        ConfigError::Fs(e)
+    }
+}
+
+impl std::error::Error for ConfigError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            // Said as the file error itself: its cause is this one's.
+            ConfigError::Fs(e) => std::error::Error::source(e),
+            _ => None,
+        }
+    }
 }
 
 impl ConfigError {
@@ -388,25 +409,19 @@ pub const MAX_CONFIG_BYTES: u64 = 16 << 20;
 /// outside 1–65535 and an AgentFolder that is not an absolute path (launchd and the Host
 /// expand nothing, so `~/x`, `x` or `""` would mean a directory relative to wherever they run).
 fn check_values(path: &Path, map: &Map<String, Value>) -> Result<(), ConfigError> {
-    let bad = |key: &'static str, why: String| ConfigError::BadValue {
+    let bad = |key: &'static str, why: BadValue| ConfigError::BadValue {
         path: path.to_owned(),
         key,
         why,
     };
     if let Some(Value::Number(n)) = map.get(PORT_KEY) {
         if n.as_u64().is_none_or(|p| !(1..=65535).contains(&p)) {
-            return Err(bad(
-                PORT_KEY,
-                format!("is {n}, not a port between 1 and 65535"),
-            ));
+            return Err(bad(PORT_KEY, BadValue::NotAPort(n.clone())));
         }
     }
     if let Some(Value::String(dir)) = map.get(BROWSE_KEY) {
         if !Path::new(dir).is_absolute() {
-            return Err(bad(
-                BROWSE_KEY,
-                format!("is {dir:?}, not an absolute path (give the full path, e.g. /Users/you/OysterunAgents)"),
-            ));
+            return Err(bad(BROWSE_KEY, BadValue::NotAbsolute(dir.clone())));
         }
     }
     Ok(())

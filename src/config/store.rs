@@ -94,23 +94,44 @@ pub fn update_waiting<T>(
             fsutil::Checked::Raced
         };
         if written == fsutil::Checked::Raced {
-            reporter.note(&format!(
-                "{} was rewritten by another program while oyster merged it; merging again",
-                path.display()
-            ));
+            reporter.note(
+                &StoreNote::Rewritten {
+                    path: path.to_owned(),
+                }
+                .to_string(),
+            );
             continue;
         }
         return Ok((out, changes));
     }
-    Err(crate::error::Failed::new(
-        format!(
-            "{} kept changing while oyster merged it ({MAX_MERGES} attempts); nothing was written",
-            path.display()
-        ),
-        "something rewrites it continuously (the Host in a restart loop?); stop that, then run again",
-    )
+    Err(KeptChanging {
+        path: path.to_owned(),
+        attempts: MAX_MERGES,
+    }
     .into())
 }
+
+/// What a merge says while it works. Words: `commands/words/config.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreNote {
+    /// Another program rewrote the file between the read and the rename: merging again.
+    Rewritten { path: PathBuf },
+    /// Waiting for `holder` (empty: unknown) to release the config's lock.
+    Waiting {
+        holder: String,
+        lock: PathBuf,
+        secs: u64,
+    },
+}
+
+/// The file changed under every merge (a failure, with the fix as `hint:`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptChanging {
+    pub path: PathBuf,
+    pub attempts: usize,
+}
+
+impl std::error::Error for KeptChanging {}
 
 /// The config's lock (`config.json.lock`), waited for at most `wait`; while waiting, one line
 /// names the holder.
@@ -127,16 +148,12 @@ fn lock(
         wait,
         |holder| {
             if !quiet {
-                out.progress(&format!(
-                    "oyster: waiting for {} to release {} (up to {} s)…",
-                    if holder.is_empty() {
-                        "another writer"
-                    } else {
-                        holder
-                    },
-                    lock_path.display(),
-                    wait.as_secs()
-                ));
+                let note = StoreNote::Waiting {
+                    holder: holder.to_owned(),
+                    lock: lock_path.clone(),
+                    secs: wait.as_secs(),
+                };
+                out.progress(&note.to_string());
             }
         },
     )?)

@@ -111,7 +111,9 @@ mod store_and_merge {
         let mut changes = vec![];
         doc.migrate(&mut changes);
         assert_eq!(doc.intent(p0()), Intent::Manual);
-        let nothing = Resolution::Missing { reason: "x".into() };
+        let nothing = Resolution::Missing {
+            reason: crate::provider::resolve::Unresolved::Disabled { id: "x".into() },
+        };
         doc.merge(p0(), &nothing, &mut changes);
         assert_eq!(doc.command(p0()), Some("/old/x"));
         doc.set_intent(p0(), Intent::Auto, &mut changes);

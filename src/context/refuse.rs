@@ -1,7 +1,34 @@
 //! What a writing command refuses about where it would write, before it takes the stack's
 //! lock: a HOME or a stack another uid owns, a stack directory that is a link to nothing.
 
+use std::path::PathBuf;
+
 use super::Context;
+
+/// Why a writing command refuses where it would write. Words (and hints):
+/// `commands/words/context.rs`; `what` is the verb as typed, `stack` the stack as the command
+/// line names it (`stack_suffix`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WhereRefusal {
+    /// The stack directory is a symlink to `to`, which does not exist.
+    DanglingRoot { root: PathBuf, to: PathBuf },
+    /// HOME is another uid's (`owner`) than the one oyster runs as.
+    ForeignHome {
+        home: PathBuf,
+        owner: u32,
+        euid: u32,
+        what: String,
+        stack: String,
+    },
+    /// The stack's directory (or its config directory, or the one above) is another uid's.
+    ForeignStack {
+        dir: PathBuf,
+        owner: u32,
+        euid: u32,
+        what: String,
+        stack: String,
+    },
+}
 
 impl Context {
     /// A stack directory that is a symlink whose target is gone (moved or removed by hand):
@@ -15,18 +42,11 @@ impl Context {
             return Ok(());
         }
         let to = std::fs::read_link(root).unwrap_or_default();
-        Err(crate::error::Failed::new(
-            format!(
-                "the stack directory {} is a symlink to {}, which does not exist; nothing was changed",
-                root.display(),
-                to.display()
-            ),
-            format!(
-                "remove the link (`rm {}`) or restore its target, then run the command again",
-                root.display()
-            ),
-        )
-        .into())
+        let refusal = WhereRefusal::DanglingRoot {
+            root: root.clone(),
+            to,
+        };
+        Err(crate::error::Failed::from(refusal).into())
     }
 
     /// [`Context::refuse_foreign_home`], then [`Context::refuse_foreign_stack`]: what every
@@ -47,20 +67,14 @@ impl Context {
         if owner == euid {
             return Ok(());
         }
-        let known = crate::sys::user::name_of(owner);
-        // sudo takes a uid without an account as `#UID` (quoted: `#` starts a shell comment).
-        let (name, sudo_user) = match known {
-            Some(n) => (n.clone(), n),
-            None => (format!("uid {owner}"), format!("'#{owner}'")),
-        };
-        Err(crate::error::Invalid::new(format!(
-            "HOME ({}) belongs to {name}, but oyster runs as uid {euid}; `{what}` would leave files there that {name} cannot use",
-            self.stack.home.display()
-        ))
-        .hint(format!(
-            "run it as {name}, without sudo: `oyster {what}{stack}`, or `sudo -u {sudo_user} -H oyster {what}{stack}`",
-            stack = self.stack_suffix()
-        )))
+        Err(WhereRefusal::ForeignHome {
+            home: self.stack.home.clone(),
+            owner,
+            euid,
+            what: what.to_owned(),
+            stack: self.stack_suffix(),
+        }
+        .into())
     }
 
     /// A stack whose directory (or config directory) another uid owns — root, or another user,
@@ -94,19 +108,14 @@ impl Context {
             if owner == euid {
                 continue;
             }
-            // sudo takes a uid without an account as `#UID` (quoted: `#` starts a comment).
-            let (name, sudo_user) = match crate::sys::user::name_of(owner) {
-                Some(n) => (n.clone(), n),
-                None => (format!("uid {owner}"), format!("'#{owner}'")),
-            };
-            return Err(crate::error::Invalid::new(format!(
-                "{} belongs to {name}, but oyster runs as uid {euid}; `{what}` would write there, and {name}'s own oyster would not wait for it",
-                dir.display()
-            ))
-            .hint(format!(
-                "run it as {name}, with the same OYSTERUN_STACKS_DIR: `sudo -u {sudo_user} -H oyster {what}{}`",
-                self.stack_suffix()
-            )));
+            return Err(WhereRefusal::ForeignStack {
+                dir: dir.clone(),
+                owner,
+                euid,
+                what: what.to_owned(),
+                stack: self.stack_suffix(),
+            }
+            .into());
         }
         Ok(())
     }

@@ -101,6 +101,45 @@ pub struct Problem {
     pub detail: Option<String>,
 }
 
+/// The inventory's fixes (and its one note), by what they are for; `stack` is the stack a
+/// command names. Words: `commands/words/fleet.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fix {
+    /// launchd's listing could not be read: each stack was asked on its own.
+    LaunchdUnreadable,
+    /// Only root can list the device's profiles.
+    #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
+    ProfilesNeedRoot,
+    /// Only the console user and root were looked at.
+    AccountsUnlisted,
+    /// Run the inventory as `user`.
+    AsUser { user: String },
+    /// `oyster doctor`, for the details and the fix.
+    DoctorDetails { stack: String },
+    /// `oyster doctor`, for the fix.
+    DoctorForIt { stack: String },
+    /// `oyster doctor`.
+    Doctor { stack: String },
+    /// `oyster doctor`, for what launchctl says.
+    DoctorLaunchctl { stack: String },
+    /// `oyster VERB` for the stack.
+    Verb { stack: String, verb: &'static str },
+    /// Read the logs, fix the cause, restart.
+    CrashLoop { stack: String },
+    /// Install provider `name` (`id`), or disable it.
+    InstallProvider {
+        name: &'static str,
+        id: String,
+        stack: String,
+    },
+    /// Regenerate the LaunchAgent.
+    Regenerate { stack: String },
+    /// Regenerate with another Node.
+    RegenerateNode { stack: String },
+    /// Regenerate with another Oysterun root.
+    RegenerateRoot { stack: String },
+}
+
 /// One provider, without its command (no secret, URL or token can be in it).
 #[derive(Debug, Serialize)]
 pub struct ProviderPart {
@@ -186,8 +225,7 @@ pub fn user_part(ctx: &Context) -> UserPart {
 fn launchd_unreadable(why: String) -> Problem {
     Problem {
         code: "launchd_listing_unreadable",
-        fix: "each stack was asked on its own; run `oyster doctor` to see what launchctl says"
-            .into(),
+        fix: Fix::LaunchdUnreadable.to_string(),
         detail: Some(why),
     }
 }
@@ -198,15 +236,6 @@ fn console_owner() -> Option<u32> {
         crate::sys::user::owner_of(Path::new("/dev/console"))
     } else {
         None
-    }
-}
-
-/// `oyster VERB` for this stack, as a user types it.
-fn cmd(stack: &str, verb: &str) -> String {
-    if stack == stack::DEFAULT_STACK {
-        format!("oyster {verb}")
-    } else {
-        format!("oyster {verb} {stack}")
     }
 }
 
@@ -264,7 +293,10 @@ fn unreadable(ctx: &Context, name: &str, why: &str) -> StackPart {
         managed: crate::host::plan::managed(ctx).entries,
         problems: vec![Problem {
             code: "status_unreadable",
-            fix: format!("run `{}` for the details and the fix", cmd(name, "doctor")),
+            fix: Fix::DoctorDetails {
+                stack: name.to_owned(),
+            }
+            .to_string(),
             detail: Some(why.to_owned()),
         }],
     }
@@ -338,7 +370,10 @@ fn providers(ctx: &Context, st: &AgentStatus) -> (Vec<ProviderPart>, Vec<Problem
                 vec![],
                 vec![Problem {
                     code: "config_unreadable",
-                    fix: format!("run `{}` for the fix", cmd(&st.stack, "doctor")),
+                    fix: Fix::DoctorForIt {
+                        stack: st.stack.clone(),
+                    }
+                    .to_string(),
                     detail: Some(e.to_string()),
                 }],
             )
@@ -353,13 +388,12 @@ fn providers(ctx: &Context, st: &AgentStatus) -> (Vec<ProviderPart>, Vec<Problem
             if s.state == crate::provider::status::State::Unavailable {
                 problems.push(Problem {
                     code: "provider_unavailable",
-                    fix: format!(
-                        "install {} (`oyster providers status{}` says where oyster looked), or \
-                         disable it: oyster providers set {id} \"\"{}",
-                        p.display_name,
-                        stack_flag(&st.stack),
-                        stack_flag(&st.stack)
-                    ),
+                    fix: Fix::InstallProvider {
+                        name: p.display_name,
+                        id: id.clone(),
+                        stack: st.stack.clone(),
+                    }
+                    .to_string(),
                     detail: Some(id.clone()),
                 });
             }
@@ -382,82 +416,60 @@ fn stack_problems(
     launchd: bool,
 ) -> Vec<Problem> {
     let name = st.stack.as_str();
-    let p = |code: &'static str, fix: String| Problem {
+    let stack = name.to_owned();
+    let p = |code: &'static str, fix: Fix| Problem {
         code,
-        fix,
+        fix: fix.to_string(),
         detail: None,
+    };
+    let verb = |verb: &'static str| Fix::Verb {
+        stack: stack.clone(),
+        verb,
     };
     let mut out = vec![];
     if st.broken {
         out.push(Problem {
             code: "broken_files",
-            fix: format!("run `{}` for the fix", cmd(name, "doctor")),
+            fix: Fix::DoctorForIt {
+                stack: stack.clone(),
+            }
+            .to_string(),
             detail: st.notes.iter().find(|n| n.starts_with("broken: ")).cloned(),
         });
     }
+    let stack = || stack.clone();
     match st.summary {
-        Summary::CrashLoop => out.push(p(
-            "crash_loop",
-            format!(
-                "read `{}`, fix the cause, then `{}`",
-                cmd(name, "logs"),
-                cmd(name, "restart")
-            ),
-        )),
-        Summary::Unverified => out.push(p("unverified", format!("run `{}`", cmd(name, "doctor")))),
-        Summary::NotRunning => out.push(p("not_running", cmd(name, "restart"))),
-        Summary::NotLoaded => out.push(p("not_loaded", cmd(name, "start"))),
-        Summary::Stopped => out.push(p("stopped", cmd(name, "start"))),
-        Summary::LoadedTwice => out.push(p(
-            "loaded_twice",
-            format!("run `{}` for the fix", cmd(name, "doctor")),
-        )),
+        Summary::CrashLoop => out.push(p("crash_loop", Fix::CrashLoop { stack: stack() })),
+        Summary::Unverified => out.push(p("unverified", Fix::Doctor { stack: stack() })),
+        Summary::NotRunning => out.push(p("not_running", verb("restart"))),
+        Summary::NotLoaded => out.push(p("not_loaded", verb("start"))),
+        Summary::Stopped => out.push(p("stopped", verb("start"))),
+        Summary::LoadedTwice => out.push(p("loaded_twice", Fix::DoctorForIt { stack: stack() })),
         Summary::Unknown if launchd => out.push(p(
             "launchd_unknown",
-            format!("run `{}` to see what launchctl says", cmd(name, "doctor")),
+            Fix::DoctorLaunchctl { stack: stack() },
         )),
-        Summary::NotInstalled if !st.broken => out.push(p("not_installed", cmd(name, "setup"))),
+        Summary::NotInstalled if !st.broken => out.push(p("not_installed", verb("setup"))),
         _ => {}
     }
     if st.in_sync == Some(false) {
-        out.push(p(
-            "plist_stale",
-            if name == stack::DEFAULT_STACK {
-                "oyster agent regenerate".to_owned()
-            } else {
-                format!("oyster agent regenerate --stack {name}")
-            },
-        ));
+        out.push(p("plist_stale", Fix::Regenerate { stack: stack() }));
     }
     if let Some(n) = node_bin.filter(|n| !Path::new(n).is_file()) {
         out.push(Problem {
             code: "node_missing",
-            fix: format!(
-                "oyster agent regenerate{} --node-bin <a Node 20 or later>",
-                stack_flag(name)
-            ),
+            fix: Fix::RegenerateNode { stack: stack() }.to_string(),
             detail: Some(n.to_owned()),
         });
     }
     if let Some(r) = root.filter(|r| !Path::new(r).join("host-service").is_dir()) {
         out.push(Problem {
             code: "oysterun_root_missing",
-            fix: format!(
-                "oyster agent regenerate{} --root <your Oysterun install>",
-                stack_flag(name)
-            ),
+            fix: Fix::RegenerateRoot { stack: stack() }.to_string(),
             detail: Some(r.to_owned()),
         });
     }
     out
-}
-
-fn stack_flag(name: &str) -> String {
-    if name == stack::DEFAULT_STACK {
-        String::new()
-    } else {
-        format!(" --stack {name}")
-    }
 }
 
 /// The time now as RFC 3339 UTC (`2026-12-02T17:00:00Z`), from the system clock.

@@ -31,28 +31,34 @@ pub fn payload_uuid(identifier: &str) -> String {
 }
 
 /// Refuses an organization name a plist (XML 1.0) cannot carry or a person could not read.
-pub fn check_organization(name: &str) -> Result<(), String> {
+pub fn check_organization(name: &str) -> Result<(), BadOrganization> {
     if name.trim().is_empty() {
-        return Err("--organization is empty".into());
+        return Err(BadOrganization::Empty);
     }
     if name.chars().count() > 200 {
-        return Err("--organization is longer than 200 characters".into());
+        return Err(BadOrganization::TooLong);
     }
     if let Some(c) = name.chars().find(|c| c.is_control()) {
-        return Err(format!(
-            "--organization holds the control character {:?}, which a profile cannot carry",
-            c
-        ));
+        return Err(BadOrganization::Control(c));
     }
     // XML 1.0 (§2.2, `Char`) has no U+FFFE or U+FFFF (nor surrogates, which a Rust string
     // cannot hold): a profile holding one is not XML, and macOS refuses it.
     if let Some(c) = name.chars().find(|c| !xml_char(*c)) {
-        return Err(format!(
-            "--organization holds U+{:04X}, which XML 1.0 cannot carry, so the profile would not be XML",
-            c as u32
-        ));
+        return Err(BadOrganization::NotXml(c));
     }
     Ok(())
+}
+
+/// Why `--organization` cannot be the profile's. Words: `commands/words/fleet.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadOrganization {
+    Empty,
+    /// Longer than 200 characters.
+    TooLong,
+    /// Holds this control character.
+    Control(char),
+    /// Holds a character XML 1.0 cannot carry.
+    NotXml(char),
 }
 
 /// Whether XML 1.0 can carry `c` (its `Char` production: tab, line feed, carriage return,
@@ -178,7 +184,7 @@ mod tests {
         assert!(check_organization("a\u{1b}[31m").is_err());
         assert!(check_organization(&"x".repeat(201)).is_err());
         for bad in ["A\u{FFFE}", "A\u{FFFF}"] {
-            let why = check_organization(bad).unwrap_err();
+            let why = check_organization(bad).unwrap_err().to_string();
             assert!(why.contains("XML 1.0"), "{why}");
         }
         // Everything else XML 1.0 carries passes: the last BMP character before U+FFFE, a

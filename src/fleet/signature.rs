@@ -33,26 +33,50 @@ fn read(exe: &Path) -> Signature {
         .run()
     {
         Ok(f) if f.code == 0 => parse(&f.stderr),
-        Ok(f) if f.stderr.contains("not signed at all") => none("the binary is not signed"),
-        Ok(f) => none(&format!(
-            "codesign could not read it (exit {}): {}",
-            f.code,
-            f.stderr.trim()
-        )),
-        Err(e) => none(&format!("codesign could not be run: {e}")),
+        Ok(f) if f.stderr.contains("not signed at all") => none(About::Unsigned),
+        Ok(f) => none(About::Unreadable {
+            code: f.code,
+            stderr: f.stderr.trim().to_owned(),
+        }),
+        Err(e) => none(About::NotRun { why: e.to_string() }),
     }
 }
 
 #[cfg(not(target_os = "macos"))]
 fn read(_exe: &Path) -> Signature {
-    none("this build is not for macOS, so it has no code signature")
+    none(About::NotMacos)
 }
 
-fn none(about: &str) -> Signature {
+fn none(about: About) -> Signature {
     Signature {
         team_id: None,
-        about: about.to_owned(),
+        about: about.to_string(),
     }
+}
+
+/// What the signature is, or why there is no team. Words: `commands/words/fleet.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum About {
+    #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
+    Unsigned,
+    #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
+    Unreadable {
+        code: i32,
+        stderr: String,
+    },
+    #[cfg_attr(not(target_os = "macos"), allow(dead_code))]
+    NotRun {
+        why: String,
+    },
+    #[cfg_attr(target_os = "macos", allow(dead_code))]
+    NotMacos,
+    AdHoc,
+    NoAuthority,
+    /// Signed by `leaf`; `developer_id` when it is a Developer ID Application certificate.
+    SignedBy {
+        leaf: String,
+        developer_id: bool,
+    },
 }
 
 /// The team of a `codesign -dvv` report, only when the leaf authority is a Developer ID
@@ -65,7 +89,7 @@ pub fn parse(report: &str) -> Signature {
             .find_map(|l| l.strip_prefix(key).map(str::trim))
     };
     if field("Signature=") == Some("adhoc") {
-        return none("the binary is ad-hoc signed (a local or Homebrew build), with no team");
+        return none(About::AdHoc);
     }
     let leaf = field("Authority=").unwrap_or_default();
     let team = field("TeamIdentifier=").unwrap_or_default();
@@ -73,12 +97,19 @@ pub fn parse(report: &str) -> Signature {
     if leaf.starts_with("Developer ID Application:") && team_ok {
         Signature {
             team_id: Some(team.to_owned()),
-            about: format!("signed by {leaf}"),
+            about: About::SignedBy {
+                leaf: leaf.to_owned(),
+                developer_id: true,
+            }
+            .to_string(),
         }
     } else if leaf.is_empty() {
-        none("the signature names no authority")
+        none(About::NoAuthority)
     } else {
-        none(&format!("signed by {leaf}, which is not a Developer ID"))
+        none(About::SignedBy {
+            leaf: leaf.to_owned(),
+            developer_id: false,
+        })
     }
 }
 

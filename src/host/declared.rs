@@ -28,6 +28,19 @@ pub struct Declared {
     pub left_out: Vec<String>,
 }
 
+/// What is said about the declared environment. Words: `commands/words/host.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeclaredNote {
+    /// The file is not used at all.
+    NotUsed(Refused),
+    /// A user's variable `name`, the forced `forced` (from `file`) in another case: left out.
+    Shadowed {
+        name: String,
+        forced: String,
+        file: PathBuf,
+    },
+}
+
 impl Declared {
     pub fn names(&self) -> Vec<String> {
         self.vars.keys().cloned().collect()
@@ -37,10 +50,7 @@ impl Declared {
     pub fn problems(&self) -> Vec<String> {
         let mut out = vec![];
         if let Some(r) = &self.refused {
-            out.push(format!(
-                "the declared environment is not used: {r}; the Host starts without it (fix: {})",
-                r.fix
-            ));
+            out.push(DeclaredNote::NotUsed(r.clone()).to_string());
         }
         for l in &self.left_out {
             out.push(format!("{}: {l}", self.file.display()));
@@ -92,11 +102,12 @@ pub fn effective(stack: &Stack, managed: &Managed) -> Declared {
             .collect();
         for k in shadowing {
             d.vars.remove(&k);
-            d.left_out.push(format!(
-                "{k}: your organization forces {} ({}), the same variable in another case; left out",
-                f.name,
-                f.file.display()
-            ));
+            let note = DeclaredNote::Shadowed {
+                name: k,
+                forced: f.name.clone(),
+                file: f.file.clone(),
+            };
+            d.left_out.push(note.to_string());
         }
         d.vars.insert(f.name.clone(), f.value.clone());
         d.forced.insert(f.name.clone(), f.file.clone());

@@ -90,12 +90,10 @@ pub struct EnvInputs<'a> {
 
 /// Builds the Host environment.
 pub fn generate(inputs: &EnvInputs<'_>) -> Result<LaunchEnv, Invalid> {
-    let node_dir = inputs.node_bin.parent().ok_or_else(|| {
-        Invalid::new(format!(
-            "node path {} has no directory",
-            inputs.node_bin.display()
-        ))
-    })?;
+    let node_dir = inputs
+        .node_bin
+        .parent()
+        .ok_or_else(|| NotInEnvironment::NodeWithoutDir(inputs.node_bin.to_owned()))?;
     let entries = std::iter::once(node_dir)
         .chain(inputs.provider_dirs.iter().map(PathBuf::as_path))
         .chain(SYSTEM_PATH.iter().map(Path::new));
@@ -124,26 +122,26 @@ pub fn generate(inputs: &EnvInputs<'_>) -> Result<LaunchEnv, Invalid> {
 pub fn build_path<'a>(entries: impl IntoIterator<Item = &'a Path>) -> Result<String, Invalid> {
     let mut seen: Vec<String> = Vec::new();
     for dir in entries {
-        let s = dir.to_str().ok_or_else(|| {
-            Invalid::new(format!("PATH entry {} is not valid UTF-8", dir.display()))
-        })?;
+        let s = dir
+            .to_str()
+            .ok_or_else(|| NotInEnvironment::PathEntryNotUtf8(dir.to_owned()))?;
         let why = if !dir.is_absolute() {
-            Some("is not an absolute path")
+            Some(NotOnPath::Relative)
         } else if s.contains(':') {
-            Some("contains `:`, the PATH separator")
+            Some(NotOnPath::Colon)
         } else if s.contains(['\n', '\r']) {
-            Some("contains a line break")
+            Some(NotOnPath::LineBreak)
         } else if s.contains('\0') {
-            Some("contains a NUL byte")
+            Some(NotOnPath::Nul)
         } else {
             None
         };
         if let Some(why) = why {
-            return Err(Invalid::new(format!(
-                "cannot put {s:?} on the Host's PATH: it {why}. Move the executable to a \
-                 directory whose path is plain (or point the provider at one with \
-                 `oyster providers set`)"
-            )));
+            return Err(NotInEnvironment::NotOnPath {
+                entry: s.to_owned(),
+                why,
+            }
+            .into());
         }
         let normalized = crate::provider::resolve::normalize(dir)
             .to_string_lossy()
@@ -156,15 +154,49 @@ pub fn build_path<'a>(entries: impl IntoIterator<Item = &'a Path>) -> Result<Str
 }
 
 fn value(name: &str, path: &Path) -> Result<String, Invalid> {
-    let s = path
-        .to_str()
-        .ok_or_else(|| Invalid::new(format!("{name} ({}) is not valid UTF-8", path.display())))?;
+    let s = path.to_str().ok_or_else(|| NotInEnvironment::NotUtf8 {
+        name: name.to_owned(),
+        path: path.to_owned(),
+    })?;
     if s.contains(['\n', '\r', '\0']) {
-        return Err(Invalid::new(format!(
-            "{name} ({s:?}) contains a line break or NUL"
-        )));
+        return Err(NotInEnvironment::Control {
+            name: name.to_owned(),
+            value: s.to_owned(),
+        }
+        .into());
     }
     Ok(s.to_owned())
+}
+
+/// Why a path cannot go into the Host's environment. Words: `commands/words/host.rs` (said as
+/// an [`Invalid`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotInEnvironment {
+    NodeWithoutDir(PathBuf),
+    PathEntryNotUtf8(PathBuf),
+    NotOnPath {
+        entry: String,
+        why: NotOnPath,
+    },
+    /// The variable `name`'s path is not UTF-8.
+    NotUtf8 {
+        name: String,
+        path: PathBuf,
+    },
+    /// The variable `name`'s value holds a line break or NUL.
+    Control {
+        name: String,
+        value: String,
+    },
+}
+
+/// What keeps a directory off PATH.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotOnPath {
+    Relative,
+    Colon,
+    LineBreak,
+    Nul,
 }
 
 #[cfg(test)]

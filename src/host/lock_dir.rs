@@ -52,96 +52,65 @@ fn kind_of(ft: &std::fs::FileType) -> String {
         .to_owned()
 }
 
-/// `at` as one shell word for a command in a hint: `~/…` under `home` (the rest quoted when it
-/// needs it, as macOS's `Library/Application Support` does), else the whole path.
-fn word(home: &Path, at: &Path) -> String {
-    let quoted = |s: &str| {
-        let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+:,@%".contains(c);
-        if !s.is_empty() && s.chars().all(plain) {
-            s.to_owned()
-        } else {
-            format!("'{}'", s.replace('\'', "'\\''"))
-        }
-    };
-    match at.strip_prefix(home) {
-        Ok(rel) if !rel.as_os_str().is_empty() => format!("~/{}", quoted(&rel.to_string_lossy())),
-        _ => quoted(&at.to_string_lossy()),
+/// Why the lifecycle lock cannot be taken in `dir` (under `home`): `at` is the part of its path
+/// that is wrong. Words and hint: `commands/words/host.rs` (said as a `Failed`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockDirRefusal {
+    pub home: PathBuf,
+    pub dir: PathBuf,
+    pub at: PathBuf,
+    pub why: LockDirWhy,
+}
+
+/// What is wrong with [`LockDirRefusal::at`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockDirWhy {
+    /// It is `what` (a file, a FIFO), not a directory.
+    NotADirectory { what: String },
+    /// A symlink to `to`, which does not exist.
+    Dangling { to: PathBuf },
+    /// Not writable by this user (`me`): `owner`'s, with `mode`; `file` when it is the lock file.
+    Unwritable {
+        owner: u32,
+        me: u32,
+        mode: u32,
+        file: bool,
+    },
+}
+
+fn refusal(home: &Path, at: &Path, dir: &Path, why: LockDirWhy) -> Failed {
+    LockDirRefusal {
+        home: home.to_owned(),
+        dir: dir.to_owned(),
+        at: at.to_owned(),
+        why,
     }
+    .into()
 }
 
 fn not_a_directory(home: &Path, at: &Path, what: &str, dir: &Path) -> Failed {
-    Failed::new(
-        format!(
-            "oyster keeps each stack's lifecycle lock in {}, but {} is {what}, not a directory; nothing was changed",
-            dir.display(),
-            at.display()
-        ),
-        format!(
-            "move it aside (`mv {0} {1}`) or make it a directory, then run the command again",
-            word(home, at),
-            word(home, &PathBuf::from(format!("{}.moved", at.display())))
-        ),
-    )
+    let what = what.to_owned();
+    refusal(home, at, dir, LockDirWhy::NotADirectory { what })
 }
 
 fn dangling(home: &Path, at: &Path, dir: &Path) -> Failed {
     let to = std::fs::read_link(at).unwrap_or_default();
-    Failed::new(
-        format!(
-            "oyster keeps each stack's lifecycle lock in {}, but {} is a symlink to {}, which does not exist; nothing was changed",
-            dir.display(),
-            at.display(),
-            to.display()
-        ),
-        format!(
-            "remove the link (`rm {}`) or restore its target, then run the command again",
-            word(home, at)
-        ),
-    )
+    refusal(home, at, dir, LockDirWhy::Dangling { to })
 }
 
 fn unwritable(home: &Path, at: &Path, dir: &Path, file: bool) -> Failed {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let who = |uid: u32| {
-        crate::sys::user::name_of(uid).map_or(format!("uid {uid}"), |n| format!("{n} (uid {uid})"))
-    };
     let me = crate::sys::user::euid();
     let (owner, mode) = std::fs::metadata(at)
         .map(|m| (m.uid(), m.permissions().mode() & 0o7777))
         .unwrap_or((me, 0));
-    let why = if owner == me {
-        format!(
-            "{} has mode {mode:04o}, so even you, its owner, cannot write {}",
-            at.display(),
-            if file { "it" } else { "in it" }
-        )
-    } else {
-        format!(
-            "{} is owned by {} (mode {mode:04o}), not by you ({})",
-            at.display(),
-            who(owner),
-            who(me)
-        )
+    let why = LockDirWhy::Unwritable {
+        owner,
+        me,
+        mode,
+        file,
     };
-    let fix = if owner == me {
-        format!(
-            "`chmod u+w{} {}`",
-            if file { "" } else { "x" },
-            at.display()
-        )
-    } else {
-        format!(
-            "`sudo chown $USER {}` (a `sudo` run of an installer or of oyster left it so)",
-            word(home, at)
-        )
-    };
-    Failed::new(
-        format!(
-            "oyster cannot take the stack's lifecycle lock in {}: {why}; nothing was changed",
-            dir.display()
-        ),
-        format!("{fix}, then run the command again"),
-    )
+    refusal(home, at, dir, why)
 }
 
 /// Whether this user may create entries in `dir` (write and search), as `access(2)` answers
@@ -175,14 +144,5 @@ mod tests {
         std::os::unix::fs::symlink(home.join("gone"), &first).unwrap();
         let e = refuse_unusable(home, &lock).unwrap_err();
         assert!(e.msg.contains("which does not exist"), "{}", e.msg);
-    }
-
-    #[test]
-    fn a_command_in_a_hint_quotes_a_path_with_a_space_after_the_tilde() {
-        let home = Path::new("/Users/a b");
-        let at = home.join("Library/Application Support");
-        assert_eq!(word(home, &at), "~/'Library/Application Support'");
-        assert_eq!(word(home, &home.join(".local")), "~/.local");
-        assert_eq!(word(home, Path::new("/o'k")), "'/o'\\''k'");
     }
 }

@@ -12,7 +12,6 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::error::{Failed, Invalid};
 use crate::provider::resolve::{self, Search};
 use crate::sys::process::{self, ChildEnv};
 
@@ -72,14 +71,12 @@ pub struct PinRequest<'a> {
 pub fn pin_managed(path: &Path, file: &Path, cache: Option<&Path>) -> anyhow::Result<NodePin> {
     check(path, cache)
         .map(|pin| pin.from(Origin::Managed))
-        .map_err(|e| {
-            crate::error::Failed::new(
-                e.say(&Origin::Managed),
-                format!(
-                    "ask your administrator to make node_bin in {} a Node {MIN_MAJOR} or newer that exists on this Mac",
-                    file.display()
-                ),
-            )
+        .map_err(|candidate| {
+            // A `Failed`, as the managed root's is: doctor tells the administrator's fix by it.
+            crate::error::Failed::from(NodeProblem::Managed {
+                candidate,
+                file: file.to_owned(),
+            })
             .into()
         })
 }
@@ -94,12 +91,20 @@ pub fn pin(req: &PinRequest<'_>) -> anyhow::Result<NodePin> {
     if let Some(flag) = req.flag {
         return check(flag, req.cache)
             .map(|pin| pin.from(Origin::Flag))
-            .map_err(|e| Invalid::new(e.say(&Origin::Flag)).into());
+            .map_err(|candidate| NodeProblem::Given {
+                origin: Origin::Flag,
+                candidate,
+            })
+            .map_err(Into::into);
     }
     if let Some(env) = req.env {
         return check(Path::new(env), req.cache)
             .map(|pin| pin.from(Origin::Env))
-            .map_err(|e| Invalid::new(e.say(&Origin::Env)).into());
+            .map_err(|candidate| NodeProblem::Given {
+                origin: Origin::Env,
+                candidate,
+            })
+            .map_err(Into::into);
     }
     // The installed pin passed over is not asked again if the search meets it.
     let mut stale: Option<Unusable> = None;
@@ -107,10 +112,7 @@ pub fn pin(req: &PinRequest<'_>) -> anyhow::Result<NodePin> {
         match check(Path::new(installed), req.cache) {
             Ok(pin) => return Ok(pin.from(Origin::InstalledPlist)),
             Err(why) => {
-                req.out.note(&format!(
-                    "{}; resolving node again",
-                    why.say(&Origin::InstalledPlist)
-                ));
+                req.out.note(&NodeNote::Stale(why.clone()).to_string());
                 stale = Some(why);
             }
         }
@@ -126,13 +128,12 @@ pub fn pin(req: &PinRequest<'_>) -> anyhow::Result<NodePin> {
         match checked {
             Ok(pin) => {
                 if !passed.is_empty() {
-                    req.out.note(&format!(
-                        "using node {} ({}), the first found that is Node {MIN_MAJOR} or newer; \
-                         passed over {}",
-                        pin.path.display(),
-                        pin.version,
-                        briefs(&passed)
-                    ));
+                    let note = NodeNote::PassedOver {
+                        path: pin.path.clone(),
+                        version: pin.version.clone(),
+                        passed,
+                    };
+                    req.out.note(&note.to_string());
                 }
                 return Ok(pin.from(Origin::Resolved));
             }
@@ -146,44 +147,60 @@ pub fn pin(req: &PinRequest<'_>) -> anyhow::Result<NodePin> {
         .map(|d| d.display().to_string())
         .collect();
     if !passed.is_empty() {
-        return Err(Failed::new(
-            format!(
-                "no `node` found is Node {MIN_MAJOR} or newer: {}",
-                briefs(&passed)
-            ),
-            format!(
-                "install Node {MIN_MAJOR} or newer (on PATH or in {}), or pass --node-bin \
-                 /full/path/to/node",
-                dirs.join(", ")
-            ),
-        )
-        .into());
+        return Err(NodeProblem::NoneNewEnough { passed, dirs }.into());
     }
-    Err(anyhow::anyhow!(
-        "no `node` was found on PATH or in {}; install Node {MIN_MAJOR} or newer, or pass \
-         --node-bin /full/path/to/node",
-        dirs.join(", ")
-    ))
+    Err(NodeProblem::NoneFound { dirs }.into())
 }
 
-/// `/a/node (v18.19.0), /b/node (…)`.
-fn briefs(passed: &[Unusable]) -> String {
-    passed
-        .iter()
-        .map(Unusable::brief)
-        .collect::<Vec<_>>()
-        .join(", ")
+/// Why no Node is pinned. Words (and hints): `commands/words/host.rs`.
+#[derive(Debug, Clone)]
+pub enum NodeProblem {
+    /// The Node given (`--node-bin`, `OYSTERUN_NODE_BIN`) cannot run the Host: invalid input.
+    Given { origin: Origin, candidate: Unusable },
+    /// The Node the profile in `file` forces cannot: a failure whose fix is the administrator's.
+    Managed { candidate: Unusable, file: PathBuf },
+    /// Every `node` found is too old or broken (searched on PATH and in `dirs`).
+    NoneNewEnough {
+        passed: Vec<Unusable>,
+        dirs: Vec<String>,
+    },
+    /// No `node` at all on PATH or in `dirs`.
+    NoneFound { dirs: Vec<String> },
+}
+
+impl std::error::Error for NodeProblem {}
+
+impl crate::error::HasKind for NodeProblem {
+    fn kind(&self) -> crate::error::Kind {
+        match self {
+            NodeProblem::Given { .. } => crate::error::Kind::Invalid,
+            _ => crate::error::Kind::Failure,
+        }
+    }
+}
+
+/// What pinning says while it looks. Words: `commands/words/host.rs`.
+#[derive(Debug, Clone)]
+pub enum NodeNote {
+    /// The installed LaunchAgent's Node no longer works: resolving again.
+    Stale(Unusable),
+    /// The Node pinned (`path`, `version`) came after these, too old or broken.
+    PassedOver {
+        path: PathBuf,
+        version: String,
+        passed: Vec<Unusable>,
+    },
 }
 
 /// A candidate that cannot run the Host, and why.
-#[derive(Clone)]
-struct Unusable {
-    path: PathBuf,
-    why: Why,
+#[derive(Debug, Clone)]
+pub struct Unusable {
+    pub path: PathBuf,
+    pub why: Why,
 }
 
-#[derive(Clone)]
-enum Why {
+#[derive(Debug, Clone)]
+pub enum Why {
     NotAbsolute,
     NotExecutable(resolve::NotExecutable),
     /// `--version` could not be run, or failed.
@@ -192,51 +209,6 @@ enum Why {
     NotAVersion(String),
     /// A Node older than [`MIN_MAJOR`], with the version it printed.
     TooOld(String),
-}
-
-impl Unusable {
-    /// The whole sentence, naming where the candidate came from.
-    fn say(&self, origin: &Origin) -> String {
-        let p = self.path.display();
-        match &self.why {
-            Why::NotAbsolute => {
-                format!(
-                    "node from {origin} ({p}) is not an absolute path; give the full path to node"
-                )
-            }
-            Why::NotExecutable(why) => format!("node from {origin} ({p}) {why}"),
-            Why::Version(why) => format!("node from {origin} ({p}): {why}"),
-            Why::NotAVersion(v) => format!(
-                "node from {origin} ({p}) printed {v:?} for --version, which is not a Node version"
-            ),
-            Why::TooOld(v) => format!(
-                "node from {origin} ({p}) is {v}; the Host needs Node {MIN_MAJOR} or newer. \
-                 Install a newer Node or pass --node-bin"
-            ),
-        }
-    }
-
-    /// One item of a list of candidates passed over: `/usr/local/bin/node (v18.19.0)`.
-    fn brief(&self) -> String {
-        let p = self.path.display();
-        match &self.why {
-            Why::TooOld(v) => format!("{p} ({v})"),
-            Why::NotAVersion(v) => format!("{p} (printed {v:?} for --version)"),
-            // A child's stderr: its first line, with no control character reaching the terminal.
-            Why::Version(why) => {
-                let line: String = why
-                    .lines()
-                    .next()
-                    .unwrap_or("")
-                    .chars()
-                    .map(|c| if c.is_control() { '?' } else { c })
-                    .collect();
-                format!("{p} ({line})")
-            }
-            Why::NotExecutable(why) => format!("{p} ({why})"),
-            Why::NotAbsolute => format!("{p} (not an absolute path)"),
-        }
-    }
 }
 
 /// A usable Node before its origin is known.

@@ -351,11 +351,22 @@ fn remembered_roots(pe: &PlanEnv<'_>) -> Vec<(PathBuf, String)> {
 }
 
 fn no_port(stack: &Stack) -> Invalid {
-    Invalid::new(format!(
-        "stack {} has no port yet; pass --port N once and it is recorded in {}",
-        stack.name,
-        stack.config_path().display()
-    ))
+    PlanWords::NoPort {
+        stack: stack.name.clone(),
+        config: stack.config_path(),
+    }
+    .into()
+}
+
+/// What planning (and a port's rollback) says. Words: `commands/words/host.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanWords {
+    /// A custom stack with no port recorded and none given.
+    NoPort { stack: String, config: PathBuf },
+    /// The rollback left config.json's port alone: another command changed it meanwhile.
+    PortChangedMeanwhile,
+    /// The rollback put config.json's port back (`None`: no port again).
+    PortBack(Option<serde_json::Value>),
 }
 
 /// The managed preferences of this user and stack (docs/fleet.md).
@@ -471,10 +482,9 @@ pub fn put_back_port(
         Ok(true)
     })?;
     Ok(match (reverted, &change.from) {
-        (false, _) => {
-            "config.json's port was changed by another command meanwhile: left as it is".to_owned()
-        }
-        (true, serde_json::Value::Null) => "config.json has no port again".to_owned(),
-        (true, from) => format!("config.json's port is {from} again"),
-    })
+        (false, _) => PlanWords::PortChangedMeanwhile,
+        (true, serde_json::Value::Null) => PlanWords::PortBack(None),
+        (true, from) => PlanWords::PortBack(Some(from.clone())),
+    }
+    .to_string())
 }

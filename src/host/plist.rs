@@ -7,7 +7,7 @@
 //! the same struct, keys oyster does not write kept in [`LaunchAgent::other`].
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use plist::{Dictionary, Value};
 use serde::{Deserialize, Serialize};
@@ -132,12 +132,12 @@ impl LaunchAgent {
 /// Python's plistlib refuse it even where a lenient parser does not).
 fn text(what: &str, value: &str) -> Result<String, Invalid> {
     if let Some(c) = value.chars().find(|c| c.is_control() && *c != '\t') {
-        return Err(Invalid::new(format!(
-            "{what} holds the control character U+{:04X}, which cannot go into a plist: {}",
-            c as u32,
-            crate::output::redact::escape_controls(value)
-        ))
-        .hint("use a path without control characters"));
+        return Err(PlistRefusal::Control {
+            what: what.to_owned(),
+            c,
+            value: value.to_owned(),
+        }
+        .into());
     }
     Ok(value.to_owned())
 }
@@ -260,7 +260,7 @@ pub fn read_installed(path: &Path, out: &dyn crate::output::Reporter) -> Option<
     let bytes = match fsutil::read_regular(path, MAX_PLIST_BYTES) {
         Ok(b) => b?,
         Err(e) => {
-            out.note(&format!("ignoring the installed plist: {e}"));
+            out.note(&InstalledNote::Unreadable(e).to_string());
             return None;
         }
     };
@@ -271,11 +271,11 @@ pub fn read_installed(path: &Path, out: &dyn crate::output::Reporter) -> Option<
             agent
         }
         Err(e) => {
-            out.note(&format!(
-                "the installed {} does not parse ({}); ignoring its pins",
-                path.display(),
-                crate::error::plist_problem(&e)
-            ));
+            let note = InstalledNote::NotAPlist {
+                path: path.to_owned(),
+                problem: crate::error::plist_problem(&e),
+            };
+            out.note(&note.to_string());
             LaunchAgent::default()
         }
     };
@@ -311,15 +311,35 @@ pub fn refuse_foreign_owner(plist_path: &Path) -> Result<(), Invalid> {
     if meta.uid() == me {
         return Ok(());
     }
-    let name = |uid: u32| crate::sys::user::name_of(uid).unwrap_or_else(|| format!("uid {uid}"));
-    let (owner, mine) = (name(meta.uid()), name(me));
-    let p = plist_path.display();
-    Err(Invalid::new(format!(
-        "{p} is owned by {owner}, not by you ({mine}): launchd refuses to load it, and oyster will not replace a file someone else owns"
-    ))
-    .hint(format!(
-        "remove it with `sudo rm {p}` (or take it over with `sudo chown {mine} {p}`), then run again"
-    )))
+    Err(PlistRefusal::ForeignOwner {
+        path: plist_path.to_owned(),
+        owner: meta.uid(),
+        me,
+    }
+    .into())
+}
+
+/// Why a plist cannot be written. Words (and hints): `commands/words/host.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlistRefusal {
+    /// A value (`what`) holds a control character other than tab.
+    Control {
+        what: String,
+        c: char,
+        value: String,
+    },
+    /// The plist on disk is another uid's.
+    ForeignOwner { path: PathBuf, owner: u32, me: u32 },
+}
+
+/// What reading the installed plist says when it cannot use it. Words:
+/// `commands/words/host.rs`.
+#[derive(Debug)]
+pub enum InstalledNote {
+    /// The file could not be read (the reader's refusal).
+    Unreadable(FsError),
+    /// It is not a property list (`problem`: `error::plist_problem`'s words).
+    NotAPlist { path: PathBuf, problem: String },
 }
 
 /// Whether the plist on disk has another mode than the 0644 [`write`] gives it (a write with

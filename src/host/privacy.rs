@@ -81,13 +81,13 @@ pub fn warnings(home: &Path, paths: &[(&str, &Path)], node: &Path) -> Vec<String
         .iter()
         .filter_map(|(what, path)| {
             let place = place_in(&homes, path)?;
-            Some(format!(
-                "{what} {} lies in {place}, which macOS privacy protection keeps programs launchd \
-                 runs from reading (the Host would fail with \"Operation not permitted\"); move it \
-                 out (e.g. a checkout to ~/oysterun): that is the lasting fix. {}",
-                path.display(),
-                advice.get_or_init(|| grant(node))
-            ))
+            let warning = Protected {
+                what: (*what).to_owned(),
+                path: path.to_path_buf(),
+                place,
+                grant: advice.get_or_init(|| grant(node)).clone(),
+            };
+            Some(warning.to_string())
         })
         .collect()
 }
@@ -100,7 +100,7 @@ pub fn warnings(home: &Path, paths: &[(&str, &Path)], node: &Path) -> Vec<String
 /// "Files and Folders" lists only programs that already asked and has no "+", so the grant a
 /// user can give by hand is Full Disk Access, which asks for an administrator. Whether it
 /// outlives an upgrade depends on each program's signature, read here (`signing`).
-pub fn grant(node: &Path) -> String {
+pub fn grant(node: &Path) -> Grant {
     let node = resolved(node);
     let oyster = std::env::current_exe()
         .map(|p| resolved(&p))
@@ -108,18 +108,38 @@ pub fn grant(node: &Path) -> String {
     let lifetime = |name: &str, path: &Path| {
         crate::host::signing::grant_lifetime(name, path, &crate::host::signing::of(path))
     };
-    format!(
-        "Otherwise grant access under System Settings → Privacy & Security → Full Disk Access → + \
-         (it asks for an administrator's name and password) to both programs that read it: Node \
-         ({}; oyster becomes Node when launchd runs the Host), and {}; and oyster ({}), whose \
-         launch program runs Oysterun's dashboard-credentials step as a Node child before the \
-         Host starts (macOS charges that step to oyster: with only Node granted it fails with \
-         \"Operation not permitted\", which is only logged), and {}",
-        node.display(),
-        lifetime("Node", &node),
-        oyster.display(),
-        lifetime("oyster", &oyster),
-    )
+    Grant {
+        node_lifetime: lifetime("Node", &node),
+        oyster_lifetime: lifetime("oyster", &oyster),
+        node,
+        oyster,
+    }
+}
+
+/// The Full Disk Access grant to give instead ([`grant`]): both programs and whether each
+/// grant outlives an upgrade. Words: `commands/words/host.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub node: PathBuf,
+    pub node_lifetime: crate::host::signing::GrantLifetime,
+    pub oyster: PathBuf,
+    pub oyster_lifetime: crate::host::signing::GrantLifetime,
+}
+
+/// A path the Host needs (`what`, e.g. "the Oysterun root") that lies in a protected `place`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Protected {
+    pub what: String,
+    pub path: PathBuf,
+    pub place: String,
+    pub grant: Grant,
+}
+
+/// The pinned Node is not the one the last verified start ran: `old` was, `now` is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeChanged {
+    pub old: String,
+    pub now: PathBuf,
 }
 
 /// `node` with its links resolved (`/opt/homebrew/bin/node` → the Cellar binary).
@@ -152,7 +172,7 @@ pub fn verified_node_path(run_dir: &Path) -> PathBuf {
 /// When the pinned Node is not the one the last verified start ran (upgraded since), the
 /// sentence that says so: a grant given to the old one does not carry over. `None` when it
 /// is the same, or nothing was recorded.
-pub fn node_changed(run_dir: &Path, node: &Path) -> Option<String> {
+pub fn node_changed(run_dir: &Path, node: &Path) -> Option<NodeChanged> {
     let bytes = crate::sys::fs::read_regular(&verified_node_path(run_dir), 64 * 1024).ok()??;
     let was = String::from_utf8_lossy(&bytes).into_owned();
     let now = node_identity(node)?;
@@ -168,13 +188,9 @@ pub fn node_changed(run_dir: &Path, node: &Path) -> Option<String> {
     {
         return None;
     }
-    (was != now).then(|| {
-        let old = was.lines().next().unwrap_or("?");
-        format!(
-            "the pinned Node changed since the last verified start (was {old}, now {}): a Full Disk Access grant given to the old one does not hold for it; add {} under System Settings → Privacy & Security → Full Disk Access → +",
-            resolved(node).display(),
-            resolved(node).display()
-        )
+    (was != now).then(|| NodeChanged {
+        old: was.lines().next().unwrap_or("?").to_owned(),
+        now: resolved(node),
     })
 }
 

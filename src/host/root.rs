@@ -48,13 +48,11 @@ pub fn find_managed(dir: &Path, file: &Path) -> Result<FoundRoot, crate::error::
             origin: origin.into(),
         })
         .map_err(|e| {
-            crate::error::Failed::new(
-                e.msg,
-                format!(
-                    "ask your administrator to make root in {} an Oysterun install on this Mac",
-                    file.display()
-                ),
-            )
+            RootProblem::Managed {
+                problem: Box::new(e),
+                file: file.to_owned(),
+            }
+            .into()
         })
 }
 
@@ -68,16 +66,20 @@ pub fn find_managed(dir: &Path, file: &Path) -> Result<FoundRoot, crate::error::
 /// 1), as no `node` found is.
 pub fn find(s: &RootSearch<'_>) -> anyhow::Result<FoundRoot> {
     if let Some(dir) = s.flag {
-        return Ok(check(dir, "--root").map(|path| FoundRoot {
-            path,
-            origin: "--root".into(),
-        })?);
+        return Ok(check(dir, "--root")
+            .map(|path| FoundRoot {
+                path,
+                origin: "--root".into(),
+            })
+            .map_err(Invalid::from)?);
     }
     if let Some(dir) = s.env {
-        return Ok(check(dir, "OYSTERUN_ROOT").map(|path| FoundRoot {
-            path,
-            origin: "OYSTERUN_ROOT".into(),
-        })?);
+        return Ok(check(dir, "OYSTERUN_ROOT")
+            .map(|path| FoundRoot {
+                path,
+                origin: "OYSTERUN_ROOT".into(),
+            })
+            .map_err(Invalid::from)?);
     }
     let mut looked = vec![];
     if let Some(dir) = s.installed {
@@ -90,7 +92,7 @@ pub fn find(s: &RootSearch<'_>) -> anyhow::Result<FoundRoot> {
                 })
             }
             Err(e) => {
-                s.out.note(&format!("{e}; looking further"));
+                s.out.note(&RootNote::LookingFurther(e).to_string());
                 looked.push(format!(
                     "{} ({origin})",
                     crate::output::one_line(Path::new(dir))
@@ -107,7 +109,7 @@ pub fn find(s: &RootSearch<'_>) -> anyhow::Result<FoundRoot> {
                 })
             }
             Err(e) => {
-                s.out.note(&format!("{e}; looking further"));
+                s.out.note(&RootNote::LookingFurther(e).to_string());
                 looked.push(format!("{} ({origin})", crate::output::one_line(dir)));
             }
         }
@@ -140,27 +142,54 @@ pub fn find(s: &RootSearch<'_>) -> anyhow::Result<FoundRoot> {
             crate::output::one_line(&dir)
         ));
     }
-    Err(Failed::new(
-        format!(
-            "could not find the Oysterun install root (a directory holding {SERVER}); looked in: {}",
-            looked.join("; ")
-        ),
-        "install Oysterun with `npm install -g oysterun`, or pass --root DIR (or set OYSTERUN_ROOT)",
-    )
-    .into())
+    Err(Failed::from(RootProblem::NotFound { looked }).into())
+}
+
+/// Why a root cannot be used, or none was found. Words (and hints): `commands/words/host.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RootProblem {
+    /// The root given by `origin` holds the control character `c`.
+    Controls {
+        origin: String,
+        dir: PathBuf,
+        c: char,
+    },
+    /// A relative root, and no current directory to make it absolute.
+    NotAbsolute { dir: PathBuf, cause: String },
+    /// The root from `origin` has no [`SERVER`].
+    NoServer { origin: String, root: PathBuf },
+    /// The root the profile in `file` forces cannot be used.
+    Managed {
+        problem: Box<RootProblem>,
+        file: PathBuf,
+    },
+    /// No root anywhere oyster looked (`looked`: each place, with where it came from).
+    NotFound { looked: Vec<String> },
+}
+
+impl std::error::Error for RootProblem {}
+
+/// What the search says while it looks. Words: `commands/words/host.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RootNote {
+    /// A candidate passed over.
+    LookingFurther(RootProblem),
 }
 
 /// Refuses a root given with a control character (it cannot go into a plist, and would reach
 /// the terminal raw), naming where it came from (docs/behaviour.md §4: refused where it enters).
 pub fn refuse_controls(dir: &Path, origin: &str) -> Result<(), Invalid> {
+    controls(dir, origin).map_err(Invalid::from)
+}
+
+fn controls(dir: &Path, origin: &str) -> Result<(), RootProblem> {
     let text = dir.to_string_lossy();
     match text.chars().find(|c| c.is_control()) {
-        Some(c) => Err(Invalid::new(format!(
-            "{origin} holds the control character U+{:04X}: {}",
-            c as u32,
-            crate::output::one_line(dir)
-        ))
-        .hint(format!("give {origin} a path without control characters"))),
+        Some(c) => Err(RootProblem::Controls {
+            origin: origin.to_owned(),
+            dir: dir.to_owned(),
+            c,
+        }),
         None => Ok(()),
     }
 }
@@ -171,23 +200,26 @@ fn packaged_root() -> Option<PathBuf> {
     Some(exe.parent()?.parent()?.join("share/oysterun"))
 }
 
-fn check(dir: &Path, origin: &str) -> Result<PathBuf, Invalid> {
-    refuse_controls(dir, origin)?;
+fn check(dir: &Path, origin: &str) -> Result<PathBuf, RootProblem> {
+    controls(dir, origin)?;
     let abs = if dir.is_absolute() {
         dir.to_owned()
     } else {
         std::env::current_dir()
-            .map_err(|e| Invalid::new(format!("cannot make {} absolute: {e}", dir.display())))?
+            .map_err(|e| RootProblem::NotAbsolute {
+                dir: dir.to_owned(),
+                cause: e.to_string(),
+            })?
             .join(dir)
     };
     let root = crate::provider::resolve::normalize(&abs);
     if root.join(SERVER).is_file() {
         Ok(root)
     } else {
-        Err(Invalid::new(format!(
-            "the Oysterun root from {origin} ({}) has no {SERVER}",
-            root.display()
-        )))
+        Err(RootProblem::NoServer {
+            origin: origin.to_owned(),
+            root,
+        })
     }
 }
 

@@ -92,24 +92,22 @@ pub fn versioned_path(path: &Path) -> bool {
 }
 
 /// Whether a Full Disk Access grant to `name` at `path`, signed as `signing`, outlives an
-/// upgrade of it, in words.
-pub fn grant_lifetime(name: &str, path: &Path, signing: &Signing) -> String {
-    match signing {
-        Signing::AdHoc => format!(
-            "add it again after every {name} upgrade: it is ad-hoc signed (as Homebrew's builds are), so each build is a new program to macOS"
-        ),
-        Signing::DeveloperId(team) if versioned_path(path) => format!(
-            "add it again after every {name} upgrade: it is signed by Developer ID (team {team}), but its path changes with the version"
-        ),
-        Signing::DeveloperId(team) => format!(
-            "a grant holds across {name} upgrades that keep this path: it is signed by Developer ID (team {team})"
-        ),
-        Signing::Other(who) => format!(
-            "add it again after every {name} upgrade unless the upgrade keeps this path and its signer ({who})"
-        ),
-        Signing::Unknown(why) => format!(
-            "add it again after every {name} upgrade if it is ad-hoc signed, as Homebrew's builds are (its signature could not be read: {why})"
-        ),
+/// upgrade of it. Words: `commands/words/host.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrantLifetime {
+    pub name: String,
+    pub signing: Signing,
+    /// The path names a version ([`versioned_path`]).
+    pub versioned: bool,
+}
+
+/// Whether a Full Disk Access grant to `name` at `path`, signed as `signing`, outlives an
+/// upgrade of it.
+pub fn grant_lifetime(name: &str, path: &Path, signing: &Signing) -> GrantLifetime {
+    GrantLifetime {
+        name: name.to_owned(),
+        signing: signing.clone(),
+        versioned: versioned_path(path),
     }
 }
 
@@ -133,20 +131,23 @@ mod tests {
     #[test]
     fn a_grant_outlives_an_upgrade_only_for_a_developer_id_build_at_a_stable_path() {
         let id = Signing::DeveloperId("HX7739G8FX".into());
-        let stable = grant_lifetime("Node", Path::new("/usr/local/bin/node"), &id);
+        let stable = grant_lifetime("Node", Path::new("/usr/local/bin/node"), &id).to_string();
         assert!(
             stable.starts_with("a grant holds across Node upgrades"),
             "{stable}"
         );
         let nvm = Path::new("/Users/u/.nvm/versions/node/v22.11.0/bin/node");
         assert!(versioned_path(nvm));
-        assert!(grant_lifetime("Node", nvm, &id).contains("its path changes with the version"));
+        assert!(grant_lifetime("Node", nvm, &id)
+            .to_string()
+            .contains("its path changes with the version"));
         let cellar = Path::new("/opt/homebrew/Cellar/node/22.11.0/bin/node");
-        let adhoc = grant_lifetime("Node", cellar, &Signing::AdHoc);
+        let adhoc = grant_lifetime("Node", cellar, &Signing::AdHoc).to_string();
         assert!(adhoc.starts_with("add it again after every Node upgrade: it is ad-hoc signed"));
         assert!(!versioned_path(Path::new("/usr/local/bin/node")));
         assert!(!versioned_path(Path::new("/opt/homebrew/bin/oyster")));
-        let unknown = grant_lifetime("oyster", Path::new("/x"), &Signing::Unknown("why".into()));
+        let unknown =
+            grant_lifetime("oyster", Path::new("/x"), &Signing::Unknown("why".into())).to_string();
         assert!(unknown.contains("if it is ad-hoc signed"), "{unknown}");
     }
 }

@@ -76,16 +76,13 @@ pub const RESERVED_NAMES: &[&str] = &["all", "local", "phone", "daily", "shared"
 /// Checks a stack name: `production`, `staging`, or `[a-z][a-z0-9-]{0,31}`, not reserved.
 pub fn validate_name(name: &str) -> Result<(), Invalid> {
     if name == "all" {
-        return Err(Invalid::new(
-            "`all` is not a stack name: every stack is `--all` (start, stop, restart, uninstall, status)",
-        )
-        .hint("`oyster restart --all`, or `oyster list` to see the stacks"));
+        return Err(StackRefusal::All.into());
     }
     if RESERVED_NAMES.contains(&name) {
-        return Err(Invalid::new(format!(
-            "{name:?} is reserved by Oysterun (1.5.3 keeps local, phone, daily and shared for itself), so it cannot be a stack name"
-        ))
-        .hint("choose another name; `--all` acts on every stack"));
+        return Err(StackRefusal::Reserved {
+            name: name.to_owned(),
+        }
+        .into());
     }
     let bytes = name.as_bytes();
     let ok = !bytes.is_empty()
@@ -97,36 +94,80 @@ pub fn validate_name(name: &str) -> Result<(), Invalid> {
     if ok {
         Ok(())
     } else {
-        Err(Invalid::new(format!(
-            "invalid stack name {name:?}: use `production`, `staging`, or a name matching \
-             [a-z][a-z0-9-]{{0,31}} (a lowercase letter, then up to 31 lowercase letters, digits or dashes)"
-        )))
+        Err(StackRefusal::BadName {
+            name: name.to_owned(),
+        }
+        .into())
     }
 }
+
+/// Why a stack's name, its directories or its files refuse a command. Words (and hints):
+/// `commands/words/host.rs`; said as [`Invalid`] or `Failed` (as each refusal is today).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StackRefusal {
+    /// `all` given as a name.
+    All,
+    /// A name Oysterun 1.5.3 keeps for itself.
+    Reserved {
+        name: String,
+    },
+    /// Not `production`, `staging` or `[a-z][a-z0-9-]{0,31}`.
+    BadName {
+        name: String,
+    },
+    NoHome,
+    RelativeHome {
+        home: PathBuf,
+    },
+    /// `OYSTERUN_STACKS_DIR` or `OYSTERUN_CONFIG_DIR` not absolute.
+    RelativeDir {
+        var: &'static str,
+        value: PathBuf,
+    },
+    /// The log directory is `what` ("not a directory", "a symlink to nothing").
+    LogDir {
+        dir: PathBuf,
+        what: &'static str,
+    },
+    /// The Host log is `kind` (`sys::fs::not_regular`'s words), not a regular file.
+    SpecialLog {
+        log: PathBuf,
+        kind: &'static str,
+    },
+    /// `~/Library/LaunchAgents` owned by someone else, or not writable by its owner.
+    AgentsDir {
+        dir: PathBuf,
+        owner: u32,
+        me: u32,
+        mode: u32,
+    },
+    /// A custom stack with nothing on disk; `list` names the known ones, `near` a likely typo.
+    Unknown {
+        name: String,
+        list: String,
+        near: Option<String>,
+    },
+}
+
+impl std::error::Error for StackRefusal {}
 
 impl Stack {
     pub fn new(name: &str, env: &StackEnv) -> Result<Stack, Invalid> {
         validate_name(name)?;
-        let home = env.home.clone().ok_or_else(|| {
-            Invalid::new("HOME is not set; oyster needs it to find the stack's files")
-        })?;
+        let home = env.home.clone().ok_or(StackRefusal::NoHome)?;
         if !home.is_absolute() {
-            return Err(Invalid::new(format!(
-                "HOME is {}, which is not an absolute path",
-                home.display()
-            )));
+            return Err(StackRefusal::RelativeHome { home }.into());
         }
         for (var, value) in [
             ("OYSTERUN_STACKS_DIR", &env.stacks_dir),
             ("OYSTERUN_CONFIG_DIR", &env.config_dir),
         ] {
             if let Some(v) = value.as_ref().filter(|v| !v.is_absolute()) {
-                return Err(Invalid::new(format!(
-                    "{var} is {:?}, not an absolute path; launchd and the Host expand nothing, so \
-                     `~` or a relative path would mean a directory relative to wherever they run",
-                    v.display().to_string()
-                ))
-                .hint(format!("set {var} to a full path, e.g. {var}=\"$HOME/…\"")));
+                return Err(StackRefusal::RelativeDir {
+                    var,
+                    value: v.clone(),
+                }
+                .into());
             }
         }
         let stacks = env
@@ -213,14 +254,11 @@ impl Stack {
             _ => None,
         };
         if let Some(what) = what {
-            return Err(Invalid::new(format!(
-                "the log directory {} is {what}; the Host's log cannot be written in it",
-                dir.display()
-            ))
-            .hint(format!(
-                "move it aside (`mv {0} {0}.old`); oyster creates the directory",
-                dir.display()
-            )));
+            return Err(StackRefusal::LogDir {
+                dir: dir.clone(),
+                what,
+            }
+            .into());
         }
         Ok(())
     }
@@ -235,21 +273,7 @@ impl Stack {
         let Some(kind) = crate::sys::fs::not_regular(&log) else {
             return Ok(());
         };
-        let why = match kind {
-            "a symlink" => "the Host's output would go wherever it points",
-            "a FIFO (named pipe)" => {
-                "opening it blocks until someone reads it, so the Host would never start"
-            }
-            _ => "the Host's output cannot be appended to it",
-        };
-        Err(Invalid::new(format!(
-            "the Host log {} is {kind}, not a regular file; {why}",
-            log.display()
-        ))
-        .hint(format!(
-            "remove it (`rm {}`); a regular Host log is created there when the Host starts",
-            log.display()
-        )))
+        Err(StackRefusal::SpecialLog { log, kind }.into())
     }
 
     /// `~/Library/LaunchAgents` must be this user's to write: after a `sudo` mistake it is
@@ -265,39 +289,16 @@ impl Stack {
         let me = crate::sys::user::euid();
         let mode = meta.permissions().mode() & 0o7777;
         let owner = meta.uid();
-        let who = |uid: u32| {
-            crate::sys::user::name_of(uid)
-                .map_or(format!("uid {uid}"), |n| format!("{n} (uid {uid})"))
-        };
-        let (why, fix) = if owner != me {
-            (
-                format!(
-                    "it is owned by {} (mode {mode:04o}), not by you ({})",
-                    who(owner),
-                    who(me)
-                ),
-                format!(
-                    "`sudo chown $USER {}` (a `sudo` run of an installer or of oyster left it so)",
-                    dir.display()
-                ),
-            )
-        } else if mode & 0o300 != 0o300 {
-            (
-                format!(
-                    "its mode is {mode:04o}, so even you, its owner, cannot create files in it"
-                ),
-                format!("`chmod u+wx {}`", dir.display()),
-            )
-        } else {
-            return Ok(());
-        };
-        Err(crate::error::Failed::new(
-            format!(
-                "oyster cannot write the LaunchAgent into {}: {why}; nothing was changed",
-                dir.display()
-            ),
-            format!("{fix}, then run the command again"),
-        ))
+        if owner != me || mode & 0o300 != 0o300 {
+            return Err(StackRefusal::AgentsDir {
+                dir,
+                owner,
+                me,
+                mode,
+            }
+            .into());
+        }
+        Ok(())
     }
 
     /// The Host's pid file, named as Oysterun's scripts name it (docs/behaviour.md stacks table):
@@ -487,21 +488,15 @@ pub fn require_known(stack: &Stack, env: &StackEnv) -> Result<(), Invalid> {
     } else {
         known.join(", ")
     };
-    let err = Invalid::new(format!(
-        "there is no stack named {:?} on this machine (known stacks: {list})",
-        stack.name
-    ));
     let mut candidates: Vec<&str> = known.iter().map(String::as_str).collect();
     candidates.extend([DEFAULT_STACK, "staging"]);
-    if let Some(near) = nearest(&stack.name, &candidates) {
-        return Err(err.hint(format!(
-            "did you mean `{near}`? (`oyster list` shows every stack)"
-        )));
+    let near = nearest(&stack.name, &candidates).map(str::to_owned);
+    Err(StackRefusal::Unknown {
+        name: stack.name.clone(),
+        list,
+        near,
     }
-    Err(err.hint(format!(
-        "check the name with `oyster list`; a new stack is created by `oyster setup {0}` (or `oyster install {0} --port N`)",
-        stack.name
-    )))
+    .into())
 }
 
 /// The candidate closest to `typed` by edit distance, when it is close enough to be a typo

@@ -8,24 +8,28 @@ use super::{Code, Domain, PrintInfo};
 
 /// What is true of a Host in `user/<uid>`, said whenever oyster falls back to it.
 pub fn user_domain_note(gui: Domain, code: Code) -> String {
-    user_domain_note_because(
+    UserDomain {
         gui,
-        &format!(
-            "the GUI domain {gui} is not available (launchctl exit {code}; no console session?)"
-        ),
-    )
+        why: NoGui::Code(code),
+    }
+    .to_string()
 }
 
-/// [`user_domain_note`] for another reason than a code from launchctl.
-fn user_domain_note_because(gui: Domain, why: &str) -> String {
-    format!(
-        "{why}, so using {user}: a Background session, where the login keychain is not \
-         unlocked (a provider that keeps its credentials there fails), which launchd does not \
-         load again after a reboot until this user logs in; the next console login does not \
-         move it but loads a second copy into {gui} beside it (two Hosts for one port) until \
-         `oyster restart` at the console boots this one out",
-        user = gui.other()
-    )
+/// A Host going to `user/<uid>` instead of `gui` (`why`). Words: `commands/words/launchctl.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UserDomain {
+    pub gui: Domain,
+    pub why: NoGui,
+}
+
+/// Why `gui/<uid>` cannot take this user's Host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoGui {
+    /// launchctl answered this code: no such domain.
+    Code(Code),
+    /// The console is `owner`'s (0: nobody at it), not this user's; `overridden` when
+    /// [`CONSOLE_VAR`] said so.
+    NotMine { owner: u32, overridden: bool },
 }
 
 /// Who owns the console, as Homebrew asks it (`File.stat("/dev/console").uid`): on macOS the
@@ -55,25 +59,13 @@ impl Console {
     }
 
     /// Why `gui/<uid>` cannot load this user's Host, when the console is someone else's.
-    fn not_mine(self, gui: Domain) -> Option<String> {
+    fn not_mine(self, gui: Domain) -> Option<NoGui> {
         let Domain::Gui(me) = gui else { return None };
         let owner = self.owner.filter(|o| *o != me)?;
-        let who = match owner {
-            0 => "nobody is logged in at the console (it belongs to root)".to_owned(),
-            o => format!(
-                "the console belongs to another user ({})",
-                crate::sys::user::name_of(o)
-                    .map_or(format!("uid {o}"), |n| format!("{n}, uid {o}"))
-            ),
-        };
-        let from = if self.overridden {
-            format!(" ({CONSOLE_VAR}={owner})")
-        } else {
-            String::new()
-        };
-        Some(format!(
-            "{who}{from}, so {gui} has no login session of this user to load the Host into (launchd would answer its bootstrap with a bare 5)"
-        ))
+        Some(NoGui::NotMine {
+            owner,
+            overridden: self.overridden,
+        })
     }
 }
 
@@ -117,7 +109,7 @@ impl BothDomains {
         match console.not_mine(gui).filter(|_| self.gui.is_err()) {
             Some(why) => DomainChoice {
                 name: gui.other(),
-                fallback_note: Some(user_domain_note_because(gui, &why)),
+                fallback_note: Some(UserDomain { gui, why }.to_string()),
             },
             None => DomainChoice {
                 name: gui,

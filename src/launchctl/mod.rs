@@ -14,7 +14,9 @@ mod domains;
 pub mod print;
 
 pub use code::Code;
-pub use domains::{user_domain_note, BothDomains, Console, DomainChoice, CONSOLE_VAR};
+pub use domains::{
+    user_domain_note, BothDomains, Console, DomainChoice, NoGui, UserDomain, CONSOLE_VAR,
+};
 
 pub use print::{parse_disabled, parse_print, JobState, LastExit, PrintInfo};
 use std::ffi::OsStr;
@@ -115,12 +117,14 @@ impl Reply {
     }
 }
 
-/// A launchctl call that failed, with everything needed to understand it.
-#[derive(Debug, thiserror::Error)]
-#[error("`{argv}` exited with {code}: {}", if stderr.trim().is_empty() { "(no output)" } else { stderr.trim() })]
+/// A launchctl call that failed, with everything needed to understand it. Words:
+/// `commands/words/launchctl.rs`.
+#[derive(Debug)]
 pub struct LaunchctlError {
     pub argv: String,
     pub code: i32,
+    /// Not said (launchctl writes its errors to stderr); kept for the debug form.
+    #[allow(dead_code)]
     pub stdout: String,
     pub stderr: String,
 }
@@ -149,20 +153,19 @@ type PrintAnswer = Result<PrintInfo, Code>;
 /// How long a remembered `print` stands for "now".
 const FRESH_FOR: Duration = Duration::from_secs(3);
 
-/// Where `launchctl` is and why it is not usable.
-#[derive(Debug, Clone, thiserror::Error)]
+impl std::error::Error for LaunchctlError {}
+
+/// Where `launchctl` is and why it is not usable. Words: `commands/words/launchctl.rs`.
+#[derive(Debug, Clone)]
 pub enum LocateError {
-    #[error("launchctl is switched off ({OVERRIDE_VAR}=none): no LaunchAgent can be loaded here; `oyster host start` starts the Host directly")]
+    /// Switched off (`OYSTER_LAUNCHCTL=none`).
     Off,
-    #[error("{TIMEOUT_VAR} is {0:?}; give a whole number of seconds from 1 to {MAX_TIMEOUT_SECS}, or unset it")]
     BadTimeout(String),
-    #[error(
-        "{OVERRIDE_VAR} is {0:?}, which is not an absolute path to an executable; fix or unset it"
-    )]
     BadOverride(String),
-    #[error("launchctl was not found at {SYSTEM_LAUNCHCTL}; launchd is macOS-only. Use `oyster host start` for direct startup, or set {OVERRIDE_VAR} to a launchctl-compatible program")]
     Missing,
 }
+
+impl std::error::Error for LocateError {}
 
 impl LocateError {
     /// A variable the user set is wrong (exit 2); a missing launchctl is a failure (exit 1).

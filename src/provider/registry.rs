@@ -81,20 +81,11 @@ pub static PROVIDERS: &[Provider] = &[
     },
 ];
 
-/// A provider name that is not in the registry.
-#[derive(Debug, thiserror::Error)]
+/// A provider name that is not in the registry. Words: `commands/words/provider.rs`.
+#[derive(Debug)]
 pub struct UnsupportedProvider(pub String);
 
-impl fmt::Display for UnsupportedProvider {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "unsupported provider {:?}; supported providers are: {}",
-            self.0,
-            supported_names()
-        )
-    }
-}
+impl std::error::Error for UnsupportedProvider {}
 
 /// Looks a provider up by id. Unknown names fail here, before any filesystem access.
 pub fn lookup(name: &str) -> Result<&'static Provider, UnsupportedProvider> {

@@ -4,7 +4,6 @@
 //! an execution of the thing found. The same walk finds `node` for the launch environment.
 
 use std::ffi::OsString;
-use std::fmt;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
@@ -103,7 +102,36 @@ pub enum Resolution {
     /// target) and the step that found it.
     Found { path: PathBuf, source: Source },
     /// Nothing usable, and why, with the fix.
-    Missing { reason: String },
+    Missing { reason: Unresolved },
+}
+
+/// Why a provider resolves to nothing; its words carry the fix. Words:
+/// `commands/words/provider.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unresolved {
+    /// Disabled by the user.
+    Disabled { id: String },
+    /// `manual`, and the configured command cannot be used.
+    Configured {
+        id: String,
+        bin: &'static str,
+        why: NotConfigured,
+    },
+    /// `auto`, and `bin` is nowhere on PATH or in `dirs`.
+    NotFound {
+        id: String,
+        bin: &'static str,
+        name: &'static str,
+        dirs: Vec<PathBuf>,
+    },
+}
+
+/// Why a configured command does not count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotConfigured {
+    Empty,
+    Relative { command: String },
+    NotExecutable { command: String, why: NotExecutable },
 }
 
 impl Resolution {
@@ -123,11 +151,11 @@ impl Resolution {
         }
     }
 
-    /// Why nothing was found, if nothing was.
-    pub fn reason(&self) -> Option<&str> {
+    /// Why nothing was found (in words, with the fix), if nothing was.
+    pub fn reason(&self) -> Option<String> {
         match self {
             Resolution::Found { .. } => None,
-            Resolution::Missing { reason } => Some(reason),
+            Resolution::Missing { reason } => Some(reason.to_string()),
         }
     }
 }
@@ -142,26 +170,6 @@ pub enum NotExecutable {
     NotRegularFile,
     NoExecutePermission(u32),
     Unreadable(String),
-}
-
-impl fmt::Display for NotExecutable {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            NotExecutable::Missing => f.write_str("does not exist"),
-            NotExecutable::BrokenSymlink => {
-                f.write_str("is a broken symlink (its target does not exist)")
-            }
-            NotExecutable::SymlinkLoop => f.write_str("is a symlink loop"),
-            NotExecutable::Directory => f.write_str("is a directory"),
-            NotExecutable::NotRegularFile => f.write_str("is not a regular file"),
-            NotExecutable::NoExecutePermission(mode) => write!(
-                f,
-                "is not executable by this user (mode {:04o}; `chmod +x` it)",
-                mode & 0o7777
-            ),
-            NotExecutable::Unreadable(e) => write!(f, "cannot be inspected: {e}"),
-        }
-    }
 }
 
 /// Checks that `path`, after following symlinks, is a regular file this user may execute.
@@ -255,20 +263,23 @@ pub fn search_binaries<'a>(
 }
 
 /// Step 1: a configured command counts only when it is an absolute executable path.
-pub fn check_configured(command: &str) -> Result<PathBuf, String> {
+pub fn check_configured(command: &str) -> Result<PathBuf, NotConfigured> {
     let path = Path::new(command);
     if command.trim().is_empty() {
-        return Err("no command is configured".into());
+        return Err(NotConfigured::Empty);
     }
     if !path.is_absolute() {
-        return Err(format!(
-            "the configured command {command:?} is not an absolute path"
-        ));
+        return Err(NotConfigured::Relative {
+            command: command.to_owned(),
+        });
     }
     let normalized = normalize(path);
     check_executable(&normalized)
         .map(|()| normalized)
-        .map_err(|why| format!("the configured command {command} {why}"))
+        .map_err(|why| NotConfigured::NotExecutable {
+            command: command.to_owned(),
+            why,
+        })
 }
 
 /// Resolves one provider under its intent.
@@ -278,24 +289,19 @@ pub fn resolve(
     configured: Option<&str>,
     search: &Search,
 ) -> Resolution {
-    let fix_manual = format!(
-        "give a full path with `oyster providers set {id} /full/path/to/{bin}`, or hand it back \
-         to discovery with `oyster providers auto {id}`",
-        id = provider.id,
-        bin = provider.binary
-    );
+    let id = provider.id.to_string();
     match intent {
         Intent::Disabled => Resolution::Missing {
-            reason: (format!(
-                "disabled by the user; re-enable it with `oyster providers set {id} /full/path` \
-                 or `oyster providers auto {id}`",
-                id = provider.id
-            )),
+            reason: Unresolved::Disabled { id },
         },
         Intent::Manual => match check_configured(configured.unwrap_or("")) {
             Ok(path) => found(path, Source::Configured),
             Err(why) => Resolution::Missing {
-                reason: (format!("{why}; {fix_manual}")),
+                reason: Unresolved::Configured {
+                    id,
+                    bin: provider.binary,
+                    why,
+                },
             },
         },
         Intent::Auto => {
@@ -305,22 +311,12 @@ pub fn resolve(
             match search_binary(provider.binary, search) {
                 Some((path, source)) => found(path, source),
                 None => Resolution::Missing {
-                    // No "hand it back to discovery": it is already `auto`. Someone who
-                    // does not use this provider needs to hear how to stop being told.
-                    reason: (format!(
-                        "`{bin}` was not found on PATH or in {dirs}; install it, give a full path \
-                         with `oyster providers set {id} /full/path/to/{bin}`, or, if you do not \
-                         use {name}, disable it with `oyster providers set {id} \"\"`",
-                        bin = provider.binary,
-                        id = provider.id,
-                        name = provider.display_name,
-                        dirs = search
-                            .fallback_dirs
-                            .iter()
-                            .map(|d| d.display().to_string())
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                    )),
+                    reason: Unresolved::NotFound {
+                        id,
+                        bin: provider.binary,
+                        name: provider.display_name,
+                        dirs: search.fallback_dirs.clone(),
+                    },
                 },
             }
         }

@@ -85,7 +85,7 @@ impl ProviderStatus {
             resolved: r.path().map(|p| p.to_string_lossy().into_owned()),
             source: r.source(),
             state,
-            reason: r.reason().map(str::to_owned),
+            reason: r.reason(),
             authentication: Authentication::NotChecked,
             managed: None,
         }

@@ -9,32 +9,35 @@ use std::io::{self, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// A failed filesystem step, naming the file.
-#[derive(Debug, thiserror::Error)]
+/// A failed filesystem step, naming the file. Words: `commands/words/sys.rs`.
+#[derive(Debug)]
 pub enum FsError {
-    #[error("{path} is a symlink; oyster replaces files atomically and will not write through a link. Replace the link with a regular file (or remove it) and run again")]
-    Symlink { path: PathBuf },
-    #[error("could not {action} {path}: {cause}")]
+    Symlink {
+        path: PathBuf,
+    },
     Io {
         action: &'static str,
         path: PathBuf,
         // Not a `#[source]`: the message already says it, and `{:#}` would say it twice.
         cause: io::Error,
     },
-    #[error("{path} is {kind}, not a regular file; oyster reads only regular files. Replace it with the real file (or remove it) and run again")]
-    NotRegular { path: PathBuf, kind: &'static str },
-    #[error(
-        "{} has held {path} for {secs} s; wait for it to finish (or stop it), then run again",
-        lock::holder_text(holder)
-    )]
+    NotRegular {
+        path: PathBuf,
+        kind: &'static str,
+    },
+    /// `holder` (empty: one that left no record of its pid) has held the lock `secs`.
     Busy {
         path: PathBuf,
         holder: String,
         secs: u64,
     },
-    #[error("{path} is larger than {cap} bytes, more than this file can reasonably hold; check what wrote it, or move it aside and run again")]
-    TooLarge { path: PathBuf, cap: u64 },
+    TooLarge {
+        path: PathBuf,
+        cap: u64,
+    },
 }
+
+impl std::error::Error for FsError {}
 
 impl FsError {
     /// Whether the file itself is wrong (exit 2) rather than the system failing (exit 1).

@@ -13,25 +13,34 @@ use std::time::{Duration, Instant};
 /// Output captured from a finished program is capped at this many bytes per stream.
 pub const OUTPUT_CAP: usize = 1 << 20;
 
-/// A program run that did not produce an exit code.
-#[derive(Debug, thiserror::Error)]
+/// A program run that did not produce an exit code. Words: `commands/words/sys.rs`.
+#[derive(Debug)]
 pub enum ProcessError {
-    #[error("`{argv}` could not be started: {source}")]
     Spawn {
         argv: String,
         source: std::io::Error,
     },
-    #[error("`{argv}` did not finish within {secs} s and was killed")]
-    Timeout { argv: String, secs: u64 },
-    #[error("`{argv}` was killed by signal {signal}")]
-    Signaled { argv: String, signal: i32 },
-    #[error(
-        "`{argv}` was stopped (with its process group) because oyster was interrupted by {signal}"
-    )]
+    Timeout {
+        argv: String,
+        secs: u64,
+    },
+    Signaled {
+        argv: String,
+        signal: i32,
+    },
     Interrupted {
         argv: String,
         signal: super::signal::Signal,
     },
+}
+
+impl std::error::Error for ProcessError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ProcessError::Spawn { source, .. } => Some(source),
+            _ => None,
+        }
+    }
 }
 
 /// What a finished program printed and returned.

@@ -73,15 +73,25 @@ pub fn last_lines(
 /// The end of one line longer than the tail's window: from its first space after the cut (a
 /// token at the cut is not shown in part), marked; with no space, not at all.
 fn cut_line(text: &[u8]) -> String {
+    let max = TAIL_WINDOW;
     match text.iter().position(u8::is_ascii_whitespace) {
-        Some(i) => format!(
-            "[line cut: it began more than {TAIL_WINDOW} bytes back] …{}",
-            String::from_utf8_lossy(&text[i..])
-        ),
-        None => format!(
-            "[one line longer than {TAIL_WINDOW} bytes, with no space in its last {TAIL_WINDOW}; not shown]"
-        ),
+        Some(i) => LineCut::Began {
+            max,
+            rest: String::from_utf8_lossy(&text[i..]).into_owned(),
+        },
+        None => LineCut::NotShown { max },
     }
+    .to_string()
+}
+
+/// A line longer than a window of `max` bytes, as a log's tail shows it. Words:
+/// `commands/words/sys.rs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LineCut {
+    /// Shown from its first space after the cut (`rest`).
+    Began { max: u64, rest: String },
+    /// No space in the window: not shown.
+    NotShown { max: u64 },
 }
 
 /// Something that happened to a followed log.

@@ -18,9 +18,33 @@ use std::path::{Path, PathBuf};
 pub struct Replaceable {
     /// The file or directory that someone other than root can change.
     pub path: PathBuf,
-    /// What makes it so, in words ("belongs to uid 501 (alice)", "is writable by its group
-    /// (mode 0775)").
-    pub why: String,
+    /// What makes it so. Words ("belongs to uid 501 (alice)", "is writable by its group (mode
+    /// 0775)"): `commands/words/sys.rs`.
+    pub why: Why,
+}
+
+/// What makes a path changeable by someone other than root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Why {
+    Unresolvable {
+        cause: String,
+    },
+    Uninspectable {
+        cause: String,
+    },
+    /// A symlink `uid` owns in a sticky directory others may write.
+    LinkInSharedDir {
+        uid: u32,
+    },
+    /// Owned by `uid`, not root.
+    NotRoots {
+        uid: u32,
+    },
+    /// Writable by `who` ("its group", "everyone", "its group and everyone").
+    Writable {
+        who: &'static str,
+        mode: u32,
+    },
 }
 
 /// `Ok` when `exe` (as run) and the file it resolves to can be changed by root alone; else
@@ -36,7 +60,9 @@ pub fn only_root_can_replace(exe: &Path) -> Result<(), Replaceable> {
         Err(e) => {
             return Err(Replaceable {
                 path: exe.to_path_buf(),
-                why: format!("cannot be resolved ({e})"),
+                why: Why::Unresolvable {
+                    cause: e.to_string(),
+                },
             })
         }
     }
@@ -47,12 +73,15 @@ pub fn only_root_can_replace(exe: &Path) -> Result<(), Replaceable> {
 }
 
 fn check(path: &Path) -> Result<(), Replaceable> {
-    let bad = |why: String| Replaceable {
+    let bad = |why: Why| Replaceable {
         path: path.to_path_buf(),
         why,
     };
-    let m =
-        std::fs::symlink_metadata(path).map_err(|e| bad(format!("cannot be inspected ({e})")))?;
+    let m = std::fs::symlink_metadata(path).map_err(|e| {
+        bad(Why::Uninspectable {
+            cause: e.to_string(),
+        })
+    })?;
     if m.file_type().is_symlink() {
         // In a sticky directory others may write (`/tmp`, `/Users/Shared`), an entry's owner
         // may remove and make it again: a link there that is not root's can be pointed at
@@ -62,21 +91,12 @@ fn check(path: &Path) -> Result<(), Replaceable> {
             .and_then(|d| std::fs::metadata(d).ok())
             .is_some_and(|d| d.mode() & 0o1000 != 0 && d.mode() & 0o022 != 0);
         if sticky_parent && m.uid() != 0 {
-            let name = super::user::name_of(m.uid())
-                .map(|n| format!(" ({n})"))
-                .unwrap_or_default();
-            return Err(bad(format!(
-                "is a symlink that uid {}{name} owns in a directory others may write, so it can point it at another program",
-                m.uid()
-            )));
+            return Err(bad(Why::LinkInSharedDir { uid: m.uid() }));
         }
         return Ok(());
     }
     if m.uid() != 0 {
-        let name = super::user::name_of(m.uid())
-            .map(|n| format!(" ({n})"))
-            .unwrap_or_default();
-        return Err(bad(format!("belongs to uid {}{name}, not root", m.uid())));
+        return Err(bad(Why::NotRoots { uid: m.uid() }));
     }
     let mode = m.mode() & 0o7777;
     let sticky_dir = m.is_dir() && mode & 0o1000 != 0;
@@ -87,7 +107,7 @@ fn check(path: &Path) -> Result<(), Replaceable> {
         (false, true) => "everyone",
         (false, false) => return Ok(()),
     };
-    Err(bad(format!("is writable by {who} (mode {mode:04o})")))
+    Err(bad(Why::Writable { who, mode }))
 }
 
 #[cfg(test)]
@@ -117,7 +137,7 @@ mod tests {
         let e = only_root_can_replace(&exe).unwrap_err();
         assert_eq!(e.path, bin);
         assert!(
-            e.why.contains("its group") && e.why.contains("0775"),
+            e.why.to_string().contains("its group") && e.why.to_string().contains("0775"),
             "{e:?}"
         );
         chmod(&bin, 0o1777);
@@ -125,7 +145,7 @@ mod tests {
         chmod(&exe, 0o757);
         let e = only_root_can_replace(&exe).unwrap_err();
         assert_eq!(
-            (e.path.as_path(), e.why.contains("everyone")),
+            (e.path.as_path(), e.why.to_string().contains("everyone")),
             (exe.as_path(), true)
         );
         chmod(&exe, 0o755);
@@ -171,6 +191,6 @@ mod tests {
         .unwrap();
         let e = only_root_can_replace(&link).unwrap_err();
         assert_eq!(e.path, link, "{e:?}");
-        assert!(e.why.contains("uid 501"), "{e:?}");
+        assert!(e.why.to_string().contains("uid 501"), "{e:?}");
     }
 }

@@ -37,14 +37,14 @@ pub struct Account {
     pub shell: String,
 }
 
-/// Why the account could not be read.
-#[derive(Debug, thiserror::Error)]
+/// Why the account could not be read. Words: `commands/words/sys.rs`.
+#[derive(Debug)]
 pub enum AccountError {
-    #[error("uid {0} has no entry in the user database, so USER, LOGNAME and SHELL for the Host are unknown; add the user (or run oyster as a user that has one)")]
     Missing(u32),
-    #[error("could not read the user database entry of uid {uid}: {errno}")]
     Lookup { uid: u32, errno: nix::errno::Errno },
 }
+
+impl std::error::Error for AccountError {}
 
 /// Reads the account of the real uid.
 pub fn account() -> Result<Account, AccountError> {

@@ -85,19 +85,18 @@ pub enum CallError {
     BadUnit(String),
 }
 
-/// Where `systemctl` is and why it is not usable.
-#[derive(Debug, Clone, thiserror::Error)]
+/// Where `systemctl` is and why it is not usable. Words: `commands/words/launchctl.rs`.
+#[derive(Debug, Clone)]
 pub enum LocateError {
     /// `OYSTER_SYSTEMCTL=none`: told there is no systemd.
-    #[error("systemctl is switched off ({OVERRIDE_VAR}=none)")]
     Off,
     /// The override is not an absolute path to an executable (exit 2).
-    #[error("{OVERRIDE_VAR} is {0:?}, not an absolute path to an executable")]
     BadOverride(String),
     /// No systemctl at either system path.
-    #[error("systemctl was not found at {}", SYSTEM_SYSTEMCTL.join(" or "))]
     Missing,
 }
+
+impl std::error::Error for LocateError {}
 
 impl LocateError {
     /// A variable the user set is wrong (exit 2); no systemctl is a failure (exit 1).

@@ -30,7 +30,7 @@ fn file_check(ctx: &Context, d: &Declared) -> Option<Check> {
             "declared environment",
             Level::Fail,
             format!("{r}; the Host starts without any of it"),
-            Some(r.fix.clone()),
+            Some(r.fix()),
         ));
     }
     if !d.left_out.is_empty() {

@@ -218,7 +218,12 @@ fn managed_check(ctx: &Context) -> Option<Check> {
             Level::Warn,
             Some(format!(
                 "ask your administrator to correct the profile: {}",
-                managed.warnings.join("; ")
+                managed
+                    .warnings
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; ")
             )),
         )
     };
@@ -234,7 +239,7 @@ fn privacy_check(ctx: &Context, plan: Option<&Plan>) -> Vec<Check> {
     let Some(plan) = plan else { return vec![] };
     let node = plan.node.path.as_path();
     // Two signatures read: once for every row.
-    let grant = (!plan.privacy.is_empty()).then(|| crate::host::privacy::grant(node));
+    let grant = (!plan.privacy.is_empty()).then(|| crate::host::privacy::grant(node).to_string());
     let mut checks: Vec<Check> = plan
         .privacy
         .iter()
@@ -256,7 +261,7 @@ fn privacy_check(ctx: &Context, plan: Option<&Plan>) -> Vec<Check> {
             checks.push(check(
                 "privacy",
                 Level::Warn,
-                changed,
+                changed.to_string(),
                 Some(format!(
                     "add {} under Full Disk Access, or move the paths out of the protected folder",
                     crate::host::privacy::resolved(node).display()

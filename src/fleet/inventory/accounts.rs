@@ -18,10 +18,7 @@ pub fn profile_state() -> ProfileState {
 #[cfg(target_os = "macos")]
 fn read_profiles(identifier: &str) -> (Option<bool>, Option<String>) {
     if crate::sys::user::euid() != 0 {
-        return (
-            None,
-            Some("only root can list the device's profiles (run: sudo oyster inventory)".into()),
-        );
+        return (None, Some(super::Fix::ProfilesNeedRoot.to_string()));
     }
     match crate::sys::process::Program::new(Path::new("/usr/bin/profiles"))
         .args(["show", "-type", "configuration"])
@@ -150,7 +147,7 @@ fn candidate_uids() -> (Vec<u32>, Vec<Problem>) {
 fn accounts_unlisted(why: String) -> Problem {
     Problem {
         code: "accounts_unlisted",
-        fix: "only the console user and root were looked at; each user can run `oyster inventory --json` themselves".into(),
+        fix: super::Fix::AccountsUnlisted.to_string(),
         detail: Some(why),
     }
 }
@@ -200,7 +197,10 @@ pub fn part_as(exe: &Path, account: &Account) -> Value {
             "stacks": [],
             "problems": [Problem {
                 code: "user_unreadable",
-                fix: format!("run `oyster inventory` as {} for the details", account.name),
+                fix: super::Fix::AsUser {
+                    user: account.name.clone(),
+                }
+                .to_string(),
                 detail: Some(why),
             }],
         }),

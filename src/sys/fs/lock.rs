@@ -24,16 +24,6 @@ impl Drop for Lock {
     }
 }
 
-/// Who holds a busy lock, for messages: the holder's record, or (none written: another
-/// program's `flock`, or an oyster that has not written its own yet) said as unknown.
-pub(super) fn holder_text(holder: &str) -> String {
-    if holder.is_empty() {
-        "another process (it left no record of its pid)".to_owned()
-    } else {
-        format!("another oyster ({holder})")
-    }
-}
-
 impl Lock {
     /// Whether another holder had it first, so whatever this run saw before it got the lock
     /// (a launchd job's pid, a file) may have changed meanwhile.
@@ -121,10 +111,15 @@ const RELOCK_TRIES: usize = 20;
 
 /// The error when the lock file kept being replaced under every attempt.
 fn moved_away(lock_path: &Path) -> FsError {
-    io_err("lock", lock_path)(io::Error::other(
-        "the lock file was removed or replaced each time oyster took it; check what removes it, then run again",
-    ))
+    io_err("lock", lock_path)(io::Error::other(MovedAway))
 }
+
+/// The lock file was removed or replaced under every attempt to take it. Words:
+/// `commands/words/sys.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MovedAway;
+
+impl std::error::Error for MovedAway {}
 
 /// Whether the file a lock is held on is still the file at `lock_path` (same device and
 /// inode). oyster never removes a lock file, but something else may (a user clearing oyster's
