@@ -34,8 +34,8 @@ mod host;
 mod launchctl;
 mod pinned;
 mod provider;
-mod sys;
 mod service;
+mod sys;
 pub mod top;
 mod verify;
 
