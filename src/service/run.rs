@@ -217,6 +217,17 @@ pub fn run<J: Job>(
     };
     let mut baseline = job.before_steps(plan, d)?;
     for (i, step) in d.steps.iter().enumerate() {
+        // A signal that came while the run was still looking (a manager's call it cut short
+        // and that the decision took as "no answer") ends it here: nothing has been taken yet,
+        // so nothing is to be rolled back, and the running Host is left alone.
+        if i == 0 {
+            if let Err(sig) = signal::pause(Duration::ZERO) {
+                if !pending {
+                    let _ = journal::remove(&receipt_path);
+                }
+                return Err(crate::error::Interrupted(sig, "nothing was changed".into()).into());
+            }
+        }
         if let Some(r) = receipt.as_mut() {
             r.advance(i, job.lock()?, &receipt_path)?;
         }
