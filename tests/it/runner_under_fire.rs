@@ -242,3 +242,61 @@ fn a_signal_while_the_run_still_looks_changes_nothing_and_leaves_the_host_runnin
     s.t.run(["agent", "uninstall", "--stack", s.name]).ok();
     s.t.wait_no_processes();
 }
+
+/// A signal while a systemd `restart`'s new Host settles: the old Host is gone already, so the
+/// run verifies the new one to its end and says where the Host stands, as launchd's does (it
+/// said "nothing about the unit was changed" and left the new Host unproven).
+#[test]
+fn a_systemd_restart_interrupted_after_the_old_host_stopped_says_where_the_host_stands() {
+    let Some((m, t, port, old)) = crate::systemd_job::world_with("sdintrst") else { return };
+    let err = t.path("restart.err");
+    let read = || std::fs::read_to_string(&err).unwrap_or_default();
+    let mut child = t
+        .cmd()
+        .args(["restart", "sdintrst", "--wait", "15", "--settle-ms", "3000"])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    wait_while_running(&mut child, Duration::from_secs(30), "the settle", || {
+        read().contains("to stay up")
+    });
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let status = child.wait().unwrap();
+    let e = read();
+    assert_eq!(status.code(), Some(130), "{e}");
+    let new = crate::systemd_job::main_pid(&m, "sdintrst");
+    assert_ne!(new, old, "{e}");
+    has_all(
+        &e,
+        &[
+            &format!("the old Host (pid {old}) is already stopped"),
+            &format!("the new Host (pid {new}) runs and verified"),
+        ],
+    );
+    has_none(&e, &["nothing about the unit was changed"]);
+    assert_eq!(crate::common::get(port, "/health"), 200, "{e}");
+}
+
+/// A proof whose wait runs out (`--wait 1`, a Host that answers 503) under systemd: a restart
+/// of the same unit says why, names a longer `--wait` and the manager's own look, and leaves
+/// no receipt (nothing to roll back to).
+#[test]
+fn a_systemd_proof_that_runs_out_of_time_names_a_longer_wait() {
+    let Some((_m, t, _port, _pid)) = crate::systemd_job::world_with("sdwait") else { return };
+    TestContext::fixture_flag(&t.host_root(), "unhealthy", "");
+    let r = t.run(["restart", "sdwait", "--wait", "1", "--settle-ms", "200"]);
+    let e = r.stderr();
+    assert_eq!(r.code(), 1, "{e}");
+    has_all(
+        &e,
+        &[
+            "the Host did not verify: GET /health answered 503, never 200",
+            "`oyster restart sdwait --wait 60` gives the Host longer to answer",
+            "`systemctl --user status com.oysterun.host.sdwait.service` shows the unit",
+        ],
+    );
+    has_none(&e, &["rollback"]);
+    assert!(!t.home.join(".oysterun-stacks/sdwait/run/pending").exists(), "{e}");
+}
