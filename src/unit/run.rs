@@ -135,6 +135,17 @@ impl Unit<'_> {
             &format!("pid {pid} to stay up (a crash loop would not)"),
             timing.settle,
         );
+        self.stays_up(pid, &first, timing)?;
+        Ok(Verified {
+            pid,
+            health_after,
+            env_proof: proof,
+        })
+    }
+
+    /// After the settle, the same `pid` runs and systemd has not restarted the unit since it
+    /// was first seen (`first`).
+    fn stays_up(&self, pid: u32, first: &UnitShow, timing: Timing) -> Result<(), Stop> {
         sleep_interruptible(timing.settle)?;
         let after = self.show().map_err(|e| Stop::from(format!("{e:#}")))?;
         if after.main_pid != Some(pid) || !after.is_running() || after.n_restarts > first.n_restarts
@@ -147,11 +158,7 @@ impl Unit<'_> {
             }
             .into());
         }
-        Ok(Verified {
-            pid,
-            health_after,
-            env_proof: proof,
-        })
+        Ok(())
     }
 
     /// Polls `show` (backing off) until a running instance other than the one replaced; a unit
@@ -265,9 +272,12 @@ impl Unit<'_> {
                 let port = unit_port(&bytes, &self.stack.home).unwrap_or(0);
                 let fresh = Baseline::default();
                 let first = self.wait_for_instance(&fresh, Instant::now(), timing);
+                // Healthy, and still up after the settle: a cause outside the unit (the root,
+                // the machine) fells the restored Host as it did the new one.
                 let healthy = first.and_then(|s| {
                     let pid = s.main_pid.unwrap_or_default();
-                    runner::wait_for_health(pid, port, Instant::now() + timing.wait).map(|()| pid)
+                    runner::wait_for_health(pid, port, Instant::now() + timing.wait)?;
+                    self.stays_up(pid, &s, timing).map(|()| pid)
                 });
                 match healthy {
                     Ok(pid) => Restored::Runs { pid },

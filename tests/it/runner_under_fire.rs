@@ -300,3 +300,22 @@ fn a_systemd_proof_that_runs_out_of_time_names_a_longer_wait() {
     has_none(&e, &["rollback"]);
     assert!(!t.home.join(".oysterun-stacks/sdwait/run/pending").exists(), "{e}");
 }
+
+/// A cause outside the unit (the root's Host dies soon after it answers /health): the new
+/// unit does not stay up, and neither does the restored one. The rollback says so instead of
+/// "the previous Host runs again" (systemd's restore checked /health, not the settle).
+#[test]
+fn a_systemd_rollback_whose_restored_host_dies_after_health_does_not_claim_it_runs() {
+    let Some((_m, t, _port, _pid)) = crate::systemd_job::world_with("sdsettle") else { return };
+    TestContext::fixture_flag(&t.host_root(), "crash-after-ms", "700");
+    let new = free_port().to_string();
+    let r = t.run(["restart", "sdsettle", "--port", &new, "--wait", "10", "--settle-ms", "1500"]);
+    let e = r.stderr();
+    assert_eq!(r.code(), 1, "{e}");
+    has_all(
+        &e,
+        &["Rolling back", "restored and started the last good unit, but it did not verify either"],
+    );
+    has_none(&e, &["the previous Host runs again"]);
+    let _ = std::fs::remove_file(t.host_root().join("crash-after-ms"));
+}
