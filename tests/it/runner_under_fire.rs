@@ -319,3 +319,54 @@ fn a_systemd_rollback_whose_restored_host_dies_after_health_does_not_claim_it_ru
     has_none(&e, &["the previous Host runs again"]);
     let _ = std::fs::remove_file(t.host_root().join("crash-after-ms"));
 }
+
+/// A `launchctl` that, after its first real `bootout`, makes the receipt unwritable (a
+/// directory with a file in it where `pending` is: as a full disk would, for root too).
+fn receipt_breaking_launchctl(t: &mut TestContext, pending: &Path) {
+    let sim = crate::common::sim_bin();
+    t.stand_in(
+        "OYSTER_LAUNCHCTL",
+        "bin/launchctl",
+        &format!(
+            r#"#!/bin/sh
+if [ "$1" = bootout ] && [ ! -d '{p}' ]; then
+  '{sim}' "$@"; rc=$?
+  /bin/rm -f '{p}'; /bin/mkdir '{p}'; : > '{p}/x'
+  exit $rc
+fi
+exec '{sim}' "$@"
+"#,
+            p = pending.display(),
+            sim = sim.display()
+        ),
+    );
+}
+
+/// The receipt cannot be written once the old Host is booted out: the run does not stop
+/// there with the Host down; it rolls back to the last good plist, which runs again.
+#[test]
+fn a_receipt_that_cannot_be_written_mid_change_does_not_leave_the_host_down() {
+    let mut s = Stack::installed("rcptfull");
+    let pending = stack_dir(&s).join("run/pending");
+    receipt_breaking_launchctl(&mut s.t, &pending);
+    let args: Vec<String> = common::args(&["agent", "restart"])
+        .stack(s.name)
+        .host(&s.root)
+        .port(free_port())
+        .wait(5, 200)
+        .into();
+    let r = s.t.run(&args);
+    let e = r.stderr();
+    assert_eq!(r.code(), 1, "{e}");
+    has_all(&e, &["Rolling back", "the previous Host runs again"]);
+    std::fs::remove_dir_all(&pending).unwrap();
+    let st = s.status();
+    assert_eq!(
+        (&st["verified"], &st["port"]),
+        (&serde_json::json!(true), &serde_json::json!(s.port)),
+        "{st}\n{e}"
+    );
+    assert_eq!(config_port(&s), s.port, "{e}");
+    s.t.run(["agent", "uninstall", "--stack", s.name]).ok();
+    s.t.wait_no_processes();
+}
