@@ -217,8 +217,18 @@ pub fn run<J: Job>(
     };
     let mut baseline = job.before_steps(plan, d)?;
     for (i, step) in d.steps.iter().enumerate() {
+        interrupted_before_any_step(i, &receipt_path, pending)?;
         if let Some(r) = receipt.as_mut() {
-            r.advance(i, job.lock()?, &receipt_path)?;
+            // A receipt that cannot be written once steps were taken (a full disk): the change
+            // is rolled back like a step that failed, not left half made (the Host down after
+            // its bootout).
+            match job.lock().and_then(|l| r.advance(i, l, &receipt_path)) {
+                Err(e) if i > 0 && d.change.rolls_back() => {
+                    let stop = Stop::from(format!("{e:#}"));
+                    return Err(roll_back(job, action, generation, stop, None, timing));
+                }
+                r => r?,
+            }
         }
         let failed = match job.take(plan, action, step, &generation.new, &mut baseline) {
             Ok(()) => continue,
@@ -250,6 +260,26 @@ pub fn run<J: Job>(
     }
     let proof = job.verify(plan, &baseline, timing);
     conclude(job, plan, action, d, proof, (generation, baseline), timing)
+}
+
+/// Before the first step (`step` 0), a signal that came while the run was still looking (a
+/// manager's call it cut short and that the decision took as "no answer") ends it: nothing has
+/// been taken, so nothing is rolled back and the running Host is left alone (this run's
+/// receipt goes; an unfinished earlier run's stays).
+fn interrupted_before_any_step(
+    step: usize,
+    receipt: &std::path::Path,
+    pending: bool,
+) -> anyhow::Result<()> {
+    if step > 0 {
+        return Ok(());
+    }
+    signal::pause(Duration::ZERO).map_err(|sig| {
+        if !pending {
+            let _ = journal::remove(receipt);
+        }
+        crate::error::Interrupted(sig, "nothing was changed".into()).into()
+    })
 }
 
 /// The proof's outcome: the definition kept as the last good one, or rolled back (a changed

@@ -139,8 +139,9 @@ pub enum Said {
 pub enum Left {
     /// The restart had stopped the old Host; the new one runs and verified.
     RestartVerified { old: u32, new: u32 },
-    /// …the same definition runs again, but the new Host did not verify.
+    /// …the same definition runs again (under `manager`), but the new Host did not verify.
     RestartUnverified {
+        manager: ManagerKind,
         old: u32,
         failure: String,
         status: String,

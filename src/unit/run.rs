@@ -7,7 +7,7 @@ use super::*;
 use crate::service::run::{
     self as runner, check_interrupt, sleep_interruptible, Failed, Job, Stop,
 };
-use crate::service::said::{Failure, Restored, Rollback, Said};
+use crate::service::said::{Failure, Left, Restored, Rollback, Said};
 use crate::service::{ManagerKind, Step, Verified};
 
 /// `show` is a process start: polled with a back-off from this to 500 ms.
@@ -135,6 +135,17 @@ impl Unit<'_> {
             &format!("pid {pid} to stay up (a crash loop would not)"),
             timing.settle,
         );
+        self.stays_up(pid, &first, timing)?;
+        Ok(Verified {
+            pid,
+            health_after,
+            env_proof: proof,
+        })
+    }
+
+    /// After the settle, the same `pid` runs and systemd has not restarted the unit since it
+    /// was first seen (`first`).
+    fn stays_up(&self, pid: u32, first: &UnitShow, timing: Timing) -> Result<(), Stop> {
         sleep_interruptible(timing.settle)?;
         let after = self.show().map_err(|e| Stop::from(format!("{e:#}")))?;
         if after.main_pid != Some(pid) || !after.is_running() || after.n_restarts > first.n_restarts
@@ -147,11 +158,7 @@ impl Unit<'_> {
             }
             .into());
         }
-        Ok(Verified {
-            pid,
-            health_after,
-            env_proof: proof,
-        })
+        Ok(())
     }
 
     /// Polls `show` (backing off) until a running instance other than the one replaced; a unit
@@ -188,6 +195,51 @@ impl Unit<'_> {
         }
     }
 
+    /// A signal came while a restart's new instance was being verified: systemd had stopped
+    /// the old Host already, so the new one is verified to its end (the unit is the same:
+    /// nothing to roll back), and the error says where the Host stands.
+    fn finish_interrupted_restart(
+        &self,
+        action: Action,
+        sig: signal::Signal,
+        old: u32,
+        plan: &Plan,
+        baseline: &Baseline,
+        timing: Timing,
+    ) -> anyhow::Error {
+        self.out
+            .progress(&Said::InterruptedRestart { sig, old }.to_string());
+        let proof = {
+            let _quiet = signal::Suspended::new();
+            self.verify(plan, baseline, timing)
+        };
+        let state = match proof {
+            Ok(v) => {
+                self.audit
+                    .record(action, Logged::Verify, StepOutcome::Ok, Some(v.pid), "");
+                if let Some(bytes) = self.on_disk() {
+                    runner::keep_as_last_good(self, &bytes);
+                }
+                Left::RestartVerified { old, new: v.pid }
+            }
+            Err(stop) => {
+                let failure = match stop {
+                    Stop::Failed(f) => f.to_string(),
+                    Stop::Interrupted(sig) => format!("interrupted by {sig}"),
+                };
+                self.audit
+                    .record(action, Logged::Verify, StepOutcome::Failed, None, &failure);
+                Left::RestartUnverified {
+                    manager: ManagerKind::Systemd,
+                    old,
+                    failure,
+                    status: self.hints.agent("status"),
+                }
+            }
+        };
+        crate::error::Interrupted(sig, state.to_string()).into()
+    }
+
     /// Without linger the user manager, and the Host with it, stops when the user's last
     /// session ends: said once the Host is installed (doctor says it too).
     fn note_linger(&self) {
@@ -220,9 +272,12 @@ impl Unit<'_> {
                 let port = unit_port(&bytes, &self.stack.home).unwrap_or(0);
                 let fresh = Baseline::default();
                 let first = self.wait_for_instance(&fresh, Instant::now(), timing);
+                // Healthy, and still up after the settle: a cause outside the unit (the root,
+                // the machine) fells the restored Host as it did the new one.
                 let healthy = first.and_then(|s| {
                     let pid = s.main_pid.unwrap_or_default();
-                    runner::wait_for_health(pid, port, Instant::now() + timing.wait).map(|()| pid)
+                    runner::wait_for_health(pid, port, Instant::now() + timing.wait)?;
+                    self.stays_up(pid, &s, timing).map(|()| pid)
                 });
                 match healthy {
                     Ok(pid) => Restored::Runs { pid },
@@ -325,13 +380,18 @@ impl Job for Unit<'_> {
 
     fn interrupted(
         &self,
-        _action: Action,
+        action: Action,
         sig: signal::Signal,
-        _plan: &Plan,
-        _baseline: &Baseline,
-        _timing: Timing,
+        plan: &Plan,
+        baseline: &Baseline,
+        timing: Timing,
     ) -> anyhow::Error {
-        crate::error::Interrupted(sig, "nothing about the unit was changed".into()).into()
+        match baseline.old_pid {
+            Some(old) => self.finish_interrupted_restart(action, sig, old, plan, baseline, timing),
+            None => {
+                crate::error::Interrupted(sig, "nothing about the unit was changed".into()).into()
+            }
+        }
     }
 
     fn restore(

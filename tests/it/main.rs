@@ -75,6 +75,7 @@ mod restart_timing;
 mod rollback_under_fire;
 mod root_never_steered;
 mod runner;
+mod runner_under_fire;
 mod secrets;
 mod secrets_by_shape;
 mod service_steps;

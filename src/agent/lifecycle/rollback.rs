@@ -116,6 +116,7 @@ impl Agent<'_> {
                 self.audit
                     .record(action, Step::Verify, StepOutcome::Failed, None, &f);
                 Left::RestartUnverified {
+                    manager: ManagerKind::Launchd,
                     old,
                     failure: f,
                     status: self.hints.agent("status"),

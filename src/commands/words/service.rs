@@ -266,14 +266,21 @@ impl fmt::Display for Left {
                  and verified"
             ),
             Left::RestartUnverified {
+                manager,
                 old,
                 failure,
                 status,
-            } => write!(
-                f,
-                "the restart had stopped the old Host (pid {old}); launchd runs the same \
-                 definition again, but the new Host did not verify: {failure}; `{status}` shows it"
-            ),
+            } => {
+                let runs = match manager {
+                    ManagerKind::Systemd => "systemd runs the same unit",
+                    _ => "launchd runs the same definition",
+                };
+                write!(
+                    f,
+                    "the restart had stopped the old Host (pid {old}); {runs} again, but the new \
+                     Host did not verify: {failure}; `{status}` shows it"
+                )
+            }
             Left::Uninstalled { label, plist } => write!(
                 f,
                 "{label} was booted out (launchd finishes stopping the Host) and {} removed; \
