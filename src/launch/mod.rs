@@ -416,11 +416,21 @@ fn compare_env(
             None => format!("{k} is unset, oyster generates {want:?}"),
         })
         .collect();
+    // Who started this launch, by the variable each manager sets for its jobs (systemd's
+    // `INVOCATION_ID`, launchd's `XPC_SERVICE_NAME`).
+    let job = match (
+        env.contains_key("INVOCATION_ID"),
+        env.contains_key("XPC_SERVICE_NAME"),
+    ) {
+        (true, _) => "systemd unit",
+        (false, true) => "LaunchAgent",
+        (false, false) => "installed job",
+    };
     if !diffs.is_empty() {
         log.line(&format!(
             "this launch's environment differs from what oyster generates for the stack: {}. \
              The Host starts with the environment it was given; `oyster agent regenerate {}` \
-             brings the LaunchAgent up to date",
+             brings the {job} up to date",
             diffs.join("; "),
             stack.name
         ));

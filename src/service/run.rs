@@ -201,21 +201,28 @@ pub fn run<J: Job>(
         );
     }
     let port = port_change(&receipt_path, plan, pending);
+    // What the steps need is read before the receipt is written: a run that cannot render its
+    // definition or read its job leaves no receipt that would send the next run recovering.
+    let (previous, new) = job.definitions(plan)?;
+    let mut baseline = job.before_steps(plan, d)?;
     let mut receipt = match d.reload || pending {
         true => {
-            let r = Receipt::of(&action.to_string(), d, port.as_ref(), &stack.config_path());
+            let r = Receipt::of(
+                &action.to_string(),
+                d,
+                port.as_ref(),
+                &job.stack().config_path(),
+            );
             r.write(job.lock()?, &receipt_path)?;
             Some(r)
         }
         false => None,
     };
-    let (previous, new) = job.definitions(plan)?;
     let generation = Generation {
         previous,
         new,
         port,
     };
-    let mut baseline = job.before_steps(plan, d)?;
     for (i, step) in d.steps.iter().enumerate() {
         interrupted_before_any_step(i, &receipt_path, pending)?;
         if let Some(r) = receipt.as_mut() {
@@ -437,22 +444,24 @@ fn revert<J: Job>(
     let restore = last_good
         .filter(|b| *b != new)
         .or(previous.filter(|b| *b != new));
-    // Kept on disk, the failed definition still names the port this run recorded.
+    // Kept on disk, the failed definition still names the port this run recorded. Replaced,
+    // its port goes back first, so that the restored Host starts with a config.json that
+    // matches its definition (its launch would otherwise say the environment differs). A
+    // restore that then fails keeps the receipt: the next run loads the old definition again.
+    // The definition is rolled back whatever the config says: a config.json that cannot take
+    // its port back (broken by hand meanwhile) is said, not made the rollback's failure.
     let replaced = restore.is_some() || !known_good;
+    let config = port.filter(|_| replaced).map(|change| {
+        crate::host::plan::put_back_port(&job.stack().config_path(), &change, job.out())
+            .unwrap_or_else(|e| format!("config.json's port could not be put back: {e:#}"))
+    });
     let said = job
         .restore(action, restore, known_good, timing)?
         .to_string();
-    let stack = job.stack();
-    let _ = journal::remove(&stack.pending_path());
-    // The definition is rolled back whatever the config says: a config.json that cannot take
-    // its port back (broken by hand meanwhile) is said, not made the rollback's failure.
-    Ok(match port {
-        Some(change) if replaced => {
-            let config = crate::host::plan::put_back_port(&stack.config_path(), &change, job.out())
-                .unwrap_or_else(|e| format!("config.json's port could not be put back: {e:#}"));
-            format!("{said}; {config}")
-        }
-        _ => said,
+    let _ = journal::remove(&job.stack().pending_path());
+    Ok(match config {
+        Some(config) => format!("{said}; {config}"),
+        None => said,
     })
 }
 

@@ -313,6 +313,11 @@ fn a_rolled_back_port_change_puts_config_jsons_port_back() {
     );
     // The config names the port the restored Host runs on; nothing asks for the failed one.
     assert_eq!(port_in_config(), s.port);
+    // …and did before the restored Host started: its launch (after the crash) found its
+    // port as config.json has it (PATH differs: the provider set is the user's, kept).
+    let log = s.host_log();
+    let restored = log.rsplit("exiting 1").next().unwrap_or_default();
+    assert!(!restored.contains("OYSTERUN_PORT is"), "{log}");
     assert_eq!(s.status()["port"], s.port);
     let audit =
         std::fs::read_to_string(s.t.home.join(".oysterun-stacks/portx/logs/service-control.jsonl"))
