@@ -251,10 +251,9 @@ pub enum NoManager {
     /// A systemctl variable set wrong (exit 2).
     #[error(transparent)]
     Systemctl(#[from] crate::systemd::LocateError),
-    /// systemctl is there, but no user manager answers it: [`Unreachable`] as said (`unit/`
-    /// reads its last clause).
+    /// systemctl is there, but no user manager answers it.
     #[error("{0}")]
-    Unreachable(String),
+    Unreachable(Unreachable),
 }
 
 /// launchctl could not be used (`launchd`), and no systemd user manager answers `systemctl`
@@ -428,7 +427,7 @@ impl Context {
                     systemctl: sc.path.clone(),
                     why: why.to_string(),
                 };
-                Err(NoManager::Unreachable(unreachable.to_string()))
+                Err(NoManager::Unreachable(unreachable))
             }
         }
     }

@@ -209,6 +209,8 @@ pub enum Declined {
 pub struct Unreachable {
     pub stack: String,
     pub unit: PathBuf,
+    /// The `systemctl` that reaches no user manager, and why.
+    pub systemctl: PathBuf,
     pub why: String,
     pub user: String,
     pub uid: u32,

@@ -497,17 +497,17 @@ pub fn unreachable(ctx: &Context) -> Option<String> {
 }
 
 fn unreachable_here(ctx: &Context) -> Option<service::said::Unreachable> {
-    let Err(crate::context::NoManager::Unreachable(why)) = ctx.manager() else {
+    let Err(crate::context::NoManager::Unreachable(u)) = ctx.manager() else {
         return None;
     };
     let path = path_for(ctx).ok()?;
     std::fs::symlink_metadata(&path).ok()?;
-    let why = why.rsplit_once("; and ").map_or(why.as_str(), |(_, w)| w);
     let uid = crate::sys::user::uid();
     Some(service::said::Unreachable {
         stack: ctx.stack.name.to_string(),
         unit: path,
-        why: why.to_owned(),
+        systemctl: u.systemctl,
+        why: u.why,
         user: crate::sys::user::name_of(uid).unwrap_or_else(|| "the user".into()),
         uid,
     })

@@ -185,6 +185,17 @@ fn without_a_user_manager_install_says_why_and_host_start_remains() {
     r.stderr_has("no systemd user manager answers");
     r.stderr_has("oyster host start");
     assert!(!t.home.join(".oysterun-stacks/sdnone").exists(), "a refused install wrote");
+    // A stack whose unit is there: the verbs that act on it say so, with the systemctl that
+    // reaches nothing and the way to a session where it does.
+    std::fs::create_dir_all(t.home.join(".oysterun-stacks/sdnone/host")).unwrap();
+    let units = t.home.join(".config/systemd/user");
+    std::fs::create_dir_all(&units).unwrap();
+    std::fs::write(units.join("com.oysterun.host.sdnone.service"), "[Service]\n").unwrap();
+    let r = t.run(["restart", "sdnone"]).fails_with(1);
+    r.stderr_has("stack sdnone has a systemd unit (");
+    r.stderr_has("but no systemd user manager answers `/usr/bin/systemctl --user` (");
+    r.stderr_has("; nothing was changed");
+    r.stderr_has("loginctl enable-linger");
 }
 
 /// A stand-in `systemctl` that records each call, then runs the real one.

@@ -492,10 +492,12 @@ impl fmt::Display for crate::service::said::Unreachable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "stack {} has a systemd unit ({}), but {}: whether it runs the Host cannot be told, \
-             and the unit cannot be changed from here",
+            "stack {} has a systemd unit ({}), but no systemd user manager answers `{} --user` \
+             ({}): whether it runs the Host cannot be told, and the unit cannot be changed from \
+             here",
             self.stack,
             crate::output::one_line(&self.unit),
+            self.systemctl.display(),
             self.why
         )
     }
