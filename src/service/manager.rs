@@ -114,12 +114,26 @@ pub trait ServiceManager {
     fn decide(&mut self, plan: &Plan, request: Request) -> anyhow::Result<Decision>;
     /// `--ignore-login-items` for the decisions that follow.
     fn allow_switched_off(&mut self, yes: bool);
-    /// [`ServiceManager::decide`], then the steps: the Host verified, or rolled back.
+    /// [`ServiceManager::decide`], then the steps: the Host verified, or rolled back. A
+    /// signal that came already ends the run here.
     fn apply(
         &mut self,
         plan: &Plan,
         action: Action,
         request: Request,
+        timing: Timing,
+    ) -> anyhow::Result<Outcome> {
+        super::run::refuse_interrupted()?;
+        self.allow_switched_off(timing.ignore_login_items);
+        let decision = self.decide(plan, request)?;
+        self.run_decided(plan, action, &decision, timing)
+    }
+    /// The decided steps, taken by the one runner ([`super::run::run`]).
+    fn run_decided(
+        &mut self,
+        plan: &Plan,
+        action: Action,
+        decision: &Decision,
         timing: Timing,
     ) -> anyhow::Result<Outcome>;
     /// Undo `stop`: enable, load, verify; a failure leaves a stopped stack stopped.

@@ -363,17 +363,14 @@ impl ServiceManager for Unit<'_> {
         self.ignore_switch = yes;
     }
 
-    fn apply(
+    fn run_decided(
         &mut self,
         plan: &Plan,
         action: Action,
-        request: Request,
+        decision: &Decision,
         timing: Timing,
     ) -> anyhow::Result<Outcome> {
-        service::run::refuse_interrupted()?;
-        self.ignore_switch = timing.ignore_login_items;
-        let d = self.decide_for(plan, request)?;
-        service::run::run(self, plan, action, &d, timing)
+        service::run::run(self, plan, action, decision, timing)
     }
 
     fn start(&mut self, plan: &Plan, timing: Timing) -> anyhow::Result<Outcome> {

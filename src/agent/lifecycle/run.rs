@@ -10,21 +10,6 @@ use crate::service::said::{Refused, Said};
 use crate::service::{self, Decision, Loaded, Observed, PortHolder, Refusal, Request, Step};
 
 impl Agent<'_> {
-    /// Decides the run for `request` and takes its steps: writes the config and the plist,
-    /// makes launchd run it, verifies, and rolls back on failure or interrupt.
-    pub fn apply(
-        &mut self,
-        plan: &Plan,
-        action: Action,
-        request: Request,
-        timing: Timing,
-    ) -> anyhow::Result<Outcome> {
-        service::run::refuse_interrupted()?;
-        self.ignore_switch = timing.ignore_login_items;
-        let decision = self.decide(plan, request)?;
-        self.run_decided(plan, action, &decision, timing)
-    }
-
     /// Every refusal, decided before anything is written or enabled: a special Host log, a
     /// plist another user owns (facts about files), then the decision itself — the port held
     /// by another process, a reload launchd would refuse.

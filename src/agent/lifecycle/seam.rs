@@ -33,14 +33,14 @@ impl ServiceManager for Agent<'_> {
         self.ignore_switch = yes;
     }
 
-    fn apply(
+    fn run_decided(
         &mut self,
         plan: &Plan,
         action: Action,
-        request: Request,
+        decision: &Decision,
         timing: Timing,
     ) -> anyhow::Result<Outcome> {
-        Agent::apply(self, plan, action, request, timing)
+        Agent::run_decided(self, plan, action, decision, timing)
     }
 
     fn start(&mut self, plan: &Plan, timing: Timing) -> anyhow::Result<Outcome> {
