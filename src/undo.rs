@@ -54,6 +54,11 @@ impl<S> Journal<S> {
         self.steps.pop()
     }
 
+    /// The newest step, to amend what it records (a receipt's stamp of a file just written).
+    pub fn last_mut(&mut self) -> Option<&mut S> {
+        self.steps.last_mut()
+    }
+
     /// The steps journaled so far, oldest first (what a receipt writes down).
     pub fn steps(&self) -> &[S] {
         &self.steps

@@ -419,6 +419,7 @@ fn merge_config(
         path: path.clone(),
         mode: None,
         before: Before::of_config(before.as_deref()),
+        written: None,
         bytes: Some(before),
     })?;
     let ((), changes) = config::update(&path, ctx.reporter(), |doc, changes| {
@@ -458,6 +459,8 @@ fn merge_config(
         }
         Ok(())
     })?;
+    // The config as this run left it: the next setup takes it back only while it is that one.
+    journal.stamp_written()?;
     crate::config::report(&ctx.stack.config_path(), &changes, ctx.reporter());
     Ok(())
 }
@@ -485,6 +488,7 @@ fn start_service(
                     Some(_) => Before::Generated,
                     None => Before::Absent,
                 },
+                written: None,
                 bytes: Some(bytes),
             })?;
             let wrote = crate::manager::write_definition(ctx, plan, lock)?;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::steps::{plausible, Undo, Undoing};
+use super::steps::{plausible, Allowed, Before, Stamp, Undo, Undoing};
 use crate::context::Context;
 use crate::error::Failed;
 use crate::host::plan::{self, HostInputs};
@@ -80,6 +80,15 @@ impl<'l> Journaled<'l> {
         }
         step_boundary();
         Ok(())
+    }
+
+    /// Stamps the newest step, a file's, with the file as this run just wrote it (so the next
+    /// setup can tell a change the user made since), and writes the receipt again.
+    pub(super) fn stamp_written(&mut self) -> anyhow::Result<()> {
+        if let Some(Undo::File { path, written, .. }) = self.journal.last_mut() {
+            *written = Stamp::of(path);
+        }
+        self.write()
     }
 
     /// Takes the newest step back out: its effect turned out not to happen.
@@ -169,8 +178,14 @@ pub(super) fn recover_locked(
     let st = &ctx.stack;
     let path = path(st);
     let temps = stale_temps(&path);
-    let steps = match read_checked(ctx, &path)? {
-        Some(_) if used_since(st, &path) => {
+    let plan = plan::plan(ctx, &opts.host)?;
+    let allowed = allowed(ctx, &plan);
+    let steps = match read_checked(ctx, &allowed, &path)? {
+        Some(steps)
+            if used_since(st, &path)
+                || changed_since(&steps)
+                || started_since(st, &path, &steps) =>
+        {
             for temp in &temps {
                 let _ = std::fs::remove_file(temp);
             }
@@ -180,7 +195,7 @@ pub(super) fn recover_locked(
         Some(steps) => steps,
         // Killed as it wrote its first receipt (the temp file not yet renamed): what that
         // receipt lists, when the temp holds it whole, else the empty directories made for it.
-        None => match first_receipt(ctx, &temps) {
+        None => match first_receipt(ctx, &allowed, &temps) {
             Some(steps) => steps,
             None if temps.is_empty() => return Ok(Recovered::Nothing),
             None => return Ok(Recovered::TookBack(began(st, &temps))),
@@ -190,7 +205,6 @@ pub(super) fn recover_locked(
         Undo::Created(c) => c.dirs.contains(&st.run_dir),
         _ => false,
     });
-    let plan = plan::plan(ctx, &opts.host)?;
     // A stack the killed run created goes whole, its audit log with it: no revert is
     // recorded there (the last one would write it again).
     let fresh = steps.iter().any(|s| matches!(s, Undo::Stack { .. }));
@@ -229,6 +243,65 @@ pub(super) fn recover_locked(
     Ok(Recovered::TookBack(undone.said))
 }
 
+/// Whether a receipt that says the killed run created the stack (it is removed whole) may be
+/// right: the stack holds no config.json, or the one the run wrote, stamped (`changed_since`
+/// tells whether it is that one still).
+fn stack_its_own(ctx: &Context, steps: &[Undo]) -> bool {
+    let config = ctx.stack.config_path();
+    !steps.iter().any(|s| matches!(s, Undo::Stack { .. }))
+        || std::fs::symlink_metadata(&config).is_err()
+        || steps.iter().any(|s| {
+            matches!(s, Undo::File { path, before: Before::Absent, written: Some(_), .. } if *path == config)
+        })
+}
+
+/// What a receipt may name on this stack (`steps::plausible`), from its config as it is now.
+fn allowed(ctx: &Context, plan: &plan::Plan) -> Allowed {
+    let node_dir = plan.node.path.parent().unwrap_or(Path::new("/"));
+    let agent_folder = plan
+        .doc
+        .value()
+        .get(crate::config::BROWSE_KEY)
+        .and_then(serde_json::Value::as_str)
+        .map_or_else(|| ctx.stack.home.join("OysterunAgents"), PathBuf::from);
+    Allowed {
+        npm: node_dir.join("npm"),
+        prefix: node_dir.parent().unwrap_or(Path::new("/")).to_path_buf(),
+        agent_folder,
+        // A stack the killed run created: no other command's line in its log from before
+        // the receipt was last written (one after it makes the receipt stale instead).
+        fresh: !foreign_lines(&ctx.stack, |t| t <= written_ms(&path(&ctx.stack))),
+    }
+}
+
+/// Whether a file the killed run wrote (config.json) is no longer the one it left: the user,
+/// or a command that writes no audit line (`providers set`, `config sync`), changed it since.
+fn changed_since(steps: &[Undo]) -> bool {
+    steps.iter().any(|s| match s {
+        Undo::File {
+            path,
+            written: Some(stamp),
+            ..
+        } => Stamp::of(path) != Some(*stamp),
+        _ => false,
+    })
+}
+
+/// Whether a Host was started directly on the stack (`host start`, which writes no audit
+/// line) after the killed run's last step, when that step was not its own start (directly, or
+/// by the service manager, whose Host writes the pid file too): that Host is the user's, and
+/// the stack is in use.
+fn started_since(st: &crate::host::stack::Stack, receipt: &Path, steps: &[Undo]) -> bool {
+    if matches!(steps.last(), Some(Undo::StopHost | Undo::Service { .. })) {
+        return false;
+    }
+    std::fs::symlink_metadata(st.pid_path())
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .is_some_and(|d| d.as_millis() > written_ms(receipt))
+}
+
 /// The most of the audit log read to tell whether the stack was used since.
 const MAX_AUDIT_BYTES: u64 = 8 * 1024 * 1024;
 
@@ -236,11 +309,22 @@ const MAX_AUDIT_BYTES: u64 = 8 * 1024 * 1024;
 /// audit log holds a later line of another action than setup's own (and the Host's launches,
 /// which a job the killed setup loaded makes by itself). A log too big to read counts as used.
 fn used_since(st: &crate::host::stack::Stack, receipt: &Path) -> bool {
-    let since = std::fs::symlink_metadata(receipt)
+    let since = written_ms(receipt);
+    foreign_lines(st, |t| t > since)
+}
+
+/// When the receipt was last written, in ms since the epoch (`u128::MAX`: not there).
+fn written_ms(receipt: &Path) -> u128 {
+    std::fs::symlink_metadata(receipt)
         .and_then(|m| m.modified())
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_millis());
+        .map_or(u128::MAX, |d| d.as_millis())
+}
+
+/// Whether the stack's audit log holds a line of another action than setup's own (and the
+/// Host's launches) at a time `when` (ms) picks. A log too big to read counts as holding one.
+fn foreign_lines(st: &crate::host::stack::Stack, when: impl Fn(u128) -> bool) -> bool {
     let own = [Action::Setup, Action::Exec].map(|a| a.to_string());
     match fsutil::read_regular(&st.audit_path(), MAX_AUDIT_BYTES) {
         Ok(None) => false,
@@ -250,7 +334,7 @@ fn used_since(st: &crate::host::stack::Stack, receipt: &Path) -> bool {
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
             .any(|l| {
                 let action = l["action"].as_str().unwrap_or_default();
-                l["ts_ms"].as_u64().is_some_and(|t| u128::from(t) > since)
+                l["ts_ms"].as_u64().is_some_and(|t| when(u128::from(t)))
                     && !own.iter().any(|o| o == action)
             }),
     }
@@ -281,13 +365,14 @@ fn stale_temps(path: &Path) -> Vec<PathBuf> {
 }
 
 /// The steps of a first receipt a killed run left whole in its temp file.
-fn first_receipt(ctx: &Context, temps: &[PathBuf]) -> Option<Vec<Undo>> {
+fn first_receipt(ctx: &Context, allowed: &Allowed, temps: &[PathBuf]) -> Option<Vec<Undo>> {
     temps.iter().find_map(|t| {
+        owned_privately(t).ok()?;
         let bytes = fsutil::read_regular(t, MAX_RECEIPT_BYTES).ok()??;
         let read: Read = serde_json::from_slice(&bytes).ok()?;
         read.steps
             .iter()
-            .all(|s| plausible(ctx, s))
+            .all(|s| plausible(ctx, allowed, s))
             .then_some(read.steps)
     })
 }
@@ -312,12 +397,33 @@ fn began(st: &crate::host::stack::Stack, temps: &[PathBuf]) -> Vec<String> {
     }
 }
 
-/// The receipt's steps (`None`: it went meanwhile); one that does not read, or names a path
-/// or package setup never uses, is refused.
-fn read_checked(ctx: &Context, path: &Path) -> anyhow::Result<Option<Vec<Undo>>> {
-    let Some(bytes) = fsutil::read_regular(path, MAX_RECEIPT_BYTES)? else {
-        return Ok(None);
+/// Whether `path` is this user's own and writable by no one else (`Err`: why not): a receipt
+/// another uid wrote, or could have, is not acted on.
+fn owned_privately(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
     };
+    let me = crate::sys::user::euid();
+    if meta.uid() != me {
+        return Err(format!("owned by uid {}, not {me}", meta.uid()));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!(
+            "writable by others (mode {:o})",
+            meta.mode() & 0o777
+        ));
+    }
+    Ok(())
+}
+
+/// The receipt's steps (`None`: it went meanwhile); one that does not read, is not this user's
+/// alone, or names a path, program or package setup never uses, is refused.
+fn read_checked(
+    ctx: &Context,
+    allowed: &Allowed,
+    path: &Path,
+) -> anyhow::Result<Option<Vec<Undo>>> {
     let unreadable = |why: String| {
         let path = path.to_path_buf();
         let hint = super::Said::RemoveReceipt { path: path.clone() }.to_string();
@@ -326,9 +432,16 @@ fn read_checked(ctx: &Context, path: &Path) -> anyhow::Result<Option<Vec<Undo>>>
             hint,
         )
     };
+    owned_privately(path).map_err(unreadable)?;
+    let Some(bytes) = fsutil::read_regular(path, MAX_RECEIPT_BYTES)? else {
+        return Ok(None);
+    };
     let read: Read = serde_json::from_slice(&bytes).map_err(|e| unreadable(e.to_string()))?;
-    if let Some(step) = read.steps.iter().find(|s| !plausible(ctx, s)) {
+    if let Some(step) = read.steps.iter().find(|s| !plausible(ctx, allowed, s)) {
         return Err(unreadable(format!("a step setup never takes: {step:?}")).into());
+    }
+    if !stack_its_own(ctx, &read.steps) {
+        return Err(unreadable("a stack it did not create".to_owned()).into());
     }
     Ok(Some(read.steps))
 }

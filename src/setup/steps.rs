@@ -43,6 +43,10 @@ pub(super) enum Undo {
         mode: Option<u32>,
         /// What the receipt says the file held (no secret).
         before: Before,
+        /// The file as this setup left it (`None`: not written yet, or a run before stamps):
+        /// the next setup tells by it whether the user changed the file since.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        written: Option<Stamp>,
         /// In memory only: the exact previous bytes (`Some(None)`: it did not exist).
         #[serde(skip)]
         bytes: Option<Option<Vec<u8>>>,
@@ -56,6 +60,30 @@ pub(super) enum Undo {
     Service {
         first: bool,
     },
+}
+
+/// Which file a path held when setup wrote it, without its content: device, inode, size and
+/// modification time (an atomic write makes a new inode, an edit in place a new mtime).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Stamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime_ns: i128,
+}
+
+impl Stamp {
+    /// The stamp of what `path` is now (`None`: nothing there).
+    pub(super) fn of(path: &std::path::Path) -> Option<Stamp> {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::symlink_metadata(path).ok()?;
+        Some(Stamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        })
+    }
 }
 
 /// What a file held before setup wrote it, as a receipt may keep it: never a secret.
@@ -133,7 +161,7 @@ impl crate::undo::Revert<Undoing<'_>> for Undo {
                     root.display()
                 )
             }
-            Undo::Created(created) => match created.remove() {
+            Undo::Created(created) => match created.remove(&ctx.stack.home) {
                 0 => return Ok(None),
                 removed => super::Said::RemovedCreated { removed }.to_string(),
             },
@@ -164,6 +192,7 @@ impl crate::undo::Revert<Undoing<'_>> for Undo {
                 mode,
                 before,
                 bytes,
+                ..
             } => return restore(cx, path, mode, before, bytes),
             Undo::NpmUninstall {
                 npm,
@@ -251,19 +280,51 @@ fn ignore_missing(e: std::io::Error) -> std::io::Result<()> {
     }
 }
 
+/// What a receipt's steps may name on this stack, from its config as it is now: the npm and
+/// prefix of the pinned Node setup installs with, the AgentFolder setup makes, and whether the
+/// stack may be one the killed run created (its audit log holds no other command's line).
+pub(super) struct Allowed {
+    pub(super) npm: PathBuf,
+    pub(super) prefix: PathBuf,
+    pub(super) agent_folder: PathBuf,
+    pub(super) fresh: bool,
+}
+
 /// Whether a step read from a receipt is one this stack's setup could have journaled: its
-/// paths are the ones setup writes, its package one setup installs (a receipt edited by hand
-/// never points a revert elsewhere).
-pub(super) fn plausible(ctx: &Context, step: &Undo) -> bool {
+/// paths are the ones setup writes, its package one setup installs with the npm setup runs,
+/// what a file is put back to one setup would keep (a receipt edited by hand never points a
+/// revert elsewhere, nor runs another program, nor writes a definition of its own).
+pub(super) fn plausible(ctx: &Context, allowed: &Allowed, step: &Undo) -> bool {
     let st = &ctx.stack;
     match step {
-        Undo::Stack { root, .. } => *root == st.root,
-        Undo::Created(c) => c.within(ctx),
-        Undo::NpmUninstall { package, .. } => PROVIDERS.iter().any(|p| p.npm_package == package),
-        Undo::File { path, .. } => {
-            *path == st.config_path() || *path == crate::manager::definition(ctx)
+        Undo::Stack { root, above } => {
+            *root == st.root
+                && allowed.fresh
+                && above
+                    .as_ref()
+                    .is_none_or(|a| Some(a.as_path()) == st.root.parent() && *a != st.home)
         }
-        Undo::AgentFolder(_) | Undo::StopHost | Undo::Service { .. } => true,
+        Undo::Created(c) => c.within(ctx, &allowed.agent_folder),
+        Undo::NpmUninstall {
+            npm,
+            prefix,
+            package,
+        } => {
+            PROVIDERS.iter().any(|p| p.npm_package == package)
+                && *npm == allowed.npm
+                && *prefix == allowed.prefix
+        }
+        Undo::File { path, before, .. } if *path == st.config_path() => match before {
+            Before::Text(t) => matches!(serde_json::from_str(t), Ok(Value::Object(_))),
+            Before::Generated => false,
+            Before::Absent | Before::Keys(_) | Before::Unknown => true,
+        },
+        Undo::File { path, before, .. } => {
+            *path == crate::manager::definition(ctx)
+                && matches!(before, Before::Absent | Before::Generated)
+        }
+        Undo::AgentFolder(dir) => *dir == allowed.agent_folder,
+        Undo::StopHost | Undo::Service { .. } => true,
     }
 }
 
