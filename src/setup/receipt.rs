@@ -32,12 +32,18 @@ pub fn path(st: &crate::host::stack::Stack) -> PathBuf {
 struct Written<'a> {
     action: &'static str,
     steps: &'a [Undo],
+    /// Written by the next setup before it takes the steps back: a run killed meanwhile left
+    /// changes that are its own, which make the receipt no less current.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    taking_back: bool,
 }
 
 /// The receipt as read back.
 #[derive(Deserialize)]
 struct Read {
     steps: Vec<Undo>,
+    #[serde(default)]
+    taking_back: bool,
 }
 
 /// The stack's audit log, where reverts are recorded, when it has one already (a rollback
@@ -104,6 +110,7 @@ impl<'l> Journaled<'l> {
         let written = Written {
             action: "setup",
             steps: self.journal.steps(),
+            taking_back: false,
         };
         let mut bytes = serde_json::to_vec_pretty(&written)?;
         bytes.push(b'\n');
@@ -181,10 +188,11 @@ pub(super) fn recover_locked(
     let plan = plan::plan(ctx, &opts.host)?;
     let allowed = allowed(ctx, &plan);
     let steps = match read_checked(ctx, &allowed, &path)? {
-        Some(steps)
-            if used_since(st, &path)
-                || changed_since(&steps)
-                || started_since(st, &path, &steps) =>
+        Some(read)
+            if !read.taking_back
+                && (used_since(st, &path)
+                    || changed_since(&read.steps)
+                    || started_since(st, &path, &read.steps)) =>
         {
             for temp in &temps {
                 let _ = std::fs::remove_file(temp);
@@ -192,7 +200,7 @@ pub(super) fn recover_locked(
             forget(&path, None);
             return Ok(Recovered::Stale);
         }
-        Some(steps) => steps,
+        Some(read) => read.steps,
         // Killed as it wrote its first receipt (the temp file not yet renamed): what that
         // receipt lists, when the temp holds it whole, else the empty directories made for it.
         None => match first_receipt(ctx, &allowed, &temps) {
@@ -201,6 +209,7 @@ pub(super) fn recover_locked(
             None => return Ok(Recovered::TookBack(began(st, &temps))),
         },
     };
+    mark_taking_back(lock, &path, &steps)?;
     let made_run_dir = steps.iter().any(|s| match s {
         Undo::Created(c) => c.dirs.contains(&st.run_dir),
         _ => false,
@@ -246,13 +255,33 @@ pub(super) fn recover_locked(
 /// Whether a receipt that says the killed run created the stack (it is removed whole) may be
 /// right: the stack holds no config.json, or the one the run wrote, stamped (`changed_since`
 /// tells whether it is that one still).
-fn stack_its_own(ctx: &Context, steps: &[Undo]) -> bool {
+fn stack_its_own(ctx: &Context, read: &Read) -> bool {
     let config = ctx.stack.config_path();
-    !steps.iter().any(|s| matches!(s, Undo::Stack { .. }))
+    !read.steps.iter().any(|s| matches!(s, Undo::Stack { .. }))
         || std::fs::symlink_metadata(&config).is_err()
-        || steps.iter().any(|s| {
-            matches!(s, Undo::File { path, before: Before::Absent, written: Some(_), .. } if *path == config)
+        || read.steps.iter().any(|s| match s {
+            Undo::File {
+                path,
+                before: Before::Absent,
+                written,
+                ..
+            } => *path == config && (written.is_some() || read.taking_back),
+            _ => false,
         })
+}
+
+/// Marks the receipt before the first revert: a setup killed while it takes back leaves
+/// changes of its own (a config put back), and the next one goes on from the same receipt.
+fn mark_taking_back(lock: &Lock, path: &Path, steps: &[Undo]) -> anyhow::Result<()> {
+    let marked = Written {
+        action: "setup",
+        steps,
+        taking_back: true,
+    };
+    let mut bytes = serde_json::to_vec_pretty(&marked)?;
+    bytes.push(b'\n');
+    fsutil::write_atomic(lock, path, &bytes, Some(0o600))?;
+    Ok(())
 }
 
 /// What a receipt may name on this stack (`steps::plausible`), from its config as it is now.
@@ -417,13 +446,9 @@ fn owned_privately(path: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The receipt's steps (`None`: it went meanwhile); one that does not read, is not this user's
+/// The receipt (`None`: it went meanwhile); one that does not read, is not this user's
 /// alone, or names a path, program or package setup never uses, is refused.
-fn read_checked(
-    ctx: &Context,
-    allowed: &Allowed,
-    path: &Path,
-) -> anyhow::Result<Option<Vec<Undo>>> {
+fn read_checked(ctx: &Context, allowed: &Allowed, path: &Path) -> anyhow::Result<Option<Read>> {
     let unreadable = |why: String| {
         let path = path.to_path_buf();
         let hint = super::Said::RemoveReceipt { path: path.clone() }.to_string();
@@ -440,10 +465,10 @@ fn read_checked(
     if let Some(step) = read.steps.iter().find(|s| !plausible(ctx, allowed, s)) {
         return Err(unreadable(format!("a step setup never takes: {step:?}")).into());
     }
-    if !stack_its_own(ctx, &read.steps) {
+    if !stack_its_own(ctx, &read) {
         return Err(unreadable("a stack it did not create".to_owned()).into());
     }
-    Ok(Some(read.steps))
+    Ok(Some(read))
 }
 
 /// After the reverts, from the config as it is back now (its own port, not this run's

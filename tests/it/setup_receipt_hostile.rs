@@ -250,3 +250,54 @@ fn a_host_started_directly_after_the_kill_keeps_its_stack() {
     s.t.run(["host", "stop", "--stack", "st"]).ok();
     assert_eq!(st["verified"], true, "{st}\n{said}");
 }
+
+/// A first setup killed once it wrote the config; the next one SIGKILLed while it takes that
+/// back (config.json put back — removed — and npm uninstalling). The setup after goes on from
+/// the same receipt — its predecessor's changes are not the user's — and leaves no trace.
+#[test]
+fn a_setup_killed_while_it_takes_back_is_finished_by_the_next() {
+    use std::os::unix::process::ExitStatusExt;
+    let s = Setup::new(0);
+    let receipt = s.t.home.join(".oysterun-stacks/st/run/setup-pending");
+    let mut killed = s.t.cmd();
+    killed.env("OYSTER_TEST_KILL_AT_STEP", "5").args(s.args(&["--install-providers"]));
+    assert_eq!(killed.output().unwrap().status.signal(), Some(9));
+    assert!(s.config().exists() && s.t.path("nodepfx/bin/codex").exists());
+    // npm's uninstalls wait: the recovery is caught between its config and its npm steps.
+    let bin = s.t.path("nodepfx/bin");
+    std::fs::rename(bin.join("npm"), bin.join("npm.real")).unwrap();
+    let slow = format!("#!/bin/sh\nsleep 30\nexec '{}' \"$@\"\n", bin.join("npm.real").display());
+    std::fs::write(bin.join("npm"), slow).unwrap();
+    std::fs::set_permissions(bin.join("npm"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut child = s.t.cmd().args(s.args(&[])).stdin(Stdio::null()).spawn().unwrap();
+    let t0 = std::time::Instant::now();
+    while s.config().exists() && t0.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!s.config().exists() && receipt.exists(), "not caught while taking back");
+    std::fs::rename(bin.join("npm.real"), bin.join("npm")).unwrap();
+    let r = s.t.run(s.args(&["--no-start"])).ok();
+    let said = format!("{}{}", r.stdout(), r.stderr());
+    has_all(&said, &["took back: uninstalled @openai/codex", "it had created"]);
+    has_none(&said, &["nothing of it is taken back"]);
+    for b in ["claude", "codex"] {
+        assert!(!bin.join(b).exists(), "{b} is left\n{said}");
+    }
+}
+
+/// `setup --dry-run` with a receipt waiting says the next setup takes it back, and takes
+/// nothing back itself: the receipt and the AgentFolder it names stay.
+#[test]
+fn a_dry_run_with_a_receipt_waiting_takes_nothing_back() {
+    let (s, receipt) = set_up();
+    let folder = s.t.home.join("OysterunAgents");
+    plant(&receipt, &json!([{ "agent_folder": folder }]));
+    let r = s.t.run(s.args(&["--dry-run"])).ok();
+    let said = format!("{}{}", r.stdout(), r.stderr());
+    has_all(&said, &["first takes back what", "nothing was changed"]);
+    has_none(&said, &["took back"]);
+    assert!(receipt.exists() && folder.is_dir(), "{said}");
+}
