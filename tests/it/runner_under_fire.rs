@@ -90,6 +90,7 @@ fn a_rollback_that_cannot_write_the_plist_back_keeps_the_receipt_and_the_next_ru
 
 /// A `systemctl` that, at the rollback's `stop` (the run's second), stops for real and then
 /// puts a file where the stack's log directory was: the restore cannot write the unit back.
+#[cfg(target_os = "linux")]
 fn breaking_the_restore(t: &mut TestContext, logs: &Path) {
     let count = t.path("stops");
     t.stand_in(
@@ -114,6 +115,7 @@ exec /usr/bin/systemctl "$@"
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn a_systemd_rollback_that_cannot_write_the_unit_back_keeps_the_receipt_for_the_next_run() {
     let Some((_m, mut t)) = crate::systemd_job::world() else { return };
     let s = "sdnowrite";
@@ -247,6 +249,7 @@ fn a_signal_while_the_run_still_looks_changes_nothing_and_leaves_the_host_runnin
 /// run verifies the new one to its end and says where the Host stands, as launchd's does (it
 /// said "nothing about the unit was changed" and left the new Host unproven).
 #[test]
+#[cfg(target_os = "linux")]
 fn a_systemd_restart_interrupted_after_the_old_host_stopped_says_where_the_host_stands() {
     let Some((m, t, port, old)) = crate::systemd_job::world_with("sdintrst") else { return };
     let err = t.path("restart.err");
@@ -283,6 +286,7 @@ fn a_systemd_restart_interrupted_after_the_old_host_stopped_says_where_the_host_
 /// of the same unit says why, names a longer `--wait` and the manager's own look, and leaves
 /// no receipt (nothing to roll back to).
 #[test]
+#[cfg(target_os = "linux")]
 fn a_systemd_proof_that_runs_out_of_time_names_a_longer_wait() {
     let Some((_m, t, _port, _pid)) = crate::systemd_job::world_with("sdwait") else { return };
     TestContext::fixture_flag(&t.host_root(), "unhealthy", "");
@@ -305,6 +309,7 @@ fn a_systemd_proof_that_runs_out_of_time_names_a_longer_wait() {
 /// unit does not stay up, and neither does the restored one. The rollback says so instead of
 /// "the previous Host runs again" (systemd's restore checked /health, not the settle).
 #[test]
+#[cfg(target_os = "linux")]
 fn a_systemd_rollback_whose_restored_host_dies_after_health_does_not_claim_it_runs() {
     let Some((_m, t, _port, _pid)) = crate::systemd_job::world_with("sdsettle") else { return };
     TestContext::fixture_flag(&t.host_root(), "crash-after-ms", "700");
