@@ -173,8 +173,9 @@ pub fn health(port: u16, timeout: Duration) -> Option<u16> {
     line.strip_prefix("HTTP/1.")?.get(2..5)?.parse().ok()
 }
 
-/// Polls `/health` until it answers 200, `alive()` turns false, or `timeout` passes.
-/// Returns the time it took when healthy.
+/// Polls `/health` until it answers 200, `alive()` turns false, `timeout` passes, or a signal
+/// comes (between polls it pauses through the one interruptible wait). Returns the time it
+/// took when healthy.
 pub fn wait_healthy(
     port: u16,
     timeout: Duration,
@@ -193,7 +194,7 @@ pub fn wait_healthy(
         if t0.elapsed() >= timeout {
             return Err(HealthFailure::Timeout(last));
         }
-        std::thread::sleep(Duration::from_millis(20));
+        crate::sys::signal::pause(Duration::from_millis(20)).map_err(HealthFailure::Interrupted)?;
     }
 }
 
@@ -204,6 +205,8 @@ pub enum HealthFailure {
     Exited,
     /// The last status seen, if any answer came at all.
     Timeout(Option<u16>),
+    /// A signal ended the wait.
+    Interrupted(crate::sys::signal::Signal),
 }
 
 /// Why a log's tail is not shown. Words: `commands/words/verify.rs`.

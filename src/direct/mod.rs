@@ -467,12 +467,11 @@ fn verify_start(
 ) -> Result<Duration, NotStarted> {
     opts.out
         .waiting(&Wait::Health { port: plan.port }.to_string(), opts.wait);
-    let interrupted = || signal::received().map(NotStarted::Interrupted);
     let health = verify::wait_healthy(plan.port, opts.wait, || {
-        signal::received().is_none() && matches!(child.try_wait(), Ok(None))
+        matches!(child.try_wait(), Ok(None))
     });
-    if let Some(stop) = interrupted() {
-        return Err(stop);
+    if let Err(verify::HealthFailure::Interrupted(sig)) = health {
+        return Err(NotStarted::Interrupted(sig));
     }
     let health_after = health.map_err(|f| match (f, child.try_wait()) {
         (verify::HealthFailure::Exited, Ok(Some(status))) => {
@@ -501,13 +500,10 @@ fn verify_start(
     }
     let deadline = Instant::now() + opts.settle;
     while Instant::now() < deadline {
-        if let Some(stop) = interrupted() {
-            return Err(stop);
-        }
         if !matches!(child.try_wait(), Ok(None)) {
             return Err(NotVerified::ExitedWhileSettling(opts.settle).into());
         }
-        std::thread::sleep(Duration::from_millis(20));
+        signal::pause(Duration::from_millis(20)).map_err(NotStarted::Interrupted)?;
     }
     Ok(health_after)
 }

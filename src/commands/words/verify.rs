@@ -89,6 +89,7 @@ impl Display for HealthFailure {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         match self {
             HealthFailure::Exited => f.write_str("the Host exited before answering /health"),
+            HealthFailure::Interrupted(sig) => write!(f, "interrupted by {sig}"),
             HealthFailure::Timeout(None) => f.write_str("nothing answered GET /health"),
             HealthFailure::Timeout(Some(code)) => {
                 write!(f, "GET /health answered {code}, never 200")
