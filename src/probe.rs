@@ -93,6 +93,28 @@ impl Probe {
     }
 }
 
+/// A Host no launchd job runs (the systemd unit's, a directly started one), probed against
+/// `env` with the exec record `host exec` wrote for the stack: the one way status, list,
+/// doctor and host status probe it.
+pub fn without_launchd(
+    stack: &crate::host::stack::Stack,
+    (pid, port): (u32, u16),
+    env: &LaunchEnv,
+    floor: ProofFloor,
+    live: Option<&LiveProcess>,
+) -> Probe {
+    let record = ExecRecord::read(&stack.exec_record_path());
+    probe(&Target {
+        pid,
+        port,
+        env,
+        exec_record: record.as_ref(),
+        launchd: None,
+        floor,
+        live,
+    })
+}
+
 /// Probes a live Host (see the module documentation). Reads only.
 pub fn probe(t: &Target<'_>) -> Probe {
     let health = verify::health(t.port, HEALTH_TIMEOUT);

@@ -331,16 +331,13 @@ fn systemd_status(ctx: &Context, job: &LaunchdJob, recorded: Option<u16>, st: &m
     };
     st.running = true;
     st.pid = Some(pid);
-    let record = crate::host::identity::ExecRecord::read(&ctx.stack.exec_record_path());
-    let p = probe::probe(&probe::Target {
-        pid,
-        port: plan.port,
-        env: &plan.env,
-        exec_record: record.as_ref(),
-        launchd: None,
-        floor: ctx.env.proof_floor,
-        live: None,
-    });
+    let p = probe::without_launchd(
+        &ctx.stack,
+        (pid, plan.port),
+        &plan.env,
+        ctx.env.proof_floor,
+        None,
+    );
     record_probe(st, &p);
 }
 

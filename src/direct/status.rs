@@ -7,9 +7,8 @@ use serde::Serialize;
 
 use super::{Owner, PidRecord};
 use crate::context::Context;
-use crate::host::identity::ExecRecord;
 use crate::host::plan;
-use crate::probe::{self, Target};
+use crate::probe;
 use crate::verify::{EnvProof, LiveProcess};
 
 /// What the pid file says (`host status --json` `pid_file`).
@@ -125,16 +124,13 @@ pub fn probe(ctx: &Context, rec: &PidRecord, live: &LiveProcess) -> DirectHost {
     };
     match plan::plan(ctx, &args) {
         Ok(plan) => {
-            let record = ExecRecord::read(&ctx.stack.exec_record_path());
-            let p = probe::probe(&Target {
-                pid: rec.pid,
-                port: rec.port,
-                env: &plan.env,
-                exec_record: record.as_ref(),
-                launchd: None,
-                floor: ctx.env.proof_floor,
-                live: Some(live),
-            });
+            let p = probe::without_launchd(
+                &ctx.stack,
+                (rec.pid, rec.port),
+                &plan.env,
+                ctx.env.proof_floor,
+                Some(live),
+            );
             host.health = p.health;
             host.env_proof = p.env_proof();
             host.env_mismatch.clone_from(&p.env_mismatch);

@@ -6,8 +6,7 @@ use serde::Serialize;
 
 use super::{record_probe, summarize, AgentStatus, Manager, StatusNote};
 use crate::context::Context;
-use crate::host::identity::ExecRecord;
-use crate::probe::{self, Target};
+use crate::probe;
 use crate::systemd::{ActiveState, MainCode, Systemctl, UnitShow};
 
 /// The unit's facts (`status --json`'s `unit`).
@@ -109,16 +108,13 @@ fn record(
         return;
     };
     st.managed_by = Some(Manager::Systemd);
-    let record = ExecRecord::read(&ctx.stack.exec_record_path());
-    let p = probe::probe(&Target {
-        pid,
-        port: plan.port,
-        env: &plan.env,
-        exec_record: record.as_ref(),
-        launchd: None,
-        floor: ctx.env.proof_floor,
-        live: None,
-    });
+    let p = probe::without_launchd(
+        &ctx.stack,
+        (pid, plan.port),
+        &plan.env,
+        ctx.env.proof_floor,
+        None,
+    );
     record_probe(st, &p);
 }
 
