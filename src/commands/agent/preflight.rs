@@ -66,12 +66,6 @@ pub fn run<T>(
     // Before the lock or the config sync: a LaunchAgents directory this user cannot write
     // (one stat, so before the port's probe too).
     ctx.stack.refuse_unwritable_agents_dir()?;
-    // Only a verb that may load or start a Host asks who holds its port: one that writes the
-    // plist only (`install --no-start`, `regenerate --no-restart`) starts nothing that could
-    // fail to listen, and the verb that later loads it asks then.
-    if launchd != Launchd::NotNeeded {
-        refuse_held_port(ctx, host)?;
-    }
     let lock = ctx.lock_stack(verb)?;
     // Looked at under the lock: no stack directory now means nothing of it is another oyster's.
     let first = std::fs::symlink_metadata(&ctx.stack.root).is_err();
@@ -92,6 +86,14 @@ fn locked<'a, T>(
     lock: &'a Lock,
     step: impl FnOnce(Prepared<'a>) -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
+    // Only a verb that may load or start a Host asks who holds its port: one that writes the
+    // plist only (`install --no-start`, `regenerate --no-restart`) starts nothing that could
+    // fail to listen, and the verb that later loads it asks then. Asked under the lock: a run
+    // this one waited for may have moved the stack's Host onto this port, and before the lock
+    // its new Host could look like another's (its manager not yet showing its pid).
+    if launchd != Launchd::NotNeeded {
+        refuse_held_port(ctx, host)?;
+    }
     ctx.stack.refuse_special_log()?;
     let agent = match launchd {
         Launchd::Required => Some(Ok(job(ctx, Some(lock))?)),
