@@ -82,7 +82,7 @@ mod service_steps;
 mod setup;
 mod setup_killed_at_every_step;
 mod setup_question;
-mod setup_receipt_hostile;
+mod setup_receipt_untrusted;
 mod snapshots;
 mod snapshots_firstday;
 mod snapshots_machine;
