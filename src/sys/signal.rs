@@ -50,7 +50,7 @@ extern "C" fn record(sig: nix::libc::c_int) {
 /// oyster; blocking reads return `EINTR` (no `SA_RESTART`). Dropping it restores the previous
 /// handlers, so commands that do not poll keep the default Ctrl-C.
 pub struct InterruptGuard {
-    previous: Vec<(Signal, SigAction)>,
+    previous: Vec<(Signal, nix::libc::sigaction)>,
 }
 
 const CAUGHT: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
@@ -58,14 +58,10 @@ const CAUGHT: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
 impl InterruptGuard {
     /// Starts catching the three signals.
     pub fn install() -> InterruptGuard {
-        let action = SigAction::new(
-            SigHandler::Handler(record),
-            SaFlags::empty(),
-            SigSet::empty(),
-        );
+        let action = recording();
         let mut previous = vec![];
         for sig in CAUGHT {
-            if let Ok(old) = set_action(sig, &action) {
+            if let Ok(old) = sigaction(sig, Some(&action)) {
                 previous.push((sig, old));
             }
         }
@@ -76,7 +72,7 @@ impl InterruptGuard {
 impl Drop for InterruptGuard {
     fn drop(&mut self) {
         for (sig, old) in self.previous.drain(..) {
-            let _ = set_action(sig, &old);
+            let _ = sigaction(sig, Some(&old));
         }
     }
 }
@@ -100,15 +96,11 @@ impl ChildWatch {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if w.0 == 0 {
-            let action = SigAction::new(
-                SigHandler::Handler(record),
-                SaFlags::empty(),
-                SigSet::empty(),
-            );
+            let action = recording();
             w.1 = CAUGHT
                 .into_iter()
                 .filter(|sig| current_is_default(*sig))
-                .filter(|sig| set_action(*sig, &action).is_ok())
+                .filter(|sig| sigaction(*sig, Some(&action)).is_ok())
                 .collect();
         }
         w.0 += 1;
@@ -126,9 +118,9 @@ impl Drop for ChildWatch {
             return;
         }
         let took = std::mem::take(&mut w.1);
-        let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+        let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty()).into();
         for sig in &took {
-            let _ = set_action(*sig, &default);
+            let _ = sigaction(*sig, Some(&default));
         }
         let came = Signal::try_from(RECEIVED.load(Ordering::SeqCst)).ok();
         if let Some(sig) = came.filter(|s| took.contains(s)) {
@@ -141,26 +133,37 @@ impl Drop for ChildWatch {
 
 /// Whether `sig`'s action is the default one (read without changing it).
 fn current_is_default(sig: Signal) -> bool {
-    let mut old = std::mem::MaybeUninit::<nix::libc::sigaction>::zeroed();
-    #[allow(unsafe_code)]
-    // SAFETY: `sigaction(2)` with a null new action only writes the current one into `old`,
-    // a zeroed, properly sized and aligned `struct sigaction` that outlives the call.
-    let (rc, old) = unsafe {
-        let rc = nix::libc::sigaction(sig as nix::libc::c_int, std::ptr::null(), old.as_mut_ptr());
-        (rc, old.assume_init())
-    };
-    rc == 0 && old.sa_sigaction == nix::libc::SIG_DFL
+    sigaction(sig, None).is_ok_and(|old| old.sa_sigaction == nix::libc::SIG_DFL)
 }
 
-/// `sigaction(2)`: installs `action` for `sig`, returning the one it replaces. Only the guard
-/// calls it, with [`record`] or with the action that was there before the guard.
-fn set_action(sig: Signal, action: &SigAction) -> nix::Result<SigAction> {
+/// The action that only records the signal ([`record`]).
+fn recording() -> nix::libc::sigaction {
+    SigAction::new(
+        SigHandler::Handler(record),
+        SaFlags::empty(),
+        SigSet::empty(),
+    )
+    .into()
+}
+
+/// `sigaction(2)`, the one call of signal handling: with `action`, installs it for `sig`;
+/// without, only reads. Returns the action that was there.
+fn sigaction(
+    sig: Signal,
+    action: Option<&nix::libc::sigaction>,
+) -> nix::Result<nix::libc::sigaction> {
+    let new = action.map_or(std::ptr::null(), std::ptr::from_ref);
+    let mut old = std::mem::MaybeUninit::<nix::libc::sigaction>::zeroed();
     #[allow(unsafe_code)]
     // SAFETY: the actions installed are `record` (it only stores to an atomic, which is
-    // async-signal-safe) and the previous action, put back as it was.
-    unsafe {
-        nix::sys::signal::sigaction(sig, action)
-    }
+    // async-signal-safe), the default one, and an action read back from the kernel, put back
+    // as it was; `old` is a zeroed, properly sized and aligned `struct sigaction` that
+    // outlives the call, which only writes into it.
+    let (rc, old) = unsafe {
+        let rc = nix::libc::sigaction(sig as nix::libc::c_int, new, old.as_mut_ptr());
+        (rc, old.assume_init())
+    };
+    Errno::result(rc).map(|_| old)
 }
 
 /// The signal caught since the guard was installed, if any (`None` while a [`Suspended`] is
