@@ -28,7 +28,12 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
     refuse_managed(ctx, opts)?;
     // A setup killed outright left its receipt: what it did is taken back first (its Host
     // too, before the direct-Host refusal below sees it), and the plan is made after.
-    take_back(ctx, opts, args.dry_run)?;
+    let took_back = take_back(ctx, opts, args.dry_run)?;
+    // Cancelled after an earlier setup was taken back: that much did change, and was said.
+    let cancelled = match took_back {
+        true => "Installation cancelled; nothing else was changed.",
+        false => CANCELLED,
+    };
     // Also a Host this stack runs directly (`host start`): setup would load the LaunchAgent
     // beside it on another `--port` (two Hosts of one stack), or fail on its port after writing.
     if !opts.no_start {
@@ -68,14 +73,14 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
         return Ok(ExitStatus::Success);
     }
     let Some(install) = install_or_cancel(ctx, &args, &sp, &without)? else {
-        ctx.out.out(CANCELLED);
+        ctx.out.out(cancelled);
         return Ok(ExitStatus::Success);
     };
     let login = match super::setup_login::decide(ctx, &args, &sp, piped)? {
         super::setup_login::Decided::Set(l) => Some(l),
         super::setup_login::Decided::Keep => None,
         super::setup_login::Decided::Cancelled => {
-            ctx.out.out(CANCELLED);
+            ctx.out.out(cancelled);
             return Ok(ExitStatus::Success);
         }
     };
@@ -107,8 +112,8 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
 }
 
 /// Takes back what a setup killed outright did (its receipt), saying each revert on a line;
-/// a dry run only says that the next setup will.
-fn take_back(ctx: &Context, opts: &SetupOptions, dry_run: bool) -> anyhow::Result<()> {
+/// a dry run only says that the next setup will. Says whether anything was taken back.
+fn take_back(ctx: &Context, opts: &SetupOptions, dry_run: bool) -> anyhow::Result<bool> {
     if dry_run {
         if let Some(path) = setup::receipt::pending(&ctx.stack) {
             ctx.out.out(&format!(
@@ -116,23 +121,27 @@ fn take_back(ctx: &Context, opts: &SetupOptions, dry_run: bool) -> anyhow::Resul
                 path.display()
             ));
         }
-        return Ok(());
+        return Ok(false);
     }
     match setup::recover(ctx, opts)? {
         setup::Recovered::TookBack(said) => {
+            let any = !said.is_empty();
             for words in said {
                 ctx.reporter().line(&format!(
                     "An earlier setup was cut short; took back: {words}"
                 ));
             }
+            Ok(any)
         }
-        setup::Recovered::Stale => ctx.out.note(&format!(
-            "an earlier setup was cut short, but stack {} was changed since by another oyster command: nothing of it is taken back",
-            ctx.stack.name
-        )),
-        setup::Recovered::Nothing => {}
+        setup::Recovered::Stale => {
+            ctx.out.note(&format!(
+                "an earlier setup was cut short, but stack {} was changed since by another oyster command: nothing of it is taken back",
+                ctx.stack.name
+            ));
+            Ok(false)
+        }
+        setup::Recovered::Nothing => Ok(false),
     }
-    Ok(())
 }
 
 fn show(ctx: &Context, opts: &SetupOptions, sp: &SetupPlan) {
