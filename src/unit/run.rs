@@ -248,61 +248,6 @@ impl Unit<'_> {
             self.out.note(&Said::LingerOff { user }.to_string());
         }
     }
-
-    fn restore_unit(
-        &mut self,
-        restore: Option<Vec<u8>>,
-        known_good: bool,
-        timing: Timing,
-    ) -> anyhow::Result<Rollback> {
-        self.sc.stop(&self.name)?;
-        let restored = match restore {
-            Some(bytes) if self.keep_stopped => {
-                self.write_unit(&bytes)?;
-                self.sc.daemon_reload()?;
-                Restored::KeptStopped {
-                    start: self.hints.agent("start"),
-                }
-            }
-            Some(bytes) => {
-                self.write_unit(&bytes)?;
-                self.sc.daemon_reload()?;
-                self.sc.reset_failed(&self.name)?;
-                self.sc.start(&self.name)?;
-                let port = unit_port(&bytes, &self.stack.home).unwrap_or(0);
-                let fresh = Baseline::default();
-                let first = self.wait_for_instance(&fresh, Instant::now(), timing);
-                // Healthy, and still up after the settle: a cause outside the unit (the root,
-                // the machine) fells the restored Host as it did the new one.
-                let healthy = first.and_then(|s| {
-                    let pid = s.main_pid.unwrap_or_default();
-                    runner::wait_for_health(pid, port, Instant::now() + timing.wait)?;
-                    self.stays_up(pid, &s, timing).map(|()| pid)
-                });
-                match healthy {
-                    Ok(pid) => Restored::Runs { pid },
-                    Err(Stop::Failed(f)) => Restored::NotVerified {
-                        failure: f.to_string(),
-                    },
-                    Err(Stop::Interrupted(_)) => Restored::Started,
-                }
-            }
-            None if known_good => Restored::KeptGood {
-                path: self.path.clone(),
-                start: self.hints.agent("start"),
-            },
-            None => {
-                let _ = self.sc.disable(&self.name, false);
-                std::fs::remove_file(&self.path)?;
-                self.sc.daemon_reload()?;
-                Restored::Removed
-            }
-        };
-        Ok(Rollback {
-            manager: ManagerKind::Systemd,
-            restored,
-        })
-    }
 }
 
 impl Job for Unit<'_> {
@@ -401,7 +346,53 @@ impl Job for Unit<'_> {
         known_good: bool,
         timing: Timing,
     ) -> anyhow::Result<Rollback> {
-        self.restore_unit(restore, known_good, timing)
+        self.sc.stop(&self.name)?;
+        let restored = match restore {
+            Some(bytes) if self.keep_stopped => {
+                self.write_unit(&bytes)?;
+                self.sc.daemon_reload()?;
+                Restored::KeptStopped {
+                    start: self.hints.agent("start"),
+                }
+            }
+            Some(bytes) => {
+                self.write_unit(&bytes)?;
+                self.sc.daemon_reload()?;
+                self.sc.reset_failed(&self.name)?;
+                self.sc.start(&self.name)?;
+                let port = unit_port(&bytes, &self.stack.home).unwrap_or(0);
+                let fresh = Baseline::default();
+                let first = self.wait_for_instance(&fresh, Instant::now(), timing);
+                // Healthy, and still up after the settle: a cause outside the unit (the root,
+                // the machine) fells the restored Host as it did the new one.
+                let healthy = first.and_then(|s| {
+                    let pid = s.main_pid.unwrap_or_default();
+                    runner::wait_for_health(pid, port, Instant::now() + timing.wait)?;
+                    self.stays_up(pid, &s, timing).map(|()| pid)
+                });
+                match healthy {
+                    Ok(pid) => Restored::Runs { pid },
+                    Err(Stop::Failed(f)) => Restored::NotVerified {
+                        failure: f.to_string(),
+                    },
+                    Err(Stop::Interrupted(_)) => Restored::Started,
+                }
+            }
+            None if known_good => Restored::KeptGood {
+                path: self.path.clone(),
+                start: self.hints.agent("start"),
+            },
+            None => {
+                let _ = self.sc.disable(&self.name, false);
+                std::fs::remove_file(&self.path)?;
+                self.sc.daemon_reload()?;
+                Restored::Removed
+            }
+        };
+        Ok(Rollback {
+            manager: ManagerKind::Systemd,
+            restored,
+        })
     }
 
     fn last_exit(&self) -> Option<String> {

@@ -20,7 +20,12 @@ fn send(child: &Child, sig: Signal) {
 
 /// Polls `cond` every 20 ms for at most `bound`; a child that ends first, or a bound that
 /// passes, fails the test (the child is killed by its pid).
-fn wait_while_running(child: &mut Child, bound: Duration, what: &str, cond: impl Fn() -> bool) {
+pub(crate) fn wait_while_running(
+    child: &mut Child,
+    bound: Duration,
+    what: &str,
+    cond: impl Fn() -> bool,
+) {
     let t0 = Instant::now();
     while !cond() {
         if child.try_wait().unwrap().is_some() || t0.elapsed() > bound {

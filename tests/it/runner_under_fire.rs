@@ -4,23 +4,11 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::common::{self, free_port, Stack, TestContext};
 use crate::common::{has_all, has_none};
-
-/// Polls `cond` every 20 ms for at most `bound`; a child that ends first fails the test.
-fn wait_while_running(child: &mut Child, bound: Duration, what: &str, cond: impl Fn() -> bool) {
-    let t0 = Instant::now();
-    while !cond() {
-        if child.try_wait().unwrap().is_some() || t0.elapsed() > bound {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what}: not seen before the run ended or {bound:?} passed");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use crate::rollback_under_fire::wait_while_running;
 
 fn stack_dir(s: &Stack) -> PathBuf {
     s.t.home.join(format!(".oysterun-stacks/{}", s.name))

@@ -8,58 +8,6 @@ use crate::service::said::{Left, Restored, Rollback, Said};
 use crate::service::{Decision, ManagerKind};
 
 impl Agent<'_> {
-    /// The rollback's own step: boot the failed definition out, then write back the plist to
-    /// restore (loading and verifying it, unless `stop` left the stack stopped), keep a
-    /// definition that verified before, or remove one that never did. Says what it did.
-    fn restore_plist(
-        &mut self,
-        action: Action,
-        restore: Option<Vec<u8>>,
-        known_good: bool,
-        timing: Timing,
-    ) -> anyhow::Result<Rollback> {
-        let plist = self.stack.plist_path();
-        self.bootout(action)?;
-        // Nothing of this stack runs now unless a restored plist starts it again: the
-        // identity files the failed Host wrote would name a dead pid that Oysterun's own
-        // scripts wait for (a restored Host writes its own).
-        if restore.is_none() || self.keep_stopped {
-            self.remove_stale_identity();
-        }
-        let restored = match &restore {
-            Some(bytes) if self.keep_stopped => {
-                agentplist::write(self.lock()?, &plist, bytes, &self.stack.log_dir)?;
-                Restored::KeptStopped {
-                    start: self.hints.agent("start"),
-                }
-            }
-            Some(bytes) => {
-                agentplist::write(self.lock()?, &plist, bytes, &self.stack.log_dir)?;
-                self.reload(action, false)?;
-                let old_env = agentplist::read_env(bytes).unwrap_or_default();
-                let port = old_env.port().unwrap_or(0);
-                // The rollback's own verification is not cut short by the signal that
-                // started it: it runs to its deadline.
-                match self.verify_unattended(&old_env, port, timing) {
-                    Ok(v) => Restored::Runs { pid: v.pid },
-                    Err(failure) => Restored::NotVerified { failure },
-                }
-            }
-            None if known_good => Restored::KeptGood {
-                path: plist,
-                start: self.hints.agent("start"),
-            },
-            None => {
-                std::fs::remove_file(&plist)?;
-                Restored::Removed
-            }
-        };
-        Ok(Rollback {
-            manager: ManagerKind::Launchd,
-            restored,
-        })
-    }
-
     /// Verification for a rollback: signals are not polled (the rollback must finish).
     pub(super) fn verify_unattended(
         &self,
@@ -226,6 +174,9 @@ impl Job for Agent<'_> {
         }
     }
 
+    /// The rollback's own step: boot the failed definition out, then write back the plist to
+    /// restore (loading and verifying it, unless `stop` left the stack stopped), keep a
+    /// definition that verified before, or remove one that never did. Says what it did.
     fn restore(
         &mut self,
         action: Action,
@@ -233,7 +184,46 @@ impl Job for Agent<'_> {
         known_good: bool,
         timing: Timing,
     ) -> anyhow::Result<Rollback> {
-        self.restore_plist(action, restore, known_good, timing)
+        let plist = self.stack.plist_path();
+        self.bootout(action)?;
+        // Nothing of this stack runs now unless a restored plist starts it again: the
+        // identity files the failed Host wrote would name a dead pid that Oysterun's own
+        // scripts wait for (a restored Host writes its own).
+        if restore.is_none() || self.keep_stopped {
+            self.remove_stale_identity();
+        }
+        let restored = match &restore {
+            Some(bytes) if self.keep_stopped => {
+                agentplist::write(self.lock()?, &plist, bytes, &self.stack.log_dir)?;
+                Restored::KeptStopped {
+                    start: self.hints.agent("start"),
+                }
+            }
+            Some(bytes) => {
+                agentplist::write(self.lock()?, &plist, bytes, &self.stack.log_dir)?;
+                self.reload(action, false)?;
+                let old_env = agentplist::read_env(bytes).unwrap_or_default();
+                let port = old_env.port().unwrap_or(0);
+                // The rollback's own verification is not cut short by the signal that
+                // started it: it runs to its deadline.
+                match self.verify_unattended(&old_env, port, timing) {
+                    Ok(v) => Restored::Runs { pid: v.pid },
+                    Err(failure) => Restored::NotVerified { failure },
+                }
+            }
+            None if known_good => Restored::KeptGood {
+                path: plist,
+                start: self.hints.agent("start"),
+            },
+            None => {
+                std::fs::remove_file(&plist)?;
+                Restored::Removed
+            }
+        };
+        Ok(Rollback {
+            manager: ManagerKind::Launchd,
+            restored,
+        })
     }
 
     fn last_exit(&self) -> Option<String> {
