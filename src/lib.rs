@@ -189,7 +189,7 @@ fn finish(result: anyhow::Result<ExitStatus>) -> ExitCode {
     match result {
         Ok(status) => status.into(),
         Err(err) => {
-            let kind = error::kind_of(&err, ERROR_KINDS, sys::signal::received());
+            let kind = error::kind_of(&err, ERROR_KINDS, sys::signal::cause(&err).ok());
             if err.downcast_ref::<error::Interrupted>().is_some() {
                 // Its message already says what was done: said whole, as made.
                 failed(kind, &format!("{err:#}"), None)

@@ -142,7 +142,7 @@ fn summarize(
 fn interrupt_of(err: &anyhow::Error) -> Option<(crate::sys::signal::Signal, String)> {
     match err.downcast_ref::<crate::error::Interrupted>() {
         Some(i) => Some((i.0, i.1.clone())),
-        None => Some((crate::sys::signal::received()?, format!("{err:#}"))),
+        None => Some((crate::sys::signal::cause(err).ok()?, format!("{err:#}"))),
     }
 }
 

@@ -70,12 +70,13 @@ pub fn show_qr(ctx: &Context, plan: &Plan) -> Ran {
         Stdout::AsWritten,
     ) {
         Ok(()) => Ran::Done,
-        Err(why) => {
+        Err(StepFailed::Interrupted(sig)) => {
+            qr_unavailable(ctx, plan.port, "interrupted");
+            Ran::Interrupted(sig)
+        }
+        Err(StepFailed::Why(why)) => {
             qr_unavailable(ctx, plan.port, &why);
-            match signal::received() {
-                Some(sig) => Ran::Interrupted(sig),
-                None => Ran::Failed,
-            }
+            Ran::Failed
         }
     }
 }
@@ -116,10 +117,10 @@ pub fn prepare_restore(ctx: &Context, plan: &Plan) -> Ran {
         RESTORE_TIMEOUT,
         Stdout::Redacted,
     );
-    match signal::cut_short(ran) {
-        Ok(None) => Ran::Done,
-        Ok(Some(sig)) => Ran::Interrupted(sig),
-        Err(why) => {
+    match ran {
+        Ok(()) => Ran::Done,
+        Err(StepFailed::Interrupted(sig)) => Ran::Interrupted(sig),
+        Err(StepFailed::Why(why)) => {
             ctx.out.warn(&Said::RestoreFailed { why }.to_string());
             Ran::Failed
         }
@@ -136,7 +137,27 @@ enum Stdout {
     Redacted,
 }
 
+/// Why a step failed: a signal came while it ran (its process group was stopped), or `Why`.
+enum StepFailed {
+    Interrupted(Signal),
+    Why(String),
+}
+
+/// Runs an entry point; a failure while a signal came is the signal's (asked once, here).
 fn run_step(
+    ctx: &Context,
+    plan: &Plan,
+    script: PathBuf,
+    args: &[&str],
+    extra: Option<(&str, &str)>,
+    timeout: Duration,
+    stdout: Stdout,
+) -> Result<(), StepFailed> {
+    run_entry(ctx, plan, script, args, extra, timeout, stdout)
+        .map_err(|why| signal::cause(why).map_or_else(StepFailed::Why, StepFailed::Interrupted))
+}
+
+fn run_entry(
     ctx: &Context,
     plan: &Plan,
     script: PathBuf,
@@ -202,9 +223,6 @@ fn run_step(
             argv.join(" "),
             f.code
         )),
-        Err(_) if stdout == Stdout::AsWritten && signal::received().is_some() => {
-            Err("interrupted".to_owned())
-        }
         Err(e) => Err(e.to_string()),
     }
 }

@@ -256,13 +256,13 @@ fn rolled_back(undone: &[String], err: anyhow::Error) -> anyhow::Error {
     } else {
         undone.join("; ")
     };
-    if let Some(sig) = signal::received() {
-        return Interrupted(sig, format!("setup rolled back: {list}")).into();
+    match signal::cause(err) {
+        Ok(sig) => Interrupted(sig, format!("setup rolled back: {list}")).into(),
+        Err(err) => err.context(crate::error::Afterword {
+            lead: "setup failed".into(),
+            after: format!("rolled back: {list}"),
+        }),
     }
-    err.context(crate::error::Afterword {
-        lead: "setup failed".into(),
-        after: format!("rolled back: {list}"),
-    })
 }
 
 fn apply_steps(

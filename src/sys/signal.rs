@@ -202,11 +202,14 @@ pub fn pause(d: std::time::Duration) -> Result<(), Signal> {
 pub fn cut_short<T, E>(result: Result<T, E>) -> Result<Option<Signal>, E> {
     match result {
         Ok(_) => Ok(None),
-        Err(e) => match received() {
-            Some(sig) => Ok(Some(sig)),
-            None => Err(e),
-        },
+        Err(e) => cause(e).map(Some),
     }
+}
+
+/// The one question asked of a failure: `Ok(signal)` when a signal came meanwhile (the
+/// failure is its doing: a child killed by the interrupt, a wait it ended), else the error.
+pub fn cause<E>(failure: E) -> Result<Signal, E> {
+    received().ok_or(failure)
 }
 
 /// While alive, [`received`] answers `None` (a rollback must run to its end), for the signal
