@@ -368,20 +368,24 @@ fn install_providers<'p>(
             npm: i.npm.clone(),
             prefix: i.prefix.clone(),
             package: i.provider.npm_package.to_owned(),
+            running: None,
         })?;
-        // npm's own progress, indented and dimmed, instead of minutes of silence.
-        let out = process::run_streaming(
-            &i.npm,
-            &args,
-            ChildEnv::Exactly(base),
-            None,
-            NPM_TIMEOUT,
-            &mut |_, line| {
-                if !line.trim().is_empty() {
-                    out_.detail(&format!("    {line}"));
-                }
-            },
-        )?;
+        // Its pid in the receipt once it runs; npm's own progress, indented and dimmed,
+        // instead of minutes of silence.
+        let mut recorded = Ok(());
+        let out = process::Program::new(&i.npm)
+            .args(args.iter().copied())
+            .env(ChildEnv::Exactly(base))
+            .timeout(NPM_TIMEOUT)
+            .stream_started(
+                &mut |pid| recorded = journal.npm_running(pid),
+                &mut |_, line| {
+                    if !line.trim().is_empty() {
+                        out_.detail(&format!("    {line}"));
+                    }
+                },
+            )?;
+        recorded?;
         // A failed npm that finished and left nothing was not "installed": nothing to undo.
         if out.code != 0 && !i.installed_path().exists() {
             journal.pop();

@@ -97,6 +97,14 @@ impl<'l> Journaled<'l> {
         self.write()
     }
 
+    /// Records the npm the newest step (its install) started, and writes the receipt again.
+    pub(super) fn npm_running(&mut self, pid: u32) -> anyhow::Result<()> {
+        if let Some(Undo::NpmUninstall { running, .. }) = self.journal.last_mut() {
+            *running = super::steps::Running::of(pid);
+        }
+        self.write()
+    }
+
     /// Takes the newest step back out: its effect turned out not to happen.
     pub(super) fn pop(&mut self) {
         self.journal.pop();

@@ -31,11 +31,15 @@ pub(super) enum Undo {
     /// Files and directories that did not exist before setup applied anything; removed last
     /// (directories only while empty, so nothing a user put there is lost).
     Created(Created),
-    /// A provider npm installs (`npm uninstall -g --prefix PREFIX PACKAGE`).
+    /// A provider npm installs (`npm uninstall -g --prefix PREFIX PACKAGE`), and the npm
+    /// that installs it once it runs: one a run killed outright left running is stopped
+    /// before the uninstall (it would otherwise finish the install after it).
     NpmUninstall {
         npm: PathBuf,
         prefix: PathBuf,
         package: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        running: Option<Running>,
     },
     /// A file setup writes: config.json, or the job's definition (`--no-start`).
     File {
@@ -60,6 +64,46 @@ pub(super) enum Undo {
     Service {
         first: bool,
     },
+}
+
+/// A child setup started, as the kernel knows it: its pid (its process group's, the process
+/// door gives each child its own) and start time, so a pid used again since is never taken
+/// for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(super) struct Running {
+    pub(super) pid: u32,
+    pub(super) started: u64,
+}
+
+impl Running {
+    /// The child `pid` as it runs now (`None`: gone already).
+    pub(super) fn of(pid: u32) -> Option<Running> {
+        let (started, _) = process::identity(pid)?;
+        Some(Running { pid, started })
+    }
+
+    /// Stops the child's process group if it still runs `argv` (an npm a killed run left):
+    /// SIGTERM, then SIGKILL after 10 s; waits for it to be gone. `true` if one was stopped.
+    fn stop(self, argv: &[String]) -> bool {
+        use crate::sys::signal::{killpg, Signal};
+        let live = || {
+            process::identity(self.pid)
+                .is_some_and(|(started, cmd)| started == self.started && cmd.ends_with(argv))
+        };
+        if self.pid <= 1 || !live() {
+            return false;
+        }
+        for (sig, wait) in [(Signal::SIGTERM, 100), (Signal::SIGKILL, 50)] {
+            let _ = killpg(self.pid, sig);
+            for _ in 0..wait {
+                if !live() {
+                    return true;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        true
+    }
 }
 
 /// Which file a path held when setup wrote it, without its content: device, inode, size and
@@ -198,7 +242,9 @@ impl crate::undo::Revert<Undoing<'_>> for Undo {
                 npm,
                 prefix,
                 package,
+                running,
             } => {
+                let left = running.is_some_and(|r| r.stop(&npm_argv("install", &prefix, &package)));
                 let args = npm_argv("uninstall", &prefix, &package);
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
                 let (env, _) = super::npm_environment(ctx, cx.plan)?;
@@ -211,7 +257,10 @@ impl crate::undo::Revert<Undoing<'_>> for Undo {
                 if f.code != 0 {
                     anyhow::bail!("`npm uninstall` exited {}", f.code)
                 }
-                format!("uninstalled {package}")
+                match left {
+                    true => format!("stopped the npm install left running, uninstalled {package}"),
+                    false => format!("uninstalled {package}"),
+                }
             }
         }))
     }
@@ -309,6 +358,7 @@ pub(super) fn plausible(ctx: &Context, allowed: &Allowed, step: &Undo) -> bool {
             npm,
             prefix,
             package,
+            ..
         } => {
             PROVIDERS.iter().any(|p| p.npm_package == package)
                 && *npm == allowed.npm

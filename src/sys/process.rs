@@ -151,7 +151,18 @@ impl<'a> Program<'a> {
     /// setup, instead of minutes of silence); the capture is kept as [`Program::run`] keeps it
     /// (the callback still sees every line).
     pub fn stream(self, on_line: &mut dyn FnMut(Stream, &str)) -> Result<Finished, ProcessError> {
-        run_full(&self, on_line)
+        run_full(&self, &mut |_| {}, on_line)
+    }
+
+    /// [`Program::stream`], telling `on_spawn` the child's pid (its process group's) once it
+    /// runs: a journal records it, so that a next run can stop a child this one, killed
+    /// outright, left running.
+    pub fn stream_started(
+        self,
+        on_spawn: &mut dyn FnMut(u32),
+        on_line: &mut dyn FnMut(Stream, &str),
+    ) -> Result<Finished, ProcessError> {
+        run_full(&self, on_spawn, on_line)
     }
 
     /// Starts it (its own process group, stdin and both streams null) and waits at most its
@@ -248,6 +259,7 @@ pub fn run_streaming(
 /// (SIGINT/SIGTERM/SIGHUP caught by a [`super::signal::InterruptGuard`]), output capped.
 fn run_full(
     p: &Program<'_>,
+    on_spawn: &mut dyn FnMut(u32),
     on_line: &mut dyn FnMut(Stream, &str),
 ) -> Result<Finished, ProcessError> {
     debug_assert!(
@@ -267,6 +279,7 @@ fn run_full(
         argv: shown.clone(),
         source,
     })?;
+    on_spawn(child.id());
     if let (Some(bytes), Some(mut pipe)) = (p.stdin, child.stdin.take()) {
         use std::io::Write;
         // Fits the pipe's buffer (STDIN_CAP), so this never waits on the child; a child that

@@ -303,3 +303,38 @@ fn a_killed_setup_is_not_taken_back_once_another_command_used_the_stack() {
     s.t.run(["agent", "uninstall", "--stack", "st"]).ok();
     s.t.wait_no_processes();
 }
+
+/// An npm install left running by a setup killed outright (npm runs in its own process
+/// group, which the kill does not reach) is stopped by the next setup before it uninstalls
+/// the provider: left alone, it would finish its install after the recovery. The receipt
+/// names it by pid and start time once it runs.
+#[test]
+fn an_npm_a_killed_setup_left_running_is_stopped_before_the_uninstall() {
+    let s = Setup::with_npm(0, 3);
+    let mut killed =
+        s.t.cmd()
+            .args(s.args(&["--yes", "--install-providers"]))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+    crate::common::wait_until(
+        std::time::Duration::from_secs(15),
+        "npm's pid in the receipt",
+        || std::fs::read_to_string(receipt(&s)).is_ok_and(|t| t.contains("\"running\"")),
+    );
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    let r = s.pty(b"\r", &[]);
+    let output = r["output"].as_str().unwrap().to_owned();
+    assert_eq!(r["code"], 0, "{output}");
+    has_all(&output, &["stopped the npm install left running"]);
+    // Past the time the orphan's install would have taken: nothing put in place after.
+    std::thread::sleep(std::time::Duration::from_millis(3_500));
+    for b in ["claude", "codex"] {
+        assert!(!s.t.path("nodepfx/bin").join(b).exists(), "{b} installed after:\n{output}");
+    }
+    assert!(!receipt(&s).exists(), "{output}");
+    s.t.wait_no_processes();
+}
