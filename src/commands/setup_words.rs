@@ -30,6 +30,10 @@ impl fmt::Display for Said {
                 "an earlier setup, cut short, was taken back while this one waited ({}); this setup's plan was made before that, so it changed nothing else",
                 said.join("; ")
             ),
+            Said::ChangedWhileWaiting { stack } => write!(
+                f,
+                "another oyster changed stack {stack} while this setup waited for it (its config.json is not the one this setup's plan was made from), so this setup changed nothing"
+            ),
             Said::RunAgain => f.write_str("run `oyster setup` again"),
             Said::JobPutBack { pid, port } => write!(
                 f,

@@ -108,6 +108,9 @@ impl Install {
 /// The complete plan, computed without writing anything.
 pub struct SetupPlan {
     pub plan: Plan,
+    /// config.json as the plan found it (`None`: absent): a setup whose lock finds another
+    /// file there decided on a state that is gone, and changes nothing.
+    read: Option<steps::Stamp>,
     pub installs: Vec<Install>,
     pub agent_folder: PathBuf,
     pub service: Service,
@@ -115,6 +118,8 @@ pub struct SetupPlan {
 
 /// Plans setup without writing anything.
 pub fn make_plan(ctx: &Context, opts: &SetupOptions) -> anyhow::Result<SetupPlan> {
+    // Before the read: a write after it shows as another file.
+    let read = steps::Stamp::of(&ctx.stack.config_path());
     let plan = plan::plan(ctx, &opts.host)?;
     plan.warn_privacy(ctx.reporter());
     let node_bin = &plan.node.path;
@@ -151,6 +156,7 @@ pub fn make_plan(ctx: &Context, opts: &SetupOptions) -> anyhow::Result<SetupPlan
     };
     Ok(SetupPlan {
         plan,
+        read,
         installs,
         agent_folder,
         service,
@@ -201,6 +207,16 @@ pub fn apply(
     if let Recovered::TookBack(said) = receipt::recover_locked(ctx, opts, &lock)? {
         return Err(crate::error::Failed::new(
             Said::TookBackWhileWaiting { said }.to_string(),
+            Said::RunAgain.to_string(),
+        )
+        .into());
+    }
+    if steps::Stamp::of(&st.config_path()) != sp.read {
+        return Err(crate::error::Failed::new(
+            Said::ChangedWhileWaiting {
+                stack: st.name.clone(),
+            }
+            .to_string(),
             Said::RunAgain.to_string(),
         )
         .into());

@@ -14,7 +14,10 @@ pub enum Said {
     PartlyTakenBack { said: Vec<String>, path: PathBuf },
     /// A dead setup's receipt found (and taken back) once this run held the lock.
     TookBackWhileWaiting { said: Vec<String> },
-    /// Its hint.
+    /// The stack's config.json changed between the plan and the lock (another oyster wrote
+    /// it while this setup asked or waited): the plan is stale.
+    ChangedWhileWaiting { stack: String },
+    /// Their hint.
     RunAgain,
     /// The job a killed setup changed, put back on the restored config and verified.
     JobPutBack { pid: u32, port: u16 },

@@ -486,13 +486,12 @@ fn setup_prints_the_login_qr_after_its_start() {
     s.t.wait_no_processes();
 }
 
-/// A setup that waited for another one on the same stack lists what it may create only once it
-/// holds the stack's lock, and installs only what is still missing then: when it fails (here:
-/// the first one's Host runs already), its rollback removes none of the files the first setup
-/// created meanwhile (the directly started Host's pid file: without it `host status` and
-/// `host stop` lose the running Host) and uninstalls no provider the first one installed.
+/// A setup that waited for another one on the same stack decided on a state that is gone (the
+/// first one wrote config.json meanwhile): it changes nothing, says so, and asks to be run
+/// again. Nothing the first setup did is touched (the directly started Host's pid file: without
+/// it `host status` and `host stop` lose the running Host; the providers it installed).
 #[test]
-fn a_setup_that_waited_for_another_rolls_back_only_what_it_did() {
+fn a_setup_that_waited_for_another_changes_nothing() {
     use std::process::Stdio;
     let s = Setup::with_npm(0, 3);
     let spawn = |log: &str| {
@@ -518,7 +517,15 @@ fn a_setup_that_waited_for_another_rolls_back_only_what_it_did() {
     let status = second.wait().unwrap();
     let output = said("second.log");
     assert_eq!(status.code(), Some(1), "{output}");
-    has_all(&output, &["already running"]);
+    has_all(
+        &output,
+        &[
+            "while this setup waited for it",
+            "so this setup changed nothing",
+            "run `oyster setup` again",
+        ],
+    );
+    has_none(&output, &["rolled back", "already running"]);
     let pid_file = s.t.home.join(".oysterun-stacks/st/run/oysterun-host-st.pid");
     assert!(pid_file.exists(), "the first setup's pid file was removed:\n{output}");
     let st = s.t.run(["host", "status", "--stack", "st"]);
