@@ -132,14 +132,14 @@ fn stop(ctx: &Context) -> anyhow::Result<ExitStatus> {
     // No stack directory, so no pid file: nothing to stop, and nothing (not even the lock) is
     // created to say so.
     if std::fs::symlink_metadata(&stack.root).is_err() {
-        if let Some(job) = launchd_runs_it(ctx)? {
+        if let Some(job) = managed_job(ctx)? {
             return Err(job.refusal(&ctx.hints()).into());
         }
         ctx.out.out("The Host is not running (no pid file).");
         return Ok(ExitStatus::Success);
     }
     let _lock = ctx.lock_stack("host stop")?;
-    if let Some(job) = launchd_runs_it(ctx)? {
+    if let Some(job) = managed_job(ctx)? {
         return Err(job.refusal(&ctx.hints()).into());
     }
     let said = match direct::stop_checked(stack, &ctx.hints(), ctx.reporter(), &|pid| launchd_job_of(ctx, pid))? {
@@ -280,26 +280,30 @@ fn status(ctx: &Context) -> anyhow::Result<(HostStatus, String)> {
     Ok((st, why))
 }
 
-/// The stack's LaunchAgent, loaded: launchd owns the Host (and the pid file `host exec`
-/// writes), so `host stop` must not signal it and `host status` says so (docs/behaviour.md §6).
-struct LaunchdJob {
+/// The stack's job its manager keeps (a loaded LaunchAgent, an active unit): it owns the Host
+/// (and the pid file `host exec` writes), so `host stop` must not signal it nor `host start`
+/// run a second Host beside it (docs/behaviour.md §6). The refusals' own read, not `status`'s
+/// observation: asked before anything is signalled or written, it probes no Host, and a
+/// launchctl or systemctl that fails refuses rather than becoming a note.
+struct ManagedJob {
     label: String,
     domain: String,
     state: String,
     pid: Option<u32>,
-    info: Option<crate::launchctl::PrintInfo>,
+    /// launchd's LaunchAgent (else the systemd unit).
+    launchd: bool,
 }
 
-impl LaunchdJob {
+impl ManagedJob {
     fn refusal(&self, hints: &crate::context::Hints) -> crate::error::Failed {
         crate::error::Failed::new(
             format!(
                 "{} runs this Host ({} in {}, {}); `host stop` would only make {} start it again, so it was not signalled",
-                if self.info.is_some() { "launchd" } else { "systemd" },
+                if self.launchd { "launchd" } else { "systemd" },
                 self.label,
                 self.domain,
                 self.pid.map_or(format!("state {}", self.state), |p| format!("pid {p}")),
-                if self.info.is_some() { "KeepAlive" } else { "Restart=always" }
+                if self.launchd { "KeepAlive" } else { "Restart=always" }
             ),
             format!(
                 "`{}` stops it and keeps it stopped; `{}` restarts it",
@@ -310,8 +314,8 @@ impl LaunchdJob {
     }
 }
 
-/// Whether launchd has the stack's job loaded (no launchctl here: it has not).
-fn launchd_runs_it(ctx: &Context) -> anyhow::Result<Option<LaunchdJob>> {
+/// The stack's job, when its manager keeps it (no launchctl here: launchd does not).
+fn managed_job(ctx: &Context) -> anyhow::Result<Option<ManagedJob>> {
     if let Some(job) = systemd_runs_it(ctx)? {
         return Ok(Some(job));
     }
@@ -322,18 +326,18 @@ fn launchd_runs_it(ctx: &Context) -> anyhow::Result<Option<LaunchdJob>> {
     // fallback, a console stop then an SSH start) is launchd's Host all the same.
     Ok(lc
         .find_loaded(&ctx.stack.label)?
-        .map(|(domain, info)| LaunchdJob {
+        .map(|(domain, info)| ManagedJob {
             label: ctx.stack.label.clone(),
             domain: domain.to_string(),
             state: info.state().unwrap_or("unknown").to_owned(),
             pid: info.pid().filter(|_| info.running()),
-            info: Some(info),
+            launchd: true,
         }))
 }
 
 /// The stack's systemd unit, when the user manager keeps it going (active, starting,
 /// restarting, failed): it owns the Host, as a loaded LaunchAgent does.
-fn systemd_runs_it(ctx: &Context) -> anyhow::Result<Option<LaunchdJob>> {
+fn systemd_runs_it(ctx: &Context) -> anyhow::Result<Option<ManagedJob>> {
     let Ok(crate::context::Manager::Systemd(sc)) = ctx.manager() else {
         return Ok(None);
     };
@@ -341,12 +345,12 @@ fn systemd_runs_it(ctx: &Context) -> anyhow::Result<Option<LaunchdJob>> {
     let show = sc.show(&unit)?;
     let active =
         !show.is_not_found() && !matches!(show.active_state, crate::systemd::ActiveState::Inactive);
-    Ok(active.then(|| LaunchdJob {
+    Ok(active.then(|| ManagedJob {
         label: unit,
         domain: "systemd --user".to_owned(),
         state: show.sub_state.clone(),
         pid: show.main_pid.filter(|_| show.is_running()),
-        info: None,
+        launchd: false,
     }))
 }
 
@@ -371,33 +375,25 @@ fn launchd_job_of(ctx: &Context, pid: u32) -> Option<String> {
         })
 }
 
-/// Direct startup must not run a second Host beside a loaded LaunchAgent.
+/// Direct startup must not run a second Host beside a loaded LaunchAgent or an active unit.
 fn refuse_if_agent_loaded(ctx: &Context) -> anyhow::Result<()> {
-    if let Some(job) = systemd_runs_it(ctx)? {
-        anyhow::bail!(
-            "the systemd unit {} is active under {} ({}); it owns the Host. Use `{}`, or `{}` before starting the Host directly",
-            job.label,
-            job.domain,
-            job.state,
-            ctx.hint_cmd("restart"),
-            ctx.hint_cmd("uninstall")
-        );
-    }
-    let Ok(lc) = ctx.launchctl() else {
-        // No launchctl: no LaunchAgent can be loaded (Linux, or launchd-less macOS).
+    let Some(job) = managed_job(ctx)? else {
         return Ok(());
     };
-    // In either domain (a copy in user/<uid> while gui/<uid> exists is loaded all the same).
-    if let Some((domain, info)) = lc.find_loaded(&ctx.stack.label)? {
-        anyhow::bail!(
-            "the LaunchAgent {} is loaded in {} (state {}); it owns the Host. Use `{}`, \
-             or `{}` before starting the Host directly",
-            ctx.stack.label,
-            domain,
-            info.state().unwrap_or("unknown"),
-            ctx.hint_cmd("restart"),
-            ctx.hint_cmd("uninstall")
-        );
-    }
-    Ok(())
+    let what = if job.launchd {
+        format!(
+            "the LaunchAgent {} is loaded in {} (state {})",
+            job.label, job.domain, job.state
+        )
+    } else {
+        format!(
+            "the systemd unit {} is active under {} ({})",
+            job.label, job.domain, job.state
+        )
+    };
+    anyhow::bail!(
+        "{what}; it owns the Host. Use `{}`, or `{}` before starting the Host directly",
+        ctx.hint_cmd("restart"),
+        ctx.hint_cmd("uninstall")
+    )
 }
