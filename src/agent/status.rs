@@ -116,6 +116,9 @@ pub struct AgentStatus {
     pub env_proof: Option<EnvProof>,
     /// Generated variables the live process does not have as generated.
     pub env_mismatch: Vec<String>,
+    /// The first thing about the running Host that does not verify, in words (`host status`).
+    #[serde(skip)]
+    pub problem: Option<String>,
     /// The declared variables (`oyster env`, and forced ones) the Host gets: names only.
     pub declared: Vec<String>,
     /// Declared variables the running Host does not hold as declared now (`stale` until a
@@ -294,6 +297,7 @@ fn blank(ctx: &Context, installed: Option<&Installed>) -> AgentStatus {
         health: None,
         env_proof: None,
         env_mismatch: vec![],
+        problem: None,
         declared: vec![],
         declared_stale: vec![],
         in_sync,
@@ -525,6 +529,7 @@ fn record_probe(st: &mut AgentStatus, p: &Probe) {
     st.env_proof = p.env_proof();
     st.env_mismatch.clone_from(&p.env_mismatch);
     st.verified = p.verified();
+    st.problem = p.problem();
     if let Err(why) = &p.env {
         st.notes.push(why.clone());
     }

@@ -26,6 +26,7 @@ fn st() -> AgentStatus {
         health: Some(200),
         env_proof: Some(EnvProof::Live),
         env_mismatch: vec![],
+        problem: None,
         declared: vec![],
         declared_stale: vec![],
         in_sync: Some(true),

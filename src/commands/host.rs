@@ -6,10 +6,9 @@ use serde::Serialize;
 use crate::agent::status::Manager;
 use crate::context::Context;
 use crate::direct::status::PidFile;
-use crate::direct::{self, Owner, StartOptions, Stopped};
+use crate::direct::{self, StartOptions, Stopped};
 use crate::host::plan;
 use crate::invocation::HostVerb;
-use crate::probe;
 use crate::ExitStatus;
 
 pub fn run(ctx: &Context, cmd: HostVerb) -> anyhow::Result<ExitStatus> {
@@ -133,14 +132,14 @@ fn stop(ctx: &Context) -> anyhow::Result<ExitStatus> {
     // No stack directory, so no pid file: nothing to stop, and nothing (not even the lock) is
     // created to say so.
     if std::fs::symlink_metadata(&stack.root).is_err() {
-        if let Some(job) = launchd_runs_it(ctx)? {
+        if let Some(job) = managed_job(ctx)? {
             return Err(job.refusal(&ctx.hints()).into());
         }
         ctx.out.out("The Host is not running (no pid file).");
         return Ok(ExitStatus::Success);
     }
     let _lock = ctx.lock_stack("host stop")?;
-    if let Some(job) = launchd_runs_it(ctx)? {
+    if let Some(job) = managed_job(ctx)? {
         return Err(job.refusal(&ctx.hints()).into());
     }
     let said = match direct::stop_checked(stack, &ctx.hints(), ctx.reporter(), &|pid| launchd_job_of(ctx, pid))? {
@@ -232,143 +231,79 @@ struct HostStatus {
     env_mismatch_text: Option<String>,
 }
 
-/// The status, and in words why the Host is not running (for people).
+/// The status, and in words why the Host is not running (for people): the job as `status`
+/// observes it (`agent::status::collect`: launchd's, the unit's, or a directly started Host),
+/// with what the pid file says.
 fn status(ctx: &Context) -> anyhow::Result<(HostStatus, String)> {
     let stack = &ctx.stack;
-    // The stack's port as recorded (the running Host's own, below, wins). A config that
-    // cannot be read leaves it unknown, said, rather than the default (another Host's port).
-    let recorded = match crate::config::ConfigDoc::load(&stack.config_path()) {
-        Ok(doc) => plan::HostInputs::default()
-            .effective_port(stack, Some(&doc), None)
-            .map(|p| p.port),
-        Err(e) => {
-            ctx.out.warn(&format!("the stack's config is broken: {e}"));
-            None
-        }
-    };
-    let mut st = HostStatus {
-        stack: stack.name.clone(),
-        port: recorded,
-        managed_by: None,
-        running: false,
-        pid: None,
-        health: None,
-        verified: false,
-        env_proof: None,
-        env_mismatch: vec![],
-        pid_file: PidFile::Missing,
-        pid_path: stack.pid_path().display().to_string(),
-        log_path: stack.log_path().display().to_string(),
-        env_mismatch_text: None,
-    };
+    // A config that cannot be read leaves the port unknown, said, rather than the default
+    // (another Host's port).
+    if let Err(e) = crate::config::ConfigDoc::load(&stack.config_path()) {
+        ctx.out.warn(&format!("the stack's config is broken: {e}"));
+    }
     let owner = direct::owner(stack)?;
-    st.pid_file = PidFile::of(&owner);
-    if let Some(job) = launchd_runs_it(ctx)? {
-        let why = match job.info {
-            Some(_) => {
-                launchd_status(ctx, &job, recorded, &mut st);
-                format!("launchd has {} loaded, state {}", job.label, job.state)
-            }
-            None => {
-                systemd_status(ctx, &job, recorded, &mut st);
-                format!("systemd --user has {}, state {}", job.label, job.state)
-            }
-        };
-        return Ok((st, why));
-    }
-    if let Owner::Ours(rec, live) = &owner {
-        let host = direct::status::probe(ctx, rec, live);
-        st.managed_by = Some(Manager::Direct);
-        st.running = true;
-        st.pid = Some(host.pid);
-        st.port = Some(host.port);
-        st.health = host.health;
-        st.verified = host.verified;
-        st.env_proof = host.env_proof;
-        st.env_mismatch = host.env_mismatch;
-        st.env_mismatch_text = host.problem;
-    }
-    let why = direct::status::not_running_why(&owner).unwrap_or_else(|| "running".to_owned());
+    let a = crate::agent::status::collect(ctx)?;
+    // A loaded job owns the Host, running or not (and the pid file `host exec` writes).
+    let (managed_by, why) = match (a.loaded, &a.unit) {
+        (true, Some(u)) => (
+            Some(Manager::Systemd),
+            format!("systemd --user has {}, state {}", u.unit, u.sub_state),
+        ),
+        (true, None) => (
+            Some(Manager::Launchd),
+            format!(
+                "launchd has {} loaded, state {}",
+                a.label,
+                a.state.as_deref().unwrap_or("unknown")
+            ),
+        ),
+        (false, _) => (
+            a.managed_by,
+            direct::status::not_running_why(&owner).unwrap_or_else(|| "running".to_owned()),
+        ),
+    };
+    let st = HostStatus {
+        stack: a.stack,
+        port: a.port,
+        managed_by,
+        running: a.running,
+        pid: a.pid.filter(|_| a.running),
+        health: a.health,
+        verified: a.verified,
+        env_proof: a.env_proof,
+        env_mismatch: a.env_mismatch,
+        pid_file: PidFile::of(&owner),
+        pid_path: stack.pid_path().display().to_string(),
+        log_path: a.log_path,
+        env_mismatch_text: a.problem,
+    };
     Ok((st, why))
 }
 
-/// A Host launchd runs: probed against the installed plist and launchd's view.
-fn launchd_status(ctx: &Context, job: &LaunchdJob, recorded: Option<u16>, st: &mut HostStatus) {
-    let stack = &ctx.stack;
-    st.managed_by = Some(Manager::Launchd);
-    let installed = crate::host::plist::read_installed(&stack.plist_path(), ctx.reporter());
-    st.port = installed.as_ref().and_then(|i| i.env.port()).or(recorded);
-    let (Some(pid), Some(inst)) = (job.pid, &installed) else {
-        return;
-    };
-    st.running = true;
-    st.pid = Some(pid);
-    let record = crate::host::identity::ExecRecord::read(&stack.exec_record_path());
-    let launchd = job.info.as_ref().map(|info| probe::LaunchdView {
-        pid: info.pid(),
-        environment: &info.environment,
-    });
-    let p = probe::probe(&probe::Target {
-        pid,
-        port: st.port.unwrap_or(0),
-        env: &inst.env,
-        exec_record: record.as_ref(),
-        launchd,
-        floor: ctx.env.proof_floor,
-        live: None,
-    });
-    record_probe(st, &p);
-}
-
-/// A Host the systemd unit runs: probed against the environment oyster generates (the unit
-/// is written from it; there is no plist to read).
-fn systemd_status(ctx: &Context, job: &LaunchdJob, recorded: Option<u16>, st: &mut HostStatus) {
-    st.managed_by = Some(Manager::Systemd);
-    let plan = plan::plan(ctx, &plan::HostInputs::default()).ok();
-    st.port = plan.as_ref().map(|p| p.port).or(recorded);
-    let (Some(pid), Some(plan)) = (job.pid, &plan) else {
-        return;
-    };
-    st.running = true;
-    st.pid = Some(pid);
-    let p = probe::without_launchd(
-        &ctx.stack,
-        (pid, plan.port),
-        &plan.env,
-        ctx.env.proof_floor,
-        None,
-    );
-    record_probe(st, &p);
-}
-
-fn record_probe(st: &mut HostStatus, p: &probe::Probe) {
-    st.health = p.health;
-    st.env_proof = p.env_proof();
-    st.env_mismatch.clone_from(&p.env_mismatch);
-    st.verified = p.verified();
-    st.env_mismatch_text = p.problem();
-}
-
-/// The stack's LaunchAgent, loaded: launchd owns the Host (and the pid file `host exec`
-/// writes), so `host stop` must not signal it and `host status` says so (docs/behaviour.md §6).
-struct LaunchdJob {
+/// The stack's job its manager keeps (a loaded LaunchAgent, an active unit): it owns the Host
+/// (and the pid file `host exec` writes), so `host stop` must not signal it nor `host start`
+/// run a second Host beside it (docs/behaviour.md §6). The refusals' own read, not `status`'s
+/// observation: asked before anything is signalled or written, it probes no Host, and a
+/// launchctl or systemctl that fails refuses rather than becoming a note.
+struct ManagedJob {
     label: String,
     domain: String,
     state: String,
     pid: Option<u32>,
-    info: Option<crate::launchctl::PrintInfo>,
+    /// launchd's LaunchAgent (else the systemd unit).
+    launchd: bool,
 }
 
-impl LaunchdJob {
+impl ManagedJob {
     fn refusal(&self, hints: &crate::context::Hints) -> crate::error::Failed {
         crate::error::Failed::new(
             format!(
                 "{} runs this Host ({} in {}, {}); `host stop` would only make {} start it again, so it was not signalled",
-                if self.info.is_some() { "launchd" } else { "systemd" },
+                if self.launchd { "launchd" } else { "systemd" },
                 self.label,
                 self.domain,
                 self.pid.map_or(format!("state {}", self.state), |p| format!("pid {p}")),
-                if self.info.is_some() { "KeepAlive" } else { "Restart=always" }
+                if self.launchd { "KeepAlive" } else { "Restart=always" }
             ),
             format!(
                 "`{}` stops it and keeps it stopped; `{}` restarts it",
@@ -379,8 +314,8 @@ impl LaunchdJob {
     }
 }
 
-/// Whether launchd has the stack's job loaded (no launchctl here: it has not).
-fn launchd_runs_it(ctx: &Context) -> anyhow::Result<Option<LaunchdJob>> {
+/// The stack's job, when its manager keeps it (no launchctl here: launchd does not).
+fn managed_job(ctx: &Context) -> anyhow::Result<Option<ManagedJob>> {
     if let Some(job) = systemd_runs_it(ctx)? {
         return Ok(Some(job));
     }
@@ -391,18 +326,18 @@ fn launchd_runs_it(ctx: &Context) -> anyhow::Result<Option<LaunchdJob>> {
     // fallback, a console stop then an SSH start) is launchd's Host all the same.
     Ok(lc
         .find_loaded(&ctx.stack.label)?
-        .map(|(domain, info)| LaunchdJob {
+        .map(|(domain, info)| ManagedJob {
             label: ctx.stack.label.clone(),
             domain: domain.to_string(),
             state: info.state().unwrap_or("unknown").to_owned(),
             pid: info.pid().filter(|_| info.running()),
-            info: Some(info),
+            launchd: true,
         }))
 }
 
 /// The stack's systemd unit, when the user manager keeps it going (active, starting,
 /// restarting, failed): it owns the Host, as a loaded LaunchAgent does.
-fn systemd_runs_it(ctx: &Context) -> anyhow::Result<Option<LaunchdJob>> {
+fn systemd_runs_it(ctx: &Context) -> anyhow::Result<Option<ManagedJob>> {
     let Ok(crate::context::Manager::Systemd(sc)) = ctx.manager() else {
         return Ok(None);
     };
@@ -410,12 +345,12 @@ fn systemd_runs_it(ctx: &Context) -> anyhow::Result<Option<LaunchdJob>> {
     let show = sc.show(&unit)?;
     let active =
         !show.is_not_found() && !matches!(show.active_state, crate::systemd::ActiveState::Inactive);
-    Ok(active.then(|| LaunchdJob {
+    Ok(active.then(|| ManagedJob {
         label: unit,
         domain: "systemd --user".to_owned(),
         state: show.sub_state.clone(),
         pid: show.main_pid.filter(|_| show.is_running()),
-        info: None,
+        launchd: false,
     }))
 }
 
@@ -440,33 +375,25 @@ fn launchd_job_of(ctx: &Context, pid: u32) -> Option<String> {
         })
 }
 
-/// Direct startup must not run a second Host beside a loaded LaunchAgent.
+/// Direct startup must not run a second Host beside a loaded LaunchAgent or an active unit.
 fn refuse_if_agent_loaded(ctx: &Context) -> anyhow::Result<()> {
-    if let Some(job) = systemd_runs_it(ctx)? {
-        anyhow::bail!(
-            "the systemd unit {} is active under {} ({}); it owns the Host. Use `{}`, or `{}` before starting the Host directly",
-            job.label,
-            job.domain,
-            job.state,
-            ctx.hint_cmd("restart"),
-            ctx.hint_cmd("uninstall")
-        );
-    }
-    let Ok(lc) = ctx.launchctl() else {
-        // No launchctl: no LaunchAgent can be loaded (Linux, or launchd-less macOS).
+    let Some(job) = managed_job(ctx)? else {
         return Ok(());
     };
-    // In either domain (a copy in user/<uid> while gui/<uid> exists is loaded all the same).
-    if let Some((domain, info)) = lc.find_loaded(&ctx.stack.label)? {
-        anyhow::bail!(
-            "the LaunchAgent {} is loaded in {} (state {}); it owns the Host. Use `{}`, \
-             or `{}` before starting the Host directly",
-            ctx.stack.label,
-            domain,
-            info.state().unwrap_or("unknown"),
-            ctx.hint_cmd("restart"),
-            ctx.hint_cmd("uninstall")
-        );
-    }
-    Ok(())
+    let what = if job.launchd {
+        format!(
+            "the LaunchAgent {} is loaded in {} (state {})",
+            job.label, job.domain, job.state
+        )
+    } else {
+        format!(
+            "the systemd unit {} is active under {} ({})",
+            job.label, job.domain, job.state
+        )
+    };
+    anyhow::bail!(
+        "{what}; it owns the Host. Use `{}`, or `{}` before starting the Host directly",
+        ctx.hint_cmd("restart"),
+        ctx.hint_cmd("uninstall")
+    )
 }

@@ -210,6 +210,9 @@ fn status_without_launchctl_does_not_call_launchds_host_direct() {
     let human = off.run(["status", "--stack", "l"]).stdout();
     has_all(&human, &["launchctl could not be asked"]);
     has_none(&human, &["host stop"]);
+    // `host status` reads the same facts: who runs the Host is not known, never "direct".
+    let hs = off.run(["host", "status", "--json", "--stack", "l"]).json();
+    assert_eq!((&hs["managed_by"], &hs["running"]), (&Value::Null, &Value::Bool(true)), "{hs}");
     t.extra_env = sim;
     t.run(["agent", "uninstall", "--stack", "l"]).ok();
 }

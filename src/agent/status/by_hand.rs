@@ -49,6 +49,7 @@ fn direct_host(
     st.env_proof = host.env_proof;
     st.env_mismatch = host.env_mismatch;
     st.verified = host.verified;
+    st.problem = host.problem;
     st.notes.extend(host.env_note);
     declared::stale(st, host.declared_stale);
     if !known {
