@@ -392,6 +392,21 @@ fn a_provider_change_and_host_status_name_the_unit_not_a_direct_host_or_launchd(
     t.run(["status", s]).stdout_has_all(&["installs the systemd unit alone"]);
 }
 
+/// A running unit whose plan cannot be made (config.json broken since): `status` still says the
+/// unit runs the Host (it said launchd).
+#[test]
+fn a_running_unit_with_a_broken_config_is_said_to_be_systemds() {
+    let Some((_m, t)) = world() else { return };
+    let s = "sdbroken";
+    let (_, _p) = installed(&t, s);
+    let config = t.home.join(format!(".oysterun-stacks/{s}/host/config.json"));
+    std::fs::write(&config, "{ not json").unwrap();
+    let doc = t.run(["status", s, "--json"]).json();
+    assert_eq!(doc["managed_by"].as_str(), Some("systemd"), "{doc}");
+    std::fs::write(&config, "{}").unwrap();
+    verb(&t, &["uninstall"], s, &[]).ok();
+}
+
 #[test]
 fn a_unit_whose_manager_does_not_answer_is_never_taken_for_a_direct_host() {
     let Some((m, t)) = world() else { return };

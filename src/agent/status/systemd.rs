@@ -104,10 +104,13 @@ fn record(
             restart: ctx.hint_cmd("restart"),
         });
     }
+    // The unit runs it, whether or not the plan can be made to prove it.
+    if st.running {
+        st.managed_by = Some(Manager::Systemd);
+    }
     let (Some(pid), Some(plan)) = (st.pid, plan) else {
         return;
     };
-    st.managed_by = Some(Manager::Systemd);
     let p = probe::without_launchd(
         &ctx.stack,
         (pid, plan.port),
