@@ -89,7 +89,7 @@ pub struct Agent<'a> {
 }
 
 use crate::service::run::{
-    check_interrupt, sleep_interruptible, stop_from, Run, Stop, HEALTH_EVERY,
+    check_interrupt, sleep_interruptible, stop_from, Job, Run, Stop, HEALTH_EVERY,
 };
 
 impl<'a> Agent<'a> {
@@ -250,11 +250,6 @@ impl<'a> Agent<'a> {
         self.pending_path().exists()
     }
 
-    /// The plist that last verified, kept on disk for rollback.
-    fn last_good_path(&self) -> std::path::PathBuf {
-        self.run.stack.last_good_plist_path()
-    }
-
     /// Boots the job out (waiting until it is gone) and removes the plist; keeps config, history
     /// and logs.
     pub fn uninstall(&mut self) -> anyhow::Result<bool> {
@@ -291,7 +286,7 @@ impl<'a> Agent<'a> {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => anyhow::bail!("could not remove {}: {e}", plist.display()),
         }
-        for f in [self.pending_path(), self.last_good_path()] {
+        for f in [self.pending_path(), Job::last_good_path(self)] {
             let _ = std::fs::remove_file(f);
         }
         self.remove_stale_identity();

@@ -9,15 +9,15 @@ use std::time::{Duration, Instant};
 
 use super::journal::{self, Receipt};
 use super::said::{Failure, NotVerified, Rollback, Said};
-use super::{Decision, ManagerKind, Outcome, Planned, Step, Timing, Verified};
+use super::{Decision, ManagerKind, Outcome, Step, Timing, Verified};
 use crate::config::Change;
-use crate::host::plan::{Plan, PlanEnv};
-use crate::host::stack::Stack;
-use crate::output::audit::{Action, Audit, Step as Logged, StepOutcome};
-use crate::output::Reporter;
-use crate::sys::fs::{self as fsutil, Lock};
+use crate::host::plan::Plan;
+use crate::output::audit::{Action, Step as Logged, StepOutcome};
+use crate::sys::fs as fsutil;
 use crate::sys::signal::{self, Signal};
-use crate::verify::ProofFloor;
+
+mod fields;
+pub use fields::Run;
 
 /// How often `/health` (cheap) and an interruptible sleep look again.
 pub const HEALTH_EVERY: Duration = Duration::from_millis(20);
@@ -114,74 +114,6 @@ pub struct Generation {
     pub previous: Option<Vec<u8>>,
     pub new: Vec<u8>,
     pub port: Option<Change>,
-}
-
-/// What every manager's run holds, the same under launchd and systemd: made once, by
-/// [`Run::new`], when the manager's job is looked up.
-pub struct Run<'a> {
-    pub stack: &'a Stack,
-    pub audit: Audit,
-    /// The stack's lifecycle lock, held by a run that acts (`None`: a `--dry-run` observer,
-    /// which writes nothing).
-    lock: Option<&'a Lock>,
-    /// `OYSTER_ENV_PROOF`: which proofs may be used (all, unless a test or a user says).
-    pub proof_floor: ProofFloor,
-    /// The Host log's length when the run began: a failure shows only what this attempt wrote.
-    pub log_start: u64,
-    /// Where the run says its progress, notes and warnings (the printer in a run).
-    pub out: &'a dyn Reporter,
-    /// `start` of a stack `stop` left disabled: a rollback writes the previous definition back
-    /// but does not start it (that would start the Host the user had stopped).
-    pub keep_stopped: bool,
-    /// What the config step needs to merge the plan into `config.json` again.
-    pub plan_env: PlanEnv<'a>,
-    /// `--ignore-login-items`: a reload of a job said to be switched off is made all the same
-    /// (never needed under systemd, which has no Login Items).
-    pub ignore_switch: bool,
-}
-
-impl<'a> Run<'a> {
-    /// The run of `env`'s stack, its Host log measured now; `lock` is the stack's lifecycle
-    /// lock (`None`: a `--dry-run`).
-    pub fn new(env: PlanEnv<'a>, proof_floor: ProofFloor, lock: Option<&'a Lock>) -> Run<'a> {
-        let stack = env.stack;
-        Run {
-            stack,
-            audit: Audit::new(stack.audit_path(), &stack.name, &stack.label),
-            lock,
-            proof_floor,
-            log_start: std::fs::symlink_metadata(stack.log_path()).map_or(0, |m| m.len()),
-            out: env.out,
-            keep_stopped: false,
-            plan_env: env,
-            ignore_switch: false,
-        }
-    }
-
-    /// The stack's lock, which every step that writes holds.
-    pub fn lock(&self) -> anyhow::Result<&'a Lock> {
-        self.lock.ok_or_else(|| {
-            anyhow::anyhow!("a dry run takes no step (the stack's lock is not held)")
-        })
-    }
-
-    /// What the decision weighs of `plan`.
-    pub fn planned(&self, plan: &Plan) -> Planned {
-        Planned {
-            config: self.stack.config_path(),
-            edits: plan.changes.iter().map(Into::into).collect(),
-            port: plan.port,
-            ignore_switch: self.ignore_switch,
-        }
-    }
-
-    /// The config step: what the plan computed, written into `config.json` (merged again with
-    /// what is on disk now) and said.
-    pub fn write_config(&self, plan: &Plan) -> anyhow::Result<()> {
-        let changes = crate::host::plan::write_config(self.plan_env, plan, self.lock()?)?;
-        crate::config::report(&self.stack.config_path(), &changes, self.out);
-        Ok(())
-    }
 }
 
 /// What only a manager knows about a run.

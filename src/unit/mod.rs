@@ -15,7 +15,7 @@ use crate::context::Context;
 use crate::host::plan::Plan;
 use crate::host::stack::Stack;
 use crate::output::audit::{Action, Step as Logged, StepOutcome};
-use crate::service::run::Run;
+use crate::service::run::{Job, Run};
 use crate::service::said::Said;
 use crate::service::{
     self, Decision, KillOutcome, Loaded, ManagerKind, Observed, Outcome, Request, ServiceManager,
@@ -273,7 +273,7 @@ impl<'a> Unit<'a> {
             _ => {}
         }
         self.sc.daemon_reload()?;
-        for f in [self.run.stack.pending_path(), self.last_good_path()] {
+        for f in [self.run.stack.pending_path(), Job::last_good_path(self)] {
             let _ = std::fs::remove_file(f);
         }
         let _ = crate::host::identity::remove_if_dead(self.run.stack);
@@ -285,11 +285,6 @@ impl<'a> Unit<'a> {
             "",
         );
         Ok(loaded)
-    }
-
-    /// The unit that last verified, kept for rollback.
-    fn last_good_path(&self) -> PathBuf {
-        self.run.stack.run_dir.join("last-good.service")
     }
 }
 

@@ -275,8 +275,9 @@ impl Job for Unit<'_> {
         &self.run
     }
 
+    /// The unit that last verified, kept for rollback.
     fn last_good_path(&self) -> PathBuf {
-        Unit::last_good_path(self)
+        self.run.stack.run_dir.join("last-good.service")
     }
 
     fn definitions(&mut self, plan: &Plan) -> anyhow::Result<(Option<Vec<u8>>, Vec<u8>)> {
@@ -285,17 +286,9 @@ impl Job for Unit<'_> {
 
     fn before_steps(&mut self, plan: &Plan, d: &Decision) -> anyhow::Result<Baseline> {
         self.run.keep_stopped = d.keep_stopped;
-        let has = |f: fn(&Step) -> bool| d.steps.iter().any(f);
-        if !has(|s| matches!(s, Step::WriteConfig { .. })) {
-            crate::host::node::record_version(
-                &self.run.stack.node_version_cache_path(),
-                self.run.lock()?,
-                &plan.node,
-            );
-            crate::config::report(&self.run.stack.config_path(), &[], self.run.out);
-        }
+        self.run.config_unchanged(plan, d)?;
         Ok(Baseline {
-            loads: has(|s| matches!(s, Step::Load { .. })),
+            loads: d.steps.iter().any(|s| matches!(s, Step::Load { .. })),
             ..Baseline::default()
         })
     }

@@ -110,8 +110,9 @@ impl Job for Agent<'_> {
         &self.run
     }
 
+    /// The plist that last verified, kept on disk for rollback.
     fn last_good_path(&self) -> std::path::PathBuf {
-        Agent::last_good_path(self)
+        self.run.stack.last_good_plist_path()
     }
 
     fn definitions(&mut self, plan: &Plan) -> anyhow::Result<(Option<Vec<u8>>, Vec<u8>)> {

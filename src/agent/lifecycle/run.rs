@@ -137,14 +137,15 @@ impl Agent<'_> {
     /// What is said before the steps: a config left unchanged (no config step), a reload of a
     /// job said to be switched off, a loaded definition that is not the plist on disk.
     pub(super) fn say_before_steps(&self, plan: &Plan, d: &Decision) -> anyhow::Result<()> {
-        let has = |f: fn(&Step) -> bool| d.steps.iter().any(f);
-        if !has(|s| matches!(s, Step::WriteConfig { .. })) {
-            self.config_unchanged(plan)?;
-        }
+        self.run.config_unchanged(plan, d)?;
         if d.switched_off {
             self.note_switched_off();
         }
-        if d.stale && !has(|s| matches!(s, Step::WriteDefinition { .. })) {
+        let writes = d
+            .steps
+            .iter()
+            .any(|s| matches!(s, Step::WriteDefinition { .. }));
+        if d.stale && !writes {
             self.run.out.progress(&Said::StaleDefinition.to_string());
         }
         Ok(())
@@ -219,19 +220,6 @@ impl Agent<'_> {
             None,
             "",
         );
-        Ok(())
-    }
-
-    /// No config step: said as the sync says it, and the pinned Node's version cached.
-    fn config_unchanged(&self, plan: &Plan) -> anyhow::Result<()> {
-        let stack = self.run.stack;
-        crate::host::node::record_version(
-            &stack.node_version_cache_path(),
-            self.run.lock()?,
-            &plan.node,
-        );
-        plan.warn_privacy(self.run.out);
-        crate::config::report(&stack.config_path(), &[], self.run.out);
         Ok(())
     }
 
