@@ -82,7 +82,8 @@ pub struct Agent<'a> {
     before: Option<Option<PrintInfo>>,
     /// What every manager's run holds: the stack, its audit log and lock, the proofs allowed…
     pub run: Run<'a>,
-    /// Commands the lifecycle suggests, in the form the user typed.
+    /// Commands the lifecycle suggests, in the form the user typed (beside the run, not in it:
+    /// `service` does not import the context, whose type this is).
     pub hints: crate::context::Hints,
     /// The job a run that loads replaces, as it was before its steps.
     replaced: Option<PrintInfo>,

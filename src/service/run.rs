@@ -352,8 +352,9 @@ fn port_change(receipt: &std::path::Path, plan: &Plan, pending: bool) -> Option<
 
 /// The definition that verified, kept for a later rollback; the receipt removed.
 pub fn keep_as_last_good<J: Job + ?Sized>(job: &J, bytes: &[u8]) {
-    let Ok(lock) = job.run().lock() else { return };
-    let stack = job.run().stack;
+    let run = job.run();
+    let Ok(lock) = run.lock() else { return };
+    let stack = run.stack;
     let r = fsutil::create_dir_all(&stack.run_dir, 0o700)
         .and_then(|()| fsutil::write_atomic(lock, &job.last_good_path(), bytes, Some(0o600)))
         .and_then(|_| journal::remove(&stack.pending_path()));
@@ -362,8 +363,7 @@ pub fn keep_as_last_good<J: Job + ?Sized>(job: &J, bytes: &[u8]) {
             ManagerKind::Systemd => "unit",
             _ => "plist",
         };
-        job.run()
-            .out
+        run.out
             .warn(&format!("could not record the verified {what}: {e}"));
     }
 }

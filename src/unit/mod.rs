@@ -40,6 +40,8 @@ pub struct Unit<'a> {
     before: UnitShow,
     /// What every manager's run holds: the stack, its audit log and lock, the proofs allowed…
     run: Run<'a>,
+    /// Commands the unit suggests, in the form the user typed (beside the run, not in it:
+    /// `service` does not import the context, whose type this is).
     hints: crate::context::Hints,
 }
 
