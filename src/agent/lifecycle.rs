@@ -14,11 +14,10 @@ use crate::host::identity::ExecRecord;
 use crate::host::launchenv::LaunchEnv;
 use crate::host::plan::Plan;
 use crate::host::plist as agentplist;
-use crate::host::stack::Stack;
 use crate::launchctl::{
     self, Code, Domain, DomainChoice, JobState, LastExit, Launchctl, PrintInfo,
 };
-use crate::output::audit::{Action, Audit, Step, StepOutcome};
+use crate::output::audit::{Action, Step, StepOutcome};
 use crate::sys::fs::{self as fsutil, Lock};
 use crate::sys::signal::{self, Signal};
 use crate::verify;
@@ -60,7 +59,7 @@ impl Backoff {
 
 pub use crate::service::{Outcome, Timing, Verified};
 
-pub use crate::verify::{EnvProof, ProofFloor};
+pub use crate::verify::EnvProof;
 
 mod load;
 mod restart;
@@ -81,31 +80,18 @@ pub struct Agent<'a> {
     copies: Vec<(Domain, PrintInfo)>,
     /// The first `print` of the job in the chosen domain, until [`Agent::before`] takes it.
     before: Option<Option<PrintInfo>>,
-    pub stack: &'a Stack,
-    pub audit: Audit,
-    /// The stack's lifecycle lock, held by a run that acts (`None`: a `--dry-run` observer,
-    /// which writes nothing).
-    lock: Option<&'a Lock>,
-    /// `OYSTER_ENV_PROOF`: which proofs may be used (all, unless a test or a user says).
-    proof_floor: ProofFloor,
-    /// The Host log's length when the run began: a failure shows only what this attempt wrote.
-    log_start: u64,
-    /// Commands the lifecycle suggests, in the form the user typed.
+    /// What every manager's run holds: the stack, its audit log and lock, the proofs allowed…
+    pub run: Run<'a>,
+    /// Commands the lifecycle suggests, in the form the user typed (beside the run, not in it:
+    /// `service` does not import the context, whose type this is).
     pub hints: crate::context::Hints,
-    /// Where the lifecycle says its progress, notes and warnings (the printer in a run).
-    pub out: &'a dyn crate::output::Reporter,
-    /// `start` of a stack `stop` left disabled: a rollback writes the previous plist back but
-    /// does not load it (loading it would start the Host the user had stopped).
-    pub(super) keep_stopped: bool,
-    /// What the config step needs to merge the plan into `config.json` again.
-    plan_env: crate::host::plan::PlanEnv<'a>,
-    /// `--ignore-login-items`: a reload of a job said to be switched off is made all the same.
-    pub(crate) ignore_switch: bool,
     /// The job a run that loads replaces, as it was before its steps.
     replaced: Option<PrintInfo>,
 }
 
-use crate::service::run::{check_interrupt, sleep_interruptible, stop_from, Stop, HEALTH_EVERY};
+use crate::service::run::{
+    check_interrupt, sleep_interruptible, stop_from, Job, Run, Stop, HEALTH_EVERY,
+};
 
 impl<'a> Agent<'a> {
     /// Locates launchctl and the domain, saying aloud when it falls back to `user/<uid>` or
@@ -160,24 +146,9 @@ impl<'a> Agent<'a> {
             domain,
             copies,
             before: Some(before),
-            audit: Audit::new(stack.audit_path(), &stack.name, &stack.label),
-            stack,
-            lock,
-            proof_floor: ctx.env.proof_floor,
-            log_start: std::fs::symlink_metadata(stack.log_path()).map_or(0, |m| m.len()),
+            run: Run::new(ctx.into(), ctx.env.proof_floor, lock),
             hints: ctx.hints(),
-            out: ctx.reporter(),
-            keep_stopped: false,
-            plan_env: ctx.into(),
-            ignore_switch: false,
             replaced: None,
-        })
-    }
-
-    /// The stack's lock, which every step that writes holds.
-    pub(crate) fn lock(&self) -> anyhow::Result<&'a Lock> {
-        self.lock.ok_or_else(|| {
-            anyhow::anyhow!("a dry run takes no step (the stack's lock is not held)")
         })
     }
 
@@ -188,7 +159,7 @@ impl<'a> Agent<'a> {
     }
 
     pub fn target(&self) -> String {
-        self.active().target(&self.stack.label)
+        self.active().target(&self.run.stack.label)
     }
 
     /// The job's `print` now: for waits that poll for a change.
@@ -217,7 +188,7 @@ impl<'a> Agent<'a> {
         let other = self.active().other();
         Ok(self
             .lc
-            .print_job(other, &self.stack.label)?
+            .print_job(other, &self.run.stack.label)?
             .ok()
             .map(|info| (other, info)))
     }
@@ -259,10 +230,10 @@ impl<'a> Agent<'a> {
     /// (`<oyster> host exec --stack NAME`) as program and arguments, and the generated keys of
     /// the environment (launchd adds keys of its own to the printed environment).
     pub fn loaded_matches(&self, info: &PrintInfo, plan: &Plan) -> bool {
-        let plist = self.stack.plist_path();
+        let plist = self.run.stack.plist_path();
         let launcher = plan.launcher.to_string_lossy();
         let arguments: Vec<String> = std::iter::once(launcher.clone().into_owned())
-            .chain(plan.launch_arguments(&self.stack.name))
+            .chain(plan.launch_arguments(&self.run.stack.name))
             .collect();
         info.path() == Some(plist.as_path())
             && info.get("program") == Some(launcher.as_ref())
@@ -272,17 +243,12 @@ impl<'a> Agent<'a> {
 
     /// The run's receipt (`<run dir>/pending`, [`crate::service::journal`]).
     pub(super) fn pending_path(&self) -> std::path::PathBuf {
-        self.stack.pending_path()
+        self.run.stack.pending_path()
     }
 
     /// Whether a previous run was interrupted before its change verified.
     pub fn pending(&self) -> bool {
         self.pending_path().exists()
-    }
-
-    /// The plist that last verified, kept on disk for rollback.
-    fn last_good_path(&self) -> std::path::PathBuf {
-        self.stack.last_good_plist_path()
     }
 
     /// Boots the job out (waiting until it is gone) and removes the plist; keeps config, history
@@ -312,20 +278,20 @@ impl<'a> Agent<'a> {
         // and leave the label disabled).
         crate::service::journal::step_boundary();
         for d in Domain::both() {
-            let _ = self.lc.enable(d, &self.stack.label);
+            let _ = self.lc.enable(d, &self.run.stack.label);
         }
-        let plist = self.stack.plist_path();
+        let plist = self.run.stack.plist_path();
         crate::service::journal::step_boundary();
         match std::fs::remove_file(&plist) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => anyhow::bail!("could not remove {}: {e}", plist.display()),
         }
-        for f in [self.pending_path(), self.last_good_path()] {
+        for f in [self.pending_path(), Job::last_good_path(self)] {
             let _ = std::fs::remove_file(f);
         }
         self.remove_stale_identity();
-        self.audit.record(
+        self.run.audit.record(
             Action::Uninstall,
             Step::RemovePlist,
             StepOutcome::Ok,
@@ -334,7 +300,7 @@ impl<'a> Agent<'a> {
         );
         if let Some(sig) = interrupted {
             let left = crate::service::said::Left::Uninstalled {
-                label: self.stack.label.clone(),
+                label: self.run.stack.label.clone(),
                 plist,
             };
             return Err(crate::error::Interrupted(sig, left.to_string()).into());
@@ -348,7 +314,7 @@ impl Agent<'_> {
     /// would name a dead pid; Oysterun's runner removes them on exit, and so does oyster.
     pub fn remove_stale_identity(&self) {
         // Read through the regular-file reader (a FIFO there must not hang stop/uninstall).
-        let _ = crate::host::identity::remove_if_dead(self.stack);
+        let _ = crate::host::identity::remove_if_dead(self.run.stack);
     }
 }
 

@@ -76,8 +76,9 @@ impl Agent<'_> {
     /// would do; both are asked (where they exist) so that a launchd keeping them apart
     /// (never seen) would not leave the label disabled in the other one.
     pub fn enable(&self, action: Action) -> anyhow::Result<()> {
-        self.in_each_domain(|d| self.lc.enable(d, &self.stack.label))?;
-        self.audit
+        self.in_each_domain(|d| self.lc.enable(d, &self.run.stack.label))?;
+        self.run
+            .audit
             .record(action, Step::Enable, StepOutcome::Ok, None, "");
         Ok(())
     }
@@ -93,24 +94,24 @@ impl Agent<'_> {
         plan: &crate::host::plan::Plan,
         timing: crate::agent::lifecycle::Timing,
     ) -> anyhow::Result<crate::agent::lifecycle::Outcome> {
-        self.ignore_switch = timing.ignore_login_items;
+        self.run.ignore_switch = timing.ignore_login_items;
         let decision = self.decide(plan, crate::service::Request::Start)?;
         let was_stopped = self.was_stopped(&decision);
         let result = self.run_decided(plan, Action::Start, &decision, timing);
         if result.is_err() && was_stopped && self.loaded_nowhere_now() {
             // After an interrupt too: these two calls finish before the run ends.
             let _rest = signal::Suspended::new();
-            let out = self.out;
-            match self.in_each_domain(|d| self.lc.disable(d, &self.stack.label)) {
+            let out = self.run.out;
+            match self.in_each_domain(|d| self.lc.disable(d, &self.run.stack.label)) {
                 Ok(_) => out.note(
                     &VerbNote::DisabledAgain {
-                        label: self.stack.label.clone(),
+                        label: self.run.stack.label.clone(),
                     }
                     .to_string(),
                 ),
                 Err(e) => out.warn(
                     &VerbNote::NotDisabledAgain {
-                        label: self.stack.label.clone(),
+                        label: self.run.stack.label.clone(),
                         why: format!("{e:#}"),
                         stop: self.hints.agent("stop"),
                     }
@@ -127,7 +128,7 @@ impl Agent<'_> {
         d.keep_stopped
             || Domain::both().into_iter().any(|dom| {
                 self.lc
-                    .disabled(&dom, &self.stack.label)
+                    .disabled(&dom, &self.run.stack.label)
                     .ok()
                     .flatten()
                     .unwrap_or(false)
@@ -139,7 +140,7 @@ impl Agent<'_> {
     fn loaded_nowhere_now(&self) -> bool {
         let _rest = signal::Suspended::new();
         self.lc
-            .in_both_domains(&self.stack.label)
+            .in_both_domains(&self.run.stack.label)
             .is_ok_and(|both| both.loaded().is_empty())
     }
 
@@ -189,7 +190,7 @@ impl Agent<'_> {
             // Registered still: no disable, so the next login (or `start`) loads it again.
             if let Some(sig) = interrupted {
                 let kept = StopFinished::Kept {
-                    label: self.stack.label.clone(),
+                    label: self.run.stack.label.clone(),
                 };
                 return Err(Interrupted(sig, kept.to_string()).into());
             }
@@ -207,14 +208,15 @@ impl Agent<'_> {
         // stays the generated one, so `status` does not call it stale and `regenerate` or an
         // upgrade's postinstall, which write it again, do not undo the stop.
         crate::service::journal::step_boundary();
-        self.in_each_domain(|d| self.lc.disable(d, &self.stack.label))?;
-        self.audit
+        self.in_each_domain(|d| self.lc.disable(d, &self.run.stack.label))?;
+        self.run
+            .audit
             .record(Action::Stop, Step::Disable, StepOutcome::Ok, None, "");
         if let Some(sig) = interrupted {
             let disabled = StopFinished::Disabled {
-                label: self.stack.label.clone(),
+                label: self.run.stack.label.clone(),
                 pid,
-                plist: self.stack.plist_path(),
+                plist: self.run.stack.plist_path(),
             };
             return Err(Interrupted(sig, disabled.to_string()).into());
         }
@@ -240,17 +242,19 @@ impl Agent<'_> {
             }
             let r = self
                 .lc
-                .bootout(domain, &self.stack.label)?
+                .bootout(domain, &self.run.stack.label)?
                 .accept(crate::launchctl::BOOTOUT_GOES_ON)?;
             // A 5 is "not loaded" on newer macOS, a job already going away, or a stuck one:
             // `print` decides (issue 39 item 3); not waiting, a label still listed is said.
-            let target = domain.target(&self.stack.label);
+            let target = domain.target(&self.run.stack.label);
             if r.code == crate::launchctl::Code::InputOutput
                 && self.lc.print_now(&target)?.is_some()
             {
-                self.out.note(&VerbNote::StillListed { target }.to_string());
+                self.run
+                    .out
+                    .note(&VerbNote::StillListed { target }.to_string());
             }
-            self.audit.record(
+            self.run.audit.record(
                 Action::Stop,
                 Step::Bootout,
                 StepOutcome::Ok,
@@ -283,7 +287,7 @@ impl Agent<'_> {
         if let [(first, a), (second, b), ..] = self.copies() {
             let pid = |i: &crate::launchctl::PrintInfo| i.pid().filter(|_| i.running());
             return Err(Failed::from(KillRefusal::LoadedTwice {
-                label: self.stack.label.clone(),
+                label: self.run.stack.label.clone(),
                 first: (*first, pid(a)),
                 second: (*second, pid(b)),
                 restart: hint("restart"),
@@ -293,7 +297,7 @@ impl Agent<'_> {
         // In either domain: a copy only in user/<uid> is signalled where it is loaded.
         let Some((domain, info)) = self.job()? else {
             return Err(Failed::from(KillRefusal::NotLoaded {
-                label: self.stack.label.clone(),
+                label: self.run.stack.label.clone(),
                 start: hint("start"),
                 status: hint("status"),
             })
@@ -301,17 +305,18 @@ impl Agent<'_> {
         };
         let Some(pid) = info.pid().filter(|_| info.running()) else {
             return Err(Failed::from(KillRefusal::NotRunning {
-                label: self.stack.label.clone(),
+                label: self.run.stack.label.clone(),
                 state: info.state().map(str::to_owned),
                 logs: hint("logs"),
             })
             .into());
         };
         self.lc
-            .kill_sigterm(domain, &self.stack.label)?
+            .kill_sigterm(domain, &self.run.stack.label)?
             .accept(&[])?;
-        self.audit
+        self.run
+            .audit
             .record(Action::Kill, Step::Sigterm, StepOutcome::Ok, Some(pid), "");
-        KillOutcome::watch(pid, &VerbNote::KeepAlive.to_string(), self.out)
+        KillOutcome::watch(pid, &VerbNote::KeepAlive.to_string(), self.run.out)
     }
 }

@@ -12,11 +12,12 @@ use super::said::{Failure, NotVerified, Rollback, Said};
 use super::{Decision, ManagerKind, Outcome, Step, Timing, Verified};
 use crate::config::Change;
 use crate::host::plan::Plan;
-use crate::host::stack::Stack;
-use crate::output::audit::{Action, Audit, Step as Logged, StepOutcome};
-use crate::output::Reporter;
-use crate::sys::fs::{self as fsutil, Lock};
+use crate::output::audit::{Action, Step as Logged, StepOutcome};
+use crate::sys::fs as fsutil;
 use crate::sys::signal::{self, Signal};
+
+mod fields;
+pub use fields::Run;
 
 /// How often `/health` (cheap) and an interruptible sleep look again.
 pub const HEALTH_EVERY: Duration = Duration::from_millis(20);
@@ -121,10 +122,8 @@ pub trait Job {
     type Baseline;
     /// Which manager it is.
     fn manager(&self) -> ManagerKind;
-    fn stack(&self) -> &Stack;
-    fn audit(&self) -> &Audit;
-    fn out(&self) -> &dyn Reporter;
-    fn lock(&self) -> anyhow::Result<&Lock>;
+    /// What every manager's run holds.
+    fn run(&self) -> &Run<'_>;
     /// Where the definition that last verified is kept.
     fn last_good_path(&self) -> PathBuf;
     /// The definition on disk now (`None`: none) and the plan's, as bytes.
@@ -174,8 +173,6 @@ pub trait Job {
     fn last_exit(&self) -> Option<String>;
     /// The manager's own look at the job a failure suggests (`systemctl --user status NAME`).
     fn status_command(&self) -> Option<String>;
-    /// The Host log's length when the run began.
-    fn log_start(&self) -> u64;
     /// The command a failure suggests, in the form the user typed (`logs`, `restart`).
     fn hint(&self, verb: &str) -> String;
 }
@@ -189,11 +186,11 @@ pub fn run<J: Job>(
     d: &Decision,
     timing: Timing,
 ) -> anyhow::Result<Outcome> {
-    let stack = job.stack();
+    let stack = job.run().stack;
     let receipt_path = stack.pending_path();
     let pending = receipt_path.exists();
     if pending {
-        job.out().progress(
+        job.run().out.progress(
             &Said::Recovering {
                 manager: job.manager(),
             }
@@ -211,9 +208,9 @@ pub fn run<J: Job>(
                 &action.to_string(),
                 d,
                 port.as_ref(),
-                &job.stack().config_path(),
+                &job.run().stack.config_path(),
             );
-            r.write(job.lock()?, &receipt_path)?;
+            r.write(job.run().lock()?, &receipt_path)?;
             Some(r)
         }
         false => None,
@@ -229,7 +226,11 @@ pub fn run<J: Job>(
             // A receipt that cannot be written once steps were taken (a full disk): the change
             // is rolled back like a step that failed, not left half made (the Host down after
             // its bootout).
-            match job.lock().and_then(|l| r.advance(i, l, &receipt_path)) {
+            match job
+                .run()
+                .lock()
+                .and_then(|l| r.advance(i, l, &receipt_path))
+            {
                 Err(e) if i > 0 && d.change.rolls_back() => {
                     let stop = Stop::from(format!("{e:#}"));
                     return Err(roll_back(job, action, generation, stop, None, timing));
@@ -245,14 +246,14 @@ pub fn run<J: Job>(
                     Step::WriteConfig { .. } | Step::WriteDefinition { .. }
                 ) =>
             {
-                let stack = job.stack();
+                let stack = job.run().stack;
                 return Err(journal::undo_writes(
                     e,
                     (&stack.config_path(), &receipt_path),
                     generation.port.as_ref(),
                     pending,
                     job.manager().as_str(),
-                    job.out(),
+                    job.run().out,
                 ));
             }
             Err(failed) => failed,
@@ -300,10 +301,11 @@ fn conclude<J: Job>(
     (generation, baseline): (Generation, J::Baseline),
     timing: Timing,
 ) -> anyhow::Result<Outcome> {
-    let receipt_path = job.stack().pending_path();
+    let receipt_path = job.run().stack.pending_path();
     match proof {
         Ok(v) => {
-            job.audit()
+            job.run()
+                .audit
                 .record(action, Logged::Verify, StepOutcome::Ok, Some(v.pid), "");
             keep_as_last_good(job, &generation.new);
             job.verified(action, &generation.new);
@@ -325,7 +327,8 @@ fn conclude<J: Job>(
         Err(Stop::Failed(f)) => {
             let _ = journal::remove(&receipt_path);
             let failure = f.to_string();
-            job.audit()
+            job.run()
+                .audit
                 .record(action, Logged::Verify, StepOutcome::Failed, None, &failure);
             Err(anyhow::anyhow!(failure_message(job, &f)))
         }
@@ -349,8 +352,9 @@ fn port_change(receipt: &std::path::Path, plan: &Plan, pending: bool) -> Option<
 
 /// The definition that verified, kept for a later rollback; the receipt removed.
 pub fn keep_as_last_good<J: Job + ?Sized>(job: &J, bytes: &[u8]) {
-    let Ok(lock) = job.lock() else { return };
-    let stack = job.stack();
+    let run = job.run();
+    let Ok(lock) = run.lock() else { return };
+    let stack = run.stack;
     let r = fsutil::create_dir_all(&stack.run_dir, 0o700)
         .and_then(|()| fsutil::write_atomic(lock, &job.last_good_path(), bytes, Some(0o600)))
         .and_then(|_| journal::remove(&stack.pending_path()));
@@ -359,7 +363,7 @@ pub fn keep_as_last_good<J: Job + ?Sized>(job: &J, bytes: &[u8]) {
             ManagerKind::Systemd => "unit",
             _ => "plist",
         };
-        job.out()
+        run.out
             .warn(&format!("could not record the verified {what}: {e}"));
     }
 }
@@ -382,10 +386,12 @@ fn roll_back<J: Job>(
     };
     let failure_kind = failure;
     let failure = failure_kind.to_string();
-    job.audit()
+    job.run()
+        .audit
         .record(action, Logged::Verify, StepOutcome::Failed, None, &failure);
     let last_exit = job.last_exit();
-    job.out()
+    job.run()
+        .out
         .progress(&format!("Verification stopped: {failure}. Rolling back…"));
     let (said, failed) = match revert(job, action, g, timing) {
         Ok(said) => (said, None),
@@ -398,7 +404,8 @@ fn roll_back<J: Job>(
         Some(_) => StepOutcome::Failed,
         None => StepOutcome::Done,
     };
-    job.audit()
+    job.run()
+        .audit
         .record(action, Logged::Rollback, outcome, None, &said);
     if let Some(sig) = interrupted {
         return crate::error::Interrupted(sig, format!("rollback: {said}")).into();
@@ -452,13 +459,13 @@ fn revert<J: Job>(
     // its port back (broken by hand meanwhile) is said, not made the rollback's failure.
     let replaced = restore.is_some() || !known_good;
     let config = port.filter(|_| replaced).map(|change| {
-        crate::host::plan::put_back_port(&job.stack().config_path(), &change, job.out())
+        crate::host::plan::put_back_port(&job.run().stack.config_path(), &change, job.run().out)
             .unwrap_or_else(|e| format!("config.json's port could not be put back: {e:#}"))
     });
     let said = job
         .restore(action, restore, known_good, timing)?
         .to_string();
-    let _ = journal::remove(&job.stack().pending_path());
+    let _ = journal::remove(&job.run().stack.pending_path());
     Ok(match config {
         Some(config) => format!("{said}; {config}"),
         None => said,
@@ -473,11 +480,11 @@ const MAX_TAIL_LINES: usize = 20;
 /// began, at most the last 20 lines; a log that shrank meanwhile is shown from its start), and
 /// the next step.
 pub fn failure_message<J: Job + ?Sized>(job: &J, failure: &Failure) -> String {
-    let stack = job.stack();
+    let stack = job.run().stack;
     let log = stack.log_path();
     let meta = std::fs::symlink_metadata(&log).ok();
     let len = meta.as_ref().filter(|m| m.is_file()).map_or(0, |m| m.len());
-    let since = len.checked_sub(job.log_start()).unwrap_or(len);
+    let since = len.checked_sub(job.run().log_start).unwrap_or(len);
     let tail = if meta.as_ref().is_some_and(|m| !m.is_file()) {
         // A FIFO, a symlink: the reader says why it is not shown.
         Some(crate::verify::log_tail(&log, 16 * 1024))

@@ -12,9 +12,10 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use crate::context::Context;
-use crate::host::plan::{Plan, PlanEnv};
+use crate::host::plan::Plan;
 use crate::host::stack::Stack;
-use crate::output::audit::{Action, Audit, Step as Logged, StepOutcome};
+use crate::output::audit::{Action, Step as Logged, StepOutcome};
+use crate::service::run::{Job, Run};
 use crate::service::said::Said;
 use crate::service::{
     self, Decision, KillOutcome, Loaded, ManagerKind, Observed, Outcome, Request, ServiceManager,
@@ -31,25 +32,17 @@ mod run;
 pub struct Unit<'a> {
     ctx: &'a Context,
     sc: Rc<Systemctl>,
-    stack: &'a Stack,
     /// `com.oysterun.host.NAME.service`.
     name: String,
     /// Where the unit file lives.
     path: PathBuf,
-    lock: Option<&'a Lock>,
     /// The unit as the run found it (one `show`).
     before: UnitShow,
-    audit: Audit,
+    /// What every manager's run holds: the stack, its audit log and lock, the proofs allowed…
+    run: Run<'a>,
+    /// Commands the unit suggests, in the form the user typed (beside the run, not in it:
+    /// `service` does not import the context, whose type this is).
     hints: crate::context::Hints,
-    out: &'a dyn crate::output::Reporter,
-    plan_env: PlanEnv<'a>,
-    proof_floor: crate::verify::ProofFloor,
-    /// The Host log's length when the run began: a failure shows only this attempt's lines.
-    log_start: u64,
-    /// `start` of a stack `stop` left disabled: a rollback does not start it again.
-    keep_stopped: bool,
-    /// `--ignore-login-items` (never needed here: systemd has no Login Items).
-    ignore_switch: bool,
 }
 
 impl<'a> Unit<'a> {
@@ -69,27 +62,13 @@ impl<'a> Unit<'a> {
         }
         let before = sc.show(&name)?;
         Ok(Unit {
-            audit: Audit::new(stack.audit_path(), &stack.name, &stack.label),
-            log_start: std::fs::symlink_metadata(stack.log_path()).map_or(0, |m| m.len()),
+            run: Run::new(ctx.into(), ctx.env.proof_floor, lock),
             hints: ctx.hints(),
-            out: ctx.reporter(),
-            plan_env: ctx.into(),
-            proof_floor: ctx.env.proof_floor,
-            keep_stopped: false,
-            ignore_switch: false,
             ctx,
             sc,
-            stack,
             name,
             path,
-            lock,
             before,
-        })
-    }
-
-    fn lock(&self) -> anyhow::Result<&'a Lock> {
-        self.lock.ok_or_else(|| {
-            anyhow::anyhow!("a dry run takes no step (the stack's lock is not held)")
         })
     }
 
@@ -128,7 +107,7 @@ impl<'a> Unit<'a> {
             others: vec![],
             definition: self.path.clone(),
             definition_changed: false,
-            pending: self.stack.pending_path().exists(),
+            pending: self.run.stack.pending_path().exists(),
             disabled_here: false,
             disabled_anywhere: false,
             switched_off: false,
@@ -158,7 +137,7 @@ impl<'a> Unit<'a> {
         }
         // A Host `oyster host start` started for this stack is taken over: stopped by
         // identity, its port kept (so it is not another's).
-        if let Ok(crate::direct::Owner::Ours(rec, _)) = crate::direct::owner(self.stack) {
+        if let Ok(crate::direct::Owner::Ours(rec, _)) = crate::direct::owner(self.run.stack) {
             if self.before.main_pid != Some(rec.pid) {
                 o.direct = Some(rec.pid);
             }
@@ -169,32 +148,20 @@ impl<'a> Unit<'a> {
             .filter_map(|l| l.pid)
             .chain(o.direct)
             .collect();
-        o.port = service::port::holder(plan.port, &ours, self.out);
+        o.port = service::port::holder(plan.port, &ours, self.run.out);
         Ok(o)
     }
 
     fn decide_for(&self, plan: &Plan, request: Request) -> anyhow::Result<Decision> {
-        self.stack.refuse_special_log()?;
+        self.run.stack.refuse_special_log()?;
         refuse::refuse_special(&self.path)?;
         let overriding = refuse::overriding_drop_ins(&self.path, &self.before.drop_in_paths);
         if !overriding.is_empty() {
             return Err(refuse::drop_in_refusal(&self.name, &overriding).into());
         }
         let observed = self.observe(plan, request)?;
-        let planned = service::Planned {
-            config: self.stack.config_path(),
-            edits: plan.changes.iter().map(Into::into).collect(),
-            port: plan.port,
-            ignore_switch: self.ignore_switch,
-        };
-        service::decide(&observed, &planned, request).map_err(|r| refusal(self.stack, r))
-    }
-
-    /// The config step: the plan written into `config.json`, and said.
-    fn write_config(&self, plan: &Plan) -> anyhow::Result<()> {
-        let changes = crate::host::plan::write_config(self.plan_env, plan, self.lock()?)?;
-        crate::config::report(&self.stack.config_path(), &changes, self.out);
-        Ok(())
+        service::decide(&observed, &self.run.planned(plan), request)
+            .map_err(|r| refusal(self.run.stack, r))
     }
 
     /// The unit now.
@@ -218,7 +185,8 @@ impl<'a> Unit<'a> {
                     true => self.sc.stop(&self.name)?,
                     false => self.no_block("stop")?,
                 }
-                self.audit
+                self.run
+                    .audit
                     .record(Action::Stop, Logged::Stop, StepOutcome::Ok, pid, "");
             }
             if !keep {
@@ -227,12 +195,13 @@ impl<'a> Unit<'a> {
                 // systemctl reloads the manager after a disable only where it sees
                 // `/run/systemd/system` itself: reloaded here so `UnitFileState` is current.
                 self.sc.daemon_reload()?;
-                self.audit
+                self.run
+                    .audit
                     .record(Action::Stop, Logged::Disable, StepOutcome::Ok, None, "");
             }
         }
         if wait {
-            let _ = crate::host::identity::remove_if_dead(self.stack);
+            let _ = crate::host::identity::remove_if_dead(self.run.stack);
         }
         Ok(StopOutcome {
             was_loaded,
@@ -270,7 +239,7 @@ impl<'a> Unit<'a> {
             .into());
         };
         self.sc.kill(&self.name, signal::Signal::SIGTERM, true)?;
-        self.audit.record(
+        self.run.audit.record(
             Action::Kill,
             Logged::Sigterm,
             StepOutcome::Ok,
@@ -280,7 +249,7 @@ impl<'a> Unit<'a> {
         KillOutcome::watch(
             pid,
             "systemd starts the Host again by itself (Restart=always)",
-            self.out,
+            self.run.out,
         )
     }
 
@@ -291,7 +260,7 @@ impl<'a> Unit<'a> {
         let loaded = Unit::is_loaded(&self.before);
         if !self.before.is_not_found() {
             self.sc.disable(&self.name, true)?;
-            self.audit.record(
+            self.run.audit.record(
                 Action::Uninstall,
                 Logged::Stop,
                 StepOutcome::Ok,
@@ -306,11 +275,11 @@ impl<'a> Unit<'a> {
             _ => {}
         }
         self.sc.daemon_reload()?;
-        for f in [self.stack.pending_path(), self.last_good_path()] {
+        for f in [self.run.stack.pending_path(), Job::last_good_path(self)] {
             let _ = std::fs::remove_file(f);
         }
-        let _ = crate::host::identity::remove_if_dead(self.stack);
-        self.audit.record(
+        let _ = crate::host::identity::remove_if_dead(self.run.stack);
+        self.run.audit.record(
             Action::Uninstall,
             Logged::RemovePlist,
             StepOutcome::Ok,
@@ -318,11 +287,6 @@ impl<'a> Unit<'a> {
             "",
         );
         Ok(loaded)
-    }
-
-    /// The unit that last verified, kept for rollback.
-    fn last_good_path(&self) -> PathBuf {
-        self.stack.run_dir.join("last-good.service")
     }
 }
 
@@ -360,7 +324,7 @@ impl ServiceManager for Unit<'_> {
     }
 
     fn allow_switched_off(&mut self, yes: bool) {
-        self.ignore_switch = yes;
+        self.run.ignore_switch = yes;
     }
 
     fn run_decided(
@@ -374,7 +338,7 @@ impl ServiceManager for Unit<'_> {
     }
 
     fn start(&mut self, plan: &Plan, timing: Timing) -> anyhow::Result<Outcome> {
-        self.ignore_switch = timing.ignore_login_items;
+        self.run.ignore_switch = timing.ignore_login_items;
         let d = self.decide_for(plan, Request::Start)?;
         let stopped = self.path.exists() && !self.before.is_enabled();
         let result = service::run::run(self, plan, Action::Start, &d, timing);
@@ -386,13 +350,13 @@ impl ServiceManager for Unit<'_> {
                     .disable(&self.name, false)
                     .and_then(|()| self.sc.daemon_reload())
                 {
-                    Ok(()) => self.out.note(
+                    Ok(()) => self.run.out.note(
                         &Said::DisabledAgain {
                             job: self.name.clone(),
                         }
                         .to_string(),
                     ),
-                    Err(e) => self.out.warn(
+                    Err(e) => self.run.out.warn(
                         &Said::NotDisabledAgain {
                             manager: ManagerKind::Systemd,
                             job: self.name.clone(),
@@ -420,7 +384,7 @@ impl ServiceManager for Unit<'_> {
     }
 
     fn write_config(&self, plan: &Plan) -> anyhow::Result<()> {
-        Unit::write_config(self, plan)
+        self.run.write_config(plan)
     }
 
     fn standing(&mut self, plan: &Plan) -> anyhow::Result<Standing> {

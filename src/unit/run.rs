@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::service::run::{
-    self as runner, check_interrupt, sleep_interruptible, Failed, Job, Stop,
+    self as runner, check_interrupt, sleep_interruptible, Failed, Job, Run, Stop,
 };
 use crate::service::said::{Failure, Left, Restored, Rollback, Said};
 use crate::service::{ManagerKind, Step, Verified};
@@ -34,10 +34,11 @@ impl Unit<'_> {
     ) -> anyhow::Result<()> {
         let name = self.name.clone();
         match step {
-            Step::WriteConfig { .. } => self.write_config(plan),
+            Step::WriteConfig { .. } => self.run.write_config(plan),
             Step::WriteDefinition { .. } => {
                 self.write_unit(bytes)?;
-                self.audit
+                self.run
+                    .audit
                     .record(action, Logged::WriteUnit, StepOutcome::Written, None, "");
                 Ok(())
             }
@@ -48,27 +49,31 @@ impl Unit<'_> {
                 if !baseline.loads {
                     self.sc.daemon_reload()?;
                 }
-                self.audit
+                self.run
+                    .audit
                     .record(action, Logged::Enable, StepOutcome::Ok, None, "");
                 Ok(())
             }
             Step::BootOut { pid, .. } => {
                 self.sc.stop(&name)?;
-                self.audit
+                self.run
+                    .audit
                     .record(action, Logged::Stop, StepOutcome::Ok, *pid, "");
                 baseline.old_pid = *pid;
                 Ok(())
             }
             Step::Load { .. } => {
                 self.sc.daemon_reload()?;
-                self.audit
+                self.run
+                    .audit
                     .record(action, Logged::DaemonReload, StepOutcome::Ok, None, "");
                 // A crash loop that hit its start limit stays failed until this.
                 if self.before.is_failed() {
                     self.sc.reset_failed(&name)?;
                 }
                 self.sc.start(&name)?;
-                self.audit
+                self.run
+                    .audit
                     .record(action, Logged::Start, StepOutcome::Ok, None, "");
                 Ok(())
             }
@@ -77,14 +82,16 @@ impl Unit<'_> {
                 // SIGKILL after TimeoutStopSec, then a start; it runs to its end.
                 let _whole = signal::Suspended::new();
                 self.sc.restart(&name)?;
-                self.audit
+                self.run
+                    .audit
                     .record(action, Logged::Restart, StepOutcome::Ok, *pid, "");
                 baseline.old_pid = *pid;
                 Ok(())
             }
             Step::StopDirect { pid } => {
-                crate::direct::stop_checked(self.stack, &self.hints, self.out, &|_| None)?;
-                self.out
+                crate::direct::stop_checked(self.run.stack, &self.hints, self.run.out, &|_| None)?;
+                self.run
+                    .out
                     .progress(&Said::DirectTakenOver { pid: *pid }.to_string());
                 Ok(())
             }
@@ -98,11 +105,11 @@ impl Unit<'_> {
     /// The unit file written atomically, mode 0644, its log directory first (systemd opens the
     /// `append:` file itself and creates no directory).
     fn write_unit(&self, bytes: &[u8]) -> anyhow::Result<()> {
-        fsutil::create_dir_all(&self.stack.log_dir, 0o755)?;
+        fsutil::create_dir_all(&self.run.stack.log_dir, 0o755)?;
         if let Some(dir) = self.path.parent() {
             fsutil::create_dir_all(dir, 0o755)?;
         }
-        fsutil::write_atomic(self.lock()?, &self.path, bytes, Some(0o644))?;
+        fsutil::write_atomic(self.run.lock()?, &self.path, bytes, Some(0o644))?;
         Ok(())
     }
 
@@ -110,7 +117,7 @@ impl Unit<'_> {
     fn verify(&self, plan: &Plan, baseline: &Baseline, timing: Timing) -> Result<Verified, Stop> {
         let t0 = Instant::now();
         let port = plan.port;
-        self.out.waiting(
+        self.run.out.waiting(
             &format!("the Host to answer /health on 127.0.0.1:{port}"),
             timing.wait,
         );
@@ -119,19 +126,23 @@ impl Unit<'_> {
         runner::wait_for_health(pid, port, t0 + timing.wait.max(Duration::from_secs(1)))?;
         let health_after = t0.elapsed();
         crate::verify::check_listener(port, pid).map_err(Stop::from)?;
-        let record = crate::host::identity::ExecRecord::read(&self.stack.exec_record_path());
-        let proof =
-            crate::verify::prove_live_or_exec(pid, &plan.env, record.as_ref(), self.proof_floor)
-                .map_err(Stop::from)?
-                .ok_or(Stop::Failed(Failure::Unproven))?;
+        let record = crate::host::identity::ExecRecord::read(&self.run.stack.exec_record_path());
+        let proof = crate::verify::prove_live_or_exec(
+            pid,
+            &plan.env,
+            record.as_ref(),
+            self.run.proof_floor,
+        )
+        .map_err(Stop::from)?
+        .ok_or(Stop::Failed(Failure::Unproven))?;
         if !first.drop_in_paths.is_empty() {
             let said = Said::DropIns {
                 unit: self.name.clone(),
                 paths: first.drop_in_paths.clone(),
             };
-            self.out.note(&said.to_string());
+            self.run.out.note(&said.to_string());
         }
-        self.out.waiting(
+        self.run.out.waiting(
             &format!("pid {pid} to stay up (a crash loop would not)"),
             timing.settle,
         );
@@ -207,7 +218,8 @@ impl Unit<'_> {
         baseline: &Baseline,
         timing: Timing,
     ) -> anyhow::Error {
-        self.out
+        self.run
+            .out
             .progress(&Said::InterruptedRestart { sig, old }.to_string());
         let proof = {
             let _quiet = signal::Suspended::new();
@@ -215,7 +227,8 @@ impl Unit<'_> {
         };
         let state = match proof {
             Ok(v) => {
-                self.audit
+                self.run
+                    .audit
                     .record(action, Logged::Verify, StepOutcome::Ok, Some(v.pid), "");
                 if let Some(bytes) = self.on_disk() {
                     runner::keep_as_last_good(self, &bytes);
@@ -227,7 +240,8 @@ impl Unit<'_> {
                     Stop::Failed(f) => f.to_string(),
                     Stop::Interrupted(sig) => format!("interrupted by {sig}"),
                 };
-                self.audit
+                self.run
+                    .audit
                     .record(action, Logged::Verify, StepOutcome::Failed, None, &failure);
                 Left::RestartUnverified {
                     manager: ManagerKind::Systemd,
@@ -245,7 +259,7 @@ impl Unit<'_> {
     fn note_linger(&self) {
         let user = crate::sys::user::name_of(crate::sys::user::uid()).unwrap_or_default();
         if self.sc.linger(&user) == Some(false) {
-            self.out.note(&Said::LingerOff { user }.to_string());
+            self.run.out.note(&Said::LingerOff { user }.to_string());
         }
     }
 }
@@ -257,24 +271,13 @@ impl Job for Unit<'_> {
         ManagerKind::Systemd
     }
 
-    fn stack(&self) -> &Stack {
-        self.stack
+    fn run(&self) -> &Run<'_> {
+        &self.run
     }
 
-    fn audit(&self) -> &Audit {
-        &self.audit
-    }
-
-    fn out(&self) -> &dyn crate::output::Reporter {
-        self.out
-    }
-
-    fn lock(&self) -> anyhow::Result<&Lock> {
-        Unit::lock(self)
-    }
-
+    /// The unit that last verified, kept for rollback.
     fn last_good_path(&self) -> PathBuf {
-        Unit::last_good_path(self)
+        self.run.stack.run_dir.join("last-good.service")
     }
 
     fn definitions(&mut self, plan: &Plan) -> anyhow::Result<(Option<Vec<u8>>, Vec<u8>)> {
@@ -282,18 +285,10 @@ impl Job for Unit<'_> {
     }
 
     fn before_steps(&mut self, plan: &Plan, d: &Decision) -> anyhow::Result<Baseline> {
-        self.keep_stopped = d.keep_stopped;
-        let has = |f: fn(&Step) -> bool| d.steps.iter().any(f);
-        if !has(|s| matches!(s, Step::WriteConfig { .. })) {
-            crate::host::node::record_version(
-                &self.stack.node_version_cache_path(),
-                self.lock()?,
-                &plan.node,
-            );
-            crate::config::report(&self.stack.config_path(), &[], self.out);
-        }
+        self.run.keep_stopped = d.keep_stopped;
+        self.run.config_unchanged(plan, d)?;
         Ok(Baseline {
-            loads: has(|s| matches!(s, Step::Load { .. })),
+            loads: d.steps.iter().any(|s| matches!(s, Step::Load { .. })),
             ..Baseline::default()
         })
     }
@@ -348,7 +343,7 @@ impl Job for Unit<'_> {
     ) -> anyhow::Result<Rollback> {
         self.sc.stop(&self.name)?;
         let restored = match restore {
-            Some(bytes) if self.keep_stopped => {
+            Some(bytes) if self.run.keep_stopped => {
                 self.write_unit(&bytes)?;
                 self.sc.daemon_reload()?;
                 Restored::KeptStopped {
@@ -360,7 +355,7 @@ impl Job for Unit<'_> {
                 self.sc.daemon_reload()?;
                 self.sc.reset_failed(&self.name)?;
                 self.sc.start(&self.name)?;
-                let port = unit_port(&bytes, &self.stack.home).unwrap_or(0);
+                let port = unit_port(&bytes, &self.run.stack.home).unwrap_or(0);
                 let fresh = Baseline::default();
                 let first = self.wait_for_instance(&fresh, Instant::now(), timing);
                 // Healthy, and still up after the settle: a cause outside the unit (the root,
@@ -401,10 +396,6 @@ impl Job for Unit<'_> {
 
     fn status_command(&self) -> Option<String> {
         Some(format!("systemctl --user status {}", self.name))
-    }
-
-    fn log_start(&self) -> u64 {
-        self.log_start
     }
 
     fn hint(&self, verb: &str) -> String {

@@ -19,7 +19,7 @@ impl Agent<'_> {
                 false => NOT_LOADED_RETRY.as_secs(),
             },
         };
-        self.out.progress(&said.to_string());
+        self.run.out.progress(&said.to_string());
     }
 
     /// launchd refused the GUI domain for this session (over SSH: 125, or 134 when the
@@ -39,11 +39,11 @@ impl Agent<'_> {
                 .to_owned(),
             user: gui.other().to_string(),
         };
-        self.out.progress(&said.to_string());
-        self.out.note(&launchctl::user_domain_note(gui, r.code));
+        self.run.out.progress(&said.to_string());
+        self.run.out.note(&launchctl::user_domain_note(gui, r.code));
         self.active = gui.other();
         self.lc
-            .enable(gui.other(), &self.stack.label)?
+            .enable(gui.other(), &self.run.stack.label)?
             .accept(&[])?;
         Ok(())
     }
@@ -51,7 +51,7 @@ impl Agent<'_> {
     /// enable, bootout (if loaded), wait for the label to go, bootstrap with bounded retries.
     pub fn reload(&mut self, action: Action, loaded: bool) -> anyhow::Result<()> {
         self.lc
-            .enable(self.active(), &self.stack.label)?
+            .enable(self.active(), &self.run.stack.label)?
             .accept(&[])?;
         if loaded {
             self.bootout(action)?;
@@ -62,7 +62,7 @@ impl Agent<'_> {
     /// bootstrap with bounded retries: a job still draining, a label not loaded (then the
     /// cause is looked for), the GUI domain refused for this session (the user domain then).
     pub(super) fn bootstrap(&mut self, action: Action) -> anyhow::Result<()> {
-        let plist = self.stack.plist_path();
+        let plist = self.run.stack.plist_path();
         let t0 = Instant::now();
         let mut said = false;
         // When `print` first showed the label not loaded after a 5/37: a refusal launchd
@@ -75,7 +75,8 @@ impl Agent<'_> {
             let f = &r.finished;
             match r.code {
                 Code::Ok => {
-                    self.audit
+                    self.run
+                        .audit
                         .record(action, Step::Bootstrap, StepOutcome::Ok, None, "");
                     return Ok(());
                 }
@@ -141,7 +142,7 @@ impl Agent<'_> {
         stderr: &str,
         cause: Option<crate::agent::refusal::Cause>,
     ) -> RefusedBecause {
-        let plist = self.stack.plist_path();
+        let plist = self.run.stack.plist_path();
         let now = self.poll().ok().flatten();
         let loaded_elsewhere = now
             .as_ref()
@@ -158,7 +159,7 @@ impl Agent<'_> {
             crate::agent::refusal::first_cause(
                 self.lc,
                 self.active(),
-                &self.stack.label,
+                &self.run.stack.label,
                 &plist,
                 &self.hints.agent("regenerate"),
             )
@@ -199,7 +200,8 @@ impl Agent<'_> {
         } else {
             format!("exit {code}")
         };
-        self.audit
+        self.run
+            .audit
             .record(action, Step::Bootstrap, StepOutcome::Failed, None, &why);
         if code == Code::Disabled {
             return crate::error::Failed::from(Declined::StillDisabled { target }).into();
@@ -213,7 +215,7 @@ impl Agent<'_> {
         };
         let refused = BootstrapRefused {
             domain: self.active().to_string(),
-            plist: self.stack.plist_path(),
+            plist: self.run.stack.plist_path(),
             code: code.to_string(),
             stderr: r.finished.stderr.clone(),
             retried_secs: (five && t0.elapsed() >= Duration::from_millis(500))
@@ -245,11 +247,12 @@ impl Agent<'_> {
         action: Action,
         pid: Option<u32>,
     ) -> anyhow::Result<()> {
-        let target = domain.target(&self.stack.label);
-        let label = &self.stack.label;
+        let target = domain.target(&self.run.stack.label);
+        let label = &self.run.stack.label;
         // 3: not loaded; 36: still in progress; 5: either, `print` decides.
         let mut r = self.lc.bootout(domain, label)?.accept(BOOTOUT_GOES_ON)?;
-        self.audit
+        self.run
+            .audit
             .record(action, Step::Bootout, StepOutcome::Ok, pid, "");
         let t0 = Instant::now();
         let mut said = false;
@@ -278,7 +281,7 @@ impl Agent<'_> {
                 );
             }
             if !said && t0.elapsed() > SAY_WAIT_AFTER {
-                self.out.waiting(
+                self.run.out.waiting(
                     &format!("launchd to finish booting out {target}"),
                     DRAIN_TIMEOUT,
                 );
@@ -307,12 +310,12 @@ impl Agent<'_> {
         for (domain, info) in self.other_copies() {
             any = true;
             let said = crate::service::said::Said::OtherCopy {
-                label: self.stack.label.clone(),
+                label: self.run.stack.label.clone(),
                 other: domain.to_string(),
                 pid: info.pid(),
                 here: self.active().to_string(),
             };
-            self.out.progress(&said.to_string());
+            self.run.out.progress(&said.to_string());
             self.bootout_in(*domain, action, info.pid())?;
         }
         Ok(any)

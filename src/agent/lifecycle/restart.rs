@@ -17,7 +17,8 @@ impl Agent<'_> {
         let mut baseline = Baseline::of(before);
         let Some(pid) = before.and_then(PrintInfo::pid) else {
             baseline.started = self.kickstart_after_exit(None, before)?;
-            self.audit
+            self.run
+                .audit
                 .record(action, Step::Kickstart, StepOutcome::Ok, None, "");
             return Ok(baseline);
         };
@@ -28,12 +29,13 @@ impl Agent<'_> {
             pid,
             grace_secs: grace.as_secs(),
         };
-        self.out.progress(&said.to_string());
+        self.run.out.progress(&said.to_string());
         // 3: loaded, but the process is already gone.
         self.lc
-            .kill_sigterm(self.active(), &self.stack.label)?
+            .kill_sigterm(self.active(), &self.run.stack.label)?
             .accept(&[Code::NoSuchProcess])?;
-        self.audit
+        self.run
+            .audit
             .record(action, Step::Sigterm, StepOutcome::Ok, Some(pid), "");
         baseline.sent.push(Signal::SIGTERM as i32);
         // The kernel says when the pid is gone (cheap, polled often); launchd is asked after.
@@ -46,12 +48,12 @@ impl Agent<'_> {
                 pid,
                 grace_secs: grace.as_secs(),
             };
-            self.out.progress(&said.to_string());
+            self.run.out.progress(&said.to_string());
             self.lc
-                .kickstart(self.active(), &self.stack.label, true)?
+                .kickstart(self.active(), &self.run.stack.label, true)?
                 .accept(&[])?;
             baseline.sent.push(Signal::SIGKILL as i32);
-            self.audit.record(
+            self.run.audit.record(
                 action,
                 Step::KickstartK,
                 StepOutcome::Ok,
@@ -61,7 +63,7 @@ impl Agent<'_> {
             return Ok(baseline);
         }
         baseline.started = self.kickstart_after_exit(Some(pid), before)?;
-        self.audit.record(
+        self.run.audit.record(
             action,
             Step::Kickstart,
             StepOutcome::Ok,
@@ -94,7 +96,9 @@ impl Agent<'_> {
                     // launchd still counts the old instance as running: not yet.
                     Some(_) => {}
                     None => {
-                        let r = self.lc.kickstart(self.active(), &self.stack.label, false)?;
+                        let r = self
+                            .lc
+                            .kickstart(self.active(), &self.run.stack.label, false)?;
                         match r.code {
                             Code::Ok => return Ok(spawned(before, r.spawned_pid())),
                             Code::AlreadyRunning => {}

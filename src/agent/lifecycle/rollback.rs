@@ -3,7 +3,7 @@
 //! with none, the new one removed); the record of the Node that verified.
 
 use super::*;
-use crate::service::run::{self as runner, Failed, Job, Stop};
+use crate::service::run::{self as runner, Failed, Job, Run, Stop};
 use crate::service::said::{Left, Restored, Rollback, Said};
 use crate::service::{Decision, ManagerKind};
 
@@ -50,18 +50,21 @@ impl Agent<'_> {
         plan: &Plan,
         timing: Timing,
     ) -> anyhow::Error {
-        self.out
+        self.run
+            .out
             .progress(&Said::InterruptedRestart { sig, old }.to_string());
         let state = match self.verify_to_the_end(&plan.env, plan.port, baseline, timing) {
             Ok(v) => {
-                self.audit
+                self.run
+                    .audit
                     .record(action, Step::Verify, StepOutcome::Ok, Some(v.pid), "");
                 runner::keep_as_last_good(self, &plan.plist);
                 self.record_node(&plan.plist);
                 Left::RestartVerified { old, new: v.pid }
             }
             Err(f) => {
-                self.audit
+                self.run
+                    .audit
                     .record(action, Step::Verify, StepOutcome::Failed, None, &f);
                 Left::RestartUnverified {
                     manager: ManagerKind::Launchd,
@@ -79,7 +82,7 @@ impl Agent<'_> {
     /// The Node this verified start ran, so `doctor` can say when it changed (a privacy grant
     /// given to one Node binary does not hold for the next). Advisory.
     fn record_node(&self, plist: &[u8]) {
-        let Some(lock) = self.lock else { return };
+        let Ok(lock) = self.run.lock() else { return };
         let identity = agentplist::read_env(plist).ok().and_then(|env| {
             crate::host::privacy::node_identity(std::path::Path::new(
                 env.get(crate::host::launchenv::NODE_BIN)?,
@@ -88,7 +91,7 @@ impl Agent<'_> {
         if let Some(id) = identity {
             let _ = fsutil::write_atomic(
                 lock,
-                &crate::host::privacy::verified_node_path(&self.stack.run_dir),
+                &crate::host::privacy::verified_node_path(&self.run.stack.run_dir),
                 id.as_bytes(),
                 Some(0o600),
             );
@@ -103,24 +106,13 @@ impl Job for Agent<'_> {
         ManagerKind::Launchd
     }
 
-    fn stack(&self) -> &Stack {
-        self.stack
+    fn run(&self) -> &Run<'_> {
+        &self.run
     }
 
-    fn audit(&self) -> &Audit {
-        &self.audit
-    }
-
-    fn out(&self) -> &dyn crate::output::Reporter {
-        self.out
-    }
-
-    fn lock(&self) -> anyhow::Result<&Lock> {
-        Agent::lock(self)
-    }
-
+    /// The plist that last verified, kept on disk for rollback.
     fn last_good_path(&self) -> std::path::PathBuf {
-        Agent::last_good_path(self)
+        self.run.stack.last_good_plist_path()
     }
 
     fn definitions(&mut self, plan: &Plan) -> anyhow::Result<(Option<Vec<u8>>, Vec<u8>)> {
@@ -130,7 +122,7 @@ impl Job for Agent<'_> {
 
     fn before_steps(&mut self, plan: &Plan, d: &Decision) -> anyhow::Result<Baseline> {
         self.replaced = self.peek_before()?;
-        self.keep_stopped = d.keep_stopped;
+        self.run.keep_stopped = d.keep_stopped;
         self.say_before_steps(plan, d)?;
         Ok(Baseline::of(self.replaced.as_ref()))
     }
@@ -184,23 +176,23 @@ impl Job for Agent<'_> {
         known_good: bool,
         timing: Timing,
     ) -> anyhow::Result<Rollback> {
-        let plist = self.stack.plist_path();
+        let plist = self.run.stack.plist_path();
         self.bootout(action)?;
         // Nothing of this stack runs now unless a restored plist starts it again: the
         // identity files the failed Host wrote would name a dead pid that Oysterun's own
         // scripts wait for (a restored Host writes its own).
-        if restore.is_none() || self.keep_stopped {
+        if restore.is_none() || self.run.keep_stopped {
             self.remove_stale_identity();
         }
         let restored = match &restore {
-            Some(bytes) if self.keep_stopped => {
-                agentplist::write(self.lock()?, &plist, bytes, &self.stack.log_dir)?;
+            Some(bytes) if self.run.keep_stopped => {
+                agentplist::write(self.run.lock()?, &plist, bytes, &self.run.stack.log_dir)?;
                 Restored::KeptStopped {
                     start: self.hints.agent("start"),
                 }
             }
             Some(bytes) => {
-                agentplist::write(self.lock()?, &plist, bytes, &self.stack.log_dir)?;
+                agentplist::write(self.run.lock()?, &plist, bytes, &self.run.stack.log_dir)?;
                 self.reload(action, false)?;
                 let old_env = agentplist::read_env(bytes).unwrap_or_default();
                 let port = old_env.port().unwrap_or(0);
@@ -238,10 +230,6 @@ impl Job for Agent<'_> {
 
     fn status_command(&self) -> Option<String> {
         None
-    }
-
-    fn log_start(&self) -> u64 {
-        self.log_start
     }
 
     fn hint(&self, verb: &str) -> String {

@@ -14,22 +14,16 @@ impl Agent<'_> {
     /// plist another user owns (facts about files), then the decision itself — the port held
     /// by another process, a reload launchd would refuse.
     pub fn decide(&mut self, plan: &Plan, request: Request) -> anyhow::Result<Decision> {
-        self.stack.refuse_special_log()?;
-        agentplist::refuse_foreign_owner(&self.stack.plist_path())?;
+        self.run.stack.refuse_special_log()?;
+        agentplist::refuse_foreign_owner(&self.run.stack.plist_path())?;
         let observed = self.observe(plan, request)?;
-        let planned = service::Planned {
-            config: self.stack.config_path(),
-            edits: plan.changes.iter().map(Into::into).collect(),
-            port: plan.port,
-            ignore_switch: self.ignore_switch,
-        };
-        service::decide(&observed, &planned, request).map_err(|r| self.refusal(r))
+        service::decide(&observed, &self.run.planned(plan), request).map_err(|r| self.refusal(r))
     }
 
     /// The job as launchd shows it now, in the seam's shape: where it is loaded, and by whom
     /// (no plan needed: `stop`, `uninstall`).
     pub fn observe_job(&mut self) -> anyhow::Result<Observed> {
-        let label = &self.stack.label;
+        let label = &self.run.stack.label;
         let before = self.peek_before()?;
         let loaded = |target: String, i: &PrintInfo| Loaded {
             target,
@@ -49,7 +43,7 @@ impl Agent<'_> {
             here: self.target(),
             loaded_here: before.as_ref().map(|i| loaded(self.target(), i)),
             others,
-            definition: self.stack.plist_path(),
+            definition: self.run.stack.plist_path(),
             definition_changed: false,
             pending: self.pending(),
             disabled_here: false,
@@ -69,8 +63,8 @@ impl Agent<'_> {
         if let (Some(l), Some(i)) = (o.loaded_here.as_mut(), before.as_ref()) {
             l.matches = self.loaded_matches(i, plan);
         }
-        let label = &self.stack.label;
-        let plist = self.stack.plist_path();
+        let label = &self.run.stack.label;
+        let plist = self.run.stack.plist_path();
         o.definition_changed = plan.plist_changed() || agentplist::mode_refused(&plist);
         let reloads =
             o.definition_changed || o.pending || o.loaded_here.as_ref().is_some_and(|l| !l.matches);
@@ -110,7 +104,7 @@ impl Agent<'_> {
             Step::Enable { targets } if targets.len() > 1 => {
                 self.enable(action).map_err(Failed::Before)
             }
-            Step::WriteConfig { .. } => Ok(self.write_config(plan)?),
+            Step::WriteConfig { .. } => Ok(self.run.write_config(plan)?),
             Step::WriteDefinition { .. } => Ok(self.write_plist(plan, action)?),
             Step::BootOut { target, .. } if *target != self.target() => {
                 self.boot_out_others(action).map_err(Failed::Before)?;
@@ -143,15 +137,16 @@ impl Agent<'_> {
     /// What is said before the steps: a config left unchanged (no config step), a reload of a
     /// job said to be switched off, a loaded definition that is not the plist on disk.
     pub(super) fn say_before_steps(&self, plan: &Plan, d: &Decision) -> anyhow::Result<()> {
-        let has = |f: fn(&Step) -> bool| d.steps.iter().any(f);
-        if !has(|s| matches!(s, Step::WriteConfig { .. })) {
-            self.config_unchanged(plan)?;
-        }
+        self.run.config_unchanged(plan, d)?;
         if d.switched_off {
             self.note_switched_off();
         }
-        if d.stale && !has(|s| matches!(s, Step::WriteDefinition { .. })) {
-            self.out.progress(&Said::StaleDefinition.to_string());
+        let writes = d
+            .steps
+            .iter()
+            .any(|s| matches!(s, Step::WriteDefinition { .. }));
+        if d.stale && !writes {
+            self.run.out.progress(&Said::StaleDefinition.to_string());
         }
         Ok(())
     }
@@ -159,10 +154,10 @@ impl Agent<'_> {
     /// A reload of a job ServiceManagement says is switched off, made all the same: said.
     fn note_switched_off(&self) {
         let said = Said::SwitchedOffAnyway {
-            label: self.stack.label.clone(),
-            ignored: self.ignore_switch,
+            label: self.run.stack.label.clone(),
+            ignored: self.run.ignore_switch,
         };
-        self.out.note(&said.to_string());
+        self.run.out.note(&said.to_string());
     }
 
     /// One part of loading the changed definition again. After the bootout every failure takes
@@ -173,7 +168,7 @@ impl Agent<'_> {
         let r = match step {
             Step::Enable { .. } => self
                 .lc
-                .enable(self.active(), &self.stack.label)
+                .enable(self.active(), &self.run.stack.label)
                 .map_err(anyhow::Error::from)
                 .and_then(|r| r.accept(&[]).map(|_| ()).map_err(Into::into)),
             Step::BootOut { .. } => self.bootout(action),
@@ -199,7 +194,7 @@ impl Agent<'_> {
         let said = Said::FinishingStop {
             target: target.to_owned(),
         };
-        self.out.progress(&said.to_string());
+        self.run.out.progress(&said.to_string());
         self.bootout_in(self.active(), Action::Start, None)?;
         self.forget_before();
         Ok(())
@@ -208,44 +203,23 @@ impl Agent<'_> {
     /// The plist written, and the write recorded.
     fn write_plist(&self, plan: &Plan, action: Action) -> anyhow::Result<()> {
         let wrote = agentplist::write(
-            self.lock()?,
-            &self.stack.plist_path(),
+            self.run.lock()?,
+            &self.run.stack.plist_path(),
             &plan.plist,
-            &self.stack.log_dir,
+            &self.run.stack.log_dir,
         )?;
         let outcome = if wrote {
             StepOutcome::Written
         } else {
             StepOutcome::Unchanged
         };
-        self.audit.record(
+        self.run.audit.record(
             action,
             crate::output::audit::Step::WritePlist,
             outcome,
             None,
             "",
         );
-        Ok(())
-    }
-
-    /// The config step: what the plan computed, written into `config.json` (merged again with
-    /// what is on disk now) and said.
-    pub fn write_config(&self, plan: &Plan) -> anyhow::Result<()> {
-        let changes = crate::host::plan::write_config(self.plan_env, plan, self.lock()?)?;
-        crate::config::report(&self.stack.config_path(), &changes, self.out);
-        Ok(())
-    }
-
-    /// No config step: said as the sync says it, and the pinned Node's version cached.
-    fn config_unchanged(&self, plan: &Plan) -> anyhow::Result<()> {
-        let stack = self.stack;
-        crate::host::node::record_version(
-            &stack.node_version_cache_path(),
-            self.lock()?,
-            &plan.node,
-        );
-        plan.warn_privacy(self.out);
-        crate::config::report(&stack.config_path(), &[], self.out);
         Ok(())
     }
 
@@ -265,19 +239,19 @@ impl Agent<'_> {
             .chain(others)
             .filter_map(|l| l.pid)
             .collect();
-        service::port::holder(port, &ours, self.out)
+        service::port::holder(port, &ours, self.run.out)
     }
 
     /// A refusal as the error the user reads, with its fix (`commands/words/service.rs`).
     fn refusal(&self, refusal: Refusal) -> anyhow::Error {
         let switch_on = matches!(refusal, Refusal::SwitchedOff { .. })
-            .then(|| crate::agent::refusal::login_item(self.lc, &self.stack.plist_path()))
+            .then(|| crate::agent::refusal::login_item(self.lc, &self.run.stack.plist_path()))
             .flatten()
             .map(|c| c.fix);
         crate::error::Failed::from(Refused {
             manager: service::ManagerKind::Launchd,
-            stack: self.stack.name.to_string(),
-            label: self.stack.label.clone(),
+            stack: self.run.stack.name.to_string(),
+            label: self.run.stack.label.clone(),
             refusal,
             switch_on,
         })

@@ -30,7 +30,7 @@ impl ServiceManager for Agent<'_> {
     }
 
     fn allow_switched_off(&mut self, yes: bool) {
-        self.ignore_switch = yes;
+        self.run.ignore_switch = yes;
     }
 
     fn run_decided(
@@ -60,7 +60,7 @@ impl ServiceManager for Agent<'_> {
     }
 
     fn write_config(&self, plan: &Plan) -> anyhow::Result<()> {
-        Agent::write_config(self, plan)
+        self.run.write_config(plan)
     }
 
     /// In either domain: a copy loaded only in `user/<uid>` while `gui/<uid>` exists is
@@ -70,7 +70,9 @@ impl ServiceManager for Agent<'_> {
         let pending = self.pending();
         Ok(match self.job()?.map(|(_, info)| info) {
             None if !pending => Standing::NotLoaded {
-                stopped: self.lc.is_disabled_in(&self.domain.name, &self.stack.label),
+                stopped: self
+                    .lc
+                    .is_disabled_in(&self.domain.name, &self.run.stack.label),
             },
             Some(info)
                 if !plan.plist_changed()

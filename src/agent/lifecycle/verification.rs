@@ -58,8 +58,8 @@ impl Agent<'_> {
         timing: Timing,
     ) -> Result<Verified, Stop> {
         let t0 = Instant::now();
-        let plist = self.stack.plist_path();
-        self.out.waiting(
+        let plist = self.run.stack.plist_path();
+        self.run.out.waiting(
             &format!("the Host to answer /health on 127.0.0.1:{port}"),
             timing.wait,
         );
@@ -82,7 +82,7 @@ impl Agent<'_> {
         let health_after = t0.elapsed();
         verify::check_listener(port, pid).map_err(Stop::from)?;
         let env_proof = self.prove_env(pid, &info, env)?;
-        self.out.waiting(
+        self.run.out.waiting(
             &format!("pid {pid} to stay up (a crash loop would not)"),
             timing.settle,
         );
@@ -169,7 +169,7 @@ impl Agent<'_> {
         env: &LaunchEnv,
     ) -> Result<EnvProof, Stop> {
         // The one Host probe status, list, doctor and host status use decides the proof.
-        let record = ExecRecord::read(&self.stack.exec_record_path());
+        let record = ExecRecord::read(&self.run.stack.exec_record_path());
         crate::probe::prove_env(&crate::probe::Target {
             pid,
             port: 0,
@@ -179,7 +179,7 @@ impl Agent<'_> {
                 pid: info.pid(),
                 environment: &info.environment,
             }),
-            floor: self.proof_floor,
+            floor: self.run.proof_floor,
             live: None,
         })
         .map_err(Stop::from)
