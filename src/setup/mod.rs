@@ -543,6 +543,7 @@ fn start_service(
                 journal.pop();
             }
             let started = started?;
+            journal.push(Undo::HostStarted)?;
             ctx.reporter().line(
                 &Said::StartedDirectly {
                     pid: started.pid,

@@ -325,9 +325,11 @@ fn changed_since(steps: &[Undo]) -> bool {
 }
 
 /// Whether a Host was started directly on the stack (`host start`, which writes no audit
-/// line) after the killed run's last step, when that step was not its own start (directly, or
-/// by the service manager, whose Host writes the pid file too): that Host is the user's, and
-/// the stack is in use.
+/// line) after the killed run's last step, when that step was not its own start under way
+/// (directly, or by the service manager, whose Host writes the pid file too): that Host is the
+/// user's, and the stack is in use. A direct start that verified is journaled once its pid
+/// file is written ([`Undo::HostStarted`]), so only a kill during that start leaves the two
+/// untold.
 fn started_since(st: &crate::host::stack::Stack, receipt: &Path, steps: &[Undo]) -> bool {
     if matches!(steps.last(), Some(Undo::StopHost | Undo::Service { .. })) {
         return false;

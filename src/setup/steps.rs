@@ -58,6 +58,9 @@ pub(super) enum Undo {
     AgentFolder(PathBuf),
     /// The Host started directly (a pid file).
     StopHost,
+    /// That start verified, its pid file written: the receipt is written again after it, so
+    /// a pid file newer than the receipt is a Host started since (`host start`), not this one.
+    HostStarted,
     /// The job under the service manager, installed (`first`: where none was) or changed:
     /// journaled for a setup killed outright, whose next run uninstalls a first job, or puts a
     /// changed one back on the config it restored.
@@ -213,6 +216,7 @@ impl crate::undo::Revert<Undoing<'_>> for Undo {
                 direct::Stopped::NotRunning => return Ok(None),
                 _ => "stopped the Host it started".to_owned(),
             },
+            Undo::HostStarted => return Ok(None),
             Undo::Service { first: false } => {
                 cx.reapply = true;
                 return Ok(None);
@@ -374,7 +378,7 @@ pub(super) fn plausible(ctx: &Context, allowed: &Allowed, step: &Undo) -> bool {
                 && matches!(before, Before::Absent | Before::Generated)
         }
         Undo::AgentFolder(dir) => *dir == allowed.agent_folder,
-        Undo::StopHost | Undo::Service { .. } => true,
+        Undo::StopHost | Undo::HostStarted | Undo::Service { .. } => true,
     }
 }
 

@@ -338,3 +338,42 @@ fn an_npm_a_killed_setup_left_running_is_stopped_before_the_uninstall() {
     assert!(!receipt(&s).exists(), "{output}");
     s.t.wait_no_processes();
 }
+
+/// Killed once its direct start verified: a Host the user started since (`host stop`, then
+/// `host start`, neither of which writes an audit line) is theirs, and the next setup takes
+/// nothing back — it stopped that Host, taking it for the killed run's own.
+#[test]
+fn a_host_started_after_a_setup_killed_past_its_start_is_left_running() {
+    let last_step = |s: &Setup| -> Option<String> {
+        let text = std::fs::read_to_string(receipt(s)).ok()?;
+        let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
+        Some(doc["steps"].as_array()?.last()?.to_string())
+    };
+    let s = (0..40)
+        .find_map(|n| {
+            let s = Setup::new(0);
+            let mut killed = s.t.cmd();
+            killed.env("OYSTER_TEST_KILL_AT_STEP", n.to_string());
+            let out = killed.args(s.args(&["--no-install-providers"])).output().unwrap();
+            assert_eq!(out.status.signal(), Some(9), "setup ended before its start's step");
+            match last_step(&s).as_deref() {
+                Some("\"host_started\"") => Some(s),
+                _ => {
+                    s.t.run(["host", "stop", "--stack", "st"]);
+                    None
+                }
+            }
+        })
+        .expect("a step right after the direct start");
+    s.t.run(["host", "stop", "--stack", "st"]).ok();
+    // The same stack, root, node and port: `host start` instead of `setup`.
+    let mut start = s.args(&[]);
+    start.splice(0..1, ["host".to_owned(), "start".to_owned()]);
+    s.t.run(start).ok();
+    let r = s.pty(b"\r", &[]);
+    let output = r["output"].as_str().unwrap().to_owned();
+    has_all(&output, &["nothing of it is taken back"]);
+    has_none(&output, &["took back", "stopped the Host"]);
+    s.t.run(["host", "status", "--stack", "st"]).ok();
+    s.t.run(["host", "stop", "--stack", "st"]).ok();
+}
