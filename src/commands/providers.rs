@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use serde::Serialize;
 
 use crate::config::{self, ConfigDoc};
-use crate::context::Context;
+use crate::context::{Context, Worded};
 use crate::error::Invalid;
 use crate::invocation::ProvidersVerb;
 use crate::provider::registry::{self, Provider};
@@ -102,12 +102,12 @@ pub(crate) fn resolved_config(ctx: &Context) -> Result<ConfigDoc, crate::config:
     Ok(crate::host::plan::managed(ctx).applied(doc))
 }
 
-/// A provider's status with the commands its reason suggests made this stack's, so that run
-/// as shown they change this stack's config, not production's; for a provider the
+/// A provider's status with its reason worded for this stack, so that its commands, run as
+/// shown, change this stack's config, not production's; for a provider the
 /// organization's profile decides, the fix is the administrator's (`providers set`/`auto`
 /// would be refused).
 pub(crate) fn for_stack(ctx: &Context, mut status: ProviderStatus) -> ProviderStatus {
-    status.reason = status.reason.map(|r| ctx.hints().for_stack(&r));
+    status.reason = status.unresolved.as_ref().map(|u| u.words(&ctx.hints()));
     let managed = crate::host::plan::managed(ctx);
     let forced = managed.provider(status.provider.as_str());
     status.managed = forced
