@@ -30,10 +30,7 @@ pub fn run(ctx: &Context, cmd: ProvidersVerb) -> anyhow::Result<ExitStatus> {
             crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
             ctx.announce_overrides();
             let doc = resolved_config(ctx)?;
-            let rows: Vec<_> = list
-                .into_iter()
-                .map(|p| for_stack(ctx, doc.status(p, &ctx.search)))
-                .collect();
+            let rows: Vec<_> = list.into_iter().map(|p| for_stack(ctx, &doc, p)).collect();
             show(ctx, &doc, rows)
         }
         ProvidersVerb::Status => {
@@ -44,7 +41,7 @@ pub fn run(ctx: &Context, cmd: ProvidersVerb) -> anyhow::Result<ExitStatus> {
             let rows: Vec<_> = registry::PROVIDERS
                 .iter()
                 .map(|p| {
-                    let mut row = for_stack(ctx, doc.status(p, &ctx.search));
+                    let mut row = for_stack(ctx, &doc, p);
                     // The Host runs where the login keychain is locked: a provider that
                     // keeps its login there is not ready as if nothing were wrong.
                     if locked && p.login_in_keychain {
@@ -102,12 +99,18 @@ pub(crate) fn resolved_config(ctx: &Context) -> Result<ConfigDoc, crate::config:
     Ok(crate::host::plan::managed(ctx).applied(doc))
 }
 
-/// A provider's status with its reason worded for this stack, so that its commands, run as
-/// shown, change this stack's config, not production's; for a provider the
-/// organization's profile decides, the fix is the administrator's (`providers set`/`auto`
-/// would be refused).
-pub(crate) fn for_stack(ctx: &Context, mut status: ProviderStatus) -> ProviderStatus {
+/// `p`'s status in `doc`, its reason worded for this stack: its commands, run as shown, change
+/// this stack's config, not production's.
+pub(crate) fn status(ctx: &Context, doc: &ConfigDoc, p: &'static Provider) -> ProviderStatus {
+    let mut status = doc.status(p, &ctx.search);
     status.reason = status.unresolved.as_ref().map(|u| u.words(&ctx.hints()));
+    status
+}
+
+/// [`status`], and for a provider the organization's profile decides, the fix is the
+/// administrator's (`providers set`/`auto` would be refused).
+pub(crate) fn for_stack(ctx: &Context, doc: &ConfigDoc, p: &'static Provider) -> ProviderStatus {
+    let mut status = status(ctx, doc, p);
     let managed = crate::host::plan::managed(ctx);
     let forced = managed.provider(status.provider.as_str());
     status.managed = forced
@@ -194,7 +197,7 @@ fn save(
         Ok(doc.clone())
     })
     .with_context(|| format!("saving the {} command", p.id))?;
-    let r = doc.status(p, &ctx.search);
+    let r = status(ctx, &doc, p);
     let where_ = path.display();
     if changes.is_empty() {
         ctx.out.out(&format!("{where_}: unchanged"));

@@ -134,7 +134,7 @@ pub fn provider_problems(ctx: &Context, installed: &[&'static Provider]) {
     };
     let h = ctx.hints();
     for p in PROVIDERS {
-        let status = super::providers::for_stack(ctx, doc.status(p, &ctx.search));
+        let status = super::providers::for_stack(ctx, &doc, p);
         let problem = match (status.state, status.intent) {
             (State::Available, _) if installed.iter().any(|i| i.id == p.id) => format!(
                 "{} was just installed: sign in once by running `{}` in a terminal before the Host uses it",

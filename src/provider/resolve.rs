@@ -420,7 +420,10 @@ mod tests {
             path_var: Some(t.path().as_os_str().to_owned()),
             fallback_dirs: vec![],
         };
-        let why = |r: &Resolution| r.unresolved().map(ToString::to_string).unwrap_or_default();
+        let why = |r: &Resolution| match r.unresolved() {
+            Some(Unresolved::Configured { why, .. }) => why.to_string(),
+            _ => String::new(),
+        };
         let m = resolve(provider(), Intent::Manual, Some("/nope/x"), &search);
         assert_eq!(m.path(), None);
         assert!(why(&m).contains("does not exist"));

@@ -58,7 +58,7 @@ pub struct ProviderStatus {
     pub resolved: Option<String>,
     pub source: Option<Source>,
     pub state: State,
-    /// [`ProviderStatus::unresolved`] in words, for no stack until a command words it for its own.
+    /// [`ProviderStatus::unresolved`] in words, for its stack: set by the command that shows it.
     pub reason: Option<String>,
     /// Why nothing was found, as facts.
     #[serde(skip)]
@@ -89,7 +89,7 @@ impl ProviderStatus {
             resolved: r.path().map(|p| p.to_string_lossy().into_owned()),
             source: r.source(),
             state,
-            reason: r.unresolved().map(ToString::to_string),
+            reason: None,
             unresolved: r.unresolved().cloned(),
             authentication: Authentication::NotChecked,
             managed: None,

@@ -412,7 +412,7 @@ fn provider_check(
     probe: bool,
     checks: &mut Vec<Check>,
 ) -> ProviderReport {
-    let mut status = doc.status(p, &ctx.search);
+    let mut status = crate::commands::providers::status(ctx, doc, p);
     status.managed = (crate::host::plan::managed(ctx)
         .provider(p.id.as_str())
         .first())

@@ -42,32 +42,21 @@ impl Display for NotConfigured {
     }
 }
 
-impl Display for Unresolved {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.said_with(&|words| format!("oyster {words}")))
-    }
-}
-
 impl Worded for Unresolved {
-    /// Its fixes (`providers set|auto`, which takes no plain STACK) with `--stack NAME`.
+    /// Why, with the fix: its `providers set|auto` (which take no plain STACK) with `--stack
+    /// NAME` for a stack.
     fn words(&self, hints: &Hints) -> String {
-        self.said_with(&|words| hints.flag_cmd(words))
-    }
-}
-
-impl Unresolved {
-    /// Why, with the fix: `cmd` spells each `oyster providers …` it suggests.
-    fn said_with(&self, cmd: &dyn Fn(&str) -> String) -> String {
+        let cmd = |words: String| hints.flag_cmd(&words);
         match self {
             Unresolved::Disabled { id } => format!(
                 "disabled by the user; re-enable it with `{}` or `{}`",
-                cmd(&format!("providers set {id} /full/path")),
-                cmd(&format!("providers auto {id}"))
+                cmd(format!("providers set {id} /full/path")),
+                cmd(format!("providers auto {id}"))
             ),
             Unresolved::Configured { id, bin, why } => format!(
                 "{why}; give a full path with `{}`, or hand it back to discovery with `{}`",
-                cmd(&format!("providers set {id} /full/path/to/{bin}")),
-                cmd(&format!("providers auto {id}"))
+                cmd(format!("providers set {id} /full/path/to/{bin}")),
+                cmd(format!("providers auto {id}"))
             ),
             // No "hand it back to discovery": it is already `auto`. Someone who does not use
             // this provider needs to hear how to stop being told.
@@ -79,8 +68,8 @@ impl Unresolved {
             } => format!(
                 "`{bin}` was not found on PATH or in {dirs}; install it, give a full path with \
                  `{}`, or, if you do not use {name}, disable it with `{}`",
-                cmd(&format!("providers set {id} /full/path/to/{bin}")),
-                cmd(&format!("providers set {id} \"\"")),
+                cmd(format!("providers set {id} /full/path/to/{bin}")),
+                cmd(format!("providers set {id} \"\"")),
                 dirs = dirs
                     .iter()
                     .map(|d| d.display().to_string())
