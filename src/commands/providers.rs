@@ -116,12 +116,11 @@ pub(crate) fn for_stack(ctx: &Context, doc: &ConfigDoc, p: &'static Provider) ->
     status.managed = forced
         .first()
         .map(|e| e.file.to_string_lossy().into_owned());
-    if let (Some(r), Some(e)) = (&status.reason, forced.first()) {
-        let why = r.split_once("; ").map_or(r.as_str(), |(why, _)| why);
+    if let (Some(u), Some(e)) = (&status.unresolved, forced.first()) {
         // Disabled by the profile, not by the user.
         let why = match status.state {
-            crate::provider::status::State::Disabled => "disabled by your organization",
-            _ => why,
+            State::Disabled => "disabled by your organization".into(),
+            _ => u.why(),
         };
         status.reason = Some(format!(
             "{why}; {} is forced by your organization ({}): ask your administrator to change it",
@@ -204,7 +203,7 @@ fn save(
     } else {
         ctx.out.out(&format!("{where_}: updated"));
     }
-    let said = match (r.intent, &r.resolved, &r.reason) {
+    let said = match (r.intent, &r.resolved, &r.unresolved) {
         (Intent::Disabled, _, _) => format!(
             "disabled: the Host gets no {}, and nothing looks for it (`{}` undoes this)",
             p.id,
@@ -212,15 +211,10 @@ fn save(
         ),
         (intent, Some(found), _) => format!("{intent}, available at {found}"),
         // A manual command's fix follows as a warning; say only why here.
-        (Intent::Manual, None, Some(reason)) => format!(
-            "manual, unavailable: {}",
-            reason
-                .rsplit_once("; ")
-                .map_or(reason.as_str(), |(why, _)| why)
-        ),
-        (intent, None, reason) => format!(
+        (Intent::Manual, None, Some(u)) => format!("manual, unavailable: {}", u.why()),
+        (intent, None, _) => format!(
             "{intent}, unavailable: {}",
-            reason.as_deref().unwrap_or("not found")
+            r.reason.as_deref().unwrap_or("not found")
         ),
     };
     ctx.out.out(&format!("{}: {said}", p.id));

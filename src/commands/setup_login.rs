@@ -143,10 +143,7 @@ pub fn provider_problems(ctx: &Context, installed: &[&'static Provider]) {
             (State::Unavailable, Intent::Manual) => format!(
                 "{}: {}; fix: `{}` or `{}`",
                 p.id,
-                status
-                    .detail()
-                    .split_once("; ")
-                    .map_or(status.detail(), |(why, _)| why),
+                status.unresolved.as_ref().map_or(String::new(), |u| u.why()),
                 h.flag_cmd(&format!("providers set {} /full/path", p.id)),
                 h.flag_cmd(&format!("providers auto {}", p.id))
             ),

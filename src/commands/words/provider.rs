@@ -43,38 +43,46 @@ impl Display for NotConfigured {
 }
 
 impl Worded for Unresolved {
-    /// Why, with the fix: its `providers set|auto` (which take no plain STACK) with `--stack
+    /// Why, and the fix: its `providers set|auto` (which take no plain STACK) with `--stack
     /// NAME` for a stack.
     fn words(&self, hints: &Hints) -> String {
         let cmd = |words: String| hints.flag_cmd(&words);
-        match self {
+        let fix = match self {
             Unresolved::Disabled { id } => format!(
-                "disabled by the user; re-enable it with `{}` or `{}`",
+                "re-enable it with `{}` or `{}`",
                 cmd(format!("providers set {id} /full/path")),
                 cmd(format!("providers auto {id}"))
             ),
-            Unresolved::Configured { id, bin, why } => format!(
-                "{why}; give a full path with `{}`, or hand it back to discovery with `{}`",
+            Unresolved::Configured { id, bin, .. } => format!(
+                "give a full path with `{}`, or hand it back to discovery with `{}`",
                 cmd(format!("providers set {id} /full/path/to/{bin}")),
                 cmd(format!("providers auto {id}"))
             ),
             // No "hand it back to discovery": it is already `auto`. Someone who does not use
             // this provider needs to hear how to stop being told.
-            Unresolved::NotFound {
-                id,
-                bin,
-                name,
-                dirs,
-            } => format!(
-                "`{bin}` was not found on PATH or in {dirs}; install it, give a full path with \
-                 `{}`, or, if you do not use {name}, disable it with `{}`",
+            Unresolved::NotFound { id, bin, name, .. } => format!(
+                "install it, give a full path with `{}`, or, if you do not use {name}, disable it \
+                 with `{}`",
                 cmd(format!("providers set {id} /full/path/to/{bin}")),
-                cmd(format!("providers set {id} \"\"")),
-                dirs = dirs
-                    .iter()
+                cmd(format!("providers set {id} \"\""))
+            ),
+        };
+        format!("{}; {fix}", self.why())
+    }
+}
+
+impl Unresolved {
+    /// Why, without the fix.
+    pub fn why(&self) -> String {
+        match self {
+            Unresolved::Disabled { .. } => "disabled by the user".into(),
+            Unresolved::Configured { why, .. } => why.to_string(),
+            Unresolved::NotFound { bin, dirs, .. } => format!(
+                "`{bin}` was not found on PATH or in {}",
+                dirs.iter()
                     .map(|d| d.display().to_string())
                     .collect::<Vec<_>>()
-                    .join(", "),
+                    .join(", ")
             ),
         }
     }
