@@ -186,24 +186,6 @@ impl Hints {
         }
     }
 
-    /// `text` with each command it suggests (between backticks) made this stack's: the
-    /// layers below the commands (provider reasons, launchctl's absence) word them for no
-    /// stack. `oyster providers …` gets `--stack NAME` ([`Hints::flag_cmd`]); `oyster host
-    /// start`, which takes a plain STACK, the stack as typed.
-    pub fn for_stack(&self, text: &str) -> String {
-        text.split('`')
-            .enumerate()
-            .map(|(i, part)| match part.strip_prefix("oyster ") {
-                Some(words) if i % 2 == 1 && words.starts_with("providers ") => {
-                    self.flag_cmd(words)
-                }
-                Some(words @ "host start") if i % 2 == 1 => self.cmd(words),
-                _ => part.to_owned(),
-            })
-            .collect::<Vec<_>>()
-            .join("`")
-    }
-
     /// The stack as the user gave it, to append to a suggested command: ``, ` --stack dev` or
     /// ` dev`.
     pub fn suffix(&self) -> String {
@@ -213,6 +195,13 @@ impl Hints {
             StackForm::Plain => format!(" {}", self.stack),
         }
     }
+}
+
+/// A typed fact whose words suggest commands, said with them in the form the user typed and
+/// for this run's stack (a provider's reason, launchd's absence); `Display` is the form for
+/// no stack. Written in `commands/words/`.
+pub trait Worded {
+    fn words(&self, hints: &Hints) -> String;
 }
 
 /// What every command starts from.

@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::agent::listing::Listings;
 use crate::agent::login_items::LoginItem;
 use crate::config::login::HostLogin;
-use crate::context::Context;
+use crate::context::{Context, Worded};
 
 use crate::host::identity::ExecRecord;
 use crate::host::plan;
@@ -210,7 +210,7 @@ fn collect_with(ctx: &Context, listings: Option<&Listings>) -> anyhow::Result<Ag
             false
         }
         (_, Err(e)) => {
-            st.notes.push(ctx.hints().for_stack(&e.to_string()));
+            st.notes.push(e.words(&ctx.hints()));
             false
         }
         (_, Ok(lc)) => {

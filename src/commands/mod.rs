@@ -150,20 +150,22 @@ pub fn agent_verb(ctx: &Context, verb: &Job) -> anyhow::Result<ExitStatus> {
 /// No launchd here (launchctl missing or switched off): the error names `oyster host start`
 /// as the way, for this stack (run as shown, a stack-less one would start production).
 fn launchd_absent_for_stack(ctx: &Context, e: anyhow::Error) -> anyhow::Error {
-    let absent = match (
-        e.downcast_ref::<crate::launchctl::LocateError>(),
-        e.downcast_ref::<crate::context::NoManager>(),
-    ) {
-        (Some(l), _) => !l.is_invalid_input(),
-        (_, Some(m)) => !m.is_invalid_input(),
-        _ => false,
+    use crate::context::{NoManager, Worded};
+    let h = ctx.hints();
+    let absent = |c: &(dyn std::error::Error + 'static)| {
+        let m = (c.downcast_ref::<crate::launchctl::LocateError>().cloned())
+            .map(NoManager::from)
+            .or_else(|| c.downcast_ref::<NoManager>().cloned());
+        m.filter(|m| !m.is_invalid_input()).map(|m| m.words(&h))
     };
-    match absent {
-        true if !ctx.stack_suffix().is_empty() => {
-            anyhow::anyhow!(ctx.hints().for_stack(&format!("{e:#}")))
-        }
-        _ => e,
+    if ctx.stack_suffix().is_empty() || !e.chain().any(|c| absent(c).is_some()) {
+        return e;
     }
+    // Said as `{e:#}` says it, launchd's absence in this stack's words.
+    let said: Vec<_> = (e.chain())
+        .map(|c| absent(c).unwrap_or_else(|| c.to_string()))
+        .collect();
+    anyhow::anyhow!(said.join(": "))
 }
 
 fn agent_verb_steps(ctx: &Context, verb: &Job) -> anyhow::Result<ExitStatus> {

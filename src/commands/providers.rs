@@ -6,7 +6,7 @@ use anyhow::Context as _;
 use serde::Serialize;
 
 use crate::config::{self, ConfigDoc};
-use crate::context::Context;
+use crate::context::{Context, Worded};
 use crate::error::Invalid;
 use crate::invocation::ProvidersVerb;
 use crate::provider::registry::{self, Provider};
@@ -30,10 +30,7 @@ pub fn run(ctx: &Context, cmd: ProvidersVerb) -> anyhow::Result<ExitStatus> {
             crate::host::stack::require_known(&ctx.stack, &ctx.env.stack_env())?;
             ctx.announce_overrides();
             let doc = resolved_config(ctx)?;
-            let rows: Vec<_> = list
-                .into_iter()
-                .map(|p| for_stack(ctx, doc.status(p, &ctx.search)))
-                .collect();
+            let rows: Vec<_> = list.into_iter().map(|p| for_stack(ctx, &doc, p)).collect();
             show(ctx, &doc, rows)
         }
         ProvidersVerb::Status => {
@@ -44,7 +41,7 @@ pub fn run(ctx: &Context, cmd: ProvidersVerb) -> anyhow::Result<ExitStatus> {
             let rows: Vec<_> = registry::PROVIDERS
                 .iter()
                 .map(|p| {
-                    let mut row = for_stack(ctx, doc.status(p, &ctx.search));
+                    let mut row = for_stack(ctx, &doc, p);
                     // The Host runs where the login keychain is locked: a provider that
                     // keeps its login there is not ready as if nothing were wrong.
                     if locked && p.login_in_keychain {
@@ -102,23 +99,28 @@ pub(crate) fn resolved_config(ctx: &Context) -> Result<ConfigDoc, crate::config:
     Ok(crate::host::plan::managed(ctx).applied(doc))
 }
 
-/// A provider's status with the commands its reason suggests made this stack's, so that run
-/// as shown they change this stack's config, not production's; for a provider the
-/// organization's profile decides, the fix is the administrator's (`providers set`/`auto`
-/// would be refused).
-pub(crate) fn for_stack(ctx: &Context, mut status: ProviderStatus) -> ProviderStatus {
-    status.reason = status.reason.map(|r| ctx.hints().for_stack(&r));
+/// `p`'s status in `doc`, its reason worded for this stack: its commands, run as shown, change
+/// this stack's config, not production's.
+pub(crate) fn status(ctx: &Context, doc: &ConfigDoc, p: &'static Provider) -> ProviderStatus {
+    let mut status = doc.status(p, &ctx.search);
+    status.reason = status.unresolved.as_ref().map(|u| u.words(&ctx.hints()));
+    status
+}
+
+/// [`status`], and for a provider the organization's profile decides, the fix is the
+/// administrator's (`providers set`/`auto` would be refused).
+pub(crate) fn for_stack(ctx: &Context, doc: &ConfigDoc, p: &'static Provider) -> ProviderStatus {
+    let mut status = status(ctx, doc, p);
     let managed = crate::host::plan::managed(ctx);
     let forced = managed.provider(status.provider.as_str());
     status.managed = forced
         .first()
         .map(|e| e.file.to_string_lossy().into_owned());
-    if let (Some(r), Some(e)) = (&status.reason, forced.first()) {
-        let why = r.split_once("; ").map_or(r.as_str(), |(why, _)| why);
+    if let (Some(u), Some(e)) = (&status.unresolved, forced.first()) {
         // Disabled by the profile, not by the user.
         let why = match status.state {
-            crate::provider::status::State::Disabled => "disabled by your organization",
-            _ => why,
+            State::Disabled => "disabled by your organization".into(),
+            _ => u.why(),
         };
         status.reason = Some(format!(
             "{why}; {} is forced by your organization ({}): ask your administrator to change it",
@@ -194,14 +196,14 @@ fn save(
         Ok(doc.clone())
     })
     .with_context(|| format!("saving the {} command", p.id))?;
-    let r = doc.status(p, &ctx.search);
+    let r = status(ctx, &doc, p);
     let where_ = path.display();
     if changes.is_empty() {
         ctx.out.out(&format!("{where_}: unchanged"));
     } else {
         ctx.out.out(&format!("{where_}: updated"));
     }
-    let said = match (r.intent, &r.resolved, &r.reason) {
+    let said = match (r.intent, &r.resolved, &r.unresolved) {
         (Intent::Disabled, _, _) => format!(
             "disabled: the Host gets no {}, and nothing looks for it (`{}` undoes this)",
             p.id,
@@ -209,15 +211,10 @@ fn save(
         ),
         (intent, Some(found), _) => format!("{intent}, available at {found}"),
         // A manual command's fix follows as a warning; say only why here.
-        (Intent::Manual, None, Some(reason)) => format!(
-            "manual, unavailable: {}",
-            reason
-                .rsplit_once("; ")
-                .map_or(reason.as_str(), |(why, _)| why)
-        ),
-        (intent, None, reason) => format!(
+        (Intent::Manual, None, Some(u)) => format!("manual, unavailable: {}", u.why()),
+        (intent, None, _) => format!(
             "{intent}, unavailable: {}",
-            reason.as_deref().unwrap_or("not found")
+            r.reason.as_deref().unwrap_or("not found")
         ),
     };
     ctx.out.out(&format!("{}: {said}", p.id));

@@ -171,7 +171,7 @@ fn show(ctx: &Context, opts: &SetupOptions, sp: &SetupPlan) {
         sp.plan.root_origin
     ));
     for p in PROVIDERS {
-        let status = super::providers::for_stack(ctx, sp.plan.doc.status(p, &ctx.search));
+        let status = super::providers::for_stack(ctx, &sp.plan.doc, p);
         let line = match (status.state, status.intent) {
             (State::Disabled, _) => "disabled (kept disabled)".to_owned(),
             (State::Available, intent) => format!("{} ({intent})", status.detail()),

@@ -134,7 +134,7 @@ pub fn provider_problems(ctx: &Context, installed: &[&'static Provider]) {
     };
     let h = ctx.hints();
     for p in PROVIDERS {
-        let status = super::providers::for_stack(ctx, doc.status(p, &ctx.search));
+        let status = super::providers::for_stack(ctx, &doc, p);
         let problem = match (status.state, status.intent) {
             (State::Available, _) if installed.iter().any(|i| i.id == p.id) => format!(
                 "{} was just installed: sign in once by running `{}` in a terminal before the Host uses it",
@@ -143,10 +143,7 @@ pub fn provider_problems(ctx: &Context, installed: &[&'static Provider]) {
             (State::Unavailable, Intent::Manual) => format!(
                 "{}: {}; fix: `{}` or `{}`",
                 p.id,
-                status
-                    .detail()
-                    .split_once("; ")
-                    .map_or(status.detail(), |(why, _)| why),
+                status.unresolved.as_ref().map_or(String::new(), |u| u.why()),
                 h.flag_cmd(&format!("providers set {} /full/path", p.id)),
                 h.flag_cmd(&format!("providers auto {}", p.id))
             ),

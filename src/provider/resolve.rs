@@ -151,11 +151,11 @@ impl Resolution {
         }
     }
 
-    /// Why nothing was found (in words, with the fix), if nothing was.
-    pub fn reason(&self) -> Option<String> {
+    /// Why nothing was found, if nothing was.
+    pub fn unresolved(&self) -> Option<&Unresolved> {
         match self {
             Resolution::Found { .. } => None,
-            Resolution::Missing { reason } => Some(reason.to_string()),
+            Resolution::Missing { reason } => Some(reason),
         }
     }
 }
@@ -420,14 +420,18 @@ mod tests {
             path_var: Some(t.path().as_os_str().to_owned()),
             fallback_dirs: vec![],
         };
+        let why = |r: &Resolution| match r.unresolved() {
+            Some(Unresolved::Configured { why, .. }) => why.to_string(),
+            _ => String::new(),
+        };
         let m = resolve(provider(), Intent::Manual, Some("/nope/x"), &search);
         assert_eq!(m.path(), None);
-        assert!(m.reason().unwrap().contains("does not exist"));
+        assert!(why(&m).contains("does not exist"));
         let m = resolve(provider(), Intent::Manual, Some("relative/x"), &search);
-        assert!(m.reason().unwrap().contains("not an absolute path"));
+        assert!(why(&m).contains("not an absolute path"));
         let d = resolve(provider(), Intent::Disabled, None, &search);
         assert_eq!(d.path(), None);
-        assert!(d.reason().unwrap().contains("disabled"));
+        assert!(matches!(d.unresolved(), Some(Unresolved::Disabled { .. })));
         let a = resolve(provider(), Intent::Auto, Some("/nope/x"), &search);
         assert_eq!(a.source(), Some(Source::Path));
     }

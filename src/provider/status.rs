@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::registry::Provider;
-use super::resolve::{Intent, Resolution, Source};
+use super::resolve::{Intent, Resolution, Source, Unresolved};
 
 /// Whether a provider can be used now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -58,7 +58,11 @@ pub struct ProviderStatus {
     pub resolved: Option<String>,
     pub source: Option<Source>,
     pub state: State,
+    /// [`ProviderStatus::unresolved`] in words, for its stack: set by the command that shows it.
     pub reason: Option<String>,
+    /// Why nothing was found, as facts.
+    #[serde(skip)]
+    pub unresolved: Option<Unresolved>,
     pub authentication: Authentication,
     /// The organization's profile that forces this provider's command or intent (the file),
     /// `None` when nothing forces it; set by the commands that know the profile.
@@ -85,7 +89,8 @@ impl ProviderStatus {
             resolved: r.path().map(|p| p.to_string_lossy().into_owned()),
             source: r.source(),
             state,
-            reason: r.reason(),
+            reason: None,
+            unresolved: r.unresolved().cloned(),
             authentication: Authentication::NotChecked,
             managed: None,
         }

@@ -12,8 +12,7 @@ use crate::host::plist::Installed;
 pub(super) fn note(ctx: &Context, st: &mut AgentStatus) -> Declared {
     let d = declared::effective(&ctx.stack, &crate::host::plan::managed(ctx));
     st.declared = d.names();
-    st.notes
-        .extend(d.problems().into_iter().map(|p| ctx.hints().for_stack(&p)));
+    st.notes.extend(d.problems());
     d
 }
 

@@ -2,6 +2,7 @@
 //! twice is a failure with its fix), and the live Host's proofs.
 
 use super::*;
+use crate::context::Worded;
 use crate::launchctl::Domain;
 
 /// launchctl, the domain, the job and the live Host. A launchctl that fails is one failed row.
@@ -9,7 +10,7 @@ pub(super) fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Ve
     let st = &ctx.stack;
     let lc = match ctx.launchctl() {
         Err(e) => {
-            let said = ctx.hints().for_stack(&e.to_string());
+            let said = e.words(&ctx.hints());
             return vec![check("launchd", Level::Warn, said, None)];
         }
         Ok(lc) => lc,

@@ -412,7 +412,7 @@ fn provider_check(
     probe: bool,
     checks: &mut Vec<Check>,
 ) -> ProviderReport {
-    let mut status = doc.status(p, &ctx.search);
+    let mut status = crate::commands::providers::status(ctx, doc, p);
     status.managed = (crate::host::plan::managed(ctx)
         .provider(p.id.as_str())
         .first())
@@ -503,11 +503,11 @@ fn provider_detail(
     forced: bool,
     installer: Option<&'static str>,
 ) -> String {
-    // The reason's fix (after its last "; ") is what `fix:` says; the detail keeps the why.
-    let why = match (&status.resolved, &status.reason) {
-        (Some(path), _) => path.as_str(),
-        (None, Some(r)) => r.rsplit_once("; ").map_or(r.as_str(), |(why, _)| why),
-        (None, None) => "",
+    // The reason's fix is what `fix:` says; the detail keeps the why.
+    let why = match (&status.resolved, &status.unresolved) {
+        (Some(path), _) => path.clone(),
+        (None, Some(u)) => u.why(),
+        (None, None) => String::new(),
     };
     let mut detail = match status.state {
         State::Disabled if forced => "disabled by your organization".to_owned(),

@@ -4,7 +4,7 @@
 use std::fmt::{self, Display, Formatter};
 
 use super::Hint;
-use crate::context::{ContextNote, Unreachable, WhereRefusal};
+use crate::context::{ContextNote, Hints, NoManager, Unreachable, WhereRefusal, Worded};
 use crate::manager::PortTaken;
 
 said_as_invalid_or_failed!(WhereRefusal, ContextNote);
@@ -128,13 +128,28 @@ impl Hint for ContextNote {
 
 impl Display for Unreachable {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}; and no systemd user manager answers `{} --user` ({})",
-            self.launchd,
+        f.write_str(&self.said_with(&self.launchd.to_string()))
+    }
+}
+
+impl Unreachable {
+    fn said_with(&self, launchd: &str) -> String {
+        format!(
+            "{launchd}; and no systemd user manager answers `{} --user` ({})",
             self.systemctl.display(),
             self.why
         )
+    }
+}
+
+impl Worded for NoManager {
+    /// launchd's absence with `oyster host start` for this stack.
+    fn words(&self, hints: &Hints) -> String {
+        match self {
+            NoManager::Launchd(e) => e.words(hints),
+            NoManager::Systemctl(e) => e.to_string(),
+            NoManager::Unreachable(u) => u.said_with(&u.launchd.words(hints)),
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 
 use std::fmt::{self, Display, Formatter};
 
+use crate::context::{Hints, Worded};
 use crate::launchctl::{
     LaunchctlError, LocateError, NoGui, UserDomain, CONSOLE_VAR, MAX_TIMEOUT_SECS, OVERRIDE_VAR,
     SYSTEM_LAUNCHCTL, TIMEOUT_VAR,
@@ -27,22 +28,31 @@ impl Display for LaunchctlError {
 
 impl Display for LocateError {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.said_with("oyster host start"))
+    }
+}
+
+impl Worded for LocateError {
+    fn words(&self, hints: &Hints) -> String {
+        self.said_with(&hints.cmd("host start"))
+    }
+}
+
+impl LocateError {
+    /// Why launchctl cannot be used; `host_start` starts the Host directly instead.
+    fn said_with(&self, host_start: &str) -> String {
         match self {
-            LocateError::Off => write!(
-                f,
-                "launchctl is switched off ({OVERRIDE_VAR}=none): no LaunchAgent can be loaded here; `oyster host start` starts the Host directly"
+            LocateError::Off => format!(
+                "launchctl is switched off ({OVERRIDE_VAR}=none): no LaunchAgent can be loaded here; `{host_start}` starts the Host directly"
             ),
-            LocateError::BadTimeout(v) => write!(
-                f,
+            LocateError::BadTimeout(v) => format!(
                 "{TIMEOUT_VAR} is {v:?}; give a whole number of seconds from 1 to {MAX_TIMEOUT_SECS}, or unset it"
             ),
-            LocateError::BadOverride(v) => write!(
-                f,
+            LocateError::BadOverride(v) => format!(
                 "{OVERRIDE_VAR} is {v:?}, which is not an absolute path to an executable; fix or unset it"
             ),
-            LocateError::Missing => write!(
-                f,
-                "launchctl was not found at {SYSTEM_LAUNCHCTL}; launchd is macOS-only. Use `oyster host start` for direct startup, or set {OVERRIDE_VAR} to a launchctl-compatible program"
+            LocateError::Missing => format!(
+                "launchctl was not found at {SYSTEM_LAUNCHCTL}; launchd is macOS-only. Use `{host_start}` for direct startup, or set {OVERRIDE_VAR} to a launchctl-compatible program"
             ),
         }
     }

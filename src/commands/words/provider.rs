@@ -3,6 +3,7 @@
 
 use std::fmt::{self, Display, Formatter};
 
+use crate::context::{Hints, Worded};
 use crate::provider::registry::{supported_names, UnsupportedProvider};
 use crate::provider::resolve::{NotConfigured, NotExecutable, Unresolved};
 
@@ -41,36 +42,47 @@ impl Display for NotConfigured {
     }
 }
 
-impl Display for Unresolved {
-    fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
-        match self {
-            Unresolved::Disabled { id } => write!(
-                f,
-                "disabled by the user; re-enable it with `oyster providers set {id} /full/path` \
-                 or `oyster providers auto {id}`"
+impl Worded for Unresolved {
+    /// Why, and the fix: its `providers set|auto` (which take no plain STACK) with `--stack
+    /// NAME` for a stack.
+    fn words(&self, hints: &Hints) -> String {
+        let cmd = |words: String| hints.flag_cmd(&words);
+        let fix = match self {
+            Unresolved::Disabled { id } => format!(
+                "re-enable it with `{}` or `{}`",
+                cmd(format!("providers set {id} /full/path")),
+                cmd(format!("providers auto {id}"))
             ),
-            Unresolved::Configured { id, bin, why } => write!(
-                f,
-                "{why}; give a full path with `oyster providers set {id} /full/path/to/{bin}`, or hand it back \
-                 to discovery with `oyster providers auto {id}`"
+            Unresolved::Configured { id, bin, .. } => format!(
+                "give a full path with `{}`, or hand it back to discovery with `{}`",
+                cmd(format!("providers set {id} /full/path/to/{bin}")),
+                cmd(format!("providers auto {id}"))
             ),
             // No "hand it back to discovery": it is already `auto`. Someone who does not use
             // this provider needs to hear how to stop being told.
-            Unresolved::NotFound {
-                id,
-                bin,
-                name,
-                dirs,
-            } => write!(
-                f,
-                "`{bin}` was not found on PATH or in {dirs}; install it, give a full path \
-                 with `oyster providers set {id} /full/path/to/{bin}`, or, if you do not \
-                 use {name}, disable it with `oyster providers set {id} \"\"`",
-                dirs = dirs
-                    .iter()
+            Unresolved::NotFound { id, bin, name, .. } => format!(
+                "install it, give a full path with `{}`, or, if you do not use {name}, disable it \
+                 with `{}`",
+                cmd(format!("providers set {id} /full/path/to/{bin}")),
+                cmd(format!("providers set {id} \"\""))
+            ),
+        };
+        format!("{}; {fix}", self.why())
+    }
+}
+
+impl Unresolved {
+    /// Why, without the fix.
+    pub fn why(&self) -> String {
+        match self {
+            Unresolved::Disabled { .. } => "disabled by the user".into(),
+            Unresolved::Configured { why, .. } => why.to_string(),
+            Unresolved::NotFound { bin, dirs, .. } => format!(
+                "`{bin}` was not found on PATH or in {}",
+                dirs.iter()
                     .map(|d| d.display().to_string())
                     .collect::<Vec<_>>()
-                    .join(", "),
+                    .join(", ")
             ),
         }
     }
