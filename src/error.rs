@@ -113,6 +113,15 @@ pub fn kind_of(
     }
 }
 
+/// How a refusal ends: it wrote nothing.
+pub const NOTHING_CHANGED: &str = "; nothing was changed";
+
+/// A refusal's sentence without its closing [`NOTHING_CHANGED`], for a place that lists the
+/// problem instead of refusing with it (a doctor check, a status note, a prompt asked again).
+fn why(msg: &str) -> &str {
+    msg.strip_suffix(NOTHING_CHANGED).unwrap_or(msg)
+}
+
 /// Invalid input: what is wrong, and (when there is one) the fix, printed as `hint:`.
 #[derive(Debug, thiserror::Error)]
 #[error("{msg}")]
@@ -132,6 +141,11 @@ impl Invalid {
     pub fn hint(mut self, hint: impl Into<String>) -> Invalid {
         self.hint = Some(hint.into());
         self
+    }
+
+    /// What is wrong, without "nothing was changed" ([`NOTHING_CHANGED`]).
+    pub fn why(&self) -> &str {
+        why(&self.msg)
     }
 }
 
@@ -155,6 +169,11 @@ impl Failed {
             msg: msg.into(),
             hint: Some(hint.into()),
         }
+    }
+
+    /// What failed, without "nothing was changed" ([`NOTHING_CHANGED`]).
+    pub fn why(&self) -> &str {
+        why(&self.msg)
     }
 }
 

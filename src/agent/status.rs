@@ -173,7 +173,7 @@ fn note_unusable_dirs(ctx: &Context, st: &mut AgentStatus) {
     ];
     for e in unusable.into_iter().filter_map(Result::err) {
         st.note(StatusNote::Unusable {
-            why: e.msg,
+            why: e.why().to_owned(),
             fix: e.hint.unwrap_or_default(),
         });
     }

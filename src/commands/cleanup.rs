@@ -62,8 +62,8 @@ impl Found {
 fn lock_stack(stack: &Stack) -> Result<Option<crate::sys::fs::Lock>, String> {
     let lock_path = stack.lifecycle_lock_path();
     if let Err(e) = stack.refuse_unusable_lock_dir() {
-        let fix = e.hint.unwrap_or_default();
-        let why = e.msg.trim_end_matches("; nothing was changed");
+        let fix = e.hint.as_deref().unwrap_or_default();
+        let why = e.why();
         return Err(format!("{why}; fix: {fix}"));
     }
     if let Some(dir) = lock_path.parent() {

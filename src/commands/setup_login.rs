@@ -94,7 +94,7 @@ fn prompt_twice(ctx: &Context) -> anyhow::Result<Option<Password>> {
             Err(e) => {
                 ctx.out.out(&format!(
                     "{}; type one, or press Ctrl-C to cancel.",
-                    e.msg.trim_end_matches("; nothing was changed")
+                    e.why()
                 ));
                 continue;
             }

@@ -157,12 +157,12 @@ fn report(ctx: &Context, probe: bool) -> Report {
     checks.push(log_dir_check(ctx));
     let unit_here = crate::unit::unreachable(ctx).is_some();
     if let (None, false, Err(e)) = (&systemd, unit_here, st.refuse_unwritable_agents_dir()) {
-        let msg = e.msg.trim_end_matches("; nothing was changed").to_owned();
+        let msg = e.why().to_owned();
         checks.push(check("LaunchAgents dir", Level::Fail, msg, e.hint));
     }
     // Every verb that writes takes the stack's lock there first.
     if let Err(e) = st.refuse_unusable_lock_dir() {
-        let msg = e.msg.trim_end_matches("; nothing was changed").to_owned();
+        let msg = e.why().to_owned();
         checks.push(check("lock dir", Level::Fail, msg, e.hint));
     }
     checks.extend(privacy_check(ctx, plan_ok(&plan)));

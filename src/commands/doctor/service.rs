@@ -22,7 +22,7 @@ pub(super) fn manager_checks(
         (None, Some(e)) => vec![check(
             "service manager",
             Level::Fail,
-            e.msg.trim_end_matches("; nothing was changed").to_owned(),
+            e.why().to_owned(),
             e.hint,
         )],
         (None, None) => {

@@ -234,11 +234,7 @@ impl Display for Unknown {
 impl Display for StatusNote {
     fn fmt(&self, f: &mut Formatter<'_>) -> fmt::Result {
         match self {
-            StatusNote::Unusable { why, fix } => write!(
-                f,
-                "{}; fix: {fix}",
-                why.trim_end_matches("; nothing was changed")
-            ),
+            StatusNote::Unusable { why, fix } => write!(f, "{why}; fix: {fix}"),
             StatusNote::Pending { regenerate } => pending(f, regenerate),
             StatusNote::PlistDeleted { plist, restart } => plist_deleted(f, plist, restart),
             StatusNote::Newcomer {

@@ -93,7 +93,7 @@ impl Display for StackRefusal {
                         "its mode is {mode:04o}, so even you, its owner, cannot create files in it"
                     )?;
                 }
-                write!(f, "; nothing was changed")
+                f.write_str(crate::error::NOTHING_CHANGED)
             }
             StackRefusal::Unknown { name, list, .. } => write!(
                 f,
@@ -200,7 +200,7 @@ impl Display for LockDirRefusal {
                         who(*me)
                     )?;
                 }
-                write!(f, "; nothing was changed")
+                f.write_str(crate::error::NOTHING_CHANGED)
             }
         }
     }

@@ -102,7 +102,7 @@ fn status_notes() {
         "the declared environment changed since this Host started (A, B): `oyster restart dev` applies it"
     );
     let unusable = StatusNote::Unusable {
-        why: "x is not writable; nothing was changed".into(),
+        why: "x is not writable".into(),
         fix: "chmod it".into(),
     };
     assert_eq!(unusable.to_string(), "x is not writable; fix: chmod it");
