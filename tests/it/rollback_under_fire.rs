@@ -47,10 +47,15 @@ fn installed_with_a_bad_root(name: &'static str) -> (Stack, std::path::PathBuf) 
     (s, bad)
 }
 
-/// `agent restart` onto `root` and `port`, in the background, its stderr in `err`.
-fn restart_onto(s: &Stack, root: &Path, port: u16, err: &Path) -> Child {
-    let args: Vec<String> =
-        common::args(&["agent", "restart"]).stack(s.name).host(root).port(port).wait(4, 200).into();
+/// `agent restart` onto `root` and `port`, in the background (waiting `secs` for `/health`),
+/// its stderr in `err`.
+pub(crate) fn restart_onto(s: &Stack, (root, port): (&Path, u16), secs: u64, err: &Path) -> Child {
+    let args: Vec<String> = common::args(&["agent", "restart"])
+        .stack(s.name)
+        .host(root)
+        .port(port)
+        .wait(secs, 200)
+        .into();
     s.t.cmd()
         .args(args)
         .stdout(Stdio::null())
@@ -70,7 +75,7 @@ fn a_second_signal_during_the_rollback_does_not_cut_it_short() {
     let (s, bad) = installed_with_a_bad_root("sigroll");
     let err = s.t.path("restart.err");
     let read = || std::fs::read_to_string(&err).unwrap_or_default();
-    let mut child = restart_onto(&s, &bad, free_port(), &err);
+    let mut child = restart_onto(&s, (&bad, free_port()), 4, &err);
     wait_while_running(&mut child, Duration::from_secs(20), "the wait", || {
         read().contains("answer /health")
     });
@@ -109,7 +114,7 @@ fn a_config_that_cannot_take_its_port_back_does_not_hide_the_restored_host() {
     let err = s.t.path("restart.err");
     let read = || std::fs::read_to_string(&err).unwrap_or_default();
     let config = s.t.home.join(".oysterun-stacks/cfgroll/host/config.json");
-    let mut child = restart_onto(&s, &bad, free_port(), &err);
+    let mut child = restart_onto(&s, (&bad, free_port()), 4, &err);
     wait_while_running(&mut child, Duration::from_secs(20), "the wait", || {
         read().contains("answer /health")
     });
@@ -142,7 +147,7 @@ fn a_run_killed_mid_change_leaves_its_port_for_the_recovering_runs_rollback_to_p
     assert_eq!(before, s.port);
     let err = s.t.path("restart.err");
     let new_port = free_port();
-    let mut child = restart_onto(&s, &bad, new_port, &err);
+    let mut child = restart_onto(&s, (&bad, new_port), 4, &err);
     // SIGKILL once the change is under way (its receipt written, then its config step): no
     // rollback runs, the receipt stays.
     let pending = s.t.home.join(".oysterun-stacks/killroll/run/pending");

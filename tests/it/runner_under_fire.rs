@@ -3,12 +3,12 @@
 //! by hand in a shape no run writes. Every process is signalled by its pid.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use crate::common::{self, free_port, Stack, TestContext};
 use crate::common::{has_all, has_none};
-use crate::rollback_under_fire::wait_while_running;
+use crate::rollback_under_fire::{restart_onto, wait_while_running};
 
 fn stack_dir(s: &Stack) -> PathBuf {
     s.t.home.join(format!(".oysterun-stacks/{}", s.name))
@@ -20,18 +20,6 @@ fn config_port(s: &Stack) -> serde_json::Value {
         .clone()
 }
 
-/// `agent restart` onto `root` and `port`, in the background, its stderr in `err`.
-fn restart_onto(s: &Stack, root: &Path, port: u16, err: &Path) -> Child {
-    let args: Vec<String> =
-        common::args(&["agent", "restart"]).stack(s.name).host(root).port(port).wait(3, 200).into();
-    s.t.cmd()
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(err).unwrap())
-        .spawn()
-        .unwrap()
-}
-
 #[test]
 fn a_rollback_that_cannot_write_the_plist_back_keeps_the_receipt_and_the_next_run_finishes_it() {
     let s = Stack::installed("nowrite");
@@ -41,7 +29,7 @@ fn a_rollback_that_cannot_write_the_plist_back_keeps_the_receipt_and_the_next_ru
     let err = s.t.path("restart.err");
     let read = || std::fs::read_to_string(&err).unwrap_or_default();
     let new_port = free_port();
-    let mut child = restart_onto(&s, &bad, new_port, &err);
+    let mut child = restart_onto(&s, (&bad, new_port), 3, &err);
     wait_while_running(&mut child, Duration::from_secs(20), "the wait", || {
         read().contains("answer /health")
     });
