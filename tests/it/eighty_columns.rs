@@ -4,8 +4,6 @@
 //! path to fit and says where it is whole (`--wide`, `status`); the `waiting for …` line fits
 //! and the Host's `PATH=` breaks after a `:`. Piped, every line stays whole.
 
-use std::io::Read;
-
 use crate::common::{args, free_port, shown_width, strip_ansi, TestContext};
 
 /// A custom stack name near the longest: its paths and label run long in every output.
@@ -36,17 +34,7 @@ fn logs_never_reflows_the_hosts_lines_on_a_narrow_terminal() {
     let t = TestContext::with_stack_config("dev");
     let long = format!("host says {}end-of-line", "word    aligned  ".repeat(10));
     t.write_host_log("dev", &format!("{long}\n"));
-    let (mut child, mut master) = t.spawn_on_pty(&["logs", "dev", "-n", "5"], Some(80));
-    let mut shown = vec![];
-    let mut buf = [0u8; 4096];
-    while let Ok(n) = master.read(&mut buf) {
-        if n == 0 {
-            break;
-        }
-        shown.extend_from_slice(&buf[..n]);
-    }
-    child.wait().unwrap();
-    let shown = String::from_utf8_lossy(&shown).replace("\r\n", "\n");
+    let shown = t.shown_on_pty(&["logs", "dev", "-n", "5"], 80);
     assert!(shown.lines().any(|l| strip_ansi(l) == long), "the line was re-flowed:\n{shown}");
 }
 
@@ -177,17 +165,7 @@ fn config_show_is_not_reflowed_on_a_narrow_terminal() {
     let value = "a display name with spaces in it that runs well past forty columns";
     std::fs::write(&cfg, format!("{{\"port\": {}, \"display_name\": \"{value}\"}}\n", free_port()))
         .unwrap();
-    let (mut child, mut master) = t.spawn_on_pty(&["config", "show", "dev"], Some(40));
-    let mut shown = vec![];
-    let mut buf = [0u8; 4096];
-    while let Ok(n) = master.read(&mut buf) {
-        if n == 0 {
-            break;
-        }
-        shown.extend_from_slice(&buf[..n]);
-    }
-    child.wait().unwrap();
-    let shown = strip_ansi(&String::from_utf8_lossy(&shown).replace("\r\n", "\n"));
+    let shown = strip_ansi(&t.shown_on_pty(&["config", "show", "dev"], 40));
     let mut lines = shown.lines();
     let comment = lines.next().unwrap();
     assert!(comment.starts_with("# ") && comment.ends_with("; secrets redacted"), "{shown}");

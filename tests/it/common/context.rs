@@ -319,6 +319,24 @@ impl TestContext {
         drop(pty.slave);
         (child, std::fs::File::from(pty.master))
     }
+
+    /// Runs `oyster args…` on a terminal `cols` wide to its end: what it showed there, with
+    /// the terminal's `\r\n` as `\n`.
+    pub fn shown_on_pty(&self, args: &[&str], cols: u16) -> String {
+        use std::io::Read;
+        let (mut child, mut master) = self.spawn_on_pty(args, Some(cols));
+        let mut shown = vec![];
+        let mut buf = [0u8; 4096];
+        // EIO once the child closed its side.
+        while let Ok(n) = master.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            shown.extend_from_slice(&buf[..n]);
+        }
+        child.wait().unwrap();
+        String::from_utf8_lossy(&shown).replace("\r\n", "\n")
+    }
 }
 
 /// Runs a [`TestContext::pty_cmd`], which must succeed: pty_drive's report.
