@@ -267,11 +267,7 @@ impl NoManager {
 
 impl crate::error::HasKind for NoManager {
     fn kind(&self) -> crate::error::Kind {
-        if self.is_invalid_input() {
-            crate::error::Kind::Invalid
-        } else {
-            crate::error::Kind::Failure
-        }
+        crate::error::Kind::invalid_if(self.is_invalid_input())
     }
 }
 

@@ -59,6 +59,14 @@ impl Kind {
         }
     }
 
+    /// `Invalid` for a problem with the user's input, else `Failure`.
+    pub fn invalid_if(invalid_input: bool) -> Kind {
+        match invalid_input {
+            true => Kind::Invalid,
+            false => Kind::Failure,
+        }
+    }
+
     pub fn exit_code(self) -> ExitCode {
         match self {
             Kind::Failure => ExitStatus::Failure.into(),
@@ -249,11 +257,7 @@ pub fn render(err: &anyhow::Error) -> (String, Option<String>) {
 // The sys layer sits below this one, so its error's kind is said here.
 impl HasKind for crate::sys::fs::FsError {
     fn kind(&self) -> Kind {
-        if self.is_invalid_input() {
-            Kind::Invalid
-        } else {
-            Kind::Failure
-        }
+        Kind::invalid_if(self.is_invalid_input())
     }
 }
 

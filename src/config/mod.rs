@@ -105,11 +105,7 @@ impl ConfigError {
 
 impl crate::error::HasKind for ConfigError {
     fn kind(&self) -> crate::error::Kind {
-        if self.is_invalid_input() {
-            crate::error::Kind::Invalid
-        } else {
-            crate::error::Kind::Failure
-        }
+        crate::error::Kind::invalid_if(self.is_invalid_input())
     }
 }
 

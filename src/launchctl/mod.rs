@@ -176,11 +176,7 @@ impl LocateError {
 
 impl crate::error::HasKind for LocateError {
     fn kind(&self) -> crate::error::Kind {
-        if self.is_invalid_input() {
-            crate::error::Kind::Invalid
-        } else {
-            crate::error::Kind::Failure
-        }
+        crate::error::Kind::invalid_if(self.is_invalid_input())
     }
 }
 
