@@ -152,6 +152,9 @@ pub struct AgentStatus {
     /// What the organization's profile forces for this stack (docs/fleet.md): each `setting`,
     /// its `value` and the `file` that forces it; empty when nothing is managed.
     pub managed: Vec<crate::config::managed::Entry>,
+    /// What the read saw beside these facts, for `doctor`.
+    #[serde(skip)]
+    pub seen: Seen,
 }
 
 /// Everything `agent status` knows about the context's stack. Reads only; prints nothing.
@@ -315,6 +318,7 @@ fn blank(ctx: &Context, installed: Option<&Installed>) -> AgentStatus {
         loaded_in: vec![],
         notes: vec![],
         managed: crate::host::plan::managed(ctx).entries,
+        seen: Seen::default(),
     }
 }
 
@@ -377,7 +381,9 @@ fn ask_launchd(
         }
         // Whether it is loaded is not known: the summary says so.
         Err(e) => {
-            st.note(StatusNote::LaunchctlFailed(format!("{e:#}")));
+            let why = format!("{e:#}");
+            st.note(StatusNote::LaunchctlFailed(why.clone()));
+            st.seen.launchctl_failed = Some(why);
             false
         }
     }
@@ -403,9 +409,8 @@ fn look_in_both_domains(
         _ => lc.in_both_domains(label)?,
     };
     let domain = both.choice_at(ctx.console()?);
-    if let Some(n) = &domain.fallback_note {
-        st.notes.push(n.clone());
-    }
+    st.notes.extend(domain.fallback_note.clone());
+    st.seen.domain_note = domain.fallback_note;
     let mut loaded = both.loaded();
     // A label loaded twice is rare and needs every fact of both copies: ask each job.
     let asked;
@@ -492,6 +497,8 @@ fn record_job(
     st.last_exit_code = last.and_then(LastExit::code);
     st.last_signal = last.and_then(LastExit::signal);
     st.runs = info.runs();
+    st.seen.last_exit = last;
+    st.seen.crashes = info.successive_crashes();
     // A clean exit (`agent kill`, the Host's own restart) is throttled too; only a crash
     // counts (evidence, not the state alone).
     st.crash_loop = info.successive_crashes().is_some_and(|n| n > 0)
@@ -534,6 +541,7 @@ fn record_probe(st: &mut AgentStatus, p: &Probe) {
         st.notes.push(why.clone());
     }
     declared::stale(st, p.declared_stale.clone());
+    st.seen.probe = Some(p.clone());
 }
 
 /// Who wrote an installed plist, from what it runs.
@@ -570,10 +578,12 @@ fn summarize(st: &AgentStatus) -> Summary {
 mod by_hand;
 mod declared;
 mod notes;
+mod seen;
 pub mod systemd;
 
 use notes::{disabled_override, loaded_twice_note, login_item, sent_sigterm_lately};
 pub use notes::{keychain_note, runs_in_background_session, StatusNote};
+pub use seen::Seen;
 
 #[cfg(test)]
 #[path = "status_tests.rs"]

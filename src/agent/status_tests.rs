@@ -44,6 +44,7 @@ fn st() -> AgentStatus {
         loaded_in: vec![],
         notes: vec![],
         managed: vec![],
+        seen: Seen::default(),
     }
 }
 

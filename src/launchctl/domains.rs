@@ -88,16 +88,12 @@ impl BothDomains {
 
     /// The domain this user's Host belongs in, as these two answers show it: `gui/<uid>`, or
     /// `user/<uid>` (with the note saying what that means) when `gui/<uid>` does not exist. The
-    /// same choice as [`Launchctl::domain`], without another launchctl start.
-    pub fn choice(&self) -> DomainChoice {
-        self.choice_at(Console::default())
-    }
-
-    /// [`BothDomains::choice`] knowing who owns the console (issue 39 item 4): over SSH with
-    /// nobody, or another user, at the console, `gui/<uid>` may still answer `print` while a
-    /// bootstrap there answers a bare 5 (psimaker/vaultsync#89, Homebrew/homebrew-services#528),
-    /// so a Host not loaded there goes to `user/<uid>`, said, as Homebrew does. A job loaded in
-    /// `gui/<uid>` proves that domain works: it stays.
+    /// same choice as [`Launchctl::domain`], without another launchctl start, and knowing who
+    /// owns the console (issue 39 item 4): over SSH with nobody, or another user, at the
+    /// console, `gui/<uid>` may still answer `print` while a bootstrap there answers a bare 5
+    /// (psimaker/vaultsync#89, Homebrew/homebrew-services#528), so a Host not loaded there goes
+    /// to `user/<uid>`, said, as Homebrew does. A job loaded in `gui/<uid>` proves that domain
+    /// works: it stays.
     pub fn choice_at(&self, console: Console) -> DomainChoice {
         let gui = Domain::gui();
         if let Some(code) = self.gui_missing() {

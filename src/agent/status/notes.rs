@@ -114,16 +114,18 @@ pub fn runs_in_background_session(ctx: &Context) -> bool {
 /// at the next login), not as a job launchd will not load.
 pub(super) fn login_item(ctx: &Context, lc: &Launchctl, st: &mut AgentStatus, loaded: bool) {
     let plist = ctx.stack.plist_path();
-    match crate::agent::login_items::status(lc, &plist) {
-        Ok(state) => {
-            if state == LoginItem::RequiresApproval {
+    match crate::agent::login_items::ask(lc, &plist) {
+        Ok(answer) => {
+            if answer.state == LoginItem::RequiresApproval {
                 if let Some(found) = crate::agent::refusal::login_item_found(lc, &plist) {
                     // Loaded, it is not "a job launchd will not load", and status ran no
                     // command to run again.
+                    st.seen.switched_off = Some(found.clone());
                     st.note(StatusNote::SwitchedOff { found, loaded });
                 }
             }
-            st.login_item = Some(state);
+            st.login_item = Some(answer.state);
+            st.seen.login_item_raw = answer.raw;
         }
         Err(why) => {
             st.login_item = Some(LoginItem::Unknown);

@@ -2,18 +2,16 @@
 //! directory and the Host log's.
 
 use super::*;
+use crate::agent::status::AgentStatus;
 
 /// The installed plist against what the generator makes now.
 /// A plist deleted under its loaded job: launchd runs a Host whose definition is gone, which
 /// will not come back at the next login.
-fn deleted_under_loaded_job(ctx: &Context) -> Option<Check> {
+fn deleted_under_loaded_job(ctx: &Context, job: &AgentStatus) -> Option<Check> {
     let st = &ctx.stack;
     let plist_path = st.plist_path();
     let launchd = matches!(ctx.manager(), Ok(crate::context::Manager::Launchd));
-    if !launchd
-        || std::fs::symlink_metadata(&plist_path).is_ok()
-        || !crate::commands::agent::preflight::is_installed(ctx).unwrap_or(false)
-    {
+    if !launchd || std::fs::symlink_metadata(&plist_path).is_ok() || !job.loaded {
         return None;
     }
     Some(check(
@@ -34,13 +32,14 @@ fn deleted_under_loaded_job(ctx: &Context) -> Option<Check> {
 
 pub(super) fn plist_check(
     ctx: &Context,
+    job: &AgentStatus,
     installed: Option<&Installed>,
     plan: Option<&Plan>,
 ) -> Check {
     let st = &ctx.stack;
     let plist_path = st.plist_path();
     if installed.is_none() {
-        if let Some(deleted) = deleted_under_loaded_job(ctx) {
+        if let Some(deleted) = deleted_under_loaded_job(ctx, job) {
             return deleted;
         }
     }

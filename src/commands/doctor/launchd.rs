@@ -1,13 +1,15 @@
 //! doctor's launchd rows: launchctl itself, the domain, the job in both domains (a label loaded
-//! twice is a failure with its fix), and the live Host's proofs.
+//! twice is a failure with its fix), and the live Host's proofs, all from the one read `status`
+//! makes (`agent::status::collect`), so doctor never describes another job than status does.
 
-use super::*;
-use crate::context::Worded;
+use super::{check, Check, Level};
+use crate::agent::status::AgentStatus;
+use crate::context::{Context, Worded};
 use crate::launchctl::Domain;
 
-/// launchctl, the domain, the job and the live Host. A launchctl that fails is one failed row.
-pub(super) fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Vec<Check> {
-    let st = &ctx.stack;
+/// launchctl, the domain, the job and the live Host, as `status` read them (`st`). A launchctl
+/// that fails is one failed row.
+pub(super) fn launchd_checks(ctx: &Context, st: &AgentStatus) -> Vec<Check> {
     let lc = match ctx.launchctl() {
         Err(e) => {
             let said = e.words(&ctx.hints());
@@ -24,100 +26,57 @@ pub(super) fn launchd_checks(ctx: &Context, installed: Option<&Installed>) -> Ve
             Some("unset OYSTER_LAUNCHCTL to use /bin/launchctl".into()),
         ));
     }
-    let result = (|| -> anyhow::Result<()> {
-        // Both domains in two prints, which also say whether gui/<uid> exists.
-        let both = lc.in_both_domains(&st.label)?;
-        let domain = both.choice();
-        if let Some(n) = &domain.fallback_note {
-            checks.push(check("domain", Level::Warn, n.clone(), None));
-        }
-        let loaded = both.loaded();
-        if installed.is_some() {
-            checks.push(login_item_check(lc, &st.plist_path()));
-        }
-        if let [(first, _), (second, _), ..] = loaded.as_slice() {
-            checks.push(loaded_twice_check(ctx, *first, *second));
-        }
-        let Some((loaded_in, info)) = loaded.first().map(|(d, i)| (*d, (*i).clone())) else {
-            checks.push(not_loaded_check(ctx, lc, &domain.name, installed.is_some()));
-            return Ok(());
-        };
-        let domain = crate::launchctl::DomainChoice {
-            name: loaded_in,
-            fallback_note: None,
-        };
-        checks.extend(loaded_job_checks(ctx, &domain.name, &info, installed));
-        Ok(())
-    })();
-    if let Err(e) = result {
+    if let Some(why) = &st.seen.launchctl_failed {
         checks.push(check(
             "launchd",
             Level::Fail,
-            format!("launchctl failed: {e:#}"),
+            format!("launchctl failed: {why}"),
             Some(format!(
                 "check {} (run it by hand to see its error)",
                 lc.path.display()
             )),
         ));
+        return checks;
+    }
+    if let Some(n) = &st.seen.domain_note {
+        checks.push(check("domain", Level::Warn, n.clone(), None));
+    }
+    if st.installed {
+        checks.push(login_item_check(st));
+    }
+    if st.loaded_in.len() > 1 {
+        checks.push(loaded_twice_check(ctx, Domain::gui(), Domain::user()));
+    }
+    if st.loaded {
+        checks.extend(loaded_job_checks(ctx, st));
+    } else {
+        checks.push(not_loaded_check(ctx, st));
     }
     checks
 }
 
 /// A job that is not loaded: stopped on purpose (`agent stop` disables the label) is not
 /// broken.
-fn not_loaded_check(
-    ctx: &Context,
-    lc: &Launchctl,
-    domain: &crate::launchctl::Domain,
-    installed: bool,
-) -> Check {
-    let st = &ctx.stack;
-    let stopped = installed
-        && lc
-            .disabled(domain, &st.label)
-            .ok()
-            .flatten()
-            .unwrap_or(false);
+fn not_loaded_check(ctx: &Context, st: &AgentStatus) -> Check {
+    let label = &ctx.stack.label;
+    let domain = st.domain.as_deref().unwrap_or_default();
     check(
         "launchd",
         Level::Warn,
-        if stopped {
+        if st.installed && st.disabled == Some(true) {
             format!(
-                "{} is stopped (`oyster stop` disabled it in {domain}, so it stays stopped at login)",
-                st.label
+                "{label} is stopped (`oyster stop` disabled it in {domain}, so it stays stopped at login)"
             )
         } else {
-            format!(
-                "{} is not loaded in {domain} (nor in the user domain)",
-                st.label
-            )
+            format!("{label} is not loaded in {domain} (nor in the user domain)")
         },
-        installed.then(|| format!("`{}`", ctx.hint_cmd("start"))),
+        st.installed.then(|| format!("`{}`", ctx.hint_cmd("start"))),
     )
 }
 
-/// The same probe as status and verification: live, else the exec record, else launchd's
-/// definition; and /health from the Host's own socket.
-fn live_host_check(
-    ctx: &Context,
-    pid: u32,
-    info: &crate::launchctl::PrintInfo,
-    inst: &crate::host::plist::Installed,
-) -> Check {
-    let st = &ctx.stack;
-    let record = crate::host::identity::ExecRecord::read(&st.exec_record_path());
-    let p = crate::probe::probe(&crate::probe::Target {
-        pid,
-        port: inst.env.port().unwrap_or(0),
-        env: &inst.env,
-        exec_record: record.as_ref(),
-        launchd: Some(crate::probe::LaunchdView {
-            pid: info.pid(),
-            environment: &info.environment,
-        }),
-        floor: ctx.env.proof_floor,
-        live: None,
-    });
+/// The same probe as status and verification (`status` ran it): live, else the exec record,
+/// else launchd's definition; and /health from the Host's own socket.
+fn live_host_check(ctx: &Context, pid: u32, p: &crate::probe::Probe) -> Check {
     let ok = p.verified();
     let detail = match (&p.env, &p.listener) {
         (Err(e), _) | (Ok(_), Err(e)) => e.clone(),
@@ -157,48 +116,50 @@ fn loaded_twice_check(ctx: &Context, first: Domain, second: Domain) -> Check {
 /// Login Items (macOS 13+): switched off is a failure naming System Settings → General → Login
 /// Items and the item; a state that cannot be asked is a warning that says so (unknown is not
 /// fine).
-fn login_item_check(lc: &Launchctl, plist: &std::path::Path) -> Check {
-    use crate::agent::login_items::{self, LoginItem};
-    match login_items::ask(lc, plist) {
-        Ok(a) if a.state == LoginItem::RequiresApproval => {
-            let cause = crate::agent::refusal::login_item(lc, plist);
-            check(
-                "login items",
-                Level::Fail,
-                cause.as_ref().map_or_else(
-                    || "switched off in System Settings → General → Login Items".to_owned(),
-                    |c| c.what.clone(),
-                ),
-                cause.map(|c| c.fix),
-            )
-        }
-        Ok(a) => check(
-            "login items",
-            if a.state == LoginItem::NotFound {
-                Level::Warn
-            } else {
-                Level::Ok
-            },
-            format!("Allow in the Background: {}", a.words()),
-            None,
-        ),
-        Err(why) => check("login items", Level::Warn, format!("unknown: {why}"), None),
+fn login_item_check(st: &AgentStatus) -> Check {
+    use crate::agent::login_items::{Answer, LoginItem};
+    if let Some(why) = &st.login_item_why {
+        return check("login items", Level::Warn, format!("unknown: {why}"), None);
     }
+    let state = st.login_item.unwrap_or(LoginItem::Unknown);
+    if state == LoginItem::RequiresApproval {
+        let cause = st
+            .seen
+            .switched_off
+            .clone()
+            .map(crate::agent::refusal::Cause::from);
+        return check(
+            "login items",
+            Level::Fail,
+            cause.as_ref().map_or_else(
+                || "switched off in System Settings → General → Login Items".to_owned(),
+                |c| c.what.clone(),
+            ),
+            cause.map(|c| c.fix),
+        );
+    }
+    let raw = st.seen.login_item_raw;
+    check(
+        "login items",
+        if state == LoginItem::NotFound {
+            Level::Warn
+        } else {
+            Level::Ok
+        },
+        format!("Allow in the Background: {}", Answer { state, raw }.words()),
+        None,
+    )
 }
 
 /// The loaded job: launchd's state (a failure unless it runs), the Background session's locked
 /// keychain, and the live Host.
-fn loaded_job_checks(
-    ctx: &Context,
-    domain: &Domain,
-    info: &crate::launchctl::PrintInfo,
-    installed: Option<&Installed>,
-) -> Vec<Check> {
-    let st = &ctx.stack;
+fn loaded_job_checks(ctx: &Context, st: &AgentStatus) -> Vec<Check> {
+    let stack = &ctx.stack;
     let mut checks = vec![];
-    let running = info.running();
+    let running = st.running;
+    let domain = st.domain.as_deref().unwrap_or_default();
     // A Host that keeps exiting: the log's last error line says why.
-    let crashes = info.successive_crashes().filter(|n| *n > 0);
+    let crashes = st.seen.crashes.filter(|n| *n > 0);
     let why = (!running || crashes.is_some())
         .then(|| super::host::last_error_line(ctx))
         .flatten()
@@ -214,21 +175,22 @@ fn loaded_job_checks(
             Level::Fail
         },
         format!(
-            "{} in {}: state = {}, last exit: {}{looping}{why}",
-            st.label,
-            domain,
-            info.state().unwrap_or("?"),
-            info.last_exit().map_or("unknown".into(), |e| e.to_string())
+            "{} in {domain}: state = {}, last exit: {}{looping}{why}",
+            stack.label,
+            st.state.as_deref().unwrap_or("?"),
+            st.seen
+                .last_exit
+                .map_or("unknown".into(), |e| e.to_string())
         ),
         (!running || crashes.is_some()).then(|| {
             format!(
                 "see {} and run `{}`",
-                st.log_path().display(),
+                stack.log_path().display(),
                 ctx.hint_cmd("restart")
             )
         }),
     ));
-    if running && matches!(domain, Domain::User(_)) {
+    if running && domain == Domain::user().to_string() {
         checks.push(check(
             "keychain",
             Level::Warn,
@@ -236,8 +198,8 @@ fn loaded_job_checks(
             Some(format!("`{}` at the console", ctx.hint_cmd("restart"))),
         ));
     }
-    if let (Some(pid), Some(inst)) = (info.pid().filter(|_| running), installed) {
-        checks.push(live_host_check(ctx, pid, info, inst));
+    if let (Some(pid), Some(p)) = (st.pid.filter(|_| running), &st.seen.probe) {
+        checks.push(live_host_check(ctx, pid, p));
     }
     checks
 }

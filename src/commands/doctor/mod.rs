@@ -16,7 +16,6 @@ use crate::config::ConfigDoc;
 use crate::context::Context;
 use crate::host::plan::{self as plan, Plan};
 use crate::host::plist::{self as agentplist, Installed};
-use crate::launchctl::Launchctl;
 use crate::output::Tone;
 use crate::provider::registry::{Provider, PROVIDERS};
 use crate::provider::resolve::Intent;

@@ -25,11 +25,15 @@ pub(super) fn manager_checks(
             e.why().to_owned(),
             e.hint,
         )],
-        (None, None) => {
-            let mut checks = vec![plist_check(ctx, installed, plan)];
-            checks.extend(plist_file_checks(ctx, installed));
-            checks.extend(launchd_checks(ctx, installed));
-            checks
-        }
+        // The job as `status` reads it: one read for every row below.
+        (None, None) => match crate::agent::status::collect(ctx) {
+            Ok(st) => {
+                let mut checks = vec![plist_check(ctx, &st, installed, plan)];
+                checks.extend(plist_file_checks(ctx, installed));
+                checks.extend(launchd_checks(ctx, &st));
+                checks
+            }
+            Err(e) => vec![check("launchd", Level::Fail, format!("{e:#}"), None)],
+        },
     }
 }
