@@ -3,7 +3,6 @@
 //! by hand in a shape no run writes. Every process is signalled by its pid.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::time::Duration;
 
 use crate::common::{self, free_port, Stack, TestContext};
@@ -233,7 +232,7 @@ fn a_systemd_restart_interrupted_after_the_old_host_stopped_says_where_the_host_
     let mut child = t
         .cmd()
         .args(["restart", "sdintrst", "--wait", "15", "--settle-ms", "3000"])
-        .stdout(Stdio::null())
+        .stdout(std::process::Stdio::null())
         .stderr(std::fs::File::create(&err).unwrap())
         .spawn()
         .unwrap();
