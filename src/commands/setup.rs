@@ -115,11 +115,16 @@ pub fn run(ctx: &Context, args: Setup) -> anyhow::Result<ExitStatus> {
 /// a dry run only says that the next setup will. Says whether anything was taken back.
 fn take_back(ctx: &Context, opts: &SetupOptions, dry_run: bool) -> anyhow::Result<bool> {
     if dry_run {
-        if let Some(path) = setup::receipt::pending(&ctx.stack) {
-            ctx.out.out(&format!(
+        match setup::receipt::preview(ctx, opts)? {
+            setup::Recovered::TookBack(_) => ctx.out.out(&format!(
                 "An earlier setup was cut short: `oyster setup` first takes back what {} lists.",
-                path.display()
-            ));
+                setup::receipt::path(&ctx.stack).display()
+            )),
+            setup::Recovered::Stale => ctx.out.out(&format!(
+                "An earlier setup was cut short, but stack {} was changed since by another oyster command: `oyster setup` takes nothing of it back.",
+                ctx.stack.name
+            )),
+            setup::Recovered::Nothing => {}
         }
         return Ok(false);
     }

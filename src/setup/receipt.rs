@@ -195,20 +195,15 @@ pub(super) fn recover_locked(
     let temps = stale_temps(&path);
     let plan = plan::plan(ctx, &opts.host)?;
     let allowed = allowed(ctx, &plan);
-    let steps = match read_checked(ctx, &allowed, &path)? {
-        Some(read)
-            if !read.taking_back
-                && (used_since(st, &path)
-                    || changed_since(&read.steps)
-                    || started_since(st, &path, &read.steps)) =>
-        {
+    let steps = match read_current(ctx, &allowed, &path)? {
+        Some(None) => {
             for temp in &temps {
                 let _ = std::fs::remove_file(temp);
             }
             forget(&path, None);
             return Ok(Recovered::Stale);
         }
-        Some(read) => read.steps,
+        Some(Some(read)) => read.steps,
         // Killed as it wrote its first receipt (the temp file not yet renamed): what that
         // receipt lists, when the temp holds it whole, else the empty directories made for it.
         None => match first_receipt(ctx, &allowed, &temps) {
@@ -458,6 +453,40 @@ fn owned_privately(path: &Path) -> Result<(), String> {
 
 /// The receipt (`None`: it went meanwhile); one that does not read, is not this user's
 /// alone, or names a path, program or package setup never uses, is refused.
+/// The receipt, checked ([`read_checked`]), and whether it still applies: `Some(None)` when
+/// the stack was used since the setup was killed (so nothing of it is taken back), `None`
+/// when there is no receipt.
+fn read_current(
+    ctx: &Context,
+    allowed: &Allowed,
+    path: &Path,
+) -> anyhow::Result<Option<Option<Read>>> {
+    let st = &ctx.stack;
+    Ok(read_checked(ctx, allowed, path)?.map(|read| {
+        let stale = !read.taking_back
+            && (used_since(st, path)
+                || changed_since(&read.steps)
+                || started_since(st, path, &read.steps));
+        (!stale).then_some(read)
+    }))
+}
+
+/// What the next setup will do with a receipt here, asked without the lock and without
+/// acting (`setup --dry-run`): the same checks, so a receipt the run would refuse is refused
+/// here with the same error.
+pub fn preview(ctx: &Context, opts: &super::SetupOptions) -> anyhow::Result<Recovered> {
+    let path = path(&ctx.stack);
+    if std::fs::symlink_metadata(&path).is_err() && stale_temps(&path).is_empty() {
+        return Ok(Recovered::Nothing);
+    }
+    let allowed = allowed(ctx, &plan::plan(ctx, &opts.host)?);
+    Ok(match read_current(ctx, &allowed, &path)? {
+        Some(None) => Recovered::Stale,
+        // The reverts are said as they are taken; that there are some is all a preview says.
+        _ => Recovered::TookBack(vec![]),
+    })
+}
+
 fn read_checked(ctx: &Context, allowed: &Allowed, path: &Path) -> anyhow::Result<Option<Read>> {
     let unreadable = |why: String| {
         let path = path.to_path_buf();
@@ -516,10 +545,4 @@ fn put_job_back(
             Ok(super::Said::JobPutBack { pid, port }.to_string())
         }));
     }
-}
-
-/// Whether a setup killed outright left its receipt on this stack (what `--dry-run` says).
-pub fn pending(st: &crate::host::stack::Stack) -> Option<PathBuf> {
-    let path = path(st);
-    std::fs::symlink_metadata(&path).is_ok().then_some(path)
 }

@@ -301,3 +301,33 @@ fn a_dry_run_with_a_receipt_waiting_takes_nothing_back() {
     has_none(&said, &["took back"]);
     assert!(receipt.exists() && folder.is_dir(), "{said}");
 }
+
+/// `setup --dry-run` asks of a receipt what the run will: one the run would refuse is refused
+/// the same way (and kept), one whose stack was used since is said to be left alone.
+#[test]
+fn a_dry_run_says_what_the_run_will_do_with_a_receipt() {
+    let (s, receipt) = set_up();
+    plant(
+        &receipt,
+        &json!([{ "npm_uninstall": {
+        "npm": s.t.path("evil"), "prefix": s.t.path("nodepfx"), "package": "@openai/codex" } }]),
+    );
+    let r = s.t.run(s.args(&["--dry-run"]));
+    let said = format!("{}{}", r.stdout(), r.stderr());
+    assert_ne!(r.code(), 0, "{said}");
+    has_all(&said, &["cannot take back"]);
+    assert!(receipt.exists(), "{said}");
+    // config.json written since the killed run stamped it: the stack is in use.
+    let config = s.config();
+    let stamp = json!({ "dev": 0, "ino": 0, "size": 0, "mtime_ns": 0 });
+    plant(
+        &receipt,
+        &json!([{ "file": {
+        "path": config, "mode": null, "before": "absent", "written": stamp } }]),
+    );
+    let r = s.t.run(s.args(&["--dry-run"])).ok();
+    let said = format!("{}{}", r.stdout(), r.stderr());
+    has_all(&said, &["was changed since by another oyster command", "takes nothing of it back"]);
+    has_none(&said, &["first takes back"]);
+    assert!(receipt.exists(), "{said}");
+}
