@@ -85,21 +85,24 @@ impl Running {
         Some(Running { pid, started })
     }
 
-    /// Stops the child's process group if it still runs `argv` (an npm a killed run left):
-    /// SIGTERM, then SIGKILL after 10 s; waits for it to be gone. `true` if one was stopped.
+    /// Stops the child's process group if it is still the npm running `argv` (an npm a killed
+    /// run left): SIGTERM to the group, then SIGKILL to what is left of the group after 10 s;
+    /// waits for the group to be gone. `true` if one was stopped. Nothing is signalled unless
+    /// the pid still has its start time, runs that install, and leads its own group.
     fn stop(self, argv: &[String]) -> bool {
-        use crate::sys::signal::{killpg, Signal};
-        let live = || {
-            process::identity(self.pid)
-                .is_some_and(|(started, cmd)| started == self.started && cmd.ends_with(argv))
-        };
-        if self.pid <= 1 || !live() {
+        use crate::sys::signal::{group_exists, killpg, leads_group, Signal};
+        let live = process::identity(self.pid)
+            .is_some_and(|(started, cmd)| started == self.started && runs(&cmd, argv));
+        if self.pid <= 1 || !live || !leads_group(self.pid) {
             return false;
         }
+        // The group, not only its leader: npm's children (a lifecycle script) are in it, and
+        // one that outlives npm would finish the install after the uninstall. While any
+        // process is in it, no new process can be given its number.
         for (sig, wait) in [(Signal::SIGTERM, 100), (Signal::SIGKILL, 50)] {
             let _ = killpg(self.pid, sig);
             for _ in 0..wait {
-                if !live() {
+                if !group_exists(self.pid) {
                     return true;
                 }
                 std::thread::sleep(Duration::from_millis(100));
@@ -107,6 +110,18 @@ impl Running {
         }
         true
     }
+}
+
+/// Whether a command line `cmd` (as the kernel shows it) is npm running `argv` (`install -g
+/// --prefix PREFIX PACKAGE`): as it was started (`[node] npm …argv`), or as npm shows itself
+/// once it runs: it sets its process title to `npm` and its positional arguments
+/// (`npm install PACKAGE`), written over its arguments, one string.
+fn runs(cmd: &[String], argv: &[String]) -> bool {
+    let positional: Vec<&str> = match argv {
+        [verb, _g, _prefix_flag, _prefix, package] => vec!["npm", verb, package],
+        _ => return cmd.ends_with(argv),
+    };
+    cmd.ends_with(argv) || cmd.join(" ").trim() == positional.join(" ")
 }
 
 /// Which file a path held when setup wrote it, without its content: device, inode, size and

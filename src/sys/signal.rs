@@ -30,6 +30,17 @@ pub fn killpg(pgid: u32, sig: Signal) -> Result<(), Errno> {
     nix::sys::signal::killpg(pgid, sig)
 }
 
+/// Whether `pid` is a live process that leads its own process group (its pgid is its pid):
+/// only such a process's group is one [`killpg`] with its pid reaches.
+pub fn leads_group(pid: u32) -> bool {
+    checked_pid(pid).is_some_and(|p| nix::unistd::getpgid(Some(p)) == Ok(p))
+}
+
+/// Whether any process (a zombie until it is reaped) is left in the group `pgid`.
+pub fn group_exists(pgid: u32) -> bool {
+    checked_pid(pgid).is_some_and(|p| nix::sys::signal::killpg(p, None) != Err(Errno::ESRCH))
+}
+
 /// Whether a process with this pid exists (a zombie counts until it is reaped).
 pub fn exists(pid: u32) -> bool {
     checked_pid(pid).is_some_and(|p| nix::sys::signal::kill(p, None) != Err(Errno::ESRCH))
