@@ -34,6 +34,10 @@ impl fmt::Display for Said {
                 f,
                 "another oyster changed stack {stack} while this setup waited for it (its config.json is not the one this setup's plan was made from), so this setup changed nothing"
             ),
+            Said::HostChangedWhileWaiting { stack } => write!(
+                f,
+                "another oyster started or stopped the Host of stack {stack} while this setup waited for it (its pid file is not the one this setup's plan was made from), so this setup changed nothing"
+            ),
             Said::RunAgain => f.write_str("run `oyster setup` again"),
             Said::JobPutBack { pid, port } => write!(
                 f,

@@ -111,6 +111,9 @@ pub struct SetupPlan {
     /// config.json as the plan found it (`None`: absent): a setup whose lock finds another
     /// file there decided on a state that is gone, and changes nothing.
     read: Option<steps::Stamp>,
+    /// The direct Host's pid file as the plan found it, when the plan starts the Host without
+    /// a service manager: a `host start` or `host stop` since made the plan's start stale.
+    host: Option<Option<steps::Stamp>>,
     pub installs: Vec<Install>,
     pub agent_folder: PathBuf,
     pub service: Service,
@@ -154,9 +157,12 @@ pub fn make_plan(ctx: &Context, opts: &SetupOptions) -> anyhow::Result<SetupPlan
         (Err(e), _) => Service::Direct(format!("{e}")),
         (Ok(_), Err(e)) => Service::Direct(format!("{e}")),
     };
+    let host = (matches!(service, Service::Direct(_)) && !opts.no_start)
+        .then(|| steps::Stamp::of(&ctx.stack.pid_path()));
     Ok(SetupPlan {
         plan,
         read,
+        host,
         installs,
         agent_folder,
         service,
@@ -211,16 +217,7 @@ pub fn apply(
         )
         .into());
     }
-    if steps::Stamp::of(&st.config_path()) != sp.read {
-        return Err(crate::error::Failed::new(
-            Said::ChangedWhileWaiting {
-                stack: st.name.clone(),
-            }
-            .to_string(),
-            Said::RunAgain.to_string(),
-        )
-        .into());
-    }
+    refuse_if_stale(ctx, &sp)?;
     // Reverts are recorded in the stack's audit log when it has one already: a setup that
     // rolls back entirely leaves no file it did not find. Each step is written to the
     // receipt before it is taken: a setup killed outright is taken back by the next one.
@@ -262,6 +259,37 @@ pub fn apply(
             Err(rolled_back(&undone.said, err))
         }
     }
+}
+
+/// Refuses, having changed nothing, when another oyster changed what the plan was made from
+/// while this setup asked or waited for the lock: config.json, or (the plan starting the Host
+/// directly) the pid file.
+fn refuse_if_stale(ctx: &Context, sp: &SetupPlan) -> anyhow::Result<()> {
+    let st = &ctx.stack;
+    if steps::Stamp::of(&st.config_path()) != sp.read {
+        return Err(crate::error::Failed::new(
+            Said::ChangedWhileWaiting {
+                stack: st.name.clone(),
+            }
+            .to_string(),
+            Said::RunAgain.to_string(),
+        )
+        .into());
+    }
+    if sp
+        .host
+        .is_some_and(|pid| steps::Stamp::of(&st.pid_path()) != pid)
+    {
+        return Err(crate::error::Failed::new(
+            Said::HostChangedWhileWaiting {
+                stack: st.name.clone(),
+            }
+            .to_string(),
+            Said::RunAgain.to_string(),
+        )
+        .into());
+    }
+    Ok(())
 }
 
 /// The error setup ends with after its rollback: the real cause first, then what was undone

@@ -17,6 +17,9 @@ pub enum Said {
     /// The stack's config.json changed between the plan and the lock (another oyster wrote
     /// it while this setup asked or waited): the plan is stale.
     ChangedWhileWaiting { stack: String },
+    /// The direct Host's pid file changed between the plan and the lock (a `host start` or
+    /// `host stop` while this setup asked or waited): the plan's start is stale.
+    HostChangedWhileWaiting { stack: String },
     /// Their hint.
     RunAgain,
     /// The job a killed setup changed, put back on the restored config and verified.

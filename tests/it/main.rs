@@ -84,6 +84,7 @@ mod setup_killed_at_every_step;
 mod setup_npm_left_running;
 mod setup_question;
 mod setup_receipt_untrusted;
+mod setup_stale_plan;
 mod snapshots;
 mod snapshots_firstday;
 mod snapshots_machine;
