@@ -38,7 +38,7 @@ impl fmt::Display for Said {
                 f,
                 "another oyster started or stopped the Host of stack {stack} while this setup waited for it (its pid file is not the one this setup's plan was made from), so this setup changed nothing"
             ),
-            Said::RunAgain => f.write_str("run `oyster setup` again"),
+            Said::RunAgain { setup } => write!(f, "run `{setup}` again"),
             Said::JobPutBack { pid, port } => write!(
                 f,
                 "put the job back on the config it had: Host verified on port {port} (pid {pid})"

@@ -213,7 +213,10 @@ pub fn apply(
     if let Recovered::TookBack(said) = receipt::recover_locked(ctx, opts, &lock)? {
         return Err(crate::error::Failed::new(
             Said::TookBackWhileWaiting { said }.to_string(),
-            Said::RunAgain.to_string(),
+            Said::RunAgain {
+                setup: ctx.hints().cmd("setup"),
+            }
+            .to_string(),
         )
         .into());
     }
@@ -272,7 +275,10 @@ fn refuse_if_stale(ctx: &Context, sp: &SetupPlan) -> anyhow::Result<()> {
                 stack: st.name.clone(),
             }
             .to_string(),
-            Said::RunAgain.to_string(),
+            Said::RunAgain {
+                setup: ctx.hints().cmd("setup"),
+            }
+            .to_string(),
         )
         .into());
     }
@@ -285,7 +291,10 @@ fn refuse_if_stale(ctx: &Context, sp: &SetupPlan) -> anyhow::Result<()> {
                 stack: st.name.clone(),
             }
             .to_string(),
-            Said::RunAgain.to_string(),
+            Said::RunAgain {
+                setup: ctx.hints().cmd("setup"),
+            }
+            .to_string(),
         )
         .into());
     }

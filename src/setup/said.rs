@@ -20,8 +20,8 @@ pub enum Said {
     /// The direct Host's pid file changed between the plan and the lock (a `host start` or
     /// `host stop` while this setup asked or waited): the plan's start is stale.
     HostChangedWhileWaiting { stack: String },
-    /// Their hint.
-    RunAgain,
+    /// Their hint: `setup` is this stack's setup command, in the form the user typed.
+    RunAgain { setup: String },
     /// The job a killed setup changed, put back on the restored config and verified.
     JobPutBack { pid: u32, port: u16 },
     /// The files and empty directories a rollback removed, counted.

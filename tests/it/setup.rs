@@ -522,7 +522,7 @@ fn a_setup_that_waited_for_another_changes_nothing() {
         &[
             "while this setup waited for it",
             "so this setup changed nothing",
-            "run `oyster setup` again",
+            "run `oyster setup --stack st` again",
         ],
     );
     has_none(&output, &["rolled back", "already running"]);

@@ -239,7 +239,7 @@ fn a_setup_that_waited_for_one_killed_outright_takes_it_back_and_stops() {
         &output,
         &["was taken back while this one waited", "uninstalled @anthropic-ai/claude-code"],
     );
-    has_all(&output, &["run `oyster setup` again"]);
+    has_all(&output, &["run `oyster setup --stack st` again"]);
     s.t.wait_no_processes();
     assert_eq!(s.snapshot_but_locks(false), before, "{output}");
     let r = s.pty(b"\r", &[]);

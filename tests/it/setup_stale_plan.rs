@@ -32,7 +32,10 @@ fn a_host_started_while_setup_asked_makes_the_setup_change_nothing() {
     let said = std::fs::read_to_string(s.t.path("host-start.log")).unwrap_or_default();
     assert!(!started.is_empty(), "host start did not start the Host: {said}\n{output}");
     assert_eq!(r["code"], 1, "{output}");
-    has_all(&output, &["started or stopped the Host of stack st", "so this setup changed nothing"]);
+    has_all(
+        &output,
+        &["started or stopped the Host of stack st", "run `oyster setup --stack st` again"],
+    );
     has_none(&output, &["rolled back", "Installing", "already running"]);
     assert!(s.npm_calls().is_empty(), "npm ran: {:?}\n{output}", s.npm_calls());
     assert_eq!(std::fs::read(s.config()).unwrap(), config, "config.json\n{output}");
