@@ -195,7 +195,7 @@ pub(super) fn recover_locked(
     let temps = stale_temps(&path);
     let plan = plan::plan(ctx, &opts.host)?;
     let allowed = allowed(ctx, &plan);
-    let steps = match read_current(ctx, &allowed, &path)? {
+    let steps = match read_current(ctx, &allowed, &path, lock.found())? {
         Some(None) => {
             for temp in &temps {
                 let _ = std::fs::remove_file(temp);
@@ -320,20 +320,26 @@ fn changed_since(steps: &[Undo]) -> bool {
 }
 
 /// Whether a Host was started directly on the stack (`host start`, which writes no audit
-/// line) after the killed run's last step, when that step was not its own start under way
-/// (directly, or by the service manager, whose Host writes the pid file too): that Host is the
-/// user's, and the stack is in use. A direct start that verified is journaled once its pid
-/// file is written ([`Undo::HostStarted`]), so only a kill during that start leaves the two
-/// untold.
-fn started_since(st: &crate::host::stack::Stack, receipt: &Path, steps: &[Undo]) -> bool {
-    if matches!(steps.last(), Some(Undo::StopHost | Undo::Service { .. })) {
-        return false;
-    }
-    std::fs::symlink_metadata(st.pid_path())
+/// line) after the killed run's last step: its pid file is newer than the receipt. When that
+/// step was the run's own start under way (directly, or by the service manager, whose Host
+/// writes the pid file too), the pid file is the killed run's unless another oyster held the
+/// stack's lock since the kill (every `host start` takes it): the lock file then no longer
+/// holds the killed setup's record (`found`: what it held when this run took the lock). A
+/// direct start that verified is journaled once its pid file is written
+/// ([`Undo::HostStarted`]).
+fn started_since(
+    st: &crate::host::stack::Stack,
+    receipt: &Path,
+    steps: &[Undo],
+    found: &str,
+) -> bool {
+    let newer = std::fs::symlink_metadata(st.pid_path())
         .and_then(|m| m.modified())
         .ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .is_some_and(|d| d.as_millis() > written_ms(receipt))
+        .is_some_and(|d| d.as_millis() > written_ms(receipt));
+    let own_start = matches!(steps.last(), Some(Undo::StopHost | Undo::Service { .. }));
+    newer && !(own_start && found.ends_with("(setup)"))
 }
 
 /// The most of the audit log read to tell whether the stack was used since.
@@ -460,13 +466,14 @@ fn read_current(
     ctx: &Context,
     allowed: &Allowed,
     path: &Path,
+    found: &str,
 ) -> anyhow::Result<Option<Option<Read>>> {
     let st = &ctx.stack;
     Ok(read_checked(ctx, allowed, path)?.map(|read| {
         let stale = !read.taking_back
             && (used_since(st, path)
                 || changed_since(&read.steps)
-                || started_since(st, path, &read.steps));
+                || started_since(st, path, &read.steps, found));
         (!stale).then_some(read)
     }))
 }
@@ -480,7 +487,9 @@ pub fn preview(ctx: &Context, opts: &super::SetupOptions) -> anyhow::Result<Reco
         return Ok(Recovered::Nothing);
     }
     let allowed = allowed(ctx, &plan::plan(ctx, &opts.host)?);
-    Ok(match read_current(ctx, &allowed, &path)? {
+    // The lock's record as the run will find it (not taken: a preview changes nothing).
+    let found = fsutil::lock_record(&ctx.stack.lifecycle_lock_path());
+    Ok(match read_current(ctx, &allowed, &path, &found)? {
         Some(None) => Recovered::Stale,
         // The reverts are said as they are taken; that there are some is all a preview says.
         _ => Recovered::TookBack(vec![]),

@@ -81,6 +81,7 @@ mod secrets_by_shape;
 mod service_steps;
 mod setup;
 mod setup_killed_at_every_step;
+mod setup_killed_in_its_start;
 mod setup_npm_left_running;
 mod setup_question;
 mod setup_receipt_untrusted;

@@ -11,6 +11,8 @@ pub struct Lock {
     waited: bool,
     /// Whether this holder wrote its record (`pid N (what)`) into the lock file.
     recorded: bool,
+    /// The record the lock file held when this holder took it.
+    found: String,
 }
 
 impl Drop for Lock {
@@ -30,6 +32,33 @@ impl Lock {
     pub fn waited(&self) -> bool {
         self.waited
     }
+
+    /// The record the lock file held when this holder took it: a holder killed outright left
+    /// its own there (`pid N (what)`), one that let go emptied it. So a killed holder's record
+    /// says nobody held the lock since it was killed.
+    pub fn found(&self) -> &str {
+        &self.found
+    }
+}
+
+/// The record the lock file at `lock_path` holds now, read without taking the lock (empty
+/// when there is none, or its last holder let go): what [`Lock::found`] will be, for a run
+/// that only previews.
+pub fn lock_record(lock_path: &Path) -> String {
+    match read_regular(lock_path, MAX_RECORD) {
+        Ok(Some(bytes)) => String::from_utf8_lossy(&bytes).trim().to_owned(),
+        _ => String::new(),
+    }
+}
+
+/// The record a lock file holds (`pid N (what)`, empty when its last holder let go).
+fn record_in(file: &mut File) -> String {
+    use std::io::{Read, Seek};
+    let mut record = vec![];
+    let _ = file
+        .rewind()
+        .and_then(|()| Read::by_ref(file).take(MAX_RECORD).read_to_end(&mut record));
+    String::from_utf8_lossy(&record).trim().to_owned()
 }
 
 /// `flock` in `mode` on `file`: `Ok(None)` when a non-blocking request finds it held.
@@ -94,6 +123,7 @@ pub fn lock_sidecar(path: &Path) -> Result<Lock, FsError> {
                     _held: held,
                     waited: false,
                     recorded: false,
+                    found: String::new(),
                 })
             }
             // Unlinked (or replaced) while this one waited for it: lock the file there now.
@@ -223,11 +253,13 @@ fn try_lock_once(lock_path: &Path, what: &str) -> Result<Locked, FsError> {
     if !still_at(&held, lock_path) {
         return Ok(Locked::Moved);
     }
+    let found = record_in(&mut held);
     let recorded = writable && write_record(&mut held, what);
     Ok(Locked::Held(Lock {
         _held: held,
         waited: false,
         recorded,
+        found,
     }))
 }
 
@@ -310,11 +342,13 @@ pub fn lock_waiting(
         }
     };
     // Say who holds it, for the next one to wait.
+    let found = record_in(&mut held);
     let recorded = write_record(&mut held, what);
     Ok(Lock {
         _held: held,
         waited,
         recorded,
+        found,
     })
 }
 
