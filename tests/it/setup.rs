@@ -73,6 +73,20 @@ impl Setup {
         self.t.home.join(".oysterun-stacks/st/host/config.json")
     }
 
+    /// Where a setup of stack `st` killed outright leaves its receipt.
+    pub(crate) fn receipt(&self) -> PathBuf {
+        self.t.home.join(".oysterun-stacks/st/run/setup-pending")
+    }
+
+    /// `oyster setup` with `extra`, in the background, no terminal and its output dropped (a
+    /// setup the test kills).
+    pub(crate) fn spawn_quiet(&self, extra: &[&str]) -> std::process::Child {
+        use std::process::Stdio;
+        let mut c = self.t.cmd();
+        c.args(self.args(extra)).stdin(Stdio::null()).stdout(Stdio::null());
+        c.stderr(Stdio::null()).spawn().unwrap()
+    }
+
     /// Every path under HOME, TMPDIR and the node prefix with its type, mode and content, and
     /// (when `mtimes`) its mtime: a cancel must not even touch a file; a rollback restores
     /// content.

@@ -23,11 +23,6 @@ fn cancelled_as_said(output: &str) {
     }
 }
 
-/// Where the receipt of stack `st` lives.
-fn receipt(s: &Setup) -> std::path::PathBuf {
-    s.t.home.join(".oysterun-stacks/st/run/setup-pending")
-}
-
 /// Runs setup with `first` killed at each step in turn, each time settled by a setup cancelled
 /// at its question; returns how many steps the setup has (the first n it completed at).
 /// `skip_logs`: the stack's logs are left out of the comparison (a stack that was there keeps
@@ -56,10 +51,10 @@ fn matrix(
         );
         if out.status.signal() != Some(9) {
             assert!(out.status.success(), "past its last step ({n}), setup failed: {said}");
-            assert!(!receipt(s).exists(), "a finished setup left its receipt");
+            assert!(!s.receipt().exists(), "a finished setup left its receipt");
             return n;
         }
-        let path = receipt(s);
+        let path = s.receipt();
         let text = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("killed at step {n}: no receipt ({e}): {said}"));
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
@@ -191,12 +186,12 @@ fn a_setup_of_a_running_stack_killed_at_any_step_is_put_back_on_its_old_port() {
             assert!(n >= 4, "{n} steps");
             break;
         }
-        assert!(receipt(&s).exists(), "step {n}: no receipt");
+        assert!(s.receipt().exists(), "step {n}: no receipt");
         let r = s.pty(b"\r", &[]);
         let output = r["output"].as_str().unwrap().to_owned();
         assert_eq!(r["code"], 0, "step {n}:\n{output}");
         cancelled_as_said(&output);
-        assert!(!receipt(&s).exists(), "step {n}: the receipt is left:\n{output}");
+        assert!(!s.receipt().exists(), "step {n}: the receipt is left:\n{output}");
         assert_eq!(read(&s.config()), config, "step {n}: config.json\n{output}");
         assert_eq!(read(&plist), definition, "step {n}: the plist\n{output}");
         let st = s.t.run(["status", "st", "--json"]).json();
@@ -259,13 +254,13 @@ fn a_setup_killed_inside_its_first_receipt_write_leaves_no_trace_after_the_next_
     let mut killed = s.t.cmd();
     killed.env("OYSTER_TEST_KILL_AT_STEP", "1").args(s.args(&["--install-providers"]));
     assert_eq!(killed.output().unwrap().status.signal(), Some(9));
-    let whole = std::fs::read(receipt(&s)).unwrap();
+    let whole = std::fs::read(s.receipt()).unwrap();
     let dead = std::process::Command::new("true").spawn().unwrap();
     let pid = dead.id();
     dead.wait_with_output().unwrap();
     for temp in [whole, vec![]] {
-        std::fs::remove_file(receipt(&s)).unwrap_or_default();
-        let run = receipt(&s).parent().unwrap().to_owned();
+        std::fs::remove_file(s.receipt()).unwrap_or_default();
+        let run = s.receipt().parent().unwrap().to_owned();
         std::fs::create_dir_all(&run).unwrap();
         std::fs::write(run.join(format!(".setup-pending.oyster-tmp.{pid}")), &temp).unwrap();
         let r = s.pty(b"\r", &[]);
@@ -287,7 +282,7 @@ fn a_killed_setup_is_not_taken_back_once_another_command_used_the_stack() {
     let mut killed = s.t.cmd();
     killed.env("OYSTER_TEST_KILL_AT_STEP", "6").args(s.args(&["--install-providers"]));
     assert_eq!(killed.output().unwrap().status.signal(), Some(9));
-    assert!(receipt(&s).exists());
+    assert!(s.receipt().exists());
     // The same stack, root, node and port: `install` instead of `setup`.
     let mut install = s.args(&[]);
     install[0] = "install".into();
@@ -297,83 +292,9 @@ fn a_killed_setup_is_not_taken_back_once_another_command_used_the_stack() {
     let output = format!("{}{}", r.stdout(), r.stderr());
     has_all(&output, &["nothing of it is taken back", "Host verified"]);
     has_none(&output, &["took back"]);
-    assert!(!receipt(&s).exists(), "{output}");
+    assert!(!s.receipt().exists(), "{output}");
     let st = s.t.run(["status", "st", "--json"]).json();
     assert_eq!(st["summary"], "verified", "{st}");
     s.t.run(["agent", "uninstall", "--stack", "st"]).ok();
     s.t.wait_no_processes();
-}
-
-/// An npm install left running by a setup killed outright (npm runs in its own process
-/// group, which the kill does not reach) is stopped by the next setup before it uninstalls
-/// the provider: left alone, it would finish its install after the recovery. The receipt
-/// names it by pid and start time once it runs.
-#[test]
-fn an_npm_a_killed_setup_left_running_is_stopped_before_the_uninstall() {
-    let s = Setup::with_npm(0, 3);
-    let mut killed =
-        s.t.cmd()
-            .args(s.args(&["--yes", "--install-providers"]))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-    crate::common::wait_until(
-        std::time::Duration::from_secs(15),
-        "npm's pid in the receipt",
-        || std::fs::read_to_string(receipt(&s)).is_ok_and(|t| t.contains("\"running\"")),
-    );
-    killed.kill().unwrap();
-    killed.wait().unwrap();
-    let r = s.pty(b"\r", &[]);
-    let output = r["output"].as_str().unwrap().to_owned();
-    assert_eq!(r["code"], 0, "{output}");
-    has_all(&output, &["stopped the npm install left running"]);
-    // Past the time the orphan's install would have taken: nothing put in place after.
-    std::thread::sleep(std::time::Duration::from_millis(3_500));
-    for b in ["claude", "codex"] {
-        assert!(!s.t.path("nodepfx/bin").join(b).exists(), "{b} installed after:\n{output}");
-    }
-    assert!(!receipt(&s).exists(), "{output}");
-    s.t.wait_no_processes();
-}
-
-/// Killed once its direct start verified: a Host the user started since (`host stop`, then
-/// `host start`, neither of which writes an audit line) is theirs, and the next setup takes
-/// nothing back — it stopped that Host, taking it for the killed run's own.
-#[test]
-fn a_host_started_after_a_setup_killed_past_its_start_is_left_running() {
-    let last_step = |s: &Setup| -> Option<String> {
-        let text = std::fs::read_to_string(receipt(s)).ok()?;
-        let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
-        Some(doc["steps"].as_array()?.last()?.to_string())
-    };
-    let s = (0..40)
-        .find_map(|n| {
-            let s = Setup::new(0);
-            let mut killed = s.t.cmd();
-            killed.env("OYSTER_TEST_KILL_AT_STEP", n.to_string());
-            let out = killed.args(s.args(&["--no-install-providers"])).output().unwrap();
-            assert_eq!(out.status.signal(), Some(9), "setup ended before its start's step");
-            match last_step(&s).as_deref() {
-                Some("\"host_started\"") => Some(s),
-                _ => {
-                    s.t.run(["host", "stop", "--stack", "st"]);
-                    None
-                }
-            }
-        })
-        .expect("a step right after the direct start");
-    s.t.run(["host", "stop", "--stack", "st"]).ok();
-    // The same stack, root, node and port: `host start` instead of `setup`.
-    let mut start = s.args(&[]);
-    start.splice(0..1, ["host".to_owned(), "start".to_owned()]);
-    s.t.run(start).ok();
-    let r = s.pty(b"\r", &[]);
-    let output = r["output"].as_str().unwrap().to_owned();
-    has_all(&output, &["nothing of it is taken back"]);
-    has_none(&output, &["took back", "stopped the Host"]);
-    s.t.run(["host", "status", "--stack", "st"]).ok();
-    s.t.run(["host", "stop", "--stack", "st"]).ok();
 }

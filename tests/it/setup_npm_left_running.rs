@@ -7,16 +7,10 @@
 use std::os::unix::fs::PermissionsExt;
 #[cfg(target_os = "linux")]
 use std::process::Command;
-use std::process::Stdio;
 use std::time::Duration;
 
 use crate::common::{has_all, has_none, real_node, wait_until};
 use crate::setup::Setup;
-
-/// Where the receipt of stack `st` lives.
-fn receipt(s: &Setup) -> std::path::PathBuf {
-    s.t.home.join(".oysterun-stacks/st/run/setup-pending")
-}
 
 /// Replaces the setup's fake npm with a Node one that does what npm does to its command line
 /// (its title, over its arguments) and leaves a child in its group that ignores SIGTERM and
@@ -45,40 +39,46 @@ fn retitling_npm(s: &Setup, late_secs: u32) {
 /// Starts a setup that installs providers, waits until its receipt names the running npm,
 /// and kills the setup outright: the receipt's text.
 fn killed_during_npm(s: &Setup) -> String {
-    let mut killed =
-        s.t.cmd()
-            .args(s.args(&["--yes", "--install-providers"]))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+    let mut killed = s.spawn_quiet(&["--yes", "--install-providers"]);
     wait_until(Duration::from_secs(15), "npm's pid in the receipt", || {
-        std::fs::read_to_string(receipt(s)).is_ok_and(|t| t.contains("\"running\""))
+        std::fs::read_to_string(s.receipt()).is_ok_and(|t| t.contains("\"running\""))
     });
     // Past the moment npm wrote its title.
     std::thread::sleep(Duration::from_millis(700));
     killed.kill().unwrap();
     killed.wait().unwrap();
-    std::fs::read_to_string(receipt(s)).unwrap()
+    std::fs::read_to_string(s.receipt()).unwrap()
 }
 
-#[test]
-fn an_npm_that_wrote_its_title_and_its_lingering_child_are_stopped_before_the_uninstall() {
-    let s = Setup::with_npm(0, 0);
-    retitling_npm(&s, 2);
-    killed_during_npm(&s);
+/// Kills a setup while its npm runs; the next setup (cancelled) stops that npm's group
+/// before it uninstalls: once the orphan would have put a provider in place (`secs`), none is.
+fn stopped_before_the_uninstall(s: &Setup, secs: u64) {
+    killed_during_npm(s);
     let r = s.pty(b"\r", &[]);
     let output = r["output"].as_str().unwrap().to_owned();
     assert_eq!(r["code"], 0, "{output}");
     has_all(&output, &["stopped the npm install left running"]);
-    // Past the time the child would have put claude in place.
-    std::thread::sleep(Duration::from_millis(3_000));
+    std::thread::sleep(Duration::from_secs(secs));
     for b in ["claude", "codex"] {
         assert!(!s.t.path("nodepfx/bin").join(b).exists(), "{b} installed after:\n{output}");
     }
-    assert!(!receipt(&s).exists(), "{output}");
+    assert!(!s.receipt().exists(), "{output}");
     s.t.wait_no_processes();
+}
+
+/// An npm seen as it was started (its arguments, no title written over them).
+#[test]
+fn an_npm_a_killed_setup_left_running_is_stopped_before_the_uninstall() {
+    stopped_before_the_uninstall(&Setup::with_npm(0, 3), 4);
+}
+
+/// An npm as npm 9+ runs: its title over its arguments, and a child in its group that ignores
+/// SIGTERM and would put claude in place 2 s later.
+#[test]
+fn an_npm_that_wrote_its_title_and_its_lingering_child_are_stopped_before_the_uninstall() {
+    let s = Setup::with_npm(0, 0);
+    retitling_npm(&s, 2);
+    stopped_before_the_uninstall(&s, 3);
 }
 
 /// A receipt whose `running` names a process that is not the npm (forged, or a pid used
@@ -108,7 +108,7 @@ fn a_receipt_naming_another_process_signals_nothing() {
             &format!("\"started\": {started}"),
         );
     assert!(forged.contains(&format!("\"pid\": {},", bystander.id())), "{forged}");
-    std::fs::write(receipt(&s), forged).unwrap();
+    std::fs::write(s.receipt(), forged).unwrap();
     let r = s.pty(b"\r", &[]);
     let output = r["output"].as_str().unwrap().to_owned();
     assert_eq!(r["code"], 0, "{output}");
