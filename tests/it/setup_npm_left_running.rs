@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::common::{has_all, has_none, real_node, wait_until};
+use crate::common::{has_all, real_node, wait_until};
 use crate::setup::Setup;
 
 /// Replaces the setup's fake npm with a Node one that does what npm does to its command line
@@ -113,7 +113,7 @@ fn a_receipt_naming_another_process_signals_nothing() {
     let output = r["output"].as_str().unwrap().to_owned();
     assert_eq!(r["code"], 0, "{output}");
     has_all(&output, &["uninstalled @"]);
-    has_none(&output, &["stopped the npm install left running"]);
+    crate::common::has_none(&output, &["stopped the npm install left running"]);
     assert!(bystander.try_wait().unwrap().is_none(), "the bystander was signalled:\n{output}");
     bystander.kill().unwrap();
     bystander.wait().unwrap();
