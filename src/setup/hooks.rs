@@ -68,7 +68,9 @@ pub fn show_qr(ctx: &Context, plan: &Plan) -> Ran {
         None,
         QR_TIMEOUT,
         Stdout::AsWritten,
-    ) {
+    )
+    .map_err(StepFailed::of)
+    {
         Ok(()) => Ran::Done,
         Err(StepFailed::Interrupted(sig)) => {
             qr_unavailable(ctx, plan.port, "interrupted");
@@ -117,7 +119,7 @@ pub fn prepare_restore(ctx: &Context, plan: &Plan) -> Ran {
         RESTORE_TIMEOUT,
         Stdout::Redacted,
     );
-    match ran {
+    match ran.map_err(StepFailed::of) {
         Ok(()) => Ran::Done,
         Err(StepFailed::Interrupted(sig)) => Ran::Interrupted(sig),
         Err(StepFailed::Why(why)) => {
@@ -143,21 +145,14 @@ enum StepFailed {
     Why(String),
 }
 
-/// Runs an entry point; a failure while a signal came is the signal's (asked once, here).
-fn run_step(
-    ctx: &Context,
-    plan: &Plan,
-    script: PathBuf,
-    args: &[&str],
-    extra: Option<(&str, &str)>,
-    timeout: Duration,
-    stdout: Stdout,
-) -> Result<(), StepFailed> {
-    run_entry(ctx, plan, script, args, extra, timeout, stdout)
-        .map_err(|why| signal::cause(why).map_or_else(StepFailed::Why, StepFailed::Interrupted))
+impl StepFailed {
+    /// A step's failure: the signal's when one came meanwhile (asked once, here).
+    fn of(why: String) -> StepFailed {
+        signal::cause(why).map_or_else(StepFailed::Why, StepFailed::Interrupted)
+    }
 }
 
-fn run_entry(
+fn run_step(
     ctx: &Context,
     plan: &Plan,
     script: PathBuf,

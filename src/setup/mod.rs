@@ -269,36 +269,19 @@ pub fn apply(
 /// directly) the pid file.
 fn refuse_if_stale(ctx: &Context, sp: &SetupPlan) -> anyhow::Result<()> {
     let st = &ctx.stack;
-    if steps::Stamp::of(&st.config_path()) != sp.read {
-        return Err(crate::error::Failed::new(
-            Said::ChangedWhileWaiting {
-                stack: st.name.clone(),
-            }
-            .to_string(),
-            Said::RunAgain {
-                setup: ctx.hints().cmd("setup"),
-            }
-            .to_string(),
-        )
-        .into());
-    }
-    if sp
+    let stack = st.name.clone();
+    let changed = if steps::Stamp::of(&st.config_path()) != sp.read {
+        Said::ChangedWhileWaiting { stack }
+    } else if sp
         .host
         .is_some_and(|pid| steps::Stamp::of(&st.pid_path()) != pid)
     {
-        return Err(crate::error::Failed::new(
-            Said::HostChangedWhileWaiting {
-                stack: st.name.clone(),
-            }
-            .to_string(),
-            Said::RunAgain {
-                setup: ctx.hints().cmd("setup"),
-            }
-            .to_string(),
-        )
-        .into());
-    }
-    Ok(())
+        Said::HostChangedWhileWaiting { stack }
+    } else {
+        return Ok(());
+    };
+    let setup = ctx.hints().cmd("setup");
+    Err(crate::error::Failed::new(changed.to_string(), Said::RunAgain { setup }.to_string()).into())
 }
 
 /// The error setup ends with after its rollback: the real cause first, then what was undone

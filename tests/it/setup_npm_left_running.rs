@@ -97,7 +97,7 @@ fn a_receipt_naming_another_process_signals_nothing() {
     Command::new("kill").args(["-KILL", "--", &format!("-{left}")]).status().unwrap();
     // A process that runs the same install's arguments in the test's group (it leads none).
     let mut bystander = Command::new("/bin/sh")
-        .args(["-c", "sleep 60; :", "npm", "install", "-g", "--prefix", prefix, package])
+        .args(["-c", "sleep 60; :", "npm", "install", "-g", "--prefix", prefix, package]) // a fake
         .spawn()
         .unwrap();
     let started = start_time(bystander.id());
