@@ -164,24 +164,26 @@ fn a_receipt_planted_by_hand_is_refused_with_its_fix_or_recovered() {
     s.t.wait_no_processes();
 }
 
+/// A `launchctl` that runs the shell lines `first` (given the simulator as `$SIM`), then the
+/// simulator with its arguments.
+fn launchctl_with(t: &mut TestContext, first: &str) {
+    let sim = crate::common::sim_bin();
+    let script = format!("#!/bin/sh\nSIM='{}'\n{first}\nexec \"$SIM\" \"$@\"\n", sim.display());
+    t.stand_in("OYSTER_LAUNCHCTL", "bin/launchctl", &script);
+}
+
 /// A `launchctl` that sends SIGINT to oyster (its parent) at its first call whose verb is
 /// `$INT_ON`, then makes that call for real.
 fn interrupting_launchctl(t: &mut TestContext) {
-    let sim = crate::common::sim_bin();
     let done = t.path("interrupted");
-    t.stand_in(
-        "OYSTER_LAUNCHCTL",
-        "bin/launchctl",
+    launchctl_with(
+        t,
         &format!(
-            r#"#!/bin/sh
-if [ -n "$INT_ON" ] && [ "$1" = "$INT_ON" ] && [ ! -e '{done}' ]; then
+            r#"if [ -n "$INT_ON" ] && [ "$1" = "$INT_ON" ] && [ ! -e '{done}' ]; then
   : > '{done}'
   kill -INT $PPID
-fi
-exec '{sim}' "$@"
-"#,
-            done = done.display(),
-            sim = sim.display()
+fi"#,
+            done = done.display()
         ),
     );
 }
@@ -303,21 +305,15 @@ fn a_systemd_rollback_whose_restored_host_dies_after_health_does_not_claim_it_ru
 /// A `launchctl` that, after its first real `bootout`, makes the receipt unwritable (a
 /// directory with a file in it where `pending` is: as a full disk would, for root too).
 fn receipt_breaking_launchctl(t: &mut TestContext, pending: &Path) {
-    let sim = crate::common::sim_bin();
-    t.stand_in(
-        "OYSTER_LAUNCHCTL",
-        "bin/launchctl",
+    launchctl_with(
+        t,
         &format!(
-            r#"#!/bin/sh
-if [ "$1" = bootout ] && [ ! -d '{p}' ]; then
-  '{sim}' "$@"; rc=$?
+            r#"if [ "$1" = bootout ] && [ ! -d '{p}' ]; then
+  "$SIM" "$@"; rc=$?
   /bin/rm -f '{p}'; /bin/mkdir '{p}'; : > '{p}/x'
   exit $rc
-fi
-exec '{sim}' "$@"
-"#,
-            p = pending.display(),
-            sim = sim.display()
+fi"#,
+            p = pending.display()
         ),
     );
 }
