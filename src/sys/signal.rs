@@ -59,7 +59,8 @@ extern "C" fn record(sig: nix::libc::c_int) {
 
 /// While alive, SIGINT, SIGTERM and SIGHUP only set a flag ([`received`]) instead of killing
 /// oyster; blocking reads return `EINTR` (no `SA_RESTART`). Dropping it restores the previous
-/// handlers, so commands that do not poll keep the default Ctrl-C.
+/// handlers, so commands that do not poll keep the default Ctrl-C, unless a signal came: then
+/// they stay until oyster exits by it.
 pub struct InterruptGuard {
     previous: Vec<(Signal, nix::libc::sigaction)>,
 }
@@ -82,6 +83,13 @@ impl InterruptGuard {
 
 impl Drop for InterruptGuard {
     fn drop(&mut self) {
+        // A run a signal interrupted ends by it, and says what it left at the edge, after this
+        // guard's scope: the handlers stay, so a second Ctrl-C cannot kill oyster between a
+        // finished rollback and its report (the exit is 128 + the first signal all the same).
+        if RECEIVED.load(Ordering::SeqCst) != 0 {
+            self.previous.clear();
+            return;
+        }
         for (sig, old) in self.previous.drain(..) {
             let _ = sigaction(sig, Some(&old));
         }

@@ -94,7 +94,7 @@ fn a_second_signal_during_the_rollback_does_not_cut_it_short() {
         std::thread::sleep(Duration::from_millis(40));
     };
     let e = read();
-    assert_eq!(status.code(), Some(130), "the first signal names the exit\n{e}");
+    assert_eq!(status.code(), Some(130), "the first signal names the exit ({status:?})\n{e}");
     has_all(&e, &["restored the last good plist; the previous Host runs again"]);
     has_none(&e, &["rollback failed too"]);
     assert_eq!(config_port(&s), s.port, "{e}");
