@@ -34,9 +34,10 @@ impl fmt::Display for Said {
                 f,
                 "another oyster changed stack {stack} while this setup waited for it (its config.json is not the one this setup's plan was made from), so this setup changed nothing"
             ),
-            Said::HostChangedWhileWaiting { stack } => write!(
+            Said::HostChangedWhileWaiting { stack, record } => write!(
                 f,
-                "another oyster started or stopped the Host of stack {stack} while this setup waited for it (its pid file is not the one this setup's plan was made from), so this setup changed nothing"
+                "another oyster started, stopped or installed the Host of stack {stack} while this setup waited for it ({} is not the one this setup's plan was made from), so this setup changed nothing",
+                record.display()
             ),
             Said::RunAgain { setup } => write!(f, "run `{setup}` again"),
             Said::JobPutBack { pid, port } => write!(

@@ -111,9 +111,11 @@ pub struct SetupPlan {
     /// config.json as the plan found it (`None`: absent): a setup whose lock finds another
     /// file there decided on a state that is gone, and changes nothing.
     read: Option<steps::Stamp>,
-    /// The direct Host's pid file as the plan found it, when the plan starts the Host without
-    /// a service manager: a `host start` or `host stop` since made the plan's start stale.
-    host: Option<Option<steps::Stamp>>,
+    /// The file that records the Host as the plan found it: the direct Host's pid file when
+    /// the plan starts it without a service manager (a `host start` or `host stop` since made
+    /// the plan's start stale), the job's definition under one (an `install` or `uninstall`
+    /// since made its step stale).
+    host: Option<(PathBuf, Option<steps::Stamp>)>,
     pub installs: Vec<Install>,
     pub agent_folder: PathBuf,
     pub service: Service,
@@ -157,8 +159,18 @@ pub fn make_plan(ctx: &Context, opts: &SetupOptions) -> anyhow::Result<SetupPlan
         (Err(e), _) => Service::Direct(format!("{e}")),
         (Ok(_), Err(e)) => Service::Direct(format!("{e}")),
     };
-    let host = (matches!(service, Service::Direct(_)) && !opts.no_start)
-        .then(|| steps::Stamp::of(&ctx.stack.pid_path()));
+    // What says the Host's state beside config.json: the pid file of a Host the plan starts
+    // directly; under a service manager, the job's definition (a respawn rewrites the pid file,
+    // only an install, restart, regenerate or uninstall the definition).
+    let host = match service {
+        Service::Direct(_) if opts.no_start => None,
+        Service::Direct(_) => Some(ctx.stack.pid_path()),
+        _ => Some(crate::manager::definition(ctx)),
+    }
+    .map(|path| {
+        let stamp = steps::Stamp::of(&path);
+        (path, stamp)
+    });
     Ok(SetupPlan {
         plan,
         read,
@@ -265,18 +277,22 @@ pub fn apply(
 }
 
 /// Refuses, having changed nothing, when another oyster changed what the plan was made from
-/// while this setup asked or waited for the lock: config.json, or (the plan starting the Host
-/// directly) the pid file.
+/// while this setup asked or waited for the lock: config.json, or the file that records the
+/// Host (the pid file of a direct start, the job's definition under a service manager).
 fn refuse_if_stale(ctx: &Context, sp: &SetupPlan) -> anyhow::Result<()> {
     let st = &ctx.stack;
     let stack = st.name.clone();
     let changed = if steps::Stamp::of(&st.config_path()) != sp.read {
         Said::ChangedWhileWaiting { stack }
-    } else if sp
+    } else if let Some((path, _)) = sp
         .host
-        .is_some_and(|pid| steps::Stamp::of(&st.pid_path()) != pid)
+        .as_ref()
+        .filter(|(path, read)| steps::Stamp::of(path) != *read)
     {
-        Said::HostChangedWhileWaiting { stack }
+        Said::HostChangedWhileWaiting {
+            stack,
+            record: path.clone(),
+        }
     } else {
         return Ok(());
     };

@@ -17,9 +17,13 @@ pub enum Said {
     /// The stack's config.json changed between the plan and the lock (another oyster wrote
     /// it while this setup asked or waited): the plan is stale.
     ChangedWhileWaiting { stack: String },
-    /// The direct Host's pid file changed between the plan and the lock (a `host start` or
-    /// `host stop` while this setup asked or waited): the plan's start is stale.
-    HostChangedWhileWaiting { stack: String },
+    /// The file that records the Host (`record`: the direct Host's pid file, or the job's
+    /// definition) changed between the plan and the lock (a `host start`, `install` or
+    /// `uninstall` while this setup asked or waited): the plan's start is stale.
+    HostChangedWhileWaiting {
+        stack: String,
+        record: std::path::PathBuf,
+    },
     /// Their hint: `setup` is this stack's setup command, in the form the user typed.
     RunAgain { setup: String },
     /// The job a killed setup changed, put back on the restored config and verified.

@@ -63,6 +63,11 @@ impl Setup {
             .into()
     }
 
+    /// The port every setup of this fixture asks for.
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
     pub(crate) fn npm_calls(&self) -> Vec<String> {
         std::fs::read_to_string(self.t.path("npm.log"))
             .map(|s| s.lines().map(str::to_owned).collect())
