@@ -427,6 +427,7 @@ fn look_in_both_domains(
         login_item(ctx, lc, st, !loaded.is_empty());
     }
     st.loaded_in = loaded.iter().map(|(d, _)| d.to_string()).collect();
+    st.seen.manager_pids = loaded.iter().filter_map(|(_, i)| i.pid()).collect();
     // Of two copies, the one that runs is the Host this stack has now (the other crash-
     // loops on the held port): its facts are shown.
     let shown = loaded

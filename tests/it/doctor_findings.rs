@@ -45,6 +45,10 @@ fn doctor_names_the_program_holding_a_stopped_stacks_port() {
     other.wait().unwrap();
     let doc = t.run(["doctor", "dev", "--json"]).json();
     assert!(!doc["checks"].to_string().contains("\"port\""), "{doc}");
+    // The stack's own Host on its port, as launchd runs it: no port row either.
+    t.run(common::args(&["start", "dev"]).settle(200)).ok();
+    let doc = t.run(["doctor", "dev", "--json"]).json();
+    assert!(!doc["checks"].to_string().contains("\"port\""), "{doc}");
     t.run(["uninstall", "dev"]).ok();
 }
 

@@ -21,4 +21,7 @@ pub struct Seen {
     pub crashes: Option<u32>,
     /// The probe of the running Host.
     pub probe: Option<Probe>,
+    /// The pids the manager has for the stack: every loaded launchd copy's, or the unit's
+    /// `MainPID` (a port they hold is the stack's own).
+    pub manager_pids: Vec<u32>,
 }

@@ -85,6 +85,7 @@ fn record(
     st.running = show.is_running();
     st.state = Some(format!("{:?} {}", show.active_state, show.sub_state).to_lowercase());
     st.pid = show.main_pid.filter(|_| st.running);
+    st.seen.manager_pids = show.main_pid.into_iter().collect();
     st.runs = Some(show.n_restarts);
     st.disabled = st.installed.then(|| !show.is_enabled());
     st.crash_loop = show.is_failed() || (show.sub_state == "auto-restart" && show.n_restarts > 0);

@@ -38,10 +38,9 @@ pub(super) fn login_check(ctx: &Context, doc: Option<&ConfigDoc>) -> Option<(Hos
 
 /// Who holds the stack's port when it is not this stack's Host (a stopped stack whose port
 /// another program took): named with its pid and name, as `start` names it, since `start`
-/// would be refused.
-pub(super) fn port_check(ctx: &Context, port: Option<u16>) -> Option<Check> {
+/// would be refused. `ours`: the pids the stack's manager has for it, as the status read saw.
+pub(super) fn port_check(ctx: &Context, port: Option<u16>, mut ours: Vec<u32>) -> Option<Check> {
     let port = port?;
-    let mut ours = crate::commands::agent::preflight::manager_pids(ctx);
     if let Ok(crate::direct::Owner::Ours(rec, _)) = crate::direct::owner(&ctx.stack) {
         ours.push(rec.pid);
     }

@@ -140,19 +140,16 @@ fn report(ctx: &Context, probe: bool) -> Report {
         Ok(crate::context::Manager::Systemd(sc)) => Some(sc),
         _ => None,
     };
-    checks.extend(service::manager_checks(
-        ctx,
-        systemd.as_deref(),
-        installed.as_ref(),
-        plan_ok(&plan),
-    ));
+    let (rows, manager_pids) =
+        service::manager_checks(ctx, systemd.as_deref(), installed.as_ref(), plan_ok(&plan));
+    checks.extend(rows);
     // By the one rule when the plan cannot be made (no root found).
     let port = plan_ok(&plan).map(|p| p.port).or_else(|| {
         crate::host::plan::HostInputs::default()
             .effective_port(st, doc.as_ref(), installed.as_ref())
             .map(|p| p.port)
     });
-    checks.extend(host::port_check(ctx, port));
+    checks.extend(host::port_check(ctx, port, manager_pids));
     checks.push(log_dir_check(ctx));
     let unit_here = crate::unit::unreachable(ctx).is_some();
     if let (None, false, Err(e)) = (&systemd, unit_here, st.refuse_unwritable_agents_dir()) {

@@ -7,7 +7,7 @@ use crate::agent::status::{self as model, Summary};
 use crate::context::Context;
 use crate::systemd::Systemctl;
 
-pub(super) fn systemd_checks(ctx: &Context, sc: &Systemctl) -> Vec<Check> {
+pub(super) fn systemd_checks(ctx: &Context, sc: &Systemctl) -> (Vec<Check>, Vec<u32>) {
     let mut checks = vec![check(
         "service manager",
         Level::Ok,
@@ -18,7 +18,7 @@ pub(super) fn systemd_checks(ctx: &Context, sc: &Systemctl) -> Vec<Check> {
         Ok(st) => st,
         Err(e) => {
             checks.push(check("unit", Level::Fail, format!("{e:#}"), None));
-            return checks;
+            return (checks, vec![]);
         }
     };
     checks.push(unit_check(ctx, &st));
@@ -55,7 +55,7 @@ pub(super) fn systemd_checks(ctx: &Context, sc: &Systemctl) -> Vec<Check> {
         ));
     }
     checks.push(linger_check(sc));
-    checks
+    (checks, st.seen.manager_pids)
 }
 
 fn unit_check(ctx: &Context, st: &model::AgentStatus) -> Check {
